@@ -1,0 +1,118 @@
+# attend: Show-Attend-Tell and DRAW in C11.
+#
+#   make demo     set up, fetch data, build, train small models and write pictures
+#   make test     set up, build and run the whole suite (ends "N passed, N failed")
+#   make check    the suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench    speed and memory benchmarks
+#   make deps     install missing Debian packages (root) or print the command
+#   make data     fetch MNIST and Fashion-MNIST into data/
+#
+# Variables: BUILD=build (output folder), SAN=1 (sanitizers), NO_DEPS=1 (skip set-up).
+
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O3 -march=native
+CFLAGS  := -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -MMD -MP -g
+LDLIBS  := -lm -ldl -lpthread
+
+ifeq ($(SAN),1)
+  BUILD  := build-san
+  OPT    := -O1 -fno-omit-frame-pointer
+  CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined
+  LDFLAGS += -fsanitize=address,undefined
+endif
+CFLAGS += $(OPT)
+
+# --- dependencies: one line each, found or missing ------------------------------------
+# name | how we probe | Debian package
+PKGS := libpng zlib stb libcjson
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS += $(PKG_CFLAGS)
+LDLIBS += $(PKG_LIBS) -lgif
+
+# --- sources ---------------------------------------------------------------------------
+MODULES  := core seq vision datasets models
+LIB_SRCS := $(wildcard $(addsuffix /*.c,$(MODULES)))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+LIB      := $(BUILD)/libattend.a
+
+PROGRAMS := draw caption
+CLI_SRCS := $(filter-out $(PROGRAMS:%=cli/%.c),$(wildcard cli/*.c))
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
+BINS     := $(PROGRAMS:%=bin/%)
+ifeq ($(SAN),1)
+  BINS   := $(PROGRAMS:%=$(BUILD)/bin/%)
+endif
+
+TEST_SUPPORT_SRCS := $(wildcard tests/support/*.c)
+TEST_SUPPORT_OBJS := $(TEST_SUPPORT_SRCS:%.c=$(BUILD)/%.o)
+TEST_SRCS := $(wildcard tests/test_*.c)
+TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+
+BENCH_SRCS := $(wildcard bench/bench_*.c)
+BENCHES    := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+
+.PHONY: all build deps data test check bench demo fixtures fuzz clean
+.DEFAULT_GOAL := all
+
+all: build
+build: $(BINS) $(TESTS) $(BENCHES)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+bin/%: $(BUILD)/cli/%.o $(CLI_OBJS) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/bin/%: $(BUILD)/cli/%.o $(CLI_OBJS) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(CLI_OBJS) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# --- set-up ------------------------------------------------------------------------------
+deps:
+ifneq ($(NO_DEPS),1)
+	@sh ./deps.sh
+endif
+
+data: deps
+ifneq ($(NO_DEPS),1)
+	@sh datasets/fetch.sh data
+endif
+
+# --- the suite ---------------------------------------------------------------------------
+test: data
+	@$(MAKE) --no-print-directory build
+	@sh tests/run.sh $(BUILD) bin
+
+check: data
+	@$(MAKE) --no-print-directory SAN=1 build
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  sh tests/run.sh build-san build-san/bin
+
+bench: data
+	@$(MAKE) --no-print-directory build
+	@sh bench/run.sh $(BUILD)
+
+demo: data
+	@$(MAKE) --no-print-directory build
+	@sh experiments/demo.sh
+
+clean:
+	rm -rf build build-san bin
+
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TESTS:=.d) $(TEST_SUPPORT_OBJS:.o=.d)

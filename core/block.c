@@ -1,0 +1,62 @@
+#include "core/block.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+
+void block_add(Block *b, float **view, const char *name, int ndim, ...) {
+    CHECK(ndim >= 1 && ndim <= BLOCK_MAX_DIMS, "%s: ndim %d", name, ndim);
+    CHECK(strlen(name) < BLOCK_NAME_LEN, "tensor name too long: %s", name);
+    CHECK(!block_find(b, name), "duplicate tensor name %s", name);
+    CHECK(!b->data, "block_add(%s) after block_alloc", name);
+    if (b->count == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 16;
+        b->tensors = xrealloc(b->tensors, (size_t)b->cap * sizeof *b->tensors);
+    }
+    BlockTensor *t = &b->tensors[b->count++];
+    memset(t, 0, sizeof *t);
+    strcpy(t->name, name);
+    t->ndim = ndim;
+    t->numel = 1;
+    va_list ap;
+    va_start(ap, ndim);
+    for (int i = 0; i < ndim; i++) {
+        int d = va_arg(ap, int);
+        CHECK(d >= 0, "%s: negative dimension", name);
+        t->shape[i] = d;
+        t->numel *= (size_t)d;
+    }
+    va_end(ap);
+    // Keep every tensor 16-float (64-byte) aligned.
+    t->offset = (b->numel + 15) & ~(size_t)15;
+    b->numel = t->offset + t->numel;
+    t->view = view;
+}
+
+void block_alloc(Block *b) {
+    CHECK(!b->data);
+    size_t bytes = ((b->numel * sizeof(float)) + 63) & ~(size_t)63;
+    b->data = aligned_alloc(64, bytes ? bytes : 64);
+    CHECK(b->data, "out of memory allocating %zu bytes", bytes);
+    memset(b->data, 0, bytes);
+    for (int i = 0; i < b->count; i++)
+        if (b->tensors[i].view) *b->tensors[i].view = b->data + b->tensors[i].offset;
+}
+
+void block_free(Block *b) {
+    free(b->data);
+    free(b->tensors);
+    memset(b, 0, sizeof *b);
+}
+
+void block_zero(Block *b) {
+    if (b->data) memset(b->data, 0, b->numel * sizeof(float));
+}
+
+const BlockTensor *block_find(const Block *b, const char *name) {
+    for (int i = 0; i < b->count; i++)
+        if (strcmp(b->tensors[i].name, name) == 0) return &b->tensors[i];
+    return NULL;
+}

@@ -1,0 +1,31 @@
+// check.h: always-on assertions and checked allocation / file helpers.
+//
+// Programming errors (a violated invariant, an allocation that fails) stop the
+// program with file:line and a hint. Bad *input* never goes through here: it
+// returns a status with an Error (see error.h).
+#ifndef CORE_CHECK_H
+#define CORE_CHECK_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+// Stays on in release builds (unlike assert).
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) check_fail_(__FILE__, __LINE__, #cond, "" __VA_ARGS__);   \
+    } while (0)
+
+_Noreturn void check_fail_(const char *file, int line, const char *cond, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+void *xmalloc_(size_t size, const char *file, int line);
+void *xcalloc_(size_t count, size_t size, const char *file, int line);
+void *xrealloc_(void *ptr, size_t size, const char *file, int line);
+char *xstrdup_(const char *s, const char *file, int line);
+
+#define xmalloc(size) xmalloc_((size), __FILE__, __LINE__)
+#define xcalloc(count, size) xcalloc_((count), (size), __FILE__, __LINE__)
+#define xrealloc(ptr, size) xrealloc_((ptr), (size), __FILE__, __LINE__)
+#define xstrdup(s) xstrdup_((s), __FILE__, __LINE__)
+
+#endif

@@ -1,0 +1,21 @@
+// csvlog.h: training metrics as CSV, one row per logged step, flushed each row.
+#ifndef CORE_CSVLOG_H
+#define CORE_CSVLOG_H
+
+#include <stdio.h>
+
+#include "core/error.h"
+
+typedef struct {
+    FILE *fp;
+    int n_cols;
+} CsvLog;
+
+// Opens path; append = 1 keeps existing rows (for --resume) and writes the header
+// only when the file is new or empty. columns: comma-separated header.
+int csvlog_open(CsvLog *log, const char *path, const char *columns, int append, Error *err);
+// Writes one row of n values (n must equal the column count); empty cells for NAN.
+void csvlog_row(CsvLog *log, const double *values, int n);
+void csvlog_close(CsvLog *log);
+
+#endif

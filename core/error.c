@@ -1,0 +1,27 @@
+#include "core/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int error_set(Error *err, const char *fmt, ...) {
+    if (!err) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int error_prefix(Error *err, const char *fmt, ...) {
+    if (!err) return -1;
+    char prefix[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    char old[sizeof err->msg];
+    memcpy(old, err->msg, sizeof old);
+    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    return -1;
+}

@@ -1,0 +1,97 @@
+#define _GNU_SOURCE
+#include "core/gemm.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+
+// cblas constants (cblas.h values), so we need no header at build time.
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+
+typedef void (*sgemm_fn)(int order, int ta, int tb, int M, int N, int K, float alpha,
+                         const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                         int ldc);
+typedef void (*set_threads_fn)(int n);
+typedef char *(*get_config_fn)(void);
+
+static struct {
+    pthread_once_t once;
+    sgemm_fn sgemm;
+    set_threads_fn set_threads;
+    get_config_fn get_config;
+    char backend[160];
+} blas = {.once = PTHREAD_ONCE_INIT};
+
+// The kernel family OpenBLAS should use on this CPU, or NULL to let it decide.
+static const char *pick_coretype(void) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl"))
+        return "SKYLAKEX";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "HASWELL";
+#endif
+    return NULL;
+}
+
+static void blas_open(void) {
+    const char *user = getenv("OPENBLAS_CORETYPE");
+    const char *core = user && user[0] ? user : pick_coretype();
+    if (core && !(user && user[0])) setenv("OPENBLAS_CORETYPE", core, 1);
+    // Start single-threaded; gemm_set_threads() raises it.
+    if (!getenv("OPENBLAS_NUM_THREADS")) setenv("OPENBLAS_NUM_THREADS", "1", 1);
+
+    static const char *names[] = {"libopenblas.so.0", "libopenblas.so", "libblas.so.3"};
+    void *lib = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++)
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    CHECK(lib, "cannot open OpenBLAS (%s); install it with: apt-get install libopenblas0",
+          dlerror());
+    blas.sgemm = (sgemm_fn)dlsym(lib, "cblas_sgemm");
+    CHECK(blas.sgemm, "the BLAS library has no cblas_sgemm");
+    blas.set_threads = (set_threads_fn)dlsym(lib, "openblas_set_num_threads");
+    blas.get_config = (get_config_fn)dlsym(lib, "openblas_get_config");
+    const char *cfg = blas.get_config ? blas.get_config() : "unknown BLAS";
+    snprintf(blas.backend, sizeof blas.backend, "%s (OPENBLAS_CORETYPE=%s)", cfg,
+             core ? core : "default");
+    if (blas.set_threads) blas.set_threads(1);
+}
+
+void gemm_set_threads(int n) {
+    pthread_once(&blas.once, blas_open);
+    if (blas.set_threads) blas.set_threads(n < 1 ? 1 : n);
+}
+
+const char *gemm_backend(void) {
+    pthread_once(&blas.once, blas_open);
+    return blas.backend;
+}
+
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+          const float *B, int ldb, float beta, float *C, int ldc) {
+    if (M == 0 || N == 0) return;
+    pthread_once(&blas.once, blas_open);
+    blas.sgemm(CBLAS_ROW_MAJOR, trans_a ? CBLAS_TRANS : CBLAS_NO_TRANS,
+               trans_b ? CBLAS_TRANS : CBLAS_NO_TRANS, M, N, K, alpha, A, lda, B, ldb, beta, C,
+               ldc);
+}
+
+void gemm_ref(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
+              int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < N; j++) {
+            double acc = 0.0;
+            for (int k = 0; k < K; k++) {
+                float a = trans_a ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+                float b = trans_b ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+                acc += (double)a * b;
+            }
+            float *c = &C[(size_t)i * ldc + j];
+            *c = (float)(alpha * acc + (beta == 0.0f ? 0.0 : (double)beta * *c));
+        }
+    }
+}

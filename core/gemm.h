@@ -1,0 +1,31 @@
+// gemm.h: the one matrix-multiply entry point of the toolkit, row-major, cblas-shaped.
+//
+//   C (M, N) = alpha * op(A) (M, K) @ op(B) (K, N) + beta * C
+//   op(X) = X or X^T; lda/ldb/ldc are row strides of the matrices as stored.
+//
+// gemm() runs OpenBLAS's sgemm. OpenBLAS is opened at first use (dlopen) after
+// choosing its kernel for this CPU: Debian's build misdetects recent Xeons and
+// falls back to a generic kernel about 4.7x slower (REFERENCE.md section 5), and
+// the choice (OPENBLAS_CORETYPE) must be made before the library initialises.
+// A user's own OPENBLAS_CORETYPE is respected. gemm_ref() is the plain loop that
+// tests compare against.
+#ifndef CORE_GEMM_H
+#define CORE_GEMM_H
+
+#include <stdbool.h>
+
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A, int lda,
+          const float *B, int ldb, float beta, float *C, int ldc);
+
+// Plain triple loop with double accumulation; same contract as gemm().
+void gemm_ref(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
+              int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+// Threads OpenBLAS may use (>= 1). Default: 1 until set.
+void gemm_set_threads(int n);
+
+// The core type OpenBLAS was told to use ("SKYLAKEX", ... or "default"), and the
+// library's own description of itself; for logs and benchmarks.
+const char *gemm_backend(void);
+
+#endif

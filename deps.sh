@@ -1,0 +1,45 @@
+#!/bin/sh
+# deps.sh: find what the toolkit needs, one line per dependency (found / missing).
+# Missing Debian packages are installed with apt-get when run as root; otherwise the
+# exact command is printed and the script exits non-zero. `make deps` runs this.
+set -u
+missing=""
+say() { printf '  %-22s %s\n' "$1" "$2"; }
+
+has() { command -v "$1" >/dev/null 2>&1; }
+have_pc() { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists "$1" 2>/dev/null; }
+trial() { # trial compile: header and library
+    command -v cc >/dev/null 2>&1 || return 1
+    printf '#include <%s>\nint main(void){return 0;}\n' "$1" > "${TMPDIR:-/tmp}/attend_probe.c"
+    cc "${TMPDIR:-/tmp}/attend_probe.c" -o "${TMPDIR:-/tmp}/attend_probe" "$2" 2>/dev/null
+    status=$?
+    rm -f "${TMPDIR:-/tmp}/attend_probe.c" "${TMPDIR:-/tmp}/attend_probe"
+    return $status
+}
+check() { # name, package, test...
+    name=$1; pkg=$2; shift 2
+    if "$@"; then say "$name" found; else say "$name" "missing (Debian package $pkg)"; missing="$missing $pkg"; fi
+}
+
+echo "dependencies:"
+check "C compiler"     gcc                   has cc
+check "pkg-config"     pkg-config            has pkg-config
+check "OpenBLAS"       libopenblas-dev       have_pc openblas
+check "libpng"         libpng-dev            have_pc libpng
+check "zlib"           zlib1g-dev            have_pc zlib
+check "stb_image"      libstb-dev            have_pc stb
+check "cJSON"          libcjson-dev          have_pc libcjson
+check "giflib"         libgif-dev            trial gif_lib.h -lgif
+check "npm"            npm                   has npm
+check "Fashion-MNIST"  dataset-fashion-mnist test -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q && apt-get install -y -q --no-install-recommends $missing || {
+        echo "deps: apt-get failed; run: apt-get install$missing" >&2; exit 1; }
+    exit 0
+fi
+echo "deps: missing packages; run as root:  apt-get update && apt-get install -y$missing" >&2
+exit 1

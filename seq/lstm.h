@@ -1,0 +1,28 @@
+// lstm.h: one step of an LSTM cell for a batch; all four gates from one GEMM.
+//
+//   xh = [x, h_prev]                                   (B, I + H)
+//   pre = xh @ W^T + b, W (4H, I + H), rows in gate order i, f, g, o
+//   i = sigmoid, f = sigmoid, g = tanh, o = sigmoid of their pre-activations
+//   c = f * c_prev + i * g;  h = o * tanh(c)
+// Unrolling over T steps is the caller's: it keeps one (xh, gates, c, h) per step.
+#ifndef SEQ_LSTM_H
+#define SEQ_LSTM_H
+
+// Outputs: h, c (B, H); gates (B, 4H) post-activation i, f, g, o (saved for backward);
+// xh (B, I + H) the concatenated input (saved for backward).
+// Inputs: x (B, I); h_prev, c_prev (B, H) (NULL means zeros); W (4H, I + H); b (4H).
+void lstm_forward(float *h, float *c, float *gates, float *xh, const float *x,
+                  const float *h_prev, const float *c_prev, const float *W, const float *b, int B,
+                  int I, int H);
+
+// Given dh (B, H) and dc (B, H) (gradient reaching this step's h and c from later;
+// dc may be NULL), accumulates dx (B, I) (may be NULL), dh_prev, dc_prev (B, H) (may be
+// NULL when h_prev/c_prev were NULL), dW (4H, I + H), db (4H).
+// scratch: at least lstm_scratch_floats(B, I, H) floats.
+void lstm_backward(float *dx, float *dh_prev, float *dc_prev, float *dW, float *db,
+                   const float *dh, const float *dc, const float *gates, const float *xh,
+                   const float *c_prev, const float *c, const float *W, float *scratch, int B,
+                   int I, int H);
+int lstm_scratch_floats(int B, int I, int H);
+
+#endif
