@@ -12,7 +12,7 @@
 CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O3 -march=native
-CFLAGS  := -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -MMD -MP -g
+CFLAGS  := -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-format-zero-length -I. -MMD -MP -g
 LDLIBS  := -lm -ldl -lpthread
 
 ifeq ($(SAN),1)
