@@ -25,4 +25,9 @@ void lstm_backward(float *dx, float *dh_prev, float *dc_prev, float *dW, float *
                    int I, int H);
 int lstm_scratch_floats(int B, int I, int H);
 
+// Plain-loop reference of lstm_forward for tests (double accumulation, no GEMM, no xh).
+// Outputs h, c (B, H) and gates (B, 4H) post-activation; same inputs as lstm_forward.
+void lstm_forward_ref(float *h, float *c, float *gates, const float *x, const float *h_prev,
+                      const float *c_prev, const float *W, const float *b, int B, int I, int H);
+
 #endif

@@ -1,0 +1,64 @@
+#include "seq/loss.h"
+
+#include <math.h>
+
+#include "core/activations.h"
+#include "core/check.h"
+
+double crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets,
+                            int N, int V) {
+    CHECK(N >= 0 && V > 0, "N %d V %d", N, V);
+    double total = 0.0;
+    for (int n = 0; n < N; n++) {
+        const float *restrict z = logits + (size_t)n * V;
+        float *restrict p = probs + (size_t)n * V;
+        int t = targets[n];
+        CHECK(t >= -1 && t < V, "target %d at row %d, V %d", t, n, V);
+        float mx = z[0];
+        for (int i = 1; i < V; i++) mx = z[i] > mx ? z[i] : mx;
+        double sum = 0.0;
+        for (int i = 0; i < V; i++) {
+            p[i] = expf(z[i] - mx);
+            sum += p[i];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int i = 0; i < V; i++) p[i] *= inv;
+        // -log softmax[t] = log(sum exp(z - mx)) - (z[t] - mx), exact even when p[t] underflows.
+        double loss = t < 0 ? 0.0 : log(sum) - ((double)z[t] - mx);
+        losses[n] = (float)loss;
+        total += loss;
+    }
+    return total;
+}
+
+void crossentropy_backward(float *dlogits, const float *dlosses, const float *probs,
+                           const int *targets, int N, int V) {
+    for (int n = 0; n < N; n++) {
+        int t = targets[n];
+        if (t < 0) continue;
+        float dl = dlosses ? dlosses[n] : 1.0f;
+        const float *restrict p = probs + (size_t)n * V;
+        float *restrict d = dlogits + (size_t)n * V;
+        for (int i = 0; i < V; i++) d[i] += dl * p[i];
+        d[t] -= dl;
+    }
+}
+
+double bce_logits_forward(float *loss, const float *logits, const float *targets, size_t n) {
+    double total = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        float x = logits[i];
+        float l = fmaxf(x, 0.0f) - x * targets[i] + log1pf(expf(-fabsf(x)));
+        if (loss) loss[i] = l;
+        total += l;
+    }
+    return total;
+}
+
+void bce_logits_backward(float *dlogits, const float *dloss, const float *logits,
+                         const float *targets, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float dl = dloss ? dloss[i] : 1.0f;
+        dlogits[i] += dl * (sigmoidf_(logits[i]) - targets[i]);
+    }
+}

@@ -1,0 +1,155 @@
+#include "seq/lstm.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "core/activations.h"
+#include "core/check.h"
+#include "core/gemm.h"
+
+void lstm_forward(float *h, float *c, float *gates, float *xh, const float *x,
+                  const float *h_prev, const float *c_prev, const float *W, const float *b, int B,
+                  int I, int H) {
+    CHECK(B >= 0 && I >= 0 && H > 0, "B %d I %d H %d", B, I, H);
+    const int K = I + H;
+    const size_t G = (size_t)4 * H;
+    // xh = [x, h_prev]
+    for (int r = 0; r < B; r++) {
+        float *row = xh + (size_t)r * K;
+        if (I > 0) memcpy(row, x + (size_t)r * I, (size_t)I * sizeof(float));
+        if (h_prev)
+            memcpy(row + I, h_prev + (size_t)r * H, (size_t)H * sizeof(float));
+        else
+            memset(row + I, 0, (size_t)H * sizeof(float));
+    }
+    // pre = b broadcast, then pre += xh @ W^T: all four gates in one GEMM.
+    for (int r = 0; r < B; r++) memcpy(gates + (size_t)r * G, b, G * sizeof(float));
+    gemm(false, true, B, (int)G, K, 1.0f, xh, K, W, K, 1.0f, gates, (int)G);
+
+    for (int r = 0; r < B; r++) {
+        float *restrict gi = gates + (size_t)r * G;
+        float *restrict gf = gi + H;
+        float *restrict gg = gi + 2 * H;
+        float *restrict go = gi + 3 * H;
+        float *restrict cr = c + (size_t)r * H;
+        float *restrict hr = h + (size_t)r * H;
+        const float *restrict cp = c_prev ? c_prev + (size_t)r * H : NULL;
+        for (int j = 0; j < H; j++) {
+            gi[j] = sigmoidf_(gi[j]);
+            gf[j] = sigmoidf_(gf[j]);
+            gg[j] = tanhf(gg[j]);
+            go[j] = sigmoidf_(go[j]);
+        }
+        if (cp)
+            for (int j = 0; j < H; j++) cr[j] = gf[j] * cp[j] + gi[j] * gg[j];
+        else
+            for (int j = 0; j < H; j++) cr[j] = gi[j] * gg[j];
+        for (int j = 0; j < H; j++) hr[j] = go[j] * tanhf(cr[j]);
+    }
+}
+
+int lstm_scratch_floats(int B, int I, int H) {
+    // dgates (B, 4H) then dxh (B, I + H)
+    return B * 4 * H + B * (I + H);
+}
+
+void lstm_backward(float *dx, float *dh_prev, float *dc_prev, float *dW, float *db,
+                   const float *dh, const float *dc, const float *gates, const float *xh,
+                   const float *c_prev, const float *c, const float *W, float *scratch, int B,
+                   int I, int H) {
+    CHECK(B >= 0 && I >= 0 && H > 0, "B %d I %d H %d", B, I, H);
+    const int K = I + H;
+    const size_t G = (size_t)4 * H;
+    float *dgates = scratch;               // (B, 4H), pre-activation gradients
+    float *dxh = scratch + (size_t)B * G;  // (B, I + H)
+
+    for (int r = 0; r < B; r++) {
+        const float *restrict gi = gates + (size_t)r * G;
+        const float *restrict gf = gi + H;
+        const float *restrict gg = gi + 2 * H;
+        const float *restrict go = gi + 3 * H;
+        const float *restrict cr = c + (size_t)r * H;
+        const float *restrict dhr = dh + (size_t)r * H;
+        const float *restrict dcr = dc ? dc + (size_t)r * H : NULL;
+        const float *restrict cp = c_prev ? c_prev + (size_t)r * H : NULL;
+        float *restrict di = dgates + (size_t)r * G;
+        float *restrict df = di + H;
+        float *restrict dg = di + 2 * H;
+        float *restrict dout = di + 3 * H;
+        float *restrict dcp = dc_prev ? dc_prev + (size_t)r * H : NULL;
+        // Use the dg slot to hold tanh(c), then dct (the total gradient reaching c) in di
+        // until the gate gradients overwrite them.
+        for (int j = 0; j < H; j++) dg[j] = tanhf(cr[j]);
+        for (int j = 0; j < H; j++) {
+            float tc = dg[j];
+            float dct = dhr[j] * go[j] * (1.0f - tc * tc) + (dcr ? dcr[j] : 0.0f);
+            dout[j] = dhr[j] * tc * go[j] * (1.0f - go[j]);
+            di[j] = dct;
+        }
+        if (cp)
+            for (int j = 0; j < H; j++) df[j] = di[j] * cp[j] * gf[j] * (1.0f - gf[j]);
+        else
+            for (int j = 0; j < H; j++) df[j] = 0.0f;
+        if (dcp)
+            for (int j = 0; j < H; j++) dcp[j] += di[j] * gf[j];
+        for (int j = 0; j < H; j++) {
+            float dct = di[j];
+            dg[j] = dct * gi[j] * (1.0f - gg[j] * gg[j]);
+            di[j] = dct * gg[j] * gi[j] * (1.0f - gi[j]);
+        }
+    }
+    // db += sum over the batch of dgates
+    for (int r = 0; r < B; r++) {
+        const float *restrict d = dgates + (size_t)r * G;
+        for (size_t j = 0; j < G; j++) db[j] += d[j];
+    }
+    // dW (4H, K) += dgates^T (4H, B) @ xh (B, K)
+    gemm(true, false, (int)G, K, B, 1.0f, dgates, (int)G, xh, K, 1.0f, dW, K);
+    // dxh (B, K) = dgates (B, 4H) @ W (4H, K), split into dx and dh_prev
+    if (dx || dh_prev) {
+        gemm(false, false, B, K, (int)G, 1.0f, dgates, (int)G, W, K, 0.0f, dxh, K);
+        for (int r = 0; r < B; r++) {
+            const float *restrict d = dxh + (size_t)r * K;
+            if (dx) {
+                float *restrict o = dx + (size_t)r * I;
+                for (int k = 0; k < I; k++) o[k] += d[k];
+            }
+            if (dh_prev) {
+                float *restrict o = dh_prev + (size_t)r * H;
+                for (int k = 0; k < H; k++) o[k] += d[I + k];
+            }
+        }
+    }
+}
+
+static double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+void lstm_forward_ref(float *h, float *c, float *gates, const float *x, const float *h_prev,
+                      const float *c_prev, const float *W, const float *b, int B, int I, int H) {
+    const int K = I + H;
+    for (int r = 0; r < B; r++) {
+        for (int j = 0; j < H; j++) {
+            double pre[4];
+            for (int q = 0; q < 4; q++) {
+                const float *w = W + (size_t)(q * H + j) * K;
+                double s = b[q * H + j];
+                for (int k = 0; k < I; k++) s += (double)w[k] * x[(size_t)r * I + k];
+                if (h_prev)
+                    for (int k = 0; k < H; k++) s += (double)w[I + k] * h_prev[(size_t)r * H + k];
+                pre[q] = s;
+            }
+            double ig = sigmoid_d(pre[0]), fg = sigmoid_d(pre[1]);
+            double gg = tanh(pre[2]), og = sigmoid_d(pre[3]);
+            double cp = c_prev ? c_prev[(size_t)r * H + j] : 0.0;
+            double cn = fg * cp + ig * gg;
+            c[(size_t)r * H + j] = (float)cn;
+            h[(size_t)r * H + j] = (float)(og * tanh(cn));
+            float *gr = gates + (size_t)r * 4 * H;
+            gr[j] = (float)ig;
+            gr[H + j] = (float)fg;
+            gr[2 * H + j] = (float)gg;
+            gr[3 * H + j] = (float)og;
+        }
+    }
+}
