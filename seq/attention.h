@@ -9,14 +9,42 @@
 //                  context_h = sum_i alpha_hi (W_v k_i)_h; context = W_o concat_h(context_h)
 //   local-*        the `score` kind (default multiplicative) restricted to the window
 //                  [p - W, p + W] and multiplied by exp(-(i - p)^2 / (2 (W/2)^2)) after the
-//                  softmax (renormalised); p = t (monotonic) or p = L * sigmoid(v^T tanh(W_p q))
-//                  (predictive, gradient flows through p)
+//                  softmax (renormalised); p = t (monotonic) or p = (L - 1) * sigmoid(v^T tanh(W_p q))
+//                  (predictive, gradient flows through p); details below
 //   none           alpha_i = 1/L (over unmasked positions): the mean annotation
 // alpha = softmax(e) with masked positions at probability 0; context = sum_i alpha_i k_i.
 // For multi-head, alpha reported is the mean over heads.
 //
+// Local attention, precisely (Luong et al. 2015 style, with these choices):
+//   - centre p: monotonic p = min(t, L - 1) (t >= 0); predictive
+//     p = (L - 1) * sigmoid(v_p^T tanh(W_p q)), so p is always a valid position in [0, L - 1].
+//   - window: the integer positions [round(p) - W, round(p) + W] intersected with [0, L)
+//     (round = floor(p + 0.5)); positions outside it, and masked ones, get alpha exactly 0.
+//   - alpha_i = s_i g_i / sum_j s_j g_j over the window, s = softmax of the scores over the
+//     window, g_i = exp(-(i - p)^2 / (2 sigma^2)), sigma = W / 2: the Gaussian is applied to
+//     the probabilities and alpha renormalised to sum to 1 (Luong leaves it unnormalised).
+//     Computed as softmax_i(e_i - (i - p)^2 / (2 sigma^2)), which is the same and stable.
+//   - gradient: flows through p (into W_p, v_p and the query) via the Gaussian; the window
+//     membership is treated as fixed (round() has no gradient).
+//   - score: additive, dot, scaled-dot or multiplicative; ATTN_NONE (the zero value of the
+//     field) means the default, multiplicative. Parameters are those of the score kind plus
+//     W_p, v_p for predictive (additive score and W_p share the size A).
+// Validity (CHECKed, programming errors): B, L, D, H >= 1; dot / scaled-dot scores need
+// H == D; additive, multi-head and predictive need A >= 1; heads >= 1 divides A; window >= 1.
+// A row whose unmasked positions are all gone (fully masked, or nothing unmasked inside the
+// window) gets alpha = 0 and context = 0, never NaN; its gradients are 0.
+// The masked softmax is private to attention.c (seq/softmax.h semantics).
+//
 // Work that depends on the keys only (W_k k_i, the multi-head projections) is done
-// once per sequence by attn_prepare(), not at every decoder step.
+// once per sequence by attn_prepare(), not at every decoder step. Projections over B*L or
+// B rows use gemm(); the per-step scores and weighted sums are batched GEMV-like loops.
+//
+// Typical use for a sequence of T decoder steps (sizes from the *_floats functions):
+//     attn_prepare(prep, keys, &p, &c, B, L);
+//     for t: attn_forward(ctx_t, alpha_t, cache_t, prep, keys, h_t, mask, &p, &c, t, B, L);
+//     ... backward, t = T-1..0, accumulating into dprep (zeroed once) ...
+//     for t: attn_backward(dkeys, dprep, dh_t, &dp, dctx_t, dalpha_t, cache_t, prep, ...);
+//     attn_prepare_backward(dkeys, &dp, dprep, keys, &p, &c, B, L);
 #ifndef SEQ_ATTENTION_H
 #define SEQ_ATTENTION_H
 
@@ -43,7 +71,7 @@ typedef struct {
     int A;             // additive hidden size; multi-head model size (divisible by heads)
     int heads;         // multi-head only
     int window;        // local only: half-width W
-    AttnKind score;    // local only: the score kind inside the window
+    AttnKind score;    // local only: the score kind inside the window (ATTN_NONE: multiplicative)
 } AttnConfig;
 
 // "additive", "dot", "scaled-dot", "multiplicative", "multi-head", "local-monotonic",
@@ -65,7 +93,9 @@ void attn_params_layout(Block *b, AttnParams *p, const AttnConfig *c, const char
 void attn_params_init(AttnParams *p, const AttnConfig *c, Rng *rng);
 
 // Per-sequence precomputation from keys (B, L, D) into prep (attn_prep_floats floats;
-// may be 0 for kinds that need none).
+// may be 0 for kinds that need none). prep is per image contiguous: image b's part is the
+// floats [b n1, (b + 1) n1) with n1 = attn_prep_floats(c, 1, L), and equals what
+// attn_prepare computes for that image alone, so beam search may copy or reorder it by image.
 size_t attn_prep_floats(const AttnConfig *c, int B, int L);
 void attn_prepare(float *prep, const float *keys, const AttnParams *p, const AttnConfig *c, int B,
                   int L);
@@ -81,7 +111,9 @@ void attn_forward(float *context, float *alpha, float *cache, const float *prep,
                   const float *keys, const float *query, const unsigned char *mask,
                   const AttnParams *p, const AttnConfig *c, int t, int B, int L);
 // Accumulates dkeys (B, L, D), dprep, dquery (B, H), dp; from dcontext (B, D) and dalpha
-// (B, L) or NULL (the doubly stochastic regulariser supplies dalpha).
+// (B, L) or NULL (the doubly stochastic regulariser supplies dalpha). dkeys, dprep, dquery
+// and dcontext may be NULL (that gradient is neither taken nor given). cache, prep: as the
+// matching attn_forward / attn_prepare left them.
 void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
                    const float *dcontext, const float *dalpha, const float *cache,
                    const float *prep, const float *keys, const float *query,
