@@ -1,0 +1,250 @@
+// image.c: see image.h.
+#include "vision/image.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Debian's libstb ships the implementation; only the declarations are wanted here.
+#include <stb_image.h>
+
+#include "core/check.h"
+#include "core/fileio.h"
+
+Image image_new(int c, int h, int w) {
+    CHECK((c == 1 || c == 3) && h >= 1 && w >= 1, "image_new(%d, %d, %d)", c, h, w);
+    Image img = {c, h, w, xcalloc((size_t)c * h * w, sizeof(float))};
+    return img;
+}
+
+void image_free(Image *img) {
+    if (!img) return;
+    free(img->data);
+    memset(img, 0, sizeof *img);
+}
+
+Image image_clone(const Image *src) {
+    Image dst = image_new(src->c, src->h, src->w);
+    memcpy(dst.data, src->data, (size_t)src->c * src->h * src->w * sizeof(float));
+    return dst;
+}
+
+Image image_from_u8(const unsigned char *pix, int c, int h, int w) {
+    Image img = image_new(c, h, w);
+    size_t plane = (size_t)h * w;
+    for (size_t i = 0; i < plane; i++)
+        for (int ch = 0; ch < c; ch++) img.data[ch * plane + i] = pix[i * c + ch] / 255.0f;
+    return img;
+}
+
+void image_to_u8(unsigned char *pix, const Image *img) {
+    size_t plane = (size_t)img->h * img->w;
+    for (size_t i = 0; i < plane; i++)
+        for (int ch = 0; ch < img->c; ch++) {
+            float v = img->data[ch * plane + i];
+            v = v > 0.0f ? (v < 1.0f ? v : 1.0f) : 0.0f;  // NaN -> 0
+            pix[i * img->c + ch] = (unsigned char)lrintf(v * 255.0f);
+        }
+}
+
+// stb_image refuses some huge PNG headers itself, with a vague reason; read the IHDR
+// size here so the message says what is wrong. Returns 1 and the size if it is a PNG.
+static int png_header_size(const unsigned char *d, size_t len, long *w, long *h) {
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    if (len < 24 || memcmp(d, sig, 8) != 0 || memcmp(d + 12, "IHDR", 4) != 0) return 0;
+    *w = (long)d[16] << 24 | (long)d[17] << 16 | (long)d[18] << 8 | d[19];
+    *h = (long)d[20] << 24 | (long)d[21] << 16 | (long)d[22] << 8 | d[23];
+    return 1;
+}
+
+int image_load_memory(const unsigned char *data, size_t len, const char *name, Image *img,
+                      int channels, Error *err) {
+    CHECK(channels == 0 || channels == 1 || channels == 3, "channels = %d", channels);
+    memset(img, 0, sizeof *img);
+    if (len == 0) return error_set(err, "%s: empty file", name);
+    if (len > (size_t)INT_MAX) return error_set(err, "%s: file too large (%zu bytes)", name, len);
+    int w = 0, h = 0, comp = 0;
+    if (!stbi_info_from_memory(data, (int)len, &w, &h, &comp)) {
+        long pw, ph;
+        if (png_header_size(data, len, &pw, &ph) &&
+            (pw > IMAGE_MAX_SIDE || ph > IMAGE_MAX_SIDE || pw * ph > IMAGE_MAX_PIXELS))
+            return error_set(err, "%s: image too large: %ld x %ld (limits %d per side, %ld pixels)",
+                             name, pw, ph, IMAGE_MAX_SIDE, (long)IMAGE_MAX_PIXELS);
+        const char *why = stbi_failure_reason();
+        return error_set(err, "%s: not a decodable image (%s)", name, why ? why : "unknown format");
+    }
+    if (w <= 0 || h <= 0) return error_set(err, "%s: bad dimensions %d x %d", name, w, h);
+    if (w > IMAGE_MAX_SIDE || h > IMAGE_MAX_SIDE || (long)w * h > IMAGE_MAX_PIXELS)
+        return error_set(err, "%s: image too large: %d x %d (limits %d per side, %ld pixels)", name,
+                         w, h, IMAGE_MAX_SIDE, (long)IMAGE_MAX_PIXELS);
+    int want = channels ? channels : (comp <= 2 ? 1 : 3);
+    int dw = 0, dh = 0, dcomp = 0;
+    unsigned char *pix = stbi_load_from_memory(data, (int)len, &dw, &dh, &dcomp, want);
+    if (!pix) {
+        const char *why = stbi_failure_reason();
+        return error_set(err, "%s: cannot decode (%s)", name, why ? why : "corrupt data");
+    }
+    if (dw != w || dh != h) {
+        stbi_image_free(pix);
+        return error_set(err, "%s: decoded size %d x %d differs from header %d x %d", name, dw, dh,
+                         w, h);
+    }
+    *img = image_from_u8(pix, want, h, w);
+    stbi_image_free(pix);
+    return 0;
+}
+
+int image_load(const char *path, Image *img, int channels, Error *err) {
+    unsigned char *data = NULL;
+    size_t len = 0;
+    memset(img, 0, sizeof *img);
+    if (file_read_all(path, &data, &len, IMAGE_MAX_FILE_BYTES, err) != 0) return -1;
+    int rc = image_load_memory(data, len, path, img, channels, err);
+    free(data);
+    return rc;
+}
+
+// One axis of a box filter: output index o covers input [o * n_in / n_out, (o+1) * n_in / n_out).
+// Input pixel i takes weight overlap([lo, hi), [i, i+1)) / (hi - lo).
+
+static void area_span(int o, int n_out, int n_in, int *i0, int *i1, double *lo, double *hi) {
+    *lo = (double)o * n_in / n_out;
+    *hi = (double)(o + 1) * n_in / n_out;
+    *i0 = (int)floor(*lo);
+    *i1 = (int)ceil(*hi);
+    if (*i1 > n_in) *i1 = n_in;
+    if (*i1 <= *i0) *i1 = *i0 + 1;
+}
+
+static inline double overlap(double lo, double hi, int i) {
+    double a = lo > i ? lo : i, b = hi < i + 1 ? hi : i + 1;
+    return b > a ? b - a : 0.0;
+}
+
+void resize_area(float *dst, int dh, int dw, const float *src, int c, int sh, int sw) {
+    CHECK(dh >= 1 && dw >= 1 && sh >= 1 && sw >= 1 && c >= 1);
+    float *tmp = xmalloc((size_t)c * sh * dw * sizeof(float));  // (c, sh, dw): rows resized
+    for (int ch = 0; ch < c; ch++)
+        for (int x = 0; x < dw; x++) {
+            int i0, i1;
+            double lo, hi;
+            area_span(x, dw, sw, &i0, &i1, &lo, &hi);
+            double norm = 1.0 / (hi - lo);
+            for (int y = 0; y < sh; y++) {
+                const float *row = src + ((size_t)ch * sh + y) * sw;
+                double s = 0.0;
+                for (int i = i0; i < i1; i++) s += overlap(lo, hi, i) * row[i];
+                tmp[((size_t)ch * sh + y) * dw + x] = (float)(s * norm);
+            }
+        }
+    for (int ch = 0; ch < c; ch++)
+        for (int y = 0; y < dh; y++) {
+            int i0, i1;
+            double lo, hi;
+            area_span(y, dh, sh, &i0, &i1, &lo, &hi);
+            double norm = 1.0 / (hi - lo);
+            float *out = dst + ((size_t)ch * dh + y) * dw;
+            for (int x = 0; x < dw; x++) {
+                double s = 0.0;
+                for (int i = i0; i < i1; i++)
+                    s += overlap(lo, hi, i) * tmp[((size_t)ch * sh + i) * dw + x];
+                out[x] = (float)(s * norm);
+            }
+        }
+    free(tmp);
+}
+
+// Source coordinate of output pixel o's centre, clamped to the valid range.
+static void bilinear_coord(int o, int n_out, int n_in, int *i0, int *i1, float *t) {
+    double s = (o + 0.5) * n_in / n_out - 0.5;
+    if (s < 0) s = 0;
+    if (s > n_in - 1) s = n_in - 1;
+    *i0 = (int)s;
+    *i1 = *i0 + 1 < n_in ? *i0 + 1 : *i0;
+    *t = (float)(s - *i0);
+}
+
+void resize_bilinear(float *dst, int dh, int dw, const float *src, int c, int sh, int sw) {
+    CHECK(dh >= 1 && dw >= 1 && sh >= 1 && sw >= 1 && c >= 1);
+    int *x0 = xmalloc((size_t)dw * sizeof(int)), *x1 = xmalloc((size_t)dw * sizeof(int));
+    float *tx = xmalloc((size_t)dw * sizeof(float));
+    for (int x = 0; x < dw; x++) bilinear_coord(x, dw, sw, &x0[x], &x1[x], &tx[x]);
+    for (int ch = 0; ch < c; ch++)
+        for (int y = 0; y < dh; y++) {
+            int y0, y1;
+            float ty;
+            bilinear_coord(y, dh, sh, &y0, &y1, &ty);
+            const float *r0 = src + ((size_t)ch * sh + y0) * sw;
+            const float *r1 = src + ((size_t)ch * sh + y1) * sw;
+            float *out = dst + ((size_t)ch * dh + y) * dw;
+            for (int x = 0; x < dw; x++) {
+                float a = r0[x0[x]] + tx[x] * (r0[x1[x]] - r0[x0[x]]);
+                float b = r1[x0[x]] + tx[x] * (r1[x1[x]] - r1[x0[x]]);
+                out[x] = a + ty * (b - a);
+            }
+        }
+    free(x0);
+    free(x1);
+    free(tx);
+}
+
+Image image_resize(const Image *src, int h, int w, ResizeMode mode) {
+    Image dst = image_new(src->c, h, w);
+    if (mode == RESIZE_AREA)
+        resize_area(dst.data, h, w, src->data, src->c, src->h, src->w);
+    else
+        resize_bilinear(dst.data, h, w, src->data, src->c, src->h, src->w);
+    return dst;
+}
+
+Image image_center_crop(const Image *src) {
+    int s = src->h < src->w ? src->h : src->w;
+    int oy = (src->h - s) / 2, ox = (src->w - s) / 2;
+    Image dst = image_new(src->c, s, s);
+    for (int ch = 0; ch < src->c; ch++)
+        for (int y = 0; y < s; y++)
+            memcpy(image_at(&dst, ch, y, 0), image_at(src, ch, y + oy, ox), (size_t)s * sizeof(float));
+    return dst;
+}
+
+Image image_to_rgb(const Image *src) {
+    if (src->c == 3) return image_clone(src);
+    Image dst = image_new(3, src->h, src->w);
+    size_t plane = (size_t)src->h * src->w;
+    for (int ch = 0; ch < 3; ch++) memcpy(dst.data + ch * plane, src->data, plane * sizeof(float));
+    return dst;
+}
+
+Image image_to_grey(const Image *src) {
+    if (src->c == 1) return image_clone(src);
+    Image dst = image_new(1, src->h, src->w);
+    size_t plane = (size_t)src->h * src->w;
+    for (size_t i = 0; i < plane; i++)
+        dst.data[i] = 0.299f * src->data[i] + 0.587f * src->data[plane + i] +
+                      0.114f * src->data[2 * plane + i];
+    return dst;
+}
+
+void image_normalize(Image *img, const float *mean, const float *std) {
+    size_t plane = (size_t)img->h * img->w;
+    for (int ch = 0; ch < img->c; ch++) {
+        CHECK(std[ch] > 0.0f, "std[%d] = %g", ch, std[ch]);
+        float m = mean[ch], inv = 1.0f / std[ch];
+        float *p = img->data + ch * plane;
+        for (size_t i = 0; i < plane; i++) p[i] = (p[i] - m) * inv;
+    }
+}
+
+void image_channel_stats(const Image *img, float *mean, float *std) {
+    size_t plane = (size_t)img->h * img->w;
+    for (int ch = 0; ch < img->c; ch++) {
+        const float *p = img->data + ch * plane;
+        double s = 0.0, ss = 0.0;
+        for (size_t i = 0; i < plane; i++) s += p[i];
+        double m = s / plane;
+        for (size_t i = 0; i < plane; i++) ss += (p[i] - m) * (p[i] - m);
+        mean[ch] = (float)m;
+        std[ch] = (float)sqrt(ss / plane);
+    }
+}
