@@ -1,0 +1,743 @@
+// test_text.c: tokeniser, vocabulary, caption metrics, grounding and beam search.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "seq/beam.h"
+#include "seq/metrics.h"
+#include "seq/tokenizer.h"
+#include "seq/vocab.h"
+#include "tests/support/test.h"
+
+// Tokenises s (which must be valid) with the default cap.
+static Tokens toks(const char *s) {
+    Tokens t;
+    Error err;
+    CHECK(tokenize(&t, s, TOKENIZE_MAX_TOKENS, &err) == 0, "%s", err.msg);
+    return t;
+}
+
+// 1 if t holds exactly the space-separated words of expect.
+static int tokens_are(const Tokens *t, const char *expect) {
+    char *joined = tokens_join(t);
+    int same = strcmp(joined, expect) == 0;
+    if (!same) fprintf(stderr, "    got \"%s\", expected \"%s\"\n", joined, expect);
+    free(joined);
+    return same;
+}
+
+// --- tokeniser ------------------------------------------------------------------------------
+
+static void test_tokenize_punctuation_and_case(void) {
+    static const char *const cases[][2] = {
+        {"A man, riding a Horse.", "a man riding a horse"},
+        {"  Two\tdogs\nplay!!  ", "two dogs play"},
+        {"The dog's ball isn't RED?", "the dog 's ball is n't red"},
+        {"They're here; we'll see: I'd go, I'm in, you've won", "they 're here we 'll see i 'd go i 'm in you 've won"},
+        {"a black-and-white photo -- (old) [x] {y}", "a black-and-white photo old x y"},
+        {"costs 3.50 dollars, 1,000 times.", "costs 3.50 dollars 1,000 times"},
+        {"\"Quoted\" 'word' `tick` dogs' ...", "quoted word tick dogs"},
+        {"it's 5 o'clock - really", "it 's 5 o'clock really"},
+        {"Caf\xc3\xa9 na\xc3\xafve", "caf\xc3\xa9 na\xc3\xafve"},
+        {"", ""},
+        {" . , ! ? ", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Tokens t = toks(cases[i][0]);
+        EXPECT(tokens_are(&t, cases[i][1]), "case %zu: \"%s\"", i, cases[i][0]);
+        EXPECT(t.dropped == 0);
+        tokens_free(&t);
+    }
+    // Punctuation never survives as a token of its own.
+    Tokens t = toks("Hello , world ; ok : yes ! - -- ...");
+    for (int i = 0; i < t.n; i++) EXPECT(strspn(t.tok[i], ".,;:!-") == 0, "token %s", t.tok[i]);
+    EXPECT(t.n == 4, "n = %d", t.n);
+    tokens_free(&t);
+}
+
+static void test_tokenize_invalid_utf8(void) {
+    static const struct {
+        const char *text;
+        long offset;
+    } bad[] = {
+        {"abc\xff", 3},               // never valid
+        {"ok \xc3\x28 no", 3},         // bad continuation
+        {"\xc0\xaf", 0},              // overlong '/'
+        {"xy\xe0\x80\xaf", 2},        // overlong 3-byte
+        {"a \xed\xa0\x80", 2},        // UTF-16 surrogate
+        {"z\xf4\x90\x80\x80", 1},     // past U+10FFFF
+        {"end \xe2\x82", 4},          // truncated
+        {"\x80 lone", 0},             // lone continuation
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        Tokens t;
+        Error err = {{0}};
+        int rc = tokenize(&t, bad[i].text, 10, &err);
+        EXPECT(rc == -1, "case %zu accepted", i);
+        EXPECT(t.n == 0 && t.tok == NULL);
+        char want[64];
+        snprintf(want, sizeof want, "at byte %ld", bad[i].offset);
+        EXPECT(strstr(err.msg, "invalid UTF-8") && strstr(err.msg, want), "case %zu: %s", i,
+               err.msg);
+        tokens_free(&t);
+    }
+    // Valid multi-byte text of every length passes.
+    Tokens t;
+    EXPECT(tokenize(&t, "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\xb6", 10, NULL) == 0);
+    EXPECT(t.n == 3);
+    tokens_free(&t);
+}
+
+static void test_tokenize_overlong_caption(void) {
+    // 300 words: "w0 w1 ... w299"
+    char *text = xmalloc(300 * 6 + 1), *q = text;
+    for (int i = 0; i < 300; i++) q += sprintf(q, "w%d ", i);
+    Tokens t;
+    Error err;
+    EXPECT(tokenize(&t, text, 256, &err) == 0);
+    EXPECT(t.n == 256 && t.dropped == 44, "n = %d dropped = %d", t.n, t.dropped);
+    EXPECT(strcmp(t.tok[255], "w255") == 0, "last kept %s", t.tok[255]);
+    tokens_free(&t);
+    EXPECT(tokenize(&t, text, 0, &err) == 0);
+    EXPECT(t.n == 0 && t.dropped == 300);
+    tokens_free(&t);
+    free(text);
+}
+
+// --- vocabulary -----------------------------------------------------------------------------
+
+static void build_test_vocab(Vocab *v, int min_count) {
+    // counts: a 6, dog 3, cat 3, sits 2, runs 1; the "<end>" token is not a word
+    const char *caps[] = {"a dog a cat", "a dog sits", "a cat runs", "a cat sits dog",
+                          "a <end>"};
+    Tokens t[5];
+    for (int i = 0; i < 5; i++) t[i] = toks(caps[i]);
+    vocab_build(v, t, 5, min_count);
+    for (int i = 0; i < 5; i++) tokens_free(&t[i]);
+}
+
+static void test_vocab_ids_and_min_count(void) {
+    Vocab v;
+    build_test_vocab(&v, 2);
+    EXPECT(v.size == 8, "size %d", v.size);
+    const char *order[] = {"<pad>", "<start>", "<end>", "<unk>", "a", "cat", "dog", "sits"};
+    for (int i = 0; i < 8 && i < v.size; i++)
+        EXPECT(strcmp(v.words[i], order[i]) == 0, "id %d = %s, expected %s", i, v.words[i],
+               order[i]);
+    EXPECT(vocab_id(&v, "dog") == 6);
+    EXPECT(vocab_id(&v, "runs") == VOCAB_UNK);  // count 1 < 2
+    EXPECT(vocab_id(&v, "zebra") == VOCAB_UNK);
+    EXPECT(vocab_id(&v, "<end>") == VOCAB_END);
+    vocab_free(&v);
+
+    build_test_vocab(&v, 1);
+    EXPECT(v.size == 9 && vocab_id(&v, "runs") == 8, "size %d", v.size);
+    vocab_free(&v);
+    build_test_vocab(&v, 6);  // the threshold is inclusive
+    EXPECT(v.size == 5 && vocab_id(&v, "a") == 4 && vocab_id(&v, "dog") == VOCAB_UNK);
+    vocab_free(&v);
+    build_test_vocab(&v, 7);
+    EXPECT(v.size == VOCAB_NSPECIAL);
+    vocab_free(&v);
+}
+
+static void test_vocab_encode_decode(void) {
+    Vocab v;
+    build_test_vocab(&v, 2);
+    Tokens t = toks("A zebra sits by a dog");
+    int ids[8];
+    int n = vocab_encode(ids, &v, &t, 8);
+    int want[] = {4, VOCAB_UNK, 7, VOCAB_UNK, 4, 6};
+    EXPECT(n == 6);
+    for (int i = 0; i < 6; i++) EXPECT(ids[i] == want[i], "ids[%d] = %d", i, ids[i]);
+    EXPECT(vocab_encode(ids, &v, &t, 3) == 3);
+    tokens_free(&t);
+
+    int seq[] = {VOCAB_START, 4, 6, VOCAB_UNK, VOCAB_PAD, 7, VOCAB_END, 5, 5};
+    char *s = vocab_decode(&v, seq, 9, 1);
+    EXPECT(strcmp(s, "a dog <unk> sits") == 0, "%s", s);
+    free(s);
+    s = vocab_decode(&v, seq, 9, 0);
+    EXPECT(strcmp(s, "a dog sits") == 0, "%s", s);
+    free(s);
+    Tokens d;
+    vocab_decode_tokens(&d, &v, seq, 3, 0);
+    EXPECT(tokens_are(&d, "a dog"));
+    tokens_free(&d);
+    vocab_free(&v);
+}
+
+static void test_vocab_json_round_trip(void) {
+    Vocab v, w;
+    build_test_vocab(&v, 2);
+    char *json = vocab_to_json(&v);
+    Error err;
+    EXPECT(vocab_from_json(&w, json, &err) == 0, "%s", err.msg);
+    EXPECT(w.size == v.size && w.min_count == 2);
+    for (int i = 0; i < v.size && i < w.size; i++) {
+        EXPECT(strcmp(v.words[i], w.words[i]) == 0);
+        EXPECT(vocab_id(&w, v.words[i]) == i);
+    }
+    char *again = vocab_to_json(&w);
+    EXPECT(strcmp(json, again) == 0, "%s vs %s", json, again);
+    free(json);
+    free(again);
+    vocab_free(&v);
+    vocab_free(&w);
+}
+
+static void test_vocab_json_rejects_malformed(void) {
+#define HEAD "{\"format\":\"attend-vocab\",\"version\":1,\"min_count\":2,"
+#define SPECIALS "\"<pad>\",\"<start>\",\"<end>\",\"<unk>\""
+    static const char *const bad[] = {
+        "",
+        "{",
+        "[]",
+        "{} trailing",
+        "{\"version\":1,\"min_count\":2,\"words\":[" SPECIALS "]}",
+        "{\"format\":\"other\",\"version\":1,\"min_count\":2,\"words\":[" SPECIALS "]}",
+        "{\"format\":\"attend-vocab\",\"version\":2,\"min_count\":2,\"words\":[" SPECIALS "]}",
+        "{\"format\":\"attend-vocab\",\"version\":1,\"min_count\":0,\"words\":[" SPECIALS "]}",
+        "{\"format\":\"attend-vocab\",\"version\":1,\"min_count\":1.5,\"words\":[" SPECIALS "]}",
+        HEAD "\"words\":{}}",
+        HEAD "\"words\":[\"<pad>\",\"<start>\",\"<end>\"]}",
+        HEAD "\"words\":[\"<start>\",\"<pad>\",\"<end>\",\"<unk>\"]}",
+        HEAD "\"words\":[" SPECIALS ",\"dog\",\"cat\",\"dog\"]}",
+        HEAD "\"words\":[" SPECIALS ",\"dog\",7]}",
+        HEAD "\"words\":[" SPECIALS ",\"\"]}",
+        HEAD "\"words\":[" SPECIALS ",\"two words\"]}",
+        HEAD "\"words\":[" SPECIALS ",\"<unk>\"]}",
+        HEAD "\"words\":[" SPECIALS ",\"bad\xff\"]}",
+        HEAD "\"words\":[" SPECIALS ",\"dog\"",
+    };
+#undef HEAD
+#undef SPECIALS
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        Vocab v;
+        Error err = {{0}};
+        int rc = vocab_from_json(&v, bad[i], &err);
+        EXPECT(rc == -1, "case %zu accepted: %s", i, bad[i]);
+        EXPECT(v.size == 0 && v.words == NULL && v.table == NULL, "case %zu", i);
+        EXPECT(strncmp(err.msg, "vocabulary: ", 12) == 0 && !strchr(err.msg, '\n'),
+               "case %zu: %s", i, err.msg);
+        if (rc == 0) vocab_free(&v);
+    }
+}
+
+// --- BLEU -----------------------------------------------------------------------------------
+
+// The 2-image corpus used for BLEU and ROUGE-L by hand.
+//   image 1: cand "the cat sat on the mat" (6 words)
+//            refs "the cat is on the mat" (6), "there is a cat on the mat" (7)
+//   image 2: cand "a dog a dog" (4 words)
+//            refs "a dog runs very fast" (5), "the dog is running fast now" (6)
+typedef struct {
+    Tokens cand[2], refs[2][2];
+    CaptionPair items[2];
+} HandCorpus;
+
+static void hand_corpus(HandCorpus *h) {
+    h->cand[0] = toks("the cat sat on the mat");
+    h->refs[0][0] = toks("the cat is on the mat");
+    h->refs[0][1] = toks("there is a cat on the mat");
+    h->cand[1] = toks("a dog a dog");
+    h->refs[1][0] = toks("a dog runs very fast");
+    h->refs[1][1] = toks("the dog is running fast now");
+    for (int i = 0; i < 2; i++) h->items[i] = (CaptionPair){&h->cand[i], h->refs[i], 2};
+}
+
+static void hand_corpus_free(HandCorpus *h) {
+    for (int i = 0; i < 2; i++) {
+        tokens_free(&h->cand[i]);
+        tokens_free(&h->refs[i][0]);
+        tokens_free(&h->refs[i][1]);
+    }
+}
+
+static void test_bleu_by_hand(void) {
+    // Image 1, clipped counts (max count over the references):
+    //   1-grams: the 2 (ref1 has 2), cat 1, sat 0, on 1, mat 1      -> 5 of 6
+    //   2-grams: "the cat" 1, "cat sat" 0, "sat on" 0, "on the" 1, "the mat" 1 -> 3 of 5
+    //   3-grams: only "on the mat"                                  -> 1 of 4
+    //   4-grams: none                                               -> 0 of 3
+    //   length 6, closest reference length 6.
+    // Image 2 ("a dog a dog"): 1-grams a 2 -> clipped 1, dog 2 -> 1 -> 2 of 4;
+    //   2-grams "a dog" x2 -> clipped 1, "dog a" 0 -> 1 of 3; 3-grams 0 of 2; 4-grams 0 of 1;
+    //   length 4, references 5 and 6: closest 5.
+    // Corpus: matches 7, 4, 1, 0 of 10, 8, 6, 4; c = 10, r = 11: BP = exp(1 - 11/10).
+    // BLEU-n = BP * (prod_k (m_k + 1e-15) / (g_k + 1e-9))^(1/n) (coco-caption's smoothing),
+    // so BLEU-4 is tiny but not zero.
+    HandCorpus h;
+    hand_corpus(&h);
+    double bleu[4];
+    metric_bleu(bleu, h.items, 2);
+    const double tiny = 1e-15, small = 1e-9;
+    double bp = exp(1.0 - 1.0 / ((10 + tiny) / (11 + small)));
+    double m[4] = {7, 4, 1, 0}, g[4] = {10, 8, 6, 4}, prod = 1;
+    for (int k = 0; k < 4; k++) {
+        prod *= (m[k] + tiny) / (g[k] + small);
+        double want = bp * pow(prod, 1.0 / (k + 1));
+        EXPECT_NEAR(bleu[k], want, 0.0, 1e-9);
+    }
+    // The same in plain words, without the smoothing: BLEU-1 = 0.7 e^-0.1.
+    EXPECT_NEAR(bleu[0], 0.7 * exp(-0.1), 0.0, 1e-8);
+    EXPECT_NEAR(bleu[1], sqrt(0.7 * 0.5) * exp(-0.1), 0.0, 1e-8);
+    EXPECT(bleu[3] > 0 && bleu[3] < 1e-4, "BLEU-4 = %g", bleu[3]);
+    hand_corpus_free(&h);
+}
+
+static void test_bleu_closest_length_ties_to_shorter(void) {
+    // cand 4 words; references of 3 and 5 words are equally close: r = 3 (no penalty, c > r).
+    // Were the tie broken to 5, BP = exp(1 - 5/4) would apply.
+    Tokens c = toks("a b c d"), r[2] = {toks("a b c"), toks("a b c d e")};
+    CaptionPair it = {&c, r, 2};
+    double bleu[4];
+    metric_bleu(bleu, &it, 1);
+    // 1-grams 4/4, 2-grams 3/3, 3-grams 2/2 (abc, bcd), 4-grams 1/1 (abcd in ref 2)
+    EXPECT_NEAR(bleu[0], 1.0, 1e-8, 0);
+    EXPECT_NEAR(bleu[3], 1.0, 1e-8, 0);
+    tokens_free(&c);
+    tokens_free(&r[0]);
+    tokens_free(&r[1]);
+}
+
+static void test_identical_gives_one(void) {
+    Tokens c = toks("a man rides a brown horse on the beach"), r = toks("a man rides a brown horse on the beach");
+    CaptionPair it = {&c, &r, 1};
+    double bleu[4];
+    metric_bleu(bleu, &it, 1);
+    for (int k = 0; k < 4; k++) EXPECT_NEAR(bleu[k], 1.0, 1e-8, 0);
+    EXPECT_NEAR(metric_rouge_l(NULL, &it, 1), 1.0, 1e-12, 0);
+    tokens_free(&c);
+    tokens_free(&r);
+}
+
+// --- ROUGE-L --------------------------------------------------------------------------------
+
+static void test_rouge_l_by_hand(void) {
+    // Image 1: LCS with ref 1 "the cat [is] on the mat" = 5 -> P 5/6, R 5/6;
+    //          with ref 2 "cat on the mat" = 4 -> P 4/6, R 4/7. P_max = R_max = 5/6 -> F = 5/6.
+    // Image 2: "a dog" with ref 1 -> LCS 2: P 2/4, R 2/5; "dog" with ref 2 -> P 1/4, R 1/6.
+    //          F = (1 + 1.44) 0.5 * 0.4 / (0.4 + 1.44 * 0.5) = 0.488 / 1.12.
+    HandCorpus h;
+    hand_corpus(&h);
+    double per[2];
+    double mean = metric_rouge_l(per, h.items, 2);
+    EXPECT_NEAR(per[0], 5.0 / 6.0, 1e-12, 0);
+    EXPECT_NEAR(per[1], 0.488 / 1.12, 1e-12, 0);
+    EXPECT_NEAR(mean, (5.0 / 6.0 + 0.488 / 1.12) / 2, 1e-12, 0);
+    EXPECT(lcs_length(h.refs[0][0].tok, h.refs[0][0].n, h.refs[0][1].tok, h.refs[0][1].n) == 4);
+    hand_corpus_free(&h);
+
+    // coco-caption takes the best precision and the best recall over references
+    // separately: "a b c" vs "a b" (P 2/3, R 1) and "a b c d e f" (P 1, R 1/2) gives
+    // P_max = R_max = 1, F = 1 (a per-reference best F would be 0.83).
+    Tokens c = toks("a b c"), r[2] = {toks("a b"), toks("a b c d e f")};
+    CaptionPair it = {&c, r, 2};
+    EXPECT_NEAR(metric_rouge_l(NULL, &it, 1), 1.0, 1e-12, 0);
+    Tokens empty = toks("");
+    it.cand = &empty;
+    EXPECT(metric_rouge_l(NULL, &it, 1) == 0.0);
+    tokens_free(&empty);
+    tokens_free(&c);
+    tokens_free(&r[0]);
+    tokens_free(&r[1]);
+}
+
+// --- CIDEr-D --------------------------------------------------------------------------------
+
+static void test_cider_d_by_hand(void) {
+    // Image A: refs "x y z", "x y"; cand "x y y".  Image B: ref "x w"; cand "w".
+    // N = 2 images. Document frequencies: x is in both images' references (df 2, idf
+    // log 2 - log 2 = 0); every other n-gram has df 1 or 0, idf log 2 =: L.
+    // Cand A vectors: 1-gram y = 2L (x weighs 0), norm 2L; 2-grams xy = L, yy = L, norm L sqrt2;
+    //   3-gram xyy = L, norm L; no 4-grams. Length (bigram count) 2.
+    // vs "x y z" (y L, z L: norm L sqrt2; xy L, yz L: norm L sqrt2; xyz L; length 2):
+    //   n=1: min(2L, L) L / (2L * L sqrt2) = 1/(2 sqrt2)    (the clipped numerator)
+    //   n=2: L^2 / (L sqrt2 * L sqrt2) = 1/2;  n=3: xyy not in ref: 0;  penalty e^0 = 1.
+    // vs "x y" (y L norm L; xy L norm L; no 3-grams; length 1):
+    //   n=1: L^2 / (2L * L) = 1/2; n=2: L^2 / (L sqrt2 * L) = 1/sqrt2; n=3: ref norm 0: 0;
+    //   penalty exp(-(2-1)^2 / (2 * 36)) = e^(-1/72).
+    // score A = 10 * (sum over refs of (sum over n) / 4) / 2 refs.
+    // Cand B "w": w = L, norm L, length 0; ref "x w": w L, norm L; xw L; length 1.
+    //   n=1: 1; others 0 (cand has no 2-grams); penalty e^(-1/72). score B = 10 / 4 e^(-1/72).
+    Tokens ca = toks("x y y"), ra[2] = {toks("x y z"), toks("x y")};
+    Tokens cb = toks("w"), rb = toks("x w");
+    CaptionPair items[2] = {{&ca, ra, 2}, {&cb, &rb, 1}};
+    double per[2];
+    double mean = metric_cider_d(per, items, 2);
+    double pen = exp(-1.0 / 72.0);
+    double want_a = 10.0 / 2.0 * ((1 / (2 * sqrt(2.0)) + 0.5) / 4 + (0.5 + 1 / sqrt(2.0)) * pen / 4);
+    double want_b = 10.0 / 4.0 * pen;
+    EXPECT_NEAR(per[0], want_a, 0, 1e-9);
+    EXPECT_NEAR(per[1], want_b, 0, 1e-9);
+    EXPECT_NEAR(mean, (want_a + want_b) / 2, 0, 1e-9);
+    tokens_free(&ca);
+    tokens_free(&ra[0]);
+    tokens_free(&ra[1]);
+    tokens_free(&cb);
+    tokens_free(&rb);
+}
+
+static void test_cider_d_properties(void) {
+    // Three images so that most n-grams have a positive idf.
+    const char *refs[3][2] = {{"a dog runs on the grass", "a brown dog running on grass"},
+                              {"two cats sleep on a sofa", "cats sleeping on the couch"},
+                              {"a man rides a red bike", "a person riding a bicycle"}};
+    const char *cands[4] = {"a dog runs on the grass",              // identical to a reference
+                            "a dog sleeps on a sofa",               // partial
+                            "a dog runs on the grass a dog runs on the grass",  // too long
+                            "two cats sleep on a sofa"};            // wrong image
+    Tokens r[3][2], c[4];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++) r[i][j] = toks(refs[i][j]);
+    for (int i = 0; i < 4; i++) c[i] = toks(cands[i]);
+    double s[4];
+    for (int k = 0; k < 4; k++) {
+        CaptionPair items[3] = {{&c[k], r[0], 2}, {&c[k], r[1], 2}, {&c[k], r[2], 2}};
+        double per[3];
+        metric_cider_d(per, items, 3);
+        s[k] = per[0];  // the candidate scored against image 0's references
+    }
+    EXPECT(s[0] > s[1] && s[1] > 0, "identical %g, partial %g", s[0], s[1]);
+    EXPECT(s[2] < s[0] * 0.5, "doubled %g vs identical %g", s[2], s[0]);  // e^(-25/72) ~ 0.71 plus tf
+    EXPECT(s[3] < s[1], "wrong image %g vs partial %g", s[3], s[1]);
+    // Scores do not depend on the order of the images.
+    CaptionPair fwd[3] = {{&c[0], r[0], 2}, {&c[1], r[1], 2}, {&c[3], r[2], 2}};
+    CaptionPair rev[3] = {fwd[2], fwd[1], fwd[0]};
+    double pf[3], pr[3];
+    metric_cider_d(pf, fwd, 3);
+    metric_cider_d(pr, rev, 3);
+    for (int i = 0; i < 3; i++) EXPECT_NEAR(pf[i], pr[2 - i], 1e-12, 0);
+    // One image: every n-gram is in every reference set, idf = 0, the score is 0.
+    CaptionPair one = {&c[0], r[0], 2};
+    EXPECT(metric_cider_d(NULL, &one, 1) == 0.0);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++) tokens_free(&r[i][j]);
+    for (int i = 0; i < 4; i++) tokens_free(&c[i]);
+}
+
+static void test_caption_scores_agree(void) {
+    HandCorpus h;
+    hand_corpus(&h);
+    CaptionScores s;
+    caption_scores(&s, h.items, 2);
+    double bleu[4];
+    metric_bleu(bleu, h.items, 2);
+    for (int k = 0; k < 4; k++) EXPECT(s.bleu[k] == bleu[k]);
+    EXPECT(s.rouge_l == metric_rouge_l(NULL, h.items, 2));
+    EXPECT(s.cider_d == metric_cider_d(NULL, h.items, 2));
+    hand_corpus_free(&h);
+}
+
+// --- grounding ------------------------------------------------------------------------------
+
+static void test_grounding_counts(void) {
+    GroundingBox boxes1[] = {{"dog", 10, 10, 50, 40}, {"frisbee", 60, 5, 70, 15}};
+    GroundingWord words1[] = {
+        {"a", 0, 0, 0},          // not an object: ignored
+        {"dog", 1, 30, 20},      // inside the dog box: hit
+        {"frisbee", 1, 30, 20},  // inside the dog box only: miss
+    };
+    GroundingBox boxes2[] = {{"cat", 0, 0, 8, 8}, {"man", 0, 0, 4, 4}, {"man", 20, 20, 30, 30}};
+    GroundingWord words2[] = {
+        {"cat", 1, 8, 8},     // on the border: inside, hit
+        {"sofa", 1, 2, 2},    // no sofa box: miss
+        {"man", 1, 25, 21},   // inside the second man box: hit
+        {"cat", 1, 8.5f, 2},  // just outside: miss
+    };
+    GroundingImage im[2] = {{words1, 3, boxes1, 2}, {words2, 4, boxes2, 3}};
+    GroundingResult r;
+    grounding_accuracy(&r, im, 2);
+    EXPECT(r.object_words == 6 && r.hits == 3, "%d of %d", r.hits, r.object_words);
+    EXPECT_NEAR(r.accuracy, 0.5, 1e-12, 0);
+    grounding_accuracy(&r, im, 0);
+    EXPECT(r.object_words == 0 && r.accuracy == 0.0);
+
+    // Peak of a 2 x 3 map over a 90 x 40 image: the max (first of two equal) at row 1, col 1.
+    float alpha[6] = {0.1f, 0.1f, 0.05f, 0.2f, 0.3f, 0.3f};
+    float px, py;
+    attention_peak(&px, &py, alpha, 2, 3, 90, 40);
+    EXPECT_NEAR(px, 45.0, 1e-5, 0);
+    EXPECT_NEAR(py, 30.0, 1e-5, 0);
+}
+
+// --- beam search ----------------------------------------------------------------------------
+
+// A toy model: a Markov chain over V tokens whose next-token distribution depends on the
+// image and the previous token, P[(b * V + prev) * V + next]. It also records each row's
+// prefix at each call, to check the rows trace.
+#define TOY_MAXR 400
+#define TOY_MAXT 8
+typedef struct {
+    int V;
+    const double *P;
+    int calls;
+    int img[TOY_MAXR], last[TOY_MAXR], len[TOY_MAXR];
+    int prefix[TOY_MAXT][TOY_MAXR][TOY_MAXT];  // [call][row][k]
+    int img_at[TOY_MAXT][TOY_MAXR];             // [call][row]
+    int n_at[TOY_MAXT];
+} Toy;
+
+static void toy_step(void *model, int n, const int *parent, const int *token, float *logprobs) {
+    Toy *m = model;
+    CHECK(n <= TOY_MAXR && m->calls < TOY_MAXT);
+    int img[TOY_MAXR], len[TOY_MAXR];
+    int c = m->calls;
+    for (int r = 0; r < n; r++) {
+        if (c == 0) {
+            img[r] = parent[r];
+            len[r] = 0;
+        } else {
+            CHECK(parent[r] >= 0 && parent[r] < m->n_at[c - 1]);
+            img[r] = m->img[parent[r]];
+            len[r] = m->len[parent[r]] + 1;
+            memcpy(m->prefix[c][r], m->prefix[c - 1][parent[r]], sizeof m->prefix[c][r]);
+            m->prefix[c][r][len[r] - 1] = token[r];
+        }
+        CHECK(r == 0 || img[r] >= img[r - 1], "rows not image-major");
+    }
+    for (int r = 0; r < n; r++) {
+        m->img[r] = img[r];
+        m->len[r] = len[r];
+        m->last[r] = token[r];
+        m->img_at[c][r] = img[r];
+        const double *p = m->P + ((size_t)img[r] * m->V + token[r]) * m->V;
+        for (int v = 0; v < m->V; v++) logprobs[r * m->V + v] = (float)log(p[v]);
+    }
+    m->n_at[c] = n;
+    m->calls++;
+}
+
+enum { T_PAD, T_START, T_END, T_A, T_B, T_C, TOY_V };
+
+static void test_beam_beats_greedy(void) {
+    // From <start>: A 0.55, B 0.4, <end> 0.05. From A: <end> 0.4, A 0.3, B 0.3.
+    // From B: <end> 0.95, A 0.025, B 0.025. (pad, start and C never: probability 0.)
+    // Greedy: A (0.55) then <end> (0.4): "A", p = 0.22.
+    // Beam 3 keeps B: "B" <end> has p = 0.4 * 0.95 = 0.38.
+    double P[TOY_V * TOY_V] = {0};
+    double *s = P + T_START * TOY_V, *a = P + T_A * TOY_V, *b = P + T_B * TOY_V;
+    s[T_A] = 0.55, s[T_B] = 0.4, s[T_END] = 0.05;
+    a[T_END] = 0.4, a[T_A] = 0.3, a[T_B] = 0.3;
+    b[T_END] = 0.95, b[T_A] = 0.025, b[T_B] = 0.025;
+    BeamConfig cfg = {.beam = 1, .max_len = 5, .length_alpha = 0, .start_id = T_START,
+                      .end_id = T_END, .V = TOY_V};
+    int tok[5], len, rows[5];
+    float score;
+    Toy m = {.V = TOY_V, .P = P};
+    beam_search(tok, &len, &score, rows, 1, &m, toy_step, &cfg);
+    EXPECT(len == 1 && tok[0] == T_A, "greedy len %d tok %d", len, tok[0]);
+    EXPECT_NEAR(score, log(0.22), 1e-5, 0);
+    EXPECT(tok[1] == T_END, "padding after the caption is <end>");
+    EXPECT(m.calls == 2, "greedy stops at its <end>: %d calls", m.calls);
+
+    // K = 1 stays greedy under length normalisation too (it must not wander past the
+    // first argmax <end> looking for a better mean).
+    cfg.length_alpha = 1;
+    m = (Toy){.V = TOY_V, .P = P};
+    beam_search(tok, &len, &score, rows, 1, &m, toy_step, &cfg);
+    EXPECT(len == 1 && tok[0] == T_A && m.calls == 2, "greedy alpha 1: len %d", len);
+    EXPECT_NEAR(score, log(0.22) / 2, 1e-5, 0);
+    cfg.length_alpha = 0;
+
+    cfg.beam = 3;
+    m = (Toy){.V = TOY_V, .P = P};
+    beam_search(tok, &len, &score, rows, 1, &m, toy_step, &cfg);
+    EXPECT(len == 1 && tok[0] == T_B, "beam len %d tok %d", len, tok[0]);
+    EXPECT_NEAR(score, log(0.38), 1e-5, 0);
+
+    // Length normalisation (alpha = 1: mean log-probability per token, <end> counted).
+    // Beam 3 now prefers "B" (mean log(0.38)/2) over "" (log 0.05)... both finish; check.
+    cfg.length_alpha = 1;
+    m = (Toy){.V = TOY_V, .P = P};
+    beam_search(tok, &len, &score, rows, 1, &m, toy_step, &cfg);
+    EXPECT(len == 1 && tok[0] == T_B);
+    EXPECT_NEAR(score, log(0.38) / 2, 1e-5, 0);
+}
+
+static void test_beam_without_end_returns_max_len(void) {
+    // <end> has probability 0 everywhere; from every token A 0.5, B 0.3, C 0.2.
+    double P[TOY_V * TOY_V] = {0};
+    for (int prev = 0; prev < TOY_V; prev++) {
+        P[prev * TOY_V + T_A] = 0.5;
+        P[prev * TOY_V + T_B] = 0.3;
+        P[prev * TOY_V + T_C] = 0.2;
+    }
+    for (int K = 1; K <= 4; K++)
+        for (int alpha = 0; alpha <= 1; alpha++) {
+            BeamConfig cfg = {.beam = K, .max_len = 6, .length_alpha = (float)alpha,
+                              .start_id = T_START, .end_id = T_END, .V = TOY_V};
+            int tok[6], len, rows[6];
+            float score;
+            Toy m = {.V = TOY_V, .P = P};
+            beam_search(tok, &len, &score, rows, 1, &m, toy_step, &cfg);
+            EXPECT(len == 6, "K %d: len %d", K, len);
+            for (int k = 0; k < 6; k++) EXPECT(tok[k] == T_A, "K %d tok[%d] = %d", K, k, tok[k]);
+            EXPECT_NEAR(score, alpha ? log(0.5) : 6 * log(0.5), 1e-5, 0);
+            EXPECT(m.calls == 6, "calls %d", m.calls);
+        }
+}
+
+// Best normalised score over every sequence, by enumeration: words from {A, B, C}, either
+// ended by <end> (len counts it, at most max_len) or max_len words without <end>.
+static double brute_best(int *best_tok, int *best_len, const double *P, int b, int T,
+                         float alpha) {
+    double best = -INFINITY;
+    int seq[TOY_MAXT];
+    for (int L = 0; L <= T; L++) {
+        int total = 1;
+        for (int k = 0; k < L; k++) total *= 3;
+        for (int code = 0; code < total; code++) {
+            int x = code;
+            for (int k = 0; k < L; k++) seq[k] = T_A + x % 3, x /= 3;
+            double sum = 0;
+            int prev = T_START;
+            for (int k = 0; k < L; k++) {
+                sum += (double)(float)log(P[((size_t)b * TOY_V + prev) * TOY_V + seq[k]]);
+                prev = seq[k];
+            }
+            int n = L;
+            if (L < T) {  // ends with <end>
+                sum += (double)(float)log(P[((size_t)b * TOY_V + prev) * TOY_V + T_END]);
+                n = L + 1;
+            }
+            double norm = alpha == 0 ? sum : sum / pow(n, alpha);
+            if (norm > best) {
+                best = norm;
+                *best_len = L;
+                memcpy(best_tok, seq, sizeof seq);
+            }
+        }
+    }
+    return best;
+}
+
+static void test_beam_wide_equals_exhaustive_and_rows_trace(void) {
+    // Three images with random transition tables. With T = 4 a call sees at most
+    // 27 rows x 4 finite extensions = 108 candidates, so a beam of 108 keeps every prefix
+    // and finishes every <end>: it is an exhaustive search and must find the enumeration's
+    // best (the stop rules may end it early only when nothing live can win).
+    enum { B = 3, T = 4 };
+    double P[B * TOY_V * TOY_V] = {0};
+    unsigned s = 12345;
+    for (int b = 0; b < B; b++)
+        for (int prev = 0; prev < TOY_V; prev++) {
+            double *p = P + ((size_t)b * TOY_V + prev) * TOY_V, z = 0;
+            for (int v = T_END; v < TOY_V; v++) {
+                s = s * 1103515245u + 12345u;
+                p[v] = 0.05 + (s >> 8) / 16777216.0;
+                z += p[v];
+            }
+            for (int v = T_END; v < TOY_V; v++) p[v] /= z;
+        }
+    for (int ai = 0; ai < 3; ai++) {
+        float alpha = ai == 0 ? 0.0f : ai == 1 ? 0.7f : 1.0f;
+        BeamConfig cfg = {.beam = 108, .max_len = T, .length_alpha = alpha, .start_id = T_START,
+                          .end_id = T_END, .V = TOY_V};
+        int tok[B * T], len[B], rows[B * T];
+        float score[B];
+        Toy *m = xcalloc(1, sizeof *m);
+        m->V = TOY_V;
+        m->P = P;
+        beam_search(tok, len, score, rows, B, m, toy_step, &cfg);
+        for (int b = 0; b < B; b++) {
+            int want[TOY_MAXT], wl = -1;
+            double best = brute_best(want, &wl, P, b, T, alpha);
+            EXPECT_NEAR(score[b], best, 1e-5, 1e-6);
+            EXPECT(len[b] == wl, "alpha %g image %d: len %d, want %d", alpha, b, len[b], wl);
+            for (int k = 0; k < wl && k < len[b]; k++) EXPECT(tok[b * T + k] == want[k]);
+            // rows trace: the row that produced token k, at call k, held exactly the first
+            // k tokens of the answer, and belonged to image b.
+            for (int k = 0; k < len[b]; k++) {
+                int r = rows[b * T + k];
+                EXPECT(r >= 0 && r < m->n_at[k], "rows[%d][%d] = %d", b, k, r);
+                if (r < 0 || r >= m->n_at[k]) continue;
+                EXPECT(m->img_at[k][r] == b, "row of another image");
+                for (int j = 0; j < k; j++)
+                    EXPECT(m->prefix[k][r][j] == tok[b * T + j], "image %d token %d", b, k);
+            }
+            for (int k = len[b]; k < T; k++) EXPECT(rows[b * T + k] == -1);
+        }
+        free(m);
+    }
+    // K = 1 on the same tables is the argmax path, whatever alpha.
+    for (int ai = 0; ai < 2; ai++) {
+        BeamConfig cfg = {.beam = 1, .max_len = T, .length_alpha = (float)ai,
+                          .start_id = T_START, .end_id = T_END, .V = TOY_V};
+        int tok[B * T], len[B];
+        float score[B];
+        Toy *m = xcalloc(1, sizeof *m);
+        m->V = TOY_V;
+        m->P = P;
+        beam_search(tok, len, score, NULL, B, m, toy_step, &cfg);
+        for (int b = 0; b < B; b++) {
+            int prev = T_START, k = 0;
+            for (; k < T; k++) {
+                const double *p = P + ((size_t)b * TOY_V + prev) * TOY_V;
+                int arg = 0;
+                for (int v = 1; v < TOY_V; v++)
+                    if ((float)log(p[v]) > (float)log(p[arg])) arg = v;
+                if (arg == T_END) break;
+                EXPECT(k < len[b] && tok[b * T + k] == arg, "image %d step %d", b, k);
+                prev = arg;
+            }
+            EXPECT(len[b] == k, "image %d: len %d, argmax path %d", b, len[b], k);
+        }
+        free(m);
+    }
+    // A narrower beam on the same batch: the trace still holds, and the reported score is
+    // the returned sequence's own normalised score under its image's table.
+    BeamConfig cfg = {.beam = 2, .max_len = T, .length_alpha = 0.5f, .start_id = T_START,
+                      .end_id = T_END, .V = TOY_V};
+    int tok[B * T], len[B], rows[B * T];
+    float score[B];
+    Toy *m = xcalloc(1, sizeof *m);
+    m->V = TOY_V;
+    m->P = P;
+    beam_search(tok, len, score, rows, B, m, toy_step, &cfg);
+    for (int b = 0; b < B; b++) {
+        double sum = 0;
+        int prev = T_START;
+        for (int k = 0; k < len[b]; k++) {
+            int r = rows[b * T + k];
+            EXPECT(r >= 0 && r < m->n_at[k]);
+            if (r < 0 || r >= m->n_at[k]) continue;
+            EXPECT(m->img_at[k][r] == b, "row of another image");
+            for (int j = 0; j < k; j++) EXPECT(m->prefix[k][r][j] == tok[b * T + j]);
+            sum += (double)(float)log(P[((size_t)b * TOY_V + prev) * TOY_V + tok[b * T + k]]);
+            prev = tok[b * T + k];
+        }
+        int n = len[b];
+        if (len[b] < T) {
+            sum += (double)(float)log(P[((size_t)b * TOY_V + prev) * TOY_V + T_END]);
+            n++;
+        }
+        // the reported score is the returned sequence's own normalised score
+        EXPECT_NEAR(score[b], sum / pow(n, 0.5), 1e-5, 1e-6);
+    }
+    free(m);
+}
+
+int main(void) {
+    RUN(test_tokenize_punctuation_and_case);
+    RUN(test_tokenize_invalid_utf8);
+    RUN(test_tokenize_overlong_caption);
+    RUN(test_vocab_ids_and_min_count);
+    RUN(test_vocab_encode_decode);
+    RUN(test_vocab_json_round_trip);
+    RUN(test_vocab_json_rejects_malformed);
+    RUN(test_bleu_by_hand);
+    RUN(test_bleu_closest_length_ties_to_shorter);
+    RUN(test_identical_gives_one);
+    RUN(test_rouge_l_by_hand);
+    RUN(test_cider_d_by_hand);
+    RUN(test_cider_d_properties);
+    RUN(test_caption_scores_agree);
+    RUN(test_grounding_counts);
+    RUN(test_beam_beats_greedy);
+    RUN(test_beam_without_end_returns_max_len);
+    RUN(test_beam_wide_equals_exhaustive_and_rows_trace);
+    return test_summary();
+}
