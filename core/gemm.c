@@ -39,8 +39,12 @@ static const char *pick_coretype(void) {
 }
 
 static void blas_open(void) {
+    // ATTEND_BLAS_DEFAULT_CORETYPE=1 leaves the choice to OpenBLAS (for benchmarks that
+    // compare its own detection with ours).
+    const char *opt_out = getenv("ATTEND_BLAS_DEFAULT_CORETYPE");
+    bool library_choice = opt_out && strcmp(opt_out, "1") == 0;
     const char *user = getenv("OPENBLAS_CORETYPE");
-    const char *core = user && user[0] ? user : pick_coretype();
+    const char *core = user && user[0] ? user : library_choice ? NULL : pick_coretype();
     if (core && !(user && user[0])) setenv("OPENBLAS_CORETYPE", core, 1);
     // Start single-threaded; gemm_set_threads() raises it.
     if (!getenv("OPENBLAS_NUM_THREADS")) setenv("OPENBLAS_NUM_THREADS", "1", 1);

@@ -7,7 +7,8 @@
 // choosing its kernel for this CPU: Debian's build misdetects recent Xeons and
 // falls back to a generic kernel about 4.7x slower (REFERENCE.md section 5), and
 // the choice (OPENBLAS_CORETYPE) must be made before the library initialises.
-// A user's own OPENBLAS_CORETYPE is respected. gemm_ref() is the plain loop that
+// A user's own OPENBLAS_CORETYPE is respected; ATTEND_BLAS_DEFAULT_CORETYPE=1 in the
+// environment leaves the choice to OpenBLAS (benchmarks use it to compare). gemm_ref() is the plain loop that
 // tests compare against.
 #ifndef CORE_GEMM_H
 #define CORE_GEMM_H

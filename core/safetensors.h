@@ -47,6 +47,10 @@ typedef struct {
 // formed, every dtype F32, shapes non-negative, offsets inside the data, sizes
 // matching shapes, no overlaps. Any violation: -1 with "PATH: reason".
 int safetensors_load(SafetensorsFile *f, const char *path, Error *err);
+// The same from bytes in memory (copied; the bytes may be freed after the call); name is
+// used in messages. Safe on arbitrary bytes (the fuzz target tests/fuzz/fuzz_safetensors.c).
+int safetensors_load_memory(SafetensorsFile *f, const unsigned char *bytes, size_t len,
+                            const char *name, Error *err);
 void safetensors_free(SafetensorsFile *f);
 const SafetensorsTensor *safetensors_find(const SafetensorsFile *f, const char *name);
 const char *safetensors_meta(const SafetensorsFile *f, const char *key);  // NULL if absent

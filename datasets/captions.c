@@ -247,6 +247,10 @@ void caption_set_warn(CaptionSet *set, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    // One line each: names and values quoted from the file (a JSON "file_name" may hold
+    // "\n") have their control characters shown as '?' (found by tests/fuzz/fuzz_captions.c).
+    for (char *c = buf; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7F) *c = '?';
     set->warnings = xrealloc(set->warnings, (size_t)(set->n_warnings + 1) * sizeof *set->warnings);
     set->warnings[set->n_warnings++] = xstrdup(buf);
 }

@@ -58,12 +58,70 @@ static int png_header_size(const unsigned char *d, size_t len, long *w, long *h)
     return 1;
 }
 
+// stb_image 2.27 (Debian 12) builds each JPEG Huffman table into a 257-entry array without
+// checking that the 16 code counts of a DHT segment sum to at most 256, so a hostile file
+// writes past it (found by tests/fuzz/fuzz_image.c). Walks the JPEG's marker segments the
+// way stb_image does (fill bytes, segment lengths, entropy-coded data up to the next
+// marker) and returns 0 at the first table stb would overflow; 1 otherwise, or when the
+// data are not a JPEG. Bytes past the end read as 0, as stb_image reads them.
+static int jpeg_huffman_tables_fit(const unsigned char *d, size_t len) {
+    size_t i = 0;
+    if (len < 2 || d[0] != 0xFF) return 1;
+    while (i < len && d[i] == 0xFF) i++;
+    if (i >= len || d[i] != 0xD8) return 1;  // no SOI: stb_image will not treat it as a JPEG
+    i++;
+    while (i + 1 < len) {
+        if (d[i] != 0xFF) {  // entropy-coded data or padding
+            i++;
+            continue;
+        }
+        unsigned m = d[i + 1];
+        if (m == 0xFF) {  // fill byte
+            i++;
+            continue;
+        }
+        if (m == 0x00 || m == 0x01 || (m >= 0xD0 && m <= 0xD9)) {  // stuffing, TEM, RSTn, SOI, EOI
+            i += 2;
+            continue;
+        }
+        size_t seg = i + 4 <= len ? ((size_t)d[i + 2] << 8 | d[i + 3]) : 0;
+        if (m == 0xC4) {  // DHT: tables of (class/id byte, 16 counts, sum-of-counts values)
+            long left = (long)seg - 2;
+            size_t p = i + 4;
+            while (left > 0) {
+                int n = 0;
+                for (size_t k = 1; k <= 16; k++) n += p + k < len ? d[p + k] : 0;
+                if (n > 256) return 0;
+                p += 17 + (size_t)n;
+                left -= 17 + n;
+            }
+        }
+        i += 2 + (seg >= 2 ? seg : 2);
+    }
+    return 1;
+}
+
+// stb_image's failure reason, made printable: for an unknown PNG chunk it quotes the raw
+// chunk type, which may hold a newline or any byte (found by tests/fuzz/fuzz_image.c).
+static const char *printable_reason(char *buf, size_t cap, const char *why, const char *fallback) {
+    if (!why) why = fallback;
+    size_t i = 0;
+    for (; why[i] && i + 1 < cap; i++) {
+        unsigned char c = (unsigned char)why[i];
+        buf[i] = c >= 0x20 && c < 0x7F ? (char)c : '?';
+    }
+    buf[i] = 0;
+    return buf;
+}
+
 int image_load_memory(const unsigned char *data, size_t len, const char *name, Image *img,
                       int channels, Error *err) {
     CHECK(channels == 0 || channels == 1 || channels == 3, "channels = %d", channels);
     memset(img, 0, sizeof *img);
     if (len == 0) return error_set(err, "%s: empty file", name);
     if (len > (size_t)INT_MAX) return error_set(err, "%s: file too large (%zu bytes)", name, len);
+    if (!jpeg_huffman_tables_fit(data, len))
+        return error_set(err, "%s: corrupt JPEG: a Huffman table has more than 256 codes", name);
     int w = 0, h = 0, comp = 0;
     if (!stbi_info_from_memory(data, (int)len, &w, &h, &comp)) {
         long pw, ph;
@@ -71,8 +129,9 @@ int image_load_memory(const unsigned char *data, size_t len, const char *name, I
             (pw > IMAGE_MAX_SIDE || ph > IMAGE_MAX_SIDE || pw * ph > IMAGE_MAX_PIXELS))
             return error_set(err, "%s: image too large: %ld x %ld (limits %d per side, %ld pixels)",
                              name, pw, ph, IMAGE_MAX_SIDE, (long)IMAGE_MAX_PIXELS);
-        const char *why = stbi_failure_reason();
-        return error_set(err, "%s: not a decodable image (%s)", name, why ? why : "unknown format");
+        char why[64];
+        printable_reason(why, sizeof why, stbi_failure_reason(), "unknown format");
+        return error_set(err, "%s: not a decodable image (%s)", name, why);
     }
     if (w <= 0 || h <= 0) return error_set(err, "%s: bad dimensions %d x %d", name, w, h);
     if (w > IMAGE_MAX_SIDE || h > IMAGE_MAX_SIDE || (long)w * h > IMAGE_MAX_PIXELS)
@@ -82,8 +141,9 @@ int image_load_memory(const unsigned char *data, size_t len, const char *name, I
     int dw = 0, dh = 0, dcomp = 0;
     unsigned char *pix = stbi_load_from_memory(data, (int)len, &dw, &dh, &dcomp, want);
     if (!pix) {
-        const char *why = stbi_failure_reason();
-        return error_set(err, "%s: cannot decode (%s)", name, why ? why : "corrupt data");
+        char why[64];
+        printable_reason(why, sizeof why, stbi_failure_reason(), "corrupt data");
+        return error_set(err, "%s: cannot decode (%s)", name, why);
     }
     if (dw != w || dh != h) {
         stbi_image_free(pix);

@@ -1,0 +1,26 @@
+#!/bin/sh
+# run.sh BUILD: the toolkit's benchmarks, one after another, each under a heading.
+# To add one, append a line:   run "what it measures" "$build"/bench/bench_NAME [args]
+# (use `env VAR=value` in front of the program for a variant). Figures go to stdout.
+build=${1:-build}
+status=0
+
+run() {
+    title=$1
+    shift
+    echo "== $title"
+    echo "\$ $*"
+    "$@" || { echo "FAILED: $*"; status=1; }
+    echo
+}
+
+# sgemm: OpenBLAS's own CPU detection, then the toolkit's choice (core/gemm.c).
+run "gemm, OpenBLAS's own kernel choice" env ATTEND_BLAS_DEFAULT_CORETYPE=1 "$build"/bench/bench_gemm
+run "gemm, the toolkit's kernel choice" "$build"/bench/bench_gemm
+
+# Training throughput, peak memory and beam-3 decoding of both models against the PyTorch
+# references in bench/reference/ (same OPENBLAS_CORETYPE; PyTorch gets its best of intra-op
+# threads 1, 2 x OpenBLAS threads 1, 2); prints the table bench/RESULTS.md records.
+run "training and decoding vs PyTorch" /usr/bin/python3 bench/reference/bench_train.py --build "$build"
+
+exit $status

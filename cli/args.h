@@ -1,0 +1,90 @@
+// args.h: the command-line flag parser shared by bin/draw and bin/caption.
+//
+// A program describes its flags in a table of ArgSpec and calls args_parse. Each flag is
+// "--name value" or "--name=value"; a bool flag is "--name" alone (or "--name=true|false|1|0").
+// Destinations hold the defaults beforehand; the parser only overwrites the ones given.
+// Bad input never exits: args_parse returns ARGS_ERROR with ONE line in err, naming the flag:
+//     --T: expected an integer, got 'abc'
+//     --lr: must be > 0
+//     unknown flag --foo (see --help)
+//     --out: missing value
+//     unexpected argument 'extra' (flags start with --)
+// "--help" or "-h" anywhere prints the usage (synopsis, then one line per flag with its
+// default and range) to stdout and returns ARGS_HELP: the caller then exits 0.
+//
+// Example:
+//     int T = 64; float lr = 1e-3f; const char *out = "runs/draw"; bool resume = false;
+//     int split = 0; static const char *const splits[] = {"train", "test", NULL};
+//     ArgSpec specs[] = {
+//         ARG("T", ARG_INT, &T, "number of glimpses", .has_min = true, .min = 1),
+//         ARG("lr", ARG_FLOAT, &lr, "learning rate", .has_min = true, .min = 0, .min_exclusive = true),
+//         ARG("out", ARG_STRING, &out, "output folder", .metavar = "DIR"),
+//         ARG("resume", ARG_FLAG, &resume, "continue from OUT/model.safetensors"),
+//         ARG("split", ARG_CHOICE, &split, "which split", .choices = splits),
+//     };
+//     int r = args_parse(argc - 1, argv + 1, specs, ARGS_LEN(specs), "bin/draw train [flags]", &err);
+//     if (r == ARGS_HELP) return 0;
+//     if (r == ARGS_ERROR) { fprintf(stderr, "%s\n", err.msg); return 2; }
+//
+// Limits: no short flags other than -h, no flag bundling, no repeated-value lists (the last
+// occurrence of a flag wins). argv[0] is the program or subcommand name and is skipped.
+// Strings are not copied: a string destination points into argv.
+#ifndef CLI_ARGS_H
+#define CLI_ARGS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "core/error.h"
+
+typedef enum {
+    ARG_INT,     // dest: int *
+    ARG_LONG,    // dest: long *
+    ARG_FLOAT,   // dest: float *   (finite values only)
+    ARG_DOUBLE,  // dest: double *  (finite values only)
+    ARG_STRING,  // dest: const char **  (points into argv)
+    ARG_FLAG,    // dest: bool *  ("--name" sets true)
+    ARG_CHOICE,  // dest: int *, the index into .choices of the chosen string
+} ArgType;
+
+typedef struct {
+    const char *name;  // without the leading "--", e.g. "lr"
+    ArgType type;
+    void *dest;        // see ArgType; holds the default on entry
+    const char *help;  // one line, no trailing period needed
+    // Numeric bounds (ARG_INT, ARG_LONG, ARG_FLOAT, ARG_DOUBLE), checked when has_* is set.
+    bool has_min, has_max;
+    double min, max;
+    bool min_exclusive, max_exclusive;  // "> min" / "< max" instead of ">=" / "<="
+    const char *const *choices;         // ARG_CHOICE: NULL-terminated list of names
+    const char *metavar;                // shown in usage ("N", "PATH"); NULL: from the type
+    bool *given;                        // optional: set true when the flag appears
+} ArgSpec;
+
+// One table entry: name, type, destination, help, then optional designated fields
+// (.has_min = true, .min = 1, .choices = list, ...). Expands to designated initializers, so
+// leaving fields out does not trip -Wmissing-field-initializers.
+#define ARG(name_, type_, dest_, help_, ...) \
+    {.name = (name_), .type = (type_), .dest = (dest_), .help = (help_), __VA_ARGS__}
+
+enum { ARGS_ERROR = -1, ARGS_OK = 0, ARGS_HELP = 1 };
+
+#define ARGS_LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+// Parses argv[1..argc) against specs[0..n). Returns ARGS_OK, ARGS_HELP (usage printed to
+// stdout) or ARGS_ERROR (err filled with one line). Destinations of flags given before an
+// error may already be overwritten.
+int args_parse(int argc, char **argv, const ArgSpec *specs, int n, const char *synopsis,
+               Error *err);
+
+// Prints "usage: SYNOPSIS" and one line per flag, with its current value as the default.
+void args_print_usage(FILE *f, const char *synopsis, const ArgSpec *specs, int n);
+
+// Recognises the subcommand argv[1] among names[0..n). Returns ARGS_OK with *which set,
+// ARGS_HELP when argv[1] is --help or -h (nothing printed: the caller prints its overview),
+// or ARGS_ERROR with one line: "missing command (expected one of: train, eval, generate)"
+// or "unknown command 'foo' (expected one of: ...)".
+int args_subcommand(int argc, char **argv, const char *const *names, int n, int *which,
+                    Error *err);
+
+#endif

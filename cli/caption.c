@@ -1,0 +1,1097 @@
+// caption.c: bin/caption, the Show-Attend-Tell captioner's command line.
+//
+//   caption train   --data scenes|flickr8k:DIR|coco:JSON:IMAGES|karpathy:JSON:IMAGES|tsv:FILE:IMAGES
+//                   --attention KIND --out DIR [--epochs N | --steps N | --minutes M] [--resume]
+//   caption eval    --model M --data ... --split test [--beam 3] [--json] [--results FILE]
+//   caption predict --model M --images DIR [--beam 3] [--attention-out DIR] [--results FILE]
+//   caption scenes  --out DIR --count N [--seed S]
+//
+// Files a training run writes in DIR: model.safetensors (best on validation BLEU-4, the
+// configuration and vocabulary in __metadata__), state.safetensors (the latest training
+// state: parameters, Adam moments, step; what --resume continues from), log.csv and
+// curves.png. Every file is written atomically. No math here: models/sat does it.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "core/adam.h"
+#include "core/check.h"
+#include "core/csvlog.h"
+#include "core/error.h"
+#include "core/fileio.h"
+#include "core/gemm.h"
+#include "core/progress.h"
+#include "core/rng.h"
+#include "core/safetensors.h"
+#include "core/timer.h"
+#include "cli/caption_data.h"
+#include "datasets/imagefolder.h"
+#include "datasets/scenes.h"
+#include "datasets/scenes_folder.h"
+#include "datasets/split.h"
+#include "models/sat.h"
+#include "seq/metrics.h"
+#include "seq/tokenizer.h"
+#include "seq/vocab.h"
+#include "vision/image.h"
+#include "vision/overlay.h"
+#include "vision/plot.h"
+#include "vision/png.h"
+
+#define MAX_CAPS_PER_IMAGE 64
+
+// Tokenised, encoded captions of one split: for image i, captions first[i] .. first[i+1].
+typedef struct {
+    int n_images, n_caps;
+    int *first;     // (n_images + 1)
+    int *ids;       // (n_caps, max_len)
+    int *lens;      // (n_caps)
+    Tokens *refs;   // (n_caps) the full tokenised references (for the metrics)
+} Encoded;
+
+static void encoded_free(Encoded *e) {
+    if (e->refs)
+        for (int i = 0; i < e->n_caps; i++) tokens_free(&e->refs[i]);
+    free(e->first);
+    free(e->ids);
+    free(e->lens);
+    free(e->refs);
+    memset(e, 0, sizeof *e);
+}
+
+// Tokenises the split's captions. With vocab NULL only refs are filled.
+static int encode_split(Encoded *e, const CaptionData *d, Split s, const Vocab *vocab, int max_len,
+                        Error *err) {
+    memset(e, 0, sizeof *e);
+    int n = caption_data_count(d, s);
+    e->n_images = n;
+    e->first = xcalloc((size_t)n + 1, sizeof(int));
+    int cap = n * 5 + 16;
+    e->refs = xcalloc((size_t)cap, sizeof(Tokens));
+    SceneInfo info;
+    const char *texts[MAX_CAPS_PER_IMAGE];
+    for (int i = 0; i < n; i++) {
+        e->first[i] = e->n_caps;
+        int k = caption_data_captions(d, s, i, texts, MAX_CAPS_PER_IMAGE, &info);
+        for (int j = 0; j < k; j++) {
+            if (e->n_caps == cap) {
+                cap *= 2;
+                e->refs = xrealloc(e->refs, (size_t)cap * sizeof(Tokens));
+            }
+            if (tokenize(&e->refs[e->n_caps], texts[j], TOKENIZE_MAX_TOKENS, err)) {
+                encoded_free(e);
+                return error_prefix(err, "%s image %d caption %d", split_name(s), i, j);
+            }
+            e->n_caps++;
+        }
+    }
+    e->first[n] = e->n_caps;
+    if (vocab) {
+        e->ids = xcalloc((size_t)e->n_caps * max_len, sizeof(int));
+        e->lens = xcalloc((size_t)e->n_caps, sizeof(int));
+        for (int c = 0; c < e->n_caps; c++)
+            e->lens[c] = vocab_encode(e->ids + (size_t)c * max_len, vocab, &e->refs[c], max_len);
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------
+// Small helpers
+
+static int default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    if (n > 8) n = 8;
+    return (int)n;
+}
+
+static int parse_attention(SatConfig *c, const char *name, Error *err) {
+    if (!strcmp(name, "hard")) {
+        c->hard = 1;
+        c->attn.kind = ATTN_ADDITIVE;
+        return 0;
+    }
+    c->hard = 0;
+    if (attn_kind_parse(name, &c->attn.kind))
+        return error_set(err, "--attention: unknown kind '%s' (additive, dot, scaled-dot, "
+                              "multiplicative, multi-head, local-monotonic, local-predictive, "
+                              "hard, none)", name);
+    return 0;
+}
+
+static const char *attention_name(const SatConfig *c) {
+    return c->hard ? "hard" : attn_kind_name(c->attn.kind);
+}
+
+// The first tensor of block b holding a NaN or inf, or NULL.
+static const char *nonfinite_tensor(const Block *b) {
+    for (int i = 0; i < b->count; i++) {
+        const float *x = b->data + b->tensors[i].offset;
+        for (size_t j = 0; j < b->tensors[i].numel; j++)
+            if (!isfinite(x[j])) return b->tensors[i].name;
+    }
+    return NULL;
+}
+
+// Saves the parameters (and, for a state file, the Adam moments and training counters).
+static int save_model(const char *path, const SatModel *m, const Vocab *vocab, int with_state,
+                      long step, long best_step, double best_bleu, Error *err) {
+    char cfg[2048], st[64], bst[64], bb[64], base[64], bset[16];
+    sat_config_format(&m->cfg, cfg, sizeof cfg);
+    char *vj = vocab_to_json(vocab);
+    snprintf(st, sizeof st, "%ld", step);
+    snprintf(bst, sizeof bst, "%ld", best_step);
+    snprintf(bb, sizeof bb, "%.17g", best_bleu);
+    snprintf(base, sizeof base, "%a", (double)m->baseline);
+    snprintf(bset, sizeof bset, "%d", m->baseline_set);
+    SafetensorsMeta meta[] = {{"format", "attend-sat"}, {"version", "1"}, {"sat.config", cfg},
+                              {"vocab", vj},           {"step", st},     {"best_step", bst},
+                              {"best_val_bleu4", bb},  {"baseline", base}, {"baseline_set", bset}};
+    const Block *blocks[3] = {&m->params, &m->adam_m, &m->adam_v};
+    const char *prefixes[3] = {"", "adam.m/", "adam.v/"};
+    int r = safetensors_save(path, blocks, prefixes, with_state ? 3 : 1, meta,
+                             (int)(sizeof meta / sizeof meta[0]), err);
+    free(vj);
+    return r;
+}
+
+typedef struct {
+    long step, best_step;
+    double best_bleu;
+} TrainCounters;
+
+// Opens a model file: configuration, vocabulary, parameters (and with state, Adam
+// moments and counters). The model is initialised here (sat_init).
+static int load_model(const char *path, SatModel *m, Vocab *vocab, int with_state,
+                      TrainCounters *tc, Error *err) {
+    SafetensorsFile f;
+    if (safetensors_load(&f, path, err)) return -1;
+    const char *fmt = safetensors_meta(&f, "format");
+    const char *cfgs = safetensors_meta(&f, "sat.config");
+    const char *vj = safetensors_meta(&f, "vocab");
+    if (!fmt || strcmp(fmt, "attend-sat") || !cfgs || !vj) {
+        safetensors_free(&f);
+        return error_set(err, "%s: not a captioner checkpoint (no attend-sat metadata)", path);
+    }
+    SatConfig c;
+    if (sat_config_parse(&c, cfgs, err)) {
+        safetensors_free(&f);
+        return error_prefix(err, "%s", path);
+    }
+    if (vocab_from_json(vocab, vj, err)) {
+        safetensors_free(&f);
+        return error_prefix(err, "%s: vocabulary", path);
+    }
+    if (vocab->size != c.V) {
+        safetensors_free(&f);
+        vocab_free(vocab);
+        return error_set(err, "%s: vocabulary has %d words, model expects %d", path, vocab->size, c.V);
+    }
+    Rng rng;
+    rng_seed(&rng, 0);
+    sat_init(m, &c, &rng);
+    int r = safetensors_read_block(&m->params, "", &f, path, err);
+    if (!r && with_state) {
+        r = safetensors_read_block(&m->adam_m, "adam.m/", &f, path, err);
+        if (!r) r = safetensors_read_block(&m->adam_v, "adam.v/", &f, path, err);
+        const char *st = safetensors_meta(&f, "step"), *bs = safetensors_meta(&f, "best_step");
+        const char *bb = safetensors_meta(&f, "best_val_bleu4");
+        const char *base = safetensors_meta(&f, "baseline"), *bset = safetensors_meta(&f, "baseline_set");
+        if (!r && (!st || !bs || !bb || !base || !bset))
+            r = error_set(err, "%s: training state metadata missing", path);
+        if (!r) {
+            tc->step = atol(st);
+            tc->best_step = atol(bs);
+            tc->best_bleu = strtod(bb, NULL);
+            m->baseline = (float)strtod(base, NULL);
+            m->baseline_set = atoi(bset);
+        }
+    }
+    if (!r && nonfinite_tensor(&m->params)) r = error_set(err, "%s: tensor %s holds NaN or inf", path, nonfinite_tensor(&m->params));
+    safetensors_free(&f);
+    if (r) {
+        sat_free(m);
+        vocab_free(vocab);
+    }
+    return r;
+}
+
+// ---------------------------------------------------------------------------------------
+// Decoding a split and scoring it
+
+typedef struct {
+    CaptionScores scores;
+    GroundingResult grounding;
+    int has_grounding;
+    int n;
+} EvalResult;
+
+// Decodes images [0, n) of the split in chunks; scores against refs; writes results JSON
+// when results_path is not NULL.
+static int evaluate(EvalResult *res, SatModel *m, const Vocab *vocab, const CaptionData *d, Split s,
+                    const Encoded *refs, int n, int beam, float length_alpha,
+                    const char *results_path, int show_progress, Error *err) {
+    const SatConfig *c = &m->cfg;
+    const int S = c->image_size, L = sat_L(c), ML = c->max_len, chunk = m->a.B;
+    const int G = cnn_grid_size(&c->cnn, S);
+    float *images = xmalloc((size_t)chunk * 3 * S * S * sizeof(float));
+    int *tokens = xmalloc((size_t)n * ML * sizeof(int));
+    int *lens = xmalloc((size_t)n * sizeof(int));
+    float *alphas = caption_data_is_scenes(d) ? xmalloc((size_t)n * ML * L * sizeof(float)) : NULL;
+    SceneInfo *infos = caption_data_is_scenes(d) ? xmalloc((size_t)n * sizeof(SceneInfo)) : NULL;
+    Progress p;
+    if (show_progress) progress_start(&p, "decode", n, 0);
+    for (int i0 = 0; i0 < n; i0 += chunk) {
+        int k = n - i0 < chunk ? n - i0 : chunk;
+        for (int j = 0; j < k; j++)
+            caption_data_image(d, s, i0 + j, images + (size_t)j * 3 * S * S, infos ? &infos[i0 + j] : NULL);
+        sat_decode(m, tokens + (size_t)i0 * ML, lens + i0,
+                   alphas ? alphas + (size_t)i0 * ML * L : NULL, images, k, beam, length_alpha);
+        if (show_progress) progress_update(&p, i0 + k, "");
+    }
+    if (show_progress) progress_end(&p, n, "");
+    Tokens *cands = xcalloc((size_t)n, sizeof(Tokens));
+    CaptionPair *pairs = xcalloc((size_t)n, sizeof(CaptionPair));
+    for (int i = 0; i < n; i++) {
+        vocab_decode_tokens(&cands[i], vocab, tokens + (size_t)i * ML, lens[i], 0);
+        pairs[i].cand = &cands[i];
+        pairs[i].refs = &refs->refs[refs->first[i]];
+        pairs[i].n_refs = refs->first[i + 1] - refs->first[i];
+    }
+    caption_scores(&res->scores, pairs, n);
+    res->n = n;
+    res->has_grounding = caption_data_is_scenes(d);
+    if (caption_data_is_scenes(d)) {
+        GroundingImage *gi = xcalloc((size_t)n, sizeof(GroundingImage));
+        GroundingWord *gw = xcalloc((size_t)n * ML, sizeof(GroundingWord));
+        GroundingBox *gb = xcalloc((size_t)n * SCENES_MAX_OBJECTS, sizeof(GroundingBox));
+        for (int i = 0; i < n; i++) {
+            gi[i].words = gw + (size_t)i * ML;
+            gi[i].boxes = gb + (size_t)i * SCENES_MAX_OBJECTS;
+            gi[i].n_words = lens[i];
+            for (int k = 0; k < lens[i]; k++) {
+                GroundingWord *w = &gw[(size_t)i * ML + k];
+                int id = tokens[(size_t)i * ML + k];
+                w->word = vocab->words[id];
+                w->is_object = id >= VOCAB_NSPECIAL && scenes_word_is_object(w->word);
+                attention_peak(&w->peak_x, &w->peak_y, alphas + ((size_t)i * ML + k) * L, G, G,
+                               (float)S, (float)S);
+            }
+            gi[i].n_boxes = infos[i].n_objects;
+            for (int o = 0; o < infos[i].n_objects; o++) {
+                const SceneObject *ob = &infos[i].objects[o];
+                GroundingBox *b = &gb[(size_t)i * SCENES_MAX_OBJECTS + o];
+                b->name = ob->word;
+                // Pixel (0, 0) covers [0, 1): a box of pixels x0..x1-1 spans [x0, x1].
+                b->x0 = (float)ob->x0;
+                b->y0 = (float)ob->y0;
+                b->x1 = (float)ob->x1;
+                b->y1 = (float)ob->y1;
+            }
+        }
+        grounding_accuracy(&res->grounding, gi, n);
+        free(gi);
+        free(gw);
+        free(gb);
+    }
+    int r = 0;
+    if (results_path) {
+        AtomicFile af;
+        if (atomic_open(&af, results_path, err)) {
+            r = -1;
+        } else {
+            fputc('[', af.fp);
+            for (int i = 0; i < n; i++) {
+                char *text = tokens_join(&cands[i]);
+                fprintf(af.fp, "%s\n{\"image_id\": ", i ? "," : "");
+                caption_data_write_id(af.fp, d, s, i);
+                fprintf(af.fp, ", \"caption\": ");
+                caption_json_string(af.fp, text);
+                fputc('}', af.fp);
+                free(text);
+            }
+            fprintf(af.fp, "\n]\n");
+            r = atomic_commit(&af, err);
+        }
+    }
+    for (int i = 0; i < n; i++) tokens_free(&cands[i]);
+    free(cands);
+    free(pairs);
+    free(images);
+    free(tokens);
+    free(lens);
+    free(alphas);
+    free(infos);
+    return r;
+}
+
+// ---------------------------------------------------------------------------------------
+// Curves: loss and validation BLEU-4 against the step, from log.csv.
+
+static int write_curves(const char *csv_path, const char *png_path, Error *err) {
+    FILE *fp = fopen(csv_path, "r");
+    if (!fp) return error_set(err, "%s: cannot open", csv_path);
+    char line[1024];
+    int col_step = -1, col_loss = -1, col_bleu = -1;
+    int cap = 1024, nl = 0, nb = 0;
+    float *ls = xmalloc((size_t)cap * sizeof(float)), *ly = xmalloc((size_t)cap * sizeof(float));
+    float *bs = xmalloc((size_t)cap * sizeof(float)), *by = xmalloc((size_t)cap * sizeof(float));
+    int row = 0;
+    while (fgets(line, sizeof line, fp)) {
+        line[strcspn(line, "\r\n")] = 0;
+        char *cells[16];
+        int nc = 0;
+        char *p = line;
+        cells[nc++] = p;
+        for (; *p && nc < 16; p++)
+            if (*p == ',') {
+                *p = 0;
+                cells[nc++] = p + 1;
+            }
+        if (row++ == 0) {
+            for (int i = 0; i < nc; i++) {
+                if (!strcmp(cells[i], "step")) col_step = i;
+                if (!strcmp(cells[i], "loss")) col_loss = i;
+                if (!strcmp(cells[i], "val_bleu4")) col_bleu = i;
+            }
+            continue;
+        }
+        if (col_step < 0 || col_step >= nc) continue;
+        float x = strtof(cells[col_step], NULL);
+        if (nl == cap || nb == cap) {
+            cap *= 2;
+            ls = xrealloc(ls, (size_t)cap * sizeof(float));
+            ly = xrealloc(ly, (size_t)cap * sizeof(float));
+            bs = xrealloc(bs, (size_t)cap * sizeof(float));
+            by = xrealloc(by, (size_t)cap * sizeof(float));
+        }
+        if (col_loss >= 0 && col_loss < nc && cells[col_loss][0]) {
+            ls[nl] = x;
+            ly[nl++] = strtof(cells[col_loss], NULL);
+        }
+        if (col_bleu >= 0 && col_bleu < nc && cells[col_bleu][0]) {
+            bs[nb] = x;
+            by[nb++] = strtof(cells[col_bleu], NULL);
+        }
+    }
+    fclose(fp);
+    PlotSeries s1 = {"training loss (per image)", ls, ly, nl};
+    PlotSeries s2 = {"validation BLEU-4", bs, by, nb};
+    PlotOptions o1 = {.title = "loss", .xlabel = "step", .width = 640, .height = 320};
+    PlotOptions o2 = {.title = "validation BLEU-4", .xlabel = "step", .width = 640, .height = 320};
+    Image imgs[2] = {plot_render(&s1, 1, &o1), plot_render(&s2, 1, &o2)};
+    Image both = stack_vertical(imgs, 2, 8);
+    int r = write_png_image(png_path, &both, err);
+    image_free(&imgs[0]);
+    image_free(&imgs[1]);
+    image_free(&both);
+    free(ls);
+    free(ly);
+    free(bs);
+    free(by);
+    return r;
+}
+
+// ---------------------------------------------------------------------------------------
+// caption train
+
+static const char *const KIND_HELP =
+    "additive | dot | scaled-dot | multiplicative | multi-head | local-monotonic | "
+    "local-predictive | hard | none";
+
+typedef struct {
+    const char *attention, *out, *channels;
+    int image_size, embed, hidden, attn_dim, heads, window, batch, max_len, min_count;
+    int epochs, threads, val_beam, val_count, log_every;
+    long steps, seed;
+    double minutes;
+    float lr, lr_decay, clip, lambda, dropout, entropy, length_alpha;
+    bool resume, json, beta_vector, quiet;
+} TrainFlags;
+
+static int cmd_train(int argc, char **argv) {
+    Error err;
+    TrainFlags f = {.attention = "additive", .out = NULL, .channels = "32,64,128",
+                    .image_size = 64, .embed = 128, .hidden = 256, .attn_dim = 128, .heads = 4,
+                    .window = 2, .batch = 32, .max_len = 16, .min_count = 1, .epochs = 10,
+                    .threads = default_threads(), .val_beam = 1, .val_count = 0,
+                    .log_every = 20, .steps = 0, .seed = 1, .minutes = 0, .lr = 2e-3f,
+                    .lr_decay = 0.9f, .clip = 5.0f, .lambda = 1.0f, .dropout = 0.0f,
+                    .entropy = 0.002f, .length_alpha = 0.7f};
+    CaptionDataFlags df;
+    caption_data_flags_default(&df);
+    bool epochs_given = false, steps_given = false, minutes_given = false;
+    ArgSpec specs[] = {
+        {"data", ARG_STRING, &df.data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
+        {"attention", ARG_STRING, &f.attention, KIND_HELP, .given = NULL},
+        {"out", ARG_STRING, &f.out, "output folder (required)", .metavar = "DIR", .given = NULL},
+        {"epochs", ARG_INT, &f.epochs, "training epochs", .has_min = true, .min = 1, .given = &epochs_given},
+        {"steps", ARG_LONG, &f.steps, "stop at this total step count instead", .has_min = true, .min = 1, .given = &steps_given},
+        {"minutes", ARG_DOUBLE, &f.minutes, "stop after this many minutes instead", .has_min = true, .min = 0, .min_exclusive = true, .given = &minutes_given},
+        {"seed", ARG_LONG, &f.seed, "random seed (initialisation, order, dropout, sampling)", .given = NULL},
+        {"resume", ARG_FLAG, &f.resume, "continue from OUT/state.safetensors", .given = NULL},
+        {"threads", ARG_INT, &f.threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
+        {"image-size", ARG_INT, &f.image_size, "image side in pixels", .has_min = true, .min = 8, .has_max = true, .max = 1024},
+        {"channels", ARG_STRING, &f.channels, "CNN channels, one conv+pool per entry", .metavar = "LIST", .given = NULL},
+        {"embed", ARG_INT, &f.embed, "word embedding size", .has_min = true, .min = 1, .has_max = true, .max = 8192},
+        {"hidden", ARG_INT, &f.hidden, "LSTM hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192},
+        {"attn-dim", ARG_INT, &f.attn_dim, "attention hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192},
+        {"heads", ARG_INT, &f.heads, "multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 64},
+        {"window", ARG_INT, &f.window, "local: half-width W", .has_min = true, .min = 0, .has_max = true, .max = 1024},
+        {"batch", ARG_INT, &f.batch, "batch size", .has_min = true, .min = 1, .has_max = true, .max = 4096},
+        {"max-len", ARG_INT, &f.max_len, "caption words at most", .has_min = true, .min = 1, .has_max = true, .max = 256},
+        {"min-count", ARG_INT, &f.min_count, "vocabulary: minimum word count", .has_min = true, .min = 1},
+        {"lr", ARG_FLOAT, &f.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true},
+        {"lr-decay", ARG_FLOAT, &f.lr_decay, "learning rate factor per epoch", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1},
+        {"clip", ARG_FLOAT, &f.clip, "gradient global-norm clip (0 = off)", .has_min = true, .min = 0},
+        {"lambda", ARG_FLOAT, &f.lambda, "doubly stochastic regulariser weight", .has_min = true, .min = 0},
+        {"dropout", ARG_FLOAT, &f.dropout, "dropout before the deep output", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true},
+        {"beta-vector", ARG_FLAG, &f.beta_vector, "gate beta as a D-vector (default scalar)", .given = NULL},
+        {"entropy", ARG_FLOAT, &f.entropy, "hard attention: entropy bonus weight", .has_min = true, .min = 0},
+        {"val-beam", ARG_INT, &f.val_beam, "beam width of the per-epoch validation", .has_min = true, .min = 1, .has_max = true, .max = 64},
+        {"val-count", ARG_INT, &f.val_count, "validation images per epoch (0 = all)", .has_min = true, .min = 0},
+        {"length-alpha", ARG_FLOAT, &f.length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
+        {"log-every", ARG_INT, &f.log_every, "CSV row every N steps", .has_min = true, .min = 1},
+        {"train-count", ARG_INT, &df.train_count, "scenes: training scenes", .has_min = true, .min = 1},
+        {"val-count-scenes", ARG_INT, &df.val_count, "scenes: validation scenes", .has_min = true, .min = 1},
+        {"test-count", ARG_INT, &df.test_count, "scenes: test scenes", .has_min = true, .min = 1},
+        {"scenes-seed", ARG_LONG, &df.scenes_seed, "scenes: generator seed", .given = NULL},
+        {"data-root", ARG_STRING, &df.root, "scenes: folder holding mnist/ and fashion-mnist/", .metavar = "DIR", .given = NULL},
+        {"cache-mb", ARG_INT, &df.cache_mb, "image folders: decoded-image cache bound in MiB", .has_min = true, .min = 1},
+        {"json", ARG_FLAG, &f.json, "print the final summary as one JSON object on stdout", .given = NULL},
+        {"quiet", ARG_FLAG, &f.quiet, "no progress bar", .given = NULL},
+    };
+    int pr = args_parse(argc, argv, specs, ARGS_LEN(specs), "caption train --out DIR [flags]", &err);
+    if (pr == ARGS_HELP) return 0;
+    if (pr == ARGS_ERROR) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    if (!f.out) {
+        fprintf(stderr, "--out: missing (the output folder)\n");
+        return 2;
+    }
+    if ((epochs_given + steps_given + minutes_given) > 1) {
+        fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
+        return 2;
+    }
+    gemm_set_threads(f.threads);
+
+    SatConfig cfg;
+    sat_config_default(&cfg);
+    cfg.image_size = f.image_size;
+    if (cnn_config_parse(&cfg.cnn, f.channels, "--channels", &err) ||
+        parse_attention(&cfg, f.attention, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    cfg.E = f.embed;
+    cfg.H = f.hidden;
+    cfg.max_len = f.max_len;
+    cfg.attn.A = f.attn_dim;
+    cfg.attn.heads = f.heads;
+    cfg.attn.window = f.window;
+    cfg.beta_vector = f.beta_vector;
+    cfg.lambda = f.lambda;
+    cfg.dropout = f.dropout;
+    cfg.entropy_weight = f.entropy;
+    cfg.V = VOCAB_NSPECIAL + 1;  // checked again once the vocabulary is known
+    if (sat_config_finish(&cfg, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    if (make_dirs(f.out, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    char path_state[1200], path_model[1200], path_log[1200], path_curves[1200];
+    snprintf(path_state, sizeof path_state, "%s/state.safetensors", f.out);
+    snprintf(path_model, sizeof path_model, "%s/model.safetensors", f.out);
+    snprintf(path_log, sizeof path_log, "%s/log.csv", f.out);
+    snprintf(path_curves, sizeof path_curves, "%s/curves.png", f.out);
+
+    CaptionData *data = NULL;
+    if (caption_data_open(&data, &df, f.image_size, f.quiet, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    if (caption_data_count(data, SPLIT_TRAIN) < 1 || caption_data_count(data, SPLIT_VALID) < 1) {
+        fprintf(stderr, "%s: needs at least one training and one validation image (has %d, %d)\n",
+                df.data, caption_data_count(data, SPLIT_TRAIN), caption_data_count(data, SPLIT_VALID));
+        caption_data_close(data);
+        return 1;
+    }
+    int rc = 1;
+    Vocab vocab = {0};
+    SatModel model;
+    memset(&model, 0, sizeof model);
+    Encoded train = {0}, val = {0};
+    TrainCounters tc = {0, 0, -1.0};
+    if (f.resume) {
+        if (!file_exists(path_state)) {
+            fprintf(stderr, "--resume: %s does not exist\n", path_state);
+            goto done;
+        }
+        if (load_model(path_state, &model, &vocab, 1, &tc, &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            goto done;
+        }
+        char a[2048], b[2048];
+        cfg.V = vocab.size;
+        sat_config_format(&cfg, a, sizeof a);
+        sat_config_format(&model.cfg, b, sizeof b);
+        if (strcmp(a, b)) {
+            fprintf(stderr, "--resume: %s was trained with a different configuration (%s)\n",
+                    path_state, b);
+            goto done;
+        }
+    }
+    // Captions: tokenised once; the vocabulary comes from the training split.
+    if (encode_split(&train, data, SPLIT_TRAIN, NULL, 0, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        goto done;
+    }
+    if (!f.resume) {
+        vocab_build(&vocab, train.refs, train.n_caps, f.min_count);
+        cfg.V = vocab.size;
+        if (sat_config_finish(&cfg, &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            goto done;
+        }
+    }
+    encoded_free(&train);
+    if (encode_split(&train, data, SPLIT_TRAIN, &vocab, cfg.max_len, &err) ||
+        encode_split(&val, data, SPLIT_VALID, NULL, 0, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        goto done;
+    }
+    if (!f.resume) {
+        Rng init;
+        rng_seed(&init, (uint64_t)f.seed);
+        sat_init(&model, &cfg, &init);
+    }
+    const int B = f.batch, S = f.image_size, ML = cfg.max_len;
+    sat_alloc_acts(&model, B);
+    const int n_train = caption_data_count(data, SPLIT_TRAIN);
+    const long spe = (n_train + B - 1) / B;  // steps per epoch
+    long end_step = steps_given ? f.steps : minutes_given ? (1L << 60) : (long)f.epochs * spe;
+    int n_val = f.val_count > 0 && f.val_count < caption_data_count(data, SPLIT_VALID) ? f.val_count : caption_data_count(data, SPLIT_VALID);
+
+    CsvLog log;
+    if (csvlog_open(&log, path_log, "step,epoch,loss,ce_per_token,grad_norm,lr,images_per_s,val_bleu4",
+                    f.resume, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        goto done;
+    }
+    if (!f.quiet) {
+        char cs[2048];
+        sat_config_format(&model.cfg, cs, sizeof cs);
+        fprintf(stderr, "caption train: %d training images, %d words, %ld steps per epoch, %s\n",
+                n_train, vocab.size, spe, cs);
+    }
+    float *images = xmalloc((size_t)B * 3 * S * S * sizeof(float));
+    int *words = xmalloc((size_t)B * ML * sizeof(int));
+    int *lens = xmalloc((size_t)B * sizeof(int));
+    int *perm = xmalloc((size_t)n_train * sizeof(int));
+    long perm_epoch = -1;
+    AdamConfig ac = adam_defaults(f.lr);
+    Progress prog;
+    progress_start(&prog, "train", minutes_given ? 0 : end_step - tc.step, minutes_given ? f.minutes * 60 : 0);
+    double t0 = timer_now(), t_log = t0, t_train = 0.0;
+    long imgs_since = 0, start_step = tc.step;
+    double loss_acc = 0.0, ce_acc = 0.0, tok_acc = 0.0, norm_acc = 0.0;
+    int n_acc = 0, validated_at_end = 0;
+    double last_val = NAN;
+    rc = 0;
+    while (tc.step < end_step) {
+        if (minutes_given && timer_now() - t0 >= f.minutes * 60.0) break;
+        double ts = timer_now();
+        long step = tc.step + 1;
+        long epoch = (step - 1) / spe, pos = (step - 1) % spe;
+        if (epoch != perm_epoch) {
+            Rng er;
+            rng_seed(&er, (uint64_t)f.seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL * (uint64_t)(epoch + 1));
+            for (int i = 0; i < n_train; i++) perm[i] = i;
+            rng_shuffle(&er, perm, n_train);
+            perm_epoch = epoch;
+        }
+        Rng sr;  // this step's randomness: captions chosen, dropout, hard samples
+        rng_seed(&sr, (uint64_t)f.seed * 0xD1B54A32D192ED03ULL + (uint64_t)step);
+        int nb = 0;
+        for (long j = pos * B; j < (pos + 1) * B && j < n_train; j++, nb++) {
+            int img = perm[j];
+            caption_data_image(data, SPLIT_TRAIN, img, images + (size_t)nb * 3 * S * S, NULL);
+            int nc = train.first[img + 1] - train.first[img];
+            int cidx = train.first[img] + (int)rng_below(&sr, (uint32_t)nc);
+            lens[nb] = train.lens[cidx];
+            memcpy(words + (size_t)nb * ML, train.ids + (size_t)cidx * ML, (size_t)ML * sizeof(int));
+        }
+        SatLoss sl;
+        sat_forward(&model, &sl, images, words, lens, nb, 1, &sr);
+        if (!isfinite(sl.loss)) {
+            fprintf(stderr, "step %ld: loss is %g; stopping, the last good checkpoint stays in %s\n",
+                    step, sl.loss, path_model);
+            rc = 1;
+            break;
+        }
+        block_zero(&model.grads);
+        sat_backward(&model);
+        const char *bad = nonfinite_tensor(&model.grads);
+        if (bad) {
+            fprintf(stderr, "step %ld: gradient of %s holds NaN or inf; stopping, the last good checkpoint stays in %s\n",
+                    step, bad, path_model);
+            rc = 1;
+            break;
+        }
+        float norm = clip_global_norm(model.grads.data, model.grads.numel, f.clip);
+        float lr = lr_exponential(f.lr, f.lr_decay, spe, step);
+        adam_update(model.params.data, model.grads.data, model.adam_m.data, model.adam_v.data,
+                    model.params.numel, &ac, step, lr);
+        tc.step = step;
+        t_train += timer_now() - ts;
+        imgs_since += nb;
+        loss_acc += sl.loss;
+        ce_acc += sl.ce * nb;
+        tok_acc += sl.tokens;
+        norm_acc += norm;
+        n_acc++;
+        char status[96];
+        snprintf(status, sizeof status, "loss %.3f", sl.loss);
+        if (!f.quiet)
+            progress_update(&prog, minutes_given ? (long)(timer_now() - t0) : step - start_step, status);
+        int epoch_end = pos == spe - 1;
+        if (step % f.log_every == 0 || epoch_end) {
+            double now = timer_now();
+            double row[8] = {(double)step, (double)step / spe, loss_acc / n_acc, ce_acc / tok_acc,
+                             norm_acc / n_acc, lr, imgs_since / (now - t_log), NAN};
+            csvlog_row(&log, row, 8);
+            t_log = now;
+            imgs_since = 0;
+            loss_acc = ce_acc = tok_acc = norm_acc = 0.0;
+            n_acc = 0;
+        }
+        int last = tc.step >= end_step || (minutes_given && timer_now() - t0 >= f.minutes * 60.0);
+        if (epoch_end || last) {
+            EvalResult er;
+            if (evaluate(&er, &model, &vocab, data, SPLIT_VALID, &val, n_val, f.val_beam,
+                         f.length_alpha, NULL, 0, &err)) {
+                fprintf(stderr, "%s\n", err.msg);
+                rc = 1;
+                break;
+            }
+            last_val = er.scores.bleu[3];
+            double row[8] = {(double)step, (double)step / spe, NAN, NAN, NAN, NAN, NAN, last_val};
+            csvlog_row(&log, row, 8);
+            if (!f.quiet)
+                fprintf(stderr, "\nstep %ld (epoch %.2f): validation BLEU-4 %.4f (best %.4f)\n", step,
+                        (double)step / spe, last_val, tc.best_bleu);
+            if (last_val > tc.best_bleu) {
+                tc.best_bleu = last_val;
+                tc.best_step = step;
+                if (save_model(path_model, &model, &vocab, 0, step, tc.best_step, tc.best_bleu, &err)) {
+                    fprintf(stderr, "%s\n", err.msg);
+                    rc = 1;
+                    break;
+                }
+            }
+            if (save_model(path_state, &model, &vocab, 1, step, tc.best_step, tc.best_bleu, &err) ||
+                write_curves(path_log, path_curves, &err)) {
+                fprintf(stderr, "%s\n", err.msg);
+                rc = 1;
+                break;
+            }
+            validated_at_end = last;
+        }
+    }
+    (void)validated_at_end;
+    if (!f.quiet) progress_end(&prog, tc.step - start_step, "");
+    csvlog_close(&log);
+    double secs = timer_now() - t0;
+    long done_steps = tc.step - start_step;
+    double ips = t_train > 0 ? (double)done_steps * B / t_train : 0.0;
+    if (rc == 0 && done_steps == 0 && !file_exists(path_model)) {
+        fprintf(stderr, "caption train: nothing to do (already at step %ld)\n", tc.step);
+    }
+    if (rc == 0) {
+        if (f.json)
+            printf("{\"steps\": %ld, \"epochs\": %.4f, \"seconds\": %.2f, \"images_per_s\": %.2f, "
+                   "\"val_bleu4\": %.6f, \"best_val_bleu4\": %.6f, \"best_step\": %ld, \"attention\": \"%s\"}\n",
+                   tc.step, (double)tc.step / spe, secs, ips, isnan(last_val) ? 0.0 : last_val,
+                   tc.best_bleu < 0 ? 0.0 : tc.best_bleu, tc.best_step, attention_name(&model.cfg));
+        else
+            fprintf(stderr, "caption train: step %ld, %.1f s, %.1f images/s (training), best validation BLEU-4 %.4f at step %ld; %s\n",
+                    tc.step, secs, ips, tc.best_bleu, tc.best_step, path_model);
+    }
+    free(images);
+    free(words);
+    free(lens);
+    free(perm);
+done:
+    encoded_free(&train);
+    encoded_free(&val);
+    if (model.params.data) sat_free(&model);
+    vocab_free(&vocab);
+    caption_data_close(data);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------
+// caption eval
+
+static int cmd_eval(int argc, char **argv) {
+    Error err;
+    const char *model_path = NULL, *split_s = "test", *results = NULL;
+    int beam = 3, threads = default_threads(), count = 0, batch = 32;
+    float length_alpha = 0.7f;
+    bool json = false, quiet = false;
+    CaptionDataFlags df;
+    caption_data_flags_default(&df);
+    ArgSpec specs[] = {
+        {"model", ARG_STRING, &model_path, "model file (required)", .metavar = "PATH", .given = NULL},
+        {"data", ARG_STRING, &df.data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
+        {"split", ARG_STRING, &split_s, "train | valid | test", .given = NULL},
+        {"beam", ARG_INT, &beam, "beam width (1 = greedy)", .has_min = true, .min = 1, .has_max = true, .max = 64},
+        {"length-alpha", ARG_FLOAT, &length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
+        {"count", ARG_INT, &count, "evaluate the first N images only (0 = all)", .has_min = true, .min = 0},
+        {"batch", ARG_INT, &batch, "images decoded at once", .has_min = true, .min = 1, .has_max = true, .max = 4096},
+        {"results", ARG_STRING, &results, "COCO results JSON (default: next to the model)", .metavar = "PATH", .given = NULL},
+        {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
+        {"train-count", ARG_INT, &df.train_count, "scenes: training scenes", .has_min = true, .min = 1},
+        {"val-count-scenes", ARG_INT, &df.val_count, "scenes: validation scenes", .has_min = true, .min = 1},
+        {"test-count", ARG_INT, &df.test_count, "scenes: test scenes", .has_min = true, .min = 1},
+        {"scenes-seed", ARG_LONG, &df.scenes_seed, "scenes: generator seed", .given = NULL},
+        {"data-root", ARG_STRING, &df.root, "scenes: folder holding mnist/ and fashion-mnist/", .metavar = "DIR", .given = NULL},
+        {"cache-mb", ARG_INT, &df.cache_mb, "image folders: decoded-image cache bound in MiB", .has_min = true, .min = 1},
+        {"json", ARG_FLAG, &json, "print the metrics as one JSON object", .given = NULL},
+        {"quiet", ARG_FLAG, &quiet, "no progress bar", .given = NULL},
+    };
+    int pr = args_parse(argc, argv, specs, ARGS_LEN(specs), "caption eval --model PATH [flags]", &err);
+    if (pr == ARGS_HELP) return 0;
+    if (pr == ARGS_ERROR) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    if (!model_path) {
+        fprintf(stderr, "--model: missing (a model.safetensors written by caption train)\n");
+        return 2;
+    }
+    Split split;
+    if (split_parse(split_s, &split, &err)) {
+        fprintf(stderr, "--split: %s\n", err.msg);
+        return 2;
+    }
+    gemm_set_threads(threads);
+    SatModel m;
+    Vocab vocab;
+    TrainCounters tc;
+    if (load_model(model_path, &m, &vocab, 0, &tc, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    sat_alloc_acts(&m, batch);
+    CaptionData *data = NULL;
+    int rc = 1;
+    Encoded refs = {0};
+    if (caption_data_open(&data, &df, m.cfg.image_size, quiet, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        sat_free(&m);
+        vocab_free(&vocab);
+        return 1;
+    }
+    int n = caption_data_count(data, split);
+    if (count > 0 && count < n) n = count;
+    if (n < 1) {
+        fprintf(stderr, "%s: split %s has no images\n", df.data, split_name(split));
+        goto done;
+    }
+    if (encode_split(&refs, data, split, NULL, 0, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        goto done;
+    }
+    char rpath[1200];
+    if (!results) {
+        const char *slash = strrchr(model_path, '/');
+        int dl = slash ? (int)(slash - model_path) : 0;
+        snprintf(rpath, sizeof rpath, "%.*s%sresults_%s.json", dl, model_path, slash ? "/" : "",
+                 split_name(split));
+        results = rpath;
+    }
+    EvalResult er;
+    if (evaluate(&er, &m, &vocab, data, split, &refs, n, beam, length_alpha, results, !quiet, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        goto done;
+    }
+    if (json) {
+        printf("{\"split\": \"%s\", \"images\": %d, \"beam\": %d, \"attention\": \"%s\", "
+               "\"bleu1\": %.6f, \"bleu2\": %.6f, \"bleu3\": %.6f, \"bleu4\": %.6f, "
+               "\"cider\": %.6f, \"rougeL\": %.6f",
+               split_name(split), n, beam, attention_name(&m.cfg), er.scores.bleu[0],
+               er.scores.bleu[1], er.scores.bleu[2], er.scores.bleu[3], er.scores.cider_d,
+               er.scores.rouge_l);
+        if (er.has_grounding)
+            printf(", \"grounding\": %.6f, \"object_words\": %d", er.grounding.accuracy,
+                   er.grounding.object_words);
+        printf("}\n");
+    } else {
+        printf("%s split, %d images, beam %d: BLEU-1 %.4f BLEU-2 %.4f BLEU-3 %.4f BLEU-4 %.4f "
+               "CIDEr-D %.4f ROUGE-L %.4f",
+               split_name(split), n, beam, er.scores.bleu[0], er.scores.bleu[1], er.scores.bleu[2],
+               er.scores.bleu[3], er.scores.cider_d, er.scores.rouge_l);
+        if (er.has_grounding) printf(" grounding %.4f", er.grounding.accuracy);
+        printf("\n");
+    }
+    fprintf(stderr, "results: %s\n", results);
+    rc = 0;
+done:
+    encoded_free(&refs);
+    caption_data_close(data);
+    sat_free(&m);
+    vocab_free(&vocab);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------
+// caption predict
+
+// One strip: the image, then one heat-map overlay per word with the word under it.
+static int write_strip(const char *path, const float *chw, int S, const float *alphas, int G,
+                       char *const *words, int n, Error *err) {
+    const int up = S < 128 ? (128 + S - 1) / S : 1;  // small images shown larger
+    const int side = S * up;
+    Image base = image_new(3, S, S);
+    memcpy(base.data, chw, (size_t)3 * S * S * sizeof(float));
+    Image big = image_resize(&base, side, side, RESIZE_BILINEAR);
+    Image *tiles = xcalloc((size_t)n + 1, sizeof(Image));
+    const char **caps = xcalloc((size_t)n + 1, sizeof(char *));
+    tiles[0] = image_clone(&big);
+    caps[0] = "";
+    for (int k = 0; k < n; k++) {
+        tiles[k + 1] = image_clone(&big);
+        overlay_attention(&tiles[k + 1], alphas + (size_t)k * G * G, G, G, 0.7f, 1);
+        caps[k + 1] = words[k];
+    }
+    Image strip = caption_strip(tiles, caps, n + 1, 4, 2);
+    int r = write_png_image(path, &strip, err);
+    for (int k = 0; k <= n; k++) image_free(&tiles[k]);
+    free(tiles);
+    free(caps);
+    image_free(&strip);
+    image_free(&big);
+    image_free(&base);
+    return r;
+}
+
+static int cmd_predict(int argc, char **argv) {
+    Error err;
+    const char *model_path = NULL, *dir = NULL, *att_out = NULL, *results = NULL;
+    int beam = 3, threads = default_threads(), batch = 16;
+    float length_alpha = 0.7f;
+    ArgSpec specs[] = {
+        {"model", ARG_STRING, &model_path, "model file (required)", .metavar = "PATH", .given = NULL},
+        {"images", ARG_STRING, &dir, "folder of images (required)", .metavar = "DIR", .given = NULL},
+        {"beam", ARG_INT, &beam, "beam width (1 = greedy)", .has_min = true, .min = 1, .has_max = true, .max = 64},
+        {"length-alpha", ARG_FLOAT, &length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
+        {"attention-out", ARG_STRING, &att_out, "write one attention strip PNG per image here", .metavar = "DIR", .given = NULL},
+        {"results", ARG_STRING, &results, "write COCO results JSON here", .metavar = "PATH", .given = NULL},
+        {"batch", ARG_INT, &batch, "images decoded at once", .has_min = true, .min = 1, .has_max = true, .max = 4096},
+        {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
+    };
+    int pr = args_parse(argc, argv, specs, ARGS_LEN(specs), "caption predict --model PATH --images DIR [flags]", &err);
+    if (pr == ARGS_HELP) return 0;
+    if (pr == ARGS_ERROR) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    if (!model_path || !dir) {
+        fprintf(stderr, "%s: missing\n", !model_path ? "--model" : "--images");
+        return 2;
+    }
+    gemm_set_threads(threads);
+    ImageFolder folder;
+    if (image_folder_list(&folder, dir, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    SatModel m;
+    Vocab vocab;
+    TrainCounters tc;
+    if (load_model(model_path, &m, &vocab, 0, &tc, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        image_folder_free(&folder);
+        return 1;
+    }
+    sat_alloc_acts(&m, batch);
+    if (att_out && make_dirs(att_out, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        sat_free(&m);
+        vocab_free(&vocab);
+        image_folder_free(&folder);
+        return 1;
+    }
+    const int S = m.cfg.image_size, L = sat_L(&m.cfg), ML = m.cfg.max_len;
+    const int G = cnn_grid_size(&m.cfg.cnn, S);
+    float *images = xmalloc((size_t)batch * 3 * S * S * sizeof(float));
+    int *which = xmalloc((size_t)batch * sizeof(int));
+    int *tokens = xmalloc((size_t)batch * ML * sizeof(int));
+    int *lens = xmalloc((size_t)batch * sizeof(int));
+    float *alphas = xmalloc((size_t)batch * ML * L * sizeof(float));
+    char **captions = xcalloc((size_t)folder.n, sizeof(char *));
+    int skipped = 0, rc = 0;
+    for (int i0 = 0; i0 < folder.n;) {
+        int k = 0;
+        while (k < batch && i0 < folder.n) {
+            if (caption_load_image(images + (size_t)k * 3 * S * S, folder.paths[i0], S, &err)) {
+                fprintf(stderr, "%s\n", err.msg);
+                skipped++;
+            } else {
+                which[k++] = i0;
+            }
+            i0++;
+        }
+        if (k == 0) continue;
+        sat_decode(&m, tokens, lens, alphas, images, k, beam, length_alpha);
+        for (int j = 0; j < k; j++) {
+            int i = which[j];
+            Tokens t;
+            vocab_decode_tokens(&t, &vocab, tokens + (size_t)j * ML, lens[j], 1);
+            captions[i] = tokens_join(&t);
+            printf("%s\t%s\n", folder.names[i], captions[i]);
+            if (att_out) {
+                char path[2048], stem[1024];
+                snprintf(stem, sizeof stem, "%s", folder.names[i]);
+                char *dot = strrchr(stem, '.');
+                if (dot && dot != stem) *dot = 0;
+                snprintf(path, sizeof path, "%s/%s.png", att_out, stem);
+                if (write_strip(path, images + (size_t)j * 3 * S * S, S,
+                                alphas + (size_t)j * ML * L, G, t.tok, t.n, &err)) {
+                    fprintf(stderr, "%s\n", err.msg);
+                    rc = 1;
+                }
+            }
+            tokens_free(&t);
+        }
+        fflush(stdout);
+    }
+    if (results) {
+        AtomicFile af;
+        if (atomic_open(&af, results, &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            rc = 1;
+        } else {
+            fputc('[', af.fp);
+            int first = 1;
+            for (int i = 0; i < folder.n; i++) {
+                if (!captions[i]) continue;
+                fprintf(af.fp, "%s\n{\"image_id\": ", first ? "" : ",");
+                caption_json_string(af.fp, folder.names[i]);
+                fprintf(af.fp, ", \"caption\": ");
+                caption_json_string(af.fp, captions[i]);
+                fputc('}', af.fp);
+                first = 0;
+            }
+            fprintf(af.fp, "\n]\n");
+            if (atomic_commit(&af, &err)) {
+                fprintf(stderr, "%s\n", err.msg);
+                rc = 1;
+            }
+        }
+    }
+    if (skipped) {
+        fprintf(stderr, "caption predict: %d of %d files skipped\n", skipped, folder.n);
+        rc = 1;
+    }
+    if (att_out) fprintf(stderr, "attention strips: %s\n", att_out);
+    for (int i = 0; i < folder.n; i++) free(captions[i]);
+    free(captions);
+    free(images);
+    free(which);
+    free(tokens);
+    free(lens);
+    free(alphas);
+    sat_free(&m);
+    vocab_free(&vocab);
+    image_folder_free(&folder);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------
+// caption scenes
+
+static int cmd_scenes(int argc, char **argv) {
+    Error err;
+    const char *out = NULL;
+    int count = 100, size = 64;
+    CaptionDataFlags df;
+    caption_data_flags_default(&df);
+    ArgSpec specs[] = {
+        {"out", ARG_STRING, &out, "output folder (required)", .metavar = "DIR", .given = NULL},
+        {"count", ARG_INT, &count, "scenes in all (80% train, 10% valid, 10% test)", .has_min = true, .min = 1, .has_max = true, .max = 20000},
+        {"seed", ARG_LONG, &df.scenes_seed, "scenes generator seed", .given = NULL},
+        {"image-size", ARG_INT, &size, "canvas side in pixels", .has_min = true, .min = 32, .has_max = true, .max = 1024},
+        {"data-root", ARG_STRING, &df.root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR", .given = NULL},
+    };
+    int pr = args_parse(argc, argv, specs, ARGS_LEN(specs), "caption scenes --out DIR [--count N] [--seed S]", &err);
+    if (pr == ARGS_HELP) return 0;
+    if (pr == ARGS_ERROR) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    if (!out) {
+        fprintf(stderr, "--out: missing (the output folder)\n");
+        return 2;
+    }
+    int counts[SPLIT_COUNT];
+    scenes_folder_counts(count, counts);
+    df.train_count = counts[SPLIT_TRAIN] > 0 ? counts[SPLIT_TRAIN] : 1;
+    df.val_count = counts[SPLIT_VALID] > 0 ? counts[SPLIT_VALID] : 1;
+    df.test_count = counts[SPLIT_TEST] > 0 ? counts[SPLIT_TEST] : 1;
+    CaptionData *data = NULL;
+    if (caption_data_open(&data, &df, size, 1, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    int r = scenes_write_folder(caption_data_scenes(data), out, counts, &err);
+    caption_data_close(data);
+    if (r) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    fprintf(stderr, "wrote %d scenes (%d train, %d valid, %d test) to %s\n", count,
+            counts[SPLIT_TRAIN], counts[SPLIT_VALID], counts[SPLIT_TEST], out);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------
+
+static void overview(FILE *fp) {
+    fprintf(fp,
+            "usage: caption COMMAND [flags]   (caption COMMAND --help for its flags)\n"
+            "  train    train a Show-Attend-Tell captioner (--data scenes by default)\n"
+            "  eval     score a model on a split: BLEU-1..4, CIDEr-D, ROUGE-L, grounding\n"
+            "  predict  caption every image of a folder, optionally with attention strips\n"
+            "  scenes   write synthetic scenes as PNG files plus captions.tsv\n");
+}
+
+int main(int argc, char **argv) {
+    static const char *const names[] = {"train", "eval", "predict", "scenes"};
+    int which;
+    Error err;
+    int r = args_subcommand(argc, argv, names, 4, &which, &err);
+    if (r == ARGS_HELP) {
+        overview(stdout);
+        return 0;
+    }
+    if (r == ARGS_ERROR) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    switch (which) {
+    case 0: return cmd_train(argc - 1, argv + 1);
+    case 1: return cmd_eval(argc - 1, argv + 1);
+    case 2: return cmd_predict(argc - 1, argv + 1);
+    default: return cmd_scenes(argc - 1, argv + 1);
+    }
+}

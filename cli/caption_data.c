@@ -1,0 +1,157 @@
+#include "cli/caption_data.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/progress.h"
+#include "datasets/captions.h"
+#include "datasets/imagecache.h"
+
+struct CaptionData {
+    int is_scenes;
+    int S;
+    Scenes scenes;
+    CaptionSet set;
+    ImageCache cache;
+    int *idx[SPLIT_COUNT];  // caption set: image indices per split
+    int count[SPLIT_COUNT];
+};
+
+void caption_data_flags_default(CaptionDataFlags *f) {
+    f->data = "scenes";
+    f->root = "data";
+    f->train_count = 20000;
+    f->val_count = 1000;
+    f->test_count = 1000;
+    f->scenes_seed = 1;
+    f->cache_mb = 2048;
+}
+
+static void cache_progress(void *ctx, int done, int total) {
+    Progress *p = ctx;
+    progress_update(p, done, "");
+    if (done == total) progress_end(p, done, "");
+}
+
+int caption_data_open(CaptionData **out, const CaptionDataFlags *f, int S, int quiet, Error *err) {
+    *out = NULL;
+    CaptionSpec spec;
+    if (caption_spec_parse(&spec, f->data, err)) return error_prefix(err, "--data");
+    CaptionData *d = xcalloc(1, sizeof *d);
+    d->S = S;
+    if (spec.kind == CAPTION_SOURCE_SCENES) {
+        d->is_scenes = 1;
+        ScenesConfig sc;
+        scenes_config_default(&sc);
+        sc.size = S;
+        sc.counts[SPLIT_TRAIN] = f->train_count;
+        sc.counts[SPLIT_VALID] = f->val_count;
+        sc.counts[SPLIT_TEST] = f->test_count;
+        sc.seed = (uint64_t)f->scenes_seed;
+        sc.root = f->root;
+        if (sc.max_scale > S) sc.max_scale = S;
+        if (sc.min_scale > sc.max_scale) sc.min_scale = sc.max_scale;
+        if (scenes_open(&d->scenes, &sc, err)) {
+            free(d);
+            return -1;
+        }
+        for (int s = 0; s < SPLIT_COUNT; s++) d->count[s] = scenes_count(&d->scenes, (Split)s);
+        *out = d;
+        return 0;
+    }
+    if (caption_set_read(&d->set, &spec, NULL, err)) {
+        free(d);
+        return -1;
+    }
+    Progress p;
+    progress_start(&p, "decode", d->set.n_images, 0);
+    int r = caption_set_cache_images(&d->set, &d->cache, S, (size_t)f->cache_mb << 20,
+                                     quiet ? NULL : cache_progress, &p, err);
+    for (int i = 0; i < d->set.n_warnings; i++) fprintf(stderr, "warning: %s\n", d->set.warnings[i]);
+    if (d->set.warnings_dropped)
+        fprintf(stderr, "warning: %d more warnings not shown\n", d->set.warnings_dropped);
+    if (r) {
+        caption_set_free(&d->set);
+        free(d);
+        return -1;
+    }
+    fprintf(stderr, "%s: using %d images and %d captions; skipped %d images and %d captions\n",
+            d->set.source, d->set.n_images, d->set.n_captions, d->set.images_skipped,
+            d->set.captions_skipped);
+    for (int s = 0; s < SPLIT_COUNT; s++)
+        d->count[s] = caption_set_split_indices(&d->set, (Split)s, &d->idx[s]);
+    *out = d;
+    return 0;
+}
+
+void caption_data_close(CaptionData *d) {
+    if (!d) return;
+    if (d->is_scenes) {
+        scenes_close(&d->scenes);
+    } else {
+        for (int s = 0; s < SPLIT_COUNT; s++) free(d->idx[s]);
+        image_cache_free(&d->cache);
+        caption_set_free(&d->set);
+    }
+    free(d);
+}
+
+int caption_data_is_scenes(const CaptionData *d) { return d->is_scenes; }
+const Scenes *caption_data_scenes(const CaptionData *d) {
+    CHECK(d->is_scenes, "not scenes");
+    return &d->scenes;
+}
+int caption_data_count(const CaptionData *d, Split s) { return d->count[s]; }
+
+void caption_data_image(const CaptionData *d, Split s, int i, float *chw, SceneInfo *info) {
+    CHECK(i >= 0 && i < d->count[s], "image %d of %d", i, d->count[s]);
+    if (d->is_scenes)
+        scenes_render(chw, info, &d->scenes, s, i);
+    else
+        image_cache_get(chw, &d->cache, d->idx[s][i]);
+}
+
+int caption_data_captions(const CaptionData *d, Split s, int i, const char **out, int max,
+                          SceneInfo *info) {
+    if (d->is_scenes) {
+        scenes_describe(info, &d->scenes, s, i);
+        int n = SCENES_CAPTIONS < max ? SCENES_CAPTIONS : max;
+        for (int k = 0; k < n; k++) out[k] = info->captions[k];
+        return n;
+    }
+    const CaptionImage *im = &d->set.images[d->idx[s][i]];
+    int n = im->n_captions < max ? im->n_captions : max;
+    for (int k = 0; k < n; k++) out[k] = caption_set_caption(&d->set, d->idx[s][i], k);
+    return n;
+}
+
+void caption_json_string(FILE *fp, const char *s) {
+    fputc('"', fp);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(fp, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(fp, "\\u%04x", *p);
+        else
+            fputc(*p, fp);
+    }
+    fputc('"', fp);
+}
+
+void caption_data_write_id(FILE *fp, const CaptionData *d, Split s, int i) {
+    if (d->is_scenes) {
+        // The file name `caption scenes` gives this scene (datasets/scenes_folder.h).
+        fprintf(fp, "\"%s_%06d.png\"", split_name(s), i);
+        return;
+    }
+    const CaptionImage *im = &d->set.images[d->idx[s][i]];
+    if (im->numeric_id >= 0)
+        fprintf(fp, "%lld", im->numeric_id);
+    else
+        caption_json_string(fp, im->id);
+}
+
+int caption_load_image(float *chw, const char *path, int S, Error *err) {
+    return image_load_square_float(chw, path, S, err);
+}

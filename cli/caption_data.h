@@ -1,0 +1,50 @@
+// caption_data.h: bin/caption's view of its data: the built-in scenes or a caption set
+// on disk (datasets/captions.h, decoded once into datasets/imagecache.h), behind one
+// interface: per split, a count, image i's pixels (3, S, S) in [0, 1], its reference
+// captions and an id for results JSON.
+//
+// A separate translation unit because datasets/captions.h and seq/tokenizer.h both
+// declare utf8_valid with different signatures and cannot be included together.
+#ifndef CLI_CAPTION_DATA_H
+#define CLI_CAPTION_DATA_H
+
+#include <stdio.h>
+
+#include "core/error.h"
+#include "datasets/scenes.h"
+#include "datasets/split.h"
+
+typedef struct {
+    const char *data;   // "scenes" or a caption spec (flickr8k:DIR, coco:JSON:IMAGES, ...)
+    const char *root;   // scenes: data root
+    int train_count, val_count, test_count;  // scenes per split
+    long scenes_seed;
+    int cache_mb;       // disk data: decoded-image cache bound (MiB)
+} CaptionDataFlags;
+
+typedef struct CaptionData CaptionData;
+
+void caption_data_flags_default(CaptionDataFlags *f);
+// S: image side. quiet: no decode progress bar. Fails with one line ("--data: ...",
+// "PATH: reason"); warnings about skipped records go to stderr.
+int caption_data_open(CaptionData **d, const CaptionDataFlags *f, int S, int quiet, Error *err);
+void caption_data_close(CaptionData *d);  // NULL is fine
+
+int caption_data_is_scenes(const CaptionData *d);
+const Scenes *caption_data_scenes(const CaptionData *d);  // scenes only
+int caption_data_count(const CaptionData *d, Split s);
+// chw (3, S, S) of image i; info (scenes only; may be NULL) its objects and captions.
+void caption_data_image(const CaptionData *d, Split s, int i, float *chw, SceneInfo *info);
+// Points out[0..n) at image i's reference captions (at most max); info is scratch for
+// scenes. Returns n.
+int caption_data_captions(const CaptionData *d, Split s, int i, const char **out, int max,
+                          SceneInfo *info);
+// Writes image i's id as a JSON value (string or number).
+void caption_data_write_id(FILE *fp, const CaptionData *d, Split s, int i);
+// Writes s as a JSON string with escapes.
+void caption_json_string(FILE *fp, const char *s);
+// Decodes an image file the way the caption sets are cached (centre square, area
+// resize to S, 8-bit rounding): chw (3, S, S) in [0, 1]; "PATH: reason" on failure.
+int caption_load_image(float *chw, const char *path, int S, Error *err);
+
+#endif

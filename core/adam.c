@@ -1,0 +1,49 @@
+#include "core/adam.h"
+
+#include <math.h>
+
+#include "core/check.h"
+
+AdamConfig adam_defaults(float lr) {
+    return (AdamConfig){.lr = lr, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f};
+}
+
+// Kingma & Ba 2015, Algorithm 1, with the bias corrections folded into the step size
+// only where it is exact: m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t),
+// p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p)   (AdamW, Loshchilov & Hutter 2019:
+// the decay is decoupled from the gradient and scaled by the learning rate).
+void adam_update(float *param, const float *grad, float *m, float *v, size_t n,
+                 const AdamConfig *cfg, long step, float lr) {
+    CHECK(step >= 1, "adam step counts from 1, got %ld", step);
+    CHECK(cfg->beta1 >= 0.0f && cfg->beta1 < 1.0f && cfg->beta2 >= 0.0f && cfg->beta2 < 1.0f);
+    const float b1 = cfg->beta1, b2 = cfg->beta2, eps = cfg->eps, wd = cfg->weight_decay;
+    // pow in double: for large steps b^t underflows to 0 cleanly and the corrections go to 1.
+    const float c1 = (float)(1.0 / (1.0 - pow((double)b1, (double)step)));
+    const float c2 = (float)(1.0 / (1.0 - pow((double)b2, (double)step)));
+    for (size_t i = 0; i < n; i++) {
+        float g = grad[i];
+        float mi = b1 * m[i] + (1.0f - b1) * g;
+        float vi = b2 * v[i] + (1.0f - b2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        float update = (mi * c1) / (sqrtf(vi * c2) + eps);
+        param[i] -= lr * (update + wd * param[i]);
+    }
+}
+
+float clip_global_norm(float *grad, size_t n, float max_norm) {
+    double ss = 0.0;
+    for (size_t i = 0; i < n; i++) ss += (double)grad[i] * grad[i];
+    double norm = sqrt(ss);
+    if (max_norm > 0.0f && norm > max_norm) {
+        float scale = (float)(max_norm / norm);
+        for (size_t i = 0; i < n; i++) grad[i] *= scale;
+    }
+    return (float)norm;
+}
+
+float lr_exponential(float base, float decay, long decay_steps, long step) {
+    if (decay_steps <= 0) return base;
+    CHECK(decay > 0.0f && decay <= 1.0f, "lr decay must be in (0, 1], got %g", (double)decay);
+    return (float)(base * pow((double)decay, (double)step / (double)decay_steps));
+}

@@ -1,0 +1,460 @@
+#include "core/safetensors.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/check.h"
+#include "core/fileio.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "safetensors.c assumes a little-endian machine (the format stores little-endian data)"
+#endif
+
+// The Python safetensors library refuses headers above 100 MB; so do we. cJSON 1.7.15
+// (Debian 12) refuses nesting deeper than CJSON_NESTING_LIMIT (1000) by itself, so a
+// hostile "[[[[..." header fails to parse instead of overflowing the stack.
+#define HEADER_MAX_BYTES (100u * 1000u * 1000u)
+#define NAME_CAP ((int)sizeof(((SafetensorsTensor *)0)->name))
+#define MAX_DIMS ((int)(sizeof(((SafetensorsTensor *)0)->shape) / sizeof(int64_t)))
+
+typedef struct {
+    void *data;   // tensor bytes, 64-byte aligned
+    cJSON *root;  // the parsed header: metadata strings point into it
+} Internal;
+
+// ---------------------------------------------------------------------------- writing
+
+typedef struct {
+    char name[NAME_CAP];
+    const BlockTensor *t;
+    const float *data;
+} Entry;
+
+static int write_all(AtomicFile *af, const void *p, size_t n, const char *path, Error *err) {
+    if (n && fwrite(p, 1, n, af->fp) != n) {
+        int e = errno ? errno : EIO;
+        atomic_abort(af);
+        return error_set(err, "%s: write failed: %s (the previous file is unchanged)", path,
+                         strerror(e));
+    }
+    return 0;
+}
+
+int safetensors_save(const char *path, const Block *const *blocks, const char *const *prefixes,
+                     int n_blocks, const SafetensorsMeta *meta, int n_meta, Error *err) {
+    int total = 0;
+    for (int i = 0; i < n_blocks; i++) total += blocks[i]->count;
+    Entry *entries = xcalloc(total > 0 ? (size_t)total : 1, sizeof *entries);
+    cJSON *root = cJSON_CreateObject();
+    CHECK(root);
+    int k = 0, status = -1;
+    size_t offset = 0;
+    for (int i = 0; i < n_blocks; i++) {
+        const Block *b = blocks[i];
+        const char *prefix = prefixes && prefixes[i] ? prefixes[i] : "";
+        CHECK(b->data || b->count == 0, "safetensors_save: block %d is not allocated", i);
+        for (int j = 0; j < b->count; j++, k++) {
+            Entry *e = &entries[k];
+            e->t = &b->tensors[j];
+            e->data = b->data + e->t->offset;
+            int w = snprintf(e->name, sizeof e->name, "%s%s", prefix, e->t->name);
+            if (w < 0 || w >= NAME_CAP) {
+                error_set(err, "%s: tensor name too long: %s%s", path, prefix, e->t->name);
+                goto done;
+            }
+            if (cJSON_GetObjectItemCaseSensitive(root, e->name) || strcmp(e->name, "__metadata__") == 0) {
+                error_set(err, "%s: duplicate or reserved tensor name %s", path, e->name);
+                goto done;
+            }
+            cJSON *obj = cJSON_CreateObject();
+            cJSON_AddItemToObject(root, e->name, obj);
+            cJSON_AddStringToObject(obj, "dtype", "F32");
+            cJSON *shape = cJSON_AddArrayToObject(obj, "shape");
+            for (int d = 0; d < e->t->ndim; d++)
+                cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)e->t->shape[d]));
+            cJSON *offs = cJSON_AddArrayToObject(obj, "data_offsets");
+            size_t bytes = e->t->numel * sizeof(float);
+            cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset));
+            cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)(offset + bytes)));
+            offset += bytes;
+        }
+    }
+    if (n_meta > 0) {
+        cJSON *m = cJSON_AddObjectToObject(root, "__metadata__");
+        for (int i = 0; i < n_meta; i++) {
+            CHECK(meta[i].key && meta[i].value);
+            cJSON_AddStringToObject(m, meta[i].key, meta[i].value);
+        }
+    }
+    char *json = cJSON_PrintUnformatted(root);
+    CHECK(json, "out of memory printing the safetensors header");
+    size_t len = strlen(json);
+    size_t padded = (len + 7) & ~(size_t)7;  // spaces are allowed padding after the JSON
+    unsigned char head[8];
+    for (int i = 0; i < 8; i++) head[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    char spaces[8] = "       ";
+    AtomicFile af;
+    if (atomic_open(&af, path, err) == 0 && write_all(&af, head, 8, path, err) == 0 &&
+        write_all(&af, json, len, path, err) == 0 &&
+        write_all(&af, spaces, padded - len, path, err) == 0) {
+        int ok = 1;
+        for (int i = 0; i < total && ok; i++)
+            ok = write_all(&af, entries[i].data, entries[i].t->numel * sizeof(float), path, err) == 0;
+        if (ok) status = atomic_commit(&af, err);
+    }
+    free(json);
+done:
+    cJSON_Delete(root);
+    free(entries);
+    return status;
+}
+
+// ---------------------------------------------------------------------------- reading
+
+// A JSON number that is an integer in [0, 2^53]; -1 otherwise.
+static int64_t json_count(const cJSON *x) {
+    if (!cJSON_IsNumber(x)) return -1;
+    double d = x->valuedouble;
+    if (!(d >= 0.0) || d > 9007199254740992.0 || d != floor(d)) return -1;
+    return (int64_t)d;
+}
+
+typedef struct {
+    size_t begin, end;
+    int index;
+} Span;
+
+static int span_cmp(const void *a, const void *b) {
+    const Span *x = a, *y = b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    return (x->end > y->end) - (x->end < y->end);
+}
+
+// Validates one tensor entry and fills t (data offsets into span).
+static int parse_entry(SafetensorsTensor *t, Span *span, const cJSON *item, size_t data_len,
+                       const char *path, Error *err) {
+    const char *name = item->string;
+    if (!cJSON_IsObject(item))
+        return error_set(err, "%s: entry '%s' is not an object", path, name);
+    if ((int)strlen(name) >= NAME_CAP)
+        return error_set(err, "%s: tensor name longer than %d characters: '%.40s...'", path,
+                         NAME_CAP - 1, name);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
+    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(item, "data_offsets");
+    if (!cJSON_IsString(dtype))
+        return error_set(err, "%s: tensor '%s': missing or non-string dtype", path, name);
+    if (strcmp(dtype->valuestring, "F32") != 0)
+        return error_set(err, "%s: tensor '%s': dtype '%.16s' not supported (only F32)", path,
+                         name, dtype->valuestring);
+    if (!cJSON_IsArray(shape))
+        return error_set(err, "%s: tensor '%s': missing or non-array shape", path, name);
+    int ndim = cJSON_GetArraySize(shape);
+    if (ndim > MAX_DIMS)
+        return error_set(err, "%s: tensor '%s': %d dimensions, at most %d supported", path, name,
+                         ndim, MAX_DIMS);
+    t->ndim = ndim;
+    size_t numel = 1;
+    int d = 0;
+    const cJSON *dim;
+    cJSON_ArrayForEach(dim, shape) {
+        int64_t v = json_count(dim);
+        if (v < 0)
+            return error_set(err, "%s: tensor '%s': shape[%d] is not a non-negative integer",
+                             path, name, d);
+        t->shape[d++] = v;
+        if (v != 0 && numel > SIZE_MAX / sizeof(float) / (uint64_t)v)
+            return error_set(err, "%s: tensor '%s': element count overflows", path, name);
+        numel *= (size_t)v;
+    }
+    t->numel = numel;
+    if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2)
+        return error_set(err, "%s: tensor '%s': data_offsets must be [begin, end]", path, name);
+    int64_t b = json_count(cJSON_GetArrayItem(offs, 0));
+    int64_t e = json_count(cJSON_GetArrayItem(offs, 1));
+    if (b < 0 || e < 0)
+        return error_set(err, "%s: tensor '%s': data_offsets are not non-negative integers",
+                         path, name);
+    if (b > e || (uint64_t)e > data_len)
+        return error_set(err,
+                         "%s: tensor '%s': data_offsets [%lld, %lld] out of range (data is %zu bytes)",
+                         path, name, (long long)b, (long long)e, data_len);
+    if ((uint64_t)(e - b) != (uint64_t)numel * sizeof(float))
+        return error_set(err, "%s: tensor '%s': %lld bytes of data for %zu F32 elements", path,
+                         name, (long long)(e - b), numel);
+    span->begin = (size_t)b;
+    span->end = (size_t)e;
+    return 0;
+}
+
+// The bytes being read: an open file, or memory (safetensors_load_memory).
+typedef struct {
+    FILE *fp;
+    const unsigned char *mem;
+    size_t len, pos;
+} Reader;
+
+static int tensor_name_cmp(const void *a, const void *b) {
+    return strcmp((*(const SafetensorsTensor *const *)a)->name,
+                  (*(const SafetensorsTensor *const *)b)->name);
+}
+
+static int read_exact(Reader *r, void *p, size_t n) {
+    if (r->fp) return fread(p, 1, n, r->fp) == n ? 0 : -1;
+    if (n > r->len - r->pos) return -1;
+    if (n) memcpy(p, r->mem + r->pos, n);
+    r->pos += n;
+    return 0;
+}
+
+static int load_from(SafetensorsFile *f, Reader *r, uint64_t size, const char *path, Error *err);
+
+int safetensors_load(SafetensorsFile *f, const char *path, Error *err) {
+    memset(f, 0, sizeof *f);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return error_set(err, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(fp);
+        return error_set(err, "%s: not a regular file", path);
+    }
+    Reader r = {.fp = fp};
+    int status = load_from(f, &r, (uint64_t)st.st_size, path, err);
+    fclose(fp);
+    return status;
+}
+
+int safetensors_load_memory(SafetensorsFile *f, const unsigned char *bytes, size_t len,
+                            const char *name, Error *err) {
+    memset(f, 0, sizeof *f);
+    Reader r = {.mem = bytes, .len = bytes ? len : 0};
+    return load_from(f, &r, (uint64_t)r.len, name ? name : "(memory)", err);
+}
+
+static int load_from(SafetensorsFile *f, Reader *r, uint64_t size, const char *path, Error *err) {
+    Internal *in = xcalloc(1, sizeof *in);
+    char *header = NULL;
+    Span *spans = NULL;
+    int status = -1;
+    unsigned char head[8];
+    if (size < 8 || read_exact(r, head, 8)) {
+        error_set(err, "%s: truncated: %llu bytes, too short for a safetensors header", path,
+                  (unsigned long long)size);
+        goto done;
+    }
+    uint64_t n = 0;
+    for (int i = 0; i < 8; i++) n |= (uint64_t)head[i] << (8 * i);
+    if (n > HEADER_MAX_BYTES) {
+        error_set(err, "%s: header length %llu is absurd (limit %u bytes); not a safetensors file?",
+                  path, (unsigned long long)n, HEADER_MAX_BYTES);
+        goto done;
+    }
+    if (n > size - 8) {
+        error_set(err, "%s: header length %llu runs past the end of the file (%llu bytes)", path,
+                  (unsigned long long)n, (unsigned long long)size);
+        goto done;
+    }
+    if (n < 2) {
+        error_set(err, "%s: header of %llu bytes cannot hold a JSON object", path,
+                  (unsigned long long)n);
+        goto done;
+    }
+    header = xmalloc((size_t)n + 1);
+    if (read_exact(r, header, (size_t)n)) {
+        error_set(err, "%s: read error in the header", path);
+        goto done;
+    }
+    header[n] = 0;
+    const char *json_end = NULL;
+    in->root = cJSON_ParseWithLengthOpts(header, (size_t)n, &json_end, 0);
+    if (!in->root) {
+        const char *at = cJSON_GetErrorPtr();
+        long pos = at && at >= header && at <= header + n ? (long)(at - header) : -1;
+        error_set(err, "%s: header is not valid JSON (near byte %ld of %llu)", path, pos,
+                  (unsigned long long)n);
+        goto done;
+    }
+    if (!cJSON_IsObject(in->root)) {
+        error_set(err, "%s: header is not a JSON object", path);
+        goto done;
+    }
+    // Only white space may follow the JSON (the format pads with spaces); cJSON stops at the
+    // end of the object.
+    for (const char *c = json_end; c && c < header + n; c++) {
+        if (*c != ' ' && *c != '\t' && *c != '\n' && *c != '\r') {
+            error_set(err, "%s: unexpected bytes after the header JSON (byte %ld)", path,
+                      (long)(c - header));
+            goto done;
+        }
+    }
+    size_t data_len = (size_t)(size - 8 - n);
+    int count = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, in->root) {
+        if (strcmp(item->string, "__metadata__") != 0) count++;
+    }
+    f->tensors = xcalloc(count > 0 ? (size_t)count : 1, sizeof *f->tensors);
+    spans = xcalloc(count > 0 ? (size_t)count : 1, sizeof *spans);
+    int k = 0;
+    const cJSON *metadata = NULL;
+    cJSON_ArrayForEach(item, in->root) {
+        if (strcmp(item->string, "__metadata__") == 0) {
+            if (metadata) {
+                error_set(err, "%s: __metadata__ given twice", path);
+                goto done;
+            }
+            metadata = item;
+            continue;
+        }
+        if (parse_entry(&f->tensors[k], &spans[k], item, data_len, path, err)) goto done;
+        spans[k].index = k;
+        k++;
+    }
+    f->count = k;
+    // Names listed twice, found by sorting: comparing every pair took 53 s for a hostile
+    // header of 80,000 entries (4.8 MB; headers may reach 100 MB).
+    if (k > 1) {
+        const SafetensorsTensor **by_name = xmalloc((size_t)k * sizeof *by_name);
+        for (int i = 0; i < k; i++) by_name[i] = &f->tensors[i];
+        qsort(by_name, (size_t)k, sizeof *by_name, tensor_name_cmp);
+        const char *dup = NULL;
+        for (int i = 1; i < k && !dup; i++)
+            if (strcmp(by_name[i - 1]->name, by_name[i]->name) == 0) dup = by_name[i]->name;
+        free(by_name);
+        if (dup) {
+            error_set(err, "%s: tensor '%s' listed twice", path, dup);
+            goto done;
+        }
+    }
+    if (metadata) {
+        if (!cJSON_IsObject(metadata)) {
+            error_set(err, "%s: __metadata__ is not an object", path);
+            goto done;
+        }
+        int m = cJSON_GetArraySize(metadata);
+        f->meta = xcalloc(m > 0 ? (size_t)m : 1, sizeof *f->meta);
+        cJSON_ArrayForEach(item, metadata) {
+            if (!cJSON_IsString(item)) {
+                error_set(err, "%s: __metadata__ value of '%s' is not a string", path, item->string);
+                goto done;
+            }
+            f->meta[f->n_meta].key = item->string;
+            f->meta[f->n_meta].value = item->valuestring;
+            f->n_meta++;
+        }
+    }
+    // No two tensors may share bytes (empty tensors share nothing).
+    qsort(spans, (size_t)k, sizeof *spans, span_cmp);
+    size_t reach = 0;
+    int reach_index = -1;
+    for (int i = 0; i < k; i++) {
+        if (spans[i].begin == spans[i].end) continue;
+        if (reach_index >= 0 && spans[i].begin < reach) {
+            error_set(err, "%s: tensors '%s' and '%s' overlap in the data", path,
+                      f->tensors[reach_index].name, f->tensors[spans[i].index].name);
+            goto done;
+        }
+        reach = spans[i].end;
+        reach_index = spans[i].index;
+    }
+    // The data, into a 64-byte aligned buffer; offsets that are not multiples of 4 (legal
+    // but never written by us or by Python for F32) are repacked so every float is aligned.
+    size_t alloc = (data_len + 63) & ~(size_t)63;
+    in->data = aligned_alloc(64, alloc ? alloc : 64);
+    CHECK(in->data, "out of memory: %zu bytes for %s", alloc, path);
+    if (read_exact(r, in->data, data_len)) {
+        error_set(err, "%s: read error in the tensor data", path);
+        goto done;
+    }
+    int misaligned = 0;
+    for (int i = 0; i < k; i++) misaligned |= spans[i].begin % sizeof(float) != 0;
+    if (misaligned) {
+        size_t total = 0;
+        for (int i = 0; i < k; i++) total += spans[i].end - spans[i].begin;
+        size_t alloc2 = (total + 63) & ~(size_t)63;
+        unsigned char *packed = aligned_alloc(64, alloc2 ? alloc2 : 64);
+        CHECK(packed, "out of memory: %zu bytes for %s", alloc2, path);
+        size_t at = 0;
+        for (int i = 0; i < k; i++) {
+            size_t len = spans[i].end - spans[i].begin;
+            memcpy(packed + at, (unsigned char *)in->data + spans[i].begin, len);
+            spans[i].begin = at;
+            spans[i].end = at + len;
+            at += len;
+        }
+        free(in->data);
+        in->data = packed;
+    }
+    for (int i = 0; i < k; i++)
+        f->tensors[spans[i].index].data =
+            (const float *)(const void *)((unsigned char *)in->data + spans[i].begin);
+    status = 0;
+done:
+    free(header);
+    free(spans);
+    f->buffer_ = in;
+    if (status != 0) safetensors_free(f);
+    return status;
+}
+
+void safetensors_free(SafetensorsFile *f) {
+    Internal *in = f->buffer_;
+    if (in) {
+        free(in->data);
+        cJSON_Delete(in->root);
+        free(in);
+    }
+    free(f->tensors);
+    free(f->meta);
+    memset(f, 0, sizeof *f);
+}
+
+const SafetensorsTensor *safetensors_find(const SafetensorsFile *f, const char *name) {
+    for (int i = 0; i < f->count; i++)
+        if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
+    return NULL;
+}
+
+const char *safetensors_meta(const SafetensorsFile *f, const char *key) {
+    for (int i = 0; i < f->n_meta; i++)
+        if (strcmp(f->meta[i].key, key) == 0) return f->meta[i].value;
+    return NULL;
+}
+
+static void format_shape(char *buf, size_t cap, int ndim, const int64_t *shape) {
+    size_t len = 0;
+    buf[0] = 0;
+    len += (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < ndim && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+}
+
+int safetensors_read_block(Block *b, const char *prefix, const SafetensorsFile *f,
+                           const char *path, Error *err) {
+    CHECK(b->data || b->count == 0, "safetensors_read_block: block not allocated");
+    if (!prefix) prefix = "";
+    for (int i = 0; i < b->count; i++) {
+        const BlockTensor *t = &b->tensors[i];
+        char name[NAME_CAP + BLOCK_NAME_LEN];
+        snprintf(name, sizeof name, "%s%s", prefix, t->name);
+        const SafetensorsTensor *s = safetensors_find(f, name);
+        if (!s) return error_set(err, "%s: missing tensor '%s'", path, name);
+        int same = s->ndim == t->ndim;
+        for (int d = 0; same && d < t->ndim; d++) same = s->shape[d] == t->shape[d];
+        if (!same) {
+            char have[128], want[128];
+            format_shape(have, sizeof have, s->ndim, s->shape);
+            format_shape(want, sizeof want, t->ndim, t->shape);
+            return error_set(err, "%s: tensor '%s' has shape %s, the model expects %s", path, name,
+                             have, want);
+        }
+        if (t->numel) memcpy(b->data + t->offset, s->data, t->numel * sizeof(float));
+    }
+    return 0;
+}

@@ -1,0 +1,509 @@
+#include "models/draw.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/activations.h"
+#include "core/check.h"
+#include "seq/linear.h"
+#include "seq/loss.h"
+#include "core/gemm.h"
+#include "seq/lstm.h"
+#include "vision/filterbank.h"
+
+DrawConfig draw_config_default(int W, int H) {
+    return (DrawConfig){.W = W, .H = H, .T = 64, .read_n = 2, .write_n = 5, .enc = 256,
+                        .dec = 256, .z = 100, .attention = 1};
+}
+
+int draw_config_check(const DrawConfig *c, Error *err) {
+    if (c->W < 1 || c->H < 1 || c->W > 4096 || c->H > 4096)
+        return error_set(err, "image size %dx%d out of range", c->W, c->H);
+    if (c->T < 1 || c->T > 10000) return error_set(err, "T %d out of range [1, 10000]", c->T);
+    if (c->attention) {
+        if (c->read_n < 1 || c->read_n > c->W || c->read_n > c->H)
+            return error_set(err, "read N %d out of range [1, %d]", c->read_n,
+                             c->W < c->H ? c->W : c->H);
+        if (c->write_n < 1 || c->write_n > c->W || c->write_n > c->H)
+            return error_set(err, "write N %d out of range [1, %d]", c->write_n,
+                             c->W < c->H ? c->W : c->H);
+    }
+    if (c->enc < 1 || c->enc > 65536) return error_set(err, "encoder size %d out of range", c->enc);
+    if (c->dec < 1 || c->dec > 65536) return error_set(err, "decoder size %d out of range", c->dec);
+    if (c->z < 1 || c->z > 65536) return error_set(err, "latent size %d out of range", c->z);
+    return 0;
+}
+
+int draw_read_size(const DrawConfig *c) {
+    return c->attention ? 2 * c->read_n * c->read_n : 2 * c->W * c->H;
+}
+
+int draw_write_size(const DrawConfig *c) {
+    return c->attention ? c->write_n * c->write_n : c->W * c->H;
+}
+
+void draw_layout(Block *b, DrawParams *p, const DrawConfig *c) {
+    int R = draw_read_size(c), Wr = draw_write_size(c);
+    memset(p, 0, sizeof *p);
+    block_add(b, &p->enc_W, "enc.W", 2, 4 * c->enc, R + c->dec + c->enc);
+    block_add(b, &p->enc_b, "enc.b", 1, 4 * c->enc);
+    block_add(b, &p->q_W, "q.W", 2, 2 * c->z, c->enc);
+    block_add(b, &p->q_b, "q.b", 1, 2 * c->z);
+    block_add(b, &p->dec_W, "dec.W", 2, 4 * c->dec, c->z + c->dec);
+    block_add(b, &p->dec_b, "dec.b", 1, 4 * c->dec);
+    block_add(b, &p->write_W, "write.W", 2, Wr, c->dec);
+    block_add(b, &p->write_b, "write.b", 1, Wr);
+    if (c->attention) {
+        block_add(b, &p->read_attn_W, "read_attn.W", 2, FILTERBANK_PARAMS, c->dec);
+        block_add(b, &p->read_attn_b, "read_attn.b", 1, FILTERBANK_PARAMS);
+        block_add(b, &p->write_attn_W, "write_attn.W", 2, FILTERBANK_PARAMS, c->dec);
+        block_add(b, &p->write_attn_b, "write_attn.b", 1, FILTERBANK_PARAMS);
+    }
+}
+
+static void init_uniform(float *w, size_t n, int fan_in, Rng *rng) {
+    float s = 1.0f / sqrtf((float)fan_in);
+    for (size_t i = 0; i < n; i++) w[i] = s * (2.0f * rng_uniform(rng) - 1.0f);
+}
+
+void draw_init(DrawParams *p, const DrawConfig *c, Rng *rng) {
+    int R = draw_read_size(c), Wr = draw_write_size(c);
+    int ein = R + c->dec + c->enc, din = c->z + c->dec;
+    init_uniform(p->enc_W, (size_t)4 * c->enc * ein, ein, rng);
+    init_uniform(p->q_W, (size_t)2 * c->z * c->enc, c->enc, rng);
+    init_uniform(p->dec_W, (size_t)4 * c->dec * din, din, rng);
+    init_uniform(p->write_W, (size_t)Wr * c->dec, c->dec, rng);
+    memset(p->enc_b, 0, sizeof(float) * 4 * c->enc);
+    memset(p->dec_b, 0, sizeof(float) * 4 * c->dec);
+    for (int j = 0; j < c->enc; j++) p->enc_b[c->enc + j] = 1.0f;  // forget gate
+    for (int j = 0; j < c->dec; j++) p->dec_b[c->dec + j] = 1.0f;
+    memset(p->q_b, 0, sizeof(float) * 2 * c->z);
+    memset(p->write_b, 0, sizeof(float) * Wr);
+    if (c->attention) {
+        init_uniform(p->read_attn_W, (size_t)FILTERBANK_PARAMS * c->dec, c->dec, rng);
+        init_uniform(p->write_attn_W, (size_t)FILTERBANK_PARAMS * c->dec, c->dec, rng);
+        memset(p->read_attn_b, 0, sizeof(float) * FILTERBANK_PARAMS);
+        memset(p->write_attn_b, 0, sizeof(float) * FILTERBANK_PARAMS);
+        // The grid starts as N x N cells tiling the image, one filter at each cell's centre
+        // (delta = max(W, H) / N, delta~ = (N - 1) / N), with sigma half a cell so that
+        // neighbours overlap. (delta~ = 1 and sigma = 1 would put a 2 x 2 read on the four
+        // corner pixels, blank in MNIST: training then sat at the mean image for hundreds of
+        // steps with the latents unused.)
+        int mx = c->W > c->H ? c->W : c->H;
+        float *bias[2] = {p->read_attn_b, p->write_attn_b};
+        int ns[2] = {c->read_n, c->write_n};
+        for (int k = 0; k < 2; k++) {
+            float cell = (float)mx / (float)ns[k];
+            bias[k][3] = ns[k] > 1 ? logf((float)(ns[k] - 1) / (float)ns[k]) : 0.0f;
+            bias[k][2] = 2.0f * logf(0.5f * cell);
+        }
+        // Each write filter spreads a patch value over about 2 pi sigma^2 pixels; 1/gamma
+        // starts at that area so that a patch value moves the logits it covers by about itself.
+        float sw = 0.5f * (float)mx / (float)c->write_n;
+        p->write_attn_b[4] = -logf(6.2831853f * sw * sw);
+    }
+}
+
+void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B) {
+    CHECK(B >= 1);
+    memset(a, 0, sizeof *a);
+    a->B = B;
+    Block *k = &a->block;
+    int T = c->T, HW = c->W * c->H, R = draw_read_size(c), Wr = draw_write_size(c);
+    int Z = c->z, E = c->enc, D = c->dec, P = FILTERBANK_PARAMS;
+    int nr = c->attention ? c->read_n : 0, nw = c->attention ? c->write_n : 0;
+    block_add(k, &a->xhat, "xhat", 3, T, B, HW);
+    block_add(k, &a->canvas, "canvas", 3, T, B, HW);
+    block_add(k, &a->enc_in, "enc_in", 3, T, B, R + D);
+    block_add(k, &a->rparams, "rparams", 3, T, B, P);
+    block_add(k, &a->rFx, "rFx", 3, T, B, nr * c->W);
+    block_add(k, &a->rFy, "rFy", 3, T, B, nr * c->H);
+    block_add(k, &a->rgamma, "rgamma", 2, T, B);
+    block_add(k, &a->enc_h, "enc_h", 3, T, B, E);
+    block_add(k, &a->enc_c, "enc_c", 3, T, B, E);
+    block_add(k, &a->enc_gates, "enc_gates", 3, T, B, 4 * E);
+    block_add(k, &a->enc_xh, "enc_xh", 3, T, B, R + D + E);
+    block_add(k, &a->q, "q", 3, T, B, 2 * Z);
+    block_add(k, &a->eps, "eps", 3, T, B, Z);
+    block_add(k, &a->z, "z", 3, T, B, Z);
+    block_add(k, &a->dec_h, "dec_h", 3, T, B, D);
+    block_add(k, &a->dec_c, "dec_c", 3, T, B, D);
+    block_add(k, &a->dec_gates, "dec_gates", 3, T, B, 4 * D);
+    block_add(k, &a->dec_xh, "dec_xh", 3, T, B, Z + D);
+    block_add(k, &a->wpatch, "wpatch", 3, T, B, Wr);
+    block_add(k, &a->wparams, "wparams", 3, T, B, P);
+    block_add(k, &a->wFx, "wFx", 3, T, B, nw * c->W);
+    block_add(k, &a->wFy, "wFy", 3, T, B, nw * c->H);
+    block_add(k, &a->wgamma, "wgamma", 2, T, B);
+    block_add(k, &a->recon, "recon", 1, B);
+    block_add(k, &a->kl, "kl", 1, B);
+    block_add(k, &a->logw, "logw", 1, B);
+    int nmax = nr > nw ? nr : nw;
+    block_add(k, &a->enc_dgates, "enc_dgates", 3, T, B, 4 * E);
+    block_add(k, &a->dec_dgates, "dec_dgates", 3, T, B, 4 * D);
+    block_add(k, &a->dq, "dq", 3, T, B, 2 * Z);
+    block_add(k, &a->dwpatch, "dwpatch", 3, T, B, Wr);
+    block_add(k, &a->dwparams, "dwparams", 3, T, B, P);
+    block_add(k, &a->drparams, "drparams", 3, T, B, P);
+    block_add(k, &a->dcan, "dcan", 2, B, HW);
+    block_add(k, &a->dxhat, "dxhat", 2, B, HW);
+    block_add(k, &a->denc_in, "denc_in", 2, B, R + D);
+    block_add(k, &a->dz, "dz", 2, B, Z);
+    block_add(k, &a->dFx, "dFx", 2, B, nmax * c->W);
+    block_add(k, &a->dFy, "dFy", 2, B, nmax * c->H);
+    block_add(k, &a->dgamma, "dgamma", 1, B);
+    block_add(k, &a->dh_enc[0], "dh_enc0", 2, B, E);
+    block_add(k, &a->dh_enc[1], "dh_enc1", 2, B, E);
+    block_add(k, &a->dc_enc[0], "dc_enc0", 2, B, E);
+    block_add(k, &a->dc_enc[1], "dc_enc1", 2, B, E);
+    block_add(k, &a->dh_dec[0], "dh_dec0", 2, B, D);
+    block_add(k, &a->dh_dec[1], "dh_dec1", 2, B, D);
+    block_add(k, &a->dc_dec[0], "dc_dec0", 2, B, D);
+    block_add(k, &a->dc_dec[1], "dc_dec1", 2, B, D);
+    int fs = 1;
+    if (c->attention) {
+        int fr = filterbank_scratch_floats(c->read_n, c->W, c->H);
+        int fw = filterbank_scratch_floats(c->write_n, c->W, c->H);
+        fs = fr > fw ? fr : fw;
+    }
+    block_add(k, &a->fb_scratch, "fb_scratch", 1, fs);
+    block_alloc(k);
+}
+
+void draw_acts_free(DrawActs *a) {
+    block_free(&a->block);
+    memset(a, 0, sizeof *a);
+}
+
+void draw_fill_noise(DrawActs *a, const DrawConfig *c, int B, Rng *rng) {
+    CHECK(B <= a->B);
+    for (int t = 0; t < c->T; t++) {
+        float *e = draw_at(a, a->eps, t, c->z);
+        for (size_t i = 0; i < (size_t)B * c->z; i++) e[i] = rng_normal(rng);
+    }
+}
+
+// The attention parameters of a linear layer of h (B, dec); h NULL means h = 0 (bias only).
+static void attn_params_forward(float *out, const float *h, const float *W, const float *b,
+                                int B, int dec) {
+    if (h) {
+        linear_forward(out, h, W, b, B, dec, FILTERBANK_PARAMS);
+    } else {
+        for (int r = 0; r < B; r++) memcpy(out + r * FILTERBANK_PARAMS, b, sizeof(float) * FILTERBANK_PARAMS);
+    }
+}
+
+// Decoder half of step t from z_t (already in acts.z): h_dec_t, the write, canvas c_t.
+static void decode_step(DrawActs *a, const DrawParams *p, const DrawConfig *c, int t, int B) {
+    int HW = c->W * c->H, D = c->dec, Z = c->z, Wr = draw_write_size(c);
+    const float *hp = t ? draw_at(a, a->dec_h, t - 1, D) : NULL;
+    const float *cp = t ? draw_at(a, a->dec_c, t - 1, D) : NULL;
+    float *h = draw_at(a, a->dec_h, t, D);
+    lstm_forward(h, draw_at(a, a->dec_c, t, D), draw_at(a, a->dec_gates, t, 4 * D),
+                 draw_at(a, a->dec_xh, t, Z + D), draw_at(a, a->z, t, Z), hp, cp, p->dec_W,
+                 p->dec_b, B, Z, D);
+    float *w = draw_at(a, a->wpatch, t, Wr);
+    linear_forward(w, h, p->write_W, p->write_b, B, D, Wr);
+    float *can = draw_at(a, a->canvas, t, HW);
+    if (t)
+        memcpy(can, draw_at(a, a->canvas, t - 1, HW), sizeof(float) * (size_t)B * HW);
+    else
+        memset(can, 0, sizeof(float) * (size_t)B * HW);
+    if (c->attention) {
+        int N = c->write_n;
+        float *wp = draw_at(a, a->wparams, t, FILTERBANK_PARAMS);
+        float *Fx = draw_at(a, a->wFx, t, N * c->W), *Fy = draw_at(a, a->wFy, t, N * c->H);
+        float *g = draw_at(a, a->wgamma, t, 1);
+        attn_params_forward(wp, h, p->write_attn_W, p->write_attn_b, B, D);
+        filterbank_forward(Fx, Fy, g, wp, B, N, c->W, c->H);
+        filterbank_write_forward(can, w, Fx, Fy, g, a->fb_scratch, B, N, c->W, c->H);
+    } else {
+        for (size_t i = 0; i < (size_t)B * HW; i++) can[i] += w[i];
+    }
+}
+
+double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const float *x, int B,
+                    double *recon_out, double *kl_out) {
+    CHECK(B >= 1 && B <= a->B, "B %d, acts for %d", B, a->B);
+    int HW = c->W * c->H, D = c->dec, E = c->enc, Z = c->z, R = draw_read_size(c);
+    int RD = R + D;
+    for (int b = 0; b < B; b++) a->kl[b] = a->logw[b] = 0.0f;
+    for (int t = 0; t < c->T; t++) {
+        // x_hat = x - sigmoid(c_{t-1})
+        float *xh = draw_at(a, a->xhat, t, HW);
+        if (t) {
+            const float *cp = draw_at(a, a->canvas, t - 1, HW);
+            for (size_t i = 0; i < (size_t)B * HW; i++) xh[i] = x[i] - sigmoidf_(cp[i]);
+        } else {
+            for (size_t i = 0; i < (size_t)B * HW; i++) xh[i] = x[i] - 0.5f;
+        }
+        // Encoder input [r_t, h_dec_{t-1}]
+        const float *hdp = t ? draw_at(a, a->dec_h, t - 1, D) : NULL;
+        float *in = draw_at(a, a->enc_in, t, RD);
+        if (c->attention) {
+            int N = c->read_n;
+            float *rp = draw_at(a, a->rparams, t, FILTERBANK_PARAMS);
+            float *Fx = draw_at(a, a->rFx, t, N * c->W), *Fy = draw_at(a, a->rFy, t, N * c->H);
+            float *g = draw_at(a, a->rgamma, t, 1);
+            attn_params_forward(rp, hdp, p->read_attn_W, p->read_attn_b, B, D);
+            filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
+            filterbank_read_forward(in, RD, x, Fx, Fy, g, a->fb_scratch, B, N, c->W, c->H);
+            filterbank_read_forward(in + N * N, RD, xh, Fx, Fy, g, a->fb_scratch, B, N, c->W,
+                                    c->H);
+        } else {
+            for (int b = 0; b < B; b++) {
+                memcpy(in + (size_t)b * RD, x + (size_t)b * HW, sizeof(float) * HW);
+                memcpy(in + (size_t)b * RD + HW, xh + (size_t)b * HW, sizeof(float) * HW);
+            }
+        }
+        for (int b = 0; b < B; b++) {
+            if (hdp)
+                memcpy(in + (size_t)b * RD + R, hdp + (size_t)b * D, sizeof(float) * D);
+            else
+                memset(in + (size_t)b * RD + R, 0, sizeof(float) * D);
+        }
+        // Encoder LSTM and the posterior
+        float *he = draw_at(a, a->enc_h, t, E);
+        lstm_forward(he, draw_at(a, a->enc_c, t, E), draw_at(a, a->enc_gates, t, 4 * E),
+                     draw_at(a, a->enc_xh, t, RD + E), in, t ? draw_at(a, a->enc_h, t - 1, E) : NULL,
+                     t ? draw_at(a, a->enc_c, t - 1, E) : NULL, p->enc_W, p->enc_b, B, RD, E);
+        float *q = draw_at(a, a->q, t, 2 * Z);
+        linear_forward(q, he, p->q_W, p->q_b, B, E, 2 * Z);
+        const float *eps = draw_at(a, a->eps, t, Z);
+        float *z = draw_at(a, a->z, t, Z);
+        for (int b = 0; b < B; b++) {
+            const float *mu = q + (size_t)b * 2 * Z, *ls = mu + Z, *e = eps + (size_t)b * Z;
+            float *zb = z + (size_t)b * Z;
+            double kl = 0.0, lw = 0.0;
+            for (int k = 0; k < Z; k++) {
+                float s = expf(ls[k]);
+                zb[k] = mu[k] + s * e[k];
+                kl += 0.5 * ((double)mu[k] * mu[k] + (double)s * s - 2.0 * ls[k] - 1.0);
+                // log N(z; 0, 1) - log N(z; mu, sigma), the 2 pi terms cancel
+                lw += -0.5 * (double)zb[k] * zb[k] + 0.5 * (double)e[k] * e[k] + ls[k];
+            }
+            a->kl[b] += (float)kl;
+            a->logw[b] += (float)lw;
+        }
+        decode_step(a, p, c, t, B);
+    }
+    const float *cT = draw_at(a, a->canvas, c->T - 1, HW);
+    double rsum = 0.0, ksum = 0.0;
+    for (int b = 0; b < B; b++) {
+        double r = bce_logits_forward(NULL, cT + (size_t)b * HW, x + (size_t)b * HW, (size_t)HW);
+        a->recon[b] = (float)r;
+        a->logw[b] += (float)-r;
+        rsum += r;
+        ksum += a->kl[b];
+    }
+    if (recon_out) *recon_out = rsum / B;
+    if (kl_out) *kl_out = ksum / B;
+    return (rsum + ksum) / B;
+}
+
+// The elementwise half of an LSTM step's backward (gate order i, f, g, o as in
+// seq/lstm.h): from dh, dc (B, H) (dc may be NULL) to the pre-activation gate gradients
+// dgates (B, 4H), and accumulates dc_prev (B, H) (NULL at t = 0, where c_prev = 0).
+// The matrix products are the caller's, so that dW can be one GEMM over all steps.
+static void lstm_gates_backward(float *dgates, float *dc_prev, const float *dh, const float *dc,
+                                const float *gates, const float *c_prev, const float *c, int B,
+                                int H) {
+    for (int r = 0; r < B; r++) {
+        const float *gi = gates + (size_t)r * 4 * H, *gf = gi + H, *gg = gi + 2 * H,
+                    *go = gi + 3 * H;
+        const float *cr = c + (size_t)r * H, *dhr = dh + (size_t)r * H;
+        const float *dcr = dc ? dc + (size_t)r * H : NULL;
+        const float *cp = c_prev ? c_prev + (size_t)r * H : NULL;
+        float *di = dgates + (size_t)r * 4 * H, *df = di + H, *dg = di + 2 * H, *dout = di + 3 * H;
+        float *dcp = dc_prev ? dc_prev + (size_t)r * H : NULL;
+        for (int j = 0; j < H; j++) {
+            float tc = tanhf(cr[j]);
+            float dct = dhr[j] * go[j] * (1.0f - tc * tc) + (dcr ? dcr[j] : 0.0f);
+            dout[j] = dhr[j] * tc * go[j] * (1.0f - go[j]);
+            di[j] = dct * gg[j] * gi[j] * (1.0f - gi[j]);
+            dg[j] = dct * gi[j] * (1.0f - gg[j] * gg[j]);
+            df[j] = cp ? dct * cp[j] * gf[j] * (1.0f - gf[j]) : 0.0f;
+            if (dcp) dcp[j] += dct * gf[j];
+        }
+    }
+}
+
+// dW (OC, C) += sum over steps t0..T-1 of dout_t^T (OC, B) @ in_t (B, C), where step t's
+// rows sit at dout_all + t Bmax OC and in_all + (t - shift) Bmax C; db (OC) += column sums.
+// One GEMM over all (T - t0) B rows when the batch fills its slots.
+static void weight_grad(float *dW, float *db, const float *dout_all, const float *in_all, int t0,
+                        int T, int B, int Bmax, int OC, int C) {
+    if (T <= t0) return;
+    const float *dout = dout_all + (size_t)t0 * Bmax * OC;
+    if (B == Bmax) {
+        gemm(true, false, OC, C, (T - t0) * B, 1.0f, dout, OC, in_all, C, 1.0f, dW, C);
+    } else {
+        for (int t = t0; t < T; t++)
+            gemm(true, false, OC, C, B, 1.0f, dout_all + (size_t)t * Bmax * OC, OC,
+                 in_all + (size_t)(t - t0) * Bmax * C, C, 1.0f, dW, C);
+    }
+    if (db)
+        for (int t = t0; t < T; t++) {
+            const float *d = dout_all + (size_t)t * Bmax * OC;
+            for (int r = 0; r < B; r++)
+                for (int j = 0; j < OC; j++) db[j] += d[(size_t)r * OC + j];
+        }
+}
+
+void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawConfig *c,
+                   const float *x, int B) {
+    CHECK(B >= 1 && B <= a->B);
+    int HW = c->W * c->H, D = c->dec, E = c->enc, Z = c->z, R = draw_read_size(c);
+    int RD = R + D, Wr = draw_write_size(c), P = FILTERBANK_PARAMS, T = c->T, Bm = a->B;
+    float inv_b = 1.0f / (float)B;
+    size_t nHW = (size_t)B * HW;
+
+    // d bound / d c_T = (sigmoid(c_T) - x) / B
+    float *dcan = a->dcan;
+    memset(dcan, 0, sizeof(float) * nHW);
+    bce_logits_backward(dcan, NULL, draw_at(a, a->canvas, T - 1, HW), x, nHW);
+    for (size_t i = 0; i < nHW; i++) dcan[i] *= inv_b;
+
+    int cur = 0;
+    memset(a->dh_enc[cur], 0, sizeof(float) * B * E);
+    memset(a->dc_enc[cur], 0, sizeof(float) * B * E);
+    memset(a->dh_dec[cur], 0, sizeof(float) * B * D);
+    memset(a->dc_dec[cur], 0, sizeof(float) * B * D);
+    for (int t = T - 1; t >= 0; t--) {
+        int prev = 1 - cur;
+        float *dh_dec = a->dh_dec[cur], *dc_dec = a->dc_dec[cur];
+        float *dh_enc = a->dh_enc[cur], *dc_enc = a->dc_enc[cur];
+        float *dh_dec_p = a->dh_dec[prev], *dc_dec_p = a->dc_dec[prev];
+        float *dh_enc_p = a->dh_enc[prev], *dc_enc_p = a->dc_enc[prev];
+        memset(dh_dec_p, 0, sizeof(float) * B * D);
+        memset(dc_dec_p, 0, sizeof(float) * B * D);
+        memset(dh_enc_p, 0, sizeof(float) * B * E);
+        memset(dc_enc_p, 0, sizeof(float) * B * E);
+
+        // Write: c_t = c_{t-1} + write(h_dec_t); dcan is d/dc_t and stays as part of d/dc_{t-1}.
+        float *dwpatch = draw_at(a, a->dwpatch, t, Wr);
+        if (c->attention) {
+            int N = c->write_n;
+            const float *wp = draw_at(a, a->wparams, t, P);
+            const float *Fx = draw_at(a, a->wFx, t, N * c->W), *Fy = draw_at(a, a->wFy, t, N * c->H);
+            float *dwparams = draw_at(a, a->dwparams, t, P);
+            memset(dwpatch, 0, sizeof(float) * B * Wr);
+            memset(a->dFx, 0, sizeof(float) * B * N * c->W);
+            memset(a->dFy, 0, sizeof(float) * B * N * c->H);
+            memset(a->dgamma, 0, sizeof(float) * B);
+            memset(dwparams, 0, sizeof(float) * B * P);
+            filterbank_write_backward(dwpatch, a->dFx, a->dFy, a->dgamma, dcan,
+                                      draw_at(a, a->wpatch, t, Wr), Fx, Fy,
+                                      draw_at(a, a->wgamma, t, 1), a->fb_scratch, B, N, c->W,
+                                      c->H);
+            filterbank_backward(dwparams, a->dFx, a->dFy, a->dgamma, Fx, Fy, wp, B, N, c->W, c->H);
+            gemm(false, false, B, D, P, 1.0f, dwparams, P, p->write_attn_W, D, 1.0f, dh_dec, D);
+        } else {
+            memcpy(dwpatch, dcan, sizeof(float) * nHW);
+        }
+        gemm(false, false, B, D, Wr, 1.0f, dwpatch, Wr, p->write_W, D, 1.0f, dh_dec, D);
+
+        // Decoder LSTM: xh = [z, h_dec_{t-1}]
+        float *dgd = draw_at(a, a->dec_dgates, t, 4 * D);
+        lstm_gates_backward(dgd, t ? dc_dec_p : NULL, dh_dec, dc_dec,
+                            draw_at(a, a->dec_gates, t, 4 * D),
+                            t ? draw_at(a, a->dec_c, t - 1, D) : NULL, draw_at(a, a->dec_c, t, D),
+                            B, D);
+        gemm(false, false, B, Z, 4 * D, 1.0f, dgd, 4 * D, p->dec_W, Z + D, 0.0f, a->dz, Z);
+        if (t) gemm(false, false, B, D, 4 * D, 1.0f, dgd, 4 * D, p->dec_W + Z, Z + D, 1.0f, dh_dec_p, D);
+
+        // z = mu + sigma eps, plus the KL term's own gradient
+        const float *q = draw_at(a, a->q, t, 2 * Z), *eps = draw_at(a, a->eps, t, Z);
+        float *dq = draw_at(a, a->dq, t, 2 * Z);
+        for (int b = 0; b < B; b++) {
+            const float *mu = q + (size_t)b * 2 * Z, *ls = mu + Z, *e = eps + (size_t)b * Z;
+            const float *dz = a->dz + (size_t)b * Z;
+            float *dmu = dq + (size_t)b * 2 * Z, *dls = dmu + Z;
+            for (int k = 0; k < Z; k++) {
+                float s = expf(ls[k]);
+                dmu[k] = dz[k] + mu[k] * inv_b;
+                dls[k] = dz[k] * s * e[k] + (s * s - 1.0f) * inv_b;
+            }
+        }
+        gemm(false, false, B, E, 2 * Z, 1.0f, dq, 2 * Z, p->q_W, E, 1.0f, dh_enc, E);
+
+        // Encoder LSTM: xh = [r_t, h_dec_{t-1}, h_enc_{t-1}]
+        float *dge = draw_at(a, a->enc_dgates, t, 4 * E);
+        lstm_gates_backward(dge, t ? dc_enc_p : NULL, dh_enc, dc_enc,
+                            draw_at(a, a->enc_gates, t, 4 * E),
+                            t ? draw_at(a, a->enc_c, t - 1, E) : NULL, draw_at(a, a->enc_c, t, E),
+                            B, E);
+        if (t) {
+            gemm(false, false, B, RD, 4 * E, 1.0f, dge, 4 * E, p->enc_W, RD + E, 0.0f, a->denc_in, RD);
+            gemm(false, false, B, E, 4 * E, 1.0f, dge, 4 * E, p->enc_W + RD, RD + E, 1.0f, dh_enc_p, E);
+            for (int b = 0; b < B; b++) {
+                const float *src = a->denc_in + (size_t)b * RD + R;
+                float *dst = dh_dec_p + (size_t)b * D;
+                for (int k = 0; k < D; k++) dst[k] += src[k];
+            }
+        } else {
+            // h_dec_0 = 0 is a constant: only the read part of the input needs a gradient.
+            gemm(false, false, B, R, 4 * E, 1.0f, dge, 4 * E, p->enc_W, RD + E, 0.0f, a->denc_in, RD);
+        }
+
+        // Read: gradient to x_hat (x itself is data) and to the read attention.
+        const float *xh = draw_at(a, a->xhat, t, HW);
+        if (t) memset(a->dxhat, 0, sizeof(float) * nHW);
+        if (c->attention) {
+            int N = c->read_n;
+            const float *rp = draw_at(a, a->rparams, t, P);
+            const float *Fx = draw_at(a, a->rFx, t, N * c->W), *Fy = draw_at(a, a->rFy, t, N * c->H);
+            const float *gm = draw_at(a, a->rgamma, t, 1);
+            float *drparams = draw_at(a, a->drparams, t, P);
+            memset(a->dFx, 0, sizeof(float) * B * N * c->W);
+            memset(a->dFy, 0, sizeof(float) * B * N * c->H);
+            memset(a->dgamma, 0, sizeof(float) * B);
+            memset(drparams, 0, sizeof(float) * B * P);
+            filterbank_read_backward(NULL, a->dFx, a->dFy, a->dgamma, a->denc_in, RD, x, Fx, Fy,
+                                     gm, a->fb_scratch, B, N, c->W, c->H);
+            filterbank_read_backward(t ? a->dxhat : NULL, a->dFx, a->dFy, a->dgamma,
+                                     a->denc_in + N * N, RD, xh, Fx, Fy, gm, a->fb_scratch, B, N,
+                                     c->W, c->H);
+            filterbank_backward(drparams, a->dFx, a->dFy, a->dgamma, Fx, Fy, rp, B, N, c->W, c->H);
+            if (t) gemm(false, false, B, D, P, 1.0f, drparams, P, p->read_attn_W, D, 1.0f, dh_dec_p, D);
+        } else if (t) {
+            for (int b = 0; b < B; b++)
+                memcpy(a->dxhat + (size_t)b * HW, a->denc_in + (size_t)b * RD + HW,
+                       sizeof(float) * HW);
+        }
+        // x_hat_t = x - sigmoid(c_{t-1}), so sigmoid(c_{t-1}) = x - x_hat_t (no exp needed);
+        // at t = 0, c_0 = 0 is a constant.
+        if (t) {
+            for (size_t i = 0; i < nHW; i++) {
+                float s = x[i] - xh[i];
+                dcan[i] -= a->dxhat[i] * s * (1.0f - s);
+            }
+        }
+        cur = prev;
+    }
+
+    // Weight gradients: one GEMM each over the T B rows of the sweep.
+    weight_grad(g->enc_W, g->enc_b, a->enc_dgates, a->enc_xh, 0, T, B, Bm, 4 * E, RD + E);
+    weight_grad(g->dec_W, g->dec_b, a->dec_dgates, a->dec_xh, 0, T, B, Bm, 4 * D, Z + D);
+    weight_grad(g->q_W, g->q_b, a->dq, a->enc_h, 0, T, B, Bm, 2 * Z, E);
+    weight_grad(g->write_W, g->write_b, a->dwpatch, a->dec_h, 0, T, B, Bm, Wr, D);
+    if (c->attention) {
+        weight_grad(g->write_attn_W, g->write_attn_b, a->dwparams, a->dec_h, 0, T, B, Bm, P, D);
+        // Step t reads with h_dec_{t-1}; step 0 with h_dec_0 = 0, so it adds to the bias only.
+        weight_grad(g->read_attn_W, NULL, a->drparams, a->dec_h, 1, T, B, Bm, P, D);
+        for (int t = 0; t < T; t++) {
+            const float *d = draw_at(a, a->drparams, t, P);
+            for (int r = 0; r < B; r++)
+                for (int k = 0; k < P; k++) g->read_attn_b[k] += d[r * P + k];
+        }
+    }
+}
+
+void draw_generate(DrawActs *a, const DrawParams *p, const DrawConfig *c, int B, Rng *rng) {
+    CHECK(B >= 1 && B <= a->B);
+    for (int t = 0; t < c->T; t++) {
+        float *z = draw_at(a, a->z, t, c->z);
+        for (size_t i = 0; i < (size_t)B * c->z; i++) z[i] = rng_normal(rng);
+        decode_step(a, p, c, t, B);
+    }
+}

@@ -1,0 +1,113 @@
+// draw.h: the DRAW variational auto-encoder (Gregor et al. 2015), with and without
+// attention; REFERENCE.md section 3 has the equations.
+//
+// For t = 1..T, with c_0 = 0 and h_dec_0 = 0:
+//     x_hat = x - sigmoid(c_{t-1})
+//     r_t   = read(x, x_hat, h_dec_{t-1})      attention: two N_r x N_r glimpses (filterbank.h)
+//                                              whose params are read.W h_dec_{t-1} + read.b;
+//                                              none: [x, x_hat]
+//     h_enc_t = LSTM_enc([r_t, h_dec_{t-1}])
+//     [mu_t, log sigma_t] = q.W h_enc_t + q.b;  z_t = mu_t + sigma_t eps_t, eps_t fresh per step
+//     h_dec_t = LSTM_dec(z_t)
+//     c_t = c_{t-1} + write(h_dec_t)           attention: (1/gamma) F_Y^T w F_X with
+//                                              w = write.W h_dec_t + write.b (N_w x N_w) and
+//                                              params from write_attn; none: write.W h_dec_t + b
+// Loss per image, in nats: recon = sum over pixels BCE(x, sigmoid(c_T)),
+// kl = sum_t sum_k 0.5 (mu^2 + sigma^2 - 2 log sigma - 1); bound = recon + kl (no constant).
+//
+// Images are (H, W) row-major with values in [0, 1] (binary or grey). Every activation of
+// the unrolled forward is kept in DrawActs, laid out (T, B, ...) in one Block allocated
+// for at most B rows; the forward, backward and sampling loops allocate nothing.
+// Noise: the caller fills acts.eps (T, B, Z) (draw_fill_noise) before draw_forward, so a
+// gradient check can hold it fixed and a training step can derive it from (seed, step).
+#ifndef MODELS_DRAW_H
+#define MODELS_DRAW_H
+
+#include "core/block.h"
+#include "core/error.h"
+#include "core/rng.h"
+
+typedef struct {
+    int W, H;        // image width (columns) and height (rows)
+    int T;           // glimpses
+    int read_n;      // read grid N x N (attention only)
+    int write_n;     // write grid N x N (attention only)
+    int enc, dec;    // LSTM sizes
+    int z;           // latent size per step
+    int attention;   // 1: filterbank read/write; 0: whole image
+} DrawConfig;
+
+// The paper's MNIST configuration for a W x H image (T 64, read 2, write 5, 256, z 100).
+DrawConfig draw_config_default(int W, int H);
+// 0, or -1 with one line naming the bad field.
+int draw_config_check(const DrawConfig *c, Error *err);
+// Floats read per step (2 N_r^2 or 2 W H) and written per step (N_w^2 or W H).
+int draw_read_size(const DrawConfig *c);
+int draw_write_size(const DrawConfig *c);
+
+typedef struct {
+    float *enc_W, *enc_b;                // (4 enc, R + dec + enc), (4 enc)
+    float *q_W, *q_b;                    // (2 Z, enc), (2 Z): rows mu then log sigma
+    float *dec_W, *dec_b;                // (4 dec, Z + dec), (4 dec)
+    float *write_W, *write_b;            // (write size, dec), (write size)
+    float *read_attn_W, *read_attn_b;    // (5, dec), (5)   attention only
+    float *write_attn_W, *write_attn_b;  // (5, dec), (5)   attention only
+} DrawParams;
+
+// Registers the parameters in b (call on fresh Blocks for params, grads, Adam moments;
+// then block_alloc).
+void draw_layout(Block *b, DrawParams *p, const DrawConfig *c);
+// Uniform(+-1/sqrt(fan_in)) weights, zero biases except the LSTM forget gates (1);
+// attention biases 0 except log sigma^2: the glimpse starts centred, spanning the image
+// (delta~ = 1), gamma 1, and sigma half the grid spacing so that the filters overlap.
+void draw_init(DrawParams *p, const DrawConfig *c, Rng *rng);
+
+typedef struct {
+    int B;  // rows per step allocated
+    Block block;
+    // Forward, (T, B, ...):
+    float *xhat, *canvas;                 // (HW) each; canvas holds the logits c_t
+    float *enc_in;                        // (R + dec): [r_t, h_dec_{t-1}]
+    float *rparams, *rFx, *rFy, *rgamma;  // (5), (N_r W), (N_r H), (1)
+    float *enc_h, *enc_c, *enc_gates, *enc_xh;
+    float *q;                             // (2 Z): mu, log sigma
+    float *eps, *z;                       // (Z)
+    float *dec_h, *dec_c, *dec_gates, *dec_xh;
+    float *wpatch;                        // (write size)
+    float *wparams, *wFx, *wFy, *wgamma;  // (5), (N_w W), (N_w H), (1)
+    // Per image of the last forward, (B):
+    float *recon, *kl, *logw;  // logw = log p(x, z) - log q(z | x) for importance sampling
+    // Backward, (T, B, ...): gradients of every step's layer outputs, kept so that each
+    // weight gradient is one GEMM over all T B rows after the backward sweep.
+    float *enc_dgates, *dec_dgates;       // (4 enc), (4 dec): pre-activation gate gradients
+    float *dq, *dwpatch, *dwparams, *drparams;  // (2 Z), (write size), (5), (5)
+    // Backward scratch, (B, ...):
+    float *dcan, *dxhat, *denc_in, *dz, *dFx, *dFy, *dgamma, *dh_enc[2], *dc_enc[2],
+        *dh_dec[2], *dc_dec[2], *fb_scratch;
+} DrawActs;
+
+void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B);
+void draw_acts_free(DrawActs *a);
+// Pointer to step t's slice of a (T, B, dim) activation.
+static inline float *draw_at(const DrawActs *a, float *base, int t, int dim) {
+    return base + (size_t)t * a->B * dim;
+}
+
+// Fills acts.eps (T, B, Z) with N(0, 1) noise, step after step.
+void draw_fill_noise(DrawActs *a, const DrawConfig *c, int B, Rng *rng);
+
+// Runs T steps on x (B, H W) with acts.eps as the noise; fills acts (recon, kl, logw per
+// image included). Returns the mean bound over the B images; *recon, *kl (may be NULL)
+// get the mean parts. B <= a->B.
+double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const float *x, int B,
+                    double *recon, double *kl);
+// Accumulates into g the gradient of the mean bound of the last draw_forward on x.
+void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawConfig *c,
+                   const float *x, int B);
+
+// Samples B images from the prior: z_t ~ N(0, I) drawn from rng, decoder and write only.
+// Afterwards acts.canvas (T, B, HW) holds the logits c_1..c_T and acts.wparams (T, B, 5)
+// the write windows (attention only).
+void draw_generate(DrawActs *a, const DrawParams *p, const DrawConfig *c, int B, Rng *rng);
+
+#endif

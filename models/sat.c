@@ -1,0 +1,764 @@
+#include "models/sat.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/activations.h"
+#include "core/check.h"
+#include "core/gemm.h"
+#include "seq/beam.h"
+#include "seq/embedding.h"
+#include "seq/linear.h"
+#include "seq/loss.h"
+#include "seq/lstm.h"
+#include "seq/vocab.h"
+
+// ---------------------------------------------------------------------------------------
+// Configuration
+
+void sat_config_default(SatConfig *c) {
+    memset(c, 0, sizeof *c);
+    c->image_size = 64;
+    cnn_config_default(&c->cnn);
+    c->E = 128;
+    c->H = 256;
+    c->V = 0;
+    c->max_len = 16;
+    c->attn.kind = ATTN_ADDITIVE;
+    c->attn.A = 128;
+    c->attn.heads = 4;
+    c->attn.window = 2;
+    c->attn.score = ATTN_MULTIPLICATIVE;
+    c->hard = 0;
+    c->beta_vector = 0;
+    c->lambda = 1.0f;
+    c->dropout = 0.0f;
+    c->entropy_weight = 0.002f;
+    c->baseline_decay = 0.9f;
+}
+
+int sat_config_finish(SatConfig *c, Error *err) {
+    c->attn.D = cnn_dim(&c->cnn);
+    c->attn.H = c->H;
+    if (c->image_size < 2 || c->image_size > 1024)
+        return error_set(err, "--image-size: must be in [2, 1024], got %d", c->image_size);
+    if (cnn_grid_size(&c->cnn, c->image_size) < 1)
+        return error_set(err, "--image-size: %d is too small for %d pooling layers",
+                         c->image_size, c->cnn.n_layers);
+    if (c->E < 1 || c->E > 8192) return error_set(err, "--embed: must be in [1, 8192]");
+    if (c->H < 1 || c->H > 8192) return error_set(err, "--hidden: must be in [1, 8192]");
+    if (c->max_len < 1 || c->max_len > 256) return error_set(err, "--max-len: must be in [1, 256]");
+    if (c->V < VOCAB_NSPECIAL + 1) return error_set(err, "vocabulary: %d ids is too few", c->V);
+    if (c->attn.A < 1) return error_set(err, "--attn-dim: must be >= 1");
+    if (c->hard && c->attn.kind == ATTN_NONE)
+        return error_set(err, "--attention hard: needs a scoring kind");
+    AttnKind k = c->attn.kind;
+    if ((k == ATTN_DOT || k == ATTN_SCALED_DOT) && c->H != c->attn.D)
+        return error_set(err, "--attention %s: needs --hidden equal to the annotation size %d, got %d",
+                         attn_kind_name(k), c->attn.D, c->H);
+    if (k == ATTN_MULTIHEAD && (c->attn.heads < 1 || c->attn.A % c->attn.heads != 0))
+        return error_set(err, "--heads: %d must divide --attn-dim %d", c->attn.heads, c->attn.A);
+    if ((k == ATTN_LOCAL_MONOTONIC || k == ATTN_LOCAL_PREDICTIVE) && c->attn.window < 0)
+        return error_set(err, "--window: must be >= 0");
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) return error_set(err, "--dropout: must be in [0, 1)");
+    if (!(c->lambda >= 0.0f)) return error_set(err, "--lambda: must be >= 0");
+    return 0;
+}
+
+void sat_config_format(const SatConfig *c, char *buf, size_t n) {
+    char ch[128] = {0};
+    size_t k = 0;
+    for (int i = 0; i < c->cnn.n_layers; i++)
+        k += (size_t)snprintf(ch + k, sizeof ch - k, "%s%d", i ? "," : "", c->cnn.channels[i]);
+    snprintf(buf, n,
+             "image_size=%d channels=%s in_channels=%d embed=%d hidden=%d vocab=%d max_len=%d "
+             "attention=%s attn_dim=%d heads=%d window=%d score=%s hard=%d beta_vector=%d "
+             "lambda=%.9g dropout=%.9g entropy=%.9g baseline_decay=%.9g",
+             c->image_size, ch, c->cnn.in_channels, c->E, c->H, c->V, c->max_len,
+             attn_kind_name(c->attn.kind), c->attn.A, c->attn.heads, c->attn.window,
+             attn_kind_name(c->attn.score), c->hard, c->beta_vector, (double)c->lambda,
+             (double)c->dropout, (double)c->entropy_weight, (double)c->baseline_decay);
+}
+
+static int parse_int_(const char *v, int *out) {
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || x < -1000000000L || x > 1000000000L) return -1;
+    *out = (int)x;
+    return 0;
+}
+
+static int parse_float_(const char *v, float *out) {
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !isfinite(x)) return -1;
+    *out = (float)x;
+    return 0;
+}
+
+int sat_config_parse(SatConfig *c, const char *text, Error *err) {
+    sat_config_default(c);
+    char buf[2048];
+    if (strlen(text) >= sizeof buf) return error_set(err, "model config: too long");
+    strcpy(buf, text);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) return error_set(err, "model config: '%s' is not key=value", tok);
+        *eq = 0;
+        const char *k = tok, *v = eq + 1;
+        int bad = 0;
+        if (!strcmp(k, "image_size")) bad = parse_int_(v, &c->image_size);
+        else if (!strcmp(k, "channels")) {
+            int in = c->cnn.in_channels;
+            if (cnn_config_parse(&c->cnn, v, "channels", err)) return error_prefix(err, "model config");
+            c->cnn.in_channels = in;
+        } else if (!strcmp(k, "in_channels")) bad = parse_int_(v, &c->cnn.in_channels);
+        else if (!strcmp(k, "embed")) bad = parse_int_(v, &c->E);
+        else if (!strcmp(k, "hidden")) bad = parse_int_(v, &c->H);
+        else if (!strcmp(k, "vocab")) bad = parse_int_(v, &c->V);
+        else if (!strcmp(k, "max_len")) bad = parse_int_(v, &c->max_len);
+        else if (!strcmp(k, "attention")) bad = attn_kind_parse(v, &c->attn.kind);
+        else if (!strcmp(k, "attn_dim")) bad = parse_int_(v, &c->attn.A);
+        else if (!strcmp(k, "heads")) bad = parse_int_(v, &c->attn.heads);
+        else if (!strcmp(k, "window")) bad = parse_int_(v, &c->attn.window);
+        else if (!strcmp(k, "score")) bad = attn_kind_parse(v, &c->attn.score);
+        else if (!strcmp(k, "hard")) bad = parse_int_(v, &c->hard);
+        else if (!strcmp(k, "beta_vector")) bad = parse_int_(v, &c->beta_vector);
+        else if (!strcmp(k, "lambda")) bad = parse_float_(v, &c->lambda);
+        else if (!strcmp(k, "dropout")) bad = parse_float_(v, &c->dropout);
+        else if (!strcmp(k, "entropy")) bad = parse_float_(v, &c->entropy_weight);
+        else if (!strcmp(k, "baseline_decay")) bad = parse_float_(v, &c->baseline_decay);
+        else return error_set(err, "model config: unknown key '%s'", k);
+        if (bad) return error_set(err, "model config: bad value '%s' for %s", v, k);
+    }
+    if (c->cnn.in_channels < 1 || c->cnn.in_channels > 4)
+        return error_set(err, "model config: in_channels %d", c->cnn.in_channels);
+    return sat_config_finish(c, err);
+}
+
+// ---------------------------------------------------------------------------------------
+// Parameters
+
+static int nbeta_(const SatConfig *c) { return c->beta_vector ? sat_D(c) : 1; }
+
+static void layout_(Block *b, SatParams *p, const SatConfig *c) {
+    memset(p, 0, sizeof *p);
+    const int D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = nbeta_(c);
+    cnn_register(&p->cnn, b, "enc", &c->cnn);
+    block_add(b, &p->W_h0, "init.W_h", 2, H, D);
+    block_add(b, &p->b_h0, "init.b_h", 1, H);
+    block_add(b, &p->W_c0, "init.W_c", 2, H, D);
+    block_add(b, &p->b_c0, "init.b_c", 1, H);
+    block_add(b, &p->embed, "embed", 2, V, E);
+    block_add(b, &p->lstm_W, "lstm.W", 2, 4 * H, E + D + H);
+    block_add(b, &p->lstm_b, "lstm.b", 1, 4 * H);
+    attn_params_layout(b, &p->attn, &c->attn, "attn");
+    block_add(b, &p->W_beta, "gate.W", 2, nb, H);
+    block_add(b, &p->b_beta, "gate.b", 1, nb);
+    block_add(b, &p->L_h, "out.L_h", 2, E, H);
+    block_add(b, &p->L_z, "out.L_z", 2, E, D);
+    block_add(b, &p->L_o, "out.L_o", 2, V, E);
+    block_add(b, &p->b_o, "out.b_o", 1, V);
+}
+
+static void fill_uniform_(float *x, size_t n, float r, Rng *rng) {
+    for (size_t i = 0; i < n; i++) x[i] = (2.0f * rng_uniform(rng) - 1.0f) * r;
+}
+
+void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    const SatConfig *c = &m->cfg;
+    layout_(&m->params, &m->p, c);
+    layout_(&m->grads, &m->g, c);
+    layout_(&m->adam_m, &m->m, c);
+    layout_(&m->adam_v, &m->v, c);
+    block_alloc(&m->params);
+    block_alloc(&m->grads);
+    block_alloc(&m->adam_m);
+    block_alloc(&m->adam_v);
+    const int D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = nbeta_(c);
+    SatParams *p = &m->p;
+    cnn_init(&p->cnn, rng);
+    fill_uniform_(p->W_h0, (size_t)H * D, 1.0f / sqrtf((float)D), rng);
+    fill_uniform_(p->W_c0, (size_t)H * D, 1.0f / sqrtf((float)D), rng);
+    fill_uniform_(p->embed, (size_t)V * E, 0.1f, rng);
+    fill_uniform_(p->lstm_W, (size_t)4 * H * (E + D + H), 1.0f / sqrtf((float)(E + D + H)), rng);
+    for (int j = H; j < 2 * H; j++) p->lstm_b[j] = 1.0f;  // forget gate bias
+    attn_params_init(&p->attn, &c->attn, rng);
+    fill_uniform_(p->W_beta, (size_t)nb * H, 1.0f / sqrtf((float)H), rng);
+    fill_uniform_(p->L_h, (size_t)E * H, 1.0f / sqrtf((float)H), rng);
+    fill_uniform_(p->L_z, (size_t)E * D, 1.0f / sqrtf((float)D), rng);
+    fill_uniform_(p->L_o, (size_t)V * E, 1.0f / sqrtf((float)E), rng);
+}
+
+void sat_alloc_acts(SatModel *m, int B) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    Block *k = &m->acts_block;
+    if (k->data) {
+        block_free(k);
+        free(a->in_tok);
+        cnn_workspace_free(&m->cnn_ws);
+    }
+    memset(k, 0, sizeof *k);
+    const int T = c->max_len + 1, L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V;
+    const int nb = nbeta_(c), I = E + D;
+    a->T = T;
+    a->B = B;
+    int prep = (int)attn_prep_floats(&c->attn, B, L);
+    int cache = (int)attn_step_cache_floats(&c->attn, B, L);
+    if (prep < 1) prep = 1;
+    if (cache < 1) cache = 1;
+    block_add(k, &a->annot, "annot", 3, B, L, D);
+    block_add(k, &a->mean_a, "mean_a", 2, B, D);
+    block_add(k, &a->prep, "prep", 1, prep);
+    block_add(k, &a->emb, "emb", 3, T, B, E);
+    block_add(k, &a->ctx, "ctx", 3, T, B, D);
+    block_add(k, &a->alpha, "alpha", 3, T, B, L);
+    block_add(k, &a->acache, "acache", 2, T, cache);
+    block_add(k, &a->beta, "beta", 3, T, B, nb);
+    block_add(k, &a->z, "z", 3, T, B, D);
+    block_add(k, &a->xh, "xh", 3, T, B, I + H);
+    block_add(k, &a->gates, "gates", 3, T, B, 4 * H);
+    block_add(k, &a->hs, "hs", 3, T + 1, B, H);
+    block_add(k, &a->cs, "cs", 3, T + 1, B, H);
+    block_add(k, &a->hd, "hd", 3, T, B, H);
+    block_add(k, &a->dmask, "dmask", 3, T, B, H);
+    block_add(k, &a->o, "o", 3, T, B, E);
+    block_add(k, &a->probs, "probs", 3, T, B, V);
+    block_add(k, &a->losses, "losses", 2, T, B);
+    block_add(k, &a->xin, "xin", 2, B, I);
+    block_add(k, &a->dannot, "dannot", 3, B, L, D);
+    block_add(k, &a->dprep, "dprep", 1, prep);
+    block_add(k, &a->dhs, "dhs", 3, T + 1, B, H);
+    block_add(k, &a->dcs, "dcs", 3, T + 1, B, H);
+    block_add(k, &a->dz, "dz", 3, T, B, D);
+    block_add(k, &a->demb, "demb", 3, T, B, E);
+    block_add(k, &a->dx, "dx", 2, B, I);
+    block_add(k, &a->dctx, "dctx", 2, B, D);
+    block_add(k, &a->dalpha, "dalpha", 2, B, L);
+    block_add(k, &a->dbeta, "dbeta", 2, B, nb);
+    block_add(k, &a->dhd, "dhd", 3, T, B, H);
+    block_add(k, &a->do_, "do", 3, T, B, E);
+    block_add(k, &a->dlogits, "dlogits", 3, T, B, V);
+    block_add(k, &a->zeros, "zeros", 2, B, D);
+    block_add(k, &a->lstm_scratch, "lstm_scratch", 1, lstm_scratch_floats(B, I, H));
+    block_add(k, &a->reward, "reward", 1, B);
+    block_alloc(k);
+    int *ints = xcalloc((size_t)4 * T * B + B, sizeof(int));
+    a->in_tok = ints;
+    a->target = ints + (size_t)T * B;
+    a->sample = ints + (size_t)2 * T * B;
+    a->steps = ints + (size_t)4 * T * B;
+    cnn_workspace_alloc(&m->cnn_ws, &c->cnn, B, c->image_size);
+}
+
+void sat_free(SatModel *m) {
+    block_free(&m->params);
+    block_free(&m->grads);
+    block_free(&m->adam_m);
+    block_free(&m->adam_v);
+    if (m->acts_block.data) {
+        block_free(&m->acts_block);
+        free(m->a.in_tok);
+        cnn_workspace_free(&m->cnn_ws);
+    }
+    memset(m, 0, sizeof *m);
+}
+
+// ---------------------------------------------------------------------------------------
+// Training forward and backward
+
+// out (B, D) = mean over L of annot (B, L, D)
+static void mean_annot_(float *out, const float *annot, int B, int L, int D) {
+    for (int b = 0; b < B; b++) {
+        float *o = out + (size_t)b * D;
+        memset(o, 0, (size_t)D * sizeof(float));
+        for (int l = 0; l < L; l++) {
+            const float *r = annot + ((size_t)b * L + l) * D;
+            for (int d = 0; d < D; d++) o[d] += r[d];
+        }
+        for (int d = 0; d < D; d++) o[d] *= 1.0f / (float)L;
+    }
+}
+
+static void tanh_inplace_(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = tanhf(x[i]);
+}
+
+// h0 (B, H), c0 (B, H) from the mean annotation
+static void init_state_(float *h0, float *c0, const float *mean_a, const SatParams *p, int B,
+                        int D, int H) {
+    linear_forward(h0, mean_a, p->W_h0, p->b_h0, B, D, H);
+    linear_forward(c0, mean_a, p->W_c0, p->b_c0, B, D, H);
+    tanh_inplace_(h0, (size_t)B * H);
+    tanh_inplace_(c0, (size_t)B * H);
+}
+
+// beta (B, nb) = sigmoid(h (B, H) W_beta^T + b); z (B, D) = beta * ctx (B, D)
+static void gate_forward_(float *beta, float *z, const float *h, const float *ctx,
+                          const SatParams *p, int B, int H, int D, int nb) {
+    linear_forward(beta, h, p->W_beta, p->b_beta, B, H, nb);
+    for (int i = 0; i < B * nb; i++) beta[i] = sigmoidf_(beta[i]);
+    for (int b = 0; b < B; b++) {
+        const float *cr = ctx + (size_t)b * D;
+        const float *br = beta + (size_t)b * nb;
+        float *zr = z + (size_t)b * D;
+        if (nb == 1)
+            for (int d = 0; d < D; d++) zr[d] = br[0] * cr[d];
+        else
+            for (int d = 0; d < D; d++) zr[d] = br[d] * cr[d];
+    }
+}
+
+void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *words,
+                 const int *lens, int B, int train, Rng *rng) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    SatParams *p = &m->p;
+    CHECK(a->B >= B && B >= 1, "batch %d, activations for %d", B, a->B);
+    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = nbeta_(c);
+    const int I = E + D, ML = c->max_len;
+    const size_t cache = attn_step_cache_floats(&c->attn, B, L);
+    int T = 0;
+    for (int b = 0; b < B; b++) {
+        CHECK(lens[b] >= 0 && lens[b] <= ML, "caption length %d", lens[b]);
+        a->steps[b] = lens[b] + 1;
+        if (a->steps[b] > T) T = a->steps[b];
+    }
+    m->Tb = T;
+    m->Bb = B;
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < B; b++) {
+            int n = lens[b];
+            a->in_tok[t * B + b] = t == 0 ? VOCAB_START : (t - 1 < n ? words[b * ML + t - 1] : VOCAB_PAD);
+            a->target[t * B + b] = t < n ? words[b * ML + t] : (t == n ? VOCAB_END : -1);
+        }
+
+    m->images = images;
+    cnn_forward(a->annot, &m->cnn_ws, images, &p->cnn, B);
+    mean_annot_(a->mean_a, a->annot, B, L, D);
+    init_state_(a->hs, a->cs, a->mean_a, p, B, D, H);
+    attn_prepare(a->prep, a->annot, &p->attn, &c->attn, B, L);
+    embedding_forward(a->emb, a->in_tok, p->embed, T * B, E);
+
+    const int sample = c->hard && train;
+    for (int t = 0; t < T; t++) {
+        const float *h = a->hs + (size_t)t * B * H;
+        float *ctx = a->ctx + (size_t)t * B * D;
+        float *alpha = a->alpha + (size_t)t * B * L;
+        attn_forward(ctx, alpha, a->acache + t * cache, a->prep, a->annot, h, NULL, &p->attn,
+                     &c->attn, t, B, L);
+        for (int b = 0; b < B; b++) {
+            int s = -1;
+            if (sample) {
+                s = rng_categorical(rng, alpha + (size_t)b * L, L);
+                memcpy(ctx + (size_t)b * D, a->annot + ((size_t)b * L + s) * D, (size_t)D * sizeof(float));
+            }
+            a->sample[t * B + b] = s;
+        }
+        float *z = a->z + (size_t)t * B * D;
+        gate_forward_(a->beta + (size_t)t * B * nb, z, h, ctx, p, B, H, D, nb);
+        const float *emb = a->emb + (size_t)t * B * E;
+        for (int b = 0; b < B; b++) {
+            memcpy(a->xin + (size_t)b * I, emb + (size_t)b * E, (size_t)E * sizeof(float));
+            memcpy(a->xin + (size_t)b * I + E, z + (size_t)b * D, (size_t)D * sizeof(float));
+        }
+        lstm_forward(a->hs + (size_t)(t + 1) * B * H, a->cs + (size_t)(t + 1) * B * H,
+                     a->gates + (size_t)t * B * 4 * H, a->xh + (size_t)t * B * (I + H), a->xin, h,
+                     a->cs + (size_t)t * B * H, p->lstm_W, p->lstm_b, B, I, H);
+    }
+
+    // Dropout on h, then the deep output over all steps at once.
+    const size_t TBH = (size_t)T * B * H;
+    const float *h1 = a->hs + (size_t)B * H;
+    if (train && c->dropout > 0.0f) {
+        float keep = 1.0f - c->dropout, scale = 1.0f / keep;
+        for (size_t i = 0; i < TBH; i++) {
+            a->dmask[i] = rng_uniform(rng) < keep ? scale : 0.0f;
+            a->hd[i] = h1[i] * a->dmask[i];
+        }
+    } else {
+        for (size_t i = 0; i < TBH; i++) a->dmask[i] = 1.0f;
+        memcpy(a->hd, h1, TBH * sizeof(float));
+    }
+    const int TB = T * B;
+    memcpy(a->o, a->emb, (size_t)TB * E * sizeof(float));
+    gemm(false, true, TB, E, H, 1.0f, a->hd, H, p->L_h, H, 1.0f, a->o, E);
+    gemm(false, true, TB, E, D, 1.0f, a->z, D, p->L_z, D, 1.0f, a->o, E);
+    float *logits = a->dlogits;  // used as logits here; backward overwrites it
+    linear_forward(logits, a->o, p->L_o, p->b_o, TB, E, V);
+    double ce = crossentropy_forward(a->losses, a->probs, logits, a->target, TB, V);
+
+    // Doubly stochastic regulariser over each caption's own steps.
+    double ds = 0.0;
+    for (int b = 0; b < B; b++)
+        for (int l = 0; l < L; l++) {
+            double s = 0.0;
+            for (int t = 0; t < a->steps[b]; t++) s += a->alpha[((size_t)t * B + b) * L + l];
+            ds += (1.0 - s) * (1.0 - s);
+        }
+    ds *= c->lambda;
+
+    double ntok = 0.0, reward = 0.0, extra = 0.0;
+    for (int b = 0; b < B; b++) {
+        double r = 0.0;
+        for (int t = 0; t < a->steps[b]; t++) r -= a->losses[t * B + b];
+        a->reward[b] = (float)r;
+        reward += r;
+        ntok += a->steps[b];
+    }
+    reward /= B;
+    if (sample) {
+        float base = m->baseline_set ? m->baseline : (float)reward;
+        for (int b = 0; b < B; b++) {
+            double adv = a->reward[b] - base, lp = 0.0, ent = 0.0;
+            for (int t = 0; t < a->steps[b]; t++) {
+                const float *al = a->alpha + ((size_t)t * B + b) * L;
+                lp += log(fmax(al[a->sample[t * B + b]], 1e-30));
+                for (int l = 0; l < L; l++)
+                    if (al[l] > 0) ent -= al[l] * log(al[l]);
+            }
+            extra += -adv * lp - c->entropy_weight * ent;
+        }
+    }
+    out->ce = ce / B;
+    out->ds = ds / B;
+    out->tokens = ntok;
+    out->reward = reward;
+    out->loss = (ce + ds + extra) / B;
+}
+
+void sat_backward(SatModel *m) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    SatParams *p = &m->p, *g = &m->g;
+    const int B = m->Bb, T = m->Tb, TB = T * B;
+    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = nbeta_(c);
+    const int I = E + D;
+    const size_t cache = attn_step_cache_floats(&c->attn, B, L);
+    const size_t prepn = attn_prep_floats(&c->attn, B, L);
+    const float invB = 1.0f / (float)B;
+    const int sample = c->hard && a->sample[0] >= 0;
+
+    memset(a->dlogits, 0, (size_t)TB * V * sizeof(float));
+    memset(a->dannot, 0, (size_t)B * L * D * sizeof(float));
+    if (prepn) memset(a->dprep, 0, prepn * sizeof(float));
+    memset(a->dhs, 0, (size_t)(T + 1) * B * H * sizeof(float));
+    memset(a->dcs, 0, (size_t)(T + 1) * B * H * sizeof(float));
+    memset(a->dz, 0, (size_t)TB * D * sizeof(float));
+    memset(a->do_, 0, (size_t)TB * E * sizeof(float));
+    memset(a->dhd, 0, (size_t)TB * H * sizeof(float));
+    memset(a->zeros, 0, (size_t)B * D * sizeof(float));
+
+    // Loss weights: each row's cross-entropy counts 1/B.
+    for (int i = 0; i < TB; i++) a->losses[i] = invB;  // reuse as dlosses
+    crossentropy_backward(a->dlogits, a->losses, a->probs, a->target, TB, V);
+    // logits = o L_o^T + b_o
+    linear_backward(a->do_, g->L_o, g->b_o, a->dlogits, a->o, p->L_o, TB, E, V);
+    // o = emb + hd L_h^T + z L_z^T
+    memcpy(a->demb, a->do_, (size_t)TB * E * sizeof(float));
+    gemm(false, false, TB, H, E, 1.0f, a->do_, E, p->L_h, H, 0.0f, a->dhd, H);
+    gemm(true, false, E, H, TB, 1.0f, a->do_, E, a->hd, H, 1.0f, g->L_h, H);
+    gemm(false, false, TB, D, E, 1.0f, a->do_, E, p->L_z, D, 0.0f, a->dz, D);
+    gemm(true, false, E, D, TB, 1.0f, a->do_, E, a->z, D, 1.0f, g->L_z, D);
+    // dropout: dh_{t+1} += dhd * mask
+    {
+        float *dh1 = a->dhs + (size_t)B * H;
+        for (size_t i = 0; i < (size_t)TB * H; i++) dh1[i] += a->dhd[i] * a->dmask[i];
+    }
+
+    // Hard attention: advantage per row, then update the baseline.
+    float base = m->baseline_set ? m->baseline : 0.0f;
+    if (sample) {
+        double mean_r = 0.0;
+        for (int b = 0; b < B; b++) mean_r += a->reward[b];
+        mean_r /= B;
+        if (!m->baseline_set) base = (float)mean_r;
+    }
+
+    for (int t = T - 1; t >= 0; t--) {
+        const float *h = a->hs + (size_t)t * B * H;
+        float *dh = a->dhs + (size_t)t * B * H;
+        const float *ctx = a->ctx + (size_t)t * B * D;
+        const float *alpha = a->alpha + (size_t)t * B * L;
+        const float *beta = a->beta + (size_t)t * B * nb;
+        float *dz = a->dz + (size_t)t * B * D;
+        // LSTM step
+        memset(a->dx, 0, (size_t)B * I * sizeof(float));
+        lstm_backward(a->dx, dh, a->dcs + (size_t)t * B * H, g->lstm_W, g->lstm_b,
+                      a->dhs + (size_t)(t + 1) * B * H, a->dcs + (size_t)(t + 1) * B * H,
+                      a->gates + (size_t)t * B * 4 * H, a->xh + (size_t)t * B * (I + H),
+                      a->cs + (size_t)t * B * H, a->cs + (size_t)(t + 1) * B * H, p->lstm_W,
+                      a->lstm_scratch, B, I, H);
+        float *demb = a->demb + (size_t)t * B * E;
+        for (int b = 0; b < B; b++) {
+            const float *dxr = a->dx + (size_t)b * I;
+            for (int e = 0; e < E; e++) demb[(size_t)b * E + e] += dxr[e];
+            for (int d = 0; d < D; d++) dz[(size_t)b * D + d] += dxr[E + d];
+        }
+        // z = beta * ctx
+        for (int b = 0; b < B; b++) {
+            const float *cr = ctx + (size_t)b * D, *zr = dz + (size_t)b * D;
+            const float *br = beta + (size_t)b * nb;
+            float *dcr = a->dctx + (size_t)b * D, *dbr = a->dbeta + (size_t)b * nb;
+            if (nb == 1) {
+                float s = 0.0f;
+                for (int d = 0; d < D; d++) {
+                    s += zr[d] * cr[d];
+                    dcr[d] = zr[d] * br[0];
+                }
+                dbr[0] = s * br[0] * (1.0f - br[0]);
+            } else {
+                for (int d = 0; d < D; d++) {
+                    dcr[d] = zr[d] * br[d];
+                    dbr[d] = zr[d] * cr[d] * br[d] * (1.0f - br[d]);
+                }
+            }
+        }
+        linear_backward(dh, g->W_beta, g->b_beta, a->dbeta, h, p->W_beta, B, H, nb);
+        // dalpha: doubly stochastic term, plus REINFORCE and entropy for hard attention
+        for (int b = 0; b < B; b++) {
+            float *dar = a->dalpha + (size_t)b * L;
+            if (t >= a->steps[b]) {
+                memset(dar, 0, (size_t)L * sizeof(float));
+                continue;
+            }
+            for (int l = 0; l < L; l++) {
+                double s = 0.0;
+                for (int u = 0; u < a->steps[b]; u++) s += a->alpha[((size_t)u * B + b) * L + l];
+                dar[l] = (float)(-2.0 * c->lambda * (1.0 - s)) * invB;
+            }
+            if (sample) {
+                const float *al = alpha + (size_t)b * L;
+                int s = a->sample[t * B + b];
+                float adv = a->reward[b] - base;
+                dar[s] += -adv / fmaxf(al[s], 1e-30f) * invB;
+                for (int l = 0; l < L; l++)
+                    if (al[l] > 0) dar[l] += c->entropy_weight * (logf(al[l]) + 1.0f) * invB;
+            }
+        }
+        if (sample) {
+            // ctx row = a_{s}: its gradient goes to that annotation; no path through alpha.
+            for (int b = 0; b < B; b++) {
+                float *dst = a->dannot + ((size_t)b * L + a->sample[t * B + b]) * D;
+                const float *src = a->dctx + (size_t)b * D;
+                for (int d = 0; d < D; d++) dst[d] += src[d];
+            }
+            attn_backward(a->dannot, a->dprep, dh, &g->attn, a->zeros, a->dalpha,
+                          a->acache + t * cache, a->prep, a->annot, h, NULL, &p->attn, &c->attn,
+                          t, B, L);
+        } else {
+            attn_backward(a->dannot, a->dprep, dh, &g->attn, a->dctx, a->dalpha,
+                          a->acache + t * cache, a->prep, a->annot, h, NULL, &p->attn, &c->attn,
+                          t, B, L);
+        }
+    }
+    embedding_backward(g->embed, a->demb, a->in_tok, TB, E);
+    attn_prepare_backward(a->dannot, &g->attn, a->dprep, a->annot, &p->attn, &c->attn, B, L);
+
+    // h0 = tanh(W_h0 mean + b), c0 likewise
+    // dhd (Tmax, B, H), Tmax >= 2, is free now: scratch for dh0 and dc0.
+    float *dh0 = a->dhd, *dc0 = a->dhd + (size_t)B * H;
+    for (int i = 0; i < B * H; i++) {
+        float hv = a->hs[i], cv = a->cs[i];
+        dh0[i] = a->dhs[i] * (1.0f - hv * hv);
+        dc0[i] = a->dcs[i] * (1.0f - cv * cv);
+    }
+    float *dmean = a->dctx;  // (B, D)
+    memset(dmean, 0, (size_t)B * D * sizeof(float));
+    linear_backward(dmean, g->W_h0, g->b_h0, dh0, a->mean_a, p->W_h0, B, D, H);
+    linear_backward(dmean, g->W_c0, g->b_c0, dc0, a->mean_a, p->W_c0, B, D, H);
+    for (int b = 0; b < B; b++)
+        for (int l = 0; l < L; l++) {
+            float *dr = a->dannot + ((size_t)b * L + l) * D;
+            const float *mr = dmean + (size_t)b * D;
+            for (int d = 0; d < D; d++) dr[d] += mr[d] * (1.0f / (float)L);
+        }
+    cnn_backward(&g->cnn, NULL, a->dannot, &m->cnn_ws, m->images, &p->cnn, B);
+
+    if (sample) {
+        double mean_r = 0.0;
+        for (int b = 0; b < B; b++) mean_r += a->reward[b];
+        mean_r /= B;
+        if (!m->baseline_set) {
+            m->baseline = (float)mean_r;
+            m->baseline_set = 1;
+        } else {
+            m->baseline = c->baseline_decay * m->baseline + (1.0f - c->baseline_decay) * (float)mean_r;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Decoding
+
+void sat_decode_ctx_init(SatDecodeCtx *d, SatModel *m, const float *images, int B, int beam) {
+    const SatConfig *c = &m->cfg;
+    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = nbeta_(c);
+    const int I = E + D, R = B * beam, TS = c->max_len + 1;
+    memset(d, 0, sizeof *d);
+    d->m = m;
+    d->B = B;
+    d->R = R;
+    const size_t prep1 = attn_prep_floats(&c->attn, 1, L);
+    CHECK(attn_prep_floats(&c->attn, B, L) == (size_t)B * prep1, "attention prep not per image");
+    const size_t cache = attn_step_cache_floats(&c->attn, R, L);
+    const size_t sizes[] = {
+        (size_t)B * L * D, (size_t)B * prep1 + 1, (size_t)R * L * D, (size_t)R * prep1 + 1,
+        (size_t)R * H, (size_t)R * H, (size_t)R * H, (size_t)R * H,
+        (size_t)R * D, (size_t)R * L, cache + 1, (size_t)R * nb, (size_t)R * D, (size_t)R * E,
+        (size_t)R * I, (size_t)R * (I + H), (size_t)R * 4 * H, (size_t)R * E, (size_t)R * V,
+        (size_t)TS * R * L, (size_t)B * D, (size_t)R * H, (size_t)R * H};
+    enum { NS = sizeof sizes / sizeof sizes[0] };
+    size_t total = 0;
+    for (int i = 0; i < NS; i++) total += (sizes[i] + 15) & ~(size_t)15;
+    d->mem = xcalloc(total, sizeof(float));
+    float *ptrs[NS];
+    float *q = d->mem;
+    for (int i = 0; i < NS; i++) {
+        ptrs[i] = q;
+        q += (sizes[i] + 15) & ~(size_t)15;
+    }
+    d->annot = ptrs[0];
+    d->prep = ptrs[1];
+    d->rk = ptrs[2];
+    d->rp = ptrs[3];
+    d->h = ptrs[4];
+    d->c = ptrs[5];
+    d->h2 = ptrs[6];
+    d->c2 = ptrs[7];
+    d->ctx = ptrs[8];
+    d->alpha = ptrs[9];
+    d->cache = ptrs[10];
+    d->beta = ptrs[11];
+    d->z = ptrs[12];
+    d->emb = ptrs[13];
+    d->xin = ptrs[14];
+    d->xh = ptrs[15];
+    d->gates = ptrs[16];
+    d->o = ptrs[17];
+    d->logits = ptrs[18];
+    d->alpha_hist = ptrs[19];
+    float *mean = ptrs[20];
+    d->hn = ptrs[21];
+    d->cn = ptrs[22];
+    d->ints = xcalloc((size_t)2 * R, sizeof(int));
+    d->row_image = d->ints;
+    d->row_image2 = d->ints + R;
+
+    // Encode in chunks that fit the model's CNN workspace.
+    CHECK(m->acts_block.data, "sat_alloc_acts before decoding");
+    const int S = c->image_size, C = c->cnn.in_channels, chunk = m->a.B;
+    for (int b0 = 0; b0 < B; b0 += chunk) {
+        int n = B - b0 < chunk ? B - b0 : chunk;
+        cnn_forward(d->annot + (size_t)b0 * L * D, &m->cnn_ws, images + (size_t)b0 * C * S * S,
+                    &m->p.cnn, n);
+    }
+    mean_annot_(mean, d->annot, B, L, D);
+    // Initial states of the images go in h/c rows 0..B-1 (the first step's parents).
+    init_state_(d->h, d->c, mean, &m->p, B, D, H);
+    attn_prepare(d->prep, d->annot, &m->p.attn, &c->attn, B, L);
+    for (int b = 0; b < B; b++) d->row_image[b] = b;
+}
+
+void sat_decode_ctx_free(SatDecodeCtx *d) {
+    free(d->mem);
+    free(d->ints);
+    memset(d, 0, sizeof *d);
+}
+
+void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float *logprobs) {
+    SatDecodeCtx *d = vctx;
+    SatModel *m = d->m;
+    const SatConfig *c = &m->cfg;
+    const SatParams *p = &m->p;
+    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = nbeta_(c);
+    const int I = E + D;
+    const size_t prep1 = attn_prep_floats(&c->attn, 1, L);
+    CHECK(n >= 1 && n <= d->R, "rows %d, capacity %d", n, d->R);
+    CHECK(d->t <= c->max_len, "step %d past the limit", d->t);
+    // Gather the parents' states, images, keys.
+    for (int r = 0; r < n; r++) {
+        int q = parent[r];
+        int img = d->row_image[q];
+        d->row_image2[r] = img;
+        memcpy(d->h2 + (size_t)r * H, d->h + (size_t)q * H, (size_t)H * sizeof(float));
+        memcpy(d->c2 + (size_t)r * H, d->c + (size_t)q * H, (size_t)H * sizeof(float));
+        memcpy(d->rk + (size_t)r * L * D, d->annot + (size_t)img * L * D, (size_t)L * D * sizeof(float));
+        if (prep1)
+            memcpy(d->rp + (size_t)r * prep1, d->prep + (size_t)img * prep1, prep1 * sizeof(float));
+    }
+    attn_forward(d->ctx, d->alpha, d->cache, d->rp, d->rk, d->h2, NULL, &p->attn, &c->attn, d->t,
+                 n, L);
+    memcpy(d->alpha_hist + (size_t)d->t * d->R * L, d->alpha, (size_t)n * L * sizeof(float));
+    gate_forward_(d->beta, d->z, d->h2, d->ctx, p, n, H, D, nb);
+    embedding_forward(d->emb, token, p->embed, n, E);
+    for (int r = 0; r < n; r++) {
+        memcpy(d->xin + (size_t)r * I, d->emb + (size_t)r * E, (size_t)E * sizeof(float));
+        memcpy(d->xin + (size_t)r * I + E, d->z + (size_t)r * D, (size_t)D * sizeof(float));
+    }
+    lstm_forward(d->hn, d->cn, d->gates, d->xh, d->xin, d->h2, d->c2, p->lstm_W, p->lstm_b, n, I,
+                 H);
+    memcpy(d->o, d->emb, (size_t)n * E * sizeof(float));
+    gemm(false, true, n, E, H, 1.0f, d->hn, H, p->L_h, H, 1.0f, d->o, E);
+    gemm(false, true, n, E, D, 1.0f, d->z, D, p->L_z, D, 1.0f, d->o, E);
+    linear_forward(d->logits, d->o, p->L_o, p->b_o, n, E, V);
+    for (int r = 0; r < n; r++) {
+        const float *z = d->logits + (size_t)r * V;
+        float *lp = logprobs + (size_t)r * V;
+        float mx = z[0];
+        for (int i = 1; i < V; i++) mx = z[i] > mx ? z[i] : mx;
+        double s = 0.0;
+        for (int i = 0; i < V; i++) s += exp((double)(z[i] - mx));
+        float lse = mx + (float)log(s);
+        for (int i = 0; i < V; i++) lp[i] = z[i] - lse;
+        // Specials that never follow: <pad>, <start>.
+        lp[VOCAB_PAD] = -1e9f;
+        lp[VOCAB_START] = -1e9f;
+    }
+    // The new states become the rows of this call.
+    float *t;
+    t = d->h; d->h = d->hn; d->hn = t;
+    t = d->c; d->c = d->cn; d->cn = t;
+    int *ti = d->row_image; d->row_image = d->row_image2; d->row_image2 = ti;
+    d->t++;
+}
+
+void sat_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float *images, int B,
+                int beam, float length_alpha) {
+    const SatConfig *c = &m->cfg;
+    const int L = sat_L(c), ML = c->max_len, TS = ML + 1;
+    CHECK(beam >= 1 && B >= 1, "beam %d B %d", beam, B);
+    SatDecodeCtx d;
+    sat_decode_ctx_init(&d, m, images, B, beam);
+    int *tok = xmalloc((size_t)B * TS * sizeof(int) * 2);
+    int *rows = tok + (size_t)B * TS;
+    int *ln = xmalloc((size_t)B * sizeof(int));
+    float *sc = xmalloc((size_t)B * sizeof(float));
+    BeamConfig bc = {.beam = beam, .max_len = TS, .length_alpha = length_alpha,
+                     .start_id = VOCAB_START, .end_id = VOCAB_END, .V = c->V};
+    beam_search(tok, ln, sc, rows, B, &d, sat_beam_step, &bc);
+    for (int b = 0; b < B; b++) {
+        int n = ln[b] < ML ? ln[b] : ML;
+        lens[b] = n;
+        for (int k = 0; k < ML; k++) tokens[(size_t)b * ML + k] = k < n ? tok[(size_t)b * TS + k] : VOCAB_PAD;
+        if (alphas)
+            for (int k = 0; k < ML; k++) {
+                float *dst = alphas + ((size_t)b * ML + k) * L;
+                if (k < n)
+                    memcpy(dst, d.alpha_hist + ((size_t)k * d.R + rows[(size_t)b * TS + k]) * L,
+                           (size_t)L * sizeof(float));
+                else
+                    memset(dst, 0, (size_t)L * sizeof(float));
+            }
+    }
+    free(tok);
+    free(ln);
+    free(sc);
+    sat_decode_ctx_free(&d);
+}

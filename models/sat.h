@@ -1,0 +1,164 @@
+// sat.h: Show, Attend and Tell (Xu et al. 2015): a CNN encoder, an attention LSTM
+// decoder, its training loss (teacher forcing, doubly stochastic regulariser, hard
+// attention by REINFORCE) and decoding (greedy or beam search via seq/beam.h).
+//
+// Model (REFERENCE.md section 2), for a batch of B images and captions of n words:
+//   a = cnn(image)                                  annotations (B, L, D)
+//   h_0 = tanh(W_h0 mean(a) + b), c_0 = tanh(W_c0 mean(a) + b)
+//   step t = 0..n (input y_t = <start>, w_1..w_n; target w_1..w_n, <end>):
+//     alpha_t, ctx_t = attention(query h_t, keys a)       (seq/attention.h; any kind)
+//     soft:  z_t = beta_t * ctx_t;   hard: s_t ~ alpha_t, z_t = beta_t * a_{s_t}
+//     beta_t = sigmoid(W_beta h_t + b_beta)           scalar (1) or vector (D) gate
+//     h_{t+1}, c_{t+1} = LSTM([E y_t, z_t], h_t, c_t)
+//     logits_t = L_o (E y_t + L_h drop(h_{t+1}) + L_z z_t) + b_o    (deep output)
+//   loss = (1/B) [ sum_t CE(logits_t, target_t) + lambda sum_b sum_i (1 - sum_t alpha_bti)^2 ]
+//   hard attention adds (1/B) sum_b [-(R_b - baseline) sum_t log alpha_{t,b,s_t}]
+//   - entropy_weight (1/B) sum_{b,t} H(alpha_bt), R_b = sum_t log p(target) (the
+//   log-likelihood reward), baseline a moving average of mean R (decay baseline_decay).
+// Sums over t run over each caption's own steps (n_b + 1), never the padding.
+//
+// Memory: parameters, gradients and the two Adam moments are four Blocks with one
+// layout; activations one Block sized for (max_len + 1, batch) (sat_alloc_acts), so
+// the training step does no allocation. Decoding (sat_decode) uses its own workspace,
+// allocated once per call for (B images x beam rows).
+// Limits: captions of at most max_len words; images square (3, S, S); B <= acts batch.
+#ifndef MODELS_SAT_H
+#define MODELS_SAT_H
+
+#include <stddef.h>
+
+#include "core/block.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "seq/attention.h"
+#include "vision/cnn.h"
+
+typedef struct {
+    int image_size;       // S (default 64)
+    CnnConfig cnn;        // encoder layers (default 32, 64, 128)
+    int E, H;             // embedding, LSTM hidden (128, 256)
+    int V;                // vocabulary size (set from the data)
+    int max_len;          // caption words at most (16); steps T = max_len + 1
+    AttnConfig attn;      // kind, A (attn-dim 128), heads, window; D, H filled by sat_config_finish
+    int hard;             // 1: stochastic hard attention (REINFORCE)
+    int beta_vector;      // 1: gate beta is a D-vector; 0: scalar
+    float lambda;         // doubly stochastic weight (1)
+    float dropout;        // dropout probability on h before the deep output (0 = off)
+    float entropy_weight; // hard only (0.002, arctic-captions)
+    float baseline_decay; // hard only (0.9)
+} SatConfig;
+
+// The defaults of bin/caption (V left 0).
+void sat_config_default(SatConfig *c);
+// Derived sizes: attn.D = cnn dim, attn.H = H. Validates (fails naming the field).
+int sat_config_finish(SatConfig *c, Error *err);
+static inline int sat_L(const SatConfig *c) {
+    int g = cnn_grid_size(&c->cnn, c->image_size);
+    return g * g;
+}
+static inline int sat_D(const SatConfig *c) { return cnn_dim(&c->cnn); }
+
+// "key=value" pairs separated by spaces (for checkpoint metadata) and back. The parser
+// rejects unknown keys and bad values with one line.
+void sat_config_format(const SatConfig *c, char *buf, size_t n);
+int sat_config_parse(SatConfig *c, const char *text, Error *err);
+
+typedef struct {
+    CnnParams cnn;
+    float *W_h0, *b_h0, *W_c0, *b_c0;  // (H, D), (H)
+    float *embed;                      // (V, E)
+    float *lstm_W, *lstm_b;            // (4H, E + D + H), (4H)
+    AttnParams attn;
+    float *W_beta, *b_beta;            // (nb, H), (nb); nb = 1 or D
+    float *L_h, *L_z;                  // (E, H), (E, D)
+    float *L_o, *b_o;                  // (V, E), (V)
+} SatParams;
+
+// Activation views (T = max_len + 1 steps, B = batch capacity), laid out (T, B, ...).
+typedef struct {
+    int T, B;
+    float *annot, *mean_a, *prep;      // (B, L, D), (B, D), attn prep
+    float *emb;                        // (T, B, E)
+    float *ctx, *alpha, *acache;       // (T, B, D), (T, B, L), (T, cache)
+    float *beta, *z;                   // (T, B, nb), (T, B, D)
+    float *xh, *gates;                 // (T, B, E + D + H), (T, B, 4H)
+    float *hs, *cs;                    // (T + 1, B, H)
+    float *hd, *dmask;                 // (T, B, H)
+    float *o, *probs, *losses;         // (T, B, E), (T, B, V), (T, B)
+    float *xin;                        // (B, E + D)
+    // backward scratch
+    float *dannot, *dprep, *dhs, *dcs; // (B, L, D), prep, (T + 1, B, H) x2
+    float *dz, *demb, *dx, *dctx;      // (T, B, D), (T, B, E), (B, E + D), (B, D)
+    float *dalpha, *dbeta, *dhd;       // (B, L), (B, nb), (T, B, H)
+    float *do_, *dlogits, *zeros;      // (T, B, E), (T, B, V), (B, D)
+    float *lstm_scratch, *reward;      // lstm, (B)
+    int *in_tok, *target, *sample;     // (T, B) each; target -1 = no loss
+    int *steps;                        // (B) steps of each caption (n_b + 1)
+} SatActs;
+
+typedef struct {
+    SatConfig cfg;
+    SatParams p, g, m, v;  // params, grads, Adam moments (views into the Blocks below)
+    Block params, grads, adam_m, adam_v;
+    Block acts_block;
+    SatActs a;
+    CnnWorkspace cnn_ws;
+    float baseline;        // hard attention's moving-average reward
+    int baseline_set;
+    int Tb;                // steps of the last forward batch
+    int Bb;                // batch of the last forward
+    const float *images;   // the last forward's images (kept alive by the caller until backward)
+} SatModel;
+
+// Registers and allocates parameters, gradients and Adam moments; initialises with rng.
+void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng);
+// Activations for batches of up to B (call once before sat_forward).
+void sat_alloc_acts(SatModel *m, int B);
+void sat_free(SatModel *m);
+
+typedef struct {
+    double loss;       // the objective (per image), everything included
+    double ce;         // summed cross-entropy / B
+    double tokens;     // number of target tokens
+    double ds;         // doubly stochastic term / B (lambda included)
+    double reward;     // hard: mean log-likelihood reward
+} SatLoss;
+
+// Teacher-forced forward. images (B, 3, S, S); words (B, max_len) word ids (no <start>
+// or <end>), lens (B) in [0, max_len]. train = 1 enables dropout and hard sampling
+// (rng used for both); train = 0 uses the expected context for hard attention.
+// Keeps every activation for sat_backward.
+void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *words,
+                 const int *lens, int B, int train, Rng *rng);
+// Accumulates the gradient of out->loss into m->g (and updates the hard baseline). The
+// images given to sat_forward must still be valid.
+void sat_backward(SatModel *m);
+
+// Decoding: tokens (B, max_len) word ids, lens (B), alphas (B, max_len, L) the attention
+// of each emitted word (or NULL), for beam width beam (1 = greedy). Score normalised by
+// length^length_alpha.
+void sat_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float *images, int B,
+                int beam, float length_alpha);
+
+// The decoding context sat_decode passes to beam_search (exposed for tests): the state
+// of every row, and per-row attention weights of every step.
+typedef struct {
+    SatModel *m;
+    int B, R, t;                 // images, row capacity (B * beam), steps taken
+    float *annot, *prep;         // per image (B, L, D), (B, prep)
+    float *rk, *rp;              // per row keys and prep (R, L, D), (R, prep)
+    float *h, *c, *h2, *c2;      // (R, H): the last call's rows, gathered parents
+    float *hn, *cn;              // (R, H): this call's new states
+    float *ctx, *alpha, *cache, *beta, *z, *emb, *xin, *xh, *gates, *o, *logits;
+    float *alpha_hist;           // (max_len, R, L)
+    int *row_image, *row_image2; // (R)
+    float *mem;
+    int *ints;
+} SatDecodeCtx;
+
+void sat_decode_ctx_init(SatDecodeCtx *d, SatModel *m, const float *images, int B, int beam);
+void sat_decode_ctx_free(SatDecodeCtx *d);
+// BeamStepFn over SatDecodeCtx.
+void sat_beam_step(void *ctx, int n, const int *parent, const int *token, float *logprobs);
+
+#endif

@@ -1,0 +1,266 @@
+// make_seeds.c: writes the seed corpora of the fuzz targets, small valid files made
+// through the library's own writers (and stb_image_write for the image formats the
+// library does not write), into OUT/NAME/ for NAME in image, idx, captions, safetensors,
+// tokenizer. Every seed starts with the byte(s) its target reads first (see each
+// tests/fuzz/fuzz_NAME.c). Run through `make fuzz-seeds` (tests/fuzz/fuzz.mk).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#define STB_IMAGE_WRITE_STATIC
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include <stb_image_write.h>
+#pragma GCC diagnostic pop
+
+#include "core/block.h"
+#include "core/check.h"
+#include "core/fileio.h"
+#include "core/safetensors.h"
+#include "datasets/idx.h"
+#include "vision/gif.h"
+#include "vision/png.h"
+
+static char out_dir[512];
+
+static const char *seed_path(const char *target, const char *name) {
+    static char buf[2][1024];
+    static int k;
+    k ^= 1;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", out_dir, target);
+    mkdir(buf[k], 0755);
+    snprintf(buf[k], sizeof buf[k], "%s/%s/%s", out_dir, target, name);
+    return buf[k];
+}
+
+static unsigned char *read_file(const char *path, size_t *len) {
+    unsigned char *d;
+    Error err;
+    CHECK(file_read_all(path, &d, len, 0, &err) == 0, "%s", err.msg);
+    return d;
+}
+
+// Writes prefix (plen bytes) then body as the seed file.
+static void put(const char *target, const char *name, const void *prefix, size_t plen,
+                const void *body, size_t blen) {
+    const char *path = seed_path(target, name);
+    FILE *fp = fopen(path, "wb");
+    CHECK(fp, "%s", path);
+    CHECK(fwrite(prefix, 1, plen, fp) == plen && fwrite(body, 1, blen, fp) == blen);
+    CHECK(fclose(fp) == 0);
+}
+
+// Re-writes a file made by a library writer with a one-byte prefix.
+static void prefix_file(const char *path, unsigned char first) {
+    size_t len;
+    unsigned char *d = read_file(path, &len);
+    FILE *fp = fopen(path, "wb");
+    CHECK(fp && fputc(first, fp) == first && fwrite(d, 1, len, fp) == len && fclose(fp) == 0);
+    free(d);
+}
+
+static void stb_sink(void *ctx, void *data, int size) {
+    FILE *fp = ctx;
+    CHECK(fwrite(data, 1, (size_t)size, fp) == (size_t)size);
+}
+
+static void image_seeds(void) {
+    enum { H = 5, W = 7 };
+    unsigned char grey[H * W], rgb[H * W * 3], rgba[H * W * 4];
+    for (int i = 0; i < H * W; i++) {
+        grey[i] = (unsigned char)(i * 7);
+        for (int c = 0; c < 3; c++) rgb[3 * i + c] = (unsigned char)(i * 5 + 80 * c);
+        for (int c = 0; c < 4; c++) rgba[4 * i + c] = (unsigned char)(i * 3 + 60 * c);
+    }
+    Error err;
+    const char *p = seed_path("image", "grey.png");
+    CHECK(write_png_u8(p, grey, H, W, 1, &err) == 0, "%s", err.msg);
+    prefix_file(p, 0);
+    p = seed_path("image", "rgb.png");
+    CHECK(write_png_u8(p, rgb, H, W, 3, &err) == 0, "%s", err.msg);
+    prefix_file(p, 1);
+    float frames[2 * 3 * H * W];
+    for (int i = 0; i < 2 * 3 * H * W; i++) frames[i] = (float)(i % 11) / 10.0f;
+    p = seed_path("image", "two.gif");
+    CHECK(write_gif(p, frames, 2, 3, H, W, 10, &err) == 0, "%s", err.msg);
+    prefix_file(p, 2);
+    struct { const char *name; int kind, comp; const unsigned char *pix; unsigned char first; } s[] = {
+        {"rgb.bmp", 0, 3, rgb, 0}, {"rgba.tga", 1, 4, rgba, 2}, {"grey.jpg", 2, 1, grey, 0},
+        {"rgb.jpg", 2, 3, rgb, 1}, {"rgba.png", 3, 4, rgba, 2}, {"grey.tga", 1, 1, grey, 1},
+    };
+    for (size_t i = 0; i < sizeof s / sizeof *s; i++) {
+        FILE *fp = fopen(seed_path("image", s[i].name), "wb");
+        CHECK(fp && fputc(s[i].first, fp) == s[i].first);
+        int ok = s[i].kind == 0   ? stbi_write_bmp_to_func(stb_sink, fp, W, H, s[i].comp, s[i].pix)
+                 : s[i].kind == 1 ? stbi_write_tga_to_func(stb_sink, fp, W, H, s[i].comp, s[i].pix)
+                 : s[i].kind == 2 ? stbi_write_jpg_to_func(stb_sink, fp, W, H, s[i].comp, s[i].pix, 80)
+                                  : stbi_write_png_to_func(stb_sink, fp, W, H, s[i].comp, s[i].pix, 0);
+        CHECK(ok && fclose(fp) == 0, "%s", s[i].name);
+    }
+    // Netpbm, grey and colour (stb_image reads the binary forms only).
+    char head[64];
+    int n = snprintf(head, sizeof head, "\001P5\n%d %d\n255\n", W, H);
+    put("image", "grey.pgm", head, (size_t)n, grey, sizeof grey);
+    n = snprintf(head, sizeof head, "P6 %d %d 255\n", W, H);
+    char rgb_head[64];
+    rgb_head[0] = 0;  // channel byte: keep the file's colour kind
+    memcpy(rgb_head + 1, head, (size_t)n);
+    put("image", "rgb.ppm", rgb_head, (size_t)n + 1, rgb, sizeof rgb);
+}
+
+static unsigned char *gzip_memory(const unsigned char *in, size_t len, size_t *out_len) {
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    CHECK(deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    size_t cap = deflateBound(&zs, (uLong)len) + 64;
+    unsigned char *out = xmalloc(cap);
+    zs.next_in = (Bytef *)in;
+    zs.avail_in = (uInt)len;
+    zs.next_out = out;
+    zs.avail_out = (uInt)cap;
+    CHECK(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+    *out_len = zs.total_out;
+    deflateEnd(&zs);
+    return out;
+}
+
+static void idx_seeds(void) {
+    unsigned char u8[2 * 3 * 4];
+    for (int i = 0; i < 24; i++) u8[i] = (unsigned char)(i * 11);
+    int16_t i16[6] = {-3, 7, 300, -32768, 32767, 0};
+    int32_t i32[4] = {1, -2, 70000, -70000};
+    float f32[5] = {0.5f, -1.25f, 3e9f, 1e-20f, 0.0f};
+    double f64[3] = {1.0 / 3, -2.5e100, 7};
+    struct { const char *name; IdxType type; int ndim; int64_t dims[3]; const void *data; int gz; } s[] = {
+        {"u8_3d.idx", IDX_U8, 3, {2, 3, 4}, u8, 0},    {"u8_1d.idx.gz", IDX_U8, 1, {24}, u8, 1},
+        {"i8.idx", IDX_I8, 2, {4, 6}, u8, 0},          {"i16.idx.gz", IDX_I16, 2, {2, 3}, i16, 1},
+        {"i32.idx", IDX_I32, 1, {4}, i32, 0},          {"f32.idx", IDX_F32, 1, {5}, f32, 0},
+        {"f64.idx.gz", IDX_F64, 1, {3}, f64, 1},
+    };
+    for (size_t i = 0; i < sizeof s / sizeof *s; i++) {
+        size_t len;
+        unsigned char *raw = idx_encode(s[i].type, s[i].ndim, s[i].dims, s[i].data, &len);
+        if (s[i].gz) {
+            size_t zlen;
+            unsigned char *z = gzip_memory(raw, len, &zlen);
+            put("idx", s[i].name, "", 0, z, zlen);
+            free(z);
+        } else {
+            put("idx", s[i].name, "", 0, raw, len);
+        }
+        free(raw);
+    }
+}
+
+static void safetensors_seeds(void) {
+    Block a = {0}, b = {0};
+    float *w, *v, *e, *s;
+    block_add(&a, &w, "enc.w", 2, 3, 2);
+    block_add(&a, &v, "enc.b", 1, 3);
+    block_add(&b, &e, "m.w", 3, 1, 2, 2);
+    block_add(&b, &s, "bias", 1, 1);
+    block_alloc(&a);
+    block_alloc(&b);
+    for (size_t i = 0; i < a.numel; i++) a.data[i] = (float)i * 0.5f - 1.0f;
+    for (size_t i = 0; i < b.numel; i++) b.data[i] = (float)i * -0.25f;
+    const Block *blocks[2] = {&a, &b};
+    const char *prefixes[2] = {"", "adam.m/"};
+    SafetensorsMeta meta[2] = {{"step", "42"}, {"model", "draw"}};
+    Error err;
+    CHECK(safetensors_save(seed_path("safetensors", "two_blocks_meta.safetensors"), blocks,
+                           prefixes, 2, meta, 2, &err) == 0, "%s", err.msg);
+    CHECK(safetensors_save(seed_path("safetensors", "one_block.safetensors"), blocks, NULL, 1,
+                           NULL, 0, &err) == 0, "%s", err.msg);
+    block_free(&a);
+    block_free(&b);
+    // Hand-written: unaligned offsets (legal), an empty tensor, padding after the JSON.
+    const char *json = "{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[1,9]},"
+                       "\"e\":{\"dtype\":\"F32\",\"shape\":[0,3],\"data_offsets\":[9,9]}}   ";
+    unsigned char head[8];
+    size_t n = strlen(json);
+    for (int i = 0; i < 8; i++) head[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    unsigned char body[1024];
+    memcpy(body, head, 8);
+    memcpy(body + 8, json, n);
+    float x[2] = {1.5f, -2.0f};
+    body[8 + n] = 0xAA;
+    memcpy(body + 8 + n + 1, x, sizeof x);
+    put("safetensors", "unaligned.safetensors", "", 0, body, 8 + n + 1 + sizeof x);
+}
+
+static void tokenizer_seeds(void) {
+    static const char *texts[] = {
+        "A dog's ball, red.",
+        "Two men don't play black-and-white chess at 3.5 o'clock; 1,000 people watch!",
+        "\"Quoted\" -- words ... (in brackets) [and] {braces} `tick' we're they've I'll he'd I'm",
+        "caf\xc3\xa9 na\xc3\xafve \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x90\xb6 dog",
+        "  \t tabs\r\nand\vfeeds\f  ",
+        "a b c d e f g h i j k l m n o p q r s t u v w x y z a b c d e f g h i j k l m n o p",
+        "x-ray - -- --- 'tis rock'n'roll CAN'T Won't",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "text%zu", i);
+        unsigned char first = (unsigned char)(i == 5 ? 10 : 63);
+        put("tokenizer", name, &first, 1, texts[i], strlen(texts[i]));
+    }
+}
+
+// Captions: byte 0 = format (see fuzz_captions.c), byte 1 = options.
+static void caption_seeds(void) {
+    const char *tsv =
+        "file\tcaption\tsplit\n"
+        "a.jpg\tA dog runs on the grass.\ttrain\n"
+        "a.jpg\tA brown dog.\r\n"
+        "b.jpg\tTwo cats\tval\n"
+        "c.jpg\t  \ttest\n"
+        "no tab here\n";
+    put("captions", "tsv", "\x03\x00", 2, tsv, strlen(tsv));
+    put("captions", "tsv_check_images", "\x03\x01", 2, tsv, strlen(tsv));
+    const char *flickr =
+        "a.jpg#0\tA dog runs .\n"
+        "a.jpg#1\tA brown dog\n"
+        "b.jpg#0\tTwo cats on a mat\n"
+        "\n--list--\n"
+        "a.jpg\n"
+        "\n--list--\n"
+        "b.jpg\n"
+        "\n--list--\n"
+        "c.jpg\n";
+    put("captions", "flickr8k_lists", "\x00\x00", 2, flickr, strlen(flickr));
+    const char *flickr_nolists = "a.jpg#0\tA dog runs .\nb.jpg#3\tcaf\xc3\xa9 cats\n";
+    put("captions", "flickr8k_nolists", "\x00\x01", 2, flickr_nolists, strlen(flickr_nolists));
+    const char *coco =
+        "{\"images\": [{\"id\": 1, \"file_name\": \"a.jpg\"}, {\"id\": 2, \"file_name\": \"b.jpg\"},"
+        " {\"id\": 3, \"file_name\": \"c.jpg\"}],"
+        " \"annotations\": [{\"image_id\": 1, \"caption\": \"A dog.\"},"
+        " {\"image_id\": 2, \"caption\": \"Two cats \\u00e9\"}, {\"image_id\": 9, \"caption\": \"x\"}]}";
+    put("captions", "coco", "\x01\x00", 2, coco, strlen(coco));
+    put("captions", "coco_check_images", "\x01\x01", 2, coco, strlen(coco));
+    const char *karpathy =
+        "{\"dataset\": \"coco\", \"images\": ["
+        "{\"filepath\": \"train2014\", \"filename\": \"a.jpg\", \"split\": \"train\", \"cocoid\": 5,"
+        " \"sentences\": [{\"raw\": \"A dog.\", \"tokens\": [\"a\", \"dog\"]}, {\"tokens\": [\"big\", \"dog\"]}]},"
+        "{\"filename\": \"b.jpg\", \"split\": \"restval\", \"sentences\": [{\"raw\": \"Cats.\"}]},"
+        "{\"filename\": \"c.jpg\", \"split\": \"val\", \"sentences\": [{\"raw\": 3}]}]}";
+    put("captions", "karpathy", "\x02\x00", 2, karpathy, strlen(karpathy));
+    put("captions", "karpathy_check_images", "\x02\x01", 2, karpathy, strlen(karpathy));
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: make_seeds OUT_DIR\n");
+        return 2;
+    }
+    snprintf(out_dir, sizeof out_dir, "%s", argv[1]);
+    mkdir(out_dir, 0755);
+    image_seeds();
+    idx_seeds();
+    safetensors_seeds();
+    tokenizer_seeds();
+    caption_seeds();
+    return 0;
+}

@@ -1,0 +1,259 @@
+// test_cli_caption.c: bin/caption end to end on small scenes: train a few steps, eval
+// --json, predict on a folder of PNGs (some broken), the scenes folder round trip,
+// --resume against an uninterrupted run, and one-line errors for bad input.
+// Finds the binary in $ATTEND_BIN (default "bin").
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/safetensors.h"
+#include "tests/support/test.h"
+#include "vision/png.h"
+
+static char tmp[256];
+static char bin[512];
+
+// Small and fast: 64 x 64 scenes, a narrow CNN and decoder.
+#define SMALL                                                                              \
+    " --image-size 64 --channels 4,8,16 --embed 16 --hidden 32 --attn-dim 16 --batch 8"   \
+    " --train-count 64 --val-count-scenes 16 --test-count 16 --threads 1 --quiet"
+#define DATA_SMALL " --train-count 64 --val-count-scenes 16 --test-count 16 --threads 1"
+
+// Runs "bin/caption ARGS", stdout to TMP/out.txt and stderr to TMP/err.txt; returns the
+// exit status (-1 if it did not exit normally).
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...) {
+    char args[4096], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "%s/caption %s > %s/out.txt 2> %s/err.txt", bin, args, tmp, tmp);
+    int st = system(cmd);
+    if (st == -1 || !WIFEXITED(st)) return -1;
+    return WEXITSTATUS(st);
+}
+
+static char *slurp(const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmp, name);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return calloc(1, 1);
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = calloc((size_t)n + 1, 1);
+    if (fread(buf, 1, (size_t)n, fp) != (size_t)n) buf[0] = 0;
+    fclose(fp);
+    return buf;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+static int exists(const char *fmt, const char *a) {
+    char path[1024];
+    snprintf(path, sizeof path, fmt, tmp, a);
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_size > 0;
+}
+
+// A failing command: non-zero status and exactly one line on stderr containing want.
+static void expect_one_line_error(int status, const char *want) {
+    char *err = slurp("err.txt");
+    EXPECT(status != 0, "exit status 0 for a bad command");
+    EXPECT(count_lines(err) == 1, "stderr should be one line, got: %s", err);
+    EXPECT(strstr(err, want) != NULL, "stderr '%s' does not mention '%s'", err, want);
+    free(err);
+}
+
+static void test_train_eval_predict(void) {
+    int st = run("train --out %s/run --steps 4 --seed 3" SMALL, tmp);
+    char *err = slurp("err.txt");
+    EXPECT(st == 0, "train failed (%d): %s", st, err);
+    free(err);
+    EXPECT(exists("%s/run/%s", "model.safetensors"), "no model.safetensors");
+    EXPECT(exists("%s/run/%s", "state.safetensors"), "no state.safetensors");
+    EXPECT(exists("%s/run/%s", "log.csv"), "no log.csv");
+    EXPECT(exists("%s/run/%s", "curves.png"), "no curves.png");
+
+    st = run("eval --model %s/run/model.safetensors --data scenes --split test --beam 2 --json "
+             "--results %s/results.json --quiet" DATA_SMALL, tmp, tmp);
+    char *out = slurp("out.txt");
+    EXPECT(st == 0, "eval failed (%d)", st);
+    const char *keys[] = {"\"bleu1\"", "\"bleu2\"", "\"bleu3\"", "\"bleu4\"", "\"cider\"",
+                          "\"rougeL\"", "\"grounding\""};
+    for (int i = 0; i < 7; i++) EXPECT(strstr(out, keys[i]) != NULL, "%s missing in %s", keys[i], out);
+    EXPECT(out[0] == '{' && count_lines(out) == 1, "not one JSON object: %s", out);
+    const char *b4 = strstr(out, "\"bleu4\": ");
+    if (b4) {
+        double v = atof(b4 + 9);
+        EXPECT(v >= 0.0 && v <= 1.0, "bleu4 %g", v);
+    }
+    free(out);
+    char *res = slurp("results.json");
+    EXPECT(strstr(res, "\"image_id\": \"test_000000.png\"") != NULL, "results JSON: %.200s", res);
+    EXPECT(strstr(res, "\"caption\"") != NULL, "results JSON has no caption");
+    free(res);
+
+    // predict on a folder: two good PNGs (colour 64 x 64, grey 90 x 70) and a broken one.
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/photos", tmp);
+    mkdir(dir, 0755);
+    unsigned char *pix = malloc(90 * 70 * 3);
+    for (int i = 0; i < 90 * 70 * 3; i++) pix[i] = (unsigned char)((i * 37) & 255);
+    Error e;
+    snprintf(path, sizeof path, "%s/a.png", dir);
+    EXPECT(write_png_u8(path, pix, 64, 64, 3, &e) == 0, "%s", e.msg);
+    snprintf(path, sizeof path, "%s/b.png", dir);
+    EXPECT(write_png_u8(path, pix, 70, 90, 1, &e) == 0, "%s", e.msg);
+    free(pix);
+    snprintf(path, sizeof path, "%s/broken.png", dir);
+    FILE *fp = fopen(path, "wb");
+    fputs("\x89PNG\r\n\x1a\n this is not a png", fp);
+    fclose(fp);
+    st = run("predict --model %s/run/model.safetensors --images %s --beam 2 --attention-out "
+             "%s/strips --results %s/pred.json --threads 1", tmp, dir, tmp, tmp);
+    out = slurp("out.txt");
+    err = slurp("err.txt");
+    EXPECT(st != 0, "a broken file was skipped, the status must be non-zero");
+    EXPECT(count_lines(out) == 2, "two captions expected, got: %s", out);
+    EXPECT(strncmp(out, "a.png\t", 6) == 0, "first line: %s", out);
+    EXPECT(strstr(out, "\nb.png\t") != NULL, "b.png line missing: %s", out);
+    EXPECT(strstr(err, "broken.png") != NULL, "broken file not named: %s", err);
+    EXPECT(exists("%s/strips/%s", "a.png") && exists("%s/strips/%s", "b.png"), "strips missing");
+    char *pj = slurp("pred.json");
+    EXPECT(strstr(pj, "\"image_id\": \"a.png\"") && strstr(pj, "\"image_id\": \"b.png\""),
+           "results: %s", pj);
+    EXPECT(strstr(pj, "broken") == NULL, "broken file in results");
+    free(pj);
+    free(out);
+    free(err);
+}
+
+// --resume from step 3 to step 6 gives bit-identical parameters and Adam moments to an
+// uninterrupted run to step 6.
+static void test_resume_bit_identical(void) {
+    int st = run("train --out %s/full --steps 6 --seed 5 --dropout 0.2" SMALL, tmp);
+    EXPECT(st == 0, "uninterrupted run failed");
+    st = run("train --out %s/part --steps 3 --seed 5 --dropout 0.2" SMALL, tmp);
+    EXPECT(st == 0, "first half failed");
+    st = run("train --out %s/part --steps 6 --seed 5 --dropout 0.2 --resume" SMALL, tmp);
+    char *err = slurp("err.txt");
+    EXPECT(st == 0, "resume failed: %s", err);
+    free(err);
+    char pa[512], pb[512];
+    snprintf(pa, sizeof pa, "%s/full/state.safetensors", tmp);
+    snprintf(pb, sizeof pb, "%s/part/state.safetensors", tmp);
+    SafetensorsFile a, b;
+    Error e;
+    if (safetensors_load(&a, pa, &e)) {
+        EXPECT(0, "%s", e.msg);
+        return;
+    }
+    if (safetensors_load(&b, pb, &e)) {
+        EXPECT(0, "%s", e.msg);
+        safetensors_free(&a);
+        return;
+    }
+    EXPECT(a.count == b.count && a.count > 10, "tensor counts %d %d", a.count, b.count);
+    int differ = 0;
+    for (int i = 0; i < a.count; i++) {
+        const SafetensorsTensor *t = safetensors_find(&b, a.tensors[i].name);
+        if (!t || t->numel != a.tensors[i].numel ||
+            memcmp(t->data, a.tensors[i].data, t->numel * sizeof(float))) {
+            if (!differ) EXPECT(0, "tensor %s differs", a.tensors[i].name);
+            differ++;
+        }
+    }
+    EXPECT(strcmp(safetensors_meta(&a, "step"), "6") == 0 && strcmp(safetensors_meta(&b, "step"), "6") == 0,
+           "steps");
+    // And the run really moved: the first half's parameters differ from the end's.
+    safetensors_free(&a);
+    safetensors_free(&b);
+    // Resuming with a different architecture is refused with one line.
+    st = run("train --out %s/part --steps 8 --seed 5 --resume" SMALL " --hidden 24", tmp);
+    expect_one_line_error(st, "different configuration");
+}
+
+// Bad input: one line on stderr and a non-zero status.
+static void test_errors(void) {
+    expect_one_line_error(run("train --out %s/x --bogus 3", tmp), "--bogus");
+    expect_one_line_error(run("train --out %s/x --batch zero", tmp), "--batch");
+    expect_one_line_error(run("train --out %s/x --attention sideways", tmp), "--attention");
+    expect_one_line_error(run("train --out %s/x --attention dot --hidden 100", tmp), "--attention");
+    expect_one_line_error(run("frobnicate"), "frobnicate");
+    expect_one_line_error(run("eval --model %s/missing.safetensors", tmp), "missing.safetensors");
+    char path[512];
+    snprintf(path, sizeof path, "%s/garbage.safetensors", tmp);
+    FILE *fp = fopen(path, "wb");
+    fputs("not a checkpoint at all, just text", fp);
+    fclose(fp);
+    expect_one_line_error(run("eval --model %s", path), "garbage.safetensors");
+    expect_one_line_error(run("predict --model %s/run/model.safetensors --images %s/nothing-here", tmp, tmp),
+                          "nothing-here");
+    expect_one_line_error(run("train --out %s/x --resume --steps 2" SMALL, tmp), "--resume");
+    expect_one_line_error(run("train --out %s/x --data tsv:%s/none.tsv:%s --steps 2" SMALL, tmp, tmp, tmp),
+                          "none.tsv");
+    EXPECT(run("train --help") == 0, "--help should exit 0");
+    char *out = slurp("out.txt");
+    EXPECT(strstr(out, "--attention") != NULL, "help lists flags");
+    free(out);
+}
+
+// Hard attention (sampled locations, REINFORCE) and the none baseline train and decode.
+static void test_hard_and_none(void) {
+    const char *kinds[] = {"hard", "none", "multi-head --heads 2", "local-predictive --window 2"};
+    for (int i = 0; i < 4; i++) {
+        int st = run("train --out %s/k%d --steps 2 --attention %s --beta-vector" SMALL, tmp, i, kinds[i]);
+        char *err = slurp("err.txt");
+        EXPECT(st == 0, "train --attention %s failed: %s", kinds[i], err);
+        free(err);
+        st = run("eval --model %s/k%d/model.safetensors --beam 2 --count 8 --json --quiet" DATA_SMALL,
+                 tmp, i);
+        char *out = slurp("out.txt");
+        EXPECT(st == 0 && strstr(out, "\"bleu4\""), "eval of %s: %s", kinds[i], out);
+        free(out);
+    }
+}
+
+// caption scenes writes PNGs and captions.tsv; training from that folder works.
+static void test_scenes_folder(void) {
+    int st = run("scenes --out %s/sc --count 30 --seed 2", tmp);
+    EXPECT(st == 0, "scenes failed");
+    EXPECT(exists("%s/sc/%s", "captions.tsv"), "no captions.tsv");
+    EXPECT(exists("%s/sc/%s", "train_000000.png"), "no train_000000.png");
+    st = run("train --out %s/fromdir --data tsv:%s/sc/captions.tsv:%s/sc --steps 2" SMALL, tmp, tmp, tmp);
+    char *err = slurp("err.txt");
+    EXPECT(st == 0, "training from the folder failed: %s", err);
+    free(err);
+    EXPECT(exists("%s/fromdir/%s", "model.safetensors"), "no model from the folder run");
+}
+
+int main(void) {
+    const char *b = getenv("ATTEND_BIN");
+    snprintf(bin, sizeof bin, "%s", b && b[0] ? b : "bin");
+    snprintf(tmp, sizeof tmp, "/tmp/test_cli_caption_XXXXXX");
+    const char *td = getenv("TMPDIR");
+    if (td && td[0]) snprintf(tmp, sizeof tmp, "%s/test_cli_caption_XXXXXX", td);
+    if (!mkdtemp(tmp)) {
+        printf("FAIL main: cannot make a temporary folder\n");
+        return 1;
+    }
+    RUN(test_train_eval_predict);
+    RUN(test_resume_bit_identical);
+    RUN(test_errors);
+    RUN(test_hard_and_none);
+    RUN(test_scenes_folder);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+    return test_summary();
+}

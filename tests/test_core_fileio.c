@@ -1,0 +1,264 @@
+// test_core_fileio.c: file_read_all (caps, errors naming the file), atomic writes (no
+// temporary left behind, the old file intact after a failed write, including a "full
+// disk" simulated with RLIMIT_FSIZE), make_dirs, file_exists, and the CSV log.
+#include <dirent.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/csvlog.h"
+#include "core/fileio.h"
+#include "tests/support/test.h"
+
+static char tmpdir[256];
+
+static void make_tmpdir(void) {
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/attend_fileio_XXXXXX", base && base[0] ? base : "/tmp");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+}
+
+static void remove_tree(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return;
+    if (S_ISDIR(st.st_mode)) {
+        chmod(path, 0700);
+        DIR *d = opendir(path);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char sub[1024];
+            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+            remove_tree(sub);
+        }
+        if (d) closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+static int count_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    if (d) closedir(d);
+    return n;
+}
+
+static void path_in(char *buf, size_t cap, const char *name) {
+    snprintf(buf, cap, "%s/%s", tmpdir, name);
+}
+
+static void test_read_all_roundtrip_and_cap(void) {
+    char path[512];
+    path_in(path, sizeof path, "data.bin");
+    unsigned char bytes[1000];
+    for (int i = 0; i < 1000; i++) bytes[i] = (unsigned char)(i * 7);
+    Error err = {{0}};
+    EXPECT(file_write_atomic(path, bytes, sizeof bytes, &err) == 0, "%s", err.msg);
+    unsigned char *data = NULL;
+    size_t len = 0;
+    EXPECT(file_read_all(path, &data, &len, 0, &err) == 0, "%s", err.msg);
+    EXPECT(len == 1000 && data && memcmp(data, bytes, 1000) == 0 && data[1000] == 0);
+    free(data);
+    EXPECT(file_read_all(path, &data, &len, 1000, &err) == 0, "exactly at the cap: %s", err.msg);
+    free(data);
+    EXPECT(file_read_all(path, &data, &len, 999, &err) == -1);
+    EXPECT(strncmp(err.msg, path, strlen(path)) == 0 && strstr(err.msg, "too large"), "%s", err.msg);
+    EXPECT(data == NULL);
+    // Empty file.
+    EXPECT(file_write_atomic(path, "", 0, &err) == 0, "%s", err.msg);
+    EXPECT(file_read_all(path, &data, &len, 0, &err) == 0 && len == 0 && data && data[0] == 0);
+    free(data);
+}
+
+static void test_read_all_errors_name_the_file(void) {
+    char path[512];
+    path_in(path, sizeof path, "no_such_file");
+    unsigned char *data = NULL;
+    size_t len = 0;
+    Error err = {{0}};
+    EXPECT(file_read_all(path, &data, &len, 0, &err) == -1);
+    EXPECT(strncmp(err.msg, path, strlen(path)) == 0 && strstr(err.msg, "No such file"), "%s", err.msg);
+    EXPECT(file_read_all(tmpdir, &data, &len, 0, &err) == -1);
+    EXPECT(strncmp(err.msg, tmpdir, strlen(tmpdir)) == 0, "%s", err.msg);
+    EXPECT(strchr(err.msg, '\n') == NULL);
+}
+
+static void test_atomic_write_replaces_and_leaves_no_temporary(void) {
+    char dir[512], path[600];
+    path_in(dir, sizeof dir, "atomic");
+    Error err = {{0}};
+    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/file.txt", dir);
+    EXPECT(file_write_atomic(path, "first", 5, &err) == 0, "%s", err.msg);
+    EXPECT(file_write_atomic(path, "second!", 7, &err) == 0, "%s", err.msg);
+    unsigned char *data;
+    size_t len;
+    EXPECT(file_read_all(path, &data, &len, 0, &err) == 0 && len == 7 && !memcmp(data, "second!", 7));
+    free(data);
+    EXPECT(count_entries(dir) == 1, "%d entries in the folder", count_entries(dir));
+    // atomic_abort: the temporary goes, the old file stays.
+    AtomicFile f;
+    EXPECT(atomic_open(&f, path, &err) == 0, "%s", err.msg);
+    fputs("garbage", f.fp);
+    EXPECT(count_entries(dir) == 2);
+    atomic_abort(&f);
+    EXPECT(count_entries(dir) == 1);
+    EXPECT(file_read_all(path, &data, &len, 0, &err) == 0 && len == 7 && !memcmp(data, "second!", 7));
+    free(data);
+}
+
+// A full disk: the file-size limit makes writes past 4 KiB fail (EFBIG) the way ENOSPC
+// would. The failure must be reported and the previous file kept.
+static void test_atomic_write_full_disk_keeps_old_file(void) {
+    char dir[512], path[600];
+    path_in(dir, sizeof dir, "full");
+    Error err = {{0}};
+    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/model.bin", dir);
+    EXPECT(file_write_atomic(path, "old contents", 12, &err) == 0, "%s", err.msg);
+    enum { BIG = 1 << 20 };
+    char *big = calloc(BIG, 1);
+    struct rlimit saved, small;
+    getrlimit(RLIMIT_FSIZE, &saved);
+    small = saved;
+    small.rlim_cur = 4096;
+    void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    int set = setrlimit(RLIMIT_FSIZE, &small);
+    EXPECT(set == 0, "setrlimit failed");
+    int r = file_write_atomic(path, big, BIG, &err);
+    // The streaming form fails at commit (fflush / fclose), not at fwrite.
+    AtomicFile f;
+    int r2 = -1;
+    Error err2 = {{0}};
+    if (atomic_open(&f, path, &err2) == 0) {
+        for (int i = 0; i < 8; i++) fwrite(big, 1, 1000, f.fp);  // buffered: may "succeed"
+        r2 = atomic_commit(&f, &err2);
+    }
+    setrlimit(RLIMIT_FSIZE, &saved);
+    signal(SIGXFSZ, old_handler);
+    free(big);
+    EXPECT(r == -1, "a write past the size limit succeeded");
+    EXPECT(strncmp(err.msg, path, strlen(path)) == 0 && strstr(err.msg, "unchanged"), "%s", err.msg);
+    EXPECT(r2 == -1, "a buffered write past the size limit succeeded");
+    EXPECT(strncmp(err2.msg, path, strlen(path)) == 0, "%s", err2.msg);
+    unsigned char *data;
+    size_t len;
+    EXPECT(file_read_all(path, &data, &len, 0, &err) == 0 && len == 12 && !memcmp(data, "old contents", 12));
+    free(data);
+    EXPECT(count_entries(dir) == 1, "temporary left behind: %d entries", count_entries(dir));
+}
+
+// rename onto a non-empty folder fails at commit: reported, temporary removed.
+static void test_atomic_commit_rename_failure(void) {
+    char dir[512], inner[600];
+    path_in(dir, sizeof dir, "target_is_dir");
+    snprintf(inner, sizeof inner, "%s/keep", dir);
+    Error err = {{0}};
+    EXPECT(make_dirs(dir, &err) == 0);
+    EXPECT(file_write_atomic(inner, "x", 1, &err) == 0);
+    EXPECT(file_write_atomic(dir, "data", 4, &err) == -1);
+    EXPECT(strncmp(err.msg, dir, strlen(dir)) == 0, "%s", err.msg);
+    EXPECT(file_exists(inner), "the folder lost its contents");
+    char tmpname[700];
+    snprintf(tmpname, sizeof tmpname, "%s.tmp.%ld", dir, (long)getpid());
+    EXPECT(!file_exists(tmpname), "temporary %s left behind", tmpname);
+}
+
+static void test_write_into_missing_or_unwritable_folder(void) {
+    char path[512];
+    path_in(path, sizeof path, "no/such/folder/file.bin");
+    Error err = {{0}};
+    EXPECT(file_write_atomic(path, "x", 1, &err) == -1);
+    EXPECT(strstr(err.msg, "no/such/folder/file.bin") != NULL, "%s", err.msg);
+    if (geteuid() == 0) return;  // root writes through permissions; the rest is covered above
+    char dir[512], file[600];
+    path_in(dir, sizeof dir, "readonly");
+    make_dirs(dir, &err);
+    snprintf(file, sizeof file, "%s/f", dir);
+    EXPECT(file_write_atomic(file, "old", 3, &err) == 0);
+    chmod(dir, 0555);
+    EXPECT(file_write_atomic(file, "new!", 4, &err) == -1);
+    chmod(dir, 0700);
+    unsigned char *data;
+    size_t len;
+    EXPECT(file_read_all(file, &data, &len, 0, &err) == 0 && len == 3 && !memcmp(data, "old", 3));
+    free(data);
+}
+
+static void test_make_dirs_and_file_exists(void) {
+    char path[512], file[600];
+    path_in(path, sizeof path, "a/b//c/d/");
+    Error err = {{0}};
+    EXPECT(make_dirs(path, &err) == 0, "%s", err.msg);
+    EXPECT(make_dirs(path, &err) == 0, "second time: %s", err.msg);
+    path_in(path, sizeof path, "a/b/c/d");
+    struct stat st;
+    EXPECT(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+    EXPECT(file_exists(path));
+    snprintf(file, sizeof file, "%s/plain", path);
+    EXPECT(!file_exists(file));
+    EXPECT(file_write_atomic(file, "x", 1, &err) == 0);
+    EXPECT(file_exists(file));
+    // A path through a plain file cannot be made.
+    char through[700];
+    snprintf(through, sizeof through, "%s/sub", file);
+    EXPECT(make_dirs(through, &err) == -1);
+    EXPECT(strstr(err.msg, "plain") != NULL, "%s", err.msg);
+    EXPECT(make_dirs("", &err) == -1);
+}
+
+static void test_csvlog_header_rows_and_append(void) {
+    char path[512];
+    path_in(path, sizeof path, "log.csv");
+    CsvLog log;
+    Error err = {{0}};
+    EXPECT(csvlog_open(&log, path, "step,loss,acc", 0, &err) == 0, "%s", err.msg);
+    EXPECT(log.n_cols == 3);
+    csvlog_row(&log, (const double[]){1, 0.5, NAN}, 3);
+    csvlog_close(&log);
+    EXPECT(csvlog_open(&log, path, "step,loss,acc", 1, &err) == 0, "%s", err.msg);
+    csvlog_row(&log, (const double[]){2, 0.25, 0.75}, 3);
+    csvlog_close(&log);
+    unsigned char *data;
+    size_t len;
+    EXPECT(file_read_all(path, &data, &len, 0, &err) == 0);
+    EXPECT(strcmp((char *)data, "step,loss,acc\n1,0.5,\n2,0.25,0.75\n") == 0, "got:\n%s", data);
+    free(data);
+    // Not appending starts over.
+    EXPECT(csvlog_open(&log, path, "a,b", 0, &err) == 0);
+    csvlog_row(&log, (const double[]){1e-7, -3}, 2);
+    csvlog_close(&log);
+    EXPECT(file_read_all(path, &data, &len, 0, &err) == 0);
+    EXPECT(strcmp((char *)data, "a,b\n1e-07,-3\n") == 0, "got:\n%s", data);
+    free(data);
+    char bad[512];
+    path_in(bad, sizeof bad, "missing/log.csv");
+    EXPECT(csvlog_open(&log, bad, "a", 0, &err) == -1);
+    EXPECT(strncmp(err.msg, bad, strlen(bad)) == 0, "%s", err.msg);
+}
+
+int main(void) {
+    make_tmpdir();
+    RUN(test_read_all_roundtrip_and_cap);
+    RUN(test_read_all_errors_name_the_file);
+    RUN(test_atomic_write_replaces_and_leaves_no_temporary);
+    RUN(test_atomic_write_full_disk_keeps_old_file);
+    RUN(test_atomic_commit_rename_failure);
+    RUN(test_write_into_missing_or_unwritable_folder);
+    RUN(test_make_dirs_and_file_exists);
+    RUN(test_csvlog_header_rows_and_append);
+    remove_tree(tmpdir);
+    return test_summary();
+}

@@ -1,0 +1,79 @@
+// test_core_progress.c: the progress reporter when stderr is not a terminal: quiet until
+// ~5 s have passed, then one plain line with count, percentage, rate and ETA; a final line
+// at the end. Time is simulated by moving the start back instead of sleeping.
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/progress.h"
+#include "tests/support/test.h"
+
+// Runs fn with stderr sent to a temporary file and returns what it wrote (malloc'd).
+static char *capture_stderr(void (*fn)(void)) {
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *tmp = tmpfile();
+    if (!tmp) return NULL;
+    dup2(fileno(tmp), 2);
+    fn();
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    long n = ftell(tmp);
+    char *text = calloc((size_t)(n > 0 ? n : 0) + 1, 1);
+    rewind(tmp);
+    if (n > 0 && fread(text, 1, (size_t)n, tmp) != (size_t)n) text[0] = 0;
+    fclose(tmp);
+    return text;
+}
+
+static void run_count(void) {
+    Progress p;
+    progress_start(&p, "train", 1000, 0);
+    progress_update(&p, 10, "loss 1.0");  // too soon: nothing
+    p.start -= 10.0;                      // pretend 10 s have passed
+    p.last_print -= 10.0;
+    progress_update(&p, 250, "loss 0.5");
+    progress_update(&p, 260, "loss 0.4");  // just printed: nothing
+    progress_end(&p, 1000, "loss 0.1");
+}
+
+static void test_progress_plain_lines(void) {
+    char *text = capture_stderr(run_count);
+    EXPECT(text != NULL);
+    if (!text) return;
+    int lines = 0;
+    for (char *c = text; *c; c++) lines += *c == '\n';
+    EXPECT(lines == 2, "%d lines:\n%s", lines, text);
+    EXPECT(strstr(text, "\r") == NULL, "carriage return in a log: %s", text);
+    EXPECT(strstr(text, "loss 1.0") == NULL && strstr(text, "loss 0.4") == NULL, "%s", text);
+    // 250 of 1000 after 10 s: 25 per second, 750 left, ETA 30 s.
+    EXPECT(strstr(text, "train: 250/1000 (25.0%) 25/s ETA 0:30 loss 0.5"), "%s", text);
+    EXPECT(strstr(text, "train: 1000/1000 done in 0:10") && strstr(text, "loss 0.1"), "%s", text);
+    free(text);
+}
+
+static void run_budget(void) {
+    Progress p;
+    progress_start(&p, "eval", 0, 60.0);
+    p.start -= 15.0;
+    p.last_print -= 15.0;
+    progress_update(&p, 300, "");
+    progress_end(&p, 1200, NULL);
+}
+
+static void test_progress_time_budget(void) {
+    char *text = capture_stderr(run_budget);
+    EXPECT(text != NULL);
+    if (!text) return;
+    // No total: the ETA comes from the budget (60 s - 15 s).
+    EXPECT(strstr(text, "eval: 300 (25.0%) 20/s ETA 0:45"), "%s", text);
+    EXPECT(strstr(text, "eval: 1200 done in 0:15"), "%s", text);
+    free(text);
+}
+
+int main(void) {
+    RUN(test_progress_plain_lines);
+    RUN(test_progress_time_budget);
+    return test_summary();
+}

@@ -1,0 +1,219 @@
+// Tests of vision/filterbank: the grid geometry, the stable normalisation, the fast
+// products against plain loops, and gradient checks of read, write and the filterbank
+// parameters (all five) against central differences.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "tests/support/gradcheck.h"
+#include "tests/support/test.h"
+#include "vision/filterbank.h"
+
+// Centre of row i of F (N, L) in 1-based pixel units: sum_a a F[i, a].
+static double row_mean(const float *F, int i, int L) {
+    double s = 0.0;
+    for (int a = 0; a < L; a++) s += (a + 1) * (double)F[i * L + a];
+    return s;
+}
+
+static void test_grid_spans_image(void) {
+    // g~ = 0, delta~ = 1 (log 0), tiny sigma: mu_1 = 1 and mu_N = W (and H for Fy).
+    int N = 5, W = 29, H = 21;
+    float params[5] = {0.0f, 0.0f, logf(1e-4f), 0.0f, 0.0f};
+    float Fx[5 * 29], Fy[5 * 21], gamma;
+    filterbank_forward(Fx, Fy, &gamma, params, 1, N, W, H);
+    EXPECT_NEAR(row_mean(Fx, 0, W), 1.0, 1e-4, 0);
+    EXPECT_NEAR(row_mean(Fx, N - 1, W), (double)W, 1e-4, 0);
+    EXPECT_NEAR(row_mean(Fx, 2, W), (W + 1) / 2.0, 1e-4, 0);
+    // Fy: centre (H + 1)/2 = 11, stride from max(W, H): (W - 1)/(N - 1) = 7
+    EXPECT_NEAR(row_mean(Fy, 2, H), (H + 1) / 2.0, 1e-4, 0);
+    EXPECT_NEAR(row_mean(Fy, 1, H), (H + 1) / 2.0 - 7.0, 1e-4, 0);
+    EXPECT_NEAR(gamma, 1.0, 1e-6, 0);
+    FilterbankWindow w = filterbank_window(params, N, W, H);
+    EXPECT_NEAR(w.x0, 0.0, 1e-5, 0);
+    EXPECT_NEAR(w.x1, W - 1.0, 1e-5, 0);
+    EXPECT_NEAR(w.delta, 7.0, 1e-5, 0);
+}
+
+static void test_rows_normalised_and_match_reference(void) {
+    Rng rng;
+    rng_seed(&rng, 3);
+    int B = 4, N = 3, W = 12, H = 9;
+    float params[4 * 5], Fx[4 * 3 * 12], Fy[4 * 3 * 9], g[4];
+    float Fx2[4 * 3 * 12], Fy2[4 * 3 * 9], g2[4];
+    fill_uniform(params, 20, -1.0f, 1.0f, &rng);
+    filterbank_forward(Fx, Fy, g, params, B, N, W, H);
+    filterbank_forward_ref(Fx2, Fy2, g2, params, B, N, W, H);
+    for (int r = 0; r < B * N; r++) {
+        double s = 0.0;
+        for (int a = 0; a < W; a++) s += Fx[r * W + a];
+        EXPECT_NEAR(s, 1.0, 1e-5, 0);
+    }
+    for (int i = 0; i < B * N * W; i++) EXPECT_NEAR(Fx[i], Fx2[i], 1e-6, 1e-5);
+    for (int i = 0; i < B * N * H; i++) EXPECT_NEAR(Fy[i], Fy2[i], 1e-6, 1e-5);
+    for (int i = 0; i < B; i++) EXPECT_NEAR(g[i], g2[i], 0, 1e-6);
+}
+
+static void test_tiny_sigma_off_image_is_finite(void) {
+    // sigma^2 = e^-60 and the centre far outside: every Gaussian underflows (Z = 0 in the
+    // textbook form); the stable form must stay finite and normalised, read and write too.
+    int N = 3, W = 10, H = 8;
+    float params[5] = {25.0f, -30.0f, -60.0f, 0.5f, 0.0f};
+    float Fx[3 * 10], Fy[3 * 8], gamma;
+    filterbank_forward(Fx, Fy, &gamma, params, 1, N, W, H);
+    for (int i = 0; i < N; i++) {
+        double s = 0.0;
+        for (int a = 0; a < W; a++) {
+            EXPECT(isfinite(Fx[i * W + a]), "Fx[%d] = %g", i * W + a, Fx[i * W + a]);
+            s += Fx[i * W + a];
+        }
+        EXPECT_NEAR(s, 1.0, 1e-5, 0);
+        // All the mass on the nearest edge pixel: the last column (centre far right).
+        EXPECT_NEAR(Fx[i * W + W - 1], 1.0, 1e-5, 0);
+        EXPECT_NEAR(Fy[i * H + 0], 1.0, 1e-5, 0);
+    }
+    float img[80], patch[9], out[80] = {0}, scratch[256];
+    for (int i = 0; i < 80; i++) img[i] = (float)i / 80.0f;
+    filterbank_read_forward(patch, 9, img, Fx, Fy, &gamma, scratch, 1, N, W, H);
+    for (int i = 0; i < 9; i++) EXPECT(isfinite(patch[i]), "patch[%d] = %g", i, patch[i]);
+    EXPECT_NEAR(patch[0], img[0 * W + W - 1], 1e-6, 1e-5);  // top-right pixel
+    float w[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    filterbank_write_forward(out, w, Fx, Fy, &gamma, scratch, 1, N, W, H);
+    for (int i = 0; i < 80; i++) EXPECT(isfinite(out[i]), "out[%d] = %g", i, out[i]);
+    // Gradients stay finite as well.
+    float dFx[30], dFy[24], dparams[5] = {0};
+    for (int i = 0; i < 30; i++) dFx[i] = 1.0f + i;
+    for (int i = 0; i < 24; i++) dFy[i] = 1.0f - i;
+    float dg = 1.0f;
+    filterbank_backward(dparams, dFx, dFy, &dg, Fx, Fy, params, 1, N, W, H);
+    for (int k = 0; k < 5; k++) EXPECT(isfinite(dparams[k]), "dparams[%d] = %g", k, dparams[k]);
+}
+
+static void test_products_match_reference(void) {
+    Rng rng;
+    rng_seed(&rng, 5);
+    enum { B = 3, N = 4, W = 11, H = 7 };
+    float params[B * 5], Fx[B * N * W], Fy[B * N * H], g[B], img[B * H * W];
+    float patch[B * 20], patch_ref[B * 20], w[B * N * N], out[B * H * W], out_ref[B * H * W];
+    float *scratch = xmalloc(sizeof(float) * filterbank_scratch_floats(N, W, H));
+    fill_uniform(params, B * 5, -0.8f, 0.8f, &rng);
+    fill_uniform(img, B * H * W, 0.0f, 1.0f, &rng);
+    fill_uniform(w, B * N * N, -1.0f, 1.0f, &rng);
+    filterbank_forward(Fx, Fy, g, params, B, N, W, H);
+    filterbank_read_forward(patch, 20, img, Fx, Fy, g, scratch, B, N, W, H);
+    filterbank_read_forward_ref(patch_ref, 20, img, Fx, Fy, g, B, N, W, H);
+    for (int b = 0; b < B; b++)
+        for (int k = 0; k < N * N; k++) EXPECT_NEAR(patch[b * 20 + k], patch_ref[b * 20 + k], 1e-6, 1e-5);
+    for (int i = 0; i < B * H * W; i++) out[i] = out_ref[i] = 0.25f;
+    filterbank_write_forward(out, w, Fx, Fy, g, scratch, B, N, W, H);
+    filterbank_write_forward_ref(out_ref, w, Fx, Fy, g, B, N, W, H);
+    for (int i = 0; i < B * H * W; i++) EXPECT_NEAR(out[i], out_ref[i], 1e-6, 1e-5);
+    free(scratch);
+}
+
+// Gradient checks through the whole attention: params -> F -> read/write.
+typedef struct {
+    int B, N, W, H, write;
+    float *params, *img, *patch;     // inputs
+    float *dparams, *dimg, *dpatch;  // their gradients
+    float *Fx, *Fy, *g, *dFx, *dFy, *dg, *scratch, *ld_out;
+} Ctx;
+
+// The read patch row stride is N*N + 3, to exercise ld_patch.
+#define LD (c->N * c->N + 3)
+
+static void ctx_forward(void *vc, float *out) {
+    Ctx *c = vc;
+    filterbank_forward(c->Fx, c->Fy, c->g, c->params, c->B, c->N, c->W, c->H);
+    if (c->write) {
+        memset(out, 0, sizeof(float) * c->B * c->H * c->W);
+        filterbank_write_forward(out, c->patch, c->Fx, c->Fy, c->g, c->scratch, c->B, c->N, c->W,
+                                 c->H);
+    } else {
+        memset(out, 0, sizeof(float) * c->B * LD);
+        filterbank_read_forward(out, LD, c->img, c->Fx, c->Fy, c->g, c->scratch, c->B, c->N, c->W,
+                                c->H);
+    }
+}
+
+static void ctx_backward(void *vc, const float *dout) {
+    Ctx *c = vc;
+    int B = c->B, N = c->N, W = c->W, H = c->H;
+    memset(c->dFx, 0, sizeof(float) * B * N * W);
+    memset(c->dFy, 0, sizeof(float) * B * N * H);
+    memset(c->dg, 0, sizeof(float) * B);
+    if (c->write)
+        filterbank_write_backward(c->dpatch, c->dFx, c->dFy, c->dg, dout, c->patch, c->Fx, c->Fy,
+                                  c->g, c->scratch, B, N, W, H);
+    else
+        filterbank_read_backward(c->dimg, c->dFx, c->dFy, c->dg, dout, LD, c->img, c->Fx, c->Fy,
+                                 c->g, c->scratch, B, N, W, H);
+    filterbank_backward(c->dparams, c->dFx, c->dFy, c->dg, c->Fx, c->Fy, c->params, B, N, W, H);
+}
+
+static void run_gradcheck(int write, int N) {
+    Rng rng;
+    rng_seed(&rng, 11 + write * 7 + N);
+    Ctx c = {.B = 2, .N = N, .W = 9, .H = 6, .write = write};
+    int B = c.B, W = c.W, H = c.H;
+    c.params = xcalloc(B * 5, sizeof(float));
+    c.dparams = xcalloc(B * 5, sizeof(float));
+    c.img = xcalloc(B * H * W, sizeof(float));
+    c.dimg = xcalloc(B * H * W, sizeof(float));
+    c.patch = xcalloc(B * N * N, sizeof(float));
+    c.dpatch = xcalloc(B * N * N, sizeof(float));
+    c.Fx = xcalloc(B * N * W, sizeof(float));
+    c.Fy = xcalloc(B * N * H, sizeof(float));
+    c.dFx = xcalloc(B * N * W, sizeof(float));
+    c.dFy = xcalloc(B * N * H, sizeof(float));
+    c.g = xcalloc(B, sizeof(float));
+    c.dg = xcalloc(B, sizeof(float));
+    c.scratch = xcalloc(filterbank_scratch_floats(N, W, H), sizeof(float));
+    // Window centred-ish, sigma ~ 1 pixel, stride ~ half the span, gamma in [0.6, 1.6].
+    for (int b = 0; b < B; b++) {
+        float *p = c.params + b * 5;
+        p[0] = 0.3f * (2 * rng_uniform(&rng) - 1);
+        p[1] = 0.3f * (2 * rng_uniform(&rng) - 1);
+        p[2] = 0.5f * (2 * rng_uniform(&rng) - 1);
+        p[3] = -0.7f + 0.3f * rng_uniform(&rng);
+        p[4] = 0.5f * (2 * rng_uniform(&rng) - 1);
+    }
+    fill_uniform(c.img, B * H * W, -1.0f, 1.0f, &rng);
+    fill_uniform(c.patch, B * N * N, -1.0f, 1.0f, &rng);
+    GradcheckInput in_read[] = {{"params", c.params, c.dparams, B * 5},
+                                {"img", c.img, c.dimg, B * H * W}};
+    GradcheckInput in_write[] = {{"params", c.params, c.dparams, B * 5},
+                                 {"patch", c.patch, c.dpatch, B * N * N}};
+    // eps 1e-2 on float inputs, values O(1): tolerance atol 2e-3 + rtol 1e-2.
+    GradcheckOp op = {.ctx = &c, .forward = ctx_forward, .backward = ctx_backward,
+                      .n_out = write ? (size_t)B * H * W : (size_t)B * (N * N + 3),
+                      .inputs = write ? in_write : in_read, .n_inputs = 2, .eps = 1e-2,
+                      .atol = 2e-3, .rtol = 1e-2};
+    EXPECT(gradcheck(write ? "filterbank write" : "filterbank read", &op, &rng) == 0,
+           "write %d N %d: see the gradcheck line above", write, N);
+    // Every one of the five parameters must get a gradient (the check above would pass
+    // trivially for a parameter the forward ignored).
+    for (int k = 0; k < 5; k++)
+        EXPECT(fabsf(c.dparams[k]) > 1e-6f, "d param %d is %g", k, c.dparams[k]);
+    free(c.params), free(c.dparams), free(c.img), free(c.dimg), free(c.patch), free(c.dpatch);
+    free(c.Fx), free(c.Fy), free(c.dFx), free(c.dFy), free(c.g), free(c.dg), free(c.scratch);
+}
+
+static void test_gradcheck_read_n2(void) { run_gradcheck(0, 2); }
+static void test_gradcheck_read_n3(void) { run_gradcheck(0, 3); }
+static void test_gradcheck_write_n3(void) { run_gradcheck(1, 3); }
+static void test_gradcheck_write_n5(void) { run_gradcheck(1, 5); }
+
+int main(void) {
+    RUN(test_grid_spans_image);
+    RUN(test_rows_normalised_and_match_reference);
+    RUN(test_tiny_sigma_off_image_is_finite);
+    RUN(test_products_match_reference);
+    RUN(test_gradcheck_read_n2);
+    RUN(test_gradcheck_read_n3);
+    RUN(test_gradcheck_write_n3);
+    RUN(test_gradcheck_write_n5);
+    return test_summary();
+}

@@ -1,0 +1,78 @@
+// filterbank.h: DRAW's read and write attention (Gregor et al. 2015, section 3.2;
+// REFERENCE.md section 3), forward and backward, batched.
+//
+// An image has W columns (the paper's A) and H rows (the paper's B), stored row-major
+// (H, W). A glimpse is an N x N grid of 2-D Gaussians whose five parameters come from a
+// linear layer (the caller's) as raw values per batch row:
+//     params (B, 5) = (g~_X, g~_Y, log sigma^2, log delta~, log gamma)
+//     g_X = (W + 1)/2 (g~_X + 1),  g_Y = (H + 1)/2 (g~_Y + 1)
+//     delta = (max(W, H) - 1)/(N - 1) * exp(log delta~)      (N = 1: the offset is 0)
+//     mu_X,i = g_X + (i - N/2 - 0.5) delta, i = 1..N;  mu_Y,j alike with g_Y
+//     F_X[i, a] = exp(-(a - mu_X,i)^2 / (2 sigma^2)) / Z_i over a = 1..W (1-based pixels)
+// The grid is 1-based: g~ = 0, delta~ = 1 put mu_1 = 1 and mu_N = W.
+// Normalisation: each row of F is a softmax over pixels of -(a - mu)^2 / (2 sigma^2), i.e.
+// the maximum is subtracted before exp, so Z >= 1 after the shift and never 0. It equals
+// the paper's Z-normalised Gaussian whenever that is defined; when every exp would
+// underflow (tiny sigma, mu off the image) the row becomes the nearest edge pixel instead
+// of 0/0. log sigma^2 is clamped to [-80, 80] inside (gradient 0 beyond).
+//
+//     read:  patch = gamma * F_Y img F_X^T              (N, N) per image
+//     write: out  += (1/gamma) F_Y^T patch F_X          (H, W) per image
+// DRAW reads x and x_hat (two calls) with N_read and writes with its own N_write.
+// The products run through gemm() per batch row; *_ref are plain loops for the tests.
+#ifndef VISION_FILTERBANK_H
+#define VISION_FILTERBANK_H
+
+enum { FILTERBANK_PARAMS = 5 };
+
+// Fx (B, N, W), Fy (B, N, H), gamma (B); params (B, 5) as above.
+void filterbank_forward(float *Fx, float *Fy, float *gamma, const float *params, int B, int N,
+                        int W, int H);
+// Accumulates dparams (B, 5) from dFx (B, N, W), dFy (B, N, H) and dgamma (B) (either of the
+// F gradients or dgamma may be NULL); Fx, Fy, params as in forward.
+void filterbank_backward(float *dparams, const float *dFx, const float *dFy, const float *dgamma,
+                         const float *Fx, const float *Fy, const float *params, int B, int N,
+                         int W, int H);
+
+// Floats of scratch the read/write functions need (reused across the batch).
+int filterbank_scratch_floats(int N, int W, int H);
+
+// patch (B rows of stride ld_patch, first N*N used) = gamma * F_Y img F_X^T;
+// img (B, H, W); Fx (B, N, W); Fy (B, N, H); gamma (B).
+void filterbank_read_forward(float *patch, int ld_patch, const float *img, const float *Fx,
+                             const float *Fy, const float *gamma, float *scratch, int B, int N,
+                             int W, int H);
+// Accumulates dimg (B, H, W) or NULL, dFx (B, N, W), dFy (B, N, H), dgamma (B) from dpatch
+// (B rows of stride ld_patch).
+void filterbank_read_backward(float *dimg, float *dFx, float *dFy, float *dgamma,
+                              const float *dpatch, int ld_patch, const float *img,
+                              const float *Fx, const float *Fy, const float *gamma,
+                              float *scratch, int B, int N, int W, int H);
+
+// out (B, H, W) += (1/gamma) F_Y^T patch F_X; patch (B, N, N).
+void filterbank_write_forward(float *out, const float *patch, const float *Fx, const float *Fy,
+                              const float *gamma, float *scratch, int B, int N, int W, int H);
+// Accumulates dpatch (B, N, N), dFx, dFy, dgamma from dout (B, H, W).
+void filterbank_write_backward(float *dpatch, float *dFx, float *dFy, float *dgamma,
+                               const float *dout, const float *patch, const float *Fx,
+                               const float *Fy, const float *gamma, float *scratch, int B, int N,
+                               int W, int H);
+
+// Plain-loop references (double accumulation) of the forwards, for tests.
+void filterbank_forward_ref(float *Fx, float *Fy, float *gamma, const float *params, int B, int N,
+                            int W, int H);
+void filterbank_read_forward_ref(float *patch, int ld_patch, const float *img, const float *Fx,
+                                 const float *Fy, const float *gamma, int B, int N, int W, int H);
+void filterbank_write_forward_ref(float *out, const float *patch, const float *Fx,
+                                  const float *Fy, const float *gamma, int B, int N, int W, int H);
+
+// The glimpse geometry of one params row, in 0-based pixel coordinates (pixel k covers
+// [k - 0.5, k + 0.5]): centre, stride, sigma, gamma, and the box through the outer
+// Gaussian centres (x0, y0) - (x1, y1), for drawing the window.
+typedef struct {
+    float gx, gy, delta, sigma, gamma;
+    float x0, y0, x1, y1;
+} FilterbankWindow;
+FilterbankWindow filterbank_window(const float *params, int N, int W, int H);
+
+#endif
