@@ -399,6 +399,11 @@ done:
     free(spans);
     f->buffer_ = in;
     if (status != 0) safetensors_free(f);
+    // Messages quote names and dtypes from the header, where JSON escapes allow any
+    // character: control characters are shown as '?' so the message stays one line
+    // (found by tests/fuzz/fuzz_safetensors.c).
+    for (char *c = err && status != 0 ? err->msg : NULL; c && *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7F) *c = '?';
     return status;
 }
 

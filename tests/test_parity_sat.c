@@ -7,8 +7,10 @@
 // and 2 words: padding and a lone <end> included), and what PyTorch computed in float64
 // from those float32 values: the annotations, the attention weights and logits of every
 // step, the cross-entropy, the doubly stochastic term, the loss, every parameter's
-// gradient, and the loss before each of five Adam steps on the same batch. The C model runs
-// in float32.
+// gradient, the loss before each of five Adam steps on the same batch, and the words that
+// greedy and beam-3 search emit for other images (with decode_param/ weights: the
+// embedding and output layer scaled by 3 so the tiny model's captions vary). The C model
+// runs in float32; decoded words must match exactly.
 //
 // Tolerances, |C - reference| <= atol + rtol |reference| element by element:
 //   forward (annotations, alpha, logits, ce, ds, loss)   rtol 1e-5, atol 1e-5
@@ -133,6 +135,48 @@ static int meta_double(const SafetensorsFile *f, const char *key, double *out) {
     return 0;
 }
 
+// Greedy and beam-3 decoding (length normalisation off) with the fixture's decode_param/
+// weights on input/decode_images must give exactly the reference's words and lengths (the
+// fixture generator keeps every ranking decision at least 1e-3 clear of a tie).
+static void check_decoding(SatModel *m, const SafetensorsFile *f, const char *path, int B) {
+    Error err = {0};
+    if (safetensors_read_block(&m->params, "decode_param/", f, path, &err)) {
+        test_fail_(__FILE__, __LINE__, "%s", err.msg);
+        return;
+    }
+    const SatConfig *c = &m->cfg;
+    const int S = c->image_size, ML = c->max_len;
+    const float *images = tensor(f, "input/decode_images", (size_t)B * c->cnn.in_channels * S * S);
+    if (!images) return;
+    int *tokens = calloc((size_t)B * ML, sizeof(int)), *lens = calloc((size_t)B, sizeof(int));
+    const int beams[2] = {1, 3};
+    for (int i = 0; i < 2; i++) {
+        char kt[64], kl[64];
+        snprintf(kt, sizeof kt, "output/beam%d_tokens", beams[i]);
+        snprintf(kl, sizeof kl, "output/beam%d_lens", beams[i]);
+        const float *want_t = tensor(f, kt, (size_t)B * ML), *want_l = tensor(f, kl, (size_t)B);
+        if (!want_t || !want_l) continue;
+        sat_decode(m, tokens, lens, NULL, images, B, beams[i], 0.0f);
+        for (int b = 0; b < B; b++) {
+            int same = lens[b] == (int)want_l[b];
+            for (int k = 0; same && k < lens[b]; k++) same = tokens[b * ML + k] == (int)want_t[b * ML + k];
+            if (!same) {
+                char got[128] = "", want[128] = "";
+                for (int k = 0, n = 0; k < lens[b] && n < 100; k++)
+                    n += snprintf(got + n, sizeof got - n, " %d", tokens[b * ML + k]);
+                for (int k = 0, n = 0; k < (int)want_l[b] && n < 100; k++)
+                    n += snprintf(want + n, sizeof want - n, " %d", (int)want_t[b * ML + k]);
+                printf("  mismatch: beam %d image %d: words [%s ], reference [%s ]\n", beams[i], b,
+                       got, want);
+                test_fail_(__FILE__, __LINE__, "beam %d image %d: words [%s ], reference [%s ]",
+                           beams[i], b, got, want);
+            }
+        }
+    }
+    free(tokens);
+    free(lens);
+}
+
 static void check_fixture(const char *name) {
     char path[512];
     fixture_path(path, sizeof path, name);
@@ -168,6 +212,7 @@ static void check_fixture(const char *name) {
     SatModel m;
     sat_init(&m, &cfg, &rng);
     sat_alloc_acts(&m, B);
+    check_decoding(&m, &f, path, B);
     int loaded = safetensors_read_block(&m.params, "param/", &f, path, &err) == 0;
     EXPECT(loaded, "%s", err.msg);
     int n_param = 0;

@@ -12,9 +12,11 @@ each row of F a softmax over pixels of -(a - mu)^2 / (2 sigma^2), log sigma^2 cl
 [-80, 80]; read = gamma F_Y img F_X^T (first x, then x_hat), write = (1/gamma) F_Y^T w F_X.
 The noise eps (T, B, Z) is an input, so the C and PyTorch runs see the same draws.
 
-Used by make_fixtures.py (float64, fixed weights) and, as a program, by bench/run.sh:
-    python3 draw_ref.py --steps 6 --batch 100 [--threads 1] [--data data/mnist]
-trains the paper's configuration on MNIST and prints one JSON object with images_per_s.
+Used by make_fixtures.py (float64, fixed weights) and, as a program, by bench_train.py:
+    python3 draw_ref.py --steps 3 --batch 100 [--threads 1] [--data data/mnist] [--model M]
+trains the paper's configuration (or continues a bin/draw model.safetensors: load_model
+reads the toolkit's checkpoints) on dynamically binarised MNIST and prints one JSON object
+with images_per_s and peak_rss_mib.
 """
 import argparse
 import json
@@ -27,6 +29,10 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io  # noqa: E402
 
 
 class DrawConfig:
@@ -81,6 +87,14 @@ def init_params(c, gen, dtype=torch.float64, bias_scale=0.0):
                 t[n:2 * n] += 1.0
         p[name] = t.to(dtype)
     return p
+
+
+def load_model(path):
+    """A bin/draw model.safetensors: (DrawConfig from its draw.* metadata, float32 params)."""
+    tensors, meta = safetensors_io.load(path)
+    c = DrawConfig(**{k: int(meta["draw." + k]) for k in
+                      ("W", "H", "T", "read_n", "write_n", "enc", "dec", "z", "attention")})
+    return c, {name: torch.from_numpy(tensors[name]).float() for name, _ in param_shapes(c)}
 
 
 def lstm_step(x, h, cst, W, b):
@@ -209,6 +223,8 @@ def main():
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--z", type=int, default=100)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    ap.add_argument("--model", help="start from a bin/draw model.safetensors (its configuration "
+                                    "replaces --T, --read, --write, --hidden, --z)")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--clip", type=float, default=10.0)
     ap.add_argument("--budget", type=float, default=0.0,
@@ -216,10 +232,16 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     imgs, W, H = load_idx_images(os.path.join(a.data, "train-images-idx3-ubyte"))
-    c = DrawConfig(W=W, H=H, T=a.T, read_n=a.read, write_n=a.write, enc=a.hidden,
-                   dec=a.hidden, z=a.z, attention=1)
     gen = torch.Generator().manual_seed(1)
-    params = {k: v.float().requires_grad_() for k, v in init_params(c, gen).items()}
+    if a.model:
+        c, start = load_model(a.model)
+        if (c.W, c.H) != (W, H):
+            raise SystemExit(f"{a.model}: images {c.W}x{c.H}, data {W}x{H}")
+    else:
+        c = DrawConfig(W=W, H=H, T=a.T, read_n=a.read, write_n=a.write, enc=a.hidden,
+                       dec=a.hidden, z=a.z, attention=1)
+        start = init_params(c, gen)
+    params = {k: v.float().requires_grad_() for k, v in start.items()}
     opt = torch.optim.Adam(list(params.values()), lr=a.lr)
     rng = np.random.default_rng(1)
     data = torch.from_numpy(imgs)  # kept as bytes; each batch converted to [0, 1] floats

@@ -6,12 +6,17 @@ loads), then computes in float64: the forward outputs, the loss, the gradient of
 every parameter, and the loss before each of five Adam steps on the same batch (global-norm
 clipping and Adam exactly as core/adam.c). One safetensors file per configuration:
     param/NAME, grad/NAME           every parameter of the model's Block, by its C name
-    input/...                       x and eps (DRAW); images, words, lens (captioner)
-    output/...                      forward outputs, output/loss (1)
+    input/...                       x and eps (DRAW); images, words, lens, decode_images
+                                    (captioner)
+    output/...                      forward outputs, output/loss (1); captioner: also
+                                    beam{1,3}_tokens (B, max_len) and beam{1,3}_lens (B) of
+                                    decoding input/decode_images with decode_param/NAME
+                                    (seq/beam.c's rules)
     train/loss (5)                  the loss before each Adam step
     __metadata__                    the configuration, the Adam and clipping settings
 Run by `make fixtures` as: /usr/bin/python3 bench/reference/make_fixtures.py tests/fixtures
 """
+import math
 import os
 import sys
 
@@ -112,7 +117,36 @@ def make_sat(path, cfg, B, lens, seed, clip_frac=0.5):
     grads, norm = grads_of(params, loss_fn)
     clip = float(f"{clip_frac * norm:.3g}")
     curve = train_curve(params, loss_fn, clip)
+    # Beam search (seq/beam.c's rules, length_alpha 0) on images of their own, drawn again
+    # until every ranking decision is at least 1e-3 clear (float32 scores differ by ~1e-6),
+    # with the word embedding and output layer scaled by 3 (decode_param/): at their initial
+    # scale these tiny models emit one word over and over, which tests little.
+    dparams = dict(params)
+    dparams["embed"] = f32(params["embed"] * 3)
+    dparams["out.L_o"] = f32(params["out.L_o"] * 3)
+    for attempt in range(100):
+        dgen = torch.Generator().manual_seed(1000 * seed + attempt)
+        dimages = f32(torch.randn(B, cfg.in_channels, S, S, generator=dgen, dtype=torch.float64))
+        decoded, margin = {"input/decode_images": dimages}, math.inf
+        for beam in (1, 3):
+            margins = []
+            hyps = sat_ref.beam_search(dparams, cfg, dimages, beam, margins)
+            margin = min(margin, min(margins))
+            toks = torch.full((B, cfg.max_len), sat_ref.PAD, dtype=torch.float64)
+            for b, h in enumerate(hyps):
+                h = h[:cfg.max_len]
+                toks[b, :len(h)] = torch.tensor(h, dtype=torch.float64)
+            decoded[f"output/beam{beam}_tokens"] = toks
+            decoded[f"output/beam{beam}_lens"] = torch.tensor(
+                [min(len(h), cfg.max_len) for h in hyps], dtype=torch.float64)
+        if margin >= 1e-3:
+            print(f"{path}: decoding images {attempt}, smallest ranking gap {margin:.2g}")
+            break
+    else:
+        raise SystemExit(f"{path}: no decoding images without near ties")
     t = {f"param/{k}": v for k, v in params.items()}
+    t.update({f"decode_param/{k}": v for k, v in dparams.items()})
+    t.update(decoded)
     t.update({f"grad/{k}": v for k, v in grads.items()})
     t.update({"input/images": images, "input/words": words.double(), "input/lens": lens.double(),
               "output/annot": out["annot"], "output/alpha": out["alpha"],

@@ -189,7 +189,7 @@ def forward(p, c, images, words, lens, keep=False):
     return out
 
 
-def beam_search(p, c, images, beam):
+def beam_search(p, c, images, beam, margins=None):
     """Beam search as seq/beam.c does it (length_alpha 0: scores are summed log-probs),
     batched over the images with tensor ops. Per image and step: the candidates ranked;
     an <end> among the top `beam` finishes a hypothesis (the best finished is kept); the
@@ -197,7 +197,9 @@ def beam_search(p, c, images, beam):
     finished or its best finished score is at least its best live one (scores only fall),
     and its rows leave the batch. <pad> and <start> are never emitted. After max_len + 1
     steps the best live hypothesis competes with the best finished one.
-    Returns a list of token lists (no <start>/<end>), one per image."""
+    Returns a list of token lists (no <start>/<end>), one per image. margins, a list, gets
+    the smallest gap between ranked candidate scores and between the best finished and best
+    live scores (a test fixture needs every decision clear of float32 rounding)."""
     with torch.no_grad():
         B, K, V = images.shape[0], beam, c.V
         annot = encode(p, c, images)
@@ -222,6 +224,8 @@ def beam_search(p, c, images, beam):
             cand = (scores[:, :, None] + lp.view(na, kr, V)).view(na, kr * V)
             top, idx = cand.topk(min(2 * K, kr * V), dim=1)
             tok, par = idx % V, idx // V
+            if margins is not None:
+                margins.append(float((top[:, :-1] - top[:, 1:]).min()))
             is_end = tok == END
             end_ok = is_end & (torch.arange(top.shape[1])[None, :] < K)
             n_fin[act] += end_ok.sum(1)
@@ -241,6 +245,9 @@ def beam_search(p, c, images, beam):
             kr = K
             if t == c.max_len:
                 break
+            if margins is not None and bool(torch.isfinite(fin_score[act]).any()):
+                gap = (fin_score[act] - scores[:, 0]).abs()
+                margins.append(float(gap[torch.isfinite(gap)].min()))
             keep = ~((n_fin[act] >= K) | (fin_score[act] >= scores[:, 0]))
             if not bool(keep.all()):
                 rows = keep.repeat_interleave(K)

@@ -9,16 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void fuzz_require(int cond, const char *fmt, ...) {
-    if (cond) return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "fuzz property violated: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    abort();
-}
 
 void fuzz_require_error(const Error *err, const char *name) {
     size_t n = strnlen(err->msg, sizeof err->msg);
@@ -53,6 +43,18 @@ static void remove_tree(const char *path, int depth) {
 
 static void remove_tmpdir(void) {
     if (tmpdir_[0]) remove_tree(tmpdir_, 0);
+}
+
+void fuzz_require(int cond, const char *fmt, ...) {
+    if (cond) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "fuzz property violated: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    remove_tmpdir();  // abort() skips the atexit clean-up
+    abort();
 }
 
 const char *fuzz_tmpdir(void) {
