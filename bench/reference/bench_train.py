@@ -14,7 +14,10 @@ resident memory is that process's ru_maxrss, from wait4):
      and word ids, caption lengths drawn from the scenes' captions.tsv) on the same grid;
   4. caption inference, beam 3, batches of 32, with the weights the toolkit just trained:
      build/bench/bench_decode against sat_ref.py decode.
-Each side keeps its fastest setting. OPENBLAS_CORETYPE is set for every process (the user's
+Each side keeps its fastest setting. A second table gives one-thread rates per CPU-second
+(the toolkit's training from the CPU-time difference of a long and a short run, PyTorch's
+from time.process_time() around its timed steps, decoding from the process CPU clock):
+on a machine shared with other work they show what an idle core would do. OPENBLAS_CORETYPE is set for every process (the user's
 value, else the one core/gemm.c would choose for this CPU). The table gives the ratios and
 the fraction of the sgemm peak (same thread count) that DRAW training sustains, counting the
 FLOPs of the GEMMs the model needs: forward F, backward 2F (input and weight gradients).
@@ -51,8 +54,9 @@ def coretype():
     return ""
 
 
-def run(cmd, env, tmp, log):
-    """Runs cmd; returns (last JSON object on stdout or None, peak RSS MiB, wall seconds)."""
+def run(cmd, env, tmp, log, cpu_out=None):
+    """Runs cmd; returns (last JSON object on stdout or None, peak RSS MiB, wall seconds).
+    cpu_out, a list, gets the process's CPU seconds (user + system)."""
     out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
     with open(out_path, "w") as out, open(err_path, "w") as err:
         t0 = time.perf_counter()
@@ -60,6 +64,8 @@ def run(cmd, env, tmp, log):
         _, status, ru = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - t0
+    if cpu_out is not None:
+        cpu_out.append(ru.ru_utime + ru.ru_stime)
     text = open(out_path).read()
     shown = " ".join(f"{k}={v}" for k, v in env.items()
                      if k in ("OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE"))
@@ -134,49 +140,73 @@ def main():
         print(f"$ {a.build}/bench/bench_gemm 0.5\n  sgemm 1024^3 GFLOP/s by threads: {peak}",
               file=log)
 
-        def grid_torch(script_args):
+        single = {}  # what = (JSON, CPU seconds) of the one-thread runs
+
+        def grid_torch(what, script_args):
             best = None
             for t in (1, 2):
                 for ob in (1, 2):
                     env = dict(base, OPENBLAS_NUM_THREADS=str(ob))
                     r, rss, _ = run([py] + script_args + ["--threads", str(t)], env, tmp, log)
+                    if r and t == 1 and ob == 1:
+                        single["torch " + what] = r
                     if r and (best is None or r["images_per_s"] > best[0]["images_per_s"]):
                         best = (r, rss, f"intra-op {t}, OpenBLAS {ob}")
             return best
 
-        def grid_toolkit(make_cmd):
+        def grid_toolkit(what, make_cmd):
             best = None
             for t in (1, 2):
-                r, rss, _ = run(make_cmd(t), dict(base), tmp, log)
+                cpu = []
+                r, rss, _ = run(make_cmd(t), dict(base), tmp, log, cpu)
+                if r and t == 1:
+                    single["toolkit " + what] = (r, cpu[0])
                 if r and (best is None or r["images_per_s"] > best[0]["images_per_s"]):
                     best = (r, rss, f"{t} thread{'s' if t > 1 else ''}", t)
             return best
 
+        def cpu_rate(what, make_cmd, short, long, batch):
+            """Images per CPU-second of training on one thread: the CPU times of the grid's
+            one-thread run (long steps) and of a short run differ by the steps between them
+            (start-up and the final validation cost both the same)."""
+            cpu = []
+            r, _, _ = run(make_cmd(1, short), dict(base), tmp, log, cpu)
+            if not r or ("toolkit " + what) not in single:
+                return float("nan")
+            d = single["toolkit " + what][1] - cpu[0]
+            return (long - short) * batch / d if d > 0 else float("nan")
+
+        def torch_cpu(what):
+            r = single.get("torch " + what)
+            return r["images_per_cpu_s"] if r else float("nan")
+
         # 2. DRAW
-        def draw_cmd(t):
+        def draw_cmd(t, steps=draw_steps):
             out = os.path.join(tmp, f"draw{t}")
             shutil.rmtree(out, ignore_errors=True)
             return [os.path.join(a.bin, "draw"), "train", "--data", "mnist", "--data-root",
-                    a.data, "--out", out, "--steps", str(draw_steps), "--batch", "100",
+                    a.data, "--out", out, "--steps", str(steps), "--batch", "100",
                     "--valid-images", "100", "--valid-every", "1000000", "--json",
                     "--threads", str(t)]
-        draw_c = grid_toolkit(draw_cmd)
-        draw_t = grid_torch([os.path.join(HERE, "draw_ref.py"), "--data",
-                             os.path.join(a.data, "mnist"), "--steps", str(tdraw_steps),
-                             "--batch", "100", "--budget", "20"])
+        draw_c = grid_toolkit("draw", draw_cmd)
+        draw_args = [os.path.join(HERE, "draw_ref.py"), "--data", os.path.join(a.data, "mnist"),
+                     "--steps", str(tdraw_steps), "--batch", "100", "--budget", "20"]
+        draw_t = grid_torch("draw", draw_args)
+        cpu_rows = [("DRAW training", cpu_rate("draw", draw_cmd, 1, draw_steps, 100),
+                     torch_cpu("draw"))]
 
         # 3. the captioner
         scenes = os.path.join(tmp, "scenes")
         run([os.path.join(a.bin, "caption"), "scenes", "--out", scenes, "--count", "200",
              "--data-root", a.data], dict(base), tmp, log)
 
-        def sat_cmd(t):
-            out = os.path.join(tmp, f"sat{t}")
+        def sat_cmd(t, steps=sat_steps):
+            out = os.path.join(tmp, f"sat{t}" if steps == sat_steps else f"sat{t}_{steps}")
             shutil.rmtree(out, ignore_errors=True)
             return [os.path.join(a.bin, "caption"), "train", "--data", "scenes", "--data-root",
-                    a.data, "--out", out, "--steps", str(sat_steps), "--batch", "32", "--json",
+                    a.data, "--out", out, "--steps", str(steps), "--batch", "32", "--json",
                     "--quiet", "--val-count", "8", "--threads", str(t)]
-        sat_c = grid_toolkit(sat_cmd)
+        sat_c = grid_toolkit("sat", sat_cmd)
         model = os.path.join(tmp, "sat1", "model.safetensors")
         vocab = 51
         if os.path.exists(model):
@@ -184,16 +214,22 @@ def main():
             sys.path.insert(0, HERE)
             import safetensors_io
             vocab = int(safetensors_io.load(model)[0]["embed"].shape[0])
-        sat_t = grid_torch([os.path.join(HERE, "sat_ref.py"), "train", "--captions",
-                            os.path.join(scenes, "captions.tsv"), "--vocab", str(vocab),
-                            "--steps", str(tsat_steps), "--batch", "32", "--budget", "15"])
+        sat_args = [os.path.join(HERE, "sat_ref.py"), "train", "--captions",
+                    os.path.join(scenes, "captions.tsv"), "--vocab", str(vocab),
+                    "--steps", str(tsat_steps), "--batch", "32", "--budget", "15"]
+        sat_t = grid_torch("sat", sat_args)
+        cpu_rows.append(("captioner training", cpu_rate("sat", sat_cmd, 2, sat_steps, 32),
+                         torch_cpu("sat")))
 
         # 4. decoding, beam 3
-        dec_c = grid_toolkit(lambda t: [os.path.join(a.build, "bench", "bench_decode"), model,
+        dec_c = grid_toolkit("decode", lambda t: [os.path.join(a.build, "bench", "bench_decode"), model,
                                         str(dec_images), "3", str(t), "32"])
-        dec_t = grid_torch([os.path.join(HERE, "sat_ref.py"), "decode", "--model", model,
-                            "--images", str(dec_images), "--beam", "3", "--batch", "32",
-                            "--budget", "10"])
+        dec_args = [os.path.join(HERE, "sat_ref.py"), "decode", "--model", model,
+                    "--images", str(dec_images), "--beam", "3", "--batch", "32", "--budget", "10"]
+        dec_t = grid_torch("decode", dec_args)
+        r1 = single.get("toolkit decode")
+        cpu_rows.append(("caption decoding, beam 3", r1[0]["images_per_cpu_s"] if r1 else
+                         float("nan"), torch_cpu("decode")))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -226,6 +262,12 @@ def main():
     print("|---|---:|---|---:|---|---:|---|")
     for name, c, cs, t, ts, r, goal in rows:
         print(f"| {name} | {c:.1f} | {cs} | {t:.1f} | {ts} | {r:.2f}x | {goal} |")
+    print("\nOne thread each (toolkit --threads 1; PyTorch intra-op 1, OpenBLAS 1), images per "
+          "CPU-second: the rate an otherwise idle core would give, robust to other load")
+    print("\n| measure | toolkit | PyTorch | toolkit / PyTorch |")
+    print("|---|---:|---:|---:|")
+    for name, c, t in cpu_rows:
+        print(f"| {name} (images/CPU-s) | {c:.1f} | {t:.1f} | {ratio(c, t):.2f}x |")
     fl = draw_gemm_flops_per_image()
     if draw_c:
         th = draw_c[3]

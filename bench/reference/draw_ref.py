@@ -245,12 +245,12 @@ def main():
     opt = torch.optim.Adam(list(params.values()), lr=a.lr)
     rng = np.random.default_rng(1)
     data = torch.from_numpy(imgs)  # kept as bytes; each batch converted to [0, 1] floats
-    times, warm, loss = [], [], float("nan")
+    times, warm, cpu, wcpu, loss = [], [], [], [], float("nan")
     start = time.perf_counter()
     for step in range(a.warmup + a.steps):
         if step >= a.warmup and a.budget > 0 and time.perf_counter() - start > a.budget:
             break  # over budget: time what ran (the warm-up steps when nothing else did)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         idx = torch.from_numpy(rng.integers(0, data.shape[0], a.batch))
         x = torch.bernoulli(data[idx].float() / 255.0, generator=gen)  # dynamic binarisation
         eps = torch.randn(c.T, a.batch, c.z, generator=gen)
@@ -261,14 +261,17 @@ def main():
         opt.step()
         loss = float(out["loss"])
         (times if step >= a.warmup else warm).append(time.perf_counter() - t0)
+        (cpu if step >= a.warmup else wcpu).append(time.process_time() - c0)
     warmup_only = not times
     if warmup_only:
-        times = warm
+        times, cpu = warm, wcpu
     ips = a.batch * len(times) / sum(times)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(json.dumps({"model": "draw", "impl": "pytorch", "threads": a.threads,
                       "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""),
-                      "images_per_s": round(ips, 3), "steps": len(times),
+                      "images_per_s": round(ips, 3),
+                      "images_per_cpu_s": round(a.batch * len(cpu) / sum(cpu), 3),
+                      "steps": len(times),
                       "final_loss": round(loss, 4), "warmup_only": warmup_only,
                       "peak_rss_mib": round(rss, 1)}))
 
