@@ -112,6 +112,9 @@ demo: data
 	@$(MAKE) --no-print-directory build
 	@sh experiments/demo.sh
 
+fixtures:
+	/usr/bin/python3 bench/reference/make_fixtures.py tests/fixtures
+
 clean:
 	rm -rf build build-san bin
 

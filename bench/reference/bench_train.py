@@ -101,6 +101,20 @@ def draw_gemm_flops_per_image(T=64, N_r=2, N_w=5, E=256, D=256, Z=100, W=28, H=2
     return 3.0 * T * per_step
 
 
+# sgemm 1024^3 through numpy (Debian's numpy calls the system libblas.so.3, OpenBLAS), timed
+# by the process's CPU clock for at least a second: GFLOP per CPU-second.
+SGEMM_CPU = """
+import time, numpy as np
+a = np.random.rand(1024, 1024).astype(np.float32); b = np.random.rand(1024, 1024).astype(np.float32)
+a @ b
+n, c0 = 0, time.process_time()
+while time.process_time() - c0 < 1.0:
+    a @ b
+    n += 1
+print(2 * 1024 ** 3 * n / (time.process_time() - c0) / 1e9)
+"""
+
+
 def parse_gemm(text):
     """{threads: GFLOP/s} of the 1024x1024x1024 lines of bench_gemm."""
     out = {}
@@ -139,6 +153,15 @@ def main():
         peak = parse_gemm(p.stdout)
         print(f"$ {a.build}/bench/bench_gemm 0.5\n  sgemm 1024^3 GFLOP/s by threads: {peak}",
               file=log)
+        # The same OpenBLAS (numpy links it as libblas.so.3) timed by CPU time, one thread.
+        p = subprocess.run([py, "-c", SGEMM_CPU], env=dict(base, OPENBLAS_NUM_THREADS="1"),
+                           capture_output=True, text=True)
+        try:
+            peak_cpu = float(p.stdout.split()[0])
+        except (IndexError, ValueError):
+            peak_cpu = float("nan")
+        print(f"$ OPENBLAS_NUM_THREADS=1 {py} -c SGEMM_CPU (numpy, 1024^3)\n"
+              f"  sgemm {peak_cpu:.1f} GFLOP per CPU-second", file=log)
 
         single = {}  # what = (JSON, CPU seconds) of the one-thread runs
 
@@ -277,6 +300,11 @@ def main():
               f" at {ips(draw_c):.1f} images/s on {th} thread(s) that is {sustained:.1f} GFLOP/s,"
               f" {100 * sustained / pk:.1f} % of the measured sgemm peak {pk:.1f} GFLOP/s "
               f"(1024^3, {th} thread(s); target >= 40 %).")
+    if cpu_rows and cpu_rows[0][1] == cpu_rows[0][1]:
+        sustained = fl * cpu_rows[0][1] / 1e9
+        print(f"By CPU time on one thread: {cpu_rows[0][1]:.1f} images per CPU-second is "
+              f"{sustained:.1f} GFLOP per CPU-second, {100 * sustained / peak_cpu:.1f} % of sgemm's "
+              f"{peak_cpu:.1f} GFLOP per CPU-second (1024^3, same OpenBLAS, 1 thread).")
     print(f"Load average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (the "
           "figures are wall-clock rates: other work on the machine lowers both sides).")
     ok = all(x is not None for x in (draw_c, draw_t, sat_c, sat_t, dec_c, dec_t))
