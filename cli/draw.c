@@ -608,9 +608,10 @@ static int cmd_train(int argc, char **argv) {
         fprintf(stderr, "draw train: %ld steps in %.1f s (%.1f images/s); valid bound %.3f nats; wrote %s\n",
                 done, timer_now() - t0, ips, last_valid, ckpt);
         if (json)
-            printf("{\"step\": %ld, \"train_bound\": %.6g, \"valid_bound\": %.6g, "
-                   "\"images_per_s\": %.6g, \"seconds\": %.6g, \"model\": \"%s\"}\n",
-                   st.step, last_train, last_valid, ips, timer_now() - t0, ckpt);
+            printf("{\"steps\": %ld, \"final_loss\": %.6g, \"train_bound\": %.6g, "
+                   "\"valid_bound\": %.6g, \"images_per_s\": %.6g, \"seconds\": %.6g, "
+                   "\"model\": \"%s\"}\n",
+                   st.step, last_train, last_train, last_valid, ips, timer_now() - t0, ckpt);
     }
     draw_acts_free(&acts);
     block_free(&params), block_free(&grads), block_free(&mom1), block_free(&mom2);

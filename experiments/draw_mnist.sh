@@ -67,7 +67,7 @@ run_config() {
     recon=$(json_field recon < "$dir/test.json")
     kl=$(json_field kl < "$dir/test.json")
     iw=$(json_field nll_iw < "$dir/test.json")
-    step=$(json_field step < "$dir/train.json")
+    step=$(json_field steps < "$dir/train.json")
     ips=$(json_field images_per_s < "$dir/train.json")
 
     mkdir -p "$(dirname "$RESULTS")"

@@ -82,8 +82,9 @@ static void test_train_writes_outputs(void) {
     char *out = read_text("stdout.txt");
     cJSON *j = cJSON_Parse(out ? out : "");
     EXPECT(j != NULL, "train --json printed no JSON: %s", out ? out : "");
-    cJSON *step = cJSON_GetObjectItem(j, "step"), *ips = cJSON_GetObjectItem(j, "images_per_s");
-    EXPECT(cJSON_IsNumber(step) && step->valuedouble == 6, "step");
+    cJSON *step = cJSON_GetObjectItem(j, "steps"), *ips = cJSON_GetObjectItem(j, "images_per_s");
+    EXPECT(cJSON_IsNumber(step) && step->valuedouble == 6, "steps");
+    EXPECT(cJSON_IsNumber(cJSON_GetObjectItem(j, "final_loss")), "final_loss");
     EXPECT(cJSON_IsNumber(ips) && ips->valuedouble > 0, "images_per_s");
     cJSON_Delete(j);
     free(out);
