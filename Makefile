@@ -53,7 +53,7 @@ TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 BENCH_SRCS := $(wildcard bench/bench_*.c)
 BENCHES    := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all build deps data test check bench demo fixtures fuzz clean
+.PHONY: all build deps data test check bench demo fixtures clean
 .DEFAULT_GOAL := all
 
 all: build
@@ -119,3 +119,5 @@ clean:
 	rm -rf build build-san bin
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TESTS:=.d) $(TEST_SUPPORT_OBJS:.o=.d)
+
+include tests/fuzz/fuzz.mk

@@ -3,9 +3,10 @@
 // (tests/fuzz/fuzz_NAME.c, included here with FUZZ_NO_MAIN), so `make test` and `make check`
 // re-check each input and each property the fuzzers check; seeds must also be accepted.
 // Then the hostile-input limits, each a clear one-line error (or a documented cap), never a
-// crash: an image header claiming sizes past the bounds, an IDX header claiming more data
-// than the file holds (raw and gzip), a caption of thousands of tokens, invalid UTF-8, and
-// JSON nested thousands deep (caption files and safetensors headers).
+// crash: an image header claiming sizes past the bounds (and a PNG decompression bomb), an
+// IDX header claiming more data than the file holds (raw and gzip), a caption of thousands
+// of tokens, invalid UTF-8, and JSON nested thousands deep (caption files and safetensors
+// headers).
 // Run from the repository root (as tests/run.sh does): the corpora are found by relative path.
 #include "tests/fuzz/fuzz_util.c"
 
@@ -102,6 +103,15 @@ static void test_regressions_kept(void) {
     EXPECT(len > 1 && image_load_memory(data + 1, len - 1, "chunk.png", &img, 0, &err) == -1);
     EXPECT(strncmp(err.msg, "chunk.png: ", 11) == 0 && !strchr(err.msg, '\n'), "'%s'", err.msg);
     free(data);
+    path = "tests/fuzz/regressions/image/png_idat_length_past_end_2gib_alloc";
+    if (file_read_all(path, &data, &len, 0, &err) != 0) {
+        EXPECT(0, "%s", err.msg);
+        return;
+    }
+    EXPECT(len > 1 && image_load_memory(data + 1, len - 1, "idat.png", &img, 0, &err) == -1);
+    EXPECT(strcmp(err.msg, "idat.png: corrupt PNG: a chunk runs past the end of the file") == 0,
+           "'%s'", err.msg);
+    free(data);
 }
 
 // ----------------------------------------------------------------------------- limits
@@ -132,6 +142,36 @@ static size_t png_header(unsigned char *buf, uint32_t w, uint32_t h) {
     return n;
 }
 
+// A PNG of w x 1 grey pixels whose IDAT holds a zlib stream of `inflated` bytes.
+static unsigned char *png_with_stream(uint32_t w, size_t inflated, size_t *len) {
+    unsigned char *raw = xcalloc(inflated, 1);
+    uLongf zcap = compressBound((uLong)inflated);
+    unsigned char *z = xmalloc(zcap);
+    CHECK(compress2(z, &zcap, raw, (uLong)inflated, 9) == Z_OK);
+    free(raw);
+    unsigned char *png = xmalloc(zcap + 64);
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    memcpy(png, sig, 8);
+    size_t n = 8;
+    const char *types[3] = {"IHDR", "IDAT", "IEND"};
+    uint32_t lens[3] = {13, (uint32_t)zcap, 0};
+    for (int c = 0; c < 3; c++) {
+        put_be32(png + n, lens[c]);
+        memcpy(png + n + 4, types[c], 4);
+        if (c == 0) {
+            put_be32(png + n + 8, w);
+            put_be32(png + n + 12, 1);
+            png[n + 16] = 8, png[n + 17] = 0, png[n + 18] = 0, png[n + 19] = 0, png[n + 20] = 0;
+        }
+        if (c == 1) memcpy(png + n + 8, z, zcap);
+        put_be32(png + n + 8 + lens[c], (uint32_t)crc32(0, png + n + 4, 4 + lens[c]));
+        n += 12 + lens[c];
+    }
+    free(z);
+    *len = n;
+    return png;
+}
+
 static void expect_image_refused(const unsigned char *data, size_t len, const char *what,
                                  const char *reason) {
     Image img;
@@ -156,6 +196,16 @@ static void test_limit_image_dimensions(void) {
     expect_image_refused((const unsigned char *)pgm, (size_t)k, "PGM 16385 x 1", "too large");
     k = snprintf(pgm, sizeof pgm, "P6 9000 9000 255\n");  // 81M pixels
     expect_image_refused((const unsigned char *)pgm, (size_t)k, "PPM 9000 x 9000", "too large");
+    // Radiance HDR: stb_image 2.27 loops forever on this cut scanline (main() sets an alarm).
+    static const char hdr[] =
+        "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 2 +X 16\n\x02\x02\x00\x10";
+    expect_image_refused((const unsigned char *)hdr, sizeof hdr - 1, "cut HDR", "not supported");
+    // 16-bit PGM / PPM: stb_image 2.27 reads past its buffer converting them (and keeps the
+    // low byte of each sample): refused, whatever the channel count asked.
+    static const char ppm16[] = "P6 1 1 1000\n\x03\x00\x00\x00\x00\x00";
+    expect_image_refused((const unsigned char *)ppm16, sizeof ppm16 - 1, "PPM 16-bit", "16-bit");
+    k = snprintf(pgm, sizeof pgm, "P5 7\n# big\n100000000000 255\n");  // past INT_MAX
+    expect_image_refused((const unsigned char *)pgm, (size_t)k, "PGM 7 x 10^11", "number past");
     // A BMP header: 54 bytes, 20000 x 20000 at 24 bits.
     unsigned char bmp[54] = {'B', 'M'};
     uint32_t v[] = {54 + 3 * 20000u * 20000u, 0, 54, 40, 20000, 20000};
@@ -163,6 +213,24 @@ static void test_limit_image_dimensions(void) {
         for (int b = 0; b < 4; b++) bmp[2 + 4 * i + b] = (unsigned char)(v[i] >> (8 * b));
     bmp[26] = 1, bmp[28] = 24;
     expect_image_refused(bmp, sizeof bmp, "BMP 20000 x 20000", "too large");
+}
+
+// A 1 x 1 PNG whose data inflate to 16 MiB (16 KiB on disk) is refused before stb_image
+// inflates it all (it would hold the whole output in memory); the same picture with exactly
+// the bytes it needs (filter byte + pixel) loads.
+static void test_limit_png_decompression_bomb(void) {
+    size_t len;
+    unsigned char *png = png_with_stream(1, (size_t)16 << 20, &len);
+    EXPECT(len < 64 * 1024, "bomb of %zu bytes", len);
+    expect_image_refused(png, len, "PNG bomb", "inflate to far more");
+    free(png);
+    png = png_with_stream(3, 4, &len);
+    Image img;
+    Error err = {{0}};
+    EXPECT(image_load_memory(png, len, "ok.png", &img, 0, &err) == 0, "%s", err.msg);
+    EXPECT(img.c == 1 && img.h == 1 && img.w == 3 && img.data[2] == 0.0f);
+    image_free(&img);
+    free(png);
 }
 
 static unsigned char *gzip_bytes(const unsigned char *in, size_t len, size_t *out_len) {
@@ -216,8 +284,8 @@ static void test_limit_thousands_of_tokens(void) {
     EXPECT(t.n == TOKENIZE_MAX_TOKENS && t.dropped == (int)words - TOKENIZE_MAX_TOKENS,
            "n %d dropped %d", t.n, t.dropped);
     tokens_free(&t);
-    // A caption file: a caption of 5000 tokens (9999 bytes once trimmed) is skipped with a warning naming the
-    // line; one of 2000 tokens (4 KB, under CAPTION_MAX_BYTES) is kept.
+    // A caption file: a caption of 5000 tokens (9999 bytes once trimmed) is skipped with a
+    // warning naming the line; one of 2000 tokens (4 KB, under CAPTION_MAX_BYTES) is kept.
     const char *images = fuzz_tmp_path("limit_images");
     mkdir(images, 0755);
     const char *tsv = fuzz_tmp_path("limit_tokens.tsv");
@@ -334,6 +402,7 @@ static void test_limit_json_nested_thousands_deep(void) {
 }
 
 int main(void) {
+    alarm(120);  // a loader that hangs on a hostile input fails the suite instead of stalling it
     RUN(test_replay_image);
     RUN(test_replay_idx);
     RUN(test_replay_captions);
@@ -341,6 +410,7 @@ int main(void) {
     RUN(test_replay_tokenizer);
     RUN(test_regressions_kept);
     RUN(test_limit_image_dimensions);
+    RUN(test_limit_png_decompression_bomb);
     RUN(test_limit_idx_claims_more_than_file);
     RUN(test_limit_thousands_of_tokens);
     RUN(test_limit_invalid_utf8);

@@ -3,8 +3,10 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 // Debian's libstb ships the implementation; only the declarations are wanted here.
 #include <stb_image.h>
@@ -101,6 +103,120 @@ static int jpeg_huffman_tables_fit(const unsigned char *d, size_t len) {
     return 1;
 }
 
+// stb_image 2.27 grows its buffer for a PNG IDAT chunk to the chunk's declared length
+// before reading it, so a 140-byte file declaring a 2 GiB chunk makes it allocate 2 GiB
+// (found by tests/fuzz/fuzz_image.c). Returns 0 when a chunk before IEND declares more data
+// than the file holds (stb_image fails on such a file anyway, after the allocation); 1
+// otherwise, or when the data are not a PNG.
+static int png_chunks_fit(const unsigned char *d, size_t len) {
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    if (len < 8 || memcmp(d, sig, 8) != 0) return 1;
+    for (size_t pos = 8; pos + 8 <= len;) {
+        size_t n = (size_t)d[pos] << 24 | (size_t)d[pos + 1] << 16 | (size_t)d[pos + 2] << 8 |
+                   d[pos + 3];
+        if (memcmp(d + pos + 4, "IEND", 4) == 0) return 1;
+        if (n > len - pos - 8) return 0;
+        pos += 12 + n;  // length, type, data, CRC
+    }
+    return 1;
+}
+
+// stb_image 2.27 inflates a PNG's whole IDAT stream however far it runs past what the
+// header's size needs (a 1 MB file of a 1 x 1 picture took 1 GB). Inflates the stream
+// here first into a small scratch buffer, counting, and returns 0 when it yields more
+// than twice the bytes the header's size needs (interlacing needs a little more than
+// once) plus 64 KiB; 1 otherwise (or when the data are not a PNG, or are corrupt: stb_image
+// then says why). Call after png_chunks_fit.
+static int png_inflated_size_fits(const unsigned char *d, size_t len) {
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    if (len < 33 || memcmp(d, sig, 8) != 0) return 1;
+    int raw_deflate = 0;  // Apple's CgBI PNGs hold a raw deflate stream
+    size_t pos = 8;
+    if (memcmp(d + 12, "CgBI", 4) == 0) {
+        raw_deflate = 1;
+        pos += 12 + ((size_t)d[8] << 24 | (size_t)d[9] << 16 | (size_t)d[10] << 8 | d[11]);
+    }
+    if (pos + 33 > len || memcmp(d + pos + 4, "IHDR", 4) != 0) return 1;
+    const unsigned char *h = d + pos + 8;
+    uint64_t w = (uint64_t)h[0] << 24 | (uint64_t)h[1] << 16 | (uint64_t)h[2] << 8 | h[3];
+    uint64_t rows = (uint64_t)h[4] << 24 | (uint64_t)h[5] << 16 | (uint64_t)h[6] << 8 | h[7];
+    static const int channels_of_type[7] = {1, 0, 3, 1, 2, 0, 4};
+    int bits = h[8] * (h[9] <= 6 ? channels_of_type[h[9]] : 0);
+    if (w == 0 || rows == 0 || bits == 0) return 1;  // stb_image refuses these itself
+    uint64_t cap = 2 * rows * (1 + (w * (uint64_t)bits + 7) / 8) + 65536;
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (inflateInit2(&zs, raw_deflate ? -MAX_WBITS : MAX_WBITS) != Z_OK) return 1;
+    unsigned char scratch[16384];
+    uint64_t total = 0;
+    int fits = 1, done = 0;
+    for (; !done && fits && pos + 8 <= len;) {
+        size_t n = (size_t)d[pos] << 24 | (size_t)d[pos + 1] << 16 | (size_t)d[pos + 2] << 8 |
+                   d[pos + 3];
+        if (n > len - pos - 8 || memcmp(d + pos + 4, "IEND", 4) == 0) break;
+        if (memcmp(d + pos + 4, "IDAT", 4) == 0) {
+            zs.next_in = (Bytef *)(d + pos + 8);
+            zs.avail_in = (uInt)n;
+            while (zs.avail_in > 0 && fits && !done) {
+                zs.next_out = scratch;
+                zs.avail_out = sizeof scratch;
+                int rc = inflate(&zs, Z_NO_FLUSH);
+                total += sizeof scratch - zs.avail_out;
+                if (total > cap) fits = 0;
+                if (rc == Z_STREAM_END || (rc != Z_OK && rc != Z_BUF_ERROR)) done = 1;
+                if (rc == Z_BUF_ERROR && zs.avail_out != 0) break;  // needs the next chunk
+            }
+        }
+        pos += 12 + n;
+    }
+    inflateEnd(&zs);
+    return fits;
+}
+
+// stb_image 2.27 reads the numbers of a binary PGM / PPM header into an int without an
+// overflow check ("P5 7 100000000000 255" is undefined behaviour), and mishandles 16-bit
+// files (maximum value > 255): it converts them to another channel count as if they held
+// 8-bit samples, reading past its buffer (both found by tests/fuzz/fuzz_image.c), and on
+// a little-endian machine keeps the low byte of each big-endian sample. Reads the three
+// numbers the way stb_image does (white space and # comments skipped, a digit run ending
+// before the last byte); returns 0 when one passes INT_MAX, else 1 with *wide set to 1
+// for a 16-bit file (0 otherwise, and when the data are not a binary PGM / PPM).
+static int pnm_header_numbers_fit(const unsigned char *d, size_t len, int *wide) {
+    *wide = 0;
+    if (len < 2 || d[0] != 'P' || (d[1] != '5' && d[1] != '6')) return 1;
+    size_t pos = 2;
+    unsigned char c = pos < len ? d[pos++] : 0;
+    long long v = 0;
+    for (int k = 0; k < 3; k++) {  // width, height, maximum value
+        for (;;) {
+            while (pos < len && (c == ' ' || (c >= '\t' && c <= '\r'))) c = d[pos++];
+            if (pos >= len || c != '#') break;
+            while (pos < len && c != '\n' && c != '\r') c = d[pos++];
+        }
+        v = 0;
+        while (pos < len && c >= '0' && c <= '9') {
+            v = v * 10 + (c - '0');
+            if (v > INT_MAX) return 0;
+            c = d[pos++];
+        }
+    }
+    *wide = v > 255;
+    return 1;
+}
+
+// Formats stb_image decodes but this loader does not offer (see image.h): Radiance HDR,
+// whose decoder in stb_image 2.27 loops forever on a cut run-length scanline (a 49-byte
+// file hangs the loader; CVE-2021-42715), and Softimage PIC. Returns the format's name,
+// or NULL, testing the signatures as stb_image does.
+static const char *unoffered_format(const unsigned char *d, size_t len) {
+    if ((len >= 11 && memcmp(d, "#?RADIANCE\n", 11) == 0) ||
+        (len >= 7 && memcmp(d, "#?RGBE\n", 7) == 0))
+        return "Radiance HDR";
+    if (len >= 92 && memcmp(d, "\x53\x80\xF6\x34", 4) == 0 && memcmp(d + 88, "PICT", 4) == 0)
+        return "Softimage PIC";
+    return NULL;
+}
+
 // stb_image's failure reason, made printable: for an unknown PNG chunk it quotes the raw
 // chunk type, which may hold a newline or any byte (found by tests/fuzz/fuzz_image.c).
 static const char *printable_reason(char *buf, size_t cap, const char *why, const char *fallback) {
@@ -122,6 +238,18 @@ int image_load_memory(const unsigned char *data, size_t len, const char *name, I
     if (len > (size_t)INT_MAX) return error_set(err, "%s: file too large (%zu bytes)", name, len);
     if (!jpeg_huffman_tables_fit(data, len))
         return error_set(err, "%s: corrupt JPEG: a Huffman table has more than 256 codes", name);
+    const char *unoffered = unoffered_format(data, len);
+    if (unoffered)
+        return error_set(err, "%s: %s images are not supported (PNG, JPEG, BMP, GIF, TGA, PSD, "
+                              "PGM/PPM are)", name, unoffered);
+    int pnm_wide;
+    if (!pnm_header_numbers_fit(data, len, &pnm_wide))
+        return error_set(err, "%s: corrupt PGM/PPM header: a number past %d", name, INT_MAX);
+    if (pnm_wide)
+        return error_set(err, "%s: 16-bit PGM/PPM images are not supported (maximum value > 255)",
+                         name);
+    if (!png_chunks_fit(data, len))
+        return error_set(err, "%s: corrupt PNG: a chunk runs past the end of the file", name);
     int w = 0, h = 0, comp = 0;
     if (!stbi_info_from_memory(data, (int)len, &w, &h, &comp)) {
         long pw, ph;
@@ -137,6 +265,9 @@ int image_load_memory(const unsigned char *data, size_t len, const char *name, I
     if (w > IMAGE_MAX_SIDE || h > IMAGE_MAX_SIDE || (long)w * h > IMAGE_MAX_PIXELS)
         return error_set(err, "%s: image too large: %d x %d (limits %d per side, %ld pixels)", name,
                          w, h, IMAGE_MAX_SIDE, (long)IMAGE_MAX_PIXELS);
+    if (!png_inflated_size_fits(data, len))
+        return error_set(err, "%s: corrupt PNG: the compressed data inflate to far more than "
+                              "the image size needs (a decompression bomb?)", name);
     int want = channels ? channels : (comp <= 2 ? 1 : 3);
     int dw = 0, dh = 0, dcomp = 0;
     unsigned char *pix = stbi_load_from_memory(data, (int)len, &dw, &dh, &dcomp, want);

@@ -61,7 +61,8 @@ const char *fuzz_tmpdir(void) {
     if (tmpdir_[0]) return tmpdir_;
     struct stat st;
     const char *base = getenv("TMPDIR");
-    if (!base || !*base) base = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
+    if (!base || !*base)
+        base = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
     snprintf(tmpdir_, sizeof tmpdir_, "%s/attend_fuzz_XXXXXX", base);
     if (!mkdtemp(tmpdir_)) {
         perror(tmpdir_);

@@ -87,17 +87,26 @@ static void image_seeds(void) {
     p = seed_path("image", "two.gif");
     CHECK(write_gif(p, frames, 2, 3, H, W, 10, &err) == 0, "%s", err.msg);
     prefix_file(p, 2);
-    struct { const char *name; int kind, comp; const unsigned char *pix; unsigned char first; } s[] = {
+    struct {
+        const char *name;
+        int kind, comp;
+        const unsigned char *pix;
+        unsigned char first;
+    } s[] = {
         {"rgb.bmp", 0, 3, rgb, 0}, {"rgba.tga", 1, 4, rgba, 2}, {"grey.jpg", 2, 1, grey, 0},
         {"rgb.jpg", 2, 3, rgb, 1}, {"rgba.png", 3, 4, rgba, 2}, {"grey.tga", 1, 1, grey, 1},
     };
     for (size_t i = 0; i < sizeof s / sizeof *s; i++) {
         FILE *fp = fopen(seed_path("image", s[i].name), "wb");
         CHECK(fp && fputc(s[i].first, fp) == s[i].first);
-        int ok = s[i].kind == 0   ? stbi_write_bmp_to_func(stb_sink, fp, W, H, s[i].comp, s[i].pix)
-                 : s[i].kind == 1 ? stbi_write_tga_to_func(stb_sink, fp, W, H, s[i].comp, s[i].pix)
-                 : s[i].kind == 2 ? stbi_write_jpg_to_func(stb_sink, fp, W, H, s[i].comp, s[i].pix, 80)
-                                  : stbi_write_png_to_func(stb_sink, fp, W, H, s[i].comp, s[i].pix, 0);
+        int c = s[i].comp, ok;
+        const unsigned char *pix = s[i].pix;
+        switch (s[i].kind) {
+        case 0: ok = stbi_write_bmp_to_func(stb_sink, fp, W, H, c, pix); break;
+        case 1: ok = stbi_write_tga_to_func(stb_sink, fp, W, H, c, pix); break;
+        case 2: ok = stbi_write_jpg_to_func(stb_sink, fp, W, H, c, pix, 80); break;
+        default: ok = stbi_write_png_to_func(stb_sink, fp, W, H, c, pix, 0); break;
+        }
         CHECK(ok && fclose(fp) == 0, "%s", s[i].name);
     }
     // Netpbm, grey and colour (stb_image reads the binary forms only).
@@ -134,7 +143,14 @@ static void idx_seeds(void) {
     int32_t i32[4] = {1, -2, 70000, -70000};
     float f32[5] = {0.5f, -1.25f, 3e9f, 1e-20f, 0.0f};
     double f64[3] = {1.0 / 3, -2.5e100, 7};
-    struct { const char *name; IdxType type; int ndim; int64_t dims[3]; const void *data; int gz; } s[] = {
+    struct {
+        const char *name;
+        IdxType type;
+        int ndim;
+        int64_t dims[3];
+        const void *data;
+        int gz;
+    } s[] = {
         {"u8_3d.idx", IDX_U8, 3, {2, 3, 4}, u8, 0},    {"u8_1d.idx.gz", IDX_U8, 1, {24}, u8, 1},
         {"i8.idx", IDX_I8, 2, {4, 6}, u8, 0},          {"i16.idx.gz", IDX_I16, 2, {2, 3}, i16, 1},
         {"i32.idx", IDX_I32, 1, {4}, i32, 0},          {"f32.idx", IDX_F32, 1, {5}, f32, 0},
@@ -234,16 +250,19 @@ static void caption_seeds(void) {
     const char *flickr_nolists = "a.jpg#0\tA dog runs .\nb.jpg#3\tcaf\xc3\xa9 cats\n";
     put("captions", "flickr8k_nolists", "\x00\x01", 2, flickr_nolists, strlen(flickr_nolists));
     const char *coco =
-        "{\"images\": [{\"id\": 1, \"file_name\": \"a.jpg\"}, {\"id\": 2, \"file_name\": \"b.jpg\"},"
+        "{\"images\": [{\"id\": 1, \"file_name\": \"a.jpg\"},"
+        " {\"id\": 2, \"file_name\": \"b.jpg\"},"
         " {\"id\": 3, \"file_name\": \"c.jpg\"}],"
         " \"annotations\": [{\"image_id\": 1, \"caption\": \"A dog.\"},"
-        " {\"image_id\": 2, \"caption\": \"Two cats \\u00e9\"}, {\"image_id\": 9, \"caption\": \"x\"}]}";
+        " {\"image_id\": 2, \"caption\": \"Two cats \\u00e9\"},"
+        " {\"image_id\": 9, \"caption\": \"x\"}]}";
     put("captions", "coco", "\x01\x00", 2, coco, strlen(coco));
     put("captions", "coco_check_images", "\x01\x01", 2, coco, strlen(coco));
     const char *karpathy =
         "{\"dataset\": \"coco\", \"images\": ["
-        "{\"filepath\": \"train2014\", \"filename\": \"a.jpg\", \"split\": \"train\", \"cocoid\": 5,"
-        " \"sentences\": [{\"raw\": \"A dog.\", \"tokens\": [\"a\", \"dog\"]}, {\"tokens\": [\"big\", \"dog\"]}]},"
+        "{\"filepath\": \"train2014\", \"filename\": \"a.jpg\", \"split\": \"train\","
+        " \"cocoid\": 5, \"sentences\": [{\"raw\": \"A dog.\", \"tokens\": [\"a\", \"dog\"]},"
+        " {\"tokens\": [\"big\", \"dog\"]}]},"
         "{\"filename\": \"b.jpg\", \"split\": \"restval\", \"sentences\": [{\"raw\": \"Cats.\"}]},"
         "{\"filename\": \"c.jpg\", \"split\": \"val\", \"sentences\": [{\"raw\": 3}]}]}";
     put("captions", "karpathy", "\x02\x00", 2, karpathy, strlen(karpathy));
