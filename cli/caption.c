@@ -575,6 +575,18 @@ static int cmd_train(int argc, char **argv) {
     }
     const int B = f.batch, S = f.image_size, ML = cfg.max_len;
     sat_alloc_acts(&model, B);
+    // Data parallelism: with several threads, each worker (a replica sharing the
+    // parameters) takes a contiguous share of the batch with single-threaded BLAS.
+    int n_workers = f.threads < B ? f.threads : B;
+    SatModel *workers = NULL;
+    if (n_workers > 1) {
+        gemm_set_threads(1);
+        workers = xcalloc((size_t)n_workers, sizeof(SatModel));
+        for (int w = 0; w < n_workers; w++) {
+            sat_replica_init(&workers[w], &model);
+            sat_alloc_acts(&workers[w], (B + n_workers - 1) / n_workers);
+        }
+    }
     const int n_train = caption_data_count(data, SPLIT_TRAIN);
     const long spe = (n_train + B - 1) / B;  // steps per epoch
     long end_step = steps_given ? f.steps : minutes_given ? (1L << 60) : (long)f.epochs * spe;
@@ -630,15 +642,22 @@ static int cmd_train(int argc, char **argv) {
             memcpy(words + (size_t)nb * ML, train.ids + (size_t)cidx * ML, (size_t)ML * sizeof(int));
         }
         SatLoss sl;
-        sat_forward(&model, &sl, images, words, lens, nb, 1, &sr);
+        if (n_workers == 1) {
+            sat_forward(&model, &sl, images, words, lens, nb, 1, &sr);
+            if (isfinite(sl.loss)) {
+                block_zero(&model.grads);
+                sat_backward(&model);
+            }
+        } else {
+            sat_forward_backward_parallel(&sl, &model, workers, n_workers, images, words, lens, nb,
+                                          (uint64_t)f.seed * 0xD1B54A32D192ED03ULL + (uint64_t)step);
+        }
         if (!isfinite(sl.loss)) {
             fprintf(stderr, "step %ld: loss is %g; stopping, the last good checkpoint stays in %s\n",
                     step, sl.loss, path_model);
             rc = 1;
             break;
         }
-        block_zero(&model.grads);
-        sat_backward(&model);
         const char *bad = nonfinite_tensor(&model.grads);
         if (bad) {
             fprintf(stderr, "step %ld: gradient of %s holds NaN or inf; stopping, the last good checkpoint stays in %s\n",
@@ -676,8 +695,11 @@ static int cmd_train(int argc, char **argv) {
         int last = tc.step >= end_step || (minutes_given && timer_now() - t0 >= f.minutes * 60.0);
         if (epoch_end || last) {
             EvalResult er;
-            if (evaluate(&er, &model, &vocab, data, SPLIT_VALID, &val, n_val, f.val_beam,
-                         f.length_alpha, NULL, 0, &err)) {
+            if (n_workers > 1) gemm_set_threads(f.threads);
+            int ev = evaluate(&er, &model, &vocab, data, SPLIT_VALID, &val, n_val, f.val_beam,
+                              f.length_alpha, NULL, 0, &err);
+            if (n_workers > 1) gemm_set_threads(1);
+            if (ev) {
                 fprintf(stderr, "%s\n", err.msg);
                 rc = 1;
                 break;
@@ -729,6 +751,10 @@ static int cmd_train(int argc, char **argv) {
     free(words);
     free(lens);
     free(perm);
+    if (workers) {
+        for (int w = 0; w < n_workers; w++) sat_free(&workers[w]);
+        free(workers);
+    }
 done:
     encoded_free(&train);
     encoded_free(&val);

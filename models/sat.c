@@ -1,6 +1,7 @@
 #include "models/sat.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +196,18 @@ void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng) {
     fill_uniform_(p->L_o, (size_t)V * E, 1.0f / sqrtf((float)E), rng);
 }
 
+void sat_replica_init(SatModel *r, const SatModel *m) {
+    memset(r, 0, sizeof *r);
+    r->cfg = m->cfg;
+    r->p = m->p;
+    r->params = m->params;  // a copy of the descriptor: same data, never freed by r
+    r->replica = 1;
+    layout_(&r->grads, &r->g, &r->cfg);
+    block_alloc(&r->grads);
+    r->baseline = m->baseline;
+    r->baseline_set = m->baseline_set;
+}
+
 void sat_alloc_acts(SatModel *m, int B) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
@@ -258,10 +271,12 @@ void sat_alloc_acts(SatModel *m, int B) {
 }
 
 void sat_free(SatModel *m) {
-    block_free(&m->params);
+    if (!m->replica) {
+        block_free(&m->params);
+        block_free(&m->adam_m);
+        block_free(&m->adam_v);
+    }
     block_free(&m->grads);
-    block_free(&m->adam_m);
-    block_free(&m->adam_v);
     if (m->acts_block.data) {
         block_free(&m->acts_block);
         free(m->a.in_tok);
@@ -592,6 +607,71 @@ void sat_backward(SatModel *m) {
             m->baseline = c->baseline_decay * m->baseline + (1.0f - c->baseline_decay) * (float)mean_r;
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Data-parallel training step
+
+typedef struct {
+    SatModel *m;
+    const float *images;
+    const int *words, *lens;
+    int n;
+    Rng rng;
+    SatLoss loss;
+} StepJob;
+
+static void *step_job_run(void *arg) {
+    StepJob *j = arg;
+    sat_forward(j->m, &j->loss, j->images, j->words, j->lens, j->n, 1, &j->rng);
+    block_zero(&j->m->grads);
+    if (isfinite(j->loss.loss)) sat_backward(j->m);
+    return NULL;
+}
+
+void sat_forward_backward_parallel(SatLoss *out, SatModel *model, SatModel *workers,
+                                   int n_workers, const float *images, const int *words,
+                                   const int *lens, int nb, uint64_t seed) {
+    const int S = model->cfg.image_size, C = model->cfg.cnn.in_channels, ML = model->cfg.max_len;
+    StepJob jobs[64];
+    pthread_t th[64];
+    CHECK(n_workers <= 64, "workers %d", n_workers);
+    int start = 0, used = 0;
+    for (int w = 0; w < n_workers; w++) {
+        int n = nb / n_workers + (w < nb % n_workers);
+        if (n == 0) continue;
+        SatModel *r = &workers[w];
+        r->baseline = model->baseline;
+        r->baseline_set = model->baseline_set;
+        jobs[used] = (StepJob){.m = r, .images = images + (size_t)start * C * S * S,
+                               .words = words + (size_t)start * ML, .lens = lens + start, .n = n};
+        rng_seed(&jobs[used].rng, seed * 0x2545F4914F6CDD1DULL + (uint64_t)w + 1);
+        start += n;
+        used++;
+    }
+    for (int k = 1; k < used; k++) CHECK(pthread_create(&th[k], NULL, step_job_run, &jobs[k]) == 0, "pthread_create");
+    step_job_run(&jobs[0]);
+    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+    memset(out, 0, sizeof *out);
+    block_zero(&model->grads);
+    double base = 0.0;
+    int base_set = 0;
+    for (int k = 0; k < used; k++) {
+        const float share = (float)jobs[k].n / (float)nb;
+        const SatLoss *l = &jobs[k].loss;
+        out->loss += share * l->loss;
+        out->ce += share * l->ce;
+        out->ds += share * l->ds;
+        out->reward += share * l->reward;
+        out->tokens += l->tokens;
+        const float *g = jobs[k].m->grads.data;
+        float *d = model->grads.data;
+        for (size_t i = 0; i < model->grads.numel; i++) d[i] += share * g[i];
+        base += share * jobs[k].m->baseline;
+        base_set |= jobs[k].m->baseline_set;
+    }
+    model->baseline = (float)base;
+    model->baseline_set = base_set;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@
 #define MODELS_SAT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/block.h"
 #include "core/error.h"
@@ -108,10 +109,15 @@ typedef struct {
     int Tb;                // steps of the last forward batch
     int Bb;                // batch of the last forward
     const float *images;   // the last forward's images (kept alive by the caller until backward)
+    int replica;           // 1: parameters borrowed from another model (not freed here)
 } SatModel;
 
 // Registers and allocates parameters, gradients and Adam moments; initialises with rng.
 void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng);
+// A replica for data parallelism: shares m's parameters (r->p points into m->params),
+// owns its gradients and activations (call sat_alloc_acts on it); no Adam moments.
+// Free with sat_free (which leaves the shared parameters alone).
+void sat_replica_init(SatModel *r, const SatModel *m);
 // Activations for batches of up to B (call once before sat_forward).
 void sat_alloc_acts(SatModel *m, int B);
 void sat_free(SatModel *m);
@@ -133,6 +139,17 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
 // Accumulates the gradient of out->loss into m->g (and updates the hard baseline). The
 // images given to sat_forward must still be valid.
 void sat_backward(SatModel *m);
+
+// Data parallelism: splits the batch (B rows) into contiguous shares over n_workers
+// replicas (sat_replica_init, activations for ceil(B / n_workers)), runs forward (train
+// mode) and backward of each share on its own thread (the caller's thread takes the
+// first), and leaves in m->g the share-weighted sum of their gradients: the gradient of
+// the whole batch's loss (up to float summation order). out: the batch's loss. Worker w
+// draws its randomness from a stream seeded by (seed, w); the hard-attention baseline
+// is carried through m. Deterministic for a given n_workers. n_workers <= 64.
+void sat_forward_backward_parallel(SatLoss *out, SatModel *m, SatModel *workers, int n_workers,
+                                   const float *images, const int *words, const int *lens, int B,
+                                   uint64_t seed);
 
 // Decoding: tokens (B, max_len) word ids, lens (B), alphas (B, max_len, L) the attention
 // of each emitted word (or NULL), for beam width beam (1 = greedy). Score normalised by

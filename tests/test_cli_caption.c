@@ -38,13 +38,19 @@ static int run(const char *fmt, ...) {
     return WEXITSTATUS(st);
 }
 
-static char *slurp(const char *name) {
+static char *slurp_n(const char *name, long *len);
+static char *slurp(const char *name) { return slurp_n(name, NULL); }
+
+// Reads TMP/NAME whole (an empty string when missing); *len (if non-NULL) its size.
+static char *slurp_n(const char *name, long *len) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", tmp, name);
     FILE *fp = fopen(path, "rb");
+    if (len) *len = 0;
     if (!fp) return calloc(1, 1);
     fseek(fp, 0, SEEK_END);
     long n = ftell(fp);
+    if (len) *len = n;
     fseek(fp, 0, SEEK_SET);
     char *buf = calloc((size_t)n + 1, 1);
     if (fread(buf, 1, (size_t)n, fp) != (size_t)n) buf[0] = 0;
@@ -140,18 +146,22 @@ static void test_train_eval_predict(void) {
 
 // --resume from step 3 to step 6 gives bit-identical parameters and Adam moments to an
 // uninterrupted run to step 6.
-static void test_resume_bit_identical(void) {
-    int st = run("train --out %s/full --steps 6 --seed 5 --dropout 0.2" SMALL, tmp);
+// threads: 1 (one model) or 2 (two data-parallel workers).
+static void resume_bit_identical(int threads) {
+    int st = run("train --out %s/full%d --steps 6 --seed 5 --dropout 0.2" SMALL " --threads %d", tmp,
+                 threads, threads);
     EXPECT(st == 0, "uninterrupted run failed");
-    st = run("train --out %s/part --steps 3 --seed 5 --dropout 0.2" SMALL, tmp);
+    st = run("train --out %s/part%d --steps 3 --seed 5 --dropout 0.2" SMALL " --threads %d", tmp,
+             threads, threads);
     EXPECT(st == 0, "first half failed");
-    st = run("train --out %s/part --steps 6 --seed 5 --dropout 0.2 --resume" SMALL, tmp);
+    st = run("train --out %s/part%d --steps 6 --seed 5 --dropout 0.2 --resume" SMALL " --threads %d",
+             tmp, threads, threads);
     char *err = slurp("err.txt");
     EXPECT(st == 0, "resume failed: %s", err);
     free(err);
     char pa[512], pb[512];
-    snprintf(pa, sizeof pa, "%s/full/state.safetensors", tmp);
-    snprintf(pb, sizeof pb, "%s/part/state.safetensors", tmp);
+    snprintf(pa, sizeof pa, "%s/full%d/state.safetensors", tmp, threads);
+    snprintf(pb, sizeof pb, "%s/part%d/state.safetensors", tmp, threads);
     SafetensorsFile a, b;
     Error e;
     if (safetensors_load(&a, pa, &e)) {
@@ -175,13 +185,15 @@ static void test_resume_bit_identical(void) {
     }
     EXPECT(strcmp(safetensors_meta(&a, "step"), "6") == 0 && strcmp(safetensors_meta(&b, "step"), "6") == 0,
            "steps");
-    // And the run really moved: the first half's parameters differ from the end's.
     safetensors_free(&a);
     safetensors_free(&b);
     // Resuming with a different architecture is refused with one line.
-    st = run("train --out %s/part --steps 8 --seed 5 --resume" SMALL " --hidden 24", tmp);
+    st = run("train --out %s/part%d --steps 8 --seed 5 --resume" SMALL " --hidden 24", tmp, threads);
     expect_one_line_error(st, "different configuration");
 }
+
+static void test_resume_bit_identical(void) { resume_bit_identical(1); }
+static void test_resume_bit_identical_two_threads(void) { resume_bit_identical(2); }
 
 // Bad input: one line on stderr and a non-zero status.
 static void test_errors(void) {
@@ -224,6 +236,26 @@ static void test_hard_and_none(void) {
     }
 }
 
+// A run that diverges (an absurd learning rate makes the loss non-finite) stops with a
+// non-zero status, names the step, and leaves the last good checkpoint untouched.
+static void test_nonfinite_stops(void) {
+    int st = run("train --out %s/nan --steps 2" SMALL, tmp);
+    EXPECT(st == 0, "first run failed");
+    long nb, na;
+    char *before = slurp_n("nan/model.safetensors", &nb);
+    st = run("train --out %s/nan --steps 8 --resume --lr 1e30" SMALL, tmp);
+    char *err = slurp("err.txt");
+    EXPECT(st != 0, "a diverging run must fail");
+    EXPECT(strstr(err, "step ") != NULL && (strstr(err, "loss") || strstr(err, "gradient")),
+           "stderr: %s", err);
+    char *after = slurp_n("nan/model.safetensors", &na);
+    EXPECT(nb > 0 && na == nb && memcmp(before, after, (size_t)nb) == 0,
+           "model.safetensors changed");
+    free(before);
+    free(after);
+    free(err);
+}
+
 // caption scenes writes PNGs and captions.tsv; training from that folder works.
 static void test_scenes_folder(void) {
     int st = run("scenes --out %s/sc --count 30 --seed 2", tmp);
@@ -249,8 +281,10 @@ int main(void) {
     }
     RUN(test_train_eval_predict);
     RUN(test_resume_bit_identical);
+    RUN(test_resume_bit_identical_two_threads);
     RUN(test_errors);
     RUN(test_hard_and_none);
+    RUN(test_nonfinite_stops);
     RUN(test_scenes_folder);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
