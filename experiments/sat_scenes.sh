@@ -31,7 +31,7 @@ echo "training soft additive attention for $MINUTES minutes on $THREADS threads"
 {
     echo "# Show, Attend and Tell on synthetic scenes (soft additive attention)"
     echo
-    echo "Command: \`MINUTES=$MINUTES THREADS=$THREADS sh experiments/sat_scenes.sh\`, $(date -u +%Y-%m-%d), $(uname -m), $(nproc) cores."
+    echo "Command: \`MINUTES=$MINUTES THREADS=$THREADS EXTRA=\"$EXTRA\" sh experiments/sat_scenes.sh\`, $(date -u +%Y-%m-%d), $(uname -m), $(nproc) cores."
     echo "Default configuration (64 x 64, channels 32,64,128, embed 128, hidden 256, attn-dim 128,"
     echo "batch 32, max-len 16); 20,000 training scenes, best checkpoint on validation BLEU-4;"
     echo "test split (1,000 scenes) decoded with beam 3. Scores 0..1 (CIDEr-D unscaled)."
