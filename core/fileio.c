@@ -9,6 +9,21 @@
 
 #include "core/check.h"
 
+int file_open_regular(FILE **fp, size_t *size, const char *path, Error *err) {
+    *fp = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return error_set(err, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return error_set(err, "%s: not a regular file", path);
+    }
+    *fp = f;
+    *size = (size_t)st.st_size;
+    return 0;
+}
+
 int file_read_all(const char *path, unsigned char **data, size_t *len, size_t max_bytes,
                   Error *err) {
     *data = NULL;

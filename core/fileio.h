@@ -16,6 +16,11 @@
 int file_read_all(const char *path, unsigned char **data, size_t *len, size_t max_bytes,
                   Error *err);
 
+// Opens a regular file (not a folder, pipe or device) for reading in binary mode, for
+// readers that stream it; *size gets its size in bytes. On failure *fp is NULL and err
+// says "PATH: cannot open: REASON" or "PATH: not a regular file".
+int file_open_regular(FILE **fp, size_t *size, const char *path, Error *err);
+
 typedef struct {
     FILE *fp;
     char path[1024];

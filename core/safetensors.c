@@ -5,7 +5,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/check.h"
 #include "core/fileio.h"
@@ -216,15 +215,11 @@ static int load_from(SafetensorsFile *f, Reader *r, uint64_t size, const char *p
 
 int safetensors_load(SafetensorsFile *f, const char *path, Error *err) {
     memset(f, 0, sizeof *f);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return error_set(err, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(fp);
-        return error_set(err, "%s: not a regular file", path);
-    }
+    FILE *fp;
+    size_t size;
+    if (file_open_regular(&fp, &size, path, err)) return -1;
     Reader r = {.fp = fp};
-    int status = load_from(f, &r, (uint64_t)st.st_size, path, err);
+    int status = load_from(f, &r, (uint64_t)size, path, err);
     fclose(fp);
     return status;
 }

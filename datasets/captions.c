@@ -380,6 +380,12 @@ static int builder_add_image(Builder *b, const char *key, const char *path, cons
     return i;
 }
 
+// A caption record that cannot be used: warned as "WHERE: WHY" and counted.
+static void skip_caption(CaptionSet *set, const char *where, const char *why) {
+    caption_set_warn(set, "%s: %s", where, why);
+    set->captions_skipped++;
+}
+
 // Checks and normalises one caption: whitespace controls become spaces, surrounding
 // whitespace is trimmed. Returns a malloc'd copy, or NULL with *why set.
 static char *clean_caption(const char *s, size_t len, char *why, size_t why_cap) {
@@ -425,8 +431,7 @@ static int builder_add_caption(Builder *b, int i, const char *text, size_t len, 
     char why[128];
     char *c = clean_caption(text, len, why, sizeof why);
     if (!c) {
-        caption_set_warn(b->set, "%s: %s", where, why);
-        b->set->captions_skipped++;
+        skip_caption(b->set, where, why);
         return -1;
     }
     if (b->n_caps == b->cap_caps) {
@@ -538,6 +543,17 @@ static int blank(const char *s, size_t len) {
     return 1;
 }
 
+// Next line that is not blank, with where (cap bytes) set to "PATH:LINE"; 0 at the end.
+static int lines_next_record(Lines *l, const char **s, size_t *len, char *where, size_t cap,
+                             const char *path) {
+    while (lines_next(l, s, len))
+        if (!blank(*s, *len)) {
+            snprintf(where, cap, "%s:%d", path, l->line);
+            return 1;
+        }
+    return 0;
+}
+
 // A field of a line as a C string (no NUL bytes, valid UTF-8, fits cap); else NULL + why.
 static const char *field_str(char *buf, size_t cap, const char *s, size_t len, const char *what,
                              char *why, size_t why_cap) {
@@ -559,17 +575,22 @@ static const char *field_str(char *buf, size_t cap, const char *s, size_t len, c
     return buf;
 }
 
+// Start of every reader: an empty set, and opts or (when NULL) the defaults in *defaults.
+static const CaptionOptions *reader_begin(CaptionSet *set, const CaptionOptions *opts,
+                                          CaptionOptions *defaults) {
+    memset(set, 0, sizeof *set);
+    if (opts) return opts;
+    caption_options_default(defaults);
+    return defaults;
+}
+
 // ---------------------------------------------------------------------------------------
 // TSV: file<TAB>caption[<TAB>split]
 
 int caption_read_tsv(CaptionSet *set, const char *tsv_path, const char *images_dir,
                      const CaptionOptions *opts, Error *err) {
     CaptionOptions defaults;
-    if (!opts) {
-        caption_options_default(&defaults);
-        opts = &defaults;
-    }
-    memset(set, 0, sizeof *set);
+    opts = reader_begin(set, opts, &defaults);
     unsigned char *data;
     size_t len;
     if (file_read_all(tsv_path, &data, &len, opts->max_file_bytes, err)) return -1;
@@ -584,21 +605,17 @@ int caption_read_tsv(CaptionSet *set, const char *tsv_path, const char *images_d
     const char *s;
     size_t n;
     char where[CAPTION_PATH_MAX + 32], name[CAPTION_PATH_MAX], path[CAPTION_PATH_MAX], why[128];
-    while (lines_next(&l, &s, &n)) {
-        if (blank(s, n)) continue;
-        snprintf(where, sizeof where, "%s:%d", tsv_path, l.line);
+    while (lines_next_record(&l, &s, &n, where, sizeof where, tsv_path)) {
         const char *t1 = memchr(s, '\t', n);
         if (!t1) {
-            caption_set_warn(set, "%s: no tab: expected file<TAB>caption[<TAB>split]", where);
-            set->captions_skipped++;
+            skip_caption(set, where, "no tab: expected file<TAB>caption[<TAB>split]");
             continue;
         }
         const char *cap = t1 + 1, *end = s + n;
         const char *t2 = memchr(cap, '\t', (size_t)(end - cap));
         const char *cap_end = t2 ? t2 : end;
         if (t2 && memchr(t2 + 1, '\t', (size_t)(end - t2 - 1))) {
-            caption_set_warn(set, "%s: more than 3 tab-separated fields", where);
-            set->captions_skipped++;
+            skip_caption(set, where, "more than 3 tab-separated fields");
             continue;
         }
         size_t flen = (size_t)(t1 - s);
@@ -606,8 +623,7 @@ int caption_read_tsv(CaptionSet *set, const char *tsv_path, const char *images_d
             ((flen == 4 && memcmp(s, "file", 4) == 0) || (flen == 5 && memcmp(s, "image", 5) == 0)))
             continue;  // a header line
         if (!field_str(name, sizeof name, s, flen, "file name", why, sizeof why)) {
-            caption_set_warn(set, "%s: %s", where, why);
-            set->captions_skipped++;
+            skip_caption(set, where, why);
             continue;
         }
         Split split = SPLIT_TRAIN;
@@ -628,8 +644,7 @@ int caption_read_tsv(CaptionSet *set, const char *tsv_path, const char *images_d
         int i = strmap_get(&b.keys, name);
         if (i < 0) {
             if (join_path(path, sizeof path, images_dir, name, NULL)) {
-                caption_set_warn(set, "%s: image path too long", where);
-                set->captions_skipped++;
+                skip_caption(set, where, "image path too long");
                 continue;
             }
             if (!has_split)
@@ -703,11 +718,7 @@ static int flickr_read_lists(StrMap *splits, int *found, Builder *b, const char 
 int caption_read_flickr8k(CaptionSet *set, const char *dir, const CaptionOptions *opts,
                           Error *err) {
     CaptionOptions defaults;
-    if (!opts) {
-        caption_options_default(&defaults);
-        opts = &defaults;
-    }
-    memset(set, 0, sizeof *set);
+    opts = reader_begin(set, opts, &defaults);
     if (!is_dir(dir)) return error_set(err, "%s: Flickr8k folder not found", dir);
     char token_path[CAPTION_PATH_MAX], images_dir[CAPTION_PATH_MAX];
     if (join_path(token_path, sizeof token_path, dir, "Flickr8k.token.txt", NULL) ||
@@ -748,13 +759,10 @@ int caption_read_flickr8k(CaptionSet *set, const char *dir, const CaptionOptions
     size_t n;
     char where[CAPTION_PATH_MAX + 32], name[CAPTION_PATH_MAX], path[CAPTION_PATH_MAX], why[128];
     StrMap unlisted = {0};
-    while (lines_next(&l, &s, &n)) {
-        if (blank(s, n)) continue;
-        snprintf(where, sizeof where, "%s:%d", token_path, l.line);
+    while (lines_next_record(&l, &s, &n, where, sizeof where, token_path)) {
         const char *tab = memchr(s, '\t', n);
         if (!tab) {
-            caption_set_warn(set, "%s: no tab: expected NAME.jpg#K<TAB>caption", where);
-            set->captions_skipped++;
+            skip_caption(set, where, "no tab: expected NAME.jpg#K<TAB>caption");
             continue;
         }
         size_t klen = (size_t)(tab - s);
@@ -766,8 +774,7 @@ int caption_read_flickr8k(CaptionSet *set, const char *dir, const CaptionOptions
             }
         size_t nlen = hash ? (size_t)(hash - s) : klen;
         if (!field_str(name, sizeof name, s, nlen, "image name", why, sizeof why)) {
-            caption_set_warn(set, "%s: %s", where, why);
-            set->captions_skipped++;
+            skip_caption(set, where, why);
             continue;
         }
         int i = strmap_get(&b.keys, name);
@@ -793,8 +800,7 @@ int caption_read_flickr8k(CaptionSet *set, const char *dir, const CaptionOptions
                 split = caption_heldout_split(name, opts->valid_share, opts->test_share);
             }
             if (join_path(path, sizeof path, images_dir, name, NULL)) {
-                caption_set_warn(set, "%s: image path too long", where);
-                set->captions_skipped++;
+                skip_caption(set, where, "image path too long");
                 continue;
             }
             i = builder_add_image(&b, name, path, name, -1, split, where);
@@ -875,6 +881,21 @@ static cJSON *json_array_field(cJSON *root, const char *name, const char *path, 
     return a;
 }
 
+// Start of the JSON readers: the image folder exists, json_path parses to an object with an
+// "images" array. On failure nothing is left to free.
+static int json_open_images(cJSON **root, cJSON **images, const char *json_path,
+                            const char *images_dir, const CaptionOptions *opts, Error *err) {
+    *root = *images = NULL;
+    if (!is_dir(images_dir))
+        return error_set(err, "%s: image folder %s not found", json_path, images_dir);
+    if (json_load(root, json_path, opts, err)) return -1;
+    *images = json_array_field(*root, "images", json_path, err);
+    if (*images) return 0;
+    cJSON_Delete(*root);
+    *root = NULL;
+    return -1;
+}
+
 // A JSON number that is a whole number in [0, 2^53]; -1 otherwise.
 static long long json_id(const cJSON *v) {
     if (!cJSON_IsNumber(v)) return -1;
@@ -893,17 +914,10 @@ static const char *json_str(const cJSON *obj, const char *name) {
 int caption_read_coco(CaptionSet *set, const char *json_path, const char *images_dir,
                       const CaptionOptions *opts, Error *err) {
     CaptionOptions defaults;
-    if (!opts) {
-        caption_options_default(&defaults);
-        opts = &defaults;
-    }
-    memset(set, 0, sizeof *set);
-    if (!is_dir(images_dir))
-        return error_set(err, "%s: image folder %s not found", json_path, images_dir);
-    cJSON *root;
-    if (json_load(&root, json_path, opts, err)) return -1;
-    cJSON *images = json_array_field(root, "images", json_path, err);
-    cJSON *anns = images ? json_array_field(root, "annotations", json_path, err) : NULL;
+    opts = reader_begin(set, opts, &defaults);
+    cJSON *root, *images;
+    if (json_open_images(&root, &images, json_path, images_dir, opts, err)) return -1;
+    cJSON *anns = json_array_field(root, "annotations", json_path, err);
     if (!anns) {
         cJSON_Delete(root);
         return -1;
@@ -946,11 +960,10 @@ int caption_read_coco(CaptionSet *set, const char *json_path, const char *images
         long long id = json_id(cJSON_GetObjectItemCaseSensitive(it, "image_id"));
         const cJSON *cap = cJSON_GetObjectItemCaseSensitive(it, "caption");
         if (!cJSON_IsObject(it) || id < 0 || !cJSON_IsString(cap) || !cap->valuestring) {
-            caption_set_warn(set, "%s: %s", where,
-                             !cJSON_IsObject(it) ? "not an object"
-                             : id < 0            ? "\"image_id\" is not a whole number >= 0"
-                                                 : "\"caption\" is not a string");
-            set->captions_skipped++;
+            skip_caption(set, where,
+                         !cJSON_IsObject(it) ? "not an object"
+                         : id < 0            ? "\"image_id\" is not a whole number >= 0"
+                                             : "\"caption\" is not a string");
             continue;
         }
         snprintf(key, sizeof key, "%lld", id);
@@ -990,20 +1003,9 @@ static char *join_tokens(const cJSON *tokens) {
 int caption_read_karpathy(CaptionSet *set, const char *json_path, const char *images_dir,
                           const CaptionOptions *opts, Error *err) {
     CaptionOptions defaults;
-    if (!opts) {
-        caption_options_default(&defaults);
-        opts = &defaults;
-    }
-    memset(set, 0, sizeof *set);
-    if (!is_dir(images_dir))
-        return error_set(err, "%s: image folder %s not found", json_path, images_dir);
-    cJSON *root;
-    if (json_load(&root, json_path, opts, err)) return -1;
-    cJSON *images = json_array_field(root, "images", json_path, err);
-    if (!images) {
-        cJSON_Delete(root);
-        return -1;
-    }
+    opts = reader_begin(set, opts, &defaults);
+    cJSON *root, *images;
+    if (json_open_images(&root, &images, json_path, images_dir, opts, err)) return -1;
     Builder b;
     builder_init(&b, set, opts, json_path);
     char where[CAPTION_PATH_MAX + 64], swhere[CAPTION_PATH_MAX + 96], path[CAPTION_PATH_MAX],
@@ -1090,12 +1092,8 @@ int caption_read_karpathy(CaptionSet *set, const char *json_path, const char *im
 
 int caption_set_read(CaptionSet *set, const CaptionSpec *spec, const CaptionOptions *opts,
                      Error *err) {
-    memset(set, 0, sizeof *set);
     CaptionOptions defaults;
-    if (!opts) {
-        caption_options_default(&defaults);
-        opts = &defaults;
-    }
+    opts = reader_begin(set, opts, &defaults);
     if (!(opts->valid_share >= 0 && opts->test_share >= 0 &&
           opts->valid_share + opts->test_share <= 1.0))
         return error_set(err,

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <zlib.h>
 
 #include "core/check.h"
+#include "core/fileio.h"
 
 // Bytes past the claimed data we inflate before giving up counting (trailing-data report).
 #define IDX_TRAILING_COUNT_MAX ((size_t)1 << 16)
@@ -241,20 +241,16 @@ int idx_load_memory(Idx *out, const unsigned char *bytes, size_t len, const char
 
 int idx_load(Idx *out, const char *path, Error *err) {
     memset(out, 0, sizeof *out);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return error_set(err, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(fp);
-        return error_set(err, "%s: not a regular file", path);
-    }
+    FILE *fp;
+    size_t size;
+    if (file_open_regular(&fp, &size, path, err)) return -1;
     unsigned char magic[2] = {0, 0};
     size_t m = fread(magic, 1, 2, fp);
     rewind(fp);
     Source s = {.name = path, .err = err, .fp = fp};
     int gz = m == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
     int rc = gz ? source_start_gzip(&s) : 0;
-    if (!rc) rc = idx_read_source(out, &s, !gz, (size_t)st.st_size);
+    if (!rc) rc = idx_read_source(out, &s, !gz, size);
     fclose(fp);
     return finish(out, &s, rc);
 }

@@ -2,20 +2,19 @@
 // --json, predict on a folder of PNGs (some broken), the scenes folder round trip,
 // --resume against an uninterrupted run, and one-line errors for bad input.
 // Finds the binary in $ATTEND_BIN (default "bin").
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/safetensors.h"
+#include "tests/support/scratch.h"
 #include "tests/support/test.h"
 #include "vision/png.h"
 
-static char tmp[256];
-static char bin[512];
+static Scratch sc;  // bin/caption and its scratch folder
+static const char *tmp;  // sc.dir
 
 // Small and fast: 64 x 64 scenes, a narrow CNN and decoder.
 #define SMALL                                                                              \
@@ -23,46 +22,17 @@ static char bin[512];
     " --train-count 64 --val-count-scenes 16 --test-count 16 --threads 1 --quiet"
 #define DATA_SMALL " --train-count 64 --val-count-scenes 16 --test-count 16 --threads 1"
 
-// Runs "bin/caption ARGS", stdout to TMP/out.txt and stderr to TMP/err.txt; returns the
-// exit status (-1 if it did not exit normally).
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...) {
-    char args[4096], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "%s/caption %s > %s/out.txt 2> %s/err.txt", bin, args, tmp, tmp);
-    int st = system(cmd);
-    if (st == -1 || !WIFEXITED(st)) return -1;
-    return WEXITSTATUS(st);
+// Runs "bin/caption ARGS", stdout to DIR/stdout.txt and stderr to DIR/stderr.txt; returns
+// the exit status (-1 if it did not exit normally).
+#define run(...) scratch_run(&sc, __VA_ARGS__)
+
+// Reads DIR/NAME whole (an empty string when missing); *len (if non-NULL) its size.
+static char *slurp_n(const char *name, size_t *len) {
+    char *text = scratch_read(&sc, name, len);
+    return text ? text : calloc(1, 1);
 }
 
-static char *slurp_n(const char *name, long *len);
 static char *slurp(const char *name) { return slurp_n(name, NULL); }
-
-// Reads TMP/NAME whole (an empty string when missing); *len (if non-NULL) its size.
-static char *slurp_n(const char *name, long *len) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmp, name);
-    FILE *fp = fopen(path, "rb");
-    if (len) *len = 0;
-    if (!fp) return calloc(1, 1);
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    if (len) *len = n;
-    fseek(fp, 0, SEEK_SET);
-    char *buf = calloc((size_t)n + 1, 1);
-    if (fread(buf, 1, (size_t)n, fp) != (size_t)n) buf[0] = 0;
-    fclose(fp);
-    return buf;
-}
-
-static int count_lines(const char *s) {
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
-}
 
 static int exists(const char *fmt, const char *a) {
     char path[1024];
@@ -73,16 +43,16 @@ static int exists(const char *fmt, const char *a) {
 
 // A failing command: non-zero status and exactly one line on stderr containing want.
 static void expect_one_line_error(int status, const char *want) {
-    char *err = slurp("err.txt");
+    char *err = slurp("stderr.txt");
     EXPECT(status != 0, "exit status 0 for a bad command");
-    EXPECT(count_lines(err) == 1, "stderr should be one line, got: %s", err);
+    EXPECT(scratch_count_lines(err) == 1, "stderr should be one line, got: %s", err);
     EXPECT(strstr(err, want) != NULL, "stderr '%s' does not mention '%s'", err, want);
     free(err);
 }
 
 static void test_train_eval_predict(void) {
     int st = run("train --out %s/run --steps 4 --seed 3" SMALL, tmp);
-    char *err = slurp("err.txt");
+    char *err = slurp("stderr.txt");
     EXPECT(st == 0, "train failed (%d): %s", st, err);
     free(err);
     EXPECT(exists("%s/run/%s", "model.safetensors"), "no model.safetensors");
@@ -92,12 +62,12 @@ static void test_train_eval_predict(void) {
 
     st = run("eval --model %s/run/model.safetensors --data scenes --split test --beam 2 --json "
              "--results %s/results.json --quiet" DATA_SMALL, tmp, tmp);
-    char *out = slurp("out.txt");
+    char *out = slurp("stdout.txt");
     EXPECT(st == 0, "eval failed (%d)", st);
     const char *keys[] = {"\"bleu1\"", "\"bleu2\"", "\"bleu3\"", "\"bleu4\"", "\"cider\"",
                           "\"rougeL\"", "\"grounding\""};
     for (int i = 0; i < 7; i++) EXPECT(strstr(out, keys[i]) != NULL, "%s missing in %s", keys[i], out);
-    EXPECT(out[0] == '{' && count_lines(out) == 1, "not one JSON object: %s", out);
+    EXPECT(out[0] == '{' && scratch_count_lines(out) == 1, "not one JSON object: %s", out);
     const char *b4 = strstr(out, "\"bleu4\": ");
     if (b4) {
         double v = atof(b4 + 9);
@@ -127,10 +97,10 @@ static void test_train_eval_predict(void) {
     fclose(fp);
     st = run("predict --model %s/run/model.safetensors --images %s --beam 2 --attention-out "
              "%s/strips --results %s/pred.json --threads 1", tmp, dir, tmp, tmp);
-    out = slurp("out.txt");
-    err = slurp("err.txt");
+    out = slurp("stdout.txt");
+    err = slurp("stderr.txt");
     EXPECT(st != 0, "a broken file was skipped, the status must be non-zero");
-    EXPECT(count_lines(out) == 2, "two captions expected, got: %s", out);
+    EXPECT(scratch_count_lines(out) == 2, "two captions expected, got: %s", out);
     EXPECT(strncmp(out, "a.png\t", 6) == 0, "first line: %s", out);
     EXPECT(strstr(out, "\nb.png\t") != NULL, "b.png line missing: %s", out);
     EXPECT(strstr(err, "broken.png") != NULL, "broken file not named: %s", err);
@@ -156,7 +126,7 @@ static void resume_bit_identical(int threads) {
     EXPECT(st == 0, "first half failed");
     st = run("train --out %s/part%d --steps 6 --seed 5 --dropout 0.2 --resume" SMALL " --threads %d",
              tmp, threads, threads);
-    char *err = slurp("err.txt");
+    char *err = slurp("stderr.txt");
     EXPECT(st == 0, "resume failed: %s", err);
     free(err);
     char pa[512], pb[512];
@@ -215,7 +185,7 @@ static void test_errors(void) {
     expect_one_line_error(run("train --out %s/x --data tsv:%s/none.tsv:%s --steps 2" SMALL, tmp, tmp, tmp),
                           "none.tsv");
     EXPECT(run("train --help") == 0, "--help should exit 0");
-    char *out = slurp("out.txt");
+    char *out = slurp("stdout.txt");
     EXPECT(strstr(out, "--attention") != NULL, "help lists flags");
     free(out);
 }
@@ -225,12 +195,12 @@ static void test_hard_and_none(void) {
     const char *kinds[] = {"hard", "none", "multi-head --heads 2", "local-predictive --window 2"};
     for (int i = 0; i < 4; i++) {
         int st = run("train --out %s/k%d --steps 2 --attention %s --beta-vector" SMALL, tmp, i, kinds[i]);
-        char *err = slurp("err.txt");
+        char *err = slurp("stderr.txt");
         EXPECT(st == 0, "train --attention %s failed: %s", kinds[i], err);
         free(err);
         st = run("eval --model %s/k%d/model.safetensors --beam 2 --count 8 --json --quiet" DATA_SMALL,
                  tmp, i);
-        char *out = slurp("out.txt");
+        char *out = slurp("stdout.txt");
         EXPECT(st == 0 && strstr(out, "\"bleu4\""), "eval of %s: %s", kinds[i], out);
         free(out);
     }
@@ -241,10 +211,10 @@ static void test_hard_and_none(void) {
 static void test_nonfinite_stops(void) {
     int st = run("train --out %s/nan --steps 2" SMALL, tmp);
     EXPECT(st == 0, "first run failed");
-    long nb, na;
+    size_t nb, na;
     char *before = slurp_n("nan/model.safetensors", &nb);
     st = run("train --out %s/nan --steps 8 --resume --lr 1e30" SMALL, tmp);
-    char *err = slurp("err.txt");
+    char *err = slurp("stderr.txt");
     EXPECT(st != 0, "a diverging run must fail");
     EXPECT(strstr(err, "step ") != NULL && (strstr(err, "loss") || strstr(err, "gradient")),
            "stderr: %s", err);
@@ -263,22 +233,18 @@ static void test_scenes_folder(void) {
     EXPECT(exists("%s/sc/%s", "captions.tsv"), "no captions.tsv");
     EXPECT(exists("%s/sc/%s", "train_000000.png"), "no train_000000.png");
     st = run("train --out %s/fromdir --data tsv:%s/sc/captions.tsv:%s/sc --steps 2" SMALL, tmp, tmp, tmp);
-    char *err = slurp("err.txt");
+    char *err = slurp("stderr.txt");
     EXPECT(st == 0, "training from the folder failed: %s", err);
     free(err);
     EXPECT(exists("%s/fromdir/%s", "model.safetensors"), "no model from the folder run");
 }
 
 int main(void) {
-    const char *b = getenv("ATTEND_BIN");
-    snprintf(bin, sizeof bin, "%s", b && b[0] ? b : "bin");
-    snprintf(tmp, sizeof tmp, "/tmp/test_cli_caption_XXXXXX");
-    const char *td = getenv("TMPDIR");
-    if (td && td[0]) snprintf(tmp, sizeof tmp, "%s/test_cli_caption_XXXXXX", td);
-    if (!mkdtemp(tmp)) {
+    if (scratch_open(&sc, "test_cli_caption", "caption")) {
         printf("FAIL main: cannot make a temporary folder\n");
         return 1;
     }
+    tmp = sc.dir;
     RUN(test_train_eval_predict);
     RUN(test_resume_bit_identical);
     RUN(test_resume_bit_identical_two_threads);
@@ -286,8 +252,6 @@ int main(void) {
     RUN(test_hard_and_none);
     RUN(test_nonfinite_stops);
     RUN(test_scenes_folder);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+    scratch_remove(tmp);
     return test_summary();
 }

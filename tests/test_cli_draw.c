@@ -8,50 +8,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/safetensors.h"
+#include "tests/support/checkpoint.h"
+#include "tests/support/scratch.h"
 #include "tests/support/test.h"
 
-static char tmpdir[256];
-static char bindir[512];
+static Scratch sc;  // BIN/draw and its scratch folder
+static const char *tmpdir;  // sc.dir
 
 // A tiny configuration: seconds on one core, but every part of the model runs.
 #define TINY "--data mnist --T 4 --read 2 --write 3 --hidden 24 --z 6 --batch 16 " \
              "--valid-every 3 --valid-images 64 --log-every 1"
 
-// Runs "BIN/draw ARGS" with stdout and stderr captured into tmpdir files; returns the
-// exit status (or -1 if it did not exit normally).
-static int run_draw(const char *fmt, ...) {
-    char args[2048], cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "%s/draw %s > %s/stdout.txt 2> %s/stderr.txt", bindir, args, tmpdir,
-             tmpdir);
-    int st = system(cmd);
-    if (st == -1 || !WIFEXITED(st)) return -1;
-    return WEXITSTATUS(st);
-}
+// Runs "BIN/draw ARGS" with stdout and stderr captured into DIR/stdout.txt and
+// DIR/stderr.txt; returns the exit status (or -1 if it did not exit normally).
+#define run_draw(...) scratch_run(&sc, __VA_ARGS__)
 
-static char *read_text(const char *name) {
-    char path[600];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    unsigned char *d = NULL;
-    size_t n = 0;
-    if (file_read_all(path, &d, &n, 0, NULL)) return NULL;
-    return (char *)d;
-}
-
-static int count_lines(const char *s) {
-    int n = 0;
-    for (; s && *s; s++) n += *s == '\n';
-    return n;
-}
+// DIR/NAME as text; NULL when it cannot be read.
+static char *read_text(const char *name) { return scratch_read(&sc, name, NULL); }
 
 static int exists(const char *fmt, ...) {
     char path[1200], rel[600];
@@ -74,7 +52,8 @@ static void test_train_writes_outputs(void) {
     EXPECT(exists("run/loss.png"), "no loss.png");
     char *log = read_text("run/log.csv");
     EXPECT(log && strncmp(log, "step,train_bound,valid_bound,seconds\n", 37) == 0, "log.csv header");
-    EXPECT(count_lines(log) == 7, "log.csv has %d lines, expected 1 + 6", count_lines(log));
+    EXPECT(scratch_count_lines(log) == 7, "log.csv has %d lines, expected 1 + 6",
+           scratch_count_lines(log));
     // Step 6 validated: its row has a value in every column.
     const char *last = log ? strstr(log, "\n6,") : NULL;
     EXPECT(last && !strstr(last, ",,"), "no complete row for step 6");
@@ -141,29 +120,6 @@ static void test_reconstruct_frames(void) {
            "missing reconstruct outputs");
 }
 
-// Compares every tensor (parameters and Adam moments) of two checkpoints, bit for bit.
-static int same_tensors(const char *a, const char *b, char *why, size_t cap) {
-    SafetensorsFile fa, fb;
-    Error err;
-    if (safetensors_load(&fa, a, &err)) return snprintf(why, cap, "%s", err.msg), 0;
-    if (safetensors_load(&fb, b, &err)) {
-        safetensors_free(&fa);
-        return snprintf(why, cap, "%s", err.msg), 0;
-    }
-    int ok = fa.count == fb.count && fa.count > 0;
-    if (!ok) snprintf(why, cap, "%d vs %d tensors", fa.count, fb.count);
-    for (int i = 0; ok && i < fa.count; i++) {
-        const SafetensorsTensor *ta = &fa.tensors[i], *tb = safetensors_find(&fb, ta->name);
-        if (!tb || tb->numel != ta->numel || memcmp(ta->data, tb->data, ta->numel * 4) != 0) {
-            snprintf(why, cap, "tensor %s differs", ta->name);
-            ok = 0;
-        }
-    }
-    safetensors_free(&fa);
-    safetensors_free(&fb);
-    return ok;
-}
-
 static void test_resume_bit_identical(void) {
     int rc = run_draw("train " TINY " --steps 7 --seed 5 --out %s/full", tmpdir);
     EXPECT(rc == 0, "uninterrupted run exited %d", rc);
@@ -174,11 +130,12 @@ static void test_resume_bit_identical(void) {
     char a[600], b[600], why[700] = "";
     snprintf(a, sizeof a, "%s/full/model.safetensors", tmpdir);
     snprintf(b, sizeof b, "%s/part/model.safetensors", tmpdir);
-    EXPECT(same_tensors(a, b, why, sizeof why), "resume differs: %s", why);
+    EXPECT(checkpoints_identical(a, b, NULL, why, sizeof why), "resume differs: %s", why);
     // And the check can fail: a different seed gives different weights.
     rc = run_draw("train " TINY " --steps 7 --seed 6 --out %s/other", tmpdir);
     snprintf(b, sizeof b, "%s/other/model.safetensors", tmpdir);
-    EXPECT(rc == 0 && !same_tensors(a, b, why, sizeof why), "seeds 5 and 6 gave the same weights");
+    EXPECT(rc == 0 && !checkpoints_identical(a, b, NULL, why, sizeof why),
+           "seeds 5 and 6 gave the same weights");
 }
 
 // Each bad invocation must exit non-zero with exactly one line on stderr.
@@ -186,8 +143,8 @@ static void expect_one_line_failure(const char *args) {
     int rc = run_draw("%s", args);
     char *err = read_text("stderr.txt");
     EXPECT(rc != 0, "'draw %s' exited 0", args);
-    EXPECT(count_lines(err) == 1, "'draw %s' wrote %d lines on stderr: %s", args, count_lines(err),
-           err ? err : "");
+    EXPECT(scratch_count_lines(err) == 1, "'draw %s' wrote %d lines on stderr: %s", args,
+           scratch_count_lines(err), err ? err : "");
     free(err);
 }
 
@@ -219,16 +176,11 @@ static void test_bad_input_one_line(void) {
 }
 
 int main(void) {
-    const char *b = getenv("ATTEND_BIN");
-    snprintf(bindir, sizeof bindir, "%s", b && b[0] ? b : "bin");
-    const char *t = getenv("TMPDIR");
-    char dir[200];
-    snprintf(dir, sizeof dir, "%s/test_cli_draw.XXXXXX", t && t[0] ? t : "/tmp");
-    if (!mkdtemp(dir)) {
+    if (scratch_open(&sc, "test_cli_draw", "draw")) {
         printf("FAIL setup: mkdtemp\n");
         return 1;
     }
-    snprintf(tmpdir, sizeof tmpdir, "%s", dir);
+    tmpdir = sc.dir;
     RUN(test_train_writes_outputs);
     RUN(test_eval_json);
     RUN(test_generate_frames);
@@ -236,10 +188,6 @@ int main(void) {
     RUN(test_resume_bit_identical);
     RUN(test_bad_input_one_line);
     int rc = test_summary();
-    if (rc == 0) {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        if (system(cmd) != 0) printf("note: could not remove %s\n", tmpdir);
-    }
+    if (rc == 0) scratch_remove(tmpdir);
     return rc;
 }

@@ -1,4 +1,5 @@
-// test_core_fileio.c: file_read_all (caps, errors naming the file), atomic writes (no
+// test_core_fileio.c: file_read_all (caps, errors naming the file), file_open_regular
+// (size, refusing folders and missing files), atomic writes (no
 // temporary left behind, the old file intact after a failed write, including a "full
 // disk" simulated with RLIMIT_FSIZE), make_dirs, file_exists, and the CSV log.
 #include <dirent.h>
@@ -12,38 +13,10 @@
 
 #include "core/csvlog.h"
 #include "core/fileio.h"
+#include "tests/support/scratch.h"
 #include "tests/support/test.h"
 
 static char tmpdir[256];
-
-static void make_tmpdir(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/attend_fileio_XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        exit(1);
-    }
-}
-
-static void remove_tree(const char *path) {
-    struct stat st;
-    if (lstat(path, &st) != 0) return;
-    if (S_ISDIR(st.st_mode)) {
-        chmod(path, 0700);
-        DIR *d = opendir(path);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char sub[1024];
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            remove_tree(sub);
-        }
-        if (d) closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
 
 static int count_entries(const char *dir) {
     DIR *d = opendir(dir);
@@ -93,6 +66,30 @@ static void test_read_all_errors_name_the_file(void) {
     EXPECT(file_read_all(tmpdir, &data, &len, 0, &err) == -1);
     EXPECT(strncmp(err.msg, tmpdir, strlen(tmpdir)) == 0, "%s", err.msg);
     EXPECT(strchr(err.msg, '\n') == NULL);
+}
+
+static void test_open_regular_size_and_refusals(void) {
+    char path[512];
+    path_in(path, sizeof path, "regular.bin");
+    Error err = {{0}};
+    EXPECT(file_write_atomic(path, "0123456789abc", 13, &err) == 0, "%s", err.msg);
+    FILE *fp = NULL;
+    size_t size = 0;
+    EXPECT(file_open_regular(&fp, &size, path, &err) == 0, "%s", err.msg);
+    EXPECT(fp != NULL && size == 13, "size %zu, expected 13", size);
+    char head[4] = {0};
+    EXPECT(fp && fread(head, 1, 3, fp) == 3 && memcmp(head, "012", 3) == 0, "read back");
+    if (fp) fclose(fp);
+    // A folder opens with fopen on Linux but is not a regular file.
+    size = 7;
+    EXPECT(file_open_regular(&fp, &size, tmpdir, &err) == -1);
+    EXPECT(fp == NULL && size == 0, "outputs not cleared on failure");
+    EXPECT(strncmp(err.msg, tmpdir, strlen(tmpdir)) == 0 && strstr(err.msg, "not a regular file"),
+           "%s", err.msg);
+    path_in(path, sizeof path, "no_such_file");
+    EXPECT(file_open_regular(&fp, &size, path, &err) == -1);
+    EXPECT(strncmp(err.msg, path, strlen(path)) == 0 && strstr(err.msg, "cannot open"), "%s",
+           err.msg);
 }
 
 static void test_atomic_write_replaces_and_leaves_no_temporary(void) {
@@ -250,15 +247,16 @@ static void test_csvlog_header_rows_and_append(void) {
 }
 
 int main(void) {
-    make_tmpdir();
+    if (scratch_make(tmpdir, sizeof tmpdir, "attend_fileio")) return 1;
     RUN(test_read_all_roundtrip_and_cap);
     RUN(test_read_all_errors_name_the_file);
+    RUN(test_open_regular_size_and_refusals);
     RUN(test_atomic_write_replaces_and_leaves_no_temporary);
     RUN(test_atomic_write_full_disk_keeps_old_file);
     RUN(test_atomic_commit_rename_failure);
     RUN(test_write_into_missing_or_unwritable_folder);
     RUN(test_make_dirs_and_file_exists);
     RUN(test_csvlog_header_rows_and_append);
-    remove_tree(tmpdir);
+    scratch_remove(tmpdir);
     return test_summary();
 }

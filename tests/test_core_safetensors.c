@@ -16,6 +16,7 @@
 #include "core/fileio.h"
 #include "core/rng.h"
 #include "core/safetensors.h"
+#include "tests/support/scratch.h"
 #include "tests/support/test.h"
 
 static char tmpdir[256];
@@ -361,39 +362,14 @@ static void test_failed_save_keeps_old_file(void) {
     block_free(&big);
 }
 
-static void remove_tree(const char *path) {
-    struct stat st;
-    if (lstat(path, &st) != 0) return;
-    if (S_ISDIR(st.st_mode)) {
-        chmod(path, 0700);
-        DIR *d = opendir(path);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char sub[1024];
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            remove_tree(sub);
-        }
-        if (d) closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
 int main(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/attend_st_XXXXXX", base && base[0] ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (scratch_make(tmpdir, sizeof tmpdir, "attend_st")) return 1;
     RUN(test_roundtrip_tensors_and_metadata);
     RUN(test_layout_on_disk);
     RUN(test_reads_foreign_file);
     RUN(test_rejects_malformed_files);
     RUN(test_truncations_and_corruptions);
     RUN(test_failed_save_keeps_old_file);
-    remove_tree(tmpdir);
+    scratch_remove(tmpdir);
     return test_summary();
 }

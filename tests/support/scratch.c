@@ -1,0 +1,86 @@
+// scratch.c: see scratch.h.
+#include "tests/support/scratch.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+
+int scratch_make(char *dir, size_t cap, const char *prefix) {
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, cap, "%s/%s_XXXXXX", base && base[0] ? base : "/tmp", prefix);
+    if (!mkdtemp(dir)) {
+        perror(dir);
+        return -1;
+    }
+    return 0;
+}
+
+void scratch_remove(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return;
+    if (!S_ISDIR(st.st_mode)) {
+        unlink(path);
+        return;
+    }
+    chmod(path, 0700);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char sub[1024];
+        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+        scratch_remove(sub);
+    }
+    if (d) closedir(d);
+    rmdir(path);
+}
+
+int scratch_open(Scratch *s, const char *prefix, const char *program) {
+    memset(s, 0, sizeof *s);
+    if (scratch_make(s->dir, sizeof s->dir, prefix)) return -1;
+    const char *bin = getenv("ATTEND_BIN");
+    snprintf(s->program, sizeof s->program, "%s/%s", bin && bin[0] ? bin : "bin", program);
+    snprintf(s->out_path, sizeof s->out_path, "%s/stdout.txt", s->dir);
+    snprintf(s->err_path, sizeof s->err_path, "%s/stderr.txt", s->dir);
+    return 0;
+}
+
+int scratch_run(const Scratch *s, const char *fmt, ...) {
+    char args[4096], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "%s %s > %s 2> %s", s->program, args, s->out_path, s->err_path);
+    int st = system(cmd);
+    if (st == -1 || !WIFEXITED(st)) return -1;
+    return WEXITSTATUS(st);
+}
+
+char *scratch_read_text(const char *path, size_t *len) {
+    unsigned char *d = NULL;
+    size_t n = 0;
+    if (len) *len = 0;
+    if (file_read_all(path, &d, &n, 0, NULL)) return NULL;
+    if (len) *len = n;
+    return (char *)d;
+}
+
+char *scratch_read(const Scratch *s, const char *name, size_t *len) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", s->dir, name);
+    return scratch_read_text(path, len);
+}
+
+int scratch_count_lines(const char *s) {
+    int n = 0;
+    for (; s && *s; s++) n += *s == '\n';
+    return n;
+}
