@@ -2,6 +2,7 @@
 //
 //   caption train   --data scenes|flickr8k:DIR|coco:JSON:IMAGES|karpathy:JSON:IMAGES|tsv:FILE:IMAGES
 //                   --attention KIND --out DIR [--epochs N | --steps N | --minutes M] [--resume]
+//                   [--checkpoint-every N]
 //   caption eval    --model M --data ... --split test [--beam 3] [--json] [--results FILE]
 //   caption predict --model M --images DIR [--beam 3] [--attention-out DIR] [--results FILE]
 //   caption scenes  --out DIR --count N [--seed S]
@@ -10,7 +11,10 @@
 // configuration and vocabulary in __metadata__), state.safetensors (the latest training
 // state: parameters, Adam moments, step; what --resume continues from), log.csv and
 // curves.png. Every file is written atomically. No math here: models/sat does it.
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +130,26 @@ static const char *attention_name(const SatConfig *c) {
     return c->hard ? "hard" : attn_kind_name(c->attn.kind);
 }
 
+// Removes DIR/NAME.tmp.PID files that a killed run left behind: the temporaries of atomic
+// writes (core/fileio.h) whose process PID is gone. Never touches a final name.
+static void remove_stale_temporaries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *t = strstr(e->d_name, ".tmp.");
+        if (!t) continue;
+        char *end;
+        long pid = strtol(t + 5, &end, 10);
+        if (end == t + 5 || *end || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;  // still running (or unknown)
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+}
+
 // The first tensor of block b holding a NaN or inf, or NULL.
 static const char *nonfinite_tensor(const Block *b) {
     for (int i = 0; i < b->count; i++) {
@@ -173,8 +197,17 @@ static int load_model(const char *path, SatModel *m, Vocab *vocab, int with_stat
     const char *cfgs = safetensors_meta(&f, "sat.config");
     const char *vj = safetensors_meta(&f, "vocab");
     if (!fmt || strcmp(fmt, "attend-sat") || !cfgs || !vj) {
+        error_set(err, "%s: not a captioner checkpoint (format '%s', expected attend-sat%s)", path,
+                  fmt ? fmt : "missing", fmt && !strncmp(fmt, "attend-draw", 11) ? "; this is a DRAW model" : "");
         safetensors_free(&f);
-        return error_set(err, "%s: not a captioner checkpoint (no attend-sat metadata)", path);
+        return -1;
+    }
+    const char *ver = safetensors_meta(&f, "version");
+    if (!ver || strcmp(ver, "1")) {
+        error_set(err, "%s: captioner checkpoint layout version '%s' is not supported (this build reads version 1)",
+                  path, ver ? ver : "missing");
+        safetensors_free(&f);
+        return -1;
     }
     SatConfig c;
     if (sat_config_parse(&c, cfgs, err)) {
@@ -405,7 +438,7 @@ static const char *const KIND_HELP =
 typedef struct {
     const char *attention, *out, *channels;
     int image_size, embed, hidden, attn_dim, heads, window, batch, max_len, min_count;
-    int epochs, threads, val_beam, val_count, log_every;
+    int epochs, threads, val_beam, val_count, log_every, checkpoint_every;
     long steps, seed;
     double minutes;
     float lr, lr_decay, clip, lambda, dropout, entropy, length_alpha;
@@ -455,6 +488,7 @@ static int cmd_train(int argc, char **argv) {
         {"val-count", ARG_INT, &f.val_count, "validation images per epoch (0 = all)", .has_min = true, .min = 0},
         {"length-alpha", ARG_FLOAT, &f.length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
         {"log-every", ARG_INT, &f.log_every, "CSV row every N steps", .has_min = true, .min = 1},
+        {"checkpoint-every", ARG_INT, &f.checkpoint_every, "also write OUT/state.safetensors every N steps (0: at epoch ends only)", .has_min = true, .min = 0},
         {"train-count", ARG_INT, &df.train_count, "scenes: training scenes", .has_min = true, .min = 1},
         {"val-count-scenes", ARG_INT, &df.val_count, "scenes: validation scenes", .has_min = true, .min = 1},
         {"test-count", ARG_INT, &df.test_count, "scenes: test scenes", .has_min = true, .min = 1},
@@ -507,6 +541,7 @@ static int cmd_train(int argc, char **argv) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
+    remove_stale_temporaries(f.out);
     char path_state[1200], path_model[1200], path_log[1200], path_curves[1200];
     snprintf(path_state, sizeof path_state, "%s/state.safetensors", f.out);
     snprintf(path_model, sizeof path_model, "%s/model.safetensors", f.out);
@@ -726,6 +761,12 @@ static int cmd_train(int argc, char **argv) {
                 break;
             }
             validated_at_end = last;
+        } else if (f.checkpoint_every > 0 && step % f.checkpoint_every == 0) {
+            if (save_model(path_state, &model, &vocab, 1, step, tc.best_step, tc.best_bleu, &err)) {
+                fprintf(stderr, "%s\n", err.msg);
+                rc = 1;
+                break;
+            }
         }
     }
     (void)validated_at_end;
@@ -1026,10 +1067,11 @@ static int cmd_predict(int argc, char **argv) {
         }
     }
     if (skipped) {
-        fprintf(stderr, "caption predict: %d of %d files skipped\n", skipped, folder.n);
+        // Each skipped file already has its line; a count only adds to several.
+        if (skipped > 1) fprintf(stderr, "caption predict: %d of %d files skipped\n", skipped, folder.n);
         rc = 1;
     }
-    if (att_out) fprintf(stderr, "attention strips: %s\n", att_out);
+    if (att_out && skipped < folder.n) fprintf(stderr, "attention strips: %s\n", att_out);
     for (int i = 0; i < folder.n; i++) free(captions[i]);
     free(captions);
     free(images);

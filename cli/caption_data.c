@@ -68,8 +68,9 @@ int caption_data_open(CaptionData **out, const CaptionDataFlags *f, int S, int q
     progress_start(&p, "decode", d->set.n_images, 0);
     int r = caption_set_cache_images(&d->set, &d->cache, S, (size_t)f->cache_mb << 20,
                                      quiet ? NULL : cache_progress, &p, err);
-    for (int i = 0; i < d->set.n_warnings; i++) fprintf(stderr, "warning: %s\n", d->set.warnings[i]);
-    if (d->set.warnings_dropped)
+    // On failure err's one line says what went wrong; the warnings are for a set that loads.
+    for (int i = 0; r == 0 && i < d->set.n_warnings; i++) fprintf(stderr, "warning: %s\n", d->set.warnings[i]);
+    if (r == 0 && d->set.warnings_dropped)
         fprintf(stderr, "warning: %d more warnings not shown\n", d->set.warnings_dropped);
     if (r) {
         caption_set_free(&d->set);

@@ -12,12 +12,15 @@
 // bit, as a run that was never interrupted (same machine and thread count).
 // Checkpoints (safetensors, written atomically) hold the parameters, the Adam moments
 // ("adam.m/NAME", "adam.v/NAME") and, in __metadata__, the configuration and the step.
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/args.h"
 #include "core/adam.h"
@@ -131,9 +134,12 @@ static int meta_float(const SafetensorsFile *f, const char *path, const char *ke
 static int read_state(const SafetensorsFile *f, const char *path, TrainState *s, Error *err) {
     memset(s, 0, sizeof *s);
     const char *fmt = safetensors_meta(f, "format");
+    if (fmt && strncmp(fmt, "attend-draw-", 12) == 0 && strcmp(fmt, "attend-draw-1") != 0)
+        return error_set(err, "%s: DRAW checkpoint layout '%s' is not supported (this build reads attend-draw-1)",
+                         path, fmt);
     if (!fmt || strcmp(fmt, "attend-draw-1") != 0)
-        return error_set(err, "%s: not a DRAW checkpoint (format '%s', expected attend-draw-1)",
-                         path, fmt ? fmt : "missing");
+        return error_set(err, "%s: not a DRAW checkpoint (format '%s', expected attend-draw-1%s)",
+                         path, fmt ? fmt : "missing", fmt && !strcmp(fmt, "attend-sat") ? "; this is a captioner model" : "");
     long v[12];
     static const char *const keys[] = {"draw.W", "draw.H", "draw.T", "draw.read_n", "draw.write_n",
                                        "draw.enc", "draw.dec", "draw.z", "draw.attention",
@@ -387,6 +393,26 @@ static int parse_or_exit(int argc, char **argv, const ArgSpec *specs, int n, con
     return 0;
 }
 
+// Removes DIR/NAME.tmp.PID files that a killed run left behind: the temporaries of atomic
+// writes (core/fileio.h) whose process PID is gone. Never touches a final name.
+static void remove_stale_temporaries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *t = strstr(e->d_name, ".tmp.");
+        if (!t) continue;
+        char *end;
+        long pid = strtol(t + 5, &end, 10);
+        if (end == t + 5 || *end || pid <= 0 || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;  // still running (or unknown)
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+}
+
 // Checks that every gradient is finite; names the first tensor that is not.
 static const char *nonfinite_tensor(const Block *g) {
     for (int i = 0; i < g->count; i++) {
@@ -396,6 +422,15 @@ static const char *nonfinite_tensor(const Block *g) {
             if (!isfinite(d[k])) return t->name;
     }
     return NULL;
+}
+
+// Frees what cmd_train set up before it failed (all of it may still be empty) and fails.
+static int train_setup_fail(const Error *err, SafetensorsFile *f, ImageSet *train, ImageSet *valid,
+                            Block *params, Block *grads, Block *mom1, Block *mom2) {
+    safetensors_free(f);
+    imageset_free(train), imageset_free(valid);
+    block_free(params), block_free(grads), block_free(mom1), block_free(mom2);
+    return fail(err);
 }
 
 static int cmd_train(int argc, char **argv) {
@@ -451,10 +486,12 @@ static int cmd_train(int argc, char **argv) {
 
     TrainState st = {0};
     SafetensorsFile resume_file = {0};
+    ImageSet train = {0}, valid = {0};
+    Block params = {0}, grads = {0}, mom1 = {0}, mom2 = {0};
     int have_resume = 0;
     if (resume && file_exists(ckpt)) {
         if (safetensors_load(&resume_file, ckpt, &err) || read_state(&resume_file, ckpt, &st, &err))
-            return fail(&err);
+            return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
         have_resume = 1;
     } else if (resume) {
         fprintf(stderr, "draw: %s: no checkpoint yet; starting from scratch\n", ckpt);
@@ -462,8 +499,7 @@ static int cmd_train(int argc, char **argv) {
 
     int binarize = have_resume ? st.binarize : !no_binarize;
     const char *dname = have_resume && st.data[0] ? st.data : data;
-    ImageSet train = {0}, valid = {0};
-    if (mnist_load_splits(&train, &valid, NULL, dname, root, &err)) return fail(&err);
+    if (mnist_load_splits(&train, &valid, NULL, dname, root, &err)) return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
     if (binarize) imageset_binarize_fixed(&valid, MNIST_FIXED_BINARIZE_SEED);
     if (!have_resume) {
         st.cfg = (DrawConfig){.W = train.cols, .H = train.rows, .T = T, .read_n = read_n,
@@ -474,21 +510,21 @@ static int cmd_train(int argc, char **argv) {
         st.lr = lr, st.beta1 = beta1, st.clip = clip;
         st.binarize = binarize;
         snprintf(st.data, sizeof st.data, "%s", data);
-        if (draw_config_check(&st.cfg, &err)) return fail(&err);
+        if (draw_config_check(&st.cfg, &err)) return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
     } else if (st.cfg.W != train.cols || st.cfg.H != train.rows) {
         error_set(&err, "%s: model is for %dx%d images, %s has %dx%d", ckpt, st.cfg.W, st.cfg.H,
                   dname, train.cols, train.rows);
-        return fail(&err);
+        return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
     }
     const DrawConfig *c = &st.cfg;
     int B = st.batch;
     if (train.n < B) {
         error_set(&err, "--batch: %d is more than the %d training images of %s", B, train.n, dname);
-        return fail(&err);
+        return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
     }
-    if (make_dirs(out, &err)) return fail(&err);
+    if (make_dirs(out, &err)) return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
+    remove_stale_temporaries(out);
 
-    Block params = {0}, grads = {0}, mom1 = {0}, mom2 = {0};
     DrawParams p, g, pm, pv;
     draw_layout(&params, &p, c);
     draw_layout(&grads, &g, c);
@@ -499,7 +535,7 @@ static int cmd_train(int argc, char **argv) {
         if (safetensors_read_block(&params, "", &resume_file, ckpt, &err) ||
             safetensors_read_block(&mom1, "adam.m/", &resume_file, ckpt, &err) ||
             safetensors_read_block(&mom2, "adam.v/", &resume_file, ckpt, &err))
-            return fail(&err);
+            return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
         safetensors_free(&resume_file);
     } else {
         Rng init;
@@ -522,8 +558,11 @@ static int cmd_train(int argc, char **argv) {
     if (ckpt_every == 0) ckpt_every = valid_every;
 
     CsvLog log;
-    if (csvlog_open(&log, csv, "step,train_bound,valid_bound,seconds", have_resume, &err))
-        return fail(&err);
+    if (csvlog_open(&log, csv, "step,train_bound,valid_bound,seconds", have_resume, &err)) {
+        draw_acts_free(&acts);
+        free(x), free(logw), free(perm);
+        return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
+    }
 
     fprintf(stderr, "draw train: %s %dx%d, T %d, %s, hidden %d, z %d, batch %d, lr %g, %s; "
             "gemm %s, %d thread(s); step %ld%s\n",

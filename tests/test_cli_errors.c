@@ -1,0 +1,354 @@
+// test_cli_errors.c: every failure bin/draw and bin/caption can meet on bad input prints
+// exactly one line on stderr naming the file or flag and the reason, exits non-zero, and
+// leaves no output (nor a temporary) under a final name (issue 7, errors a person can act
+// on). Cases: a missing file, an unreadable or corrupt image (predict), a wrong format (a
+// PNG as draw --data, text as a checkpoint or a caption file), a checkpoint of the other
+// model (for eval and for --resume), a checkpoint of an older layout (its format / version
+// key edited with core/safetensors.h), bad flag values, an unknown subcommand, a missing
+// required flag, an output folder that cannot be made.
+// Binaries come from $ATTEND_BIN (default "bin"); the tiny models are trained here.
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/block.h"
+#include "core/error.h"
+#include "core/fileio.h"
+#include "core/safetensors.h"
+#include "tests/support/test.h"
+#include "vision/png.h"
+
+#define CAPTION_DATA " --train-count 16 --val-count-scenes 8 --test-count 8 --threads 1"
+
+static char tmp[256];
+static char bin[512];
+static char draw_model[600], caption_model[600], caption_state[600];
+static int have_models;
+
+#define DRAW_TINY "--data mnist --T 2 --read 2 --write 2 --hidden 8 --z 2 --batch 8 " \
+                  "--valid-every 2 --valid-images 16 --threads 1"
+#define CAPTION_TINY                                                                        \
+    " --image-size 64 --channels 4,8,16 --embed 8 --hidden 16 --attn-dim 8 --batch 8"      \
+    " --train-count 16 --val-count-scenes 8 --test-count 8 --threads 1 --quiet"
+
+// Runs "BIN/PROG ARGS" with stdout and stderr into TMP/out.txt and TMP/err.txt; the exit
+// status, -1 if it did not exit normally.
+static int run(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int run(const char *prog, const char *fmt, ...) {
+    char args[4096], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "%s/%s %s > %s/out.txt 2> %s/err.txt", bin, prog, args, tmp, tmp);
+    int st = system(cmd);
+    if (st == -1 || !WIFEXITED(st)) return -1;
+    return WEXITSTATUS(st);
+}
+
+static char *read_tmp(const char *name) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", tmp, name);
+    unsigned char *d = NULL;
+    size_t n = 0;
+    if (file_read_all(path, &d, &n, 0, NULL)) return calloc(1, 1);
+    return (char *)d;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; s && *s; s++) n += *s == '\n';
+    return n;
+}
+
+static int exists_tmp(const char *name) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", tmp, name);
+    return file_exists(path);
+}
+
+// Temporaries of atomic writes anywhere under dir (one level of folders).
+static int temporaries_under(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.') continue;
+        if (strstr(e->d_name, ".tmp.")) n++;
+        char sub[1200];
+        snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
+            DIR *s = opendir(sub);
+            for (struct dirent *f; s && (f = readdir(s)) != NULL;) n += strstr(f->d_name, ".tmp.") != NULL;
+            if (s) closedir(s);
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+// The last command failed: non-zero status, exactly one line on stderr holding every
+// string of want (NULL-terminated), and no output (TMP/NAME) left for each name in absent.
+static void expect_failure(int status, const char *what, const char *const *want,
+                           const char *const *absent) {
+    char *err = read_tmp("err.txt");
+    EXPECT(status > 0, "%s: exit status %d", what, status);
+    EXPECT(count_lines(err) == 1 && err[strlen(err) - 1] == '\n',
+           "%s: stderr should be one line, got %d: %s", what, count_lines(err), err);
+    for (int i = 0; want && want[i]; i++)
+        EXPECT(strstr(err, want[i]) != NULL, "%s: stderr does not mention '%s': %s", what, want[i], err);
+    for (int i = 0; absent && absent[i]; i++)
+        EXPECT(!exists_tmp(absent[i]), "%s: %s was written", what, absent[i]);
+    EXPECT(temporaries_under(tmp) == 0, "%s: a temporary file was left behind", what);
+    free(err);
+}
+
+#define WANT(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define NONE NULL
+
+// Copies checkpoint src to dst with metadata key set to value (added if absent).
+static int rewrite_meta(const char *src, const char *dst, const char *key, const char *value) {
+    SafetensorsFile f;
+    Error err;
+    if (safetensors_load(&f, src, &err)) {
+        EXPECT(0, "%s", err.msg);
+        return -1;
+    }
+    Block b = {0};
+    for (int i = 0; i < f.count; i++) {
+        const SafetensorsTensor *t = &f.tensors[i];
+        const int64_t *s = t->shape;
+        switch (t->ndim) {
+        case 1: block_add(&b, NULL, t->name, 1, (int)s[0]); break;
+        case 2: block_add(&b, NULL, t->name, 2, (int)s[0], (int)s[1]); break;
+        case 3: block_add(&b, NULL, t->name, 3, (int)s[0], (int)s[1], (int)s[2]); break;
+        default: block_add(&b, NULL, t->name, 4, (int)s[0], (int)s[1], (int)s[2], (int)s[3]); break;
+        }
+    }
+    block_alloc(&b);
+    for (int i = 0; i < f.count; i++)
+        memcpy(b.data + b.tensors[i].offset, f.tensors[i].data, f.tensors[i].numel * sizeof(float));
+    SafetensorsMeta *meta = calloc((size_t)f.n_meta + 1, sizeof *meta);
+    int n = 0, found = 0;
+    for (int i = 0; i < f.n_meta; i++) {
+        meta[n] = f.meta[i];
+        if (!strcmp(meta[n].key, key)) meta[n].value = value, found = 1;
+        n++;
+    }
+    if (!found) meta[n++] = (SafetensorsMeta){key, value};
+    const Block *blocks[1] = {&b};
+    int r = safetensors_save(dst, blocks, NULL, 1, meta, n, &err);
+    EXPECT(r == 0, "%s", err.msg);
+    free(meta);
+    block_free(&b);
+    safetensors_free(&f);
+    return r;
+}
+
+static void write_text(const char *name, const char *text) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", tmp, name);
+    FILE *fp = fopen(path, "wb");
+    if (!fp) return;
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static void copy_file(const char *src, const char *dst) {
+    unsigned char *d;
+    size_t n;
+    Error err;
+    if (file_read_all(src, &d, &n, 0, &err) == 0) {
+        if (file_write_atomic(dst, d, n, &err)) EXPECT(0, "%s", err.msg);
+        free(d);
+    }
+}
+
+static void test_setup_models(void) {
+    int rc = run("draw", "train " DRAW_TINY " --steps 2 --out %s/draw", tmp);
+    EXPECT(rc == 0, "draw train exited %d", rc);
+    rc = run("caption", "train --out %s/cap --steps 2" CAPTION_TINY, tmp);
+    EXPECT(rc == 0, "caption train exited %d", rc);
+    snprintf(draw_model, sizeof draw_model, "%s/draw/model.safetensors", tmp);
+    snprintf(caption_model, sizeof caption_model, "%s/cap/model.safetensors", tmp);
+    snprintf(caption_state, sizeof caption_state, "%s/cap/state.safetensors", tmp);
+    have_models = file_exists(draw_model) && file_exists(caption_model) && file_exists(caption_state);
+    // Inputs of the wrong kind.
+    unsigned char pix[16 * 16 * 3];
+    for (int i = 0; i < (int)sizeof pix; i++) pix[i] = (unsigned char)(i * 7);
+    char path[700];
+    Error err;
+    snprintf(path, sizeof path, "%s/picture.png", tmp);
+    EXPECT(write_png_u8(path, pix, 16, 16, 3, &err) == 0, "%s", err.msg);
+    write_text("notes.txt", "these are notes, not a checkpoint\n");
+}
+
+static void test_draw_errors(void) {
+    if (!have_models) return test_fail_(__FILE__, __LINE__, "no models (setup failed)");
+    int rc;
+    rc = run("draw", "paint --out %s/o", tmp);
+    expect_failure(rc, "unknown subcommand", WANT("paint"), NONE);
+    rc = run("draw", "");
+    expect_failure(rc, "no subcommand", WANT("command"), NONE);
+    rc = run("draw", "train " DRAW_TINY " --steps 1");
+    expect_failure(rc, "train without --out", WANT("--out"), NONE);
+    rc = run("draw", "generate --model %s", draw_model);
+    expect_failure(rc, "generate without --out", WANT("--out"), NONE);
+    rc = run("draw", "train " DRAW_TINY " --T 0 --out %s/t0", tmp);
+    expect_failure(rc, "--T 0", WANT("--T"), WANT("t0/model.safetensors"));
+    rc = run("draw", "train " DRAW_TINY " --lr fast --out %s/t1", tmp);
+    expect_failure(rc, "--lr fast", WANT("--lr", "fast"), WANT("t1/model.safetensors"));
+    rc = run("draw", "eval --model %s --samples 0", draw_model);
+    expect_failure(rc, "--samples 0", WANT("--samples"), NONE);
+    rc = run("draw", "eval --model %s --split sideways", draw_model);
+    expect_failure(rc, "--split sideways", WANT("--split", "sideways"), NONE);
+    // Missing files.
+    rc = run("draw", "train " DRAW_TINY " --data %s/none-images.idx --steps 1 --out %s/t2", tmp, tmp);
+    expect_failure(rc, "missing --data file", WANT("none-images.idx"), WANT("t2/model.safetensors"));
+    rc = run("draw", "eval --model %s/none.safetensors", tmp);
+    expect_failure(rc, "missing model", WANT("none.safetensors"), NONE);
+    // Wrong formats.
+    rc = run("draw", "train " DRAW_TINY " --data %s/picture.png --steps 1 --out %s/t3", tmp, tmp);
+    expect_failure(rc, "PNG as --data", WANT("picture.png"), WANT("t3/model.safetensors"));
+    rc = run("draw", "eval --model %s --data %s/picture.png", draw_model, tmp);
+    expect_failure(rc, "PNG as eval --data", WANT("picture.png"), NONE);
+    rc = run("draw", "eval --model %s/notes.txt", tmp);
+    expect_failure(rc, "text as checkpoint", WANT("notes.txt"), NONE);
+    rc = run("draw", "generate --model %s/notes.txt --out %s/g1", tmp, tmp);
+    expect_failure(rc, "text as checkpoint (generate)", WANT("notes.txt"), WANT("g1/final.png"));
+    // The other model's checkpoint, for eval and as the checkpoint --resume continues from.
+    rc = run("draw", "eval --model %s", caption_model);
+    expect_failure(rc, "captioner model", WANT("cap/model.safetensors", "not a DRAW checkpoint"), NONE);
+    char dir[700], path[800];
+    snprintf(dir, sizeof dir, "%s/r1", tmp);
+    Error err;
+    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    copy_file(caption_model, path);
+    rc = run("draw", "train " DRAW_TINY " --steps 4 --resume --out %s", dir);
+    expect_failure(rc, "--resume from a captioner", WANT("r1/model.safetensors", "not a DRAW checkpoint"),
+                   WANT("r1/log.csv"));
+    // An older layout.
+    snprintf(path, sizeof path, "%s/old_draw.safetensors", tmp);
+    rewrite_meta(draw_model, path, "format", "attend-draw-0");
+    rc = run("draw", "eval --model %s", path);
+    expect_failure(rc, "older layout", WANT("old_draw.safetensors", "attend-draw-0", "not supported"), NONE);
+    // An output folder that cannot be made (a file stands in the way).
+    rc = run("draw", "generate --model %s --out %s/notes.txt/frames", draw_model, tmp);
+    expect_failure(rc, "output under a file", WANT("notes.txt"), NONE);
+}
+
+static void test_caption_errors(void) {
+    if (!have_models) return test_fail_(__FILE__, __LINE__, "no models (setup failed)");
+    int rc;
+    rc = run("caption", "paint");
+    expect_failure(rc, "unknown subcommand", WANT("paint"), NONE);
+    rc = run("caption", "train --steps 1" CAPTION_TINY);
+    expect_failure(rc, "train without --out", WANT("--out"), NONE);
+    rc = run("caption", "eval --quiet");
+    expect_failure(rc, "eval without --model", WANT("--model"), NONE);
+    rc = run("caption", "predict --model %s", caption_model);
+    expect_failure(rc, "predict without --images", WANT("--images"), NONE);
+    rc = run("caption", "train --out %s/c0 --steps 1 --batch 0" CAPTION_TINY, tmp);
+    expect_failure(rc, "--batch 0", WANT("--batch"), WANT("c0/model.safetensors"));
+    rc = run("caption", "train --out %s/c1 --steps 1 --lr fast" CAPTION_TINY, tmp);
+    expect_failure(rc, "--lr fast", WANT("--lr", "fast"), WANT("c1/model.safetensors"));
+    rc = run("caption", "eval --model %s --beam 0 --quiet", caption_model);
+    expect_failure(rc, "--beam 0", WANT("--beam"), NONE);
+    rc = run("caption", "eval --model %s --split sideways --quiet", caption_model);
+    expect_failure(rc, "--split sideways", WANT("--split", "sideways"), NONE);
+    rc = run("caption", "train --out %s/c2 --steps 1 --data nowhere:%s" CAPTION_TINY, tmp, tmp);
+    expect_failure(rc, "--data nowhere:", WANT("--data"), WANT("c2/model.safetensors"));
+    // Missing files.
+    rc = run("caption", "eval --model %s/none.safetensors --quiet", tmp);
+    expect_failure(rc, "missing model", WANT("none.safetensors"), NONE);
+    rc = run("caption", "train --out %s/c3 --steps 1 --data tsv:%s/none.tsv:%s" CAPTION_TINY, tmp, tmp, tmp);
+    expect_failure(rc, "missing caption file", WANT("none.tsv"), WANT("c3/model.safetensors"));
+    rc = run("caption", "predict --model %s --images %s/no-such-folder", caption_model, tmp);
+    expect_failure(rc, "missing image folder", WANT("no-such-folder"), NONE);
+    // Wrong formats.
+    rc = run("caption", "eval --model %s/notes.txt --quiet", tmp);
+    expect_failure(rc, "text as checkpoint", WANT("notes.txt"), NONE);
+    rc = run("caption", "train --out %s/c4 --steps 1 --data karpathy:%s/notes.txt:%s" CAPTION_TINY, tmp, tmp, tmp);
+    expect_failure(rc, "text as Karpathy JSON", WANT("notes.txt"), WANT("c4/model.safetensors"));
+    // A caption file whose only image does not decode (and one that is missing).
+    write_text("one.tsv", "notes.txt\ta caption\nmissing.png\tanother caption\n");
+    rc = run("caption", "train --out %s/c5 --steps 1 --data tsv:%s/one.tsv:%s" CAPTION_TINY, tmp, tmp, tmp);
+    expect_failure(rc, "caption file of undecodable images", WANT("notes.txt"), WANT("c5/model.safetensors"));
+    // Unreadable images: a PNG signature with nothing behind it, a truncated real PNG.
+    char dir[700], path[800];
+    Error err;
+    snprintf(dir, sizeof dir, "%s/bad_images", tmp);
+    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
+    write_text("bad_images/broken.png", "\x89PNG\r\n\x1a\n not a png at all");
+    rc = run("caption", "predict --model %s --images %s --beam 1 --threads 1 --attention-out %s/strips1",
+             caption_model, dir, tmp);
+    expect_failure(rc, "corrupt image", WANT("broken.png"), WANT("strips1/broken.png"));
+    snprintf(path, sizeof path, "%s/bad_images/broken.png", tmp);
+    unlink(path);
+    char *png = NULL;
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/picture.png", tmp);
+    if (file_read_all(path, (unsigned char **)&png, &n, 0, &err) == 0) {
+        snprintf(path, sizeof path, "%s/bad_images/cut.png", tmp);
+        EXPECT(file_write_atomic(path, png, n / 2, &err) == 0, "%s", err.msg);
+        free(png);
+    }
+    rc = run("caption", "predict --model %s --images %s --beam 1 --threads 1", caption_model, dir);
+    expect_failure(rc, "truncated image", WANT("cut.png"), NONE);
+    // The other model's checkpoint, for eval and as the state --resume continues from.
+    rc = run("caption", "eval --model %s --quiet", draw_model);
+    expect_failure(rc, "DRAW model", WANT("draw/model.safetensors", "not a captioner checkpoint"), NONE);
+    snprintf(dir, sizeof dir, "%s/r2", tmp);
+    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/state.safetensors", dir);
+    copy_file(draw_model, path);
+    rc = run("caption", "train --out %s --steps 4 --resume" CAPTION_TINY, dir);
+    expect_failure(rc, "--resume from a DRAW model", WANT("r2/state.safetensors", "not a captioner checkpoint"),
+                   WANT("r2/model.safetensors"));
+    // An older layout, for eval and for --resume.
+    snprintf(path, sizeof path, "%s/old_cap.safetensors", tmp);
+    rewrite_meta(caption_model, path, "version", "0");
+    rc = run("caption", "eval --model %s --quiet", path);
+    expect_failure(rc, "older layout", WANT("old_cap.safetensors", "version", "not supported"), NONE);
+    snprintf(dir, sizeof dir, "%s/r3", tmp);
+    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/r3/state.safetensors", tmp);
+    rewrite_meta(caption_state, path, "version", "2");
+    rc = run("caption", "train --out %s --steps 4 --resume" CAPTION_TINY, dir);
+    expect_failure(rc, "--resume from a newer layout", WANT("r3/state.safetensors", "version"),
+                   WANT("r3/model.safetensors"));
+    // Results that cannot be written: nothing under the final name.
+    rc = run("caption", "eval --model %s --quiet --count 2 --beam 1 --results %s/no-folder/results.json" CAPTION_DATA,
+             caption_model, tmp);
+    expect_failure(rc, "results in a missing folder", WANT("results.json"), WANT("no-folder/results.json"));
+}
+
+int main(void) {
+    const char *b = getenv("ATTEND_BIN");
+    snprintf(bin, sizeof bin, "%s", b && b[0] ? b : "bin");
+    const char *td = getenv("TMPDIR");
+    snprintf(tmp, sizeof tmp, "%s/test_cli_errors_XXXXXX", td && td[0] ? td : "/tmp");
+    if (!mkdtemp(tmp)) {
+        printf("FAIL main: cannot make a temporary folder\n");
+        return 1;
+    }
+    RUN(test_setup_models);
+    RUN(test_draw_errors);
+    RUN(test_caption_errors);
+    int rc = test_summary();
+    if (rc == 0) {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+        if (system(cmd) != 0) printf("note: could not remove %s\n", tmp);
+    } else {
+        printf("  kept %s\n", tmp);
+    }
+    return rc;
+}
