@@ -22,6 +22,7 @@ ifeq ($(SAN),1)
   LDFLAGS += -fsanitize=address,undefined
 endif
 CFLAGS += $(OPT)
+JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 
 # --- dependencies: one line each, found or missing ------------------------------------
 # name | how we probe | Debian package
@@ -96,20 +97,20 @@ endif
 
 # --- the suite ---------------------------------------------------------------------------
 test: data
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -j$(JOBS) build
 	@sh tests/run.sh $(BUILD) bin
 
 check: data
-	@$(MAKE) --no-print-directory SAN=1 build
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN=1 build
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  sh tests/run.sh build-san build-san/bin
 
 bench: data
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -j$(JOBS) build
 	@sh bench/run.sh $(BUILD)
 
 demo: data
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -j$(JOBS) build
 	@sh experiments/demo.sh
 
 fixtures:
