@@ -208,6 +208,17 @@ static int pnm_header_numbers_fit(const unsigned char *d, size_t len, int *wide)
 // whose decoder in stb_image 2.27 loops forever on a cut run-length scanline (a 49-byte
 // file hangs the loader; CVE-2021-42715), and Softimage PIC. Returns the format's name,
 // or NULL, testing the signatures as stb_image does.
+// The format a file's first bytes announce, for error messages; NULL if none is recognised.
+static const char *format_by_signature(const unsigned char *d, size_t n) {
+    if (n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0) return "PNG";
+    if (n >= 3 && d[0] == 0xFF && d[1] == 0xD8 && d[2] == 0xFF) return "JPEG";
+    if (n >= 6 && (memcmp(d, "GIF87a", 6) == 0 || memcmp(d, "GIF89a", 6) == 0)) return "GIF";
+    if (n >= 2 && d[0] == 'B' && d[1] == 'M') return "BMP";
+    if (n >= 4 && memcmp(d, "8BPS", 4) == 0) return "PSD";
+    if (n >= 2 && d[0] == 'P' && (d[1] == '5' || d[1] == '6')) return "PGM/PPM";
+    return NULL;
+}
+
 static const char *unoffered_format(const unsigned char *d, size_t len) {
     if ((len >= 11 && memcmp(d, "#?RADIANCE\n", 11) == 0) ||
         (len >= 7 && memcmp(d, "#?RGBE\n", 7) == 0))
@@ -272,6 +283,9 @@ int image_load_memory(const unsigned char *data, size_t len, const char *name, I
     int dw = 0, dh = 0, dcomp = 0;
     unsigned char *pix = stbi_load_from_memory(data, (int)len, &dw, &dh, &dcomp, want);
     if (!pix) {
+        // stb tries every decoder in turn, so its last reason may belong to another format.
+        const char *format = format_by_signature(data, len);
+        if (format) return error_set(err, "%s: corrupt or truncated %s data", name, format);
         char why[64];
         printable_reason(why, sizeof why, stbi_failure_reason(), "corrupt data");
         return error_set(err, "%s: cannot decode (%s)", name, why);
