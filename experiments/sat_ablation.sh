@@ -40,7 +40,7 @@ done
 {
     echo "# Attention ablation on synthetic scenes"
     echo
-    echo "Command: \`MINUTES=$MINUTES THREADS=$THREADS sh experiments/sat_ablation.sh\`, $(date -u +%Y-%m-%d), $(uname -m), $(nproc) cores."
+    echo "Command: \`MINUTES=$MINUTES THREADS=$THREADS KINDS=\"$KINDS\" EXTRA=\"$EXTRA\" sh experiments/sat_ablation.sh\`, $(date -u +%Y-%m-%d), $(uname -m), $(nproc) cores."
     echo "Each kind: default configuration, seed $SEED, $MINUTES minutes of training, best checkpoint on"
     echo "validation BLEU-4, test split (1,000 scenes) with beam 3. Scores 0..1 (CIDEr-D unscaled)."
     echo "Hard attention samples one location per word (REINFORCE, moving-average baseline,"
