@@ -21,6 +21,11 @@ run "gemm, the toolkit's kernel choice" "$build"/bench/bench_gemm
 # Training throughput, peak memory and beam-3 decoding of both models against the PyTorch
 # references in bench/reference/ (same OPENBLAS_CORETYPE; PyTorch gets its best of intra-op
 # threads 1, 2 x OpenBLAS threads 1, 2); prints the table bench/RESULTS.md records.
-run "training and decoding vs PyTorch" /usr/bin/python3 bench/reference/bench_train.py --build "$build"
+if /usr/bin/python3 -c "import torch, numpy" 2>/dev/null; then
+    run "training and decoding vs PyTorch" /usr/bin/python3 bench/reference/bench_train.py --build "$build"
+else
+    echo "== training and decoding vs PyTorch: skipped, PyTorch is not installed"
+    echo "   (as root: apt-get install -y python3-torch python3-numpy)"
+fi
 
 exit $status
