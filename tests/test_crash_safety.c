@@ -32,6 +32,7 @@
 #include "core/fileio.h"
 #include "core/safetensors.h"
 #include "core/timer.h"
+#include "tests/support/checkpoint.h"
 #include "tests/support/test.h"
 
 static char tmp[256];
@@ -133,36 +134,6 @@ static int count_temporaries(const char *dir, char *first, size_t cap) {
         }
     closedir(d);
     return n;
-}
-
-// Every tensor of a and b equal bit for bit, and the metadata key (if given) equal.
-static int same_checkpoints(const char *a, const char *b, const char *key, char *why, size_t cap) {
-    SafetensorsFile fa, fb;
-    Error err;
-    if (safetensors_load(&fa, a, &err)) return snprintf(why, cap, "%s", err.msg), 0;
-    if (safetensors_load(&fb, b, &err)) {
-        safetensors_free(&fa);
-        return snprintf(why, cap, "%s", err.msg), 0;
-    }
-    int ok = fa.count == fb.count && fa.count > 0;
-    if (!ok) snprintf(why, cap, "%d vs %d tensors", fa.count, fb.count);
-    for (int i = 0; ok && i < fa.count; i++) {
-        const SafetensorsTensor *ta = &fa.tensors[i], *tb = safetensors_find(&fb, ta->name);
-        if (!tb || tb->numel != ta->numel || memcmp(ta->data, tb->data, ta->numel * sizeof(float))) {
-            snprintf(why, cap, "tensor %s differs", ta->name);
-            ok = 0;
-        }
-    }
-    if (ok && key) {
-        const char *ma = safetensors_meta(&fa, key), *mb = safetensors_meta(&fb, key);
-        if (!ma || !mb || strcmp(ma, mb)) {
-            snprintf(why, cap, "metadata %s: %s vs %s", key, ma ? ma : "-", mb ? mb : "-");
-            ok = 0;
-        }
-    }
-    safetensors_free(&fa);
-    safetensors_free(&fb);
-    return ok;
 }
 
 // The integer metadata key of a checkpoint, -1 when it does not load.
@@ -270,7 +241,7 @@ static void kill_and_resume(const KillCase *kc) {
         char a[700], b[700];
         snprintf(a, sizeof a, "%s/%s", ref, kc->ckpts[i]);
         snprintf(b, sizeof b, "%s/%s", dir, kc->ckpts[i]);
-        EXPECT(same_checkpoints(a, b, kc->step_key, why, sizeof why),
+        EXPECT(checkpoints_identical(a, b, kc->step_key, why, sizeof why),
                "%s %s: killed and resumed differs from uninterrupted: %s (seed %u, ms:%s)",
                kc->prog, kc->ckpts[i], why, crash_seed, delays);
     }
