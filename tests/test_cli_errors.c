@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/safetensors.h"
+#include "tests/support/scratch.h"
 #include "tests/support/test.h"
 #include "vision/png.h"
 
@@ -343,12 +344,9 @@ int main(void) {
     RUN(test_draw_errors);
     RUN(test_caption_errors);
     int rc = test_summary();
-    if (rc == 0) {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-        if (system(cmd) != 0) printf("note: could not remove %s\n", tmp);
-    } else {
+    if (rc == 0)
+        scratch_remove(tmp);
+    else
         printf("  kept %s\n", tmp);
-    }
     return rc;
 }

@@ -33,6 +33,7 @@
 #include "core/safetensors.h"
 #include "core/timer.h"
 #include "tests/support/checkpoint.h"
+#include "tests/support/scratch.h"
 #include "tests/support/test.h"
 
 static char tmp[256];
@@ -351,12 +352,9 @@ int main(void) {
     RUN(test_caption_full_disk_keeps_checkpoint);
     RUN(test_draw_nonfinite_stops);
     int rc = test_summary();
-    if (rc == 0) {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-        if (system(cmd) != 0) printf("note: could not remove %s\n", tmp);
-    } else {
+    if (rc == 0)
+        scratch_remove(tmp);
+    else
         printf("  kept %s (crash seed %u)\n", tmp, crash_seed);
-    }
     return rc;
 }
