@@ -3,11 +3,15 @@
 #   make demo     set up, fetch data, build, train small models and write pictures
 #   make test     set up, build and run the whole suite (ends "N passed, N failed")
 #   make check    the suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make valgrind the suite (and the CLI programs it spawns) under valgrind memcheck;
+#                 slow, not part of make test: VG_TESTS="test_args test_ops" for a subset,
+#                 VG_CHILDREN=0 to run the spawned bin/draw, bin/caption natively
 #   make bench    speed and memory benchmarks
 #   make deps     install missing Debian packages (root) or print the command
 #   make data     fetch MNIST and Fashion-MNIST into data/
 #
-# Variables: BUILD=build (output folder), SAN=1 (sanitizers), NO_DEPS=1 (skip set-up).
+# Variables: BUILD=build (output folder), SAN=1 (sanitizers), VG=1 (the valgrind build),
+# NO_DEPS=1 (skip set-up).
 
 CC      ?= cc
 BUILD   ?= build
@@ -20,6 +24,11 @@ ifeq ($(SAN),1)
   OPT    := -O1 -fno-omit-frame-pointer
   CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined
   LDFLAGS += -fsanitize=address,undefined
+endif
+# Valgrind 3.19 cannot decode AVX-512: no -march=native; -O1 keeps stacks readable.
+ifeq ($(VG),1)
+  BUILD  := build-vg
+  OPT    := -O1
 endif
 CFLAGS += $(OPT)
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
@@ -45,6 +54,9 @@ BINS     := $(PROGRAMS:%=bin/%)
 ifeq ($(SAN),1)
   BINS   := $(PROGRAMS:%=$(BUILD)/bin/%)
 endif
+ifeq ($(VG),1)
+  BINS   := $(PROGRAMS:%=$(BUILD)/bin/%)
+endif
 
 TEST_SUPPORT_SRCS := $(wildcard tests/support/*.c)
 TEST_SUPPORT_OBJS := $(TEST_SUPPORT_SRCS:%.c=$(BUILD)/%.o)
@@ -54,11 +66,12 @@ TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 BENCH_SRCS := $(wildcard bench/bench_*.c)
 BENCHES    := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all build deps data test check bench demo fixtures clean
+.PHONY: all build build-suite deps data test check valgrind bench demo fixtures clean
 .DEFAULT_GOAL := all
 
 all: build
 build: $(BINS) $(TESTS) $(BENCHES)
+build-suite: $(BINS) $(TESTS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -105,6 +118,22 @@ check: data
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  sh tests/run.sh build-san build-san/bin
 
+# Memcheck on every test program and every bin/draw, bin/caption they start (through
+# wrappers, see tests/run.sh). Errors in any process fail the test; leaks count when
+# definitely lost. tests/valgrind.supp holds the (commented) library false positives.
+# OpenBLAS runs the kernel core/gemm.c picks from cpuid, which under valgrind sees the
+# virtual CPU (no AVX-512): HASWELL on an AVX-512 host.
+VALGRIND       ?= valgrind
+VALGRIND_FLAGS := --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+                  --track-origins=yes --num-callers=30 --vgdb=no \
+                  --suppressions=$(CURDIR)/tests/valgrind.supp
+VG_TESTS       ?=
+VG_CHILDREN    ?= 1
+valgrind: data
+	@command -v $(VALGRIND) >/dev/null 2>&1 || { echo "valgrind: not found (apt-get install valgrind)"; exit 1; }
+	@$(MAKE) --no-print-directory -j$(JOBS) VG=1 build-suite
+	@ATTEND_VALGRIND="$(VALGRIND) $(VALGRIND_FLAGS)" ATTEND_VALGRIND_CHILDREN=$(VG_CHILDREN) nice -n 10 sh tests/run.sh build-vg build-vg/bin $(VG_TESTS)
+
 bench: data
 	@$(MAKE) --no-print-directory -j$(JOBS) build
 	@sh bench/run.sh $(BUILD)
@@ -117,7 +146,7 @@ fixtures:
 	/usr/bin/python3 bench/reference/make_fixtures.py tests/fixtures
 
 clean:
-	rm -rf build build-san bin
+	rm -rf build build-san build-vg bin
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TESTS:=.d) $(TEST_SUPPORT_OBJS:.o=.d)
 
