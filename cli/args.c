@@ -121,18 +121,9 @@ static int set_value(const ArgSpec *s, const char *val, Error *err) {
     return -1;
 }
 
-int args_parse(int argc, char **argv, const ArgSpec *specs, int n, const char *synopsis,
-               Error *err) {
-    CHECK(argc >= 0 && n >= 0 && (n == 0 || specs));
-    for (int i = 0; i < n; i++) CHECK(specs[i].name && specs[i].dest, "flag table entry %d", i);
-    // --help wins wherever it is, even after a bad flag: the user asked how to call us.
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0) break;
-        if (is_help(argv[i])) {
-            args_print_usage(stdout, synopsis, specs, n);
-            return ARGS_HELP;
-        }
-    }
+// Parses every flag in argv[1..argc), marking seen[k] for each specs[k] given.
+static int parse_flags(int argc, char **argv, const ArgSpec *specs, int n, bool *seen,
+                       Error *err) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strncmp(a, "--", 2) != 0 || a[2] == 0) {
@@ -159,8 +150,29 @@ int args_parse(int argc, char **argv, const ArgSpec *specs, int n, const char *s
         }
         if (set_value(s, val, err)) return ARGS_ERROR;
         if (s->given) *s->given = true;
+        seen[s - specs] = true;
     }
     return ARGS_OK;
+}
+
+int args_parse(int argc, char **argv, const ArgSpec *specs, int n, const char *synopsis,
+               Error *err) {
+    CHECK(argc >= 0 && n >= 0 && (n == 0 || specs));
+    for (int i = 0; i < n; i++) CHECK(specs[i].name && specs[i].dest, "flag table entry %d", i);
+    // --help wins wherever it is, even after a bad flag: the user asked how to call us.
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) break;
+        if (is_help(argv[i])) {
+            args_print_usage(stdout, synopsis, specs, n);
+            return ARGS_HELP;
+        }
+    }
+    bool *seen = xcalloc((size_t)(n > 0 ? n : 1), sizeof *seen);
+    int r = parse_flags(argc, argv, specs, n, seen, err);
+    for (int k = 0; k < n && r == ARGS_OK; k++)
+        if (specs[k].required && !seen[k]) r = error_set(err, "--%s: missing (required)", specs[k].name);
+    free(seen);
+    return r;
 }
 
 static void format_value(char *buf, size_t cap, const ArgSpec *s) {
@@ -222,7 +234,10 @@ void args_print_usage(FILE *f, const char *synopsis, const ArgSpec *specs, int n
             snprintf(range, sizeof range, ", %s %g", s->min_exclusive ? ">" : ">=", s->min);
         else if (s->has_max)
             snprintf(range, sizeof range, ", %s %g", s->max_exclusive ? "<" : "<=", s->max);
-        fprintf(f, "  %-24s %s (default %s%s)\n", left, s->help ? s->help : "", def, range);
+        if (s->required)
+            fprintf(f, "  %-24s %s (required%s)\n", left, s->help ? s->help : "", range);
+        else
+            fprintf(f, "  %-24s %s (default %s%s)\n", left, s->help ? s->help : "", def, range);
     }
     fprintf(f, "  %-24s %s\n", "--help, -h", "show this text");
 }

@@ -8,9 +8,12 @@
 //     --lr: must be > 0
 //     unknown flag --foo (see --help)
 //     --out: missing value
+//     --out: missing (required)         (a flag with .required = true not given)
 //     unexpected argument 'extra' (flags start with --)
 // "--help" or "-h" anywhere prints the usage (synopsis, then one line per flag with its
-// default and range) to stdout and returns ARGS_HELP: the caller then exits 0.
+// default and range, or "(required)") to stdout and returns ARGS_HELP: the caller then
+// exits 0. Required flags are checked after every given flag parsed: a bad value is
+// reported before a missing required flag; of several missing, the first in the table.
 //
 // Example:
 //     int T = 64; float lr = 1e-3f; const char *out = "runs/draw"; bool resume = false;
@@ -18,7 +21,7 @@
 //     ArgSpec specs[] = {
 //         ARG("T", ARG_INT, &T, "number of glimpses", .has_min = true, .min = 1),
 //         ARG("lr", ARG_FLOAT, &lr, "learning rate", .has_min = true, .min = 0, .min_exclusive = true),
-//         ARG("out", ARG_STRING, &out, "output folder", .metavar = "DIR"),
+//         ARG("out", ARG_STRING, &out, "output folder", .metavar = "DIR", .required = true),
 //         ARG("resume", ARG_FLAG, &resume, "continue from OUT/model.safetensors"),
 //         ARG("split", ARG_CHOICE, &split, "which split", .choices = splits),
 //     };
@@ -59,6 +62,8 @@ typedef struct {
     const char *const *choices;         // ARG_CHOICE: NULL-terminated list of names
     const char *metavar;                // shown in usage ("N", "PATH"); NULL: from the type
     bool *given;                        // optional: set true when the flag appears
+    bool required;                      // args_parse fails with "--NAME: missing (required)"
+                                        // unless the flag appears; usage says "(required)"
 } ArgSpec;
 
 // One table entry: name, type, destination, help, then optional designated fields

@@ -460,7 +460,7 @@ static int cmd_train(int argc, char **argv) {
     ArgSpec specs[] = {
         {"data", ARG_STRING, &df.data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
         {"attention", ARG_STRING, &f.attention, KIND_HELP, .given = NULL},
-        {"out", ARG_STRING, &f.out, "output folder (required)", .metavar = "DIR", .given = NULL},
+        {"out", ARG_STRING, &f.out, "output folder", .metavar = "DIR", .required = true},
         {"epochs", ARG_INT, &f.epochs, "training epochs", .has_min = true, .min = 1, .given = &epochs_given},
         {"steps", ARG_LONG, &f.steps, "stop at this total step count instead", .has_min = true, .min = 1, .given = &steps_given},
         {"minutes", ARG_DOUBLE, &f.minutes, "stop after this many minutes instead", .has_min = true, .min = 0, .min_exclusive = true, .given = &minutes_given},
@@ -502,10 +502,6 @@ static int cmd_train(int argc, char **argv) {
     if (pr == ARGS_HELP) return 0;
     if (pr == ARGS_ERROR) {
         fprintf(stderr, "%s\n", err.msg);
-        return 2;
-    }
-    if (!f.out) {
-        fprintf(stderr, "--out: missing (the output folder)\n");
         return 2;
     }
     if ((epochs_given + steps_given + minutes_given) > 1) {
@@ -652,6 +648,9 @@ static int cmd_train(int argc, char **argv) {
     double loss_acc = 0.0, ce_acc = 0.0, tok_acc = 0.0, norm_acc = 0.0;
     int n_acc = 0, validated_at_end = 0;
     double last_val = NAN;
+    // final_loss (as draw train's): the mean training objective per image (one sampled
+    // caption per image per step) over the last logging window, the last step included.
+    double last_window_loss = NAN;
     rc = 0;
     while (tc.step < end_step) {
         if (minutes_given && timer_now() - t0 >= f.minutes * 60.0) break;
@@ -722,6 +721,7 @@ static int cmd_train(int argc, char **argv) {
             double row[8] = {(double)step, (double)step / spe, loss_acc / n_acc, ce_acc / tok_acc,
                              norm_acc / n_acc, lr, imgs_since / (now - t_log), NAN};
             csvlog_row(&log, row, 8);
+            last_window_loss = loss_acc / n_acc;
             t_log = now;
             imgs_since = 0;
             loss_acc = ce_acc = tok_acc = norm_acc = 0.0;
@@ -775,18 +775,22 @@ static int cmd_train(int argc, char **argv) {
     double secs = timer_now() - t0;
     long done_steps = tc.step - start_step;
     double ips = t_train > 0 ? (double)done_steps * B / t_train : 0.0;
+    double final_loss = n_acc > 0 ? loss_acc / n_acc : last_window_loss;
+    char final_loss_json[32] = "null";  // JSON has no NaN: null when no step ran
+    if (isfinite(final_loss)) snprintf(final_loss_json, sizeof final_loss_json, "%.6g", final_loss);
     if (rc == 0 && done_steps == 0 && !file_exists(path_model)) {
         fprintf(stderr, "caption train: nothing to do (already at step %ld)\n", tc.step);
     }
     if (rc == 0) {
         if (f.json)
             printf("{\"steps\": %ld, \"epochs\": %.4f, \"seconds\": %.2f, \"images_per_s\": %.2f, "
+                   "\"final_loss\": %s, "
                    "\"val_bleu4\": %.6f, \"best_val_bleu4\": %.6f, \"best_step\": %ld, \"attention\": \"%s\"}\n",
-                   tc.step, (double)tc.step / spe, secs, ips, isnan(last_val) ? 0.0 : last_val,
+                   tc.step, (double)tc.step / spe, secs, ips, final_loss_json, isnan(last_val) ? 0.0 : last_val,
                    tc.best_bleu < 0 ? 0.0 : tc.best_bleu, tc.best_step, attention_name(&model.cfg));
         else
-            fprintf(stderr, "caption train: step %ld, %.1f s, %.1f images/s (training), best validation BLEU-4 %.4f at step %ld; %s\n",
-                    tc.step, secs, ips, tc.best_bleu, tc.best_step, path_model);
+            fprintf(stderr, "caption train: step %ld, %.1f s, %.1f images/s (training), final loss %.4f, best validation BLEU-4 %.4f at step %ld; %s\n",
+                    tc.step, secs, ips, final_loss, tc.best_bleu, tc.best_step, path_model);
     }
     free(images);
     free(words);
@@ -817,7 +821,7 @@ static int cmd_eval(int argc, char **argv) {
     CaptionDataFlags df;
     caption_data_flags_default(&df);
     ArgSpec specs[] = {
-        {"model", ARG_STRING, &model_path, "model file (required)", .metavar = "PATH", .given = NULL},
+        {"model", ARG_STRING, &model_path, "model file", .metavar = "PATH", .required = true},
         {"data", ARG_STRING, &df.data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
         {"split", ARG_STRING, &split_s, "train | valid | test", .given = NULL},
         {"beam", ARG_INT, &beam, "beam width (1 = greedy)", .has_min = true, .min = 1, .has_max = true, .max = 64},
@@ -839,10 +843,6 @@ static int cmd_eval(int argc, char **argv) {
     if (pr == ARGS_HELP) return 0;
     if (pr == ARGS_ERROR) {
         fprintf(stderr, "%s\n", err.msg);
-        return 2;
-    }
-    if (!model_path) {
-        fprintf(stderr, "--model: missing (a model.safetensors written by caption train)\n");
         return 2;
     }
     Split split;
@@ -957,8 +957,8 @@ static int cmd_predict(int argc, char **argv) {
     int beam = 3, threads = default_threads(), batch = 16;
     float length_alpha = 0.7f;
     ArgSpec specs[] = {
-        {"model", ARG_STRING, &model_path, "model file (required)", .metavar = "PATH", .given = NULL},
-        {"images", ARG_STRING, &dir, "folder of images (required)", .metavar = "DIR", .given = NULL},
+        {"model", ARG_STRING, &model_path, "model file", .metavar = "PATH", .required = true},
+        {"images", ARG_STRING, &dir, "folder of images", .metavar = "DIR", .required = true},
         {"beam", ARG_INT, &beam, "beam width (1 = greedy)", .has_min = true, .min = 1, .has_max = true, .max = 64},
         {"length-alpha", ARG_FLOAT, &length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
         {"attention-out", ARG_STRING, &att_out, "write one attention strip PNG per image here", .metavar = "DIR", .given = NULL},
@@ -970,10 +970,6 @@ static int cmd_predict(int argc, char **argv) {
     if (pr == ARGS_HELP) return 0;
     if (pr == ARGS_ERROR) {
         fprintf(stderr, "%s\n", err.msg);
-        return 2;
-    }
-    if (!model_path || !dir) {
-        fprintf(stderr, "%s: missing\n", !model_path ? "--model" : "--images");
         return 2;
     }
     gemm_set_threads(threads);
@@ -1095,7 +1091,7 @@ static int cmd_scenes(int argc, char **argv) {
     CaptionDataFlags df;
     caption_data_flags_default(&df);
     ArgSpec specs[] = {
-        {"out", ARG_STRING, &out, "output folder (required)", .metavar = "DIR", .given = NULL},
+        {"out", ARG_STRING, &out, "output folder", .metavar = "DIR", .required = true},
         {"count", ARG_INT, &count, "scenes in all (80% train, 10% valid, 10% test)", .has_min = true, .min = 1, .has_max = true, .max = 20000},
         {"seed", ARG_LONG, &df.scenes_seed, "scenes generator seed", .given = NULL},
         {"image-size", ARG_INT, &size, "canvas side in pixels", .has_min = true, .min = 32, .has_max = true, .max = 1024},
@@ -1105,10 +1101,6 @@ static int cmd_scenes(int argc, char **argv) {
     if (pr == ARGS_HELP) return 0;
     if (pr == ARGS_ERROR) {
         fprintf(stderr, "%s\n", err.msg);
-        return 2;
-    }
-    if (!out) {
-        fprintf(stderr, "--out: missing (the output folder)\n");
         return 2;
     }
     int counts[SPLIT_COUNT];

@@ -444,7 +444,7 @@ static int cmd_train(int argc, char **argv) {
     ArgSpec specs[] = {
         {"data", ARG_STRING, &data, "mnist, fashion-mnist, or an IDX image file", .metavar = "D"},
         {"data-root", ARG_STRING, &root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
-        {"out", ARG_STRING, &out, "output folder (model.safetensors, log.csv, loss.png)", .metavar = "DIR"},
+        {"out", ARG_STRING, &out, "output folder (model.safetensors, log.csv, loss.png)", .metavar = "DIR", .required = true},
         {"T", ARG_INT, &T, "glimpses (time steps)", .has_min = true, .min = 1, .has_max = true, .max = 1000},
         {"read", ARG_INT, &read_n, "read grid N (N x N)", .has_min = true, .min = 1, .has_max = true, .max = 64},
         {"write", ARG_INT, &write_n, "write grid N (N x N)", .has_min = true, .min = 1, .has_max = true, .max = 64},
@@ -472,10 +472,6 @@ static int cmd_train(int argc, char **argv) {
     if (parse_or_exit(argc, argv, specs, ARGS_LEN(specs), "draw train --data D --out DIR [flags]", &code))
         return code;
     Error err;
-    if (!out) {
-        fprintf(stderr, "draw: --out: missing (the output folder)\n");
-        return 2;
-    }
     if (steps == 0 && epochs == 0 && minutes == 0) epochs = 1;
     gemm_set_threads(threads);
 
@@ -666,7 +662,7 @@ static int cmd_eval(int argc, char **argv) {
     bool json = false;
     static const char *const splits[] = {"valid", "test", NULL};
     ArgSpec specs[] = {
-        {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH"},
+        {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
         {"data", ARG_STRING, &data, "mnist, fashion-mnist, or an IDX image file", .metavar = "D"},
         {"data-root", ARG_STRING, &root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
         {"split", ARG_CHOICE, &split, "which split", .choices = splits},
@@ -681,10 +677,6 @@ static int cmd_eval(int argc, char **argv) {
     if (parse_or_exit(argc, argv, specs, ARGS_LEN(specs), "draw eval --model PATH --data D [flags]", &code))
         return code;
     Error err;
-    if (!model) {
-        fprintf(stderr, "draw: --model: missing (a checkpoint written by draw train)\n");
-        return 2;
-    }
     gemm_set_threads(threads);
     Loaded m;
     if (load_model(&m, model, &err)) return fail(&err);
@@ -736,8 +728,8 @@ static int cmd_generate(int argc, char **argv) {
     long seed = 1;
     bool show = false;
     ArgSpec specs[] = {
-        {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH"},
-        {"out", ARG_STRING, &out, "output folder (step_NN.png, final.png, draw.gif)", .metavar = "DIR"},
+        {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
+        {"out", ARG_STRING, &out, "output folder (step_NN.png, final.png, draw.gif)", .metavar = "DIR", .required = true},
         {"count", ARG_INT, &count, "samples", .has_min = true, .min = 1, .has_max = true, .max = 1024},
         {"seed", ARG_LONG, &seed, "sampling seed", .has_min = true, .min = 0},
         {"show-attention", ARG_FLAG, &show, "draw each sample's write window as a red rectangle", .given = NULL},
@@ -749,10 +741,6 @@ static int cmd_generate(int argc, char **argv) {
     if (parse_or_exit(argc, argv, specs, ARGS_LEN(specs), "draw generate --model PATH --out DIR [flags]", &code))
         return code;
     Error err;
-    if (!model || !out) {
-        fprintf(stderr, "draw: %s: missing\n", !model ? "--model" : "--out");
-        return 2;
-    }
     gemm_set_threads(threads);
     Loaded m;
     if (load_model(&m, model, &err)) return fail(&err);
@@ -781,11 +769,11 @@ static int cmd_reconstruct(int argc, char **argv) {
     long seed = 1;
     static const char *const splits[] = {"valid", "test", NULL};
     ArgSpec specs[] = {
-        {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH"},
+        {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
         {"data", ARG_STRING, &data, "mnist, fashion-mnist, or an IDX image file", .metavar = "D"},
         {"data-root", ARG_STRING, &root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
         {"split", ARG_CHOICE, &split, "which split", .choices = splits},
-        {"out", ARG_STRING, &out, "output folder (input.png, step_NN.png, final.png, draw.gif)", .metavar = "DIR"},
+        {"out", ARG_STRING, &out, "output folder (input.png, step_NN.png, final.png, draw.gif)", .metavar = "DIR", .required = true},
         {"count", ARG_INT, &count, "images (the first of the split)", .has_min = true, .min = 1, .has_max = true, .max = 1024},
         {"seed", ARG_LONG, &seed, "noise seed", .has_min = true, .min = 0},
         {"scale", ARG_INT, &scale, "pixels per image pixel", .has_min = true, .min = 1, .has_max = true, .max = 16},
@@ -796,10 +784,6 @@ static int cmd_reconstruct(int argc, char **argv) {
     if (parse_or_exit(argc, argv, specs, ARGS_LEN(specs), "draw reconstruct --model PATH --data D --out DIR [flags]", &code))
         return code;
     Error err;
-    if (!model || !out) {
-        fprintf(stderr, "draw: %s: missing\n", !model ? "--model" : "--out");
-        return 2;
-    }
     gemm_set_threads(threads);
     Loaded m;
     if (load_model(&m, model, &err)) return fail(&err);

@@ -1,7 +1,10 @@
-// test_cli_caption.c: bin/caption end to end on small scenes: train a few steps, eval
-// --json, predict on a folder of PNGs (some broken), the scenes folder round trip,
-// --resume against an uninterrupted run, and one-line errors for bad input.
+// test_cli_caption.c: bin/caption end to end on small scenes: train a few steps (--json
+// with a finite final_loss matching log.csv), eval --json, predict on a folder of PNGs
+// (some broken), the scenes folder round trip, --resume against an uninterrupted run, and
+// one-line errors for bad input (a missing required flag; --help says "(required)").
 // Finds the binary in $ATTEND_BIN (default "bin").
+#include <cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,11 +53,41 @@ static void expect_one_line_error(int status, const char *want) {
     free(err);
 }
 
+// The loss column of log.csv's row for step (a training row, not a validation one); NAN
+// when there is none.
+static double logged_loss(const char *csv, long step) {
+    char want[32];
+    int n = snprintf(want, sizeof want, "\n%ld,", step);
+    for (const char *p = strstr(csv, want); p; p = strstr(p + 1, want)) {
+        const char *q = strchr(p + n, ',');  // past the epoch column
+        if (q && q[1] != ',') return atof(q + 1);
+    }
+    return NAN;
+}
+
 static void test_train_eval_predict(void) {
-    int st = run("train --out %s/run --steps 4 --seed 3" SMALL, tmp);
+    int st = run("train --out %s/run --steps 4 --seed 3 --log-every 2 --json" SMALL, tmp);
     char *err = slurp("stderr.txt");
     EXPECT(st == 0, "train failed (%d): %s", st, err);
     free(err);
+    // train --json: one JSON object with steps, images_per_s and final_loss (issue 6), the
+    // mean loss per image over the last logging window: log.csv's row for step 4.
+    char *out = slurp("stdout.txt");
+    cJSON *j = cJSON_Parse(out);
+    EXPECT(j != NULL && scratch_count_lines(out) == 1, "train --json: not one JSON object: %s", out);
+    cJSON *steps = cJSON_GetObjectItem(j, "steps"), *ips = cJSON_GetObjectItem(j, "images_per_s");
+    cJSON *fl = cJSON_GetObjectItem(j, "final_loss");
+    EXPECT(cJSON_IsNumber(steps) && steps->valuedouble == 4, "steps: %s", out);
+    EXPECT(cJSON_IsNumber(ips) && ips->valuedouble > 0, "images_per_s: %s", out);
+    EXPECT(cJSON_IsNumber(fl) && isfinite(fl->valuedouble) && fl->valuedouble > 0, "final_loss: %s", out);
+    char *csv = slurp("run/log.csv");
+    double logged = logged_loss(csv, 4);
+    EXPECT(isfinite(logged), "log.csv has no training row for step 4: %s", csv);
+    // %.6g in the JSON against %.9g in the CSV: 1e-5 relative covers the rounding.
+    if (cJSON_IsNumber(fl) && isfinite(logged)) EXPECT_NEAR(fl->valuedouble, logged, 0.0, 1e-5);
+    free(csv);
+    cJSON_Delete(j);
+    free(out);
     EXPECT(exists("%s/run/%s", "model.safetensors"), "no model.safetensors");
     EXPECT(exists("%s/run/%s", "state.safetensors"), "no state.safetensors");
     EXPECT(exists("%s/run/%s", "log.csv"), "no log.csv");
@@ -62,7 +95,7 @@ static void test_train_eval_predict(void) {
 
     st = run("eval --model %s/run/model.safetensors --data scenes --split test --beam 2 --json "
              "--results %s/results.json --quiet" DATA_SMALL, tmp, tmp);
-    char *out = slurp("stdout.txt");
+    out = slurp("stdout.txt");
     EXPECT(st == 0, "eval failed (%d)", st);
     const char *keys[] = {"\"bleu1\"", "\"bleu2\"", "\"bleu3\"", "\"bleu4\"", "\"cider\"",
                           "\"rougeL\"", "\"grounding\""};
@@ -184,9 +217,16 @@ static void test_errors(void) {
     expect_one_line_error(run("train --out %s/x --resume --steps 2" SMALL, tmp), "--resume");
     expect_one_line_error(run("train --out %s/x --data tsv:%s/none.tsv:%s --steps 2" SMALL, tmp, tmp, tmp),
                           "none.tsv");
+    // Required flags: the parser names the missing one; --help marks them.
+    expect_one_line_error(run("train --steps 1" SMALL), "--out: missing (required)");
+    expect_one_line_error(run("predict --model %s/run/model.safetensors", tmp), "--images: missing (required)");
     EXPECT(run("train --help") == 0, "--help should exit 0");
     char *out = slurp("stdout.txt");
     EXPECT(strstr(out, "--attention") != NULL, "help lists flags");
+    const char *line = strstr(out, "\n  --out DIR");
+    const char *eol = line ? strchr(line + 1, '\n') : NULL;
+    const char *req = line ? strstr(line, "(required)") : NULL;
+    EXPECT(req && eol && req < eol, "--help does not mark --out (required): %s", out);
     free(out);
 }
 

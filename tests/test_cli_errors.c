@@ -198,9 +198,18 @@ static void test_draw_errors(void) {
     rc = run("draw", "");
     expect_failure(rc, "no subcommand", WANT("command"), NONE);
     rc = run("draw", "train " DRAW_TINY " --steps 1");
-    expect_failure(rc, "train without --out", WANT("--out"), NONE);
+    expect_failure(rc, "train without --out", WANT("--out: missing (required)"), NONE);
     rc = run("draw", "generate --model %s", draw_model);
-    expect_failure(rc, "generate without --out", WANT("--out"), NONE);
+    expect_failure(rc, "generate without --out", WANT("--out: missing (required)"), NONE);
+    rc = run("draw", "reconstruct --out %s/rc", tmp);
+    expect_failure(rc, "reconstruct without --model", WANT("--model: missing (required)"), WANT("rc/input.png"));
+    // --help still works without the required flags and marks them.
+    rc = run("draw", "generate --help");
+    char *help = read_tmp("out.txt");
+    const char *line = strstr(help, "\n  --model PATH"), *eol = line ? strchr(line + 1, '\n') : NULL;
+    const char *req = line ? strstr(line, "(required)") : NULL;
+    EXPECT(rc == 0 && req && eol && req < eol, "generate --help (status %d) does not mark --model: %s", rc, help);
+    free(help);
     rc = run("draw", "train " DRAW_TINY " --T 0 --out %s/t0", tmp);
     expect_failure(rc, "--T 0", WANT("--T"), WANT("t0/model.safetensors"));
     rc = run("draw", "train " DRAW_TINY " --lr fast --out %s/t1", tmp);
@@ -251,11 +260,11 @@ static void test_caption_errors(void) {
     rc = run("caption", "paint");
     expect_failure(rc, "unknown subcommand", WANT("paint"), NONE);
     rc = run("caption", "train --steps 1" CAPTION_TINY);
-    expect_failure(rc, "train without --out", WANT("--out"), NONE);
+    expect_failure(rc, "train without --out", WANT("--out: missing (required)"), NONE);
     rc = run("caption", "eval --quiet");
-    expect_failure(rc, "eval without --model", WANT("--model"), NONE);
+    expect_failure(rc, "eval without --model", WANT("--model: missing (required)"), NONE);
     rc = run("caption", "predict --model %s", caption_model);
-    expect_failure(rc, "predict without --images", WANT("--images"), NONE);
+    expect_failure(rc, "predict without --images", WANT("--images: missing (required)"), NONE);
     rc = run("caption", "train --out %s/c0 --steps 1 --batch 0" CAPTION_TINY, tmp);
     expect_failure(rc, "--batch 0", WANT("--batch"), WANT("c0/model.safetensors"));
     rc = run("caption", "train --out %s/c1 --steps 1 --lr fast" CAPTION_TINY, tmp);
