@@ -78,6 +78,35 @@ static void test_replay_captions(void) { replay("captions", fuzz_captions_one); 
 static void test_replay_safetensors(void) { replay("safetensors", fuzz_safetensors_one); }
 static void test_replay_tokenizer(void) { replay("tokenizer", fuzz_tokenizer_one); }
 
+// Corrupt JPEGs on which stb_image decodes from memory it never wrote (found by
+// `make valgrind`; not a crash, so only valgrind sees it): each is refused by name.
+static void test_jpeg_uninitialised_reads_refused(void) {
+    static const struct {
+        const char *file, *reason;
+    } cases[] = {
+        {"jpeg_no_dqt_uninitialised_dequant", "a component uses a quantisation table the file never defines"},
+        {"jpeg_no_scan_uninitialised_pixels", "an image component has no scan (no pixel data)"},
+        {"jpeg_scan_undefined_huffman_table", "a scan uses a Huffman table the file never defines"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char path[256], want[256];
+        snprintf(path, sizeof path, "tests/fuzz/regressions/image/%s", cases[k].file);
+        unsigned char *data;
+        size_t len;
+        Error err = {{0}};
+        if (file_read_all(path, &data, &len, 0, &err) != 0) {
+            EXPECT(0, "%s", err.msg);
+            continue;
+        }
+        Image img;
+        EXPECT(len > 1 && image_load_memory(data + 1, len - 1, "x.jpg", &img, 0, &err) == -1,
+               "%s decoded", cases[k].file);
+        snprintf(want, sizeof want, "x.jpg: corrupt JPEG: %s", cases[k].reason);
+        EXPECT(strcmp(err.msg, want) == 0, "%s: '%s'", cases[k].file, err.msg);
+        free(data);
+    }
+}
+
 // The inputs that crashed before the fixes are kept, and each fix still acts on its input
 // (the system's libstb is not instrumented, so a returning overflow would go unseen by the
 // sanitizers: the refusal itself is checked).
@@ -409,6 +438,7 @@ int main(void) {
     RUN(test_replay_safetensors);
     RUN(test_replay_tokenizer);
     RUN(test_regressions_kept);
+    RUN(test_jpeg_uninitialised_reads_refused);
     RUN(test_limit_image_dimensions);
     RUN(test_limit_png_decompression_bomb);
     RUN(test_limit_idx_claims_more_than_file);

@@ -60,17 +60,34 @@ static int png_header_size(const unsigned char *d, size_t len, long *w, long *h)
     return 1;
 }
 
-// stb_image 2.27 (Debian 12) builds each JPEG Huffman table into a 257-entry array without
-// checking that the 16 code counts of a DHT segment sum to at most 256, so a hostile file
-// writes past it (found by tests/fuzz/fuzz_image.c). Walks the JPEG's marker segments the
-// way stb_image does (fill bytes, segment lengths, entropy-coded data up to the next
-// marker) and returns 0 at the first table stb would overflow; 1 otherwise, or when the
-// data are not a JPEG. Bytes past the end read as 0, as stb_image reads them.
-static int jpeg_huffman_tables_fit(const unsigned char *d, size_t len) {
+// Two holes in stb_image 2.27 (Debian 12)'s JPEG decoder that a hostile file reaches:
+// - it builds each Huffman table into a 257-entry array without checking that the 16 code
+//   counts of a DHT segment sum to at most 256, so the file writes past it (found by
+//   tests/fuzz/fuzz_image.c);
+// - a scan may name a Huffman table no DHT segment defined, or a frame component a
+//   quantisation table no DQT segment defined, and stb then decodes with that table's
+//   never-written memory; and a component that no scan covers before EOI (or a file
+//   with no scan at all) comes out of never-written pixel memory (found by valgrind,
+//   `make valgrind`).
+// Walks the JPEG's marker segments the way stb_image does (fill bytes, segment lengths,
+// entropy-coded data up to the next marker), records the tables defined so far, and
+// returns a reason at the first oversized table or the first scan that needs an undefined
+// one (a baseline scan needs each component's DC and AC tables; a progressive scan its DC
+// tables on a first DC pass, its AC tables on an AC pass; every scan needs the
+// quantisation tables of all the frame's components), or, at EOI or the end of the data,
+// at a frame component no scan covered (a progressive one needs a first DC scan);
+// NULL otherwise, or when the data are not a JPEG. Bytes past the end read as 0, as stb_image reads them.
+static const char *jpeg_huffman_problem(const unsigned char *d, size_t len) {
+#define BYTE_AT(k) ((k) < len ? d[k] : 0)
+    int defined[2][4] = {{0}};  // Huffman tables [class: 0 DC, 1 AC][table id]
+    int quant_defined[4] = {0};
+    unsigned frame_id[4] = {0}, frame_tq[4] = {0}, frame_components = 0;
+    int covered[4] = {0};  // frame component decoded by some scan
+    int progressive = 0;
     size_t i = 0;
-    if (len < 2 || d[0] != 0xFF) return 1;
+    if (len < 2 || d[0] != 0xFF) return NULL;
     while (i < len && d[i] == 0xFF) i++;
-    if (i >= len || d[i] != 0xD8) return 1;  // no SOI: stb_image will not treat it as a JPEG
+    if (i >= len || d[i] != 0xD8) return NULL;  // no SOI: stb_image will not treat it as a JPEG
     i++;
     while (i + 1 < len) {
         if (d[i] != 0xFF) {  // entropy-coded data or padding
@@ -82,25 +99,68 @@ static int jpeg_huffman_tables_fit(const unsigned char *d, size_t len) {
             i++;
             continue;
         }
-        if (m == 0x00 || m == 0x01 || (m >= 0xD0 && m <= 0xD9)) {  // stuffing, TEM, RSTn, SOI, EOI
+        if (m == 0xD9) break;  // EOI: stb_image stops decoding here
+        if (m == 0x00 || m == 0x01 || (m >= 0xD0 && m <= 0xD8)) {  // stuffing, TEM, RSTn, SOI
             i += 2;
             continue;
         }
         size_t seg = i + 4 <= len ? ((size_t)d[i + 2] << 8 | d[i + 3]) : 0;
+        if (m == 0xC2) progressive = 1;
+        if (m == 0xC0 || m == 0xC1 || m == 0xC2) {  // SOF: P, Y, X, count, (id, HV, Tq) each
+            frame_components = BYTE_AT(i + 9);
+            for (unsigned c = 0; c < frame_components && c < 4; c++) {
+                frame_id[c] = BYTE_AT(i + 10 + 3 * (size_t)c);
+                frame_tq[c] = BYTE_AT(i + 12 + 3 * (size_t)c);
+                covered[c] = 0;
+            }
+        }
+        if (m == 0xDB) {  // DQT: (precision/id byte, 64 values of 1 or 2 bytes) each
+            long left = (long)seg - 2;
+            size_t p = i + 4;
+            while (left > 0) {
+                unsigned q = BYTE_AT(p);
+                size_t n = 1 + ((q >> 4) ? 128 : 64);
+                if ((q & 15) <= 3) quant_defined[q & 15] = 1;
+                p += n;
+                left -= (long)n;
+            }
+        }
         if (m == 0xC4) {  // DHT: tables of (class/id byte, 16 counts, sum-of-counts values)
             long left = (long)seg - 2;
             size_t p = i + 4;
             while (left > 0) {
+                unsigned q = BYTE_AT(p);
                 int n = 0;
-                for (size_t k = 1; k <= 16; k++) n += p + k < len ? d[p + k] : 0;
-                if (n > 256) return 0;
+                for (size_t k = 1; k <= 16; k++) n += BYTE_AT(p + k);
+                if (n > 256) return "a Huffman table has more than 256 codes";
+                if ((q >> 4) <= 1 && (q & 15) <= 3) defined[q >> 4][q & 15] = 1;
                 p += 17 + (size_t)n;
                 left -= 17 + n;
             }
         }
+        if (m == 0xDA) {  // SOS: count, (component id, DC/AC table ids) each, Ss, Se, Ah/Al
+            for (unsigned c = 0; c < frame_components && c < 4; c++)
+                if (frame_tq[c] <= 3 && !quant_defined[frame_tq[c]])
+                    return "a component uses a quantisation table the file never defines";
+            size_t p = i + 4;
+            unsigned ns = BYTE_AT(p);
+            unsigned ss = BYTE_AT(p + 1 + 2 * (size_t)ns), ah = BYTE_AT(p + 3 + 2 * (size_t)ns) >> 4;
+            int need_dc = !progressive || (ss == 0 && ah == 0), need_ac = !progressive || ss > 0;
+            for (unsigned c = 0; c < ns && c < 4; c++) {
+                unsigned id = BYTE_AT(p + 1 + 2 * (size_t)c), t = BYTE_AT(p + 2 + 2 * (size_t)c);
+                if ((need_dc && (t >> 4) <= 3 && !defined[0][t >> 4]) ||
+                    (need_ac && (t & 15) <= 3 && !defined[1][t & 15]))
+                    return "a scan uses a Huffman table the file never defines";
+                for (unsigned k = 0; k < frame_components && k < 4; k++)
+                    if (frame_id[k] == id && (!progressive || (ss == 0 && ah == 0))) covered[k] = 1;
+            }
+        }
         i += 2 + (seg >= 2 ? seg : 2);
     }
-    return 1;
+    for (unsigned c = 0; c < frame_components && c < 4; c++)
+        if (!covered[c]) return "an image component has no scan (no pixel data)";
+    return NULL;
+#undef BYTE_AT
 }
 
 // stb_image 2.27 grows its buffer for a PNG IDAT chunk to the chunk's declared length
@@ -247,8 +307,8 @@ int image_load_memory(const unsigned char *data, size_t len, const char *name, I
     memset(img, 0, sizeof *img);
     if (len == 0) return error_set(err, "%s: empty file", name);
     if (len > (size_t)INT_MAX) return error_set(err, "%s: file too large (%zu bytes)", name, len);
-    if (!jpeg_huffman_tables_fit(data, len))
-        return error_set(err, "%s: corrupt JPEG: a Huffman table has more than 256 codes", name);
+    const char *jpeg_problem = jpeg_huffman_problem(data, len);
+    if (jpeg_problem) return error_set(err, "%s: corrupt JPEG: %s", name, jpeg_problem);
     const char *unoffered = unoffered_format(data, len);
     if (unoffered)
         return error_set(err, "%s: %s images are not supported (PNG, JPEG, BMP, GIF, TGA, PSD, "
