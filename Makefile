@@ -148,6 +148,7 @@ fixtures:
 clean:
 	rm -rf build build-san build-vg bin
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TESTS:=.d) $(TEST_SUPPORT_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(PROGRAMS:%=$(BUILD)/cli/%.d) $(TESTS:=.d) \
+         $(BENCHES:=.d) $(TEST_SUPPORT_OBJS:.o=.d)
 
 include tests/fuzz/fuzz.mk
