@@ -53,7 +53,7 @@ typedef struct {
     int *first;     // (n_images + 1)
     int *ids;       // (n_caps, max_len)
     int *lens;      // (n_caps)
-    Tokens *refs;   // (n_caps) the full tokenised references (for the metrics)
+    Tokens *refs;   // (n_caps) the full tokenised references (for the metrics), or NULL
 } Encoded;
 
 static void encoded_free(Encoded *e) {
@@ -66,9 +66,11 @@ static void encoded_free(Encoded *e) {
     memset(e, 0, sizeof *e);
 }
 
-// Tokenises the split's captions. With vocab NULL only refs are filled.
+// Tokenises the split's captions. With vocab NULL only refs are filled; with a vocab the
+// ids too, and refs are kept only when keep_refs (the training split needs just the ids:
+// its token strings are most of its memory).
 static int encode_split(Encoded *e, const CaptionData *d, Split s, const Vocab *vocab, int max_len,
-                        Error *err) {
+                        int keep_refs, Error *err) {
     memset(e, 0, sizeof *e);
     int n = caption_data_count(d, s);
     e->n_images = n;
@@ -98,6 +100,11 @@ static int encode_split(Encoded *e, const CaptionData *d, Split s, const Vocab *
         e->lens = xcalloc((size_t)e->n_caps, sizeof(int));
         for (int c = 0; c < e->n_caps; c++)
             e->lens[c] = vocab_encode(e->ids + (size_t)c * max_len, vocab, &e->refs[c], max_len);
+        if (!keep_refs) {
+            for (int c = 0; c < e->n_caps; c++) tokens_free(&e->refs[c]);
+            free(e->refs);
+            e->refs = NULL;
+        }
     }
     return 0;
 }
@@ -581,7 +588,7 @@ static int cmd_train(int argc, char **argv) {
         }
     }
     // Captions: tokenised once; the vocabulary comes from the training split.
-    if (encode_split(&train, data, SPLIT_TRAIN, NULL, 0, &err)) {
+    if (encode_split(&train, data, SPLIT_TRAIN, NULL, 0, 1, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
     }
@@ -594,8 +601,8 @@ static int cmd_train(int argc, char **argv) {
         }
     }
     encoded_free(&train);
-    if (encode_split(&train, data, SPLIT_TRAIN, &vocab, cfg.max_len, &err) ||
-        encode_split(&val, data, SPLIT_VALID, NULL, 0, &err)) {
+    if (encode_split(&train, data, SPLIT_TRAIN, &vocab, cfg.max_len, 0, &err) ||
+        encode_split(&val, data, SPLIT_VALID, NULL, 0, 1, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
     }
@@ -874,7 +881,7 @@ static int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "%s: split %s has no images\n", df.data, split_name(split));
         goto done;
     }
-    if (encode_split(&refs, data, split, NULL, 0, &err)) {
+    if (encode_split(&refs, data, split, NULL, 0, 1, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
     }
