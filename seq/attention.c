@@ -279,29 +279,10 @@ static float dotf(const float *a, const float *b, int n) {
     return s;
 }
 
-// tanh as a rational function (odd degree-13 over even degree-6 polynomial, clamped at
-// +-7.9053), the approximation Eigen uses for its fast float tanh. Measured max abs error
-// 3.3e-7 against double tanh on [-20, 20] (glibc tanhf: 9e-8); unlike tanhf it vectorises,
-// which makes the additive score about 10x faster. tests/test_attention.c compares the
-// additive forward with a double-precision tanh reference.
-static inline float tanh_fast(float x) {
-    const float clamp = 7.90531110763549805f;
-    x = x > clamp ? clamp : x;
-    x = x < -clamp ? -clamp : x;
-    float x2 = x * x;
-    float p = -2.76076847742355e-16f;
-    p = p * x2 + 2.00018790482477e-13f;
-    p = p * x2 + -8.60467152213735e-11f;
-    p = p * x2 + 5.12229709037114e-08f;
-    p = p * x2 + 1.48572235717979e-05f;
-    p = p * x2 + 6.37261928875436e-04f;
-    p = p * x2 + 4.89352455891786e-03f;
-    float q = 1.19825839466702e-06f;
-    q = q * x2 + 1.18534705686654e-04f;
-    q = q * x2 + 2.26843463243900e-03f;
-    q = q * x2 + 4.89352518554385e-03f;
-    return x * p / q;
-}
+// tanh_fast (core/activations.h) is a rational approximation, absolute error <= 4e-7
+// against double tanh (glibc tanhf: 9e-8); unlike tanhf it vectorises, which makes the
+// additive score about 10x faster. tests/test_attention.c compares the additive forward
+// with a double-precision tanh reference.
 
 // out (n) = tanh(a + b)
 static void tanh_sum(float *restrict out, const float *restrict a, const float *restrict b,

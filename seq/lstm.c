@@ -13,7 +13,6 @@ void lstm_forward(float *h, float *c, float *gates, float *xh, const float *x,
                   int I, int H) {
     CHECK(B >= 0 && I >= 0 && H > 0, "B %d I %d H %d", B, I, H);
     const int K = I + H;
-    const size_t G = (size_t)4 * H;
     // xh = [x, h_prev]
     for (int r = 0; r < B; r++) {
         float *row = xh + (size_t)r * K;
@@ -23,29 +22,37 @@ void lstm_forward(float *h, float *c, float *gates, float *xh, const float *x,
         else
             memset(row + I, 0, (size_t)H * sizeof(float));
     }
+    lstm_forward_xh(h, c, gates, xh, K, c_prev, W, b, B, I, H);
+}
+
+void lstm_forward_xh(float *h, float *c, float *gates, const float *xh, int ldxh,
+                     const float *c_prev, const float *W, const float *b, int B, int I, int H) {
+    CHECK(B >= 0 && I >= 0 && H > 0 && ldxh >= I + H, "B %d I %d H %d ldxh %d", B, I, H, ldxh);
+    const int K = I + H;
+    const size_t G = (size_t)4 * H;
     // pre = b broadcast, then pre += xh @ W^T: all four gates in one GEMM.
     for (int r = 0; r < B; r++) memcpy(gates + (size_t)r * G, b, G * sizeof(float));
-    gemm(false, true, B, (int)G, K, 1.0f, xh, K, W, K, 1.0f, gates, (int)G);
+    gemm(false, true, B, (int)G, K, 1.0f, xh, ldxh, W, K, 1.0f, gates, (int)G);
 
     for (int r = 0; r < B; r++) {
-        float *restrict gi = gates + (size_t)r * G;
-        float *restrict gf = gi + H;
-        float *restrict gg = gi + 2 * H;
-        float *restrict go = gi + 3 * H;
+        // The gate pointers share one row, so only the other rows are restrict.
+        float *gi = gates + (size_t)r * G;
+        float *gf = gi + H;
+        float *gg = gi + 2 * H;
+        float *go = gi + 3 * H;
         float *restrict cr = c + (size_t)r * H;
         float *restrict hr = h + (size_t)r * H;
         const float *restrict cp = c_prev ? c_prev + (size_t)r * H : NULL;
-        for (int j = 0; j < H; j++) {
-            gi[j] = sigmoidf_(gi[j]);
-            gf[j] = sigmoidf_(gf[j]);
-            gg[j] = tanhf(gg[j]);
-            go[j] = sigmoidf_(go[j]);
-        }
+        // Vectorised sigmoid and tanh (core/activations.h); i and f are adjacent. The gates
+        // only scale and add, so the sigmoid's absolute accuracy (2e-7) is what counts.
+        for (int j = 0; j < 2 * H; j++) gi[j] = sigmoid_tanh_fast(gi[j]);
+        for (int j = 0; j < H; j++) gg[j] = tanh_fast(gg[j]);
+        for (int j = 0; j < H; j++) go[j] = sigmoid_tanh_fast(go[j]);
         if (cp)
             for (int j = 0; j < H; j++) cr[j] = gf[j] * cp[j] + gi[j] * gg[j];
         else
             for (int j = 0; j < H; j++) cr[j] = gi[j] * gg[j];
-        for (int j = 0; j < H; j++) hr[j] = go[j] * tanhf(cr[j]);
+        for (int j = 0; j < H; j++) hr[j] = go[j] * tanh_fast(cr[j]);
     }
 }
 
@@ -80,7 +87,7 @@ void lstm_backward(float *dx, float *dh_prev, float *dc_prev, float *dW, float *
         float *restrict dcp = dc_prev ? dc_prev + (size_t)r * H : NULL;
         // Use the dg slot to hold tanh(c), then dct (the total gradient reaching c) in di
         // until the gate gradients overwrite them.
-        for (int j = 0; j < H; j++) dg[j] = tanhf(cr[j]);
+        for (int j = 0; j < H; j++) dg[j] = tanh_fast(cr[j]);
         for (int j = 0; j < H; j++) {
             float tc = dg[j];
             float dct = dhr[j] * go[j] * (1.0f - tc * tc) + (dcr ? dcr[j] : 0.0f);

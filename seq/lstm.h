@@ -4,6 +4,9 @@
 //   pre = xh @ W^T + b, W (4H, I + H), rows in gate order i, f, g, o
 //   i = sigmoid, f = sigmoid, g = tanh, o = sigmoid of their pre-activations
 //   c = f * c_prev + i * g;  h = o * tanh(c)
+// The nonlinearities are core/activations.h's vectorised sigmoid_tanh_fast (gates i, f, o:
+// absolute error <= 2e-7) and tanh_fast (<= 4e-7), so lstm_forward_ref (double, libm)
+// agrees to about 1e-6.
 // Unrolling over T steps is the caller's: it keeps one (xh, gates, c, h) per step.
 #ifndef SEQ_LSTM_H
 #define SEQ_LSTM_H
@@ -14,6 +17,13 @@
 void lstm_forward(float *h, float *c, float *gates, float *xh, const float *x,
                   const float *h_prev, const float *c_prev, const float *W, const float *b, int B,
                   int I, int H);
+
+// lstm_forward on an input the caller has assembled: xh (B, I + H) = [x, h_prev] with
+// zeros where there is no h_prev (so a model can write x straight into xh and skip the
+// copies). Outputs h, c, gates and inputs c_prev (NULL: zeros), W, b as lstm_forward.
+// ldxh: the row stride of xh (>= I + H).
+void lstm_forward_xh(float *h, float *c, float *gates, const float *xh, int ldxh,
+                     const float *c_prev, const float *W, const float *b, int B, int I, int H);
 
 // Given dh (B, H) and dc (B, H) (gradient reaching this step's h and c from later;
 // dc may be NULL), accumulates dx (B, I) (may be NULL), dh_prev, dc_prev (B, H) (may be

@@ -1,0 +1,74 @@
+// test_lstm.c: lstm_forward_xh, the LSTM step on an input the caller assembled in place
+// (seq/lstm.h), against lstm_forward (bit for bit: the same GEMM and elementwise code on
+// the same values) and against the plain double-precision reference lstm_forward_ref.
+// (The cell's gradient checks and its other reference tests are in test_ops.c.)
+//
+// Tolerance against lstm_forward_ref: |fast - ref| <= 1e-5 + 1e-5 |ref| (float GEMM vs
+// double sums of <= 60 terms, and the 4e-7 approximations of core/activations.h).
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "seq/lstm.h"
+#include "tests/support/gradcheck.h"
+#include "tests/support/test.h"
+
+#define REF_ATOL 1e-5
+#define REF_RTOL 1e-5
+
+static float *uniform(size_t n, float lo, float hi, Rng *rng) {
+    float *x = xmalloc((n ? n : 1) * sizeof(float));
+    fill_uniform(x, n, lo, hi, rng);
+    return x;
+}
+
+// One shape: xh rows of stride ld > I + H (the extra columns hold garbage that must not
+// be read), with and without a previous state.
+static void check_shape(int B, int I, int H, int pad, int with_state, Rng *rng) {
+    int K = I + H, ld = K + pad;
+    size_t bh = (size_t)B * H;
+    float *x = uniform((size_t)B * I, -1, 1, rng), *hp = uniform(bh, -1, 1, rng);
+    float *cp = uniform(bh, -2, 2, rng), *W = uniform((size_t)4 * H * K, -0.7f, 0.7f, rng);
+    float *b = uniform((size_t)4 * H, -0.5f, 0.5f, rng);
+    float *xh_wide = uniform((size_t)B * ld, 1e6f, 2e6f, rng);  // garbage everywhere first
+    for (int r = 0; r < B; r++) {
+        memcpy(xh_wide + (size_t)r * ld, x + (size_t)r * I, sizeof(float) * I);
+        for (int k = 0; k < H; k++) xh_wide[(size_t)r * ld + I + k] = with_state ? hp[r * H + k] : 0.0f;
+    }
+    float *h1 = xmalloc(bh * sizeof(float)), *c1 = xmalloc(bh * sizeof(float));
+    float *g1 = xmalloc(4 * bh * sizeof(float)), *xh = xmalloc((size_t)B * K * sizeof(float));
+    float *h2 = xmalloc(bh * sizeof(float)), *c2 = xmalloc(bh * sizeof(float));
+    float *g2 = xmalloc(4 * bh * sizeof(float));
+    float *h3 = xmalloc(bh * sizeof(float)), *c3 = xmalloc(bh * sizeof(float));
+    float *g3 = xmalloc(4 * bh * sizeof(float));
+    lstm_forward(h1, c1, g1, xh, x, with_state ? hp : NULL, with_state ? cp : NULL, W, b, B, I, H);
+    lstm_forward_xh(h2, c2, g2, xh_wide, ld, with_state ? cp : NULL, W, b, B, I, H);
+    lstm_forward_ref(h3, c3, g3, x, with_state ? hp : NULL, with_state ? cp : NULL, W, b, B, I, H);
+    EXPECT(!memcmp(h1, h2, bh * sizeof(float)) && !memcmp(c1, c2, bh * sizeof(float)) &&
+               !memcmp(g1, g2, 4 * bh * sizeof(float)),
+           "B %d I %d H %d pad %d state %d: lstm_forward_xh differs from lstm_forward", B, I, H,
+           pad, with_state);
+    for (size_t i = 0; i < bh; i++) {
+        EXPECT_NEAR(h2[i], h3[i], REF_ATOL, REF_RTOL);
+        EXPECT_NEAR(c2[i], c3[i], REF_ATOL, REF_RTOL);
+    }
+    for (size_t i = 0; i < 4 * bh; i++) EXPECT_NEAR(g2[i], g3[i], REF_ATOL, REF_RTOL);
+    float *bufs[] = {x, hp, cp, W, b, xh_wide, h1, c1, g1, xh, h2, c2, g2, h3, c3, g3};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+}
+
+static void test_lstm_forward_xh_matches(void) {
+    Rng rng;
+    rng_seed(&rng, 4071);
+    const int shapes[][4] = {{1, 1, 1, 0}, {3, 5, 4, 3}, {7, 20, 16, 9}, {5, 33, 9, 1}, {4, 0, 12, 5}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int with_state = 0; with_state < 2; with_state++)
+            check_shape(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], with_state, &rng);
+}
+
+int main(void) {
+    RUN(test_lstm_forward_xh_matches);
+    return test_summary();
+}
