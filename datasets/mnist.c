@@ -113,11 +113,12 @@ static void make_set(ImageSet *set, const Idx *im, const Idx *lb, int first, int
     set->first = first;
     snprintf(set->name, sizeof set->name, "%s", name);
     size_t total = (size_t)n * set->dim;
-    set->images = xmalloc(total * sizeof(float));
-    const unsigned char *src = im->data + (size_t)first * set->dim;
-    float scale[256];
-    for (int v = 0; v < 256; v++) scale[v] = (float)v / 255.0f;
-    for (size_t i = 0; i < total; i++) set->images[i] = scale[src[i]];
+    set->pixels = xmalloc(total);
+    memcpy(set->pixels, im->data + (size_t)first * set->dim, total);
+    if (split != SPLIT_TRAIN) {
+        set->images = xmalloc(total * sizeof(float));
+        imageset_copy(set->images, set, 0, n);
+    }
     if (lb->data) {
         set->labels = xmalloc((size_t)n * sizeof(int));
         for (int i = 0; i < n; i++) set->labels[i] = lb->data[first + i];
@@ -182,6 +183,7 @@ int mnist_load(ImageSet *out, const char *data, const char *root, Split split, E
 
 void imageset_free(ImageSet *set) {
     if (!set) return;
+    free(set->pixels);
     free(set->images);
     free(set->labels);
     memset(set, 0, sizeof *set);
@@ -195,24 +197,47 @@ static uint64_t mix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
+// The float of each grey level, v / 255 (the probability a binarised pixel is 1).
+static void level_table(float table[256]) {
+    for (int v = 0; v < 256; v++) table[v] = (float)v / 255.0f;
+}
+
 void imageset_binarize_fixed(ImageSet *set, uint64_t seed) {
+    float p[256];
+    level_table(p);
     for (int i = 0; i < set->n; i++) {
         Rng rng;
         rng_seed(&rng, mix64(mix64(seed) ^ ((uint64_t)set->split << 32 | (uint32_t)(set->first + i))));
-        float *x = set->images + (size_t)i * set->dim;
-        for (int j = 0; j < set->dim; j++) x[j] = (float)rng_bernoulli(&rng, x[j]);
+        uint8_t *x = set->pixels + (size_t)i * set->dim;
+        float *f = set->images ? set->images + (size_t)i * set->dim : NULL;
+        for (int j = 0; j < set->dim; j++) {
+            int on = rng_bernoulli(&rng, p[x[j]]);
+            x[j] = on ? 255 : 0;
+            if (f) f[j] = (float)on;
+        }
     }
 }
 
 void imageset_batch(float *out, const ImageSet *set, const int *idx, int B, Rng *rng) {
+    float p[256];
+    level_table(p);
     for (int b = 0; b < B; b++) {
         CHECK(idx[b] >= 0 && idx[b] < set->n, "image %d of %d", idx[b], set->n);
-        const float *x = set->images + (size_t)idx[b] * set->dim;
+        const uint8_t *x = set->pixels + (size_t)idx[b] * set->dim;
         float *o = out + (size_t)b * set->dim;
         if (rng) {
-            for (int j = 0; j < set->dim; j++) o[j] = (float)rng_bernoulli(rng, x[j]);
+            for (int j = 0; j < set->dim; j++) o[j] = (float)rng_bernoulli(rng, p[x[j]]);
         } else {
-            memcpy(o, x, (size_t)set->dim * sizeof(float));
+            for (int j = 0; j < set->dim; j++) o[j] = p[x[j]];
         }
     }
+}
+
+void imageset_copy(float *out, const ImageSet *set, int first, int count) {
+    CHECK(first >= 0 && count >= 0 && first <= set->n - count, "images [%d, %d) of %d", first,
+          first + count, set->n);
+    float p[256];
+    level_table(p);
+    const uint8_t *x = set->pixels + (size_t)first * set->dim;
+    for (size_t i = 0; i < (size_t)count * set->dim; i++) out[i] = p[x[i]];
 }

@@ -13,15 +13,20 @@
 // first 90 % of the file, valid = the last 10 % (at least one image), and test = the
 // same images as valid (there is no separate test file).
 //
-// Images are float in [0, 1] (pixel / 255), (n, rows * cols) row-major.
+// Images are held as bytes, (n, rows * cols) row-major, and become floats in [0, 1]
+// (pixel / 255) when a batch is made (imageset_batch, imageset_copy). The valid and test
+// splits also keep a float copy, `images`, which evaluation reads whole; the train split
+// has none (images = NULL) and is read through imageset_batch only.
 // Binarisation (the DRAW setting, see REFERENCE.md section 3):
-//   - training batches: dynamic, a fresh Bernoulli(pixel) sample every time a batch
-//     is drawn, from the Rng the caller passes (so every epoch sees new samples);
+//   - training batches: dynamic, a fresh Bernoulli(pixel / 255) sample every time a batch
+//     is drawn, from the Rng the caller passes (so every epoch sees new samples); one
+//     draw per pixel, in pixel order, whatever its value;
 //   - valid/test: imageset_binarize_fixed() once after loading, with
 //     MNIST_FIXED_BINARIZE_SEED, so every evaluation sees the same 0/1 images; the
 //     sample is a pure function of (seed, split, image index), identical across loads;
 //   - grey levels: pass rng = NULL to imageset_batch and skip the fixed binarisation.
-// Memory: 4 bytes per pixel (the 55,000-image train split is 172 MB).
+// Memory: 1 byte per pixel for train (the 55,000-image split is 43 MB), 5 for valid and
+// test (bytes and floats: 20 MB for the 5,000 validation images).
 #ifndef DATASETS_MNIST_H
 #define DATASETS_MNIST_H
 
@@ -40,7 +45,9 @@ typedef struct {
     int n;             // images
     int rows, cols;    // image height and width
     int dim;           // rows * cols
-    float *images;     // (n, dim) in [0, 1]; owned
+    uint8_t *pixels;   // (n, dim) grey levels 0..255, or 0 / 255 once binarised; owned
+    float *images;     // (n, dim) pixels / 255 in [0, 1] for the valid and test splits;
+                       // NULL for the train split; owned
     int *labels;       // (n) class 0..9, or NULL when the set has no labels; owned
     Split split;       // which split this is
     int first;         // index of images[0] in the source file (for reproducible seeds)
@@ -55,14 +62,18 @@ int mnist_load_splits(ImageSet *train, ImageSet *valid, ImageSet *test, const ch
                       const char *root, Error *err);
 void imageset_free(ImageSet *set);
 
-// Replaces every pixel p by a Bernoulli(p) sample, 0 or 1, from a stream seeded by
-// (seed, set->split, source index), so two loads give identical images.
+// Replaces every pixel p by a Bernoulli(p / 255) sample, 0 or 255 (0 or 1 in `images`),
+// from a stream seeded by (seed, set->split, source index), so two loads give identical
+// images.
 void imageset_binarize_fixed(ImageSet *set, uint64_t seed);
 
-// Copies images idx[0..B) of set into out (B, dim). With rng non-NULL each pixel is
-// a fresh Bernoulli(p) sample (dynamic binarisation); with rng NULL the values are
-// copied unchanged. idx (B) are image indices, e.g. perm + start of a shuffled order.
+// Writes images idx[0..B) of set into out (B, dim) as floats. With rng non-NULL each
+// pixel is a fresh Bernoulli(pixel / 255) sample, 0 or 1 (dynamic binarisation); with
+// rng NULL the values are pixel / 255. idx (B) are image indices, e.g. perm + start of a
+// shuffled order.
 void imageset_batch(float *out, const ImageSet *set, const int *idx, int B, Rng *rng);
+// Writes images [first, first + count) of set into out (count, dim) as pixel / 255.
+void imageset_copy(float *out, const ImageSet *set, int first, int count);
 
 // The raw files behind DATA: the training file (test_file = 0) or the test file (1) of
 // "mnist" / "fashion-mnist", or PATH itself (test_file ignored). images: uint8

@@ -1,7 +1,9 @@
 // test_mnist.c: the MNIST-family image sets (datasets/mnist.h) on the real files under
 // data/ (`make test` fetches them first, so they are required, not skipped) and on a
 // small IDX file this test writes: split sizes, pixel range, labels, the PATH mode with
-// and without a labels sibling, missing-file errors, fixed and dynamic binarisation.
+// and without a labels sibling, missing-file errors, fixed and dynamic binarisation, and
+// the byte storage (train has no float copy; floats made from bytes equal pixel / 255 and
+// binarise with the same random draws as the float formula p = pixel / 255).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,14 +20,22 @@
 static char tmpdir[256];
 
 static void expect_range(const ImageSet *s) {
-    float lo = 1, hi = 0;
+    int lo = 255, hi = 0;
     size_t total = (size_t)s->n * s->dim;
     for (size_t i = 0; i < total; i++) {
-        if (s->images[i] < lo) lo = s->images[i];
-        if (s->images[i] > hi) hi = s->images[i];
+        if (s->pixels[i] < lo) lo = s->pixels[i];
+        if (s->pixels[i] > hi) hi = s->pixels[i];
     }
-    EXPECT(lo == 0.0f && hi == 1.0f, "%s %s: pixel range [%g, %g]", s->name, split_name(s->split),
+    EXPECT(lo == 0 && hi == 255, "%s %s: pixel range [%d, %d]", s->name, split_name(s->split),
            lo, hi);
+    // Evaluation splits carry floats equal to pixel / 255; train carries none.
+    if (s->split == SPLIT_TRAIN) {
+        EXPECT(s->images == NULL, "%s: the train split holds a float copy", s->name);
+    } else {
+        int same = s->images != NULL;
+        for (size_t i = 0; same && i < total; i++) same &= s->images[i] == s->pixels[i] / 255.0f;
+        EXPECT(same, "%s %s: floats are not pixel / 255", s->name, split_name(s->split));
+    }
     int bad = 0;
     for (int i = 0; s->labels && i < s->n; i++) bad += s->labels[i] < 0 || s->labels[i] > 9;
     EXPECT(s->labels && !bad, "%s: labels missing or outside 0..9", s->name);
@@ -54,10 +64,11 @@ static void check_named_set(const char *name) {
     ImageSet va2;
     EXPECT(mnist_load(&va2, name, ROOT, SPLIT_VALID, &err) == 0, "%s", err.msg);
     EXPECT(va2.n == va.n && !memcmp(va2.images, va.images, (size_t)va.n * va.dim * 4));
+    EXPECT(!memcmp(va2.pixels, va.pixels, (size_t)va.n * va.dim));
     EXPECT(va2.first == 55000 && va.first == 55000 && tr.first == 0);
     imageset_free(&va2);
     imageset_free(&tr), imageset_free(&va), imageset_free(&te);
-    EXPECT(tr.images == NULL && tr.n == 0, "imageset_free leaves the set empty");
+    EXPECT(tr.pixels == NULL && tr.n == 0, "imageset_free leaves the set empty");
 }
 
 static void test_mnist_real_splits(void) { check_named_set("mnist"); }
@@ -82,7 +93,7 @@ static void test_mnist_missing_files_suggest_make_data(void) {
            "message: %s", err.msg);
     EXPECT(mnist_load(&s, "no-such-file.idx", NULL, SPLIT_TRAIN, &err) == -1);
     EXPECT(strstr(err.msg, "--data: 'no-such-file.idx'") == err.msg, "message: %s", err.msg);
-    EXPECT(s.images == NULL);
+    EXPECT(s.images == NULL && s.pixels == NULL);
 }
 
 // A 25-image IDX file with a labels sibling: train 23 (90 %), valid 2, test = valid.
@@ -114,10 +125,16 @@ static void test_mnist_path_mode(void) {
     EXPECT(va.labels && va.labels[0] == 3 && va.labels[1] == 4, "valid labels");
     EXPECT(te.labels && !memcmp(te.images, va.images, sizeof(float) * 2 * R * C),
            "test differs from valid");
-    int same = 1;
-    for (int i = 0; i < 23 * R * C; i++) same &= tr.images[i] == px[i] / 255.0f;
+    int same = tr.images == NULL;
+    float *trf = xmalloc(sizeof(float) * 23 * R * C);
+    imageset_copy(trf, &tr, 0, 23);
+    for (int i = 0; i < 23 * R * C; i++) same &= tr.pixels[i] == px[i] && trf[i] == px[i] / 255.0f;
     for (int i = 0; i < 2 * R * C; i++) same &= va.images[i] == px[23 * R * C + i] / 255.0f;
+    // imageset_copy of a range in the middle.
+    imageset_copy(trf, &tr, 5, 3);
+    for (int i = 0; i < 3 * R * C; i++) same &= trf[i] == px[5 * R * C + i] / 255.0f;
     EXPECT(same, "pixels are not p / 255 of the file");
+    free(trf);
     imageset_free(&tr), imageset_free(&va), imageset_free(&te);
     // A labels file that disagrees in count is an error naming it.
     int64_t bad_dims[1] = {N - 1};
@@ -145,6 +162,7 @@ static void test_mnist_fixed_binarization_reproducible(void) {
     EXPECT(!memcmp(a.images, b.images, total * sizeof(float)), "two loads binarise differently");
     int binary = 1;
     for (size_t i = 0; i < total; i++) binary &= a.images[i] == 0.0f || a.images[i] == 1.0f;
+    for (size_t i = 0; i < total; i++) binary &= a.pixels[i] == (a.images[i] ? 255 : 0);
     for (size_t i = 0; i < total; i++) ones += a.images[i];
     EXPECT(binary, "values other than 0 and 1");
     // The sample mean matches the grey mean: 7.84 M Bernoulli draws, sd of the mean of
@@ -186,6 +204,15 @@ static void test_mnist_dynamic_binarization_per_epoch(void) {
     for (int b = 0; b < B; b++)
         exact &= !memcmp(grey + (size_t)b * s.dim, s.images + (size_t)idx[b] * s.dim,
                          sizeof(float) * s.dim);
+    // The sample is the one the float formula gives: one draw per pixel, p = pixel / 255.
+    Rng ref;
+    rng_seed(&ref, 3);
+    int same_draws = 1;
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < s.dim; j++)
+            same_draws &= e1[(size_t)b * s.dim + j] ==
+                          (float)rng_bernoulli(&ref, s.pixels[(size_t)idx[b] * s.dim + j] / 255.0f);
+    EXPECT(same_draws, "the byte images binarise with other draws than pixel / 255 would");
     EXPECT(differ > 100, "epochs differ in only %d pixels", differ);
     EXPECT(binary && consistent, "binary %d, consistent %d", binary, consistent);
     EXPECT(exact, "rng = NULL does not copy the grey images");
