@@ -112,24 +112,21 @@ void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B) {
     int T = c->T, HW = c->W * c->H, R = draw_read_size(c), Wr = draw_write_size(c);
     int Z = c->z, E = c->enc, D = c->dec, P = FILTERBANK_PARAMS;
     int nr = c->attention ? c->read_n : 0, nw = c->attention ? c->write_n : 0;
-    block_add(k, &a->xhat, "xhat", 3, T, B, HW);
     block_add(k, &a->canvas, "canvas", 3, T, B, HW);
-    block_add(k, &a->enc_in, "enc_in", 3, T, B, R + D);
     block_add(k, &a->rparams, "rparams", 3, T, B, P);
     block_add(k, &a->rFx, "rFx", 3, T, B, nr * c->W);
     block_add(k, &a->rFy, "rFy", 3, T, B, nr * c->H);
     block_add(k, &a->rgamma, "rgamma", 2, T, B);
+    block_add(k, &a->enc_xh, "enc_xh", 3, T, B, R + D + E);
     block_add(k, &a->enc_h, "enc_h", 3, T, B, E);
     block_add(k, &a->enc_c, "enc_c", 3, T, B, E);
     block_add(k, &a->enc_gates, "enc_gates", 3, T, B, 4 * E);
-    block_add(k, &a->enc_xh, "enc_xh", 3, T, B, R + D + E);
     block_add(k, &a->q, "q", 3, T, B, 2 * Z);
     block_add(k, &a->eps, "eps", 3, T, B, Z);
-    block_add(k, &a->z, "z", 3, T, B, Z);
+    block_add(k, &a->dec_xh, "dec_xh", 3, T, B, Z + D);
     block_add(k, &a->dec_h, "dec_h", 3, T, B, D);
     block_add(k, &a->dec_c, "dec_c", 3, T, B, D);
     block_add(k, &a->dec_gates, "dec_gates", 3, T, B, 4 * D);
-    block_add(k, &a->dec_xh, "dec_xh", 3, T, B, Z + D);
     block_add(k, &a->wpatch, "wpatch", 3, T, B, Wr);
     block_add(k, &a->wparams, "wparams", 3, T, B, P);
     block_add(k, &a->wFx, "wFx", 3, T, B, nw * c->W);
@@ -139,16 +136,15 @@ void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B) {
     block_add(k, &a->kl, "kl", 1, B);
     block_add(k, &a->logw, "logw", 1, B);
     int nmax = nr > nw ? nr : nw;
-    block_add(k, &a->enc_dgates, "enc_dgates", 3, T, B, 4 * E);
-    block_add(k, &a->dec_dgates, "dec_dgates", 3, T, B, 4 * D);
     block_add(k, &a->dq, "dq", 3, T, B, 2 * Z);
     block_add(k, &a->dwpatch, "dwpatch", 3, T, B, Wr);
     block_add(k, &a->dwparams, "dwparams", 3, T, B, P);
     block_add(k, &a->drparams, "drparams", 3, T, B, P);
+    block_add(k, &a->xhat, "xhat", 2, B, HW);
     block_add(k, &a->dcan, "dcan", 2, B, HW);
     block_add(k, &a->dxhat, "dxhat", 2, B, HW);
-    block_add(k, &a->denc_in, "denc_in", 2, B, R + D);
-    block_add(k, &a->dz, "dz", 2, B, Z);
+    block_add(k, &a->denc_xh, "denc_xh", 2, B, R + D + E);
+    block_add(k, &a->ddec_xh, "ddec_xh", 2, B, Z + D);
     block_add(k, &a->dFx, "dFx", 2, B, nmax * c->W);
     block_add(k, &a->dFy, "dFy", 2, B, nmax * c->H);
     block_add(k, &a->dgamma, "dgamma", 1, B);
@@ -193,15 +189,38 @@ static void attn_params_forward(float *out, const float *h, const float *W, cons
     }
 }
 
-// Decoder half of step t from z_t (already in acts.z): h_dec_t, the write, canvas c_t.
+// Copies rows (B, n) into the columns [0, n) of dst (B rows of stride ld); src NULL: zeros.
+static void put_rows(float *dst, int ld, const float *src, int B, int n) {
+    for (int b = 0; b < B; b++) {
+        if (src)
+            memcpy(dst + (size_t)b * ld, src + (size_t)b * n, sizeof(float) * n);
+        else
+            memset(dst + (size_t)b * ld, 0, sizeof(float) * n);
+    }
+}
+
+// xh (B, HW) = x_hat_t = x - sigmoid(c_{t-1}), with c_0 = 0.
+static void xhat_step(float *xh, const DrawActs *a, const DrawConfig *c, const float *x, int t,
+                      int B) {
+    size_t n = (size_t)B * c->W * c->H;
+    if (t) {
+        const float *cp = draw_at(a, a->canvas, t - 1, c->W * c->H);
+        for (size_t i = 0; i < n; i++) xh[i] = x[i] - sigmoid_tanh_fast(cp[i]);
+    } else {
+        for (size_t i = 0; i < n; i++) xh[i] = x[i] - 0.5f;
+    }
+}
+
+// Decoder half of step t from z_t (already in the first Z columns of acts.dec_xh):
+// h_dec_t, the write, canvas c_t.
 static void decode_step(DrawActs *a, const DrawParams *p, const DrawConfig *c, int t, int B) {
     int HW = c->W * c->H, D = c->dec, Z = c->z, Wr = draw_write_size(c);
     const float *hp = t ? draw_at(a, a->dec_h, t - 1, D) : NULL;
     const float *cp = t ? draw_at(a, a->dec_c, t - 1, D) : NULL;
-    float *h = draw_at(a, a->dec_h, t, D);
-    lstm_forward(h, draw_at(a, a->dec_c, t, D), draw_at(a, a->dec_gates, t, 4 * D),
-                 draw_at(a, a->dec_xh, t, Z + D), draw_at(a, a->z, t, Z), hp, cp, p->dec_W,
-                 p->dec_b, B, Z, D);
+    float *h = draw_at(a, a->dec_h, t, D), *xh = draw_at(a, a->dec_xh, t, Z + D);
+    put_rows(xh + Z, Z + D, hp, B, D);
+    lstm_forward_xh(h, draw_at(a, a->dec_c, t, D), draw_at(a, a->dec_gates, t, 4 * D), xh,
+                    Z + D, cp, p->dec_W, p->dec_b, B, Z, D);
     float *w = draw_at(a, a->wpatch, t, Wr);
     linear_forward(w, h, p->write_W, p->write_b, B, D, Wr);
     float *can = draw_at(a, a->canvas, t, HW);
@@ -226,20 +245,14 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
                     double *recon_out, double *kl_out) {
     CHECK(B >= 1 && B <= a->B, "B %d, acts for %d", B, a->B);
     int HW = c->W * c->H, D = c->dec, E = c->enc, Z = c->z, R = draw_read_size(c);
-    int RD = R + D;
+    int RD = R + D, LE = RD + E;  // LE: the encoder input row [r, h_dec, h_enc]
     for (int b = 0; b < B; b++) a->kl[b] = a->logw[b] = 0.0f;
     for (int t = 0; t < c->T; t++) {
-        // x_hat = x - sigmoid(c_{t-1})
-        float *xh = draw_at(a, a->xhat, t, HW);
-        if (t) {
-            const float *cp = draw_at(a, a->canvas, t - 1, HW);
-            for (size_t i = 0; i < (size_t)B * HW; i++) xh[i] = x[i] - sigmoidf_(cp[i]);
-        } else {
-            for (size_t i = 0; i < (size_t)B * HW; i++) xh[i] = x[i] - 0.5f;
-        }
-        // Encoder input [r_t, h_dec_{t-1}]
+        float *xh = a->xhat;
+        xhat_step(xh, a, c, x, t, B);
+        // Encoder input [r_t, h_dec_{t-1}, h_enc_{t-1}], the read written in place.
         const float *hdp = t ? draw_at(a, a->dec_h, t - 1, D) : NULL;
-        float *in = draw_at(a, a->enc_in, t, RD);
+        float *in = draw_at(a, a->enc_xh, t, LE);
         if (c->attention) {
             int N = c->read_n;
             float *rp = draw_at(a, a->rparams, t, FILTERBANK_PARAMS);
@@ -247,36 +260,32 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
             float *g = draw_at(a, a->rgamma, t, 1);
             attn_params_forward(rp, hdp, p->read_attn_W, p->read_attn_b, B, D);
             filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
-            filterbank_read_forward(in, RD, x, Fx, Fy, g, a->fb_scratch, B, N, c->W, c->H);
-            filterbank_read_forward(in + N * N, RD, xh, Fx, Fy, g, a->fb_scratch, B, N, c->W,
+            filterbank_read_forward(in, LE, x, Fx, Fy, g, a->fb_scratch, B, N, c->W, c->H);
+            filterbank_read_forward(in + N * N, LE, xh, Fx, Fy, g, a->fb_scratch, B, N, c->W,
                                     c->H);
         } else {
-            for (int b = 0; b < B; b++) {
-                memcpy(in + (size_t)b * RD, x + (size_t)b * HW, sizeof(float) * HW);
-                memcpy(in + (size_t)b * RD + HW, xh + (size_t)b * HW, sizeof(float) * HW);
-            }
+            put_rows(in, LE, x, B, HW);
+            put_rows(in + HW, LE, xh, B, HW);
         }
-        for (int b = 0; b < B; b++) {
-            if (hdp)
-                memcpy(in + (size_t)b * RD + R, hdp + (size_t)b * D, sizeof(float) * D);
-            else
-                memset(in + (size_t)b * RD + R, 0, sizeof(float) * D);
-        }
+        put_rows(in + R, LE, hdp, B, D);
+        put_rows(in + RD, LE, t ? draw_at(a, a->enc_h, t - 1, E) : NULL, B, E);
         // Encoder LSTM and the posterior
         float *he = draw_at(a, a->enc_h, t, E);
-        lstm_forward(he, draw_at(a, a->enc_c, t, E), draw_at(a, a->enc_gates, t, 4 * E),
-                     draw_at(a, a->enc_xh, t, RD + E), in, t ? draw_at(a, a->enc_h, t - 1, E) : NULL,
-                     t ? draw_at(a, a->enc_c, t - 1, E) : NULL, p->enc_W, p->enc_b, B, RD, E);
+        lstm_forward_xh(he, draw_at(a, a->enc_c, t, E), draw_at(a, a->enc_gates, t, 4 * E), in,
+                        LE, t ? draw_at(a, a->enc_c, t - 1, E) : NULL, p->enc_W, p->enc_b, B, RD,
+                        E);
         float *q = draw_at(a, a->q, t, 2 * Z);
         linear_forward(q, he, p->q_W, p->q_b, B, E, 2 * Z);
         const float *eps = draw_at(a, a->eps, t, Z);
-        float *z = draw_at(a, a->z, t, Z);
+        float *z = draw_at(a, a->dec_xh, t, Z + D);  // z_t: the decoder input's first Z columns
         for (int b = 0; b < B; b++) {
             const float *mu = q + (size_t)b * 2 * Z, *ls = mu + Z, *e = eps + (size_t)b * Z;
-            float *zb = z + (size_t)b * Z;
+            float *zb = z + (size_t)b * (Z + D);
             double kl = 0.0, lw = 0.0;
+            // sigma in a vectorised pass first; the double sums below stay scalar.
+            for (int k = 0; k < Z; k++) zb[k] = exp_fast(ls[k]);
             for (int k = 0; k < Z; k++) {
-                float s = expf(ls[k]);
+                float s = zb[k];
                 zb[k] = mu[k] + s * e[k];
                 kl += 0.5 * ((double)mu[k] * mu[k] + (double)s * s - 2.0 * ls[k] - 1.0);
                 // log N(z; 0, 1) - log N(z; mu, sigma), the 2 pi terms cancel
@@ -301,38 +310,60 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
     return (rsum + ksum) / B;
 }
 
+// One row of lstm_gates_backward below, with c_prev (cp) and dc_prev (dcp).
+static void gates_backward_row(float *restrict gi, float *restrict gf, float *restrict gg,
+                               float *restrict go, float *restrict dcp, const float *restrict cp,
+                               const float *restrict cr, const float *restrict dh,
+                               const float *restrict dc, int H) {
+    for (int j = 0; j < H; j++) {
+        float vi = gi[j], vf = gf[j], vg = gg[j], vo = go[j], tc = tanh_fast(cr[j]);
+        float dct = dh[j] * vo * (1.0f - tc * tc) + dc[j];  // all that reaches c
+        dcp[j] += dct * vf;
+        gi[j] = dct * vg * vi * (1.0f - vi);
+        gf[j] = dct * cp[j] * vf * (1.0f - vf);
+        gg[j] = dct * vi * (1.0f - vg * vg);
+        go[j] = dh[j] * tc * vo * (1.0f - vo);
+    }
+}
+
+// The same at t = 0, where c_prev = 0 is a constant.
+static void gates_backward_row0(float *restrict gi, float *restrict gf, float *restrict gg,
+                                float *restrict go, const float *restrict cr,
+                                const float *restrict dh, const float *restrict dc, int H) {
+    for (int j = 0; j < H; j++) {
+        float vi = gi[j], vg = gg[j], vo = go[j], tc = tanh_fast(cr[j]);
+        float dct = dh[j] * vo * (1.0f - tc * tc) + dc[j];
+        gi[j] = dct * vg * vi * (1.0f - vi);
+        gf[j] = 0.0f;
+        gg[j] = dct * vi * (1.0f - vg * vg);
+        go[j] = dh[j] * tc * vo * (1.0f - vo);
+    }
+}
+
 // The elementwise half of an LSTM step's backward (gate order i, f, g, o as in
-// seq/lstm.h): from dh, dc (B, H) (dc may be NULL) to the pre-activation gate gradients
-// dgates (B, 4H), and accumulates dc_prev (B, H) (NULL at t = 0, where c_prev = 0).
-// The matrix products are the caller's, so that dW can be one GEMM over all steps.
-static void lstm_gates_backward(float *dgates, float *dc_prev, const float *dh, const float *dc,
-                                const float *gates, const float *c_prev, const float *c, int B,
-                                int H) {
+// seq/lstm.h), in place: gates (B, 4H) holds the post-activation gates on entry and the
+// pre-activation gate gradients on return. From dh, dc (B, H); accumulates dc_prev (B, H).
+// c_prev and dc_prev are both NULL at t = 0, where c_prev = 0. The matrix products are the
+// caller's, so that dW can be one GEMM over all steps.
+static void lstm_gates_backward(float *gates, float *dc_prev, const float *dh, const float *dc,
+                                const float *c_prev, const float *c, int B, int H) {
     for (int r = 0; r < B; r++) {
-        const float *gi = gates + (size_t)r * 4 * H, *gf = gi + H, *gg = gi + 2 * H,
-                    *go = gi + 3 * H;
-        const float *cr = c + (size_t)r * H, *dhr = dh + (size_t)r * H;
-        const float *dcr = dc ? dc + (size_t)r * H : NULL;
-        const float *cp = c_prev ? c_prev + (size_t)r * H : NULL;
-        float *di = dgates + (size_t)r * 4 * H, *df = di + H, *dg = di + 2 * H, *dout = di + 3 * H;
-        float *dcp = dc_prev ? dc_prev + (size_t)r * H : NULL;
-        for (int j = 0; j < H; j++) {
-            float tc = tanhf(cr[j]);
-            float dct = dhr[j] * go[j] * (1.0f - tc * tc) + (dcr ? dcr[j] : 0.0f);
-            dout[j] = dhr[j] * tc * go[j] * (1.0f - go[j]);
-            di[j] = dct * gg[j] * gi[j] * (1.0f - gi[j]);
-            dg[j] = dct * gi[j] * (1.0f - gg[j] * gg[j]);
-            df[j] = cp ? dct * cp[j] * gf[j] * (1.0f - gf[j]) : 0.0f;
-            if (dcp) dcp[j] += dct * gf[j];
-        }
+        float *g = gates + (size_t)r * 4 * H;
+        size_t o = (size_t)r * H;
+        if (c_prev)
+            gates_backward_row(g, g + H, g + 2 * H, g + 3 * H, dc_prev + o, c_prev + o, c + o,
+                               dh + o, dc + o, H);
+        else
+            gates_backward_row0(g, g + H, g + 2 * H, g + 3 * H, c + o, dh + o, dc + o, H);
     }
 }
 
 // dW (OC, C) += sum over steps t0..T-1 of dout_t^T (OC, B) @ in_t (B, C), where step t's
-// rows sit at dout_all + t Bmax OC and in_all + (t - shift) Bmax C; db (OC) += column sums.
-// One GEMM over all (T - t0) B rows when the batch fills its slots.
-static void weight_grad(float *dW, float *db, const float *dout_all, const float *in_all, int t0,
-                        int T, int B, int Bmax, int OC, int C) {
+// rows sit at dout_all + t Bmax OC and in_all + (t - shift) Bmax C. One GEMM over all
+// (T - t0) B rows when the batch fills its slots. (The biases' column sums are taken in
+// the backward sweep, while each step's rows are still in cache.)
+static void weight_grad(float *dW, const float *dout_all, const float *in_all, int t0, int T,
+                        int B, int Bmax, int OC, int C) {
     if (T <= t0) return;
     const float *dout = dout_all + (size_t)t0 * Bmax * OC;
     if (B == Bmax) {
@@ -342,19 +373,29 @@ static void weight_grad(float *dW, float *db, const float *dout_all, const float
             gemm(true, false, OC, C, B, 1.0f, dout_all + (size_t)t * Bmax * OC, OC,
                  in_all + (size_t)(t - t0) * Bmax * C, C, 1.0f, dW, C);
     }
-    if (db)
-        for (int t = t0; t < T; t++) {
-            const float *d = dout_all + (size_t)t * Bmax * OC;
-            for (int r = 0; r < B; r++)
-                for (int j = 0; j < OC; j++) db[j] += d[(size_t)r * OC + j];
-        }
+}
+
+// db (n) += column sums of d (B, n).
+static void col_sums(float *restrict db, const float *restrict d, int B, int n) {
+    for (int r = 0; r < B; r++)
+        for (int j = 0; j < n; j++) db[j] += d[(size_t)r * n + j];
+}
+
+// dst (B, n) += columns [0, n) of src (B rows of stride ld).
+static void add_rows(float *dst, const float *src, int ld, int B, int n) {
+    for (int b = 0; b < B; b++) {
+        float *restrict o = dst + (size_t)b * n;
+        const float *restrict s = src + (size_t)b * ld;
+        for (int k = 0; k < n; k++) o[k] += s[k];
+    }
 }
 
 void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawConfig *c,
                    const float *x, int B) {
     CHECK(B >= 1 && B <= a->B);
     int HW = c->W * c->H, D = c->dec, E = c->enc, Z = c->z, R = draw_read_size(c);
-    int RD = R + D, Wr = draw_write_size(c), P = FILTERBANK_PARAMS, T = c->T, Bm = a->B;
+    int RD = R + D, LE = RD + E, Wr = draw_write_size(c), P = FILTERBANK_PARAMS, T = c->T,
+        Bm = a->B;
     float inv_b = 1.0f / (float)B;
     size_t nHW = (size_t)B * HW;
 
@@ -377,7 +418,6 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
         float *dh_enc_p = a->dh_enc[prev], *dc_enc_p = a->dc_enc[prev];
         memset(dh_dec_p, 0, sizeof(float) * B * D);
         memset(dc_dec_p, 0, sizeof(float) * B * D);
-        memset(dh_enc_p, 0, sizeof(float) * B * E);
         memset(dc_enc_p, 0, sizeof(float) * B * E);
 
         // Write: c_t = c_{t-1} + write(h_dec_t); dcan is d/dc_t and stays as part of d/dc_{t-1}.
@@ -397,57 +437,61 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
                                       draw_at(a, a->wgamma, t, 1), a->fb_scratch, B, N, c->W,
                                       c->H);
             filterbank_backward(dwparams, a->dFx, a->dFy, a->dgamma, Fx, Fy, wp, B, N, c->W, c->H);
+            col_sums(g->write_attn_b, dwparams, B, P);
             gemm(false, false, B, D, P, 1.0f, dwparams, P, p->write_attn_W, D, 1.0f, dh_dec, D);
         } else {
             memcpy(dwpatch, dcan, sizeof(float) * nHW);
         }
+        col_sums(g->write_b, dwpatch, B, Wr);
         gemm(false, false, B, D, Wr, 1.0f, dwpatch, Wr, p->write_W, D, 1.0f, dh_dec, D);
 
-        // Decoder LSTM: xh = [z, h_dec_{t-1}]
-        float *dgd = draw_at(a, a->dec_dgates, t, 4 * D);
+        // Decoder LSTM: xh = [z, h_dec_{t-1}]; one GEMM gives both parts' gradients (only
+        // z's at t = 0, where h_dec_0 = 0 is a constant). Gate gradients replace the gates.
+        float *dgd = draw_at(a, a->dec_gates, t, 4 * D);
         lstm_gates_backward(dgd, t ? dc_dec_p : NULL, dh_dec, dc_dec,
-                            draw_at(a, a->dec_gates, t, 4 * D),
                             t ? draw_at(a, a->dec_c, t - 1, D) : NULL, draw_at(a, a->dec_c, t, D),
                             B, D);
-        gemm(false, false, B, Z, 4 * D, 1.0f, dgd, 4 * D, p->dec_W, Z + D, 0.0f, a->dz, Z);
-        if (t) gemm(false, false, B, D, 4 * D, 1.0f, dgd, 4 * D, p->dec_W + Z, Z + D, 1.0f, dh_dec_p, D);
+        col_sums(g->dec_b, dgd, B, 4 * D);
+        float *dz = a->ddec_xh;  // (B, Z + D): [dz, dh_dec_{t-1}]
+        gemm(false, false, B, t ? Z + D : Z, 4 * D, 1.0f, dgd, 4 * D, p->dec_W, Z + D, 0.0f, dz,
+             Z + D);
+        if (t) add_rows(dh_dec_p, dz + Z, Z + D, B, D);
 
         // z = mu + sigma eps, plus the KL term's own gradient
         const float *q = draw_at(a, a->q, t, 2 * Z), *eps = draw_at(a, a->eps, t, Z);
         float *dq = draw_at(a, a->dq, t, 2 * Z);
         for (int b = 0; b < B; b++) {
             const float *mu = q + (size_t)b * 2 * Z, *ls = mu + Z, *e = eps + (size_t)b * Z;
-            const float *dz = a->dz + (size_t)b * Z;
+            const float *dzb = dz + (size_t)b * (Z + D);
             float *dmu = dq + (size_t)b * 2 * Z, *dls = dmu + Z;
             for (int k = 0; k < Z; k++) {
-                float s = expf(ls[k]);
-                dmu[k] = dz[k] + mu[k] * inv_b;
-                dls[k] = dz[k] * s * e[k] + (s * s - 1.0f) * inv_b;
+                float s = exp_fast(ls[k]);
+                dmu[k] = dzb[k] + mu[k] * inv_b;
+                dls[k] = dzb[k] * s * e[k] + (s * s - 1.0f) * inv_b;
             }
         }
+        col_sums(g->q_b, dq, B, 2 * Z);
         gemm(false, false, B, E, 2 * Z, 1.0f, dq, 2 * Z, p->q_W, E, 1.0f, dh_enc, E);
 
-        // Encoder LSTM: xh = [r_t, h_dec_{t-1}, h_enc_{t-1}]
-        float *dge = draw_at(a, a->enc_dgates, t, 4 * E);
+        // Encoder LSTM: xh = [r_t, h_dec_{t-1}, h_enc_{t-1}]; one GEMM for all three parts
+        // (only r_t's at t = 0).
+        float *dge = draw_at(a, a->enc_gates, t, 4 * E);
         lstm_gates_backward(dge, t ? dc_enc_p : NULL, dh_enc, dc_enc,
-                            draw_at(a, a->enc_gates, t, 4 * E),
                             t ? draw_at(a, a->enc_c, t - 1, E) : NULL, draw_at(a, a->enc_c, t, E),
                             B, E);
+        col_sums(g->enc_b, dge, B, 4 * E);
+        float *din = a->denc_xh;  // (B, LE)
+        gemm(false, false, B, t ? LE : R, 4 * E, 1.0f, dge, 4 * E, p->enc_W, LE, 0.0f, din, LE);
         if (t) {
-            gemm(false, false, B, RD, 4 * E, 1.0f, dge, 4 * E, p->enc_W, RD + E, 0.0f, a->denc_in, RD);
-            gemm(false, false, B, E, 4 * E, 1.0f, dge, 4 * E, p->enc_W + RD, RD + E, 1.0f, dh_enc_p, E);
-            for (int b = 0; b < B; b++) {
-                const float *src = a->denc_in + (size_t)b * RD + R;
-                float *dst = dh_dec_p + (size_t)b * D;
-                for (int k = 0; k < D; k++) dst[k] += src[k];
-            }
-        } else {
-            // h_dec_0 = 0 is a constant: only the read part of the input needs a gradient.
-            gemm(false, false, B, R, 4 * E, 1.0f, dge, 4 * E, p->enc_W, RD + E, 0.0f, a->denc_in, RD);
+            add_rows(dh_dec_p, din + R, LE, B, D);
+            for (int b = 0; b < B; b++)
+                memcpy(dh_enc_p + (size_t)b * E, din + (size_t)b * LE + RD, sizeof(float) * E);
         }
 
-        // Read: gradient to x_hat (x itself is data) and to the read attention.
-        const float *xh = draw_at(a, a->xhat, t, HW);
+        // Read: gradient to x_hat (x itself is data) and to the read attention. x_hat_t is
+        // recomputed from c_{t-1} exactly as the forward computed it.
+        float *xh = a->xhat;
+        if (t || c->attention) xhat_step(xh, a, c, x, t, B);
         if (t) memset(a->dxhat, 0, sizeof(float) * nHW);
         if (c->attention) {
             int N = c->read_n;
@@ -459,17 +503,16 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
             memset(a->dFy, 0, sizeof(float) * B * N * c->H);
             memset(a->dgamma, 0, sizeof(float) * B);
             memset(drparams, 0, sizeof(float) * B * P);
-            filterbank_read_backward(NULL, a->dFx, a->dFy, a->dgamma, a->denc_in, RD, x, Fx, Fy,
-                                     gm, a->fb_scratch, B, N, c->W, c->H);
-            filterbank_read_backward(t ? a->dxhat : NULL, a->dFx, a->dFy, a->dgamma,
-                                     a->denc_in + N * N, RD, xh, Fx, Fy, gm, a->fb_scratch, B, N,
-                                     c->W, c->H);
+            filterbank_read_backward(NULL, a->dFx, a->dFy, a->dgamma, din, LE, x, Fx, Fy, gm,
+                                     a->fb_scratch, B, N, c->W, c->H);
+            filterbank_read_backward(t ? a->dxhat : NULL, a->dFx, a->dFy, a->dgamma, din + N * N,
+                                     LE, xh, Fx, Fy, gm, a->fb_scratch, B, N, c->W, c->H);
             filterbank_backward(drparams, a->dFx, a->dFy, a->dgamma, Fx, Fy, rp, B, N, c->W, c->H);
+            col_sums(g->read_attn_b, drparams, B, P);
             if (t) gemm(false, false, B, D, P, 1.0f, drparams, P, p->read_attn_W, D, 1.0f, dh_dec_p, D);
         } else if (t) {
             for (int b = 0; b < B; b++)
-                memcpy(a->dxhat + (size_t)b * HW, a->denc_in + (size_t)b * RD + HW,
-                       sizeof(float) * HW);
+                memcpy(a->dxhat + (size_t)b * HW, din + (size_t)b * LE + HW, sizeof(float) * HW);
         }
         // x_hat_t = x - sigmoid(c_{t-1}), so sigmoid(c_{t-1}) = x - x_hat_t (no exp needed);
         // at t = 0, c_0 = 0 is a constant.
@@ -483,27 +526,24 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
     }
 
     // Weight gradients: one GEMM each over the T B rows of the sweep.
-    weight_grad(g->enc_W, g->enc_b, a->enc_dgates, a->enc_xh, 0, T, B, Bm, 4 * E, RD + E);
-    weight_grad(g->dec_W, g->dec_b, a->dec_dgates, a->dec_xh, 0, T, B, Bm, 4 * D, Z + D);
-    weight_grad(g->q_W, g->q_b, a->dq, a->enc_h, 0, T, B, Bm, 2 * Z, E);
-    weight_grad(g->write_W, g->write_b, a->dwpatch, a->dec_h, 0, T, B, Bm, Wr, D);
+    weight_grad(g->enc_W, a->enc_gates, a->enc_xh, 0, T, B, Bm, 4 * E, LE);
+    weight_grad(g->dec_W, a->dec_gates, a->dec_xh, 0, T, B, Bm, 4 * D, Z + D);
+    weight_grad(g->q_W, a->dq, a->enc_h, 0, T, B, Bm, 2 * Z, E);
+    weight_grad(g->write_W, a->dwpatch, a->dec_h, 0, T, B, Bm, Wr, D);
     if (c->attention) {
-        weight_grad(g->write_attn_W, g->write_attn_b, a->dwparams, a->dec_h, 0, T, B, Bm, P, D);
+        weight_grad(g->write_attn_W, a->dwparams, a->dec_h, 0, T, B, Bm, P, D);
         // Step t reads with h_dec_{t-1}; step 0 with h_dec_0 = 0, so it adds to the bias only.
-        weight_grad(g->read_attn_W, NULL, a->drparams, a->dec_h, 1, T, B, Bm, P, D);
-        for (int t = 0; t < T; t++) {
-            const float *d = draw_at(a, a->drparams, t, P);
-            for (int r = 0; r < B; r++)
-                for (int k = 0; k < P; k++) g->read_attn_b[k] += d[r * P + k];
-        }
+        weight_grad(g->read_attn_W, a->drparams, a->dec_h, 1, T, B, Bm, P, D);
     }
 }
 
 void draw_generate(DrawActs *a, const DrawParams *p, const DrawConfig *c, int B, Rng *rng) {
     CHECK(B >= 1 && B <= a->B);
+    int Z = c->z, D = c->dec;
     for (int t = 0; t < c->T; t++) {
-        float *z = draw_at(a, a->z, t, c->z);
-        for (size_t i = 0; i < (size_t)B * c->z; i++) z[i] = rng_normal(rng);
+        float *z = draw_at(a, a->dec_xh, t, Z + D);
+        for (int b = 0; b < B; b++)
+            for (int k = 0; k < Z; k++) z[(size_t)b * (Z + D) + k] = rng_normal(rng);
         decode_step(a, p, c, t, B);
     }
 }

@@ -16,8 +16,13 @@
 // kl = sum_t sum_k 0.5 (mu^2 + sigma^2 - 2 log sigma - 1); bound = recon + kl (no constant).
 //
 // Images are (H, W) row-major with values in [0, 1] (binary or grey). Every activation of
-// the unrolled forward is kept in DrawActs, laid out (T, B, ...) in one Block allocated
-// for at most B rows; the forward, backward and sampling loops allocate nothing.
+// the unrolled forward that the backward needs is kept in DrawActs, laid out (T, B, ...)
+// in one Block allocated for at most B rows, once: the LSTM inputs are assembled in place
+// (the read writes into the encoder's input rows, z into the decoder's), x_hat is
+// recomputed from the canvas in the backward rather than stored, and the gate gradients
+// overwrite the gates. The forward, backward and sampling loops allocate nothing.
+// Sigmoid, tanh and exp are core/activations.h's vectorised approximations (<= 4e-7;
+// x_hat's sigmoid is sigmoid_tanh_fast, accurate to 2e-7 in absolute terms).
 // Noise: the caller fills acts.eps (T, B, Z) (draw_fill_noise) before draw_forward, so a
 // gradient check can hold it fixed and a training step can derive it from (seed, step).
 #ifndef MODELS_DRAW_H
@@ -66,24 +71,28 @@ typedef struct {
     int B;  // rows per step allocated
     Block block;
     // Forward, (T, B, ...):
-    float *xhat, *canvas;                 // (HW) each; canvas holds the logits c_t
-    float *enc_in;                        // (R + dec): [r_t, h_dec_{t-1}]
+    float *canvas;                        // (HW): the logits c_t
     float *rparams, *rFx, *rFy, *rgamma;  // (5), (N_r W), (N_r H), (1)
-    float *enc_h, *enc_c, *enc_gates, *enc_xh;
+    float *enc_xh;                        // (R + dec + enc): [r_t, h_dec_{t-1}, h_enc_{t-1}]
+    float *enc_h, *enc_c;                 // (enc)
+    float *enc_gates;                     // (4 enc): post-activation gates i, f, g, o; the
+                                          // backward overwrites them with their gradients
     float *q;                             // (2 Z): mu, log sigma
-    float *eps, *z;                       // (Z)
-    float *dec_h, *dec_c, *dec_gates, *dec_xh;
+    float *eps;                           // (Z)
+    float *dec_xh;                        // (Z + dec): [z_t, h_dec_{t-1}]
+    float *dec_h, *dec_c, *dec_gates;     // (dec), (dec), (4 dec) as the encoder's
     float *wpatch;                        // (write size)
     float *wparams, *wFx, *wFy, *wgamma;  // (5), (N_w W), (N_w H), (1)
     // Per image of the last forward, (B):
     float *recon, *kl, *logw;  // logw = log p(x, z) - log q(z | x) for importance sampling
     // Backward, (T, B, ...): gradients of every step's layer outputs, kept so that each
-    // weight gradient is one GEMM over all T B rows after the backward sweep.
-    float *enc_dgates, *dec_dgates;       // (4 enc), (4 dec): pre-activation gate gradients
+    // weight gradient is one GEMM over all T B rows after the backward sweep (the LSTMs'
+    // gate gradients are in enc_gates and dec_gates).
     float *dq, *dwpatch, *dwparams, *drparams;  // (2 Z), (write size), (5), (5)
-    // Backward scratch, (B, ...):
-    float *dcan, *dxhat, *denc_in, *dz, *dFx, *dFy, *dgamma, *dh_enc[2], *dc_enc[2],
-        *dh_dec[2], *dc_dec[2], *fb_scratch;
+    // Scratch, (B, ...): x_hat of one step (the forward's and, recomputed from the canvas,
+    // the backward's), and the backward's.
+    float *xhat, *dcan, *dxhat, *denc_xh, *ddec_xh, *dFx, *dFy, *dgamma, *dh_enc[2],
+        *dc_enc[2], *dh_dec[2], *dc_dec[2], *fb_scratch;
 } DrawActs;
 
 void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B);

@@ -1,6 +1,7 @@
 // Tests of models/draw: whole-model gradient checks (with and without attention, noise
-// held fixed), the bound of hand-checkable cases, fresh noise per step, and reproducible
-// generation.
+// held fixed), the bound of hand-checkable cases, fresh noise per step, reproducible
+// generation, and activations reused across steps (the backward overwrites the gates with
+// their gradients and recomputes x_hat: a second forward and backward must not notice).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,6 +204,31 @@ static void test_partial_batch_same_gradients(void) {
     model_free(&m);
 }
 
+// Training reuses one DrawActs: forward, backward, forward, backward on the same batch and
+// noise give bit-identical bounds, canvases and gradients, with and without attention.
+static void test_reuse_after_backward_identical(void) {
+    for (int attention = 0; attention < 2; attention++) {
+        Model m;
+        model_make(&m, tiny_config(attention), 3, 41 + attention);
+        size_t ncan = (size_t)m.c.T * m.B * m.c.W * m.c.H;
+        float *can = xmalloc(ncan * sizeof(float));
+        block_zero(&m.grads);
+        double b1 = draw_forward(&m.acts, &m.p, &m.c, m.x, m.B, NULL, NULL);
+        memcpy(can, m.acts.canvas, ncan * sizeof(float));
+        draw_backward(&m.g, &m.acts, &m.p, &m.c, m.x, m.B);
+        block_zero(&m.grads_tmp);
+        double b2 = draw_forward(&m.acts, &m.p, &m.c, m.x, m.B, NULL, NULL);
+        EXPECT(b1 == b2, "attention %d: bound %.17g then %.17g", attention, b1, b2);
+        EXPECT(!memcmp(can, m.acts.canvas, ncan * sizeof(float)), "attention %d: canvas differs",
+               attention);
+        draw_backward(&m.g_tmp, &m.acts, &m.p, &m.c, m.x, m.B);
+        EXPECT(!memcmp(m.grads.data, m.grads_tmp.data, m.grads.numel * sizeof(float)),
+               "attention %d: the second backward gives other gradients", attention);
+        free(can);
+        model_free(&m);
+    }
+}
+
 int main(void) {
     RUN(test_gradcheck_with_attention);
     RUN(test_gradcheck_without_attention);
@@ -210,5 +236,6 @@ int main(void) {
     RUN(test_noise_fresh_every_step);
     RUN(test_generation_reproducible);
     RUN(test_partial_batch_same_gradients);
+    RUN(test_reuse_after_backward_identical);
     return test_summary();
 }

@@ -3,8 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/activations.h"
 #include "core/check.h"
-#include "core/gemm.h"
 
 enum { P_GX, P_GY, P_LOG_S2, P_LOG_DELTA, P_LOG_GAMMA };
 
@@ -36,24 +36,42 @@ static Geometry geometry(const float *p, int N, int W, int H) {
 static inline double grid_offset(int i, int N) { return (double)i + 0.5 - 0.5 * N; }
 
 // One filterbank F (N, L) along an axis of L pixels with centre g: row i is the softmax
-// over a = 1..L of -(a - mu_i)^2 / (2 s2).
+// over a = 1..L of -(a - mu_i)^2 / (2 s2). The logits are formed in double and shifted by
+// their maximum, the logit of the pixel nearest mu (clamped to the image), so the shifted
+// values are <= 0 and the largest is exactly 0; then rounded to float (an absolute error
+// of at most 6e-8 |logit|) for the vectorised exp_fast. Shifted logits below -64 count as
+// -64: F >= e^-64 / L (1.6e-28 / L) rather than values that would underflow to subnormal
+// floats, whose arithmetic costs about 100 cycles each here and downstream (the read and
+// write products, the backward).
+#define LOGIT_FLOOR (-64.0)
+
+// The largest logit of a row, -(a - mu)^2 inv at the pixel a nearest mu (clamped to the
+// image): the same double the loop over all pixels would find.
+static double peak_logit(double mu, double inv, int L) {
+    double near = floor(mu + 0.5);
+    near = near < 1.0 ? 1.0 : near > L ? (double)L : near;  // NaN mu stays NaN
+    double dn = near - mu;
+    return -dn * dn * inv;
+}
+
 static void axis_forward(float *F, double g, double delta, double s2, int N, int L) {
     double inv = 0.5 / s2;
     for (int i = 0; i < N; i++) {
-        double mu = g + grid_offset(i, N) * delta;
-        // The largest logit is at the pixel nearest mu (clamped to the image).
-        double best = -INFINITY;
+        double mu = g + grid_offset(i, N) * delta, best = peak_logit(mu, inv, L);
+        float *restrict row = F + (size_t)i * L;
         for (int a = 0; a < L; a++) {
-            double d = (a + 1) - mu, l = -d * d * inv;
-            if (l > best) best = l;
+            double d = (a + 1) - mu, l = -d * d * inv - best;
+            row[a] = (float)(l > LOGIT_FLOOR ? l : LOGIT_FLOOR);
         }
-        double sum = 0.0;
-        float *row = F + (size_t)i * L;
-        for (int a = 0; a < L; a++) {
-            double d = (a + 1) - mu, e = exp(-d * d * inv - best);
-            row[a] = (float)e;
-            sum += e;
-        }
+        for (int a = 0; a < L; a++) row[a] = exp_fast(row[a]);
+        // The sum in four independent chains (one chain of L dependent adds was the
+        // slowest part of this function).
+        double ps[4] = {0};
+        int a = 0;
+        for (; a + 4 <= L; a += 4)
+            for (int k = 0; k < 4; k++) ps[k] += row[a + k];
+        double sum = (ps[0] + ps[2]) + (ps[1] + ps[3]);
+        for (; a < L; a++) sum += row[a];
         float r = (float)(1.0 / sum);  // sum >= 1: the maximum contributes exp(0)
         for (int a = 0; a < L; a++) row[a] *= r;
     }
@@ -91,23 +109,45 @@ void filterbank_forward_ref(float *Fx, float *Fy, float *gamma, const float *par
 }
 
 // Backward of axis_forward: returns d/dcentre via dmu, accumulates d/ddelta and d/dlog s2.
+// A logit held at the floor is a constant: its pixel adds nothing to d/dmu and d/dlog s2
+// (otherwise e^-64 times (a - mu)^2 / s2 could be large when s2 is tiny). The sums over
+// pixels run in double in four interleaved partial sums (a fixed order, so results are
+// reproducible): four independent chains instead of one long one.
+enum { LANES = 4 };
 static void axis_backward(double *dg, double *ddelta, double *dlog_s2, const float *dF,
                           const float *F, double g, double delta, double s2, int N, int L) {
+    int L4 = L - L % LANES;
     for (int i = 0; i < N; i++) {
         const float *f = F + (size_t)i * L, *df = dF + (size_t)i * L;
-        double mu = g + grid_offset(i, N) * delta;
-        double dot = 0.0;
-        for (int a = 0; a < L; a++) dot += (double)f[a] * df[a];
-        double dmu = 0.0, ds = 0.0;
-        for (int a = 0; a < L; a++) {
-            double dl = f[a] * (df[a] - dot);  // softmax backward
-            double d = (a + 1) - mu;
-            dmu += dl * d / s2;            // dl/dmu = (a - mu) / s2
-            ds += dl * d * d / (2.0 * s2);  // dl/dlog s2 = (a - mu)^2 / (2 s2)
+        double mu = g + grid_offset(i, N) * delta, inv = 0.5 / s2, best = peak_logit(mu, inv, L);
+        double pdot[LANES] = {0};
+        for (int a = 0; a < L4; a += LANES)
+            for (int k = 0; k < LANES; k++) pdot[k] += (double)f[a + k] * df[a + k];
+        double dot = (pdot[0] + pdot[2]) + (pdot[1] + pdot[3]);
+        for (int a = L4; a < L; a++) dot += (double)f[a] * df[a];
+        // softmax backward dl = f (df - dot); dl/dmu = (a - mu) / s2 and
+        // dl/dlog s2 = (a - mu)^2 / (2 s2): sum dl d and dl d^2, scale after.
+        double p1[LANES] = {0}, p2[LANES] = {0}, d[LANES];  // d: pixel (a + k + 1) - mu
+        for (int k = 0; k < LANES; k++) d[k] = (k + 1) - mu;
+        for (int a = 0; a < L4; a += LANES)
+            for (int k = 0; k < LANES; k++) {
+                double dl = f[a + k] * ((double)df[a + k] - dot);
+                dl = -d[k] * d[k] * inv - best > LOGIT_FLOOR ? dl : 0.0;
+                p1[k] += dl * d[k];
+                p2[k] += dl * d[k] * d[k];
+                d[k] += LANES;
+            }
+        double s1 = (p1[0] + p1[2]) + (p1[1] + p1[3]), sd2 = (p2[0] + p2[2]) + (p2[1] + p2[3]);
+        for (int a = L4; a < L; a++) {
+            double dl = f[a] * ((double)df[a] - dot), d = (a + 1) - mu;
+            dl = -d * d * inv - best > LOGIT_FLOOR ? dl : 0.0;
+            s1 += dl * d;
+            sd2 += dl * d * d;
         }
+        double dmu = s1 / s2;
         *dg += dmu;
         *ddelta += dmu * grid_offset(i, N);
-        *dlog_s2 += ds;
+        *dlog_s2 += sd2 / (2.0 * s2);
     }
 }
 
@@ -135,16 +175,49 @@ void filterbank_backward(float *dparams, const float *dFx, const float *dFy, con
 
 int filterbank_scratch_floats(int N, int W, int H) { return 2 * H * N + 2 * N * W + N * N; }
 
+// The products below are per image and small (N x N grids on one image), so they run as
+// plain loops rather than one BLAS call each: rows of length W are combined with axpy
+// (vectorised over W) and contracted with dot8; no reduction runs over more than W terms.
+
+// Dot product with 8 partial sums in a fixed order: it vectorises without -ffast-math, and
+// a given input always gives the same result.
+static inline float dot8(const float *restrict a, const float *restrict b, int n) {
+    float acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+// y (n) += s x (n)
+static inline void axpy(float *restrict y, float s, const float *restrict x, int n) {
+    for (int i = 0; i < n; i++) y[i] += s * x[i];
+}
+
+// u (N, W) = A (N, K) @ X (K, W): each row of u a combination of the rows of X.
+static void combine_rows(float *restrict u, const float *restrict A, const float *restrict X,
+                         int N, int K, int W) {
+    for (int j = 0; j < N; j++) {
+        float *uj = u + (size_t)j * W;
+        memset(uj, 0, sizeof(float) * W);
+        for (int k = 0; k < K; k++) axpy(uj, A[(size_t)j * K + k], X + (size_t)k * W, W);
+    }
+}
+
 void filterbank_read_forward(float *patch, int ld_patch, const float *img, const float *Fx,
                              const float *Fy, const float *gamma, float *scratch, int B, int N,
                              int W, int H) {
-    float *tmp = scratch;  // (H, N) = img @ Fx^T
+    float *u = scratch;  // (N, W) = Fy img
     for (int b = 0; b < B; b++) {
         const float *x = img + (size_t)b * H * W, *fx = Fx + (size_t)b * N * W,
                     *fy = Fy + (size_t)b * N * H;
-        gemm(false, true, H, N, W, 1.0f, x, W, fx, W, 0.0f, tmp, N);
-        gemm(false, false, N, N, H, gamma[b], fy, H, tmp, N, 0.0f, patch + (size_t)b * ld_patch,
-             N);
+        float *out = patch + (size_t)b * ld_patch;
+        combine_rows(u, fy, x, N, H, W);
+        for (int j = 0; j < N; j++)
+            for (int i = 0; i < N; i++)
+                out[j * N + i] = gamma[b] * dot8(u + (size_t)j * W, fx + (size_t)i * W, W);
     }
 }
 
@@ -152,22 +225,37 @@ void filterbank_read_backward(float *dimg, float *dFx, float *dFy, float *dgamma
                               const float *dpatch, int ld_patch, const float *img,
                               const float *Fx, const float *Fy, const float *gamma,
                               float *scratch, int B, int N, int W, int H) {
-    float *tmp = scratch;           // (H, N) = img @ Fx^T
-    float *v = tmp + H * N;         // (H, N) = gamma Fy^T dpatch
-    float *P = v + H * N;           // (N, N) = Fy tmp
+    float *u = scratch;          // (N, W) = Fy img
+    float *z = u + N * W;        // (N, W) = gamma G Fx
     for (int b = 0; b < B; b++) {
         const float *x = img + (size_t)b * H * W, *fx = Fx + (size_t)b * N * W,
                     *fy = Fy + (size_t)b * N * H, *G = dpatch + (size_t)b * ld_patch;
         float gm = gamma[b];
-        gemm(false, true, H, N, W, 1.0f, x, W, fx, W, 0.0f, tmp, N);
-        gemm(false, false, N, N, H, 1.0f, fy, H, tmp, N, 0.0f, P, N);
+        float *dfx = dFx + (size_t)b * N * W, *dfy = dFy + (size_t)b * N * H;
+        combine_rows(u, fy, x, N, H, W);
+        // patch = gamma Fy img Fx^T, so d gamma = sum G (Fy img Fx^T) and
+        // dFx[i] += gamma sum_j G[j, i] u[j]
         double dg = 0.0;
-        for (int k = 0; k < N * N; k++) dg += (double)G[k] * P[k];
+        for (int j = 0; j < N; j++)
+            for (int i = 0; i < N; i++) {
+                const float *uj = u + (size_t)j * W;
+                dg += (double)G[j * N + i] * dot8(uj, fx + (size_t)i * W, W);
+                axpy(dfx + (size_t)i * W, gm * G[j * N + i], uj, W);
+            }
         dgamma[b] += (float)dg;
-        gemm(false, true, N, H, N, gm, G, N, tmp, N, 1.0f, dFy + (size_t)b * N * H, H);
-        gemm(true, false, H, N, N, gm, fy, H, G, N, 0.0f, v, N);
-        gemm(true, false, N, W, H, 1.0f, v, N, x, W, 1.0f, dFx + (size_t)b * N * W, W);
-        if (dimg) gemm(false, false, H, W, N, 1.0f, v, N, fx, W, 1.0f, dimg + (size_t)b * H * W, W);
+        // dFy[j, h] += img[h] . z[j] and dimg[h] += sum_j Fy[j, h] z[j]
+        for (int j = 0; j < N; j++) {
+            float *zj = z + (size_t)j * W;
+            memset(zj, 0, sizeof(float) * W);
+            for (int i = 0; i < N; i++) axpy(zj, gm * G[j * N + i], fx + (size_t)i * W, W);
+            for (int h = 0; h < H; h++) dfy[(size_t)j * H + h] += dot8(x + (size_t)h * W, zj, W);
+        }
+        if (dimg) {
+            float *di = dimg + (size_t)b * H * W;
+            for (int h = 0; h < H; h++)
+                for (int j = 0; j < N; j++)
+                    axpy(di + (size_t)h * W, fy[(size_t)j * H + h], z + (size_t)j * W, W);
+        }
     }
 }
 
@@ -176,9 +264,11 @@ void filterbank_write_forward(float *out, const float *patch, const float *Fx, c
     float *t1 = scratch;  // (N, W) = patch @ Fx
     for (int b = 0; b < B; b++) {
         const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H;
-        gemm(false, false, N, W, N, 1.0f, patch + (size_t)b * N * N, N, fx, W, 0.0f, t1, W);
-        gemm(true, false, H, W, N, 1.0f / gamma[b], fy, H, t1, W, 1.0f, out + (size_t)b * H * W,
-             W);
+        float s = 1.0f / gamma[b], *o = out + (size_t)b * H * W;
+        combine_rows(t1, patch + (size_t)b * N * N, fx, N, N, W);
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < N; j++)
+                axpy(o + (size_t)h * W, s * fy[(size_t)j * H + h], t1 + (size_t)j * W, W);
     }
 }
 
@@ -186,27 +276,30 @@ void filterbank_write_backward(float *dpatch, float *dFx, float *dFy, float *dga
                                const float *dout, const float *patch, const float *Fx,
                                const float *Fy, const float *gamma, float *scratch, int B, int N,
                                int W, int H) {
-    float *q = scratch;        // (H, N) = dout @ Fx^T
-    float *R = q + H * N;      // (N, N) = Fy q
-    float *t1 = R + N * N;     // (N, W) = patch @ Fx
-    float *p = t1 + N * W;     // (N, W) = Fy dout
+    float *p = scratch;        // (N, W) = Fy dout
+    float *t1 = p + N * W;     // (N, W) = patch @ Fx
     for (int b = 0; b < B; b++) {
         const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H,
                     *D = dout + (size_t)b * H * W, *w = patch + (size_t)b * N * N;
         float s = 1.0f / gamma[b];
-        gemm(false, true, H, N, W, 1.0f, D, W, fx, W, 0.0f, q, N);
-        gemm(false, false, N, N, H, 1.0f, fy, H, q, N, 0.0f, R, N);
-        float *dw = dpatch + (size_t)b * N * N;
+        float *dw = dpatch + (size_t)b * N * N, *dfx = dFx + (size_t)b * N * W,
+              *dfy = dFy + (size_t)b * N * H;
+        // out += s Fy^T w Fx: dw = s Fy dout Fx^T; d gamma = -s^2 sum w (Fy dout Fx^T)
+        combine_rows(p, fy, D, N, H, W);
         double dg = 0.0;
-        for (int k = 0; k < N * N; k++) {
-            dw[k] += s * R[k];
-            dg += (double)w[k] * R[k];
-        }
+        for (int j = 0; j < N; j++)
+            for (int i = 0; i < N; i++) {
+                float r = dot8(p + (size_t)j * W, fx + (size_t)i * W, W);
+                dw[j * N + i] += s * r;
+                dg += (double)w[j * N + i] * r;
+                axpy(dfx + (size_t)i * W, s * w[j * N + i], p + (size_t)j * W, W);
+            }
         dgamma[b] += (float)(-(double)s * s * dg);
-        gemm(false, false, N, W, N, 1.0f, w, N, fx, W, 0.0f, t1, W);
-        gemm(false, true, N, H, W, s, t1, W, D, W, 1.0f, dFy + (size_t)b * N * H, H);
-        gemm(false, false, N, W, H, 1.0f, fy, H, D, W, 0.0f, p, W);
-        gemm(true, false, N, W, N, s, w, N, p, W, 1.0f, dFx + (size_t)b * N * W, W);
+        // dFy[j, h] += s dout[h] . (w Fx)[j]
+        combine_rows(t1, w, fx, N, N, W);
+        for (int j = 0; j < N; j++)
+            for (int h = 0; h < H; h++)
+                dfy[(size_t)j * H + h] += s * dot8(D + (size_t)h * W, t1 + (size_t)j * W, W);
     }
 }
 

@@ -14,12 +14,18 @@
 // the maximum is subtracted before exp, so Z >= 1 after the shift and never 0. It equals
 // the paper's Z-normalised Gaussian whenever that is defined; when every exp would
 // underflow (tiny sigma, mu off the image) the row becomes the nearest edge pixel instead
-// of 0/0. log sigma^2 is clamped to [-80, 80] inside (gradient 0 beyond).
+// of 0/0. log sigma^2 is clamped to [-80, 80] inside (gradient 0 beyond). The shifted
+// logits are formed in double and exponentiated in float by core/activations.h's
+// vectorised exp_fast, with shifted logits below -64 taken as -64 (no subnormal floats):
+// F is within 2e-6 relative of the double-precision softmax for entries >= 1e-7, 6e-7 for
+// entries >= 1e-2, and within 1e-7 absolute everywhere.
 //
 //     read:  patch = gamma * F_Y img F_X^T              (N, N) per image
 //     write: out  += (1/gamma) F_Y^T patch F_X          (H, W) per image
 // DRAW reads x and x_hat (two calls) with N_read and writes with its own N_write.
-// The products run through gemm() per batch row; *_ref are plain loops for the tests.
+// The products run per batch row as plain loops (axpy over image rows and 8-way dot
+// products, vectorised over W: faster than one BLAS call each at these sizes); *_ref are
+// plain double-precision loops for the tests.
 #ifndef VISION_FILTERBANK_H
 #define VISION_FILTERBANK_H
 
