@@ -229,7 +229,6 @@ void sat_alloc_acts(SatModel *m, int B) {
     block_add(k, &a->annot, "annot", 3, B, L, D);
     block_add(k, &a->mean_a, "mean_a", 2, B, D);
     block_add(k, &a->prep, "prep", 1, prep);
-    block_add(k, &a->emb, "emb", 3, T, B, E);
     block_add(k, &a->ctx, "ctx", 3, T, B, D);
     block_add(k, &a->alpha, "alpha", 3, T, B, L);
     block_add(k, &a->acache, "acache", 2, T, cache);
@@ -239,8 +238,14 @@ void sat_alloc_acts(SatModel *m, int B) {
     block_add(k, &a->gates, "gates", 3, T, B, 4 * H);
     block_add(k, &a->hs, "hs", 3, T + 1, B, H);
     block_add(k, &a->cs, "cs", 3, T + 1, B, H);
-    block_add(k, &a->hd, "hd", 3, T, B, H);
-    block_add(k, &a->dmask, "dmask", 3, T, B, H);
+    // Without dropout the deep output reads h itself: no copy, no mask.
+    if (c->dropout > 0.0f) {
+        block_add(k, &a->hd, "hd", 3, T, B, H);
+        block_add(k, &a->dmask, "dmask", 3, T, B, H);
+    } else {
+        block_add(k, &a->hd, "hd", 1, 1);
+        block_add(k, &a->dmask, "dmask", 1, 1);
+    }
     block_add(k, &a->o, "o", 3, T, B, E);
     block_add(k, &a->probs, "probs", 3, T, B, V);
     block_add(k, &a->losses, "losses", 2, T, B);
@@ -248,20 +253,23 @@ void sat_alloc_acts(SatModel *m, int B) {
     block_add(k, &a->dannot, "dannot", 3, B, L, D);
     block_add(k, &a->dprep, "dprep", 1, prep);
     block_add(k, &a->dhs, "dhs", 3, T + 1, B, H);
-    block_add(k, &a->dcs, "dcs", 3, T + 1, B, H);
+    block_add(k, &a->dcs, "dcs", 3, 2, B, H);  // rows alternate by step (t & 1)
     block_add(k, &a->dz, "dz", 3, T, B, D);
-    block_add(k, &a->demb, "demb", 3, T, B, E);
     block_add(k, &a->dx, "dx", 2, B, I);
     block_add(k, &a->dctx, "dctx", 2, B, D);
     block_add(k, &a->dalpha, "dalpha", 2, B, L);
     block_add(k, &a->dbeta, "dbeta", 2, B, nb);
-    block_add(k, &a->dhd, "dhd", 3, T, B, H);
+    block_add(k, &a->dhd, "dhd", 3, c->dropout > 0.0f ? T : 1, B, H);
     block_add(k, &a->do_, "do", 3, T, B, E);
     block_add(k, &a->dlogits, "dlogits", 3, T, B, V);
     block_add(k, &a->zeros, "zeros", 2, B, D);
     block_add(k, &a->lstm_scratch, "lstm_scratch", 1, lstm_scratch_floats(B, I, H));
     block_add(k, &a->reward, "reward", 1, B);
     block_alloc(k);
+    // Shared memory: the embeddings are written into o, which the deep output then adds
+    // to; their gradient accumulates into do_ once the output layer's backward is done.
+    a->emb = a->o;
+    a->demb = a->do_;
     int *ints = xcalloc((size_t)4 * T * B + B, sizeof(int));
     a->in_tok = ints;
     a->target = ints + (size_t)T * B;
@@ -301,8 +309,10 @@ static void mean_annot_(float *out, const float *annot, int B, int L, int D) {
     }
 }
 
+// tanh_fast (core/activations.h), which vectorises, in place (tanh_forward's arguments may
+// not alias).
 static void tanh_inplace_(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = tanhf(x[i]);
+    for (size_t i = 0; i < n; i++) x[i] = tanh_fast(x[i]);
 }
 
 // h0 (B, H), c0 (B, H) from the mean annotation
@@ -359,7 +369,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     mean_annot_(a->mean_a, a->annot, B, L, D);
     init_state_(a->hs, a->cs, a->mean_a, p, B, D, H);
     attn_prepare(a->prep, a->annot, &p->attn, &c->attn, B, L);
-    embedding_forward(a->emb, a->in_tok, p->embed, T * B, E);
+    embedding_forward(a->emb, a->in_tok, p->embed, T * B, E);  // into o (a->emb == a->o)
 
     const int sample = c->hard && train;
     for (int t = 0; t < T; t++) {
@@ -391,19 +401,22 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     // Dropout on h, then the deep output over all steps at once.
     const size_t TBH = (size_t)T * B * H;
     const float *h1 = a->hs + (size_t)B * H;
-    if (train && c->dropout > 0.0f) {
-        float keep = 1.0f - c->dropout, scale = 1.0f / keep;
-        for (size_t i = 0; i < TBH; i++) {
-            a->dmask[i] = rng_uniform(rng) < keep ? scale : 0.0f;
-            a->hd[i] = h1[i] * a->dmask[i];
+    if (c->dropout > 0.0f) {
+        if (train) {
+            float keep = 1.0f - c->dropout, scale = 1.0f / keep;
+            for (size_t i = 0; i < TBH; i++) {
+                a->dmask[i] = rng_uniform(rng) < keep ? scale : 0.0f;
+                a->hd[i] = h1[i] * a->dmask[i];
+            }
+        } else {
+            for (size_t i = 0; i < TBH; i++) a->dmask[i] = 1.0f;
+            memcpy(a->hd, h1, TBH * sizeof(float));
         }
-    } else {
-        for (size_t i = 0; i < TBH; i++) a->dmask[i] = 1.0f;
-        memcpy(a->hd, h1, TBH * sizeof(float));
     }
+    const float *hd = c->dropout > 0.0f ? a->hd : h1;
     const int TB = T * B;
-    memcpy(a->o, a->emb, (size_t)TB * E * sizeof(float));
-    gemm(false, true, TB, E, H, 1.0f, a->hd, H, p->L_h, H, 1.0f, a->o, E);
+    // o = emb (already there) + hd L_h^T + z L_z^T
+    gemm(false, true, TB, E, H, 1.0f, hd, H, p->L_h, H, 1.0f, a->o, E);
     gemm(false, true, TB, E, D, 1.0f, a->z, D, p->L_z, D, 1.0f, a->o, E);
     float *logits = a->dlogits;  // used as logits here; backward overwrites it
     linear_forward(logits, a->o, p->L_o, p->b_o, TB, E, V);
@@ -464,10 +477,9 @@ void sat_backward(SatModel *m) {
     memset(a->dannot, 0, (size_t)B * L * D * sizeof(float));
     if (prepn) memset(a->dprep, 0, prepn * sizeof(float));
     memset(a->dhs, 0, (size_t)(T + 1) * B * H * sizeof(float));
-    memset(a->dcs, 0, (size_t)(T + 1) * B * H * sizeof(float));
+    memset(a->dcs + (size_t)(T & 1) * B * H, 0, (size_t)B * H * sizeof(float));  // dc_T
     memset(a->dz, 0, (size_t)TB * D * sizeof(float));
     memset(a->do_, 0, (size_t)TB * E * sizeof(float));
-    memset(a->dhd, 0, (size_t)TB * H * sizeof(float));
     memset(a->zeros, 0, (size_t)B * D * sizeof(float));
 
     // Loss weights: each row's cross-entropy counts 1/B.
@@ -475,17 +487,20 @@ void sat_backward(SatModel *m) {
     crossentropy_backward(a->dlogits, a->losses, a->probs, a->target, TB, V);
     // logits = o L_o^T + b_o
     linear_backward(a->do_, g->L_o, g->b_o, a->dlogits, a->o, p->L_o, TB, E, V);
-    // o = emb + hd L_h^T + z L_z^T
-    memcpy(a->demb, a->do_, (size_t)TB * E * sizeof(float));
-    gemm(false, false, TB, H, E, 1.0f, a->do_, E, p->L_h, H, 0.0f, a->dhd, H);
-    gemm(true, false, E, H, TB, 1.0f, a->do_, E, a->hd, H, 1.0f, g->L_h, H);
+    // o = emb + hd L_h^T + z L_z^T. demb is do_ itself: the embedding gradient starts as
+    // do_ and takes the LSTM input gradients below (do_ is not read after these GEMMs).
+    // dh_{t+1} += dhd * dropout mask; without dropout straight into dh (zeros until now).
+    float *dh1 = a->dhs + (size_t)B * H;
+    if (c->dropout > 0.0f) {
+        gemm(false, false, TB, H, E, 1.0f, a->do_, E, p->L_h, H, 0.0f, a->dhd, H);
+        for (size_t i = 0; i < (size_t)TB * H; i++) dh1[i] += a->dhd[i] * a->dmask[i];
+    } else {
+        gemm(false, false, TB, H, E, 1.0f, a->do_, E, p->L_h, H, 1.0f, dh1, H);
+    }
+    const float *hd = c->dropout > 0.0f ? a->hd : a->hs + (size_t)B * H;
+    gemm(true, false, E, H, TB, 1.0f, a->do_, E, hd, H, 1.0f, g->L_h, H);
     gemm(false, false, TB, D, E, 1.0f, a->do_, E, p->L_z, D, 0.0f, a->dz, D);
     gemm(true, false, E, D, TB, 1.0f, a->do_, E, a->z, D, 1.0f, g->L_z, D);
-    // dropout: dh_{t+1} += dhd * mask
-    {
-        float *dh1 = a->dhs + (size_t)B * H;
-        for (size_t i = 0; i < (size_t)TB * H; i++) dh1[i] += a->dhd[i] * a->dmask[i];
-    }
 
     // Hard attention: advantage per row, then update the baseline.
     float base = m->baseline_set ? m->baseline : 0.0f;
@@ -505,8 +520,10 @@ void sat_backward(SatModel *m) {
         float *dz = a->dz + (size_t)t * B * D;
         // LSTM step
         memset(a->dx, 0, (size_t)B * I * sizeof(float));
-        lstm_backward(a->dx, dh, a->dcs + (size_t)t * B * H, g->lstm_W, g->lstm_b,
-                      a->dhs + (size_t)(t + 1) * B * H, a->dcs + (size_t)(t + 1) * B * H,
+        float *dc_prev = a->dcs + (size_t)(t & 1) * B * H;
+        memset(dc_prev, 0, (size_t)B * H * sizeof(float));
+        lstm_backward(a->dx, dh, dc_prev, g->lstm_W, g->lstm_b,
+                      a->dhs + (size_t)(t + 1) * B * H, a->dcs + (size_t)((t + 1) & 1) * B * H,
                       a->gates + (size_t)t * B * 4 * H, a->xh + (size_t)t * B * (I + H),
                       a->cs + (size_t)t * B * H, a->cs + (size_t)(t + 1) * B * H, p->lstm_W,
                       a->lstm_scratch, B, I, H);
@@ -577,8 +594,8 @@ void sat_backward(SatModel *m) {
     attn_prepare_backward(a->dannot, &g->attn, a->dprep, a->annot, &p->attn, &c->attn, B, L);
 
     // h0 = tanh(W_h0 mean + b), c0 likewise
-    // dhd (Tmax, B, H), Tmax >= 2, is free now: scratch for dh0 and dc0.
-    float *dh0 = a->dhd, *dc0 = a->dhd + (size_t)B * H;
+    // gates (T, B, 4H) are spent: scratch for dh0 and dc0. dc_0 is dcs row 0.
+    float *dh0 = a->gates, *dc0 = a->gates + (size_t)B * H;
     for (int i = 0; i < B * H; i++) {
         float hv = a->hs[i], cv = a->cs[i];
         dh0[i] = a->dhs[i] * (1.0f - hv * hv);

@@ -79,18 +79,18 @@ typedef struct {
 typedef struct {
     int T, B;
     float *annot, *mean_a, *prep;      // (B, L, D), (B, D), attn prep
-    float *emb;                        // (T, B, E)
+    float *emb;                        // (T, B, E): o's memory (o starts as emb)
     float *ctx, *alpha, *acache;       // (T, B, D), (T, B, L), (T, cache)
     float *beta, *z;                   // (T, B, nb), (T, B, D)
     float *xh, *gates;                 // (T, B, E + D + H), (T, B, 4H)
     float *hs, *cs;                    // (T + 1, B, H)
-    float *hd, *dmask;                 // (T, B, H)
+    float *hd, *dmask;                 // (T, B, H) with dropout (else unused: h is read)
     float *o, *probs, *losses;         // (T, B, E), (T, B, V), (T, B)
     float *xin;                        // (B, E + D)
     // backward scratch
-    float *dannot, *dprep, *dhs, *dcs; // (B, L, D), prep, (T + 1, B, H) x2
-    float *dz, *demb, *dx, *dctx;      // (T, B, D), (T, B, E), (B, E + D), (B, D)
-    float *dalpha, *dbeta, *dhd;       // (B, L), (B, nb), (T, B, H)
+    float *dannot, *dprep, *dhs, *dcs; // (B, L, D), prep, (T + 1, B, H), (2, B, H) by t & 1
+    float *dz, *demb, *dx, *dctx;      // (T, B, D), (T, B, E) do_'s memory, (B, E + D), (B, D)
+    float *dalpha, *dbeta, *dhd;       // (B, L), (B, nb), (T, B, H) with dropout
     float *do_, *dlogits, *zeros;      // (T, B, E), (T, B, V), (B, D)
     float *lstm_scratch, *reward;      // lstm, (B)
     int *in_tok, *target, *sample;     // (T, B) each; target -1 = no loss

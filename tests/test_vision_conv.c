@@ -1,8 +1,11 @@
-// test_vision_conv.c: conv2d (im2col + gemm) against its plain-loop reference, gradient
-// checks of conv2d, max-pooling and the whole CNN encoder (vision/conv.h, vision/cnn.h).
+// test_vision_conv.c: conv2d (im2col + gemm) against its plain-loop reference, batched
+// im2col / col2im against the plain loops, gradient checks of conv2d, max-pooling and the
+// whole CNN encoder, and the encoder's fused, grouped forward and backward against a
+// composition of the reference ops (vision/conv.h, vision/cnn.h).
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/activations.h"
 #include "core/block.h"
 #include "core/check.h"
 #include "core/rng.h"
@@ -66,6 +69,49 @@ static void test_conv2d_matches_reference(void) {
         // NULL gradients are skipped.
         conv2d_backward(NULL, NULL, NULL, dout, inp, w, col, B, C, H, W, OC, K, P);
         free(inp), free(w), free(bias), free(out), free(out_ref), free(dout), free(col);
+    }
+}
+
+// im2col_batch over n images equals the plain loop image by image, laid side by side; and
+// col2im_batch_add equals col2im_add_ref image by image. Both exactly: they copy, and
+// col2im adds each element's contributions in the same (c, i, j) order as the loop.
+static void test_im2col_batch_matches_reference(void) {
+    const int shapes[][6] = {
+        // n, C, H, W, K, P: "same" (the fast path), valid, wide padding, 1-pixel outputs
+        {3, 2, 5, 4, 3, 1}, {2, 3, 6, 6, 3, 0}, {2, 1, 4, 5, 5, 2}, {1, 2, 3, 3, 3, 2},
+        {2, 2, 3, 3, 5, 1}, {3, 1, 1, 1, 3, 1}, {2, 2, 7, 1, 3, 1}, {1, 3, 4, 4, 1, 0},
+    };
+    Rng rng;
+    rng_seed(&rng, 11);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int n = shapes[s][0], C = shapes[s][1], H = shapes[s][2], W = shapes[s][3];
+        int K = shapes[s][4], P = shapes[s][5];
+        int Ho = conv2d_out_size(H, K, P), Wo = conv2d_out_size(W, K, P);
+        size_t N = (size_t)Ho * Wo, rows = (size_t)C * K * K, plane = (size_t)C * H * W;
+        float *img = xmalloc(n * plane * 4), *col = xmalloc(rows * n * N * 4);
+        float *one = xmalloc(rows * N * 4);
+        fill_uniform(img, n * plane, -1, 1, &rng);
+        fill_uniform(col, rows * n * N, -1, 1, &rng);  // every element must be written
+        im2col_batch(col, img, n, C, H, W, K, P);
+        int bad = 0;
+        for (int b = 0; b < n; b++) {
+            im2col_ref(one, img + b * plane, C, H, W, K, P);
+            for (size_t r = 0; r < rows; r++)
+                bad += memcmp(col + (r * n + b) * N, one + r * N, N * 4) != 0;
+        }
+        EXPECT(bad == 0, "shape %zu: %d im2col rows differ", s, bad);
+
+        float *acc = xmalloc(n * plane * 4), *acc_ref = xmalloc(n * plane * 4);
+        fill_uniform(acc, n * plane, -1, 1, &rng);
+        memcpy(acc_ref, acc, n * plane * 4);
+        fill_uniform(col, rows * n * N, -1, 1, &rng);
+        col2im_batch_add(acc, col, n, C, H, W, K, P);
+        for (int b = 0; b < n; b++) {
+            for (size_t r = 0; r < rows; r++) memcpy(one + r * N, col + (r * n + b) * N, N * 4);
+            col2im_add_ref(acc_ref + b * plane, one, C, H, W, K, P);
+        }
+        EXPECT(memcmp(acc, acc_ref, n * plane * 4) == 0, "shape %zu: col2im differs", s);
+        free(img), free(col), free(one), free(acc), free(acc_ref);
     }
 }
 
@@ -233,6 +279,162 @@ static void test_cnn_forward_matches_composition(void) {
     block_free(&params);
 }
 
+// The reference CNN: conv2d_forward_ref, ReLU, maxpool2_forward per layer; backward through
+// maxpool2_backward, the ReLU mask and conv2d_backward_ref. Accumulates into g and dimg.
+static void cnn_reference(float *annot, CnnParams *g, float *dimg, const float *dannot,
+                          const CnnConfig *cfg, const CnnParams *p, const float *img, int B, int S) {
+    int nl = cfg->n_layers;
+    float *act[CNN_MAX_LAYERS + 1], *relu[CNN_MAX_LAYERS];
+    int *am[CNN_MAX_LAYERS];
+    act[0] = (float *)img;
+    for (int i = 0, C = cfg->in_channels; i < nl; i++) {
+        int s = S >> i, OC = cfg->channels[i];
+        size_t n = (size_t)B * OC * s * s, np = (size_t)B * OC * (s / 2) * (s / 2);
+        relu[i] = xmalloc(n * 4), act[i + 1] = xmalloc(np * 4), am[i] = xmalloc(np * sizeof(int));
+        conv2d_forward_ref(relu[i], act[i], p->weight[i], p->bias[i], B, C, s, s, OC, 3, 1);
+        for (size_t k = 0; k < n; k++) relu[i][k] = fmaxf(relu[i][k], 0.0f);
+        maxpool2_forward(act[i + 1], am[i], relu[i], B, OC, s, s);
+        C = OC;
+    }
+    int G = cnn_grid_size(cfg, S), L = G * G, D = cnn_dim(cfg);
+    float *dout = xmalloc((size_t)B * L * D * 4);
+    for (int b = 0; b < B; b++)
+        for (int l = 0; l < L; l++)
+            for (int d = 0; d < D; d++) {
+                annot[((size_t)b * L + l) * D + d] = act[nl][((size_t)b * D + d) * L + l];
+                dout[((size_t)b * D + d) * L + l] = dannot[((size_t)b * L + l) * D + d];
+            }
+    for (int i = nl - 1; i >= 0; i--) {
+        int s = S >> i, OC = cfg->channels[i], C = i ? cfg->channels[i - 1] : cfg->in_channels;
+        size_t n = (size_t)B * OC * s * s;
+        float *dconv = xcalloc(n, 4), *dpre = xcalloc(n, 4);
+        maxpool2_backward(dconv, dout, am[i], B, OC, s, s);
+        relu_backward(dpre, dconv, relu[i], n);
+        float *din = i ? xcalloc((size_t)B * C * s * s, 4) : dimg;
+        conv2d_backward_ref(din, g->weight[i], g->bias[i], dpre, act[i], p->weight[i], B, C, s, s,
+                            OC, 3, 1);
+        free(dout), free(dconv), free(dpre);
+        dout = din;
+    }
+    for (int i = 0; i < nl; i++) free(relu[i]), free(act[i + 1]), free(am[i]);
+}
+
+// Relative to the largest magnitude of the reference: the fused, grouped encoder sums in
+// another order (GEMM, partial sums) than the reference's double loops.
+static void expect_close(const float *got, const float *want, size_t n, const char *what,
+                         int group) {
+    float scale, d = max_abs_diff(got, want, n, &scale);
+    EXPECT(d <= 1e-5f * (1 + scale), "group %d: %s differs by %g (scale %g)", group, what, d, scale);
+}
+
+// cnn_forward and cnn_backward (fused bias, ReLU and pooling; images in groups) against
+// the reference composition, for several group sizes (one, uneven, the whole batch, more
+// than the batch). Backward runs twice (it must leave the forward's activations intact) and
+// accumulates onto non-zero gradients. Configurations: 20 x 20 input through three layers
+// (rows of 10, 5 and 2 windows: the row kernels' 8-wide part and their remainder; the
+// 5 x 5 third layer has an odd row and column that pooling drops), and one layer on
+// 130 x 130 (rows of 65 windows: longer than one row block).
+static void check_cnn_against_reference(const CnnConfig *cfg, int B, int S, Rng *rng) {
+    const int groups[] = {1, 2, 3, B, B + 3};
+    CnnParams p, g, g_ref;
+    Block params = {0}, grads = {0}, grads_ref = {0};
+    cnn_register(&p, &params, "enc", cfg);
+    cnn_register(&g, &grads, "enc", cfg);
+    cnn_register(&g_ref, &grads_ref, "enc", cfg);
+    block_alloc(&params), block_alloc(&grads), block_alloc(&grads_ref);
+    cnn_init(&p, rng);
+    for (int i = 0; i < cfg->n_layers; i++) fill_uniform(p.bias[i], cfg->channels[i], -0.1f, 0.2f, rng);
+    int L = cnn_grid_size(cfg, S) * cnn_grid_size(cfg, S), D = cnn_dim(cfg);
+    size_t ni = (size_t)B * cfg->in_channels * S * S, na = (size_t)B * L * D;
+    float *img = xmalloc(ni * 4), *dannot = xmalloc(na * 4), *annot = xmalloc(na * 4);
+    float *annot_ref = xmalloc(na * 4), *dimg = xmalloc(ni * 4), *dimg_ref = xmalloc(ni * 4);
+    float *g0 = xmalloc(grads_ref.numel * 4), *dimg0 = xmalloc(ni * 4);
+    fill_uniform(img, ni, -1, 1, rng);
+    fill_uniform(dannot, na, -1, 1, rng);
+    fill_uniform(g0, grads_ref.numel, -1, 1, rng);
+    fill_uniform(dimg0, ni, -1, 1, rng);
+    memcpy(grads_ref.data, g0, grads_ref.numel * 4);
+    memcpy(dimg_ref, dimg0, ni * 4);
+    for (int k = 0; k < 2; k++) cnn_reference(annot_ref, &g_ref, dimg_ref, dannot, cfg, &p, img, B, S);
+    int positive = 0;
+    for (size_t k = 0; k < na; k++) positive += annot_ref[k] > 0.0f;
+    EXPECT(positive > (int)na / 4 && positive < (int)na,
+           "%d of %zu annotations positive: test too weak", positive, na);
+    for (size_t t = 0; t < sizeof groups / sizeof groups[0]; t++) {
+        CnnWorkspace ws;
+        cnn_workspace_alloc_grouped(&ws, cfg, B, S, groups[t]);
+        EXPECT(ws.group == (groups[t] < B ? groups[t] : B), "group %d", ws.group);
+        memcpy(grads.data, g0, grads.numel * 4);
+        memcpy(dimg, dimg0, ni * 4);
+        fill_uniform(annot, na, -1, 1, rng);
+        cnn_forward(annot, &ws, img, &p, B);
+        expect_close(annot, annot_ref, na, "forward", groups[t]);
+        for (int k = 0; k < 2; k++) cnn_backward(&g, dimg, dannot, &ws, img, &p, B);
+        for (int i = 0; i < grads.count; i++) {
+            const BlockTensor *tg = &grads.tensors[i];
+            expect_close(grads.data + tg->offset, grads_ref.data + tg->offset, tg->numel, tg->name,
+                         groups[t]);
+        }
+        expect_close(dimg, dimg_ref, ni, "image gradient", groups[t]);
+        cnn_workspace_free(&ws);
+    }
+    free(img), free(dannot), free(annot), free(annot_ref), free(dimg), free(dimg_ref);
+    free(g0), free(dimg0);
+    block_free(&params), block_free(&grads), block_free(&grads_ref);
+}
+
+static void test_cnn_matches_reference_composition(void) {
+    Rng rng;
+    rng_seed(&rng, 12);
+    CnnConfig three = {.in_channels = 2, .n_layers = 3, .channels = {3, 4, 5}};
+    check_cnn_against_reference(&three, 5, 20, &rng);
+    CnnConfig wide = {.in_channels = 1, .n_layers = 1, .channels = {2}};
+    check_cnn_against_reference(&wide, 2, 130, &rng);
+}
+
+// Exact ties: with small integer images and weights many windows hold equal positive
+// maxima. The workspace's window codes must name the first maximum in row-major order
+// (maxpool2_forward's winner) and mark the windows the ReLU passed.
+static void test_cnn_pool_ties_pick_first_maximum(void) {
+    CnnConfig cfg = {.in_channels = 1, .n_layers = 1, .channels = {4}};
+    const int B = 3, S = 12, OC = 4, h = S / 2;
+    CnnParams p;
+    Block params = {0};
+    cnn_register(&p, &params, "enc", &cfg);
+    block_alloc(&params);
+    Rng rng;
+    rng_seed(&rng, 13);
+    for (int k = 0; k < OC * 9; k++) p.weight[0][k] = (float)((int)rng_below(&rng, 3) - 1);
+    for (int k = 0; k < OC; k++) p.bias[0][k] = 0.5f;
+    float *img = xmalloc((size_t)B * S * S * 4), *annot = xmalloc((size_t)B * OC * h * h * 4);
+    for (int k = 0; k < B * S * S; k++) img[k] = (float)rng_below(&rng, 2);
+    CnnWorkspace ws;
+    cnn_workspace_alloc(&ws, &cfg, B, S);
+    cnn_forward(annot, &ws, img, &p, B);
+    float *relu = xmalloc((size_t)B * OC * S * S * 4), *pool = xmalloc((size_t)B * OC * h * h * 4);
+    int *am = xmalloc((size_t)B * OC * h * h * sizeof(int));
+    conv2d_forward_ref(relu, img, p.weight[0], p.bias[0], B, 1, S, S, OC, 3, 1);
+    for (int k = 0; k < B * OC * S * S; k++) relu[k] = fmaxf(relu[k], 0.0f);
+    maxpool2_forward(pool, am, relu, B, OC, S, S);
+    int ties = 0, wrong = 0;
+    for (int q = 0; q < B * OC; q++)
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < h; x++) {
+                size_t k = ((size_t)q * h + y) * h + x;
+                const float *w = relu + (size_t)q * S * S + 2 * y * S + 2 * x;
+                int eq = (w[0] == pool[k]) + (w[1] == pool[k]) + (w[S] == pool[k]) + (w[S + 1] == pool[k]);
+                ties += pool[k] > 0.0f && eq > 1;
+                int pos = am[k] - (2 * y * S + 2 * x), want = (pos >= S ? 2 : 0) + (pos % S);
+                want += pool[k] > 0.0f ? 4 : 0;
+                wrong += ws.argmax[0][k] != want;
+            }
+    EXPECT(ties >= 10, "only %d windows with tied positive maxima: test too weak", ties);
+    EXPECT(wrong == 0, "%d window codes differ from maxpool2_forward's winners", wrong);
+    free(img), free(annot), free(relu), free(pool), free(am);
+    cnn_workspace_free(&ws);
+    block_free(&params);
+}
+
 typedef struct {
     CnnParams *p, *g;
     CnnWorkspace *ws;
@@ -290,9 +492,11 @@ static float kink_distance(const CnnConfig *cfg, const CnnParams *p, const float
     return dist;
 }
 
-static void test_cnn_gradcheck(void) {
+// B images through the CNN in groups of `group` (the last group shorter when it does not
+// divide B).
+static void check_cnn_gradients(int B, int group) {
     CnnConfig cfg = {.in_channels = 1, .n_layers = 2, .channels = {2, 3}};
-    int B = 2, S = 8;
+    int S = 8;
     CnnParams p, g;
     Block params = {0}, grads = {0};
     cnn_register(&p, &params, "cnn", &cfg);
@@ -302,7 +506,7 @@ static void test_cnn_gradcheck(void) {
     size_t ni = (size_t)B * 1 * S * S;
     float *img = xmalloc(ni * 4), *dimg = xmalloc(ni * 4);
     Rng rng;
-    rng_seed(&rng, 5);
+    rng_seed(&rng, 4 + (uint64_t)group);
     // Draw values until every ReLU input and pool gap is at least `margin` from its kink:
     // an eps = 1e-3 step moves any unit by far less, so the loss is smooth where probed.
     const float margin = 0.01f;
@@ -318,7 +522,7 @@ static void test_cnn_gradcheck(void) {
     EXPECT(dist >= margin, "no kink-free draw in %d tries", tries);
     if (getenv("VISION_TEST_VERBOSE")) printf("  kink-free draw after %d tries (distance %g)\n", tries, dist);
     CnnWorkspace ws;
-    cnn_workspace_alloc(&ws, &cfg, B, S);
+    cnn_workspace_alloc_grouped(&ws, &cfg, B, S, group);
     CnnCtx c = {&p, &g, &ws, img, dimg, B};
     int L = cnn_grid_size(&cfg, S) * cnn_grid_size(&cfg, S);
     // One gradient input per parameter tensor, plus the images.
@@ -333,19 +537,27 @@ static void test_cnn_gradcheck(void) {
     GradcheckOp op = {.ctx = &c, .forward = cnn_fwd, .backward = cnn_bwd,
                       .n_out = (size_t)B * L * cnn_dim(&cfg), .inputs = in, .n_inputs = 5,
                       .eps = 1e-3, .atol = 2e-3, .rtol = 2e-2};
-    EXPECT(gradcheck("cnn", &op, &rng) == 0, "cnn gradient check failed");
+    EXPECT(gradcheck("cnn", &op, &rng) == 0, "cnn gradient check failed (B %d, group %d)", B, group);
     free(img), free(dimg);
     cnn_workspace_free(&ws);
     block_free(&params);
     block_free(&grads);
 }
 
+static void test_cnn_gradcheck(void) {
+    check_cnn_gradients(2, 1);
+    check_cnn_gradients(3, 2);
+}
+
 int main(void) {
     RUN(test_conv2d_matches_reference);
     RUN(test_conv2d_known_values);
+    RUN(test_im2col_batch_matches_reference);
     RUN(test_conv2d_gradcheck);
     RUN(test_maxpool_forward_and_gradcheck);
     RUN(test_cnn_forward_matches_composition);
+    RUN(test_cnn_matches_reference_composition);
+    RUN(test_cnn_pool_ties_pick_first_maximum);
     RUN(test_cnn_gradcheck);
     return test_summary();
 }

@@ -16,6 +16,17 @@
 // B <= B_max at that S. Backward uses what forward stored, so call forward then
 // backward on the same batch.
 //
+// Speed and memory: images go through all the layers in groups (CNN_GROUP images, one by
+// default), forward and backward. Per layer and group: one im2col (vision/conv.h
+// im2col_batch) and one GEMM each for the convolution (forward), the weight gradient and
+// the column gradient (backward); bias, ReLU and pooling are one vectorised pass over the
+// GEMM output while it is in cache, and their backward one pass that writes the GEMM's
+// input gradient. Kept for the whole batch: the pooled outputs of all layers but the last
+// (the next layer's input, again in backward) and one byte per window (the winner and
+// whether the ReLU passed it); conv outputs, columns and gradients exist for one group
+// only. Default configuration, batch 32: 10 MiB (64 MiB when every conv output, ReLU
+// output and pool gradient of the batch was kept).
+//
 //     CnnConfig cfg; cnn_config_default(&cfg);
 //     CnnParams p, g; Block params = {0}, grads = {0};
 //     cnn_register(&p, &params, "enc", &cfg); cnn_register(&g, &grads, "enc", &cfg);
@@ -51,14 +62,25 @@ typedef struct {
     int B, S;         // capacity: batch and image side
     void *mem;        // the one allocation
     size_t bytes;
-    float *conv[CNN_MAX_LAYERS];  // (B, c_i, s_i, s_i) after ReLU, s_i = S >> i
-    float *pool[CNN_MAX_LAYERS];  // (B, c_i, s_i / 2, s_i / 2)
-    int *argmax[CNN_MAX_LAYERS];  // (B, c_i, s_i / 2, s_i / 2)
-    float *pre;                   // scratch: pre-ReLU conv output (forward), its gradient
-                                  // (backward); the largest conv output's size
-    float *dpool;                 // scratch for backward: pool-output gradients, largest size
-    float *col;                   // im2col scratch, the largest layer's size
+    int group;                              // images per GEMM (and per pass through the layers)
+    float *pool[CNN_MAX_LAYERS];            // (B, c_i, s_i / 2, s_i / 2): layer outputs (the
+                                            // last layer's: one group's, then the annotations)
+    unsigned char *argmax[CNN_MAX_LAYERS];  // (B, c_i, s_i / 2, s_i / 2): per window, the
+                                            // winner dy * 2 + dx (first maximum in row-major
+                                            // order), + 4 when the pooled value is positive
+    // Scratch for one group of images, the largest layer's size:
+    float *pre;       // conv output (c_i, group, s_i, s_i) (forward), its gradient (backward)
+    float *col;       // column matrix (c_{i-1} 9, group s_i s_i) (im2col), and its gradient
+    float *grad[2];   // backward: pool-output gradients of this layer and the one below
+    float *dwt[CNN_MAX_LAYERS];  // backward: weight gradients transposed (c_{i-1} 9, c_i)
 } CnnWorkspace;
+
+// Images per GEMM by default. One: on the default configuration (64 x 64, batch 32, one
+// OpenBLAS thread) forward + backward took 83 ms with groups of 1, 85-88 ms with 2,
+// 87-91 with 4, 98 with 8 and 124-128 with 32 (bench/bench_cnn.c, which takes the group
+// size as an argument): per-image GEMMs (M 32..576, N 256..4096) already run near
+// OpenBLAS's speed, and bigger operands fall out of cache.
+#define CNN_GROUP 1
 
 // 3 input channels, layers 32, 64, 128.
 void cnn_config_default(CnnConfig *cfg);
@@ -74,15 +96,17 @@ static inline int cnn_grid_size(const CnnConfig *cfg, int S) { return S >> cfg->
 static inline int cnn_dim(const CnnConfig *cfg) { return cfg->channels[cfg->n_layers - 1]; }
 // Bytes the workspace for (B, S) needs (activations, argmax, scratch).
 size_t cnn_workspace_bytes(const CnnConfig *cfg, int B, int S);
-// CHECKs S >> n_layers >= 1.
+// CHECKs S >> n_layers >= 1. Groups of CNN_GROUP images.
 void cnn_workspace_alloc(CnnWorkspace *ws, const CnnConfig *cfg, int B, int S);
+// The same with groups of `group` images (>= 1; capped at B).
+void cnn_workspace_alloc_grouped(CnnWorkspace *ws, const CnnConfig *cfg, int B, int S, int group);
 void cnn_workspace_free(CnnWorkspace *ws);
 
 // annot (B, L, D), images (B, in_channels, S, S) with S = ws->S, B <= ws->B
 void cnn_forward(float *annot, CnnWorkspace *ws, const float *images, const CnnParams *p,
                  int B);
 // accumulates: grads (same layout as p), dimages (B, in_channels, S, S) or NULL;
-// dannot (B, L, D). Uses ws's scratch (pre, dpool, col) but leaves the forward
+// dannot (B, L, D). Uses ws's scratch (pre, col, grad) but leaves the forward
 // activations intact, so backward may be called again for another dannot.
 void cnn_backward(CnnParams *grads, float *dimages, const float *dannot, CnnWorkspace *ws,
                   const float *images, const CnnParams *p, int B);

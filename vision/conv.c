@@ -1,6 +1,7 @@
 // conv.c: see conv.h.
 #include "vision/conv.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "core/check.h"
@@ -12,45 +13,145 @@ size_t conv2d_col_size(int C, int H, int W, int K, int P) {
     return 2 * (size_t)C * K * K * Ho * Wo;
 }
 
-void im2col(float *col, const float *img, int C, int H, int W, int K, int P) {
+// Output columns x whose input column x + d lies inside [0, W): x0 <= x < x1, within [0, Wo].
+static void valid_range(int *x0, int *x1, int W, int Wo, int d) {
+    int a = -d, b = W - d;
+    a = a < 0 ? 0 : a > Wo ? Wo : a;
+    b = b < a ? a : b > Wo ? Wo : b;
+    *x0 = a, *x1 = b;
+}
+
+// One row of the column matrix for one image: r[y * Wo + x] = img plane at (y + i - P,
+// x + j - P), zero outside. The valid x range is computed once per row, so the copy is
+// a branch-free loop.
+static void im2col_row(float *restrict r, const float *restrict plane, int H, int W, int Ho,
+                       int Wo, int i, int j, int P) {
+    int x0, x1, d = j - P;
+    valid_range(&x0, &x1, W, Wo, d);
+    for (int y = 0; y < Ho; y++, r += Wo) {
+        int iy = y + i - P;
+        if (iy < 0 || iy >= H) {
+            memset(r, 0, (size_t)Wo * sizeof(float));
+            continue;
+        }
+        const float *src = plane + (size_t)iy * W;
+        for (int x = 0; x < x0; x++) r[x] = 0.0f;
+        for (int x = x0; x < x1; x++) r[x] = src[x + d];
+        for (int x = x1; x < Wo; x++) r[x] = 0.0f;
+    }
+}
+
+// The reverse of im2col_row: adds r back into the plane, valid positions only.
+static void col2im_row(float *restrict plane, const float *restrict r, int H, int W, int Ho,
+                       int Wo, int i, int j, int P) {
+    int x0, x1, d = j - P;
+    valid_range(&x0, &x1, W, Wo, d);
+    for (int y = 0; y < Ho; y++, r += Wo) {
+        int iy = y + i - P;
+        if (iy < 0 || iy >= H) continue;
+        float *dst = plane + (size_t)iy * W;
+        for (int x = x0; x < x1; x++) dst[x + d] += r[x];
+    }
+}
+
+// im2col_row for a "same" convolution (Wo == W, Ho == H): the shifted plane is one
+// contiguous copy, r[m] = plane[m + (i - P) W + (j - P)], after which the column that
+// wrapped around from the neighbouring row (x + j - P outside [0, W)) is zeroed.
+static void im2col_row_same(float *restrict r, const float *restrict plane, int H, int W,
+                            int i, int j, int P) {
+    const int dy = i - P, d = j - P;
+    int y0 = dy < 0 ? -dy : 0, y1 = H - dy < H ? H - dy : H;
+    if (y1 < y0) y1 = y0;
+    const size_t N = (size_t)H * W;
+    size_t m0 = (size_t)y0 * W, m1 = (size_t)y1 * W;
+    memset(r, 0, m0 * sizeof(float));
+    memset(r + m1, 0, (N - m1) * sizeof(float));
+    if (m1 == m0) return;
+    const int lo = d < 0 ? -d : 0, hi = d > 0 ? d : 0;  // wrapped columns at each row's ends
+    if ((size_t)(lo + hi) >= m1 - m0) {
+        for (size_t m = m0; m < m1; m++) r[m] = 0.0f;
+        return;
+    }
+    // r[m0 + lo] takes plane[m0 + lo + dy W + d], in bounds, as is the copy's last element.
+    const float *src = plane + (ptrdiff_t)(m0 + lo) + (ptrdiff_t)dy * W + d;
+    memcpy(r + m0 + lo, src, (m1 - m0 - lo - hi) * sizeof(float));
+    for (int y = y0; y < y1; y++) {
+        float *ry = r + (size_t)y * W;
+        for (int x = 0; x < lo && x < W; x++) ry[x] = 0.0f;
+        for (int x = W - hi < 0 ? 0 : W - hi; x < W; x++) ry[x] = 0.0f;
+    }
+}
+
+void im2col_batch(float *col, const float *imgs, int n, int C, int H, int W, int K, int P) {
     int Ho = conv2d_out_size(H, K, P), Wo = conv2d_out_size(W, K, P);
+    CHECK(Ho >= 1 && Wo >= 1, "conv output %d x %d", Ho, Wo);
+    size_t N = (size_t)Ho * Wo, row_len = (size_t)n * N;
+    const int same = Ho == H && Wo == W;
     for (int c = 0; c < C; c++)
         for (int i = 0; i < K; i++)
             for (int j = 0; j < K; j++) {
-                float *row = col + ((size_t)(c * K + i) * K + j) * Ho * Wo;
-                for (int y = 0; y < Ho; y++) {
-                    int iy = y + i - P;
-                    float *r = row + (size_t)y * Wo;
-                    if (iy < 0 || iy >= H) {
-                        memset(r, 0, (size_t)Wo * sizeof(float));
-                        continue;
-                    }
-                    const float *src = img + ((size_t)c * H + iy) * W;
-                    for (int x = 0; x < Wo; x++) {
-                        int ix = x + j - P;
-                        r[x] = ix >= 0 && ix < W ? src[ix] : 0.0f;
-                    }
+                float *row = col + ((size_t)(c * K + i) * K + j) * row_len;
+                for (int b = 0; b < n; b++) {
+                    const float *plane = imgs + ((size_t)b * C + c) * H * W;
+                    if (same)
+                        im2col_row_same(row + b * N, plane, H, W, i, j, P);
+                    else
+                        im2col_row(row + b * N, plane, H, W, Ho, Wo, i, j, P);
                 }
             }
 }
 
+void col2im_batch_add(float *imgs, const float *col, int n, int C, int H, int W, int K, int P) {
+    int Ho = conv2d_out_size(H, K, P), Wo = conv2d_out_size(W, K, P);
+    CHECK(Ho >= 1 && Wo >= 1, "conv output %d x %d", Ho, Wo);
+    size_t N = (size_t)Ho * Wo, row_len = (size_t)n * N;
+    // Image by image, channel by channel: each plane stays in cache while its K*K rows
+    // are added (the same order of additions per element as one image at a time).
+    for (int b = 0; b < n; b++)
+        for (int c = 0; c < C; c++) {
+            float *plane = imgs + ((size_t)b * C + c) * H * W;
+            for (int i = 0; i < K; i++)
+                for (int j = 0; j < K; j++)
+                    col2im_row(plane, col + ((size_t)(c * K + i) * K + j) * row_len + b * N, H, W,
+                               Ho, Wo, i, j, P);
+        }
+}
+
+void im2col(float *col, const float *img, int C, int H, int W, int K, int P) {
+    im2col_batch(col, img, 1, C, H, W, K, P);
+}
+
 void col2im_add(float *img, const float *col, int C, int H, int W, int K, int P) {
+    col2im_batch_add(img, col, 1, C, H, W, K, P);
+}
+
+// Plain loops: one image at a time, a bounds test per element.
+void im2col_ref(float *col, const float *img, int C, int H, int W, int K, int P) {
     int Ho = conv2d_out_size(H, K, P), Wo = conv2d_out_size(W, K, P);
     for (int c = 0; c < C; c++)
         for (int i = 0; i < K; i++)
-            for (int j = 0; j < K; j++) {
-                const float *row = col + ((size_t)(c * K + i) * K + j) * Ho * Wo;
-                for (int y = 0; y < Ho; y++) {
-                    int iy = y + i - P;
-                    if (iy < 0 || iy >= H) continue;
-                    const float *r = row + (size_t)y * Wo;
-                    float *dst = img + ((size_t)c * H + iy) * W;
+            for (int j = 0; j < K; j++)
+                for (int y = 0; y < Ho; y++)
                     for (int x = 0; x < Wo; x++) {
-                        int ix = x + j - P;
-                        if (ix >= 0 && ix < W) dst[ix] += r[x];
+                        int iy = y + i - P, ix = x + j - P;
+                        float v = iy >= 0 && iy < H && ix >= 0 && ix < W
+                                      ? img[((size_t)c * H + iy) * W + ix] : 0.0f;
+                        col[(((size_t)(c * K + i) * K + j) * Ho + y) * Wo + x] = v;
                     }
-                }
-            }
+}
+
+void col2im_add_ref(float *img, const float *col, int C, int H, int W, int K, int P) {
+    int Ho = conv2d_out_size(H, K, P), Wo = conv2d_out_size(W, K, P);
+    for (int c = 0; c < C; c++)
+        for (int i = 0; i < K; i++)
+            for (int j = 0; j < K; j++)
+                for (int y = 0; y < Ho; y++)
+                    for (int x = 0; x < Wo; x++) {
+                        int iy = y + i - P, ix = x + j - P;
+                        if (iy >= 0 && iy < H && ix >= 0 && ix < W)
+                            img[((size_t)c * H + iy) * W + ix] +=
+                                col[(((size_t)(c * K + i) * K + j) * Ho + y) * Wo + x];
+                    }
 }
 
 void conv2d_forward(float *out, const float *inp, const float *weight, const float *bias,

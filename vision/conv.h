@@ -6,6 +6,10 @@
 // The fast version unrolls each image into a column matrix (im2col, (C*K*K, Ho*Wo))
 // and calls gemm (core/gemm.h); col is caller-provided scratch of
 // conv2d_col_size(...) floats (no allocation inside). Output size Ho = H + 2P - K + 1.
+// im2col copies each shifted row with a branch-free loop, and a "same" convolution
+// (Ho = H, Wo = W) each shifted plane with one memcpy plus a zeroed edge column. The
+// batched im2col / col2im let a caller put several images into one GEMM (vision/cnn.c
+// builds its encoder from them, with bias, ReLU and pooling fused).
 // Backward ACCUMULATES into dinp, dweight, dbias (each may be NULL to skip).
 //
 // maxpool2: 2x2 windows, stride 2, out (B, C, H/2, W/2) (floor: an odd last row or
@@ -41,6 +45,14 @@ void conv2d_backward_ref(float *dinp, float *dweight, float *dbias, const float 
 // im2col for one image: col (C*K*K, Ho*Wo) from img (C, H, W); col2im accumulates back.
 void im2col(float *col, const float *img, int C, int H, int W, int K, int P);
 void col2im_add(float *img, const float *col, int C, int H, int W, int K, int P);
+// The same over n images side by side, so one GEMM covers them all: col (C*K*K, n*Ho*Wo),
+// image b's Ho*Wo columns at offset b*Ho*Wo of every row; imgs (n, C, H, W). For
+// n = 1 these are im2col and col2im_add. col2im_batch_add accumulates into imgs.
+void im2col_batch(float *col, const float *imgs, int n, int C, int H, int W, int K, int P);
+void col2im_batch_add(float *imgs, const float *col, int n, int C, int H, int W, int K, int P);
+// Plain loops (a bounds test per element), same contracts as im2col and col2im_add.
+void im2col_ref(float *col, const float *img, int C, int H, int W, int K, int P);
+void col2im_add_ref(float *img, const float *col, int C, int H, int W, int K, int P);
 
 // out (B, C, H/2, W/2), argmax (B, C, H/2, W/2), inp (B, C, H, W)
 void maxpool2_forward(float *out, int *argmax, const float *inp, int B, int C, int H, int W);
