@@ -313,12 +313,16 @@ static void test_draw_nonfinite_stops(void) {
     char dir[600], path[700];
     snprintf(dir, sizeof dir, "%s/draw_nan", tmp);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = run("draw", DRAW_TINY " --lr 1 --clip 0 --steps 10 --checkpoint-every 10 --out %s", dir);
+    // Adam at lr 1 without clipping diverges, but when depends on the seed (from step 9 to
+    // past 1000 among seeds 7..14); seed 9 diverges at step 71 with this configuration,
+    // well inside (2, 1000]. A change of numerics may move it: pick another such seed.
+    int rc = run("draw", DRAW_TINY " --seed 9 --lr 1 --clip 0 --steps 2 --checkpoint-every 2 --out %s",
+                 dir);
     EXPECT(rc == 0, "first run exited %d", rc);
     size_t n0 = 0, n1 = 0;
     char *before = slurp(path, &n0);
     // --resume keeps the checkpoint's lr and clip; no checkpoint is due before step 1000.
-    rc = run("draw", DRAW_TINY " --steps 1000 --checkpoint-every 1000 --resume --out %s", dir);
+    rc = run("draw", DRAW_TINY " --seed 9 --steps 1000 --checkpoint-every 1000 --resume --out %s", dir);
     int lines;
     const char *last = last_err_line(&lines);
     EXPECT(rc > 0, "a diverging run exited %d", rc);
@@ -328,10 +332,10 @@ static void test_draw_nonfinite_stops(void) {
     long step = -1;
     const char *s = strstr(last, "step ");
     if (s) step = atol(s + 5);
-    EXPECT(step > 10 && step <= 1000, "failing step %ld", step);
+    EXPECT(step > 2 && step <= 1000, "failing step %ld", step);
     char *after = slurp(path, &n1);
     EXPECT(before && after && n0 == n1 && memcmp(before, after, n0) == 0, "model.safetensors changed");
-    EXPECT(checkpoint_step(path, "train.step") == 10, "checkpoint step %ld", checkpoint_step(path, "train.step"));
+    EXPECT(checkpoint_step(path, "train.step") == 2, "checkpoint step %ld", checkpoint_step(path, "train.step"));
     free(before), free(after);
 }
 
