@@ -175,7 +175,7 @@ void draw_fill_noise(DrawActs *a, const DrawConfig *c, int B, Rng *rng) {
     CHECK(B <= a->B);
     for (int t = 0; t < c->T; t++) {
         float *e = draw_at(a, a->eps, t, c->z);
-        for (size_t i = 0; i < (size_t)B * c->z; i++) e[i] = rng_normal(rng);
+        rng_normal_fill(rng, e, (size_t)B * c->z);
     }
 }
 
@@ -224,10 +224,7 @@ static void decode_step(DrawActs *a, const DrawParams *p, const DrawConfig *c, i
     float *w = draw_at(a, a->wpatch, t, Wr);
     linear_forward(w, h, p->write_W, p->write_b, B, D, Wr);
     float *can = draw_at(a, a->canvas, t, HW);
-    if (t)
-        memcpy(can, draw_at(a, a->canvas, t - 1, HW), sizeof(float) * (size_t)B * HW);
-    else
-        memset(can, 0, sizeof(float) * (size_t)B * HW);
+    const float *can_prev = t ? draw_at(a, a->canvas, t - 1, HW) : NULL;
     if (c->attention) {
         int N = c->write_n;
         float *wp = draw_at(a, a->wparams, t, FILTERBANK_PARAMS);
@@ -235,9 +232,10 @@ static void decode_step(DrawActs *a, const DrawParams *p, const DrawConfig *c, i
         float *g = draw_at(a, a->wgamma, t, 1);
         attn_params_forward(wp, h, p->write_attn_W, p->write_attn_b, B, D);
         filterbank_forward(Fx, Fy, g, wp, B, N, c->W, c->H);
-        filterbank_write_forward(can, w, Fx, Fy, g, a->fb_scratch, B, N, c->W, c->H);
+        filterbank_write_forward_from(can, can_prev, w, Fx, Fy, g, a->fb_scratch, B, N, c->W,
+                                      c->H);
     } else {
-        for (size_t i = 0; i < (size_t)B * HW; i++) can[i] += w[i];
+        for (size_t i = 0; i < (size_t)B * HW; i++) can[i] = (can_prev ? can_prev[i] : 0.0f) + w[i];
     }
 }
 
@@ -542,8 +540,7 @@ void draw_generate(DrawActs *a, const DrawParams *p, const DrawConfig *c, int B,
     int Z = c->z, D = c->dec;
     for (int t = 0; t < c->T; t++) {
         float *z = draw_at(a, a->dec_xh, t, Z + D);
-        for (int b = 0; b < B; b++)
-            for (int k = 0; k < Z; k++) z[(size_t)b * (Z + D) + k] = rng_normal(rng);
+        for (int b = 0; b < B; b++) rng_normal_fill(rng, z + (size_t)b * (Z + D), (size_t)Z);
         decode_step(a, p, c, t, B);
     }
 }

@@ -313,16 +313,17 @@ static void test_draw_nonfinite_stops(void) {
     char dir[600], path[700];
     snprintf(dir, sizeof dir, "%s/draw_nan", tmp);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    // Adam at lr 1 without clipping diverges, but when depends on the seed (from step 9 to
-    // past 1000 among seeds 7..14); seed 9 diverges at step 71 with this configuration,
-    // well inside (2, 1000]. A change of numerics may move it: pick another such seed.
-    int rc = run("draw", DRAW_TINY " --seed 9 --lr 1 --clip 0 --steps 2 --checkpoint-every 2 --out %s",
+    // Adam at lr 1 without clipping diverges for some seeds and saturates for others (of
+    // seeds 7..14, four stop between steps 14 and 708); seed 14 diverges at step 46 with
+    // this configuration, well inside (2, 1000]. A change of numerics may move it: pick
+    // another such seed.
+    int rc = run("draw", DRAW_TINY " --seed 14 --lr 1 --clip 0 --steps 2 --checkpoint-every 2 --out %s",
                  dir);
     EXPECT(rc == 0, "first run exited %d", rc);
     size_t n0 = 0, n1 = 0;
     char *before = slurp(path, &n0);
     // --resume keeps the checkpoint's lr and clip; no checkpoint is due before step 1000.
-    rc = run("draw", DRAW_TINY " --seed 9 --steps 1000 --checkpoint-every 1000 --resume --out %s", dir);
+    rc = run("draw", DRAW_TINY " --seed 14 --steps 1000 --checkpoint-every 1000 --resume --out %s", dir);
     int lines;
     const char *last = last_err_line(&lines);
     EXPECT(rc > 0, "a diverging run exited %d", rc);

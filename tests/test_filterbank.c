@@ -160,6 +160,32 @@ static void test_products_match_reference(void) {
     free(scratch);
 }
 
+// write_forward_from(out, prev, ...) is copy-then-write_forward bit for bit (the canvas
+// update of DRAW relies on it for determinism), and prev NULL is a write into zeros.
+static void test_write_from_is_copy_then_write(void) {
+    Rng rng;
+    rng_seed(&rng, 8);
+    enum { B = 3, N = 5, W = 13, H = 9 };
+    float params[B * 5], Fx[B * N * W], Fy[B * N * H], g[B], w[B * N * N];
+    float prev[B * H * W], copy[B * H * W], from[B * H * W], zero[B * H * W], from0[B * H * W];
+    float *scratch = xmalloc(sizeof(float) * filterbank_scratch_floats(N, W, H));
+    fill_uniform(params, B * 5, -0.8f, 0.8f, &rng);
+    fill_uniform(w, B * N * N, -1.0f, 1.0f, &rng);
+    fill_uniform(prev, B * H * W, -2.0f, 2.0f, &rng);
+    filterbank_forward(Fx, Fy, g, params, B, N, W, H);
+    memcpy(copy, prev, sizeof copy);
+    filterbank_write_forward(copy, w, Fx, Fy, g, scratch, B, N, W, H);
+    for (int i = 0; i < B * H * W; i++) from[i] = 99.0f;  // every element must be written
+    filterbank_write_forward_from(from, prev, w, Fx, Fy, g, scratch, B, N, W, H);
+    EXPECT(memcmp(copy, from, sizeof copy) == 0, "prev + write differs from copy then write");
+    memset(zero, 0, sizeof zero);
+    filterbank_write_forward(zero, w, Fx, Fy, g, scratch, B, N, W, H);
+    for (int i = 0; i < B * H * W; i++) from0[i] = 99.0f;
+    filterbank_write_forward_from(from0, NULL, w, Fx, Fy, g, scratch, B, N, W, H);
+    for (int i = 0; i < B * H * W; i++) EXPECT(from0[i] == zero[i], "element %d: %g vs %g", i, from0[i], zero[i]);
+    free(scratch);
+}
+
 // Gradient checks through the whole attention: params -> F -> read/write.
 typedef struct {
     int B, N, W, H, write;
@@ -259,6 +285,7 @@ int main(void) {
     RUN(test_matches_double_softmax);
     RUN(test_tiny_sigma_off_image_is_finite);
     RUN(test_products_match_reference);
+    RUN(test_write_from_is_copy_then_write);
     RUN(test_gradcheck_read_n2);
     RUN(test_gradcheck_read_n3);
     RUN(test_gradcheck_write_n3);

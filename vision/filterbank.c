@@ -259,17 +259,33 @@ void filterbank_read_backward(float *dimg, float *dFx, float *dFy, float *dgamma
     }
 }
 
-void filterbank_write_forward(float *out, const float *patch, const float *Fx, const float *Fy,
-                              const float *gamma, float *scratch, int B, int N, int W, int H) {
+void filterbank_write_forward_from(float *out, const float *prev, const float *patch,
+                                   const float *Fx, const float *Fy, const float *gamma,
+                                   float *scratch, int B, int N, int W, int H) {
+    CHECK(N >= 1);
     float *t1 = scratch;  // (N, W) = patch @ Fx
     for (int b = 0; b < B; b++) {
         const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H;
         float s = 1.0f / gamma[b], *o = out + (size_t)b * H * W;
+        const float *pv = prev ? prev + (size_t)b * H * W : NULL;
         combine_rows(t1, patch + (size_t)b * N * N, fx, N, N, W);
-        for (int h = 0; h < H; h++)
-            for (int j = 0; j < N; j++)
-                axpy(o + (size_t)h * W, s * fy[(size_t)j * H + h], t1 + (size_t)j * W, W);
+        for (int h = 0; h < H; h++) {
+            float *oh = o + (size_t)h * W, c0 = s * fy[h];
+            // The first term lands on prev's row (or on zero), the rest accumulate.
+            if (pv) {
+                const float *ph = pv + (size_t)h * W;
+                for (int a = 0; a < W; a++) oh[a] = ph[a] + c0 * t1[a];
+            } else {
+                for (int a = 0; a < W; a++) oh[a] = 0.0f + c0 * t1[a];
+            }
+            for (int j = 1; j < N; j++) axpy(oh, s * fy[(size_t)j * H + h], t1 + (size_t)j * W, W);
+        }
     }
+}
+
+void filterbank_write_forward(float *out, const float *patch, const float *Fx, const float *Fy,
+                              const float *gamma, float *scratch, int B, int N, int W, int H) {
+    filterbank_write_forward_from(out, out, patch, Fx, Fy, gamma, scratch, B, N, W, H);
 }
 
 void filterbank_write_backward(float *dpatch, float *dFx, float *dFy, float *dgamma,

@@ -58,6 +58,12 @@ void filterbank_read_backward(float *dimg, float *dFx, float *dFy, float *dgamma
 // out (B, H, W) += (1/gamma) F_Y^T patch F_X; patch (B, N, N).
 void filterbank_write_forward(float *out, const float *patch, const float *Fx, const float *Fy,
                               const float *gamma, float *scratch, int B, int N, int W, int H);
+// out (B, H, W) = prev (B, H, W) + (1/gamma) F_Y^T patch F_X in one pass (a canvas update
+// without copying the previous canvas first); prev NULL means zeros, prev == out is
+// filterbank_write_forward. The same float operations in the same order as copy-then-add.
+void filterbank_write_forward_from(float *out, const float *prev, const float *patch,
+                                   const float *Fx, const float *Fy, const float *gamma,
+                                   float *scratch, int B, int N, int W, int H);
 // Accumulates dpatch (B, N, N), dFx, dFy, dgamma from dout (B, H, W).
 void filterbank_write_backward(float *dpatch, float *dFx, float *dFy, float *dgamma,
                                const float *dout, const float *patch, const float *Fx,
