@@ -265,6 +265,7 @@ void sat_alloc_acts(SatModel *m, int B) {
     block_add(k, &a->zeros, "zeros", 2, B, D);
     block_add(k, &a->lstm_scratch, "lstm_scratch", 1, lstm_scratch_floats(B, I, H));
     block_add(k, &a->reward, "reward", 1, B);
+    block_add(k, &a->dstoch, "dstoch", 2, B, L);
     block_alloc(k);
     // Shared memory: the embeddings are written into o, which the deep output then adds
     // to; their gradient accumulates into do_ once the output layer's backward is done.
@@ -511,6 +512,15 @@ void sat_backward(SatModel *m) {
         if (!m->baseline_set) base = (float)mean_r;
     }
 
+    // The doubly stochastic term's gradient, -2 lambda (1 - sum_u alpha_u) / B, does not
+    // depend on t (the sum runs over the row's whole caption): computed once per (b, l).
+    float *dstoch = a->dstoch;
+    for (int b = 0; b < B; b++)
+        for (int l = 0; l < L; l++) {
+            double s = 0.0;
+            for (int u = 0; u < a->steps[b]; u++) s += a->alpha[((size_t)u * B + b) * L + l];
+            dstoch[(size_t)b * L + l] = (float)(-2.0 * c->lambda * (1.0 - s)) * invB;
+        }
     for (int t = T - 1; t >= 0; t--) {
         const float *h = a->hs + (size_t)t * B * H;
         float *dh = a->dhs + (size_t)t * B * H;
@@ -522,11 +532,14 @@ void sat_backward(SatModel *m) {
         memset(a->dx, 0, (size_t)B * I * sizeof(float));
         float *dc_prev = a->dcs + (size_t)(t & 1) * B * H;
         memset(dc_prev, 0, (size_t)B * H * sizeof(float));
-        lstm_backward(a->dx, dh, dc_prev, g->lstm_W, g->lstm_b,
+        lstm_backward(a->dx, dh, dc_prev, NULL, g->lstm_b,
                       a->dhs + (size_t)(t + 1) * B * H, a->dcs + (size_t)((t + 1) & 1) * B * H,
                       a->gates + (size_t)t * B * 4 * H, a->xh + (size_t)t * B * (I + H),
                       a->cs + (size_t)t * B * H, a->cs + (size_t)(t + 1) * B * H, p->lstm_W,
                       a->lstm_scratch, B, I, H);
+        // Step t's gates are not read again: their slot keeps its gate gradients for the
+        // one weight-gradient GEMM over all steps after the loop.
+        memcpy(a->gates + (size_t)t * B * 4 * H, a->lstm_scratch, (size_t)B * 4 * H * sizeof(float));
         float *demb = a->demb + (size_t)t * B * E;
         for (int b = 0; b < B; b++) {
             const float *dxr = a->dx + (size_t)b * I;
@@ -560,11 +573,7 @@ void sat_backward(SatModel *m) {
                 memset(dar, 0, (size_t)L * sizeof(float));
                 continue;
             }
-            for (int l = 0; l < L; l++) {
-                double s = 0.0;
-                for (int u = 0; u < a->steps[b]; u++) s += a->alpha[((size_t)u * B + b) * L + l];
-                dar[l] = (float)(-2.0 * c->lambda * (1.0 - s)) * invB;
-            }
+            memcpy(dar, dstoch + (size_t)b * L, (size_t)L * sizeof(float));
             if (sample) {
                 const float *al = alpha + (size_t)b * L;
                 int s = a->sample[t * B + b];
@@ -590,6 +599,9 @@ void sat_backward(SatModel *m) {
                           t, B, L);
         }
     }
+    // dW_lstm (4H, I + H) += dgates^T @ xh over all T * B rows at once.
+    gemm(true, false, 4 * H, I + H, TB, 1.0f, a->gates, 4 * H, a->xh, I + H, 1.0f, g->lstm_W,
+         I + H);
     embedding_backward(g->embed, a->demb, a->in_tok, TB, E);
     attn_prepare_backward(a->dannot, &g->attn, a->dprep, a->annot, &p->attn, &c->attn, B, L);
 

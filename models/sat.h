@@ -93,6 +93,7 @@ typedef struct {
     float *dalpha, *dbeta, *dhd;       // (B, L), (B, nb), (T, B, H) with dropout
     float *do_, *dlogits, *zeros;      // (T, B, E), (T, B, V), (B, D)
     float *lstm_scratch, *reward;      // lstm, (B)
+    float *dstoch;                     // (B, L) the regulariser's gradient on alpha
     int *in_tok, *target, *sample;     // (T, B) each; target -1 = no loss
     int *steps;                        // (B) steps of each caption (n_b + 1)
 } SatActs;

@@ -562,7 +562,6 @@ void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
     float *dqp = s == ATTN_ADDITIVE ? xcalloc((size_t)B * A, sizeof(float)) : NULL;
     float *dqw = s == ATTN_MULTIPLICATIVE ? xcalloc((size_t)B * D, sizeof(float)) : NULL;
     float *dcentre = centre ? xcalloc((size_t)B, sizeof(float)) : NULL;
-    float *dpre = s == ATTN_ADDITIVE ? xmalloc((size_t)A * sizeof(float)) : NULL;
     float scale = s == ATTN_SCALED_DOT ? 1.0f / sqrtf((float)D) : 1.0f;
     float sig = local_sigma(c), inv_var = 1.0f / (sig * sig);
 
@@ -582,11 +581,25 @@ void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
             float *dki = dkeys ? dkeys + ((size_t)b * L + i) * D : NULL;
             switch (s) {
             case ATTN_ADDITIVE: {
-                const float *ui = u + ((size_t)b * L + i) * A;
-                axpyf(dp->w, de, ui, A);
-                for (int k = 0; k < A; k++) dpre[k] = de * p->w[k] * (1.0f - ui[k] * ui[k]);
-                axpyf(dqp + (size_t)b * A, 1.0f, dpre, A);
-                if (dprep) axpyf(dprep + ((size_t)b * L + i) * A, 1.0f, dpre, A);
+                // One pass over A (the same operations per element as separate passes).
+                const float *restrict ui = u + ((size_t)b * L + i) * A;
+                const float *restrict w = p->w;
+                float *restrict dw = dp->w, *restrict dq = dqp + (size_t)b * A;
+                if (dprep) {
+                    float *restrict dpr = dprep + ((size_t)b * L + i) * A;
+                    for (int k = 0; k < A; k++) {
+                        float uk = ui[k], dk = de * w[k] * (1.0f - uk * uk);
+                        dw[k] += de * uk;
+                        dq[k] += dk;
+                        dpr[k] += dk;
+                    }
+                } else {
+                    for (int k = 0; k < A; k++) {
+                        float uk = ui[k];
+                        dw[k] += de * uk;
+                        dq[k] += de * w[k] * (1.0f - uk * uk);
+                    }
+                }
                 break;
             }
             case ATTN_DOT:
@@ -629,7 +642,6 @@ void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
         if (dquery) gemm(false, false, B, H, A, 1.0f, dhpre, A, p->W_p, H, 1.0f, dquery, H);
         free(dhpre);
     }
-    free(dpre);
     free(dcentre);
     free(dqw);
     free(dqp);

@@ -111,8 +111,8 @@ void lstm_backward(float *dx, float *dh_prev, float *dc_prev, float *dW, float *
         const float *restrict d = dgates + (size_t)r * G;
         for (size_t j = 0; j < G; j++) db[j] += d[j];
     }
-    // dW (4H, K) += dgates^T (4H, B) @ xh (B, K)
-    gemm(true, false, (int)G, K, B, 1.0f, dgates, (int)G, xh, K, 1.0f, dW, K);
+    // dW (4H, K) += dgates^T (4H, B) @ xh (B, K), unless the caller batches it over steps
+    if (dW) gemm(true, false, (int)G, K, B, 1.0f, dgates, (int)G, xh, K, 1.0f, dW, K);
     // dxh (B, K) = dgates (B, 4H) @ W (4H, K), split into dx and dh_prev
     if (dx || dh_prev) {
         gemm(false, false, B, K, (int)G, 1.0f, dgates, (int)G, W, K, 0.0f, dxh, K);

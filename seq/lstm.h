@@ -28,7 +28,10 @@ void lstm_forward_xh(float *h, float *c, float *gates, const float *xh, int ldxh
 // Given dh (B, H) and dc (B, H) (gradient reaching this step's h and c from later;
 // dc may be NULL), accumulates dx (B, I) (may be NULL), dh_prev, dc_prev (B, H) (may be
 // NULL when h_prev/c_prev were NULL), dW (4H, I + H), db (4H).
-// scratch: at least lstm_scratch_floats(B, I, H) floats.
+// scratch: at least lstm_scratch_floats(B, I, H) floats. On return its first B * 4H
+// floats hold this step's pre-activation gate gradients dgates (B, 4H), so a caller that
+// unrolls T steps may pass dW = NULL and add dW += dgates^T @ xh for all steps in one
+// GEMM afterwards (K = T * B instead of B: far less packing overhead).
 void lstm_backward(float *dx, float *dh_prev, float *dc_prev, float *dW, float *db,
                    const float *dh, const float *dc, const float *gates, const float *xh,
                    const float *c_prev, const float *c, const float *W, float *scratch, int B,
