@@ -612,10 +612,11 @@ static int cmd_train(int argc, char **argv) {
         sat_init(&model, &cfg, &init);
     }
     const int B = f.batch, S = f.image_size, ML = cfg.max_len;
-    sat_alloc_acts(&model, B);
     // Data parallelism: with several threads, each worker (a replica sharing the
-    // parameters) takes a contiguous share of the batch with single-threaded BLAS.
+    // parameters) takes a contiguous share of the batch with single-threaded BLAS. The
+    // model's own activations then serve only validation decoding, in chunks of a share.
     int n_workers = f.threads < B ? f.threads : B;
+    sat_alloc_acts(&model, n_workers > 1 ? (B + n_workers - 1) / n_workers : B);
     SatModel *workers = NULL;
     if (n_workers > 1) {
         gemm_set_threads(1);
