@@ -414,6 +414,15 @@ static void remove_stale_temporaries(const char *dir) {
 }
 
 // Checks that every gradient is finite; names the first tensor that is not.
+// Fault injection for tests/test_crash_safety.c: with ATTEND_FAULT_NAN_STEP=N in the
+// environment, training sets the first gradient element of step N to NaN, so the
+// non-finite stop below is exercised the same way on every build (a real divergence
+// depends on the seed and on the floating-point code the compiler emits).
+static long fault_nan_step(void) {
+    const char *v = getenv("ATTEND_FAULT_NAN_STEP");
+    return v && v[0] ? atol(v) : 0;
+}
+
 static const char *nonfinite_tensor(const Block *g) {
     for (int i = 0; i < g->count; i++) {
         const BlockTensor *t = &g->tensors[i];
@@ -549,6 +558,7 @@ static int cmd_train(int argc, char **argv) {
     int bpe = train.n / B;  // batches per epoch (the remainder is dropped each epoch)
     int *perm = xmalloc(sizeof(int) * (size_t)train.n);
     long perm_epoch = -1;
+    const long fault_step = fault_nan_step();
     long target = steps > 0 ? steps : (epochs > 0 ? (long)epochs * bpe : 0);
     double budget = minutes * 60.0;
     if (ckpt_every == 0) ckpt_every = valid_every;
@@ -597,6 +607,7 @@ static int cmd_train(int argc, char **argv) {
         }
         block_zero(&grads);
         draw_backward(&g, &acts, &p, c, x, B);
+        if (st.step + 1 == fault_step) grads.data[0] = NAN;
         const char *bad = nonfinite_tensor(&grads);
         if (bad) {
             error_set(&err, "step %ld: gradient of %s is not finite; stopping (last good checkpoint: %s)",

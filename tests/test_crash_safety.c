@@ -307,33 +307,34 @@ static void test_caption_full_disk_keeps_checkpoint(void) {
               "state.safetensors", "model.safetensors");
 }
 
-// lr 1 without clipping blows up within a few dozen steps: the run stops naming the step
-// and the tensor, and the checkpoint of step 10 stays as it was.
+// A gradient that turns NaN at step 5 stops the run naming the step and the tensor, and
+// the checkpoint of step 2 stays as it was.
 static void test_draw_nonfinite_stops(void) {
     char dir[600], path[700];
     snprintf(dir, sizeof dir, "%s/draw_nan", tmp);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    // Adam at lr 1 without clipping diverges for some seeds and saturates for others (of
-    // seeds 7..14, four stop between steps 14 and 708); seed 14 diverges at step 46 with
-    // this configuration, well inside (2, 1000]. A change of numerics may move it: pick
-    // another such seed.
-    int rc = run("draw", DRAW_TINY " --seed 14 --lr 1 --clip 0 --steps 2 --checkpoint-every 2 --out %s",
-                 dir);
+    // The NaN comes from bin/draw's fault injection (ATTEND_FAULT_NAN_STEP): a real
+    // divergence (Adam at lr 1, no clipping) arrives at a step that depends on the seed and
+    // on the floating-point code of the build (-march=native, FMA, valgrind's -O1), or
+    // never, when the units saturate instead.
+    int rc = run("draw", DRAW_TINY " --steps 2 --checkpoint-every 2 --out %s", dir);
     EXPECT(rc == 0, "first run exited %d", rc);
     size_t n0 = 0, n1 = 0;
     char *before = slurp(path, &n0);
-    // --resume keeps the checkpoint's lr and clip; no checkpoint is due before step 1000.
-    rc = run("draw", DRAW_TINY " --seed 14 --steps 1000 --checkpoint-every 1000 --resume --out %s", dir);
+    // No checkpoint is due before step 1000.
+    setenv("ATTEND_FAULT_NAN_STEP", "5", 1);
+    rc = run("draw", DRAW_TINY " --steps 1000 --checkpoint-every 1000 --resume --out %s", dir);
+    unsetenv("ATTEND_FAULT_NAN_STEP");
     int lines;
     const char *last = last_err_line(&lines);
-    EXPECT(rc > 0, "a diverging run exited %d", rc);
-    EXPECT(strstr(last, "step ") && (strstr(last, "gradient of ") || strstr(last, "bound is")) &&
+    EXPECT(rc > 0, "a run with a NaN gradient exited %d", rc);
+    EXPECT(strstr(last, "step ") && strstr(last, "gradient of ") && strstr(last, "not finite") &&
                strstr(last, "model.safetensors"),
            "stderr does not name the step, the tensor and the checkpoint: '%s'", last);
     long step = -1;
     const char *s = strstr(last, "step ");
     if (s) step = atol(s + 5);
-    EXPECT(step > 2 && step <= 1000, "failing step %ld", step);
+    EXPECT(step == 5, "failing step %ld", step);
     char *after = slurp(path, &n1);
     EXPECT(before && after && n0 == n1 && memcmp(before, after, n0) == 0, "model.safetensors changed");
     EXPECT(checkpoint_step(path, "train.step") == 2, "checkpoint step %ld", checkpoint_step(path, "train.step"));
