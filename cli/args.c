@@ -263,3 +263,22 @@ int args_subcommand(int argc, char **argv, const char *const *names, int n, int 
     }
     return error_set(err, "unknown command '%s' (expected one of: %s)", argv[1], list);
 }
+
+int args_parse_for_command(int argc, char **argv, const ArgSpec *specs, int n,
+                           const char *synopsis, const char *prefix, int *exit_code) {
+    Error err;
+    int r = args_parse(argc, argv, specs, n, synopsis, &err);
+    if (r == ARGS_HELP) {
+        *exit_code = 0;
+        return 1;
+    }
+    if (r == ARGS_ERROR) {
+        if (prefix)
+            fprintf(stderr, "%s: %s\n", prefix, err.msg);
+        else
+            fprintf(stderr, "%s\n", err.msg);
+        *exit_code = 2;
+        return 1;
+    }
+    return 0;
+}

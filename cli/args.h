@@ -82,6 +82,12 @@ enum { ARGS_ERROR = -1, ARGS_OK = 0, ARGS_HELP = 1 };
 int args_parse(int argc, char **argv, const ArgSpec *specs, int n, const char *synopsis,
                Error *err);
 
+// args_parse as a subcommand's first step: returns 1 when the subcommand should return
+// *exit_code right away (0 after --help; 2 after a bad flag, whose line went to stderr as
+// "PREFIX: line", or the line alone when prefix is NULL), 0 when it should go on.
+int args_parse_for_command(int argc, char **argv, const ArgSpec *specs, int n,
+                           const char *synopsis, const char *prefix, int *exit_code);
+
 // Prints "usage: SYNOPSIS" and one line per flag, with its current value as the default.
 void args_print_usage(FILE *f, const char *synopsis, const ArgSpec *specs, int n);
 

@@ -505,12 +505,9 @@ static int cmd_train(int argc, char **argv) {
         {"json", ARG_FLAG, &f.json, "print the final summary as one JSON object on stdout", .given = NULL},
         {"quiet", ARG_FLAG, &f.quiet, "no progress bar", .given = NULL},
     };
-    int pr = args_parse(argc, argv, specs, ARGS_LEN(specs), "caption train --out DIR [flags]", &err);
-    if (pr == ARGS_HELP) return 0;
-    if (pr == ARGS_ERROR) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 2;
-    }
+    int code;
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption train --out DIR [flags]", NULL, &code))
+        return code;
     if ((epochs_given + steps_given + minutes_given) > 1) {
         fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
         return 2;
@@ -847,12 +844,9 @@ static int cmd_eval(int argc, char **argv) {
         {"json", ARG_FLAG, &json, "print the metrics as one JSON object", .given = NULL},
         {"quiet", ARG_FLAG, &quiet, "no progress bar", .given = NULL},
     };
-    int pr = args_parse(argc, argv, specs, ARGS_LEN(specs), "caption eval --model PATH [flags]", &err);
-    if (pr == ARGS_HELP) return 0;
-    if (pr == ARGS_ERROR) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 2;
-    }
+    int code;
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption eval --model PATH [flags]", NULL, &code))
+        return code;
     Split split;
     if (split_parse(split_s, &split, &err)) {
         fprintf(stderr, "--split: %s\n", err.msg);
@@ -974,12 +968,9 @@ static int cmd_predict(int argc, char **argv) {
         {"batch", ARG_INT, &batch, "images decoded at once", .has_min = true, .min = 1, .has_max = true, .max = 4096},
         {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
     };
-    int pr = args_parse(argc, argv, specs, ARGS_LEN(specs), "caption predict --model PATH --images DIR [flags]", &err);
-    if (pr == ARGS_HELP) return 0;
-    if (pr == ARGS_ERROR) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 2;
-    }
+    int code;
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption predict --model PATH --images DIR [flags]", NULL, &code))
+        return code;
     gemm_set_threads(threads);
     ImageFolder folder;
     if (image_folder_list(&folder, dir, &err)) {
@@ -1105,12 +1096,9 @@ static int cmd_scenes(int argc, char **argv) {
         {"image-size", ARG_INT, &size, "canvas side in pixels", .has_min = true, .min = 32, .has_max = true, .max = 1024},
         {"data-root", ARG_STRING, &df.root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR", .given = NULL},
     };
-    int pr = args_parse(argc, argv, specs, ARGS_LEN(specs), "caption scenes --out DIR [--count N] [--seed S]", &err);
-    if (pr == ARGS_HELP) return 0;
-    if (pr == ARGS_ERROR) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 2;
-    }
+    int code;
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption scenes --out DIR [--count N] [--seed S]", NULL, &code))
+        return code;
     int counts[SPLIT_COUNT];
     scenes_folder_counts(count, counts);
     df.train_count = counts[SPLIT_TRAIN] > 0 ? counts[SPLIT_TRAIN] : 1;

@@ -377,21 +377,6 @@ static int fail(const Error *err) {
     return 1;
 }
 
-static int parse_or_exit(int argc, char **argv, const ArgSpec *specs, int n, const char *syn,
-                         int *exit_code) {
-    Error err;
-    int r = args_parse(argc, argv, specs, n, syn, &err);
-    if (r == ARGS_HELP) {
-        *exit_code = 0;
-        return 1;
-    }
-    if (r == ARGS_ERROR) {
-        fprintf(stderr, "draw: %s\n", err.msg);
-        *exit_code = 2;
-        return 1;
-    }
-    return 0;
-}
 
 // Removes DIR/NAME.tmp.PID files that a killed run left behind: the temporaries of atomic
 // writes (core/fileio.h) whose process PID is gone. Never touches a final name.
@@ -478,7 +463,7 @@ static int cmd_train(int argc, char **argv) {
         {"json", ARG_FLAG, &json, "print the final figures as one JSON object", .given = NULL},
     };
     int code;
-    if (parse_or_exit(argc, argv, specs, ARGS_LEN(specs), "draw train --data D --out DIR [flags]", &code))
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw train --data D --out DIR [flags]", "draw", &code))
         return code;
     Error err;
     if (steps == 0 && epochs == 0 && minutes == 0) epochs = 1;
@@ -685,7 +670,7 @@ static int cmd_eval(int argc, char **argv) {
         {"json", ARG_FLAG, &json, "print one JSON object", .given = NULL},
     };
     int code;
-    if (parse_or_exit(argc, argv, specs, ARGS_LEN(specs), "draw eval --model PATH --data D [flags]", &code))
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw eval --model PATH --data D [flags]", "draw", &code))
         return code;
     Error err;
     gemm_set_threads(threads);
@@ -749,7 +734,7 @@ static int cmd_generate(int argc, char **argv) {
         {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
     };
     int code;
-    if (parse_or_exit(argc, argv, specs, ARGS_LEN(specs), "draw generate --model PATH --out DIR [flags]", &code))
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw generate --model PATH --out DIR [flags]", "draw", &code))
         return code;
     Error err;
     gemm_set_threads(threads);
@@ -792,7 +777,7 @@ static int cmd_reconstruct(int argc, char **argv) {
         {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
     };
     int code;
-    if (parse_or_exit(argc, argv, specs, ARGS_LEN(specs), "draw reconstruct --model PATH --data D --out DIR [flags]", &code))
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw reconstruct --model PATH --data D --out DIR [flags]", "draw", &code))
         return code;
     Error err;
     gemm_set_threads(threads);
