@@ -568,7 +568,7 @@ static int cmd_train(int argc, char **argv) {
     double t0 = timer_now(), train_time = 0.0, bound_acc = 0.0, last_valid = NAN, last_train = NAN;
     long acc_n = 0, done = 0, start_step = st.step;
     int rc = 0;
-    char status[96];
+    char status[96] = "";  // stays empty when a resumed run has no step left
     while ((target == 0 || st.step < target) && (budget == 0 || timer_now() - t0 < budget)) {
         double ts = timer_now();
         long e = st.step / bpe, i = st.step % bpe;
@@ -636,13 +636,21 @@ static int cmd_train(int argc, char **argv) {
     if (rc == 0 && write_loss_plot(csv, png, &err)) rc = 1;
     double ips = train_time > 0 ? (double)done * B / train_time : 0.0;
     if (rc == 0) {
-        fprintf(stderr, "draw train: %ld steps in %.1f s (%.1f images/s); valid bound %.3f nats; wrote %s\n",
-                done, timer_now() - t0, ips, last_valid, ckpt);
+        // A resumed run with no step left measured nothing: no bound to report.
+        char valid_text[48] = "no validation in this run", train_json[32] = "null",
+             valid_json[32] = "null";  // JSON has no NaN
+        if (isfinite(last_valid)) {
+            snprintf(valid_text, sizeof valid_text, "valid bound %.3f nats", last_valid);
+            snprintf(valid_json, sizeof valid_json, "%.6g", last_valid);
+        }
+        if (isfinite(last_train)) snprintf(train_json, sizeof train_json, "%.6g", last_train);
+        fprintf(stderr, "draw train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s\n", done,
+                timer_now() - t0, ips, valid_text, ckpt);
         if (json)
-            printf("{\"steps\": %ld, \"final_loss\": %.6g, \"train_bound\": %.6g, "
-                   "\"valid_bound\": %.6g, \"images_per_s\": %.6g, \"seconds\": %.6g, "
+            printf("{\"steps\": %ld, \"final_loss\": %s, \"train_bound\": %s, "
+                   "\"valid_bound\": %s, \"images_per_s\": %.6g, \"seconds\": %.6g, "
                    "\"model\": \"%s\"}\n",
-                   st.step, last_train, last_train, last_valid, ips, timer_now() - t0, ckpt);
+                   st.step, train_json, train_json, valid_json, ips, timer_now() - t0, ckpt);
     }
     draw_acts_free(&acts);
     block_free(&params), block_free(&grads), block_free(&mom1), block_free(&mom2);

@@ -131,6 +131,16 @@ static void test_resume_bit_identical(void) {
     snprintf(a, sizeof a, "%s/full/model.safetensors", tmpdir);
     snprintf(b, sizeof b, "%s/part/model.safetensors", tmpdir);
     EXPECT(checkpoints_identical(a, b, NULL, why, sizeof why), "resume differs: %s", why);
+    // Resuming a finished run does no step: it says so, and its JSON has no NaN in it.
+    rc = run_draw("train --steps 7 --resume --json --out %s/part", tmpdir);
+    char *out = read_text("stdout.txt"), *err = read_text("stderr.txt");
+    EXPECT(rc == 0, "resuming a finished run exited %d", rc);
+    EXPECT(out && strstr(out, "\"steps\": 7") && strstr(out, "\"final_loss\": null") &&
+               strstr(out, "\"valid_bound\": null") && !strstr(out, "nan"),
+           "JSON of a run with no step left: %s", out ? out : "(none)");
+    EXPECT(err && strstr(err, "0 steps") && strstr(err, "no validation in this run"),
+           "stderr: %s", err ? err : "(none)");
+    free(out), free(err);
     // And the check can fail: a different seed gives different weights.
     rc = run_draw("train " TINY " --steps 7 --seed 6 --out %s/other", tmpdir);
     snprintf(b, sizeof b, "%s/other/model.safetensors", tmpdir);
