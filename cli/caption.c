@@ -11,10 +11,8 @@
 // configuration and vocabulary in __metadata__), state.safetensors (the latest training
 // state: parameters, Adam moments, step; what --resume continues from), log.csv and
 // curves.png. Every file is written atomically. No math here: models/sat does it.
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,26 +133,6 @@ static int parse_attention(SatConfig *c, const char *name, Error *err) {
 
 static const char *attention_name(const SatConfig *c) {
     return c->hard ? "hard" : attn_kind_name(c->attn.kind);
-}
-
-// Removes DIR/NAME.tmp.PID files that a killed run left behind: the temporaries of atomic
-// writes (core/fileio.h) whose process PID is gone. Never touches a final name.
-static void remove_stale_temporaries(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        const char *t = strstr(e->d_name, ".tmp.");
-        if (!t) continue;
-        char *end;
-        long pid = strtol(t + 5, &end, 10);
-        if (end == t + 5 || *end || pid <= 0 || pid == (long)getpid()) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;  // still running (or unknown)
-        char path[2048];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
 }
 
 // The first tensor of block b holding a NaN or inf, or NULL.
@@ -541,7 +519,7 @@ static int cmd_train(int argc, char **argv) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    remove_stale_temporaries(f.out);
+    atomic_remove_stale(f.out);
     char path_state[1200], path_model[1200], path_log[1200], path_curves[1200];
     snprintf(path_state, sizeof path_state, "%s/state.safetensors", f.out);
     snprintf(path_model, sizeof path_model, "%s/model.safetensors", f.out);

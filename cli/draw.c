@@ -12,11 +12,9 @@
 // bit, as a run that was never interrupted (same machine and thread count).
 // Checkpoints (safetensors, written atomically) hold the parameters, the Adam moments
 // ("adam.m/NAME", "adam.v/NAME") and, in __metadata__, the configuration and the step.
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,26 +376,6 @@ static int fail(const Error *err) {
 }
 
 
-// Removes DIR/NAME.tmp.PID files that a killed run left behind: the temporaries of atomic
-// writes (core/fileio.h) whose process PID is gone. Never touches a final name.
-static void remove_stale_temporaries(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        const char *t = strstr(e->d_name, ".tmp.");
-        if (!t) continue;
-        char *end;
-        long pid = strtol(t + 5, &end, 10);
-        if (end == t + 5 || *end || pid <= 0 || pid == (long)getpid()) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;  // still running (or unknown)
-        char path[2048];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-}
-
 // Checks that every gradient is finite; names the first tensor that is not.
 // Fault injection for tests/test_crash_safety.c: with ATTEND_FAULT_NAN_STEP=N in the
 // environment, training sets the first gradient element of step N to NaN, so the
@@ -513,7 +491,7 @@ static int cmd_train(int argc, char **argv) {
         return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
     }
     if (make_dirs(out, &err)) return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
-    remove_stale_temporaries(out);
+    atomic_remove_stale(out);
 
     DrawParams p, g, pm, pv;
     draw_layout(&params, &p, c);

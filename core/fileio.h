@@ -34,6 +34,10 @@ int atomic_open(AtomicFile *f, const char *path, Error *err);
 int atomic_commit(AtomicFile *f, Error *err);
 // Gives up: closes and removes the temporary.
 void atomic_abort(AtomicFile *f);
+// Removes DIR/NAME.tmp.PID files that a killed process left behind: temporaries of
+// atomic_open whose process PID no longer exists. Never touches a final name or the
+// temporaries of a running process (this one included).
+void atomic_remove_stale(const char *dir);
 // One-shot: writes len bytes atomically.
 int file_write_atomic(const char *path, const void *data, size_t len, Error *err);
 
