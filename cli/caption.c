@@ -64,11 +64,8 @@ static void encoded_free(Encoded *e) {
     memset(e, 0, sizeof *e);
 }
 
-// Tokenises the split's captions. With vocab NULL only refs are filled; with a vocab the
-// ids too, and refs are kept only when keep_refs (the training split needs just the ids:
-// its token strings are most of its memory).
-static int encode_split(Encoded *e, const CaptionData *d, Split s, const Vocab *vocab, int max_len,
-                        int keep_refs, Error *err) {
+// Tokenises the split's captions into refs (ids and lens stay NULL: encode_ids).
+static int encode_split(Encoded *e, const CaptionData *d, Split s, Error *err) {
     memset(e, 0, sizeof *e);
     int n = caption_data_count(d, s);
     e->n_images = n;
@@ -93,18 +90,21 @@ static int encode_split(Encoded *e, const CaptionData *d, Split s, const Vocab *
         }
     }
     e->first[n] = e->n_caps;
-    if (vocab) {
-        e->ids = xcalloc((size_t)e->n_caps * max_len, sizeof(int));
-        e->lens = xcalloc((size_t)e->n_caps, sizeof(int));
-        for (int c = 0; c < e->n_caps; c++)
-            e->lens[c] = vocab_encode(e->ids + (size_t)c * max_len, vocab, &e->refs[c], max_len);
-        if (!keep_refs) {
-            for (int c = 0; c < e->n_caps; c++) tokens_free(&e->refs[c]);
-            free(e->refs);
-            e->refs = NULL;
-        }
-    }
     return 0;
+}
+
+// Word ids of e's tokenised captions under vocab, (n_caps, max_len) with lens; then drops
+// the token strings (the training split needs just the ids, and its strings are most of
+// its memory).
+static void encode_ids(Encoded *e, const Vocab *vocab, int max_len) {
+    e->ids = xcalloc((size_t)e->n_caps * max_len, sizeof(int));
+    e->lens = xcalloc((size_t)e->n_caps, sizeof(int));
+    for (int c = 0; c < e->n_caps; c++) {
+        e->lens[c] = vocab_encode(e->ids + (size_t)c * max_len, vocab, &e->refs[c], max_len);
+        tokens_free(&e->refs[c]);
+    }
+    free(e->refs);
+    e->refs = NULL;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -563,7 +563,7 @@ static int cmd_train(int argc, char **argv) {
         }
     }
     // Captions: tokenised once; the vocabulary comes from the training split.
-    if (encode_split(&train, data, SPLIT_TRAIN, NULL, 0, 1, &err)) {
+    if (encode_split(&train, data, SPLIT_TRAIN, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
     }
@@ -575,9 +575,8 @@ static int cmd_train(int argc, char **argv) {
             goto done;
         }
     }
-    encoded_free(&train);
-    if (encode_split(&train, data, SPLIT_TRAIN, &vocab, cfg.max_len, 0, &err) ||
-        encode_split(&val, data, SPLIT_VALID, NULL, 0, 1, &err)) {
+    encode_ids(&train, &vocab, cfg.max_len);
+    if (encode_split(&val, data, SPLIT_VALID, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
     }
@@ -854,7 +853,7 @@ static int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "%s: split %s has no images\n", df.data, split_name(split));
         goto done;
     }
-    if (encode_split(&refs, data, split, NULL, 0, 1, &err)) {
+    if (encode_split(&refs, data, split, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
     }
