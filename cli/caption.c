@@ -421,7 +421,7 @@ static const char *const KIND_HELP =
     "local-predictive | hard | none";
 
 typedef struct {
-    const char *attention, *out, *channels;
+    const char *attention, *out, *channels, *query;
     int image_size, embed, hidden, attn_dim, heads, window, batch, max_len, min_count;
     int epochs, threads, val_beam, val_count, log_every, checkpoint_every;
     long steps, seed;
@@ -433,6 +433,7 @@ typedef struct {
 static int cmd_train(int argc, char **argv) {
     Error err;
     TrainFlags f = {.attention = "additive", .out = NULL, .channels = "32,64,128",
+                    .query = "previous",
                     .image_size = 64, .embed = 128, .hidden = 256, .attn_dim = 128, .heads = 4,
                     .window = 2, .batch = 32, .max_len = 16, .min_count = 1, .epochs = 10,
                     .threads = default_threads(), .val_beam = 1, .val_count = 0,
@@ -467,6 +468,7 @@ static int cmd_train(int argc, char **argv) {
         {"clip", ARG_FLOAT, &f.clip, "gradient global-norm clip (0 = off)", .has_min = true, .min = 0},
         {"lambda", ARG_FLOAT, &f.lambda, "doubly stochastic regulariser weight", .has_min = true, .min = 0},
         {"dropout", ARG_FLOAT, &f.dropout, "dropout before the deep output", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true},
+        {"query", ARG_STRING, &f.query, "state that queries the attention: previous (Xu et al. 2015: h before the step's word) | current (h after it, Lu et al. 2017)", .metavar = "S", .given = NULL},
         {"beta-vector", ARG_FLAG, &f.beta_vector, "gate beta as a D-vector (default scalar)", .given = NULL},
         {"entropy", ARG_FLOAT, &f.entropy, "hard attention: entropy bonus weight", .has_min = true, .min = 0},
         {"val-beam", ARG_INT, &f.val_beam, "beam width of the per-epoch validation", .has_min = true, .min = 1, .has_max = true, .max = 64},
@@ -507,6 +509,10 @@ static int cmd_train(int argc, char **argv) {
     cfg.attn.heads = f.heads;
     cfg.attn.window = f.window;
     cfg.beta_vector = f.beta_vector;
+    if (sat_query_parse(f.query, &cfg.query)) {
+        fprintf(stderr, "--query: expected previous or current, got '%s'\n", f.query);
+        return 2;
+    }
     cfg.lambda = f.lambda;
     cfg.dropout = f.dropout;
     cfg.entropy_weight = f.entropy;

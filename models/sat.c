@@ -19,6 +19,15 @@
 // ---------------------------------------------------------------------------------------
 // Configuration
 
+const char *sat_query_name(SatQuery q) { return q == SAT_QUERY_CURRENT ? "current" : "previous"; }
+
+int sat_query_parse(const char *name, SatQuery *q) {
+    if (!strcmp(name, "previous")) *q = SAT_QUERY_PREVIOUS;
+    else if (!strcmp(name, "current")) *q = SAT_QUERY_CURRENT;
+    else return -1;
+    return 0;
+}
+
 void sat_config_default(SatConfig *c) {
     memset(c, 0, sizeof *c);
     c->image_size = 64;
@@ -34,6 +43,7 @@ void sat_config_default(SatConfig *c) {
     c->attn.score = ATTN_MULTIPLICATIVE;
     c->hard = 0;
     c->beta_vector = 0;
+    c->query = SAT_QUERY_PREVIOUS;
     c->lambda = 1.0f;
     c->dropout = 0.0f;
     c->entropy_weight = 0.002f;
@@ -76,10 +86,10 @@ void sat_config_format(const SatConfig *c, char *buf, size_t n) {
     snprintf(buf, n,
              "image_size=%d channels=%s in_channels=%d embed=%d hidden=%d vocab=%d max_len=%d "
              "attention=%s attn_dim=%d heads=%d window=%d score=%s hard=%d beta_vector=%d "
-             "lambda=%.9g dropout=%.9g entropy=%.9g baseline_decay=%.9g",
+             "query=%s lambda=%.9g dropout=%.9g entropy=%.9g baseline_decay=%.9g",
              c->image_size, ch, c->cnn.in_channels, c->E, c->H, c->V, c->max_len,
              attn_kind_name(c->attn.kind), c->attn.A, c->attn.heads, c->attn.window,
-             attn_kind_name(c->attn.score), c->hard, c->beta_vector, (double)c->lambda,
+             attn_kind_name(c->attn.score), c->hard, c->beta_vector, sat_query_name(c->query), (double)c->lambda,
              (double)c->dropout, (double)c->entropy_weight, (double)c->baseline_decay);
 }
 
@@ -128,6 +138,7 @@ int sat_config_parse(SatConfig *c, const char *text, Error *err) {
         else if (!strcmp(k, "score")) bad = attn_kind_parse(v, &c->attn.score);
         else if (!strcmp(k, "hard")) bad = parse_int_(v, &c->hard);
         else if (!strcmp(k, "beta_vector")) bad = parse_int_(v, &c->beta_vector);
+        else if (!strcmp(k, "query")) bad = sat_query_parse(v, &c->query);
         else if (!strcmp(k, "lambda")) bad = parse_float_(v, &c->lambda);
         else if (!strcmp(k, "dropout")) bad = parse_float_(v, &c->dropout);
         else if (!strcmp(k, "entropy")) bad = parse_float_(v, &c->entropy_weight);
@@ -341,15 +352,37 @@ static void gate_forward_(float *beta, float *z, const float *h, const float *ct
     }
 }
 
+// Step t's attention with query q (B, H): alpha_t, ctx_t (a sampled annotation when
+// sampling), beta_t and z_t = beta_t ctx_t.
+static void attend_forward_(SatModel *m, int t, const float *q, int B, int sample, Rng *rng) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    const SatParams *p = &m->p;
+    const int L = sat_L(c), D = sat_D(c), H = c->H, nb = nbeta_(c);
+    const size_t cache = attn_step_cache_floats(&c->attn, B, L);
+    float *ctx = a->ctx + (size_t)t * B * D;
+    float *alpha = a->alpha + (size_t)t * B * L;
+    attn_forward(ctx, alpha, a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn,
+                 &c->attn, t, B, L);
+    for (int b = 0; b < B; b++) {
+        int s = -1;
+        if (sample) {
+            s = rng_categorical(rng, alpha + (size_t)b * L, L);
+            memcpy(ctx + (size_t)b * D, a->annot + ((size_t)b * L + s) * D, (size_t)D * sizeof(float));
+        }
+        a->sample[t * B + b] = s;
+    }
+    gate_forward_(a->beta + (size_t)t * B * nb, a->z + (size_t)t * B * D, q, ctx, p, B, H, D, nb);
+}
+
 void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *words,
                  const int *lens, int B, int train, Rng *rng) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
     SatParams *p = &m->p;
     CHECK(a->B >= B && B >= 1, "batch %d, activations for %d", B, a->B);
-    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = nbeta_(c);
+    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V;
     const int I = E + D, ML = c->max_len;
-    const size_t cache = attn_step_cache_floats(&c->attn, B, L);
     int T = 0;
     for (int b = 0; b < B; b++) {
         CHECK(lens[b] >= 0 && lens[b] <= ML, "caption length %d", lens[b]);
@@ -373,30 +406,23 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     embedding_forward(a->emb, a->in_tok, p->embed, T * B, E);  // into o (a->emb == a->o)
 
     const int sample = c->hard && train;
+    const int after = c->query == SAT_QUERY_CURRENT;
     for (int t = 0; t < T; t++) {
         const float *h = a->hs + (size_t)t * B * H;
-        float *ctx = a->ctx + (size_t)t * B * D;
-        float *alpha = a->alpha + (size_t)t * B * L;
-        attn_forward(ctx, alpha, a->acache + t * cache, a->prep, a->annot, h, NULL, &p->attn,
-                     &c->attn, t, B, L);
-        for (int b = 0; b < B; b++) {
-            int s = -1;
-            if (sample) {
-                s = rng_categorical(rng, alpha + (size_t)b * L, L);
-                memcpy(ctx + (size_t)b * D, a->annot + ((size_t)b * L + s) * D, (size_t)D * sizeof(float));
-            }
-            a->sample[t * B + b] = s;
-        }
+        float *hn = a->hs + (size_t)(t + 1) * B * H;
         float *z = a->z + (size_t)t * B * D;
-        gate_forward_(a->beta + (size_t)t * B * nb, z, h, ctx, p, B, H, D, nb);
+        // query previous: attend with h_t, feed z_t; current: feed z_{t-1}, attend with h_{t+1}
+        if (!after) attend_forward_(m, t, h, B, sample, rng);
+        const float *zin = !after ? z : t > 0 ? z - (size_t)B * D : a->zeros;
         const float *emb = a->emb + (size_t)t * B * E;
         for (int b = 0; b < B; b++) {
             memcpy(a->xin + (size_t)b * I, emb + (size_t)b * E, (size_t)E * sizeof(float));
-            memcpy(a->xin + (size_t)b * I + E, z + (size_t)b * D, (size_t)D * sizeof(float));
+            memcpy(a->xin + (size_t)b * I + E, zin + (size_t)b * D, (size_t)D * sizeof(float));
         }
-        lstm_forward(a->hs + (size_t)(t + 1) * B * H, a->cs + (size_t)(t + 1) * B * H,
-                     a->gates + (size_t)t * B * 4 * H, a->xh + (size_t)t * B * (I + H), a->xin, h,
-                     a->cs + (size_t)t * B * H, p->lstm_W, p->lstm_b, B, I, H);
+        lstm_forward(hn, a->cs + (size_t)(t + 1) * B * H, a->gates + (size_t)t * B * 4 * H,
+                     a->xh + (size_t)t * B * (I + H), a->xin, h, a->cs + (size_t)t * B * H,
+                     p->lstm_W, p->lstm_b, B, I, H);
+        if (after) attend_forward_(m, t, hn, B, sample, rng);
     }
 
     // Dropout on h, then the deep output over all steps at once.
@@ -462,14 +488,76 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     out->loss = (ce + ds + extra) / B;
 }
 
+// Backward of attend_forward_ for step t: from dz_t (complete) to dq (B, H) (accumulated),
+// the attention's and the gate's parameters, and the annotations (a->dannot, a->dprep).
+static void attend_backward_(SatModel *m, int t, const float *q, float *dq, float base,
+                             int sample) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    SatParams *p = &m->p, *g = &m->g;
+    const int B = m->Bb, L = sat_L(c), D = sat_D(c), H = c->H, nb = nbeta_(c);
+    const size_t cache = attn_step_cache_floats(&c->attn, B, L);
+    const float invB = 1.0f / (float)B;
+    const float *ctx = a->ctx + (size_t)t * B * D;
+    const float *alpha = a->alpha + (size_t)t * B * L;
+    const float *beta = a->beta + (size_t)t * B * nb;
+    const float *dz = a->dz + (size_t)t * B * D;
+    // z = beta * ctx
+    for (int b = 0; b < B; b++) {
+        const float *cr = ctx + (size_t)b * D, *zr = dz + (size_t)b * D;
+        const float *br = beta + (size_t)b * nb;
+        float *dcr = a->dctx + (size_t)b * D, *dbr = a->dbeta + (size_t)b * nb;
+        if (nb == 1) {
+            float s = 0.0f;
+            for (int d = 0; d < D; d++) {
+                s += zr[d] * cr[d];
+                dcr[d] = zr[d] * br[0];
+            }
+            dbr[0] = s * br[0] * (1.0f - br[0]);
+        } else {
+            for (int d = 0; d < D; d++) {
+                dcr[d] = zr[d] * br[d];
+                dbr[d] = zr[d] * cr[d] * br[d] * (1.0f - br[d]);
+            }
+        }
+    }
+    linear_backward(dq, g->W_beta, g->b_beta, a->dbeta, q, p->W_beta, B, H, nb);
+    // dalpha: doubly stochastic term, plus REINFORCE and entropy for hard attention
+    for (int b = 0; b < B; b++) {
+        float *dar = a->dalpha + (size_t)b * L;
+        if (t >= a->steps[b]) {
+            memset(dar, 0, (size_t)L * sizeof(float));
+            continue;
+        }
+        memcpy(dar, a->dstoch + (size_t)b * L, (size_t)L * sizeof(float));
+        if (sample) {
+            const float *al = alpha + (size_t)b * L;
+            int s = a->sample[t * B + b];
+            float adv = a->reward[b] - base;
+            dar[s] += -adv / fmaxf(al[s], 1e-30f) * invB;
+            for (int l = 0; l < L; l++)
+                if (al[l] > 0) dar[l] += c->entropy_weight * (logf(al[l]) + 1.0f) * invB;
+        }
+    }
+    if (sample) {
+        // ctx row = a_{s}: its gradient goes to that annotation; no path through alpha.
+        for (int b = 0; b < B; b++) {
+            float *dst = a->dannot + ((size_t)b * L + a->sample[t * B + b]) * D;
+            const float *src = a->dctx + (size_t)b * D;
+            for (int d = 0; d < D; d++) dst[d] += src[d];
+        }
+    }
+    attn_backward(a->dannot, a->dprep, dq, &g->attn, sample ? a->zeros : a->dctx, a->dalpha,
+                  a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn, &c->attn, t, B, L);
+}
+
 void sat_backward(SatModel *m) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
     SatParams *p = &m->p, *g = &m->g;
     const int B = m->Bb, T = m->Tb, TB = T * B;
-    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = nbeta_(c);
+    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V;
     const int I = E + D;
-    const size_t cache = attn_step_cache_floats(&c->attn, B, L);
     const size_t prepn = attn_prep_floats(&c->attn, B, L);
     const float invB = 1.0f / (float)B;
     const int sample = c->hard && a->sample[0] >= 0;
@@ -521,18 +609,17 @@ void sat_backward(SatModel *m) {
             for (int u = 0; u < a->steps[b]; u++) s += a->alpha[((size_t)u * B + b) * L + l];
             dstoch[(size_t)b * L + l] = (float)(-2.0 * c->lambda * (1.0 - s)) * invB;
         }
+    const int after = c->query == SAT_QUERY_CURRENT;
     for (int t = T - 1; t >= 0; t--) {
-        const float *h = a->hs + (size_t)t * B * H;
-        float *dh = a->dhs + (size_t)t * B * H;
-        const float *ctx = a->ctx + (size_t)t * B * D;
-        const float *alpha = a->alpha + (size_t)t * B * L;
-        const float *beta = a->beta + (size_t)t * B * nb;
-        float *dz = a->dz + (size_t)t * B * D;
-        // LSTM step
+        // query previous: z_t fed step t's LSTM, whose h_t queried; current: the LSTM of
+        // step t read z_{t-1}, and h_{t+1} queried (its gradient is whole once the
+        // attention's part is in, before the LSTM step's backward).
+        if (after) attend_backward_(m, t, a->hs + (size_t)(t + 1) * B * H,
+                                    a->dhs + (size_t)(t + 1) * B * H, base, sample);
         memset(a->dx, 0, (size_t)B * I * sizeof(float));
         float *dc_prev = a->dcs + (size_t)(t & 1) * B * H;
         memset(dc_prev, 0, (size_t)B * H * sizeof(float));
-        lstm_backward(a->dx, dh, dc_prev, NULL, g->lstm_b,
+        lstm_backward(a->dx, a->dhs + (size_t)t * B * H, dc_prev, NULL, g->lstm_b,
                       a->dhs + (size_t)(t + 1) * B * H, a->dcs + (size_t)((t + 1) & 1) * B * H,
                       a->gates + (size_t)t * B * 4 * H, a->xh + (size_t)t * B * (I + H),
                       a->cs + (size_t)t * B * H, a->cs + (size_t)(t + 1) * B * H, p->lstm_W,
@@ -541,63 +628,15 @@ void sat_backward(SatModel *m) {
         // one weight-gradient GEMM over all steps after the loop.
         memcpy(a->gates + (size_t)t * B * 4 * H, a->lstm_scratch, (size_t)B * 4 * H * sizeof(float));
         float *demb = a->demb + (size_t)t * B * E;
+        float *dzin = !after ? a->dz + (size_t)t * B * D : t > 0 ? a->dz + (size_t)(t - 1) * B * D : NULL;
         for (int b = 0; b < B; b++) {
             const float *dxr = a->dx + (size_t)b * I;
             for (int e = 0; e < E; e++) demb[(size_t)b * E + e] += dxr[e];
-            for (int d = 0; d < D; d++) dz[(size_t)b * D + d] += dxr[E + d];
+            if (dzin)
+                for (int d = 0; d < D; d++) dzin[(size_t)b * D + d] += dxr[E + d];
         }
-        // z = beta * ctx
-        for (int b = 0; b < B; b++) {
-            const float *cr = ctx + (size_t)b * D, *zr = dz + (size_t)b * D;
-            const float *br = beta + (size_t)b * nb;
-            float *dcr = a->dctx + (size_t)b * D, *dbr = a->dbeta + (size_t)b * nb;
-            if (nb == 1) {
-                float s = 0.0f;
-                for (int d = 0; d < D; d++) {
-                    s += zr[d] * cr[d];
-                    dcr[d] = zr[d] * br[0];
-                }
-                dbr[0] = s * br[0] * (1.0f - br[0]);
-            } else {
-                for (int d = 0; d < D; d++) {
-                    dcr[d] = zr[d] * br[d];
-                    dbr[d] = zr[d] * cr[d] * br[d] * (1.0f - br[d]);
-                }
-            }
-        }
-        linear_backward(dh, g->W_beta, g->b_beta, a->dbeta, h, p->W_beta, B, H, nb);
-        // dalpha: doubly stochastic term, plus REINFORCE and entropy for hard attention
-        for (int b = 0; b < B; b++) {
-            float *dar = a->dalpha + (size_t)b * L;
-            if (t >= a->steps[b]) {
-                memset(dar, 0, (size_t)L * sizeof(float));
-                continue;
-            }
-            memcpy(dar, dstoch + (size_t)b * L, (size_t)L * sizeof(float));
-            if (sample) {
-                const float *al = alpha + (size_t)b * L;
-                int s = a->sample[t * B + b];
-                float adv = a->reward[b] - base;
-                dar[s] += -adv / fmaxf(al[s], 1e-30f) * invB;
-                for (int l = 0; l < L; l++)
-                    if (al[l] > 0) dar[l] += c->entropy_weight * (logf(al[l]) + 1.0f) * invB;
-            }
-        }
-        if (sample) {
-            // ctx row = a_{s}: its gradient goes to that annotation; no path through alpha.
-            for (int b = 0; b < B; b++) {
-                float *dst = a->dannot + ((size_t)b * L + a->sample[t * B + b]) * D;
-                const float *src = a->dctx + (size_t)b * D;
-                for (int d = 0; d < D; d++) dst[d] += src[d];
-            }
-            attn_backward(a->dannot, a->dprep, dh, &g->attn, a->zeros, a->dalpha,
-                          a->acache + t * cache, a->prep, a->annot, h, NULL, &p->attn, &c->attn,
-                          t, B, L);
-        } else {
-            attn_backward(a->dannot, a->dprep, dh, &g->attn, a->dctx, a->dalpha,
-                          a->acache + t * cache, a->prep, a->annot, h, NULL, &p->attn, &c->attn,
-                          t, B, L);
-        }
+        if (!after) attend_backward_(m, t, a->hs + (size_t)t * B * H, a->dhs + (size_t)t * B * H,
+                                     base, sample);
     }
     // dW_lstm (4H, I + H) += dgates^T @ xh over all T * B rows at once.
     gemm(true, false, 4 * H, I + H, TB, 1.0f, a->gates, 4 * H, a->xh, I + H, 1.0f, g->lstm_W,
@@ -722,7 +761,8 @@ void sat_decode_ctx_init(SatDecodeCtx *d, SatModel *m, const float *images, int 
         (size_t)R * H, (size_t)R * H, (size_t)R * H, (size_t)R * H,
         (size_t)R * D, (size_t)R * L, cache + 1, (size_t)R * nb, (size_t)R * D, (size_t)R * E,
         (size_t)R * I, (size_t)R * (I + H), (size_t)R * 4 * H, (size_t)R * E, (size_t)R * V,
-        (size_t)TS * R * L, (size_t)B * D, (size_t)R * H, (size_t)R * H};
+        (size_t)TS * R * L, (size_t)B * D, (size_t)R * H, (size_t)R * H, (size_t)R * D,
+        (size_t)R * D};
     enum { NS = sizeof sizes / sizeof sizes[0] };
     size_t total = 0;
     for (int i = 0; i < NS; i++) total += (sizes[i] + 15) & ~(size_t)15;
@@ -756,6 +796,8 @@ void sat_decode_ctx_init(SatDecodeCtx *d, SatModel *m, const float *images, int 
     float *mean = ptrs[20];
     d->hn = ptrs[21];
     d->cn = ptrs[22];
+    d->zp = ptrs[23];  // zero: the first step's z_{-1}
+    d->zp2 = ptrs[24];
     d->ints = xcalloc((size_t)2 * R, sizeof(int));
     d->row_image = d->ints;
     d->row_image2 = d->ints + R;
@@ -781,16 +823,28 @@ void sat_decode_ctx_free(SatDecodeCtx *d) {
     memset(d, 0, sizeof *d);
 }
 
+// Attention, its history and the gate z for rows 0..n-1 with queries q (n, H).
+static void attend_rows_(SatDecodeCtx *d, int n, const float *q) {
+    const SatConfig *c = &d->m->cfg;
+    const SatParams *p = &d->m->p;
+    const int L = sat_L(c), D = sat_D(c), H = c->H, nb = nbeta_(c);
+    attn_forward(d->ctx, d->alpha, d->cache, d->rp, d->rk, q, NULL, &p->attn, &c->attn, d->t, n,
+                 L);
+    memcpy(d->alpha_hist + (size_t)d->t * d->R * L, d->alpha, (size_t)n * L * sizeof(float));
+    gate_forward_(d->beta, d->z, q, d->ctx, p, n, H, D, nb);
+}
+
 void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float *logprobs) {
     SatDecodeCtx *d = vctx;
     SatModel *m = d->m;
     const SatConfig *c = &m->cfg;
     const SatParams *p = &m->p;
-    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = nbeta_(c);
+    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V;
     const int I = E + D;
     const size_t prep1 = attn_prep_floats(&c->attn, 1, L);
     CHECK(n >= 1 && n <= d->R, "rows %d, capacity %d", n, d->R);
     CHECK(d->t <= c->max_len, "step %d past the limit", d->t);
+    const int after = c->query == SAT_QUERY_CURRENT;
     // Gather the parents' states, images, keys.
     for (int r = 0; r < n; r++) {
         int q = parent[r];
@@ -798,21 +852,23 @@ void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float
         d->row_image2[r] = img;
         memcpy(d->h2 + (size_t)r * H, d->h + (size_t)q * H, (size_t)H * sizeof(float));
         memcpy(d->c2 + (size_t)r * H, d->c + (size_t)q * H, (size_t)H * sizeof(float));
+        if (after) memcpy(d->zp2 + (size_t)r * D, d->zp + (size_t)q * D, (size_t)D * sizeof(float));
         memcpy(d->rk + (size_t)r * L * D, d->annot + (size_t)img * L * D, (size_t)L * D * sizeof(float));
         if (prep1)
             memcpy(d->rp + (size_t)r * prep1, d->prep + (size_t)img * prep1, prep1 * sizeof(float));
     }
-    attn_forward(d->ctx, d->alpha, d->cache, d->rp, d->rk, d->h2, NULL, &p->attn, &c->attn, d->t,
-                 n, L);
-    memcpy(d->alpha_hist + (size_t)d->t * d->R * L, d->alpha, (size_t)n * L * sizeof(float));
-    gate_forward_(d->beta, d->z, d->h2, d->ctx, p, n, H, D, nb);
+    // The same order as sat_forward: query previous attends with the parents' h, query
+    // current with the new state after reading the token and the parents' z.
+    if (!after) attend_rows_(d, n, d->h2);
     embedding_forward(d->emb, token, p->embed, n, E);
+    const float *zin = after ? d->zp2 : d->z;
     for (int r = 0; r < n; r++) {
         memcpy(d->xin + (size_t)r * I, d->emb + (size_t)r * E, (size_t)E * sizeof(float));
-        memcpy(d->xin + (size_t)r * I + E, d->z + (size_t)r * D, (size_t)D * sizeof(float));
+        memcpy(d->xin + (size_t)r * I + E, zin + (size_t)r * D, (size_t)D * sizeof(float));
     }
     lstm_forward(d->hn, d->cn, d->gates, d->xh, d->xin, d->h2, d->c2, p->lstm_W, p->lstm_b, n, I,
                  H);
+    if (after) attend_rows_(d, n, d->hn);
     memcpy(d->o, d->emb, (size_t)n * E * sizeof(float));
     gemm(false, true, n, E, H, 1.0f, d->hn, H, p->L_h, H, 1.0f, d->o, E);
     gemm(false, true, n, E, D, 1.0f, d->z, D, p->L_z, D, 1.0f, d->o, E);
@@ -834,6 +890,9 @@ void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float
     float *t;
     t = d->h; d->h = d->hn; d->hn = t;
     t = d->c; d->c = d->cn; d->cn = t;
+    if (after) {
+        t = d->zp; d->zp = d->z; d->z = t;
+    }
     int *ti = d->row_image; d->row_image = d->row_image2; d->row_image2 = ti;
     d->t++;
 }

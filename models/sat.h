@@ -11,6 +11,12 @@
 //     beta_t = sigmoid(W_beta h_t + b_beta)           scalar (1) or vector (D) gate
 //     h_{t+1}, c_{t+1} = LSTM([E y_t, z_t], h_t, c_t)
 //     logits_t = L_o (E y_t + L_h drop(h_{t+1}) + L_z z_t) + b_o    (deep output)
+// With query = SAT_QUERY_CURRENT (the order of Lu et al. 2017, "Knowing When to Look",
+// with the previous context fed back as in Luong et al. 2015) the step reads its word
+// first and attends with the new state, so the attention knows the word it follows:
+//     h_{t+1}, c_{t+1} = LSTM([E y_t, z_{t-1}], h_t, c_t)     (z_{-1} = 0)
+//     alpha_t, ctx_t = attention(query h_{t+1}, keys a); beta_t from h_{t+1}
+//     logits_t as above.
 //   loss = (1/B) [ sum_t CE(logits_t, target_t) + lambda sum_b sum_i (1 - sum_t alpha_bti)^2 ]
 //   hard attention adds (1/B) sum_b [-(R_b - baseline) sum_t log alpha_{t,b,s_t}]
 //   - entropy_weight (1/B) sum_{b,t} H(alpha_bt), R_b = sum_t log p(target) (the
@@ -34,6 +40,9 @@
 #include "seq/attention.h"
 #include "vision/cnn.h"
 
+// Which LSTM state queries the attention of step t (see above).
+typedef enum { SAT_QUERY_PREVIOUS = 0, SAT_QUERY_CURRENT = 1 } SatQuery;
+
 typedef struct {
     int image_size;       // S (default 64)
     CnnConfig cnn;        // encoder layers (default 32, 64, 128)
@@ -43,11 +52,16 @@ typedef struct {
     AttnConfig attn;      // kind, A (attn-dim 128), heads, window; D, H filled by sat_config_finish
     int hard;             // 1: stochastic hard attention (REINFORCE)
     int beta_vector;      // 1: gate beta is a D-vector; 0: scalar
+    SatQuery query;       // SAT_QUERY_PREVIOUS (Xu et al. 2015, default) or _CURRENT
     float lambda;         // doubly stochastic weight (1)
     float dropout;        // dropout probability on h before the deep output (0 = off)
     float entropy_weight; // hard only (0.002, arctic-captions)
     float baseline_decay; // hard only (0.9)
 } SatConfig;
+
+// "previous" / "current" and back (0, or -1 for an unknown name).
+const char *sat_query_name(SatQuery q);
+int sat_query_parse(const char *name, SatQuery *q);
 
 // The defaults of bin/caption (V left 0).
 void sat_config_default(SatConfig *c);
@@ -166,6 +180,7 @@ typedef struct {
     float *annot, *prep;         // per image (B, L, D), (B, prep)
     float *rk, *rp;              // per row keys and prep (R, L, D), (R, prep)
     float *h, *c, *h2, *c2;      // (R, H): the last call's rows, gathered parents
+    float *zp, *zp2;             // (R, D): query current: the last call's z, gathered
     float *hn, *cn;              // (R, H): this call's new states
     float *ctx, *alpha, *cache, *beta, *z, *emb, *xin, *xh, *gates, *o, *logits;
     float *alpha_hist;           // (max_len, R, L)

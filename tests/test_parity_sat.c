@@ -181,6 +181,7 @@ done:
 
 static void test_parity_sat_scalar_gate(void) { check_fixture("sat_scalar_gate.safetensors"); }
 static void test_parity_sat_vector_gate(void) { check_fixture("sat_vector_gate.safetensors"); }
+static void test_parity_sat_query_current(void) { check_fixture("sat_query_current.safetensors"); }
 
 // The comparison itself must be able to fail: a perturbed tensor is caught.
 static void test_parity_compare_catches_error(void) {
@@ -197,5 +198,6 @@ int main(void) {
     RUN(test_parity_compare_catches_error);
     RUN(test_parity_sat_scalar_gate);
     RUN(test_parity_sat_vector_gate);
+    RUN(test_parity_sat_query_current);
     return test_summary();
 }

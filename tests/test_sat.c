@@ -97,9 +97,10 @@ static int check_model(Fixture *f, const char *name, int max_checks) {
     return r;
 }
 
-static void gradcheck_kind(AttnKind kind, int beta_vector, const char *name) {
+static void gradcheck_query(AttnKind kind, int beta_vector, SatQuery query, const char *name) {
     SatConfig c = tiny_config(kind);
     c.beta_vector = beta_vector;
+    c.query = query;
     Fixture *f = calloc(1, sizeof *f);
     // Seed 4 keeps every ReLU / max-pool input of the tiny CNN and the local window's
     // edges farther than eps from their kinks, where central differences are meaningless
@@ -108,6 +109,10 @@ static void gradcheck_kind(AttnKind kind, int beta_vector, const char *name) {
     EXPECT(check_model(f, name, 0) == 0, "%s: gradient check failed", name);
     sat_free(&f->m);
     free(f);
+}
+
+static void gradcheck_kind(AttnKind kind, int beta_vector, const char *name) {
+    gradcheck_query(kind, beta_vector, SAT_QUERY_PREVIOUS, name);
 }
 
 static void test_gradcheck_additive(void) { gradcheck_kind(ATTN_ADDITIVE, 0, "sat additive"); }
@@ -121,6 +126,13 @@ static void test_gradcheck_multihead(void) { gradcheck_kind(ATTN_MULTIHEAD, 0, "
 static void test_gradcheck_scaled_dot(void) { gradcheck_kind(ATTN_SCALED_DOT, 0, "sat scaled-dot"); }
 static void test_gradcheck_local_monotonic(void) {
     gradcheck_kind(ATTN_LOCAL_MONOTONIC, 0, "sat local-monotonic");
+}
+// Query current: the LSTM reads z_{t-1} and h_{t+1} queries, so the gradient takes
+// other paths through time.
+static void test_gradcheck_query_current(void) {
+    gradcheck_query(ATTN_ADDITIVE, 0, SAT_QUERY_CURRENT, "sat additive query-current");
+    gradcheck_query(ATTN_LOCAL_MONOTONIC, 1, SAT_QUERY_CURRENT,
+                    "sat local-monotonic beta-vector query-current");
 }
 static void test_gradcheck_none(void) { gradcheck_kind(ATTN_NONE, 0, "sat none"); }
 static void test_gradcheck_local_predictive(void) {
@@ -273,8 +285,9 @@ static void test_hard_gradcheck(void) {
 // Greedy decoding (beam 1, no length normalisation) scores each caption by the sum of
 // its log-probabilities: that must equal the teacher-forced log-likelihood of the same
 // caption, so the decoding step and the training forward agree.
-static void test_greedy_matches_teacher_forcing(void) {
+static void greedy_matches_teacher_forcing(SatQuery query) {
     SatConfig c = tiny_config(ATTN_ADDITIVE);
+    c.query = query;
     Fixture *f = calloc(1, sizeof *f);
     fixture_init(f, &c, 9);
     f->m.p.b_o[VOCAB_END] += 1.5f;  // captions that end before the limit
@@ -305,6 +318,13 @@ static void test_greedy_matches_teacher_forcing(void) {
     }
     sat_free(&f->m);
     free(f);
+}
+
+static void test_greedy_matches_teacher_forcing(void) {
+    greedy_matches_teacher_forcing(SAT_QUERY_PREVIOUS);
+}
+static void test_greedy_matches_teacher_forcing_query_current(void) {
+    greedy_matches_teacher_forcing(SAT_QUERY_CURRENT);
 }
 
 // Beam search on the model returns captions of valid word ids, at most max_len long,
@@ -378,13 +398,17 @@ static void test_config_roundtrip(void) {
     c.beta_vector = 1;
     c.hard = 0;
     c.dropout = 0.25f;
+    c.query = SAT_QUERY_CURRENT;
     char buf[1024], buf2[1024];
     sat_config_format(&c, buf, sizeof buf);
     Error err;
     EXPECT(sat_config_parse(&d, buf, &err) == 0, "%s", err.msg);
     sat_config_format(&d, buf2, sizeof buf2);
     EXPECT(strcmp(buf, buf2) == 0, "%s != %s", buf, buf2);
-    EXPECT(d.attn.kind == ATTN_LOCAL_MONOTONIC && d.beta_vector == 1 && d.E == 5, "fields");
+    EXPECT(d.attn.kind == ATTN_LOCAL_MONOTONIC && d.beta_vector == 1 && d.E == 5 &&
+               d.query == SAT_QUERY_CURRENT,
+           "fields");
+    EXPECT(sat_config_parse(&d, "query=sideways", &err) == -1, "bad query accepted");
     EXPECT(sat_config_parse(&d, "image_size=8 bogus=3", &err) == -1, "unknown key accepted");
     EXPECT(strstr(err.msg, "bogus") != NULL, "%s", err.msg);
 }
@@ -399,11 +423,13 @@ int main(void) {
     RUN(test_gradcheck_local_predictive);
     RUN(test_gradcheck_local_monotonic);
     RUN(test_gradcheck_none);
+    RUN(test_gradcheck_query_current);
     RUN(test_doubly_stochastic);
     RUN(test_hard_reinforce_positive);
     RUN(test_hard_reinforce_negative);
     RUN(test_hard_gradcheck);
     RUN(test_greedy_matches_teacher_forcing);
+    RUN(test_greedy_matches_teacher_forcing_query_current);
     RUN(test_beam_returns_captions);
     RUN(test_parallel_matches_serial);
     return test_summary();

@@ -186,6 +186,14 @@ def main():
             p, sat_ref.SatConfig(image_size=8, channels=(3,), in_channels=1, E=4, H=6, V=9,
                                  max_len=3, A=5, beta_vector=1, lam=0.5),
             B=2, lens=[3, 1], seed=9)),
+        # Query current (the LSTM reads the previous z, the new state queries). Seed 10 drew
+        # an attn.W_q gradient ~1000x smaller than the other tensors', below the float32
+        # rounding the rest of the graph leaves in it (the tests' atol scales with each
+        # tensor's own largest element); seed 11 does not.
+        ("sat_query_current.safetensors", lambda p: make_sat(
+            p, sat_ref.SatConfig(image_size=16, channels=(4, 6), in_channels=3, E=5, H=7, V=11,
+                                 max_len=4, A=8, beta_vector=0, lam=1.0, query="current"),
+            B=3, lens=[4, 0, 2], seed=11)),
     ]
     for name, fn in jobs:
         path = os.path.join(out, name)

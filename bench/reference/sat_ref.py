@@ -14,7 +14,9 @@ Step t = 0..n uses h_t (h_0 from the mean annotation): alpha_t, ctx_t = attentio
 z_t = beta_t ctx_t, h_{t+1} = LSTM([E y_t, z_t], h_t), logits = L_o(E y_t + L_h h_{t+1} +
 L_z z_t) + b_o; input tokens <start>, w_1..w_n, target w_1..w_n, <end> (ids: <pad> 0,
 <start> 1, <end> 2). loss = (sum_b sum_{t <= n_b} CE + lambda sum_b sum_l
-(1 - sum_{t <= n_b} alpha_btl)^2) / B.
+(1 - sum_{t <= n_b} alpha_btl)^2) / B. With query "current" the step reads first and
+attends after: h_{t+1} = LSTM([E y_t, z_{t-1}], h_t) (z_{-1} = 0), then alpha_t, ctx_t =
+attention(h_{t+1}, a) and beta_t from h_{t+1}; the output layer is the same.
 
 As a program (bench/reference/bench_train.py runs it):
     sat_ref.py train --captions captions.tsv --vocab 51 --batch 32 [--steps 8] [--threads 1]
@@ -44,10 +46,10 @@ PAD, START, END = 0, 1, 2
 
 class SatConfig:
     def __init__(self, image_size=64, channels=(32, 64, 128), in_channels=3, E=128, H=256,
-                 V=0, max_len=16, A=128, beta_vector=0, lam=1.0):
+                 V=0, max_len=16, A=128, beta_vector=0, lam=1.0, query="previous"):
         self.image_size, self.channels, self.in_channels = image_size, tuple(channels), in_channels
         self.E, self.H, self.V, self.max_len, self.A = E, H, V, max_len, A
-        self.beta_vector, self.lam = beta_vector, lam
+        self.beta_vector, self.lam, self.query = beta_vector, lam, query
 
     @property
     def D(self):
@@ -65,14 +67,15 @@ class SatConfig:
         return {"image_size": self.image_size, "channels": ",".join(map(str, self.channels)),
                 "in_channels": self.in_channels, "embed": self.E, "hidden": self.H,
                 "vocab": self.V, "max_len": self.max_len, "attn_dim": self.A,
-                "beta_vector": self.beta_vector, "lambda": repr(float(self.lam))}
+                "beta_vector": self.beta_vector, "lambda": repr(float(self.lam)),
+                "query": self.query}
 
     def c_config(self):
         """The same configuration in sat_config_parse's key=value form."""
         m = self.as_meta()
         return " ".join(f"{k}={m[k]}" for k in ("image_size", "channels", "in_channels", "embed",
                                                    "hidden", "vocab", "max_len", "attn_dim",
-                                                   "beta_vector", "lambda")) + \
+                                                   "beta_vector", "lambda", "query")) + \
             " attention=additive hard=0 dropout=0"
 
 
@@ -131,19 +134,33 @@ def init_state(p, annot):
             torch.tanh(torch.addmm(p["init.b_c"], mean, p["init.W_c"].t())))
 
 
-def step(p, c, annot, prep, h, cst, tok_emb):
-    """One decoder step: returns alpha (B, L), z (B, D), h', c', logits (B, V)."""
-    qp = torch.addmm(p["attn.b"], h, p["attn.W_q"].t())
+def attend(p, annot, prep, q):
+    """Additive attention and the gate with query q (B, H): alpha (B, L), z (B, D)."""
+    qp = torch.addmm(p["attn.b"], q, p["attn.W_q"].t())
     e = torch.tanh(prep + qp[:, None, :]) @ p["attn.w"]
     alpha = torch.softmax(e, dim=1)
     ctx = torch.bmm(alpha[:, None, :], annot)[:, 0]
-    beta = torch.sigmoid(torch.addmm(p["gate.b"], h, p["gate.W"].t()))
-    z = beta * ctx
-    xh = torch.cat([tok_emb, z, h], dim=1)
-    pre = torch.addmm(p["lstm.b"], xh, p["lstm.W"].t())
+    beta = torch.sigmoid(torch.addmm(p["gate.b"], q, p["gate.W"].t()))
+    return alpha, beta * ctx
+
+
+def lstm(p, x, h, cst):
+    pre = torch.addmm(p["lstm.b"], torch.cat([x, h], dim=1), p["lstm.W"].t())
     i, f, g, o = pre.chunk(4, dim=1)
     cn = torch.sigmoid(f) * cst + torch.sigmoid(i) * torch.tanh(g)
-    hn = torch.sigmoid(o) * torch.tanh(cn)
+    return torch.sigmoid(o) * torch.tanh(cn), cn
+
+
+def step(p, c, annot, prep, h, cst, zprev, tok_emb):
+    """One decoder step: returns alpha (B, L), z (B, D), h', c', logits (B, V).
+    query previous (Xu et al.): attend with h, the LSTM reads [E y, z]; query current:
+    the LSTM reads [E y, zprev] (the previous step's z), then attends with h'."""
+    if c.query == "current":
+        hn, cn = lstm(p, torch.cat([tok_emb, zprev], dim=1), h, cst)
+        alpha, z = attend(p, annot, prep, hn)
+    else:
+        alpha, z = attend(p, annot, prep, h)
+        hn, cn = lstm(p, torch.cat([tok_emb, z], dim=1), h, cst)
     out = tok_emb + hn @ p["out.L_h"].t() + z @ p["out.L_z"].t()
     logits = torch.addmm(p["out.b_o"], out, p["out.L_o"].t())
     return alpha, z, hn, cn, logits
@@ -174,8 +191,9 @@ def forward(p, c, images, words, lens, keep=False):
     in_tok, target = tokens(words, lens, c.max_len)
     emb = p["embed"][in_tok]  # (T, B, E)
     alphas, logits = [], []
+    z = torch.zeros(B, c.D, dtype=annot.dtype)
     for t in range(in_tok.shape[0]):
-        alpha, z, h, cst, lg = step(p, c, annot, prep, h, cst, emb[t])
+        alpha, z, h, cst, lg = step(p, c, annot, prep, h, cst, z, emb[t])
         alphas.append(alpha)
         logits.append(lg)
     alpha = torch.stack(alphas)
@@ -204,6 +222,7 @@ def beam_search(p, c, images, beam, margins=None):
         B, K, V = images.shape[0], beam, c.V
         annot = encode(p, c, images)
         h, cst = init_state(p, annot)
+        z = torch.zeros(B, c.D, dtype=annot.dtype)
         prep = annot @ p["attn.W_k"].t()
         act = torch.arange(B)                  # images still decoding
         row_img = act.clone()                  # image of each row
@@ -215,7 +234,7 @@ def beam_search(p, c, images, beam, margins=None):
         n_fin = torch.zeros(B, dtype=torch.long)
         kr = 1
         for t in range(c.max_len + 1):
-            _, _, h, cst, lg = step(p, c, annot[row_img], prep[row_img], h, cst,
+            _, z, h, cst, lg = step(p, c, annot[row_img], prep[row_img], h, cst, z,
                                     p["embed"][toks])
             lp = torch.log_softmax(lg, dim=1)
             lp[:, PAD] = -1e9
@@ -241,7 +260,7 @@ def beam_search(p, c, images, beam, margins=None):
             parent = (torch.arange(na)[:, None] * kr + par.gather(1, pos)).view(-1)
             toks = tok.gather(1, pos).view(-1)
             hist = torch.cat([hist[parent], toks[:, None]], dim=1)
-            h, cst = h[parent], cst[parent]
+            h, cst, z = h[parent], cst[parent], z[parent]
             kr = K
             if t == c.max_len:
                 break
@@ -252,7 +271,7 @@ def beam_search(p, c, images, beam, margins=None):
             if not bool(keep.all()):
                 rows = keep.repeat_interleave(K)
                 act, scores = act[keep], scores[keep]
-                hist, h, cst, toks = hist[rows], h[rows], cst[rows], toks[rows]
+                hist, h, cst, z, toks = hist[rows], h[rows], cst[rows], z[rows], toks[rows]
             if act.shape[0] == 0:
                 break
             row_img = act.repeat_interleave(K)
@@ -273,7 +292,8 @@ def load_model(path):
                   channels=tuple(int(x) for x in kv["channels"].split(",")),
                   in_channels=int(kv["in_channels"]), E=int(kv["embed"]), H=int(kv["hidden"]),
                   V=int(kv["vocab"]), max_len=int(kv["max_len"]), A=int(kv["attn_dim"]),
-                  beta_vector=int(kv["beta_vector"]), lam=float(kv["lambda"]))
+                  beta_vector=int(kv["beta_vector"]), lam=float(kv["lambda"]),
+                  query=kv.get("query", "previous"))
     params = {name: torch.from_numpy(tensors[name]).float() for name, _ in param_shapes(c)}
     return c, params
 
