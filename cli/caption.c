@@ -135,16 +135,6 @@ static const char *attention_name(const SatConfig *c) {
     return c->hard ? "hard" : attn_kind_name(c->attn.kind);
 }
 
-// The first tensor of block b holding a NaN or inf, or NULL.
-static const char *nonfinite_tensor(const Block *b) {
-    for (int i = 0; i < b->count; i++) {
-        const float *x = b->data + b->tensors[i].offset;
-        for (size_t j = 0; j < b->tensors[i].numel; j++)
-            if (!isfinite(x[j])) return b->tensors[i].name;
-    }
-    return NULL;
-}
-
 // Saves the parameters (and, for a state file, the Adam moments and training counters).
 static int save_model(const char *path, const SatModel *m, const Vocab *vocab, int with_state,
                       long step, long best_step, double best_bleu, Error *err) {
@@ -228,7 +218,7 @@ static int load_model(const char *path, SatModel *m, Vocab *vocab, int with_stat
             m->baseline_set = atoi(bset);
         }
     }
-    if (!r && nonfinite_tensor(&m->params)) r = error_set(err, "%s: tensor %s holds NaN or inf", path, nonfinite_tensor(&m->params));
+    if (!r && block_first_nonfinite(&m->params)) r = error_set(err, "%s: tensor %s holds NaN or inf", path, block_first_nonfinite(&m->params));
     safetensors_free(&f);
     if (r) {
         sat_free(m);
@@ -680,7 +670,7 @@ static int cmd_train(int argc, char **argv) {
             rc = 1;
             break;
         }
-        const char *bad = nonfinite_tensor(&model.grads);
+        const char *bad = block_first_nonfinite(&model.grads);
         if (bad) {
             fprintf(stderr, "step %ld: gradient of %s holds NaN or inf; stopping, the last good checkpoint stays in %s\n",
                     step, bad, path_model);

@@ -386,16 +386,6 @@ static long fault_nan_step(void) {
     return v && v[0] ? atol(v) : 0;
 }
 
-static const char *nonfinite_tensor(const Block *g) {
-    for (int i = 0; i < g->count; i++) {
-        const BlockTensor *t = &g->tensors[i];
-        const float *d = g->data + t->offset;
-        for (size_t k = 0; k < t->numel; k++)
-            if (!isfinite(d[k])) return t->name;
-    }
-    return NULL;
-}
-
 // Frees what cmd_train set up before it failed (all of it may still be empty) and fails.
 static int train_setup_fail(const Error *err, SafetensorsFile *f, ImageSet *train, ImageSet *valid,
                             Block *params, Block *grads, Block *mom1, Block *mom2) {
@@ -571,7 +561,7 @@ static int cmd_train(int argc, char **argv) {
         block_zero(&grads);
         draw_backward(&g, &acts, &p, c, x, B);
         if (st.step + 1 == fault_step) grads.data[0] = NAN;
-        const char *bad = nonfinite_tensor(&grads);
+        const char *bad = block_first_nonfinite(&grads);
         if (bad) {
             error_set(&err, "step %ld: gradient of %s is not finite; stopping (last good checkpoint: %s)",
                       st.step + 1, bad, ckpt);

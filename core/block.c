@@ -60,3 +60,19 @@ const BlockTensor *block_find(const Block *b, const char *name) {
         if (strcmp(b->tensors[i].name, name) == 0) return &b->tensors[i];
     return NULL;
 }
+
+const char *block_first_nonfinite(const Block *b) {
+    for (int i = 0; i < b->count; i++) {
+        const float *x = b->data + b->tensors[i].offset;
+        // A NaN or an infinity has every exponent bit set; an integer OR over the tensor
+        // (no early exit, no float reduction) lets the compiler vectorise the loop.
+        uint32_t bad = 0;
+        for (size_t j = 0; j < b->tensors[i].numel; j++) {
+            uint32_t u;
+            memcpy(&u, &x[j], sizeof u);
+            bad |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
+        }
+        if (bad) return b->tensors[i].name;
+    }
+    return NULL;
+}

@@ -43,5 +43,9 @@ void block_free(Block *b);
 void block_zero(Block *b);
 // The tensor of that name, or NULL.
 const BlockTensor *block_find(const Block *b, const char *name);
+// The name of the first tensor holding a NaN or an infinity, or NULL when all are finite
+// (training checks its gradients with it every step: one pass without early exit per
+// tensor, which vectorises).
+const char *block_first_nonfinite(const Block *b);
 
 #endif

@@ -1,5 +1,6 @@
 // test_core_block.c: Block layout: views at the right offsets, 64-byte alignment, no
 // overlaps, lookup by name, zeroing, and the same layout for a second (gradient) block.
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -99,10 +100,41 @@ static void test_block_many_tensors_grow(void) {
     block_free(&blk);
 }
 
+// Every position of every tensor: a NaN, +inf or -inf there names that tensor (the first
+// such tensor when two hold one); the largest finite float and subnormals do not.
+static void test_block_first_nonfinite(void) {
+    Block b = {0};
+    float *x, *y;
+    block_add(&b, &x, "x", 1, 37);
+    block_add(&b, &y, "y", 2, 5, 3);
+    block_alloc(&b);
+    EXPECT(block_first_nonfinite(&b) == NULL, "zeros reported");
+    x[3] = 3.4028235e38f;
+    y[14] = -1e-45f;
+    EXPECT(block_first_nonfinite(&b) == NULL, "finite extremes reported");
+    const float bad[3] = {NAN, INFINITY, -INFINITY};
+    for (int k = 0; k < 3; k++)
+        for (int t = 0; t < b.count; t++)
+            for (size_t i = 0; i < b.tensors[t].numel; i++) {
+                float *e = b.data + b.tensors[t].offset + i, keep = *e;
+                *e = bad[k];
+                const char *name = block_first_nonfinite(&b);
+                EXPECT(name && strcmp(name, b.tensors[t].name) == 0, "%s[%zu] = %g: got %s",
+                       b.tensors[t].name, i, (double)bad[k], name ? name : "NULL");
+                *e = keep;
+            }
+    x[36] = NAN;
+    y[0] = INFINITY;
+    const char *name = block_first_nonfinite(&b);
+    EXPECT(name && strcmp(name, "x") == 0, "two bad tensors: got %s", name ? name : "NULL");
+    block_free(&b);
+}
+
 int main(void) {
     RUN(test_block_views_and_alignment);
     RUN(test_block_find);
     RUN(test_block_second_layout_matches);
     RUN(test_block_many_tensors_grow);
+    RUN(test_block_first_nonfinite);
     return test_summary();
 }
