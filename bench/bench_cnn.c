@@ -9,10 +9,13 @@
 // and the workspace size. GFLOP counts 2 * OC * C*K*K * Ho*Wo per image for each
 // convolution, once forward, twice backward (weights and inputs; the first layer's input
 // gradient is not needed and not counted).
-// Usage: bench_cnn [MIN_SECONDS [BATCH [GROUP]]]   (defaults 1, 32, CNN_GROUP: images per
-// GEMM, vision/cnn.h)
+// Usage: bench_cnn [MIN_SECONDS [BATCH [GROUP [CONV]]]]   (defaults 1, 32, CNN_GROUP: images
+// per GEMM, auto; CONV is auto, im2col or winograd: how the layers convolve, vision/cnn.h).
+// The GFLOP/s column counts the direct convolution's flops whatever the method, so it
+// compares methods as a speed, not as work done.
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/block.h"
@@ -66,6 +69,14 @@ int main(int argc, char **argv) {
     if (B < 1) B = 32;
     int group = argc > 3 ? atoi(argv[3]) : CNN_GROUP;
     if (group < 1) group = CNN_GROUP;
+    const char *conv_name = argc > 4 ? argv[4] : "auto";
+    CnnConv conv = CNN_CONV_AUTO;
+    if (!strcmp(conv_name, "im2col")) conv = CNN_CONV_IM2COL;
+    else if (!strcmp(conv_name, "winograd")) conv = CNN_CONV_WINOGRAD;
+    else if (strcmp(conv_name, "auto")) {
+        fprintf(stderr, "bench_cnn: CONV must be auto, im2col or winograd, got \"%s\"\n", conv_name);
+        return 2;
+    }
     const int S = 64;
     gemm_set_threads(1);
     CnnConfig cfg;
@@ -86,7 +97,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < ni; i++) images[i] = rng_uniform(&rng);
     for (size_t i = 0; i < na; i++) dannot[i] = rng_uniform(&rng) - 0.5f;
     CnnWorkspace ws;
-    cnn_workspace_alloc_grouped(&ws, &cfg, B, S, group);
+    cnn_workspace_alloc_conv(&ws, &cfg, B, S, group, conv);
 
     double fwd = 0.0, bwd = 0.0;
     for (int i = 0, C = cfg.in_channels; i < cfg.n_layers; i++) {
@@ -96,8 +107,12 @@ int main(int argc, char **argv) {
         bwd += i == 0 ? f : 2 * f;
         C = cfg.channels[i];
     }
-    printf("backend: %s\nbatch %d, %dx%d, channels 32,64,128; %d images per GEMM; workspace %.1f MiB\n",
-           gemm_backend(), B, S, S, ws.group, ws.bytes / 1048576.0);
+    char layers[64] = "";
+    for (int i = 0; i < cfg.n_layers; i++)
+        strcat(layers, i == 0 ? "" : ","), strcat(layers, ws.winograd[i] ? "winograd" : "im2col");
+    printf("backend: %s\nbatch %d, %dx%d, channels 32,64,128; %d images per GEMM; conv %s (%s); "
+           "workspace %.1f MiB\n",
+           gemm_backend(), B, S, S, ws.group, conv_name, layers, ws.bytes / 1048576.0);
     printf("%-18s %14s %15s %15s %14s\n", "pass", "ms/call wall", "ms/call CPU", "GFLOP/s CPU",
            "images/s CPU");
     Ctx c = {&ws, &p, &g, images, annot, dannot, B};

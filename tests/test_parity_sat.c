@@ -84,7 +84,9 @@ static void check_decoding(SatModel *m, const SafetensorsFile *f, const char *pa
     free(lens);
 }
 
-static void check_fixture(const char *name) {
+// conv: how the encoder convolves (the fixtures' layers have fewer input channels than the
+// automatic choice sends through Winograd, so the Winograd runs force it).
+static void check_fixture_conv(const char *name, CnnConv conv) {
     char path[512];
     SafetensorsFile f;
     Error err = {0};
@@ -113,6 +115,10 @@ static void check_fixture(const char *name) {
     SatModel m;
     sat_init(&m, &cfg, &rng);
     sat_alloc_acts(&m, B);
+    if (conv != CNN_CONV_AUTO) {
+        cnn_workspace_free(&m.cnn_ws);
+        cnn_workspace_alloc_conv(&m.cnn_ws, &cfg.cnn, B, cfg.image_size, CNN_GROUP, conv);
+    }
     check_decoding(&m, &f, path, B);
     int loaded = fixture_read_params(&m.params, &f, path);
 
@@ -179,9 +185,16 @@ done:
     safetensors_free(&f);
 }
 
+static void check_fixture(const char *name) { check_fixture_conv(name, CNN_CONV_AUTO); }
+
 static void test_parity_sat_scalar_gate(void) { check_fixture("sat_scalar_gate.safetensors"); }
 static void test_parity_sat_vector_gate(void) { check_fixture("sat_vector_gate.safetensors"); }
 static void test_parity_sat_query_current(void) { check_fixture("sat_query_current.safetensors"); }
+static void test_parity_sat_winograd(void) {
+    check_fixture_conv("sat_scalar_gate.safetensors", CNN_CONV_WINOGRAD);
+    check_fixture_conv("sat_vector_gate.safetensors", CNN_CONV_WINOGRAD);
+    check_fixture_conv("sat_query_current.safetensors", CNN_CONV_WINOGRAD);
+}
 
 // The comparison itself must be able to fail: a perturbed tensor is caught.
 static void test_parity_compare_catches_error(void) {
@@ -199,5 +212,6 @@ int main(void) {
     RUN(test_parity_sat_scalar_gate);
     RUN(test_parity_sat_vector_gate);
     RUN(test_parity_sat_query_current);
+    RUN(test_parity_sat_winograd);
     return test_summary();
 }

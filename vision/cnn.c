@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/gemm.h"
 #include "vision/conv.h"
+#include "vision/winograd.h"
 
 #define CNN_K 3
 #define CNN_PAD 1
@@ -83,34 +84,49 @@ void cnn_init(CnnParams *p, Rng *rng) {
 
 static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
-// Bytes of every buffer for (B, S) and groups of G images; fills the pointers when ws is
-// non-NULL. Layout: pool outputs per layer (the whole batch's; the last layer's for one
-// group), a group's scratch (pre, col, the two gradient buffers), the transposed weight
-// gradients, then the window codes (bytes). Left uninitialised: forward writes before
-// backward reads.
-static size_t workspace_layout(const CnnConfig *cfg, int B, int S, int G, CnnWorkspace *ws) {
+// Whether layer i convolves through Winograd: an even side (the 2x2 tiles are the pooling
+// windows) and, under CNN_CONV_AUTO, enough input channels.
+static int layer_uses_winograd(const CnnConfig *cfg, int i, int S, CnnConv conv) {
+    const int s = S >> i;
+    if (conv == CNN_CONV_IM2COL || s % 2) return 0;
+    return conv == CNN_CONV_WINOGRAD || layer_in_channels(cfg, i) >= CNN_WINOGRAD_MIN_CHANNELS;
+}
+
+// Bytes of every buffer for (B, S), groups of G images and the convolution method; fills
+// the pointers when ws is non-NULL. Layout: pool outputs per layer (the whole batch's; the
+// last layer's for one group), a group's scratch (pre, col, the two gradient buffers), the
+// weight gradients (transposed, or Winograd's dU), Winograd's U, then the window codes
+// (bytes). Left uninitialised: forward writes before backward reads.
+static size_t workspace_layout(const CnnConfig *cfg, int B, int S, int G, CnnConv conv,
+                               CnnWorkspace *ws) {
     CHECK(cfg->n_layers >= 1 && cfg->n_layers <= CNN_MAX_LAYERS, "n_layers = %d", cfg->n_layers);
     CHECK(B >= 1 && (S >> cfg->n_layers) >= 1, "CNN of %d layers needs S >= %d (S = %d)",
           cfg->n_layers, 1 << cfg->n_layers, S);
     CHECK(G >= 1, "group of %d images", G);
     if (G > B) G = B;
-    size_t n_pool = 0, n_argmax = 0, max_pre = 0, max_col = 0, max_grad = 0, n_dwt = 0;
-    size_t pool[CNN_MAX_LAYERS];
+    size_t n_pool = 0, n_argmax = 0, max_pre = 0, max_col = 0, max_grad = 0, n_dwt = 0, n_wu = 0;
+    size_t pool[CNN_MAX_LAYERS], dwt[CNN_MAX_LAYERS], wu[CNN_MAX_LAYERS];
     for (int i = 0; i < cfg->n_layers; i++) {
-        int s = S >> i;
-        size_t per_image = (size_t)cfg->channels[i] * (s / 2) * (s / 2);
-        size_t pre = (size_t)G * cfg->channels[i] * s * s;
-        size_t col = (size_t)G * layer_in_channels(cfg, i) * CNN_K * CNN_K * s * s;
+        const int s = S >> i, C = layer_in_channels(cfg, i), OC = cfg->channels[i];
+        const int wino = layer_uses_winograd(cfg, i, S, conv);
+        size_t per_image = (size_t)OC * (s / 2) * (s / 2);
+        // Winograd: M (16, OC, G T) and V (16, C, G T) with gaps, T = s s / 4.
+        const int NT = G * (s / 2) * (s / 2);
+        size_t pre = wino ? winograd_transformed_size(OC, NT) : (size_t)G * OC * s * s;
+        size_t col = wino ? winograd_transformed_size(C, NT) : (size_t)G * C * CNN_K * CNN_K * s * s;
         pool[i] = (size_t)(i < cfg->n_layers - 1 ? B : G) * per_image;
+        dwt[i] = wino ? winograd_filter_size(OC, C) : (size_t)C * CNN_K * CNN_K * OC;
+        wu[i] = wino ? winograd_filter_size(OC, C) : 0;
         n_pool += align16(pool[i]);
         n_argmax += align16((size_t)B * per_image);
-        n_dwt += align16((size_t)layer_in_channels(cfg, i) * CNN_K * CNN_K * cfg->channels[i]);
+        n_dwt += align16(dwt[i]);
+        n_wu += align16(wu[i]);
         if (pre > max_pre) max_pre = pre;
         if (col > max_col) max_col = col;
         if ((size_t)G * per_image > max_grad) max_grad = (size_t)G * per_image;
     }
     max_pre = align16(max_pre), max_col = align16(max_col), max_grad = align16(max_grad);
-    size_t floats = n_pool + max_pre + max_col + 2 * max_grad + n_dwt;
+    size_t floats = n_pool + max_pre + max_col + 2 * max_grad + n_dwt + n_wu;
     size_t bytes = floats * sizeof(float) + n_argmax;  // argmax: one byte per pool output
     if (ws) {
         ws->group = G;
@@ -120,9 +136,10 @@ static size_t workspace_layout(const CnnConfig *cfg, int B, int S, int G, CnnWor
         ws->col = f, f += max_col;
         ws->grad[0] = f, f += max_grad;
         ws->grad[1] = f, f += max_grad;
+        for (int i = 0; i < cfg->n_layers; i++) ws->dwt[i] = f, f += align16(dwt[i]);
         for (int i = 0; i < cfg->n_layers; i++) {
-            ws->dwt[i] = f;
-            f += align16((size_t)layer_in_channels(cfg, i) * CNN_K * CNN_K * cfg->channels[i]);
+            ws->winograd[i] = layer_uses_winograd(cfg, i, S, conv);
+            ws->wu[i] = wu[i] ? f : NULL, f += align16(wu[i]);
         }
         unsigned char *am = (unsigned char *)f;
         for (int i = 0; i < cfg->n_layers; i++) {
@@ -134,20 +151,25 @@ static size_t workspace_layout(const CnnConfig *cfg, int B, int S, int G, CnnWor
 }
 
 size_t cnn_workspace_bytes(const CnnConfig *cfg, int B, int S) {
-    return workspace_layout(cfg, B, S, CNN_GROUP, NULL);
+    return workspace_layout(cfg, B, S, CNN_GROUP, CNN_CONV_AUTO, NULL);
 }
 
-void cnn_workspace_alloc_grouped(CnnWorkspace *ws, const CnnConfig *cfg, int B, int S, int group) {
+void cnn_workspace_alloc_conv(CnnWorkspace *ws, const CnnConfig *cfg, int B, int S, int group,
+                              CnnConv conv) {
     memset(ws, 0, sizeof *ws);
     ws->cfg = *cfg;
     ws->B = B, ws->S = S;
-    ws->bytes = workspace_layout(cfg, B, S, group, NULL);
+    ws->bytes = workspace_layout(cfg, B, S, group, conv, NULL);
     ws->mem = xmalloc(ws->bytes);
-    workspace_layout(cfg, B, S, group, ws);
+    workspace_layout(cfg, B, S, group, conv, ws);
+}
+
+void cnn_workspace_alloc_grouped(CnnWorkspace *ws, const CnnConfig *cfg, int B, int S, int group) {
+    cnn_workspace_alloc_conv(ws, cfg, B, S, group, CNN_CONV_AUTO);
 }
 
 void cnn_workspace_alloc(CnnWorkspace *ws, const CnnConfig *cfg, int B, int S) {
-    cnn_workspace_alloc_grouped(ws, cfg, B, S, CNN_GROUP);
+    cnn_workspace_alloc_conv(ws, cfg, B, S, CNN_GROUP, CNN_CONV_AUTO);
 }
 
 void cnn_workspace_free(CnnWorkspace *ws) {
@@ -191,6 +213,20 @@ static void pool_row(float *restrict o, float *restrict k, const float *restrict
     }
 }
 
+// acc[x mod 8] += g[x] for every window x whose ReLU passed (code k >= CNN_PASSED): the
+// bias gradient, in eight lanes.
+static void add_passed(float *restrict acc, const float *restrict g, const float *restrict k,
+                       int w) {
+    const float p = (float)CNN_PASSED;
+    int x = 0;
+    for (; x + 8 <= w; x += 8)
+        for (int j = 0; j < 8; j++) {
+            float gv = g[x + j], kv = k[x + j];
+            acc[j] += kv >= p ? gv : 0.0f;
+        }
+    for (; x < w; x++) acc[x & 7] += k[x] >= p ? g[x] : 0.0f;
+}
+
 // The backward of pool_row: each window's gradient g goes to its winner when the ReLU passed
 // it (code k = CNN_PASSED + position); the other three, and all four otherwise, get zero.
 // acc[x mod 8] accumulates the gradients passed on.
@@ -204,13 +240,7 @@ static void unpool_row(float *restrict r0, float *restrict r1, float *restrict a
         float v2 = kv == p + 2.0f ? gv : z, v3 = kv == p + 3.0f ? gv : z;
         r0[2 * x] = v0, r0[2 * x + 1] = v1, r1[2 * x] = v2, r1[2 * x + 1] = v3;
     }
-    int x = 0;
-    for (; x + 8 <= w; x += 8)
-        for (int j = 0; j < 8; j++) {
-            float gv = g[x + j], kv = k[x + j];
-            acc[j] += kv >= p ? gv : 0.0f;
-        }
-    for (; x < w; x++) acc[x & 7] += k[x] >= p ? g[x] : 0.0f;
+    add_passed(acc, g, k, w);
 }
 
 // Bias, ReLU and 2x2 max-pooling of one group's convolution output, in one pass while it is
@@ -267,12 +297,103 @@ static void pool_relu_backward(float *restrict dpre, float *restrict dbias,
     }
 }
 
+// pool_row for Winograd's output: the tiles are the pooling windows, so the four values of
+// window x come as y00[x], y01[x] (top row) and y10[x], y11[x] (bottom row), bias not yet
+// added. The same selects and codes as pool_row.
+static void pool_tiles(float *restrict o, float *restrict k, const float *restrict y00,
+                       const float *restrict y01, const float *restrict y10,
+                       const float *restrict y11, float bias, int w) {
+    for (int x = 0; x < w; x++) {
+        float v0 = y00[x] + bias, v1 = y01[x] + bias, v2 = y10[x] + bias, v3 = y11[x] + bias;
+        v0 = v0 > 0.0f ? v0 : 0.0f, v1 = v1 > 0.0f ? v1 : 0.0f;
+        v2 = v2 > 0.0f ? v2 : 0.0f, v3 = v3 > 0.0f ? v3 : 0.0f;
+        float mt = v1 > v0 ? v1 : v0, mb = v3 > v2 ? v3 : v2;
+        float kt = v1 > v0 ? 1.0f : 0.0f, kb = v3 > v2 ? 3.0f : 2.0f;
+        float m = mb > mt ? mb : mt;
+        o[x] = m;
+        k[x] = (mb > mt ? kb : kt) + (m > 0.0f ? (float)CNN_PASSED : 0.0f);
+    }
+}
+
+// unpool_row for Winograd: the window gradients as four arrays (positions as pool_tiles).
+static void unpool_tiles(float *restrict d00, float *restrict d01, float *restrict d10,
+                         float *restrict d11, float *restrict acc, const float *restrict g,
+                         const float *restrict k, int w) {
+    const float p = (float)CNN_PASSED;
+    for (int x = 0; x < w; x++) {
+        float gv = g[x], kv = k[x], z = 0.0f;
+        d00[x] = kv == p ? gv : z, d01[x] = kv == p + 1.0f ? gv : z;
+        d10[x] = kv == p + 2.0f ? gv : z, d11[x] = kv == p + 3.0f ? gv : z;
+    }
+    add_passed(acc, g, k, w);
+}
+
+// Winograd's output transform fused with bias, ReLU and pooling (s even): M (16, OC, n T)
+// (with gaps, vision/winograd.h), T = (s/2)^2 tiles per image; pool, argmax (n, OC, s/2, s/2) as bias_relu_pool. The
+// convolution's output itself is never stored.
+static void winograd_bias_relu_pool(float *restrict pool, unsigned char *restrict argmax,
+                                    const float *M, const float *bias, int n, int OC, int s) {
+    const int h = s / 2;
+    const size_t T = (size_t)h * h, N = (size_t)n * T, stride = winograd_stride(OC, (int)N);
+    float y[4][CNN_ROW_BLOCK], k[CNN_ROW_BLOCK];
+    for (int oc = 0; oc < OC; oc++)
+        for (int b = 0; b < n; b++) {
+            const float *m = M + (size_t)oc * N + b * T;
+            float *o = pool + ((size_t)b * OC + oc) * T;
+            unsigned char *a = argmax + ((size_t)b * OC + oc) * T;
+            for (int ty = 0; ty < h; ty++)
+                for (int x0 = 0; x0 < h; x0 += CNN_ROW_BLOCK) {
+                    int w = h - x0 < CNN_ROW_BLOCK ? h - x0 : CNN_ROW_BLOCK;
+                    size_t e = (size_t)ty * h + x0;
+                    winograd_output_tiles(y[0], y[1], y[2], y[3], m + e, stride, w);
+                    pool_tiles(o + e, k, y[0], y[1], y[2], y[3], bias[oc], w);
+                    for (int x = 0; x < w; x++) a[e + x] = (unsigned char)k[x];
+                }
+        }
+}
+
+// The backward of winograd_bias_relu_pool: dM (16, OC, n T) (overwritten) is the adjoint of
+// the output transform applied to the windows' gradients; dbias as pool_relu_backward.
+static void winograd_pool_relu_backward(float *restrict dM, float *restrict dbias,
+                                        const float *restrict dpool,
+                                        const unsigned char *restrict argmax, int n, int OC,
+                                        int s) {
+    const int h = s / 2;
+    const size_t T = (size_t)h * h, N = (size_t)n * T, stride = winograd_stride(OC, (int)N);
+    float d[4][CNN_ROW_BLOCK], k[CNN_ROW_BLOCK];
+    for (int oc = 0; oc < OC; oc++) {
+        float acc[8] = {0};
+        for (int b = 0; b < n; b++) {
+            float *m = dM + (size_t)oc * N + b * T;
+            size_t q = ((size_t)b * OC + oc) * T;
+            for (int ty = 0; ty < h; ty++)
+                for (int x0 = 0; x0 < h; x0 += CNN_ROW_BLOCK) {
+                    int w = h - x0 < CNN_ROW_BLOCK ? h - x0 : CNN_ROW_BLOCK;
+                    size_t e = (size_t)ty * h + x0;
+                    for (int x = 0; x < w; x++) k[x] = argmax[q + e + x];
+                    unpool_tiles(d[0], d[1], d[2], d[3], acc, dpool + q + e, k, w);
+                    winograd_output_tiles_adjoint(m + e, stride, d[0], d[1], d[2], d[3], w);
+                }
+        }
+        dbias[oc] += ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    }
+}
+
+// Winograd's transformed weights of every layer that uses it.
+static void transform_weights(CnnWorkspace *ws, const CnnParams *p) {
+    for (int i = 0; i < p->cfg.n_layers; i++)
+        if (ws->winograd[i])
+            winograd_filter_transform(ws->wu[i], p->weight[i], p->cfg.channels[i],
+                                      layer_in_channels(&p->cfg, i));
+}
+
 void cnn_forward(float *annot, CnnWorkspace *ws, const float *images, const CnnParams *p,
                  int B) {
     check_compatible(ws, p, B);
     const CnnConfig *cfg = &p->cfg;
     const int S = ws->S, nl = cfg->n_layers;
     const int D = cnn_dim(cfg), L = cnn_grid_size(cfg, S) * cnn_grid_size(cfg, S);
+    transform_weights(ws, p);
     // Group by group through every layer: a group's outputs are still in cache when the
     // next layer reads them.
     for (int b0 = 0; b0 < B; b0 += ws->group) {
@@ -282,13 +403,19 @@ void cnn_forward(float *annot, CnnWorkspace *ws, const float *images, const CnnP
             const int N = s * s, CKK = C * CNN_K * CNN_K, h = s / 2;
             const float *in = i == 0 ? images + (size_t)b0 * C * N
                                      : ws->pool[i - 1] + (size_t)b0 * C * N;
+            // The last layer's outputs are kept for the group only (the annotations hold them).
+            float *out = ws->pool[i] + (size_t)(i < nl - 1 ? b0 : 0) * OC * h * h;
+            unsigned char *am = ws->argmax[i] + (size_t)b0 * OC * h * h;
+            if (ws->winograd[i]) {
+                winograd_input_transform(ws->col, in, n, C, s, s);
+                winograd_multiply(ws->pre, ws->wu[i], ws->col, OC, C, n * h * h);
+                winograd_bias_relu_pool(out, am, ws->pre, p->bias[i], n, OC, s);
+                continue;
+            }
             im2col_batch(ws->col, in, n, C, s, s, CNN_K, CNN_PAD);
             gemm(false, false, OC, n * N, CKK, 1.0f, p->weight[i], CKK, ws->col, n * N, 0.0f,
                  ws->pre, n * N);
-            // The last layer's outputs are kept for the group only (the annotations hold them).
-            float *out = ws->pool[i] + (size_t)(i < nl - 1 ? b0 : 0) * OC * h * h;
-            bias_relu_pool(out, ws->argmax[i] + (size_t)b0 * OC * h * h, ws->pre, p->bias[i], n,
-                           OC, s);
+            bias_relu_pool(out, am, ws->pre, p->bias[i], n, OC, s);
         }
         // (n, D, G, G) -> (n, L, D)
         const float *last = ws->pool[nl - 1];
@@ -309,9 +436,14 @@ void cnn_backward(CnnParams *grads, float *dimages, const float *dannot, CnnWork
     // The weight gradients accumulate over the groups transposed, (C*K*K, OC): that GEMM
     // (columns times the output gradient's transpose) measured 5 to 20 % faster than
     // (OC, C*K*K) on these shapes; they are added to grads at the end.
+    // Winograd layers accumulate dU (16, OC, C) instead, taken back through the filter
+    // transform's adjoint at the end.
+    transform_weights(ws, p);
     for (int i = 0; i < nl; i++)
         memset(ws->dwt[i], 0,
-               (size_t)layer_in_channels(cfg, i) * CNN_K * CNN_K * cfg->channels[i] * sizeof(float));
+               (ws->winograd[i] ? winograd_filter_size(cfg->channels[i], layer_in_channels(cfg, i))
+                                : (size_t)layer_in_channels(cfg, i) * CNN_K * CNN_K * cfg->channels[i]) *
+                   sizeof(float));
     for (int b0 = 0; b0 < B; b0 += ws->group) {
         const int n = B - b0 < ws->group ? B - b0 : ws->group;
         // The last layer's pool-output gradient of the group, (n, L, D) -> (n, D, G, G).
@@ -324,17 +456,30 @@ void cnn_backward(CnnParams *grads, float *dimages, const float *dannot, CnnWork
             const int s = S >> i, C = layer_in_channels(cfg, i), OC = cfg->channels[i];
             const int N = s * s, CKK = C * CNN_K * CNN_K, h = s / 2;
             const size_t q = (size_t)b0 * OC * h * h;
-            // dout (n, OC, h, h) -> ws->pre (OC, n, s, s), the conv output's gradient.
-            pool_relu_backward(ws->pre, grads->bias[i], dout, ws->argmax[i] + q, n, OC, s);
             const float *in = i == 0 ? images + (size_t)b0 * C * N
                                      : ws->pool[i - 1] + (size_t)b0 * C * N;
-            im2col_batch(ws->col, in, n, C, s, s, CNN_K, CNN_PAD);
-            gemm(false, true, CKK, OC, n * N, 1.0f, ws->col, n * N, ws->pre, n * N, 1.0f,
-                 ws->dwt[i], OC);
             // The input gradient: the previous layer's pool-output gradient (the other group
             // buffer, overwritten), or the images' (accumulated, optional).
             float *dinp = i > 0 ? ws->grad[(dout == ws->grad[0]) ? 1 : 0]
                                 : dimages ? dimages + (size_t)b0 * C * N : NULL;
+            if (ws->winograd[i]) {
+                // dout -> dM in ws->pre; V recomputed in ws->col, then overwritten by dV.
+                winograd_pool_relu_backward(ws->pre, grads->bias[i], dout, ws->argmax[i] + q, n,
+                                            OC, s);
+                winograd_input_transform(ws->col, in, n, C, s, s);
+                winograd_multiply_backward(dinp ? ws->col : NULL, ws->dwt[i], ws->pre, ws->wu[i],
+                                           ws->col, OC, C, n * h * h);
+                if (!dinp) continue;
+                if (i > 0) memset(dinp, 0, (size_t)n * C * N * sizeof(float));
+                winograd_input_transform_adjoint_add(dinp, ws->col, n, C, s, s);
+                dout = dinp;
+                continue;
+            }
+            // dout (n, OC, h, h) -> ws->pre (OC, n, s, s), the conv output's gradient.
+            pool_relu_backward(ws->pre, grads->bias[i], dout, ws->argmax[i] + q, n, OC, s);
+            im2col_batch(ws->col, in, n, C, s, s, CNN_K, CNN_PAD);
+            gemm(false, true, CKK, OC, n * N, 1.0f, ws->col, n * N, ws->pre, n * N, 1.0f,
+                 ws->dwt[i], OC);
             if (!dinp) continue;
             // The column gradient reuses the column buffer (its forward values are spent).
             gemm(true, false, CKK, n * N, OC, 1.0f, p->weight[i], CKK, ws->pre, n * N, 0.0f,
@@ -346,6 +491,11 @@ void cnn_backward(CnnParams *grads, float *dimages, const float *dannot, CnnWork
     }
     for (int i = 0; i < nl; i++) {
         const int OC = cfg->channels[i], CKK = layer_in_channels(cfg, i) * CNN_K * CNN_K;
+        if (ws->winograd[i]) {
+            winograd_filter_transform_adjoint_add(grads->weight[i], ws->dwt[i], OC,
+                                                  layer_in_channels(cfg, i));
+            continue;
+        }
         for (int oc = 0; oc < OC; oc++)
             for (int k = 0; k < CKK; k++)
                 grads->weight[i][(size_t)oc * CKK + k] += ws->dwt[i][(size_t)k * OC + oc];

@@ -17,15 +17,27 @@
 // backward on the same batch.
 //
 // Speed and memory: images go through all the layers in groups (CNN_GROUP images, one by
-// default), forward and backward. Per layer and group: one im2col (vision/conv.h
+// default), forward and backward. A layer convolves by im2col or by Winograd F(2x2, 3x3)
+// (vision/winograd.h; CnnConv below: by default Winograd where the side is even and there
+// are at least CNN_WINOGRAD_MIN_CHANNELS input channels, i.e. layers 2 and 3 of the
+// default configuration). Per im2col layer and group: one im2col (vision/conv.h
 // im2col_batch) and one GEMM each for the convolution (forward), the weight gradient and
 // the column gradient (backward); bias, ReLU and pooling are one vectorised pass over the
 // GEMM output while it is in cache, and their backward one pass that writes the GEMM's
-// input gradient. Kept for the whole batch: the pooled outputs of all layers but the last
-// (the next layer's input, again in backward) and one byte per window (the winner and
-// whether the ReLU passed it); conv outputs, columns and gradients exist for one group
-// only. Default configuration, batch 32: 10 MiB (64 MiB when every conv output, ReLU
-// output and pool gradient of the batch was kept).
+// input gradient. Per Winograd layer and group: one input transform and 16 GEMMs, the
+// output transform fused with bias, ReLU and pooling (each 2x2 output tile is a pooling
+// window, so the convolution's output is never stored); backward, that pass's adjoint
+// writes dM, the input transform is recomputed, then 16 GEMMs each for dU and dV and
+// dV's adjoint transform is scatter-added into the input gradient. Kept for the whole
+// batch: the pooled outputs of all layers but the last (the next layer's input, again in
+// backward) and one byte per window (the winner and whether the ReLU passed it); conv
+// outputs, columns, Winograd's V and M and the gradients exist for one group only.
+// Default configuration, batch 32: 10.8 MiB (10.0 MiB with im2col everywhere; 64 MiB
+// when every conv output, ReLU output and pool gradient of the batch was kept).
+// bench/bench_cnn.c, one OpenBLAS thread, CPU time per batch of 32: forward 18.4-19.0 ms
+// and forward + backward 57.0-58.2 ms, against 28.0 and 78.9-79.3 ms with im2col
+// everywhere (runs alternated on a shared machine). With Winograd on the first layer too
+// (3 input channels: 16 GEMMs of K = 3 against one of K = 27) forward + backward took 64 ms.
 //
 //     CnnConfig cfg; cnn_config_default(&cfg);
 //     CnnParams p, g; Block params = {0}, grads = {0};
@@ -72,14 +84,29 @@ typedef struct {
     float *pre;       // conv output (c_i, group, s_i, s_i) (forward), its gradient (backward)
     float *col;       // column matrix (c_{i-1} 9, group s_i s_i) (im2col), and its gradient
     float *grad[2];   // backward: pool-output gradients of this layer and the one below
-    float *dwt[CNN_MAX_LAYERS];  // backward: weight gradients transposed (c_{i-1} 9, c_i)
+    float *dwt[CNN_MAX_LAYERS];  // backward: weight gradients, transposed (c_{i-1} 9, c_i)
+                                 // (im2col layers) or Winograd's dU (16, c_i, c_{i-1})
+    // Layers whose convolution runs through vision/winograd.h (1) or im2col (0); for those,
+    // pre holds the group's M (16, c_i, group T) and col its V (16, c_{i-1}, group T),
+    // T = (s_i / 2)^2 tiles per image, and wu[i] the transformed weights U (16, c_i, c_{i-1}).
+    int winograd[CNN_MAX_LAYERS];
+    float *wu[CNN_MAX_LAYERS];
 } CnnWorkspace;
 
+// How the workspace's layers convolve: AUTO picks Winograd F(2x2, 3x3) for the layers
+// where it measured faster (even side s_i and at least CNN_WINOGRAD_MIN_CHANNELS input
+// channels), im2col for the others; IM2COL and WINOGRAD force one (WINOGRAD still uses
+// im2col on odd sides, where the 2x2 tiles do not fit).
+typedef enum { CNN_CONV_AUTO, CNN_CONV_IM2COL, CNN_CONV_WINOGRAD } CnnConv;
+#define CNN_WINOGRAD_MIN_CHANNELS 8
+
 // Images per GEMM by default. One: on the default configuration (64 x 64, batch 32, one
-// OpenBLAS thread) forward + backward took 83 ms with groups of 1, 85-88 ms with 2,
-// 87-91 with 4, 98 with 8 and 124-128 with 32 (bench/bench_cnn.c, which takes the group
-// size as an argument): per-image GEMMs (M 32..576, N 256..4096) already run near
-// OpenBLAS's speed, and bigger operands fall out of cache.
+// OpenBLAS thread) forward + backward took 57 ms with groups of 1, 63 with 2, 67 with 4
+// and 70-71 with 8 (bench/bench_cnn.c, which takes the group size as an argument; with
+// im2col everywhere, before Winograd: 83, 85-88, 87-91, 98, and 124-128 with 32). The
+// Winograd GEMMs have a small K (the input channels), but per image their N (the tiles,
+// 256 and 64) already suits OpenBLAS's small-matrix kernels; bigger operands run through
+// its packing path and fall out of cache.
 #define CNN_GROUP 1
 
 // 3 input channels, layers 32, 64, 128.
@@ -100,6 +127,9 @@ size_t cnn_workspace_bytes(const CnnConfig *cfg, int B, int S);
 void cnn_workspace_alloc(CnnWorkspace *ws, const CnnConfig *cfg, int B, int S);
 // The same with groups of `group` images (>= 1; capped at B).
 void cnn_workspace_alloc_grouped(CnnWorkspace *ws, const CnnConfig *cfg, int B, int S, int group);
+// The same with the convolution method chosen (cnn_workspace_alloc_grouped: CNN_CONV_AUTO).
+void cnn_workspace_alloc_conv(CnnWorkspace *ws, const CnnConfig *cfg, int B, int S, int group,
+                              CnnConv conv);
 void cnn_workspace_free(CnnWorkspace *ws);
 
 // annot (B, L, D), images (B, in_channels, S, S) with S = ws->S, B <= ws->B
