@@ -2,9 +2,11 @@
 # sat_scenes.sh: Show-Attend-Tell with soft additive attention on the synthetic scenes,
 # the default configuration, trained for a time budget, then scored on the test split
 # (beam 3): BLEU-1..4, CIDEr-D, ROUGE-L (coco-caption rules, 0..1) and grounding.
-# Writes experiments/results/sat_scenes.md.
+# Appends a row to experiments/results/sat_scenes.md.
 #
-#   MINUTES=30 THREADS=2 sh experiments/sat_scenes.sh     (the issue's target run)
+#   MINUTES=30 THREADS=2 EXTRA="--query current --lambda 3" sh experiments/sat_scenes.sh
+#                                                  (the issue's target run; --query current
+#                                                  queries the attention after each word)
 #   MINUTES=2 sh experiments/sat_scenes.sh                (a smoke run)
 # Other knobs: BIN (folder of the programs, default bin), RUNS (default runs),
 # SEED (default 1), EXTRA (more flags for caption train).
@@ -28,17 +30,20 @@ echo "training soft additive attention for $MINUTES minutes on $THREADS threads"
 "$BIN/caption" eval --model "$out/model.safetensors" --data scenes --split test --beam 3 \
     --threads "$THREADS" --quiet --json > "$out.eval.json"
 
-{
-    echo "# Show, Attend and Tell on synthetic scenes (soft additive attention)"
-    echo
-    echo "Command: \`MINUTES=$MINUTES THREADS=$THREADS EXTRA=\"$EXTRA\" sh experiments/sat_scenes.sh\`, $(date -u +%Y-%m-%d), $(uname -m), $(nproc) cores."
-    echo "Default configuration (64 x 64, channels 32,64,128, embed 128, hidden 256, attn-dim 128,"
-    echo "batch 32, max-len 16); 20,000 training scenes, best checkpoint on validation BLEU-4;"
-    echo "test split (1,000 scenes) decoded with beam 3. Scores 0..1 (CIDEr-D unscaled)."
-    echo
-    echo "| steps | images/s (train) | BLEU-1 | BLEU-2 | BLEU-3 | BLEU-4 | CIDEr-D | ROUGE-L | grounding |"
-    echo "|---|---|---|---|---|---|---|---|---|"
-    echo "| $(field steps "$out.train.json") | $(field images_per_s "$out.train.json") | $(field bleu1 "$out.eval.json") | $(field bleu2 "$out.eval.json") | $(field bleu3 "$out.eval.json") | $(field bleu4 "$out.eval.json") | $(field cider "$out.eval.json") | $(field rougeL "$out.eval.json") | $(field grounding "$out.eval.json") |"
-} > "$table"
+if [ ! -f "$table" ]; then
+    {
+        echo "# Show, Attend and Tell on synthetic scenes (soft additive attention)"
+        echo
+        echo "Rows from \`MINUTES=.. THREADS=.. EXTRA=\"..\" sh experiments/sat_scenes.sh\`, one per run"
+        echo "(the flags column is EXTRA). Default configuration otherwise (64 x 64, channels"
+        echo "32,64,128, embed 128, hidden 256, attn-dim 128, batch 32, max-len 16); 20,000 training"
+        echo "scenes, best checkpoint on validation BLEU-4; test split (1,000 scenes) decoded with"
+        echo "beam 3. Scores 0..1 (CIDEr-D unscaled)."
+        echo
+        echo "| date | minutes | threads | flags | steps | images/s (train) | BLEU-1 | BLEU-2 | BLEU-3 | BLEU-4 | CIDEr-D | ROUGE-L | grounding |"
+        echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    } > "$table"
+fi
+echo "| $(date -u +%Y-%m-%d) | $MINUTES | $THREADS | \`$EXTRA\` | $(field steps "$out.train.json") | $(field images_per_s "$out.train.json") | $(field bleu1 "$out.eval.json") | $(field bleu2 "$out.eval.json") | $(field bleu3 "$out.eval.json") | $(field bleu4 "$out.eval.json") | $(field cider "$out.eval.json") | $(field rougeL "$out.eval.json") | $(field grounding "$out.eval.json") |" >> "$table"
 cat "$table"
-echo "wrote $table" >&2
+echo "appended a row to $table" >&2
