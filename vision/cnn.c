@@ -197,20 +197,23 @@ static void check_compatible(const CnnWorkspace *ws, const CnnParams *p, int B) 
 // Branch-free float selects (the compiler vectorises these; integer results of float
 // comparisons stop it); a tournament of the two pairs picks the same first maximum as
 // scanning v0..v3 (ties keep the earlier one). Same values as conv + bias, relu_forward,
-// maxpool2_forward.
+// maxpool2_forward. pool_window does one window.
+static inline void pool_window(float *restrict o, float *restrict k, float v0, float v1,
+                               float v2, float v3) {
+    v0 = v0 > 0.0f ? v0 : 0.0f, v1 = v1 > 0.0f ? v1 : 0.0f;
+    v2 = v2 > 0.0f ? v2 : 0.0f, v3 = v3 > 0.0f ? v3 : 0.0f;
+    float mt = v1 > v0 ? v1 : v0, mb = v3 > v2 ? v3 : v2;
+    float kt = v1 > v0 ? 1.0f : 0.0f, kb = v3 > v2 ? 3.0f : 2.0f;
+    float m = mb > mt ? mb : mt;
+    *o = m;
+    *k = (mb > mt ? kb : kt) + (m > 0.0f ? (float)CNN_PASSED : 0.0f);
+}
+
 static void pool_row(float *restrict o, float *restrict k, const float *restrict r0,
                      const float *restrict r1, float bias, int w) {
-    for (int x = 0; x < w; x++) {
-        float v0 = r0[2 * x] + bias, v1 = r0[2 * x + 1] + bias;
-        float v2 = r1[2 * x] + bias, v3 = r1[2 * x + 1] + bias;
-        v0 = v0 > 0.0f ? v0 : 0.0f, v1 = v1 > 0.0f ? v1 : 0.0f;
-        v2 = v2 > 0.0f ? v2 : 0.0f, v3 = v3 > 0.0f ? v3 : 0.0f;
-        float mt = v1 > v0 ? v1 : v0, mb = v3 > v2 ? v3 : v2;
-        float kt = v1 > v0 ? 1.0f : 0.0f, kb = v3 > v2 ? 3.0f : 2.0f;
-        float m = mb > mt ? mb : mt;
-        o[x] = m;
-        k[x] = (mb > mt ? kb : kt) + (m > 0.0f ? (float)CNN_PASSED : 0.0f);
-    }
+    for (int x = 0; x < w; x++)
+        pool_window(o + x, k + x, r0[2 * x] + bias, r0[2 * x + 1] + bias, r1[2 * x] + bias,
+                    r1[2 * x + 1] + bias);
 }
 
 // acc[x mod 8] += g[x] for every window x whose ReLU passed (code k >= CNN_PASSED): the
@@ -303,16 +306,8 @@ static void pool_relu_backward(float *restrict dpre, float *restrict dbias,
 static void pool_tiles(float *restrict o, float *restrict k, const float *restrict y00,
                        const float *restrict y01, const float *restrict y10,
                        const float *restrict y11, float bias, int w) {
-    for (int x = 0; x < w; x++) {
-        float v0 = y00[x] + bias, v1 = y01[x] + bias, v2 = y10[x] + bias, v3 = y11[x] + bias;
-        v0 = v0 > 0.0f ? v0 : 0.0f, v1 = v1 > 0.0f ? v1 : 0.0f;
-        v2 = v2 > 0.0f ? v2 : 0.0f, v3 = v3 > 0.0f ? v3 : 0.0f;
-        float mt = v1 > v0 ? v1 : v0, mb = v3 > v2 ? v3 : v2;
-        float kt = v1 > v0 ? 1.0f : 0.0f, kb = v3 > v2 ? 3.0f : 2.0f;
-        float m = mb > mt ? mb : mt;
-        o[x] = m;
-        k[x] = (mb > mt ? kb : kt) + (m > 0.0f ? (float)CNN_PASSED : 0.0f);
-    }
+    for (int x = 0; x < w; x++)
+        pool_window(o + x, k + x, y00[x] + bias, y01[x] + bias, y10[x] + bias, y11[x] + bias);
 }
 
 // unpool_row for Winograd: the window gradients as four arrays (positions as pool_tiles).
