@@ -208,10 +208,10 @@ typedef struct {
     int images;
 } EvalResult;
 
-static EvalResult evaluate(DrawActs *a, const DrawParams *p, const DrawConfig *c,
-                           const ImageSet *set, int limit, int K, uint64_t seed, float *xbuf,
-                           double *logw_buf) {
-    int n = limit > 0 && limit < set->n ? limit : set->n, B = a->B;
+static EvalResult evaluate(DrawWorker *w, int n_workers, int B, const DrawParams *p,
+                           const DrawConfig *c, const ImageSet *set, int limit, int K,
+                           uint64_t seed, float *xbuf, float *eps, double *logw_buf) {
+    int n = limit > 0 && limit < set->n ? limit : set->n;
     Rng rng;
     rng_seed(&rng, seed);
     EvalResult r = {0};
@@ -220,12 +220,12 @@ static EvalResult evaluate(DrawActs *a, const DrawParams *p, const DrawConfig *c
         int nb = n - start < B ? n - start : B;
         memcpy(xbuf, set->images + (size_t)start * set->dim, sizeof(float) * (size_t)nb * set->dim);
         for (int k = 0; k < (K > 1 ? K : 1); k++) {
-            draw_fill_noise(a, c, nb, &rng);
+            draw_noise_fill(eps, c, nb, &rng);
             double rec, kl;
-            draw_forward(a, p, c, xbuf, nb, &rec, &kl);
+            draw_forward_parallel(w, n_workers, p, c, xbuf, eps, nb, NULL, &rec, &kl,
+                                  logw_buf + (size_t)k * B);
             r.recon += rec * nb;
             r.kl += kl * nb;
-            for (int b = 0; b < nb; b++) logw_buf[(size_t)k * B + b] = a->logw[b];
         }
         if (K > 1)
             for (int b = 0; b < nb; b++) {
@@ -423,7 +423,7 @@ static int cmd_train(int argc, char **argv) {
         {"resume", ARG_FLAG, &resume, "continue from OUT/model.safetensors (its config wins)", .given = NULL},
         {"no-attention", ARG_FLAG, &no_attention, "read the whole image and write the whole canvas", .given = NULL},
         {"no-binarize", ARG_FLAG, &no_binarize, "keep grey levels (Bernoulli likelihood on intensities)", .given = NULL},
-        {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
+        {"threads", ARG_INT, &threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = 256},
         {"valid-every", ARG_INT, &valid_every, "steps between validation bounds (and checkpoints)", .has_min = true, .min = 1},
         {"valid-images", ARG_INT, &valid_images, "validation images used (0: all)", .has_min = true, .min = 0},
         {"log-every", ARG_INT, &log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
@@ -503,8 +503,12 @@ static int cmd_train(int argc, char **argv) {
     AdamConfig adam = adam_defaults(st.lr);
     adam.beta1 = st.beta1;
 
-    DrawActs acts;
-    draw_acts_alloc(&acts, c, B);
+    // Data parallelism (models/draw.h): one worker per thread, each with one GEMM thread.
+    const int n_workers = threads < B ? threads : B;
+    DrawWorker *workers = xcalloc((size_t)n_workers, sizeof *workers);
+    draw_workers_alloc(workers, n_workers, c, B);
+    gemm_set_threads(threads / n_workers);
+    float *eps = xmalloc(sizeof(float) * (size_t)c->T * B * c->z);
     int dim = c->W * c->H;
     float *x = xmalloc(sizeof(float) * (size_t)B * dim);
     double *logw = xmalloc(sizeof(double) * (size_t)B);
@@ -518,8 +522,8 @@ static int cmd_train(int argc, char **argv) {
 
     CsvLog log;
     if (csvlog_open(&log, csv, "step,train_bound,valid_bound,seconds", have_resume, &err)) {
-        draw_acts_free(&acts);
-        free(x), free(logw), free(perm);
+        draw_workers_free(workers, n_workers);
+        free(workers), free(eps), free(x), free(logw), free(perm);
         return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
     }
 
@@ -550,16 +554,15 @@ static int cmd_train(int argc, char **argv) {
         Rng sr;
         rng_seed(&sr, mix64(mix64(st.seed, 0x5DE9), (uint64_t)st.step));
         imageset_batch(x, &train, perm + (size_t)i * B, B, binarize ? &sr : NULL);
-        draw_fill_noise(&acts, c, B, &sr);
-        double bound = draw_forward(&acts, &p, c, x, B, NULL, NULL);
+        draw_noise_fill(eps, c, B, &sr);
+        double bound = draw_forward_parallel(workers, n_workers, &p, c, x, eps, B, &grads, NULL,
+                                             NULL, NULL);
         if (!isfinite(bound)) {
             error_set(&err, "step %ld: the bound is %g; stopping (last good checkpoint: %s)",
                       st.step + 1, bound, ckpt);
             rc = 1;
             break;
         }
-        block_zero(&grads);
-        draw_backward(&g, &acts, &p, c, x, B);
         if (st.step + 1 == fault_step) grads.data[0] = NAN;
         const char *bad = block_first_nonfinite(&grads);
         if (bad) {
@@ -580,7 +583,8 @@ static int cmd_train(int argc, char **argv) {
         if (st.step % log_every == 0 || do_valid) {
             last_train = bound_acc / acc_n;
             if (do_valid) {
-                EvalResult r = evaluate(&acts, &p, c, &valid, valid_images, 1, EVAL_NOISE_SEED, x, logw);
+                EvalResult r = evaluate(workers, n_workers, B, &p, c, &valid, valid_images, 1,
+                                        EVAL_NOISE_SEED, x, eps, logw);
                 last_valid = r.bound;
             }
             double row[4] = {(double)st.step, last_train, do_valid ? last_valid : NAN, timer_now() - t0};
@@ -620,9 +624,9 @@ static int cmd_train(int argc, char **argv) {
                    "\"model\": \"%s\"}\n",
                    st.step, train_json, train_json, valid_json, ips, timer_now() - t0, ckpt);
     }
-    draw_acts_free(&acts);
+    draw_workers_free(workers, n_workers);
     block_free(&params), block_free(&grads), block_free(&mom1), block_free(&mom2);
-    free(x), free(logw), free(perm);
+    free(workers), free(eps), free(x), free(logw), free(perm);
     imageset_free(&train), imageset_free(&valid);
     return rc ? fail(&err) : 0;
 }
@@ -642,7 +646,7 @@ static int cmd_eval(int argc, char **argv) {
         {"batch", ARG_INT, &batch, "images per forward pass", .has_min = true, .min = 1, .has_max = true, .max = 10000},
         {"limit", ARG_INT, &limit, "evaluate only the first N images (0: all)", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &seed, "noise seed", .has_min = true, .min = 0},
-        {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
+        {"threads", ARG_INT, &threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = 256},
         {"json", ARG_FLAG, &json, "print one JSON object", .given = NULL},
     };
     int code;
@@ -667,12 +671,16 @@ static int cmd_eval(int argc, char **argv) {
         return fail(&err);
     }
     int B = batch < set.n ? batch : set.n;
-    DrawActs acts;
-    draw_acts_alloc(&acts, c, B);
+    const int n_workers = threads < B ? threads : B;
+    DrawWorker *workers = xcalloc((size_t)n_workers, sizeof *workers);
+    draw_workers_alloc(workers, n_workers, c, B);
+    gemm_set_threads(threads / n_workers);
+    float *eps = xmalloc(sizeof(float) * (size_t)c->T * B * c->z);
     float *x = xmalloc(sizeof(float) * (size_t)B * set.dim);
     double *logw = xmalloc(sizeof(double) * (size_t)B * samples);
     double t0 = timer_now();
-    EvalResult r = evaluate(&acts, &m.p, c, &set, limit, samples, (uint64_t)seed, x, logw);
+    EvalResult r = evaluate(workers, n_workers, B, &m.p, c, &set, limit, samples,
+                            (uint64_t)seed, x, eps, logw);
     double secs = timer_now() - t0;
     const char *bin = m.state.binarize ? "binarised once, seed 0x5EED" : "grey levels";
     if (json) {
@@ -687,8 +695,8 @@ static int cmd_eval(int argc, char **argv) {
         if (samples > 1)
             printf("importance-weighted NLL estimate (K = %d): %.3f nats\n", samples, r.nll_iw);
     }
-    draw_acts_free(&acts);
-    free(x), free(logw);
+    draw_workers_free(workers, n_workers);
+    free(workers), free(eps), free(x), free(logw);
     imageset_free(&set);
     block_free(&m.params);
     return 0;

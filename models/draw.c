@@ -1,6 +1,7 @@
 #include "models/draw.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "core/activations.h"
@@ -171,12 +172,98 @@ void draw_acts_free(DrawActs *a) {
     memset(a, 0, sizeof *a);
 }
 
+// T slices of B Z normals, slice t at eps + t stride.
+static void fill_noise_(float *eps, size_t stride, const DrawConfig *c, int B, Rng *rng) {
+    for (int t = 0; t < c->T; t++) rng_normal_fill(rng, eps + (size_t)t * stride, (size_t)B * c->z);
+}
+
 void draw_fill_noise(DrawActs *a, const DrawConfig *c, int B, Rng *rng) {
     CHECK(B <= a->B);
-    for (int t = 0; t < c->T; t++) {
-        float *e = draw_at(a, a->eps, t, c->z);
-        rng_normal_fill(rng, e, (size_t)B * c->z);
+    fill_noise_(a->eps, (size_t)a->B * c->z, c, B, rng);
+}
+
+void draw_noise_fill(float *eps, const DrawConfig *c, int B, Rng *rng) {
+    fill_noise_(eps, (size_t)B * c->z, c, B, rng);
+}
+
+// ---------------------------------------------------------------------------------------
+// Data parallelism
+
+void draw_workers_alloc(DrawWorker *w, int n, const DrawConfig *c, int B) {
+    CHECK(n >= 1 && n <= B, "%d workers for %d images", n, B);
+    for (int k = 0; k < n; k++) {
+        draw_acts_alloc(&w[k].acts, c, (B + n - 1) / n);
+        memset(&w[k].grads, 0, sizeof w[k].grads);
+        draw_layout(&w[k].grads, &w[k].g, c);
+        block_alloc(&w[k].grads);
     }
+}
+
+void draw_workers_free(DrawWorker *w, int n) {
+    for (int k = 0; k < n; k++) draw_acts_free(&w[k].acts), block_free(&w[k].grads);
+}
+
+typedef struct {
+    DrawWorker *w;
+    const DrawParams *p;
+    const DrawConfig *c;
+    const float *x;
+    int n, backward;
+    double bound, recon, kl;
+} DrawJob;
+
+static void *draw_job_run(void *arg) {
+    DrawJob *j = arg;
+    j->bound = draw_forward(&j->w->acts, j->p, j->c, j->x, j->n, &j->recon, &j->kl);
+    if (j->backward) {
+        block_zero(&j->w->grads);
+        draw_backward(&j->w->g, &j->w->acts, j->p, j->c, j->x, j->n);
+    }
+    return NULL;
+}
+
+double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const DrawConfig *c,
+                             const float *x, const float *eps, int B, Block *grads,
+                             double *recon, double *kl, double *logw) {
+    enum { MAX_WORKERS = 64 };
+    CHECK(n >= 1 && n <= MAX_WORKERS && B >= 1, "%d workers, %d images", n, B);
+    DrawJob jobs[MAX_WORKERS];
+    pthread_t th[MAX_WORKERS];
+    const int HW = c->W * c->H, Z = c->z;
+    int start[MAX_WORKERS], used = 0;
+    for (int k = 0, s = 0; k < n; k++) {
+        int nk = B / n + (k < B % n);
+        if (nk == 0) continue;
+        DrawActs *a = &w[k].acts;
+        CHECK(nk <= a->B, "worker %d: %d images, room for %d", k, nk, a->B);
+        for (int t = 0; t < c->T; t++)
+            memcpy(draw_at(a, a->eps, t, Z), eps + ((size_t)t * B + s) * Z, sizeof(float) * (size_t)nk * Z);
+        jobs[used] = (DrawJob){.w = &w[k], .p = p, .c = c, .x = x + (size_t)s * HW, .n = nk,
+                               .backward = grads != NULL};
+        start[used++] = s;
+        s += nk;
+    }
+    for (int k = 1; k < used; k++)
+        CHECK(pthread_create(&th[k], NULL, draw_job_run, &jobs[k]) == 0, "pthread_create");
+    draw_job_run(&jobs[0]);
+    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+    double bound = 0.0, rsum = 0.0, ksum = 0.0;
+    if (grads) block_zero(grads);
+    for (int k = 0; k < used; k++) {
+        const double share = (double)jobs[k].n / B;
+        bound += share * jobs[k].bound, rsum += share * jobs[k].recon, ksum += share * jobs[k].kl;
+        if (logw)
+            for (int b = 0; b < jobs[k].n; b++) logw[start[k] + b] = jobs[k].w->acts.logw[b];
+        if (grads) {
+            const float sf = (float)share, *g = jobs[k].w->grads.data;
+            float *d = grads->data;
+            CHECK(grads->numel == jobs[k].w->grads.numel);
+            for (size_t i = 0; i < grads->numel; i++) d[i] += sf * g[i];
+        }
+    }
+    if (recon) *recon = rsum;
+    if (kl) *kl = ksum;
+    return bound;
 }
 
 // The attention parameters of a linear layer of h (B, dec); h NULL means h = 0 (bias only).

@@ -114,6 +114,30 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
 void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawConfig *c,
                    const float *x, int B);
 
+// Data parallelism: a batch of B images split over n workers (in order; the first B % n
+// take one image more), each with its own activations and gradients, run on n threads (the
+// caller gives each one GEMM thread, gemm_set_threads). The noise is one (T, B, Z) array for
+// the whole batch (draw_noise_fill), whose rows each worker copies in, so the images, their
+// noise and the mean bound do not depend on n; the gradient is the share-weighted sum of the
+// workers' (rounding aside, the single-batch gradient).
+typedef struct {
+    DrawActs acts;  // for ceil(B / n) images
+    Block grads;
+    DrawParams g;
+} DrawWorker;
+
+void draw_workers_alloc(DrawWorker *w, int n, const DrawConfig *c, int B);
+void draw_workers_free(DrawWorker *w, int n);
+// eps (T, B, Z), contiguous: the same normals draw_fill_noise draws for B images.
+void draw_noise_fill(float *eps, const DrawConfig *c, int B, Rng *rng);
+// draw_forward of x (B, H W) with noise eps over n workers (B <= n ceil(B_alloc / n)); returns
+// the mean bound, *recon and *kl (may be NULL) the mean parts and logw (B, may be NULL) each
+// image's log-weight. With grads non-NULL, also the backward: grads (a draw_layout block) is
+// overwritten with the gradient of the mean bound over the B images.
+double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const DrawConfig *c,
+                             const float *x, const float *eps, int B, Block *grads,
+                             double *recon, double *kl, double *logw);
+
 // Samples B images from the prior: z_t ~ N(0, I) drawn from rng, decoder and write only.
 // Afterwards acts.canvas (T, B, HW) holds the logits c_1..c_T and acts.wparams (T, B, 5)
 // the write windows (attention only).

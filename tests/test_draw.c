@@ -1,7 +1,8 @@
 // Tests of models/draw: whole-model gradient checks (with and without attention, noise
 // held fixed), the bound of hand-checkable cases, fresh noise per step, reproducible
 // generation, and activations reused across steps (the backward overwrites the gates with
-// their gradients and recomputes x_hat: a second forward and backward must not notice).
+// their gradients and recomputes x_hat: a second forward and backward must not notice),
+// and the batch split over worker threads.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,46 @@ static void test_reuse_after_backward_identical(void) {
     }
 }
 
+// Data parallelism: the batch split over 1, 2, 3 and 5 workers (5 images: shares of 2/1,
+// 2/2/1 and 1 each) gives the single-batch bound, parts, per-image log-weights and
+// gradient, with the noise from draw_noise_fill equal to draw_fill_noise's.
+static void test_workers_match_single_batch(void) {
+    const int B = 5;
+    Model m;
+    model_make(&m, tiny_config(1), B, 51);
+    const DrawConfig *c = &m.c;
+    float *eps = xmalloc(sizeof(float) * (size_t)c->T * B * c->z);
+    Rng r1, r2;
+    rng_seed(&r1, 9), rng_seed(&r2, 9);
+    draw_fill_noise(&m.acts, c, B, &r1);
+    draw_noise_fill(eps, c, B, &r2);
+    EXPECT(!memcmp(eps, m.acts.eps, sizeof(float) * (size_t)c->T * B * c->z),
+           "draw_noise_fill differs from draw_fill_noise");
+    block_zero(&m.grads);
+    double rec1, kl1, b1 = draw_forward(&m.acts, &m.p, c, m.x, B, &rec1, &kl1);
+    draw_backward(&m.g, &m.acts, &m.p, c, m.x, B);
+    const int counts[4] = {1, 2, 3, 5};
+    for (int k = 0; k < 4; k++) {
+        int n = counts[k];
+        DrawWorker w[5];
+        draw_workers_alloc(w, n, c, B);
+        double logw[5], rec, kl;
+        block_zero(&m.grads_tmp);
+        m.grads_tmp.data[0] = 123.0f;  // overwritten, not accumulated into
+        double b = draw_forward_parallel(w, n, &m.p, c, m.x, eps, B, &m.grads_tmp, &rec, &kl,
+                                         logw);
+        EXPECT_NEAR(b, b1, 1e-6, 1e-6);
+        EXPECT_NEAR(rec, rec1, 1e-6, 1e-6);
+        EXPECT_NEAR(kl, kl1, 1e-6, 1e-6);
+        for (int i = 0; i < B; i++) EXPECT_NEAR(logw[i], m.acts.logw[i], 1e-6, 1e-6);
+        for (size_t i = 0; i < m.grads.numel; i++)
+            EXPECT_NEAR(m.grads_tmp.data[i], m.grads.data[i], 1e-6, 1e-5);
+        draw_workers_free(w, n);
+    }
+    free(eps);
+    model_free(&m);
+}
+
 int main(void) {
     RUN(test_gradcheck_with_attention);
     RUN(test_gradcheck_without_attention);
@@ -237,5 +278,6 @@ int main(void) {
     RUN(test_generation_reproducible);
     RUN(test_partial_batch_same_gradients);
     RUN(test_reuse_after_backward_identical);
+    RUN(test_workers_match_single_batch);
     return test_summary();
 }
