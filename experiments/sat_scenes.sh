@@ -35,7 +35,7 @@ if [ ! -f "$table" ]; then
         echo "# Show, Attend and Tell on synthetic scenes (soft additive attention)"
         echo
         echo "Rows from \`MINUTES=.. THREADS=.. EXTRA=\"..\" sh experiments/sat_scenes.sh\`, one per run"
-        echo "(the flags column is EXTRA). Default configuration otherwise (64 x 64, channels"
+        echo "(the flags column is EXTRA, and SEED when not 1). Default configuration otherwise (64 x 64, channels"
         echo "32,64,128, embed 128, hidden 256, attn-dim 128, batch 32, max-len 16); 20,000 training"
         echo "scenes, best checkpoint on validation BLEU-4; test split (1,000 scenes) decoded with"
         echo "beam 3. Scores 0..1 (CIDEr-D unscaled)."
@@ -44,6 +44,8 @@ if [ ! -f "$table" ]; then
         echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     } > "$table"
 fi
-echo "| $(date -u +%Y-%m-%d) | $MINUTES | $THREADS | \`$EXTRA\` | $(field steps "$out.train.json") | $(field images_per_s "$out.train.json") | $(field bleu1 "$out.eval.json") | $(field bleu2 "$out.eval.json") | $(field bleu3 "$out.eval.json") | $(field bleu4 "$out.eval.json") | $(field cider "$out.eval.json") | $(field rougeL "$out.eval.json") | $(field grounding "$out.eval.json") |" >> "$table"
+flags="\`$EXTRA\`"
+[ "$SEED" = 1 ] || flags="$flags, seed $SEED"
+echo "| $(date -u +%Y-%m-%d) | $MINUTES | $THREADS | $flags | $(field steps "$out.train.json") | $(field images_per_s "$out.train.json") | $(field bleu1 "$out.eval.json") | $(field bleu2 "$out.eval.json") | $(field bleu3 "$out.eval.json") | $(field bleu4 "$out.eval.json") | $(field cider "$out.eval.json") | $(field rougeL "$out.eval.json") | $(field grounding "$out.eval.json") |" >> "$table"
 cat "$table"
 echo "appended a row to $table" >&2

@@ -141,7 +141,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="attend-bench-")  # shown as $TMP
     log = sys.stdout
     draw_steps, tdraw_steps, sat_steps, tsat_steps, dec_images = \
-        (2, 1, 4, 2, 32) if a.quick else (5, 3, 12, 6, 128)
+        (2, 1, 4, 2, 32) if a.quick else (20, 6, 60, 12, 256)
     try:
         print(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) +
               f"; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; "
