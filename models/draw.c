@@ -225,12 +225,11 @@ static void *draw_job_run(void *arg) {
 double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const DrawConfig *c,
                              const float *x, const float *eps, int B, Block *grads,
                              double *recon, double *kl, double *logw) {
-    enum { MAX_WORKERS = 64 };
-    CHECK(n >= 1 && n <= MAX_WORKERS && B >= 1, "%d workers, %d images", n, B);
-    DrawJob jobs[MAX_WORKERS];
-    pthread_t th[MAX_WORKERS];
+    CHECK(n >= 1 && n <= DRAW_MAX_WORKERS && B >= 1, "%d workers, %d images", n, B);
+    DrawJob jobs[DRAW_MAX_WORKERS];
+    pthread_t th[DRAW_MAX_WORKERS];
     const int HW = c->W * c->H, Z = c->z;
-    int start[MAX_WORKERS], used = 0;
+    int start[DRAW_MAX_WORKERS], used = 0;
     for (int k = 0, s = 0; k < n; k++) {
         int nk = B / n + (k < B % n);
         if (nk == 0) continue;

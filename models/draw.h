@@ -120,6 +120,7 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
 // the whole batch (draw_noise_fill), whose rows each worker copies in, so the images, their
 // noise and the mean bound do not depend on n; the gradient is the share-weighted sum of the
 // workers' (rounding aside, the single-batch gradient).
+#define DRAW_MAX_WORKERS 64  // n <= DRAW_MAX_WORKERS
 typedef struct {
     DrawActs acts;  // for ceil(B / n) images
     Block grads;
