@@ -107,9 +107,13 @@ static inline float sigmoid_fast(float x) {
 // tanh as a rational function (odd degree-13 over even degree-6 polynomial, clamped at
 // +-7.9053), the approximation the Eigen library uses for its fast float tanh.
 static inline float tanh_fast(float x) {
+    // The clamp as two candidates and a select on the sign. Written as the two plain
+    // statements x = min(x, c); x = max(x, -c), GCC 12 turns the symmetric clamp into a
+    // branch and no loop calling this function vectorises (-fopt-info-vec: "control flow
+    // in loop"); NaN still passes through.
     const float clamp = 7.90531110763549805f;
-    x = x > clamp ? clamp : x;
-    x = x < -clamp ? -clamp : x;
+    float hi = x > clamp ? clamp : x, lo = x < -clamp ? -clamp : x;
+    x = x > 0.0f ? hi : lo;
     float x2 = x * x;
     float p = -2.76076847742355e-16f;
     p = madd_(p, x2, 2.00018790482477e-13f);
