@@ -109,8 +109,9 @@ static inline float sigmoid_fast(float x) {
 static inline float tanh_fast(float x) {
     // The clamp as two candidates and a select on the sign. Written as the two plain
     // statements x = min(x, c); x = max(x, -c), GCC 12 turns the symmetric clamp into a
-    // branch and no loop calling this function vectorises (-fopt-info-vec: "control flow
-    // in loop"); NaN still passes through.
+    // branch, and under its default -ftrapping-math no loop calling this function
+    // vectorises (-fopt-info-vec: "control flow in loop"; the Makefile builds with
+    // -fno-trapping-math, other builds may not). NaN still passes through.
     const float clamp = 7.90531110763549805f;
     float hi = x > clamp ? clamp : x, lo = x < -clamp ? -clamp : x;
     x = x > 0.0f ? hi : lo;
