@@ -4,7 +4,9 @@
 // The forwards use the vectorisable scalar approximations below (exp_fast, sigmoid_fast,
 // tanh_fast): branch-free float arithmetic, so a loop over them compiles to SIMD code at
 // -O3 without -ffast-math, where libm's expf/tanhf stay one call per element (about 10x
-// slower here). *_ref are the plain libm loops the tests compare against. Error bounds
+// slower here). Their clamps are compare-and-selects: GCC 12 makes them vector blends only
+// under -fno-trapping-math (the Makefile's flags); with its default, tanh_fast's loops
+// stayed scalar. *_ref are the plain libm loops the tests compare against. Error bounds
 // against double precision, which tests/test_activations.c checks on a dense grid over
 // [-110, 110] (measured: 8.3e-8, 1.9e-7 and 3.3e-7):
 //   exp_fast      relative error <= 1.5e-7 while e^x is a normal float (x in [-87.3, 88.7]);
@@ -107,14 +109,9 @@ static inline float sigmoid_fast(float x) {
 // tanh as a rational function (odd degree-13 over even degree-6 polynomial, clamped at
 // +-7.9053), the approximation the Eigen library uses for its fast float tanh.
 static inline float tanh_fast(float x) {
-    // The clamp as two candidates and a select on the sign. Written as the two plain
-    // statements x = min(x, c); x = max(x, -c), GCC 12 turns the symmetric clamp into a
-    // branch, and under its default -ftrapping-math no loop calling this function
-    // vectorises (-fopt-info-vec: "control flow in loop"; the Makefile builds with
-    // -fno-trapping-math, other builds may not). NaN still passes through.
     const float clamp = 7.90531110763549805f;
-    float hi = x > clamp ? clamp : x, lo = x < -clamp ? -clamp : x;
-    x = x > 0.0f ? hi : lo;
+    x = x > clamp ? clamp : x;
+    x = x < -clamp ? -clamp : x;
     float x2 = x * x;
     float p = -2.76076847742355e-16f;
     p = madd_(p, x2, 2.00018790482477e-13f);
