@@ -504,8 +504,7 @@ static int cmd_train(int argc, char **argv) {
     adam.beta1 = st.beta1;
 
     // Data parallelism (models/draw.h): one worker per thread, each with one GEMM thread.
-    int n_workers = threads < B ? threads : B;
-    if (n_workers > DRAW_MAX_WORKERS) n_workers = DRAW_MAX_WORKERS;
+    const int n_workers = draw_worker_count(threads, B);
     DrawWorker *workers = xcalloc((size_t)n_workers, sizeof *workers);
     draw_workers_alloc(workers, n_workers, c, B);
     gemm_set_threads(threads / n_workers);
@@ -672,8 +671,7 @@ static int cmd_eval(int argc, char **argv) {
         return fail(&err);
     }
     int B = batch < set.n ? batch : set.n;
-    int n_workers = threads < B ? threads : B;
-    if (n_workers > DRAW_MAX_WORKERS) n_workers = DRAW_MAX_WORKERS;
+    const int n_workers = draw_worker_count(threads, B);
     DrawWorker *workers = xcalloc((size_t)n_workers, sizeof *workers);
     draw_workers_alloc(workers, n_workers, c, B);
     gemm_set_threads(threads / n_workers);

@@ -189,6 +189,12 @@ void draw_noise_fill(float *eps, const DrawConfig *c, int B, Rng *rng) {
 // ---------------------------------------------------------------------------------------
 // Data parallelism
 
+int draw_worker_count(int threads, int B) {
+    int n = threads < B ? threads : B;
+    n = n > DRAW_MAX_WORKERS ? DRAW_MAX_WORKERS : n;
+    return n < 1 ? 1 : n;
+}
+
 void draw_workers_alloc(DrawWorker *w, int n, const DrawConfig *c, int B) {
     CHECK(n >= 1 && n <= B, "%d workers for %d images", n, B);
     for (int k = 0; k < n; k++) {

@@ -127,6 +127,9 @@ typedef struct {
     DrawParams g;
 } DrawWorker;
 
+// Workers for a batch of B on `threads` threads: one per thread, at most B and at most
+// DRAW_MAX_WORKERS.
+int draw_worker_count(int threads, int B);
 void draw_workers_alloc(DrawWorker *w, int n, const DrawConfig *c, int B);
 void draw_workers_free(DrawWorker *w, int n);
 // eps (T, B, Z), contiguous: the same normals draw_fill_noise draws for B images.
