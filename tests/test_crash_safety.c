@@ -174,10 +174,10 @@ static void kill_and_resume(const KillCase *kc) {
     if (rc != 0) return;
     srand(crash_seed);
     int kills = 0, landed_mid_run = 0, attempts = 0, done = 0;
-    char delays[1024] = "";
+    char delays[2048] = "";
     // A round that completes before enough kills landed (a slow or busy machine) starts over
-    // in a fresh folder, at most three times.
-    for (int round = 0; round < 3 && !(done && kills >= 3 && landed_mid_run >= 2); round++) {
+    // in a fresh folder, at most six times.
+    for (int round = 0; round < 6 && !(done && kills >= 3 && landed_mid_run >= 2); round++) {
         char cmd[800];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
         if (system(cmd) != 0) EXPECT(0, "cannot remove %s", dir);
