@@ -131,13 +131,23 @@ static int parse_attention(SatConfig *c, const char *name, Error *err) {
     return 0;
 }
 
+// Exchanges the contents of a and b (n floats each).
+static void swap_floats(float *restrict a, float *restrict b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float t = a[i];
+        a[i] = b[i];
+        b[i] = t;
+    }
+}
+
 static const char *attention_name(const SatConfig *c) {
     return c->hard ? "hard" : attn_kind_name(c->attn.kind);
 }
 
-// Saves the parameters (and, for a state file, the Adam moments and training counters).
+// Saves the parameters (and, for a state file, the Adam moments, the training counters and
+// the weight average ema when there is one).
 static int save_model(const char *path, const SatModel *m, const Vocab *vocab, int with_state,
-                      long step, long best_step, double best_bleu, Error *err) {
+                      const Block *ema, long step, long best_step, double best_bleu, Error *err) {
     char cfg[2048], st[64], bst[64], bb[64], base[64], bset[16];
     sat_config_format(&m->cfg, cfg, sizeof cfg);
     char *vj = vocab_to_json(vocab);
@@ -149,9 +159,9 @@ static int save_model(const char *path, const SatModel *m, const Vocab *vocab, i
     SafetensorsMeta meta[] = {{"format", "attend-sat"}, {"version", "1"}, {"sat.config", cfg},
                               {"vocab", vj},           {"step", st},     {"best_step", bst},
                               {"best_val_bleu4", bb},  {"baseline", base}, {"baseline_set", bset}};
-    const Block *blocks[3] = {&m->params, &m->adam_m, &m->adam_v};
-    const char *prefixes[3] = {"", "adam.m/", "adam.v/"};
-    int r = safetensors_save(path, blocks, prefixes, with_state ? 3 : 1, meta,
+    const Block *blocks[4] = {&m->params, &m->adam_m, &m->adam_v, ema};
+    const char *prefixes[4] = {"", "adam.m/", "adam.v/", "ema/"};
+    int r = safetensors_save(path, blocks, prefixes, with_state ? (ema ? 4 : 3) : 1, meta,
                              (int)(sizeof meta / sizeof meta[0]), err);
     free(vj);
     return r;
@@ -163,8 +173,10 @@ typedef struct {
 } TrainCounters;
 
 // Opens a model file: configuration, vocabulary, parameters (and with state, Adam
-// moments and counters). The model is initialised here (sat_init).
-static int load_model(const char *path, SatModel *m, Vocab *vocab, int with_state,
+// moments and counters). The model is initialised here (sat_init). With ema (an empty
+// Block), the state's weight average is read into it; a state written without one gives
+// a copy of the parameters, where a new average starts.
+static int load_model(const char *path, SatModel *m, Vocab *vocab, int with_state, Block *ema,
                       TrainCounters *tc, Error *err) {
     SafetensorsFile f;
     if (safetensors_load(&f, path, err)) return -1;
@@ -205,6 +217,12 @@ static int load_model(const char *path, SatModel *m, Vocab *vocab, int with_stat
     if (!r && with_state) {
         r = safetensors_read_block(&m->adam_m, "adam.m/", &f, path, err);
         if (!r) r = safetensors_read_block(&m->adam_v, "adam.v/", &f, path, err);
+        if (!r && ema) {
+            char first[BLOCK_NAME_LEN + 8];
+            snprintf(first, sizeof first, "ema/%s", m->params.tensors[0].name);
+            block_clone(ema, &m->params);
+            if (safetensors_find(&f, first)) r = safetensors_read_block(ema, "ema/", &f, path, err);
+        }
         const char *st = safetensors_meta(&f, "step"), *bs = safetensors_meta(&f, "best_step");
         const char *bb = safetensors_meta(&f, "best_val_bleu4");
         const char *base = safetensors_meta(&f, "baseline"), *bset = safetensors_meta(&f, "baseline_set");
@@ -223,6 +241,7 @@ static int load_model(const char *path, SatModel *m, Vocab *vocab, int with_stat
     if (r) {
         sat_free(m);
         vocab_free(vocab);
+        if (ema) block_free(ema);
     }
     return r;
 }
@@ -416,7 +435,7 @@ typedef struct {
     int epochs, threads, val_beam, val_count, log_every, checkpoint_every;
     long steps, seed;
     double minutes;
-    float lr, lr_decay, clip, lambda, dropout, entropy, length_alpha;
+    float lr, lr_decay, clip, lambda, dropout, entropy, length_alpha, ema;
     bool resume, json, beta_vector, quiet;
 } TrainFlags;
 
@@ -455,6 +474,7 @@ static int cmd_train(int argc, char **argv) {
         {"min-count", ARG_INT, &f.min_count, "vocabulary: minimum word count", .has_min = true, .min = 1},
         {"lr", ARG_FLOAT, &f.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true},
         {"lr-decay", ARG_FLOAT, &f.lr_decay, "learning rate factor per epoch", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1},
+        {"ema", ARG_FLOAT, &f.ema, "validate, and keep as the best model, an exponential moving average of the weights with this decay (0 = off; e.g. 0.999)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true},
         {"clip", ARG_FLOAT, &f.clip, "gradient global-norm clip (0 = off)", .has_min = true, .min = 0},
         {"lambda", ARG_FLOAT, &f.lambda, "doubly stochastic regulariser weight", .has_min = true, .min = 0},
         {"dropout", ARG_FLOAT, &f.dropout, "dropout before the deep output", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true},
@@ -539,12 +559,13 @@ static int cmd_train(int argc, char **argv) {
     memset(&model, 0, sizeof model);
     Encoded train = {0}, val = {0};
     TrainCounters tc = {0, 0, -1.0};
+    Block ema = {0};  // with --ema: the weight average, validated and saved as the model
     if (f.resume) {
         if (!file_exists(path_state)) {
             fprintf(stderr, "--resume: %s does not exist\n", path_state);
             goto done;
         }
-        if (load_model(path_state, &model, &vocab, 1, &tc, &err)) {
+        if (load_model(path_state, &model, &vocab, 1, f.ema > 0 ? &ema : NULL, &tc, &err)) {
             fprintf(stderr, "%s\n", err.msg);
             goto done;
         }
@@ -580,6 +601,7 @@ static int cmd_train(int argc, char **argv) {
         Rng init;
         rng_seed(&init, (uint64_t)f.seed);
         sat_init(&model, &cfg, &init);
+        if (f.ema > 0) block_clone(&ema, &model.params);
     }
     const int B = f.batch, S = f.image_size, ML = cfg.max_len;
     // Data parallelism: with several threads, each worker (a replica sharing the
@@ -681,6 +703,7 @@ static int cmd_train(int argc, char **argv) {
         float lr = lr_exponential(f.lr, f.lr_decay, spe, step);
         adam_update(model.params.data, model.grads.data, model.adam_m.data, model.adam_v.data,
                     model.params.numel, &ac, step, lr);
+        if (ema.data) ema_update(ema.data, model.params.data, ema.numel, f.ema, step);
         tc.step = step;
         t_train += timer_now() - ts;
         imgs_since += nb;
@@ -708,6 +731,9 @@ static int cmd_train(int argc, char **argv) {
         int last = tc.step >= end_step || (minutes_given && timer_now() - t0 >= f.minutes * 60.0);
         if (epoch_end || last) {
             EvalResult er;
+            // With --ema the average is what is validated and saved as the model: it
+            // takes the parameters' place until the best model is written.
+            if (ema.data) swap_floats(model.params.data, ema.data, ema.numel);
             if (n_workers > 1) gemm_set_threads(f.threads);
             int ev = evaluate(&er, &model, &vocab, data, SPLIT_VALID, &val, n_val, f.val_beam,
                               f.length_alpha, NULL, 0, &err);
@@ -726,13 +752,14 @@ static int cmd_train(int argc, char **argv) {
             if (last_val > tc.best_bleu) {
                 tc.best_bleu = last_val;
                 tc.best_step = step;
-                if (save_model(path_model, &model, &vocab, 0, step, tc.best_step, tc.best_bleu, &err)) {
+                if (save_model(path_model, &model, &vocab, 0, NULL, step, tc.best_step, tc.best_bleu, &err)) {
                     fprintf(stderr, "%s\n", err.msg);
                     rc = 1;
                     break;
                 }
             }
-            if (save_model(path_state, &model, &vocab, 1, step, tc.best_step, tc.best_bleu, &err) ||
+            if (ema.data) swap_floats(model.params.data, ema.data, ema.numel);
+            if (save_model(path_state, &model, &vocab, 1, ema.data ? &ema : NULL, step, tc.best_step, tc.best_bleu, &err) ||
                 write_curves(path_log, path_curves, &err)) {
                 fprintf(stderr, "%s\n", err.msg);
                 rc = 1;
@@ -740,7 +767,7 @@ static int cmd_train(int argc, char **argv) {
             }
             validated_at_end = last;
         } else if (f.checkpoint_every > 0 && step % f.checkpoint_every == 0) {
-            if (save_model(path_state, &model, &vocab, 1, step, tc.best_step, tc.best_bleu, &err)) {
+            if (save_model(path_state, &model, &vocab, 1, ema.data ? &ema : NULL, step, tc.best_step, tc.best_bleu, &err)) {
                 fprintf(stderr, "%s\n", err.msg);
                 rc = 1;
                 break;
@@ -782,6 +809,7 @@ done:
     encoded_free(&train);
     encoded_free(&val);
     if (model.params.data) sat_free(&model);
+    block_free(&ema);
     vocab_free(&vocab);
     caption_data_close(data);
     return rc;
@@ -829,7 +857,7 @@ static int cmd_eval(int argc, char **argv) {
     SatModel m;
     Vocab vocab;
     TrainCounters tc;
-    if (load_model(model_path, &m, &vocab, 0, &tc, &err)) {
+    if (load_model(model_path, &m, &vocab, 0, NULL, &tc, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
@@ -953,7 +981,7 @@ static int cmd_predict(int argc, char **argv) {
     SatModel m;
     Vocab vocab;
     TrainCounters tc;
-    if (load_model(model_path, &m, &vocab, 0, &tc, &err)) {
+    if (load_model(model_path, &m, &vocab, 0, NULL, &tc, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         image_folder_free(&folder);
         return 1;

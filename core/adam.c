@@ -47,3 +47,10 @@ float lr_exponential(float base, float decay, long decay_steps, long step) {
     CHECK(decay > 0.0f && decay <= 1.0f, "lr decay must be in (0, 1], got %g", (double)decay);
     return (float)(base * pow((double)decay, (double)step / (double)decay_steps));
 }
+
+void ema_update(float *avg, const float *param, size_t n, float decay, long step) {
+    CHECK(step >= 1 && decay >= 0.0f && decay < 1.0f, "ema: step %ld, decay %g", step, (double)decay);
+    const double warm = (1.0 + (double)step) / (10.0 + (double)step);
+    const float d = (float)(decay < warm ? decay : warm);
+    for (size_t i = 0; i < n; i++) avg[i] = d * avg[i] + (1.0f - d) * param[i];
+}

@@ -26,4 +26,11 @@ float clip_global_norm(float *grad, size_t n, float max_norm);
 // decay in (0, 1]; decay_steps <= 0 means constant).
 float lr_exponential(float base, float decay, long decay_steps, long step);
 
+// Exponential moving average of the parameters (Polyak averaging), updated after each
+// optimiser step: avg = d avg + (1 - d) param, with d = min(decay, (1 + step) / (10 + step))
+// so that the first few hundred steps do not leave the average near the initialisation
+// (the warm-up of TensorFlow's ExponentialMovingAverage with num_updates). step counts
+// from 1; decay in [0, 1).
+void ema_update(float *avg, const float *param, size_t n, float decay, long step);
+
 #endif

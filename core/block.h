@@ -41,6 +41,8 @@ void block_add(Block *b, float **view, const char *name, int ndim, ...);
 void block_alloc(Block *b);
 void block_free(Block *b);
 void block_zero(Block *b);
+// dst (empty) becomes a copy of src: the same tensors (without views) and the same data.
+void block_clone(Block *dst, const Block *src);
 // The tensor of that name, or NULL.
 const BlockTensor *block_find(const Block *b, const char *name);
 // The name of the first tensor holding a NaN or an infinity, or NULL when all are finite

@@ -147,24 +147,24 @@ static void test_train_eval_predict(void) {
     free(err);
 }
 
-// --resume from step 3 to step 6 gives bit-identical parameters and Adam moments to an
-// uninterrupted run to step 6.
-// threads: 1 (one model) or 2 (two data-parallel workers).
-static void resume_bit_identical(int threads) {
-    int st = run("train --out %s/full%d --steps 6 --seed 5 --dropout 0.2" SMALL " --threads %d", tmp,
-                 threads, threads);
+// --resume from step 3 to step 6 gives bit-identical parameters and Adam moments (and with
+// --ema the weight average) to an uninterrupted run to step 6.
+// threads: 1 (one model) or 2 (two data-parallel workers); ema: the --ema decay, 0 for none.
+static void resume_bit_identical(int threads, double ema) {
+    int st = run("train --out %s/full%d_%g --steps 6 --seed 5 --dropout 0.2 --ema %g" SMALL " --threads %d",
+                 tmp, threads, ema, ema, threads);
     EXPECT(st == 0, "uninterrupted run failed");
-    st = run("train --out %s/part%d --steps 3 --seed 5 --dropout 0.2" SMALL " --threads %d", tmp,
-             threads, threads);
+    st = run("train --out %s/part%d_%g --steps 3 --seed 5 --dropout 0.2 --ema %g" SMALL " --threads %d",
+             tmp, threads, ema, ema, threads);
     EXPECT(st == 0, "first half failed");
-    st = run("train --out %s/part%d --steps 6 --seed 5 --dropout 0.2 --resume" SMALL " --threads %d",
-             tmp, threads, threads);
+    st = run("train --out %s/part%d_%g --steps 6 --seed 5 --dropout 0.2 --ema %g --resume" SMALL
+             " --threads %d", tmp, threads, ema, ema, threads);
     char *err = slurp("stderr.txt");
     EXPECT(st == 0, "resume failed: %s", err);
     free(err);
     char pa[512], pb[512];
-    snprintf(pa, sizeof pa, "%s/full%d/state.safetensors", tmp, threads);
-    snprintf(pb, sizeof pb, "%s/part%d/state.safetensors", tmp, threads);
+    snprintf(pa, sizeof pa, "%s/full%d_%g/state.safetensors", tmp, threads, ema);
+    snprintf(pb, sizeof pb, "%s/part%d_%g/state.safetensors", tmp, threads, ema);
     SafetensorsFile a, b;
     Error e;
     if (safetensors_load(&a, pa, &e)) {
@@ -188,15 +188,38 @@ static void resume_bit_identical(int threads) {
     }
     EXPECT(strcmp(safetensors_meta(&a, "step"), "6") == 0 && strcmp(safetensors_meta(&b, "step"), "6") == 0,
            "steps");
+    // The state holds the average exactly when --ema is on; the uninterrupted run's only
+    // validation is at step 6, so its model file is that step's average, not the weights.
+    const char *w = "embed";
+    char ew[64];
+    snprintf(ew, sizeof ew, "ema/%s", w);
+    const SafetensorsTensor *tw = safetensors_find(&a, w), *te = safetensors_find(&a, ew);
+    EXPECT(tw, "state has no %s", w);
+    EXPECT((te != NULL) == (ema > 0), "state %s %s", ema > 0 ? "lacks" : "holds", ew);
+    char pm[512];
+    snprintf(pm, sizeof pm, "%s/full%d_%g/model.safetensors", tmp, threads, ema);
+    SafetensorsFile m;
+    if (tw && safetensors_load(&m, pm, &e) == 0) {
+        const SafetensorsTensor *tm = safetensors_find(&m, w);
+        const SafetensorsTensor *want = ema > 0 ? te : tw;
+        EXPECT(tm && want && tm->numel == want->numel &&
+                   !memcmp(tm->data, want->data, tm->numel * sizeof(float)),
+               "model's %s is not the state's %s", w, ema > 0 ? ew : w);
+        if (te) EXPECT(memcmp(te->data, tw->data, tw->numel * sizeof(float)), "the average equals the weights");
+        safetensors_free(&m);
+    } else if (tw) {
+        EXPECT(0, "%s", e.msg);
+    }
     safetensors_free(&a);
     safetensors_free(&b);
     // Resuming with a different architecture is refused with one line.
-    st = run("train --out %s/part%d --steps 8 --seed 5 --resume" SMALL " --hidden 24", tmp, threads);
+    st = run("train --out %s/part%d_%g --steps 8 --seed 5 --resume" SMALL " --hidden 24", tmp, threads, ema);
     expect_one_line_error(st, "different configuration");
 }
 
-static void test_resume_bit_identical(void) { resume_bit_identical(1); }
-static void test_resume_bit_identical_two_threads(void) { resume_bit_identical(2); }
+static void test_resume_bit_identical(void) { resume_bit_identical(1, 0); }
+static void test_resume_bit_identical_two_threads(void) { resume_bit_identical(2, 0); }
+static void test_resume_bit_identical_ema(void) { resume_bit_identical(1, 0.9); }
 
 // Bad input: one line on stderr and a non-zero status.
 static void test_errors(void) {
@@ -288,6 +311,7 @@ int main(void) {
     RUN(test_train_eval_predict);
     RUN(test_resume_bit_identical);
     RUN(test_resume_bit_identical_two_threads);
+    RUN(test_resume_bit_identical_ema);
     RUN(test_errors);
     RUN(test_hard_and_none);
     RUN(test_nonfinite_stops);

@@ -1,5 +1,6 @@
 // test_core_adam.c: Adam / AdamW steps against hand computations, convergence on a
-// quadratic, global-norm clipping and the exponential learning-rate schedule.
+// quadratic, global-norm clipping, the exponential learning-rate schedule and the weight
+// average (ema_update).
 #include <math.h>
 #include <string.h>
 
@@ -109,6 +110,21 @@ static void test_lr_exponential(void) {
     EXPECT_NEAR(lr_exponential(1e-3f, 1.0f, 100, 1000), 1e-3, 0, 1e-7);
 }
 
+// The average by hand, decay 0.9: at step 1 the warm-up caps d at 2/11, so
+// avg = 2/11 * 4 + 9/11 * 15 = 13; by step 100 the cap (101/110) is above 0.9 and
+// avg = 0.9 * 13 + 0.1 * 3 = 12. Decay 0 copies the parameters.
+static void test_ema_update_by_hand(void) {
+    float avg[2] = {4.0f, 4.0f};
+    const float p1[2] = {15.0f, 15.0f}, p2[2] = {3.0f, 3.0f};
+    ema_update(avg, p1, 2, 0.9f, 1);
+    EXPECT_NEAR(avg[0], 13.0, 0, 1e-6);
+    EXPECT_NEAR(avg[1], 13.0, 0, 1e-6);
+    ema_update(avg, p2, 2, 0.9f, 100);
+    EXPECT_NEAR(avg[0], 12.0, 0, 1e-6);
+    ema_update(avg, p1, 1, 0.0f, 5000);
+    EXPECT(avg[0] == 15.0f && avg[1] == 12.0f);
+}
+
 int main(void) {
     RUN(test_adam_two_steps_by_hand);
     RUN(test_adam_uses_given_lr);
@@ -116,5 +132,6 @@ int main(void) {
     RUN(test_adam_converges_on_quadratic);
     RUN(test_clip_global_norm);
     RUN(test_lr_exponential);
+    RUN(test_ema_update_by_hand);
     return test_summary();
 }

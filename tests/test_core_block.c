@@ -1,5 +1,5 @@
 // test_core_block.c: Block layout: views at the right offsets, 64-byte alignment, no
-// overlaps, lookup by name, zeroing, and the same layout for a second (gradient) block.
+// overlaps, lookup by name, zeroing, the same layout for a second (gradient) block, and clones.
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -130,11 +130,37 @@ static void test_block_first_nonfinite(void) {
     block_free(&b);
 }
 
+// A clone has the same names, shapes and offsets, its own copy of the data, and moves no
+// views of the original.
+static void test_block_clone(void) {
+    Block a = {0}, c = {0};
+    Params pa = {0};
+    layout(&a, &pa);
+    block_alloc(&a);
+    for (size_t i = 0; i < a.numel; i++) a.data[i] = (float)i * 0.5f;
+    float *w_before = pa.w;
+    block_clone(&c, &a);
+    EXPECT(c.count == a.count && c.numel == a.numel && c.data != a.data);
+    for (int i = 0; i < a.count; i++) {
+        EXPECT(!strcmp(c.tensors[i].name, a.tensors[i].name));
+        EXPECT(c.tensors[i].ndim == a.tensors[i].ndim && c.tensors[i].offset == a.tensors[i].offset);
+        for (int d = 0; d < a.tensors[i].ndim; d++) EXPECT(c.tensors[i].shape[d] == a.tensors[i].shape[d]);
+        EXPECT(c.tensors[i].view == NULL);
+    }
+    EXPECT(!memcmp(c.data, a.data, a.numel * sizeof(float)));
+    EXPECT(pa.w == w_before);
+    c.data[3] = -1.0f;
+    EXPECT(a.data[3] == 1.5f);
+    block_free(&a);
+    block_free(&c);
+}
+
 int main(void) {
     RUN(test_block_views_and_alignment);
     RUN(test_block_find);
     RUN(test_block_second_layout_matches);
     RUN(test_block_many_tensors_grow);
     RUN(test_block_first_nonfinite);
+    RUN(test_block_clone);
     return test_summary();
 }
