@@ -1,10 +1,11 @@
 // test_crash_safety.c: training survives interruptions and failures (issue 7, crash safety).
 //
-// - For bin/draw and bin/caption: a tiny training run is killed with SIGKILL at several
-//   random moments and restarted with --resume until it completes; its checkpoints then
-//   hold exactly the weights and Adam moments (bit for bit, tensor by tensor) of a run that
-//   was never interrupted. After every kill, each checkpoint under its final name must load
-//   (never half written); at the end no temporary file is left in the output folder.
+// - For bin/draw and bin/caption: a tiny training run is killed with SIGKILL three times,
+//   each at a random step and a random moment within it, and restarted with --resume until
+//   it completes; its checkpoints then hold exactly the weights and Adam moments (bit for
+//   bit, tensor by tensor) of a run that was never interrupted. After every kill, each
+//   checkpoint under its final name must load (never half written); at the end no
+//   temporary file is left in the output folder.
 // - A checkpoint write that fails (a full disk, simulated with RLIMIT_FSIZE in the child;
 //   the tests run as root, where an unwritable folder stops nothing) leaves the previous
 //   checkpoint byte for byte intact, no temporary behind, and ends with a one-line error
@@ -174,79 +175,89 @@ static void kill_and_resume(const KillCase *kc) {
     if (rc != 0) return;
     srand(crash_seed);
     int kills = 0, landed_mid_run = 0, attempts = 0, done = 0;
-    char delays[2048] = "";
-    // A round that completes before enough kills landed (a slow or busy machine) starts over
-    // in a fresh folder, at most six times.
-    for (int round = 0; round < 6 && !(done && kills >= 3 && landed_mid_run >= 2); round++) {
-        char cmd[800];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0) EXPECT(0, "cannot remove %s", dir);
-        kills = landed_mid_run = attempts = done = 0;
-        long last_step = 0;
-        size_t l = strlen(delays);
-        snprintf(delays + l, sizeof delays - l, "%s", round ? " |" : "");
-        while (!done && attempts < 30) {
-            attempts++;
-            snprintf(path, sizeof path, "%s/%s", dir, kc->resume_from);
-            int resume = file_exists(path);
-            char args[4096];
-            snprintf(args, sizeof args, "%s --steps %ld --checkpoint-every 1 --out %s%s", kc->args,
-                     kc->steps, dir, resume ? " --resume" : "");
-            pid_t pid = spawn(kc->prog, args, 0);
-            if (kills >= 5) {
-                rc = wait_status(pid);
-                EXPECT(rc == 0, "%s: the last resumed run exited %d: %s", kc->prog, rc,
-                       last_err_line(&(int){0}));
-                done = rc == 0;
-                break;
+    char delays[2048] = "";  // "target step:ms" of each kill, for the failure message
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    if (system(path) != 0) EXPECT(0, "cannot remove %s", dir);
+    // Kills are placed by progress, not by the clock, so that start-up time and the
+    // machine's speed do not decide where they land: a run is killed a random moment after
+    // its checkpoint reaches a target step drawn from the first half of the steps still to
+    // do. Every kill then hits a running training past its last checkpoint, and three kills
+    // always leave steps to do. The moment within the step is uniform up to the
+    // uninterrupted run's mean time per step, so kills land in computation and in checkpoint
+    // writes alike (every step writes one).
+    const double step_ms = wall * 1000.0 / kc->steps;
+    long last_step = 0;
+    while (!done && attempts < 30) {
+        attempts++;
+        snprintf(path, sizeof path, "%s/%s", dir, kc->resume_from);
+        int resume = file_exists(path);
+        char args[4096];
+        snprintf(args, sizeof args, "%s --steps %ld --checkpoint-every 1 --out %s%s", kc->args,
+                 kc->steps, dir, resume ? " --resume" : "");
+        pid_t pid = spawn(kc->prog, args, 0);
+        if (kills >= 3 || kc->steps - last_step < 2) {
+            rc = wait_status(pid);
+            EXPECT(rc == 0, "%s: the last resumed run exited %d: %s", kc->prog, rc,
+                   last_err_line(&(int){0}));
+            done = rc == 0;
+            break;
+        }
+        long target = last_step + 1 + rand() % ((kc->steps - last_step) / 2);
+        int st;
+        pid_t w;
+        double tw = timer_now();
+        while ((w = waitpid(pid, &st, WNOHANG)) == 0 && checkpoint_step(path, kc->step_key) < target) {
+            if (timer_now() - tw > 60.0 + 20.0 * wall) {
+                kill(pid, SIGKILL);
+                waitpid(pid, &st, 0);
+                EXPECT(0, "%s: no checkpoint of step %ld after %.0f s", kc->prog, target, timer_now() - tw);
+                return;
             }
-            // Somewhere between start-up and the end of the work left, judged by the time
-            // an uninterrupted run took.
-            // Floored so that a run killed near its end is not followed by kills that all
-            // land in the (fixed) start-up time, before any step.
-            double left = (double)(kc->steps - last_step) / kc->steps;
-            if (left < 0.4) left = 0.4;
-            double ms = wall * 1000.0 * (0.08 + 0.75 * left * rand() / (double)RAND_MAX);
-            l = strlen(delays);
-            snprintf(delays + l, sizeof delays - l, " %.0f", ms);
+            sleep_ms(1);
+        }
+        double ms = step_ms * rand() / (double)RAND_MAX;
+        size_t l = strlen(delays);
+        snprintf(delays + l, sizeof delays - l, " %ld:%.0f", target, ms);
+        if (w == 0) {
             sleep_ms(ms);
             kill(pid, SIGKILL);
-            int st;
             waitpid(pid, &st, 0);
-            if (WIFEXITED(st)) {
-                EXPECT(WEXITSTATUS(st) == 0, "%s: a run exited %d", kc->prog, WEXITSTATUS(st));
-                done = WEXITSTATUS(st) == 0;
-                if (!done) return;
-                continue;
-            }
-            kills++;
-            // Whatever lies under a final name must be a whole checkpoint.
-            for (int i = 0; i < 2 && kc->ckpts[i]; i++) {
-                snprintf(path, sizeof path, "%s/%s", dir, kc->ckpts[i]);
-                if (!file_exists(path)) continue;
-                SafetensorsFile f;
-                Error err;
-                int bad = safetensors_load(&f, path, &err);
-                EXPECT(!bad, "%s after a kill: %s", kc->prog, bad ? err.msg : "");
-                if (!bad) safetensors_free(&f);
-            }
-            snprintf(path, sizeof path, "%s/%s", dir, kc->resume_from);
-            long s = checkpoint_step(path, kc->step_key);
-            if (s > last_step && s < kc->steps) landed_mid_run++;
-            if (s > last_step) last_step = s;
         }
+        if (WIFEXITED(st)) {
+            // Finished (or failed) on its own before the kill.
+            EXPECT(WEXITSTATUS(st) == 0, "%s: a run exited %d: %s", kc->prog, WEXITSTATUS(st),
+                   last_err_line(&(int){0}));
+            done = WEXITSTATUS(st) == 0;
+            if (!done) return;
+            continue;
+        }
+        kills++;
+        // Whatever lies under a final name must be a whole checkpoint.
+        for (int i = 0; i < 2 && kc->ckpts[i]; i++) {
+            snprintf(path, sizeof path, "%s/%s", dir, kc->ckpts[i]);
+            if (!file_exists(path)) continue;
+            SafetensorsFile f;
+            Error err;
+            int bad = safetensors_load(&f, path, &err);
+            EXPECT(!bad, "%s after a kill: %s", kc->prog, bad ? err.msg : "");
+            if (!bad) safetensors_free(&f);
+        }
+        snprintf(path, sizeof path, "%s/%s", dir, kc->resume_from);
+        long s = checkpoint_step(path, kc->step_key);
+        if (s > last_step && s < kc->steps) landed_mid_run++;
+        if (s > last_step) last_step = s;
     }
     EXPECT(done, "%s: never completed (%d attempts)", kc->prog, attempts);
     // The kills must have hit a running training at different steps, or the test proves
     // nothing.
-    EXPECT(kills >= 3 && landed_mid_run >= 1, "%s: %d kills, %d mid-run (seed %u, ms:%s)",
+    EXPECT(kills >= 3 && landed_mid_run == kills, "%s: %d kills, %d mid-run (seed %u, step:ms%s)",
            kc->prog, kills, landed_mid_run, crash_seed, delays);
     for (int i = 0; i < 2 && kc->ckpts[i]; i++) {
         char a[700], b[700];
         snprintf(a, sizeof a, "%s/%s", ref, kc->ckpts[i]);
         snprintf(b, sizeof b, "%s/%s", dir, kc->ckpts[i]);
         EXPECT(checkpoints_identical(a, b, kc->step_key, why, sizeof why),
-               "%s %s: killed and resumed differs from uninterrupted: %s (seed %u, ms:%s)",
+               "%s %s: killed and resumed differs from uninterrupted: %s (seed %u, step:ms%s)",
                kc->prog, kc->ckpts[i], why, crash_seed, delays);
     }
     char name[300] = "";
