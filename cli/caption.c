@@ -356,16 +356,17 @@ static int evaluate(EvalResult *res, SatModel *m, const Vocab *vocab, const Capt
 }
 
 // ---------------------------------------------------------------------------------------
-// Curves: loss and validation BLEU-4 against the step, from log.csv.
+// Curves: loss, validation BLEU-4 and grounding (scenes) against the step, from log.csv.
 
 static int write_curves(const char *csv_path, const char *png_path, Error *err) {
     FILE *fp = fopen(csv_path, "r");
     if (!fp) return error_set(err, "%s: cannot open", csv_path);
     char line[1024];
-    int col_step = -1, col_loss = -1, col_bleu = -1;
-    int cap = 1024, nl = 0, nb = 0;
+    int col_step = -1, col_loss = -1, col_bleu = -1, col_ground = -1;
+    int cap = 1024, nl = 0, nb = 0, ng = 0;
     float *ls = xmalloc((size_t)cap * sizeof(float)), *ly = xmalloc((size_t)cap * sizeof(float));
     float *bs = xmalloc((size_t)cap * sizeof(float)), *by = xmalloc((size_t)cap * sizeof(float));
+    float *gs = xmalloc((size_t)cap * sizeof(float)), *gy = xmalloc((size_t)cap * sizeof(float));
     int row = 0;
     while (fgets(line, sizeof line, fp)) {
         line[strcspn(line, "\r\n")] = 0;
@@ -383,17 +384,20 @@ static int write_curves(const char *csv_path, const char *png_path, Error *err) 
                 if (!strcmp(cells[i], "step")) col_step = i;
                 if (!strcmp(cells[i], "loss")) col_loss = i;
                 if (!strcmp(cells[i], "val_bleu4")) col_bleu = i;
+                if (!strcmp(cells[i], "val_grounding")) col_ground = i;
             }
             continue;
         }
         if (col_step < 0 || col_step >= nc) continue;
         float x = strtof(cells[col_step], NULL);
-        if (nl == cap || nb == cap) {
+        if (nl == cap || nb == cap || ng == cap) {
             cap *= 2;
             ls = xrealloc(ls, (size_t)cap * sizeof(float));
             ly = xrealloc(ly, (size_t)cap * sizeof(float));
             bs = xrealloc(bs, (size_t)cap * sizeof(float));
             by = xrealloc(by, (size_t)cap * sizeof(float));
+            gs = xrealloc(gs, (size_t)cap * sizeof(float));
+            gy = xrealloc(gy, (size_t)cap * sizeof(float));
         }
         if (col_loss >= 0 && col_loss < nc && cells[col_loss][0]) {
             ls[nl] = x;
@@ -403,13 +407,17 @@ static int write_curves(const char *csv_path, const char *png_path, Error *err) 
             bs[nb] = x;
             by[nb++] = strtof(cells[col_bleu], NULL);
         }
+        if (col_ground >= 0 && col_ground < nc && cells[col_ground][0]) {
+            gs[ng] = x;
+            gy[ng++] = strtof(cells[col_ground], NULL);
+        }
     }
     fclose(fp);
     PlotSeries s1 = {"training loss (per image)", ls, ly, nl};
-    PlotSeries s2 = {"validation BLEU-4", bs, by, nb};
+    PlotSeries s2[2] = {{"validation BLEU-4", bs, by, nb}, {"validation grounding", gs, gy, ng}};
     PlotOptions o1 = {.title = "loss", .xlabel = "step", .width = 640, .height = 320};
-    PlotOptions o2 = {.title = "validation BLEU-4", .xlabel = "step", .width = 640, .height = 320};
-    Image imgs[2] = {plot_render(&s1, 1, &o1), plot_render(&s2, 1, &o2)};
+    PlotOptions o2 = {.title = "validation", .xlabel = "step", .width = 640, .height = 320};
+    Image imgs[2] = {plot_render(&s1, 1, &o1), plot_render(s2, ng > 0 ? 2 : 1, &o2)};
     Image both = stack_vertical(imgs, 2, 8);
     int r = write_png_image(png_path, &both, err);
     image_free(&imgs[0]);
@@ -419,6 +427,8 @@ static int write_curves(const char *csv_path, const char *png_path, Error *err) 
     free(ly);
     free(bs);
     free(by);
+    free(gs);
+    free(gy);
     return r;
 }
 
@@ -624,7 +634,7 @@ static int cmd_train(int argc, char **argv) {
     int n_val = f.val_count > 0 && f.val_count < caption_data_count(data, SPLIT_VALID) ? f.val_count : caption_data_count(data, SPLIT_VALID);
 
     CsvLog log;
-    if (csvlog_open(&log, path_log, "step,epoch,loss,ce_per_token,grad_norm,lr,images_per_s,val_bleu4",
+    if (csvlog_open(&log, path_log, "step,epoch,loss,ce_per_token,grad_norm,lr,images_per_s,val_bleu4,val_grounding",
                     f.resume, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
@@ -719,9 +729,9 @@ static int cmd_train(int argc, char **argv) {
         int epoch_end = pos == spe - 1;
         if (step % f.log_every == 0 || epoch_end) {
             double now = timer_now();
-            double row[8] = {(double)step, (double)step / spe, loss_acc / n_acc, ce_acc / tok_acc,
-                             norm_acc / n_acc, lr, imgs_since / (now - t_log), NAN};
-            csvlog_row(&log, row, 8);
+            double row[9] = {(double)step, (double)step / spe, loss_acc / n_acc, ce_acc / tok_acc,
+                             norm_acc / n_acc, lr, imgs_since / (now - t_log), NAN, NAN};
+            csvlog_row(&log, row, 9);
             last_window_loss = loss_acc / n_acc;
             t_log = now;
             imgs_since = 0;
@@ -744,11 +754,15 @@ static int cmd_train(int argc, char **argv) {
                 break;
             }
             last_val = er.scores.bleu[3];
-            double row[8] = {(double)step, (double)step / spe, NAN, NAN, NAN, NAN, NAN, last_val};
-            csvlog_row(&log, row, 8);
-            if (!f.quiet)
-                fprintf(stderr, "\nstep %ld (epoch %.2f): validation BLEU-4 %.4f (best %.4f)\n", step,
+            double ground = er.has_grounding ? er.grounding.accuracy : NAN;
+            double row[9] = {(double)step, (double)step / spe, NAN, NAN, NAN, NAN, NAN, last_val, ground};
+            csvlog_row(&log, row, 9);
+            if (!f.quiet) {
+                fprintf(stderr, "\nstep %ld (epoch %.2f): validation BLEU-4 %.4f (best %.4f)", step,
                         (double)step / spe, last_val, tc.best_bleu);
+                if (er.has_grounding) fprintf(stderr, ", grounding %.4f", ground);
+                fputc('\n', stderr);
+            }
             if (last_val > tc.best_bleu) {
                 tc.best_bleu = last_val;
                 tc.best_step = step;

@@ -65,6 +65,22 @@ static double logged_loss(const char *csv, long step) {
     return NAN;
 }
 
+// The last column (val_grounding) of log.csv's validation row for step: that row leaves
+// the loss column empty. NAN when there is no such row or the cell is empty.
+static double logged_val_grounding(const char *csv, long step) {
+    char want[32];
+    int n = snprintf(want, sizeof want, "\n%ld,", step);
+    for (const char *p = strstr(csv, want); p; p = strstr(p + 1, want)) {
+        const char *q = strchr(p + n, ',');  // past the epoch column
+        if (!q || q[1] != ',') continue;
+        const char *end = strchr(q, '\n'), *last = q;
+        for (const char *c = q; *c && c != end; c++)
+            if (*c == ',') last = c;
+        return last[1] && last[1] != '\n' ? atof(last + 1) : NAN;
+    }
+    return NAN;
+}
+
 static void test_train_eval_predict(void) {
     int st = run("train --out %s/run --steps 4 --seed 3 --log-every 2 --json" SMALL, tmp);
     char *err = slurp("stderr.txt");
@@ -85,6 +101,11 @@ static void test_train_eval_predict(void) {
     EXPECT(isfinite(logged), "log.csv has no training row for step 4: %s", csv);
     // %.6g in the JSON against %.9g in the CSV: 1e-5 relative covers the rounding.
     if (cJSON_IsNumber(fl) && isfinite(logged)) EXPECT_NEAR(fl->valuedouble, logged, 0.0, 1e-5);
+    // Scenes have boxes, so the end-of-run validation row carries a grounding accuracy.
+    EXPECT(strncmp(csv, "step,epoch,loss,ce_per_token,grad_norm,lr,images_per_s,val_bleu4,val_grounding\n",
+                   79) == 0, "log.csv header: %.100s", csv);
+    double vg = logged_val_grounding(csv, 4);
+    EXPECT(vg >= 0.0 && vg <= 1.0, "log.csv validation row for step 4: val_grounding %g: %s", vg, csv);
     free(csv);
     cJSON_Delete(j);
     free(out);
