@@ -45,26 +45,23 @@
 
 #define MAX_CAPS_PER_IMAGE 64
 
-// Tokenised, encoded captions of one split: for image i, captions first[i] .. first[i+1].
+// Tokenised reference captions of one split (for the metrics): for image i, captions
+// first[i] .. first[i+1].
 typedef struct {
     int n_images, n_caps;
     int *first;     // (n_images + 1)
-    int *ids;       // (n_caps, max_len)
-    int *lens;      // (n_caps)
-    Tokens *refs;   // (n_caps) the full tokenised references (for the metrics), or NULL
+    Tokens *refs;   // (n_caps)
 } Encoded;
 
 static void encoded_free(Encoded *e) {
     if (e->refs)
         for (int i = 0; i < e->n_caps; i++) tokens_free(&e->refs[i]);
     free(e->first);
-    free(e->ids);
-    free(e->lens);
     free(e->refs);
     memset(e, 0, sizeof *e);
 }
 
-// Tokenises the split's captions into refs (ids and lens stay NULL: encode_ids).
+// Tokenises the split's captions into refs.
 static int encode_split(Encoded *e, const CaptionData *d, Split s, Error *err) {
     memset(e, 0, sizeof *e);
     int n = caption_data_count(d, s);
@@ -93,18 +90,42 @@ static int encode_split(Encoded *e, const CaptionData *d, Split s, Error *err) {
     return 0;
 }
 
-// Word ids of e's tokenised captions under vocab, (n_caps, max_len) with lens; then drops
-// the token strings (the training split needs just the ids, and its strings are most of
-// its memory).
-static void encode_ids(Encoded *e, const Vocab *vocab, int max_len) {
-    e->ids = xcalloc((size_t)e->n_caps * max_len, sizeof(int));
-    e->lens = xcalloc((size_t)e->n_caps, sizeof(int));
-    for (int c = 0; c < e->n_caps; c++) {
-        e->lens[c] = vocab_encode(e->ids + (size_t)c * max_len, vocab, &e->refs[c], max_len);
-        tokens_free(&e->refs[c]);
+// Counts the words of every caption of the split into counter (for the vocabulary),
+// keeping no tokens: the training split of a large data set held as tokens took more
+// memory than the model, so training encodes each caption when it is drawn instead.
+static int count_split_words(VocabCounter *counter, const CaptionData *d, Split s, Error *err) {
+    SceneInfo info;
+    const char *texts[MAX_CAPS_PER_IMAGE];
+    for (int i = 0; i < caption_data_count(d, s); i++) {
+        int k = caption_data_captions(d, s, i, texts, MAX_CAPS_PER_IMAGE, &info);
+        for (int j = 0; j < k; j++) {
+            Tokens t;
+            if (tokenize(&t, texts[j], TOKENIZE_MAX_TOKENS, err))
+                return error_prefix(err, "%s image %d caption %d", split_name(s), i, j);
+            vocab_counter_add(counter, &t);
+            tokens_free(&t);
+        }
     }
-    free(e->refs);
-    e->refs = NULL;
+    return 0;
+}
+
+// One of image i's captions (of split s), drawn with rng, as word ids: ids (max_len)
+// gets the ids of its first max_len tokens, then VOCAB_PAD. Returns how many ids, or -1
+// with err set.
+static int draw_caption_ids(int *ids, const CaptionData *d, Split s, int i, const Vocab *vocab,
+                            int max_len, Rng *rng, Error *err) {
+    SceneInfo info;
+    const char *texts[MAX_CAPS_PER_IMAGE];
+    int k = caption_data_captions(d, s, i, texts, MAX_CAPS_PER_IMAGE, &info);
+    if (k < 1) return error_set(err, "%s image %d has no caption", split_name(s), i);
+    int j = (int)rng_below(rng, (uint32_t)k);
+    Tokens t;
+    if (tokenize(&t, texts[j], TOKENIZE_MAX_TOKENS, err))
+        return error_prefix(err, "%s image %d caption %d", split_name(s), i, j);
+    int n = vocab_encode(ids, vocab, &t, max_len);
+    for (int w = n; w < max_len; w++) ids[w] = VOCAB_PAD;
+    tokens_free(&t);
+    return n;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -567,7 +588,7 @@ static int cmd_train(int argc, char **argv) {
     Vocab vocab = {0};
     SatModel model;
     memset(&model, 0, sizeof model);
-    Encoded train = {0}, val = {0};
+    Encoded val = {0};
     TrainCounters tc = {0, 0, -1.0};
     Block ema = {0};  // with --ema: the weight average, validated and saved as the model
     if (f.resume) {
@@ -589,20 +610,22 @@ static int cmd_train(int argc, char **argv) {
             goto done;
         }
     }
-    // Captions: tokenised once; the vocabulary comes from the training split.
-    if (encode_split(&train, data, SPLIT_TRAIN, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        goto done;
-    }
+    // The vocabulary comes from the training split (a resumed run has its own).
     if (!f.resume) {
-        vocab_build(&vocab, train.refs, train.n_caps, f.min_count);
+        VocabCounter counter = {0};
+        int bad = count_split_words(&counter, data, SPLIT_TRAIN, &err);
+        if (!bad) vocab_from_counter(&vocab, &counter, f.min_count);
+        vocab_counter_free(&counter);
+        if (bad) {
+            fprintf(stderr, "%s\n", err.msg);
+            goto done;
+        }
         cfg.V = vocab.size;
         if (sat_config_finish(&cfg, &err)) {
             fprintf(stderr, "%s\n", err.msg);
             goto done;
         }
     }
-    encode_ids(&train, &vocab, cfg.max_len);
     if (encode_split(&val, data, SPLIT_VALID, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
@@ -680,10 +703,14 @@ static int cmd_train(int argc, char **argv) {
         for (long j = pos * B; j < (pos + 1) * B && j < n_train; j++, nb++) {
             int img = perm[j];
             caption_data_image(data, SPLIT_TRAIN, img, images + (size_t)nb * 3 * S * S, NULL);
-            int nc = train.first[img + 1] - train.first[img];
-            int cidx = train.first[img] + (int)rng_below(&sr, (uint32_t)nc);
-            lens[nb] = train.lens[cidx];
-            memcpy(words + (size_t)nb * ML, train.ids + (size_t)cidx * ML, (size_t)ML * sizeof(int));
+            lens[nb] = draw_caption_ids(words + (size_t)nb * ML, data, SPLIT_TRAIN, img, &vocab, ML,
+                                        &sr, &err);
+            if (lens[nb] < 0) break;
+        }
+        if (nb < B && nb < n_train - pos * B) {  // a caption failed to encode
+            fprintf(stderr, "%s\n", err.msg);
+            rc = 1;
+            break;
         }
         SatLoss sl;
         if (n_workers == 1) {
@@ -820,7 +847,6 @@ static int cmd_train(int argc, char **argv) {
         free(workers);
     }
 done:
-    encoded_free(&train);
     encoded_free(&val);
     if (model.params.data) sat_free(&model);
     block_free(&ema);

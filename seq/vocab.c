@@ -56,38 +56,42 @@ static void vocab_index(Vocab *v) {
 
 // --- building ---------------------------------------------------------------------------
 
-typedef struct {
-    char **words;  // (n) borrowed from the captions
-    int *counts;   // (n)
-    int n, cap;
-    int *table;
-    int table_cap;
-} Counter;
-
-static void counter_grow_table(Counter *c) {
+static void counter_grow_table(VocabCounter *c) {
     c->table_cap = c->table_cap ? 2 * c->table_cap : 1024;
     free(c->table);
     c->table = xmalloc((size_t)c->table_cap * sizeof *c->table);
     for (int i = 0; i < c->table_cap; i++) c->table[i] = -1;
-    for (int id = 0; id < c->n; id++)
-        c->table[find_slot(c->table, c->table_cap, c->words, c->words[id])] = id;
+    for (int k = 0; k < c->n; k++)
+        c->table[find_slot(c->table, c->table_cap, c->words, c->words[k])] = k;
 }
 
-static void counter_add(Counter *c, char *word) {
+// Counts word unless it is a special (a copy is kept the first time it is seen).
+static void counter_add(VocabCounter *c, const char *word) {
     if (2 * (c->n + 1) > c->table_cap) counter_grow_table(c);
     int s = find_slot(c->table, c->table_cap, c->words, word);
-    if (c->table[s] >= 0) {
-        c->counts[c->table[s]]++;
-        return;
+    if (c->table[s] < 0) {
+        if (c->n == c->cap) {
+            c->cap = c->cap ? 2 * c->cap : 1024;
+            c->words = xrealloc(c->words, (size_t)c->cap * sizeof *c->words);
+            c->counts = xrealloc(c->counts, (size_t)c->cap * sizeof *c->counts);
+        }
+        c->words[c->n] = xstrdup(word);
+        c->counts[c->n] = 0;
+        c->table[s] = c->n++;
     }
-    if (c->n == c->cap) {
-        c->cap = c->cap ? 2 * c->cap : 1024;
-        c->words = xrealloc(c->words, (size_t)c->cap * sizeof *c->words);
-        c->counts = xrealloc(c->counts, (size_t)c->cap * sizeof *c->counts);
-    }
-    c->words[c->n] = word;
-    c->counts[c->n] = 1;
-    c->table[s] = c->n++;
+    if (!is_special(word)) c->counts[c->table[s]]++;
+}
+
+void vocab_counter_add(VocabCounter *c, const Tokens *t) {
+    for (int i = 0; i < t->n; i++) counter_add(c, t->tok[i]);
+}
+
+void vocab_counter_free(VocabCounter *c) {
+    for (int k = 0; k < c->n; k++) free(c->words[k]);
+    free(c->words);
+    free(c->counts);
+    free(c->table);
+    memset(c, 0, sizeof *c);
 }
 
 typedef struct {
@@ -103,15 +107,18 @@ static int cmp_word_count(const void *a, const void *b) {
 
 void vocab_build(Vocab *v, const Tokens *captions, int n_captions, int min_count) {
     CHECK(v && n_captions >= 0 && (n_captions == 0 || captions) && min_count >= 1);
-    Counter c = {0};
-    for (int i = 0; i < n_captions; i++)
-        for (int k = 0; k < captions[i].n; k++)
-            if (!is_special(captions[i].tok[k])) counter_add(&c, captions[i].tok[k]);
+    VocabCounter c = {0};
+    for (int i = 0; i < n_captions; i++) vocab_counter_add(&c, &captions[i]);
+    vocab_from_counter(v, &c, min_count);
+    vocab_counter_free(&c);
+}
 
-    WordCount *wc = xmalloc((size_t)(c.n ? c.n : 1) * sizeof *wc);
+void vocab_from_counter(Vocab *v, const VocabCounter *c, int min_count) {
+    CHECK(v && c && min_count >= 1);
+    WordCount *wc = xmalloc((size_t)(c->n ? c->n : 1) * sizeof *wc);
     int kept = 0;
-    for (int i = 0; i < c.n; i++)
-        if (c.counts[i] >= min_count) wc[kept++] = (WordCount){c.words[i], c.counts[i]};
+    for (int i = 0; i < c->n; i++)  // a special's count stays 0: never kept as a word
+        if (c->counts[i] >= min_count) wc[kept++] = (WordCount){c->words[i], c->counts[i]};
     qsort(wc, (size_t)kept, sizeof *wc, cmp_word_count);
 
     memset(v, 0, sizeof *v);
@@ -121,11 +128,7 @@ void vocab_build(Vocab *v, const Tokens *captions, int n_captions, int min_count
     for (int i = 0; i < VOCAB_NSPECIAL; i++) v->words[i] = xstrdup(special_words[i]);
     for (int i = 0; i < kept; i++) v->words[VOCAB_NSPECIAL + i] = xstrdup(wc[i].word);
     vocab_index(v);
-
     free(wc);
-    free(c.words);
-    free(c.counts);
-    free(c.table);
 }
 
 // --- lookups ------------------------------------------------------------------------------

@@ -32,6 +32,22 @@ typedef struct {
 // not counted as words.
 void vocab_build(Vocab *v, const Tokens *captions, int n_captions, int min_count);
 
+// The same count a caption at a time, for a corpus too large to keep tokenised: the
+// counter keeps a copy of each distinct token (specials too, never counted as words).
+typedef struct {
+    char **words;   // (n) owned, in order of first appearance
+    int *counts;    // (n)
+    int n, cap;
+    int *table;     // open-addressing hash of numbers, -1 = empty
+    int table_cap;
+} VocabCounter;
+
+// Counts t's words into c (zero-initialised before the first call).
+void vocab_counter_add(VocabCounter *c, const Tokens *t);
+// vocab_build's result for the captions counted so far.
+void vocab_from_counter(Vocab *v, const VocabCounter *c, int min_count);
+void vocab_counter_free(VocabCounter *c);
+
 // The id of word, or VOCAB_UNK if it is not in the vocabulary.
 int vocab_id(const Vocab *v, const char *word);
 

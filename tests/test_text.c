@@ -168,6 +168,33 @@ static void test_vocab_encode_decode(void) {
     vocab_free(&v);
 }
 
+// The streaming counter: the vocabulary of build_test_vocab's captions counted one at a
+// time, for several thresholds.
+static void test_vocab_counter_matches_build(void) {
+    const char *caps[] = {"a dog a cat", "a dog sits", "a cat runs", "a cat sits dog",
+                          "a <end>"};
+    for (int min_count = 1; min_count <= 7; min_count++) {
+        Vocab want, got;
+        build_test_vocab(&want, min_count);
+        VocabCounter c = {0};
+        for (int i = 0; i < 5; i++) {
+            Tokens t = toks(caps[i]);
+            vocab_counter_add(&c, &t);
+            tokens_free(&t);
+        }
+        EXPECT(c.n == 6, "%d distinct tokens, expected 6 (<end> kept, not counted)", c.n);
+        vocab_from_counter(&got, &c, min_count);
+        EXPECT(got.size == want.size, "min_count %d: size %d, expected %d", min_count, got.size,
+               want.size);
+        for (int id = 0; id < got.size && id < want.size; id++)
+            EXPECT(strcmp(got.words[id], want.words[id]) == 0, "min_count %d: id %d = %s, expected %s",
+                   min_count, id, got.words[id], want.words[id]);
+        vocab_counter_free(&c);
+        vocab_free(&want);
+        vocab_free(&got);
+    }
+}
+
 static void test_vocab_json_round_trip(void) {
     Vocab v, w;
     build_test_vocab(&v, 2);
@@ -726,6 +753,7 @@ int main(void) {
     RUN(test_tokenize_overlong_caption);
     RUN(test_vocab_ids_and_min_count);
     RUN(test_vocab_encode_decode);
+    RUN(test_vocab_counter_matches_build);
     RUN(test_vocab_json_round_trip);
     RUN(test_vocab_json_rejects_malformed);
     RUN(test_bleu_by_hand);
