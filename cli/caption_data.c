@@ -21,9 +21,11 @@ struct CaptionData {
 void caption_data_flags_default(CaptionDataFlags *f) {
     f->data = "scenes";
     f->root = "data";
-    f->train_count = 20000;
-    f->val_count = 1000;
-    f->test_count = 1000;
+    ScenesConfig sc;
+    scenes_config_default(&sc);
+    f->train_count = sc.counts[SPLIT_TRAIN];
+    f->val_count = sc.counts[SPLIT_VALID];
+    f->test_count = sc.counts[SPLIT_TEST];
     f->scenes_seed = 1;
     f->cache_mb = 2048;
 }
