@@ -472,14 +472,16 @@ typedef struct {
 
 static int cmd_train(int argc, char **argv) {
     Error err;
+    SatConfig dc;  // the model's defaults are sat_config_default's
+    sat_config_default(&dc);
     TrainFlags f = {.attention = "additive", .out = NULL, .channels = "32,64,128",
-                    .query = "previous",
-                    .image_size = 64, .embed = 128, .hidden = 256, .attn_dim = 128, .heads = 4,
-                    .window = 2, .batch = 32, .max_len = 16, .min_count = 1, .epochs = 10,
-                    .threads = default_threads(), .val_beam = 1, .val_count = 0,
+                    .query = sat_query_name(dc.query), .image_size = dc.image_size,
+                    .embed = dc.E, .hidden = dc.H, .attn_dim = dc.attn.A, .heads = dc.attn.heads,
+                    .window = dc.attn.window, .batch = 32, .max_len = dc.max_len, .min_count = 1,
+                    .epochs = 10, .threads = default_threads(), .val_beam = 3, .val_count = 0,
                     .log_every = 20, .steps = 0, .seed = 1, .minutes = 0, .lr = 2e-3f,
-                    .lr_decay = 0.9f, .clip = 5.0f, .lambda = 1.0f, .dropout = 0.0f,
-                    .entropy = 0.002f, .length_alpha = 0.7f};
+                    .lr_decay = 0.7f, .ema = 0.999f, .clip = 5.0f, .lambda = dc.lambda,
+                    .dropout = dc.dropout, .entropy = dc.entropy_weight, .length_alpha = 0.7f};
     CaptionDataFlags df;
     caption_data_flags_default(&df);
     bool epochs_given = false, steps_given = false, minutes_given = false;
@@ -505,14 +507,14 @@ static int cmd_train(int argc, char **argv) {
         {"min-count", ARG_INT, &f.min_count, "vocabulary: minimum word count", .has_min = true, .min = 1},
         {"lr", ARG_FLOAT, &f.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true},
         {"lr-decay", ARG_FLOAT, &f.lr_decay, "learning rate factor per epoch", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1},
-        {"ema", ARG_FLOAT, &f.ema, "validate, and keep as the best model, an exponential moving average of the weights with this decay (0 = off; e.g. 0.999)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true},
+        {"ema", ARG_FLOAT, &f.ema, "validate, and keep as the best model, an exponential moving average of the weights with this decay (0 = off)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true},
         {"clip", ARG_FLOAT, &f.clip, "gradient global-norm clip (0 = off)", .has_min = true, .min = 0},
         {"lambda", ARG_FLOAT, &f.lambda, "doubly stochastic regulariser weight", .has_min = true, .min = 0},
         {"dropout", ARG_FLOAT, &f.dropout, "dropout before the deep output", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true},
         {"query", ARG_STRING, &f.query, "state that queries the attention: previous (Xu et al. 2015: h before the step's word) | current (h after it, Lu et al. 2017)", .metavar = "S", .given = NULL},
         {"beta-vector", ARG_FLAG, &f.beta_vector, "gate beta as a D-vector (default scalar)", .given = NULL},
         {"entropy", ARG_FLOAT, &f.entropy, "hard attention: entropy bonus weight", .has_min = true, .min = 0},
-        {"val-beam", ARG_INT, &f.val_beam, "beam width of the per-epoch validation", .has_min = true, .min = 1, .has_max = true, .max = 64},
+        {"val-beam", ARG_INT, &f.val_beam, "beam width of the per-epoch validation (as the test's decoding, so the best model is chosen by what is scored)", .has_min = true, .min = 1, .has_max = true, .max = 64},
         {"val-count", ARG_INT, &f.val_count, "validation images per epoch (0 = all)", .has_min = true, .min = 0},
         {"length-alpha", ARG_FLOAT, &f.length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
         {"log-every", ARG_INT, &f.log_every, "CSV row every N steps", .has_min = true, .min = 1},

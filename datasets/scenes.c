@@ -63,7 +63,7 @@ int scenes_word_is_colour(const char *word) {
 void scenes_config_default(ScenesConfig *cfg) {
     memset(cfg, 0, sizeof *cfg);
     cfg->size = 64;
-    cfg->counts[SPLIT_TRAIN] = 20000;
+    cfg->counts[SPLIT_TRAIN] = 100000;
     cfg->counts[SPLIT_VALID] = 1000;
     cfg->counts[SPLIT_TEST] = 1000;
     cfg->seed = 1;

@@ -48,7 +48,7 @@
 
 typedef struct {
     int size;                    // canvas height = width in pixels (default 64)
-    int counts[SPLIT_COUNT];     // scenes per split (default 20000, 1000, 1000)
+    int counts[SPLIT_COUNT];     // scenes per split (default 100000, 1000, 1000)
     uint64_t seed;               // default 1
     int min_objects, max_objects;  // 1 <= min <= max <= SCENES_MAX_OBJECTS (1, 3)
     int min_scale, max_scale;    // object square side in pixels (20, 32); <= size

@@ -43,8 +43,8 @@ void sat_config_default(SatConfig *c) {
     c->attn.score = ATTN_MULTIPLICATIVE;
     c->hard = 0;
     c->beta_vector = 0;
-    c->query = SAT_QUERY_PREVIOUS;
-    c->lambda = 1.0f;
+    c->query = SAT_QUERY_CURRENT;
+    c->lambda = 3.0f;
     c->dropout = 0.0f;
     c->entropy_weight = 0.002f;
     c->baseline_decay = 0.9f;
@@ -111,6 +111,8 @@ static int parse_float_(const char *v, float *out) {
 
 int sat_config_parse(SatConfig *c, const char *text, Error *err) {
     sat_config_default(c);
+    // Checkpoints written before the query key existed all used Xu et al.'s order.
+    c->query = SAT_QUERY_PREVIOUS;
     char buf[2048];
     if (strlen(text) >= sizeof buf) return error_set(err, "model config: too long");
     strcpy(buf, text);

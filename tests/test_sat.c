@@ -33,6 +33,9 @@ static SatConfig tiny_config(AttnKind kind) {
     c.attn.heads = 2;
     c.attn.window = 1;
     c.lambda = 0.7f;
+    // Xu et al.'s order unless a test says otherwise (the tests that cover both orders,
+    // and the default current order, set it).
+    c.query = SAT_QUERY_PREVIOUS;
     Error err;
     CHECK(sat_config_finish(&c, &err) == 0, "%s", err.msg);
     return c;
@@ -255,8 +258,9 @@ static void hard_ce_bwd(void *ctx, const float *dout) {
     for (size_t i = 0; i < f->m.grads.numel; i++) f->m.grads.data[i] *= dout[0];
 }
 
-static void test_hard_gradcheck(void) {
+static void hard_gradcheck(SatQuery query, const char *name) {
     SatConfig c = tiny_config(ATTN_ADDITIVE);
+    c.query = query;
     c.hard = 1;
     c.entropy_weight = 0.0f;
     c.lambda = 0.0f;
@@ -277,9 +281,14 @@ static void test_hard_gradcheck(void) {
                       .max_checks = 12};
     Rng rng;
     rng_seed(&rng, 12);
-    EXPECT(gradcheck("sat hard", &op, &rng) == 0, "hard-attention gradient check failed");
+    EXPECT(gradcheck(name, &op, &rng) == 0, "%s: gradient check failed", name);
     sat_free(&f->m);
     free(f);
+}
+
+static void test_hard_gradcheck(void) {
+    hard_gradcheck(SAT_QUERY_PREVIOUS, "sat hard");
+    hard_gradcheck(SAT_QUERY_CURRENT, "sat hard query-current");
 }
 
 // Greedy decoding (beam 1, no length normalisation) scores each caption by the sum of
@@ -357,8 +366,9 @@ static void test_beam_returns_captions(void) {
 
 // Data parallelism: two replicas on two threads give the full batch's loss and gradient
 // (soft attention, no dropout: nothing random), up to float summation order.
-static void test_parallel_matches_serial(void) {
+static void parallel_matches_serial(SatQuery query) {
     SatConfig c = tiny_config(ATTN_ADDITIVE);
+    c.query = query;
     Fixture *f = calloc(1, sizeof *f);
     fixture_init(f, &c, 4);
     float out;
@@ -392,6 +402,11 @@ static void test_parallel_matches_serial(void) {
     free(f);
 }
 
+static void test_parallel_matches_serial(void) {
+    parallel_matches_serial(SAT_QUERY_PREVIOUS);
+    parallel_matches_serial(SAT_QUERY_CURRENT);
+}
+
 // Config text round trip (what checkpoints store) and rejection of a bad key.
 static void test_config_roundtrip(void) {
     SatConfig c = tiny_config(ATTN_LOCAL_MONOTONIC), d;
@@ -409,6 +424,18 @@ static void test_config_roundtrip(void) {
                d.query == SAT_QUERY_CURRENT,
            "fields");
     EXPECT(sat_config_parse(&d, "query=sideways", &err) == -1, "bad query accepted");
+    // The default order is Lu et al.'s; a checkpoint written before the query key existed
+    // was trained with Xu et al.'s, so a text without the key reads as previous.
+    sat_config_default(&d);
+    EXPECT(d.query == SAT_QUERY_CURRENT, "default query %s", sat_query_name(d.query));
+    c.query = SAT_QUERY_PREVIOUS;
+    sat_config_format(&c, buf, sizeof buf);
+    char *q = strstr(buf, "query=previous");
+    EXPECT(q != NULL, "no query key in %s", buf);
+    if (q) memmove(q, q + strlen("query=previous "), strlen(q + strlen("query=previous ")) + 1);
+    EXPECT(strstr(buf, "query") == NULL, "%s", buf);
+    EXPECT(sat_config_parse(&d, buf, &err) == 0, "%s: %s", buf, err.msg);
+    EXPECT(d.query == SAT_QUERY_PREVIOUS, "a config without query read as %s", sat_query_name(d.query));
     EXPECT(sat_config_parse(&d, "image_size=8 bogus=3", &err) == -1, "unknown key accepted");
     EXPECT(strstr(err.msg, "bogus") != NULL, "%s", err.msg);
 }
