@@ -334,7 +334,7 @@ def main():
     res = {"model": "sat" if a.mode == "train" else "sat-decode", "impl": "pytorch",
            "threads": a.threads, "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "")}
     if a.mode == "train":
-        c = SatConfig(V=a.vocab)
+        c = SatConfig(V=a.vocab, lam=3.0, query="current")  # bin/caption train's defaults
         lengths = caption_lengths(a.captions, c.max_len) if a.captions else torch.tensor([9])
         params = {k: v.float().requires_grad_() for k, v in init_params(c, gen).items()}
         opt = torch.optim.Adam(list(params.values()), lr=a.lr)
