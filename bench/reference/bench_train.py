@@ -1,7 +1,7 @@
 """bench_train.py: the toolkit against PyTorch on training throughput, peak memory and caption
 decoding, on this machine, with the same OpenBLAS core type for both sides.
 
-    /usr/bin/python3 bench/reference/bench_train.py [--build build] [--bin bin] [--quick]
+    /usr/bin/python3 bench/reference/bench_train.py [--build build] [--bin bin] [--reps 3] [--quick]
 
 run from the repository root (bench/run.sh does). It runs, each as its own process (peak
 resident memory is that process's ru_maxrss, from wait4):
@@ -14,7 +14,9 @@ resident memory is that process's ru_maxrss, from wait4):
      and word ids, caption lengths drawn from the scenes' captions.tsv) on the same grid;
   4. caption inference, beam 3, batches of 32, with the weights the toolkit just trained:
      build/bench/bench_decode against sat_ref.py decode.
-Each side keeps its fastest setting. A second table gives one-thread rates per CPU-second
+Every setting of both sides runs --reps times (3), in rounds that each run every setting once,
+so that a slow spell of the machine (its speed drifts by 20 % over minutes) falls on both
+sides; per setting the median round counts, and each side keeps its fastest setting. A second table gives one-thread rates per CPU-second
 (the toolkit's training from the CPU-time difference of a long and a short run, PyTorch's
 from time.process_time() around its timed steps, decoding from the process CPU clock):
 on a machine shared with other work they show what an idle core would do. OPENBLAS_CORETYPE is set for every process (the user's
@@ -130,7 +132,8 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--bin", default="bin")
     ap.add_argument("--data", default="data")
-    ap.add_argument("--quick", action="store_true", help="fewer steps (a smoke run)")
+    ap.add_argument("--quick", action="store_true", help="fewer steps, one round (a smoke run)")
+    ap.add_argument("--reps", type=int, default=3, help="rounds of every setting (the median counts)")
     a = ap.parse_args()
     py = sys.executable or "/usr/bin/python3"
     core = coretype()
@@ -142,6 +145,7 @@ def main():
     log = sys.stdout
     draw_steps, tdraw_steps, sat_steps, tsat_steps, dec_images = \
         (2, 1, 4, 2, 32) if a.quick else (20, 6, 60, 12, 256)
+    reps = 1 if a.quick else a.reps
     try:
         print(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) +
               f"; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; "
@@ -165,28 +169,46 @@ def main():
 
         single = {}  # what = (JSON, CPU seconds) of the one-thread runs
 
-        def grid_torch(what, script_args):
-            best = None
-            for t in (1, 2):
-                for ob in (1, 2):
+        def median(runs):
+            """The run (JSON, peak RSS, CPU seconds) with the median images_per_s."""
+            ok = sorted((x for x in runs if x[0]), key=lambda x: x[0]["images_per_s"])
+            return ok[len(ok) // 2] if ok else None
+
+        def compare(what, make_cmd, script_args):
+            """Both sides on every setting, REPS rounds, each round running every setting of
+            both once (so a slow spell of the machine falls on both); per setting the median
+            round counts, and each side keeps its fastest setting. Returns (toolkit, torch)
+            bests as (JSON, peak RSS, setting[, threads])."""
+            tk = {t: [] for t in (1, 2)}
+            pt = {(t, ob): [] for t in (1, 2) for ob in (1, 2)}
+            for _ in range(reps):
+                for t in tk:
+                    cpu = []
+                    r, rss, _ = run(make_cmd(t), dict(base), tmp, log, cpu)
+                    tk[t].append((r, rss, cpu[0]))
+                for t, ob in pt:
                     env = dict(base, OPENBLAS_NUM_THREADS=str(ob))
                     r, rss, _ = run([py] + script_args + ["--threads", str(t)], env, tmp, log)
-                    if r and t == 1 and ob == 1:
-                        single["torch " + what] = r
-                    if r and (best is None or r["images_per_s"] > best[0]["images_per_s"]):
-                        best = (r, rss, f"intra-op {t}, OpenBLAS {ob}")
-            return best
-
-        def grid_toolkit(what, make_cmd):
-            best = None
-            for t in (1, 2):
-                cpu = []
-                r, rss, _ = run(make_cmd(t), dict(base), tmp, log, cpu)
-                if r and t == 1:
-                    single["toolkit " + what] = (r, cpu[0])
-                if r and (best is None or r["images_per_s"] > best[0]["images_per_s"]):
-                    best = (r, rss, f"{t} thread{'s' if t > 1 else ''}", t)
-            return best
+                    pt[(t, ob)].append((r, rss, None))
+            best_c = best_t = None
+            for t, runs in tk.items():
+                m = median(runs)
+                if m and t == 1:
+                    single["toolkit " + what] = (m[0], m[2])
+                if m and (best_c is None or m[0]["images_per_s"] > best_c[0]["images_per_s"]):
+                    best_c = (m[0], m[1], f"{t} thread{'s' if t > 1 else ''}", t)
+            for (t, ob), runs in pt.items():
+                m = median(runs)
+                if m and t == 1 and ob == 1:
+                    single["torch " + what] = m[0]
+                if m and (best_t is None or m[0]["images_per_s"] > best_t[0]["images_per_s"]):
+                    best_t = (m[0], m[1], f"intra-op {t}, OpenBLAS {ob}")
+            print(f"  {what}, medians of {reps}: toolkit "
+                  + ", ".join(f"{t} thread(s) {median(r)[0]['images_per_s']}" for t, r in tk.items()
+                              if median(r))
+                  + "; PyTorch " + ", ".join(f"intra-op {t} OpenBLAS {ob} {median(r)[0]['images_per_s']}"
+                                             for (t, ob), r in pt.items() if median(r)), file=log)
+            return best_c, best_t
 
         def cpu_rate(what, make_cmd, short, long, batch):
             """Images per CPU-second of training on one thread: the CPU times of the grid's
@@ -211,10 +233,9 @@ def main():
                     a.data, "--out", out, "--steps", str(steps), "--batch", "100",
                     "--valid-images", "100", "--valid-every", "1000000", "--json",
                     "--threads", str(t)]
-        draw_c = grid_toolkit("draw", draw_cmd)
         draw_args = [os.path.join(HERE, "draw_ref.py"), "--data", os.path.join(a.data, "mnist"),
                      "--steps", str(tdraw_steps), "--batch", "100", "--budget", "20"]
-        draw_t = grid_torch("draw", draw_args)
+        draw_c, draw_t = compare("draw", draw_cmd, draw_args)
         cpu_rows = [("DRAW training", cpu_rate("draw", draw_cmd, 1, draw_steps, 100),
                      torch_cpu("draw"))]
 
@@ -229,27 +250,29 @@ def main():
             return [os.path.join(a.bin, "caption"), "train", "--data", "scenes", "--data-root",
                     a.data, "--out", out, "--steps", str(steps), "--batch", "32", "--json",
                     "--quiet", "--val-count", "8", "--threads", str(t)]
-        sat_c = grid_toolkit("sat", sat_cmd)
-        model = os.path.join(tmp, "sat1", "model.safetensors")
+        # PyTorch's vocabulary: the size of the toolkit's on the scenes, from a short run.
+        run(sat_cmd(1, 2), dict(base), tmp, log)
+        first = os.path.join(tmp, "sat1_2", "model.safetensors")
         vocab = 51
-        if os.path.exists(model):
+        if os.path.exists(first):
             sys.dont_write_bytecode = True
             sys.path.insert(0, HERE)
             import safetensors_io
-            vocab = int(safetensors_io.load(model)[0]["embed"].shape[0])
+            vocab = int(safetensors_io.load(first)[0]["embed"].shape[0])
         sat_args = [os.path.join(HERE, "sat_ref.py"), "train", "--captions",
                     os.path.join(scenes, "captions.tsv"), "--vocab", str(vocab),
                     "--steps", str(tsat_steps), "--batch", "32", "--budget", "15"]
-        sat_t = grid_torch("sat", sat_args)
+        sat_c, sat_t = compare("sat", sat_cmd, sat_args)
+        model = os.path.join(tmp, "sat1", "model.safetensors")  # decoded below
         cpu_rows.append(("captioner training", cpu_rate("sat", sat_cmd, 2, sat_steps, 32),
                          torch_cpu("sat")))
 
         # 4. decoding, beam 3
-        dec_c = grid_toolkit("decode", lambda t: [os.path.join(a.build, "bench", "bench_decode"), model,
-                                        str(dec_images), "3", str(t), "32"])
         dec_args = [os.path.join(HERE, "sat_ref.py"), "decode", "--model", model,
                     "--images", str(dec_images), "--beam", "3", "--batch", "32", "--budget", "10"]
-        dec_t = grid_torch("decode", dec_args)
+        dec_c, dec_t = compare("decode", lambda t: [os.path.join(a.build, "bench", "bench_decode"),
+                                                    model, str(dec_images), "3", str(t), "32"],
+                               dec_args)
         r1 = single.get("toolkit decode")
         cpu_rows.append(("caption decoding, beam 3", r1[0]["images_per_cpu_s"] if r1 else
                          float("nan"), torch_cpu("decode")))
