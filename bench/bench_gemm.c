@@ -5,12 +5,19 @@
 // core/timer.h). Prints the backend line and a table on stdout:
 //     shape (MxNxK)      threads   GFLOP/s   ms/call   calls
 // GFLOP/s counts 2*M*N*K floating-point operations per call.
+//
+// Then, on one thread, DRAW's step products (50 rows per worker, the encoder's (1024, 520)
+// weight) through gemm() and through gemm_packed() with the weight packed once
+// (core/gemm_packed.h): the forward's xh @ W^T and the backward's dgates @ W. Each "call"
+// here is the pair of products on four weights (two per shape, as the encoder and decoder
+// use them, together 8 MiB: more than L2, so the weights come from L3 as in training).
 // Usage: bench_gemm [MIN_SECONDS]   (default 1)
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "core/check.h"
 #include "core/gemm.h"
+#include "core/gemm_packed.h"
 #include "core/rng.h"
 #include "core/timer.h"
 
@@ -25,6 +32,75 @@ static const Shape shapes[] = {
     {64, 1024, 512, "LSTM gates, batch 64, [x;h] 512"},
     {196, 512, 512, "SAT feature projection, 14x14 grid"},
 };
+
+// Seconds per round of `calls` rounds of fn.
+static double time_rounds(void (*fn)(void *), void *arg, double min_seconds, long *calls) {
+    fn(arg), fn(arg);
+    for (*calls = 1;; *calls *= 2) {
+        double t0 = timer_now();
+        for (long i = 0; i < *calls; i++) fn(arg);
+        double elapsed = timer_now() - t0;
+        if (elapsed >= min_seconds) return elapsed;
+    }
+}
+
+enum { STEP_M = 50, STEP_G = 1024, STEP_K = 520, STEP_W = 4 };
+typedef struct {
+    float *W[STEP_W], *A, *C;
+    PackedMatrix t[STEP_W], n[STEP_W];
+} StepBench;
+
+static void step_gemm(void *arg) {
+    StepBench *b = arg;
+    for (int w = 0; w < STEP_W; w++) {
+        gemm(false, true, STEP_M, STEP_G, STEP_K, 1.0f, b->A, STEP_K, b->W[w], STEP_K, 1.0f, b->C,
+             STEP_G);
+        gemm(false, false, STEP_M, STEP_K, STEP_G, 1.0f, b->A, STEP_G, b->W[w], STEP_K, 0.0f, b->C,
+             STEP_K);
+    }
+}
+
+static void step_packed(void *arg) {
+    StepBench *b = arg;
+    for (int w = 0; w < STEP_W; w++) {
+        gemm_packed(STEP_M, STEP_G, b->A, STEP_K, &b->t[w], 1.0f, b->C, STEP_G);
+        gemm_packed(STEP_M, STEP_K, b->A, STEP_G, &b->n[w], 0.0f, b->C, STEP_K);
+    }
+}
+
+static void bench_packed(double min_seconds, Rng *rng) {
+    StepBench b;
+    size_t nw = (size_t)STEP_G * STEP_K;
+    b.A = xmalloc(sizeof(float) * STEP_M * STEP_G);
+    b.C = xmalloc(sizeof(float) * STEP_M * STEP_G);
+    for (size_t i = 0; i < (size_t)STEP_M * STEP_G; i++) b.A[i] = rng_uniform(rng) - 0.5f, b.C[i] = 0;
+    for (int w = 0; w < STEP_W; w++) {
+        b.W[w] = xmalloc(sizeof(float) * nw);
+        for (size_t i = 0; i < nw; i++) b.W[w][i] = rng_uniform(rng) - 0.5f;
+        packed_alloc(&b.t[w], STEP_K, STEP_G);
+        packed_pack(&b.t[w], true, b.W[w], STEP_K);
+        packed_alloc(&b.n[w], STEP_G, STEP_K);
+        packed_pack(&b.n[w], false, b.W[w], STEP_K);
+    }
+    gemm_set_threads(1);
+    double flops = 2.0 * 2.0 * STEP_W * STEP_M * STEP_G * STEP_K;
+    printf("\nDRAW step products, %dx%dx%d and %dx%dx%d on %d weights, 1 thread:\n", STEP_M, STEP_G,
+           STEP_K, STEP_M, STEP_K, STEP_G, STEP_W);
+    long calls;
+    double e = time_rounds(step_gemm, &b, min_seconds, &calls);
+    printf("  gemm (OpenBLAS)          %9.1f GFLOP/s %9.3f ms/call %7ld\n", flops * calls / e * 1e-9,
+           1e3 * e / calls, calls);
+    e = time_rounds(step_packed, &b, min_seconds, &calls);
+    printf("  gemm_packed (%-6s)      %9.1f GFLOP/s %9.3f ms/call %7ld\n",
+           packed_kernel_name(packed_best_kernel()), flops * calls / e * 1e-9, 1e3 * e / calls, calls);
+    double t0 = timer_now();
+    for (int w = 0; w < STEP_W; w++) packed_pack(&b.t[w], true, b.W[w], STEP_K);
+    for (int w = 0; w < STEP_W; w++) packed_pack(&b.n[w], false, b.W[w], STEP_K);
+    printf("  packing the %d weights both ways: %.3f ms (once per training step)\n", STEP_W,
+           1e3 * (timer_now() - t0));
+    for (int w = 0; w < STEP_W; w++) free(b.W[w]), packed_free(&b.t[w]), packed_free(&b.n[w]);
+    free(b.A), free(b.C);
+}
 
 int main(int argc, char **argv) {
     double min_seconds = argc > 1 ? atof(argv[1]) : 1.0;
@@ -66,5 +142,6 @@ int main(int argc, char **argv) {
         free(C);
     }
     gemm_set_threads(1);
+    bench_packed(min_seconds, &rng);
     return 0;
 }

@@ -165,10 +165,16 @@ void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B) {
     }
     block_add(k, &a->fb_scratch, "fb_scratch", 1, fs);
     block_alloc(k);
+    packed_alloc(&a->enc_Wt, R + D + E, 4 * E);
+    packed_alloc(&a->dec_Wt, Z + D, 4 * D);
+    packed_alloc(&a->enc_W, 4 * E, R + D + E);
+    packed_alloc(&a->dec_W, 4 * D, Z + D);
 }
 
 void draw_acts_free(DrawActs *a) {
     block_free(&a->block);
+    packed_free(&a->enc_Wt), packed_free(&a->dec_Wt);
+    packed_free(&a->enc_W), packed_free(&a->dec_W);
     memset(a, 0, sizeof *a);
 }
 
@@ -311,8 +317,8 @@ static void decode_step(DrawActs *a, const DrawParams *p, const DrawConfig *c, i
     const float *cp = t ? draw_at(a, a->dec_c, t - 1, D) : NULL;
     float *h = draw_at(a, a->dec_h, t, D), *xh = draw_at(a, a->dec_xh, t, Z + D);
     put_rows(xh + Z, Z + D, hp, B, D);
-    lstm_forward_xh(h, draw_at(a, a->dec_c, t, D), draw_at(a, a->dec_gates, t, 4 * D), xh,
-                    Z + D, cp, p->dec_W, p->dec_b, B, Z, D);
+    lstm_forward_packed(h, draw_at(a, a->dec_c, t, D), draw_at(a, a->dec_gates, t, 4 * D), xh,
+                        Z + D, cp, &a->dec_Wt, p->dec_b, B, Z, D);
     float *w = draw_at(a, a->wpatch, t, Wr);
     linear_forward(w, h, p->write_W, p->write_b, B, D, Wr);
     float *can = draw_at(a, a->canvas, t, HW);
@@ -337,6 +343,8 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
     int HW = c->W * c->H, D = c->dec, E = c->enc, Z = c->z, R = draw_read_size(c);
     int RD = R + D, LE = RD + E;  // LE: the encoder input row [r, h_dec, h_enc]
     for (int b = 0; b < B; b++) a->kl[b] = a->logw[b] = 0.0f;
+    packed_pack(&a->enc_Wt, true, p->enc_W, LE);
+    packed_pack(&a->dec_Wt, true, p->dec_W, Z + D);
     for (int t = 0; t < c->T; t++) {
         float *xh = a->xhat;
         xhat_step(xh, a, c, x, t, B);
@@ -361,9 +369,9 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
         put_rows(in + RD, LE, t ? draw_at(a, a->enc_h, t - 1, E) : NULL, B, E);
         // Encoder LSTM and the posterior
         float *he = draw_at(a, a->enc_h, t, E);
-        lstm_forward_xh(he, draw_at(a, a->enc_c, t, E), draw_at(a, a->enc_gates, t, 4 * E), in,
-                        LE, t ? draw_at(a, a->enc_c, t - 1, E) : NULL, p->enc_W, p->enc_b, B, RD,
-                        E);
+        lstm_forward_packed(he, draw_at(a, a->enc_c, t, E), draw_at(a, a->enc_gates, t, 4 * E),
+                            in, LE, t ? draw_at(a, a->enc_c, t - 1, E) : NULL, &a->enc_Wt,
+                            p->enc_b, B, RD, E);
         float *q = draw_at(a, a->q, t, 2 * Z);
         linear_forward(q, he, p->q_W, p->q_b, B, E, 2 * Z);
         const float *eps = draw_at(a, a->eps, t, Z);
@@ -489,6 +497,9 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
     float inv_b = 1.0f / (float)B;
     size_t nHW = (size_t)B * HW;
 
+    packed_pack(&a->enc_W, false, p->enc_W, LE);
+    packed_pack(&a->dec_W, false, p->dec_W, Z + D);
+
     // d bound / d c_T = (sigmoid(c_T) - x) / B
     float *dcan = a->dcan;
     memset(dcan, 0, sizeof(float) * nHW);
@@ -543,8 +554,7 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
                             B, D);
         col_sums(g->dec_b, dgd, B, 4 * D);
         float *dz = a->ddec_xh;  // (B, Z + D): [dz, dh_dec_{t-1}]
-        gemm(false, false, B, t ? Z + D : Z, 4 * D, 1.0f, dgd, 4 * D, p->dec_W, Z + D, 0.0f, dz,
-             Z + D);
+        gemm_packed(B, t ? Z + D : Z, dgd, 4 * D, &a->dec_W, 0.0f, dz, Z + D);
         if (t) add_rows(dh_dec_p, dz + Z, Z + D, B, D);
 
         // z = mu + sigma eps, plus the KL term's own gradient
@@ -571,7 +581,7 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
                             B, E);
         col_sums(g->enc_b, dge, B, 4 * E);
         float *din = a->denc_xh;  // (B, LE)
-        gemm(false, false, B, t ? LE : R, 4 * E, 1.0f, dge, 4 * E, p->enc_W, LE, 0.0f, din, LE);
+        gemm_packed(B, t ? LE : R, dge, 4 * E, &a->enc_W, 0.0f, din, LE);
         if (t) {
             add_rows(dh_dec_p, din + R, LE, B, D);
             for (int b = 0; b < B; b++)
@@ -630,6 +640,7 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
 void draw_generate(DrawActs *a, const DrawParams *p, const DrawConfig *c, int B, Rng *rng) {
     CHECK(B >= 1 && B <= a->B);
     int Z = c->z, D = c->dec;
+    packed_pack(&a->dec_Wt, true, p->dec_W, Z + D);
     for (int t = 0; t < c->T; t++) {
         float *z = draw_at(a, a->dec_xh, t, Z + D);
         for (int b = 0; b < B; b++) rng_normal_fill(rng, z + (size_t)b * (Z + D), (size_t)Z);

@@ -30,6 +30,7 @@
 
 #include "core/block.h"
 #include "core/error.h"
+#include "core/gemm_packed.h"
 #include "core/rng.h"
 
 typedef struct {
@@ -93,6 +94,10 @@ typedef struct {
     // the backward's), and the backward's.
     float *xhat, *dcan, *dxhat, *denc_xh, *ddec_xh, *dFx, *dFy, *dgamma, *dh_enc[2],
         *dc_enc[2], *dh_dec[2], *dc_dec[2], *fb_scratch;
+    // The LSTM weights packed for the step products (core/gemm_packed.h), each packed by the
+    // pass that uses it, from the parameters it was given: W^T for the forward's gates
+    // (draw_forward, draw_generate), W for the backward's input gradients (draw_backward).
+    PackedMatrix enc_Wt, dec_Wt, enc_W, dec_W;
 } DrawActs;
 
 void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B);

@@ -25,15 +25,9 @@ void lstm_forward(float *h, float *c, float *gates, float *xh, const float *x,
     lstm_forward_xh(h, c, gates, xh, K, c_prev, W, b, B, I, H);
 }
 
-void lstm_forward_xh(float *h, float *c, float *gates, const float *xh, int ldxh,
-                     const float *c_prev, const float *W, const float *b, int B, int I, int H) {
-    CHECK(B >= 0 && I >= 0 && H > 0 && ldxh >= I + H, "B %d I %d H %d ldxh %d", B, I, H, ldxh);
-    const int K = I + H;
+// The cell after the gate GEMM: gates (B, 4H) hold the pre-activations on entry.
+static void lstm_cell(float *h, float *c, float *gates, const float *c_prev, int B, int H) {
     const size_t G = (size_t)4 * H;
-    // pre = b broadcast, then pre += xh @ W^T: all four gates in one GEMM.
-    for (int r = 0; r < B; r++) memcpy(gates + (size_t)r * G, b, G * sizeof(float));
-    gemm(false, true, B, (int)G, K, 1.0f, xh, ldxh, W, K, 1.0f, gates, (int)G);
-
     for (int r = 0; r < B; r++) {
         // The gate pointers share one row, so only the other rows are restrict.
         float *gi = gates + (size_t)r * G;
@@ -54,6 +48,28 @@ void lstm_forward_xh(float *h, float *c, float *gates, const float *xh, int ldxh
             for (int j = 0; j < H; j++) cr[j] = gi[j] * gg[j];
         for (int j = 0; j < H; j++) hr[j] = go[j] * tanh_fast(cr[j]);
     }
+}
+
+void lstm_forward_xh(float *h, float *c, float *gates, const float *xh, int ldxh,
+                     const float *c_prev, const float *W, const float *b, int B, int I, int H) {
+    CHECK(B >= 0 && I >= 0 && H > 0 && ldxh >= I + H, "B %d I %d H %d ldxh %d", B, I, H, ldxh);
+    const int K = I + H;
+    const size_t G = (size_t)4 * H;
+    // pre = b broadcast, then pre += xh @ W^T: all four gates in one GEMM.
+    for (int r = 0; r < B; r++) memcpy(gates + (size_t)r * G, b, G * sizeof(float));
+    gemm(false, true, B, (int)G, K, 1.0f, xh, ldxh, W, K, 1.0f, gates, (int)G);
+    lstm_cell(h, c, gates, c_prev, B, H);
+}
+
+void lstm_forward_packed(float *h, float *c, float *gates, const float *xh, int ldxh,
+                         const float *c_prev, const PackedMatrix *Wt, const float *b, int B,
+                         int I, int H) {
+    CHECK(B >= 0 && I >= 0 && H > 0 && ldxh >= I + H, "B %d I %d H %d ldxh %d", B, I, H, ldxh);
+    CHECK(Wt->K == I + H && Wt->N == 4 * H, "packed (%d, %d) for I %d H %d", Wt->K, Wt->N, I, H);
+    const size_t G = (size_t)4 * H;
+    for (int r = 0; r < B; r++) memcpy(gates + (size_t)r * G, b, G * sizeof(float));
+    gemm_packed(B, (int)G, xh, ldxh, Wt, 1.0f, gates, (int)G);
+    lstm_cell(h, c, gates, c_prev, B, H);
 }
 
 int lstm_scratch_floats(int B, int I, int H) {

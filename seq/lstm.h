@@ -11,6 +11,8 @@
 #ifndef SEQ_LSTM_H
 #define SEQ_LSTM_H
 
+#include "core/gemm_packed.h"
+
 // Outputs: h, c (B, H); gates (B, 4H) post-activation i, f, g, o (saved for backward);
 // xh (B, I + H) the concatenated input (saved for backward).
 // Inputs: x (B, I); h_prev, c_prev (B, H) (NULL means zeros); W (4H, I + H); b (4H).
@@ -24,6 +26,11 @@ void lstm_forward(float *h, float *c, float *gates, float *xh, const float *x,
 // ldxh: the row stride of xh (>= I + H).
 void lstm_forward_xh(float *h, float *c, float *gates, const float *xh, int ldxh,
                      const float *c_prev, const float *W, const float *b, int B, int I, int H);
+// lstm_forward_xh with W given packed as op(B) = W^T (K = I + H, N = 4H; packed_pack with
+// trans), for a caller that runs many steps with the same weights (core/gemm_packed.h).
+void lstm_forward_packed(float *h, float *c, float *gates, const float *xh, int ldxh,
+                         const float *c_prev, const PackedMatrix *Wt, const float *b, int B,
+                         int I, int H);
 
 // Given dh (B, H) and dc (B, H) (gradient reaching this step's h and c from later;
 // dc may be NULL), accumulates dx (B, I) (may be NULL), dh_prev, dc_prev (B, H) (may be

@@ -1,0 +1,238 @@
+#include "core/gemm_packed.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/gemm.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define PACKED_X86 1
+#endif
+
+enum { NR = 32 };  // columns per panel
+
+static size_t panel_count(int N) { return ((size_t)N + NR - 1) / NR; }
+
+PackedKernel packed_best_kernel(void) {
+#ifdef PACKED_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return PACKED_KERNEL_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return PACKED_KERNEL_AVX2;
+#endif
+    return PACKED_KERNEL_NONE;
+}
+
+const char *packed_kernel_name(PackedKernel kernel) {
+    switch (kernel) {
+    case PACKED_KERNEL_AVX512: return "avx512";
+    case PACKED_KERNEL_AVX2: return "avx2";
+    default: return "none";
+    }
+}
+
+void packed_alloc(PackedMatrix *pm, int K, int N) {
+    CHECK(K >= 0 && N >= 1, "K %d N %d", K, N);
+    memset(pm, 0, sizeof *pm);
+    pm->K = K, pm->N = N;
+    if (packed_best_kernel() == PACKED_KERNEL_NONE) return;
+    size_t bytes = panel_count(N) * (size_t)(K ? K : 1) * NR * sizeof(float);
+    pm->panels = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    CHECK(pm->panels, "out of memory packing a (%d, %d) matrix", K, N);
+}
+
+void packed_free(PackedMatrix *pm) {
+    free(pm->panels);
+    memset(pm, 0, sizeof *pm);
+}
+
+void packed_pack(PackedMatrix *pm, bool trans, const float *B, int ldb) {
+    const int K = pm->K, N = pm->N;
+    CHECK(ldb >= (trans ? K : N), "ldb %d for a (%d, %d) op(B)%s", ldb, K, N, trans ? "^T" : "");
+    pm->B = B, pm->trans = trans, pm->ldb = ldb;
+    if (!pm->panels) return;
+    for (size_t p = 0; p < panel_count(N); p++) {
+        float *dst = pm->panels + p * (size_t)K * NR;
+        const int n0 = (int)p * NR, w = N - n0 < NR ? N - n0 : NR;
+        if (trans) {  // op(B)[k][n] = B[n][k]: row n of B becomes column n - n0 of the panel
+            for (int c = 0; c < w; c++) {
+                const float *src = B + (size_t)(n0 + c) * ldb;
+                for (int k = 0; k < K; k++) dst[(size_t)k * NR + c] = src[k];
+            }
+        } else {
+            for (int k = 0; k < K; k++)
+                memcpy(dst + (size_t)k * NR, B + (size_t)k * ldb + n0, sizeof(float) * w);
+        }
+        for (int k = 0; k < K && w < NR; k++)
+            memset(dst + (size_t)k * NR + w, 0, sizeof(float) * (NR - w));
+    }
+}
+
+// C rows [0, M) in near-equal tiles of at most mr_max rows: tile t covers rows
+// [start(t), start(t + 1)).
+static int tile_start(int M, int tiles, int t) { return (int)((int64_t)M * t / tiles); }
+
+#ifdef PACKED_X86
+// --- AVX-512: a tile of MR rows by one whole panel (two vectors of 16) ---------------------
+enum { MR512 = 10 };
+
+__attribute__((target("avx512f"), always_inline)) static inline void
+tile_avx512(const int MR, int K, const float *A, int lda, const float *P, float beta, float *C,
+            int ldc, __mmask16 m0, __mmask16 m1) {
+    __m512 c0[MR512], c1[MR512];
+#pragma GCC unroll 10
+    for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm512_setzero_ps();
+    for (int k = 0; k < K; k++) {
+        const __m512 b0 = _mm512_load_ps(P + (size_t)k * NR);
+        const __m512 b1 = _mm512_load_ps(P + (size_t)k * NR + 16);
+#pragma GCC unroll 10
+        for (int r = 0; r < MR; r++) {
+            const __m512 a = _mm512_set1_ps(A[(size_t)r * lda + k]);
+            c0[r] = _mm512_fmadd_ps(a, b0, c0[r]);
+            c1[r] = _mm512_fmadd_ps(a, b1, c1[r]);
+        }
+    }
+    const __m512 vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 10
+    for (int r = 0; r < MR; r++) {
+        float *c = C + (size_t)r * ldc;
+        if (beta != 0.0f) {
+            c0[r] = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, c), c0[r]);
+            c1[r] = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, c + 16), c1[r]);
+        }
+        _mm512_mask_storeu_ps(c, m0, c0[r]);
+        _mm512_mask_storeu_ps(c + 16, m1, c1[r]);
+    }
+}
+
+typedef void (*Tile512)(int K, const float *A, int lda, const float *P, float beta, float *C,
+                        int ldc, __mmask16 m0, __mmask16 m1);
+#define TILE512(n)                                                                          \
+    __attribute__((target("avx512f"))) static void tile512_##n(                            \
+        int K, const float *A, int lda, const float *P, float beta, float *C, int ldc,     \
+        __mmask16 m0, __mmask16 m1) {                                                      \
+        tile_avx512(n, K, A, lda, P, beta, C, ldc, m0, m1);                                \
+    }
+TILE512(1) TILE512(2) TILE512(3) TILE512(4) TILE512(5)
+TILE512(6) TILE512(7) TILE512(8) TILE512(9) TILE512(10)
+static const Tile512 tiles512[MR512 + 1] = {NULL,       tile512_1, tile512_2, tile512_3,
+                                            tile512_4,  tile512_5, tile512_6, tile512_7,
+                                            tile512_8,  tile512_9, tile512_10};
+
+static __mmask16 mask16(int w) { return w >= 16 ? 0xFFFF : w <= 0 ? 0 : (__mmask16)((1u << w) - 1); }
+
+// Panels outermost: a panel (K x 32 floats) stays in L2 while every row tile passes over
+// it, so the weights come from memory once per call.
+static void gemm_avx512(int M, int N, const float *A, int lda, const PackedMatrix *pm,
+                        float beta, float *C, int ldc) {
+    const int K = pm->K, tiles = (M + MR512 - 1) / MR512;
+    for (size_t p = 0; p < panel_count(N); p++) {
+        const int n0 = (int)p * NR, w = N - n0;
+        const __mmask16 m0 = mask16(w), m1 = mask16(w - 16);
+        const float *P = pm->panels + p * (size_t)K * NR;
+        for (int t = 0; t < tiles; t++) {
+            const int r0 = tile_start(M, tiles, t), mr = tile_start(M, tiles, t + 1) - r0;
+            tiles512[mr](K, A + (size_t)r0 * lda, lda, P, beta, C + (size_t)r0 * ldc + n0, ldc,
+                         m0, m1);
+        }
+    }
+}
+
+// --- AVX2 with FMA: a tile of MR rows by half a panel (two vectors of 8) -----------------
+enum { MR256 = 6 };
+
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+tile_avx2(const int MR, int K, const float *A, int lda, const float *P, float beta, float *C,
+          int ldc, __m256i m0, __m256i m1) {
+    __m256 c0[MR256], c1[MR256];
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm256_setzero_ps();
+    for (int k = 0; k < K; k++) {
+        const __m256 b0 = _mm256_load_ps(P + (size_t)k * NR);
+        const __m256 b1 = _mm256_load_ps(P + (size_t)k * NR + 8);
+#pragma GCC unroll 6
+        for (int r = 0; r < MR; r++) {
+            const __m256 a = _mm256_broadcast_ss(A + (size_t)r * lda + k);
+            c0[r] = _mm256_fmadd_ps(a, b0, c0[r]);
+            c1[r] = _mm256_fmadd_ps(a, b1, c1[r]);
+        }
+    }
+    const __m256 vb = _mm256_set1_ps(beta);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++) {
+        float *c = C + (size_t)r * ldc;
+        if (beta != 0.0f) {
+            c0[r] = _mm256_fmadd_ps(vb, _mm256_maskload_ps(c, m0), c0[r]);
+            c1[r] = _mm256_fmadd_ps(vb, _mm256_maskload_ps(c + 8, m1), c1[r]);
+        }
+        _mm256_maskstore_ps(c, m0, c0[r]);
+        _mm256_maskstore_ps(c + 8, m1, c1[r]);
+    }
+}
+
+typedef void (*Tile256)(int K, const float *A, int lda, const float *P, float beta, float *C,
+                        int ldc, __m256i m0, __m256i m1);
+#define TILE256(n)                                                                          \
+    __attribute__((target("avx2,fma"))) static void tile256_##n(                           \
+        int K, const float *A, int lda, const float *P, float beta, float *C, int ldc,     \
+        __m256i m0, __m256i m1) {                                                          \
+        tile_avx2(n, K, A, lda, P, beta, C, ldc, m0, m1);                                  \
+    }
+TILE256(1) TILE256(2) TILE256(3) TILE256(4) TILE256(5) TILE256(6)
+static const Tile256 tiles256[MR256 + 1] = {NULL,      tile256_1, tile256_2, tile256_3,
+                                            tile256_4, tile256_5, tile256_6};
+
+__attribute__((target("avx2"))) static __m256i mask8(int w) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(w), lane);
+}
+
+__attribute__((target("avx2,fma"))) static void gemm_avx2(int M, int N, const float *A, int lda,
+                                                         const PackedMatrix *pm, float beta,
+                                                         float *C, int ldc) {
+    const int K = pm->K, tiles = (M + MR256 - 1) / MR256;
+    for (size_t p = 0; p < panel_count(N); p++) {
+        const float *P = pm->panels + p * (size_t)K * NR;
+        for (int half = 0; half < 2; half++) {
+            const int n0 = (int)p * NR + 16 * half, w = N - n0;
+            if (w <= 0) break;
+            const __m256i m0 = mask8(w), m1 = mask8(w - 8);
+            for (int t = 0; t < tiles; t++) {
+                const int r0 = tile_start(M, tiles, t), mr = tile_start(M, tiles, t + 1) - r0;
+                tiles256[mr](K, A + (size_t)r0 * lda, lda, P + 16 * half, beta,
+                             C + (size_t)r0 * ldc + n0, ldc, m0, m1);
+            }
+        }
+    }
+}
+#endif
+
+bool gemm_packed_with(PackedKernel kernel, int M, int N, const float *A, int lda,
+                      const PackedMatrix *pm, float beta, float *C, int ldc) {
+    CHECK(M >= 0 && N >= 0 && N <= pm->N && lda >= pm->K && ldc >= N, "M %d N %d of %d lda %d ldc %d",
+          M, N, pm->N, lda, ldc);
+    CHECK(pm->B, "gemm_packed before packed_pack");
+    if (kernel != PACKED_KERNEL_NONE) {
+        const PackedKernel best = packed_best_kernel();
+        if (!pm->panels || kernel > best) return false;
+    }
+    if (M == 0 || N == 0) return true;
+    switch (kernel) {
+#ifdef PACKED_X86
+    case PACKED_KERNEL_AVX512: gemm_avx512(M, N, A, lda, pm, beta, C, ldc); return true;
+    case PACKED_KERNEL_AVX2: gemm_avx2(M, N, A, lda, pm, beta, C, ldc); return true;
+#endif
+    case PACKED_KERNEL_NONE:
+        gemm(false, pm->trans, M, N, pm->K, 1.0f, A, lda, pm->B, pm->ldb, beta, C, ldc);
+        return true;
+    default: return false;
+    }
+}
+
+void gemm_packed(int M, int N, const float *A, int lda, const PackedMatrix *pm, float beta,
+                 float *C, int ldc) {
+    const PackedKernel kernel = pm->panels ? packed_best_kernel() : PACKED_KERNEL_NONE;
+    CHECK(gemm_packed_with(kernel, M, N, A, lda, pm, beta, C, ldc));
+}

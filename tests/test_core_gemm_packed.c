@@ -1,0 +1,151 @@
+// test_core_gemm_packed.c: gemm_packed with every kernel this CPU runs (and the OpenBLAS
+// fallback) against gemm_ref (plain loop, double accumulation) on awkward shapes: row
+// counts that split into unequal tiles, columns that end inside a panel or a vector, the
+// first N columns of a wider matrix, K = 0 and 1, both op(B), beta 0, 1 and 0.5, padded
+// leading dimensions.
+//
+// Tolerance, as test_core_gemm.c: |C - ref| <= 1e-6 + 2e-6 sqrt(K + 1) (sum_k |a b| + |beta c|).
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/gemm.h"
+#include "core/gemm_packed.h"
+#include "core/rng.h"
+#include "tests/support/test.h"
+
+static void fill(float *x, size_t n, Rng *rng) {
+    for (size_t i = 0; i < n; i++) x[i] = 2.0f * rng_uniform(rng) - 1.0f;
+}
+
+static const PackedKernel kernels[] = {PACKED_KERNEL_NONE, PACKED_KERNEL_AVX2, PACKED_KERNEL_AVX512};
+enum { KERNELS = sizeof kernels / sizeof kernels[0] };
+
+// op(B) is (K, Np); the product uses its first N columns. Returns elements out of
+// tolerance (reporting the first), or -1 when this CPU cannot run the kernel.
+static int packed_case(PackedKernel kernel, bool trans, int M, int N, int Np, int K, float beta,
+                       int pad, Rng *rng) {
+    int b_rows = trans ? Np : K, b_cols = trans ? K : Np;
+    int lda = K + pad, ldb = b_cols + pad, ldc = N + pad;
+    float *A = xmalloc(((size_t)M * lda + 1) * sizeof *A);
+    float *B = xmalloc(((size_t)b_rows * ldb + 1) * sizeof *B);
+    float *C = xmalloc(((size_t)M * ldc + 1) * sizeof *C);
+    float *C0 = xmalloc(((size_t)M * ldc + 1) * sizeof *C0);
+    float *R = xmalloc(((size_t)M * ldc + 1) * sizeof *R);
+    fill(A, (size_t)M * lda, rng);
+    fill(B, (size_t)b_rows * ldb, rng);
+    fill(C0, (size_t)M * ldc, rng);
+    memcpy(C, C0, (size_t)M * ldc * sizeof *C);
+    memcpy(R, C0, (size_t)M * ldc * sizeof *R);
+    if (beta == 0.0f)  // beta 0 must ignore what C held
+        for (size_t i = 0; i < (size_t)M * ldc; i++)
+            if (i % ldc < (size_t)N) C[i] = NAN;
+    PackedMatrix pm;
+    packed_alloc(&pm, K, Np);
+    packed_pack(&pm, trans, B, ldb);
+    int bad = -1;
+    if (gemm_packed_with(kernel, M, N, A, lda, &pm, beta, C, ldc)) {
+        gemm_ref(false, trans, M, N, K, 1.0f, A, lda, B, ldb, beta, R, ldc);
+        bad = 0;
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < ldc; j++) {
+                size_t at = (size_t)i * ldc + j;
+                if (j >= N) {  // padding columns untouched
+                    if (C[at] != C0[at]) bad++;
+                    continue;
+                }
+                double mag = beta != 0.0f ? fabs(beta * C0[at]) : 0.0;
+                for (int k = 0; k < K; k++)
+                    mag += fabs((double)A[(size_t)i * lda + k] *
+                                (trans ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]));
+                double tol = 1e-6 + 2e-6 * sqrt((double)K + 1) * mag;
+                if (!(fabs((double)C[at] - R[at]) <= tol)) {
+                    if (!bad)
+                        printf("  %s trans=%d M=%d N=%d of %d K=%d beta=%g pad=%d: C[%d,%d] = %.9g, ref %.9g\n",
+                               packed_kernel_name(kernel), trans, M, N, Np, K, beta, pad, i, j,
+                               C[at], R[at]);
+                    bad++;
+                }
+            }
+    }
+    packed_free(&pm);
+    free(A), free(B), free(C), free(C0), free(R);
+    return bad;
+}
+
+static void test_packed_matches_reference(void) {
+    Rng rng;
+    rng_seed(&rng, 11);
+    const int Ms[] = {1, 5, 7, 10, 11, 23, 50}, Ks[] = {0, 1, 7, 33, 130};
+    const int Ns[][2] = {{1, 1}, {16, 16}, {17, 17}, {31, 31}, {32, 32}, {33, 33}, {70, 70},
+                         {8, 70}, {40, 70}, {20, 33}};
+    const float betas[] = {0.0f, 1.0f, 0.5f};
+    int ran = 0;
+    for (int kk = 0; kk < KERNELS; kk++)
+        for (size_t m = 0; m < sizeof Ms / sizeof *Ms; m++)
+            for (size_t k = 0; k < sizeof Ks / sizeof *Ks; k++)
+                for (size_t n = 0; n < sizeof Ns / sizeof *Ns; n++)
+                    for (int trans = 0; trans < 2; trans++) {
+                        float beta = betas[(m + k + n + trans) % 3];
+                        int pad = (int)((m + n) % 3);
+                        int bad = packed_case(kernels[kk], trans, Ms[m], Ns[n][0], Ns[n][1],
+                                              Ks[k], beta, pad, &rng);
+                        if (bad < 0) continue;
+                        ran++;
+                        EXPECT(bad == 0, "%s: %d elements off", packed_kernel_name(kernels[kk]), bad);
+                    }
+    printf("  best kernel here: %s; %d cases\n", packed_kernel_name(packed_best_kernel()), ran);
+    EXPECT(ran >= 700, "only %d cases ran: the fallback alone gives 700", ran);
+}
+
+// Every beta over every kernel for the model's shapes: 50 rows by a (1024, 520) weight.
+static void test_packed_lstm_shapes(void) {
+    Rng rng;
+    rng_seed(&rng, 12);
+    for (int kk = 0; kk < KERNELS; kk++)
+        for (int trans = 0; trans < 2; trans++) {
+            int bad = trans ? packed_case(kernels[kk], true, 50, 1024, 1024, 520, 1.0f, 0, &rng)
+                            : packed_case(kernels[kk], false, 50, 520, 520, 1024, 0.0f, 0, &rng);
+            if (bad >= 0) EXPECT(bad == 0, "%s trans %d: %d elements off", packed_kernel_name(kernels[kk]), trans, bad);
+        }
+}
+
+// A row's result is the same whichever other rows share the call, so splitting a batch
+// over workers changes nothing; and a repack after B changes gives the new product.
+static void test_packed_rows_independent_and_repack(void) {
+    Rng rng;
+    rng_seed(&rng, 13);
+    const int M = 50, K = 77, N = 45;
+    float *A = xmalloc(sizeof(float) * M * K), *B = xmalloc(sizeof(float) * K * N);
+    float *C = xmalloc(sizeof(float) * M * N), *S = xmalloc(sizeof(float) * M * N);
+    fill(A, (size_t)M * K, &rng);
+    fill(B, (size_t)K * N, &rng);
+    PackedMatrix pm;
+    packed_alloc(&pm, K, N);
+    packed_pack(&pm, false, B, N);
+    gemm_packed(M, N, A, K, &pm, 0.0f, C, N);
+    // rows 0..16 and 17..49 in two calls (tiles of other sizes)
+    gemm_packed(17, N, A, K, &pm, 0.0f, S, N);
+    gemm_packed(M - 17, N, A + 17 * K, K, &pm, 0.0f, S + 17 * N, N);
+    if (pm.panels) {  // the fallback (OpenBLAS) promises no such thing
+        int diff = 0;
+        for (int i = 0; i < M * N; i++) diff += C[i] != S[i];
+        EXPECT(diff == 0, "%d elements differ between one call and two", diff);
+    }
+    for (int i = 0; i < K * N; i++) B[i] *= -2.0f;
+    packed_pack(&pm, false, B, N);
+    gemm_packed(M, N, A, K, &pm, 0.0f, S, N);
+    double worst = 0.0;
+    for (int i = 0; i < M * N; i++) worst = fmax(worst, fabs((double)S[i] + 2.0 * C[i]));
+    EXPECT(worst < 1e-4, "after the repack, worst |S + 2C| = %g", worst);
+    packed_free(&pm);
+    free(A), free(B), free(C), free(S);
+}
+
+int main(void) {
+    RUN(test_packed_matches_reference);
+    RUN(test_packed_lstm_shapes);
+    RUN(test_packed_rows_independent_and_repack);
+    return test_summary();
+}
