@@ -8,7 +8,8 @@
 //
 // Then, on one thread, DRAW's step products (50 rows per worker, the encoder's (1024, 520)
 // weight) through gemm() and through gemm_packed() with the weight packed once
-// (core/gemm_packed.h): the forward's xh @ W^T and the backward's dgates @ W. Each "call"
+// (core/gemm_packed.h), with each kernel this CPU runs: the forward's xh @ W^T and the
+// backward's dgates @ W. Each "call"
 // here is the pair of products on four weights (two per shape, as the encoder and decoder
 // use them, together 8 MiB: more than L2, so the weights come from L3 as in training).
 // Usage: bench_gemm [MIN_SECONDS]   (default 1)
@@ -48,6 +49,7 @@ enum { STEP_M = 50, STEP_G = 1024, STEP_K = 520, STEP_W = 4 };
 typedef struct {
     float *W[STEP_W], *A, *C;
     PackedMatrix t[STEP_W], n[STEP_W];
+    CpuIsa kernel;  // for step_packed
 } StepBench;
 
 static void step_gemm(void *arg) {
@@ -63,8 +65,8 @@ static void step_gemm(void *arg) {
 static void step_packed(void *arg) {
     StepBench *b = arg;
     for (int w = 0; w < STEP_W; w++) {
-        gemm_packed(STEP_M, STEP_G, b->A, STEP_K, &b->t[w], 1.0f, b->C, STEP_G);
-        gemm_packed(STEP_M, STEP_K, b->A, STEP_G, &b->n[w], 0.0f, b->C, STEP_K);
+        gemm_packed_with(b->kernel, STEP_M, STEP_G, b->A, STEP_K, &b->t[w], 1.0f, b->C, STEP_G);
+        gemm_packed_with(b->kernel, STEP_M, STEP_K, b->A, STEP_G, &b->n[w], 0.0f, b->C, STEP_K);
     }
 }
 
@@ -90,9 +92,11 @@ static void bench_packed(double min_seconds, Rng *rng) {
     double e = time_rounds(step_gemm, &b, min_seconds, &calls);
     printf("  gemm (OpenBLAS)          %9.1f GFLOP/s %9.3f ms/call %7ld\n", flops * calls / e * 1e-9,
            1e3 * e / calls, calls);
-    e = time_rounds(step_packed, &b, min_seconds, &calls);
-    printf("  gemm_packed (%-6s)      %9.1f GFLOP/s %9.3f ms/call %7ld\n",
-           packed_kernel_name(packed_best_kernel()), flops * calls / e * 1e-9, 1e3 * e / calls, calls);
+    for (b.kernel = CPU_ISA_AVX2; b.kernel <= cpu_isa(); b.kernel++) {
+        e = time_rounds(step_packed, &b, min_seconds, &calls);
+        printf("  gemm_packed (%-6s)      %9.1f GFLOP/s %9.3f ms/call %7ld\n",
+               cpu_isa_name(b.kernel), flops * calls / e * 1e-9, 1e3 * e / calls, calls);
+    }
     double t0 = timer_now();
     for (int w = 0; w < STEP_W; w++) packed_pack(&b.t[w], true, b.W[w], STEP_K);
     for (int w = 0; w < STEP_W; w++) packed_pack(&b.n[w], false, b.W[w], STEP_K);
@@ -100,6 +104,18 @@ static void bench_packed(double min_seconds, Rng *rng) {
            1e3 * (timer_now() - t0));
     for (int w = 0; w < STEP_W; w++) free(b.W[w]), packed_free(&b.t[w]), packed_free(&b.n[w]);
     free(b.A), free(b.C);
+}
+
+typedef struct {
+    const Shape *sh;
+    const float *A, *B;
+    float *C;
+} ShapeBench;
+
+static void shape_gemm(void *arg) {
+    const ShapeBench *b = arg;
+    gemm(false, false, b->sh->M, b->sh->N, b->sh->K, 1.0f, b->A, b->sh->K, b->B, b->sh->N, 0.0f,
+         b->C, b->sh->N);
 }
 
 int main(int argc, char **argv) {
@@ -116,20 +132,11 @@ int main(int argc, char **argv) {
         float *A = xmalloc(na * sizeof *A), *B = xmalloc(nb * sizeof *B), *C = xmalloc(nc * sizeof *C);
         for (size_t i = 0; i < na; i++) A[i] = rng_uniform(&rng) - 0.5f;
         for (size_t i = 0; i < nb; i++) B[i] = rng_uniform(&rng) - 0.5f;
+        ShapeBench b = {sh, A, B, C};
         for (int threads = 1; threads <= 2; threads++) {
             gemm_set_threads(threads);
-            for (int w = 0; w < 2; w++)
-                gemm(false, false, sh->M, sh->N, sh->K, 1.0f, A, sh->K, B, sh->N, 0.0f, C, sh->N);
-            long calls = 1;
-            double elapsed;
-            for (;;) {
-                double t0 = timer_now();
-                for (long i = 0; i < calls; i++)
-                    gemm(false, false, sh->M, sh->N, sh->K, 1.0f, A, sh->K, B, sh->N, 0.0f, C, sh->N);
-                elapsed = timer_now() - t0;
-                if (elapsed >= min_seconds) break;
-                calls *= 2;
-            }
+            long calls;
+            double elapsed = time_rounds(shape_gemm, &b, min_seconds, &calls);
             double flops = 2.0 * sh->M * sh->N * (double)sh->K * calls;
             char name[32];
             snprintf(name, sizeof name, "%dx%dx%d", sh->M, sh->N, sh->K);

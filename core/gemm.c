@@ -26,16 +26,36 @@ static struct {
     char backend[160];
 } blas = {.once = PTHREAD_ONCE_INIT};
 
-// The kernel family OpenBLAS should use on this CPU, or NULL to let it decide.
-static const char *pick_coretype(void) {
+static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+static CpuIsa isa_found = CPU_ISA_NONE;
+
+static void isa_detect(void) {
 #if defined(__x86_64__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl"))
-        return "SKYLAKEX";
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "HASWELL";
+        isa_found = CPU_ISA_AVX512;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        isa_found = CPU_ISA_AVX2;
 #endif
-    return NULL;
+}
+
+CpuIsa cpu_isa(void) {
+    pthread_once(&isa_once, isa_detect);
+    return isa_found;
+}
+
+const char *cpu_isa_name(CpuIsa isa) {
+    return isa == CPU_ISA_AVX512 ? "avx512" : isa == CPU_ISA_AVX2 ? "avx2" : "none";
+}
+
+// The kernel family OpenBLAS should use on this CPU, or NULL to let it decide.
+static const char *pick_coretype(void) {
+    switch (cpu_isa()) {
+    case CPU_ISA_AVX512: return "SKYLAKEX";
+    case CPU_ISA_AVX2: return "HASWELL";
+    default: return NULL;
+    }
 }
 
 static void blas_open(void) {

@@ -22,6 +22,14 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
 void gemm_ref(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A,
               int lda, const float *B, int ldb, float beta, float *C, int ldc);
 
+// The widest vector instruction set this CPU (and its OS) runs that the toolkit's kernels
+// use: AVX-512 (F, BW, VL), else AVX2 with FMA, else none. Asked once, then remembered. It
+// picks OpenBLAS's core type (SKYLAKEX, HASWELL) and core/gemm_packed.h's kernel.
+typedef enum { CPU_ISA_NONE, CPU_ISA_AVX2, CPU_ISA_AVX512 } CpuIsa;
+CpuIsa cpu_isa(void);
+// "avx512", "avx2", "none".
+const char *cpu_isa_name(CpuIsa isa);
+
 // Threads OpenBLAS may use (>= 1). Default: 1 until set.
 void gemm_set_threads(int n);
 

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "core/check.h"
-#include "core/gemm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -16,28 +15,11 @@ enum { NR = 32 };  // columns per panel
 
 static size_t panel_count(int N) { return ((size_t)N + NR - 1) / NR; }
 
-PackedKernel packed_best_kernel(void) {
-#ifdef PACKED_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return PACKED_KERNEL_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return PACKED_KERNEL_AVX2;
-#endif
-    return PACKED_KERNEL_NONE;
-}
-
-const char *packed_kernel_name(PackedKernel kernel) {
-    switch (kernel) {
-    case PACKED_KERNEL_AVX512: return "avx512";
-    case PACKED_KERNEL_AVX2: return "avx2";
-    default: return "none";
-    }
-}
-
 void packed_alloc(PackedMatrix *pm, int K, int N) {
     CHECK(K >= 0 && N >= 1, "K %d N %d", K, N);
     memset(pm, 0, sizeof *pm);
     pm->K = K, pm->N = N;
-    if (packed_best_kernel() == PACKED_KERNEL_NONE) return;
+    if (cpu_isa() == CPU_ISA_NONE) return;
     size_t bytes = panel_count(N) * (size_t)(K ? K : 1) * NR * sizeof(float);
     pm->panels = aligned_alloc(64, (bytes + 63) / 64 * 64);
     CHECK(pm->panels, "out of memory packing a (%d, %d) matrix", K, N);
@@ -209,22 +191,19 @@ __attribute__((target("avx2,fma"))) static void gemm_avx2(int M, int N, const fl
 }
 #endif
 
-bool gemm_packed_with(PackedKernel kernel, int M, int N, const float *A, int lda,
+bool gemm_packed_with(CpuIsa kernel, int M, int N, const float *A, int lda,
                       const PackedMatrix *pm, float beta, float *C, int ldc) {
     CHECK(M >= 0 && N >= 0 && N <= pm->N && lda >= pm->K && ldc >= N, "M %d N %d of %d lda %d ldc %d",
           M, N, pm->N, lda, ldc);
     CHECK(pm->B, "gemm_packed before packed_pack");
-    if (kernel != PACKED_KERNEL_NONE) {
-        const PackedKernel best = packed_best_kernel();
-        if (!pm->panels || kernel > best) return false;
-    }
+    if (kernel != CPU_ISA_NONE && (!pm->panels || kernel > cpu_isa())) return false;
     if (M == 0 || N == 0) return true;
     switch (kernel) {
 #ifdef PACKED_X86
-    case PACKED_KERNEL_AVX512: gemm_avx512(M, N, A, lda, pm, beta, C, ldc); return true;
-    case PACKED_KERNEL_AVX2: gemm_avx2(M, N, A, lda, pm, beta, C, ldc); return true;
+    case CPU_ISA_AVX512: gemm_avx512(M, N, A, lda, pm, beta, C, ldc); return true;
+    case CPU_ISA_AVX2: gemm_avx2(M, N, A, lda, pm, beta, C, ldc); return true;
 #endif
-    case PACKED_KERNEL_NONE:
+    case CPU_ISA_NONE:
         gemm(false, pm->trans, M, N, pm->K, 1.0f, A, lda, pm->B, pm->ldb, beta, C, ldc);
         return true;
     default: return false;
@@ -233,6 +212,6 @@ bool gemm_packed_with(PackedKernel kernel, int M, int N, const float *A, int lda
 
 void gemm_packed(int M, int N, const float *A, int lda, const PackedMatrix *pm, float beta,
                  float *C, int ldc) {
-    const PackedKernel kernel = pm->panels ? packed_best_kernel() : PACKED_KERNEL_NONE;
-    CHECK(gemm_packed_with(kernel, M, N, A, lda, pm, beta, C, ldc));
+    CHECK(gemm_packed_with(pm->panels ? cpu_isa() : CPU_ISA_NONE, M, N, A, lda, pm, beta, C,
+                           ldc));
 }

@@ -14,8 +14,8 @@
 // The kernel keeps a tile of up to 10 rows by 32 columns of C in AVX-512 registers (AVX2:
 // 6 rows by 16 columns) while k runs over all of K, one broadcast of A and two loads of the
 // panel per k; the rows of C are split into near-equal tiles (50 rows: five of 10). It is
-// chosen at run time from the CPU (the build needs no -march flag); on a CPU with neither
-// instruction set nothing is packed and gemm_packed calls gemm() on B itself.
+// chosen at run time by cpu_isa() (core/gemm.h; the build needs no -march flag); on a CPU
+// with neither instruction set nothing is packed and gemm_packed calls gemm() on B itself.
 //
 // Each element of C is one FMA chain over k = 0..K-1 in order, so a row's result does not
 // depend on the other rows of the call (a batch split over workers gives the same numbers
@@ -25,7 +25,7 @@
 
 #include <stdbool.h>
 
-typedef enum { PACKED_KERNEL_NONE, PACKED_KERNEL_AVX2, PACKED_KERNEL_AVX512 } PackedKernel;
+#include "core/gemm.h"
 
 typedef struct {
     int K, N;             // op(B) is (K, N)
@@ -46,13 +46,10 @@ void packed_pack(PackedMatrix *pm, bool trans, const float *B, int ldb);
 // kernel of this CPU. beta == 0: C is not read (NaN in it is ignored).
 void gemm_packed(int M, int N, const float *A, int lda, const PackedMatrix *pm, float beta,
                  float *C, int ldc);
-// The same with a given kernel (PACKED_KERNEL_NONE: gemm() on B). Returns false, touching
-// nothing, when this CPU cannot run it; tests run every kernel the CPU has.
-bool gemm_packed_with(PackedKernel kernel, int M, int N, const float *A, int lda,
+// The same with the kernel of a given instruction set (CPU_ISA_NONE: gemm() on B). Returns
+// false, touching nothing, when this CPU cannot run it; tests and benchmarks run each one
+// the CPU has.
+bool gemm_packed_with(CpuIsa kernel, int M, int N, const float *A, int lda,
                       const PackedMatrix *pm, float beta, float *C, int ldc);
-
-// The kernel gemm_packed uses here, and its name ("avx512", "avx2", "none").
-PackedKernel packed_best_kernel(void);
-const char *packed_kernel_name(PackedKernel kernel);
 
 #endif

@@ -19,12 +19,12 @@ static void fill(float *x, size_t n, Rng *rng) {
     for (size_t i = 0; i < n; i++) x[i] = 2.0f * rng_uniform(rng) - 1.0f;
 }
 
-static const PackedKernel kernels[] = {PACKED_KERNEL_NONE, PACKED_KERNEL_AVX2, PACKED_KERNEL_AVX512};
+static const CpuIsa kernels[] = {CPU_ISA_NONE, CPU_ISA_AVX2, CPU_ISA_AVX512};
 enum { KERNELS = sizeof kernels / sizeof kernels[0] };
 
 // op(B) is (K, Np); the product uses its first N columns. Returns elements out of
 // tolerance (reporting the first), or -1 when this CPU cannot run the kernel.
-static int packed_case(PackedKernel kernel, bool trans, int M, int N, int Np, int K, float beta,
+static int packed_case(CpuIsa kernel, bool trans, int M, int N, int Np, int K, float beta,
                        int pad, Rng *rng) {
     int b_rows = trans ? Np : K, b_cols = trans ? K : Np;
     int lda = K + pad, ldb = b_cols + pad, ldc = N + pad;
@@ -63,7 +63,7 @@ static int packed_case(PackedKernel kernel, bool trans, int M, int N, int Np, in
                 if (!(fabs((double)C[at] - R[at]) <= tol)) {
                     if (!bad)
                         printf("  %s trans=%d M=%d N=%d of %d K=%d beta=%g pad=%d: C[%d,%d] = %.9g, ref %.9g\n",
-                               packed_kernel_name(kernel), trans, M, N, Np, K, beta, pad, i, j,
+                               cpu_isa_name(kernel), trans, M, N, Np, K, beta, pad, i, j,
                                C[at], R[at]);
                     bad++;
                 }
@@ -93,9 +93,9 @@ static void test_packed_matches_reference(void) {
                                               Ks[k], beta, pad, &rng);
                         if (bad < 0) continue;
                         ran++;
-                        EXPECT(bad == 0, "%s: %d elements off", packed_kernel_name(kernels[kk]), bad);
+                        EXPECT(bad == 0, "%s: %d elements off", cpu_isa_name(kernels[kk]), bad);
                     }
-    printf("  best kernel here: %s; %d cases\n", packed_kernel_name(packed_best_kernel()), ran);
+    printf("  best kernel here: %s; %d cases\n", cpu_isa_name(cpu_isa()), ran);
     EXPECT(ran >= 700, "only %d cases ran: the fallback alone gives 700", ran);
 }
 
@@ -107,7 +107,7 @@ static void test_packed_lstm_shapes(void) {
         for (int trans = 0; trans < 2; trans++) {
             int bad = trans ? packed_case(kernels[kk], true, 50, 1024, 1024, 520, 1.0f, 0, &rng)
                             : packed_case(kernels[kk], false, 50, 520, 520, 1024, 0.0f, 0, &rng);
-            if (bad >= 0) EXPECT(bad == 0, "%s trans %d: %d elements off", packed_kernel_name(kernels[kk]), trans, bad);
+            if (bad >= 0) EXPECT(bad == 0, "%s trans %d: %d elements off", cpu_isa_name(kernels[kk]), trans, bad);
         }
 }
 
