@@ -1,6 +1,7 @@
 // test_lstm.c: lstm_forward_xh, the LSTM step on an input the caller assembled in place
 // (seq/lstm.h), against lstm_forward (bit for bit: the same GEMM and elementwise code on
-// the same values) and against the plain double-precision reference lstm_forward_ref.
+// the same values) and against the plain double-precision reference lstm_forward_ref; and
+// lstm_forward_packed (the weights packed, core/gemm_packed.h) against the reference.
 // (The cell's gradient checks and its other reference tests are in test_ops.c.)
 //
 // Tolerance against lstm_forward_ref: |fast - ref| <= 1e-5 + 1e-5 |ref| (float GEMM vs
@@ -43,6 +44,13 @@ static void check_shape(int B, int I, int H, int pad, int with_state, Rng *rng) 
     float *g2 = xmalloc(4 * bh * sizeof(float));
     float *h3 = xmalloc(bh * sizeof(float)), *c3 = xmalloc(bh * sizeof(float));
     float *g3 = xmalloc(4 * bh * sizeof(float));
+    float *h4 = xmalloc(bh * sizeof(float)), *c4 = xmalloc(bh * sizeof(float));
+    float *g4 = xmalloc(4 * bh * sizeof(float));
+    PackedMatrix Wt;
+    packed_alloc(&Wt, K, 4 * H);
+    packed_pack(&Wt, true, W, K);
+    lstm_forward_packed(h4, c4, g4, xh_wide, ld, with_state ? cp : NULL, &Wt, b, B, I, H);
+    packed_free(&Wt);
     lstm_forward(h1, c1, g1, xh, x, with_state ? hp : NULL, with_state ? cp : NULL, W, b, B, I, H);
     lstm_forward_xh(h2, c2, g2, xh_wide, ld, with_state ? cp : NULL, W, b, B, I, H);
     lstm_forward_ref(h3, c3, g3, x, with_state ? hp : NULL, with_state ? cp : NULL, W, b, B, I, H);
@@ -53,9 +61,14 @@ static void check_shape(int B, int I, int H, int pad, int with_state, Rng *rng) 
     for (size_t i = 0; i < bh; i++) {
         EXPECT_NEAR(h2[i], h3[i], REF_ATOL, REF_RTOL);
         EXPECT_NEAR(c2[i], c3[i], REF_ATOL, REF_RTOL);
+        EXPECT_NEAR(h4[i], h3[i], REF_ATOL, REF_RTOL);
+        EXPECT_NEAR(c4[i], c3[i], REF_ATOL, REF_RTOL);
     }
-    for (size_t i = 0; i < 4 * bh; i++) EXPECT_NEAR(g2[i], g3[i], REF_ATOL, REF_RTOL);
-    float *bufs[] = {x, hp, cp, W, b, xh_wide, h1, c1, g1, xh, h2, c2, g2, h3, c3, g3};
+    for (size_t i = 0; i < 4 * bh; i++) {
+        EXPECT_NEAR(g2[i], g3[i], REF_ATOL, REF_RTOL);
+        EXPECT_NEAR(g4[i], g3[i], REF_ATOL, REF_RTOL);
+    }
+    float *bufs[] = {x, hp, cp, W, b, xh_wide, h1, c1, g1, xh, h2, c2, g2, h3, c3, g3, h4, c4, g4};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
 }
 
