@@ -1,6 +1,9 @@
 // test_core_progress.c: the progress reporter when stderr is not a terminal: quiet until
-// ~5 s have passed, then one plain line with count, percentage, rate and ETA; a final line
-// at the end. Time is simulated by moving the start back instead of sleeping.
+// ~5 s have passed, then one plain line with count, percentage, rate and time left; a final
+// line at the end. With named units and items (training: steps and images), the count, both
+// rates and the time left are right for a step budget, a time budget and both at once (a
+// time budget once showed seconds counted as steps). Time is simulated by moving the start
+// back instead of sleeping.
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -48,8 +51,8 @@ static void test_progress_plain_lines(void) {
     EXPECT(strstr(text, "\r") == NULL, "carriage return in a log: %s", text);
     EXPECT(strstr(text, "loss 1.0") == NULL && strstr(text, "loss 0.4") == NULL, "%s", text);
     // 250 of 1000 after 10 s: 25 per second, 750 left, ETA 30 s.
-    EXPECT(strstr(text, "train: 250/1000 (25.0%) 25/s ETA 0:30 loss 0.5"), "%s", text);
-    EXPECT(strstr(text, "train: 1000/1000 done in 0:10") && strstr(text, "loss 0.1"), "%s", text);
+    EXPECT(strstr(text, "train: 250/1000 (25.0%) 25/s, 0:30 left loss 0.5"), "%s", text);
+    EXPECT(strstr(text, "train: 1000/1000 done in 0:10 (100/s) loss 0.1"), "%s", text);
     free(text);
 }
 
@@ -66,14 +69,72 @@ static void test_progress_time_budget(void) {
     char *text = capture_stderr(run_budget);
     EXPECT(text != NULL);
     if (!text) return;
-    // No total: the ETA comes from the budget (60 s - 15 s).
-    EXPECT(strstr(text, "eval: 300 (25.0%) 20/s ETA 0:45"), "%s", text);
+    // No total: the time left comes from the budget (60 s - 15 s).
+    EXPECT(strstr(text, "eval: 300 (25.0%) 20/s, 0:45 left"), "%s", text);
     EXPECT(strstr(text, "eval: 1200 done in 0:15"), "%s", text);
+    free(text);
+}
+
+// A 4-minute training budget, 200 s in: 3600 steps of 32 images.
+static void run_steps_in_minutes(void) {
+    Progress p;
+    progress_start(&p, "train", 0, 240.0);
+    progress_name(&p, "steps", "images");
+    p.start -= 200.0;
+    p.last_print -= 200.0;
+    progress_items(&p, 3600.0 * 32);
+    progress_update(&p, 3600, "loss 0.998");
+    progress_items(&p, 4320.0 * 32);
+    p.start -= 40.0;
+    progress_end(&p, 4320, "loss 0.9");
+}
+
+static void test_progress_steps_in_a_time_budget(void) {
+    char *text = capture_stderr(run_steps_in_minutes);
+    EXPECT(text != NULL);
+    if (!text) return;
+    EXPECT(strstr(text, "train: 3600 steps (83.3%) 18 steps/s, 576 images/s, 0:40 left loss 0.998\n"),
+           "%s", text);
+    EXPECT(strstr(text, "train: 4320 steps done in 4:00 (18 steps/s, 576 images/s) loss 0.9\n"), "%s", text);
+    free(text);
+}
+
+// A step total and a time budget: the one that ends sooner gives the fraction and the
+// time left. 10 s in, 100 of 1000 steps (90 s left by count), 30 s budget (20 s left).
+static void run_both(void) {
+    Progress p;
+    progress_start(&p, "train", 1000, 30.0);
+    progress_name(&p, "steps", "images");
+    p.start -= 10.0;
+    p.last_print -= 10.0;
+    progress_items(&p, 1600);
+    progress_update(&p, 100, "");
+}
+
+static void run_both_count_first(void) {
+    Progress p;
+    progress_start(&p, "train", 200, 300.0);
+    progress_name(&p, "steps", NULL);
+    p.start -= 10.0;
+    p.last_print -= 10.0;
+    progress_update(&p, 100, "");
+}
+
+static void test_progress_sooner_end_wins(void) {
+    char *text = capture_stderr(run_both);
+    EXPECT(text && strstr(text, "train: 100/1000 steps (33.3%) 10 steps/s, 160 images/s, 0:20 left"),
+           "%s", text ? text : "");
+    free(text);
+    text = capture_stderr(run_both_count_first);
+    EXPECT(text && strstr(text, "train: 100/200 steps (50.0%) 10 steps/s, 0:10 left"), "%s",
+           text ? text : "");
     free(text);
 }
 
 int main(void) {
     RUN(test_progress_plain_lines);
     RUN(test_progress_time_budget);
+    RUN(test_progress_steps_in_a_time_budget);
+    RUN(test_progress_sooner_end_wins);
     return test_summary();
 }
