@@ -34,6 +34,46 @@ Split caption_heldout_split(const char *id, double valid_share, double test_shar
     return SPLIT_TRAIN;
 }
 
+// Orders images by their place in the hash: u = h mod 10000 first (the value the split
+// compares), then the whole h, then the index.
+static int heldout_before(const CaptionImage *a, int ia, const CaptionImage *b, int ib) {
+    uint64_t ha = fnv1a64(a->id, strlen(a->id)), hb = fnv1a64(b->id, strlen(b->id));
+    if (ha % 10000 != hb % 10000) return ha % 10000 < hb % 10000;
+    if (ha != hb) return ha < hb;
+    return ia < ib;
+}
+
+int caption_set_ensure_heldout(CaptionSet *set) {
+    if (set->n_images < 3) return 0;
+    int moved = 0;
+    int count[SPLIT_COUNT] = {0};
+    for (int i = 0; i < set->n_images; i++) count[set->images[i].split]++;
+    // Each empty split takes an image from the fullest one that can spare it (training
+    // first on a tie), as long as that one has a hash-split image.
+    const Split order[SPLIT_COUNT] = {SPLIT_VALID, SPLIT_TEST, SPLIT_TRAIN};
+    for (int k = 0; k < SPLIT_COUNT; k++) {
+        Split need = order[k], from = need;
+        if (count[need] > 0) continue;
+        for (int d = SPLIT_COUNT - 1; d >= 0; d--) {  // train (2), valid, test (0) after it
+            Split s = order[d];
+            if (s != need && count[s] >= 2 && (from == need || count[s] > count[from])) from = s;
+        }
+        if (from == need) continue;
+        int pick = -1;
+        for (int i = 0; i < set->n_images; i++) {
+            const CaptionImage *im = &set->images[i];
+            if (im->split != from || !im->split_hashed) continue;
+            if (pick < 0 || heldout_before(im, i, &set->images[pick], pick)) pick = i;
+        }
+        if (pick < 0) continue;
+        set->images[pick].split = need;
+        count[from]--;
+        count[need]++;
+        moved++;
+    }
+    return moved;
+}
+
 int caption_utf8_valid(const char *s, size_t len, size_t *bad_offset) {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
@@ -352,10 +392,11 @@ static void builder_free(Builder *b) {
     strmap_free(&b->keys);
 }
 
-// Adds an image under key (NULL: no lookup key). where: "FILE:LINE" or "FILE: images[K]"
-// for the missing-file warning. Returns the new index (usable or not).
+// Adds an image under key (NULL: no lookup key); hashed: its split came from the held-out
+// hash. where: "FILE:LINE" or "FILE: images[K]" for the missing-file warning. Returns the
+// new index (usable or not).
 static int builder_add_image(Builder *b, const char *key, const char *path, const char *id,
-                             long long numeric_id, Split split, const char *where) {
+                             long long numeric_id, Split split, int hashed, const char *where) {
     if (b->n_images == b->cap_images) {
         b->cap_images = b->cap_images ? 2 * b->cap_images : 256;
         b->images = xrealloc(b->images, (size_t)b->cap_images * sizeof *b->images);
@@ -369,6 +410,7 @@ static int builder_add_image(Builder *b, const char *key, const char *path, cons
     im->id = xstrdup(id);
     im->numeric_id = numeric_id;
     im->split = split;
+    im->split_hashed = hashed;
     b->usable[i] = 1;
     b->warned[i] = 0;
     if (key) strmap_put(&b->keys, key, i);
@@ -649,7 +691,7 @@ int caption_read_tsv(CaptionSet *set, const char *tsv_path, const char *images_d
             }
             if (!has_split)
                 split = caption_heldout_split(name, opts->valid_share, opts->test_share);
-            i = builder_add_image(&b, name, path, name, -1, split, where);
+            i = builder_add_image(&b, name, path, name, -1, split, !has_split, where);
         } else if (has_split && split != b.images[i].split && b.usable[i]) {
             caption_set_warn(set,
                              "%s: split %s conflicts with %s given earlier for %s; caption skipped",
@@ -803,7 +845,7 @@ int caption_read_flickr8k(CaptionSet *set, const char *dir, const CaptionOptions
                 skip_caption(set, where, "image path too long");
                 continue;
             }
-            i = builder_add_image(&b, name, path, name, -1, split, where);
+            i = builder_add_image(&b, name, path, name, -1, split, !found, where);
         }
         builder_add_caption(&b, i, tab + 1, (size_t)(s + n - tab - 1), where);
     }
@@ -952,7 +994,7 @@ int caption_read_coco(CaptionSet *set, const char *json_path, const char *images
             continue;
         }
         builder_add_image(&b, key, path, key, id,
-                          caption_heldout_split(key, opts->valid_share, opts->test_share), where);
+                          caption_heldout_split(key, opts->valid_share, opts->test_share), 1, where);
     }
     k = 0;
     cJSON_ArrayForEach(it, anns) {
@@ -1060,7 +1102,7 @@ int caption_read_karpathy(CaptionSet *set, const char *json_path, const char *im
         }
         long long nid = cocoid ? json_id(cocoid) : -1;
         if (nid >= 0) snprintf(key, sizeof key, "%lld", nid);
-        int i = builder_add_image(&b, path, path, nid >= 0 ? key : file, nid, split, where);
+        int i = builder_add_image(&b, path, path, nid >= 0 ? key : file, nid, split, 0, where);
         int j = 0;
         const cJSON *s;
         cJSON_ArrayForEach(s, sents) {
@@ -1099,15 +1141,20 @@ int caption_set_read(CaptionSet *set, const CaptionSpec *spec, const CaptionOpti
         return error_set(err,
                          "held-out shares %g (valid) and %g (test) must be >= 0 and sum to <= 1",
                          opts->valid_share, opts->test_share);
+    int rc = 1;
     switch (spec->kind) {
-        case CAPTION_SOURCE_FLICKR8K: return caption_read_flickr8k(set, spec->file, opts, err);
+        case CAPTION_SOURCE_FLICKR8K: rc = caption_read_flickr8k(set, spec->file, opts, err); break;
         case CAPTION_SOURCE_COCO:
-            return caption_read_coco(set, spec->file, spec->images, opts, err);
+            rc = caption_read_coco(set, spec->file, spec->images, opts, err);
+            break;
         case CAPTION_SOURCE_KARPATHY:
-            return caption_read_karpathy(set, spec->file, spec->images, opts, err);
-        case CAPTION_SOURCE_TSV: return caption_read_tsv(set, spec->file, spec->images, opts, err);
+            rc = caption_read_karpathy(set, spec->file, spec->images, opts, err);
+            break;
+        case CAPTION_SOURCE_TSV: rc = caption_read_tsv(set, spec->file, spec->images, opts, err); break;
         case CAPTION_SOURCE_SCENES: break;
     }
+    if (rc == 0) caption_set_ensure_heldout(set);
+    if (rc <= 0) return rc;
     return error_set(err,
                      "data spec 'scenes': the built-in scenes are not read from files "
                      "(use datasets/scenes.h)");

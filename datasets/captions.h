@@ -39,7 +39,10 @@
 // Held-out hash (COCO, and TSV lines / Flickr8k without a split): u = FNV-1a 64 of the
 // id string mod 10000; u < valid_share*10000 -> valid, else u < (valid_share +
 // test_share)*10000 -> test, else train. Pure function of the id: reproducible across
-// runs, machines and file orders.
+// runs, machines and file orders. On a small set the shares may round to nothing (six
+// images at 5% each hold none out), so caption_set_read then moves images, see
+// caption_set_ensure_heldout: a set of at least 3 images always has a validation and a
+// test image when its splits came from the hash.
 //
 // Bad records never abort. A record that cannot be used — image file missing, caption
 // empty after trimming, caption longer than CAPTION_MAX_BYTES, invalid UTF-8, a JSON
@@ -106,6 +109,7 @@ typedef struct {
     char *id;              // id string: file name, or the decimal COCO id, owned
     long long numeric_id;  // COCO / Karpathy cocoid, else -1
     Split split;
+    int split_hashed;      // 1: split from the held-out hash; 0: given by the file
     int first_caption;  // this image's captions are set->captions[first .. first+n)
     int n_captions;     // >= 1
 } CaptionImage;
@@ -136,7 +140,8 @@ const char *caption_source_name(CaptionSource kind);  // "scenes", "flickr8k", .
 
 // Reads the source named by spec (not scenes: that fails with a message saying so).
 // opts may be NULL for the defaults. On failure set is left empty (safe to free).
-// Also checks the held-out shares in opts (the individual readers do not).
+// Also checks the held-out shares in opts, and applies caption_set_ensure_heldout (the
+// individual readers do neither).
 int caption_set_read(CaptionSet *set, const CaptionSpec *spec, const CaptionOptions *opts,
                      Error *err);
 // The individual readers (same contract as caption_set_read).
@@ -167,6 +172,13 @@ void caption_set_warn(CaptionSet *set, const char *fmt, ...) __attribute__((form
 
 // The hash split described above (shares as in CaptionOptions).
 Split caption_heldout_split(const char *id, double valid_share, double test_share);
+// With at least 3 images, each empty split (validation, then test, then training) gets one
+// image moved from the fullest split that has 2 or more (training first on a tie): the
+// image of that split whose split came from the hash and whose u (then whole hash, then
+// index) is smallest, so the choice depends on the ids alone. Images with a split given in
+// the file never move. Returns how many moved (0 to 3); call it again after
+// caption_set_filter to keep the promise.
+int caption_set_ensure_heldout(CaptionSet *set);
 // 1 when the len bytes at s are valid UTF-8 (no overlong forms, surrogates or code
 // points past U+10FFFF); *bad_offset (may be NULL) gets the first bad byte's offset.
 int caption_utf8_valid(const char *s, size_t len, size_t *bad_offset);

@@ -2,7 +2,8 @@
 // written here, with broken records (missing image, empty caption, invalid UTF-8, wrong
 // JSON types) and their skip counts; the data spec parser; the limits (huge caption line,
 // deep JSON, file cap); image folder listing; the image cache and its bound; the scenes
-// folder writer read back through the TSV reader.
+// folder writer read back through the TSV reader; small sets without splits still hold a
+// validation and a test image out.
 #define _XOPEN_SOURCE 700
 #include <ftw.h>
 #include <stdio.h>
@@ -771,6 +772,98 @@ static void test_scenes_folder_round_trip(void) {
     scenes_close(&s);
 }
 
+
+// A COCO file of n images (ids first .. first + n - 1, in the order given by step) with one
+// caption each, written to rel; images under heldout/img.
+static void write_small_coco(const char *rel, int n, int first, int step) {
+    char json[4096] = "{\"images\": [";
+    size_t k = strlen(json);
+    for (int i = 0; i < n; i++) {
+        int id = step > 0 ? first + i : first + n - 1 - i;
+        k += (size_t)snprintf(json + k, sizeof json - k, "%s{\"id\": %d, \"file_name\": \"%d.png\"}",
+                              i ? ", " : "", id, id);
+    }
+    k += (size_t)snprintf(json + k, sizeof json - k, "], \"annotations\": [");
+    for (int i = 0; i < n; i++)
+        k += (size_t)snprintf(json + k, sizeof json - k, "%s{\"image_id\": %d, \"caption\": \"a thing\"}",
+                              i ? ", " : "", first + i);
+    snprintf(json + k, sizeof json - k, "]}");
+    write_text(rel, json);
+}
+
+static int split_count(const CaptionSet *set, Split s) { return caption_set_count(set, s, NULL); }
+
+// Six COCO images at the default 5% shares: the hash alone holds none out (so training
+// was refused); caption_set_read gives one to validation and one to test, the same ones
+// whatever the file order, and never moves an image whose split the file gives.
+static void test_small_sets_hold_images_out(void) {
+    make_dir("heldout/img");
+    char name[64];
+    for (int id = 1; id <= 6; id++) {
+        snprintf(name, sizeof name, "heldout/img/%d.png", id);
+        write_image(name, 2, 2, 1, 0, 0, 0);
+    }
+    write_small_coco("heldout/six.json", 6, 1, 1);
+    write_small_coco("heldout/six_reversed.json", 6, 1, -1);
+    char json[1024], rev[1024], img[1024];
+    tmp_path(json, sizeof json, "heldout/six.json");
+    tmp_path(rev, sizeof rev, "heldout/six_reversed.json");
+    tmp_path(img, sizeof img, "heldout/img");
+    CaptionSet raw, set, other;
+    Error err;
+    CaptionSpec spec, spec_rev;
+    spec = (CaptionSpec){.kind = CAPTION_SOURCE_COCO};
+    snprintf(spec.file, sizeof spec.file, "%s", json);
+    snprintf(spec.images, sizeof spec.images, "%s", img);
+    spec_rev = spec;
+    snprintf(spec_rev.file, sizeof spec_rev.file, "%s", rev);
+    EXPECT(caption_read_coco(&raw, json, img, NULL, &err) == 0, "%s", err.msg);
+    // The premise: the hash alone gives these six ids no held-out image.
+    EXPECT(raw.n_images == 6 && split_count(&raw, SPLIT_VALID) == 0 && split_count(&raw, SPLIT_TEST) == 0,
+           "hash split of ids 1..6: %d valid, %d test", split_count(&raw, SPLIT_VALID),
+           split_count(&raw, SPLIT_TEST));
+    EXPECT(caption_set_read(&set, &spec, NULL, &err) == 0, "%s", err.msg);
+    EXPECT(split_count(&set, SPLIT_VALID) == 1 && split_count(&set, SPLIT_TEST) == 1 &&
+               split_count(&set, SPLIT_TRAIN) == 4,
+           "%d train, %d valid, %d test", split_count(&set, SPLIT_TRAIN),
+           split_count(&set, SPLIT_VALID), split_count(&set, SPLIT_TEST));
+    EXPECT(caption_set_read(&other, &spec_rev, NULL, &err) == 0, "%s", err.msg);
+    for (int i = 0; i < set.n_images; i++) {
+        int j = find_image(&other, set.images[i].id);
+        EXPECT(j >= 0 && other.images[j].split == set.images[i].split, "image %s: split %d vs %d",
+               set.images[i].id, set.images[i].split, j >= 0 ? (int)other.images[j].split : -1);
+    }
+    // Calling it again moves nothing.
+    EXPECT(caption_set_ensure_heldout(&set) == 0);
+    caption_set_free(&other);
+    caption_set_free(&set);
+    caption_set_free(&raw);
+    // A larger share (--held-out 0.3) on the same ids holds more out by the hash itself.
+    CaptionOptions opts;
+    caption_options_default(&opts);
+    opts.valid_share = opts.test_share = 0.3;
+    EXPECT(caption_read_coco(&raw, json, img, &opts, &err) == 0, "%s", err.msg);
+    int held = split_count(&raw, SPLIT_VALID) + split_count(&raw, SPLIT_TEST);
+    EXPECT(held >= 2, "0.3 each held out %d of 6", held);
+    caption_set_free(&raw);
+    // Two images: nothing can be given to every split, nothing moves.
+    write_small_coco("heldout/two.json", 2, 1, 1);
+    snprintf(spec.file, sizeof spec.file, "%s", tmp_path(json, sizeof json, "heldout/two.json"));
+    EXPECT(caption_set_read(&set, &spec, NULL, &err) == 0, "%s", err.msg);
+    EXPECT(split_count(&set, SPLIT_TRAIN) == 2, "two images: %d train", split_count(&set, SPLIT_TRAIN));
+    caption_set_free(&set);
+    // Splits the file gives stay as given, even when none is validation.
+    write_text("heldout/img/given.tsv", "1.png\ta\ttrain\n2.png\tb\ttrain\n3.png\tc\ttrain\n4.png\td\ttest\n");
+    CaptionSpec tsv = {.kind = CAPTION_SOURCE_TSV};
+    tmp_path(tsv.file, sizeof tsv.file, "heldout/img/given.tsv");
+    snprintf(tsv.images, sizeof tsv.images, "%s", img);
+    EXPECT(caption_set_read(&set, &tsv, NULL, &err) == 0, "%s", err.msg);
+    EXPECT(split_count(&set, SPLIT_VALID) == 0 && split_count(&set, SPLIT_TRAIN) == 3,
+           "given splits moved: %d train, %d valid", split_count(&set, SPLIT_TRAIN),
+           split_count(&set, SPLIT_VALID));
+    caption_set_free(&set);
+}
+
 // ---------------------------------------------------------------------------------------
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -786,6 +879,7 @@ int main(void) {
     RUN(test_spec_parse_errors);
     RUN(test_utf8_valid);
     RUN(test_heldout_split_is_deterministic);
+    RUN(test_small_sets_hold_images_out);
     RUN(test_tsv_reads_and_skips);
     RUN(test_nothing_usable_is_an_error);
     RUN(test_limits);
