@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/threads.h"
+#include "cli/train_run.h"
 #include "core/adam.h"
 #include "core/check.h"
 #include "core/csvlog.h"
@@ -131,13 +133,6 @@ static int draw_caption_ids(int *ids, const CaptionData *d, Split s, int i, cons
 // ---------------------------------------------------------------------------------------
 // Small helpers
 
-static int default_threads(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1) n = 1;
-    if (n > 8) n = 8;
-    return (int)n;
-}
-
 static int parse_attention(SatConfig *c, const char *name, Error *err) {
     if (!strcmp(name, "hard")) {
         c->hard = 1;
@@ -150,15 +145,6 @@ static int parse_attention(SatConfig *c, const char *name, Error *err) {
                               "multiplicative, multi-head, local-monotonic, local-predictive, "
                               "hard, none)", name);
     return 0;
-}
-
-// Exchanges the contents of a and b (n floats each).
-static void swap_floats(float *restrict a, float *restrict b, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        float t = a[i];
-        a[i] = b[i];
-        b[i] = t;
-    }
 }
 
 static const char *attention_name(const SatConfig *c) {
@@ -458,402 +444,517 @@ static int write_curves(const char *csv_path, const char *png_path, Error *err) 
 
 static const char *const KIND_HELP =
     "additive | dot | scaled-dot | multiplicative | multi-head | local-monotonic | "
-    "local-predictive | hard | none";
+    "local-predictive | hard | none (dot and scaled-dot need --hidden equal to the annotation "
+    "size, the last --channels entry)";
 
+// caption train's flags as given; given.NAME: --NAME was on the command line (on --resume,
+// a model flag left out takes the checkpoint's value).
 typedef struct {
+    CaptionDataFlags data;
     const char *attention, *out, *channels, *query;
     int image_size, embed, hidden, attn_dim, heads, window, batch, max_len, min_count;
     int epochs, threads, val_beam, val_count, log_every, checkpoint_every;
     long steps, seed;
     double minutes;
     float lr, lr_decay, clip, lambda, dropout, entropy, length_alpha, ema;
-    bool resume, json, beta_vector, quiet;
+    bool resume, force, json, beta_vector, quiet;
+    struct {
+        bool epochs, steps, minutes;  // the budget: at most one
+        bool attention, channels, query, image_size, embed, hidden, attn_dim, heads, window,
+            max_len, beta_vector, lambda, dropout, entropy;
+    } given;
 } TrainFlags;
 
-static int cmd_train(int argc, char **argv) {
-    Error err;
+// Fills f from the command line. Returns 1 when the command should return *code at once
+// (after --help, or a bad flag reported on stderr).
+static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
     SatConfig dc;  // the model's defaults are sat_config_default's
     sat_config_default(&dc);
-    TrainFlags f = {.attention = "additive", .out = NULL, .channels = "32,64,128",
-                    .query = sat_query_name(dc.query), .image_size = dc.image_size,
-                    .embed = dc.E, .hidden = dc.H, .attn_dim = dc.attn.A, .heads = dc.attn.heads,
-                    .window = dc.attn.window, .batch = 32, .max_len = dc.max_len, .min_count = 1,
-                    .epochs = 10, .threads = default_threads(), .val_beam = 3, .val_count = 0,
-                    .log_every = 20, .steps = 0, .seed = 1, .minutes = 0, .lr = 2e-3f,
-                    .lr_decay = 0.7f, .ema = 0.999f, .clip = 5.0f, .lambda = dc.lambda,
-                    .dropout = dc.dropout, .entropy = dc.entropy_weight, .length_alpha = 0.7f};
-    CaptionDataFlags df;
-    caption_data_flags_default(&df);
-    bool epochs_given = false, steps_given = false, minutes_given = false;
+    *f = (TrainFlags){.attention = "additive", .channels = "32,64,128",
+                      .query = sat_query_name(dc.query), .image_size = dc.image_size,
+                      .embed = dc.E, .hidden = dc.H, .attn_dim = dc.attn.A, .heads = dc.attn.heads,
+                      .window = dc.attn.window, .batch = 32, .max_len = dc.max_len, .min_count = 1,
+                      .epochs = 10, .threads = threads_available(), .val_beam = 3,
+                      .log_every = 20, .seed = 1, .lr = 2e-3f, .lr_decay = 0.7f, .ema = 0.999f,
+                      .clip = 5.0f, .lambda = dc.lambda, .dropout = dc.dropout,
+                      .entropy = dc.entropy_weight, .length_alpha = 0.7f};
+    caption_data_flags_default(&f->data);
+    CaptionDataFlags *df = &f->data;
     ArgSpec specs[] = {
-        {"data", ARG_STRING, &df.data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
-        {"attention", ARG_STRING, &f.attention, KIND_HELP, .given = NULL},
-        {"out", ARG_STRING, &f.out, "output folder", .metavar = "DIR", .required = true},
-        {"epochs", ARG_INT, &f.epochs, "training epochs", .has_min = true, .min = 1, .given = &epochs_given},
-        {"steps", ARG_LONG, &f.steps, "stop at this total step count instead", .has_min = true, .min = 1, .given = &steps_given},
-        {"minutes", ARG_DOUBLE, &f.minutes, "stop after this many minutes instead", .has_min = true, .min = 0, .min_exclusive = true, .given = &minutes_given},
-        {"seed", ARG_LONG, &f.seed, "random seed (initialisation, order, dropout, sampling)", .given = NULL},
-        {"resume", ARG_FLAG, &f.resume, "continue from OUT/state.safetensors", .given = NULL},
-        {"threads", ARG_INT, &f.threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
-        {"image-size", ARG_INT, &f.image_size, "image side in pixels", .has_min = true, .min = 8, .has_max = true, .max = 1024},
-        {"channels", ARG_STRING, &f.channels, "CNN channels, one conv+pool per entry", .metavar = "LIST", .given = NULL},
-        {"embed", ARG_INT, &f.embed, "word embedding size", .has_min = true, .min = 1, .has_max = true, .max = 8192},
-        {"hidden", ARG_INT, &f.hidden, "LSTM hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192},
-        {"attn-dim", ARG_INT, &f.attn_dim, "attention hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192},
-        {"heads", ARG_INT, &f.heads, "multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 64},
-        {"window", ARG_INT, &f.window, "local: half-width W", .has_min = true, .min = 0, .has_max = true, .max = 1024},
-        {"batch", ARG_INT, &f.batch, "batch size", .has_min = true, .min = 1, .has_max = true, .max = 4096},
-        {"max-len", ARG_INT, &f.max_len, "caption words at most", .has_min = true, .min = 1, .has_max = true, .max = 256},
-        {"min-count", ARG_INT, &f.min_count, "vocabulary: minimum word count", .has_min = true, .min = 1},
-        {"lr", ARG_FLOAT, &f.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true},
-        {"lr-decay", ARG_FLOAT, &f.lr_decay, "learning rate factor per epoch", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1},
-        {"ema", ARG_FLOAT, &f.ema, "validate, and keep as the best model, an exponential moving average of the weights with this decay (0 = off)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true},
-        {"clip", ARG_FLOAT, &f.clip, "gradient global-norm clip (0 = off)", .has_min = true, .min = 0},
-        {"lambda", ARG_FLOAT, &f.lambda, "doubly stochastic regulariser weight", .has_min = true, .min = 0},
-        {"dropout", ARG_FLOAT, &f.dropout, "dropout before the deep output", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true},
-        {"query", ARG_STRING, &f.query, "state that queries the attention: previous (Xu et al. 2015: h before the step's word) | current (h after it, Lu et al. 2017)", .metavar = "S", .given = NULL},
-        {"beta-vector", ARG_FLAG, &f.beta_vector, "gate beta as a D-vector (default scalar)", .given = NULL},
-        {"entropy", ARG_FLOAT, &f.entropy, "hard attention: entropy bonus weight", .has_min = true, .min = 0},
-        {"val-beam", ARG_INT, &f.val_beam, "beam width of the per-epoch validation (as the test's decoding, so the best model is chosen by what is scored)", .has_min = true, .min = 1, .has_max = true, .max = 64},
-        {"val-count", ARG_INT, &f.val_count, "validation images per epoch (0 = all)", .has_min = true, .min = 0},
-        {"length-alpha", ARG_FLOAT, &f.length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
-        {"log-every", ARG_INT, &f.log_every, "CSV row every N steps", .has_min = true, .min = 1},
-        {"checkpoint-every", ARG_INT, &f.checkpoint_every, "also write OUT/state.safetensors every N steps (0: at epoch ends only)", .has_min = true, .min = 0},
-        {"train-count", ARG_INT, &df.train_count, "scenes: training scenes", .has_min = true, .min = 1},
-        {"val-count-scenes", ARG_INT, &df.val_count, "scenes: validation scenes", .has_min = true, .min = 1},
-        {"test-count", ARG_INT, &df.test_count, "scenes: test scenes", .has_min = true, .min = 1},
-        {"scenes-seed", ARG_LONG, &df.scenes_seed, "scenes: generator seed", .given = NULL},
-        {"data-root", ARG_STRING, &df.root, "scenes: folder holding mnist/ and fashion-mnist/", .metavar = "DIR", .given = NULL},
-        {"cache-mb", ARG_INT, &df.cache_mb, "image folders: decoded-image cache bound in MiB", .has_min = true, .min = 1},
-        {"json", ARG_FLAG, &f.json, "print the final summary as one JSON object on stdout", .given = NULL},
-        {"quiet", ARG_FLAG, &f.quiet, "no progress bar", .given = NULL},
+        {"data", ARG_STRING, &df->data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
+        {"held-out", ARG_DOUBLE, &df->held_out, HELD_OUT_HELP, .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
+        {"attention", ARG_STRING, &f->attention, KIND_HELP, .given = &f->given.attention},
+        {"out", ARG_STRING, &f->out, "output folder", .metavar = "DIR", .required = true},
+        {"epochs", ARG_INT, &f->epochs, "training epochs", .has_min = true, .min = 1, .given = &f->given.epochs},
+        {"steps", ARG_LONG, &f->steps, "stop at this total step count instead", .has_min = true, .min = 1, .given = &f->given.steps},
+        {"minutes", ARG_DOUBLE, &f->minutes, "stop after this many minutes instead", .has_min = true, .min = 0, .min_exclusive = true, .given = &f->given.minutes},
+        {"seed", ARG_LONG, &f->seed, "random seed (initialisation, order, dropout, sampling)", .given = NULL},
+        {"resume", ARG_FLAG, &f->resume, "continue from OUT/state.safetensors; model flags given must match it", .given = NULL},
+        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
+        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch (default: every core this process may use)", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"image-size", ARG_INT, &f->image_size, "image side in pixels", .has_min = true, .min = 8, .has_max = true, .max = 1024, .given = &f->given.image_size},
+        {"channels", ARG_STRING, &f->channels, "CNN channels, one conv+pool per entry; the last is the annotation size", .metavar = "LIST", .given = &f->given.channels},
+        {"embed", ARG_INT, &f->embed, "word embedding size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.embed},
+        {"hidden", ARG_INT, &f->hidden, "LSTM hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.hidden},
+        {"attn-dim", ARG_INT, &f->attn_dim, "attention hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.attn_dim},
+        {"heads", ARG_INT, &f->heads, "multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 64, .given = &f->given.heads},
+        {"window", ARG_INT, &f->window, "local: half-width W", .has_min = true, .min = 0, .has_max = true, .max = 1024, .given = &f->given.window},
+        {"batch", ARG_INT, &f->batch, "batch size", .has_min = true, .min = 1, .has_max = true, .max = 4096},
+        {"max-len", ARG_INT, &f->max_len, "caption words at most", .has_min = true, .min = 1, .has_max = true, .max = 256, .given = &f->given.max_len},
+        {"min-count", ARG_INT, &f->min_count, "vocabulary: minimum word count", .has_min = true, .min = 1},
+        {"lr", ARG_FLOAT, &f->lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true},
+        {"lr-decay", ARG_FLOAT, &f->lr_decay, "learning rate factor per epoch", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1},
+        {"ema", ARG_FLOAT, &f->ema, "validate, and keep as the best model, an exponential moving average of the weights with this decay (0 = off)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true},
+        {"clip", ARG_FLOAT, &f->clip, "gradient global-norm clip (0 = off)", .has_min = true, .min = 0},
+        {"lambda", ARG_FLOAT, &f->lambda, "doubly stochastic regulariser weight", .has_min = true, .min = 0, .given = &f->given.lambda},
+        {"dropout", ARG_FLOAT, &f->dropout, "dropout before the deep output", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
+        {"query", ARG_STRING, &f->query, "state that queries the attention: previous (Xu et al. 2015: h before the step's word) | current (h after it, Lu et al. 2017)", .metavar = "S", .given = &f->given.query},
+        {"beta-vector", ARG_FLAG, &f->beta_vector, "gate beta as a D-vector (default scalar)", .given = &f->given.beta_vector},
+        {"entropy", ARG_FLOAT, &f->entropy, "hard attention: entropy bonus weight", .has_min = true, .min = 0, .given = &f->given.entropy},
+        {"val-beam", ARG_INT, &f->val_beam, "beam width of the per-epoch validation (as the test's decoding, so the best model is chosen by what is scored)", .has_min = true, .min = 1, .has_max = true, .max = 64},
+        {"val-count", ARG_INT, &f->val_count, "validation images per epoch (0 = all)", .has_min = true, .min = 0},
+        {"length-alpha", ARG_FLOAT, &f->length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
+        {"log-every", ARG_INT, &f->log_every, "CSV row every N steps", .has_min = true, .min = 1},
+        {"checkpoint-every", ARG_INT, &f->checkpoint_every, "also write OUT/state.safetensors every N steps (0: at epoch ends only)", .has_min = true, .min = 0},
+        {"train-count", ARG_INT, &df->train_count, "scenes: training scenes", .has_min = true, .min = 1},
+        {"val-count-scenes", ARG_INT, &df->val_count, "scenes: validation scenes", .has_min = true, .min = 1},
+        {"test-count", ARG_INT, &df->test_count, "scenes: test scenes", .has_min = true, .min = 1},
+        {"scenes-seed", ARG_LONG, &df->scenes_seed, "scenes: generator seed", .given = NULL},
+        {"data-root", ARG_STRING, &df->root, "scenes: folder holding mnist/ and fashion-mnist/", .metavar = "DIR", .given = NULL},
+        {"cache-mb", ARG_INT, &df->cache_mb, "image folders: decoded-image cache bound in MiB", .has_min = true, .min = 1},
+        {"json", ARG_FLAG, &f->json, "print the final summary as one JSON object on stdout", .given = NULL},
+        {"quiet", ARG_FLAG, &f->quiet, "no progress bar", .given = NULL},
     };
-    int code;
-    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption train --out DIR [flags]", NULL, &code))
-        return code;
-    if ((epochs_given + steps_given + minutes_given) > 1) {
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption train --out DIR [flags]", NULL, code))
+        return 1;
+    if (f->given.epochs + f->given.steps + f->given.minutes > 1) {
         fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
-        return 2;
-    }
-    gemm_set_threads(f.threads);
-
-    SatConfig cfg;
-    sat_config_default(&cfg);
-    cfg.image_size = f.image_size;
-    if (cnn_config_parse(&cfg.cnn, f.channels, "--channels", &err) ||
-        parse_attention(&cfg, f.attention, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 2;
-    }
-    cfg.E = f.embed;
-    cfg.H = f.hidden;
-    cfg.max_len = f.max_len;
-    cfg.attn.A = f.attn_dim;
-    cfg.attn.heads = f.heads;
-    cfg.attn.window = f.window;
-    cfg.beta_vector = f.beta_vector;
-    if (sat_query_parse(f.query, &cfg.query)) {
-        fprintf(stderr, "--query: expected previous or current, got '%s'\n", f.query);
-        return 2;
-    }
-    cfg.lambda = f.lambda;
-    cfg.dropout = f.dropout;
-    cfg.entropy_weight = f.entropy;
-    cfg.V = VOCAB_NSPECIAL + 1;  // checked again once the vocabulary is known
-    if (sat_config_finish(&cfg, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 2;
-    }
-    if (make_dirs(f.out, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        *code = 2;
         return 1;
     }
-    atomic_remove_stale(f.out);
+    return 0;
+}
+
+// The model configuration the flags describe (the vocabulary size still a placeholder).
+static int config_from_flags(SatConfig *cfg, const TrainFlags *f, Error *err) {
+    sat_config_default(cfg);
+    cfg->image_size = f->image_size;
+    if (cnn_config_parse(&cfg->cnn, f->channels, "--channels", err) ||
+        parse_attention(cfg, f->attention, err))
+        return -1;
+    cfg->E = f->embed;
+    cfg->H = f->hidden;
+    cfg->max_len = f->max_len;
+    cfg->attn.A = f->attn_dim;
+    cfg->attn.heads = f->heads;
+    cfg->attn.window = f->window;
+    cfg->beta_vector = f->beta_vector;
+    if (sat_query_parse(f->query, &cfg->query))
+        return error_set(err, "--query: expected previous or current, got '%s'", f->query);
+    cfg->lambda = f->lambda;
+    cfg->dropout = f->dropout;
+    cfg->entropy_weight = f->entropy;
+    cfg->V = VOCAB_NSPECIAL + 1;  // checked again once the vocabulary is known
+    return 0;
+}
+
+static void format_channels(char *buf, size_t cap, const CnnConfig *c) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < c->n_layers && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%d", i ? "," : "", c->channels[i]);
+}
+
+// --resume: every model flag given must match the checkpoint's configuration.
+static int check_resume_flags(const TrainFlags *f, const SatConfig *want, const SatConfig *saved,
+                              const char *path, Error *err) {
+    FlagDiffs d = {0};
+    char a[128], b[128];
+    format_channels(a, sizeof a, &want->cnn);
+    format_channels(b, sizeof b, &saved->cnn);
+    flag_diffs_int(&d, "image-size", f->given.image_size, want->image_size, saved->image_size);
+    flag_diffs_text(&d, "channels", f->given.channels, a, b);
+    flag_diffs_int(&d, "embed", f->given.embed, want->E, saved->E);
+    flag_diffs_int(&d, "hidden", f->given.hidden, want->H, saved->H);
+    flag_diffs_int(&d, "attn-dim", f->given.attn_dim, want->attn.A, saved->attn.A);
+    flag_diffs_int(&d, "heads", f->given.heads, want->attn.heads, saved->attn.heads);
+    flag_diffs_int(&d, "window", f->given.window, want->attn.window, saved->attn.window);
+    flag_diffs_int(&d, "max-len", f->given.max_len, want->max_len, saved->max_len);
+    flag_diffs_text(&d, "attention", f->given.attention, attention_name(want), attention_name(saved));
+    flag_diffs_text(&d, "query", f->given.query, sat_query_name(want->query), sat_query_name(saved->query));
+    flag_diffs_switch(&d, "beta-vector", f->given.beta_vector, want->beta_vector, saved->beta_vector);
+    flag_diffs_float(&d, "lambda", f->given.lambda, want->lambda, saved->lambda);
+    flag_diffs_float(&d, "dropout", f->given.dropout, want->dropout, saved->dropout);
+    flag_diffs_float(&d, "entropy", f->given.entropy, want->entropy_weight, saved->entropy_weight);
+    return flag_diffs_refuse(&d, path, err);
+}
+
+// One training run: data, vocabulary, model, workers, buffers and counters. Zeroed, it is
+// safe to close at any stage of opening.
+typedef struct {
+    const TrainFlags *f;
     char path_state[1200], path_model[1200], path_log[1200], path_curves[1200];
-    snprintf(path_state, sizeof path_state, "%s/state.safetensors", f.out);
-    snprintf(path_model, sizeof path_model, "%s/model.safetensors", f.out);
-    snprintf(path_log, sizeof path_log, "%s/log.csv", f.out);
-    snprintf(path_curves, sizeof path_curves, "%s/curves.png", f.out);
-
-    CaptionData *data = NULL;
-    if (caption_data_open(&data, &df, f.image_size, f.quiet, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
-    }
-    if (caption_data_count(data, SPLIT_TRAIN) < 1 || caption_data_count(data, SPLIT_VALID) < 1) {
-        fprintf(stderr, "%s: needs at least one training and one validation image (has %d, %d)\n",
-                df.data, caption_data_count(data, SPLIT_TRAIN), caption_data_count(data, SPLIT_VALID));
-        caption_data_close(data);
-        return 1;
-    }
-    int rc = 1;
-    Vocab vocab = {0};
-    SatModel model;
-    memset(&model, 0, sizeof model);
-    Encoded val = {0};
-    TrainCounters tc = {0, 0, -1.0};
-    Block ema = {0};  // with --ema: the weight average, validated and saved as the model
-    if (f.resume) {
-        if (!file_exists(path_state)) {
-            fprintf(stderr, "--resume: %s does not exist\n", path_state);
-            goto done;
-        }
-        if (load_model(path_state, &model, &vocab, 1, f.ema > 0 ? &ema : NULL, &tc, &err)) {
-            fprintf(stderr, "%s\n", err.msg);
-            goto done;
-        }
-        char a[2048], b[2048];
-        cfg.V = vocab.size;
-        sat_config_format(&cfg, a, sizeof a);
-        sat_config_format(&model.cfg, b, sizeof b);
-        if (strcmp(a, b)) {
-            fprintf(stderr, "--resume: %s was trained with a different configuration (%s)\n",
-                    path_state, b);
-            goto done;
-        }
-    }
-    // The vocabulary comes from the training split (a resumed run has its own).
-    if (!f.resume) {
-        VocabCounter counter = {0};
-        int bad = count_split_words(&counter, data, SPLIT_TRAIN, &err);
-        if (!bad) vocab_from_counter(&vocab, &counter, f.min_count);
-        vocab_counter_free(&counter);
-        if (bad) {
-            fprintf(stderr, "%s\n", err.msg);
-            goto done;
-        }
-        cfg.V = vocab.size;
-        if (sat_config_finish(&cfg, &err)) {
-            fprintf(stderr, "%s\n", err.msg);
-            goto done;
-        }
-    }
-    if (encode_split(&val, data, SPLIT_VALID, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        goto done;
-    }
-    if (!f.resume) {
-        Rng init;
-        rng_seed(&init, (uint64_t)f.seed);
-        sat_init(&model, &cfg, &init);
-        if (f.ema > 0) block_clone(&ema, &model.params);
-    }
-    const int B = f.batch, S = f.image_size, ML = cfg.max_len;
-    // Data parallelism: with several threads, each worker (a replica sharing the
-    // parameters) takes a contiguous share of the batch with single-threaded BLAS. The
-    // model's own activations then serve only validation decoding, in chunks of a share.
-    int n_workers = f.threads < B ? f.threads : B;
-    sat_alloc_acts(&model, n_workers > 1 ? (B + n_workers - 1) / n_workers : B);
-    SatModel *workers = NULL;
-    if (n_workers > 1) {
-        gemm_set_threads(1);
-        workers = xcalloc((size_t)n_workers, sizeof(SatModel));
-        for (int w = 0; w < n_workers; w++) {
-            sat_replica_init(&workers[w], &model);
-            sat_alloc_acts(&workers[w], (B + n_workers - 1) / n_workers);
-        }
-    }
-    const int n_train = caption_data_count(data, SPLIT_TRAIN);
-    const long spe = (n_train + B - 1) / B;  // steps per epoch
-    long end_step = steps_given ? f.steps : minutes_given ? (1L << 60) : (long)f.epochs * spe;
-    int n_val = f.val_count > 0 && f.val_count < caption_data_count(data, SPLIT_VALID) ? f.val_count : caption_data_count(data, SPLIT_VALID);
-
+    CaptionData *data;
+    Vocab vocab;
+    SatModel model;     // with several workers, its activations serve validation only
+    SatModel *workers;  // (n_workers) replicas sharing the parameters; NULL with one
+    int n_workers;
+    TrainEma ema;       // with --ema: the weight average, validated and saved as the model
+    Encoded val;        // the validation split's tokenised references
+    TrainCounters tc;   // step; best validation BLEU-4 (< 0 before any) and its step
+    int n_train, n_val;
+    long spe;           // steps per epoch (the last batch of an epoch may be short)
+    float *images;      // (B, 3, S, S)
+    int *words, *lens;  // (B, max_len), (B)
+    int *perm;          // (n_train) the current epoch's order
+    long perm_epoch;    // the epoch perm was shuffled for
+    AdamConfig adam;
     CsvLog log;
-    if (csvlog_open(&log, path_log, "step,epoch,loss,ce_per_token,grad_norm,lr,images_per_s,val_bleu4,val_grounding",
-                    f.resume, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        goto done;
-    }
-    if (!f.quiet) {
-        char cs[2048];
-        sat_config_format(&model.cfg, cs, sizeof cs);
-        fprintf(stderr, "caption train: %d training images, %d words, %ld steps per epoch, %s\n",
-                n_train, vocab.size, spe, cs);
-    }
-    float *images = xmalloc((size_t)B * 3 * S * S * sizeof(float));
-    int *words = xmalloc((size_t)B * ML * sizeof(int));
-    int *lens = xmalloc((size_t)B * sizeof(int));
-    int *perm = xmalloc((size_t)n_train * sizeof(int));
-    long perm_epoch = -1;
-    AdamConfig ac = adam_defaults(f.lr);
-    Progress prog;
-    progress_start(&prog, "train", minutes_given ? 0 : end_step - tc.step, minutes_given ? f.minutes * 60 : 0);
-    double t0 = timer_now(), t_log = t0, t_train = 0.0;
-    long imgs_since = 0, start_step = tc.step;
-    double loss_acc = 0.0, ce_acc = 0.0, tok_acc = 0.0, norm_acc = 0.0;
-    int n_acc = 0, validated_at_end = 0;
-    double last_val = NAN;
-    // final_loss (as draw train's): the mean training objective per image (one sampled
-    // caption per image per step) over the last logging window, the last step included.
-    double last_window_loss = NAN;
-    rc = 0;
-    while (tc.step < end_step) {
-        if (minutes_given && timer_now() - t0 >= f.minutes * 60.0) break;
-        double ts = timer_now();
-        long step = tc.step + 1;
-        long epoch = (step - 1) / spe, pos = (step - 1) % spe;
-        if (epoch != perm_epoch) {
-            Rng er;
-            rng_seed(&er, (uint64_t)f.seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL * (uint64_t)(epoch + 1));
-            for (int i = 0; i < n_train; i++) perm[i] = i;
-            rng_shuffle(&er, perm, n_train);
-            perm_epoch = epoch;
-        }
-        Rng sr;  // this step's randomness: captions chosen, dropout, hard samples
-        rng_seed(&sr, (uint64_t)f.seed * 0xD1B54A32D192ED03ULL + (uint64_t)step);
-        int nb = 0;
-        for (long j = pos * B; j < (pos + 1) * B && j < n_train; j++, nb++) {
-            int img = perm[j];
-            caption_data_image(data, SPLIT_TRAIN, img, images + (size_t)nb * 3 * S * S, NULL);
-            lens[nb] = draw_caption_ids(words + (size_t)nb * ML, data, SPLIT_TRAIN, img, &vocab, ML,
-                                        &sr, &err);
-            if (lens[nb] < 0) break;
-        }
-        if (nb < B && nb < n_train - pos * B) {  // a caption failed to encode
-            fprintf(stderr, "%s\n", err.msg);
-            rc = 1;
-            break;
-        }
-        SatLoss sl;
-        if (n_workers == 1) {
-            sat_forward(&model, &sl, images, words, lens, nb, 1, &sr);
-            if (isfinite(sl.loss)) {
-                block_zero(&model.grads);
-                sat_backward(&model);
-            }
-        } else {
-            sat_forward_backward_parallel(&sl, &model, workers, n_workers, images, words, lens, nb,
-                                          (uint64_t)f.seed * 0xD1B54A32D192ED03ULL + (uint64_t)step);
-        }
-        if (!isfinite(sl.loss)) {
-            fprintf(stderr, "step %ld: loss is %g; stopping, the last good checkpoint stays in %s\n",
-                    step, sl.loss, path_model);
-            rc = 1;
-            break;
-        }
-        const char *bad = block_first_nonfinite(&model.grads);
-        if (bad) {
-            fprintf(stderr, "step %ld: gradient of %s holds NaN or inf; stopping, the last good checkpoint stays in %s\n",
-                    step, bad, path_model);
-            rc = 1;
-            break;
-        }
-        float norm = clip_global_norm(model.grads.data, model.grads.numel, f.clip);
-        float lr = lr_exponential(f.lr, f.lr_decay, spe, step);
-        adam_update(model.params.data, model.grads.data, model.adam_m.data, model.adam_v.data,
-                    model.params.numel, &ac, step, lr);
-        if (ema.data) ema_update(ema.data, model.params.data, ema.numel, f.ema, step);
-        tc.step = step;
-        t_train += timer_now() - ts;
-        imgs_since += nb;
-        loss_acc += sl.loss;
-        ce_acc += sl.ce * nb;
-        tok_acc += sl.tokens;
-        norm_acc += norm;
-        n_acc++;
-        char status[96];
-        snprintf(status, sizeof status, "loss %.3f", sl.loss);
-        if (!f.quiet)
-            progress_update(&prog, minutes_given ? (long)(timer_now() - t0) : step - start_step, status);
-        int epoch_end = pos == spe - 1;
-        if (step % f.log_every == 0 || epoch_end) {
-            double now = timer_now();
-            double row[9] = {(double)step, (double)step / spe, loss_acc / n_acc, ce_acc / tok_acc,
-                             norm_acc / n_acc, lr, imgs_since / (now - t_log), NAN, NAN};
-            csvlog_row(&log, row, 9);
-            last_window_loss = loss_acc / n_acc;
-            t_log = now;
-            imgs_since = 0;
-            loss_acc = ce_acc = tok_acc = norm_acc = 0.0;
-            n_acc = 0;
-        }
-        int last = tc.step >= end_step || (minutes_given && timer_now() - t0 >= f.minutes * 60.0);
-        if (epoch_end || last) {
-            EvalResult er;
-            // With --ema the average is what is validated and saved as the model: it
-            // takes the parameters' place until the best model is written.
-            if (ema.data) swap_floats(model.params.data, ema.data, ema.numel);
-            if (n_workers > 1) gemm_set_threads(f.threads);
-            int ev = evaluate(&er, &model, &vocab, data, SPLIT_VALID, &val, n_val, f.val_beam,
-                              f.length_alpha, NULL, 0, &err);
-            if (n_workers > 1) gemm_set_threads(1);
-            if (ev) {
-                fprintf(stderr, "%s\n", err.msg);
-                rc = 1;
-                break;
-            }
-            last_val = er.scores.bleu[3];
-            double ground = er.has_grounding ? er.grounding.accuracy : NAN;
-            double row[9] = {(double)step, (double)step / spe, NAN, NAN, NAN, NAN, NAN, last_val, ground};
-            csvlog_row(&log, row, 9);
-            if (!f.quiet) {
-                fprintf(stderr, "\nstep %ld (epoch %.2f): validation BLEU-4 %.4f (best %.4f)", step,
-                        (double)step / spe, last_val, tc.best_bleu);
-                if (er.has_grounding) fprintf(stderr, ", grounding %.4f", ground);
-                fputc('\n', stderr);
-            }
-            if (last_val > tc.best_bleu) {
-                tc.best_bleu = last_val;
-                tc.best_step = step;
-                if (save_model(path_model, &model, &vocab, 0, NULL, step, tc.best_step, tc.best_bleu, &err)) {
-                    fprintf(stderr, "%s\n", err.msg);
-                    rc = 1;
-                    break;
-                }
-            }
-            if (ema.data) swap_floats(model.params.data, ema.data, ema.numel);
-            if (save_model(path_state, &model, &vocab, 1, ema.data ? &ema : NULL, step, tc.best_step, tc.best_bleu, &err) ||
-                write_curves(path_log, path_curves, &err)) {
-                fprintf(stderr, "%s\n", err.msg);
-                rc = 1;
-                break;
-            }
-            validated_at_end = last;
-        } else if (f.checkpoint_every > 0 && step % f.checkpoint_every == 0) {
-            if (save_model(path_state, &model, &vocab, 1, ema.data ? &ema : NULL, step, tc.best_step, tc.best_bleu, &err)) {
-                fprintf(stderr, "%s\n", err.msg);
-                rc = 1;
-                break;
-            }
+    TrainBudget budget;
+    TrainCadence cadence;
+    TrainMeter meter;
+    // The log window: sums since the last training row.
+    double t_log, loss_acc, ce_acc, tok_acc, norm_acc;
+    long imgs_since;
+    int n_acc;
+    double last_window_loss;  // the last row's mean loss per image; NAN before one
+    double last_val;          // the last validation BLEU-4 of this run; NAN before one
+} CaptionRun;
+
+static const char *const CAPTION_RUN_FILES[] = {"state.safetensors", "model.safetensors"};
+
+// --resume: the state (model, vocabulary, counters, weight average), its configuration
+// checked against the model flags given.
+static int resume_state(CaptionRun *r, const SatConfig *want, Error *err) {
+    if (!file_exists(r->path_state))
+        return error_set(err, "--resume: %s does not exist", r->path_state);
+    if (load_model(r->path_state, &r->model, &r->vocab, 1, r->f->ema > 0 ? &r->ema.avg : NULL,
+                   &r->tc, err))
+        return -1;
+    train_ema_start(&r->ema, &r->model.params, r->f->ema);
+    return check_resume_flags(r->f, want, &r->model.cfg, r->path_state, err);
+}
+
+// A new model: the vocabulary of the training split, the configuration finished with its
+// size, parameters initialised from the seed.
+static int new_model(CaptionRun *r, SatConfig *cfg, Error *err) {
+    VocabCounter counter = {0};
+    int bad = count_split_words(&counter, r->data, SPLIT_TRAIN, err);
+    if (!bad) vocab_from_counter(&r->vocab, &counter, r->f->min_count);
+    vocab_counter_free(&counter);
+    if (bad) return -1;
+    cfg->V = r->vocab.size;
+    if (sat_config_finish(cfg, err)) return -1;
+    Rng init;
+    rng_seed(&init, (uint64_t)r->f->seed);
+    sat_init(&r->model, cfg, &init);
+    train_ema_start(&r->ema, &r->model.params, r->f->ema);
+    return 0;
+}
+
+// The data, at the model's image size; it needs a training and a validation image.
+static int open_data(CaptionRun *r, int image_size, Error *err) {
+    const CaptionDataFlags *df = &r->f->data;
+    if (caption_data_open(&r->data, df, image_size, r->f->quiet, err)) return -1;
+    r->n_train = caption_data_count(r->data, SPLIT_TRAIN);
+    int n_valid = caption_data_count(r->data, SPLIT_VALID);
+    if (r->n_train < 1 || n_valid < 1)
+        return error_set(err, "%s: needs at least one training and one validation image (has %d, "
+                              "%d)%s", df->data, r->n_train, n_valid,
+                         caption_data_hint(r->data));
+    r->n_val = r->f->val_count > 0 && r->f->val_count < n_valid ? r->f->val_count : n_valid;
+    return 0;
+}
+
+// Data parallelism: with several threads, each worker (a replica sharing the parameters)
+// takes a contiguous share of the batch with single-threaded BLAS. The model's own
+// activations then serve only validation decoding, in chunks of a share. And the step's
+// buffers.
+static void alloc_workers(CaptionRun *r) {
+    const int B = r->f->batch, S = r->model.cfg.image_size, ML = r->model.cfg.max_len;
+    r->n_workers = r->f->threads < B ? r->f->threads : B;
+    const int share = (B + r->n_workers - 1) / r->n_workers;
+    sat_alloc_acts(&r->model, r->n_workers > 1 ? share : B);
+    if (r->n_workers > 1) {
+        gemm_set_threads(1);
+        r->workers = xcalloc((size_t)r->n_workers, sizeof(SatModel));
+        for (int w = 0; w < r->n_workers; w++) {
+            sat_replica_init(&r->workers[w], &r->model);
+            sat_alloc_acts(&r->workers[w], share);
         }
     }
-    (void)validated_at_end;
-    if (!f.quiet) progress_end(&prog, tc.step - start_step, "");
-    csvlog_close(&log);
-    double secs = timer_now() - t0;
-    long done_steps = tc.step - start_step;
-    double ips = t_train > 0 ? (double)done_steps * B / t_train : 0.0;
-    double final_loss = n_acc > 0 ? loss_acc / n_acc : last_window_loss;
-    char final_loss_json[32] = "null";  // JSON has no NaN: null when no step ran
-    if (isfinite(final_loss)) snprintf(final_loss_json, sizeof final_loss_json, "%.6g", final_loss);
-    if (rc == 0 && done_steps == 0 && !file_exists(path_model)) {
-        fprintf(stderr, "caption train: nothing to do (already at step %ld)\n", tc.step);
+    r->images = xmalloc((size_t)B * 3 * S * S * sizeof(float));
+    r->words = xmalloc((size_t)B * ML * sizeof(int));
+    r->lens = xmalloc((size_t)B * sizeof(int));
+    r->perm = xmalloc((size_t)r->n_train * sizeof(int));
+    r->perm_epoch = -1;
+}
+
+static void close_run(CaptionRun *r) {
+    free(r->images), free(r->words), free(r->lens), free(r->perm);
+    if (r->workers)
+        for (int w = 0; w < r->n_workers; w++) sat_free(&r->workers[w]);
+    free(r->workers);
+    csvlog_close(&r->log);
+    encoded_free(&r->val);
+    if (r->model.params.data) sat_free(&r->model);
+    train_ema_free(&r->ema);
+    vocab_free(&r->vocab);
+    caption_data_close(r->data);
+}
+
+// Everything a run needs before its first step. Returns 0, or the exit status (2: the
+// flags describe no valid model; 1: anything else) with err set.
+static int open_run(CaptionRun *r, const TrainFlags *f, Error *err) {
+    memset(r, 0, sizeof *r);
+    r->f = f;
+    r->tc.best_bleu = -1.0;
+    r->last_window_loss = r->last_val = NAN;
+    const char *out = f->out;
+    snprintf(r->path_state, sizeof r->path_state, "%s/state.safetensors", out);
+    snprintf(r->path_model, sizeof r->path_model, "%s/model.safetensors", out);
+    snprintf(r->path_log, sizeof r->path_log, "%s/log.csv", out);
+    snprintf(r->path_curves, sizeof r->path_curves, "%s/curves.png", out);
+    SatConfig cfg;
+    if (config_from_flags(&cfg, f, err) || (!f->resume && sat_config_finish(&cfg, err))) return 2;
+    if (train_out_check(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) || make_dirs(out, err))
+        return 1;
+    atomic_remove_stale(out);
+    if (f->resume && resume_state(r, &cfg, err)) return 1;
+    if (open_data(r, f->resume ? r->model.cfg.image_size : cfg.image_size, err)) return 1;
+    if (!f->resume && new_model(r, &cfg, err)) return 1;
+    if (encode_split(&r->val, r->data, SPLIT_VALID, err)) return 1;
+    alloc_workers(r);
+    const int B = f->batch;
+    r->spe = (r->n_train + B - 1) / B;
+    long end_step = f->given.steps ? f->steps : f->given.minutes ? 0 : (long)f->epochs * r->spe;
+    r->budget = (TrainBudget){.end_step = end_step, .seconds = f->given.minutes ? f->minutes * 60.0 : 0};
+    r->cadence = (TrainCadence){.steps_per_epoch = r->spe, .log_every = f->log_every,
+                                .save_every = f->checkpoint_every, .log_at_epoch_end = true,
+                                .save_at_validation = true};
+    r->adam = adam_defaults(f->lr);
+    if (train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
+        csvlog_open(&r->log, r->path_log,
+                    "step,epoch,loss,ce_per_token,grad_norm,lr,images_per_s,val_bleu4,val_grounding",
+                    f->resume, err))
+        return 1;
+    return 0;
+}
+
+static void print_header(const CaptionRun *r) {
+    const TrainFlags *f = r->f;
+    char cs[2048], budget[64];
+    sat_config_format(&r->model.cfg, cs, sizeof cs);
+    if (r->budget.end_step)
+        snprintf(budget, sizeof budget, "of %ld", r->budget.end_step);
+    else
+        snprintf(budget, sizeof budget, "for %g minutes", f->minutes);
+    fprintf(stderr, "caption train: %d training images, %d words, %ld steps per epoch, batch %d, "
+            "lr %g, %d thread%s; step %ld %s; %s\n",
+            r->n_train, r->vocab.size, r->spe, f->batch, f->lr, f->threads,
+            f->threads == 1 ? "" : "s", r->tc.step, budget, cs);
+}
+
+// Step step's batch (position (step - 1) % spe of its epoch's order): images, and one
+// caption per image drawn with sr. Returns the batch size, or -1 when a caption fails.
+static int fill_batch(CaptionRun *r, long step, Rng *sr, Error *err) {
+    const int B = r->f->batch, S = r->model.cfg.image_size, ML = r->model.cfg.max_len;
+    long epoch = (step - 1) / r->spe, pos = (step - 1) % r->spe;
+    if (epoch != r->perm_epoch) {
+        Rng er;
+        rng_seed(&er, (uint64_t)r->f->seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL * (uint64_t)(epoch + 1));
+        for (int i = 0; i < r->n_train; i++) r->perm[i] = i;
+        rng_shuffle(&er, r->perm, r->n_train);
+        r->perm_epoch = epoch;
     }
-    if (rc == 0) {
-        if (f.json)
-            printf("{\"steps\": %ld, \"epochs\": %.4f, \"seconds\": %.2f, \"images_per_s\": %.2f, "
-                   "\"final_loss\": %s, "
-                   "\"val_bleu4\": %.6f, \"best_val_bleu4\": %.6f, \"best_step\": %ld, \"attention\": \"%s\"}\n",
-                   tc.step, (double)tc.step / spe, secs, ips, final_loss_json, isnan(last_val) ? 0.0 : last_val,
-                   tc.best_bleu < 0 ? 0.0 : tc.best_bleu, tc.best_step, attention_name(&model.cfg));
+    int nb = 0;
+    for (long j = pos * B; j < (pos + 1) * B && j < r->n_train; j++, nb++) {
+        int img = r->perm[j];
+        caption_data_image(r->data, SPLIT_TRAIN, img, r->images + (size_t)nb * 3 * S * S, NULL);
+        r->lens[nb] = draw_caption_ids(r->words + (size_t)nb * ML, r->data, SPLIT_TRAIN, img,
+                                       &r->vocab, ML, sr, err);
+        if (r->lens[nb] < 0) return -1;
+    }
+    return nb;
+}
+
+typedef struct {
+    SatLoss loss;
+    float norm, lr;  // gradient norm before clipping; the step's learning rate
+    int images;
+} StepResult;
+
+// One step (the count reaching tc.step + 1): the batch, forward and backward, the checks,
+// the update of the parameters and of their average.
+static int train_step(CaptionRun *r, StepResult *s, Error *err) {
+    const TrainFlags *f = r->f;
+    SatModel *m = &r->model;
+    const long step = r->tc.step + 1;
+    Rng sr;  // this step's randomness: captions chosen, dropout, hard samples
+    rng_seed(&sr, (uint64_t)f->seed * 0xD1B54A32D192ED03ULL + (uint64_t)step);
+    s->images = fill_batch(r, step, &sr, err);
+    if (s->images < 0) return -1;
+    if (r->n_workers == 1) {
+        sat_forward(m, &s->loss, r->images, r->words, r->lens, s->images, 1, &sr);
+        if (isfinite(s->loss.loss)) {
+            block_zero(&m->grads);
+            sat_backward(m);
+        }
+    } else {
+        sat_forward_backward_parallel(&s->loss, m, r->workers, r->n_workers, r->images, r->words,
+                                      r->lens, s->images,
+                                      (uint64_t)f->seed * 0xD1B54A32D192ED03ULL + (uint64_t)step);
+    }
+    if (train_check_finite(step, "loss", s->loss.loss, &m->grads, r->path_model, err)) return -1;
+    s->norm = clip_global_norm(m->grads.data, m->grads.numel, f->clip);
+    s->lr = lr_exponential(f->lr, f->lr_decay, r->spe, step);
+    adam_update(m->params.data, m->grads.data, m->adam_m.data, m->adam_v.data, m->params.numel,
+                &r->adam, step, s->lr);
+    train_ema_update(&r->ema, &m->params, step);
+    r->tc.step = step;
+    return 0;
+}
+
+// Adds a step to the log window; with a row due, writes the window's means and starts anew.
+static void log_step(CaptionRun *r, const StepResult *s, bool row_due) {
+    r->imgs_since += s->images;
+    r->loss_acc += s->loss.loss;
+    r->ce_acc += s->loss.ce * s->images;
+    r->tok_acc += s->loss.tokens;
+    r->norm_acc += s->norm;
+    r->n_acc++;
+    if (!row_due) return;
+    const long step = r->tc.step;
+    double now = timer_now();
+    double row[9] = {(double)step, (double)step / r->spe, r->loss_acc / r->n_acc,
+                     r->ce_acc / r->tok_acc, r->norm_acc / r->n_acc, s->lr,
+                     r->imgs_since / (now - r->t_log), NAN, NAN};
+    csvlog_row(&r->log, row, 9);
+    r->last_window_loss = r->loss_acc / r->n_acc;
+    r->t_log = now;
+    r->imgs_since = 0;
+    r->loss_acc = r->ce_acc = r->tok_acc = r->norm_acc = 0.0;
+    r->n_acc = 0;
+}
+
+static int save_state(const CaptionRun *r, Error *err) {
+    return save_model(r->path_state, &r->model, &r->vocab, 1,
+                      train_ema_on(&r->ema) ? &r->ema.avg : NULL, r->tc.step, r->tc.best_step,
+                      r->tc.best_bleu, err);
+}
+
+// Validation BLEU-4 (and grounding) of the model, or with --ema of the weight average,
+// which takes the parameters' place until the best model is written; then the state and
+// the curves.
+static int validate_and_save(CaptionRun *r, Error *err) {
+    const TrainFlags *f = r->f;
+    const long step = r->tc.step;
+    EvalResult er;
+    train_ema_swap(&r->ema, &r->model.params);
+    if (r->n_workers > 1) gemm_set_threads(f->threads);
+    int ev = evaluate(&er, &r->model, &r->vocab, r->data, SPLIT_VALID, &r->val, r->n_val,
+                      f->val_beam, f->length_alpha, NULL, 0, err);
+    if (r->n_workers > 1) gemm_set_threads(1);
+    if (ev) return -1;
+    r->last_val = er.scores.bleu[3];
+    double ground = er.has_grounding ? er.grounding.accuracy : NAN;
+    double row[9] = {(double)step, (double)step / r->spe, NAN, NAN, NAN, NAN, NAN, r->last_val, ground};
+    csvlog_row(&r->log, row, 9);
+    bool best = r->last_val > r->tc.best_bleu;
+    if (!f->quiet) {
+        train_meter_break(&r->meter);
+        fprintf(stderr, "step %ld (epoch %.2f): validation BLEU-4 %.4f", step, (double)step / r->spe,
+                r->last_val);
+        if (er.has_grounding) fprintf(stderr, ", grounding %.4f", ground);
+        if (best)
+            fprintf(stderr, " (the best so far)\n");
         else
-            fprintf(stderr, "caption train: step %ld, %.1f s, %.1f images/s (training), final loss %.4f, best validation BLEU-4 %.4f at step %ld; %s\n",
-                    tc.step, secs, ips, final_loss, tc.best_bleu, tc.best_step, path_model);
+            fprintf(stderr, " (best %.4f at step %ld)\n", r->tc.best_bleu, r->tc.best_step);
     }
-    free(images);
-    free(words);
-    free(lens);
-    free(perm);
-    if (workers) {
-        for (int w = 0; w < n_workers; w++) sat_free(&workers[w]);
-        free(workers);
+    if (best) {
+        r->tc.best_bleu = r->last_val;
+        r->tc.best_step = step;
+        if (save_model(r->path_model, &r->model, &r->vocab, 0, NULL, step, r->tc.best_step,
+                       r->tc.best_bleu, err))
+            return -1;
     }
-done:
-    encoded_free(&val);
-    if (model.params.data) sat_free(&model);
-    block_free(&ema);
-    vocab_free(&vocab);
-    caption_data_close(data);
+    train_ema_swap(&r->ema, &r->model.params);
+    return save_state(r, err) || write_curves(r->path_log, r->path_curves, err) ? -1 : 0;
+}
+
+// Steps until the budget is spent or a step fails.
+static int train_loop(CaptionRun *r, Error *err) {
+    int rc = 0;
+    train_budget_begin(&r->budget);
+    r->t_log = r->budget.t0;
+    train_meter_start(&r->meter, &r->budget, r->tc.step, !r->f->quiet);
+    while (train_budget_allows(&r->budget, r->tc.step)) {
+        double ts = timer_now();
+        StepResult s;
+        if (train_step(r, &s, err)) {
+            rc = -1;
+            break;
+        }
+        double secs = timer_now() - ts;
+        TrainDue due = train_due(&r->cadence, r->tc.step, train_budget_spent(&r->budget, r->tc.step));
+        log_step(r, &s, due.log);
+        char status[32];
+        snprintf(status, sizeof status, "loss %.3f", s.loss.loss);
+        train_meter_step(&r->meter, r->tc.step, s.images, secs, status);
+        if ((due.validate && validate_and_save(r, err)) || (!due.validate && due.save && save_state(r, err))) {
+            rc = -1;
+            break;
+        }
+    }
+    train_meter_end(&r->meter, r->tc.step, "");
+    return rc;
+}
+
+// The run's summary: stderr, and with --json one object on stdout (null for what this run
+// did not measure).
+static void print_summary(const CaptionRun *r) {
+    const TrainCounters *tc = &r->tc;
+    double secs = timer_now() - r->budget.t0, ips = train_meter_images_per_s(&r->meter);
+    double final_loss = r->n_acc > 0 ? r->loss_acc / r->n_acc : r->last_window_loss;
+    double best = tc->best_bleu >= 0 ? tc->best_bleu : NAN;
+    if (r->meter.steps == 0 && !file_exists(r->path_model))
+        fprintf(stderr, "caption train: nothing to do (already at step %ld)\n", tc->step);
+    if (r->f->json) {
+        char fl[32], vb[32], bb[32], bs[32];
+        printf("{\"steps\": %ld, \"epochs\": %.4f, \"seconds\": %.2f, \"images_per_s\": %.2f, "
+               "\"final_loss\": %s, \"val_bleu4\": %s, \"best_val_bleu4\": %s, \"best_step\": %s, "
+               "\"attention\": \"%s\"}\n",
+               tc->step, (double)tc->step / r->spe, secs, ips, json_number(fl, final_loss),
+               json_number(vb, r->last_val), json_number(bb, best),
+               json_number(bs, isfinite(best) ? (double)tc->best_step : NAN),
+               attention_name(&r->model.cfg));
+        return;
+    }
+    char loss[48] = "", valid[1300] = "no validation yet";
+    if (isfinite(final_loss)) snprintf(loss, sizeof loss, ", final loss %.4f", final_loss);
+    if (isfinite(best))
+        snprintf(valid, sizeof valid, "best validation BLEU-4 %.4f at step %ld; %s", best,
+                 tc->best_step, r->path_model);
+    fprintf(stderr, "caption train: step %ld, %.1f s, %.1f images/s (training)%s, %s\n", tc->step,
+            secs, ips, loss, valid);
+}
+
+static int cmd_train(int argc, char **argv) {
+    TrainFlags f;
+    int code;
+    if (parse_train_flags(&f, argc, argv, &code)) return code;
+    gemm_set_threads(f.threads);
+    Error err;
+    CaptionRun r;
+    int rc = open_run(&r, &f, &err);
+    if (rc == 0) {
+        if (!f.quiet) print_header(&r);
+        rc = train_loop(&r, &err) ? 1 : 0;
+        csvlog_close(&r.log);
+        if (rc == 0) print_summary(&r);
+    }
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    close_run(&r);
     return rc;
 }
 
@@ -863,7 +964,7 @@ done:
 static int cmd_eval(int argc, char **argv) {
     Error err;
     const char *model_path = NULL, *split_s = "test", *results = NULL;
-    int beam = 3, threads = default_threads(), count = 0, batch = 32;
+    int beam = 3, threads = threads_available(), count = 0, batch = 32;
     float length_alpha = 0.7f;
     bool json = false, quiet = false;
     CaptionDataFlags df;
@@ -871,6 +972,7 @@ static int cmd_eval(int argc, char **argv) {
     ArgSpec specs[] = {
         {"model", ARG_STRING, &model_path, "model file", .metavar = "PATH", .required = true},
         {"data", ARG_STRING, &df.data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
+        {"held-out", ARG_DOUBLE, &df.held_out, HELD_OUT_HELP " (as in training)", .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
         {"split", ARG_STRING, &split_s, "train | valid | test", .given = NULL},
         {"beam", ARG_INT, &beam, "beam width (1 = greedy)", .has_min = true, .min = 1, .has_max = true, .max = 64},
         {"length-alpha", ARG_FLOAT, &length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
@@ -999,7 +1101,7 @@ static int write_strip(const char *path, const float *chw, int S, const float *a
 static int cmd_predict(int argc, char **argv) {
     Error err;
     const char *model_path = NULL, *dir = NULL, *att_out = NULL, *results = NULL;
-    int beam = 3, threads = default_threads(), batch = 16;
+    int beam = 3, threads = threads_available(), batch = 16;
     float length_alpha = 0.7f;
     ArgSpec specs[] = {
         {"model", ARG_STRING, &model_path, "model file", .metavar = "PATH", .required = true},

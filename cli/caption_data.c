@@ -28,6 +28,7 @@ void caption_data_flags_default(CaptionDataFlags *f) {
     f->test_count = sc.counts[SPLIT_TEST];
     f->scenes_seed = 1;
     f->cache_mb = 2048;
+    f->held_out = CAPTION_DEFAULT_HELDOUT_SHARE;
 }
 
 static void cache_progress(void *ctx, int done, int total) {
@@ -62,7 +63,10 @@ int caption_data_open(CaptionData **out, const CaptionDataFlags *f, int S, int q
         *out = d;
         return 0;
     }
-    if (caption_set_read(&d->set, &spec, NULL, err)) {
+    CaptionOptions opts;
+    caption_options_default(&opts);
+    opts.valid_share = opts.test_share = f->held_out;
+    if (caption_set_read(&d->set, &spec, &opts, err)) {
         free(d);
         return -1;
     }
@@ -82,6 +86,7 @@ int caption_data_open(CaptionData **out, const CaptionDataFlags *f, int S, int q
     fprintf(stderr, "%s: using %d images and %d captions; skipped %d images and %d captions\n",
             d->set.source, d->set.n_images, d->set.n_captions, d->set.images_skipped,
             d->set.captions_skipped);
+    caption_set_ensure_heldout(&d->set);  // again: decoding may have dropped images
     for (int s = 0; s < SPLIT_COUNT; s++)
         d->count[s] = caption_set_split_indices(&d->set, (Split)s, &d->idx[s]);
     *out = d;
@@ -106,6 +111,16 @@ const Scenes *caption_data_scenes(const CaptionData *d) {
     return &d->scenes;
 }
 int caption_data_count(const CaptionData *d, Split s) { return d->count[s]; }
+
+const char *caption_data_hint(const CaptionData *d) {
+    if (d->is_scenes) return "";
+    if (d->set.n_images < 3)
+        return "; fewer than 3 images cannot give one to each split: add images";
+    for (int i = 0; i < d->set.n_images; i++)
+        if (d->set.images[i].split_hashed) return "";
+    return "; the file's own splits leave one empty: name a validation split in it (TSV: a "
+           "third column train/val/test), or leave the splits out to let --held-out choose";
+}
 
 void caption_data_image(const CaptionData *d, Split s, int i, float *chw, SceneInfo *info) {
     CHECK(i >= 0 && i < d->count[s], "image %d of %d", i, d->count[s]);

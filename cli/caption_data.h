@@ -20,7 +20,14 @@ typedef struct {
     int train_count, val_count, test_count;  // scenes per split
     long scenes_seed;
     int cache_mb;       // disk data: decoded-image cache bound (MiB)
+    double held_out;    // disk data without splits: validation share and test share, each
 } CaptionDataFlags;
+
+// --held-out's help line (train and eval must agree on it to see the same test split).
+#define HELD_OUT_HELP                                                                      \
+    "caption sets without splits (coco:, tsv: lines, flickr8k: without lists): the share of " \
+    "images held out for validation, and again for test, chosen by a hash of the image id; "  \
+    "at least one each when there are 3 images or more"
 
 typedef struct CaptionData CaptionData;
 
@@ -33,6 +40,9 @@ void caption_data_close(CaptionData *d);  // NULL is fine
 int caption_data_is_scenes(const CaptionData *d);
 const Scenes *caption_data_scenes(const CaptionData *d);  // scenes only
 int caption_data_count(const CaptionData *d, Split s);
+// What to do about an empty training or validation split, as the tail of an error line
+// ("; ..."); "" when there is nothing to add.
+const char *caption_data_hint(const CaptionData *d);
 // chw (3, S, S) of image i; info (scenes only; may be NULL) its objects and captions.
 void caption_data_image(const CaptionData *d, Split s, int i, float *chw, SceneInfo *info);
 // Points out[0..n) at image i's reference captions (at most max); info is scratch for

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/threads.h"
+#include "cli/train_run.h"
 #include "core/adam.h"
 #include "core/block.h"
 #include "core/check.h"
@@ -375,265 +377,400 @@ static int fail(const Error *err) {
     return 1;
 }
 
+// ---------------------------------------------------------------------------------------
+// draw train
 
-// Checks that every gradient is finite; names the first tensor that is not.
-// Fault injection for tests/test_crash_safety.c: with ATTEND_FAULT_NAN_STEP=N in the
-// environment, training sets the first gradient element of step N to NaN, so the
-// non-finite stop below is exercised the same way on every build (a real divergence
-// depends on the seed and on the floating-point code the compiler emits).
-static long fault_nan_step(void) {
-    const char *v = getenv("ATTEND_FAULT_NAN_STEP");
-    return v && v[0] ? atol(v) : 0;
+// draw train's flags as given; given.NAME: --NAME was on the command line (on --resume, a
+// flag left out takes the checkpoint's value).
+typedef struct {
+    const char *data, *root, *out;
+    int T, read_n, write_n, hidden, z, batch, threads, epochs;
+    int valid_every, valid_images, log_every, ckpt_every;
+    long steps, seed;
+    double minutes;
+    float lr, beta1, clip;
+    bool resume, force, no_attention, no_binarize, json;
+    struct {
+        bool data, T, read, write, hidden, z, no_attention, no_binarize, batch, lr, beta1, clip, seed;
+    } given;
+} TrainFlags;
+
+// Fills f from the command line. Returns 1 when the command should return *code at once
+// (after --help, or a bad flag reported on stderr).
+static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
+    *f = (TrainFlags){.data = "mnist", .root = "data", .T = 64, .read_n = 2, .write_n = 5,
+                      .hidden = 256, .z = 100, .batch = 100, .threads = threads_available(),
+                      .valid_every = 500, .log_every = 50, .seed = 1, .lr = 1e-3f,
+                      .beta1 = 0.9f, .clip = 10.0f};
+    ArgSpec specs[] = {
+        {"data", ARG_STRING, &f->data, "mnist, fashion-mnist, or an IDX image file", .metavar = "D", .given = &f->given.data},
+        {"data-root", ARG_STRING, &f->root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
+        {"out", ARG_STRING, &f->out, "output folder (model.safetensors, log.csv, loss.png)", .metavar = "DIR", .required = true},
+        {"T", ARG_INT, &f->T, "glimpses (time steps)", .has_min = true, .min = 1, .has_max = true, .max = 1000, .given = &f->given.T},
+        {"read", ARG_INT, &f->read_n, "read grid N (N x N)", .has_min = true, .min = 1, .has_max = true, .max = 64, .given = &f->given.read},
+        {"write", ARG_INT, &f->write_n, "write grid N (N x N)", .has_min = true, .min = 1, .has_max = true, .max = 64, .given = &f->given.write},
+        {"hidden", ARG_INT, &f->hidden, "encoder and decoder LSTM units", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.hidden},
+        {"z", ARG_INT, &f->z, "latent size per step", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.z},
+        {"batch", ARG_INT, &f->batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = 10000, .given = &f->given.batch},
+        {"lr", ARG_FLOAT, &f->lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->given.lr},
+        {"beta1", ARG_FLOAT, &f->beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.beta1},
+        {"clip", ARG_FLOAT, &f->clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->given.clip},
+        {"steps", ARG_LONG, &f->steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
+        {"epochs", ARG_INT, &f->epochs, "train until this many epochs in total (1 when no budget is given)", .has_min = true, .min = 0},
+        {"minutes", ARG_DOUBLE, &f->minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
+        {"seed", ARG_LONG, &f->seed, "seed of initialisation, data order, binarisation and noise", .has_min = true, .min = 0, .given = &f->given.seed},
+        {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
+        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
+        {"no-attention", ARG_FLAG, &f->no_attention, "read the whole image and write the whole canvas", .given = &f->given.no_attention},
+        {"no-binarize", ARG_FLAG, &f->no_binarize, "keep grey levels (Bernoulli likelihood on intensities)", .given = &f->given.no_binarize},
+        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch, one GEMM thread each (default: every core this process may use)", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"valid-every", ARG_INT, &f->valid_every, "steps between validation bounds (and checkpoints)", .has_min = true, .min = 1},
+        {"valid-images", ARG_INT, &f->valid_images, "validation images used (0: all)", .has_min = true, .min = 0},
+        {"log-every", ARG_INT, &f->log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
+        {"checkpoint-every", ARG_INT, &f->ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
+        {"json", ARG_FLAG, &f->json, "print the final figures as one JSON object", .given = NULL},
+    };
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw train --data D --out DIR [flags]", "draw", code))
+        return 1;
+    if (f->steps == 0 && f->epochs == 0 && f->minutes == 0) f->epochs = 1;
+    return 0;
 }
 
-// Frees what cmd_train set up before it failed (all of it may still be empty) and fails.
-static int train_setup_fail(const Error *err, SafetensorsFile *f, ImageSet *train, ImageSet *valid,
-                            Block *params, Block *grads, Block *mom1, Block *mom2) {
-    safetensors_free(f);
-    imageset_free(train), imageset_free(valid);
-    block_free(params), block_free(grads), block_free(mom1), block_free(mom2);
-    return fail(err);
+// One training run: its state, data, model, buffers and counters. Zeroed, it is safe to
+// close at any stage of opening.
+typedef struct {
+    const TrainFlags *f;
+    TrainState st;  // configuration and counters, as the checkpoint holds them
+    bool resumed;   // st came from OUT/model.safetensors
+    char ckpt[1100], csv[1100], png[1100];
+    ImageSet train, valid;
+    Block params, grads, mom1, mom2;
+    DrawParams p;
+    AdamConfig adam;
+    DrawWorker *workers;
+    int n_workers;
+    int bpe;           // batches per epoch (the remainder is dropped each epoch)
+    float *eps, *x;    // noise (T, B, z); images (B, W*H)
+    double *logw;      // (B) validation scratch
+    int *perm;         // (train.n) the current epoch's order
+    long perm_epoch;   // the epoch perm was shuffled for
+    CsvLog log;
+    TrainBudget budget;
+    TrainCadence cadence;
+    TrainMeter meter;
+    double bound_acc;  // bounds summed over the log window
+    long acc_n;
+    double last_train, last_valid;  // the last logged means; NAN before the first
+} DrawRun;
+
+static const char *const DRAW_RUN_FILES[] = {"model.safetensors"};
+
+// --resume: the model flags given must match the checkpoint's; the training settings it
+// stores (batch, learning rate, beta1, clip, seed) take the values given, named on stderr.
+static int check_resume_flags(DrawRun *r, Error *err) {
+    const TrainFlags *f = r->f;
+    TrainState *st = &r->st;
+    const DrawConfig *c = &st->cfg;
+    FlagDiffs model = {0}, changed = {0};
+    flag_diffs_text(&model, "data", f->given.data && st->data[0], f->data, st->data);
+    flag_diffs_int(&model, "T", f->given.T, f->T, c->T);
+    flag_diffs_int(&model, "read", f->given.read, f->read_n, c->read_n);
+    flag_diffs_int(&model, "write", f->given.write, f->write_n, c->write_n);
+    flag_diffs_int(&model, "hidden", f->given.hidden, f->hidden, c->enc);
+    flag_diffs_int(&model, "z", f->given.z, f->z, c->z);
+    flag_diffs_switch(&model, "no-attention", f->given.no_attention, f->no_attention, !c->attention);
+    flag_diffs_switch(&model, "no-binarize", f->given.no_binarize, f->no_binarize, !st->binarize);
+    if (flag_diffs_refuse(&model, r->ckpt, err)) return -1;
+    flag_diffs_int(&changed, "batch", f->given.batch, f->batch, st->batch);
+    flag_diffs_float(&changed, "lr", f->given.lr, f->lr, st->lr);
+    flag_diffs_float(&changed, "beta1", f->given.beta1, f->beta1, st->beta1);
+    flag_diffs_float(&changed, "clip", f->given.clip, f->clip, st->clip);
+    flag_diffs_int(&changed, "seed", f->given.seed, f->seed, (long)st->seed);
+    if (changed.n) fprintf(stderr, "draw train: resuming with %s\n", changed.text);
+    if (f->given.batch) st->batch = f->batch;
+    if (f->given.lr) st->lr = f->lr;
+    if (f->given.beta1) st->beta1 = f->beta1;
+    if (f->given.clip) st->clip = f->clip;
+    if (f->given.seed) st->seed = (uint64_t)f->seed;
+    return 0;
+}
+
+// --resume with a checkpoint: its state into r->st (file stays open for init_model).
+static int resume_state(DrawRun *r, SafetensorsFile *file, Error *err) {
+    if (!r->f->resume) return 0;
+    if (!file_exists(r->ckpt)) {
+        fprintf(stderr, "draw: %s: no checkpoint yet; starting from scratch\n", r->ckpt);
+        return 0;
+    }
+    if (safetensors_load(file, r->ckpt, err) || read_state(file, r->ckpt, &r->st, err)) return -1;
+    r->resumed = true;
+    return check_resume_flags(r, err);
+}
+
+// The training and validation images; a new run's configuration from the flags and the
+// images' size, a resumed one's checked against them.
+static int load_data(DrawRun *r, Error *err) {
+    const TrainFlags *f = r->f;
+    TrainState *st = &r->st;
+    const char *dname = r->resumed && st->data[0] ? st->data : f->data;
+    int binarize = r->resumed ? st->binarize : !f->no_binarize;
+    if (mnist_load_splits(&r->train, &r->valid, NULL, dname, f->root, err)) return -1;
+    if (binarize) imageset_binarize_fixed(&r->valid, MNIST_FIXED_BINARIZE_SEED);
+    if (!r->resumed) {
+        st->cfg = (DrawConfig){.W = r->train.cols, .H = r->train.rows, .T = f->T,
+                               .read_n = f->read_n, .write_n = f->write_n, .enc = f->hidden,
+                               .dec = f->hidden, .z = f->z, .attention = !f->no_attention};
+        st->seed = (uint64_t)f->seed;
+        st->batch = f->batch;
+        st->lr = f->lr, st->beta1 = f->beta1, st->clip = f->clip;
+        st->binarize = binarize;
+        snprintf(st->data, sizeof st->data, "%s", f->data);
+        if (draw_config_check(&st->cfg, err)) return -1;
+    } else if (st->cfg.W != r->train.cols || st->cfg.H != r->train.rows) {
+        return error_set(err, "%s: model is for %dx%d images, %s has %dx%d", r->ckpt, st->cfg.W,
+                         st->cfg.H, dname, r->train.cols, r->train.rows);
+    }
+    if (r->train.n < st->batch)
+        return error_set(err, "--batch: %d is more than the %d training images of %s", st->batch,
+                         r->train.n, dname);
+    return 0;
+}
+
+// Parameters, gradients and Adam moments: read from the checkpoint, or initialised.
+static int init_model(DrawRun *r, const SafetensorsFile *file, Error *err) {
+    const DrawConfig *c = &r->st.cfg;
+    DrawParams g, pm, pv;
+    draw_layout(&r->params, &r->p, c);
+    draw_layout(&r->grads, &g, c);
+    draw_layout(&r->mom1, &pm, c);
+    draw_layout(&r->mom2, &pv, c);
+    block_alloc(&r->params), block_alloc(&r->grads), block_alloc(&r->mom1), block_alloc(&r->mom2);
+    if (r->resumed) {
+        if (safetensors_read_block(&r->params, "", file, r->ckpt, err) ||
+            safetensors_read_block(&r->mom1, "adam.m/", file, r->ckpt, err) ||
+            safetensors_read_block(&r->mom2, "adam.v/", file, r->ckpt, err))
+            return -1;
+    } else {
+        Rng init;
+        rng_seed(&init, mix64(r->st.seed, 0x1417));
+        draw_init(&r->p, c, &init);
+    }
+    r->adam = adam_defaults(r->st.lr);
+    r->adam.beta1 = r->st.beta1;
+    return 0;
+}
+
+// Data parallelism (models/draw.h): one worker per thread, each with one GEMM thread; and
+// the step's buffers.
+static void alloc_workers(DrawRun *r) {
+    const DrawConfig *c = &r->st.cfg;
+    const int B = r->st.batch, threads = r->f->threads;
+    r->n_workers = draw_worker_count(threads, B);
+    r->workers = xcalloc((size_t)r->n_workers, sizeof *r->workers);
+    draw_workers_alloc(r->workers, r->n_workers, c, B);
+    gemm_set_threads(threads / r->n_workers);
+    r->eps = xmalloc(sizeof(float) * (size_t)c->T * B * c->z);
+    r->x = xmalloc(sizeof(float) * (size_t)B * c->W * c->H);
+    r->logw = xmalloc(sizeof(double) * (size_t)B);
+    r->bpe = r->train.n / B;
+    r->perm = xmalloc(sizeof(int) * (size_t)r->train.n);
+    r->perm_epoch = -1;
+}
+
+static void close_run(DrawRun *r) {
+    draw_workers_free(r->workers, r->n_workers);
+    block_free(&r->params), block_free(&r->grads), block_free(&r->mom1), block_free(&r->mom2);
+    free(r->workers), free(r->eps), free(r->x), free(r->logw), free(r->perm);
+    imageset_free(&r->train), imageset_free(&r->valid);
+    csvlog_close(&r->log);
+}
+
+// Everything a run needs before its first step; on failure, what was made is closed by
+// close_run.
+static int open_run(DrawRun *r, const TrainFlags *f, Error *err) {
+    memset(r, 0, sizeof *r);
+    r->f = f;
+    r->last_train = r->last_valid = NAN;
+    snprintf(r->ckpt, sizeof r->ckpt, "%s/model.safetensors", f->out);
+    snprintf(r->csv, sizeof r->csv, "%s/log.csv", f->out);
+    snprintf(r->png, sizeof r->png, "%s/loss.png", f->out);
+    SafetensorsFile file = {0};
+    int rc = train_out_check(f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err) ||
+             resume_state(r, &file, err) || load_data(r, err) || make_dirs(f->out, err);
+    if (rc == 0) {
+        atomic_remove_stale(f->out);
+        rc = init_model(r, &file, err);
+    }
+    safetensors_free(&file);
+    if (rc) return -1;
+    alloc_workers(r);
+    long target = f->steps > 0 ? f->steps : (f->epochs > 0 ? (long)f->epochs * r->bpe : 0);
+    r->budget = (TrainBudget){.end_step = target, .seconds = f->minutes * 60.0};
+    r->cadence = (TrainCadence){.steps_per_epoch = r->bpe, .log_every = f->log_every,
+                                .valid_every = f->valid_every,
+                                .save_every = f->ckpt_every ? f->ckpt_every : f->valid_every,
+                                .log_at_validation = true};
+    if (train_out_clear(f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err) ||
+        csvlog_open(&r->log, r->csv, "step,train_bound,valid_bound,seconds", r->resumed, err))
+        return -1;
+    return 0;
+}
+
+static void print_header(const DrawRun *r) {
+    const DrawConfig *c = &r->st.cfg;
+    const TrainBudget *b = &r->budget;
+    char budget[64] = "";
+    if (b->end_step) snprintf(budget, sizeof budget, " of %ld", b->end_step);
+    if (b->seconds > 0)
+        snprintf(budget + strlen(budget), sizeof budget - strlen(budget), "%s%g minutes",
+                 b->end_step ? ", at most " : ", ", b->seconds / 60.0);
+    fprintf(stderr, "draw train: %s %dx%d, T %d, %s, hidden %d, z %d, batch %d, lr %g, %s; "
+            "gemm %s, %d thread%s; step %ld%s\n",
+            r->resumed && r->st.data[0] ? r->st.data : r->f->data, c->W, c->H, c->T,
+            c->attention ? "attention" : "no attention", c->enc, c->z, r->st.batch, r->st.lr,
+            r->st.binarize ? "dynamically binarised" : "grey levels", gemm_backend(),
+            r->f->threads, r->f->threads == 1 ? "" : "s", r->st.step, budget);
+    if (c->attention)
+        fprintf(stderr, "draw train: read %dx%d, write %dx%d\n", c->read_n, c->read_n, c->write_n, c->write_n);
+}
+
+// One step: the batch at position st.step of its epoch's order, forward and backward, the
+// checks, the update. *bound: the step's bound (nats per image).
+static int train_step(DrawRun *r, double *bound, Error *err) {
+    TrainState *st = &r->st;
+    const DrawConfig *c = &st->cfg;
+    const int B = st->batch;
+    long e = st->step / r->bpe, i = st->step % r->bpe;
+    if (e != r->perm_epoch) {
+        for (int k = 0; k < r->train.n; k++) r->perm[k] = k;
+        Rng er;
+        rng_seed(&er, mix64(st->seed, 0xE90C0000ULL + (uint64_t)e));
+        rng_shuffle(&er, r->perm, r->train.n);
+        r->perm_epoch = e;
+    }
+    Rng sr;
+    rng_seed(&sr, mix64(mix64(st->seed, 0x5DE9), (uint64_t)st->step));
+    imageset_batch(r->x, &r->train, r->perm + (size_t)i * B, B, st->binarize ? &sr : NULL);
+    draw_noise_fill(r->eps, c, B, &sr);
+    *bound = draw_forward_parallel(r->workers, r->n_workers, &r->p, c, r->x, r->eps, B, &r->grads,
+                                   NULL, NULL, NULL);
+    if (train_check_finite(st->step + 1, "bound", *bound, &r->grads, r->ckpt, err)) return -1;
+    clip_global_norm(r->grads.data, r->grads.numel, st->clip);
+    st->step++;
+    adam_update(r->params.data, r->grads.data, r->mom1.data, r->mom2.data, r->params.numel,
+                &r->adam, st->step, st->lr);
+    return 0;
+}
+
+// After a step: the log row (with the validation bound when one is due), the checkpoint.
+static int log_validate_save(DrawRun *r, double bound, bool last, Error *err) {
+    const TrainState *st = &r->st;
+    r->bound_acc += bound;
+    r->acc_n++;
+    TrainDue due = train_due(&r->cadence, st->step, last);
+    if (due.log) {
+        r->last_train = r->bound_acc / r->acc_n;
+        if (due.validate) {
+            EvalResult v = evaluate(r->workers, r->n_workers, st->batch, &r->p, &st->cfg, &r->valid,
+                                    r->f->valid_images, 1, EVAL_NOISE_SEED, r->x, r->eps, r->logw);
+            r->last_valid = v.bound;
+        }
+        double row[4] = {(double)st->step, r->last_train, due.validate ? r->last_valid : NAN,
+                         timer_now() - r->budget.t0};
+        csvlog_row(&r->log, row, 4);
+        r->bound_acc = 0.0;
+        r->acc_n = 0;
+    }
+    if (due.save) return save_checkpoint(r->ckpt, st, &r->params, &r->mom1, &r->mom2, err);
+    return 0;
+}
+
+// Steps until the budget is spent or a step fails.
+static int train_loop(DrawRun *r, Error *err) {
+    char status[96] = "";  // stays empty when a resumed run has no step left
+    int rc = 0;
+    train_budget_begin(&r->budget);
+    train_meter_start(&r->meter, &r->budget, r->st.step, true);
+    while (train_budget_allows(&r->budget, r->st.step)) {
+        double ts = timer_now(), bound;
+        if (train_step(r, &bound, err)) {
+            rc = -1;
+            break;
+        }
+        double secs = timer_now() - ts;
+        if (log_validate_save(r, bound, train_budget_spent(&r->budget, r->st.step), err)) {
+            rc = -1;
+            break;
+        }
+        int n = snprintf(status, sizeof status, "bound %.2f nats", bound);
+        if (isfinite(r->last_valid)) snprintf(status + n, sizeof status - n, ", valid %.2f", r->last_valid);
+        train_meter_step(&r->meter, r->st.step, r->st.batch, secs, status);
+    }
+    train_meter_end(&r->meter, r->st.step, status);
+    return rc;
+}
+
+// After the last step: a checkpoint for a run that had none, the loss plot, the summary.
+static int finish_run(DrawRun *r, Error *err) {
+    csvlog_close(&r->log);
+    if (r->meter.steps == 0 && !file_exists(r->ckpt) &&
+        save_checkpoint(r->ckpt, &r->st, &r->params, &r->mom1, &r->mom2, err))
+        return -1;
+    if (write_loss_plot(r->csv, r->png, err)) return -1;
+    double ips = train_meter_images_per_s(&r->meter), secs = timer_now() - r->budget.t0;
+    // A resumed run with no step left measured nothing: no bound to report.
+    char valid_text[48] = "no validation in this run", tj[32], vj[32];
+    if (isfinite(r->last_valid))
+        snprintf(valid_text, sizeof valid_text, "valid bound %.3f nats", r->last_valid);
+    fprintf(stderr, "draw train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s\n",
+            r->meter.steps, secs, ips, valid_text, r->ckpt);
+    if (r->f->json)
+        printf("{\"steps\": %ld, \"final_loss\": %s, \"train_bound\": %s, "
+               "\"valid_bound\": %s, \"images_per_s\": %.6g, \"seconds\": %.6g, "
+               "\"model\": \"%s\"}\n",
+               r->st.step, json_number(tj, r->last_train), tj, json_number(vj, r->last_valid),
+               ips, secs, r->ckpt);
+    return 0;
 }
 
 static int cmd_train(int argc, char **argv) {
-    const char *data = "mnist", *root = "data", *out = NULL;
-    int T = 64, read_n = 2, write_n = 5, hidden = 256, z = 100, batch = 100, threads = 1;
-    int epochs = 0, valid_every = 500, valid_images = 0, log_every = 50, ckpt_every = 0;
-    long steps = 0, seed = 1;
-    double minutes = 0;
-    float lr = 1e-3f, beta1 = 0.9f, clip = 10.0f;
-    bool resume = false, no_attention = false, no_binarize = false, json = false;
-    ArgSpec specs[] = {
-        {"data", ARG_STRING, &data, "mnist, fashion-mnist, or an IDX image file", .metavar = "D"},
-        {"data-root", ARG_STRING, &root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
-        {"out", ARG_STRING, &out, "output folder (model.safetensors, log.csv, loss.png)", .metavar = "DIR", .required = true},
-        {"T", ARG_INT, &T, "glimpses (time steps)", .has_min = true, .min = 1, .has_max = true, .max = 1000},
-        {"read", ARG_INT, &read_n, "read grid N (N x N)", .has_min = true, .min = 1, .has_max = true, .max = 64},
-        {"write", ARG_INT, &write_n, "write grid N (N x N)", .has_min = true, .min = 1, .has_max = true, .max = 64},
-        {"hidden", ARG_INT, &hidden, "encoder and decoder LSTM units", .has_min = true, .min = 1, .has_max = true, .max = 8192},
-        {"z", ARG_INT, &z, "latent size per step", .has_min = true, .min = 1, .has_max = true, .max = 8192},
-        {"batch", ARG_INT, &batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = 10000},
-        {"lr", ARG_FLOAT, &lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1},
-        {"beta1", ARG_FLOAT, &beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true},
-        {"clip", ARG_FLOAT, &clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0},
-        {"steps", ARG_LONG, &steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
-        {"epochs", ARG_INT, &epochs, "train until this many epochs in total", .has_min = true, .min = 0},
-        {"minutes", ARG_DOUBLE, &minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
-        {"seed", ARG_LONG, &seed, "seed of initialisation, data order, binarisation and noise", .has_min = true, .min = 0},
-        {"resume", ARG_FLAG, &resume, "continue from OUT/model.safetensors (its config wins)", .given = NULL},
-        {"no-attention", ARG_FLAG, &no_attention, "read the whole image and write the whole canvas", .given = NULL},
-        {"no-binarize", ARG_FLAG, &no_binarize, "keep grey levels (Bernoulli likelihood on intensities)", .given = NULL},
-        {"threads", ARG_INT, &threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = 256},
-        {"valid-every", ARG_INT, &valid_every, "steps between validation bounds (and checkpoints)", .has_min = true, .min = 1},
-        {"valid-images", ARG_INT, &valid_images, "validation images used (0: all)", .has_min = true, .min = 0},
-        {"log-every", ARG_INT, &log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
-        {"checkpoint-every", ARG_INT, &ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
-        {"json", ARG_FLAG, &json, "print the final figures as one JSON object", .given = NULL},
-    };
+    TrainFlags f;
     int code;
-    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw train --data D --out DIR [flags]", "draw", &code))
-        return code;
+    if (parse_train_flags(&f, argc, argv, &code)) return code;
+    gemm_set_threads(f.threads);
+    DrawRun r;
     Error err;
-    if (steps == 0 && epochs == 0 && minutes == 0) epochs = 1;
-    gemm_set_threads(threads);
-
-    char ckpt[1100], csv[1100], png[1100];
-    snprintf(ckpt, sizeof ckpt, "%s/model.safetensors", out);
-    snprintf(csv, sizeof csv, "%s/log.csv", out);
-    snprintf(png, sizeof png, "%s/loss.png", out);
-
-    TrainState st = {0};
-    SafetensorsFile resume_file = {0};
-    ImageSet train = {0}, valid = {0};
-    Block params = {0}, grads = {0}, mom1 = {0}, mom2 = {0};
-    int have_resume = 0;
-    if (resume && file_exists(ckpt)) {
-        if (safetensors_load(&resume_file, ckpt, &err) || read_state(&resume_file, ckpt, &st, &err))
-            return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
-        have_resume = 1;
-    } else if (resume) {
-        fprintf(stderr, "draw: %s: no checkpoint yet; starting from scratch\n", ckpt);
-    }
-
-    int binarize = have_resume ? st.binarize : !no_binarize;
-    const char *dname = have_resume && st.data[0] ? st.data : data;
-    if (mnist_load_splits(&train, &valid, NULL, dname, root, &err)) return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
-    if (binarize) imageset_binarize_fixed(&valid, MNIST_FIXED_BINARIZE_SEED);
-    if (!have_resume) {
-        st.cfg = (DrawConfig){.W = train.cols, .H = train.rows, .T = T, .read_n = read_n,
-                              .write_n = write_n, .enc = hidden, .dec = hidden, .z = z,
-                              .attention = !no_attention};
-        st.seed = (uint64_t)seed;
-        st.batch = batch;
-        st.lr = lr, st.beta1 = beta1, st.clip = clip;
-        st.binarize = binarize;
-        snprintf(st.data, sizeof st.data, "%s", data);
-        if (draw_config_check(&st.cfg, &err)) return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
-    } else if (st.cfg.W != train.cols || st.cfg.H != train.rows) {
-        error_set(&err, "%s: model is for %dx%d images, %s has %dx%d", ckpt, st.cfg.W, st.cfg.H,
-                  dname, train.cols, train.rows);
-        return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
-    }
-    const DrawConfig *c = &st.cfg;
-    int B = st.batch;
-    if (train.n < B) {
-        error_set(&err, "--batch: %d is more than the %d training images of %s", B, train.n, dname);
-        return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
-    }
-    if (make_dirs(out, &err)) return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
-    atomic_remove_stale(out);
-
-    DrawParams p, g, pm, pv;
-    draw_layout(&params, &p, c);
-    draw_layout(&grads, &g, c);
-    draw_layout(&mom1, &pm, c);
-    draw_layout(&mom2, &pv, c);
-    block_alloc(&params), block_alloc(&grads), block_alloc(&mom1), block_alloc(&mom2);
-    if (have_resume) {
-        if (safetensors_read_block(&params, "", &resume_file, ckpt, &err) ||
-            safetensors_read_block(&mom1, "adam.m/", &resume_file, ckpt, &err) ||
-            safetensors_read_block(&mom2, "adam.v/", &resume_file, ckpt, &err))
-            return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
-        safetensors_free(&resume_file);
-    } else {
-        Rng init;
-        rng_seed(&init, mix64(st.seed, 0x1417));
-        draw_init(&p, c, &init);
-    }
-    AdamConfig adam = adam_defaults(st.lr);
-    adam.beta1 = st.beta1;
-
-    // Data parallelism (models/draw.h): one worker per thread, each with one GEMM thread.
-    const int n_workers = draw_worker_count(threads, B);
-    DrawWorker *workers = xcalloc((size_t)n_workers, sizeof *workers);
-    draw_workers_alloc(workers, n_workers, c, B);
-    gemm_set_threads(threads / n_workers);
-    float *eps = xmalloc(sizeof(float) * (size_t)c->T * B * c->z);
-    int dim = c->W * c->H;
-    float *x = xmalloc(sizeof(float) * (size_t)B * dim);
-    double *logw = xmalloc(sizeof(double) * (size_t)B);
-    int bpe = train.n / B;  // batches per epoch (the remainder is dropped each epoch)
-    int *perm = xmalloc(sizeof(int) * (size_t)train.n);
-    long perm_epoch = -1;
-    const long fault_step = fault_nan_step();
-    long target = steps > 0 ? steps : (epochs > 0 ? (long)epochs * bpe : 0);
-    double budget = minutes * 60.0;
-    if (ckpt_every == 0) ckpt_every = valid_every;
-
-    CsvLog log;
-    if (csvlog_open(&log, csv, "step,train_bound,valid_bound,seconds", have_resume, &err)) {
-        draw_workers_free(workers, n_workers);
-        free(workers), free(eps), free(x), free(logw), free(perm);
-        return train_setup_fail(&err, &resume_file, &train, &valid, &params, &grads, &mom1, &mom2);
-    }
-
-    fprintf(stderr, "draw train: %s %dx%d, T %d, %s, hidden %d, z %d, batch %d, lr %g, %s; "
-            "gemm %s, %d thread(s); step %ld%s\n",
-            dname, c->W, c->H, c->T, c->attention ? "attention" : "no attention", c->enc, c->z,
-            B, st.lr, binarize ? "dynamically binarised" : "grey levels", gemm_backend(), threads,
-            st.step, target ? "" : " (time budget)");
-    if (c->attention)
-        fprintf(stderr, "draw train: read %dx%d, write %dx%d\n", c->read_n, c->read_n, c->write_n, c->write_n);
-
-    Progress pr;
-    progress_start(&pr, "train", target > st.step ? target - st.step : 0, budget);
-    double t0 = timer_now(), train_time = 0.0, bound_acc = 0.0, last_valid = NAN, last_train = NAN;
-    long acc_n = 0, done = 0, start_step = st.step;
-    int rc = 0;
-    char status[96] = "";  // stays empty when a resumed run has no step left
-    while ((target == 0 || st.step < target) && (budget == 0 || timer_now() - t0 < budget)) {
-        double ts = timer_now();
-        long e = st.step / bpe, i = st.step % bpe;
-        if (e != perm_epoch) {
-            for (int k = 0; k < train.n; k++) perm[k] = k;
-            Rng er;
-            rng_seed(&er, mix64(st.seed, 0xE90C0000ULL + (uint64_t)e));
-            rng_shuffle(&er, perm, train.n);
-            perm_epoch = e;
-        }
-        Rng sr;
-        rng_seed(&sr, mix64(mix64(st.seed, 0x5DE9), (uint64_t)st.step));
-        imageset_batch(x, &train, perm + (size_t)i * B, B, binarize ? &sr : NULL);
-        draw_noise_fill(eps, c, B, &sr);
-        double bound = draw_forward_parallel(workers, n_workers, &p, c, x, eps, B, &grads, NULL,
-                                             NULL, NULL);
-        if (!isfinite(bound)) {
-            error_set(&err, "step %ld: the bound is %g; stopping (last good checkpoint: %s)",
-                      st.step + 1, bound, ckpt);
-            rc = 1;
-            break;
-        }
-        if (st.step + 1 == fault_step) grads.data[0] = NAN;
-        const char *bad = block_first_nonfinite(&grads);
-        if (bad) {
-            error_set(&err, "step %ld: gradient of %s is not finite; stopping (last good checkpoint: %s)",
-                      st.step + 1, bad, ckpt);
-            rc = 1;
-            break;
-        }
-        clip_global_norm(grads.data, grads.numel, st.clip);
-        st.step++;
-        adam_update(params.data, grads.data, mom1.data, mom2.data, params.numel, &adam, st.step, st.lr);
-        train_time += timer_now() - ts;
-        done++;
-        bound_acc += bound;
-        acc_n++;
-        int is_last = (target && st.step >= target) || (budget > 0 && timer_now() - t0 >= budget);
-        int do_valid = st.step % valid_every == 0 || is_last;
-        if (st.step % log_every == 0 || do_valid) {
-            last_train = bound_acc / acc_n;
-            if (do_valid) {
-                EvalResult r = evaluate(workers, n_workers, B, &p, c, &valid, valid_images, 1,
-                                        EVAL_NOISE_SEED, x, eps, logw);
-                last_valid = r.bound;
-            }
-            double row[4] = {(double)st.step, last_train, do_valid ? last_valid : NAN, timer_now() - t0};
-            csvlog_row(&log, row, 4);
-            bound_acc = 0.0;
-            acc_n = 0;
-        }
-        if (st.step % ckpt_every == 0 || is_last) {
-            if (save_checkpoint(ckpt, &st, &params, &mom1, &mom2, &err)) {
-                rc = 1;
-                break;
-            }
-        }
-        snprintf(status, sizeof status, "bound %.2f nats, valid %.2f", bound, last_valid);
-        progress_update(&pr, st.step - start_step, status);
-    }
-    progress_end(&pr, st.step - start_step, status);
-    csvlog_close(&log);
-    if (rc == 0 && done == 0 && !file_exists(ckpt))
-        rc = save_checkpoint(ckpt, &st, &params, &mom1, &mom2, &err) ? 1 : 0;
-    if (rc == 0 && write_loss_plot(csv, png, &err)) rc = 1;
-    double ips = train_time > 0 ? (double)done * B / train_time : 0.0;
+    int rc = open_run(&r, &f, &err);
     if (rc == 0) {
-        // A resumed run with no step left measured nothing: no bound to report.
-        char valid_text[48] = "no validation in this run", train_json[32] = "null",
-             valid_json[32] = "null";  // JSON has no NaN
-        if (isfinite(last_valid)) {
-            snprintf(valid_text, sizeof valid_text, "valid bound %.3f nats", last_valid);
-            snprintf(valid_json, sizeof valid_json, "%.6g", last_valid);
-        }
-        if (isfinite(last_train)) snprintf(train_json, sizeof train_json, "%.6g", last_train);
-        fprintf(stderr, "draw train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s\n", done,
-                timer_now() - t0, ips, valid_text, ckpt);
-        if (json)
-            printf("{\"steps\": %ld, \"final_loss\": %s, \"train_bound\": %s, "
-                   "\"valid_bound\": %s, \"images_per_s\": %.6g, \"seconds\": %.6g, "
-                   "\"model\": \"%s\"}\n",
-                   st.step, train_json, train_json, valid_json, ips, timer_now() - t0, ckpt);
+        print_header(&r);
+        rc = train_loop(&r, &err);
+        if (rc == 0) rc = finish_run(&r, &err);
     }
-    draw_workers_free(workers, n_workers);
-    block_free(&params), block_free(&grads), block_free(&mom1), block_free(&mom2);
-    free(workers), free(eps), free(x), free(logw), free(perm);
-    imageset_free(&train), imageset_free(&valid);
+    close_run(&r);
     return rc ? fail(&err) : 0;
+}
+
+// A model and one split of data to run it on (eval, reconstruct): the split binarised as
+// the model was trained, its images of the model's size. On failure both are left empty.
+static int load_model_and_split(Loaded *m, ImageSet *set, const char *model, const char *data,
+                                const char *root, Split split, Error *err) {
+    memset(set, 0, sizeof *set);
+    if (load_model(m, model, err)) return -1;
+    const DrawConfig *c = &m->state.cfg;
+    int rc = load_split(set, data, root, split, m->state.binarize, err);
+    if (rc == 0 && (set->cols != c->W || set->rows != c->H))
+        rc = error_set(err, "%s: model is for %dx%d images, %s has %dx%d", model, c->W, c->H, data,
+                       set->cols, set->rows);
+    if (rc) {
+        block_free(&m->params);
+        imageset_free(set);
+    }
+    return rc;
 }
 
 static int cmd_eval(int argc, char **argv) {
     const char *model = NULL, *data = "mnist", *root = "data";
-    int split = 1, samples = 1, batch = 100, threads = 1, limit = 0;
+    int split = 1, samples = 1, batch = 100, threads = threads_available(), limit = 0;
     long seed = EVAL_NOISE_SEED;
     bool json = false;
     static const char *const splits[] = {"valid", "test", NULL};
@@ -646,7 +783,7 @@ static int cmd_eval(int argc, char **argv) {
         {"batch", ARG_INT, &batch, "images per forward pass", .has_min = true, .min = 1, .has_max = true, .max = 10000},
         {"limit", ARG_INT, &limit, "evaluate only the first N images (0: all)", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &seed, "noise seed", .has_min = true, .min = 0},
-        {"threads", ARG_INT, &threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = 256},
+        {"threads", ARG_INT, &threads, "threads: data-parallel workers over the batch, one GEMM thread each (default: every core this process may use)", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
         {"json", ARG_FLAG, &json, "print one JSON object", .given = NULL},
     };
     int code;
@@ -655,21 +792,10 @@ static int cmd_eval(int argc, char **argv) {
     Error err;
     gemm_set_threads(threads);
     Loaded m;
-    if (load_model(&m, model, &err)) return fail(&err);
+    ImageSet set;
+    if (load_model_and_split(&m, &set, model, data, root, split == 0 ? SPLIT_VALID : SPLIT_TEST, &err))
+        return fail(&err);
     const DrawConfig *c = &m.state.cfg;
-    ImageSet set = {0};
-    Split sp = split == 0 ? SPLIT_VALID : SPLIT_TEST;
-    if (load_split(&set, data, root, sp, m.state.binarize, &err)) {
-        block_free(&m.params);
-        return fail(&err);
-    }
-    if (set.cols != c->W || set.rows != c->H) {
-        error_set(&err, "%s: model is for %dx%d images, %s has %dx%d", model, c->W, c->H, data,
-                  set.cols, set.rows);
-        block_free(&m.params);
-        imageset_free(&set);
-        return fail(&err);
-    }
     int B = batch < set.n ? batch : set.n;
     const int n_workers = draw_worker_count(threads, B);
     DrawWorker *workers = xcalloc((size_t)n_workers, sizeof *workers);
@@ -704,7 +830,7 @@ static int cmd_eval(int argc, char **argv) {
 
 static int cmd_generate(int argc, char **argv) {
     const char *model = NULL, *out = NULL;
-    int count = 64, scale = 2, cols = 0, threads = 1;
+    int count = 64, scale = 2, cols = 0, threads = threads_available();
     long seed = 1;
     bool show = false;
     ArgSpec specs[] = {
@@ -715,7 +841,7 @@ static int cmd_generate(int argc, char **argv) {
         {"show-attention", ARG_FLAG, &show, "draw each sample's write window as a red rectangle", .given = NULL},
         {"scale", ARG_INT, &scale, "pixels per image pixel", .has_min = true, .min = 1, .has_max = true, .max = 16},
         {"cols", ARG_INT, &cols, "tiles per row (0: square grid)", .has_min = true, .min = 0},
-        {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
+        {"threads", ARG_INT, &threads, "BLAS threads (default: every core this process may use)", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
     };
     int code;
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw generate --model PATH --out DIR [flags]", "draw", &code))
@@ -745,7 +871,7 @@ static int cmd_generate(int argc, char **argv) {
 
 static int cmd_reconstruct(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *data = "mnist", *root = "data";
-    int count = 16, scale = 2, cols = 0, split = 1, threads = 1;
+    int count = 16, scale = 2, cols = 0, split = 1, threads = threads_available();
     long seed = 1;
     static const char *const splits[] = {"valid", "test", NULL};
     ArgSpec specs[] = {
@@ -758,7 +884,7 @@ static int cmd_reconstruct(int argc, char **argv) {
         {"seed", ARG_LONG, &seed, "noise seed", .has_min = true, .min = 0},
         {"scale", ARG_INT, &scale, "pixels per image pixel", .has_min = true, .min = 1, .has_max = true, .max = 16},
         {"cols", ARG_INT, &cols, "tiles per row (0: square grid)", .has_min = true, .min = 0},
-        {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
+        {"threads", ARG_INT, &threads, "BLAS threads (default: every core this process may use)", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
     };
     int code;
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw reconstruct --model PATH --data D --out DIR [flags]", "draw", &code))
@@ -766,18 +892,10 @@ static int cmd_reconstruct(int argc, char **argv) {
     Error err;
     gemm_set_threads(threads);
     Loaded m;
-    if (load_model(&m, model, &err)) return fail(&err);
+    ImageSet set;
+    if (load_model_and_split(&m, &set, model, data, root, split == 0 ? SPLIT_VALID : SPLIT_TEST, &err))
+        return fail(&err);
     const DrawConfig *c = &m.state.cfg;
-    ImageSet set = {0};
-    if (load_split(&set, data, root, split == 0 ? SPLIT_VALID : SPLIT_TEST, m.state.binarize, &err)) {
-        block_free(&m.params);
-        return fail(&err);
-    }
-    if (set.cols != c->W || set.rows != c->H) {
-        error_set(&err, "%s: model is for %dx%d images, %s has %dx%d", model, c->W, c->H, data, set.cols, set.rows);
-        block_free(&m.params), imageset_free(&set);
-        return fail(&err);
-    }
     if (count > set.n) count = set.n;
     int rc = make_dirs(out, &err);
     DrawActs acts;

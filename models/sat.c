@@ -67,8 +67,10 @@ int sat_config_finish(SatConfig *c, Error *err) {
         return error_set(err, "--attention hard: needs a scoring kind");
     AttnKind k = c->attn.kind;
     if ((k == ATTN_DOT || k == ATTN_SCALED_DOT) && c->H != c->attn.D)
-        return error_set(err, "--attention %s: needs --hidden equal to the annotation size %d, got %d",
-                         attn_kind_name(k), c->attn.D, c->H);
+        return error_set(err, "--attention %s: needs --hidden equal to the annotation size (the "
+                              "last --channels entry, %d), got --hidden %d: add --hidden %d, or "
+                              "end --channels with %d",
+                         attn_kind_name(k), c->attn.D, c->H, c->attn.D, c->H);
     if (k == ATTN_MULTIHEAD && (c->attn.heads < 1 || c->attn.A % c->attn.heads != 0))
         return error_set(err, "--heads: %d must divide --attn-dim %d", c->attn.heads, c->attn.A);
     if ((k == ATTN_LOCAL_MONOTONIC || k == ATTN_LOCAL_PREDICTIVE) && c->attn.window < 0)

@@ -235,7 +235,7 @@ static void resume_bit_identical(int threads, double ema) {
     safetensors_free(&b);
     // Resuming with a different architecture is refused with one line.
     st = run("train --out %s/part%d_%g --steps 8 --seed 5 --resume" SMALL " --hidden 24", tmp, threads, ema);
-    expect_one_line_error(st, "different configuration");
+    expect_one_line_error(st, "--hidden 24 (checkpoint: 32)");
 }
 
 static void test_resume_bit_identical(void) { resume_bit_identical(1, 0); }

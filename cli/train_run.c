@@ -1,0 +1,213 @@
+#include "cli/train_run.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/adam.h"
+#include "core/check.h"
+#include "core/fileio.h"
+#include "core/timer.h"
+
+// ---------------------------------------------------------------------------------------
+// Budget
+
+void train_budget_begin(TrainBudget *b) { b->t0 = timer_now(); }
+
+static bool out_of_time(const TrainBudget *b) {
+    return b->seconds > 0 && timer_now() - b->t0 >= b->seconds;
+}
+
+bool train_budget_allows(const TrainBudget *b, long step) {
+    return (b->end_step == 0 || step < b->end_step) && !out_of_time(b);
+}
+
+bool train_budget_spent(const TrainBudget *b, long step) {
+    return (b->end_step > 0 && step >= b->end_step) || out_of_time(b);
+}
+
+// ---------------------------------------------------------------------------------------
+// Cadence
+
+static bool every(long step, int n) { return n > 0 && step % n == 0; }
+
+TrainDue train_due(const TrainCadence *c, long step, bool last) {
+    CHECK(c->steps_per_epoch >= 1 && c->log_every >= 1);
+    TrainDue d;
+    d.epoch_end = step % c->steps_per_epoch == 0;
+    d.validate = (c->valid_every > 0 ? every(step, c->valid_every) : d.epoch_end) || last;
+    d.log = every(step, c->log_every) || (c->log_at_validation && d.validate) ||
+            (c->log_at_epoch_end && d.epoch_end);
+    d.save = every(step, c->save_every) || last || (c->save_at_validation && d.validate);
+    return d;
+}
+
+// ---------------------------------------------------------------------------------------
+// Meter
+
+void train_meter_start(TrainMeter *m, const TrainBudget *b, long start_step, bool show) {
+    memset(m, 0, sizeof *m);
+    m->show = show;
+    m->start_step = start_step;
+    long total = b->end_step > start_step ? b->end_step - start_step : 0;
+    progress_start(&m->progress, "train", total, b->seconds);
+    progress_name(&m->progress, "steps", "images");
+}
+
+void train_meter_step(TrainMeter *m, long step, int images, double seconds, const char *status) {
+    m->steps = step - m->start_step;
+    m->images += images;
+    m->train_seconds += seconds;
+    progress_items(&m->progress, m->images);
+    if (m->show) progress_update(&m->progress, m->steps, status);
+}
+
+void train_meter_break(const TrainMeter *m) {
+    if (m->show && m->progress.tty) fputc('\n', stderr);
+}
+
+void train_meter_end(TrainMeter *m, long step, const char *status) {
+    m->steps = step - m->start_step;
+    if (m->show) progress_end(&m->progress, m->steps, status);
+}
+
+double train_meter_images_per_s(const TrainMeter *m) {
+    return m->train_seconds > 0 ? m->images / m->train_seconds : 0.0;
+}
+
+// ---------------------------------------------------------------------------------------
+// Weight average
+
+void train_ema_start(TrainEma *e, const Block *params, float decay) {
+    e->decay = decay;
+    if (decay > 0 && !e->avg.data) block_clone(&e->avg, params);
+}
+
+void train_ema_update(TrainEma *e, const Block *params, long step) {
+    if (e->avg.data) ema_update(e->avg.data, params->data, e->avg.numel, e->decay, step);
+}
+
+void train_ema_swap(TrainEma *e, Block *params) {
+    if (!e->avg.data) return;
+    CHECK(e->avg.numel == params->numel);
+    float *restrict a = e->avg.data, *restrict b = params->data;
+    for (size_t i = 0; i < e->avg.numel; i++) {
+        float t = a[i];
+        a[i] = b[i];
+        b[i] = t;
+    }
+}
+
+bool train_ema_on(const TrainEma *e) { return e->avg.data != NULL; }
+
+void train_ema_free(TrainEma *e) { block_free(&e->avg); }
+
+// ---------------------------------------------------------------------------------------
+// Output folder
+
+static const char *first_existing(char *path, size_t cap, const char *out,
+                                  const char *const *files, int n) {
+    for (int i = 0; i < n; i++) {
+        snprintf(path, cap, "%s/%s", out, files[i]);
+        if (file_exists(path)) return path;
+    }
+    return NULL;
+}
+
+int train_out_check(const char *out, const char *const *files, int n, bool resume, bool force,
+                    Error *err) {
+    char path[1200];
+    if (resume || force || !first_existing(path, sizeof path, out, files, n)) return 0;
+    return error_set(err, "%s already holds a run (%s): add --resume to continue it, --force to "
+                          "start over in it, or choose another --out", out, path);
+}
+
+int train_out_clear(const char *out, const char *const *files, int n, bool resume, bool force,
+                    Error *err) {
+    if (resume || !force) return 0;
+    char path[1200];
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", out, files[i]);
+        if (unlink(path) != 0 && errno != ENOENT)
+            return error_set(err, "%s: cannot remove the old run's file: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------
+// Flags against a checkpoint
+
+void flag_diffs_text(FlagDiffs *d, const char *flag, bool given, const char *now,
+                     const char *saved) {
+    if (!given || strcmp(now, saved) == 0) return;
+    size_t len = strlen(d->text);
+    snprintf(d->text + len, sizeof d->text - len, "%s--%s%s%s (checkpoint: %s)",
+             d->n ? ", " : "", flag, now[0] ? " " : "", now, saved);
+    d->n++;
+}
+
+void flag_diffs_int(FlagDiffs *d, const char *flag, bool given, long now, long saved) {
+    char a[32], b[32];
+    snprintf(a, sizeof a, "%ld", now);
+    snprintf(b, sizeof b, "%ld", saved);
+    flag_diffs_text(d, flag, given, a, b);
+}
+
+void flag_diffs_float(FlagDiffs *d, const char *flag, bool given, double now, double saved) {
+    if (!given || now == saved) return;
+    char a[32], b[32];
+    snprintf(a, sizeof a, "%g", now);
+    snprintf(b, sizeof b, "%g", saved);
+    if (strcmp(a, b) == 0) {  // equal at %g: show every digit
+        snprintf(a, sizeof a, "%.9g", now);
+        snprintf(b, sizeof b, "%.9g", saved);
+    }
+    flag_diffs_text(d, flag, given, a, b);
+}
+
+void flag_diffs_switch(FlagDiffs *d, const char *flag, bool given, bool now_on, bool saved_on) {
+    if (!given || now_on == saved_on) return;
+    flag_diffs_text(d, flag, given, now_on ? "" : "=false", saved_on ? "on" : "off");
+}
+
+int flag_diffs_refuse(const FlagDiffs *d, const char *ckpt, Error *err) {
+    if (d->n == 0) return 0;
+    return error_set(err, "--resume: %s was trained with other model flags: %s; leave %s out to "
+                          "continue that run, or train into another --out",
+                     ckpt, d->text, d->n == 1 ? "it" : "them");
+}
+
+// ---------------------------------------------------------------------------------------
+// Step checks
+
+static long fault_nan_step(void) {
+    const char *v = getenv("ATTEND_FAULT_NAN_STEP");
+    return v && v[0] ? atol(v) : 0;
+}
+
+int train_check_finite(long step, const char *loss_name, double loss, Block *grads,
+                       const char *ckpt, Error *err) {
+    if (!isfinite(loss))
+        return error_set(err, "step %ld: the %s is %g; stopping (last good checkpoint: %s)", step,
+                         loss_name, loss, ckpt);
+    if (step == fault_nan_step()) grads->data[0] = NAN;
+    const char *bad = block_first_nonfinite(grads);
+    if (bad)
+        return error_set(err, "step %ld: gradient of %s is not finite; stopping (last good "
+                              "checkpoint: %s)", step, bad, ckpt);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------
+// Summary
+
+const char *json_number(char buf[32], double x) {
+    if (isfinite(x))
+        snprintf(buf, 32, "%.6g", x);
+    else
+        snprintf(buf, 32, "null");
+    return buf;
+}

@@ -1,0 +1,172 @@
+// train_run.h: what `draw train` and `caption train` do alike, in one place, so that a
+// change to how training runs (a new budget, data parallelism over ranks, a feature cache)
+// lands once:
+//
+//   TrainBudget   when the run stops: a total step count (from --steps or --epochs), a wall
+//                 time for this invocation (--minutes), or both, whichever comes first
+//   TrainCadence  at which steps a log row, a validation and a checkpoint are due
+//   TrainMeter    the progress line (steps, steps/s, images/s, time left for any budget)
+//                 and the timing the summary reports
+//   TrainEma      the exponential moving average of the weights, validated and saved in
+//                 the weights' place
+//   train_out_check, train_out_clear   no silent loss: a new run refuses a folder holding one
+//   FlagDiffs     flags given on --resume against the checkpoint's values
+//   train_check_finite                 the stop on a non-finite loss or gradient
+//   json_number   a summary's numbers, null where nothing was measured
+//
+// A training command reads like this (see cli/draw.c, cli/caption.c):
+//     if (train_out_check(out, files, 2, resume, force, &err)) fail;
+//     ... load data and model ...
+//     TrainBudget b = {.end_step = steps, .seconds = minutes * 60};
+//     train_budget_begin(&b);
+//     train_meter_start(&meter, &b, step, show_progress);
+//     while (train_budget_allows(&b, step)) {
+//         ... one step (forward, backward) ...
+//         if (train_check_finite(step + 1, "loss", loss, &grads, ckpt, &err)) break;
+//         ... update; step++ ...
+//         TrainDue due = train_due(&cadence, step, train_budget_spent(&b, step));
+//         ... log row / validation / checkpoint as due ...
+//         train_meter_step(&meter, step, B, step_seconds, status);
+//     }
+//     train_meter_end(&meter, step, status);
+#ifndef CLI_TRAIN_RUN_H
+#define CLI_TRAIN_RUN_H
+
+#include <stdbool.h>
+
+#include "core/block.h"
+#include "core/error.h"
+#include "core/progress.h"
+
+// ---------------------------------------------------------------------------------------
+// Budget
+
+typedef struct {
+    long end_step;   // stop once the step count reaches this; 0: no step limit
+    double seconds;  // stop once this invocation has trained this long; 0: no time limit
+    double t0;       // when this invocation's training began (train_budget_begin)
+} TrainBudget;
+
+void train_budget_begin(TrainBudget *b);  // starts the clock of the time limit
+// Whether a step may start when `step` steps are done (neither limit reached).
+bool train_budget_allows(const TrainBudget *b, long step);
+// Whether the step that brought the count to `step` was the last one.
+bool train_budget_spent(const TrainBudget *b, long step);
+
+// ---------------------------------------------------------------------------------------
+// Cadence: which of log row, validation and checkpoint are due after a step.
+
+typedef struct {
+    long steps_per_epoch;     // for epoch ends (>= 1)
+    int log_every;            // a training row every N steps (>= 1)
+    int valid_every;          // validate every N steps; 0: at each epoch's end
+    int save_every;           // a checkpoint every N steps; 0: only the ones below
+    bool log_at_validation;   // a training row with each validation too (draw)
+    bool log_at_epoch_end;    // a training row at each epoch's end too (caption)
+    bool save_at_validation;  // a checkpoint with each validation (caption: best model, state)
+} TrainCadence;
+
+typedef struct {
+    bool log, validate, save, epoch_end;
+} TrainDue;
+
+// After the step that brought the count to step (from 1); last: the run's last step, which
+// always validates and saves.
+TrainDue train_due(const TrainCadence *c, long step, bool last);
+
+// ---------------------------------------------------------------------------------------
+// Meter: the progress line and the run's timing.
+
+typedef struct {
+    Progress progress;
+    bool show;             // draw the progress line
+    long start_step;       // the step count this invocation began at
+    long steps;            // steps done in this invocation
+    double images;         // images trained on in this invocation
+    double train_seconds;  // time inside steps (not validation or checkpoints)
+} TrainMeter;
+
+// The line counts this invocation's steps towards b's end (the step limit, the time limit
+// or both), with images/s beside steps/s.
+void train_meter_start(TrainMeter *m, const TrainBudget *b, long start_step, bool show);
+// A step ended with step steps done: images trained on, seconds it took, the status text.
+void train_meter_step(TrainMeter *m, long step, int images, double seconds, const char *status);
+// Ends a terminal's progress line so that a message can follow on its own line.
+void train_meter_break(const TrainMeter *m);
+void train_meter_end(TrainMeter *m, long step, const char *status);
+// Training images per second of step time; 0 when no step ran.
+double train_meter_images_per_s(const TrainMeter *m);
+
+// ---------------------------------------------------------------------------------------
+// Weight average (Polyak): avg follows the parameters after each update (core/adam.h
+// ema_update). Off when decay is 0: then avg is empty and every call does nothing.
+
+typedef struct {
+    Block avg;    // same layout as the parameters; empty when off
+    float decay;  // in [0, 1)
+} TrainEma;
+
+// Starts an average at a copy of params (decay > 0), or leaves it off. An avg already
+// filled (read from a checkpoint) is kept.
+void train_ema_start(TrainEma *e, const Block *params, float decay);
+void train_ema_update(TrainEma *e, const Block *params, long step);
+// Exchanges the average and the parameters (so the average can be validated and saved in
+// their place); a second call swaps them back.
+void train_ema_swap(TrainEma *e, Block *params);
+bool train_ema_on(const TrainEma *e);
+void train_ema_free(TrainEma *e);
+
+// ---------------------------------------------------------------------------------------
+// Output folder
+
+// A new run (resume false) refuses a folder holding one, i.e. one of the n checkpoint file
+// names exists in it, unless force is given:
+//     "runs/x already holds a run (runs/x/model.safetensors): add --resume to continue it,
+//      --force to start over in it, or choose another --out"
+int train_out_check(const char *out, const char *const *files, int n, bool resume, bool force,
+                    Error *err);
+// With force and not resuming, removes the old run's checkpoint files, so that the folder
+// never holds one run's log beside another's checkpoint. Call once the new run's flags and
+// data have been checked.
+int train_out_clear(const char *out, const char *const *files, int n, bool resume, bool force,
+                    Error *err);
+
+// ---------------------------------------------------------------------------------------
+// Flags given on the command line against a checkpoint's values (--resume). Only given
+// flags count: a flag left out takes the checkpoint's value.
+
+typedef struct {
+    char text[1024];  // "--T 8 (checkpoint: 4), --hidden 32 (checkpoint: 24)"
+    int n;            // how many differ
+} FlagDiffs;
+
+void flag_diffs_int(FlagDiffs *d, const char *flag, bool given, long now, long saved);
+void flag_diffs_float(FlagDiffs *d, const char *flag, bool given, double now, double saved);
+void flag_diffs_text(FlagDiffs *d, const char *flag, bool given, const char *now,
+                     const char *saved);
+// A flag without a value (--no-attention, --beta-vector): on or off.
+void flag_diffs_switch(FlagDiffs *d, const char *flag, bool given, bool now_on, bool saved_on);
+// Refuses when any flag differs:
+//     "--resume: runs/x/model.safetensors was trained with other model flags: --T 8
+//      (checkpoint: 4); leave them out to continue that run, or train into another --out"
+int flag_diffs_refuse(const FlagDiffs *d, const char *ckpt, Error *err);
+
+// ---------------------------------------------------------------------------------------
+// Step checks
+
+// 0 when loss and every gradient are finite; else -1 with one line:
+//     "step 5: the loss is nan; stopping (last good checkpoint: runs/x/model.safetensors)"
+//     "step 5: gradient of enc.W is not finite; stopping (last good checkpoint: ...)"
+// loss_name: "loss", "bound", ... Fault injection for tests/test_crash_safety.c: with
+// ATTEND_FAULT_NAN_STEP=N in the environment, step N's first gradient element is set to NaN
+// first, so the stop is exercised the same way on every build.
+int train_check_finite(long step, const char *loss_name, double loss, Block *grads,
+                       const char *ckpt, Error *err);
+
+// ---------------------------------------------------------------------------------------
+// Summary
+
+// x as "%.6g", or "null" where it is not finite (nothing measured: JSON has no NaN).
+const char *json_number(char buf[32], double x);
+
+#endif
