@@ -140,13 +140,20 @@ int train_out_clear(const char *out, const char *const *files, int n, bool resum
 // ---------------------------------------------------------------------------------------
 // Flags against a checkpoint
 
+// Appends "SHOWN (checkpoint: SAVED)".
+static void add_diff(FlagDiffs *d, const char *shown, const char *saved) {
+    size_t len = strlen(d->text);
+    snprintf(d->text + len, sizeof d->text - len, "%s%s (checkpoint: %s)", d->n ? ", " : "", shown,
+             saved);
+    d->n++;
+}
+
 void flag_diffs_text(FlagDiffs *d, const char *flag, bool given, const char *now,
                      const char *saved) {
     if (!given || strcmp(now, saved) == 0) return;
-    size_t len = strlen(d->text);
-    snprintf(d->text + len, sizeof d->text - len, "%s--%s%s%s (checkpoint: %s)",
-             d->n ? ", " : "", flag, now[0] ? " " : "", now, saved);
-    d->n++;
+    char shown[300];
+    snprintf(shown, sizeof shown, "--%s %s", flag, now);
+    add_diff(d, shown, saved);
 }
 
 void flag_diffs_int(FlagDiffs *d, const char *flag, bool given, long now, long saved) {
@@ -170,7 +177,9 @@ void flag_diffs_float(FlagDiffs *d, const char *flag, bool given, double now, do
 
 void flag_diffs_switch(FlagDiffs *d, const char *flag, bool given, bool now_on, bool saved_on) {
     if (!given || now_on == saved_on) return;
-    flag_diffs_text(d, flag, given, now_on ? "" : "=false", saved_on ? "on" : "off");
+    char shown[300];
+    snprintf(shown, sizeof shown, "--%s%s", flag, now_on ? "" : "=false");
+    add_diff(d, shown, saved_on ? "on" : "off");
 }
 
 int flag_diffs_refuse(const FlagDiffs *d, const char *ckpt, Error *err) {

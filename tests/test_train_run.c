@@ -1,0 +1,220 @@
+// test_train_run.c: the parts of a training run both programs share (cli/train_run.h) and
+// the default thread count (cli/threads.h): when the budget stops a run, which steps log,
+// validate and save in draw's and caption's cadences, the one-line messages for flags that
+// differ on --resume and for a folder that already holds a run, the non-finite stop, the
+// weight average's swap, JSON nulls, and a thread count that follows the affinity mask.
+#define _GNU_SOURCE  // sched_setaffinity, CPU_SET
+#include <math.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/threads.h"
+#include "cli/train_run.h"
+#include "core/block.h"
+#include "core/fileio.h"
+#include "core/timer.h"
+#include "tests/support/scratch.h"
+#include "tests/support/test.h"
+
+static char tmp[256];
+
+static void test_budget_steps_and_time(void) {
+    TrainBudget b = {.end_step = 10};
+    train_budget_begin(&b);
+    EXPECT(train_budget_allows(&b, 0) && train_budget_allows(&b, 9) && !train_budget_allows(&b, 10));
+    EXPECT(!train_budget_spent(&b, 9) && train_budget_spent(&b, 10));
+    // A time budget alone: no step limit until the time is up.
+    TrainBudget t = {.seconds = 60};
+    train_budget_begin(&t);
+    EXPECT(train_budget_allows(&t, 1000000) && !train_budget_spent(&t, 1000000));
+    t.t0 -= 61;  // a minute has passed
+    EXPECT(!train_budget_allows(&t, 5) && train_budget_spent(&t, 5));
+    // Both: whichever comes first.
+    TrainBudget both = {.end_step = 3, .seconds = 60};
+    train_budget_begin(&both);
+    EXPECT(!train_budget_allows(&both, 3) && train_budget_allows(&both, 2));
+    both.t0 -= 61;
+    EXPECT(!train_budget_allows(&both, 2));
+}
+
+// "lvs" for each step 1..n: log, validate, save ('-' where not due).
+static void due_pattern(char *out, const TrainCadence *c, int n, int last) {
+    for (int s = 1; s <= n; s++) {
+        TrainDue d = train_due(c, s, s == last);
+        *out++ = d.log ? 'l' : '-';
+        *out++ = d.validate ? 'v' : '-';
+        *out++ = d.save ? 's' : '-';
+        *out++ = ' ';
+    }
+    out[-1] = 0;
+}
+
+static void test_cadence_draw_and_caption(void) {
+    char got[256];
+    // draw: log every 2, validate every 3 (with a log row), checkpoints with validation
+    // (save_every = valid_every), the last step (5) validates and saves.
+    TrainCadence draw = {.steps_per_epoch = 100, .log_every = 2, .valid_every = 3, .save_every = 3,
+                         .log_at_validation = true};
+    due_pattern(got, &draw, 6, 5);
+    EXPECT(!strcmp(got, "--- l-- lvs l-- lvs lvs"), "draw: %s", got);
+    // draw with --checkpoint-every 4: no checkpoint at validations.
+    draw.save_every = 4;
+    due_pattern(got, &draw, 6, 0);
+    EXPECT(!strcmp(got, "--- l-- lv- l-s --- lv-"), "draw, checkpoint every 4: %s", got);
+    // caption: 4 steps per epoch, validation and a checkpoint at epoch ends and at the last
+    // step (6), a training row every 5 steps and at epoch ends (not at the last step), a
+    // state every 3 steps.
+    TrainCadence cap = {.steps_per_epoch = 4, .log_every = 5, .save_every = 3,
+                        .log_at_epoch_end = true, .save_at_validation = true};
+    due_pattern(got, &cap, 6, 6);
+    EXPECT(!strcmp(got, "--- --- --s lvs l-- -vs"), "caption: %s", got);
+    TrainDue d = train_due(&cap, 8, false);
+    EXPECT(d.epoch_end && d.validate && d.log && d.save);
+}
+
+static void test_flag_diffs_name_both_values(void) {
+    FlagDiffs d = {0};
+    flag_diffs_int(&d, "T", false, 8, 4);            // not given: takes the checkpoint's
+    flag_diffs_int(&d, "hidden", true, 24, 24);      // given, the same
+    EXPECT(d.n == 0 && d.text[0] == 0, "%s", d.text);
+    Error err;
+    EXPECT(flag_diffs_refuse(&d, "r/model.safetensors", &err) == 0);
+    flag_diffs_int(&d, "T", true, 8, 4);
+    flag_diffs_text(&d, "channels", true, "4,8", "4,8,16");
+    flag_diffs_float(&d, "lambda", true, 1.0, 3.0);
+    flag_diffs_float(&d, "dropout", true, 0.2f, 0.2f);  // the same float
+    flag_diffs_switch(&d, "no-attention", true, true, false);
+    flag_diffs_switch(&d, "beta-vector", true, false, true);
+    EXPECT(d.n == 5, "%d differ: %s", d.n, d.text);
+    EXPECT(!strcmp(d.text, "--T 8 (checkpoint: 4), --channels 4,8 (checkpoint: 4,8,16), "
+                           "--lambda 1 (checkpoint: 3), --no-attention (checkpoint: off), "
+                           "--beta-vector=false (checkpoint: on)"),
+           "%s", d.text);
+    EXPECT(flag_diffs_refuse(&d, "r/model.safetensors", &err) == -1);
+    EXPECT(strstr(err.msg, "--resume: r/model.safetensors was trained with other model flags: --T 8 "
+                           "(checkpoint: 4), ") == err.msg && strstr(err.msg, "leave them out") &&
+               strstr(err.msg, "another --out") && !strchr(err.msg, '\n'),
+           "%s", err.msg);
+    // Floats that print alike at %g show every digit.
+    FlagDiffs f = {0};
+    flag_diffs_float(&f, "lr", true, 0.0010000001, 0.001);
+    EXPECT(f.n == 1 && strstr(f.text, "0.0010000001"), "%s", f.text);
+}
+
+static void test_out_check_refuses_a_run(void) {
+    char dir[600], path[700];
+    Error err;
+    snprintf(dir, sizeof dir, "%s/run", tmp);
+    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
+    static const char *const files[] = {"state.safetensors", "model.safetensors"};
+    EXPECT(train_out_check(dir, files, 2, false, false, &err) == 0, "an empty folder: %s", err.msg);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    EXPECT(file_write_atomic(path, "x", 1, &err) == 0, "%s", err.msg);
+    EXPECT(train_out_check(dir, files, 2, false, false, &err) == -1);
+    EXPECT(strstr(err.msg, "already holds a run") && strstr(err.msg, path) &&
+               strstr(err.msg, "--resume") && strstr(err.msg, "--force") &&
+               strstr(err.msg, "another --out"),
+           "%s", err.msg);
+    EXPECT(train_out_check(dir, files, 2, true, false, &err) == 0, "--resume");
+    EXPECT(train_out_check(dir, files, 2, false, true, &err) == 0, "--force");
+    // --resume never clears; --force clears the old run's checkpoints only.
+    snprintf(path, sizeof path, "%s/log.csv", dir);
+    EXPECT(file_write_atomic(path, "step\n", 5, &err) == 0, "%s", err.msg);
+    EXPECT(train_out_clear(dir, files, 2, true, true, &err) == 0);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    EXPECT(file_exists(path), "--resume removed the model");
+    EXPECT(train_out_clear(dir, files, 2, false, true, &err) == 0, "%s", err.msg);
+    EXPECT(!file_exists(path), "--force kept the old model");
+    snprintf(path, sizeof path, "%s/log.csv", dir);
+    EXPECT(file_exists(path), "--force removed log.csv (opened anew by the run)");
+}
+
+static void test_check_finite_names_step_and_tensor(void) {
+    Block g = {0};
+    block_add(&g, NULL, "enc.W", 1, 4);
+    block_add(&g, NULL, "dec.b", 1, 3);
+    block_alloc(&g);
+    for (size_t i = 0; i < g.numel; i++) g.data[i] = 0.5f;
+    Error err;
+    EXPECT(train_check_finite(3, "loss", 1.5, &g, "r/model.safetensors", &err) == 0);
+    EXPECT(train_check_finite(4, "bound", NAN, &g, "r/model.safetensors", &err) == -1);
+    EXPECT(!strcmp(err.msg, "step 4: the bound is nan; stopping (last good checkpoint: r/model.safetensors)"),
+           "%s", err.msg);
+    float *db = g.data + g.tensors[1].offset;  // dec.b (tensors may be padded apart)
+    db[1] = INFINITY;
+    EXPECT(train_check_finite(5, "loss", 1.0, &g, "r/m", &err) == -1);
+    EXPECT(strstr(err.msg, "step 5: gradient of dec.b is not finite"), "%s", err.msg);
+    db[1] = 0.5f;
+    setenv("ATTEND_FAULT_NAN_STEP", "7", 1);
+    EXPECT(train_check_finite(6, "loss", 1.0, &g, "r/m", &err) == 0, "step 6 is not the fault step");
+    EXPECT(train_check_finite(7, "loss", 1.0, &g, "r/m", &err) == -1 && strstr(err.msg, "enc.W"),
+           "the injected fault: %s", err.msg);
+    unsetenv("ATTEND_FAULT_NAN_STEP");
+    block_free(&g);
+}
+
+static void test_ema_swap_and_off(void) {
+    Block p = {0};
+    block_add(&p, NULL, "w", 1, 3);
+    block_alloc(&p);
+    for (int i = 0; i < 3; i++) p.data[i] = (float)i;
+    TrainEma off = {0};
+    train_ema_start(&off, &p, 0.0f);
+    train_ema_update(&off, &p, 1);
+    train_ema_swap(&off, &p);
+    EXPECT(!train_ema_on(&off) && p.data[2] == 2.0f, "an average that is off changed the weights");
+    TrainEma e = {0};
+    train_ema_start(&e, &p, 0.5f);
+    EXPECT(train_ema_on(&e) && e.avg.data[2] == 2.0f, "the average starts at the weights");
+    for (int i = 0; i < 3; i++) p.data[i] = 10.0f;
+    train_ema_update(&e, &p, 1000);  // decay min(0.5, 1001/1010) = 0.5
+    EXPECT(e.avg.data[0] == 5.0f && e.avg.data[2] == 6.0f, "average %g %g", e.avg.data[0], e.avg.data[2]);
+    train_ema_swap(&e, &p);
+    EXPECT(p.data[0] == 5.0f && e.avg.data[0] == 10.0f, "swap");
+    train_ema_swap(&e, &p);
+    EXPECT(p.data[0] == 10.0f && e.avg.data[0] == 5.0f, "swap back");
+    train_ema_free(&e);
+    block_free(&p);
+}
+
+static void test_json_number_null(void) {
+    char b[32];
+    EXPECT(!strcmp(json_number(b, NAN), "null") && !strcmp(json_number(b, INFINITY), "null"));
+    EXPECT(!strcmp(json_number(b, 0.25), "0.25"), "%s", b);
+}
+
+// The default thread count is the affinity mask's CPU count: one CPU allowed gives 1.
+static void test_threads_follow_affinity(void) {
+    cpu_set_t saved, one;
+    EXPECT(sched_getaffinity(0, sizeof saved, &saved) == 0);
+    int all = CPU_COUNT(&saved);
+    EXPECT(threads_available() == (all < THREADS_MAX ? all : THREADS_MAX), "%d threads, %d CPUs",
+           threads_available(), all);
+    int first = 0;
+    while (first < CPU_SETSIZE && !CPU_ISSET(first, &saved)) first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    if (sched_setaffinity(0, sizeof one, &one) == 0) {
+        EXPECT(threads_available() == 1, "one CPU allowed, %d threads", threads_available());
+        sched_setaffinity(0, sizeof saved, &saved);
+    } else {
+        EXPECT(0, "cannot set this process's affinity");
+    }
+}
+
+int main(void) {
+    if (scratch_make(tmp, sizeof tmp, "test_train_run")) return 1;
+    RUN(test_budget_steps_and_time);
+    RUN(test_cadence_draw_and_caption);
+    RUN(test_flag_diffs_name_both_values);
+    RUN(test_out_check_refuses_a_run);
+    RUN(test_check_finite_names_step_and_tensor);
+    RUN(test_ema_swap_and_off);
+    RUN(test_json_number_null);
+    RUN(test_threads_follow_affinity);
+    int rc = test_summary();
+    if (rc == 0) scratch_remove(tmp);
+    return rc;
+}
