@@ -2,6 +2,11 @@
 // with a finite final_loss matching log.csv), eval --json, predict on a folder of PNGs
 // (some broken), the scenes folder round trip, --resume against an uninterrupted run, and
 // one-line errors for bad input (a missing required flag; --help says "(required)").
+// Issue 17: a new run refuses a folder holding one (--force starts over); --resume takes
+// the checkpoint's value for a model flag left out and refuses one that differs; no
+// sentinel (-1, nan) in the validation and summary lines; a --minutes run's progress
+// counts steps; a six-image COCO set holds out a validation and a test image (--held-out
+// sets the share); --attention dot says what --hidden to give.
 // Finds the binary in $ATTEND_BIN (default "bin").
 #include <cJSON.h>
 #include <math.h>
@@ -323,6 +328,159 @@ static void test_scenes_folder(void) {
     EXPECT(exists("%s/fromdir/%s", "model.safetensors"), "no model from the folder run");
 }
 
+// The first line of stderr that starts with prefix (a static copy); "" when none.
+static const char *stderr_line(const char *prefix) {
+    static char line[4096];
+    line[0] = 0;
+    char *err = slurp("stderr.txt");
+    for (char *p = err; *p;) {
+        char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p) : strlen(p);
+        if (strncmp(p, prefix, strlen(prefix)) == 0) {
+            snprintf(line, sizeof line, "%.*s", (int)n, p);
+            break;
+        }
+        p = eol ? eol + 1 : p + n;
+    }
+    free(err);
+    return line;
+}
+
+// A new run refuses a folder that holds one, leaving its files as they were; --force
+// starts over.
+static void test_refuses_to_overwrite_a_run(void) {
+    int st = run("train --out %s/kept --steps 2" SMALL, tmp);
+    EXPECT(st == 0, "first run failed");
+    size_t n0 = 0, s0 = 0, n1 = 0, s1 = 0;
+    char *model0 = slurp_n("kept/model.safetensors", &n0), *state0 = slurp_n("kept/state.safetensors", &s0);
+    st = run("train --out %s/kept --steps 1" SMALL, tmp);
+    expect_one_line_error(st, "already holds a run");
+    char *err = slurp("stderr.txt");
+    EXPECT(strstr(err, "kept/state.safetensors") && strstr(err, "--resume") && strstr(err, "--force"),
+           "stderr: %s", err);
+    free(err);
+    char *model1 = slurp_n("kept/model.safetensors", &n1), *state1 = slurp_n("kept/state.safetensors", &s1);
+    EXPECT(n0 > 0 && n0 == n1 && !memcmp(model0, model1, n0), "the model changed");
+    EXPECT(s0 > 0 && s0 == s1 && !memcmp(state0, state1, s0), "the state changed");
+    free(state1);
+    st = run("train --out %s/kept --steps 1 --force --json" SMALL, tmp);
+    char *out = slurp("stdout.txt");
+    EXPECT(st == 0 && strstr(out, "\"steps\": 1,"), "--force: %d %s", st, out);
+    free(out);
+    free(model0), free(model1), free(state0);
+}
+
+// --resume: model flags left out take the checkpoint's values (the run was trained with
+// SMALL's sizes, not the defaults); a given one that differs is refused.
+static void test_resume_takes_left_out_flags(void) {
+    int st = run("train --out %s/left --steps 2 --seed 5" SMALL, tmp);
+    EXPECT(st == 0, "first run failed");
+    st = run("train --out %s/left --steps 3 --seed 5 --resume --batch 8 --quiet" DATA_SMALL, tmp);
+    char *err = slurp("stderr.txt");
+    EXPECT(st == 0, "resume without the model flags failed (%d): %s", st, err);
+    free(err);
+    st = run("train --out %s/left --steps 4 --resume --attention dot --channels 4,8,32" DATA_SMALL, tmp);
+    expect_one_line_error(st, "--channels 4,8,32 (checkpoint: 4,8,16), --attention dot (checkpoint: additive)");
+}
+
+// The validation and summary lines never print a placeholder (best -1, nan); the header
+// says how many threads.
+static void test_no_sentinels_in_messages(void) {
+    int st = run("train --out %s/talk --steps 2 --log-every 1" DATA_SMALL
+                 " --image-size 64 --channels 4,8,16 --embed 16 --hidden 32 --attn-dim 16 --batch 8", tmp);
+    char *err = slurp("stderr.txt");
+    EXPECT(st == 0, "train failed: %s", err);
+    EXPECT(strstr(err, "validation BLEU-4") && strstr(err, "(the best so far)"), "stderr: %s", err);
+    EXPECT(strstr(stderr_line("caption train: 64 training images"), ", 1 thread;"), "header: %s",
+           stderr_line("caption train: 64 training images"));
+    EXPECT(!strstr(err, "-1.0") && !strstr(err, "nan"), "a placeholder in: %s", err);
+    free(err);
+    // A finished run resumed: nothing measured, JSON nulls; the best so far still named.
+    st = run("train --out %s/talk --steps 2 --resume --json" DATA_SMALL " --batch 8", tmp);
+    char *out = slurp("stdout.txt");
+    EXPECT(st == 0 && strstr(out, "\"final_loss\": null") && strstr(out, "\"val_bleu4\": null") &&
+               strstr(out, "\"best_step\": 2") && !strstr(out, "nan") && !strstr(out, ": -1"),
+           "JSON: %s", out);
+    free(out);
+}
+
+// A --minutes run's progress lines count steps, not seconds (6 s: a log gets its first
+// line after 5).
+static void test_minutes_progress_counts_steps(void) {
+    int st = run("train --out %s/minutes --minutes 0.1 --val-count 2 --val-beam 1" DATA_SMALL
+                 " --image-size 64 --channels 4,8,16 --embed 16 --hidden 32 --attn-dim 16 --batch 8", tmp);
+    EXPECT(st == 0, "train failed");
+    const char *line = stderr_line("train: ");
+    long steps = atol(line + 7);
+    EXPECT(strstr(line, " steps (") && strstr(line, " steps/s, ") && strstr(line, " images/s, ") &&
+               strstr(line, " left"),
+           "progress line: '%s'", line);
+    EXPECT(steps > 20, "%ld steps after 5 s: '%s'", steps, line);
+}
+
+// Six COCO images, no splits in the file: at the default shares the hash held none out and
+// training was refused; now one each goes to validation and test. Two images cannot be
+// split: the error says what to do.
+static void test_small_coco_set(void) {
+    char dir[512], path[700];
+    snprintf(dir, sizeof dir, "%s/coco6", tmp);
+    mkdir(dir, 0755);
+    unsigned char pix[32 * 32 * 3];
+    char json[2048] = "{\"images\": [", ann[1024] = "\"annotations\": [";
+    for (int id = 1; id <= 6; id++) {
+        for (int i = 0; i < (int)sizeof pix; i++) pix[i] = (unsigned char)(i * id * 7);
+        snprintf(path, sizeof path, "%s/%d.png", dir, id);
+        Error e;
+        EXPECT(write_png_u8(path, pix, 32, 32, 3, &e) == 0, "%s", e.msg);
+        size_t k = strlen(json), a = strlen(ann);
+        snprintf(json + k, sizeof json - k, "%s{\"id\": %d, \"file_name\": \"%d.png\"}", id > 1 ? ", " : "", id, id);
+        snprintf(ann + a, sizeof ann - a, "%s{\"image_id\": %d, \"caption\": \"a %s square\"}",
+                 id > 1 ? ", " : "", id, id % 2 ? "red" : "blue");
+    }
+    size_t k = strlen(json);
+    snprintf(json + k, sizeof json - k, "], %s]}", ann);
+    snprintf(path, sizeof path, "%s/captions.json", dir);
+    FILE *fp = fopen(path, "w");
+    if (fp) fputs(json, fp), fclose(fp);
+    int st = run("train --out %s/c6 --data coco:%s:%s --steps 2 --json" SMALL, tmp, path, dir);
+    char *err = slurp("stderr.txt"), *out = slurp("stdout.txt");
+    EXPECT(st == 0 && strstr(out, "\"steps\": 2"), "training on six COCO images failed: %s", err);
+    free(err), free(out);
+    st = run("eval --model %s/c6/model.safetensors --data coco:%s:%s --split test --json --quiet",
+             tmp, path, dir);
+    out = slurp("stdout.txt");
+    EXPECT(st == 0 && strstr(out, "\"images\": 1,"), "eval on the test image: %s", out);
+    free(out);
+    // --held-out: a larger share is taken; one outside (0, 0.5) is refused with one line.
+    st = run("train --out %s/c6h --data coco:%s:%s --steps 1 --held-out 0.3" SMALL, tmp, path, dir);
+    EXPECT(st == 0, "--held-out 0.3 failed");
+    expect_one_line_error(run("train --out %s/c6x --data coco:%s:%s --held-out 0.5" SMALL, tmp, path, dir),
+                          "--held-out");
+    // Two images.
+    snprintf(path, sizeof path, "%s/two.json", dir);
+    fp = fopen(path, "w");
+    if (fp)
+        fputs("{\"images\": [{\"id\": 1, \"file_name\": \"1.png\"}, {\"id\": 2, \"file_name\": \"2.png\"}], "
+              "\"annotations\": [{\"image_id\": 1, \"caption\": \"a\"}, {\"image_id\": 2, \"caption\": \"b\"}]}", fp),
+            fclose(fp);
+    st = run("train --out %s/c2 --data coco:%s:%s --steps 1" SMALL, tmp, path, dir);
+    err = slurp("stderr.txt");  // the set's summary line, then the error
+    EXPECT(st != 0 && strstr(err, "needs at least one training and one validation image (has 2, 0); "
+                                  "fewer than 3 images"), "status %d: %s", st, err);
+    free(err);
+}
+
+// --attention dot needs --hidden equal to the annotation size: --help says so, and the
+// error names the value to give.
+static void test_dot_attention_says_what_to_set(void) {
+    EXPECT(run("train --help") == 0, "--help failed");
+    char *out = slurp("stdout.txt");
+    EXPECT(strstr(out, "dot and scaled-dot need --hidden equal to the annotation size"), "help: %s", out);
+    free(out);
+    expect_one_line_error(run("train --out %s/dot --attention dot --hidden 100", tmp),
+                          "add --hidden 128, or end --channels with 100");
+}
+
 int main(void) {
     if (scratch_open(&sc, "test_cli_caption", "caption")) {
         printf("FAIL main: cannot make a temporary folder\n");
@@ -337,6 +495,12 @@ int main(void) {
     RUN(test_hard_and_none);
     RUN(test_nonfinite_stops);
     RUN(test_scenes_folder);
+    RUN(test_refuses_to_overwrite_a_run);
+    RUN(test_resume_takes_left_out_flags);
+    RUN(test_no_sentinels_in_messages);
+    RUN(test_minutes_progress_counts_steps);
+    RUN(test_small_coco_set);
+    RUN(test_dot_attention_says_what_to_set);
     scratch_remove(tmp);
     return test_summary();
 }

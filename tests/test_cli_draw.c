@@ -1,9 +1,15 @@
 // End-to-end tests of bin/draw (found in $ATTEND_BIN, default "bin") on real MNIST
 // (data/mnist, fetched by `make data`): train a tiny model for a few steps, evaluate
 // with --json, generate and reconstruct frames, resume bit for bit, and refuse bad
-// input with one line on stderr and a non-zero exit.
+// input with one line on stderr and a non-zero exit. Issue 17: a new run refuses a folder
+// holding one (--force starts over); --resume refuses model flags that differ from the
+// checkpoint and takes new training settings, naming them; the default thread count
+// follows the CPU affinity mask and the header says it; a --minutes run's progress line
+// counts steps and images.
+#define _GNU_SOURCE  // sched_setaffinity, CPU_SET
 #include <cJSON.h>
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +154,108 @@ static void test_resume_bit_identical(void) {
            "seeds 5 and 6 gave the same weights");
 }
 
+// The first line of stderr that starts with prefix (a static copy); "" when none.
+static const char *stderr_line(const char *prefix) {
+    static char line[2048];
+    line[0] = 0;
+    char *err = read_text("stderr.txt");
+    for (char *p = err; p && *p;) {
+        char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p) : strlen(p);
+        if (strncmp(p, prefix, strlen(prefix)) == 0) {
+            snprintf(line, sizeof line, "%.*s", (int)n, p);
+            break;
+        }
+        p = eol ? eol + 1 : p + n;
+    }
+    free(err);
+    return line;
+}
+
+// A new run refuses a folder that holds one (a trained model was once replaced by a 5-step
+// one): one line naming the run and the way out, the model and log untouched. --force
+// starts over; --resume continues.
+static void test_refuses_to_overwrite_a_run(void) {
+    int rc = run_draw("train " TINY " --steps 3 --out %s/kept", tmpdir);
+    EXPECT(rc == 0, "first run exited %d", rc);
+    size_t n0 = 0, n1 = 0;
+    char *model0 = scratch_read(&sc, "kept/model.safetensors", &n0), *log0 = read_text("kept/log.csv");
+    rc = run_draw("train " TINY " --steps 1 --out %s/kept", tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc != 0 && scratch_count_lines(err) == 1, "exit %d, stderr: %s", rc, err ? err : "");
+    EXPECT(err && strstr(err, "already holds a run") && strstr(err, "kept/model.safetensors") &&
+               strstr(err, "--resume") && strstr(err, "--force"),
+           "stderr: %s", err ? err : "");
+    char *model1 = scratch_read(&sc, "kept/model.safetensors", &n1), *log1 = read_text("kept/log.csv");
+    EXPECT(model0 && model1 && n0 == n1 && !memcmp(model0, model1, n0), "the model changed");
+    EXPECT(log0 && log1 && !strcmp(log0, log1), "the log changed");
+    free(err), free(model1), free(log1);
+    rc = run_draw("train " TINY " --steps 1 --force --out %s/kept", tmpdir);
+    model1 = scratch_read(&sc, "kept/model.safetensors", &n1);
+    log1 = read_text("kept/log.csv");
+    EXPECT(rc == 0 && model1 && (n1 != n0 || memcmp(model0, model1, n0)), "--force: exit %d", rc);
+    EXPECT(log1 && scratch_count_lines(log1) == 2, "--force: log.csv %s", log1 ? log1 : "");
+    free(model0), free(model1), free(log0), free(log1);
+}
+
+// --resume: model flags that differ are refused, each named with both values; a flag
+// left out takes the checkpoint's; training settings given (--lr) are taken and named.
+static void test_resume_checks_flags(void) {
+    int rc = run_draw("train " TINY " --steps 2 --out %s/flags", tmpdir);
+    EXPECT(rc == 0, "first run exited %d", rc);
+    rc = run_draw("train --steps 3 --resume --T 5 --hidden 24 --z 7 --out %s/flags", tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc != 0 && scratch_count_lines(err) == 1, "exit %d, stderr: %s", rc, err ? err : "");
+    EXPECT(err && strstr(err, "--T 5 (checkpoint: 4), --z 7 (checkpoint: 6)") && !strstr(err, "--hidden"),
+           "stderr: %s", err ? err : "");
+    free(err);
+    rc = run_draw("train --steps 3 --resume --no-attention --out %s/flags", tmpdir);
+    err = read_text("stderr.txt");
+    EXPECT(rc != 0 && err && strstr(err, "--no-attention (checkpoint: off)"), "stderr: %s", err ? err : "");
+    free(err);
+    rc = run_draw("train --steps 3 --resume --lr 0.002 --valid-every 3 --valid-images 64 --out %s/flags", tmpdir);
+    EXPECT(rc == 0, "resume with a new --lr exited %d", rc);
+    EXPECT(strstr(stderr_line("draw train: resuming"), "--lr 0.002 (checkpoint: 0.001)"),
+           "no line names the new --lr: '%s'", stderr_line("draw train: resuming"));
+    EXPECT(strstr(stderr_line("draw train: mnist"), "T 4,") && strstr(stderr_line("draw train: mnist"), "lr 0.002"),
+           "header: %s", stderr_line("draw train: mnist"));
+}
+
+// --threads left out: every CPU of the affinity mask, and the header says how many.
+static void test_threads_default_to_affinity(void) {
+    cpu_set_t saved, one;
+    EXPECT(sched_getaffinity(0, sizeof saved, &saved) == 0);
+    char want[32];
+    int all = CPU_COUNT(&saved);
+    snprintf(want, sizeof want, ", %d thread%s;", all, all == 1 ? "" : "s");
+    int rc = run_draw("train " TINY " --steps 1 --out %s/threads_all", tmpdir);
+    EXPECT(rc == 0 && strstr(stderr_line("draw train: mnist"), want), "want '%s': %s", want,
+           stderr_line("draw train: mnist"));
+    int first = 0;
+    while (first < CPU_SETSIZE && !CPU_ISSET(first, &saved)) first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    EXPECT(sched_setaffinity(0, sizeof one, &one) == 0, "cannot set the affinity");
+    rc = run_draw("train " TINY " --steps 1 --out %s/threads_one", tmpdir);  // inherits the mask
+    sched_setaffinity(0, sizeof saved, &saved);
+    EXPECT(rc == 0 && strstr(stderr_line("draw train: mnist"), ", 1 thread;"), "one CPU: %s",
+           stderr_line("draw train: mnist"));
+}
+
+// A --minutes run's progress lines count steps, with images/s and the time left (6 s: a
+// log gets its first line after 5).
+static void test_minutes_progress_counts_steps(void) {
+    int rc = run_draw("train " TINY " --minutes 0.1 --valid-every 100000 --log-every 1000 --threads 1 --out %s/minutes", tmpdir);
+    EXPECT(rc == 0, "exited %d", rc);
+    const char *line = stderr_line("train: ");
+    long steps = atol(line + 7);
+    EXPECT(strstr(line, " steps (") && strstr(line, " steps/s, ") && strstr(line, " images/s, ") &&
+               strstr(line, " left") && !strstr(line, "nan"),
+           "progress line: '%s'", line);
+    // Seconds counted as steps would show 5 here; the tiny model runs hundreds a second.
+    EXPECT(steps > 20, "%ld steps after 5 s: '%s'", steps, line);
+}
+
 // Each bad invocation must exit non-zero with exactly one line on stderr.
 static void expect_one_line_failure(const char *args) {
     int rc = run_draw("%s", args);
@@ -197,6 +305,10 @@ int main(void) {
     RUN(test_reconstruct_frames);
     RUN(test_resume_bit_identical);
     RUN(test_bad_input_one_line);
+    RUN(test_refuses_to_overwrite_a_run);
+    RUN(test_resume_checks_flags);
+    RUN(test_threads_default_to_affinity);
+    RUN(test_minutes_progress_counts_steps);
     int rc = test_summary();
     if (rc == 0) scratch_remove(tmpdir);
     return rc;
