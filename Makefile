@@ -45,6 +45,14 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS += $(PKG_CFLAGS)
 LDLIBS += $(PKG_LIBS) -lgif
+# Open MPI (core/dist.c): with it both programs also run under mpirun; without it they
+# build as before and refuse to start under mpirun.
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null)
+MPI_LIBS   := $(shell pkg-config --libs ompi-c 2>/dev/null)
+ifneq ($(MPI_LIBS),)
+  CFLAGS += -DATTEND_MPI $(MPI_CFLAGS)
+  LDLIBS += $(MPI_LIBS)
+endif
 
 # --- sources ---------------------------------------------------------------------------
 MODULES  := core seq vision datasets models

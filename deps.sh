@@ -16,6 +16,7 @@ trial() { # trial compile: header and library
     rm -f "${TMPDIR:-/tmp}/attend_probe.c" "${TMPDIR:-/tmp}/attend_probe"
     return $status
 }
+has_mpi() { have_pc ompi-c && has mpirun; }
 check() { # name, package, test...
     name=$1; pkg=$2; shift 2
     if "$@"; then say "$name" found; else say "$name" "missing (Debian package $pkg)"; missing="$missing $pkg"; fi
@@ -30,6 +31,7 @@ check "zlib"           zlib1g-dev            have_pc zlib
 check "stb_image"      libstb-dev            have_pc stb
 check "cJSON"          libcjson-dev          have_pc libcjson
 check "giflib"         libgif-dev            trial gif_lib.h -lgif
+check "Open MPI"       "libopenmpi-dev openmpi-bin" has_mpi
 check "npm"            npm                   has npm
 check "Fashion-MNIST"  dataset-fashion-mnist test -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 

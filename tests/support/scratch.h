@@ -37,6 +37,17 @@ int scratch_open(Scratch *s, const char *prefix, const char *program);
 // from fmt. Returns the exit status, or -1 when the program did not exit normally.
 int scratch_run(const Scratch *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// The command that starts N ranks on this machine, the one place that knows Open MPI's
+// flags for it: $ATTEND_MPIRUN, else "mpirun --allow-run-as-root --oversubscribe
+// --bind-to none" (root in a container needs the first; more ranks than cores the second;
+// the third keeps two ranks from sharing one core). Followed by "-np N PROGRAM ARGS".
+const char *scratch_mpirun(void);
+
+// Like scratch_run, under "scratch_mpirun() -np NP". Ranks' outputs go to the same files.
+// Leak checking is off in the ranks (Open MPI's allocations live until exit).
+int scratch_run_mpi(const Scratch *s, int np, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 // Reads a whole file as a 0-terminated string (malloc'd); NULL when it cannot be read.
 // *len (if non-NULL) gets its size in bytes (0 on failure).
 char *scratch_read_text(const char *path, size_t *len);
