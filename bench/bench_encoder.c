@@ -7,18 +7,26 @@
 // per pass); THREADS = -N runs one worker whose GEMMs use N OpenBLAS threads instead.
 // Random images (fixed seed), one warm-up batch, then BATCHES timed batches (CLOCK_MONOTONIC
 // via core/timer.h). Prints one JSON object on stdout: the median batch's images per second,
+// images per CPU-second over the timed batches (what idle cores would do, on a shared machine),
 // milliseconds per batch, the convolutions' GFLOP/s (2 multiply-adds... counted as
 // encoder_flops: 2 * K*K*C*OC*Ho*Wo per convolution, direct), the workspace and weights in
 // MiB. Peak memory is measured by the caller (bench/reference/bench_encoders.py, wait4).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/check.h"
 #include "core/gemm.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "vision/encoder.h"
+
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -59,12 +67,13 @@ int main(int argc, char **argv) {
     rng_seed(&rng, 1);
     for (size_t i = 0; i < in; i++) images[i] = rng_normal(&rng);
     encoder_forward(enc, &ws, annot, images, B);  // warm-up
-    double secs[100];
+    double secs[100], c0 = cpu_now();
     for (int k = 0; k < batches; k++) {
         double t = timer_now();
         encoder_forward(enc, &ws, annot, images, B);
         secs[k] = timer_now() - t;
     }
+    const double cpu = cpu_now() - c0;
     qsort(secs, (size_t)batches, sizeof secs[0], cmp_double);
     const double med = secs[batches / 2];
     double check = 0.0;
@@ -72,10 +81,10 @@ int main(int argc, char **argv) {
     printf("{\"arch\": \"%s\", \"batch\": %d, \"size\": %d, \"threads\": %d, \"blas_threads\": %d, "
            "\"group\": %d, \"conv\": \"%s\", \"images_per_s\": %.3f, \"ms_per_batch\": %.1f, "
            "\"conv_gflops\": %.1f, \"workspace_mib\": %.1f, \"weights_mib\": %.1f, "
-           "\"load_s\": %.2f, \"output_sum\": %.6g}\n",
+           "\"load_s\": %.2f, \"images_per_cpu_s\": %.3f, \"output_sum\": %.6g}\n",
            argv[1], B, S, threads, blas, ws.group, conv_name, B / med, 1e3 * med,
            encoder_flops(enc, S) * B / med / 1e9, ws.bytes / 1048576.0,
-           encoder_param_count(enc) * 4.0 / 1048576.0, load_s, check);
+           encoder_param_count(enc) * 4.0 / 1048576.0, load_s, (double)B * batches / cpu, check);
     free(images);
     free(annot);
     encoder_workspace_free(&ws);

@@ -11,7 +11,9 @@ a user's file would be) against PyTorch 1.13 (the same torchvision modules, rand
 eval mode under torch.no_grad, torch.set_num_threads(THREADS); its convolutions run through
 oneDNN). Only the encoder part is built on the PyTorch side (no classifier to allocate).
 Each side is its own process: one warm-up batch, then 3 timed batches, the median batch
-counts; peak resident memory is the process's ru_maxrss (wait4), PyTorch's import included.
+counts; peak resident memory is the process's ru_maxrss (wait4), PyTorch's import included;
+images per CPU-second (process CPU time over the timed batches) show what idle cores would
+do when the machine is shared (PyTorch's OpenMP threads lose more to a loaded machine).
 Every setting runs --reps rounds, the two sides alternating, and the table gives the median
 round. The convolutions' FLOP rate (2 K K C OC Ho Wo per convolution, counted as a direct
 convolution whatever the method) is also given as a share of the sgemm peak (1024^3 through
@@ -54,13 +56,15 @@ def torch_side(arch, batch, size, threads, batches):
     times = []
     with torch.no_grad():
         net(x)
+        c0 = time.process_time()
         for _ in range(batches):
             t = time.perf_counter()
             y = net(x)
             times.append(time.perf_counter() - t)
+    cpu = time.process_time() - c0
     med = statistics.median(times)
     print(json.dumps({"arch": arch, "images_per_s": batch / med, "ms_per_batch": 1e3 * med,
-                      "out": list(y.shape)}))
+                      "images_per_cpu_s": batch * batches / cpu, "out": list(y.shape)}))
 
 
 def torchvision_vgg_features(arch):
@@ -128,12 +132,12 @@ def main():
                      str(a.size), str(a.threads), str(min(a.group, a.batch)), "auto", "3"],
                     env, tmp, log)
                 if r:
-                    c_runs.append((r["images_per_s"], rss, r["conv_gflops"]))
+                    c_runs.append((r["images_per_s"], rss, r["conv_gflops"], r["images_per_cpu_s"]))
                 r, rss, _ = bench_train.run(
                     [py, os.path.relpath(__file__), "--batch", str(a.batch), "--size", str(a.size), "--threads",
                      str(a.threads), "--torch-side", arch, "3"], env, tmp, log)
                 if r:
-                    t_runs.append((r["images_per_s"], rss))
+                    t_runs.append((r["images_per_s"], rss, r["images_per_cpu_s"]))
             os.remove(wpath)
             if not c_runs or not t_runs:
                 print(f"{arch}: a side failed, see above")
@@ -148,12 +152,13 @@ def main():
     print(f"\nload average now {open('/proc/loadavg').read().split()[0:3]}; sgemm 1024^3 peak on "
           f"{a.threads} thread(s): {peak} GFLOP/s")
     print("| encoder | toolkit images/s | PyTorch images/s | ratio | toolkit peak RSS MiB | "
-          "PyTorch peak RSS MiB | conv GFLOP/s | share of sgemm peak |")
-    print("|---|---|---|---|---|---|---|---|")
+          "PyTorch peak RSS MiB | conv GFLOP/s | share of sgemm peak | images per CPU-s, "
+          "toolkit / PyTorch |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for arch, c, t in rows:
         share = f"{c[2] / peak:.2f}" if peak else "n/a"
         print(f"| {arch} | {c[0]:.2f} | {t[0]:.2f} | {c[0] / t[0]:.2f} | {c[1]:.0f} | {t[1]:.0f} "
-              f"| {c[2]:.1f} | {share} |")
+              f"| {c[2]:.1f} | {share} | {c[3]:.2f} / {t[2]:.2f} |")
     return 0
 
 
