@@ -7,6 +7,9 @@
 #                 slow, not part of make test: VG_TESTS="test_args test_ops" for a subset,
 #                 VG_CHILDREN=0 to run the spawned bin/draw, bin/caption natively
 #   make bench    speed and memory benchmarks
+#   make parity-encoders  the pretrained encoders against torchvision at full width (random
+#                 weights through bench/reference/pth_to_safetensors.py; needs PyTorch,
+#                 about 2 GB of disk under $(BUILD)/parity-encoders; not part of make test)
 #   make deps     install missing Debian packages (root) or print the command
 #   make data     fetch MNIST and Fashion-MNIST into data/
 #
@@ -77,9 +80,9 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
 BENCH_SRCS := $(wildcard bench/bench_*.c)
-BENCHES    := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+BENCHES    := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%) $(BUILD)/bench/parity_encoders
 
-.PHONY: all build build-suite deps data test check valgrind bench demo fixtures clean
+.PHONY: all build build-suite deps data test check valgrind bench demo fixtures parity-encoders clean
 .DEFAULT_GOAL := all
 
 all: build
@@ -157,6 +160,11 @@ demo: data
 
 fixtures:
 	/usr/bin/python3 bench/reference/make_fixtures.py tests/fixtures
+
+parity-encoders:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/bench/parity_encoders
+	/usr/bin/python3 bench/reference/encoders_ref.py full $(BUILD)/parity-encoders
+	$(BUILD)/bench/parity_encoders $(BUILD)/parity-encoders
 
 clean:
 	rm -rf build build-san build-vg bin

@@ -28,4 +28,13 @@ else
     echo "   (as root: apt-get install -y python3-torch python3-numpy)"
 fi
 
+# Pretrained-encoder inference (VGG-19 to conv5_4, ResNet-101 to layer4, batch 16, 224 px)
+# against PyTorch on the same threads: images per second, peak memory, FLOP rate.
+if /usr/bin/python3 -c "import torch, torchvision, numpy" 2>/dev/null; then
+    run "encoder inference vs PyTorch" /usr/bin/python3 bench/reference/bench_encoders.py --build "$build"
+else
+    echo "== encoder inference vs PyTorch: skipped, PyTorch or torchvision is not installed"
+    echo "   (as root: apt-get install -y python3-torch python3-torchvision python3-numpy)"
+fi
+
 exit $status

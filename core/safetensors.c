@@ -21,9 +21,84 @@
 #define MAX_DIMS ((int)(sizeof(((SafetensorsTensor *)0)->shape) / sizeof(int64_t)))
 
 typedef struct {
-    void *data;   // tensor bytes, 64-byte aligned
-    cJSON *root;  // the parsed header: metadata strings point into it
+    void *data;            // safetensors_load: the float tensors' values, 64-byte aligned
+    cJSON *root;           // the parsed header: metadata strings point into it
+    FILE *fp;              // safetensors_open: the open file
+    unsigned char *mem;    // safetensors_open_memory: a copy of the bytes
+    size_t mem_len;
+    uint64_t data_start;   // where the data section starts (8 + header length)
+    char name[512];        // the path (or name) for messages
 } Internal;
+
+static const struct {
+    const char *name;
+    size_t bytes;
+} DTYPES[] = {
+    [ST_F32] = {"F32", 4}, [ST_F16] = {"F16", 2}, [ST_BF16] = {"BF16", 2},
+    [ST_I8] = {"I8", 1},   [ST_U8] = {"U8", 1},   [ST_I16] = {"I16", 2},
+    [ST_U16] = {"U16", 2}, [ST_I32] = {"I32", 4}, [ST_U32] = {"U32", 4},
+    [ST_I64] = {"I64", 8}, [ST_U64] = {"U64", 8}, [ST_BOOL] = {"BOOL", 1},
+};
+#define N_DTYPES ((int)(sizeof DTYPES / sizeof DTYPES[0]))
+
+const char *safetensors_dtype_name(SafetensorsDtype d) {
+    return (int)d >= 0 && (int)d < N_DTYPES ? DTYPES[d].name : "?";
+}
+
+// Messages quote names and dtypes from the header, where JSON escapes allow any character:
+// control characters are shown as '?' so the message stays one line (found by
+// tests/fuzz/fuzz_safetensors.c). Returns -1.
+static int one_line(Error *err) {
+    for (char *c = err ? err->msg : NULL; c && *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7F) *c = '?';
+    return -1;
+}
+
+// ---------------------------------------------------------------------------- dtypes
+
+float safetensors_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, bits;
+    if (e == 0x1f) {
+        bits = sign | 0x7f800000u | (m << 13);  // infinity, NaN (payload kept)
+    } else if (e) {
+        bits = sign | ((e + 112) << 23) | (m << 13);  // exponent bias 15 -> 127
+    } else if (!m) {
+        bits = sign;  // signed zero
+    } else {
+        // Subnormal m 2^-24: shift the leading 1 up to bit 10, lowering the exponent.
+        int s = 0;
+        while (!(m & 0x400)) m <<= 1, s++;
+        bits = sign | ((uint32_t)(113 - s) << 23) | ((m & 0x3ff) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+float safetensors_f16_to_f32_ref(uint16_t h) {
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e == 0x1f ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+    return (float)((h & 0x8000) ? -v : v);
+}
+
+float safetensors_bf16_to_f32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+// dst (n floats) from n values of dtype d at src (any alignment).
+static void widen(float *dst, const unsigned char *src, size_t n, SafetensorsDtype d) {
+    if (d == ST_F32) {
+        memcpy(dst, src, n * sizeof(float));
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h = (uint16_t)(src[2 * i] | src[2 * i + 1] << 8);
+        dst[i] = d == ST_F16 ? safetensors_f16_to_f32(h) : safetensors_bf16_to_f32(h);
+    }
+}
 
 // ---------------------------------------------------------------------------- writing
 
@@ -148,9 +223,15 @@ static int parse_entry(SafetensorsTensor *t, Span *span, const cJSON *item, size
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(item, "data_offsets");
     if (!cJSON_IsString(dtype))
         return error_set(err, "%s: tensor '%s': missing or non-string dtype", path, name);
-    if (strcmp(dtype->valuestring, "F32") != 0)
-        return error_set(err, "%s: tensor '%s': dtype '%.16s' not supported (only F32)", path,
-                         name, dtype->valuestring);
+    int dt = -1;
+    for (int i = 0; i < N_DTYPES && dt < 0; i++)
+        if (strcmp(dtype->valuestring, DTYPES[i].name) == 0) dt = i;
+    if (dt < 0)
+        return error_set(err,
+                         "%s: tensor '%s': dtype '%.16s' not supported (F32, F16, BF16; integer "
+                         "tensors are read past)", path, name, dtype->valuestring);
+    t->dtype = (SafetensorsDtype)dt;
+    const size_t esize = DTYPES[dt].bytes;
     if (!cJSON_IsArray(shape))
         return error_set(err, "%s: tensor '%s': missing or non-array shape", path, name);
     int ndim = cJSON_GetArraySize(shape);
@@ -167,7 +248,7 @@ static int parse_entry(SafetensorsTensor *t, Span *span, const cJSON *item, size
             return error_set(err, "%s: tensor '%s': shape[%d] is not a non-negative integer",
                              path, name, d);
         t->shape[d++] = v;
-        if (v != 0 && numel > SIZE_MAX / sizeof(float) / (uint64_t)v)
+        if (v != 0 && numel > SIZE_MAX / 8 / (uint64_t)v)
             return error_set(err, "%s: tensor '%s': element count overflows", path, name);
         numel *= (size_t)v;
     }
@@ -183,9 +264,10 @@ static int parse_entry(SafetensorsTensor *t, Span *span, const cJSON *item, size
         return error_set(err,
                          "%s: tensor '%s': data_offsets [%lld, %lld] out of range (data is %zu bytes)",
                          path, name, (long long)b, (long long)e, data_len);
-    if ((uint64_t)(e - b) != (uint64_t)numel * sizeof(float))
-        return error_set(err, "%s: tensor '%s': %lld bytes of data for %zu F32 elements", path,
-                         name, (long long)(e - b), numel);
+    if ((uint64_t)(e - b) != (uint64_t)numel * esize)
+        return error_set(err, "%s: tensor '%s': %lld bytes of data for %zu %s elements", path,
+                         name, (long long)(e - b), numel, DTYPES[dt].name);
+    t->offset = (size_t)b;
     span->begin = (size_t)b;
     span->end = (size_t)e;
     return 0;
@@ -211,7 +293,9 @@ static int read_exact(Reader *r, void *p, size_t n) {
     return 0;
 }
 
-static int load_from(SafetensorsFile *f, Reader *r, uint64_t size, const char *path, Error *err);
+// header_only: validate the header and stop before the data (safetensors_open).
+static int load_from(SafetensorsFile *f, Reader *r, uint64_t size, const char *path,
+                     int header_only, Error *err);
 
 int safetensors_load(SafetensorsFile *f, const char *path, Error *err) {
     memset(f, 0, sizeof *f);
@@ -219,7 +303,7 @@ int safetensors_load(SafetensorsFile *f, const char *path, Error *err) {
     size_t size;
     if (file_open_regular(&fp, &size, path, err)) return -1;
     Reader r = {.fp = fp};
-    int status = load_from(f, &r, (uint64_t)size, path, err);
+    int status = load_from(f, &r, (uint64_t)size, path, 0, err);
     fclose(fp);
     return status;
 }
@@ -228,11 +312,86 @@ int safetensors_load_memory(SafetensorsFile *f, const unsigned char *bytes, size
                             const char *name, Error *err) {
     memset(f, 0, sizeof *f);
     Reader r = {.mem = bytes, .len = bytes ? len : 0};
-    return load_from(f, &r, (uint64_t)r.len, name ? name : "(memory)", err);
+    return load_from(f, &r, (uint64_t)r.len, name ? name : "(memory)", 0, err);
 }
 
-static int load_from(SafetensorsFile *f, Reader *r, uint64_t size, const char *path, Error *err) {
+int safetensors_open(SafetensorsFile *f, const char *path, Error *err) {
+    memset(f, 0, sizeof *f);
+    FILE *fp;
+    size_t size;
+    if (file_open_regular(&fp, &size, path, err)) return -1;
+    Reader r = {.fp = fp};
+    if (load_from(f, &r, (uint64_t)size, path, 1, err)) {
+        fclose(fp);
+        return -1;
+    }
+    ((Internal *)f->buffer_)->fp = fp;
+    return 0;
+}
+
+int safetensors_open_memory(SafetensorsFile *f, const unsigned char *bytes, size_t len,
+                            const char *name, Error *err) {
+    memset(f, 0, sizeof *f);
+    Reader r = {.mem = bytes, .len = bytes ? len : 0};
+    if (load_from(f, &r, (uint64_t)r.len, name ? name : "(memory)", 1, err)) return -1;
+    Internal *in = f->buffer_;
+    in->mem = xmalloc(r.len ? r.len : 1);
+    if (r.len) memcpy(in->mem, bytes, r.len);
+    in->mem_len = r.len;
+    return 0;
+}
+
+static int read_floats(float *dst, const SafetensorsFile *f, const SafetensorsTensor *t,
+                            Error *err) {
+    const Internal *in = f->buffer_;
+    CHECK(in && t >= f->tensors && t < f->tensors + f->count, "tensor not of this file");
+    if (!safetensors_dtype_is_float(t->dtype))
+        return error_set(err, "%s: tensor '%s': dtype %s is not a floating-point type", in->name,
+                         t->name, safetensors_dtype_name(t->dtype));
+    if (t->numel == 0) return 0;
+    if (t->data) {
+        memcpy(dst, t->data, t->numel * sizeof(float));
+        return 0;
+    }
+    const size_t esize = DTYPES[t->dtype].bytes, bytes = t->numel * esize;
+    const uint64_t at = in->data_start + t->offset;
+    if (in->mem) {
+        CHECK(at + bytes <= in->mem_len, "validated at open");
+        widen(dst, in->mem + at, t->numel, t->dtype);
+        return 0;
+    }
+    CHECK(in->fp, "safetensors_read_floats on a file neither loaded nor open");
+    if (fseeko(in->fp, (off_t)at, SEEK_SET) != 0)
+        return error_set(err, "%s: tensor '%s': seek failed: %s", in->name, t->name,
+                         strerror(errno));
+    if (t->dtype == ST_F32) {
+        if (fread(dst, 1, bytes, in->fp) != bytes)
+            return error_set(err, "%s: tensor '%s': read failed (file shorter than when opened?)",
+                             in->name, t->name);
+        return 0;
+    }
+    // Half-width values through a small buffer, widened in place.
+    unsigned char buf[1 << 14];
+    for (size_t done = 0; done < t->numel;) {
+        size_t n = t->numel - done < sizeof buf / esize ? t->numel - done : sizeof buf / esize;
+        if (fread(buf, esize, n, in->fp) != n)
+            return error_set(err, "%s: tensor '%s': read failed (file shorter than when opened?)",
+                             in->name, t->name);
+        widen(dst + done, buf, n, t->dtype);
+        done += n;
+    }
+    return 0;
+}
+
+int safetensors_read_floats(float *dst, const SafetensorsFile *f, const SafetensorsTensor *t,
+                            Error *err) {
+    return read_floats(dst, f, t, err) ? one_line(err) : 0;
+}
+
+static int load_from(SafetensorsFile *f, Reader *r, uint64_t size, const char *path,
+                     int header_only, Error *err) {
     Internal *in = xcalloc(1, sizeof *in);
+    snprintf(in->name, sizeof in->name, "%s", path);
     char *header = NULL;
     Span *spans = NULL;
     int status = -1;
@@ -357,8 +516,15 @@ static int load_from(SafetensorsFile *f, Reader *r, uint64_t size, const char *p
         reach = spans[i].end;
         reach_index = spans[i].index;
     }
-    // The data, into a 64-byte aligned buffer; offsets that are not multiples of 4 (legal
-    // but never written by us or by Python for F32) are repacked so every float is aligned.
+    in->data_start = 8 + n;
+    if (header_only) {
+        status = 0;
+        goto done;
+    }
+    // The data, into a 64-byte aligned buffer. When every tensor is F32 at an offset that is a
+    // multiple of 4 (what we and Python write), the tensors point into it; otherwise (F16,
+    // BF16, integer tensors, offsets not multiples of 4: legal) the float tensors are
+    // widened or copied into a second aligned buffer and the raw bytes dropped.
     size_t alloc = (data_len + 63) & ~(size_t)63;
     in->data = aligned_alloc(64, alloc ? alloc : 64);
     CHECK(in->data, "out of memory: %zu bytes for %s", alloc, path);
@@ -366,39 +532,39 @@ static int load_from(SafetensorsFile *f, Reader *r, uint64_t size, const char *p
         error_set(err, "%s: read error in the tensor data", path);
         goto done;
     }
-    int misaligned = 0;
-    for (int i = 0; i < k; i++) misaligned |= spans[i].begin % sizeof(float) != 0;
-    if (misaligned) {
-        size_t total = 0;
-        for (int i = 0; i < k; i++) total += spans[i].end - spans[i].begin;
-        size_t alloc2 = (total + 63) & ~(size_t)63;
-        unsigned char *packed = aligned_alloc(64, alloc2 ? alloc2 : 64);
+    int repack = 0;
+    size_t floats = 0;
+    for (int i = 0; i < k; i++) {
+        const SafetensorsTensor *t = &f->tensors[spans[i].index];
+        repack |= t->dtype != ST_F32 || spans[i].begin % sizeof(float) != 0;
+        if (safetensors_dtype_is_float(t->dtype)) floats += t->numel;
+    }
+    if (repack) {
+        size_t alloc2 = (floats * sizeof(float) + 63) & ~(size_t)63;
+        float *packed = aligned_alloc(64, alloc2 ? alloc2 : 64);
         CHECK(packed, "out of memory: %zu bytes for %s", alloc2, path);
         size_t at = 0;
         for (int i = 0; i < k; i++) {
-            size_t len = spans[i].end - spans[i].begin;
-            memcpy(packed + at, (unsigned char *)in->data + spans[i].begin, len);
-            spans[i].begin = at;
-            spans[i].end = at + len;
-            at += len;
+            SafetensorsTensor *t = &f->tensors[spans[i].index];
+            if (!safetensors_dtype_is_float(t->dtype)) continue;
+            widen(packed + at, (const unsigned char *)in->data + spans[i].begin, t->numel, t->dtype);
+            t->data = packed + at;
+            at += t->numel;
         }
         free(in->data);
         in->data = packed;
+    } else {
+        for (int i = 0; i < k; i++)
+            f->tensors[spans[i].index].data =
+                (const float *)(const void *)((unsigned char *)in->data + spans[i].begin);
     }
-    for (int i = 0; i < k; i++)
-        f->tensors[spans[i].index].data =
-            (const float *)(const void *)((unsigned char *)in->data + spans[i].begin);
     status = 0;
 done:
     free(header);
     free(spans);
     f->buffer_ = in;
     if (status != 0) safetensors_free(f);
-    // Messages quote names and dtypes from the header, where JSON escapes allow any
-    // character: control characters are shown as '?' so the message stays one line
-    // (found by tests/fuzz/fuzz_safetensors.c).
-    for (char *c = err && status != 0 ? err->msg : NULL; c && *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7F) *c = '?';
+    if (status != 0) one_line(err);
     return status;
 }
 
@@ -407,6 +573,8 @@ void safetensors_free(SafetensorsFile *f) {
     if (in) {
         free(in->data);
         cJSON_Delete(in->root);
+        if (in->fp) fclose(in->fp);
+        free(in->mem);
         free(in);
     }
     free(f->tensors);
@@ -445,6 +613,10 @@ int safetensors_read_block(Block *b, const char *prefix, const SafetensorsFile *
         snprintf(name, sizeof name, "%s%s", prefix, t->name);
         const SafetensorsTensor *s = safetensors_find(f, name);
         if (!s) return error_set(err, "%s: missing tensor '%s'", path, name);
+        if (!safetensors_dtype_is_float(s->dtype))
+            return error_set(err, "%s: tensor '%s' has dtype %s, not a floating-point type",
+                             path, name, safetensors_dtype_name(s->dtype));
+        CHECK(s->data || !s->numel, "safetensors_read_block needs a file from safetensors_load");
         int same = s->ndim == t->ndim;
         for (int d = 0; same && d < t->ndim; d++) same = s->shape[d] == t->shape[d];
         if (!same) {

@@ -21,6 +21,8 @@
 
 static char tmpdir[256];
 
+#define T(dtype, shape, offs) "{\"dtype\":\"" dtype "\",\"shape\":" shape ",\"data_offsets\":" offs "}"
+
 static void path_in(char *buf, size_t cap, const char *name) {
     snprintf(buf, cap, "%s/%s", tmpdir, name);
 }
@@ -180,6 +182,90 @@ static void test_reads_foreign_file(void) {
     safetensors_free(&f);
 }
 
+// Every half-precision bit pattern widens to the value the arithmetic definition gives
+// (NaNs to a NaN); bfloat16 is the top half of a float.
+static void test_half_precision_widening(void) {
+    int bad = -1;
+    for (uint32_t h = 0; h < 65536 && bad < 0; h++) {
+        float a = safetensors_f16_to_f32((uint16_t)h), b = safetensors_f16_to_f32_ref((uint16_t)h);
+        uint32_t ba, bb;
+        memcpy(&ba, &a, 4);
+        memcpy(&bb, &b, 4);
+        if (isnan(b) ? !isnan(a) : ba != bb) bad = (int)h;
+    }
+    EXPECT(bad < 0, "f16 0x%04x: %.9g, expected %.9g", (unsigned)bad,
+           bad < 0 ? 0.0 : safetensors_f16_to_f32((uint16_t)bad),
+           bad < 0 ? 0.0 : safetensors_f16_to_f32_ref((uint16_t)bad));
+    EXPECT(safetensors_f16_to_f32(0x3c00) == 1.0f && safetensors_f16_to_f32(0xc000) == -2.0f);
+    EXPECT(safetensors_f16_to_f32(0x0001) == ldexpf(1.0f, -24), "smallest subnormal");
+    EXPECT(safetensors_f16_to_f32(0x7bff) == 65504.0f, "largest half");
+    EXPECT(safetensors_bf16_to_f32(0x3f80) == 1.0f && safetensors_bf16_to_f32(0xc0a0) == -5.0f);
+    EXPECT(safetensors_bf16_to_f32(0x3e20) == 0.15625f);
+}
+
+// F16, BF16, unaligned F32 and integer tensors in one file, read whole (safetensors_load)
+// and by header plus tensor (safetensors_open, safetensors_read_floats): the same floats;
+// the integer tensor is listed with its dtype, has no data and is refused as floats.
+static void test_reads_half_and_integer_tensors(void) {
+    char path[512];
+    path_in(path, sizeof path, "mixed.safetensors");
+    const char *h = "{\"h\":" T("F16", "[3]", "[0,6]") ",\"b\":" T("BF16", "[2]", "[6,10]")
+                    ",\"n\":" T("I64", "[]", "[10,18]") ",\"f\":" T("F32", "[2]", "[18,26]") "}";
+    unsigned char data[26];
+    const uint16_t hv[3] = {0x3c00, 0xb800, 0x0001}, bv[2] = {0x4049, 0xbf80};  // 1, -0.5, 2^-24; 3.140625, -1
+    const int64_t nv = 12345;
+    const float fv[2] = {0.25f, -7.5f};
+    memcpy(data, hv, 6);
+    memcpy(data + 6, bv, 4);
+    memcpy(data + 10, &nv, 8);
+    memcpy(data + 18, fv, 8);
+    EXPECT(write_raw(path, strlen(h), h, strlen(h), data, sizeof data) == 0);
+    const float want_h[3] = {1.0f, -0.5f, ldexpf(1.0f, -24)}, want_b[2] = {3.140625f, -1.0f};
+    for (int mode = 0; mode < 2; mode++) {
+        SafetensorsFile f;
+        Error err = {{0}};
+        int r = mode == 0 ? safetensors_load(&f, path, &err) : safetensors_open(&f, path, &err);
+        EXPECT(r == 0, "mode %d: %s", mode, err.msg);
+        if (r) continue;
+        const SafetensorsTensor *th = safetensors_find(&f, "h"), *tb = safetensors_find(&f, "b");
+        const SafetensorsTensor *tn = safetensors_find(&f, "n"), *tf = safetensors_find(&f, "f");
+        EXPECT(th && tb && tn && tf && f.count == 4);
+        if (!(th && tb && tn && tf)) {
+            safetensors_free(&f);
+            continue;
+        }
+        EXPECT(th->dtype == ST_F16 && tb->dtype == ST_BF16 && tn->dtype == ST_I64 &&
+               tf->dtype == ST_F32);
+        EXPECT(tn->numel == 1 && tn->ndim == 0 && tn->data == NULL);
+        float got[3] = {0};
+        EXPECT(safetensors_read_floats(got, &f, th, &err) == 0, "%s", err.msg);
+        EXPECT(memcmp(got, want_h, sizeof want_h) == 0, "F16: %g %g %g", got[0], got[1], got[2]);
+        EXPECT(safetensors_read_floats(got, &f, tb, &err) == 0, "%s", err.msg);
+        EXPECT(memcmp(got, want_b, sizeof want_b) == 0, "BF16: %g %g", got[0], got[1]);
+        EXPECT(safetensors_read_floats(got, &f, tf, &err) == 0, "%s", err.msg);
+        EXPECT(memcmp(got, fv, sizeof fv) == 0, "F32: %g %g", got[0], got[1]);
+        EXPECT(safetensors_read_floats(got, &f, tn, &err) == -1);
+        EXPECT(strstr(err.msg, path) && strstr(err.msg, "'n'") && strstr(err.msg, "I64"), "%s",
+               err.msg);
+        if (mode == 0) {
+            EXPECT(th->data && th->data[1] == -0.5f && ((uintptr_t)th->data % 4) == 0);
+            EXPECT(tf->data && tf->data[1] == -7.5f && ((uintptr_t)tf->data % 4) == 0);
+            Block blk = {0};
+            float *hp, *np;
+            block_add(&blk, &hp, "h", 1, 3);
+            block_add(&blk, &np, "n", 1, 1);
+            block_alloc(&blk);
+            EXPECT(safetensors_read_block(&blk, "", &f, path, &err) == -1);
+            EXPECT(strstr(err.msg, "'n'") && strstr(err.msg, "I64"), "%s", err.msg);
+            EXPECT(memcmp(hp, want_h, sizeof want_h) == 0, "read_block widened F16");
+            block_free(&blk);
+        } else {
+            EXPECT(th->data == NULL && tf->data == NULL, "open read the data");
+        }
+        safetensors_free(&f);
+    }
+}
+
 // Writes a file with the given header (length declared = actual unless declared != 0) and
 // data, loads it, and expects failure with a message starting "PATH: " and containing want.
 static void expect_reject(const char *name, const char *header, uint64_t declared, size_t data_len,
@@ -203,9 +289,18 @@ static void expect_reject(const char *name, const char *header, uint64_t declare
     EXPECT(strstr(err.msg, want) != NULL, "%s: '%s' lacks '%s'", name, err.msg, want);
     EXPECT(strchr(err.msg, '\n') == NULL, "%s: two lines", name);
     EXPECT(f.tensors == NULL && f.buffer_ == NULL, "%s: not cleaned up", name);
+    // Reading the header alone finds the same fault with the same message.
+    Error err2 = {{0}};
+    r = safetensors_open(&f, path, &err2);
+    EXPECT(r == -1, "%s: safetensors_open accepted", name);
+    if (r == 0) {
+        safetensors_free(&f);
+        return;
+    }
+    EXPECT(strcmp(err.msg, err2.msg) == 0, "%s: open says '%s', load '%s'", name, err2.msg,
+           err.msg);
+    EXPECT(f.tensors == NULL && f.buffer_ == NULL, "%s: open not cleaned up", name);
 }
-
-#define T(dtype, shape, offs) "{\"dtype\":\"" dtype "\",\"shape\":" shape ",\"data_offsets\":" offs "}"
 
 static void test_rejects_malformed_files(void) {
     char path[512];
@@ -227,7 +322,11 @@ static void test_rejects_malformed_files(void) {
     expect_reject("not_object", "[1, 2]", 0, 0, "not a JSON object");
     expect_reject("trailing", "{} x", 0, 0, "after the header");
     expect_reject("entry_not_object", "{\"a\": 5}", 0, 0, "'a' is not an object");
-    expect_reject("wrong_dtype", "{\"a\":" T("F16", "[2]", "[0,4]") "}", 0, 4, "dtype 'F16' not supported");
+    expect_reject("wrong_dtype", "{\"a\":" T("F64", "[2]", "[0,16]") "}", 0, 16, "dtype 'F64' not supported");
+    expect_reject("f16_size_mismatch", "{\"a\":" T("F16", "[3]", "[0,8]") "}", 0, 8,
+                  "8 bytes of data for 3 F16");
+    expect_reject("i64_size_mismatch", "{\"a\":" T("I64", "[]", "[0,4]") "}", 0, 4,
+                  "4 bytes of data for 1 I64");
     expect_reject("no_dtype", "{\"a\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 0, 4, "dtype");
     expect_reject("negative_dim", "{\"a\":" T("F32", "[-1]", "[0,4]") "}", 0, 4, "shape[0]");
     expect_reject("fraction_dim", "{\"a\":" T("F32", "[1.5]", "[0,4]") "}", 0, 4, "shape[0]");
@@ -367,6 +466,8 @@ int main(void) {
     RUN(test_roundtrip_tensors_and_metadata);
     RUN(test_layout_on_disk);
     RUN(test_reads_foreign_file);
+    RUN(test_half_precision_widening);
+    RUN(test_reads_half_and_integer_tensors);
     RUN(test_rejects_malformed_files);
     RUN(test_truncations_and_corruptions);
     RUN(test_failed_save_keeps_old_file);

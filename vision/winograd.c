@@ -89,13 +89,16 @@ void winograd_filter_transform_adjoint_add(float *dweight, const float *dU, int 
 // runs over as many rows of tiles as the buffer holds before the second reads them back:
 // in a version that read each short row right after writing it (shifted by one element),
 // perf put a third of this function's time on those loads, waiting on the stores.
+// Only the rows of tiles ty_begin <= ty < ty_end are transformed, tile (ty, tx) to
+// v[xi * stride + (ty - ty_begin) tw + tx].
 static void input_plane(float *v, size_t stride, const float *plane, int H, int W,
-                        const float *zero) {
-    const int th = H / 2, tw = W / 2, row = 8 * (tw + 1);
+                        const float *zero, int ty_begin, int ty_end) {
+    const int tw = W / 2, row = 8 * (tw + 1);
     int chunk = INPUT_BUF / row;
     float buf[INPUT_BUF];
-    for (int ty0 = 0; ty0 < th; ty0 += chunk) {
-        const int nty = th - ty0 < chunk ? th - ty0 : chunk;
+    v -= (size_t)ty_begin * tw;
+    for (int ty0 = ty_begin; ty0 < ty_end; ty0 += chunk) {
+        const int nty = ty_end - ty0 < chunk ? ty_end - ty0 : chunk;
         for (int u = 0; u < nty; u++) {
             const int ty = ty0 + u;
             const float *r[4];
@@ -144,7 +147,17 @@ void winograd_input_transform(float *V, const float *imgs, int n, int C, int H, 
     for (int c = 0; c < C; c++)
         for (int b = 0; b < n; b++)
             input_plane(V + (size_t)c * N + b * T, stride, imgs + ((size_t)b * C + c) * H * W, H,
-                        W, zero);
+                        W, zero, 0, H / 2);
+}
+
+void winograd_input_transform_planes(float *V, const float *planes, int P, int H, int W,
+                                     int ty0, int ty1) {
+    check_shape(P, H, W, 1);
+    CHECK(0 <= ty0 && ty0 < ty1 && ty1 <= H / 2, "tile rows [%d, %d) of %d", ty0, ty1, H / 2);
+    const size_t Tb = (size_t)(ty1 - ty0) * (W / 2), stride = winograd_stride(P, (int)Tb);
+    float zero[WINOGRAD_MAX_W] = {0};
+    for (int p = 0; p < P; p++)
+        input_plane(V + (size_t)p * Tb, stride, planes + (size_t)p * H * W, H, W, zero, ty0, ty1);
 }
 
 // The adjoint of input_plane, accumulated into plane. Per row of tiles: along each tile,

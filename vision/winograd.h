@@ -64,6 +64,13 @@ void winograd_filter_transform_adjoint_add(float *dweight, const float *dU, int 
 
 // V (16, C, n T) from imgs (n, C, H, W).
 void winograd_input_transform(float *V, const float *imgs, int n, int C, int H, int W);
+// The input transform of the rows of tiles ty0 <= ty < ty1 of P planes (H, W) one after
+// the other: V (16, P, Tb) with Tb = (ty1 - ty0) W / 2 tiles per plane, plane p's tiles at
+// p Tb of each of the 16 matrices (gaps as above, winograd_stride(P, Tb)). With the planes
+// of n images stored channel-major, (C, n, H, W) (vision/conv_infer.h), P = C n makes V
+// (16, C, n Tb): one GEMM per entry covers a band of rows of every image.
+void winograd_input_transform_planes(float *V, const float *planes, int P, int H, int W,
+                                     int ty0, int ty1);
 // The adjoint, accumulated: dimgs (n, C, H, W) += the patches B dV B^T, dV (16, C, n T).
 void winograd_input_transform_adjoint_add(float *dimgs, const float *dV, int n, int C, int H,
                                           int W);

@@ -14,6 +14,7 @@ clipping and Adam exactly as core/adam.c). One safetensors file per configuratio
                                     (seq/beam.c's rules)
     train/loss (5)                  the loss before each Adam step
     __metadata__                    the configuration, the Adam and clipping settings
+Then encoders_ref.py's fixtures of the pretrained encoders (tests/fixtures/encoders/, see there).
 Run by `make fixtures` as: /usr/bin/python3 bench/reference/make_fixtures.py tests/fixtures
 """
 import math
@@ -25,6 +26,7 @@ import torch
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import draw_ref  # noqa: E402
+import encoders_ref  # noqa: E402
 import safetensors_io  # noqa: E402
 import sat_ref  # noqa: E402
 
@@ -201,6 +203,8 @@ def main():
         print(f"{path}: loss {loss:.6f}, five-step curve "
               + " ".join(f"{v:.6f}" for v in curve.tolist())
               + f" ({os.path.getsize(path)} bytes)")
+    # The pretrained encoders' fixtures (tests/test_encoder.c, tests/test_preprocess.c).
+    encoders_ref.make_fixtures(out)
     return 0
 
 

@@ -3,12 +3,17 @@
 // Returns 1 when the reader accepted the input, 0 when it refused it.
 // Input: the file's bytes. Each input goes through safetensors_load_memory and, written to
 // a temporary file, through safetensors_load (fread instead of memcpy); the two must agree.
-// Properties: a failure has a one-line message naming the input; a success has unique
-// tensor names that safetensors_find returns, 0..8 dimensions whose product is numel, data
-// that can be read in full (AddressSanitizer checks the bounds) and is float-aligned,
-// metadata that safetensors_meta finds, and tensors of 1..4 dimensions that
-// safetensors_read_block copies bit for bit into a Block of the same layout.
+// Both header-only readers (safetensors_open_memory, safetensors_open on the file) must
+// agree with them too, and read every float tensor (F32, F16, BF16) through
+// safetensors_read_floats to the same bits as the whole-file load, and refuse the integer
+// ones. Properties: a failure has a one-line message naming the input; a success has unique
+// tensor names that safetensors_find returns, 0..8 dimensions whose product is numel, float
+// data that can be read in full (AddressSanitizer checks the bounds) and is float-aligned,
+// no data for integer tensors, metadata that safetensors_meta finds, and float tensors of
+// 1..4 dimensions that safetensors_read_block copies bit for bit into a Block of the same
+// layout.
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +27,7 @@ static void fuzz_safetensors_read_back(const SafetensorsFile *f, const char *nam
     for (int i = 0; i < f->count; i++) {
         const SafetensorsTensor *t = &f->tensors[i];
         int ok = t->ndim >= 1 && t->ndim <= BLOCK_MAX_DIMS && strlen(t->name) < BLOCK_NAME_LEN &&
-                 t->numel <= (1u << 20);
+                 t->numel <= (1u << 20) && safetensors_dtype_is_float(t->dtype);
         for (int d = 0; ok && d < t->ndim; d++) ok = t->shape[d] <= (1 << 20);
         if (!ok) continue;
         int s[4] = {0};
@@ -70,6 +75,10 @@ static void fuzz_safetensors_check(const SafetensorsFile *f, int rc, const Error
             numel *= (size_t)t->shape[d];
         }
         fuzz_require(numel == t->numel, "numel %zu for shape product %zu", t->numel, numel);
+        if (!safetensors_dtype_is_float(t->dtype)) {
+            fuzz_require(t->data == NULL, "integer tensor %s has float data", t->name);
+            continue;
+        }
         if (t->numel == 0) continue;
         fuzz_require(t->data && ((uintptr_t)t->data % sizeof(float)) == 0, "data misaligned");
         volatile uint32_t acc = 0;  // touch every float: AddressSanitizer checks the bounds
@@ -85,6 +94,46 @@ static void fuzz_safetensors_check(const SafetensorsFile *f, int rc, const Error
                          safetensors_meta(f, f->meta[i].key) != NULL,
                      "metadata %d", i);
     fuzz_safetensors_read_back(f, name);
+}
+
+// The header-only readers against the whole-file load `whole` (status rw): the same verdict,
+// the same tensors, and each float tensor read to the same bits.
+static void fuzz_safetensors_open(const SafetensorsFile *whole, int rw, const uint8_t *data,
+                                  size_t size, const char *path) {
+    for (int from_file = 0; from_file < 2; from_file++) {
+        SafetensorsFile o;
+        Error err = {{0}};
+        const char *name = from_file ? path : "fuzz.safetensors";
+        int ro = from_file ? safetensors_open(&o, path, &err)
+                           : safetensors_open_memory(&o, data, size, name, &err);
+        fuzz_require(ro == rw, "open (%s) and load disagree: %d (%s) vs %d", name, ro,
+                     ro ? err.msg : "ok", rw);
+        if (ro != 0) {
+            fuzz_require_error(&err, name);
+            fuzz_require(o.tensors == NULL && o.buffer_ == NULL, "failed open left tensors behind");
+            continue;
+        }
+        fuzz_require(o.count == whole->count && o.n_meta == whole->n_meta, "open: counts differ");
+        for (int i = 0; i < o.count; i++) {
+            const SafetensorsTensor *t = &o.tensors[i], *w = &whole->tensors[i];
+            fuzz_require(strcmp(t->name, w->name) == 0 && t->numel == w->numel &&
+                             t->dtype == w->dtype && t->data == NULL,
+                         "open: tensor %d differs", i);
+            if (t->numel > (1u << 20)) continue;
+            float *buf = malloc(t->numel ? t->numel * sizeof(float) : 1);
+            int rr = safetensors_read_floats(buf, &o, t, &err);
+            if (safetensors_dtype_is_float(t->dtype)) {
+                fuzz_require(rr == 0, "read_floats of %s failed: %s", t->name, err.msg);
+                fuzz_require(t->numel == 0 || memcmp(buf, w->data, t->numel * sizeof(float)) == 0,
+                             "read_floats of %s differs from the whole-file load", t->name);
+            } else {
+                fuzz_require(rr == -1, "read_floats accepted integer tensor %s", t->name);
+                fuzz_require_error(&err, name);
+            }
+            free(buf);
+        }
+        safetensors_free(&o);
+    }
 }
 
 int fuzz_safetensors_one(const uint8_t *data, size_t size) {
@@ -103,11 +152,13 @@ int fuzz_safetensors_one(const uint8_t *data, size_t size) {
         for (int i = 0; i < m.count; i++)
             fuzz_require(strcmp(m.tensors[i].name, f.tensors[i].name) == 0 &&
                              m.tensors[i].numel == f.tensors[i].numel &&
-                             (m.tensors[i].numel == 0 ||
+                             m.tensors[i].dtype == f.tensors[i].dtype &&
+                             (m.tensors[i].numel == 0 || !m.tensors[i].data ||
                               memcmp(m.tensors[i].data, f.tensors[i].data,
                                      m.tensors[i].numel * sizeof(float)) == 0),
                          "tensor %d differs between memory and file loads", i);
     }
+    fuzz_safetensors_open(&m, rm, data, size, path);
     safetensors_free(&m);
     safetensors_free(&f);
     return rm == 0;

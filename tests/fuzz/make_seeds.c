@@ -205,6 +205,21 @@ static void safetensors_seeds(void) {
     body[8 + n] = 0xAA;
     memcpy(body + 8 + n + 1, x, sizeof x);
     put("safetensors", "unaligned.safetensors", "", 0, body, 8 + n + 1 + sizeof x);
+    // Hand-written: the dtypes a PyTorch state_dict brings (F16, BF16, an I64 counter), as
+    // vision/encoder.c reads them.
+    const char *mixed =
+        "{\"__metadata__\":{\"format\":\"pt\"},"
+        "\"conv1.weight\":{\"dtype\":\"F16\",\"shape\":[2,1,1,1],\"data_offsets\":[0,4]},"
+        "\"bn1.weight\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[4,8]},"
+        "\"bn1.num_batches_tracked\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[8,16]},"
+        "\"fc.bias\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[16,20]}}";
+    n = strlen(mixed);
+    for (int i = 0; i < 8; i++) body[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    memcpy(body + 8, mixed, n);
+    const unsigned char values[20] = {0x00, 0x3c, 0x01, 0x80, 0x80, 0x3f, 0x49, 0xc0, 7, 0, 0, 0,
+                                      0, 0, 0, 0, 0, 0, 0x20, 0x41};
+    memcpy(body + 8 + n, values, sizeof values);
+    put("safetensors", "dtypes.safetensors", "", 0, body, 8 + n + sizeof values);
 }
 
 static void tokenizer_seeds(void) {

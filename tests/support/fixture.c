@@ -36,6 +36,10 @@ const float *fixture_tensor(const SafetensorsFile *f, const char *name, size_t n
                    t->numel, n);
         return NULL;
     }
+    if (t->numel && !t->data) {
+        test_fail_(__FILE__, __LINE__, "fixture tensor %s is not a float tensor", name);
+        return NULL;
+    }
     return t->data;
 }
 

@@ -1,0 +1,166 @@
+"""bench_encoders.py: pretrained-encoder inference, the toolkit against PyTorch, on this machine.
+
+    /usr/bin/python3 bench/reference/bench_encoders.py [--build build] [--threads 2]
+        [--batch 16] [--size 224] [--reps 3] [--archs vgg19,resnet101]
+
+run from the repository root (bench/run.sh does). For VGG-19 to conv5_4 and ResNet-101 to
+layer4, batch 16 of 224 px images, on the same number of threads: build/bench/bench_encoder
+(vision/encoder.h: THREADS workers each with one-thread GEMMs, groups of 4 images; the
+weights read from a safetensors file of random torchvision weights, classifier included, as
+a user's file would be) against PyTorch 1.13 (the same torchvision modules, random weights,
+eval mode under torch.no_grad, torch.set_num_threads(THREADS); its convolutions run through
+oneDNN). Only the encoder part is built on the PyTorch side (no classifier to allocate).
+Each side is its own process: one warm-up batch, then 3 timed batches, the median batch
+counts; peak resident memory is the process's ru_maxrss (wait4), PyTorch's import included;
+images per CPU-second (process CPU time over the timed batches) show what idle cores would
+do when the machine is shared (PyTorch's OpenMP threads lose more to a loaded machine).
+Every setting runs --reps rounds, the two sides alternating, and the table gives the median
+round. The convolutions' FLOP rate (2 K K C OC Ho Wo per convolution, counted as a direct
+convolution whatever the method) is also given as a share of the sgemm peak (1024^3 through
+build/bench/bench_gemm on the same threads). The load average is printed beside the figures:
+on a shared machine, re-run when it is quiet.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_train  # noqa: E402
+
+# PyTorch is imported only by the child processes (--torch-side, --write-weights): a parent
+# holding it would hand its resident memory to every child it forks, whose peak (ru_maxrss)
+# counts the pages it had before exec.
+
+
+def torch_side(arch, batch, size, threads, batches):
+    """One PyTorch measurement; prints a JSON object."""
+    import torch
+    import encoders_ref
+    torch.set_num_threads(threads)
+    gen = torch.Generator().manual_seed(1)
+    if arch in encoders_ref.VGG_CFG:
+        net = torchvision_vgg_features(arch)
+    else:
+        m = encoders_ref.build(arch)
+        del m.fc
+        net = torch.nn.Sequential(m.conv1, m.bn1, m.relu, m.maxpool, m.layer1, m.layer2,
+                                  m.layer3, m.layer4)
+    encoders_ref.randomize(net, gen)
+    x = torch.randn(batch, 3, size, size, generator=gen)
+    times = []
+    with torch.no_grad():
+        net(x)
+        c0 = time.process_time()
+        for _ in range(batches):
+            t = time.perf_counter()
+            y = net(x)
+            times.append(time.perf_counter() - t)
+    cpu = time.process_time() - c0
+    med = statistics.median(times)
+    print(json.dumps({"arch": arch, "images_per_s": batch / med, "ms_per_batch": 1e3 * med,
+                      "images_per_cpu_s": batch * batches / cpu, "out": list(y.shape)}))
+
+
+def torchvision_vgg_features(arch):
+    import torch
+    import torchvision
+    import encoders_ref
+    layers = torchvision.models.vgg.make_layers(encoders_ref.VGG_CFG[arch])
+    return torch.nn.Sequential(*list(layers)[:-1])  # to the last ReLU
+
+
+def write_weights(arch, path):
+    """Random torchvision weights of the full model (classifier included) as safetensors."""
+    import torch
+    import encoders_ref
+    import safetensors_io
+    model = encoders_ref.randomize(encoders_ref.build(arch), torch.Generator().manual_seed(3))
+    sd = model.state_dict()
+    del model
+    safetensors_io.save(path, {k: v.numpy() for k, v in sd.items()}, {"arch": arch},
+                        {k: ("F32" if v.is_floating_point() else "I64") for k, v in sd.items()})
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--group", type=int, default=4)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--archs", default="vgg19,resnet101")
+    ap.add_argument("--torch-side", nargs=2, metavar=("ARCH", "BATCHES"), help=argparse.SUPPRESS)
+    ap.add_argument("--write-weights", nargs=2, metavar=("ARCH", "PATH"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.torch_side:
+        torch_side(a.torch_side[0], a.batch, a.size, a.threads, int(a.torch_side[1]))
+        return 0
+    if a.write_weights:
+        write_weights(*a.write_weights)
+        return 0
+    py = sys.executable or "/usr/bin/python3"
+    env = dict(os.environ)
+    env.pop("OMP_NUM_THREADS", None)
+    core = bench_train.coretype()
+    if core:
+        env["OPENBLAS_CORETYPE"] = core
+    tmp = tempfile.mkdtemp(prefix="attend-bench-enc-")
+    log = sys.stdout
+    print(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) +
+          f", {os.cpu_count()} CPUs, OPENBLAS_CORETYPE={core or 'default'}, threads {a.threads}, "
+          f"batch {a.batch}, {a.size} px, load average {open('/proc/loadavg').read().split()[0:3]}")
+    gemm, _, _ = bench_train.run([os.path.join(a.build, "bench", "bench_gemm"), "0.5"], env, tmp,
+                                 open(os.devnull, "w"))
+    text = open(os.path.join(tmp, "stdout")).read()
+    peak = bench_train.parse_gemm(text).get(a.threads)
+    rows = []
+    try:
+        for arch in a.archs.split(","):
+            wpath = os.path.join(tmp, arch + ".safetensors")
+            subprocess.run([py, os.path.relpath(__file__), "--write-weights", arch, wpath], check=True)
+            c_runs, t_runs = [], []
+            for _ in range(a.reps):
+                r, rss, _ = bench_train.run(
+                    [os.path.join(a.build, "bench", "bench_encoder"), arch, wpath, str(a.batch),
+                     str(a.size), str(a.threads), str(min(a.group, a.batch)), "auto", "3"],
+                    env, tmp, log)
+                if r:
+                    c_runs.append((r["images_per_s"], rss, r["conv_gflops"], r["images_per_cpu_s"]))
+                r, rss, _ = bench_train.run(
+                    [py, os.path.relpath(__file__), "--batch", str(a.batch), "--size", str(a.size), "--threads",
+                     str(a.threads), "--torch-side", arch, "3"], env, tmp, log)
+                if r:
+                    t_runs.append((r["images_per_s"], rss, r["images_per_cpu_s"]))
+            os.remove(wpath)
+            if not c_runs or not t_runs:
+                print(f"{arch}: a side failed, see above")
+                continue
+            c = sorted(c_runs)[len(c_runs) // 2]
+            t = sorted(t_runs)[len(t_runs) // 2]
+            rows.append((arch, c, t))
+    finally:
+        for f in os.listdir(tmp):
+            os.remove(os.path.join(tmp, f))
+        os.rmdir(tmp)
+    print(f"\nload average now {open('/proc/loadavg').read().split()[0:3]}; sgemm 1024^3 peak on "
+          f"{a.threads} thread(s): {peak} GFLOP/s")
+    print("| encoder | toolkit images/s | PyTorch images/s | ratio | toolkit peak RSS MiB | "
+          "PyTorch peak RSS MiB | conv GFLOP/s | share of sgemm peak | images per CPU-s, "
+          "toolkit / PyTorch |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for arch, c, t in rows:
+        share = f"{c[2] / peak:.2f}" if peak else "n/a"
+        print(f"| {arch} | {c[0]:.2f} | {t[0]:.2f} | {c[0] / t[0]:.2f} | {c[1]:.0f} | {t[1]:.0f} "
+              f"| {c[2]:.1f} | {share} | {c[3]:.2f} / {t[2]:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
