@@ -375,6 +375,27 @@ static void test_rouge_l_by_hand(void) {
     tokens_free(&r[1]);
 }
 
+// coco-caption's rouge.py splits a caption on " ", so an empty caption is [""]: one empty
+// word that matches only another empty caption. Its scores (run on the Python):
+// "" vs [""] 1.0, "" vs ["a b"] 0.0, "a b" vs [""] 0.0, "" vs ["a b", ""] 1.0,
+// "a b" vs ["", "a c"] 0.5.
+static void test_rouge_l_empty_like_coco(void) {
+    static const struct {
+        const char *cand, *refs[2];
+        int n_refs;
+        double want;
+    } cases[] = {{"", {""}, 1, 1.0},         {"", {"a b"}, 1, 0.0},      {"a b", {""}, 1, 0.0},
+                 {"", {"a b", ""}, 2, 1.0}, {"a b", {"", "a c"}, 2, 0.5}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        Tokens c = toks(cases[k].cand), r[2];
+        for (int j = 0; j < cases[k].n_refs; j++) r[j] = toks(cases[k].refs[j]);
+        CaptionPair it = {&c, r, cases[k].n_refs};
+        EXPECT_NEAR(metric_rouge_l(NULL, &it, 1), cases[k].want, 1e-12, 0);
+        tokens_free(&c);
+        for (int j = 0; j < cases[k].n_refs; j++) tokens_free(&r[j]);
+    }
+}
+
 // --- CIDEr-D --------------------------------------------------------------------------------
 
 static void test_cider_d_by_hand(void) {
@@ -763,6 +784,7 @@ int main(void) {
     RUN(test_bleu_closest_length_ties_to_shorter);
     RUN(test_identical_gives_one);
     RUN(test_rouge_l_by_hand);
+    RUN(test_rouge_l_empty_like_coco);
     RUN(test_cider_d_by_hand);
     RUN(test_cider_d_properties);
     RUN(test_caption_scores_agree);
