@@ -49,7 +49,14 @@ static int caseless(int c) {
 
 // Length of the literal pattern p at i, or 0. ASCII letters of p match either case (as
 // caseless() has it); "[x]" matches x only; any other character matches itself.
-static int lit(const Text *t, int i, const char *p) {
+static int lit_rest(const Text *t, int i, const char *p);
+static inline int lit(const Text *t, int i, const char *p) {
+    // The first character decides most calls: checked here, inline.
+    int c = at(t, i), f = (unsigned char)p[0];
+    if (f == '[' ? c != (unsigned char)p[1] : (c < 0 || ascii_lower(f) != caseless(c))) return 0;
+    return lit_rest(t, i, p);
+}
+static int lit_rest(const Text *t, int i, const char *p) {
     int k = 0;
     for (; *p; p++, k++) {
         int c = at(t, i + k);
@@ -227,10 +234,14 @@ static int abbrev4_before(const Text *t, int i, Follows follows) {
         "Insp", "Mlle", "Mme", "Msgr", "Sfc", "vs", "Alex", "Wm", "Jos", "Cie", "a.k.a", "cf",
         "TREAS", "Ph", "Invt", "Elec", "Natl", "M[f]g", "M[t]g", "Dept"};
     int best = acro_before(t, i, follows);
-    for (int k = 0; k < LEN(list); k++) {
-        int l = lit(t, i, list[k]);
-        if (l > best && follows(t, i + l)) best = l;
-    }
+    // Each but "a.k.a" is letters followed by '.' or a space: only the whole run of
+    // letters at i can be one.
+    int e = i;
+    while (caseless(at(t, e)) >= 'a' && caseless(at(t, e)) <= 'z') e++;
+    if (e - i == 1 && lit(t, i, "a.k.a") && follows(t, i + 5)) best = max2(best, 5);
+    if (e - i <= best || !follows(t, e)) return best;
+    for (int k = 0; k < LEN(list); k++)
+        if (lit(t, i, list[k]) == e - i) return e - i;
     return best;
 }
 
@@ -248,12 +259,16 @@ static int abbrev1_len(const Text *t, int i) {
         "Ppt[e]", "Ppt[e]s", "Ltd", "Plc", "Rt", "Bancorp", "Bhd", "Assn", "Univ", "Intl", "Sys",
         "tel", "est", "ext", "sq", "Jr", "Sr", "Bros", "Ed.D", "Ph.D", "Blvd", "Rd", "Esq",
         "etc", "al", "seq", "Bldg"};
-    int best = 0;
-    for (int k = 0; k < LEN(list); k++) {
-        int l = lit(t, i, list[k]);
-        if (l + 1 > best && l && at(t, i + l) == '.') best = l + 1;
-    }
-    return best;
+    // Each is letters (or "Ed.D", "Ph.D") and must be followed by '.': only the run of
+    // letters at i, whole, can be one.
+    int e = i;
+    while (caseless(at(t, e)) >= 'a' && caseless(at(t, e)) <= 'z') e++;
+    if (e - i == 2 && at(t, e) == '.' && (lit(t, i, "Ed.D") || lit(t, i, "Ph.D")) && at(t, i + 4) == '.')
+        return 5;
+    if (at(t, e) != '.' || e - i < 2 || e - i > 7) return 0;
+    for (int k = 0; k < LEN(list); k++)
+        if (lit(t, i, list[k]) == e - i) return e - i + 1;
+    return 0;
 }
 
 // ACRO2: [A-Za-z](\.[A-Za-z])+ and the U.S. compounds; here followed by '.', the length
@@ -1133,7 +1148,40 @@ static int copy_text(uint16_t *out, const uint16_t *s, int len, Action act) {
     return len;
 }
 
+// The two lexemes most of a caption is made of, found without trying every rule:
+//   - a run of spaces or tabs: no rule but the white-space one starts with either;
+//   - ASCII letters followed by a space, tab or line break, other than the five words a rule
+//     splits (cannot, gonna, ...): every rule that could match there either matches the
+//     same letters (WORD, THING, tied: WORD is first) or adds the space as trailing context
+//     (ABBREV4/{SPACE}, ACRO/{SPACENL}) and returns the same letters as the token. Rules
+//     that could read on need '.', '-', '/', '\'', '@', '&', '+', '$' or a digit.
+// Returns 1 when lx (and out) are filled.
+static int ptb_shortcut(PtbLexeme *lx, const Text *t, int pos, uint16_t *out) {
+    int c = t->s[pos], j = pos;
+    if (c == ' ' || c == '\t') {
+        while (at(t, j) == ' ' || at(t, j) == '\t') j++;
+        if (is_space(at(t, j))) return 0;  // other spaces join the run: the full rules
+        *lx = (PtbLexeme){PTB_SKIP, j - pos, 0};
+        return 1;
+    }
+    while (is_alpha(at(t, j))) j++;
+    int end = at(t, j);
+    if (j == pos || !(end == ' ' || end == '\t' || end == '\n')) return 0;
+    static const char *const split[] = {"cannot", "gonna", "gotta", "lemme", "gimme", "wanna"};
+    for (int k = 0; k < LEN(split); k++)
+        if (lit(t, pos, split[k]) == j - pos) return 0;
+    memcpy(out, t->s + pos, (size_t)(j - pos) * sizeof *out);
+    *lx = (PtbLexeme){PTB_TOKEN, j - pos, j - pos};
+    return 1;
+}
+
 void ptb_next(PtbLexeme *lx, const uint16_t *s, int n, int pos, uint16_t *out) {
+    CHECK(pos >= 0 && pos < n);
+    Text t = {s, n - pos > PTB_WINDOW ? pos + PTB_WINDOW : n};
+    if (!ptb_shortcut(lx, &t, pos, out)) ptb_next_all_rules(lx, s, n, pos, out);
+}
+
+void ptb_next_all_rules(PtbLexeme *lx, const uint16_t *s, int n, int pos, uint16_t *out) {
     CHECK(pos >= 0 && pos < n);
     Text t = {s, n - pos > PTB_WINDOW ? pos + PTB_WINDOW : n};
     int best = -1, best_len = 0, best_tok = 0;
