@@ -18,8 +18,14 @@
 // empty array; a result for an image with no reference caption in REFS (coco-caption's
 // loadRes refuses it too); two results for one image (its scorers assert one caption per
 // image); a caption that is not valid UTF-8.
-// Difference from coco-caption: a reference caption that is empty (or only white space)
-// is skipped by the REFS reader, where coco-caption would score against an empty caption.
+// Differences from coco-caption, all rare in real caption files:
+//   - the REFS reader skips a reference caption that is empty (or only white space), has a
+//     control character or is longer than 4096 bytes (coco-caption scores it), and turns
+//     tabs into spaces, which changes PTB's tokens only where a tab stands inside a
+//     "2 1/2"-style fraction, a phone number or an <...> tag;
+//   - coco-caption tokenises all captions of a side as lines of one file, and two PTB rules
+//     look across a line end (seq/tokenizer.h); here each caption is tokenised alone.
+// bench/reference/coco_caption_check.py runs coco-caption's scorers beside this command.
 #ifndef CLI_CAPTION_SCORE_H
 #define CLI_CAPTION_SCORE_H
 
