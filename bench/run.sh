@@ -18,6 +18,9 @@ run() {
 run "gemm, OpenBLAS's own kernel choice" env ATTEND_BLAS_DEFAULT_CORETYPE=1 "$build"/bench/bench_gemm
 run "gemm, the toolkit's kernel choice" "$build"/bench/bench_gemm
 
+# Caption tokenisation (seq/tokenizer.h, Stanford PTBTokenizer's rules), tokens per second.
+run "caption tokenizer" "$build"/bench/bench_tokenizer
+
 # Training throughput, peak memory and beam-3 decoding of both models against the PyTorch
 # references in bench/reference/ (same OPENBLAS_CORETYPE; PyTorch gets its best of intra-op
 # threads 1, 2 x OpenBLAS threads 1, 2); prints the table bench/RESULTS.md records.

@@ -32,6 +32,7 @@
 #include "core/safetensors.h"
 #include "core/timer.h"
 #include "cli/caption_data.h"
+#include "cli/caption_score.h"
 #include "datasets/imagefolder.h"
 #include "datasets/scenes.h"
 #include "datasets/scenes_folder.h"
@@ -1273,14 +1274,15 @@ static void overview(FILE *fp) {
             "  train    train a Show-Attend-Tell captioner (--data scenes by default)\n"
             "  eval     score a model on a split: BLEU-1..4, CIDEr-D, ROUGE-L, grounding\n"
             "  predict  caption every image of a folder, optionally with attention strips\n"
-            "  scenes   write synthetic scenes as PNG files plus captions.tsv\n");
+            "  scenes   write synthetic scenes as PNG files plus captions.tsv\n"
+            "  score    score a COCO results file against references as coco-caption does\n");
 }
 
 int main(int argc, char **argv) {
-    static const char *const names[] = {"train", "eval", "predict", "scenes"};
+    static const char *const names[] = {"train", "eval", "predict", "scenes", "score"};
     int which;
     Error err;
-    int r = args_subcommand(argc, argv, names, 4, &which, &err);
+    int r = args_subcommand(argc, argv, names, 5, &which, &err);
     if (r == ARGS_HELP) {
         overview(stdout);
         return 0;
@@ -1293,6 +1295,7 @@ int main(int argc, char **argv) {
     case 0: return cmd_train(argc - 1, argv + 1);
     case 1: return cmd_eval(argc - 1, argv + 1);
     case 2: return cmd_predict(argc - 1, argv + 1);
+    case 4: return cmd_score(argc - 1, argv + 1);
     default: return cmd_scenes(argc - 1, argv + 1);
     }
 }

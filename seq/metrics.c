@@ -324,9 +324,12 @@ double metric_rouge_l(double *per_image, const CaptionPair *items, int n) {
         double prec_max = 0, rec_max = 0;
         for (int r = 0; r < items[i].n_refs; r++) {
             const Tokens *ref = &items[i].refs[r];
-            int l = lcs_length(cand->tok, cand->n, ref->tok, ref->n);
-            double p = cand->n ? (double)l / cand->n : 0.0;
-            double q = ref->n ? (double)l / ref->n : 0.0;
+            // rouge.py splits on " ": an empty caption is one empty word, which matches
+            // only another empty caption's.
+            int l = cand->n == 0 || ref->n == 0 ? (cand->n == ref->n)
+                                                : lcs_length(cand->tok, cand->n, ref->tok, ref->n);
+            double p = (double)l / (cand->n ? cand->n : 1);
+            double q = (double)l / (ref->n ? ref->n : 1);
             if (p > prec_max) prec_max = p;
             if (q > rec_max) rec_max = q;
         }

@@ -23,7 +23,9 @@
 // ROUGE-L (coco-caption rouge): per image, LCS with each reference; prec_max and
 //   rec_max are the maxima over references of LCS/len_c and LCS/len_r; score =
 //   (1 + beta^2) P R / (R + beta^2 P) with beta = 1.2 (0 if P or R is 0); corpus = mean.
-//   An empty candidate scores 0.
+//   rouge.py splits captions on " ", so an empty caption is one empty word: an empty
+//   candidate scores 1 when some reference is empty too, else 0; a reference that is
+//   empty gives any other candidate LCS 0.
 #ifndef SEQ_METRICS_H
 #define SEQ_METRICS_H
 

@@ -1,10 +1,13 @@
-// tokenizer.c: see tokenizer.h for the rules.
+// tokenizer.c: see tokenizer.h for the rules; the lexer itself is seq/ptb_lexer.c.
 #include "seq/tokenizer.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/check.h"
+#include "seq/ptb_chars.h"
+#include "seq/ptb_lexer.h"
 
 int utf8_valid(const char *s, long *bad_offset) {
     const unsigned char *p = (const unsigned char *)s;
@@ -55,32 +58,135 @@ static void sink_push(TokenSink *s, const char *word, size_t len) {
     t->tok[t->n++] = w;
 }
 
-static int is_space(unsigned char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+// Valid UTF-8 (checked) -> UTF-16 units u (room for strlen(text) units), then a line break
+// (each caption is followed by one in the file coco-caption tokenises). Returns the count.
+static int utf8_to_utf16(uint16_t *u, const char *text) {
+    const unsigned char *p = (const unsigned char *)text;
+    int n = 0;
+    while (*p) {
+        unsigned c = *p, cp;
+        if (c < 0x80) cp = c, p += 1;
+        else if (c < 0xE0) cp = (c & 0x1F) << 6 | (p[1] & 0x3F), p += 2;
+        else if (c < 0xF0) cp = (c & 0x0F) << 12 | (p[1] & 0x3F) << 6 | (p[2] & 0x3F), p += 3;
+        else cp = (c & 0x07) << 18 | (p[1] & 0x3F) << 12 | (p[2] & 0x3F) << 6 | (p[3] & 0x3F), p += 4;
+        if (cp < 0x10000) {
+            u[n++] = (uint16_t)cp;
+        } else {  // four UTF-8 bytes, two units
+            u[n++] = (uint16_t)(0xD800 + ((cp - 0x10000) >> 10));
+            u[n++] = (uint16_t)(0xDC00 + ((cp - 0x10000) & 0x3FF));
+        }
+    }
+    u[n++] = '\n';
+    return n;
 }
-static int is_ascii_alpha(unsigned char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+
+static size_t put_utf8(char *q, unsigned cp) {
+    if (cp < 0x80) return q[0] = (char)cp, 1;
+    if (cp < 0x800) return q[0] = (char)(0xC0 | cp >> 6), q[1] = (char)(0x80 | (cp & 0x3F)), 2;
+    if (cp < 0x10000) {
+        q[0] = (char)(0xE0 | cp >> 12);
+        q[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        q[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    q[0] = (char)(0xF0 | cp >> 18);
+    q[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    q[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    q[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
 }
-static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-// Letters, digits and any byte of a non-ASCII code point count as "word-like" for the
-// hyphen and apostrophe rules.
-static int is_wordlike(unsigned char c) { return is_ascii_alpha(c) || is_digit(c) || c >= 0x80; }
-static unsigned char lower(unsigned char c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 
-// Punctuation that is always split off and dropped (except the numeric cases for . and ,).
-static int is_punct(unsigned char c) { return c && strchr(".,!?;:\"()[]{}`", c) != NULL; }
+// Code point at unit k of u (len units), and its width in units; a lone surrogate (a pair
+// the lexer cut) is U+FFFF-free '?' as Java's UTF-8 encoder writes it.
+static unsigned code_at(const uint16_t *u, int len, int k, int *width) {
+    unsigned a = u[k];
+    *width = 1;
+    if (a >= 0xD800 && a <= 0xDBFF && k + 1 < len && u[k + 1] >= 0xDC00 && u[k + 1] <= 0xDFFF) {
+        *width = 2;
+        return 0x10000 + ((a - 0xD800) << 10) + (u[k + 1] - 0xDC00);
+    }
+    return a >= 0xD800 && a <= 0xDFFF ? '?' : a;
+}
 
-// Length of the clitic starting at p ("'s", "'re", "'ve", "'ll", "'d", "'m", "n't"),
-// case-insensitive, when it ends the word (followed by a non-letter); else 0.
-static size_t clitic_len(const unsigned char *p) {
-    static const char *const clitics[] = {"n't", "'s", "'re", "'ve", "'ll", "'d", "'m"};
-    for (size_t k = 0; k < sizeof clitics / sizeof *clitics; k++) {
-        size_t n = strlen(clitics[k]);
-        size_t j = 0;
-        while (j < n && p[j] && lower(p[j]) == (unsigned char)clitics[k][j]) j++;
-        if (j == n && !is_ascii_alpha(p[n])) return n;
+// A letter of a script with upper and lower case (Latin, Greek, Cyrillic, Armenian,
+// Georgian and their extensions): what decides a final sigma.
+static int is_cased(unsigned u) {
+    static const unsigned ranges[][2] = {{0x41, 0x24F}, {0x370, 0x52F}, {0x531, 0x587},
+                                         {0x10A0, 0x10FF}, {0x1E00, 0x1FFF}, {0x2C00, 0x2D2F},
+                                         {0xA640, 0xA69F}, {0xA720, 0xA7FF}, {0xFF21, 0xFF5A}};
+    if (!ptb_is_letter(u)) return 0;
+    for (size_t k = 0; k < sizeof ranges / sizeof *ranges; k++)
+        if (u >= ranges[k][0] && u <= ranges[k][1]) return 1;
+    return 0;
+}
+
+// Java lower-cases a capital sigma at u[k] to the final form when a cased letter comes
+// before it in the same word and none after. It asks a word-break iterator, taken here as:
+// a word runs over letters, digits and '_', and over one '.', '-', ':' or apostrophe
+// between two letters.
+static int is_mid_word(unsigned u) { return u == '.' || u == '-' || u == ':' || u == '\''; }
+static int is_word_unit(unsigned u) { return ptb_is_letter(u) || ptb_is_digit(u); }
+static int cased_in_word(const uint16_t *u, int len, int k, int step) {
+    for (int m = k + step; m >= 0 && m < len; m += step) {
+        if (is_cased(u[m])) return 1;
+        if (is_word_unit(u[m]) || u[m] == '_') continue;
+        int next = m + step;
+        if (!(is_mid_word(u[m]) && ptb_is_letter(u[m - step]) && next >= 0 && next < len &&
+              ptb_is_letter(u[next])))
+            return 0;
     }
     return 0;
+}
+static int is_final_sigma(const uint16_t *u, int len, int k) {
+    return cased_in_word(u, len, k, -1) && !cased_in_word(u, len, k, +1);
+}
+
+// Java's String.toLowerCase (Locale.ENGLISH) of the token u (len units), as UTF-8 in q
+// (room for 3 bytes a unit + 1); returns the byte count. U+0130 becomes "i" + U+0307,
+// and a capital sigma may take the final form (is_final_sigma).
+static size_t lower_utf8(char *q, const uint16_t *u, int len) {
+    size_t b = 0;
+    for (int k = 0, w; k < len; k += w) {
+        unsigned cp = code_at(u, len, k, &w);
+        if (cp == 0x130) {
+            b += put_utf8(q + b, 'i');
+            b += put_utf8(q + b, 0x307);
+            continue;
+        }
+        if (cp == 0x3A3) {
+            b += put_utf8(q + b, is_final_sigma(u, len, k) ? 0x3C2 : 0x3C3);
+            continue;
+        }
+        b += put_utf8(q + b, ptb_lower(cp));
+    }
+    return b;
+}
+
+// The tokens coco-caption's ptbtokenizer.py drops after PTBTokenizer (its PUNCTUATIONS;
+// the upper-case -LRB- -RRB- -LCB- -RCB- of that list cannot match a lower-cased token).
+static int is_dropped_punctuation(const char *w, size_t len) {
+    static const char *const drop[] = {"''", "'", "``", "`", ".", "?", "!", ",", ":",
+                                       "-", "--", "...", ";"};
+    for (size_t k = 0; k < sizeof drop / sizeof *drop; k++)
+        if (strlen(drop[k]) == len && memcmp(drop[k], w, len) == 0) return 1;
+    return 0;
+}
+
+static int is_ascii_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+// One PTB token: lower-cased, dropped if punctuation, split at ASCII white space.
+static void emit_token(TokenSink *sink, char *buf, const uint16_t *u, int len) {
+    size_t b = lower_utf8(buf, u, len);
+    if (is_dropped_punctuation(buf, b)) return;
+    size_t start = 0;
+    for (size_t k = 0; k <= b; k++) {
+        if (k == b || is_ascii_space(buf[k])) {
+            sink_push(sink, buf + start, k - start);
+            start = k + 1;
+        }
+    }
 }
 
 int tokenize(Tokens *out, const char *text, int max_tokens, Error *err) {
@@ -89,55 +195,21 @@ int tokenize(Tokens *out, const char *text, int max_tokens, Error *err) {
     long bad;
     if (!utf8_valid(text, &bad)) return error_set(err, "invalid UTF-8 at byte %ld", bad);
 
-    const unsigned char *p = (const unsigned char *)text;
-    size_t n = strlen(text);
-    char *word = xmalloc(n + 1);  // the word being built (never longer than the text)
-    size_t wl = 0;
+    size_t bytes = strlen(text);
+    CHECK(bytes < (size_t)INT32_MAX / 8, "caption of %zu bytes", bytes);
+    uint16_t *u = xmalloc((bytes + 1) * sizeof *u);
+    int n = utf8_to_utf16(u, text);
+    uint16_t *tok = xmalloc((size_t)PTB_OUT_MAX(n) * sizeof *tok);
+    char *utf8 = xmalloc((size_t)PTB_OUT_MAX(n) * 3 + 1);
     TokenSink sink = {out, 0, max_tokens};
-
-    for (size_t i = 0; i < n;) {
-        unsigned char c = p[i];
-        unsigned char next = p[i + 1];  // 0 at the end: the text is NUL-terminated
-        if (is_space(c)) {
-            sink_push(&sink, word, wl), wl = 0;
-            i++;
-        } else if ((c == '.' || c == ',') && wl > 0 && is_digit((unsigned char)word[wl - 1]) &&
-                   is_digit(next)) {
-            word[wl++] = (char)c;  // 3.5, 1,000
-            i++;
-        } else if (is_punct(c)) {
-            sink_push(&sink, word, wl), wl = 0;
-            i++;
-        } else if (c == '-') {
-            if (wl > 0 && is_wordlike((unsigned char)word[wl - 1]) && is_wordlike(next)) {
-                word[wl++] = '-';  // black-and-white
-            } else {
-                sink_push(&sink, word, wl), wl = 0;
-            }
-            i++;
-        } else if (wl > 0 && (c == '\'' || ((c == 'n' || c == 'N') && next == '\'')) &&
-                   clitic_len(p + i) > 0) {
-            // "dog's" -> dog 's; "don't" -> do n't (the 'n' belongs to the clitic)
-            size_t cl = clitic_len(p + i);
-            sink_push(&sink, word, wl), wl = 0;
-            char cbuf[4];
-            for (size_t k = 0; k < cl; k++) cbuf[k] = (char)lower(p[i + k]);
-            sink_push(&sink, cbuf, cl);
-            i += cl;
-        } else if (c == '\'') {
-            if (wl > 0 && is_wordlike((unsigned char)word[wl - 1]) && is_ascii_alpha(next)) {
-                word[wl++] = '\'';  // o'clock
-            } else {
-                sink_push(&sink, word, wl), wl = 0;  // a quote: dropped
-            }
-            i++;
-        } else {
-            word[wl++] = (char)lower(c);
-            i++;
-        }
+    PtbLexeme lx;
+    for (int pos = 0; pos < n; pos += lx.advance) {
+        ptb_next(&lx, u, n, pos, tok);
+        if (lx.kind == PTB_TOKEN) emit_token(&sink, utf8, tok, lx.len);
     }
-    sink_push(&sink, word, wl);
-    free(word);
+    free(utf8);
+    free(tok);
+    free(u);
     return 0;
 }
 

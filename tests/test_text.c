@@ -32,10 +32,12 @@ static int tokens_are(const Tokens *t, const char *expect) {
 static void test_tokenize_punctuation_and_case(void) {
     static const char *const cases[][2] = {
         {"A man, riding a Horse.", "a man riding a horse"},
-        {"  Two\tdogs\nplay!!  ", "two dogs play"},
+        {"  Two\tdogs\nplay!!  ", "two dogs play !!"},  // only a single ! is dropped
         {"The dog's ball isn't RED?", "the dog 's ball is n't red"},
         {"They're here; we'll see: I'd go, I'm in, you've won", "they 're here we 'll see i 'd go i 'm in you 've won"},
-        {"a black-and-white photo -- (old) [x] {y}", "a black-and-white photo old x y"},
+        // PTB's bracket tokens, lower-cased, are not in coco-caption's filter list
+        {"a black-and-white photo -- (old) [x] {y}",
+         "a black-and-white photo -lrb- old -rrb- -lsb- x -rsb- -lcb- y -rcb-"},
         {"costs 3.50 dollars, 1,000 times.", "costs 3.50 dollars 1,000 times"},
         {"\"Quoted\" 'word' `tick` dogs' ...", "quoted word tick dogs"},
         {"it's 5 o'clock - really", "it 's 5 o'clock really"},
@@ -82,10 +84,11 @@ static void test_tokenize_invalid_utf8(void) {
                err.msg);
         tokens_free(&t);
     }
-    // Valid multi-byte text of every length passes.
+    // Valid multi-byte text of every length passes: e-acute, the euro sign (PTB writes
+    // "$"), and a dog face past U+FFFF (PTB deletes it).
     Tokens t;
     EXPECT(tokenize(&t, "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\xb6", 10, NULL) == 0);
-    EXPECT(t.n == 3);
+    EXPECT(t.n == 2 && strcmp(t.tok[0], "\xc3\xa9") == 0 && strcmp(t.tok[1], "$") == 0);
     tokens_free(&t);
 }
 
@@ -370,6 +373,27 @@ static void test_rouge_l_by_hand(void) {
     tokens_free(&c);
     tokens_free(&r[0]);
     tokens_free(&r[1]);
+}
+
+// coco-caption's rouge.py splits a caption on " ", so an empty caption is [""]: one empty
+// word that matches only another empty caption. Its scores (run on the Python):
+// "" vs [""] 1.0, "" vs ["a b"] 0.0, "a b" vs [""] 0.0, "" vs ["a b", ""] 1.0,
+// "a b" vs ["", "a c"] 0.5.
+static void test_rouge_l_empty_like_coco(void) {
+    static const struct {
+        const char *cand, *refs[2];
+        int n_refs;
+        double want;
+    } cases[] = {{"", {""}, 1, 1.0},         {"", {"a b"}, 1, 0.0},      {"a b", {""}, 1, 0.0},
+                 {"", {"a b", ""}, 2, 1.0}, {"a b", {"", "a c"}, 2, 0.5}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        Tokens c = toks(cases[k].cand), r[2];
+        for (int j = 0; j < cases[k].n_refs; j++) r[j] = toks(cases[k].refs[j]);
+        CaptionPair it = {&c, r, cases[k].n_refs};
+        EXPECT_NEAR(metric_rouge_l(NULL, &it, 1), cases[k].want, 1e-12, 0);
+        tokens_free(&c);
+        for (int j = 0; j < cases[k].n_refs; j++) tokens_free(&r[j]);
+    }
 }
 
 // --- CIDEr-D --------------------------------------------------------------------------------
@@ -760,6 +784,7 @@ int main(void) {
     RUN(test_bleu_closest_length_ties_to_shorter);
     RUN(test_identical_gives_one);
     RUN(test_rouge_l_by_hand);
+    RUN(test_rouge_l_empty_like_coco);
     RUN(test_cider_d_by_hand);
     RUN(test_cider_d_properties);
     RUN(test_caption_scores_agree);
