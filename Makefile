@@ -71,7 +71,7 @@ TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 BENCH_SRCS := $(wildcard bench/bench_*.c)
 BENCHES    := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all build build-suite deps data test check valgrind bench demo fixtures clean
+.PHONY: all build build-suite deps data test check valgrind bench demo fixtures clean FORCE
 .DEFAULT_GOAL := all
 
 all: build
@@ -81,6 +81,17 @@ build-suite: $(BINS) $(TESTS)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# The commit the programs are built from, for the run records of cli/run_info.c: the
+# object is rebuilt when it changes ("-modified": the work tree had changes; "unknown"
+# outside a git checkout).
+ATTEND_COMMIT := $(shell git describe --always --abbrev=12 --dirty=-modified 2>/dev/null || echo unknown)
+$(BUILD)/cli/run_info.o: CFLAGS += -DATTEND_COMMIT='"$(ATTEND_COMMIT)"'
+$(BUILD)/cli/run_info.o: $(BUILD)/commit.txt
+$(BUILD)/commit.txt: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(ATTEND_COMMIT)' | cmp -s - $@ || echo '$(ATTEND_COMMIT)' > $@
+FORCE:
 
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
