@@ -4,6 +4,7 @@
 //   draw eval        --model DIR/model.safetensors --data mnist --split test [--json] [--samples K]
 //   draw generate    --model M --count 64 --out DIR [--seed S] [--show-attention]
 //   draw reconstruct --model M --data mnist --count 16 --out DIR
+//   draw report      RUN      (cli/report_draw.h: RUN/report.html)
 //
 // Determinism: training step s (0-based) draws its batch from the epoch's permutation,
 // which is shuffled by a stream seeded with (seed, epoch), and its binarisation and noise
@@ -21,6 +22,8 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/report_draw.h"
+#include "cli/run_info.h"
 #include "core/adam.h"
 #include "core/block.h"
 #include "core/check.h"
@@ -535,6 +538,8 @@ static int cmd_train(int argc, char **argv) {
     if (c->attention)
         fprintf(stderr, "draw train: read %dx%d, write %dx%d\n", c->read_n, c->read_n, c->write_n, c->write_n);
 
+    RunInfo run_info;  // (report) OUT/run.json: command line, commit, machine, wall time
+    run_info_begin(&run_info, out, "draw", argc, argv, threads, have_resume);
     Progress pr;
     progress_start(&pr, "train", target > st.step ? target - st.step : 0, budget);
     double t0 = timer_now(), train_time = 0.0, bound_acc = 0.0, last_valid = NAN, last_train = NAN;
@@ -607,6 +612,7 @@ static int cmd_train(int argc, char **argv) {
         rc = save_checkpoint(ckpt, &st, &params, &mom1, &mom2, &err) ? 1 : 0;
     if (rc == 0 && write_loss_plot(csv, png, &err)) rc = 1;
     double ips = train_time > 0 ? (double)done * B / train_time : 0.0;
+    run_info_end(&run_info, rc, st.step, ips);  // (report)
     if (rc == 0) {
         // A resumed run with no step left measured nothing: no bound to report.
         char valid_text[48] = "no validation in this run", train_json[32] = "null",
@@ -810,14 +816,15 @@ static void overview(FILE *f) {
             "  train        train DRAW; writes OUT/model.safetensors, log.csv, loss.png\n"
             "  eval         negative log-likelihood bound (nats per image) of a split\n"
             "  generate     sample from the prior: step_NN.png grids, final.png, draw.gif\n"
-            "  reconstruct  the same frames for data images, with read and write windows\n");
+            "  reconstruct  the same frames for data images, with read and write windows\n"
+            "  report       write RUN/report.html: a run's configuration, curve, bound, pictures\n");
 }
 
 int main(int argc, char **argv) {
-    static const char *const names[] = {"train", "eval", "generate", "reconstruct"};
+    static const char *const names[] = {"train", "eval", "generate", "reconstruct", "report"};
     int which;
     Error err;
-    int r = args_subcommand(argc, argv, names, 4, &which, &err);
+    int r = args_subcommand(argc, argv, names, 5, &which, &err);
     if (r == ARGS_HELP) {
         overview(stdout);
         return 0;
@@ -830,6 +837,7 @@ int main(int argc, char **argv) {
     case 0: return cmd_train(argc - 1, argv + 1);
     case 1: return cmd_eval(argc - 1, argv + 1);
     case 2: return cmd_generate(argc - 1, argv + 1);
+    case 4: return draw_report_main(argc - 1, argv + 1);
     default: return cmd_reconstruct(argc - 1, argv + 1);
     }
 }

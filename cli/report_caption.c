@@ -407,8 +407,9 @@ static void page_header(FILE *fp, const CaptionReport *r) {
         html_textf(fp, "%sTrained for %s at %.0f images/s.", r->eval ? ". " : "", w, ips);
     }
     fputs("</p>\n</header>\n<nav class=\"toc\"><a href=\"#results\">Results</a><a href=\"#curves\">Curves</a>"
-          "<a href=\"#images\">Images</a><a href=\"#best\">Best</a><a href=\"#worst\">Worst</a>"
-          "<a href=\"#model\">Model</a><a href=\"#data\">Data</a><a href=\"#run\">Run</a></nav>\n", fp);
+          "<a href=\"#images\">Images</a>", fp);
+    if (r->per_image) fputs("<a href=\"#best\">Best</a><a href=\"#worst\">Worst</a>", fp);
+    fputs("<a href=\"#model\">Model</a><a href=\"#data\">Data</a><a href=\"#run\">Run</a></nav>\n", fp);
 }
 
 static int write_page(const CaptionReport *r, Error *err) {
