@@ -7,6 +7,11 @@
 #                 slow, not part of make test: VG_TESTS="test_args test_ops" for a subset,
 #                 VG_CHILDREN=0 to run the spawned bin/draw, bin/caption natively
 #   make bench    speed and memory benchmarks
+#   make reproduce every scripted experiment with its HTML report, then
+#                 experiments/results/index.html; REPRODUCE=quick (minutes) or full (the
+#                 published settings), resumable (experiments/reproduce.sh)
+#   make test-browser  the reports in headless Chromium (installs it through deps.sh when
+#                 missing); screenshots in build/browser/screenshots/
 #   make deps     install missing Debian packages (root) or print the command
 #   make data     fetch MNIST and Fashion-MNIST into data/
 #
@@ -71,7 +76,8 @@ TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 BENCH_SRCS := $(wildcard bench/bench_*.c)
 BENCHES    := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all build build-suite deps data test check valgrind bench demo fixtures clean FORCE
+.PHONY: all build build-suite deps data test check valgrind bench demo fixtures clean FORCE \
+        reproduce test-browser
 .DEFAULT_GOAL := all
 
 all: build
@@ -157,6 +163,18 @@ bench: data
 demo: data
 	@$(MAKE) --no-print-directory -j$(JOBS) build
 	@sh experiments/demo.sh
+
+REPRODUCE ?= quick
+reproduce: data
+	@$(MAKE) --no-print-directory -j$(JOBS) $(PROGRAMS:%=bin/%)
+	@REPRODUCE=$(REPRODUCE) sh experiments/reproduce.sh
+
+test-browser:
+ifneq ($(NO_DEPS),1)
+	@DEPS_BROWSER=1 sh ./deps.sh
+endif
+	@$(MAKE) --no-print-directory -j$(JOBS) $(PROGRAMS:%=bin/%)
+	@sh tests/browser/run.sh bin $(BUILD)/browser
 
 fixtures:
 	/usr/bin/python3 bench/reference/make_fixtures.py tests/fixtures

@@ -346,6 +346,9 @@ static void section_model(FILE *fp, const CaptionReport *r) {
             snprintf(key, sizeof key, "%.*s", (int)(eq - p), p);
             snprintf(value, sizeof value, "%.*s", (int)(len - (size_t)(eq - p) - 1), eq + 1);
             if (!strcmp(key, "vocab")) snprintf(key, sizeof key, "vocabulary (words, with 4 special)");
+            char *end;
+            double v = strtod(value, &end);
+            if (end != value && !*end && strchr(value, '.')) snprintf(value, sizeof value, "%g", v);
             html_fact(fp, key, value);
         }
         p += len;
