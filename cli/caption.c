@@ -1073,7 +1073,7 @@ static int cmd_predict(int argc, char **argv) {
                 if (dot && dot != stem) *dot = 0;
                 snprintf(path, sizeof path, "%s/%s.png", att_out, stem);
                 if (caption_write_strip(path, images + (size_t)j * 3 * S * S, S,
-                                alphas + (size_t)j * ML * L, G, t.tok, t.n, &err)) {
+                                        alphas + (size_t)j * ML * L, G, t.tok, t.n, &err)) {
                     fprintf(stderr, "%s\n", err.msg);
                     rc = 1;
                 }

@@ -131,8 +131,6 @@ static const char STYLESHEET[] =
     "  @page{margin:14mm}\n"
     "}\n";
 
-const char *html_stylesheet(void) { return STYLESHEET; }
-
 void html_page_begin(FILE *fp, const char *title) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",

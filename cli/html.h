@@ -5,6 +5,7 @@
 // configuration) goes through html_text or html_attr; every link through html_url, so a
 // file named "a&b <1> #2%.png" links as "a%26b%20%3C1%3E%20%232%25.png". Pages are HTML5
 // in UTF-8 with one inline stylesheet (screen and print), no network and no framework.
+// (experiments/index.sh writes its page in sh, with a shorter copy of the same styles.)
 //
 //     FILE *fp = ...;
 //     html_page_begin(fp, "DRAW run runs/draw");
@@ -33,7 +34,7 @@ void html_page_begin(FILE *fp, const char *title);
 // Closes <main>; script (may be NULL) goes in one <script> element before </body>.
 void html_page_end(FILE *fp, const char *script);
 
-// Closes the previous section (if open is set) and opens <section id=ID><h2>TITLE</h2>.
+// <section id=ID><h2>TITLE</h2> (both escaped); html_section_end closes it.
 void html_section(FILE *fp, const char *id, const char *title);
 void html_section_end(FILE *fp);
 
@@ -49,9 +50,5 @@ void html_fact(FILE *fp, const char *key, const char *value);
 // A number cell that tests can find: <td class="num" data-key="KEY" data-value="%.10g">
 // then the value with `decimals` decimals (or "n/a" when not finite) and </td>.
 void html_metric_cell(FILE *fp, const char *key, double value, int decimals);
-
-// The stylesheet every page carries (for pages written by other tools, e.g. the index of
-// experiments/reproduce.sh, which keeps its own copy in sh).
-const char *html_stylesheet(void);
 
 #endif

@@ -26,6 +26,16 @@ static const char *meta(const DrawReport *r, const char *key) {
     return v ? v : "?";
 }
 
+// A float of the metadata (written with 9 digits) as %g: "0.00100000005" -> "0.001".
+static const char *meta_float(const DrawReport *r, const char *key, char *buf, size_t n) {
+    const char *v = meta(r, key);
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end) return v;
+    snprintf(buf, n, "%g", x);
+    return buf;
+}
+
 static int cmp_names(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -248,8 +258,10 @@ static void section_model(FILE *fp, const DrawReport *r) {
     html_fact(fp, "training data", meta(r, "train.data"));
     html_fact(fp, "binarisation", atoi(meta(r, "train.binarize")) ? "dynamic (a fresh sample per batch)" : "none (grey levels)");
     html_fact(fp, "batch", meta(r, "train.batch"));
-    snprintf(buf, sizeof buf, "Adam, learning rate %s, beta1 %s; gradient norm clipped at %s", meta(r, "train.lr"),
-             meta(r, "train.beta1"), meta(r, "train.clip"));
+    char lr[32], beta1[32], clip[32];
+    snprintf(buf, sizeof buf, "Adam, learning rate %s, beta1 %s; gradient norm clipped at %s",
+             meta_float(r, "train.lr", lr, sizeof lr), meta_float(r, "train.beta1", beta1, sizeof beta1),
+             meta_float(r, "train.clip", clip, sizeof clip));
     html_fact(fp, "optimiser", buf);
     html_fact(fp, "seed", meta(r, "train.seed"));
     html_fact(fp, "steps trained", meta(r, "train.step"));
