@@ -29,6 +29,8 @@ typedef struct {
     ImageItem *items;
     int n_items;
     int has_loss, has_bleu, has_grounding;  // curves drawn
+    int n_val;                              // validations in log.csv
+    double one_val[3];                      // step, BLEU-4, grounding of the only one
 } CaptionReport;
 
 static int is_space_free(const char *s) { return s && *s && !strpbrk(s, " \t\n'\"\\$`"); }
@@ -106,13 +108,19 @@ static int draw_curves(CaptionReport *r, Error *err) {
         rc = report_plot(r->run, &p, err);
         r->has_loss = rc == 0;
     }
-    if (!rc && c.n[1] > 0) {
+    r->n_val = c.n[1];
+    if (c.n[1] == 1) {  // one point is no curve: the page states it instead
+        r->one_val[0] = c.x[1][0];
+        r->one_val[1] = c.y[1][0];
+        r->one_val[2] = c.n[2] == 1 ? c.y[2][0] : NAN;
+    }
+    if (!rc && c.n[1] > 1) {
         ReportPlot p = {.file = "val_bleu4.png", .title = "validation BLEU-4", .xlabel = "step",
                         .name1 = "BLEU-4", .x1 = c.x[1], .y1 = c.y[1], .n1 = c.n[1]};
         rc = report_plot(r->run, &p, err);
         r->has_bleu = rc == 0;
     }
-    if (!rc && c.n[2] > 0) {
+    if (!rc && c.n[2] > 1) {
         ReportPlot p = {.file = "val_grounding.png", .title = "validation grounding", .xlabel = "step",
                         .name1 = "grounding", .x1 = c.x[2], .y1 = c.y[2], .n1 = c.n[2]};
         rc = report_plot(r->run, &p, err);
@@ -189,6 +197,12 @@ static void section_curves(FILE *fp, const CaptionReport *r) {
         figure(fp, "report_files/val_grounding.png", "validation grounding against the step", "plot",
                "Validation grounding accuracy.");
     fputs("</div>\n", fp);
+    if (r->n_val == 1) {
+        fputs("<p class=\"note\">", fp);
+        html_textf(fp, "One validation, at step %.0f: BLEU-4 %.4f", r->one_val[0], r->one_val[1]);
+        if (isfinite(r->one_val[2])) html_textf(fp, ", grounding %.4f", r->one_val[2]);
+        fputs(".</p>\n", fp);
+    }
     html_section_end(fp);
 }
 

@@ -2,10 +2,13 @@
 # reproduce.sh: every scripted experiment at one budget, each run with its report, then
 # experiments/results/index.html over all of them. `make reproduce` runs it.
 #
-#   REPRODUCE=quick make reproduce    a smoke run: minutes (about 10 on 2 idle cores)
+#   REPRODUCE=quick make reproduce    a smoke run: minutes (859 s on 2 cores shared with
+#                                     other jobs, load 6 to 11; 405 s of CPU time)
 #   REPRODUCE=full  make reproduce    the settings of the published tables: the step counts
 #                                     of their rows, so on the same machine and thread count
-#                                     the same weights and scores (a couple of hours)
+#                                     the same weights and scores; about 2 hours of training
+#                                     at the published throughputs (4.2 hours at the rates
+#                                     measured beside the quick run above)
 #
 # Budgets (steps are totals; the table rows that `full` repeats):
 #   step            quick                 full
