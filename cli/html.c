@@ -127,7 +127,8 @@ static const char STYLESHEET[] =
     "  h2{break-after:avoid}\n"
     "  .card,figure,tr{break-inside:avoid}\n"
     "  .card{background:none}\n"
-    "  img.plot{width:48%}\n"
+    "  .figs figure{width:48%}\n"
+    "  img.plot{width:100%}\n"
     "  @page{margin:14mm}\n"
     "}\n";
 
