@@ -10,6 +10,11 @@
 #   make parity-encoders  the pretrained encoders against torchvision at full width (random
 #                 weights through bench/reference/pth_to_safetensors.py; needs PyTorch,
 #                 about 2 GB of disk under $(BUILD)/parity-encoders; not part of make test)
+#   make reproduce every scripted experiment with its HTML report, then
+#                 experiments/results/index.html; REPRODUCE=quick (minutes) or full (the
+#                 published settings), resumable (experiments/reproduce.sh)
+#   make test-browser  the reports in headless Chromium (installs it through deps.sh when
+#                 missing); screenshots in build/browser/screenshots/
 #   make deps     install missing Debian packages (root) or print the command
 #   make data     fetch MNIST and Fashion-MNIST into data/
 #
@@ -82,7 +87,8 @@ TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 BENCH_SRCS := $(wildcard bench/bench_*.c)
 BENCHES    := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%) $(BUILD)/bench/parity_encoders
 
-.PHONY: all build build-suite deps data test check valgrind bench demo fixtures parity-encoders clean
+.PHONY: all build build-suite deps data test check valgrind bench demo fixtures parity-encoders clean \
+        FORCE reproduce test-browser
 .DEFAULT_GOAL := all
 
 all: build
@@ -92,6 +98,17 @@ build-suite: $(BINS) $(TESTS)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# The commit the programs are built from, for the run records of cli/run_info.c: the
+# object is rebuilt when it changes ("-modified": the work tree had changes; "unknown"
+# outside a git checkout).
+ATTEND_COMMIT := $(shell git describe --always --abbrev=12 --dirty=-modified 2>/dev/null || echo unknown)
+$(BUILD)/cli/run_info.o: CFLAGS += -DATTEND_COMMIT='"$(ATTEND_COMMIT)"'
+$(BUILD)/cli/run_info.o: $(BUILD)/commit.txt
+$(BUILD)/commit.txt: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(ATTEND_COMMIT)' | cmp -s - $@ || echo '$(ATTEND_COMMIT)' > $@
+FORCE:
 
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -157,6 +174,18 @@ bench: data
 demo: data
 	@$(MAKE) --no-print-directory -j$(JOBS) build
 	@sh experiments/demo.sh
+
+REPRODUCE ?= quick
+reproduce: data
+	@$(MAKE) --no-print-directory -j$(JOBS) $(PROGRAMS:%=bin/%)
+	@REPRODUCE=$(REPRODUCE) sh experiments/reproduce.sh
+
+test-browser:
+ifneq ($(NO_DEPS),1)
+	@DEPS_BROWSER=1 sh ./deps.sh
+endif
+	@$(MAKE) --no-print-directory -j$(JOBS) $(PROGRAMS:%=bin/%)
+	@sh tests/browser/run.sh bin $(BUILD)/browser
 
 fixtures:
 	/usr/bin/python3 bench/reference/make_fixtures.py tests/fixtures

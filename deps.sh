@@ -1,7 +1,8 @@
 #!/bin/sh
 # deps.sh: find what the toolkit needs, one line per dependency (found / missing).
 # Missing Debian packages are installed with apt-get when run as root; otherwise the
-# exact command is printed and the script exits non-zero. `make deps` runs this.
+# exact command is printed and the script exits non-zero. `make deps` runs this;
+# DEPS_BROWSER=1 (set by `make test-browser`) adds Chromium.
 set -u
 missing=""
 say() { printf '  %-22s %s\n' "$1" "$2"; }
@@ -34,6 +35,10 @@ check "giflib"         libgif-dev            trial gif_lib.h -lgif
 check "Open MPI"       "libopenmpi-dev openmpi-bin" has_mpi
 check "npm"            npm                   has npm
 check "Fashion-MNIST"  dataset-fashion-mnist test -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+# Only when asked (make test-browser): headless Chromium for the reports' browser test.
+if [ "${DEPS_BROWSER:-0}" = 1 ]; then
+    check "Chromium"       chromium              has chromium
+fi
 
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -4,13 +4,16 @@
 //                   --attention KIND --out DIR [--epochs N | --steps N | --minutes M] [--resume]
 //                   [--checkpoint-every N]
 //   caption eval    --model M --data ... --split test [--beam 3] [--json] [--results FILE]
+//                   [--per-image FILE] [--attention-out DIR] (cli/caption_per_image.h)
 //   caption predict --model M --images DIR [--beam 3] [--attention-out DIR] [--results FILE]
 //   caption scenes  --out DIR --count N [--seed S]
+//   caption report  RUN     (cli/report_caption.h: RUN/report.html)
 //
 // Files a training run writes in DIR: model.safetensors (best on validation BLEU-4, the
 // configuration and vocabulary in __metadata__), state.safetensors (the latest training
 // state: parameters, Adam moments, step; what --resume continues from), log.csv and
-// curves.png. Every file is written atomically. No math here: models/sat does it.
+// curves.png, and run.json (cli/run_info.h). Every file is written atomically. No math
+// here: models/sat does it.
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -32,7 +35,10 @@
 #include "core/safetensors.h"
 #include "core/timer.h"
 #include "cli/caption_data.h"
+#include "cli/caption_per_image.h"
 #include "cli/caption_score.h"
+#include "cli/report_caption.h"
+#include "cli/run_info.h"
 #include "datasets/imagefolder.h"
 #include "datasets/scenes.h"
 #include "datasets/scenes_folder.h"
@@ -265,17 +271,21 @@ typedef struct {
 } EvalResult;
 
 // Decodes images [0, n) of the split in chunks; scores against refs; writes results JSON
-// when results_path is not NULL.
-static int evaluate(EvalResult *res, SatModel *m, const Vocab *vocab, const CaptionData *d, Split s,
-                    const Encoded *refs, int n, int beam, float length_alpha,
-                    const char *results_path, int show_progress, Error *err) {
+// when results_path is not NULL, and what outputs asks for (per-image scores, strips;
+// cli/caption_per_image.h) when it is not NULL.
+static int evaluate_with_outputs(EvalResult *res, SatModel *m, const Vocab *vocab,
+                                 const CaptionData *d, Split s, const Encoded *refs, int n,
+                                 int beam, float length_alpha, const char *results_path,
+                                 const CaptionEvalOutputs *outputs, int show_progress,
+                                 Error *err) {
     const SatConfig *c = &m->cfg;
     const int S = c->image_size, L = sat_L(c), ML = c->max_len, chunk = m->a.B;
     const int G = cnn_grid_size(&c->cnn, S);
     float *images = xmalloc((size_t)chunk * 3 * S * S * sizeof(float));
     int *tokens = xmalloc((size_t)n * ML * sizeof(int));
     int *lens = xmalloc((size_t)n * sizeof(int));
-    float *alphas = caption_data_is_scenes(d) ? xmalloc((size_t)n * ML * L * sizeof(float)) : NULL;
+    int keep_alphas = caption_data_is_scenes(d) || (outputs && outputs->strips);
+    float *alphas = keep_alphas ? xmalloc((size_t)n * ML * L * sizeof(float)) : NULL;
     SceneInfo *infos = caption_data_is_scenes(d) ? xmalloc((size_t)n * sizeof(SceneInfo)) : NULL;
     Progress p;
     if (show_progress) progress_start(&p, "decode", n, 0);
@@ -299,10 +309,13 @@ static int evaluate(EvalResult *res, SatModel *m, const Vocab *vocab, const Capt
     caption_scores(&res->scores, pairs, n);
     res->n = n;
     res->has_grounding = caption_data_is_scenes(d);
+    GroundingImage *gi = NULL;
+    GroundingWord *gw = NULL;
+    GroundingBox *gb = NULL;
     if (caption_data_is_scenes(d)) {
-        GroundingImage *gi = xcalloc((size_t)n, sizeof(GroundingImage));
-        GroundingWord *gw = xcalloc((size_t)n * ML, sizeof(GroundingWord));
-        GroundingBox *gb = xcalloc((size_t)n * SCENES_MAX_OBJECTS, sizeof(GroundingBox));
+        gi = xcalloc((size_t)n, sizeof(GroundingImage));
+        gw = xcalloc((size_t)n * ML, sizeof(GroundingWord));
+        gb = xcalloc((size_t)n * SCENES_MAX_OBJECTS, sizeof(GroundingBox));
         for (int i = 0; i < n; i++) {
             gi[i].words = gw + (size_t)i * ML;
             gi[i].boxes = gb + (size_t)i * SCENES_MAX_OBJECTS;
@@ -328,12 +341,13 @@ static int evaluate(EvalResult *res, SatModel *m, const Vocab *vocab, const Capt
             }
         }
         grounding_accuracy(&res->grounding, gi, n);
-        free(gi);
-        free(gw);
-        free(gb);
     }
-    int r = 0;
-    if (results_path) {
+    DecodedSplit decoded = {d, s, n, pairs, gi, vocab, tokens, lens, alphas, ML, G, S};
+    int r = caption_per_image_write(outputs, &decoded, err);
+    free(gi);
+    free(gw);
+    free(gb);
+    if (!r && results_path) {
         AtomicFile af;
         if (atomic_open(&af, results_path, err)) {
             r = -1;
@@ -361,6 +375,13 @@ static int evaluate(EvalResult *res, SatModel *m, const Vocab *vocab, const Capt
     free(alphas);
     free(infos);
     return r;
+}
+
+static int evaluate(EvalResult *res, SatModel *m, const Vocab *vocab, const CaptionData *d, Split s,
+                    const Encoded *refs, int n, int beam, float length_alpha,
+                    const char *results_path, int show_progress, Error *err) {
+    return evaluate_with_outputs(res, m, vocab, d, s, refs, n, beam, length_alpha, results_path,
+                                 NULL, show_progress, err);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -949,10 +970,13 @@ static int cmd_train(int argc, char **argv) {
     CaptionRun r;
     int rc = open_run(&r, &f, &err);
     if (rc == 0) {
+        RunInfo run_info;  // RUN/run.json: this invocation, for the report
+        run_info_begin(&run_info, f.out, "caption", argc, argv, f.threads, f.resume);
         if (!f.quiet) print_header(&r);
         rc = train_loop(&r, &err) ? 1 : 0;
         csvlog_close(&r.log);
         if (rc == 0) print_summary(&r);
+        run_info_end(&run_info, rc, r.tc.step, train_meter_images_per_s(&r.meter));
     }
     if (rc) fprintf(stderr, "%s\n", err.msg);
     close_run(&r);
@@ -966,6 +990,7 @@ static int cmd_eval(int argc, char **argv) {
     Error err;
     const char *model_path = NULL, *split_s = "test", *results = NULL;
     int beam = 3, threads = threads_available(), count = 0, batch = 32;
+    CaptionEvalOutputs outputs = {.per_image = NULL, .strips = NULL, .strips_each = 20};  // (report)
     float length_alpha = 0.7f;
     bool json = false, quiet = false;
     CaptionDataFlags df;
@@ -980,6 +1005,9 @@ static int cmd_eval(int argc, char **argv) {
         {"count", ARG_INT, &count, "evaluate the first N images only (0 = all)", .has_min = true, .min = 0},
         {"batch", ARG_INT, &batch, "images decoded at once", .has_min = true, .min = 1, .has_max = true, .max = 4096},
         {"results", ARG_STRING, &results, "COCO results JSON (default: next to the model)", .metavar = "PATH", .given = NULL},
+        {"per-image", ARG_STRING, &outputs.per_image, "write each image's caption, references, BLEU-4, CIDEr-D and grounding here (JSON)", .metavar = "FILE", .given = NULL},
+        {"attention-out", ARG_STRING, &outputs.strips, "write attention strips of the first, best and worst images here", .metavar = "DIR", .given = NULL},
+        {"attention-count", ARG_INT, &outputs.strips_each, "--attention-out: how many of each (first, best, worst by CIDEr-D)", .has_min = true, .min = 0, .has_max = true, .max = 100000},
         {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
         {"train-count", ARG_INT, &df.train_count, "scenes: training scenes", .has_min = true, .min = 1},
         {"val-count-scenes", ARG_INT, &df.val_count, "scenes: validation scenes", .has_min = true, .min = 1},
@@ -1035,7 +1063,9 @@ static int cmd_eval(int argc, char **argv) {
         results = rpath;
     }
     EvalResult er;
-    if (evaluate(&er, &m, &vocab, data, split, &refs, n, beam, length_alpha, results, !quiet, &err)) {
+    outputs.beam = beam;
+    if (evaluate_with_outputs(&er, &m, &vocab, data, split, &refs, n, beam, length_alpha, results,
+                              &outputs, !quiet, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         goto done;
     }
@@ -1070,34 +1100,6 @@ done:
 
 // ---------------------------------------------------------------------------------------
 // caption predict
-
-// One strip: the image, then one heat-map overlay per word with the word under it.
-static int write_strip(const char *path, const float *chw, int S, const float *alphas, int G,
-                       char *const *words, int n, Error *err) {
-    const int up = S < 128 ? (128 + S - 1) / S : 1;  // small images shown larger
-    const int side = S * up;
-    Image base = image_new(3, S, S);
-    memcpy(base.data, chw, (size_t)3 * S * S * sizeof(float));
-    Image big = image_resize(&base, side, side, RESIZE_BILINEAR);
-    Image *tiles = xcalloc((size_t)n + 1, sizeof(Image));
-    const char **caps = xcalloc((size_t)n + 1, sizeof(char *));
-    tiles[0] = image_clone(&big);
-    caps[0] = "";
-    for (int k = 0; k < n; k++) {
-        tiles[k + 1] = image_clone(&big);
-        overlay_attention(&tiles[k + 1], alphas + (size_t)k * G * G, G, G, 0.7f, 1);
-        caps[k + 1] = words[k];
-    }
-    Image strip = caption_strip(tiles, caps, n + 1, 4, 2);
-    int r = write_png_image(path, &strip, err);
-    for (int k = 0; k <= n; k++) image_free(&tiles[k]);
-    free(tiles);
-    free(caps);
-    image_free(&strip);
-    image_free(&big);
-    image_free(&base);
-    return r;
-}
 
 static int cmd_predict(int argc, char **argv) {
     Error err;
@@ -1173,8 +1175,8 @@ static int cmd_predict(int argc, char **argv) {
                 char *dot = strrchr(stem, '.');
                 if (dot && dot != stem) *dot = 0;
                 snprintf(path, sizeof path, "%s/%s.png", att_out, stem);
-                if (write_strip(path, images + (size_t)j * 3 * S * S, S,
-                                alphas + (size_t)j * ML * L, G, t.tok, t.n, &err)) {
+                if (caption_write_strip(path, images + (size_t)j * 3 * S * S, S,
+                                        alphas + (size_t)j * ML * L, G, t.tok, t.n, &err)) {
                     fprintf(stderr, "%s\n", err.msg);
                     rc = 1;
                 }
@@ -1275,14 +1277,15 @@ static void overview(FILE *fp) {
             "  eval     score a model on a split: BLEU-1..4, CIDEr-D, ROUGE-L, grounding\n"
             "  predict  caption every image of a folder, optionally with attention strips\n"
             "  scenes   write synthetic scenes as PNG files plus captions.tsv\n"
-            "  score    score a COCO results file against references as coco-caption does\n");
+            "  score    score a COCO results file against references as coco-caption does\n"
+            "  report   write RUN/report.html: a run's configuration, curves, scores, images\n");
 }
 
 int main(int argc, char **argv) {
-    static const char *const names[] = {"train", "eval", "predict", "scenes", "score"};
+    static const char *const names[] = {"train", "eval", "predict", "scenes", "score", "report"};
     int which;
     Error err;
-    int r = args_subcommand(argc, argv, names, 5, &which, &err);
+    int r = args_subcommand(argc, argv, names, 6, &which, &err);
     if (r == ARGS_HELP) {
         overview(stdout);
         return 0;
@@ -1296,6 +1299,7 @@ int main(int argc, char **argv) {
     case 1: return cmd_eval(argc - 1, argv + 1);
     case 2: return cmd_predict(argc - 1, argv + 1);
     case 4: return cmd_score(argc - 1, argv + 1);
+    case 5: return caption_report_main(argc - 1, argv + 1);
     default: return cmd_scenes(argc - 1, argv + 1);
     }
 }

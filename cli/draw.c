@@ -4,6 +4,7 @@
 //   draw eval        --model DIR/model.safetensors --data mnist --split test [--json] [--samples K]
 //   draw generate    --model M --count 64 --out DIR [--seed S] [--show-attention]
 //   draw reconstruct --model M --data mnist --count 16 --out DIR
+//   draw report      RUN      (cli/report_draw.h: RUN/report.html)
 //
 // Determinism: training step s (0-based) draws its batch from the epoch's permutation,
 // which is shuffled by a stream seeded with (seed, epoch), and its binarisation and noise
@@ -23,6 +24,8 @@
 #include "cli/args.h"
 #include "cli/threads.h"
 #include "cli/train_run.h"
+#include "cli/report_draw.h"
+#include "cli/run_info.h"
 #include "core/adam.h"
 #include "core/block.h"
 #include "core/check.h"
@@ -742,9 +745,12 @@ static int cmd_train(int argc, char **argv) {
     Error err;
     int rc = open_run(&r, &f, &err);
     if (rc == 0) {
+        RunInfo run_info;  // RUN/run.json: this invocation, for the report
+        run_info_begin(&run_info, f.out, "draw", argc, argv, f.threads, f.resume);
         print_header(&r);
         rc = train_loop(&r, &err);
         if (rc == 0) rc = finish_run(&r, &err);
+        run_info_end(&run_info, rc, r.st.step, train_meter_images_per_s(&r.meter));
     }
     close_run(&r);
     return rc ? fail(&err) : 0;
@@ -928,14 +934,15 @@ static void overview(FILE *f) {
             "  train        train DRAW; writes OUT/model.safetensors, log.csv, loss.png\n"
             "  eval         negative log-likelihood bound (nats per image) of a split\n"
             "  generate     sample from the prior: step_NN.png grids, final.png, draw.gif\n"
-            "  reconstruct  the same frames for data images, with read and write windows\n");
+            "  reconstruct  the same frames for data images, with read and write windows\n"
+            "  report       write RUN/report.html: a run's configuration, curve, bound, pictures\n");
 }
 
 int main(int argc, char **argv) {
-    static const char *const names[] = {"train", "eval", "generate", "reconstruct"};
+    static const char *const names[] = {"train", "eval", "generate", "reconstruct", "report"};
     int which;
     Error err;
-    int r = args_subcommand(argc, argv, names, 4, &which, &err);
+    int r = args_subcommand(argc, argv, names, 5, &which, &err);
     if (r == ARGS_HELP) {
         overview(stdout);
         return 0;
@@ -948,6 +955,7 @@ int main(int argc, char **argv) {
     case 0: return cmd_train(argc - 1, argv + 1);
     case 1: return cmd_eval(argc - 1, argv + 1);
     case 2: return cmd_generate(argc - 1, argv + 1);
+    case 4: return draw_report_main(argc - 1, argv + 1);
     default: return cmd_reconstruct(argc - 1, argv + 1);
     }
 }

@@ -15,23 +15,28 @@
 #                 LSTM 256, z 100, batch 100 (PAPER_EPOCHS epochs)
 #   paper-noattn  the paper's configuration without attention
 #
+# Each run folder gets the pictures and page of `draw report` (cli/report_draw.h):
+# samples/, reconstructions/, film/ and report.html.
+#
 # Resumable: each configuration trains with --resume into RUNS/NAME, and the step or
 # epoch target is a total, so re-running the same command after an interruption
 # continues where the last checkpoint left off and ends with the same weights.
 #
 # Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default 2),
-# QUICK_STEPS (default 6000), PAPER_EPOCHS (default 100), SAMPLES (importance samples
-# per test image, default 10), SEED (default 1).
+# QUICK_STEPS (default 6000), QUICK_NOATTN_STEPS (default QUICK_STEPS), PAPER_EPOCHS
+# (default 100), SAMPLES (importance samples per test image, default 10), SEED (default 1),
+# RESULTS (the table, default $RESULTS_DIR/draw_mnist.md, RESULTS_DIR experiments/results).
 set -eu
 
 BIN=${ATTEND_BIN:-bin}
 RUNS=${RUNS:-runs}
 THREADS=${THREADS:-2}
 QUICK_STEPS=${QUICK_STEPS:-6000}
+QUICK_NOATTN_STEPS=${QUICK_NOATTN_STEPS:-$QUICK_STEPS}
 PAPER_EPOCHS=${PAPER_EPOCHS:-100}
 SAMPLES=${SAMPLES:-10}
 SEED=${SEED:-1}
-RESULTS=experiments/results/draw_mnist.md
+RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/draw_mnist.md}
 
 [ $# -gt 0 ] || set -- quick quick-noattn
 
@@ -43,7 +48,7 @@ run_config() {
     name=$1
     case $name in
     quick) model="--T 32 --read 5 --write 5 --hidden 160 --z 50"; budget="--steps $QUICK_STEPS" ;;
-    quick-noattn) model="--T 32 --hidden 160 --z 50 --no-attention"; budget="--steps $QUICK_STEPS" ;;
+    quick-noattn) model="--T 32 --hidden 160 --z 50 --no-attention"; budget="--steps $QUICK_NOATTN_STEPS" ;;
     paper) model="--T 64 --read 2 --write 5 --hidden 256 --z 100"; budget="--epochs $PAPER_EPOCHS" ;;
     paper-noattn) model="--T 64 --hidden 256 --z 100 --no-attention"; budget="--epochs $PAPER_EPOCHS" ;;
     *) echo "draw_mnist.sh: unknown configuration '$name' (quick, quick-noattn, paper, paper-noattn)" >&2; exit 2 ;;
@@ -68,6 +73,13 @@ run_config() {
     kl=$(json_field kl < "$dir/test.json")
     iw=$(json_field nll_iw < "$dir/test.json")
     step=$(json_field steps < "$dir/train.json")
+
+    # The report's pictures and page (cli/report_draw.h).
+    m="$dir/model.safetensors"
+    "$BIN/draw" generate --model "$m" --count 16 --show-attention --scale 4 --out "$dir/samples"
+    "$BIN/draw" reconstruct --model "$m" --data mnist --count 16 --scale 4 --out "$dir/reconstructions"
+    "$BIN/draw" generate --model "$m" --count 1 --show-attention --scale 3 --out "$dir/film"
+    "$BIN/draw" report "$dir" --eval test.json
     ips=$(json_field images_per_s < "$dir/train.json")
 
     mkdir -p "$(dirname "$RESULTS")"

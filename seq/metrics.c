@@ -153,13 +153,30 @@ static void image_ngrams_free(ImageNgrams *im, int n) {
 
 // --- BLEU ---------------------------------------------------------------------------------
 
-static void bleu_from(double *bleu, const Corpus *c, const ImageNgrams *im, int n) {
+// One image's BLEU-1..4 from its own counts, as bleu_scorer's per-image list: the running
+// product of (correct_k + tiny) / (guess_k + small) to the power 1/k, times the image's
+// brevity penalty exp(1 - r/c) when c < r (r its closest reference length).
+static void bleu_of_counts(double *out, const int *correct, const int *guess, int testlen,
+                           int reflen) {
+    const double tiny = 1e-15, small = 1e-9;
+    double prod = 1.0, ratio = (testlen + tiny) / (reflen + small);
+    for (int k = 0; k < NG; k++) {
+        prod *= (correct[k] + tiny) / (guess[k] + small);
+        out[k] = pow(prod, 1.0 / (k + 1));
+        if (ratio < 1) out[k] *= exp(1.0 - 1.0 / ratio);
+    }
+}
+
+// Corpus BLEU-1..4 into bleu (4) when not NULL; each image's own BLEU-1..4 into
+// per_image (n, 4) when not NULL. The corpus sums are of integer counts, so they do not
+// depend on whether per-image scores are asked for.
+static void bleu_from(double *bleu, double *per_image, const Corpus *c, const ImageNgrams *im,
+                      int n) {
     const double tiny = 1e-15, small = 1e-9;  // bleu_scorer's constants
     double correct[NG] = {0}, guess[NG] = {0};
     double testlen = 0, reflen = 0;
     for (int i = 0; i < n; i++) {
         int len = c->cand[i].len;
-        testlen += len;
         // closest reference length, ties to the shorter
         int best = -1;
         for (int r = 0; r < im[i].n_refs; r++) {
@@ -168,8 +185,8 @@ static void bleu_from(double *bleu, const Corpus *c, const ImageNgrams *im, int 
                 (abs(l - len) == abs(best - len) && l < best))
                 best = l;
         }
-        reflen += best;
-        for (int k = 0; k < NG; k++) guess[k] += len - k > 0 ? len - k : 0;
+        int mine_correct[NG] = {0}, mine_guess[NG];
+        for (int k = 0; k < NG; k++) mine_guess[k] = len - k > 0 ? len - k : 0;
         for (int j = 0; j < im[i].cand.m; j++) {
             const Ngram *g = &im[i].cand.g[j];
             int maxref = 0;
@@ -177,9 +194,17 @@ static void bleu_from(double *bleu, const Corpus *c, const ImageNgrams *im, int 
                 int cr = ngram_count_in(&im[i].refs[r], g);
                 if (cr > maxref) maxref = cr;
             }
-            correct[g->n - 1] += g->count < maxref ? g->count : maxref;
+            mine_correct[g->n - 1] += g->count < maxref ? g->count : maxref;
         }
+        testlen += len;
+        reflen += best;
+        for (int k = 0; k < NG; k++) {
+            correct[k] += mine_correct[k];
+            guess[k] += mine_guess[k];
+        }
+        if (per_image) bleu_of_counts(per_image + (size_t)i * NG, mine_correct, mine_guess, len, best);
     }
+    if (!bleu) return;
     double prod = 1.0;
     double ratio = (testlen + tiny) / (reflen + small);
     for (int k = 0; k < NG; k++) {
@@ -194,7 +219,17 @@ void metric_bleu(double *bleu, const CaptionPair *items, int n) {
     Corpus c;
     corpus_build(&c, items, n);
     ImageNgrams *im = image_ngrams(&c, items, n);
-    bleu_from(bleu, &c, im, n);
+    bleu_from(bleu, NULL, &c, im, n);
+    image_ngrams_free(im, n);
+    corpus_free(&c, n);
+}
+
+void metric_bleu_per_image(double *per_image, const CaptionPair *items, int n) {
+    CHECK(n >= 1);
+    Corpus c;
+    corpus_build(&c, items, n);
+    ImageNgrams *im = image_ngrams(&c, items, n);
+    bleu_from(NULL, per_image, &c, im, n);
     image_ngrams_free(im, n);
     corpus_free(&c, n);
 }

@@ -47,6 +47,12 @@ typedef struct {
 // bleu (4): corpus BLEU-1..4 over n images (n >= 1).
 void metric_bleu(double *bleu, const CaptionPair *items, int n);
 
+// per_image (n, 4): each image's own BLEU-1..4, the per-image list coco-caption's
+// bleu_scorer returns beside the corpus score (compute_score's second value): the same
+// formula on the image's counts alone, its brevity penalty from its own closest
+// reference length. Their mean is not the corpus BLEU.
+void metric_bleu_per_image(double *per_image, const CaptionPair *items, int n);
+
 // Corpus CIDEr-D; per_image (n) receives each image's score, or NULL.
 double metric_cider_d(double *per_image, const CaptionPair *items, int n);
 

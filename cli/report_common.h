@@ -1,0 +1,91 @@
+// report_common.h: what `caption report` and `draw report` share: reading a run folder's
+// JSON and CSV files, the run's record (cli/run_info.h) as a section, curves as PNGs, the
+// model's parameter count, and writing the page atomically.
+//
+// A report links only files under its run folder, by relative paths, and only files that
+// exist when it is written; an input that is missing becomes a note naming the command
+// that makes it.
+#ifndef CLI_REPORT_COMMON_H
+#define CLI_REPORT_COMMON_H
+
+#include <cJSON.h>
+#include <stdio.h>
+
+#include "cli/args.h"
+#include "core/error.h"
+#include "core/fileio.h"
+#include "core/safetensors.h"
+
+// The command line of `caption report` / `draw report`: RUN may come first (not starting
+// with '-') or as --run, which specs must hold (an ARG_STRING writing *run). Returns 1
+// when the command should return *code at once (--help: 0; a bad flag or no RUN: 2,
+// the line on stderr), 0 to go on.
+int report_parse_args(int argc, char **argv, const ArgSpec *specs, int n, const char *synopsis,
+                      const char *prefix, const char **run, int *code);
+
+// RUN/NAME into buf (n bytes).
+void report_path(char *buf, size_t n, const char *run, const char *name);
+
+// Parses the JSON file at path: 0 with *doc set; 0 with *doc NULL when the file does not
+// exist; -1 with "PATH: reason" when it exists but is not JSON (or is not an object).
+int report_read_json(cJSON **doc, const char *path, Error *err);
+
+// A number of a JSON object, NAN when absent or not a number.
+double report_json_number(const cJSON *obj, const char *key);
+// A string of a JSON object, NULL when absent or not a string.
+const char *report_json_string(const cJSON *obj, const char *key);
+
+// Columns of a CSV log (header row first): for each name in ycols, the rows whose cell in
+// that column is not empty, as (x, y) with x the xcol column. The arrays of series i are
+// x[i], y[i] (malloc'd), n[i] long. A missing column gives n[i] = 0. Fails with
+// "PATH: reason" when the file cannot be read or has no xcol column.
+typedef struct {
+    int count;
+    float *x[8], *y[8];
+    int n[8];
+} ReportColumns;
+int report_read_columns(ReportColumns *c, const char *path, const char *xcol,
+                        const char *const *ycols, int count, Error *err);
+void report_columns_free(ReportColumns *c);
+
+// Draws one curve (or two, with name2 set) with vision/plot.h into RUN/report_files/FILE
+// (the folder is made). Fails with "PATH: reason".
+typedef struct {
+    const char *file;                  // e.g. "loss.png"
+    const char *title, *xlabel, *ylabel;
+    const char *name1, *name2;         // legend entries (name2 NULL: one series)
+    const float *x1, *y1, *x2, *y2;
+    int n1, n2;
+    int log_y;
+} ReportPlot;
+int report_plot(const char *run, const ReportPlot *p, Error *err);
+
+// The section "Run": one row per invocation of run.json (date, commit, status, steps,
+// wall time, images/s, threads of CPUs, CPU model) and its command line; doc may be NULL
+// (a note says the run predates the record).
+void report_section_run(FILE *fp, const cJSON *run_json, const char *program);
+
+// The training throughput and wall time summed over run.json's finished invocations, for
+// the page's header line; NAN when there is none.
+double report_total_wall(const cJSON *run_json);
+double report_last_images_per_s(const cJSON *run_json);
+
+// The value of flag --name in the first invocation's argv, or NULL when absent.
+const char *report_run_flag(const cJSON *run_json, const char *name);
+
+// A note that an input is missing: "WHAT is missing: make it with" and the command.
+void report_missing(FILE *fp, const char *what, const char *command);
+
+// Parameter count of a safetensors checkpoint: every tensor whose name has no '/'
+// (optimiser moments and averages are "adam.m/NAME", "ema/NAME").
+long report_parameter_count(const SafetensorsFile *f);
+
+// Seconds as "42.0 s", "12 min 05 s", "2 h 03 min".
+void report_format_seconds(char *buf, size_t n, double seconds);
+// An integer with thousands separators: 100000 -> "100,000".
+void report_format_count(char *buf, size_t n, long v);
+
+// The page goes to RUN/report.html through an AtomicFile: open, write to af->fp, commit.
+int report_open(AtomicFile *af, const char *run, const char *name, Error *err);
+
+#endif

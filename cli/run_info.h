@@ -1,0 +1,47 @@
+// run_info.h: the record of a training run that reports show beside its results:
+// DIR/run.json, written by `caption train` and `draw train` (two calls each).
+//
+//     {"program": "draw",
+//      "invocations": [                      one per train command on DIR (a --resume adds one)
+//        {"command": "draw train --data mnist --out 'runs/my run'",   shell-quoted
+//         "argv": ["train", "--data", "mnist", "--out", "runs/my run"],
+//         "commit": "11c4fe4a1b2c",          what the program was built from ("-modified":
+//                                            the work tree had changes; "unknown": no git)
+//         "date": "2026-11-25T09:30:00Z",    UTC, when the invocation started training
+//         "cpu": "AMD EPYC 9R14 96-Core Processor",   /proc/cpuinfo's model name
+//         "cpus_online": 2, "threads": 2,
+//         "status": "finished",              "running" until it ends: a killed run stays
+//                                            "running"; "failed" when it stopped on an error
+//         "wall_seconds": 61.2,              begin to end of this invocation
+//         "steps": 1200,                     the step count at its end (a total)
+//         "images_per_s": 412.5}]}           its training throughput (train's own figure)
+//
+// The record is an aid, not a result: a failure to write it prints one warning line to
+// stderr and training goes on (the run's own files are written as ever).
+#ifndef CLI_RUN_INFO_H
+#define CLI_RUN_INFO_H
+
+typedef struct {
+    char path[1100];  // DIR/run.json
+    char program[32];
+    double t0;        // timer_now() at begin
+    int ok;           // 0 once a write failed: run_info_end then does nothing
+} RunInfo;
+
+// Starts the record of one invocation: program "caption" or "draw", argv[0..argc) the
+// subcommand's arguments (argv[0] = "train"), threads the --threads value. With append
+// (a resumed run) the invocation joins those already in DIR/run.json; otherwise the file
+// is replaced.
+void run_info_begin(RunInfo *ri, const char *dir, const char *program, int argc, char **argv,
+                    int threads, int append);
+
+// Ends it: status 0 (finished) or not (failed), the step count, the training throughput.
+void run_info_end(RunInfo *ri, int status, long steps, double images_per_s);
+
+// The CPU model name from /proc/cpuinfo into buf (n bytes); "unknown" when there is none.
+void run_info_cpu_model(char *buf, int n);
+
+// The commit the program was built from (see above).
+const char *run_info_commit(void);
+
+#endif

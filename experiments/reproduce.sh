@@ -1,0 +1,95 @@
+#!/bin/sh
+# reproduce.sh: every scripted experiment at one budget, each run with its report, then
+# experiments/results/index.html over all of them. `make reproduce` runs it.
+#
+#   REPRODUCE=quick make reproduce    a smoke run: minutes (859 s on 2 cores shared with
+#                                     other jobs, load 6 to 11; 405 s of CPU time)
+#   REPRODUCE=full  make reproduce    the settings of the published tables: the step counts
+#                                     of their rows, so on the same machine and thread count
+#                                     the same weights and scores; about 2 hours of training
+#                                     at the published throughputs (4.2 hours at the rates
+#                                     measured beside the quick run above)
+#
+# Budgets (steps are totals; the table rows that `full` repeats):
+#   step            quick                 full
+#   draw-attention  300 steps, 2 threads  7,141 steps, 1 thread   draw_mnist.md, quick
+#   draw-plain      300 steps, 2 threads  5,074 steps, 1 thread   draw_mnist.md, quick-noattn
+#                   (IW NLL from K = 2)   (K = 10)
+#   sat-scenes      600 steps             31,958 steps            sat_scenes.md, (defaults) seed 1
+#   sat-ablation    250 steps per kind    each kind's steps       sat_ablation.md, first table
+#   (the captioner on 2 threads throughout)
+#
+# Runs go to RUNS (default runs/reproduce-MODE): a folder per run with its report.html,
+# the tables of this reproduction in RUNS/tables/ (the published ones in experiments/results
+# are left alone), each step's log in RUNS/logs/, and RUNS/steps.tsv. Resumable: a step that
+# finished is skipped (RUNS/done/STEP); run again after a kill and the interrupted
+# training continues from its checkpoint (the scripts train with --resume). A failed step
+# does not stop the others; the exit status says whether all succeeded.
+#
+# A new experiment is one line in run_steps below: a name, then its command.
+set -u
+MODE=${REPRODUCE:-quick}
+RUNS=${RUNS:-runs/reproduce-$MODE}
+BIN=${BIN:-bin}
+case $MODE in
+quick)
+    THREADS=2 DRAW_THREADS=2 DRAW_STEPS=300 DRAW_NOATTN_STEPS=300 SAMPLES=2
+    SCENES_STEPS=600 ABLATION_STEPS=250 ;;
+full)
+    THREADS=2 DRAW_THREADS=1 DRAW_STEPS=7141 DRAW_NOATTN_STEPS=5074 SAMPLES=10
+    SCENES_STEPS=31958
+    ABLATION_STEPS="additive=3346 dot=4281 scaled-dot=4301 multiplicative=3475 multi-head=3327 local-monotonic=3745 local-predictive=3464 hard=3228 none=3644" ;;
+*)
+    echo "reproduce.sh: REPRODUCE must be quick or full, not '$MODE'" >&2
+    exit 2 ;;
+esac
+export RUNS BIN THREADS SAMPLES
+export ATTEND_BIN="$BIN" RESULTS_DIR="$RUNS/tables"
+for p in "$BIN/draw" "$BIN/caption"; do
+    [ -x "$p" ] || { echo "reproduce.sh: $p not found (make build first)" >&2; exit 1; }
+done
+mkdir -p "$RUNS/done" "$RUNS/logs" "$RUNS/tables" "$RUNS/status"
+
+all_ok=1
+# step NAME COMMAND...: runs COMMAND (its output to RUNS/logs/NAME.log) unless done before.
+step() {
+    name=$1
+    shift
+    order="$order $name"
+    if [ -f "$RUNS/done/$name" ]; then
+        echo "reproduce: $name: done before, skipped"
+        return
+    fi
+    printf 'reproduce: %s ... ' "$name"
+    start=$(date +%s)
+    if "$@" > "$RUNS/logs/$name.log" 2>&1; then
+        status=done
+        touch "$RUNS/done/$name"
+    else
+        status=failed
+        all_ok=0
+    fi
+    secs=$(($(date +%s) - start))
+    echo "$status in $secs s (log: $RUNS/logs/$name.log)"
+    [ "$status" = done ] || tail -n 15 "$RUNS/logs/$name.log" | sed 's/^/    /'
+    printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$secs" "$*" > "$RUNS/status/$name.tsv"
+}
+
+run_steps() {
+    step draw-attention env THREADS="$DRAW_THREADS" QUICK_STEPS="$DRAW_STEPS" sh experiments/draw_mnist.sh quick
+    step draw-plain env THREADS="$DRAW_THREADS" QUICK_NOATTN_STEPS="$DRAW_NOATTN_STEPS" sh experiments/draw_mnist.sh quick-noattn
+    step sat-scenes env STEPS="$SCENES_STEPS" sh experiments/sat_scenes.sh
+    step sat-ablation env STEPS="$ABLATION_STEPS" sh experiments/sat_ablation.sh
+}
+
+echo "reproduce: REPRODUCE=$MODE into $RUNS ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+t0=$(date +%s)
+order=""
+run_steps
+: > "$RUNS/steps.tsv"
+for name in $order; do
+    [ -f "$RUNS/status/$name.tsv" ] && cat "$RUNS/status/$name.tsv" >> "$RUNS/steps.tsv"
+done
+RUNS="$RUNS" sh experiments/index.sh || all_ok=0
+echo "reproduce: $(($(date +%s) - t0)) s in all (load now $(cut -d' ' -f1-3 /proc/loadavg)); open experiments/results/index.html"
+[ "$all_ok" = 1 ]
