@@ -6,7 +6,8 @@
 #   make valgrind the suite (and the CLI programs it spawns) under valgrind memcheck;
 #                 slow, not part of make test: VG_TESTS="test_args test_ops" for a subset,
 #                 VG_CHILDREN=0 to run the spawned bin/draw, bin/caption natively
-#   make bench    speed and memory benchmarks
+#   make bench    speed and memory benchmarks against PyTorch (installs the reference side,
+#                 python3-torch and python3-torchvision, through deps.sh when missing)
 #   make parity-encoders  the pretrained encoders against torchvision at full width (random
 #                 weights through bench/reference/pth_to_safetensors.py; needs PyTorch,
 #                 about 2 GB of disk under $(BUILD)/parity-encoders; not part of make test)
@@ -168,6 +169,9 @@ valgrind: data
 	@ATTEND_VALGRIND="$(VALGRIND) $(VALGRIND_FLAGS)" ATTEND_VALGRIND_CHILDREN=$(VG_CHILDREN) nice -n 10 sh tests/run.sh build-vg build-vg/bin $(VG_TESTS)
 
 bench: data
+ifneq ($(NO_DEPS),1)
+	@DEPS_REFERENCE=1 sh ./deps.sh
+endif
 	@$(MAKE) --no-print-directory -j$(JOBS) build
 	@sh bench/run.sh $(BUILD)
 
@@ -188,9 +192,15 @@ endif
 	@sh tests/browser/run.sh bin $(BUILD)/browser
 
 fixtures:
+ifneq ($(NO_DEPS),1)
+	@DEPS_REFERENCE=1 sh ./deps.sh
+endif
 	/usr/bin/python3 bench/reference/make_fixtures.py tests/fixtures
 
 parity-encoders:
+ifneq ($(NO_DEPS),1)
+	@DEPS_REFERENCE=1 sh ./deps.sh
+endif
 	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/bench/parity_encoders
 	/usr/bin/python3 bench/reference/encoders_ref.py full $(BUILD)/parity-encoders
 	$(BUILD)/bench/parity_encoders $(BUILD)/parity-encoders

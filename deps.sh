@@ -2,7 +2,9 @@
 # deps.sh: find what the toolkit needs, one line per dependency (found / missing).
 # Missing Debian packages are installed with apt-get when run as root; otherwise the
 # exact command is printed and the script exits non-zero. `make deps` runs this;
-# DEPS_BROWSER=1 (set by `make test-browser`) adds Chromium.
+# DEPS_BROWSER=1 (set by `make test-browser`) adds Chromium; DEPS_REFERENCE=1 (set by
+# `make bench`, `make fixtures` and `make parity-encoders`) adds the PyTorch side of the
+# references (Debian's python3-torch, python3-torchvision, python3-numpy).
 set -u
 missing=""
 say() { printf '  %-22s %s\n' "$1" "$2"; }
@@ -38,6 +40,15 @@ check "Fashion-MNIST"  dataset-fashion-mnist test -f /usr/share/datasets/fashion
 # Only when asked (make test-browser): headless Chromium for the reports' browser test.
 if [ "${DEPS_BROWSER:-0}" = 1 ]; then
     check "Chromium"       chromium              has chromium
+fi
+# Only when asked (make bench, make fixtures, make parity-encoders): the PyTorch references,
+# run with Debian's /usr/bin/python3.
+has_py() { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import $1" >/dev/null 2>&1; }
+if [ "${DEPS_REFERENCE:-0}" = 1 ]; then
+    check "python3"        python3               test -x /usr/bin/python3
+    check "NumPy"          python3-numpy         has_py numpy
+    check "PyTorch"        python3-torch         has_py torch
+    check "torchvision"    python3-torchvision   has_py torchvision
 fi
 
 [ -z "$missing" ] && exit 0
