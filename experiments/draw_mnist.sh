@@ -129,8 +129,15 @@ run_config() {
     ips=$(json_field images_per_s < "$dir/train.json")
 
     mkdir -p "$(dirname "$RESULTS")"
-    if [ ! -s "$RESULTS" ]; then
-        cat > "$RESULTS" <<'EOF'
+    row=$(printf '| %s | %s | %s | %s | %s | %.0f | %.2f | %.2f + %.2f | %.2f (%s) |' \
+        "$(date -u +%Y-%m-%d)" "$name" "$model" "$step" "$wall" "$ips" "$bound" "$recon" "$kl" \
+        "$iw" "$SAMPLES")
+    table_row "$RESULTS" "| date | config |" "$(quick_header)" "$row"
+    echo "draw_mnist.sh: $name: test bound $bound nats, IW NLL $iw (K = $SAMPLES); row added to $RESULTS" >&2
+}
+
+quick_header() {
+    cat <<'EOF'
 # DRAW on MNIST
 
 Training data: MNIST train (first 55,000), binarised dynamically (a fresh Bernoulli sample
@@ -142,29 +149,26 @@ nats per image; IW NLL = importance-weighted estimate from K posterior samples p
 | date | config | model | steps | wall time (s) | images/s (last run) | test bound | recon + KL | IW NLL (K) |
 |---|---|---|---|---|---|---|---|---|
 EOF
-    fi
-    printf '| %s | %s | %s | %s | %s | %.0f | %.2f | %.2f + %.2f | %.2f (%s) |\n' \
-        "$(date -u +%Y-%m-%d)" "$name" "$model" "$step" "$wall" "$ips" "$bound" "$recon" "$kl" \
-        "$iw" "$SAMPLES" >> "$RESULTS"
-    echo "draw_mnist.sh: $name: test bound $bound nats, IW NLL $iw (K = $SAMPLES); row added to $RESULTS" >&2
 }
 
-# table_row FILE MARKER HEADER ROW: inserts ROW after the last table line of the section
-# that starts with the line MARKER (created at the end of FILE, with HEADER, when missing),
-# so rows appended later by other configurations do not split the table.
+# table_row FILE MARKER HEADER ROW: inserts ROW after the last line of the first table at
+# or after the first line that starts with MARKER; when no line does, HEADER (which holds
+# such a line and the table's head) is appended to FILE first. So the quick rows and the
+# paper-configuration rows each stay in their own table, whichever is written last.
 table_row() {
     file=$1 marker=$2 header=$3 row=$4
     mkdir -p "$(dirname "$file")"
     touch "$file"
-    if ! grep -qxF "$marker" "$file"; then
-        printf '\n%s\n%s\n' "$marker" "$header" >> "$file"
+    if ! awk -v m="$marker" 'index($0, m) == 1 { found = 1 } END { exit !found }' "$file"; then
+        [ -s "$file" ] && echo >> "$file"
+        printf '%s\n' "$header" >> "$file"
     fi
     awk -v marker="$marker" -v row="$row" '
         { line[NR] = $0 }
-        $0 == marker && !start { start = NR }
+        index($0, marker) == 1 && !start { start = NR }
         END {
             last = 0
-            for (i = start + 1; i <= NR; i++) {
+            for (i = start; i <= NR; i++) {
                 if (line[i] ~ /^\|/) last = i
                 else if (last) break
             }
@@ -179,6 +183,7 @@ PAPER_MARKER="## The paper configuration to convergence (draw_mnist.sh paper, pa
 
 paper_header() {
     cat <<'EOF'
+## The paper configuration to convergence (draw_mnist.sh paper, paper-noattn)
 
 T 64, read 2x2, write 5x5 (paper-noattn: none), LSTM 256, z 100, batch 100, Adam at 1e-3
 halved when a milestone's validation bound is not 0.1 nats better than the best so far,
