@@ -1,4 +1,5 @@
-// bin/draw: train, evaluate and sample DRAW (models/draw.h) on MNIST-family IDX data.
+// bin/draw: train, evaluate and sample DRAW (models/draw.h) on MNIST-family IDX data, two-digit
+// MNIST and the colour scenes (cli/draw_data.h).
 //
 //   draw train       --data mnist --out DIR [--steps N | --epochs N | --minutes M] [--resume]
 //   draw eval        --model DIR/model.safetensors --data mnist --split test [--json] [--samples K]
