@@ -1,4 +1,5 @@
-// bin/draw: train, evaluate and sample DRAW (models/draw.h) on MNIST-family IDX data.
+// bin/draw: train, evaluate and sample DRAW (models/draw.h) on MNIST-family IDX data, two-digit
+// MNIST and the colour scenes (cli/draw_data.h).
 //
 //   draw train       --data mnist --out DIR [--steps N | --epochs N | --minutes M] [--resume]
 //   draw eval        --model DIR/model.safetensors --data mnist --split test [--json] [--samples K]
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/draw_data.h"
 #include "cli/threads.h"
 #include "cli/train_run.h"
 #include "cli/report_draw.h"
@@ -70,7 +72,7 @@ static uint64_t mix64(uint64_t a, uint64_t b) {
 
 static int save_checkpoint(const char *path, const TrainState *s, const Block *params,
                            const Block *m, const Block *v, Error *err) {
-    char buf[16][64];
+    char buf[17][64];
     const DrawConfig *c = &s->cfg;
     int k = 0;
     SafetensorsMeta meta[24];
@@ -98,6 +100,10 @@ static int save_checkpoint(const char *path, const TrainState *s, const Block *p
     META_FLOAT("train.beta1", s->beta1);
     META_FLOAT("train.clip", s->clip);
     CHECK(k == 15);
+    // Grey checkpoints carry no channel count, as before colour existed (same bytes).
+    if (draw_channels(c) > 1) {
+        META_INT("draw.channels", draw_channels(c));
+    }
     char seed[32];
     snprintf(seed, sizeof seed, "%" PRIu64, s->seed);
     meta[k++] = (SafetensorsMeta){"train.seed", seed};
@@ -155,6 +161,14 @@ static int read_state(const SafetensorsFile *f, const char *path, TrainState *s,
     s->cfg = (DrawConfig){.W = (int)v[0], .H = (int)v[1], .T = (int)v[2], .read_n = (int)v[3],
                           .write_n = (int)v[4], .enc = (int)v[5], .dec = (int)v[6], .z = (int)v[7],
                           .attention = v[8] != 0};
+    const char *ch = safetensors_meta(f, "draw.channels");
+    if (ch) {
+        long nc = 0;
+        if (meta_long(f, path, "draw.channels", &nc, err)) return -1;
+        if (nc < 1 || nc > DRAW_MAX_CHANNELS)
+            return error_set(err, "%s: metadata draw.channels = %ld out of range", path, nc);
+        s->cfg.channels = (int)nc;
+    }
     s->step = v[9];
     s->batch = (int)v[10];
     s->binarize = v[11] != 0;
@@ -201,7 +215,7 @@ static int load_model(Loaded *m, const char *path, Error *err) {
 
 static int load_split(ImageSet *set, const char *data, const char *root, Split split,
                       int binarize, Error *err) {
-    if (mnist_load(set, data, root, split, err)) return -1;
+    if (draw_data_load(set, data, root, split, err)) return -1;
     if (binarize && split != SPLIT_TRAIN) imageset_binarize_fixed(set, MNIST_FIXED_BINARIZE_SEED);
     return 0;
 }
@@ -258,23 +272,27 @@ typedef struct {
 
 static const float RED[3] = {1.0f, 0.15f, 0.1f}, GREEN[3] = {0.1f, 0.9f, 0.2f};
 
-// One grid frame: n canvases (n, H, W) in logits (sigmoid applied; probabilities as they
+// One grid frame: n canvases (n, C, H, W) in logits (C = 3: colour tiles) (sigmoid applied; probabilities as they
 // are when !logits), upscaled; with windows: write (red) and read (green) rectangles from
 // params rows (n, 5) (NULL: none).
 static Image render_frame(const float *canvas, int logits, int n, const DrawConfig *c,
                           const float *wparams, const float *rparams, const FrameStyle *st) {
-    int W = c->W, H = c->H, s = st->scale, rgb = wparams || rparams;
+    int W = c->W, H = c->H, s = st->scale, C = draw_channels(c);
     Image *tiles = xcalloc((size_t)n, sizeof *tiles);
-    Image plane = image_new(1, H, W);
+    Image plane = image_new(C, H, W);
     for (int i = 0; i < n; i++) {
-        for (int k = 0; k < W * H; k++) {
-            float v = canvas[(size_t)i * W * H + k];
+        for (int k = 0; k < C * W * H; k++) {
+            float v = canvas[(size_t)i * C * W * H + k];
             plane.data[k] = logits ? 1.0f / (1.0f + expf(-v)) : v;
         }
         Image big = image_resize(&plane, H * s, W * s, RESIZE_AREA);
-        if (rgb) {
-            tiles[i] = image_to_rgb(&big);
-            image_free(&big);
+        if (wparams || rparams) {  // coloured rectangles: RGB tiles
+            if (big.c == 1) {
+                tiles[i] = image_to_rgb(&big);
+                image_free(&big);
+            } else {
+                tiles[i] = big;
+            }
             const float *pp[2] = {rparams, wparams};
             const float *col[2] = {GREEN, RED};
             int nn[2] = {c->read_n, c->write_n};
@@ -307,7 +325,7 @@ static int write_frames(const char *dir, const DrawActs *a, const DrawConfig *c,
     for (int t = 0; t < c->T && rc == 0; t++) {
         const float *wp = windows_write && c->attention ? draw_at(a, a->wparams, t, FILTERBANK_PARAMS) : NULL;
         const float *rp = windows_read && c->attention ? draw_at(a, a->rparams, t, FILTERBANK_PARAMS) : NULL;
-        frames[t] = render_frame(draw_at(a, a->canvas, t, c->W * c->H), 1, n, c, wp, rp, st);
+        frames[t] = render_frame(draw_at(a, a->canvas, t, draw_image_size(c)), 1, n, c, wp, rp, st);
         char num[16];
         int len = snprintf(num, sizeof num, "%d", t + 1);
         snprintf(path, sizeof path, "%s/step_%.*s%s.png", dir, digits > len ? digits - len : 0,
@@ -315,7 +333,7 @@ static int write_frames(const char *dir, const DrawActs *a, const DrawConfig *c,
         rc = write_png_image(path, &frames[t], err);
     }
     if (rc == 0) {
-        Image fin = render_frame(draw_at(a, a->canvas, c->T - 1, c->W * c->H), 1, n, c, NULL, NULL, st);
+        Image fin = render_frame(draw_at(a, a->canvas, c->T - 1, draw_image_size(c)), 1, n, c, NULL, NULL, st);
         snprintf(path, sizeof path, "%s/final.png", dir);
         rc = write_png_image(path, &fin, err);
         image_free(&fin);
@@ -387,7 +405,7 @@ static int fail(const Error *err) {
 // flag left out takes the checkpoint's value).
 typedef struct {
     const char *data, *root, *out;
-    int T, read_n, write_n, hidden, z, batch, threads, epochs;
+    int T, read_n, write_n, hidden, z, batch, threads, epochs, preset;
     int valid_every, valid_images, log_every, ckpt_every;
     long steps, seed;
     double minutes;
@@ -398,6 +416,26 @@ typedef struct {
     } given;
 } TrainFlags;
 
+// --preset: the model configurations of Gregor et al. 2015's table 3 (the hyper-parameters
+// of their generative models); a model flag given on the command line overrides the
+// preset's value.
+static const char *const DRAW_PRESETS[] = {"mnist", "svhn", NULL};
+static const struct {
+    int T, read_n, write_n, hidden, z;
+} DRAW_PRESET_VALUES[] = {
+    {64, 2, 5, 256, 100},    // mnist: MNIST model (the defaults)
+    {32, 12, 12, 800, 100},  // svhn: SVHN model (colour 64 x 64 in the paper)
+};
+
+static void apply_preset(TrainFlags *f) {
+    int p = f->preset;
+    if (!f->given.T) f->T = DRAW_PRESET_VALUES[p].T;
+    if (!f->given.read) f->read_n = DRAW_PRESET_VALUES[p].read_n;
+    if (!f->given.write) f->write_n = DRAW_PRESET_VALUES[p].write_n;
+    if (!f->given.hidden) f->hidden = DRAW_PRESET_VALUES[p].hidden;
+    if (!f->given.z) f->z = DRAW_PRESET_VALUES[p].z;
+}
+
 // Fills f from the command line. Returns 1 when the command should return *code at once
 // (after --help, or a bad flag reported on stderr).
 static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
@@ -406,7 +444,8 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
                       .valid_every = 500, .log_every = 50, .seed = 1, .lr = 1e-3f,
                       .beta1 = 0.9f, .clip = 10.0f};
     ArgSpec specs[] = {
-        {"data", ARG_STRING, &f->data, "mnist, fashion-mnist, or an IDX image file", .metavar = "D", .given = &f->given.data},
+        {"data", ARG_STRING, &f->data, "mnist, fashion-mnist, mnist2 (two digits, 60x60), scenes (colour 64x64), or an IDX image file", .metavar = "D", .given = &f->given.data},
+        {"preset", ARG_CHOICE, &f->preset, "model configuration of the paper's table 3: mnist (T 64, read 2, write 5, hidden 256, z 100) or svhn (T 32, read 12, write 12, hidden 800, z 100); model flags given override it", .choices = DRAW_PRESETS},
         {"data-root", ARG_STRING, &f->root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
         {"out", ARG_STRING, &f->out, "output folder (model.safetensors, log.csv, loss.png)", .metavar = "DIR", .required = true},
         {"T", ARG_INT, &f->T, "glimpses (time steps)", .has_min = true, .min = 1, .has_max = true, .max = 1000, .given = &f->given.T},
@@ -436,6 +475,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw train --data D --out DIR [flags]", "draw", code))
         return 1;
     if (f->steps == 0 && f->epochs == 0 && f->minutes == 0) f->epochs = 1;
+    apply_preset(f);
     return 0;
 }
 
@@ -516,11 +556,12 @@ static int load_data(DrawRun *r, Error *err) {
     const TrainFlags *f = r->f;
     TrainState *st = &r->st;
     const char *dname = r->resumed && st->data[0] ? st->data : f->data;
-    int binarize = r->resumed ? st->binarize : !f->no_binarize;
-    if (mnist_load_splits(&r->train, &r->valid, NULL, dname, f->root, err)) return -1;
+    int binarize = r->resumed ? st->binarize : !f->no_binarize && draw_data_binarizable(dname);
+    if (draw_data_load_splits(&r->train, &r->valid, NULL, dname, f->root, err)) return -1;
     if (binarize) imageset_binarize_fixed(&r->valid, MNIST_FIXED_BINARIZE_SEED);
     if (!r->resumed) {
-        st->cfg = (DrawConfig){.W = r->train.cols, .H = r->train.rows, .T = f->T,
+        st->cfg = (DrawConfig){.W = r->train.cols, .H = r->train.rows,
+                               .channels = r->train.channels, .T = f->T,
                                .read_n = f->read_n, .write_n = f->write_n, .enc = f->hidden,
                                .dec = f->hidden, .z = f->z, .attention = !f->no_attention};
         st->seed = (uint64_t)f->seed;
@@ -529,9 +570,11 @@ static int load_data(DrawRun *r, Error *err) {
         st->binarize = binarize;
         snprintf(st->data, sizeof st->data, "%s", f->data);
         if (draw_config_check(&st->cfg, err)) return -1;
-    } else if (st->cfg.W != r->train.cols || st->cfg.H != r->train.rows) {
-        return error_set(err, "%s: model is for %dx%d images, %s has %dx%d", r->ckpt, st->cfg.W,
-                         st->cfg.H, dname, r->train.cols, r->train.rows);
+    } else if (st->cfg.W != r->train.cols || st->cfg.H != r->train.rows ||
+               draw_channels(&st->cfg) != r->train.channels) {
+        return error_set(err, "%s: model is for %dx%dx%d images, %s has %dx%dx%d", r->ckpt,
+                         st->cfg.W, st->cfg.H, draw_channels(&st->cfg), dname, r->train.cols,
+                         r->train.rows, r->train.channels);
     }
     if (r->train.n < st->batch)
         return error_set(err, "--batch: %d is more than the %d training images of %s", st->batch,
@@ -573,7 +616,7 @@ static void alloc_workers(DrawRun *r) {
     draw_workers_alloc(r->workers, r->n_workers, c, B);
     gemm_set_threads(threads / r->n_workers);
     r->eps = xmalloc(sizeof(float) * (size_t)c->T * B * c->z);
-    r->x = xmalloc(sizeof(float) * (size_t)B * c->W * c->H);
+    r->x = xmalloc(sizeof(float) * (size_t)B * draw_image_size(c));
     r->logw = xmalloc(sizeof(double) * (size_t)B);
     r->bpe = r->train.n / B;
     r->perm = xmalloc(sizeof(int) * (size_t)r->train.n);
@@ -631,7 +674,7 @@ static void print_header(const DrawRun *r) {
             "gemm %s, %d thread%s; step %ld%s\n",
             r->resumed && r->st.data[0] ? r->st.data : r->f->data, c->W, c->H, c->T,
             c->attention ? "attention" : "no attention", c->enc, c->z, r->st.batch, r->st.lr,
-            r->st.binarize ? "dynamically binarised" : "grey levels", gemm_backend(),
+            r->st.binarize ? "dynamically binarised" : c->channels > 1 ? "colour intensities" : "grey levels", gemm_backend(),
             r->f->threads, r->f->threads == 1 ? "" : "s", r->st.step, budget);
     if (c->attention)
         fprintf(stderr, "draw train: read %dx%d, write %dx%d\n", c->read_n, c->read_n, c->write_n, c->write_n);
@@ -764,9 +807,9 @@ static int load_model_and_split(Loaded *m, ImageSet *set, const char *model, con
     if (load_model(m, model, err)) return -1;
     const DrawConfig *c = &m->state.cfg;
     int rc = load_split(set, data, root, split, m->state.binarize, err);
-    if (rc == 0 && (set->cols != c->W || set->rows != c->H))
-        rc = error_set(err, "%s: model is for %dx%d images, %s has %dx%d", model, c->W, c->H, data,
-                       set->cols, set->rows);
+    if (rc == 0 && (set->cols != c->W || set->rows != c->H || set->channels != draw_channels(c)))
+        rc = error_set(err, "%s: model is for %dx%dx%d images, %s has %dx%dx%d", model, c->W, c->H,
+                       draw_channels(c), data, set->cols, set->rows, set->channels);
     if (rc) {
         block_free(&m->params);
         imageset_free(set);
@@ -782,7 +825,7 @@ static int cmd_eval(int argc, char **argv) {
     static const char *const splits[] = {"valid", "test", NULL};
     ArgSpec specs[] = {
         {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
-        {"data", ARG_STRING, &data, "mnist, fashion-mnist, or an IDX image file", .metavar = "D"},
+        {"data", ARG_STRING, &data, "mnist, fashion-mnist, mnist2, scenes, or an IDX image file", .metavar = "D"},
         {"data-root", ARG_STRING, &root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
         {"split", ARG_CHOICE, &split, "which split", .choices = splits},
         {"samples", ARG_INT, &samples, "K > 1: importance-weighted NLL from K samples per image", .has_min = true, .min = 1, .has_max = true, .max = 100000},
@@ -814,16 +857,21 @@ static int cmd_eval(int argc, char **argv) {
     EvalResult r = evaluate(workers, n_workers, B, &m.p, c, &set, limit, samples,
                             (uint64_t)seed, x, eps, logw);
     double secs = timer_now() - t0;
-    const char *bin = m.state.binarize ? "binarised once, seed 0x5EED" : "grey levels";
+    const char *bin = m.state.binarize ? "binarised once, seed 0x5EED"
+                      : draw_channels(c) > 1 ? "colour intensities" : "grey levels";
+    const int dims = draw_image_size(c);  // per dimension: per pixel and channel
     if (json) {
         printf("{\"nll_bound\": %.6f, \"recon\": %.6f, \"kl\": %.6f, \"images\": %d, "
-               "\"split\": \"%s\", \"data\": \"%s\", \"binarization\": \"%s\", \"samples\": %d",
-               r.bound, r.recon, r.kl, r.images, splits[split], data, bin, samples);
+               "\"split\": \"%s\", \"data\": \"%s\", \"binarization\": \"%s\", \"samples\": %d, "
+               "\"dims\": %d, \"nll_bound_per_dim\": %.8f",
+               r.bound, r.recon, r.kl, r.images, splits[split], data, bin, samples, dims,
+               r.bound / dims);
         if (samples > 1) printf(", \"nll_iw\": %.6f", r.nll_iw);
         printf(", \"step\": %ld, \"seconds\": %.3f}\n", m.state.step, secs);
     } else {
-        printf("%s %s (%s): bound %.3f nats per image (reconstruction %.3f + KL %.3f), %d images\n",
-               data, splits[split], bin, r.bound, r.recon, r.kl, r.images);
+        printf("%s %s (%s): bound %.3f nats per image (reconstruction %.3f + KL %.3f), "
+               "%.5f nats per dimension (%d), %d images\n",
+               data, splits[split], bin, r.bound, r.recon, r.kl, r.bound / dims, dims, r.images);
         if (samples > 1)
             printf("importance-weighted NLL estimate (K = %d): %.3f nats\n", samples, r.nll_iw);
     }
@@ -882,7 +930,7 @@ static int cmd_reconstruct(int argc, char **argv) {
     static const char *const splits[] = {"valid", "test", NULL};
     ArgSpec specs[] = {
         {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
-        {"data", ARG_STRING, &data, "mnist, fashion-mnist, or an IDX image file", .metavar = "D"},
+        {"data", ARG_STRING, &data, "mnist, fashion-mnist, mnist2, scenes, or an IDX image file", .metavar = "D"},
         {"data-root", ARG_STRING, &root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
         {"split", ARG_CHOICE, &split, "which split", .choices = splits},
         {"out", ARG_STRING, &out, "output folder (input.png, step_NN.png, final.png, draw.gif)", .metavar = "DIR", .required = true},

@@ -106,6 +106,7 @@ static void make_set(ImageSet *set, const Idx *im, const Idx *lb, int first, int
                      const char *name) {
     memset(set, 0, sizeof *set);
     set->n = n;
+    set->channels = 1;
     set->rows = (int)im->dims[1];
     set->cols = (int)im->dims[2];
     set->dim = set->rows * set->cols;
@@ -179,6 +180,27 @@ int mnist_load_splits(ImageSet *train, ImageSet *valid, ImageSet *test, const ch
 int mnist_load(ImageSet *out, const char *data, const char *root, Split split, Error *err) {
     return mnist_load_splits(split == SPLIT_TRAIN ? out : NULL, split == SPLIT_VALID ? out : NULL,
                              split == SPLIT_TEST ? out : NULL, data, root, err);
+}
+
+void imageset_alloc(ImageSet *set, int n, int channels, int rows, int cols, Split split,
+                    int first, const char *name) {
+    CHECK(n >= 1 && channels >= 1 && rows >= 1 && cols >= 1);
+    memset(set, 0, sizeof *set);
+    set->n = n;
+    set->channels = channels;
+    set->rows = rows;
+    set->cols = cols;
+    set->dim = channels * rows * cols;
+    set->split = split;
+    set->first = first;
+    snprintf(set->name, sizeof set->name, "%s", name);
+    set->pixels = xcalloc((size_t)n * set->dim, 1);
+}
+
+void imageset_finish(ImageSet *set) {
+    if (set->split == SPLIT_TRAIN || set->images) return;
+    set->images = xmalloc((size_t)set->n * set->dim * sizeof(float));
+    imageset_copy(set->images, set, 0, set->n);
 }
 
 void imageset_free(ImageSet *set) {

@@ -43,8 +43,9 @@
 
 typedef struct {
     int n;             // images
+    int channels;      // 1 grey; 3 for colour sets (pixels then (n, 3, rows, cols))
     int rows, cols;    // image height and width
-    int dim;           // rows * cols
+    int dim;           // channels * rows * cols
     uint8_t *pixels;   // (n, dim) grey levels 0..255, or 0 / 255 once binarised; owned
     float *images;     // (n, dim) pixels / 255 in [0, 1] for the valid and test splits;
                        // NULL for the train split; owned
@@ -61,6 +62,14 @@ int mnist_load(ImageSet *out, const char *data, const char *root, Split split, E
 int mnist_load_splits(ImageSet *train, ImageSet *valid, ImageSet *test, const char *data,
                       const char *root, Error *err);
 void imageset_free(ImageSet *set);
+
+// A set built by a generator (two-digit MNIST, scenes): imageset_alloc zeroes set and
+// allocates pixels (n, channels * rows * cols) for the caller to fill; imageset_finish then
+// makes the float copy of a valid or test set. first: the source index of image 0 (the
+// fixed binarisation's seed uses it).
+void imageset_alloc(ImageSet *set, int n, int channels, int rows, int cols, Split split,
+                    int first, const char *name);
+void imageset_finish(ImageSet *set);
 
 // Replaces every pixel p by a Bernoulli(p / 255) sample, 0 or 255 (0 or 1 in `images`),
 // from a stream seeded by (seed, set->split, source index), so two loads give identical

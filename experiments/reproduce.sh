@@ -15,6 +15,9 @@
 #   draw-attention  300 steps, 2 threads  7,141 steps, 1 thread   draw_mnist.md, quick
 #   draw-plain      300 steps, 2 threads  5,074 steps, 1 thread   draw_mnist.md, quick-noattn
 #                   (IW NLL from K = 2)   (K = 10)
+#   draw-mnist2     200 steps, 2 threads  3,000 steps, 2 threads  draw_mnist2.md
+#   draw-colour     40 steps, batch 50    1,000 steps, batch 50   draw_colour.md (SVHN preset)
+#                   (the two above: IW NLL from K = 2 quick, 10 full)
 #   sat-scenes      600 steps             31,958 steps            sat_scenes.md, (defaults) seed 1
 #   sat-ablation    250 steps per kind    each kind's steps       sat_ablation.md, first table
 #   (the captioner on 2 threads throughout)
@@ -34,9 +37,11 @@ BIN=${BIN:-bin}
 case $MODE in
 quick)
     THREADS=2 DRAW_THREADS=2 DRAW_STEPS=300 DRAW_NOATTN_STEPS=300 SAMPLES=2
+    MNIST2_STEPS=200 COLOUR_STEPS=40
     SCENES_STEPS=600 ABLATION_STEPS=250 ;;
 full)
     THREADS=2 DRAW_THREADS=1 DRAW_STEPS=7141 DRAW_NOATTN_STEPS=5074 SAMPLES=10
+    MNIST2_STEPS=3000 COLOUR_STEPS=1000
     SCENES_STEPS=31958
     ABLATION_STEPS="additive=3346 dot=4281 scaled-dot=4301 multiplicative=3475 multi-head=3327 local-monotonic=3745 local-predictive=3464 hard=3228 none=3644" ;;
 *)
@@ -78,6 +83,8 @@ step() {
 run_steps() {
     step draw-attention env THREADS="$DRAW_THREADS" QUICK_STEPS="$DRAW_STEPS" sh experiments/draw_mnist.sh quick
     step draw-plain env THREADS="$DRAW_THREADS" QUICK_NOATTN_STEPS="$DRAW_NOATTN_STEPS" sh experiments/draw_mnist.sh quick-noattn
+    step draw-mnist2 env MNIST2_STEPS="$MNIST2_STEPS" sh experiments/draw_generation.sh mnist2
+    step draw-colour env COLOUR_STEPS="$COLOUR_STEPS" sh experiments/draw_generation.sh colour
     step sat-scenes env STEPS="$SCENES_STEPS" sh experiments/sat_scenes.sh
     step sat-ablation env STEPS="$ABLATION_STEPS" sh experiments/sat_ablation.sh
 }

@@ -20,6 +20,8 @@ DrawConfig draw_config_default(int W, int H) {
 int draw_config_check(const DrawConfig *c, Error *err) {
     if (c->W < 1 || c->H < 1 || c->W > 4096 || c->H > 4096)
         return error_set(err, "image size %dx%d out of range", c->W, c->H);
+    if (c->channels < 0 || c->channels > DRAW_MAX_CHANNELS)
+        return error_set(err, "%d channels out of range [1, %d]", c->channels, DRAW_MAX_CHANNELS);
     if (c->T < 1 || c->T > 10000) return error_set(err, "T %d out of range [1, 10000]", c->T);
     if (c->attention) {
         if (c->read_n < 1 || c->read_n > c->W || c->read_n > c->H)
@@ -36,11 +38,11 @@ int draw_config_check(const DrawConfig *c, Error *err) {
 }
 
 int draw_read_size(const DrawConfig *c) {
-    return c->attention ? 2 * c->read_n * c->read_n : 2 * c->W * c->H;
+    return 2 * draw_channels(c) * (c->attention ? c->read_n * c->read_n : c->W * c->H);
 }
 
 int draw_write_size(const DrawConfig *c) {
-    return c->attention ? c->write_n * c->write_n : c->W * c->H;
+    return draw_channels(c) * (c->attention ? c->write_n * c->write_n : c->W * c->H);
 }
 
 void draw_layout(Block *b, DrawParams *p, const DrawConfig *c) {
@@ -110,10 +112,10 @@ void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B) {
     memset(a, 0, sizeof *a);
     a->B = B;
     Block *k = &a->block;
-    int T = c->T, HW = c->W * c->H, R = draw_read_size(c), Wr = draw_write_size(c);
+    int T = c->T, IMG = draw_image_size(c), R = draw_read_size(c), Wr = draw_write_size(c);
     int Z = c->z, E = c->enc, D = c->dec, P = FILTERBANK_PARAMS;
     int nr = c->attention ? c->read_n : 0, nw = c->attention ? c->write_n : 0;
-    block_add(k, &a->canvas, "canvas", 3, T, B, HW);
+    block_add(k, &a->canvas, "canvas", 3, T, B, IMG);
     block_add(k, &a->rparams, "rparams", 3, T, B, P);
     block_add(k, &a->rFx, "rFx", 3, T, B, nr * c->W);
     block_add(k, &a->rFy, "rFy", 3, T, B, nr * c->H);
@@ -141,9 +143,9 @@ void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B) {
     block_add(k, &a->dwpatch, "dwpatch", 3, T, B, Wr);
     block_add(k, &a->dwparams, "dwparams", 3, T, B, P);
     block_add(k, &a->drparams, "drparams", 3, T, B, P);
-    block_add(k, &a->xhat, "xhat", 2, B, HW);
-    block_add(k, &a->dcan, "dcan", 2, B, HW);
-    block_add(k, &a->dxhat, "dxhat", 2, B, HW);
+    block_add(k, &a->xhat, "xhat", 2, B, IMG);
+    block_add(k, &a->dcan, "dcan", 2, B, IMG);
+    block_add(k, &a->dxhat, "dxhat", 2, B, IMG);
     block_add(k, &a->denc_xh, "denc_xh", 2, B, R + D + E);
     block_add(k, &a->ddec_xh, "ddec_xh", 2, B, Z + D);
     block_add(k, &a->dFx, "dFx", 2, B, nmax * c->W);
@@ -240,7 +242,7 @@ double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const Dr
     CHECK(n >= 1 && n <= DRAW_MAX_WORKERS && B >= 1, "%d workers, %d images", n, B);
     DrawJob jobs[DRAW_MAX_WORKERS];
     pthread_t th[DRAW_MAX_WORKERS];
-    const int HW = c->W * c->H, Z = c->z;
+    const int IMG = draw_image_size(c), Z = c->z;
     int start[DRAW_MAX_WORKERS], used = 0;
     for (int k = 0, s = 0; k < n; k++) {
         int nk = B / n + (k < B % n);
@@ -249,7 +251,7 @@ double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const Dr
         CHECK(nk <= a->B, "worker %d: %d images, room for %d", k, nk, a->B);
         for (int t = 0; t < c->T; t++)
             memcpy(draw_at(a, a->eps, t, Z), eps + ((size_t)t * B + s) * Z, sizeof(float) * (size_t)nk * Z);
-        jobs[used] = (DrawJob){.w = &w[k], .p = p, .c = c, .x = x + (size_t)s * HW, .n = nk,
+        jobs[used] = (DrawJob){.w = &w[k], .p = p, .c = c, .x = x + (size_t)s * IMG, .n = nk,
                                .backward = grads != NULL};
         start[used++] = s;
         s += nk;
@@ -297,12 +299,12 @@ static void put_rows(float *dst, int ld, const float *src, int B, int n) {
     }
 }
 
-// xh (B, HW) = x_hat_t = x - sigmoid(c_{t-1}), with c_0 = 0.
+// xh (B, IMG) = x_hat_t = x - sigmoid(c_{t-1}), with c_0 = 0; IMG = C H W.
 static void xhat_step(float *xh, const DrawActs *a, const DrawConfig *c, const float *x, int t,
                       int B) {
-    size_t n = (size_t)B * c->W * c->H;
+    size_t n = (size_t)B * draw_image_size(c);
     if (t) {
-        const float *cp = draw_at(a, a->canvas, t - 1, c->W * c->H);
+        const float *cp = draw_at(a, a->canvas, t - 1, draw_image_size(c));
         for (size_t i = 0; i < n; i++) xh[i] = x[i] - sigmoid_tanh_fast(cp[i]);
     } else {
         for (size_t i = 0; i < n; i++) xh[i] = x[i] - 0.5f;
@@ -312,7 +314,7 @@ static void xhat_step(float *xh, const DrawActs *a, const DrawConfig *c, const f
 // Decoder half of step t from z_t (already in the first Z columns of acts.dec_xh):
 // h_dec_t, the write, canvas c_t.
 static void decode_step(DrawActs *a, const DrawParams *p, const DrawConfig *c, int t, int B) {
-    int HW = c->W * c->H, D = c->dec, Z = c->z, Wr = draw_write_size(c);
+    int IMG = draw_image_size(c), D = c->dec, Z = c->z, Wr = draw_write_size(c);
     const float *hp = t ? draw_at(a, a->dec_h, t - 1, D) : NULL;
     const float *cp = t ? draw_at(a, a->dec_c, t - 1, D) : NULL;
     float *h = draw_at(a, a->dec_h, t, D), *xh = draw_at(a, a->dec_xh, t, Z + D);
@@ -321,8 +323,8 @@ static void decode_step(DrawActs *a, const DrawParams *p, const DrawConfig *c, i
                         Z + D, cp, &a->dec_Wt, p->dec_b, B, Z, D);
     float *w = draw_at(a, a->wpatch, t, Wr);
     linear_forward(w, h, p->write_W, p->write_b, B, D, Wr);
-    float *can = draw_at(a, a->canvas, t, HW);
-    const float *can_prev = t ? draw_at(a, a->canvas, t - 1, HW) : NULL;
+    float *can = draw_at(a, a->canvas, t, IMG);
+    const float *can_prev = t ? draw_at(a, a->canvas, t - 1, IMG) : NULL;
     if (c->attention) {
         int N = c->write_n;
         float *wp = draw_at(a, a->wparams, t, FILTERBANK_PARAMS);
@@ -330,17 +332,17 @@ static void decode_step(DrawActs *a, const DrawParams *p, const DrawConfig *c, i
         float *g = draw_at(a, a->wgamma, t, 1);
         attn_params_forward(wp, h, p->write_attn_W, p->write_attn_b, B, D);
         filterbank_forward(Fx, Fy, g, wp, B, N, c->W, c->H);
-        filterbank_write_forward_from(can, can_prev, w, Fx, Fy, g, a->fb_scratch, B, N, c->W,
-                                      c->H);
+        filterbank_write_channels_forward_from(can, can_prev, w, Fx, Fy, g, a->fb_scratch, B,
+                                               draw_channels(c), N, c->W, c->H);
     } else {
-        for (size_t i = 0; i < (size_t)B * HW; i++) can[i] = (can_prev ? can_prev[i] : 0.0f) + w[i];
+        for (size_t i = 0; i < (size_t)B * IMG; i++) can[i] = (can_prev ? can_prev[i] : 0.0f) + w[i];
     }
 }
 
 double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const float *x, int B,
                     double *recon_out, double *kl_out) {
     CHECK(B >= 1 && B <= a->B, "B %d, acts for %d", B, a->B);
-    int HW = c->W * c->H, D = c->dec, E = c->enc, Z = c->z, R = draw_read_size(c);
+    int IMG = draw_image_size(c), D = c->dec, E = c->enc, Z = c->z, R = draw_read_size(c);
     int RD = R + D, LE = RD + E;  // LE: the encoder input row [r, h_dec, h_enc]
     for (int b = 0; b < B; b++) a->kl[b] = a->logw[b] = 0.0f;
     packed_pack(&a->enc_Wt, true, p->enc_W, LE);
@@ -358,12 +360,14 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
             float *g = draw_at(a, a->rgamma, t, 1);
             attn_params_forward(rp, hdp, p->read_attn_W, p->read_attn_b, B, D);
             filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
-            filterbank_read_forward(in, LE, x, Fx, Fy, g, a->fb_scratch, B, N, c->W, c->H);
-            filterbank_read_forward(in + N * N, LE, xh, Fx, Fy, g, a->fb_scratch, B, N, c->W,
-                                    c->H);
+            int C = draw_channels(c);
+            filterbank_read_channels_forward(in, LE, x, Fx, Fy, g, a->fb_scratch, B, C, N, c->W,
+                                             c->H);
+            filterbank_read_channels_forward(in + C * N * N, LE, xh, Fx, Fy, g, a->fb_scratch, B,
+                                             C, N, c->W, c->H);
         } else {
-            put_rows(in, LE, x, B, HW);
-            put_rows(in + HW, LE, xh, B, HW);
+            put_rows(in, LE, x, B, IMG);
+            put_rows(in + IMG, LE, xh, B, IMG);
         }
         put_rows(in + R, LE, hdp, B, D);
         put_rows(in + RD, LE, t ? draw_at(a, a->enc_h, t - 1, E) : NULL, B, E);
@@ -394,10 +398,10 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
         }
         decode_step(a, p, c, t, B);
     }
-    const float *cT = draw_at(a, a->canvas, c->T - 1, HW);
+    const float *cT = draw_at(a, a->canvas, c->T - 1, IMG);
     double rsum = 0.0, ksum = 0.0;
     for (int b = 0; b < B; b++) {
-        double r = bce_logits_forward(NULL, cT + (size_t)b * HW, x + (size_t)b * HW, (size_t)HW);
+        double r = bce_logits_forward(NULL, cT + (size_t)b * IMG, x + (size_t)b * IMG, (size_t)IMG);
         a->recon[b] = (float)r;
         a->logw[b] += (float)-r;
         rsum += r;
@@ -491,20 +495,20 @@ static void add_rows(float *dst, const float *src, int ld, int B, int n) {
 void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawConfig *c,
                    const float *x, int B) {
     CHECK(B >= 1 && B <= a->B);
-    int HW = c->W * c->H, D = c->dec, E = c->enc, Z = c->z, R = draw_read_size(c);
+    int IMG = draw_image_size(c), D = c->dec, E = c->enc, Z = c->z, R = draw_read_size(c);
     int RD = R + D, LE = RD + E, Wr = draw_write_size(c), P = FILTERBANK_PARAMS, T = c->T,
         Bm = a->B;
     float inv_b = 1.0f / (float)B;
-    size_t nHW = (size_t)B * HW;
+    size_t nIMG = (size_t)B * IMG;
 
     packed_pack(&a->enc_W, false, p->enc_W, LE);
     packed_pack(&a->dec_W, false, p->dec_W, Z + D);
 
     // d bound / d c_T = (sigmoid(c_T) - x) / B
     float *dcan = a->dcan;
-    memset(dcan, 0, sizeof(float) * nHW);
-    bce_logits_backward(dcan, NULL, draw_at(a, a->canvas, T - 1, HW), x, nHW);
-    for (size_t i = 0; i < nHW; i++) dcan[i] *= inv_b;
+    memset(dcan, 0, sizeof(float) * nIMG);
+    bce_logits_backward(dcan, NULL, draw_at(a, a->canvas, T - 1, IMG), x, nIMG);
+    for (size_t i = 0; i < nIMG; i++) dcan[i] *= inv_b;
 
     int cur = 0;
     memset(a->dh_enc[cur], 0, sizeof(float) * B * E);
@@ -533,15 +537,15 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
             memset(a->dFy, 0, sizeof(float) * B * N * c->H);
             memset(a->dgamma, 0, sizeof(float) * B);
             memset(dwparams, 0, sizeof(float) * B * P);
-            filterbank_write_backward(dwpatch, a->dFx, a->dFy, a->dgamma, dcan,
-                                      draw_at(a, a->wpatch, t, Wr), Fx, Fy,
-                                      draw_at(a, a->wgamma, t, 1), a->fb_scratch, B, N, c->W,
-                                      c->H);
+            filterbank_write_channels_backward(dwpatch, a->dFx, a->dFy, a->dgamma, dcan,
+                                               draw_at(a, a->wpatch, t, Wr), Fx, Fy,
+                                               draw_at(a, a->wgamma, t, 1), a->fb_scratch, B,
+                                               draw_channels(c), N, c->W, c->H);
             filterbank_backward(dwparams, a->dFx, a->dFy, a->dgamma, Fx, Fy, wp, B, N, c->W, c->H);
             col_sums(g->write_attn_b, dwparams, B, P);
             gemm(false, false, B, D, P, 1.0f, dwparams, P, p->write_attn_W, D, 1.0f, dh_dec, D);
         } else {
-            memcpy(dwpatch, dcan, sizeof(float) * nHW);
+            memcpy(dwpatch, dcan, sizeof(float) * nIMG);
         }
         col_sums(g->write_b, dwpatch, B, Wr);
         gemm(false, false, B, D, Wr, 1.0f, dwpatch, Wr, p->write_W, D, 1.0f, dh_dec, D);
@@ -592,7 +596,7 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
         // recomputed from c_{t-1} exactly as the forward computed it.
         float *xh = a->xhat;
         if (t || c->attention) xhat_step(xh, a, c, x, t, B);
-        if (t) memset(a->dxhat, 0, sizeof(float) * nHW);
+        if (t) memset(a->dxhat, 0, sizeof(float) * nIMG);
         if (c->attention) {
             int N = c->read_n;
             const float *rp = draw_at(a, a->rparams, t, P);
@@ -603,21 +607,23 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
             memset(a->dFy, 0, sizeof(float) * B * N * c->H);
             memset(a->dgamma, 0, sizeof(float) * B);
             memset(drparams, 0, sizeof(float) * B * P);
-            filterbank_read_backward(NULL, a->dFx, a->dFy, a->dgamma, din, LE, x, Fx, Fy, gm,
-                                     a->fb_scratch, B, N, c->W, c->H);
-            filterbank_read_backward(t ? a->dxhat : NULL, a->dFx, a->dFy, a->dgamma, din + N * N,
-                                     LE, xh, Fx, Fy, gm, a->fb_scratch, B, N, c->W, c->H);
+            int C = draw_channels(c);
+            filterbank_read_channels_backward(NULL, a->dFx, a->dFy, a->dgamma, din, LE, x, Fx, Fy,
+                                              gm, a->fb_scratch, B, C, N, c->W, c->H);
+            filterbank_read_channels_backward(t ? a->dxhat : NULL, a->dFx, a->dFy, a->dgamma,
+                                              din + C * N * N, LE, xh, Fx, Fy, gm, a->fb_scratch,
+                                              B, C, N, c->W, c->H);
             filterbank_backward(drparams, a->dFx, a->dFy, a->dgamma, Fx, Fy, rp, B, N, c->W, c->H);
             col_sums(g->read_attn_b, drparams, B, P);
             if (t) gemm(false, false, B, D, P, 1.0f, drparams, P, p->read_attn_W, D, 1.0f, dh_dec_p, D);
         } else if (t) {
             for (int b = 0; b < B; b++)
-                memcpy(a->dxhat + (size_t)b * HW, din + (size_t)b * LE + HW, sizeof(float) * HW);
+                memcpy(a->dxhat + (size_t)b * IMG, din + (size_t)b * LE + IMG, sizeof(float) * IMG);
         }
         // x_hat_t = x - sigmoid(c_{t-1}), so sigmoid(c_{t-1}) = x - x_hat_t (no exp needed);
         // at t = 0, c_0 = 0 is a constant.
         if (t) {
-            for (size_t i = 0; i < nHW; i++) {
+            for (size_t i = 0; i < nIMG; i++) {
                 float s = x[i] - xh[i];
                 dcan[i] -= a->dxhat[i] * s * (1.0f - s);
             }

@@ -15,7 +15,16 @@
 // Loss per image, in nats: recon = sum over pixels BCE(x, sigmoid(c_T)),
 // kl = sum_t sum_k 0.5 (mu^2 + sigma^2 - 2 log sigma - 1); bound = recon + kl (no constant).
 //
-// Images are (H, W) row-major with values in [0, 1] (binary or grey). Every activation of
+// Images are (C, H, W) row-major with values in [0, 1] (binary, grey, or colour with C = 3).
+// Colour (Gregor et al. 2015, section 3.3, their SVHN and CIFAR-10 models): every channel
+// is read and written through the same filters (vision/filterbank.h's channel functions),
+// so the read gives 2 C N_r^2 values and a write patch is C N_w^2; the attention
+// parameters stay five per glimpse. The paper does not state its colour likelihood; here
+// it is the same Bernoulli cross-entropy on each channel's intensity in [0, 1] (what most
+// public reproductions use). On grey or colour intensities that is not a normalised
+// density of continuous pixels, so its "bound" is a training loss in nats (with its floor
+// at the data's own entropy, above 0), comparable between runs on the same data only.
+// Every activation of
 // the unrolled forward that the backward needs is kept in DrawActs, laid out (T, B, ...)
 // in one Block allocated for at most B rows, once: the LSTM inputs are assembled in place
 // (the read writes into the encoder's input rows, z into the decoder's), x_hat is
@@ -33,8 +42,11 @@
 #include "core/gemm_packed.h"
 #include "core/rng.h"
 
+#define DRAW_MAX_CHANNELS 4
+
 typedef struct {
     int W, H;        // image width (columns) and height (rows)
+    int channels;    // C: 1 grey (0 also means 1), 3 colour; images are (C, H, W)
     int T;           // glimpses
     int read_n;      // read grid N x N (attention only)
     int write_n;     // write grid N x N (attention only)
@@ -47,9 +59,12 @@ typedef struct {
 DrawConfig draw_config_default(int W, int H);
 // 0, or -1 with one line naming the bad field.
 int draw_config_check(const DrawConfig *c, Error *err);
-// Floats read per step (2 N_r^2 or 2 W H) and written per step (N_w^2 or W H).
+// Floats read per step (2 C N_r^2 or 2 C W H) and written per step (C N_w^2 or C W H).
 int draw_read_size(const DrawConfig *c);
 int draw_write_size(const DrawConfig *c);
+// C (channels 0 counts as 1) and the floats of one image, C H W.
+static inline int draw_channels(const DrawConfig *c) { return c->channels > 0 ? c->channels : 1; }
+static inline int draw_image_size(const DrawConfig *c) { return draw_channels(c) * c->W * c->H; }
 
 typedef struct {
     float *enc_W, *enc_b;                // (4 enc, R + dec + enc), (4 enc)
@@ -110,7 +125,7 @@ static inline float *draw_at(const DrawActs *a, float *base, int t, int dim) {
 // Fills acts.eps (T, B, Z) with N(0, 1) noise, step after step.
 void draw_fill_noise(DrawActs *a, const DrawConfig *c, int B, Rng *rng);
 
-// Runs T steps on x (B, H W) with acts.eps as the noise; fills acts (recon, kl, logw per
+// Runs T steps on x (B, C H W) with acts.eps as the noise; fills acts (recon, kl, logw per
 // image included). Returns the mean bound over the B images; *recon, *kl (may be NULL)
 // get the mean parts. B <= a->B.
 double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const float *x, int B,
@@ -139,7 +154,7 @@ void draw_workers_alloc(DrawWorker *w, int n, const DrawConfig *c, int B);
 void draw_workers_free(DrawWorker *w, int n);
 // eps (T, B, Z), contiguous: the same normals draw_fill_noise draws for B images.
 void draw_noise_fill(float *eps, const DrawConfig *c, int B, Rng *rng);
-// draw_forward of x (B, H W) with noise eps over n workers (B <= n ceil(B_alloc / n)); returns
+// draw_forward of x (B, C H W) with noise eps over n workers (B <= n ceil(B_alloc / n)); returns
 // the mean bound, *recon and *kl (may be NULL) the mean parts and logw (B, may be NULL) each
 // image's log-weight. With grads non-NULL, also the backward: grads (a draw_layout block) is
 // overwritten with the gradient of the mean bound over the B images.

@@ -188,26 +188,35 @@ static void test_write_from_is_copy_then_write(void) {
 
 // Gradient checks through the whole attention: params -> F -> read/write.
 typedef struct {
-    int B, N, W, H, write;
+    int B, C, N, W, H, write;
     float *params, *img, *patch;     // inputs
     float *dparams, *dimg, *dpatch;  // their gradients
     float *Fx, *Fy, *g, *dFx, *dFy, *dg, *scratch, *ld_out;
 } Ctx;
 
-// The read patch row stride is N*N + 3, to exercise ld_patch.
-#define LD (c->N * c->N + 3)
+// The read patch row stride is C*N*N + 3, to exercise ld_patch. C = 1 runs the grey
+// functions, C > 1 the channel functions with shared filters.
+#define LD (c->C * c->N * c->N + 3)
 
 static void ctx_forward(void *vc, float *out) {
     Ctx *c = vc;
     filterbank_forward(c->Fx, c->Fy, c->g, c->params, c->B, c->N, c->W, c->H);
     if (c->write) {
-        memset(out, 0, sizeof(float) * c->B * c->H * c->W);
-        filterbank_write_forward(out, c->patch, c->Fx, c->Fy, c->g, c->scratch, c->B, c->N, c->W,
-                                 c->H);
+        memset(out, 0, sizeof(float) * c->B * c->C * c->H * c->W);
+        if (c->C == 1)
+            filterbank_write_forward(out, c->patch, c->Fx, c->Fy, c->g, c->scratch, c->B, c->N,
+                                     c->W, c->H);
+        else
+            filterbank_write_channels_forward_from(out, out, c->patch, c->Fx, c->Fy, c->g,
+                                                   c->scratch, c->B, c->C, c->N, c->W, c->H);
     } else {
         memset(out, 0, sizeof(float) * c->B * LD);
-        filterbank_read_forward(out, LD, c->img, c->Fx, c->Fy, c->g, c->scratch, c->B, c->N, c->W,
-                                c->H);
+        if (c->C == 1)
+            filterbank_read_forward(out, LD, c->img, c->Fx, c->Fy, c->g, c->scratch, c->B, c->N,
+                                    c->W, c->H);
+        else
+            filterbank_read_channels_forward(out, LD, c->img, c->Fx, c->Fy, c->g, c->scratch,
+                                             c->B, c->C, c->N, c->W, c->H);
     }
 }
 
@@ -217,26 +226,32 @@ static void ctx_backward(void *vc, const float *dout) {
     memset(c->dFx, 0, sizeof(float) * B * N * W);
     memset(c->dFy, 0, sizeof(float) * B * N * H);
     memset(c->dg, 0, sizeof(float) * B);
-    if (c->write)
+    if (c->write && c->C == 1)
         filterbank_write_backward(c->dpatch, c->dFx, c->dFy, c->dg, dout, c->patch, c->Fx, c->Fy,
                                   c->g, c->scratch, B, N, W, H);
-    else
+    else if (c->write)
+        filterbank_write_channels_backward(c->dpatch, c->dFx, c->dFy, c->dg, dout, c->patch,
+                                           c->Fx, c->Fy, c->g, c->scratch, B, c->C, N, W, H);
+    else if (c->C == 1)
         filterbank_read_backward(c->dimg, c->dFx, c->dFy, c->dg, dout, LD, c->img, c->Fx, c->Fy,
                                  c->g, c->scratch, B, N, W, H);
+    else
+        filterbank_read_channels_backward(c->dimg, c->dFx, c->dFy, c->dg, dout, LD, c->img,
+                                          c->Fx, c->Fy, c->g, c->scratch, B, c->C, N, W, H);
     filterbank_backward(c->dparams, c->dFx, c->dFy, c->dg, c->Fx, c->Fy, c->params, B, N, W, H);
 }
 
-static void run_gradcheck(int write, int N) {
+static void run_gradcheck(int write, int N, int C) {
     Rng rng;
-    rng_seed(&rng, 11 + write * 7 + N);
-    Ctx c = {.B = 2, .N = N, .W = 9, .H = 6, .write = write};
+    rng_seed(&rng, 11 + write * 7 + N + 100 * (C - 1));
+    Ctx c = {.B = 2, .C = C, .N = N, .W = 9, .H = 6, .write = write};
     int B = c.B, W = c.W, H = c.H;
     c.params = xcalloc(B * 5, sizeof(float));
     c.dparams = xcalloc(B * 5, sizeof(float));
-    c.img = xcalloc(B * H * W, sizeof(float));
-    c.dimg = xcalloc(B * H * W, sizeof(float));
-    c.patch = xcalloc(B * N * N, sizeof(float));
-    c.dpatch = xcalloc(B * N * N, sizeof(float));
+    c.img = xcalloc(B * C * H * W, sizeof(float));
+    c.dimg = xcalloc(B * C * H * W, sizeof(float));
+    c.patch = xcalloc(B * C * N * N, sizeof(float));
+    c.dpatch = xcalloc(B * C * N * N, sizeof(float));
     c.Fx = xcalloc(B * N * W, sizeof(float));
     c.Fy = xcalloc(B * N * H, sizeof(float));
     c.dFx = xcalloc(B * N * W, sizeof(float));
@@ -253,19 +268,19 @@ static void run_gradcheck(int write, int N) {
         p[3] = -0.7f + 0.3f * rng_uniform(&rng);
         p[4] = 0.5f * (2 * rng_uniform(&rng) - 1);
     }
-    fill_uniform(c.img, B * H * W, -1.0f, 1.0f, &rng);
-    fill_uniform(c.patch, B * N * N, -1.0f, 1.0f, &rng);
+    fill_uniform(c.img, B * C * H * W, -1.0f, 1.0f, &rng);
+    fill_uniform(c.patch, B * C * N * N, -1.0f, 1.0f, &rng);
     GradcheckInput in_read[] = {{"params", c.params, c.dparams, B * 5},
-                                {"img", c.img, c.dimg, B * H * W}};
+                                {"img", c.img, c.dimg, B * C * H * W}};
     GradcheckInput in_write[] = {{"params", c.params, c.dparams, B * 5},
-                                 {"patch", c.patch, c.dpatch, B * N * N}};
+                                 {"patch", c.patch, c.dpatch, B * C * N * N}};
     // eps 1e-2 on float inputs, values O(1): tolerance atol 2e-3 + rtol 1e-2.
     GradcheckOp op = {.ctx = &c, .forward = ctx_forward, .backward = ctx_backward,
-                      .n_out = write ? (size_t)B * H * W : (size_t)B * (N * N + 3),
+                      .n_out = write ? (size_t)B * C * H * W : (size_t)B * (C * N * N + 3),
                       .inputs = write ? in_write : in_read, .n_inputs = 2, .eps = 1e-2,
                       .atol = 2e-3, .rtol = 1e-2};
     EXPECT(gradcheck(write ? "filterbank write" : "filterbank read", &op, &rng) == 0,
-           "write %d N %d: see the gradcheck line above", write, N);
+           "write %d N %d C %d: see the gradcheck line above", write, N, C);
     // Every one of the five parameters must get a gradient (the check above would pass
     // trivially for a parameter the forward ignored).
     for (int k = 0; k < 5; k++)
@@ -274,10 +289,62 @@ static void run_gradcheck(int write, int N) {
     free(c.Fx), free(c.Fy), free(c.dFx), free(c.dFy), free(c.g), free(c.dg), free(c.scratch);
 }
 
-static void test_gradcheck_read_n2(void) { run_gradcheck(0, 2); }
-static void test_gradcheck_read_n3(void) { run_gradcheck(0, 3); }
-static void test_gradcheck_write_n3(void) { run_gradcheck(1, 3); }
-static void test_gradcheck_write_n5(void) { run_gradcheck(1, 5); }
+static void test_gradcheck_read_n2(void) { run_gradcheck(0, 2, 1); }
+static void test_gradcheck_read_n3(void) { run_gradcheck(0, 3, 1); }
+static void test_gradcheck_write_n3(void) { run_gradcheck(1, 3, 1); }
+static void test_gradcheck_write_n5(void) { run_gradcheck(1, 5, 1); }
+// Colour: three channels through one set of filters; the filter parameters' gradients
+// are sums over the channels.
+static void test_gradcheck_read_colour(void) { run_gradcheck(0, 3, 3); }
+static void test_gradcheck_write_colour(void) { run_gradcheck(1, 3, 3); }
+
+// Channel c of a colour read or write is the grey function on channel c alone, bit for
+// bit; and the filter gradients are the sums of the per-channel ones.
+static void test_channels_are_per_channel_grey(void) {
+    enum { B = 2, C = 3, N = 3, W = 7, H = 5 };
+    Rng rng;
+    rng_seed(&rng, 77);
+    float params[B * 5], Fx[B * N * W], Fy[B * N * H], g[B];
+    for (int i = 0; i < B * 5; i++) params[i] = 0.4f * (2 * rng_uniform(&rng) - 1);
+    filterbank_forward(Fx, Fy, g, params, B, N, W, H);
+    float img[B * C * H * W], patch[B * C * N * N], out[B * C * H * W];
+    fill_uniform(img, B * C * H * W, 0.0f, 1.0f, &rng);
+    fill_uniform(patch, B * C * N * N, -1.0f, 1.0f, &rng);
+    float *scratch = xcalloc(filterbank_scratch_floats(N, W, H), sizeof(float));
+    float rc[B * C * N * N];
+    filterbank_read_channels_forward(rc, C * N * N, img, Fx, Fy, g, scratch, B, C, N, W, H);
+    memset(out, 0, sizeof out);
+    filterbank_write_channels_forward_from(out, NULL, patch, Fx, Fy, g, scratch, B, C, N, W, H);
+    float dFx_c[B * N * W] = {0}, dFy_c[B * N * H] = {0}, dg_c[B] = {0}, dimg_c[B * C * H * W] = {0};
+    filterbank_read_channels_backward(dimg_c, dFx_c, dFy_c, dg_c, patch, C * N * N, img, Fx, Fy,
+                                      g, scratch, B, C, N, W, H);
+    double dfx_sum[B * N * W] = {0}, dg_sum[B] = {0};
+    int same = 1;
+    for (int b = 0; b < B; b++)
+        for (int ch = 0; ch < C; ch++) {
+            const float *x1 = img + ((size_t)b * C + ch) * H * W;
+            const float *p1 = patch + ((size_t)b * C + ch) * N * N;
+            float r1[N * N], o1[H * W], di1[H * W] = {0}, dfx1[N * W] = {0}, dfy1[N * H] = {0},
+                  dg1 = 0.0f;
+            filterbank_read_forward(r1, N * N, x1, Fx + b * N * W, Fy + b * N * H, g + b, scratch,
+                                    1, N, W, H);
+            filterbank_write_forward_from(o1, NULL, p1, Fx + b * N * W, Fy + b * N * H, g + b,
+                                          scratch, 1, N, W, H);
+            filterbank_read_backward(di1, dfx1, dfy1, &dg1, p1, N * N, x1, Fx + b * N * W,
+                                     Fy + b * N * H, g + b, scratch, 1, N, W, H);
+            same &= !memcmp(r1, rc + ((size_t)b * C + ch) * N * N, sizeof r1);
+            same &= !memcmp(o1, out + ((size_t)b * C + ch) * H * W, sizeof o1);
+            same &= !memcmp(di1, dimg_c + ((size_t)b * C + ch) * H * W, sizeof di1);
+            for (int k = 0; k < N * W; k++) dfx_sum[b * N * W + k] += dfx1[k];
+            dg_sum[b] += dg1;
+        }
+    EXPECT(same, "a channel of the colour read/write/backward differs from the grey function");
+    for (int k = 0; k < B * N * W; k++)
+        EXPECT_NEAR(dFx_c[k], dfx_sum[k], 1e-5, 1e-5);
+    for (int b = 0; b < B; b++)
+        EXPECT_NEAR(dg_c[b], dg_sum[b], 1e-5, 1e-5);
+    free(scratch);
+}
 
 int main(void) {
     RUN(test_grid_spans_image);
@@ -290,5 +357,8 @@ int main(void) {
     RUN(test_gradcheck_read_n3);
     RUN(test_gradcheck_write_n3);
     RUN(test_gradcheck_write_n5);
+    RUN(test_gradcheck_read_colour);
+    RUN(test_gradcheck_write_colour);
+    RUN(test_channels_are_per_channel_grey);
     return test_summary();
 }

@@ -206,18 +206,67 @@ static void combine_rows(float *restrict u, const float *restrict A, const float
     }
 }
 
+void filterbank_read_channels_forward(float *patch, int ld_patch, const float *img,
+                                      const float *Fx, const float *Fy, const float *gamma,
+                                      float *scratch, int B, int C, int N, int W, int H) {
+    float *u = scratch;  // (N, W) = Fy img, one channel at a time
+    for (int b = 0; b < B; b++) {
+        const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H;
+        for (int ch = 0; ch < C; ch++) {
+            const float *x = img + ((size_t)b * C + ch) * H * W;
+            float *out = patch + (size_t)b * ld_patch + (size_t)ch * N * N;
+            combine_rows(u, fy, x, N, H, W);
+            for (int j = 0; j < N; j++)
+                for (int i = 0; i < N; i++)
+                    out[j * N + i] = gamma[b] * dot8(u + (size_t)j * W, fx + (size_t)i * W, W);
+        }
+    }
+}
+
 void filterbank_read_forward(float *patch, int ld_patch, const float *img, const float *Fx,
                              const float *Fy, const float *gamma, float *scratch, int B, int N,
                              int W, int H) {
-    float *u = scratch;  // (N, W) = Fy img
+    filterbank_read_channels_forward(patch, ld_patch, img, Fx, Fy, gamma, scratch, B, 1, N, W, H);
+}
+
+void filterbank_read_channels_backward(float *dimg, float *dFx, float *dFy, float *dgamma,
+                                       const float *dpatch, int ld_patch, const float *img,
+                                       const float *Fx, const float *Fy, const float *gamma,
+                                       float *scratch, int B, int C, int N, int W, int H) {
+    float *u = scratch;          // (N, W) = Fy img
+    float *z = u + N * W;        // (N, W) = gamma G Fx
     for (int b = 0; b < B; b++) {
-        const float *x = img + (size_t)b * H * W, *fx = Fx + (size_t)b * N * W,
-                    *fy = Fy + (size_t)b * N * H;
-        float *out = patch + (size_t)b * ld_patch;
-        combine_rows(u, fy, x, N, H, W);
-        for (int j = 0; j < N; j++)
-            for (int i = 0; i < N; i++)
-                out[j * N + i] = gamma[b] * dot8(u + (size_t)j * W, fx + (size_t)i * W, W);
+        const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H;
+        float gm = gamma[b];
+        float *dfx = dFx + (size_t)b * N * W, *dfy = dFy + (size_t)b * N * H;
+        double dg = 0.0;  // over the channels, which share gamma
+        for (int ch = 0; ch < C; ch++) {
+            const float *x = img + ((size_t)b * C + ch) * H * W,
+                        *G = dpatch + (size_t)b * ld_patch + (size_t)ch * N * N;
+            combine_rows(u, fy, x, N, H, W);
+            // patch = gamma Fy img Fx^T, so d gamma = sum G (Fy img Fx^T) and
+            // dFx[i] += gamma sum_j G[j, i] u[j]
+            for (int j = 0; j < N; j++)
+                for (int i = 0; i < N; i++) {
+                    const float *uj = u + (size_t)j * W;
+                    dg += (double)G[j * N + i] * dot8(uj, fx + (size_t)i * W, W);
+                    axpy(dfx + (size_t)i * W, gm * G[j * N + i], uj, W);
+                }
+            // dFy[j, h] += img[h] . z[j] and dimg[h] += sum_j Fy[j, h] z[j]
+            for (int j = 0; j < N; j++) {
+                float *zj = z + (size_t)j * W;
+                memset(zj, 0, sizeof(float) * W);
+                for (int i = 0; i < N; i++) axpy(zj, gm * G[j * N + i], fx + (size_t)i * W, W);
+                for (int h = 0; h < H; h++) dfy[(size_t)j * H + h] += dot8(x + (size_t)h * W, zj, W);
+            }
+            if (dimg) {
+                float *di = dimg + ((size_t)b * C + ch) * H * W;
+                for (int h = 0; h < H; h++)
+                    for (int j = 0; j < N; j++)
+                        axpy(di + (size_t)h * W, fy[(size_t)j * H + h], z + (size_t)j * W, W);
+            }
+        }
+        dgamma[b] += (float)dg;
     }
 }
 
@@ -225,36 +274,35 @@ void filterbank_read_backward(float *dimg, float *dFx, float *dFy, float *dgamma
                               const float *dpatch, int ld_patch, const float *img,
                               const float *Fx, const float *Fy, const float *gamma,
                               float *scratch, int B, int N, int W, int H) {
-    float *u = scratch;          // (N, W) = Fy img
-    float *z = u + N * W;        // (N, W) = gamma G Fx
+    filterbank_read_channels_backward(dimg, dFx, dFy, dgamma, dpatch, ld_patch, img, Fx, Fy,
+                                      gamma, scratch, B, 1, N, W, H);
+}
+
+void filterbank_write_channels_forward_from(float *out, const float *prev, const float *patch,
+                                            const float *Fx, const float *Fy, const float *gamma,
+                                            float *scratch, int B, int C, int N, int W, int H) {
+    CHECK(N >= 1 && C >= 1);
+    float *t1 = scratch;  // (N, W) = patch @ Fx
     for (int b = 0; b < B; b++) {
-        const float *x = img + (size_t)b * H * W, *fx = Fx + (size_t)b * N * W,
-                    *fy = Fy + (size_t)b * N * H, *G = dpatch + (size_t)b * ld_patch;
-        float gm = gamma[b];
-        float *dfx = dFx + (size_t)b * N * W, *dfy = dFy + (size_t)b * N * H;
-        combine_rows(u, fy, x, N, H, W);
-        // patch = gamma Fy img Fx^T, so d gamma = sum G (Fy img Fx^T) and
-        // dFx[i] += gamma sum_j G[j, i] u[j]
-        double dg = 0.0;
-        for (int j = 0; j < N; j++)
-            for (int i = 0; i < N; i++) {
-                const float *uj = u + (size_t)j * W;
-                dg += (double)G[j * N + i] * dot8(uj, fx + (size_t)i * W, W);
-                axpy(dfx + (size_t)i * W, gm * G[j * N + i], uj, W);
+        const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H;
+        float s = 1.0f / gamma[b];
+        for (int ch = 0; ch < C; ch++) {
+            size_t img = ((size_t)b * C + ch) * H * W;
+            float *o = out + img;
+            const float *pv = prev ? prev + img : NULL;
+            combine_rows(t1, patch + ((size_t)b * C + ch) * N * N, fx, N, N, W);
+            for (int h = 0; h < H; h++) {
+                float *oh = o + (size_t)h * W, c0 = s * fy[h];
+                // The first term lands on prev's row (or on zero), the rest accumulate.
+                if (pv) {
+                    const float *ph = pv + (size_t)h * W;
+                    for (int a = 0; a < W; a++) oh[a] = ph[a] + c0 * t1[a];
+                } else {
+                    for (int a = 0; a < W; a++) oh[a] = 0.0f + c0 * t1[a];
+                }
+                for (int j = 1; j < N; j++)
+                    axpy(oh, s * fy[(size_t)j * H + h], t1 + (size_t)j * W, W);
             }
-        dgamma[b] += (float)dg;
-        // dFy[j, h] += img[h] . z[j] and dimg[h] += sum_j Fy[j, h] z[j]
-        for (int j = 0; j < N; j++) {
-            float *zj = z + (size_t)j * W;
-            memset(zj, 0, sizeof(float) * W);
-            for (int i = 0; i < N; i++) axpy(zj, gm * G[j * N + i], fx + (size_t)i * W, W);
-            for (int h = 0; h < H; h++) dfy[(size_t)j * H + h] += dot8(x + (size_t)h * W, zj, W);
-        }
-        if (dimg) {
-            float *di = dimg + (size_t)b * H * W;
-            for (int h = 0; h < H; h++)
-                for (int j = 0; j < N; j++)
-                    axpy(di + (size_t)h * W, fy[(size_t)j * H + h], z + (size_t)j * W, W);
         }
     }
 }
@@ -262,25 +310,8 @@ void filterbank_read_backward(float *dimg, float *dFx, float *dFy, float *dgamma
 void filterbank_write_forward_from(float *out, const float *prev, const float *patch,
                                    const float *Fx, const float *Fy, const float *gamma,
                                    float *scratch, int B, int N, int W, int H) {
-    CHECK(N >= 1);
-    float *t1 = scratch;  // (N, W) = patch @ Fx
-    for (int b = 0; b < B; b++) {
-        const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H;
-        float s = 1.0f / gamma[b], *o = out + (size_t)b * H * W;
-        const float *pv = prev ? prev + (size_t)b * H * W : NULL;
-        combine_rows(t1, patch + (size_t)b * N * N, fx, N, N, W);
-        for (int h = 0; h < H; h++) {
-            float *oh = o + (size_t)h * W, c0 = s * fy[h];
-            // The first term lands on prev's row (or on zero), the rest accumulate.
-            if (pv) {
-                const float *ph = pv + (size_t)h * W;
-                for (int a = 0; a < W; a++) oh[a] = ph[a] + c0 * t1[a];
-            } else {
-                for (int a = 0; a < W; a++) oh[a] = 0.0f + c0 * t1[a];
-            }
-            for (int j = 1; j < N; j++) axpy(oh, s * fy[(size_t)j * H + h], t1 + (size_t)j * W, W);
-        }
-    }
+    filterbank_write_channels_forward_from(out, prev, patch, Fx, Fy, gamma, scratch, B, 1, N, W,
+                                           H);
 }
 
 void filterbank_write_forward(float *out, const float *patch, const float *Fx, const float *Fy,
@@ -288,35 +319,46 @@ void filterbank_write_forward(float *out, const float *patch, const float *Fx, c
     filterbank_write_forward_from(out, out, patch, Fx, Fy, gamma, scratch, B, N, W, H);
 }
 
+void filterbank_write_channels_backward(float *dpatch, float *dFx, float *dFy, float *dgamma,
+                                        const float *dout, const float *patch, const float *Fx,
+                                        const float *Fy, const float *gamma, float *scratch,
+                                        int B, int C, int N, int W, int H) {
+    float *p = scratch;        // (N, W) = Fy dout
+    float *t1 = p + N * W;     // (N, W) = patch @ Fx
+    for (int b = 0; b < B; b++) {
+        const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H;
+        float s = 1.0f / gamma[b];
+        float *dfx = dFx + (size_t)b * N * W, *dfy = dFy + (size_t)b * N * H;
+        double dg = 0.0;  // over the channels, which share gamma
+        for (int ch = 0; ch < C; ch++) {
+            const float *D = dout + ((size_t)b * C + ch) * H * W,
+                        *w = patch + ((size_t)b * C + ch) * N * N;
+            float *dw = dpatch + ((size_t)b * C + ch) * N * N;
+            // out += s Fy^T w Fx: dw = s Fy dout Fx^T; d gamma = -s^2 sum w (Fy dout Fx^T)
+            combine_rows(p, fy, D, N, H, W);
+            for (int j = 0; j < N; j++)
+                for (int i = 0; i < N; i++) {
+                    float r = dot8(p + (size_t)j * W, fx + (size_t)i * W, W);
+                    dw[j * N + i] += s * r;
+                    dg += (double)w[j * N + i] * r;
+                    axpy(dfx + (size_t)i * W, s * w[j * N + i], p + (size_t)j * W, W);
+                }
+            // dFy[j, h] += s dout[h] . (w Fx)[j]
+            combine_rows(t1, w, fx, N, N, W);
+            for (int j = 0; j < N; j++)
+                for (int h = 0; h < H; h++)
+                    dfy[(size_t)j * H + h] += s * dot8(D + (size_t)h * W, t1 + (size_t)j * W, W);
+        }
+        dgamma[b] += (float)(-(double)s * s * dg);
+    }
+}
+
 void filterbank_write_backward(float *dpatch, float *dFx, float *dFy, float *dgamma,
                                const float *dout, const float *patch, const float *Fx,
                                const float *Fy, const float *gamma, float *scratch, int B, int N,
                                int W, int H) {
-    float *p = scratch;        // (N, W) = Fy dout
-    float *t1 = p + N * W;     // (N, W) = patch @ Fx
-    for (int b = 0; b < B; b++) {
-        const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H,
-                    *D = dout + (size_t)b * H * W, *w = patch + (size_t)b * N * N;
-        float s = 1.0f / gamma[b];
-        float *dw = dpatch + (size_t)b * N * N, *dfx = dFx + (size_t)b * N * W,
-              *dfy = dFy + (size_t)b * N * H;
-        // out += s Fy^T w Fx: dw = s Fy dout Fx^T; d gamma = -s^2 sum w (Fy dout Fx^T)
-        combine_rows(p, fy, D, N, H, W);
-        double dg = 0.0;
-        for (int j = 0; j < N; j++)
-            for (int i = 0; i < N; i++) {
-                float r = dot8(p + (size_t)j * W, fx + (size_t)i * W, W);
-                dw[j * N + i] += s * r;
-                dg += (double)w[j * N + i] * r;
-                axpy(dfx + (size_t)i * W, s * w[j * N + i], p + (size_t)j * W, W);
-            }
-        dgamma[b] += (float)(-(double)s * s * dg);
-        // dFy[j, h] += s dout[h] . (w Fx)[j]
-        combine_rows(t1, w, fx, N, N, W);
-        for (int j = 0; j < N; j++)
-            for (int h = 0; h < H; h++)
-                dfy[(size_t)j * H + h] += s * dot8(D + (size_t)h * W, t1 + (size_t)j * W, W);
-    }
+    filterbank_write_channels_backward(dpatch, dFx, dFy, dgamma, dout, patch, Fx, Fy, gamma,
+                                       scratch, B, 1, N, W, H);
 }
 
 void filterbank_read_forward_ref(float *patch, int ld_patch, const float *img, const float *Fx,

@@ -70,6 +70,33 @@ void filterbank_write_backward(float *dpatch, float *dFx, float *dFy, float *dga
                                const float *Fy, const float *gamma, float *scratch, int B, int N,
                                int W, int H);
 
+// Colour (or any C-channel) images: the same filters (Fx, Fy, gamma) applied to every
+// channel, as DRAW's colour models do (Gregor et al. 2015, section 3.3: "the same reading
+// and writing filters are used for all three channels"). Images are (B, C, H, W); a read
+// patch row holds the C channels' N x N glimpses one after another (C N^2 values), a write
+// patch is (B, C, N, N). The gradients of the shared Fx, Fy and gamma are summed over the
+// channels. With C = 1 these are the functions above, operation for operation (those are
+// these with C = 1).
+void filterbank_read_channels_forward(float *patch, int ld_patch, const float *img,
+                                      const float *Fx, const float *Fy, const float *gamma,
+                                      float *scratch, int B, int C, int N, int W, int H);
+// Accumulates dimg (B, C, H, W) or NULL, dFx (B, N, W), dFy (B, N, H), dgamma (B) from
+// dpatch (B rows of stride ld_patch, C N^2 used).
+void filterbank_read_channels_backward(float *dimg, float *dFx, float *dFy, float *dgamma,
+                                       const float *dpatch, int ld_patch, const float *img,
+                                       const float *Fx, const float *Fy, const float *gamma,
+                                       float *scratch, int B, int C, int N, int W, int H);
+// out (B, C, H, W) = prev + (1/gamma) F_Y^T patch_c F_X per channel; prev NULL: zeros;
+// prev == out: accumulate. patch (B, C, N, N).
+void filterbank_write_channels_forward_from(float *out, const float *prev, const float *patch,
+                                            const float *Fx, const float *Fy, const float *gamma,
+                                            float *scratch, int B, int C, int N, int W, int H);
+// Accumulates dpatch (B, C, N, N), dFx, dFy, dgamma from dout (B, C, H, W).
+void filterbank_write_channels_backward(float *dpatch, float *dFx, float *dFy, float *dgamma,
+                                        const float *dout, const float *patch, const float *Fx,
+                                        const float *Fy, const float *gamma, float *scratch,
+                                        int B, int C, int N, int W, int H);
+
 // Plain-loop references (double accumulation) of the forwards, for tests.
 void filterbank_forward_ref(float *Fx, float *Fy, float *gamma, const float *params, int B, int N,
                             int W, int H);
