@@ -169,12 +169,12 @@ static void meta_build_(MetaList *m, const FeatCacheInfo *in, int complete, cons
     snprintf(ext, sizeof ext, "batch=%d threads=%d group=%d", in->batch, in->threads, in->group);
     ids_sha_(hex, in->ids, in->n);
     const char *keys[META_COUNT] = {"format", "version", "encoder", "encoder.sha256",
-                                    "encoder.weights", "encoder.description", "preprocess",
-                                    "image_size", "data", "images", "images.sha256", "extraction",
+                                    "encoder.weights", "encoder.description", "image_size",
+                                    "preprocess", "data", "images", "images.sha256", "extraction",
                                     "complete", "annotations.sha256"};
     char *vals[META_COUNT] = {dup_(FEATCACHE_FORMAT), dup_(FEATCACHE_VERSION), dup_(in->encoder),
                               dup_(in->encoder_sha256), dup_(in->encoder_weights),
-                              dup_(in->encoder_description), dup_(in->preprocess), dup_(num),
+                              dup_(in->encoder_description), dup_(num), dup_(in->preprocess),
                               dup_(in->data), ids_json_(in), dup_(hex), dup_(ext),
                               dup_(complete ? "1" : "0"), dup_(sha)};
     for (int i = 0; i < META_COUNT; i++) m->key[i] = keys[i], m->value[i] = vals[i];
