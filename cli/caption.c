@@ -1053,7 +1053,9 @@ static int cmd_eval(int argc, char **argv) {
     CaptionData *data = NULL;
     int rc = 1;
     Encoded refs = {0};
-    if (caption_data_open(&data, &df, m.cfg.image_size, quiet, &err)) {
+    // A model on cached features without --features: said before any image is decoded.
+    if ((!df.features && caption_features_check_eval(&m.cfg, model_path, NULL, NULL, &err)) ||
+        caption_data_open(&data, &df, m.cfg.image_size, quiet, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         sat_free(&m);
         vocab_free(&vocab);

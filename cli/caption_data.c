@@ -216,7 +216,7 @@ void caption_data_picture(const CaptionData *d, Split s, int i, float *chw) {
 }
 
 const FeatCache *caption_data_features(const CaptionData *d) {
-    return d->has_features ? &d->feat : NULL;
+    return d && d->has_features ? &d->feat : NULL;
 }
 
 int caption_data_captions(const CaptionData *d, Split s, int i, const char **out, int max,

@@ -55,7 +55,7 @@ void caption_data_picture(const CaptionData *d, Split s, int i, float *chw);
 
 // With --features: the open cache (NULL otherwise). The data were checked against it:
 // the same image list; images the extraction could not read are left out of every split
-// (named in a warning).
+// (named in a warning). NULL for d NULL.
 const FeatCache *caption_data_features(const CaptionData *d);
 // Points out[0..n) at image i's reference captions (at most max); info is scratch for
 // scenes. Returns n.

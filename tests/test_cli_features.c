@@ -154,9 +154,7 @@ static void test_features_train_eval_predict(void) {
     expect_one_line_error(st, "encoder");
     // The model without its cache, a cache of another encoder, of another image list.
     st = run("eval --model %s/run/model.safetensors --data %s --split test --quiet", tmp, data);
-    err = slurp("stderr.txt");
-    EXPECT(st != 0 && strstr(err, "give --features"), "eval without --features: %s", err);
-    free(err);
+    expect_one_line_error(st, "give --features");
     st = run("features --encoder vgg16:%s --data %s --out %s/v16.safetensors --image-size 64 "
              "--threads 1 --quiet", vgg16, data, tmp);
     EXPECT(st == 0, "features vgg16: %d", st);
