@@ -553,7 +553,9 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
                 if (al[l] > 0) dar[l] += c->entropy_weight * (logf(al[l]) + 1.0f) * invB;
         }
     }
-    if (sample) {
+    // With features the annotations are data: their gradient is not computed.
+    float *dannot = c->feat_L > 0 ? NULL : a->dannot;
+    if (sample && dannot) {
         // ctx row = a_{s}: its gradient goes to that annotation; no path through alpha.
         for (int b = 0; b < B; b++) {
             float *dst = a->dannot + ((size_t)b * L + a->sample[t * B + b]) * D;
@@ -561,7 +563,7 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
             for (int d = 0; d < D; d++) dst[d] += src[d];
         }
     }
-    attn_backward(a->dannot, a->dprep, dq, &g->attn, sample ? a->zeros : a->dctx, a->dalpha,
+    attn_backward(dannot, a->dprep, dq, &g->attn, sample ? a->zeros : a->dctx, a->dalpha,
                   a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn, &c->attn, t, B, L);
 }
 
@@ -577,7 +579,7 @@ void sat_backward(SatModel *m) {
     const int sample = c->hard && a->sample[0] >= 0;
 
     memset(a->dlogits, 0, (size_t)TB * V * sizeof(float));
-    memset(a->dannot, 0, (size_t)B * L * D * sizeof(float));
+    if (c->feat_L == 0) memset(a->dannot, 0, (size_t)B * L * D * sizeof(float));
     if (prepn) memset(a->dprep, 0, prepn * sizeof(float));
     memset(a->dhs, 0, (size_t)(T + 1) * B * H * sizeof(float));
     memset(a->dcs + (size_t)(T & 1) * B * H, 0, (size_t)B * H * sizeof(float));  // dc_T
@@ -656,7 +658,8 @@ void sat_backward(SatModel *m) {
     gemm(true, false, 4 * H, I + H, TB, 1.0f, a->gates, 4 * H, a->xh, I + H, 1.0f, g->lstm_W,
          I + H);
     embedding_backward(g->embed, a->demb, a->in_tok, TB, E);
-    attn_prepare_backward(a->dannot, &g->attn, a->dprep, a->annot, &p->attn, &c->attn, B, L);
+    float *dannot = c->feat_L > 0 ? NULL : a->dannot;  // features: no gradient wanted
+    attn_prepare_backward(dannot, &g->attn, a->dprep, a->annot, &p->attn, &c->attn, B, L);
 
     // h0 = tanh(W_h0 mean + b), c0 likewise
     // gates (T, B, 4H) are spent: scratch for dh0 and dc0. dc_0 is dcs row 0.
@@ -666,11 +669,11 @@ void sat_backward(SatModel *m) {
         dh0[i] = a->dhs[i] * (1.0f - hv * hv);
         dc0[i] = a->dcs[i] * (1.0f - cv * cv);
     }
-    float *dmean = a->dctx;  // (B, D)
-    memset(dmean, 0, (size_t)B * D * sizeof(float));
+    float *dmean = dannot ? a->dctx : NULL;  // (B, D)
+    if (dmean) memset(dmean, 0, (size_t)B * D * sizeof(float));
     linear_backward(dmean, g->W_h0, g->b_h0, dh0, a->mean_a, p->W_h0, B, D, H);
     linear_backward(dmean, g->W_c0, g->b_c0, dc0, a->mean_a, p->W_c0, B, D, H);
-    for (int b = 0; b < B; b++)
+    for (int b = 0; dannot && b < B; b++)
         for (int l = 0; l < L; l++) {
             float *dr = a->dannot + ((size_t)b * L + l) * D;
             const float *mr = dmean + (size_t)b * D;
