@@ -386,6 +386,12 @@ int featcache_partial_settings(const char *path, int *batch, int *threads, int *
     return ok;
 }
 
+static int finite_row_(const float *x, size_t n) {
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) ok &= isfinite(x[i]) != 0;
+    return ok;
+}
+
 int featcache_writer_put(FeatCacheWriter *w, int first, int count, const float *annot,
                          const unsigned char *status, Error *err) {
     CHECK(w->fd >= 0 && first >= 0 && count >= 0 && first + count <= w->n, "put %d+%d", first,
@@ -400,6 +406,9 @@ int featcache_writer_put(FeatCacheWriter *w, int first, int count, const float *
             CHECK(ok || status[done + j] == FEAT_UNREADABLE, "status %d", status[done + j]);
             if (!ok) {
                 memset(dst, 0, w->row_bytes);
+            } else if (!finite_row_(src, per)) {
+                return error_set(err, "%s: image %d: its annotations hold NaN or infinity",
+                                 w->partial, first + done + j);
             } else if (w->info.dtype == FEAT_F32) {
                 for (size_t q = 0; q < per; q++) {
                     uint32_t b;
@@ -409,6 +418,10 @@ int featcache_writer_put(FeatCacheWriter *w, int first, int count, const float *
             } else {
                 for (size_t q = 0; q < per; q++) {
                     uint16_t h = featcache_f32_to_f16(src[q]);
+                    if ((h & 0x7c00u) == 0x7c00u)
+                        return error_set(err, "%s: image %d: annotation value %g is beyond half "
+                                              "precision (65504): extract with --dtype f32",
+                                         w->partial, first + done + j, (double)src[q]);
                     dst[2 * q] = (unsigned char)h, dst[2 * q + 1] = (unsigned char)(h >> 8);
                 }
             }

@@ -98,7 +98,9 @@ int featcache_writer_open(FeatCacheWriter *w, const char *path, const FeatCacheI
 int featcache_partial_settings(const char *path, int *batch, int *threads, int *group);
 // Stores images first .. first + count - 1: annot (count, L, D), status (count) of
 // FEAT_OK / FEAT_UNREADABLE (an unreadable image's annotations are stored as zeros).
-// The annotations are synced to disk before the status bytes are written.
+// The annotations are synced to disk before the status bytes are written. Annotations
+// holding NaN or infinity, or (F16) a value beyond half precision's 65504, are refused
+// naming the image (nothing of that batch is marked done).
 int featcache_writer_put(FeatCacheWriter *w, int first, int count, const float *annot,
                          const unsigned char *status, Error *err);
 // Every image must be done: hashes the data, marks the header complete, syncs and

@@ -259,6 +259,29 @@ static void test_refusals(void) {
         o.dtype = FEAT_F32;
         expect_refused(p, &o, "dtype");
     }
+    // Values F16 cannot hold, and NaN, are refused naming the image.
+    {
+        char ov[600];
+        snprintf(ov, sizeof ov, "%s/overflow.safetensors", tmpdir);
+        FeatCacheInfo o = fk.info;
+        o.data = "overflow";
+        float big[6 * 2 * 3];
+        memcpy(big, a, sizeof big);
+        big[2 * L * D + 1] = 70000.0f;
+        Error e2 = {{0}};
+        EXPECT(write_all(ov, &o, big, status, &e2) == -1 && strstr(e2.msg, "image 2") &&
+                   strstr(e2.msg, "--dtype f32"), "F16 overflow: %s", e2.msg);
+        o.dtype = FEAT_F32;
+        EXPECT(write_all(ov, &o, big, status, &e2) == -1 && strstr(e2.msg, "dtype"),
+               "the partial F16 file must refuse an F32 resume: %s", e2.msg);
+        char p2[700];
+        snprintf(p2, sizeof p2, "%s.partial", ov);
+        remove(p2);
+        EXPECT(write_all(ov, &o, big, status, &e2) == 0, "F32 holds 70000: %s", e2.msg);
+        big[4] = NAN;
+        snprintf(ov, sizeof ov, "%s/nan.safetensors", tmpdir);
+        EXPECT(write_all(ov, &o, big, status, &e2) == -1 && strstr(e2.msg, "NaN"), "NaN: %s", e2.msg);
+    }
     // An unfinished extraction is no cache yet.
     FeatCache c;
     char partial[700];
