@@ -40,4 +40,13 @@ else
     echo "   (as root: apt-get install -y python3-torch python3-torchvision python3-numpy)"
 fi
 
+# Training on cached features (Xu et al.'s decoder sizes, 14 x 14 x 512, batch 64) against
+# PyTorch on the same threads, and VGG-19 feature extraction through `caption features`.
+if /usr/bin/python3 -c "import torch, torchvision, numpy, PIL" 2>/dev/null; then
+    run "decoder-only training on cached features vs PyTorch; VGG-19 extraction" \
+        /usr/bin/python3 bench/reference/bench_sat_features.py --build "$build"
+else
+    echo "== cached-feature training vs PyTorch: skipped, PyTorch, torchvision or PIL is missing"
+fi
+
 exit $status

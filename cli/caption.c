@@ -35,6 +35,7 @@
 #include "core/safetensors.h"
 #include "core/timer.h"
 #include "cli/caption_data.h"
+#include "cli/caption_features.h"
 #include "cli/caption_per_image.h"
 #include "cli/caption_score.h"
 #include "cli/report_caption.h"
@@ -161,7 +162,8 @@ static const char *attention_name(const SatConfig *c) {
 // Saves the parameters (and, for a state file, the Adam moments, the training counters and
 // the weight average ema when there is one).
 static int save_model(const char *path, const SatModel *m, const Vocab *vocab, int with_state,
-                      const Block *ema, long step, long best_step, double best_bleu, Error *err) {
+                      const Block *ema, long step, long best_step, double best_bleu,
+                      const EncoderRecord *enc, Error *err) {
     char cfg[2048], st[64], bst[64], bb[64], base[64], bset[16];
     sat_config_format(&m->cfg, cfg, sizeof cfg);
     char *vj = vocab_to_json(vocab);
@@ -170,13 +172,14 @@ static int save_model(const char *path, const SatModel *m, const Vocab *vocab, i
     snprintf(bb, sizeof bb, "%.17g", best_bleu);
     snprintf(base, sizeof base, "%a", (double)m->baseline);
     snprintf(bset, sizeof bset, "%d", m->baseline_set);
-    SafetensorsMeta meta[] = {{"format", "attend-sat"}, {"version", "1"}, {"sat.config", cfg},
-                              {"vocab", vj},           {"step", st},     {"best_step", bst},
-                              {"best_val_bleu4", bb},  {"baseline", base}, {"baseline_set", bset}};
+    SafetensorsMeta meta[14] = {{"format", "attend-sat"}, {"version", "1"}, {"sat.config", cfg},
+                                {"vocab", vj},           {"step", st},     {"best_step", bst},
+                                {"best_val_bleu4", bb},  {"baseline", base}, {"baseline_set", bset}};
+    int n_meta = 9 + encoder_record_meta(enc, meta + 9);  // the pretrained encoder, if any
     const Block *blocks[4] = {&m->params, &m->adam_m, &m->adam_v, ema};
     const char *prefixes[4] = {"", "adam.m/", "adam.v/", "ema/"};
-    int r = safetensors_save(path, blocks, prefixes, with_state ? (ema ? 4 : 3) : 1, meta,
-                             (int)(sizeof meta / sizeof meta[0]), err);
+    int r = safetensors_save(path, blocks, prefixes, with_state ? (ema ? 4 : 3) : 1, meta, n_meta,
+                             err);
     free(vj);
     return r;
 }
@@ -280,8 +283,9 @@ static int evaluate_with_outputs(EvalResult *res, SatModel *m, const Vocab *voca
                                  Error *err) {
     const SatConfig *c = &m->cfg;
     const int S = c->image_size, L = sat_L(c), ML = c->max_len, chunk = m->a.B;
-    const int G = cnn_grid_size(&c->cnn, S);
-    float *images = xmalloc((size_t)chunk * 3 * S * S * sizeof(float));
+    const int G = sat_grid(c);
+    const size_t per = sat_input_floats(c);  // an image, or its annotations
+    float *images = xmalloc((size_t)chunk * per * sizeof(float));
     int *tokens = xmalloc((size_t)n * ML * sizeof(int));
     int *lens = xmalloc((size_t)n * sizeof(int));
     int keep_alphas = caption_data_is_scenes(d) || (outputs && outputs->strips);
@@ -292,7 +296,7 @@ static int evaluate_with_outputs(EvalResult *res, SatModel *m, const Vocab *voca
     for (int i0 = 0; i0 < n; i0 += chunk) {
         int k = n - i0 < chunk ? n - i0 : chunk;
         for (int j = 0; j < k; j++)
-            caption_data_image(d, s, i0 + j, images + (size_t)j * 3 * S * S, infos ? &infos[i0 + j] : NULL);
+            caption_data_image(d, s, i0 + j, images + (size_t)j * per, infos ? &infos[i0 + j] : NULL);
         sat_decode(m, tokens + (size_t)i0 * ML, lens + i0,
                    alphas ? alphas + (size_t)i0 * ML * L : NULL, images, k, beam, length_alpha);
         if (show_progress) progress_update(&p, i0 + k, "");
@@ -464,6 +468,10 @@ static int write_curves(const char *csv_path, const char *png_path, Error *err) 
 // ---------------------------------------------------------------------------------------
 // caption train
 
+#define FEATURES_HELP                                                                     \
+    "a feature cache of --data (caption features): the decoder runs on its annotations, no "  \
+    "image is decoded"
+
 static const char *const KIND_HELP =
     "additive | dot | scaled-dot | multiplicative | multi-head | local-monotonic | "
     "local-predictive | hard | none (dot and scaled-dot need --hidden equal to the annotation "
@@ -505,6 +513,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
     ArgSpec specs[] = {
         {"data", ARG_STRING, &df->data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
         {"held-out", ARG_DOUBLE, &df->held_out, HELD_OUT_HELP, .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
+        {"features", ARG_STRING, &df->features, FEATURES_HELP, .metavar = "FEATURES", .given = NULL},
         {"attention", ARG_STRING, &f->attention, KIND_HELP, .given = &f->given.attention},
         {"out", ARG_STRING, &f->out, "output folder", .metavar = "DIR", .required = true},
         {"epochs", ARG_INT, &f->epochs, "training epochs", .has_min = true, .min = 1, .given = &f->given.epochs},
@@ -623,6 +632,7 @@ typedef struct {
     int n_workers;
     TrainEma ema;       // with --ema: the weight average, validated and saved as the model
     Encoded val;        // the validation split's tokenised references
+    EncoderRecord enc;  // with --features: the encoder of the annotations (checkpointed)
     TrainCounters tc;   // step; best validation BLEU-4 (< 0 before any) and its step
     int n_train, n_val;
     long spe;           // steps per epoch (the last batch of an epoch may be short)
@@ -693,7 +703,7 @@ static int open_data(CaptionRun *r, int image_size, Error *err) {
 // activations then serve only validation decoding, in chunks of a share. And the step's
 // buffers.
 static void alloc_workers(CaptionRun *r) {
-    const int B = r->f->batch, S = r->model.cfg.image_size, ML = r->model.cfg.max_len;
+    const int B = r->f->batch, ML = r->model.cfg.max_len;
     r->n_workers = r->f->threads < B ? r->f->threads : B;
     const int share = (B + r->n_workers - 1) / r->n_workers;
     sat_alloc_acts(&r->model, r->n_workers > 1 ? share : B);
@@ -705,7 +715,7 @@ static void alloc_workers(CaptionRun *r) {
             sat_alloc_acts(&r->workers[w], share);
         }
     }
-    r->images = xmalloc((size_t)B * 3 * S * S * sizeof(float));
+    r->images = xmalloc((size_t)B * sat_input_floats(&r->model.cfg) * sizeof(float));
     r->words = xmalloc((size_t)B * ML * sizeof(int));
     r->lens = xmalloc((size_t)B * sizeof(int));
     r->perm = xmalloc((size_t)r->n_train * sizeof(int));
@@ -744,6 +754,9 @@ static int open_run(CaptionRun *r, const TrainFlags *f, Error *err) {
     atomic_remove_stale(out);
     if (f->resume && resume_state(r, &cfg, err)) return 1;
     if (open_data(r, f->resume ? r->model.cfg.image_size : cfg.image_size, err)) return 1;
+    if (caption_features_setup_train(&cfg, &r->enc, r->data, f->data.features,
+                                     f->resume ? &r->model.cfg : NULL, r->path_state, err))
+        return 1;
     if (!f->resume && new_model(r, &cfg, err)) return 1;
     if (encode_split(&r->val, r->data, SPLIT_VALID, err)) return 1;
     alloc_workers(r);
@@ -780,7 +793,8 @@ static void print_header(const CaptionRun *r) {
 // Step step's batch (position (step - 1) % spe of its epoch's order): images, and one
 // caption per image drawn with sr. Returns the batch size, or -1 when a caption fails.
 static int fill_batch(CaptionRun *r, long step, Rng *sr, Error *err) {
-    const int B = r->f->batch, S = r->model.cfg.image_size, ML = r->model.cfg.max_len;
+    const int B = r->f->batch, ML = r->model.cfg.max_len;
+    const size_t per = sat_input_floats(&r->model.cfg);  // an image, or its annotations
     long epoch = (step - 1) / r->spe, pos = (step - 1) % r->spe;
     if (epoch != r->perm_epoch) {
         Rng er;
@@ -792,7 +806,7 @@ static int fill_batch(CaptionRun *r, long step, Rng *sr, Error *err) {
     int nb = 0;
     for (long j = pos * B; j < (pos + 1) * B && j < r->n_train; j++, nb++) {
         int img = r->perm[j];
-        caption_data_image(r->data, SPLIT_TRAIN, img, r->images + (size_t)nb * 3 * S * S, NULL);
+        caption_data_image(r->data, SPLIT_TRAIN, img, r->images + (size_t)nb * per, NULL);
         r->lens[nb] = draw_caption_ids(r->words + (size_t)nb * ML, r->data, SPLIT_TRAIN, img,
                                        &r->vocab, ML, sr, err);
         if (r->lens[nb] < 0) return -1;
@@ -862,7 +876,7 @@ static void log_step(CaptionRun *r, const StepResult *s, bool row_due) {
 static int save_state(const CaptionRun *r, Error *err) {
     return save_model(r->path_state, &r->model, &r->vocab, 1,
                       train_ema_on(&r->ema) ? &r->ema.avg : NULL, r->tc.step, r->tc.best_step,
-                      r->tc.best_bleu, err);
+                      r->tc.best_bleu, &r->enc, err);
 }
 
 // Validation BLEU-4 (and grounding) of the model, or with --ema of the weight average,
@@ -897,7 +911,7 @@ static int validate_and_save(CaptionRun *r, Error *err) {
         r->tc.best_bleu = r->last_val;
         r->tc.best_step = step;
         if (save_model(r->path_model, &r->model, &r->vocab, 0, NULL, step, r->tc.best_step,
-                       r->tc.best_bleu, err))
+                       r->tc.best_bleu, &r->enc, err))
             return -1;
     }
     train_ema_swap(&r->ema, &r->model.params);
@@ -999,6 +1013,7 @@ static int cmd_eval(int argc, char **argv) {
         {"model", ARG_STRING, &model_path, "model file", .metavar = "PATH", .required = true},
         {"data", ARG_STRING, &df.data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
         {"held-out", ARG_DOUBLE, &df.held_out, HELD_OUT_HELP " (as in training)", .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
+        {"features", ARG_STRING, &df.features, FEATURES_HELP, .metavar = "FEATURES", .given = NULL},
         {"split", ARG_STRING, &split_s, "train | valid | test", .given = NULL},
         {"beam", ARG_INT, &beam, "beam width (1 = greedy)", .has_min = true, .min = 1, .has_max = true, .max = 64},
         {"length-alpha", ARG_FLOAT, &length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
@@ -1038,11 +1053,17 @@ static int cmd_eval(int argc, char **argv) {
     CaptionData *data = NULL;
     int rc = 1;
     Encoded refs = {0};
-    if (caption_data_open(&data, &df, m.cfg.image_size, quiet, &err)) {
+    // A model on cached features without --features: said before any image is decoded.
+    if ((!df.features && caption_features_check_eval(&m.cfg, model_path, NULL, NULL, &err)) ||
+        caption_data_open(&data, &df, m.cfg.image_size, quiet, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         sat_free(&m);
         vocab_free(&vocab);
         return 1;
+    }
+    if (caption_features_check_eval(&m.cfg, model_path, data, df.features, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        goto done;
     }
     int n = caption_data_count(data, split);
     if (count > 0 && count < n) n = count;
@@ -1103,7 +1124,7 @@ done:
 
 static int cmd_predict(int argc, char **argv) {
     Error err;
-    const char *model_path = NULL, *dir = NULL, *att_out = NULL, *results = NULL;
+    const char *model_path = NULL, *dir = NULL, *att_out = NULL, *results = NULL, *encoder = NULL;
     int beam = 3, threads = threads_available(), batch = 16;
     float length_alpha = 0.7f;
     ArgSpec specs[] = {
@@ -1115,6 +1136,7 @@ static int cmd_predict(int argc, char **argv) {
         {"results", ARG_STRING, &results, "write COCO results JSON here", .metavar = "PATH", .given = NULL},
         {"batch", ARG_INT, &batch, "images decoded at once", .has_min = true, .min = 1, .has_max = true, .max = 4096},
         {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
+        {"encoder", ARG_STRING, &encoder, "a model trained on features: its pretrained encoder, if not at the path it records (the weights must be the same)", .metavar = "ARCH:FILE", .given = NULL},
     };
     int code;
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption predict --model PATH --images DIR [flags]", NULL, &code))
@@ -1134,16 +1156,22 @@ static int cmd_predict(int argc, char **argv) {
         return 1;
     }
     sat_alloc_acts(&m, batch);
-    if (att_out && make_dirs(att_out, &err)) {
+    CaptionAnnotator ann = {0};  // a model trained on features: its encoder runs here
+    const int feat = m.cfg.feat_L > 0;
+    if ((feat && caption_annotator_open(&ann, &m.cfg, model_path, encoder, &err)) ||
+        (att_out && make_dirs(att_out, &err))) {
         fprintf(stderr, "%s\n", err.msg);
+        caption_annotator_close(&ann);
         sat_free(&m);
         vocab_free(&vocab);
         image_folder_free(&folder);
         return 1;
     }
     const int S = m.cfg.image_size, L = sat_L(&m.cfg), ML = m.cfg.max_len;
-    const int G = cnn_grid_size(&m.cfg.cnn, S);
-    float *images = xmalloc((size_t)batch * 3 * S * S * sizeof(float));
+    const int G = sat_grid(&m.cfg);
+    const size_t per = sat_input_floats(&m.cfg);  // an image, or its annotations
+    float *images = xmalloc((size_t)batch * per * sizeof(float));
+    float *pictures = !feat ? images : att_out ? xmalloc((size_t)batch * 3 * S * S * sizeof(float)) : NULL;
     int *which = xmalloc((size_t)batch * sizeof(int));
     int *tokens = xmalloc((size_t)batch * ML * sizeof(int));
     int *lens = xmalloc((size_t)batch * sizeof(int));
@@ -1153,7 +1181,12 @@ static int cmd_predict(int argc, char **argv) {
     for (int i0 = 0; i0 < folder.n;) {
         int k = 0;
         while (k < batch && i0 < folder.n) {
-            if (caption_load_image(images + (size_t)k * 3 * S * S, folder.paths[i0], S, &err)) {
+            int bad = feat ? caption_annotator_run(&ann, images + (size_t)k * per, folder.paths[i0], &err)
+                           : caption_load_image(images + (size_t)k * per, folder.paths[i0], S, &err);
+            if (!bad && feat && pictures &&
+                caption_load_image(pictures + (size_t)k * 3 * S * S, folder.paths[i0], S, &err))
+                bad = 1;
+            if (bad) {
                 fprintf(stderr, "%s\n", err.msg);
                 skipped++;
             } else {
@@ -1175,7 +1208,7 @@ static int cmd_predict(int argc, char **argv) {
                 char *dot = strrchr(stem, '.');
                 if (dot && dot != stem) *dot = 0;
                 snprintf(path, sizeof path, "%s/%s.png", att_out, stem);
-                if (caption_write_strip(path, images + (size_t)j * 3 * S * S, S,
+                if (caption_write_strip(path, pictures + (size_t)j * 3 * S * S, S,
                                         alphas + (size_t)j * ML * L, G, t.tok, t.n, &err)) {
                     fprintf(stderr, "%s\n", err.msg);
                     rc = 1;
@@ -1217,7 +1250,9 @@ static int cmd_predict(int argc, char **argv) {
     if (att_out && skipped < folder.n) fprintf(stderr, "attention strips: %s\n", att_out);
     for (int i = 0; i < folder.n; i++) free(captions[i]);
     free(captions);
+    if (pictures != images) free(pictures);
     free(images);
+    caption_annotator_close(&ann);
     free(which);
     free(tokens);
     free(lens);
@@ -1277,15 +1312,17 @@ static void overview(FILE *fp) {
             "  eval     score a model on a split: BLEU-1..4, CIDEr-D, ROUGE-L, grounding\n"
             "  predict  caption every image of a folder, optionally with attention strips\n"
             "  scenes   write synthetic scenes as PNG files plus captions.tsv\n"
+            "  features run a pretrained encoder once over a caption set: a feature cache\n"
             "  score    score a COCO results file against references as coco-caption does\n"
             "  report   write RUN/report.html: a run's configuration, curves, scores, images\n");
 }
 
 int main(int argc, char **argv) {
-    static const char *const names[] = {"train", "eval", "predict", "scenes", "score", "report"};
+    static const char *const names[] = {"train", "eval", "predict", "scenes", "score", "report",
+                                        "features"};
     int which;
     Error err;
-    int r = args_subcommand(argc, argv, names, 6, &which, &err);
+    int r = args_subcommand(argc, argv, names, 7, &which, &err);
     if (r == ARGS_HELP) {
         overview(stdout);
         return 0;
@@ -1300,6 +1337,7 @@ int main(int argc, char **argv) {
     case 2: return cmd_predict(argc - 1, argv + 1);
     case 4: return cmd_score(argc - 1, argv + 1);
     case 5: return caption_report_main(argc - 1, argv + 1);
+    case 6: return caption_features_main(argc - 1, argv + 1);
     default: return cmd_scenes(argc - 1, argv + 1);
     }
 }

@@ -16,6 +16,9 @@ struct CaptionData {
     ImageCache cache;
     int *idx[SPLIT_COUNT];  // caption set: image indices per split
     int count[SPLIT_COUNT];
+    int has_features;
+    FeatCache feat;         // with features: the cache
+    int *feat_index;        // (set images) each image's row in the cache
 };
 
 void caption_data_flags_default(CaptionDataFlags *f) {
@@ -29,6 +32,7 @@ void caption_data_flags_default(CaptionDataFlags *f) {
     f->scenes_seed = 1;
     f->cache_mb = 2048;
     f->held_out = CAPTION_DEFAULT_HELDOUT_SHARE;
+    f->features = NULL;
 }
 
 static void cache_progress(void *ctx, int done, int total) {
@@ -37,12 +41,68 @@ static void cache_progress(void *ctx, int done, int total) {
     if (done == total) progress_end(p, done, "");
 }
 
+// --features: the cache must list the set's images in its order; the images it could not
+// read are dropped from the set (warnings), and each remaining image keeps its cache row.
+static int open_features_(CaptionData *d, const CaptionDataFlags *f, Error *err) {
+    if (featcache_open(&d->feat, f->features, err)) return error_prefix(err, "--features");
+    if (featcache_verify(&d->feat, err)) {
+        featcache_close(&d->feat);
+        return -1;
+    }
+    const FeatCache *c = &d->feat;
+    int n = d->set.n_images;
+    for (int i = 0; i < n || i < c->n; i++) {
+        if (i >= n || i >= c->n || strcmp(c->ids[i], d->set.images[i].id)) {
+            error_set(err, "%s: made for another image list than --data %s (image %d: '%.60s' in "
+                           "the cache, '%.60s' in the data; %d and %d images): extract features "
+                           "for this data with caption features", f->features, f->data, i,
+                      i < c->n ? c->ids[i] : "(none)", i < n ? d->set.images[i].id : "(none)", c->n, n);
+            featcache_close(&d->feat);
+            return -1;
+        }
+    }
+    unsigned char *keep = xmalloc((size_t)n);
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        keep[i] = featcache_status(c, i) == FEAT_OK;
+        if (!keep[i])
+            caption_set_warn(&d->set, "%s: could not be read when the features were extracted "
+                                      "(skipped)", d->set.images[i].path);
+        kept += keep[i];
+    }
+    d->feat_index = xmalloc((size_t)(kept > 0 ? kept : 1) * sizeof(int));
+    for (int i = 0, k = 0; i < n; i++)
+        if (keep[i]) d->feat_index[k++] = i;
+    caption_set_filter(&d->set, keep);
+    free(keep);
+    for (int i = 0; i < d->set.n_warnings; i++) fprintf(stderr, "warning: %s\n", d->set.warnings[i]);
+    if (d->set.warnings_dropped)
+        fprintf(stderr, "warning: %d more warnings not shown\n", d->set.warnings_dropped);
+    if (kept == 0) {
+        featcache_close(&d->feat);
+        free(d->feat_index);
+        return error_set(err, "%s: no image of the cache was extracted", f->features);
+    }
+    caption_set_ensure_heldout(&d->set);
+    d->has_features = 1;
+    d->S = c->image_size;
+    fprintf(stderr, "%s: using %d images and %d captions, annotations %d x %d %s from %s\n",
+            d->set.source, d->set.n_images, d->set.n_captions, c->L, c->D,
+            featcache_dtype_name(c->dtype), f->features);
+    return 0;
+}
+
 int caption_data_open(CaptionData **out, const CaptionDataFlags *f, int S, int quiet, Error *err) {
     *out = NULL;
     CaptionSpec spec;
     if (caption_spec_parse(&spec, f->data, err)) return error_prefix(err, "--data");
     CaptionData *d = xcalloc(1, sizeof *d);
     d->S = S;
+    if (spec.kind == CAPTION_SOURCE_SCENES && f->features) {
+        free(d);
+        return error_set(err, "--features: the built-in scenes have no feature cache (write them "
+                              "with caption scenes and use tsv:DIR/captions.tsv:DIR)");
+    }
     if (spec.kind == CAPTION_SOURCE_SCENES) {
         d->is_scenes = 1;
         ScenesConfig sc;
@@ -69,6 +129,17 @@ int caption_data_open(CaptionData **out, const CaptionDataFlags *f, int S, int q
     if (caption_set_read(&d->set, &spec, &opts, err)) {
         free(d);
         return -1;
+    }
+    if (f->features) {
+        if (open_features_(d, f, err)) {
+            caption_set_free(&d->set);
+            free(d);
+            return -1;
+        }
+        for (int s = 0; s < SPLIT_COUNT; s++)
+            d->count[s] = caption_set_split_indices(&d->set, (Split)s, &d->idx[s]);
+        *out = d;
+        return 0;
     }
     Progress p;
     progress_start(&p, "decode", d->set.n_images, 0);
@@ -100,6 +171,8 @@ void caption_data_close(CaptionData *d) {
     } else {
         for (int s = 0; s < SPLIT_COUNT; s++) free(d->idx[s]);
         image_cache_free(&d->cache);
+        if (d->has_features) featcache_close(&d->feat);
+        free(d->feat_index);
         caption_set_free(&d->set);
     }
     free(d);
@@ -126,8 +199,24 @@ void caption_data_image(const CaptionData *d, Split s, int i, float *chw, SceneI
     CHECK(i >= 0 && i < d->count[s], "image %d of %d", i, d->count[s]);
     if (d->is_scenes)
         scenes_render(chw, info, &d->scenes, s, i);
+    else if (d->has_features)
+        featcache_get(&d->feat, d->feat_index[d->idx[s][i]], chw);
     else
         image_cache_get(chw, &d->cache, d->idx[s][i]);
+}
+
+void caption_data_picture(const CaptionData *d, Split s, int i, float *chw) {
+    if (!d->has_features) {
+        caption_data_image(d, s, i, chw, NULL);
+        return;
+    }
+    Error err;
+    if (caption_load_image(chw, d->set.images[d->idx[s][i]].path, d->S, &err))
+        for (size_t k = 0; k < (size_t)3 * d->S * d->S; k++) chw[k] = 0.5f;
+}
+
+const FeatCache *caption_data_features(const CaptionData *d) {
+    return d && d->has_features ? &d->feat : NULL;
 }
 
 int caption_data_captions(const CaptionData *d, Split s, int i, const char **out, int max,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "core/error.h"
+#include "datasets/featcache.h"
 #include "datasets/scenes.h"
 #include "datasets/split.h"
 
@@ -21,6 +22,8 @@ typedef struct {
     long scenes_seed;
     int cache_mb;       // disk data: decoded-image cache bound (MiB)
     double held_out;    // disk data without splits: validation share and test share, each
+    const char *features;  // a feature cache (datasets/featcache.h) of this data, or NULL:
+                           // images are then its annotations (L, D), never decoded
 } CaptionDataFlags;
 
 // --held-out's help line (train and eval must agree on it to see the same test split).
@@ -44,7 +47,16 @@ int caption_data_count(const CaptionData *d, Split s);
 // ("; ..."); "" when there is nothing to add.
 const char *caption_data_hint(const CaptionData *d);
 // chw (3, S, S) of image i; info (scenes only; may be NULL) its objects and captions.
+// With features: image i's annotations (L, D) instead.
 void caption_data_image(const CaptionData *d, Split s, int i, float *chw, SceneInfo *info);
+// chw (3, S, S): image i's pixels, also with features (decoded from its file, as
+// caption_load_image; mid-grey when it cannot be read), for pictures.
+void caption_data_picture(const CaptionData *d, Split s, int i, float *chw);
+
+// With --features: the open cache (NULL otherwise). The data were checked against it:
+// the same image list; images the extraction could not read are left out of every split
+// (named in a warning). NULL for d NULL.
+const FeatCache *caption_data_features(const CaptionData *d);
 // Points out[0..n) at image i's reference captions (at most max); info is scratch for
 // scenes. Returns n.
 int caption_data_captions(const CaptionData *d, Split s, int i, const char **out, int max,

@@ -82,7 +82,7 @@ static int write_strips(const CaptionEvalOutputs *o, const DecodedSplit *d,
     int r = 0;
     for (int i = 0; i < d->n && r == 0; i++) {
         if (!chosen[i]) continue;
-        caption_data_image(d->data, d->split, i, chw, NULL);
+        caption_data_picture(d->data, d->split, i, chw);
         Tokens t;
         vocab_decode_tokens(&t, d->vocab, d->tokens + (size_t)i * d->max_len, d->lens[i], 1);
         char path[1200];

@@ -20,6 +20,10 @@
 #                   (the two above: IW NLL from K = 2 quick, 10 full)
 #   sat-scenes      600 steps             31,958 steps            sat_scenes.md, (defaults) seed 1
 #   sat-ablation    250 steps per kind    each kind's steps       sat_ablation.md, first table
+#   sat-flickr8k    skipped               to early stopping       sat_flickr8k.md (needs
+#                                         FLICKR8K and VGG19 set: data and weights)
+#   sat-coco        skipped               to early stopping       sat_coco.md (needs
+#                                         COCO_JSON, COCO_IMAGES and VGG19)
 #   (the captioner on 2 threads throughout)
 #
 # Runs go to RUNS (default runs/reproduce-MODE): a folder per run with its report.html,
@@ -87,6 +91,18 @@ run_steps() {
     step draw-colour env COLOUR_STEPS="$COLOUR_STEPS" sh experiments/draw_generation.sh colour
     step sat-scenes env STEPS="$SCENES_STEPS" sh experiments/sat_scenes.sh
     step sat-ablation env STEPS="$ABLATION_STEPS" sh experiments/sat_ablation.sh
+    # Xu et al.'s recipe on real photographs needs data and weights these machines cannot
+    # fetch (experiments/sat_flickr8k.sh, sat_coco.sh): full runs only, when given.
+    if [ "$MODE" = full ] && [ -n "${FLICKR8K:-}" ] && [ -n "${VGG19:-}" ]; then
+        step sat-flickr8k sh experiments/sat_flickr8k.sh
+    else
+        echo "reproduce: sat-flickr8k: skipped (REPRODUCE=full with FLICKR8K=DIR VGG19=FILE runs it)"
+    fi
+    if [ "$MODE" = full ] && [ -n "${COCO_JSON:-}" ] && [ -n "${COCO_IMAGES:-}" ] && [ -n "${VGG19:-}" ]; then
+        step sat-coco sh experiments/sat_coco.sh
+    else
+        echo "reproduce: sat-coco: skipped (REPRODUCE=full with COCO_JSON, COCO_IMAGES and VGG19 runs it)"
+    fi
 }
 
 echo "reproduce: REPRODUCE=$MODE into $RUNS ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"

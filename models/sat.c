@@ -51,11 +51,13 @@ void sat_config_default(SatConfig *c) {
 }
 
 int sat_config_finish(SatConfig *c, Error *err) {
-    c->attn.D = cnn_dim(&c->cnn);
+    c->attn.D = sat_D(c);
     c->attn.H = c->H;
+    if (c->feat_L < 0 || (c->feat_L > 0 && (c->feat_D < 1 || c->feat_D > 65536 || c->feat_L > 65536)))
+        return error_set(err, "model config: annotations %d x %d", c->feat_L, c->feat_D);
     if (c->image_size < 2 || c->image_size > 1024)
         return error_set(err, "--image-size: must be in [2, 1024], got %d", c->image_size);
-    if (cnn_grid_size(&c->cnn, c->image_size) < 1)
+    if (c->feat_L == 0 && cnn_grid_size(&c->cnn, c->image_size) < 1)
         return error_set(err, "--image-size: %d is too small for %d pooling layers",
                          c->image_size, c->cnn.n_layers);
     if (c->E < 1 || c->E > 8192) return error_set(err, "--embed: must be in [1, 8192]");
@@ -93,6 +95,9 @@ void sat_config_format(const SatConfig *c, char *buf, size_t n) {
              attn_kind_name(c->attn.kind), c->attn.A, c->attn.heads, c->attn.window,
              attn_kind_name(c->attn.score), c->hard, c->beta_vector, sat_query_name(c->query), (double)c->lambda,
              (double)c->dropout, (double)c->entropy_weight, (double)c->baseline_decay);
+    size_t used = strlen(buf);
+    if (c->feat_L > 0 && used < n)
+        snprintf(buf + used, n - used, " features=%dx%d", c->feat_L, c->feat_D);
 }
 
 static int parse_int_(const char *v, int *out) {
@@ -147,6 +152,8 @@ int sat_config_parse(SatConfig *c, const char *text, Error *err) {
         else if (!strcmp(k, "dropout")) bad = parse_float_(v, &c->dropout);
         else if (!strcmp(k, "entropy")) bad = parse_float_(v, &c->entropy_weight);
         else if (!strcmp(k, "baseline_decay")) bad = parse_float_(v, &c->baseline_decay);
+        else if (!strcmp(k, "features"))
+            bad = sscanf(v, "%dx%d", &c->feat_L, &c->feat_D) != 2 || c->feat_L < 1 || c->feat_D < 1;
         else return error_set(err, "model config: unknown key '%s'", k);
         if (bad) return error_set(err, "model config: bad value '%s' for %s", v, k);
     }
@@ -163,7 +170,7 @@ static int nbeta_(const SatConfig *c) { return c->beta_vector ? sat_D(c) : 1; }
 static void layout_(Block *b, SatParams *p, const SatConfig *c) {
     memset(p, 0, sizeof *p);
     const int D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = nbeta_(c);
-    cnn_register(&p->cnn, b, "enc", &c->cnn);
+    if (c->feat_L == 0) cnn_register(&p->cnn, b, "enc", &c->cnn);
     block_add(b, &p->W_h0, "init.W_h", 2, H, D);
     block_add(b, &p->b_h0, "init.b_h", 1, H);
     block_add(b, &p->W_c0, "init.W_c", 2, H, D);
@@ -198,7 +205,7 @@ void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng) {
     block_alloc(&m->adam_v);
     const int D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = nbeta_(c);
     SatParams *p = &m->p;
-    cnn_init(&p->cnn, rng);
+    if (c->feat_L == 0) cnn_init(&p->cnn, rng);
     fill_uniform_(p->W_h0, (size_t)H * D, 1.0f / sqrtf((float)D), rng);
     fill_uniform_(p->W_c0, (size_t)H * D, 1.0f / sqrtf((float)D), rng);
     fill_uniform_(p->embed, (size_t)V * E, 0.1f, rng);
@@ -230,7 +237,7 @@ void sat_alloc_acts(SatModel *m, int B) {
     if (k->data) {
         block_free(k);
         free(a->in_tok);
-        cnn_workspace_free(&m->cnn_ws);
+        if (c->feat_L == 0) cnn_workspace_free(&m->cnn_ws);
     }
     memset(k, 0, sizeof *k);
     const int T = c->max_len + 1, L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V;
@@ -291,7 +298,7 @@ void sat_alloc_acts(SatModel *m, int B) {
     a->target = ints + (size_t)T * B;
     a->sample = ints + (size_t)2 * T * B;
     a->steps = ints + (size_t)4 * T * B;
-    cnn_workspace_alloc(&m->cnn_ws, &c->cnn, B, c->image_size);
+    if (c->feat_L == 0) cnn_workspace_alloc(&m->cnn_ws, &c->cnn, B, c->image_size);
 }
 
 void sat_free(SatModel *m) {
@@ -304,7 +311,7 @@ void sat_free(SatModel *m) {
     if (m->acts_block.data) {
         block_free(&m->acts_block);
         free(m->a.in_tok);
-        cnn_workspace_free(&m->cnn_ws);
+        if (m->cfg.feat_L == 0) cnn_workspace_free(&m->cnn_ws);
     }
     memset(m, 0, sizeof *m);
 }
@@ -403,7 +410,10 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
         }
 
     m->images = images;
-    cnn_forward(a->annot, &m->cnn_ws, images, &p->cnn, B);
+    if (c->feat_L > 0)
+        memcpy(a->annot, images, (size_t)B * L * D * sizeof(float));
+    else
+        cnn_forward(a->annot, &m->cnn_ws, images, &p->cnn, B);
     mean_annot_(a->mean_a, a->annot, B, L, D);
     init_state_(a->hs, a->cs, a->mean_a, p, B, D, H);
     attn_prepare(a->prep, a->annot, &p->attn, &c->attn, B, L);
@@ -543,7 +553,9 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
                 if (al[l] > 0) dar[l] += c->entropy_weight * (logf(al[l]) + 1.0f) * invB;
         }
     }
-    if (sample) {
+    // With features the annotations are data: their gradient is not computed.
+    float *dannot = c->feat_L > 0 ? NULL : a->dannot;
+    if (sample && dannot) {
         // ctx row = a_{s}: its gradient goes to that annotation; no path through alpha.
         for (int b = 0; b < B; b++) {
             float *dst = a->dannot + ((size_t)b * L + a->sample[t * B + b]) * D;
@@ -551,7 +563,7 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
             for (int d = 0; d < D; d++) dst[d] += src[d];
         }
     }
-    attn_backward(a->dannot, a->dprep, dq, &g->attn, sample ? a->zeros : a->dctx, a->dalpha,
+    attn_backward(dannot, a->dprep, dq, &g->attn, sample ? a->zeros : a->dctx, a->dalpha,
                   a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn, &c->attn, t, B, L);
 }
 
@@ -567,7 +579,7 @@ void sat_backward(SatModel *m) {
     const int sample = c->hard && a->sample[0] >= 0;
 
     memset(a->dlogits, 0, (size_t)TB * V * sizeof(float));
-    memset(a->dannot, 0, (size_t)B * L * D * sizeof(float));
+    if (c->feat_L == 0) memset(a->dannot, 0, (size_t)B * L * D * sizeof(float));
     if (prepn) memset(a->dprep, 0, prepn * sizeof(float));
     memset(a->dhs, 0, (size_t)(T + 1) * B * H * sizeof(float));
     memset(a->dcs + (size_t)(T & 1) * B * H, 0, (size_t)B * H * sizeof(float));  // dc_T
@@ -646,7 +658,8 @@ void sat_backward(SatModel *m) {
     gemm(true, false, 4 * H, I + H, TB, 1.0f, a->gates, 4 * H, a->xh, I + H, 1.0f, g->lstm_W,
          I + H);
     embedding_backward(g->embed, a->demb, a->in_tok, TB, E);
-    attn_prepare_backward(a->dannot, &g->attn, a->dprep, a->annot, &p->attn, &c->attn, B, L);
+    float *dannot = c->feat_L > 0 ? NULL : a->dannot;  // features: no gradient wanted
+    attn_prepare_backward(dannot, &g->attn, a->dprep, a->annot, &p->attn, &c->attn, B, L);
 
     // h0 = tanh(W_h0 mean + b), c0 likewise
     // gates (T, B, 4H) are spent: scratch for dh0 and dc0. dc_0 is dcs row 0.
@@ -656,17 +669,17 @@ void sat_backward(SatModel *m) {
         dh0[i] = a->dhs[i] * (1.0f - hv * hv);
         dc0[i] = a->dcs[i] * (1.0f - cv * cv);
     }
-    float *dmean = a->dctx;  // (B, D)
-    memset(dmean, 0, (size_t)B * D * sizeof(float));
+    float *dmean = dannot ? a->dctx : NULL;  // (B, D)
+    if (dmean) memset(dmean, 0, (size_t)B * D * sizeof(float));
     linear_backward(dmean, g->W_h0, g->b_h0, dh0, a->mean_a, p->W_h0, B, D, H);
     linear_backward(dmean, g->W_c0, g->b_c0, dc0, a->mean_a, p->W_c0, B, D, H);
-    for (int b = 0; b < B; b++)
+    for (int b = 0; dannot && b < B; b++)
         for (int l = 0; l < L; l++) {
             float *dr = a->dannot + ((size_t)b * L + l) * D;
             const float *mr = dmean + (size_t)b * D;
             for (int d = 0; d < D; d++) dr[d] += mr[d] * (1.0f / (float)L);
         }
-    cnn_backward(&g->cnn, NULL, a->dannot, &m->cnn_ws, m->images, &p->cnn, B);
+    if (c->feat_L == 0) cnn_backward(&g->cnn, NULL, a->dannot, &m->cnn_ws, m->images, &p->cnn, B);
 
     if (sample) {
         double mean_r = 0.0;
@@ -704,7 +717,8 @@ static void *step_job_run(void *arg) {
 void sat_forward_backward_parallel(SatLoss *out, SatModel *model, SatModel *workers,
                                    int n_workers, const float *images, const int *words,
                                    const int *lens, int nb, uint64_t seed) {
-    const int S = model->cfg.image_size, C = model->cfg.cnn.in_channels, ML = model->cfg.max_len;
+    const size_t per = sat_input_floats(&model->cfg);
+    const int ML = model->cfg.max_len;
     StepJob jobs[64];
     pthread_t th[64];
     CHECK(n_workers <= 64, "workers %d", n_workers);
@@ -715,7 +729,7 @@ void sat_forward_backward_parallel(SatLoss *out, SatModel *model, SatModel *work
         SatModel *r = &workers[w];
         r->baseline = model->baseline;
         r->baseline_set = model->baseline_set;
-        jobs[used] = (StepJob){.m = r, .images = images + (size_t)start * C * S * S,
+        jobs[used] = (StepJob){.m = r, .images = images + (size_t)start * per,
                                .words = words + (size_t)start * ML, .lens = lens + start, .n = n};
         rng_seed(&jobs[used].rng, seed * 0x2545F4914F6CDD1DULL + (uint64_t)w + 1);
         start += n;
@@ -808,11 +822,15 @@ void sat_decode_ctx_init(SatDecodeCtx *d, SatModel *m, const float *images, int 
 
     // Encode in chunks that fit the model's CNN workspace.
     CHECK(m->acts_block.data, "sat_alloc_acts before decoding");
-    const int S = c->image_size, C = c->cnn.in_channels, chunk = m->a.B;
+    const size_t per = sat_input_floats(c);
+    const int chunk = m->a.B;
     for (int b0 = 0; b0 < B; b0 += chunk) {
         int n = B - b0 < chunk ? B - b0 : chunk;
-        cnn_forward(d->annot + (size_t)b0 * L * D, &m->cnn_ws, images + (size_t)b0 * C * S * S,
-                    &m->p.cnn, n);
+        if (c->feat_L > 0)
+            memcpy(d->annot + (size_t)b0 * L * D, images + (size_t)b0 * per, (size_t)n * per * sizeof(float));
+        else
+            cnn_forward(d->annot + (size_t)b0 * L * D, &m->cnn_ws, images + (size_t)b0 * per,
+                        &m->p.cnn, n);
     }
     mean_annot_(mean, d->annot, B, L, D);
     // Initial states of the images go in h/c rows 0..B-1 (the first step's parents).

@@ -49,8 +49,10 @@
 typedef enum { SAT_QUERY_PREVIOUS = 0, SAT_QUERY_CURRENT = 1 } SatQuery;
 
 typedef struct {
-    int image_size;       // S (default 64)
-    CnnConfig cnn;        // encoder layers (default 32, 64, 128)
+    int image_size;       // S (default 64); with features, the encoder's input size
+    CnnConfig cnn;        // encoder layers (default 32, 64, 128); unused with features
+    int feat_L, feat_D;   // > 0: decoder only, on given annotations (B, feat_L, feat_D)
+                          // (a frozen pretrained encoder's, datasets/featcache.h): no CNN
     int E, H;             // embedding, LSTM hidden (128, 256)
     int V;                // vocabulary size (set from the data)
     int max_len;          // caption words at most (16); steps T = max_len + 1
@@ -73,10 +75,24 @@ void sat_config_default(SatConfig *c);
 // Derived sizes: attn.D = cnn dim, attn.H = H. Validates (fails naming the field).
 int sat_config_finish(SatConfig *c, Error *err);
 static inline int sat_L(const SatConfig *c) {
+    if (c->feat_L > 0) return c->feat_L;
     int g = cnn_grid_size(&c->cnn, c->image_size);
     return g * g;
 }
-static inline int sat_D(const SatConfig *c) { return cnn_dim(&c->cnn); }
+static inline int sat_D(const SatConfig *c) { return c->feat_L > 0 ? c->feat_D : cnn_dim(&c->cnn); }
+// Side of the annotation grid (L = G G): for attention maps over the image.
+static inline int sat_grid(const SatConfig *c) {
+    if (c->feat_L <= 0) return cnn_grid_size(&c->cnn, c->image_size);
+    int g = 1;
+    while ((g + 1) * (g + 1) <= c->feat_L) g++;
+    return g;
+}
+// Floats of one input of sat_forward / sat_decode: an image (C, S, S), or with features
+// its annotations (L, D).
+static inline size_t sat_input_floats(const SatConfig *c) {
+    return c->feat_L > 0 ? (size_t)c->feat_L * c->feat_D
+                         : (size_t)c->cnn.in_channels * c->image_size * c->image_size;
+}
 
 // "key=value" pairs separated by spaces (for checkpoint metadata) and back. The parser
 // rejects unknown keys and bad values with one line.
@@ -150,7 +166,7 @@ typedef struct {
     double reward;     // hard: mean log-likelihood reward
 } SatLoss;
 
-// Teacher-forced forward. images (B, 3, S, S); words (B, max_len) word ids (no <start>
+// Teacher-forced forward. images (B, 3, S, S), or with features annotations (B, L, D); words (B, max_len) word ids (no <start>
 // or <end>), lens (B) in [0, max_len]. train = 1 enables dropout and hard sampling
 // (rng used for both); train = 0 uses the expected context for hard attention.
 // Keeps every activation for sat_backward.

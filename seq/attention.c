@@ -6,7 +6,9 @@
 //          Both are per image contiguous: image b's prep is floats [b n1, (b + 1) n1) with
 //          n1 = attn_prep_floats(c, 1, L), so beam search can copy or reorder it per image.
 //   cache  every kind but multi-head: alpha (B, L)
-//          additive score: qp = W_q q + b (B, A), u = tanh(Kp + qp) (B, L, A) (window only)
+//          additive score: qp = W_q q + b (B, A); u = tanh(Kp + qp) is not kept (it
+//          was (B, L, A) a step, most of a decoder's activations at 14 x 14 x 512): the
+//          backward pass recomputes it, the same function of the same floats
 //          multiplicative score: qW = q W (B, D)
 //          local: centre p (B); predictive also hp = tanh(W_p q) (B, A), s = sigmoid (B)
 //          multi-head: Q = query Wq^T (B, A), per-head alpha (B, heads, L), concat (B, A)
@@ -224,7 +226,7 @@ void attn_prepare_backward(float *dkeys, AttnParams *dp, const float *dprep, con
 // --- the step cache ------------------------------------------------------------------------
 
 typedef struct {
-    size_t alpha, qp, u, qw, centre, hp, s;  // offsets (floats); unused ones stay 0
+    size_t alpha, qp, qw, centre, hp, s;  // offsets (floats); unused ones stay 0
     size_t mh_q, mh_alpha, mh_concat;
     size_t total;
 } StepLayout;
@@ -243,7 +245,6 @@ static StepLayout step_layout(const AttnConfig *c, int B, int L) {
     switch (score_kind(c)) {
     case ATTN_ADDITIVE:
         s.qp = n, n += Bs * A;
-        s.u = n, n += BL * A;
         break;
     case ATTN_MULTIPLICATIVE:
         s.qw = n, n += Bs * c->D;
@@ -324,7 +325,7 @@ static void local_window(int *lo, int *hi, float p, int W, int L) {
     if (*hi < *lo) *hi = *lo;
 }
 
-// The score of every position in [lo, hi) of batch row b into e (L).
+// The score of every position in [lo, hi) of batch row b into e (L); u (A) is scratch.
 static void scores_row(float *e, float *u, const float *prep, const float *keys_b,
                        const float *query_b, const float *qp_b, const float *qw_b,
                        const AttnParams *p, const AttnConfig *c, AttnKind s, int b, int L, int lo,
@@ -334,10 +335,8 @@ static void scores_row(float *e, float *u, const float *prep, const float *keys_
     case ATTN_ADDITIVE: {
         const float *Kp = prep + (size_t)b * L * A;
         for (int i = lo; i < hi; i++) {
-            float *ui = u + ((size_t)b * L + i) * A;
-            const float *ki = Kp + (size_t)i * A;
-            tanh_sum(ui, ki, qp_b, A);
-            e[i] = dotf(p->w, ui, A);
+            tanh_sum(u, Kp + (size_t)i * A, qp_b, A);
+            e[i] = dotf(p->w, u, A);
         }
         break;
     }
@@ -466,7 +465,7 @@ void attn_forward(float *context, float *alpha, float *cache, const float *prep,
     // Query-side projections over the batch.
     float *qp = NULL, *u = NULL, *qw = NULL;
     if (c->kind != ATTN_NONE && s == ATTN_ADDITIVE) {
-        qp = cache + sl.qp, u = cache + sl.u;
+        qp = cache + sl.qp, u = xmalloc((size_t)A * sizeof(float));
         gemm(false, true, B, A, H, 1.0f, query, H, p->W_q, H, 0.0f, qp, A);
         for (int b = 0; b < B; b++) axpyf(qp + (size_t)b * A, 1.0f, p->b, A);
     } else if (s == ATTN_MULTIPLICATIVE) {
@@ -515,6 +514,7 @@ void attn_forward(float *context, float *alpha, float *cache, const float *prep,
         masked_softmax_range(a, e, m, lo, hi);
     }
     free(e);
+    free(u);
     memcpy(alpha, al, (size_t)B * L * sizeof(float));
     weighted_sum_forward(context, al, keys, B, L, D);
 }
@@ -556,7 +556,7 @@ void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
         return;
     }
 
-    const float *u = s == ATTN_ADDITIVE ? cache + sl.u : NULL;
+    const float *qp = s == ATTN_ADDITIVE ? cache + sl.qp : NULL;
     const float *qw = s == ATTN_MULTIPLICATIVE ? cache + sl.qw : NULL;
     const float *centre = is_local(c) ? cache + sl.centre : NULL;
     float *dqp = s == ATTN_ADDITIVE ? xcalloc((size_t)B * A, sizeof(float)) : NULL;
@@ -581,21 +581,23 @@ void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
             float *dki = dkeys ? dkeys + ((size_t)b * L + i) * D : NULL;
             switch (s) {
             case ATTN_ADDITIVE: {
-                // One pass over A (the same operations per element as separate passes).
-                const float *restrict ui = u + ((size_t)b * L + i) * A;
+                // One pass over A (the same operations per element as separate passes);
+                // u = tanh(Kp + qp) recomputed as the forward pass computed it.
+                const float *restrict kpi = prep + ((size_t)b * L + i) * A;
+                const float *restrict qpb = qp + (size_t)b * A;
                 const float *restrict w = p->w;
                 float *restrict dw = dp->w, *restrict dq = dqp + (size_t)b * A;
                 if (dprep) {
                     float *restrict dpr = dprep + ((size_t)b * L + i) * A;
                     for (int k = 0; k < A; k++) {
-                        float uk = ui[k], dk = de * w[k] * (1.0f - uk * uk);
+                        float uk = tanh_fast(kpi[k] + qpb[k]), dk = de * w[k] * (1.0f - uk * uk);
                         dw[k] += de * uk;
                         dq[k] += dk;
                         dpr[k] += dk;
                     }
                 } else {
                     for (int k = 0; k < A; k++) {
-                        float uk = ui[k];
+                        float uk = tanh_fast(kpi[k] + qpb[k]);
                         dw[k] += de * uk;
                         dq[k] += de * w[k] * (1.0f - uk * uk);
                     }

@@ -440,6 +440,87 @@ static void test_config_roundtrip(void) {
     EXPECT(strstr(err.msg, "bogus") != NULL, "%s", err.msg);
 }
 
+// Decoder only (features): annotations are given, no CNN. Every parameter's gradient is
+// checked, and the model equals the CNN model whose annotations it is given.
+static SatConfig features_config(void) {
+    SatConfig c = tiny_config(ATTN_ADDITIVE);
+    c.feat_L = 6;  // a 6-position set of 5-vectors: not square, not the CNN's 4 x 4
+    c.feat_D = 5;
+    c.H = 4;
+    Error err;
+    CHECK(sat_config_finish(&c, &err) == 0, "%s", err.msg);
+    return c;
+}
+
+static void test_gradcheck_features(void) {
+    SatConfig c = features_config();
+    Fixture *f = calloc(1, sizeof *f);
+    fixture_init(f, &c, 4);
+    EXPECT(block_find(&f->m.params, "enc.conv0.weight") == NULL && f->m.params.count > 0,
+           "a features model must hold no CNN");
+    EXPECT(sat_L(&c) == 6 && sat_D(&c) == 5 && sat_input_floats(&c) == 30, "sizes");
+    // images[] holds (TB, 3, 8, 8) floats: the first TB * 30 serve as annotations.
+    EXPECT(check_model(f, "sat features", 0) == 0, "features: gradient check failed");
+    sat_free(&f->m);
+    free(f);
+}
+
+static void test_features_match_cnn(void) {
+    SatConfig c = tiny_config(ATTN_ADDITIVE);
+    c.dropout = 0.0f;
+    Fixture *f = calloc(1, sizeof *f);
+    fixture_init(f, &c, 6);
+    const int L = sat_L(&c), D = sat_D(&c);
+    float *annot = malloc(sizeof(float) * TB * L * D);
+    cnn_forward(annot, &f->m.cnn_ws, f->images, &f->m.p.cnn, TB);
+    SatConfig fc = c;
+    fc.feat_L = L;
+    fc.feat_D = D;
+    Error err;
+    EXPECT(sat_config_finish(&fc, &err) == 0, "%s", err.msg);
+    SatModel g;
+    Rng rng;
+    rng_seed(&rng, 1);
+    sat_init(&g, &fc, &rng);
+    sat_alloc_acts(&g, TB);
+    for (int i = 0; i < g.params.count; i++) {  // the decoder's parameters, by name
+        const BlockTensor *t = &g.params.tensors[i], *u = block_find(&f->m.params, t->name);
+        EXPECT(u && u->numel == t->numel, "tensor %s", t->name);
+        if (u) memcpy(g.params.data + t->offset, f->m.params.data + u->offset, t->numel * sizeof(float));
+    }
+    Rng r1, r2;
+    rng_seed(&r1, 3);
+    rng_seed(&r2, 3);
+    SatLoss l1, l2;
+    sat_forward(&f->m, &l1, f->images, f->words, f->lens, TB, 1, &r1);
+    sat_forward(&g, &l2, annot, f->words, f->lens, TB, 1, &r2);
+    EXPECT(l1.loss == l2.loss, "loss %.9g (CNN) vs %.9g (features)", l1.loss, l2.loss);
+    block_zero(&f->m.grads);
+    block_zero(&g.grads);
+    sat_backward(&f->m);
+    sat_backward(&g);
+    for (int i = 0; i < g.grads.count; i++) {
+        const BlockTensor *t = &g.grads.tensors[i], *u = block_find(&f->m.grads, t->name);
+        if (u)
+            EXPECT(!memcmp(g.grads.data + t->offset, f->m.grads.data + u->offset, t->numel * sizeof(float)),
+                   "gradient of %s differs", t->name);
+    }
+    int tok1[TB * TML], tok2[TB * TML], len1[TB], len2[TB];
+    sat_decode(&f->m, tok1, len1, NULL, f->images, TB, 2, 0.7f);
+    sat_decode(&g, tok2, len2, NULL, annot, TB, 2, 0.7f);
+    EXPECT(!memcmp(len1, len2, sizeof len1) && !memcmp(tok1, tok2, sizeof tok1), "decoding differs");
+    char buf[1024];
+    SatConfig back;
+    sat_config_format(&fc, buf, sizeof buf);
+    EXPECT(strstr(buf, "features=4x4") && sat_config_parse(&back, buf, &err) == 0 &&
+               back.feat_L == 4 && back.feat_D == 4, "config round trip: %s", buf);
+    EXPECT(sat_config_parse(&back, "features=4", &err) == -1, "a bad features value accepted");
+    sat_free(&g);
+    sat_free(&f->m);
+    free(annot);
+    free(f);
+}
+
 int main(void) {
     RUN(test_config_roundtrip);
     RUN(test_gradcheck_additive);
@@ -459,5 +540,7 @@ int main(void) {
     RUN(test_greedy_matches_teacher_forcing_query_current);
     RUN(test_beam_returns_captions);
     RUN(test_parallel_matches_serial);
+    RUN(test_gradcheck_features);
+    RUN(test_features_match_cnn);
     return test_summary();
 }

@@ -184,8 +184,12 @@ def tokens(words, lens, max_len):
 
 def forward(p, c, images, words, lens, keep=False):
     """Teacher-forced loss; with keep also alpha (T, B, L), logits (T, B, V), annot."""
-    B = images.shape[0]
-    annot = encode(p, c, images)
+    return forward_annot(p, c, encode(p, c, images), words, lens, keep)
+
+
+def forward_annot(p, c, annot, words, lens, keep=False):
+    """forward on given annotations (B, L, D): the decoder alone (cached features)."""
+    B = annot.shape[0]
     h, cst = init_state(p, annot)
     prep = annot @ p["attn.W_k"].t()
     in_tok, target = tokens(words, lens, c.max_len)

@@ -19,7 +19,7 @@ FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 8192
-FUZZ_TARGETS ?= image idx captions safetensors tokenizer
+FUZZ_TARGETS ?= image idx captions safetensors tokenizer featcache
 FUZZ_NICE    ?= nice -n 10
 
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined

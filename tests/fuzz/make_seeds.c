@@ -1,6 +1,6 @@
 // make_seeds.c: writes the seed corpora of the fuzz targets, small valid files made
 // through the library's own writers (and stb_image_write for the image formats the
-// library does not write), into OUT/NAME/ for NAME in image, idx, captions, safetensors,
+// library does not write), into OUT/NAME/ for NAME in image, idx, captions, safetensors, featcache,
 // tokenizer. Every seed starts with the byte(s) its target reads first (see each
 // tests/fuzz/fuzz_NAME.c). Run through `make fuzz-seeds` (tests/fuzz/fuzz.mk).
 #include <stdio.h>
@@ -20,6 +20,7 @@
 #include "core/check.h"
 #include "core/fileio.h"
 #include "core/safetensors.h"
+#include "datasets/featcache.h"
 #include "datasets/idx.h"
 #include "vision/gif.h"
 #include "vision/png.h"
@@ -284,6 +285,39 @@ static void caption_seeds(void) {
     put("captions", "karpathy_check_images", "\x02\x01", 2, karpathy, strlen(karpathy));
 }
 
+// Feature caches written by the writer: complete F16 (one image unreadable), complete F32,
+// and an unfinished extraction (the reader accepts it from memory only).
+static void featcache_seeds(void) {
+    const char *ids[3] = {"a.jpg", "b \"quoted\".jpg", "c.jpg"};
+    float annot[3 * 4 * 3];
+    for (int i = 0; i < 36; i++) annot[i] = (float)(i % 7) * 0.37f - 1.0f;
+    unsigned char status[3] = {FEAT_OK, FEAT_UNREADABLE, FEAT_OK};
+    FeatCacheInfo info = {.encoder = "vgg19", .encoder_sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                          .encoder_weights = "vgg19.safetensors", .encoder_description = "seed",
+                          .preprocess = "seed transform", .image_size = 32, .data = "tsv:c.tsv:img",
+                          .n = 3, .ids = ids, .L = 4, .D = 3, .dtype = FEAT_F16, .batch = 2,
+                          .threads = 1, .group = 1};
+    const char *names[3] = {"f16.safetensors", "f32.safetensors", "partial.safetensors"};
+    for (int k = 0; k < 3; k++) {
+        info.dtype = k == 1 ? FEAT_F32 : FEAT_F16;
+        char path[1100];
+        snprintf(path, sizeof path, "%s", seed_path("featcache", names[k]));
+        remove(path);
+        FeatCacheWriter w;
+        Error err;
+        CHECK(featcache_writer_open(&w, path, &info, &err) == 0, "%s", err.msg);
+        CHECK(featcache_writer_put(&w, 0, k == 2 ? 2 : 3, annot, status, &err) == 0, "%s", err.msg);
+        if (k < 2) {
+            CHECK(featcache_writer_finish(&w, &err) == 0, "%s", err.msg);
+        } else {
+            char partial[1200];
+            snprintf(partial, sizeof partial, "%s.partial", path);
+            CHECK(rename(partial, path) == 0, "%s", partial);
+        }
+        featcache_writer_close(&w);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: make_seeds OUT_DIR\n");
@@ -296,5 +330,6 @@ int main(int argc, char **argv) {
     safetensors_seeds();
     tokenizer_seeds();
     caption_seeds();
+    featcache_seeds();
     return 0;
 }

@@ -1,0 +1,201 @@
+// test_cli_features.c: bin/caption on a frozen pretrained encoder, end to end on a folder
+// of scenes with the reduced-width random-weight VGG-19 of tests/fixtures/encoders:
+// `caption features` (progress line, an unreadable image named and skipped, a complete
+// cache left alone, another setting refused, an interrupted extraction resumed to the same
+// bytes), `caption train --features` and `eval --features` (decoder only; the checkpoint
+// records the encoder), `predict` running the recorded encoder on new images, and the
+// one-line refusals of a cache that does not match the data or the model.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/fileio.h"
+#include "core/safetensors.h"
+#include "tests/support/scratch.h"
+#include "tests/support/test.h"
+
+static Scratch sc;
+static const char *tmp;
+static char vgg19[600], vgg16[600], data[1200];
+
+#define run(...) scratch_run(&sc, __VA_ARGS__)
+#define DECODER " --embed 16 --hidden 32 --attn-dim 16 --batch 8 --threads 1 --quiet"
+
+static char *slurp(const char *name) {
+    char *t = scratch_read(&sc, name, NULL);
+    return t ? t : calloc(1, 1);
+}
+
+static void expect_one_line_error(int status, const char *want) {
+    char *err = slurp("stderr.txt");
+    EXPECT(status != 0, "exit status 0 for a bad command");
+    EXPECT(scratch_count_lines(err) == 1, "stderr should be one line, got: %s", err);
+    EXPECT(strstr(err, want) != NULL, "stderr '%s' does not mention '%s'", err, want);
+    free(err);
+}
+
+static unsigned char *read_all(const char *fmt, size_t *len) {
+    char path[1200];
+    snprintf(path, sizeof path, fmt, tmp);
+    unsigned char *d = NULL;
+    Error err;
+    if (file_read_all(path, &d, len, 0, &err)) return NULL;
+    return d;
+}
+
+static void test_features_extract(void) {
+    int st = run("scenes --out %s/scenes --count 40 --image-size 64", tmp);
+    EXPECT(st == 0, "scenes: %d", st);
+    // One image that cannot be decoded.
+    char bad[1200];
+    snprintf(bad, sizeof bad, "%s/scenes/train_000003.png", tmp);
+    FILE *fp = fopen(bad, "wb");
+    if (fp) fputs("not a png", fp), fclose(fp);
+    st = run("features --encoder vgg19:%s --data %s --out %s/f.safetensors --image-size 64 "
+             "--threads 1 --batch 8", vgg19, data, tmp);
+    char *err = slurp("stderr.txt");
+    EXPECT(st == 0, "features: %d %s", st, err);
+    EXPECT(strstr(err, "train_000003.png") && strstr(err, "skipped"), "the unreadable image is not named: %s", err);
+    EXPECT(strstr(err, "images/s") && strstr(err, "1 skipped in all"), "no rate or skip count: %s", err);
+    free(err);
+    // Run again: complete, nothing to do, file unchanged.
+    size_t l1, l2;
+    unsigned char *a = read_all("%s/f.safetensors", &l1);
+    st = run("features --encoder vgg19:%s --data %s --out %s/f.safetensors --image-size 64 "
+             "--threads 1 --batch 8", vgg19, data, tmp);
+    err = slurp("stderr.txt");
+    EXPECT(st == 0 && strstr(err, "nothing to do"), "second run: %d %s", st, err);
+    free(err);
+    unsigned char *b = read_all("%s/f.safetensors", &l2);
+    EXPECT(a && b && l1 == l2 && !memcmp(a, b, l1), "a complete cache was rewritten");
+    free(b);
+    // Other settings into the same file: refused, naming the setting.
+    st = run("features --encoder vgg19:%s --data %s --out %s/f.safetensors --image-size 96 "
+             "--threads 1 --batch 8", vgg19, data, tmp);
+    expect_one_line_error(st, "image_size");
+    st = run("features --encoder vgg19:%s --data %s --out %s/f.safetensors --image-size 64 "
+             "--threads 1 --batch 8 --dtype f32", vgg19, data, tmp);
+    expect_one_line_error(st, "dtype");
+    st = run("features --encoder vgg19:%s --data scenes --out %s/g.safetensors", vgg19, tmp);
+    expect_one_line_error(st, "scenes");
+    st = run("features --encoder vgg19 --data %s --out %s/g.safetensors", data, tmp);
+    expect_one_line_error(st, "ARCH:FILE");
+    // An interrupted extraction: the cache made partial again (complete flag and checksum
+    // reset, the status of images 16.. cleared) resumes at image 16 and ends identical.
+    if (a) {
+        unsigned char *p = malloc(l1);
+        memcpy(p, a, l1);
+        const char *keys[2] = {"\"complete\":\"", "\"annotations.sha256\":\""};
+        for (int k = 0; k < 2; k++)
+            for (size_t q = 0; q + strlen(keys[k]) < l1; q++)
+                if (!memcmp(p + q, keys[k], strlen(keys[k]))) {
+                    unsigned char *v = p + q + strlen(keys[k]);
+                    if (k == 0) v[0] = '0';
+                    else memset(v, '0', 64);
+                    break;
+                }
+        memset(p + l1 - 24, 0, 24);  // 40 images: status bytes 16..39
+        char path[1200];
+        snprintf(path, sizeof path, "%s/r.safetensors.partial", tmp);
+        Error e;
+        EXPECT(file_write_atomic(path, p, l1, &e) == 0, "%s", e.msg);
+        st = run("features --encoder vgg19:%s --data %s --out %s/r.safetensors --image-size 64 "
+                 "--threads 2 --batch 4", vgg19, data, tmp);
+        err = slurp("stderr.txt");
+        EXPECT(st == 0 && strstr(err, "resuming") && strstr(err, "at image 16"), "resume: %d %s", st, err);
+        EXPECT(strstr(err, "with the 1 thread the extraction started with"), "thread count: %s", err);
+        free(err);
+        unsigned char *r = read_all("%s/r.safetensors", &l2);
+        EXPECT(r && l2 == l1 && !memcmp(r, a, l1), "the resumed cache differs from the uninterrupted one");
+        free(r);
+        free(p);
+    }
+    free(a);
+}
+
+static void test_features_train_eval_predict(void) {
+    int st = run("train --data %s --features %s/f.safetensors --out %s/run --steps 12" DECODER,
+                 data, tmp, tmp);
+    char *err = slurp("stderr.txt");
+    EXPECT(st == 0, "train: %d %s", st, err);
+    EXPECT(strstr(err, "train_000003.png") && strstr(err, "skipped"), "the skipped image is not named: %s", err);
+    free(err);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/run/model.safetensors", tmp);
+    SafetensorsFile f;
+    Error e;
+    if (safetensors_open(&f, path, &e) == 0) {
+        const char *enc = safetensors_meta(&f, "encoder"), *cfg = safetensors_meta(&f, "sat.config");
+        EXPECT(enc && !strcmp(enc, "vgg19") && safetensors_meta(&f, "encoder.sha256") &&
+                   cfg && strstr(cfg, "features=16x16"),
+               "the checkpoint does not record the encoder: %s / %s", enc ? enc : "-", cfg ? cfg : "-");
+        EXPECT(safetensors_find(&f, "enc.conv0.weight") == NULL, "a CNN in a decoder-only model");
+        safetensors_free(&f);
+    } else {
+        EXPECT(0, "%s", e.msg);
+    }
+    st = run("eval --model %s/run/model.safetensors --data %s --features %s/f.safetensors "
+             "--split test --json --quiet", tmp, data, tmp);
+    char *out = slurp("stdout.txt");
+    EXPECT(st == 0 && strstr(out, "\"bleu4\""), "eval: %d %s", st, out);
+    free(out);
+    // predict decodes the images itself through the recorded encoder.
+    st = run("predict --model %s/run/model.safetensors --images %s/scenes --threads 1 "
+             "--attention-out %s/strips", tmp, tmp, tmp);
+    out = slurp("stdout.txt");
+    err = slurp("stderr.txt");
+    EXPECT(scratch_count_lines(out) == 39 && strstr(out, "test_000000.png\t"), "predict: %s", out);
+    EXPECT(st != 0 && strstr(err, "train_000003.png"), "the broken file is named: %d %s", st, err);
+    free(out);
+    free(err);
+    st = run("predict --model %s/run/model.safetensors --images %s/scenes --encoder vgg16:%s", tmp,
+             tmp, vgg16);
+    expect_one_line_error(st, "encoder");
+    // The model without its cache, a cache of another encoder, of another image list.
+    st = run("eval --model %s/run/model.safetensors --data %s --split test --quiet", tmp, data);
+    expect_one_line_error(st, "give --features");
+    st = run("features --encoder vgg16:%s --data %s --out %s/v16.safetensors --image-size 64 "
+             "--threads 1 --quiet", vgg16, data, tmp);
+    EXPECT(st == 0, "features vgg16: %d", st);
+    st = run("eval --model %s/run/model.safetensors --data %s --features %s/v16.safetensors "
+             "--split test --quiet", tmp, data, tmp);
+    err = slurp("stderr.txt");
+    EXPECT(st != 0 && strstr(err, "another encoder"), "eval on a VGG-16 cache: %s", err);
+    free(err);
+    st = run("train --data %s --features %s/v16.safetensors --out %s/run --steps 14 --resume" DECODER,
+             data, tmp, tmp);
+    err = slurp("stderr.txt");
+    EXPECT(st != 0 && strstr(err, "another encoder"), "resume on a VGG-16 cache: %s", err);
+    free(err);
+    // Another image list: the TSV without its last scene's lines.
+    char tsv[1200];
+    snprintf(tsv, sizeof tsv, "%s/scenes/captions.tsv", tmp);
+    char *text = scratch_read_text(tsv, NULL);
+    if (text) {
+        char *last = strstr(text, "test_000003.png");
+        if (last) *last = 0;
+        snprintf(tsv, sizeof tsv, "%s/fewer.tsv", tmp);
+        FILE *fp = fopen(tsv, "w");
+        if (fp) fputs(text, fp), fclose(fp);
+        free(text);
+    }
+    st = run("eval --model %s/run/model.safetensors --data tsv:%s:%s/scenes --features "
+             "%s/f.safetensors --split test --quiet", tmp, tsv, tmp, tmp);
+    err = slurp("stderr.txt");
+    EXPECT(st != 0 && strstr(err, "another image list"), "eval on another image list: %s", err);
+    free(err);
+}
+
+int main(void) {
+    if (scratch_open(&sc, "test_cli_features", "caption")) return 1;
+    tmp = sc.dir;
+    const char *fx = getenv("ATTEND_FIXTURES");
+    snprintf(vgg19, sizeof vgg19, "%s/encoders/vgg19.safetensors", fx && fx[0] ? fx : "tests/fixtures");
+    snprintf(vgg16, sizeof vgg16, "%s/encoders/vgg16.safetensors", fx && fx[0] ? fx : "tests/fixtures");
+    snprintf(data, sizeof data, "tsv:%s/scenes/captions.tsv:%s/scenes", tmp, tmp);
+    RUN(test_features_extract);
+    RUN(test_features_train_eval_predict);
+    scratch_remove(tmp);
+    return test_summary();
+}
