@@ -23,6 +23,7 @@
 
 #include "cli/args.h"
 #include "cli/threads.h"
+#include "cli/train_dist.h"
 #include "cli/train_run.h"
 #include "core/adam.h"
 #include "core/check.h"
@@ -615,12 +616,15 @@ static int check_resume_flags(const TrainFlags *f, const SatConfig *want, const 
 // safe to close at any stage of opening.
 typedef struct {
     const TrainFlags *f;
+    Dist *dist;         // the ranks (cli/train_dist.h): rank 0 alone writes
+    bool reported;      // the failure was printed already, by the ranks that failed
+    bool failed_everywhere;  // every rank stopped on the same failure (after a reduction)
     char path_state[1200], path_model[1200], path_log[1200], path_curves[1200];
     CaptionData *data;
     Vocab vocab;
     SatModel model;     // with several workers, its activations serve validation only
     SatModel *workers;  // (n_workers) replicas sharing the parameters; NULL with one
-    int n_workers;
+    int n_workers;      // per rank (over ranks, the same on every rank)
     TrainEma ema;       // with --ema: the weight average, validated and saved as the model
     Encoded val;        // the validation split's tokenised references
     TrainCounters tc;   // step; best validation BLEU-4 (< 0 before any) and its step
@@ -692,12 +696,17 @@ static int open_data(CaptionRun *r, int image_size, Error *err) {
 // takes a contiguous share of the batch with single-threaded BLAS. The model's own
 // activations then serve only validation decoding, in chunks of a share. And the step's
 // buffers.
+// Over ranks, each rank's workers split its share of the batch, always through the workers
+// (their randomness is numbered across the ranks: train_step).
 static void alloc_workers(CaptionRun *r) {
     const int B = r->f->batch, S = r->model.cfg.image_size, ML = r->model.cfg.max_len;
-    r->n_workers = r->f->threads < B ? r->f->threads : B;
-    const int share = (B + r->n_workers - 1) / r->n_workers;
-    sat_alloc_acts(&r->model, r->n_workers > 1 ? share : B);
-    if (r->n_workers > 1) {
+    int begin, most;
+    dist_share_of(0, r->dist->size, B, &begin, &most);  // rank 0's share is the largest
+    r->n_workers = r->f->threads < most ? r->f->threads : most;
+    const int share = (most + r->n_workers - 1) / r->n_workers;
+    const bool replicas = r->n_workers > 1 || r->dist->size > 1;
+    sat_alloc_acts(&r->model, replicas ? share : B);
+    if (replicas) {
         gemm_set_threads(1);
         r->workers = xcalloc((size_t)r->n_workers, sizeof(SatModel));
         for (int w = 0; w < r->n_workers; w++) {
@@ -725,11 +734,59 @@ static void close_run(CaptionRun *r) {
     caption_data_close(r->data);
 }
 
+// Each rank's data, vocabulary, model and buffers; rank 0's folder, log and stale files.
+// Every rank reads a --resume state itself (OUT on a file system they share), and then
+// takes rank 0's weights, moments and counters (open_run). Returns 0, or the exit status
+// (2: the flags describe no valid model; 1: anything else) with err set.
+static int open_parts(CaptionRun *r, Error *err) {
+    const TrainFlags *f = r->f;
+    const char *out = f->out;
+    const bool root = dist_is_root(r->dist);
+    SatConfig cfg;
+    if (config_from_flags(&cfg, f, err) || (!f->resume && sat_config_finish(&cfg, err))) return 2;
+    if (root && (train_out_check(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
+                 make_dirs(out, err)))
+        return 1;
+    if (root) atomic_remove_stale(out);
+    if (f->resume && resume_state(r, &cfg, err)) return 1;
+    if (open_data(r, f->resume ? r->model.cfg.image_size : cfg.image_size, err)) return 1;
+    if (!f->resume && new_model(r, &cfg, err)) return 1;
+    if (encode_split(&r->val, r->data, SPLIT_VALID, err)) return 1;
+    if (f->batch < r->dist->size)
+        return error_set(err, "--batch %d is less than the %d ranks: each rank needs an image",
+                         f->batch, r->dist->size), 1;
+    alloc_workers(r);
+    if (root && (train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
+                 csvlog_open(&r->log, r->path_log,
+                             "step,epoch,loss,ce_per_token,grad_norm,lr,images_per_s,val_bleu4,"
+                             "val_grounding", f->resume, err)))
+        return 1;
+    return 0;
+}
+
+// Rank 0's parameters, Adam moments, weight average, counters and hard-attention baseline
+// to every rank.
+static int share_start(CaptionRun *r, Error *err) {
+    SatModel *m = &r->model;
+    if (r->dist->size == 1) return 0;
+    if (train_dist_broadcast_block(r->dist, &m->params, err) ||
+        train_dist_broadcast_block(r->dist, &m->adam_m, err) ||
+        train_dist_broadcast_block(r->dist, &m->adam_v, err) ||
+        (train_ema_on(&r->ema) && train_dist_broadcast_block(r->dist, &r->ema.avg, err)) ||
+        dist_broadcast(r->dist, &r->tc, sizeof r->tc, err) ||
+        dist_broadcast(r->dist, &m->baseline, sizeof m->baseline, err) ||
+        dist_broadcast(r->dist, &m->baseline_set, sizeof m->baseline_set, err))
+        return -1;
+    return 0;
+}
+
 // Everything a run needs before its first step. Returns 0, or the exit status (2: the
-// flags describe no valid model; 1: anything else) with err set.
-static int open_run(CaptionRun *r, const TrainFlags *f, Error *err) {
+// flags describe no valid model; 1: anything else) with err set; r->reported when the
+// ranks that failed printed it.
+static int open_run(CaptionRun *r, const TrainFlags *f, Dist *dist, Error *err) {
     memset(r, 0, sizeof *r);
     r->f = f;
+    r->dist = dist;
     r->tc.best_bleu = -1.0;
     r->last_window_loss = r->last_val = NAN;
     const char *out = f->out;
@@ -737,16 +794,15 @@ static int open_run(CaptionRun *r, const TrainFlags *f, Error *err) {
     snprintf(r->path_model, sizeof r->path_model, "%s/model.safetensors", out);
     snprintf(r->path_log, sizeof r->path_log, "%s/log.csv", out);
     snprintf(r->path_curves, sizeof r->path_curves, "%s/curves.png", out);
-    SatConfig cfg;
-    if (config_from_flags(&cfg, f, err) || (!f->resume && sat_config_finish(&cfg, err))) return 2;
-    if (train_out_check(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) || make_dirs(out, err))
-        return 1;
-    atomic_remove_stale(out);
-    if (f->resume && resume_state(r, &cfg, err)) return 1;
-    if (open_data(r, f->resume ? r->model.cfg.image_size : cfg.image_size, err)) return 1;
-    if (!f->resume && new_model(r, &cfg, err)) return 1;
-    if (encode_split(&r->val, r->data, SPLIT_VALID, err)) return 1;
-    alloc_workers(r);
+    int code = open_parts(r, err);
+    if (dist->size > 1) {  // several ranks: each failed rank prints its line
+        if (train_dist_agree(dist, code, "caption train", err)) {
+            r->reported = true;
+            return code ? code : 1;
+        }
+    }
+    if (code) return code;
+    if (share_start(r, err)) return 1;
     const int B = f->batch;
     r->spe = (r->n_train + B - 1) / B;
     long end_step = f->given.steps ? f->steps : f->given.minutes ? 0 : (long)f->epochs * r->spe;
@@ -755,11 +811,6 @@ static int open_run(CaptionRun *r, const TrainFlags *f, Error *err) {
                                 .save_every = f->checkpoint_every, .log_at_epoch_end = true,
                                 .save_at_validation = true};
     r->adam = adam_defaults(f->lr);
-    if (train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
-        csvlog_open(&r->log, r->path_log,
-                    "step,epoch,loss,ce_per_token,grad_norm,lr,images_per_s,val_bleu4,val_grounding",
-                    f->resume, err))
-        return 1;
     return 0;
 }
 
@@ -771,14 +822,19 @@ static void print_header(const CaptionRun *r) {
         snprintf(budget, sizeof budget, "of %ld", r->budget.end_step);
     else
         snprintf(budget, sizeof budget, "for %g minutes", f->minutes);
+    char ranks[48] = "";
+    if (r->dist->size > 1)
+        snprintf(ranks, sizeof ranks, " per rank, %d ranks", r->dist->size);
     fprintf(stderr, "caption train: %d training images, %d words, %ld steps per epoch, batch %d, "
-            "lr %g, %d thread%s; step %ld %s; %s\n",
+            "lr %g, %d thread%s%s; step %ld %s; %s\n",
             r->n_train, r->vocab.size, r->spe, f->batch, f->lr, f->threads,
-            f->threads == 1 ? "" : "s", r->tc.step, budget, cs);
+            f->threads == 1 ? "" : "s", ranks, r->tc.step, budget, cs);
 }
 
 // Step step's batch (position (step - 1) % spe of its epoch's order): images, and one
 // caption per image drawn with sr. Returns the batch size, or -1 when a caption fails.
+// Over ranks, every rank draws every image's caption (the stream stays one process's) but
+// reads only the images of its share.
 static int fill_batch(CaptionRun *r, long step, Rng *sr, Error *err) {
     const int B = r->f->batch, S = r->model.cfg.image_size, ML = r->model.cfg.max_len;
     long epoch = (step - 1) / r->spe, pos = (step - 1) % r->spe;
@@ -789,10 +845,14 @@ static int fill_batch(CaptionRun *r, long step, Rng *sr, Error *err) {
         rng_shuffle(&er, r->perm, r->n_train);
         r->perm_epoch = epoch;
     }
-    int nb = 0;
-    for (long j = pos * B; j < (pos + 1) * B && j < r->n_train; j++, nb++) {
+    int nb = 0, begin, count;
+    const long first = pos * B, end = first + B < r->n_train ? first + B : r->n_train;
+    dist_share(r->dist, (int)(end - first), &begin, &count);
+    for (long j = first; j < end; j++, nb++) {
         int img = r->perm[j];
-        caption_data_image(r->data, SPLIT_TRAIN, img, r->images + (size_t)nb * 3 * S * S, NULL);
+        if (nb >= begin && nb < begin + count)
+            caption_data_image(r->data, SPLIT_TRAIN, img, r->images + (size_t)nb * 3 * S * S,
+                               NULL);
         r->lens[nb] = draw_caption_ids(r->words + (size_t)nb * ML, r->data, SPLIT_TRAIN, img,
                                        &r->vocab, ML, sr, err);
         if (r->lens[nb] < 0) return -1;
@@ -806,6 +866,39 @@ typedef struct {
     int images;
 } StepResult;
 
+// Over ranks: this rank's share of the batch of s->images on its workers, numbered after
+// the workers of the ranks before it (models/sat.h), then the loss parts, the gradient and
+// the hard-attention baseline summed over the ranks as one process's workers sum them
+// (float shares; cli/train_dist.h).
+static int train_share_step(CaptionRun *r, StepResult *s, uint64_t seed, Error *err) {
+    SatModel *m = &r->model;
+    const int nb = s->images, S = m->cfg.image_size, ML = m->cfg.max_len;
+    int begin, count;
+    dist_share(r->dist, nb, &begin, &count);
+    memset(&s->loss, 0, sizeof s->loss);
+    block_zero(&m->grads);
+    const float base0 = m->baseline;
+    if (count > 0)
+        sat_forward_backward_parallel_from(&s->loss, m, r->workers, r->n_workers,
+                                           r->dist->rank * r->n_workers,
+                                           r->images + (size_t)begin * 3 * S * S,
+                                           r->words + (size_t)begin * ML, r->lens + begin, count,
+                                           seed);
+    const float share = (float)count / (float)nb;
+    double v[7] = {share * s->loss.loss, share * s->loss.ce, share * s->loss.ds,
+                   share * s->loss.reward, s->loss.tokens,
+                   count > 0 ? (double)(share * m->baseline) : 0.0,
+                   count > 0 ? (double)m->baseline_set : 0.0};
+    if (count == 0) m->baseline = base0;
+    if (dist_allreduce_sum_f64(r->dist, v, 7, err) ||
+        train_dist_reduce_grads(r->dist, &m->grads, count, nb, err))
+        return -1;
+    s->loss = (SatLoss){.loss = v[0], .ce = v[1], .ds = v[2], .reward = v[3], .tokens = v[4]};
+    m->baseline = (float)v[5];
+    m->baseline_set = v[6] > 0;
+    return 0;
+}
+
 // One step (the count reaching tc.step + 1): the batch, forward and backward, the checks,
 // the update of the parameters and of their average.
 static int train_step(CaptionRun *r, StepResult *s, Error *err) {
@@ -816,7 +909,10 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
     rng_seed(&sr, (uint64_t)f->seed * 0xD1B54A32D192ED03ULL + (uint64_t)step);
     s->images = fill_batch(r, step, &sr, err);
     if (s->images < 0) return -1;
-    if (r->n_workers == 1) {
+    const uint64_t seed = (uint64_t)f->seed * 0xD1B54A32D192ED03ULL + (uint64_t)step;
+    if (r->dist->size > 1) {
+        if (train_share_step(r, s, seed, err)) return -1;
+    } else if (r->n_workers == 1) {
         sat_forward(m, &s->loss, r->images, r->words, r->lens, s->images, 1, &sr);
         if (isfinite(s->loss.loss)) {
             block_zero(&m->grads);
@@ -824,10 +920,12 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
         }
     } else {
         sat_forward_backward_parallel(&s->loss, m, r->workers, r->n_workers, r->images, r->words,
-                                      r->lens, s->images,
-                                      (uint64_t)f->seed * 0xD1B54A32D192ED03ULL + (uint64_t)step);
+                                      r->lens, s->images, seed);
     }
-    if (train_check_finite(step, "loss", s->loss.loss, &m->grads, r->path_model, err)) return -1;
+    if (train_check_finite(step, "loss", s->loss.loss, &m->grads, r->path_model, err)) {
+        r->failed_everywhere = r->dist->size > 1;  // the sums are every rank's
+        return -1;
+    }
     s->norm = clip_global_norm(m->grads.data, m->grads.numel, f->clip);
     s->lr = lr_exponential(f->lr, f->lr_decay, r->spe, step);
     adam_update(m->params.data, m->grads.data, m->adam_m.data, m->adam_v.data, m->params.numel,
@@ -909,21 +1007,34 @@ static int train_loop(CaptionRun *r, Error *err) {
     int rc = 0;
     train_budget_begin(&r->budget);
     r->t_log = r->budget.t0;
-    train_meter_start(&r->meter, &r->budget, r->tc.step, !r->f->quiet);
-    while (train_budget_allows(&r->budget, r->tc.step)) {
+    const bool root = dist_is_root(r->dist);
+    train_meter_start(&r->meter, &r->budget, r->tc.step, !r->f->quiet && root);
+    // Rank 0's clock decides when a time budget is spent, for every rank.
+    bool go = train_budget_allows(&r->budget, r->tc.step);
+    if (train_dist_root_decides(r->dist, &go, err)) return -1;
+    while (go) {
         double ts = timer_now();
         StepResult s;
+        train_dist_fault_point(r->dist, r->tc.step + 1);
         if (train_step(r, &s, err)) {
             rc = -1;
             break;
         }
         double secs = timer_now() - ts;
-        TrainDue due = train_due(&r->cadence, r->tc.step, train_budget_spent(&r->budget, r->tc.step));
-        log_step(r, &s, due.log);
+        bool last = train_budget_spent(&r->budget, r->tc.step);
+        if (train_dist_root_decides(r->dist, &last, err)) {
+            rc = -1;
+            break;
+        }
+        go = !last;
+        TrainDue due = train_due(&r->cadence, r->tc.step, last);
+        if (root) log_step(r, &s, due.log);
         char status[32];
         snprintf(status, sizeof status, "loss %.3f", s.loss.loss);
         train_meter_step(&r->meter, r->tc.step, s.images, secs, status);
-        if ((due.validate && validate_and_save(r, err)) || (!due.validate && due.save && save_state(r, err))) {
+        // Rank 0 validates and writes; the others wait for it in the next step's sums.
+        if (root && ((due.validate && validate_and_save(r, err)) ||
+                     (!due.validate && due.save && save_state(r, err)))) {
             rc = -1;
             break;
         }
@@ -967,19 +1078,33 @@ static int cmd_train(int argc, char **argv) {
     if (parse_train_flags(&f, argc, argv, &code)) return code;
     gemm_set_threads(f.threads);
     Error err;
+    Dist dist;
+    if (dist_init(&dist, &err)) {
+        fprintf(stderr, "caption train: %s\n", err.msg);
+        return 1;
+    }
+    const bool root = dist_is_root(&dist);
     CaptionRun r;
-    int rc = open_run(&r, &f, &err);
+    int rc = open_run(&r, &f, &dist, &err);
     if (rc == 0) {
         RunInfo run_info;  // RUN/run.json: this invocation, for the report
-        run_info_begin(&run_info, f.out, "caption", argc, argv, f.threads, f.resume);
-        if (!f.quiet) print_header(&r);
+        if (root) run_info_begin(&run_info, f.out, "caption", argc, argv, f.threads, f.resume);
+        if (!f.quiet && root) print_header(&r);
         rc = train_loop(&r, &err) ? 1 : 0;
         csvlog_close(&r.log);
-        if (rc == 0) print_summary(&r);
-        run_info_end(&run_info, rc, r.tc.step, train_meter_images_per_s(&r.meter));
+        if (rc == 0 && root) print_summary(&r);
+        if (root) run_info_end(&run_info, rc, r.tc.step, train_meter_images_per_s(&r.meter));
     }
-    if (rc) fprintf(stderr, "%s\n", err.msg);
+    if (rc && r.failed_everywhere) {
+        if (root) fprintf(stderr, "%s\n", err.msg);  // rank 0 prints it, before any rank exits
+        dist_barrier(&dist);
+    } else if (rc && !r.reported && dist.size > 1) {
+        train_dist_fail(&dist, "caption train", &err);  // ends every rank
+    } else if (rc && !r.reported) {
+        fprintf(stderr, "%s\n", err.msg);
+    }
     close_run(&r);
+    dist_finalize(&dist);
     return rc;
 }
 

@@ -704,6 +704,14 @@ static void *step_job_run(void *arg) {
 void sat_forward_backward_parallel(SatLoss *out, SatModel *model, SatModel *workers,
                                    int n_workers, const float *images, const int *words,
                                    const int *lens, int nb, uint64_t seed) {
+    sat_forward_backward_parallel_from(out, model, workers, n_workers, 0, images, words, lens, nb,
+                                       seed);
+}
+
+void sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *workers,
+                                        int n_workers, int first_stream, const float *images,
+                                        const int *words, const int *lens, int nb,
+                                        uint64_t seed) {
     const int S = model->cfg.image_size, C = model->cfg.cnn.in_channels, ML = model->cfg.max_len;
     StepJob jobs[64];
     pthread_t th[64];
@@ -717,7 +725,7 @@ void sat_forward_backward_parallel(SatLoss *out, SatModel *model, SatModel *work
         r->baseline_set = model->baseline_set;
         jobs[used] = (StepJob){.m = r, .images = images + (size_t)start * C * S * S,
                                .words = words + (size_t)start * ML, .lens = lens + start, .n = n};
-        rng_seed(&jobs[used].rng, seed * 0x2545F4914F6CDD1DULL + (uint64_t)w + 1);
+        rng_seed(&jobs[used].rng, seed * 0x2545F4914F6CDD1DULL + (uint64_t)(first_stream + w) + 1);
         start += n;
         used++;
     }
