@@ -271,34 +271,69 @@ typedef struct {
     int n;
 } EvalResult;
 
-// Decodes images [0, n) of the split in chunks; scores against refs; writes results JSON
-// when results_path is not NULL, and what outputs asks for (per-image scores, strips;
-// cli/caption_per_image.h) when it is not NULL.
-static int evaluate_with_outputs(EvalResult *res, SatModel *m, const Vocab *vocab,
-                                 const CaptionData *d, Split s, const Encoded *refs, int n,
-                                 int beam, float length_alpha, const char *results_path,
-                                 const CaptionEvalOutputs *outputs, int show_progress,
-                                 Error *err) {
+// Over ranks, each rank decodes a contiguous run of whole chunks (a chunk is decoded as one
+// process decodes it) and every rank gathers every image's tokens and attention; each then
+// scores (cheaply) and rank 0 alone writes. tokens (n, ML), lens (n), alphas (n, ML, L) or
+// NULL.
+static int decode_split(const Dist *dist, SatModel *m, const CaptionData *d, Split s, int n,
+                        int beam, float length_alpha, int *tokens, int *lens, float *alphas,
+                        SceneInfo *infos, int show_progress, Error *err) {
     const SatConfig *c = &m->cfg;
     const int S = c->image_size, L = sat_L(c), ML = c->max_len, chunk = m->a.B;
-    const int G = cnn_grid_size(&c->cnn, S);
+    const int N = dist->size, chunks = (n + chunk - 1) / chunk;
+    int *begins = xmalloc(2 * (size_t)N * sizeof *begins), *counts = begins + N;
+    for (int r = 0; r < N; r++) {
+        int cb, cc;
+        dist_share_of(r, N, chunks, &cb, &cc);
+        int end = (cb + cc) * chunk < n ? (cb + cc) * chunk : n;
+        begins[r] = cb * chunk < n ? cb * chunk : n;
+        counts[r] = end - begins[r];
+    }
+    const int mine0 = begins[dist->rank], mine1 = mine0 + counts[dist->rank];
     float *images = xmalloc((size_t)chunk * 3 * S * S * sizeof(float));
+    Progress p;
+    if (show_progress) progress_start(&p, "decode", mine1 - mine0, 0);
+    for (int i = 0; infos && i < n; i++)  // scenes: every image's objects, for grounding
+        if (i < mine0 || i >= mine1) caption_data_image(d, s, i, images, &infos[i]);
+    for (int i0 = mine0; i0 < mine1; i0 += chunk) {
+        int k = mine1 - i0 < chunk ? mine1 - i0 : chunk;
+        for (int j = 0; j < k; j++)
+            caption_data_image(d, s, i0 + j, images + (size_t)j * 3 * S * S, infos ? &infos[i0 + j] : NULL);
+        sat_decode(m, tokens + (size_t)i0 * ML, lens + i0,
+                   alphas ? alphas + (size_t)i0 * ML * L : NULL, images, k, beam, length_alpha);
+        if (show_progress) progress_update(&p, i0 + k - mine0, "");
+    }
+    if (show_progress) progress_end(&p, mine1 - mine0, "");
+    free(images);
+    int rc = dist_allgather_ranges(dist, tokens, (size_t)ML * sizeof *tokens, begins, counts, err);
+    if (rc == 0) rc = dist_allgather_ranges(dist, lens, sizeof *lens, begins, counts, err);
+    if (rc == 0 && alphas)
+        rc = dist_allgather_ranges(dist, alphas, (size_t)ML * L * sizeof *alphas, begins, counts, err);
+    free(begins);
+    return rc;
+}
+
+// Decodes images [0, n) of the split in chunks (over the ranks: decode_split); scores
+// against refs; writes results JSON when results_path is not NULL, and what outputs asks
+// for (per-image scores, strips; cli/caption_per_image.h) when it is not NULL.
+static int evaluate_with_outputs(EvalResult *res, const Dist *dist, SatModel *m,
+                                 const Vocab *vocab, const CaptionData *d, Split s,
+                                 const Encoded *refs, int n, int beam, float length_alpha,
+                                 const char *results_path, const CaptionEvalOutputs *outputs,
+                                 int show_progress, Error *err) {
+    const SatConfig *c = &m->cfg;
+    const int S = c->image_size, L = sat_L(c), ML = c->max_len;
+    const int G = cnn_grid_size(&c->cnn, S);
     int *tokens = xmalloc((size_t)n * ML * sizeof(int));
     int *lens = xmalloc((size_t)n * sizeof(int));
     int keep_alphas = caption_data_is_scenes(d) || (outputs && outputs->strips);
     float *alphas = keep_alphas ? xmalloc((size_t)n * ML * L * sizeof(float)) : NULL;
     SceneInfo *infos = caption_data_is_scenes(d) ? xmalloc((size_t)n * sizeof(SceneInfo)) : NULL;
-    Progress p;
-    if (show_progress) progress_start(&p, "decode", n, 0);
-    for (int i0 = 0; i0 < n; i0 += chunk) {
-        int k = n - i0 < chunk ? n - i0 : chunk;
-        for (int j = 0; j < k; j++)
-            caption_data_image(d, s, i0 + j, images + (size_t)j * 3 * S * S, infos ? &infos[i0 + j] : NULL);
-        sat_decode(m, tokens + (size_t)i0 * ML, lens + i0,
-                   alphas ? alphas + (size_t)i0 * ML * L : NULL, images, k, beam, length_alpha);
-        if (show_progress) progress_update(&p, i0 + k, "");
+    if (decode_split(dist, m, d, s, n, beam, length_alpha, tokens, lens, alphas, infos,
+                     show_progress && dist_is_root(dist), err)) {
+        free(tokens), free(lens), free(alphas), free(infos);
+        return -1;
     }
-    if (show_progress) progress_end(&p, n, "");
     Tokens *cands = xcalloc((size_t)n, sizeof(Tokens));
     CaptionPair *pairs = xcalloc((size_t)n, sizeof(CaptionPair));
     for (int i = 0; i < n; i++) {
@@ -344,11 +379,12 @@ static int evaluate_with_outputs(EvalResult *res, SatModel *m, const Vocab *voca
         grounding_accuracy(&res->grounding, gi, n);
     }
     DecodedSplit decoded = {d, s, n, pairs, gi, vocab, tokens, lens, alphas, ML, G, S};
-    int r = caption_per_image_write(outputs, &decoded, err);
+    const bool root = dist_is_root(dist);  // the others wrote nothing
+    int r = root ? caption_per_image_write(outputs, &decoded, err) : 0;
     free(gi);
     free(gw);
     free(gb);
-    if (!r && results_path) {
+    if (!r && results_path && root) {
         AtomicFile af;
         if (atomic_open(&af, results_path, err)) {
             r = -1;
@@ -370,7 +406,6 @@ static int evaluate_with_outputs(EvalResult *res, SatModel *m, const Vocab *voca
     for (int i = 0; i < n; i++) tokens_free(&cands[i]);
     free(cands);
     free(pairs);
-    free(images);
     free(tokens);
     free(lens);
     free(alphas);
@@ -378,11 +413,11 @@ static int evaluate_with_outputs(EvalResult *res, SatModel *m, const Vocab *voca
     return r;
 }
 
-static int evaluate(EvalResult *res, SatModel *m, const Vocab *vocab, const CaptionData *d, Split s,
-                    const Encoded *refs, int n, int beam, float length_alpha,
-                    const char *results_path, int show_progress, Error *err) {
-    return evaluate_with_outputs(res, m, vocab, d, s, refs, n, beam, length_alpha, results_path,
-                                 NULL, show_progress, err);
+static int evaluate(EvalResult *res, const Dist *dist, SatModel *m, const Vocab *vocab,
+                    const CaptionData *d, Split s, const Encoded *refs, int n, int beam,
+                    float length_alpha, const char *results_path, int show_progress, Error *err) {
+    return evaluate_with_outputs(res, dist, m, vocab, d, s, refs, n, beam, length_alpha,
+                                 results_path, NULL, show_progress, err);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -972,16 +1007,18 @@ static int validate_and_save(CaptionRun *r, Error *err) {
     EvalResult er;
     train_ema_swap(&r->ema, &r->model.params);
     if (r->n_workers > 1) gemm_set_threads(f->threads);
-    int ev = evaluate(&er, &r->model, &r->vocab, r->data, SPLIT_VALID, &r->val, r->n_val,
+    int ev = evaluate(&er, r->dist, &r->model, &r->vocab, r->data, SPLIT_VALID, &r->val, r->n_val,
                       f->val_beam, f->length_alpha, NULL, 0, err);
     if (r->n_workers > 1) gemm_set_threads(1);
     if (ev) return -1;
+    // Every rank has the scores (and keeps the same counters); rank 0 alone writes.
+    const bool root = dist_is_root(r->dist);
     r->last_val = er.scores.bleu[3];
     double ground = er.has_grounding ? er.grounding.accuracy : NAN;
     double row[9] = {(double)step, (double)step / r->spe, NAN, NAN, NAN, NAN, NAN, r->last_val, ground};
-    csvlog_row(&r->log, row, 9);
+    if (root) csvlog_row(&r->log, row, 9);
     bool best = r->last_val > r->tc.best_bleu;
-    if (!f->quiet) {
+    if (!f->quiet && root) {
         train_meter_break(&r->meter);
         fprintf(stderr, "step %ld (epoch %.2f): validation BLEU-4 %.4f", step, (double)step / r->spe,
                 r->last_val);
@@ -994,11 +1031,12 @@ static int validate_and_save(CaptionRun *r, Error *err) {
     if (best) {
         r->tc.best_bleu = r->last_val;
         r->tc.best_step = step;
-        if (save_model(r->path_model, &r->model, &r->vocab, 0, NULL, step, r->tc.best_step,
+        if (root && save_model(r->path_model, &r->model, &r->vocab, 0, NULL, step, r->tc.best_step,
                        r->tc.best_bleu, err))
             return -1;
     }
     train_ema_swap(&r->ema, &r->model.params);
+    if (!root) return 0;
     return save_state(r, err) || write_curves(r->path_log, r->path_curves, err) ? -1 : 0;
 }
 
@@ -1032,9 +1070,9 @@ static int train_loop(CaptionRun *r, Error *err) {
         char status[32];
         snprintf(status, sizeof status, "loss %.3f", s.loss.loss);
         train_meter_step(&r->meter, r->tc.step, s.images, secs, status);
-        // Rank 0 validates and writes; the others wait for it in the next step's sums.
-        if (root && ((due.validate && validate_and_save(r, err)) ||
-                     (!due.validate && due.save && save_state(r, err)))) {
+        // Every rank validates (its share of the images); rank 0 alone writes.
+        if ((due.validate && validate_and_save(r, err)) ||
+            (!due.validate && due.save && root && save_state(r, err))) {
             rc = -1;
             break;
         }
@@ -1111,6 +1149,14 @@ static int cmd_train(int argc, char **argv) {
 // ---------------------------------------------------------------------------------------
 // caption eval
 
+// caption eval's failures: one process prints the message; a rank prints it with its
+// number and ends the job (cli/train_dist.h).
+static int eval_fail(const Dist *dist, const Error *err) {
+    if (dist->size > 1) train_dist_fail(dist, "caption eval", err);
+    fprintf(stderr, "%s\n", err->msg);
+    return 1;
+}
+
 static int cmd_eval(int argc, char **argv) {
     Error err;
     const char *model_path = NULL, *split_s = "test", *results = NULL;
@@ -1152,19 +1198,21 @@ static int cmd_eval(int argc, char **argv) {
         return 2;
     }
     gemm_set_threads(threads);
+    Dist dist;  // under mpirun, the ranks decode shares of the split (decode_split)
+    if (dist_init(&dist, &err)) {
+        fprintf(stderr, "caption eval: %s\n", err.msg);
+        return 1;
+    }
     SatModel m;
     Vocab vocab;
     TrainCounters tc;
-    if (load_model(model_path, &m, &vocab, 0, NULL, &tc, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
-    }
+    if (load_model(model_path, &m, &vocab, 0, NULL, &tc, &err)) return eval_fail(&dist, &err);
     sat_alloc_acts(&m, batch);
     CaptionData *data = NULL;
     int rc = 1;
     Encoded refs = {0};
     if (caption_data_open(&data, &df, m.cfg.image_size, quiet, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        eval_fail(&dist, &err);
         sat_free(&m);
         vocab_free(&vocab);
         return 1;
@@ -1176,7 +1224,7 @@ static int cmd_eval(int argc, char **argv) {
         goto done;
     }
     if (encode_split(&refs, data, split, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        eval_fail(&dist, &err);
         goto done;
     }
     char rpath[1200];
@@ -1189,9 +1237,13 @@ static int cmd_eval(int argc, char **argv) {
     }
     EvalResult er;
     outputs.beam = beam;
-    if (evaluate_with_outputs(&er, &m, &vocab, data, split, &refs, n, beam, length_alpha, results,
-                              &outputs, !quiet, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+    if (evaluate_with_outputs(&er, &dist, &m, &vocab, data, split, &refs, n, beam, length_alpha,
+                              results, &outputs, !quiet, &err)) {
+        eval_fail(&dist, &err);
+        goto done;
+    }
+    if (!dist_is_root(&dist)) {  // rank 0 prints
+        rc = 0;
         goto done;
     }
     if (json) {
@@ -1220,6 +1272,7 @@ done:
     caption_data_close(data);
     sat_free(&m);
     vocab_free(&vocab);
+    if (rc == 0) dist_finalize(&dist);  // a failed rank exits without: mpirun ends the job
     return rc;
 }
 

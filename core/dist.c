@@ -172,6 +172,34 @@ int dist_broadcast(const Dist *d, void *buf, size_t bytes, Error *err) {
 #endif
 }
 
+int dist_allgather_ranges(const Dist *d, void *buf, size_t item_bytes, const int *begins,
+                          const int *counts, Error *err) {
+    if (d->size == 1) return 0;
+#ifdef ATTEND_MPI
+    const int N = d->size;
+    int *bytes = malloc(2 * (size_t)N * sizeof *bytes);
+    if (!bytes) return error_set(err, "mpi: out of memory");
+    int *displs = bytes + N, status = 0;
+    for (int r = 0; r < N && status == 0; r++) {
+        size_t b = (size_t)counts[r] * item_bytes, o = (size_t)begins[r] * item_bytes;
+        if (b > (size_t)INT_MAX || o > (size_t)INT_MAX)
+            status = error_set(err, "mpi: a %zu-byte gather is too large", b + o);
+        bytes[r] = (int)b;
+        displs[r] = (int)o;
+    }
+    if (status == 0) {
+        int rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buf, bytes, displs, MPI_BYTE,
+                                MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) status = mpi_failed(rc, "all-gather", err);
+    }
+    free(bytes);
+    return status;
+#else
+    (void)buf, (void)item_bytes, (void)begins, (void)counts;
+    return error_set(err, "mpi: not built with MPI");
+#endif
+}
+
 int dist_any_failed(const Dist *d, int status) {
     if (d->size == 1) return status ? -1 : 0;
 #ifdef ATTEND_MPI

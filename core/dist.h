@@ -67,6 +67,11 @@ int dist_allreduce_sum(Dist *d, float *buf, size_t n, Error *err);
 int dist_allreduce_sum_f64(Dist *d, double *buf, size_t n, Error *err);
 // buf (n) of root's bytes copied to every rank.
 int dist_broadcast(const Dist *d, void *buf, size_t bytes, Error *err);
+// buf holds items of item_bytes each; rank r's items [begins[r], begins[r] + counts[r])
+// (begins and counts: one entry per rank, ranges in rank order, not overlapping) are in
+// place in its buf. On return every rank's buf holds every rank's items.
+int dist_allgather_ranges(const Dist *d, void *buf, size_t item_bytes, const int *begins,
+                          const int *counts, Error *err);
 // Every rank learns whether any rank failed: pass 0 or -1 (this rank's status); returns -1
 // on every rank if any passed -1. A collective: every rank must call it at the same point.
 int dist_any_failed(const Dist *d, int status);
