@@ -25,6 +25,7 @@
 #include "tests/support/test.h"
 
 static Scratch draw_sc;  // BIN/draw and the scratch folder
+static Scratch cap_sc;   // BIN/caption, the same folder
 static const char *dir;  // draw_sc.dir
 static int have_mpirun;
 
@@ -32,6 +33,14 @@ static int have_mpirun;
 #define DRAW_TINY                                                                          \
     "--data mnist --T 4 --read 2 --write 3 --hidden 24 --z 6 --batch 16 --valid-every 25 " \
     "--valid-images 40 --log-every 1"
+
+// A small captioner on 64 scenes: batches of 16, 4 steps an epoch, each epoch's end
+// validated on 8 images (greedy) and checkpointed; dropout on, so that the comparisons
+// cover each share's random stream.
+#define CAPTION_SMALL                                                                      \
+    "--image-size 64 --channels 4,8,16 --embed 16 --hidden 32 --attn-dim 16 --max-len 8 "  \
+    "--train-count 64 --val-count-scenes 16 --test-count 16 --batch 16 --val-count 8 "     \
+    "--val-beam 1 --log-every 1 --dropout 0.3 --quiet"
 
 static int skip_without_mpirun(const char *name) {
     if (have_mpirun) return 0;
@@ -59,39 +68,53 @@ static int same_file(const char *a, const char *b) {
     return same;
 }
 
-// log.csv's train_bound column (n rows at most) into out; returns the rows read.
-static int read_bounds(const char *run, double *out, int n) {
+// Column col of log.csv's rows that have a value there (n at most) into out; returns how
+// many were read.
+static int read_column(const char *run, int col, double *out, int n) {
     char *log = read_file("%s/%s/log.csv", dir, run);
     int k = 0;
     for (char *line = log ? strchr(log, '\n') : NULL; line && line[1] && k < n;
          line = strchr(line + 1, '\n')) {
-        const char *comma = strchr(line + 1, ',');
-        if (!comma) break;
-        out[k++] = strtod(comma + 1, NULL);
+        const char *f = line + 1;
+        for (int c = 0; c < col && f; c++) {
+            f = strpbrk(f, ",\n");
+            f = f && *f == ',' ? f + 1 : NULL;
+        }
+        if (f && *f != ',' && *f != '\n') out[k++] = strtod(f, NULL);
     }
     free(log);
     return k;
 }
 
-// log.csv without its seconds column (the only column that differs between two runs).
-static char *log_without_time(const char *run) {
+// log.csv without column col (a time or a throughput: the only columns that differ
+// between two runs of the same computation).
+static char *log_without_column(const char *run, int col) {
     char *log = read_file("%s/%s/log.csv", dir, run);
     if (!log) return NULL;
     char *w = log;
-    for (char *r = log; *r;) {
-        char *eol = strchr(r, '\n');
-        size_t len = eol ? (size_t)(eol - r) : strlen(r);
-        char *last = NULL;
-        for (char *q = r; q < r + len; q++)
-            if (*q == ',') last = q;
-        size_t keep = last ? (size_t)(last - r) : len;
-        memmove(w, r, keep);
-        w += keep;
-        *w++ = '\n';
-        r += len + (eol ? 1 : 0);
+    for (const char *r = log; *r;) {
+        for (int c = 0, out = 0;; c++) {  // field c starts at r
+            size_t len = strcspn(r, ",\n");
+            if (c != col) {
+                if (out++) *w++ = ',';
+                memmove(w, r, len);
+                w += len;
+            }
+            r += len;
+            if (*r != ',') break;
+            r++;
+        }
+        if (*r == '\n') *w++ = *r++;
     }
     *w = 0;
     return log;
+}
+
+// The largest relative difference of two curves (n points each, nonzero values).
+static double largest_rel_diff(const double *a, const double *b, int n) {
+    double worst = 0;
+    for (int i = 0; i < n; i++) worst = fmax(worst, fabs(a[i] - b[i]) / fabs(b[i]));
+    return worst;
 }
 
 static int draw_ok(int status, const char *what) {
@@ -119,16 +142,15 @@ static void test_draw_two_ranks_match_one_process(void) {
     // Exact: 2 ranks x 1 thread = 1 process x 2 threads (weights, Adam moments, curve).
     EXPECT(same_file("two/model.safetensors", "one2/model.safetensors"),
            "2 ranks and 1 process of 2 threads wrote different checkpoints");
-    char *a = log_without_time("two"), *b = log_without_time("one2");
+    char *a = log_without_column("two", 3), *b = log_without_column("one2", 3);  // seconds
     EXPECT(a && b && strcmp(a, b) == 0, "log.csv differs:\n%s\nvs\n%s", a ? a : "", b ? b : "");
     free(a), free(b);
     // Against one thread: the same curve within 1e-4 relative over 50 steps (measured: 1.4e-8
     // relative at most; the sums differ only in their order).
     double two[64], one[64];
-    int n2 = read_bounds("two", two, 64), n1 = read_bounds("one1", one, 64);
+    int n2 = read_column("two", 1, two, 64), n1 = read_column("one1", 1, one, 64);
     EXPECT(n1 == 50 && n2 == 50, "%d and %d rows, expected 50", n1, n2);
-    double worst = 0;
-    for (int i = 0; i < n1 && i < n2; i++) worst = fmax(worst, fabs(two[i] - one[i]) / one[i]);
+    double worst = largest_rel_diff(two, one, n1 < n2 ? n1 : n2);
     EXPECT(worst <= 1e-4, "2 ranks' curve is %.3g (relative) from one thread's", worst);
     printf("  draw: 50 steps, 2 ranks x 1 thread vs 1 process x 1 thread: largest relative "
            "difference of the train bound %.3g\n", worst);
@@ -188,6 +210,94 @@ static void test_draw_eval_over_ranks(void) {
     EXPECT(one && two && strstr(one, "nll_iw") && strcmp(one, two) == 0,
            "1 process: %s\n2 ranks: %s", one ? one : "", two ? two : "");
     free(one), free(two);
+}
+
+// --- caption -----------------------------------------------------------------------------
+
+static int caption_ok(int status, const char *what) {
+    if (status == 0) return 1;
+    char *err = scratch_read(&cap_sc, "stderr.txt", NULL);
+    test_fail_(__FILE__, __LINE__, "%s exited %d: %s", what, status, err ? err : "");
+    free(err);
+    return 0;
+}
+
+static int caption_trained;  // runs cap_one2, cap_one1, cap_two exist
+
+// The same as DRAW's: 2 ranks x 1 thread are 1 process x 2 threads bit for bit (loss parts,
+// gradients, the dropout and sampling streams of each share, validation), and 1 thread's
+// curve within a tolerance; log.csv compared without its images_per_s column.
+static void test_caption_two_ranks_match_one_process(void) {
+    if (skip_without_mpirun("test_caption_two_ranks_match_one_process")) return;
+    if (!caption_ok(scratch_run(&cap_sc, "train " CAPTION_SMALL " --steps 50 --threads 2 "
+                                "--out %s/cap_one2", dir), "caption train, 1 process x 2 threads") ||
+        !caption_ok(scratch_run(&cap_sc, "train " CAPTION_SMALL " --steps 50 --threads 1 "
+                                "--out %s/cap_one1", dir), "caption train, 1 process x 1 thread") ||
+        !caption_ok(scratch_run_mpi(&cap_sc, 2, "train " CAPTION_SMALL " --steps 50 --threads 1 "
+                                    "--out %s/cap_two", dir), "caption train, 2 ranks x 1 thread"))
+        return;
+    caption_trained = 1;
+    EXPECT(same_file("cap_two/state.safetensors", "cap_one2/state.safetensors"),
+           "2 ranks and 1 process of 2 threads wrote different states");
+    EXPECT(same_file("cap_two/model.safetensors", "cap_one2/model.safetensors"),
+           "2 ranks and 1 process of 2 threads wrote different best models");
+    char *a = log_without_column("cap_two", 6), *b = log_without_column("cap_one2", 6);
+    EXPECT(a && b && strcmp(a, b) == 0, "log.csv differs:\n%s\nvs\n%s", a ? a : "", b ? b : "");
+    free(a), free(b);
+    // One process of one thread draws its dropout masks from one stream for the whole batch
+    // where workers and ranks draw one per share (models/sat.h), so its curve is another
+    // sample of the same training: the mean loss over 50 steps within 0.1%, each step within
+    // 1% (measured: 0.005% and 0.05%; printed below).
+    double two[64], one[64];
+    int n2 = read_column("cap_two", 2, two, 64), n1 = read_column("cap_one1", 2, one, 64);
+    EXPECT(n1 == 50 && n2 == 50, "%d and %d rows, expected 50", n1, n2);
+    int n = n1 < n2 ? n1 : n2;
+    double m1 = 0, m2 = 0;
+    for (int i = 0; i < n; i++) m1 += one[i] / n, m2 += two[i] / n;
+    double worst = largest_rel_diff(two, one, n);
+    EXPECT(fabs(m2 - m1) <= 0.001 * m1, "mean loss %.4f (2 ranks) vs %.4f (1 thread)", m2, m1);
+    EXPECT(worst <= 0.01, "a step's loss is %.3g (relative) from one thread's", worst);
+    printf("  caption: 50 steps, 2 ranks x 1 thread vs 1 process x 1 thread: mean loss %.4f vs "
+           "%.4f, largest relative step difference %.3g\n", m2, m1, worst);
+}
+
+static void test_caption_resume_across_rank_counts(void) {
+    if (skip_without_mpirun("test_caption_resume_across_rank_counts")) return;
+    if (!caption_trained) return test_fail_(__FILE__, __LINE__, "no runs (training failed)");
+    if (!caption_ok(scratch_run_mpi(&cap_sc, 2, "train " CAPTION_SMALL " --steps 20 --threads 1 "
+                                    "--out %s/cap_r2to1", dir), "2 ranks, 20 steps") ||
+        !caption_ok(scratch_run(&cap_sc, "train " CAPTION_SMALL " --steps 50 --threads 2 --resume "
+                                "--out %s/cap_r2to1", dir), "1 process resuming"))
+        return;
+    EXPECT(same_file("cap_r2to1/state.safetensors", "cap_one2/state.safetensors"),
+           "2 ranks then 1 process: not the uninterrupted run's state");
+}
+
+// caption eval over 2 and 3 ranks: the same captions (results JSON) and scores.
+static void test_caption_eval_over_ranks(void) {
+    if (skip_without_mpirun("test_caption_eval_over_ranks")) return;
+    if (!caption_trained) return test_fail_(__FILE__, __LINE__, "no runs (training failed)");
+    const char *flags = "--train-count 64 --val-count-scenes 16 --test-count 13 --batch 4 "
+                        "--json --quiet";
+    char *out[3] = {0};
+    for (int np = 1; np <= 3; np++) {
+        int rc = np == 1 ? scratch_run(&cap_sc, "eval --model %s/cap_one2/model.safetensors %s "
+                                       "--results %s/eval%d.json", dir, flags, dir, np)
+                         : scratch_run_mpi(&cap_sc, np, "eval --model %s/cap_one2/model.safetensors "
+                                           "%s --threads 1 --results %s/eval%d.json", dir, flags,
+                                           dir, np);
+        if (!caption_ok(rc, "caption eval")) break;
+        out[np - 1] = scratch_read(&cap_sc, "stdout.txt", NULL);
+    }
+    for (int np = 2; np <= 3; np++) {
+        char name[32], first[32];
+        snprintf(name, sizeof name, "eval%d.json", np);
+        snprintf(first, sizeof first, "eval1.json");
+        EXPECT(out[0] && out[np - 1] && strcmp(out[0], out[np - 1]) == 0,
+               "%d ranks: %s\n1 process: %s", np, out[np - 1] ? out[np - 1] : "", out[0] ? out[0] : "");
+        EXPECT(same_file(name, first), "%d ranks wrote other captions than one process", np);
+    }
+    for (int i = 0; i < 3; i++) free(out[i]);
 }
 
 // --- faults -----------------------------------------------------------------------------
@@ -267,9 +377,15 @@ int main(void) {
     have_mpirun = system("command -v mpirun > /dev/null 2>&1") == 0;
     if (scratch_open(&draw_sc, "test_cli_mpi", "draw")) return 1;
     dir = draw_sc.dir;
+    cap_sc = draw_sc;
+    snprintf(cap_sc.program, sizeof cap_sc.program, "%s/caption",
+             getenv("ATTEND_BIN") && getenv("ATTEND_BIN")[0] ? getenv("ATTEND_BIN") : "bin");
     RUN(test_draw_two_ranks_match_one_process);
     RUN(test_draw_resume_across_rank_counts);
     RUN(test_draw_eval_over_ranks);
+    RUN(test_caption_two_ranks_match_one_process);
+    RUN(test_caption_resume_across_rank_counts);
+    RUN(test_caption_eval_over_ranks);
     RUN(test_draw_rank_without_data_fails_named);
     RUN(test_draw_killed_rank_ends_job);
     RUN(test_draw_nonfinite_stops_every_rank);
