@@ -14,6 +14,10 @@
 // state: parameters, Adam moments, step; what --resume continues from), log.csv and
 // curves.png, and run.json (cli/run_info.h). Every file is written atomically. No math
 // here: models/sat does it.
+// Under `mpirun -np N` (cli/train_dist.h) train, its validation and eval split their work
+// over the ranks and rank 0 alone writes these files; each rank's workers draw dropout and
+// hard-attention samples from streams numbered across the ranks, so N ranks of one thread
+// compute what one process of N threads computes, bit for bit.
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

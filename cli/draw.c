@@ -11,6 +11,10 @@
 // from a stream seeded with (seed, s). A run is therefore a pure function of (seed, step,
 // weights, Adam moments), and --resume from a checkpoint gives the same weights, bit for
 // bit, as a run that was never interrupted (same machine and thread count).
+// Under `mpirun -np N` (cli/train_dist.h) train and eval split every batch over the ranks;
+// every rank draws the whole batch's binarisation and noise from these same streams, so N
+// ranks of one thread compute what one process of N threads computes, bit for bit, and a
+// checkpoint of N ranks resumes with any other number.
 // Checkpoints (safetensors, written atomically) hold the parameters, the Adam moments
 // ("adam.m/NAME", "adam.v/NAME") and, in __metadata__, the configuration and the step.
 #include <errno.h>
