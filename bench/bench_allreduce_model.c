@@ -10,6 +10,9 @@
 //     t_step      = t_compute + t_allreduce          (the sum is not overlapped with the
 //                                                     backward: core/dist.c sums once)
 //     efficiency  = t_compute / t_step
+// The compute time used is the step's CPU time divided by THREADS (the process's CPU clock):
+// on a machine shared with other work, it is what the wall time would be on idle cores
+// (the wall time is printed beside it).
 // Weak scaling: each node keeps the batch measured here, so N nodes train N times the
 // images per step. core/dist.c's fixed-order sum (an all-to-all, then an all-gather) moves
 // what a ring moves, 2 (N - 1) / N of the buffer per rank; latency is taken as 20 us per
@@ -27,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/adam.h"
 #include "core/block.h"
@@ -40,9 +44,16 @@
 typedef struct {
     const char *name;
     size_t floats;     // gradient floats summed per step
-    double step_s;     // measured compute time of one step on this machine
+    double step_s;     // compute time of one step on this machine: CPU time / threads
+    double wall_s;     // its wall time (longer when other work shares the cores)
     int batch;
 } ModelCost;
+
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -73,16 +84,16 @@ static ModelCost measure_draw(int threads, int steps) {
     float *eps = xmalloc(sizeof(float) * (size_t)c.T * B * c.z);
     for (int i = 0; i < B * 28 * 28; i++) x[i] = rng_uniform(&rng) < 0.2f ? 1.0f : 0.0f;
     AdamConfig adam = adam_defaults(1e-3f);
-    double t[16];
+    double t[16], cpu[16];
     for (int s = 0; s <= steps; s++) {
         draw_noise_fill(eps, &c, B, &rng);
-        double t0 = timer_now();
+        double t0 = timer_now(), c0 = cpu_now();
         draw_forward_parallel(w, n, &p, &c, x, eps, B, &grads, NULL, NULL, NULL);
         clip_global_norm(grads.data, grads.numel, 10.0f);
         adam_update(params.data, grads.data, m.data, v.data, params.numel, &adam, s + 1, 1e-3f);
-        if (s > 0) t[s - 1] = timer_now() - t0;
+        if (s > 0) t[s - 1] = timer_now() - t0, cpu[s - 1] = (cpu_now() - c0) / threads;
     }
-    ModelCost r = {"draw (paper MNIST)", params.numel, median(t, steps), B};
+    ModelCost r = {"draw (paper MNIST)", params.numel, median(cpu, steps), median(t, steps), B};
     draw_workers_free(w, n);
     free(w), free(x), free(eps);
     block_free(&params), block_free(&grads), block_free(&m), block_free(&v);
@@ -123,17 +134,17 @@ static ModelCost measure_sat(const char *name, SatConfig *c, int B, int without_
         for (int t = 0; t < ML; t++) words[b * ML + t] = 4 + (int)rng_below(&rng, (uint32_t)(c->V - 4));
     }
     AdamConfig adam = adam_defaults(1e-3f);
-    double t[16];
+    double t[16], cpu[16];
     for (int s = 0; s <= steps; s++) {
-        double t0 = timer_now();
+        double t0 = timer_now(), c0 = cpu_now();
         SatLoss loss;
         sat_forward_backward_parallel(&loss, &m, w, n, images, words, lens, B, (uint64_t)s);
         clip_global_norm(m.grads.data, m.grads.numel, 5.0f);
         adam_update(m.params.data, m.grads.data, m.adam_m.data, m.adam_v.data, m.params.numel,
                     &adam, s + 1, 1e-3f);
-        if (s > 0) t[s - 1] = timer_now() - t0;
+        if (s > 0) t[s - 1] = timer_now() - t0, cpu[s - 1] = (cpu_now() - c0) / threads;
     }
-    ModelCost r = {name, sat_floats(&m, without_cnn), median(t, steps), B};
+    ModelCost r = {name, sat_floats(&m, without_cnn), median(cpu, steps), median(t, steps), B};
     for (int k = 0; k < n; k++) sat_free(&w[k]);
     free(w), free(images), free(words), free(lens);
     sat_free(&m);
@@ -142,9 +153,9 @@ static ModelCost measure_sat(const char *name, SatConfig *c, int B, int without_
 
 static void print_model(const ModelCost *mc, int threads) {
     const double bytes = 4.0 * (double)mc->floats, latency = 20e-6;
-    printf("\n%s: %zu gradient floats, %.2f MB allreduced per step; measured step %.3f s "
-           "(batch %d, %d thread%s)\n", mc->name, mc->floats, bytes / 1e6, mc->step_s, mc->batch,
-           threads, threads == 1 ? "" : "s");
+    printf("\n%s: %zu gradient floats, %.2f MB allreduced per step; step %.3f s of CPU per "
+           "thread (wall %.3f s; batch %d, %d thread%s)\n", mc->name, mc->floats, bytes / 1e6,
+           mc->step_s, mc->wall_s, mc->batch, threads, threads == 1 ? "" : "s");
     const double gbits[3] = {10, 25, 100};
     printf("  %5s", "nodes");
     for (int k = 0; k < 3; k++) printf(" | %3g Gbit/s: allreduce, step, efficiency", gbits[k]);
