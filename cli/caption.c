@@ -1130,7 +1130,8 @@ static int cmd_train(int argc, char **argv) {
     int rc = open_run(&r, &f, &dist, &err);
     if (rc == 0) {
         RunInfo run_info;  // RUN/run.json: this invocation, for the report
-        if (root) run_info_begin(&run_info, f.out, "caption", argc, argv, f.threads, f.resume);
+        if (root) run_info_begin(&run_info, f.out, "caption", argc, argv, f.threads, dist.size,
+                                 f.resume);
         if (!f.quiet && root) print_header(&r);
         rc = train_loop(&r, &err) ? 1 : 0;
         csvlog_close(&r.log);

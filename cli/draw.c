@@ -891,7 +891,8 @@ static int cmd_train(int argc, char **argv) {
     if (rc == 0) {
         const bool root = dist_is_root(&dist);
         RunInfo run_info;  // RUN/run.json: this invocation, for the report
-        if (root) run_info_begin(&run_info, f.out, "draw", argc, argv, f.threads, f.resume);
+        if (root) run_info_begin(&run_info, f.out, "draw", argc, argv, f.threads, dist.size,
+                                 f.resume);
         if (root) print_header(&r);
         rc = train_loop(&r, &err);
         if (rc == 0) rc = finish_run(&r, &err);

@@ -162,7 +162,8 @@ static void test_draw_two_ranks_match_one_process(void) {
     EXPECT(err && strstr(err, "2 ranks"), "header does not name the ranks: %s", err ? err : "");
     free(err);
     char *runinfo = read_file("%s/two/run.json", dir);
-    EXPECT(runinfo && strstr(runinfo, "\"finished\""), "run.json: %s", runinfo ? runinfo : "none");
+    EXPECT(runinfo && strstr(runinfo, "\"finished\"") && strstr(runinfo, "\"ranks\":\t2"),
+           "run.json: %s", runinfo ? runinfo : "none");
     free(runinfo);
 }
 
@@ -354,6 +355,32 @@ static void test_draw_killed_rank_ends_job(void) {
     }
 }
 
+// The same for the captioner: rank 0 killed at step 7 (its state of step 4, the first
+// epoch's end, stays intact), and the run resumes from it with one process.
+static void test_caption_killed_rank_ends_job(void) {
+    if (skip_without_mpirun("test_caption_killed_rank_ends_job")) return;
+    setenv("ATTEND_FAULT_KILL_RANK", "0", 1);
+    setenv("ATTEND_FAULT_KILL_STEP", "7", 1);
+    double t0 = timer_now();
+    int rc = scratch_run_mpi(&cap_sc, 2, "train " CAPTION_SMALL " --steps 400 --threads 1 "
+                             "--out %s/cap_killed", dir);
+    unsetenv("ATTEND_FAULT_KILL_RANK");
+    unsetenv("ATTEND_FAULT_KILL_STEP");
+    double secs = timer_now() - t0;
+    char *err = scratch_read(&cap_sc, "stderr.txt", NULL);
+    EXPECT(rc != 0, "exited 0");
+    EXPECT(secs < 30, "took %.1f s to end", secs);
+    EXPECT(err && strstr(err, "rank 0") && strstr(err, "signal 9"),
+           "no line naming rank 0 and its signal: %s", err ? err : "");
+    free(err);
+    if (caption_ok(scratch_run(&cap_sc, "train " CAPTION_SMALL " --steps 8 --threads 2 --resume "
+                               "--json --out %s/cap_killed", dir), "resume after the kill")) {
+        char *out = scratch_read(&cap_sc, "stdout.txt", NULL);
+        EXPECT(out && strstr(out, "\"steps\": 8"), "resumed run: %s", out ? out : "");
+        free(out);
+    }
+}
+
 // A non-finite gradient is seen by every rank after the sum: rank 0 prints it once and
 // every rank stops, without an abort.
 static void test_draw_nonfinite_stops_every_rank(void) {
@@ -389,6 +416,7 @@ int main(void) {
     RUN(test_draw_rank_without_data_fails_named);
     RUN(test_draw_killed_rank_ends_job);
     RUN(test_draw_nonfinite_stops_every_rank);
+    RUN(test_caption_killed_rank_ends_job);
     int rc = test_summary();
     scratch_remove(dir);
     return rc;
