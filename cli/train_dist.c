@@ -5,6 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+int train_dist_one_process_only(const char *program, const char *command) {
+    int rank, size = dist_launched(&rank);
+    if (size <= 1) return 0;
+    if (rank == 0)
+        fprintf(stderr, "%s %s runs as one process (train and eval split their work over "
+                        "ranks): start it without mpirun\n", program, command);
+    return 2;
+}
+
 void train_dist_print(const Dist *d, const char *program, const Error *err) {
     if (d->size > 1)
         fprintf(stderr, "rank %d of %d: %s: %s\n", d->rank, d->size, program, err->msg);

@@ -33,6 +33,11 @@
 #include "core/dist.h"
 #include "core/error.h"
 
+// Commands that run as one process (generate, predict, reports, ...): under mpirun with
+// several ranks, rank 0 prints "PROGRAM COMMAND runs as one process: start it without
+// mpirun" and every rank returns 2; otherwise 0.
+int train_dist_one_process_only(const char *program, const char *command);
+
 // Prints "PROGRAM: msg" (one process) or "rank R of N: PROGRAM: msg" as one line on stderr.
 void train_dist_print(const Dist *d, const char *program, const Error *err);
 

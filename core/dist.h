@@ -45,6 +45,10 @@ typedef struct {
 
 // 1 if this build can run under mpirun (compiled with Open MPI).
 int dist_available(void);
+// The number of ranks mpirun started (0 when not started by it), and this process's rank
+// in *rank, read from the launcher's environment without initialising MPI: for commands
+// that run as one process only.
+int dist_launched(int *rank);
 
 // Initialises MPI when the process was started by mpirun, else sets rank 0 of 1. Fails when
 // started by mpirun in a build without MPI, or when MPI cannot start.

@@ -381,6 +381,23 @@ static void test_caption_killed_rank_ends_job(void) {
     }
 }
 
+// Commands that do not split their work refuse mpirun with one line instead of writing the
+// same files from every rank.
+static void test_one_process_commands_refuse_ranks(void) {
+    if (skip_without_mpirun("test_one_process_commands_refuse_ranks")) return;
+    if (!draw_trained) return test_fail_(__FILE__, __LINE__, "no runs (training failed)");
+    int rc = scratch_run_mpi(&draw_sc, 2, "generate --model %s/one2/model.safetensors --count 4 "
+                             "--out %s/gen", dir, dir);
+    char *err = scratch_read(&draw_sc, "stderr.txt", NULL);
+    const char *line = err ? strstr(err, "draw generate runs as one process") : NULL;
+    EXPECT(rc != 0 && line && !strstr(line + 1, "draw generate runs as one process"),
+           "status %d: %s", rc, err ? err : "");
+    free(err);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/gen/final.png", dir);
+    EXPECT(!file_exists(path), "draw generate wrote %s under mpirun", path);
+}
+
 // A non-finite gradient is seen by every rank after the sum: rank 0 prints it once and
 // every rank stops, without an abort.
 static void test_draw_nonfinite_stops_every_rank(void) {
@@ -413,6 +430,7 @@ int main(void) {
     RUN(test_caption_two_ranks_match_one_process);
     RUN(test_caption_resume_across_rank_counts);
     RUN(test_caption_eval_over_ranks);
+    RUN(test_one_process_commands_refuse_ranks);
     RUN(test_draw_rank_without_data_fails_named);
     RUN(test_draw_killed_rank_ends_job);
     RUN(test_draw_nonfinite_stops_every_rank);
