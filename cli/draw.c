@@ -7,13 +7,14 @@
 //   draw report      RUN      (cli/report_draw.h: RUN/report.html)
 //
 // Determinism: training step s (0-based) draws its batch from the epoch's permutation,
-// which is shuffled by a stream seeded with (seed, epoch), and its binarisation and noise
-// from a stream seeded with (seed, s). A run is therefore a pure function of (seed, step,
+// which is shuffled by a stream seeded with (seed, epoch), and each image's binarisation
+// and noise from streams of its own, seeded with (seed, s, its place in the batch); eval's
+// noise for image g of the split from (seed, g), whatever the batch. A run is therefore a pure function of (seed, step,
 // weights, Adam moments), and --resume from a checkpoint gives the same weights, bit for
 // bit, as a run that was never interrupted (same machine and thread count).
 // Under `mpirun -np N` (cli/train_dist.h) train and eval split every batch over the ranks;
-// every rank draws the whole batch's binarisation and noise from these same streams, so N
-// ranks of one thread compute what one process of N threads computes, bit for bit, and a
+// a rank draws only its images' randomness, the same that one process draws for them, so
+// N ranks of one thread compute what one process of N threads computes, bit for bit, and a
 // checkpoint of N ranks resumes with any other number.
 // Checkpoints (safetensors, written atomically) hold the parameters, the Adam moments
 // ("adam.m/NAME", "adam.v/NAME") and, in __metadata__, the configuration and the step.
@@ -212,6 +213,18 @@ static int load_split(ImageSet *set, const char *data, const char *root, Split s
     return 0;
 }
 
+// eps (T, count, z): the noise of images first .. first + count - 1, each image's T z
+// normals from a stream of its own, seeded with (seed, its index): an image's noise does
+// not depend on the batch, the rank or the worker it is run in.
+static void share_noise(float *eps, const DrawConfig *c, int first, int count, uint64_t seed) {
+    for (int b = 0; b < count; b++) {
+        Rng rng;
+        rng_seed(&rng, mix64(seed, (uint64_t)(first + b)));
+        for (int t = 0; t < c->T; t++)
+            rng_normal_fill(&rng, eps + ((size_t)t * count + b) * c->z, (size_t)c->z);
+    }
+}
+
 // Mean bound (and parts) of the first `limit` images of set (0 = all), batch B, noise
 // from seed; with K > 1 also the importance-weighted NLL estimate from K samples.
 typedef struct {
@@ -226,8 +239,8 @@ typedef struct {
     DrawWorker *w;
     int n_workers;
     int B;
-    float *eps, *eps_share;  // (T, B, Z); (T, ceil(B / ranks), Z), NULL with one rank
-    double *logw;            // (K, B)
+    float *eps;     // (T, ceil(B / ranks), Z): the noise of this rank's share of a batch
+    double *logw;   // (K, B)
 } EvalScratch;
 
 static void eval_scratch_alloc(EvalScratch *e, Dist *d, int threads, const DrawConfig *c, int B,
@@ -239,18 +252,17 @@ static void eval_scratch_alloc(EvalScratch *e, Dist *d, int threads, const DrawC
     e->n_workers = draw_worker_count(threads, most);
     e->w = xcalloc((size_t)e->n_workers, sizeof *e->w);
     draw_workers_alloc(e->w, e->n_workers, c, most);
-    e->eps = xmalloc(sizeof(float) * (size_t)c->T * B * c->z);
-    e->eps_share = d->size > 1 ? xmalloc(sizeof(float) * (size_t)c->T * most * c->z) : NULL;
+    e->eps = xmalloc(sizeof(float) * (size_t)c->T * most * c->z);
     e->logw = xmalloc(sizeof(double) * (size_t)B * K);
 }
 
 static void eval_scratch_free(EvalScratch *e) {
     draw_workers_free(e->w, e->n_workers);
-    free(e->w), free(e->eps), free(e->eps_share), free(e->logw);
+    free(e->w), free(e->eps), free(e->logw);
 }
 
-// Every rank draws each batch's noise (the stream one process draws) and runs its share
-// of the batch; the share-weighted parts of each batch and each image's importance-
+// Each rank runs its share of every batch, with its images' noise (share_noise, pass k of
+// image g seeded with (seed, k, g)); the share-weighted parts of each batch and each image's importance-
 // weighted term are summed over the ranks in rank order and then added up in batch and
 // image order on every rank, so N ranks of one thread give one process of N threads' bits.
 static int evaluate(EvalResult *out, EvalScratch *e, const DrawParams *p, const DrawConfig *c,
@@ -259,23 +271,15 @@ static int evaluate(EvalResult *out, EvalScratch *e, const DrawParams *p, const 
     const int passes = K > 1 ? K : 1, batches = (n + B - 1) / B;
     double *parts = xcalloc((size_t)batches * passes * 2, sizeof *parts);  // (batch, pass, 2)
     double *iw = K > 1 ? xcalloc((size_t)n, sizeof *iw) : NULL;            // (n)
-    Rng rng;
-    rng_seed(&rng, seed);
     for (int j = 0; j < batches; j++) {
         const int start = j * B, nb = n - start < B ? n - start : B;
         int begin, count;
         dist_share(e->dist, nb, &begin, &count);
-        for (int k = 0; k < passes; k++) {
-            draw_noise_fill(e->eps, c, nb, &rng);
-            if (count == 0) continue;
-            const float *eps = e->eps;
-            if (count != nb) {
-                train_dist_rows_of_steps(e->eps_share, e->eps, c->T, nb, c->z, begin, count);
-                eps = e->eps_share;
-            }
+        for (int k = 0; k < passes && count > 0; k++) {
+            share_noise(e->eps, c, start + begin, count, mix64(mix64(seed, 0xE7A1), (uint64_t)k));
             double rec, kl;
             draw_forward_parallel(e->w, e->n_workers < count ? e->n_workers : count, p, c,
-                                  set->images + (size_t)(start + begin) * set->dim, eps, count,
+                                  set->images + (size_t)(start + begin) * set->dim, e->eps, count,
                                   NULL, &rec, &kl, e->logw + (size_t)k * B);
             const double share = e->dist->size > 1 ? (double)count / nb : 1.0;
             parts[((size_t)j * passes + k) * 2] = share * rec;
@@ -520,8 +524,7 @@ typedef struct {
     int share_begin, share_count;  // this rank's images of each batch (all of it alone)
     EvalScratch eval;  // validation: a view of the training workers and buffers
     int bpe;           // batches per epoch (the remainder is dropped each epoch)
-    float *eps, *x;    // noise (T, B, z); images (B, W*H)
-    float *eps_share;  // (T, share_count, z): this rank's rows of eps; NULL alone
+    float *eps, *x;    // this rank's share of the batch: noise (T, share, z), images (share, W*H)
     double *logw;      // (B) validation scratch
     int *perm;         // (train.n) the current epoch's order
     long perm_epoch;   // the epoch perm was shuffled for
@@ -645,13 +648,12 @@ static void alloc_workers(DrawRun *r) {
     r->workers = xcalloc((size_t)r->n_workers, sizeof *r->workers);
     draw_workers_alloc(r->workers, r->n_workers, c, share);
     gemm_set_threads(threads / r->n_workers);
-    r->eps = xmalloc(sizeof(float) * (size_t)c->T * B * c->z);
-    r->eps_share = share < B ? xmalloc(sizeof(float) * (size_t)c->T * share * c->z) : NULL;
-    r->x = xmalloc(sizeof(float) * (size_t)B * c->W * c->H);
+    r->eps = xmalloc(sizeof(float) * (size_t)c->T * share * c->z);
+    r->x = xmalloc(sizeof(float) * (size_t)share * c->W * c->H);
     r->logw = xmalloc(sizeof(double) * (size_t)B);
     // A validation batch's share is at most the training batch's: the same buffers serve.
     r->eval = (EvalScratch){.dist = r->dist, .w = r->workers, .n_workers = r->n_workers, .B = B,
-                            .eps = r->eps, .eps_share = r->eps_share, .logw = r->logw};
+                            .eps = r->eps, .logw = r->logw};
     r->bpe = r->train.n / B;
     r->perm = xmalloc(sizeof(int) * (size_t)r->train.n);
     r->perm_epoch = -1;
@@ -660,7 +662,7 @@ static void alloc_workers(DrawRun *r) {
 static void close_run(DrawRun *r) {
     draw_workers_free(r->workers, r->n_workers);
     block_free(&r->params), block_free(&r->grads), block_free(&r->mom1), block_free(&r->mom2);
-    free(r->workers), free(r->eps), free(r->eps_share), free(r->x), free(r->logw),
+    free(r->workers), free(r->eps), free(r->x), free(r->logw),
         free(r->perm);
     imageset_free(&r->train), imageset_free(&r->valid);
     csvlog_close(&r->log);
@@ -768,20 +770,19 @@ static int train_step(DrawRun *r, double *bound, Error *err) {
         rng_shuffle(&er, r->perm, r->train.n);
         r->perm_epoch = e;
     }
-    Rng sr;
-    rng_seed(&sr, mix64(mix64(st->seed, 0x5DE9), (uint64_t)st->step));
-    imageset_batch(r->x, &r->train, r->perm + (size_t)i * B, B, st->binarize ? &sr : NULL);
-    draw_noise_fill(r->eps, c, B, &sr);
-    // This rank's share of the batch (cli/train_dist.h), then the sums over the ranks.
-    const int begin = r->share_begin, count = r->share_count;
-    const float *eps = r->eps;
-    if (count < B) {
-        train_dist_rows_of_steps(r->eps_share, r->eps, c->T, B, c->z, begin, count);
-        eps = r->eps_share;
+    // This rank's share of the batch (cli/train_dist.h): each image binarised and given
+    // its noise from streams of its own, seeded with (seed, step, its place in the batch).
+    const uint64_t step_seed = mix64(mix64(st->seed, 0x5DE9), (uint64_t)st->step);
+    const int begin = r->share_begin, count = r->share_count, HW = c->W * c->H;
+    for (int b = 0; b < count; b++) {
+        Rng br;
+        rng_seed(&br, mix64(step_seed ^ 0xB1A7ULL, (uint64_t)(begin + b)));
+        imageset_batch(r->x + (size_t)b * HW, &r->train, r->perm + (size_t)i * B + begin + b, 1,
+                       st->binarize ? &br : NULL);
     }
-    *bound = draw_forward_parallel(r->workers, r->n_workers, &r->p, c,
-                                   r->x + (size_t)begin * c->W * c->H, eps, count, &r->grads,
-                                   NULL, NULL, NULL);
+    share_noise(r->eps, c, begin, count, step_seed);
+    *bound = draw_forward_parallel(r->workers, r->n_workers, &r->p, c, r->x, r->eps, count,
+                                   &r->grads, NULL, NULL, NULL);
     if (train_dist_reduce_means(r->dist, bound, 1, count, B, err) ||
         train_dist_reduce_grads(r->dist, &r->grads, count, B, err))
         return -1;

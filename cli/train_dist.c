@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 int train_dist_one_process_only(const char *program, const char *command) {
     int rank, size = dist_launched(&rank);
@@ -64,13 +63,6 @@ int train_dist_root_decides(const Dist *d, bool *flag, Error *err) {
     if (dist_broadcast(d, &v, sizeof v, err)) return -1;
     *flag = v != 0;
     return 0;
-}
-
-void train_dist_rows_of_steps(float *dst, const float *src, int T, int B, int dim, int begin,
-                              int count) {
-    for (int t = 0; t < T; t++)
-        memcpy(dst + (size_t)t * count * dim, src + ((size_t)t * B + begin) * dim,
-               sizeof(float) * (size_t)count * dim);
 }
 
 void train_dist_fault_point(const Dist *d, long step) {

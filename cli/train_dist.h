@@ -1,11 +1,15 @@
 // train_dist.h: the train and eval commands over MPI ranks (core/dist.h), in one place.
 //
 // `mpirun -np N bin/draw train ...` runs N copies of the command. --batch stays the global
-// batch: every rank draws the whole batch (images, their order, binarisation, noise,
-// dropout, hard-attention samples) from the same streams one process draws it from, and
-// runs the model on its contiguous share only (dist_share). Drawing the whole batch costs
-// each rank O(B (pixels + T z)) random numbers a step, far below the share's forward and
-// backward, and keeps one process's results what they were, bit for bit.
+// batch: every rank knows the whole batch (the epoch's order is a function of the seed and
+// the epoch) and runs the model on its contiguous share only (dist_share). The randomness
+// of an image is drawn as one process draws it, so a rank draws only its share's:
+//   - DRAW: each image's binarisation and noise from streams of its own, seeded with (seed,
+//     step, its place in the batch); eval's noise with (seed, image index);
+//   - the captioner: every rank draws every image's caption choice from the step's stream
+//     (a few integers a step), and each worker of each rank its share's dropout masks and
+//     hard-attention samples from a stream numbered across the ranks (models/sat.h), as one
+//     process with all the ranks' workers would.
 //
 // The share's gradient is the mean over its `count` images; scaled by count / B and summed
 // over the ranks in rank order (train_dist_reduce_grads) it is the global batch's gradient,
@@ -72,9 +76,5 @@ int train_dist_root_decides(const Dist *d, bool *flag, Error *err);
 // out-of-memory killer or a lost node would) when step S begins (steps counted from 1).
 void train_dist_fault_point(const Dist *d, long step);
 
-// The rows [begin, begin + count) of each of the T slices of src (T, B, dim) into dst
-// (T, count, dim): a rank's share of a (T, B, ...) noise array.
-void train_dist_rows_of_steps(float *dst, const float *src, int T, int B, int dim, int begin,
-                              int count);
 
 #endif
