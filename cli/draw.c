@@ -644,9 +644,14 @@ static void alloc_workers(DrawRun *r) {
     const int B = r->st.batch, threads = r->f->threads;
     dist_share(r->dist, B, &r->share_begin, &r->share_count);
     const int share = r->share_count;
-    r->n_workers = draw_worker_count(threads, share);
+    // Every rank's workers are laid out for the largest share (rank 0's), ceil(ceil(B / N) /
+    // n) = ceil(B / (N n)) rows each, as one process's N n workers are: DRAW's weight
+    // gradients sum over every row of that layout, so the layout is part of the sum's order.
+    int most, first;
+    dist_share_of(0, r->dist->size, B, &first, &most);
+    r->n_workers = draw_worker_count(threads, most);
     r->workers = xcalloc((size_t)r->n_workers, sizeof *r->workers);
-    draw_workers_alloc(r->workers, r->n_workers, c, share);
+    draw_workers_alloc(r->workers, r->n_workers, c, most);
     gemm_set_threads(threads / r->n_workers);
     r->eps = xmalloc(sizeof(float) * (size_t)c->T * share * c->z);
     r->x = xmalloc(sizeof(float) * (size_t)share * c->W * c->H);

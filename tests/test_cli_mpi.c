@@ -302,6 +302,24 @@ static void test_caption_eval_over_ranks(void) {
     for (int i = 0; i < 3; i++) free(out[i]);
 }
 
+// Unequal shares: a batch of 16 over 3 ranks (6, 5, 5) is one process's 3 workers, bit for
+// bit, for both programs.
+static void test_three_ranks_unequal_shares(void) {
+    if (skip_without_mpirun("test_three_ranks_unequal_shares")) return;
+    if (draw_ok(scratch_run(&draw_sc, "train " DRAW_TINY " --steps 10 --threads 3 --out %s/d3a",
+                            dir), "draw, 1 process x 3 threads") &&
+        draw_ok(scratch_run_mpi(&draw_sc, 3, "train " DRAW_TINY " --steps 10 --threads 1 "
+                                "--out %s/d3b", dir), "draw, 3 ranks"))
+        EXPECT(same_file("d3a/model.safetensors", "d3b/model.safetensors"),
+               "draw: 3 ranks and 1 process of 3 threads wrote different checkpoints");
+    if (caption_ok(scratch_run(&cap_sc, "train " CAPTION_SMALL " --steps 6 --threads 3 "
+                               "--out %s/c3a", dir), "caption, 1 process x 3 threads") &&
+        caption_ok(scratch_run_mpi(&cap_sc, 3, "train " CAPTION_SMALL " --steps 6 --threads 1 "
+                                   "--out %s/c3b", dir), "caption, 3 ranks"))
+        EXPECT(same_file("c3a/state.safetensors", "c3b/state.safetensors"),
+               "caption: 3 ranks and 1 process of 3 threads wrote different states");
+}
+
 // --- faults -----------------------------------------------------------------------------
 
 // A rank that cannot read its data (here: a --data-root only rank 1 is given) fails at
@@ -431,6 +449,7 @@ int main(void) {
     RUN(test_caption_two_ranks_match_one_process);
     RUN(test_caption_resume_across_rank_counts);
     RUN(test_caption_eval_over_ranks);
+    RUN(test_three_ranks_unequal_shares);
     RUN(test_one_process_commands_refuse_ranks);
     RUN(test_draw_rank_without_data_fails_named);
     RUN(test_draw_killed_rank_ends_job);
