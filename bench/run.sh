@@ -21,6 +21,11 @@ run "gemm, the toolkit's kernel choice" "$build"/bench/bench_gemm
 # Caption tokenisation (seq/tokenizer.h, Stanford PTBTokenizer's rules), tokens per second.
 run "caption tokenizer" "$build"/bench/bench_tokenizer
 
+# Data parallelism over MPI: 1 rank x 2 threads against 2 ranks x 1 thread for both
+# programs, then the cluster model (bytes allreduced per step, ring allreduce step time and
+# efficiency on 10, 25, 100 Gbit/s from the measured compute time): bench/RESULTS.md.
+run "training over MPI ranks, and the cluster model" sh bench/mpi_train.sh "$build"
+
 # Training throughput, peak memory and beam-3 decoding of both models against the PyTorch
 # references in bench/reference/ (same OPENBLAS_CORETYPE; PyTorch gets its best of intra-op
 # threads 1, 2 x OpenBLAS threads 1, 2); prints the table bench/RESULTS.md records.

@@ -14,6 +14,10 @@
 // state: parameters, Adam moments, step; what --resume continues from), log.csv and
 // curves.png, and run.json (cli/run_info.h). Every file is written atomically. No math
 // here: models/sat does it.
+// Under `mpirun -np N` (cli/train_dist.h) train, its validation and eval split their work
+// over the ranks and rank 0 alone writes these files; each rank's workers draw dropout and
+// hard-attention samples from streams numbered across the ranks, so N ranks of one thread
+// compute what one process of N threads computes, bit for bit.
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +27,7 @@
 
 #include "cli/args.h"
 #include "cli/threads.h"
+#include "cli/train_dist.h"
 #include "cli/train_run.h"
 #include "core/adam.h"
 #include "core/check.h"
@@ -273,35 +278,70 @@ typedef struct {
     int n;
 } EvalResult;
 
-// Decodes images [0, n) of the split in chunks; scores against refs; writes results JSON
-// when results_path is not NULL, and what outputs asks for (per-image scores, strips;
-// cli/caption_per_image.h) when it is not NULL.
-static int evaluate_with_outputs(EvalResult *res, SatModel *m, const Vocab *vocab,
-                                 const CaptionData *d, Split s, const Encoded *refs, int n,
-                                 int beam, float length_alpha, const char *results_path,
-                                 const CaptionEvalOutputs *outputs, int show_progress,
-                                 Error *err) {
+// Over ranks, each rank decodes a contiguous run of whole chunks (a chunk is decoded as one
+// process decodes it) and every rank gathers every image's tokens and attention; each then
+// scores (cheaply) and rank 0 alone writes. tokens (n, ML), lens (n), alphas (n, ML, L) or
+// NULL.
+static int decode_split(const Dist *dist, SatModel *m, const CaptionData *d, Split s, int n,
+                        int beam, float length_alpha, int *tokens, int *lens, float *alphas,
+                        SceneInfo *infos, int show_progress, Error *err) {
     const SatConfig *c = &m->cfg;
-    const int S = c->image_size, L = sat_L(c), ML = c->max_len, chunk = m->a.B;
-    const int G = sat_grid(c);
+    const int L = sat_L(c), ML = c->max_len, chunk = m->a.B;
     const size_t per = sat_input_floats(c);  // an image, or its annotations
+    const int N = dist->size, chunks = (n + chunk - 1) / chunk;
+    int *begins = xmalloc(2 * (size_t)N * sizeof *begins), *counts = begins + N;
+    for (int r = 0; r < N; r++) {
+        int cb, cc;
+        dist_share_of(r, N, chunks, &cb, &cc);
+        int end = (cb + cc) * chunk < n ? (cb + cc) * chunk : n;
+        begins[r] = cb * chunk < n ? cb * chunk : n;
+        counts[r] = end - begins[r];
+    }
+    const int mine0 = begins[dist->rank], mine1 = mine0 + counts[dist->rank];
     float *images = xmalloc((size_t)chunk * per * sizeof(float));
+    Progress p;
+    if (show_progress) progress_start(&p, "decode", mine1 - mine0, 0);
+    for (int i = 0; infos && i < n; i++)  // scenes: every image's objects, for grounding
+        if (i < mine0 || i >= mine1) caption_data_image(d, s, i, images, &infos[i]);
+    for (int i0 = mine0; i0 < mine1; i0 += chunk) {
+        int k = mine1 - i0 < chunk ? mine1 - i0 : chunk;
+        for (int j = 0; j < k; j++)
+            caption_data_image(d, s, i0 + j, images + (size_t)j * per, infos ? &infos[i0 + j] : NULL);
+        sat_decode(m, tokens + (size_t)i0 * ML, lens + i0,
+                   alphas ? alphas + (size_t)i0 * ML * L : NULL, images, k, beam, length_alpha);
+        if (show_progress) progress_update(&p, i0 + k - mine0, "");
+    }
+    if (show_progress) progress_end(&p, mine1 - mine0, "");
+    free(images);
+    int rc = dist_allgather_ranges(dist, tokens, (size_t)ML * sizeof *tokens, begins, counts, err);
+    if (rc == 0) rc = dist_allgather_ranges(dist, lens, sizeof *lens, begins, counts, err);
+    if (rc == 0 && alphas)
+        rc = dist_allgather_ranges(dist, alphas, (size_t)ML * L * sizeof *alphas, begins, counts, err);
+    free(begins);
+    return rc;
+}
+
+// Decodes images [0, n) of the split in chunks (over the ranks: decode_split); scores
+// against refs; writes results JSON when results_path is not NULL, and what outputs asks
+// for (per-image scores, strips; cli/caption_per_image.h) when it is not NULL.
+static int evaluate_with_outputs(EvalResult *res, const Dist *dist, SatModel *m,
+                                 const Vocab *vocab, const CaptionData *d, Split s,
+                                 const Encoded *refs, int n, int beam, float length_alpha,
+                                 const char *results_path, const CaptionEvalOutputs *outputs,
+                                 int show_progress, Error *err) {
+    const SatConfig *c = &m->cfg;
+    const int S = c->image_size, L = sat_L(c), ML = c->max_len;
+    const int G = sat_grid(c);
     int *tokens = xmalloc((size_t)n * ML * sizeof(int));
     int *lens = xmalloc((size_t)n * sizeof(int));
     int keep_alphas = caption_data_is_scenes(d) || (outputs && outputs->strips);
     float *alphas = keep_alphas ? xmalloc((size_t)n * ML * L * sizeof(float)) : NULL;
     SceneInfo *infos = caption_data_is_scenes(d) ? xmalloc((size_t)n * sizeof(SceneInfo)) : NULL;
-    Progress p;
-    if (show_progress) progress_start(&p, "decode", n, 0);
-    for (int i0 = 0; i0 < n; i0 += chunk) {
-        int k = n - i0 < chunk ? n - i0 : chunk;
-        for (int j = 0; j < k; j++)
-            caption_data_image(d, s, i0 + j, images + (size_t)j * per, infos ? &infos[i0 + j] : NULL);
-        sat_decode(m, tokens + (size_t)i0 * ML, lens + i0,
-                   alphas ? alphas + (size_t)i0 * ML * L : NULL, images, k, beam, length_alpha);
-        if (show_progress) progress_update(&p, i0 + k, "");
+    if (decode_split(dist, m, d, s, n, beam, length_alpha, tokens, lens, alphas, infos,
+                     show_progress && dist_is_root(dist), err)) {
+        free(tokens), free(lens), free(alphas), free(infos);
+        return -1;
     }
-    if (show_progress) progress_end(&p, n, "");
     Tokens *cands = xcalloc((size_t)n, sizeof(Tokens));
     CaptionPair *pairs = xcalloc((size_t)n, sizeof(CaptionPair));
     for (int i = 0; i < n; i++) {
@@ -347,11 +387,12 @@ static int evaluate_with_outputs(EvalResult *res, SatModel *m, const Vocab *voca
         grounding_accuracy(&res->grounding, gi, n);
     }
     DecodedSplit decoded = {d, s, n, pairs, gi, vocab, tokens, lens, alphas, ML, G, S};
-    int r = caption_per_image_write(outputs, &decoded, err);
+    const bool root = dist_is_root(dist);  // the others wrote nothing
+    int r = root ? caption_per_image_write(outputs, &decoded, err) : 0;
     free(gi);
     free(gw);
     free(gb);
-    if (!r && results_path) {
+    if (!r && results_path && root) {
         AtomicFile af;
         if (atomic_open(&af, results_path, err)) {
             r = -1;
@@ -373,7 +414,6 @@ static int evaluate_with_outputs(EvalResult *res, SatModel *m, const Vocab *voca
     for (int i = 0; i < n; i++) tokens_free(&cands[i]);
     free(cands);
     free(pairs);
-    free(images);
     free(tokens);
     free(lens);
     free(alphas);
@@ -381,11 +421,11 @@ static int evaluate_with_outputs(EvalResult *res, SatModel *m, const Vocab *voca
     return r;
 }
 
-static int evaluate(EvalResult *res, SatModel *m, const Vocab *vocab, const CaptionData *d, Split s,
-                    const Encoded *refs, int n, int beam, float length_alpha,
-                    const char *results_path, int show_progress, Error *err) {
-    return evaluate_with_outputs(res, m, vocab, d, s, refs, n, beam, length_alpha, results_path,
-                                 NULL, show_progress, err);
+static int evaluate(EvalResult *res, const Dist *dist, SatModel *m, const Vocab *vocab,
+                    const CaptionData *d, Split s, const Encoded *refs, int n, int beam,
+                    float length_alpha, const char *results_path, int show_progress, Error *err) {
+    return evaluate_with_outputs(res, dist, m, vocab, d, s, refs, n, beam, length_alpha,
+                                 results_path, NULL, show_progress, err);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -624,12 +664,15 @@ static int check_resume_flags(const TrainFlags *f, const SatConfig *want, const 
 // safe to close at any stage of opening.
 typedef struct {
     const TrainFlags *f;
+    Dist *dist;         // the ranks (cli/train_dist.h): rank 0 alone writes
+    bool reported;      // the failure was printed already, by the ranks that failed
+    bool failed_everywhere;  // every rank stopped on the same failure (after a reduction)
     char path_state[1200], path_model[1200], path_log[1200], path_curves[1200];
     CaptionData *data;
     Vocab vocab;
     SatModel model;     // with several workers, its activations serve validation only
     SatModel *workers;  // (n_workers) replicas sharing the parameters; NULL with one
-    int n_workers;
+    int n_workers;      // per rank (over ranks, the same on every rank)
     TrainEma ema;       // with --ema: the weight average, validated and saved as the model
     Encoded val;        // the validation split's tokenised references
     EncoderRecord enc;  // with --features: the encoder of the annotations (checkpointed)
@@ -702,12 +745,17 @@ static int open_data(CaptionRun *r, int image_size, Error *err) {
 // takes a contiguous share of the batch with single-threaded BLAS. The model's own
 // activations then serve only validation decoding, in chunks of a share. And the step's
 // buffers.
+// Over ranks, each rank's workers split its share of the batch, always through the workers
+// (their randomness is numbered across the ranks: train_step).
 static void alloc_workers(CaptionRun *r) {
     const int B = r->f->batch, ML = r->model.cfg.max_len;
-    r->n_workers = r->f->threads < B ? r->f->threads : B;
-    const int share = (B + r->n_workers - 1) / r->n_workers;
-    sat_alloc_acts(&r->model, r->n_workers > 1 ? share : B);
-    if (r->n_workers > 1) {
+    int begin, most;
+    dist_share_of(0, r->dist->size, B, &begin, &most);  // rank 0's share is the largest
+    r->n_workers = r->f->threads < most ? r->f->threads : most;
+    const int share = (most + r->n_workers - 1) / r->n_workers;
+    const bool replicas = r->n_workers > 1 || r->dist->size > 1;
+    sat_alloc_acts(&r->model, replicas ? share : B);
+    if (replicas) {
         gemm_set_threads(1);
         r->workers = xcalloc((size_t)r->n_workers, sizeof(SatModel));
         for (int w = 0; w < r->n_workers; w++) {
@@ -735,23 +783,20 @@ static void close_run(CaptionRun *r) {
     caption_data_close(r->data);
 }
 
-// Everything a run needs before its first step. Returns 0, or the exit status (2: the
-// flags describe no valid model; 1: anything else) with err set.
-static int open_run(CaptionRun *r, const TrainFlags *f, Error *err) {
-    memset(r, 0, sizeof *r);
-    r->f = f;
-    r->tc.best_bleu = -1.0;
-    r->last_window_loss = r->last_val = NAN;
+// Each rank's data, vocabulary, model and buffers; rank 0's folder, log and stale files.
+// Every rank reads a --resume state itself (OUT on a file system they share), and then
+// takes rank 0's weights, moments and counters (open_run). Returns 0, or the exit status
+// (2: the flags describe no valid model; 1: anything else) with err set.
+static int open_parts(CaptionRun *r, Error *err) {
+    const TrainFlags *f = r->f;
     const char *out = f->out;
-    snprintf(r->path_state, sizeof r->path_state, "%s/state.safetensors", out);
-    snprintf(r->path_model, sizeof r->path_model, "%s/model.safetensors", out);
-    snprintf(r->path_log, sizeof r->path_log, "%s/log.csv", out);
-    snprintf(r->path_curves, sizeof r->path_curves, "%s/curves.png", out);
+    const bool root = dist_is_root(r->dist);
     SatConfig cfg;
     if (config_from_flags(&cfg, f, err) || (!f->resume && sat_config_finish(&cfg, err))) return 2;
-    if (train_out_check(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) || make_dirs(out, err))
+    if (root && (train_out_check(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
+                 make_dirs(out, err)))
         return 1;
-    atomic_remove_stale(out);
+    if (root) atomic_remove_stale(out);
     if (f->resume && resume_state(r, &cfg, err)) return 1;
     if (open_data(r, f->resume ? r->model.cfg.image_size : cfg.image_size, err)) return 1;
     if (caption_features_setup_train(&cfg, &r->enc, r->data, f->data.features,
@@ -759,7 +804,57 @@ static int open_run(CaptionRun *r, const TrainFlags *f, Error *err) {
         return 1;
     if (!f->resume && new_model(r, &cfg, err)) return 1;
     if (encode_split(&r->val, r->data, SPLIT_VALID, err)) return 1;
+    if (f->batch < r->dist->size)
+        return error_set(err, "--batch %d is less than the %d ranks: each rank needs an image",
+                         f->batch, r->dist->size), 1;
     alloc_workers(r);
+    if (root && (train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
+                 csvlog_open(&r->log, r->path_log,
+                             "step,epoch,loss,ce_per_token,grad_norm,lr,images_per_s,val_bleu4,"
+                             "val_grounding", f->resume, err)))
+        return 1;
+    return 0;
+}
+
+// Rank 0's parameters, Adam moments, weight average, counters and hard-attention baseline
+// to every rank.
+static int share_start(CaptionRun *r, Error *err) {
+    SatModel *m = &r->model;
+    if (r->dist->size == 1) return 0;
+    if (train_dist_broadcast_block(r->dist, &m->params, err) ||
+        train_dist_broadcast_block(r->dist, &m->adam_m, err) ||
+        train_dist_broadcast_block(r->dist, &m->adam_v, err) ||
+        (train_ema_on(&r->ema) && train_dist_broadcast_block(r->dist, &r->ema.avg, err)) ||
+        dist_broadcast(r->dist, &r->tc, sizeof r->tc, err) ||
+        dist_broadcast(r->dist, &m->baseline, sizeof m->baseline, err) ||
+        dist_broadcast(r->dist, &m->baseline_set, sizeof m->baseline_set, err))
+        return -1;
+    return 0;
+}
+
+// Everything a run needs before its first step. Returns 0, or the exit status (2: the
+// flags describe no valid model; 1: anything else) with err set; r->reported when the
+// ranks that failed printed it.
+static int open_run(CaptionRun *r, const TrainFlags *f, Dist *dist, Error *err) {
+    memset(r, 0, sizeof *r);
+    r->f = f;
+    r->dist = dist;
+    r->tc.best_bleu = -1.0;
+    r->last_window_loss = r->last_val = NAN;
+    const char *out = f->out;
+    snprintf(r->path_state, sizeof r->path_state, "%s/state.safetensors", out);
+    snprintf(r->path_model, sizeof r->path_model, "%s/model.safetensors", out);
+    snprintf(r->path_log, sizeof r->path_log, "%s/log.csv", out);
+    snprintf(r->path_curves, sizeof r->path_curves, "%s/curves.png", out);
+    int code = open_parts(r, err);
+    if (dist->size > 1) {  // several ranks: each failed rank prints its line
+        if (train_dist_agree(dist, code, "caption train", err)) {
+            r->reported = true;
+            return code ? code : 1;
+        }
+    }
+    if (code) return code;
+    if (share_start(r, err)) return 1;
     const int B = f->batch;
     r->spe = (r->n_train + B - 1) / B;
     long end_step = f->given.steps ? f->steps : f->given.minutes ? 0 : (long)f->epochs * r->spe;
@@ -768,11 +863,6 @@ static int open_run(CaptionRun *r, const TrainFlags *f, Error *err) {
                                 .save_every = f->checkpoint_every, .log_at_epoch_end = true,
                                 .save_at_validation = true};
     r->adam = adam_defaults(f->lr);
-    if (train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
-        csvlog_open(&r->log, r->path_log,
-                    "step,epoch,loss,ce_per_token,grad_norm,lr,images_per_s,val_bleu4,val_grounding",
-                    f->resume, err))
-        return 1;
     return 0;
 }
 
@@ -784,14 +874,19 @@ static void print_header(const CaptionRun *r) {
         snprintf(budget, sizeof budget, "of %ld", r->budget.end_step);
     else
         snprintf(budget, sizeof budget, "for %g minutes", f->minutes);
+    char ranks[48] = "";
+    if (r->dist->size > 1)
+        snprintf(ranks, sizeof ranks, " per rank, %d ranks", r->dist->size);
     fprintf(stderr, "caption train: %d training images, %d words, %ld steps per epoch, batch %d, "
-            "lr %g, %d thread%s; step %ld %s; %s\n",
+            "lr %g, %d thread%s%s; step %ld %s; %s\n",
             r->n_train, r->vocab.size, r->spe, f->batch, f->lr, f->threads,
-            f->threads == 1 ? "" : "s", r->tc.step, budget, cs);
+            f->threads == 1 ? "" : "s", ranks, r->tc.step, budget, cs);
 }
 
 // Step step's batch (position (step - 1) % spe of its epoch's order): images, and one
 // caption per image drawn with sr. Returns the batch size, or -1 when a caption fails.
+// Over ranks, every rank draws every image's caption (the stream stays one process's) but
+// reads only the images of its share.
 static int fill_batch(CaptionRun *r, long step, Rng *sr, Error *err) {
     const int B = r->f->batch, ML = r->model.cfg.max_len;
     const size_t per = sat_input_floats(&r->model.cfg);  // an image, or its annotations
@@ -803,10 +898,13 @@ static int fill_batch(CaptionRun *r, long step, Rng *sr, Error *err) {
         rng_shuffle(&er, r->perm, r->n_train);
         r->perm_epoch = epoch;
     }
-    int nb = 0;
-    for (long j = pos * B; j < (pos + 1) * B && j < r->n_train; j++, nb++) {
+    int nb = 0, begin, count;
+    const long first = pos * B, end = first + B < r->n_train ? first + B : r->n_train;
+    dist_share(r->dist, (int)(end - first), &begin, &count);
+    for (long j = first; j < end; j++, nb++) {
         int img = r->perm[j];
-        caption_data_image(r->data, SPLIT_TRAIN, img, r->images + (size_t)nb * per, NULL);
+        if (nb >= begin && nb < begin + count)
+            caption_data_image(r->data, SPLIT_TRAIN, img, r->images + (size_t)nb * per, NULL);
         r->lens[nb] = draw_caption_ids(r->words + (size_t)nb * ML, r->data, SPLIT_TRAIN, img,
                                        &r->vocab, ML, sr, err);
         if (r->lens[nb] < 0) return -1;
@@ -820,6 +918,40 @@ typedef struct {
     int images;
 } StepResult;
 
+// Over ranks: this rank's share of the batch of s->images on its workers, numbered after
+// the workers of the ranks before it (models/sat.h), then the loss parts, the gradient and
+// the hard-attention baseline summed over the ranks as one process's workers sum them
+// (float shares; cli/train_dist.h).
+static int train_share_step(CaptionRun *r, StepResult *s, uint64_t seed, Error *err) {
+    SatModel *m = &r->model;
+    const int nb = s->images, ML = m->cfg.max_len;
+    const size_t per = sat_input_floats(&m->cfg);  // an image, or its annotations
+    int begin, count;
+    dist_share(r->dist, nb, &begin, &count);
+    memset(&s->loss, 0, sizeof s->loss);
+    block_zero(&m->grads);
+    const float base0 = m->baseline;
+    if (count > 0)
+        sat_forward_backward_parallel_from(&s->loss, m, r->workers, r->n_workers,
+                                           r->dist->rank * r->n_workers,
+                                           r->images + (size_t)begin * per,
+                                           r->words + (size_t)begin * ML, r->lens + begin, count,
+                                           seed);
+    const float share = (float)count / (float)nb;
+    double v[7] = {share * s->loss.loss, share * s->loss.ce, share * s->loss.ds,
+                   share * s->loss.reward, s->loss.tokens,
+                   count > 0 ? (double)(share * m->baseline) : 0.0,
+                   count > 0 ? (double)m->baseline_set : 0.0};
+    if (count == 0) m->baseline = base0;
+    if (dist_allreduce_sum_f64(r->dist, v, 7, err) ||
+        train_dist_reduce_grads(r->dist, &m->grads, count, nb, err))
+        return -1;
+    s->loss = (SatLoss){.loss = v[0], .ce = v[1], .ds = v[2], .reward = v[3], .tokens = v[4]};
+    m->baseline = (float)v[5];
+    m->baseline_set = v[6] > 0;
+    return 0;
+}
+
 // One step (the count reaching tc.step + 1): the batch, forward and backward, the checks,
 // the update of the parameters and of their average.
 static int train_step(CaptionRun *r, StepResult *s, Error *err) {
@@ -830,7 +962,10 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
     rng_seed(&sr, (uint64_t)f->seed * 0xD1B54A32D192ED03ULL + (uint64_t)step);
     s->images = fill_batch(r, step, &sr, err);
     if (s->images < 0) return -1;
-    if (r->n_workers == 1) {
+    const uint64_t seed = (uint64_t)f->seed * 0xD1B54A32D192ED03ULL + (uint64_t)step;
+    if (r->dist->size > 1) {
+        if (train_share_step(r, s, seed, err)) return -1;
+    } else if (r->n_workers == 1) {
         sat_forward(m, &s->loss, r->images, r->words, r->lens, s->images, 1, &sr);
         if (isfinite(s->loss.loss)) {
             block_zero(&m->grads);
@@ -838,10 +973,12 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
         }
     } else {
         sat_forward_backward_parallel(&s->loss, m, r->workers, r->n_workers, r->images, r->words,
-                                      r->lens, s->images,
-                                      (uint64_t)f->seed * 0xD1B54A32D192ED03ULL + (uint64_t)step);
+                                      r->lens, s->images, seed);
     }
-    if (train_check_finite(step, "loss", s->loss.loss, &m->grads, r->path_model, err)) return -1;
+    if (train_check_finite(step, "loss", s->loss.loss, &m->grads, r->path_model, err)) {
+        r->failed_everywhere = r->dist->size > 1;  // the sums are every rank's
+        return -1;
+    }
     s->norm = clip_global_norm(m->grads.data, m->grads.numel, f->clip);
     s->lr = lr_exponential(f->lr, f->lr_decay, r->spe, step);
     adam_update(m->params.data, m->grads.data, m->adam_m.data, m->adam_v.data, m->params.numel,
@@ -888,16 +1025,18 @@ static int validate_and_save(CaptionRun *r, Error *err) {
     EvalResult er;
     train_ema_swap(&r->ema, &r->model.params);
     if (r->n_workers > 1) gemm_set_threads(f->threads);
-    int ev = evaluate(&er, &r->model, &r->vocab, r->data, SPLIT_VALID, &r->val, r->n_val,
+    int ev = evaluate(&er, r->dist, &r->model, &r->vocab, r->data, SPLIT_VALID, &r->val, r->n_val,
                       f->val_beam, f->length_alpha, NULL, 0, err);
     if (r->n_workers > 1) gemm_set_threads(1);
     if (ev) return -1;
+    // Every rank has the scores (and keeps the same counters); rank 0 alone writes.
+    const bool root = dist_is_root(r->dist);
     r->last_val = er.scores.bleu[3];
     double ground = er.has_grounding ? er.grounding.accuracy : NAN;
     double row[9] = {(double)step, (double)step / r->spe, NAN, NAN, NAN, NAN, NAN, r->last_val, ground};
-    csvlog_row(&r->log, row, 9);
+    if (root) csvlog_row(&r->log, row, 9);
     bool best = r->last_val > r->tc.best_bleu;
-    if (!f->quiet) {
+    if (!f->quiet && root) {
         train_meter_break(&r->meter);
         fprintf(stderr, "step %ld (epoch %.2f): validation BLEU-4 %.4f", step, (double)step / r->spe,
                 r->last_val);
@@ -910,11 +1049,12 @@ static int validate_and_save(CaptionRun *r, Error *err) {
     if (best) {
         r->tc.best_bleu = r->last_val;
         r->tc.best_step = step;
-        if (save_model(r->path_model, &r->model, &r->vocab, 0, NULL, step, r->tc.best_step,
-                       r->tc.best_bleu, &r->enc, err))
+        if (root && save_model(r->path_model, &r->model, &r->vocab, 0, NULL, step, r->tc.best_step,
+                               r->tc.best_bleu, &r->enc, err))
             return -1;
     }
     train_ema_swap(&r->ema, &r->model.params);
+    if (!root) return 0;
     return save_state(r, err) || write_curves(r->path_log, r->path_curves, err) ? -1 : 0;
 }
 
@@ -923,21 +1063,34 @@ static int train_loop(CaptionRun *r, Error *err) {
     int rc = 0;
     train_budget_begin(&r->budget);
     r->t_log = r->budget.t0;
-    train_meter_start(&r->meter, &r->budget, r->tc.step, !r->f->quiet);
-    while (train_budget_allows(&r->budget, r->tc.step)) {
+    const bool root = dist_is_root(r->dist);
+    train_meter_start(&r->meter, &r->budget, r->tc.step, !r->f->quiet && root);
+    // Rank 0's clock decides when a time budget is spent, for every rank.
+    bool go = train_budget_allows(&r->budget, r->tc.step);
+    if (train_dist_root_decides(r->dist, &go, err)) return -1;
+    while (go) {
         double ts = timer_now();
         StepResult s;
+        train_dist_fault_point(r->dist, r->tc.step + 1);
         if (train_step(r, &s, err)) {
             rc = -1;
             break;
         }
         double secs = timer_now() - ts;
-        TrainDue due = train_due(&r->cadence, r->tc.step, train_budget_spent(&r->budget, r->tc.step));
-        log_step(r, &s, due.log);
+        bool last = train_budget_spent(&r->budget, r->tc.step);
+        if (train_dist_root_decides(r->dist, &last, err)) {
+            rc = -1;
+            break;
+        }
+        go = !last;
+        TrainDue due = train_due(&r->cadence, r->tc.step, last);
+        if (root) log_step(r, &s, due.log);
         char status[32];
         snprintf(status, sizeof status, "loss %.3f", s.loss.loss);
         train_meter_step(&r->meter, r->tc.step, s.images, secs, status);
-        if ((due.validate && validate_and_save(r, err)) || (!due.validate && due.save && save_state(r, err))) {
+        // Every rank validates (its share of the images); rank 0 alone writes.
+        if ((due.validate && validate_and_save(r, err)) ||
+            (!due.validate && due.save && root && save_state(r, err))) {
             rc = -1;
             break;
         }
@@ -981,24 +1134,47 @@ static int cmd_train(int argc, char **argv) {
     if (parse_train_flags(&f, argc, argv, &code)) return code;
     gemm_set_threads(f.threads);
     Error err;
+    Dist dist;
+    if (dist_init(&dist, &err)) {
+        fprintf(stderr, "caption train: %s\n", err.msg);
+        return 1;
+    }
+    const bool root = dist_is_root(&dist);
     CaptionRun r;
-    int rc = open_run(&r, &f, &err);
+    int rc = open_run(&r, &f, &dist, &err);
     if (rc == 0) {
         RunInfo run_info;  // RUN/run.json: this invocation, for the report
-        run_info_begin(&run_info, f.out, "caption", argc, argv, f.threads, f.resume);
-        if (!f.quiet) print_header(&r);
+        if (root) run_info_begin(&run_info, f.out, "caption", argc, argv, f.threads, dist.size,
+                                 f.resume);
+        if (!f.quiet && root) print_header(&r);
         rc = train_loop(&r, &err) ? 1 : 0;
         csvlog_close(&r.log);
-        if (rc == 0) print_summary(&r);
-        run_info_end(&run_info, rc, r.tc.step, train_meter_images_per_s(&r.meter));
+        if (rc == 0 && root) print_summary(&r);
+        if (root) run_info_end(&run_info, rc, r.tc.step, train_meter_images_per_s(&r.meter));
     }
-    if (rc) fprintf(stderr, "%s\n", err.msg);
+    if (rc && r.failed_everywhere) {
+        if (root) fprintf(stderr, "%s\n", err.msg);  // rank 0 prints it, before any rank exits
+        dist_barrier(&dist);
+    } else if (rc && !r.reported && dist.size > 1) {
+        train_dist_fail(&dist, "caption train", &err);  // ends every rank
+    } else if (rc && !r.reported) {
+        fprintf(stderr, "%s\n", err.msg);
+    }
     close_run(&r);
+    dist_finalize(&dist);
     return rc;
 }
 
 // ---------------------------------------------------------------------------------------
 // caption eval
+
+// caption eval's failures: one process prints the message; a rank prints it with its
+// number and ends the job (cli/train_dist.h).
+static int eval_fail(const Dist *dist, const Error *err) {
+    if (dist->size > 1) train_dist_fail(dist, "caption eval", err);
+    fprintf(stderr, "%s\n", err->msg);
+    return 1;
+}
 
 static int cmd_eval(int argc, char **argv) {
     Error err;
@@ -1042,13 +1218,15 @@ static int cmd_eval(int argc, char **argv) {
         return 2;
     }
     gemm_set_threads(threads);
+    Dist dist;  // under mpirun, the ranks decode shares of the split (decode_split)
+    if (dist_init(&dist, &err)) {
+        fprintf(stderr, "caption eval: %s\n", err.msg);
+        return 1;
+    }
     SatModel m;
     Vocab vocab;
     TrainCounters tc;
-    if (load_model(model_path, &m, &vocab, 0, NULL, &tc, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
-    }
+    if (load_model(model_path, &m, &vocab, 0, NULL, &tc, &err)) return eval_fail(&dist, &err);
     sat_alloc_acts(&m, batch);
     CaptionData *data = NULL;
     int rc = 1;
@@ -1056,13 +1234,13 @@ static int cmd_eval(int argc, char **argv) {
     // A model on cached features without --features: said before any image is decoded.
     if ((!df.features && caption_features_check_eval(&m.cfg, model_path, NULL, NULL, &err)) ||
         caption_data_open(&data, &df, m.cfg.image_size, quiet, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        eval_fail(&dist, &err);
         sat_free(&m);
         vocab_free(&vocab);
         return 1;
     }
     if (caption_features_check_eval(&m.cfg, model_path, data, df.features, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        eval_fail(&dist, &err);
         goto done;
     }
     int n = caption_data_count(data, split);
@@ -1072,7 +1250,7 @@ static int cmd_eval(int argc, char **argv) {
         goto done;
     }
     if (encode_split(&refs, data, split, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        eval_fail(&dist, &err);
         goto done;
     }
     char rpath[1200];
@@ -1085,9 +1263,13 @@ static int cmd_eval(int argc, char **argv) {
     }
     EvalResult er;
     outputs.beam = beam;
-    if (evaluate_with_outputs(&er, &m, &vocab, data, split, &refs, n, beam, length_alpha, results,
-                              &outputs, !quiet, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+    if (evaluate_with_outputs(&er, &dist, &m, &vocab, data, split, &refs, n, beam, length_alpha,
+                              results, &outputs, !quiet, &err)) {
+        eval_fail(&dist, &err);
+        goto done;
+    }
+    if (!dist_is_root(&dist)) {  // rank 0 prints
+        rc = 0;
         goto done;
     }
     if (json) {
@@ -1116,6 +1298,7 @@ done:
     caption_data_close(data);
     sat_free(&m);
     vocab_free(&vocab);
+    if (rc == 0) dist_finalize(&dist);  // a failed rank exits without: mpirun ends the job
     return rc;
 }
 
@@ -1331,6 +1514,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
+    if (which > 1 && train_dist_one_process_only("caption", names[which])) return 2;
     switch (which) {
     case 0: return cmd_train(argc - 1, argv + 1);
     case 1: return cmd_eval(argc - 1, argv + 1);

@@ -8,10 +8,15 @@
 //   draw report      RUN      (cli/report_draw.h: RUN/report.html)
 //
 // Determinism: training step s (0-based) draws its batch from the epoch's permutation,
-// which is shuffled by a stream seeded with (seed, epoch), and its binarisation and noise
-// from a stream seeded with (seed, s). A run is therefore a pure function of (seed, step,
+// which is shuffled by a stream seeded with (seed, epoch), and each image's binarisation
+// and noise from streams of its own, seeded with (seed, s, its place in the batch); eval's
+// noise for image g of the split from (seed, g), whatever the batch. A run is therefore a pure function of (seed, step,
 // weights, Adam moments), and --resume from a checkpoint gives the same weights, bit for
 // bit, as a run that was never interrupted (same machine and thread count).
+// Under `mpirun -np N` (cli/train_dist.h) train and eval split every batch over the ranks;
+// a rank draws only its images' randomness, the same that one process draws for them, so
+// N ranks of one thread compute what one process of N threads computes, bit for bit, and a
+// checkpoint of N ranks resumes with any other number.
 // Checkpoints (safetensors, written atomically) hold the parameters, the Adam moments
 // ("adam.m/NAME", "adam.v/NAME") and, in __metadata__, the configuration and the step.
 #include <errno.h>
@@ -25,6 +30,7 @@
 #include "cli/args.h"
 #include "cli/draw_data.h"
 #include "cli/threads.h"
+#include "cli/train_dist.h"
 #include "cli/train_run.h"
 #include "cli/report_draw.h"
 #include "cli/run_info.h"
@@ -32,6 +38,7 @@
 #include "core/block.h"
 #include "core/check.h"
 #include "core/csvlog.h"
+#include "core/dist.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/gemm.h"
@@ -220,6 +227,18 @@ static int load_split(ImageSet *set, const char *data, const char *root, Split s
     return 0;
 }
 
+// eps (T, count, z): the noise of images first .. first + count - 1, each image's T z
+// normals from a stream of its own, seeded with (seed, its index): an image's noise does
+// not depend on the batch, the rank or the worker it is run in.
+static void share_noise(float *eps, const DrawConfig *c, int first, int count, uint64_t seed) {
+    for (int b = 0; b < count; b++) {
+        Rng rng;
+        rng_seed(&rng, mix64(seed, (uint64_t)(first + b)));
+        for (int t = 0; t < c->T; t++)
+            rng_normal_fill(&rng, eps + ((size_t)t * count + b) * c->z, (size_t)c->z);
+    }
+}
+
 // Mean bound (and parts) of the first `limit` images of set (0 = all), batch B, noise
 // from seed; with K > 1 also the importance-weighted NLL estimate from K samples.
 typedef struct {
@@ -227,40 +246,87 @@ typedef struct {
     int images;
 } EvalResult;
 
-static EvalResult evaluate(DrawWorker *w, int n_workers, int B, const DrawParams *p,
-                           const DrawConfig *c, const ImageSet *set, int limit, int K,
-                           uint64_t seed, float *xbuf, float *eps, double *logw_buf) {
-    int n = limit > 0 && limit < set->n ? limit : set->n;
-    Rng rng;
-    rng_seed(&rng, seed);
-    EvalResult r = {0};
-    double iw_sum = 0.0;
-    for (int start = 0; start < n; start += B) {
-        int nb = n - start < B ? n - start : B;
-        memcpy(xbuf, set->images + (size_t)start * set->dim, sizeof(float) * (size_t)nb * set->dim);
-        for (int k = 0; k < (K > 1 ? K : 1); k++) {
-            draw_noise_fill(eps, c, nb, &rng);
+// What evaluate needs besides the model and the data: the ranks (each runs its share of
+// every batch), the workers (for ceil(B / ranks) images) and scratch for a batch of B.
+typedef struct {
+    Dist *dist;
+    DrawWorker *w;
+    int n_workers;
+    int B;
+    float *eps;     // (T, ceil(B / ranks), Z): the noise of this rank's share of a batch
+    double *logw;   // (K, B)
+} EvalScratch;
+
+static void eval_scratch_alloc(EvalScratch *e, Dist *d, int threads, const DrawConfig *c, int B,
+                               int K) {
+    int begin, most;
+    dist_share_of(0, d->size, B, &begin, &most);  // rank 0's share is the largest
+    e->dist = d;
+    e->B = B;
+    e->n_workers = draw_worker_count(threads, most);
+    e->w = xcalloc((size_t)e->n_workers, sizeof *e->w);
+    draw_workers_alloc(e->w, e->n_workers, c, most);
+    e->eps = xmalloc(sizeof(float) * (size_t)c->T * most * c->z);
+    e->logw = xmalloc(sizeof(double) * (size_t)B * K);
+}
+
+static void eval_scratch_free(EvalScratch *e) {
+    draw_workers_free(e->w, e->n_workers);
+    free(e->w), free(e->eps), free(e->logw);
+}
+
+// Each rank runs its share of every batch, with its images' noise (share_noise, pass k of
+// image g seeded with (seed, k, g)); the share-weighted parts of each batch and each image's importance-
+// weighted term are summed over the ranks in rank order and then added up in batch and
+// image order on every rank, so N ranks of one thread give one process of N threads' bits.
+static int evaluate(EvalResult *out, EvalScratch *e, const DrawParams *p, const DrawConfig *c,
+                    const ImageSet *set, int limit, int K, uint64_t seed, Error *err) {
+    const int n = limit > 0 && limit < set->n ? limit : set->n, B = e->B;
+    const int passes = K > 1 ? K : 1, batches = (n + B - 1) / B;
+    double *parts = xcalloc((size_t)batches * passes * 2, sizeof *parts);  // (batch, pass, 2)
+    double *iw = K > 1 ? xcalloc((size_t)n, sizeof *iw) : NULL;            // (n)
+    for (int j = 0; j < batches; j++) {
+        const int start = j * B, nb = n - start < B ? n - start : B;
+        int begin, count;
+        dist_share(e->dist, nb, &begin, &count);
+        for (int k = 0; k < passes && count > 0; k++) {
+            share_noise(e->eps, c, start + begin, count, mix64(mix64(seed, 0xE7A1), (uint64_t)k));
             double rec, kl;
-            draw_forward_parallel(w, n_workers, p, c, xbuf, eps, nb, NULL, &rec, &kl,
-                                  logw_buf + (size_t)k * B);
-            r.recon += rec * nb;
-            r.kl += kl * nb;
+            draw_forward_parallel(e->w, e->n_workers < count ? e->n_workers : count, p, c,
+                                  set->images + (size_t)(start + begin) * set->dim, e->eps, count,
+                                  NULL, &rec, &kl, e->logw + (size_t)k * B);
+            const double share = e->dist->size > 1 ? (double)count / nb : 1.0;
+            parts[((size_t)j * passes + k) * 2] = share * rec;
+            parts[((size_t)j * passes + k) * 2 + 1] = share * kl;
         }
         if (K > 1)
-            for (int b = 0; b < nb; b++) {
+            for (int b = 0; b < count; b++) {
                 double mx = -INFINITY, s = 0.0;
-                for (int k = 0; k < K; k++) mx = fmax(mx, logw_buf[(size_t)k * B + b]);
-                for (int k = 0; k < K; k++) s += exp(logw_buf[(size_t)k * B + b] - mx);
-                iw_sum += -(mx + log(s / K));
+                for (int k = 0; k < K; k++) mx = fmax(mx, e->logw[(size_t)k * B + b]);
+                for (int k = 0; k < K; k++) s += exp(e->logw[(size_t)k * B + b] - mx);
+                iw[start + begin + b] = -(mx + log(s / K));
             }
     }
-    int passes = K > 1 ? K : 1;
+    int rc = dist_allreduce_sum_f64(e->dist, parts, (size_t)batches * passes * 2, err);
+    if (rc == 0 && iw) rc = dist_allreduce_sum_f64(e->dist, iw, (size_t)n, err);
+    EvalResult r = {0};
+    double iw_sum = 0.0;
+    for (int j = 0; j < batches; j++) {
+        const int nb = n - j * B < B ? n - j * B : B;
+        for (int k = 0; k < passes; k++) {
+            r.recon += parts[((size_t)j * passes + k) * 2] * nb;
+            r.kl += parts[((size_t)j * passes + k) * 2 + 1] * nb;
+        }
+    }
+    for (int i = 0; iw && i < n; i++) iw_sum += iw[i];
     r.images = n;
     r.recon /= (double)n * passes;
     r.kl /= (double)n * passes;
     r.bound = r.recon + r.kl;
     r.nll_iw = K > 1 ? iw_sum / n : NAN;
-    return r;
+    free(parts), free(iw);
+    *out = r;
+    return rc;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -483,8 +549,11 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
 // close at any stage of opening.
 typedef struct {
     const TrainFlags *f;
+    Dist *dist;     // the ranks (cli/train_dist.h): rank 0 alone writes
     TrainState st;  // configuration and counters, as the checkpoint holds them
     bool resumed;   // st came from OUT/model.safetensors
+    bool reported;  // the failure was printed already, by the ranks that failed
+    bool failed_everywhere;  // every rank stopped on the same failure (after a reduction)
     char ckpt[1100], csv[1100], png[1100];
     ImageSet train, valid;
     Block params, grads, mom1, mom2;
@@ -492,8 +561,10 @@ typedef struct {
     AdamConfig adam;
     DrawWorker *workers;
     int n_workers;
+    int share_begin, share_count;  // this rank's images of each batch (all of it alone)
+    EvalScratch eval;  // validation: a view of the training workers and buffers
     int bpe;           // batches per epoch (the remainder is dropped each epoch)
-    float *eps, *x;    // noise (T, B, z); images (B, W*H)
+    float *eps, *x;    // this rank's share of the batch: noise (T, share, z), images (share, W*H)
     double *logw;      // (B) validation scratch
     int *perm;         // (train.n) the current epoch's order
     long perm_epoch;   // the epoch perm was shuffled for
@@ -591,7 +662,9 @@ static int init_model(DrawRun *r, const SafetensorsFile *file, Error *err) {
     draw_layout(&r->mom1, &pm, c);
     draw_layout(&r->mom2, &pv, c);
     block_alloc(&r->params), block_alloc(&r->grads), block_alloc(&r->mom1), block_alloc(&r->mom2);
-    if (r->resumed) {
+    if (r->resumed && !dist_is_root(r->dist)) {
+        // rank 0 broadcasts its checkpoint's weights and moments (share_weights)
+    } else if (r->resumed) {
         if (safetensors_read_block(&r->params, "", file, r->ckpt, err) ||
             safetensors_read_block(&r->mom1, "adam.m/", file, r->ckpt, err) ||
             safetensors_read_block(&r->mom2, "adam.v/", file, r->ckpt, err))
@@ -608,16 +681,27 @@ static int init_model(DrawRun *r, const SafetensorsFile *file, Error *err) {
 
 // Data parallelism (models/draw.h): one worker per thread, each with one GEMM thread; and
 // the step's buffers.
+// Over ranks, each rank's workers split its share of the batch.
 static void alloc_workers(DrawRun *r) {
     const DrawConfig *c = &r->st.cfg;
     const int B = r->st.batch, threads = r->f->threads;
-    r->n_workers = draw_worker_count(threads, B);
+    dist_share(r->dist, B, &r->share_begin, &r->share_count);
+    const int share = r->share_count;
+    // Every rank's workers are laid out for the largest share (rank 0's), ceil(ceil(B / N) /
+    // n) = ceil(B / (N n)) rows each, as one process's N n workers are: DRAW's weight
+    // gradients sum over every row of that layout, so the layout is part of the sum's order.
+    int most, first;
+    dist_share_of(0, r->dist->size, B, &first, &most);
+    r->n_workers = draw_worker_count(threads, most);
     r->workers = xcalloc((size_t)r->n_workers, sizeof *r->workers);
-    draw_workers_alloc(r->workers, r->n_workers, c, B);
+    draw_workers_alloc(r->workers, r->n_workers, c, most);
     gemm_set_threads(threads / r->n_workers);
-    r->eps = xmalloc(sizeof(float) * (size_t)c->T * B * c->z);
-    r->x = xmalloc(sizeof(float) * (size_t)B * draw_image_size(c));
+    r->eps = xmalloc(sizeof(float) * (size_t)c->T * share * c->z);
+    r->x = xmalloc(sizeof(float) * (size_t)share * draw_image_size(c));
     r->logw = xmalloc(sizeof(double) * (size_t)B);
+    // A validation batch's share is at most the training batch's: the same buffers serve.
+    r->eval = (EvalScratch){.dist = r->dist, .w = r->workers, .n_workers = r->n_workers, .B = B,
+                            .eps = r->eps, .logw = r->logw};
     r->bpe = r->train.n / B;
     r->perm = xmalloc(sizeof(int) * (size_t)r->train.n);
     r->perm_epoch = -1;
@@ -626,39 +710,76 @@ static void alloc_workers(DrawRun *r) {
 static void close_run(DrawRun *r) {
     draw_workers_free(r->workers, r->n_workers);
     block_free(&r->params), block_free(&r->grads), block_free(&r->mom1), block_free(&r->mom2);
-    free(r->workers), free(r->eps), free(r->x), free(r->logw), free(r->perm);
+    free(r->workers), free(r->eps), free(r->x), free(r->logw),
+        free(r->perm);
     imageset_free(&r->train), imageset_free(&r->valid);
     csvlog_close(&r->log);
 }
 
+// Rank 0 decides whether the run is new or resumed, and with which state; the others take
+// its decision (a failure there is rank 0's to print).
+static int start_state(DrawRun *r, SafetensorsFile *file, Error *err) {
+    const TrainFlags *f = r->f;
+    int rc = 0;
+    if (dist_is_root(r->dist))
+        rc = train_out_check(f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err) ||
+             resume_state(r, file, err);
+    if (train_dist_agree(r->dist, rc, "draw", err)) {
+        r->reported = true;
+        return -1;
+    }
+    int resumed = r->resumed;
+    if (dist_broadcast(r->dist, &resumed, sizeof resumed, err) ||
+        dist_broadcast(r->dist, &r->st, sizeof r->st, err))
+        return -1;
+    r->resumed = resumed != 0;
+    return 0;
+}
+
+// Each rank's data, model and buffers; rank 0's folder, log and stale files.
+static int open_parts(DrawRun *r, const SafetensorsFile *file, Error *err) {
+    const TrainFlags *f = r->f;
+    const bool root = dist_is_root(r->dist);
+    if (load_data(r, err) || (root && make_dirs(f->out, err))) return -1;
+    if (r->st.batch < r->dist->size)
+        return error_set(err, "--batch %d is less than the %d ranks: each rank needs an image",
+                         r->st.batch, r->dist->size);
+    if (root) atomic_remove_stale(f->out);
+    if (init_model(r, file, err)) return -1;
+    alloc_workers(r);
+    if (!root) return 0;
+    return train_out_clear(f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err) ||
+           csvlog_open(&r->log, r->csv, "step,train_bound,valid_bound,seconds", r->resumed, err);
+}
+
 // Everything a run needs before its first step; on failure, what was made is closed by
-// close_run.
-static int open_run(DrawRun *r, const TrainFlags *f, Error *err) {
+// close_run. Every rank starts from rank 0's weights and Adam moments.
+static int open_run(DrawRun *r, const TrainFlags *f, Dist *dist, Error *err) {
     memset(r, 0, sizeof *r);
     r->f = f;
+    r->dist = dist;
     r->last_train = r->last_valid = NAN;
     snprintf(r->ckpt, sizeof r->ckpt, "%s/model.safetensors", f->out);
     snprintf(r->csv, sizeof r->csv, "%s/log.csv", f->out);
     snprintf(r->png, sizeof r->png, "%s/loss.png", f->out);
     SafetensorsFile file = {0};
-    int rc = train_out_check(f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err) ||
-             resume_state(r, &file, err) || load_data(r, err) || make_dirs(f->out, err);
-    if (rc == 0) {
-        atomic_remove_stale(f->out);
-        rc = init_model(r, &file, err);
+    int rc = start_state(r, &file, err);
+    if (rc == 0 && train_dist_agree(dist, open_parts(r, &file, err), "draw", err)) {
+        r->reported = true;
+        rc = -1;
     }
     safetensors_free(&file);
     if (rc) return -1;
-    alloc_workers(r);
+    if (dist->size > 1 && (train_dist_broadcast_block(dist, &r->params, err) ||
+                           train_dist_broadcast_block(dist, &r->mom1, err) ||
+                           train_dist_broadcast_block(dist, &r->mom2, err)))
+        return -1;
     long target = f->steps > 0 ? f->steps : (f->epochs > 0 ? (long)f->epochs * r->bpe : 0);
     r->budget = (TrainBudget){.end_step = target, .seconds = f->minutes * 60.0};
     r->cadence = (TrainCadence){.steps_per_epoch = r->bpe, .log_every = f->log_every,
                                 .valid_every = f->valid_every,
                                 .save_every = f->ckpt_every ? f->ckpt_every : f->valid_every,
                                 .log_at_validation = true};
-    if (train_out_clear(f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err) ||
-        csvlog_open(&r->log, r->csv, "step,train_bound,valid_bound,seconds", r->resumed, err))
-        return -1;
     return 0;
 }
 
@@ -670,12 +791,15 @@ static void print_header(const DrawRun *r) {
     if (b->seconds > 0)
         snprintf(budget + strlen(budget), sizeof budget - strlen(budget), "%s%g minutes",
                  b->end_step ? ", at most " : ", ", b->seconds / 60.0);
+    char ranks[48] = "";
+    if (r->dist->size > 1)
+        snprintf(ranks, sizeof ranks, " per rank, %d ranks", r->dist->size);
     fprintf(stderr, "draw train: %s %dx%d, T %d, %s, hidden %d, z %d, batch %d, lr %g, %s; "
-            "gemm %s, %d thread%s; step %ld%s\n",
+            "gemm %s, %d thread%s%s; step %ld%s\n",
             r->resumed && r->st.data[0] ? r->st.data : r->f->data, c->W, c->H, c->T,
             c->attention ? "attention" : "no attention", c->enc, c->z, r->st.batch, r->st.lr,
             r->st.binarize ? "dynamically binarised" : c->channels > 1 ? "colour intensities" : "grey levels", gemm_backend(),
-            r->f->threads, r->f->threads == 1 ? "" : "s", r->st.step, budget);
+            r->f->threads, r->f->threads == 1 ? "" : "s", ranks, r->st.step, budget);
     if (c->attention)
         fprintf(stderr, "draw train: read %dx%d, write %dx%d\n", c->read_n, c->read_n, c->write_n, c->write_n);
 }
@@ -694,13 +818,26 @@ static int train_step(DrawRun *r, double *bound, Error *err) {
         rng_shuffle(&er, r->perm, r->train.n);
         r->perm_epoch = e;
     }
-    Rng sr;
-    rng_seed(&sr, mix64(mix64(st->seed, 0x5DE9), (uint64_t)st->step));
-    imageset_batch(r->x, &r->train, r->perm + (size_t)i * B, B, st->binarize ? &sr : NULL);
-    draw_noise_fill(r->eps, c, B, &sr);
-    *bound = draw_forward_parallel(r->workers, r->n_workers, &r->p, c, r->x, r->eps, B, &r->grads,
-                                   NULL, NULL, NULL);
-    if (train_check_finite(st->step + 1, "bound", *bound, &r->grads, r->ckpt, err)) return -1;
+    // This rank's share of the batch (cli/train_dist.h): each image binarised and given
+    // its noise from streams of its own, seeded with (seed, step, its place in the batch).
+    const uint64_t step_seed = mix64(mix64(st->seed, 0x5DE9), (uint64_t)st->step);
+    const int begin = r->share_begin, count = r->share_count, HW = draw_image_size(c);
+    for (int b = 0; b < count; b++) {
+        Rng br;
+        rng_seed(&br, mix64(step_seed ^ 0xB1A7ULL, (uint64_t)(begin + b)));
+        imageset_batch(r->x + (size_t)b * HW, &r->train, r->perm + (size_t)i * B + begin + b, 1,
+                       st->binarize ? &br : NULL);
+    }
+    share_noise(r->eps, c, begin, count, step_seed);
+    *bound = draw_forward_parallel(r->workers, r->n_workers, &r->p, c, r->x, r->eps, count,
+                                   &r->grads, NULL, NULL, NULL);
+    if (train_dist_reduce_means(r->dist, bound, 1, count, B, err) ||
+        train_dist_reduce_grads(r->dist, &r->grads, count, B, err))
+        return -1;
+    if (train_check_finite(st->step + 1, "bound", *bound, &r->grads, r->ckpt, err)) {
+        r->failed_everywhere = true;  // the sums are every rank's: each stops here
+        return -1;
+    }
     clip_global_norm(r->grads.data, r->grads.numel, st->clip);
     st->step++;
     adam_update(r->params.data, r->grads.data, r->mom1.data, r->mom2.data, r->params.numel,
@@ -717,17 +854,20 @@ static int log_validate_save(DrawRun *r, double bound, bool last, Error *err) {
     if (due.log) {
         r->last_train = r->bound_acc / r->acc_n;
         if (due.validate) {
-            EvalResult v = evaluate(r->workers, r->n_workers, st->batch, &r->p, &st->cfg, &r->valid,
-                                    r->f->valid_images, 1, EVAL_NOISE_SEED, r->x, r->eps, r->logw);
+            EvalResult v;
+            if (evaluate(&v, &r->eval, &r->p, &st->cfg, &r->valid, r->f->valid_images, 1,
+                         EVAL_NOISE_SEED, err))
+                return -1;
             r->last_valid = v.bound;
         }
         double row[4] = {(double)st->step, r->last_train, due.validate ? r->last_valid : NAN,
                          timer_now() - r->budget.t0};
-        csvlog_row(&r->log, row, 4);
+        if (dist_is_root(r->dist)) csvlog_row(&r->log, row, 4);
         r->bound_acc = 0.0;
         r->acc_n = 0;
     }
-    if (due.save) return save_checkpoint(r->ckpt, st, &r->params, &r->mom1, &r->mom2, err);
+    if (due.save && dist_is_root(r->dist))
+        return save_checkpoint(r->ckpt, st, &r->params, &r->mom1, &r->mom2, err);
     return 0;
 }
 
@@ -736,18 +876,25 @@ static int train_loop(DrawRun *r, Error *err) {
     char status[96] = "";  // stays empty when a resumed run has no step left
     int rc = 0;
     train_budget_begin(&r->budget);
-    train_meter_start(&r->meter, &r->budget, r->st.step, true);
-    while (train_budget_allows(&r->budget, r->st.step)) {
+    train_meter_start(&r->meter, &r->budget, r->st.step, dist_is_root(r->dist));
+    // Rank 0's clock decides when a time budget is spent, for every rank.
+    bool go = train_budget_allows(&r->budget, r->st.step);
+    if (train_dist_root_decides(r->dist, &go, err)) return -1;
+    while (go) {
         double ts = timer_now(), bound;
+        train_dist_fault_point(r->dist, r->st.step + 1);
         if (train_step(r, &bound, err)) {
             rc = -1;
             break;
         }
         double secs = timer_now() - ts;
-        if (log_validate_save(r, bound, train_budget_spent(&r->budget, r->st.step), err)) {
+        bool last = train_budget_spent(&r->budget, r->st.step);
+        if (train_dist_root_decides(r->dist, &last, err) ||
+            log_validate_save(r, bound, last, err)) {
             rc = -1;
             break;
         }
+        go = !last;
         int n = snprintf(status, sizeof status, "bound %.2f nats", bound);
         if (isfinite(r->last_valid)) snprintf(status + n, sizeof status - n, ", valid %.2f", r->last_valid);
         train_meter_step(&r->meter, r->st.step, r->st.batch, secs, status);
@@ -759,6 +906,7 @@ static int train_loop(DrawRun *r, Error *err) {
 // After the last step: a checkpoint for a run that had none, the loss plot, the summary.
 static int finish_run(DrawRun *r, Error *err) {
     csvlog_close(&r->log);
+    if (!dist_is_root(r->dist)) return 0;
     if (r->meter.steps == 0 && !file_exists(r->ckpt) &&
         save_checkpoint(r->ckpt, &r->st, &r->params, &r->mom1, &r->mom2, err))
         return -1;
@@ -784,19 +932,34 @@ static int cmd_train(int argc, char **argv) {
     int code;
     if (parse_train_flags(&f, argc, argv, &code)) return code;
     gemm_set_threads(f.threads);
-    DrawRun r;
+    Dist dist;
     Error err;
-    int rc = open_run(&r, &f, &err);
+    if (dist_init(&dist, &err)) return fail(&err);
+    DrawRun r;
+    int rc = open_run(&r, &f, &dist, &err);
     if (rc == 0) {
+        const bool root = dist_is_root(&dist);
         RunInfo run_info;  // RUN/run.json: this invocation, for the report
-        run_info_begin(&run_info, f.out, "draw", argc, argv, f.threads, f.resume);
-        print_header(&r);
+        if (root) run_info_begin(&run_info, f.out, "draw", argc, argv, f.threads, dist.size,
+                                 f.resume);
+        if (root) print_header(&r);
         rc = train_loop(&r, &err);
         if (rc == 0) rc = finish_run(&r, &err);
-        run_info_end(&run_info, rc, r.st.step, train_meter_images_per_s(&r.meter));
+        if (root) run_info_end(&run_info, rc, r.st.step, train_meter_images_per_s(&r.meter));
+    }
+    int status = 0;
+    if (rc && r.reported) {
+        status = 1;  // printed by the ranks that failed
+    } else if (rc && r.failed_everywhere) {
+        if (dist_is_root(&dist)) fail(&err);  // rank 0 prints it, before any rank exits
+        dist_barrier(&dist);
+        status = 1;
+    } else if (rc) {
+        status = train_dist_fail(&dist, "draw", &err);  // with several ranks, ends them all
     }
     close_run(&r);
-    return rc ? fail(&err) : 0;
+    dist_finalize(&dist);
+    return status;
 }
 
 // A model and one split of data to run it on (eval, reconstruct): the split binarised as
@@ -840,23 +1003,36 @@ static int cmd_eval(int argc, char **argv) {
         return code;
     Error err;
     gemm_set_threads(threads);
+    Dist dist;  // under mpirun, each rank evaluates its share of every batch
+    if (dist_init(&dist, &err)) return fail(&err);
     Loaded m;
     ImageSet set;
-    if (load_model_and_split(&m, &set, model, data, root, split == 0 ? SPLIT_VALID : SPLIT_TEST, &err))
-        return fail(&err);
+    int rc = load_model_and_split(&m, &set, model, data, root, split == 0 ? SPLIT_VALID : SPLIT_TEST, &err);
+    if (rc == 0 && set.n < dist.size)
+        rc = error_set(&err, "%s has %d images, fewer than the %d ranks",
+                       data, set.n, dist.size);
+    if (train_dist_agree(&dist, rc, "draw", &err)) {
+        dist_finalize(&dist);
+        return 1;
+    }
     const DrawConfig *c = &m.state.cfg;
     int B = batch < set.n ? batch : set.n;
-    const int n_workers = draw_worker_count(threads, B);
-    DrawWorker *workers = xcalloc((size_t)n_workers, sizeof *workers);
-    draw_workers_alloc(workers, n_workers, c, B);
-    gemm_set_threads(threads / n_workers);
-    float *eps = xmalloc(sizeof(float) * (size_t)c->T * B * c->z);
-    float *x = xmalloc(sizeof(float) * (size_t)B * set.dim);
-    double *logw = xmalloc(sizeof(double) * (size_t)B * samples);
+    if (B < dist.size) B = dist.size;
+    EvalScratch scratch;
+    eval_scratch_alloc(&scratch, &dist, threads, c, B, samples);
+    gemm_set_threads(threads / scratch.n_workers);
     double t0 = timer_now();
-    EvalResult r = evaluate(workers, n_workers, B, &m.p, c, &set, limit, samples,
-                            (uint64_t)seed, x, eps, logw);
+    EvalResult r;
+    if (evaluate(&r, &scratch, &m.p, c, &set, limit, samples, (uint64_t)seed, &err))
+        return train_dist_fail(&dist, "draw", &err);
     double secs = timer_now() - t0;
+    if (!dist_is_root(&dist)) {
+        eval_scratch_free(&scratch);
+        imageset_free(&set);
+        block_free(&m.params);
+        dist_finalize(&dist);
+        return 0;
+    }
     const char *bin = m.state.binarize ? "binarised once, seed 0x5EED"
                       : draw_channels(c) > 1 ? "colour intensities" : "grey levels";
     const int dims = draw_image_size(c);  // per dimension: per pixel and channel
@@ -875,10 +1051,10 @@ static int cmd_eval(int argc, char **argv) {
         if (samples > 1)
             printf("importance-weighted NLL estimate (K = %d): %.3f nats\n", samples, r.nll_iw);
     }
-    draw_workers_free(workers, n_workers);
-    free(workers), free(eps), free(x), free(logw);
+    eval_scratch_free(&scratch);
     imageset_free(&set);
     block_free(&m.params);
+    dist_finalize(&dist);
     return 0;
 }
 
@@ -999,6 +1175,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "draw: %s\n", err.msg);
         return 2;
     }
+    if (which > 1 && train_dist_one_process_only("draw", names[which])) return 2;
     switch (which) {
     case 0: return cmd_train(argc - 1, argv + 1);
     case 1: return cmd_eval(argc - 1, argv + 1);

@@ -100,7 +100,7 @@ static int write_doc(RunInfo *ri, cJSON *list) {
 }
 
 void run_info_begin(RunInfo *ri, const char *dir, const char *program, int argc, char **argv,
-                    int threads, int append) {
+                    int threads, int ranks, int append) {
     memset(ri, 0, sizeof *ri);
     snprintf(ri->path, sizeof ri->path, "%s/run.json", dir);
     snprintf(ri->program, sizeof ri->program, "%s", program);
@@ -133,6 +133,7 @@ void run_info_begin(RunInfo *ri, const char *dir, const char *program, int argc,
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     cJSON_AddNumberToObject(inv, "cpus_online", (double)(online > 0 ? online : 1));
     cJSON_AddNumberToObject(inv, "threads", threads);
+    if (ranks > 1) cJSON_AddNumberToObject(inv, "ranks", ranks);
     cJSON_AddStringToObject(inv, "status", "running");
     cJSON_AddItemToArray(list, inv);
     write_doc(ri, list);

@@ -9,7 +9,8 @@
 //                                            the work tree had changes; "unknown": no git)
 //         "date": "2026-11-25T09:30:00Z",    UTC, when the invocation started training
 //         "cpu": "AMD EPYC 9R14 96-Core Processor",   /proc/cpuinfo's model name
-//         "cpus_online": 2, "threads": 2,
+//         "cpus_online": 2, "threads": 2,   threads per rank; "ranks": N under mpirun
+//                                            (cli/train_dist.h), absent for one process
 //         "status": "finished",              "running" until it ends: a killed run stays
 //                                            "running"; "failed" when it stopped on an error
 //         "wall_seconds": 61.2,              begin to end of this invocation
@@ -29,11 +30,12 @@ typedef struct {
 } RunInfo;
 
 // Starts the record of one invocation: program "caption" or "draw", argv[0..argc) the
-// subcommand's arguments (argv[0] = "train"), threads the --threads value. With append
+// subcommand's arguments (argv[0] = "train"), threads the --threads value, ranks the MPI
+// ranks (1 without mpirun; rank 0 writes the record). With append
 // (a resumed run) the invocation joins those already in DIR/run.json; otherwise the file
 // is replaced.
 void run_info_begin(RunInfo *ri, const char *dir, const char *program, int argc, char **argv,
-                    int threads, int append);
+                    int threads, int ranks, int append);
 
 // Ends it: status 0 (finished) or not (failed), the step count, the training throughput.
 void run_info_end(RunInfo *ri, int status, long steps, double images_per_s);

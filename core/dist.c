@@ -28,6 +28,12 @@ static int launcher_size(void) {
     return (*end == '\0' && v > 0 && v <= INT_MAX) ? (int)v : 0;
 }
 
+int dist_launched(int *rank) {
+    const char *s = getenv("OMPI_COMM_WORLD_RANK");
+    *rank = s && *s ? atoi(s) : 0;
+    return launcher_size();
+}
+
 int dist_init(Dist *d, Error *err) {
     memset(d, 0, sizeof *d);
     d->size = 1;
@@ -99,7 +105,7 @@ int dist_allreduce_sum(Dist *d, float *buf, size_t n, Error *err) {
 #ifdef ATTEND_MPI
     if (n > (size_t)INT_MAX) return error_set(err, "mpi: a %zu-float reduction is too large", n);
     const int N = d->size;
-    int *counts = malloc(4 * (size_t)N * sizeof *counts);
+    int *counts = calloc(4 * (size_t)N, sizeof *counts);
     if (!counts) return error_set(err, "mpi: out of memory");
     int *displs = counts + N, *rcounts = counts + 2 * N, *rdispls = counts + 3 * N;
     for (int r = 0; r < N; r++) dist_share_of(r, N, (int)n, &displs[r], &counts[r]);
@@ -115,7 +121,7 @@ int dist_allreduce_sum(Dist *d, float *buf, size_t n, Error *err) {
         if (rc != MPI_SUCCESS) status = mpi_failed(rc, "all-to-all", err);
     }
     if (status == 0) {
-        const float **parts = malloc((size_t)N * sizeof *parts);
+        const float **parts = calloc((size_t)N, sizeof *parts);
         if (!parts) {
             status = error_set(err, "mpi: out of memory");
         } else {
@@ -168,6 +174,34 @@ int dist_broadcast(const Dist *d, void *buf, size_t bytes, Error *err) {
     return rc == MPI_SUCCESS ? 0 : mpi_failed(rc, "broadcast", err);
 #else
     (void)buf;
+    return error_set(err, "mpi: not built with MPI");
+#endif
+}
+
+int dist_allgather_ranges(const Dist *d, void *buf, size_t item_bytes, const int *begins,
+                          const int *counts, Error *err) {
+    if (d->size == 1) return 0;
+#ifdef ATTEND_MPI
+    const int N = d->size;
+    int *bytes = malloc(2 * (size_t)N * sizeof *bytes);
+    if (!bytes) return error_set(err, "mpi: out of memory");
+    int *displs = bytes + N, status = 0;
+    for (int r = 0; r < N && status == 0; r++) {
+        size_t b = (size_t)counts[r] * item_bytes, o = (size_t)begins[r] * item_bytes;
+        if (b > (size_t)INT_MAX || o > (size_t)INT_MAX)
+            status = error_set(err, "mpi: a %zu-byte gather is too large", b + o);
+        bytes[r] = (int)b;
+        displs[r] = (int)o;
+    }
+    if (status == 0) {
+        int rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buf, bytes, displs, MPI_BYTE,
+                                MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) status = mpi_failed(rc, "all-gather", err);
+    }
+    free(bytes);
+    return status;
+#else
+    (void)buf, (void)item_bytes, (void)begins, (void)counts;
     return error_set(err, "mpi: not built with MPI");
 #endif
 }

@@ -45,6 +45,10 @@ typedef struct {
 
 // 1 if this build can run under mpirun (compiled with Open MPI).
 int dist_available(void);
+// The number of ranks mpirun started (0 when not started by it), and this process's rank
+// in *rank, read from the launcher's environment without initialising MPI: for commands
+// that run as one process only.
+int dist_launched(int *rank);
 
 // Initialises MPI when the process was started by mpirun, else sets rank 0 of 1. Fails when
 // started by mpirun in a build without MPI, or when MPI cannot start.
@@ -67,6 +71,11 @@ int dist_allreduce_sum(Dist *d, float *buf, size_t n, Error *err);
 int dist_allreduce_sum_f64(Dist *d, double *buf, size_t n, Error *err);
 // buf (n) of root's bytes copied to every rank.
 int dist_broadcast(const Dist *d, void *buf, size_t bytes, Error *err);
+// buf holds items of item_bytes each; rank r's items [begins[r], begins[r] + counts[r])
+// (begins and counts: one entry per rank, ranges in rank order, not overlapping) are in
+// place in its buf. On return every rank's buf holds every rank's items.
+int dist_allgather_ranges(const Dist *d, void *buf, size_t item_bytes, const int *begins,
+                          const int *counts, Error *err);
 // Every rank learns whether any rank failed: pass 0 or -1 (this rank's status); returns -1
 // on every rank if any passed -1. A collective: every rank must call it at the same point.
 int dist_any_failed(const Dist *d, int status);

@@ -717,6 +717,14 @@ static void *step_job_run(void *arg) {
 void sat_forward_backward_parallel(SatLoss *out, SatModel *model, SatModel *workers,
                                    int n_workers, const float *images, const int *words,
                                    const int *lens, int nb, uint64_t seed) {
+    sat_forward_backward_parallel_from(out, model, workers, n_workers, 0, images, words, lens, nb,
+                                       seed);
+}
+
+void sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *workers,
+                                        int n_workers, int first_stream, const float *images,
+                                        const int *words, const int *lens, int nb,
+                                        uint64_t seed) {
     const size_t per = sat_input_floats(&model->cfg);
     const int ML = model->cfg.max_len;
     StepJob jobs[64];
@@ -731,7 +739,7 @@ void sat_forward_backward_parallel(SatLoss *out, SatModel *model, SatModel *work
         r->baseline_set = model->baseline_set;
         jobs[used] = (StepJob){.m = r, .images = images + (size_t)start * per,
                                .words = words + (size_t)start * ML, .lens = lens + start, .n = n};
-        rng_seed(&jobs[used].rng, seed * 0x2545F4914F6CDD1DULL + (uint64_t)w + 1);
+        rng_seed(&jobs[used].rng, seed * 0x2545F4914F6CDD1DULL + (uint64_t)(first_stream + w) + 1);
         start += n;
         used++;
     }

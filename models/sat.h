@@ -186,6 +186,13 @@ void sat_backward(SatModel *m);
 void sat_forward_backward_parallel(SatLoss *out, SatModel *m, SatModel *workers, int n_workers,
                                    const float *images, const int *words, const int *lens, int B,
                                    uint64_t seed);
+// The same with worker w drawing from stream first_stream + w: a process that runs one
+// part of a larger group of workers (an MPI rank, cli/train_dist.h) numbers its workers
+// after those of the parts before it, so that each share of the batch gets the stream it
+// gets in one process with every worker.
+void sat_forward_backward_parallel_from(SatLoss *out, SatModel *m, SatModel *workers,
+                                        int n_workers, int first_stream, const float *images,
+                                        const int *words, const int *lens, int B, uint64_t seed);
 
 // Decoding: tokens (B, max_len) word ids, lens (B), alphas (B, max_len, L) the attention
 // of each emitted word (or NULL), for beam width beam (1 = greedy). Score normalised by

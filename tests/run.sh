@@ -19,6 +19,7 @@ bindir=${2:-bin}
 export ATTEND_BIN="$bindir"
 passed=0
 failed=0
+skipped=0
 log=$(mktemp)
 vg=${ATTEND_VALGRIND:-}
 if [ -n "$vg" ]; then
@@ -58,7 +59,8 @@ for t in "$build"/tests/test_*; do
         echo "FAIL $name: exited with status $status"
         tail -n 20 "$log"
     fi
-    grep '^FAIL \|^  ' "$log"
+    grep '^FAIL \|^skip \|^  ' "$log"
+    skipped=$((skipped + $(grep -c '^skip ' "$log")))
     if [ -n "$vg" ]; then
         bad=$(grep -lE "$vg_errors" "$vgdir"/logs/*.log 2>/dev/null)
         if [ -z "$bad" ] && [ "$status" -eq 99 ] && [ "$f" -eq 0 ]; then
@@ -83,5 +85,6 @@ for t in "$build"/tests/test_*; do
 done
 rm -f "$log"
 [ -n "$vg" ] && rm -rf "$vgdir"
+[ "$skipped" -gt 0 ] && echo "$skipped skipped (reasons above)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

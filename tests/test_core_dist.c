@@ -92,6 +92,24 @@ static int ranks_main(void) {
         printf("rank %d of %d: %d elements differ; loss %g (want %g) %g\n", d.rank, d.size, bad,
                loss[0], want_loss, loss[1]);
         if (loss[0] != want_loss || loss[1] != 0.5 * d.size) bad++;
+        // Gather of ranges: rank r owns items [3r, 3r + r + 1) of pairs of ints (unequal
+        // lengths, one gap-free run), fills them with (r, i) and gets everyone's.
+        int begins[8], counts[8], total = 0;
+        for (int r = 0; r < d.size && r < 8; r++) {
+            begins[r] = total;
+            counts[r] = r + 1;
+            total += r + 1;
+        }
+        int *items = calloc((size_t)total * 2, sizeof *items);
+        for (int i = begins[d.rank]; i < begins[d.rank] + counts[d.rank]; i++)
+            items[2 * i] = d.rank, items[2 * i + 1] = i;
+        int gather_bad = dist_allgather_ranges(&d, items, 2 * sizeof *items, begins, counts, &err);
+        for (int r = 0; r < d.size && !gather_bad; r++)
+            for (int i = begins[r]; i < begins[r] + counts[r]; i++)
+                gather_bad += items[2 * i] != r || items[2 * i + 1] != i;
+        printf("rank %d of %d: gather %s\n", d.rank, d.size, gather_bad ? "wrong" : "right");
+        bad += gather_bad != 0;
+        free(items);
     }
     for (int r = 0; r < d.size; r++) free(parts[r]);
     free(parts);
@@ -115,10 +133,12 @@ static void run_ranks(int np) {
     char *err = scratch_read(&sc, "stderr.txt", NULL);
     EXPECT(status == 0, "%d ranks: status %d; stdout: %s; stderr: %s", np, status,
            out ? out : "", err ? err : "");
-    EXPECT(scratch_count_lines(out) == np, "%d ranks printed: %s", np, out ? out : "");
+    EXPECT(scratch_count_lines(out) == 2 * np, "%d ranks printed: %s", np, out ? out : "");
     for (int r = 0; r < np && out; r++) {
         char want[128];
         snprintf(want, sizeof want, "rank %d of %d: 0 elements differ", r, np);
+        EXPECT(strstr(out, want), "missing \"%s\" in: %s", want, out);
+        snprintf(want, sizeof want, "rank %d of %d: gather right", r, np);
         EXPECT(strstr(out, want), "missing \"%s\" in: %s", want, out);
     }
     free(out);

@@ -66,7 +66,7 @@ int scratch_run(const Scratch *s, const char *fmt, ...) {
 
 const char *scratch_mpirun(void) {
     const char *m = getenv("ATTEND_MPIRUN");
-    return m && m[0] ? m : "mpirun --allow-run-as-root --oversubscribe --bind-to none";
+    return m && m[0] ? m : "sh tests/mpirun_local.sh";
 }
 
 int scratch_run_mpi(const Scratch *s, int np, const char *fmt, ...) {

@@ -37,10 +37,10 @@ int scratch_open(Scratch *s, const char *prefix, const char *program);
 // from fmt. Returns the exit status, or -1 when the program did not exit normally.
 int scratch_run(const Scratch *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-// The command that starts N ranks on this machine, the one place that knows Open MPI's
-// flags for it: $ATTEND_MPIRUN, else "mpirun --allow-run-as-root --oversubscribe
-// --bind-to none" (root in a container needs the first; more ranks than cores the second;
-// the third keeps two ranks from sharing one core). Followed by "-np N PROGRAM ARGS".
+// The command that starts N ranks on this machine: $ATTEND_MPIRUN, else
+// "sh tests/mpirun_local.sh", the one place that knows Open MPI's flags for it (root in a
+// container, more ranks than cores, no binding; run from the repository's root, as the
+// tests are). Followed by "-np N PROGRAM ARGS".
 const char *scratch_mpirun(void);
 
 // Like scratch_run, under "scratch_mpirun() -np NP". Ranks' outputs go to the same files.

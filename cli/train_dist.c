@@ -1,0 +1,72 @@
+#include "cli/train_dist.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int train_dist_one_process_only(const char *program, const char *command) {
+    int rank, size = dist_launched(&rank);
+    if (size <= 1) return 0;
+    if (rank == 0)
+        fprintf(stderr, "%s %s runs as one process (train and eval split their work over "
+                        "ranks): start it without mpirun\n", program, command);
+    return 2;
+}
+
+void train_dist_print(const Dist *d, const char *program, const Error *err) {
+    if (d->size > 1)
+        fprintf(stderr, "rank %d of %d: %s: %s\n", d->rank, d->size, program, err->msg);
+    else
+        fprintf(stderr, "%s: %s\n", program, err->msg);
+    fflush(stderr);
+}
+
+int train_dist_agree(const Dist *d, int status, const char *program, const Error *err) {
+    if (status) train_dist_print(d, program, err);
+    return dist_any_failed(d, status);
+}
+
+int train_dist_fail(const Dist *d, const char *program, const Error *err) {
+    if (d->size > 1) {
+        char line[sizeof err->msg + 64];
+        snprintf(line, sizeof line, "%s: %s", program, err->msg);
+        dist_abort(d, line);
+    }
+    train_dist_print(d, program, err);
+    return 1;
+}
+
+int train_dist_broadcast_block(const Dist *d, Block *b, Error *err) {
+    return dist_broadcast(d, b->data, b->numel * sizeof *b->data, err);
+}
+
+int train_dist_reduce_grads(Dist *d, Block *grads, int count, int B, Error *err) {
+    if (d->size == 1) return 0;
+    // The factor one process's workers use (models/draw.c, models/sat.c: a float of the
+    // double share), so N ranks of one thread match one process of N threads.
+    const float share = (float)((double)count / B);
+    float *g = grads->data;
+    for (size_t i = 0; i < grads->numel; i++) g[i] *= share;
+    return dist_allreduce_sum(d, g, grads->numel, err);
+}
+
+int train_dist_reduce_means(Dist *d, double *v, int n, int count, int B, Error *err) {
+    if (d->size == 1) return 0;
+    const double share = (double)count / B;
+    for (int i = 0; i < n; i++) v[i] *= share;
+    return dist_allreduce_sum_f64(d, v, (size_t)n, err);
+}
+
+int train_dist_root_decides(const Dist *d, bool *flag, Error *err) {
+    if (d->size == 1) return 0;
+    int v = *flag;
+    if (dist_broadcast(d, &v, sizeof v, err)) return -1;
+    *flag = v != 0;
+    return 0;
+}
+
+void train_dist_fault_point(const Dist *d, long step) {
+    const char *rank = getenv("ATTEND_FAULT_KILL_RANK"), *at = getenv("ATTEND_FAULT_KILL_STEP");
+    if (!rank || !rank[0] || !at || !at[0]) return;
+    if (atoi(rank) == d->rank && atol(at) == step) raise(SIGKILL);
+}

@@ -1,0 +1,80 @@
+// train_dist.h: the train and eval commands over MPI ranks (core/dist.h), in one place.
+//
+// `mpirun -np N bin/draw train ...` runs N copies of the command. --batch stays the global
+// batch: every rank knows the whole batch (the epoch's order is a function of the seed and
+// the epoch) and runs the model on its contiguous share only (dist_share). The randomness
+// of an image is drawn as one process draws it, so a rank draws only its share's:
+//   - DRAW: each image's binarisation and noise from streams of its own, seeded with (seed,
+//     step, its place in the batch); eval's noise with (seed, image index);
+//   - the captioner: every rank draws every image's caption choice from the step's stream
+//     (a few integers a step), and each worker of each rank its share's dropout masks and
+//     hard-attention samples from a stream numbered across the ranks (models/sat.h), as one
+//     process with all the ranks' workers would.
+//
+// The share's gradient is the mean over its `count` images; scaled by count / B and summed
+// over the ranks in rank order (train_dist_reduce_grads) it is the global batch's gradient,
+// computed as the threads of one process compute it: N ranks of one thread give the bits of
+// one process with N threads (its workers split the batch alike and add share-weighted
+// gradients in worker order). Every rank then applies the same clip and Adam step, so the
+// weights stay identical without broadcasting them.
+//
+// Rank 0 alone writes: the progress line, log.csv, plots, checkpoints, run.json, the
+// summary. Failures:
+//   - set-up (flags, files, data): every rank reaches train_dist_agree; a rank that failed
+//     prints "rank R of N: draw: reason" and every rank ends with status 1, none waits;
+//   - a failure that every rank sees alike after a reduction (a non-finite loss or
+//     gradient): rank 0 prints it, every rank ends with status 1;
+//   - anything else during the run (a checkpoint that cannot be written, a rank out of
+//     memory or killed): train_dist_fail ends the whole job at once (MPI_Abort; mpirun
+//     reports a killed rank by its number and signal), and the last checkpoint, written
+//     atomically, stays as it was.
+#ifndef CLI_TRAIN_DIST_H
+#define CLI_TRAIN_DIST_H
+
+#include <stdbool.h>
+
+#include "core/block.h"
+#include "core/dist.h"
+#include "core/error.h"
+
+// Commands that run as one process (generate, predict, reports, ...): under mpirun with
+// several ranks, rank 0 prints "PROGRAM COMMAND runs as one process: start it without
+// mpirun" and every rank returns 2; otherwise 0.
+int train_dist_one_process_only(const char *program, const char *command);
+
+// Prints "PROGRAM: msg" (one process) or "rank R of N: PROGRAM: msg" as one line on stderr.
+void train_dist_print(const Dist *d, const char *program, const Error *err);
+
+// After a set-up phase: every rank passes its status (0 or -1, with err filled). Returns 0
+// when every rank succeeded; else -1 on every rank, after each failed rank printed its
+// error (train_dist_print). A collective.
+int train_dist_agree(const Dist *d, int status, const char *program, const Error *err);
+
+// A failure of this rank alone in the middle of a run: with several ranks, prints the line
+// and ends the whole job (does not return); alone, prints it and returns 1 (the exit status).
+int train_dist_fail(const Dist *d, const char *program, const Error *err);
+
+// b (a Block) copied from rank 0 to every rank (the weights and Adam moments at start, so
+// that every rank starts from rank 0's checkpoint whatever its own file system holds).
+int train_dist_broadcast_block(const Dist *d, Block *b, Error *err);
+
+// grads: the mean gradient over this rank's `count` images of a global batch of B. On
+// return every rank holds the global batch's mean gradient: each rank's scaled by
+// count / B, summed in rank order. Identity with one rank.
+int train_dist_reduce_grads(Dist *d, Block *grads, int count, int B, Error *err);
+
+// v (n): means over this rank's count images; on return the means over all B images, as
+// train_dist_reduce_grads computes them (scaled by count / B, summed in rank order).
+int train_dist_reduce_means(Dist *d, double *v, int n, int count, int B, Error *err);
+
+// *flag becomes rank 0's value on every rank (a decision taken by one clock, such as
+// whether a time budget is spent, so that no rank leaves a loop the others stay in).
+int train_dist_root_decides(const Dist *d, bool *flag, Error *err);
+
+// Fault injection for tests/test_cli_mpi.c: with ATTEND_FAULT_KILL_RANK=R and
+// ATTEND_FAULT_KILL_STEP=S in the environment, rank R kills itself (SIGKILL, as the kernel's
+// out-of-memory killer or a lost node would) when step S begins (steps counted from 1).
+void train_dist_fault_point(const Dist *d, long step);
+
+
+#endif
