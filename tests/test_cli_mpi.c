@@ -320,6 +320,40 @@ static void test_three_ranks_unequal_shares(void) {
                "caption: 3 ranks and 1 process of 3 threads wrote different states");
 }
 
+// The newer inputs over ranks, bit for bit against one process of 2 threads: colour DRAW
+// (3-channel scenes, the per-channel filterbanks) and the captioner on a feature cache (each
+// rank reads its share's annotations from the mapped file).
+static void test_colour_and_features_over_ranks(void) {
+    if (skip_without_mpirun("test_colour_and_features_over_ranks")) return;
+#define DRAW_COLOUR "train --data scenes --preset svhn --T 3 --read 3 --write 3 --hidden 16 " \
+                    "--z 4 --batch 8 --valid-every 4 --valid-images 8 --steps 4"
+    if (draw_ok(scratch_run(&draw_sc, DRAW_COLOUR " --threads 2 --out %s/col1", dir),
+                "colour draw, 1 process x 2 threads") &&
+        draw_ok(scratch_run_mpi(&draw_sc, 2, DRAW_COLOUR " --threads 1 --out %s/col2", dir),
+                "colour draw, 2 ranks"))
+        EXPECT(same_file("col1/model.safetensors", "col2/model.safetensors"),
+               "colour draw: 2 ranks and 1 process of 2 threads wrote different checkpoints");
+#undef DRAW_COLOUR
+    const char *vgg = "tests/fixtures/encoders/vgg19.safetensors";
+    char data[1200];
+    snprintf(data, sizeof data, "tsv:%s/fscenes/captions.tsv:%s/fscenes", dir, dir);
+    if (!caption_ok(scratch_run(&cap_sc, "scenes --out %s/fscenes --count 40 --image-size 64",
+                                dir), "caption scenes") ||
+        !caption_ok(scratch_run(&cap_sc, "features --encoder vgg19:%s --data %s --out "
+                                "%s/f.safetensors --image-size 64 --threads 1", vgg, data, dir),
+                    "caption features"))
+        return;
+#define CAPTION_FEATURES "train --data %s --features %s/f.safetensors --embed 16 --hidden 32 " \
+                         "--attn-dim 16 --batch 8 --steps 8 --dropout 0.3 --quiet"
+    if (caption_ok(scratch_run(&cap_sc, CAPTION_FEATURES " --threads 2 --out %s/feat1", data,
+                               dir, dir), "caption --features, 1 process x 2 threads") &&
+        caption_ok(scratch_run_mpi(&cap_sc, 2, CAPTION_FEATURES " --threads 1 --out %s/feat2",
+                                   data, dir, dir), "caption --features, 2 ranks"))
+        EXPECT(same_file("feat1/state.safetensors", "feat2/state.safetensors"),
+               "caption --features: 2 ranks and 1 process of 2 threads wrote different states");
+#undef CAPTION_FEATURES
+}
+
 // --- faults -----------------------------------------------------------------------------
 
 // A rank that cannot read its data (here: a --data-root only rank 1 is given) fails at
@@ -450,6 +484,7 @@ int main(void) {
     RUN(test_caption_resume_across_rank_counts);
     RUN(test_caption_eval_over_ranks);
     RUN(test_three_ranks_unequal_shares);
+    RUN(test_colour_and_features_over_ranks);
     RUN(test_one_process_commands_refuse_ranks);
     RUN(test_draw_rank_without_data_fails_named);
     RUN(test_draw_killed_rank_ends_job);
