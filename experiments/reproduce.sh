@@ -3,10 +3,14 @@
 # experiments/results/index.html over all of them. `make reproduce` runs it.
 #
 #   REPRODUCE=quick make reproduce    a smoke run: minutes (859 s on 2 cores shared with
-#                                     other jobs, load 6 to 11; 405 s of CPU time)
+#                                     other jobs, load 6 to 11; 405 s of CPU time; 1,553 s
+#                                     at nice 5 beside other builds, load 7 to 10, 519 s of CPU)
 #   REPRODUCE=full  make reproduce    the settings of the published tables: the step counts
 #                                     of their rows, so on the same machine and thread count
-#                                     the same weights and scores; about 2 hours of training
+#                                     the captioner's weights and scores (DRAW's rows were
+#                                     recorded before each image got its own random streams
+#                                     for MPI, 2026-11-25: its runs now draw other noise and
+#                                     land near, not on, those figures); about 2 hours of training
 #                                     at the published throughputs (4.2 hours at the rates
 #                                     measured beside the quick run above)
 #
