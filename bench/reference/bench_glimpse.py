@@ -1,0 +1,96 @@
+"""bench_glimpse.py: training throughput of the glimpse classifier (models/glimpse.h, the
+paper's configuration: 100 x 100, 8 glimpses of 12 x 12, LSTM 256, batch 64) in the toolkit
+against its PyTorch version (glimpse_ref.py), on the same threads.
+
+    /usr/bin/python3 bench/reference/bench_glimpse.py [--bin bin] [--steps 60] [--reps 3]
+
+run from the repository root (bench/run.sh does). For threads 1 and 2, each side runs --reps
+times, in rounds that run every setting once (the machine's speed drifts over minutes; the
+rounds spread that over both sides), and the median round counts:
+  the toolkit: `bin/draw classify train --steps STEPS --batch 64 --threads N --json` on real
+      cluttered MNIST; images_per_s is the step time only (the clutter of each batch is made
+      inside the step, so it counts against the toolkit);
+  PyTorch: `glimpse_ref.py bench --threads N` (torch intra-op threads; the batches are
+      random tensors made outside the timed region), torch.optim.Adam and gradient clipping
+      as the toolkit does.
+OPENBLAS_CORETYPE is set for both (the user's value, else what core/gemm.c would choose).
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_train  # noqa: E402  (coretype())
+
+HERE = os.path.relpath(os.path.dirname(os.path.abspath(__file__)))
+
+
+def last_json(text):
+    for line in reversed(text.strip().splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    return None
+
+
+def toolkit(bin_dir, threads, steps, env, tmp):
+    out = os.path.join(tmp, f"run{threads}")
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [os.path.join(bin_dir, "draw"), "classify", "train", "--steps", str(steps),
+           "--batch", "64", "--threads", str(threads), "--valid-every", str(10 * steps),
+           "--valid-images", "64", "--log-every", "10", "--out", out, "--json"]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    j = last_json(p.stdout)
+    if p.returncode or not j:
+        raise SystemExit(f"bench_glimpse: {' '.join(cmd)} failed: {p.stderr.strip()[-300:]}")
+    return j["images_per_s"]
+
+
+def pytorch(threads, steps, env):
+    cmd = ["/usr/bin/python3", os.path.join(HERE, "glimpse_ref.py"), "bench", "--threads",
+           str(threads), "--steps", str(max(5, steps // 4))]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    j = last_json(p.stdout)
+    if p.returncode or not j:
+        raise SystemExit(f"bench_glimpse: {' '.join(cmd)} failed: {p.stderr.strip()[-300:]}")
+    return j["images_per_s"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", default="bin")
+    ap.add_argument("--steps", type=int, default=60, help="toolkit steps per run")
+    ap.add_argument("--reps", type=int, default=3)
+    a = ap.parse_args()
+    env = dict(os.environ)
+    ct = bench_train.coretype()
+    if ct:
+        env["OPENBLAS_CORETYPE"] = ct
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(a.reps):
+            for threads in (1, 2):
+                results.setdefault(("toolkit", threads), []).append(
+                    toolkit(a.bin, threads, a.steps, env, tmp))
+                results.setdefault(("pytorch", threads), []).append(pytorch(threads, a.steps, env))
+    load = open("/proc/loadavg").read().split()[:3]
+    print(f"glimpse classifier training, 100x100, T 8, read 12x12, LSTM 256, batch 64 "
+          f"(OPENBLAS_CORETYPE={ct or 'default'}; load {' '.join(load)}; median of {a.reps})")
+    print("| threads | toolkit images/s | PyTorch images/s | ratio |")
+    print("|---|---|---|---|")
+    for threads in (1, 2):
+        t = statistics.median(results[("toolkit", threads)])
+        p = statistics.median(results[("pytorch", threads)])
+        print(f"| {threads} | {t:.0f} | {p:.0f} | {t / p:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
