@@ -30,14 +30,14 @@ static int fail(const Error *err) {
 
 typedef struct {
     const char *data, *root, *out;
-    int T, read_n, hidden, batch, threads, epochs, fragments;
+    int model, T, read_n, hidden, batch, threads, epochs, fragments;
     int valid_every, valid_images, log_every, ckpt_every;
     long steps, seed;
     double minutes;
     float lr, beta1, clip;
     bool resume, force, no_attention, json;
     struct {
-        bool data, T, read, hidden, no_attention, fragments, batch, lr, beta1, clip, seed;
+        bool model, data, T, read, hidden, no_attention, fragments, batch, lr, beta1, clip, seed;
     } given;
 } ClassifyFlags;
 
@@ -46,7 +46,9 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
                          .batch = 64, .threads = threads_available(), .fragments = 8,
                          .valid_every = 500, .valid_images = 1000, .log_every = 50, .seed = 1,
                          .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f};
+    static const char *const models[] = {"glimpse", "cnn", NULL};
     ArgSpec specs[] = {
+        {"model", ARG_CHOICE, &f->model, "glimpse: the recurrent attention classifier; cnn: the convolutional baseline (2 layers of 3x3 conv, ReLU, 2x2 max-pool, 16 and 32 channels; fc 256)", .choices = models, .given = &f->given.model},
         {"data", ARG_STRING, &f->data, "source of the digits and the clutter: mnist or fashion-mnist", .metavar = "D", .given = &f->given.data},
         {"data-root", ARG_STRING, &f->root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
         {"out", ARG_STRING, &f->out, "output folder (model.safetensors, log.csv, loss.png)", .metavar = "DIR", .required = true},
@@ -86,9 +88,9 @@ typedef struct {
     char ckpt[1100], csv[1100], png[1100];
     ImageSet train, valid;
     Block params, grads, mom1, mom2;
-    GlimpseParams p;
+    ClassifierParams p;
     AdamConfig adam;
-    GlimpseWorker *workers;
+    ClassifierWorker *workers;
     int n_workers, bpe;
     float *x;
     int *labels, *perm;
@@ -108,13 +110,18 @@ static const char *const RUN_FILES[] = {"model.safetensors"};
 static int check_resume_flags(ClassifyRun *r, Error *err) {
     const ClassifyFlags *f = r->f;
     ClassifyState *st = &r->st;
-    const GlimpseConfig *c = &st->cfg;
+    const GlimpseConfig *c = &st->cfg.glimpse;
+    const bool glimpse = st->cfg.kind == CLASSIFIER_GLIMPSE;
     FlagDiffs model = {0}, changed = {0};
+    flag_diffs_text(&model, "model", f->given.model, f->model ? "cnn" : "glimpse",
+                    classifier_kind_name(st->cfg.kind));
     flag_diffs_text(&model, "data", f->given.data, f->data, st->data);
-    flag_diffs_int(&model, "T", f->given.T, f->T, c->T);
-    flag_diffs_int(&model, "read", f->given.read, f->read_n, c->read_n);
-    flag_diffs_int(&model, "hidden", f->given.hidden, f->hidden, c->hidden);
-    flag_diffs_switch(&model, "no-attention", f->given.no_attention, f->no_attention, !c->attention);
+    if (glimpse) {
+        flag_diffs_int(&model, "T", f->given.T, f->T, c->T);
+        flag_diffs_int(&model, "read", f->given.read, f->read_n, c->read_n);
+        flag_diffs_int(&model, "hidden", f->given.hidden, f->hidden, c->hidden);
+        flag_diffs_switch(&model, "no-attention", f->given.no_attention, f->no_attention, !c->attention);
+    }
     flag_diffs_int(&model, "fragments", f->given.fragments, f->fragments, st->clutter.fragments);
     if (flag_diffs_refuse(&model, r->ckpt, err)) return -1;
     flag_diffs_int(&changed, "batch", f->given.batch, f->batch, st->batch);
@@ -148,14 +155,20 @@ static int load_data(ClassifyRun *r, Error *err) {
     if (!r->resumed) {
         st->clutter = clutter_config_default();
         st->clutter.fragments = f->fragments;
-        st->cfg = glimpse_config_default(st->clutter.W, st->clutter.H);
-        st->cfg.T = f->T, st->cfg.read_n = f->read_n, st->cfg.hidden = f->hidden;
-        st->cfg.attention = !f->no_attention;
+        if (f->model == 1) {
+            st->cfg.kind = CLASSIFIER_CNN;
+            st->cfg.cnn = convnet_config_default(st->clutter.W);
+        } else {
+            st->cfg.kind = CLASSIFIER_GLIMPSE;
+            GlimpseConfig *g = &st->cfg.glimpse;
+            *g = glimpse_config_default(st->clutter.W, st->clutter.H);
+            g->T = f->T, g->read_n = f->read_n, g->hidden = f->hidden, g->attention = !f->no_attention;
+        }
         st->seed = (uint64_t)f->seed;
         st->batch = f->batch;
         st->lr = f->lr, st->beta1 = f->beta1, st->clip = f->clip;
         snprintf(st->data, sizeof st->data, "%s", f->data);
-        if (glimpse_config_check(&st->cfg, err)) return -1;
+        if (classifier_config_check(&st->cfg, err)) return -1;
     }
     if (classify_load_split(&r->train, st->data, f->root, SPLIT_TRAIN, &st->clutter, err) ||
         classify_load_split(&r->valid, st->data, f->root, SPLIT_VALID, &st->clutter, err))
@@ -169,12 +182,12 @@ static int load_data(ClassifyRun *r, Error *err) {
 }
 
 static int init_model(ClassifyRun *r, const SafetensorsFile *file, Error *err) {
-    const GlimpseConfig *c = &r->st.cfg;
-    GlimpseParams g, pm, pv;
-    glimpse_layout(&r->params, &r->p, c);
-    glimpse_layout(&r->grads, &g, c);
-    glimpse_layout(&r->mom1, &pm, c);
-    glimpse_layout(&r->mom2, &pv, c);
+    const ClassifierConfig *c = &r->st.cfg;
+    ClassifierParams g, pm, pv;
+    classifier_layout(&r->params, &r->p, c);
+    classifier_layout(&r->grads, &g, c);
+    classifier_layout(&r->mom1, &pm, c);
+    classifier_layout(&r->mom2, &pv, c);
     block_alloc(&r->params), block_alloc(&r->grads), block_alloc(&r->mom1), block_alloc(&r->mom2);
     if (r->resumed) {
         if (safetensors_read_block(&r->params, "", file, r->ckpt, err) ||
@@ -184,7 +197,7 @@ static int init_model(ClassifyRun *r, const SafetensorsFile *file, Error *err) {
     } else {
         Rng init;
         rng_seed(&init, classify_mix64(r->st.seed, 0x1417));
-        glimpse_init(&r->p, c, &init);
+        classifier_init(&r->p, c, &init);
     }
     r->adam = adam_defaults(r->st.lr);
     r->adam.beta1 = r->st.beta1;
@@ -192,13 +205,13 @@ static int init_model(ClassifyRun *r, const SafetensorsFile *file, Error *err) {
 }
 
 static void alloc_buffers(ClassifyRun *r) {
-    const GlimpseConfig *c = &r->st.cfg;
+    const ClassifierConfig *c = &r->st.cfg;
     const int B = r->st.batch, threads = r->f->threads;
-    r->n_workers = glimpse_worker_count(threads, B);
+    r->n_workers = classifier_worker_count(threads, B);
     r->workers = xcalloc((size_t)r->n_workers, sizeof *r->workers);
-    glimpse_workers_alloc(r->workers, r->n_workers, c, B);
+    classifier_workers_alloc(r->workers, r->n_workers, c, B);
     gemm_set_threads(threads / r->n_workers);
-    r->x = xmalloc(sizeof(float) * (size_t)B * c->W * c->H);
+    r->x = xmalloc(sizeof(float) * (size_t)B * r->st.clutter.W * r->st.clutter.H);
     r->labels = xmalloc(sizeof(int) * (size_t)B);
     r->idx = xmalloc(sizeof(long) * (size_t)B);
     r->bpe = r->train.n / B;
@@ -207,7 +220,7 @@ static void alloc_buffers(ClassifyRun *r) {
 }
 
 static void close_run(ClassifyRun *r) {
-    if (r->workers) glimpse_workers_free(r->workers, r->n_workers);
+    if (r->workers) classifier_workers_free(r->workers, r->n_workers);
     block_free(&r->params), block_free(&r->grads), block_free(&r->mom1), block_free(&r->mom2);
     free(r->workers), free(r->x), free(r->labels), free(r->idx), free(r->perm);
     imageset_free(&r->train), imageset_free(&r->valid);
@@ -244,21 +257,24 @@ static int open_run(ClassifyRun *r, const ClassifyFlags *f, Error *err) {
 }
 
 static void print_header(const ClassifyRun *r) {
-    const GlimpseConfig *c = &r->st.cfg;
+    const GlimpseConfig *c = &r->st.cfg.glimpse;
     char budget[64] = "";
     if (r->budget.end_step) snprintf(budget, sizeof budget, " of %ld", r->budget.end_step);
     if (r->budget.seconds > 0)
         snprintf(budget + strlen(budget), sizeof budget - strlen(budget), "%s%g minutes",
                  r->budget.end_step ? ", at most " : ", ", r->budget.seconds / 60.0);
-    char read[48];
-    if (c->attention)
-        snprintf(read, sizeof read, "%d glimpses of %dx%d", c->T, c->read_n, c->read_n);
+    char read[64];
+    if (r->st.cfg.kind == CLASSIFIER_CNN)
+        snprintf(read, sizeof read, "convolutional baseline (%d layers, fc %d)", r->st.cfg.cnn.layers,
+                 r->st.cfg.cnn.fc);
+    else if (c->attention)
+        snprintf(read, sizeof read, "%d glimpses of %dx%d, LSTM %d", c->T, c->read_n, c->read_n, c->hidden);
     else
-        snprintf(read, sizeof read, "%d steps on the whole image (no attention)", c->T);
-    fprintf(stderr, "draw classify train: cluttered %s %dx%d (%d fragments of %dx%d), %s, LSTM %d, "
+        snprintf(read, sizeof read, "%d steps on the whole image (no attention), LSTM %d", c->T, c->hidden);
+    fprintf(stderr, "draw classify train: cluttered %s %dx%d (%d fragments of %dx%d), %s, "
             "batch %d, lr %g; gemm %s, %d thread%s; step %ld%s\n",
-            r->st.data, c->W, c->H, r->st.clutter.fragments, r->st.clutter.fragment,
-            r->st.clutter.fragment, read, c->hidden, r->st.batch, r->st.lr, gemm_backend(),
+            r->st.data, r->st.clutter.W, r->st.clutter.H, r->st.clutter.fragments, r->st.clutter.fragment,
+            r->st.clutter.fragment, read, r->st.batch, r->st.lr, gemm_backend(),
             r->f->threads, r->f->threads == 1 ? "" : "s", r->st.step, budget);
 }
 
@@ -282,7 +298,7 @@ static void make_batch(ClassifyRun *r) {
 static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
     ClassifyState *st = &r->st;
     make_batch(r);
-    *loss = glimpse_forward_parallel(r->workers, r->n_workers, &r->p, &st->cfg, r->x, r->labels,
+    *loss = classifier_forward_parallel(r->workers, r->n_workers, &r->p, &st->cfg, r->x, r->labels,
                                      st->batch, &r->grads, correct);
     if (train_check_finite(st->step + 1, "loss", *loss, &r->grads, r->ckpt, err)) return -1;
     clip_global_norm(r->grads.data, r->grads.numel, st->clip);

@@ -20,21 +20,33 @@ uint64_t classify_train_clutter_seed(uint64_t seed) { return classify_mix64(seed
 
 int classify_save(const char *path, const ClassifyState *s, const Block *params, const Block *m,
                   const Block *v, Error *err) {
-    char buf[20][64];
-    SafetensorsMeta meta[24];
+    char buf[24][64];
+    SafetensorsMeta meta[28];
     int k = 0;
 #define META(key, fmt, val)                                  \
     snprintf(buf[k], sizeof buf[k], fmt, val);               \
     meta[k] = (SafetensorsMeta){key, buf[k]};                \
     k++
-    const GlimpseConfig *c = &s->cfg;
-    META("glimpse.W", "%d", c->W);
-    META("glimpse.H", "%d", c->H);
-    META("glimpse.T", "%d", c->T);
-    META("glimpse.read_n", "%d", c->read_n);
-    META("glimpse.hidden", "%d", c->hidden);
-    META("glimpse.classes", "%d", c->classes);
-    META("glimpse.attention", "%d", c->attention);
+    const ClassifierConfig *cc = &s->cfg;
+    META("classify.model", "%s", classifier_kind_name(cc->kind));
+    if (cc->kind == CLASSIFIER_GLIMPSE) {
+        const GlimpseConfig *c = &cc->glimpse;
+        META("glimpse.W", "%d", c->W);
+        META("glimpse.H", "%d", c->H);
+        META("glimpse.T", "%d", c->T);
+        META("glimpse.read_n", "%d", c->read_n);
+        META("glimpse.hidden", "%d", c->hidden);
+        META("glimpse.classes", "%d", c->classes);
+        META("glimpse.attention", "%d", c->attention);
+    } else {
+        const ConvnetConfig *c = &cc->cnn;
+        META("cnn.S", "%d", c->S);
+        META("cnn.layers", "%d", c->layers);
+        META("cnn.channels1", "%d", c->channels[0]);
+        META("cnn.channels2", "%d", c->layers > 1 ? c->channels[1] : 0);
+        META("cnn.fc", "%d", c->fc);
+        META("cnn.classes", "%d", c->classes);
+    }
     META("clutter.fragments", "%d", s->clutter.fragments);
     META("clutter.fragment", "%d", s->clutter.fragment);
     META("train.step", "%ld", s->step);
@@ -82,18 +94,39 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
         return error_set(err, "%s: not a classifier checkpoint (format '%s', expected %s%s)", path,
                          fmt ? fmt : "missing", CLASSIFY_FORMAT,
                          fmt && !strncmp(fmt, "attend-draw", 11) ? "; this is a DRAW generator: use draw eval" : "");
-    static const char *const keys[] = {"glimpse.W", "glimpse.H", "glimpse.T", "glimpse.read_n",
-                                       "glimpse.hidden", "glimpse.classes", "glimpse.attention",
-                                       "clutter.fragments", "clutter.fragment", "train.step",
-                                       "train.batch"};
-    long v[11];
-    for (int i = 0; i < 11; i++)
-        if (meta_long(f, path, keys[i], 0, 2000000000L, &v[i], err)) return -1;
-    s->cfg = (GlimpseConfig){.W = (int)v[0], .H = (int)v[1], .T = (int)v[2], .read_n = (int)v[3],
-                             .hidden = (int)v[4], .classes = (int)v[5], .attention = v[6] != 0};
-    s->clutter = (ClutterConfig){.W = (int)v[0], .H = (int)v[1], .fragments = (int)v[7], .fragment = (int)v[8]};
-    s->step = v[9];
-    s->batch = (int)v[10];
+    const char *kind = safetensors_meta(f, "classify.model");
+    if (!kind || (strcmp(kind, "glimpse") != 0 && strcmp(kind, "cnn") != 0))
+        return error_set(err, "%s: metadata classify.model = '%s' (expected glimpse or cnn)", path,
+                         kind ? kind : "missing");
+    long v[7];
+    if (strcmp(kind, "glimpse") == 0) {
+        static const char *const keys[] = {"glimpse.W", "glimpse.H", "glimpse.T", "glimpse.read_n",
+                                           "glimpse.hidden", "glimpse.classes", "glimpse.attention"};
+        for (int i = 0; i < 7; i++)
+            if (meta_long(f, path, keys[i], 0, 1000000L, &v[i], err)) return -1;
+        s->cfg.kind = CLASSIFIER_GLIMPSE;
+        s->cfg.glimpse = (GlimpseConfig){.W = (int)v[0], .H = (int)v[1], .T = (int)v[2],
+                                         .read_n = (int)v[3], .hidden = (int)v[4],
+                                         .classes = (int)v[5], .attention = v[6] != 0};
+    } else {
+        static const char *const keys[] = {"cnn.S", "cnn.layers", "cnn.channels1", "cnn.channels2",
+                                           "cnn.fc", "cnn.classes"};
+        for (int i = 0; i < 6; i++)
+            if (meta_long(f, path, keys[i], 0, 1000000L, &v[i], err)) return -1;
+        if (v[1] < 1 || v[1] > 2) return error_set(err, "%s: metadata cnn.layers = %ld (1 or 2)", path, v[1]);
+        s->cfg.kind = CLASSIFIER_CNN;
+        s->cfg.cnn = (ConvnetConfig){.S = (int)v[0], .layers = (int)v[1],
+                                     .channels = {(int)v[2], (int)v[3]}, .fc = (int)v[4],
+                                     .classes = (int)v[5]};
+    }
+    static const char *const tkeys[] = {"clutter.fragments", "clutter.fragment", "train.step", "train.batch"};
+    long tv[4];
+    for (int i = 0; i < 4; i++)
+        if (meta_long(f, path, tkeys[i], 0, 2000000000L, &tv[i], err)) return -1;
+    s->clutter = (ClutterConfig){.W = classifier_width(&s->cfg), .H = classifier_height(&s->cfg),
+                                 .fragments = (int)tv[0], .fragment = (int)tv[1]};
+    s->step = tv[2];
+    s->batch = (int)tv[3];
     if (meta_float(f, path, "train.lr", &s->lr, err) || meta_float(f, path, "train.beta1", &s->beta1, err) ||
         meta_float(f, path, "train.clip", &s->clip, err))
         return -1;
@@ -106,7 +139,7 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
     const char *data = safetensors_meta(f, "train.data");
     snprintf(s->data, sizeof s->data, "%s", data && data[0] ? data : "mnist");
     Error e2;
-    if (glimpse_config_check(&s->cfg, &e2)) return error_set(err, "%s: %s", path, e2.msg);
+    if (classifier_config_check(&s->cfg, &e2)) return error_set(err, "%s: %s", path, e2.msg);
     if (clutter_config_check(&s->clutter, 28, 28, &e2))  // the MNIST family's 28 x 28 digits
         return error_set(err, "%s: clutter configuration: %s", path, e2.msg);
     if (s->batch < 1) return error_set(err, "%s: metadata train.batch = %d", path, s->batch);
@@ -119,7 +152,7 @@ int classify_load_model(ClassifyModel *m, const char *path, Error *err) {
     if (safetensors_load(&f, path, err)) return -1;
     int rc = classify_read_state(&f, path, &m->state, err);
     if (rc == 0) {
-        glimpse_layout(&m->params, &m->p, &m->state.cfg);
+        classifier_layout(&m->params, &m->p, &m->state.cfg);
         block_alloc(&m->params);
         rc = safetensors_read_block(&m->params, "", &f, path, err);
         if (rc) block_free(&m->params);
@@ -144,8 +177,9 @@ int classify_load_split(ImageSet *set, const char *data, const char *root, Split
     return 0;
 }
 
-ClassifyEval classify_evaluate(GlimpseWorker *w, int n_workers, int B, const GlimpseParams *p,
-                               const GlimpseConfig *c, const ImageSet *set,
+ClassifyEval classify_evaluate(ClassifierWorker *w, int n_workers, int B,
+                               const ClassifierParams *p, const ClassifierConfig *c,
+                               const ImageSet *set,
                                const ClutterConfig *clutter, uint64_t seed, int count,
                                float *x, int *labels) {
     ClassifyEval r = {0};
@@ -157,7 +191,7 @@ ClassifyEval classify_evaluate(GlimpseWorker *w, int n_workers, int B, const Gli
         for (int b = 0; b < nb; b++) idx[b] = start + b;
         cluttered_batch(x, labels, set, clutter, seed, idx, nb);
         int right = 0;
-        loss += nb * glimpse_forward_parallel(w, n_workers, p, c, x, labels, nb, NULL, &right);
+        loss += nb * classifier_forward_parallel(w, n_workers, p, c, x, labels, nb, NULL, &right);
         r.correct += right;
     }
     r.images = count;

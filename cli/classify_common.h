@@ -1,6 +1,6 @@
 // classify_common.h: what the subcommands of `draw classify` share. Checkpoints
 // (safetensors, written atomically): the parameters, the Adam moments ("adam.m/NAME",
-// "adam.v/NAME") and, in __metadata__, format "attend-glimpse-1", the model and clutter
+// "adam.v/NAME") and, in __metadata__, format "attend-classify-1", the model and clutter
 // configurations and the training state. The digits' source, loaded the same way by every
 // subcommand, and the error-rate evaluation.
 #ifndef CLI_CLASSIFY_COMMON_H
@@ -13,12 +13,12 @@
 #include "core/safetensors.h"
 #include "datasets/cluttered.h"
 #include "datasets/mnist.h"
-#include "models/glimpse.h"
+#include "models/classifier.h"
 
-#define CLASSIFY_FORMAT "attend-glimpse-1"
+#define CLASSIFY_FORMAT "attend-classify-1"
 
 typedef struct {
-    GlimpseConfig cfg;
+    ClassifierConfig cfg;
     ClutterConfig clutter;
     long step;
     uint64_t seed;
@@ -36,7 +36,7 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
 typedef struct {
     ClassifyState state;
     Block params;
-    GlimpseParams p;
+    ClassifierParams p;
 } ClassifyModel;
 
 int classify_load_model(ClassifyModel *m, const char *path, Error *err);
@@ -59,8 +59,9 @@ typedef struct {
     int images, correct;
 } ClassifyEval;
 
-ClassifyEval classify_evaluate(GlimpseWorker *w, int n_workers, int B, const GlimpseParams *p,
-                               const GlimpseConfig *c, const ImageSet *set,
+ClassifyEval classify_evaluate(ClassifierWorker *w, int n_workers, int B,
+                               const ClassifierParams *p, const ClassifierConfig *c,
+                               const ImageSet *set,
                                const ClutterConfig *clutter, uint64_t seed, int count,
                                float *x, int *labels);
 

@@ -52,26 +52,29 @@ int classify_eval_main(int argc, char **argv) {
     }
     int count = limit > 0 && limit < set.n ? limit : set.n;
     int B = batch < count ? batch : count;
-    int n_workers = glimpse_worker_count(threads, B);
-    GlimpseWorker *w = xcalloc((size_t)n_workers, sizeof *w);
-    glimpse_workers_alloc(w, n_workers, &st->cfg, B);
+    int n_workers = classifier_worker_count(threads, B);
+    ClassifierWorker *w = xcalloc((size_t)n_workers, sizeof *w);
+    classifier_workers_alloc(w, n_workers, &st->cfg, B);
     gemm_set_threads(threads / n_workers > 0 ? threads / n_workers : 1);
-    float *x = xmalloc(sizeof(float) * (size_t)B * st->cfg.W * st->cfg.H);
+    float *x = xmalloc(sizeof(float) * (size_t)B * st->clutter.W * st->clutter.H);
     int *labels = xmalloc(sizeof(int) * (size_t)B);
+    const bool glimpse = st->cfg.kind == CLASSIFIER_GLIMPSE;
     double t0 = timer_now();
     ClassifyEval r = classify_evaluate(w, n_workers, B, &m.p, &st->cfg, &set, &st->clutter,
                                        CLUTTER_TEST_SEED, count, x, labels);
     double secs = timer_now() - t0;
     if (json)
         printf("{\"error\": %.6f, \"loss\": %.6f, \"correct\": %d, \"images\": %d, \"split\": \"%s\", "
-               "\"data\": \"cluttered %s %dx%d, %d fragments\", \"T\": %d, \"attention\": %s, "
-               "\"step\": %ld, \"seconds\": %.3f}\n",
-               r.error, r.loss, r.correct, r.images, SPLITS[split], st->data, st->cfg.W, st->cfg.H,
-               st->clutter.fragments, st->cfg.T, st->cfg.attention ? "true" : "false", st->step, secs);
+               "\"data\": \"cluttered %s %dx%d, %d fragments\", \"model\": \"%s\", \"T\": %d, "
+               "\"attention\": %s, \"step\": %ld, \"seconds\": %.3f}\n",
+               r.error, r.loss, r.correct, r.images, SPLITS[split], st->data, st->clutter.W,
+               st->clutter.H, st->clutter.fragments, classifier_kind_name(st->cfg.kind),
+               glimpse ? st->cfg.glimpse.T : 0, glimpse && st->cfg.glimpse.attention ? "true" : "false",
+               st->step, secs);
     else
         printf("cluttered %s %s: error %.2f%% (%d of %d wrong), loss %.4f\n", st->data,
                SPLITS[split], 100.0 * r.error, r.images - r.correct, r.images, r.loss);
-    glimpse_workers_free(w, n_workers);
+    classifier_workers_free(w, n_workers);
     free(w), free(x), free(labels);
     imageset_free(&set);
     classify_model_free(&m);
@@ -164,6 +167,13 @@ int classify_show_main(int argc, char **argv) {
     ClassifyModel m;
     if (classify_load_model(&m, model, &err)) return fail(&err);
     const ClassifyState *st = &m.state;
+    if (st->cfg.kind != CLASSIFIER_GLIMPSE) {
+        error_set(&err, "%s: a %s model takes no glimpses (show draws the glimpse classifier's)",
+                  model, classifier_kind_name(st->cfg.kind));
+        classify_model_free(&m);
+        return fail(&err);
+    }
+    const GlimpseConfig *gc = &st->cfg.glimpse;
     ImageSet set;
     if (classify_load_split(&set, st->data, root, SPLIT_TEST, &st->clutter, &err)) {
         classify_model_free(&m);
@@ -171,19 +181,19 @@ int classify_show_main(int argc, char **argv) {
     }
     int rc = make_dirs(out, &err);
     GlimpseActs acts;
-    glimpse_acts_alloc(&acts, &st->cfg, count);
-    float *x = xmalloc(sizeof(float) * (size_t)count * st->cfg.W * st->cfg.H);
+    glimpse_acts_alloc(&acts, gc, count);
+    float *x = xmalloc(sizeof(float) * (size_t)count * gc->W * gc->H);
     int *labels = xmalloc(sizeof(int) * (size_t)count);
     long *idx = xmalloc(sizeof(long) * (size_t)count);
     if (rc == 0) {
         for (int i = 0; i < count; i++) idx[i] = first + i;
         cluttered_batch(x, labels, &set, &st->clutter, CLUTTER_TEST_SEED, idx, count);
         int correct = 0;
-        glimpse_forward(&acts, &m.p, &st->cfg, x, labels, count, &correct);
-        rc = write_pictures(out, &acts, &st->cfg, x, labels, count, scale, &err);
+        glimpse_forward(&acts, &m.p.glimpse, gc, x, labels, count, &correct);
+        rc = write_pictures(out, &acts, gc, x, labels, count, scale, &err);
         if (rc == 0)
             fprintf(stderr, "draw classify show: %d test images (%d right); wrote %s/glimpses.png%s\n",
-                    count, correct, out, st->cfg.attention ? ", patches.png" : "");
+                    count, correct, out, gc->attention ? ", patches.png" : "");
     }
     glimpse_acts_free(&acts);
     free(x), free(labels), free(idx);

@@ -1,7 +1,6 @@
 #include "models/glimpse.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "core/check.h"
@@ -227,87 +226,4 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
     }
     weight_grad(g->lstm_W, a->dgates, a->xh, LD, 0, 0, T, B, Bm, G, LD);
     if (c->attention) weight_grad(g->read_W, a->drparams, a->h, Hd, 1, 1, T, B, Bm, P, Hd);
-}
-
-// ---------------------------------------------------------------------------------------
-// Data parallelism
-
-int glimpse_worker_count(int threads, int B) {
-    int n = threads < B ? threads : B;
-    n = n > GLIMPSE_MAX_WORKERS ? GLIMPSE_MAX_WORKERS : n;
-    return n < 1 ? 1 : n;
-}
-
-void glimpse_workers_alloc(GlimpseWorker *w, int n, const GlimpseConfig *c, int B) {
-    CHECK(n >= 1 && n <= B && n <= GLIMPSE_MAX_WORKERS, "%d workers for %d images", n, B);
-    for (int k = 0; k < n; k++) {
-        glimpse_acts_alloc(&w[k].acts, c, (B + n - 1) / n);
-        memset(&w[k].grads, 0, sizeof w[k].grads);
-        glimpse_layout(&w[k].grads, &w[k].g, c);
-        block_alloc(&w[k].grads);
-    }
-}
-
-void glimpse_workers_free(GlimpseWorker *w, int n) {
-    for (int k = 0; k < n; k++) glimpse_acts_free(&w[k].acts), block_free(&w[k].grads);
-}
-
-typedef struct {
-    GlimpseWorker *w;
-    const GlimpseParams *p;
-    const GlimpseConfig *c;
-    const float *x;
-    const int *labels;
-    int backward, correct;
-    double loss;
-} GlimpseJob;
-
-static void *glimpse_job_run(void *arg) {
-    GlimpseJob *j = arg;
-    int n = j->w->rows;
-    j->loss = glimpse_forward(&j->w->acts, j->p, j->c, j->x, j->labels, n, &j->correct);
-    if (j->backward) {
-        block_zero(&j->w->grads);
-        glimpse_backward(&j->w->g, &j->w->acts, j->p, j->c, j->x, j->labels, n);
-    }
-    return NULL;
-}
-
-double glimpse_forward_parallel(GlimpseWorker *w, int n, const GlimpseParams *p,
-                                const GlimpseConfig *c, const float *x, const int *labels,
-                                int B, Block *grads, int *correct) {
-    CHECK(n >= 1 && n <= GLIMPSE_MAX_WORKERS && B >= 1, "%d workers, %d images", n, B);
-    GlimpseJob jobs[GLIMPSE_MAX_WORKERS];
-    pthread_t th[GLIMPSE_MAX_WORKERS];
-    const int HW = c->W * c->H;
-    int used = 0;
-    for (int k = 0, s = 0; k < n; k++) {
-        int nk = B / n + (k < B % n);
-        if (nk == 0) continue;
-        CHECK(nk <= w[k].acts.B, "worker %d: %d images, room for %d", k, nk, w[k].acts.B);
-        w[k].rows = nk, w[k].first = s;
-        jobs[used++] = (GlimpseJob){.w = &w[k], .p = p, .c = c, .x = x + (size_t)s * HW,
-                                    .labels = labels + s, .backward = grads != NULL};
-        s += nk;
-    }
-    for (int k = 1; k < used; k++)
-        CHECK(pthread_create(&th[k], NULL, glimpse_job_run, &jobs[k]) == 0, "pthread_create");
-    glimpse_job_run(&jobs[0]);
-    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
-    double loss = 0.0;
-    int right = 0;
-    if (grads) block_zero(grads);
-    for (int k = 0; k < used; k++) {
-        const double share = (double)jobs[k].w->rows / B;
-        loss += share * jobs[k].loss;
-        right += jobs[k].correct;
-        if (grads) {
-            const float sf = (float)share, *gk = jobs[k].w->grads.data;
-            float *d = grads->data;
-            CHECK(grads->numel == jobs[k].w->grads.numel);
-            for (size_t i = 0; i < grads->numel; i++) d[i] += sf * gk[i];
-        }
-    }
-    if (correct) *correct = right;
-    return loss;
 }

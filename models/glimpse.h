@@ -86,25 +86,4 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
 void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
                       const GlimpseConfig *c, const float *x, const int *labels, int B);
 
-// Data parallelism over the batch, as models/draw.h does it: worker k takes an equal share
-// of the rows, with its own activations and gradients; the shares' gradients are summed
-// weighted by their size (so the result is the whole batch's mean).
-#define GLIMPSE_MAX_WORKERS 64
-typedef struct {
-    GlimpseActs acts;
-    Block grads;
-    GlimpseParams g;
-    int rows;  // rows of the last call (its share)
-    int first;
-} GlimpseWorker;
-
-int glimpse_worker_count(int threads, int B);
-void glimpse_workers_alloc(GlimpseWorker *w, int n, const GlimpseConfig *c, int B);
-void glimpse_workers_free(GlimpseWorker *w, int n);
-// Forward (and with grads non-NULL, backward into grads: overwritten) of B <= the allocated
-// rows; returns the mean loss, *correct as glimpse_forward.
-double glimpse_forward_parallel(GlimpseWorker *w, int n, const GlimpseParams *p,
-                                const GlimpseConfig *c, const float *x, const int *labels,
-                                int B, Block *grads, int *correct);
-
 #endif

@@ -148,6 +148,25 @@ static void test_refusals(void) {
     expect_one_line(rc, "--resume --no-attention", "no-attention", NULL);
 }
 
+// The convolutional baseline trains, evaluates and resumes through the same command; show
+// refuses it (it takes no glimpses); --resume refuses another --model.
+static void test_cnn_baseline(void) {
+    int rc = run_draw("classify train --model cnn --batch 4 --steps 2 --valid-every 2 --valid-images 8 --out %s/cnn --json", tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "convolutional baseline"), "cnn train: %d %s", rc, err ? err : "");
+    free(err);
+    rc = run_draw("classify eval --model %s/cnn/model.safetensors --limit 8 --json", tmpdir);
+    char *out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "\"model\": \"cnn\""), "cnn eval: %s", out ? out : "");
+    free(out);
+    rc = run_draw("classify show --model %s/cnn/model.safetensors --out %s/cnnshow", tmpdir, tmpdir);
+    expect_one_line(rc, "show of a cnn", "takes no glimpses", NULL);
+    rc = run_draw("classify train --model glimpse --steps 4 --resume --out %s/cnn", tmpdir);
+    expect_one_line(rc, "--resume --model glimpse", "--model glimpse (checkpoint: cnn)", NULL);
+    rc = run_draw("classify train --steps 3 --resume --valid-every 3 --valid-images 8 --out %s/cnn", tmpdir);
+    EXPECT(rc == 0, "cnn resume exited %d", rc);
+}
+
 static void test_bad_input_one_line(void) {
     char path[600];
     int rc = run_draw("classify train --out %s/x --T 0", tmpdir);
@@ -209,6 +228,7 @@ int main(void) {
     RUN(test_show_and_export);
     RUN(test_resume_bit_identical);
     RUN(test_refusals);
+    RUN(test_cnn_baseline);
     RUN(test_bad_input_one_line);
     int rc = test_summary();
     if (rc == 0) scratch_remove(tmpdir);

@@ -9,6 +9,7 @@
 #include "core/block.h"
 #include "core/check.h"
 #include "core/rng.h"
+#include "models/classifier.h"
 #include "models/glimpse.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test.h"
@@ -126,46 +127,44 @@ static void test_loss_hand_checkable(void) {
     model_free(&m);
 }
 
-// Two workers over a batch of 5 give the one-worker loss and gradient (to float rounding).
+// Two workers over a batch of 5 (models/classifier.h) give the one-worker loss and
+// gradient (to float rounding); a second call gives the same; a partial batch equals a
+// model sized for it.
 static void test_workers_match_single(void) {
-    GlimpseConfig c = tiny_config(1);
+    ClassifierConfig cc = {.kind = CLASSIFIER_GLIMPSE, .glimpse = tiny_config(1)};
+    const GlimpseConfig c = cc.glimpse;
     Model m;
     model_make(&m, c, 5, 77);
-    GlimpseWorker one[1], two[2];
-    glimpse_workers_alloc(one, 1, &c, 5);
-    glimpse_workers_alloc(two, 2, &c, 5);
-    Block g1 = {0}, g2 = {0};
+    ClassifierParams cp = {.glimpse = m.p};
+    ClassifierWorker one[1], two[2];
+    classifier_workers_alloc(one, 1, &cc, 5);
+    classifier_workers_alloc(two, 2, &cc, 5);
+    Block g1 = {0}, g2 = {0}, g3 = {0};
     GlimpseParams v;
-    glimpse_layout(&g1, &v, &c), glimpse_layout(&g2, &v, &c);
-    block_alloc(&g1), block_alloc(&g2);
+    glimpse_layout(&g1, &v, &c), glimpse_layout(&g2, &v, &c), glimpse_layout(&g3, &v, &c);
+    block_alloc(&g1), block_alloc(&g2), block_alloc(&g3);
     int c1, c2;
-    double l1 = glimpse_forward_parallel(one, 1, &m.p, &c, m.x, m.labels, 5, &g1, &c1);
-    double l2 = glimpse_forward_parallel(two, 2, &m.p, &c, m.x, m.labels, 5, &g2, &c2);
+    double l1 = classifier_forward_parallel(one, 1, &cp, &cc, m.x, m.labels, 5, &g1, &c1);
+    double l2 = classifier_forward_parallel(two, 2, &cp, &cc, m.x, m.labels, 5, &g2, &c2);
     EXPECT_NEAR(l2, l1, 1e-6, 1e-6);
     EXPECT(c1 == c2, "correct %d vs %d", c1, c2);
     double worst = 0.0;
     for (size_t i = 0; i < g1.numel; i++) worst = fmax(worst, fabs(g1.data[i] - g2.data[i]));
     EXPECT(worst < 1e-6, "gradients differ by %g", worst);
-    // A second call on the same workers gives the same (nothing stale in the activations).
-    double l3 = glimpse_forward_parallel(two, 2, &m.p, &c, m.x, m.labels, 5, &g1, NULL);
+    double l3 = classifier_forward_parallel(two, 2, &cp, &cc, m.x, m.labels, 5, &g1, NULL);
     EXPECT(l3 == l2 && memcmp(g1.data, g2.data, sizeof(float) * g1.numel) == 0, "second call differs");
-    // A partial batch (3 of 5 rows) equals a model sized for 3.
     GlimpseActs small;
     glimpse_acts_alloc(&small, &c, 3);
-    Block g3 = {0};
-    glimpse_layout(&g3, &v, &c);
-    block_alloc(&g3);
     double l4 = glimpse_forward(&small, &m.p, &c, m.x, m.labels, 3, NULL);
     glimpse_backward(&v, &small, &m.p, &c, m.x, m.labels, 3);
-    block_zero(&g1);
-    double l5 = glimpse_forward_parallel(one, 1, &m.p, &c, m.x, m.labels, 3, &g1, NULL);
+    double l5 = classifier_forward_parallel(one, 1, &cp, &cc, m.x, m.labels, 3, &g1, NULL);
     EXPECT_NEAR(l5, l4, 1e-7, 1e-7);
     worst = 0.0;
     for (size_t i = 0; i < g1.numel; i++) worst = fmax(worst, fabs(g1.data[i] - g3.data[i]));
     EXPECT(worst < 1e-6, "partial batch gradients differ by %g", worst);
     glimpse_acts_free(&small);
     block_free(&g1), block_free(&g2), block_free(&g3);
-    glimpse_workers_free(one, 1), glimpse_workers_free(two, 2);
+    classifier_workers_free(one, 1), classifier_workers_free(two, 2);
     model_free(&m);
 }
 
