@@ -17,8 +17,8 @@
 #                   (IW NLL from K = 2)   (K = 10)
 #   sat-scenes      600 steps             31,958 steps            sat_scenes.md, (defaults) seed 1
 #   sat-ablation    250 steps per kind    each kind's steps       sat_ablation.md, first table
-#   draw-cluttered  300 steps each        FULL_CLUTTERED steps    draw_cluttered.md, dram8 and
-#                   (8 and 4 glimpses)    each                    dram4
+#   draw-cluttered  300 steps each        3,000 steps each        draw_cluttered.md: dram8,
+#                   (dram8, dram4, cnn)                           dram4, cnn
 #   (the captioner on 2 threads throughout)
 #
 # Runs go to RUNS (default runs/reproduce-MODE): a folder per run with its report.html,
@@ -39,7 +39,7 @@ quick)
     SCENES_STEPS=600 ABLATION_STEPS=250 CLUTTERED_STEPS=300 ;;
 full)
     THREADS=2 DRAW_THREADS=1 DRAW_STEPS=7141 DRAW_NOATTN_STEPS=5074 SAMPLES=10
-    SCENES_STEPS=31958 CLUTTERED_STEPS=FULL_CLUTTERED
+    SCENES_STEPS=31958 CLUTTERED_STEPS=3000
     ABLATION_STEPS="additive=3346 dot=4281 scaled-dot=4301 multiplicative=3475 multi-head=3327 local-monotonic=3745 local-predictive=3464 hard=3228 none=3644" ;;
 *)
     echo "reproduce.sh: REPRODUCE must be quick or full, not '$MODE'" >&2
@@ -82,7 +82,7 @@ run_steps() {
     step draw-plain env THREADS="$DRAW_THREADS" QUICK_NOATTN_STEPS="$DRAW_NOATTN_STEPS" sh experiments/draw_mnist.sh quick-noattn
     step sat-scenes env STEPS="$SCENES_STEPS" sh experiments/sat_scenes.sh
     step sat-ablation env STEPS="$ABLATION_STEPS" sh experiments/sat_ablation.sh
-    step draw-cluttered env STEPS="$CLUTTERED_STEPS" sh experiments/draw_cluttered.sh dram8 dram4
+    step draw-cluttered env STEPS="$CLUTTERED_STEPS" sh experiments/draw_cluttered.sh dram8 dram4 cnn
 }
 
 echo "reproduce: REPRODUCE=$MODE into $RUNS ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
