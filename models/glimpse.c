@@ -21,6 +21,9 @@ int glimpse_config_check(const GlimpseConfig *c, Error *err) {
     if (c->T < 1 || c->T > 1000) return error_set(err, "T %d out of range [1, 1000]", c->T);
     if (c->attention && (c->read_n < 1 || c->read_n > c->W || c->read_n > c->H))
         return error_set(err, "read N %d out of range [1, %d]", c->read_n, c->W < c->H ? c->W : c->H);
+    if (c->hard && (!c->attention || !(c->loc_std > 0.0f) || c->loc_std > 10.0f))
+        return error_set(err, "hard attention needs attention and a location std in (0, 10], not %g",
+                         (double)c->loc_std);
     if (c->hidden < 1 || c->hidden > 65536) return error_set(err, "hidden size %d out of range", c->hidden);
     if (c->classes < 2 || c->classes > 65536) return error_set(err, "classes %d out of range [2, 65536]", c->classes);
     return 0;
@@ -80,6 +83,9 @@ void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B) {
     block_add(k, &a->c, "c", 3, T, B, Hd);
     block_add(k, &a->gates, "gates", 3, T, B, 4 * Hd);
     block_add(k, &a->rparams, "rparams", 3, T, B, P);
+    block_add(k, &a->eps, "eps", 3, T, B, c->hard ? 2 : 0);
+    block_add(k, &a->locmean, "locmean", 3, T, B, c->hard ? 2 : 0);
+    block_add(k, &a->reward, "reward", 1, B);
     block_add(k, &a->Fx, "Fx", 3, T, B, N * c->W);
     block_add(k, &a->Fy, "Fy", 3, T, B, N * c->H);
     block_add(k, &a->gamma, "gamma", 2, T, B);
@@ -108,6 +114,16 @@ void glimpse_acts_free(GlimpseActs *a) {
     memset(a, 0, sizeof *a);
 }
 
+void glimpse_fill_noise(GlimpseActs *a, const GlimpseConfig *c, int B, Rng *rng) {
+    CHECK(c->hard && B <= a->B);
+    for (int t = 0; t < c->T; t++) rng_normal_fill(rng, glimpse_at(a, a->eps, t, 2), (size_t)B * 2);
+}
+
+void glimpse_reinforce_mean_grad(float *dmean, const float *l, const float *m, float adv,
+                                 float sd, float scale, int n) {
+    for (int k = 0; k < n; k++) dmean[k] += -scale * adv * (l[k] - m[k]) / (sd * sd);
+}
+
 double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c,
                        const float *x, const int *labels, int B, int *correct) {
     CHECK(B >= 1 && B <= a->B, "B %d, room for %d", B, a->B);
@@ -124,6 +140,17 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
                 linear_forward(rp, hp, p->read_W, p->read_b, B, Hd, P);
             else
                 for (int b = 0; b < B; b++) memcpy(rp + (size_t)b * P, p->read_b, sizeof(float) * P);
+            if (c->hard) {  // the sampled (or given) centre; the mean kept for the backward
+                const float *e = glimpse_at(a, a->eps, t, 2);
+                float *m = glimpse_at(a, a->locmean, t, 2);
+                const float *fl = a->fixed_loc ? a->fixed_loc + (size_t)t * B * 2 : NULL;
+                for (int b = 0; b < B; b++)
+                    for (int k = 0; k < 2; k++) {
+                        float *r = &rp[(size_t)b * P + k];
+                        m[b * 2 + k] = *r;
+                        *r = fl ? fl[b * 2 + k] : *r + c->loc_std * e[b * 2 + k];
+                    }
+            }
             filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
             filterbank_read_forward(xh, LD, x, Fx, Fy, g, a->fb_scratch, B, N, c->W, c->H);
         } else {
@@ -144,16 +171,15 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
     const float *hT = glimpse_at(a, a->h, c->T - 1, Hd);
     linear_forward(a->logits, hT, p->out_W, p->out_b, B, Hd, c->classes);
     double total = crossentropy_forward(a->losses, a->probs, a->logits, labels, B, c->classes);
-    if (correct) {
-        int right = 0;
-        for (int b = 0; b < B; b++) {
-            const float *z = a->logits + (size_t)b * c->classes;
-            int best = 0;
-            for (int k = 1; k < c->classes; k++) best = z[k] > z[best] ? k : best;
-            right += best == labels[b];
-        }
-        *correct = right;
+    int right = 0;
+    for (int b = 0; b < B; b++) {
+        const float *z = a->logits + (size_t)b * c->classes;
+        int best = 0;
+        for (int k = 1; k < c->classes; k++) best = z[k] > z[best] ? k : best;
+        a->reward[b] = best == labels[b] ? 1.0f : 0.0f;
+        right += best == labels[b];
     }
+    if (correct) *correct = right;
     return total / B;
 }
 
@@ -218,6 +244,16 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
                                      a->fb_scratch, B, N, c->W, c->H);
             filterbank_backward(drp, a->dFx, a->dFy, a->dgamma, Fx, Fy,
                                 glimpse_at(a, a->rparams, t, P), B, N, c->W, c->H);
+            if (c->hard) {  // the centre's gradient is REINFORCE's, not the image's
+                const float *m = glimpse_at(a, a->locmean, t, 2), *rp = glimpse_at(a, a->rparams, t, P);
+                for (int b = 0; b < B; b++) {
+                    float *d = drp + (size_t)b * P;
+                    d[0] = d[1] = 0.0f;
+                    glimpse_reinforce_mean_grad(d, rp + (size_t)b * P, m + b * 2,
+                                                a->reward[b] - a->baseline, c->loc_std,
+                                                1.0f / (float)B, 2);
+                }
+            }
             col_sums(g->read_b, drp, B, P);
             // Step t reads with h_{t-1}; step 0 with h_0 = 0 (bias only).
             if (t) gemm(false, false, B, Hd, P, 1.0f, drp, P, p->read_W, Hd, 1.0f, a->dh[prev], Hd);

@@ -13,6 +13,18 @@
 // The read's bias starts with the grid tiling the whole image (a coarse first look), as
 // DRAW's read does in models/draw.c.
 //
+// Hard attention (hard = 1; the RAM baseline of the paper's table, Mnih et al. 2014): the
+// window's centre is sampled, l_t = m_t + loc_std eps_t with m_t = the first two outputs
+// of the read's linear layer and eps_t ~ N(0, I) given by the caller (acts.eps, zeros for
+// evaluation at the mean); the other three window parameters (scale, sigma, gamma) stay
+// deterministic and differentiable. The centre gets no gradient through the image: its
+// gradient is REINFORCE's, from the reward R = 1 when the argmax of the logits is the
+// label (else 0) less a baseline b (the caller's, e.g. a moving average of R; see
+// models/sat.h for the captioner's): the backward computes the gradient of
+//     mean_b [ CE_b - (R_b - b) sum_t log N(l_t; m_t, loc_std^2 I) ]
+// with the samples l_t held fixed (glimpse_reinforce_mean_grad is its location term).
+// The reward of each image is left in acts.reward by the forward.
+//
 // Memory: one Block of parameters (GlimpseParams views); the activations of the unrolled
 // forward, laid out (T, B, ...), and the backward's buffers in one GlimpseActs Block sized
 // for at most B rows. Forward and backward allocate nothing.
@@ -30,6 +42,9 @@ typedef struct {
     int hidden;     // LSTM units
     int classes;    // softmax outputs
     int attention;  // 1: N x N read glimpses; 0: the whole image every step
+    int hard;       // 1: sampled window centres trained by REINFORCE (attention only)
+    float loc_std;  // hard only: the centre policy's standard deviation (g~ units, the
+                    // image spans [-1, 1])
 } GlimpseConfig;
 
 // The paper's table: 100 x 100, 8 glimpses of 12 x 12, LSTM 256, 10 classes.
@@ -55,7 +70,13 @@ typedef struct {
     float *xh;        // (T, B, R + hidden): [r_t, h_{t-1}]
     float *h, *c;     // (T, B, hidden)
     float *gates;     // (T, B, 4 hidden) post-activation
-    float *rparams;   // (T, B, 5) the read windows' raw parameters
+    float *rparams;   // (T, B, 5) the read windows' raw parameters (hard: the sampled centre)
+    float *eps;       // (T, B, 2) hard only: the centre noise, filled by the caller
+    float *locmean;   // (T, B, 2) hard only: the policy's means m_t
+    const float *fixed_loc;  // hard only, for tests: (T, B, 2) centres to use instead of
+                             // sampling (NULL: l_t = m_t + loc_std eps_t)
+    float *reward;    // (B) hard only: 1 when the image was classified right, else 0
+    float baseline;   // hard only: the reward baseline the backward uses (the caller's)
     float *Fx, *Fy;   // (T, B, N W), (T, B, N H)
     float *gamma;     // (T, B)
     float *logits;    // (B, classes)
@@ -77,6 +98,14 @@ void glimpse_acts_free(GlimpseActs *a);
 static inline float *glimpse_at(const GlimpseActs *a, float *base, int t, int width) {
     return base + (size_t)t * a->B * width;
 }
+
+// Hard attention: eps (T, B, 2) of acts from rng (N(0, 1)); zeros for the mean.
+void glimpse_fill_noise(GlimpseActs *a, const GlimpseConfig *c, int B, Rng *rng);
+// REINFORCE's gradient of -adv log N(l; m, sd^2 I) with respect to the mean m:
+// dmean (n) += -scale adv (l - m) / sd^2; l, m (n). With adv = R(l) - b, b independent of
+// l, its expectation over l ~ N(m, sd^2 I) is -scale times the gradient of E[R] in m.
+void glimpse_reinforce_mean_grad(float *dmean, const float *l, const float *m, float adv,
+                                 float sd, float scale, int n);
 
 // Forward of B images x (B, H W) with labels (B) in [0, classes); returns the mean loss.
 // correct (may be NULL) receives how many images the argmax of the logits gets right.
