@@ -34,10 +34,10 @@ typedef struct {
     int valid_every, valid_images, log_every, ckpt_every;
     long steps, seed;
     double minutes;
-    float lr, beta1, clip;
-    bool resume, force, no_attention, json;
+    float lr, beta1, clip, loc_std;
+    bool resume, force, no_attention, hard, json;
     struct {
-        bool model, data, T, read, hidden, no_attention, fragments, batch, lr, beta1, clip, seed;
+        bool model, data, T, read, hidden, no_attention, hard, loc_std, fragments, batch, lr, beta1, clip, seed;
     } given;
 } ClassifyFlags;
 
@@ -45,7 +45,7 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
     *f = (ClassifyFlags){.data = "mnist", .root = "data", .T = 8, .read_n = 12, .hidden = 256,
                          .batch = 64, .threads = threads_available(), .fragments = 8,
                          .valid_every = 500, .valid_images = 1000, .log_every = 50, .seed = 1,
-                         .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f};
+                         .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f, .loc_std = 0.2f};
     static const char *const models[] = {"glimpse", "cnn", NULL};
     ArgSpec specs[] = {
         {"model", ARG_CHOICE, &f->model, "glimpse: the recurrent attention classifier; cnn: the convolutional baseline (2 layers of 3x3 conv, ReLU, 2x2 max-pool, 16 and 32 channels; fc 256)", .choices = models, .given = &f->given.model},
@@ -56,6 +56,8 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
         {"read", ARG_INT, &f->read_n, "glimpse grid N (N x N)", .has_min = true, .min = 1, .has_max = true, .max = 100, .given = &f->given.read},
         {"hidden", ARG_INT, &f->hidden, "LSTM units", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.hidden},
         {"no-attention", ARG_FLAG, &f->no_attention, "read the whole image at every step", .given = &f->given.no_attention},
+        {"hard", ARG_FLAG, &f->hard, "hard attention: sample each window centre and train where to look by REINFORCE (the RAM baseline)", .given = &f->given.hard},
+        {"loc-std", ARG_FLOAT, &f->loc_std, "--hard: standard deviation of the centre policy (the image spans [-1, 1])", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 10, .given = &f->given.loc_std},
         {"fragments", ARG_INT, &f->fragments, "clutter fragments (8 x 8) per image", .has_min = true, .min = 0, .has_max = true, .max = CLUTTER_MAX_FRAGMENTS, .given = &f->given.fragments},
         {"batch", ARG_INT, &f->batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = 1024, .given = &f->given.batch},
         {"lr", ARG_FLOAT, &f->lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->given.lr},
@@ -92,7 +94,7 @@ typedef struct {
     AdamConfig adam;
     ClassifierWorker *workers;
     int n_workers, bpe;
-    float *x;
+    float *x, *eps;  // images (B, H W); hard attention's centre noise (T, B, 2)
     int *labels, *perm;
     long *idx;
     long perm_epoch;
@@ -121,6 +123,8 @@ static int check_resume_flags(ClassifyRun *r, Error *err) {
         flag_diffs_int(&model, "read", f->given.read, f->read_n, c->read_n);
         flag_diffs_int(&model, "hidden", f->given.hidden, f->hidden, c->hidden);
         flag_diffs_switch(&model, "no-attention", f->given.no_attention, f->no_attention, !c->attention);
+        flag_diffs_switch(&model, "hard", f->given.hard, f->hard, c->hard);
+        if (c->hard) flag_diffs_float(&model, "loc-std", f->given.loc_std, f->loc_std, c->loc_std);
     }
     flag_diffs_int(&model, "fragments", f->given.fragments, f->fragments, st->clutter.fragments);
     if (flag_diffs_refuse(&model, r->ckpt, err)) return -1;
@@ -163,6 +167,7 @@ static int load_data(ClassifyRun *r, Error *err) {
             GlimpseConfig *g = &st->cfg.glimpse;
             *g = glimpse_config_default(st->clutter.W, st->clutter.H);
             g->T = f->T, g->read_n = f->read_n, g->hidden = f->hidden, g->attention = !f->no_attention;
+            g->hard = f->hard, g->loc_std = f->hard ? f->loc_std : 0.0f;
         }
         st->seed = (uint64_t)f->seed;
         st->batch = f->batch;
@@ -213,6 +218,8 @@ static void alloc_buffers(ClassifyRun *r) {
     gemm_set_threads(threads / r->n_workers);
     r->x = xmalloc(sizeof(float) * (size_t)B * r->st.clutter.W * r->st.clutter.H);
     r->labels = xmalloc(sizeof(int) * (size_t)B);
+    if (c->kind == CLASSIFIER_GLIMPSE && c->glimpse.hard)
+        r->eps = xmalloc(sizeof(float) * (size_t)c->glimpse.T * B * 2);
     r->idx = xmalloc(sizeof(long) * (size_t)B);
     r->bpe = r->train.n / B;
     r->perm = xmalloc(sizeof(int) * (size_t)r->train.n);
@@ -222,7 +229,7 @@ static void alloc_buffers(ClassifyRun *r) {
 static void close_run(ClassifyRun *r) {
     if (r->workers) classifier_workers_free(r->workers, r->n_workers);
     block_free(&r->params), block_free(&r->grads), block_free(&r->mom1), block_free(&r->mom2);
-    free(r->workers), free(r->x), free(r->labels), free(r->idx), free(r->perm);
+    free(r->workers), free(r->x), free(r->eps), free(r->labels), free(r->idx), free(r->perm);
     imageset_free(&r->train), imageset_free(&r->valid);
     csvlog_close(&r->log);
 }
@@ -268,7 +275,8 @@ static void print_header(const ClassifyRun *r) {
         snprintf(read, sizeof read, "convolutional baseline (%d layers, fc %d)", r->st.cfg.cnn.layers,
                  r->st.cfg.cnn.fc);
     else if (c->attention)
-        snprintf(read, sizeof read, "%d glimpses of %dx%d, LSTM %d", c->T, c->read_n, c->read_n, c->hidden);
+        snprintf(read, sizeof read, "%d %sglimpses of %dx%d, LSTM %d", c->T,
+                 c->hard ? "hard (REINFORCE) " : "", c->read_n, c->read_n, c->hidden);
     else
         snprintf(read, sizeof read, "%d steps on the whole image (no attention), LSTM %d", c->T, c->hidden);
     fprintf(stderr, "draw classify train: cluttered %s %dx%d (%d fragments of %dx%d), %s, "
@@ -298,8 +306,16 @@ static void make_batch(ClassifyRun *r) {
 static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
     ClassifyState *st = &r->st;
     make_batch(r);
-    *loss = classifier_forward_parallel(r->workers, r->n_workers, &r->p, &st->cfg, r->x, r->labels,
-                                     st->batch, &r->grads, correct);
+    if (r->eps) {  // hard attention: the centre noise of this step, from (seed, step)
+        Rng sr;
+        rng_seed(&sr, classify_mix64(classify_mix64(st->seed, 0x5DE9), (uint64_t)st->step));
+        rng_normal_fill(&sr, r->eps, (size_t)st->cfg.glimpse.T * st->batch * 2);
+    }
+    *loss = classifier_forward_parallel_hard(r->workers, r->n_workers, &r->p, &st->cfg, r->x,
+                                             r->labels, st->batch, r->eps, st->baseline,
+                                             &r->grads, correct);
+    // REINFORCE's baseline: a moving average of the reward (decay 0.9, as the captioner's).
+    if (r->eps) st->baseline = 0.9f * st->baseline + 0.1f * (float)*correct / (float)st->batch;
     if (train_check_finite(st->step + 1, "loss", *loss, &r->grads, r->ckpt, err)) return -1;
     clip_global_norm(r->grads.data, r->grads.numel, st->clip);
     st->step++;

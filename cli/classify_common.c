@@ -38,6 +38,8 @@ int classify_save(const char *path, const ClassifyState *s, const Block *params,
         META("glimpse.hidden", "%d", c->hidden);
         META("glimpse.classes", "%d", c->classes);
         META("glimpse.attention", "%d", c->attention);
+        META("glimpse.hard", "%d", c->hard);
+        META("glimpse.loc_std", "%.9g", (double)c->loc_std);
     } else {
         const ConvnetConfig *c = &cc->cnn;
         META("cnn.S", "%d", c->S);
@@ -54,6 +56,7 @@ int classify_save(const char *path, const ClassifyState *s, const Block *params,
     META("train.lr", "%.9g", (double)s->lr);
     META("train.beta1", "%.9g", (double)s->beta1);
     META("train.clip", "%.9g", (double)s->clip);
+    META("train.baseline", "%.9g", (double)s->baseline);
     META("train.seed", "%" PRIu64, s->seed);
 #undef META
     meta[k++] = (SafetensorsMeta){"train.data", s->data};
@@ -104,10 +107,16 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
                                            "glimpse.hidden", "glimpse.classes", "glimpse.attention"};
         for (int i = 0; i < 7; i++)
             if (meta_long(f, path, keys[i], 0, 1000000L, &v[i], err)) return -1;
+        long hard;
+        float loc_std;
+        if (meta_long(f, path, "glimpse.hard", 0, 1, &hard, err) ||
+            meta_float(f, path, "glimpse.loc_std", &loc_std, err))
+            return -1;
         s->cfg.kind = CLASSIFIER_GLIMPSE;
         s->cfg.glimpse = (GlimpseConfig){.W = (int)v[0], .H = (int)v[1], .T = (int)v[2],
                                          .read_n = (int)v[3], .hidden = (int)v[4],
-                                         .classes = (int)v[5], .attention = v[6] != 0};
+                                         .classes = (int)v[5], .attention = v[6] != 0,
+                                         .hard = (int)hard, .loc_std = loc_std};
     } else {
         static const char *const keys[] = {"cnn.S", "cnn.layers", "cnn.channels1", "cnn.channels2",
                                            "cnn.fc", "cnn.classes"};
@@ -128,7 +137,8 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
     s->step = tv[2];
     s->batch = (int)tv[3];
     if (meta_float(f, path, "train.lr", &s->lr, err) || meta_float(f, path, "train.beta1", &s->beta1, err) ||
-        meta_float(f, path, "train.clip", &s->clip, err))
+        meta_float(f, path, "train.clip", &s->clip, err) ||
+        meta_float(f, path, "train.baseline", &s->baseline, err))
         return -1;
     const char *seed = safetensors_meta(f, "train.seed");
     if (!seed) return error_set(err, "%s: no \"train.seed\" in __metadata__", path);

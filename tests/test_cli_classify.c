@@ -167,6 +167,36 @@ static void test_cnn_baseline(void) {
     EXPECT(rc == 0, "cnn resume exited %d", rc);
 }
 
+// Hard attention (REINFORCE, the RAM baseline): trains, resumes bit for bit (the reward
+// baseline rides in the checkpoint), evaluates at the policy's means; --resume refuses
+// --hard on a soft model and another --loc-std on a hard one.
+static void test_hard_attention(void) {
+    int rc = run_draw("classify train " TINY " --hard --loc-std 0.3 --steps 6 --seed 3 --out %s/hardfull", tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "hard (REINFORCE)"), "hard train: %d %s", rc, err ? err : "");
+    free(err);
+    rc = run_draw("classify train " TINY " --hard --loc-std 0.3 --steps 2 --seed 3 --out %s/hardpart", tmpdir);
+    EXPECT(rc == 0, "first part exited %d", rc);
+    rc = run_draw("classify train --steps 6 --resume --valid-every 3 --valid-images 16 --out %s/hardpart", tmpdir);
+    EXPECT(rc == 0, "resume exited %d", rc);
+    char a[600], b[600], why[700] = "";
+    snprintf(a, sizeof a, "%s/hardfull/model.safetensors", tmpdir);
+    snprintf(b, sizeof b, "%s/hardpart/model.safetensors", tmpdir);
+    EXPECT(checkpoints_identical(a, b, "train.baseline", why, sizeof why), "hard resume differs: %s", why);
+    rc = run_draw("classify eval --model %s --limit 16 --json", a);
+    char *out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "\"error\""), "hard eval: %s", out ? out : "");
+    free(out);
+    rc = run_draw("classify train --steps 8 --resume --loc-std 0.5 --out %s/hardfull", tmpdir);
+    expect_one_line(rc, "--resume --loc-std 0.5", "--loc-std 0.5 (checkpoint: 0.3)", NULL);
+    if (trained) {
+        rc = run_draw("classify train --steps 8 --resume --hard --out %s/run", tmpdir);
+        expect_one_line(rc, "--resume --hard on a soft model", "--hard", "checkpoint");
+    }
+    rc = run_draw("classify train --hard --no-attention --out %s/hardx", tmpdir);
+    expect_one_line(rc, "--hard --no-attention", "hard attention needs attention", NULL);
+}
+
 static void test_bad_input_one_line(void) {
     char path[600];
     int rc = run_draw("classify train --out %s/x --T 0", tmpdir);
@@ -229,6 +259,7 @@ int main(void) {
     RUN(test_resume_bit_identical);
     RUN(test_refusals);
     RUN(test_cnn_baseline);
+    RUN(test_hard_attention);
     RUN(test_bad_input_one_line);
     int rc = test_summary();
     if (rc == 0) scratch_remove(tmpdir);
