@@ -1,5 +1,5 @@
 #!/bin/sh
-# draw_cluttered.sh [dram8 | dram4 | dram8-noattn | cnn] ...
+# draw_cluttered.sh [dram8 | dram4 | ram8 | ram4 | dram8-noattn | cnn] ...
 #
 # DRAW's first experiment (Gregor et al. 2015, section 4, table 1): the recurrent attention
 # classifier ("Differentiable RAM", models/glimpse.h) on 100 x 100 cluttered translated
@@ -11,6 +11,11 @@
 #
 #   dram8         8 glimpses of 12 x 12, LSTM 256: the paper's hyper-parameter table
 #   dram4         4 glimpses, otherwise the same (the paper's 4-glimpse row)
+#   ram8, ram4    hard attention, the RAM baseline (Mnih et al. 2014) as far as it goes here:
+#                 the same model with each window centre sampled (std 0.2 of the half-width)
+#                 and trained by REINFORCE (reward 1 for a right answer, baseline a moving
+#                 average), the window's scale still learned by backpropagation; RAM's
+#                 retina has 4 fixed scales instead, so compare with care
 #   dram8-noattn  8 steps that each read the whole 100 x 100 image (no attention; not in
 #                 the paper: what the attention buys at the same budget)
 #   cnn           the convolutional baseline (models/convnet.h: 2 layers of 3 x 3 convolution,
@@ -18,8 +23,7 @@
 #                 says only "2 layers", so this network is ours)
 # The paper states glimpses, glimpse size and LSTM size only; the rest is ours: Adam with
 # learning rate 1e-3 (beta1 0.9), batch 64, the global gradient norm clipped at 5, every
-# training digit once per epoch in fresh clutter at a fresh place. The REINFORCE-trained RAM
-# rows of the paper's table are not implemented yet.
+# training digit once per epoch in fresh clutter at a fresh place.
 #
 # Budget: STEPS (total steps per configuration, default 20000: about 23 epochs of the
 # 55,000 training digits at batch 64). Resumable: each configuration trains with --resume
@@ -52,9 +56,11 @@ run_config() {
     case $name in
     dram8) model="--T 8 --read 12 --hidden 256"; paper="3.36 %" ;;
     dram4) model="--T 4 --read 12 --hidden 256"; paper="4.18 %" ;;
+    ram8) model="--T 8 --read 12 --hidden 256 --hard --loc-std 0.2"; paper="8.11 % (RAM, 4 scales)" ;;
+    ram4) model="--T 4 --read 12 --hidden 256 --hard --loc-std 0.2"; paper="9.41 % (RAM, 4 scales)" ;;
     dram8-noattn) model="--T 8 --hidden 256 --no-attention"; paper="-" ;;
     cnn) model="--model cnn"; paper="14.35 % (theirs)" ;;
-    *) echo "draw_cluttered.sh: unknown configuration '$name' (dram8, dram4, dram8-noattn, cnn)" >&2; exit 2 ;;
+    *) echo "draw_cluttered.sh: unknown configuration '$name' (dram8, dram4, ram8, ram4, dram8-noattn, cnn)" >&2; exit 2 ;;
     esac
     dir=$RUNS/cluttered-$name
     mkdir -p "$dir"
@@ -84,8 +90,8 @@ Gregor et al. 2015, section 4: 100 x 100 cluttered translated MNIST (one digit, 
 of 8 x 8 from other digits of the same split), test error on the 10,000 test digits in
 clutter drawn with seed 0xC1. Training: Adam 1e-3, batch 64, gradient norm clipped at 5
 (the paper gives only glimpses, glimpse size and LSTM size). The paper's figure of the same
-configuration is beside each row; its RAM rows (REINFORCE, not implemented here): 9.41 %
-with 4 glimpses, 8.11 % with 8.
+configuration is beside each row. The ram rows are this toolkit's hard-attention variant
+(window centres sampled and trained by REINFORCE), not Mnih et al.'s 4-scale retina.
 
 | date | config | model | steps | wall time (s) | images/s (last run) | test error | paper |
 |---|---|---|---|---|---|---|---|
