@@ -107,8 +107,8 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
                                            "glimpse.hidden", "glimpse.classes", "glimpse.attention"};
         for (int i = 0; i < 7; i++)
             if (meta_long(f, path, keys[i], 0, 1000000L, &v[i], err)) return -1;
-        long hard;
-        float loc_std;
+        long hard = 0;
+        float loc_std = 0.0f;
         if (meta_long(f, path, "glimpse.hard", 0, 1, &hard, err) ||
             meta_float(f, path, "glimpse.loc_std", &loc_std, err))
             return -1;
