@@ -11,6 +11,7 @@
 
 #include "core/check.h"
 #include "datasets/cluttered.h"
+#include "tests/support/scratch.h"
 #include "tests/support/test.h"
 #include "vision/image.h"
 
@@ -162,8 +163,8 @@ static void test_config_check(void) {
 }
 
 static void test_write_folder(void) {
-    char dir[] = "/tmp/test_clutteredXXXXXX";
-    CHECK(mkdtemp(dir));
+    char dir[256];
+    if (scratch_make(dir, sizeof dir, "test_cluttered")) return test_fail_(__FILE__, __LINE__, "no scratch folder");
     char sub[300], path[400];
     snprintf(sub, sizeof sub, "%s/pngs", dir);
     ClutterConfig c = clutter_config_default();
@@ -193,7 +194,7 @@ static void test_write_folder(void) {
     snprintf(path, sizeof path, "%s/labels.txt", sub);
     unlink(path);
     rmdir(sub);
-    rmdir(dir);
+    scratch_remove(dir);
     free(img);
 }
 
