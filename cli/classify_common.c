@@ -107,10 +107,12 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
                                            "glimpse.hidden", "glimpse.classes", "glimpse.attention"};
         for (int i = 0; i < 7; i++)
             if (meta_long(f, path, keys[i], 0, 1000000L, &v[i], err)) return -1;
+        // Checkpoints written before hard attention existed have neither key: soft.
         long hard = 0;
         float loc_std = 0.0f;
-        if (meta_long(f, path, "glimpse.hard", 0, 1, &hard, err) ||
-            meta_float(f, path, "glimpse.loc_std", &loc_std, err))
+        if (safetensors_meta(f, "glimpse.hard") &&
+            (meta_long(f, path, "glimpse.hard", 0, 1, &hard, err) ||
+             meta_float(f, path, "glimpse.loc_std", &loc_std, err)))
             return -1;
         s->cfg.kind = CLASSIFIER_GLIMPSE;
         s->cfg.glimpse = (GlimpseConfig){.W = (int)v[0], .H = (int)v[1], .T = (int)v[2],
@@ -138,7 +140,8 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
     s->batch = (int)tv[3];
     if (meta_float(f, path, "train.lr", &s->lr, err) || meta_float(f, path, "train.beta1", &s->beta1, err) ||
         meta_float(f, path, "train.clip", &s->clip, err) ||
-        meta_float(f, path, "train.baseline", &s->baseline, err))
+        (safetensors_meta(f, "train.baseline") &&  // absent before hard attention: 0
+         meta_float(f, path, "train.baseline", &s->baseline, err)))
         return -1;
     const char *seed = safetensors_meta(f, "train.seed");
     if (!seed) return error_set(err, "%s: no \"train.seed\" in __metadata__", path);
