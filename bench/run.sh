@@ -36,6 +36,15 @@ else
     echo "   (as root: apt-get install -y python3-torch python3-numpy)"
 fi
 
+# The glimpse classifier (draw classify, models/glimpse.h) against its PyTorch version
+# (bench/reference/glimpse_ref.py): training images per second on 1 and 2 threads.
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    run "glimpse classifier training vs PyTorch" /usr/bin/python3 bench/reference/bench_glimpse.py --bin bin
+else
+    echo "== glimpse classifier training vs PyTorch: skipped, PyTorch is not installed"
+    echo "   (as root: apt-get install -y python3-torch python3-numpy)"
+fi
+
 # Pretrained-encoder inference (VGG-19 to conv5_4, ResNet-101 to layer4, batch 16, 224 px)
 # against PyTorch on the same threads: images per second, peak memory, FLOP rate.
 if /usr/bin/python3 -c "import torch, torchvision, numpy" 2>/dev/null; then

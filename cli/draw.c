@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "cli/args.h"
+#include "cli/classify.h"
 #include "cli/draw_data.h"
 #include "cli/threads.h"
 #include "cli/train_dist.h"
@@ -1159,14 +1160,15 @@ static void overview(FILE *f) {
             "  eval         negative log-likelihood bound (nats per image) of a split\n"
             "  generate     sample from the prior: step_NN.png grids, final.png, draw.gif\n"
             "  reconstruct  the same frames for data images, with read and write windows\n"
-            "  report       write RUN/report.html: a run's configuration, curve, bound, pictures\n");
+            "  report       write RUN/report.html: a run's configuration, curve, bound, pictures\n"
+            "  classify     the glimpse classifier on cluttered MNIST (draw classify --help)\n");
 }
 
 int main(int argc, char **argv) {
-    static const char *const names[] = {"train", "eval", "generate", "reconstruct", "report"};
+    static const char *const names[] = {"train", "eval", "generate", "reconstruct", "report", "classify"};
     int which;
     Error err;
-    int r = args_subcommand(argc, argv, names, 5, &which, &err);
+    int r = args_subcommand(argc, argv, names, 6, &which, &err);
     if (r == ARGS_HELP) {
         overview(stdout);
         return 0;
@@ -1181,6 +1183,7 @@ int main(int argc, char **argv) {
     case 1: return cmd_eval(argc - 1, argv + 1);
     case 2: return cmd_generate(argc - 1, argv + 1);
     case 4: return draw_report_main(argc - 1, argv + 1);
+    case 5: return classify_main(argc - 1, argv + 1);
     default: return cmd_reconstruct(argc - 1, argv + 1);
     }
 }

@@ -28,6 +28,8 @@
 #                                         FLICKR8K and VGG19 set: data and weights)
 #   sat-coco        skipped               to early stopping       sat_coco.md (needs
 #                                         COCO_JSON, COCO_IMAGES and VGG19)
+#   draw-cluttered  300 steps each        3,000 steps each        draw_cluttered.md: dram8,
+#                   (dram8, dram4, cnn)                           dram4, cnn
 #   (the captioner on 2 threads throughout)
 #
 # Runs go to RUNS (default runs/reproduce-MODE): a folder per run with its report.html,
@@ -46,11 +48,11 @@ case $MODE in
 quick)
     THREADS=2 DRAW_THREADS=2 DRAW_STEPS=300 DRAW_NOATTN_STEPS=300 SAMPLES=2
     MNIST2_STEPS=200 COLOUR_STEPS=40
-    SCENES_STEPS=600 ABLATION_STEPS=250 ;;
+    SCENES_STEPS=600 ABLATION_STEPS=250 CLUTTERED_STEPS=300 ;;
 full)
     THREADS=2 DRAW_THREADS=1 DRAW_STEPS=7141 DRAW_NOATTN_STEPS=5074 SAMPLES=10
     MNIST2_STEPS=3000 COLOUR_STEPS=1000
-    SCENES_STEPS=31958
+    SCENES_STEPS=31958 CLUTTERED_STEPS=3000
     ABLATION_STEPS="additive=3346 dot=4281 scaled-dot=4301 multiplicative=3475 multi-head=3327 local-monotonic=3745 local-predictive=3464 hard=3228 none=3644" ;;
 *)
     echo "reproduce.sh: REPRODUCE must be quick or full, not '$MODE'" >&2
@@ -95,6 +97,7 @@ run_steps() {
     step draw-colour env COLOUR_STEPS="$COLOUR_STEPS" sh experiments/draw_generation.sh colour
     step sat-scenes env STEPS="$SCENES_STEPS" sh experiments/sat_scenes.sh
     step sat-ablation env STEPS="$ABLATION_STEPS" sh experiments/sat_ablation.sh
+    step draw-cluttered env STEPS="$CLUTTERED_STEPS" sh experiments/draw_cluttered.sh dram8 dram4 cnn
     # Xu et al.'s recipe on real photographs needs data and weights these machines cannot
     # fetch (experiments/sat_flickr8k.sh, sat_coco.sh): full runs only, when given.
     if [ "$MODE" = full ] && [ -n "${FLICKR8K:-}" ] && [ -n "${VGG19:-}" ]; then

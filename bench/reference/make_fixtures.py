@@ -27,6 +27,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import draw_ref  # noqa: E402
 import encoders_ref  # noqa: E402
+import glimpse_ref  # noqa: E402
 import safetensors_io  # noqa: E402
 import sat_ref  # noqa: E402
 
@@ -203,6 +204,8 @@ def main():
         print(f"{path}: loss {loss:.6f}, five-step curve "
               + " ".join(f"{v:.6f}" for v in curve.tolist())
               + f" ({os.path.getsize(path)} bytes)")
+    # The glimpse classifier's (tests/test_parity_glimpse.c).
+    glimpse_ref.fixtures(out)
     # The pretrained encoders' fixtures (tests/test_encoder.c, tests/test_preprocess.c).
     encoders_ref.make_fixtures(out)
     return 0

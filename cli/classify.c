@@ -1,0 +1,483 @@
+// `draw classify`: dispatch and `draw classify train` (cli/classify.h). eval, show and
+// export are in cli/classify_tools.c.
+#include "cli/classify.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/classify_common.h"
+#include "cli/classify_tools.h"
+#include "cli/run_info.h"
+#include "cli/threads.h"
+#include "cli/train_run.h"
+#include "core/adam.h"
+#include "core/check.h"
+#include "core/csvlog.h"
+#include "core/fileio.h"
+#include "core/gemm.h"
+#include "core/rng.h"
+#include "core/timer.h"
+#include "vision/plot.h"
+
+static int fail(const Error *err) {
+    fprintf(stderr, "draw classify: %s\n", err->msg);
+    return 1;
+}
+
+typedef struct {
+    const char *data, *root, *out;
+    int model, T, read_n, hidden, batch, threads, epochs, fragments;
+    int valid_every, valid_images, log_every, ckpt_every;
+    long steps, seed;
+    double minutes;
+    float lr, beta1, clip, loc_std;
+    bool resume, force, no_attention, hard, json;
+    struct {
+        bool model, data, T, read, hidden, no_attention, hard, loc_std, fragments, batch, lr, beta1, clip, seed;
+    } given;
+} ClassifyFlags;
+
+static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
+    *f = (ClassifyFlags){.data = "mnist", .root = "data", .T = 8, .read_n = 12, .hidden = 256,
+                         .batch = 64, .threads = threads_available(), .fragments = 8,
+                         .valid_every = 500, .valid_images = 1000, .log_every = 50, .seed = 1,
+                         .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f, .loc_std = 0.2f};
+    static const char *const models[] = {"glimpse", "cnn", NULL};
+    ArgSpec specs[] = {
+        {"model", ARG_CHOICE, &f->model, "glimpse: the recurrent attention classifier; cnn: the convolutional baseline (2 layers of 3x3 conv, ReLU, 2x2 max-pool, 16 and 32 channels; fc 256)", .choices = models, .given = &f->given.model},
+        {"data", ARG_STRING, &f->data, "source of the digits and the clutter: mnist or fashion-mnist", .metavar = "D", .given = &f->given.data},
+        {"data-root", ARG_STRING, &f->root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
+        {"out", ARG_STRING, &f->out, "output folder (model.safetensors, log.csv, loss.png)", .metavar = "DIR", .required = true},
+        {"T", ARG_INT, &f->T, "glimpses before the class is read out", .has_min = true, .min = 1, .has_max = true, .max = 1000, .given = &f->given.T},
+        {"read", ARG_INT, &f->read_n, "glimpse grid N (N x N)", .has_min = true, .min = 1, .has_max = true, .max = 100, .given = &f->given.read},
+        {"hidden", ARG_INT, &f->hidden, "LSTM units", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.hidden},
+        {"no-attention", ARG_FLAG, &f->no_attention, "read the whole image at every step", .given = &f->given.no_attention},
+        {"hard", ARG_FLAG, &f->hard, "hard attention: sample each window centre and train where to look by REINFORCE (the RAM baseline)", .given = &f->given.hard},
+        {"loc-std", ARG_FLOAT, &f->loc_std, "--hard: standard deviation of the centre policy (the image spans [-1, 1])", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 10, .given = &f->given.loc_std},
+        {"fragments", ARG_INT, &f->fragments, "clutter fragments (8 x 8) per image", .has_min = true, .min = 0, .has_max = true, .max = CLUTTER_MAX_FRAGMENTS, .given = &f->given.fragments},
+        {"batch", ARG_INT, &f->batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = 1024, .given = &f->given.batch},
+        {"lr", ARG_FLOAT, &f->lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->given.lr},
+        {"beta1", ARG_FLOAT, &f->beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.beta1},
+        {"clip", ARG_FLOAT, &f->clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->given.clip},
+        {"steps", ARG_LONG, &f->steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
+        {"epochs", ARG_INT, &f->epochs, "train until this many epochs in total (1 when no budget is given)", .has_min = true, .min = 0},
+        {"minutes", ARG_DOUBLE, &f->minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
+        {"seed", ARG_LONG, &f->seed, "seed of initialisation, data order and training clutter", .has_min = true, .min = 0, .given = &f->given.seed},
+        {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model flags given must match it", .given = NULL},
+        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
+        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch (default: every core this process may use)", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"valid-every", ARG_INT, &f->valid_every, "steps between validation errors (and checkpoints)", .has_min = true, .min = 1},
+        {"valid-images", ARG_INT, &f->valid_images, "validation images used (at most 5000)", .has_min = true, .min = 1, .has_max = true, .max = MNIST_VALID_COUNT},
+        {"log-every", ARG_INT, &f->log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
+        {"checkpoint-every", ARG_INT, &f->ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
+        {"json", ARG_FLAG, &f->json, "print the final figures as one JSON object", .given = NULL},
+    };
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
+                               "draw classify train --out DIR [flags]", "draw classify", code))
+        return 1;
+    if (f->steps == 0 && f->epochs == 0 && f->minutes == 0) f->epochs = 1;
+    return 0;
+}
+
+typedef struct {
+    const ClassifyFlags *f;
+    ClassifyState st;
+    bool resumed;
+    char ckpt[1100], csv[1100], png[1100];
+    ImageSet train, valid;
+    Block params, grads, mom1, mom2;
+    ClassifierParams p;
+    AdamConfig adam;
+    ClassifierWorker *workers;
+    int n_workers, bpe;
+    float *x, *eps;  // images (B, H W); hard attention's centre noise (T, B, 2)
+    int *labels, *perm;
+    long *idx;
+    long perm_epoch;
+    CsvLog log;
+    TrainBudget budget;
+    TrainCadence cadence;
+    TrainMeter meter;
+    double loss_acc;
+    long acc_n, acc_correct, acc_images;
+    double last_loss, last_train_error, last_valid;
+} ClassifyRun;
+
+static const char *const RUN_FILES[] = {"model.safetensors"};
+
+static int check_resume_flags(ClassifyRun *r, Error *err) {
+    const ClassifyFlags *f = r->f;
+    ClassifyState *st = &r->st;
+    const GlimpseConfig *c = &st->cfg.glimpse;
+    const bool glimpse = st->cfg.kind == CLASSIFIER_GLIMPSE;
+    FlagDiffs model = {0}, changed = {0};
+    flag_diffs_text(&model, "model", f->given.model, f->model ? "cnn" : "glimpse",
+                    classifier_kind_name(st->cfg.kind));
+    flag_diffs_text(&model, "data", f->given.data, f->data, st->data);
+    if (glimpse) {
+        flag_diffs_int(&model, "T", f->given.T, f->T, c->T);
+        flag_diffs_int(&model, "read", f->given.read, f->read_n, c->read_n);
+        flag_diffs_int(&model, "hidden", f->given.hidden, f->hidden, c->hidden);
+        flag_diffs_switch(&model, "no-attention", f->given.no_attention, f->no_attention, !c->attention);
+        flag_diffs_switch(&model, "hard", f->given.hard, f->hard, c->hard);
+        if (c->hard) flag_diffs_float(&model, "loc-std", f->given.loc_std, f->loc_std, c->loc_std);
+    }
+    flag_diffs_int(&model, "fragments", f->given.fragments, f->fragments, st->clutter.fragments);
+    if (flag_diffs_refuse(&model, r->ckpt, err)) return -1;
+    flag_diffs_int(&changed, "batch", f->given.batch, f->batch, st->batch);
+    flag_diffs_float(&changed, "lr", f->given.lr, f->lr, st->lr);
+    flag_diffs_float(&changed, "beta1", f->given.beta1, f->beta1, st->beta1);
+    flag_diffs_float(&changed, "clip", f->given.clip, f->clip, st->clip);
+    flag_diffs_int(&changed, "seed", f->given.seed, f->seed, (long)st->seed);
+    if (changed.n) fprintf(stderr, "draw classify train: resuming with %s\n", changed.text);
+    if (f->given.batch) st->batch = f->batch;
+    if (f->given.lr) st->lr = f->lr;
+    if (f->given.beta1) st->beta1 = f->beta1;
+    if (f->given.clip) st->clip = f->clip;
+    if (f->given.seed) st->seed = (uint64_t)f->seed;
+    return 0;
+}
+
+static int resume_state(ClassifyRun *r, SafetensorsFile *file, Error *err) {
+    if (!r->f->resume) return 0;
+    if (!file_exists(r->ckpt)) {
+        fprintf(stderr, "draw classify: %s: no checkpoint yet; starting from scratch\n", r->ckpt);
+        return 0;
+    }
+    if (safetensors_load(file, r->ckpt, err) || classify_read_state(file, r->ckpt, &r->st, err)) return -1;
+    r->resumed = true;
+    return check_resume_flags(r, err);
+}
+
+static int load_data(ClassifyRun *r, Error *err) {
+    const ClassifyFlags *f = r->f;
+    ClassifyState *st = &r->st;
+    if (!r->resumed) {
+        st->clutter = clutter_config_default();
+        st->clutter.fragments = f->fragments;
+        if (f->model == 1) {
+            st->cfg.kind = CLASSIFIER_CNN;
+            st->cfg.cnn = convnet_config_default(st->clutter.W);
+        } else {
+            st->cfg.kind = CLASSIFIER_GLIMPSE;
+            GlimpseConfig *g = &st->cfg.glimpse;
+            *g = glimpse_config_default(st->clutter.W, st->clutter.H);
+            g->T = f->T, g->read_n = f->read_n, g->hidden = f->hidden, g->attention = !f->no_attention;
+            g->hard = f->hard, g->loc_std = f->hard ? f->loc_std : 0.0f;
+        }
+        st->seed = (uint64_t)f->seed;
+        st->batch = f->batch;
+        st->lr = f->lr, st->beta1 = f->beta1, st->clip = f->clip;
+        snprintf(st->data, sizeof st->data, "%s", f->data);
+        if (classifier_config_check(&st->cfg, err)) return -1;
+    }
+    if (classify_load_split(&r->train, st->data, f->root, SPLIT_TRAIN, &st->clutter, err) ||
+        classify_load_split(&r->valid, st->data, f->root, SPLIT_VALID, &st->clutter, err))
+        return -1;
+    if (r->train.n < st->batch)
+        return error_set(err, "--batch: %d is more than the %d training digits of %s", st->batch,
+                         r->train.n, st->data);
+    if (f->valid_images > r->valid.n)
+        return error_set(err, "--valid-images: %d is more than the %d validation digits", f->valid_images, r->valid.n);
+    return 0;
+}
+
+static int init_model(ClassifyRun *r, const SafetensorsFile *file, Error *err) {
+    const ClassifierConfig *c = &r->st.cfg;
+    ClassifierParams g, pm, pv;
+    classifier_layout(&r->params, &r->p, c);
+    classifier_layout(&r->grads, &g, c);
+    classifier_layout(&r->mom1, &pm, c);
+    classifier_layout(&r->mom2, &pv, c);
+    block_alloc(&r->params), block_alloc(&r->grads), block_alloc(&r->mom1), block_alloc(&r->mom2);
+    if (r->resumed) {
+        if (safetensors_read_block(&r->params, "", file, r->ckpt, err) ||
+            safetensors_read_block(&r->mom1, "adam.m/", file, r->ckpt, err) ||
+            safetensors_read_block(&r->mom2, "adam.v/", file, r->ckpt, err))
+            return -1;
+    } else {
+        Rng init;
+        rng_seed(&init, classify_mix64(r->st.seed, 0x1417));
+        classifier_init(&r->p, c, &init);
+    }
+    r->adam = adam_defaults(r->st.lr);
+    r->adam.beta1 = r->st.beta1;
+    return 0;
+}
+
+static void alloc_buffers(ClassifyRun *r) {
+    const ClassifierConfig *c = &r->st.cfg;
+    const int B = r->st.batch, threads = r->f->threads;
+    r->n_workers = classifier_worker_count(threads, B);
+    r->workers = xcalloc((size_t)r->n_workers, sizeof *r->workers);
+    classifier_workers_alloc(r->workers, r->n_workers, c, B);
+    gemm_set_threads(threads / r->n_workers);
+    r->x = xmalloc(sizeof(float) * (size_t)B * r->st.clutter.W * r->st.clutter.H);
+    r->labels = xmalloc(sizeof(int) * (size_t)B);
+    if (c->kind == CLASSIFIER_GLIMPSE && c->glimpse.hard)
+        r->eps = xmalloc(sizeof(float) * (size_t)c->glimpse.T * B * 2);
+    r->idx = xmalloc(sizeof(long) * (size_t)B);
+    r->bpe = r->train.n / B;
+    r->perm = xmalloc(sizeof(int) * (size_t)r->train.n);
+    r->perm_epoch = -1;
+}
+
+static void close_run(ClassifyRun *r) {
+    if (r->workers) classifier_workers_free(r->workers, r->n_workers);
+    block_free(&r->params), block_free(&r->grads), block_free(&r->mom1), block_free(&r->mom2);
+    free(r->workers), free(r->x), free(r->eps), free(r->labels), free(r->idx), free(r->perm);
+    imageset_free(&r->train), imageset_free(&r->valid);
+    csvlog_close(&r->log);
+}
+
+static int open_run(ClassifyRun *r, const ClassifyFlags *f, Error *err) {
+    memset(r, 0, sizeof *r);
+    r->f = f;
+    r->last_loss = r->last_train_error = r->last_valid = NAN;
+    snprintf(r->ckpt, sizeof r->ckpt, "%s/model.safetensors", f->out);
+    snprintf(r->csv, sizeof r->csv, "%s/log.csv", f->out);
+    snprintf(r->png, sizeof r->png, "%s/loss.png", f->out);
+    SafetensorsFile file = {0};
+    int rc = train_out_check(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
+             resume_state(r, &file, err) || load_data(r, err) || make_dirs(f->out, err);
+    if (rc == 0) {
+        atomic_remove_stale(f->out);
+        rc = init_model(r, &file, err);
+    }
+    safetensors_free(&file);
+    if (rc) return -1;
+    alloc_buffers(r);
+    long target = f->steps > 0 ? f->steps : (f->epochs > 0 ? (long)f->epochs * r->bpe : 0);
+    r->budget = (TrainBudget){.end_step = target, .seconds = f->minutes * 60.0};
+    r->cadence = (TrainCadence){.steps_per_epoch = r->bpe, .log_every = f->log_every,
+                                .valid_every = f->valid_every,
+                                .save_every = f->ckpt_every ? f->ckpt_every : f->valid_every,
+                                .log_at_validation = true};
+    if (train_out_clear(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
+        csvlog_open(&r->log, r->csv, "step,train_loss,train_error,valid_error,seconds", r->resumed, err))
+        return -1;
+    return 0;
+}
+
+static void print_header(const ClassifyRun *r) {
+    const GlimpseConfig *c = &r->st.cfg.glimpse;
+    char budget[64] = "";
+    if (r->budget.end_step) snprintf(budget, sizeof budget, " of %ld", r->budget.end_step);
+    if (r->budget.seconds > 0)
+        snprintf(budget + strlen(budget), sizeof budget - strlen(budget), "%s%g minutes",
+                 r->budget.end_step ? ", at most " : ", ", r->budget.seconds / 60.0);
+    char read[64];
+    if (r->st.cfg.kind == CLASSIFIER_CNN)
+        snprintf(read, sizeof read, "convolutional baseline (%d layers, fc %d)", r->st.cfg.cnn.layers,
+                 r->st.cfg.cnn.fc);
+    else if (c->attention)
+        snprintf(read, sizeof read, "%d %sglimpses of %dx%d, LSTM %d", c->T,
+                 c->hard ? "hard (REINFORCE) " : "", c->read_n, c->read_n, c->hidden);
+    else
+        snprintf(read, sizeof read, "%d steps on the whole image (no attention), LSTM %d", c->T, c->hidden);
+    fprintf(stderr, "draw classify train: cluttered %s %dx%d (%d fragments of %dx%d), %s, "
+            "batch %d, lr %g; gemm %s, %d thread%s; step %ld%s\n",
+            r->st.data, r->st.clutter.W, r->st.clutter.H, r->st.clutter.fragments, r->st.clutter.fragment,
+            r->st.clutter.fragment, read, r->st.batch, r->st.lr, gemm_backend(),
+            r->f->threads, r->f->threads == 1 ? "" : "s", r->st.step, budget);
+}
+
+// The batch of step st.step: positions [i B, i B + B) of its epoch's order.
+static void make_batch(ClassifyRun *r) {
+    const ClassifyState *st = &r->st;
+    const int B = st->batch;
+    long e = st->step / r->bpe, i = st->step % r->bpe;
+    if (e != r->perm_epoch) {
+        for (int k = 0; k < r->train.n; k++) r->perm[k] = k;
+        Rng er;
+        rng_seed(&er, classify_mix64(st->seed, 0xE90C0000ULL + (uint64_t)e));
+        rng_shuffle(&er, r->perm, r->train.n);
+        r->perm_epoch = e;
+    }
+    for (int b = 0; b < B; b++) r->idx[b] = e * r->train.n + r->perm[i * B + b];
+    cluttered_batch(r->x, r->labels, &r->train, &st->clutter,
+                    classify_train_clutter_seed(st->seed), r->idx, B);
+}
+
+static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
+    ClassifyState *st = &r->st;
+    make_batch(r);
+    if (r->eps) {  // hard attention: the centre noise of this step, from (seed, step)
+        Rng sr;
+        rng_seed(&sr, classify_mix64(classify_mix64(st->seed, 0x5DE9), (uint64_t)st->step));
+        rng_normal_fill(&sr, r->eps, (size_t)st->cfg.glimpse.T * st->batch * 2);
+    }
+    *loss = classifier_forward_parallel_hard(r->workers, r->n_workers, &r->p, &st->cfg, r->x,
+                                             r->labels, st->batch, r->eps, st->baseline,
+                                             &r->grads, correct);
+    // REINFORCE's baseline: a moving average of the reward (decay 0.9, as the captioner's).
+    if (r->eps) st->baseline = 0.9f * st->baseline + 0.1f * (float)*correct / (float)st->batch;
+    if (train_check_finite(st->step + 1, "loss", *loss, &r->grads, r->ckpt, err)) return -1;
+    clip_global_norm(r->grads.data, r->grads.numel, st->clip);
+    st->step++;
+    adam_update(r->params.data, r->grads.data, r->mom1.data, r->mom2.data, r->params.numel,
+                &r->adam, st->step, st->lr);
+    return 0;
+}
+
+static int log_validate_save(ClassifyRun *r, double loss, int correct, bool last, Error *err) {
+    const ClassifyState *st = &r->st;
+    r->loss_acc += loss;
+    r->acc_n++;
+    r->acc_correct += correct;
+    r->acc_images += st->batch;
+    TrainDue due = train_due(&r->cadence, st->step, last);
+    if (due.log) {
+        r->last_loss = r->loss_acc / r->acc_n;
+        r->last_train_error = 1.0 - (double)r->acc_correct / r->acc_images;
+        if (due.validate) {
+            ClassifyEval v = classify_evaluate(r->workers, r->n_workers, st->batch, &r->p, &st->cfg,
+                                               &r->valid, &st->clutter, CLUTTER_TEST_SEED,
+                                               r->f->valid_images, r->x, r->labels);
+            r->last_valid = v.error;
+        }
+        double row[5] = {(double)st->step, r->last_loss, r->last_train_error,
+                         due.validate ? r->last_valid : NAN, timer_now() - r->budget.t0};
+        csvlog_row(&r->log, row, 5);
+        r->loss_acc = 0.0, r->acc_n = 0, r->acc_correct = 0, r->acc_images = 0;
+    }
+    if (due.save) return classify_save(r->ckpt, st, &r->params, &r->mom1, &r->mom2, err);
+    return 0;
+}
+
+static int train_loop(ClassifyRun *r, Error *err) {
+    char status[96] = "";
+    int rc = 0;
+    train_budget_begin(&r->budget);
+    train_meter_start(&r->meter, &r->budget, r->st.step, true);
+    while (train_budget_allows(&r->budget, r->st.step)) {
+        double ts = timer_now(), loss;
+        int correct = 0;
+        if (train_step(r, &loss, &correct, err)) {
+            rc = -1;
+            break;
+        }
+        double secs = timer_now() - ts;
+        if (log_validate_save(r, loss, correct, train_budget_spent(&r->budget, r->st.step), err)) {
+            rc = -1;
+            break;
+        }
+        int n = snprintf(status, sizeof status, "loss %.3f", loss);
+        if (isfinite(r->last_valid)) snprintf(status + n, sizeof status - n, ", valid error %.2f%%", 100.0 * r->last_valid);
+        train_meter_step(&r->meter, r->st.step, r->st.batch, secs, status);
+    }
+    train_meter_end(&r->meter, r->st.step, status);
+    return rc;
+}
+
+// Loss and error curves from log.csv (step, train_loss, train_error, valid_error, seconds).
+static int write_curves(const char *csv, const char *png, Error *err) {
+    FILE *fp = fopen(csv, "r");
+    if (!fp) return error_set(err, "%s: cannot read", csv);
+    int cap = 256, nt = 0, nv = 0;
+    float *tx = xmalloc(sizeof(float) * cap), *ty = xmalloc(sizeof(float) * cap);
+    float *vx = xmalloc(sizeof(float) * cap), *vy = xmalloc(sizeof(float) * cap);
+    char line[512];
+    while (fgets(line, sizeof line, fp)) {
+        double v[5];
+        char *p = line, *end;
+        int k = 0;
+        for (; k < 5; k++) {
+            v[k] = strtod(p, &end);
+            if (end == p) v[k] = NAN;
+            p = strchr(end, ',');
+            if (!p) break;
+            p++;
+        }
+        if (!isfinite(v[0])) continue;  // the header
+        if (nt == cap || nv == cap) {
+            cap *= 2;
+            tx = xrealloc(tx, sizeof(float) * cap), ty = xrealloc(ty, sizeof(float) * cap);
+            vx = xrealloc(vx, sizeof(float) * cap), vy = xrealloc(vy, sizeof(float) * cap);
+        }
+        if (k >= 2 && isfinite(v[2])) tx[nt] = (float)v[0], ty[nt++] = (float)(100.0 * v[2]);
+        if (k >= 3 && isfinite(v[3])) vx[nv] = (float)v[0], vy[nv++] = (float)(100.0 * v[3]);
+    }
+    fclose(fp);
+    PlotSeries s[2] = {{"train error", tx, ty, nt}, {"valid error", vx, vy, nv}};
+    PlotOptions o = {.title = "cluttered MNIST classification", .xlabel = "step", .ylabel = "error (%)"};
+    int rc = plot_write_png(png, s, 2, &o, err);
+    free(tx), free(ty), free(vx), free(vy);
+    return rc;
+}
+
+static int finish_run(ClassifyRun *r, Error *err) {
+    csvlog_close(&r->log);
+    if (r->meter.steps == 0 && !file_exists(r->ckpt) &&
+        classify_save(r->ckpt, &r->st, &r->params, &r->mom1, &r->mom2, err))
+        return -1;
+    if (write_curves(r->csv, r->png, err)) return -1;
+    double ips = train_meter_images_per_s(&r->meter), secs = timer_now() - r->budget.t0;
+    char valid_text[64] = "no validation in this run", a[32], b[32], c[32];
+    if (isfinite(r->last_valid))
+        snprintf(valid_text, sizeof valid_text, "valid error %.2f%% (%d images)",
+                 100.0 * r->last_valid, r->f->valid_images);
+    fprintf(stderr, "draw classify train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s\n",
+            r->meter.steps, secs, ips, valid_text, r->ckpt);
+    if (r->f->json)
+        printf("{\"steps\": %ld, \"final_loss\": %s, \"train_error\": %s, \"valid_error\": %s, "
+               "\"images_per_s\": %.6g, \"seconds\": %.6g, \"model\": \"%s\"}\n",
+               r->st.step, json_number(a, r->last_loss), json_number(b, r->last_train_error),
+               json_number(c, r->last_valid), ips, secs, r->ckpt);
+    return 0;
+}
+
+static int cmd_train(int argc, char **argv) {
+    ClassifyFlags f;
+    int code;
+    if (parse_flags(&f, argc, argv, &code)) return code;
+    gemm_set_threads(f.threads);
+    ClassifyRun r;
+    Error err;
+    int rc = open_run(&r, &f, &err);
+    if (rc == 0) {
+        RunInfo run_info;
+        run_info_begin(&run_info, f.out, "draw", argc, argv, f.threads, f.resume);
+        print_header(&r);
+        rc = train_loop(&r, &err);
+        if (rc == 0) rc = finish_run(&r, &err);
+        run_info_end(&run_info, rc, r.st.step, train_meter_images_per_s(&r.meter));
+    }
+    close_run(&r);
+    return rc ? fail(&err) : 0;
+}
+
+static void overview(FILE *f) {
+    fprintf(f,
+            "usage: draw classify COMMAND [flags]   (draw classify COMMAND --help for its flags)\n"
+            "  train   train the glimpse classifier on cluttered MNIST; writes OUT/model.safetensors,\n"
+            "          log.csv, loss.png\n"
+            "  eval    test (or validation) error of a model\n"
+            "  show    glimpses.png: the read windows on test images, step by step\n"
+            "  export  write cluttered images as PNGs with labels.txt\n");
+}
+
+int classify_main(int argc, char **argv) {
+    static const char *const names[] = {"train", "eval", "show", "export"};
+    int which;
+    Error err;
+    int r = args_subcommand(argc, argv, names, 4, &which, &err);
+    if (r == ARGS_HELP) {
+        overview(stdout);
+        return 0;
+    }
+    if (r == ARGS_ERROR) {
+        fprintf(stderr, "draw classify: %s\n", err.msg);
+        return 2;
+    }
+    switch (which) {
+    case 0: return cmd_train(argc - 1, argv + 1);
+    case 1: return classify_eval_main(argc - 1, argv + 1);
+    case 2: return classify_show_main(argc - 1, argv + 1);
+    default: return classify_export_main(argc - 1, argv + 1);
+    }
+}

@@ -1,0 +1,214 @@
+#include "cli/classify_common.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+
+uint64_t classify_mix64(uint64_t a, uint64_t b) {
+    uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+uint64_t classify_train_clutter_seed(uint64_t seed) { return classify_mix64(seed, 0xC1A77E4ULL); }
+
+int classify_save(const char *path, const ClassifyState *s, const Block *params, const Block *m,
+                  const Block *v, Error *err) {
+    char buf[24][64];
+    SafetensorsMeta meta[28];
+    int k = 0;
+#define META(key, fmt, val)                                  \
+    snprintf(buf[k], sizeof buf[k], fmt, val);               \
+    meta[k] = (SafetensorsMeta){key, buf[k]};                \
+    k++
+    const ClassifierConfig *cc = &s->cfg;
+    META("classify.model", "%s", classifier_kind_name(cc->kind));
+    if (cc->kind == CLASSIFIER_GLIMPSE) {
+        const GlimpseConfig *c = &cc->glimpse;
+        META("glimpse.W", "%d", c->W);
+        META("glimpse.H", "%d", c->H);
+        META("glimpse.T", "%d", c->T);
+        META("glimpse.read_n", "%d", c->read_n);
+        META("glimpse.hidden", "%d", c->hidden);
+        META("glimpse.classes", "%d", c->classes);
+        META("glimpse.attention", "%d", c->attention);
+        META("glimpse.hard", "%d", c->hard);
+        META("glimpse.loc_std", "%.9g", (double)c->loc_std);
+    } else {
+        const ConvnetConfig *c = &cc->cnn;
+        META("cnn.S", "%d", c->S);
+        META("cnn.layers", "%d", c->layers);
+        META("cnn.channels1", "%d", c->channels[0]);
+        META("cnn.channels2", "%d", c->layers > 1 ? c->channels[1] : 0);
+        META("cnn.fc", "%d", c->fc);
+        META("cnn.classes", "%d", c->classes);
+    }
+    META("clutter.fragments", "%d", s->clutter.fragments);
+    META("clutter.fragment", "%d", s->clutter.fragment);
+    META("train.step", "%ld", s->step);
+    META("train.batch", "%d", s->batch);
+    META("train.lr", "%.9g", (double)s->lr);
+    META("train.beta1", "%.9g", (double)s->beta1);
+    META("train.clip", "%.9g", (double)s->clip);
+    META("train.baseline", "%.9g", (double)s->baseline);
+    META("train.seed", "%" PRIu64, s->seed);
+#undef META
+    meta[k++] = (SafetensorsMeta){"train.data", s->data};
+    meta[k++] = (SafetensorsMeta){"format", CLASSIFY_FORMAT};
+    const Block *blocks[3] = {params, m, v};
+    const char *prefixes[3] = {"", "adam.m/", "adam.v/"};
+    return safetensors_save(path, blocks, prefixes, m ? 3 : 1, meta, k, err);
+}
+
+static int meta_long(const SafetensorsFile *f, const char *path, const char *key, long lo,
+                     long hi, long *out, Error *err) {
+    const char *s = safetensors_meta(f, key);
+    if (!s) return error_set(err, "%s: not a classifier checkpoint (no \"%s\" in __metadata__)", path, key);
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end) return error_set(err, "%s: metadata %s = '%s' is not an integer", path, key, s);
+    if (v < lo || v > hi) return error_set(err, "%s: metadata %s = %ld out of range [%ld, %ld]", path, key, v, lo, hi);
+    *out = v;
+    return 0;
+}
+
+static int meta_float(const SafetensorsFile *f, const char *path, const char *key, float *out,
+                      Error *err) {
+    const char *s = safetensors_meta(f, key);
+    if (!s) return error_set(err, "%s: no \"%s\" in __metadata__", path, key);
+    char *end;
+    float v = strtof(s, &end);
+    if (end == s || *end || !isfinite(v)) return error_set(err, "%s: metadata %s = '%s' is not a number", path, key, s);
+    *out = v;
+    return 0;
+}
+
+int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyState *s, Error *err) {
+    memset(s, 0, sizeof *s);
+    const char *fmt = safetensors_meta(f, "format");
+    if (!fmt || strcmp(fmt, CLASSIFY_FORMAT) != 0)
+        return error_set(err, "%s: not a classifier checkpoint (format '%s', expected %s%s)", path,
+                         fmt ? fmt : "missing", CLASSIFY_FORMAT,
+                         fmt && !strncmp(fmt, "attend-draw", 11) ? "; this is a DRAW generator: use draw eval" : "");
+    const char *kind = safetensors_meta(f, "classify.model");
+    if (!kind || (strcmp(kind, "glimpse") != 0 && strcmp(kind, "cnn") != 0))
+        return error_set(err, "%s: metadata classify.model = '%s' (expected glimpse or cnn)", path,
+                         kind ? kind : "missing");
+    long v[7];
+    if (strcmp(kind, "glimpse") == 0) {
+        static const char *const keys[] = {"glimpse.W", "glimpse.H", "glimpse.T", "glimpse.read_n",
+                                           "glimpse.hidden", "glimpse.classes", "glimpse.attention"};
+        for (int i = 0; i < 7; i++)
+            if (meta_long(f, path, keys[i], 0, 1000000L, &v[i], err)) return -1;
+        // Checkpoints written before hard attention existed have neither key: soft.
+        long hard = 0;
+        float loc_std = 0.0f;
+        if (safetensors_meta(f, "glimpse.hard") &&
+            (meta_long(f, path, "glimpse.hard", 0, 1, &hard, err) ||
+             meta_float(f, path, "glimpse.loc_std", &loc_std, err)))
+            return -1;
+        s->cfg.kind = CLASSIFIER_GLIMPSE;
+        s->cfg.glimpse = (GlimpseConfig){.W = (int)v[0], .H = (int)v[1], .T = (int)v[2],
+                                         .read_n = (int)v[3], .hidden = (int)v[4],
+                                         .classes = (int)v[5], .attention = v[6] != 0,
+                                         .hard = (int)hard, .loc_std = loc_std};
+    } else {
+        static const char *const keys[] = {"cnn.S", "cnn.layers", "cnn.channels1", "cnn.channels2",
+                                           "cnn.fc", "cnn.classes"};
+        for (int i = 0; i < 6; i++)
+            if (meta_long(f, path, keys[i], 0, 1000000L, &v[i], err)) return -1;
+        if (v[1] < 1 || v[1] > 2) return error_set(err, "%s: metadata cnn.layers = %ld (1 or 2)", path, v[1]);
+        s->cfg.kind = CLASSIFIER_CNN;
+        s->cfg.cnn = (ConvnetConfig){.S = (int)v[0], .layers = (int)v[1],
+                                     .channels = {(int)v[2], (int)v[3]}, .fc = (int)v[4],
+                                     .classes = (int)v[5]};
+    }
+    static const char *const tkeys[] = {"clutter.fragments", "clutter.fragment", "train.step", "train.batch"};
+    long tv[4];
+    for (int i = 0; i < 4; i++)
+        if (meta_long(f, path, tkeys[i], 0, 2000000000L, &tv[i], err)) return -1;
+    s->clutter = (ClutterConfig){.W = classifier_width(&s->cfg), .H = classifier_height(&s->cfg),
+                                 .fragments = (int)tv[0], .fragment = (int)tv[1]};
+    s->step = tv[2];
+    s->batch = (int)tv[3];
+    if (meta_float(f, path, "train.lr", &s->lr, err) || meta_float(f, path, "train.beta1", &s->beta1, err) ||
+        meta_float(f, path, "train.clip", &s->clip, err) ||
+        (safetensors_meta(f, "train.baseline") &&  // absent before hard attention: 0
+         meta_float(f, path, "train.baseline", &s->baseline, err)))
+        return -1;
+    const char *seed = safetensors_meta(f, "train.seed");
+    if (!seed) return error_set(err, "%s: no \"train.seed\" in __metadata__", path);
+    char *end;
+    errno = 0;
+    s->seed = strtoull(seed, &end, 10);
+    if (errno || end == seed || *end) return error_set(err, "%s: metadata train.seed = '%s' is not an integer", path, seed);
+    const char *data = safetensors_meta(f, "train.data");
+    snprintf(s->data, sizeof s->data, "%s", data && data[0] ? data : "mnist");
+    Error e2;
+    if (classifier_config_check(&s->cfg, &e2)) return error_set(err, "%s: %s", path, e2.msg);
+    if (clutter_config_check(&s->clutter, 28, 28, &e2))  // the MNIST family's 28 x 28 digits
+        return error_set(err, "%s: clutter configuration: %s", path, e2.msg);
+    if (s->batch < 1) return error_set(err, "%s: metadata train.batch = %d", path, s->batch);
+    return 0;
+}
+
+int classify_load_model(ClassifyModel *m, const char *path, Error *err) {
+    memset(m, 0, sizeof *m);
+    SafetensorsFile f;
+    if (safetensors_load(&f, path, err)) return -1;
+    int rc = classify_read_state(&f, path, &m->state, err);
+    if (rc == 0) {
+        classifier_layout(&m->params, &m->p, &m->state.cfg);
+        block_alloc(&m->params);
+        rc = safetensors_read_block(&m->params, "", &f, path, err);
+        if (rc) block_free(&m->params);
+    }
+    safetensors_free(&f);
+    return rc;
+}
+
+void classify_model_free(ClassifyModel *m) { block_free(&m->params); }
+
+int classify_load_split(ImageSet *set, const char *data, const char *root, Split split,
+                        const ClutterConfig *clutter, Error *err) {
+    if (strcmp(data, "mnist") != 0 && strcmp(data, "fashion-mnist") != 0)
+        return error_set(err, "--data: '%s' is not a digit source (mnist or fashion-mnist)", data);
+    if (mnist_load(set, data, root, split, err)) return -1;
+    Error e2;
+    if (clutter_config_check(clutter, set->rows, set->cols, &e2) || set->n < 2) {
+        error_set(err, "%s %s: %s", data, split_name(split), set->n < 2 ? "fewer than 2 images" : e2.msg);
+        imageset_free(set);
+        return -1;
+    }
+    return 0;
+}
+
+ClassifyEval classify_evaluate(ClassifierWorker *w, int n_workers, int B,
+                               const ClassifierParams *p, const ClassifierConfig *c,
+                               const ImageSet *set,
+                               const ClutterConfig *clutter, uint64_t seed, int count,
+                               float *x, int *labels) {
+    ClassifyEval r = {0};
+    long idx[1024];
+    CHECK(B <= 1024, "evaluation batch %d", B);
+    double loss = 0.0;
+    for (int start = 0; start < count; start += B) {
+        int nb = count - start < B ? count - start : B;
+        for (int b = 0; b < nb; b++) idx[b] = start + b;
+        cluttered_batch(x, labels, set, clutter, seed, idx, nb);
+        int right = 0;
+        loss += nb * classifier_forward_parallel(w, n_workers, p, c, x, labels, nb, NULL, &right);
+        r.correct += right;
+    }
+    r.images = count;
+    r.loss = count ? loss / count : NAN;
+    r.error = count ? 1.0 - (double)r.correct / count : NAN;
+    return r;
+}

@@ -1,0 +1,231 @@
+#include "cli/classify_tools.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/classify_common.h"
+#include "cli/threads.h"
+#include "core/check.h"
+#include "core/fileio.h"
+#include "core/gemm.h"
+#include "core/timer.h"
+#include "vision/filterbank.h"
+#include "vision/image.h"
+#include "vision/overlay.h"
+#include "vision/png.h"
+
+static int fail(const Error *err) {
+    fprintf(stderr, "draw classify: %s\n", err->msg);
+    return 1;
+}
+
+static const char *const SPLITS[] = {"valid", "test", NULL};
+
+int classify_eval_main(int argc, char **argv) {
+    const char *model = NULL, *root = "data";
+    int split = 1, batch = 100, threads = threads_available(), limit = 0;
+    bool json = false;
+    ArgSpec specs[] = {
+        {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
+        {"data-root", ARG_STRING, &root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
+        {"split", ARG_CHOICE, &split, "which split", .choices = SPLITS},
+        {"limit", ARG_INT, &limit, "evaluate only the first N images (0: all)", .has_min = true, .min = 0},
+        {"batch", ARG_INT, &batch, "images per forward pass", .has_min = true, .min = 1, .has_max = true, .max = 1024},
+        {"threads", ARG_INT, &threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"json", ARG_FLAG, &json, "print one JSON object", .given = NULL},
+    };
+    int code;
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw classify eval --model PATH [flags]",
+                               "draw classify", &code))
+        return code;
+    Error err;
+    ClassifyModel m;
+    if (classify_load_model(&m, model, &err)) return fail(&err);
+    ImageSet set;
+    const ClassifyState *st = &m.state;
+    if (classify_load_split(&set, st->data, root, split == 0 ? SPLIT_VALID : SPLIT_TEST, &st->clutter, &err)) {
+        classify_model_free(&m);
+        return fail(&err);
+    }
+    int count = limit > 0 && limit < set.n ? limit : set.n;
+    int B = batch < count ? batch : count;
+    int n_workers = classifier_worker_count(threads, B);
+    ClassifierWorker *w = xcalloc((size_t)n_workers, sizeof *w);
+    classifier_workers_alloc(w, n_workers, &st->cfg, B);
+    gemm_set_threads(threads / n_workers > 0 ? threads / n_workers : 1);
+    float *x = xmalloc(sizeof(float) * (size_t)B * st->clutter.W * st->clutter.H);
+    int *labels = xmalloc(sizeof(int) * (size_t)B);
+    const bool glimpse = st->cfg.kind == CLASSIFIER_GLIMPSE;
+    double t0 = timer_now();
+    ClassifyEval r = classify_evaluate(w, n_workers, B, &m.p, &st->cfg, &set, &st->clutter,
+                                       CLUTTER_TEST_SEED, count, x, labels);
+    double secs = timer_now() - t0;
+    if (json)
+        printf("{\"error\": %.6f, \"loss\": %.6f, \"correct\": %d, \"images\": %d, \"split\": \"%s\", "
+               "\"data\": \"cluttered %s %dx%d, %d fragments\", \"model\": \"%s\", \"T\": %d, "
+               "\"attention\": %s, \"step\": %ld, \"seconds\": %.3f}\n",
+               r.error, r.loss, r.correct, r.images, SPLITS[split], st->data, st->clutter.W,
+               st->clutter.H, st->clutter.fragments, classifier_kind_name(st->cfg.kind),
+               glimpse ? st->cfg.glimpse.T : 0, glimpse && st->cfg.glimpse.attention ? "true" : "false",
+               st->step, secs);
+    else
+        printf("cluttered %s %s: error %.2f%% (%d of %d wrong), loss %.4f\n", st->data,
+               SPLITS[split], 100.0 * r.error, r.images - r.correct, r.images, r.loss);
+    classifier_workers_free(w, n_workers);
+    free(w), free(x), free(labels);
+    imageset_free(&set);
+    classify_model_free(&m);
+    return 0;
+}
+
+static const float GREEN[3] = {0.1f, 0.9f, 0.2f};
+
+// Row i of glimpses.png: the image with each step's window, then the prediction.
+static Image glimpse_row(const GlimpseActs *a, const GlimpseConfig *c, const float *img, int i,
+                         int label, int scale) {
+    int T = c->T, n = T + 1;
+    Image *tiles = xcalloc((size_t)n, sizeof *tiles);
+    char (*text)[48] = xcalloc((size_t)n, sizeof *text);
+    const char **caps = xcalloc((size_t)n, sizeof *caps);
+    Image plane = {.c = 1, .h = c->H, .w = c->W, .data = (float *)img};
+    Image big = image_resize(&plane, c->H * scale, c->W * scale, RESIZE_AREA);
+    const float *z = a->logits + (size_t)i * c->classes;
+    int pred = 0;
+    for (int k = 1; k < c->classes; k++) pred = z[k] > z[pred] ? k : pred;
+    for (int t = 0; t < n; t++) {
+        tiles[t] = image_to_rgb(&big);
+        if (t < T && c->attention) {
+            const float *rp = a->rparams + ((size_t)t * a->B + i) * FILTERBANK_PARAMS;
+            FilterbankWindow w = filterbank_window(rp, c->read_n, c->W, c->H);
+            draw_rect(&tiles[t], (w.x0 + 0.5f) * scale - 0.5f, (w.y0 + 0.5f) * scale - 0.5f,
+                      (w.x1 + 0.5f) * scale - 0.5f, (w.y1 + 0.5f) * scale - 0.5f, GREEN, 2);
+        }
+        if (t < T)
+            snprintf(text[t], sizeof text[t], "glimpse %d", t + 1);
+        else
+            snprintf(text[t], sizeof text[t], "says %d (is %d)", pred, label);
+        caps[t] = text[t];
+    }
+    Image row = caption_strip(tiles, caps, n, 2, 1);
+    for (int t = 0; t < n; t++) image_free(&tiles[t]);
+    image_free(&big);
+    free(tiles), free(text), free(caps);
+    return row;
+}
+
+static int write_pictures(const char *out, const GlimpseActs *a, const GlimpseConfig *c,
+                          const float *x, const int *labels, int count, int scale, Error *err) {
+    Image *rows = xcalloc((size_t)count, sizeof *rows);
+    for (int i = 0; i < count; i++)
+        rows[i] = glimpse_row(a, c, x + (size_t)i * c->W * c->H, i, labels[i], scale);
+    Image all = stack_vertical(rows, count, 4);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/glimpses.png", out);
+    int rc = write_png_image(path, &all, err);
+    image_free(&all);
+    for (int i = 0; i < count; i++) image_free(&rows[i]);
+    free(rows);
+    if (rc || !c->attention) return rc;
+    // The glimpses themselves: (count rows, T columns) of N x N patches, upscaled.
+    int N = c->read_n, R = N * N, LD = R + c->hidden, T = c->T;
+    float *planes = xmalloc(sizeof(float) * (size_t)count * T * R);
+    for (int i = 0; i < count; i++)
+        for (int t = 0; t < T; t++) {
+            const float *r = a->xh + ((size_t)t * a->B + i) * LD;
+            float mx = 1e-6f;
+            for (int k = 0; k < R; k++) mx = fmaxf(mx, r[k]);
+            for (int k = 0; k < R; k++) planes[((size_t)i * T + t) * R + k] = r[k] / mx;
+        }
+    Image grid = tile_grid_planes(planes, count * T, N, N, T, 1, 0.5f);
+    Image big = image_resize(&grid, grid.h * 4, grid.w * 4, RESIZE_AREA);
+    snprintf(path, sizeof path, "%s/patches.png", out);
+    rc = write_png_image(path, &big, err);
+    image_free(&grid), image_free(&big);
+    free(planes);
+    return rc;
+}
+
+int classify_show_main(int argc, char **argv) {
+    const char *model = NULL, *out = NULL, *root = "data";
+    int count = 8, scale = 2, first = 0;
+    ArgSpec specs[] = {
+        {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
+        {"out", ARG_STRING, &out, "output folder (glimpses.png, patches.png)", .metavar = "DIR", .required = true},
+        {"data-root", ARG_STRING, &root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
+        {"count", ARG_INT, &count, "test images shown", .has_min = true, .min = 1, .has_max = true, .max = 64},
+        {"first", ARG_INT, &first, "index of the first test image", .has_min = true, .min = 0, .has_max = true, .max = 1000000},
+        {"scale", ARG_INT, &scale, "pixels per image pixel", .has_min = true, .min = 1, .has_max = true, .max = 8},
+    };
+    int code;
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw classify show --model PATH --out DIR [flags]",
+                               "draw classify", &code))
+        return code;
+    Error err;
+    ClassifyModel m;
+    if (classify_load_model(&m, model, &err)) return fail(&err);
+    const ClassifyState *st = &m.state;
+    if (st->cfg.kind != CLASSIFIER_GLIMPSE) {
+        error_set(&err, "%s: a %s model takes no glimpses (show draws the glimpse classifier's)",
+                  model, classifier_kind_name(st->cfg.kind));
+        classify_model_free(&m);
+        return fail(&err);
+    }
+    const GlimpseConfig *gc = &st->cfg.glimpse;
+    ImageSet set;
+    if (classify_load_split(&set, st->data, root, SPLIT_TEST, &st->clutter, &err)) {
+        classify_model_free(&m);
+        return fail(&err);
+    }
+    int rc = make_dirs(out, &err);
+    GlimpseActs acts;
+    glimpse_acts_alloc(&acts, gc, count);
+    float *x = xmalloc(sizeof(float) * (size_t)count * gc->W * gc->H);
+    int *labels = xmalloc(sizeof(int) * (size_t)count);
+    long *idx = xmalloc(sizeof(long) * (size_t)count);
+    if (rc == 0) {
+        for (int i = 0; i < count; i++) idx[i] = first + i;
+        cluttered_batch(x, labels, &set, &st->clutter, CLUTTER_TEST_SEED, idx, count);
+        int correct = 0;
+        glimpse_forward(&acts, &m.p.glimpse, gc, x, labels, count, &correct);
+        rc = write_pictures(out, &acts, gc, x, labels, count, scale, &err);
+        if (rc == 0)
+            fprintf(stderr, "draw classify show: %d test images (%d right); wrote %s/glimpses.png%s\n",
+                    count, correct, out, gc->attention ? ", patches.png" : "");
+    }
+    glimpse_acts_free(&acts);
+    free(x), free(labels), free(idx);
+    imageset_free(&set);
+    classify_model_free(&m);
+    return rc ? fail(&err) : 0;
+}
+
+int classify_export_main(int argc, char **argv) {
+    const char *out = NULL, *root = "data", *data = "mnist";
+    int split = 1, count = 100, fragments = 8;
+    long seed = CLUTTER_TEST_SEED;
+    ArgSpec specs[] = {
+        {"out", ARG_STRING, &out, "output folder (00000.png ..., labels.txt)", .metavar = "DIR", .required = true},
+        {"data", ARG_STRING, &data, "source of the digits: mnist or fashion-mnist", .metavar = "D"},
+        {"data-root", ARG_STRING, &root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
+        {"split", ARG_CHOICE, &split, "which split", .choices = SPLITS},
+        {"count", ARG_INT, &count, "images", .has_min = true, .min = 1, .has_max = true, .max = 1000000},
+        {"fragments", ARG_INT, &fragments, "clutter fragments per image", .has_min = true, .min = 0, .has_max = true, .max = CLUTTER_MAX_FRAGMENTS},
+        {"seed", ARG_LONG, &seed, "clutter seed (the default is the one evaluation uses)", .has_min = true, .min = 0},
+    };
+    int code;
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw classify export --out DIR [flags]",
+                               "draw classify", &code))
+        return code;
+    Error err;
+    ClutterConfig c = clutter_config_default();
+    c.fragments = fragments;
+    ImageSet set;
+    if (classify_load_split(&set, data, root, split == 0 ? SPLIT_VALID : SPLIT_TEST, &c, &err)) return fail(&err);
+    int rc = cluttered_write_folder(out, &set, &c, (uint64_t)seed, count, &err);
+    if (rc == 0) fprintf(stderr, "draw classify export: wrote %d images and labels.txt to %s\n", count, out);
+    imageset_free(&set);
+    return rc ? fail(&err) : 0;
+}

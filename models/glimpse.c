@@ -1,0 +1,265 @@
+#include "models/glimpse.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/gemm.h"
+#include "seq/linear.h"
+#include "seq/loss.h"
+#include "seq/lstm.h"
+#include "vision/filterbank.h"
+
+GlimpseConfig glimpse_config_default(int W, int H) {
+    return (GlimpseConfig){.W = W, .H = H, .T = 8, .read_n = 12, .hidden = 256, .classes = 10,
+                           .attention = 1};
+}
+
+int glimpse_config_check(const GlimpseConfig *c, Error *err) {
+    if (c->W < 1 || c->H < 1 || c->W > 4096 || c->H > 4096)
+        return error_set(err, "image size %dx%d out of range", c->W, c->H);
+    if (c->T < 1 || c->T > 1000) return error_set(err, "T %d out of range [1, 1000]", c->T);
+    if (c->attention && (c->read_n < 1 || c->read_n > c->W || c->read_n > c->H))
+        return error_set(err, "read N %d out of range [1, %d]", c->read_n, c->W < c->H ? c->W : c->H);
+    if (c->hard && (!c->attention || !(c->loc_std > 0.0f) || c->loc_std > 10.0f))
+        return error_set(err, "hard attention needs attention and a location std in (0, 10], not %g",
+                         (double)c->loc_std);
+    if (c->hidden < 1 || c->hidden > 65536) return error_set(err, "hidden size %d out of range", c->hidden);
+    if (c->classes < 2 || c->classes > 65536) return error_set(err, "classes %d out of range [2, 65536]", c->classes);
+    return 0;
+}
+
+int glimpse_read_size(const GlimpseConfig *c) {
+    return c->attention ? c->read_n * c->read_n : c->W * c->H;
+}
+
+void glimpse_layout(Block *b, GlimpseParams *p, const GlimpseConfig *c) {
+    int R = glimpse_read_size(c), Hd = c->hidden;
+    memset(p, 0, sizeof *p);
+    block_add(b, &p->lstm_W, "lstm.W", 2, 4 * Hd, R + Hd);
+    block_add(b, &p->lstm_b, "lstm.b", 1, 4 * Hd);
+    if (c->attention) {
+        block_add(b, &p->read_W, "read_attn.W", 2, FILTERBANK_PARAMS, Hd);
+        block_add(b, &p->read_b, "read_attn.b", 1, FILTERBANK_PARAMS);
+    }
+    block_add(b, &p->out_W, "out.W", 2, c->classes, Hd);
+    block_add(b, &p->out_b, "out.b", 1, c->classes);
+}
+
+static void init_uniform(float *w, size_t n, int fan_in, Rng *rng) {
+    float s = 1.0f / sqrtf((float)fan_in);
+    for (size_t i = 0; i < n; i++) w[i] = s * (2.0f * rng_uniform(rng) - 1.0f);
+}
+
+void glimpse_init(GlimpseParams *p, const GlimpseConfig *c, Rng *rng) {
+    int R = glimpse_read_size(c), Hd = c->hidden;
+    init_uniform(p->lstm_W, (size_t)4 * Hd * (R + Hd), R + Hd, rng);
+    memset(p->lstm_b, 0, sizeof(float) * 4 * Hd);
+    for (int j = 0; j < Hd; j++) p->lstm_b[Hd + j] = 1.0f;  // forget gate
+    init_uniform(p->out_W, (size_t)c->classes * Hd, Hd, rng);
+    memset(p->out_b, 0, sizeof(float) * c->classes);
+    if (c->attention) {
+        // Small weights: the first glimpses stay near the bias's window, which tiles the
+        // whole image with the N x N grid (delta = max(W, H) / N, sigma half a cell).
+        init_uniform(p->read_W, (size_t)FILTERBANK_PARAMS * Hd, Hd, rng);
+        for (int i = 0; i < FILTERBANK_PARAMS * Hd; i++) p->read_W[i] *= 0.1f;
+        int N = c->read_n, mx = c->W > c->H ? c->W : c->H;
+        float cell = (float)mx / (float)N;
+        memset(p->read_b, 0, sizeof(float) * FILTERBANK_PARAMS);
+        p->read_b[2] = 2.0f * logf(0.5f * cell);
+        p->read_b[3] = N > 1 ? logf((float)(N - 1) / (float)N) : 0.0f;
+    }
+}
+
+void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B) {
+    CHECK(B >= 1);
+    memset(a, 0, sizeof *a);
+    a->B = B;
+    Block *k = &a->block;
+    int T = c->T, R = glimpse_read_size(c), Hd = c->hidden, P = FILTERBANK_PARAMS;
+    int N = c->attention ? c->read_n : 0;
+    block_add(k, &a->xh, "xh", 3, T, B, R + Hd);
+    block_add(k, &a->h, "h", 3, T, B, Hd);
+    block_add(k, &a->c, "c", 3, T, B, Hd);
+    block_add(k, &a->gates, "gates", 3, T, B, 4 * Hd);
+    block_add(k, &a->rparams, "rparams", 3, T, B, P);
+    block_add(k, &a->eps, "eps", 3, T, B, c->hard ? 2 : 0);
+    block_add(k, &a->locmean, "locmean", 3, T, B, c->hard ? 2 : 0);
+    block_add(k, &a->reward, "reward", 1, B);
+    block_add(k, &a->Fx, "Fx", 3, T, B, N * c->W);
+    block_add(k, &a->Fy, "Fy", 3, T, B, N * c->H);
+    block_add(k, &a->gamma, "gamma", 2, T, B);
+    block_add(k, &a->logits, "logits", 2, B, c->classes);
+    block_add(k, &a->probs, "probs", 2, B, c->classes);
+    block_add(k, &a->losses, "losses", 1, B);
+    block_add(k, &a->dgates, "dgates", 3, T, B, 4 * Hd);
+    block_add(k, &a->drparams, "drparams", 3, T, B, P);
+    block_add(k, &a->dh[0], "dh0", 2, B, Hd);
+    block_add(k, &a->dh[1], "dh1", 2, B, Hd);
+    block_add(k, &a->dc[0], "dc0", 2, B, Hd);
+    block_add(k, &a->dc[1], "dc1", 2, B, Hd);
+    block_add(k, &a->dr, "dr", 2, B, c->attention ? R : 0);
+    block_add(k, &a->dlogits, "dlogits", 2, B, c->classes);
+    block_add(k, &a->dFx, "dFx", 2, B, N * c->W);
+    block_add(k, &a->dFy, "dFy", 2, B, N * c->H);
+    block_add(k, &a->dgamma, "dgamma", 1, B);
+    block_add(k, &a->lstm_scratch, "lstm_scratch", 1, lstm_scratch_floats(B, R, Hd));
+    block_add(k, &a->fb_scratch, "fb_scratch", 1,
+              c->attention ? filterbank_scratch_floats(N, c->W, c->H) : 1);
+    block_alloc(k);
+}
+
+void glimpse_acts_free(GlimpseActs *a) {
+    block_free(&a->block);
+    memset(a, 0, sizeof *a);
+}
+
+void glimpse_fill_noise(GlimpseActs *a, const GlimpseConfig *c, int B, Rng *rng) {
+    CHECK(c->hard && B <= a->B);
+    for (int t = 0; t < c->T; t++) rng_normal_fill(rng, glimpse_at(a, a->eps, t, 2), (size_t)B * 2);
+}
+
+void glimpse_reinforce_mean_grad(float *dmean, const float *l, const float *m, float adv,
+                                 float sd, float scale, int n) {
+    for (int k = 0; k < n; k++) dmean[k] += -scale * adv * (l[k] - m[k]) / (sd * sd);
+}
+
+double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c,
+                       const float *x, const int *labels, int B, int *correct) {
+    CHECK(B >= 1 && B <= a->B, "B %d, room for %d", B, a->B);
+    const int R = glimpse_read_size(c), Hd = c->hidden, LD = R + Hd, HW = c->W * c->H;
+    const int P = FILTERBANK_PARAMS, N = c->read_n;
+    for (int t = 0; t < c->T; t++) {
+        float *xh = glimpse_at(a, a->xh, t, LD);
+        const float *hp = t ? glimpse_at(a, a->h, t - 1, Hd) : NULL;
+        if (c->attention) {
+            float *rp = glimpse_at(a, a->rparams, t, P);
+            float *Fx = glimpse_at(a, a->Fx, t, N * c->W), *Fy = glimpse_at(a, a->Fy, t, N * c->H);
+            float *g = glimpse_at(a, a->gamma, t, 1);
+            if (hp)
+                linear_forward(rp, hp, p->read_W, p->read_b, B, Hd, P);
+            else
+                for (int b = 0; b < B; b++) memcpy(rp + (size_t)b * P, p->read_b, sizeof(float) * P);
+            if (c->hard) {  // the sampled (or given) centre; the mean kept for the backward
+                const float *e = glimpse_at(a, a->eps, t, 2);
+                float *m = glimpse_at(a, a->locmean, t, 2);
+                const float *fl = a->fixed_loc ? a->fixed_loc + (size_t)t * B * 2 : NULL;
+                for (int b = 0; b < B; b++)
+                    for (int k = 0; k < 2; k++) {
+                        float *r = &rp[(size_t)b * P + k];
+                        m[b * 2 + k] = *r;
+                        *r = fl ? fl[b * 2 + k] : *r + c->loc_std * e[b * 2 + k];
+                    }
+            }
+            filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
+            filterbank_read_forward(xh, LD, x, Fx, Fy, g, a->fb_scratch, B, N, c->W, c->H);
+        } else {
+            for (int b = 0; b < B; b++)
+                memcpy(xh + (size_t)b * LD, x + (size_t)b * HW, sizeof(float) * HW);
+        }
+        for (int b = 0; b < B; b++) {
+            float *dst = xh + (size_t)b * LD + R;
+            if (hp)
+                memcpy(dst, hp + (size_t)b * Hd, sizeof(float) * Hd);
+            else
+                memset(dst, 0, sizeof(float) * Hd);
+        }
+        lstm_forward_xh(glimpse_at(a, a->h, t, Hd), glimpse_at(a, a->c, t, Hd),
+                        glimpse_at(a, a->gates, t, 4 * Hd), xh, LD,
+                        t ? glimpse_at(a, a->c, t - 1, Hd) : NULL, p->lstm_W, p->lstm_b, B, R, Hd);
+    }
+    const float *hT = glimpse_at(a, a->h, c->T - 1, Hd);
+    linear_forward(a->logits, hT, p->out_W, p->out_b, B, Hd, c->classes);
+    double total = crossentropy_forward(a->losses, a->probs, a->logits, labels, B, c->classes);
+    int right = 0;
+    for (int b = 0; b < B; b++) {
+        const float *z = a->logits + (size_t)b * c->classes;
+        int best = 0;
+        for (int k = 1; k < c->classes; k++) best = z[k] > z[best] ? k : best;
+        a->reward[b] = best == labels[b] ? 1.0f : 0.0f;
+        right += best == labels[b];
+    }
+    if (correct) *correct = right;
+    return total / B;
+}
+
+// db (n) += column sums of d (B, n).
+static void col_sums(float *restrict db, const float *restrict d, int B, int n) {
+    for (int r = 0; r < B; r++)
+        for (int j = 0; j < n; j++) db[j] += d[(size_t)r * n + j];
+}
+
+// dW (OC, C) += sum over steps t0..T-1 of dout_t^T (OC, B) @ in_{t - shift} (B, C); step t's
+// rows at dout_all + t Bmax OC and in_all + (t - shift) Bmax ldin. One GEMM when the
+// batch fills its slots and the rows are contiguous.
+static void weight_grad(float *dW, const float *dout_all, const float *in_all, int ldin,
+                        int t0, int shift, int T, int B, int Bmax, int OC, int C) {
+    if (T <= t0) return;
+    if (B == Bmax && ldin == C) {
+        gemm(true, false, OC, C, (T - t0) * B, 1.0f, dout_all + (size_t)t0 * Bmax * OC, OC,
+             in_all + (size_t)(t0 - shift) * Bmax * ldin, ldin, 1.0f, dW, C);
+    } else {
+        for (int t = t0; t < T; t++)
+            gemm(true, false, OC, C, B, 1.0f, dout_all + (size_t)t * Bmax * OC, OC,
+                 in_all + (size_t)(t - shift) * Bmax * ldin, ldin, 1.0f, dW, C);
+    }
+}
+
+void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
+                      const GlimpseConfig *c, const float *x, const int *labels, int B) {
+    CHECK(B >= 1 && B <= a->B);
+    const int R = glimpse_read_size(c), Hd = c->hidden, LD = R + Hd, T = c->T, Bm = a->B;
+    const int P = FILTERBANK_PARAMS, N = c->read_n, G = 4 * Hd;
+    // d mean loss / d logits = (probs - onehot) / B
+    float *dl = a->dlogits;
+    memset(dl, 0, sizeof(float) * (size_t)B * c->classes);
+    crossentropy_backward(dl, NULL, a->probs, labels, B, c->classes);
+    for (int i = 0; i < B * c->classes; i++) dl[i] *= 1.0f / (float)B;
+    const float *hT = glimpse_at(a, a->h, T - 1, Hd);
+    int cur = 0;
+    memset(a->dh[cur], 0, sizeof(float) * (size_t)B * Hd);
+    memset(a->dc[cur], 0, sizeof(float) * (size_t)B * Hd);
+    linear_backward(a->dh[cur], g->out_W, g->out_b, dl, hT, p->out_W, B, Hd, c->classes);
+    for (int t = T - 1; t >= 0; t--) {
+        int prev = 1 - cur;
+        memset(a->dh[prev], 0, sizeof(float) * (size_t)B * Hd);
+        memset(a->dc[prev], 0, sizeof(float) * (size_t)B * Hd);
+        float *dr = c->attention ? a->dr : NULL;
+        if (dr) memset(dr, 0, sizeof(float) * (size_t)B * R);
+        // Gate gradients land in lstm_scratch's first B 4H floats; dW waits for one GEMM.
+        lstm_backward(dr, t ? a->dh[prev] : NULL, t ? a->dc[prev] : NULL, NULL, g->lstm_b,
+                      a->dh[cur], a->dc[cur], glimpse_at(a, a->gates, t, G),
+                      glimpse_at(a, a->xh, t, LD), t ? glimpse_at(a, a->c, t - 1, Hd) : NULL,
+                      glimpse_at(a, a->c, t, Hd), p->lstm_W, a->lstm_scratch, B, R, Hd);
+        memcpy(glimpse_at(a, a->dgates, t, G), a->lstm_scratch, sizeof(float) * (size_t)B * G);
+        if (c->attention) {
+            const float *Fx = glimpse_at(a, a->Fx, t, N * c->W), *Fy = glimpse_at(a, a->Fy, t, N * c->H);
+            const float *gm = glimpse_at(a, a->gamma, t, 1);
+            float *drp = glimpse_at(a, a->drparams, t, P);
+            memset(a->dFx, 0, sizeof(float) * (size_t)B * N * c->W);
+            memset(a->dFy, 0, sizeof(float) * (size_t)B * N * c->H);
+            memset(a->dgamma, 0, sizeof(float) * B);
+            memset(drp, 0, sizeof(float) * (size_t)B * P);
+            filterbank_read_backward(NULL, a->dFx, a->dFy, a->dgamma, dr, R, x, Fx, Fy, gm,
+                                     a->fb_scratch, B, N, c->W, c->H);
+            filterbank_backward(drp, a->dFx, a->dFy, a->dgamma, Fx, Fy,
+                                glimpse_at(a, a->rparams, t, P), B, N, c->W, c->H);
+            if (c->hard) {  // the centre's gradient is REINFORCE's, not the image's
+                const float *m = glimpse_at(a, a->locmean, t, 2), *rp = glimpse_at(a, a->rparams, t, P);
+                for (int b = 0; b < B; b++) {
+                    float *d = drp + (size_t)b * P;
+                    d[0] = d[1] = 0.0f;
+                    glimpse_reinforce_mean_grad(d, rp + (size_t)b * P, m + b * 2,
+                                                a->reward[b] - a->baseline, c->loc_std,
+                                                1.0f / (float)B, 2);
+                }
+            }
+            col_sums(g->read_b, drp, B, P);
+            // Step t reads with h_{t-1}; step 0 with h_0 = 0 (bias only).
+            if (t) gemm(false, false, B, Hd, P, 1.0f, drp, P, p->read_W, Hd, 1.0f, a->dh[prev], Hd);
+        }
+        cur = prev;
+    }
+    weight_grad(g->lstm_W, a->dgates, a->xh, LD, 0, 0, T, B, Bm, G, LD);
+    if (c->attention) weight_grad(g->read_W, a->drparams, a->h, Hd, 1, 1, T, B, Bm, P, Hd);
+}

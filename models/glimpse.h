@@ -1,0 +1,118 @@
+// glimpse.h: the recurrent attention classifier of DRAW's first experiment ("Differentiable
+// RAM", Gregor et al. 2015, section 4: an LSTM that takes a 12 x 12 glimpse of the image
+// at each step through DRAW's selective read, and after a fixed number of glimpses
+// classifies the digit with a softmax layer). Trained end to end by backpropagation,
+// through the read's attention parameters too.
+//
+// For t = 1..T, with h_0 = c_0 = 0:
+//     params_t = read.W h_{t-1} + read.b                     (5 values, vision/filterbank.h)
+//     r_t      = gamma F_Y x F_X^T                           (N x N glimpse of the image)
+//     h_t, c_t = LSTM([r_t, h_{t-1}], c_{t-1})               (seq/lstm.h)
+// logits = out.W h_T + out.b; loss = mean over the batch of -log softmax(logits)[label].
+// Without attention (the no-attention variant) r_t is the whole image, every step.
+// The read's bias starts with the grid tiling the whole image (a coarse first look), as
+// DRAW's read does in models/draw.c.
+//
+// Hard attention (hard = 1; the RAM baseline of the paper's table, Mnih et al. 2014): the
+// window's centre is sampled, l_t = m_t + loc_std eps_t with m_t = the first two outputs
+// of the read's linear layer and eps_t ~ N(0, I) given by the caller (acts.eps, zeros for
+// evaluation at the mean); the other three window parameters (scale, sigma, gamma) stay
+// deterministic and differentiable. The centre gets no gradient through the image: its
+// gradient is REINFORCE's, from the reward R = 1 when the argmax of the logits is the
+// label (else 0) less a baseline b (the caller's, e.g. a moving average of R; see
+// models/sat.h for the captioner's): the backward computes the gradient of
+//     mean_b [ CE_b - (R_b - b) sum_t log N(l_t; m_t, loc_std^2 I) ]
+// with the samples l_t held fixed (glimpse_reinforce_mean_grad is its location term).
+// The reward of each image is left in acts.reward by the forward.
+//
+// Memory: one Block of parameters (GlimpseParams views); the activations of the unrolled
+// forward, laid out (T, B, ...), and the backward's buffers in one GlimpseActs Block sized
+// for at most B rows. Forward and backward allocate nothing.
+#ifndef MODELS_GLIMPSE_H
+#define MODELS_GLIMPSE_H
+
+#include "core/block.h"
+#include "core/error.h"
+#include "core/rng.h"
+
+typedef struct {
+    int W, H;       // image width and height (100 x 100 for cluttered MNIST)
+    int T;          // glimpses
+    int read_n;     // glimpse grid N (N x N); unused without attention
+    int hidden;     // LSTM units
+    int classes;    // softmax outputs
+    int attention;  // 1: N x N read glimpses; 0: the whole image every step
+    int hard;       // 1: sampled window centres trained by REINFORCE (attention only)
+    float loc_std;  // hard only: the centre policy's standard deviation (g~ units, the
+                    // image spans [-1, 1])
+} GlimpseConfig;
+
+// The paper's table: 100 x 100, 8 glimpses of 12 x 12, LSTM 256, 10 classes.
+GlimpseConfig glimpse_config_default(int W, int H);
+int glimpse_config_check(const GlimpseConfig *c, Error *err);
+// Inputs the LSTM reads from the image per step: N * N, or W * H without attention.
+int glimpse_read_size(const GlimpseConfig *c);
+
+typedef struct {
+    float *lstm_W, *lstm_b;  // (4 hidden, R + hidden), (4 hidden); R = glimpse_read_size
+    float *read_W, *read_b;  // (5, hidden), (5); attention only (NULL otherwise)
+    float *out_W, *out_b;    // (classes, hidden), (classes)
+} GlimpseParams;
+
+// Registers the parameters (or, on another Block, their gradients or moments) in b.
+void glimpse_layout(Block *b, GlimpseParams *p, const GlimpseConfig *c);
+void glimpse_init(GlimpseParams *p, const GlimpseConfig *c, Rng *rng);
+
+typedef struct {
+    Block block;
+    int B;  // rows allocated for
+    // forward, (T, B, ...)
+    float *xh;        // (T, B, R + hidden): [r_t, h_{t-1}]
+    float *h, *c;     // (T, B, hidden)
+    float *gates;     // (T, B, 4 hidden) post-activation
+    float *rparams;   // (T, B, 5) the read windows' raw parameters (hard: the sampled centre)
+    float *eps;       // (T, B, 2) hard only: the centre noise, filled by the caller
+    float *locmean;   // (T, B, 2) hard only: the policy's means m_t
+    const float *fixed_loc;  // hard only, for tests: (T, B, 2) centres to use instead of
+                             // sampling (NULL: l_t = m_t + loc_std eps_t)
+    float *reward;    // (B) hard only: 1 when the image was classified right, else 0
+    float baseline;   // hard only: the reward baseline the backward uses (the caller's)
+    float *Fx, *Fy;   // (T, B, N W), (T, B, N H)
+    float *gamma;     // (T, B)
+    float *logits;    // (B, classes)
+    float *probs;     // (B, classes)
+    float *losses;    // (B)
+    // backward
+    float *dgates;    // (T, B, 4 hidden) pre-activation gate gradients
+    float *drparams;  // (T, B, 5)
+    float *dh[2], *dc[2];  // (B, hidden)
+    float *dr;        // (B, R)
+    float *dlogits;   // (B, classes)
+    float *dFx, *dFy, *dgamma;  // (B, N W), (B, N H), (B)
+    float *lstm_scratch, *fb_scratch;
+} GlimpseActs;
+
+void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B);
+void glimpse_acts_free(GlimpseActs *a);
+// Row b of step t of an activation tensor laid out (T, a->B, width).
+static inline float *glimpse_at(const GlimpseActs *a, float *base, int t, int width) {
+    return base + (size_t)t * a->B * width;
+}
+
+// Hard attention: eps (T, B, 2) of acts from rng (N(0, 1)); zeros for the mean.
+void glimpse_fill_noise(GlimpseActs *a, const GlimpseConfig *c, int B, Rng *rng);
+// REINFORCE's gradient of -adv log N(l; m, sd^2 I) with respect to the mean m:
+// dmean (n) += -scale adv (l - m) / sd^2; l, m (n). With adv = R(l) - b, b independent of
+// l, its expectation over l ~ N(m, sd^2 I) is -scale times the gradient of E[R] in m.
+void glimpse_reinforce_mean_grad(float *dmean, const float *l, const float *m, float adv,
+                                 float sd, float scale, int n);
+
+// Forward of B images x (B, H W) with labels (B) in [0, classes); returns the mean loss.
+// correct (may be NULL) receives how many images the argmax of the logits gets right.
+double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c,
+                       const float *x, const int *labels, int B, int *correct);
+// Accumulates into g the gradient of the mean loss of the last forward (same x, labels, B).
+void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
+                      const GlimpseConfig *c, const float *x, const int *labels, int B);
+
+#endif

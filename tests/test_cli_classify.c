@@ -1,0 +1,267 @@
+// End-to-end tests of `draw classify` (bin/draw in $ATTEND_BIN) on real MNIST under data/:
+// train a tiny glimpse classifier for a few steps (log.csv, loss.png, --json), evaluate
+// with --json, the glimpse pictures, the PNG export, resume bit for bit, refusing a folder
+// holding a run and model flags that differ on --resume, and bad input refused with one
+// line on stderr and a non-zero exit.
+#include <cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "tests/support/checkpoint.h"
+#include "tests/support/scratch.h"
+#include "tests/support/test.h"
+
+static Scratch sc;
+static const char *tmpdir;
+
+#define TINY "--T 2 --read 4 --hidden 8 --batch 8 --valid-every 3 --valid-images 16 --log-every 1"
+#define run_draw(...) scratch_run(&sc, __VA_ARGS__)
+
+static char *read_text(const char *name) { return scratch_read(&sc, name, NULL); }
+
+static int exists(const char *fmt, ...) {
+    char path[1200], rel[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rel, sizeof rel, fmt, ap);
+    va_end(ap);
+    snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
+    return file_exists(path);
+}
+
+// The last run failed with exactly one line on stderr that contains each of the strings.
+static void expect_one_line(int rc, const char *what, const char *a, const char *b) {
+    char *err = read_text("stderr.txt");
+    EXPECT(rc != 0, "%s: exit 0", what);
+    EXPECT(err && scratch_count_lines(err) == 1 && strstr(err, a) && (!b || strstr(err, b)),
+           "%s: stderr '%s' (want one line with '%s'%s%s)", what, err ? err : "", a, b ? " and " : "",
+           b ? b : "");
+    free(err);
+}
+
+static int trained;
+
+static void test_train_writes_outputs(void) {
+    int rc = run_draw("classify train " TINY " --steps 6 --out %s/run --json", tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0, "train exited %d: %s", rc, err ? err : "");
+    EXPECT(err && strstr(err, "2 glimpses of 4x4") && strstr(err, "8 fragments of 8x8"), "header: %s", err ? err : "");
+    free(err);
+    EXPECT(exists("run/model.safetensors") && exists("run/loss.png") && exists("run/run.json"), "missing outputs");
+    char *log = read_text("run/log.csv");
+    EXPECT(log && strncmp(log, "step,train_loss,train_error,valid_error,seconds\n", 48) == 0, "log.csv header");
+    EXPECT(scratch_count_lines(log) == 7, "log.csv has %d lines, expected 1 + 6", scratch_count_lines(log));
+    const char *row6 = log ? strstr(log, "\n6,") : NULL;
+    EXPECT(row6 && !strstr(row6, ",,"), "no complete row for step 6");
+    free(log);
+    char *out = read_text("stdout.txt");
+    cJSON *j = cJSON_Parse(out ? out : "");
+    EXPECT(j != NULL, "no JSON: %s", out ? out : "");
+    cJSON *steps = cJSON_GetObjectItem(j, "steps"), *ve = cJSON_GetObjectItem(j, "valid_error");
+    EXPECT(cJSON_IsNumber(steps) && steps->valuedouble == 6, "steps");
+    EXPECT(cJSON_IsNumber(ve) && ve->valuedouble >= 0 && ve->valuedouble <= 1, "valid_error");
+    EXPECT(cJSON_IsNumber(cJSON_GetObjectItem(j, "final_loss")), "final_loss");
+    cJSON_Delete(j);
+    free(out);
+    trained = rc == 0;
+}
+
+static void test_eval_json(void) {
+    if (!trained) return test_fail_(__FILE__, __LINE__, "no model (train failed)");
+    int rc = run_draw("classify eval --model %s/run/model.safetensors --limit 50 --json", tmpdir);
+    char *out = read_text("stdout.txt");
+    EXPECT(rc == 0, "eval exited %d", rc);
+    cJSON *j = cJSON_Parse(out ? out : "");
+    cJSON *e = cJSON_GetObjectItem(j, "error"), *n = cJSON_GetObjectItem(j, "images"),
+          *c = cJSON_GetObjectItem(j, "correct");
+    EXPECT(cJSON_IsNumber(e) && cJSON_IsNumber(n) && n->valuedouble == 50 && cJSON_IsNumber(c) &&
+               fabs(e->valuedouble - (1.0 - c->valuedouble / 50.0)) < 1e-6,
+           "eval JSON: %s", out ? out : "");
+    cJSON *split = cJSON_GetObjectItem(j, "split");
+    EXPECT(cJSON_IsString(split) && strcmp(split->valuestring, "test") == 0, "split");
+    cJSON_Delete(j);
+    free(out);
+    // Evaluation is a pure function of the model: twice the same.
+    char *first = NULL;
+    for (int k = 0; k < 2; k++) {
+        run_draw("classify eval --model %s/run/model.safetensors --split valid --limit 20", tmpdir);
+        char *o = read_text("stdout.txt");
+        if (k == 0) first = o;
+        else {
+            EXPECT(first && o && strcmp(first, o) == 0 && strstr(o, "error"), "eval differs: %s / %s", first, o);
+            free(o);
+        }
+    }
+    free(first);
+}
+
+static void test_show_and_export(void) {
+    if (!trained) return test_fail_(__FILE__, __LINE__, "no model (train failed)");
+    int rc = run_draw("classify show --model %s/run/model.safetensors --count 2 --out %s/show", tmpdir, tmpdir);
+    EXPECT(rc == 0 && exists("show/glimpses.png") && exists("show/patches.png"), "show: %d", rc);
+    rc = run_draw("classify export --count 3 --out %s/pngs", tmpdir);
+    EXPECT(rc == 0 && exists("pngs/00000.png") && exists("pngs/00002.png") && !exists("pngs/00003.png"),
+           "export: %d", rc);
+    char *labels = read_text("pngs/labels.txt");
+    EXPECT(labels && scratch_count_lines(labels) == 3 && strncmp(labels, "00000.png ", 10) == 0,
+           "labels.txt: %s", labels ? labels : "");
+    free(labels);
+}
+
+static void test_resume_bit_identical(void) {
+    int rc = run_draw("classify train " TINY " --steps 7 --seed 5 --out %s/full", tmpdir);
+    EXPECT(rc == 0, "uninterrupted run exited %d", rc);
+    rc = run_draw("classify train " TINY " --steps 3 --seed 5 --out %s/part", tmpdir);
+    EXPECT(rc == 0, "first part exited %d", rc);
+    rc = run_draw("classify train --steps 7 --resume --valid-every 3 --valid-images 16 --out %s/part", tmpdir);
+    EXPECT(rc == 0, "resumed run exited %d", rc);
+    char a[600], b[600], c[600], why[700] = "";
+    snprintf(a, sizeof a, "%s/full/model.safetensors", tmpdir);
+    snprintf(b, sizeof b, "%s/part/model.safetensors", tmpdir);
+    EXPECT(checkpoints_identical(a, b, "train.step", why, sizeof why), "resume differs: %s", why);
+    // The check can fail: another seed gives other weights.
+    rc = run_draw("classify train " TINY " --steps 7 --seed 6 --out %s/other", tmpdir);
+    snprintf(c, sizeof c, "%s/other/model.safetensors", tmpdir);
+    EXPECT(rc == 0 && !checkpoints_identical(a, c, NULL, why, sizeof why), "seed 6 gives seed 5's weights");
+    // Resuming a finished run does no step, and its JSON has no NaN.
+    rc = run_draw("classify train --steps 7 --resume --json --out %s/part", tmpdir);
+    char *out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "\"steps\": 7") && strstr(out, "\"valid_error\": null") &&
+               !strstr(out, "nan"),
+           "finished run: %s", out ? out : "");
+    free(out);
+}
+
+static void test_refusals(void) {
+    if (!trained) return test_fail_(__FILE__, __LINE__, "no model (train failed)");
+    // A folder holding a run.
+    int rc = run_draw("classify train " TINY " --steps 2 --out %s/run", tmpdir);
+    expect_one_line(rc, "new run over a run", "already holds a run", "--force");
+    // Model flags differing on --resume are named with both values.
+    rc = run_draw("classify train --steps 8 --resume --T 3 --out %s/run", tmpdir);
+    expect_one_line(rc, "--resume --T 3", "--T 3 (checkpoint: 2)", NULL);
+    rc = run_draw("classify train --steps 8 --resume --no-attention --out %s/run", tmpdir);
+    expect_one_line(rc, "--resume --no-attention", "no-attention", NULL);
+}
+
+// The convolutional baseline trains, evaluates and resumes through the same command; show
+// refuses it (it takes no glimpses); --resume refuses another --model.
+static void test_cnn_baseline(void) {
+    int rc = run_draw("classify train --model cnn --batch 4 --steps 2 --valid-every 2 --valid-images 8 --out %s/cnn --json", tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "convolutional baseline"), "cnn train: %d %s", rc, err ? err : "");
+    free(err);
+    rc = run_draw("classify eval --model %s/cnn/model.safetensors --limit 8 --json", tmpdir);
+    char *out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "\"model\": \"cnn\""), "cnn eval: %s", out ? out : "");
+    free(out);
+    rc = run_draw("classify show --model %s/cnn/model.safetensors --out %s/cnnshow", tmpdir, tmpdir);
+    expect_one_line(rc, "show of a cnn", "takes no glimpses", NULL);
+    rc = run_draw("classify train --model glimpse --steps 4 --resume --out %s/cnn", tmpdir);
+    expect_one_line(rc, "--resume --model glimpse", "--model glimpse (checkpoint: cnn)", NULL);
+    rc = run_draw("classify train --steps 3 --resume --valid-every 3 --valid-images 8 --out %s/cnn", tmpdir);
+    EXPECT(rc == 0, "cnn resume exited %d", rc);
+}
+
+// Hard attention (REINFORCE, the RAM baseline): trains, resumes bit for bit (the reward
+// baseline rides in the checkpoint), evaluates at the policy's means; --resume refuses
+// --hard on a soft model and another --loc-std on a hard one.
+static void test_hard_attention(void) {
+    int rc = run_draw("classify train " TINY " --hard --loc-std 0.3 --steps 6 --seed 3 --out %s/hardfull", tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "hard (REINFORCE)"), "hard train: %d %s", rc, err ? err : "");
+    free(err);
+    rc = run_draw("classify train " TINY " --hard --loc-std 0.3 --steps 2 --seed 3 --out %s/hardpart", tmpdir);
+    EXPECT(rc == 0, "first part exited %d", rc);
+    rc = run_draw("classify train --steps 6 --resume --valid-every 3 --valid-images 16 --out %s/hardpart", tmpdir);
+    EXPECT(rc == 0, "resume exited %d", rc);
+    char a[600], b[600], why[700] = "";
+    snprintf(a, sizeof a, "%s/hardfull/model.safetensors", tmpdir);
+    snprintf(b, sizeof b, "%s/hardpart/model.safetensors", tmpdir);
+    EXPECT(checkpoints_identical(a, b, "train.baseline", why, sizeof why), "hard resume differs: %s", why);
+    rc = run_draw("classify eval --model %s --limit 16 --json", a);
+    char *out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "\"error\""), "hard eval: %s", out ? out : "");
+    free(out);
+    rc = run_draw("classify train --steps 8 --resume --loc-std 0.5 --out %s/hardfull", tmpdir);
+    expect_one_line(rc, "--resume --loc-std 0.5", "--loc-std 0.5 (checkpoint: 0.3)", NULL);
+    if (trained) {
+        rc = run_draw("classify train --steps 8 --resume --hard --out %s/run", tmpdir);
+        expect_one_line(rc, "--resume --hard on a soft model", "--hard", "checkpoint");
+    }
+    rc = run_draw("classify train --hard --no-attention --out %s/hardx", tmpdir);
+    expect_one_line(rc, "--hard --no-attention", "hard attention needs attention", NULL);
+}
+
+static void test_bad_input_one_line(void) {
+    char path[600];
+    int rc = run_draw("classify train --out %s/x --T 0", tmpdir);
+    expect_one_line(rc, "--T 0", "--T", NULL);
+    rc = run_draw("classify train --T 4");
+    expect_one_line(rc, "no --out", "--out", "missing");
+    rc = run_draw("classify train --out %s/x --bogus 1", tmpdir);
+    expect_one_line(rc, "unknown flag", "--bogus", NULL);
+    rc = run_draw("classify train --out %s/x --data %s/nothing.idx", tmpdir, tmpdir);
+    expect_one_line(rc, "--data PATH", "not a digit source", NULL);
+    rc = run_draw("classify train --out %s/x --read 200", tmpdir);
+    expect_one_line(rc, "--read 200", "--read", NULL);
+    rc = run_draw("classify frobnicate");
+    expect_one_line(rc, "unknown subcommand", "frobnicate", NULL);
+    rc = run_draw("classify eval --model %s/missing.safetensors", tmpdir);
+    expect_one_line(rc, "missing model", "missing.safetensors", NULL);
+    // A file that is not a checkpoint, and a truncated checkpoint.
+    snprintf(path, sizeof path, "%s/junk.safetensors", tmpdir);
+    FILE *f = fopen(path, "w");
+    fputs("this is not a checkpoint", f);
+    fclose(f);
+    rc = run_draw("classify eval --model %s", path);
+    expect_one_line(rc, "junk checkpoint", "junk.safetensors", NULL);
+    if (trained) {
+        size_t len = 0;
+        char src[600];
+        snprintf(src, sizeof src, "%s/run/model.safetensors", tmpdir);
+        char *bytes = scratch_read_text(src, &len);
+        snprintf(path, sizeof path, "%s/cut.safetensors", tmpdir);
+        f = fopen(path, "wb");
+        fwrite(bytes, 1, len / 2, f);
+        fclose(f);
+        free(bytes);
+        rc = run_draw("classify eval --model %s", path);
+        expect_one_line(rc, "truncated checkpoint", "cut.safetensors", NULL);
+        rc = run_draw("classify show --model %s/run/model.safetensors --count 0 --out %s/s0", tmpdir, tmpdir);
+        expect_one_line(rc, "--count 0", "--count", NULL);
+    }
+    // A DRAW generator's checkpoint is named as such.
+    rc = run_draw("train --data mnist --T 2 --read 2 --write 2 --hidden 4 --z 2 --batch 8 --steps 1 "
+                  "--valid-images 8 --out %s/gen", tmpdir);
+    if (rc == 0) {
+        rc = run_draw("classify eval --model %s/gen/model.safetensors", tmpdir);
+        expect_one_line(rc, "DRAW checkpoint", "not a classifier checkpoint", "DRAW");
+    }
+    EXPECT(run_draw("classify --help") == 0 && run_draw("classify train --help") == 0 &&
+               run_draw("classify eval --help") == 0,
+           "--help failed");
+}
+
+int main(void) {
+    if (scratch_open(&sc, "test_cli_classify", "draw")) {
+        printf("FAIL setup: mkdtemp\n");
+        return 1;
+    }
+    tmpdir = sc.dir;
+    RUN(test_train_writes_outputs);
+    RUN(test_eval_json);
+    RUN(test_show_and_export);
+    RUN(test_resume_bit_identical);
+    RUN(test_refusals);
+    RUN(test_cnn_baseline);
+    RUN(test_hard_attention);
+    RUN(test_bad_input_one_line);
+    int rc = test_summary();
+    if (rc == 0) scratch_remove(tmpdir);
+    return rc;
+}

@@ -1,0 +1,300 @@
+// Tests of models/glimpse: whole-model gradient checks by central differences (with
+// attention, the read's parameters included, and without), the loss of a hand-checkable
+// case, the batch split over worker threads against one worker, a partial batch, and a
+// second forward and backward on the same activations.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/block.h"
+#include "core/check.h"
+#include "core/rng.h"
+#include "models/classifier.h"
+#include "models/glimpse.h"
+#include "tests/support/gradcheck.h"
+#include "tests/support/test.h"
+#include "vision/filterbank.h"
+
+static GlimpseConfig tiny_config(int attention) {
+    return (GlimpseConfig){.W = 9, .H = 7, .T = 3, .read_n = 3, .hidden = 5, .classes = 4,
+                           .attention = attention};
+}
+
+typedef struct {
+    GlimpseConfig c;
+    GlimpseParams p, g, g_tmp;
+    Block params, grads, grads_tmp;
+    GlimpseActs acts;
+    float *x;
+    int *labels;
+    int B;
+    double offset;
+} Model;
+
+static void model_make(Model *m, GlimpseConfig c, int B, uint64_t seed) {
+    memset(m, 0, sizeof *m);
+    m->c = c;
+    m->B = B;
+    glimpse_layout(&m->params, &m->p, &c);
+    glimpse_layout(&m->grads, &m->g, &c);
+    glimpse_layout(&m->grads_tmp, &m->g_tmp, &c);
+    block_alloc(&m->params), block_alloc(&m->grads), block_alloc(&m->grads_tmp);
+    Rng rng;
+    rng_seed(&rng, seed);
+    glimpse_init(&m->p, &c, &rng);
+    // Larger read weights and non-zero biases, so every path carries gradient.
+    for (int i = 0; i < m->params.count; i++) {
+        const BlockTensor *t = &m->params.tensors[i];
+        float scale = strcmp(t->name, "read_attn.W") == 0 ? 0.5f : 0.2f;
+        if (t->ndim == 1 || scale > 0.2f)
+            for (size_t k = 0; k < t->numel; k++)
+                m->params.data[t->offset + k] += scale * (2 * rng_uniform(&rng) - 1);
+    }
+    glimpse_acts_alloc(&m->acts, &c, B);
+    m->x = xcalloc((size_t)B * c.W * c.H, sizeof(float));
+    fill_uniform(m->x, (size_t)B * c.W * c.H, 0.0f, 1.0f, &rng);
+    m->labels = xcalloc((size_t)B, sizeof(int));
+    for (int b = 0; b < B; b++) m->labels[b] = (int)rng_below(&rng, (uint32_t)c.classes);
+}
+
+static void model_free(Model *m) {
+    block_free(&m->params), block_free(&m->grads), block_free(&m->grads_tmp);
+    glimpse_acts_free(&m->acts);
+    free(m->x), free(m->labels);
+}
+
+static void gc_forward(void *vm, float *out) {
+    Model *m = vm;
+    out[0] = (float)(glimpse_forward(&m->acts, &m->p, &m->c, m->x, m->labels, m->B, NULL) - m->offset);
+}
+
+static void gc_backward(void *vm, const float *dout) {
+    Model *m = vm;
+    block_zero(&m->grads_tmp);
+    glimpse_backward(&m->g_tmp, &m->acts, &m->p, &m->c, m->x, m->labels, m->B);
+    for (size_t i = 0; i < m->grads.numel; i++) m->grads.data[i] += dout[0] * m->grads_tmp.data[i];
+}
+
+static void run_gradcheck(int attention) {
+    Model m;
+    model_make(&m, tiny_config(attention), 3, 31 + attention);
+    Rng rng;
+    rng_seed(&rng, 9);
+    Rng probe = rng;
+    float w0 = -1.0f + 2.0f * rng_uniform(&probe);
+    EXPECT(fabsf(w0) > 0.5f, "output weight %g too small for a sensitive check", w0);
+    m.offset = glimpse_forward(&m.acts, &m.p, &m.c, m.x, m.labels, m.B, NULL);
+    GradcheckInput *in = xcalloc((size_t)m.params.count, sizeof *in);
+    for (int i = 0; i < m.params.count; i++) {
+        const BlockTensor *t = &m.params.tensors[i];
+        in[i] = (GradcheckInput){t->name, m.params.data + t->offset, m.grads.data + t->offset, t->numel};
+    }
+    // The loss (about log 4 = 1.4 nats) minus its unperturbed value; float activations
+    // through 3 steps leave about 1e-7 of noise, 1e-5 after dividing by 2 eps = 2e-2.
+    GradcheckOp op = {.ctx = &m, .forward = gc_forward, .backward = gc_backward, .n_out = 1,
+                      .inputs = in, .n_inputs = m.params.count, .eps = 1e-2, .atol = 5e-5,
+                      .rtol = 1e-2};
+    EXPECT(gradcheck(attention ? "glimpse (attention)" : "glimpse (no attention)", &op, &rng) == 0,
+           "see the gradcheck lines above");
+    for (int i = 0; i < m.params.count; i++) {
+        const BlockTensor *t = &m.params.tensors[i];
+        double s = 0.0;
+        for (size_t k = 0; k < t->numel; k++) s += fabs(m.grads.data[t->offset + k]);
+        EXPECT(s > 1e-4, "no gradient reaches %s (sum %g)", t->name, s);
+    }
+    free(in);
+    model_free(&m);
+}
+
+static void test_gradcheck_with_attention(void) { run_gradcheck(1); }
+static void test_gradcheck_without_attention(void) { run_gradcheck(0); }
+
+// With every weight zero the logits are the output bias: the loss is -log softmax(b)[y],
+// known in closed form, and the accuracy is the share of labels equal to the bias's argmax.
+static void test_loss_hand_checkable(void) {
+    Model m;
+    model_make(&m, tiny_config(1), 3, 5);
+    memset(m.params.data, 0, sizeof(float) * m.params.numel);
+    float b[4] = {0.5f, -1.0f, 2.0f, 0.0f};
+    memcpy(m.p.out_b, b, sizeof b);
+    int labels[3] = {2, 0, 1};
+    memcpy(m.labels, labels, sizeof labels);
+    int correct = -1;
+    double loss = glimpse_forward(&m.acts, &m.p, &m.c, m.x, m.labels, 3, &correct);
+    double lse = log(exp(0.5) + exp(-1.0) + exp(2.0) + exp(0.0));
+    double want = ((lse - 2.0) + (lse - 0.5) + (lse + 1.0)) / 3.0;
+    EXPECT_NEAR(loss, want, 1e-6, 1e-6);
+    EXPECT(correct == 1, "correct %d, want 1", correct);
+    model_free(&m);
+}
+
+// Two workers over a batch of 5 (models/classifier.h) give the one-worker loss and
+// gradient (to float rounding); a second call gives the same; a partial batch equals a
+// model sized for it.
+static void test_workers_match_single(void) {
+    ClassifierConfig cc = {.kind = CLASSIFIER_GLIMPSE, .glimpse = tiny_config(1)};
+    const GlimpseConfig c = cc.glimpse;
+    Model m;
+    model_make(&m, c, 5, 77);
+    ClassifierParams cp = {.glimpse = m.p};
+    ClassifierWorker one[1], two[2];
+    classifier_workers_alloc(one, 1, &cc, 5);
+    classifier_workers_alloc(two, 2, &cc, 5);
+    Block g1 = {0}, g2 = {0}, g3 = {0};
+    GlimpseParams v;
+    glimpse_layout(&g1, &v, &c), glimpse_layout(&g2, &v, &c), glimpse_layout(&g3, &v, &c);
+    block_alloc(&g1), block_alloc(&g2), block_alloc(&g3);
+    int c1, c2;
+    double l1 = classifier_forward_parallel(one, 1, &cp, &cc, m.x, m.labels, 5, &g1, &c1);
+    double l2 = classifier_forward_parallel(two, 2, &cp, &cc, m.x, m.labels, 5, &g2, &c2);
+    EXPECT_NEAR(l2, l1, 1e-6, 1e-6);
+    EXPECT(c1 == c2, "correct %d vs %d", c1, c2);
+    double worst = 0.0;
+    for (size_t i = 0; i < g1.numel; i++) worst = fmax(worst, fabs(g1.data[i] - g2.data[i]));
+    EXPECT(worst < 1e-6, "gradients differ by %g", worst);
+    double l3 = classifier_forward_parallel(two, 2, &cp, &cc, m.x, m.labels, 5, &g1, NULL);
+    EXPECT(l3 == l2 && memcmp(g1.data, g2.data, sizeof(float) * g1.numel) == 0, "second call differs");
+    GlimpseActs small;
+    glimpse_acts_alloc(&small, &c, 3);
+    double l4 = glimpse_forward(&small, &m.p, &c, m.x, m.labels, 3, NULL);
+    glimpse_backward(&v, &small, &m.p, &c, m.x, m.labels, 3);
+    double l5 = classifier_forward_parallel(one, 1, &cp, &cc, m.x, m.labels, 3, &g1, NULL);
+    EXPECT_NEAR(l5, l4, 1e-7, 1e-7);
+    worst = 0.0;
+    for (size_t i = 0; i < g1.numel; i++) worst = fmax(worst, fabs(g1.data[i] - g3.data[i]));
+    EXPECT(worst < 1e-6, "partial batch gradients differ by %g", worst);
+    glimpse_acts_free(&small);
+    block_free(&g1), block_free(&g2), block_free(&g3);
+    classifier_workers_free(one, 1), classifier_workers_free(two, 2);
+    model_free(&m);
+}
+
+// The REINFORCE estimator's expectation on a tiny case: a 1-D Gaussian policy l ~ N(m, sd^2)
+// with the reward R(l) = 1 when l > 0 (a right or wrong answer), so E[R] = Phi(m / sd) and
+// d E[R] / dm = phi(m / sd) / sd. The mean of -glimpse_reinforce_mean_grad over 400,000
+// samples must agree within 5 standard errors, with the baseline 0 and 0.4 alike (a
+// baseline that does not depend on l leaves the expectation alone). And its mean with a
+// reward that ignores l is 0.
+static void test_reinforce_expectation(void) {
+    const float m = 0.3f, sd = 0.5f;
+    const int n = 400000;
+    const double want = exp(-0.5 * (m / sd) * (m / sd)) / sqrt(2.0 * M_PI) / sd;
+    const float baselines[2] = {0.0f, 0.4f};
+    for (int k = 0; k < 2; k++) {
+        Rng rng;
+        rng_seed(&rng, 100 + k);
+        double sum = 0.0, sum2 = 0.0, flat = 0.0;
+        for (int i = 0; i < n; i++) {
+            float l = m + sd * rng_normal(&rng), d = 0.0f, d0 = 0.0f;
+            glimpse_reinforce_mean_grad(&d, &l, &m, (l > 0.0f ? 1.0f : 0.0f) - baselines[k], sd, 1.0f, 1);
+            glimpse_reinforce_mean_grad(&d0, &l, &m, 1.0f - baselines[k], sd, 1.0f, 1);
+            sum += -d, sum2 += (double)d * d, flat += -d0;
+        }
+        double mean = sum / n, se = sqrt((sum2 / n - mean * mean) / n);
+        EXPECT(fabs(mean - want) < 5 * se, "baseline %g: estimate %.5f +- %.5f, exact %.5f",
+               baselines[k], mean, se, want);
+        EXPECT(fabs(flat / n) < 5 * se * 2, "a constant reward: %.5f", flat / n);
+        EXPECT(se < 0.01, "standard error %g too large for a sensitive check", se);
+    }
+}
+
+// Hard attention's backward is the gradient of the surrogate
+//     S = mean CE - (1/B) sum_b (R_b - baseline) sum_t log N(l_tb; m_tb, sd^2 I)
+// with the sampled centres l held fixed (acts.fixed_loc) and the rewards those of the
+// unperturbed forward: checked by central differences, every parameter, the policy's mean
+// through read_attn.W and .b included.
+typedef struct {
+    Model m;
+    float *loc;    // (T, B, 2) the fixed centres
+    float adv[3];  // R_b - baseline of the unperturbed forward
+} HardModel;
+
+static void hard_forward(void *vm, float *out) {
+    HardModel *hm = vm;
+    Model *m = &hm->m;
+    double ce = glimpse_forward(&m->acts, &m->p, &m->c, m->x, m->labels, m->B, NULL);
+    double s = 0.0, sd = m->c.loc_std;
+    for (int t = 0; t < m->c.T; t++)
+        for (int b = 0; b < m->B; b++)
+            for (int k = 0; k < 2; k++) {
+                double d = hm->loc[(t * m->B + b) * 2 + k] - m->acts.locmean[(t * m->acts.B + b) * 2 + k];
+                s += -hm->adv[b] * (-0.5 * d * d / (sd * sd));
+            }
+    out[0] = (float)(ce + s / m->B - m->offset);
+}
+
+static void hard_backward(void *vm, const float *dout) {
+    HardModel *hm = vm;
+    Model *m = &hm->m;
+    block_zero(&m->grads_tmp);
+    glimpse_backward(&m->g_tmp, &m->acts, &m->p, &m->c, m->x, m->labels, m->B);
+    for (size_t i = 0; i < m->grads.numel; i++) m->grads.data[i] += dout[0] * m->grads_tmp.data[i];
+}
+
+static void test_gradcheck_hard(void) {
+    GlimpseConfig c = tiny_config(1);
+    c.hard = 1, c.loc_std = 0.3f;
+    HardModel hm;
+    Model *m = &hm.m;
+    model_make(m, c, 3, 58);
+    Rng rng;
+    rng_seed(&rng, 19);
+    glimpse_fill_noise(&m->acts, &c, 3, &rng);
+    m->acts.baseline = 0.4f;
+    glimpse_forward(&m->acts, &m->p, &c, m->x, m->labels, 3, NULL);
+    hm.loc = xmalloc(sizeof(float) * c.T * 3 * 2);
+    for (int t = 0; t < c.T; t++)
+        for (int b = 0; b < 3; b++)
+            for (int k = 0; k < 2; k++)
+                hm.loc[(t * 3 + b) * 2 + k] = m->acts.rparams[(t * m->acts.B + b) * FILTERBANK_PARAMS + k];
+    // Rewards of 1 and 0 both occur for this seed, so advantages of both signs are checked.
+    int ones = 0;
+    for (int b = 0; b < 3; b++) hm.adv[b] = m->acts.reward[b] - 0.4f, ones += m->acts.reward[b] > 0;
+    m->acts.fixed_loc = hm.loc;
+    m->offset = 0.0;
+    float base;
+    hard_forward(&hm, &base);
+    m->offset = base;
+    GradcheckInput *in = xcalloc((size_t)m->params.count, sizeof *in);
+    for (int i = 0; i < m->params.count; i++) {
+        const BlockTensor *t = &m->params.tensors[i];
+        in[i] = (GradcheckInput){t->name, m->params.data + t->offset, m->grads.data + t->offset, t->numel};
+    }
+    GradcheckOp op = {.ctx = &hm, .forward = hard_forward, .backward = hard_backward, .n_out = 1,
+                      .inputs = in, .n_inputs = m->params.count, .eps = 1e-2, .atol = 5e-5,
+                      .rtol = 1e-2};
+    EXPECT(gradcheck("glimpse (hard, REINFORCE surrogate)", &op, &rng) == 0, "see the gradcheck lines above");
+    // The rewards came from the unperturbed forward: perturbations must not have flipped one.
+    glimpse_forward(&m->acts, &m->p, &c, m->x, m->labels, 3, NULL);
+    for (int b = 0; b < 3; b++) EXPECT(m->acts.reward[b] - 0.4f == hm.adv[b], "reward %d changed", b);
+    EXPECT(ones > 0 && ones < 3, "rewards all %d: pick another seed", ones);
+    free(in);
+    free(hm.loc);
+    model_free(m);
+}
+
+static void test_config_check(void) {
+    Error err = {{0}};
+    GlimpseConfig c = glimpse_config_default(100, 100);
+    EXPECT(glimpse_config_check(&c, &err) == 0, "%s", err.msg);
+    EXPECT(c.T == 8 && c.read_n == 12 && c.hidden == 256, "the paper's table");
+    c.read_n = 101;
+    EXPECT(glimpse_config_check(&c, &err) != 0 && strstr(err.msg, "read N"), "%s", err.msg);
+    c = glimpse_config_default(100, 100);
+    c.classes = 1;
+    EXPECT(glimpse_config_check(&c, &err) != 0, "one class accepted");
+    c = glimpse_config_default(100, 100);
+    c.hard = 1;
+    EXPECT(glimpse_config_check(&c, &err) != 0 && strstr(err.msg, "hard"), "hard without a location std");
+}
+
+int main(void) {
+    RUN(test_gradcheck_with_attention);
+    RUN(test_gradcheck_without_attention);
+    RUN(test_loss_hand_checkable);
+    RUN(test_workers_match_single);
+    RUN(test_reinforce_expectation);
+    RUN(test_gradcheck_hard);
+    RUN(test_config_check);
+    return test_summary();
+}
