@@ -1156,20 +1156,20 @@ static int cmd_predict(int argc, char **argv) {
     gemm_set_threads(threads);
     ImageFolder folder;
     if (image_folder_list(&folder, dir, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        text_write_line(stderr, err.msg);
         return 1;
     }
     SatModel m;
     Vocab vocab;
     TrainCounters tc;
     if (load_model(model_path, &m, &vocab, 0, NULL, &tc, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        text_write_line(stderr, err.msg);
         image_folder_free(&folder);
         return 1;
     }
     sat_alloc_acts(&m, batch);
     if (att_out && make_dirs(att_out, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        text_write_line(stderr, err.msg);
         sat_free(&m);
         vocab_free(&vocab);
         image_folder_free(&folder);
@@ -1183,7 +1183,7 @@ static int cmd_predict(int argc, char **argv) {
     int *lens = xmalloc((size_t)batch * sizeof(int));
     float *alphas = xmalloc((size_t)batch * ML * L * sizeof(float));
     char **captions = xcalloc((size_t)(folder.n ? folder.n : 1), sizeof(char *));
-    int skipped = predict_report_skipped(&folder, dir), rc = 0;
+    int skipped = predict_report_skipped(&folder, dir), captioned = 0, rc = 0;
     for (int i0 = 0; i0 < folder.n;) {
         int k = 0;
         while (k < batch && i0 < folder.n) {
@@ -1202,6 +1202,7 @@ static int cmd_predict(int argc, char **argv) {
             Tokens t;
             vocab_decode_tokens(&t, &vocab, tokens + (size_t)j * ML, lens[j], 1);
             captions[i] = tokens_join(&t);
+            captioned++;
             text_write_field(stdout, folder.names[i]);
             putchar('\t');
             text_write_field(stdout, captions[i]);
@@ -1225,7 +1226,7 @@ static int cmd_predict(int argc, char **argv) {
     if (results) {
         AtomicFile af;
         if (atomic_open(&af, results, &err)) {
-            fprintf(stderr, "%s\n", err.msg);
+            text_write_line(stderr, err.msg);
             rc = 1;
         } else {
             fputc('[', af.fp);
@@ -1241,7 +1242,7 @@ static int cmd_predict(int argc, char **argv) {
             }
             fprintf(af.fp, "\n]\n");
             if (atomic_commit(&af, &err)) {
-                fprintf(stderr, "%s\n", err.msg);
+                text_write_line(stderr, err.msg);
                 rc = 1;
             }
         }
@@ -1253,7 +1254,10 @@ static int cmd_predict(int argc, char **argv) {
                     folder.n + folder.n_skipped);
         rc = 1;
     }
-    if (att_out && skipped < folder.n) fprintf(stderr, "attention strips: %s\n", att_out);
+    if (att_out && captioned > 0) {
+        fputs("attention strips: ", stderr);
+        text_write_line(stderr, att_out);
+    }
     for (int i = 0; i < folder.n; i++) free(captions[i]);
     free(captions);
     free(images);
