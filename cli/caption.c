@@ -888,7 +888,10 @@ static int validate_and_save(CaptionRun *r, Error *err) {
         train_meter_break(&r->meter);
         fprintf(stderr, "step %ld (epoch %.2f): validation BLEU-4 %.4f", step, (double)step / r->spe,
                 r->last_val);
-        if (er.has_grounding) fprintf(stderr, ", grounding %.4f", ground);
+        if (er.has_grounding && er.grounding.object_words > 0)
+            fprintf(stderr, ", grounding %.4f", ground);
+        else if (er.has_grounding)  // the 0 logged is no accuracy: nothing was there to ground
+            fprintf(stderr, ", grounding n/a (no object words)");
         if (best)
             fprintf(stderr, " (the best so far)\n");
         else if (r->tc.best_bleu >= 0)  // < 0: no validation has set a best yet (a sentinel)
@@ -1088,7 +1091,10 @@ static int cmd_eval(int argc, char **argv) {
                "CIDEr-D %.4f ROUGE-L %.4f",
                split_name(split), n, beam, er.scores.bleu[0], er.scores.bleu[1], er.scores.bleu[2],
                er.scores.bleu[3], er.scores.cider_d, er.scores.rouge_l);
-        if (er.has_grounding) printf(" grounding %.4f", er.grounding.accuracy);
+        if (er.has_grounding && er.grounding.object_words > 0)
+            printf(" grounding %.4f", er.grounding.accuracy);
+        else if (er.has_grounding)
+            printf(" grounding n/a (no object words in the captions)");
         printf("\n");
     }
     fprintf(stderr, "results: %s\n", results);
