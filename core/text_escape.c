@@ -81,6 +81,28 @@ static char *escape(const char *s, int field) {
 
 char *text_field(const char *s) { return escape(s, 1); }
 
+char *text_field_into(char *buf, size_t cap, const char *s) {
+    char *f = text_field(s);
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)f; *p;) {
+        // One unit: an escape (\\ \t ... 2 bytes, \xNN 4) or one UTF-8 character.
+        size_t k = *p == '\\' ? (p[1] == 'x' ? 4 : 2) : (size_t)text_utf8_seq_len(p);
+        if (n + k + 1 > cap) break;
+        memcpy(buf + n, p, k);
+        n += k;
+        p += k;
+    }
+    buf[n] = 0;
+    free(f);
+    return buf;
+}
+
+void text_field_in_place(char *msg, size_t cap) {
+    char *copy = xstrdup(msg);
+    text_field_into(msg, cap, copy);
+    free(copy);
+}
+
 void text_write_field(FILE *fp, const char *s) {
     char *e = text_field(s);
     fputs(e, fp);

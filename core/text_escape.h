@@ -45,6 +45,13 @@ int text_is_utf8(const char *s);
 char *text_field(const char *s);
 // Writes the field form of s to fp.
 void text_write_field(FILE *fp, const char *s);
+// The field form of s into buf (cap >= 1 bytes, NUL-terminated), cut before an escape or a
+// character that does not fit whole; returns buf.
+char *text_field_into(char *buf, size_t cap, const char *s);
+// Rewrites msg (a buffer of cap bytes) as its field form, in place, cut to fit: a message
+// quoting names from a file (safetensors tensor names, caption file names) stays one line
+// of valid UTF-8.
+void text_field_in_place(char *msg, size_t cap);
 // Writes a message line: the field form of msg, then a newline (so a message naming a file
 // stays one line whatever the name holds).
 void text_write_line(FILE *fp, const char *msg);

@@ -102,6 +102,20 @@ static void test_field_form_examples(void) {
     free(h);
 }
 
+// Into a fixed buffer: cut before an escape or a character that does not fit whole; in
+// place: the same text.
+static void test_field_into_cuts_whole_units(void) {
+    char buf[8];
+    EXPECT(!strcmp(text_field_into(buf, sizeof buf, "ab\ncd"), "ab\\ncd"), "%s", buf);
+    EXPECT(!strcmp(text_field_into(buf, sizeof buf, "abcd\xe9"), "abcd"), "\\xNN cut: %s", buf);
+    EXPECT(!strcmp(text_field_into(buf, sizeof buf, "abcde\xc3\xa9" "f"), "abcde\xc3\xa9"), "UTF-8: %s", buf);
+    EXPECT(!strcmp(text_field_into(buf, sizeof buf, "abcdef\xc3\xa9"), "abcdef"), "UTF-8 cut: %s", buf);
+    EXPECT(!strcmp(text_field_into(buf, 1, "abc"), ""), "cap 1: %s", buf);
+    char msg[32] = "f.bin: tensor 'a\nb\t\xff'";
+    text_field_in_place(msg, sizeof msg);
+    EXPECT(!strcmp(msg, "f.bin: tensor 'a\\nb\\t\\xff'"), "in place: %s", msg);
+}
+
 static void test_malformed_escapes_refused(void) {
     static const char *const bad[] = {"\\", "a\\q", "\\x", "\\x4", "\\xg0", "end\\"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -166,6 +180,7 @@ int main(void) {
     RUN(test_awkward_names_round_trip);
     RUN(test_random_bytes_round_trip);
     RUN(test_field_form_examples);
+    RUN(test_field_into_cuts_whole_units);
     RUN(test_malformed_escapes_refused);
     RUN(test_json_parses_to_the_name_form);
     return test_summary();
