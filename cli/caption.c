@@ -897,7 +897,7 @@ static int validate_and_save(CaptionRun *r, Error *err) {
         else if (r->tc.best_bleu >= 0)  // < 0: no validation has set a best yet (a sentinel)
             fprintf(stderr, " (best %.4f at step %ld)\n", r->tc.best_bleu, r->tc.best_step);
         else
-            fprintf(stderr, " (not a number: no best model kept yet)\n");
+            fprintf(stderr, " (no best model kept yet)\n");
     }
     if (best) {
         r->tc.best_bleu = r->last_val;
