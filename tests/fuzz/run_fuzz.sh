@@ -37,7 +37,10 @@ for t in $FUZZ_TARGETS; do
     [ -f "tests/fuzz/$t.dict" ] && dict="-dict=tests/fuzz/$t.dict"
     start=$(date +%s)
     # shellcheck disable=SC2086 # FUZZ_NICE and dict are word lists
-    $FUZZ_NICE "$FUZZ_BUILD/fuzz_$t" -max_total_time="$FUZZ_SECONDS" -runs="$FUZZ_RUNS" \
+    # libFuzzer: -runs=0 would only replay the corpus; -1 is no bound.
+    runs=$FUZZ_RUNS
+    [ "$runs" -gt 0 ] || runs=-1
+    $FUZZ_NICE "$FUZZ_BUILD/fuzz_$t" -max_total_time="$FUZZ_SECONDS" -runs="$runs" \
         -max_len="$(max_len_of "$t")" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
         $dict -artifact_prefix="$crashes/" \
         "$corpus" "tests/fuzz/corpus/$t" "tests/fuzz/regressions/$t" >"$log" 2>&1
