@@ -10,7 +10,8 @@
 //     line says 5 of 12 skipped, and the status is non-zero. The FIFO is never opened (the
 //     run would block).
 //   - train into a folder whose name is not UTF-8: run.json stays valid UTF-8 with argv in
-//     the name form, argv_hex with the bytes, and a command line in bash's $'...' quoting;
+//     the name form, argv_hex with the bytes, and a command line in bash's $'...' quoting
+//     (which bash reads back to the same bytes);
 //     the report page made from that run is valid UTF-8.
 // Finds the binary in $ATTEND_BIN (default "bin").
 #include <cJSON.h>
@@ -202,6 +203,25 @@ static void check_stderr(const char *err, size_t len, const char *dir) {
     EXPECT(strstr(err, "notes.txt") == NULL, "a text file was reported: %s", err);
 }
 
+// The $'...' word of run.json's command, given to bash, prints the original bytes.
+static void check_command_word_reads_back(const char *command, const char *want) {
+    const char *w = strstr(command, "$'");
+    if (!w || system("bash -c true 2>/dev/null") != 0) return;  // no bash: nothing to ask
+    const char *end = w + 2;
+    while (*end && *end != '\'') end += end[0] == '\\' && end[1] ? 2 : 1;
+    char script[2048], out[1100];
+    snprintf(script, sizeof script, "printf %%s %.*s > \"$NAMES_WORD_OUT\"", (int)(end + 1 - w), w);
+    snprintf(out, sizeof out, "%s/word.bin", tmp);
+    setenv("NAMES_WORD_OUT", out, 1);
+    setenv("NAMES_WORD_SCRIPT", script, 1);
+    EXPECT(system("bash -c \"$NAMES_WORD_SCRIPT\"") == 0, "bash failed on %s", script);
+    size_t len;
+    char *got = scratch_read_text(out, &len);
+    EXPECT(got && len == strlen(want) && memcmp(got, want, len) == 0,
+           "bash reads %s back as other bytes", script);
+    free(got);
+}
+
 static void test_train_into_a_folder_not_utf8(void) {
     snprintf(run_dir, sizeof run_dir, "%s/run caf\xe9", tmp);
     setenv("NAMES_RUN", run_dir, 1);
@@ -231,6 +251,7 @@ static void test_train_into_a_folder_not_utf8(void) {
     EXPECT(found, "the --out argument is not in argv (name form) with its hex: %.400s", js ? js : "");
     EXPECT(cJSON_IsString(cmd) && strstr(cmd->valuestring, "$'") && strstr(cmd->valuestring, "caf\\xe9'"),
            "command: %s", cJSON_IsString(cmd) ? cmd->valuestring : "?");
+    if (cJSON_IsString(cmd)) check_command_word_reads_back(cmd->valuestring, run_dir);
     free(want_form);
     free(want_hex);
     cJSON_Delete(doc);
