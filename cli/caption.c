@@ -38,6 +38,7 @@
 #include "core/progress.h"
 #include "core/rng.h"
 #include "core/safetensors.h"
+#include "core/text_escape.h"
 #include "core/timer.h"
 #include "cli/caption_data.h"
 #include "cli/caption_features.h"
@@ -400,10 +401,10 @@ static int evaluate_with_outputs(EvalResult *res, const Dist *dist, SatModel *m,
             fputc('[', af.fp);
             for (int i = 0; i < n; i++) {
                 char *text = tokens_join(&cands[i]);
-                fprintf(af.fp, "%s\n{\"image_id\": ", i ? "," : "");
+                fprintf(af.fp, "%s\n{", i ? "," : "");
                 caption_data_write_id(af.fp, d, s, i);
                 fprintf(af.fp, ", \"caption\": ");
-                caption_json_string(af.fp, text);
+                text_json_string(af.fp, text);
                 fputc('}', af.fp);
                 free(text);
             }
@@ -1040,11 +1041,16 @@ static int validate_and_save(CaptionRun *r, Error *err) {
         train_meter_break(&r->meter);
         fprintf(stderr, "step %ld (epoch %.2f): validation BLEU-4 %.4f", step, (double)step / r->spe,
                 r->last_val);
-        if (er.has_grounding) fprintf(stderr, ", grounding %.4f", ground);
+        if (er.has_grounding && er.grounding.object_words > 0)
+            fprintf(stderr, ", grounding %.4f", ground);
+        else if (er.has_grounding)  // the 0 logged is no accuracy: nothing was there to ground
+            fprintf(stderr, ", grounding n/a (no object words)");
         if (best)
             fprintf(stderr, " (the best so far)\n");
-        else
+        else if (r->tc.best_bleu >= 0)  // < 0: no validation has set a best yet (a sentinel)
             fprintf(stderr, " (best %.4f at step %ld)\n", r->tc.best_bleu, r->tc.best_step);
+        else
+            fprintf(stderr, " (no best model kept yet)\n");
     }
     if (best) {
         r->tc.best_bleu = r->last_val;
@@ -1288,7 +1294,10 @@ static int cmd_eval(int argc, char **argv) {
                "CIDEr-D %.4f ROUGE-L %.4f",
                split_name(split), n, beam, er.scores.bleu[0], er.scores.bleu[1], er.scores.bleu[2],
                er.scores.bleu[3], er.scores.cider_d, er.scores.rouge_l);
-        if (er.has_grounding) printf(" grounding %.4f", er.grounding.accuracy);
+        if (er.has_grounding && er.grounding.object_words > 0)
+            printf(" grounding %.4f", er.grounding.accuracy);
+        else if (er.has_grounding)
+            printf(" grounding n/a (no object words in the captions)");
         printf("\n");
     }
     fprintf(stderr, "results: %s\n", results);
@@ -1304,6 +1313,35 @@ done:
 
 // ---------------------------------------------------------------------------------------
 // caption predict
+
+// How predict writes file names (core/text_escape.h), printed after its --help.
+static const char PREDICT_HELP_NOTES[] =
+    "output: one line per image on stdout, NAME<TAB>CAPTION. Both fields are escaped so\n"
+    "  that a line is one record whatever a file name holds: \\\\ is a backslash, \\t a tab,\n"
+    "  \\n a newline, \\r a carriage return, \\xNN any other control byte or a byte that is\n"
+    "  not UTF-8 (two hex digits). Messages on stderr name files the same way.\n"
+    "--results: COCO results JSON, [{\"image_id\": NAME, \"caption\": TEXT}, ...], always\n"
+    "  valid UTF-8. A name that is valid UTF-8 is written as it is (JSON escapes carry its\n"
+    "  newlines and tabs); any other is written with \\\\ and \\xNN as above, and\n"
+    "  \"image_id_hex\" beside it holds the name's bytes in hex.\n"
+    "skipped: a file that does not decode, a broken symbolic link, a link loop, and a\n"
+    "  folder, FIFO or device named like an image each get one line on stderr with the\n"
+    "  reason (FIFOs and devices are never opened); any skipped file makes the exit status 1.\n"
+    "  Links to images are followed.\n";
+
+// One line per entry the folder listing skipped (a broken link, a loop, a folder or FIFO
+// named like an image), names in core/text_escape.h's field form; returns their count.
+static int predict_report_skipped(const ImageFolder *folder, const char *dir) {
+    for (int i = 0; i < folder->n_skipped; i++) {
+        size_t dlen = strlen(dir);
+        const char *sep = dlen > 0 && dir[dlen - 1] == '/' ? "" : "/";
+        text_write_field(stderr, dir);
+        fputs(sep, stderr);
+        text_write_field(stderr, folder->skipped[i].name);
+        fprintf(stderr, ": skipped: %s\n", folder->skipped[i].reason);
+    }
+    return folder->n_skipped;
+}
 
 static int cmd_predict(int argc, char **argv) {
     Error err;
@@ -1322,19 +1360,21 @@ static int cmd_predict(int argc, char **argv) {
         {"encoder", ARG_STRING, &encoder, "a model trained on features: its pretrained encoder, if not at the path it records (the weights must be the same)", .metavar = "ARCH:FILE", .given = NULL},
     };
     int code;
-    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption predict --model PATH --images DIR [flags]", NULL, &code))
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption predict --model PATH --images DIR [flags]", NULL, &code)) {
+        if (code == 0) fputs(PREDICT_HELP_NOTES, stdout);  // after --help's flag list
         return code;
+    }
     gemm_set_threads(threads);
     ImageFolder folder;
     if (image_folder_list(&folder, dir, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        text_write_line(stderr, err.msg);
         return 1;
     }
     SatModel m;
     Vocab vocab;
     TrainCounters tc;
     if (load_model(model_path, &m, &vocab, 0, NULL, &tc, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        text_write_line(stderr, err.msg);
         image_folder_free(&folder);
         return 1;
     }
@@ -1343,7 +1383,7 @@ static int cmd_predict(int argc, char **argv) {
     const int feat = m.cfg.feat_L > 0;
     if ((feat && caption_annotator_open(&ann, &m.cfg, model_path, encoder, &err)) ||
         (att_out && make_dirs(att_out, &err))) {
-        fprintf(stderr, "%s\n", err.msg);
+        text_write_line(stderr, err.msg);
         caption_annotator_close(&ann);
         sat_free(&m);
         vocab_free(&vocab);
@@ -1359,8 +1399,8 @@ static int cmd_predict(int argc, char **argv) {
     int *tokens = xmalloc((size_t)batch * ML * sizeof(int));
     int *lens = xmalloc((size_t)batch * sizeof(int));
     float *alphas = xmalloc((size_t)batch * ML * L * sizeof(float));
-    char **captions = xcalloc((size_t)folder.n, sizeof(char *));
-    int skipped = 0, rc = 0;
+    char **captions = xcalloc((size_t)(folder.n ? folder.n : 1), sizeof(char *));
+    int skipped = predict_report_skipped(&folder, dir), captioned = 0, rc = 0;
     for (int i0 = 0; i0 < folder.n;) {
         int k = 0;
         while (k < batch && i0 < folder.n) {
@@ -1370,7 +1410,7 @@ static int cmd_predict(int argc, char **argv) {
                 caption_load_image(pictures + (size_t)k * 3 * S * S, folder.paths[i0], S, &err))
                 bad = 1;
             if (bad) {
-                fprintf(stderr, "%s\n", err.msg);
+                text_write_line(stderr, err.msg);  // the path may hold a newline
                 skipped++;
             } else {
                 which[k++] = i0;
@@ -1384,7 +1424,11 @@ static int cmd_predict(int argc, char **argv) {
             Tokens t;
             vocab_decode_tokens(&t, &vocab, tokens + (size_t)j * ML, lens[j], 1);
             captions[i] = tokens_join(&t);
-            printf("%s\t%s\n", folder.names[i], captions[i]);
+            captioned++;
+            text_write_field(stdout, folder.names[i]);
+            putchar('\t');
+            text_write_field(stdout, captions[i]);
+            putchar('\n');
             if (att_out) {
                 char path[2048], stem[1024];
                 snprintf(stem, sizeof stem, "%s", folder.names[i]);
@@ -1393,7 +1437,7 @@ static int cmd_predict(int argc, char **argv) {
                 snprintf(path, sizeof path, "%s/%s.png", att_out, stem);
                 if (caption_write_strip(path, pictures + (size_t)j * 3 * S * S, S,
                                         alphas + (size_t)j * ML * L, G, t.tok, t.n, &err)) {
-                    fprintf(stderr, "%s\n", err.msg);
+                    text_write_line(stderr, err.msg);
                     rc = 1;
                 }
             }
@@ -1404,33 +1448,38 @@ static int cmd_predict(int argc, char **argv) {
     if (results) {
         AtomicFile af;
         if (atomic_open(&af, results, &err)) {
-            fprintf(stderr, "%s\n", err.msg);
+            text_write_line(stderr, err.msg);
             rc = 1;
         } else {
             fputc('[', af.fp);
             int first = 1;
             for (int i = 0; i < folder.n; i++) {
                 if (!captions[i]) continue;
-                fprintf(af.fp, "%s\n{\"image_id\": ", first ? "" : ",");
-                caption_json_string(af.fp, folder.names[i]);
+                fprintf(af.fp, "%s\n{", first ? "" : ",");
+                text_json_name(af.fp, "image_id", folder.names[i]);
                 fprintf(af.fp, ", \"caption\": ");
-                caption_json_string(af.fp, captions[i]);
+                text_json_string(af.fp, captions[i]);
                 fputc('}', af.fp);
                 first = 0;
             }
             fprintf(af.fp, "\n]\n");
             if (atomic_commit(&af, &err)) {
-                fprintf(stderr, "%s\n", err.msg);
+                text_write_line(stderr, err.msg);
                 rc = 1;
             }
         }
     }
     if (skipped) {
         // Each skipped file already has its line; a count only adds to several.
-        if (skipped > 1) fprintf(stderr, "caption predict: %d of %d files skipped\n", skipped, folder.n);
+        if (skipped > 1)
+            fprintf(stderr, "caption predict: %d of %d files skipped\n", skipped,
+                    folder.n + folder.n_skipped);
         rc = 1;
     }
-    if (att_out && skipped < folder.n) fprintf(stderr, "attention strips: %s\n", att_out);
+    if (att_out && captioned > 0) {
+        fputs("attention strips: ", stderr);
+        text_write_line(stderr, att_out);
+    }
     for (int i = 0; i < folder.n; i++) free(captions[i]);
     free(captions);
     if (pictures != images) free(pictures);

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/progress.h"
+#include "core/text_escape.h"
 #include "datasets/captions.h"
 #include "datasets/imagecache.h"
 
@@ -233,30 +234,17 @@ int caption_data_captions(const CaptionData *d, Split s, int i, const char **out
     return n;
 }
 
-void caption_json_string(FILE *fp, const char *s) {
-    fputc('"', fp);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(fp, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(fp, "\\u%04x", *p);
-        else
-            fputc(*p, fp);
-    }
-    fputc('"', fp);
-}
-
 void caption_data_write_id(FILE *fp, const CaptionData *d, Split s, int i) {
     if (d->is_scenes) {
         // The file name `caption scenes` gives this scene (datasets/scenes_folder.h).
-        fprintf(fp, "\"%s_%06d.png\"", split_name(s), i);
+        fprintf(fp, "\"image_id\": \"%s_%06d.png\"", split_name(s), i);
         return;
     }
     const CaptionImage *im = &d->set.images[d->idx[s][i]];
     if (im->numeric_id >= 0)
-        fprintf(fp, "%lld", im->numeric_id);
+        fprintf(fp, "\"image_id\": %lld", im->numeric_id);
     else
-        caption_json_string(fp, im->id);
+        text_json_name(fp, "image_id", im->id);
 }
 
 int caption_load_image(float *chw, const char *path, int S, Error *err) {

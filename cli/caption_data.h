@@ -61,10 +61,9 @@ const FeatCache *caption_data_features(const CaptionData *d);
 // scenes. Returns n.
 int caption_data_captions(const CaptionData *d, Split s, int i, const char **out, int max,
                           SceneInfo *info);
-// Writes image i's id as a JSON value (string or number).
+// Writes image i's id as the JSON member `"image_id": ID` (a number, or a file name in
+// core/text_escape.h's name form, with "image_id_hex" beside it when that is escaped).
 void caption_data_write_id(FILE *fp, const CaptionData *d, Split s, int i);
-// Writes s as a JSON string with escapes.
-void caption_json_string(FILE *fp, const char *s);
 // Decodes an image file the way the caption sets are cached (centre square, area
 // resize to S, 8-bit rounding): chw (3, S, S) in [0, 1]; "PATH: reason" on failure.
 int caption_load_image(float *chw, const char *path, int S, Error *err);

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/fileio.h"
+#include "core/text_escape.h"
 #include "vision/overlay.h"
 #include "vision/png.h"
 
@@ -111,17 +112,17 @@ static int write_per_image(const CaptionEvalOutputs *o, const DecodedSplit *d,
     SceneInfo info;
     const char *refs[MAX_REFS];
     for (int i = 0; i < d->n; i++) {
-        fprintf(fp, "%s\n  {\"index\": %d, \"image_id\": ", i ? "," : "", i);
+        fprintf(fp, "%s\n  {\"index\": %d, ", i ? "," : "", i);
         caption_data_write_id(fp, d->data, d->split, i);
         char *text = tokens_join(d->pairs[i].cand);
         fputs(", \"caption\": ", fp);
-        caption_json_string(fp, text);
+        text_json_string(fp, text);
         free(text);
         fputs(", \"references\": [", fp);
         int k = caption_data_captions(d->data, d->split, i, refs, MAX_REFS, &info);
         for (int j = 0; j < k; j++) {
             if (j) fputs(", ", fp);
-            caption_json_string(fp, refs[j]);
+            text_json_string(fp, refs[j]);
         }
         fputs("], \"bleu4\": ", fp);
         write_number(fp, bleu[(size_t)i * 4 + 3]);

@@ -46,6 +46,7 @@
 #include "core/progress.h"
 #include "core/rng.h"
 #include "core/safetensors.h"
+#include "core/text_escape.h"
 #include "core/timer.h"
 #include "datasets/mnist.h"
 #include "models/draw.h"
@@ -919,12 +920,14 @@ static int finish_run(DrawRun *r, Error *err) {
         snprintf(valid_text, sizeof valid_text, "valid bound %.3f nats", r->last_valid);
     fprintf(stderr, "draw train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s\n",
             r->meter.steps, secs, ips, valid_text, r->ckpt);
-    if (r->f->json)
+    if (r->f->json) {
         printf("{\"steps\": %ld, \"final_loss\": %s, \"train_bound\": %s, "
-               "\"valid_bound\": %s, \"images_per_s\": %.6g, \"seconds\": %.6g, "
-               "\"model\": \"%s\"}\n",
+               "\"valid_bound\": %s, \"images_per_s\": %.6g, \"seconds\": %.6g, ",
                r->st.step, json_number(tj, r->last_train), tj, json_number(vj, r->last_valid),
-               ips, secs, r->ckpt);
+               ips, secs);
+        text_json_name(stdout, "model", r->ckpt);  // valid JSON whatever the path holds
+        printf("}\n");
+    }
     return 0;
 }
 
@@ -1039,10 +1042,12 @@ static int cmd_eval(int argc, char **argv) {
     const int dims = draw_image_size(c);  // per dimension: per pixel and channel
     if (json) {
         printf("{\"nll_bound\": %.6f, \"recon\": %.6f, \"kl\": %.6f, \"images\": %d, "
-               "\"split\": \"%s\", \"data\": \"%s\", \"binarization\": \"%s\", \"samples\": %d, "
-               "\"dims\": %d, \"nll_bound_per_dim\": %.8f",
-               r.bound, r.recon, r.kl, r.images, splits[split], data, bin, samples, dims,
-               r.bound / dims);
+               "\"split\": \"%s\", ",
+               r.bound, r.recon, r.kl, r.images, splits[split]);
+        text_json_name(stdout, "data", data);
+        printf(", \"binarization\": \"%s\", \"samples\": %d, \"dims\": %d, "
+               "\"nll_bound_per_dim\": %.8f",
+               bin, samples, dims, r.bound / dims);
         if (samples > 1) printf(", \"nll_iw\": %.6f", r.nll_iw);
         printf(", \"step\": %ld, \"seconds\": %.3f}\n", m.state.step, secs);
     } else {

@@ -5,29 +5,15 @@
 #include <stdarg.h>
 #include <string.h>
 
-// Length of the valid UTF-8 sequence at s (1..4), or 0 when the bytes there are not one
-// (overlong forms, surrogates and code points above U+10FFFF count as invalid).
-static int utf8_seq_len(const unsigned char *s) {
-    unsigned c = s[0];
-    if (c < 0x80) return 1;
-    int n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-    if (n == 0 || c > 0xF4) return 0;
-    for (int k = 1; k < n; k++)
-        if ((s[k] & 0xC0) != 0x80) return 0;
-    if (n == 3 && c == 0xE0 && s[1] < 0xA0) return 0;  // overlong
-    if (n == 3 && c == 0xED && s[1] >= 0xA0) return 0; // surrogate
-    if (n == 4 && c == 0xF0 && s[1] < 0x90) return 0;  // overlong
-    if (n == 4 && c == 0xF4 && s[1] >= 0x90) return 0; // above U+10FFFF
-    return n;
-}
+#include "core/text_escape.h"
 
 static void escape(FILE *fp, const char *s, int quotes) {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
-        int n = utf8_seq_len(p);
+        int n = text_utf8_seq_len(p);
         unsigned c = *p;
         if (n == 0 || (c < 0x20 && c != '\t' && c != '\n') || c == 0x7F) {
-            fputs("\xEF\xBF\xBD", fp);  // U+FFFD
+            fprintf(fp, "\\x%02x", c);  // core/text_escape.h's notation for one byte
             p++;
             continue;
         }

@@ -18,8 +18,9 @@
 
 #include <stdio.h>
 
-// s as HTML text: & < > escaped; bytes that are not valid UTF-8, and control characters
-// other than tab and newline, become U+FFFD.
+// s as HTML text: & < > escaped; a byte that is not part of valid UTF-8, and a control
+// character other than tab and newline, is shown as the text \xNN (core/text_escape.h's
+// notation), so a file name that is not UTF-8 reads as it does in the other outputs.
 void html_text(FILE *fp, const char *s);
 // s as the inside of a double-quoted attribute value: html_text plus " and '.
 void html_attr(FILE *fp, const char *s);

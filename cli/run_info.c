@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/text_escape.h"
 #include "core/timer.h"
 
 #ifndef ATTEND_COMMIT
@@ -40,7 +41,30 @@ void run_info_cpu_model(char *buf, int n) {
 
 // Appends word to s (cap bytes, 0-terminated) as one shell word: bare when it holds only
 // characters no shell treats specially, else in single quotes ('\'' for a quote).
+// A word holding control characters or bytes that are not UTF-8 is written in bash's
+// $'...' quoting with core/text_escape.h's field escapes (\\ \t \n \r \xNN, and \' for a
+// quote), which bash reads back to the same bytes; the command line stays valid UTF-8.
+static int append_ansi_c_word(char *s, size_t cap, const char *word) {
+    int plain = text_is_utf8(word);
+    for (const unsigned char *p = (const unsigned char *)word; plain && *p; p++)
+        if (*p < 0x20 || *p == 0x7F) plain = 0;
+    if (plain) return 0;
+    char *field = text_field(word);
+    size_t k = strlen(s);
+    if (k && k + 1 < cap) s[k++] = ' ';
+    if (k + 2 < cap) s[k++] = '$', s[k++] = '\'';
+    for (const char *p = field; *p && k + 3 < cap; p++) {
+        if (*p == '\'') s[k++] = '\\';
+        s[k++] = *p;
+    }
+    if (k + 1 < cap) s[k++] = '\'';
+    s[k < cap ? k : cap - 1] = 0;
+    free(field);
+    return 1;
+}
+
 static void append_shell_word(char *s, size_t cap, const char *word) {
+    if (append_ansi_c_word(s, cap, word)) return;
     size_t k = strlen(s);
     int bare = word[0] != 0;
     for (const char *p = word; *p; p++)
@@ -110,17 +134,28 @@ void run_info_begin(RunInfo *ri, const char *dir, const char *program, int argc,
     if (!list) list = cJSON_CreateArray();
     cJSON *inv = cJSON_CreateObject();
     size_t cap = 64 + strlen(program);
-    for (int i = 0; i < argc; i++) cap += 4 * strlen(argv[i]) + 3;
+    for (int i = 0; i < argc; i++) cap += 4 * strlen(argv[i]) + 4;
     char *command = xcalloc(cap, 1);
     snprintf(command, cap, "%s", program);
-    cJSON *args = cJSON_CreateArray();
+    // argv in core/text_escape.h's name form (cJSON would copy bytes that are not UTF-8 into
+    // the file); when one was escaped, "argv_hex" gives every argument's bytes.
+    cJSON *args = cJSON_CreateArray(), *args_hex = cJSON_CreateArray();
+    int any_escaped = 0;
     for (int i = 0; i < argc; i++) {
         append_shell_word(command, cap, argv[i]);
-        cJSON_AddItemToArray(args, cJSON_CreateString(argv[i]));
+        int escaped;
+        char *form = text_name(argv[i], &escaped), *hex = text_hex(argv[i]);
+        any_escaped |= escaped;
+        cJSON_AddItemToArray(args, cJSON_CreateString(form));
+        cJSON_AddItemToArray(args_hex, cJSON_CreateString(hex));
+        free(form);
+        free(hex);
     }
     cJSON_AddStringToObject(inv, "command", command);
     free(command);
     cJSON_AddItemToObject(inv, "argv", args);
+    if (any_escaped) cJSON_AddItemToObject(inv, "argv_hex", args_hex);
+    else cJSON_Delete(args_hex);
     cJSON_AddStringToObject(inv, "commit", run_info_commit());
     char date[32], cpu[256];
     time_t now = time(NULL);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/text_escape.h"
 #include "core/fileio.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -46,11 +47,10 @@ const char *safetensors_dtype_name(SafetensorsDtype d) {
 }
 
 // Messages quote names and dtypes from the header, where JSON escapes allow any character:
-// control characters are shown as '?' so the message stays one line (found by
-// tests/fuzz/fuzz_safetensors.c). Returns -1.
+// the message is rewritten in core/text_escape.h's field form (\n, \t, \xNN, ...) so it
+// stays one line of valid UTF-8 (found by tests/fuzz/fuzz_safetensors.c). Returns -1.
 static int one_line(Error *err) {
-    for (char *c = err ? err->msg : NULL; c && *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7F) *c = '?';
+    if (err) text_field_in_place(err->msg, sizeof err->msg);
     return -1;
 }
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "core/check.h"
+#include "core/text_escape.h"
 #include "core/fileio.h"
 
 // ---------------------------------------------------------------------------------------
@@ -288,9 +289,9 @@ void caption_set_warn(CaptionSet *set, const char *fmt, ...) {
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     // One line each: names and values quoted from the file (a JSON "file_name" may hold
-    // "\n") have their control characters shown as '?' (found by tests/fuzz/fuzz_captions.c).
-    for (char *c = buf; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7F) *c = '?';
+    // "\n") are written in core/text_escape.h's field form (found by
+    // tests/fuzz/fuzz_captions.c).
+    text_field_in_place(buf, sizeof buf);
     set->warnings = xrealloc(set->warnings, (size_t)(set->n_warnings + 1) * sizeof *set->warnings);
     set->warnings[set->n_warnings++] = xstrdup(buf);
 }

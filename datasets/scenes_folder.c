@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/fileio.h"
+#include "core/text_escape.h"
 #include "vision/image.h"
 #include "vision/png.h"
 
@@ -52,8 +53,12 @@ int scenes_write_folder(const Scenes *s, const char *dir, const int counts[SPLIT
             snprintf(name, sizeof name, "%s_%06d.png", split_name((Split)sp), i);
             snprintf(path, plen, "%s%s%s", dir, sep, name);
             if (write_png_u8(path, hwc, side, side, 3, err)) goto fail;
-            for (int k = 0; k < SCENES_CAPTIONS; k++)
-                fprintf(tsv.fp, "%s\t%s\t%s\n", name, info.captions[k], split_name((Split)sp));
+            for (int k = 0; k < SCENES_CAPTIONS; k++) {  // fields escaped (core/text_escape.h)
+                text_write_field(tsv.fp, name);
+                fputc('\t', tsv.fp);
+                text_write_field(tsv.fp, info.captions[k]);
+                fprintf(tsv.fp, "\t%s\n", split_name((Split)sp));
+            }
         }
     }
     free(chw);

@@ -593,7 +593,8 @@ static void test_karpathy(void) {
 // image folder, cache, scenes folder
 
 static void test_image_folder_order(void) {
-    make_dir("folder/sub.png");  // a folder with an image-like name: ignored
+    make_dir("folder/sub.png");  // a folder with an image-like name: skipped with the reason
+    make_dir("folder/sub");      // a folder: ignored
     write_image("folder/b.png", 4, 4, 3, 1, 2, 3);
     write_image("folder/A.PNG", 4, 4, 1, 1, 2, 3);
     write_image("folder/noext", 4, 4, 3, 1, 2, 3);         // an image by its header
@@ -615,7 +616,10 @@ static void test_image_folder_order(void) {
         EXPECT(!strcmp(f.names[i], want[i]), "[%d] %s, want %s", i, f.names[i], want[i]);
         EXPECT(strstr(f.paths[i], "folder/") && strstr(f.paths[i], want[i]));
     }
-    EXPECT(f.n_ignored == 2, "ignored %d", f.n_ignored);  // sub.png/, captions.tsv
+    EXPECT(f.n_ignored == 2, "ignored %d", f.n_ignored);  // sub/, captions.tsv
+    EXPECT(f.n_skipped == 1 && !strcmp(f.skipped[0].name, "sub.png") &&
+               strstr(f.skipped[0].reason, "folder"),
+           "skipped %d", f.n_skipped);
     // The broken file is listed but does not decode, with its name in the message.
     Image img;
     EXPECT(image_load(f.paths[4], &img, 3, &err) == -1 && strstr(err.msg, "broken.jpg"));
@@ -632,6 +636,43 @@ static void test_image_folder_order(void) {
     EXPECT(image_folder_list(&f, d, &err) == -1 && strstr(err.msg, "folder_absent"));
     EXPECT(image_name_has_image_ext("x.JPeG") && !image_name_has_image_ext("jpg") &&
            !image_name_has_image_ext("x.jpgx"));
+}
+
+// Links and special files (issue 23): a link to an image is listed under its own name; a
+// broken link (whatever its name), a loop, and a FIFO named like an image are skipped with
+// their reasons, in name order; a FIFO without an image name is ignored; nothing blocks.
+static void test_image_folder_links_and_special_files(void) {
+    make_dir("links");
+    write_image("links/real.png", 4, 4, 3, 1, 2, 3);
+    char d[1024], p[1100];
+    tmp_path(d, sizeof d, "links");
+    snprintf(p, sizeof p, "%s/good-link.jpg", d);
+    EXPECT(symlink("real.png", p) == 0);
+    snprintf(p, sizeof p, "%s/dangling", d);
+    EXPECT(symlink("nowhere", p) == 0);
+    snprintf(p, sizeof p, "%s/self.png", d);
+    EXPECT(symlink("self.png", p) == 0);
+    snprintf(p, sizeof p, "%s/pipe.png", d);
+    EXPECT(mkfifo(p, 0644) == 0);
+    snprintf(p, sizeof p, "%s/pipe", d);
+    EXPECT(mkfifo(p, 0644) == 0);
+    ImageFolder f;
+    Error err;
+    EXPECT(image_folder_list(&f, d, &err) == 0, "%s", err.msg);
+    EXPECT(f.n == 2 && !strcmp(f.names[0], "good-link.jpg") && !strcmp(f.names[1], "real.png"),
+           "n = %d", f.n);
+    static const char *const names[] = {"dangling", "pipe.png", "self.png"};
+    static const char *const reasons[] = {"broken symbolic link", "FIFO", "symbolic link loop"};
+    EXPECT(f.n_skipped == 3, "skipped %d", f.n_skipped);
+    for (int i = 0; i < f.n_skipped && i < 3; i++)
+        EXPECT(!strcmp(f.skipped[i].name, names[i]) && strstr(f.skipped[i].reason, reasons[i]),
+               "[%d] %s: %s", i, f.skipped[i].name, f.skipped[i].reason);
+    EXPECT(f.n_ignored == 1, "ignored %d", f.n_ignored);  // the FIFO named "pipe"
+    Image img;
+    EXPECT(f.n == 2 && image_load(f.paths[0], &img, 3, &err) == 0, "the linked image: %s", err.msg);
+    if (f.n == 2) image_free(&img);
+    image_folder_free(&f);
+    EXPECT(f.n_skipped == 0 && f.skipped == NULL);
 }
 
 static void test_image_cache(void) {
@@ -889,6 +930,7 @@ int main(void) {
     RUN(test_coco);
     RUN(test_karpathy);
     RUN(test_image_folder_order);
+    RUN(test_image_folder_links_and_special_files);
     RUN(test_image_cache);
     RUN(test_scenes_folder_round_trip);
     nftw(g_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);

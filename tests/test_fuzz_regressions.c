@@ -12,6 +12,7 @@
 
 #define FUZZ_NO_MAIN
 #include "tests/fuzz/fuzz_captions.c"
+#include "tests/fuzz/fuzz_encoder.c"
 #include "tests/fuzz/fuzz_idx.c"
 #include "tests/fuzz/fuzz_image.c"
 #include "tests/fuzz/fuzz_safetensors.c"
@@ -79,6 +80,7 @@ static void test_replay_captions(void) { replay("captions", fuzz_captions_one); 
 static void test_replay_safetensors(void) { replay("safetensors", fuzz_safetensors_one); }
 static void test_replay_tokenizer(void) { replay("tokenizer", fuzz_tokenizer_one); }
 static void test_replay_featcache(void) { replay("featcache", fuzz_featcache_one); }
+static void test_replay_encoder(void) { replay("encoder", fuzz_encoder_one); }
 
 // Corrupt JPEGs on which stb_image decodes from memory it never wrote (found by
 // `make valgrind`; not a crash, so only valgrind sees it): each is refused by name.
@@ -440,6 +442,7 @@ int main(void) {
     RUN(test_replay_safetensors);
     RUN(test_replay_tokenizer);
     RUN(test_replay_featcache);
+    RUN(test_replay_encoder);
     RUN(test_regressions_kept);
     RUN(test_jpeg_uninitialised_reads_refused);
     RUN(test_limit_image_dimensions);

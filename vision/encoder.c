@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/safetensors.h"
+#include "core/text_escape.h"
 #include "vision/conv_infer.h"
 #include "vision/winograd.h"
 
@@ -316,11 +317,12 @@ static int load_file(Encoder *e, const char *path, Error *err) {
     Loader L = {.f = &f, .path = path, .arch = arch, .enc = e, .err = err};
     L.used = xcalloc((size_t)(f.count ? f.count : 1), 1);
     int status = is_vgg(e->spec.arch) ? plan_vgg(&L) : plan_resnet(&L);
-    for (int i = 0; status == 0 && i < f.count; i++)
-        if (!L.used[i] && !ignorable(&f.tensors[i], &e->spec))
-            status = error_set(err,
-                               "%s: unexpected tensor '%s' for %s (a file of another architecture?)",
-                               path, f.tensors[i].name, arch);
+    for (int i = 0; status == 0 && i < f.count; i++) {
+        if (L.used[i] || ignorable(&f.tensors[i], &e->spec)) continue;
+        char name[160];  // the file's name, in core/text_escape.h's field form: one line
+        status = error_set(err, "%s: unexpected tensor '%s' for %s (a file of another architecture?)",
+                           path, text_field_into(name, sizeof name, f.tensors[i].name), arch);
+    }
     if (status == 0) {
         int max_oc = 1;
         for (int i = 0; i < e->n_convs; i++) max_oc = e->convs[i].OC > max_oc ? e->convs[i].OC : max_oc;

@@ -1,7 +1,7 @@
 // make_seeds.c: writes the seed corpora of the fuzz targets, small valid files made
 // through the library's own writers (and stb_image_write for the image formats the
 // library does not write), into OUT/NAME/ for NAME in image, idx, captions, safetensors, featcache,
-// tokenizer. Every seed starts with the byte(s) its target reads first (see each
+// tokenizer, encoder. Every seed starts with the byte(s) its target reads first (see each
 // tests/fuzz/fuzz_NAME.c). Run through `make fuzz-seeds` (tests/fuzz/fuzz.mk).
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,6 +318,92 @@ static void featcache_seeds(void) {
     }
 }
 
+// Encoder weights: byte 0 = the architecture (FUZZ_ENCODER_SPECS in fuzz_encoder.c), then a
+// safetensors file of a width-1 network of that structure, with torchvision's names.
+static void seed_conv(Block *b, const char *w, int C, int K, const char *bias, const char *bn) {
+    block_add(b, NULL, w, 4, 1, C, K, K);
+    if (bias) block_add(b, NULL, bias, 1, 1);
+    if (bn) {
+        static const char *parts[4] = {"weight", "bias", "running_mean", "running_var"};
+        for (int k = 0; k < 4; k++) {
+            char name[BLOCK_NAME_LEN];
+            snprintf(name, sizeof name, "%s.%s", bn, parts[k]);
+            block_add(b, NULL, name, 1, 1);
+        }
+    }
+}
+
+static void seed_vgg(Block *b, const int counts[5]) {
+    int idx = 0, C = 3;
+    for (int blk = 0; blk < 5; blk++) {
+        for (int j = 0; j < counts[blk]; j++, idx += 2) {
+            char w[BLOCK_NAME_LEN], bias[BLOCK_NAME_LEN];
+            snprintf(w, sizeof w, "features.%d.weight", idx);
+            snprintf(bias, sizeof bias, "features.%d.bias", idx);
+            seed_conv(b, w, C, 3, bias, NULL);
+            C = 1;
+        }
+        if (blk < 4) idx++;
+    }
+}
+
+// Width 1 throughout: only the stride-2 first blocks of stages 2.. need a downsample.
+static void seed_resnet(Block *b, const int blocks[4], int stages, int bottleneck) {
+    seed_conv(b, "conv1.weight", 3, 7, NULL, "bn1");
+    for (int l = 1; l <= stages; l++)
+        for (int i = 0; i < blocks[l - 1]; i++) {
+            char w[BLOCK_NAME_LEN], bn[BLOCK_NAME_LEN];
+            const int n_convs = bottleneck ? 3 : 2;
+            for (int c = 1; c <= n_convs; c++) {
+                snprintf(w, sizeof w, "layer%d.%d.conv%d.weight", l, i, c);
+                snprintf(bn, sizeof bn, "layer%d.%d.bn%d", l, i, c);
+                seed_conv(b, w, 1, bottleneck && c != 2 ? 1 : 3, NULL, bn);
+            }
+            if (l > 1 && i == 0) {
+                snprintf(w, sizeof w, "layer%d.%d.downsample.0.weight", l, i);
+                snprintf(bn, sizeof bn, "layer%d.%d.downsample.1", l, i);
+                seed_conv(b, w, 1, 1, NULL, bn);
+            }
+        }
+}
+
+static void save_encoder_seed(Block *b, const char *name, unsigned char spec) {
+    block_alloc(b);
+    for (int i = 0; i < b->count; i++) {
+        const BlockTensor *t = &b->tensors[i];
+        const size_t n = strlen(t->name);
+        const int var = n > 11 && strcmp(t->name + n - 11, "running_var") == 0;
+        for (size_t k = 0; k < t->numel; k++)
+            b->data[t->offset + k] = var ? 1.0f : 0.25f - 0.125f * (float)((k + (size_t)i) % 4);
+    }
+    const char *path = seed_path("encoder", name);
+    const Block *blocks[1] = {b};
+    Error err;
+    CHECK(safetensors_save(path, blocks, NULL, 1, NULL, 0, &err) == 0, "%s", err.msg);
+    prefix_file(path, spec);
+    block_free(b);
+}
+
+static void encoder_seeds(void) {
+    static const int vgg16[5] = {2, 2, 3, 3, 3}, vgg19[5] = {2, 2, 4, 4, 4};
+    static const int resnet18[4] = {2, 2, 2, 2}, resnet50[4] = {3, 4, 6, 3};
+    Block b = {0};
+    seed_vgg(&b, vgg16);
+    save_encoder_seed(&b, "vgg16", 0);
+    b = (Block){0};
+    seed_vgg(&b, vgg19);
+    save_encoder_seed(&b, "vgg19", 1);
+    b = (Block){0};
+    seed_resnet(&b, resnet18, 4, 0);
+    save_encoder_seed(&b, "resnet18", 2);
+    b = (Block){0};
+    seed_resnet(&b, resnet18, 4, 0);
+    save_encoder_seed(&b, "resnet18_at_layer3", 3);  // layer4 is read past
+    b = (Block){0};
+    seed_resnet(&b, resnet50, 3, 1);
+    save_encoder_seed(&b, "resnet50_at_layer3", 5);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: make_seeds OUT_DIR\n");
@@ -328,6 +414,7 @@ int main(int argc, char **argv) {
     image_seeds();
     idx_seeds();
     safetensors_seeds();
+    encoder_seeds();
     tokenizer_seeds();
     caption_seeds();
     featcache_seeds();
