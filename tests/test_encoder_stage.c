@@ -11,11 +11,14 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/error.h"
+#include "core/gemm.h"
 #include "core/rng.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test.h"
 #include "vision/conv_infer.h"
 #include "vision/conv_train.h"
+#include "vision/encoder.h"
 #include "vision/encoder_stage.h"
 
 // Largest |got - want| / (1e-5 + 1e-4 |want|) (<= 1 passes; NaN fails).
@@ -386,11 +389,91 @@ static void test_resnet_basic_layer4(void) {
     encoder_stage_free(&st);
 }
 
+// The reduced-width random-weight encoders of tests/fixtures/encoders split at their last
+// stage: the frozen prefix (encoder_forward_prefix) then the stage (encoder_last_stage)
+// give encoder_forward's annotations; the loaded stage's backward passes the double-
+// precision gradient check on the prefix's real output; a changed stage written back
+// (encoder_set_last_stage) is what the whole encoder then computes; a stage of another
+// shape is refused.
+static void test_pretrained_split(void) {
+    static const char *specs[] = {"vgg19", "vgg16", "resnet18", "resnet50", "resnet50@layer3"};
+    const int S = 64, B = 2;
+    Rng rng;
+    rng_seed(&rng, 16);
+    gemm_set_threads(1);
+    const char *dir = getenv("ATTEND_FIXTURES");
+    for (int k = 0; k < (int)(sizeof specs / sizeof specs[0]); k++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/encoders/%.*s.safetensors",
+                 dir && dir[0] ? dir : "tests/fixtures", (int)strcspn(specs[k], "@"), specs[k]);
+        Encoder *enc = NULL;
+        Error err = {{0}};
+        if (encoder_load(&enc, specs[k], path, &err)) {
+            EXPECT(0, "%s", err.msg);
+            continue;
+        }
+        const int G = encoder_grid_size(enc, S), D = encoder_dim(enc), L = G * G;
+        const int C = encoder_stage_input_channels(enc), s = encoder_stage_input_side(enc, S);
+        EncoderStage st;
+        encoder_last_stage(enc, &st);
+        EXPECT(st.C_in == C && st.D == D && encoder_stage_out_side(&st, s) == G,
+               "%s: stage %d -> %d, side %d -> %d; encoder %d -> %d, grid %d", specs[k], st.C_in,
+               st.D, s, encoder_stage_out_side(&st, s), C, D, G);
+        const size_t nimg = (size_t)B * 3 * S * S, nfeat = (size_t)B * C * s * s, na = (size_t)B * L * D;
+        float *images = xmalloc(nimg * 4), *feat = xmalloc(nfeat * 4), *x = xmalloc(nfeat * 4);
+        float *annot = xmalloc(na * 4), *annot2 = xmalloc(na * 4);
+        fill_uniform(images, nimg, -2, 2, &rng);
+        EncoderWorkspace ws;
+        encoder_workspace_alloc(&ws, enc, S, 2, 1, ENCODER_CONV_AUTO);
+        encoder_forward(enc, &ws, annot, images, B);
+        encoder_forward_prefix(enc, &ws, feat, images, B);
+        nchw_to_cnhw(x, feat, B, C, s * s);
+        EncoderStageWork w;
+        encoder_stage_work_alloc(&w, &st, B, s);
+        encoder_stage_forward(&st, &w, x);
+        cnhw_to_annotations(annot2, encoder_stage_output(&st, &w), B, D, L);
+        double r = worst_ratio(annot2, annot, na);
+        EXPECT(r <= 20.0, "%s: prefix + stage differs from the whole encoder (ratio %g)", specs[k], r);
+
+        // The stage's gradients on the prefix's output.
+        const size_t ny = (size_t)D * B * L;
+        float *dy = xmalloc(ny * 4), *dx = xcalloc(nfeat, 4), *dp = xcalloc(st.n_params, 4);
+        fill_uniform(dy, ny, -1, 1, &rng);
+        encoder_stage_backward(&st, &w, dp, dx, x, dy);
+        gradcheck_stage_double(specs[k], &st, x, dx, dp, dy, B, s, 60, &rng);
+
+        // A changed stage written back is what the encoder computes.
+        for (size_t e = 0; e < st.n_params; e++) st.params[e] -= 0.01f * dp[e];
+        encoder_stage_forward(&st, &w, x);
+        cnhw_to_annotations(annot2, encoder_stage_output(&st, &w), B, D, L);
+        encoder_workspace_free(&ws);
+        EXPECT(encoder_set_last_stage(enc, &st, &err) == 0, "%s", err.msg);
+        encoder_workspace_alloc(&ws, enc, S, 1, 2, ENCODER_CONV_AUTO);
+        encoder_forward(enc, &ws, annot, images, B);
+        r = worst_ratio(annot2, annot, na);
+        EXPECT(r <= 20.0, "%s: the written-back stage is not what the encoder computes (%g)",
+               specs[k], r);
+        EncoderStage other;
+        encoder_stage_init(&other, st.kind, C);
+        encoder_stage_add_conv(&other, C, C + 1, 3, 1, 1);
+        EXPECT(encoder_set_last_stage(enc, &other, &err) != 0 && strstr(err.msg, "stage"),
+               "%s: a stage of another shape was accepted", specs[k]);
+        encoder_stage_free(&other);
+
+        encoder_stage_work_free(&w);
+        encoder_workspace_free(&ws);
+        encoder_stage_free(&st);
+        encoder_free(enc);
+        free(images), free(feat), free(x), free(annot), free(annot2), free(dy), free(dx), free(dp);
+    }
+}
+
 int main(void) {
     RUN(test_conv_backward_matches_reference);
     RUN(test_layer_gradcheck);
     RUN(test_vgg_conv5_stage);
     RUN(test_resnet_bottleneck_layer4);
     RUN(test_resnet_basic_layer4);
+    RUN(test_pretrained_split);
     return test_summary();
 }
