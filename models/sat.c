@@ -554,7 +554,7 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
         }
     }
     // With features the annotations are data: their gradient is not computed.
-    float *dannot = c->feat_L > 0 ? NULL : a->dannot;
+    float *dannot = c->feat_L > 0 && !m->annot_grad ? NULL : a->dannot;
     if (sample && dannot) {
         // ctx row = a_{s}: its gradient goes to that annotation; no path through alpha.
         for (int b = 0; b < B; b++) {
@@ -579,7 +579,7 @@ void sat_backward(SatModel *m) {
     const int sample = c->hard && a->sample[0] >= 0;
 
     memset(a->dlogits, 0, (size_t)TB * V * sizeof(float));
-    if (c->feat_L == 0) memset(a->dannot, 0, (size_t)B * L * D * sizeof(float));
+    if (c->feat_L == 0 || m->annot_grad) memset(a->dannot, 0, (size_t)B * L * D * sizeof(float));
     if (prepn) memset(a->dprep, 0, prepn * sizeof(float));
     memset(a->dhs, 0, (size_t)(T + 1) * B * H * sizeof(float));
     memset(a->dcs + (size_t)(T & 1) * B * H, 0, (size_t)B * H * sizeof(float));  // dc_T
@@ -658,7 +658,7 @@ void sat_backward(SatModel *m) {
     gemm(true, false, 4 * H, I + H, TB, 1.0f, a->gates, 4 * H, a->xh, I + H, 1.0f, g->lstm_W,
          I + H);
     embedding_backward(g->embed, a->demb, a->in_tok, TB, E);
-    float *dannot = c->feat_L > 0 ? NULL : a->dannot;  // features: no gradient wanted
+    float *dannot = c->feat_L > 0 && !m->annot_grad ? NULL : a->dannot;  // features: no gradient wanted
     attn_prepare_backward(dannot, &g->attn, a->dprep, a->annot, &p->attn, &c->attn, B, L);
 
     // h0 = tanh(W_h0 mean + b), c0 likewise

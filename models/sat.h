@@ -146,6 +146,9 @@ typedef struct {
     int Bb;                // batch of the last forward
     const float *images;   // the last forward's images (kept alive by the caller until backward)
     int replica;           // 1: parameters borrowed from another model (not freed here)
+    int annot_grad;        // with features: 1 makes sat_backward also leave d loss / d annotations
+                           // (B, L, D) in a.dannot (fine-tuning an encoder stage,
+                           // vision/encoder_stage.h); 0 (default): annotations are data
 } SatModel;
 
 // Registers and allocates parameters, gradients and Adam moments; initialises with rng.

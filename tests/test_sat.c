@@ -465,6 +465,36 @@ static void test_gradcheck_features(void) {
     free(f);
 }
 
+// Fine-tuning an encoder stage needs d loss / d annotations from a features model
+// (annot_grad = 1): checked against central differences on the annotations themselves.
+static float annot_grad_buf[TB * 30];
+
+static void annot_bwd(void *ctx, const float *dout) {
+    Fixture *f = ctx;
+    float out;
+    model_fwd(ctx, &out);
+    sat_backward(&f->m);
+    for (int i = 0; i < TB * 30; i++) annot_grad_buf[i] += f->m.a.dannot[i] * dout[0];
+}
+
+static void test_gradcheck_features_annotations(void) {
+    SatConfig c = features_config();
+    Fixture *f = calloc(1, sizeof *f);
+    fixture_init(f, &c, 4);
+    f->m.annot_grad = 1;
+    GradcheckInput in = {"annotations", f->images, annot_grad_buf, TB * 30};
+    GradcheckOp op = {.ctx = f, .forward = model_fwd, .backward = annot_bwd, .n_out = 1,
+                      .inputs = &in, .n_inputs = 1, .eps = 1e-3, .atol = 2e-3, .rtol = 2e-2};
+    Rng rng;
+    rng_seed(&rng, 12);
+    EXPECT(gradcheck("sat features d/dannotations", &op, &rng) == 0,
+           "features: the annotations' gradient check failed");
+    // The parameters' gradients do not change with annot_grad.
+    EXPECT(check_model(f, "sat features (annot_grad)", 0) == 0, "features + annot_grad: failed");
+    sat_free(&f->m);
+    free(f);
+}
+
 static void test_features_match_cnn(void) {
     SatConfig c = tiny_config(ATTN_ADDITIVE);
     c.dropout = 0.0f;
@@ -541,6 +571,7 @@ int main(void) {
     RUN(test_beam_returns_captions);
     RUN(test_parallel_matches_serial);
     RUN(test_gradcheck_features);
+    RUN(test_gradcheck_features_annotations);
     RUN(test_features_match_cnn);
     return test_summary();
 }

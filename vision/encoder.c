@@ -11,6 +11,7 @@
 #include "core/safetensors.h"
 #include "core/text_escape.h"
 #include "vision/conv_infer.h"
+#include "vision/encoder_stage.h"
 #include "vision/winograd.h"
 
 #define BN_EPS 1e-5
@@ -89,6 +90,7 @@ struct Encoder {
     char sha256[SHA256_HEX_CHARS + 1];
     char description[256];
     int n_convs, n_blocks, D;
+    int stage_conv, stage_block;  // the last stage's first convolution (VGG) or block (ResNet)
     Conv *convs;
     ResBlock *blocks;  // ResNet; convs[0] is the stem
     float *params;     // every weight and bias, folded (one allocation)
@@ -220,6 +222,7 @@ static int plan_vgg(Loader *L) {
             C = e->convs[k].OC;
         }
         if (blk < 4) e->convs[e->n_convs - 1].pool_after = 1, idx++;  // the pool
+        if (blk == 3) e->stage_conv = e->n_convs;
     }
     e->D = C;
     return 0;
@@ -234,6 +237,7 @@ static int plan_resnet(Loader *L) {
     e->blocks = xcalloc((size_t)total, sizeof *e->blocks);
     for (int l = 1; l <= e->spec.cut; l++)
         for (int i = 0; i < ARCHS[e->spec.arch].blocks[l - 1]; i++) {
+            if (l == e->spec.cut && i == 0) e->stage_block = e->n_blocks;
             const int stride = l > 1 && i == 0 ? 2 : 1;
             char w[MAX_NAME], bn[MAX_NAME];
             ResBlock *r = &e->blocks[e->n_blocks++];
@@ -544,9 +548,10 @@ static int run_conv(const Encoder *enc, const EncoderWorkspace *ws, EncoderWorke
     return conv_out(c, side);
 }
 
-// n images (n, 3, S, S) -> annot (n, L, D).
+// n images (n, 3, S, S) -> annot (n, L, D); or, with prefix, the last stage's input
+// (n, C, s, s) (everything before the last stage).
 static void forward_group(const Encoder *enc, const EncoderWorkspace *ws, EncoderWorker *wk,
-                          float *annot, const float *images, int n) {
+                          float *annot, const float *images, int n, int prefix) {
     const int S = ws->S;
     float **buf = wk->buf;
     nchw_to_cnhw(buf[0], images, n, 3, S * S);
@@ -554,7 +559,8 @@ static void forward_group(const Encoder *enc, const EncoderWorkspace *ws, Encode
     int s = S;
     if (is_vgg(enc->spec.arch)) {
         float *y = buf[1];
-        for (int i = 0; i < enc->n_convs; i++) {
+        const int end = prefix ? enc->stage_conv : enc->n_convs;
+        for (int i = 0; i < end; i++) {
             s = run_conv(enc, ws, wk, i, y, x, NULL, n, s, 1);
             float *t = x;
             x = y, y = t;
@@ -569,7 +575,8 @@ static void forward_group(const Encoder *enc, const EncoderWorkspace *ws, Encode
         maxpool3s2_forward(buf[2], buf[1], enc->convs[0].OC * n, s, s);
         s = maxpool3s2_out_size(s);
         x = buf[2];
-        for (int k = 0; k < enc->n_blocks; k++) {
+        const int end = prefix ? enc->stage_block : enc->n_blocks;
+        for (int k = 0; k < end; k++) {
             const ResBlock *r = &enc->blocks[k];
             // The three buffers other than x: two intermediates and the block's output.
             float *o[3];
@@ -588,7 +595,10 @@ static void forward_group(const Encoder *enc, const EncoderWorkspace *ws, Encode
             x = out, s = side;
         }
     }
-    cnhw_to_annotations(annot, x, n, enc->D, s * s);
+    if (prefix)
+        nchw_to_cnhw(annot, x, encoder_stage_input_channels(enc), n, s * s);  // (C, n) -> (n, C)
+    else
+        cnhw_to_annotations(annot, x, n, enc->D, s * s);
 }
 
 typedef struct {
@@ -597,40 +607,122 @@ typedef struct {
     EncoderWorker *wk;
     float *annot;
     const float *images;
-    int n;
+    int n, prefix;
 } Job;
+
+// Floats of one image's output: its annotations, or with prefix the last stage's input.
+static size_t out_floats(const Encoder *enc, int S, int prefix) {
+    if (prefix) {
+        const int s = encoder_stage_input_side(enc, S);
+        return (size_t)encoder_stage_input_channels(enc) * s * s;
+    }
+    const int G = encoder_grid_size(enc, S);
+    return (size_t)G * G * enc->D;
+}
 
 static void *job_run(void *arg) {
     Job *j = arg;
-    const int S = j->ws->S, G = encoder_grid_size(j->enc, S);
-    const size_t in = (size_t)3 * S * S, out = (size_t)G * G * j->enc->D;
+    const int S = j->ws->S;
+    const size_t in = (size_t)3 * S * S, out = out_floats(j->enc, S, j->prefix);
     for (int b0 = 0; b0 < j->n; b0 += j->ws->group) {
         const int m = j->n - b0 < j->ws->group ? j->n - b0 : j->ws->group;
-        forward_group(j->enc, j->ws, j->wk, j->annot + b0 * out, j->images + b0 * in, m);
+        forward_group(j->enc, j->ws, j->wk, j->annot + b0 * out, j->images + b0 * in, m, j->prefix);
     }
     return NULL;
 }
 
-void encoder_forward(const Encoder *enc, EncoderWorkspace *ws, float *annot, const float *images,
-                     int B) {
+static void forward_jobs(const Encoder *enc, EncoderWorkspace *ws, float *annot,
+                         const float *images, int B, int prefix) {
     CHECK(B >= 0 && ws->n_convs == enc->n_convs, "workspace of another encoder");
     enum { MAX_THREADS = 256 };
     CHECK(ws->threads <= MAX_THREADS);
     Job jobs[MAX_THREADS];
     pthread_t th[MAX_THREADS];
-    const int S = ws->S, G = encoder_grid_size(enc, S);
-    const size_t in = (size_t)3 * S * S, out = (size_t)G * G * enc->D;
+    const int S = ws->S;
+    const size_t in = (size_t)3 * S * S, out = out_floats(enc, S, prefix);
     int used = 0;
     for (int k = 0, start = 0; k < ws->threads; k++) {
         const int n = B / ws->threads + (k < B % ws->threads);
         if (n == 0) continue;
-        jobs[used++] = (Job){enc, ws, &ws->workers[k], annot + start * out, images + start * in, n};
+        jobs[used++] = (Job){enc, ws, &ws->workers[k], annot + start * out, images + start * in,
+                             n, prefix};
         start += n;
     }
     for (int k = 1; k < used; k++)
         CHECK(pthread_create(&th[k], NULL, job_run, &jobs[k]) == 0, "pthread_create");
     if (used) job_run(&jobs[0]);
     for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+}
+
+void encoder_forward(const Encoder *enc, EncoderWorkspace *ws, float *annot, const float *images,
+                     int B) {
+    forward_jobs(enc, ws, annot, images, B, 0);
+}
+
+void encoder_forward_prefix(const Encoder *enc, EncoderWorkspace *ws, float *feat,
+                            const float *images, int B) {
+    forward_jobs(enc, ws, feat, images, B, 1);
+}
+
+// ---- the last stage, for fine-tuning ---------------------------------------------------
+
+int encoder_stage_input_channels(const Encoder *enc) {
+    return is_vgg(enc->spec.arch) ? enc->convs[enc->stage_conv].C
+                                  : enc->convs[enc->blocks[enc->stage_block].conv1].C;
+}
+
+int encoder_stage_input_side(const Encoder *enc, int S) {
+    if (encoder_grid_size(enc, S) < 1) return 0;
+    int *sides = xmalloc((size_t)enc->n_convs * sizeof(int));
+    walk_sides(enc, S, sides);
+    const int s = sides[is_vgg(enc->spec.arch) ? enc->stage_conv
+                                               : enc->blocks[enc->stage_block].conv1];
+    free(sides);
+    return s;
+}
+
+// The encoder's convolutions of the last stage, in order, as the stage's (same indices
+// relative to the first one).
+static int stage_first(const Encoder *enc) {
+    return is_vgg(enc->spec.arch) ? enc->stage_conv : enc->blocks[enc->stage_block].conv1;
+}
+
+void encoder_last_stage(const Encoder *enc, EncoderStage *st) {
+    const int first = stage_first(enc);
+    encoder_stage_init(st, is_vgg(enc->spec.arch) ? ENCODER_STAGE_VGG : ENCODER_STAGE_RESNET,
+                       encoder_stage_input_channels(enc));
+    for (int i = first; i < enc->n_convs; i++) {
+        const Conv *c = &enc->convs[i];
+        const int k = encoder_stage_add_conv(st, c->C, c->OC, c->K, c->stride, c->pad);
+        memcpy(st->params + st->convs[k].w, enc->params + c->w, (size_t)c->OC * c->C * c->K * c->K * sizeof(float));
+        memcpy(st->params + st->convs[k].b, enc->params + c->b, (size_t)c->OC * sizeof(float));
+    }
+    for (int k = enc->stage_block; !is_vgg(enc->spec.arch) && k < enc->n_blocks; k++) {
+        const ResBlock *r = &enc->blocks[k];
+        encoder_stage_add_block(st, r->conv1 - first, r->conv2 - first,
+                                r->conv3 >= 0 ? r->conv3 - first : -1,
+                                r->down >= 0 ? r->down - first : -1);
+    }
+}
+
+int encoder_set_last_stage(Encoder *enc, const EncoderStage *st, Error *err) {
+    const int first = stage_first(enc);
+    if (st->n_convs != enc->n_convs - first)
+        return error_set(err, "%s: a stage of %d convolutions, the last stage has %d",
+                         enc->spec_text, st->n_convs, enc->n_convs - first);
+    for (int i = 0; i < st->n_convs; i++) {
+        const Conv *c = &enc->convs[first + i];
+        const StageConv *t = &st->convs[i];
+        if (t->C != c->C || t->OC != c->OC || t->K != c->K || t->stride != c->stride || t->pad != c->pad)
+            return error_set(err, "%s: stage convolution %d is %dx%dx%dx%d, the encoder's %dx%dx%dx%d",
+                             enc->spec_text, i, t->OC, t->C, t->K, t->K, c->OC, c->C, c->K, c->K);
+    }
+    for (int i = 0; i < st->n_convs; i++) {
+        const Conv *c = &enc->convs[first + i];
+        memcpy(enc->params + c->w, st->params + st->convs[i].w, (size_t)c->OC * c->C * c->K * c->K * sizeof(float));
+        memcpy(enc->params + c->b, st->params + st->convs[i].b, (size_t)c->OC * sizeof(float));
+    }
+    return 0;
 }
 
 // ---- the plain-loop reference ----------------------------------------------------------

@@ -53,6 +53,7 @@
 
 #include "core/error.h"
 #include "core/sha256.h"
+#include "vision/encoder_stage.h"
 
 typedef enum {
     ENCODER_VGG16,
@@ -140,6 +141,22 @@ void encoder_workspace_free(EncoderWorkspace *ws);
 // beyond float rounding (GEMM blocking).
 void encoder_forward(const Encoder *enc, EncoderWorkspace *ws, float *annot, const float *images,
                      int B);
+// Fine-tuning the last stage (VGG's conv5, ResNet's last stage kept: layer4, or layer3 when
+// cut there; vision/encoder_stage.h): the frozen prefix runs here, the stage there.
+// feat (B, C, s, s): every image's input to the last stage (after pool4 for a VGG, after the
+// previous stage for a ResNet), C = encoder_stage_input_channels, s =
+// encoder_stage_input_side(enc, ws->S). Threads and groups as encoder_forward.
+void encoder_forward_prefix(const Encoder *enc, EncoderWorkspace *ws, float *feat,
+                            const float *images, int B);
+int encoder_stage_input_channels(const Encoder *enc);
+int encoder_stage_input_side(const Encoder *enc, int S);  // 0 when S is too small
+// The last stage with a copy of its (folded) weights; free with encoder_stage_free.
+void encoder_last_stage(const Encoder *enc, EncoderStage *st);
+// Writes a (fine-tuned) stage's weights back into the encoder, for eval and predict: the
+// stage must have the last stage's shapes (one-line error otherwise, nothing changed).
+// Call before encoder_workspace_alloc (Winograd's filter transforms are made there).
+int encoder_set_last_stage(Encoder *enc, const EncoderStage *st, Error *err);
+
 // The same network through the plain-loop references of vision/conv_infer.h (slow; tests).
 void encoder_forward_ref(const Encoder *enc, float *annot, const float *images, int B, int S);
 
