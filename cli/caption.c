@@ -15,9 +15,10 @@
 // curves.png, and run.json (cli/run_info.h). Every file is written atomically. No math
 // here: models/sat does it.
 // Under `mpirun -np N` (cli/train_dist.h) train, its validation and eval split their work
-// over the ranks and rank 0 alone writes these files; each rank's workers draw dropout and
-// hard-attention samples from streams numbered across the ranks, so N ranks of one thread
-// compute what one process of N threads computes, bit for bit.
+// over the ranks and rank 0 alone writes these files; each image's dropout masks and
+// hard-attention samples come from a stream of its own, seeded with (seed, step, its place
+// in the batch), so N ranks of one thread compute what one process of N threads computes,
+// bit for bit, and what one process of one thread computes up to float summation order.
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -746,7 +747,7 @@ static int open_data(CaptionRun *r, int image_size, Error *err) {
 // activations then serve only validation decoding, in chunks of a share. And the step's
 // buffers.
 // Over ranks, each rank's workers split its share of the batch, always through the workers
-// (their randomness is numbered across the ranks: train_step).
+// (each image's randomness is its own, wherever it runs: train_step).
 static void alloc_workers(CaptionRun *r) {
     const int B = r->f->batch, ML = r->model.cfg.max_len;
     int begin, most;
