@@ -283,7 +283,8 @@ static int evaluate(EvalResult *out, EvalScratch *e, const DrawParams *p, const 
         int begin, count;
         dist_share(e->dist, nb, &begin, &count);
         for (int k = 0; k < passes && count > 0; k++) {
-            share_noise(e->eps, c, start + begin, count, rng_mix(rng_mix(seed, 0xE7A1), (uint64_t)k));
+            share_noise(e->eps, c, start + begin, count,
+                        rng_mix(rng_mix(seed, 0xE7A1), (uint64_t)k));
             double rec, kl;
             draw_forward_parallel(e->w, e->n_workers < count ? e->n_workers : count, p, c,
                                   set->images + (size_t)(start + begin) * set->dim, e->eps, count,
