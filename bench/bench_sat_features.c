@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
             sat_forward_backward_parallel(&l, &m, reps, workers, annot, words, lens, B,
                                           (uint64_t)it + 7);
         } else {
-            sat_forward(&m, &l, annot, words, lens, B, 1, &rng);
+            sat_forward(&m, &l, annot, words, lens, B, 1, (uint64_t)it + 7, 0);
             block_zero(&m.grads);
             sat_backward(&m);
         }

@@ -15,9 +15,10 @@
 // curves.png, and run.json (cli/run_info.h). Every file is written atomically. No math
 // here: models/sat does it.
 // Under `mpirun -np N` (cli/train_dist.h) train, its validation and eval split their work
-// over the ranks and rank 0 alone writes these files; each rank's workers draw dropout and
-// hard-attention samples from streams numbered across the ranks, so N ranks of one thread
-// compute what one process of N threads computes, bit for bit.
+// over the ranks and rank 0 alone writes these files; each image's dropout masks and
+// hard-attention samples come from a stream of its own, seeded with (seed, step, its place
+// in the batch), so N ranks of one thread compute what one process of N threads computes,
+// bit for bit, and what one process of one thread computes up to float summation order.
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -747,7 +748,7 @@ static int open_data(CaptionRun *r, int image_size, Error *err) {
 // activations then serve only validation decoding, in chunks of a share. And the step's
 // buffers.
 // Over ranks, each rank's workers split its share of the batch, always through the workers
-// (their randomness is numbered across the ranks: train_step).
+// (each image's randomness is its own, wherever it runs: train_step).
 static void alloc_workers(CaptionRun *r) {
     const int B = r->f->batch, ML = r->model.cfg.max_len;
     int begin, most;
@@ -919,8 +920,8 @@ typedef struct {
     int images;
 } StepResult;
 
-// Over ranks: this rank's share of the batch of s->images on its workers, numbered after
-// the workers of the ranks before it (models/sat.h), then the loss parts, the gradient and
+// Over ranks: this rank's share of the batch of s->images on its workers, each image with
+// the noise of its place in the whole batch (models/sat.h), then the loss parts, the gradient and
 // the hard-attention baseline summed over the ranks as one process's workers sum them
 // (float shares; cli/train_dist.h).
 static int train_share_step(CaptionRun *r, StepResult *s, uint64_t seed, Error *err) {
@@ -933,8 +934,7 @@ static int train_share_step(CaptionRun *r, StepResult *s, uint64_t seed, Error *
     block_zero(&m->grads);
     const float base0 = m->baseline;
     if (count > 0)
-        sat_forward_backward_parallel_from(&s->loss, m, r->workers, r->n_workers,
-                                           r->dist->rank * r->n_workers,
+        sat_forward_backward_parallel_from(&s->loss, m, r->workers, r->n_workers, begin,
                                            r->images + (size_t)begin * per,
                                            r->words + (size_t)begin * ML, r->lens + begin, count,
                                            seed);
@@ -959,15 +959,18 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
     const TrainFlags *f = r->f;
     SatModel *m = &r->model;
     const long step = r->tc.step + 1;
-    Rng sr;  // this step's randomness: captions chosen, dropout, hard samples
-    rng_seed(&sr, (uint64_t)f->seed * 0xD1B54A32D192ED03ULL + (uint64_t)step);
+    // This step's randomness: the captions chosen from sr (every rank draws them all); each
+    // image's dropout masks and hard-attention samples from a stream of its own, seeded with
+    // (seed, its place in the batch) by sat_forward, whichever worker or rank runs it.
+    const uint64_t seed = (uint64_t)f->seed * 0xD1B54A32D192ED03ULL + (uint64_t)step;
+    Rng sr;
+    rng_seed(&sr, seed);
     s->images = fill_batch(r, step, &sr, err);
     if (s->images < 0) return -1;
-    const uint64_t seed = (uint64_t)f->seed * 0xD1B54A32D192ED03ULL + (uint64_t)step;
     if (r->dist->size > 1) {
         if (train_share_step(r, s, seed, err)) return -1;
     } else if (r->n_workers == 1) {
-        sat_forward(m, &s->loss, r->images, r->words, r->lens, s->images, 1, &sr);
+        sat_forward(m, &s->loss, r->images, r->words, r->lens, s->images, 1, seed, 0);
         if (isfinite(s->loss.loss)) {
             block_zero(&m->grads);
             sat_backward(m);

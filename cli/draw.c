@@ -72,13 +72,6 @@ typedef struct {
     char data[256];
 } TrainState;
 
-static uint64_t mix64(uint64_t a, uint64_t b) {
-    uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 static int save_checkpoint(const char *path, const TrainState *s, const Block *params,
                            const Block *m, const Block *v, Error *err) {
     char buf[17][64];
@@ -235,7 +228,7 @@ static int load_split(ImageSet *set, const char *data, const char *root, Split s
 static void share_noise(float *eps, const DrawConfig *c, int first, int count, uint64_t seed) {
     for (int b = 0; b < count; b++) {
         Rng rng;
-        rng_seed(&rng, mix64(seed, (uint64_t)(first + b)));
+        rng_seed(&rng, rng_mix(seed, (uint64_t)(first + b)));
         for (int t = 0; t < c->T; t++)
             rng_normal_fill(&rng, eps + ((size_t)t * count + b) * c->z, (size_t)c->z);
     }
@@ -292,7 +285,8 @@ static int evaluate(EvalResult *out, EvalScratch *e, const DrawParams *p, const 
         int begin, count;
         dist_share(e->dist, nb, &begin, &count);
         for (int k = 0; k < passes && count > 0; k++) {
-            share_noise(e->eps, c, start + begin, count, mix64(mix64(seed, 0xE7A1), (uint64_t)k));
+            share_noise(e->eps, c, start + begin, count,
+                        rng_mix(rng_mix(seed, 0xE7A1), (uint64_t)k));
             double rec, kl;
             draw_forward_parallel(e->w, e->n_workers < count ? e->n_workers : count, p, c,
                                   set->images + (size_t)(start + begin) * set->dim, e->eps, count,
@@ -673,7 +667,7 @@ static int init_model(DrawRun *r, const SafetensorsFile *file, Error *err) {
             return -1;
     } else {
         Rng init;
-        rng_seed(&init, mix64(r->st.seed, 0x1417));
+        rng_seed(&init, rng_mix(r->st.seed, 0x1417));
         draw_init(&r->p, c, &init);
     }
     r->adam = adam_defaults(r->st.lr);
@@ -816,17 +810,17 @@ static int train_step(DrawRun *r, double *bound, Error *err) {
     if (e != r->perm_epoch) {
         for (int k = 0; k < r->train.n; k++) r->perm[k] = k;
         Rng er;
-        rng_seed(&er, mix64(st->seed, 0xE90C0000ULL + (uint64_t)e));
+        rng_seed(&er, rng_mix(st->seed, 0xE90C0000ULL + (uint64_t)e));
         rng_shuffle(&er, r->perm, r->train.n);
         r->perm_epoch = e;
     }
     // This rank's share of the batch (cli/train_dist.h): each image binarised and given
     // its noise from streams of its own, seeded with (seed, step, its place in the batch).
-    const uint64_t step_seed = mix64(mix64(st->seed, 0x5DE9), (uint64_t)st->step);
+    const uint64_t step_seed = rng_mix(rng_mix(st->seed, 0x5DE9), (uint64_t)st->step);
     const int begin = r->share_begin, count = r->share_count, HW = draw_image_size(c);
     for (int b = 0; b < count; b++) {
         Rng br;
-        rng_seed(&br, mix64(step_seed ^ 0xB1A7ULL, (uint64_t)(begin + b)));
+        rng_seed(&br, rng_mix(step_seed ^ 0xB1A7ULL, (uint64_t)(begin + b)));
         imageset_batch(r->x + (size_t)b * HW, &r->train, r->perm + (size_t)i * B + begin + b, 1,
                        st->binarize ? &br : NULL);
     }

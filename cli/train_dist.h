@@ -7,9 +7,9 @@
 //   - DRAW: each image's binarisation and noise from streams of its own, seeded with (seed,
 //     step, its place in the batch); eval's noise with (seed, image index);
 //   - the captioner: every rank draws every image's caption choice from the step's stream
-//     (a few integers a step), and each worker of each rank its share's dropout masks and
-//     hard-attention samples from a stream numbered across the ranks (models/sat.h), as one
-//     process with all the ranks' workers would.
+//     (a few integers a step), and each image's dropout masks and hard-attention samples
+//     come from a stream of its own, seeded with (seed, step, its place in the batch)
+//     (sat_forward), whichever worker of whichever rank runs it.
 //
 // The share's gradient is the mean over its `count` images; scaled by count / B and summed
 // over the ranks in rank order (train_dist_reduce_grads) it is the global batch's gradient,

@@ -32,5 +32,9 @@ int rng_categorical(Rng *rng, const float *p, int n);  // index i with probabili
 void rng_shuffle(Rng *rng, int *a, int n);          // Fisher-Yates
 // An independent stream derived from this one (for per-epoch or per-worker streams).
 Rng rng_split(Rng *rng);
+// A 64-bit seed that mixes a and b (a splitmix64 finaliser of a combined with b): the
+// seed of a stream of its own for item b under seed a, e.g. an image's noise for a step
+// (rng_seed(&r, rng_mix(step_seed, image index))).
+uint64_t rng_mix(uint64_t a, uint64_t b);
 
 #endif

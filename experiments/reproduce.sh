@@ -7,10 +7,13 @@
 #                                     at nice 5 beside other builds, load 7 to 10, 519 s of CPU)
 #   REPRODUCE=full  make reproduce    the settings of the published tables: the step counts
 #                                     of their rows, so on the same machine and thread count
-#                                     the captioner's weights and scores (DRAW's rows were
+#                                     the captioner's weights and scores of the soft rows
+#                                     (no dropout: no random draw in training but the data
+#                                     order). DRAW's rows and the ablation's hard row were
 #                                     recorded before each image got its own random streams
-#                                     for MPI, 2026-11-25: its runs now draw other noise and
-#                                     land near, not on, those figures); about 2 hours of training
+#                                     for MPI (2026-11-25): those runs now draw other noise
+#                                     (the same distribution) and land near, not on, those
+#                                     figures; about 2 hours of training
 #                                     at the published throughputs (4.2 hours at the rates
 #                                     measured beside the quick run above)
 #

@@ -298,6 +298,7 @@ void sat_alloc_acts(SatModel *m, int B) {
     a->target = ints + (size_t)T * B;
     a->sample = ints + (size_t)2 * T * B;
     a->steps = ints + (size_t)4 * T * B;
+    a->row_rng = xcalloc((size_t)B, sizeof(Rng));
     if (c->feat_L == 0) cnn_workspace_alloc(&m->cnn_ws, &c->cnn, B, c->image_size);
 }
 
@@ -311,6 +312,7 @@ void sat_free(SatModel *m) {
     if (m->acts_block.data) {
         block_free(&m->acts_block);
         free(m->a.in_tok);
+        free(m->a.row_rng);
         if (m->cfg.feat_L == 0) cnn_workspace_free(&m->cnn_ws);
     }
     memset(m, 0, sizeof *m);
@@ -365,7 +367,7 @@ static void gate_forward_(float *beta, float *z, const float *h, const float *ct
 
 // Step t's attention with query q (B, H): alpha_t, ctx_t (a sampled annotation when
 // sampling), beta_t and z_t = beta_t ctx_t.
-static void attend_forward_(SatModel *m, int t, const float *q, int B, int sample, Rng *rng) {
+static void attend_forward_(SatModel *m, int t, const float *q, int B, int sample) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
     const SatParams *p = &m->p;
@@ -378,7 +380,7 @@ static void attend_forward_(SatModel *m, int t, const float *q, int B, int sampl
     for (int b = 0; b < B; b++) {
         int s = -1;
         if (sample) {
-            s = rng_categorical(rng, alpha + (size_t)b * L, L);
+            s = rng_categorical(&a->row_rng[b], alpha + (size_t)b * L, L);
             memcpy(ctx + (size_t)b * D, a->annot + ((size_t)b * L + s) * D, (size_t)D * sizeof(float));
         }
         a->sample[t * B + b] = s;
@@ -386,8 +388,32 @@ static void attend_forward_(SatModel *m, int t, const float *q, int B, int sampl
     gate_forward_(a->beta + (size_t)t * B * nb, a->z + (size_t)t * B * D, q, ctx, p, B, H, D, nb);
 }
 
+// Training's randomness, row by row: row b's stream (a->row_rng[b]) seeded with
+// rng_mix(seed, first + b) first draws its dropout masks (dmask (T, B, H)) for its own
+// steps, then keeps its place for the hard-attention samples of the time loop. The
+// masks of steps past a caption's end (which no loss reads) are 1, so that the row's
+// draws do not depend on the batch's longest caption.
+static void draw_row_streams_(SatModel *m, int T, int B, uint64_t seed, int first) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    const int H = c->H;
+    const float keep = 1.0f - c->dropout, scale = 1.0f / keep;
+    for (int b = 0; b < B; b++) {
+        Rng *rng = &a->row_rng[b];
+        rng_seed(rng, rng_mix(seed, (uint64_t)first + (uint64_t)b));
+        if (c->dropout <= 0.0f) continue;
+        for (int t = 0; t < T; t++) {
+            float *mask = a->dmask + ((size_t)t * B + b) * H;
+            if (t < a->steps[b])
+                for (int i = 0; i < H; i++) mask[i] = rng_uniform(rng) < keep ? scale : 0.0f;
+            else
+                for (int i = 0; i < H; i++) mask[i] = 1.0f;
+        }
+    }
+}
+
 void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *words,
-                 const int *lens, int B, int train, Rng *rng) {
+                 const int *lens, int B, int train, uint64_t seed, int first) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
     SatParams *p = &m->p;
@@ -402,6 +428,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     }
     m->Tb = T;
     m->Bb = B;
+    if (train) draw_row_streams_(m, T, B, seed, first);
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++) {
             int n = lens[b];
@@ -426,7 +453,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
         float *hn = a->hs + (size_t)(t + 1) * B * H;
         float *z = a->z + (size_t)t * B * D;
         // query previous: attend with h_t, feed z_t; current: feed z_{t-1}, attend with h_{t+1}
-        if (!after) attend_forward_(m, t, h, B, sample, rng);
+        if (!after) attend_forward_(m, t, h, B, sample);
         const float *zin = !after ? z : t > 0 ? z - (size_t)B * D : a->zeros;
         const float *emb = a->emb + (size_t)t * B * E;
         for (int b = 0; b < B; b++) {
@@ -436,7 +463,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
         lstm_forward(hn, a->cs + (size_t)(t + 1) * B * H, a->gates + (size_t)t * B * 4 * H,
                      a->xh + (size_t)t * B * (I + H), a->xin, h, a->cs + (size_t)t * B * H,
                      p->lstm_W, p->lstm_b, B, I, H);
-        if (after) attend_forward_(m, t, hn, B, sample, rng);
+        if (after) attend_forward_(m, t, hn, B, sample);
     }
 
     // Dropout on h, then the deep output over all steps at once.
@@ -444,11 +471,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     const float *h1 = a->hs + (size_t)B * H;
     if (c->dropout > 0.0f) {
         if (train) {
-            float keep = 1.0f - c->dropout, scale = 1.0f / keep;
-            for (size_t i = 0; i < TBH; i++) {
-                a->dmask[i] = rng_uniform(rng) < keep ? scale : 0.0f;
-                a->hd[i] = h1[i] * a->dmask[i];
-            }
+            for (size_t i = 0; i < TBH; i++) a->hd[i] = h1[i] * a->dmask[i];  // draw_row_streams_
         } else {
             for (size_t i = 0; i < TBH; i++) a->dmask[i] = 1.0f;
             memcpy(a->hd, h1, TBH * sizeof(float));
@@ -701,14 +724,14 @@ typedef struct {
     SatModel *m;
     const float *images;
     const int *words, *lens;
-    int n;
-    Rng rng;
+    int n, first;  // rows, and the index of the first in the whole batch
+    uint64_t seed;
     SatLoss loss;
 } StepJob;
 
 static void *step_job_run(void *arg) {
     StepJob *j = arg;
-    sat_forward(j->m, &j->loss, j->images, j->words, j->lens, j->n, 1, &j->rng);
+    sat_forward(j->m, &j->loss, j->images, j->words, j->lens, j->n, 1, j->seed, j->first);
     block_zero(&j->m->grads);
     if (isfinite(j->loss.loss)) sat_backward(j->m);
     return NULL;
@@ -722,7 +745,7 @@ void sat_forward_backward_parallel(SatLoss *out, SatModel *model, SatModel *work
 }
 
 void sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *workers,
-                                        int n_workers, int first_stream, const float *images,
+                                        int n_workers, int first, const float *images,
                                         const int *words, const int *lens, int nb,
                                         uint64_t seed) {
     const size_t per = sat_input_floats(&model->cfg);
@@ -738,8 +761,8 @@ void sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel 
         r->baseline = model->baseline;
         r->baseline_set = model->baseline_set;
         jobs[used] = (StepJob){.m = r, .images = images + (size_t)start * per,
-                               .words = words + (size_t)start * ML, .lens = lens + start, .n = n};
-        rng_seed(&jobs[used].rng, seed * 0x2545F4914F6CDD1DULL + (uint64_t)(first_stream + w) + 1);
+                               .words = words + (size_t)start * ML, .lens = lens + start, .n = n,
+                               .first = first + start, .seed = seed};
         start += n;
         used++;
     }

@@ -131,6 +131,7 @@ typedef struct {
     float *dstoch;                     // (B, L) the regulariser's gradient on alpha
     int *in_tok, *target, *sample;     // (T, B) each; target -1 = no loss
     int *steps;                        // (B) steps of each caption (n_b + 1)
+    Rng *row_rng;                      // (B) each row's stream during a training forward
 } SatActs;
 
 typedef struct {
@@ -170,11 +171,14 @@ typedef struct {
 } SatLoss;
 
 // Teacher-forced forward. images (B, 3, S, S), or with features annotations (B, L, D); words (B, max_len) word ids (no <start>
-// or <end>), lens (B) in [0, max_len]. train = 1 enables dropout and hard sampling
-// (rng used for both); train = 0 uses the expected context for hard attention.
-// Keeps every activation for sat_backward.
+// or <end>), lens (B) in [0, max_len]. train = 1 enables dropout and hard sampling;
+// train = 0 uses the expected context for hard attention (seed and first unused).
+// Row b is image first + b of a larger batch (0 when this call has the whole batch): its
+// dropout masks, then its hard-attention samples, come from one stream of its own seeded
+// with rng_mix(seed, first + b), whatever the split of the batch into calls (workers,
+// ranks) and the batch's longest caption. Keeps every activation for sat_backward.
 void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *words,
-                 const int *lens, int B, int train, Rng *rng);
+                 const int *lens, int B, int train, uint64_t seed, int first);
 // Accumulates the gradient of out->loss into m->g (and updates the hard baseline). The
 // images given to sat_forward must still be valid.
 void sat_backward(SatModel *m);
@@ -183,18 +187,19 @@ void sat_backward(SatModel *m);
 // replicas (sat_replica_init, activations for ceil(B / n_workers)), runs forward (train
 // mode) and backward of each share on its own thread (the caller's thread takes the
 // first), and leaves in m->g the share-weighted sum of their gradients: the gradient of
-// the whole batch's loss (up to float summation order). out: the batch's loss. Worker w
-// draws its randomness from a stream seeded by (seed, w); the hard-attention baseline
-// is carried through m. Deterministic for a given n_workers. n_workers <= 64.
+// the whole batch's loss (up to float summation order). out: the batch's loss. Each row
+// draws its randomness from its own stream, seeded by (seed, its index in the batch), as
+// sat_forward does; so the noise does not depend on n_workers, only the float summation
+// order does. The hard-attention baseline is carried through m. Deterministic for a given
+// n_workers. n_workers <= 64.
 void sat_forward_backward_parallel(SatLoss *out, SatModel *m, SatModel *workers, int n_workers,
                                    const float *images, const int *words, const int *lens, int B,
                                    uint64_t seed);
-// The same with worker w drawing from stream first_stream + w: a process that runs one
-// part of a larger group of workers (an MPI rank, cli/train_dist.h) numbers its workers
-// after those of the parts before it, so that each share of the batch gets the stream it
-// gets in one process with every worker.
+// The same for rows first .. first + B - 1 of a larger batch: a process that runs one
+// share of it (an MPI rank, cli/train_dist.h) gives the index of its share's first image,
+// so that each image gets the noise it gets in one process.
 void sat_forward_backward_parallel_from(SatLoss *out, SatModel *m, SatModel *workers,
-                                        int n_workers, int first_stream, const float *images,
+                                        int n_workers, int first, const float *images,
                                         const int *words, const int *lens, int B, uint64_t seed);
 
 // Decoding: tokens (B, max_len) word ids, lens (B), alphas (B, max_len, L) the attention

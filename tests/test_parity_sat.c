@@ -145,7 +145,7 @@ static void check_fixture_conv(const char *name, CnnConv conv) {
     const float *logits = fixture_tensor(&f, "output/logits", (size_t)T * B * V);
     if (alpha && logits) {
         SatLoss out;
-        sat_forward(&m, &out, images, words, lens, B, 1, &rng);
+        sat_forward(&m, &out, images, words, lens, B, 1, 1, 0);
         EXPECT(m.Tb == T, "steps %d, reference %d", m.Tb, T);
         float got_loss = (float)out.loss, got_ce = (float)out.ce, got_ds = (float)out.ds;
         fixture_compare("forward", "annotations", m.a.annot, annot, (size_t)B * L * D, FWD_ATOL,
@@ -167,7 +167,7 @@ static void check_fixture_conv(const char *name, CnnConv conv) {
         AdamConfig ac = fixture_adam(&tr);
         float *got = calloc((size_t)steps, sizeof(float));
         for (int s = 1; s <= steps; s++) {
-            sat_forward(&m, &out, images, words, lens, B, 1, &rng);
+            sat_forward(&m, &out, images, words, lens, B, 1, 1, 0);
             got[s - 1] = (float)out.loss;
             block_zero(&m.grads);
             sat_backward(&m);

@@ -65,9 +65,7 @@ static void fixture_init(Fixture *f, const SatConfig *c, uint64_t seed) {
 
 static void model_fwd(void *ctx, float *out) {
     Fixture *f = ctx;
-    Rng rng;
-    rng_seed(&rng, 5);
-    sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 1, &rng);
+    sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 1, 5, 0);
     out[0] = (float)f->loss.loss;
 }
 
@@ -129,6 +127,17 @@ static void test_gradcheck_multihead(void) { gradcheck_kind(ATTN_MULTIHEAD, 0, "
 static void test_gradcheck_scaled_dot(void) { gradcheck_kind(ATTN_SCALED_DOT, 0, "sat scaled-dot"); }
 static void test_gradcheck_local_monotonic(void) {
     gradcheck_kind(ATTN_LOCAL_MONOTONIC, 0, "sat local-monotonic");
+}
+// Dropout on h: every forward of the check draws the same masks (the same seed and rows),
+// so the loss is a smooth function of the parameters and its gradient goes through them.
+static void test_gradcheck_dropout(void) {
+    SatConfig c = tiny_config(ATTN_ADDITIVE);
+    c.dropout = 0.3f;
+    Fixture *f = calloc(1, sizeof *f);
+    fixture_init(f, &c, 4);
+    EXPECT(check_model(f, "sat additive dropout", 0) == 0, "dropout: gradient check failed");
+    sat_free(&f->m);
+    free(f);
 }
 // Query current: the LSTM reads z_{t-1} and h_{t+1} queries, so the gradient takes
 // other paths through time.
@@ -202,9 +211,7 @@ static void hard_direction(float advantage_sign) {
     c.entropy_weight = 0.0f;
     Fixture *f = calloc(1, sizeof *f);
     fixture_init(f, &c, 6);
-    Rng rng;
-    rng_seed(&rng, 77);
-    sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 1, &rng);
+    sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 1, 77, 0);
     EXPECT(isfinite(f->loss.loss), "loss %g", f->loss.loss);
     int samples[(TML + 1) * TB];
     memcpy(samples, f->m.a.sample, sizeof samples);
@@ -224,8 +231,7 @@ static void hard_direction(float advantage_sign) {
         for (size_t j = 0; j < t->numel; j++)
             f->m.params.data[t->offset + j] -= lr * f->m.grads.data[t->offset + j];
     }
-    rng_seed(&rng, 77);
-    sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 1, &rng);
+    sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 1, 77, 0);
     EXPECT(memcmp(samples, f->m.a.sample, sizeof samples) == 0, "samples changed");
     double after = sampled_logprob(&f->m, f->lens);
     if (advantage_sign > 0)
@@ -244,9 +250,7 @@ static void test_hard_reinforce_negative(void) { hard_direction(-1.0f); }
 // (the REINFORCE advantage is a constant to backward, as in the estimator).
 static void hard_ce_fwd(void *ctx, float *out) {
     Fixture *f = ctx;
-    Rng rng;
-    rng_seed(&rng, 5);
-    sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 1, &rng);
+    sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 1, 5, 0);
     out[0] = (float)f->loss.ce;
 }
 
@@ -318,9 +322,7 @@ static void greedy_matches_teacher_forcing(SatQuery query) {
         compared++;
     }
     EXPECT(compared >= 1, "no caption ended before the limit");
-    Rng rng;
-    rng_seed(&rng, 1);
-    sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 0, &rng);
+    sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 0, 0, 0);
     for (int b = 0; b < TB; b++) {
         if (lens[b] > TML) continue;
         EXPECT_NEAR(scores[b], f->m.a.reward[b], 1e-4, 1e-4);
@@ -384,7 +386,7 @@ static void parallel_matches_serial(SatQuery query) {
         sat_alloc_acts(&workers[w], (TB + 1) / 2);
     }
     SatLoss pl;
-    sat_forward_backward_parallel(&pl, &f->m, workers, 2, f->images, f->words, f->lens, TB, 9);
+    sat_forward_backward_parallel(&pl, &f->m, workers, 2, f->images, f->words, f->lens, TB, 5);
     EXPECT_NEAR(pl.loss, serial_loss, 1e-5, 1e-5);
     double worst = 0.0, scale = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -518,12 +520,9 @@ static void test_features_match_cnn(void) {
         EXPECT(u && u->numel == t->numel, "tensor %s", t->name);
         if (u) memcpy(g.params.data + t->offset, f->m.params.data + u->offset, t->numel * sizeof(float));
     }
-    Rng r1, r2;
-    rng_seed(&r1, 3);
-    rng_seed(&r2, 3);
     SatLoss l1, l2;
-    sat_forward(&f->m, &l1, f->images, f->words, f->lens, TB, 1, &r1);
-    sat_forward(&g, &l2, annot, f->words, f->lens, TB, 1, &r2);
+    sat_forward(&f->m, &l1, f->images, f->words, f->lens, TB, 1, 3, 0);
+    sat_forward(&g, &l2, annot, f->words, f->lens, TB, 1, 3, 0);
     EXPECT(l1.loss == l2.loss, "loss %.9g (CNN) vs %.9g (features)", l1.loss, l2.loss);
     block_zero(&f->m.grads);
     block_zero(&g.grads);
@@ -551,6 +550,60 @@ static void test_features_match_cnn(void) {
     free(f);
 }
 
+// Each image's dropout masks and hard-attention samples come from its own stream, seeded
+// with (seed, its index in the whole batch): the batch as one call and the same batch
+// split in two calls, the second told its first row's index, give the same samples and
+// (share-weighted) the same loss, though the halves' longest captions differ (measured:
+// equal to 1e-16 relative; the bound is float rounding). Told the wrong first index, the
+// second half draws other noise.
+static double split_loss(Fixture *f, int k, uint64_t seed, int second_first, int *samples) {
+    SatLoss l1, l2;
+    sat_forward(&f->m, &l1, f->images, f->words, f->lens, k, 1, seed, 0);
+    for (int b = 0; b < k; b++)
+        for (int t = 0; t <= f->lens[b]; t++) samples[t * TB + b] = f->m.a.sample[t * k + b];
+    const size_t per = sat_input_floats(&f->m.cfg);
+    sat_forward(&f->m, &l2, f->images + (size_t)k * per, f->words + (size_t)k * TML, f->lens + k,
+                TB - k, 1, seed, second_first);
+    for (int b = k; b < TB; b++)
+        for (int t = 0; t <= f->lens[b]; t++)
+            samples[t * TB + b] = f->m.a.sample[t * (TB - k) + b - k];
+    return (double)k / TB * l1.loss + (double)(TB - k) / TB * l2.loss;
+}
+
+static void test_noise_per_image(void) {
+    SatConfig c = tiny_config(ATTN_ADDITIVE);
+    c.dropout = 0.5f;
+    c.hard = 1;
+    Error err;
+    CHECK(sat_config_finish(&c, &err) == 0, "%s", err.msg);
+    Fixture *f = calloc(1, sizeof *f);
+    fixture_init(f, &c, 8);
+    f->m.baseline = -3.0f;  // a set baseline: each share's advantage is the whole batch's
+    f->m.baseline_set = 1;
+    const uint64_t seed = 0x5EED;
+    sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 1, seed, 0);
+    const double whole = f->loss.loss;
+    int whole_samples[(TML + 1) * TB], parts[(TML + 1) * TB];
+    memset(whole_samples, -1, sizeof whole_samples);
+    for (int b = 0; b < TB; b++)
+        for (int t = 0; t <= f->lens[b]; t++) whole_samples[t * TB + b] = f->m.a.sample[t * TB + b];
+    // lens {2, 4, 0}: the first call's longest caption is 2 or 4 words, the second's 4 or 0.
+    for (int k = 1; k < TB; k++) {
+        memset(parts, -1, sizeof parts);
+        const double split = split_loss(f, k, seed, k, parts);
+        EXPECT(fabs(split - whole) <= 1e-6 * fabs(whole), "split at %d: loss %.9g, one call %.9g",
+               k, split, whole);
+        EXPECT(!memcmp(parts, whole_samples, sizeof parts), "split at %d: samples differ", k);
+    }
+    // The noise does reach the loss: another seed, or a wrong first index, changes it.
+    sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 1, seed + 1, 0);
+    EXPECT(fabs(f->loss.loss - whole) > 1e-4 * fabs(whole), "another seed, same loss %.9g", whole);
+    const double wrong = split_loss(f, 1, seed, 0, parts);
+    EXPECT(fabs(wrong - whole) > 1e-4 * fabs(whole), "wrong first index, same loss %.9g", whole);
+    sat_free(&f->m);
+    free(f);
+}
+
 int main(void) {
     RUN(test_config_roundtrip);
     RUN(test_gradcheck_additive);
@@ -562,6 +615,7 @@ int main(void) {
     RUN(test_gradcheck_local_monotonic);
     RUN(test_gradcheck_none);
     RUN(test_gradcheck_query_current);
+    RUN(test_gradcheck_dropout);
     RUN(test_doubly_stochastic);
     RUN(test_hard_reinforce_positive);
     RUN(test_hard_reinforce_negative);
@@ -573,5 +627,6 @@ int main(void) {
     RUN(test_gradcheck_features);
     RUN(test_gradcheck_features_annotations);
     RUN(test_features_match_cnn);
+    RUN(test_noise_per_image);
     return test_summary();
 }
