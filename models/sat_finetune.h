@@ -9,7 +9,7 @@
 // A step (the caller owns the decoder's optimiser step, as for any SatModel):
 //     SatFineTune ft; sat_finetune_init(&ft, enc, S, B);     // m->annot_grad = 1
 //     const float *annot = sat_finetune_annotations(&ft, images, B);
-//     sat_forward(m, &loss, annot, words, lens, B, 1, rng);  sat_backward(m);
+//     sat_forward(m, &loss, annot, words, lens, B, 1, seed, 0);  sat_backward(m);
 //     sat_finetune_backward(&ft, m, B);                      // d annotations -> stage
 //     ... decoder's clip + Adam ...;  sat_finetune_step(&ft, &adam, step, lr, clip);
 //
