@@ -1010,6 +1010,7 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
         r->failed_everywhere = r->dist->size > 1;  // the sums are every rank's
         return -1;
     }
+    if (r->ft.on && caption_finetune_check_finite(&r->ft, step, r->path_model, err)) return -1;
     s->norm = clip_global_norm(m->grads.data, m->grads.numel, f->clip);
     s->lr = lr_exponential(f->lr, f->lr_decay, r->spe, step);
     adam_update(m->params.data, m->grads.data, m->adam_m.data, m->adam_v.data, m->params.numel,
@@ -1215,7 +1216,7 @@ static int eval_fail(const Dist *dist, const Error *err) {
 
 static int cmd_eval(int argc, char **argv) {
     Error err;
-    const char *model_path = NULL, *split_s = "test", *results = NULL;
+    const char *model_path = NULL, *split_s = "test", *results = NULL, *encoder = NULL;
     int beam = 3, threads = threads_available(), count = 0, batch = 32;
     CaptionEvalOutputs outputs = {.per_image = NULL, .strips = NULL, .strips_each = 20};  // (report)
     float length_alpha = 0.7f;
@@ -1228,6 +1229,7 @@ static int cmd_eval(int argc, char **argv) {
         {"held-out", ARG_DOUBLE, &df.held_out, HELD_OUT_HELP " (as in training)", .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
         {"features", ARG_STRING, &df.features, FEATURES_HELP, .metavar = "FEATURES", .given = NULL},
         {"split", ARG_STRING, &split_s, "train | valid | test", .given = NULL},
+        {"encoder", ARG_STRING, &encoder, "a model that fine-tuned its encoder (train --fine-tune): the pretrained encoder, if not at the path it records (the weights must be the same)", .metavar = "ARCH:FILE", .given = NULL},
         {"beam", ARG_INT, &beam, "beam width (1 = greedy)", .has_min = true, .min = 1, .has_max = true, .max = 64},
         {"length-alpha", ARG_FLOAT, &length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
         {"count", ARG_INT, &count, "evaluate the first N images only (0 = all)", .has_min = true, .min = 0},
@@ -1270,7 +1272,7 @@ static int cmd_eval(int argc, char **argv) {
     Encoded refs = {0};
     CaptionFineTune ft;  // a model that fine-tuned its encoder: the encoder runs here
     // A model on cached features without --features: said before any image is decoded.
-    if (caption_finetune_open_eval(&ft, &m.cfg, model_path, df.features, batch, &err) ||
+    if (caption_finetune_open_eval(&ft, &m.cfg, model_path, df.features, encoder, batch, &err) ||
         (!df.features && caption_features_check_eval(&m.cfg, model_path, NULL, NULL, &err)) ||
         caption_data_open(&data, &df, m.cfg.image_size, quiet, &err)) {
         eval_fail(&dist, &err);

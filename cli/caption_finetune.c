@@ -197,17 +197,19 @@ int caption_finetune_setup_train(CaptionFineTune *t, SatConfig *cfg, EncoderReco
 }
 
 int caption_finetune_open_eval(CaptionFineTune *t, const SatConfig *cfg, const char *model_path,
-                               const char *features, int B, Error *err) {
+                               const char *features, const char *encoder_arg, int B, Error *err) {
     memset(t, 0, sizeof *t);
-    if (cfg->feat_L == 0) return 0;
-    EncoderRecord have;
-    if (encoder_record_read(&have, model_path, err)) return -1;
+    EncoderRecord have = {0};
+    if (cfg->feat_L > 0 && encoder_record_read(&have, model_path, err)) return -1;
+    if (!have.finetune[0] && encoder_arg)
+        return error_set(err, "--encoder: %s did not fine-tune an encoder (eval runs one only "
+                              "for such a model)", model_path);
     if (!have.finetune[0]) return 0;
     if (features)
         return error_set(err, "%s: the model fine-tuned %s's %s; its annotations come from its "
                               "own stage, not from --features (leave it out)", model_path,
                          have.spec, have.finetune);
-    if (caption_annotator_open(&t->ann, cfg, model_path, NULL, err)) return -1;
+    if (caption_annotator_open(&t->ann, cfg, model_path, encoder_arg, err)) return -1;
     t->on = true;
     t->S = t->ann.S, t->B = B;
     t->pixels = xmalloc((size_t)B * 3 * t->S * t->S * sizeof(float));
@@ -247,6 +249,15 @@ void caption_finetune_forward_backward(CaptionFineTune *t, SatModel *m, SatLoss 
     block_zero(&m->grads);
     sat_backward(m);
     sat_finetune_backward(&t->ft, m);
+}
+
+static void view_block(Block *b, BlockTensor *bt, const char *name, float *data, size_t n);
+
+int caption_finetune_check_finite(CaptionFineTune *t, long step, const char *ckpt, Error *err) {
+    Block grad;
+    BlockTensor gt;
+    view_block(&grad, &gt, STAGE_TENSOR, t->ft.grad, t->ft.stage.n_params);
+    return train_check_finite(step, "loss", 0.0, &grad, ckpt, err);
 }
 
 float caption_finetune_step(CaptionFineTune *t, const AdamConfig *adam, long step, float lr_scale,

@@ -73,10 +73,11 @@ int caption_finetune_setup_train(CaptionFineTune *t, SatConfig *cfg, EncoderReco
                                  int batch, const SatConfig *saved, const char *saved_path,
                                  bool quiet, Error *err);
 // caption eval of model_path: when the model records a fine-tuned stage, opens its encoder
-// with that stage for batches of up to B images (t->on); refuses a feature cache. No
-// fine-tuning recorded: t->on false, nothing opened.
+// (encoder_arg "ARCH:FILE", or NULL: the recorded one) with that stage for batches of up
+// to B images (t->on); refuses a feature cache. No fine-tuning recorded: t->on false,
+// nothing opened, and encoder_arg refused.
 int caption_finetune_open_eval(CaptionFineTune *t, const SatConfig *cfg, const char *model_path,
-                               const char *features, int B, Error *err);
+                               const char *features, const char *encoder_arg, int B, Error *err);
 void caption_finetune_close(CaptionFineTune *t);
 
 // Image j's slot (3, S, S) in the pixel buffer, to be filled with [0, 1] pixels.
@@ -89,6 +90,9 @@ void caption_finetune_annotate(CaptionFineTune *t, float *annot, int k);
 // stage's accumulated in t->ft.grad; m->grads untouched when the loss is not finite.
 void caption_finetune_forward_backward(CaptionFineTune *t, SatModel *m, SatLoss *loss,
                                        const int *words, const int *lens, int k, Rng *rng);
+// After the forward and backward: the stage's gradient must be finite (train_check_finite's
+// line naming "finetune.stage" otherwise; ckpt the last good checkpoint).
+int caption_finetune_check_finite(CaptionFineTune *t, long step, const char *ckpt, Error *err);
 // The stage's Adam step at learning rate lr_scale times --fine-tune-lr, gradient clipped
 // to clip (0: none). Returns the gradient's norm before clipping.
 float caption_finetune_step(CaptionFineTune *t, const AdamConfig *adam, long step, float lr_scale,

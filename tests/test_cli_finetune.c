@@ -139,7 +139,23 @@ static void test_finetune_vgg(void) {
     char *reset = slurp("stdout.txt");
     EXPECT(st == 0 && strstr(reset, "\"bleu4\""), "eval of the reset stage: %d %s", st, reset);
     EXPECT(strcmp(tuned, reset) != 0, "the fine-tuned stage and the file's score the same: %s", tuned);
-    free(tuned), free(reset);
+    free(reset);
+    // The weights elsewhere: --encoder names them (the same bytes; other weights refused).
+    char copy[1200];
+    snprintf(copy, sizeof copy, "%s/moved.safetensors", tmp);
+    size_t wl = 0;
+    unsigned char *w = read_all(vgg19, &wl);
+    Error e;
+    EXPECT(w && file_write_atomic(copy, w, wl, &e) == 0, "copy of the weights");
+    free(w);
+    st = run("eval --model %s/run/model.safetensors --data %s --split test --json --quiet "
+             "--encoder vgg19:%s", tmp, data, copy);
+    char *moved = slurp("stdout.txt");
+    EXPECT(st == 0 && !strcmp(moved, tuned), "eval --encoder: %d %s (recorded: %s)", st, moved, tuned);
+    free(moved), free(tuned);
+    st = run("eval --model %s/run/model.safetensors --data %s --split test --quiet --encoder "
+             "vgg16:%s", tmp, data, vgg16);
+    expect_one_line_error(st, "another encoder");
     // predict: the fine-tuned encoder on image files.
     st = run("predict --model %s/run/model.safetensors --images %s/scenes --threads 1", tmp, tmp);
     char *out = slurp("stdout.txt");
