@@ -2,7 +2,8 @@
 //
 //   caption train   --data scenes|flickr8k:DIR|coco:JSON:IMAGES|karpathy:JSON:IMAGES|tsv:FILE:IMAGES
 //                   --attention KIND --out DIR [--epochs N | --steps N | --minutes M] [--resume]
-//                   [--checkpoint-every N]
+//                   [--checkpoint-every N] [--encoder ARCH:FILE --fine-tune conv5|layer4]
+//                   (fine-tuning a pretrained encoder's last stage: cli/caption_finetune.h)
 //   caption eval    --model M --data ... --split test [--beam 3] [--json] [--results FILE]
 //                   [--per-image FILE] [--attention-out DIR] (cli/caption_per_image.h)
 //   caption predict --model M --images DIR [--beam 3] [--attention-out DIR] [--results FILE]
@@ -43,6 +44,7 @@
 #include "core/timer.h"
 #include "cli/caption_data.h"
 #include "cli/caption_features.h"
+#include "cli/caption_finetune.h"
 #include "cli/caption_per_image.h"
 #include "cli/caption_score.h"
 #include "cli/report_caption.h"
@@ -170,7 +172,7 @@ static const char *attention_name(const SatConfig *c) {
 // the weight average ema when there is one).
 static int save_model(const char *path, const SatModel *m, const Vocab *vocab, int with_state,
                       const Block *ema, long step, long best_step, double best_bleu,
-                      const EncoderRecord *enc, Error *err) {
+                      const EncoderRecord *enc, const CaptionFineTune *ft, Error *err) {
     char cfg[2048], st[64], bst[64], bb[64], base[64], bset[16];
     sat_config_format(&m->cfg, cfg, sizeof cfg);
     char *vj = vocab_to_json(vocab);
@@ -179,14 +181,18 @@ static int save_model(const char *path, const SatModel *m, const Vocab *vocab, i
     snprintf(bb, sizeof bb, "%.17g", best_bleu);
     snprintf(base, sizeof base, "%a", (double)m->baseline);
     snprintf(bset, sizeof bset, "%d", m->baseline_set);
-    SafetensorsMeta meta[14] = {{"format", "attend-sat"}, {"version", "1"}, {"sat.config", cfg},
+    SafetensorsMeta meta[16] = {{"format", "attend-sat"}, {"version", "1"}, {"sat.config", cfg},
                                 {"vocab", vj},           {"step", st},     {"best_step", bst},
                                 {"best_val_bleu4", bb},  {"baseline", base}, {"baseline_set", bset}};
     int n_meta = 9 + encoder_record_meta(enc, meta + 9);  // the pretrained encoder, if any
-    const Block *blocks[4] = {&m->params, &m->adam_m, &m->adam_v, ema};
-    const char *prefixes[4] = {"", "adam.m/", "adam.v/", "ema/"};
-    int r = safetensors_save(path, blocks, prefixes, with_state ? (ema ? 4 : 3) : 1, meta, n_meta,
-                             err);
+    const Block *blocks[7] = {&m->params, &m->adam_m, &m->adam_v, ema};
+    const char *prefixes[7] = {"", "adam.m/", "adam.v/", "ema/"};
+    int n_blocks = with_state ? (ema ? 4 : 3) : 1;
+    Block ftb[3];  // --fine-tune: the stage (and its moments) (cli/caption_finetune.h)
+    BlockTensor ftt[3];
+    int n_ft = caption_finetune_blocks(ft, ftb, ftt, with_state);
+    for (int i = 0; i < n_ft; i++) blocks[n_blocks + i] = &ftb[i], prefixes[n_blocks + i] = "";
+    int r = safetensors_save(path, blocks, prefixes, n_blocks + n_ft, meta, n_meta, err);
     free(vj);
     return r;
 }
@@ -284,9 +290,10 @@ typedef struct {
 // process decodes it) and every rank gathers every image's tokens and attention; each then
 // scores (cheaply) and rank 0 alone writes. tokens (n, ML), lens (n), alphas (n, ML, L) or
 // NULL.
-static int decode_split(const Dist *dist, SatModel *m, const CaptionData *d, Split s, int n,
-                        int beam, float length_alpha, int *tokens, int *lens, float *alphas,
-                        SceneInfo *infos, int show_progress, Error *err) {
+// With ft (--fine-tune), the images go through the encoder and its fine-tuned stage.
+static int decode_split(const Dist *dist, SatModel *m, CaptionFineTune *ft, const CaptionData *d,
+                        Split s, int n, int beam, float length_alpha, int *tokens, int *lens,
+                        float *alphas, SceneInfo *infos, int show_progress, Error *err) {
     const SatConfig *c = &m->cfg;
     const int L = sat_L(c), ML = c->max_len, chunk = m->a.B;
     const size_t per = sat_input_floats(c);  // an image, or its annotations
@@ -304,11 +311,15 @@ static int decode_split(const Dist *dist, SatModel *m, const CaptionData *d, Spl
     Progress p;
     if (show_progress) progress_start(&p, "decode", mine1 - mine0, 0);
     for (int i = 0; infos && i < n; i++)  // scenes: every image's objects, for grounding
-        if (i < mine0 || i >= mine1) caption_data_image(d, s, i, images, &infos[i]);
+        if (i < mine0 || i >= mine1)
+            caption_data_image(d, s, i, ft ? caption_finetune_pixels(ft, 0) : images, &infos[i]);
     for (int i0 = mine0; i0 < mine1; i0 += chunk) {
         int k = mine1 - i0 < chunk ? mine1 - i0 : chunk;
         for (int j = 0; j < k; j++)
-            caption_data_image(d, s, i0 + j, images + (size_t)j * per, infos ? &infos[i0 + j] : NULL);
+            caption_data_image(d, s, i0 + j,
+                               ft ? caption_finetune_pixels(ft, j) : images + (size_t)j * per,
+                               infos ? &infos[i0 + j] : NULL);
+        if (ft) caption_finetune_annotate(ft, images, k);
         sat_decode(m, tokens + (size_t)i0 * ML, lens + i0,
                    alphas ? alphas + (size_t)i0 * ML * L : NULL, images, k, beam, length_alpha);
         if (show_progress) progress_update(&p, i0 + k - mine0, "");
@@ -327,7 +338,7 @@ static int decode_split(const Dist *dist, SatModel *m, const CaptionData *d, Spl
 // against refs; writes results JSON when results_path is not NULL, and what outputs asks
 // for (per-image scores, strips; cli/caption_per_image.h) when it is not NULL.
 static int evaluate_with_outputs(EvalResult *res, const Dist *dist, SatModel *m,
-                                 const Vocab *vocab, const CaptionData *d, Split s,
+                                 CaptionFineTune *ft, const Vocab *vocab, const CaptionData *d, Split s,
                                  const Encoded *refs, int n, int beam, float length_alpha,
                                  const char *results_path, const CaptionEvalOutputs *outputs,
                                  int show_progress, Error *err) {
@@ -339,7 +350,7 @@ static int evaluate_with_outputs(EvalResult *res, const Dist *dist, SatModel *m,
     int keep_alphas = caption_data_is_scenes(d) || (outputs && outputs->strips);
     float *alphas = keep_alphas ? xmalloc((size_t)n * ML * L * sizeof(float)) : NULL;
     SceneInfo *infos = caption_data_is_scenes(d) ? xmalloc((size_t)n * sizeof(SceneInfo)) : NULL;
-    if (decode_split(dist, m, d, s, n, beam, length_alpha, tokens, lens, alphas, infos,
+    if (decode_split(dist, m, ft, d, s, n, beam, length_alpha, tokens, lens, alphas, infos,
                      show_progress && dist_is_root(dist), err)) {
         free(tokens), free(lens), free(alphas), free(infos);
         return -1;
@@ -423,10 +434,11 @@ static int evaluate_with_outputs(EvalResult *res, const Dist *dist, SatModel *m,
     return r;
 }
 
-static int evaluate(EvalResult *res, const Dist *dist, SatModel *m, const Vocab *vocab,
-                    const CaptionData *d, Split s, const Encoded *refs, int n, int beam,
-                    float length_alpha, const char *results_path, int show_progress, Error *err) {
-    return evaluate_with_outputs(res, dist, m, vocab, d, s, refs, n, beam, length_alpha,
+static int evaluate(EvalResult *res, const Dist *dist, SatModel *m, CaptionFineTune *ft,
+                    const Vocab *vocab, const CaptionData *d, Split s, const Encoded *refs, int n,
+                    int beam, float length_alpha, const char *results_path, int show_progress,
+                    Error *err) {
+    return evaluate_with_outputs(res, dist, m, ft, vocab, d, s, refs, n, beam, length_alpha,
                                  results_path, NULL, show_progress, err);
 }
 
@@ -523,6 +535,7 @@ static const char *const KIND_HELP =
 // a model flag left out takes the checkpoint's value).
 typedef struct {
     CaptionDataFlags data;
+    CaptionFineTuneFlags finetune;  // --encoder, --fine-tune, --fine-tune-lr
     const char *attention, *out, *channels, *query;
     int image_size, embed, hidden, attn_dim, heads, window, batch, max_len, min_count;
     int epochs, threads, val_beam, val_count, log_every, checkpoint_every;
@@ -551,11 +564,15 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
                       .clip = 5.0f, .lambda = dc.lambda, .dropout = dc.dropout,
                       .entropy = dc.entropy_weight, .length_alpha = 0.7f};
     caption_data_flags_default(&f->data);
+    caption_finetune_flags_default(&f->finetune);
     CaptionDataFlags *df = &f->data;
     ArgSpec specs[] = {
         {"data", ARG_STRING, &df->data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
         {"held-out", ARG_DOUBLE, &df->held_out, HELD_OUT_HELP, .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
         {"features", ARG_STRING, &df->features, FEATURES_HELP, .metavar = "FEATURES", .given = NULL},
+        {"encoder", ARG_STRING, &f->finetune.encoder, "with --fine-tune: the pretrained encoder, vgg16 | vgg19 | resnet18 ... resnet152, then ':' and its safetensors weights", .metavar = "ARCH:FILE", .given = NULL},
+        {"fine-tune", ARG_STRING, &f->finetune.stage, "train the encoder's last stage with the decoder, batch norm frozen: conv5 (VGG) | layer4 (ResNet); images go through the encoder every step, on one worker (--threads go to its BLAS), one process", .metavar = "STAGE", .given = NULL},
+        {"fine-tune-lr", ARG_FLOAT, &f->finetune.lr, "Adam learning rate of the fine-tuned stage (decayed as --lr)", .has_min = true, .min = 0, .given = &f->finetune.lr_given},
         {"attention", ARG_STRING, &f->attention, KIND_HELP, .given = &f->given.attention},
         {"out", ARG_STRING, &f->out, "output folder", .metavar = "DIR", .required = true},
         {"epochs", ARG_INT, &f->epochs, "training epochs", .has_min = true, .min = 1, .given = &f->given.epochs},
@@ -678,6 +695,7 @@ typedef struct {
     TrainEma ema;       // with --ema: the weight average, validated and saved as the model
     Encoded val;        // the validation split's tokenised references
     EncoderRecord enc;  // with --features: the encoder of the annotations (checkpointed)
+    CaptionFineTune ft; // with --fine-tune: the encoder and its trained stage
     TrainCounters tc;   // step; best validation BLEU-4 (< 0 before any) and its step
     int n_train, n_val;
     long spe;           // steps per epoch (the last batch of an epoch may be short)
@@ -754,6 +772,7 @@ static void alloc_workers(CaptionRun *r) {
     int begin, most;
     dist_share_of(0, r->dist->size, B, &begin, &most);  // rank 0's share is the largest
     r->n_workers = r->f->threads < most ? r->f->threads : most;
+    if (r->ft.on) r->n_workers = 1;  // --fine-tune: one worker (cli/caption_finetune.h)
     const int share = (most + r->n_workers - 1) / r->n_workers;
     const bool replicas = r->n_workers > 1 || r->dist->size > 1;
     sat_alloc_acts(&r->model, replicas ? share : B);
@@ -783,6 +802,7 @@ static void close_run(CaptionRun *r) {
     train_ema_free(&r->ema);
     vocab_free(&r->vocab);
     caption_data_close(r->data);
+    caption_finetune_close(&r->ft);
 }
 
 // Each rank's data, vocabulary, model and buffers; rank 0's folder, log and stale files.
@@ -800,9 +820,14 @@ static int open_parts(CaptionRun *r, Error *err) {
         return 1;
     if (root) atomic_remove_stale(out);
     if (f->resume && resume_state(r, &cfg, err)) return 1;
+    if (caption_finetune_setup_train(&r->ft, &cfg, &r->enc, &f->finetune, f->data.features,
+                                     r->dist->size, f->batch, f->resume ? &r->model.cfg : NULL,
+                                     r->path_state, f->quiet || !root, err))
+        return 1;
     if (open_data(r, f->resume ? r->model.cfg.image_size : cfg.image_size, err)) return 1;
-    if (caption_features_setup_train(&cfg, &r->enc, r->data, f->data.features,
-                                     f->resume ? &r->model.cfg : NULL, r->path_state, err))
+    if (!r->ft.on && caption_features_setup_train(&cfg, &r->enc, r->data, f->data.features,
+                                                  f->resume ? &r->model.cfg : NULL,
+                                                  r->path_state, err))
         return 1;
     if (!f->resume && new_model(r, &cfg, err)) return 1;
     if (encode_split(&r->val, r->data, SPLIT_VALID, err)) return 1;
@@ -906,7 +931,10 @@ static int fill_batch(CaptionRun *r, long step, Rng *sr, Error *err) {
     for (long j = first; j < end; j++, nb++) {
         int img = r->perm[j];
         if (nb >= begin && nb < begin + count)
-            caption_data_image(r->data, SPLIT_TRAIN, img, r->images + (size_t)nb * per, NULL);
+            caption_data_image(r->data, SPLIT_TRAIN, img,
+                               r->ft.on ? caption_finetune_pixels(&r->ft, nb)
+                                        : r->images + (size_t)nb * per,
+                               NULL);
         r->lens[nb] = draw_caption_ids(r->words + (size_t)nb * ML, r->data, SPLIT_TRAIN, img,
                                        &r->vocab, ML, sr, err);
         if (r->lens[nb] < 0) return -1;
@@ -967,7 +995,9 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
     rng_seed(&sr, seed);
     s->images = fill_batch(r, step, &sr, err);
     if (s->images < 0) return -1;
-    if (r->dist->size > 1) {
+    if (r->ft.on) {  // --fine-tune: one worker, through the encoder's stage
+        caption_finetune_forward_backward(&r->ft, m, &s->loss, r->words, r->lens, s->images, seed);
+    } else if (r->dist->size > 1) {
         if (train_share_step(r, s, seed, err)) return -1;
     } else if (r->n_workers == 1) {
         sat_forward(m, &s->loss, r->images, r->words, r->lens, s->images, 1, seed, 0);
@@ -983,10 +1013,12 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
         r->failed_everywhere = r->dist->size > 1;  // the sums are every rank's
         return -1;
     }
+    if (r->ft.on && caption_finetune_check_finite(&r->ft, step, r->path_model, err)) return -1;
     s->norm = clip_global_norm(m->grads.data, m->grads.numel, f->clip);
     s->lr = lr_exponential(f->lr, f->lr_decay, r->spe, step);
     adam_update(m->params.data, m->grads.data, m->adam_m.data, m->adam_v.data, m->params.numel,
                 &r->adam, step, s->lr);
+    if (r->ft.on) caption_finetune_step(&r->ft, &r->adam, step, s->lr / f->lr, f->clip);
     train_ema_update(&r->ema, &m->params, step);
     r->tc.step = step;
     return 0;
@@ -1017,7 +1049,7 @@ static void log_step(CaptionRun *r, const StepResult *s, bool row_due) {
 static int save_state(const CaptionRun *r, Error *err) {
     return save_model(r->path_state, &r->model, &r->vocab, 1,
                       train_ema_on(&r->ema) ? &r->ema.avg : NULL, r->tc.step, r->tc.best_step,
-                      r->tc.best_bleu, &r->enc, err);
+                      r->tc.best_bleu, &r->enc, &r->ft, err);
 }
 
 // Validation BLEU-4 (and grounding) of the model, or with --ema of the weight average,
@@ -1029,7 +1061,7 @@ static int validate_and_save(CaptionRun *r, Error *err) {
     EvalResult er;
     train_ema_swap(&r->ema, &r->model.params);
     if (r->n_workers > 1) gemm_set_threads(f->threads);
-    int ev = evaluate(&er, r->dist, &r->model, &r->vocab, r->data, SPLIT_VALID, &r->val, r->n_val,
+    int ev = evaluate(&er, r->dist, &r->model, r->ft.on ? &r->ft : NULL, &r->vocab, r->data, SPLIT_VALID, &r->val, r->n_val,
                       f->val_beam, f->length_alpha, NULL, 0, err);
     if (r->n_workers > 1) gemm_set_threads(1);
     if (ev) return -1;
@@ -1059,7 +1091,7 @@ static int validate_and_save(CaptionRun *r, Error *err) {
         r->tc.best_bleu = r->last_val;
         r->tc.best_step = step;
         if (root && save_model(r->path_model, &r->model, &r->vocab, 0, NULL, step, r->tc.best_step,
-                               r->tc.best_bleu, &r->enc, err))
+                               r->tc.best_bleu, &r->enc, &r->ft, err))
             return -1;
     }
     train_ema_swap(&r->ema, &r->model.params);
@@ -1187,7 +1219,7 @@ static int eval_fail(const Dist *dist, const Error *err) {
 
 static int cmd_eval(int argc, char **argv) {
     Error err;
-    const char *model_path = NULL, *split_s = "test", *results = NULL;
+    const char *model_path = NULL, *split_s = "test", *results = NULL, *encoder = NULL;
     int beam = 3, threads = threads_available(), count = 0, batch = 32;
     CaptionEvalOutputs outputs = {.per_image = NULL, .strips = NULL, .strips_each = 20};  // (report)
     float length_alpha = 0.7f;
@@ -1200,6 +1232,7 @@ static int cmd_eval(int argc, char **argv) {
         {"held-out", ARG_DOUBLE, &df.held_out, HELD_OUT_HELP " (as in training)", .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
         {"features", ARG_STRING, &df.features, FEATURES_HELP, .metavar = "FEATURES", .given = NULL},
         {"split", ARG_STRING, &split_s, "train | valid | test", .given = NULL},
+        {"encoder", ARG_STRING, &encoder, "a model that fine-tuned its encoder (train --fine-tune): the pretrained encoder, if not at the path it records (the weights must be the same)", .metavar = "ARCH:FILE", .given = NULL},
         {"beam", ARG_INT, &beam, "beam width (1 = greedy)", .has_min = true, .min = 1, .has_max = true, .max = 64},
         {"length-alpha", ARG_FLOAT, &length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
         {"count", ARG_INT, &count, "evaluate the first N images only (0 = all)", .has_min = true, .min = 0},
@@ -1240,10 +1273,13 @@ static int cmd_eval(int argc, char **argv) {
     CaptionData *data = NULL;
     int rc = 1;
     Encoded refs = {0};
+    CaptionFineTune ft;  // a model that fine-tuned its encoder: the encoder runs here
     // A model on cached features without --features: said before any image is decoded.
-    if ((!df.features && caption_features_check_eval(&m.cfg, model_path, NULL, NULL, &err)) ||
+    if (caption_finetune_open_eval(&ft, &m.cfg, model_path, df.features, encoder, batch, &err) ||
+        (!df.features && caption_features_check_eval(&m.cfg, model_path, NULL, NULL, &err)) ||
         caption_data_open(&data, &df, m.cfg.image_size, quiet, &err)) {
         eval_fail(&dist, &err);
+        caption_finetune_close(&ft);
         sat_free(&m);
         vocab_free(&vocab);
         return 1;
@@ -1272,7 +1308,7 @@ static int cmd_eval(int argc, char **argv) {
     }
     EvalResult er;
     outputs.beam = beam;
-    if (evaluate_with_outputs(&er, &dist, &m, &vocab, data, split, &refs, n, beam, length_alpha,
+    if (evaluate_with_outputs(&er, &dist, &m, ft.on ? &ft : NULL, &vocab, data, split, &refs, n, beam, length_alpha,
                               results, &outputs, !quiet, &err)) {
         eval_fail(&dist, &err);
         goto done;
@@ -1308,6 +1344,7 @@ static int cmd_eval(int argc, char **argv) {
 done:
     encoded_free(&refs);
     caption_data_close(data);
+    caption_finetune_close(&ft);
     sat_free(&m);
     vocab_free(&vocab);
     if (rc == 0) dist_finalize(&dist);  // a failed rank exits without: mpirun ends the job

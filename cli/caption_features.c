@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/caption_finetune.h"
 #include "cli/threads.h"
 #include "core/check.h"
 #include "core/fileio.h"
@@ -47,6 +48,9 @@ int encoder_record_read(EncoderRecord *r, const char *model_path, Error *err) {
             snprintf(r->preprocess, sizeof r->preprocess, "%s", pre);
             r->image_size = atoi(is);
             snprintf(r->image_size_text, sizeof r->image_size_text, "%d", r->image_size);
+            const char *ft = safetensors_meta(&f, "finetune"), *lr = safetensors_meta(&f, "finetune.lr");
+            snprintf(r->finetune, sizeof r->finetune, "%s", ft ? ft : "");
+            snprintf(r->finetune_lr, sizeof r->finetune_lr, "%s", lr ? lr : "");
         }
     }
     safetensors_free(&f);
@@ -60,7 +64,10 @@ int encoder_record_meta(const EncoderRecord *r, SafetensorsMeta *meta) {
     meta[2] = (SafetensorsMeta){"encoder.weights", r->weights};
     meta[3] = (SafetensorsMeta){"preprocess", r->preprocess};
     meta[4] = (SafetensorsMeta){"encoder.image_size", r->image_size_text};
-    return 5;
+    if (!r->finetune[0]) return 5;
+    meta[5] = (SafetensorsMeta){"finetune", r->finetune};
+    meta[6] = (SafetensorsMeta){"finetune.lr", r->finetune_lr};
+    return 7;
 }
 
 int encoder_record_check(const EncoderRecord *model, const EncoderRecord *cache,
@@ -116,6 +123,11 @@ int caption_features_setup_train(SatConfig *cfg, EncoderRecord *rec, const Capti
 int caption_features_check_eval(const SatConfig *m, const char *model_path, const CaptionData *d,
                                 const char *features_path, Error *err) {
     const FeatCache *c = caption_data_features(d);
+    if (m->feat_L > 0 && !features_path) {  // a fine-tuned encoder runs in eval itself
+        EncoderRecord ft;
+        if (encoder_record_read(&ft, model_path, err)) return -1;
+        if (ft.finetune[0]) return 0;
+    }
     if (!c && m->feat_L > 0)
         return error_set(err, "%s: the model reads cached features: give --features (made by "
                               "caption features with its encoder)", model_path);
@@ -135,8 +147,7 @@ int caption_features_check_eval(const SatConfig *m, const char *model_path, cons
 // ---------------------------------------------------------------------------------------
 // predict: the encoder on new images
 
-// "ARCH:FILE" into its parts (arch cap 64).
-static int split_encoder_arg(char *arch, const char **file, const char *arg, Error *err) {
+int caption_encoder_arg_split(char *arch, const char **file, const char *arg, Error *err) {
     const char *colon = strchr(arg, ':');
     if (!colon || colon == arg || !colon[1] || colon - arg >= 64)
         return error_set(err, "--encoder: expected ARCH:FILE (e.g. vgg19:vgg19.safetensors), got "
@@ -156,7 +167,7 @@ int caption_annotator_open(CaptionAnnotator *a, const SatConfig *cfg, const char
     char arch[64];
     const char *file = a->rec.weights;
     snprintf(arch, sizeof arch, "%s", a->rec.spec);
-    if (encoder_arg && split_encoder_arg(arch, &file, encoder_arg, err)) return -1;
+    if (encoder_arg && caption_encoder_arg_split(arch, &file, encoder_arg, err)) return -1;
     if (encoder_load(&a->enc, arch, file, err)) {
         if (!encoder_arg) error_prefix(err, "the encoder recorded in %s (give --encoder ARCH:FILE)", model_path);
         return -1;
@@ -181,12 +192,22 @@ int caption_annotator_open(CaptionAnnotator *a, const SatConfig *cfg, const char
         return -1;
     }
     a->resize = imagenet_resize_for(a->S);
+    if (a->rec.finetune[0] && caption_finetune_load_stage(a->enc, model_path, err)) {
+        caption_annotator_close(a);
+        return -1;
+    }
     encoder_workspace_alloc(&a->ws, a->enc, a->S, 1, 1, ENCODER_CONV_AUTO);
     a->input = xmalloc((size_t)3 * a->S * a->S * sizeof(float));
     return 0;
 }
 
 int caption_annotator_run(CaptionAnnotator *a, float *annot, const char *path, Error *err) {
+    if (a->rec.finetune[0]) {  // the preprocessing of its training (cli/caption_finetune.h)
+        if (caption_load_image(a->input, path, a->S, err)) return -1;
+        caption_finetune_normalize(a->input, a->S);
+        encoder_forward(a->enc, &a->ws, annot, a->input, 1);
+        return 0;
+    }
     Image img;
     if (image_load(path, &img, 3, err)) return -1;
     imagenet_preprocess(a->input, &img, a->S, a->resize);
@@ -285,7 +306,7 @@ static int extraction_open(Extraction *x, FeaturesFlags *f, Error *err) {
         return error_set(err, "--dtype: expected f16 or f32, got '%.20s'", f->dtype);
     char arch[64];
     const char *file = NULL;
-    if (split_encoder_arg(arch, &file, f->encoder, err)) return -1;
+    if (caption_encoder_arg_split(arch, &file, f->encoder, err)) return -1;
     CaptionSpec spec;
     if (caption_spec_parse(&spec, f->data, err)) return error_prefix(err, "--data");
     if (spec.kind == CAPTION_SOURCE_SCENES)

@@ -30,12 +30,15 @@ typedef struct {
     char preprocess[512];
     int image_size;
     char image_size_text[16];
+    char finetune[16];      // caption train --fine-tune: the stage trained ("" for none;
+    char finetune_lr[32];   // cli/caption_finetune.h), and its learning rate
 } EncoderRecord;
 
 void encoder_record_from_cache(EncoderRecord *r, const FeatCache *c);
 // From a checkpoint's metadata (header only); spec "" when it records none.
 int encoder_record_read(EncoderRecord *r, const char *model_path, Error *err);
-// The checkpoint metadata entries for r (5, pointing into r); 0 when spec is "".
+// The checkpoint metadata entries for r (5, or 7 with fine-tuning, pointing into r); 0 when
+// spec is "".
 int encoder_record_meta(const EncoderRecord *r, SafetensorsMeta *meta);
 // One line naming the first field where the cache's record differs from the model's.
 int encoder_record_check(const EncoderRecord *model, const EncoderRecord *cache,
@@ -49,7 +52,8 @@ int encoder_record_check(const EncoderRecord *model, const EncoderRecord *cache,
 int caption_features_setup_train(SatConfig *cfg, EncoderRecord *rec, const CaptionData *d,
                                  const char *features_path, const SatConfig *saved,
                                  const char *saved_path, Error *err);
-// caption eval: the model m (from model_path) against the data's cache, as above.
+// caption eval: the model m (from model_path) against the data's cache, as above. A model
+// that fine-tuned its encoder (cli/caption_finetune.h) needs no cache and refuses one.
 int caption_features_check_eval(const SatConfig *m, const char *model_path, const CaptionData *d,
                                 const char *features_path, Error *err);
 
@@ -63,6 +67,11 @@ typedef struct {
     float *input;  // (3, S, S)
 } CaptionAnnotator;
 
+// "ARCH:FILE" (--encoder) into its parts: arch (64 bytes), file pointing into arg.
+int caption_encoder_arg_split(char *arch, const char **file, const char *arg, Error *err);
+
+// A model that fine-tuned its encoder's last stage gets that stage from its checkpoint and
+// its images preprocessed as in its training (CAPTION_FINETUNE_PREPROCESS).
 int caption_annotator_open(CaptionAnnotator *a, const SatConfig *cfg, const char *model_path,
                            const char *encoder_arg, Error *err);
 // annot (L, D) of the image file at path; "PATH: reason" when it cannot be read.
