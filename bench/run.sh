@@ -18,6 +18,10 @@ run() {
 run "gemm, OpenBLAS's own kernel choice" env ATTEND_BLAS_DEFAULT_CORETYPE=1 "$build"/bench/bench_gemm
 run "gemm, the toolkit's kernel choice" "$build"/bench/bench_gemm
 
+# DRAW's read filterbank (vision/filterbank.h), forward and backward, its loops against
+# its GEMMs on the toolkit's image sizes: CPU microseconds per image, one thread.
+run "filterbank read, loops vs GEMM" "$build"/bench/bench_filterbank
+
 # Caption tokenisation (seq/tokenizer.h, Stanford PTBTokenizer's rules), tokens per second.
 run "caption tokenizer" "$build"/bench/bench_tokenizer
 

@@ -160,6 +160,123 @@ static void test_products_match_reference(void) {
     free(scratch);
 }
 
+// The read's GEMM path against its loops (the old path, gradient-checked below) and the
+// double-precision reference: forward, and the backward with d image, onto nonzero dFx, dFy,
+// d gamma (both accumulate). The paths sum in different orders, so they agree to float
+// rounding, measured against the largest magnitude of each array: |gemm - loops| <=
+// 1e-5 max |loops| (measured when written: 2.8e-7 at worst, in dFx).
+static double worst_relative_gap(const float *a, const float *b, size_t n) {
+    double top = 0.0, gap = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        top = fmax(top, fabs((double)b[i]));
+        gap = fmax(gap, fabs((double)a[i] - b[i]));
+    }
+    return top > 0 ? gap / top : gap;
+}
+
+static void check_read_paths(int B, int C, int N, int W, int H, unsigned seed) {
+    Rng rng;
+    rng_seed(&rng, seed);
+    int ld = C * N * N + 2;
+    size_t nimg = (size_t)B * C * H * W, nfx = (size_t)B * N * W, nfy = (size_t)B * N * H;
+    float *params = xcalloc(B * 5, sizeof(float)), *g = xcalloc(B, sizeof(float));
+    float *Fx = xcalloc(nfx, sizeof(float)), *Fy = xcalloc(nfy, sizeof(float));
+    float *img = xcalloc(nimg, sizeof(float)), *G = xcalloc((size_t)B * ld, sizeof(float));
+    float *scratch = xcalloc(filterbank_scratch_floats(N, W, H), sizeof(float));
+    fill_uniform(params, B * 5, -0.6f, 0.6f, &rng);
+    fill_uniform(img, nimg, 0.0f, 1.0f, &rng);
+    fill_uniform(G, (size_t)B * ld, -1.0f, 1.0f, &rng);
+    filterbank_forward(Fx, Fy, g, params, B, N, W, H);
+    // [0] loops, [1] gemm
+    float *patch[2], *dimg[2], *dFx[2], *dFy[2], *dg[2];
+    for (int k = 0; k < 2; k++) {
+        FilterbankPath path = k ? FILTERBANK_PATH_GEMM : FILTERBANK_PATH_LOOPS;
+        patch[k] = xcalloc((size_t)B * ld, sizeof(float));
+        dimg[k] = xcalloc(nimg, sizeof(float));
+        dFx[k] = xcalloc(nfx, sizeof(float));
+        dFy[k] = xcalloc(nfy, sizeof(float));
+        dg[k] = xcalloc(B, sizeof(float));
+        for (size_t i = 0; i < nimg; i++) dimg[k][i] = 0.5f;
+        for (size_t i = 0; i < nfx; i++) dFx[k][i] = 0.25f;
+        for (size_t i = 0; i < nfy; i++) dFy[k][i] = -0.25f;
+        for (int b = 0; b < B; b++) dg[k][b] = 1.0f;
+        filterbank_read_channels_forward_path(patch[k], ld, img, Fx, Fy, g, scratch, B, C, N, W,
+                                              H, path);
+        filterbank_read_channels_backward_path(dimg[k], dFx[k], dFy[k], dg[k], G, ld, img, Fx, Fy,
+                                               g, scratch, B, C, N, W, H, path);
+    }
+    double tol = 1e-5;
+    double gaps[5] = {worst_relative_gap(patch[1], patch[0], (size_t)B * ld),
+                      worst_relative_gap(dimg[1], dimg[0], nimg),
+                      worst_relative_gap(dFx[1], dFx[0], nfx),
+                      worst_relative_gap(dFy[1], dFy[0], nfy),
+                      worst_relative_gap(dg[1], dg[0], B)};
+    const char *names[5] = {"patch", "d image", "dFx", "dFy", "d gamma"};
+    for (int k = 0; k < 5; k++)
+        EXPECT(gaps[k] <= tol, "B %d C %d N %d %dx%d: %s gemm vs loops %.3g of the largest", B,
+               C, N, W, H, names[k], gaps[k]);
+    if (C == 1) {  // the forward against the double-precision reference, too
+        float *ref = xcalloc((size_t)B * ld, sizeof(float));
+        filterbank_read_forward_ref(ref, ld, img, Fx, Fy, g, B, N, W, H);
+        for (int b = 0; b < B; b++)
+            for (int k = 0; k < N * N; k++)
+                EXPECT_NEAR(patch[1][b * ld + k], ref[b * ld + k], 1e-6, 1e-5);
+        free(ref);
+    }
+    for (int k = 0; k < 2; k++) free(patch[k]), free(dimg[k]), free(dFx[k]), free(dFy[k]), free(dg[k]);
+    free(params), free(g), free(Fx), free(Fy), free(img), free(G), free(scratch);
+}
+
+static void test_read_gemm_matches_loops(void) {
+    check_read_paths(3, 1, 12, 100, 100, 21);  // the cluttered classifier's read
+    check_read_paths(2, 3, 5, 37, 29, 22);     // colour, W != H, odd sizes
+    check_read_paths(2, 1, 1, 30, 31, 23);     // N = 1
+}
+
+// The plain functions take the loops up to 28 x 28 (DRAW on MNIST: its results unchanged
+// bit for bit) and the GEMMs above; they are those paths exactly.
+static void test_read_picks_path_by_image_size(void) {
+    EXPECT(!filterbank_read_uses_gemm(2, 28, 28) && !filterbank_read_uses_gemm(12, 28, 28),
+           "28 x 28 must keep the loops");
+    EXPECT(filterbank_read_uses_gemm(12, 100, 100) && filterbank_read_uses_gemm(5, 29, 28),
+           "larger images take the GEMMs");
+    int sizes[2] = {28, 100};
+    for (int s = 0; s < 2; s++) {
+        enum { B = 2, N = 6 };
+        int W = sizes[s], H = sizes[s];
+        FilterbankPath path = filterbank_read_uses_gemm(N, W, H) ? FILTERBANK_PATH_GEMM
+                                                                 : FILTERBANK_PATH_LOOPS;
+        Rng rng;
+        rng_seed(&rng, 31 + s);
+        float params[B * 5], g[B], p0[B * N * N], p1[B * N * N];
+        float *Fx = xcalloc(B * N * W, sizeof(float)), *Fy = xcalloc(B * N * H, sizeof(float));
+        float *img = xcalloc(B * H * W, sizeof(float));
+        float *scratch = xcalloc(filterbank_scratch_floats(N, W, H), sizeof(float));
+        float *dfx[2], *dfy[2], dg[2][B] = {{0}};
+        fill_uniform(params, B * 5, -0.5f, 0.5f, &rng);
+        fill_uniform(img, B * H * W, 0.0f, 1.0f, &rng);
+        filterbank_forward(Fx, Fy, g, params, B, N, W, H);
+        filterbank_read_forward(p0, N * N, img, Fx, Fy, g, scratch, B, N, W, H);
+        filterbank_read_channels_forward_path(p1, N * N, img, Fx, Fy, g, scratch, B, 1, N, W, H,
+                                              path);
+        EXPECT(!memcmp(p0, p1, sizeof p0), "%d x %d: read forward is not its path", W, H);
+        for (int k = 0; k < 2; k++) {
+            dfx[k] = xcalloc(B * N * W, sizeof(float));
+            dfy[k] = xcalloc(B * N * H, sizeof(float));
+        }
+        filterbank_read_backward(NULL, dfx[0], dfy[0], dg[0], p0, N * N, img, Fx, Fy, g, scratch,
+                                 B, N, W, H);
+        filterbank_read_channels_backward_path(NULL, dfx[1], dfy[1], dg[1], p0, N * N, img, Fx,
+                                               Fy, g, scratch, B, 1, N, W, H, path);
+        EXPECT(!memcmp(dfx[0], dfx[1], sizeof(float) * B * N * W) &&
+                   !memcmp(dfy[0], dfy[1], sizeof(float) * B * N * H) &&
+                   !memcmp(dg[0], dg[1], sizeof dg[0]),
+               "%d x %d: read backward is not its path", W, H);
+        for (int k = 0; k < 2; k++) free(dfx[k]), free(dfy[k]);
+        free(Fx), free(Fy), free(img), free(scratch);
+    }
+}
+
 // write_forward_from(out, prev, ...) is copy-then-write_forward bit for bit (the canvas
 // update of DRAW relies on it for determinism), and prev NULL is a write into zeros.
 static void test_write_from_is_copy_then_write(void) {
@@ -189,6 +306,7 @@ static void test_write_from_is_copy_then_write(void) {
 // Gradient checks through the whole attention: params -> F -> read/write.
 typedef struct {
     int B, C, N, W, H, write;
+    FilterbankPath path;  // of the read
     float *params, *img, *patch;     // inputs
     float *dparams, *dimg, *dpatch;  // their gradients
     float *Fx, *Fy, *g, *dFx, *dFy, *dg, *scratch, *ld_out;
@@ -211,7 +329,10 @@ static void ctx_forward(void *vc, float *out) {
                                                    c->scratch, c->B, c->C, c->N, c->W, c->H);
     } else {
         memset(out, 0, sizeof(float) * c->B * LD);
-        if (c->C == 1)
+        if (c->path != FILTERBANK_PATH_AUTO)
+            filterbank_read_channels_forward_path(out, LD, c->img, c->Fx, c->Fy, c->g, c->scratch,
+                                                  c->B, c->C, c->N, c->W, c->H, c->path);
+        else if (c->C == 1)
             filterbank_read_forward(out, LD, c->img, c->Fx, c->Fy, c->g, c->scratch, c->B, c->N,
                                     c->W, c->H);
         else
@@ -232,6 +353,10 @@ static void ctx_backward(void *vc, const float *dout) {
     else if (c->write)
         filterbank_write_channels_backward(c->dpatch, c->dFx, c->dFy, c->dg, dout, c->patch,
                                            c->Fx, c->Fy, c->g, c->scratch, B, c->C, N, W, H);
+    else if (c->path != FILTERBANK_PATH_AUTO)
+        filterbank_read_channels_backward_path(c->dimg, c->dFx, c->dFy, c->dg, dout, LD, c->img,
+                                               c->Fx, c->Fy, c->g, c->scratch, B, c->C, N, W, H,
+                                               c->path);
     else if (c->C == 1)
         filterbank_read_backward(c->dimg, c->dFx, c->dFy, c->dg, dout, LD, c->img, c->Fx, c->Fy,
                                  c->g, c->scratch, B, N, W, H);
@@ -241,10 +366,10 @@ static void ctx_backward(void *vc, const float *dout) {
     filterbank_backward(c->dparams, c->dFx, c->dFy, c->dg, c->Fx, c->Fy, c->params, B, N, W, H);
 }
 
-static void run_gradcheck(int write, int N, int C) {
+static void run_gradcheck_path(int write, int N, int C, FilterbankPath path) {
     Rng rng;
     rng_seed(&rng, 11 + write * 7 + N + 100 * (C - 1));
-    Ctx c = {.B = 2, .C = C, .N = N, .W = 9, .H = 6, .write = write};
+    Ctx c = {.B = 2, .C = C, .N = N, .W = 9, .H = 6, .write = write, .path = path};
     int B = c.B, W = c.W, H = c.H;
     c.params = xcalloc(B * 5, sizeof(float));
     c.dparams = xcalloc(B * 5, sizeof(float));
@@ -289,6 +414,10 @@ static void run_gradcheck(int write, int N, int C) {
     free(c.Fx), free(c.Fy), free(c.dFx), free(c.dFy), free(c.g), free(c.dg), free(c.scratch);
 }
 
+static void run_gradcheck(int write, int N, int C) {
+    run_gradcheck_path(write, N, C, FILTERBANK_PATH_AUTO);
+}
+
 static void test_gradcheck_read_n2(void) { run_gradcheck(0, 2, 1); }
 static void test_gradcheck_read_n3(void) { run_gradcheck(0, 3, 1); }
 static void test_gradcheck_write_n3(void) { run_gradcheck(1, 3, 1); }
@@ -297,6 +426,12 @@ static void test_gradcheck_write_n5(void) { run_gradcheck(1, 5, 1); }
 // are sums over the channels.
 static void test_gradcheck_read_colour(void) { run_gradcheck(0, 3, 3); }
 static void test_gradcheck_write_colour(void) { run_gradcheck(1, 3, 3); }
+// The read's two paths, each forced (the 9 x 6 image above takes the loops by itself).
+static void test_gradcheck_read_loops_and_gemm(void) {
+    run_gradcheck_path(0, 3, 1, FILTERBANK_PATH_LOOPS);
+    run_gradcheck_path(0, 3, 1, FILTERBANK_PATH_GEMM);
+    run_gradcheck_path(0, 3, 3, FILTERBANK_PATH_GEMM);
+}
 
 // Channel c of a colour read or write is the grey function on channel c alone, bit for
 // bit; and the filter gradients are the sums of the per-channel ones.
@@ -352,6 +487,8 @@ int main(void) {
     RUN(test_matches_double_softmax);
     RUN(test_tiny_sigma_off_image_is_finite);
     RUN(test_products_match_reference);
+    RUN(test_read_gemm_matches_loops);
+    RUN(test_read_picks_path_by_image_size);
     RUN(test_write_from_is_copy_then_write);
     RUN(test_gradcheck_read_n2);
     RUN(test_gradcheck_read_n3);
@@ -359,6 +496,7 @@ int main(void) {
     RUN(test_gradcheck_write_n5);
     RUN(test_gradcheck_read_colour);
     RUN(test_gradcheck_write_colour);
+    RUN(test_gradcheck_read_loops_and_gemm);
     RUN(test_channels_are_per_channel_grey);
     return test_summary();
 }

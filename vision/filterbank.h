@@ -23,9 +23,13 @@
 //     read:  patch = gamma * F_Y img F_X^T              (N, N) per image
 //     write: out  += (1/gamma) F_Y^T patch F_X          (H, W) per image
 // DRAW reads x and x_hat (two calls) with N_read and writes with its own N_write.
-// The products run per batch row as plain loops (axpy over image rows and 8-way dot
-// products, vectorised over W: faster than one BLAS call each at these sizes); *_ref are
-// plain double-precision loops for the tests.
+// The products run per batch row. The write, and the read on images of at most 28 x 28
+// pixels (DRAW on MNIST), run as plain loops (axpy over image rows and 8-way dot products,
+// vectorised over W); the read on larger images (the cluttered classifier's 100 x 100,
+// two-digit 60 x 60, colour 64 x 64) runs as GEMMs through core/gemm.h, 3x to 4x faster
+// there on one thread (bench/bench_filterbank.c). The two read paths sum in different
+// orders: they agree to float rounding (tests/test_filterbank.c: 1e-5 relative), not bit
+// for bit. *_ref are plain double-precision loops for the tests.
 #ifndef VISION_FILTERBANK_H
 #define VISION_FILTERBANK_H
 
@@ -96,6 +100,21 @@ void filterbank_write_channels_backward(float *dpatch, float *dFx, float *dFy, f
                                         const float *dout, const float *patch, const float *Fx,
                                         const float *Fy, const float *gamma, float *scratch,
                                         int B, int C, int N, int W, int H);
+
+// The read's two ways, for tests and benchmarks: the loops above (axpy and dot8) or GEMMs
+// (core/gemm.h): u = Fy img, patch = gamma u Fx^T per image and channel, and the backward's
+// five products likewise. AUTO is what the functions above do: filterbank_read_uses_gemm.
+typedef enum { FILTERBANK_PATH_AUTO, FILTERBANK_PATH_LOOPS, FILTERBANK_PATH_GEMM } FilterbankPath;
+int filterbank_read_uses_gemm(int N, int W, int H);
+void filterbank_read_channels_forward_path(float *patch, int ld_patch, const float *img,
+                                           const float *Fx, const float *Fy, const float *gamma,
+                                           float *scratch, int B, int C, int N, int W, int H,
+                                           FilterbankPath path);
+void filterbank_read_channels_backward_path(float *dimg, float *dFx, float *dFy, float *dgamma,
+                                            const float *dpatch, int ld_patch, const float *img,
+                                            const float *Fx, const float *Fy, const float *gamma,
+                                            float *scratch, int B, int C, int N, int W, int H,
+                                            FilterbankPath path);
 
 // Plain-loop references (double accumulation) of the forwards, for tests.
 void filterbank_forward_ref(float *Fx, float *Fy, float *gamma, const float *params, int B, int N,
