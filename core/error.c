@@ -4,22 +4,23 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/text_escape.h"
+
 int error_set(Error *err, const char *fmt, ...) {
     if (!err) return -1;
+    char raw[sizeof err->msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    text_field_into(err->msg, sizeof err->msg, raw);  // one line, whatever a name holds
     return -1;
 }
 
-int error_prefix(Error *err, const char *fmt, ...) {
-    if (!err) return -1;
-    char prefix[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
-    va_end(ap);
+static void prefix_message(Error *err, const char *fmt, va_list ap) {
+    char raw[256], prefix[256];
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    text_field_into(prefix, sizeof prefix, raw);  // the old message is in the field form already
     char old[sizeof err->msg];
     memcpy(old, err->msg, sizeof old);
     size_t n = strlen(prefix);
@@ -31,5 +32,23 @@ int error_prefix(Error *err, const char *fmt, ...) {
     if (m > room) m = room;
     memcpy(err->msg + n + 2, old, m);
     err->msg[n + 2 + m] = 0;
+}
+
+int error_prefix(Error *err, const char *fmt, ...) {
+    if (!err) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    prefix_message(err, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int error_wrap(Error *err, const Error *inner, const char *fmt, ...) {
+    if (!err) return -1;
+    *err = *inner;
+    va_list ap;
+    va_start(ap, fmt);
+    prefix_message(err, fmt, ap);
+    va_end(ap);
     return -1;
 }
