@@ -13,6 +13,13 @@
 //     the name form, argv_hex with the bytes, and a command line in bash's $'...' quoting
 //     (which bash reads back to the same bytes);
 //     the report page made from that run is valid UTF-8.
+//   - predict's TSV reads back as a tsv: captions file (every UTF-8 name byte for byte).
+//   - messages: caption train/eval/predict and draw train/eval/generate on paths holding a
+//     newline, a Latin-1 byte and a backslash (a run folder, a missing model, a missing
+//     captions file or data folder, a corrupt model whose message core/safetensors.c makes):
+//     each names the path in the field form exactly once escaped, on one line.
+//   - the validation line for a score that is not finite before any best (fault
+//     injection) and for captions with no object word to ground.
 // Finds the binary in $ATTEND_BIN (default "bin").
 #define _GNU_SOURCE  // memmem
 #include <cJSON.h>
