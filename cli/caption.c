@@ -879,9 +879,9 @@ static void print_header(const CaptionRun *r) {
     if (r->dist->size > 1)
         snprintf(ranks, sizeof ranks, " per rank, %d ranks", r->dist->size);
     text_write_linef(stderr, "caption train: %d training images, %d words, %ld steps per epoch, batch %d, "
-            "lr %g, %d thread%s%s; step %ld %s; %s",
-            r->n_train, r->vocab.size, r->spe, f->batch, f->lr, f->threads,
-            f->threads == 1 ? "" : "s", ranks, r->tc.step, budget, cs);
+                     "lr %g, %d thread%s%s; step %ld %s; %s",
+                     r->n_train, r->vocab.size, r->spe, f->batch, f->lr, f->threads,
+                     f->threads == 1 ? "" : "s", ranks, r->tc.step, budget, cs);
 }
 
 // Step step's batch (position (step - 1) % spe of its epoch's order): images, and one
@@ -1135,7 +1135,7 @@ static void print_summary(const CaptionRun *r) {
         snprintf(valid, sizeof valid, "best validation BLEU-4 %.4f at step %ld; %s", best,
                  tc->best_step, r->path_model);
     text_write_linef(stderr, "caption train: step %ld, %.1f s, %.1f images/s (training)%s, %s", tc->step,
-            secs, ips, loss, valid);
+                     secs, ips, loss, valid);
 }
 
 static int cmd_train(int argc, char **argv) {
@@ -1535,7 +1535,7 @@ static int cmd_scenes(int argc, char **argv) {
         return 1;
     }
     text_write_linef(stderr, "wrote %d scenes (%d train, %d valid, %d test) to %s", count,
-            counts[SPLIT_TRAIN], counts[SPLIT_VALID], counts[SPLIT_TEST], out);
+                     counts[SPLIT_TRAIN], counts[SPLIT_VALID], counts[SPLIT_TEST], out);
     return 0;
 }
 

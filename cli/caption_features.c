@@ -362,11 +362,11 @@ int caption_features_main(int argc, char **argv) {
     int rc = extraction_open(&x, &f, &err) ? 1 : 0;
     if (rc == 0 && x.w.complete) {
         text_write_linef(stderr, "caption features: %s is complete (%d images, %s); nothing to do", f.out,
-                x.info.n, x.spec);
+                         x.info.n, x.spec);
     } else if (rc == 0) {
         if (x.w.start > 0)
             text_write_linef(stderr, "caption features: resuming %s.partial at image %d of %d", f.out,
-                    x.w.start, x.info.n);
+                             x.w.start, x.info.n);
         fprintf(stderr, "caption features: %d images, %s at %d px -> %d x %d %s, %d thread%s\n",
                 x.info.n, encoder_description(x.enc), f.image_size, x.info.L, x.info.D,
                 featcache_dtype_name(x.info.dtype), f.threads, f.threads == 1 ? "" : "s");

@@ -241,7 +241,7 @@ int cmd_score(int argc, char **argv) {
     }
     if (set.n_images > in.n)
         text_write_linef(stderr, "note: %d of the %d images in %s have no result and are not scored",
-                set.n_images - in.n, set.n_images, refs_path);
+                         set.n_images - in.n, set.n_images, refs_path);
     rc = 0;
 done:
     score_input_free(&in);

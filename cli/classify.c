@@ -423,7 +423,7 @@ static int finish_run(ClassifyRun *r, Error *err) {
         snprintf(valid_text, sizeof valid_text, "valid error %.2f%% (%d images)",
                  100.0 * r->last_valid, r->f->valid_images);
     text_write_linef(stderr, "draw classify train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s",
-            r->meter.steps, secs, ips, valid_text, r->ckpt);
+                     r->meter.steps, secs, ips, valid_text, r->ckpt);
     if (r->f->json)
         printf("{\"steps\": %ld, \"final_loss\": %s, \"train_error\": %s, \"valid_error\": %s, "
                "\"images_per_s\": %.6g, \"seconds\": %.6g, \"model\": \"%s\"}\n",

@@ -194,7 +194,7 @@ int classify_show_main(int argc, char **argv) {
         rc = write_pictures(out, &acts, gc, x, labels, count, scale, &err);
         if (rc == 0)
             text_write_linef(stderr, "draw classify show: %d test images (%d right); wrote %s/glimpses.png%s",
-                    count, correct, out, gc->attention ? ", patches.png" : "");
+                             count, correct, out, gc->attention ? ", patches.png" : "");
     }
     glimpse_acts_free(&acts);
     free(x), free(labels), free(idx);

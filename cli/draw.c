@@ -798,11 +798,11 @@ static void print_header(const DrawRun *r) {
     if (r->dist->size > 1)
         snprintf(ranks, sizeof ranks, " per rank, %d ranks", r->dist->size);
     text_write_linef(stderr, "draw train: %s %dx%d, T %d, %s, hidden %d, z %d, batch %d, lr %g, %s; "
-            "gemm %s, %d thread%s%s; step %ld%s",
-            r->resumed && r->st.data[0] ? r->st.data : r->f->data, c->W, c->H, c->T,
-            c->attention ? "attention" : "no attention", c->enc, c->z, r->st.batch, r->st.lr,
-            r->st.binarize ? "dynamically binarised" : c->channels > 1 ? "colour intensities" : "grey levels", gemm_backend(),
-            r->f->threads, r->f->threads == 1 ? "" : "s", ranks, r->st.step, budget);
+                     "gemm %s, %d thread%s%s; step %ld%s",
+                     r->resumed && r->st.data[0] ? r->st.data : r->f->data, c->W, c->H, c->T,
+                     c->attention ? "attention" : "no attention", c->enc, c->z, r->st.batch, r->st.lr,
+                     r->st.binarize ? "dynamically binarised" : c->channels > 1 ? "colour intensities" : "grey levels", gemm_backend(),
+                     r->f->threads, r->f->threads == 1 ? "" : "s", ranks, r->st.step, budget);
     if (c->attention)
         fprintf(stderr, "draw train: read %dx%d, write %dx%d\n", c->read_n, c->read_n, c->write_n, c->write_n);
 }
@@ -920,7 +920,7 @@ static int finish_run(DrawRun *r, Error *err) {
     if (isfinite(r->last_valid))
         snprintf(valid_text, sizeof valid_text, "valid bound %.3f nats", r->last_valid);
     text_write_linef(stderr, "draw train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s",
-            r->meter.steps, secs, ips, valid_text, r->ckpt);
+                     r->meter.steps, secs, ips, valid_text, r->ckpt);
     if (r->f->json) {
         printf("{\"steps\": %ld, \"final_loss\": %s, \"train_bound\": %s, "
                "\"valid_bound\": %s, \"images_per_s\": %.6g, \"seconds\": %.6g, ",
@@ -1053,8 +1053,8 @@ static int cmd_eval(int argc, char **argv) {
         printf(", \"step\": %ld, \"seconds\": %.3f}\n", m.state.step, secs);
     } else {
         text_write_linef(stdout, "%s %s (%s): bound %.3f nats per image (reconstruction %.3f + KL %.3f), "
-               "%.5f nats per dimension (%d), %d images",
-               data, splits[split], bin, r.bound, r.recon, r.kl, r.bound / dims, dims, r.images);
+                         "%.5f nats per dimension (%d), %d images",
+                         data, splits[split], bin, r.bound, r.recon, r.kl, r.bound / dims, dims, r.images);
         if (samples > 1)
             printf("importance-weighted NLL estimate (K = %d): %.3f nats\n", samples, r.nll_iw);
     }
@@ -1151,7 +1151,7 @@ static int cmd_reconstruct(int argc, char **argv) {
         if (rc == 0) rc = write_frames(out, &acts, c, count, 1, 1, &st, &err);
         if (rc == 0)
             text_write_linef(stderr, "draw reconstruct: %d images, bound %.2f nats (recon %.2f + KL %.2f); wrote %s/input.png, step_*.png, draw.gif%s",
-                    count, bound, rec, kl, out, c->attention ? " (read windows green, write red)" : "");
+                             count, bound, rec, kl, out, c->attention ? " (read windows green, write red)" : "");
     }
     draw_acts_free(&acts);
     imageset_free(&set);
