@@ -28,8 +28,16 @@ static void prefix_message(Error *err, const char *fmt, va_list ap) {
     memcpy(err->msg, prefix, n);
     memcpy(err->msg + n, ": ", 2);
     size_t room = sizeof err->msg - n - 3;
-    size_t m = strlen(old);
-    if (m > room) m = room;
+    // The old message cut to fit at a whole unit (an escape of the field form or a UTF-8
+    // character), so it stays valid UTF-8 that unescapes.
+    size_t m = 0;
+    for (const unsigned char *p = (const unsigned char *)old; *p;) {
+        int k = *p == '\\' ? (p[1] == 'x' ? 4 : 2) : text_utf8_seq_len(p);
+        if (k < 1) k = 1;
+        if (m + (size_t)k > room) break;
+        m += (size_t)k;
+        p += k;
+    }
     memcpy(err->msg + n + 2, old, m);
     err->msg[n + 2 + m] = 0;
 }

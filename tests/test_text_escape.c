@@ -190,6 +190,17 @@ static void test_messages_escaped_once(void) {
     error_set(&inner, "bad \\ value");
     error_wrap(&e, &inner, "%s", "m\n.st");
     EXPECT(!strcmp(e.msg, "m\\n.st: bad \\\\ value"), "error_wrap: %s", e.msg);
+    // A prefix that leaves room for 497 bytes of an old message whose escape \xe9 spans
+    // bytes 495-498: the message is cut before the escape, not inside it.
+    char longest[500];
+    memset(longest, 'a', sizeof longest - 1);
+    longest[495] = (char)0xe9;
+    longest[sizeof longest - 1] = 0;
+    error_set(&e, "%s", longest);
+    EXPECT(strlen(e.msg) == 502 && strstr(e.msg, "a\\xe9aaa"), "error_set of a long message: %zu", strlen(e.msg));
+    error_prefix(&e, "%s", "twelve chars");
+    EXPECT(!strncmp(e.msg, "twelve chars: aaa", 17) && !strchr(e.msg, '\\') && strlen(e.msg) == 12 + 2 + 495,
+           "cut inside an escape: ...%s", e.msg + 500);
     error_wrap(&inner, &inner, "again");  // inner may be err's own Error
     EXPECT(!strcmp(inner.msg, "again: bad \\\\ value"), "error_wrap in place: %s", inner.msg);
     FILE *fp = tmpfile();
