@@ -904,10 +904,10 @@ static void print_header(const CaptionRun *r) {
     char ranks[48] = "";
     if (r->dist->size > 1)
         snprintf(ranks, sizeof ranks, " per rank, %d ranks", r->dist->size);
-    fprintf(stderr, "caption train: %d training images, %d words, %ld steps per epoch, batch %d, "
-            "lr %g, %d thread%s%s; step %ld %s; %s\n",
-            r->n_train, r->vocab.size, r->spe, f->batch, f->lr, f->threads,
-            f->threads == 1 ? "" : "s", ranks, r->tc.step, budget, cs);
+    text_write_linef(stderr, "caption train: %d training images, %d words, %ld steps per epoch, batch %d, "
+                     "lr %g, %d thread%s%s; step %ld %s; %s",
+                     r->n_train, r->vocab.size, r->spe, f->batch, f->lr, f->threads,
+                     f->threads == 1 ? "" : "s", ranks, r->tc.step, budget, cs);
 }
 
 // Step step's batch (position (step - 1) % spe of its epoch's order): images, and one
@@ -1067,15 +1067,19 @@ static int validate_and_save(CaptionRun *r, Error *err) {
     if (ev) return -1;
     // Every rank has the scores (and keeps the same counters); rank 0 alone writes.
     const bool root = dist_is_root(r->dist);
-    r->last_val = er.scores.bleu[3];
+    r->last_val = train_fault_valid_score(step, er.scores.bleu[3]);
     double ground = er.has_grounding ? er.grounding.accuracy : NAN;
     double row[9] = {(double)step, (double)step / r->spe, NAN, NAN, NAN, NAN, NAN, r->last_val, ground};
     if (root) csvlog_row(&r->log, row, 9);
     bool best = r->last_val > r->tc.best_bleu;
     if (!f->quiet && root) {
         train_meter_break(&r->meter);
-        fprintf(stderr, "step %ld (epoch %.2f): validation BLEU-4 %.4f", step, (double)step / r->spe,
-                r->last_val);
+        if (isfinite(r->last_val))
+            fprintf(stderr, "step %ld (epoch %.2f): validation BLEU-4 %.4f", step, (double)step / r->spe,
+                    r->last_val);
+        else
+            fprintf(stderr, "step %ld (epoch %.2f): validation BLEU-4 not finite", step,
+                    (double)step / r->spe);
         if (er.has_grounding && er.grounding.object_words > 0)
             fprintf(stderr, ", grounding %.4f", ground);
         else if (er.has_grounding)  // the 0 logged is no accuracy: nothing was there to ground
@@ -1160,13 +1164,13 @@ static void print_summary(const CaptionRun *r) {
                attention_name(&r->model.cfg));
         return;
     }
-    char loss[48] = "", valid[1300] = "no validation yet";
+    char loss[48] = "", valid[1300] = "no best model kept yet";
     if (isfinite(final_loss)) snprintf(loss, sizeof loss, ", final loss %.4f", final_loss);
     if (isfinite(best))
         snprintf(valid, sizeof valid, "best validation BLEU-4 %.4f at step %ld; %s", best,
                  tc->best_step, r->path_model);
-    fprintf(stderr, "caption train: step %ld, %.1f s, %.1f images/s (training)%s, %s\n", tc->step,
-            secs, ips, loss, valid);
+    text_write_linef(stderr, "caption train: step %ld, %.1f s, %.1f images/s (training)%s, %s", tc->step,
+                     secs, ips, loss, valid);
 }
 
 static int cmd_train(int argc, char **argv) {
@@ -1291,7 +1295,7 @@ static int cmd_eval(int argc, char **argv) {
     int n = caption_data_count(data, split);
     if (count > 0 && count < n) n = count;
     if (n < 1) {
-        fprintf(stderr, "%s: split %s has no images\n", df.data, split_name(split));
+        text_write_linef(stderr, "%s: split %s has no images", df.data, split_name(split));
         goto done;
     }
     if (encode_split(&refs, data, split, &err)) {
@@ -1339,7 +1343,7 @@ static int cmd_eval(int argc, char **argv) {
             printf(" grounding n/a (no object words in the captions)");
         printf("\n");
     }
-    fprintf(stderr, "results: %s\n", results);
+    text_write_linef(stderr, "results: %s", results);
     rc = 0;
 done:
     encoded_free(&refs);
@@ -1359,7 +1363,8 @@ static const char PREDICT_HELP_NOTES[] =
     "output: one line per image on stdout, NAME<TAB>CAPTION. Both fields are escaped so\n"
     "  that a line is one record whatever a file name holds: \\\\ is a backslash, \\t a tab,\n"
     "  \\n a newline, \\r a carriage return, \\xNN any other control byte or a byte that is\n"
-    "  not UTF-8 (two hex digits). Messages on stderr name files the same way.\n"
+    "  not UTF-8 (two hex digits). Messages on stderr name files the same way. The output\n"
+    "  reads back as a captions file, --data tsv:FILE:IMAGES (names that are UTF-8).\n"
     "--results: COCO results JSON, [{\"image_id\": NAME, \"caption\": TEXT}, ...], always\n"
     "  valid UTF-8. A name that is valid UTF-8 is written as it is (JSON escapes carry its\n"
     "  newlines and tabs); any other is written with \\\\ and \\xNN as above, and\n"
@@ -1407,14 +1412,14 @@ static int cmd_predict(int argc, char **argv) {
     gemm_set_threads(threads);
     ImageFolder folder;
     if (image_folder_list(&folder, dir, &err)) {
-        text_write_line(stderr, err.msg);
+        fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
     SatModel m;
     Vocab vocab;
     TrainCounters tc;
     if (load_model(model_path, &m, &vocab, 0, NULL, &tc, &err)) {
-        text_write_line(stderr, err.msg);
+        fprintf(stderr, "%s\n", err.msg);
         image_folder_free(&folder);
         return 1;
     }
@@ -1423,7 +1428,7 @@ static int cmd_predict(int argc, char **argv) {
     const int feat = m.cfg.feat_L > 0;
     if ((feat && caption_annotator_open(&ann, &m.cfg, model_path, encoder, &err)) ||
         (att_out && make_dirs(att_out, &err))) {
-        text_write_line(stderr, err.msg);
+        fprintf(stderr, "%s\n", err.msg);
         caption_annotator_close(&ann);
         sat_free(&m);
         vocab_free(&vocab);
@@ -1450,7 +1455,7 @@ static int cmd_predict(int argc, char **argv) {
                 caption_load_image(pictures + (size_t)k * 3 * S * S, folder.paths[i0], S, &err))
                 bad = 1;
             if (bad) {
-                text_write_line(stderr, err.msg);  // the path may hold a newline
+                fprintf(stderr, "%s\n", err.msg);  // one line already (core/error.h)
                 skipped++;
             } else {
                 which[k++] = i0;
@@ -1477,7 +1482,7 @@ static int cmd_predict(int argc, char **argv) {
                 snprintf(path, sizeof path, "%s/%s.png", att_out, stem);
                 if (caption_write_strip(path, pictures + (size_t)j * 3 * S * S, S,
                                         alphas + (size_t)j * ML * L, G, t.tok, t.n, &err)) {
-                    text_write_line(stderr, err.msg);
+                    fprintf(stderr, "%s\n", err.msg);
                     rc = 1;
                 }
             }
@@ -1488,7 +1493,7 @@ static int cmd_predict(int argc, char **argv) {
     if (results) {
         AtomicFile af;
         if (atomic_open(&af, results, &err)) {
-            text_write_line(stderr, err.msg);
+            fprintf(stderr, "%s\n", err.msg);
             rc = 1;
         } else {
             fputc('[', af.fp);
@@ -1504,7 +1509,7 @@ static int cmd_predict(int argc, char **argv) {
             }
             fprintf(af.fp, "\n]\n");
             if (atomic_commit(&af, &err)) {
-                text_write_line(stderr, err.msg);
+                fprintf(stderr, "%s\n", err.msg);
                 rc = 1;
             }
         }
@@ -1570,8 +1575,8 @@ static int cmd_scenes(int argc, char **argv) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    fprintf(stderr, "wrote %d scenes (%d train, %d valid, %d test) to %s\n", count,
-            counts[SPLIT_TRAIN], counts[SPLIT_VALID], counts[SPLIT_TEST], out);
+    text_write_linef(stderr, "wrote %d scenes (%d train, %d valid, %d test) to %s", count,
+                     counts[SPLIT_TRAIN], counts[SPLIT_VALID], counts[SPLIT_TEST], out);
     return 0;
 }
 

@@ -87,9 +87,9 @@ static int open_features_(CaptionData *d, const CaptionDataFlags *f, Error *err)
     caption_set_ensure_heldout(&d->set);
     d->has_features = 1;
     d->S = c->image_size;
-    fprintf(stderr, "%s: using %d images and %d captions, annotations %d x %d %s from %s\n",
-            d->set.source, d->set.n_images, d->set.n_captions, c->L, c->D,
-            featcache_dtype_name(c->dtype), f->features);
+    text_write_linef(stderr, "%s: using %d images and %d captions, annotations %d x %d %s from %s",
+                     d->set.source, d->set.n_images, d->set.n_captions, c->L, c->D,
+                     featcache_dtype_name(c->dtype), f->features);
     return 0;
 }
 
@@ -155,9 +155,9 @@ int caption_data_open(CaptionData **out, const CaptionDataFlags *f, int S, int q
         free(d);
         return -1;
     }
-    fprintf(stderr, "%s: using %d images and %d captions; skipped %d images and %d captions\n",
-            d->set.source, d->set.n_images, d->set.n_captions, d->set.images_skipped,
-            d->set.captions_skipped);
+    text_write_linef(stderr, "%s: using %d images and %d captions; skipped %d images and %d captions",
+                     d->set.source, d->set.n_images, d->set.n_captions, d->set.images_skipped,
+                     d->set.captions_skipped);
     caption_set_ensure_heldout(&d->set);  // again: decoding may have dropped images
     for (int s = 0; s < SPLIT_COUNT; s++)
         d->count[s] = caption_set_split_indices(&d->set, (Split)s, &d->idx[s]);

@@ -15,6 +15,7 @@
 #include "datasets/captions.h"
 #include "vision/image.h"
 #include "vision/preprocess.h"
+#include "core/text_escape.h"
 
 // ---------------------------------------------------------------------------------------
 // The encoder a model records
@@ -381,12 +382,12 @@ int caption_features_main(int argc, char **argv) {
     Extraction x;
     int rc = extraction_open(&x, &f, &err) ? 1 : 0;
     if (rc == 0 && x.w.complete) {
-        fprintf(stderr, "caption features: %s is complete (%d images, %s); nothing to do\n", f.out,
-                x.info.n, x.spec);
+        text_write_linef(stderr, "caption features: %s is complete (%d images, %s); nothing to do", f.out,
+                         x.info.n, x.spec);
     } else if (rc == 0) {
         if (x.w.start > 0)
-            fprintf(stderr, "caption features: resuming %s.partial at image %d of %d\n", f.out,
-                    x.w.start, x.info.n);
+            text_write_linef(stderr, "caption features: resuming %s.partial at image %d of %d", f.out,
+                             x.w.start, x.info.n);
         fprintf(stderr, "caption features: %d images, %s at %d px -> %d x %d %s, %d thread%s\n",
                 x.info.n, encoder_description(x.enc), f.image_size, x.info.L, x.info.D,
                 featcache_dtype_name(x.info.dtype), f.threads, f.threads == 1 ? "" : "s");

@@ -16,6 +16,7 @@
 #include "datasets/captions.h"
 #include "seq/metrics.h"
 #include "seq/tokenizer.h"
+#include "core/text_escape.h"
 
 #define RESULTS_MAX_BYTES ((size_t)1 << 30)
 
@@ -232,12 +233,15 @@ int cmd_score(int argc, char **argv) {
         printf("%d images: BLEU-1 %.4f BLEU-2 %.4f BLEU-3 %.4f BLEU-4 %.4f CIDEr-D %.4f ROUGE-L %.4f\n",
                in.n, sc.bleu[0], sc.bleu[1], sc.bleu[2], sc.bleu[3], sc.cider_d, sc.rouge_l);
     }
-    if (set.n_warnings > 0)
-        fprintf(stderr, "warning: %s: %d reference records skipped, e.g. %s\n", refs_path,
+    if (set.n_warnings > 0) {  // escaped here; the warning is in the field form already (core/text_escape.h)
+        fputs("warning: ", stderr);
+        text_write_field(stderr, refs_path);
+        fprintf(stderr, ": %d reference records skipped, e.g. %s\n",
                 set.captions_skipped + set.images_skipped, set.warnings[0]);
+    }
     if (set.n_images > in.n)
-        fprintf(stderr, "note: %d of the %d images in %s have no result and are not scored\n",
-                set.n_images - in.n, set.n_images, refs_path);
+        text_write_linef(stderr, "note: %d of the %d images in %s have no result and are not scored",
+                         set.n_images - in.n, set.n_images, refs_path);
     rc = 0;
 done:
     score_input_free(&in);

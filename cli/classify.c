@@ -22,6 +22,7 @@
 #include "core/rng.h"
 #include "core/timer.h"
 #include "vision/plot.h"
+#include "core/text_escape.h"
 
 static int fail(const Error *err) {
     fprintf(stderr, "draw classify: %s\n", err->msg);
@@ -133,7 +134,7 @@ static int check_resume_flags(ClassifyRun *r, Error *err) {
     flag_diffs_float(&changed, "beta1", f->given.beta1, f->beta1, st->beta1);
     flag_diffs_float(&changed, "clip", f->given.clip, f->clip, st->clip);
     flag_diffs_int(&changed, "seed", f->given.seed, f->seed, (long)st->seed);
-    if (changed.n) fprintf(stderr, "draw classify train: resuming with %s\n", changed.text);
+    if (changed.n) text_write_linef(stderr, "draw classify train: resuming with %s", changed.text);
     if (f->given.batch) st->batch = f->batch;
     if (f->given.lr) st->lr = f->lr;
     if (f->given.beta1) st->beta1 = f->beta1;
@@ -145,7 +146,7 @@ static int check_resume_flags(ClassifyRun *r, Error *err) {
 static int resume_state(ClassifyRun *r, SafetensorsFile *file, Error *err) {
     if (!r->f->resume) return 0;
     if (!file_exists(r->ckpt)) {
-        fprintf(stderr, "draw classify: %s: no checkpoint yet; starting from scratch\n", r->ckpt);
+        text_write_linef(stderr, "draw classify: %s: no checkpoint yet; starting from scratch", r->ckpt);
         return 0;
     }
     if (safetensors_load(file, r->ckpt, err) || classify_read_state(file, r->ckpt, &r->st, err)) return -1;
@@ -421,8 +422,8 @@ static int finish_run(ClassifyRun *r, Error *err) {
     if (isfinite(r->last_valid))
         snprintf(valid_text, sizeof valid_text, "valid error %.2f%% (%d images)",
                  100.0 * r->last_valid, r->f->valid_images);
-    fprintf(stderr, "draw classify train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s\n",
-            r->meter.steps, secs, ips, valid_text, r->ckpt);
+    text_write_linef(stderr, "draw classify train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s",
+                     r->meter.steps, secs, ips, valid_text, r->ckpt);
     if (r->f->json)
         printf("{\"steps\": %ld, \"final_loss\": %s, \"train_error\": %s, \"valid_error\": %s, "
                "\"images_per_s\": %.6g, \"seconds\": %.6g, \"model\": \"%s\"}\n",

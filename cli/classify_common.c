@@ -152,9 +152,10 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
     const char *data = safetensors_meta(f, "train.data");
     snprintf(s->data, sizeof s->data, "%s", data && data[0] ? data : "mnist");
     Error e2;
-    if (classifier_config_check(&s->cfg, &e2)) return error_set(err, "%s: %s", path, e2.msg);
+    // e2's message is in the field form already: prefixed, never formatted again
+    if (classifier_config_check(&s->cfg, &e2)) return error_wrap(err, &e2, "%s", path);
     if (clutter_config_check(&s->clutter, 28, 28, &e2))  // the MNIST family's 28 x 28 digits
-        return error_set(err, "%s: clutter configuration: %s", path, e2.msg);
+        return error_wrap(err, &e2, "%s: clutter configuration", path);
     if (s->batch < 1) return error_set(err, "%s: metadata train.batch = %d", path, s->batch);
     return 0;
 }
@@ -183,7 +184,8 @@ int classify_load_split(ImageSet *set, const char *data, const char *root, Split
     if (mnist_load(set, data, root, split, err)) return -1;
     Error e2;
     if (clutter_config_check(clutter, set->rows, set->cols, &e2) || set->n < 2) {
-        error_set(err, "%s %s: %s", data, split_name(split), set->n < 2 ? "fewer than 2 images" : e2.msg);
+        if (set->n < 2) error_set(err, "%s %s: fewer than 2 images", data, split_name(split));
+        else error_wrap(err, &e2, "%s %s", data, split_name(split));
         imageset_free(set);
         return -1;
     }

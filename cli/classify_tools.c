@@ -16,6 +16,7 @@
 #include "vision/image.h"
 #include "vision/overlay.h"
 #include "vision/png.h"
+#include "core/text_escape.h"
 
 static int fail(const Error *err) {
     fprintf(stderr, "draw classify: %s\n", err->msg);
@@ -192,8 +193,8 @@ int classify_show_main(int argc, char **argv) {
         glimpse_forward(&acts, &m.p.glimpse, gc, x, labels, count, &correct);
         rc = write_pictures(out, &acts, gc, x, labels, count, scale, &err);
         if (rc == 0)
-            fprintf(stderr, "draw classify show: %d test images (%d right); wrote %s/glimpses.png%s\n",
-                    count, correct, out, gc->attention ? ", patches.png" : "");
+            text_write_linef(stderr, "draw classify show: %d test images (%d right); wrote %s/glimpses.png%s",
+                             count, correct, out, gc->attention ? ", patches.png" : "");
     }
     glimpse_acts_free(&acts);
     free(x), free(labels), free(idx);
@@ -225,7 +226,7 @@ int classify_export_main(int argc, char **argv) {
     ImageSet set;
     if (classify_load_split(&set, data, root, split == 0 ? SPLIT_VALID : SPLIT_TEST, &c, &err)) return fail(&err);
     int rc = cluttered_write_folder(out, &set, &c, (uint64_t)seed, count, &err);
-    if (rc == 0) fprintf(stderr, "draw classify export: wrote %d images and labels.txt to %s\n", count, out);
+    if (rc == 0) text_write_linef(stderr, "draw classify export: wrote %d images and labels.txt to %s", count, out);
     imageset_free(&set);
     return rc ? fail(&err) : 0;
 }

@@ -185,7 +185,8 @@ static int read_state(const SafetensorsFile *f, const char *path, TrainState *s,
     const char *data = safetensors_meta(f, "train.data");
     snprintf(s->data, sizeof s->data, "%s", data ? data : "");
     Error e2;
-    if (draw_config_check(&s->cfg, &e2)) return error_set(err, "%s: %s", path, e2.msg);
+    // e2's message is in the field form already: prefixed, never formatted again
+    if (draw_config_check(&s->cfg, &e2)) return error_wrap(err, &e2, "%s", path);
     if (s->batch < 1) return error_set(err, "%s: metadata train.batch = %d", path, s->batch);
     return 0;
 }
@@ -596,7 +597,7 @@ static int check_resume_flags(DrawRun *r, Error *err) {
     flag_diffs_float(&changed, "beta1", f->given.beta1, f->beta1, st->beta1);
     flag_diffs_float(&changed, "clip", f->given.clip, f->clip, st->clip);
     flag_diffs_int(&changed, "seed", f->given.seed, f->seed, (long)st->seed);
-    if (changed.n) fprintf(stderr, "draw train: resuming with %s\n", changed.text);
+    if (changed.n) text_write_linef(stderr, "draw train: resuming with %s", changed.text);
     if (f->given.batch) st->batch = f->batch;
     if (f->given.lr) st->lr = f->lr;
     if (f->given.beta1) st->beta1 = f->beta1;
@@ -609,7 +610,7 @@ static int check_resume_flags(DrawRun *r, Error *err) {
 static int resume_state(DrawRun *r, SafetensorsFile *file, Error *err) {
     if (!r->f->resume) return 0;
     if (!file_exists(r->ckpt)) {
-        fprintf(stderr, "draw: %s: no checkpoint yet; starting from scratch\n", r->ckpt);
+        text_write_linef(stderr, "draw: %s: no checkpoint yet; starting from scratch", r->ckpt);
         return 0;
     }
     if (safetensors_load(file, r->ckpt, err) || read_state(file, r->ckpt, &r->st, err)) return -1;
@@ -790,12 +791,12 @@ static void print_header(const DrawRun *r) {
     char ranks[48] = "";
     if (r->dist->size > 1)
         snprintf(ranks, sizeof ranks, " per rank, %d ranks", r->dist->size);
-    fprintf(stderr, "draw train: %s %dx%d, T %d, %s, hidden %d, z %d, batch %d, lr %g, %s; "
-            "gemm %s, %d thread%s%s; step %ld%s\n",
-            r->resumed && r->st.data[0] ? r->st.data : r->f->data, c->W, c->H, c->T,
-            c->attention ? "attention" : "no attention", c->enc, c->z, r->st.batch, r->st.lr,
-            r->st.binarize ? "dynamically binarised" : c->channels > 1 ? "colour intensities" : "grey levels", gemm_backend(),
-            r->f->threads, r->f->threads == 1 ? "" : "s", ranks, r->st.step, budget);
+    text_write_linef(stderr, "draw train: %s %dx%d, T %d, %s, hidden %d, z %d, batch %d, lr %g, %s; "
+                     "gemm %s, %d thread%s%s; step %ld%s",
+                     r->resumed && r->st.data[0] ? r->st.data : r->f->data, c->W, c->H, c->T,
+                     c->attention ? "attention" : "no attention", c->enc, c->z, r->st.batch, r->st.lr,
+                     r->st.binarize ? "dynamically binarised" : c->channels > 1 ? "colour intensities" : "grey levels", gemm_backend(),
+                     r->f->threads, r->f->threads == 1 ? "" : "s", ranks, r->st.step, budget);
     if (c->attention)
         fprintf(stderr, "draw train: read %dx%d, write %dx%d\n", c->read_n, c->read_n, c->write_n, c->write_n);
 }
@@ -912,8 +913,8 @@ static int finish_run(DrawRun *r, Error *err) {
     char valid_text[48] = "no validation in this run", tj[32], vj[32];
     if (isfinite(r->last_valid))
         snprintf(valid_text, sizeof valid_text, "valid bound %.3f nats", r->last_valid);
-    fprintf(stderr, "draw train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s\n",
-            r->meter.steps, secs, ips, valid_text, r->ckpt);
+    text_write_linef(stderr, "draw train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s",
+                     r->meter.steps, secs, ips, valid_text, r->ckpt);
     if (r->f->json) {
         printf("{\"steps\": %ld, \"final_loss\": %s, \"train_bound\": %s, "
                "\"valid_bound\": %s, \"images_per_s\": %.6g, \"seconds\": %.6g, ",
@@ -1045,9 +1046,9 @@ static int cmd_eval(int argc, char **argv) {
         if (samples > 1) printf(", \"nll_iw\": %.6f", r.nll_iw);
         printf(", \"step\": %ld, \"seconds\": %.3f}\n", m.state.step, secs);
     } else {
-        printf("%s %s (%s): bound %.3f nats per image (reconstruction %.3f + KL %.3f), "
-               "%.5f nats per dimension (%d), %d images\n",
-               data, splits[split], bin, r.bound, r.recon, r.kl, r.bound / dims, dims, r.images);
+        text_write_linef(stdout, "%s %s (%s): bound %.3f nats per image (reconstruction %.3f + KL %.3f), "
+                         "%.5f nats per dimension (%d), %d images",
+                         data, splits[split], bin, r.bound, r.recon, r.kl, r.bound / dims, dims, r.images);
         if (samples > 1)
             printf("importance-weighted NLL estimate (K = %d): %.3f nats\n", samples, r.nll_iw);
     }
@@ -1093,7 +1094,7 @@ static int cmd_generate(int argc, char **argv) {
     draw_generate(&acts, &m.p, c, count, &rng);
     FrameStyle st = {.scale = scale, .cols = cols ? cols : (int)ceil(sqrt((double)count)), .margin = 2};
     int rc = write_frames(out, &acts, c, count, show, 0, &st, &err);
-    if (rc == 0) fprintf(stderr, "draw generate: wrote %d samples, %d steps, to %s/step_*.png, final.png, draw.gif\n", count, c->T, out);
+    if (rc == 0) text_write_linef(stderr, "draw generate: wrote %d samples, %d steps, to %s/step_*.png, final.png, draw.gif", count, c->T, out);
     draw_acts_free(&acts);
     block_free(&m.params);
     return rc ? fail(&err) : 0;
@@ -1143,8 +1144,8 @@ static int cmd_reconstruct(int argc, char **argv) {
         image_free(&in);
         if (rc == 0) rc = write_frames(out, &acts, c, count, 1, 1, &st, &err);
         if (rc == 0)
-            fprintf(stderr, "draw reconstruct: %d images, bound %.2f nats (recon %.2f + KL %.2f); wrote %s/input.png, step_*.png, draw.gif%s\n",
-                    count, bound, rec, kl, out, c->attention ? " (read windows green, write red)" : "");
+            text_write_linef(stderr, "draw reconstruct: %d images, bound %.2f nats (recon %.2f + KL %.2f); wrote %s/input.png, step_*.png, draw.gif%s",
+                             count, bound, rec, kl, out, c->attention ? " (read windows green, write red)" : "");
     }
     draw_acts_free(&acts);
     imageset_free(&set);

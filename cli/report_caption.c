@@ -10,6 +10,7 @@
 #include "cli/report_common.h"
 #include "core/check.h"
 #include "core/safetensors.h"
+#include "core/text_escape.h"
 
 // One entry of per_image.json (strings point into the parsed document).
 typedef struct {
@@ -469,7 +470,7 @@ int caption_report_main(int argc, char **argv) {
     Error err;
     int rc = load_inputs(&r, &err) || draw_curves(&r, &err) || write_page(&r, &err);
     if (rc) fprintf(stderr, "%s\n", err.msg);
-    else fprintf(stderr, "caption report: wrote %s/%s\n", r.run, r.out_name);
+    else text_write_linef(stderr, "caption report: wrote %s/%s", r.run, r.out_name);
     free(r.items);
     cJSON_Delete(r.run_json);
     cJSON_Delete(r.eval);

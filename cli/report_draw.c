@@ -10,6 +10,7 @@
 #include "cli/report_common.h"
 #include "core/check.h"
 #include "core/safetensors.h"
+#include "core/text_escape.h"
 
 typedef struct {
     const char *run, *eval_name, *samples_name, *recon_name, *film_name, *out_name;
@@ -351,7 +352,7 @@ int draw_report_main(int argc, char **argv) {
     Error err;
     int rc = load_inputs(&r, &err) || draw_curve(&r, &err) || write_page(&r, &err);
     if (rc) fprintf(stderr, "draw: %s\n", err.msg);
-    else fprintf(stderr, "draw report: wrote %s/%s\n", r.run, r.out_name);
+    else text_write_linef(stderr, "draw report: wrote %s/%s", r.run, r.out_name);
     for (int i = 0; i < r.n_film; i++) free(r.film[i]);
     free(r.film);
     cJSON_Delete(r.run_json);

@@ -85,8 +85,10 @@ static void append_shell_word(char *s, size_t cap, const char *word) {
 }
 
 static void warn(const RunInfo *ri, const char *reason) {
-    fprintf(stderr, "%s train: warning: %s: %s (the run's record for reports is not written)\n",
-            ri->program, ri->path, reason);
+    // reason is an Error's message, in the field form already; the path is escaped here
+    fprintf(stderr, "%s train: warning: ", ri->program);
+    text_write_field(stderr, ri->path);
+    fprintf(stderr, ": %s (the run's record for reports is not written)\n", reason);
 }
 
 // The invocation list of an existing DIR/run.json of the same program; NULL when there is

@@ -210,6 +210,11 @@ int train_check_finite(long step, const char *loss_name, double loss, Block *gra
     return 0;
 }
 
+double train_fault_valid_score(long step, double score) {
+    const char *v = getenv("ATTEND_FAULT_NAN_VALID_STEP");
+    return v && v[0] && atol(v) == step ? (double)NAN : score;
+}
+
 // ---------------------------------------------------------------------------------------
 // Summary
 

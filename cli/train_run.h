@@ -163,6 +163,11 @@ int flag_diffs_refuse(const FlagDiffs *d, const char *ckpt, Error *err);
 int train_check_finite(long step, const char *loss_name, double loss, Block *grads,
                        const char *ckpt, Error *err);
 
+// A validation score as the run sees it: score, or NaN at step N with
+// ATTEND_FAULT_NAN_VALID_STEP=N in the environment (fault injection for
+// tests/test_cli_names.c: the message for a validation that sets no best model).
+double train_fault_valid_score(long step, double score);
+
 // ---------------------------------------------------------------------------------------
 // Summary
 

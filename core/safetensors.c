@@ -47,12 +47,8 @@ const char *safetensors_dtype_name(SafetensorsDtype d) {
 }
 
 // Messages quote names and dtypes from the header, where JSON escapes allow any character:
-// the message is rewritten in core/text_escape.h's field form (\n, \t, \xNN, ...) so it
-// stays one line of valid UTF-8 (found by tests/fuzz/fuzz_safetensors.c). Returns -1.
-static int one_line(Error *err) {
-    if (err) text_field_in_place(err->msg, sizeof err->msg);
-    return -1;
-}
+// error_set writes every message in core/text_escape.h's field form (\n, \t, \xNN, ...),
+// so each stays one line of valid UTF-8 (found by tests/fuzz/fuzz_safetensors.c).
 
 // ---------------------------------------------------------------------------- dtypes
 
@@ -385,7 +381,7 @@ static int read_floats(float *dst, const SafetensorsFile *f, const SafetensorsTe
 
 int safetensors_read_floats(float *dst, const SafetensorsFile *f, const SafetensorsTensor *t,
                             Error *err) {
-    return read_floats(dst, f, t, err) ? one_line(err) : 0;
+    return read_floats(dst, f, t, err);
 }
 
 static int load_from(SafetensorsFile *f, Reader *r, uint64_t size, const char *path,
@@ -564,7 +560,6 @@ done:
     free(spans);
     f->buffer_ = in;
     if (status != 0) safetensors_free(f);
-    if (status != 0) one_line(err);
     return status;
 }
 

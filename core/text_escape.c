@@ -1,6 +1,7 @@
 // text_escape.c: see text_escape.h.
 #include "core/text_escape.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +113,20 @@ void text_write_field(FILE *fp, const char *s) {
 void text_write_line(FILE *fp, const char *msg) {
     text_write_field(fp, msg);
     fputc('\n', fp);
+}
+
+void text_write_linef(FILE *fp, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    const int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *msg = xmalloc(n > 0 ? (size_t)n + 1 : 1);
+    msg[0] = 0;
+    va_start(ap, fmt);
+    if (n > 0) vsnprintf(msg, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    text_write_line(fp, msg);
+    free(msg);
 }
 
 char *text_name(const char *name, int *escaped) {

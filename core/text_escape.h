@@ -29,6 +29,17 @@
 //
 // UTF-8 here is strict (RFC 3629): no overlong forms, no surrogates, nothing above
 // U+10FFFF.
+//
+// Messages are escaped at one layer only, where they are made: error_set and error_prefix
+// (core/error.h) and caption_set_warn (datasets/captions.h) write the field form, so an
+// Error's message or a warning is one line of valid UTF-8 from the reader that made it on
+// (the fuzz targets check that), and the programs print it as it is, prefixed with plain
+// text of their own ("caption train: %s"). A line a program formats itself from a path
+// (status lines, "wrote DIR/...") goes through text_write_linef. A made message is never
+// formatted into another through "%s" (its backslashes would be escaped twice): it is
+// wrapped with error_wrap / error_prefix or caption_set_warn_error, or printed beside the
+// escaped parts with text_write_field. So a backslash in a name shows as \ (one escape)
+// in every message, whichever layer made it.
 #ifndef CORE_TEXT_ESCAPE_H
 #define CORE_TEXT_ESCAPE_H
 
@@ -55,6 +66,10 @@ void text_field_in_place(char *msg, size_t cap);
 // Writes a message line: the field form of msg, then a newline (so a message naming a file
 // stays one line whatever the name holds).
 void text_write_line(FILE *fp, const char *msg);
+// The same for a formatted message (no trailing newline in fmt): how the programs print a
+// status or error line that names a path or a name read from a file. Never give it an
+// Error's message or a CaptionSet warning: those are in the field form already (below).
+void text_write_linef(FILE *fp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // The name form of name (above), newly allocated; *escaped (may be NULL) is 1 when the name
 // was not valid UTF-8 and so was escaped.

@@ -278,6 +278,18 @@ int caption_spec_parse(CaptionSpec *spec, const char *text, Error *err) {
     }
 }
 
+// Appends line (one line of valid UTF-8 already) to the set's warnings.
+static void add_warning(CaptionSet *set, const char *line) {
+    if (set->n_warnings >= CAPTION_MAX_WARNINGS) {
+        set->warnings_dropped++;
+        return;
+    }
+    set->warnings = xrealloc(set->warnings, (size_t)(set->n_warnings + 1) * sizeof *set->warnings);
+    set->warnings[set->n_warnings++] = xstrdup(line);
+}
+
+void caption_set_warn_error(CaptionSet *set, const Error *err) { add_warning(set, err->msg); }
+
 void caption_set_warn(CaptionSet *set, const char *fmt, ...) {
     if (set->n_warnings >= CAPTION_MAX_WARNINGS) {
         set->warnings_dropped++;
@@ -292,8 +304,7 @@ void caption_set_warn(CaptionSet *set, const char *fmt, ...) {
     // "\n") are written in core/text_escape.h's field form (found by
     // tests/fuzz/fuzz_captions.c).
     text_field_in_place(buf, sizeof buf);
-    set->warnings = xrealloc(set->warnings, (size_t)(set->n_warnings + 1) * sizeof *set->warnings);
-    set->warnings[set->n_warnings++] = xstrdup(buf);
+    add_warning(set, buf);
 }
 
 void caption_set_free(CaptionSet *set) {
@@ -630,6 +641,25 @@ static const CaptionOptions *reader_begin(CaptionSet *set, const CaptionOptions 
 // ---------------------------------------------------------------------------------------
 // TSV: file<TAB>caption[<TAB>split]
 
+// The file name field in core/text_escape.h's field form, as caption predict writes it:
+// \t \n \r \\ \xNN are reversed in place (a name without a backslash is unchanged). The
+// name must come out valid UTF-8 without NUL, as every name a caption set holds; NULL
+// (with why) when not, or for a backslash that starts no escape.
+static const char *tsv_unescape_name(char *name, char *why, size_t why_cap) {
+    if (!strchr(name, '\\')) return name;
+    char *raw;
+    size_t len;
+    if (text_unescape(name, &raw, &len)) {
+        snprintf(why, why_cap, "file name: a backslash that starts no escape (a backslash is written as two)");
+        return NULL;
+    }
+    const int ok = !memchr(raw, 0, len) && caption_utf8_valid(raw, len, NULL);
+    if (ok) memcpy(name, raw, len + 1);  // unescaping never lengthens
+    else snprintf(why, why_cap, "file name: not valid UTF-8 text once unescaped");
+    free(raw);
+    return ok ? name : NULL;
+}
+
 int caption_read_tsv(CaptionSet *set, const char *tsv_path, const char *images_dir,
                      const CaptionOptions *opts, Error *err) {
     CaptionOptions defaults;
@@ -665,7 +695,8 @@ int caption_read_tsv(CaptionSet *set, const char *tsv_path, const char *images_d
         if (l.line == 1 &&
             ((flen == 4 && memcmp(s, "file", 4) == 0) || (flen == 5 && memcmp(s, "image", 5) == 0)))
             continue;  // a header line
-        if (!field_str(name, sizeof name, s, flen, "file name", why, sizeof why)) {
+        if (!field_str(name, sizeof name, s, flen, "file name", why, sizeof why) ||
+            !tsv_unescape_name(name, why, sizeof why)) {
             skip_caption(set, where, why);
             continue;
         }

@@ -30,6 +30,11 @@
 //                         valid | test); path IMAGES/file, id the file column. Lines of
 //                         one file are one image; a line without split takes the hash;
 //                         a first line starting "file<TAB>" or "image<TAB>" is a header.
+//                         The file column is in core/text_escape.h's field form, as
+//                         caption predict writes it (\t \n \r \\ \xNN reversed, so its
+//                         output reads back); a file without backslashes reads as it
+//                         is, a backslash starting no escape skips the line with a
+//                         warning, and a name must be valid UTF-8 once unescaped.
 //   scenes                the built-in synthetic scenes (datasets/scenes.h); the spec
 //                         parser recognises it, the readers here do not handle it.
 // The kind is the text before the first ':'; for the two-part kinds the JSON/FILE part
@@ -167,8 +172,12 @@ int caption_set_split_indices(const CaptionSet *set, Split split, int **out);
 // Keeps only the images with keep[i] != 0 (e.g. after decoding failed), renumbering
 // images and captions in order; the dropped ones are added to the skip counts.
 void caption_set_filter(CaptionSet *set, const unsigned char *keep);
-// Appends a warning (formatted) to the set's list, honouring CAPTION_MAX_WARNINGS.
+// Appends a warning (formatted, then written in core/text_escape.h's field form: one line)
+// to the set's list, honouring CAPTION_MAX_WARNINGS.
 void caption_set_warn(CaptionSet *set, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// Appends an Error's message as a warning as it is (it is in the field form already:
+// core/error.h), so its escapes are not doubled.
+void caption_set_warn_error(CaptionSet *set, const Error *err);
 
 // The hash split described above (shares as in CaptionOptions).
 Split caption_heldout_split(const char *id, double valid_share, double test_share);

@@ -2,6 +2,7 @@
 #include "datasets/imagecache.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,13 +97,18 @@ int caption_set_cache_images(CaptionSet *set, ImageCache *c, int side, size_t ma
     for (int i = 0; i < set->n_images; i++) {
         Error e;
         keep[i] = image_cache_load(&all, i, set->images[i].path, &e) == 0;
-        if (!keep[i]) caption_set_warn(set, "%s", e.msg);
+        if (!keep[i]) caption_set_warn_error(set, &e);
         good += keep[i];
         if (progress) progress(ctx, i + 1, set->n_images);
     }
     if (good == 0) {
-        error_set(err, "%s: none of the %d images could be decoded (e.g. %s)", set->source,
-                  set->n_images, set->n_warnings ? set->warnings[set->n_warnings - 1] : "?");
+        // The warning is in the field form already (caption_set_warn): wrapped, not formatted
+        // again, so its escapes are not doubled (core/error.h).
+        Error example;
+        snprintf(example.msg, sizeof example.msg, "%s",
+                 set->n_warnings ? set->warnings[set->n_warnings - 1] : "?");
+        error_wrap(err, &example, "%s: none of the %d images could be decoded, e.g.", set->source,
+                   set->n_images);
         free(keep);
         image_cache_free(&all);
         return -1;

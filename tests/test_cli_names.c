@@ -13,7 +13,15 @@
 //     the name form, argv_hex with the bytes, and a command line in bash's $'...' quoting
 //     (which bash reads back to the same bytes);
 //     the report page made from that run is valid UTF-8.
+//   - predict's TSV reads back as a tsv: captions file (every UTF-8 name byte for byte).
+//   - messages: caption train/eval/predict and draw train/eval/generate on paths holding a
+//     newline, a Latin-1 byte and a backslash (a run folder, a missing model, a missing
+//     captions file or data folder, a corrupt model whose message core/safetensors.c makes):
+//     each names the path in the field form exactly once escaped, on one line.
+//   - the validation line for a score that is not finite before any best (fault
+//     injection) and for captions with no object word to ground.
 // Finds the binary in $ATTEND_BIN (default "bin").
+#define _GNU_SOURCE  // memmem
 #include <cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +32,7 @@
 
 #include "core/error.h"
 #include "core/text_escape.h"
+#include "datasets/captions.h"
 #include "tests/support/scratch.h"
 #include "tests/support/test.h"
 #include "tests/support/utf8_check.h"
@@ -279,6 +288,10 @@ static void test_predict_on_awkward_names(void) {
     EXPECT(st == 1, "exit status %d with skipped files (expected 1): %s", st, err);
     check_tsv(out, out_len);
     check_stderr(err, err_len, dir);
+    char kept[700];  // for test_predict_tsv_reads_back
+    snprintf(kept, sizeof kept, "%s/predict.tsv", tmp);
+    FILE *kf = fopen(kept, "wb");
+    if (kf) fwrite(out, 1, out_len, kf), fclose(kf);
     char path[700];
     snprintf(path, sizeof path, "%s.json", dir);
     char *js = scratch_read_text(path, &js_len);
@@ -311,6 +324,196 @@ static void test_predict_only_bad_entries(void) {
     free(out);
 }
 
+// ---------------------------------------------------------------------------------------
+// Messages naming awkward paths: every line names a path in the field form, once.
+
+// err (a program's stderr or stdout, len bytes) names path in the field form, never raw
+// (the raw path holds a newline: printed raw, it would split the line), and never escaped
+// twice; it is valid UTF-8 and has want_lines lines (-1: any number).
+static void expect_names(const char *what, const char *err, size_t len, const char *path,
+                         int want_lines) {
+    char *once = text_field(path), *twice = text_field(once);
+    EXPECT(utf8_check((const unsigned char *)err, len, NULL), "%s: output not valid UTF-8: %s", what, err);
+    EXPECT(strstr(err, once) != NULL, "%s: does not name %s: %s", what, once, err);
+    EXPECT(strstr(err, twice) == NULL, "%s: escaped twice (%s): %s", what, twice, err);
+    EXPECT(memmem(err, len, path, strlen(path)) == NULL, "%s: the path printed raw: %s", what, err);
+    if (want_lines >= 0)
+        EXPECT(scratch_count_lines(err) == want_lines, "%s: %d lines, expected %d: %s", what,
+               scratch_count_lines(err), want_lines, err);
+    free(once);
+    free(twice);
+}
+
+// A folder holding a newline, a Latin-1 byte and a backslash; its name reaches the programs
+// through $NAMES_ODD.
+static char odd_dir[512];
+
+static void test_caption_messages_name_paths_once(void) {
+    snprintf(odd_dir, sizeof odd_dir, "%s/odd\nrun caf\xe9 back\\slash", tmp);
+    setenv("NAMES_ODD", odd_dir, 1);
+    int st = run("train --out \"$NAMES_ODD\" --steps 2 --seed 4" SMALL);
+    size_t len;
+    char *err = slurp("stderr.txt", &len), path[800];
+    EXPECT(st == 0, "train failed (%d): %s", st, err);
+    snprintf(path, sizeof path, "%s/model.safetensors", odd_dir);
+    expect_names("caption train's summary", err, len, path, -1);
+    free(err);
+
+    st = run("eval --model \"$NAMES_ODD/model.safetensors\" --count 4 --beam 1 --threads 1 --quiet"
+             " --train-count 32 --val-count-scenes 8 --test-count 8");
+    err = slurp("stderr.txt", &len);
+    EXPECT(st == 0, "eval failed (%d): %s", st, err);
+    expect_names("caption eval's results line", err, len, odd_dir, 1);
+    free(err);
+
+    // Errors: a missing model, a missing captions file (the reader's message), and a model
+    // file that is no safetensors (the message made in core/safetensors.c).
+    st = run("eval --model \"$NAMES_ODD/gone\nmodel.safetensors\" --quiet");
+    err = slurp("stderr.txt", &len);
+    snprintf(path, sizeof path, "%s/gone\nmodel.safetensors", odd_dir);
+    EXPECT(st != 0, "eval of a missing model succeeded");
+    expect_names("caption eval, missing model", err, len, path, 1);
+    free(err);
+    st = run("train --out \"$NAMES_ODD/t2\" --steps 1 --data \"tsv:$NAMES_ODD/caps\n.tsv:$NAMES_ODD\"");
+    err = slurp("stderr.txt", &len);
+    snprintf(path, sizeof path, "%s/caps\n.tsv", odd_dir);
+    EXPECT(st != 0, "train on a missing captions file succeeded");
+    expect_names("caption train, missing captions file", err, len, path, 1);
+    free(err);
+    snprintf(path, sizeof path, "%s/not a\\model\n.safetensors", odd_dir);
+    FILE *fp = fopen(path, "wb");
+    EXPECT(fp != NULL, "cannot write %s", path);
+    if (fp) fputs("not a safetensors file at all, just words", fp), fclose(fp);
+    setenv("NAMES_BAD_MODEL", path, 1);
+    st = run("predict --model \"$NAMES_BAD_MODEL\" --images \"$NAMES_ODD\" --threads 1");
+    err = slurp("stderr.txt", &len);
+    EXPECT(st != 0, "predict with a corrupt model succeeded");
+    expect_names("caption predict, corrupt model", err, len, path, 1);
+    free(err);
+    st = run("eval --model \"$NAMES_BAD_MODEL\" --quiet");
+    err = slurp("stderr.txt", &len);
+    EXPECT(st != 0, "eval with a corrupt model succeeded");
+    expect_names("caption eval, corrupt model", err, len, path, 1);
+    free(err);
+}
+
+static void test_draw_messages_name_paths_once(void) {
+    Scratch sd;
+    if (scratch_open(&sd, "test_cli_names_draw", "draw")) {
+        EXPECT(0, "cannot make a temporary folder");
+        return;
+    }
+    char dir[700], path[800];
+    snprintf(dir, sizeof dir, "%s/draw\nrun caf\xe9 back\\slash", sd.dir);
+    setenv("NAMES_DRAW", dir, 1);
+    int st = scratch_run(&sd, "train --out \"$NAMES_DRAW\" --steps 2 --data mnist --T 4 --read 2 "
+                              "--write 3 --hidden 24 --z 6 --batch 16 --valid-images 32 --threads 1");
+    size_t len;
+    char *err = scratch_read(&sd, "stderr.txt", &len);
+    EXPECT(st == 0, "draw train failed (%d): %s", st, err ? err : "");
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (err) expect_names("draw train's summary", err, len, path, -1);
+    free(err);
+
+    st = scratch_run(&sd, "eval --model \"$NAMES_DRAW/model.safetensors\" --limit 32 --threads 1");
+    err = scratch_read(&sd, "stderr.txt", &len);
+    char *out = scratch_read(&sd, "stdout.txt", NULL);
+    EXPECT(st == 0 && out && strstr(out, "nats per image"), "draw eval failed (%d): %s", st, err ? err : "");
+    EXPECT(err && memmem(err, len, dir, strlen(dir)) == NULL, "draw eval printed the path raw");
+    free(err);
+    free(out);
+
+    st = scratch_run(&sd, "generate --model \"$NAMES_DRAW/model.safetensors\" --out \"$NAMES_DRAW/gen\" "
+                          "--count 4 --threads 1");
+    err = scratch_read(&sd, "stderr.txt", &len);
+    snprintf(path, sizeof path, "%s/gen", dir);
+    EXPECT(st == 0, "draw generate failed (%d): %s", st, err ? err : "");
+    if (err) expect_names("draw generate's status line", err, len, path, 1);
+    free(err);
+
+    st = scratch_run(&sd, "eval --model \"$NAMES_DRAW/gone\nmodel.safetensors\" --threads 1");
+    err = scratch_read(&sd, "stderr.txt", &len);
+    snprintf(path, sizeof path, "%s/gone\nmodel.safetensors", dir);
+    EXPECT(st != 0, "draw eval of a missing model succeeded");
+    if (err) expect_names("draw eval, missing model", err, len, path, 1);
+    free(err);
+
+    st = scratch_run(&sd, "train --out \"$NAMES_DRAW/t2\" --steps 1 --data mnist --data-root "
+                          "\"$NAMES_DRAW/no\ndata\" --threads 1");
+    err = scratch_read(&sd, "stderr.txt", &len);
+    snprintf(path, sizeof path, "%s/no\ndata", dir);
+    EXPECT(st != 0, "draw train without data succeeded");
+    if (err) expect_names("draw train, missing data", err, len, path, 1);
+    free(err);
+    scratch_remove(sd.dir);
+}
+
+// The two validation branches no tidy run reaches: a score that is not finite before any
+// best (ATTEND_FAULT_NAN_VALID_STEP, cli/train_run.h), and scenes whose vocabulary holds no
+// object word (--min-count 100 keeps only the grammar words of 32 scenes' captions), so
+// nothing can be grounded whatever the model says.
+static void test_validation_messages_without_a_score(void) {
+    setenv("ATTEND_FAULT_NAN_VALID_STEP", "2", 1);
+    int st = run("train --out %s/nan-valid --steps 2 --seed 4 --image-size 64 --channels 4,8,16 "
+                 "--embed 16 --hidden 32 --attn-dim 16 --batch 8 --train-count 32 "
+                 "--val-count-scenes 8 --test-count 8 --threads 1", tmp);
+    unsetenv("ATTEND_FAULT_NAN_VALID_STEP");
+    char *err = slurp("stderr.txt", NULL);
+    EXPECT(st == 0, "train failed (%d): %s", st, err);
+    EXPECT(strstr(err, "step 2 (epoch 0.50): validation BLEU-4 not finite") &&
+               strstr(err, " (no best model kept yet)\n"),
+           "stderr: %s", err);
+    EXPECT(strstr(err, "images/s (training), final loss ") && strstr(err, ", no best model kept yet\n"),
+           "summary: %s", err);
+    EXPECT(!strstr(err, "nan") && !strstr(err, "-1.0"), "a placeholder in: %s", err);
+    free(err);
+
+    st = run("train --out %s/no-objects --steps 2 --seed 4 --min-count 100 --image-size 64 "
+             "--channels 4,8,16 --embed 16 --hidden 32 --attn-dim 16 --batch 8 --train-count 32 "
+             "--val-count-scenes 8 --test-count 8 --threads 1", tmp);
+    err = slurp("stderr.txt", NULL);
+    EXPECT(st == 0, "train failed (%d): %s", st, err);
+    EXPECT(strstr(err, "validation BLEU-4 0.0000, grounding n/a (no object words) (the best so far)\n"),
+           "stderr: %s", err);
+    free(err);
+}
+
+// predict's TSV (stdout of test_predict_on_awkward_names, kept in predict.tsv) read back as a
+// captions file: every name that is valid UTF-8 comes back byte for byte; the Latin-1 one
+// (\xe9 once unescaped) is skipped with a warning naming its line.
+static void test_predict_tsv_reads_back(void) {
+    char tsv[700], dir[600];
+    snprintf(tsv, sizeof tsv, "%s/predict.tsv", tmp);
+    snprintf(dir, sizeof dir, "%s/awkward", tmp);
+    CaptionSet set;
+    Error e;
+    EXPECT(caption_read_tsv(&set, tsv, dir, NULL, &e) == 0, "%s", e.msg);
+    int seen[N_GOOD] = {0};
+    for (int i = 0; i < set.n_images; i++) {
+        int k = good_index(set.images[i].id, strlen(set.images[i].id));
+        EXPECT(k > 0, "read back '%s', not one of the UTF-8 names", set.images[i].id);
+        if (k > 0) seen[k]++;
+    }
+    for (int k = 1; k < N_GOOD; k++) EXPECT(seen[k] == 1, "name %d read back %d times", k, seen[k]);
+    EXPECT(set.n_warnings == 1 && strstr(set.warnings[0], "file name: not valid UTF-8 text once unescaped"),
+           "%d warnings: %s", set.n_warnings, set.n_warnings ? set.warnings[0] : "");
+    caption_set_free(&set);
+
+    // A backslash that starts no escape skips its line; a line without one reads as it is.
+    snprintf(tsv, sizeof tsv, "%s/hand.tsv", tmp);
+    FILE *fp = fopen(tsv, "wb");
+    fputs("with  spaces.png\ta photo\nback\\slash.png\ta second\nback\\\\slash.png\ta third\n", fp);
+    fclose(fp);
+    EXPECT(caption_read_tsv(&set, tsv, dir, NULL, &e) == 0, "%s", e.msg);
+    EXPECT(set.n_images == 2 && !strcmp(set.images[0].id, "with  spaces.png") &&
+               !strcmp(set.images[1].id, "back\\slash.png"),
+           "%d images", set.n_images);
+    EXPECT(set.n_warnings == 1 && strstr(set.warnings[0], "hand.tsv:2") &&
+               strstr(set.warnings[0], "a backslash that starts no escape"),
+           "warning: %s", set.n_warnings ? set.warnings[0] : "");
+    caption_set_free(&set);
+}
+
 int main(void) {
     if (scratch_open(&sc, "test_cli_names", "caption")) {
         printf("FAIL main: cannot make a temporary folder\n");
@@ -320,6 +523,10 @@ int main(void) {
     RUN(test_train_into_a_folder_not_utf8);
     RUN(test_predict_on_awkward_names);
     RUN(test_predict_only_bad_entries);
+    RUN(test_predict_tsv_reads_back);
+    RUN(test_caption_messages_name_paths_once);
+    RUN(test_draw_messages_name_paths_once);
+    RUN(test_validation_messages_without_a_score);
     scratch_remove(tmp);
     return test_summary();
 }

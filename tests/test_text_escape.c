@@ -3,12 +3,14 @@
 // the same bytes (hand-picked awkward names and 20,000 random byte strings); the field
 // form is one line of valid UTF-8 without tabs; the name form leaves valid UTF-8 alone;
 // JSON strings and name members parse with cJSON to the name form and are valid UTF-8
-// (checked by tests/support/utf8_check.h, not the module's own decoder); malformed escapes are refused.
+// (checked by tests/support/utf8_check.h, not the module's own decoder); malformed escapes are refused;
+// messages (core/error.h) are escaped once, where they are made.
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "core/text_escape.h"
 #include "tests/support/test.h"
@@ -176,6 +178,41 @@ static void test_json_parses_to_the_name_form(void) {
     }
 }
 
+// Messages are escaped once, where they are made (core/error.h): error_set writes the
+// field form; error_prefix and error_wrap escape only the text they add; text_write_linef
+// escapes a line it formats.
+static void test_messages_escaped_once(void) {
+    Error e, inner;
+    error_set(&e, "%s: truncated", "dir\nx\\y\xe9.bin");
+    EXPECT(!strcmp(e.msg, "dir\\nx\\\\y\\xe9.bin: truncated"), "error_set: %s", e.msg);
+    error_prefix(&e, "load %s", "a\tb");
+    EXPECT(!strcmp(e.msg, "load a\\tb: dir\\nx\\\\y\\xe9.bin: truncated"), "error_prefix: %s", e.msg);
+    error_set(&inner, "bad \\ value");
+    error_wrap(&e, &inner, "%s", "m\n.st");
+    EXPECT(!strcmp(e.msg, "m\\n.st: bad \\\\ value"), "error_wrap: %s", e.msg);
+    // A prefix that leaves room for 497 bytes of an old message whose escape \xe9 spans
+    // bytes 495-498: the message is cut before the escape, not inside it.
+    char longest[500];
+    memset(longest, 'a', sizeof longest - 1);
+    longest[495] = (char)0xe9;
+    longest[sizeof longest - 1] = 0;
+    error_set(&e, "%s", longest);
+    EXPECT(strlen(e.msg) == 502 && strstr(e.msg, "a\\xe9aaa"), "error_set of a long message: %zu", strlen(e.msg));
+    error_prefix(&e, "%s", "twelve chars");
+    EXPECT(!strncmp(e.msg, "twelve chars: aaa", 17) && !strchr(e.msg, '\\') && strlen(e.msg) == 12 + 2 + 495,
+           "cut inside an escape: ...%s", e.msg + 500);
+    error_wrap(&inner, &inner, "again");  // inner may be err's own Error
+    EXPECT(!strcmp(inner.msg, "again: bad \\\\ value"), "error_wrap in place: %s", inner.msg);
+    FILE *fp = tmpfile();
+    EXPECT(fp != NULL, "tmpfile");
+    if (!fp) return;
+    text_write_linef(fp, "wrote %s/%d", "o\nut\\", 7);
+    rewind(fp);
+    char line[64] = "";
+    EXPECT(fgets(line, sizeof line, fp) && !strcmp(line, "wrote o\\nut\\\\/7\n"), "linef: %s", line);
+    fclose(fp);
+}
+
 int main(void) {
     RUN(test_awkward_names_round_trip);
     RUN(test_random_bytes_round_trip);
@@ -183,5 +220,6 @@ int main(void) {
     RUN(test_field_into_cuts_whole_units);
     RUN(test_malformed_escapes_refused);
     RUN(test_json_parses_to_the_name_form);
+    RUN(test_messages_escaped_once);
     return test_summary();
 }

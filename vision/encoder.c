@@ -323,9 +323,9 @@ static int load_file(Encoder *e, const char *path, Error *err) {
     int status = is_vgg(e->spec.arch) ? plan_vgg(&L) : plan_resnet(&L);
     for (int i = 0; status == 0 && i < f.count; i++) {
         if (L.used[i] || ignorable(&f.tensors[i], &e->spec)) continue;
-        char name[160];  // the file's name, in core/text_escape.h's field form: one line
-        status = error_set(err, "%s: unexpected tensor '%s' for %s (a file of another architecture?)",
-                           path, text_field_into(name, sizeof name, f.tensors[i].name), arch);
+        // error_set writes the file's tensor name in core/text_escape.h's field form: one line
+        status = error_set(err, "%s: unexpected tensor '%.160s' for %s (a file of another architecture?)",
+                           path, f.tensors[i].name, arch);
     }
     if (status == 0) {
         int max_oc = 1;
