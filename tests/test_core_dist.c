@@ -119,7 +119,7 @@ static int ranks_main(void) {
     return failed ? 1 : 0;
 }
 
-static char self_path[1024];
+static char self_path[512];  // fits Scratch.program (600)
 
 static void run_ranks(int np) {
     Scratch sc;
