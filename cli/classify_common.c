@@ -68,26 +68,7 @@ int classify_save(const char *path, const ClassifyState *s, const Block *params,
 
 static int meta_long(const SafetensorsFile *f, const char *path, const char *key, long lo,
                      long hi, long *out, Error *err) {
-    const char *s = safetensors_meta(f, key);
-    if (!s) return error_set(err, "%s: not a classifier checkpoint (no \"%s\" in __metadata__)", path, key);
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end) return error_set(err, "%s: metadata %s = '%s' is not an integer", path, key, s);
-    if (v < lo || v > hi) return error_set(err, "%s: metadata %s = %ld out of range [%ld, %ld]", path, key, v, lo, hi);
-    *out = v;
-    return 0;
-}
-
-static int meta_float(const SafetensorsFile *f, const char *path, const char *key, float *out,
-                      Error *err) {
-    const char *s = safetensors_meta(f, key);
-    if (!s) return error_set(err, "%s: no \"%s\" in __metadata__", path, key);
-    char *end;
-    float v = strtof(s, &end);
-    if (end == s || *end || !isfinite(v)) return error_set(err, "%s: metadata %s = '%s' is not a number", path, key, s);
-    *out = v;
-    return 0;
+    return safetensors_meta_long(f, path, key, "a classifier checkpoint", lo, hi, out, err);
 }
 
 int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyState *s, Error *err) {
@@ -112,7 +93,7 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
         float loc_std = 0.0f;
         if (safetensors_meta(f, "glimpse.hard") &&
             (meta_long(f, path, "glimpse.hard", 0, 1, &hard, err) ||
-             meta_float(f, path, "glimpse.loc_std", &loc_std, err)))
+             safetensors_meta_float(f, path, "glimpse.loc_std", &loc_std, err)))
             return -1;
         s->cfg.kind = CLASSIFIER_GLIMPSE;
         s->cfg.glimpse = (GlimpseConfig){.W = (int)v[0], .H = (int)v[1], .T = (int)v[2],
@@ -138,10 +119,11 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
                                  .fragments = (int)tv[0], .fragment = (int)tv[1]};
     s->step = tv[2];
     s->batch = (int)tv[3];
-    if (meta_float(f, path, "train.lr", &s->lr, err) || meta_float(f, path, "train.beta1", &s->beta1, err) ||
-        meta_float(f, path, "train.clip", &s->clip, err) ||
+    if (safetensors_meta_float(f, path, "train.lr", &s->lr, err) ||
+        safetensors_meta_float(f, path, "train.beta1", &s->beta1, err) ||
+        safetensors_meta_float(f, path, "train.clip", &s->clip, err) ||
         (safetensors_meta(f, "train.baseline") &&  // absent before hard attention: 0
-         meta_float(f, path, "train.baseline", &s->baseline, err)))
+         safetensors_meta_float(f, path, "train.baseline", &s->baseline, err)))
         return -1;
     const char *seed = safetensors_meta(f, "train.seed");
     if (!seed) return error_set(err, "%s: no \"train.seed\" in __metadata__", path);

@@ -21,6 +21,7 @@
 // ("adam.m/NAME", "adam.v/NAME") and, in __metadata__, the configuration and the step.
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,25 +121,7 @@ static int save_checkpoint(const char *path, const TrainState *s, const Block *p
 
 static int meta_long(const SafetensorsFile *f, const char *path, const char *key, long *out,
                      Error *err) {
-    const char *s = safetensors_meta(f, key);
-    if (!s) return error_set(err, "%s: not a DRAW checkpoint (no \"%s\" in __metadata__)", path, key);
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end) return error_set(err, "%s: metadata %s = '%s' is not an integer", path, key, s);
-    *out = v;
-    return 0;
-}
-
-static int meta_float(const SafetensorsFile *f, const char *path, const char *key, float *out,
-                      Error *err) {
-    const char *s = safetensors_meta(f, key);
-    if (!s) return error_set(err, "%s: no \"%s\" in __metadata__", path, key);
-    char *end;
-    float v = strtof(s, &end);
-    if (end == s || *end || !isfinite(v)) return error_set(err, "%s: metadata %s = '%s' is not a number", path, key, s);
-    *out = v;
-    return 0;
+    return safetensors_meta_long(f, path, key, "a DRAW checkpoint", LONG_MIN, LONG_MAX, out, err);
 }
 
 // Reads the configuration and training state from a checkpoint's metadata.
@@ -174,8 +157,9 @@ static int read_state(const SafetensorsFile *f, const char *path, TrainState *s,
     s->step = v[9];
     s->batch = (int)v[10];
     s->binarize = v[11] != 0;
-    if (meta_float(f, path, "train.lr", &s->lr, err) || meta_float(f, path, "train.beta1", &s->beta1, err) ||
-        meta_float(f, path, "train.clip", &s->clip, err))
+    if (safetensors_meta_float(f, path, "train.lr", &s->lr, err) ||
+        safetensors_meta_float(f, path, "train.beta1", &s->beta1, err) ||
+        safetensors_meta_float(f, path, "train.clip", &s->clip, err))
         return -1;
     const char *seed = safetensors_meta(f, "train.seed");
     if (!seed) return error_set(err, "%s: no \"train.seed\" in __metadata__", path);

@@ -589,6 +589,31 @@ const char *safetensors_meta(const SafetensorsFile *f, const char *key) {
     return NULL;
 }
 
+int safetensors_meta_long(const SafetensorsFile *f, const char *path, const char *key,
+                          const char *kind, long lo, long hi, long *out, Error *err) {
+    const char *s = safetensors_meta(f, key);
+    if (!s && kind) return error_set(err, "%s: not %s (no \"%s\" in __metadata__)", path, kind, key);
+    if (!s) return error_set(err, "%s: no \"%s\" in __metadata__", path, key);
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end) return error_set(err, "%s: metadata %s = '%s' is not an integer", path, key, s);
+    if (v < lo || v > hi) return error_set(err, "%s: metadata %s = %ld out of range [%ld, %ld]", path, key, v, lo, hi);
+    *out = v;
+    return 0;
+}
+
+int safetensors_meta_float(const SafetensorsFile *f, const char *path, const char *key,
+                           float *out, Error *err) {
+    const char *s = safetensors_meta(f, key);
+    if (!s) return error_set(err, "%s: no \"%s\" in __metadata__", path, key);
+    char *end;
+    float v = strtof(s, &end);
+    if (end == s || *end || !isfinite(v)) return error_set(err, "%s: metadata %s = '%s' is not a number", path, key, s);
+    *out = v;
+    return 0;
+}
+
 static void format_shape(char *buf, size_t cap, int ndim, const int64_t *shape) {
     size_t len = 0;
     buf[0] = 0;

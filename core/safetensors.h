@@ -93,6 +93,14 @@ float safetensors_bf16_to_f32(uint16_t h);
 float safetensors_f16_to_f32_ref(uint16_t h);
 const SafetensorsTensor *safetensors_find(const SafetensorsFile *f, const char *name);
 const char *safetensors_meta(const SafetensorsFile *f, const char *key);  // NULL if absent
+// Metadata read as numbers; each failure is one line naming path, key and value. A missing
+// key reads "PATH: not KIND (no "KEY" in __metadata__)" (KIND e.g. "a DRAW checkpoint"),
+// or "PATH: no "KEY" in __metadata__" when kind is NULL. Integers outside [lo, hi] fail
+// (LONG_MIN, LONG_MAX: any); floats must be finite.
+int safetensors_meta_long(const SafetensorsFile *f, const char *path, const char *key,
+                          const char *kind, long lo, long hi, long *out, Error *err);
+int safetensors_meta_float(const SafetensorsFile *f, const char *path, const char *key,
+                           float *out, Error *err);
 
 // Copies every tensor of block b from f (looking up prefix + name), checking shapes.
 // Missing tensors, shape mismatches and integer tensors fail naming the tensor. f must

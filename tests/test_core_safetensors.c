@@ -461,6 +461,40 @@ static void test_failed_save_keeps_old_file(void) {
     block_free(&big);
 }
 
+// Metadata read as numbers: values, ranges, and the one-line refusals naming file and key.
+static void test_metadata_numbers(void) {
+    char path[512];
+    path_in(path, sizeof path, "meta.safetensors");
+    Block a;
+    Params p;
+    make_params(&a, &p, 4);
+    const Block *blocks[] = {&a};
+    SafetensorsMeta meta[] = {{"n", "42"}, {"big", "99"}, {"word", "4x"}, {"lr", "0.25"},
+                              {"inf", "inf"}};
+    Error err = {{0}};
+    EXPECT(safetensors_save(path, blocks, NULL, 1, meta, 5, &err) == 0, "%s", err.msg);
+    SafetensorsFile f;
+    EXPECT(safetensors_load(&f, path, &err) == 0, "%s", err.msg);
+    long v = 0;
+    float x = 0;
+    EXPECT(safetensors_meta_long(&f, path, "n", "a test file", 0, 100, &v, &err) == 0 && v == 42,
+           "n read as %ld", v);
+    EXPECT(safetensors_meta_long(&f, path, "big", NULL, 0, 50, &v, &err) == -1 &&
+               strstr(err.msg, "big = 99 out of range [0, 50]"), "range: %s", err.msg);
+    EXPECT(safetensors_meta_long(&f, path, "word", NULL, 0, 50, &v, &err) == -1 &&
+               strstr(err.msg, "is not an integer"), "word: %s", err.msg);
+    EXPECT(safetensors_meta_long(&f, path, "gone", "a test file", 0, 1, &v, &err) == -1 &&
+               strstr(err.msg, "not a test file (no \"gone\" in __metadata__)") &&
+               strstr(err.msg, "meta.safetensors"), "missing with a kind: %s", err.msg);
+    EXPECT(safetensors_meta_float(&f, path, "lr", &x, &err) == 0 && x == 0.25f, "lr read as %g", x);
+    EXPECT(safetensors_meta_float(&f, path, "inf", &x, &err) == -1 &&
+               strstr(err.msg, "is not a number"), "inf: %s", err.msg);
+    EXPECT(safetensors_meta_float(&f, path, "gone", &x, &err) == -1 &&
+               strstr(err.msg, "no \"gone\" in __metadata__"), "missing: %s", err.msg);
+    safetensors_free(&f);
+    block_free(&a);
+}
+
 int main(void) {
     if (scratch_make(tmpdir, sizeof tmpdir, "attend_st")) return 1;
     RUN(test_roundtrip_tensors_and_metadata);
@@ -471,6 +505,7 @@ int main(void) {
     RUN(test_rejects_malformed_files);
     RUN(test_truncations_and_corruptions);
     RUN(test_failed_save_keeps_old_file);
+    RUN(test_metadata_numbers);
     scratch_remove(tmpdir);
     return test_summary();
 }
