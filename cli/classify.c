@@ -31,22 +31,24 @@ static int fail(const Error *err) {
 
 typedef struct {
     const char *data, *root, *out;
-    int model, T, read_n, hidden, batch, threads, epochs, fragments;
+    int model, T, read_n, hidden, threads, epochs, fragments;
     int valid_every, valid_images, log_every, ckpt_every;
-    long steps, seed;
+    long steps;
     double minutes;
-    float lr, beta1, clip, loc_std;
+    float loc_std;
+    TrainOptimFlags optim;  // --batch, --lr, --beta1, --clip, --seed
     bool resume, force, no_attention, hard, json;
     struct {
-        bool model, data, T, read, hidden, no_attention, hard, loc_std, fragments, batch, lr, beta1, clip, seed;
+        bool model, data, T, read, hidden, no_attention, hard, loc_std, fragments;
     } given;
 } ClassifyFlags;
 
 static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
     *f = (ClassifyFlags){.data = "mnist", .root = "data", .T = 8, .read_n = 12, .hidden = 256,
-                         .batch = 64, .threads = threads_available(), .fragments = 8,
-                         .valid_every = 500, .valid_images = 1000, .log_every = 50, .seed = 1,
-                         .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f, .loc_std = 0.2f};
+                         .threads = threads_available(), .fragments = 8,
+                         .valid_every = 500, .valid_images = 1000, .log_every = 50,
+                         .loc_std = 0.2f,
+                         .optim = {.seed = 1, .batch = 64, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f}};
     static const char *const models[] = {"glimpse", "cnn", NULL};
     ArgSpec specs[] = {
         {"model", ARG_CHOICE, &f->model, "glimpse: the recurrent attention classifier; cnn: the convolutional baseline (2 layers of 3x3 conv, ReLU, 2x2 max-pool, 16 and 32 channels; fc 256)", .choices = models, .given = &f->given.model},
@@ -60,14 +62,14 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
         {"hard", ARG_FLAG, &f->hard, "hard attention: sample each window centre and train where to look by REINFORCE (the RAM baseline)", .given = &f->given.hard},
         {"loc-std", ARG_FLOAT, &f->loc_std, "--hard: standard deviation of the centre policy (the image spans [-1, 1])", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 10, .given = &f->given.loc_std},
         {"fragments", ARG_INT, &f->fragments, "clutter fragments (8 x 8) per image", .has_min = true, .min = 0, .has_max = true, .max = CLUTTER_MAX_FRAGMENTS, .given = &f->given.fragments},
-        {"batch", ARG_INT, &f->batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = 1024, .given = &f->given.batch},
-        {"lr", ARG_FLOAT, &f->lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->given.lr},
-        {"beta1", ARG_FLOAT, &f->beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.beta1},
-        {"clip", ARG_FLOAT, &f->clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->given.clip},
+        {"batch", ARG_INT, &f->optim.batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = 1024, .given = &f->optim.given.batch},
+        {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
+        {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
+        {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
         {"steps", ARG_LONG, &f->steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
         {"epochs", ARG_INT, &f->epochs, "train until this many epochs in total (1 when no budget is given)", .has_min = true, .min = 0},
         {"minutes", ARG_DOUBLE, &f->minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
-        {"seed", ARG_LONG, &f->seed, "seed of initialisation, data order and training clutter", .has_min = true, .min = 0, .given = &f->given.seed},
+        {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order and training clutter", .has_min = true, .min = 0, .given = &f->optim.given.seed},
         {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model flags given must match it", .given = NULL},
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch (default: every core this process may use)", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
@@ -115,7 +117,7 @@ static int check_resume_flags(ClassifyRun *r, Error *err) {
     ClassifyState *st = &r->st;
     const GlimpseConfig *c = &st->cfg.glimpse;
     const bool glimpse = st->cfg.kind == CLASSIFIER_GLIMPSE;
-    FlagDiffs model = {0}, changed = {0};
+    FlagDiffs model = {0};
     flag_diffs_text(&model, "model", f->given.model, f->model ? "cnn" : "glimpse",
                     classifier_kind_name(st->cfg.kind));
     flag_diffs_text(&model, "data", f->given.data, f->data, st->data);
@@ -129,17 +131,7 @@ static int check_resume_flags(ClassifyRun *r, Error *err) {
     }
     flag_diffs_int(&model, "fragments", f->given.fragments, f->fragments, st->clutter.fragments);
     if (flag_diffs_refuse(&model, r->ckpt, err)) return -1;
-    flag_diffs_int(&changed, "batch", f->given.batch, f->batch, st->batch);
-    flag_diffs_float(&changed, "lr", f->given.lr, f->lr, st->lr);
-    flag_diffs_float(&changed, "beta1", f->given.beta1, f->beta1, st->beta1);
-    flag_diffs_float(&changed, "clip", f->given.clip, f->clip, st->clip);
-    flag_diffs_int(&changed, "seed", f->given.seed, f->seed, (long)st->seed);
-    if (changed.n) text_write_linef(stderr, "draw classify train: resuming with %s", changed.text);
-    if (f->given.batch) st->batch = f->batch;
-    if (f->given.lr) st->lr = f->lr;
-    if (f->given.beta1) st->beta1 = f->beta1;
-    if (f->given.clip) st->clip = f->clip;
-    if (f->given.seed) st->seed = (uint64_t)f->seed;
+    train_optim_resume(&st->optim, &f->optim, "draw classify train", stderr);
     return 0;
 }
 
@@ -170,17 +162,15 @@ static int load_data(ClassifyRun *r, Error *err) {
             g->T = f->T, g->read_n = f->read_n, g->hidden = f->hidden, g->attention = !f->no_attention;
             g->hard = f->hard, g->loc_std = f->hard ? f->loc_std : 0.0f;
         }
-        st->seed = (uint64_t)f->seed;
-        st->batch = f->batch;
-        st->lr = f->lr, st->beta1 = f->beta1, st->clip = f->clip;
+        st->optim = train_optim_new(&f->optim);
         snprintf(st->data, sizeof st->data, "%s", f->data);
         if (classifier_config_check(&st->cfg, err)) return -1;
     }
     if (classify_load_split(&r->train, st->data, f->root, SPLIT_TRAIN, &st->clutter, err) ||
         classify_load_split(&r->valid, st->data, f->root, SPLIT_VALID, &st->clutter, err))
         return -1;
-    if (r->train.n < st->batch)
-        return error_set(err, "--batch: %d is more than the %d training digits of %s", st->batch,
+    if (r->train.n < st->optim.batch)
+        return error_set(err, "--batch: %d is more than the %d training digits of %s", st->optim.batch,
                          r->train.n, st->data);
     if (f->valid_images > r->valid.n)
         return error_set(err, "--valid-images: %d is more than the %d validation digits", f->valid_images, r->valid.n);
@@ -202,17 +192,17 @@ static int init_model(ClassifyRun *r, const SafetensorsFile *file, Error *err) {
             return -1;
     } else {
         Rng init;
-        rng_seed(&init, classify_mix64(r->st.seed, 0x1417));
+        rng_seed(&init, classify_mix64(r->st.optim.seed, 0x1417));
         classifier_init(&r->p, c, &init);
     }
-    r->adam = adam_defaults(r->st.lr);
-    r->adam.beta1 = r->st.beta1;
+    r->adam = adam_defaults(r->st.optim.lr);
+    r->adam.beta1 = r->st.optim.beta1;
     return 0;
 }
 
 static void alloc_buffers(ClassifyRun *r) {
     const ClassifierConfig *c = &r->st.cfg;
-    const int B = r->st.batch, threads = r->f->threads;
+    const int B = r->st.optim.batch, threads = r->f->threads;
     r->n_workers = classifier_worker_count(threads, B);
     r->workers = xcalloc((size_t)r->n_workers, sizeof *r->workers);
     classifier_workers_alloc(r->workers, r->n_workers, c, B);
@@ -283,25 +273,25 @@ static void print_header(const ClassifyRun *r) {
     fprintf(stderr, "draw classify train: cluttered %s %dx%d (%d fragments of %dx%d), %s, "
             "batch %d, lr %g; gemm %s, %d thread%s; step %ld%s\n",
             r->st.data, r->st.clutter.W, r->st.clutter.H, r->st.clutter.fragments, r->st.clutter.fragment,
-            r->st.clutter.fragment, read, r->st.batch, r->st.lr, gemm_backend(),
+            r->st.clutter.fragment, read, r->st.optim.batch, r->st.optim.lr, gemm_backend(),
             r->f->threads, r->f->threads == 1 ? "" : "s", r->st.step, budget);
 }
 
 // The batch of step st.step: positions [i B, i B + B) of its epoch's order.
 static void make_batch(ClassifyRun *r) {
     const ClassifyState *st = &r->st;
-    const int B = st->batch;
+    const int B = st->optim.batch;
     long e = st->step / r->bpe, i = st->step % r->bpe;
     if (e != r->perm_epoch) {
         for (int k = 0; k < r->train.n; k++) r->perm[k] = k;
         Rng er;
-        rng_seed(&er, classify_mix64(st->seed, 0xE90C0000ULL + (uint64_t)e));
+        rng_seed(&er, classify_mix64(st->optim.seed, 0xE90C0000ULL + (uint64_t)e));
         rng_shuffle(&er, r->perm, r->train.n);
         r->perm_epoch = e;
     }
     for (int b = 0; b < B; b++) r->idx[b] = e * r->train.n + r->perm[i * B + b];
     cluttered_batch(r->x, r->labels, &r->train, &st->clutter,
-                    classify_train_clutter_seed(st->seed), r->idx, B);
+                    classify_train_clutter_seed(st->optim.seed), r->idx, B);
 }
 
 static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
@@ -309,19 +299,19 @@ static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
     make_batch(r);
     if (r->eps) {  // hard attention: the centre noise of this step, from (seed, step)
         Rng sr;
-        rng_seed(&sr, classify_mix64(classify_mix64(st->seed, 0x5DE9), (uint64_t)st->step));
-        rng_normal_fill(&sr, r->eps, (size_t)st->cfg.glimpse.T * st->batch * 2);
+        rng_seed(&sr, classify_mix64(classify_mix64(st->optim.seed, 0x5DE9), (uint64_t)st->step));
+        rng_normal_fill(&sr, r->eps, (size_t)st->cfg.glimpse.T * st->optim.batch * 2);
     }
     *loss = classifier_forward_parallel_hard(r->workers, r->n_workers, &r->p, &st->cfg, r->x,
-                                             r->labels, st->batch, r->eps, st->baseline,
+                                             r->labels, st->optim.batch, r->eps, st->baseline,
                                              &r->grads, correct);
     // REINFORCE's baseline: a moving average of the reward (decay 0.9, as the captioner's).
-    if (r->eps) st->baseline = 0.9f * st->baseline + 0.1f * (float)*correct / (float)st->batch;
+    if (r->eps) st->baseline = 0.9f * st->baseline + 0.1f * (float)*correct / (float)st->optim.batch;
     if (train_check_finite(st->step + 1, "loss", *loss, &r->grads, r->ckpt, err)) return -1;
-    clip_global_norm(r->grads.data, r->grads.numel, st->clip);
+    clip_global_norm(r->grads.data, r->grads.numel, st->optim.clip);
     st->step++;
     adam_update(r->params.data, r->grads.data, r->mom1.data, r->mom2.data, r->params.numel,
-                &r->adam, st->step, st->lr);
+                &r->adam, st->step, st->optim.lr);
     return 0;
 }
 
@@ -330,13 +320,13 @@ static int log_validate_save(ClassifyRun *r, double loss, int correct, bool last
     r->loss_acc += loss;
     r->acc_n++;
     r->acc_correct += correct;
-    r->acc_images += st->batch;
+    r->acc_images += st->optim.batch;
     TrainDue due = train_due(&r->cadence, st->step, last);
     if (due.log) {
         r->last_loss = r->loss_acc / r->acc_n;
         r->last_train_error = 1.0 - (double)r->acc_correct / r->acc_images;
         if (due.validate) {
-            ClassifyEval v = classify_evaluate(r->workers, r->n_workers, st->batch, &r->p, &st->cfg,
+            ClassifyEval v = classify_evaluate(r->workers, r->n_workers, st->optim.batch, &r->p, &st->cfg,
                                                &r->valid, &st->clutter, CLUTTER_TEST_SEED,
                                                r->f->valid_images, r->x, r->labels);
             r->last_valid = v.error;
@@ -369,7 +359,7 @@ static int train_loop(ClassifyRun *r, Error *err) {
         }
         int n = snprintf(status, sizeof status, "loss %.3f", loss);
         if (isfinite(r->last_valid)) snprintf(status + n, sizeof status - n, ", valid error %.2f%%", 100.0 * r->last_valid);
-        train_meter_step(&r->meter, r->st.step, r->st.batch, secs, status);
+        train_meter_step(&r->meter, r->st.step, r->st.optim.batch, secs, status);
     }
     train_meter_end(&r->meter, r->st.step, status);
     return rc;

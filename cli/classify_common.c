@@ -52,12 +52,12 @@ int classify_save(const char *path, const ClassifyState *s, const Block *params,
     META("clutter.fragments", "%d", s->clutter.fragments);
     META("clutter.fragment", "%d", s->clutter.fragment);
     META("train.step", "%ld", s->step);
-    META("train.batch", "%d", s->batch);
-    META("train.lr", "%.9g", (double)s->lr);
-    META("train.beta1", "%.9g", (double)s->beta1);
-    META("train.clip", "%.9g", (double)s->clip);
+    META("train.batch", "%d", s->optim.batch);
+    META("train.lr", "%.9g", (double)s->optim.lr);
+    META("train.beta1", "%.9g", (double)s->optim.beta1);
+    META("train.clip", "%.9g", (double)s->optim.clip);
     META("train.baseline", "%.9g", (double)s->baseline);
-    META("train.seed", "%" PRIu64, s->seed);
+    META("train.seed", "%" PRIu64, s->optim.seed);
 #undef META
     meta[k++] = (SafetensorsMeta){"train.data", s->data};
     meta[k++] = (SafetensorsMeta){"format", CLASSIFY_FORMAT};
@@ -118,10 +118,10 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
     s->clutter = (ClutterConfig){.W = classifier_width(&s->cfg), .H = classifier_height(&s->cfg),
                                  .fragments = (int)tv[0], .fragment = (int)tv[1]};
     s->step = tv[2];
-    s->batch = (int)tv[3];
-    if (safetensors_meta_float(f, path, "train.lr", &s->lr, err) ||
-        safetensors_meta_float(f, path, "train.beta1", &s->beta1, err) ||
-        safetensors_meta_float(f, path, "train.clip", &s->clip, err) ||
+    s->optim.batch = (int)tv[3];
+    if (safetensors_meta_float(f, path, "train.lr", &s->optim.lr, err) ||
+        safetensors_meta_float(f, path, "train.beta1", &s->optim.beta1, err) ||
+        safetensors_meta_float(f, path, "train.clip", &s->optim.clip, err) ||
         (safetensors_meta(f, "train.baseline") &&  // absent before hard attention: 0
          safetensors_meta_float(f, path, "train.baseline", &s->baseline, err)))
         return -1;
@@ -129,7 +129,7 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
     if (!seed) return error_set(err, "%s: no \"train.seed\" in __metadata__", path);
     char *end;
     errno = 0;
-    s->seed = strtoull(seed, &end, 10);
+    s->optim.seed = strtoull(seed, &end, 10);
     if (errno || end == seed || *end) return error_set(err, "%s: metadata train.seed = '%s' is not an integer", path, seed);
     const char *data = safetensors_meta(f, "train.data");
     snprintf(s->data, sizeof s->data, "%s", data && data[0] ? data : "mnist");
@@ -138,7 +138,7 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
     if (classifier_config_check(&s->cfg, &e2)) return error_wrap(err, &e2, "%s", path);
     if (clutter_config_check(&s->clutter, 28, 28, &e2))  // the MNIST family's 28 x 28 digits
         return error_wrap(err, &e2, "%s: clutter configuration", path);
-    if (s->batch < 1) return error_set(err, "%s: metadata train.batch = %d", path, s->batch);
+    if (s->optim.batch < 1) return error_set(err, "%s: metadata train.batch = %d", path, s->optim.batch);
     return 0;
 }
 

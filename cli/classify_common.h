@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "cli/train_run.h"
 #include "core/block.h"
 #include "core/error.h"
 #include "core/safetensors.h"
@@ -21,9 +22,7 @@ typedef struct {
     ClassifierConfig cfg;
     ClutterConfig clutter;
     long step;
-    uint64_t seed;
-    int batch;
-    float lr, beta1, clip;
+    TrainOptim optim;  // batch, lr, beta1, clip, seed
     float baseline;  // hard attention: the moving average of the reward (REINFORCE's baseline)
     char data[256];  // the digits' source: mnist, fashion-mnist
 } ClassifyState;

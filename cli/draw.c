@@ -66,9 +66,7 @@
 typedef struct {
     DrawConfig cfg;
     long step;
-    uint64_t seed;
-    int batch;
-    float lr, beta1, clip;
+    TrainOptim optim;  // batch, lr, beta1, clip, seed
     int binarize;
     char data[256];
 } TrainState;
@@ -97,18 +95,18 @@ static int save_checkpoint(const char *path, const TrainState *s, const Block *p
     META_INT("draw.z", c->z);
     META_INT("draw.attention", c->attention);
     META_INT("train.step", s->step);
-    META_INT("train.batch", s->batch);
+    META_INT("train.batch", s->optim.batch);
     META_INT("train.binarize", s->binarize);
-    META_FLOAT("train.lr", s->lr);
-    META_FLOAT("train.beta1", s->beta1);
-    META_FLOAT("train.clip", s->clip);
+    META_FLOAT("train.lr", s->optim.lr);
+    META_FLOAT("train.beta1", s->optim.beta1);
+    META_FLOAT("train.clip", s->optim.clip);
     CHECK(k == 15);
     // Grey checkpoints carry no channel count, as before colour existed (same bytes).
     if (draw_channels(c) > 1) {
         META_INT("draw.channels", draw_channels(c));
     }
     char seed[32];
-    snprintf(seed, sizeof seed, "%" PRIu64, s->seed);
+    snprintf(seed, sizeof seed, "%" PRIu64, s->optim.seed);
     meta[k++] = (SafetensorsMeta){"train.seed", seed};
     meta[k++] = (SafetensorsMeta){"train.data", s->data};
     meta[k++] = (SafetensorsMeta){"format", "attend-draw-1"};
@@ -155,23 +153,23 @@ static int read_state(const SafetensorsFile *f, const char *path, TrainState *s,
         s->cfg.channels = (int)nc;
     }
     s->step = v[9];
-    s->batch = (int)v[10];
+    s->optim.batch = (int)v[10];
     s->binarize = v[11] != 0;
-    if (safetensors_meta_float(f, path, "train.lr", &s->lr, err) ||
-        safetensors_meta_float(f, path, "train.beta1", &s->beta1, err) ||
-        safetensors_meta_float(f, path, "train.clip", &s->clip, err))
+    if (safetensors_meta_float(f, path, "train.lr", &s->optim.lr, err) ||
+        safetensors_meta_float(f, path, "train.beta1", &s->optim.beta1, err) ||
+        safetensors_meta_float(f, path, "train.clip", &s->optim.clip, err))
         return -1;
     const char *seed = safetensors_meta(f, "train.seed");
     if (!seed) return error_set(err, "%s: no \"train.seed\" in __metadata__", path);
     char *end;
-    s->seed = strtoull(seed, &end, 10);
+    s->optim.seed = strtoull(seed, &end, 10);
     if (end == seed || *end) return error_set(err, "%s: metadata train.seed = '%s' is not an integer", path, seed);
     const char *data = safetensors_meta(f, "train.data");
     snprintf(s->data, sizeof s->data, "%s", data ? data : "");
     Error e2;
     // e2's message is in the field form already: prefixed, never formatted again
     if (draw_config_check(&s->cfg, &e2)) return error_wrap(err, &e2, "%s", path);
-    if (s->batch < 1) return error_set(err, "%s: metadata train.batch = %d", path, s->batch);
+    if (s->optim.batch < 1) return error_set(err, "%s: metadata train.batch = %d", path, s->optim.batch);
     return 0;
 }
 
@@ -452,14 +450,14 @@ static int fail(const Error *err) {
 // flag left out takes the checkpoint's value).
 typedef struct {
     const char *data, *root, *out;
-    int T, read_n, write_n, hidden, z, batch, threads, epochs, preset;
+    int T, read_n, write_n, hidden, z, threads, epochs, preset;
     int valid_every, valid_images, log_every, ckpt_every;
-    long steps, seed;
+    long steps;
     double minutes;
-    float lr, beta1, clip;
+    TrainOptimFlags optim;  // --batch, --lr, --beta1, --clip, --seed
     bool resume, force, no_attention, no_binarize, json;
     struct {
-        bool data, T, read, write, hidden, z, no_attention, no_binarize, batch, lr, beta1, clip, seed;
+        bool data, T, read, write, hidden, z, no_attention, no_binarize;
     } given;
 } TrainFlags;
 
@@ -487,9 +485,9 @@ static void apply_preset(TrainFlags *f) {
 // (after --help, or a bad flag reported on stderr).
 static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
     *f = (TrainFlags){.data = "mnist", .root = "data", .T = 64, .read_n = 2, .write_n = 5,
-                      .hidden = 256, .z = 100, .batch = 100, .threads = threads_available(),
-                      .valid_every = 500, .log_every = 50, .seed = 1, .lr = 1e-3f,
-                      .beta1 = 0.9f, .clip = 10.0f};
+                      .hidden = 256, .z = 100, .threads = threads_available(),
+                      .valid_every = 500, .log_every = 50,
+                      .optim = {.seed = 1, .batch = 100, .lr = 1e-3f, .beta1 = 0.9f, .clip = 10.0f}};
     ArgSpec specs[] = {
         {"data", ARG_STRING, &f->data, "mnist, fashion-mnist, mnist2 (two digits, 60x60), scenes (colour 64x64), or an IDX image file", .metavar = "D", .given = &f->given.data},
         {"preset", ARG_CHOICE, &f->preset, "model configuration of the paper's table 3: mnist (T 64, read 2, write 5, hidden 256, z 100) or svhn (T 32, read 12, write 12, hidden 800, z 100); model flags given override it", .choices = DRAW_PRESETS},
@@ -500,14 +498,14 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"write", ARG_INT, &f->write_n, "write grid N (N x N)", .has_min = true, .min = 1, .has_max = true, .max = 64, .given = &f->given.write},
         {"hidden", ARG_INT, &f->hidden, "encoder and decoder LSTM units", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.hidden},
         {"z", ARG_INT, &f->z, "latent size per step", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.z},
-        {"batch", ARG_INT, &f->batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = 10000, .given = &f->given.batch},
-        {"lr", ARG_FLOAT, &f->lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->given.lr},
-        {"beta1", ARG_FLOAT, &f->beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.beta1},
-        {"clip", ARG_FLOAT, &f->clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->given.clip},
+        {"batch", ARG_INT, &f->optim.batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = 10000, .given = &f->optim.given.batch},
+        {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
+        {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
+        {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
         {"steps", ARG_LONG, &f->steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
         {"epochs", ARG_INT, &f->epochs, "train until this many epochs in total (1 when no budget is given)", .has_min = true, .min = 0},
         {"minutes", ARG_DOUBLE, &f->minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
-        {"seed", ARG_LONG, &f->seed, "seed of initialisation, data order, binarisation and noise", .has_min = true, .min = 0, .given = &f->given.seed},
+        {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order, binarisation and noise", .has_min = true, .min = 0, .given = &f->optim.given.seed},
         {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
         {"no-attention", ARG_FLAG, &f->no_attention, "read the whole image and write the whole canvas", .given = &f->given.no_attention},
@@ -566,7 +564,7 @@ static int check_resume_flags(DrawRun *r, Error *err) {
     const TrainFlags *f = r->f;
     TrainState *st = &r->st;
     const DrawConfig *c = &st->cfg;
-    FlagDiffs model = {0}, changed = {0};
+    FlagDiffs model = {0};
     flag_diffs_text(&model, "data", f->given.data && st->data[0], f->data, st->data);
     flag_diffs_int(&model, "T", f->given.T, f->T, c->T);
     flag_diffs_int(&model, "read", f->given.read, f->read_n, c->read_n);
@@ -576,17 +574,7 @@ static int check_resume_flags(DrawRun *r, Error *err) {
     flag_diffs_switch(&model, "no-attention", f->given.no_attention, f->no_attention, !c->attention);
     flag_diffs_switch(&model, "no-binarize", f->given.no_binarize, f->no_binarize, !st->binarize);
     if (flag_diffs_refuse(&model, r->ckpt, err)) return -1;
-    flag_diffs_int(&changed, "batch", f->given.batch, f->batch, st->batch);
-    flag_diffs_float(&changed, "lr", f->given.lr, f->lr, st->lr);
-    flag_diffs_float(&changed, "beta1", f->given.beta1, f->beta1, st->beta1);
-    flag_diffs_float(&changed, "clip", f->given.clip, f->clip, st->clip);
-    flag_diffs_int(&changed, "seed", f->given.seed, f->seed, (long)st->seed);
-    if (changed.n) text_write_linef(stderr, "draw train: resuming with %s", changed.text);
-    if (f->given.batch) st->batch = f->batch;
-    if (f->given.lr) st->lr = f->lr;
-    if (f->given.beta1) st->beta1 = f->beta1;
-    if (f->given.clip) st->clip = f->clip;
-    if (f->given.seed) st->seed = (uint64_t)f->seed;
+    train_optim_resume(&st->optim, &f->optim, "draw train", stderr);
     return 0;
 }
 
@@ -616,9 +604,7 @@ static int load_data(DrawRun *r, Error *err) {
                                .channels = r->train.channels, .T = f->T,
                                .read_n = f->read_n, .write_n = f->write_n, .enc = f->hidden,
                                .dec = f->hidden, .z = f->z, .attention = !f->no_attention};
-        st->seed = (uint64_t)f->seed;
-        st->batch = f->batch;
-        st->lr = f->lr, st->beta1 = f->beta1, st->clip = f->clip;
+        st->optim = train_optim_new(&f->optim);
         st->binarize = binarize;
         snprintf(st->data, sizeof st->data, "%s", f->data);
         if (draw_config_check(&st->cfg, err)) return -1;
@@ -628,8 +614,8 @@ static int load_data(DrawRun *r, Error *err) {
                          st->cfg.W, st->cfg.H, draw_channels(&st->cfg), dname, r->train.cols,
                          r->train.rows, r->train.channels);
     }
-    if (r->train.n < st->batch)
-        return error_set(err, "--batch: %d is more than the %d training images of %s", st->batch,
+    if (r->train.n < st->optim.batch)
+        return error_set(err, "--batch: %d is more than the %d training images of %s", st->optim.batch,
                          r->train.n, dname);
     return 0;
 }
@@ -652,11 +638,11 @@ static int init_model(DrawRun *r, const SafetensorsFile *file, Error *err) {
             return -1;
     } else {
         Rng init;
-        rng_seed(&init, rng_mix(r->st.seed, 0x1417));
+        rng_seed(&init, rng_mix(r->st.optim.seed, 0x1417));
         draw_init(&r->p, c, &init);
     }
-    r->adam = adam_defaults(r->st.lr);
-    r->adam.beta1 = r->st.beta1;
+    r->adam = adam_defaults(r->st.optim.lr);
+    r->adam.beta1 = r->st.optim.beta1;
     return 0;
 }
 
@@ -665,7 +651,7 @@ static int init_model(DrawRun *r, const SafetensorsFile *file, Error *err) {
 // Over ranks, each rank's workers split its share of the batch.
 static void alloc_workers(DrawRun *r) {
     const DrawConfig *c = &r->st.cfg;
-    const int B = r->st.batch, threads = r->f->threads;
+    const int B = r->st.optim.batch, threads = r->f->threads;
     dist_share(r->dist, B, &r->share_begin, &r->share_count);
     const int share = r->share_count;
     // Every rank's workers are laid out for the largest share (rank 0's), ceil(ceil(B / N) /
@@ -722,9 +708,9 @@ static int open_parts(DrawRun *r, const SafetensorsFile *file, Error *err) {
     const TrainFlags *f = r->f;
     const bool root = dist_is_root(r->dist);
     if (load_data(r, err) || (root && make_dirs(f->out, err))) return -1;
-    if (r->st.batch < r->dist->size)
+    if (r->st.optim.batch < r->dist->size)
         return error_set(err, "--batch %d is less than the %d ranks: each rank needs an image",
-                         r->st.batch, r->dist->size);
+                         r->st.optim.batch, r->dist->size);
     if (root) atomic_remove_stale(f->out);
     if (init_model(r, file, err)) return -1;
     alloc_workers(r);
@@ -778,7 +764,7 @@ static void print_header(const DrawRun *r) {
     text_write_linef(stderr, "draw train: %s %dx%d, T %d, %s, hidden %d, z %d, batch %d, lr %g, %s; "
                      "gemm %s, %d thread%s%s; step %ld%s",
                      r->resumed && r->st.data[0] ? r->st.data : r->f->data, c->W, c->H, c->T,
-                     c->attention ? "attention" : "no attention", c->enc, c->z, r->st.batch, r->st.lr,
+                     c->attention ? "attention" : "no attention", c->enc, c->z, r->st.optim.batch, r->st.optim.lr,
                      r->st.binarize ? "dynamically binarised" : c->channels > 1 ? "colour intensities" : "grey levels", gemm_backend(),
                      r->f->threads, r->f->threads == 1 ? "" : "s", ranks, r->st.step, budget);
     if (c->attention)
@@ -790,18 +776,18 @@ static void print_header(const DrawRun *r) {
 static int train_step(DrawRun *r, double *bound, Error *err) {
     TrainState *st = &r->st;
     const DrawConfig *c = &st->cfg;
-    const int B = st->batch;
+    const int B = st->optim.batch;
     long e = st->step / r->bpe, i = st->step % r->bpe;
     if (e != r->perm_epoch) {
         for (int k = 0; k < r->train.n; k++) r->perm[k] = k;
         Rng er;
-        rng_seed(&er, rng_mix(st->seed, 0xE90C0000ULL + (uint64_t)e));
+        rng_seed(&er, rng_mix(st->optim.seed, 0xE90C0000ULL + (uint64_t)e));
         rng_shuffle(&er, r->perm, r->train.n);
         r->perm_epoch = e;
     }
     // This rank's share of the batch (cli/train_dist.h): each image binarised and given
     // its noise from streams of its own, seeded with (seed, step, its place in the batch).
-    const uint64_t step_seed = rng_mix(rng_mix(st->seed, 0x5DE9), (uint64_t)st->step);
+    const uint64_t step_seed = rng_mix(rng_mix(st->optim.seed, 0x5DE9), (uint64_t)st->step);
     const int begin = r->share_begin, count = r->share_count, HW = draw_image_size(c);
     for (int b = 0; b < count; b++) {
         Rng br;
@@ -819,10 +805,10 @@ static int train_step(DrawRun *r, double *bound, Error *err) {
         r->failed_everywhere = true;  // the sums are every rank's: each stops here
         return -1;
     }
-    clip_global_norm(r->grads.data, r->grads.numel, st->clip);
+    clip_global_norm(r->grads.data, r->grads.numel, st->optim.clip);
     st->step++;
     adam_update(r->params.data, r->grads.data, r->mom1.data, r->mom2.data, r->params.numel,
-                &r->adam, st->step, st->lr);
+                &r->adam, st->step, st->optim.lr);
     return 0;
 }
 
@@ -878,7 +864,7 @@ static int train_loop(DrawRun *r, Error *err) {
         go = !last;
         int n = snprintf(status, sizeof status, "bound %.2f nats", bound);
         if (isfinite(r->last_valid)) snprintf(status + n, sizeof status - n, ", valid %.2f", r->last_valid);
-        train_meter_step(&r->meter, r->st.step, r->st.batch, secs, status);
+        train_meter_step(&r->meter, r->st.step, r->st.optim.batch, secs, status);
     }
     train_meter_end(&r->meter, r->st.step, status);
     return rc;

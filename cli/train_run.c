@@ -10,6 +10,7 @@
 #include "core/adam.h"
 #include "core/check.h"
 #include "core/fileio.h"
+#include "core/text_escape.h"
 #include "core/timer.h"
 
 // ---------------------------------------------------------------------------------------
@@ -187,6 +188,30 @@ int flag_diffs_refuse(const FlagDiffs *d, const char *ckpt, Error *err) {
     return error_set(err, "--resume: %s was trained with other model flags: %s; leave %s out to "
                           "continue that run, or train into another --out",
                      ckpt, d->text, d->n == 1 ? "it" : "them");
+}
+
+// ---------------------------------------------------------------------------------------
+// Optimiser settings
+
+TrainOptim train_optim_new(const TrainOptimFlags *f) {
+    return (TrainOptim){.seed = (uint64_t)f->seed, .batch = f->batch, .lr = f->lr,
+                        .beta1 = f->beta1, .clip = f->clip};
+}
+
+void train_optim_resume(TrainOptim *o, const TrainOptimFlags *f, const char *command,
+                        FILE *note) {
+    FlagDiffs changed = {0};
+    flag_diffs_int(&changed, "batch", f->given.batch, f->batch, o->batch);
+    flag_diffs_float(&changed, "lr", f->given.lr, f->lr, o->lr);
+    flag_diffs_float(&changed, "beta1", f->given.beta1, f->beta1, o->beta1);
+    flag_diffs_float(&changed, "clip", f->given.clip, f->clip, o->clip);
+    flag_diffs_int(&changed, "seed", f->given.seed, f->seed, (long)o->seed);
+    if (changed.n) text_write_linef(note, "%s: resuming with %s", command, changed.text);
+    if (f->given.batch) o->batch = f->batch;
+    if (f->given.lr) o->lr = f->lr;
+    if (f->given.beta1) o->beta1 = f->beta1;
+    if (f->given.clip) o->clip = f->clip;
+    if (f->given.seed) o->seed = (uint64_t)f->seed;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@
 //                 the weights' place
 //   train_out_check, train_out_clear   no silent loss: a new run refuses a folder holding one
 //   FlagDiffs     flags given on --resume against the checkpoint's values
+//   TrainOptim    the optimiser settings a checkpoint stores (batch, lr, beta1, clip, seed)
+//                 and the rule by which flags given on --resume replace them
 //   train_check_finite                 the stop on a non-finite loss or gradient
 //   json_number   a summary's numbers, null where nothing was measured
 //
@@ -33,6 +35,8 @@
 #define CLI_TRAIN_RUN_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "core/block.h"
 #include "core/error.h"
@@ -150,6 +154,39 @@ void flag_diffs_switch(FlagDiffs *d, const char *flag, bool given, bool now_on, 
 //     "--resume: runs/x/model.safetensors was trained with other model flags: --T 8
 //      (checkpoint: 4); leave them out to continue that run, or train into another --out"
 int flag_diffs_refuse(const FlagDiffs *d, const char *ckpt, Error *err);
+
+// ---------------------------------------------------------------------------------------
+// Optimiser settings (draw train, draw classify train): stored in the checkpoint beside the
+// model configuration. On --resume the model flags must match the checkpoint's; these
+// settings instead take the values given on the command line, and keep the checkpoint's
+// where a flag is left out.
+
+typedef struct {
+    uint64_t seed;          // initialisation, data order, noise
+    int batch;              // images per step
+    float lr, beta1, clip;  // Adam's learning rate and beta1; the gradient norm clip (0: off)
+} TrainOptim;
+
+// The same settings as parsed (--seed is an ARG_LONG); given.NAME: --NAME was on the
+// command line.
+typedef struct {
+    long seed;
+    int batch;
+    float lr, beta1, clip;
+    struct {
+        bool seed, batch, lr, beta1, clip;
+    } given;
+} TrainOptimFlags;
+
+// A new run's settings: the flags' values, given or default.
+TrainOptim train_optim_new(const TrainOptimFlags *f);
+// --resume: o holds the checkpoint's settings; each one given replaces it. When any given
+// value differs from the checkpoint's, one line on `note` names them (in the order batch,
+// lr, beta1, clip, seed):
+//     "draw train: resuming with --lr 0.0005 (checkpoint: 0.001), --seed 2 (checkpoint: 1)"
+// where "draw train" is command.
+void train_optim_resume(TrainOptim *o, const TrainOptimFlags *f, const char *command,
+                        FILE *note);
 
 // ---------------------------------------------------------------------------------------
 // Step checks

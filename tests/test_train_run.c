@@ -1,8 +1,9 @@
 // test_train_run.c: the parts of a training run both programs share (cli/train_run.h) and
 // the default thread count (cli/threads.h): when the budget stops a run, which steps log,
 // validate and save in draw's and caption's cadences, the one-line messages for flags that
-// differ on --resume and for a folder that already holds a run, the non-finite stop, the
-// weight average's swap, JSON nulls, and a thread count that follows the affinity mask.
+// differ on --resume and for a folder that already holds a run, the optimiser settings that
+// --resume takes from the flags given, the non-finite stop, the weight average's swap, JSON
+// nulls, and a thread count that follows the affinity mask.
 #define _GNU_SOURCE  // sched_setaffinity, CPU_SET
 #include <math.h>
 #include <sched.h>
@@ -101,6 +102,54 @@ static void test_flag_diffs_name_both_values(void) {
     FlagDiffs f = {0};
     flag_diffs_float(&f, "lr", true, 0.0010000001, 0.001);
     EXPECT(f.n == 1 && strstr(f.text, "0.0010000001"), "%s", f.text);
+}
+
+// Reads back what fp holds (a tmpfile) as a string, into buf (cap bytes).
+static const char *file_text(FILE *fp, char *buf, size_t cap) {
+    fflush(fp);
+    rewind(fp);
+    size_t n = fread(buf, 1, cap - 1, fp);
+    buf[n] = 0;
+    fseek(fp, 0, SEEK_END);  // the next note goes after this one
+    return buf;
+}
+
+static void test_optim_resume_takes_given_flags(void) {
+    const TrainOptim saved = {.seed = 7, .batch = 100, .lr = 1e-3f, .beta1 = 0.9f, .clip = 10.0f};
+    TrainOptimFlags f = {.seed = 1, .batch = 64, .lr = 5e-4f, .beta1 = 0.5f, .clip = 5.0f};
+    // A new run takes every flag's value, given or default.
+    TrainOptim fresh = train_optim_new(&f);
+    EXPECT(fresh.seed == 1 && fresh.batch == 64 && fresh.lr == 5e-4f && fresh.beta1 == 0.5f &&
+           fresh.clip == 5.0f);
+    char text[512];
+    FILE *note = tmpfile();
+    if (!note) {
+        EXPECT(0, "tmpfile failed");
+        return;
+    }
+    // Nothing given: the checkpoint's values stay, nothing is said.
+    TrainOptim o = saved;
+    train_optim_resume(&o, &f, "draw train", note);
+    EXPECT(memcmp(&o, &saved, sizeof o) == 0, "a flag left out replaced the checkpoint's value");
+    EXPECT(file_text(note, text, sizeof text)[0] == 0, "said '%s'", text);
+    // Given, equal to the checkpoint's: nothing to say either.
+    f.batch = 100, f.given.batch = true;
+    train_optim_resume(&o, &f, "draw train", note);
+    EXPECT(o.batch == 100 && file_text(note, text, sizeof text)[0] == 0, "said '%s'", text);
+    // Given and different: replaced, and named in one line in batch, lr, beta1, clip, seed
+    // order; beta1 left out keeps the checkpoint's.
+    f = (TrainOptimFlags){.seed = 3, .batch = 32, .lr = 2e-3f, .beta1 = 0.5f, .clip = 0.0f,
+                          .given = {.seed = true, .batch = true, .lr = true, .clip = true}};
+    o = saved;
+    train_optim_resume(&o, &f, "draw classify train", note);
+    EXPECT(o.seed == 3 && o.batch == 32 && o.lr == 2e-3f && o.beta1 == 0.9f && o.clip == 0.0f,
+           "seed %llu batch %d lr %g beta1 %g clip %g", (unsigned long long)o.seed, o.batch,
+           (double)o.lr, (double)o.beta1, (double)o.clip);
+    EXPECT(strcmp(file_text(note, text, sizeof text),
+                  "draw classify train: resuming with --batch 32 (checkpoint: 100), --lr 0.002 "
+                  "(checkpoint: 0.001), --clip 0 (checkpoint: 10), --seed 3 (checkpoint: 7)\n") == 0,
+           "said '%s'", text);
+    fclose(note);
 }
 
 static void test_out_check_refuses_a_run(void) {
@@ -209,6 +258,7 @@ int main(void) {
     RUN(test_budget_steps_and_time);
     RUN(test_cadence_draw_and_caption);
     RUN(test_flag_diffs_name_both_values);
+    RUN(test_optim_resume_takes_given_flags);
     RUN(test_out_check_refuses_a_run);
     RUN(test_check_finite_names_step_and_tensor);
     RUN(test_ema_swap_and_off);
