@@ -12,6 +12,8 @@
 
 #include "core/fileio.h"
 #include "core/safetensors.h"
+#include "tests/support/cli_check.h"
+#include "tests/support/fixture.h"
 #include "tests/support/scratch.h"
 #include "tests/support/test.h"
 
@@ -22,26 +24,14 @@ static char vgg19[600], vgg16[600], data[1200];
 #define run(...) scratch_run(&sc, __VA_ARGS__)
 #define DECODER " --embed 16 --hidden 32 --attn-dim 16 --batch 8 --threads 1 --quiet"
 
-static char *slurp(const char *name) {
-    char *t = scratch_read(&sc, name, NULL);
-    return t ? t : calloc(1, 1);
-}
+#define slurp(name) cli_slurp(&sc, (name))
+#define expect_one_line_error(status, want) EXPECT_ONE_LINE_ERROR(&sc, (status), (want))
 
-static void expect_one_line_error(int status, const char *want) {
-    char *err = slurp("stderr.txt");
-    EXPECT(status != 0, "exit status 0 for a bad command");
-    EXPECT(scratch_count_lines(err) == 1, "stderr should be one line, got: %s", err);
-    EXPECT(strstr(err, want) != NULL, "stderr '%s' does not mention '%s'", err, want);
-    free(err);
-}
-
-static unsigned char *read_all(const char *fmt, size_t *len) {
+// The bytes of file NAME in tmp; NULL when it cannot be read.
+static unsigned char *read_all(const char *name, size_t *len) {
     char path[1200];
-    snprintf(path, sizeof path, fmt, tmp);
-    unsigned char *d = NULL;
-    Error err;
-    if (file_read_all(path, &d, len, 0, &err)) return NULL;
-    return d;
+    snprintf(path, sizeof path, "%s/%s", tmp, name);
+    return (unsigned char *)scratch_read_text(path, len);
 }
 
 static void test_features_extract(void) {
@@ -61,13 +51,13 @@ static void test_features_extract(void) {
     free(err);
     // Run again: complete, nothing to do, file unchanged.
     size_t l1, l2;
-    unsigned char *a = read_all("%s/f.safetensors", &l1);
+    unsigned char *a = read_all("f.safetensors", &l1);
     st = run("features --encoder vgg19:%s --data %s --out %s/f.safetensors --image-size 64 "
              "--threads 1 --batch 8", vgg19, data, tmp);
     err = slurp("stderr.txt");
     EXPECT(st == 0 && strstr(err, "nothing to do"), "second run: %d %s", st, err);
     free(err);
-    unsigned char *b = read_all("%s/f.safetensors", &l2);
+    unsigned char *b = read_all("f.safetensors", &l2);
     EXPECT(a && b && l1 == l2 && !memcmp(a, b, l1), "a complete cache was rewritten");
     free(b);
     // Other settings into the same file: refused, naming the setting.
@@ -106,7 +96,7 @@ static void test_features_extract(void) {
         EXPECT(st == 0 && strstr(err, "resuming") && strstr(err, "at image 16"), "resume: %d %s", st, err);
         EXPECT(strstr(err, "with the 1 thread the extraction started with"), "thread count: %s", err);
         free(err);
-        unsigned char *r = read_all("%s/r.safetensors", &l2);
+        unsigned char *r = read_all("r.safetensors", &l2);
         EXPECT(r && l2 == l1 && !memcmp(r, a, l1), "the resumed cache differs from the uninterrupted one");
         free(r);
         free(p);
@@ -190,9 +180,8 @@ static void test_features_train_eval_predict(void) {
 int main(void) {
     if (scratch_open(&sc, "test_cli_features", "caption")) return 1;
     tmp = sc.dir;
-    const char *fx = getenv("ATTEND_FIXTURES");
-    snprintf(vgg19, sizeof vgg19, "%s/encoders/vgg19.safetensors", fx && fx[0] ? fx : "tests/fixtures");
-    snprintf(vgg16, sizeof vgg16, "%s/encoders/vgg16.safetensors", fx && fx[0] ? fx : "tests/fixtures");
+    fixture_path(vgg19, sizeof vgg19, "encoders/vgg19.safetensors");
+    fixture_path(vgg16, sizeof vgg16, "encoders/vgg16.safetensors");
     snprintf(data, sizeof data, "tsv:%s/scenes/captions.tsv:%s/scenes", tmp, tmp);
     RUN(test_features_extract);
     RUN(test_features_train_eval_predict);

@@ -11,6 +11,8 @@
 
 #include "core/fileio.h"
 #include "core/safetensors.h"
+#include "tests/support/cli_check.h"
+#include "tests/support/fixture.h"
 #include "tests/support/scratch.h"
 #include "tests/support/test.h"
 #include "vision/encoder.h"
@@ -22,25 +24,9 @@ static char vgg19[600], vgg16[600], resnet18[600], data[1200];
 #define run(...) scratch_run(&sc, __VA_ARGS__)
 #define DECODER " --embed 16 --hidden 32 --attn-dim 16 --batch 8 --threads 1 --quiet"
 
-static char *slurp(const char *name) {
-    char *t = scratch_read(&sc, name, NULL);
-    return t ? t : calloc(1, 1);
-}
-
-static void expect_one_line_error(int status, const char *want) {
-    char *err = slurp("stderr.txt");
-    EXPECT(status != 0, "exit status 0 for a bad command");
-    EXPECT(scratch_count_lines(err) == 1, "stderr should be one line, got: %s", err);
-    EXPECT(strstr(err, want) != NULL, "stderr '%s' does not mention '%s'", err, want);
-    free(err);
-}
-
-static unsigned char *read_all(const char *path, size_t *len) {
-    unsigned char *d = NULL;
-    Error err;
-    if (file_read_all(path, &d, len, 0, &err)) return NULL;
-    return d;
-}
+#define slurp(name) cli_slurp(&sc, (name))
+#define expect_one_line_error(status, want) EXPECT_ONE_LINE_ERROR(&sc, (status), (want))
+#define read_all(path, len) ((unsigned char *)scratch_read_text((path), (len)))
 
 // The losses of log.csv's training rows: the first and the last.
 static void first_last_loss(const char *run_dir, double *first, double *last) {
@@ -229,11 +215,9 @@ static void test_finetune_refusals(void) {
 int main(void) {
     if (scratch_open(&sc, "test_cli_finetune", "caption")) return 1;
     tmp = sc.dir;
-    const char *fx = getenv("ATTEND_FIXTURES");
-    fx = fx && fx[0] ? fx : "tests/fixtures";
-    snprintf(vgg19, sizeof vgg19, "%s/encoders/vgg19.safetensors", fx);
-    snprintf(vgg16, sizeof vgg16, "%s/encoders/vgg16.safetensors", fx);
-    snprintf(resnet18, sizeof resnet18, "%s/encoders/resnet18.safetensors", fx);
+    fixture_path(vgg19, sizeof vgg19, "encoders/vgg19.safetensors");
+    fixture_path(vgg16, sizeof vgg16, "encoders/vgg16.safetensors");
+    fixture_path(resnet18, sizeof resnet18, "encoders/resnet18.safetensors");
     snprintf(data, sizeof data, "tsv:%s/scenes/captions.tsv:%s/scenes", tmp, tmp);
     RUN(test_finetune_vgg);
     RUN(test_finetune_resnet);

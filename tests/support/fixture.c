@@ -14,9 +14,13 @@ static int verbose(void) {
     return v && v[0] == '1';
 }
 
-int fixture_load(SafetensorsFile *f, char *path, size_t cap, const char *name) {
+void fixture_path(char *path, size_t cap, const char *name) {
     const char *dir = getenv("ATTEND_FIXTURES");
     snprintf(path, cap, "%s/%s", dir && dir[0] ? dir : "tests/fixtures", name);
+}
+
+int fixture_load(SafetensorsFile *f, char *path, size_t cap, const char *name) {
+    fixture_path(path, cap, name);
     Error err = {0};
     if (safetensors_load(f, path, &err)) {
         test_fail_(__FILE__, __LINE__, "%s (regenerate with `make fixtures`)", err.msg);

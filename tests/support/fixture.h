@@ -26,6 +26,10 @@ typedef struct {
     int steps;
 } FixtureTraining;
 
+// The path of fixture file name (it may name a subfolder: "encoders/vgg19.safetensors") in
+// the fixture folder, into path (cap bytes).
+void fixture_path(char *path, size_t cap, const char *name);
+
 // Loads fixture name from the fixture folder; path (cap bytes) gets its path. Returns 0,
 // or -1 after a failure saying how to regenerate the fixtures.
 int fixture_load(SafetensorsFile *f, char *path, size_t cap, const char *name);
