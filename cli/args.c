@@ -237,7 +237,8 @@ void args_print_usage(FILE *f, const char *synopsis, const ArgSpec *specs, int n
         if (s->required)
             fprintf(f, "  %-24s %s (required%s)\n", left, s->help ? s->help : "", range);
         else
-            fprintf(f, "  %-24s %s (default %s%s)\n", left, s->help ? s->help : "", def, range);
+            fprintf(f, "  %-24s %s (default %s%s%s%s)\n", left, s->help ? s->help : "", def,
+                    s->default_note ? " = " : "", s->default_note ? s->default_note : "", range);
     }
     fprintf(f, "  %-24s %s\n", "--help, -h", "show this text");
 }

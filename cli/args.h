@@ -64,6 +64,8 @@ typedef struct {
     bool *given;                        // optional: set true when the flag appears
     bool required;                      // args_parse fails with "--NAME: missing (required)"
                                         // unless the flag appears; usage says "(required)"
+    const char *default_note;           // optional: what a default computed at run time
+                                        // stands for; usage says "(default 2 = NOTE, ...)"
 } ArgSpec;
 
 // One table entry: name, type, destination, help, then optional designated fields

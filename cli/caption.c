@@ -581,7 +581,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"seed", ARG_LONG, &f->seed, "random seed (initialisation, order, dropout, sampling)", .given = NULL},
         {"resume", ARG_FLAG, &f->resume, "continue from OUT/state.safetensors; model flags given must match it", .given = NULL},
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
-        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch (default: every core this process may use)", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"image-size", ARG_INT, &f->image_size, "image side in pixels", .has_min = true, .min = 8, .has_max = true, .max = 1024, .given = &f->given.image_size},
         {"channels", ARG_STRING, &f->channels, "CNN channels, one conv+pool per entry; the last is the annotation size", .metavar = "LIST", .given = &f->given.channels},
         {"embed", ARG_INT, &f->embed, "word embedding size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.embed},
@@ -1245,7 +1245,7 @@ static int cmd_eval(int argc, char **argv) {
         {"per-image", ARG_STRING, &outputs.per_image, "write each image's caption, references, BLEU-4, CIDEr-D and grounding here (JSON)", .metavar = "FILE", .given = NULL},
         {"attention-out", ARG_STRING, &outputs.strips, "write attention strips of the first, best and worst images here", .metavar = "DIR", .given = NULL},
         {"attention-count", ARG_INT, &outputs.strips_each, "--attention-out: how many of each (first, best, worst by CIDEr-D)", .has_min = true, .min = 0, .has_max = true, .max = 100000},
-        {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
+        {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256, .default_note = THREADS_DEFAULT_NOTE},
         {"train-count", ARG_INT, &df.train_count, "scenes: training scenes", .has_min = true, .min = 1},
         {"val-count-scenes", ARG_INT, &df.val_count, "scenes: validation scenes", .has_min = true, .min = 1},
         {"test-count", ARG_INT, &df.test_count, "scenes: test scenes", .has_min = true, .min = 1},
@@ -1401,7 +1401,7 @@ static int cmd_predict(int argc, char **argv) {
         {"attention-out", ARG_STRING, &att_out, "write one attention strip PNG per image here", .metavar = "DIR", .given = NULL},
         {"results", ARG_STRING, &results, "write COCO results JSON here", .metavar = "PATH", .given = NULL},
         {"batch", ARG_INT, &batch, "images decoded at once", .has_min = true, .min = 1, .has_max = true, .max = 4096},
-        {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256},
+        {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256, .default_note = THREADS_DEFAULT_NOTE},
         {"encoder", ARG_STRING, &encoder, "a model trained on features: its pretrained encoder, if not at the path it records (the weights must be the same)", .metavar = "ARCH:FILE", .given = NULL},
     };
     int code;

@@ -244,7 +244,7 @@ static int parse_features_flags(FeaturesFlags *f, int argc, char **argv, int *co
         {"out", ARG_STRING, &f->out, "the feature cache to write (FEATURES.partial while it grows; run again to resume)", .metavar = "FEATURES", .required = true},
         {"dtype", ARG_STRING, &f->dtype, "f16 (half the size; within half-precision rounding) | f32", .metavar = "T"},
         {"image-size", ARG_INT, &f->image_size, "encoder input side S (shorter side resized to S x 256 / 224, centre crop S)", .has_min = true, .min = 32, .has_max = true, .max = 1024},
-        {"threads", ARG_INT, &f->threads, "encoder workers (one thread each); a resumed extraction keeps the count it started with", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .given = &f->threads_given},
+        {"threads", ARG_INT, &f->threads, "encoder workers (one thread each); a resumed extraction keeps the count it started with", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .given = &f->threads_given, .default_note = THREADS_DEFAULT_NOTE},
         {"group", ARG_INT, &f->group, "images per GEMM in each worker", .has_min = true, .min = 1, .has_max = true, .max = 64},
         {"batch", ARG_INT, &f->batch, "images per write (0: threads x group x 4)", .has_min = true, .min = 0, .has_max = true, .max = 4096},
         {"quiet", ARG_FLAG, &f->quiet, "no progress bar", .given = NULL},

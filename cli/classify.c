@@ -72,7 +72,7 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
         {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order and training clutter", .has_min = true, .min = 0, .given = &f->optim.given.seed},
         {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model flags given must match it", .given = NULL},
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
-        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch (default: every core this process may use)", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"valid-every", ARG_INT, &f->valid_every, "steps between validation errors (and checkpoints)", .has_min = true, .min = 1},
         {"valid-images", ARG_INT, &f->valid_images, "validation images used (at most 5000)", .has_min = true, .min = 1, .has_max = true, .max = MNIST_VALID_COUNT},
         {"log-every", ARG_INT, &f->log_every, "steps between rows of log.csv", .has_min = true, .min = 1},

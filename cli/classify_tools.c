@@ -35,7 +35,7 @@ int classify_eval_main(int argc, char **argv) {
         {"split", ARG_CHOICE, &split, "which split", .choices = SPLITS},
         {"limit", ARG_INT, &limit, "evaluate only the first N images (0: all)", .has_min = true, .min = 0},
         {"batch", ARG_INT, &batch, "images per forward pass", .has_min = true, .min = 1, .has_max = true, .max = 1024},
-        {"threads", ARG_INT, &threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"threads", ARG_INT, &threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"json", ARG_FLAG, &json, "print one JSON object", .given = NULL},
     };
     int code;

@@ -510,7 +510,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
         {"no-attention", ARG_FLAG, &f->no_attention, "read the whole image and write the whole canvas", .given = &f->given.no_attention},
         {"no-binarize", ARG_FLAG, &f->no_binarize, "keep grey levels (Bernoulli likelihood on intensities)", .given = &f->given.no_binarize},
-        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch, one GEMM thread each (default: every core this process may use)", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"valid-every", ARG_INT, &f->valid_every, "steps between validation bounds (and checkpoints)", .has_min = true, .min = 1},
         {"valid-images", ARG_INT, &f->valid_images, "validation images used (0: all)", .has_min = true, .min = 0},
         {"log-every", ARG_INT, &f->log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
@@ -964,7 +964,7 @@ static int cmd_eval(int argc, char **argv) {
         {"batch", ARG_INT, &batch, "images per forward pass", .has_min = true, .min = 1, .has_max = true, .max = 10000},
         {"limit", ARG_INT, &limit, "evaluate only the first N images (0: all)", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &seed, "noise seed", .has_min = true, .min = 0},
-        {"threads", ARG_INT, &threads, "threads: data-parallel workers over the batch, one GEMM thread each (default: every core this process may use)", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"threads", ARG_INT, &threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"json", ARG_FLAG, &json, "print one JSON object", .given = NULL},
     };
     int code;
@@ -1042,7 +1042,7 @@ static int cmd_generate(int argc, char **argv) {
         {"show-attention", ARG_FLAG, &show, "draw each sample's write window as a red rectangle", .given = NULL},
         {"scale", ARG_INT, &scale, "pixels per image pixel", .has_min = true, .min = 1, .has_max = true, .max = 16},
         {"cols", ARG_INT, &cols, "tiles per row (0: square grid)", .has_min = true, .min = 0},
-        {"threads", ARG_INT, &threads, "BLAS threads (default: every core this process may use)", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
     };
     int code;
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw generate --model PATH --out DIR [flags]", "draw", &code))
@@ -1085,7 +1085,7 @@ static int cmd_reconstruct(int argc, char **argv) {
         {"seed", ARG_LONG, &seed, "noise seed", .has_min = true, .min = 0},
         {"scale", ARG_INT, &scale, "pixels per image pixel", .has_min = true, .min = 1, .has_max = true, .max = 16},
         {"cols", ARG_INT, &cols, "tiles per row (0: square grid)", .has_min = true, .min = 0},
-        {"threads", ARG_INT, &threads, "BLAS threads (default: every core this process may use)", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
     };
     int code;
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw reconstruct --model PATH --data D --out DIR [flags]", "draw", &code))

@@ -9,6 +9,8 @@
 #define CLI_THREADS_H
 
 #define THREADS_MAX 256
+// What the default stands for, in --threads' usage line (ArgSpec.default_note).
+#define THREADS_DEFAULT_NOTE "every core this process may use"
 
 int threads_available(void);
 

@@ -132,6 +132,33 @@ static void test_args_negative_number_is_a_value(void) {
 }
 
 // --help prints to stdout: capture it through a pipe-free temporary file.
+// A default computed at run time (--threads: every core) is shown with what it stands for,
+// once: "(default 3 = every core this process may use, 1 <= x <= 256)".
+static void test_args_help_default_note(void) {
+    int threads = 3, T = 64;
+    ArgSpec specs[] = {
+        ARG("threads", ARG_INT, &threads, "workers", .has_min = true, .min = 1, .has_max = true,
+            .max = 256, .default_note = "every core this process may use"),
+        ARG("T", ARG_INT, &T, "glimpses"),
+    };
+    FILE *tmp = tmpfile();
+    EXPECT(tmp != NULL);
+    if (!tmp) return;
+    args_print_usage(tmp, "prog", specs, ARGS_LEN(specs));
+    char text[2048] = {0};
+    rewind(tmp);
+    size_t got = fread(text, 1, sizeof text - 1, tmp);
+    fclose(tmp);
+    EXPECT(got > 0);
+    const char *line = strstr(text, "--threads N");
+    EXPECT(line && strstr(line, "workers (default 3 = every core this process may use, 1 <= x <= 256)\n"),
+           "%s", text);
+    int defaults = 0;  // "default" on the --threads line: once
+    for (const char *p = line; p && *p && *p != '\n'; p++) defaults += strncmp(p, "default", 7) == 0;
+    EXPECT(defaults == 1, "%d defaults: %s", defaults, text);
+    EXPECT(strstr(text, "--T N") && strstr(text, "glimpses (default 64)\n"), "%s", text);
+}
+
 static void test_args_help(void) {
     Opts o = defaults();
     char *argv[] = {"train", "--T", "bad", "--help"};
@@ -196,6 +223,7 @@ int main(void) {
     RUN(test_args_errors_name_the_flag);
     RUN(test_args_negative_number_is_a_value);
     RUN(test_args_help);
+    RUN(test_args_help_default_note);
     RUN(test_args_subcommand);
     return test_summary();
 }
