@@ -117,13 +117,15 @@ static int draw_curves(CaptionReport *r, Error *err) {
     }
     if (!rc && c.n[1] > 1) {
         ReportPlot p = {.file = "val_bleu4.png", .title = "validation BLEU-4", .xlabel = "step",
-                        .name1 = "BLEU-4", .x1 = c.x[1], .y1 = c.y[1], .n1 = c.n[1]};
+                        .name1 = "BLEU-4", .x1 = c.x[1], .y1 = c.y[1], .n1 = c.n[1],
+                        .nonnegative = 1};
         rc = report_plot(r->run, &p, err);
         r->has_bleu = rc == 0;
     }
     if (!rc && c.n[2] > 1) {
         ReportPlot p = {.file = "val_grounding.png", .title = "validation grounding", .xlabel = "step",
-                        .name1 = "grounding", .x1 = c.x[2], .y1 = c.y[2], .n1 = c.n[2]};
+                        .name1 = "grounding", .x1 = c.x[2], .y1 = c.y[2], .n1 = c.n[2],
+                        .nonnegative = 1};
         rc = report_plot(r->run, &p, err);
         r->has_grounding = rc == 0;
     }

@@ -149,7 +149,7 @@ int report_plot(const char *run, const ReportPlot *p, Error *err) {
     snprintf(path, sizeof path, "%s/%s", dir, p->file);
     PlotSeries s[2] = {{p->name1, p->x1, p->y1, p->n1}, {p->name2, p->x2, p->y2, p->n2}};
     PlotOptions o = {.title = p->title, .xlabel = p->xlabel, .ylabel = p->ylabel, .width = 560,
-                     .height = 340, .log_y = p->log_y};
+                     .height = 340, .log_y = p->log_y, .nonnegative = p->nonnegative};
     return plot_write_png(path, s, p->name2 ? 2 : 1, &o, err);
 }
 

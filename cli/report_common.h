@@ -57,6 +57,7 @@ typedef struct {
     const float *x1, *y1, *x2, *y2;
     int n1, n2;
     int log_y;
+    int nonnegative;                   // a share or a score (vision/plot.h PlotOptions)
 } ReportPlot;
 int report_plot(const char *run, const ReportPlot *p, Error *err);
 

@@ -300,6 +300,40 @@ static void test_nice_ticks(void) {
     EXPECT(n == 1 && t[0] == 5.0, "degenerate range");
 }
 
+// A curve of zeros (a grounding score before any object word is placed): on a nonnegative
+// plot, a 0..1 axis with no negative tick; left as it was otherwise.
+static void test_plot_ranges_of_a_flat_curve(void) {
+    float x[4] = {100, 200, 300, 400}, zero[4] = {0, 0, 0, 0}, level[4] = {0.7f, 0.7f, 0.7f, 0.7f};
+    PlotSeries s = {"grounding", x, zero, 4};
+    PlotOptions o = {.nonnegative = 1};
+    double xlo, xhi, ylo, yhi, t[16];
+    plot_ranges(&s, 1, &o, &xlo, &xhi, &ylo, &yhi);
+    EXPECT(fabs(ylo + 0.05) < 1e-12 && fabs(yhi - 1.05) < 1e-12, "y %g..%g", ylo, yhi);
+    EXPECT(fabs(xlo - 100) < 1e-12 && fabs(xhi - 400) < 1e-12, "x %g..%g", xlo, xhi);
+    int n = plot_nice_ticks(ylo, yhi, 8, t);
+    EXPECT(n == 6 && t[0] == 0.0 && fabs(t[n - 1] - 1.0) < 1e-12, "%d ticks from %g to %g", n,
+           t[0], t[n - 1]);
+    // Without the option: centred on the value, as before (ticks -0.4..0.4).
+    o.nonnegative = 0;
+    plot_ranges(&s, 1, &o, &xlo, &xhi, &ylo, &yhi);
+    EXPECT(fabs(ylo + 0.55) < 1e-12 && fabs(yhi - 0.55) < 1e-12, "y %g..%g", ylo, yhi);
+    // A flat curve at 0.5 or above keeps the centred range (it stays above 0).
+    o.nonnegative = 1;
+    s.y = level;
+    plot_ranges(&s, 1, &o, &xlo, &xhi, &ylo, &yhi);
+    EXPECT(fabs(ylo - 0.15) < 1e-6 && fabs(yhi - 1.25) < 1e-6, "y %g..%g", ylo, yhi);
+    // A curve that moves is drawn over its own range, padded.
+    float moving[4] = {0.0f, 0.1f, 0.3f, 0.2f};
+    s.y = moving;
+    plot_ranges(&s, 1, &o, &xlo, &xhi, &ylo, &yhi);
+    EXPECT(fabs(ylo + 0.015) < 1e-6 && fabs(yhi - 0.315) < 1e-6, "y %g..%g", ylo, yhi);
+    n = plot_nice_ticks(ylo, yhi, 8, t);
+    EXPECT(n > 0 && t[0] == 0.0, "first tick %g", n > 0 ? t[0] : NAN);
+    Image img = plot_render(&s, 1, &o);
+    EXPECT(img.w == 640 && img.h == 400, "render %d x %d", img.w, img.h);
+    image_free(&img);
+}
+
 static void test_plot_writes_png(void) {
     enum { N = 200 };
     float x[N], train[N], valid[N / 10];
@@ -366,6 +400,7 @@ int main(void) {
     RUN(test_rectangles);
     RUN(test_grid_and_caption_strip);
     RUN(test_nice_ticks);
+    RUN(test_plot_ranges_of_a_flat_curve);
     RUN(test_plot_writes_png);
     if (!keep_outputs) {
         char cmd[600];

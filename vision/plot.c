@@ -97,6 +97,30 @@ static void format_tick(char *buf, size_t n, double v, int log_axis) {
     snprintf(buf, n, "%.4g", v);
 }
 
+void plot_ranges(const PlotSeries *series, int n_series, const PlotOptions *opt, double *xlo,
+                 double *xhi, double *ylo, double *yhi) {
+    const int log_y = opt && opt->log_y, nonnegative = opt && opt->nonnegative && !log_y;
+    // Data range over finite (and, for log_y, positive) points.
+    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    for (int s = 0; s < n_series; s++)
+        for (int i = 0; i < series[s].n; i++) {
+            double x = series[s].x[i], y = series[s].y[i];
+            if (!isfinite(x) || !isfinite(y) || (log_y && y <= 0)) continue;
+            if (log_y) y = log10(y);
+            x0 = fmin(x0, x), x1 = fmax(x1, x), y0 = fmin(y0, y), y1 = fmax(y1, y);
+        }
+    if (!(x0 <= x1)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;  // nothing to draw
+    if (x1 - x0 < 1e-12 * fmax(1.0, fabs(x0))) x0 -= 0.5, x1 += 0.5;
+    if (y1 - y0 < 1e-12 * fmax(1.0, fabs(y0))) {
+        if (nonnegative && y0 >= 0 && y0 < 0.5)
+            y0 = 0, y1 = 1;
+        else
+            y0 -= 0.5, y1 += 0.5;
+    }
+    double pad = 0.05 * (y1 - y0);
+    *xlo = x0, *xhi = x1, *ylo = y0 - pad, *yhi = y1 + pad;
+}
+
 Image plot_render(const PlotSeries *series, int n_series, const PlotOptions *opt) {
     PlotOptions o = opt ? *opt : (PlotOptions){0};
     if (o.width <= 0) o.width = 640;
@@ -105,20 +129,8 @@ Image plot_render(const PlotSeries *series, int n_series, const PlotOptions *opt
     Image img = image_new(3, o.height, o.width);
     for (size_t i = 0; i < (size_t)3 * o.width * o.height; i++) img.data[i] = 1.0f;
 
-    // Data range over finite (and, for log_y, positive) points.
-    double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
-    for (int s = 0; s < n_series; s++)
-        for (int i = 0; i < series[s].n; i++) {
-            double x = series[s].x[i], y = series[s].y[i];
-            if (!isfinite(x) || !isfinite(y) || (o.log_y && y <= 0)) continue;
-            if (o.log_y) y = log10(y);
-            xlo = fmin(xlo, x), xhi = fmax(xhi, x), ylo = fmin(ylo, y), yhi = fmax(yhi, y);
-        }
-    if (!(xlo <= xhi)) xlo = 0, xhi = 1, ylo = 0, yhi = 1;  // nothing to draw
-    if (xhi - xlo < 1e-12 * fmax(1.0, fabs(xlo))) xlo -= 0.5, xhi += 0.5;
-    if (yhi - ylo < 1e-12 * fmax(1.0, fabs(ylo))) ylo -= 0.5, yhi += 0.5;
-    double pad = 0.05 * (yhi - ylo);
-    ylo -= pad, yhi += pad;
+    double xlo, xhi, ylo, yhi;
+    plot_ranges(series, n_series, &o, &xlo, &xhi, &ylo, &yhi);
 
     // Plot area.
     const int scale = 1;

@@ -23,6 +23,7 @@ typedef struct {
     const char *ylabel;  // may be NULL
     int width, height;   // pixels; 0 -> 640 x 400
     int log_y;
+    int nonnegative;     // the values cannot be negative (a share, a score): see plot_ranges
 } PlotOptions;
 
 // Renders the plot into a new RGB image. opt may be NULL (defaults).
@@ -30,6 +31,14 @@ Image plot_render(const PlotSeries *series, int n_series, const PlotOptions *opt
 // Renders and writes a PNG atomically.
 int plot_write_png(const char *path, const PlotSeries *series, int n_series,
                    const PlotOptions *opt, Error *err);
+
+// The ranges of the axes plot_render draws (y in log10 units with log_y): the finite points'
+// range, widened by 0.5 each way when it is flat, then padded by 5% of its height each way.
+// With opt->nonnegative (and no log_y), a flat series at a value in [0, 0.5) gets [0, 1]
+// before the padding instead, so that a curve of zeros shows as 0 on a 0..1 axis, not as
+// the middle of one from -0.4 to 0.4. No points: [0, 1] for both.
+void plot_ranges(const PlotSeries *series, int n_series, const PlotOptions *opt, double *xlo,
+                 double *xhi, double *ylo, double *yhi);
 
 // Tick positions for the range [lo, hi]: at most max_ticks "nice" values (1, 2, 5 x 10^k
 // steps) inside the range, written to ticks; returns how many.
