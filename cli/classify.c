@@ -184,6 +184,8 @@ static int init_model(ClassifyRun *r, const SafetensorsFile *file, Error *err) {
     classifier_layout(&r->grads, &g, c);
     classifier_layout(&r->mom1, &pm, c);
     classifier_layout(&r->mom2, &pv, c);
+    // A checkpoint's tensors are checked before the allocation: its metadata may claim any size.
+    if (r->resumed && safetensors_check_block(&r->params, "", file, r->ckpt, err)) return -1;
     block_alloc(&r->params), block_alloc(&r->grads), block_alloc(&r->mom1), block_alloc(&r->mom2);
     if (r->resumed) {
         if (safetensors_read_block(&r->params, "", file, r->ckpt, err) ||

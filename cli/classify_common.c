@@ -149,8 +149,12 @@ int classify_load_model(ClassifyModel *m, const char *path, Error *err) {
     int rc = classify_read_state(&f, path, &m->state, err);
     if (rc == 0) {
         classifier_layout(&m->params, &m->p, &m->state.cfg);
-        block_alloc(&m->params);
-        rc = safetensors_read_block(&m->params, "", &f, path, err);
+        // the tensors are checked before the allocation: metadata may claim any size
+        rc = safetensors_check_block(&m->params, "", &f, path, err);
+        if (rc == 0) {
+            block_alloc(&m->params);
+            rc = safetensors_read_block(&m->params, "", &f, path, err);
+        }
         if (rc) block_free(&m->params);
     }
     safetensors_free(&f);

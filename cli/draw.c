@@ -187,8 +187,12 @@ static int load_model(Loaded *m, const char *path, Error *err) {
     int rc = read_state(&f, path, &m->state, err);
     if (rc == 0) {
         draw_layout(&m->params, &m->p, &m->state.cfg);
-        block_alloc(&m->params);
-        rc = safetensors_read_block(&m->params, "", &f, path, err);
+        // the tensors are checked before the allocation: metadata may claim any size
+        rc = safetensors_check_block(&m->params, "", &f, path, err);
+        if (rc == 0) {
+            block_alloc(&m->params);
+            rc = safetensors_read_block(&m->params, "", &f, path, err);
+        }
         if (rc) block_free(&m->params);
     }
     safetensors_free(&f);
@@ -586,6 +590,14 @@ static int resume_state(DrawRun *r, SafetensorsFile *file, Error *err) {
         return 0;
     }
     if (safetensors_load(file, r->ckpt, err) || read_state(file, r->ckpt, &r->st, err)) return -1;
+    // The tensors against the configuration, before any rank allocates for it: the metadata
+    // may claim any size.
+    Block layout = {0};
+    DrawParams p;
+    draw_layout(&layout, &p, &r->st.cfg);
+    int rc = safetensors_check_block(&layout, "", file, r->ckpt, err);
+    block_free(&layout);
+    if (rc) return -1;
     r->resumed = true;
     return check_resume_flags(r, err);
 }

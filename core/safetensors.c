@@ -623,29 +623,50 @@ static void format_shape(char *buf, size_t cap, int ndim, const int64_t *shape) 
     if (len < cap) snprintf(buf + len, cap - len, "]");
 }
 
+// The tensor of f that holds block tensor t (prefix + its name), checked: present, of a
+// float dtype and of t's shape. NULL after a failure naming it.
+static const SafetensorsTensor *block_tensor_in_file(const BlockTensor *t, const char *prefix,
+                                                     const SafetensorsFile *f, const char *path,
+                                                     Error *err) {
+    char name[NAME_CAP + BLOCK_NAME_LEN];
+    snprintf(name, sizeof name, "%s%s", prefix ? prefix : "", t->name);
+    const SafetensorsTensor *s = safetensors_find(f, name);
+    if (!s) {
+        error_set(err, "%s: missing tensor '%s'", path, name);
+        return NULL;
+    }
+    if (!safetensors_dtype_is_float(s->dtype)) {
+        error_set(err, "%s: tensor '%s' has dtype %s, not a floating-point type", path, name,
+                  safetensors_dtype_name(s->dtype));
+        return NULL;
+    }
+    int same = s->ndim == t->ndim;
+    for (int d = 0; same && d < t->ndim; d++) same = s->shape[d] == t->shape[d];
+    if (!same) {
+        char have[128], want[128];
+        format_shape(have, sizeof have, s->ndim, s->shape);
+        format_shape(want, sizeof want, t->ndim, t->shape);
+        error_set(err, "%s: tensor '%s' has shape %s, the model expects %s", path, name, have, want);
+        return NULL;
+    }
+    return s;
+}
+
+int safetensors_check_block(const Block *b, const char *prefix, const SafetensorsFile *f,
+                            const char *path, Error *err) {
+    for (int i = 0; i < b->count; i++)
+        if (!block_tensor_in_file(&b->tensors[i], prefix, f, path, err)) return -1;
+    return 0;
+}
+
 int safetensors_read_block(Block *b, const char *prefix, const SafetensorsFile *f,
                            const char *path, Error *err) {
     CHECK(b->data || b->count == 0, "safetensors_read_block: block not allocated");
-    if (!prefix) prefix = "";
     for (int i = 0; i < b->count; i++) {
         const BlockTensor *t = &b->tensors[i];
-        char name[NAME_CAP + BLOCK_NAME_LEN];
-        snprintf(name, sizeof name, "%s%s", prefix, t->name);
-        const SafetensorsTensor *s = safetensors_find(f, name);
-        if (!s) return error_set(err, "%s: missing tensor '%s'", path, name);
-        if (!safetensors_dtype_is_float(s->dtype))
-            return error_set(err, "%s: tensor '%s' has dtype %s, not a floating-point type",
-                             path, name, safetensors_dtype_name(s->dtype));
+        const SafetensorsTensor *s = block_tensor_in_file(t, prefix, f, path, err);
+        if (!s) return -1;
         CHECK(s->data || !s->numel, "safetensors_read_block needs a file from safetensors_load");
-        int same = s->ndim == t->ndim;
-        for (int d = 0; same && d < t->ndim; d++) same = s->shape[d] == t->shape[d];
-        if (!same) {
-            char have[128], want[128];
-            format_shape(have, sizeof have, s->ndim, s->shape);
-            format_shape(want, sizeof want, t->ndim, t->shape);
-            return error_set(err, "%s: tensor '%s' has shape %s, the model expects %s", path, name,
-                             have, want);
-        }
         if (t->numel) memcpy(b->data + t->offset, s->data, t->numel * sizeof(float));
     }
     return 0;

@@ -107,5 +107,10 @@ int safetensors_meta_float(const SafetensorsFile *f, const char *path, const cha
 // come from safetensors_load.
 int safetensors_read_block(Block *b, const char *prefix, const SafetensorsFile *f,
                            const char *path, Error *err);
+// The checks of safetensors_read_block alone, on a layout not yet allocated (f opened or
+// loaded): call it before block_alloc, so that a file whose metadata claims a huge model
+// is refused by what its tensors hold rather than by a failed allocation.
+int safetensors_check_block(const Block *b, const char *prefix, const SafetensorsFile *f,
+                            const char *path, Error *err);
 
 #endif

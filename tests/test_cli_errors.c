@@ -4,7 +4,8 @@
 // on). Cases: a missing file, an unreadable or corrupt image (predict), a wrong format (a
 // PNG as draw --data, text as a checkpoint or a caption file), a checkpoint of the other
 // model (for eval and for --resume), a checkpoint of an older layout (its format / version
-// key edited with core/safetensors.h), bad flag values, an unknown subcommand, a missing
+// key edited with core/safetensors.h), a checkpoint whose metadata claims a model far
+// larger than its tensors (refused before any allocation), bad flag values, an unknown subcommand, a missing
 // required flag, an output folder that cannot be made.
 // Binaries come from $ATTEND_BIN (default "bin"); the tiny models are trained here.
 #include <dirent.h>
@@ -249,6 +250,19 @@ static void test_draw_errors(void) {
     rewrite_meta(draw_model, path, "format", "attend-draw-0");
     rc = run("draw", "eval --model %s", path);
     expect_failure(rc, "older layout", WANT("old_draw.safetensors", "attend-draw-0", "not supported"), NONE);
+    // Metadata that claims a model of 68 GB (--hidden 65536) over the tiny model's tensors:
+    // refused by the tensors, for eval and for --resume, before anything is allocated.
+    snprintf(path, sizeof path, "%s/huge_draw.safetensors", tmp);
+    rewrite_meta(draw_model, path, "draw.enc", "65536");
+    rc = run("draw", "eval --model %s", path);
+    expect_failure(rc, "a huge model claimed", WANT("huge_draw.safetensors", "enc.W", "the model expects"), NONE);
+    snprintf(dir, sizeof dir, "%s/rhuge", tmp);
+    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    rewrite_meta(draw_model, path, "draw.enc", "65536");
+    rc = run("draw", "train " DRAW_TINY " --steps 4 --resume --out %s", dir);
+    expect_failure(rc, "--resume from a huge model claimed", WANT("rhuge/model.safetensors", "enc.W"),
+                   WANT("rhuge/log.csv"));
     // An output folder that cannot be made (a file stands in the way).
     rc = run("draw", "generate --model %s --out %s/notes.txt/frames", draw_model, tmp);
     expect_failure(rc, "output under a file", WANT("notes.txt"), NONE);

@@ -103,6 +103,21 @@ static void test_roundtrip_tensors_and_metadata(void) {
     EXPECT(safetensors_load(&f, path, &err) == 0);
     EXPECT(safetensors_read_block(&other, "", &f, path, &err) == -1);
     EXPECT(strstr(err.msg, "'enc.w' has shape [3, 5], the model expects [5, 3]"), "%s", err.msg);
+    // The same checks on a layout never allocated, from the header alone: a layout far
+    // larger than memory (what corrupt metadata may claim) is refused by the tensors.
+    Block huge = {0};
+    block_add(&huge, NULL, "enc.w", 2, 1 << 20, 1 << 20);
+    block_add(&huge, NULL, "enc.b", 1, 5);
+    SafetensorsFile header;
+    EXPECT(safetensors_open(&header, path, &err) == 0, "%s", err.msg);
+    EXPECT(safetensors_check_block(&huge, "", &header, path, &err) == -1 && huge.data == NULL);
+    EXPECT(strstr(err.msg, "'enc.w' has shape [3, 5], the model expects [1048576, 1048576]"), "%s",
+           err.msg);
+    EXPECT(safetensors_check_block(&huge, "adam.x/", &header, path, &err) == -1 &&
+               strstr(err.msg, "missing tensor 'adam.x/enc.w'"), "%s", err.msg);
+    EXPECT(safetensors_check_block(&b, "adam.m/", &header, path, &err) == 0, "%s", err.msg);
+    safetensors_free(&header);
+    block_free(&huge);
     safetensors_free(&f);
     block_free(&other);
     block_free(&a);
