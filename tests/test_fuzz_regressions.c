@@ -18,6 +18,7 @@
 #include "tests/fuzz/fuzz_safetensors.c"
 #include "tests/fuzz/fuzz_tokenizer.c"
 #include "tests/fuzz/fuzz_featcache.c"
+#include "tests/fuzz/fuzz_classify.c"
 
 #include <dirent.h>
 #include <zlib.h>
@@ -81,6 +82,20 @@ static void test_replay_safetensors(void) { replay("safetensors", fuzz_safetenso
 static void test_replay_tokenizer(void) { replay("tokenizer", fuzz_tokenizer_one); }
 static void test_replay_featcache(void) { replay("featcache", fuzz_featcache_one); }
 static void test_replay_encoder(void) { replay("encoder", fuzz_encoder_one); }
+static void test_replay_classify(void) { replay("classify", fuzz_classify_one); }
+
+// A classifier checkpoint whose metadata claims a 17 TB model (no attention on 4096 x 4096
+// images, 65536 LSTM units) over a tiny model's tensors: refused by the tensors, before any
+// allocation (it used to abort in block_alloc).
+static void test_classify_huge_layout_refused(void) {
+    const char *path = "tests/fuzz/regressions/classify/glimpse_17tb_layout_in_metadata";
+    ClassifyModel m;
+    Error err = {{0}};
+    EXPECT(classify_load_model(&m, path, &err) == -1);
+    EXPECT(strstr(err.msg, "tensor 'lstm.W' has shape [8, 6], the model expects [262144, 16842752]") &&
+               strncmp(err.msg, path, strlen(path)) == 0,
+           "'%s'", err.msg);
+}
 
 // Corrupt JPEGs on which stb_image decodes from memory it never wrote (found by
 // `make valgrind`; not a crash, so only valgrind sees it): each is refused by name.
@@ -443,6 +458,8 @@ int main(void) {
     RUN(test_replay_tokenizer);
     RUN(test_replay_featcache);
     RUN(test_replay_encoder);
+    RUN(test_replay_classify);
+    RUN(test_classify_huge_layout_refused);
     RUN(test_regressions_kept);
     RUN(test_jpeg_uninitialised_reads_refused);
     RUN(test_limit_image_dimensions);

@@ -25,7 +25,7 @@ FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 8192
-FUZZ_TARGETS ?= image idx captions safetensors tokenizer encoder featcache
+FUZZ_TARGETS ?= image idx captions safetensors tokenizer encoder featcache classify
 FUZZ_RUNS    ?= 0
 FUZZ_STATS   ?= $(FUZZ_BUILD)/fuzz-stats.tsv
 FUZZ_NICE    ?= nice -n 10
@@ -36,7 +36,8 @@ FUZZ_CFLAGS  := -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Wno-unused-parameter -
                 $(shell pkg-config --cflags libpng zlib stb libcjson 2>/dev/null)
 FUZZ_LDLIBS  := $(shell pkg-config --libs libpng zlib libcjson 2>/dev/null) -lgif -lm -ldl -lpthread
 
-FUZZ_LIB_SRCS := $(wildcard $(addsuffix /*.c,core seq vision datasets))
+# models and the classifier checkpoint reader of cli/ for the classify target.
+FUZZ_LIB_SRCS := $(wildcard $(addsuffix /*.c,core seq vision datasets models)) cli/classify_common.c
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/tests/fuzz/stb_image_impl.o
 FUZZ_LIB      := $(FUZZ_BUILD)/libattend-fuzz.a
 FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)

@@ -1,7 +1,7 @@
 // make_seeds.c: writes the seed corpora of the fuzz targets, small valid files made
 // through the library's own writers (and stb_image_write for the image formats the
 // library does not write), into OUT/NAME/ for NAME in image, idx, captions, safetensors, featcache,
-// tokenizer, encoder. Every seed starts with the byte(s) its target reads first (see each
+// tokenizer, encoder, classify. Every seed starts with the byte(s) its target reads first (see each
 // tests/fuzz/fuzz_NAME.c). Run through `make fuzz-seeds` (tests/fuzz/fuzz.mk).
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 #include <stb_image_write.h>
 #pragma GCC diagnostic pop
 
+#include "cli/classify_common.h"
 #include "core/block.h"
 #include "core/check.h"
 #include "core/fileio.h"
@@ -404,6 +405,48 @@ static void encoder_seeds(void) {
     save_encoder_seed(&b, "resnet50_at_layer3", 5);
 }
 
+// Classifier checkpoints of `draw classify` written by classify_save: tiny soft and hard
+// glimpse models, one without Adam moments, and one- and two-layer CNN baselines, each on
+// a 28 x 28 image (the smallest the clutter check allows).
+static void classify_seed(const char *name, const ClassifierConfig *cfg, int with_moments) {
+    ClassifyState s = {.cfg = *cfg, .step = 7, .baseline = 0.25f,
+                       .optim = {.seed = 3, .batch = 4, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f}};
+    s.clutter = clutter_config_default();
+    s.clutter.W = classifier_width(cfg), s.clutter.H = classifier_height(cfg);
+    s.clutter.fragments = 2;
+    snprintf(s.data, sizeof s.data, "mnist");
+    Block params = {0}, m = {0}, v = {0};
+    ClassifierParams p, pm, pv;
+    classifier_layout(&params, &p, cfg);
+    classifier_layout(&m, &pm, cfg);
+    classifier_layout(&v, &pv, cfg);
+    block_alloc(&params), block_alloc(&m), block_alloc(&v);
+    for (size_t i = 0; i < params.numel; i++) {
+        params.data[i] = (float)((int)(i % 13) - 6) * 0.125f;
+        m.data[i] = params.data[i] * 0.5f;
+        v.data[i] = (float)(i % 5) * 0.01f;
+    }
+    Error err;
+    CHECK(classify_save(seed_path("classify", name), &s, &params, with_moments ? &m : NULL,
+                        with_moments ? &v : NULL, &err) == 0, "%s", err.msg);
+    block_free(&params), block_free(&m), block_free(&v);
+}
+
+static void classify_seeds(void) {
+    ClassifierConfig g = {.kind = CLASSIFIER_GLIMPSE,
+                          .glimpse = {.W = 28, .H = 28, .T = 2, .read_n = 2, .hidden = 2,
+                                      .classes = 10, .attention = 1}};
+    classify_seed("glimpse.safetensors", &g, 1);
+    classify_seed("glimpse_no_moments.safetensors", &g, 0);
+    g.glimpse.hard = 1, g.glimpse.loc_std = 0.2f;
+    classify_seed("glimpse_hard.safetensors", &g, 1);
+    ClassifierConfig c = {.kind = CLASSIFIER_CNN,
+                          .cnn = {.S = 28, .layers = 1, .channels = {1, 0}, .fc = 2, .classes = 10}};
+    classify_seed("cnn1.safetensors", &c, 0);
+    c.cnn.layers = 2, c.cnn.channels[1] = 1;
+    classify_seed("cnn2.safetensors", &c, 1);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: make_seeds OUT_DIR\n");
@@ -418,5 +461,6 @@ int main(int argc, char **argv) {
     tokenizer_seeds();
     caption_seeds();
     featcache_seeds();
+    classify_seeds();
     return 0;
 }
