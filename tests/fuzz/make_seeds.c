@@ -432,6 +432,43 @@ static void classify_seed(const char *name, const ClassifierConfig *cfg, int wit
     block_free(&params), block_free(&m), block_free(&v);
 }
 
+// A copy of classify seed `from` whose integer metadata is zero-padded to 7 digits
+// ("0000002"): the reader takes it alike, and a mutation of one digit (libFuzzer changes
+// ASCII integers in place) then reaches sizes up to millions, where the writer's short
+// numbers leave no room.
+static void classify_padded_seed(const char *from, const char *name) {
+    SafetensorsFile f;
+    Error err;
+    CHECK(safetensors_load(&f, seed_path("classify", from), &err) == 0, "%s", err.msg);
+    Block b = {0};
+    for (int i = 0; i < f.count; i++) {
+        const SafetensorsTensor *t = &f.tensors[i];
+        CHECK(t->ndim >= 1 && t->ndim <= 4, "%s", t->name);
+        int d[4] = {1, 1, 1, 1};
+        for (int k = 0; k < t->ndim; k++) d[k] = (int)t->shape[k];
+        block_add(&b, NULL, t->name, t->ndim, d[0], d[1], d[2], d[3]);
+    }
+    block_alloc(&b);
+    for (int i = 0; i < f.count; i++)
+        memcpy(b.data + b.tensors[i].offset, f.tensors[i].data, f.tensors[i].numel * sizeof(float));
+    SafetensorsMeta meta[64];
+    char padded[64][16];
+    CHECK(f.n_meta <= 64);
+    for (int i = 0; i < f.n_meta; i++) {
+        meta[i] = f.meta[i];
+        const char *v = meta[i].value, *digits = v + strspn(v, "0123456789");
+        if (v[0] && !*digits && strlen(v) < 7 && strcmp(meta[i].key, "train.seed") != 0) {
+            snprintf(padded[i], sizeof padded[i], "%07ld", atol(v));
+            meta[i].value = padded[i];
+        }
+    }
+    const Block *blocks[1] = {&b};
+    CHECK(safetensors_save(seed_path("classify", name), blocks, NULL, 1, meta, f.n_meta, &err) == 0,
+          "%s", err.msg);
+    block_free(&b);
+    safetensors_free(&f);
+}
+
 static void classify_seeds(void) {
     ClassifierConfig g = {.kind = CLASSIFIER_GLIMPSE,
                           .glimpse = {.W = 28, .H = 28, .T = 2, .read_n = 2, .hidden = 2,
@@ -445,6 +482,8 @@ static void classify_seeds(void) {
     classify_seed("cnn1.safetensors", &c, 0);
     c.cnn.layers = 2, c.cnn.channels[1] = 1;
     classify_seed("cnn2.safetensors", &c, 1);
+    classify_padded_seed("glimpse_no_moments.safetensors", "glimpse_padded.safetensors");
+    classify_padded_seed("cnn1.safetensors", "cnn1_padded.safetensors");
 }
 
 int main(int argc, char **argv) {
