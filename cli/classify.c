@@ -70,7 +70,7 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
         {"epochs", ARG_INT, &f->epochs, "train until this many epochs in total (1 when no budget is given)", .has_min = true, .min = 0},
         {"minutes", ARG_DOUBLE, &f->minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order and training clutter", .has_min = true, .min = 0, .given = &f->optim.given.seed},
-        {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model flags given must match it", .given = NULL},
+        {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"valid-every", ARG_INT, &f->valid_every, "steps between validation errors (and checkpoints)", .has_min = true, .min = 1},
