@@ -948,10 +948,25 @@ typedef struct {
     int images;
 } StepResult;
 
+// A rank's part of the first hard-attention step's mean reward, weighted as one process's
+// workers weight theirs (a float share of the batch) and summed over the ranks.
+typedef struct {
+    Dist *dist;
+    int count, batch;  // this rank's images, the global batch's
+    Error *err;
+} RankRewardSum;
+
+static int rank_reward_sum(void *ctx, double *v) {
+    RankRewardSum *c = ctx;
+    *v *= (double)((float)c->count / (float)c->batch);
+    return dist_allreduce_sum_f64(c->dist, v, 1, c->err);
+}
+
 // Over ranks: this rank's share of the batch of s->images on its workers, each image with
 // the noise of its place in the whole batch (models/sat.h), then the loss parts, the gradient and
 // the hard-attention baseline summed over the ranks as one process's workers sum them
-// (float shares; cli/train_dist.h).
+// (float shares; cli/train_dist.h). The first hard-attention step's baseline is the whole
+// batch's mean reward, summed over the ranks between the forwards and the backwards.
 static int train_share_step(CaptionRun *r, StepResult *s, uint64_t seed, Error *err) {
     SatModel *m = &r->model;
     const int nb = s->images, ML = m->cfg.max_len;
@@ -961,11 +976,18 @@ static int train_share_step(CaptionRun *r, StepResult *s, uint64_t seed, Error *
     memset(&s->loss, 0, sizeof s->loss);
     block_zero(&m->grads);
     const float base0 = m->baseline;
-    if (count > 0)
-        sat_forward_backward_parallel_from(&s->loss, m, r->workers, r->n_workers, begin,
-                                           r->images + (size_t)begin * per,
-                                           r->words + (size_t)begin * ML, r->lens + begin, count,
-                                           seed);
+    RankRewardSum ctx = {.dist = r->dist, .count = count, .batch = nb, .err = err};
+    const SatBatchSum across = {.sum = rank_reward_sum, .ctx = &ctx};
+    if (count > 0) {
+        if (sat_forward_backward_parallel_from(&s->loss, m, r->workers, r->n_workers, begin,
+                                               r->images + (size_t)begin * per,
+                                               r->words + (size_t)begin * ML, r->lens + begin,
+                                               count, seed, &across))
+            return -1;
+    } else if (sat_first_hard_step(m)) {  // no images here: a part of 0 in the ranks' sum
+        double none = 0.0;
+        if (rank_reward_sum(&ctx, &none)) return -1;
+    }
     const float share = (float)count / (float)nb;
     double v[7] = {share * s->loss.loss, share * s->loss.ce, share * s->loss.ds,
                    share * s->loss.reward, s->loss.tokens,

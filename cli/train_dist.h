@@ -9,7 +9,9 @@
 //   - the captioner: every rank draws every image's caption choice from the step's stream
 //     (a few integers a step), and each image's dropout masks and hard-attention samples
 //     come from a stream of its own, seeded with (seed, step, its place in the batch)
-//     (sat_forward), whichever worker of whichever rank runs it.
+//     (sat_forward), whichever worker of whichever rank runs it; the first step's
+//     hard-attention baseline is the whole batch's mean reward, summed over the ranks
+//     between the forwards and the backwards (sat_forward_backward_parallel_from).
 //
 // The share's gradient is the mean over its `count` images; scaled by count / B and summed
 // over the ranks in rank order (train_dist_reduce_grads) it is the global batch's gradient,

@@ -505,6 +505,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
         ntok += a->steps[b];
     }
     reward /= B;
+    m->sample_logp = 0.0;
     if (sample) {
         float base = m->baseline_set ? m->baseline : (float)reward;
         for (int b = 0; b < B; b++) {
@@ -516,6 +517,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
                     if (al[l] > 0) ent -= al[l] * log(al[l]);
             }
             extra += -adv * lp - c->entropy_weight * ent;
+            m->sample_logp += lp;
         }
     }
     out->ce = ce / B;
@@ -729,29 +731,71 @@ typedef struct {
     SatLoss loss;
 } StepJob;
 
-static void *step_job_run(void *arg) {
+static void *step_job_forward(void *arg) {
     StepJob *j = arg;
     sat_forward(j->m, &j->loss, j->images, j->words, j->lens, j->n, 1, j->seed, j->first);
+    return NULL;
+}
+
+static void *step_job_backward(void *arg) {
+    StepJob *j = arg;
     block_zero(&j->m->grads);
     if (isfinite(j->loss.loss)) sat_backward(j->m);
     return NULL;
 }
 
+static void *step_job_run(void *arg) {
+    step_job_forward(arg);
+    return step_job_backward(arg);
+}
+
+// fn on each job, jobs 1 .. used - 1 on threads of their own, job 0 on the caller's.
+static void run_jobs_(void *(*fn)(void *), StepJob *jobs, int used) {
+    pthread_t th[64];
+    for (int k = 1; k < used; k++) CHECK(pthread_create(&th[k], NULL, fn, &jobs[k]) == 0, "pthread_create");
+    fn(&jobs[0]);
+    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+}
+
+int sat_first_hard_step(const SatModel *m) { return m->cfg.hard && !m->baseline_set; }
+
+// The first hard-attention step over several workers or processes: every share's REINFORCE
+// term takes the whole batch's mean reward as its baseline, as one worker's does (sat.h).
+// The shares' means, weighted by their float shares and added in order (then over the
+// processes by across), give the same bits however the batch is split into shares of the
+// same sizes. Each worker starts its backward from that baseline (already set: its update
+// is then the decayed one, which leaves the mean where it is), and each share's loss is
+// moved to it: the loss is linear in the baseline with slope sum_b log p(s_b) / n.
+static int first_baseline_(StepJob *jobs, int used, int nb, const SatBatchSum *across) {
+    double mean = 0.0;
+    for (int k = 0; k < used; k++) mean += (double)((float)jobs[k].n / (float)nb) * jobs[k].loss.reward;
+    if (across && across->sum(across->ctx, &mean)) return -1;
+    const float base = (float)mean;
+    for (int k = 0; k < used; k++) {
+        SatModel *w = jobs[k].m;
+        SatLoss *l = &jobs[k].loss;
+        l->loss += ((double)base - (double)(float)l->reward) * w->sample_logp / jobs[k].n;
+        w->baseline = base;
+        w->baseline_set = 1;
+    }
+    return 0;
+}
+
 void sat_forward_backward_parallel(SatLoss *out, SatModel *model, SatModel *workers,
                                    int n_workers, const float *images, const int *words,
                                    const int *lens, int nb, uint64_t seed) {
-    sat_forward_backward_parallel_from(out, model, workers, n_workers, 0, images, words, lens, nb,
-                                       seed);
+    CHECK(sat_forward_backward_parallel_from(out, model, workers, n_workers, 0, images, words,
+                                             lens, nb, seed, NULL) == 0,
+          "a step without processes to sum over failed");
 }
 
-void sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *workers,
-                                        int n_workers, int first, const float *images,
-                                        const int *words, const int *lens, int nb,
-                                        uint64_t seed) {
+int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *workers,
+                                       int n_workers, int first, const float *images,
+                                       const int *words, const int *lens, int nb, uint64_t seed,
+                                       const SatBatchSum *across) {
     const size_t per = sat_input_floats(&model->cfg);
     const int ML = model->cfg.max_len;
     StepJob jobs[64];
-    pthread_t th[64];
     CHECK(n_workers <= 64, "workers %d", n_workers);
     int start = 0, used = 0;
     for (int w = 0; w < n_workers; w++) {
@@ -766,9 +810,14 @@ void sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel 
         start += n;
         used++;
     }
-    for (int k = 1; k < used; k++) CHECK(pthread_create(&th[k], NULL, step_job_run, &jobs[k]) == 0, "pthread_create");
-    step_job_run(&jobs[0]);
-    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+    if (sat_first_hard_step(model) && (used > 1 || across)) {
+        // The baseline needs every share's reward before any backward.
+        run_jobs_(step_job_forward, jobs, used);
+        if (first_baseline_(jobs, used, nb, across)) return -1;
+        run_jobs_(step_job_backward, jobs, used);
+    } else {
+        run_jobs_(step_job_run, jobs, used);
+    }
     memset(out, 0, sizeof *out);
     block_zero(&model->grads);
     double base = 0.0;
@@ -789,6 +838,7 @@ void sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel 
     }
     model->baseline = (float)base;
     model->baseline_set = base_set;
+    return 0;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -298,13 +298,16 @@ static void test_caption_eval_over_ranks(void) {
     for (int i = 0; i < 3; i++) free(out[i]);
 }
 
-// Hard attention: each image's samples are its own too, so 2 ranks x 1 thread are 1 process
-// x 2 threads bit for bit, and step 1's cross-entropy (which reads the sampled locations)
-// is one thread's to rounding. Its loss is not: the REINFORCE baseline of the first step is
-// each worker's own mean reward (models/sat.c), so the curves part from there.
-static void test_caption_hard_samples_per_image(void) {
-    if (skip_without_mpirun("test_caption_hard_samples_per_image")) return;
-#define CAPTION_HARD "train " CAPTION_SMALL " --attention hard --steps 4"
+// Hard attention: each image's samples are its own too, and the first step's REINFORCE
+// baseline is the whole batch's mean reward, summed over the ranks before any backward
+// (models/sat.h), so 2 ranks x 1 thread are 1 process x 2 threads bit for bit, and one
+// thread's loss curve to a tolerance: each of 50 steps within 1e-5 relative (measured:
+// 1.8e-6 at most, printed below; the REINFORCE term is a difference of large terms, so its
+// rounding shows more than soft attention's). With each share's own mean as the first
+// baseline, step 1 alone was 6% apart (137.32 against 129.53).
+static void test_caption_hard_matches_one_process(void) {
+    if (skip_without_mpirun("test_caption_hard_matches_one_process")) return;
+#define CAPTION_HARD "train " CAPTION_SMALL " --attention hard --steps 50"
     if (!caption_ok(scratch_run(&cap_sc, CAPTION_HARD " --threads 2 --out %s/h12", dir),
                     "caption --attention hard, 1 process x 2 threads") ||
         !caption_ok(scratch_run(&cap_sc, CAPTION_HARD " --threads 1 --out %s/h11", dir),
@@ -315,12 +318,17 @@ static void test_caption_hard_samples_per_image(void) {
 #undef CAPTION_HARD
     EXPECT(same_file("h2/state.safetensors", "h12/state.safetensors"),
            "hard: 2 ranks and 1 process of 2 threads wrote different states");
-    double two[8], one[8];
-    int n2 = read_column("h2", 3, two, 8), n1 = read_column("h11", 3, one, 8);
-    EXPECT(n1 == 4 && n2 == 4, "%d and %d rows, expected 4", n1, n2);
-    if (n1 >= 1 && n2 >= 1)
-        EXPECT(fabs(two[0] - one[0]) <= 1e-6 * fabs(one[0]),
-               "hard: step 1's cross-entropy %.9g (2 ranks) vs %.9g (1 thread)", two[0], one[0]);
+    char *a = log_without_column("h2", 6), *b = log_without_column("h12", 6);
+    EXPECT(a && b && strcmp(a, b) == 0, "hard: log.csv differs:\n%s\nvs\n%s", a ? a : "",
+           b ? b : "");
+    free(a), free(b);
+    double two[64], one[64];
+    int n2 = read_column("h2", 2, two, 64), n1 = read_column("h11", 2, one, 64);
+    EXPECT(n1 == 50 && n2 == 50, "%d and %d rows, expected 50", n1, n2);
+    double worst = largest_rel_diff(two, one, n1 < n2 ? n1 : n2);
+    EXPECT(worst <= 1e-5, "hard: 2 ranks' curve is %.3g (relative) from one thread's", worst);
+    printf("  caption --attention hard: 50 steps, 2 ranks x 1 thread vs 1 process x 1 thread: "
+           "largest relative difference of the train loss %.3g\n", worst);
 }
 
 // Unequal shares: a batch of 16 over 3 ranks (6, 5, 5) is one process's 3 workers, bit for
@@ -504,7 +512,7 @@ int main(void) {
     RUN(test_caption_two_ranks_match_one_process);
     RUN(test_caption_resume_across_rank_counts);
     RUN(test_caption_eval_over_ranks);
-    RUN(test_caption_hard_samples_per_image);
+    RUN(test_caption_hard_matches_one_process);
     RUN(test_three_ranks_unequal_shares);
     RUN(test_colour_and_features_over_ranks);
     RUN(test_one_process_commands_refuse_ranks);
