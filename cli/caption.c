@@ -618,7 +618,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption train --out DIR [flags]", NULL, code))
         return 1;
     if (f->given.epochs + f->given.steps + f->given.minutes > 1) {
-        fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
+        if (args_reporting_process()) fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
         *code = 2;
         return 1;
     }
@@ -1282,7 +1282,7 @@ static int cmd_eval(int argc, char **argv) {
         return code;
     Split split;
     if (split_parse(split_s, &split, &err)) {
-        fprintf(stderr, "--split: %s\n", err.msg);
+        if (args_reporting_process()) fprintf(stderr, "--split: %s\n", err.msg);
         return 2;
     }
     gemm_set_threads(threads);
@@ -1623,11 +1623,11 @@ int main(int argc, char **argv) {
     Error err;
     int r = args_subcommand(argc, argv, names, 7, &which, &err);
     if (r == ARGS_HELP) {
-        overview(stdout);
+        if (args_reporting_process()) overview(stdout);
         return 0;
     }
     if (r == ARGS_ERROR) {
-        fprintf(stderr, "%s\n", err.msg);
+        if (args_reporting_process()) fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
     if (which > 1 && train_dist_one_process_only("caption", names[which])) return 2;

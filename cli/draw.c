@@ -1154,11 +1154,11 @@ int main(int argc, char **argv) {
     Error err;
     int r = args_subcommand(argc, argv, names, 6, &which, &err);
     if (r == ARGS_HELP) {
-        overview(stdout);
+        if (args_reporting_process()) overview(stdout);
         return 0;
     }
     if (r == ARGS_ERROR) {
-        fprintf(stderr, "draw: %s\n", err.msg);
+        if (args_reporting_process()) fprintf(stderr, "draw: %s\n", err.msg);
         return 2;
     }
     if (which > 1 && train_dist_one_process_only("draw", names[which])) return 2;

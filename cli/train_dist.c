@@ -22,8 +22,17 @@ void train_dist_print(const Dist *d, const char *program, const Error *err) {
 }
 
 int train_dist_agree(const Dist *d, int status, const char *program, const Error *err) {
-    if (status) train_dist_print(d, program, err);
-    return dist_any_failed(d, status);
+    const DistOutcome o = dist_compare_outcomes(d, status, status ? err->msg : "");
+    if (o == DIST_ALL_OK) return 0;
+    if (o == DIST_SAME_FAILURE) {  // every rank alike (a flag, a file all read): one line
+        if (dist_is_root(d)) {
+            fprintf(stderr, "%s: %s\n", program, err->msg);
+            fflush(stderr);
+        }
+    } else if (status) {
+        train_dist_print(d, program, err);
+    }
+    return -1;
 }
 
 int train_dist_fail(const Dist *d, const char *program, const Error *err) {

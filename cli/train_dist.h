@@ -22,8 +22,12 @@
 //
 // Rank 0 alone writes: the progress line, log.csv, plots, checkpoints, run.json, the
 // summary. Failures:
-//   - set-up (flags, files, data): every rank reaches train_dist_agree; a rank that failed
-//     prints "rank R of N: draw: reason" and every rank ends with status 1, none waits;
+//   - flags: every rank parses the same command line; rank 0 alone prints usage and flag
+//     errors (cli/args.h: args_reporting_process), every rank exits with status 2;
+//   - set-up (files, data, flag combinations checked later): every rank reaches
+//     train_dist_agree; when every rank failed with the same message, rank 0 prints it
+//     once as one process would ("draw: reason"); otherwise each rank that failed prints
+//     "rank R of N: draw: reason"; every rank ends with status 1, none waits;
 //   - a failure that every rank sees alike after a reduction (a non-finite loss or
 //     gradient): rank 0 prints it, every rank ends with status 1;
 //   - anything else during the run (a checkpoint that cannot be written, a rank out of
@@ -48,8 +52,9 @@ int train_dist_one_process_only(const char *program, const char *command);
 void train_dist_print(const Dist *d, const char *program, const Error *err);
 
 // After a set-up phase: every rank passes its status (0 or -1, with err filled). Returns 0
-// when every rank succeeded; else -1 on every rank, after each failed rank printed its
-// error (train_dist_print). A collective.
+// when every rank succeeded; else -1 on every rank, after rank 0 printed the error once
+// ("PROGRAM: msg") when every rank failed with the same one, or else each failed rank
+// printed its own (train_dist_print). A collective.
 int train_dist_agree(const Dist *d, int status, const char *program, const Error *err);
 
 // A failure of this rank alone in the middle of a run: with several ranks, prints the line

@@ -79,6 +79,16 @@ int dist_allgather_ranges(const Dist *d, void *buf, size_t item_bytes, const int
 // Every rank learns whether any rank failed: pass 0 or -1 (this rank's status); returns -1
 // on every rank if any passed -1. A collective: every rank must call it at the same point.
 int dist_any_failed(const Dist *d, int status);
+// How the ranks' outcomes of a phase compare (dist_compare_outcomes).
+typedef enum {
+    DIST_ALL_OK = 0,        // no rank failed
+    DIST_SAME_FAILURE = 1,  // every rank failed, all with the same message
+    DIST_SOME_FAILED = 2,   // some ranks failed, or the messages differ
+} DistOutcome;
+// Every rank passes its status (0 or -1) and, when it failed, its message (compared by a
+// 64-bit hash). A collective: every rank must call it at the same point. One rank: its own
+// outcome. An MPI failure reads as DIST_SOME_FAILED.
+DistOutcome dist_compare_outcomes(const Dist *d, int status, const char *msg);
 // Waits until every rank reaches this point.
 void dist_barrier(const Dist *d);
 

@@ -403,6 +403,48 @@ static void test_draw_rank_without_data_fails_named(void) {
     free(err);
 }
 
+// How many times needle occurs in hay.
+static int occurrences(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay ? strstr(hay, needle) : NULL; p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+// A mistake every rank makes alike (a bad flag, a missing required flag, a flag checked at
+// set-up, --help, a data folder missing on every node) is said once, by rank 0, as one
+// process says it; every rank still fails (mpirun's status is not 0). A fault of one rank
+// alone still names it (test_draw_rank_without_data_fails_named).
+static void test_shared_mistakes_printed_once(void) {
+    if (skip_without_mpirun("test_shared_mistakes_printed_once")) return;
+    static const struct {
+        int caption;      // 1: bin/caption, 0: bin/draw
+        const char *args; // %s: the scratch folder (once at most)
+        const char *line; // what one process prints
+        int fails;
+    } cases[] = {
+        {1, "train --bogus --out %s/m1", "unknown flag --bogus (see --help)", 1},
+        {0, "train --steps x --out %s/m2", "draw: --steps: expected an integer, got 'x'", 1},
+        {0, "train --data mnist", "draw: --out: missing (required)", 1},
+        {0, "bogus", "draw: unknown command 'bogus'", 1},
+        {1, "train --steps 3 --epochs 2 --out %s/m3", "--epochs, --steps, --minutes: give at most one", 1},
+        {1, "train --query sideways --steps 1 --out %s/m4",
+         "caption train: --query: expected previous or current, got 'sideways'", 1},
+        {0, "train --data mnist --data-root %s/nowhere --steps 2 --out %s/m5", "nowhere/mnist/", 1},
+        {0, "train --help", "usage: draw train", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Scratch *sc = cases[i].caption ? &cap_sc : &draw_sc;
+        int rc = scratch_run_mpi(sc, 2, cases[i].args, dir, dir);
+        char *err = scratch_read(sc, "stderr.txt", NULL), *out = scratch_read(sc, "stdout.txt", NULL);
+        const char *where = cases[i].fails ? err : out;
+        EXPECT(cases[i].fails ? rc != 0 : rc == 0, "%s: status %d", cases[i].args, rc);
+        EXPECT(occurrences(where, cases[i].line) == 1, "%s: want '%s' once, got:\n%s",
+               cases[i].args, cases[i].line, where ? where : "");
+        EXPECT(!strstr(err ? err : "", "rank "), "%s: a rank named: %s", cases[i].args, err);
+        free(err), free(out);
+    }
+}
+
 // A rank killed in the middle of training (SIGKILL: out of memory, a lost node) ends the
 // job within seconds; mpirun names the rank and the signal; the last checkpoint loads and
 // the run resumes from it.
@@ -517,6 +559,7 @@ int main(void) {
     RUN(test_colour_and_features_over_ranks);
     RUN(test_one_process_commands_refuse_ranks);
     RUN(test_draw_rank_without_data_fails_named);
+    RUN(test_shared_mistakes_printed_once);
     RUN(test_draw_killed_rank_ends_job);
     RUN(test_draw_nonfinite_stops_every_rank);
     RUN(test_caption_killed_rank_ends_job);
