@@ -70,6 +70,13 @@ int train_dist_broadcast_block(const Dist *d, Block *b, Error *err);
 // count / B, summed in rank order. Identity with one rank.
 int train_dist_reduce_grads(Dist *d, Block *grads, int count, int B, Error *err);
 
+// The same for g (n), a part of the gradient (the same bits as in a whole-gradient sum).
+int train_dist_reduce_floats(Dist *d, float *g, size_t n, int count, int B, Error *err);
+// The same, summed on a thread of its own while the caller computes (several ranks only;
+// core/dist.h: dist_allreduce_sum_start); dist_allreduce_sum_finish waits for it.
+int train_dist_start_floats(Dist *d, DistSumInFlight *f, float *g, size_t n, int count, int B,
+                            Error *err);
+
 // v (n): means over this rank's count images; on return the means over all B images, as
 // train_dist_reduce_grads computes them (scaled by count / B, summed in rank order).
 int train_dist_reduce_means(Dist *d, double *v, int n, int count, int B, Error *err);

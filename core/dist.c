@@ -39,9 +39,12 @@ int dist_init(Dist *d, Error *err) {
     d->size = 1;
     if (launcher_size() == 0) return 0;
 #ifdef ATTEND_MPI
+    // Serialized: a sum may run on a thread of its own while the caller's threads compute
+    // (dist_allreduce_sum_start); the calls never overlap each other.
     int provided;
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
         return error_set(err, "mpi: MPI_Init failed");
+    d->background = provided >= MPI_THREAD_SERIALIZED;
     // Errors come back as codes, so a failed collective becomes a named one-line failure.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
@@ -139,6 +142,36 @@ int dist_allreduce_sum(Dist *d, float *buf, size_t n, Error *err) {
     (void)buf;
     return error_set(err, "mpi: not built with MPI");
 #endif
+}
+
+static void *sum_in_flight_run(void *arg) {
+    DistSumInFlight *f = arg;
+    f->status = dist_allreduce_sum(f->d, f->buf, f->n, &f->err);
+    return NULL;
+}
+
+int dist_allreduce_sum_start(DistSumInFlight *f, Dist *d, float *buf, size_t n, Error *err) {
+    memset(f, 0, sizeof *f);
+    f->d = d;
+    f->buf = buf;
+    f->n = n;
+    if (d->background && d->size > 1 && n > 0 &&
+        pthread_create(&f->thread, NULL, sum_in_flight_run, f) == 0) {
+        f->on_thread = 1;
+        return 0;
+    }
+    sum_in_flight_run(f);  // no thread: the sum now
+    if (f->status) *err = f->err;
+    return f->status;
+}
+
+int dist_allreduce_sum_finish(DistSumInFlight *f, Error *err) {
+    if (f->on_thread) {
+        pthread_join(f->thread, NULL);
+        f->on_thread = 0;
+    }
+    if (f->status) *err = f->err;
+    return f->status;
 }
 
 int dist_allreduce_sum_f64(Dist *d, double *buf, size_t n, Error *err) {

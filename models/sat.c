@@ -592,7 +592,9 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
                   a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn, &c->attn, t, B, L);
 }
 
-void sat_backward(SatModel *m) {
+// sat_backward up to the annotations' gradient: every parameter's gradient but the CNN's
+// is complete on return (and the hard baseline updated).
+static void backward_decoder_(SatModel *m) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
     SatParams *p = &m->p, *g = &m->g;
@@ -704,7 +706,6 @@ void sat_backward(SatModel *m) {
             const float *mr = dmean + (size_t)b * D;
             for (int d = 0; d < D; d++) dr[d] += mr[d] * (1.0f / (float)L);
         }
-    if (c->feat_L == 0) cnn_backward(&g->cnn, NULL, a->dannot, &m->cnn_ws, m->images, &p->cnn, B);
 
     if (sample) {
         double mean_r = 0.0;
@@ -717,6 +718,21 @@ void sat_backward(SatModel *m) {
             m->baseline = c->baseline_decay * m->baseline + (1.0f - c->baseline_decay) * (float)mean_r;
         }
     }
+}
+
+// The CNN's gradient from the annotations' (none with features).
+static void backward_encoder_(SatModel *m) {
+    if (m->cfg.feat_L > 0) return;
+    cnn_backward(&m->g.cnn, NULL, m->a.dannot, &m->cnn_ws, m->images, &m->p.cnn, m->Bb);
+}
+
+void sat_backward(SatModel *m) {
+    backward_decoder_(m);
+    backward_encoder_(m);
+}
+
+size_t sat_encoder_grad_floats(const SatModel *m) {
+    return m->cfg.feat_L > 0 ? 0 : (size_t)(m->g.W_h0 - m->grads.data);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -747,6 +763,32 @@ static void *step_job_backward(void *arg) {
 static void *step_job_run(void *arg) {
     step_job_forward(arg);
     return step_job_backward(arg);
+}
+
+static void *step_job_decoder(void *arg) {
+    StepJob *j = arg;
+    block_zero(&j->m->grads);
+    if (isfinite(j->loss.loss)) backward_decoder_(j->m);
+    return NULL;
+}
+
+static void *step_job_encoder(void *arg) {
+    StepJob *j = arg;
+    if (isfinite(j->loss.loss)) backward_encoder_(j->m);
+    return NULL;
+}
+
+// model->grads [lo, hi) = the jobs' gradients there, weighted by their float shares of nb
+// and added in job order.
+static void combine_grads_(SatModel *model, const StepJob *jobs, int used, int nb, size_t lo,
+                           size_t hi) {
+    float *d = model->grads.data;
+    memset(d + lo, 0, (hi - lo) * sizeof *d);
+    for (int k = 0; k < used; k++) {
+        const float share = (float)jobs[k].n / (float)nb;
+        const float *g = jobs[k].m->grads.data;
+        for (size_t i = lo; i < hi; i++) d[i] += share * g[i];
+    }
 }
 
 // fn on each job, jobs 1 .. used - 1 on threads of their own, job 0 on the caller's.
@@ -810,16 +852,30 @@ int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *
         start += n;
         used++;
     }
-    if (sat_first_hard_step(model) && (used > 1 || across)) {
-        // The baseline needs every share's reward before any backward.
+    const size_t enc = sat_encoder_grad_floats(model), all = model->grads.numel;
+    const int overlap = across && across->decoder_done && enc > 0;
+    const int first_hard = sat_first_hard_step(model) && (used > 1 || across);
+    if (overlap) {
+        // The decoder's gradient, complete before the CNN's backward, is handed over (to be
+        // summed over the processes) while the CNN's backward runs.
         run_jobs_(step_job_forward, jobs, used);
-        if (first_baseline_(jobs, used, nb, across)) return -1;
-        run_jobs_(step_job_backward, jobs, used);
+        if (first_hard && first_baseline_(jobs, used, nb, across)) return -1;
+        run_jobs_(step_job_decoder, jobs, used);
+        combine_grads_(model, jobs, used, nb, enc, all);
+        if (across->decoder_done(across->ctx, model->grads.data, enc, all)) return -1;
+        run_jobs_(step_job_encoder, jobs, used);
+        combine_grads_(model, jobs, used, nb, 0, enc);
     } else {
-        run_jobs_(step_job_run, jobs, used);
+        if (first_hard) {  // the baseline needs every share's reward before any backward
+            run_jobs_(step_job_forward, jobs, used);
+            if (first_baseline_(jobs, used, nb, across)) return -1;
+            run_jobs_(step_job_backward, jobs, used);
+        } else {
+            run_jobs_(step_job_run, jobs, used);
+        }
+        combine_grads_(model, jobs, used, nb, 0, all);
     }
     memset(out, 0, sizeof *out);
-    block_zero(&model->grads);
     double base = 0.0;
     int base_set = 0;
     for (int k = 0; k < used; k++) {
@@ -830,9 +886,6 @@ int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *
         out->ds += share * l->ds;
         out->reward += share * l->reward;
         out->tokens += l->tokens;
-        const float *g = jobs[k].m->grads.data;
-        float *d = model->grads.data;
-        for (size_t i = 0; i < model->grads.numel; i++) d[i] += share * g[i];
         base += share * jobs[k].m->baseline;
         base_set |= jobs[k].m->baseline_set;
     }

@@ -203,10 +203,21 @@ void sat_forward_backward_parallel(SatLoss *out, SatModel *m, SatModel *workers,
 // replaces *v, this process's part, with the sum of every process's part, added in a fixed
 // order; 0, or -1 on failure (the reason kept in ctx). A collective: every process calls it
 // at the same point.
+// decoder_done (may be NULL), with a CNN encoder: called once per step by the caller's
+// thread when grads [begin, end) (the decoder's part of the batch's gradient,
+// float-share-weighted over the workers as below) is complete and the CNN's backward is
+// about to run; it may start summing that part over the processes, to finish after the
+// call returns (the overlap of the sum with the encoder's backward); 0, or -1 on failure.
+// The CNN's part, [0, begin), is complete when sat_forward_backward_parallel_from returns.
 typedef struct {
     int (*sum)(void *ctx, double *v);
+    int (*decoder_done)(void *ctx, float *grads, size_t begin, size_t end);
     void *ctx;
 } SatBatchSum;
+
+// Gradient floats of the CNN encoder, first in m->grads (0 with features): the decoder's
+// gradient is the rest, [sat_encoder_grad_floats(m), m->grads.numel).
+size_t sat_encoder_grad_floats(const SatModel *m);
 
 // 1 while the hard-attention baseline is not set (before the first training step): the
 // step that sets it reduces the batch's mean reward across processes (across below).

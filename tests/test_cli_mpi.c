@@ -259,6 +259,31 @@ static void test_caption_two_ranks_match_one_process(void) {
            "difference of the train loss %.3g\n", worst);
 }
 
+// --overlap-sums: the decoder's gradient summed on a thread of its own during the CNN's
+// backward, the CNN's after it; each element is still added in rank order, so the run is
+// the plain one's bit for bit (2 ranks, and 3 with unequal shares of 6, 5 and 5).
+static void test_caption_overlapped_sums_same_bits(void) {
+    if (skip_without_mpirun("test_caption_overlapped_sums_same_bits")) return;
+    if (!caption_trained) return test_fail_(__FILE__, __LINE__, "no runs (training failed)");
+    if (caption_ok(scratch_run_mpi(&cap_sc, 2, "train " CAPTION_SMALL " --steps 50 --threads 1 "
+                                   "--overlap-sums --out %s/cap_over2", dir),
+                   "caption train --overlap-sums, 2 ranks")) {
+        EXPECT(same_file("cap_over2/state.safetensors", "cap_one2/state.safetensors"),
+               "--overlap-sums over 2 ranks: not the plain run's state");
+        char *a = log_without_column("cap_over2", 6), *b = log_without_column("cap_one2", 6);
+        EXPECT(a && b && strcmp(a, b) == 0, "log.csv differs:\n%s\nvs\n%s", a ? a : "", b ? b : "");
+        free(a), free(b);
+    }
+    if (caption_ok(scratch_run_mpi(&cap_sc, 3, "train " CAPTION_SMALL " --steps 6 --threads 1 "
+                                   "--overlap-sums --attention hard --out %s/cap_over3b", dir),
+                   "caption --overlap-sums --attention hard, 3 ranks") &&
+        caption_ok(scratch_run(&cap_sc, "train " CAPTION_SMALL " --steps 6 --threads 3 "
+                               "--attention hard --out %s/cap_over3c", dir),
+                   "caption --attention hard, 1 process x 3 threads"))
+        EXPECT(same_file("cap_over3b/state.safetensors", "cap_over3c/state.safetensors"),
+               "--overlap-sums --attention hard over 3 ranks: not 3 threads' state");
+}
+
 static void test_caption_resume_across_rank_counts(void) {
     if (skip_without_mpirun("test_caption_resume_across_rank_counts")) return;
     if (!caption_trained) return test_fail_(__FILE__, __LINE__, "no runs (training failed)");
@@ -552,6 +577,7 @@ int main(void) {
     RUN(test_draw_resume_across_rank_counts);
     RUN(test_draw_eval_over_ranks);
     RUN(test_caption_two_ranks_match_one_process);
+    RUN(test_caption_overlapped_sums_same_bits);
     RUN(test_caption_resume_across_rank_counts);
     RUN(test_caption_eval_over_ranks);
     RUN(test_caption_hard_matches_one_process);
