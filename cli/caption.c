@@ -836,6 +836,7 @@ static int open_parts(CaptionRun *r, Error *err) {
         return error_set(err, "--batch %d is less than the %d ranks: each rank needs an image",
                          f->batch, r->dist->size), 1;
     alloc_workers(r);
+    if (gemm_check_address_space(f->threads, err)) return 1;  // not a hang in OpenBLAS
     if (root && (train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
                  csvlog_open(&r->log, r->path_log,
                              "step,epoch,loss,ce_per_token,grad_norm,lr,images_per_s,val_bleu4,"

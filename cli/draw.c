@@ -728,6 +728,7 @@ static int open_parts(DrawRun *r, const SafetensorsFile *file, Error *err) {
     if (root) atomic_remove_stale(f->out);
     if (init_model(r, file, err)) return -1;
     alloc_workers(r);
+    if (gemm_check_address_space(f->threads, err)) return -1;  // not a hang in OpenBLAS
     if (!root) return 0;
     return train_out_clear(f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err) ||
            csvlog_open(&r->log, r->csv, "step,train_bound,valid_bound,seconds", r->resumed, err);

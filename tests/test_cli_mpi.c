@@ -470,6 +470,37 @@ static void test_shared_mistakes_printed_once(void) {
     }
 }
 
+// An address-space limit (ulimit -v) too tight for OpenBLAS's 128 MiB work buffer: Debian's
+// OpenBLAS 0.3.21 retried its mmap forever, so a rank hung at its first GEMM (and the job
+// with it). Each rank now checks for the room at set-up (core/gemm.h:
+// gemm_check_address_space), so the job ends at once with the line. 400 MB: one process of
+// this captioner fits (measured), a rank with Open MPI's mappings does not.
+static void test_caption_address_space_limit_fails_named(void) {
+    if (skip_without_mpirun("test_caption_address_space_limit_fails_named")) return;
+#if defined(__SANITIZE_ADDRESS__)
+    printf("skip test_caption_address_space_limit_fails_named: a sanitizer needs an unlimited "
+           "address space\n");
+#else
+    char mpirun[300];
+    snprintf(mpirun, sizeof mpirun, "timeout 60 prlimit --as=409600000 %s", scratch_mpirun());
+    char *saved = getenv("ATTEND_MPIRUN") ? strdup(getenv("ATTEND_MPIRUN")) : NULL;
+    setenv("ATTEND_MPIRUN", mpirun, 1);
+    double t0 = timer_now();
+    int rc = scratch_run_mpi(&cap_sc, 2, "train " CAPTION_SMALL " --steps 20 --threads 1 "
+                             "--out %s/cap_ulimit", dir);
+    double secs = timer_now() - t0;
+    if (saved) setenv("ATTEND_MPIRUN", saved, 1);
+    else unsetenv("ATTEND_MPIRUN");
+    free(saved);
+    char *err = scratch_read(&cap_sc, "stderr.txt", NULL);
+    EXPECT(rc != 0 && rc != 124, "status %d (124: timed out)", rc);
+    EXPECT(secs < 30, "took %.1f s to end", secs);
+    EXPECT(occurrences(err, "leaves no room for OpenBLAS's work buffers") == 1,
+           "want the limit named once: %s", err ? err : "");
+    free(err);
+#endif
+}
+
 // A rank killed in the middle of training (SIGKILL: out of memory, a lost node) ends the
 // job within seconds; mpirun names the rank and the signal; the last checkpoint loads and
 // the run resumes from it.
@@ -586,6 +617,7 @@ int main(void) {
     RUN(test_one_process_commands_refuse_ranks);
     RUN(test_draw_rank_without_data_fails_named);
     RUN(test_shared_mistakes_printed_once);
+    RUN(test_caption_address_space_limit_fails_named);
     RUN(test_draw_killed_rank_ends_job);
     RUN(test_draw_nonfinite_stops_every_rank);
     RUN(test_caption_killed_rank_ends_job);
