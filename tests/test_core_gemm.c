@@ -121,6 +121,7 @@ static void test_gemm_two_threads_same_result(void) {
     EXPECT(bad == 0, "%d elements off with 2 threads", bad);
 }
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 // This process's address space in bytes (VmSize), or 0.
 static size_t address_space_now(void) {
     FILE *f = fopen("/proc/self/status", "r");
@@ -131,6 +132,7 @@ static size_t address_space_now(void) {
     if (f) fclose(f);
     return (size_t)kib * 1024;
 }
+#endif
 
 // gemm_check_address_space: no limit, nothing to check; a limit with room for one 128 MiB
 // OpenBLAS buffer (and the 64 MiB slack) but not for three: one caller passes, three fail
