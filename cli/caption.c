@@ -1349,7 +1349,8 @@ static int cmd_eval(int argc, char **argv) {
         vocab_free(&vocab);
         return 1;
     }
-    if (caption_features_check_eval(&m.cfg, model_path, data, df.features, &err)) {
+    if (caption_features_check_eval(&m.cfg, model_path, data, df.features, &err) ||
+        gemm_check_address_space(threads, &err)) {  // not a hang in OpenBLAS
         eval_fail(&dist, &err);
         goto done;
     }

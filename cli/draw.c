@@ -995,6 +995,7 @@ static int cmd_eval(int argc, char **argv) {
     if (rc == 0 && set.n < dist.size)
         rc = error_set(&err, "%s has %d images, fewer than the %d ranks",
                        data, set.n, dist.size);
+    if (rc == 0) rc = gemm_check_address_space(threads, &err);  // not a hang in OpenBLAS
     if (train_dist_agree(&dist, rc, "draw", &err)) {
         dist_finalize(&dist);
         return 1;
