@@ -7,8 +7,9 @@
 // step, then the median of STEPS), and prints, for N = 2 .. 64 nodes and links of 10, 25
 // and 100 Gbit/s, the step time and scaling efficiency a ring allreduce implies:
 //     t_allreduce = 2 (N - 1) / N * bytes / bandwidth + 2 (N - 1) * latency
-//     t_step      = t_compute + t_allreduce          (the sum is not overlapped with the
-//                                                     backward: core/dist.c sums once)
+//     t_step      = t_compute + t_allreduce          (the sum after the backward, as
+//                                                     bin/draw and bin/caption sum by default;
+//                                                     caption --overlap-sums: bench/RESULTS.md)
 //     efficiency  = t_compute / t_step
 // The compute time used is the step's CPU time divided by THREADS (the process's CPU clock):
 // on a machine shared with other work, it is what the wall time would be on idle cores
