@@ -334,7 +334,8 @@ int main(int argc, char **argv) {
         if (dist_is_root(&d))
             printf("where a step goes over %d ranks (see the top of "
                    "bench/bench_allreduce_model.c), %d thread%s a rank, median of %d steps; "
-                   "load %s\n", d.size, threads, threads == 1 ? "" : "s", steps, load_text(load, sizeof load));
+                   "load %s\n", d.size, threads, threads == 1 ? "" : "s", steps,
+                   load_text(load, sizeof load));
         report = print_ranks;
     } else {
         printf("ring allreduce model (see the top of bench/bench_allreduce_model.c); compute "

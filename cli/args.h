@@ -13,8 +13,9 @@
 // "--help" or "-h" anywhere prints the usage (synopsis, then one line per flag with its
 // default and range, or "(required)") to stdout and returns ARGS_HELP: the caller then
 // exits 0. Under mpirun with several ranks, rank 0 alone prints usage and flag errors
-// (args_reporting_process); every rank returns the same. Required flags are checked after every given flag parsed: a bad value is
-// reported before a missing required flag; of several missing, the first in the table.
+// (args_reporting_process); every rank returns the same. Required flags are checked after
+// every given flag parsed: a bad value is reported before a missing required flag; of
+// several missing, the first in the table.
 //
 // Example:
 //     int T = 64; float lr = 1e-3f; const char *out = "runs/draw"; bool resume = false;

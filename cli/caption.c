@@ -619,7 +619,8 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption train --out DIR [flags]", NULL, code))
         return 1;
     if (f->given.epochs + f->given.steps + f->given.minutes > 1) {
-        if (args_reporting_process()) fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
+        if (args_reporting_process())
+            fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
         *code = 2;
         return 1;
     }

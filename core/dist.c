@@ -253,7 +253,8 @@ int dist_any_failed(const Dist *d, int status) {
 // FNV-1a of msg, never 0 (0 stands for success).
 static unsigned long long message_key(const char *msg) {
     unsigned long long h = 0xcbf29ce484222325ULL;
-    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) h = (h ^ *p) * 0x100000001b3ULL;
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
     return h | 1;
 }
 
@@ -263,7 +264,8 @@ DistOutcome dist_compare_outcomes(const Dist *d, int status, const char *msg) {
     const unsigned long long key = status ? message_key(msg ? msg : "") : 0;
     // One reduction gives the largest key and the smallest (the largest complement).
     unsigned long long mine[2] = {key, ~key}, most[2] = {0, 0};
-    if (MPI_Allreduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+    if (MPI_Allreduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD) !=
+        MPI_SUCCESS)
         return DIST_SOME_FAILED;
     const unsigned long long largest = most[0], smallest = ~most[1];
     if (largest == 0) return DIST_ALL_OK;

@@ -90,7 +90,8 @@ static void blas_open(void) {
 int gemm_check_address_space(int callers, Error *err) {
     struct rlimit lim;
     if (getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return 0;
-    const size_t mib = (size_t)1 << 20, need = ((size_t)(callers > 0 ? callers : 1) * 128 + 64) * mib;
+    const size_t mib = (size_t)1 << 20;
+    const size_t need = ((size_t)(callers > 0 ? callers : 1) * 128 + 64) * mib;
     void *probe = mmap(NULL, need, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (probe == MAP_FAILED)
         return error_set(err, "the address-space limit (ulimit -v %llu KiB) leaves no room for "

@@ -794,7 +794,8 @@ static void combine_grads_(SatModel *model, const StepJob *jobs, int used, int n
 // fn on each job, jobs 1 .. used - 1 on threads of their own, job 0 on the caller's.
 static void run_jobs_(void *(*fn)(void *), StepJob *jobs, int used) {
     pthread_t th[64];
-    for (int k = 1; k < used; k++) CHECK(pthread_create(&th[k], NULL, fn, &jobs[k]) == 0, "pthread_create");
+    for (int k = 1; k < used; k++)
+        CHECK(pthread_create(&th[k], NULL, fn, &jobs[k]) == 0, "pthread_create");
     fn(&jobs[0]);
     for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
 }
@@ -810,8 +811,9 @@ int sat_first_hard_step(const SatModel *m) { return m->cfg.hard && !m->baseline_
 // moved to it: the loss is linear in the baseline with slope sum_b log p(s_b) / n.
 static int first_baseline_(StepJob *jobs, int used, int nb, const SatBatchSum *across) {
     double mean = 0.0;
-    for (int k = 0; k < used; k++) mean += (double)((float)jobs[k].n / (float)nb) * jobs[k].loss.reward;
-    if (across && across->sum(across->ctx, &mean)) return -1;
+    for (int k = 0; k < used; k++)
+        mean += (double)((float)jobs[k].n / (float)nb) * jobs[k].loss.reward;
+    if (across && across->sum && across->sum(across->ctx, &mean)) return -1;
     const float base = (float)mean;
     for (int k = 0; k < used; k++) {
         SatModel *w = jobs[k].m;

@@ -451,7 +451,8 @@ static void test_shared_mistakes_printed_once(void) {
         {0, "train --steps x --out %s/m2", "draw: --steps: expected an integer, got 'x'", 1},
         {0, "train --data mnist", "draw: --out: missing (required)", 1},
         {0, "bogus", "draw: unknown command 'bogus'", 1},
-        {1, "train --steps 3 --epochs 2 --out %s/m3", "--epochs, --steps, --minutes: give at most one", 1},
+        {1, "train --steps 3 --epochs 2 --out %s/m3",
+         "--epochs, --steps, --minutes: give at most one", 1},
         {1, "train --query sideways --steps 1 --out %s/m4",
          "caption train: --query: expected previous or current, got 'sideways'", 1},
         {0, "train --data mnist --data-root %s/nowhere --steps 2 --out %s/m5", "nowhere/mnist/", 1},
@@ -460,7 +461,8 @@ static void test_shared_mistakes_printed_once(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         Scratch *sc = cases[i].caption ? &cap_sc : &draw_sc;
         int rc = scratch_run_mpi(sc, 2, cases[i].args, dir, dir);
-        char *err = scratch_read(sc, "stderr.txt", NULL), *out = scratch_read(sc, "stdout.txt", NULL);
+        char *err = scratch_read(sc, "stderr.txt", NULL);
+        char *out = scratch_read(sc, "stdout.txt", NULL);
         const char *where = cases[i].fails ? err : out;
         EXPECT(cases[i].fails ? rc != 0 : rc == 0, "%s: status %d", cases[i].args, rc);
         EXPECT(occurrences(where, cases[i].line) == 1, "%s: want '%s' once, got:\n%s",

@@ -141,7 +141,8 @@ static void test_gemm_address_space_check(void) {
     Error err;
     EXPECT(gemm_check_address_space(4, &err) == 0, "no limit, but: %s", err.msg);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    printf("  (the limited part skipped: a sanitizer's shadow memory needs an unlimited address space)\n");
+    printf("  (the limited part skipped: a sanitizer's shadow memory needs an unlimited "
+           "address space)\n");
 #else
     struct rlimit old;
     const size_t now = address_space_now(), mib = (size_t)1 << 20;
