@@ -582,7 +582,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"resume", ARG_FLAG, &f->resume, "continue from OUT/state.safetensors; model flags given must match it", .given = NULL},
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch (default: every core this process may use)", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
-        {"overlap-sums", ARG_FLAG, &f->overlap_sums, "under mpirun: sum the decoder's gradient over the ranks on a thread of its own while the CNN's backward runs (the same bits; pays where a core is free to drive the transfer and the link is slow: bench/RESULTS.md)", .given = NULL},
+        {"overlap-sums", ARG_FLAG, &f->overlap_sums, "under mpirun, with the CNN encoder (no effect with --features): sum the decoder's gradient over the ranks on a thread of its own while the CNN's backward runs (the same bits; pays where a core is free to drive the transfer and the link is slow: bench/RESULTS.md)", .given = NULL},
         {"image-size", ARG_INT, &f->image_size, "image side in pixels", .has_min = true, .min = 8, .has_max = true, .max = 1024, .given = &f->given.image_size},
         {"channels", ARG_STRING, &f->channels, "CNN channels, one conv+pool per entry; the last is the annotation size", .metavar = "LIST", .given = &f->given.channels},
         {"embed", ARG_INT, &f->embed, "word embedding size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.embed},
