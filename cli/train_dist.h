@@ -26,7 +26,7 @@
 //     errors (cli/args.h: args_reporting_process), every rank exits with status 2;
 //   - set-up (files, data, flag combinations checked later): every rank reaches
 //     train_dist_agree; when every rank failed with the same message, rank 0 prints it
-//     once as one process would ("draw: reason"); otherwise each rank that failed prints
+//     once, naming no rank ("draw: reason"); otherwise each rank that failed prints
 //     "rank R of N: draw: reason"; every rank ends with status 1, none waits;
 //   - a failure that every rank sees alike after a reduction (a non-finite loss or
 //     gradient): rank 0 prints it, every rank ends with status 1;

@@ -436,15 +436,15 @@ static int occurrences(const char *hay, const char *needle) {
 }
 
 // A mistake every rank makes alike (a bad flag, a missing required flag, a flag checked at
-// set-up, --help, a data folder missing on every node) is said once, by rank 0, as one
-// process says it; every rank still fails (mpirun's status is not 0). A fault of one rank
+// set-up, --help, a data folder missing on every node) is said once, by rank 0, naming no
+// rank; every rank still fails (mpirun's status is not 0). A fault of one rank
 // alone still names it (test_draw_rank_without_data_fails_named).
 static void test_shared_mistakes_printed_once(void) {
     if (skip_without_mpirun("test_shared_mistakes_printed_once")) return;
     static const struct {
         int caption;      // 1: bin/caption, 0: bin/draw
         const char *args; // %s: the scratch folder (once at most)
-        const char *line; // what one process prints
+        const char *line; // the line (as one process prints it, but for a program prefix)
         int fails;
     } cases[] = {
         {1, "train --bogus --out %s/m1", "unknown flag --bogus (see --help)", 1},
