@@ -7,8 +7,9 @@
 // step, then the median of STEPS), and prints, for N = 2 .. 64 nodes and links of 10, 25
 // and 100 Gbit/s, the step time and scaling efficiency a ring allreduce implies:
 //     t_allreduce = 2 (N - 1) / N * bytes / bandwidth + 2 (N - 1) * latency
-//     t_step      = t_compute + t_allreduce          (the sum is not overlapped with the
-//                                                     backward: core/dist.c sums once)
+//     t_step      = t_compute + t_allreduce          (the sum after the backward, as
+//                                                     bin/draw and bin/caption sum by default;
+//                                                     caption --overlap-sums: bench/RESULTS.md)
 //     efficiency  = t_compute / t_step
 // The compute time used is the step's CPU time divided by THREADS (the process's CPU clock):
 // on a machine shared with other work, it is what the wall time would be on idle cores
@@ -26,6 +27,14 @@
 //             settings: embedding 512, LSTM 1800, attention 512, 10,000 words, batch 64);
 //             the features come from one 3 x 3 convolution of 512 channels on 28 px images,
 //             whose weights are left out of the count and whose time (under 1 %) is not
+//
+// Under mpirun (`sh tests/mpirun_local.sh -np 2 build/bench/bench_allreduce_model 1 5`) it
+// measures instead where a rank's step goes on this machine: each rank computes its share of
+// the same global batch (forward and backward), waits for the others (a barrier: the
+// imbalance), then sums the gradient with core/dist.c's fixed-order allreduce; medians of
+// STEPS steps per rank. For the captioner with a CNN it also times the CNN's backward alone
+// (run once more after the step): the window in which the decoder's gradient, complete
+// before the CNN's backward starts, could be summed (models/sat.c: sat_backward).
 // Usage: bench_allreduce_model [THREADS=2] [STEPS=3] [MODELS=draw,caption,features]
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,11 +44,13 @@
 #include "core/adam.h"
 #include "core/block.h"
 #include "core/check.h"
+#include "core/dist.h"
 #include "core/gemm.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "models/draw.h"
 #include "models/sat.h"
+#include "vision/cnn.h"
 
 typedef struct {
     const char *name;
@@ -47,7 +58,72 @@ typedef struct {
     double step_s;     // compute time of one step on this machine: CPU time / threads
     double wall_s;     // its wall time (longer when other work shares the cores)
     int batch;
+    // Under mpirun (this rank's medians, s): its share's forward and backward (wall), the
+    // wait for the other ranks, the allreduce, and the CNN's backward alone (0 without one).
+    double share_s, wait_s, sum_s, cnn_bwd_s;
+    // With a CNN: whole steps (forward, backward, sums) without and with the decoder's sum
+    // overlapped with the CNN's backward (the way bin/caption trains over ranks), medians of
+    // interleaved steps; 0 otherwise.
+    double plain_step_s, overlap_step_s;
 } ModelCost;
+
+// The sums of an overlapped step (cli/caption.c does the same with its share factors).
+typedef struct {
+    Dist *d;
+    DistSumInFlight decoder;
+} OverlapSums;
+
+static int overlap_reward_sum(void *ctx, double *v) {
+    OverlapSums *o = ctx;
+    Error err;
+    return dist_allreduce_sum_f64(o->d, v, 1, &err);
+}
+
+static int overlap_decoder_done(void *ctx, float *grads, size_t begin, size_t end) {
+    OverlapSums *o = ctx;
+    Error err;
+    return dist_allreduce_sum_start(&o->decoder, o->d, grads + begin, end - begin, &err);
+}
+
+// One step of a rank with the decoder's gradient summed during the CNN's backward, and one
+// without; returns their wall times in t[0] (plain) and t[1] (overlapped).
+static void time_overlap(Dist *d, SatModel *m, SatModel *w, int n, const float *images,
+                         const int *words, const int *lens, int B, uint64_t seed, double *t) {
+    Error err;
+    SatLoss loss;
+    double t0 = timer_now();
+    sat_forward_backward_parallel(&loss, m, w, n, images, words, lens, B, seed);
+    CHECK(dist_allreduce_sum(d, m->grads.data, m->grads.numel, &err) == 0, "%s", err.msg);
+    t[0] = timer_now() - t0;
+    dist_barrier(d);
+    OverlapSums o = {.d = d};
+    const SatBatchSum across = {.sum = overlap_reward_sum, .decoder_done = overlap_decoder_done,
+                                .ctx = &o};
+    const size_t enc = sat_encoder_grad_floats(m);
+    t0 = timer_now();
+    CHECK(sat_forward_backward_parallel_from(&loss, m, w, n, 0, images, words, lens, B, seed,
+                                             &across) == 0, "overlapped step");
+    CHECK(dist_allreduce_sum_finish(&o.decoder, &err) == 0, "%s", err.msg);
+    CHECK(dist_allreduce_sum(d, m->grads.data, enc, &err) == 0, "%s", err.msg);
+    t[1] = timer_now() - t0;
+    dist_barrier(d);
+}
+
+// The timed phases of one step under mpirun, after this rank's forward and backward.
+typedef struct {
+    double share[16], wait[16], sum[16], cnn[16];
+} RankPhases;
+
+// Barrier (timed as the wait), then the fixed-order sum of grads (timed).
+static void rank_sum(Dist *d, Block *grads, RankPhases *ph, int k) {
+    double t0 = timer_now();
+    dist_barrier(d);
+    double t1 = timer_now();
+    Error err;
+    CHECK(dist_allreduce_sum(d, grads->data, grads->numel, &err) == 0, "%s", err.msg);
+    ph->wait[k] = t1 - t0;
+    ph->sum[k] = timer_now() - t1;
+}
 
 static double cpu_now(void) {
     struct timespec ts;
@@ -65,8 +141,9 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static ModelCost measure_draw(int threads, int steps) {
-    const int B = 100;
+static ModelCost measure_draw(Dist *d, int threads, int steps) {
+    int B = 100, first;
+    dist_share(d, 100, &first, &B);
     DrawConfig c = draw_config_default(28, 28);
     Block params = {0}, grads = {0}, m = {0}, v = {0};
     DrawParams p, g, pm, pv;
@@ -85,15 +162,21 @@ static ModelCost measure_draw(int threads, int steps) {
     for (int i = 0; i < B * 28 * 28; i++) x[i] = rng_uniform(&rng) < 0.2f ? 1.0f : 0.0f;
     AdamConfig adam = adam_defaults(1e-3f);
     double t[16], cpu[16];
+    RankPhases ph = {0};
     for (int s = 0; s <= steps; s++) {
         draw_noise_fill(eps, &c, B, &rng);
         double t0 = timer_now(), c0 = cpu_now();
         draw_forward_parallel(w, n, &p, &c, x, eps, B, &grads, NULL, NULL, NULL);
+        if (d->size > 1 && s > 0) {
+            ph.share[s - 1] = timer_now() - t0;
+            rank_sum(d, &grads, &ph, s - 1);
+        }
         clip_global_norm(grads.data, grads.numel, 10.0f);
         adam_update(params.data, grads.data, m.data, v.data, params.numel, &adam, s + 1, 1e-3f);
         if (s > 0) t[s - 1] = timer_now() - t0, cpu[s - 1] = (cpu_now() - c0) / threads;
     }
-    ModelCost r = {"draw (paper MNIST)", params.numel, median(cpu, steps), median(t, steps), B};
+    ModelCost r = {"draw (paper MNIST)", params.numel, median(cpu, steps), median(t, steps), B,
+                   median(ph.share, steps), median(ph.wait, steps), median(ph.sum, steps), 0, 0, 0};
     draw_workers_free(w, n);
     free(w), free(x), free(eps);
     block_free(&params), block_free(&grads), block_free(&m), block_free(&v);
@@ -109,8 +192,10 @@ static size_t sat_floats(const SatModel *m, int without_cnn) {
     return n;
 }
 
-static ModelCost measure_sat(const char *name, SatConfig *c, int B, int without_cnn, int threads,
-                             int steps) {
+static ModelCost measure_sat(Dist *d, const char *name, SatConfig *c, int B, int without_cnn,
+                             int threads, int steps) {
+    int first;
+    dist_share(d, B, &first, &B);
     Error err;
     CHECK(sat_config_finish(c, &err) == 0, "%s", err.msg);
     SatModel m;
@@ -135,20 +220,54 @@ static ModelCost measure_sat(const char *name, SatConfig *c, int B, int without_
     }
     AdamConfig adam = adam_defaults(1e-3f);
     double t[16], cpu[16];
+    RankPhases ph = {0};
     for (int s = 0; s <= steps; s++) {
         double t0 = timer_now(), c0 = cpu_now();
         SatLoss loss;
         sat_forward_backward_parallel(&loss, &m, w, n, images, words, lens, B, (uint64_t)s);
+        if (d->size > 1 && s > 0) {
+            ph.share[s - 1] = timer_now() - t0;
+            rank_sum(d, &m.grads, &ph, s - 1);
+            if (!without_cnn && n == 1) {  // the CNN's backward once more, alone
+                double c1 = timer_now();
+                cnn_backward(&w[0].g.cnn, NULL, w[0].a.dannot, &w[0].cnn_ws, images, &m.p.cnn, B);
+                ph.cnn[s - 1] = timer_now() - c1;
+                block_zero(&w[0].grads);
+            }
+        }
         clip_global_norm(m.grads.data, m.grads.numel, 5.0f);
         adam_update(m.params.data, m.grads.data, m.adam_m.data, m.adam_v.data, m.params.numel,
                     &adam, s + 1, 1e-3f);
         if (s > 0) t[s - 1] = timer_now() - t0, cpu[s - 1] = (cpu_now() - c0) / threads;
     }
-    ModelCost r = {name, sat_floats(&m, without_cnn), median(cpu, steps), median(t, steps), B};
+    ModelCost r = {name, sat_floats(&m, without_cnn), median(cpu, steps), median(t, steps), B,
+                   median(ph.share, steps), median(ph.wait, steps), median(ph.sum, steps),
+                   median(ph.cnn, steps), 0, 0};
+    if (d->size > 1 && !without_cnn) {
+        double plain[16], over[16], tt[2];
+        for (int s = 0; s < steps; s++) {
+            time_overlap(d, &m, w, n, images, words, lens, B, (uint64_t)s, tt);
+            plain[s] = tt[0], over[s] = tt[1];
+        }
+        r.plain_step_s = median(plain, steps);
+        r.overlap_step_s = median(over, steps);
+    }
     for (int k = 0; k < n; k++) sat_free(&w[k]);
     free(w), free(images), free(words), free(lens);
     sat_free(&m);
     return r;
+}
+
+// The 1-minute load average, for the figures' context.
+static const char *load_text(char *text, int n) {
+    FILE *f = fopen("/proc/loadavg", "r");
+    text[0] = 0;
+    if (f) {
+        if (!fgets(text, n, f)) text[0] = 0;
+        fclose(f);
+    }
+    text[strcspn(text, " \n")] = 0;
+    return text[0] ? text : "unknown";
 }
 
 static void print_model(const ModelCost *mc, int threads) {
@@ -171,6 +290,31 @@ static void print_model(const ModelCost *mc, int threads) {
     }
 }
 
+// Under mpirun: every rank's phases, printed by rank 0.
+static void print_ranks(Dist *d, const ModelCost *mc) {
+    double v[6 * 64] = {0};
+    CHECK(d->size <= 64, "ranks %d", d->size);
+    double *mine = v + 6 * d->rank;
+    mine[0] = mc->share_s, mine[1] = mc->wait_s, mine[2] = mc->sum_s, mine[3] = mc->cnn_bwd_s;
+    mine[4] = mc->plain_step_s, mine[5] = mc->overlap_step_s;
+    Error err;
+    CHECK(dist_allreduce_sum_f64(d, v, 6 * (size_t)d->size, &err) == 0, "%s", err.msg);
+    if (!dist_is_root(d)) return;
+    printf("\n%s: %.2f MB summed per step, a share of %d images a rank\n", mc->name,
+           4.0 * (double)mc->floats / 1e6, mc->batch);
+    for (int r = 0; r < d->size; r++) {
+        const double *x = v + 6 * r, step = x[0] + x[1] + x[2];
+        printf("  rank %d: compute %.1f ms, wait %.1f ms, allreduce %.1f ms (%.1f %% of %.1f ms)",
+               r, 1e3 * x[0], 1e3 * x[1], 1e3 * x[2], 100.0 * x[2] / step, 1e3 * step);
+        if (x[3] > 0) printf("; CNN backward alone %.1f ms", 1e3 * x[3]);
+        printf("\n");
+        if (x[4] > 0)
+            printf("          whole step, the decoder's sum after the backward %.1f ms, during "
+                   "the CNN's backward %.1f ms (%s)\n", 1e3 * x[4], 1e3 * x[5],
+                   d->background ? "on a thread of its own" : "no thread support: not overlapped");
+    }
+}
+
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 2, steps = argc > 2 ? atoi(argv[2]) : 3;
     const char *which = argc > 3 ? argv[3] : "draw,caption,features";
@@ -178,19 +322,37 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_allreduce_model [THREADS=2] [STEPS=3 (1-16)] [MODELS]\n");
         return 2;
     }
-    printf("ring allreduce model (see the top of bench/bench_allreduce_model.c); compute "
-           "measured here, %d thread%s, median of %d steps\n", threads, threads == 1 ? "" : "s",
-           steps);
+    Dist d;
+    Error err;
+    if (dist_init(&d, &err)) {
+        fprintf(stderr, "bench_allreduce_model: %s\n", err.msg);
+        return 1;
+    }
+    void (*report)(Dist *, const ModelCost *) = NULL;
+    if (d.size > 1) {
+        char load[64];
+        if (dist_is_root(&d))
+            printf("where a step goes over %d ranks (see the top of "
+                   "bench/bench_allreduce_model.c), %d thread%s a rank, median of %d steps; "
+                   "load %s\n", d.size, threads, threads == 1 ? "" : "s", steps,
+                   load_text(load, sizeof load));
+        report = print_ranks;
+    } else {
+        printf("ring allreduce model (see the top of bench/bench_allreduce_model.c); compute "
+               "measured here, %d thread%s, median of %d steps\n", threads,
+               threads == 1 ? "" : "s", steps);
+    }
     if (strstr(which, "draw")) {
-        ModelCost d = measure_draw(threads, steps);
-        print_model(&d, threads);
+        ModelCost m = measure_draw(&d, threads, steps);
+        report ? report(&d, &m) : print_model(&m, threads);
     }
     if (strstr(which, "caption")) {
         SatConfig c;
         sat_config_default(&c);
         c.V = 10000;
-        ModelCost s = measure_sat("captioner, small CNN (10,000 words)", &c, 32, 0, threads, steps);
-        print_model(&s, threads);
+        ModelCost m = measure_sat(&d, "captioner, small CNN (10,000 words)", &c, 32, 0, threads,
+                                  steps);
+        report ? report(&d, &m) : print_model(&m, threads);
     }
     if (strstr(which, "features")) {
         SatConfig c;
@@ -199,9 +361,10 @@ int main(int argc, char **argv) {
         c.cnn.n_layers = 1;
         c.cnn.channels[0] = 512;
         c.E = 512, c.H = 1800, c.attn.A = 512, c.V = 10000;
-        ModelCost s = measure_sat("captioner on 14x14x512 features, the paper's decoder", &c, 64,
-                                  1, threads, steps);
-        print_model(&s, threads);
+        ModelCost m = measure_sat(&d, "captioner on 14x14x512 features, the paper's decoder", &c,
+                                  64, 1, threads, steps);
+        report ? report(&d, &m) : print_model(&m, threads);
     }
+    dist_finalize(&d);
     return 0;
 }

@@ -28,8 +28,13 @@ echo "draw (paper MNIST, batch 100, 30 steps): 1 rank x 2 threads $(ips "$out/d1
 c="train --steps 20 --batch 32 --val-count 8 --val-beam 1 --json --quiet --force"
 "$bin"/caption $c --threads 2 --out "$out/c1" > "$out/c1.json" 2> /dev/null || echo "FAILED: caption, 1 rank"
 $mpirun_local -np 2 "$bin"/caption $c --threads 1 --out "$out/c2" > "$out/c2.json" 2> /dev/null || echo "FAILED: caption, 2 ranks"
+$mpirun_local -np 2 "$bin"/caption $c --threads 1 --overlap-sums --out "$out/c3" > "$out/c3.json" 2> /dev/null || echo "FAILED: caption, 2 ranks, --overlap-sums"
 echo "caption (defaults, scenes, batch 32, 20 steps): 1 rank x 2 threads $(ips "$out/c1.json") images/s," \
-     "2 ranks x 1 thread $(ips "$out/c2.json") images/s"
+     "2 ranks x 1 thread $(ips "$out/c2.json") images/s, with --overlap-sums $(ips "$out/c3.json") images/s"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+# Where a rank's step goes: compute, wait, allreduce; the captioner's CNN backward and its
+# step with the decoder's sum overlapped.
+$mpirun_local -np 2 "$build"/bench/bench_allreduce_model 1 5
 echo
 "$build"/bench/bench_allreduce_model 2 3

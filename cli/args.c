@@ -1,6 +1,7 @@
 #include "cli/args.h"
 
 #include "core/check.h"
+#include "core/dist.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -163,7 +164,7 @@ int args_parse(int argc, char **argv, const ArgSpec *specs, int n, const char *s
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) break;
         if (is_help(argv[i])) {
-            args_print_usage(stdout, synopsis, specs, n);
+            if (args_reporting_process()) args_print_usage(stdout, synopsis, specs, n);
             return ARGS_HELP;
         }
     }
@@ -274,7 +275,9 @@ int args_parse_for_command(int argc, char **argv, const ArgSpec *specs, int n,
         return 1;
     }
     if (r == ARGS_ERROR) {
-        if (prefix)
+        if (!args_reporting_process())
+            ;  // rank 0 says it
+        else if (prefix)
             fprintf(stderr, "%s: %s\n", prefix, err.msg);
         else
             fprintf(stderr, "%s\n", err.msg);
@@ -282,4 +285,9 @@ int args_parse_for_command(int argc, char **argv, const ArgSpec *specs, int n,
         return 1;
     }
     return 0;
+}
+
+bool args_reporting_process(void) {
+    int rank, size = dist_launched(&rank);
+    return size <= 1 || rank == 0;
 }

@@ -12,8 +12,10 @@
 //     unexpected argument 'extra' (flags start with --)
 // "--help" or "-h" anywhere prints the usage (synopsis, then one line per flag with its
 // default and range, or "(required)") to stdout and returns ARGS_HELP: the caller then
-// exits 0. Required flags are checked after every given flag parsed: a bad value is
-// reported before a missing required flag; of several missing, the first in the table.
+// exits 0. Under mpirun with several ranks, rank 0 alone prints usage and flag errors
+// (args_reporting_process); every rank returns the same. Required flags are checked after
+// every given flag parsed: a bad value is reported before a missing required flag; of
+// several missing, the first in the table.
 //
 // Example:
 //     int T = 64; float lr = 1e-3f; const char *out = "runs/draw"; bool resume = false;
@@ -89,6 +91,13 @@ int args_parse(int argc, char **argv, const ArgSpec *specs, int n, const char *s
 // "PREFIX: line", or the line alone when prefix is NULL), 0 when it should go on.
 int args_parse_for_command(int argc, char **argv, const ArgSpec *specs, int n,
                            const char *synopsis, const char *prefix, int *exit_code);
+
+// 1 when this process prints usage and flag errors: always, except under mpirun with
+// several ranks, where rank 0 alone does. Every rank parses the same command line and fails
+// the same way, with the same exit status, so one line says it (a rank given other flags
+// through mpirun's `:` form, and failing alone, is named by mpirun's own line instead).
+// Reads the launcher's environment only (core/dist.h: dist_launched).
+bool args_reporting_process(void);
 
 // Prints "usage: SYNOPSIS" and one line per flag, with its current value as the default.
 void args_print_usage(FILE *f, const char *synopsis, const ArgSpec *specs, int n);

@@ -542,7 +542,7 @@ typedef struct {
     long steps, seed;
     double minutes;
     float lr, lr_decay, clip, lambda, dropout, entropy, length_alpha, ema;
-    bool resume, force, json, beta_vector, quiet;
+    bool resume, force, json, beta_vector, quiet, overlap_sums;
     struct {
         bool epochs, steps, minutes;  // the budget: at most one
         bool attention, channels, query, image_size, embed, hidden, attn_dim, heads, window,
@@ -582,6 +582,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"resume", ARG_FLAG, &f->resume, "continue from OUT/state.safetensors; model flags given must match it", .given = NULL},
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
+        {"overlap-sums", ARG_FLAG, &f->overlap_sums, "under mpirun, with the CNN encoder (no effect with --features): sum the decoder's gradient over the ranks on a thread of its own while the CNN's backward runs (the same bits; pays where a core is free to drive the transfer and the link is slow: bench/RESULTS.md)", .given = NULL},
         {"image-size", ARG_INT, &f->image_size, "image side in pixels", .has_min = true, .min = 8, .has_max = true, .max = 1024, .given = &f->given.image_size},
         {"channels", ARG_STRING, &f->channels, "CNN channels, one conv+pool per entry; the last is the annotation size", .metavar = "LIST", .given = &f->given.channels},
         {"embed", ARG_INT, &f->embed, "word embedding size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.embed},
@@ -618,7 +619,8 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption train --out DIR [flags]", NULL, code))
         return 1;
     if (f->given.epochs + f->given.steps + f->given.minutes > 1) {
-        fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
+        if (args_reporting_process())
+            fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
         *code = 2;
         return 1;
     }
@@ -835,6 +837,7 @@ static int open_parts(CaptionRun *r, Error *err) {
         return error_set(err, "--batch %d is less than the %d ranks: each rank needs an image",
                          f->batch, r->dist->size), 1;
     alloc_workers(r);
+    if (gemm_check_address_space(f->threads, err)) return 1;  // not a hang in OpenBLAS
     if (root && (train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
                  csvlog_open(&r->log, r->path_log,
                              "step,epoch,loss,ce_per_token,grad_norm,lr,images_per_s,val_bleu4,"
@@ -948,10 +951,55 @@ typedef struct {
     int images;
 } StepResult;
 
+// A rank's sums inside its step: the first hard-attention step's mean reward, weighted as
+// one process's workers weight theirs (a float share of the batch); and, with a CNN
+// encoder, the decoder's part of the gradient, summed while the CNN's backward runs.
+typedef struct {
+    Dist *dist;
+    int count, batch;  // this rank's images, the global batch's
+    Error *err;
+    bool overlap;      // --overlap-sums: the gradient in two parts, the decoder's first
+    DistSumInFlight decoder;
+    bool decoder_started;
+} RankSums;
+
+static int rank_reward_sum(void *ctx, double *v) {
+    RankSums *c = ctx;
+    *v *= (double)((float)c->count / (float)c->batch);
+    return dist_allreduce_sum_f64(c->dist, v, 1, c->err);
+}
+
+static int rank_decoder_done(void *ctx, float *grads, size_t begin, size_t end) {
+    RankSums *c = ctx;
+    c->decoder_started = true;
+    return train_dist_start_floats(c->dist, &c->decoder, grads + begin, end - begin, c->count,
+                                   c->batch, c->err);
+}
+
+// The gradient summed over the ranks, weighted by this rank's share: at once, or with
+// --overlap-sums and a CNN encoder in two parts, the decoder's (started during the CNN's
+// backward, or here on a rank without images) and then the CNN's; every rank sums the same
+// parts in the same order.
+static int reduce_step_grads(RankSums *sums, SatModel *m, Error *err) {
+    const size_t enc = sat_encoder_grad_floats(m), all = m->grads.numel;
+    float *g = m->grads.data;
+    if (enc == 0 || !sums->overlap)
+        return train_dist_reduce_floats(sums->dist, g, all, sums->count, sums->batch, err);
+    if (!sums->decoder_started &&
+        train_dist_start_floats(sums->dist, &sums->decoder, g + enc, all - enc, sums->count,
+                                sums->batch, err))
+        return -1;
+    if (dist_allreduce_sum_finish(&sums->decoder, err)) return -1;
+    return train_dist_reduce_floats(sums->dist, g, enc, sums->count, sums->batch, err);
+}
+
 // Over ranks: this rank's share of the batch of s->images on its workers, each image with
-// the noise of its place in the whole batch (models/sat.h), then the loss parts, the gradient and
-// the hard-attention baseline summed over the ranks as one process's workers sum them
-// (float shares; cli/train_dist.h).
+// the noise of its place in the whole batch (models/sat.h), then the gradient, the loss
+// parts and the hard-attention baseline summed over the ranks as one process's workers sum
+// them (float shares; cli/train_dist.h). The first hard-attention step's baseline is the
+// whole batch's mean reward, summed over the ranks between the forwards and the backwards;
+// with --overlap-sums the decoder's gradient is summed while the CNN's backward runs
+// (models/sat.h), with the same bits.
 static int train_share_step(CaptionRun *r, StepResult *s, uint64_t seed, Error *err) {
     SatModel *m = &r->model;
     const int nb = s->images, ML = m->cfg.max_len;
@@ -961,20 +1009,34 @@ static int train_share_step(CaptionRun *r, StepResult *s, uint64_t seed, Error *
     memset(&s->loss, 0, sizeof s->loss);
     block_zero(&m->grads);
     const float base0 = m->baseline;
-    if (count > 0)
-        sat_forward_backward_parallel_from(&s->loss, m, r->workers, r->n_workers, begin,
-                                           r->images + (size_t)begin * per,
-                                           r->words + (size_t)begin * ML, r->lens + begin, count,
-                                           seed);
+    RankSums sums = {.dist = r->dist, .count = count, .batch = nb, .err = err,
+                     .overlap = r->f->overlap_sums};
+    const SatBatchSum across = {.sum = rank_reward_sum,
+                                .decoder_done = sums.overlap ? rank_decoder_done : NULL,
+                                .ctx = &sums};
+    int status = 0;
+    if (count > 0) {
+        status = sat_forward_backward_parallel_from(&s->loss, m, r->workers, r->n_workers,
+                                                    begin, r->images + (size_t)begin * per,
+                                                    r->words + (size_t)begin * ML,
+                                                    r->lens + begin, count, seed, &across);
+    } else if (sat_first_hard_step(m)) {  // no images here: a part of 0 in the ranks' sum
+        double none = 0.0;
+        status = rank_reward_sum(&sums, &none);
+    }
+    if (status) {  // a sum in flight is waited for (its own result aside), no other starts
+        Error ignored;
+        if (sums.decoder_started) dist_allreduce_sum_finish(&sums.decoder, &ignored);
+        return -1;
+    }
+    if (reduce_step_grads(&sums, m, err)) return -1;
     const float share = (float)count / (float)nb;
     double v[7] = {share * s->loss.loss, share * s->loss.ce, share * s->loss.ds,
                    share * s->loss.reward, s->loss.tokens,
                    count > 0 ? (double)(share * m->baseline) : 0.0,
                    count > 0 ? (double)m->baseline_set : 0.0};
     if (count == 0) m->baseline = base0;
-    if (dist_allreduce_sum_f64(r->dist, v, 7, err) ||
-        train_dist_reduce_grads(r->dist, &m->grads, count, nb, err))
-        return -1;
+    if (dist_allreduce_sum_f64(r->dist, v, 7, err)) return -1;
     s->loss = (SatLoss){.loss = v[0], .ce = v[1], .ds = v[2], .reward = v[3], .tokens = v[4]};
     m->baseline = (float)v[5];
     m->baseline_set = v[6] > 0;
@@ -1260,7 +1322,7 @@ static int cmd_eval(int argc, char **argv) {
         return code;
     Split split;
     if (split_parse(split_s, &split, &err)) {
-        fprintf(stderr, "--split: %s\n", err.msg);
+        if (args_reporting_process()) fprintf(stderr, "--split: %s\n", err.msg);
         return 2;
     }
     gemm_set_threads(threads);
@@ -1288,7 +1350,8 @@ static int cmd_eval(int argc, char **argv) {
         vocab_free(&vocab);
         return 1;
     }
-    if (caption_features_check_eval(&m.cfg, model_path, data, df.features, &err)) {
+    if (caption_features_check_eval(&m.cfg, model_path, data, df.features, &err) ||
+        gemm_check_address_space(threads, &err)) {  // not a hang in OpenBLAS
         eval_fail(&dist, &err);
         goto done;
     }
@@ -1601,11 +1664,11 @@ int main(int argc, char **argv) {
     Error err;
     int r = args_subcommand(argc, argv, names, 7, &which, &err);
     if (r == ARGS_HELP) {
-        overview(stdout);
+        if (args_reporting_process()) overview(stdout);
         return 0;
     }
     if (r == ARGS_ERROR) {
-        fprintf(stderr, "%s\n", err.msg);
+        if (args_reporting_process()) fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
     if (which > 1 && train_dist_one_process_only("caption", names[which])) return 2;

@@ -726,6 +726,7 @@ static int open_parts(DrawRun *r, const SafetensorsFile *file, Error *err) {
     if (root) atomic_remove_stale(f->out);
     if (init_model(r, file, err)) return -1;
     alloc_workers(r);
+    if (gemm_check_address_space(f->threads, err)) return -1;  // not a hang in OpenBLAS
     if (!root) return 0;
     return train_out_clear(f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err) ||
            csvlog_open(&r->log, r->csv, "step,train_bound,valid_bound,seconds", r->resumed, err);
@@ -992,6 +993,7 @@ static int cmd_eval(int argc, char **argv) {
     if (rc == 0 && set.n < dist.size)
         rc = error_set(&err, "%s has %d images, fewer than the %d ranks",
                        data, set.n, dist.size);
+    if (rc == 0) rc = gemm_check_address_space(threads, &err);  // not a hang in OpenBLAS
     if (train_dist_agree(&dist, rc, "draw", &err)) {
         dist_finalize(&dist);
         return 1;
@@ -1152,11 +1154,11 @@ int main(int argc, char **argv) {
     Error err;
     int r = args_subcommand(argc, argv, names, 6, &which, &err);
     if (r == ARGS_HELP) {
-        overview(stdout);
+        if (args_reporting_process()) overview(stdout);
         return 0;
     }
     if (r == ARGS_ERROR) {
-        fprintf(stderr, "draw: %s\n", err.msg);
+        if (args_reporting_process()) fprintf(stderr, "draw: %s\n", err.msg);
         return 2;
     }
     if (which > 1 && train_dist_one_process_only("draw", names[which])) return 2;

@@ -22,8 +22,17 @@ void train_dist_print(const Dist *d, const char *program, const Error *err) {
 }
 
 int train_dist_agree(const Dist *d, int status, const char *program, const Error *err) {
-    if (status) train_dist_print(d, program, err);
-    return dist_any_failed(d, status);
+    const DistOutcome o = dist_compare_outcomes(d, status, status ? err->msg : "");
+    if (o == DIST_ALL_OK) return 0;
+    if (o == DIST_SAME_FAILURE) {  // every rank alike (a flag, a file all read): one line
+        if (dist_is_root(d)) {
+            fprintf(stderr, "%s: %s\n", program, err->msg);
+            fflush(stderr);
+        }
+    } else if (status) {
+        train_dist_print(d, program, err);
+    }
+    return -1;
 }
 
 int train_dist_fail(const Dist *d, const char *program, const Error *err) {
@@ -40,14 +49,28 @@ int train_dist_broadcast_block(const Dist *d, Block *b, Error *err) {
     return dist_broadcast(d, b->data, b->numel * sizeof *b->data, err);
 }
 
-int train_dist_reduce_grads(Dist *d, Block *grads, int count, int B, Error *err) {
-    if (d->size == 1) return 0;
-    // The factor one process's workers use (models/draw.c, models/sat.c: a float of the
-    // double share), so N ranks of one thread match one process of N threads.
+// g (n) *= this rank's share of the batch: the factor one process's workers use
+// (models/draw.c, models/sat.c: a float of the double share), so N ranks of one thread
+// match one process of N threads.
+static void scale_by_share(float *g, size_t n, int count, int B) {
     const float share = (float)((double)count / B);
-    float *g = grads->data;
-    for (size_t i = 0; i < grads->numel; i++) g[i] *= share;
-    return dist_allreduce_sum(d, g, grads->numel, err);
+    for (size_t i = 0; i < n; i++) g[i] *= share;
+}
+
+int train_dist_reduce_floats(Dist *d, float *g, size_t n, int count, int B, Error *err) {
+    if (d->size == 1) return 0;
+    scale_by_share(g, n, count, B);
+    return dist_allreduce_sum(d, g, n, err);
+}
+
+int train_dist_start_floats(Dist *d, DistSumInFlight *f, float *g, size_t n, int count, int B,
+                            Error *err) {
+    scale_by_share(g, n, count, B);
+    return dist_allreduce_sum_start(f, d, g, n, err);
+}
+
+int train_dist_reduce_grads(Dist *d, Block *grads, int count, int B, Error *err) {
+    return train_dist_reduce_floats(d, grads->data, grads->numel, count, B, err);
 }
 
 int train_dist_reduce_means(Dist *d, double *v, int n, int count, int B, Error *err) {

@@ -9,7 +9,9 @@
 //   - the captioner: every rank draws every image's caption choice from the step's stream
 //     (a few integers a step), and each image's dropout masks and hard-attention samples
 //     come from a stream of its own, seeded with (seed, step, its place in the batch)
-//     (sat_forward), whichever worker of whichever rank runs it.
+//     (sat_forward), whichever worker of whichever rank runs it; the first step's
+//     hard-attention baseline is the whole batch's mean reward, summed over the ranks
+//     between the forwards and the backwards (sat_forward_backward_parallel_from).
 //
 // The share's gradient is the mean over its `count` images; scaled by count / B and summed
 // over the ranks in rank order (train_dist_reduce_grads) it is the global batch's gradient,
@@ -20,8 +22,12 @@
 //
 // Rank 0 alone writes: the progress line, log.csv, plots, checkpoints, run.json, the
 // summary. Failures:
-//   - set-up (flags, files, data): every rank reaches train_dist_agree; a rank that failed
-//     prints "rank R of N: draw: reason" and every rank ends with status 1, none waits;
+//   - flags: every rank parses the same command line; rank 0 alone prints usage and flag
+//     errors (cli/args.h: args_reporting_process), every rank exits with status 2;
+//   - set-up (files, data, flag combinations checked later): every rank reaches
+//     train_dist_agree; when every rank failed with the same message, rank 0 prints it
+//     once, naming no rank ("draw: reason"); otherwise each rank that failed prints
+//     "rank R of N: draw: reason"; every rank ends with status 1, none waits;
 //   - a failure that every rank sees alike after a reduction (a non-finite loss or
 //     gradient): rank 0 prints it, every rank ends with status 1;
 //   - anything else during the run (a checkpoint that cannot be written, a rank out of
@@ -46,8 +52,9 @@ int train_dist_one_process_only(const char *program, const char *command);
 void train_dist_print(const Dist *d, const char *program, const Error *err);
 
 // After a set-up phase: every rank passes its status (0 or -1, with err filled). Returns 0
-// when every rank succeeded; else -1 on every rank, after each failed rank printed its
-// error (train_dist_print). A collective.
+// when every rank succeeded; else -1 on every rank, after rank 0 printed the error once
+// ("PROGRAM: msg") when every rank failed with the same one, or else each failed rank
+// printed its own (train_dist_print). A collective.
 int train_dist_agree(const Dist *d, int status, const char *program, const Error *err);
 
 // A failure of this rank alone in the middle of a run: with several ranks, prints the line
@@ -62,6 +69,13 @@ int train_dist_broadcast_block(const Dist *d, Block *b, Error *err);
 // return every rank holds the global batch's mean gradient: each rank's scaled by
 // count / B, summed in rank order. Identity with one rank.
 int train_dist_reduce_grads(Dist *d, Block *grads, int count, int B, Error *err);
+
+// The same for g (n), a part of the gradient (the same bits as in a whole-gradient sum).
+int train_dist_reduce_floats(Dist *d, float *g, size_t n, int count, int B, Error *err);
+// The same, summed on a thread of its own while the caller computes (several ranks only;
+// core/dist.h: dist_allreduce_sum_start); dist_allreduce_sum_finish waits for it.
+int train_dist_start_floats(Dist *d, DistSumInFlight *f, float *g, size_t n, int count, int B,
+                            Error *err);
 
 // v (n): means over this rank's count images; on return the means over all B images, as
 // train_dist_reduce_grads computes them (scaled by count / B, summed in rank order).

@@ -39,9 +39,12 @@ int dist_init(Dist *d, Error *err) {
     d->size = 1;
     if (launcher_size() == 0) return 0;
 #ifdef ATTEND_MPI
+    // Serialized: a sum may run on a thread of its own while the caller's threads compute
+    // (dist_allreduce_sum_start); the calls never overlap each other.
     int provided;
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
         return error_set(err, "mpi: MPI_Init failed");
+    d->background = provided >= MPI_THREAD_SERIALIZED;
     // Errors come back as codes, so a failed collective becomes a named one-line failure.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
@@ -141,6 +144,36 @@ int dist_allreduce_sum(Dist *d, float *buf, size_t n, Error *err) {
 #endif
 }
 
+static void *sum_in_flight_run(void *arg) {
+    DistSumInFlight *f = arg;
+    f->status = dist_allreduce_sum(f->d, f->buf, f->n, &f->err);
+    return NULL;
+}
+
+int dist_allreduce_sum_start(DistSumInFlight *f, Dist *d, float *buf, size_t n, Error *err) {
+    memset(f, 0, sizeof *f);
+    f->d = d;
+    f->buf = buf;
+    f->n = n;
+    if (d->background && d->size > 1 && n > 0 &&
+        pthread_create(&f->thread, NULL, sum_in_flight_run, f) == 0) {
+        f->on_thread = 1;
+        return 0;
+    }
+    sum_in_flight_run(f);  // no thread: the sum now
+    if (f->status) *err = f->err;
+    return f->status;
+}
+
+int dist_allreduce_sum_finish(DistSumInFlight *f, Error *err) {
+    if (f->on_thread) {
+        pthread_join(f->thread, NULL);
+        f->on_thread = 0;
+    }
+    if (f->status) *err = f->err;
+    return f->status;
+}
+
 int dist_allreduce_sum_f64(Dist *d, double *buf, size_t n, Error *err) {
     if (d->size == 1 || n == 0) return 0;
 #ifdef ATTEND_MPI
@@ -214,6 +247,32 @@ int dist_any_failed(const Dist *d, int status) {
     return any ? -1 : 0;
 #else
     return status ? -1 : 0;
+#endif
+}
+
+// FNV-1a of msg, never 0 (0 stands for success).
+static unsigned long long message_key(const char *msg) {
+    unsigned long long h = 0xcbf29ce484222325ULL;
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
+    return h | 1;
+}
+
+DistOutcome dist_compare_outcomes(const Dist *d, int status, const char *msg) {
+    if (d->size == 1) return status ? DIST_SAME_FAILURE : DIST_ALL_OK;
+#ifdef ATTEND_MPI
+    const unsigned long long key = status ? message_key(msg ? msg : "") : 0;
+    // One reduction gives the largest key and the smallest (the largest complement).
+    unsigned long long mine[2] = {key, ~key}, most[2] = {0, 0};
+    if (MPI_Allreduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD) !=
+        MPI_SUCCESS)
+        return DIST_SOME_FAILED;
+    const unsigned long long largest = most[0], smallest = ~most[1];
+    if (largest == 0) return DIST_ALL_OK;
+    return smallest == largest ? DIST_SAME_FAILURE : DIST_SOME_FAILED;
+#else
+    (void)msg;
+    return status ? DIST_SAME_FAILURE : DIST_ALL_OK;
 #endif
 }
 

@@ -31,6 +31,7 @@
 #ifndef CORE_DIST_H
 #define CORE_DIST_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "core/error.h"
@@ -39,6 +40,8 @@ typedef struct {
     int rank;        // this process, 0 .. size - 1
     int size;        // number of ranks (1 without mpirun)
     int mpi;         // 1 when MPI was initialised (started by mpirun)
+    int background;  // 1 when a sum may run on a thread of its own (the MPI library granted
+                     // MPI_THREAD_SERIALIZED): dist_allreduce_sum_start overlaps
     float *scratch;  // all-to-all receive buffer of the fixed-order sum (owned)
     size_t scratch_n;
 } Dist;
@@ -67,6 +70,24 @@ void dist_share_of(int rank, int size, int n, int *begin, int *count);
 // buf (n): on return every rank holds the sum over ranks, added in rank order (see above).
 // Identity with one rank. Fails only on an MPI error or an allocation failure.
 int dist_allreduce_sum(Dist *d, float *buf, size_t n, Error *err);
+// A sum in flight: dist_allreduce_sum on a thread of its own, so that the caller computes
+// meanwhile (the gradient's other parts: cli/train_dist.h). Until dist_allreduce_sum_finish
+// the caller makes no other dist_* call and leaves buf alone; every rank starts and
+// finishes its sums in the same order. Without background support it sums at the start.
+typedef struct {
+    Dist *d;
+    float *buf;
+    size_t n;
+    int status;       // dist_allreduce_sum's result
+    Error err;
+    int on_thread;    // 1 while the thread runs
+    pthread_t thread;
+} DistSumInFlight;
+// Starts the sum of buf (n) (0; or -1 with err set when no thread could start and the sum,
+// run at once, failed).
+int dist_allreduce_sum_start(DistSumInFlight *f, Dist *d, float *buf, size_t n, Error *err);
+// Waits for it: 0, or -1 with err set. The bits are dist_allreduce_sum's.
+int dist_allreduce_sum_finish(DistSumInFlight *f, Error *err);
 // buf (n) doubles, summed in rank order alike (losses, metric counts); n is small.
 int dist_allreduce_sum_f64(Dist *d, double *buf, size_t n, Error *err);
 // buf (n) of root's bytes copied to every rank.
@@ -79,6 +100,16 @@ int dist_allgather_ranges(const Dist *d, void *buf, size_t item_bytes, const int
 // Every rank learns whether any rank failed: pass 0 or -1 (this rank's status); returns -1
 // on every rank if any passed -1. A collective: every rank must call it at the same point.
 int dist_any_failed(const Dist *d, int status);
+// How the ranks' outcomes of a phase compare (dist_compare_outcomes).
+typedef enum {
+    DIST_ALL_OK = 0,        // no rank failed
+    DIST_SAME_FAILURE = 1,  // every rank failed, all with the same message
+    DIST_SOME_FAILED = 2,   // some ranks failed, or the messages differ
+} DistOutcome;
+// Every rank passes its status (0 or -1) and, when it failed, its message (compared by a
+// 64-bit hash). A collective: every rank must call it at the same point. One rank: its own
+// outcome. An MPI failure reads as DIST_SOME_FAILED.
+DistOutcome dist_compare_outcomes(const Dist *d, int status, const char *msg);
 // Waits until every rank reaches this point.
 void dist_barrier(const Dist *d);
 

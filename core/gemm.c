@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 
 #include "core/check.h"
 
@@ -83,6 +85,21 @@ static void blas_open(void) {
     snprintf(blas.backend, sizeof blas.backend, "%s (OPENBLAS_CORETYPE=%s)", cfg,
              core ? core : "default");
     if (blas.set_threads) blas.set_threads(1);
+}
+
+int gemm_check_address_space(int callers, Error *err) {
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return 0;
+    const size_t mib = (size_t)1 << 20;
+    const size_t need = ((size_t)(callers > 0 ? callers : 1) * 128 + 64) * mib;
+    void *probe = mmap(NULL, need, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (probe == MAP_FAILED)
+        return error_set(err, "the address-space limit (ulimit -v %llu KiB) leaves no room for "
+                              "OpenBLAS's work buffers (%d x 128 MiB, which it would wait for "
+                              "forever): raise the limit, or use fewer --threads",
+                         (unsigned long long)(lim.rlim_cur / 1024), callers);
+    munmap(probe, need);
+    return 0;
 }
 
 void gemm_set_threads(int n) {

@@ -15,6 +15,8 @@
 
 #include <stdbool.h>
 
+#include "core/error.h"
+
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float *A, int lda,
           const float *B, int ldb, float beta, float *C, int ldc);
 
@@ -32,6 +34,15 @@ const char *cpu_isa_name(CpuIsa isa);
 
 // Threads OpenBLAS may use (>= 1). Default: 1 until set.
 void gemm_set_threads(int n);
+
+// OpenBLAS maps a 128 MiB work buffer (its BUFFER_SIZE on x86-64) for each thread that runs
+// a GEMM at the same time, at its first GEMM. Under an address-space limit (`ulimit -v`,
+// RLIMIT_AS) that leaves no room for one, OpenBLAS 0.3.21 (Debian 12's) retries the mmap
+// forever instead of failing (OpenBLAS issue 5289; 0.3.30 exits instead). With such a
+// limit, this fails with one line unless (callers x 128 + 64) MiB (the buffers, and room
+// for the library itself) can be mapped now; the probe is unmapped at once. Without a
+// limit: 0 at once. Call it after the set-up's allocations, before the first GEMM.
+int gemm_check_address_space(int callers, Error *err);
 
 // The core type OpenBLAS was told to use ("SKYLAKEX", ... or "default"), and the
 // library's own description of itself; for logs and benchmarks.

@@ -505,6 +505,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
         ntok += a->steps[b];
     }
     reward /= B;
+    m->sample_logp = 0.0;
     if (sample) {
         float base = m->baseline_set ? m->baseline : (float)reward;
         for (int b = 0; b < B; b++) {
@@ -516,6 +517,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
                     if (al[l] > 0) ent -= al[l] * log(al[l]);
             }
             extra += -adv * lp - c->entropy_weight * ent;
+            m->sample_logp += lp;
         }
     }
     out->ce = ce / B;
@@ -590,7 +592,9 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
                   a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn, &c->attn, t, B, L);
 }
 
-void sat_backward(SatModel *m) {
+// sat_backward up to the annotations' gradient: every parameter's gradient but the CNN's
+// is complete on return (and the hard baseline updated).
+static void backward_decoder_(SatModel *m) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
     SatParams *p = &m->p, *g = &m->g;
@@ -702,7 +706,6 @@ void sat_backward(SatModel *m) {
             const float *mr = dmean + (size_t)b * D;
             for (int d = 0; d < D; d++) dr[d] += mr[d] * (1.0f / (float)L);
         }
-    if (c->feat_L == 0) cnn_backward(&g->cnn, NULL, a->dannot, &m->cnn_ws, m->images, &p->cnn, B);
 
     if (sample) {
         double mean_r = 0.0;
@@ -717,6 +720,21 @@ void sat_backward(SatModel *m) {
     }
 }
 
+// The CNN's gradient from the annotations' (none with features).
+static void backward_encoder_(SatModel *m) {
+    if (m->cfg.feat_L > 0) return;
+    cnn_backward(&m->g.cnn, NULL, m->a.dannot, &m->cnn_ws, m->images, &m->p.cnn, m->Bb);
+}
+
+void sat_backward(SatModel *m) {
+    backward_decoder_(m);
+    backward_encoder_(m);
+}
+
+size_t sat_encoder_grad_floats(const SatModel *m) {
+    return m->cfg.feat_L > 0 ? 0 : (size_t)(m->g.W_h0 - m->grads.data);
+}
+
 // ---------------------------------------------------------------------------------------
 // Data-parallel training step
 
@@ -729,29 +747,99 @@ typedef struct {
     SatLoss loss;
 } StepJob;
 
-static void *step_job_run(void *arg) {
+static void *step_job_forward(void *arg) {
     StepJob *j = arg;
     sat_forward(j->m, &j->loss, j->images, j->words, j->lens, j->n, 1, j->seed, j->first);
+    return NULL;
+}
+
+static void *step_job_backward(void *arg) {
+    StepJob *j = arg;
     block_zero(&j->m->grads);
     if (isfinite(j->loss.loss)) sat_backward(j->m);
     return NULL;
 }
 
+static void *step_job_run(void *arg) {
+    step_job_forward(arg);
+    return step_job_backward(arg);
+}
+
+static void *step_job_decoder(void *arg) {
+    StepJob *j = arg;
+    block_zero(&j->m->grads);
+    if (isfinite(j->loss.loss)) backward_decoder_(j->m);
+    return NULL;
+}
+
+static void *step_job_encoder(void *arg) {
+    StepJob *j = arg;
+    if (isfinite(j->loss.loss)) backward_encoder_(j->m);
+    return NULL;
+}
+
+// model->grads [lo, hi) = the jobs' gradients there, weighted by their float shares of nb
+// and added in job order.
+static void combine_grads_(SatModel *model, const StepJob *jobs, int used, int nb, size_t lo,
+                           size_t hi) {
+    float *d = model->grads.data;
+    memset(d + lo, 0, (hi - lo) * sizeof *d);
+    for (int k = 0; k < used; k++) {
+        const float share = (float)jobs[k].n / (float)nb;
+        const float *g = jobs[k].m->grads.data;
+        for (size_t i = lo; i < hi; i++) d[i] += share * g[i];
+    }
+}
+
+// fn on each job, jobs 1 .. used - 1 on threads of their own, job 0 on the caller's.
+static void run_jobs_(void *(*fn)(void *), StepJob *jobs, int used) {
+    pthread_t th[64];
+    for (int k = 1; k < used; k++)
+        CHECK(pthread_create(&th[k], NULL, fn, &jobs[k]) == 0, "pthread_create");
+    fn(&jobs[0]);
+    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+}
+
+int sat_first_hard_step(const SatModel *m) { return m->cfg.hard && !m->baseline_set; }
+
+// The first hard-attention step over several workers or processes: every share's REINFORCE
+// term takes the whole batch's mean reward as its baseline, as one worker's does (sat.h).
+// The shares' means, weighted by their float shares and added in order (then over the
+// processes by across), give the same bits however the batch is split into shares of the
+// same sizes. Each worker starts its backward from that baseline (already set: its update
+// is then the decayed one, which leaves the mean where it is), and each share's loss is
+// moved to it: the loss is linear in the baseline with slope sum_b log p(s_b) / n.
+static int first_baseline_(StepJob *jobs, int used, int nb, const SatBatchSum *across) {
+    double mean = 0.0;
+    for (int k = 0; k < used; k++)
+        mean += (double)((float)jobs[k].n / (float)nb) * jobs[k].loss.reward;
+    if (across && across->sum && across->sum(across->ctx, &mean)) return -1;
+    const float base = (float)mean;
+    for (int k = 0; k < used; k++) {
+        SatModel *w = jobs[k].m;
+        SatLoss *l = &jobs[k].loss;
+        l->loss += ((double)base - (double)(float)l->reward) * w->sample_logp / jobs[k].n;
+        w->baseline = base;
+        w->baseline_set = 1;
+    }
+    return 0;
+}
+
 void sat_forward_backward_parallel(SatLoss *out, SatModel *model, SatModel *workers,
                                    int n_workers, const float *images, const int *words,
                                    const int *lens, int nb, uint64_t seed) {
-    sat_forward_backward_parallel_from(out, model, workers, n_workers, 0, images, words, lens, nb,
-                                       seed);
+    CHECK(sat_forward_backward_parallel_from(out, model, workers, n_workers, 0, images, words,
+                                             lens, nb, seed, NULL) == 0,
+          "a step without processes to sum over failed");
 }
 
-void sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *workers,
-                                        int n_workers, int first, const float *images,
-                                        const int *words, const int *lens, int nb,
-                                        uint64_t seed) {
+int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *workers,
+                                       int n_workers, int first, const float *images,
+                                       const int *words, const int *lens, int nb, uint64_t seed,
+                                       const SatBatchSum *across) {
     const size_t per = sat_input_floats(&model->cfg);
     const int ML = model->cfg.max_len;
     StepJob jobs[64];
-    pthread_t th[64];
     CHECK(n_workers <= 64, "workers %d", n_workers);
     int start = 0, used = 0;
     for (int w = 0; w < n_workers; w++) {
@@ -766,11 +854,30 @@ void sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel 
         start += n;
         used++;
     }
-    for (int k = 1; k < used; k++) CHECK(pthread_create(&th[k], NULL, step_job_run, &jobs[k]) == 0, "pthread_create");
-    step_job_run(&jobs[0]);
-    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+    const size_t enc = sat_encoder_grad_floats(model), all = model->grads.numel;
+    const int overlap = across && across->decoder_done && enc > 0;
+    const int first_hard = sat_first_hard_step(model) && (used > 1 || across);
+    if (overlap) {
+        // The decoder's gradient, complete before the CNN's backward, is handed over (to be
+        // summed over the processes) while the CNN's backward runs.
+        run_jobs_(step_job_forward, jobs, used);
+        if (first_hard && first_baseline_(jobs, used, nb, across)) return -1;
+        run_jobs_(step_job_decoder, jobs, used);
+        combine_grads_(model, jobs, used, nb, enc, all);
+        if (across->decoder_done(across->ctx, model->grads.data, enc, all)) return -1;
+        run_jobs_(step_job_encoder, jobs, used);
+        combine_grads_(model, jobs, used, nb, 0, enc);
+    } else {
+        if (first_hard) {  // the baseline needs every share's reward before any backward
+            run_jobs_(step_job_forward, jobs, used);
+            if (first_baseline_(jobs, used, nb, across)) return -1;
+            run_jobs_(step_job_backward, jobs, used);
+        } else {
+            run_jobs_(step_job_run, jobs, used);
+        }
+        combine_grads_(model, jobs, used, nb, 0, all);
+    }
     memset(out, 0, sizeof *out);
-    block_zero(&model->grads);
     double base = 0.0;
     int base_set = 0;
     for (int k = 0; k < used; k++) {
@@ -781,14 +888,12 @@ void sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel 
         out->ds += share * l->ds;
         out->reward += share * l->reward;
         out->tokens += l->tokens;
-        const float *g = jobs[k].m->grads.data;
-        float *d = model->grads.data;
-        for (size_t i = 0; i < model->grads.numel; i++) d[i] += share * g[i];
         base += share * jobs[k].m->baseline;
         base_set |= jobs[k].m->baseline_set;
     }
     model->baseline = (float)base;
     model->baseline_set = base_set;
+    return 0;
 }
 
 // ---------------------------------------------------------------------------------------

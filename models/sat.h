@@ -25,7 +25,9 @@
 //   loss = (1/B) [ sum_t CE(logits_t, target_t) + lambda sum_b sum_i (1 - sum_t alpha_bti)^2 ]
 //   hard attention adds (1/B) sum_b [-(R_b - baseline) sum_t log alpha_{t,b,s_t}]
 //   - entropy_weight (1/B) sum_{b,t} H(alpha_bt), R_b = sum_t log p(target) (the
-//   log-likelihood reward), baseline a moving average of mean R (decay baseline_decay).
+//   log-likelihood reward), baseline a moving average of mean R (decay baseline_decay),
+//   started at the first batch's mean R (arctic-captions' capgen.py starts it at 0; the
+//   first batch's mean spares the first steps an advantage of the whole reward).
 // Sums over t run over each caption's own steps (n_b + 1), never the padding.
 //
 // Memory: parameters, gradients and the two Adam moments are four Blocks with one
@@ -145,6 +147,8 @@ typedef struct {
     int baseline_set;
     int Tb;                // steps of the last forward batch
     int Bb;                // batch of the last forward
+    double sample_logp;    // hard: the last training forward's sum over rows and steps of the
+                           // sampled locations' log alpha (0 otherwise)
     const float *images;   // the last forward's images (kept alive by the caller until backward)
     int replica;           // 1: parameters borrowed from another model (not freed here)
     int annot_grad;        // with features: 1 makes sat_backward also leave d loss / d annotations
@@ -195,12 +199,42 @@ void sat_backward(SatModel *m);
 void sat_forward_backward_parallel(SatLoss *out, SatModel *m, SatModel *workers, int n_workers,
                                    const float *images, const int *words, const int *lens, int B,
                                    uint64_t seed);
+// Sums over the processes that share a batch (MPI ranks, cli/train_dist.h): sum(ctx, v)
+// replaces *v, this process's part, with the sum of every process's part, added in a fixed
+// order; 0, or -1 on failure (the reason kept in ctx). A collective: every process calls it
+// at the same point.
+// decoder_done (may be NULL), with a CNN encoder: called once per step by the caller's
+// thread when grads [begin, end) (the decoder's part of the batch's gradient,
+// float-share-weighted over the workers as below) is complete and the CNN's backward is
+// about to run; it may start summing that part over the processes, to finish after the
+// call returns (the overlap of the sum with the encoder's backward); 0, or -1 on failure.
+// The CNN's part, [0, begin), is complete when sat_forward_backward_parallel_from returns.
+typedef struct {
+    int (*sum)(void *ctx, double *v);
+    int (*decoder_done)(void *ctx, float *grads, size_t begin, size_t end);
+    void *ctx;
+} SatBatchSum;
+
+// Gradient floats of the CNN encoder, first in m->grads (0 with features): the decoder's
+// gradient is the rest, [sat_encoder_grad_floats(m), m->grads.numel).
+size_t sat_encoder_grad_floats(const SatModel *m);
+
+// 1 while the hard-attention baseline is not set (before the first training step): the
+// step that sets it reduces the batch's mean reward across processes (across below).
+int sat_first_hard_step(const SatModel *m);
+
 // The same for rows first .. first + B - 1 of a larger batch: a process that runs one
 // share of it (an MPI rank, cli/train_dist.h) gives the index of its share's first image,
-// so that each image gets the noise it gets in one process.
-void sat_forward_backward_parallel_from(SatLoss *out, SatModel *m, SatModel *workers,
-                                        int n_workers, int first, const float *images,
-                                        const int *words, const int *lens, int B, uint64_t seed);
+// so that each image gets the noise it gets in one process. On the first hard-attention
+// step (sat_first_hard_step) the baseline is the whole batch's mean reward, as with one
+// worker: the workers' forwards run first, their mean rewards are added (weighted by
+// their float shares of B), then across->sum weights and adds the processes' (NULL: this
+// process has the whole batch), and the backwards start from that mean. Returns 0, or -1
+// when across->sum failed (nothing computed).
+int sat_forward_backward_parallel_from(SatLoss *out, SatModel *m, SatModel *workers,
+                                       int n_workers, int first, const float *images,
+                                       const int *words, const int *lens, int B, uint64_t seed,
+                                       const SatBatchSum *across);
 
 // Decoding: tokens (B, max_len) word ids, lens (B), alphas (B, max_len, L) the attention
 // of each emitted word (or NULL), for beam width beam (1 = greedy). Score normalised by

@@ -110,6 +110,16 @@ static int ranks_main(void) {
         printf("rank %d of %d: gather %s\n", d.rank, d.size, gather_bad ? "wrong" : "right");
         bad += gather_bad != 0;
         free(items);
+        // Outcomes: none failed; all failed alike; all failed, the messages differ; one failed.
+        char own[32];
+        snprintf(own, sizeof own, "rank %d's reason", d.rank);
+        const int last = d.rank == d.size - 1;
+        int outcome_bad = (dist_compare_outcomes(&d, 0, NULL) != DIST_ALL_OK) +
+                          (dist_compare_outcomes(&d, -1, "same") != DIST_SAME_FAILURE) +
+                          (dist_compare_outcomes(&d, -1, own) != DIST_SOME_FAILED) +
+                          (dist_compare_outcomes(&d, last ? -1 : 0, "same") != DIST_SOME_FAILED);
+        printf("rank %d of %d: outcomes %s\n", d.rank, d.size, outcome_bad ? "wrong" : "right");
+        bad += outcome_bad != 0;
     }
     for (int r = 0; r < d.size; r++) free(parts[r]);
     free(parts);
@@ -133,17 +143,26 @@ static void run_ranks(int np) {
     char *err = scratch_read(&sc, "stderr.txt", NULL);
     EXPECT(status == 0, "%d ranks: status %d; stdout: %s; stderr: %s", np, status,
            out ? out : "", err ? err : "");
-    EXPECT(scratch_count_lines(out) == 2 * np, "%d ranks printed: %s", np, out ? out : "");
+    EXPECT(scratch_count_lines(out) == 3 * np, "%d ranks printed: %s", np, out ? out : "");
     for (int r = 0; r < np && out; r++) {
         char want[128];
         snprintf(want, sizeof want, "rank %d of %d: 0 elements differ", r, np);
         EXPECT(strstr(out, want), "missing \"%s\" in: %s", want, out);
         snprintf(want, sizeof want, "rank %d of %d: gather right", r, np);
         EXPECT(strstr(out, want), "missing \"%s\" in: %s", want, out);
+        snprintf(want, sizeof want, "rank %d of %d: outcomes right", r, np);
+        EXPECT(strstr(out, want), "missing \"%s\" in: %s", want, out);
     }
     free(out);
     free(err);
     scratch_remove(sc.dir);
+}
+
+// One process: its own outcome.
+static void test_dist_outcome_alone(void) {
+    Dist d = {.rank = 0, .size = 1};
+    EXPECT(dist_compare_outcomes(&d, 0, NULL) == DIST_ALL_OK, "success read as a failure");
+    EXPECT(dist_compare_outcomes(&d, -1, "x") == DIST_SAME_FAILURE, "failure not seen");
 }
 
 static void test_dist_build_has_mpi(void) {
@@ -160,6 +179,7 @@ int main(int argc, char **argv) {
     RUN(test_dist_alone_is_rank_zero_of_one);
     RUN(test_dist_shares_cover_in_order);
     RUN(test_dist_sum_is_in_rank_order);
+    RUN(test_dist_outcome_alone);
     RUN(test_dist_build_has_mpi);
     RUN(test_dist_two_ranks_sum_in_rank_order);
     RUN(test_dist_three_ranks_sum_in_rank_order);

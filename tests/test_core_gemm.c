@@ -6,8 +6,10 @@
 //     |gemm - ref| <= 1e-6 + 2e-6 * sqrt(K) * (|alpha| * sum_k |a_ik b_kj| + |beta c_ij|)
 // a fixed relative bound on the magnitudes that went into that element.
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "core/check.h"
 #include "core/gemm.h"
@@ -119,6 +121,49 @@ static void test_gemm_two_threads_same_result(void) {
     EXPECT(bad == 0, "%d elements off with 2 threads", bad);
 }
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+// This process's address space in bytes (VmSize), or 0.
+static size_t address_space_now(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %llu kB", &kib) == 1) break;
+    if (f) fclose(f);
+    return (size_t)kib * 1024;
+}
+#endif
+
+// gemm_check_address_space: no limit, nothing to check; a limit with room for one 128 MiB
+// OpenBLAS buffer (and the 64 MiB slack) but not for three: one caller passes, three fail
+// with the line naming the limit; a limit too tight for one fails.
+static void test_gemm_address_space_check(void) {
+    Error err;
+    EXPECT(gemm_check_address_space(4, &err) == 0, "no limit, but: %s", err.msg);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    printf("  (the limited part skipped: a sanitizer's shadow memory needs an unlimited "
+           "address space)\n");
+#else
+    struct rlimit old;
+    const size_t now = address_space_now(), mib = (size_t)1 << 20;
+    if (getrlimit(RLIMIT_AS, &old) != 0 || old.rlim_cur != RLIM_INFINITY || now == 0) {
+        printf("  (the limited part skipped: a limit is set already, or no VmSize)\n");
+        return;
+    }
+    struct rlimit lim = old;
+    lim.rlim_cur = now + 300 * mib;  // 192 MiB fit, 448 do not
+    EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit");
+    EXPECT(gemm_check_address_space(1, &err) == 0, "room for one buffer, but: %s", err.msg);
+    int three = gemm_check_address_space(3, &err);
+    EXPECT(three != 0 && strstr(err.msg, "ulimit -v") && strstr(err.msg, "3 x 128 MiB"),
+           "three buffers in 300 MiB: status %d, %s", three, three ? err.msg : "");
+    lim.rlim_cur = now + 100 * mib;
+    EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit");
+    EXPECT(gemm_check_address_space(1, &err) != 0, "one buffer in 100 MiB passed");
+    EXPECT(setrlimit(RLIMIT_AS, &old) == 0, "limit not restored");
+#endif
+}
+
 static void test_gemm_backend_named(void) {
     const char *b = gemm_backend();
     EXPECT(b && strstr(b, "OPENBLAS_CORETYPE="), "backend: %s", b ? b : "(null)");
@@ -130,5 +175,6 @@ int main(void) {
     RUN(test_gemm_beta_zero_ignores_nan);
     RUN(test_gemm_two_threads_same_result);
     RUN(test_gemm_backend_named);
+    RUN(test_gemm_address_space_check);
     return test_summary();
 }

@@ -409,6 +409,59 @@ static void test_parallel_matches_serial(void) {
     parallel_matches_serial(SAT_QUERY_CURRENT);
 }
 
+// Hard attention's first step (no baseline yet) over two workers: the baseline is the whole
+// batch's mean reward, as with one worker, not each share's own (which moved step 1's loss
+// by several percent and its gradient with it). Shares of 2 and 1 images with different
+// mean rewards; dropout on, so each image's stream is covered too.
+static void test_parallel_first_hard_step(void) {
+    SatConfig c = tiny_config(ATTN_ADDITIVE);
+    c.hard = 1;
+    c.dropout = 0.3f;
+    Error err;
+    CHECK(sat_config_finish(&c, &err) == 0, "%s", err.msg);
+    Fixture *f = calloc(1, sizeof *f);
+    fixture_init(f, &c, 11);
+    EXPECT(sat_first_hard_step(&f->m), "a new hard model has its baseline set");
+    const uint64_t seed = 0xF125;
+    sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 1, seed, 0);
+    block_zero(&f->m.grads);
+    sat_backward(&f->m);
+    const size_t n = f->m.grads.numel;
+    float *serial = malloc(n * sizeof(float));
+    memcpy(serial, f->m.grads.data, n * sizeof(float));
+    const double serial_loss = f->loss.loss;
+    const float serial_base = f->m.baseline;
+    // The shares' own means differ: the test would pass with per-share baselines otherwise.
+    double r_first = 0.0;
+    for (int b = 0; b < 2; b++) r_first += f->m.a.reward[b] / 2.0;
+    EXPECT(fabs(r_first - f->m.a.reward[2]) > 0.1, "shares' rewards %g and %g too close",
+           r_first, (double)f->m.a.reward[2]);
+    f->m.baseline = 0.0f;
+    f->m.baseline_set = 0;
+    SatModel workers[2];
+    for (int w = 0; w < 2; w++) {
+        sat_replica_init(&workers[w], &f->m);
+        sat_alloc_acts(&workers[w], (TB + 1) / 2);
+    }
+    SatLoss pl;
+    sat_forward_backward_parallel(&pl, &f->m, workers, 2, f->images, f->words, f->lens, TB, seed);
+    EXPECT(fabs(pl.loss - serial_loss) <= 1e-5 * fabs(serial_loss),
+           "first hard step: 2 workers' loss %.9g, one worker's %.9g", pl.loss, serial_loss);
+    EXPECT(f->m.baseline_set && fabs(f->m.baseline - serial_base) <= 1e-5 * fabs(serial_base),
+           "baseline %.9g (set %d), one worker's %.9g", (double)f->m.baseline, f->m.baseline_set,
+           (double)serial_base);
+    double worst = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        worst = fmax(worst, fabs((double)f->m.grads.data[i] - serial[i]));
+        scale = fmax(scale, fabs(serial[i]));
+    }
+    EXPECT(scale > 1e-3 && worst <= 1e-5 * scale, "gradient differs by %g (scale %g)", worst, scale);
+    for (int w = 0; w < 2; w++) sat_free(&workers[w]);
+    free(serial);
+    sat_free(&f->m);
+    free(f);
+}
+
 // Config text round trip (what checkpoints store) and rejection of a bad key.
 static void test_config_roundtrip(void) {
     SatConfig c = tiny_config(ATTN_LOCAL_MONOTONIC), d;
@@ -606,6 +659,7 @@ static void test_noise_per_image(void) {
 
 int main(void) {
     RUN(test_config_roundtrip);
+    RUN(test_parallel_first_hard_step);
     RUN(test_gradcheck_additive);
     RUN(test_gradcheck_additive_vector_gate);
     RUN(test_gradcheck_multiplicative);
