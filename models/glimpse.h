@@ -13,16 +13,24 @@
 // The read's bias starts with the grid tiling the whole image (a coarse first look), as
 // DRAW's read does in models/draw.c.
 //
-// Hard attention (hard = 1; the RAM baseline of the paper's table, Mnih et al. 2014): the
-// window's centre is sampled, l_t = m_t + loc_std eps_t with m_t = the first two outputs
-// of the read's linear layer and eps_t ~ N(0, I) given by the caller (acts.eps, zeros for
-// evaluation at the mean); the other three window parameters (scale, sigma, gamma) stay
-// deterministic and differentiable. The centre gets no gradient through the image: its
-// gradient is REINFORCE's, from the reward R = 1 when the argmax of the logits is the
-// label (else 0) less a baseline b (the caller's, e.g. a moving average of R; see
-// models/sat.h for the captioner's): the backward computes the gradient of
+// Hard attention (hard = 1; the RAM baseline of the paper's table, Mnih et al. 2014,
+// "Recurrent Models of Visual Attention"): no gradient reaches the read. At each step a
+// location policy places a retina: m_t = tanh(loc.W h_{t-1} + loc.b) (2 values, the image
+// spans [-1, 1]; h_0 = 0), the centre l_t = m_t + loc_std eps_t with eps_t ~ N(0, I) given
+// by the caller (acts.eps; zeros for evaluation at the mean), read at clamp(l_t, -1, 1).
+// The retina is RAM's glimpse sensor built from DRAW's filterbank: `scales` N x N patches
+// at the same centre, patch s with grid stride 2^s pixels and sigma half of it (N = 12,
+// 4 scales: windows of 12, 24, 48 and 96 pixels, each seen as 12 x 12, as RAM's 4-scale
+// retina on 100 x 100 cluttered MNIST). Like RAM's glimpse network, the LSTM reads the
+// patches and the centre: r_t = [patch_0, ..., patch_{scales-1}, clamp(l_t)].
+// Training is RAM's hybrid: the classifier (LSTM and output layer) by the cross-entropy's
+// gradient, the policy by REINFORCE with the reward R = 1 when the argmax of the logits
+// is the label (else 0) less a baseline b (the caller's; `draw classify` keeps a moving
+// average of R); the sampled centre is not back-propagated through. The backward
+// computes the gradient of
 //     mean_b [ CE_b - (R_b - b) sum_t log N(l_t; m_t, loc_std^2 I) ]
-// with the samples l_t held fixed (glimpse_reinforce_mean_grad is its location term).
+// with the samples l_t held fixed (glimpse_reinforce_mean_grad is its location term); the
+// REINFORCE term reaches the LSTM through m_t's layer, as in RAM's hybrid loss.
 // The reward of each image is left in acts.reward by the forward.
 //
 // Memory: one Block of parameters (GlimpseParams views); the activations of the unrolled
@@ -45,17 +53,25 @@ typedef struct {
     int hard;       // 1: sampled window centres trained by REINFORCE (attention only)
     float loc_std;  // hard only: the centre policy's standard deviation (g~ units, the
                     // image spans [-1, 1])
+    int scales;     // hard only: the retina's patches (1..GLIMPSE_MAX_SCALES)
 } GlimpseConfig;
+
+enum { GLIMPSE_MAX_SCALES = 8 };
 
 // The paper's table: 100 x 100, 8 glimpses of 12 x 12, LSTM 256, 10 classes.
 GlimpseConfig glimpse_config_default(int W, int H);
 int glimpse_config_check(const GlimpseConfig *c, Error *err);
-// Inputs the LSTM reads from the image per step: N * N, or W * H without attention.
+// Inputs the LSTM reads from the image per step: N * N, or W * H without attention, or
+// with hard attention scales * N * N + 2 (the retina and its centre).
 int glimpse_read_size(const GlimpseConfig *c);
+// Hard attention: the filterbank parameters (5, vision/filterbank.h) of retina patch s
+// (stride 2^s pixels, sigma 2^(s-1), gamma 1) centred at (cx, cy) in [-1, 1].
+void glimpse_retina_params(float *params, float cx, float cy, int s, const GlimpseConfig *c);
 
 typedef struct {
     float *lstm_W, *lstm_b;  // (4 hidden, R + hidden), (4 hidden); R = glimpse_read_size
-    float *read_W, *read_b;  // (5, hidden), (5); attention only (NULL otherwise)
+    float *read_W, *read_b;  // (5, hidden), (5); attention only (NULL otherwise); hard:
+                             // the policy's mean layer "loc.W" (2, hidden), "loc.b" (2)
     float *out_W, *out_b;    // (classes, hidden), (classes)
 } GlimpseParams;
 
@@ -70,9 +86,11 @@ typedef struct {
     float *xh;        // (T, B, R + hidden): [r_t, h_{t-1}]
     float *h, *c;     // (T, B, hidden)
     float *gates;     // (T, B, 4 hidden) post-activation
-    float *rparams;   // (T, B, 5) the read windows' raw parameters (hard: the sampled centre)
+    float *rparams;   // (T, B, 5) the read windows' raw parameters (hard: the retina's
+                      // finest patch at the clamped centre)
     float *eps;       // (T, B, 2) hard only: the centre noise, filled by the caller
     float *locmean;   // (T, B, 2) hard only: the policy's means m_t
+    float *loc;       // (T, B, 2) hard only: the sampled centres l_t (before clamping)
     const float *fixed_loc;  // hard only, for tests: (T, B, 2) centres to use instead of
                              // sampling (NULL: l_t = m_t + loc_std eps_t)
     float *reward;    // (B) hard only: 1 when the image was classified right, else 0
@@ -84,7 +102,7 @@ typedef struct {
     float *losses;    // (B)
     // backward
     float *dgates;    // (T, B, 4 hidden) pre-activation gate gradients
-    float *drparams;  // (T, B, 5)
+    float *drparams;  // (T, B, 5); hard: (T, B, 2) the gradient of the means' pre-activations
     float *dh[2], *dc[2];  // (B, hidden)
     float *dr;        // (B, R)
     float *dlogits;   // (B, classes)

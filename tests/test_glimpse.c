@@ -45,7 +45,7 @@ static void model_make(Model *m, GlimpseConfig c, int B, uint64_t seed) {
     // Larger read weights and non-zero biases, so every path carries gradient.
     for (int i = 0; i < m->params.count; i++) {
         const BlockTensor *t = &m->params.tensors[i];
-        float scale = strcmp(t->name, "read_attn.W") == 0 ? 0.5f : 0.2f;
+        float scale = strcmp(t->name, "read_attn.W") == 0 || strcmp(t->name, "loc.W") == 0 ? 0.5f : 0.2f;
         if (t->ndim == 1 || scale > 0.2f)
             for (size_t k = 0; k < t->numel; k++)
                 m->params.data[t->offset + k] += scale * (2 * rng_uniform(&rng) - 1);
@@ -233,7 +233,7 @@ static void hard_backward(void *vm, const float *dout) {
 
 static void test_gradcheck_hard(void) {
     GlimpseConfig c = tiny_config(1);
-    c.hard = 1, c.loc_std = 0.3f;
+    c.hard = 1, c.loc_std = 0.3f, c.scales = 2;
     HardModel hm;
     Model *m = &hm.m;
     model_make(m, c, 3, 58);
@@ -246,7 +246,7 @@ static void test_gradcheck_hard(void) {
     for (int t = 0; t < c.T; t++)
         for (int b = 0; b < 3; b++)
             for (int k = 0; k < 2; k++)
-                hm.loc[(t * 3 + b) * 2 + k] = m->acts.rparams[(t * m->acts.B + b) * FILTERBANK_PARAMS + k];
+                hm.loc[(t * 3 + b) * 2 + k] = m->acts.loc[(t * m->acts.B + b) * 2 + k];
     // Rewards of 1 and 0 both occur for this seed, so advantages of both signs are checked.
     int ones = 0;
     for (int b = 0; b < 3; b++) hm.adv[b] = m->acts.reward[b] - 0.4f, ones += m->acts.reward[b] > 0;
@@ -273,6 +273,67 @@ static void test_gradcheck_hard(void) {
     model_free(m);
 }
 
+// The retina (hard attention): patch s of glimpse_retina_params has stride 2^s pixels,
+// sigma 2^(s-1) and gamma 1 at the given centre; on an image that is dark but for one
+// bright 3 x 3 square, the finest patch centred on it reads the square at its middle and
+// nothing when the centre is elsewhere, the coarsest sees it from afar, and the LSTM's
+// input ends with the clamped centre.
+static void test_retina(void) {
+    GlimpseConfig c = glimpse_config_default(100, 100);
+    c.hard = 1, c.loc_std = 0.2f, c.scales = 4, c.T = 1;
+    for (int s = 0; s < 4; s++) {
+        float rp[FILTERBANK_PARAMS];
+        glimpse_retina_params(rp, 0.0f, 0.0f, s, &c);
+        FilterbankWindow w = filterbank_window(rp, c.read_n, c.W, c.H);
+        EXPECT_NEAR(w.delta, ldexp(1.0, s), 1e-5, 1e-5);
+        EXPECT_NEAR(w.sigma, ldexp(1.0, s - 1), 1e-5, 1e-5);
+        EXPECT_NEAR(w.gamma, 1.0, 1e-6, 1e-6);
+        EXPECT_NEAR(w.gx, 49.5, 1e-4, 1e-4);
+        EXPECT_NEAR(w.x1 - w.x0, 11.0 * ldexp(1.0, s), 1e-3, 1e-4);
+    }
+    GlimpseParams p;
+    Block pb = {0};
+    glimpse_layout(&pb, &p, &c);
+    block_alloc(&pb);
+    Rng rng;
+    rng_seed(&rng, 4);
+    glimpse_init(&p, &c, &rng);
+    const int B = 2, NN = c.read_n * c.read_n;
+    float *x = xcalloc((size_t)B * 100 * 100, sizeof(float));
+    for (int b = 0; b < B; b++)
+        for (int r = 59; r <= 61; r++)
+            for (int q = 69; q <= 71; q++) x[(size_t)b * 10000 + r * 100 + q] = 1.0f;
+    // Pixel column 70 and row 60 (0-based) are g~ = 2 (70 + 1) / 101 - 1 and 2 (60 + 1) / 101 - 1;
+    // the second image looks from about (39, 100), the bottom edge (its y clamped from 1.7).
+    float fixed[4] = {2.0f * 71.0f / 101.0f - 1.0f, 2.0f * 61.0f / 101.0f - 1.0f, -0.2f, 1.7f};
+    GlimpseActs a;
+    glimpse_acts_alloc(&a, &c, B);
+    memset(a.eps, 0, sizeof(float) * B * 2);
+    a.fixed_loc = fixed;
+    int labels[2] = {0, 1};
+    glimpse_forward(&a, &p, &c, x, labels, B, NULL);
+    const int LD = glimpse_read_size(&c) + c.hidden;
+    EXPECT(glimpse_read_size(&c) == 4 * NN + 2, "read size %d", glimpse_read_size(&c));
+    const float *on = a.xh, *off = a.xh + LD;
+    double on_max = 0, off_max = 0, coarse_off = 0;
+    for (int i = 0; i < NN; i++) {
+        on_max = fmax(on_max, on[i]), off_max = fmax(off_max, off[i]);
+        coarse_off = fmax(coarse_off, off[3 * NN + i]);
+    }
+    // The fovea's middle grid points (5 and 6 of 0..11) are at 69.5 and 70.5: within the square.
+    EXPECT(on[5 * c.read_n + 5] > 0.9f && on[6 * c.read_n + 6] > 0.9f, "fovea on the square: %g %g",
+           on[5 * c.read_n + 5], on[6 * c.read_n + 6]);
+    EXPECT(off_max < 1e-6, "fovea away from the square reads %g", off_max);
+    EXPECT(coarse_off > 0.01, "the coarsest patch does not see the square from afar (%g)", coarse_off);
+    EXPECT(coarse_off < 0.5, "the coarsest patch averages (%g)", coarse_off);
+    EXPECT(on[4 * NN] == fixed[0] && on[4 * NN + 1] == fixed[1], "centre input %g %g", on[4 * NN], on[4 * NN + 1]);
+    EXPECT(off[4 * NN] == -0.2f && off[4 * NN + 1] == 1.0f, "clamped centre input %g %g", off[4 * NN], off[4 * NN + 1]);
+    EXPECT(a.loc[3] == 1.7f, "the sampled centre is kept unclamped for REINFORCE: %g", a.loc[3]);
+    glimpse_acts_free(&a);
+    block_free(&pb);
+    free(x);
+}
+
 static void test_config_check(void) {
     Error err = {{0}};
     GlimpseConfig c = glimpse_config_default(100, 100);
@@ -286,6 +347,10 @@ static void test_config_check(void) {
     c = glimpse_config_default(100, 100);
     c.hard = 1;
     EXPECT(glimpse_config_check(&c, &err) != 0 && strstr(err.msg, "hard"), "hard without a location std");
+    c.loc_std = 0.2f;
+    EXPECT(glimpse_config_check(&c, &err) != 0 && strstr(err.msg, "scales"), "hard without a retina: %s", err.msg);
+    c.scales = 4;
+    EXPECT(glimpse_config_check(&c, &err) == 0, "%s", err.msg);
 }
 
 int main(void) {
@@ -295,6 +360,7 @@ int main(void) {
     RUN(test_workers_match_single);
     RUN(test_reinforce_expectation);
     RUN(test_gradcheck_hard);
+    RUN(test_retina);
     RUN(test_config_check);
     return test_summary();
 }
