@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/gemm.h"
+#include "core/gemm_packed.h"
 #include "seq/linear.h"
 #include "seq/loss.h"
 #include "seq/lstm.h"
@@ -40,6 +41,10 @@ int glimpse_read_size(const GlimpseConfig *c) {
 // Outputs of the layer on h_{t-1} that places the window: the filterbank's 5 parameters, or
 // with hard attention the centre policy's 2 means.
 static int read_outputs(const GlimpseConfig *c) { return c->hard ? 2 : FILTERBANK_PARAMS; }
+
+// Whether the backward needs the gradient of the LSTM's read input (soft attention only:
+// the image is data, and the hard read is not differentiated).
+static int needs_dread(const GlimpseConfig *c) { return c->attention && !c->hard; }
 
 void glimpse_retina_params(float *params, float cx, float cy, int s, const GlimpseConfig *c) {
     const int N = c->read_n, mx = c->W > c->H ? c->W : c->H;
@@ -119,25 +124,27 @@ void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B) {
     block_add(k, &a->logits, "logits", 2, B, c->classes);
     block_add(k, &a->probs, "probs", 2, B, c->classes);
     block_add(k, &a->losses, "losses", 1, B);
-    block_add(k, &a->dgates, "dgates", 3, T, B, 4 * Hd);
     block_add(k, &a->drparams, "drparams", 3, T, B, PO);
     block_add(k, &a->dh[0], "dh0", 2, B, Hd);
     block_add(k, &a->dh[1], "dh1", 2, B, Hd);
     block_add(k, &a->dc[0], "dc0", 2, B, Hd);
     block_add(k, &a->dc[1], "dc1", 2, B, Hd);
-    block_add(k, &a->dr, "dr", 2, B, c->attention && !c->hard ? R : 0);
+    block_add(k, &a->u, "u", 3, T, B, needs_dread(c) ? N * c->W : 0);
+    block_add(k, &a->dxh, "dxh", 2, B, needs_dread(c) ? R + Hd : 0);
     block_add(k, &a->dlogits, "dlogits", 2, B, c->classes);
     block_add(k, &a->dFx, "dFx", 2, B, N * c->W);
     block_add(k, &a->dFy, "dFy", 2, B, N * c->H);
     block_add(k, &a->dgamma, "dgamma", 1, B);
-    block_add(k, &a->lstm_scratch, "lstm_scratch", 1, lstm_scratch_floats(B, R, Hd));
     block_add(k, &a->fb_scratch, "fb_scratch", 1,
               c->attention ? filterbank_scratch_floats(N, c->W, c->H) : 1);
     block_alloc(k);
+    packed_alloc(&a->lstm_Wt, R + Hd, 4 * Hd);
+    packed_alloc(&a->lstm_Wd, 4 * Hd, needs_dread(c) ? R + Hd : Hd);
 }
 
 void glimpse_acts_free(GlimpseActs *a) {
     block_free(&a->block);
+    packed_free(&a->lstm_Wt), packed_free(&a->lstm_Wd);
     memset(a, 0, sizeof *a);
 }
 
@@ -191,6 +198,7 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
     CHECK(B >= 1 && B <= a->B, "B %d, room for %d", B, a->B);
     const int R = glimpse_read_size(c), Hd = c->hidden, LD = R + Hd, HW = c->W * c->H;
     const int P = FILTERBANK_PARAMS, N = c->read_n;
+    packed_pack(&a->lstm_Wt, true, p->lstm_W, LD);
     for (int t = 0; t < c->T; t++) {
         float *xh = glimpse_at(a, a->xh, t, LD);
         const float *hp = t ? glimpse_at(a, a->h, t - 1, Hd) : NULL;
@@ -205,7 +213,8 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
             else
                 for (int b = 0; b < B; b++) memcpy(rp + (size_t)b * P, p->read_b, sizeof(float) * P);
             filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
-            filterbank_read_forward(xh, LD, x, Fx, Fy, g, a->fb_scratch, B, N, c->W, c->H);
+            filterbank_read_channels_forward_keep(xh, LD, x, Fx, Fy, g, glimpse_at(a, a->u, t, N * c->W),
+                                                  a->fb_scratch, B, 1, N, c->W, c->H);
         } else {
             for (int b = 0; b < B; b++)
                 memcpy(xh + (size_t)b * LD, x + (size_t)b * HW, sizeof(float) * HW);
@@ -217,9 +226,10 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
             else
                 memset(dst, 0, sizeof(float) * Hd);
         }
-        lstm_forward_xh(glimpse_at(a, a->h, t, Hd), glimpse_at(a, a->c, t, Hd),
-                        glimpse_at(a, a->gates, t, 4 * Hd), xh, LD,
-                        t ? glimpse_at(a, a->c, t - 1, Hd) : NULL, p->lstm_W, p->lstm_b, B, R, Hd);
+        lstm_forward_packed(glimpse_at(a, a->h, t, Hd), glimpse_at(a, a->c, t, Hd),
+                            glimpse_at(a, a->gates, t, 4 * Hd), xh, LD,
+                            t ? glimpse_at(a, a->c, t - 1, Hd) : NULL, &a->lstm_Wt, p->lstm_b, B,
+                            R, Hd);
     }
     const float *hT = glimpse_at(a, a->h, c->T - 1, Hd);
     linear_forward(a->logits, hT, p->out_W, p->out_b, B, Hd, c->classes);
@@ -273,18 +283,26 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
     memset(a->dh[cur], 0, sizeof(float) * (size_t)B * Hd);
     memset(a->dc[cur], 0, sizeof(float) * (size_t)B * Hd);
     linear_backward(a->dh[cur], g->out_W, g->out_b, dl, hT, p->out_W, B, Hd, c->classes);
+    // dxh = dgates @ W: all of W's columns when the read's input gradient is needed, else
+    // only those of h_{t-1} (the LSTM's input from the image is data or not differentiated).
+    const int c0 = needs_dread(c) ? 0 : R;
+    packed_pack(&a->lstm_Wd, false, p->lstm_W + c0, LD);
     for (int t = T - 1; t >= 0; t--) {
         int prev = 1 - cur;
-        memset(a->dh[prev], 0, sizeof(float) * (size_t)B * Hd);
-        memset(a->dc[prev], 0, sizeof(float) * (size_t)B * Hd);
-        float *dr = c->attention && !c->hard ? a->dr : NULL;
-        if (dr) memset(dr, 0, sizeof(float) * (size_t)B * R);
-        // Gate gradients land in lstm_scratch's first B 4H floats; dW waits for one GEMM.
-        lstm_backward(dr, t ? a->dh[prev] : NULL, t ? a->dc[prev] : NULL, NULL, g->lstm_b,
-                      a->dh[cur], a->dc[cur], glimpse_at(a, a->gates, t, G),
-                      glimpse_at(a, a->xh, t, LD), t ? glimpse_at(a, a->c, t - 1, Hd) : NULL,
-                      glimpse_at(a, a->c, t, Hd), p->lstm_W, a->lstm_scratch, B, R, Hd);
-        memcpy(glimpse_at(a, a->dgates, t, G), a->lstm_scratch, sizeof(float) * (size_t)B * G);
+        // The gates become their pre-activation gradients in place; dW waits for one GEMM.
+        float *dg = glimpse_at(a, a->gates, t, G);
+        if (t) memset(a->dc[prev], 0, sizeof(float) * (size_t)B * Hd);
+        lstm_gates_backward(dg, t ? a->dc[prev] : NULL, a->dh[cur], a->dc[cur],
+                            t ? glimpse_at(a, a->c, t - 1, Hd) : NULL, glimpse_at(a, a->c, t, Hd), B, Hd);
+        col_sums(g->lstm_b, dg, B, G);
+        if (needs_dread(c)) {
+            gemm_packed(B, t ? LD : R, dg, G, &a->lstm_Wd, 0.0f, a->dxh, LD);
+            if (t)
+                for (int b = 0; b < B; b++)
+                    memcpy(a->dh[prev] + (size_t)b * Hd, a->dxh + (size_t)b * LD + R, sizeof(float) * Hd);
+        } else if (t) {
+            gemm_packed(B, Hd, dg, G, &a->lstm_Wd, 0.0f, a->dh[prev], Hd);
+        }
         if (c->hard) {
             // The retina is not differentiated (the sampled centre is an action); the mean's
             // gradient is REINFORCE's, through m = tanh(pre).
@@ -307,8 +325,9 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
             memset(a->dFy, 0, sizeof(float) * (size_t)B * N * c->H);
             memset(a->dgamma, 0, sizeof(float) * B);
             memset(drp, 0, sizeof(float) * (size_t)B * P);
-            filterbank_read_backward(NULL, a->dFx, a->dFy, a->dgamma, dr, R, x, Fx, Fy, gm,
-                                     a->fb_scratch, B, N, c->W, c->H);
+            filterbank_read_channels_backward_kept(NULL, a->dFx, a->dFy, a->dgamma, a->dxh, LD, x, Fx,
+                                                   Fy, gm, glimpse_at(a, a->u, t, N * c->W),
+                                                   a->fb_scratch, B, 1, N, c->W, c->H);
             filterbank_backward(drp, a->dFx, a->dFy, a->dgamma, Fx, Fy,
                                 glimpse_at(a, a->rparams, t, P), B, N, c->W, c->H);
             col_sums(g->read_b, drp, B, P);
@@ -317,7 +336,7 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
         }
         cur = prev;
     }
-    weight_grad(g->lstm_W, a->dgates, a->xh, LD, 0, 0, T, B, Bm, G, LD);
+    weight_grad(g->lstm_W, a->gates, a->xh, LD, 0, 0, T, B, Bm, G, LD);
     if (c->attention)
         weight_grad(g->read_W, a->drparams, a->h, Hd, 1, 1, T, B, Bm, read_outputs(c), Hd);
 }

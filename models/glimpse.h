@@ -41,6 +41,7 @@
 
 #include "core/block.h"
 #include "core/error.h"
+#include "core/gemm_packed.h"
 #include "core/rng.h"
 
 typedef struct {
@@ -85,7 +86,9 @@ typedef struct {
     // forward, (T, B, ...)
     float *xh;        // (T, B, R + hidden): [r_t, h_{t-1}]
     float *h, *c;     // (T, B, hidden)
-    float *gates;     // (T, B, 4 hidden) post-activation
+    float *gates;     // (T, B, 4 hidden) post-activation; the backward turns them into the
+                      // pre-activation gradients in place (one backward per forward)
+    float *u;         // (T, B, N W) soft attention: F_Y x of each read, kept for the backward
     float *rparams;   // (T, B, 5) the read windows' raw parameters (hard: the retina's
                       // finest patch at the clamped centre)
     float *eps;       // (T, B, 2) hard only: the centre noise, filled by the caller
@@ -101,13 +104,15 @@ typedef struct {
     float *probs;     // (B, classes)
     float *losses;    // (B)
     // backward
-    float *dgates;    // (T, B, 4 hidden) pre-activation gate gradients
     float *drparams;  // (T, B, 5); hard: (T, B, 2) the gradient of the means' pre-activations
     float *dh[2], *dc[2];  // (B, hidden)
-    float *dr;        // (B, R)
+    float *dxh;       // (B, R + hidden) soft attention: the LSTM input's gradient [dr_t, dh_{t-1}]
     float *dlogits;   // (B, classes)
     float *dFx, *dFy, *dgamma;  // (B, N W), (B, N H), (B)
-    float *lstm_scratch, *fb_scratch;
+    float *fb_scratch;
+    PackedMatrix lstm_Wt;  // lstm.W^T packed for the forward's gate products (core/gemm_packed.h)
+    PackedMatrix lstm_Wd;  // lstm.W packed for the backward's (B, 4 hidden) @ W; only the
+                           // h_{t-1} columns when no read gradient is needed
 } GlimpseActs;
 
 void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B);
