@@ -320,10 +320,8 @@ static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
         rng_normal_fill(&sr, r->eps, (size_t)st->cfg.glimpse.T * st->batch * 2);
     }
     *loss = classifier_forward_parallel_hard(r->workers, r->n_workers, &r->p, &st->cfg, r->x,
-                                             r->labels, st->batch, r->eps, st->baseline,
+                                             r->labels, st->batch, r->eps,
                                              &r->grads, correct);
-    // REINFORCE's baseline: a moving average of the reward (decay 0.9, as the captioner's).
-    if (r->eps) st->baseline = 0.9f * st->baseline + 0.1f * (float)*correct / (float)st->batch;
     if (train_check_finite(st->step + 1, "loss", *loss, &r->grads, r->ckpt, err)) return -1;
     clip_global_norm(r->grads.data, r->grads.numel, st->clip);
     st->step++;

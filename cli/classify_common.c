@@ -57,7 +57,6 @@ int classify_save(const char *path, const ClassifyState *s, const Block *params,
     META("train.lr", "%.9g", (double)s->lr);
     META("train.beta1", "%.9g", (double)s->beta1);
     META("train.clip", "%.9g", (double)s->clip);
-    META("train.baseline", "%.9g", (double)s->baseline);
     META("train.seed", "%" PRIu64, s->seed);
 #undef META
     meta[k++] = (SafetensorsMeta){"train.data", s->data};
@@ -128,9 +127,7 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
     s->batch = (int)tv[3];
     if (safetensors_meta_float(f, path, "train.lr", &s->lr, err) ||
         safetensors_meta_float(f, path, "train.beta1", &s->beta1, err) ||
-        safetensors_meta_float(f, path, "train.clip", &s->clip, err) ||
-        (safetensors_meta(f, "train.baseline") &&  // absent before hard attention: 0
-         safetensors_meta_float(f, path, "train.baseline", &s->baseline, err)))
+        safetensors_meta_float(f, path, "train.clip", &s->clip, err))
         return -1;
     const char *seed = safetensors_meta(f, "train.seed");
     if (!seed) return error_set(err, "%s: no \"train.seed\" in __metadata__", path);

@@ -24,7 +24,6 @@ typedef struct {
     uint64_t seed;
     int batch;
     float lr, beta1, clip;
-    float baseline;  // hard attention: the moving average of the reward (REINFORCE's baseline)
     char data[256];  // the digits' source: mnist, fashion-mnist
 } ClassifyState;
 

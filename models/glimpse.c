@@ -63,6 +63,8 @@ void glimpse_layout(Block *b, GlimpseParams *p, const GlimpseConfig *c) {
     if (c->attention && c->hard) {
         block_add(b, &p->read_W, "loc.W", 2, 2, Hd);
         block_add(b, &p->read_b, "loc.b", 1, 2);
+        block_add(b, &p->base_W, "baseline.W", 2, 1, Hd);
+        block_add(b, &p->base_b, "baseline.b", 1, 1);
     } else if (c->attention) {
         block_add(b, &p->read_W, "read_attn.W", 2, FILTERBANK_PARAMS, Hd);
         block_add(b, &p->read_b, "read_attn.b", 1, FILTERBANK_PARAMS);
@@ -89,8 +91,10 @@ void glimpse_init(GlimpseParams *p, const GlimpseConfig *c, Rng *rng) {
         const int P = read_outputs(c);
         init_uniform(p->read_W, (size_t)P * Hd, Hd, rng);
         for (int i = 0; i < P * Hd; i++) p->read_W[i] *= 0.1f;
-        if (c->hard) {  // the first centre at the image's centre
+        if (c->hard) {  // the first centre at the image's centre; the baseline starts at 0
             p->read_b[0] = p->read_b[1] = 0.0f;
+            memset(p->base_W, 0, sizeof(float) * Hd);
+            p->base_b[0] = 0.0f;
             return;
         }
         int N = c->read_n, mx = c->W > c->H ? c->W : c->H;
@@ -117,6 +121,8 @@ void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B) {
     block_add(k, &a->eps, "eps", 3, T, B, c->hard ? 2 : 0);
     block_add(k, &a->locmean, "locmean", 3, T, B, c->hard ? 2 : 0);
     block_add(k, &a->loc, "loc", 3, T, B, c->hard ? 2 : 0);
+    block_add(k, &a->base, "base", 2, T, c->hard ? B : 0);
+    block_add(k, &a->dbase, "dbase", 2, T, c->hard ? B : 0);
     block_add(k, &a->reward, "reward", 1, B);
     block_add(k, &a->Fx, "Fx", 3, T, B, N * c->W);
     block_add(k, &a->Fy, "Fy", 3, T, B, N * c->H);
@@ -171,6 +177,11 @@ static void hard_read_step(GlimpseActs *a, const GlimpseParams *p, const Glimpse
         linear_forward(m, hp, p->read_W, p->read_b, B, Hd, 2);
     else
         for (int b = 0; b < B; b++) m[b * 2] = p->read_b[0], m[b * 2 + 1] = p->read_b[1];
+    float *bt = glimpse_at(a, a->base, t, 1);  // the reward's baseline, from h_{t-1} too
+    if (hp)
+        linear_forward(bt, hp, p->base_W, p->base_b, B, Hd, 1);
+    else
+        for (int b = 0; b < B; b++) bt[b] = p->base_b[0];
     for (int i = 0; i < B * 2; i++) {
         m[i] = tanhf(m[i]);
         l[i] = fl ? fl[i] : m[i] + c->loc_std * e[i];
@@ -307,15 +318,17 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
             // The retina is not differentiated (the sampled centre is an action); the mean's
             // gradient is REINFORCE's, through m = tanh(pre).
             const float *m = glimpse_at(a, a->locmean, t, 2), *l = glimpse_at(a, a->loc, t, 2);
-            float *dpre = glimpse_at(a, a->drparams, t, 2);
+            const float *bt = glimpse_at(a, a->base, t, 1);
+            float *dpre = glimpse_at(a, a->drparams, t, 2), *dbt = glimpse_at(a, a->dbase, t, 1);
             memset(dpre, 0, sizeof(float) * (size_t)B * 2);
             for (int b = 0; b < B; b++) {
-                glimpse_reinforce_mean_grad(dpre + b * 2, l + b * 2, m + b * 2,
-                                            a->reward[b] - a->baseline, c->loc_std,
-                                            1.0f / (float)B, 2);
+                glimpse_reinforce_mean_grad(dpre + b * 2, l + b * 2, m + b * 2, a->reward[b] - bt[b],
+                                            c->loc_std, 1.0f / (float)B, 2);
                 for (int k = 0; k < 2; k++) dpre[b * 2 + k] *= 1.0f - m[b * 2 + k] * m[b * 2 + k];
+                dbt[b] = (bt[b] - a->reward[b]) / (float)B;  // of (1/2B) sum (R - b_t)^2
             }
             col_sums(g->read_b, dpre, B, 2);
+            col_sums(g->base_b, dbt, B, 1);
             if (t) gemm(false, false, B, Hd, 2, 1.0f, dpre, 2, p->read_W, Hd, 1.0f, a->dh[prev], Hd);
         } else if (c->attention) {
             const float *Fx = glimpse_at(a, a->Fx, t, N * c->W), *Fy = glimpse_at(a, a->Fy, t, N * c->H);
@@ -339,4 +352,6 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
     weight_grad(g->lstm_W, a->gates, a->xh, LD, 0, 0, T, B, Bm, G, LD);
     if (c->attention)
         weight_grad(g->read_W, a->drparams, a->h, Hd, 1, 1, T, B, Bm, read_outputs(c), Hd);
+    if (c->hard)  // the baseline's gradient stops at its layer (h_{t-1} is its input, held fixed)
+        weight_grad(g->base_W, a->dbase, a->h, Hd, 1, 1, T, B, Bm, 1, Hd);
 }

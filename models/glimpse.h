@@ -25,12 +25,13 @@
 // patches and the centre: r_t = [patch_0, ..., patch_{scales-1}, clamp(l_t)].
 // Training is RAM's hybrid: the classifier (LSTM and output layer) by the cross-entropy's
 // gradient, the policy by REINFORCE with the reward R = 1 when the argmax of the logits
-// is the label (else 0) less a baseline b (the caller's; `draw classify` keeps a moving
-// average of R); the sampled centre is not back-propagated through. The backward
-// computes the gradient of
-//     mean_b [ CE_b - (R_b - b) sum_t log N(l_t; m_t, loc_std^2 I) ]
-// with the samples l_t held fixed (glimpse_reinforce_mean_grad is its location term); the
-// REINFORCE term reaches the LSTM through m_t's layer, as in RAM's hybrid loss.
+// is the label (else 0) less a baseline learned per step, b_t = baseline.W h_{t-1} +
+// baseline.b, fitted to R by least squares through its own layer only; the sampled centre
+// is not back-propagated through. The backward computes the gradient of
+//     mean_b [ CE_b - sum_t (R_b - b_t) log N(l_t; m_t, loc_std^2 I) + sum_t (R_b - b_t)^2 / 2 ]
+// with the samples l_t, the advantages R_b - b_t and, in the last term, h_{t-1} held fixed
+// (glimpse_reinforce_mean_grad is the location term); the REINFORCE term reaches the LSTM
+// through m_t's layer, as in RAM's hybrid loss.
 // The reward of each image is left in acts.reward by the forward.
 //
 // Memory: one Block of parameters (GlimpseParams views); the activations of the unrolled
@@ -74,6 +75,8 @@ typedef struct {
     float *read_W, *read_b;  // (5, hidden), (5); attention only (NULL otherwise); hard:
                              // the policy's mean layer "loc.W" (2, hidden), "loc.b" (2)
     float *out_W, *out_b;    // (classes, hidden), (classes)
+    float *base_W, *base_b;  // hard only: the reward baseline's layer "baseline.W" (1, hidden),
+                             // "baseline.b" (1)
 } GlimpseParams;
 
 // Registers the parameters (or, on another Block, their gradients or moments) in b.
@@ -97,7 +100,7 @@ typedef struct {
     const float *fixed_loc;  // hard only, for tests: (T, B, 2) centres to use instead of
                              // sampling (NULL: l_t = m_t + loc_std eps_t)
     float *reward;    // (B) hard only: 1 when the image was classified right, else 0
-    float baseline;   // hard only: the reward baseline the backward uses (the caller's)
+    float *base;      // (T, B) hard only: the learned baselines b_t
     float *Fx, *Fy;   // (T, B, N W), (T, B, N H)
     float *gamma;     // (T, B)
     float *logits;    // (B, classes)
@@ -108,6 +111,7 @@ typedef struct {
     float *dh[2], *dc[2];  // (B, hidden)
     float *dxh;       // (B, R + hidden) soft attention: the LSTM input's gradient [dr_t, dh_{t-1}]
     float *dlogits;   // (B, classes)
+    float *dbase;     // (T, B) hard only
     float *dFx, *dFy, *dgamma;  // (B, N W), (B, N H), (B)
     float *fb_scratch;
     PackedMatrix lstm_Wt;  // lstm.W^T packed for the forward's gate products (core/gemm_packed.h)

@@ -167,8 +167,8 @@ static void test_cnn_baseline(void) {
     EXPECT(rc == 0, "cnn resume exited %d", rc);
 }
 
-// Hard attention (REINFORCE, the RAM baseline): trains, resumes bit for bit (the reward
-// baseline rides in the checkpoint), evaluates at the policy's means; --resume refuses
+// Hard attention (REINFORCE, the RAM baseline): trains, resumes bit for bit (the learned
+// reward baseline is a parameter like the others), evaluates at the policy's means; --resume refuses
 // --hard on a soft model and another --loc-std on a hard one.
 static void test_hard_attention(void) {
     int rc = run_draw("classify train " TINY " --hard --loc-std 0.3 --steps 6 --seed 3 --out %s/hardfull", tmpdir);
@@ -182,7 +182,7 @@ static void test_hard_attention(void) {
     char a[600], b[600], why[700] = "";
     snprintf(a, sizeof a, "%s/hardfull/model.safetensors", tmpdir);
     snprintf(b, sizeof b, "%s/hardpart/model.safetensors", tmpdir);
-    EXPECT(checkpoints_identical(a, b, "train.baseline", why, sizeof why), "hard resume differs: %s", why);
+    EXPECT(checkpoints_identical(a, b, "train.step", why, sizeof why), "hard resume differs: %s", why);
     rc = run_draw("classify eval --model %s --limit 16 --json", a);
     char *out = read_text("stdout.txt");
     EXPECT(rc == 0 && out && strstr(out, "\"error\""), "hard eval: %s", out ? out : "");

@@ -45,7 +45,10 @@ static void model_make(Model *m, GlimpseConfig c, int B, uint64_t seed) {
     // Larger read weights and non-zero biases, so every path carries gradient.
     for (int i = 0; i < m->params.count; i++) {
         const BlockTensor *t = &m->params.tensors[i];
-        float scale = strcmp(t->name, "read_attn.W") == 0 || strcmp(t->name, "loc.W") == 0 ? 0.5f : 0.2f;
+        float scale = strcmp(t->name, "read_attn.W") == 0 || strcmp(t->name, "loc.W") == 0 ||
+                              strcmp(t->name, "baseline.W") == 0
+                          ? 0.5f
+                          : 0.2f;
         if (t->ndim == 1 || scale > 0.2f)
             for (size_t k = 0; k < t->numel; k++)
                 m->params.data[t->offset + k] += scale * (2 * rng_uniform(&rng) - 1);
@@ -199,28 +202,39 @@ static void test_reinforce_expectation(void) {
 }
 
 // Hard attention's backward is the gradient of the surrogate
-//     S = mean CE - (1/B) sum_b (R_b - baseline) sum_t log N(l_tb; m_tb, sd^2 I)
-// with the sampled centres l held fixed (acts.fixed_loc) and the rewards those of the
-// unperturbed forward: checked by central differences, every parameter, the policy's mean
-// through read_attn.W and .b included.
+//     S = mean CE + (1/B) sum_b sum_t [ -(R_b - b_tb) log N(l_tb; m_tb, sd^2 I)
+//                                      + (R_b - b'_tb)^2 / 2 ]
+// with the sampled centres l held fixed (acts.fixed_loc), the advantages R_b - b_tb those
+// of the unperturbed forward, and b'_tb = baseline.W h_{t-1} + baseline.b computed from
+// the unperturbed forward's h (the baseline's fit stops at its own layer): checked by
+// central differences, every parameter, the policy's mean through loc.W and loc.b and the
+// baseline's layer included.
 typedef struct {
     Model m;
     float *loc;    // (T, B, 2) the fixed centres
-    float adv[3];  // R_b - baseline of the unperturbed forward
+    float *adv;    // (T, B) R_b - b_tb of the unperturbed forward
+    float *hfix;   // (T, B, hidden) the unperturbed forward's h
+    float reward[3];
 } HardModel;
 
 static void hard_forward(void *vm, float *out) {
     HardModel *hm = vm;
     Model *m = &hm->m;
-    double ce = glimpse_forward(&m->acts, &m->p, &m->c, m->x, m->labels, m->B, NULL);
+    const int B = m->B, Bm = m->acts.B, Hd = m->c.hidden;
+    double ce = glimpse_forward(&m->acts, &m->p, &m->c, m->x, m->labels, B, NULL);
     double s = 0.0, sd = m->c.loc_std;
     for (int t = 0; t < m->c.T; t++)
-        for (int b = 0; b < m->B; b++)
+        for (int b = 0; b < B; b++) {
             for (int k = 0; k < 2; k++) {
-                double d = hm->loc[(t * m->B + b) * 2 + k] - m->acts.locmean[(t * m->acts.B + b) * 2 + k];
-                s += -hm->adv[b] * (-0.5 * d * d / (sd * sd));
+                double d = hm->loc[(t * B + b) * 2 + k] - m->acts.locmean[(t * Bm + b) * 2 + k];
+                s += -hm->adv[t * B + b] * (-0.5 * d * d / (sd * sd));
             }
-    out[0] = (float)(ce + s / m->B - m->offset);
+            double bt = m->p.base_b[0];
+            if (t)
+                for (int j = 0; j < Hd; j++) bt += (double)m->p.base_W[j] * hm->hfix[((t - 1) * B + b) * Hd + j];
+            s += 0.5 * (hm->reward[b] - bt) * (hm->reward[b] - bt);
+        }
+    out[0] = (float)(ce + s / B - m->offset);
 }
 
 static void hard_backward(void *vm, const float *dout) {
@@ -236,20 +250,25 @@ static void test_gradcheck_hard(void) {
     c.hard = 1, c.loc_std = 0.3f, c.scales = 2;
     HardModel hm;
     Model *m = &hm.m;
-    model_make(m, c, 3, 58);
+    const int B = 3, Hd = c.hidden;
+    model_make(m, c, B, 62);
     Rng rng;
     rng_seed(&rng, 19);
-    glimpse_fill_noise(&m->acts, &c, 3, &rng);
-    m->acts.baseline = 0.4f;
-    glimpse_forward(&m->acts, &m->p, &c, m->x, m->labels, 3, NULL);
-    hm.loc = xmalloc(sizeof(float) * c.T * 3 * 2);
+    glimpse_fill_noise(&m->acts, &c, B, &rng);
+    glimpse_forward(&m->acts, &m->p, &c, m->x, m->labels, B, NULL);
+    hm.loc = xmalloc(sizeof(float) * c.T * B * 2);
+    hm.adv = xmalloc(sizeof(float) * c.T * B);
+    hm.hfix = xmalloc(sizeof(float) * c.T * B * Hd);
     for (int t = 0; t < c.T; t++)
-        for (int b = 0; b < 3; b++)
+        for (int b = 0; b < B; b++) {
             for (int k = 0; k < 2; k++)
-                hm.loc[(t * 3 + b) * 2 + k] = m->acts.loc[(t * m->acts.B + b) * 2 + k];
+                hm.loc[(t * B + b) * 2 + k] = m->acts.loc[(t * m->acts.B + b) * 2 + k];
+            hm.adv[t * B + b] = m->acts.reward[b] - m->acts.base[t * m->acts.B + b];
+            memcpy(hm.hfix + (t * B + b) * Hd, m->acts.h + (t * m->acts.B + b) * Hd, sizeof(float) * Hd);
+        }
     // Rewards of 1 and 0 both occur for this seed, so advantages of both signs are checked.
     int ones = 0;
-    for (int b = 0; b < 3; b++) hm.adv[b] = m->acts.reward[b] - 0.4f, ones += m->acts.reward[b] > 0;
+    for (int b = 0; b < B; b++) hm.reward[b] = m->acts.reward[b], ones += m->acts.reward[b] > 0;
     m->acts.fixed_loc = hm.loc;
     m->offset = 0.0;
     float base;
@@ -266,10 +285,10 @@ static void test_gradcheck_hard(void) {
     EXPECT(gradcheck("glimpse (hard, REINFORCE surrogate)", &op, &rng) == 0, "see the gradcheck lines above");
     // The rewards came from the unperturbed forward: perturbations must not have flipped one.
     glimpse_forward(&m->acts, &m->p, &c, m->x, m->labels, 3, NULL);
-    for (int b = 0; b < 3; b++) EXPECT(m->acts.reward[b] - 0.4f == hm.adv[b], "reward %d changed", b);
-    EXPECT(ones > 0 && ones < 3, "rewards all %d: pick another seed", ones);
+    for (int b = 0; b < B; b++) EXPECT(m->acts.reward[b] == hm.reward[b], "reward %d changed", b);
+    EXPECT(ones > 0 && ones < B, "rewards all %d: pick another seed", ones);
     free(in);
-    free(hm.loc);
+    free(hm.loc), free(hm.adv), free(hm.hfix);
     model_free(m);
 }
 
