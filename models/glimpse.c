@@ -316,7 +316,7 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
         }
         if (c->hard) {
             // The retina is not differentiated (the sampled centre is an action); the mean's
-            // gradient is REINFORCE's, through m = tanh(pre).
+            // gradient is REINFORCE's, through m = tanh(pre), into loc.W and loc.b only.
             const float *m = glimpse_at(a, a->locmean, t, 2), *l = glimpse_at(a, a->loc, t, 2);
             const float *bt = glimpse_at(a, a->base, t, 1);
             float *dpre = glimpse_at(a, a->drparams, t, 2), *dbt = glimpse_at(a, a->dbase, t, 1);
@@ -329,7 +329,7 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
             }
             col_sums(g->read_b, dpre, B, 2);
             col_sums(g->base_b, dbt, B, 1);
-            if (t) gemm(false, false, B, Hd, 2, 1.0f, dpre, 2, p->read_W, Hd, 1.0f, a->dh[prev], Hd);
+            // Neither reaches h_{t-1}: the LSTM learns from the cross-entropy alone.
         } else if (c->attention) {
             const float *Fx = glimpse_at(a, a->Fx, t, N * c->W), *Fy = glimpse_at(a, a->Fy, t, N * c->H);
             const float *gm = glimpse_at(a, a->gamma, t, 1);
@@ -352,6 +352,6 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
     weight_grad(g->lstm_W, a->gates, a->xh, LD, 0, 0, T, B, Bm, G, LD);
     if (c->attention)
         weight_grad(g->read_W, a->drparams, a->h, Hd, 1, 1, T, B, Bm, read_outputs(c), Hd);
-    if (c->hard)  // the baseline's gradient stops at its layer (h_{t-1} is its input, held fixed)
+    if (c->hard)  // the policy's and the baseline's gradients stop at their layers
         weight_grad(g->base_W, a->dbase, a->h, Hd, 1, 1, T, B, Bm, 1, Hd);
 }

@@ -24,14 +24,16 @@
 // retina on 100 x 100 cluttered MNIST). Like RAM's glimpse network, the LSTM reads the
 // patches and the centre: r_t = [patch_0, ..., patch_{scales-1}, clamp(l_t)].
 // Training is RAM's hybrid: the classifier (LSTM and output layer) by the cross-entropy's
-// gradient, the policy by REINFORCE with the reward R = 1 when the argmax of the logits
-// is the label (else 0) less a baseline learned per step, b_t = baseline.W h_{t-1} +
-// baseline.b, fitted to R by least squares through its own layer only; the sampled centre
-// is not back-propagated through. The backward computes the gradient of
+// gradient, the policy's layer by REINFORCE with the reward R = 1 when the argmax of the
+// logits is the label (else 0) less a baseline learned per step, b_t = baseline.W h_{t-1}
+// + baseline.b, fitted to R by least squares. The sampled centre is not back-propagated
+// through, and neither the REINFORCE term nor the baseline's fit reaches the LSTM (its
+// state is their input, held fixed, as in public RAM reimplementations: kevinzakka/
+// recurrent-visual-attention's location and baseline networks read h_t.detach()). The
+// backward computes the gradient of
 //     mean_b [ CE_b - sum_t (R_b - b_t) log N(l_t; m_t, loc_std^2 I) + sum_t (R_b - b_t)^2 / 2 ]
-// with the samples l_t, the advantages R_b - b_t and, in the last term, h_{t-1} held fixed
-// (glimpse_reinforce_mean_grad is the location term); the REINFORCE term reaches the LSTM
-// through m_t's layer, as in RAM's hybrid loss.
+// with the samples l_t, the advantages R_b - b_t, and h_{t-1} in m_t and in the last term's
+// b_t held fixed (glimpse_reinforce_mean_grad is the location term).
 // The reward of each image is left in acts.reward by the forward.
 //
 // Memory: one Block of parameters (GlimpseParams views); the activations of the unrolled

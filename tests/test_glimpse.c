@@ -202,13 +202,13 @@ static void test_reinforce_expectation(void) {
 }
 
 // Hard attention's backward is the gradient of the surrogate
-//     S = mean CE + (1/B) sum_b sum_t [ -(R_b - b_tb) log N(l_tb; m_tb, sd^2 I)
+//     S = mean CE + (1/B) sum_b sum_t [ -(R_b - b_tb) log N(l_tb; m'_tb, sd^2 I)
 //                                      + (R_b - b'_tb)^2 / 2 ]
 // with the sampled centres l held fixed (acts.fixed_loc), the advantages R_b - b_tb those
-// of the unperturbed forward, and b'_tb = baseline.W h_{t-1} + baseline.b computed from
-// the unperturbed forward's h (the baseline's fit stops at its own layer): checked by
-// central differences, every parameter, the policy's mean through loc.W and loc.b and the
-// baseline's layer included.
+// of the unperturbed forward, and m'_tb = tanh(loc.W h_{t-1} + loc.b), b'_tb =
+// baseline.W h_{t-1} + baseline.b computed from the unperturbed forward's h (the policy's
+// and the baseline's gradients stop at their own layers): checked by central differences,
+// every parameter, loc.W, loc.b and the baseline's layer included.
 typedef struct {
     Model m;
     float *loc;    // (T, B, 2) the fixed centres
@@ -220,18 +220,22 @@ typedef struct {
 static void hard_forward(void *vm, float *out) {
     HardModel *hm = vm;
     Model *m = &hm->m;
-    const int B = m->B, Bm = m->acts.B, Hd = m->c.hidden;
+    const int B = m->B, Hd = m->c.hidden;
     double ce = glimpse_forward(&m->acts, &m->p, &m->c, m->x, m->labels, B, NULL);
     double s = 0.0, sd = m->c.loc_std;
     for (int t = 0; t < m->c.T; t++)
         for (int b = 0; b < B; b++) {
+            const float *hp = t ? hm->hfix + ((size_t)(t - 1) * B + b) * Hd : NULL;
             for (int k = 0; k < 2; k++) {
-                double d = hm->loc[(t * B + b) * 2 + k] - m->acts.locmean[(t * Bm + b) * 2 + k];
+                double pre = m->p.read_b[k];
+                if (hp)
+                    for (int j = 0; j < Hd; j++) pre += (double)m->p.read_W[k * Hd + j] * hp[j];
+                double d = hm->loc[(t * B + b) * 2 + k] - tanh(pre);
                 s += -hm->adv[t * B + b] * (-0.5 * d * d / (sd * sd));
             }
             double bt = m->p.base_b[0];
-            if (t)
-                for (int j = 0; j < Hd; j++) bt += (double)m->p.base_W[j] * hm->hfix[((t - 1) * B + b) * Hd + j];
+            if (hp)
+                for (int j = 0; j < Hd; j++) bt += (double)m->p.base_W[j] * hp[j];
             s += 0.5 * (hm->reward[b] - bt) * (hm->reward[b] - bt);
         }
     out[0] = (float)(ce + s / B - m->offset);
@@ -283,6 +287,12 @@ static void test_gradcheck_hard(void) {
                       .inputs = in, .n_inputs = m->params.count, .eps = 1e-2, .atol = 5e-5,
                       .rtol = 1e-2};
     EXPECT(gradcheck("glimpse (hard, REINFORCE surrogate)", &op, &rng) == 0, "see the gradcheck lines above");
+    for (int i = 0; i < m->params.count; i++) {  // the check is not vacuous for the policy
+        const BlockTensor *t = &m->params.tensors[i];
+        double sum = 0.0;
+        for (size_t k = 0; k < t->numel; k++) sum += fabs(m->grads.data[t->offset + k]);
+        EXPECT(sum > 1e-4, "no gradient reaches %s (sum %g)", t->name, sum);
+    }
     // The rewards came from the unperturbed forward: perturbations must not have flipped one.
     glimpse_forward(&m->acts, &m->p, &c, m->x, m->labels, 3, NULL);
     for (int b = 0; b < B; b++) EXPECT(m->acts.reward[b] == hm.reward[b], "reward %d changed", b);
