@@ -46,7 +46,7 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
     *f = (ClassifyFlags){.data = "mnist", .root = "data", .T = 8, .read_n = 12, .hidden = 256,
                          .batch = 64, .threads = threads_available(), .fragments = 8,
                          .valid_every = 500, .valid_images = 1000, .log_every = 50, .seed = 1,
-                         .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f, .loc_std = 0.2f,
+                         .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f, .loc_std = 0.1f,
                          .scales = 4};
     static const char *const models[] = {"glimpse", "cnn", NULL};
     ArgSpec specs[] = {
