@@ -296,7 +296,6 @@ static void read_backward_gemm(float *dimg, float *dFx, float *dFy, float *dgamm
                                int H) {
     float *z = scratch + N * W;  // (N, W) = gamma G Fx
     float *P = z + N * W;        // (N, N) = u Fx^T
-    float *Gt = P + N * N;       // (N, N) = G^T, in the scratch's 2 H N spare floats when N <= 2 H
     for (int b = 0; b < B; b++) {
         const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H;
         float gm = gamma[b];
@@ -312,16 +311,7 @@ static void read_backward_gemm(float *dimg, float *dFx, float *dFy, float *dgamm
                 gemm(false, false, N, W, H, 1.0f, fy, H, x, W, 0.0f, scratch, W);
             gemm(false, true, N, N, W, 1.0f, u, W, fx, W, 0.0f, P, N);
             for (int k = 0; k < N * N; k++) dg += (double)G[k] * P[k];
-            // dFx += gamma G^T u with G^T formed first: OpenBLAS's small-matrix kernel for a
-            // transposed A took 8 % of a classifier step on this (12, 100, 12) product
-            // (perf), about ten times its untransposed twin below.
-            if (N <= 2 * H) {
-                for (int i = 0; i < N; i++)
-                    for (int j = 0; j < N; j++) Gt[i * N + j] = G[j * N + i];
-                gemm(false, false, N, W, N, gm, Gt, N, u, W, 1.0f, dfx, W);
-            } else {
-                gemm(true, false, N, W, N, gm, G, N, u, W, 1.0f, dfx, W);
-            }
+            gemm(true, false, N, W, N, gm, G, N, u, W, 1.0f, dfx, W);
             gemm(false, false, N, W, N, gm, G, N, fx, W, 0.0f, z, W);
             gemm(false, true, N, H, W, 1.0f, z, W, x, W, 1.0f, dfy, H);
             if (dimg)
