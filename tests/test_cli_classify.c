@@ -195,6 +195,32 @@ static void test_hard_attention(void) {
     }
     rc = run_draw("classify train --hard --no-attention --out %s/hardx", tmpdir);
     expect_one_line(rc, "--hard --no-attention", "hard attention needs attention", NULL);
+    rc = run_draw("classify train " TINY " --hard --scales 2 --steps 2 --out %s/hard2", tmpdir);
+    EXPECT(rc == 0, "--scales 2 exited %d", rc);
+    rc = run_draw("classify train --steps 4 --resume --scales 3 --out %s/hard2", tmpdir);
+    expect_one_line(rc, "--resume --scales 3", "--scales 3 (checkpoint: 2)", NULL);
+    // A hard checkpoint from before the retina (no glimpse.scales; renamed in place, the
+    // header keeping its length) is refused in one line, not read as another model.
+    snprintf(a, sizeof a, "%s/hard2/model.safetensors", tmpdir);
+    FILE *f = fopen(a, "r+b");
+    EXPECT(f != NULL, "open %s", a);
+    if (f) {
+        char head[65536];
+        size_t n = fread(head, 1, sizeof head - 1, f);
+        head[n] = 0;
+        char *k = NULL;
+        for (size_t i = 8; i + 14 <= n && !k; i++)
+            if (memcmp(head + i, "glimpse.scales", 14) == 0) k = head + i;
+        EXPECT(k != NULL, "no glimpse.scales in the header");
+        if (k) {
+            k[13] = 'Z';
+            fseek(f, (long)(k - head), SEEK_SET);
+            fwrite(k, 1, 14, f);
+        }
+        fclose(f);
+        rc = run_draw("classify eval --model %s --limit 16", a);
+        expect_one_line(rc, "a hard model from before the retina", "before the retina", "model.safetensors");
+    }
 }
 
 static void test_bad_input_one_line(void) {
