@@ -172,6 +172,44 @@ static void test_workers_match_single(void) {
     model_free(&m);
 }
 
+// Hard attention over workers: two workers over a batch of 5 with the same centre noise
+// (each worker takes its rows' share of eps (T, B, 2)) give one worker's loss, number right
+// and gradient, the policy's and the baseline's included, to float rounding.
+static void test_hard_workers_match_single(void) {
+    GlimpseConfig g = tiny_config(1);
+    g.hard = 1, g.loc_std = 0.3f, g.scales = 2;
+    ClassifierConfig cc = {.kind = CLASSIFIER_GLIMPSE, .glimpse = g};
+    Model m;
+    model_make(&m, g, 5, 62);
+    ClassifierParams cp = {.glimpse = m.p};
+    ClassifierWorker one[1], two[2];
+    classifier_workers_alloc(one, 1, &cc, 5);
+    classifier_workers_alloc(two, 2, &cc, 5);
+    Block g1 = {0}, g2 = {0};
+    GlimpseParams v1, v2;
+    glimpse_layout(&g1, &v1, &g), glimpse_layout(&g2, &v2, &g);
+    block_alloc(&g1), block_alloc(&g2);
+    float *eps = xmalloc(sizeof(float) * g.T * 5 * 2);
+    Rng rng;
+    rng_seed(&rng, 5);
+    rng_normal_fill(&rng, eps, (size_t)g.T * 5 * 2);
+    int c1, c2;
+    double l1 = classifier_forward_parallel_hard(one, 1, &cp, &cc, m.x, m.labels, 5, eps, &g1, &c1);
+    double l2 = classifier_forward_parallel_hard(two, 2, &cp, &cc, m.x, m.labels, 5, eps, &g2, &c2);
+    EXPECT_NEAR(l2, l1, 1e-6, 1e-6);
+    EXPECT(c1 == c2, "correct %d vs %d", c1, c2);
+    double worst = 0.0, policy = 0.0, base = 0.0;
+    for (size_t i = 0; i < g1.numel; i++) worst = fmax(worst, fabs(g1.data[i] - g2.data[i]));
+    for (int k = 0; k < 2 * g.hidden; k++) policy += fabs(v1.read_W[k]);
+    for (int k = 0; k < g.hidden; k++) base += fabs(v1.base_W[k]);
+    EXPECT(worst < 1e-6, "gradients differ by %g", worst);
+    EXPECT(policy > 1e-6 && base > 1e-6, "policy %g and baseline %g gradients: nothing compared", policy, base);
+    free(eps);
+    block_free(&g1), block_free(&g2);
+    classifier_workers_free(one, 1), classifier_workers_free(two, 2);
+    model_free(&m);
+}
+
 // The REINFORCE estimator's expectation on a tiny case: a 1-D Gaussian policy l ~ N(m, sd^2)
 // with the reward R(l) = 1 when l > 0 (a right or wrong answer), so E[R] = Phi(m / sd) and
 // d E[R] / dm = phi(m / sd) / sd. The mean of -glimpse_reinforce_mean_grad over 400,000
@@ -387,6 +425,7 @@ int main(void) {
     RUN(test_gradcheck_without_attention);
     RUN(test_loss_hand_checkable);
     RUN(test_workers_match_single);
+    RUN(test_hard_workers_match_single);
     RUN(test_reinforce_expectation);
     RUN(test_gradcheck_hard);
     RUN(test_retina);
