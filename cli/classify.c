@@ -31,7 +31,7 @@ static int fail(const Error *err) {
 
 typedef struct {
     const char *data, *root, *out;
-    int model, T, read_n, hidden, threads, epochs, fragments;
+    int model, T, read_n, hidden, threads, epochs, fragments, scales;
     int valid_every, valid_images, log_every, ckpt_every;
     long steps;
     double minutes;
@@ -39,7 +39,7 @@ typedef struct {
     TrainOptimFlags optim;  // --batch, --lr, --beta1, --clip, --seed
     bool resume, force, no_attention, hard, json;
     struct {
-        bool model, data, T, read, hidden, no_attention, hard, loc_std, fragments;
+        bool model, data, T, read, hidden, no_attention, hard, loc_std, scales, fragments;
     } given;
 } ClassifyFlags;
 
@@ -47,7 +47,7 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
     *f = (ClassifyFlags){.data = "mnist", .root = "data", .T = 8, .read_n = 12, .hidden = 256,
                          .threads = threads_available(), .fragments = 8,
                          .valid_every = 500, .valid_images = 1000, .log_every = 50,
-                         .loc_std = 0.2f,
+                         .loc_std = 0.1f, .scales = 4,
                          .optim = {.seed = 1, .batch = 64, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f}};
     static const char *const models[] = {"glimpse", "cnn", NULL};
     ArgSpec specs[] = {
@@ -59,8 +59,9 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
         {"read", ARG_INT, &f->read_n, "glimpse grid N (N x N)", .has_min = true, .min = 1, .has_max = true, .max = 100, .given = &f->given.read},
         {"hidden", ARG_INT, &f->hidden, "LSTM units", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.hidden},
         {"no-attention", ARG_FLAG, &f->no_attention, "read the whole image at every step", .given = &f->given.no_attention},
-        {"hard", ARG_FLAG, &f->hard, "hard attention: sample each window centre and train where to look by REINFORCE (the RAM baseline)", .given = &f->given.hard},
+        {"hard", ARG_FLAG, &f->hard, "hard attention (the RAM baseline): a retina of fixed windows at a sampled centre, where to look trained by REINFORCE", .given = &f->given.hard},
         {"loc-std", ARG_FLOAT, &f->loc_std, "--hard: standard deviation of the centre policy (the image spans [-1, 1])", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 10, .given = &f->given.loc_std},
+        {"scales", ARG_INT, &f->scales, "--hard: the retina's patches, N x N each, patch s with stride 2^s pixels (RAM's 4 scales: windows of 12, 24, 48, 96 pixels at N 12)", .has_min = true, .min = 1, .has_max = true, .max = GLIMPSE_MAX_SCALES, .given = &f->given.scales},
         {"fragments", ARG_INT, &f->fragments, "clutter fragments (8 x 8) per image", .has_min = true, .min = 0, .has_max = true, .max = CLUTTER_MAX_FRAGMENTS, .given = &f->given.fragments},
         {"batch", ARG_INT, &f->optim.batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = 1024, .given = &f->optim.given.batch},
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
@@ -128,6 +129,7 @@ static int check_resume_flags(ClassifyRun *r, Error *err) {
         flag_diffs_switch(&model, "no-attention", f->given.no_attention, f->no_attention, !c->attention);
         flag_diffs_switch(&model, "hard", f->given.hard, f->hard, c->hard);
         if (c->hard) flag_diffs_float(&model, "loc-std", f->given.loc_std, f->loc_std, c->loc_std);
+        if (c->hard) flag_diffs_int(&model, "scales", f->given.scales, f->scales, c->scales);
     }
     flag_diffs_int(&model, "fragments", f->given.fragments, f->fragments, st->clutter.fragments);
     if (flag_diffs_refuse(&model, r->ckpt, err)) return -1;
@@ -161,6 +163,7 @@ static int load_data(ClassifyRun *r, Error *err) {
             *g = glimpse_config_default(st->clutter.W, st->clutter.H);
             g->T = f->T, g->read_n = f->read_n, g->hidden = f->hidden, g->attention = !f->no_attention;
             g->hard = f->hard, g->loc_std = f->hard ? f->loc_std : 0.0f;
+            g->scales = f->hard ? f->scales : 0;
         }
         st->optim = train_optim_new(&f->optim);
         snprintf(st->data, sizeof st->data, "%s", f->data);
@@ -263,13 +266,16 @@ static void print_header(const ClassifyRun *r) {
     if (r->budget.seconds > 0)
         snprintf(budget + strlen(budget), sizeof budget - strlen(budget), "%s%g minutes",
                  r->budget.end_step ? ", at most " : ", ", r->budget.seconds / 60.0);
-    char read[64];
+    char read[96];
     if (r->st.cfg.kind == CLASSIFIER_CNN)
         snprintf(read, sizeof read, "convolutional baseline (%d layers, fc %d)", r->st.cfg.cnn.layers,
                  r->st.cfg.cnn.fc);
+    else if (c->hard)
+        snprintf(read, sizeof read, "%d hard (REINFORCE) glimpses, a retina of %d scales of %dx%d, LSTM %d",
+                 c->T, c->scales, c->read_n, c->read_n, c->hidden);
     else if (c->attention)
-        snprintf(read, sizeof read, "%d %sglimpses of %dx%d, LSTM %d", c->T,
-                 c->hard ? "hard (REINFORCE) " : "", c->read_n, c->read_n, c->hidden);
+        snprintf(read, sizeof read, "%d glimpses of %dx%d, LSTM %d", c->T, c->read_n, c->read_n,
+                 c->hidden);
     else
         snprintf(read, sizeof read, "%d steps on the whole image (no attention), LSTM %d", c->T, c->hidden);
     fprintf(stderr, "draw classify train: cluttered %s %dx%d (%d fragments of %dx%d), %s, "
@@ -305,10 +311,8 @@ static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
         rng_normal_fill(&sr, r->eps, (size_t)st->cfg.glimpse.T * st->optim.batch * 2);
     }
     *loss = classifier_forward_parallel_hard(r->workers, r->n_workers, &r->p, &st->cfg, r->x,
-                                             r->labels, st->optim.batch, r->eps, st->baseline,
+                                             r->labels, st->optim.batch, r->eps,
                                              &r->grads, correct);
-    // REINFORCE's baseline: a moving average of the reward (decay 0.9, as the captioner's).
-    if (r->eps) st->baseline = 0.9f * st->baseline + 0.1f * (float)*correct / (float)st->optim.batch;
     if (train_check_finite(st->step + 1, "loss", *loss, &r->grads, r->ckpt, err)) return -1;
     clip_global_norm(r->grads.data, r->grads.numel, st->optim.clip);
     st->step++;

@@ -40,6 +40,7 @@ int classify_save(const char *path, const ClassifyState *s, const Block *params,
         META("glimpse.attention", "%d", c->attention);
         META("glimpse.hard", "%d", c->hard);
         META("glimpse.loc_std", "%.9g", (double)c->loc_std);
+        META("glimpse.scales", "%d", c->scales);
     } else {
         const ConvnetConfig *c = &cc->cnn;
         META("cnn.S", "%d", c->S);
@@ -56,7 +57,6 @@ int classify_save(const char *path, const ClassifyState *s, const Block *params,
     META("train.lr", "%.9g", (double)s->optim.lr);
     META("train.beta1", "%.9g", (double)s->optim.beta1);
     META("train.clip", "%.9g", (double)s->optim.clip);
-    META("train.baseline", "%.9g", (double)s->baseline);
     META("train.seed", "%" PRIu64, s->optim.seed);
 #undef META
     meta[k++] = (SafetensorsMeta){"train.data", s->data};
@@ -89,17 +89,23 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
         for (int i = 0; i < 7; i++)
             if (meta_long(f, path, keys[i], 0, 1000000L, &v[i], err)) return -1;
         // Checkpoints written before hard attention existed have neither key: soft.
-        long hard = 0;
+        long hard = 0, scales = 0;
         float loc_std = 0.0f;
         if (safetensors_meta(f, "glimpse.hard") &&
             (meta_long(f, path, "glimpse.hard", 0, 1, &hard, err) ||
              safetensors_meta_float(f, path, "glimpse.loc_std", &loc_std, err)))
             return -1;
+        // Hard models before the retina (one window of learned size, no glimpse.scales) are
+        // another model: refused rather than read wrongly.
+        if (hard && !safetensors_meta(f, "glimpse.scales"))
+            return error_set(err, "%s: a hard-attention model from before the retina (no glimpse.scales); train it again", path);
+        if (hard && meta_long(f, path, "glimpse.scales", 1, GLIMPSE_MAX_SCALES, &scales, err)) return -1;
         s->cfg.kind = CLASSIFIER_GLIMPSE;
         s->cfg.glimpse = (GlimpseConfig){.W = (int)v[0], .H = (int)v[1], .T = (int)v[2],
                                          .read_n = (int)v[3], .hidden = (int)v[4],
                                          .classes = (int)v[5], .attention = v[6] != 0,
-                                         .hard = (int)hard, .loc_std = loc_std};
+                                         .hard = (int)hard, .loc_std = loc_std,
+                                         .scales = (int)scales};
     } else {
         static const char *const keys[] = {"cnn.S", "cnn.layers", "cnn.channels1", "cnn.channels2",
                                            "cnn.fc", "cnn.classes"};
@@ -121,9 +127,7 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
     s->optim.batch = (int)tv[3];
     if (safetensors_meta_float(f, path, "train.lr", &s->optim.lr, err) ||
         safetensors_meta_float(f, path, "train.beta1", &s->optim.beta1, err) ||
-        safetensors_meta_float(f, path, "train.clip", &s->optim.clip, err) ||
-        (safetensors_meta(f, "train.baseline") &&  // absent before hard attention: 0
-         safetensors_meta_float(f, path, "train.baseline", &s->baseline, err)))
+        safetensors_meta_float(f, path, "train.clip", &s->optim.clip, err))
         return -1;
     const char *seed = safetensors_meta(f, "train.seed");
     if (!seed) return error_set(err, "%s: no \"train.seed\" in __metadata__", path);

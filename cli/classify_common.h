@@ -23,7 +23,6 @@ typedef struct {
     ClutterConfig clutter;
     long step;
     TrainOptim optim;  // batch, lr, beta1, clip, seed
-    float baseline;  // hard attention: the moving average of the reward (REINFORCE's baseline)
     char data[256];  // the digits' source: mnist, fashion-mnist
 } ClassifyState;
 

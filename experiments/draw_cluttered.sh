@@ -11,11 +11,16 @@
 #
 #   dram8         8 glimpses of 12 x 12, LSTM 256: the paper's hyper-parameter table
 #   dram4         4 glimpses, otherwise the same (the paper's 4-glimpse row)
-#   ram8, ram4    hard attention, the RAM baseline (Mnih et al. 2014) as far as it goes here:
-#                 the same model with each window centre sampled (std 0.2 of the half-width)
-#                 and trained by REINFORCE (reward 1 for a right answer, baseline a moving
-#                 average), the window's scale still learned by backpropagation; RAM's
-#                 retina has 4 fixed scales instead, so compare with care
+#   ram8, ram4    hard attention, the RAM baseline (Mnih et al. 2014, "Recurrent Models of
+#                 Visual Attention": 4 scales of 12 x 12 on 100 x 100 cluttered MNIST): a
+#                 retina of 4 fixed windows of 12, 24, 48 and 96 pixels, each read as
+#                 12 x 12, at a centre sampled from a Gaussian policy (--loc-std, the
+#                 image spans [-1, 1]; the sample is not back-propagated through), the
+#                 LSTM reading the patches and the centre; classification by cross-entropy,
+#                 the policy by REINFORCE with reward 1 for a right answer less a baseline
+#                 learned per step (RAM's hybrid loss). Where RAM differs: its glimpse and
+#                 core networks (ReLU layers and a plain RNN, here DRAW's LSTM) and its
+#                 optimiser (momentum SGD; here the same Adam as the other rows)
 #   dram8-noattn  8 steps that each read the whole 100 x 100 image (no attention; not in
 #                 the paper: what the attention buys at the same budget)
 #   cnn           the convolutional baseline (models/convnet.h: 2 layers of 3 x 3 convolution,
@@ -56,8 +61,8 @@ run_config() {
     case $name in
     dram8) model="--T 8 --read 12 --hidden 256"; paper="3.36 %" ;;
     dram4) model="--T 4 --read 12 --hidden 256"; paper="4.18 %" ;;
-    ram8) model="--T 8 --read 12 --hidden 256 --hard --loc-std 0.2"; paper="8.11 % (RAM, 4 scales)" ;;
-    ram4) model="--T 4 --read 12 --hidden 256 --hard --loc-std 0.2"; paper="9.41 % (RAM, 4 scales)" ;;
+    ram8) model="--T 8 --read 12 --hidden 256 --hard --loc-std 0.1"; paper="8.11 % (RAM, 4 scales)" ;;
+    ram4) model="--T 4 --read 12 --hidden 256 --hard --loc-std 0.1"; paper="9.41 % (RAM, 4 scales)" ;;
     dram8-noattn) model="--T 8 --hidden 256 --no-attention"; paper="-" ;;
     cnn) model="--model cnn"; paper="14.35 % (theirs)" ;;
     *) echo "draw_cluttered.sh: unknown configuration '$name' (dram8, dram4, ram8, ram4, dram8-noattn, cnn)" >&2; exit 2 ;;

@@ -99,14 +99,13 @@ static void *job_run(void *arg) {
 double classifier_forward_parallel(ClassifierWorker *w, int n, const ClassifierParams *p,
                                    const ClassifierConfig *c, const float *x,
                                    const int *labels, int B, Block *grads, int *correct) {
-    return classifier_forward_parallel_hard(w, n, p, c, x, labels, B, NULL, 0.0f, grads, correct);
+    return classifier_forward_parallel_hard(w, n, p, c, x, labels, B, NULL, grads, correct);
 }
 
 // Worker k's share [s, s + nk) of the centre noise eps (T, B, 2) into its acts (zeros when
-// eps is NULL), and the baseline.
-static void hard_inputs(GlimpseActs *a, const GlimpseConfig *c, const float *eps, float baseline,
-                        int B, int s, int nk) {
-    a->baseline = baseline;
+// eps is NULL).
+static void hard_inputs(GlimpseActs *a, const GlimpseConfig *c, const float *eps, int B, int s,
+                        int nk) {
     for (int t = 0; t < c->T; t++) {
         float *dst = glimpse_at(a, a->eps, t, 2);
         if (eps)
@@ -119,7 +118,7 @@ static void hard_inputs(GlimpseActs *a, const GlimpseConfig *c, const float *eps
 double classifier_forward_parallel_hard(ClassifierWorker *w, int n, const ClassifierParams *p,
                                         const ClassifierConfig *c, const float *x,
                                         const int *labels, int B, const float *eps,
-                                        float baseline, Block *grads, int *correct) {
+                                        Block *grads, int *correct) {
     CHECK(n >= 1 && n <= CLASSIFIER_MAX_WORKERS && B >= 1, "%d workers, %d images", n, B);
     Job jobs[CLASSIFIER_MAX_WORKERS];
     pthread_t th[CLASSIFIER_MAX_WORKERS];
@@ -132,7 +131,7 @@ double classifier_forward_parallel_hard(ClassifierWorker *w, int n, const Classi
         CHECK(nk <= room, "worker %d: %d images, room for %d", k, nk, room);
         w[k].rows = nk;
         if (c->kind == CLASSIFIER_GLIMPSE && c->glimpse.hard)
-            hard_inputs(&w[k].glimpse, &c->glimpse, eps, baseline, B, s, nk);
+            hard_inputs(&w[k].glimpse, &c->glimpse, eps, B, s, nk);
         jobs[used++] = (Job){.w = &w[k], .p = p, .c = c, .x = x + (size_t)s * HW,
                              .labels = labels + s, .backward = grads != NULL};
         s += nk;

@@ -57,11 +57,10 @@ double classifier_forward_parallel(ClassifierWorker *w, int n, const ClassifierP
                                    const ClassifierConfig *c, const float *x,
                                    const int *labels, int B, Block *grads, int *correct);
 // The same for hard attention (a glimpse config with hard = 1): eps (T, B, 2) the centre
-// noise (NULL: zeros, i.e. the policy's means, for evaluation) and baseline the reward
-// baseline of the REINFORCE term. For other models eps and baseline are ignored.
+// noise (NULL: zeros, i.e. the policy's means, for evaluation). Other models ignore eps.
 double classifier_forward_parallel_hard(ClassifierWorker *w, int n, const ClassifierParams *p,
                                         const ClassifierConfig *c, const float *x,
                                         const int *labels, int B, const float *eps,
-                                        float baseline, Block *grads, int *correct);
+                                        Block *grads, int *correct);
 
 #endif

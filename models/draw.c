@@ -412,54 +412,6 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
     return (rsum + ksum) / B;
 }
 
-// One row of lstm_gates_backward below, with c_prev (cp) and dc_prev (dcp).
-static void gates_backward_row(float *restrict gi, float *restrict gf, float *restrict gg,
-                               float *restrict go, float *restrict dcp, const float *restrict cp,
-                               const float *restrict cr, const float *restrict dh,
-                               const float *restrict dc, int H) {
-    for (int j = 0; j < H; j++) {
-        float vi = gi[j], vf = gf[j], vg = gg[j], vo = go[j], tc = tanh_fast(cr[j]);
-        float dct = dh[j] * vo * (1.0f - tc * tc) + dc[j];  // all that reaches c
-        dcp[j] += dct * vf;
-        gi[j] = dct * vg * vi * (1.0f - vi);
-        gf[j] = dct * cp[j] * vf * (1.0f - vf);
-        gg[j] = dct * vi * (1.0f - vg * vg);
-        go[j] = dh[j] * tc * vo * (1.0f - vo);
-    }
-}
-
-// The same at t = 0, where c_prev = 0 is a constant.
-static void gates_backward_row0(float *restrict gi, float *restrict gf, float *restrict gg,
-                                float *restrict go, const float *restrict cr,
-                                const float *restrict dh, const float *restrict dc, int H) {
-    for (int j = 0; j < H; j++) {
-        float vi = gi[j], vg = gg[j], vo = go[j], tc = tanh_fast(cr[j]);
-        float dct = dh[j] * vo * (1.0f - tc * tc) + dc[j];
-        gi[j] = dct * vg * vi * (1.0f - vi);
-        gf[j] = 0.0f;
-        gg[j] = dct * vi * (1.0f - vg * vg);
-        go[j] = dh[j] * tc * vo * (1.0f - vo);
-    }
-}
-
-// The elementwise half of an LSTM step's backward (gate order i, f, g, o as in
-// seq/lstm.h), in place: gates (B, 4H) holds the post-activation gates on entry and the
-// pre-activation gate gradients on return. From dh, dc (B, H); accumulates dc_prev (B, H).
-// c_prev and dc_prev are both NULL at t = 0, where c_prev = 0. The matrix products are the
-// caller's, so that dW can be one GEMM over all steps.
-static void lstm_gates_backward(float *gates, float *dc_prev, const float *dh, const float *dc,
-                                const float *c_prev, const float *c, int B, int H) {
-    for (int r = 0; r < B; r++) {
-        float *g = gates + (size_t)r * 4 * H;
-        size_t o = (size_t)r * H;
-        if (c_prev)
-            gates_backward_row(g, g + H, g + 2 * H, g + 3 * H, dc_prev + o, c_prev + o, c + o,
-                               dh + o, dc + o, H);
-        else
-            gates_backward_row0(g, g + H, g + 2 * H, g + 3 * H, c + o, dh + o, dc + o, H);
-    }
-}
-
 // dW (OC, C) += sum over steps t0..T-1 of dout_t^T (OC, B) @ in_t (B, C), where step t's
 // rows sit at dout_all + t Bmax OC and in_all + (t - shift) Bmax C. One GEMM over all
 // (T - t0) B rows when the batch fills its slots. (The biases' column sums are taken in

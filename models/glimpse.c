@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/gemm.h"
+#include "core/gemm_packed.h"
 #include "seq/linear.h"
 #include "seq/loss.h"
 #include "seq/lstm.h"
@@ -24,13 +25,34 @@ int glimpse_config_check(const GlimpseConfig *c, Error *err) {
     if (c->hard && (!c->attention || !(c->loc_std > 0.0f) || c->loc_std > 10.0f))
         return error_set(err, "hard attention needs attention and a location std in (0, 10], not %g",
                          (double)c->loc_std);
+    if (c->hard && (c->scales < 1 || c->scales > GLIMPSE_MAX_SCALES))
+        return error_set(err, "hard attention's retina needs 1 to %d scales, not %d", GLIMPSE_MAX_SCALES,
+                         c->scales);
     if (c->hidden < 1 || c->hidden > 65536) return error_set(err, "hidden size %d out of range", c->hidden);
     if (c->classes < 2 || c->classes > 65536) return error_set(err, "classes %d out of range [2, 65536]", c->classes);
     return 0;
 }
 
 int glimpse_read_size(const GlimpseConfig *c) {
-    return c->attention ? c->read_n * c->read_n : c->W * c->H;
+    if (!c->attention) return c->W * c->H;
+    return c->hard ? c->scales * c->read_n * c->read_n + 2 : c->read_n * c->read_n;
+}
+
+// Outputs of the layer on h_{t-1} that places the window: the filterbank's 5 parameters, or
+// with hard attention the centre policy's 2 means.
+static int read_outputs(const GlimpseConfig *c) { return c->hard ? 2 : FILTERBANK_PARAMS; }
+
+// Whether the backward needs the gradient of the LSTM's read input (soft attention only:
+// the image is data, and the hard read is not differentiated).
+static int needs_dread(const GlimpseConfig *c) { return c->attention && !c->hard; }
+
+void glimpse_retina_params(float *params, float cx, float cy, int s, const GlimpseConfig *c) {
+    const int N = c->read_n, mx = c->W > c->H ? c->W : c->H;
+    const float delta = ldexpf(1.0f, s);  // pixels between grid points: 1, 2, 4, ...
+    params[0] = cx, params[1] = cy;
+    params[2] = 2.0f * logf(0.5f * delta);  // sigma = delta / 2
+    params[3] = N > 1 ? logf(delta * (float)(N - 1) / (float)(mx - 1)) : 0.0f;
+    params[4] = 0.0f;  // gamma = 1
 }
 
 void glimpse_layout(Block *b, GlimpseParams *p, const GlimpseConfig *c) {
@@ -38,7 +60,12 @@ void glimpse_layout(Block *b, GlimpseParams *p, const GlimpseConfig *c) {
     memset(p, 0, sizeof *p);
     block_add(b, &p->lstm_W, "lstm.W", 2, 4 * Hd, R + Hd);
     block_add(b, &p->lstm_b, "lstm.b", 1, 4 * Hd);
-    if (c->attention) {
+    if (c->attention && c->hard) {
+        block_add(b, &p->read_W, "loc.W", 2, 2, Hd);
+        block_add(b, &p->read_b, "loc.b", 1, 2);
+        block_add(b, &p->base_W, "baseline.W", 2, 1, Hd);
+        block_add(b, &p->base_b, "baseline.b", 1, 1);
+    } else if (c->attention) {
         block_add(b, &p->read_W, "read_attn.W", 2, FILTERBANK_PARAMS, Hd);
         block_add(b, &p->read_b, "read_attn.b", 1, FILTERBANK_PARAMS);
     }
@@ -61,8 +88,15 @@ void glimpse_init(GlimpseParams *p, const GlimpseConfig *c, Rng *rng) {
     if (c->attention) {
         // Small weights: the first glimpses stay near the bias's window, which tiles the
         // whole image with the N x N grid (delta = max(W, H) / N, sigma half a cell).
-        init_uniform(p->read_W, (size_t)FILTERBANK_PARAMS * Hd, Hd, rng);
-        for (int i = 0; i < FILTERBANK_PARAMS * Hd; i++) p->read_W[i] *= 0.1f;
+        const int P = read_outputs(c);
+        init_uniform(p->read_W, (size_t)P * Hd, Hd, rng);
+        for (int i = 0; i < P * Hd; i++) p->read_W[i] *= 0.1f;
+        if (c->hard) {  // the first centre at the image's centre; the baseline starts at 0
+            p->read_b[0] = p->read_b[1] = 0.0f;
+            memset(p->base_W, 0, sizeof(float) * Hd);
+            p->base_b[0] = 0.0f;
+            return;
+        }
         int N = c->read_n, mx = c->W > c->H ? c->W : c->H;
         float cell = (float)mx / (float)N;
         memset(p->read_b, 0, sizeof(float) * FILTERBANK_PARAMS);
@@ -77,6 +111,7 @@ void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B) {
     a->B = B;
     Block *k = &a->block;
     int T = c->T, R = glimpse_read_size(c), Hd = c->hidden, P = FILTERBANK_PARAMS;
+    int PO = c->attention ? read_outputs(c) : 0;
     int N = c->attention ? c->read_n : 0;
     block_add(k, &a->xh, "xh", 3, T, B, R + Hd);
     block_add(k, &a->h, "h", 3, T, B, Hd);
@@ -85,6 +120,9 @@ void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B) {
     block_add(k, &a->rparams, "rparams", 3, T, B, P);
     block_add(k, &a->eps, "eps", 3, T, B, c->hard ? 2 : 0);
     block_add(k, &a->locmean, "locmean", 3, T, B, c->hard ? 2 : 0);
+    block_add(k, &a->loc, "loc", 3, T, B, c->hard ? 2 : 0);
+    block_add(k, &a->base, "base", 2, T, c->hard ? B : 0);
+    block_add(k, &a->dbase, "dbase", 2, T, c->hard ? B : 0);
     block_add(k, &a->reward, "reward", 1, B);
     block_add(k, &a->Fx, "Fx", 3, T, B, N * c->W);
     block_add(k, &a->Fy, "Fy", 3, T, B, N * c->H);
@@ -92,25 +130,27 @@ void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B) {
     block_add(k, &a->logits, "logits", 2, B, c->classes);
     block_add(k, &a->probs, "probs", 2, B, c->classes);
     block_add(k, &a->losses, "losses", 1, B);
-    block_add(k, &a->dgates, "dgates", 3, T, B, 4 * Hd);
-    block_add(k, &a->drparams, "drparams", 3, T, B, P);
+    block_add(k, &a->drparams, "drparams", 3, T, B, PO);
     block_add(k, &a->dh[0], "dh0", 2, B, Hd);
     block_add(k, &a->dh[1], "dh1", 2, B, Hd);
     block_add(k, &a->dc[0], "dc0", 2, B, Hd);
     block_add(k, &a->dc[1], "dc1", 2, B, Hd);
-    block_add(k, &a->dr, "dr", 2, B, c->attention ? R : 0);
+    block_add(k, &a->u, "u", 3, T, B, needs_dread(c) ? N * c->W : 0);
+    block_add(k, &a->dxh, "dxh", 2, B, needs_dread(c) ? R + Hd : 0);
     block_add(k, &a->dlogits, "dlogits", 2, B, c->classes);
     block_add(k, &a->dFx, "dFx", 2, B, N * c->W);
     block_add(k, &a->dFy, "dFy", 2, B, N * c->H);
     block_add(k, &a->dgamma, "dgamma", 1, B);
-    block_add(k, &a->lstm_scratch, "lstm_scratch", 1, lstm_scratch_floats(B, R, Hd));
     block_add(k, &a->fb_scratch, "fb_scratch", 1,
               c->attention ? filterbank_scratch_floats(N, c->W, c->H) : 1);
     block_alloc(k);
+    packed_alloc(&a->lstm_Wt, R + Hd, 4 * Hd);
+    packed_alloc(&a->lstm_Wd, 4 * Hd, needs_dread(c) ? R + Hd : Hd);
 }
 
 void glimpse_acts_free(GlimpseActs *a) {
     block_free(&a->block);
+    packed_free(&a->lstm_Wt), packed_free(&a->lstm_Wd);
     memset(a, 0, sizeof *a);
 }
 
@@ -124,15 +164,58 @@ void glimpse_reinforce_mean_grad(float *dmean, const float *l, const float *m, f
     for (int k = 0; k < n; k++) dmean[k] += -scale * adv * (l[k] - m[k]) / (sd * sd);
 }
 
+// Hard attention, step t: the policy's mean m = tanh(loc.W h_{t-1} + loc.b), the sampled
+// centre l = m + loc_std eps (or the test's fixed one), and the retina read at clamp(l, -1, 1)
+// into xh (the scales' N x N patches one after another, then the centre itself).
+static void hard_read_step(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c,
+                           const float *x, const float *hp, float *xh, int LD, int t, int B) {
+    const int Hd = c->hidden, N = c->read_n, NN = N * N, P = FILTERBANK_PARAMS;
+    float *m = glimpse_at(a, a->locmean, t, 2), *l = glimpse_at(a, a->loc, t, 2);
+    const float *e = glimpse_at(a, a->eps, t, 2);
+    const float *fl = a->fixed_loc ? a->fixed_loc + (size_t)t * B * 2 : NULL;
+    if (hp)
+        linear_forward(m, hp, p->read_W, p->read_b, B, Hd, 2);
+    else
+        for (int b = 0; b < B; b++) m[b * 2] = p->read_b[0], m[b * 2 + 1] = p->read_b[1];
+    float *bt = glimpse_at(a, a->base, t, 1);  // the reward's baseline, from h_{t-1} too
+    if (hp)
+        linear_forward(bt, hp, p->base_W, p->base_b, B, Hd, 1);
+    else
+        for (int b = 0; b < B; b++) bt[b] = p->base_b[0];
+    for (int i = 0; i < B * 2; i++) {
+        m[i] = tanhf(m[i]);
+        l[i] = fl ? fl[i] : m[i] + c->loc_std * e[i];
+    }
+    float *rp = glimpse_at(a, a->rparams, t, P);
+    float *Fx = glimpse_at(a, a->Fx, t, N * c->W), *Fy = glimpse_at(a, a->Fy, t, N * c->H);
+    float *g = glimpse_at(a, a->gamma, t, 1);
+    for (int s = c->scales - 1; s >= 0; s--) {  // scale 0 last: rparams keep the fovea's window
+        for (int b = 0; b < B; b++) {
+            float cx = fminf(1.0f, fmaxf(-1.0f, l[b * 2])), cy = fminf(1.0f, fmaxf(-1.0f, l[b * 2 + 1]));
+            glimpse_retina_params(rp + (size_t)b * P, cx, cy, s, c);
+        }
+        filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
+        filterbank_read_forward(xh + (size_t)s * NN, LD, x, Fx, Fy, g, a->fb_scratch, B, N, c->W, c->H);
+    }
+    for (int b = 0; b < B; b++) {
+        float *dst = xh + (size_t)b * LD + (size_t)c->scales * NN;
+        dst[0] = fminf(1.0f, fmaxf(-1.0f, l[b * 2]));
+        dst[1] = fminf(1.0f, fmaxf(-1.0f, l[b * 2 + 1]));
+    }
+}
+
 double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c,
                        const float *x, const int *labels, int B, int *correct) {
     CHECK(B >= 1 && B <= a->B, "B %d, room for %d", B, a->B);
     const int R = glimpse_read_size(c), Hd = c->hidden, LD = R + Hd, HW = c->W * c->H;
     const int P = FILTERBANK_PARAMS, N = c->read_n;
+    packed_pack(&a->lstm_Wt, true, p->lstm_W, LD);
     for (int t = 0; t < c->T; t++) {
         float *xh = glimpse_at(a, a->xh, t, LD);
         const float *hp = t ? glimpse_at(a, a->h, t - 1, Hd) : NULL;
-        if (c->attention) {
+        if (c->hard) {
+            hard_read_step(a, p, c, x, hp, xh, LD, t, B);
+        } else if (c->attention) {
             float *rp = glimpse_at(a, a->rparams, t, P);
             float *Fx = glimpse_at(a, a->Fx, t, N * c->W), *Fy = glimpse_at(a, a->Fy, t, N * c->H);
             float *g = glimpse_at(a, a->gamma, t, 1);
@@ -140,19 +223,9 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
                 linear_forward(rp, hp, p->read_W, p->read_b, B, Hd, P);
             else
                 for (int b = 0; b < B; b++) memcpy(rp + (size_t)b * P, p->read_b, sizeof(float) * P);
-            if (c->hard) {  // the sampled (or given) centre; the mean kept for the backward
-                const float *e = glimpse_at(a, a->eps, t, 2);
-                float *m = glimpse_at(a, a->locmean, t, 2);
-                const float *fl = a->fixed_loc ? a->fixed_loc + (size_t)t * B * 2 : NULL;
-                for (int b = 0; b < B; b++)
-                    for (int k = 0; k < 2; k++) {
-                        float *r = &rp[(size_t)b * P + k];
-                        m[b * 2 + k] = *r;
-                        *r = fl ? fl[b * 2 + k] : *r + c->loc_std * e[b * 2 + k];
-                    }
-            }
             filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
-            filterbank_read_forward(xh, LD, x, Fx, Fy, g, a->fb_scratch, B, N, c->W, c->H);
+            filterbank_read_channels_forward_keep(xh, LD, x, Fx, Fy, g, glimpse_at(a, a->u, t, N * c->W),
+                                                  a->fb_scratch, B, 1, N, c->W, c->H);
         } else {
             for (int b = 0; b < B; b++)
                 memcpy(xh + (size_t)b * LD, x + (size_t)b * HW, sizeof(float) * HW);
@@ -164,9 +237,10 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
             else
                 memset(dst, 0, sizeof(float) * Hd);
         }
-        lstm_forward_xh(glimpse_at(a, a->h, t, Hd), glimpse_at(a, a->c, t, Hd),
-                        glimpse_at(a, a->gates, t, 4 * Hd), xh, LD,
-                        t ? glimpse_at(a, a->c, t - 1, Hd) : NULL, p->lstm_W, p->lstm_b, B, R, Hd);
+        lstm_forward_packed(glimpse_at(a, a->h, t, Hd), glimpse_at(a, a->c, t, Hd),
+                            glimpse_at(a, a->gates, t, 4 * Hd), xh, LD,
+                            t ? glimpse_at(a, a->c, t - 1, Hd) : NULL, &a->lstm_Wt, p->lstm_b, B,
+                            R, Hd);
     }
     const float *hT = glimpse_at(a, a->h, c->T - 1, Hd);
     linear_forward(a->logits, hT, p->out_W, p->out_b, B, Hd, c->classes);
@@ -220,19 +294,43 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
     memset(a->dh[cur], 0, sizeof(float) * (size_t)B * Hd);
     memset(a->dc[cur], 0, sizeof(float) * (size_t)B * Hd);
     linear_backward(a->dh[cur], g->out_W, g->out_b, dl, hT, p->out_W, B, Hd, c->classes);
+    // dxh = dgates @ W: all of W's columns when the read's input gradient is needed, else
+    // only those of h_{t-1} (the LSTM's input from the image is data or not differentiated).
+    const int c0 = needs_dread(c) ? 0 : R;
+    packed_pack(&a->lstm_Wd, false, p->lstm_W + c0, LD);
     for (int t = T - 1; t >= 0; t--) {
         int prev = 1 - cur;
-        memset(a->dh[prev], 0, sizeof(float) * (size_t)B * Hd);
-        memset(a->dc[prev], 0, sizeof(float) * (size_t)B * Hd);
-        float *dr = c->attention ? a->dr : NULL;
-        if (dr) memset(dr, 0, sizeof(float) * (size_t)B * R);
-        // Gate gradients land in lstm_scratch's first B 4H floats; dW waits for one GEMM.
-        lstm_backward(dr, t ? a->dh[prev] : NULL, t ? a->dc[prev] : NULL, NULL, g->lstm_b,
-                      a->dh[cur], a->dc[cur], glimpse_at(a, a->gates, t, G),
-                      glimpse_at(a, a->xh, t, LD), t ? glimpse_at(a, a->c, t - 1, Hd) : NULL,
-                      glimpse_at(a, a->c, t, Hd), p->lstm_W, a->lstm_scratch, B, R, Hd);
-        memcpy(glimpse_at(a, a->dgates, t, G), a->lstm_scratch, sizeof(float) * (size_t)B * G);
-        if (c->attention) {
+        // The gates become their pre-activation gradients in place; dW waits for one GEMM.
+        float *dg = glimpse_at(a, a->gates, t, G);
+        if (t) memset(a->dc[prev], 0, sizeof(float) * (size_t)B * Hd);
+        lstm_gates_backward(dg, t ? a->dc[prev] : NULL, a->dh[cur], a->dc[cur],
+                            t ? glimpse_at(a, a->c, t - 1, Hd) : NULL, glimpse_at(a, a->c, t, Hd), B, Hd);
+        col_sums(g->lstm_b, dg, B, G);
+        if (needs_dread(c)) {
+            gemm_packed(B, t ? LD : R, dg, G, &a->lstm_Wd, 0.0f, a->dxh, LD);
+            if (t)
+                for (int b = 0; b < B; b++)
+                    memcpy(a->dh[prev] + (size_t)b * Hd, a->dxh + (size_t)b * LD + R, sizeof(float) * Hd);
+        } else if (t) {
+            gemm_packed(B, Hd, dg, G, &a->lstm_Wd, 0.0f, a->dh[prev], Hd);
+        }
+        if (c->hard) {
+            // The retina is not differentiated (the sampled centre is an action); the mean's
+            // gradient is REINFORCE's, through m = tanh(pre), into loc.W and loc.b only.
+            const float *m = glimpse_at(a, a->locmean, t, 2), *l = glimpse_at(a, a->loc, t, 2);
+            const float *bt = glimpse_at(a, a->base, t, 1);
+            float *dpre = glimpse_at(a, a->drparams, t, 2), *dbt = glimpse_at(a, a->dbase, t, 1);
+            memset(dpre, 0, sizeof(float) * (size_t)B * 2);
+            for (int b = 0; b < B; b++) {
+                glimpse_reinforce_mean_grad(dpre + b * 2, l + b * 2, m + b * 2, a->reward[b] - bt[b],
+                                            c->loc_std, 1.0f / (float)B, 2);
+                for (int k = 0; k < 2; k++) dpre[b * 2 + k] *= 1.0f - m[b * 2 + k] * m[b * 2 + k];
+                dbt[b] = (bt[b] - a->reward[b]) / (float)B;  // of (1/2B) sum (R - b_t)^2
+            }
+            col_sums(g->read_b, dpre, B, 2);
+            col_sums(g->base_b, dbt, B, 1);
+            // Neither reaches h_{t-1}: the LSTM learns from the cross-entropy alone.
+        } else if (c->attention) {
             const float *Fx = glimpse_at(a, a->Fx, t, N * c->W), *Fy = glimpse_at(a, a->Fy, t, N * c->H);
             const float *gm = glimpse_at(a, a->gamma, t, 1);
             float *drp = glimpse_at(a, a->drparams, t, P);
@@ -240,26 +338,20 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
             memset(a->dFy, 0, sizeof(float) * (size_t)B * N * c->H);
             memset(a->dgamma, 0, sizeof(float) * B);
             memset(drp, 0, sizeof(float) * (size_t)B * P);
-            filterbank_read_backward(NULL, a->dFx, a->dFy, a->dgamma, dr, R, x, Fx, Fy, gm,
-                                     a->fb_scratch, B, N, c->W, c->H);
+            filterbank_read_channels_backward_kept(NULL, a->dFx, a->dFy, a->dgamma, a->dxh, LD, x, Fx,
+                                                   Fy, gm, glimpse_at(a, a->u, t, N * c->W),
+                                                   a->fb_scratch, B, 1, N, c->W, c->H);
             filterbank_backward(drp, a->dFx, a->dFy, a->dgamma, Fx, Fy,
                                 glimpse_at(a, a->rparams, t, P), B, N, c->W, c->H);
-            if (c->hard) {  // the centre's gradient is REINFORCE's, not the image's
-                const float *m = glimpse_at(a, a->locmean, t, 2), *rp = glimpse_at(a, a->rparams, t, P);
-                for (int b = 0; b < B; b++) {
-                    float *d = drp + (size_t)b * P;
-                    d[0] = d[1] = 0.0f;
-                    glimpse_reinforce_mean_grad(d, rp + (size_t)b * P, m + b * 2,
-                                                a->reward[b] - a->baseline, c->loc_std,
-                                                1.0f / (float)B, 2);
-                }
-            }
             col_sums(g->read_b, drp, B, P);
             // Step t reads with h_{t-1}; step 0 with h_0 = 0 (bias only).
             if (t) gemm(false, false, B, Hd, P, 1.0f, drp, P, p->read_W, Hd, 1.0f, a->dh[prev], Hd);
         }
         cur = prev;
     }
-    weight_grad(g->lstm_W, a->dgates, a->xh, LD, 0, 0, T, B, Bm, G, LD);
-    if (c->attention) weight_grad(g->read_W, a->drparams, a->h, Hd, 1, 1, T, B, Bm, P, Hd);
+    weight_grad(g->lstm_W, a->gates, a->xh, LD, 0, 0, T, B, Bm, G, LD);
+    if (c->attention)
+        weight_grad(g->read_W, a->drparams, a->h, Hd, 1, 1, T, B, Bm, read_outputs(c), Hd);
+    if (c->hard)  // the policy's and the baseline's gradients stop at their layers
+        weight_grad(g->base_W, a->dbase, a->h, Hd, 1, 1, T, B, Bm, 1, Hd);
 }

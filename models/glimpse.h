@@ -13,16 +13,27 @@
 // The read's bias starts with the grid tiling the whole image (a coarse first look), as
 // DRAW's read does in models/draw.c.
 //
-// Hard attention (hard = 1; the RAM baseline of the paper's table, Mnih et al. 2014): the
-// window's centre is sampled, l_t = m_t + loc_std eps_t with m_t = the first two outputs
-// of the read's linear layer and eps_t ~ N(0, I) given by the caller (acts.eps, zeros for
-// evaluation at the mean); the other three window parameters (scale, sigma, gamma) stay
-// deterministic and differentiable. The centre gets no gradient through the image: its
-// gradient is REINFORCE's, from the reward R = 1 when the argmax of the logits is the
-// label (else 0) less a baseline b (the caller's, e.g. a moving average of R; see
-// models/sat.h for the captioner's): the backward computes the gradient of
-//     mean_b [ CE_b - (R_b - b) sum_t log N(l_t; m_t, loc_std^2 I) ]
-// with the samples l_t held fixed (glimpse_reinforce_mean_grad is its location term).
+// Hard attention (hard = 1; the RAM baseline of the paper's table, Mnih et al. 2014,
+// "Recurrent Models of Visual Attention"): no gradient reaches the read. At each step a
+// location policy places a retina: m_t = tanh(loc.W h_{t-1} + loc.b) (2 values, the image
+// spans [-1, 1]; h_0 = 0), the centre l_t = m_t + loc_std eps_t with eps_t ~ N(0, I) given
+// by the caller (acts.eps; zeros for evaluation at the mean), read at clamp(l_t, -1, 1).
+// The retina is RAM's glimpse sensor built from DRAW's filterbank: `scales` N x N patches
+// at the same centre, patch s with grid stride 2^s pixels and sigma half of it (N = 12,
+// 4 scales: windows of 12, 24, 48 and 96 pixels, each seen as 12 x 12, as RAM's 4-scale
+// retina on 100 x 100 cluttered MNIST). Like RAM's glimpse network, the LSTM reads the
+// patches and the centre: r_t = [patch_0, ..., patch_{scales-1}, clamp(l_t)].
+// Training is RAM's hybrid: the classifier (LSTM and output layer) by the cross-entropy's
+// gradient, the policy's layer by REINFORCE with the reward R = 1 when the argmax of the
+// logits is the label (else 0) less a baseline learned per step, b_t = baseline.W h_{t-1}
+// + baseline.b, fitted to R by least squares. The sampled centre is not back-propagated
+// through, and neither the REINFORCE term nor the baseline's fit reaches the LSTM (its
+// state is their input, held fixed, as in public RAM reimplementations: kevinzakka/
+// recurrent-visual-attention's location and baseline networks read h_t.detach()). The
+// backward computes the gradient of
+//     mean_b [ CE_b - sum_t (R_b - b_t) log N(l_t; m_t, loc_std^2 I) + sum_t (R_b - b_t)^2 / 2 ]
+// with the samples l_t, the advantages R_b - b_t, and h_{t-1} in m_t and in the last term's
+// b_t held fixed (glimpse_reinforce_mean_grad is the location term).
 // The reward of each image is left in acts.reward by the forward.
 //
 // Memory: one Block of parameters (GlimpseParams views); the activations of the unrolled
@@ -33,6 +44,7 @@
 
 #include "core/block.h"
 #include "core/error.h"
+#include "core/gemm_packed.h"
 #include "core/rng.h"
 
 typedef struct {
@@ -45,18 +57,28 @@ typedef struct {
     int hard;       // 1: sampled window centres trained by REINFORCE (attention only)
     float loc_std;  // hard only: the centre policy's standard deviation (g~ units, the
                     // image spans [-1, 1])
+    int scales;     // hard only: the retina's patches (1..GLIMPSE_MAX_SCALES)
 } GlimpseConfig;
+
+enum { GLIMPSE_MAX_SCALES = 8 };
 
 // The paper's table: 100 x 100, 8 glimpses of 12 x 12, LSTM 256, 10 classes.
 GlimpseConfig glimpse_config_default(int W, int H);
 int glimpse_config_check(const GlimpseConfig *c, Error *err);
-// Inputs the LSTM reads from the image per step: N * N, or W * H without attention.
+// Inputs the LSTM reads from the image per step: N * N, or W * H without attention, or
+// with hard attention scales * N * N + 2 (the retina and its centre).
 int glimpse_read_size(const GlimpseConfig *c);
+// Hard attention: the filterbank parameters (5, vision/filterbank.h) of retina patch s
+// (stride 2^s pixels, sigma 2^(s-1), gamma 1) centred at (cx, cy) in [-1, 1].
+void glimpse_retina_params(float *params, float cx, float cy, int s, const GlimpseConfig *c);
 
 typedef struct {
     float *lstm_W, *lstm_b;  // (4 hidden, R + hidden), (4 hidden); R = glimpse_read_size
-    float *read_W, *read_b;  // (5, hidden), (5); attention only (NULL otherwise)
+    float *read_W, *read_b;  // (5, hidden), (5); attention only (NULL otherwise); hard:
+                             // the policy's mean layer "loc.W" (2, hidden), "loc.b" (2)
     float *out_W, *out_b;    // (classes, hidden), (classes)
+    float *base_W, *base_b;  // hard only: the reward baseline's layer "baseline.W" (1, hidden),
+                             // "baseline.b" (1)
 } GlimpseParams;
 
 // Registers the parameters (or, on another Block, their gradients or moments) in b.
@@ -69,27 +91,34 @@ typedef struct {
     // forward, (T, B, ...)
     float *xh;        // (T, B, R + hidden): [r_t, h_{t-1}]
     float *h, *c;     // (T, B, hidden)
-    float *gates;     // (T, B, 4 hidden) post-activation
-    float *rparams;   // (T, B, 5) the read windows' raw parameters (hard: the sampled centre)
+    float *gates;     // (T, B, 4 hidden) post-activation; the backward turns them into the
+                      // pre-activation gradients in place (one backward per forward)
+    float *u;         // (T, B, N W) soft attention: F_Y x of each read, kept for the backward
+    float *rparams;   // (T, B, 5) the read windows' raw parameters (hard: the retina's
+                      // finest patch at the clamped centre)
     float *eps;       // (T, B, 2) hard only: the centre noise, filled by the caller
     float *locmean;   // (T, B, 2) hard only: the policy's means m_t
+    float *loc;       // (T, B, 2) hard only: the sampled centres l_t (before clamping)
     const float *fixed_loc;  // hard only, for tests: (T, B, 2) centres to use instead of
                              // sampling (NULL: l_t = m_t + loc_std eps_t)
     float *reward;    // (B) hard only: 1 when the image was classified right, else 0
-    float baseline;   // hard only: the reward baseline the backward uses (the caller's)
+    float *base;      // (T, B) hard only: the learned baselines b_t
     float *Fx, *Fy;   // (T, B, N W), (T, B, N H)
     float *gamma;     // (T, B)
     float *logits;    // (B, classes)
     float *probs;     // (B, classes)
     float *losses;    // (B)
     // backward
-    float *dgates;    // (T, B, 4 hidden) pre-activation gate gradients
-    float *drparams;  // (T, B, 5)
+    float *drparams;  // (T, B, 5); hard: (T, B, 2) the gradient of the means' pre-activations
     float *dh[2], *dc[2];  // (B, hidden)
-    float *dr;        // (B, R)
+    float *dxh;       // (B, R + hidden) soft attention: the LSTM input's gradient [dr_t, dh_{t-1}]
     float *dlogits;   // (B, classes)
+    float *dbase;     // (T, B) hard only
     float *dFx, *dFy, *dgamma;  // (B, N W), (B, N H), (B)
-    float *lstm_scratch, *fb_scratch;
+    float *fb_scratch;
+    PackedMatrix lstm_Wt;  // lstm.W^T packed for the forward's gate products (core/gemm_packed.h)
+    PackedMatrix lstm_Wd;  // lstm.W packed for the backward's (B, 4 hidden) @ W; only the
+                           // h_{t-1} columns when no read gradient is needed
 } GlimpseActs;
 
 void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B);

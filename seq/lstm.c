@@ -72,6 +72,49 @@ void lstm_forward_packed(float *h, float *c, float *gates, const float *xh, int 
     lstm_cell(h, c, gates, c_prev, B, H);
 }
 
+// One row of lstm_gates_backward (seq/lstm.h), with c_prev (cp) and dc_prev (dcp).
+static void gates_backward_row(float *restrict gi, float *restrict gf, float *restrict gg,
+                               float *restrict go, float *restrict dcp, const float *restrict cp,
+                               const float *restrict cr, const float *restrict dh,
+                               const float *restrict dc, int H) {
+    for (int j = 0; j < H; j++) {
+        float vi = gi[j], vf = gf[j], vg = gg[j], vo = go[j], tc = tanh_fast(cr[j]);
+        float dct = dh[j] * vo * (1.0f - tc * tc) + dc[j];  // all that reaches c
+        dcp[j] += dct * vf;
+        gi[j] = dct * vg * vi * (1.0f - vi);
+        gf[j] = dct * cp[j] * vf * (1.0f - vf);
+        gg[j] = dct * vi * (1.0f - vg * vg);
+        go[j] = dh[j] * tc * vo * (1.0f - vo);
+    }
+}
+
+// The same at t = 0, where c_prev = 0 is a constant.
+static void gates_backward_row0(float *restrict gi, float *restrict gf, float *restrict gg,
+                                float *restrict go, const float *restrict cr,
+                                const float *restrict dh, const float *restrict dc, int H) {
+    for (int j = 0; j < H; j++) {
+        float vi = gi[j], vg = gg[j], vo = go[j], tc = tanh_fast(cr[j]);
+        float dct = dh[j] * vo * (1.0f - tc * tc) + dc[j];
+        gi[j] = dct * vg * vi * (1.0f - vi);
+        gf[j] = 0.0f;
+        gg[j] = dct * vi * (1.0f - vg * vg);
+        go[j] = dh[j] * tc * vo * (1.0f - vo);
+    }
+}
+
+void lstm_gates_backward(float *gates, float *dc_prev, const float *dh, const float *dc,
+                                const float *c_prev, const float *c, int B, int H) {
+    for (int r = 0; r < B; r++) {
+        float *g = gates + (size_t)r * 4 * H;
+        size_t o = (size_t)r * H;
+        if (c_prev)
+            gates_backward_row(g, g + H, g + 2 * H, g + 3 * H, dc_prev + o, c_prev + o, c + o,
+                               dh + o, dc + o, H);
+        else
+            gates_backward_row0(g, g + H, g + 2 * H, g + 3 * H, c + o, dh + o, dc + o, H);
+    }
+}
+
 int lstm_scratch_floats(int B, int I, int H) {
     // dgates (B, 4H) then dxh (B, I + H)
     return B * 4 * H + B * (I + H);

@@ -45,6 +45,15 @@ void lstm_backward(float *dx, float *dh_prev, float *dc_prev, float *dW, float *
                    int I, int H);
 int lstm_scratch_floats(int B, int I, int H);
 
+// The elementwise half of an LSTM step's backward (gate order i, f, g, o as above), in place: gates (B, 4H) holds the post-activation gates on entry and the
+// pre-activation gate gradients on return. From dh, dc (B, H); accumulates dc_prev (B, H).
+// c_prev and dc_prev are both NULL at t = 0, where c_prev = 0;
+// dc may not be NULL (zeros at the last step). The matrix products are the caller's (dxh =
+// gates @ W, e.g. gemm_packed on W packed without trans; dW as one GEMM over all steps):
+// models/draw.c and models/glimpse.c.
+void lstm_gates_backward(float *gates, float *dc_prev, const float *dh, const float *dc,
+                         const float *c_prev, const float *c, int B, int H);
+
 // Plain-loop reference of lstm_forward for tests (double accumulation, no GEMM, no xh).
 // Outputs h, c (B, H) and gates (B, 4H) post-activation; same inputs as lstm_forward.
 void lstm_forward_ref(float *h, float *c, float *gates, const float *x, const float *h_prev,

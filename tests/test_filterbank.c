@@ -164,7 +164,9 @@ static void test_products_match_reference(void) {
 // double-precision reference: forward, and the backward with d image, onto nonzero dFx, dFy,
 // d gamma (both accumulate). The paths sum in different orders, so they agree to float
 // rounding, measured against the largest magnitude of each array: |gemm - loops| <=
-// 1e-5 max |loops| (measured when written: 2.8e-7 at worst, in dFx).
+// 1e-5 max |loops| (measured when written: 2.8e-7 at worst, in dFx). The GEMM path with u
+// kept from the forward (filterbank_read_channels_forward_keep / _backward_kept) equals the
+// GEMM path bit for bit.
 static double worst_relative_gap(const float *a, const float *b, size_t n) {
     double top = 0.0, gap = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -215,6 +217,25 @@ static void check_read_paths(int B, int C, int N, int W, int H, unsigned seed) {
     for (int k = 0; k < 5; k++)
         EXPECT(gaps[k] <= tol, "B %d C %d N %d %dx%d: %s gemm vs loops %.3g of the largest", B,
                C, N, W, H, names[k], gaps[k]);
+    {  // u kept from the forward: the GEMM path bit for bit, with scratch full of garbage
+        float *u = xcalloc((size_t)B * C * N * W, sizeof(float));
+        float *kp = xcalloc((size_t)B * ld, sizeof(float)), *kimg = xcalloc(nimg, sizeof(float));
+        float *kfx = xcalloc(nfx, sizeof(float)), *kfy = xcalloc(nfy, sizeof(float));
+        float *kg = xcalloc(B, sizeof(float));
+        for (size_t i = 0; i < nimg; i++) kimg[i] = 0.5f;
+        for (size_t i = 0; i < nfx; i++) kfx[i] = 0.25f;
+        for (size_t i = 0; i < nfy; i++) kfy[i] = -0.25f;
+        for (int b = 0; b < B; b++) kg[b] = 1.0f;
+        filterbank_read_channels_forward_keep(kp, ld, img, Fx, Fy, g, u, scratch, B, C, N, W, H);
+        for (int i = 0; i < filterbank_scratch_floats(N, W, H); i++) scratch[i] = 1e30f;
+        filterbank_read_channels_backward_kept(kimg, kfx, kfy, kg, G, ld, img, Fx, Fy, g, u, scratch,
+                                               B, C, N, W, H);
+        EXPECT(!memcmp(kp, patch[1], sizeof(float) * B * ld) && !memcmp(kimg, dimg[1], sizeof(float) * nimg) &&
+                   !memcmp(kfx, dFx[1], sizeof(float) * nfx) && !memcmp(kfy, dFy[1], sizeof(float) * nfy) &&
+                   !memcmp(kg, dg[1], sizeof(float) * B),
+               "B %d C %d N %d %dx%d: the kept-u read differs from the GEMM path", B, C, N, W, H);
+        free(u), free(kp), free(kimg), free(kfx), free(kfy), free(kg);
+    }
     if (C == 1) {  // the forward against the double-precision reference, too
         float *ref = xcalloc((size_t)B * ld, sizeof(float));
         filterbank_read_forward_ref(ref, ld, img, Fx, Fy, g, B, N, W, H);

@@ -45,7 +45,10 @@ static void model_make(Model *m, GlimpseConfig c, int B, uint64_t seed) {
     // Larger read weights and non-zero biases, so every path carries gradient.
     for (int i = 0; i < m->params.count; i++) {
         const BlockTensor *t = &m->params.tensors[i];
-        float scale = strcmp(t->name, "read_attn.W") == 0 ? 0.5f : 0.2f;
+        float scale = strcmp(t->name, "read_attn.W") == 0 || strcmp(t->name, "loc.W") == 0 ||
+                              strcmp(t->name, "baseline.W") == 0
+                          ? 0.5f
+                          : 0.2f;
         if (t->ndim == 1 || scale > 0.2f)
             for (size_t k = 0; k < t->numel; k++)
                 m->params.data[t->offset + k] += scale * (2 * rng_uniform(&rng) - 1);
@@ -169,6 +172,44 @@ static void test_workers_match_single(void) {
     model_free(&m);
 }
 
+// Hard attention over workers: two workers over a batch of 5 with the same centre noise
+// (each worker takes its rows' share of eps (T, B, 2)) give one worker's loss, number right
+// and gradient, the policy's and the baseline's included, to float rounding.
+static void test_hard_workers_match_single(void) {
+    GlimpseConfig g = tiny_config(1);
+    g.hard = 1, g.loc_std = 0.3f, g.scales = 2;
+    ClassifierConfig cc = {.kind = CLASSIFIER_GLIMPSE, .glimpse = g};
+    Model m;
+    model_make(&m, g, 5, 62);
+    ClassifierParams cp = {.glimpse = m.p};
+    ClassifierWorker one[1], two[2];
+    classifier_workers_alloc(one, 1, &cc, 5);
+    classifier_workers_alloc(two, 2, &cc, 5);
+    Block g1 = {0}, g2 = {0};
+    GlimpseParams v1, v2;
+    glimpse_layout(&g1, &v1, &g), glimpse_layout(&g2, &v2, &g);
+    block_alloc(&g1), block_alloc(&g2);
+    float *eps = xmalloc(sizeof(float) * g.T * 5 * 2);
+    Rng rng;
+    rng_seed(&rng, 5);
+    rng_normal_fill(&rng, eps, (size_t)g.T * 5 * 2);
+    int c1, c2;
+    double l1 = classifier_forward_parallel_hard(one, 1, &cp, &cc, m.x, m.labels, 5, eps, &g1, &c1);
+    double l2 = classifier_forward_parallel_hard(two, 2, &cp, &cc, m.x, m.labels, 5, eps, &g2, &c2);
+    EXPECT_NEAR(l2, l1, 1e-6, 1e-6);
+    EXPECT(c1 == c2, "correct %d vs %d", c1, c2);
+    double worst = 0.0, policy = 0.0, base = 0.0;
+    for (size_t i = 0; i < g1.numel; i++) worst = fmax(worst, fabs(g1.data[i] - g2.data[i]));
+    for (int k = 0; k < 2 * g.hidden; k++) policy += fabs(v1.read_W[k]);
+    for (int k = 0; k < g.hidden; k++) base += fabs(v1.base_W[k]);
+    EXPECT(worst < 1e-6, "gradients differ by %g", worst);
+    EXPECT(policy > 1e-6 && base > 1e-6, "policy %g and baseline %g gradients: nothing compared", policy, base);
+    free(eps);
+    block_free(&g1), block_free(&g2);
+    classifier_workers_free(one, 1), classifier_workers_free(two, 2);
+    model_free(&m);
+}
+
 // The REINFORCE estimator's expectation on a tiny case: a 1-D Gaussian policy l ~ N(m, sd^2)
 // with the reward R(l) = 1 when l > 0 (a right or wrong answer), so E[R] = Phi(m / sd) and
 // d E[R] / dm = phi(m / sd) / sd. The mean of -glimpse_reinforce_mean_grad over 400,000
@@ -199,28 +240,43 @@ static void test_reinforce_expectation(void) {
 }
 
 // Hard attention's backward is the gradient of the surrogate
-//     S = mean CE - (1/B) sum_b (R_b - baseline) sum_t log N(l_tb; m_tb, sd^2 I)
-// with the sampled centres l held fixed (acts.fixed_loc) and the rewards those of the
-// unperturbed forward: checked by central differences, every parameter, the policy's mean
-// through read_attn.W and .b included.
+//     S = mean CE + (1/B) sum_b sum_t [ -(R_b - b_tb) log N(l_tb; m'_tb, sd^2 I)
+//                                      + (R_b - b'_tb)^2 / 2 ]
+// with the sampled centres l held fixed (acts.fixed_loc), the advantages R_b - b_tb those
+// of the unperturbed forward, and m'_tb = tanh(loc.W h_{t-1} + loc.b), b'_tb =
+// baseline.W h_{t-1} + baseline.b computed from the unperturbed forward's h (the policy's
+// and the baseline's gradients stop at their own layers): checked by central differences,
+// every parameter, loc.W, loc.b and the baseline's layer included.
 typedef struct {
     Model m;
     float *loc;    // (T, B, 2) the fixed centres
-    float adv[3];  // R_b - baseline of the unperturbed forward
+    float *adv;    // (T, B) R_b - b_tb of the unperturbed forward
+    float *hfix;   // (T, B, hidden) the unperturbed forward's h
+    float reward[3];
 } HardModel;
 
 static void hard_forward(void *vm, float *out) {
     HardModel *hm = vm;
     Model *m = &hm->m;
-    double ce = glimpse_forward(&m->acts, &m->p, &m->c, m->x, m->labels, m->B, NULL);
+    const int B = m->B, Hd = m->c.hidden;
+    double ce = glimpse_forward(&m->acts, &m->p, &m->c, m->x, m->labels, B, NULL);
     double s = 0.0, sd = m->c.loc_std;
     for (int t = 0; t < m->c.T; t++)
-        for (int b = 0; b < m->B; b++)
+        for (int b = 0; b < B; b++) {
+            const float *hp = t ? hm->hfix + ((size_t)(t - 1) * B + b) * Hd : NULL;
             for (int k = 0; k < 2; k++) {
-                double d = hm->loc[(t * m->B + b) * 2 + k] - m->acts.locmean[(t * m->acts.B + b) * 2 + k];
-                s += -hm->adv[b] * (-0.5 * d * d / (sd * sd));
+                double pre = m->p.read_b[k];
+                if (hp)
+                    for (int j = 0; j < Hd; j++) pre += (double)m->p.read_W[k * Hd + j] * hp[j];
+                double d = hm->loc[(t * B + b) * 2 + k] - tanh(pre);
+                s += -hm->adv[t * B + b] * (-0.5 * d * d / (sd * sd));
             }
-    out[0] = (float)(ce + s / m->B - m->offset);
+            double bt = m->p.base_b[0];
+            if (hp)
+                for (int j = 0; j < Hd; j++) bt += (double)m->p.base_W[j] * hp[j];
+            s += 0.5 * (hm->reward[b] - bt) * (hm->reward[b] - bt);
+        }
+    out[0] = (float)(ce + s / B - m->offset);
 }
 
 static void hard_backward(void *vm, const float *dout) {
@@ -233,23 +289,28 @@ static void hard_backward(void *vm, const float *dout) {
 
 static void test_gradcheck_hard(void) {
     GlimpseConfig c = tiny_config(1);
-    c.hard = 1, c.loc_std = 0.3f;
+    c.hard = 1, c.loc_std = 0.3f, c.scales = 2;
     HardModel hm;
     Model *m = &hm.m;
-    model_make(m, c, 3, 58);
+    const int B = 3, Hd = c.hidden;
+    model_make(m, c, B, 62);
     Rng rng;
     rng_seed(&rng, 19);
-    glimpse_fill_noise(&m->acts, &c, 3, &rng);
-    m->acts.baseline = 0.4f;
-    glimpse_forward(&m->acts, &m->p, &c, m->x, m->labels, 3, NULL);
-    hm.loc = xmalloc(sizeof(float) * c.T * 3 * 2);
+    glimpse_fill_noise(&m->acts, &c, B, &rng);
+    glimpse_forward(&m->acts, &m->p, &c, m->x, m->labels, B, NULL);
+    hm.loc = xmalloc(sizeof(float) * c.T * B * 2);
+    hm.adv = xmalloc(sizeof(float) * c.T * B);
+    hm.hfix = xmalloc(sizeof(float) * c.T * B * Hd);
     for (int t = 0; t < c.T; t++)
-        for (int b = 0; b < 3; b++)
+        for (int b = 0; b < B; b++) {
             for (int k = 0; k < 2; k++)
-                hm.loc[(t * 3 + b) * 2 + k] = m->acts.rparams[(t * m->acts.B + b) * FILTERBANK_PARAMS + k];
+                hm.loc[(t * B + b) * 2 + k] = m->acts.loc[(t * m->acts.B + b) * 2 + k];
+            hm.adv[t * B + b] = m->acts.reward[b] - m->acts.base[t * m->acts.B + b];
+            memcpy(hm.hfix + (t * B + b) * Hd, m->acts.h + (t * m->acts.B + b) * Hd, sizeof(float) * Hd);
+        }
     // Rewards of 1 and 0 both occur for this seed, so advantages of both signs are checked.
     int ones = 0;
-    for (int b = 0; b < 3; b++) hm.adv[b] = m->acts.reward[b] - 0.4f, ones += m->acts.reward[b] > 0;
+    for (int b = 0; b < B; b++) hm.reward[b] = m->acts.reward[b], ones += m->acts.reward[b] > 0;
     m->acts.fixed_loc = hm.loc;
     m->offset = 0.0;
     float base;
@@ -264,13 +325,80 @@ static void test_gradcheck_hard(void) {
                       .inputs = in, .n_inputs = m->params.count, .eps = 1e-2, .atol = 5e-5,
                       .rtol = 1e-2};
     EXPECT(gradcheck("glimpse (hard, REINFORCE surrogate)", &op, &rng) == 0, "see the gradcheck lines above");
+    for (int i = 0; i < m->params.count; i++) {  // the check is not vacuous for the policy
+        const BlockTensor *t = &m->params.tensors[i];
+        double sum = 0.0;
+        for (size_t k = 0; k < t->numel; k++) sum += fabs(m->grads.data[t->offset + k]);
+        EXPECT(sum > 1e-4, "no gradient reaches %s (sum %g)", t->name, sum);
+    }
     // The rewards came from the unperturbed forward: perturbations must not have flipped one.
     glimpse_forward(&m->acts, &m->p, &c, m->x, m->labels, 3, NULL);
-    for (int b = 0; b < 3; b++) EXPECT(m->acts.reward[b] - 0.4f == hm.adv[b], "reward %d changed", b);
-    EXPECT(ones > 0 && ones < 3, "rewards all %d: pick another seed", ones);
+    for (int b = 0; b < B; b++) EXPECT(m->acts.reward[b] == hm.reward[b], "reward %d changed", b);
+    EXPECT(ones > 0 && ones < B, "rewards all %d: pick another seed", ones);
     free(in);
-    free(hm.loc);
+    free(hm.loc), free(hm.adv), free(hm.hfix);
     model_free(m);
+}
+
+// The retina (hard attention): patch s of glimpse_retina_params has stride 2^s pixels,
+// sigma 2^(s-1) and gamma 1 at the given centre; on an image that is dark but for one
+// bright 3 x 3 square, the finest patch centred on it reads the square at its middle and
+// nothing when the centre is elsewhere, the coarsest sees it from afar, and the LSTM's
+// input ends with the clamped centre.
+static void test_retina(void) {
+    GlimpseConfig c = glimpse_config_default(100, 100);
+    c.hard = 1, c.loc_std = 0.2f, c.scales = 4, c.T = 1;
+    for (int s = 0; s < 4; s++) {
+        float rp[FILTERBANK_PARAMS];
+        glimpse_retina_params(rp, 0.0f, 0.0f, s, &c);
+        FilterbankWindow w = filterbank_window(rp, c.read_n, c.W, c.H);
+        EXPECT_NEAR(w.delta, ldexp(1.0, s), 1e-5, 1e-5);
+        EXPECT_NEAR(w.sigma, ldexp(1.0, s - 1), 1e-5, 1e-5);
+        EXPECT_NEAR(w.gamma, 1.0, 1e-6, 1e-6);
+        EXPECT_NEAR(w.gx, 49.5, 1e-4, 1e-4);
+        EXPECT_NEAR(w.x1 - w.x0, 11.0 * ldexp(1.0, s), 1e-3, 1e-4);
+    }
+    GlimpseParams p;
+    Block pb = {0};
+    glimpse_layout(&pb, &p, &c);
+    block_alloc(&pb);
+    Rng rng;
+    rng_seed(&rng, 4);
+    glimpse_init(&p, &c, &rng);
+    const int B = 2, NN = c.read_n * c.read_n;
+    float *x = xcalloc((size_t)B * 100 * 100, sizeof(float));
+    for (int b = 0; b < B; b++)
+        for (int r = 59; r <= 61; r++)
+            for (int q = 69; q <= 71; q++) x[(size_t)b * 10000 + r * 100 + q] = 1.0f;
+    // Pixel column 70 and row 60 (0-based) are g~ = 2 (70 + 1) / 101 - 1 and 2 (60 + 1) / 101 - 1;
+    // the second image looks from about (39, 100), the bottom edge (its y clamped from 1.7).
+    float fixed[4] = {2.0f * 71.0f / 101.0f - 1.0f, 2.0f * 61.0f / 101.0f - 1.0f, -0.2f, 1.7f};
+    GlimpseActs a;
+    glimpse_acts_alloc(&a, &c, B);
+    memset(a.eps, 0, sizeof(float) * B * 2);
+    a.fixed_loc = fixed;
+    int labels[2] = {0, 1};
+    glimpse_forward(&a, &p, &c, x, labels, B, NULL);
+    const int LD = glimpse_read_size(&c) + c.hidden;
+    EXPECT(glimpse_read_size(&c) == 4 * NN + 2, "read size %d", glimpse_read_size(&c));
+    const float *on = a.xh, *off = a.xh + LD;
+    double on_max = 0, off_max = 0, coarse_off = 0;
+    for (int i = 0; i < NN; i++) {
+        on_max = fmax(on_max, on[i]), off_max = fmax(off_max, off[i]);
+        coarse_off = fmax(coarse_off, off[3 * NN + i]);
+    }
+    // The fovea's middle grid points (5 and 6 of 0..11) are at 69.5 and 70.5: within the square.
+    EXPECT(on[5 * c.read_n + 5] > 0.9f && on[6 * c.read_n + 6] > 0.9f, "fovea on the square: %g %g",
+           on[5 * c.read_n + 5], on[6 * c.read_n + 6]);
+    EXPECT(off_max < 1e-6, "fovea away from the square reads %g", off_max);
+    EXPECT(coarse_off > 0.01, "the coarsest patch does not see the square from afar (%g)", coarse_off);
+    EXPECT(coarse_off < 0.5, "the coarsest patch averages (%g)", coarse_off);
+    EXPECT(on[4 * NN] == fixed[0] && on[4 * NN + 1] == fixed[1], "centre input %g %g", on[4 * NN], on[4 * NN + 1]);
+    EXPECT(off[4 * NN] == -0.2f && off[4 * NN + 1] == 1.0f, "clamped centre input %g %g", off[4 * NN], off[4 * NN + 1]);
+    EXPECT(a.loc[3] == 1.7f, "the sampled centre is kept unclamped for REINFORCE: %g", a.loc[3]);
+    glimpse_acts_free(&a);
+    block_free(&pb);
+    free(x);
 }
 
 static void test_config_check(void) {
@@ -286,6 +414,10 @@ static void test_config_check(void) {
     c = glimpse_config_default(100, 100);
     c.hard = 1;
     EXPECT(glimpse_config_check(&c, &err) != 0 && strstr(err.msg, "hard"), "hard without a location std");
+    c.loc_std = 0.2f;
+    EXPECT(glimpse_config_check(&c, &err) != 0 && strstr(err.msg, "scales"), "hard without a retina: %s", err.msg);
+    c.scales = 4;
+    EXPECT(glimpse_config_check(&c, &err) == 0, "%s", err.msg);
 }
 
 int main(void) {
@@ -293,8 +425,10 @@ int main(void) {
     RUN(test_gradcheck_without_attention);
     RUN(test_loss_hand_checkable);
     RUN(test_workers_match_single);
+    RUN(test_hard_workers_match_single);
     RUN(test_reinforce_expectation);
     RUN(test_gradcheck_hard);
+    RUN(test_retina);
     RUN(test_config_check);
     return test_summary();
 }

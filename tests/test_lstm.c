@@ -1,7 +1,8 @@
 // test_lstm.c: lstm_forward_xh, the LSTM step on an input the caller assembled in place
 // (seq/lstm.h), against lstm_forward (bit for bit: the same GEMM and elementwise code on
 // the same values) and against the plain double-precision reference lstm_forward_ref; and
-// lstm_forward_packed (the weights packed, core/gemm_packed.h) against the reference.
+// lstm_forward_packed (the weights packed, core/gemm_packed.h) against the reference; and
+// lstm_gates_backward with its caller's GEMM against lstm_backward.
 // (The cell's gradient checks and its other reference tests are in test_ops.c.)
 //
 // Tolerance against lstm_forward_ref: |fast - ref| <= 1e-5 + 1e-5 |ref| (float GEMM vs
@@ -81,7 +82,43 @@ static void test_lstm_forward_xh_matches(void) {
             check_shape(shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], with_state, &rng);
 }
 
+// lstm_gates_backward (in place on the gates) then dxh = dgates @ W is lstm_backward: the
+// same gate gradients bit for bit, the same dc_prev, and dx, dh_prev to float rounding
+// (one GEMM against another of the same product), with and without a previous state.
+static void test_gates_backward_matches(void) {
+    Rng rng;
+    rng_seed(&rng, 812);
+    const int B = 5, I = 7, H = 6, K = I + H, G = 4 * H;
+    for (int with_state = 0; with_state < 2; with_state++) {
+        float *x = uniform((size_t)B * I, -1, 1, &rng), *hp = uniform((size_t)B * H, -1, 1, &rng);
+        float *cp = uniform((size_t)B * H, -2, 2, &rng), *W = uniform((size_t)G * K, -0.7f, 0.7f, &rng);
+        float *b = uniform(G, -0.5f, 0.5f, &rng), *dh = uniform((size_t)B * H, -1, 1, &rng);
+        float *dc = uniform((size_t)B * H, -1, 1, &rng);
+        float *h = xmalloc(sizeof(float) * B * H), *c = xmalloc(sizeof(float) * B * H);
+        float *gates = xmalloc(sizeof(float) * B * G), *xh = xmalloc(sizeof(float) * B * K);
+        lstm_forward(h, c, gates, xh, x, with_state ? hp : NULL, with_state ? cp : NULL, W, b, B, I, H);
+        float *scratch = xcalloc((size_t)lstm_scratch_floats(B, I, H), sizeof(float));
+        float *dx1 = xcalloc((size_t)B * I, sizeof(float)), *dhp1 = xcalloc((size_t)B * H, sizeof(float));
+        float *dcp1 = xcalloc((size_t)B * H, sizeof(float)), *db = xcalloc(G, sizeof(float));
+        lstm_backward(dx1, with_state ? dhp1 : NULL, with_state ? dcp1 : NULL, NULL, db, dh, dc, gates,
+                      xh, with_state ? cp : NULL, c, W, scratch, B, I, H);
+        float *dcp2 = xcalloc((size_t)B * H, sizeof(float)), *dxh = xmalloc(sizeof(float) * B * K);
+        lstm_gates_backward(gates, with_state ? dcp2 : NULL, dh, dc, with_state ? cp : NULL, c, B, H);
+        EXPECT(!memcmp(gates, scratch, sizeof(float) * B * G), "state %d: gate gradients differ", with_state);
+        EXPECT(!memcmp(dcp1, dcp2, sizeof(float) * B * H), "state %d: dc_prev differs", with_state);
+        gemm(false, false, B, K, G, 1.0f, gates, G, W, K, 0.0f, dxh, K);
+        for (int r = 0; r < B; r++) {
+            for (int k = 0; k < I; k++) EXPECT_NEAR(dxh[r * K + k], dx1[r * I + k], 1e-6, 1e-5);
+            if (with_state)
+                for (int k = 0; k < H; k++) EXPECT_NEAR(dxh[r * K + I + k], dhp1[r * H + k], 1e-6, 1e-5);
+        }
+        float *bufs[] = {x, hp, cp, W, b, dh, dc, h, c, gates, xh, scratch, dx1, dhp1, dcp1, db, dcp2, dxh};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    }
+}
+
 int main(void) {
     RUN(test_lstm_forward_xh_matches);
+    RUN(test_gates_backward_matches);
     return test_summary();
 }

@@ -271,28 +271,31 @@ static void read_backward_loops(float *dimg, float *dFx, float *dFy, float *dgam
 //     d gamma += sum G P;  dFx += gamma G^T u;  Z (N, W) = gamma G Fx;
 //     dFy += Z img^T;  dimg += Fy^T Z.
 // The same products as the loops above, summed in OpenBLAS's order rather than theirs.
+// kept (B, C, N, W) or NULL: where u is written for each image and channel (kept for the
+// backward), else scratch.
 static void read_forward_gemm(float *patch, int ld_patch, const float *img, const float *Fx,
-                              const float *Fy, const float *gamma, float *scratch, int B, int C,
-                              int N, int W, int H) {
-    float *u = scratch;  // (N, W)
+                              const float *Fy, const float *gamma, float *scratch, float *kept,
+                              int B, int C, int N, int W, int H) {
     for (int b = 0; b < B; b++) {
         const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H;
         for (int ch = 0; ch < C; ch++) {
             const float *x = img + ((size_t)b * C + ch) * H * W;
             float *out = patch + (size_t)b * ld_patch + (size_t)ch * N * N;
+            float *u = kept ? kept + ((size_t)b * C + ch) * N * W : scratch;  // (N, W)
             gemm(false, false, N, W, H, 1.0f, fy, H, x, W, 0.0f, u, W);
             gemm(false, true, N, N, W, gamma[b], u, W, fx, W, 0.0f, out, N);
         }
     }
 }
 
+// kept (B, C, N, W) or NULL: the forward's u = Fy img, else recomputed into scratch.
 static void read_backward_gemm(float *dimg, float *dFx, float *dFy, float *dgamma,
                                const float *dpatch, int ld_patch, const float *img,
                                const float *Fx, const float *Fy, const float *gamma,
-                               float *scratch, int B, int C, int N, int W, int H) {
-    float *u = scratch;      // (N, W) = Fy img
-    float *z = u + N * W;    // (N, W) = gamma G Fx
-    float *P = z + N * W;    // (N, N) = u Fx^T
+                               const float *kept, float *scratch, int B, int C, int N, int W,
+                               int H) {
+    float *z = scratch + N * W;  // (N, W) = gamma G Fx
+    float *P = z + N * W;        // (N, N) = u Fx^T
     for (int b = 0; b < B; b++) {
         const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H;
         float gm = gamma[b];
@@ -301,7 +304,11 @@ static void read_backward_gemm(float *dimg, float *dFx, float *dFy, float *dgamm
         for (int ch = 0; ch < C; ch++) {
             const float *x = img + ((size_t)b * C + ch) * H * W,
                         *G = dpatch + (size_t)b * ld_patch + (size_t)ch * N * N;
-            gemm(false, false, N, W, H, 1.0f, fy, H, x, W, 0.0f, u, W);
+            const float *u = scratch;  // (N, W) = Fy img
+            if (kept)
+                u = kept + ((size_t)b * C + ch) * N * W;
+            else
+                gemm(false, false, N, W, H, 1.0f, fy, H, x, W, 0.0f, scratch, W);
             gemm(false, true, N, N, W, 1.0f, u, W, fx, W, 0.0f, P, N);
             for (int k = 0; k < N * N; k++) dg += (double)G[k] * P[k];
             gemm(true, false, N, W, N, gm, G, N, u, W, 1.0f, dfx, W);
@@ -335,7 +342,7 @@ void filterbank_read_channels_forward_path(float *patch, int ld_patch, const flo
                                            float *scratch, int B, int C, int N, int W, int H,
                                            FilterbankPath path) {
     if (use_gemm(path, N, W, H))
-        read_forward_gemm(patch, ld_patch, img, Fx, Fy, gamma, scratch, B, C, N, W, H);
+        read_forward_gemm(patch, ld_patch, img, Fx, Fy, gamma, scratch, NULL, B, C, N, W, H);
     else
         read_forward_loops(patch, ld_patch, img, Fx, Fy, gamma, scratch, B, C, N, W, H);
 }
@@ -346,11 +353,27 @@ void filterbank_read_channels_backward_path(float *dimg, float *dFx, float *dFy,
                                             float *scratch, int B, int C, int N, int W, int H,
                                             FilterbankPath path) {
     if (use_gemm(path, N, W, H))
-        read_backward_gemm(dimg, dFx, dFy, dgamma, dpatch, ld_patch, img, Fx, Fy, gamma, scratch,
-                           B, C, N, W, H);
+        read_backward_gemm(dimg, dFx, dFy, dgamma, dpatch, ld_patch, img, Fx, Fy, gamma, NULL,
+                           scratch, B, C, N, W, H);
     else
         read_backward_loops(dimg, dFx, dFy, dgamma, dpatch, ld_patch, img, Fx, Fy, gamma, scratch,
                             B, C, N, W, H);
+}
+
+void filterbank_read_channels_forward_keep(float *patch, int ld_patch, const float *img,
+                                           const float *Fx, const float *Fy, const float *gamma,
+                                           float *u, float *scratch, int B, int C, int N, int W,
+                                           int H) {
+    read_forward_gemm(patch, ld_patch, img, Fx, Fy, gamma, scratch, u, B, C, N, W, H);
+}
+
+void filterbank_read_channels_backward_kept(float *dimg, float *dFx, float *dFy, float *dgamma,
+                                            const float *dpatch, int ld_patch, const float *img,
+                                            const float *Fx, const float *Fy, const float *gamma,
+                                            const float *u, float *scratch, int B, int C, int N,
+                                            int W, int H) {
+    read_backward_gemm(dimg, dFx, dFy, dgamma, dpatch, ld_patch, img, Fx, Fy, gamma, u, scratch,
+                       B, C, N, W, H);
 }
 
 void filterbank_read_channels_forward(float *patch, int ld_patch, const float *img,

@@ -116,6 +116,20 @@ void filterbank_read_channels_backward_path(float *dimg, float *dFx, float *dFy,
                                             float *scratch, int B, int C, int N, int W, int H,
                                             FilterbankPath path);
 
+// The GEMM path keeping u = F_Y img (B, C, N, W) from the forward for the backward, which
+// otherwise recomputes it (a third of the backward's multiply-adds at 100 x 100, N 12): for
+// a caller that keeps per-step buffers anyway (models/glimpse.c). The same products in the
+// same order as FILTERBANK_PATH_GEMM, so the same results bit for bit.
+void filterbank_read_channels_forward_keep(float *patch, int ld_patch, const float *img,
+                                           const float *Fx, const float *Fy, const float *gamma,
+                                           float *u, float *scratch, int B, int C, int N, int W,
+                                           int H);
+void filterbank_read_channels_backward_kept(float *dimg, float *dFx, float *dFy, float *dgamma,
+                                            const float *dpatch, int ld_patch, const float *img,
+                                            const float *Fx, const float *Fy, const float *gamma,
+                                            const float *u, float *scratch, int B, int C, int N,
+                                            int W, int H);
+
 // Plain-loop references (double accumulation) of the forwards, for tests.
 void filterbank_forward_ref(float *Fx, float *Fy, float *gamma, const float *params, int B, int N,
                             int W, int H);

@@ -10,9 +10,9 @@ rounds spread that over both sides), and the median round counts:
   the toolkit: `bin/draw classify train --steps STEPS --batch 64 --threads N --json` on real
       cluttered MNIST; images_per_s is the step time only (the clutter of each batch is made
       inside the step, so it counts against the toolkit);
-  PyTorch: `glimpse_ref.py bench --threads N` (torch intra-op threads; the batches are
-      random tensors made outside the timed region), torch.optim.Adam and gradient clipping
-      as the toolkit does.
+  PyTorch: `glimpse_ref.py bench --threads N` (torch intra-op threads, and OpenBLAS's
+      threads set to N too; the batches are random tensors made outside the timed region),
+      torch.optim.Adam and gradient clipping as the toolkit does.
 OPENBLAS_CORETYPE is set for both (the user's value, else what core/gemm.c would choose).
 On a machine shared with other work the wall-clock rates swing with the load; the last row,
 images per CPU-second on one thread (the toolkit's from the CPU-time difference of a long
@@ -74,6 +74,10 @@ def pytorch(threads, steps, env):
     """(images per second, images per CPU-second of its timed steps)."""
     cmd = ["/usr/bin/python3", os.path.join(HERE, "glimpse_ref.py"), "bench", "--threads",
            str(threads), "--steps", str(max(5, steps // 4))]
+    # Debian's torch calls OpenBLAS, whose own thread pool ignores torch.set_num_threads:
+    # unset, a one-thread run ran OpenBLAS on two threads (about 850 images per CPU-second
+    # against about 1340 with one, on the same machine and load).
+    env = dict(env, OPENBLAS_NUM_THREADS=str(threads))
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     j = last_json(p.stdout)
     if p.returncode or not j:

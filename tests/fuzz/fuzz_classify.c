@@ -40,7 +40,8 @@ static int fuzz_classify_same_state(const ClassifyState *a, const ClassifyState 
         const GlimpseConfig *g = &x->glimpse, *h = &y->glimpse;
         same_cfg = g->W == h->W && g->H == h->H && g->T == h->T && g->read_n == h->read_n &&
                    g->hidden == h->hidden && g->classes == h->classes &&
-                   g->attention == h->attention && g->hard == h->hard && g->loc_std == h->loc_std;
+                   g->attention == h->attention && g->hard == h->hard && g->loc_std == h->loc_std &&
+                   g->scales == h->scales;
     } else if (same_cfg) {
         const ConvnetConfig *g = &x->cnn, *h = &y->cnn;
         same_cfg = g->S == h->S && g->layers == h->layers && g->channels[0] == h->channels[0] &&
@@ -52,7 +53,7 @@ static int fuzz_classify_same_state(const ClassifyState *a, const ClassifyState 
            a->clutter.fragment == b->clutter.fragment && a->step == b->step &&
            a->optim.seed == b->optim.seed && a->optim.batch == b->optim.batch &&
            a->optim.lr == b->optim.lr && a->optim.beta1 == b->optim.beta1 &&
-           a->optim.clip == b->optim.clip && a->baseline == b->baseline &&
+           a->optim.clip == b->optim.clip &&
            strcmp(a->data, b->data) == 0;
 }
 
