@@ -1000,11 +1000,7 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
     } else if (r->dist->size > 1) {
         if (train_share_step(r, s, seed, err)) return -1;
     } else if (r->n_workers == 1) {
-        sat_forward(m, &s->loss, r->images, r->words, r->lens, s->images, 1, seed, 0);
-        if (isfinite(s->loss.loss)) {
-            block_zero(&m->grads);
-            sat_backward(m);
-        }
+        sat_forward_backward(&s->loss, m, r->images, r->words, r->lens, s->images, seed, 0);
     } else {
         sat_forward_backward_parallel(&s->loss, m, r->workers, r->n_workers, r->images, r->words,
                                       r->lens, s->images, seed);

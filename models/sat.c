@@ -293,11 +293,13 @@ void sat_alloc_acts(SatModel *m, int B) {
     // to; their gradient accumulates into do_ once the output layer's backward is done.
     a->emb = a->o;
     a->demb = a->do_;
-    int *ints = xcalloc((size_t)4 * T * B + B, sizeof(int));
+    int *ints = xcalloc((size_t)4 * T * B + B + 2 * T + 1, sizeof(int));
     a->in_tok = ints;
     a->target = ints + (size_t)T * B;
     a->sample = ints + (size_t)2 * T * B;
     a->steps = ints + (size_t)4 * T * B;
+    a->active = a->steps + B;
+    a->off = a->active + T;
     a->row_rng = xcalloc((size_t)B, sizeof(Rng));
     if (c->feat_L == 0) cnn_workspace_alloc(&m->cnn_ws, &c->cnn, B, c->image_size);
 }
@@ -309,6 +311,8 @@ void sat_free(SatModel *m) {
         block_free(&m->adam_v);
     }
     block_free(&m->grads);
+    free(m->sorted_images);
+    free(m->sorted_ints);
     if (m->acts_block.data) {
         block_free(&m->acts_block);
         free(m->a.in_tok);
@@ -340,6 +344,14 @@ static void tanh_inplace_(float *x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = tanh_fast(x[i]);
 }
 
+// The per-step activations of a forward are packed by step: step t's rows 0..active[t]-1
+// are rows off[t] .. off[t] + active[t] - 1 (srow_); the states h_t, c_t (and their
+// gradients) follow h_0's B rows (hrow_: h_0 at row 0, h_{t+1} at B + off[t]).
+static inline size_t srow_(const SatActs *a, int t) { return (size_t)a->off[t]; }
+static inline size_t hrow_(const SatActs *a, int t, int B) {
+    return t == 0 ? 0 : (size_t)B + (size_t)a->off[t - 1];
+}
+
 // h0 (B, H), c0 (B, H) from the mean annotation
 static void init_state_(float *h0, float *c0, const float *mean_a, const SatParams *p, int B,
                         int D, int H) {
@@ -367,32 +379,34 @@ static void gate_forward_(float *beta, float *z, const float *h, const float *ct
 
 // Step t's attention with query q (B, H): alpha_t, ctx_t (a sampled annotation when
 // sampling), beta_t and z_t = beta_t ctx_t.
-static void attend_forward_(SatModel *m, int t, const float *q, int B, int sample) {
+// Rows 0..n-1 of the step (n = active[t], see sat_forward).
+static void attend_forward_(SatModel *m, int t, const float *q, int B, int n, int sample) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
     const SatParams *p = &m->p;
     const int L = sat_L(c), D = sat_D(c), H = c->H, nb = nbeta_(c);
     const size_t cache = attn_step_cache_floats(&c->attn, B, L);
-    float *ctx = a->ctx + (size_t)t * B * D;
-    float *alpha = a->alpha + (size_t)t * B * L;
+    const size_t r0 = srow_(a, t);
+    float *ctx = a->ctx + r0 * D;
+    float *alpha = a->alpha + r0 * L;
     attn_forward(ctx, alpha, a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn,
-                 &c->attn, t, B, L);
-    for (int b = 0; b < B; b++) {
+                 &c->attn, t, n, L);
+    for (int b = 0; b < n; b++) {
         int s = -1;
         if (sample) {
             s = rng_categorical(&a->row_rng[b], alpha + (size_t)b * L, L);
             memcpy(ctx + (size_t)b * D, a->annot + ((size_t)b * L + s) * D, (size_t)D * sizeof(float));
         }
-        a->sample[t * B + b] = s;
+        a->sample[r0 + b] = s;
     }
-    gate_forward_(a->beta + (size_t)t * B * nb, a->z + (size_t)t * B * D, q, ctx, p, B, H, D, nb);
+    gate_forward_(a->beta + r0 * nb, a->z + r0 * D, q, ctx, p, n, H, D, nb);
 }
 
 // Training's randomness, row by row: row b's stream (a->row_rng[b]) seeded with
-// rng_mix(seed, first + b) first draws its dropout masks (dmask (T, B, H)) for its own
-// steps, then keeps its place for the hard-attention samples of the time loop. The
+// rng_mix(seed, first + b) first draws its dropout masks (dmask, packed by step) for its
+// own steps, then keeps its place for the hard-attention samples of the time loop. The
 // masks of steps past a caption's end (which no loss reads) are 1, so that the row's
-// draws do not depend on the batch's longest caption.
+// draws do not depend on the batch's longest caption or on the other rows.
 static void draw_row_streams_(SatModel *m, int T, int B, uint64_t seed, int first) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
@@ -400,10 +414,11 @@ static void draw_row_streams_(SatModel *m, int T, int B, uint64_t seed, int firs
     const float keep = 1.0f - c->dropout, scale = 1.0f / keep;
     for (int b = 0; b < B; b++) {
         Rng *rng = &a->row_rng[b];
-        rng_seed(rng, rng_mix(seed, (uint64_t)first + (uint64_t)b));
+        const uint64_t row = m->row_ids ? (uint64_t)m->row_ids[b] : (uint64_t)first + (uint64_t)b;
+        rng_seed(rng, rng_mix(seed, row));
         if (c->dropout <= 0.0f) continue;
-        for (int t = 0; t < T; t++) {
-            float *mask = a->dmask + ((size_t)t * B + b) * H;
+        for (int t = 0; t < T && b < a->active[t]; t++) {
+            float *mask = a->dmask + (srow_(a, t) + b) * H;
             if (t < a->steps[b])
                 for (int i = 0; i < H; i++) mask[i] = rng_uniform(rng) < keep ? scale : 0.0f;
             else
@@ -428,12 +443,26 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     }
     m->Tb = T;
     m->Bb = B;
+    // Step t runs rows 0..active[t]-1: up to the last row whose caption is still going.
+    // Rows past a caption's end feed no loss, so when the rows are in descending order of
+    // length (sat_forward_backward_parallel puts them so) no step computes a padding row.
+    // The activations hold only those rows, packed by step (srow_, hrow_).
+    a->off[0] = 0;
+    for (int t = 0; t < T; t++) {
+        int n = 0;
+        for (int b = 0; b < B; b++)
+            if (a->steps[b] > t) n = b + 1;
+        a->active[t] = n;
+        a->off[t + 1] = a->off[t] + n;
+    }
+    const int N = a->off[T];
     if (train) draw_row_streams_(m, T, B, seed, first);
     for (int t = 0; t < T; t++)
-        for (int b = 0; b < B; b++) {
+        for (int b = 0; b < a->active[t]; b++) {
             int n = lens[b];
-            a->in_tok[t * B + b] = t == 0 ? VOCAB_START : (t - 1 < n ? words[b * ML + t - 1] : VOCAB_PAD);
-            a->target[t * B + b] = t < n ? words[b * ML + t] : (t == n ? VOCAB_END : -1);
+            size_t r = srow_(a, t) + b;
+            a->in_tok[r] = t == 0 ? VOCAB_START : (t - 1 < n ? words[b * ML + t - 1] : VOCAB_PAD);
+            a->target[r] = t < n ? words[b * ML + t] : (t == n ? VOCAB_END : -1);
         }
 
     m->images = images;
@@ -444,30 +473,32 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     mean_annot_(a->mean_a, a->annot, B, L, D);
     init_state_(a->hs, a->cs, a->mean_a, p, B, D, H);
     attn_prepare(a->prep, a->annot, &p->attn, &c->attn, B, L);
-    embedding_forward(a->emb, a->in_tok, p->embed, T * B, E);  // into o (a->emb == a->o)
+    embedding_forward(a->emb, a->in_tok, p->embed, N, E);  // into o (a->emb == a->o)
 
     const int sample = c->hard && train;
     const int after = c->query == SAT_QUERY_CURRENT;
     for (int t = 0; t < T; t++) {
-        const float *h = a->hs + (size_t)t * B * H;
-        float *hn = a->hs + (size_t)(t + 1) * B * H;
-        float *z = a->z + (size_t)t * B * D;
+        const int n = a->active[t];
+        const float *h = a->hs + hrow_(a, t, B) * H;
+        float *hn = a->hs + hrow_(a, t + 1, B) * H;
+        const float *z = a->z + srow_(a, t) * D;
+        float *xh = a->xh + srow_(a, t) * (I + H);
         // query previous: attend with h_t, feed z_t; current: feed z_{t-1}, attend with h_{t+1}
-        if (!after) attend_forward_(m, t, h, B, sample);
-        const float *zin = !after ? z : t > 0 ? z - (size_t)B * D : a->zeros;
-        const float *emb = a->emb + (size_t)t * B * E;
-        for (int b = 0; b < B; b++) {
+        // (step t's rows are the first rows of step t - 1's)
+        if (!after) attend_forward_(m, t, h, B, n, sample);
+        const float *zin = !after ? z : t > 0 ? a->z + srow_(a, t - 1) * D : a->zeros;
+        const float *emb = a->emb + srow_(a, t) * E;
+        for (int b = 0; b < n; b++) {
             memcpy(a->xin + (size_t)b * I, emb + (size_t)b * E, (size_t)E * sizeof(float));
             memcpy(a->xin + (size_t)b * I + E, zin + (size_t)b * D, (size_t)D * sizeof(float));
         }
-        lstm_forward(hn, a->cs + (size_t)(t + 1) * B * H, a->gates + (size_t)t * B * 4 * H,
-                     a->xh + (size_t)t * B * (I + H), a->xin, h, a->cs + (size_t)t * B * H,
-                     p->lstm_W, p->lstm_b, B, I, H);
-        if (after) attend_forward_(m, t, hn, B, sample);
+        lstm_forward(hn, a->cs + hrow_(a, t + 1, B) * H, a->gates + srow_(a, t) * 4 * H, xh,
+                     a->xin, h, a->cs + hrow_(a, t, B) * H, p->lstm_W, p->lstm_b, n, I, H);
+        if (after) attend_forward_(m, t, hn, B, n, sample);
     }
 
     // Dropout on h, then the deep output over all steps at once.
-    const size_t TBH = (size_t)T * B * H;
+    const size_t TBH = (size_t)N * H;
     const float *h1 = a->hs + (size_t)B * H;
     if (c->dropout > 0.0f) {
         if (train) {
@@ -478,7 +509,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
         }
     }
     const float *hd = c->dropout > 0.0f ? a->hd : h1;
-    const int TB = T * B;
+    const int TB = N;
     // o = emb (already there) + hd L_h^T + z L_z^T
     gemm(false, true, TB, E, H, 1.0f, hd, H, p->L_h, H, 1.0f, a->o, E);
     gemm(false, true, TB, E, D, 1.0f, a->z, D, p->L_z, D, 1.0f, a->o, E);
@@ -491,7 +522,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     for (int b = 0; b < B; b++)
         for (int l = 0; l < L; l++) {
             double s = 0.0;
-            for (int t = 0; t < a->steps[b]; t++) s += a->alpha[((size_t)t * B + b) * L + l];
+            for (int t = 0; t < a->steps[b]; t++) s += a->alpha[(srow_(a, t) + b) * L + l];
             ds += (1.0 - s) * (1.0 - s);
         }
     ds *= c->lambda;
@@ -499,7 +530,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     double ntok = 0.0, reward = 0.0, extra = 0.0;
     for (int b = 0; b < B; b++) {
         double r = 0.0;
-        for (int t = 0; t < a->steps[b]; t++) r -= a->losses[t * B + b];
+        for (int t = 0; t < a->steps[b]; t++) r -= a->losses[srow_(a, t) + b];
         a->reward[b] = (float)r;
         reward += r;
         ntok += a->steps[b];
@@ -510,8 +541,8 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
         for (int b = 0; b < B; b++) {
             double adv = a->reward[b] - base, lp = 0.0, ent = 0.0;
             for (int t = 0; t < a->steps[b]; t++) {
-                const float *al = a->alpha + ((size_t)t * B + b) * L;
-                lp += log(fmax(al[a->sample[t * B + b]], 1e-30));
+                const float *al = a->alpha + (srow_(a, t) + b) * L;
+                lp += log(fmax(al[a->sample[srow_(a, t) + b]], 1e-30));
                 for (int l = 0; l < L; l++)
                     if (al[l] > 0) ent -= al[l] * log(al[l]);
             }
@@ -527,7 +558,8 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
 
 // Backward of attend_forward_ for step t: from dz_t (complete) to dq (B, H) (accumulated),
 // the attention's and the gate's parameters, and the annotations (a->dannot, a->dprep).
-static void attend_backward_(SatModel *m, int t, const float *q, float *dq, float base,
+// Rows 0..n-1 (the step's active rows, as in the forward).
+static void attend_backward_(SatModel *m, int t, int n, const float *q, float *dq, float base,
                              int sample) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
@@ -535,12 +567,13 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
     const int B = m->Bb, L = sat_L(c), D = sat_D(c), H = c->H, nb = nbeta_(c);
     const size_t cache = attn_step_cache_floats(&c->attn, B, L);
     const float invB = 1.0f / (float)B;
-    const float *ctx = a->ctx + (size_t)t * B * D;
-    const float *alpha = a->alpha + (size_t)t * B * L;
-    const float *beta = a->beta + (size_t)t * B * nb;
-    const float *dz = a->dz + (size_t)t * B * D;
+    const size_t r0 = srow_(a, t);
+    const float *ctx = a->ctx + r0 * D;
+    const float *alpha = a->alpha + r0 * L;
+    const float *beta = a->beta + r0 * nb;
+    const float *dz = a->dz + r0 * D;
     // z = beta * ctx
-    for (int b = 0; b < B; b++) {
+    for (int b = 0; b < n; b++) {
         const float *cr = ctx + (size_t)b * D, *zr = dz + (size_t)b * D;
         const float *br = beta + (size_t)b * nb;
         float *dcr = a->dctx + (size_t)b * D, *dbr = a->dbeta + (size_t)b * nb;
@@ -558,9 +591,9 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
             }
         }
     }
-    linear_backward(dq, g->W_beta, g->b_beta, a->dbeta, q, p->W_beta, B, H, nb);
+    linear_backward(dq, g->W_beta, g->b_beta, a->dbeta, q, p->W_beta, n, H, nb);
     // dalpha: doubly stochastic term, plus REINFORCE and entropy for hard attention
-    for (int b = 0; b < B; b++) {
+    for (int b = 0; b < n; b++) {
         float *dar = a->dalpha + (size_t)b * L;
         if (t >= a->steps[b]) {
             memset(dar, 0, (size_t)L * sizeof(float));
@@ -569,7 +602,7 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
         memcpy(dar, a->dstoch + (size_t)b * L, (size_t)L * sizeof(float));
         if (sample) {
             const float *al = alpha + (size_t)b * L;
-            int s = a->sample[t * B + b];
+            int s = a->sample[r0 + b];
             float adv = a->reward[b] - base;
             dar[s] += -adv / fmaxf(al[s], 1e-30f) * invB;
             for (int l = 0; l < L; l++)
@@ -580,21 +613,21 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
     float *dannot = c->feat_L > 0 && !m->annot_grad ? NULL : a->dannot;
     if (sample && dannot) {
         // ctx row = a_{s}: its gradient goes to that annotation; no path through alpha.
-        for (int b = 0; b < B; b++) {
-            float *dst = a->dannot + ((size_t)b * L + a->sample[t * B + b]) * D;
+        for (int b = 0; b < n; b++) {
+            float *dst = a->dannot + ((size_t)b * L + a->sample[r0 + b]) * D;
             const float *src = a->dctx + (size_t)b * D;
             for (int d = 0; d < D; d++) dst[d] += src[d];
         }
     }
     attn_backward(dannot, a->dprep, dq, &g->attn, sample ? a->zeros : a->dctx, a->dalpha,
-                  a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn, &c->attn, t, B, L);
+                  a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn, &c->attn, t, n, L);
 }
 
 void sat_backward(SatModel *m) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
     SatParams *p = &m->p, *g = &m->g;
-    const int B = m->Bb, T = m->Tb, TB = T * B;
+    const int B = m->Bb, T = m->Tb, TB = m->a.off[T];  // TB: the rows of all steps
     const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V;
     const int I = E + D;
     const size_t prepn = attn_prep_floats(&c->attn, B, L);
@@ -604,7 +637,7 @@ void sat_backward(SatModel *m) {
     memset(a->dlogits, 0, (size_t)TB * V * sizeof(float));
     if (c->feat_L == 0 || m->annot_grad) memset(a->dannot, 0, (size_t)B * L * D * sizeof(float));
     if (prepn) memset(a->dprep, 0, prepn * sizeof(float));
-    memset(a->dhs, 0, (size_t)(T + 1) * B * H * sizeof(float));
+    memset(a->dhs, 0, (size_t)(B + TB) * H * sizeof(float));
     memset(a->dcs + (size_t)(T & 1) * B * H, 0, (size_t)B * H * sizeof(float));  // dc_T
     memset(a->dz, 0, (size_t)TB * D * sizeof(float));
     memset(a->do_, 0, (size_t)TB * E * sizeof(float));
@@ -645,7 +678,7 @@ void sat_backward(SatModel *m) {
     for (int b = 0; b < B; b++)
         for (int l = 0; l < L; l++) {
             double s = 0.0;
-            for (int u = 0; u < a->steps[b]; u++) s += a->alpha[((size_t)u * B + b) * L + l];
+            for (int u = 0; u < a->steps[b]; u++) s += a->alpha[(srow_(a, u) + b) * L + l];
             dstoch[(size_t)b * L + l] = (float)(-2.0 * c->lambda * (1.0 - s)) * invB;
         }
     const int after = c->query == SAT_QUERY_CURRENT;
@@ -653,31 +686,32 @@ void sat_backward(SatModel *m) {
         // query previous: z_t fed step t's LSTM, whose h_t queried; current: the LSTM of
         // step t read z_{t-1}, and h_{t+1} queried (its gradient is whole once the
         // attention's part is in, before the LSTM step's backward).
-        if (after) attend_backward_(m, t, a->hs + (size_t)(t + 1) * B * H,
-                                    a->dhs + (size_t)(t + 1) * B * H, base, sample);
-        memset(a->dx, 0, (size_t)B * I * sizeof(float));
+        const int n = a->active[t];
+        if (after) attend_backward_(m, t, n, a->hs + hrow_(a, t + 1, B) * H,
+                                    a->dhs + hrow_(a, t + 1, B) * H, base, sample);
+        memset(a->dx, 0, (size_t)n * I * sizeof(float));
         float *dc_prev = a->dcs + (size_t)(t & 1) * B * H;
         memset(dc_prev, 0, (size_t)B * H * sizeof(float));
-        lstm_backward(a->dx, a->dhs + (size_t)t * B * H, dc_prev, NULL, g->lstm_b,
-                      a->dhs + (size_t)(t + 1) * B * H, a->dcs + (size_t)((t + 1) & 1) * B * H,
-                      a->gates + (size_t)t * B * 4 * H, a->xh + (size_t)t * B * (I + H),
-                      a->cs + (size_t)t * B * H, a->cs + (size_t)(t + 1) * B * H, p->lstm_W,
-                      a->lstm_scratch, B, I, H);
+        lstm_backward(a->dx, a->dhs + hrow_(a, t, B) * H, dc_prev, NULL, g->lstm_b,
+                      a->dhs + hrow_(a, t + 1, B) * H, a->dcs + (size_t)((t + 1) & 1) * B * H,
+                      a->gates + srow_(a, t) * 4 * H, a->xh + srow_(a, t) * (I + H),
+                      a->cs + hrow_(a, t, B) * H, a->cs + hrow_(a, t + 1, B) * H, p->lstm_W,
+                      a->lstm_scratch, n, I, H);
         // Step t's gates are not read again: their slot keeps its gate gradients for the
         // one weight-gradient GEMM over all steps after the loop.
-        memcpy(a->gates + (size_t)t * B * 4 * H, a->lstm_scratch, (size_t)B * 4 * H * sizeof(float));
-        float *demb = a->demb + (size_t)t * B * E;
-        float *dzin = !after ? a->dz + (size_t)t * B * D : t > 0 ? a->dz + (size_t)(t - 1) * B * D : NULL;
-        for (int b = 0; b < B; b++) {
+        memcpy(a->gates + srow_(a, t) * 4 * H, a->lstm_scratch, (size_t)n * 4 * H * sizeof(float));
+        float *demb = a->demb + srow_(a, t) * E;
+        float *dzin = !after ? a->dz + srow_(a, t) * D : t > 0 ? a->dz + srow_(a, t - 1) * D : NULL;
+        for (int b = 0; b < n; b++) {
             const float *dxr = a->dx + (size_t)b * I;
             for (int e = 0; e < E; e++) demb[(size_t)b * E + e] += dxr[e];
             if (dzin)
                 for (int d = 0; d < D; d++) dzin[(size_t)b * D + d] += dxr[E + d];
         }
-        if (!after) attend_backward_(m, t, a->hs + (size_t)t * B * H, a->dhs + (size_t)t * B * H,
-                                     base, sample);
+        if (!after) attend_backward_(m, t, n, a->hs + hrow_(a, t, B) * H,
+                                     a->dhs + hrow_(a, t, B) * H, base, sample);
     }
-    // dW_lstm (4H, I + H) += dgates^T @ xh over all T * B rows at once.
+    // dW_lstm (4H, I + H) += dgates^T @ xh over the rows of all steps at once.
     gemm(true, false, 4 * H, I + H, TB, 1.0f, a->gates, 4 * H, a->xh, I + H, 1.0f, g->lstm_W,
          I + H);
     embedding_backward(g->embed, a->demb, a->in_tok, TB, E);
@@ -729,11 +763,50 @@ typedef struct {
     SatLoss loss;
 } StepJob;
 
+// order (B): the rows by descending lens, ties in their given order (an insertion sort:
+// a batch is a few dozen rows).
+static void order_by_length_(int *order, const int *lens, int B) {
+    for (int i = 0; i < B; i++) {
+        int k = i;
+        while (k > 0 && lens[order[k - 1]] < lens[i]) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = i;
+    }
+}
+
+void sat_forward_backward(SatLoss *out, SatModel *m, const float *images, const int *words,
+                          const int *lens, int B, uint64_t seed, int first) {
+    CHECK(!m->annot_grad, "sat_forward_backward: annotation gradients would be in sorted order");
+    const size_t per = sat_input_floats(&m->cfg);
+    const int ML = m->cfg.max_len;
+    if (m->sorted_cap < B) {
+        free(m->sorted_images);
+        free(m->sorted_ints);
+        m->sorted_images = xmalloc((size_t)B * per * sizeof(float));
+        m->sorted_ints = xmalloc((size_t)B * (ML + 3) * sizeof(int));
+        m->sorted_cap = B;
+    }
+    int *order = m->sorted_ints, *ids = order + B, *slens = ids + B, *swords = slens + B;
+    order_by_length_(order, lens, B);
+    for (int k = 0; k < B; k++) {
+        const int b = order[k];
+        ids[k] = first + b;
+        slens[k] = lens[b];
+        memcpy(swords + (size_t)k * ML, words + (size_t)b * ML, (size_t)ML * sizeof(int));
+        memcpy(m->sorted_images + (size_t)k * per, images + (size_t)b * per, per * sizeof(float));
+    }
+    m->row_ids = ids;
+    sat_forward(m, out, m->sorted_images, swords, slens, B, 1, seed, first);
+    m->row_ids = NULL;
+    block_zero(&m->grads);
+    if (isfinite(out->loss)) sat_backward(m);
+}
+
 static void *step_job_run(void *arg) {
     StepJob *j = arg;
-    sat_forward(j->m, &j->loss, j->images, j->words, j->lens, j->n, 1, j->seed, j->first);
-    block_zero(&j->m->grads);
-    if (isfinite(j->loss.loss)) sat_backward(j->m);
+    sat_forward_backward(&j->loss, j->m, j->images, j->words, j->lens, j->n, j->seed, j->first);
     return NULL;
 }
 
