@@ -271,7 +271,6 @@ void sat_alloc_acts(SatModel *m, int B) {
     block_add(k, &a->o, "o", 3, T, B, E);
     block_add(k, &a->probs, "probs", 3, T, B, V);
     block_add(k, &a->losses, "losses", 2, T, B);
-    block_add(k, &a->xin, "xin", 2, B, I);
     block_add(k, &a->dannot, "dannot", 3, B, L, D);
     block_add(k, &a->dprep, "dprep", 1, prep);
     block_add(k, &a->dhs, "dhs", 3, T + 1, B, H);
@@ -313,6 +312,10 @@ void sat_free(SatModel *m) {
     block_free(&m->grads);
     free(m->sorted_images);
     free(m->sorted_ints);
+    if (m->own_packs) {
+        packed_free(&m->own_Wt);
+        packed_free(&m->own_Wn);
+    }
     if (m->acts_block.data) {
         block_free(&m->acts_block);
         free(m->a.in_tok);
@@ -488,12 +491,18 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
         if (!after) attend_forward_(m, t, h, B, n, sample);
         const float *zin = !after ? z : t > 0 ? a->z + srow_(a, t - 1) * D : a->zeros;
         const float *emb = a->emb + srow_(a, t) * E;
-        for (int b = 0; b < n; b++) {
-            memcpy(a->xin + (size_t)b * I, emb + (size_t)b * E, (size_t)E * sizeof(float));
-            memcpy(a->xin + (size_t)b * I + E, zin + (size_t)b * D, (size_t)D * sizeof(float));
+        for (int b = 0; b < n; b++) {  // xh = [emb, z, h]
+            float *row = xh + (size_t)b * (I + H);
+            memcpy(row, emb + (size_t)b * E, (size_t)E * sizeof(float));
+            memcpy(row + E, zin + (size_t)b * D, (size_t)D * sizeof(float));
+            memcpy(row + I, h + (size_t)b * H, (size_t)H * sizeof(float));
         }
-        lstm_forward(hn, a->cs + hrow_(a, t + 1, B) * H, a->gates + srow_(a, t) * 4 * H, xh,
-                     a->xin, h, a->cs + hrow_(a, t, B) * H, p->lstm_W, p->lstm_b, n, I, H);
+        float *cn = a->cs + hrow_(a, t + 1, B) * H, *gates = a->gates + srow_(a, t) * 4 * H;
+        const float *cp = a->cs + hrow_(a, t, B) * H;
+        if (m->pack_Wt)
+            lstm_forward_packed(hn, cn, gates, xh, I + H, cp, m->pack_Wt, p->lstm_b, n, I, H);
+        else
+            lstm_forward_xh(hn, cn, gates, xh, I + H, cp, p->lstm_W, p->lstm_b, n, I, H);
         if (after) attend_forward_(m, t, hn, B, n, sample);
     }
 
@@ -692,11 +701,17 @@ void sat_backward(SatModel *m) {
         memset(a->dx, 0, (size_t)n * I * sizeof(float));
         float *dc_prev = a->dcs + (size_t)(t & 1) * B * H;
         memset(dc_prev, 0, (size_t)B * H * sizeof(float));
-        lstm_backward(a->dx, a->dhs + hrow_(a, t, B) * H, dc_prev, NULL, g->lstm_b,
-                      a->dhs + hrow_(a, t + 1, B) * H, a->dcs + (size_t)((t + 1) & 1) * B * H,
-                      a->gates + srow_(a, t) * 4 * H, a->xh + srow_(a, t) * (I + H),
-                      a->cs + hrow_(a, t, B) * H, a->cs + hrow_(a, t + 1, B) * H, p->lstm_W,
-                      a->lstm_scratch, n, I, H);
+        float *dh_prev = a->dhs + hrow_(a, t, B) * H;
+        const float *dh = a->dhs + hrow_(a, t + 1, B) * H;
+        const float *dc = a->dcs + (size_t)((t + 1) & 1) * B * H;
+        const float *gates = a->gates + srow_(a, t) * 4 * H, *xh = a->xh + srow_(a, t) * (I + H);
+        const float *cp = a->cs + hrow_(a, t, B) * H, *cn = a->cs + hrow_(a, t + 1, B) * H;
+        if (m->pack_Wn)
+            lstm_backward_packed(a->dx, dh_prev, dc_prev, g->lstm_b, dh, dc, gates, xh, cp, cn,
+                                 m->pack_Wn, a->lstm_scratch, n, I, H);
+        else
+            lstm_backward(a->dx, dh_prev, dc_prev, NULL, g->lstm_b, dh, dc, gates, xh, cp, cn,
+                          p->lstm_W, a->lstm_scratch, n, I, H);
         // Step t's gates are not read again: their slot keeps its gate gradients for the
         // one weight-gradient GEMM over all steps after the loop.
         memcpy(a->gates + srow_(a, t) * 4 * H, a->lstm_scratch, (size_t)n * 4 * H * sizeof(float));
@@ -776,8 +791,47 @@ static void order_by_length_(int *order, const int *lens, int B) {
     }
 }
 
+typedef struct {
+    PackedMatrix *pm;
+    bool trans;
+    const float *W;
+    int ld;
+} PackJob;
+
+static void *pack_job_run(void *arg) {
+    PackJob *j = arg;
+    packed_pack(j->pm, j->trans, j->W, j->ld);
+    return NULL;
+}
+
+// Packs m's LSTM weights into m->own_Wt and m->own_Wn, the two on two threads when
+// threads >= 2.
+static void pack_lstm_(SatModel *m, int threads) {
+    const SatConfig *c = &m->cfg;
+    const int H = c->H, K = c->E + sat_D(c) + H;
+    if (!m->own_packs) {
+        packed_alloc(&m->own_Wt, K, 4 * H);
+        packed_alloc(&m->own_Wn, 4 * H, K);
+        m->own_packs = 1;
+    }
+    PackJob jobs[2] = {{&m->own_Wt, true, m->p.lstm_W, K}, {&m->own_Wn, false, m->p.lstm_W, K}};
+    pthread_t th;
+    const int spawn = threads >= 2 && pthread_create(&th, NULL, pack_job_run, &jobs[1]) == 0;
+    pack_job_run(&jobs[0]);
+    if (spawn)
+        pthread_join(th, NULL);
+    else
+        pack_job_run(&jobs[1]);
+}
+
 void sat_forward_backward(SatLoss *out, SatModel *m, const float *images, const int *words,
                           const int *lens, int B, uint64_t seed, int first) {
+    const int own = !m->pack_Wt;  // else the parallel step packed them for its workers
+    if (own) {
+        pack_lstm_(m, 1);
+        m->pack_Wt = &m->own_Wt;
+        m->pack_Wn = &m->own_Wn;
+    }
     CHECK(!m->annot_grad, "sat_forward_backward: annotation gradients would be in sorted order");
     const size_t per = sat_input_floats(&m->cfg);
     const int ML = m->cfg.max_len;
@@ -802,6 +856,7 @@ void sat_forward_backward(SatLoss *out, SatModel *m, const float *images, const 
     m->row_ids = NULL;
     block_zero(&m->grads);
     if (isfinite(out->loss)) sat_backward(m);
+    if (own) m->pack_Wt = m->pack_Wn = NULL;
 }
 
 static void *step_job_run(void *arg) {
@@ -839,9 +894,16 @@ void sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel 
         start += n;
         used++;
     }
+    // The LSTM weights packed once for all workers.
+    pack_lstm_(model, used);
+    for (int k = 0; k < used; k++) {
+        jobs[k].m->pack_Wt = &model->own_Wt;
+        jobs[k].m->pack_Wn = &model->own_Wn;
+    }
     for (int k = 1; k < used; k++) CHECK(pthread_create(&th[k], NULL, step_job_run, &jobs[k]) == 0, "pthread_create");
     step_job_run(&jobs[0]);
     for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+    for (int k = 0; k < used; k++) jobs[k].m->pack_Wt = jobs[k].m->pack_Wn = NULL;
     memset(out, 0, sizeof *out);
     block_zero(&model->grads);
     double base = 0.0;

@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "core/block.h"
+#include "core/gemm_packed.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "seq/attention.h"
@@ -125,7 +126,6 @@ typedef struct {
     float *hs, *cs;                    // (T + 1, B, H)
     float *hd, *dmask;                 // (T, B, H) with dropout (else unused: h is read)
     float *o, *probs, *losses;         // (T, B, E), (T, B, V), (T, B)
-    float *xin;                        // (B, E + D)
     // backward scratch
     float *dannot, *dprep, *dhs, *dcs; // (B, L, D), prep, (T + 1, B, H), (2, B, H) by t & 1
     float *dz, *demb, *dx, *dctx;      // (T, B, D), (T, B, E) do_'s memory, (B, E + D), (B, D)
@@ -161,6 +161,15 @@ typedef struct {
     int sorted_cap;
     const int *row_ids;    // non-NULL during sat_forward_backward: row b's noise stream is
                            // image row_ids[b]'s (else first + b)
+    // The LSTM weights packed for the step products (core/gemm_packed.h): W^T for the
+    // forward's gates, W for the backward's input gradients. pack_Wt and pack_Wn point to
+    // packs of the current parameters only during sat_forward_backward (its own, or the
+    // parallel step's, packed once for all workers); otherwise NULL, and sat_forward and
+    // sat_backward multiply by lstm_W itself. own_Wt, own_Wn: this model's packs
+    // (allocated on first use, 2 x the size of lstm_W).
+    const PackedMatrix *pack_Wt, *pack_Wn;
+    PackedMatrix own_Wt, own_Wn;
+    int own_packs;
     int annot_grad;        // with features: 1 makes sat_backward also leave d loss / d annotations
                            // (B, L, D) in a.dannot (fine-tuning an encoder stage,
                            // vision/encoder_stage.h); 0 (default): annotations are data
