@@ -469,9 +469,9 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
         }
 
     m->images = images;
-    if (c->feat_L > 0)
-        memcpy(a->annot, images, (size_t)B * L * D * sizeof(float));
-    else
+    if (c->feat_L > 0) {
+        if (images != a->annot) memcpy(a->annot, images, (size_t)B * L * D * sizeof(float));
+    } else
         cnn_forward(a->annot, &m->cnn_ws, images, &p->cnn, B);
     mean_annot_(a->mean_a, a->annot, B, L, D);
     init_state_(a->hs, a->cs, a->mean_a, p, B, D, H);
@@ -835,13 +835,18 @@ void sat_forward_backward(SatLoss *out, SatModel *m, const float *images, const 
     CHECK(!m->annot_grad, "sat_forward_backward: annotation gradients would be in sorted order");
     const size_t per = sat_input_floats(&m->cfg);
     const int ML = m->cfg.max_len;
+    CHECK(m->a.B >= B && B >= 1, "batch %d, activations for %d", B, m->a.B);
+    // Annotations go straight into the activations (sat_forward then copies nothing);
+    // images into a sorted copy for the CNN.
+    const int features = m->cfg.feat_L > 0;
     if (m->sorted_cap < B) {
         free(m->sorted_images);
         free(m->sorted_ints);
-        m->sorted_images = xmalloc((size_t)B * per * sizeof(float));
+        m->sorted_images = features ? NULL : xmalloc((size_t)B * per * sizeof(float));
         m->sorted_ints = xmalloc((size_t)B * (ML + 3) * sizeof(int));
         m->sorted_cap = B;
     }
+    float *sorted = features ? m->a.annot : m->sorted_images;
     int *order = m->sorted_ints, *ids = order + B, *slens = ids + B, *swords = slens + B;
     order_by_length_(order, lens, B);
     for (int k = 0; k < B; k++) {
@@ -849,10 +854,10 @@ void sat_forward_backward(SatLoss *out, SatModel *m, const float *images, const 
         ids[k] = first + b;
         slens[k] = lens[b];
         memcpy(swords + (size_t)k * ML, words + (size_t)b * ML, (size_t)ML * sizeof(int));
-        memcpy(m->sorted_images + (size_t)k * per, images + (size_t)b * per, per * sizeof(float));
+        memcpy(sorted + (size_t)k * per, images + (size_t)b * per, per * sizeof(float));
     }
     m->row_ids = ids;
-    sat_forward(m, out, m->sorted_images, swords, slens, B, 1, seed, first);
+    sat_forward(m, out, sorted, swords, slens, B, 1, seed, first);
     m->row_ids = NULL;
     block_zero(&m->grads);
     if (isfinite(out->loss)) sat_backward(m);

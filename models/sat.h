@@ -154,8 +154,9 @@ typedef struct {
     const float *images;   // the last forward's images (kept alive by the caller until backward)
     int replica;           // 1: parameters borrowed from another model (not freed here)
     // sat_forward_backward's copy of its batch in descending order of caption length:
-    // images (cap, per), words (cap, max_len), lens, and each row's place in the caller's
-    // batch (cap); grown as needed, freed by sat_free.
+    // images (cap, per) (NULL with features: they go into a.annot), words (cap, max_len),
+    // lens, and each row's place in the caller's batch (cap); grown as needed, freed by
+    // sat_free.
     float *sorted_images;
     int *sorted_ints;
     int sorted_cap;

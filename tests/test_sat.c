@@ -416,12 +416,15 @@ static void parallel_matches_serial(SatQuery query) {
 }
 
 // sat_forward_backward sorts the rows by caption length so that no step computes a row
-// whose caption has ended: the same loss and gradient as sat_forward + sat_backward on the
-// caller's order (dropout and hard samples included: each row keeps its stream), up to
-// float summation order, and exactly sum (lens + 1) rows over the steps where the caller's
-// order {2, 4, 0} makes the steps compute the rows before the last caption still going.
-static void sorted_matches_caller_order(SatQuery query) {
-    SatConfig c = tiny_config(ATTN_ADDITIVE);
+// whose caption has ended, and multiplies by the packed LSTM weights: the same loss and
+// gradient as sat_forward + sat_backward on the caller's order (dropout and hard samples
+// included: each row keeps its stream), up to float summation order, and exactly
+// sum (lens + 1) rows over the steps where the caller's order {2, 4, 0} makes the steps
+// compute the rows before the last caption still going. With a CNN and with features.
+static SatConfig features_config(void);
+
+static void sorted_matches_caller_order(SatQuery query, int features) {
+    SatConfig c = features ? features_config() : tiny_config(ATTN_ADDITIVE);
     c.query = query;
     c.dropout = 0.5f;
     c.hard = 1;
@@ -467,8 +470,10 @@ static void sorted_matches_caller_order(SatQuery query) {
 }
 
 static void test_sorted_matches_caller_order(void) {
-    sorted_matches_caller_order(SAT_QUERY_PREVIOUS);
-    sorted_matches_caller_order(SAT_QUERY_CURRENT);
+    sorted_matches_caller_order(SAT_QUERY_PREVIOUS, 0);
+    sorted_matches_caller_order(SAT_QUERY_CURRENT, 0);
+    sorted_matches_caller_order(SAT_QUERY_PREVIOUS, 1);  // annotations gathered into the acts
+    sorted_matches_caller_order(SAT_QUERY_CURRENT, 1);
 }
 
 static void test_parallel_matches_serial(void) {
