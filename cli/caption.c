@@ -1012,8 +1012,8 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
     if (r->ft.on && caption_finetune_check_finite(&r->ft, step, r->path_model, err)) return -1;
     s->norm = clip_global_norm(m->grads.data, m->grads.numel, f->clip);
     s->lr = lr_exponential(f->lr, f->lr_decay, r->spe, step);
-    adam_update(m->params.data, m->grads.data, m->adam_m.data, m->adam_v.data, m->params.numel,
-                &r->adam, step, s->lr);
+    adam_update_threads(m->params.data, m->grads.data, m->adam_m.data, m->adam_v.data,
+                        m->params.numel, &r->adam, step, s->lr, r->n_workers);
     if (r->ft.on) caption_finetune_step(&r->ft, &r->adam, step, s->lr / f->lr, f->clip);
     train_ema_update(&r->ema, &m->params, step);
     r->tc.step = step;

@@ -870,6 +870,25 @@ static void *step_job_run(void *arg) {
     return NULL;
 }
 
+typedef struct {
+    float *dst;
+    const StepJob *jobs;
+    int n_jobs, nb;
+    size_t lo, hi;  // the slice of the gradients
+} ReduceJob;
+
+static void *reduce_job_run(void *arg) {
+    ReduceJob *r = arg;
+    float *d = r->dst;
+    for (size_t i = r->lo; i < r->hi; i++) d[i] = 0.0f;
+    for (int k = 0; k < r->n_jobs; k++) {
+        const float share = (float)r->jobs[k].n / (float)r->nb;
+        const float *g = r->jobs[k].m->grads.data;
+        for (size_t i = r->lo; i < r->hi; i++) d[i] += share * g[i];
+    }
+    return NULL;
+}
+
 void sat_forward_backward_parallel(SatLoss *out, SatModel *model, SatModel *workers,
                                    int n_workers, const float *images, const int *words,
                                    const int *lens, int nb, uint64_t seed) {
@@ -910,7 +929,6 @@ void sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel 
     for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
     for (int k = 0; k < used; k++) jobs[k].m->pack_Wt = jobs[k].m->pack_Wn = NULL;
     memset(out, 0, sizeof *out);
-    block_zero(&model->grads);
     double base = 0.0;
     int base_set = 0;
     for (int k = 0; k < used; k++) {
@@ -921,12 +939,22 @@ void sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel 
         out->ds += share * l->ds;
         out->reward += share * l->reward;
         out->tokens += l->tokens;
-        const float *g = jobs[k].m->grads.data;
-        float *d = model->grads.data;
-        for (size_t i = 0; i < model->grads.numel; i++) d[i] += share * g[i];
         base += share * jobs[k].m->baseline;
         base_set |= jobs[k].m->baseline_set;
     }
+    // The gradients' share-weighted sum, in slices on the workers' threads (each element
+    // summed in worker order, as one thread would).
+    ReduceJob red[64];
+    const size_t numel = model->grads.numel;
+    for (int k = 0; k < used; k++) {
+        size_t lo = (numel / used * k) & ~(size_t)15;
+        size_t hi = k + 1 == used ? numel : (numel / used * (k + 1)) & ~(size_t)15;
+        red[k] = (ReduceJob){.dst = model->grads.data, .jobs = jobs, .n_jobs = used, .nb = nb,
+                             .lo = lo, .hi = hi};
+    }
+    for (int k = 1; k < used; k++) CHECK(pthread_create(&th[k], NULL, reduce_job_run, &red[k]) == 0, "pthread_create");
+    reduce_job_run(&red[0]);
+    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
     model->baseline = (float)base;
     model->baseline_set = base_set;
 }
