@@ -448,7 +448,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     m->Bb = B;
     // Step t runs rows 0..active[t]-1: up to the last row whose caption is still going.
     // Rows past a caption's end feed no loss, so when the rows are in descending order of
-    // length (sat_forward_backward_parallel puts them so) no step computes a padding row.
+    // length (sat_forward_backward puts them so) no step computes a padding row.
     // The activations hold only those rows, packed by step (srow_, hrow_).
     a->off[0] = 0;
     for (int t = 0; t < T; t++) {
@@ -518,7 +518,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
         }
     }
     const float *hd = c->dropout > 0.0f ? a->hd : h1;
-    const int TB = N;
+    const int TB = N;  // the rows of all steps
     // o = emb (already there) + hd L_h^T + z L_z^T
     gemm(false, true, TB, E, H, 1.0f, hd, H, p->L_h, H, 1.0f, a->o, E);
     gemm(false, true, TB, E, D, 1.0f, a->z, D, p->L_z, D, 1.0f, a->o, E);

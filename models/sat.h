@@ -40,8 +40,8 @@
 #include <stdint.h>
 
 #include "core/block.h"
-#include "core/gemm_packed.h"
 #include "core/error.h"
+#include "core/gemm_packed.h"
 #include "core/rng.h"
 #include "seq/attention.h"
 #include "vision/cnn.h"
@@ -215,8 +215,9 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
 // images given to sat_forward must still be valid.
 void sat_backward(SatModel *m);
 
-// sat_forward (train mode), then m->g zeroed and, when the loss is finite, sat_backward,
-// with the rows put in descending order of caption length first (a stable sort of a copy),
+// sat_forward (train mode) on images (B, per input: sat_input_floats), words (B, max_len)
+// and lens (B), then m->g zeroed and, when the loss is finite, sat_backward, with the rows
+// put in descending order of caption length first (a stable sort of a copy),
 // so that no step computes a row whose caption has ended (see SatActs.active). Each row
 // keeps the noise of its place first + b in the caller's order, so the result equals
 // sat_forward + sat_backward on the caller's order up to float summation order. The
