@@ -147,13 +147,11 @@ int main(int argc, char **argv) {
             sat_forward_backward_parallel(&l, &m, reps, workers, annot, words, lens, B,
                                           (uint64_t)it + 7);
         } else {
-            sat_forward(&m, &l, annot, words, lens, B, 1, (uint64_t)it + 7, 0);
-            block_zero(&m.grads);
-            sat_backward(&m);
+            sat_forward_backward(&l, &m, annot, words, lens, B, (uint64_t)it + 7, 0);
         }
         clip_global_norm(m.grads.data, m.grads.numel, 5.0f);
-        adam_update(m.params.data, m.grads.data, m.adam_m.data, m.adam_v.data, m.params.numel,
-                    &adam, it + 1, 2e-4f);
+        adam_update_threads(m.params.data, m.grads.data, m.adam_m.data, m.adam_v.data,
+                            m.params.numel, &adam, it + 1, 2e-4f, workers);
         loss = l.loss;
         if (it > 0) t_wall += timer_now() - t0, t_cpu += cpu_seconds() - c0;
     }

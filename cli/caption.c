@@ -525,6 +525,10 @@ static int write_curves(const char *csv_path, const char *png_path, Error *err) 
 #define FEATURES_HELP                                                                     \
     "a feature cache of --data (caption features): the decoder runs on its annotations, no "  \
     "image is decoded"
+#define VERIFY_FEATURES_HELP                                                              \
+    "check the feature cache's checksum first, one pass over the whole file (opening "      \
+    "checks its header, sizes and status; caption features checks the checksum when it "     \
+    "writes the cache and when it finds it complete)"
 
 static const char *const KIND_HELP =
     "additive | dot | scaled-dot | multiplicative | multi-head | local-monotonic | "
@@ -570,6 +574,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"data", ARG_STRING, &df->data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
         {"held-out", ARG_DOUBLE, &df->held_out, HELD_OUT_HELP, .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
         {"features", ARG_STRING, &df->features, FEATURES_HELP, .metavar = "FEATURES", .given = NULL},
+        {"verify-features", ARG_FLAG, &df->verify_features, VERIFY_FEATURES_HELP, .given = NULL},
         {"encoder", ARG_STRING, &f->finetune.encoder, "with --fine-tune: the pretrained encoder, vgg16 | vgg19 | resnet18 ... resnet152, then ':' and its safetensors weights", .metavar = "ARCH:FILE", .given = NULL},
         {"fine-tune", ARG_STRING, &f->finetune.stage, "train the encoder's last stage with the decoder, batch norm frozen: conv5 (VGG) | layer4 (ResNet); images go through the encoder every step, on one worker (--threads go to its BLAS), one process", .metavar = "STAGE", .given = NULL},
         {"fine-tune-lr", ARG_FLOAT, &f->finetune.lr, "Adam learning rate of the fine-tuned stage (decayed as --lr)", .has_min = true, .min = 0, .given = &f->finetune.lr_given},
@@ -621,6 +626,16 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
     if (f->given.epochs + f->given.steps + f->given.minutes > 1) {
         if (args_reporting_process())
             fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
+        *code = 2;
+        return 1;
+    }
+    // The annotations' image size and channels are the cache's (its encoder's).
+    if (df->features && (f->given.image_size || f->given.channels)) {
+        fprintf(stderr, "%s: not with --features: the annotations' size and channels are the "
+                        "feature cache's (set when it was made by caption features)\n",
+                f->given.image_size && f->given.channels ? "--image-size, --channels"
+                : f->given.image_size                    ? "--image-size"
+                                                         : "--channels");
         *code = 2;
         return 1;
     }
@@ -1062,11 +1077,7 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
     } else if (r->dist->size > 1) {
         if (train_share_step(r, s, seed, err)) return -1;
     } else if (r->n_workers == 1) {
-        sat_forward(m, &s->loss, r->images, r->words, r->lens, s->images, 1, seed, 0);
-        if (isfinite(s->loss.loss)) {
-            block_zero(&m->grads);
-            sat_backward(m);
-        }
+        sat_forward_backward(&s->loss, m, r->images, r->words, r->lens, s->images, seed, 0);
     } else {
         sat_forward_backward_parallel(&s->loss, m, r->workers, r->n_workers, r->images, r->words,
                                       r->lens, s->images, seed);
@@ -1078,8 +1089,8 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
     if (r->ft.on && caption_finetune_check_finite(&r->ft, step, r->path_model, err)) return -1;
     s->norm = clip_global_norm(m->grads.data, m->grads.numel, f->clip);
     s->lr = lr_exponential(f->lr, f->lr_decay, r->spe, step);
-    adam_update(m->params.data, m->grads.data, m->adam_m.data, m->adam_v.data, m->params.numel,
-                &r->adam, step, s->lr);
+    adam_update_threads(m->params.data, m->grads.data, m->adam_m.data, m->adam_v.data,
+                        m->params.numel, &r->adam, step, s->lr, r->n_workers);
     if (r->ft.on) caption_finetune_step(&r->ft, &r->adam, step, s->lr / f->lr, f->clip);
     train_ema_update(&r->ema, &m->params, step);
     r->tc.step = step;
@@ -1297,6 +1308,7 @@ static int cmd_eval(int argc, char **argv) {
         {"data", ARG_STRING, &df.data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
         {"held-out", ARG_DOUBLE, &df.held_out, HELD_OUT_HELP " (as in training)", .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
         {"features", ARG_STRING, &df.features, FEATURES_HELP, .metavar = "FEATURES", .given = NULL},
+        {"verify-features", ARG_FLAG, &df.verify_features, VERIFY_FEATURES_HELP, .given = NULL},
         {"split", ARG_STRING, &split_s, "train | valid | test", .given = NULL},
         {"encoder", ARG_STRING, &encoder, "a model that fine-tuned its encoder (train --fine-tune): the pretrained encoder, if not at the path it records (the weights must be the same)", .metavar = "ARCH:FILE", .given = NULL},
         {"beam", ARG_INT, &beam, "beam width (1 = greedy)", .has_min = true, .min = 1, .has_max = true, .max = 64},

@@ -8,6 +8,7 @@
 #ifndef CLI_CAPTION_DATA_H
 #define CLI_CAPTION_DATA_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "core/error.h"
@@ -24,6 +25,8 @@ typedef struct {
     double held_out;    // disk data without splits: validation share and test share, each
     const char *features;  // a feature cache (datasets/featcache.h) of this data, or NULL:
                            // images are then its annotations (L, D), never decoded
+    bool verify_features;  // check the cache's checksum on opening (one pass over the
+                           // file); otherwise its header, metadata, sizes and status only
 } CaptionDataFlags;
 
 // --held-out's help line (train and eval must agree on it to see the same test split).

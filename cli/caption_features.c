@@ -290,6 +290,8 @@ typedef struct {
     FeatCacheInfo info;
     const char **ids;
     char description[512], preprocess[512], spec[64];
+    const char *data;         // the data spec recorded: --data, or recorded_data
+    char recorded_data[1200]; // an existing cache's spec naming the same files as --data
 } Extraction;
 
 static void extraction_free(Extraction *x) {
@@ -329,6 +331,12 @@ static int extraction_open(Extraction *x, FeaturesFlags *f, Error *err) {
         f->batch = pb, f->threads = pt, f->group = pg;
     }
     if (f->batch == 0) f->batch = f->threads * f->group * 4;
+    // A cache (or partial one) at --out that records --data written another way for the
+    // same files ("data/x" for "./data/x") is that cache: its text is kept.
+    x->data = f->data;
+    if (featcache_recorded_data(f->out, x->recorded_data, sizeof x->recorded_data) &&
+        strcmp(x->recorded_data, f->data) && caption_spec_same(x->recorded_data, f->data))
+        x->data = x->recorded_data;
     x->ids = xmalloc((size_t)x->set.n_images * sizeof(char *));
     for (int i = 0; i < x->set.n_images; i++) x->ids[i] = x->set.images[i].id;
     encoder_spec_format(x->spec, sizeof x->spec, encoder_spec(x->enc));
@@ -337,7 +345,7 @@ static int extraction_open(Extraction *x, FeaturesFlags *f, Error *err) {
     x->info = (FeatCacheInfo){.encoder = x->spec, .encoder_sha256 = encoder_weights_sha256(x->enc),
                               .encoder_weights = file, .encoder_description = x->description,
                               .preprocess = x->preprocess, .image_size = f->image_size,
-                              .data = f->data, .n = x->set.n_images, .ids = x->ids, .L = G * G,
+                              .data = x->data, .n = x->set.n_images, .ids = x->ids, .L = G * G,
                               .D = encoder_dim(x->enc), .dtype = dt, .batch = f->batch,
                               .threads = f->threads, .group = f->group};
     return featcache_writer_open(&x->w, f->out, &x->info, err);
@@ -382,8 +390,14 @@ int caption_features_main(int argc, char **argv) {
     Extraction x;
     int rc = extraction_open(&x, &f, &err) ? 1 : 0;
     if (rc == 0 && x.w.complete) {
-        text_write_linef(stderr, "caption features: %s is complete (%d images, %s); nothing to do", f.out,
-                         x.info.n, x.spec);
+        // The one pass over the file that caption train and eval skip (they check the
+        // header and sizes only, unless --verify-features): a damaged cache is refused here.
+        FeatCache c;
+        rc = featcache_open(&c, f.out, &err) || featcache_verify(&c, &err) ? 1 : 0;
+        if (c.base) featcache_close(&c);
+        if (rc == 0)
+            text_write_linef(stderr, "caption features: %s is complete (%d images, %s) and its "
+                                     "checksum holds; nothing to do", f.out, x.info.n, x.spec);
     } else if (rc == 0) {
         if (x.w.start > 0)
             text_write_linef(stderr, "caption features: resuming %s.partial at image %d of %d", f.out,

@@ -1,6 +1,7 @@
 #include "core/adam.h"
 
 #include <math.h>
+#include <pthread.h>
 
 #include "core/check.h"
 
@@ -28,6 +29,44 @@ void adam_update(float *param, const float *grad, float *m, float *v, size_t n,
         v[i] = vi;
         float update = (mi * c1) / (sqrtf(vi * c2) + eps);
         param[i] -= lr * (update + wd * param[i]);
+    }
+}
+
+typedef struct {
+    float *param, *m, *v;
+    const float *grad;
+    size_t n;
+    const AdamConfig *cfg;
+    long step;
+    float lr;
+} AdamSlice;
+
+static void *adam_slice_run(void *arg) {
+    AdamSlice *s = arg;
+    adam_update(s->param, s->grad, s->m, s->v, s->n, s->cfg, s->step, s->lr);
+    return NULL;
+}
+
+void adam_update_threads(float *param, const float *grad, float *m, float *v, size_t n,
+                         const AdamConfig *cfg, long step, float lr, int n_threads) {
+    enum { MAX_THREADS = 64, MIN_SLICE = 1 << 16 };
+    size_t k = n_threads < 1 ? 1 : n_threads > MAX_THREADS ? MAX_THREADS : (size_t)n_threads;
+    if (k > n / MIN_SLICE) k = n / MIN_SLICE ? n / MIN_SLICE : 1;
+    AdamSlice s[MAX_THREADS];
+    pthread_t th[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (size_t t = 0; t < k; t++) {
+        // Slices of a multiple of 16 floats, the last one takes the rest.
+        size_t lo = (n / k * t) & ~(size_t)15, hi = t + 1 == k ? n : (n / k * (t + 1)) & ~(size_t)15;
+        s[t] = (AdamSlice){param + lo, m + lo, v + lo, grad + lo, hi - lo, cfg, step, lr};
+    }
+    for (size_t t = 1; t < k; t++) started[t] = pthread_create(&th[t], NULL, adam_slice_run, &s[t]) == 0;
+    adam_slice_run(&s[0]);
+    for (size_t t = 1; t < k; t++) {
+        if (started[t])
+            pthread_join(th[t], NULL);
+        else
+            adam_slice_run(&s[t]);
     }
 }
 

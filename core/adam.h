@@ -18,6 +18,11 @@ AdamConfig adam_defaults(float lr);
 void adam_update(float *param, const float *grad, float *m, float *v, size_t n,
                  const AdamConfig *cfg, long step, float lr);
 
+// adam_update over n_threads threads, each a contiguous slice (at least 1 << 16 parameters
+// per thread, else fewer threads): the same results bit for bit (the update is elementwise).
+void adam_update_threads(float *param, const float *grad, float *m, float *v, size_t n,
+                         const AdamConfig *cfg, long step, float lr, int n_threads);
+
 // Global L2 norm of grad (double accumulation). If max_norm > 0 and the norm exceeds
 // it, scales grad by max_norm / norm. Returns the norm before clipping.
 float clip_global_norm(float *grad, size_t n, float max_norm);

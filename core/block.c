@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/check.h"
 
@@ -38,15 +39,26 @@ void block_add(Block *b, float **view, const char *name, int ndim, ...) {
 void block_alloc(Block *b) {
     CHECK(!b->data);
     size_t bytes = ((b->numel * sizeof(float)) + 63) & ~(size_t)63;
-    b->data = aligned_alloc(64, bytes ? bytes : 64);
-    CHECK(b->data, "out of memory allocating %zu bytes", bytes);
-    memset(b->data, 0, bytes);
+    if (bytes >= BLOCK_MAP_BYTES) {
+        // Zero pages from the system: a page costs memory once something writes it.
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(p != MAP_FAILED, "out of memory mapping %zu bytes", bytes);
+        b->data = p;
+        b->mapped = bytes;
+    } else {
+        b->data = aligned_alloc(64, bytes ? bytes : 64);
+        CHECK(b->data, "out of memory allocating %zu bytes", bytes);
+        memset(b->data, 0, bytes);
+    }
     for (int i = 0; i < b->count; i++)
         if (b->tensors[i].view) *b->tensors[i].view = b->data + b->tensors[i].offset;
 }
 
 void block_free(Block *b) {
-    free(b->data);
+    if (b->mapped)
+        munmap(b->data, b->mapped);
+    else
+        free(b->data);
     free(b->tensors);
     memset(b, 0, sizeof *b);
 }

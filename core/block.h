@@ -33,11 +33,18 @@ typedef struct {
     int count, cap;
     size_t numel;  // total floats
     float *data;   // NULL until block_alloc
+    size_t mapped; // bytes of an anonymous mapping (block_alloc of BLOCK_MAP_BYTES or more), or 0
 } Block;
+
+// From this size on block_alloc maps zero pages instead of allocating and clearing: the
+// memory of a part never written (activations a run does not use, such as a data-parallel
+// model's own while its workers train) is never resident.
+#define BLOCK_MAP_BYTES ((size_t)1 << 20)
 
 // Registers a tensor of ndim dimensions (the dims follow as ints). Names are unique.
 void block_add(Block *b, float **view, const char *name, int ndim, ...);
-// Allocates (zeroed, 64-byte aligned) and sets all views.
+// Allocates (zeroed, 64-byte aligned; page-aligned zero pages from BLOCK_MAP_BYTES on) and
+// sets all views.
 void block_alloc(Block *b);
 void block_free(Block *b);
 void block_zero(Block *b);

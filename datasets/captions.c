@@ -232,6 +232,24 @@ static int copy_part(char *dst, const char *src, size_t len, const char *text, c
     return 0;
 }
 
+// Both empty, equal, or resolving to the same path.
+static int same_path_(const char *x, const char *y) {
+    if (!strcmp(x, y)) return 1;
+    if (!*x || !*y) return 0;
+    char *rx = realpath(x, NULL), *ry = realpath(y, NULL);
+    int same = rx && ry && !strcmp(rx, ry);
+    free(rx);
+    free(ry);
+    return same;
+}
+
+int caption_spec_same(const char *a, const char *b) {
+    CaptionSpec sa, sb;
+    Error err;
+    if (caption_spec_parse(&sa, a, &err) || caption_spec_parse(&sb, b, &err)) return 0;
+    return sa.kind == sb.kind && same_path_(sa.file, sb.file) && same_path_(sa.images, sb.images);
+}
+
 int caption_spec_parse(CaptionSpec *spec, const char *text, Error *err) {
     memset(spec, 0, sizeof *spec);
     if (!text || !*text) return error_set(err, "empty data spec");

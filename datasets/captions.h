@@ -142,6 +142,10 @@ void caption_options_default(CaptionOptions *opts);
 // (no flag name in it: the caller may prefix "--data").
 int caption_spec_parse(CaptionSpec *spec, const char *text, Error *err);
 const char *caption_source_name(CaptionSource kind);  // "scenes", "flickr8k", ...
+// 1 when specs a and b name the same source: the same kind and the same files, each pair
+// of paths equal as given or once resolved (realpath: "data/x" and "./data/x", a symbolic
+// link and its target); 0 otherwise, or when either does not parse.
+int caption_spec_same(const char *a, const char *b);
 
 // Reads the source named by spec (not scenes: that fails with a message saying so).
 // opts may be NULL for the defaults. On failure set is left empty (safe to free).

@@ -386,6 +386,20 @@ int featcache_partial_settings(const char *path, int *batch, int *threads, int *
     return ok;
 }
 
+int featcache_recorded_data(const char *path, char *buf, size_t cap) {
+    char partial[1200];
+    snprintf(partial, sizeof partial, "%s.partial", path);
+    const char *file = file_exists(path) ? path : file_exists(partial) ? partial : NULL;
+    SafetensorsFile f;
+    Error err;
+    if (!file || safetensors_open(&f, file, &err)) return 0;
+    const char *d = safetensors_meta(&f, "data");
+    int ok = d && strlen(d) < cap;
+    if (ok) memcpy(buf, d, strlen(d) + 1);
+    safetensors_free(&f);
+    return ok;
+}
+
 static int finite_row_(const float *x, size_t n) {
     int ok = 1;
     for (size_t i = 0; i < n; i++) ok &= isfinite(x[i]) != 0;

@@ -96,6 +96,11 @@ int featcache_writer_open(FeatCacheWriter *w, const char *path, const FeatCacheI
 // (the bytes depend on them): 1 and *batch, *threads, *group set when PATH.partial exists
 // and records them; 0 otherwise.
 int featcache_partial_settings(const char *path, int *batch, int *threads, int *group);
+// The data spec recorded in PATH, or else in PATH.partial, into buf (cap bytes): 1 when
+// one of them exists and records one that fits, 0 otherwise. (A caller whose --data names
+// the same files another way can write that text into its FeatCacheInfo, so that the
+// header comparison of featcache_writer_open sees the same setting.)
+int featcache_recorded_data(const char *path, char *buf, size_t cap);
 // Stores images first .. first + count - 1: annot (count, L, D), status (count) of
 // FEAT_OK / FEAT_UNREADABLE (an unreadable image's annotations are stored as zeros).
 // The annotations are synced to disk before the status bytes are written. Annotations

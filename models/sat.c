@@ -271,7 +271,6 @@ void sat_alloc_acts(SatModel *m, int B) {
     block_add(k, &a->o, "o", 3, T, B, E);
     block_add(k, &a->probs, "probs", 3, T, B, V);
     block_add(k, &a->losses, "losses", 2, T, B);
-    block_add(k, &a->xin, "xin", 2, B, I);
     block_add(k, &a->dannot, "dannot", 3, B, L, D);
     block_add(k, &a->dprep, "dprep", 1, prep);
     block_add(k, &a->dhs, "dhs", 3, T + 1, B, H);
@@ -293,11 +292,13 @@ void sat_alloc_acts(SatModel *m, int B) {
     // to; their gradient accumulates into do_ once the output layer's backward is done.
     a->emb = a->o;
     a->demb = a->do_;
-    int *ints = xcalloc((size_t)4 * T * B + B, sizeof(int));
+    int *ints = xcalloc((size_t)4 * T * B + B + 2 * T + 1, sizeof(int));
     a->in_tok = ints;
     a->target = ints + (size_t)T * B;
     a->sample = ints + (size_t)2 * T * B;
     a->steps = ints + (size_t)4 * T * B;
+    a->active = a->steps + B;
+    a->off = a->active + T;
     a->row_rng = xcalloc((size_t)B, sizeof(Rng));
     if (c->feat_L == 0) cnn_workspace_alloc(&m->cnn_ws, &c->cnn, B, c->image_size);
 }
@@ -309,6 +310,12 @@ void sat_free(SatModel *m) {
         block_free(&m->adam_v);
     }
     block_free(&m->grads);
+    free(m->sorted_images);
+    free(m->sorted_ints);
+    if (m->own_packs) {
+        packed_free(&m->own_Wt);
+        packed_free(&m->own_Wn);
+    }
     if (m->acts_block.data) {
         block_free(&m->acts_block);
         free(m->a.in_tok);
@@ -340,6 +347,14 @@ static void tanh_inplace_(float *x, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] = tanh_fast(x[i]);
 }
 
+// The per-step activations of a forward are packed by step: step t's rows 0..active[t]-1
+// are rows off[t] .. off[t] + active[t] - 1 (srow_); the states h_t, c_t (and their
+// gradients) follow h_0's B rows (hrow_: h_0 at row 0, h_{t+1} at B + off[t]).
+static inline size_t srow_(const SatActs *a, int t) { return (size_t)a->off[t]; }
+static inline size_t hrow_(const SatActs *a, int t, int B) {
+    return t == 0 ? 0 : (size_t)B + (size_t)a->off[t - 1];
+}
+
 // h0 (B, H), c0 (B, H) from the mean annotation
 static void init_state_(float *h0, float *c0, const float *mean_a, const SatParams *p, int B,
                         int D, int H) {
@@ -367,32 +382,34 @@ static void gate_forward_(float *beta, float *z, const float *h, const float *ct
 
 // Step t's attention with query q (B, H): alpha_t, ctx_t (a sampled annotation when
 // sampling), beta_t and z_t = beta_t ctx_t.
-static void attend_forward_(SatModel *m, int t, const float *q, int B, int sample) {
+// Rows 0..n-1 of the step (n = active[t], see sat_forward).
+static void attend_forward_(SatModel *m, int t, const float *q, int B, int n, int sample) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
     const SatParams *p = &m->p;
     const int L = sat_L(c), D = sat_D(c), H = c->H, nb = nbeta_(c);
     const size_t cache = attn_step_cache_floats(&c->attn, B, L);
-    float *ctx = a->ctx + (size_t)t * B * D;
-    float *alpha = a->alpha + (size_t)t * B * L;
+    const size_t r0 = srow_(a, t);
+    float *ctx = a->ctx + r0 * D;
+    float *alpha = a->alpha + r0 * L;
     attn_forward(ctx, alpha, a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn,
-                 &c->attn, t, B, L);
-    for (int b = 0; b < B; b++) {
+                 &c->attn, t, n, L);
+    for (int b = 0; b < n; b++) {
         int s = -1;
         if (sample) {
             s = rng_categorical(&a->row_rng[b], alpha + (size_t)b * L, L);
             memcpy(ctx + (size_t)b * D, a->annot + ((size_t)b * L + s) * D, (size_t)D * sizeof(float));
         }
-        a->sample[t * B + b] = s;
+        a->sample[r0 + b] = s;
     }
-    gate_forward_(a->beta + (size_t)t * B * nb, a->z + (size_t)t * B * D, q, ctx, p, B, H, D, nb);
+    gate_forward_(a->beta + r0 * nb, a->z + r0 * D, q, ctx, p, n, H, D, nb);
 }
 
 // Training's randomness, row by row: row b's stream (a->row_rng[b]) seeded with
-// rng_mix(seed, first + b) first draws its dropout masks (dmask (T, B, H)) for its own
-// steps, then keeps its place for the hard-attention samples of the time loop. The
+// rng_mix(seed, first + b) first draws its dropout masks (dmask, packed by step) for its
+// own steps, then keeps its place for the hard-attention samples of the time loop. The
 // masks of steps past a caption's end (which no loss reads) are 1, so that the row's
-// draws do not depend on the batch's longest caption.
+// draws do not depend on the batch's longest caption or on the other rows.
 static void draw_row_streams_(SatModel *m, int T, int B, uint64_t seed, int first) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
@@ -400,10 +417,11 @@ static void draw_row_streams_(SatModel *m, int T, int B, uint64_t seed, int firs
     const float keep = 1.0f - c->dropout, scale = 1.0f / keep;
     for (int b = 0; b < B; b++) {
         Rng *rng = &a->row_rng[b];
-        rng_seed(rng, rng_mix(seed, (uint64_t)first + (uint64_t)b));
+        const uint64_t row = m->row_ids ? (uint64_t)m->row_ids[b] : (uint64_t)first + (uint64_t)b;
+        rng_seed(rng, rng_mix(seed, row));
         if (c->dropout <= 0.0f) continue;
-        for (int t = 0; t < T; t++) {
-            float *mask = a->dmask + ((size_t)t * B + b) * H;
+        for (int t = 0; t < T && b < a->active[t]; t++) {
+            float *mask = a->dmask + (srow_(a, t) + b) * H;
             if (t < a->steps[b])
                 for (int i = 0; i < H; i++) mask[i] = rng_uniform(rng) < keep ? scale : 0.0f;
             else
@@ -428,46 +446,68 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     }
     m->Tb = T;
     m->Bb = B;
+    // Step t runs rows 0..active[t]-1: up to the last row whose caption is still going.
+    // Rows past a caption's end feed no loss, so when the rows are in descending order of
+    // length (sat_forward_backward puts them so) no step computes a padding row.
+    // The activations hold only those rows, packed by step (srow_, hrow_).
+    a->off[0] = 0;
+    for (int t = 0; t < T; t++) {
+        int n = 0;
+        for (int b = 0; b < B; b++)
+            if (a->steps[b] > t) n = b + 1;
+        a->active[t] = n;
+        a->off[t + 1] = a->off[t] + n;
+    }
+    const int N = a->off[T];
     if (train) draw_row_streams_(m, T, B, seed, first);
     for (int t = 0; t < T; t++)
-        for (int b = 0; b < B; b++) {
+        for (int b = 0; b < a->active[t]; b++) {
             int n = lens[b];
-            a->in_tok[t * B + b] = t == 0 ? VOCAB_START : (t - 1 < n ? words[b * ML + t - 1] : VOCAB_PAD);
-            a->target[t * B + b] = t < n ? words[b * ML + t] : (t == n ? VOCAB_END : -1);
+            size_t r = srow_(a, t) + b;
+            a->in_tok[r] = t == 0 ? VOCAB_START : (t - 1 < n ? words[b * ML + t - 1] : VOCAB_PAD);
+            a->target[r] = t < n ? words[b * ML + t] : (t == n ? VOCAB_END : -1);
         }
 
     m->images = images;
-    if (c->feat_L > 0)
-        memcpy(a->annot, images, (size_t)B * L * D * sizeof(float));
-    else
+    if (c->feat_L > 0) {
+        if (images != a->annot) memcpy(a->annot, images, (size_t)B * L * D * sizeof(float));
+    } else
         cnn_forward(a->annot, &m->cnn_ws, images, &p->cnn, B);
     mean_annot_(a->mean_a, a->annot, B, L, D);
     init_state_(a->hs, a->cs, a->mean_a, p, B, D, H);
     attn_prepare(a->prep, a->annot, &p->attn, &c->attn, B, L);
-    embedding_forward(a->emb, a->in_tok, p->embed, T * B, E);  // into o (a->emb == a->o)
+    embedding_forward(a->emb, a->in_tok, p->embed, N, E);  // into o (a->emb == a->o)
 
     const int sample = c->hard && train;
     const int after = c->query == SAT_QUERY_CURRENT;
     for (int t = 0; t < T; t++) {
-        const float *h = a->hs + (size_t)t * B * H;
-        float *hn = a->hs + (size_t)(t + 1) * B * H;
-        float *z = a->z + (size_t)t * B * D;
+        const int n = a->active[t];
+        const float *h = a->hs + hrow_(a, t, B) * H;
+        float *hn = a->hs + hrow_(a, t + 1, B) * H;
+        const float *z = a->z + srow_(a, t) * D;
+        float *xh = a->xh + srow_(a, t) * (I + H);
         // query previous: attend with h_t, feed z_t; current: feed z_{t-1}, attend with h_{t+1}
-        if (!after) attend_forward_(m, t, h, B, sample);
-        const float *zin = !after ? z : t > 0 ? z - (size_t)B * D : a->zeros;
-        const float *emb = a->emb + (size_t)t * B * E;
-        for (int b = 0; b < B; b++) {
-            memcpy(a->xin + (size_t)b * I, emb + (size_t)b * E, (size_t)E * sizeof(float));
-            memcpy(a->xin + (size_t)b * I + E, zin + (size_t)b * D, (size_t)D * sizeof(float));
+        // (step t's rows are the first rows of step t - 1's)
+        if (!after) attend_forward_(m, t, h, B, n, sample);
+        const float *zin = !after ? z : t > 0 ? a->z + srow_(a, t - 1) * D : a->zeros;
+        const float *emb = a->emb + srow_(a, t) * E;
+        for (int b = 0; b < n; b++) {  // xh = [emb, z, h]
+            float *row = xh + (size_t)b * (I + H);
+            memcpy(row, emb + (size_t)b * E, (size_t)E * sizeof(float));
+            memcpy(row + E, zin + (size_t)b * D, (size_t)D * sizeof(float));
+            memcpy(row + I, h + (size_t)b * H, (size_t)H * sizeof(float));
         }
-        lstm_forward(hn, a->cs + (size_t)(t + 1) * B * H, a->gates + (size_t)t * B * 4 * H,
-                     a->xh + (size_t)t * B * (I + H), a->xin, h, a->cs + (size_t)t * B * H,
-                     p->lstm_W, p->lstm_b, B, I, H);
-        if (after) attend_forward_(m, t, hn, B, sample);
+        float *cn = a->cs + hrow_(a, t + 1, B) * H, *gates = a->gates + srow_(a, t) * 4 * H;
+        const float *cp = a->cs + hrow_(a, t, B) * H;
+        if (m->pack_Wt)
+            lstm_forward_packed(hn, cn, gates, xh, I + H, cp, m->pack_Wt, p->lstm_b, n, I, H);
+        else
+            lstm_forward_xh(hn, cn, gates, xh, I + H, cp, p->lstm_W, p->lstm_b, n, I, H);
+        if (after) attend_forward_(m, t, hn, B, n, sample);
     }
 
     // Dropout on h, then the deep output over all steps at once.
-    const size_t TBH = (size_t)T * B * H;
+    const size_t TBH = (size_t)N * H;
     const float *h1 = a->hs + (size_t)B * H;
     if (c->dropout > 0.0f) {
         if (train) {
@@ -478,7 +518,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
         }
     }
     const float *hd = c->dropout > 0.0f ? a->hd : h1;
-    const int TB = T * B;
+    const int TB = N;  // the rows of all steps
     // o = emb (already there) + hd L_h^T + z L_z^T
     gemm(false, true, TB, E, H, 1.0f, hd, H, p->L_h, H, 1.0f, a->o, E);
     gemm(false, true, TB, E, D, 1.0f, a->z, D, p->L_z, D, 1.0f, a->o, E);
@@ -491,7 +531,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     for (int b = 0; b < B; b++)
         for (int l = 0; l < L; l++) {
             double s = 0.0;
-            for (int t = 0; t < a->steps[b]; t++) s += a->alpha[((size_t)t * B + b) * L + l];
+            for (int t = 0; t < a->steps[b]; t++) s += a->alpha[(srow_(a, t) + b) * L + l];
             ds += (1.0 - s) * (1.0 - s);
         }
     ds *= c->lambda;
@@ -499,7 +539,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     double ntok = 0.0, reward = 0.0, extra = 0.0;
     for (int b = 0; b < B; b++) {
         double r = 0.0;
-        for (int t = 0; t < a->steps[b]; t++) r -= a->losses[t * B + b];
+        for (int t = 0; t < a->steps[b]; t++) r -= a->losses[srow_(a, t) + b];
         a->reward[b] = (float)r;
         reward += r;
         ntok += a->steps[b];
@@ -511,8 +551,8 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
         for (int b = 0; b < B; b++) {
             double adv = a->reward[b] - base, lp = 0.0, ent = 0.0;
             for (int t = 0; t < a->steps[b]; t++) {
-                const float *al = a->alpha + ((size_t)t * B + b) * L;
-                lp += log(fmax(al[a->sample[t * B + b]], 1e-30));
+                const float *al = a->alpha + (srow_(a, t) + b) * L;
+                lp += log(fmax(al[a->sample[srow_(a, t) + b]], 1e-30));
                 for (int l = 0; l < L; l++)
                     if (al[l] > 0) ent -= al[l] * log(al[l]);
             }
@@ -529,7 +569,8 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
 
 // Backward of attend_forward_ for step t: from dz_t (complete) to dq (B, H) (accumulated),
 // the attention's and the gate's parameters, and the annotations (a->dannot, a->dprep).
-static void attend_backward_(SatModel *m, int t, const float *q, float *dq, float base,
+// Rows 0..n-1 (the step's active rows, as in the forward).
+static void attend_backward_(SatModel *m, int t, int n, const float *q, float *dq, float base,
                              int sample) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
@@ -537,12 +578,13 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
     const int B = m->Bb, L = sat_L(c), D = sat_D(c), H = c->H, nb = nbeta_(c);
     const size_t cache = attn_step_cache_floats(&c->attn, B, L);
     const float invB = 1.0f / (float)B;
-    const float *ctx = a->ctx + (size_t)t * B * D;
-    const float *alpha = a->alpha + (size_t)t * B * L;
-    const float *beta = a->beta + (size_t)t * B * nb;
-    const float *dz = a->dz + (size_t)t * B * D;
+    const size_t r0 = srow_(a, t);
+    const float *ctx = a->ctx + r0 * D;
+    const float *alpha = a->alpha + r0 * L;
+    const float *beta = a->beta + r0 * nb;
+    const float *dz = a->dz + r0 * D;
     // z = beta * ctx
-    for (int b = 0; b < B; b++) {
+    for (int b = 0; b < n; b++) {
         const float *cr = ctx + (size_t)b * D, *zr = dz + (size_t)b * D;
         const float *br = beta + (size_t)b * nb;
         float *dcr = a->dctx + (size_t)b * D, *dbr = a->dbeta + (size_t)b * nb;
@@ -560,9 +602,9 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
             }
         }
     }
-    linear_backward(dq, g->W_beta, g->b_beta, a->dbeta, q, p->W_beta, B, H, nb);
+    linear_backward(dq, g->W_beta, g->b_beta, a->dbeta, q, p->W_beta, n, H, nb);
     // dalpha: doubly stochastic term, plus REINFORCE and entropy for hard attention
-    for (int b = 0; b < B; b++) {
+    for (int b = 0; b < n; b++) {
         float *dar = a->dalpha + (size_t)b * L;
         if (t >= a->steps[b]) {
             memset(dar, 0, (size_t)L * sizeof(float));
@@ -571,7 +613,7 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
         memcpy(dar, a->dstoch + (size_t)b * L, (size_t)L * sizeof(float));
         if (sample) {
             const float *al = alpha + (size_t)b * L;
-            int s = a->sample[t * B + b];
+            int s = a->sample[r0 + b];
             float adv = a->reward[b] - base;
             dar[s] += -adv / fmaxf(al[s], 1e-30f) * invB;
             for (int l = 0; l < L; l++)
@@ -582,14 +624,14 @@ static void attend_backward_(SatModel *m, int t, const float *q, float *dq, floa
     float *dannot = c->feat_L > 0 && !m->annot_grad ? NULL : a->dannot;
     if (sample && dannot) {
         // ctx row = a_{s}: its gradient goes to that annotation; no path through alpha.
-        for (int b = 0; b < B; b++) {
-            float *dst = a->dannot + ((size_t)b * L + a->sample[t * B + b]) * D;
+        for (int b = 0; b < n; b++) {
+            float *dst = a->dannot + ((size_t)b * L + a->sample[r0 + b]) * D;
             const float *src = a->dctx + (size_t)b * D;
             for (int d = 0; d < D; d++) dst[d] += src[d];
         }
     }
     attn_backward(dannot, a->dprep, dq, &g->attn, sample ? a->zeros : a->dctx, a->dalpha,
-                  a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn, &c->attn, t, B, L);
+                  a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn, &c->attn, t, n, L);
 }
 
 // sat_backward up to the annotations' gradient: every parameter's gradient but the CNN's
@@ -598,7 +640,7 @@ static void backward_decoder_(SatModel *m) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
     SatParams *p = &m->p, *g = &m->g;
-    const int B = m->Bb, T = m->Tb, TB = T * B;
+    const int B = m->Bb, T = m->Tb, TB = m->a.off[T];  // TB: the rows of all steps
     const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V;
     const int I = E + D;
     const size_t prepn = attn_prep_floats(&c->attn, B, L);
@@ -608,7 +650,7 @@ static void backward_decoder_(SatModel *m) {
     memset(a->dlogits, 0, (size_t)TB * V * sizeof(float));
     if (c->feat_L == 0 || m->annot_grad) memset(a->dannot, 0, (size_t)B * L * D * sizeof(float));
     if (prepn) memset(a->dprep, 0, prepn * sizeof(float));
-    memset(a->dhs, 0, (size_t)(T + 1) * B * H * sizeof(float));
+    memset(a->dhs, 0, (size_t)(B + TB) * H * sizeof(float));
     memset(a->dcs + (size_t)(T & 1) * B * H, 0, (size_t)B * H * sizeof(float));  // dc_T
     memset(a->dz, 0, (size_t)TB * D * sizeof(float));
     memset(a->do_, 0, (size_t)TB * E * sizeof(float));
@@ -649,7 +691,7 @@ static void backward_decoder_(SatModel *m) {
     for (int b = 0; b < B; b++)
         for (int l = 0; l < L; l++) {
             double s = 0.0;
-            for (int u = 0; u < a->steps[b]; u++) s += a->alpha[((size_t)u * B + b) * L + l];
+            for (int u = 0; u < a->steps[b]; u++) s += a->alpha[(srow_(a, u) + b) * L + l];
             dstoch[(size_t)b * L + l] = (float)(-2.0 * c->lambda * (1.0 - s)) * invB;
         }
     const int after = c->query == SAT_QUERY_CURRENT;
@@ -657,31 +699,38 @@ static void backward_decoder_(SatModel *m) {
         // query previous: z_t fed step t's LSTM, whose h_t queried; current: the LSTM of
         // step t read z_{t-1}, and h_{t+1} queried (its gradient is whole once the
         // attention's part is in, before the LSTM step's backward).
-        if (after) attend_backward_(m, t, a->hs + (size_t)(t + 1) * B * H,
-                                    a->dhs + (size_t)(t + 1) * B * H, base, sample);
-        memset(a->dx, 0, (size_t)B * I * sizeof(float));
+        const int n = a->active[t];
+        if (after) attend_backward_(m, t, n, a->hs + hrow_(a, t + 1, B) * H,
+                                    a->dhs + hrow_(a, t + 1, B) * H, base, sample);
+        memset(a->dx, 0, (size_t)n * I * sizeof(float));
         float *dc_prev = a->dcs + (size_t)(t & 1) * B * H;
         memset(dc_prev, 0, (size_t)B * H * sizeof(float));
-        lstm_backward(a->dx, a->dhs + (size_t)t * B * H, dc_prev, NULL, g->lstm_b,
-                      a->dhs + (size_t)(t + 1) * B * H, a->dcs + (size_t)((t + 1) & 1) * B * H,
-                      a->gates + (size_t)t * B * 4 * H, a->xh + (size_t)t * B * (I + H),
-                      a->cs + (size_t)t * B * H, a->cs + (size_t)(t + 1) * B * H, p->lstm_W,
-                      a->lstm_scratch, B, I, H);
+        float *dh_prev = a->dhs + hrow_(a, t, B) * H;
+        const float *dh = a->dhs + hrow_(a, t + 1, B) * H;
+        const float *dc = a->dcs + (size_t)((t + 1) & 1) * B * H;
+        const float *gates = a->gates + srow_(a, t) * 4 * H, *xh = a->xh + srow_(a, t) * (I + H);
+        const float *cp = a->cs + hrow_(a, t, B) * H, *cn = a->cs + hrow_(a, t + 1, B) * H;
+        if (m->pack_Wn)
+            lstm_backward_packed(a->dx, dh_prev, dc_prev, g->lstm_b, dh, dc, gates, xh, cp, cn,
+                                 m->pack_Wn, a->lstm_scratch, n, I, H);
+        else
+            lstm_backward(a->dx, dh_prev, dc_prev, NULL, g->lstm_b, dh, dc, gates, xh, cp, cn,
+                          p->lstm_W, a->lstm_scratch, n, I, H);
         // Step t's gates are not read again: their slot keeps its gate gradients for the
         // one weight-gradient GEMM over all steps after the loop.
-        memcpy(a->gates + (size_t)t * B * 4 * H, a->lstm_scratch, (size_t)B * 4 * H * sizeof(float));
-        float *demb = a->demb + (size_t)t * B * E;
-        float *dzin = !after ? a->dz + (size_t)t * B * D : t > 0 ? a->dz + (size_t)(t - 1) * B * D : NULL;
-        for (int b = 0; b < B; b++) {
+        memcpy(a->gates + srow_(a, t) * 4 * H, a->lstm_scratch, (size_t)n * 4 * H * sizeof(float));
+        float *demb = a->demb + srow_(a, t) * E;
+        float *dzin = !after ? a->dz + srow_(a, t) * D : t > 0 ? a->dz + srow_(a, t - 1) * D : NULL;
+        for (int b = 0; b < n; b++) {
             const float *dxr = a->dx + (size_t)b * I;
             for (int e = 0; e < E; e++) demb[(size_t)b * E + e] += dxr[e];
             if (dzin)
                 for (int d = 0; d < D; d++) dzin[(size_t)b * D + d] += dxr[E + d];
         }
-        if (!after) attend_backward_(m, t, a->hs + (size_t)t * B * H, a->dhs + (size_t)t * B * H,
-                                     base, sample);
+        if (!after) attend_backward_(m, t, n, a->hs + hrow_(a, t, B) * H,
+                                     a->dhs + hrow_(a, t, B) * H, base, sample);
     }
-    // dW_lstm (4H, I + H) += dgates^T @ xh over all T * B rows at once.
+    // dW_lstm (4H, I + H) += dgates^T @ xh over the rows of all steps at once.
     gemm(true, false, 4 * H, I + H, TB, 1.0f, a->gates, 4 * H, a->xh, I + H, 1.0f, g->lstm_W,
          I + H);
     embedding_backward(g->embed, a->demb, a->in_tok, TB, E);
@@ -747,9 +796,103 @@ typedef struct {
     SatLoss loss;
 } StepJob;
 
+// order (B): the rows by descending lens, ties in their given order (an insertion sort:
+// a batch is a few dozen rows).
+static void order_by_length_(int *order, const int *lens, int B) {
+    for (int i = 0; i < B; i++) {
+        int k = i;
+        while (k > 0 && lens[order[k - 1]] < lens[i]) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = i;
+    }
+}
+
+typedef struct {
+    PackedMatrix *pm;
+    bool trans;
+    const float *W;
+    int ld;
+} PackJob;
+
+static void *pack_job_run(void *arg) {
+    PackJob *j = arg;
+    packed_pack(j->pm, j->trans, j->W, j->ld);
+    return NULL;
+}
+
+// Packs m's LSTM weights into m->own_Wt and m->own_Wn, the two on two threads when
+// threads >= 2.
+static void pack_lstm_(SatModel *m, int threads) {
+    const SatConfig *c = &m->cfg;
+    const int H = c->H, K = c->E + sat_D(c) + H;
+    if (!m->own_packs) {
+        packed_alloc(&m->own_Wt, K, 4 * H);
+        packed_alloc(&m->own_Wn, 4 * H, K);
+        m->own_packs = 1;
+    }
+    PackJob jobs[2] = {{&m->own_Wt, true, m->p.lstm_W, K}, {&m->own_Wn, false, m->p.lstm_W, K}};
+    pthread_t th;
+    const int spawn = threads >= 2 && pthread_create(&th, NULL, pack_job_run, &jobs[1]) == 0;
+    pack_job_run(&jobs[0]);
+    if (spawn)
+        pthread_join(th, NULL);
+    else
+        pack_job_run(&jobs[1]);
+}
+
+// sat_forward of B rows in descending order of caption length (ties in their given order),
+// so that step t runs only the captions still going; each row keeps its own noise stream
+// (m->row_ids) and the backward needs no order but the activations'.
+static void forward_sorted_(SatModel *m, SatLoss *out, const float *images, const int *words,
+                            const int *lens, int B, uint64_t seed, int first) {
+    CHECK(!m->annot_grad, "sat_forward_backward: annotation gradients would be in sorted order");
+    const size_t per = sat_input_floats(&m->cfg);
+    const int ML = m->cfg.max_len;
+    CHECK(m->a.B >= B && B >= 1, "batch %d, activations for %d", B, m->a.B);
+    // Annotations go straight into the activations (sat_forward then copies nothing);
+    // images into a sorted copy for the CNN.
+    const int features = m->cfg.feat_L > 0;
+    if (m->sorted_cap < B) {
+        free(m->sorted_images);
+        free(m->sorted_ints);
+        m->sorted_images = features ? NULL : xmalloc((size_t)B * per * sizeof(float));
+        m->sorted_ints = xmalloc((size_t)B * (ML + 3) * sizeof(int));
+        m->sorted_cap = B;
+    }
+    float *sorted = features ? m->a.annot : m->sorted_images;
+    int *order = m->sorted_ints, *ids = order + B, *slens = ids + B, *swords = slens + B;
+    order_by_length_(order, lens, B);
+    for (int k = 0; k < B; k++) {
+        const int b = order[k];
+        ids[k] = first + b;
+        slens[k] = lens[b];
+        memcpy(swords + (size_t)k * ML, words + (size_t)b * ML, (size_t)ML * sizeof(int));
+        memcpy(sorted + (size_t)k * per, images + (size_t)b * per, per * sizeof(float));
+    }
+    m->row_ids = ids;
+    sat_forward(m, out, sorted, swords, slens, B, 1, seed, first);
+    m->row_ids = NULL;
+}
+
+void sat_forward_backward(SatLoss *out, SatModel *m, const float *images, const int *words,
+                          const int *lens, int B, uint64_t seed, int first) {
+    const int own = !m->pack_Wt;  // else the parallel step packed them for its workers
+    if (own) {
+        pack_lstm_(m, 1);
+        m->pack_Wt = &m->own_Wt;
+        m->pack_Wn = &m->own_Wn;
+    }
+    forward_sorted_(m, out, images, words, lens, B, seed, first);
+    block_zero(&m->grads);
+    if (isfinite(out->loss)) sat_backward(m);
+    if (own) m->pack_Wt = m->pack_Wn = NULL;
+}
+
 static void *step_job_forward(void *arg) {
     StepJob *j = arg;
-    sat_forward(j->m, &j->loss, j->images, j->words, j->lens, j->n, 1, j->seed, j->first);
+    forward_sorted_(j->m, &j->loss, j->images, j->words, j->lens, j->n, j->seed, j->first);
     return NULL;
 }
 
@@ -778,17 +921,44 @@ static void *step_job_encoder(void *arg) {
     return NULL;
 }
 
+typedef struct {
+    float *dst;
+    const StepJob *jobs;
+    int n_jobs, nb;
+    size_t lo, hi;  // the slice of the gradients
+} ReduceJob;
+
+static void *reduce_job_run(void *arg) {
+    ReduceJob *r = arg;
+    float *d = r->dst;
+    for (size_t i = r->lo; i < r->hi; i++) d[i] = 0.0f;
+    for (int k = 0; k < r->n_jobs; k++) {
+        const float share = (float)r->jobs[k].n / (float)r->nb;
+        const float *g = r->jobs[k].m->grads.data;
+        for (size_t i = r->lo; i < r->hi; i++) d[i] += share * g[i];
+    }
+    return NULL;
+}
+
+
 // model->grads [lo, hi) = the jobs' gradients there, weighted by their float shares of nb
-// and added in job order.
+// and added in job order, in slices on `used` threads (each element summed as one thread
+// would).
 static void combine_grads_(SatModel *model, const StepJob *jobs, int used, int nb, size_t lo,
                            size_t hi) {
-    float *d = model->grads.data;
-    memset(d + lo, 0, (hi - lo) * sizeof *d);
+    ReduceJob red[64];
+    pthread_t th[64];
+    const size_t n = hi - lo;
     for (int k = 0; k < used; k++) {
-        const float share = (float)jobs[k].n / (float)nb;
-        const float *g = jobs[k].m->grads.data;
-        for (size_t i = lo; i < hi; i++) d[i] += share * g[i];
+        const size_t a = lo + ((n / used * k) & ~(size_t)15);
+        const size_t b = k + 1 == used ? hi : lo + ((n / used * (k + 1)) & ~(size_t)15);
+        red[k] = (ReduceJob){.dst = model->grads.data, .jobs = jobs, .n_jobs = used, .nb = nb,
+                             .lo = a, .hi = b};
     }
+    for (int k = 1; k < used; k++)
+        CHECK(pthread_create(&th[k], NULL, reduce_job_run, &red[k]) == 0, "pthread_create");
+    reduce_job_run(&red[0]);
+    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
 }
 
 // fn on each job, jobs 1 .. used - 1 on threads of their own, job 0 on the caller's.
@@ -825,6 +995,37 @@ static int first_baseline_(StepJob *jobs, int used, int nb, const SatBatchSum *a
     return 0;
 }
 
+// The workers' forwards and backwards, and model->grads their share-weighted sum: in one
+// pass, or forwards first when the first hard step's baseline needs every share's reward,
+// or with the decoder's gradient handed to across->decoder_done before the CNN's backward.
+static int step_phases_(SatModel *model, StepJob *jobs, int used, int nb,
+                        const SatBatchSum *across) {
+    const size_t enc = sat_encoder_grad_floats(model), all = model->grads.numel;
+    const int overlap = across && across->decoder_done && enc > 0;
+    const int first_hard = sat_first_hard_step(model) && (used > 1 || across);
+    if (overlap) {
+        // The decoder's gradient, complete before the CNN's backward, is handed over (to be
+        // summed over the processes) while the CNN's backward runs.
+        run_jobs_(step_job_forward, jobs, used);
+        if (first_hard && first_baseline_(jobs, used, nb, across)) return -1;
+        run_jobs_(step_job_decoder, jobs, used);
+        combine_grads_(model, jobs, used, nb, enc, all);
+        if (across->decoder_done(across->ctx, model->grads.data, enc, all)) return -1;
+        run_jobs_(step_job_encoder, jobs, used);
+        combine_grads_(model, jobs, used, nb, 0, enc);
+    } else {
+        if (first_hard) {  // the baseline needs every share's reward before any backward
+            run_jobs_(step_job_forward, jobs, used);
+            if (first_baseline_(jobs, used, nb, across)) return -1;
+            run_jobs_(step_job_backward, jobs, used);
+        } else {
+            run_jobs_(step_job_run, jobs, used);
+        }
+        combine_grads_(model, jobs, used, nb, 0, all);
+    }
+    return 0;
+}
+
 void sat_forward_backward_parallel(SatLoss *out, SatModel *model, SatModel *workers,
                                    int n_workers, const float *images, const int *words,
                                    const int *lens, int nb, uint64_t seed) {
@@ -854,29 +1055,15 @@ int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *
         start += n;
         used++;
     }
-    const size_t enc = sat_encoder_grad_floats(model), all = model->grads.numel;
-    const int overlap = across && across->decoder_done && enc > 0;
-    const int first_hard = sat_first_hard_step(model) && (used > 1 || across);
-    if (overlap) {
-        // The decoder's gradient, complete before the CNN's backward, is handed over (to be
-        // summed over the processes) while the CNN's backward runs.
-        run_jobs_(step_job_forward, jobs, used);
-        if (first_hard && first_baseline_(jobs, used, nb, across)) return -1;
-        run_jobs_(step_job_decoder, jobs, used);
-        combine_grads_(model, jobs, used, nb, enc, all);
-        if (across->decoder_done(across->ctx, model->grads.data, enc, all)) return -1;
-        run_jobs_(step_job_encoder, jobs, used);
-        combine_grads_(model, jobs, used, nb, 0, enc);
-    } else {
-        if (first_hard) {  // the baseline needs every share's reward before any backward
-            run_jobs_(step_job_forward, jobs, used);
-            if (first_baseline_(jobs, used, nb, across)) return -1;
-            run_jobs_(step_job_backward, jobs, used);
-        } else {
-            run_jobs_(step_job_run, jobs, used);
-        }
-        combine_grads_(model, jobs, used, nb, 0, all);
+    // The LSTM weights packed once for all workers.
+    pack_lstm_(model, used);
+    for (int k = 0; k < used; k++) {
+        jobs[k].m->pack_Wt = &model->own_Wt;
+        jobs[k].m->pack_Wn = &model->own_Wn;
     }
+    const int status = step_phases_(model, jobs, used, nb, across);
+    for (int k = 0; k < used; k++) jobs[k].m->pack_Wt = jobs[k].m->pack_Wn = NULL;
+    if (status) return -1;
     memset(out, 0, sizeof *out);
     double base = 0.0;
     int base_set = 0;

@@ -43,6 +43,7 @@
 
 #include "core/block.h"
 #include "core/error.h"
+#include "core/gemm_packed.h"
 #include "core/rng.h"
 #include "seq/attention.h"
 #include "vision/cnn.h"
@@ -112,7 +113,11 @@ typedef struct {
     float *L_o, *b_o;                  // (V, E), (V)
 } SatParams;
 
-// Activation views (T = max_len + 1 steps, B = batch capacity), laid out (T, B, ...).
+// Activation views (T = max_len + 1 steps, B = batch capacity). The per-step ones, shown
+// (T, B, ...), hold room for T B rows but a forward packs them by step: step t computes
+// only its active[t] first rows (the rows up to the last caption still going at step t),
+// stored from row off[t] on; sat_step_row gives the row of (t, b). hs, cs and dhs hold
+// h_0's B rows, then each step's new states packed the same way (B + off[t] for h_{t+1}).
 typedef struct {
     int T, B;
     float *annot, *mean_a, *prep;      // (B, L, D), (B, D), attn prep
@@ -123,7 +128,6 @@ typedef struct {
     float *hs, *cs;                    // (T + 1, B, H)
     float *hd, *dmask;                 // (T, B, H) with dropout (else unused: h is read)
     float *o, *probs, *losses;         // (T, B, E), (T, B, V), (T, B)
-    float *xin;                        // (B, E + D)
     // backward scratch
     float *dannot, *dprep, *dhs, *dcs; // (B, L, D), prep, (T + 1, B, H), (2, B, H) by t & 1
     float *dz, *demb, *dx, *dctx;      // (T, B, D), (T, B, E) do_'s memory, (B, E + D), (B, D)
@@ -133,6 +137,8 @@ typedef struct {
     float *dstoch;                     // (B, L) the regulariser's gradient on alpha
     int *in_tok, *target, *sample;     // (T, B) each; target -1 = no loss
     int *steps;                        // (B) steps of each caption (n_b + 1)
+    int *active, *off;                 // (T), (T + 1): rows step t computes (1 + the last
+                                       // row with steps > t); first row of step t, off[T] all
     Rng *row_rng;                      // (B) each row's stream during a training forward
 } SatActs;
 
@@ -151,10 +157,36 @@ typedef struct {
                            // sampled locations' log alpha (0 otherwise)
     const float *images;   // the last forward's images (kept alive by the caller until backward)
     int replica;           // 1: parameters borrowed from another model (not freed here)
+    // sat_forward_backward's copy of its batch in descending order of caption length:
+    // images (cap, per) (NULL with features: they go into a.annot), words (cap, max_len),
+    // lens, and each row's place in the caller's batch (cap); grown as needed, freed by
+    // sat_free.
+    float *sorted_images;
+    int *sorted_ints;
+    int sorted_cap;
+    const int *row_ids;    // non-NULL during sat_forward_backward: row b's noise stream is
+                           // image row_ids[b]'s (else first + b)
+    // The LSTM weights packed for the step products (core/gemm_packed.h): W^T for the
+    // forward's gates, W for the backward's input gradients. pack_Wt and pack_Wn point to
+    // packs of the current parameters only during sat_forward_backward (its own, or the
+    // parallel step's, packed once for all workers); otherwise NULL, and sat_forward and
+    // sat_backward multiply by lstm_W itself. own_Wt, own_Wn: this model's packs
+    // (allocated on first use, 2 x the size of lstm_W).
+    const PackedMatrix *pack_Wt, *pack_Wn;
+    PackedMatrix own_Wt, own_Wn;
+    int own_packs;
     int annot_grad;        // with features: 1 makes sat_backward also leave d loss / d annotations
                            // (B, L, D) in a.dannot (fine-tuning an encoder stage,
                            // vision/encoder_stage.h); 0 (default): annotations are data
 } SatModel;
+
+// The row of step t, batch row b in the per-step activations of the last forward (alpha,
+// ctx, z, beta, sample, the logits, ...; h_{t+1} is row B + this of hs), or -1 when step t
+// did not compute row b (past its caption's end and every later row's).
+static inline int sat_step_row(const SatModel *m, int t, int b) {
+    if (t < 0 || t >= m->Tb || b < 0 || b >= m->a.active[t]) return -1;
+    return m->a.off[t] + b;
+}
 
 // Registers and allocates parameters, gradients and Adam moments; initialises with rng.
 void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng);
@@ -187,9 +219,20 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
 // images given to sat_forward must still be valid.
 void sat_backward(SatModel *m);
 
+// sat_forward (train mode) on images (B, per input: sat_input_floats), words (B, max_len)
+// and lens (B), then m->g zeroed and, when the loss is finite, sat_backward, with the rows
+// put in descending order of caption length first (a stable sort of a copy),
+// so that no step computes a row whose caption has ended (see SatActs.active). Each row
+// keeps the noise of its place first + b in the caller's order, so the result equals
+// sat_forward + sat_backward on the caller's order up to float summation order. The
+// activations left in m->a are in the sorted order. Not for m->annot_grad (its dannot
+// would be sorted too).
+void sat_forward_backward(SatLoss *out, SatModel *m, const float *images, const int *words,
+                          const int *lens, int B, uint64_t seed, int first);
+
 // Data parallelism: splits the batch (B rows) into contiguous shares over n_workers
-// replicas (sat_replica_init, activations for ceil(B / n_workers)), runs forward (train
-// mode) and backward of each share on its own thread (the caller's thread takes the
+// replicas (sat_replica_init, activations for ceil(B / n_workers)), runs
+// sat_forward_backward of each share on its own thread (the caller's thread takes the
 // first), and leaves in m->g the share-weighted sum of their gradients: the gradient of
 // the whole batch's loss (up to float summation order). out: the batch's loss. Each row
 // draws its randomness from its own stream, seeded by (seed, its index in the batch), as

@@ -519,6 +519,32 @@ void attn_forward(float *context, float *alpha, float *cache, const float *prep,
     weighted_sum_forward(context, al, keys, B, L, D);
 }
 
+// The additive score's backward at one position, given de = d loss / d score: one pass
+// over A (the same operations per element as separate passes), u = tanh(Kp + qp)
+// recomputed as the forward computed it:
+//   dw += de u;  dq += de w (1 - u^2);  dpr += de w (1 - u^2) (dpr may be NULL).
+// A function of its own with restrict parameters, so that GCC vectorises the loops (on
+// block-scope restrict pointers inside attn_backward it kept them scalar).
+static void additive_backward_position(float *restrict dpr, float *restrict dw,
+                                       float *restrict dq, const float *restrict kpi,
+                                       const float *restrict qpb, const float *restrict w,
+                                       float de, int A) {
+    if (dpr) {
+        for (int k = 0; k < A; k++) {
+            float uk = tanh_fast(kpi[k] + qpb[k]), dk = de * w[k] * (1.0f - uk * uk);
+            dw[k] += de * uk;
+            dq[k] += dk;
+            dpr[k] += dk;
+        }
+    } else {
+        for (int k = 0; k < A; k++) {
+            float uk = tanh_fast(kpi[k] + qpb[k]);
+            dw[k] += de * uk;
+            dq[k] += de * w[k] * (1.0f - uk * uk);
+        }
+    }
+}
+
 void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
                    const float *dcontext, const float *dalpha, const float *cache,
                    const float *prep, const float *keys, const float *query,
@@ -581,27 +607,10 @@ void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
             float *dki = dkeys ? dkeys + ((size_t)b * L + i) * D : NULL;
             switch (s) {
             case ATTN_ADDITIVE: {
-                // One pass over A (the same operations per element as separate passes);
-                // u = tanh(Kp + qp) recomputed as the forward pass computed it.
-                const float *restrict kpi = prep + ((size_t)b * L + i) * A;
-                const float *restrict qpb = qp + (size_t)b * A;
-                const float *restrict w = p->w;
-                float *restrict dw = dp->w, *restrict dq = dqp + (size_t)b * A;
-                if (dprep) {
-                    float *restrict dpr = dprep + ((size_t)b * L + i) * A;
-                    for (int k = 0; k < A; k++) {
-                        float uk = tanh_fast(kpi[k] + qpb[k]), dk = de * w[k] * (1.0f - uk * uk);
-                        dw[k] += de * uk;
-                        dq[k] += dk;
-                        dpr[k] += dk;
-                    }
-                } else {
-                    for (int k = 0; k < A; k++) {
-                        float uk = tanh_fast(kpi[k] + qpb[k]);
-                        dw[k] += de * uk;
-                        dq[k] += de * w[k] * (1.0f - uk * uk);
-                    }
-                }
+                const float *kpi = prep + ((size_t)b * L + i) * A;
+                float *dpr = dprep ? dprep + ((size_t)b * L + i) * A : NULL;
+                additive_backward_position(dpr, dp->w, dqp + (size_t)b * A, kpi, qp + (size_t)b * A,
+                                           p->w, de, A);
                 break;
             }
             case ATTN_DOT:

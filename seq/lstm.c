@@ -120,10 +120,13 @@ int lstm_scratch_floats(int B, int I, int H) {
     return B * 4 * H + B * (I + H);
 }
 
-void lstm_backward(float *dx, float *dh_prev, float *dc_prev, float *dW, float *db,
-                   const float *dh, const float *dc, const float *gates, const float *xh,
-                   const float *c_prev, const float *c, const float *W, float *scratch, int B,
-                   int I, int H) {
+// lstm_backward with the input-gradient product through W (gemm) or Wn (W packed,
+// gemm_packed) when Wn is not NULL.
+static void lstm_backward_impl(float *dx, float *dh_prev, float *dc_prev, float *dW, float *db,
+                               const float *dh, const float *dc, const float *gates,
+                               const float *xh, const float *c_prev, const float *c,
+                               const float *W, const PackedMatrix *Wn, float *scratch, int B,
+                               int I, int H) {
     CHECK(B >= 0 && I >= 0 && H > 0, "B %d I %d H %d", B, I, H);
     const int K = I + H;
     const size_t G = (size_t)4 * H;
@@ -174,7 +177,10 @@ void lstm_backward(float *dx, float *dh_prev, float *dc_prev, float *dW, float *
     if (dW) gemm(true, false, (int)G, K, B, 1.0f, dgates, (int)G, xh, K, 1.0f, dW, K);
     // dxh (B, K) = dgates (B, 4H) @ W (4H, K), split into dx and dh_prev
     if (dx || dh_prev) {
-        gemm(false, false, B, K, (int)G, 1.0f, dgates, (int)G, W, K, 0.0f, dxh, K);
+        if (Wn)
+            gemm_packed(B, K, dgates, (int)G, Wn, 0.0f, dxh, K);
+        else
+            gemm(false, false, B, K, (int)G, 1.0f, dgates, (int)G, W, K, 0.0f, dxh, K);
         for (int r = 0; r < B; r++) {
             const float *restrict d = dxh + (size_t)r * K;
             if (dx) {
@@ -187,6 +193,23 @@ void lstm_backward(float *dx, float *dh_prev, float *dc_prev, float *dW, float *
             }
         }
     }
+}
+
+void lstm_backward(float *dx, float *dh_prev, float *dc_prev, float *dW, float *db,
+                   const float *dh, const float *dc, const float *gates, const float *xh,
+                   const float *c_prev, const float *c, const float *W, float *scratch, int B,
+                   int I, int H) {
+    lstm_backward_impl(dx, dh_prev, dc_prev, dW, db, dh, dc, gates, xh, c_prev, c, W, NULL,
+                       scratch, B, I, H);
+}
+
+void lstm_backward_packed(float *dx, float *dh_prev, float *dc_prev, float *db,
+                          const float *dh, const float *dc, const float *gates, const float *xh,
+                          const float *c_prev, const float *c, const PackedMatrix *Wn,
+                          float *scratch, int B, int I, int H) {
+    CHECK(Wn->K == 4 * H && Wn->N == I + H, "packed (%d, %d) for I %d H %d", Wn->K, Wn->N, I, H);
+    lstm_backward_impl(dx, dh_prev, dc_prev, NULL, db, dh, dc, gates, xh, c_prev, c, NULL, Wn,
+                       scratch, B, I, H);
 }
 
 static double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }

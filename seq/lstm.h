@@ -44,6 +44,13 @@ void lstm_backward(float *dx, float *dh_prev, float *dc_prev, float *dW, float *
                    const float *c_prev, const float *c, const float *W, float *scratch, int B,
                    int I, int H);
 int lstm_scratch_floats(int B, int I, int H);
+// lstm_backward with W given packed as op(B) = W (K = 4H, N = I + H; packed_pack without
+// trans) for the input gradients dxh = dgates W, and no dW (the caller adds dgates^T xh
+// over its steps from the scratch's dgates).
+void lstm_backward_packed(float *dx, float *dh_prev, float *dc_prev, float *db,
+                          const float *dh, const float *dc, const float *gates, const float *xh,
+                          const float *c_prev, const float *c, const PackedMatrix *Wn,
+                          float *scratch, int B, int I, int H);
 
 // The elementwise half of an LSTM step's backward (gate order i, f, g, o as above), in place: gates (B, 4H) holds the post-activation gates on entry and the
 // pre-activation gate gradients on return. From dh, dc (B, H); accumulates dc_prev (B, H).

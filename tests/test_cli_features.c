@@ -4,7 +4,8 @@
 // cache left alone, another setting refused, an interrupted extraction resumed to the same
 // bytes), `caption train --features` and `eval --features` (decoder only; the checkpoint
 // records the encoder), `predict` running the recorded encoder on new images, and the
-// one-line refusals of a cache that does not match the data or the model.
+// one-line refusals of a cache that does not match the data or the model; where the
+// checksum is checked, and --data naming the same files another way.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,8 +91,12 @@ static void test_features_extract(void) {
         snprintf(path, sizeof path, "%s/r.safetensors.partial", tmp);
         Error e;
         EXPECT(file_write_atomic(path, p, l1, &e) == 0, "%s", e.msg);
+        // --data naming the same files another way resumes the same partial cache.
+        char same[1200];
+        snprintf(same, sizeof same, "tsv:./%s/scenes/captions.tsv:%s/scenes/", tmp, tmp);
+        if (tmp[0] == '/') snprintf(same, sizeof same, "tsv:%s/./scenes/captions.tsv:%s/scenes/", tmp, tmp);
         st = run("features --encoder vgg19:%s --data %s --out %s/r.safetensors --image-size 64 "
-                 "--threads 2 --batch 4", vgg19, data, tmp);
+                 "--threads 2 --batch 4", vgg19, same, tmp);
         err = slurp("stderr.txt");
         EXPECT(st == 0 && strstr(err, "resuming") && strstr(err, "at image 16"), "resume: %d %s", st, err);
         EXPECT(strstr(err, "with the 1 thread the extraction started with"), "thread count: %s", err);
@@ -177,6 +182,58 @@ static void test_features_train_eval_predict(void) {
     free(err);
 }
 
+// Where the checksum is checked (caption features on a complete cache; train and eval with
+// --verify-features) a damaged cache is refused with one line naming it; train without the
+// flag opens it on its header and sizes (no pass over the file), which still refuse a
+// truncated cache. --image-size and --channels are refused beside --features. A --data
+// naming the same files another way finds the cache (complete, and partial when resumed).
+static void test_features_checks(void) {
+    size_t len = 0;
+    unsigned char *a = read_all("f.safetensors", &len);
+    EXPECT(a != NULL && len > 4096, "no cache to damage");
+    if (!a) return;
+    char path[1200];
+    Error e;
+    a[len / 2] ^= 0x40;  // one bit of an annotation
+    snprintf(path, sizeof path, "%s/d.safetensors", tmp);
+    EXPECT(file_write_atomic(path, a, len, &e) == 0, "%s", e.msg);
+    snprintf(path, sizeof path, "%s/t.safetensors", tmp);
+    EXPECT(file_write_atomic(path, a, len - 100, &e) == 0, "%s", e.msg);
+    free(a);
+    int st = run("features --encoder vgg19:%s --data %s --out %s/d.safetensors --image-size 64 "
+                 "--threads 1 --batch 8", vgg19, data, tmp);
+    expect_one_line_error(st, "d.safetensors: checksum mismatch");
+    st = run("train --data %s --features %s/d.safetensors --out %s/run_d --steps 1 --verify-features" DECODER,
+             data, tmp, tmp);
+    expect_one_line_error(st, "d.safetensors: checksum mismatch");
+    st = run("eval --model %s/run/model.safetensors --data %s --features %s/d.safetensors "
+             "--split test --quiet --verify-features", tmp, data, tmp);
+    expect_one_line_error(st, "d.safetensors: checksum mismatch");
+    st = run("train --data %s --features %s/d.safetensors --out %s/run_d --steps 1" DECODER, data,
+             tmp, tmp);
+    char *err = slurp("stderr.txt");
+    EXPECT(st == 0 && !strstr(err, "checksum"), "train without --verify-features: %d %s", st, err);
+    free(err);
+    st = run("train --data %s --features %s/t.safetensors --out %s/run_t --steps 1" DECODER, data,
+             tmp, tmp);
+    expect_one_line_error(st, "t.safetensors");
+    // The cache sets the annotations' size: --image-size and --channels are refused.
+    st = run("train --data %s --features %s/f.safetensors --out %s/run_s --steps 1 --image-size 32"
+             DECODER, data, tmp, tmp);
+    expect_one_line_error(st, "--image-size: not with --features");
+    st = run("train --data %s --features %s/f.safetensors --out %s/run_s --steps 1 --channels 8,8"
+             DECODER, data, tmp, tmp);
+    expect_one_line_error(st, "--channels: not with --features");
+    // The same files named another way: the complete cache is found (nothing to do).
+    char same[1200];
+    snprintf(same, sizeof same, "tsv:%s/scenes/../scenes/captions.tsv:%s/./scenes", tmp, tmp);
+    st = run("features --encoder vgg19:%s --data %s --out %s/f.safetensors --image-size 64 "
+             "--threads 1 --batch 8", vgg19, same, tmp);
+    err = slurp("stderr.txt");
+    EXPECT(st == 0 && strstr(err, "nothing to do"), "the same data named another way: %d %s", st, err);
+    free(err);
+}
+
 int main(void) {
     if (scratch_open(&sc, "test_cli_features", "caption")) return 1;
     tmp = sc.dir;
@@ -185,6 +242,7 @@ int main(void) {
     snprintf(data, sizeof data, "tsv:%s/scenes/captions.tsv:%s/scenes", tmp, tmp);
     RUN(test_features_extract);
     RUN(test_features_train_eval_predict);
+    RUN(test_features_checks);
     scratch_remove(tmp);
     return test_summary();
 }

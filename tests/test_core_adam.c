@@ -2,6 +2,7 @@
 // quadratic, global-norm clipping, the exponential learning-rate schedule and the weight
 // average (ema_update).
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/adam.h"
@@ -125,11 +126,41 @@ static void test_ema_update_by_hand(void) {
     EXPECT(avg[0] == 15.0f && avg[1] == 12.0f);
 }
 
+// adam_update_threads on 1 to 5 threads leaves what adam_update leaves, bit for bit, on a
+// size that is no multiple of the slices (weight decay on, two steps).
+static void test_adam_threads_matches(void) {
+    const size_t n = 3 * 65536 + 1234;
+    float *buf = malloc(8 * n * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        buf[i] = (float)sin((double)i) * 0.5f;             // param
+        buf[n + i] = (float)cos((double)i * 0.7) * 0.01f;  // grad
+    }
+    AdamConfig cfg = adam_defaults(1e-3f);
+    cfg.weight_decay = 0.01f;
+    for (int threads = 1; threads <= 5; threads++) {
+        float *p1 = buf + 2 * n, *m1 = buf + 3 * n, *v1 = buf + 4 * n;
+        float *p2 = buf + 5 * n, *m2 = buf + 6 * n, *v2 = buf + 7 * n;
+        memcpy(p1, buf, n * sizeof(float));
+        memcpy(p2, buf, n * sizeof(float));
+        memset(m1, 0, 2 * n * sizeof(float));  // m1 and v1
+        memset(m2, 0, 2 * n * sizeof(float));
+        for (long step = 1; step <= 2; step++) {
+            adam_update(p1, buf + n, m1, v1, n, &cfg, step, 1e-3f);
+            adam_update_threads(p2, buf + n, m2, v2, n, &cfg, step, 1e-3f, threads);
+        }
+        EXPECT(!memcmp(p1, p2, n * sizeof(float)) && !memcmp(m1, m2, 2 * n * sizeof(float)),
+               "%d threads: differs from adam_update", threads);
+        EXPECT(p1[n - 1] != buf[n - 1], "the last parameter was not updated");
+    }
+    free(buf);
+}
+
 int main(void) {
     RUN(test_adam_two_steps_by_hand);
     RUN(test_adam_uses_given_lr);
     RUN(test_adamw_weight_decay);
     RUN(test_adam_converges_on_quadratic);
+    RUN(test_adam_threads_matches);
     RUN(test_clip_global_norm);
     RUN(test_lr_exponential);
     RUN(test_ema_update_by_hand);

@@ -2,7 +2,8 @@
 // (seq/lstm.h), against lstm_forward (bit for bit: the same GEMM and elementwise code on
 // the same values) and against the plain double-precision reference lstm_forward_ref; and
 // lstm_forward_packed (the weights packed, core/gemm_packed.h) against the reference; and
-// lstm_gates_backward with its caller's GEMM against lstm_backward.
+// lstm_gates_backward with its caller's GEMM against lstm_backward;
+// and lstm_backward_packed against lstm_backward and a double sum for the input gradients.
 // (The cell's gradient checks and its other reference tests are in test_ops.c.)
 //
 // Tolerance against lstm_forward_ref: |fast - ref| <= 1e-5 + 1e-5 |ref| (float GEMM vs
@@ -117,8 +118,73 @@ static void test_gates_backward_matches(void) {
     }
 }
 
+// lstm_backward_packed (dxh through the packed W) against lstm_backward (OpenBLAS) and
+// against dxh = dgates W summed in double from the dgates both leave in their scratch.
+static void check_backward_shape(int B, int I, int H, int with_state, Rng *rng) {
+    const int K = I + H;
+    const size_t bh = (size_t)B * H, G = (size_t)4 * H;
+    float *x = uniform((size_t)B * I, -1, 1, rng), *hp = uniform(bh, -1, 1, rng);
+    float *cp = uniform(bh, -2, 2, rng), *W = uniform(G * K, -0.7f, 0.7f, rng);
+    float *b = uniform(G, -0.5f, 0.5f, rng), *dh = uniform(bh, -1, 1, rng), *dc = uniform(bh, -1, 1, rng);
+    float *h = xmalloc(bh * sizeof(float)), *c = xmalloc(bh * sizeof(float));
+    float *gates = xmalloc(G * B * sizeof(float)), *xh = xmalloc((size_t)B * K * sizeof(float));
+    lstm_forward(h, c, gates, xh, x, with_state ? hp : NULL, with_state ? cp : NULL, W, b, B, I, H);
+    float *out[2][4];  // dx, dh_prev, dc_prev, db per path
+    float *scratch[2];
+    PackedMatrix Wn;
+    packed_alloc(&Wn, (int)G, K);
+    packed_pack(&Wn, false, W, K);
+    for (int path = 0; path < 2; path++) {
+        out[path][0] = calloc((size_t)B * I + 1, sizeof(float));
+        out[path][1] = calloc(bh, sizeof(float));
+        out[path][2] = calloc(bh, sizeof(float));
+        out[path][3] = calloc(G, sizeof(float));
+        scratch[path] = xmalloc((size_t)lstm_scratch_floats(B, I, H) * sizeof(float));
+        float *dxo = I > 0 ? out[path][0] : NULL;
+        float *dhp = with_state ? out[path][1] : NULL, *dcp = with_state ? out[path][2] : NULL;
+        const float *cprev = with_state ? cp : NULL;
+        if (path == 0)
+            lstm_backward(dxo, dhp, dcp, NULL, out[path][3], dh, dc, gates, xh, cprev, c, W,
+                          scratch[path], B, I, H);
+        else
+            lstm_backward_packed(dxo, dhp, dcp, out[path][3], dh, dc, gates, xh, cprev, c, &Wn,
+                                 scratch[path], B, I, H);
+    }
+    packed_free(&Wn);
+    // The elementwise part is shared: dgates, dc_prev and db equal bit for bit.
+    EXPECT(!memcmp(scratch[0], scratch[1], G * B * sizeof(float)), "B %d I %d H %d: dgates differ", B, I, H);
+    EXPECT(!memcmp(out[0][2], out[1][2], bh * sizeof(float)) && !memcmp(out[0][3], out[1][3], G * sizeof(float)),
+           "B %d I %d H %d: dc_prev or db differ", B, I, H);
+    for (int r = 0; r < B; r++)
+        for (int k = 0; k < K; k++) {
+            double want = 0.0;
+            for (size_t j = 0; j < G; j++) want += (double)scratch[0][r * G + j] * W[j * K + k];
+            if (k >= I && !with_state) continue;
+            const float *o0 = k < I ? out[0][0] + (size_t)r * I + k : out[0][1] + (size_t)r * H + k - I;
+            const float *o1 = k < I ? out[1][0] + (size_t)r * I + k : out[1][1] + (size_t)r * H + k - I;
+            EXPECT_NEAR(*o0, want, REF_ATOL, REF_RTOL);
+            EXPECT_NEAR(*o1, want, REF_ATOL, REF_RTOL);
+        }
+    for (int path = 0; path < 2; path++) {
+        for (int k = 0; k < 4; k++) free(out[path][k]);
+        free(scratch[path]);
+    }
+    float *bufs[] = {x, hp, cp, W, b, dh, dc, h, c, gates, xh};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+}
+
+static void test_lstm_backward_packed_matches(void) {
+    Rng rng;
+    rng_seed(&rng, 4072);
+    const int shapes[][3] = {{1, 1, 1}, {3, 5, 4}, {7, 20, 16}, {11, 33, 9}, {4, 0, 12}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int with_state = 0; with_state < 2; with_state++)
+            check_backward_shape(shapes[s][0], shapes[s][1], shapes[s][2], with_state, &rng);
+}
+
 int main(void) {
     RUN(test_lstm_forward_xh_matches);
     RUN(test_gates_backward_matches);
+    RUN(test_lstm_backward_packed_matches);
     return test_summary();
 }

@@ -166,7 +166,8 @@ static void test_doubly_stochastic(void) {
     for (int b = 0; b < TB; b++)
         for (int l = 0; l < L; l++) {
             double s = 0.0;
-            for (int t = 0; t <= f->lens[b]; t++) s += f->m.a.alpha[((size_t)t * TB + b) * L + l];
+            for (int t = 0; t <= f->lens[b]; t++)
+                s += f->m.a.alpha[(size_t)sat_step_row(&f->m, t, b) * L + l];
             want += (1.0 - s) * (1.0 - s);
         }
     want *= c.lambda / TB;
@@ -189,14 +190,23 @@ static void test_doubly_stochastic(void) {
     free(f);
 }
 
+// samples (TML + 1, TB): the hard-attention samples of the last forward, which ran batch
+// rows b0 .. b0 + n - 1 as its rows 0 .. n - 1 (-1 where a caption has ended).
+static void gather_samples(int *samples, const SatModel *m, const int *lens, int b0, int n) {
+    for (int b = b0; b < b0 + n; b++)
+        for (int t = 0; t <= TML; t++)
+            samples[t * TB + b] = t <= lens[b] ? m->a.sample[sat_step_row(m, t, b - b0)] : -1;
+}
+
 // Sum over the batch's steps of log alpha at the sampled locations.
 static double sampled_logprob(const SatModel *m, const int *lens) {
     const int L = sat_L(&m->cfg);
     double s = 0.0;
     for (int b = 0; b < TB; b++)
         for (int t = 0; t <= lens[b]; t++) {
-            int k = m->a.sample[t * TB + b];
-            s += log(m->a.alpha[((size_t)t * TB + b) * L + k]);
+            int r = sat_step_row(m, t, b);
+            int k = m->a.sample[r];
+            s += log(m->a.alpha[(size_t)r * L + k]);
         }
     return s;
 }
@@ -213,8 +223,8 @@ static void hard_direction(float advantage_sign) {
     fixture_init(f, &c, 6);
     sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 1, 77, 0);
     EXPECT(isfinite(f->loss.loss), "loss %g", f->loss.loss);
-    int samples[(TML + 1) * TB];
-    memcpy(samples, f->m.a.sample, sizeof samples);
+    int samples[(TML + 1) * TB], again[(TML + 1) * TB];
+    gather_samples(samples, &f->m, f->lens, 0, TB);
     for (int b = 0; b < TB; b++)
         for (int t = 0; t <= f->lens[b]; t++)
             EXPECT(samples[t * TB + b] >= 0 && samples[t * TB + b] < sat_L(&c), "sample %d",
@@ -232,7 +242,8 @@ static void hard_direction(float advantage_sign) {
             f->m.params.data[t->offset + j] -= lr * f->m.grads.data[t->offset + j];
     }
     sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 1, 77, 0);
-    EXPECT(memcmp(samples, f->m.a.sample, sizeof samples) == 0, "samples changed");
+    gather_samples(again, &f->m, f->lens, 0, TB);
+    EXPECT(memcmp(samples, again, sizeof samples) == 0, "samples changed");
     double after = sampled_logprob(&f->m, f->lens);
     if (advantage_sign > 0)
         EXPECT(after > before, "log-probability of samples %g -> %g should rise", before, after);
@@ -402,6 +413,67 @@ static void parallel_matches_serial(SatQuery query) {
     free(serial);
     sat_free(&f->m);
     free(f);
+}
+
+// sat_forward_backward sorts the rows by caption length so that no step computes a row
+// whose caption has ended, and multiplies by the packed LSTM weights: the same loss and
+// gradient as sat_forward + sat_backward on the caller's order (dropout and hard samples
+// included: each row keeps its stream), up to float summation order, and exactly
+// sum (lens + 1) rows over the steps where the caller's order {2, 4, 0} makes the steps
+// compute the rows before the last caption still going. With a CNN and with features.
+static SatConfig features_config(void);
+
+static void sorted_matches_caller_order(SatQuery query, int features) {
+    SatConfig c = features ? features_config() : tiny_config(ATTN_ADDITIVE);
+    c.query = query;
+    c.dropout = 0.5f;
+    c.hard = 1;
+    Error err;
+    CHECK(sat_config_finish(&c, &err) == 0, "%s", err.msg);
+    Fixture *f = calloc(1, sizeof *f);
+    fixture_init(f, &c, 9);
+    const uint64_t seed = 0xC0FFEE;
+    f->m.baseline = -2.0f;
+    f->m.baseline_set = 1;
+    SatLoss plain, sorted;
+    sat_forward(&f->m, &plain, f->images, f->words, f->lens, TB, 1, seed, 0);
+    EXPECT(f->m.a.off[f->m.Tb] == 3 + 2 + 2 + 2 + 2, "caller's order: %d rows", f->m.a.off[f->m.Tb]);
+    block_zero(&f->m.grads);
+    sat_backward(&f->m);
+    const size_t n = f->m.grads.numel;
+    float *want = malloc(n * sizeof(float));
+    memcpy(want, f->m.grads.data, n * sizeof(float));
+    const float base_after = f->m.baseline;
+    f->m.baseline = -2.0f;
+    sat_forward_backward(&sorted, &f->m, f->images, f->words, f->lens, TB, seed, 0);
+    EXPECT(f->m.a.off[f->m.Tb] == 3 + 5 + 1, "sorted: %d rows, want 9", f->m.a.off[f->m.Tb]);
+    EXPECT(f->m.a.active[0] == 3 && f->m.a.active[1] == 2 && f->m.a.active[3] == 1,
+           "active rows %d %d %d", f->m.a.active[0], f->m.a.active[1], f->m.a.active[3]);
+    EXPECT_NEAR(sorted.loss, plain.loss, 1e-6, 1e-6);
+    EXPECT_NEAR(sorted.reward, plain.reward, 1e-6, 1e-6);
+    EXPECT_NEAR(f->m.baseline, base_after, 1e-6, 1e-6);
+    double worst = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)f->m.grads.data[i] - want[i]);
+        if (d > worst) worst = d;
+        if (fabs(want[i]) > scale) scale = fabs(want[i]);
+    }
+    EXPECT(scale > 1e-3, "gradient all zero");
+    EXPECT(worst <= 1e-6 + 1e-5 * scale, "sorted gradient differs by %g (scale %g)", worst, scale);
+    // Another seed draws other noise: the comparison above is not vacuous.
+    f->m.baseline = -2.0f;
+    sat_forward_backward(&sorted, &f->m, f->images, f->words, f->lens, TB, seed + 1, 0);
+    EXPECT(fabs(sorted.loss - plain.loss) > 1e-6 * fabs(plain.loss), "noise does not reach the loss");
+    free(want);
+    sat_free(&f->m);
+    free(f);
+}
+
+static void test_sorted_matches_caller_order(void) {
+    sorted_matches_caller_order(SAT_QUERY_PREVIOUS, 0);
+    sorted_matches_caller_order(SAT_QUERY_CURRENT, 0);
+    sorted_matches_caller_order(SAT_QUERY_PREVIOUS, 1);  // annotations gathered into the acts
+    sorted_matches_caller_order(SAT_QUERY_CURRENT, 1);
 }
 
 static void test_parallel_matches_serial(void) {
@@ -612,14 +684,11 @@ static void test_features_match_cnn(void) {
 static double split_loss(Fixture *f, int k, uint64_t seed, int second_first, int *samples) {
     SatLoss l1, l2;
     sat_forward(&f->m, &l1, f->images, f->words, f->lens, k, 1, seed, 0);
-    for (int b = 0; b < k; b++)
-        for (int t = 0; t <= f->lens[b]; t++) samples[t * TB + b] = f->m.a.sample[t * k + b];
+    gather_samples(samples, &f->m, f->lens, 0, k);
     const size_t per = sat_input_floats(&f->m.cfg);
     sat_forward(&f->m, &l2, f->images + (size_t)k * per, f->words + (size_t)k * TML, f->lens + k,
                 TB - k, 1, seed, second_first);
-    for (int b = k; b < TB; b++)
-        for (int t = 0; t <= f->lens[b]; t++)
-            samples[t * TB + b] = f->m.a.sample[t * (TB - k) + b - k];
+    gather_samples(samples, &f->m, f->lens, k, TB - k);
     return (double)k / TB * l1.loss + (double)(TB - k) / TB * l2.loss;
 }
 
@@ -637,9 +706,7 @@ static void test_noise_per_image(void) {
     sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 1, seed, 0);
     const double whole = f->loss.loss;
     int whole_samples[(TML + 1) * TB], parts[(TML + 1) * TB];
-    memset(whole_samples, -1, sizeof whole_samples);
-    for (int b = 0; b < TB; b++)
-        for (int t = 0; t <= f->lens[b]; t++) whole_samples[t * TB + b] = f->m.a.sample[t * TB + b];
+    gather_samples(whole_samples, &f->m, f->lens, 0, TB);
     // lens {2, 4, 0}: the first call's longest caption is 2 or 4 words, the second's 4 or 0.
     for (int k = 1; k < TB; k++) {
         memset(parts, -1, sizeof parts);
@@ -678,6 +745,7 @@ int main(void) {
     RUN(test_greedy_matches_teacher_forcing_query_current);
     RUN(test_beam_returns_captions);
     RUN(test_parallel_matches_serial);
+    RUN(test_sorted_matches_caller_order);
     RUN(test_gradcheck_features);
     RUN(test_gradcheck_features_annotations);
     RUN(test_features_match_cnn);
