@@ -35,7 +35,7 @@
 # into RUNS/cluttered-NAME and STEPS is a total, so running the same command again after a
 # kill continues from the last checkpoint (every VALID_EVERY steps) and ends with the same
 # weights as an uninterrupted run (same machine and thread count); a finished run is only
-# evaluated again. The lead's long run: STEPS=200000 sh experiments/draw_cluttered.sh dram8
+# evaluated again. The run toward the paper's 3.36 %: STEPS=200000 sh experiments/draw_cluttered.sh dram8
 #
 # Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default 2), SEED
 # (default 1), STEPS, VALID_EVERY (default 1000), RESULTS (the table, default
