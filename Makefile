@@ -123,6 +123,10 @@ $(BUILD)/bin/%: $(BUILD)/cli/%.o $(CLI_OBJS) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+# The objects the pattern rules chain through are kept: without this make deletes them as
+# intermediates after a build, and the next build compiles and links them all again.
+.SECONDARY:
+
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(CLI_OBJS) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
