@@ -38,9 +38,7 @@ RESULTS_DIR=${RESULTS_DIR:-experiments/results}
 
 [ $# -gt 0 ] || set -- mnist2 colour
 
-json_field() {  # json_field KEY < one-line JSON object
-    sed -n "s/.*\"$1\": *\([-0-9.eE+naif]*\).*/\1/p"
-}
+. "$(dirname "$0")/common.sh"  # json_field, train_wall
 
 header_mnist2() {
     cat <<'EOF'
@@ -92,14 +90,11 @@ run_config() {
     esac
     dir=$RUNS/draw-$name
     mkdir -p "$dir"
-    start=$(date +%s)
     # shellcheck disable=SC2086
     "$BIN/draw" train --data "$data" $model --batch "$batch" --lr 1e-3 --seed "$SEED" \
         --steps "$steps" --threads "$THREADS" --valid-every 500 --valid-images 500 --resume \
         --out "$dir" --json > "$dir/train.json"
-    prev=$(cat "$dir/wall_seconds" 2>/dev/null || echo 0)
-    wall=$((prev + $(date +%s) - start))
-    echo "$wall" > "$dir/wall_seconds"
+    wall=$(train_wall "$dir")  # over every (resumed or killed) invocation
     load=$(cut -d' ' -f1 /proc/loadavg)
 
     m="$dir/model.safetensors"

@@ -86,9 +86,7 @@ RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/draw_mnist.md}
 
 [ $# -gt 0 ] || set -- quick quick-noattn
 
-json_field() {  # json_field KEY < one-line JSON object
-    sed -n "s/.*\"$1\": *\([-0-9.eE+naif]*\).*/\1/p"
-}
+. "$(dirname "$0")/common.sh"  # json_field, train_wall
 
 run_config() {
     name=$1
@@ -101,16 +99,11 @@ run_config() {
     esac
     dir=$RUNS/draw-$name
     mkdir -p "$dir"
-    start=$(date +%s)
     # shellcheck disable=SC2086
     "$BIN/draw" train --data mnist $model --batch 100 --lr 1e-3 --seed "$SEED" $budget \
         --threads "$THREADS" --valid-every 1000 --valid-images 1000 --resume --out "$dir" --json \
         > "$dir/train.json"
-    end=$(date +%s)
-    # Wall time over every (resumed) invocation.
-    prev=$(cat "$dir/wall_seconds" 2>/dev/null || echo 0)
-    wall=$((prev + end - start))
-    echo "$wall" > "$dir/wall_seconds"
+    wall=$(train_wall "$dir")  # over every (resumed or killed) invocation
 
     "$BIN/draw" eval --model "$dir/model.safetensors" --data mnist --split test \
         --samples "$SAMPLES" --threads "$THREADS" --json > "$dir/test.json"
@@ -232,15 +225,11 @@ run_to_convergence() {
         fi
         target=$((at + per))
         [ "$target" -le "$max_steps" ] || target=$max_steps
-        start=$(date +%s)
         # shellcheck disable=SC2086
         "$BIN/draw" train --data mnist $model --batch 100 --lr "$lr" --clip 10 --seed "$SEED" \
             --steps "$target" --threads "$THREADS" --valid-every "$STEPS_PER_EPOCH" \
             --valid-images 1000 --resume --out "$dir" --json > "$dir/train.json"
-        prev=$(cat "$dir/wall_seconds" 2>/dev/null || echo 0)
-        wall=$((prev + $(date +%s) - start))
-        echo "$wall" > "$dir/wall_seconds"
-        milestone_eval "$name" "$dir" "$target" "$lr" "$paper" "$wall"
+        milestone_eval "$name" "$dir" "$target" "$lr" "$paper" "$(train_wall "$dir")"
     done
 }
 
