@@ -12,7 +12,8 @@
 //
 // Files a training run writes in DIR: model.safetensors (best on validation BLEU-4, the
 // configuration and vocabulary in __metadata__), state.safetensors (the latest training
-// state: parameters, Adam moments, step; what --resume continues from), log.csv and
+// state: parameters, Adam moments, step, the optimiser settings --batch, --lr, --lr-decay,
+// --clip and --seed; what --resume continues from), log.csv and
 // curves.png, and run.json (cli/run_info.h). Every file is written atomically. No math
 // here: models/sat does it.
 // Under `mpirun -np N` (cli/train_dist.h) train, its validation and eval split their work
@@ -21,6 +22,7 @@
 // in the batch), so N ranks of one thread compute what one process of N threads computes,
 // bit for bit, and what one process of one thread computes up to float summation order.
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,7 @@
 #include "vision/png.h"
 
 #define MAX_CAPS_PER_IMAGE 64
+#define CAPTION_BATCH_MAX 4096  // --batch at most (and a state's train.batch)
 
 // Tokenised reference captions of one split (for the metrics): for image i, captions
 // first[i] .. first[i+1].
@@ -168,12 +171,54 @@ static const char *attention_name(const SatConfig *c) {
     return c->hard ? "hard" : attn_kind_name(c->attn.kind);
 }
 
-// Saves the parameters (and, for a state file, the Adam moments, the training counters and
-// the weight average ema when there is one).
+// A state's optimiser settings (cli/train_run.h TrainOptim) in its metadata: train.batch,
+// train.lr, train.lr_decay, train.clip, train.seed (the --seed given, a signed integer).
+// Caption train has no --beta1 (Adam's default): it is not stored.
+enum { OPTIM_META = 5 };
+static void optim_meta(const TrainOptim *o, char buf[OPTIM_META][64], SafetensorsMeta *meta) {
+    snprintf(buf[0], 64, "%d", o->batch);
+    snprintf(buf[1], 64, "%.9g", (double)o->lr);
+    snprintf(buf[2], 64, "%.9g", (double)o->lr_decay);
+    snprintf(buf[3], 64, "%.9g", (double)o->clip);
+    snprintf(buf[4], 64, "%ld", (long)o->seed);
+    static const char *const keys[OPTIM_META] = {"train.batch", "train.lr", "train.lr_decay",
+                                                 "train.clip", "train.seed"};
+    for (int i = 0; i < OPTIM_META; i++) meta[i] = (SafetensorsMeta){keys[i], buf[i]};
+}
+
+// The settings optim_meta wrote, each checked as the flag would be: one line naming path
+// and key for a missing, malformed or out-of-range value. *stored false (and o untouched)
+// when the state has none of them: a state written before they were stored.
+static int read_optim_meta(const SafetensorsFile *f, const char *path, TrainOptim *o,
+                           bool *stored, Error *err) {
+    *stored = safetensors_meta(f, "train.batch") || safetensors_meta(f, "train.lr") ||
+              safetensors_meta(f, "train.lr_decay") || safetensors_meta(f, "train.clip") ||
+              safetensors_meta(f, "train.seed");
+    if (!*stored) return 0;
+    long batch, seed;
+    float lr, decay, clip;
+    if (safetensors_meta_long(f, path, "train.batch", NULL, 1, CAPTION_BATCH_MAX, &batch, err) ||
+        safetensors_meta_long(f, path, "train.seed", NULL, LONG_MIN, LONG_MAX, &seed, err) ||
+        safetensors_meta_float(f, path, "train.lr", &lr, err) ||
+        safetensors_meta_float(f, path, "train.lr_decay", &decay, err) ||
+        safetensors_meta_float(f, path, "train.clip", &clip, err))
+        return -1;
+    if (!(lr > 0)) return error_set(err, "%s: metadata train.lr = %g is not positive", path, (double)lr);
+    if (!(decay > 0 && decay <= 1))
+        return error_set(err, "%s: metadata train.lr_decay = %g out of range (0, 1]", path, (double)decay);
+    if (!(clip >= 0)) return error_set(err, "%s: metadata train.clip = %g is negative", path, (double)clip);
+    *o = (TrainOptim){.seed = (uint64_t)seed, .batch = (int)batch, .lr = lr, .lr_decay = decay,
+                      .clip = clip, .beta1 = o->beta1};
+    return 0;
+}
+
+// Saves the parameters (and, for a state file, the Adam moments, the training counters,
+// the optimiser settings optim and the weight average ema when there is one).
 static int save_model(const char *path, const SatModel *m, const Vocab *vocab, int with_state,
-                      const Block *ema, long step, long best_step, double best_bleu,
-                      const EncoderRecord *enc, const CaptionFineTune *ft, Error *err) {
-    char cfg[2048], st[64], bst[64], bb[64], base[64], bset[16];
+                      const TrainOptim *optim, const Block *ema, long step, long best_step,
+                      double best_bleu, const EncoderRecord *enc, const CaptionFineTune *ft,
+                      Error *err) {
+    char cfg[2048], st[64], bst[64], bb[64], base[64], bset[16], ob[OPTIM_META][64];
     sat_config_format(&m->cfg, cfg, sizeof cfg);
     char *vj = vocab_to_json(vocab);
     snprintf(st, sizeof st, "%ld", step);
@@ -181,10 +226,14 @@ static int save_model(const char *path, const SatModel *m, const Vocab *vocab, i
     snprintf(bb, sizeof bb, "%.17g", best_bleu);
     snprintf(base, sizeof base, "%a", (double)m->baseline);
     snprintf(bset, sizeof bset, "%d", m->baseline_set);
-    SafetensorsMeta meta[16] = {{"format", "attend-sat"}, {"version", "1"}, {"sat.config", cfg},
+    SafetensorsMeta meta[24] = {{"format", "attend-sat"}, {"version", "1"}, {"sat.config", cfg},
                                 {"vocab", vj},           {"step", st},     {"best_step", bst},
                                 {"best_val_bleu4", bb},  {"baseline", base}, {"baseline_set", bset}};
     int n_meta = 9 + encoder_record_meta(enc, meta + 9);  // the pretrained encoder, if any
+    if (with_state) {
+        optim_meta(optim, ob, meta + n_meta);
+        n_meta += OPTIM_META;
+    }
     const Block *blocks[7] = {&m->params, &m->adam_m, &m->adam_v, ema};
     const char *prefixes[7] = {"", "adam.m/", "adam.v/", "ema/"};
     int n_blocks = with_state ? (ema ? 4 : 3) : 1;
@@ -202,12 +251,18 @@ typedef struct {
     double best_bleu;
 } TrainCounters;
 
+// A state's optimiser settings: stored false for a state written before they were.
+typedef struct {
+    TrainOptim optim;
+    bool stored;
+} StoredOptim;
+
 // Opens a model file: configuration, vocabulary, parameters (and with state, Adam
-// moments and counters). The model is initialised here (sat_init). With ema (an empty
-// Block), the state's weight average is read into it; a state written without one gives
-// a copy of the parameters, where a new average starts.
+// moments, counters and, with optim, the optimiser settings). The model is initialised
+// here (sat_init). With ema (an empty Block), the state's weight average is read into it;
+// a state written without one gives a copy of the parameters, where a new average starts.
 static int load_model(const char *path, SatModel *m, Vocab *vocab, int with_state, Block *ema,
-                      TrainCounters *tc, Error *err) {
+                      TrainCounters *tc, StoredOptim *optim, Error *err) {
     SafetensorsFile f;
     if (safetensors_load(&f, path, err)) return -1;
     const char *fmt = safetensors_meta(&f, "format");
@@ -265,6 +320,7 @@ static int load_model(const char *path, SatModel *m, Vocab *vocab, int with_stat
             m->baseline = (float)strtod(base, NULL);
             m->baseline_set = atoi(bset);
         }
+        if (!r && optim) r = read_optim_meta(&f, path, &optim->optim, &optim->stored, err);
     }
     if (!r && block_first_nonfinite(&m->params)) r = error_set(err, "%s: tensor %s holds NaN or inf", path, block_first_nonfinite(&m->params));
     safetensors_free(&f);
@@ -541,11 +597,12 @@ typedef struct {
     CaptionDataFlags data;
     CaptionFineTuneFlags finetune;  // --encoder, --fine-tune, --fine-tune-lr
     const char *attention, *out, *channels, *query;
-    int image_size, embed, hidden, attn_dim, heads, window, batch, max_len, min_count;
+    int image_size, embed, hidden, attn_dim, heads, window, max_len, min_count;
     int epochs, threads, val_beam, val_count, log_every, checkpoint_every;
-    long steps, seed;
+    long steps;
     double minutes;
-    float lr, lr_decay, clip, lambda, dropout, entropy, length_alpha, ema;
+    TrainOptimFlags optim;  // --batch, --lr, --lr-decay, --clip, --seed (no --beta1)
+    float lambda, dropout, entropy, length_alpha, ema;
     bool resume, force, json, beta_vector, quiet, overlap_sums;
     struct {
         bool epochs, steps, minutes;  // the budget: at most one
@@ -562,10 +619,12 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
     *f = (TrainFlags){.attention = "additive", .channels = "32,64,128",
                       .query = sat_query_name(dc.query), .image_size = dc.image_size,
                       .embed = dc.E, .hidden = dc.H, .attn_dim = dc.attn.A, .heads = dc.attn.heads,
-                      .window = dc.attn.window, .batch = 32, .max_len = dc.max_len, .min_count = 1,
+                      .window = dc.attn.window, .max_len = dc.max_len, .min_count = 1,
                       .epochs = 10, .threads = threads_available(), .val_beam = 3,
-                      .log_every = 20, .seed = 1, .lr = 2e-3f, .lr_decay = 0.7f, .ema = 0.999f,
-                      .clip = 5.0f, .lambda = dc.lambda, .dropout = dc.dropout,
+                      .log_every = 20, .ema = 0.999f,
+                      .optim = {.seed = 1, .batch = 32, .lr = 2e-3f, .lr_decay = 0.7f,
+                                .clip = 5.0f, .beta1 = adam_defaults(2e-3f).beta1},
+                      .lambda = dc.lambda, .dropout = dc.dropout,
                       .entropy = dc.entropy_weight, .length_alpha = 0.7f};
     caption_data_flags_default(&f->data);
     caption_finetune_flags_default(&f->finetune);
@@ -583,8 +642,8 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"epochs", ARG_INT, &f->epochs, "training epochs", .has_min = true, .min = 1, .given = &f->given.epochs},
         {"steps", ARG_LONG, &f->steps, "stop at this total step count instead", .has_min = true, .min = 1, .given = &f->given.steps},
         {"minutes", ARG_DOUBLE, &f->minutes, "stop after this many minutes instead", .has_min = true, .min = 0, .min_exclusive = true, .given = &f->given.minutes},
-        {"seed", ARG_LONG, &f->seed, "random seed (initialisation, order, dropout, sampling)", .given = NULL},
-        {"resume", ARG_FLAG, &f->resume, "continue from OUT/state.safetensors; model flags given must match it", .given = NULL},
+        {"seed", ARG_LONG, &f->optim.seed, "random seed (initialisation, order, dropout, sampling)", .given = &f->optim.given.seed},
+        {"resume", ARG_FLAG, &f->resume, "continue from OUT/state.safetensors; model flags given must match it, --batch/--lr/--lr-decay/--clip/--seed given replace its values", .given = NULL},
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"overlap-sums", ARG_FLAG, &f->overlap_sums, "under mpirun, with the CNN encoder (no effect with --features): sum the decoder's gradient over the ranks on a thread of its own while the CNN's backward runs (the same bits; pays where a core is free to drive the transfer and the link is slow: bench/RESULTS.md)", .given = NULL},
@@ -595,13 +654,13 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"attn-dim", ARG_INT, &f->attn_dim, "attention hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.attn_dim},
         {"heads", ARG_INT, &f->heads, "multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 64, .given = &f->given.heads},
         {"window", ARG_INT, &f->window, "local: half-width W", .has_min = true, .min = 0, .has_max = true, .max = 1024, .given = &f->given.window},
-        {"batch", ARG_INT, &f->batch, "batch size", .has_min = true, .min = 1, .has_max = true, .max = 4096},
+        {"batch", ARG_INT, &f->optim.batch, "batch size", .has_min = true, .min = 1, .has_max = true, .max = CAPTION_BATCH_MAX, .given = &f->optim.given.batch},
         {"max-len", ARG_INT, &f->max_len, "caption words at most", .has_min = true, .min = 1, .has_max = true, .max = 256, .given = &f->given.max_len},
         {"min-count", ARG_INT, &f->min_count, "vocabulary: minimum word count", .has_min = true, .min = 1},
-        {"lr", ARG_FLOAT, &f->lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true},
-        {"lr-decay", ARG_FLOAT, &f->lr_decay, "learning rate factor per epoch", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1},
+        {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .given = &f->optim.given.lr},
+        {"lr-decay", ARG_FLOAT, &f->optim.lr_decay, "learning rate factor per epoch", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr_decay},
         {"ema", ARG_FLOAT, &f->ema, "validate, and keep as the best model, an exponential moving average of the weights with this decay (0 = off)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true},
-        {"clip", ARG_FLOAT, &f->clip, "gradient global-norm clip (0 = off)", .has_min = true, .min = 0},
+        {"clip", ARG_FLOAT, &f->optim.clip, "gradient global-norm clip (0 = off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
         {"lambda", ARG_FLOAT, &f->lambda, "doubly stochastic regulariser weight", .has_min = true, .min = 0, .given = &f->given.lambda},
         {"dropout", ARG_FLOAT, &f->dropout, "dropout before the deep output", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
         {"query", ARG_STRING, &f->query, "state that queries the attention: previous (Xu et al. 2015: h before the step's word) | current (h after it, Lu et al. 2017)", .metavar = "S", .given = &f->given.query},
@@ -714,6 +773,7 @@ typedef struct {
     EncoderRecord enc;  // with --features: the encoder of the annotations (checkpointed)
     CaptionFineTune ft; // with --fine-tune: the encoder and its trained stage
     TrainCounters tc;   // step; best validation BLEU-4 (< 0 before any) and its step
+    TrainOptim optim;   // batch, lr, lr decay, clip, seed: the flags', or on --resume the state's
     int n_train, n_val;
     long spe;           // steps per epoch (the last batch of an epoch may be short)
     float *images;      // (B, 3, S, S)
@@ -735,16 +795,27 @@ typedef struct {
 
 static const char *const CAPTION_RUN_FILES[] = {"state.safetensors", "model.safetensors"};
 
-// --resume: the state (model, vocabulary, counters, weight average), its configuration
-// checked against the model flags given.
+// --resume: the state (model, vocabulary, counters, optimiser settings, weight average),
+// its configuration checked against the model flags given. The optimiser settings given
+// replace the state's, named on one line (rank 0's); those left out keep the state's. Every
+// rank reads the same state with the same flags, so every rank ends with the same settings.
 static int resume_state(CaptionRun *r, const SatConfig *want, Error *err) {
     if (!file_exists(r->path_state))
         return error_set(err, "--resume: %s does not exist", r->path_state);
+    StoredOptim saved = {.optim = r->optim};
     if (load_model(r->path_state, &r->model, &r->vocab, 1, r->f->ema > 0 ? &r->ema.avg : NULL,
-                   &r->tc, err))
+                   &r->tc, &saved, err))
         return -1;
     train_ema_start(&r->ema, &r->model.params, r->f->ema);
-    return check_resume_flags(r->f, want, &r->model.cfg, r->path_state, err);
+    if (check_resume_flags(r->f, want, &r->model.cfg, r->path_state, err)) return -1;
+    // A state written before the settings were stored holds none: the run goes on with the
+    // flags' values, given or default, as it did then (r->optim is already those).
+    if (saved.stored) {
+        r->optim = saved.optim;
+        train_optim_resume(&r->optim, &r->f->optim, "caption train",
+                           dist_is_root(r->dist) ? stderr : NULL);
+    }
+    return 0;
 }
 
 // A new model: the vocabulary of the training split, the configuration finished with its
@@ -758,7 +829,7 @@ static int new_model(CaptionRun *r, SatConfig *cfg, Error *err) {
     cfg->V = r->vocab.size;
     if (sat_config_finish(cfg, err)) return -1;
     Rng init;
-    rng_seed(&init, (uint64_t)r->f->seed);
+    rng_seed(&init, r->optim.seed);
     sat_init(&r->model, cfg, &init);
     train_ema_start(&r->ema, &r->model.params, r->f->ema);
     return 0;
@@ -785,7 +856,7 @@ static int open_data(CaptionRun *r, int image_size, Error *err) {
 // Over ranks, each rank's workers split its share of the batch, always through the workers
 // (each image's randomness is its own, wherever it runs: train_step).
 static void alloc_workers(CaptionRun *r) {
-    const int B = r->f->batch, ML = r->model.cfg.max_len;
+    const int B = r->optim.batch, ML = r->model.cfg.max_len;
     int begin, most;
     dist_share_of(0, r->dist->size, B, &begin, &most);  // rank 0's share is the largest
     r->n_workers = r->f->threads < most ? r->f->threads : most;
@@ -836,9 +907,10 @@ static int open_parts(CaptionRun *r, Error *err) {
                  make_dirs(out, err)))
         return 1;
     if (root) atomic_remove_stale(out);
+    r->optim = train_optim_new(&f->optim);
     if (f->resume && resume_state(r, &cfg, err)) return 1;
     if (caption_finetune_setup_train(&r->ft, &cfg, &r->enc, &f->finetune, f->data.features,
-                                     r->dist->size, f->batch, f->resume ? &r->model.cfg : NULL,
+                                     r->dist->size, r->optim.batch, f->resume ? &r->model.cfg : NULL,
                                      r->path_state, f->quiet || !root, err))
         return 1;
     if (open_data(r, f->resume ? r->model.cfg.image_size : cfg.image_size, err)) return 1;
@@ -848,9 +920,9 @@ static int open_parts(CaptionRun *r, Error *err) {
         return 1;
     if (!f->resume && new_model(r, &cfg, err)) return 1;
     if (encode_split(&r->val, r->data, SPLIT_VALID, err)) return 1;
-    if (f->batch < r->dist->size)
+    if (r->optim.batch < r->dist->size)
         return error_set(err, "--batch %d is less than the %d ranks: each rank needs an image",
-                         f->batch, r->dist->size), 1;
+                         r->optim.batch, r->dist->size), 1;
     alloc_workers(r);
     if (gemm_check_address_space(f->threads, err)) return 1;  // not a hang in OpenBLAS
     if (root && (train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
@@ -900,14 +972,14 @@ static int open_run(CaptionRun *r, const TrainFlags *f, Dist *dist, Error *err) 
     }
     if (code) return code;
     if (share_start(r, err)) return 1;
-    const int B = f->batch;
+    const int B = r->optim.batch;
     r->spe = (r->n_train + B - 1) / B;
     long end_step = f->given.steps ? f->steps : f->given.minutes ? 0 : (long)f->epochs * r->spe;
     r->budget = (TrainBudget){.end_step = end_step, .seconds = f->given.minutes ? f->minutes * 60.0 : 0};
     r->cadence = (TrainCadence){.steps_per_epoch = r->spe, .log_every = f->log_every,
                                 .save_every = f->checkpoint_every, .log_at_epoch_end = true,
                                 .save_at_validation = true};
-    r->adam = adam_defaults(f->lr);
+    r->adam = adam_defaults(r->optim.lr);
     return 0;
 }
 
@@ -924,7 +996,7 @@ static void print_header(const CaptionRun *r) {
         snprintf(ranks, sizeof ranks, " per rank, %d ranks", r->dist->size);
     text_write_linef(stderr, "caption train: %d training images, %d words, %ld steps per epoch, batch %d, "
                      "lr %g, %d thread%s%s; step %ld %s; %s",
-                     r->n_train, r->vocab.size, r->spe, f->batch, f->lr, f->threads,
+                     r->n_train, r->vocab.size, r->spe, r->optim.batch, r->optim.lr, f->threads,
                      f->threads == 1 ? "" : "s", ranks, r->tc.step, budget, cs);
 }
 
@@ -933,12 +1005,12 @@ static void print_header(const CaptionRun *r) {
 // Over ranks, every rank draws every image's caption (the stream stays one process's) but
 // reads only the images of its share.
 static int fill_batch(CaptionRun *r, long step, Rng *sr, Error *err) {
-    const int B = r->f->batch, ML = r->model.cfg.max_len;
+    const int B = r->optim.batch, ML = r->model.cfg.max_len;
     const size_t per = sat_input_floats(&r->model.cfg);  // an image, or its annotations
     long epoch = (step - 1) / r->spe, pos = (step - 1) % r->spe;
     if (epoch != r->perm_epoch) {
         Rng er;
-        rng_seed(&er, (uint64_t)r->f->seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL * (uint64_t)(epoch + 1));
+        rng_seed(&er, r->optim.seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL * (uint64_t)(epoch + 1));
         for (int i = 0; i < r->n_train; i++) r->perm[i] = i;
         rng_shuffle(&er, r->perm, r->n_train);
         r->perm_epoch = epoch;
@@ -1061,13 +1133,12 @@ static int train_share_step(CaptionRun *r, StepResult *s, uint64_t seed, Error *
 // One step (the count reaching tc.step + 1): the batch, forward and backward, the checks,
 // the update of the parameters and of their average.
 static int train_step(CaptionRun *r, StepResult *s, Error *err) {
-    const TrainFlags *f = r->f;
     SatModel *m = &r->model;
     const long step = r->tc.step + 1;
     // This step's randomness: the captions chosen from sr (every rank draws them all); each
     // image's dropout masks and hard-attention samples from a stream of its own, seeded with
     // (seed, its place in the batch) by sat_forward, whichever worker or rank runs it.
-    const uint64_t seed = (uint64_t)f->seed * 0xD1B54A32D192ED03ULL + (uint64_t)step;
+    const uint64_t seed = r->optim.seed * 0xD1B54A32D192ED03ULL + (uint64_t)step;
     Rng sr;
     rng_seed(&sr, seed);
     s->images = fill_batch(r, step, &sr, err);
@@ -1087,11 +1158,12 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
         return -1;
     }
     if (r->ft.on && caption_finetune_check_finite(&r->ft, step, r->path_model, err)) return -1;
-    s->norm = clip_global_norm(m->grads.data, m->grads.numel, f->clip);
-    s->lr = lr_exponential(f->lr, f->lr_decay, r->spe, step);
+    const TrainOptim *o = &r->optim;
+    s->norm = clip_global_norm(m->grads.data, m->grads.numel, o->clip);
+    s->lr = lr_exponential(o->lr, o->lr_decay, r->spe, step);
     adam_update_threads(m->params.data, m->grads.data, m->adam_m.data, m->adam_v.data,
                         m->params.numel, &r->adam, step, s->lr, r->n_workers);
-    if (r->ft.on) caption_finetune_step(&r->ft, &r->adam, step, s->lr / f->lr, f->clip);
+    if (r->ft.on) caption_finetune_step(&r->ft, &r->adam, step, s->lr / o->lr, o->clip);
     train_ema_update(&r->ema, &m->params, step);
     r->tc.step = step;
     return 0;
@@ -1120,7 +1192,7 @@ static void log_step(CaptionRun *r, const StepResult *s, bool row_due) {
 }
 
 static int save_state(const CaptionRun *r, Error *err) {
-    return save_model(r->path_state, &r->model, &r->vocab, 1,
+    return save_model(r->path_state, &r->model, &r->vocab, 1, &r->optim,
                       train_ema_on(&r->ema) ? &r->ema.avg : NULL, r->tc.step, r->tc.best_step,
                       r->tc.best_bleu, &r->enc, &r->ft, err);
 }
@@ -1167,7 +1239,7 @@ static int validate_and_save(CaptionRun *r, Error *err) {
     if (best) {
         r->tc.best_bleu = r->last_val;
         r->tc.best_step = step;
-        if (root && save_model(r->path_model, &r->model, &r->vocab, 0, NULL, step, r->tc.best_step,
+        if (root && save_model(r->path_model, &r->model, &r->vocab, 0, NULL, NULL, step, r->tc.best_step,
                                r->tc.best_bleu, &r->enc, &r->ft, err))
             return -1;
     }
@@ -1346,7 +1418,7 @@ static int cmd_eval(int argc, char **argv) {
     SatModel m;
     Vocab vocab;
     TrainCounters tc;
-    if (load_model(model_path, &m, &vocab, 0, NULL, &tc, &err)) return eval_fail(&dist, &err);
+    if (load_model(model_path, &m, &vocab, 0, NULL, &tc, NULL, &err)) return eval_fail(&dist, &err);
     sat_alloc_acts(&m, batch);
     CaptionData *data = NULL;
     int rc = 1;
@@ -1493,7 +1565,7 @@ static int cmd_predict(int argc, char **argv) {
     SatModel m;
     Vocab vocab;
     TrainCounters tc;
-    if (load_model(model_path, &m, &vocab, 0, NULL, &tc, &err)) {
+    if (load_model(model_path, &m, &vocab, 0, NULL, &tc, NULL, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         image_folder_free(&folder);
         return 1;

@@ -48,7 +48,7 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
                          .threads = threads_available(), .fragments = 8,
                          .valid_every = 500, .valid_images = 1000, .log_every = 50,
                          .loc_std = 0.1f, .scales = 4,
-                         .optim = {.seed = 1, .batch = 64, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f}};
+                         .optim = {.seed = 1, .batch = 64, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f, .lr_decay = 1}};
     static const char *const models[] = {"glimpse", "cnn", NULL};
     ArgSpec specs[] = {
         {"model", ARG_CHOICE, &f->model, "glimpse: the recurrent attention classifier; cnn: the convolutional baseline (2 layers of 3x3 conv, ReLU, 2x2 max-pool, 16 and 32 channels; fc 256)", .choices = models, .given = &f->given.model},

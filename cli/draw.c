@@ -491,7 +491,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
     *f = (TrainFlags){.data = "mnist", .root = "data", .T = 64, .read_n = 2, .write_n = 5,
                       .hidden = 256, .z = 100, .threads = threads_available(),
                       .valid_every = 500, .log_every = 50,
-                      .optim = {.seed = 1, .batch = 100, .lr = 1e-3f, .beta1 = 0.9f, .clip = 10.0f}};
+                      .optim = {.seed = 1, .batch = 100, .lr = 1e-3f, .beta1 = 0.9f, .clip = 10.0f, .lr_decay = 1}};
     ArgSpec specs[] = {
         {"data", ARG_STRING, &f->data, "mnist, fashion-mnist, mnist2 (two digits, 60x60), scenes (colour 64x64), or an IDX image file", .metavar = "D", .given = &f->given.data},
         {"preset", ARG_CHOICE, &f->preset, "model configuration of the paper's table 3: mnist (T 64, read 2, write 5, hidden 256, z 100) or svhn (T 32, read 12, write 12, hidden 800, z 100); model flags given override it", .choices = DRAW_PRESETS},

@@ -195,7 +195,7 @@ int flag_diffs_refuse(const FlagDiffs *d, const char *ckpt, Error *err) {
 
 TrainOptim train_optim_new(const TrainOptimFlags *f) {
     return (TrainOptim){.seed = (uint64_t)f->seed, .batch = f->batch, .lr = f->lr,
-                        .beta1 = f->beta1, .clip = f->clip};
+                        .beta1 = f->beta1, .clip = f->clip, .lr_decay = f->lr_decay};
 }
 
 void train_optim_resume(TrainOptim *o, const TrainOptimFlags *f, const char *command,
@@ -203,12 +203,14 @@ void train_optim_resume(TrainOptim *o, const TrainOptimFlags *f, const char *com
     FlagDiffs changed = {0};
     flag_diffs_int(&changed, "batch", f->given.batch, f->batch, o->batch);
     flag_diffs_float(&changed, "lr", f->given.lr, f->lr, o->lr);
+    flag_diffs_float(&changed, "lr-decay", f->given.lr_decay, f->lr_decay, o->lr_decay);
     flag_diffs_float(&changed, "beta1", f->given.beta1, f->beta1, o->beta1);
     flag_diffs_float(&changed, "clip", f->given.clip, f->clip, o->clip);
     flag_diffs_int(&changed, "seed", f->given.seed, f->seed, (long)o->seed);
-    if (changed.n) text_write_linef(note, "%s: resuming with %s", command, changed.text);
+    if (changed.n && note) text_write_linef(note, "%s: resuming with %s", command, changed.text);
     if (f->given.batch) o->batch = f->batch;
     if (f->given.lr) o->lr = f->lr;
+    if (f->given.lr_decay) o->lr_decay = f->lr_decay;
     if (f->given.beta1) o->beta1 = f->beta1;
     if (f->given.clip) o->clip = f->clip;
     if (f->given.seed) o->seed = (uint64_t)f->seed;

@@ -11,8 +11,8 @@
 //                 the weights' place
 //   train_out_check, train_out_clear   no silent loss: a new run refuses a folder holding one
 //   FlagDiffs     flags given on --resume against the checkpoint's values
-//   TrainOptim    the optimiser settings a checkpoint stores (batch, lr, beta1, clip, seed)
-//                 and the rule by which flags given on --resume replace them
+//   TrainOptim    the optimiser settings a checkpoint stores (batch, lr, lr decay, beta1,
+//                 clip, seed) and the rule by which flags given on --resume replace them
 //   train_check_finite                 the stop on a non-finite loss or gradient
 //   json_number   a summary's numbers, null where nothing was measured
 //
@@ -156,15 +156,18 @@ void flag_diffs_switch(FlagDiffs *d, const char *flag, bool given, bool now_on, 
 int flag_diffs_refuse(const FlagDiffs *d, const char *ckpt, Error *err);
 
 // ---------------------------------------------------------------------------------------
-// Optimiser settings (draw train, draw classify train): stored in the checkpoint beside the
-// model configuration. On --resume the model flags must match the checkpoint's; these
-// settings instead take the values given on the command line, and keep the checkpoint's
-// where a flag is left out.
+// Optimiser settings (draw train, draw classify train, caption train): stored in the
+// checkpoint beside the model configuration. On --resume the model flags must match the
+// checkpoint's; these settings instead take the values given on the command line, and keep
+// the checkpoint's where a flag is left out. A command without one of these flags (draw
+// has no --lr-decay, caption no --beta1) never gives it: it keeps its default and is not
+// stored.
 
 typedef struct {
     uint64_t seed;          // initialisation, data order, noise
     int batch;              // images per step
     float lr, beta1, clip;  // Adam's learning rate and beta1; the gradient norm clip (0: off)
+    float lr_decay;         // the learning rate's factor per epoch (caption; 1: none)
 } TrainOptim;
 
 // The same settings as parsed (--seed is an ARG_LONG); given.NAME: --NAME was on the
@@ -172,9 +175,9 @@ typedef struct {
 typedef struct {
     long seed;
     int batch;
-    float lr, beta1, clip;
+    float lr, beta1, clip, lr_decay;
     struct {
-        bool seed, batch, lr, beta1, clip;
+        bool seed, batch, lr, beta1, clip, lr_decay;
     } given;
 } TrainOptimFlags;
 
@@ -182,9 +185,10 @@ typedef struct {
 TrainOptim train_optim_new(const TrainOptimFlags *f);
 // --resume: o holds the checkpoint's settings; each one given replaces it. When any given
 // value differs from the checkpoint's, one line on `note` names them (in the order batch,
-// lr, beta1, clip, seed):
+// lr, lr-decay, beta1, clip, seed):
 //     "draw train: resuming with --lr 0.0005 (checkpoint: 0.001), --seed 2 (checkpoint: 1)"
-// where "draw train" is command.
+// where "draw train" is command; note NULL: no line (the ranks other than 0 of a run
+// whose every rank reads the checkpoint).
 void train_optim_resume(TrainOptim *o, const TrainOptimFlags *f, const char *command,
                         FILE *note);
 

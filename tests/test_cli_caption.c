@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/safetensors.h"
+#include "tests/support/checkpoint.h"
 #include "tests/support/scratch.h"
 #include "tests/support/test.h"
 #include "vision/png.h"
@@ -383,6 +384,131 @@ static void test_resume_takes_left_out_flags(void) {
     expect_one_line_error(st, "--channels 4,8,32 (checkpoint: 4,8,16), --attention dot (checkpoint: additive)");
 }
 
+// The training row's column col (0: step) of log.csv for step; NAN when there is none.
+static double logged_column(const char *csv, long step, int col) {
+    char want[32];
+    int n = snprintf(want, sizeof want, "\n%ld,", step);
+    for (const char *p = strstr(csv, want); p; p = strstr(p + 1, want)) {
+        const char *q = strchr(p + n, ',');  // past the epoch column
+        if (!q || q[1] == ',') continue;     // a validation row: no loss
+        for (int c = 2; c < col && q; c++) q = strchr(q + 1, ',');
+        return q ? atof(q + 1) : NAN;
+    }
+    return NAN;
+}
+
+// Metadata key of checkpoint DIR/name as a number; NAN when it cannot be read.
+static double state_meta(const char *name, const char *key) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", tmp, name);
+    SafetensorsFile f;
+    Error e;
+    if (safetensors_load(&f, path, &e)) return NAN;
+    const char *v = safetensors_meta(&f, key);
+    double x = v ? atof(v) : NAN;
+    safetensors_free(&f);
+    return x;
+}
+
+// Optimiser flags other than the defaults (batch 32, lr 0.002, lr-decay 0.7, clip 5,
+// seed 1), on 16 training scenes: two steps per epoch, so the decay shows by step 3.
+#define OPTIM " --seed 7 --lr 0.005 --lr-decay 0.5 --clip 1 --batch 8 --train-count 16 --log-every 1"
+// The data alone (the model flags come from the state): no optimiser flag.
+#define DATA_ONLY DATA_SMALL " --train-count 16 --log-every 1"
+static const char *const OPTIM_KEYS[] = {"train.batch", "train.lr", "train.lr_decay", "train.clip",
+                                         "train.seed"};
+
+// Interrupted and resumed with no optimiser flag, a run continues at its own batch, lr,
+// lr-decay, clip and seed: bit for bit the uninterrupted run (before they were stored, it
+// went on at the defaults).
+static void test_resume_keeps_optimiser_settings(void) {
+    int st = run("train --out %s/opt_full --steps 4" SMALL OPTIM, tmp);
+    EXPECT(st == 0, "uninterrupted run failed");
+    st = run("train --out %s/opt_part --steps 2" SMALL OPTIM, tmp);
+    EXPECT(st == 0, "first half failed");
+    st = run("train --out %s/opt_part --steps 4 --resume" DATA_ONLY, tmp);
+    char *err = slurp("stderr.txt");
+    EXPECT(st == 0, "resume without optimiser flags failed: %s", err);
+    EXPECT(!strstr(err, "resuming with"), "no flag was given, yet: %s", err);
+    free(err);
+    EXPECT(strstr(stderr_line("caption train: 16 training images"), "batch 8, lr 0.005,"),
+           "header: %s", stderr_line("caption train: 16 training images"));
+    char a[600], b[600], why[256];
+    snprintf(a, sizeof a, "%s/opt_full/state.safetensors", tmp);
+    snprintf(b, sizeof b, "%s/opt_part/state.safetensors", tmp);
+    for (int i = 0; i < 5; i++)
+        EXPECT(checkpoints_identical(a, b, OPTIM_KEYS[i], why, sizeof why), "resume differs: %s", why);
+    EXPECT(state_meta("opt_part/state.safetensors", "train.batch") == 8, "train.batch");
+    EXPECT_NEAR(state_meta("opt_part/state.safetensors", "train.lr"), 0.005, 0, 1e-6);
+    EXPECT_NEAR(state_meta("opt_part/state.safetensors", "train.lr_decay"), 0.5, 0, 1e-6);
+    EXPECT_NEAR(state_meta("opt_part/state.safetensors", "train.clip"), 1.0, 0, 1e-6);
+    EXPECT(state_meta("opt_part/state.safetensors", "train.seed") == 7, "train.seed");
+    // The resumed step 3 ran at the run's lr, decayed by its own factor (0.005 * 0.5^1.5).
+    char *csv = slurp("opt_part/log.csv");
+    EXPECT_NEAR(logged_column(csv, 3, 5), 0.005 * pow(0.5, 1.5), 0, 1e-4);
+    free(csv);
+}
+
+// Resumed with a new --lr: one line names it beside the state's, and the run uses it (the
+// log's lr column, the state it writes); the flags left out keep the state's values.
+static void test_resume_with_new_lr(void) {
+    int st = run("train --out %s/opt_lr --steps 2" SMALL OPTIM, tmp);
+    EXPECT(st == 0, "first run failed");
+    st = run("train --out %s/opt_lr --steps 3 --resume --lr 0.001" DATA_ONLY, tmp);
+    char *err = slurp("stderr.txt");
+    EXPECT(st == 0, "resume with --lr failed: %s", err);
+    free(err);
+    EXPECT(!strcmp(stderr_line("caption train: resuming"),
+                   "caption train: resuming with --lr 0.001 (checkpoint: 0.005)"),
+           "the line: '%s'", stderr_line("caption train: resuming"));
+    EXPECT_NEAR(state_meta("opt_lr/state.safetensors", "train.lr"), 0.001, 0, 1e-6);
+    EXPECT(state_meta("opt_lr/state.safetensors", "train.batch") == 8, "train.batch");
+    EXPECT_NEAR(state_meta("opt_lr/state.safetensors", "train.lr_decay"), 0.5, 0, 1e-6);
+    char *csv = slurp("opt_lr/log.csv");
+    EXPECT_NEAR(logged_column(csv, 3, 5), 0.001 * pow(0.5, 1.5), 0, 1e-4);
+    free(csv);
+}
+
+// A state written before the settings were stored (no train.* keys) still resumes, at the
+// flags' values as it did then: given, the uninterrupted run bit for bit; left out, the
+// defaults. A state with a bad or a missing setting is refused in one line naming it.
+static void test_resume_old_and_bad_states(void) {
+    int st = run("train --out %s/opt_old --steps 2" SMALL OPTIM, tmp);
+    EXPECT(st == 0, "first half failed");
+    char old[600], full[600], bad[600], why[256];
+    snprintf(old, sizeof old, "%s/opt_old/state.safetensors", tmp);
+    snprintf(full, sizeof full, "%s/opt_full/state.safetensors", tmp);
+    for (int i = 0; i < 5; i++) checkpoint_rewrite_meta(old, old, OPTIM_KEYS[i], NULL);
+    EXPECT(isnan(state_meta("opt_old/state.safetensors", "train.lr")), "train.lr not removed");
+    st = run("train --out %s/opt_old --steps 4 --resume" SMALL OPTIM, tmp);
+    char *err = slurp("stderr.txt");
+    EXPECT(st == 0, "an old state with the flags failed: %s", err);
+    EXPECT(!strstr(err, "resuming with"), "stderr: %s", err);
+    free(err);
+    EXPECT(checkpoints_identical(full, old, "train.lr", why, sizeof why), "old state resumed: %s", why);
+    for (int i = 0; i < 5; i++) checkpoint_rewrite_meta(old, old, OPTIM_KEYS[i], NULL);
+    st = run("train --out %s/opt_old --steps 5 --resume" DATA_ONLY, tmp);
+    err = slurp("stderr.txt");
+    EXPECT(st == 0, "an old state without flags failed: %s", err);
+    free(err);
+    EXPECT_NEAR(state_meta("opt_old/state.safetensors", "train.lr"), 0.002, 0, 1e-6);
+    EXPECT(state_meta("opt_old/state.safetensors", "train.batch") == 32, "train.batch");
+    // Bad values, each refused in one line naming the file and the key.
+    static const struct {
+        const char *key, *value;
+    } cases[] = {{"train.lr", "fast"}, {"train.lr", "-1"}, {"train.batch", "0"},
+                 {"train.batch", "8.5"}, {"train.lr_decay", "2"}, {"train.clip", "nan"},
+                 {"train.seed", "7x"}, {"train.seed", NULL}};
+    mkdir(strcat(strcpy(bad, tmp), "/opt_bad"), 0755);
+    strcat(bad, "/state.safetensors");
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        if (checkpoint_rewrite_meta(full, bad, cases[i].key, cases[i].value)) continue;
+        st = run("train --out %s/opt_bad --steps 6 --resume" DATA_ONLY, tmp);
+        expect_one_line_error(st, "opt_bad/state.safetensors");
+        expect_one_line_error(st, cases[i].key);
+    }
+}
+
 // The validation and summary lines never print a placeholder (best -1, nan); the header
 // says how many threads.
 static void test_no_sentinels_in_messages(void) {
@@ -497,6 +623,9 @@ int main(void) {
     RUN(test_scenes_folder);
     RUN(test_refuses_to_overwrite_a_run);
     RUN(test_resume_takes_left_out_flags);
+    RUN(test_resume_keeps_optimiser_settings);
+    RUN(test_resume_with_new_lr);
+    RUN(test_resume_old_and_bad_states);
     RUN(test_no_sentinels_in_messages);
     RUN(test_minutes_progress_counts_steps);
     RUN(test_small_coco_set);

@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/safetensors.h"
+#include "tests/support/checkpoint.h"
 #include "tests/support/scratch.h"
 #include "tests/support/test.h"
 #include "vision/png.h"
@@ -116,41 +117,7 @@ static void expect_failure(int status, const char *what, const char *const *want
 
 // Copies checkpoint src to dst with metadata key set to value (added if absent).
 static int rewrite_meta(const char *src, const char *dst, const char *key, const char *value) {
-    SafetensorsFile f;
-    Error err;
-    if (safetensors_load(&f, src, &err)) {
-        EXPECT(0, "%s", err.msg);
-        return -1;
-    }
-    Block b = {0};
-    for (int i = 0; i < f.count; i++) {
-        const SafetensorsTensor *t = &f.tensors[i];
-        const int64_t *s = t->shape;
-        switch (t->ndim) {
-        case 1: block_add(&b, NULL, t->name, 1, (int)s[0]); break;
-        case 2: block_add(&b, NULL, t->name, 2, (int)s[0], (int)s[1]); break;
-        case 3: block_add(&b, NULL, t->name, 3, (int)s[0], (int)s[1], (int)s[2]); break;
-        default: block_add(&b, NULL, t->name, 4, (int)s[0], (int)s[1], (int)s[2], (int)s[3]); break;
-        }
-    }
-    block_alloc(&b);
-    for (int i = 0; i < f.count; i++)
-        memcpy(b.data + b.tensors[i].offset, f.tensors[i].data, f.tensors[i].numel * sizeof(float));
-    SafetensorsMeta *meta = calloc((size_t)f.n_meta + 1, sizeof *meta);
-    int n = 0, found = 0;
-    for (int i = 0; i < f.n_meta; i++) {
-        meta[n] = f.meta[i];
-        if (!strcmp(meta[n].key, key)) meta[n].value = value, found = 1;
-        n++;
-    }
-    if (!found) meta[n++] = (SafetensorsMeta){key, value};
-    const Block *blocks[1] = {&b};
-    int r = safetensors_save(dst, blocks, NULL, 1, meta, n, &err);
-    EXPECT(r == 0, "%s", err.msg);
-    free(meta);
-    block_free(&b);
-    safetensors_free(&f);
-    return r;
+    return checkpoint_rewrite_meta(src, dst, key, value);
 }
 
 static void write_text(const char *name, const char *text) {

@@ -294,6 +294,35 @@ static void test_caption_resume_across_rank_counts(void) {
         return;
     EXPECT(same_file("cap_r2to1/state.safetensors", "cap_one2/state.safetensors"),
            "2 ranks then 1 process: not the uninterrupted run's state");
+    // A new --lr on resuming over 2 ranks: every rank reads the state and takes the flag, so
+    // the ranks go on as one process of 2 threads does from a copy of the same state, bit
+    // for bit; rank 0 alone names the change.
+    char src[1200], dst_dir[1200], dst[1300];
+    Error err;
+    size_t n;
+    unsigned char *bytes;
+    snprintf(src, sizeof src, "%s/cap_r2to1/state.safetensors", dir);
+    snprintf(dst_dir, sizeof dst_dir, "%s/cap_lr1", dir);
+    snprintf(dst, sizeof dst, "%s/state.safetensors", dst_dir);
+    if (make_dirs(dst_dir, &err) || file_read_all(src, &bytes, &n, 0, &err))
+        return test_fail_(__FILE__, __LINE__, "%s", err.msg);
+    int wrote = file_write_atomic(dst, bytes, n, &err);
+    free(bytes);
+    if (wrote) return test_fail_(__FILE__, __LINE__, "%s", err.msg);
+    if (!caption_ok(scratch_run(&cap_sc, "train " CAPTION_SMALL " --steps 54 --threads 2 --resume "
+                                "--lr 0.004 --out %s/cap_lr1", dir), "1 process resuming, --lr") ||
+        !caption_ok(scratch_run_mpi(&cap_sc, 2, "train " CAPTION_SMALL " --steps 54 --threads 1 "
+                                    "--resume --lr 0.004 --out %s/cap_r2to1", dir),
+                    "2 ranks resuming, --lr"))
+        return;
+    char *log = scratch_read(&cap_sc, "stderr.txt", NULL);
+    const char *first = log ? strstr(log, "resuming with") : NULL;
+    EXPECT(first && !strstr(first + 1, "resuming with") &&
+               strstr(log, "caption train: resuming with --lr 0.004 (checkpoint: 0.002)\n"),
+           "not one line naming --lr: %s", log ? log : "");
+    free(log);
+    EXPECT(same_file("cap_r2to1/state.safetensors", "cap_lr1/state.safetensors"),
+           "2 ranks resumed with --lr: not 1 process's state");
 }
 
 // caption eval over 2 and 3 ranks: the same captions (results JSON) and scores.

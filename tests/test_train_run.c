@@ -149,6 +149,28 @@ static void test_optim_resume_takes_given_flags(void) {
                   "draw classify train: resuming with --batch 32 (checkpoint: 100), --lr 0.002 "
                   "(checkpoint: 0.001), --clip 0 (checkpoint: 10), --seed 3 (checkpoint: 7)\n") == 0,
            "said '%s'", text);
+    // --lr-decay (caption train) sits after --lr; a NULL note says nothing (ranks other
+    // than 0) but the values are replaced all the same.
+    fclose(note);
+    note = tmpfile();
+    if (!note) {
+        EXPECT(0, "tmpfile failed");
+        return;
+    }
+    const TrainOptim decayed = {.seed = 1, .batch = 32, .lr = 2e-3f, .lr_decay = 0.7f, .clip = 5.0f};
+    f = (TrainOptimFlags){.seed = 1, .batch = 32, .lr = 1e-3f, .lr_decay = 0.5f, .clip = 5.0f,
+                          .given = {.lr = true, .lr_decay = true}};
+    o = decayed;
+    train_optim_resume(&o, &f, "caption train", note);
+    EXPECT(o.lr == 1e-3f && o.lr_decay == 0.5f && o.batch == 32, "lr %g lr_decay %g",
+           (double)o.lr, (double)o.lr_decay);
+    EXPECT(strcmp(file_text(note, text, sizeof text),
+                  "caption train: resuming with --lr 0.001 (checkpoint: 0.002), --lr-decay 0.5 "
+                  "(checkpoint: 0.7)\n") == 0,
+           "said '%s'", text);
+    TrainOptim quiet = decayed;
+    train_optim_resume(&quiet, &f, "caption train", NULL);
+    EXPECT(memcmp(&quiet, &o, sizeof o) == 0, "a NULL note changed what was replaced");
     fclose(note);
 }
 

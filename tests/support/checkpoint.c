@@ -1,11 +1,15 @@
 // checkpoint.c: see checkpoint.h.
 #include "tests/support/checkpoint.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/block.h"
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "tests/support/test.h"
 
 int checkpoints_identical(const char *a, const char *b, const char *key, char *why, size_t cap) {
     SafetensorsFile fa, fb;
@@ -35,4 +39,47 @@ int checkpoints_identical(const char *a, const char *b, const char *key, char *w
     safetensors_free(&fa);
     safetensors_free(&fb);
     return ok;
+}
+
+int checkpoint_rewrite_meta(const char *src, const char *dst, const char *key, const char *value) {
+    SafetensorsFile f;
+    Error err;
+    if (safetensors_load(&f, src, &err)) {
+        EXPECT(0, "%s", err.msg);
+        return -1;
+    }
+    Block b = {0};
+    for (int i = 0; i < f.count; i++) {
+        const SafetensorsTensor *t = &f.tensors[i];
+        const int64_t *s = t->shape;
+        switch (t->ndim) {
+        case 1: block_add(&b, NULL, t->name, 1, (int)s[0]); break;
+        case 2: block_add(&b, NULL, t->name, 2, (int)s[0], (int)s[1]); break;
+        case 3: block_add(&b, NULL, t->name, 3, (int)s[0], (int)s[1], (int)s[2]); break;
+        default: block_add(&b, NULL, t->name, 4, (int)s[0], (int)s[1], (int)s[2], (int)s[3]); break;
+        }
+    }
+    block_alloc(&b);
+    for (int i = 0; i < f.count; i++)
+        memcpy(b.data + b.tensors[i].offset, f.tensors[i].data, f.tensors[i].numel * sizeof(float));
+    SafetensorsMeta *meta = calloc((size_t)f.n_meta + 1, sizeof *meta);
+    int n = 0, found = 0;
+    for (int i = 0; i < f.n_meta; i++) {
+        if (!strcmp(f.meta[i].key, key)) {
+            found = 1;
+            if (!value) continue;
+            meta[n] = (SafetensorsMeta){f.meta[i].key, value};
+        } else {
+            meta[n] = f.meta[i];
+        }
+        n++;
+    }
+    if (!found && value) meta[n++] = (SafetensorsMeta){key, value};
+    const Block *blocks[1] = {&b};
+    int r = safetensors_save(dst, blocks, NULL, 1, meta, n, &err);
+    EXPECT(r == 0, "%s", err.msg);
+    free(meta);
+    block_free(&b);
+    safetensors_free(&f);
+    return r;
 }

@@ -1,5 +1,5 @@
 // checkpoint.h: comparing two safetensors checkpoints bit for bit, for tests of resuming
-// and of crash-safe saving.
+// and of crash-safe saving; rewriting one's metadata, for tests of what a loader refuses.
 #ifndef TESTS_SUPPORT_CHECKPOINT_H
 #define TESTS_SUPPORT_CHECKPOINT_H
 
@@ -10,5 +10,10 @@
 // present). Otherwise 0, with why (cap bytes) saying what differs or which file failed to
 // load.
 int checkpoints_identical(const char *a, const char *b, const char *key, char *why, size_t cap);
+
+// Copies checkpoint src to dst (which may be src) with metadata key set to value (added if
+// absent), or with value NULL removed. The tensors are copied as float32. 0, or -1 after a
+// failed EXPECT naming what failed.
+int checkpoint_rewrite_meta(const char *src, const char *dst, const char *key, const char *value);
 
 #endif
