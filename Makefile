@@ -124,7 +124,9 @@ $(BUILD)/bin/%: $(BUILD)/cli/%.o $(CLI_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 # The objects the pattern rules chain through are kept: without this make deletes them as
-# intermediates after a build, and the next build compiles and links them all again.
+# intermediates after a build, and the next build compiles and links them all again. (One
+# .SECONDARY with prerequisites anywhere, tests/fuzz/fuzz.mk included, would turn this
+# into a list of none.)
 .SECONDARY:
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(CLI_OBJS) $(LIB)

@@ -43,7 +43,6 @@ FUZZ_LIB      := $(FUZZ_BUILD)/libattend-fuzz.a
 FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 
 .PHONY: fuzz fuzz-build fuzz-seeds
-.SECONDARY: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/tests/fuzz/fuzz_%.o) $(FUZZ_BUILD)/tests/fuzz/fuzz_util.o
 
 fuzz-build: $(FUZZ_BINS)
 
