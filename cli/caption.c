@@ -308,18 +308,16 @@ static int load_model(const char *path, SatModel *m, Vocab *vocab, int with_stat
             block_clone(ema, &m->params);
             if (safetensors_find(&f, first)) r = safetensors_read_block(ema, "ema/", &f, path, err);
         }
-        const char *st = safetensors_meta(&f, "step"), *bs = safetensors_meta(&f, "best_step");
-        const char *bb = safetensors_meta(&f, "best_val_bleu4");
-        const char *base = safetensors_meta(&f, "baseline"), *bset = safetensors_meta(&f, "baseline_set");
-        if (!r && (!st || !bs || !bb || !base || !bset))
-            r = error_set(err, "%s: training state metadata missing", path);
-        if (!r) {
-            tc->step = atol(st);
-            tc->best_step = atol(bs);
-            tc->best_bleu = strtod(bb, NULL);
-            m->baseline = (float)strtod(base, NULL);
-            m->baseline_set = atoi(bset);
-        }
+        // The counters, each checked: one line naming path and key for a missing or
+        // malformed value (best_val_bleu4 is -1 until a validation sets it).
+        long bset = 0;
+        if (!r && (safetensors_meta_long(&f, path, "step", NULL, 0, LONG_MAX, &tc->step, err) ||
+                   safetensors_meta_long(&f, path, "best_step", NULL, 0, LONG_MAX, &tc->best_step, err) ||
+                   safetensors_meta_double(&f, path, "best_val_bleu4", &tc->best_bleu, err) ||
+                   safetensors_meta_float(&f, path, "baseline", &m->baseline, err) ||
+                   safetensors_meta_long(&f, path, "baseline_set", NULL, 0, 1, &bset, err)))
+            r = -1;
+        m->baseline_set = (int)bset;
         if (!r && optim) r = read_optim_meta(&f, path, &optim->optim, &optim->stored, err);
     }
     if (!r && block_first_nonfinite(&m->params)) r = error_set(err, "%s: tensor %s holds NaN or inf", path, block_first_nonfinite(&m->params));

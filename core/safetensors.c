@@ -614,6 +614,17 @@ int safetensors_meta_float(const SafetensorsFile *f, const char *path, const cha
     return 0;
 }
 
+int safetensors_meta_double(const SafetensorsFile *f, const char *path, const char *key,
+                            double *out, Error *err) {
+    const char *s = safetensors_meta(f, key);
+    if (!s) return error_set(err, "%s: no \"%s\" in __metadata__", path, key);
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v)) return error_set(err, "%s: metadata %s = '%s' is not a number", path, key, s);
+    *out = v;
+    return 0;
+}
+
 static void format_shape(char *buf, size_t cap, int ndim, const int64_t *shape) {
     size_t len = 0;
     buf[0] = 0;

@@ -101,6 +101,8 @@ int safetensors_meta_long(const SafetensorsFile *f, const char *path, const char
                           const char *kind, long lo, long hi, long *out, Error *err);
 int safetensors_meta_float(const SafetensorsFile *f, const char *path, const char *key,
                            float *out, Error *err);
+int safetensors_meta_double(const SafetensorsFile *f, const char *path, const char *key,
+                            double *out, Error *err);
 
 // Copies every tensor of block b from f (looking up prefix + name), checking shapes.
 // Missing tensors, shape mismatches and integer tensors fail naming the tensor. f must

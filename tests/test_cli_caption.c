@@ -496,7 +496,9 @@ static void test_resume_old_and_bad_states(void) {
     // Bad values, each refused in one line naming the file and the key.
     static const struct {
         const char *key, *value;
-    } cases[] = {{"train.lr", "fast"}, {"train.lr", "-1"}, {"train.batch", "0"},
+    } cases[] = {{"step", "12x"}, {"best_step", "-3"}, {"best_val_bleu4", "good"},
+                 {"baseline", "inf"}, {"baseline_set", "2"},
+                 {"train.lr", "fast"}, {"train.lr", "-1"}, {"train.batch", "0"},
                  {"train.batch", "8.5"}, {"train.lr_decay", "2"}, {"train.clip", "nan"},
                  {"train.seed", "7x"}, {"train.seed", NULL}};
     mkdir(strcat(strcpy(bad, tmp), "/opt_bad"), 0755);

@@ -485,9 +485,9 @@ static void test_metadata_numbers(void) {
     make_params(&a, &p, 4);
     const Block *blocks[] = {&a};
     SafetensorsMeta meta[] = {{"n", "42"}, {"big", "99"}, {"word", "4x"}, {"lr", "0.25"},
-                              {"inf", "inf"}};
+                              {"inf", "inf"}, {"third", "0.33333333333333331"}};
     Error err = {{0}};
-    EXPECT(safetensors_save(path, blocks, NULL, 1, meta, 5, &err) == 0, "%s", err.msg);
+    EXPECT(safetensors_save(path, blocks, NULL, 1, meta, 6, &err) == 0, "%s", err.msg);
     SafetensorsFile f;
     EXPECT(safetensors_load(&f, path, &err) == 0, "%s", err.msg);
     long v = 0;
@@ -506,6 +506,12 @@ static void test_metadata_numbers(void) {
                strstr(err.msg, "is not a number"), "inf: %s", err.msg);
     EXPECT(safetensors_meta_float(&f, path, "gone", &x, &err) == -1 &&
                strstr(err.msg, "no \"gone\" in __metadata__"), "missing: %s", err.msg);
+    double d = 0;  // the double reader keeps every digit a double holds
+    EXPECT(safetensors_meta_double(&f, path, "third", &d, &err) == 0 && d == 1.0 / 3.0,
+           "third read as %.17g", d);
+    EXPECT(safetensors_meta_double(&f, path, "word", &d, &err) == -1 &&
+               strstr(err.msg, "word = '4x' is not a number"), "word: %s", err.msg);
+    EXPECT(safetensors_meta_double(&f, path, "inf", &d, &err) == -1, "inf accepted as a double");
     safetensors_free(&f);
     block_free(&a);
 }
