@@ -2,7 +2,7 @@
 
 # json_field KEY < one-line JSON object: the number (or nan/inf) under KEY.
 json_field() {
-    sed -n "s/.*\"$1\": *\([-0-9.eE+naif]*\).*/\1/p"
+    sed -n "s/.*\"$1\": *\([-0-9.eE+naifl]*\).*/\1/p"
 }
 
 # train_wall DIR: seconds of training that DIR/log.csv records, over every process that

@@ -52,9 +52,7 @@ RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/draw_cluttered.md}
 
 [ $# -gt 0 ] || set -- dram8 dram4 cnn
 
-json_field() {  # json_field KEY < one-line JSON object
-    sed -n "s/.*\"$1\": *\([-0-9.eE+naifl]*\).*/\1/p"
-}
+. "$(dirname "$0")/common.sh"  # json_field
 
 run_config() {
     name=$1
