@@ -187,13 +187,8 @@ static int load_model(Loaded *m, const char *path, Error *err) {
     int rc = read_state(&f, path, &m->state, err);
     if (rc == 0) {
         draw_layout(&m->params, &m->p, &m->state.cfg);
-        // the tensors are checked before the allocation: metadata may claim any size
-        rc = safetensors_check_block(&m->params, "", &f, path, err);
-        if (rc == 0) {
-            block_alloc(&m->params);
-            rc = safetensors_read_block(&m->params, "", &f, path, err);
-        }
-        if (rc) block_free(&m->params);
+        // checked before the allocation: the metadata may claim any size
+        rc = safetensors_alloc_read_block(&m->params, "", &f, path, err);
     }
     safetensors_free(&f);
     return rc;

@@ -670,6 +670,16 @@ int safetensors_check_block(const Block *b, const char *prefix, const Safetensor
     return 0;
 }
 
+int safetensors_alloc_read_block(Block *b, const char *prefix, const SafetensorsFile *f,
+                                 const char *path, Error *err) {
+    if (safetensors_check_block(b, prefix, f, path, err) == 0) {
+        block_alloc(b);
+        if (safetensors_read_block(b, prefix, f, path, err) == 0) return 0;
+    }
+    block_free(b);
+    return -1;
+}
+
 int safetensors_read_block(Block *b, const char *prefix, const SafetensorsFile *f,
                            const char *path, Error *err) {
     CHECK(b->data || b->count == 0, "safetensors_read_block: block not allocated");

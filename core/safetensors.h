@@ -114,5 +114,9 @@ int safetensors_read_block(Block *b, const char *prefix, const SafetensorsFile *
 // is refused by what its tensors hold rather than by a failed allocation.
 int safetensors_check_block(const Block *b, const char *prefix, const SafetensorsFile *f,
                             const char *path, Error *err);
+// A layout not yet allocated, filled from f: checked (safetensors_check_block), then
+// allocated and read. On failure b is freed (block_free: its layout too).
+int safetensors_alloc_read_block(Block *b, const char *prefix, const SafetensorsFile *f,
+                                 const char *path, Error *err);
 
 #endif

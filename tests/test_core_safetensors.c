@@ -117,6 +117,18 @@ static void test_roundtrip_tensors_and_metadata(void) {
                strstr(err.msg, "missing tensor 'adam.x/enc.w'"), "%s", err.msg);
     EXPECT(safetensors_check_block(&b, "adam.m/", &header, path, &err) == 0, "%s", err.msg);
     safetensors_free(&header);
+    // Check, allocate and read in one: the huge layout is refused unallocated (and freed);
+    // a layout of the file's shapes comes back holding its values.
+    EXPECT(safetensors_alloc_read_block(&huge, "", &f, path, &err) == -1 && huge.data == NULL &&
+               huge.count == 0, "huge: %s", err.msg);
+    Block again = {0};
+    float *gw, *gb;
+    block_add(&again, &gw, "enc.w", 2, 3, 5);
+    block_add(&again, &gb, "enc.b", 1, 5);
+    EXPECT(safetensors_alloc_read_block(&again, "", &f, path, &err) == 0, "%s", err.msg);
+    EXPECT(again.data && memcmp(gw, pa.w, 15 * sizeof(float)) == 0 &&
+           memcmp(gb, pa.b, 5 * sizeof(float)) == 0, "values read back differ");
+    block_free(&again);
     block_free(&huge);
     safetensors_free(&f);
     block_free(&other);
