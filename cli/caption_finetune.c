@@ -117,10 +117,12 @@ static int check_not_finetuning(const CaptionFineTuneFlags *fl, Error *err) {
 }
 
 // --resume of a state that fine-tunes: the flags left out are the ones it records (the
-// encoder at the path it was trained with). encoder (cap 1200) and stage (cap 16) hold
-// what fl then points at.
+// encoder at the path it was trained with); a --fine-tune-lr given in its place is said,
+// as train_optim_resume says the other optimiser flags. encoder (cap 1200) and stage (cap
+// 16) hold what fl then points at.
 static int resume_defaults(CaptionFineTuneFlags *fl, char *encoder, char *stage,
-                           const SatConfig *saved, const char *saved_path, Error *err) {
+                           const SatConfig *saved, const char *saved_path, bool quiet,
+                           Error *err) {
     if (!saved || saved->feat_L == 0) return 0;
     EncoderRecord have;
     if (encoder_record_read(&have, saved_path, err)) return -1;
@@ -133,7 +135,12 @@ static int resume_defaults(CaptionFineTuneFlags *fl, char *encoder, char *stage,
         snprintf(encoder, 1200, "%s:%s", have.spec, have.weights);
         fl->encoder = encoder;
     }
-    if (!fl->lr_given && have.finetune_lr[0]) fl->lr = strtof(have.finetune_lr, NULL);
+    if (!have.finetune_lr[0]) return 0;
+    const float saved_lr = strtof(have.finetune_lr, NULL);
+    FlagDiffs changed = {0};
+    flag_diffs_float(&changed, "fine-tune-lr", fl->lr_given, fl->lr, saved_lr);
+    if (changed.n && !quiet) fprintf(stderr, "caption train: resuming with %s\n", changed.text);
+    if (!fl->lr_given) fl->lr = saved_lr;
     return 0;
 }
 
@@ -144,7 +151,7 @@ int caption_finetune_setup_train(CaptionFineTune *t, SatConfig *cfg, EncoderReco
     memset(t, 0, sizeof *t);
     CaptionFineTuneFlags eff = *fl;
     char encoder[1200], stage[16];
-    if (resume_defaults(&eff, encoder, stage, saved, saved_path, err)) return -1;
+    if (resume_defaults(&eff, encoder, stage, saved, saved_path, quiet, err)) return -1;
     if (!eff.stage) return check_not_finetuning(fl, err);
     fl = &eff;
     if (features)

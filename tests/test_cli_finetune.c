@@ -161,6 +161,23 @@ static void test_finetune_vgg(void) {
     unsigned char *a = read_all(pa, &la), *b = read_all(pb, &lb);
     EXPECT(a && b && la == lb && !memcmp(a, b, la), "the resumed state differs from the uninterrupted one");
     free(a), free(b);
+    // A new --fine-tune-lr on --resume is said (so without --quiet) and stored.
+#define DECODER_SAID " --embed 16 --hidden 32 --attn-dim 16 --batch 8 --threads 1"
+    st = run("train --data %s --out %s/half --steps 26 --log-every 4 --resume --fine-tune-lr 5e-4"
+             DECODER_SAID, data, tmp);
+    char *said = slurp("stderr.txt");
+    EXPECT(st == 0 && strstr(said, "caption train: resuming with --fine-tune-lr 0.0005 "
+                                   "(checkpoint: 0.001)\n"), "resume --fine-tune-lr: %d %s", st, said);
+    free(said);
+    SafetensorsFile f;
+    Error e2;
+    if (safetensors_open(&f, pb, &e2)) {
+        EXPECT(0, "%s", e2.msg);
+        return;
+    }
+    const char *stored = safetensors_meta(&f, "finetune.lr");
+    EXPECT(stored && !strcmp(stored, "0.0005"), "finetune.lr stored: %s", stored ? stored : "none");
+    safetensors_free(&f);
 }
 
 static void test_finetune_resnet(void) {
