@@ -1343,10 +1343,8 @@ static int cmd_train(int argc, char **argv) {
     if (rc && r.failed_everywhere) {
         if (root) fprintf(stderr, "%s\n", err.msg);  // rank 0 prints it, before any rank exits
         dist_barrier(&dist);
-    } else if (rc && !r.reported && dist.size > 1) {
-        train_dist_fail(&dist, "caption train", &err);  // ends every rank
     } else if (rc && !r.reported) {
-        fprintf(stderr, "%s\n", err.msg);
+        train_dist_fail(&dist, "caption train", &err);  // under mpirun it ends every rank
     }
     close_run(&r);
     dist_finalize(&dist);
@@ -1356,12 +1354,10 @@ static int cmd_train(int argc, char **argv) {
 // ---------------------------------------------------------------------------------------
 // caption eval
 
-// caption eval's failures: one process prints the message; a rank prints it with its
-// number and ends the job (cli/train_dist.h).
+// caption eval's failures: one process prints the message after the command's name; a
+// rank prints it with its number and ends the job (cli/train_dist.h).
 static int eval_fail(const Dist *dist, const Error *err) {
-    if (dist->size > 1) train_dist_fail(dist, "caption eval", err);
-    fprintf(stderr, "%s\n", err->msg);
-    return 1;
+    return train_dist_fail(dist, "caption eval", err);
 }
 
 static int cmd_eval(int argc, char **argv) {

@@ -190,7 +190,7 @@ static void test_draw_errors(void) {
     rc = run("draw", "train " DRAW_TINY " --data %s/none-images.idx --steps 1 --out %s/t2", tmp, tmp);
     expect_failure(rc, "missing --data file", WANT("none-images.idx"), WANT("t2/model.safetensors"));
     rc = run("draw", "eval --model %s/none.safetensors", tmp);
-    expect_failure(rc, "missing model", WANT("none.safetensors"), NONE);
+    expect_failure(rc, "missing model", WANT("caption eval: ", "none.safetensors"), NONE);
     // Wrong formats.
     rc = run("draw", "train " DRAW_TINY " --data %s/picture.png --steps 1 --out %s/t3", tmp, tmp);
     expect_failure(rc, "PNG as --data", WANT("picture.png"), WANT("t3/model.safetensors"));
@@ -255,10 +255,10 @@ static void test_caption_errors(void) {
     rc = run("caption", "eval --model %s --split sideways --quiet", caption_model);
     expect_failure(rc, "--split sideways", WANT("--split", "sideways"), NONE);
     rc = run("caption", "train --out %s/c2 --steps 1 --data nowhere:%s" CAPTION_TINY, tmp, tmp);
-    expect_failure(rc, "--data nowhere:", WANT("--data"), WANT("c2/model.safetensors"));
+    expect_failure(rc, "--data nowhere:", WANT("caption train: --data"), WANT("c2/model.safetensors"));
     // Missing files.
     rc = run("caption", "eval --model %s/none.safetensors --quiet", tmp);
-    expect_failure(rc, "missing model", WANT("none.safetensors"), NONE);
+    expect_failure(rc, "missing model", WANT("caption eval: ", "none.safetensors"), NONE);
     rc = run("caption", "train --out %s/c3 --steps 1 --data tsv:%s/none.tsv:%s" CAPTION_TINY, tmp, tmp, tmp);
     expect_failure(rc, "missing caption file", WANT("none.tsv"), WANT("c3/model.safetensors"));
     rc = run("caption", "predict --model %s --images %s/no-such-folder", caption_model, tmp);
