@@ -190,7 +190,7 @@ static void test_draw_errors(void) {
     rc = run("draw", "train " DRAW_TINY " --data %s/none-images.idx --steps 1 --out %s/t2", tmp, tmp);
     expect_failure(rc, "missing --data file", WANT("none-images.idx"), WANT("t2/model.safetensors"));
     rc = run("draw", "eval --model %s/none.safetensors", tmp);
-    expect_failure(rc, "missing model", WANT("caption eval: ", "none.safetensors"), NONE);
+    expect_failure(rc, "missing model", WANT("draw: ", "none.safetensors"), NONE);
     // Wrong formats.
     rc = run("draw", "train " DRAW_TINY " --data %s/picture.png --steps 1 --out %s/t3", tmp, tmp);
     expect_failure(rc, "PNG as --data", WANT("picture.png"), WANT("t3/model.safetensors"));
