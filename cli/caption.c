@@ -235,7 +235,7 @@ static int save_model(const char *path, const SatModel *m, const Vocab *vocab, i
         n_meta += OPTIM_META;
     }
     const Block *blocks[7] = {&m->params, &m->adam_m, &m->adam_v, ema};
-    const char *prefixes[7] = {"", "adam.m/", "adam.v/", "ema/"};
+    const char *prefixes[7] = {"", TRAIN_ADAM_M_PREFIX, TRAIN_ADAM_V_PREFIX, "ema/"};
     int n_blocks = with_state ? (ema ? 4 : 3) : 1;
     Block ftb[3];  // --fine-tune: the stage (and its moments) (cli/caption_finetune.h)
     BlockTensor ftt[3];
@@ -298,11 +298,10 @@ static int load_model(const char *path, SatModel *m, Vocab *vocab, int with_stat
     Rng rng;
     rng_seed(&rng, 0);
     sat_init(m, &c, &rng);
-    int r = safetensors_read_block(&m->params, "", &f, path, err);
+    int r = train_checkpoint_read(&m->params, with_state ? &m->adam_m : NULL, &m->adam_v, &f,
+                                  path, err);
     if (!r && with_state) {
-        r = safetensors_read_block(&m->adam_m, "adam.m/", &f, path, err);
-        if (!r) r = safetensors_read_block(&m->adam_v, "adam.v/", &f, path, err);
-        if (!r && ema) {
+        if (ema) {
             char first[BLOCK_NAME_LEN + 8];
             snprintf(first, sizeof first, "ema/%s", m->params.tensors[0].name);
             block_clone(ema, &m->params);

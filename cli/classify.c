@@ -191,10 +191,7 @@ static int init_model(ClassifyRun *r, const SafetensorsFile *file, Error *err) {
     if (r->resumed && safetensors_check_block(&r->params, "", file, r->ckpt, err)) return -1;
     block_alloc(&r->params), block_alloc(&r->grads), block_alloc(&r->mom1), block_alloc(&r->mom2);
     if (r->resumed) {
-        if (safetensors_read_block(&r->params, "", file, r->ckpt, err) ||
-            safetensors_read_block(&r->mom1, "adam.m/", file, r->ckpt, err) ||
-            safetensors_read_block(&r->mom2, "adam.v/", file, r->ckpt, err))
-            return -1;
+        if (train_checkpoint_read(&r->params, &r->mom1, &r->mom2, file, r->ckpt, err)) return -1;
     } else {
         Rng init;
         rng_seed(&init, classify_mix64(r->st.optim.seed, 0x1417));

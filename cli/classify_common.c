@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/train_run.h"
 #include "core/check.h"
 
 uint64_t classify_mix64(uint64_t a, uint64_t b) {
@@ -61,9 +62,7 @@ int classify_save(const char *path, const ClassifyState *s, const Block *params,
 #undef META
     meta[k++] = (SafetensorsMeta){"train.data", s->data};
     meta[k++] = (SafetensorsMeta){"format", CLASSIFY_FORMAT};
-    const Block *blocks[3] = {params, m, v};
-    const char *prefixes[3] = {"", "adam.m/", "adam.v/"};
-    return safetensors_save(path, blocks, prefixes, m ? 3 : 1, meta, k, err);
+    return train_checkpoint_save(path, params, m, v, meta, k, err);
 }
 
 static int meta_long(const SafetensorsFile *f, const char *path, const char *key, long lo,

@@ -112,9 +112,7 @@ static int save_checkpoint(const char *path, const TrainState *s, const Block *p
     meta[k++] = (SafetensorsMeta){"format", "attend-draw-1"};
 #undef META_INT
 #undef META_FLOAT
-    const Block *blocks[3] = {params, m, v};
-    const char *prefixes[3] = {"", "adam.m/", "adam.v/"};
-    return safetensors_save(path, blocks, prefixes, m ? 3 : 1, meta, k, err);
+    return train_checkpoint_save(path, params, m, v, meta, k, err);
 }
 
 static int meta_long(const SafetensorsFile *f, const char *path, const char *key, long *out,
@@ -639,10 +637,7 @@ static int init_model(DrawRun *r, const SafetensorsFile *file, Error *err) {
     if (r->resumed && !dist_is_root(r->dist)) {
         // rank 0 broadcasts its checkpoint's weights and moments (share_weights)
     } else if (r->resumed) {
-        if (safetensors_read_block(&r->params, "", file, r->ckpt, err) ||
-            safetensors_read_block(&r->mom1, "adam.m/", file, r->ckpt, err) ||
-            safetensors_read_block(&r->mom2, "adam.v/", file, r->ckpt, err))
-            return -1;
+        if (train_checkpoint_read(&r->params, &r->mom1, &r->mom2, file, r->ckpt, err)) return -1;
     } else {
         Rng init;
         rng_seed(&init, rng_mix(r->st.optim.seed, 0x1417));

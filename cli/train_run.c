@@ -243,6 +243,26 @@ double train_fault_valid_score(long step, double score) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Checkpoints
+
+int train_checkpoint_save(const char *path, const Block *params, const Block *m,
+                          const Block *v, const SafetensorsMeta *meta, int n_meta, Error *err) {
+    const Block *blocks[3] = {params, m, v};
+    const char *prefixes[3] = {"", TRAIN_ADAM_M_PREFIX, TRAIN_ADAM_V_PREFIX};
+    return safetensors_save(path, blocks, prefixes, m ? 3 : 1, meta, n_meta, err);
+}
+
+int train_checkpoint_read(Block *params, Block *m, Block *v, const SafetensorsFile *f,
+                          const char *path, Error *err) {
+    if (safetensors_read_block(params, "", f, path, err)) return -1;
+    if (!m) return 0;
+    if (safetensors_read_block(m, TRAIN_ADAM_M_PREFIX, f, path, err) ||
+        safetensors_read_block(v, TRAIN_ADAM_V_PREFIX, f, path, err))
+        return -1;
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------------
 // Summary
 
 const char *json_number(char buf[32], double x) {

@@ -14,6 +14,7 @@
 //   TrainOptim    the optimiser settings a checkpoint stores (batch, lr, lr decay, beta1,
 //                 clip, seed) and the rule by which flags given on --resume replace them
 //   train_check_finite                 the stop on a non-finite loss or gradient
+//   train_checkpoint_save, _read       a checkpoint's weights and Adam moments
 //   json_number   a summary's numbers, null where nothing was measured
 //
 // A training command reads like this (see cli/draw.c, cli/caption.c):
@@ -41,6 +42,7 @@
 #include "core/block.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/safetensors.h"
 
 // ---------------------------------------------------------------------------------------
 // Budget
@@ -208,6 +210,25 @@ int train_check_finite(long step, const char *loss_name, double loss, Block *gra
 // ATTEND_FAULT_NAN_VALID_STEP=N in the environment (fault injection for
 // tests/test_cli_names.c: the message for a validation that sets no best model).
 double train_fault_valid_score(long step, double score);
+
+// ---------------------------------------------------------------------------------------
+// Checkpoints
+
+// A training checkpoint holds the parameters under their own names and Adam's moments, laid
+// out alike, under these prefixes ("adam.m/enc.W", ...).
+#define TRAIN_ADAM_M_PREFIX "adam.m/"
+#define TRAIN_ADAM_V_PREFIX "adam.v/"
+
+// Writes params and, where m is not NULL, the moments m and v, with the metadata, to path
+// atomically (safetensors_save). m NULL: a model file of the weights alone.
+int train_checkpoint_save(const char *path, const Block *params, const Block *m,
+                          const Block *v, const SafetensorsMeta *meta, int n_meta, Error *err);
+
+// Reads params and, where m is not NULL, the moments into the allocated blocks (laid out as
+// the model's configuration says), each tensor's name and shape checked
+// (safetensors_read_block); -1 with err naming path and the tensor on any mismatch.
+int train_checkpoint_read(Block *params, Block *m, Block *v, const SafetensorsFile *f,
+                          const char *path, Error *err);
 
 // ---------------------------------------------------------------------------------------
 // Summary

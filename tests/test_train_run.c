@@ -2,11 +2,13 @@
 // the default thread count (cli/threads.h): when the budget stops a run, which steps log,
 // validate and save in draw's and caption's cadences, the one-line messages for flags that
 // differ on --resume and for a folder that already holds a run, the optimiser settings that
-// --resume takes from the flags given, the non-finite stop, the weight average's swap, JSON
-// nulls, and a thread count that follows the affinity mask.
+// --resume takes from the flags given, a checkpoint's weights and moments, the non-finite
+// stop, the weight average's swap, JSON nulls, and a thread count that follows the affinity
+// mask.
 #define _GNU_SOURCE  // sched_setaffinity, CPU_SET
 #include <math.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +204,56 @@ static void test_out_check_refuses_a_run(void) {
     EXPECT(file_exists(path), "--force removed log.csv (opened anew by the run)");
 }
 
+// A layout of two tensors (w 2 x 3, b of b_len), the first filled with base + i, the
+// second with base + 10 + i; its padding zero.
+static void small_block(Block *b, float base, int b_len) {
+    memset(b, 0, sizeof *b);
+    block_add(b, NULL, "layer.w", 2, 2, 3);
+    block_add(b, NULL, "layer.b", 1, b_len);
+    block_alloc(b);
+    for (int t = 0; t < b->count; t++)  // the tensors (the block pads between them)
+        for (size_t i = 0; i < b->tensors[t].numel; i++)
+            b->data[b->tensors[t].offset + i] = base + (float)(t * 10 + i);
+}
+
+static bool same_blocks(const Block *a, const Block *b) {
+    return a->numel == b->numel && !memcmp(a->data, b->data, a->numel * sizeof *a->data);
+}
+
+static void test_checkpoint_round_trip(void) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/ckpt.safetensors", tmp);
+    Block p, m, v, p2, m2, v2;
+    small_block(&p, 1, 3), small_block(&m, 100, 3), small_block(&v, 200, 3);
+    const SafetensorsMeta meta[1] = {{"format", "test"}};
+    Error err;
+    EXPECT(train_checkpoint_save(path, &p, &m, &v, meta, 1, &err) == 0, "%s", err.msg);
+    small_block(&p2, 0, 3), small_block(&m2, 0, 3), small_block(&v2, 0, 3);
+    SafetensorsFile f;
+    EXPECT(safetensors_load(&f, path, &err) == 0, "%s", err.msg);
+    EXPECT(safetensors_find(&f, "adam.m/layer.w") && safetensors_find(&f, "adam.v/layer.b"),
+           "the moments' names");
+    EXPECT(train_checkpoint_read(&p2, &m2, &v2, &f, path, &err) == 0, "%s", err.msg);
+    EXPECT(same_blocks(&p, &p2) && same_blocks(&m, &m2) && same_blocks(&v, &v2),
+           "read back differs");
+    // Another layout is refused with the file and the tensor named.
+    Block wrong;
+    small_block(&wrong, 0, 4);
+    EXPECT(train_checkpoint_read(&wrong, NULL, NULL, &f, path, &err) == -1);
+    EXPECT(strstr(err.msg, path) && strstr(err.msg, "layer.b"), "%s", err.msg);
+    safetensors_free(&f);
+    // Without moments: the weights alone, which a read that asks for moments refuses.
+    EXPECT(train_checkpoint_save(path, &p, NULL, NULL, meta, 1, &err) == 0, "%s", err.msg);
+    EXPECT(safetensors_load(&f, path, &err) == 0, "%s", err.msg);
+    EXPECT(!safetensors_find(&f, "adam.m/layer.w"), "a model file holds moments");
+    EXPECT(train_checkpoint_read(&p2, NULL, NULL, &f, path, &err) == 0, "%s", err.msg);
+    EXPECT(train_checkpoint_read(&p2, &m2, &v2, &f, path, &err) == -1 &&
+               strstr(err.msg, "adam.m/"), "%s", err.msg);
+    safetensors_free(&f);
+    Block *all[] = {&p, &m, &v, &p2, &m2, &v2, &wrong};
+    for (int i = 0; i < 7; i++) block_free(all[i]);
+}
+
 static void test_check_finite_names_step_and_tensor(void) {
     Block g = {0};
     block_add(&g, NULL, "enc.W", 1, 4);
@@ -282,6 +334,7 @@ int main(void) {
     RUN(test_flag_diffs_name_both_values);
     RUN(test_optim_resume_takes_given_flags);
     RUN(test_out_check_refuses_a_run);
+    RUN(test_checkpoint_round_trip);
     RUN(test_check_finite_names_step_and_tensor);
     RUN(test_ema_swap_and_off);
     RUN(test_json_number_null);
