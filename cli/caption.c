@@ -172,18 +172,33 @@ static const char *attention_name(const SatConfig *c) {
 }
 
 // A state's optimiser settings (cli/train_run.h TrainOptim) in its metadata: train.batch,
-// train.lr, train.lr_decay, train.clip, train.seed (the --seed given, a signed integer).
-// Caption train has no --beta1 (Adam's default): it is not stored.
-enum { OPTIM_META = 5 };
-static void optim_meta(const TrainOptim *o, char buf[OPTIM_META][64], SafetensorsMeta *meta) {
+// train.lr, train.lr_decay, train.clip, train.seed (the --seed given, a signed integer),
+// and the weight average's decay, train.ema (0: off). Caption train has no --beta1
+// (Adam's default): it is not stored.
+enum { OPTIM_META = 6 };
+static void optim_meta(const TrainOptim *o, float ema, char buf[OPTIM_META][64],
+                       SafetensorsMeta *meta) {
     snprintf(buf[0], 64, "%d", o->batch);
     snprintf(buf[1], 64, "%.9g", (double)o->lr);
     snprintf(buf[2], 64, "%.9g", (double)o->lr_decay);
     snprintf(buf[3], 64, "%.9g", (double)o->clip);
     snprintf(buf[4], 64, "%ld", (long)o->seed);
+    snprintf(buf[5], 64, "%.9g", (double)ema);
     static const char *const keys[OPTIM_META] = {"train.batch", "train.lr", "train.lr_decay",
-                                                 "train.clip", "train.seed"};
+                                                 "train.clip", "train.seed", "train.ema"};
     for (int i = 0; i < OPTIM_META; i++) meta[i] = (SafetensorsMeta){keys[i], buf[i]};
+}
+
+// The weight average's decay optim_meta wrote: *stored false (and ema untouched) for a
+// state written before it was stored.
+static int read_ema_meta(const SafetensorsFile *f, const char *path, float *ema, bool *stored,
+                         Error *err) {
+    *stored = safetensors_meta(f, "train.ema") != NULL;
+    if (!*stored) return 0;
+    if (safetensors_meta_float(f, path, "train.ema", ema, err)) return -1;
+    if (!(*ema >= 0 && *ema < 1))
+        return error_set(err, "%s: metadata train.ema = %g out of range [0, 1)", path, (double)*ema);
+    return 0;
 }
 
 // The settings optim_meta wrote, each checked as the flag would be: one line naming path
@@ -213,9 +228,10 @@ static int read_optim_meta(const SafetensorsFile *f, const char *path, TrainOpti
 }
 
 // Saves the parameters (and, for a state file, the Adam moments, the training counters,
-// the optimiser settings optim and the weight average ema when there is one).
+// the optimiser settings optim and the weight average ema: its decay, and its weights when
+// it is on).
 static int save_model(const char *path, const SatModel *m, const Vocab *vocab, int with_state,
-                      const TrainOptim *optim, const Block *ema, long step, long best_step,
+                      const TrainOptim *optim, const TrainEma *ema, long step, long best_step,
                       double best_bleu, const EncoderRecord *enc, const CaptionFineTune *ft,
                       Error *err) {
     char cfg[2048], st[64], bst[64], bb[64], base[64], bset[16], ob[OPTIM_META][64];
@@ -231,12 +247,13 @@ static int save_model(const char *path, const SatModel *m, const Vocab *vocab, i
                                 {"best_val_bleu4", bb},  {"baseline", base}, {"baseline_set", bset}};
     int n_meta = 9 + encoder_record_meta(enc, meta + 9);  // the pretrained encoder, if any
     if (with_state) {
-        optim_meta(optim, ob, meta + n_meta);
+        optim_meta(optim, ema->decay, ob, meta + n_meta);
         n_meta += OPTIM_META;
     }
-    const Block *blocks[7] = {&m->params, &m->adam_m, &m->adam_v, ema};
+    const bool with_ema = with_state && train_ema_on(ema);
+    const Block *blocks[7] = {&m->params, &m->adam_m, &m->adam_v, with_ema ? &ema->avg : NULL};
     const char *prefixes[7] = {"", TRAIN_ADAM_M_PREFIX, TRAIN_ADAM_V_PREFIX, "ema/"};
-    int n_blocks = with_state ? (ema ? 4 : 3) : 1;
+    int n_blocks = with_state ? (with_ema ? 4 : 3) : 1;
     Block ftb[3];  // --fine-tune: the stage (and its moments) (cli/caption_finetune.h)
     BlockTensor ftt[3];
     int n_ft = caption_finetune_blocks(ft, ftb, ftt, with_state);
@@ -251,10 +268,12 @@ typedef struct {
     double best_bleu;
 } TrainCounters;
 
-// A state's optimiser settings: stored false for a state written before they were.
+// A state's optimiser settings and weight average's decay: stored and ema_stored false for
+// a state written before they were.
 typedef struct {
     TrainOptim optim;
-    bool stored;
+    float ema;
+    bool stored, ema_stored;
 } StoredOptim;
 
 // Opens a model file: configuration, vocabulary, parameters (and with state, Adam
@@ -318,6 +337,7 @@ static int load_model(const char *path, SatModel *m, Vocab *vocab, int with_stat
             r = -1;
         m->baseline_set = (int)bset;
         if (!r && optim) r = read_optim_meta(&f, path, &optim->optim, &optim->stored, err);
+        if (!r && optim) r = read_ema_meta(&f, path, &optim->ema, &optim->ema_stored, err);
     }
     if (!r && block_first_nonfinite(&m->params)) r = error_set(err, "%s: tensor %s holds NaN or inf", path, block_first_nonfinite(&m->params));
     safetensors_free(&f);
@@ -605,6 +625,7 @@ typedef struct {
         bool epochs, steps, minutes;  // the budget: at most one
         bool attention, channels, query, image_size, embed, hidden, attn_dim, heads, window,
             max_len, beta_vector, lambda, dropout, entropy;
+        bool ema;  // not a model flag: --resume takes the state's decay where it is left out
     } given;
 } TrainFlags;
 
@@ -640,7 +661,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"steps", ARG_LONG, &f->steps, "stop at this total step count instead", .has_min = true, .min = 1, .given = &f->given.steps},
         {"minutes", ARG_DOUBLE, &f->minutes, "stop after this many minutes instead", .has_min = true, .min = 0, .min_exclusive = true, .given = &f->given.minutes},
         {"seed", ARG_LONG, &f->optim.seed, "random seed (initialisation, order, dropout, sampling)", .given = &f->optim.given.seed},
-        {"resume", ARG_FLAG, &f->resume, "continue from OUT/state.safetensors; model flags given must match it, --batch/--lr/--lr-decay/--clip/--seed given replace its values", .given = NULL},
+        {"resume", ARG_FLAG, &f->resume, "continue from OUT/state.safetensors; model flags given must match it, --batch/--lr/--lr-decay/--clip/--seed/--ema (and --fine-tune-lr) given replace its values", .given = NULL},
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"overlap-sums", ARG_FLAG, &f->overlap_sums, "under mpirun, with the CNN encoder (no effect with --features): sum the decoder's gradient over the ranks on a thread of its own while the CNN's backward runs (the same bits; pays where a core is free to drive the transfer and the link is slow: bench/RESULTS.md)", .given = NULL},
@@ -656,7 +677,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"min-count", ARG_INT, &f->min_count, "vocabulary: minimum word count", .has_min = true, .min = 1},
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .given = &f->optim.given.lr},
         {"lr-decay", ARG_FLOAT, &f->optim.lr_decay, "learning rate factor per epoch", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr_decay},
-        {"ema", ARG_FLOAT, &f->ema, "validate, and keep as the best model, an exponential moving average of the weights with this decay (0 = off)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true},
+        {"ema", ARG_FLOAT, &f->ema, "validate, and keep as the best model, an exponential moving average of the weights with this decay (0 = off)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.ema},
         {"clip", ARG_FLOAT, &f->optim.clip, "gradient global-norm clip (0 = off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
         {"lambda", ARG_FLOAT, &f->lambda, "doubly stochastic regulariser weight", .has_min = true, .min = 0, .given = &f->given.lambda},
         {"dropout", ARG_FLOAT, &f->dropout, "dropout before the deep output", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
@@ -792,6 +813,21 @@ typedef struct {
 
 static const char *const CAPTION_RUN_FILES[] = {"state.safetensors", "model.safetensors"};
 
+// --resume's weight average: the state's decay unless --ema is given (a change said on
+// one line), its average where the state holds one (else the weights: a run that turns it
+// on), none when the decay is 0.
+static void resume_ema(CaptionRun *r, const StoredOptim *saved, FILE *note) {
+    float decay = r->f->ema;
+    if (saved->ema_stored) {
+        FlagDiffs changed = {0};
+        flag_diffs_float(&changed, "ema", r->f->given.ema, r->f->ema, saved->ema);
+        if (changed.n && note) text_write_linef(note, "caption train: resuming with %s", changed.text);
+        if (!r->f->given.ema) decay = saved->ema;
+    }
+    if (decay == 0) block_free(&r->ema.avg);
+    train_ema_start(&r->ema, &r->model.params, decay);
+}
+
 // --resume: the state (model, vocabulary, counters, optimiser settings, weight average),
 // its configuration checked against the model flags given. The optimiser settings given
 // replace the state's, named on one line (rank 0's); those left out keep the state's. Every
@@ -800,18 +836,17 @@ static int resume_state(CaptionRun *r, const SatConfig *want, Error *err) {
     if (!file_exists(r->path_state))
         return error_set(err, "--resume: %s does not exist", r->path_state);
     StoredOptim saved = {.optim = r->optim};
-    if (load_model(r->path_state, &r->model, &r->vocab, 1, r->f->ema > 0 ? &r->ema.avg : NULL,
-                   &r->tc, &saved, err))
+    if (load_model(r->path_state, &r->model, &r->vocab, 1, &r->ema.avg, &r->tc, &saved, err))
         return -1;
-    train_ema_start(&r->ema, &r->model.params, r->f->ema);
     if (check_resume_flags(r->f, want, &r->model.cfg, r->path_state, err)) return -1;
     // A state written before the settings were stored holds none: the run goes on with the
     // flags' values, given or default, as it did then (r->optim is already those).
+    FILE *note = dist_is_root(r->dist) ? stderr : NULL;
     if (saved.stored) {
         r->optim = saved.optim;
-        train_optim_resume(&r->optim, &r->f->optim, "caption train",
-                           dist_is_root(r->dist) ? stderr : NULL);
+        train_optim_resume(&r->optim, &r->f->optim, "caption train", note);
     }
+    resume_ema(r, &saved, note);
     return 0;
 }
 
@@ -1190,7 +1225,7 @@ static void log_step(CaptionRun *r, const StepResult *s, bool row_due) {
 
 static int save_state(const CaptionRun *r, Error *err) {
     return save_model(r->path_state, &r->model, &r->vocab, 1, &r->optim,
-                      train_ema_on(&r->ema) ? &r->ema.avg : NULL, r->tc.step, r->tc.best_step,
+                      &r->ema, r->tc.step, r->tc.best_step,
                       r->tc.best_bleu, &r->enc, &r->ft, err);
 }
 

@@ -410,17 +410,32 @@ static double state_meta(const char *name, const char *key) {
     return x;
 }
 
+// The number of tensors of a state whose names start with prefix; -1 if it does not load.
+static int state_tensor_count(const char *rel, const char *prefix) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", tmp, rel);
+    SafetensorsFile f;
+    Error e;
+    if (safetensors_open(&f, path, &e)) return -1;
+    int n = 0;
+    for (int i = 0; i < f.count; i++) n += !strncmp(f.tensors[i].name, prefix, strlen(prefix));
+    safetensors_free(&f);
+    return n;
+}
+
 // Optimiser flags other than the defaults (batch 32, lr 0.002, lr-decay 0.7, clip 5,
-// seed 1), on 16 training scenes: two steps per epoch, so the decay shows by step 3.
-#define OPTIM " --seed 7 --lr 0.005 --lr-decay 0.5 --clip 1 --batch 8 --train-count 16 --log-every 1"
+// seed 1, ema 0.999), on 16 training scenes: two steps per epoch, so the decay shows by
+// step 3.
+#define OPTIM " --seed 7 --lr 0.005 --lr-decay 0.5 --clip 1 --ema 0.9 --batch 8 --train-count 16 --log-every 1"
 // The data alone (the model flags come from the state): no optimiser flag.
 #define DATA_ONLY DATA_SMALL " --train-count 16 --log-every 1"
 static const char *const OPTIM_KEYS[] = {"train.batch", "train.lr", "train.lr_decay", "train.clip",
-                                         "train.seed"};
+                                         "train.seed", "train.ema"};
+enum { N_OPTIM_KEYS = sizeof OPTIM_KEYS / sizeof OPTIM_KEYS[0] };
 
 // Interrupted and resumed with no optimiser flag, a run continues at its own batch, lr,
-// lr-decay, clip and seed: bit for bit the uninterrupted run (before they were stored, it
-// went on at the defaults).
+// lr-decay, clip, seed and weight average's decay: bit for bit the uninterrupted run
+// (before they were stored, it went on at the defaults).
 static void test_resume_keeps_optimiser_settings(void) {
     int st = run("train --out %s/opt_full --steps 4" SMALL OPTIM, tmp);
     EXPECT(st == 0, "uninterrupted run failed");
@@ -436,13 +451,14 @@ static void test_resume_keeps_optimiser_settings(void) {
     char a[600], b[600], why[256];
     snprintf(a, sizeof a, "%s/opt_full/state.safetensors", tmp);
     snprintf(b, sizeof b, "%s/opt_part/state.safetensors", tmp);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < N_OPTIM_KEYS; i++)
         EXPECT(checkpoints_identical(a, b, OPTIM_KEYS[i], why, sizeof why), "resume differs: %s", why);
     EXPECT(state_meta("opt_part/state.safetensors", "train.batch") == 8, "train.batch");
     EXPECT_NEAR(state_meta("opt_part/state.safetensors", "train.lr"), 0.005, 0, 1e-6);
     EXPECT_NEAR(state_meta("opt_part/state.safetensors", "train.lr_decay"), 0.5, 0, 1e-6);
     EXPECT_NEAR(state_meta("opt_part/state.safetensors", "train.clip"), 1.0, 0, 1e-6);
     EXPECT(state_meta("opt_part/state.safetensors", "train.seed") == 7, "train.seed");
+    EXPECT_NEAR(state_meta("opt_part/state.safetensors", "train.ema"), 0.9, 0, 1e-6);
     // The resumed step 3 ran at the run's lr, decayed by its own factor (0.005 * 0.5^1.5).
     char *csv = slurp("opt_part/log.csv");
     EXPECT_NEAR(logged_column(csv, 3, 5), 0.005 * pow(0.5, 1.5), 0, 1e-4);
@@ -467,6 +483,21 @@ static void test_resume_with_new_lr(void) {
     char *csv = slurp("opt_lr/log.csv");
     EXPECT_NEAR(logged_column(csv, 3, 5), 0.001 * pow(0.5, 1.5), 0, 1e-4);
     free(csv);
+    // --ema likewise; --ema 0 turns the average off (the state keeps no ema/ weights), and
+    // resumed again without the flag the run stays without it.
+    st = run("train --out %s/opt_lr --steps 4 --resume --ema 0.5" DATA_ONLY, tmp);
+    EXPECT(st == 0 && !strcmp(stderr_line("caption train: resuming"),
+                              "caption train: resuming with --ema 0.5 (checkpoint: 0.9)"),
+           "the line: '%s'", stderr_line("caption train: resuming"));
+    EXPECT_NEAR(state_meta("opt_lr/state.safetensors", "train.ema"), 0.5, 0, 1e-6);
+    EXPECT(state_tensor_count("opt_lr/state.safetensors", "ema/") > 0, "no ema/ weights");
+    st = run("train --out %s/opt_lr --steps 5 --resume --ema 0" DATA_ONLY, tmp);
+    EXPECT(st == 0, "resume with --ema 0 failed");
+    st = run("train --out %s/opt_lr --steps 6 --resume" DATA_ONLY, tmp);
+    EXPECT(st == 0 && !stderr_line("caption train: resuming")[0], "a line: '%s'",
+           stderr_line("caption train: resuming"));
+    EXPECT(state_meta("opt_lr/state.safetensors", "train.ema") == 0, "train.ema");
+    EXPECT(state_tensor_count("opt_lr/state.safetensors", "ema/") == 0, "ema/ weights kept");
 }
 
 // A state written before the settings were stored (no train.* keys) still resumes, at the
@@ -478,7 +509,7 @@ static void test_resume_old_and_bad_states(void) {
     char old[600], full[600], bad[600], why[256];
     snprintf(old, sizeof old, "%s/opt_old/state.safetensors", tmp);
     snprintf(full, sizeof full, "%s/opt_full/state.safetensors", tmp);
-    for (int i = 0; i < 5; i++) checkpoint_rewrite_meta(old, old, OPTIM_KEYS[i], NULL);
+    for (int i = 0; i < N_OPTIM_KEYS; i++) checkpoint_rewrite_meta(old, old, OPTIM_KEYS[i], NULL);
     EXPECT(isnan(state_meta("opt_old/state.safetensors", "train.lr")), "train.lr not removed");
     st = run("train --out %s/opt_old --steps 4 --resume" SMALL OPTIM, tmp);
     char *err = slurp("stderr.txt");
@@ -486,7 +517,7 @@ static void test_resume_old_and_bad_states(void) {
     EXPECT(!strstr(err, "resuming with"), "stderr: %s", err);
     free(err);
     EXPECT(checkpoints_identical(full, old, "train.lr", why, sizeof why), "old state resumed: %s", why);
-    for (int i = 0; i < 5; i++) checkpoint_rewrite_meta(old, old, OPTIM_KEYS[i], NULL);
+    for (int i = 0; i < N_OPTIM_KEYS; i++) checkpoint_rewrite_meta(old, old, OPTIM_KEYS[i], NULL);
     st = run("train --out %s/opt_old --steps 5 --resume" DATA_ONLY, tmp);
     err = slurp("stderr.txt");
     EXPECT(st == 0, "an old state without flags failed: %s", err);
@@ -500,7 +531,8 @@ static void test_resume_old_and_bad_states(void) {
                  {"baseline", "inf"}, {"baseline_set", "2"},
                  {"train.lr", "fast"}, {"train.lr", "-1"}, {"train.batch", "0"},
                  {"train.batch", "8.5"}, {"train.lr_decay", "2"}, {"train.clip", "nan"},
-                 {"train.seed", "7x"}, {"train.seed", NULL}};
+                 {"train.seed", "7x"}, {"train.seed", NULL}, {"train.ema", "1"},
+                 {"train.ema", "-0.1"}, {"train.ema", "x"}};
     mkdir(strcat(strcpy(bad, tmp), "/opt_bad"), 0755);
     strcat(bad, "/state.safetensors");
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
