@@ -37,7 +37,8 @@
 # weights as an uninterrupted run (same machine and thread count); a finished run is only
 # evaluated again. The run toward the paper's 3.36 %: STEPS=200000 sh experiments/draw_cluttered.sh dram8
 #
-# Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default 2), SEED
+# The script refuses (exit 2) a $BIN/draw older than any of the checkout's C sources: run
+# make first. Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default 2), SEED
 # (default 1), STEPS, VALID_EVERY (default 1000), RESULTS (the table, default
 # $RESULTS_DIR/draw_cluttered.md, RESULTS_DIR experiments/results).
 set -eu
@@ -52,7 +53,8 @@ RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/draw_cluttered.md}
 
 [ $# -gt 0 ] || set -- dram8 dram4 cnn
 
-. "$(dirname "$0")/common.sh"  # json_field
+. "$(dirname "$0")/common.sh"  # json_field, require_current_program
+require_current_program draw_cluttered.sh "$BIN/draw"
 
 run_config() {
     name=$1
