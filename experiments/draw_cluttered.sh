@@ -96,7 +96,7 @@ of 8 x 8 from other digits of the same split), test error on the 10,000 test dig
 clutter drawn with seed 0xC1. Training: Adam 1e-3, batch 64, gradient norm clipped at 5
 (the paper gives only glimpses, glimpse size and LSTM size). The paper's figure of the same
 configuration is beside each row. The ram rows are this toolkit's hard-attention variant
-(window centres sampled and trained by REINFORCE), not Mnih et al.'s 4-scale retina.
+(RAM's 4-scale retina at a centre sampled and trained by REINFORCE; models/glimpse.h).
 
 | date | config | model | steps | wall time (s) | images/s (last run) | test error | paper |
 |---|---|---|---|---|---|---|---|
