@@ -14,3 +14,20 @@ train_wall() {
     awk -F, 'NR > 1 { s = $NF + 0; if (s < last) total += last; last = s }
              END { printf "%.0f\n", total + last }' "$1/log.csv"
 }
+
+# require_current_program SCRIPT PROGRAM: exits 2 with one line on stderr (naming SCRIPT)
+# unless PROGRAM (a path such as bin/draw) exists and is newer than every C source and
+# header the programs are built from (cli/ core/ seq/ vision/ datasets/ models/ of the
+# checkout holding the running script). A run must measure the model the checkout
+# describes: a bin/ left from before a merge trains the old model under the new name (a
+# "from scratch" ram8 row came from a binary built before the retina it was meant to test).
+require_current_program() {
+    [ -x "$2" ] || { echo "$1: $2 not found (run make first, or set ATTEND_BIN)" >&2; exit 2; }
+    rcp_abs=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+    rcp_newer=$(cd "$(dirname "$0")/.." && find cli core seq vision datasets models -name '*.[ch]' \
+        -newer "$rcp_abs" 2>/dev/null | head -n 1)
+    [ -z "$rcp_newer" ] || {
+        echo "$1: $2 is older than its source $rcp_newer: run make first (or set ATTEND_BIN to a current build)" >&2
+        exit 2
+    }
+}

@@ -44,9 +44,10 @@
 # that rate, which a tenth of the rate lowers. Budgets of DECAY_AT steps or fewer (every
 # short run) train at LR alone.
 #
-# Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default 2), SEED
-# (default 1), STEPS, LR, DECAY_AT (0: never), DECAY_LR, VALID_EVERY (default 1000),
-# RESULTS (the table, default $RESULTS_DIR/draw_cluttered.md, RESULTS_DIR
+# The script refuses (exit 2) a $BIN/draw older than any of the checkout's C sources: run
+# make first. Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default
+# 2), SEED (default 1), STEPS, LR, DECAY_AT (0: never), DECAY_LR, VALID_EVERY (default
+# 1000), RESULTS (the table, default $RESULTS_DIR/draw_cluttered.md, RESULTS_DIR
 # experiments/results).
 set -eu
 
@@ -63,7 +64,8 @@ RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/draw_cluttered.md}
 
 [ $# -gt 0 ] || set -- dram8 dram4 cnn
 
-. "$(dirname "$0")/common.sh"  # json_field
+. "$(dirname "$0")/common.sh"  # json_field, require_current_program
+require_current_program draw_cluttered.sh "$BIN/draw"
 
 # train_phase STEPS LR: trains (or resumes) the configuration in $dir with $model up to a
 # total of STEPS steps at learning rate LR.
@@ -116,7 +118,7 @@ of 8 x 8 from other digits of the same split), test error on the 10,000 test dig
 clutter drawn with seed 0xC1. Training: Adam 1e-3 (1e-4 after step 100,000), batch 64, gradient norm clipped at 5
 (the paper gives only glimpses, glimpse size and LSTM size). The paper's figure of the same
 configuration is beside each row. The ram rows are this toolkit's hard-attention variant
-(window centres sampled and trained by REINFORCE), not Mnih et al.'s 4-scale retina.
+(RAM's 4-scale retina at a centre sampled and trained by REINFORCE; models/glimpse.h).
 
 | date | config | model | steps | wall time (s) | images/s (last run) | test error | paper |
 |---|---|---|---|---|---|---|---|
