@@ -21,6 +21,9 @@
 # test.json and report.html (`draw report`). Resumable: the step budget is a total and
 # training runs with --resume into RUNS/draw-NAME, so re-running after a kill continues.
 #
+# The script refuses (exit 2) a $BIN/draw older than any of the checkout's C sources: run
+# make first (experiments/common.sh, require_current_program).
+#
 # Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default 2), SEED
 # (default 1), MNIST2_STEPS (default 3000), COLOUR_STEPS (default 1000), BATCH (default
 # 100 for mnist2, 50 for colour), SAMPLES (importance samples per test image, default 10),
@@ -38,7 +41,8 @@ RESULTS_DIR=${RESULTS_DIR:-experiments/results}
 
 [ $# -gt 0 ] || set -- mnist2 colour
 
-. "$(dirname "$0")/common.sh"  # json_field, train_wall
+. "$(dirname "$0")/common.sh"  # json_field, train_wall, require_current_program
+require_current_program draw_generation.sh "$BIN/draw"
 
 header_mnist2() {
     cat <<'EOF'

@@ -62,6 +62,9 @@
 # epoch target is a total, so re-running the same command after an interruption
 # continues where the last checkpoint left off and ends with the same weights.
 #
+# The script refuses (exit 2) a $BIN/draw older than any of the checkout's C sources: run
+# make first (experiments/common.sh, require_current_program).
+#
 # Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default 2),
 # QUICK_STEPS (default 6000), QUICK_NOATTN_STEPS (default QUICK_STEPS), SAMPLES
 # (importance samples per test image of the quick runs, default 10), SEED (default 1),
@@ -94,7 +97,8 @@ RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/draw_mnist.md}
 
 [ $# -gt 0 ] || set -- quick quick-noattn
 
-. "$(dirname "$0")/common.sh"  # json_field, train_wall
+. "$(dirname "$0")/common.sh"  # json_field, train_wall, require_current_program
+require_current_program draw_mnist.sh "$BIN/draw"
 
 run_config() {
     name=$1
