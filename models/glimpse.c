@@ -46,6 +46,18 @@ static int read_outputs(const GlimpseConfig *c) { return c->hard ? 2 : FILTERBAN
 // the image is data, and the hard read is not differentiated).
 static int needs_dread(const GlimpseConfig *c) { return c->attention && !c->hard; }
 
+// Floats per batch row of a step's kept u: room for the dense read's (N, W) and the sparse
+// read's (W, S).
+static int u_width(const GlimpseConfig *c) {
+    return needs_dread(c) ? c->W * filterbank_sparse_stride(c->read_n) : 0;
+}
+
+// The sparse read is taken when at most 1 in SPARSE_READ_DENSITY pixels of the batch is
+// nonzero. Per nonzero pixel it does one vector operation of S lanes where the dense read
+// does N multiply-adds per pixel of the image, and it is the faster from a density of
+// about a third down.
+#define SPARSE_READ_DENSITY 4
+
 void glimpse_retina_params(float *params, float cx, float cy, int s, const GlimpseConfig *c) {
     const int N = c->read_n, mx = c->W > c->H ? c->W : c->H;
     const float delta = ldexpf(1.0f, s);  // pixels between grid points: 1, 2, 4, ...
@@ -105,6 +117,11 @@ void glimpse_init(GlimpseParams *p, const GlimpseConfig *c, Rng *rng) {
     }
 }
 
+static int scratch_floats(int N, int W, int H) {
+    int d = filterbank_scratch_floats(N, W, H), sp = filterbank_sparse_scratch_floats(N, W, H);
+    return d > sp ? d : sp;
+}
+
 void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B) {
     CHECK(B >= 1);
     memset(a, 0, sizeof *a);
@@ -135,21 +152,24 @@ void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B) {
     block_add(k, &a->dh[1], "dh1", 2, B, Hd);
     block_add(k, &a->dc[0], "dc0", 2, B, Hd);
     block_add(k, &a->dc[1], "dc1", 2, B, Hd);
-    block_add(k, &a->u, "u", 3, T, B, needs_dread(c) ? N * c->W : 0);
+    block_add(k, &a->u, "u", 3, T, B, u_width(c));
     block_add(k, &a->dxh, "dxh", 2, B, needs_dread(c) ? R + Hd : 0);
     block_add(k, &a->dlogits, "dlogits", 2, B, c->classes);
     block_add(k, &a->dFx, "dFx", 2, B, N * c->W);
     block_add(k, &a->dFy, "dFy", 2, B, N * c->H);
     block_add(k, &a->dgamma, "dgamma", 1, B);
     block_add(k, &a->fb_scratch, "fb_scratch", 1,
-              c->attention ? filterbank_scratch_floats(N, c->W, c->H) : 1);
+              c->attention ? scratch_floats(N, c->W, c->H) : 1);
     block_alloc(k);
+    if (needs_dread(c))
+        sparse_images_alloc(&a->sparse, (size_t)B * c->H, (size_t)B * c->W * c->H / SPARSE_READ_DENSITY);
     packed_alloc(&a->lstm_Wt, R + Hd, 4 * Hd);
     packed_alloc(&a->lstm_Wd, 4 * Hd, needs_dread(c) ? R + Hd : Hd);
 }
 
 void glimpse_acts_free(GlimpseActs *a) {
     block_free(&a->block);
+    sparse_images_free(&a->sparse);
     packed_free(&a->lstm_Wt), packed_free(&a->lstm_Wd);
     memset(a, 0, sizeof *a);
 }
@@ -210,6 +230,8 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
     const int R = glimpse_read_size(c), Hd = c->hidden, LD = R + Hd, HW = c->W * c->H;
     const int P = FILTERBANK_PARAMS, N = c->read_n;
     packed_pack(&a->lstm_Wt, true, p->lstm_W, LD);
+    a->sparse_read = needs_dread(c) && !a->dense_read &&
+                     sparse_images_build(&a->sparse, x, B, 1, c->W, c->H) == 0;
     for (int t = 0; t < c->T; t++) {
         float *xh = glimpse_at(a, a->xh, t, LD);
         const float *hp = t ? glimpse_at(a, a->h, t - 1, Hd) : NULL;
@@ -224,8 +246,13 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
             else
                 for (int b = 0; b < B; b++) memcpy(rp + (size_t)b * P, p->read_b, sizeof(float) * P);
             filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
-            filterbank_read_channels_forward_keep(xh, LD, x, Fx, Fy, g, glimpse_at(a, a->u, t, N * c->W),
-                                                  a->fb_scratch, B, 1, N, c->W, c->H);
+            float *u = glimpse_at(a, a->u, t, u_width(c));
+            if (a->sparse_read)
+                filterbank_read_sparse_forward(xh, LD, &a->sparse, Fx, Fy, g, u, a->fb_scratch, B, 1,
+                                               N, c->W, c->H);
+            else
+                filterbank_read_channels_forward_keep(xh, LD, x, Fx, Fy, g, u, a->fb_scratch, B, 1,
+                                                      N, c->W, c->H);
         } else {
             for (int b = 0; b < B; b++)
                 memcpy(xh + (size_t)b * LD, x + (size_t)b * HW, sizeof(float) * HW);
@@ -338,9 +365,14 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
             memset(a->dFy, 0, sizeof(float) * (size_t)B * N * c->H);
             memset(a->dgamma, 0, sizeof(float) * B);
             memset(drp, 0, sizeof(float) * (size_t)B * P);
-            filterbank_read_channels_backward_kept(NULL, a->dFx, a->dFy, a->dgamma, a->dxh, LD, x, Fx,
-                                                   Fy, gm, glimpse_at(a, a->u, t, N * c->W),
-                                                   a->fb_scratch, B, 1, N, c->W, c->H);
+            const float *u = glimpse_at(a, a->u, t, u_width(c));
+            if (a->sparse_read)
+                filterbank_read_sparse_backward(a->dFx, a->dFy, a->dgamma, a->dxh, LD, &a->sparse, Fx,
+                                                gm, u, a->fb_scratch, B, 1, N, c->W, c->H);
+            else
+                filterbank_read_channels_backward_kept(NULL, a->dFx, a->dFy, a->dgamma, a->dxh, LD, x,
+                                                       Fx, Fy, gm, u, a->fb_scratch, B, 1, N, c->W,
+                                                       c->H);
             filterbank_backward(drp, a->dFx, a->dFy, a->dgamma, Fx, Fy,
                                 glimpse_at(a, a->rparams, t, P), B, N, c->W, c->H);
             col_sums(g->read_b, drp, B, P);

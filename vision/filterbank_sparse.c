@@ -1,0 +1,154 @@
+#include "vision/filterbank_sparse.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/gemm.h"
+
+enum { LANES = 16 };
+
+void sparse_images_alloc(SparseImages *s, size_t rows_cap, size_t cap) {
+    CHECK(cap <= INT_MAX && rows_cap <= INT_MAX, "sparse images: %zu nonzeros, %zu rows", cap,
+          rows_cap);
+    memset(s, 0, sizeof *s);
+    s->cap = cap, s->rows_cap = rows_cap;
+    s->row_start = xmalloc(sizeof(int) * (rows_cap + 1));
+    s->col = xmalloc(sizeof(int) * (cap ? cap : 1));
+    s->val = xmalloc(sizeof(float) * (cap ? cap : 1));
+}
+
+void sparse_images_free(SparseImages *s) {
+    free(s->row_start), free(s->col), free(s->val);
+    memset(s, 0, sizeof *s);
+}
+
+int sparse_images_build(SparseImages *s, const float *img, int B, int C, int W, int H) {
+    const size_t rows = (size_t)B * C * H;
+    CHECK(rows <= s->rows_cap, "sparse images: %zu rows, room for %zu", rows, s->rows_cap);
+    s->B = s->C = s->W = s->H = 0;
+    size_t n = 0;
+    for (size_t r = 0; r < rows; r++) {
+        const float *x = img + r * W;
+        s->row_start[r] = (int)n;
+        for (int a0 = 0; a0 < W; a0 += LANES) {
+            int end = a0 + LANES < W ? a0 + LANES : W, any = 0;
+            // Sixteen pixels tested at once (most runs of a cluttered image are all zero).
+            for (int a = a0; a < end; a++) any |= x[a] != 0.0f;
+            if (!any) continue;
+            for (int a = a0; a < end; a++) {
+                if (x[a] == 0.0f) continue;
+                if (n == s->cap) return -1;
+                s->col[n] = a, s->val[n] = x[a], n++;
+            }
+        }
+    }
+    s->row_start[rows] = (int)n;
+    s->B = B, s->C = C, s->W = W, s->H = H;
+    return 0;
+}
+
+int filterbank_sparse_stride(int N) { return (N + LANES - 1) / LANES * LANES; }
+
+int filterbank_sparse_scratch_floats(int N, int W, int H) {
+    int S = filterbank_sparse_stride(N);
+    return H * S + W * S + N * N + S;
+}
+
+// y (S) += v x (S), S a multiple of 16: one or a few vector operations.
+static inline void axpy_lanes(float *restrict y, float v, const float *restrict x, int S) {
+    for (int j = 0; j < S; j += LANES)
+        for (int l = 0; l < LANES; l++) y[j + l] += v * x[j + l];
+}
+
+// uT (W, S) = (Fy img)^T for one image channel: zero, then each nonzero (h, a, v) adds
+// v FyT[h] to uT[a]. FyT (H, S) = Fy^T with the lanes past N zero.
+static void u_transposed(float *restrict uT, const float *restrict FyT, const SparseImages *s,
+                         size_t row0, int W, int H, int S) {
+    memset(uT, 0, sizeof(float) * (size_t)W * S);
+    for (int h = 0; h < H; h++) {
+        const float *fh = FyT + (size_t)h * S;
+        for (int k = s->row_start[row0 + h]; k < s->row_start[row0 + h + 1]; k++)
+            axpy_lanes(uT + (size_t)s->col[k] * S, s->val[k], fh, S);
+    }
+}
+
+// dFy (N, H) += (Z img^T) for one image channel, Z given as ZT (W, S): row h of the product
+// is the sum over row h's nonzeros (a, v) of v ZT[a]; acc (S) scratch.
+static void dfy_accumulate(float *restrict dfy, float *restrict acc, const float *restrict ZT,
+                           const SparseImages *s, size_t row0, int N, int H, int S) {
+    for (int h = 0; h < H; h++) {
+        int k0 = s->row_start[row0 + h], k1 = s->row_start[row0 + h + 1];
+        if (k0 == k1) continue;
+        if (S == LANES) {  // the usual N <= 16: the sum stays in registers
+            float r[LANES] = {0};
+            for (int k = k0; k < k1; k++) axpy_lanes(r, s->val[k], ZT + (size_t)s->col[k] * S, LANES);
+            for (int j = 0; j < N; j++) dfy[(size_t)j * H + h] += r[j];
+        } else {
+            memset(acc, 0, sizeof(float) * S);
+            for (int k = k0; k < k1; k++) axpy_lanes(acc, s->val[k], ZT + (size_t)s->col[k] * S, S);
+            for (int j = 0; j < N; j++) dfy[(size_t)j * H + h] += acc[j];
+        }
+    }
+}
+
+static void check_shape(const SparseImages *s, int B, int C, int W, int H) {
+    CHECK(s->B >= B && s->C == C && s->W == W && s->H == H,
+          "sparse images of %d x %d x %dx%d, read as %d x %d x %dx%d", s->B, s->C, s->W, s->H, B,
+          C, W, H);
+}
+
+void filterbank_read_sparse_forward(float *patch, int ld_patch, const SparseImages *img,
+                                    const float *Fx, const float *Fy, const float *gamma,
+                                    float *uT, float *scratch, int B, int C, int N, int W,
+                                    int H) {
+    check_shape(img, B, C, W, H);
+    const int S = filterbank_sparse_stride(N);
+    float *FyT = scratch;  // (H, S)
+    for (int b = 0; b < B; b++) {
+        const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H;
+        for (int h = 0; h < H; h++) {
+            float *d = FyT + (size_t)h * S;
+            for (int j = 0; j < N; j++) d[j] = fy[(size_t)j * H + h];
+            for (int j = N; j < S; j++) d[j] = 0.0f;
+        }
+        for (int ch = 0; ch < C; ch++) {
+            float *ut = uT + ((size_t)b * C + ch) * W * S;
+            u_transposed(ut, FyT, img, ((size_t)b * C + ch) * H, W, H, S);
+            // patch (N, N) = gamma u Fx^T = gamma (uT)^T Fx^T
+            gemm(true, true, N, N, W, gamma[b], ut, S, fx, W, 0.0f,
+                 patch + (size_t)b * ld_patch + (size_t)ch * N * N, N);
+        }
+    }
+}
+
+// With P = u Fx^T (N, N) and G = dpatch (N, N), as the dense read's backward:
+//     d gamma += sum G P;  dFx += gamma G^T u;  Z (N, W) = gamma G Fx;  dFy += Z img^T.
+void filterbank_read_sparse_backward(float *dFx, float *dFy, float *dgamma, const float *dpatch,
+                                     int ld_patch, const SparseImages *img, const float *Fx,
+                                     const float *gamma, const float *uT, float *scratch, int B,
+                                     int C, int N, int W, int H) {
+    check_shape(img, B, C, W, H);
+    const int S = filterbank_sparse_stride(N);
+    float *ZT = scratch + (size_t)H * S;  // (W, S); the lanes past N stay zero
+    float *P = ZT + (size_t)W * S;        // (N, N)
+    float *acc = P + N * N;               // (S)
+    memset(ZT, 0, sizeof(float) * (size_t)W * S);
+    for (int b = 0; b < B; b++) {
+        const float *fx = Fx + (size_t)b * N * W;
+        float gm = gamma[b];
+        float *dfx = dFx + (size_t)b * N * W, *dfy = dFy + (size_t)b * N * H;
+        double dg = 0.0;  // over the channels, which share gamma
+        for (int ch = 0; ch < C; ch++) {
+            const float *ut = uT + ((size_t)b * C + ch) * W * S,
+                        *G = dpatch + (size_t)b * ld_patch + (size_t)ch * N * N;
+            gemm(true, true, N, N, W, 1.0f, ut, S, fx, W, 0.0f, P, N);
+            for (int k = 0; k < N * N; k++) dg += (double)G[k] * P[k];
+            gemm(true, true, N, W, N, gm, G, N, ut, S, 1.0f, dfx, W);
+            gemm(true, true, W, N, N, gm, fx, W, G, N, 0.0f, ZT, S);  // ZT = gamma Fx^T G^T
+            dfy_accumulate(dfy, acc, ZT, img, ((size_t)b * C + ch) * H, N, H, S);
+        }
+        dgamma[b] += (float)dg;
+    }
+}
