@@ -14,7 +14,8 @@
 // row h of F_Y^T (S floats) to row a of uT, one vector operation for N <= 16; and the
 // backward's Z likewise as ZT (W, S), so dF_Y^T row h is the sum over the row's nonzeros of
 // v ZT[a]. The small products (patch = gamma u F_X^T, P = u F_X^T, dF_X += gamma G^T u,
-// Z = gamma G F_X, N x N x W each) run through core/gemm.h on the transposed operands.
+// Z = gamma G F_X, N x N x W each) run as sums of 16-lane rows on the transposed operands
+// (OpenBLAS's transposed small kernels took about twice as long on them).
 // There is no image gradient: the images are data (the glimpse classifier's input).
 #ifndef VISION_FILTERBANK_SPARSE_H
 #define VISION_FILTERBANK_SPARSE_H
