@@ -264,10 +264,14 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
             else
                 memset(dst, 0, sizeof(float) * Hd);
         }
-        lstm_forward_packed(glimpse_at(a, a->h, t, Hd), glimpse_at(a, a->c, t, Hd),
-                            glimpse_at(a, a->gates, t, 4 * Hd), xh, LD,
-                            t ? glimpse_at(a, a->c, t - 1, Hd) : NULL, &a->lstm_Wt, p->lstm_b, B,
-                            R, Hd);
+        if (t)
+            lstm_forward_packed(glimpse_at(a, a->h, t, Hd), glimpse_at(a, a->c, t, Hd),
+                                glimpse_at(a, a->gates, t, 4 * Hd), xh, LD,
+                                glimpse_at(a, a->c, t - 1, Hd), &a->lstm_Wt, p->lstm_b, B, R, Hd);
+        else  // h_0 = 0: the gates from the read alone
+            lstm_forward_packed_first(glimpse_at(a, a->h, t, Hd), glimpse_at(a, a->c, t, Hd),
+                                      glimpse_at(a, a->gates, t, 4 * Hd), xh, LD, &a->lstm_Wt,
+                                      p->lstm_b, B, R, Hd);
     }
     const float *hT = glimpse_at(a, a->h, c->T - 1, Hd);
     linear_forward(a->logits, hT, p->out_W, p->out_b, B, Hd, c->classes);
