@@ -294,20 +294,25 @@ static void col_sums(float *restrict db, const float *restrict d, int B, int n) 
         for (int j = 0; j < n; j++) db[j] += d[(size_t)r * n + j];
 }
 
-// dW (OC, C) += sum over steps t0..T-1 of dout_t^T (OC, B) @ in_{t - shift} (B, C); step t's
-// rows at dout_all + t Bmax OC and in_all + (t - shift) Bmax ldin. One GEMM when the
-// batch fills its slots and the rows are contiguous.
-static void weight_grad(float *dW, const float *dout_all, const float *in_all, int ldin,
-                        int t0, int shift, int T, int B, int Bmax, int OC, int C) {
+// dW (OC, C) of row stride ldw += sum over steps t0..T-1 of dout_t^T (OC, B) @ in_{t - shift}
+// (B, C); step t's rows at dout_all + t Bmax OC and in_all + (t - shift) Bmax ldin. One GEMM
+// when the batch fills its slots (the steps' rows follow one another at stride ldin).
+static void weight_grad_ld(float *dW, int ldw, const float *dout_all, const float *in_all,
+                           int ldin, int t0, int shift, int T, int B, int Bmax, int OC, int C) {
     if (T <= t0) return;
-    if (B == Bmax && ldin == C) {
+    if (B == Bmax) {
         gemm(true, false, OC, C, (T - t0) * B, 1.0f, dout_all + (size_t)t0 * Bmax * OC, OC,
-             in_all + (size_t)(t0 - shift) * Bmax * ldin, ldin, 1.0f, dW, C);
+             in_all + (size_t)(t0 - shift) * Bmax * ldin, ldin, 1.0f, dW, ldw);
     } else {
         for (int t = t0; t < T; t++)
             gemm(true, false, OC, C, B, 1.0f, dout_all + (size_t)t * Bmax * OC, OC,
-                 in_all + (size_t)(t - shift) * Bmax * ldin, ldin, 1.0f, dW, C);
+                 in_all + (size_t)(t - shift) * Bmax * ldin, ldin, 1.0f, dW, ldw);
     }
+}
+
+static void weight_grad(float *dW, const float *dout_all, const float *in_all, int ldin,
+                        int t0, int shift, int T, int B, int Bmax, int OC, int C) {
+    weight_grad_ld(dW, C, dout_all, in_all, ldin, t0, shift, T, B, Bmax, OC, C);
 }
 
 void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
@@ -385,7 +390,10 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
         }
         cur = prev;
     }
-    weight_grad(g->lstm_W, a->gates, a->xh, LD, 0, 0, T, B, Bm, G, LD);
+    // lstm.W's gradient: the read's columns over every step; the h columns from step 1,
+    // since h_0 = 0 adds nothing (a sixteenth of the product at T 8).
+    weight_grad_ld(g->lstm_W, LD, a->gates, a->xh, LD, 0, 0, T, B, Bm, G, R);
+    weight_grad_ld(g->lstm_W + R, LD, a->gates, a->xh + R, LD, 1, 0, T, B, Bm, G, Hd);
     if (c->attention)
         weight_grad(g->read_W, a->drparams, a->h, Hd, 1, 1, T, B, Bm, read_outputs(c), Hd);
     if (c->hard)  // the policy's and the baseline's gradients stop at their layers
