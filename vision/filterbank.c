@@ -55,24 +55,44 @@ static double peak_logit(double mu, double inv, int L) {
     return -dn * dn * inv;
 }
 
+enum { LANES = 8 };
+typedef double Doubles __attribute__((vector_size(LANES * sizeof(double))));
+typedef float Floats __attribute__((vector_size(LANES * sizeof(float))));
+typedef long long Mask __attribute__((vector_size(LANES * sizeof(long long))));
+static inline Doubles doubles_load(const float *p) {
+    Floats v;
+    memcpy(&v, p, sizeof v);
+    return __builtin_convertvector(v, Doubles);
+}
+static inline double lanes_total(Doubles p) {
+    return ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
+}
+// The logits and the sum as vector values of 8 doubles (the sum in eight interleaved
+// partial sums combined in a fixed order); exp_fast over the row of floats, which GCC
+// vectorises by itself.
 static void axis_forward(float *F, double g, double delta, double s2, int N, int L) {
-    double inv = 0.5 / s2;
+    const double inv = 0.5 / s2;
+    const int L8 = L - L % LANES;
+    const Doubles pixel = {1, 2, 3, 4, 5, 6, 7, 8}, floor_ = LOGIT_FLOOR - (Doubles){0}, zero = {0};
     for (int i = 0; i < N; i++) {
         double mu = g + grid_offset(i, N) * delta, best = peak_logit(mu, inv, L);
         float *restrict row = F + (size_t)i * L;
-        for (int a = 0; a < L; a++) {
+        for (int a = 0; a < L8; a += LANES) {
+            Doubles d = ((double)a + pixel) - mu, l = -d * d * inv - best;
+            Mask above = l > floor_;
+            l = (Doubles)(((Mask)l & above) | ((Mask)floor_ & ~above));
+            Floats f = __builtin_convertvector(l, Floats);
+            memcpy(row + a, &f, sizeof f);
+        }
+        for (int a = L8; a < L; a++) {
             double d = (a + 1) - mu, l = -d * d * inv - best;
             row[a] = (float)(l > LOGIT_FLOOR ? l : LOGIT_FLOOR);
         }
         for (int a = 0; a < L; a++) row[a] = exp_fast(row[a]);
-        // The sum in four independent chains (one chain of L dependent adds was the
-        // slowest part of this function).
-        double ps[4] = {0};
-        int a = 0;
-        for (; a + 4 <= L; a += 4)
-            for (int k = 0; k < 4; k++) ps[k] += row[a + k];
-        double sum = (ps[0] + ps[2]) + (ps[1] + ps[3]);
-        for (; a < L; a++) sum += row[a];
+        Doubles ps = zero;
+        for (int a = 0; a < L8; a += LANES) ps += doubles_load(row + a);
+        double sum = lanes_total(ps);
+        for (int a = L8; a < L; a++) sum += row[a];
         float r = (float)(1.0 / sum);  // sum >= 1: the maximum contributes exp(0)
         for (int a = 0; a < L; a++) row[a] *= r;
     }
@@ -116,18 +136,6 @@ void filterbank_forward_ref(float *Fx, float *Fy, float *gamma, const float *par
 // results are reproducible), as GCC vector-extension values of 8 doubles: written as
 // loops over arrays, GCC kept every operation scalar with a branch for the floor (7.5 %
 // of the glimpse classifier's training step).
-enum { LANES = 8 };
-typedef double Doubles __attribute__((vector_size(LANES * sizeof(double))));
-typedef float Floats __attribute__((vector_size(LANES * sizeof(float))));
-typedef long long Mask __attribute__((vector_size(LANES * sizeof(long long))));
-static inline Doubles doubles_load(const float *p) {
-    Floats v;
-    memcpy(&v, p, sizeof v);
-    return __builtin_convertvector(v, Doubles);
-}
-static inline double lanes_total(Doubles p) {
-    return ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
-}
 static void axis_backward(double *dg, double *ddelta, double *dlog_s2, const float *dF,
                           const float *F, double g, double delta, double s2, int N, int L) {
     const int L8 = L - L % LANES;
