@@ -47,9 +47,9 @@ static int read_outputs(const GlimpseConfig *c) { return c->hard ? 2 : FILTERBAN
 static int needs_dread(const GlimpseConfig *c) { return c->attention && !c->hard; }
 
 // Floats per batch row of a step's kept u: room for the dense read's (N, W) and the sparse
-// read's (W, S).
+// read's u^T (W, S) and P^T (N, S).
 static int u_width(const GlimpseConfig *c) {
-    return needs_dread(c) ? c->W * filterbank_sparse_stride(c->read_n) : 0;
+    return needs_dread(c) ? filterbank_sparse_kept_floats(c->read_n, c->W) : 0;
 }
 
 // The sparse read is taken when at most 1 in SPARSE_READ_DENSITY pixels of the batch is

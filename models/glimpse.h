@@ -100,9 +100,9 @@ typedef struct {
     float *h, *c;     // (T, B, hidden)
     float *gates;     // (T, B, 4 hidden) post-activation; the backward turns them into the
                       // pre-activation gradients in place (one backward per forward)
-    float *u;         // (T, B, W S) soft attention: F_Y x of each read, kept for the backward:
-                      // (N, W) from the dense read, (W, S) transposed from the sparse one
-                      // (S = filterbank_sparse_stride(N) >= N)
+    float *u;         // (T, B, (W + N) S) soft attention: F_Y x of each read, kept for the
+                      // backward: (N, W) from the dense read; from the sparse one its
+                      // transpose and (u F_X^T)^T (filterbank_sparse_kept_floats)
     float *rparams;   // (T, B, 5) the read windows' raw parameters (hard: the retina's
                       // finest patch at the clamped centre)
     float *eps;       // (T, B, 2) hard only: the centre noise, filled by the caller

@@ -52,7 +52,7 @@ static double worst_relative_gap(const float *a, const float *b, size_t n) {
 static void check_sparse_read(int B, int C, int N, int W, int H, unsigned seed) {
     Rng rng;
     rng_seed(&rng, seed);
-    int ld = C * N * N + 2, S = filterbank_sparse_stride(N);
+    int ld = C * N * N + 2;
     size_t nimg = (size_t)B * C * H * W, nfx = (size_t)B * N * W, nfy = (size_t)B * N * H;
     float *params = xcalloc(B * 5, sizeof(float)), *g = xcalloc(B, sizeof(float));
     float *Fx = xcalloc(nfx, sizeof(float)), *Fy = xcalloc(nfy, sizeof(float));
@@ -60,7 +60,7 @@ static void check_sparse_read(int B, int C, int N, int W, int H, unsigned seed) 
     int dense_scratch = filterbank_scratch_floats(N, W, H);
     float *scratch = xcalloc(dense_scratch, sizeof(float));
     float *sp_scratch = xcalloc(filterbank_sparse_scratch_floats(N, W, H), sizeof(float));
-    float *uT = xcalloc((size_t)B * C * W * S, sizeof(float));
+    float *uT = xcalloc((size_t)B * C * filterbank_sparse_kept_floats(N, W), sizeof(float));
     fill_uniform(params, B * 5, -0.6f, 0.6f, &rng);
     fill_uniform(G, (size_t)B * ld, -1.0f, 1.0f, &rng);
     for (size_t i = (size_t)C * H * W; i < nimg; i++)

@@ -63,8 +63,10 @@ int filterbank_sparse_stride(int N) { return (N + LANES - 1) / LANES * LANES; }
 
 int filterbank_sparse_scratch_floats(int N, int W, int H) {
     int S = filterbank_sparse_stride(N);
-    return H * S + 2 * W * S + 3 * N * S + S;
+    return H * S + 2 * W * S + 2 * N * S + S;
 }
+
+int filterbank_sparse_kept_floats(int N, int W) { return (W + N) * filterbank_sparse_stride(N); }
 
 // y (S) += v x (S), S a multiple of 16: one or a few vector operations.
 static inline void axpy_lanes(float *restrict y, float v, const float *restrict x, int S) {
@@ -143,12 +145,12 @@ static void check_shape(const SparseImages *s, int B, int C, int W, int H) {
 
 void filterbank_read_sparse_forward(float *patch, int ld_patch, const SparseImages *img,
                                     const float *Fx, const float *Fy, const float *gamma,
-                                    float *uT, float *scratch, int B, int C, int N, int W,
+                                    float *kept, float *scratch, int B, int C, int N, int W,
                                     int H) {
     check_shape(img, B, C, W, H);
     const int S = filterbank_sparse_stride(N);
-    float *FyT = scratch;                        // (H, S)
-    float *PT = scratch + (size_t)(H + 2 * W) * S;  // (N, S) = (u Fx^T)^T
+    float *FyT = scratch;  // (H, S)
+    const size_t per = filterbank_sparse_kept_floats(N, W);
     for (int b = 0; b < B; b++) {
         const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H;
         for (int h = 0; h < H; h++) {
@@ -157,7 +159,7 @@ void filterbank_read_sparse_forward(float *patch, int ld_patch, const SparseImag
             for (int j = N; j < S; j++) d[j] = 0.0f;
         }
         for (int ch = 0; ch < C; ch++) {
-            float *ut = uT + ((size_t)b * C + ch) * W * S;
+            float *ut = kept + ((size_t)b * C + ch) * per, *PT = ut + (size_t)W * S;
             u_transposed(ut, FyT, img, ((size_t)b * C + ch) * H, W, H, S);
             // patch (N, N) = gamma u Fx^T: PT[i] = sum_a Fx[i, a] uT[a]
             rows_times_lanes(PT, fx, W, 1, ut, N, W, S);
@@ -168,19 +170,18 @@ void filterbank_read_sparse_forward(float *patch, int ld_patch, const SparseImag
     }
 }
 
-// With P = u Fx^T (N, N) and G = dpatch (N, N), as the dense read's backward (each
-// product through rows_times_lanes on the transposed operands):
+// With P = u Fx^T (N, N, kept from the forward) and G = dpatch (N, N), as the dense read's
+// backward (each product through rows_times_lanes on the transposed operands):
 //     d gamma += sum G P;  dFx += gamma G^T u;  Z (N, W) = gamma G Fx;  dFy += Z img^T.
 void filterbank_read_sparse_backward(float *dFx, float *dFy, float *dgamma, const float *dpatch,
                                      int ld_patch, const SparseImages *img, const float *Fx,
-                                     const float *gamma, const float *uT, float *scratch, int B,
-                                     int C, int N, int W, int H) {
+                                     const float *gamma, const float *kept, float *scratch,
+                                     int B, int C, int N, int W, int H) {
     check_shape(img, B, C, W, H);
     const int S = filterbank_sparse_stride(N);
     float *ZT = scratch + (size_t)H * S;  // (W, S) = (gamma G Fx)^T
     float *XT = ZT + (size_t)W * S;       // (W, S) = (gamma G^T u)^T, dFx's term
-    float *PT = XT + (size_t)W * S;       // (N, S) = (u Fx^T)^T
-    float *Gs = PT + (size_t)N * S;       // (N, S): row j = gamma G[j, :]
+    float *Gs = XT + (size_t)W * S;       // (N, S): row j = gamma G[j, :]
     float *GT = Gs + (size_t)N * S;       // (N, S): row i = gamma G[:, i]
     float *acc = GT + (size_t)N * S;      // (S)
     memset(Gs, 0, sizeof(float) * 2 * N * S);  // the lanes past N stay zero
@@ -190,9 +191,9 @@ void filterbank_read_sparse_backward(float *dFx, float *dFy, float *dgamma, cons
         float *dfx = dFx + (size_t)b * N * W, *dfy = dFy + (size_t)b * N * H;
         double dg = 0.0;  // over the channels, which share gamma
         for (int ch = 0; ch < C; ch++) {
-            const float *ut = uT + ((size_t)b * C + ch) * W * S,
+            const float *ut = kept + ((size_t)b * C + ch) * filterbank_sparse_kept_floats(N, W),
+                        *PT = ut + (size_t)W * S,
                         *G = dpatch + (size_t)b * ld_patch + (size_t)ch * N * N;
-            rows_times_lanes(PT, fx, W, 1, ut, N, W, S);
             for (int j = 0; j < N; j++)
                 for (int i = 0; i < N; i++) {
                     dg += (double)G[j * N + i] * PT[(size_t)i * S + j];

@@ -45,18 +45,24 @@ int filterbank_sparse_stride(int N);
 // Floats of scratch the two functions below need.
 int filterbank_sparse_scratch_floats(int N, int W, int H);
 
+// Floats the forward keeps for the backward per image and channel: u^T = (F_Y img)^T
+// (W, S) and P^T = (u F_X^T)^T (N, S).
+int filterbank_sparse_kept_floats(int N, int W);
+
 // patch (B rows of stride ld_patch, C N^2 used; channel ch's N x N at ch N^2) = gamma F_Y
-// img F_X^T per image and channel, as filterbank_read_channels_forward; uT (B, C, W, S)
-// receives u^T = (F_Y img)^T for the backward. Fx (B, N, W), Fy (B, N, H), gamma (B).
+// img F_X^T per image and channel, as filterbank_read_channels_forward; kept (B, C,
+// filterbank_sparse_kept_floats) receives u^T and P^T for the backward. Fx (B, N, W),
+// Fy (B, N, H), gamma (B).
 void filterbank_read_sparse_forward(float *patch, int ld_patch, const SparseImages *img,
                                     const float *Fx, const float *Fy, const float *gamma,
-                                    float *uT, float *scratch, int B, int C, int N, int W, int H);
+                                    float *kept, float *scratch, int B, int C, int N, int W,
+                                    int H);
 // Accumulates dFx (B, N, W), dFy (B, N, H), dgamma (B) from dpatch (B rows of stride
-// ld_patch), as filterbank_read_channels_backward with no image gradient; uT from the
+// ld_patch), as filterbank_read_channels_backward with no image gradient; kept from the
 // forward on the same images and filters (which is all it needs of F_Y).
 void filterbank_read_sparse_backward(float *dFx, float *dFy, float *dgamma, const float *dpatch,
                                      int ld_patch, const SparseImages *img, const float *Fx,
-                                     const float *gamma, const float *uT, float *scratch, int B,
-                                     int C, int N, int W, int H);
+                                     const float *gamma, const float *kept, float *scratch,
+                                     int B, int C, int N, int W, int H);
 
 #endif
