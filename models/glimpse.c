@@ -162,7 +162,7 @@ void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B) {
               c->attention ? scratch_floats(N, c->W, c->H) : 1);
     block_alloc(k);
     if (needs_dread(c))
-        sparse_images_alloc(&a->sparse, (size_t)B * c->H, (size_t)B * c->W * c->H / SPARSE_READ_DENSITY);
+        sparse_images_alloc(&a->sparse, B, c->W, c->H, (size_t)B * c->W * c->H / SPARSE_READ_DENSITY);
     packed_alloc(&a->lstm_Wt, R + Hd, 4 * Hd);
     packed_alloc(&a->lstm_Wd, 4 * Hd, needs_dread(c) ? R + Hd : Hd);
 }

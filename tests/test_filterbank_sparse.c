@@ -22,7 +22,7 @@ static void test_build_lists_nonzeros(void) {
     img[2 * W + 16] = NAN;     // NaN counts as nonzero
     img[(H + 1) * W + 0] = 2.0f;
     SparseImages s;
-    sparse_images_alloc(&s, B * C * H, 4);
+    sparse_images_alloc(&s, B * C, W, H, 4);
     EXPECT(sparse_images_build(&s, img, B, C, W, H) == 0, "4 nonzeros fit a room of 4");
     int want_start[B * H + 1] = {0, 2, 2, 3, 3, 4, 4};
     for (int r = 0; r <= B * H; r++)
@@ -31,8 +31,23 @@ static void test_build_lists_nonzeros(void) {
     EXPECT(s.col[0] == 5 && s.val[0] == 0.5f && s.col[1] == 36 && s.val[1] == -1.0f &&
                s.col[2] == 16 && isnan(s.val[2]) && s.col[3] == 0 && s.val[3] == 2.0f,
            "the nonzeros in row order");
+    // Image 0's nonzero columns 5, 16 and 36; image 1's column 0.
+    EXPECT(s.cols_start[0] == 0 && s.cols_start[1] == 3 && s.cols_start[2] == 4 && s.cols[0] == 5 &&
+               s.cols[1] == 16 && s.cols[2] == 36 && s.cols[3] == 0,
+           "the nonzero columns of each image, ascending");
+    // Column-major: image 0's column 5 holds (row 0, 0.5), 16 (row 2, NaN), 36 (row 0, -1);
+    // image 1's column 0 (row 1, 2).
+    EXPECT(s.col_nz_start[0] == 0 && s.col_nz_start[1] == 1 && s.col_nz_start[2] == 2 &&
+               s.col_nz_start[3] == 3 && s.col_nz_start[4] == 4 && s.col_nz_row[0] == 0 &&
+               s.col_nz_val[0] == 0.5f && s.col_nz_row[1] == 2 && isnan(s.col_nz_val[1]) &&
+               s.col_nz_row[2] == 0 && s.col_nz_val[2] == -1.0f && s.col_nz_row[3] == 1 &&
+               s.col_nz_val[3] == 2.0f,
+           "the nonzeros column by column");
     img[W + 1] = 1.0f;
     EXPECT(sparse_images_build(&s, img, B, C, W, H) == -1, "5 nonzeros must not fit a room of 4");
+    img[W + 1] = 0.0f;  // a failed build leaves the next one right
+    EXPECT(sparse_images_build(&s, img, B, C, W, H) == 0 && s.cols_start[1] == 3,
+           "after a failed build");
     sparse_images_free(&s);
 }
 
@@ -69,7 +84,7 @@ static void check_sparse_read(int B, int C, int N, int W, int H, unsigned seed) 
         for (int a = 0; a < W; a++) img[((size_t)1 * C * H + H / 2) * W + a] = 0.5f + 0.01f * a;
     filterbank_forward(Fx, Fy, g, params, B, N, W, H);
     SparseImages s;
-    sparse_images_alloc(&s, (size_t)B * C * H, nimg / 4);
+    sparse_images_alloc(&s, B * C, W, H, nimg / 4);
     EXPECT(sparse_images_build(&s, img, B, C, W, H) == 0, "the test images must fit");
     // [0] dense loops, [1] sparse
     float *patch[2], *dFx[2], *dFy[2], *dg[2];

@@ -19,42 +19,88 @@ static inline Lanes lanes_load(const float *p) {
 }
 static inline void lanes_store(float *p, Lanes v) { memcpy(p, &v, sizeof v); }
 
-void sparse_images_alloc(SparseImages *s, size_t rows_cap, size_t cap) {
-    CHECK(cap <= INT_MAX && rows_cap <= INT_MAX, "sparse images: %zu nonzeros, %zu rows", cap,
-          rows_cap);
+void sparse_images_alloc(SparseImages *s, int images, int W, int H, size_t cap) {
+    const size_t rows = (size_t)images * H, cols = (size_t)images * W;
+    CHECK(images >= 0 && W >= 1 && H >= 1 && cap <= INT_MAX && rows <= INT_MAX && cols < INT_MAX,
+          "sparse images: %d images of %dx%d, %zu nonzeros", images, W, H, cap);
     memset(s, 0, sizeof *s);
-    s->cap = cap, s->rows_cap = rows_cap;
-    s->row_start = xmalloc(sizeof(int) * (rows_cap + 1));
-    s->col = xmalloc(sizeof(int) * (cap ? cap : 1));
-    s->val = xmalloc(sizeof(float) * (cap ? cap : 1));
+    s->cap = cap, s->rows_cap = rows, s->images_cap = (size_t)images, s->W_cap = W;
+    const size_t c1 = cap ? cap : 1;
+    s->row_start = xmalloc(sizeof(int) * (rows + 1));
+    s->col = xmalloc(sizeof(int) * c1);
+    s->val = xmalloc(sizeof(float) * c1);
+    s->cols = xmalloc(sizeof(int) * (cols ? cols : 1));
+    s->cols_start = xmalloc(sizeof(int) * ((size_t)images + 1));
+    s->col_nz_start = xmalloc(sizeof(int) * (cols + 1));
+    s->col_nz_row = xmalloc(sizeof(int) * c1);
+    s->col_nz_val = xmalloc(sizeof(float) * c1);
+    s->seen = xcalloc((size_t)W, sizeof(int));
+    s->cursor = xmalloc(sizeof(int) * (size_t)W);
 }
 
 void sparse_images_free(SparseImages *s) {
-    free(s->row_start), free(s->col), free(s->val);
+    free(s->row_start), free(s->col), free(s->val), free(s->cols), free(s->cols_start);
+    free(s->col_nz_start), free(s->col_nz_row), free(s->col_nz_val), free(s->seen), free(s->cursor);
     memset(s, 0, sizeof *s);
 }
 
+// The column-major copy of image channel ic's nonzeros [n0, n1) (rows r0 .. r0 + H), its
+// nonzero columns listed from nc0 on: seen[a] is 1 for those columns on entry, 0 on return.
+static int list_columns(SparseImages *s, size_t r0, int H, int W, int n0, int n1, int nc0) {
+    int nc = nc0;
+    for (int a = 0; a < W; a++)
+        if (s->seen[a]) s->seen[a] = nc, s->cols[nc] = a, s->col_nz_start[nc + 1] = 0, nc++;
+    // seen[a] is now column a's place in the list (any value where a has no nonzero)
+    for (int q = n0; q < n1; q++) s->col_nz_start[s->seen[s->col[q]] + 1]++;
+    s->col_nz_start[nc0] = n0;
+    for (int k = nc0; k < nc; k++) {
+        s->col_nz_start[k + 1] += s->col_nz_start[k];
+        s->cursor[s->cols[k]] = s->col_nz_start[k];
+    }
+    for (int h = 0; h < H; h++)  // rows ascending within each column
+        for (int q = s->row_start[r0 + h]; q < s->row_start[r0 + h + 1]; q++) {
+            const int at = s->cursor[s->col[q]]++;
+            s->col_nz_row[at] = h, s->col_nz_val[at] = s->val[q];
+        }
+    for (int k = nc0; k < nc; k++) s->seen[s->cols[k]] = 0;
+    return nc;
+}
+
 int sparse_images_build(SparseImages *s, const float *img, int B, int C, int W, int H) {
-    const size_t rows = (size_t)B * C * H;
-    CHECK(rows <= s->rows_cap, "sparse images: %zu rows, room for %zu", rows, s->rows_cap);
+    const size_t images = (size_t)B * C;
+    CHECK(images <= s->images_cap && W <= s->W_cap && images * H <= s->rows_cap,
+          "sparse images: %zu images of %dx%d, room for %zu of %d columns", images, W, H,
+          s->images_cap, s->W_cap);
     s->B = s->C = s->W = s->H = 0;
-    size_t n = 0;
-    for (size_t r = 0; r < rows; r++) {
-        const float *x = img + r * W;
-        s->row_start[r] = (int)n;
-        for (int a0 = 0; a0 < W; a0 += LANES) {
-            int end = a0 + LANES < W ? a0 + LANES : W, any = 0;
-            // Sixteen pixels tested at once (most runs of a cluttered image are all zero).
-            for (int a = a0; a < end; a++) any |= x[a] != 0.0f;
-            if (!any) continue;
-            for (int a = a0; a < end; a++) {
-                if (x[a] == 0.0f) continue;
-                if (n == s->cap) return -1;
-                s->col[n] = a, s->val[n] = x[a], n++;
+    int n = 0, nc = 0;
+    s->col_nz_start[0] = 0;
+    for (size_t ic = 0; ic < images; ic++) {
+        const int n0 = n;
+        s->cols_start[ic] = nc;
+        for (int h = 0; h < H; h++) {
+            const size_t r = ic * H + h;
+            const float *x = img + r * W;
+            s->row_start[r] = n;
+            for (int a0 = 0; a0 < W; a0 += LANES) {
+                int end = a0 + LANES < W ? a0 + LANES : W, any = 0;
+                // Sixteen pixels tested at once (most runs of a cluttered image are all zero).
+                for (int a = a0; a < end; a++) any |= x[a] != 0.0f;
+                if (!any) continue;
+                for (int a = a0; a < end; a++) {
+                    if (x[a] == 0.0f) continue;
+                    if ((size_t)n == s->cap) {
+                        memset(s->seen, 0, sizeof(int) * W);
+                        return -1;
+                    }
+                    s->col[n] = a, s->val[n] = x[a], n++;
+                    s->seen[a] = 1;
+                }
             }
         }
+        s->row_start[ic * H + H] = n;
+        nc = list_columns(s, ic * H, H, W, n0, n, nc);
     }
-    s->row_start[rows] = (int)n;
+    s->cols_start[images] = nc;
     s->B = B, s->C = C, s->W = W, s->H = H;
     return 0;
 }
@@ -73,48 +119,62 @@ static inline void axpy_lanes(float *restrict y, float v, const float *restrict 
     for (int j = 0; j < S; j += LANES) lanes_store(y + j, lanes_load(y + j) + v * lanes_load(x + j));
 }
 
-// C (M, S) = A (M, K) B (K, S): row r of C is the sum over k of A(r, k) times row k of B,
-// with A(r, k) at A[r ars + k acs] (any orientation of a row-major matrix). The read's
-// small products all take this form on the transposed operands (N x W x N multiply-adds
-// each, N 12 and W 100 in the classifier); through OpenBLAS they ran its transposed small
-// kernels at about a third of the rate of this one. Four rows at a time for S = 16
-// (independent sums that stay in registers), in order of k, so a row's result does not
-// depend on the others.
-static void rows_times_lanes(float *restrict C, const float *restrict A, int ars, int acs,
-                             const float *restrict Bm, int M, int K, int S) {
+// C (M, S) = A (M, K) B (K, S): row R(r) of C is the sum over k of A(r, k) times row K(k)
+// of B, with A(r, k) at A[R(r) ars + K(k) acs] (any orientation of a row-major matrix),
+// R(r) = ridx[r] and K(k) = kidx[k] (NULL: r and k). The read's small products all take
+// this form on the transposed operands, over the image's nonzero columns only (N x W x N
+// multiply-adds each at most, N 12 and W 100 in the classifier); through OpenBLAS they ran
+// its transposed small kernels at about a third of the rate of this one. Four rows at a
+// time for S = 16 (independent sums that stay in registers), in order of k, so a row's
+// result does not depend on the others.
+static inline __attribute__((always_inline)) void
+rows_times_lanes(float *restrict C, const float *restrict A, int ars, int acs,
+                             const float *restrict Bm, int M, int K, int S, const int *ridx,
+                             const int *kidx) {
+#define ROW_(r) ((size_t)(ridx ? ridx[r] : (r)))
+#define KEY_(k) ((size_t)(kidx ? kidx[k] : (k)))
     int r = 0;
     if (S == LANES)
         for (; r + 4 <= M; r += 4) {
             Lanes c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
-            const float *a0 = A + (size_t)r * ars;
+            const float *a0 = A + ROW_(r) * ars, *a1 = A + ROW_(r + 1) * ars,
+                        *a2 = A + ROW_(r + 2) * ars, *a3 = A + ROW_(r + 3) * ars;
             for (int k = 0; k < K; k++) {
-                const Lanes b = lanes_load(Bm + (size_t)k * LANES);
-                const float *ak = a0 + (size_t)k * acs;
-                c0 += ak[0] * b;
-                c1 += ak[ars] * b;
-                c2 += ak[2 * (size_t)ars] * b;
-                c3 += ak[3 * (size_t)ars] * b;
+                const size_t kk = KEY_(k), o = kk * acs;
+                const Lanes b = lanes_load(Bm + kk * LANES);
+                c0 += a0[o] * b;
+                c1 += a1[o] * b;
+                c2 += a2[o] * b;
+                c3 += a3[o] * b;
             }
-            float *c = C + (size_t)r * LANES;
-            lanes_store(c, c0), lanes_store(c + LANES, c1);
-            lanes_store(c + 2 * LANES, c2), lanes_store(c + 3 * LANES, c3);
+            lanes_store(C + ROW_(r) * LANES, c0), lanes_store(C + ROW_(r + 1) * LANES, c1);
+            lanes_store(C + ROW_(r + 2) * LANES, c2), lanes_store(C + ROW_(r + 3) * LANES, c3);
         }
     for (; r < M; r++) {
-        float *c = C + (size_t)r * S;
+        float *c = C + ROW_(r) * S;
+        const float *ar = A + ROW_(r) * ars;
         memset(c, 0, sizeof(float) * S);
-        for (int k = 0; k < K; k++) axpy_lanes(c, A[(size_t)r * ars + (size_t)k * acs], Bm + (size_t)k * S, S);
+        for (int k = 0; k < K; k++) axpy_lanes(c, ar[KEY_(k) * acs], Bm + KEY_(k) * S, S);
     }
+#undef ROW_
+#undef KEY_
 }
 
-// uT (W, S) = (Fy img)^T for one image channel: zero, then each nonzero (h, a, v) adds
-// v FyT[h] to uT[a]. FyT (H, S) = Fy^T with the lanes past N zero.
+// uT (W, S) = (Fy img)^T for one image channel, rows of its nonzero columns cols[k0, k1)
+// only (the others are zero and never read): row a is the sum over column a's nonzeros
+// (h, v) of v FyT[h], in order of h. FyT (H, S) = Fy^T with the lanes past N zero (rows of
+// nonzero image rows only).
 static void u_transposed(float *restrict uT, const float *restrict FyT, const SparseImages *s,
-                         size_t row0, int W, int H, int S) {
-    memset(uT, 0, sizeof(float) * (size_t)W * S);
-    for (int h = 0; h < H; h++) {
-        const float *fh = FyT + (size_t)h * S;
-        for (int k = s->row_start[row0 + h]; k < s->row_start[row0 + h + 1]; k++)
-            axpy_lanes(uT + (size_t)s->col[k] * S, s->val[k], fh, S);
+                         int k0, int k1, int S) {
+    for (int k = k0; k < k1; k++) {
+        float *u = uT + (size_t)s->cols[k] * S;
+        const int q0 = s->col_nz_start[k], q1 = s->col_nz_start[k + 1];
+        for (int j = 0; j < S; j += LANES) {
+            Lanes acc = {0};
+            for (int q = q0; q < q1; q++)
+                acc += s->col_nz_val[q] * lanes_load(FyT + (size_t)s->col_nz_row[q] * S + j);
+            lanes_store(u + j, acc);
+        }
     }
 }
 
@@ -153,16 +213,25 @@ void filterbank_read_sparse_forward(float *patch, int ld_patch, const SparseImag
     const size_t per = filterbank_sparse_kept_floats(N, W);
     for (int b = 0; b < B; b++) {
         const float *fx = Fx + (size_t)b * N * W, *fy = Fy + (size_t)b * N * H;
-        for (int h = 0; h < H; h++) {
+        for (int h = 0; h < H; h++) {  // the rows some channel has a nonzero in
+            int used = 0;
+            for (int ch = 0; ch < C && !used; ch++) {
+                const size_t r = ((size_t)b * C + ch) * H + h;
+                used = img->row_start[r] != img->row_start[r + 1];
+            }
+            if (!used) continue;
             float *d = FyT + (size_t)h * S;
             for (int j = 0; j < N; j++) d[j] = fy[(size_t)j * H + h];
             for (int j = N; j < S; j++) d[j] = 0.0f;
         }
         for (int ch = 0; ch < C; ch++) {
-            float *ut = kept + ((size_t)b * C + ch) * per, *PT = ut + (size_t)W * S;
-            u_transposed(ut, FyT, img, ((size_t)b * C + ch) * H, W, H, S);
-            // patch (N, N) = gamma u Fx^T: PT[i] = sum_a Fx[i, a] uT[a]
-            rows_times_lanes(PT, fx, W, 1, ut, N, W, S);
+            const size_t ic = (size_t)b * C + ch;
+            const int *cols = img->cols + img->cols_start[ic];
+            const int n = img->cols_start[ic + 1] - img->cols_start[ic];
+            float *ut = kept + ic * per, *PT = ut + (size_t)W * S;
+            u_transposed(ut, FyT, img, img->cols_start[ic], img->cols_start[ic + 1], S);
+            // patch (N, N) = gamma u Fx^T: PT[i] = sum_a Fx[i, a] uT[a] over the nonzero columns
+            rows_times_lanes(PT, fx, W, 1, ut, N, n, S, NULL, cols);
             float *out = patch + (size_t)b * ld_patch + (size_t)ch * N * N;
             for (int j = 0; j < N; j++)
                 for (int i = 0; i < N; i++) out[j * N + i] = gamma[b] * PT[(size_t)i * S + j];
@@ -191,22 +260,32 @@ void filterbank_read_sparse_backward(float *dFx, float *dFy, float *dgamma, cons
         float *dfx = dFx + (size_t)b * N * W, *dfy = dFy + (size_t)b * N * H;
         double dg = 0.0;  // over the channels, which share gamma
         for (int ch = 0; ch < C; ch++) {
-            const float *ut = kept + ((size_t)b * C + ch) * filterbank_sparse_kept_floats(N, W),
+            const size_t ic = (size_t)b * C + ch;
+            const int *cols = img->cols + img->cols_start[ic];
+            const int n = img->cols_start[ic + 1] - img->cols_start[ic];
+            const float *ut = kept + ic * filterbank_sparse_kept_floats(N, W),
                         *PT = ut + (size_t)W * S,
                         *G = dpatch + (size_t)b * ld_patch + (size_t)ch * N * N;
-            for (int j = 0; j < N; j++)
-                for (int i = 0; i < N; i++) {
-                    dg += (double)G[j * N + i] * PT[(size_t)i * S + j];
-                    Gs[(size_t)j * S + i] = gm * G[j * N + i];
-                    GT[(size_t)i * S + j] = gm * G[j * N + i];
-                }
-            // dFx[i, a] += sum_j uT[a, j] gamma G[j, i]
-            rows_times_lanes(XT, ut, S, 1, Gs, W, N, S);
+            double dgp[4] = {0};  // sum G P in four chains (one chain of N^2 double adds
+                                  // took a sixth of this function)
             for (int i = 0; i < N; i++)
-                for (int a = 0; a < W; a++) dfx[(size_t)i * W + a] += XT[(size_t)a * S + i];
+                for (int j = 0; j < N; j++) {
+                    const float gji = G[j * N + i];
+                    dgp[j & 3] += (double)gji * PT[(size_t)i * S + j];
+                    GT[(size_t)i * S + j] = gm * gji;
+                    Gs[(size_t)j * S + i] = gm * gji;
+                }
+            dg += (dgp[0] + dgp[2]) + (dgp[1] + dgp[3]);
+            // Over the nonzero columns a (u[:, a] = 0 at the others, and dFy reads Z there
+            // only): dFx[i, a] += sum_j uT[a, j] gamma G[j, i]
+            rows_times_lanes(XT, ut, S, 1, Gs, n, N, S, cols, NULL);
+            for (int k = 0; k < n; k++) {
+                const float *xt = XT + (size_t)cols[k] * S;
+                for (int i = 0; i < N; i++) dfx[(size_t)i * W + cols[k]] += xt[i];
+            }
             // ZT[a] = sum_i Fx[i, a] gamma G[:, i]
-            rows_times_lanes(ZT, fx, 1, W, GT, W, N, S);
-            dfy_accumulate(dfy, acc, ZT, img, ((size_t)b * C + ch) * H, N, H, S);
+            rows_times_lanes(ZT, fx, 1, W, GT, n, N, S, cols, NULL);
+            dfy_accumulate(dfy, acc, ZT, img, ic * H, N, H, S);
         }
         dgamma[b] += (float)dg;
     }

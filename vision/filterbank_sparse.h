@@ -24,17 +24,29 @@
 
 // The nonzero pixels of B images of C channels, H rows of W, row by row: row r = (b C + ch)
 // H + h holds its nonzeros at [row_start[r], row_start[r + 1]) of col (the column a) and val.
+// Image channel ic = b C + ch has a nonzero in the columns cols[cols_start[ic] ..
+// cols_start[ic + 1]), ascending (the read's products run over those columns only); the
+// nonzeros of column cols[k] are at [col_nz_start[k], col_nz_start[k + 1]) of col_nz_row
+// (the row h, ascending) and col_nz_val (the same nonzeros, column by column).
 typedef struct {
-    int B, C, W, H;     // of the last build
-    size_t cap;         // room for this many nonzeros
-    size_t rows_cap;    // room for this many rows (B C H)
-    int *row_start;     // (rows_cap + 1)
-    int *col;           // (cap)
-    float *val;         // (cap)
+    int B, C, W, H;       // of the last build
+    size_t cap;           // room for this many nonzeros
+    size_t rows_cap;      // room for this many rows (B C H)
+    size_t images_cap;    // room for this many image channels (B C)
+    int W_cap;            // and this many columns each
+    int *row_start;       // (rows_cap + 1)
+    int *col;             // (cap)
+    float *val;           // (cap)
+    int *cols;            // (images_cap W_cap)
+    int *cols_start;      // (images_cap + 1)
+    int *col_nz_start;    // (images_cap W_cap + 1)
+    int *col_nz_row;      // (cap)
+    float *col_nz_val;    // (cap)
+    int *seen, *cursor;   // (W_cap) scratch of the build; seen is all zero between builds
 } SparseImages;
 
-// Room for up to rows_cap = B C H image rows and cap nonzeros.
-void sparse_images_alloc(SparseImages *s, size_t rows_cap, size_t cap);
+// Room for up to `images` image channels (B C) of H rows of W, and cap nonzeros.
+void sparse_images_alloc(SparseImages *s, int images, int W, int H, size_t cap);
 void sparse_images_free(SparseImages *s);
 // The nonzeros of img (B, C, H, W) into s: 0, or -1 when there are more than s->cap of them
 // (s is then unusable until the next successful build). NaN and infinities count as nonzero.
