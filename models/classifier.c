@@ -133,6 +133,39 @@ static void combine_grads(Block *grads, const Job *jobs, int used, int B) {
     for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
 }
 
+typedef struct {
+    GlimpseActs *a;
+    const GlimpseParams *p;
+    const GlimpseConfig *c;
+    int which;
+} PackJob;
+
+static void *pack_run(void *arg) {
+    PackJob *j = arg;
+    glimpse_pack_weights(j->a, j->p, j->c, j->which);
+    return NULL;
+}
+
+// The glimpse workers' packed lstm.W, made once in worker 0's acts (the forward's and, with
+// a backward, the backward's on two threads) and used by every worker: each worker packed
+// both itself, the same copying on every thread (3 % of a step).
+static void pack_shared(ClassifierWorker *w, int used, const ClassifierParams *p,
+                        const ClassifierConfig *c, int backward) {
+    GlimpseActs *a0 = &w[0].glimpse;
+    PackJob jobs[2] = {{a0, &p->glimpse, &c->glimpse, 0}, {a0, &p->glimpse, &c->glimpse, 1}};
+    pthread_t th;
+    const int spawn = backward && pthread_create(&th, NULL, pack_run, &jobs[1]) == 0;
+    pack_run(&jobs[0]);
+    if (spawn)
+        pthread_join(th, NULL);
+    else if (backward)
+        pack_run(&jobs[1]);
+    for (int k = 0; k < used; k++) {
+        w[k].glimpse.use_Wt = &a0->lstm_Wt;
+        w[k].glimpse.use_Wd = backward ? &a0->lstm_Wd : NULL;
+    }
+}
+
 double classifier_forward_parallel(ClassifierWorker *w, int n, const ClassifierParams *p,
                                    const ClassifierConfig *c, const float *x,
                                    const int *labels, int B, Block *grads, int *correct) {
@@ -173,10 +206,14 @@ double classifier_forward_parallel_hard(ClassifierWorker *w, int n, const Classi
                              .labels = labels + s, .backward = grads != NULL};
         s += nk;
     }
+    const int share_packs = c->kind == CLASSIFIER_GLIMPSE && used > 1;
+    if (share_packs) pack_shared(w, used, p, c, grads != NULL);
     for (int k = 1; k < used; k++)
         CHECK(pthread_create(&th[k], NULL, job_run, &jobs[k]) == 0, "pthread_create");
     job_run(&jobs[0]);
     for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+    if (share_packs)
+        for (int k = 0; k < used; k++) w[k].glimpse.use_Wt = w[k].glimpse.use_Wd = NULL;
     double loss = 0.0;
     int right = 0;
     for (int k = 0; k < used; k++) {

@@ -174,6 +174,14 @@ void glimpse_acts_free(GlimpseActs *a) {
     memset(a, 0, sizeof *a);
 }
 
+void glimpse_pack_weights(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c, int which) {
+    const int R = glimpse_read_size(c), LD = R + c->hidden;
+    if (which == 0)
+        packed_pack(&a->lstm_Wt, true, p->lstm_W, LD);
+    else  // all of W's columns when the read's input gradient is needed, else only h_{t-1}'s
+        packed_pack(&a->lstm_Wd, false, p->lstm_W + (needs_dread(c) ? 0 : R), LD);
+}
+
 void glimpse_fill_noise(GlimpseActs *a, const GlimpseConfig *c, int B, Rng *rng) {
     CHECK(c->hard && B <= a->B);
     for (int t = 0; t < c->T; t++) rng_normal_fill(rng, glimpse_at(a, a->eps, t, 2), (size_t)B * 2);
@@ -229,7 +237,8 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
     CHECK(B >= 1 && B <= a->B, "B %d, room for %d", B, a->B);
     const int R = glimpse_read_size(c), Hd = c->hidden, LD = R + Hd, HW = c->W * c->H;
     const int P = FILTERBANK_PARAMS, N = c->read_n;
-    packed_pack(&a->lstm_Wt, true, p->lstm_W, LD);
+    if (!a->use_Wt) glimpse_pack_weights(a, p, c, 0);
+    const PackedMatrix *Wt = a->use_Wt ? a->use_Wt : &a->lstm_Wt;
     a->sparse_read = needs_dread(c) && !a->dense_read &&
                      sparse_images_build(&a->sparse, x, B, 1, c->W, c->H) == 0;
     for (int t = 0; t < c->T; t++) {
@@ -267,11 +276,11 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
         if (t)
             lstm_forward_packed(glimpse_at(a, a->h, t, Hd), glimpse_at(a, a->c, t, Hd),
                                 glimpse_at(a, a->gates, t, 4 * Hd), xh, LD,
-                                glimpse_at(a, a->c, t - 1, Hd), &a->lstm_Wt, p->lstm_b, B, R, Hd);
+                                glimpse_at(a, a->c, t - 1, Hd), Wt, p->lstm_b, B, R, Hd);
         else  // h_0 = 0: the gates from the read alone
             lstm_forward_packed_first(glimpse_at(a, a->h, t, Hd), glimpse_at(a, a->c, t, Hd),
-                                      glimpse_at(a, a->gates, t, 4 * Hd), xh, LD, &a->lstm_Wt,
-                                      p->lstm_b, B, R, Hd);
+                                      glimpse_at(a, a->gates, t, 4 * Hd), xh, LD, Wt, p->lstm_b,
+                                      B, R, Hd);
     }
     const float *hT = glimpse_at(a, a->h, c->T - 1, Hd);
     linear_forward(a->logits, hT, p->out_W, p->out_b, B, Hd, c->classes);
@@ -332,8 +341,8 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
     linear_backward(a->dh[cur], g->out_W, g->out_b, dl, hT, p->out_W, B, Hd, c->classes);
     // dxh = dgates @ W: all of W's columns when the read's input gradient is needed, else
     // only those of h_{t-1} (the LSTM's input from the image is data or not differentiated).
-    const int c0 = needs_dread(c) ? 0 : R;
-    packed_pack(&a->lstm_Wd, false, p->lstm_W + c0, LD);
+    if (!a->use_Wd) glimpse_pack_weights(a, p, c, 1);
+    const PackedMatrix *Wd = a->use_Wd ? a->use_Wd : &a->lstm_Wd;
     for (int t = T - 1; t >= 0; t--) {
         int prev = 1 - cur;
         // The gates become their pre-activation gradients in place; dW waits for one GEMM.
@@ -343,12 +352,12 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
                             t ? glimpse_at(a, a->c, t - 1, Hd) : NULL, glimpse_at(a, a->c, t, Hd), B, Hd);
         col_sums(g->lstm_b, dg, B, G);
         if (needs_dread(c)) {
-            gemm_packed(B, t ? LD : R, dg, G, &a->lstm_Wd, 0.0f, a->dxh, LD);
+            gemm_packed(B, t ? LD : R, dg, G, Wd, 0.0f, a->dxh, LD);
             if (t)
                 for (int b = 0; b < B; b++)
                     memcpy(a->dh[prev] + (size_t)b * Hd, a->dxh + (size_t)b * LD + R, sizeof(float) * Hd);
         } else if (t) {
-            gemm_packed(B, Hd, dg, G, &a->lstm_Wd, 0.0f, a->dh[prev], Hd);
+            gemm_packed(B, Hd, dg, G, Wd, 0.0f, a->dh[prev], Hd);
         }
         if (c->hard) {
             // The retina is not differentiated (the sampled centre is an action); the mean's

@@ -131,6 +131,10 @@ typedef struct {
     PackedMatrix lstm_Wt;  // lstm.W^T packed for the forward's gate products (core/gemm_packed.h)
     PackedMatrix lstm_Wd;  // lstm.W packed for the backward's (B, 4 hidden) @ W; only the
                            // h_{t-1} columns when no read gradient is needed
+    // NULL: forward and backward pack lstm_Wt and lstm_Wd themselves. Otherwise packs of the
+    // same parameters made by the caller (glimpse_pack_weights, on another GlimpseActs of
+    // the same config), used as they are: data-parallel workers share one pair.
+    const PackedMatrix *use_Wt, *use_Wd;
 } GlimpseActs;
 
 void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B);
@@ -139,6 +143,10 @@ void glimpse_acts_free(GlimpseActs *a);
 static inline float *glimpse_at(const GlimpseActs *a, float *base, int t, int width) {
     return base + (size_t)t * a->B * width;
 }
+
+// Packs p's lstm.W into a->lstm_Wt (which 0: the forward's) or a->lstm_Wd (which 1: the
+// backward's), as glimpse_forward and glimpse_backward do when use_Wt / use_Wd are NULL.
+void glimpse_pack_weights(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c, int which);
 
 // Hard attention: eps (T, B, 2) of acts from rng (N(0, 1)); zeros for the mean.
 void glimpse_fill_noise(GlimpseActs *a, const GlimpseConfig *c, int B, Rng *rng);
