@@ -54,8 +54,10 @@ static int u_width(const GlimpseConfig *c) {
 
 // The sparse read is taken when at most 1 in SPARSE_READ_DENSITY pixels of the batch is
 // nonzero. Per nonzero pixel it does one vector operation of S lanes where the dense read
-// does N multiply-adds per pixel of the image, and it is the faster from a density of
-// about a third down.
+// does N multiply-adds per pixel of the image; by that count it should be the faster from
+// a density of about a third down (measured only at cluttered MNIST's 3 %: by perf, the
+// read took 24 % of a training step before and about 11 % of the old step's time after,
+// lists included).
 #define SPARSE_READ_DENSITY 4
 
 void glimpse_retina_params(float *params, float cx, float cy, int s, const GlimpseConfig *c) {

@@ -1,5 +1,6 @@
 // Tests of models/glimpse: whole-model gradient checks by central differences (with
-// attention, the read's parameters included, and without), the loss of a hand-checkable
+// attention, the read's parameters included, and without; through the sparse read, and
+// the sparse read against the dense one), the loss of a hand-checkable
 // case, the batch split over worker threads against one worker, a partial batch, and a
 // second forward and backward on the same activations.
 #include <math.h>
