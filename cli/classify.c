@@ -295,8 +295,8 @@ static void make_batch(ClassifyRun *r) {
         r->perm_epoch = e;
     }
     for (int b = 0; b < B; b++) r->idx[b] = e * r->train.n + r->perm[i * B + b];
-    cluttered_batch(r->x, r->labels, &r->train, &st->clutter,
-                    classify_train_clutter_seed(st->optim.seed), r->idx, B);
+    cluttered_batch_threads(r->x, r->labels, &r->train, &st->clutter,
+                            classify_train_clutter_seed(st->optim.seed), r->idx, B, r->n_workers);
 }
 
 static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
@@ -313,8 +313,8 @@ static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
     if (train_check_finite(st->step + 1, "loss", *loss, &r->grads, r->ckpt, err)) return -1;
     clip_global_norm(r->grads.data, r->grads.numel, st->optim.clip);
     st->step++;
-    adam_update(r->params.data, r->grads.data, r->mom1.data, r->mom2.data, r->params.numel,
-                &r->adam, st->step, st->optim.lr);
+    adam_update_threads(r->params.data, r->grads.data, r->mom1.data, r->mom2.data,
+                        r->params.numel, &r->adam, st->step, st->optim.lr, r->n_workers);
     return 0;
 }
 

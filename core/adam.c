@@ -71,8 +71,15 @@ void adam_update_threads(float *param, const float *grad, float *m, float *v, si
 }
 
 float clip_global_norm(float *grad, size_t n, float max_norm) {
-    double ss = 0.0;
-    for (size_t i = 0; i < n; i++) ss += (double)grad[i] * grad[i];
+    // The squares summed in 8 interleaved double partial sums, combined in a fixed order:
+    // it vectorises (one chain of n dependent double adds took 1.3 % of the glimpse
+    // classifier's training step), and a given vector always gives the same norm.
+    double part[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) part[k] += (double)grad[i + k] * grad[i + k];
+    double ss = ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
+    for (; i < n; i++) ss += (double)grad[i] * grad[i];
     double norm = sqrt(ss);
     if (max_norm > 0.0f && norm > max_norm) {
         float scale = (float)(max_norm / norm);

@@ -23,7 +23,7 @@ void adam_update(float *param, const float *grad, float *m, float *v, size_t n,
 void adam_update_threads(float *param, const float *grad, float *m, float *v, size_t n,
                          const AdamConfig *cfg, long step, float lr, int n_threads);
 
-// Global L2 norm of grad (double accumulation). If max_norm > 0 and the norm exceeds
+// Global L2 norm of grad (double accumulation, 8 partial sums in a fixed order). If max_norm > 0 and the norm exceeds
 // it, scales grad by max_norm / norm. Returns the norm before clipping.
 float clip_global_norm(float *grad, size_t n, float max_norm);
 

@@ -107,13 +107,14 @@ static __mmask16 mask16(int w) { return w >= 16 ? 0xFFFF : w <= 0 ? 0 : (__mmask
 
 // Panels outermost: a panel (K x 32 floats) stays in L2 while every row tile passes over
 // it, so the weights come from memory once per call.
-static void gemm_avx512(int M, int N, const float *A, int lda, const PackedMatrix *pm,
+// K: the first K rows of op(B) (at most pm->K, the panels' height).
+static void gemm_avx512(int M, int N, int K, const float *A, int lda, const PackedMatrix *pm,
                         float beta, float *C, int ldc) {
-    const int K = pm->K, tiles = (M + MR512 - 1) / MR512;
+    const int tiles = (M + MR512 - 1) / MR512;
     for (size_t p = 0; p < panel_count(N); p++) {
         const int n0 = (int)p * NR, w = N - n0;
         const __mmask16 m0 = mask16(w), m1 = mask16(w - 16);
-        const float *P = pm->panels + p * (size_t)K * NR;
+        const float *P = pm->panels + p * (size_t)pm->K * NR;
         for (int t = 0; t < tiles; t++) {
             const int r0 = tile_start(M, tiles, t), mr = tile_start(M, tiles, t + 1) - r0;
             tiles512[mr](K, A + (size_t)r0 * lda, lda, P, beta, C + (size_t)r0 * ldc + n0, ldc,
@@ -171,12 +172,12 @@ __attribute__((target("avx2"))) static __m256i mask8(int w) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(w), lane);
 }
 
-__attribute__((target("avx2,fma"))) static void gemm_avx2(int M, int N, const float *A, int lda,
-                                                         const PackedMatrix *pm, float beta,
-                                                         float *C, int ldc) {
-    const int K = pm->K, tiles = (M + MR256 - 1) / MR256;
+__attribute__((target("avx2,fma"))) static void gemm_avx2(int M, int N, int K, const float *A,
+                                                         int lda, const PackedMatrix *pm,
+                                                         float beta, float *C, int ldc) {
+    const int tiles = (M + MR256 - 1) / MR256;
     for (size_t p = 0; p < panel_count(N); p++) {
-        const float *P = pm->panels + p * (size_t)K * NR;
+        const float *P = pm->panels + p * (size_t)pm->K * NR;
         for (int half = 0; half < 2; half++) {
             const int n0 = (int)p * NR + 16 * half, w = N - n0;
             if (w <= 0) break;
@@ -191,27 +192,44 @@ __attribute__((target("avx2,fma"))) static void gemm_avx2(int M, int N, const fl
 }
 #endif
 
-bool gemm_packed_with(CpuIsa kernel, int M, int N, const float *A, int lda,
-                      const PackedMatrix *pm, float beta, float *C, int ldc) {
-    CHECK(M >= 0 && N >= 0 && N <= pm->N && lda >= pm->K && ldc >= N, "M %d N %d of %d lda %d ldc %d",
-          M, N, pm->N, lda, ldc);
+static bool gemm_packed_k_with(CpuIsa kernel, int M, int N, int K, const float *A, int lda,
+                               const PackedMatrix *pm, float beta, float *C, int ldc) {
+    CHECK(M >= 0 && N >= 0 && N <= pm->N && K >= 0 && K <= pm->K && lda >= K && ldc >= N,
+          "M %d N %d of %d K %d of %d lda %d ldc %d", M, N, pm->N, K, pm->K, lda, ldc);
     CHECK(pm->B, "gemm_packed before packed_pack");
     if (kernel != CPU_ISA_NONE && (!pm->panels || kernel > cpu_isa())) return false;
     if (M == 0 || N == 0) return true;
     switch (kernel) {
 #ifdef PACKED_X86
-    case CPU_ISA_AVX512: gemm_avx512(M, N, A, lda, pm, beta, C, ldc); return true;
-    case CPU_ISA_AVX2: gemm_avx2(M, N, A, lda, pm, beta, C, ldc); return true;
+    case CPU_ISA_AVX512: gemm_avx512(M, N, K, A, lda, pm, beta, C, ldc); return true;
+    case CPU_ISA_AVX2: gemm_avx2(M, N, K, A, lda, pm, beta, C, ldc); return true;
 #endif
     case CPU_ISA_NONE:
-        gemm(false, pm->trans, M, N, pm->K, 1.0f, A, lda, pm->B, pm->ldb, beta, C, ldc);
+        // op(B)'s first K rows: B's first K rows, or with trans its first K columns.
+        gemm(false, pm->trans, M, N, K, 1.0f, A, lda, pm->B, pm->ldb, beta, C, ldc);
         return true;
     default: return false;
     }
 }
 
+bool gemm_packed_with(CpuIsa kernel, int M, int N, const float *A, int lda,
+                      const PackedMatrix *pm, float beta, float *C, int ldc) {
+    CHECK(lda >= pm->K, "lda %d for K %d", lda, pm->K);
+    return gemm_packed_k_with(kernel, M, N, pm->K, A, lda, pm, beta, C, ldc);
+}
+
 void gemm_packed(int M, int N, const float *A, int lda, const PackedMatrix *pm, float beta,
                  float *C, int ldc) {
-    CHECK(gemm_packed_with(pm->panels ? cpu_isa() : CPU_ISA_NONE, M, N, A, lda, pm, beta, C,
-                           ldc));
+    gemm_packed_k(M, N, pm->K, A, lda, pm, beta, C, ldc);
+}
+
+void gemm_packed_k(int M, int N, int K, const float *A, int lda, const PackedMatrix *pm,
+                   float beta, float *C, int ldc) {
+    CHECK(gemm_packed_k_with(pm->panels ? cpu_isa() : CPU_ISA_NONE, M, N, K, A, lda, pm, beta, C,
+                             ldc));
+}
+
+bool gemm_packed_k_with_isa(CpuIsa kernel, int M, int N, int K, const float *A, int lda,
+                            const PackedMatrix *pm, float beta, float *C, int ldc) {
+    return gemm_packed_k_with(kernel, M, N, K, A, lda, pm, beta, C, ldc);
 }

@@ -46,6 +46,15 @@ void packed_pack(PackedMatrix *pm, bool trans, const float *B, int ldb);
 // kernel of this CPU. beta == 0: C is not read (NaN in it is ignored).
 void gemm_packed(int M, int N, const float *A, int lda, const PackedMatrix *pm, float beta,
                  float *C, int ldc);
+// C = A[:, 0:K] @ op(B)[0:K, 0:N] + beta * C for K <= pm->K: the product over op(B)'s first
+// K rows only, for a caller whose A is zero past column K (an LSTM's first step, with no
+// h_{t-1}). Each element is the FMA chain of gemm_packed stopped after k = K - 1; the
+// chain's further terms, 0 times a finite weight, would leave it unchanged, so the result
+// is gemm_packed's on such an A (up to the sign of a zero).
+void gemm_packed_k(int M, int N, int K, const float *A, int lda, const PackedMatrix *pm,
+                   float beta, float *C, int ldc);
+bool gemm_packed_k_with_isa(CpuIsa kernel, int M, int N, int K, const float *A, int lda,
+                            const PackedMatrix *pm, float beta, float *C, int ldc);
 // The same with the kernel of a given instruction set (CPU_ISA_NONE: gemm() on B). Returns
 // false, touching nothing, when this CPU cannot run it; tests and benchmarks run each one
 // the CPU has.

@@ -1,6 +1,7 @@
 #include "datasets/cluttered.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,39 @@ void cluttered_batch(float *out, int *labels, const ImageSet *src, const Clutter
                      uint64_t seed, const long *idx, int B) {
     for (int b = 0; b < B; b++)
         labels[b] = cluttered_image(out + (size_t)b * c->W * c->H, NULL, src, c, seed, idx[b]);
+}
+
+typedef struct {
+    float *out;
+    int *labels;
+    const ImageSet *src;
+    const ClutterConfig *c;
+    uint64_t seed;
+    const long *idx;
+    int B;
+} BatchPart;
+
+static void *batch_part_run(void *arg) {
+    BatchPart *p = arg;
+    cluttered_batch(p->out, p->labels, p->src, p->c, p->seed, p->idx, p->B);
+    return NULL;
+}
+
+void cluttered_batch_threads(float *out, int *labels, const ImageSet *src, const ClutterConfig *c,
+                             uint64_t seed, const long *idx, int B, int threads) {
+    enum { MAX_PARTS = 64 };
+    threads = threads < 1 ? 1 : threads > MAX_PARTS ? MAX_PARTS : threads > B ? B : threads;
+    BatchPart parts[MAX_PARTS];
+    pthread_t th[MAX_PARTS];
+    for (int k = 0, s = 0; k < threads; k++) {
+        int nk = B / threads + (k < B % threads);
+        parts[k] = (BatchPart){out + (size_t)s * c->W * c->H, labels + s, src, c, seed, idx + s, nk};
+        s += nk;
+    }
+    for (int k = 1; k < threads; k++)
+        CHECK(pthread_create(&th[k], NULL, batch_part_run, &parts[k]) == 0, "pthread_create");
+    batch_part_run(&parts[0]);
+    for (int k = 1; k < threads; k++) pthread_join(th[k], NULL);
 }
 
 int cluttered_write_folder(const char *dir, const ImageSet *src, const ClutterConfig *c,

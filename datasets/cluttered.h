@@ -66,6 +66,11 @@ int cluttered_image(float *out, ClutterSample *info, const ImageSet *src, const 
 void cluttered_batch(float *out, int *labels, const ImageSet *src, const ClutterConfig *c,
                      uint64_t seed, const long *idx, int B);
 
+// The same batch made on `threads` threads (contiguous parts of the batch): the same
+// images bit for bit, each being a pure function of its index.
+void cluttered_batch_threads(float *out, int *labels, const ImageSet *src, const ClutterConfig *c,
+                             uint64_t seed, const long *idx, int B, int threads);
+
 // Writes images [0, count) as DIR/00000.png ... and DIR/labels.txt ("00000.png 7" per line).
 int cluttered_write_folder(const char *dir, const ImageSet *src, const ClutterConfig *c,
                            uint64_t seed, int count, Error *err);

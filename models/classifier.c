@@ -96,6 +96,76 @@ static void *job_run(void *arg) {
     return NULL;
 }
 
+typedef struct {
+    float *dst;
+    const Job *jobs;
+    int n_jobs, B;
+    size_t lo, hi;  // the slice of the gradients
+} ReduceJob;
+
+static void *reduce_run(void *arg) {
+    ReduceJob *r = arg;
+    float *d = r->dst;
+    for (size_t i = r->lo; i < r->hi; i++) d[i] = 0.0f;
+    for (int k = 0; k < r->n_jobs; k++) {
+        const float share = (float)((double)r->jobs[k].w->rows / r->B);
+        const float *g = r->jobs[k].w->grads.data;
+        for (size_t i = r->lo; i < r->hi; i++) d[i] += share * g[i];
+    }
+    return NULL;
+}
+
+// grads = the jobs' gradients weighted by their shares of B and added in job order, in
+// slices on `used` threads (each element summed as one thread would: the same bits).
+static void combine_grads(Block *grads, const Job *jobs, int used, int B) {
+    ReduceJob red[CLASSIFIER_MAX_WORKERS];
+    pthread_t th[CLASSIFIER_MAX_WORKERS];
+    const size_t n = grads->numel;
+    for (int k = 0; k < used; k++) {
+        CHECK(jobs[k].w->grads.numel == n);
+        const size_t a = (n / used * k) & ~(size_t)15;
+        const size_t b = k + 1 == used ? n : (n / used * (k + 1)) & ~(size_t)15;
+        red[k] = (ReduceJob){.dst = grads->data, .jobs = jobs, .n_jobs = used, .B = B, .lo = a, .hi = b};
+    }
+    for (int k = 1; k < used; k++)
+        CHECK(pthread_create(&th[k], NULL, reduce_run, &red[k]) == 0, "pthread_create");
+    reduce_run(&red[0]);
+    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+}
+
+typedef struct {
+    GlimpseActs *a;
+    const GlimpseParams *p;
+    const GlimpseConfig *c;
+    int which;
+} PackJob;
+
+static void *pack_run(void *arg) {
+    PackJob *j = arg;
+    glimpse_pack_weights(j->a, j->p, j->c, j->which);
+    return NULL;
+}
+
+// The glimpse workers' packed lstm.W, made once in worker 0's acts (the forward's and, with
+// a backward, the backward's on two threads) and used by every worker: each worker packed
+// both itself, the same copying on every thread (3 % of a step).
+static void pack_shared(ClassifierWorker *w, int used, const ClassifierParams *p,
+                        const ClassifierConfig *c, int backward) {
+    GlimpseActs *a0 = &w[0].glimpse;
+    PackJob jobs[2] = {{a0, &p->glimpse, &c->glimpse, 0}, {a0, &p->glimpse, &c->glimpse, 1}};
+    pthread_t th;
+    const int spawn = backward && pthread_create(&th, NULL, pack_run, &jobs[1]) == 0;
+    pack_run(&jobs[0]);
+    if (spawn)
+        pthread_join(th, NULL);
+    else if (backward)
+        pack_run(&jobs[1]);
+    for (int k = 0; k < used; k++) {
+        w[k].glimpse.use_Wt = &a0->lstm_Wt;
+        w[k].glimpse.use_Wd = backward ? &a0->lstm_Wd : NULL;
+    }
+}
+
 double classifier_forward_parallel(ClassifierWorker *w, int n, const ClassifierParams *p,
                                    const ClassifierConfig *c, const float *x,
                                    const int *labels, int B, Block *grads, int *correct) {
@@ -136,24 +206,22 @@ double classifier_forward_parallel_hard(ClassifierWorker *w, int n, const Classi
                              .labels = labels + s, .backward = grads != NULL};
         s += nk;
     }
+    const int share_packs = c->kind == CLASSIFIER_GLIMPSE && used > 1;
+    if (share_packs) pack_shared(w, used, p, c, grads != NULL);
     for (int k = 1; k < used; k++)
         CHECK(pthread_create(&th[k], NULL, job_run, &jobs[k]) == 0, "pthread_create");
     job_run(&jobs[0]);
     for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+    if (share_packs)
+        for (int k = 0; k < used; k++) w[k].glimpse.use_Wt = w[k].glimpse.use_Wd = NULL;
     double loss = 0.0;
     int right = 0;
-    if (grads) block_zero(grads);
     for (int k = 0; k < used; k++) {
         const double share = (double)jobs[k].w->rows / B;
         loss += share * jobs[k].loss;
         right += jobs[k].correct;
-        if (grads) {
-            const float sf = (float)share, *gk = jobs[k].w->grads.data;
-            float *d = grads->data;
-            CHECK(grads->numel == jobs[k].w->grads.numel);
-            for (size_t i = 0; i < grads->numel; i++) d[i] += sf * gk[i];
-        }
     }
+    if (grads) combine_grads(grads, jobs, used, B);
     if (correct) *correct = right;
     return loss;
 }

@@ -36,9 +36,15 @@
 // b_t held fixed (glimpse_reinforce_mean_grad is the location term).
 // The reward of each image is left in acts.reward by the forward.
 //
+// The read with soft attention: when at most a quarter of the batch's pixels are nonzero
+// (cluttered MNIST: about 3 %), the forward lists them once (vision/filterbank_sparse.h)
+// and every step's read and its backward run over them alone; otherwise the dense GEMM
+// read. The two agree to float rounding (pixels that are zero add exactly zero).
+//
 // Memory: one Block of parameters (GlimpseParams views); the activations of the unrolled
 // forward, laid out (T, B, ...), and the backward's buffers in one GlimpseActs Block sized
-// for at most B rows. Forward and backward allocate nothing.
+// for at most B rows, with the nonzero pixels' lists beside it. Forward and backward
+// allocate nothing.
 #ifndef MODELS_GLIMPSE_H
 #define MODELS_GLIMPSE_H
 
@@ -46,6 +52,7 @@
 #include "core/error.h"
 #include "core/gemm_packed.h"
 #include "core/rng.h"
+#include "vision/filterbank_sparse.h"
 
 typedef struct {
     int W, H;       // image width and height (100 x 100 for cluttered MNIST)
@@ -93,7 +100,9 @@ typedef struct {
     float *h, *c;     // (T, B, hidden)
     float *gates;     // (T, B, 4 hidden) post-activation; the backward turns them into the
                       // pre-activation gradients in place (one backward per forward)
-    float *u;         // (T, B, N W) soft attention: F_Y x of each read, kept for the backward
+    float *u;         // (T, B, (W + N) S) soft attention: F_Y x of each read, kept for the
+                      // backward: (N, W) from the dense read; from the sparse one its
+                      // transpose and (u F_X^T)^T (filterbank_sparse_kept_floats)
     float *rparams;   // (T, B, 5) the read windows' raw parameters (hard: the retina's
                       // finest patch at the clamped centre)
     float *eps;       // (T, B, 2) hard only: the centre noise, filled by the caller
@@ -116,9 +125,16 @@ typedef struct {
     float *dbase;     // (T, B) hard only
     float *dFx, *dFy, *dgamma;  // (B, N W), (B, N H), (B)
     float *fb_scratch;
+    SparseImages sparse;  // soft attention: the batch's nonzero pixels, when few enough
+    int sparse_read;      // 1: the last forward read through `sparse` (vision/filterbank_sparse.h)
+    int dense_read;       // for tests: 1 keeps the dense read whatever the images
     PackedMatrix lstm_Wt;  // lstm.W^T packed for the forward's gate products (core/gemm_packed.h)
     PackedMatrix lstm_Wd;  // lstm.W packed for the backward's (B, 4 hidden) @ W; only the
                            // h_{t-1} columns when no read gradient is needed
+    // NULL: forward and backward pack lstm_Wt and lstm_Wd themselves. Otherwise packs of the
+    // same parameters made by the caller (glimpse_pack_weights, on another GlimpseActs of
+    // the same config), used as they are: data-parallel workers share one pair.
+    const PackedMatrix *use_Wt, *use_Wd;
 } GlimpseActs;
 
 void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B);
@@ -127,6 +143,10 @@ void glimpse_acts_free(GlimpseActs *a);
 static inline float *glimpse_at(const GlimpseActs *a, float *base, int t, int width) {
     return base + (size_t)t * a->B * width;
 }
+
+// Packs p's lstm.W into a->lstm_Wt (which 0: the forward's) or a->lstm_Wd (which 1: the
+// backward's), as glimpse_forward and glimpse_backward do when use_Wt / use_Wd are NULL.
+void glimpse_pack_weights(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c, int which);
 
 // Hard attention: eps (T, B, 2) of acts from rng (N(0, 1)); zeros for the mean.
 void glimpse_fill_noise(GlimpseActs *a, const GlimpseConfig *c, int B, Rng *rng);

@@ -72,6 +72,16 @@ void lstm_forward_packed(float *h, float *c, float *gates, const float *xh, int 
     lstm_cell(h, c, gates, c_prev, B, H);
 }
 
+void lstm_forward_packed_first(float *h, float *c, float *gates, const float *xh, int ldxh,
+                               const PackedMatrix *Wt, const float *b, int B, int I, int H) {
+    CHECK(B >= 0 && I >= 0 && H > 0 && ldxh >= I + H, "B %d I %d H %d ldxh %d", B, I, H, ldxh);
+    CHECK(Wt->K == I + H && Wt->N == 4 * H, "packed (%d, %d) for I %d H %d", Wt->K, Wt->N, I, H);
+    const size_t G = (size_t)4 * H;
+    for (int r = 0; r < B; r++) memcpy(gates + (size_t)r * G, b, G * sizeof(float));
+    gemm_packed_k(B, (int)G, I, xh, ldxh, Wt, 1.0f, gates, (int)G);
+    lstm_cell(h, c, gates, NULL, B, H);
+}
+
 // One row of lstm_gates_backward (seq/lstm.h), with c_prev (cp) and dc_prev (dcp).
 static void gates_backward_row(float *restrict gi, float *restrict gf, float *restrict gg,
                                float *restrict go, float *restrict dcp, const float *restrict cp,

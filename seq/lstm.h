@@ -31,6 +31,11 @@ void lstm_forward_xh(float *h, float *c, float *gates, const float *xh, int ldxh
 void lstm_forward_packed(float *h, float *c, float *gates, const float *xh, int ldxh,
                          const float *c_prev, const PackedMatrix *Wt, const float *b, int B,
                          int I, int H);
+// lstm_forward_packed at a first step (h_prev and c_prev zero): the gates from xh's first
+// I columns alone (gemm_packed_k); the same results as lstm_forward_packed with the h_prev
+// columns of xh zero (which the caller keeps for the weight gradient).
+void lstm_forward_packed_first(float *h, float *c, float *gates, const float *xh, int ldxh,
+                               const PackedMatrix *Wt, const float *b, int B, int I, int H);
 
 // Given dh (B, H) and dc (B, H) (gradient reaching this step's h and c from later;
 // dc may be NULL), accumulates dx (B, I) (may be NULL), dh_prev, dc_prev (B, H) (may be

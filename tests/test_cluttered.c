@@ -115,7 +115,17 @@ static void test_reproducible(void) {
     float *batch = xmalloc(sizeof(float) * 3 * n);
     cluttered_batch(batch, labels, &test, &c, 5, idx, 3);
     EXPECT(memcmp(batch + n, a, sizeof(float) * n) == 0 && labels[1] == sa.label);
-    free(a), free(b), free(batch);
+    // And on threads (parts of 2 and 1, 1 each, one thread, more threads than images):
+    // the same batch bit for bit.
+    float *tb = xmalloc(sizeof(float) * 3 * n);
+    for (int threads = 1; threads <= 4; threads++) {
+        int tl[3] = {-1, -1, -1};
+        memset(tb, 0xff, sizeof(float) * 3 * n);
+        cluttered_batch_threads(tb, tl, &test, &c, 5, idx, 3, threads);
+        EXPECT(memcmp(tb, batch, sizeof(float) * 3 * n) == 0 && memcmp(tl, labels, sizeof tl) == 0,
+               "the batch on %d threads differs", threads);
+    }
+    free(a), free(b), free(batch), free(tb);
 }
 
 // Train, valid and test draw digit and clutter from their own MNIST images only: the

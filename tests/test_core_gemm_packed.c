@@ -143,8 +143,57 @@ static void test_packed_rows_independent_and_repack(void) {
     free(A), free(B), free(C), free(S);
 }
 
+// The first K rows of op(B) only (gemm_packed_k): against gemm_ref over those rows, and,
+// with every kernel, bit for bit gemm_packed on an A that is zero past column K (an LSTM's
+// first step, whose h_{t-1} part is zero).
+static void test_packed_first_rows(void) {
+    Rng rng;
+    rng_seed(&rng, 14);
+    const int M = 23, Kfull = 77, N = 45, Ks[] = {0, 1, 30, 76, 77};
+    float *A = xmalloc(sizeof(float) * M * Kfull), *B = xmalloc(sizeof(float) * Kfull * N);
+    float *C = xmalloc(sizeof(float) * M * N), *F = xmalloc(sizeof(float) * M * N);
+    float *R = xmalloc(sizeof(float) * M * N), *C0 = xmalloc(sizeof(float) * M * N);
+    fill(B, (size_t)Kfull * N, &rng);
+    fill(C0, (size_t)M * N, &rng);
+    for (int trans = 0; trans < 2; trans++) {
+        float *Bt = xmalloc(sizeof(float) * Kfull * N);  // op(B) = Bt^T: Bt (N, Kfull)
+        for (int k = 0; k < Kfull; k++)
+            for (int n = 0; n < N; n++) Bt[(size_t)n * Kfull + k] = B[(size_t)k * N + n];
+        PackedMatrix pm;
+        packed_alloc(&pm, Kfull, N);
+        packed_pack(&pm, trans, trans ? Bt : B, trans ? Kfull : N);
+        for (size_t kk = 0; kk < sizeof Ks / sizeof *Ks; kk++) {
+            const int K = Ks[kk];
+            fill(A, (size_t)M * Kfull, &rng);
+            for (int i = 0; i < M; i++)
+                for (int k = K; k < Kfull; k++) A[(size_t)i * Kfull + k] = 0.0f;
+            for (int kn = 0; kn < KERNELS; kn++) {
+                memcpy(C, C0, sizeof(float) * M * N), memcpy(F, C0, sizeof(float) * M * N);
+                memcpy(R, C0, sizeof(float) * M * N);
+                if (!gemm_packed_k_with_isa(kernels[kn], M, N, K, A, Kfull, &pm, 0.5f, C, N)) continue;
+                CHECK(gemm_packed_with(kernels[kn], M, N, A, Kfull, &pm, 0.5f, F, N));
+                gemm_ref(false, false, M, N, K, 1.0f, A, Kfull, B, N, 0.5f, R, N);
+                int off = 0, differ = 0;
+                for (int i = 0; i < M * N; i++) {
+                    off += !(fabsf(C[i] - R[i]) <= 1e-4f);
+                    differ += C[i] != F[i];
+                }
+                EXPECT(off == 0, "%s trans %d K %d: %d elements off the reference",
+                       cpu_isa_name(kernels[kn]), trans, K, off);
+                if (kernels[kn] != CPU_ISA_NONE)  // OpenBLAS promises no order
+                    EXPECT(differ == 0, "%s trans %d K %d: %d elements differ from the full product",
+                           cpu_isa_name(kernels[kn]), trans, K, differ);
+            }
+        }
+        packed_free(&pm);
+        free(Bt);
+    }
+    free(A), free(B), free(C), free(F), free(R), free(C0);
+}
+
 int main(void) {
     RUN(test_packed_matches_reference);
+    RUN(test_packed_first_rows);
     RUN(test_packed_lstm_shapes);
     RUN(test_packed_rows_independent_and_repack);
     return test_summary();

@@ -1,5 +1,6 @@
 // Tests of models/glimpse: whole-model gradient checks by central differences (with
-// attention, the read's parameters included, and without), the loss of a hand-checkable
+// attention, the read's parameters included, and without; through the sparse read, and
+// the sparse read against the dense one), the loss of a hand-checkable
 // case, the batch split over worker threads against one worker, a partial batch, and a
 // second forward and backward on the same activations.
 #include <math.h>
@@ -110,6 +111,61 @@ static void run_gradcheck(int attention) {
 }
 
 static void test_gradcheck_with_attention(void) { run_gradcheck(1); }
+
+// Images with few nonzero pixels take the sparse read (vision/filterbank_sparse.h): the
+// whole-model gradient check through it, and its loss and gradients against the dense
+// read's on the same images (agreeing to float rounding: 1e-5 of each tensor's largest).
+static void test_sparse_read(void) {
+    Model m;
+    model_make(&m, tiny_config(1), 3, 77);
+    Rng rng;
+    rng_seed(&rng, 12);
+    size_t n = (size_t)m.B * m.c.W * m.c.H;
+    for (size_t i = 0; i < n; i++)
+        if (rng_uniform(&rng) < 0.85f) m.x[i] = 0.0f;
+    m.offset = glimpse_forward(&m.acts, &m.p, &m.c, m.x, m.labels, m.B, NULL);
+    EXPECT(m.acts.sparse_read == 1, "images 85 %% zeros must take the sparse read");
+    GradcheckInput *in = xcalloc((size_t)m.params.count, sizeof *in);
+    for (int i = 0; i < m.params.count; i++) {
+        const BlockTensor *t = &m.params.tensors[i];
+        in[i] = (GradcheckInput){t->name, m.params.data + t->offset, m.grads.data + t->offset, t->numel};
+    }
+    GradcheckOp op = {.ctx = &m, .forward = gc_forward, .backward = gc_backward, .n_out = 1,
+                      .inputs = in, .n_inputs = m.params.count, .eps = 1e-2, .atol = 5e-5,
+                      .rtol = 1e-2};
+    EXPECT(gradcheck("glimpse (sparse read)", &op, &rng) == 0, "see the gradcheck lines above");
+    free(in);
+    // Sparse against dense on the same images and parameters.
+    double loss[2];
+    float *g[2];
+    for (int k = 0; k < 2; k++) {
+        m.acts.dense_read = k;
+        loss[k] = glimpse_forward(&m.acts, &m.p, &m.c, m.x, m.labels, m.B, NULL);
+        EXPECT(m.acts.sparse_read == !k, "dense_read %d: sparse_read %d", k, m.acts.sparse_read);
+        block_zero(&m.grads_tmp);
+        glimpse_backward(&m.g_tmp, &m.acts, &m.p, &m.c, m.x, m.labels, m.B);
+        g[k] = xmalloc(sizeof(float) * m.grads_tmp.numel);
+        memcpy(g[k], m.grads_tmp.data, sizeof(float) * m.grads_tmp.numel);
+    }
+    EXPECT_NEAR(loss[0], loss[1], 1e-6, 1e-6);
+    for (int i = 0; i < m.params.count; i++) {
+        const BlockTensor *t = &m.params.tensors[i];
+        double top = 0.0, gap = 0.0;
+        for (size_t k = 0; k < t->numel; k++) {
+            top = fmax(top, fabs((double)g[1][t->offset + k]));
+            gap = fmax(gap, fabs((double)g[0][t->offset + k] - g[1][t->offset + k]));
+        }
+        EXPECT(top > 0 && gap <= 1e-5 * top, "%s: sparse vs dense %.3g of the largest %.3g", t->name,
+               gap, top);
+    }
+    // Dense images keep the dense read.
+    m.acts.dense_read = 0;
+    fill_uniform(m.x, n, 0.0f, 1.0f, &rng);
+    glimpse_forward(&m.acts, &m.p, &m.c, m.x, m.labels, m.B, NULL);
+    EXPECT(m.acts.sparse_read == 0, "images without zeros must take the dense read");
+    free(g[0]), free(g[1]);
+    model_free(&m);
+}
 static void test_gradcheck_without_attention(void) { run_gradcheck(0); }
 
 // With every weight zero the logits are the output bias: the loss is -log softmax(b)[y],
@@ -423,6 +479,7 @@ static void test_config_check(void) {
 int main(void) {
     RUN(test_gradcheck_with_attention);
     RUN(test_gradcheck_without_attention);
+    RUN(test_sparse_read);
     RUN(test_loss_hand_checkable);
     RUN(test_workers_match_single);
     RUN(test_hard_workers_match_single);

@@ -29,7 +29,9 @@
 // two-digit 60 x 60, colour 64 x 64) runs as GEMMs through core/gemm.h, 3x to 4x faster
 // there on one thread (bench/bench_filterbank.c). The two read paths sum in different
 // orders: they agree to float rounding (tests/test_filterbank.c: 1e-5 relative), not bit
-// for bit. *_ref are plain double-precision loops for the tests.
+// for bit. *_ref are plain double-precision loops for the tests. Images that are mostly
+// zeros (cluttered MNIST) have a faster read over their nonzero pixels alone:
+// vision/filterbank_sparse.h.
 #ifndef VISION_FILTERBANK_H
 #define VISION_FILTERBANK_H
 
