@@ -2,7 +2,7 @@
 // `caption train --features` trains: batches of annotations read from a memory-mapped
 // feature cache (datasets/featcache.h, F16 widened to float), the Show-Attend-Tell decoder
 // (models/sat.h in decoder-only mode) forward and backward on the data-parallel workers,
-// global-norm clipping at 5 and an Adam step.
+// global-norm clipping at 5 and an Adam step (one fused pass, core/adam.h).
 //
 // Usage: bench_sat_features CACHE [THREADS=1] [STEPS=5] [BATCH=64] [E=512] [H=1800] [A=512]
 //                           [V=10000]
@@ -149,9 +149,8 @@ int main(int argc, char **argv) {
         } else {
             sat_forward_backward(&l, &m, annot, words, lens, B, (uint64_t)it + 7, 0);
         }
-        clip_global_norm(m.grads.data, m.grads.numel, 5.0f);
-        adam_update_threads(m.params.data, m.grads.data, m.adam_m.data, m.adam_v.data,
-                            m.params.numel, &adam, it + 1, 2e-4f, workers);
+        adam_clip_update_threads(m.params.data, m.grads.data, m.adam_m.data, m.adam_v.data,
+                                 m.params.numel, &adam, it + 1, 2e-4f, 5.0f, workers);
         loss = l.loss;
         if (it > 0) t_wall += timer_now() - t0, t_cpu += cpu_seconds() - c0;
     }

@@ -1191,10 +1191,11 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
     }
     if (r->ft.on && caption_finetune_check_finite(&r->ft, step, r->path_model, err)) return -1;
     const TrainOptim *o = &r->optim;
-    s->norm = clip_global_norm(m->grads.data, m->grads.numel, o->clip);
     s->lr = lr_exponential(o->lr, o->lr_decay, r->spe, step);
-    adam_update_threads(m->params.data, m->grads.data, m->adam_m.data, m->adam_v.data,
-                        m->params.numel, &r->adam, step, s->lr, r->n_workers);
+    // Clipping folded into the update: m->grads is left unclipped.
+    s->norm = adam_clip_update_threads(m->params.data, m->grads.data, m->adam_m.data,
+                                       m->adam_v.data, m->params.numel, &r->adam, step, s->lr,
+                                       o->clip, r->n_workers);
     if (r->ft.on) caption_finetune_step(&r->ft, &r->adam, step, s->lr / o->lr, o->clip);
     train_ema_update(&r->ema, &m->params, step);
     r->tc.step = step;

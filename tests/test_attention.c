@@ -324,8 +324,9 @@ static void ref_softmax(double *out, const double *x, const unsigned char *m, in
     for (int i = 0; i < n; i++) out[i] = sum > 0 ? out[i] / sum : 0.0;
 }
 
-static void test_additive_matches_reference(void) {
-    int B = 4, L = 13, D = 16, H = 12, A = 24;
+// A = 24 runs the score's plain tail loop only; A = 80 its 32-lane blocks and a tail.
+static void additive_matches_reference(int A) {
+    int B = 4, L = 13, D = 16, H = 12;
     Fixture f;
     fixture_init(&f, config(ATTN_ADDITIVE, 0, D, H, A, 0, 0), B, L, 0, 1, 11);
     float *out = xmalloc(STEPS * out_per_step(&f) * sizeof(float));
@@ -358,6 +359,11 @@ static void test_additive_matches_reference(void) {
     }
     free(ctx), free(alpha), free(e), free(out);
     fixture_free(&f);
+}
+
+static void test_additive_matches_reference(void) {
+    additive_matches_reference(24);
+    additive_matches_reference(80);
 }
 
 static void test_multihead_matches_reference(void) {

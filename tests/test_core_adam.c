@@ -155,6 +155,64 @@ static void test_adam_threads_matches(void) {
     free(buf);
 }
 
+// adam_clip_update_threads (the norm with partial sums over slices, the clip folded into
+// the update) against its plain loops, clip_global_norm then adam_update, on 1 to 5
+// threads: the norms agree to the last bits of a double sum; with the limit under the
+// norm the parameters and moments agree to float rounding of the clip factor (each is a
+// few float operations on g * factor); with the limit above it, and the gradient left
+// unclipped, bit for bit.
+static void test_adam_clip_update_matches_plain_loops(void) {
+    const size_t n = 3 * 65536 + 1237;
+    float *buf = malloc(8 * n * sizeof(float));
+    float *grad = buf + n, *gref = buf + 7 * n;
+    for (size_t i = 0; i < n; i++) {
+        buf[i] = (float)sin((double)i) * 0.5f;
+        grad[i] = (float)cos((double)i * 0.7) * 0.01f;  // norm about 3.1
+    }
+    AdamConfig cfg = adam_defaults(1e-3f);
+    cfg.weight_decay = 0.01f;
+    const float limits[2] = {1.0f, 100.0f};
+    for (int which = 0; which < 2; which++)
+        for (int threads = 1; threads <= 5; threads++) {
+            float *p1 = buf + 2 * n, *m1 = buf + 3 * n, *v1 = buf + 4 * n;
+            float *p2 = buf + 5 * n;
+            memcpy(p1, buf, n * sizeof(float));
+            memcpy(p2, buf, n * sizeof(float));
+            memset(m1, 0, 2 * n * sizeof(float));
+            float *mom2 = calloc(2 * n, sizeof(float));
+            double worst = 0.0;
+            int same = 1;
+            for (long step = 1; step <= 2; step++) {
+                memcpy(gref, grad, n * sizeof(float));
+                const float nref = clip_global_norm(gref, n, limits[which]);
+                adam_update(p1, gref, m1, v1, n, &cfg, step, 1e-3f);
+                const float nnew = adam_clip_update_threads(p2, grad, mom2, mom2 + n, n, &cfg,
+                                                            step, 1e-3f, limits[which], threads);
+                EXPECT_NEAR(nnew, nref, 0, 1e-6);
+                EXPECT_NEAR(nref, 3.1, 0.3, 0);
+            }
+            for (size_t i = 0; i < n; i++) {
+                const double d = fabs((double)p1[i] - p2[i]) / (1e-3 + fabs((double)buf[i] - p1[i]));
+                if (d > worst) worst = d;
+                same &= p1[i] == p2[i] && m1[i] == mom2[i] && v1[i] == mom2[n + i];
+            }
+            // the moved distance, 2 steps of lr, agrees to a few float roundings
+            EXPECT(worst < 1e-3, "limit %g, %d threads: parameters differ by %g of a step",
+                   (double)limits[which], threads, worst);
+            if (which == 1) EXPECT(same, "%d threads: no clipping, yet not bit for bit", threads);
+            for (size_t i = 0; i < n; i += 4099)
+                EXPECT(grad[i] == (float)((float)cos((double)i * 0.7) * 0.01f), "grad changed");
+            free(mom2);
+        }
+    // grad_sumsq against a plain double sum, on lengths around the partial sums' 8
+    for (size_t len = 0; len < 40; len++) {
+        double ss = 0.0;
+        for (size_t i = 0; i < len; i++) ss += (double)grad[i] * grad[i];
+        EXPECT_NEAR(grad_sumsq(grad, len), ss, 1e-30, 1e-14);
+    }
+    free(buf);
+}
+
 int main(void) {
     RUN(test_adam_two_steps_by_hand);
     RUN(test_adam_uses_given_lr);
@@ -162,6 +220,7 @@ int main(void) {
     RUN(test_adam_converges_on_quadratic);
     RUN(test_adam_threads_matches);
     RUN(test_clip_global_norm);
+    RUN(test_adam_clip_update_matches_plain_loops);
     RUN(test_lr_exponential);
     RUN(test_ema_update_by_hand);
     return test_summary();

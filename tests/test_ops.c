@@ -503,6 +503,28 @@ static void test_crossentropy_gradcheck(void) {
     free(c.logits), free(c.dlogits), free(c.probs), free(c.targets);
 }
 
+// A vocabulary long enough for the partial sums of the softmax's denominator (8 lanes and
+// a tail): losses and probabilities against a double-precision log-sum-exp.
+static void test_crossentropy_long_rows(void) {
+    enum { N = 3, V = 1003 };
+    static float logits[N * V], probs[N * V];
+    float losses[N];
+    int targets[N] = {0, 500, V - 1};
+    Rng rng;
+    rng_seed(&rng, 607);
+    for (int i = 0; i < N * V; i++) logits[i] = 8.0f * rng_uniform(&rng) - 4.0f;
+    crossentropy_forward(losses, probs, logits, targets, N, V);
+    for (int r = 0; r < N; r++) {
+        const float *z = logits + r * V;
+        double mx = z[0], sum = 0.0;
+        for (int i = 1; i < V; i++) mx = z[i] > mx ? z[i] : mx;
+        for (int i = 0; i < V; i++) sum += exp((double)z[i] - mx);
+        EXPECT_NEAR(losses[r], log(sum) - ((double)z[targets[r]] - mx), 1e-6, 1e-6);
+        for (int i = 0; i < V; i += 97)
+            EXPECT_NEAR(probs[r * V + i], exp((double)z[i] - mx) / sum, 1e-9, 1e-5);
+    }
+}
+
 static void test_crossentropy_values(void) {
     // Row 0: logits (1, 2, 3), target 0: -log(e^1 / (e^1 + e^2 + e^3)).
     // Row 1: ignored. Row 2: logits (1000, 0, -1000), target 1: loss 1000 (p underflows).
@@ -602,6 +624,7 @@ int main(void) {
     RUN(test_softmax_values);
     RUN(test_crossentropy_gradcheck);
     RUN(test_crossentropy_values);
+    RUN(test_crossentropy_long_rows);
     RUN(test_bce_gradcheck);
     RUN(test_bce_values_and_stability);
     return test_summary();
