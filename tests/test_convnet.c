@@ -74,11 +74,7 @@ static void test_gradcheck(void) {
     Rng rng;
     rng_seed(&rng, 9);
     m.offset = convnet_forward(&m.acts, &m.p, &m.c, m.x, m.labels, m.B, NULL);
-    GradcheckInput *in = xcalloc((size_t)m.params.count, sizeof *in);
-    for (int i = 0; i < m.params.count; i++) {
-        const BlockTensor *t = &m.params.tensors[i];
-        in[i] = (GradcheckInput){t->name, m.params.data + t->offset, m.grads.data + t->offset, t->numel};
-    }
+    GradcheckInput *in = gradcheck_block_inputs(&m.params, &m.grads);
     // ReLU and max-pool kinks: eps 1e-3 keeps most perturbations on one side of them.
     GradcheckOp op = {.ctx = &m, .forward = gc_forward, .backward = gc_backward, .n_out = 1,
                       .inputs = in, .n_inputs = m.params.count, .eps = 1e-3, .atol = 2e-4,

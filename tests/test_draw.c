@@ -95,12 +95,7 @@ static void run_model_gradcheck_config(DrawConfig cfg, const char *name) {
     float w0 = -1.0f + 2.0f * rng_uniform(&probe);
     EXPECT(fabsf(w0) > 0.5f, "output weight %g too small for a sensitive check", w0);
     m.offset = draw_forward(&m.acts, &m.p, &m.c, m.x, m.B, NULL, NULL);
-    GradcheckInput *in = xcalloc((size_t)m.params.count, sizeof *in);
-    for (int i = 0; i < m.params.count; i++) {
-        const BlockTensor *t = &m.params.tensors[i];
-        in[i] = (GradcheckInput){t->name, m.params.data + t->offset, m.grads.data + t->offset,
-                                 t->numel};
-    }
+    GradcheckInput *in = gradcheck_block_inputs(&m.params, &m.grads);
     // The output is the bound (about 20 nats) minus its unperturbed value, so the float
     // output loses no digits; float activations through 3 steps leave about 1e-6 nats of
     // noise, 5e-5 after dividing by 2 eps. Central differences with eps 1e-2; tolerance

@@ -167,15 +167,6 @@ static void test_products_match_reference(void) {
 // 1e-5 max |loops| (measured when written: 2.8e-7 at worst, in dFx). The GEMM path with u
 // kept from the forward (filterbank_read_channels_forward_keep / _backward_kept) equals the
 // GEMM path bit for bit.
-static double worst_relative_gap(const float *a, const float *b, size_t n) {
-    double top = 0.0, gap = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        top = fmax(top, fabs((double)b[i]));
-        gap = fmax(gap, fabs((double)a[i] - b[i]));
-    }
-    return top > 0 ? gap / top : gap;
-}
-
 static void check_read_paths(int B, int C, int N, int W, int H, unsigned seed) {
     Rng rng;
     rng_seed(&rng, seed);
@@ -208,11 +199,11 @@ static void check_read_paths(int B, int C, int N, int W, int H, unsigned seed) {
                                                g, scratch, B, C, N, W, H, path);
     }
     double tol = 1e-5;
-    double gaps[5] = {worst_relative_gap(patch[1], patch[0], (size_t)B * ld),
-                      worst_relative_gap(dimg[1], dimg[0], nimg),
-                      worst_relative_gap(dFx[1], dFx[0], nfx),
-                      worst_relative_gap(dFy[1], dFy[0], nfy),
-                      worst_relative_gap(dg[1], dg[0], B)};
+    double gaps[5] = {test_worst_relative_gap(patch[1], patch[0], (size_t)B * ld),
+                      test_worst_relative_gap(dimg[1], dimg[0], nimg),
+                      test_worst_relative_gap(dFx[1], dFx[0], nfx),
+                      test_worst_relative_gap(dFy[1], dFy[0], nfy),
+                      test_worst_relative_gap(dg[1], dg[0], B)};
     const char *names[5] = {"patch", "d image", "dFx", "dFy", "d gamma"};
     for (int k = 0; k < 5; k++)
         EXPECT(gaps[k] <= tol, "B %d C %d N %d %dx%d: %s gemm vs loops %.3g of the largest", B,

@@ -51,15 +51,6 @@ static void test_build_lists_nonzeros(void) {
     sparse_images_free(&s);
 }
 
-static double worst_relative_gap(const float *a, const float *b, size_t n) {
-    double top = 0.0, gap = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        top = fmax(top, fabs((double)b[i]));
-        gap = fmax(gap, fabs((double)a[i] - b[i]));
-    }
-    return top > 0 ? gap / top : gap;
-}
-
 // Sparse against the dense loops: forward; backward onto nonzero dFx, dFy, d gamma (both
 // accumulate). Image 0 of the batch has no nonzero pixel, image 1 a full row, the rest
 // about 4 % nonzero pixels. Measured against each array's largest magnitude, the paths
@@ -106,9 +97,9 @@ static void check_sparse_read(int B, int C, int N, int W, int H, unsigned seed) 
     for (int i = 0; i < filterbank_sparse_scratch_floats(N, W, H); i++) sp_scratch[i] = 1e30f;
     filterbank_read_sparse_backward(dFx[1], dFy[1], dg[1], G, ld, &s, Fx, g, uT, sp_scratch, B, C,
                                     N, W, H);
-    double gaps[4] = {worst_relative_gap(patch[1], patch[0], (size_t)B * ld),
-                      worst_relative_gap(dFx[1], dFx[0], nfx), worst_relative_gap(dFy[1], dFy[0], nfy),
-                      worst_relative_gap(dg[1], dg[0], B)};
+    double gaps[4] = {test_worst_relative_gap(patch[1], patch[0], (size_t)B * ld),
+                      test_worst_relative_gap(dFx[1], dFx[0], nfx), test_worst_relative_gap(dFy[1], dFy[0], nfy),
+                      test_worst_relative_gap(dg[1], dg[0], B)};
     const char *names[4] = {"patch", "dFx", "dFy", "d gamma"};
     for (int k = 0; k < 4; k++)
         EXPECT(gaps[k] <= 1e-5, "B %d C %d N %d %dx%d: %s sparse vs loops %.3g of the largest", B,

@@ -88,11 +88,7 @@ static void run_gradcheck(int attention) {
     float w0 = -1.0f + 2.0f * rng_uniform(&probe);
     EXPECT(fabsf(w0) > 0.5f, "output weight %g too small for a sensitive check", w0);
     m.offset = glimpse_forward(&m.acts, &m.p, &m.c, m.x, m.labels, m.B, NULL);
-    GradcheckInput *in = xcalloc((size_t)m.params.count, sizeof *in);
-    for (int i = 0; i < m.params.count; i++) {
-        const BlockTensor *t = &m.params.tensors[i];
-        in[i] = (GradcheckInput){t->name, m.params.data + t->offset, m.grads.data + t->offset, t->numel};
-    }
+    GradcheckInput *in = gradcheck_block_inputs(&m.params, &m.grads);
     // The loss (about log 4 = 1.4 nats) minus its unperturbed value; float activations
     // through 3 steps leave about 1e-7 of noise, 1e-5 after dividing by 2 eps = 2e-2.
     GradcheckOp op = {.ctx = &m, .forward = gc_forward, .backward = gc_backward, .n_out = 1,
@@ -125,11 +121,7 @@ static void test_sparse_read(void) {
         if (rng_uniform(&rng) < 0.85f) m.x[i] = 0.0f;
     m.offset = glimpse_forward(&m.acts, &m.p, &m.c, m.x, m.labels, m.B, NULL);
     EXPECT(m.acts.sparse_read == 1, "images 85 %% zeros must take the sparse read");
-    GradcheckInput *in = xcalloc((size_t)m.params.count, sizeof *in);
-    for (int i = 0; i < m.params.count; i++) {
-        const BlockTensor *t = &m.params.tensors[i];
-        in[i] = (GradcheckInput){t->name, m.params.data + t->offset, m.grads.data + t->offset, t->numel};
-    }
+    GradcheckInput *in = gradcheck_block_inputs(&m.params, &m.grads);
     GradcheckOp op = {.ctx = &m, .forward = gc_forward, .backward = gc_backward, .n_out = 1,
                       .inputs = in, .n_inputs = m.params.count, .eps = 1e-2, .atol = 5e-5,
                       .rtol = 1e-2};
@@ -372,11 +364,7 @@ static void test_gradcheck_hard(void) {
     float base;
     hard_forward(&hm, &base);
     m->offset = base;
-    GradcheckInput *in = xcalloc((size_t)m->params.count, sizeof *in);
-    for (int i = 0; i < m->params.count; i++) {
-        const BlockTensor *t = &m->params.tensors[i];
-        in[i] = (GradcheckInput){t->name, m->params.data + t->offset, m->grads.data + t->offset, t->numel};
-    }
+    GradcheckInput *in = gradcheck_block_inputs(&m->params, &m->grads);
     GradcheckOp op = {.ctx = &hm, .forward = hard_forward, .backward = hard_backward, .n_out = 1,
                       .inputs = in, .n_inputs = m->params.count, .eps = 1e-2, .atol = 5e-5,
                       .rtol = 1e-2};

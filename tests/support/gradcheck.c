@@ -72,3 +72,13 @@ int gradcheck(const char *op_name, const GradcheckOp *op, Rng *rng) {
     free(w);
     return bad ? -1 : 0;
 }
+
+GradcheckInput *gradcheck_block_inputs(const Block *params, const Block *grads) {
+    GradcheckInput *in = xcalloc((size_t)params->count, sizeof *in);
+    for (int i = 0; i < params->count; i++) {
+        const BlockTensor *t = &params->tensors[i];
+        in[i] = (GradcheckInput){t->name, params->data + t->offset, grads->data + t->offset,
+                                 t->numel};
+    }
+    return in;
+}

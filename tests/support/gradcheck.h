@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "core/block.h"
 #include "core/rng.h"
 
 typedef struct {
@@ -38,6 +39,10 @@ typedef struct {
 // Returns 0 when every checked element agrees; otherwise prints the worst element
 // per input (name, index, analytic, numeric) to stdout and returns -1.
 int gradcheck(const char *op_name, const GradcheckOp *op, Rng *rng);
+
+// One input per tensor of a model's parameter block, its gradient at the same offset of
+// grads (laid out alike): an array of params->count, to free.
+GradcheckInput *gradcheck_block_inputs(const Block *params, const Block *grads);
 
 // Fills x with uniform values in [lo, hi).
 void fill_uniform(float *x, size_t n, float lo, float hi, Rng *rng);

@@ -32,3 +32,12 @@ void test_run_(const char *name, void (*fn)(void)) {
 }
 
 int test_summary(void) { return test_total_failed_ ? 1 : 0; }
+
+double test_worst_relative_gap(const float *a, const float *ref, size_t n) {
+    double top = 0.0, gap = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        top = fmax(top, fabs((double)ref[i]));
+        gap = fmax(gap, fabs((double)a[i] - ref[i]));
+    }
+    return top > 0 ? gap / top : gap;
+}

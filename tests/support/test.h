@@ -12,6 +12,7 @@
 #define TESTS_SUPPORT_TEST_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 
 extern int test_current_failed_;
@@ -23,6 +24,10 @@ void test_fail_(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void test_run_(const char *name, void (*fn)(void));
 int test_summary(void);
+
+// The largest |a[i] - ref[i]| over the largest |ref[i]| (the gap itself when ref is all
+// zeros): how two paths that sum in different orders are compared at float rounding.
+double test_worst_relative_gap(const float *a, const float *ref, size_t n);
 
 // Records a failure (the first one per test is printed) and carries on.
 #define EXPECT(cond, ...)                                                   \
