@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/grad_sum.h"
 
 const char *classifier_kind_name(ClassifierKind k) { return k == CLASSIFIER_CNN ? "cnn" : "glimpse"; }
 
@@ -96,41 +97,17 @@ static void *job_run(void *arg) {
     return NULL;
 }
 
-typedef struct {
-    float *dst;
-    const Job *jobs;
-    int n_jobs, B;
-    size_t lo, hi;  // the slice of the gradients
-} ReduceJob;
-
-static void *reduce_run(void *arg) {
-    ReduceJob *r = arg;
-    float *d = r->dst;
-    for (size_t i = r->lo; i < r->hi; i++) d[i] = 0.0f;
-    for (int k = 0; k < r->n_jobs; k++) {
-        const float share = (float)((double)r->jobs[k].w->rows / r->B);
-        const float *g = r->jobs[k].w->grads.data;
-        for (size_t i = r->lo; i < r->hi; i++) d[i] += share * g[i];
-    }
-    return NULL;
-}
-
 // grads = the jobs' gradients weighted by their shares of B and added in job order, in
 // slices on `used` threads (each element summed as one thread would: the same bits).
 static void combine_grads(Block *grads, const Job *jobs, int used, int B) {
-    ReduceJob red[CLASSIFIER_MAX_WORKERS];
-    pthread_t th[CLASSIFIER_MAX_WORKERS];
-    const size_t n = grads->numel;
+    const float *srcs[CLASSIFIER_MAX_WORKERS];
+    float shares[CLASSIFIER_MAX_WORKERS];
     for (int k = 0; k < used; k++) {
-        CHECK(jobs[k].w->grads.numel == n);
-        const size_t a = (n / used * k) & ~(size_t)15;
-        const size_t b = k + 1 == used ? n : (n / used * (k + 1)) & ~(size_t)15;
-        red[k] = (ReduceJob){.dst = grads->data, .jobs = jobs, .n_jobs = used, .B = B, .lo = a, .hi = b};
+        CHECK(jobs[k].w->grads.numel == grads->numel);
+        srcs[k] = jobs[k].w->grads.data;
+        shares[k] = (float)((double)jobs[k].w->rows / B);
     }
-    for (int k = 1; k < used; k++)
-        CHECK(pthread_create(&th[k], NULL, reduce_run, &red[k]) == 0, "pthread_create");
-    reduce_run(&red[0]);
-    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+    grad_sum_threads(grads->data, srcs, shares, used, 0, grads->numel, used);
 }
 
 typedef struct {

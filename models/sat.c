@@ -8,6 +8,7 @@
 
 #include "core/activations.h"
 #include "core/check.h"
+#include "core/grad_sum.h"
 #include "core/gemm.h"
 #include "seq/beam.h"
 #include "seq/embedding.h"
@@ -921,44 +922,18 @@ static void *step_job_encoder(void *arg) {
     return NULL;
 }
 
-typedef struct {
-    float *dst;
-    const StepJob *jobs;
-    int n_jobs, nb;
-    size_t lo, hi;  // the slice of the gradients
-} ReduceJob;
-
-static void *reduce_job_run(void *arg) {
-    ReduceJob *r = arg;
-    float *d = r->dst;
-    for (size_t i = r->lo; i < r->hi; i++) d[i] = 0.0f;
-    for (int k = 0; k < r->n_jobs; k++) {
-        const float share = (float)r->jobs[k].n / (float)r->nb;
-        const float *g = r->jobs[k].m->grads.data;
-        for (size_t i = r->lo; i < r->hi; i++) d[i] += share * g[i];
-    }
-    return NULL;
-}
-
-
 // model->grads [lo, hi) = the jobs' gradients there, weighted by their float shares of nb
 // and added in job order, in slices on `used` threads (each element summed as one thread
 // would).
 static void combine_grads_(SatModel *model, const StepJob *jobs, int used, int nb, size_t lo,
                            size_t hi) {
-    ReduceJob red[64];
-    pthread_t th[64];
-    const size_t n = hi - lo;
+    const float *srcs[64];
+    float shares[64];
     for (int k = 0; k < used; k++) {
-        const size_t a = lo + ((n / used * k) & ~(size_t)15);
-        const size_t b = k + 1 == used ? hi : lo + ((n / used * (k + 1)) & ~(size_t)15);
-        red[k] = (ReduceJob){.dst = model->grads.data, .jobs = jobs, .n_jobs = used, .nb = nb,
-                             .lo = a, .hi = b};
+        srcs[k] = jobs[k].m->grads.data;
+        shares[k] = (float)jobs[k].n / (float)nb;
     }
-    for (int k = 1; k < used; k++)
-        CHECK(pthread_create(&th[k], NULL, reduce_job_run, &red[k]) == 0, "pthread_create");
-    reduce_job_run(&red[0]);
-    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+    grad_sum_threads(model->grads.data, srcs, shares, used, lo, hi, used);
 }
 
 // fn on each job, jobs 1 .. used - 1 on threads of their own, job 0 on the caller's.
