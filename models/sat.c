@@ -813,45 +813,48 @@ static void order_by_length_(int *order, const int *lens, int B) {
 }
 
 typedef struct {
-    PackedMatrix *pm[2];
-    bool trans[2];
-    const float *W[2];
-    int ld[2];
-    int n;
+    SatModel *m;
+    int part, parts;
 } PackJob;
 
+// Part j->part of j->parts of every pack of pack_step_weights_ (packed_pack_part).
 static void *pack_job_run(void *arg) {
     PackJob *j = arg;
-    for (int k = 0; k < j->n; k++) packed_pack(j->pm[k], j->trans[k], j->W[k], j->ld[k]);
+    SatModel *m = j->m;
+    const int K = m->cfg.E + sat_D(&m->cfg) + m->cfg.H;
+    packed_pack_part(&m->own_Wt, true, m->p.lstm_W, K, j->part, j->parts);
+    packed_pack_part(&m->own_Wn, false, m->p.lstm_W, K, j->part, j->parts);
+    if (m->p.attn.W_q) {
+        packed_pack_part(&m->own_Wq_t, true, m->p.attn.W_q, m->cfg.H, j->part, j->parts);
+        packed_pack_part(&m->own_Wq_n, false, m->p.attn.W_q, m->cfg.H, j->part, j->parts);
+    }
     return NULL;
 }
 
 // Packs m's step weights for a training step: the LSTM's W^T and W into m->own_Wt and
 // m->own_Wn and, with an additive score, the attention's W_q^T and W_q into m->own_Wq_t and
-// m->own_Wq_n; each pair's two packs on two threads when threads >= 2.
+// m->own_Wq_n; with threads >= 2 two threads each pack half of every one.
 static void pack_step_weights_(SatModel *m, int threads) {
     const SatConfig *c = &m->cfg;
     const int H = c->H, K = c->E + sat_D(c) + H, A = c->attn.A;
-    const float *Wq = m->p.attn.W_q;
     if (!m->own_packs) {
         packed_alloc(&m->own_Wt, K, 4 * H);
         packed_alloc(&m->own_Wn, 4 * H, K);
-        if (Wq) {
+        if (m->p.attn.W_q) {
             packed_alloc(&m->own_Wq_t, H, A);
             packed_alloc(&m->own_Wq_n, A, H);
         }
         m->own_packs = 1;
     }
-    PackJob jobs[2] = {{{&m->own_Wt, &m->own_Wq_t}, {true, true}, {m->p.lstm_W, Wq}, {K, H}, 1},
-                       {{&m->own_Wn, &m->own_Wq_n}, {false, false}, {m->p.lstm_W, Wq}, {K, H}, 1}};
-    if (Wq) jobs[0].n = jobs[1].n = 2;
     pthread_t th;
-    const int spawn = threads >= 2 && pthread_create(&th, NULL, pack_job_run, &jobs[1]) == 0;
-    pack_job_run(&jobs[0]);
-    if (spawn)
+    PackJob jobs[2] = {{m, 0, 2}, {m, 1, 2}};
+    if (threads >= 2 && pthread_create(&th, NULL, pack_job_run, &jobs[1]) == 0) {
+        pack_job_run(&jobs[0]);
         pthread_join(th, NULL);
-    else
-        pack_job_run(&jobs[1]);
+    } else {
+        jobs[0].parts = 1;
+        pack_job_run(&jobs[0]);
+    }
 }
 
 // Lends w the packs of `from` (pack_step_weights_'s) for a step, or with from NULL takes
