@@ -41,6 +41,12 @@ void packed_free(PackedMatrix *pm);
 // Packs op(B): B is (K, N) with row stride ldb, or with trans (N, K), op(B) = B^T. B must
 // stay alive and unchanged until the next packed_pack (the fallback reads it).
 void packed_pack(PackedMatrix *pm, bool trans, const float *B, int ldb);
+// Part `part` (0 .. parts - 1) of packed_pack's work: the panels [np part / parts,
+// np (part + 1) / parts) of the np = ceil(N / 32), so that threads may pack one matrix
+// together (each calling it with its own part, the same trans, B and ldb); after all the
+// parts pm holds what packed_pack leaves, bit for bit.
+void packed_pack_part(PackedMatrix *pm, bool trans, const float *B, int ldb, int part,
+                      int parts);
 
 // C = A @ op(B)[:, 0:N] + beta * C for N <= pm->N (the first N columns), with the best
 // kernel of this CPU. beta == 0: C is not read (NaN in it is ignored).

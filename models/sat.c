@@ -316,6 +316,8 @@ void sat_free(SatModel *m) {
     if (m->own_packs) {
         packed_free(&m->own_Wt);
         packed_free(&m->own_Wn);
+        packed_free(&m->own_Wq_t);  // zero (nothing to free) without an additive score
+        packed_free(&m->own_Wq_n);
     }
     if (m->acts_block.data) {
         block_free(&m->acts_block);
@@ -811,36 +813,58 @@ static void order_by_length_(int *order, const int *lens, int B) {
 }
 
 typedef struct {
-    PackedMatrix *pm;
-    bool trans;
-    const float *W;
-    int ld;
+    SatModel *m;
+    int part, parts;
 } PackJob;
 
+// Part j->part of j->parts of every pack of pack_step_weights_ (packed_pack_part).
 static void *pack_job_run(void *arg) {
     PackJob *j = arg;
-    packed_pack(j->pm, j->trans, j->W, j->ld);
+    SatModel *m = j->m;
+    const int K = m->cfg.E + sat_D(&m->cfg) + m->cfg.H;
+    packed_pack_part(&m->own_Wt, true, m->p.lstm_W, K, j->part, j->parts);
+    packed_pack_part(&m->own_Wn, false, m->p.lstm_W, K, j->part, j->parts);
+    if (m->p.attn.W_q) {
+        packed_pack_part(&m->own_Wq_t, true, m->p.attn.W_q, m->cfg.H, j->part, j->parts);
+        packed_pack_part(&m->own_Wq_n, false, m->p.attn.W_q, m->cfg.H, j->part, j->parts);
+    }
     return NULL;
 }
 
-// Packs m's LSTM weights into m->own_Wt and m->own_Wn, the two on two threads when
-// threads >= 2.
-static void pack_lstm_(SatModel *m, int threads) {
+// Packs m's step weights for a training step: the LSTM's W^T and W into m->own_Wt and
+// m->own_Wn and, with an additive score, the attention's W_q^T and W_q into m->own_Wq_t and
+// m->own_Wq_n; with threads >= 2 two threads each pack half of every one.
+static void pack_step_weights_(SatModel *m, int threads) {
     const SatConfig *c = &m->cfg;
-    const int H = c->H, K = c->E + sat_D(c) + H;
+    const int H = c->H, K = c->E + sat_D(c) + H, A = c->attn.A;
     if (!m->own_packs) {
         packed_alloc(&m->own_Wt, K, 4 * H);
         packed_alloc(&m->own_Wn, 4 * H, K);
+        if (m->p.attn.W_q) {
+            packed_alloc(&m->own_Wq_t, H, A);
+            packed_alloc(&m->own_Wq_n, A, H);
+        }
         m->own_packs = 1;
     }
-    PackJob jobs[2] = {{&m->own_Wt, true, m->p.lstm_W, K}, {&m->own_Wn, false, m->p.lstm_W, K}};
     pthread_t th;
-    const int spawn = threads >= 2 && pthread_create(&th, NULL, pack_job_run, &jobs[1]) == 0;
-    pack_job_run(&jobs[0]);
-    if (spawn)
+    PackJob jobs[2] = {{m, 0, 2}, {m, 1, 2}};
+    if (threads >= 2 && pthread_create(&th, NULL, pack_job_run, &jobs[1]) == 0) {
+        pack_job_run(&jobs[0]);
         pthread_join(th, NULL);
-    else
-        pack_job_run(&jobs[1]);
+    } else {
+        jobs[0].parts = 1;
+        pack_job_run(&jobs[0]);
+    }
+}
+
+// Lends w the packs of `from` (pack_step_weights_'s) for a step, or with from NULL takes
+// them back.
+static void lend_packs_(SatModel *w, const SatModel *from) {
+    const int q = from && from->p.attn.W_q;
+    w->pack_Wt = from ? &from->own_Wt : NULL;
+    w->pack_Wn = from ? &from->own_Wn : NULL;
+    w->p.attn.W_q_t = q ? &from->own_Wq_t : NULL;
+    w->p.attn.W_q_n = q ? &from->own_Wq_n : NULL;
 }
 
 // sat_forward of B rows in descending order of caption length (ties in their given order),
@@ -881,14 +905,13 @@ void sat_forward_backward(SatLoss *out, SatModel *m, const float *images, const 
                           const int *lens, int B, uint64_t seed, int first) {
     const int own = !m->pack_Wt;  // else the parallel step packed them for its workers
     if (own) {
-        pack_lstm_(m, 1);
-        m->pack_Wt = &m->own_Wt;
-        m->pack_Wn = &m->own_Wn;
+        pack_step_weights_(m, 1);
+        lend_packs_(m, m);
     }
     forward_sorted_(m, out, images, words, lens, B, seed, first);
     block_zero(&m->grads);
     if (isfinite(out->loss)) sat_backward(m);
-    if (own) m->pack_Wt = m->pack_Wn = NULL;
+    if (own) lend_packs_(m, NULL);
 }
 
 static void *step_job_forward(void *arg) {
@@ -1030,14 +1053,11 @@ int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *
         start += n;
         used++;
     }
-    // The LSTM weights packed once for all workers.
-    pack_lstm_(model, used);
-    for (int k = 0; k < used; k++) {
-        jobs[k].m->pack_Wt = &model->own_Wt;
-        jobs[k].m->pack_Wn = &model->own_Wn;
-    }
+    // The step weights packed once for all workers.
+    pack_step_weights_(model, used);
+    for (int k = 0; k < used; k++) lend_packs_(jobs[k].m, model);
     const int status = step_phases_(model, jobs, used, nb, across);
-    for (int k = 0; k < used; k++) jobs[k].m->pack_Wt = jobs[k].m->pack_Wn = NULL;
+    for (int k = 0; k < used; k++) lend_packs_(jobs[k].m, NULL);
     if (status) return -1;
     memset(out, 0, sizeof *out);
     double base = 0.0;

@@ -172,8 +172,11 @@ typedef struct {
     // parallel step's, packed once for all workers); otherwise NULL, and sat_forward and
     // sat_backward multiply by lstm_W itself. own_Wt, own_Wn: this model's packs
     // (allocated on first use, 2 x the size of lstm_W).
+    // With an additive score the attention's W_q likewise (own_Wq_t: W_q^T for the query
+    // projection, own_Wq_n: W_q for its backward), lent through p.attn.W_q_t and W_q_n
+    // (seq/attention.h) for the same span.
     const PackedMatrix *pack_Wt, *pack_Wn;
-    PackedMatrix own_Wt, own_Wn;
+    PackedMatrix own_Wt, own_Wn, own_Wq_t, own_Wq_n;
     int own_packs;
     int annot_grad;        // with features: 1 makes sat_backward also leave d loss / d annotations
                            // (B, L, D) in a.dannot (fine-tuning an encoder stage,

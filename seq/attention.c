@@ -481,7 +481,10 @@ void attn_forward(float *context, float *alpha, float *cache, const float *prep,
     float *qp = NULL, *qw = NULL;
     if (c->kind != ATTN_NONE && s == ATTN_ADDITIVE) {
         qp = cache + sl.qp;
-        gemm(false, true, B, A, H, 1.0f, query, H, p->W_q, H, 0.0f, qp, A);
+        if (p->W_q_t)
+            gemm_packed(B, A, query, H, p->W_q_t, 0.0f, qp, A);
+        else
+            gemm(false, true, B, A, H, 1.0f, query, H, p->W_q, H, 0.0f, qp, A);
         for (int b = 0; b < B; b++) axpyf(qp + (size_t)b * A, 1.0f, p->b, A);
     } else if (s == ATTN_MULTIPLICATIVE) {
         qw = cache + sl.qw;
@@ -646,7 +649,10 @@ void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
         for (int b = 0; b < B; b++) axpyf(dp->b, 1.0f, dqp + (size_t)b * A, A);
         // dW_q (A, H) += dqp^T query; dquery (B, H) += dqp W_q
         gemm(true, false, A, H, B, 1.0f, dqp, A, query, H, 1.0f, dp->W_q, H);
-        if (dquery) gemm(false, false, B, H, A, 1.0f, dqp, A, p->W_q, H, 1.0f, dquery, H);
+        if (dquery && p->W_q_n)
+            gemm_packed(B, H, dqp, A, p->W_q_n, 1.0f, dquery, H);
+        else if (dquery)
+            gemm(false, false, B, H, A, 1.0f, dqp, A, p->W_q, H, 1.0f, dquery, H);
     }
     if (dqw) {
         // qw = q W: dW (H, D) += query^T dqw; dquery (B, H) += dqw W^T

@@ -51,6 +51,7 @@
 #include <stddef.h>
 
 #include "core/block.h"
+#include "core/gemm_packed.h"
 #include "core/rng.h"
 
 typedef enum {
@@ -85,6 +86,13 @@ typedef struct {
     float *W;                   // multiplicative: (H, D)
     float *Wq, *Wk, *Wv, *Wo;   // multi-head: Wq (A, H), Wk (A, D), Wv (A, D), Wo (D, A)
     float *W_p, *v_p;           // local-predictive: W_p (A, H), v_p (A)
+    // Optional, additive only (attn_params_layout sets them NULL): W_q packed for the step
+    // products (core/gemm_packed.h), by a caller that multiplies the same W_q at many steps
+    // and packs it again after every change of it. W_q_t: op = W_q^T (H, A), attn_forward's
+    // query projection; W_q_n: op = W_q (A, H), attn_backward's dquery. NULL: gemm() on W_q.
+    // The packed kernel sums each element in one FMA chain, so the results differ from
+    // gemm()'s in the last bits only.
+    const PackedMatrix *W_q_t, *W_q_n;
 } AttnParams;
 
 // Registers the kind's parameters in b under "PREFIX.name".

@@ -9,7 +9,8 @@
 // - alpha sums to 1 over unmasked positions (|sum - 1| <= 1e-5) and masked ones are exactly 0;
 //   fully masked rows give alpha = 0, context = 0 and finite gradients.
 // - Plain-loop double-precision references of additive and multi-head forward against the
-//   fast path (|fast - ref| <= 1e-5 + 1e-4 |ref|).
+//   fast path (|fast - ref| <= 1e-5 + 1e-4 |ref|); W_q packed for the step products against
+//   gemm() on it, forward and backward.
 // - none returns the mean of unmasked keys; local windows put exactly 0 outside
 //   [round(p) - W, round(p) + W], and the Gaussian has sigma = W / 2.
 #include <math.h>
@@ -18,6 +19,7 @@
 
 #include "core/block.h"
 #include "core/check.h"
+#include "core/gemm_packed.h"
 #include "core/rng.h"
 #include "seq/attention.h"
 #include "tests/support/gradcheck.h"
@@ -502,6 +504,64 @@ static void test_backward_accumulates(void) {
     }
 }
 
+// W_q packed (p.W_q_t, p.W_q_n, core/gemm_packed.h) against gemm() on W_q: the same
+// contexts, alphas and gradients up to summation order (|packed - plain| <= 1e-5 +
+// 1e-4 |plain|), with H and A off the packed kernel's 32-column panels (A = 40, H = 45) and
+// on them (A = 64, H = 32); additive and local-predictive with the additive score.
+static void packed_query_matches(AttnConfig c, const char *name) {
+    const int B = 5, L = 9;
+    float *res[3];
+    size_t no = 0, total = 0;
+    // packed 2: the packs of 2 W_q, to see that attn_forward and attn_backward read them
+    for (int packed = 0; packed <= 2; packed++) {
+        Fixture f;
+        fixture_init(&f, c, B, L, 1, 1, 4242);
+        PackedMatrix qt, qn;
+        float *wq = xmalloc((size_t)c.A * c.H * sizeof(float));
+        for (size_t i = 0; i < (size_t)c.A * c.H; i++) wq[i] = (packed == 2 ? 2.0f : 1.0f) * f.p.W_q[i];
+        if (packed) {
+            packed_alloc(&qt, c.H, c.A);
+            packed_alloc(&qn, c.A, c.H);
+            packed_pack(&qt, true, wq, c.H);
+            packed_pack(&qn, false, wq, c.H);
+            f.p.W_q_t = &qt;
+            f.p.W_q_n = &qn;
+        }
+        no = STEPS * out_per_step(&f);
+        size_t nk = (size_t)B * L * c.D, nq = (size_t)STEPS * B * c.H, np = f.grads.numel;
+        total = no + nk + nq + np;
+        float *dout = xmalloc(no * sizeof(float));
+        Rng rng;
+        rng_seed(&rng, 5);
+        fill_uniform(dout, no, -1.0f, 1.0f, &rng);
+        res[packed] = xmalloc(total * sizeof(float));
+        fixture_forward(&f, res[packed]);
+        fixture_backward(&f, dout);
+        memcpy(res[packed] + no, f.dkeys, nk * sizeof(float));
+        memcpy(res[packed] + no + nk, f.dquery, nq * sizeof(float));
+        memcpy(res[packed] + no + nk + nq, f.grads.data, np * sizeof(float));
+        if (packed) packed_free(&qt), packed_free(&qn);
+        free(wq), free(dout);
+        fixture_free(&f);
+    }
+    double moved = 0.0;
+    for (size_t i = 0; i < total; i++) {
+        const double plain = res[0][i], fast = res[1][i];
+        EXPECT(fabs(fast - plain) <= 1e-5 + 1e-4 * fabs(plain), "%s: %s %zu: packed %.9g, gemm %.9g",
+               name, i < no ? "output" : "gradient", i, fast, plain);
+        if (i < no) moved = fmax(moved, fabs((double)res[2][i] - plain));
+    }
+    EXPECT(moved > 1e-3, "%s: packs of 2 W_q moved the outputs by %g only", name, moved);
+    free(res[0]), free(res[1]), free(res[2]);
+}
+
+static void test_packed_query_matches_gemm(void) {
+    packed_query_matches(config(ATTN_ADDITIVE, 0, 16, 45, 40, 0, 0), "additive 45 x 40");
+    packed_query_matches(config(ATTN_ADDITIVE, 0, 16, 32, 64, 0, 0), "additive 32 x 64");
+    packed_query_matches(config(ATTN_LOCAL_PREDICTIVE, ATTN_ADDITIVE, 16, 45, 40, 0, 2),
+                         "local-predictive, additive score");
+}
+
 // prep is per image: image b's slice equals prepare on that image alone, and a batch built
 // from reordered slices (as beam search does) attends exactly like the original rows.
 static void test_prep_is_per_image(void) {
@@ -812,6 +872,7 @@ int main(void) {
     RUN(test_multihead_matches_reference);
     RUN(test_simple_scores_match_reference);
     RUN(test_backward_accumulates);
+    RUN(test_packed_query_matches_gemm);
     RUN(test_prep_is_per_image);
     RUN(test_none_returns_mean);
     RUN(test_local_monotonic_window);

@@ -2,7 +2,8 @@
 // fallback) against gemm_ref (plain loop, double accumulation) on awkward shapes: row
 // counts that split into unequal tiles, columns that end inside a panel or a vector, the
 // first N columns of a wider matrix, K = 0 and 1, both op(B), beta 0, 1 and 0.5, padded
-// leading dimensions.
+// leading dimensions; the panels' layout after packed_pack_part in parts, element by
+// element against its definition.
 //
 // Tolerance, as test_core_gemm.c: |C - ref| <= 1e-6 + 2e-6 sqrt(K + 1) (sum_k |a b| + |beta c|).
 #include <math.h>
@@ -191,10 +192,56 @@ static void test_packed_first_rows(void) {
     free(A), free(B), free(C), free(F), free(R), free(C0);
 }
 
+// packed_pack_part: the parts, packed in any order (here last first), leave each panel
+// element where the layout says (core/gemm_packed.h: panel p, row k, column c holds
+// op(B)[k][32 p + c], 0 past N), exactly; B with a padded ldb, N inside a panel and on one,
+// K past and short of the transposed pack's row blocks, 1 to 5 parts (more parts than
+// panels included).
+static void test_pack_parts_layout(void) {
+    const int shapes[][2] = {{37, 70}, {130, 64}, {5, 3}, {200, 97}};
+    Rng rng;
+    rng_seed(&rng, 17);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int trans = 0; trans <= 1; trans++)
+            for (int parts = 1; parts <= 5; parts++) {
+                const int K = shapes[s][0], N = shapes[s][1];
+                const int ldb = (trans ? K : N) + 3, rows = trans ? N : K;
+                float *B = xmalloc((size_t)rows * ldb * sizeof *B);
+                fill(B, (size_t)rows * ldb, &rng);
+                PackedMatrix pm;
+                packed_alloc(&pm, K, N);
+                if (!pm.panels) {  // no packing kernel on this CPU: nothing to lay out
+                    packed_free(&pm);
+                    free(B);
+                    return;
+                }
+                const size_t np = ((size_t)N + 31) / 32;
+                for (size_t i = 0; i < np * K * 32; i++) pm.panels[i] = NAN;
+                for (int part = parts - 1; part >= 0; part--)
+                    packed_pack_part(&pm, trans, B, ldb, part, parts);
+                int bad = 0;
+                for (size_t p = 0; p < np; p++)
+                    for (int k = 0; k < K; k++)
+                        for (int c = 0; c < 32; c++) {
+                            const int n = (int)p * 32 + c;
+                            const float want = n >= N ? 0.0f
+                                               : trans ? B[(size_t)n * ldb + k]
+                                                       : B[(size_t)k * ldb + n];
+                            const float got = pm.panels[(p * K + k) * 32 + c];
+                            bad += memcmp(&got, &want, sizeof got) != 0;
+                        }
+                EXPECT(bad == 0, "K %d N %d trans %d in %d parts: %d elements misplaced", K, N,
+                       trans, parts, bad);
+                packed_free(&pm);
+                free(B);
+            }
+}
+
 int main(void) {
     RUN(test_packed_matches_reference);
     RUN(test_packed_first_rows);
     RUN(test_packed_lstm_shapes);
     RUN(test_packed_rows_independent_and_repack);
+    RUN(test_pack_parts_layout);
     return test_summary();
 }
