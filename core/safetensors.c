@@ -2,6 +2,7 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -603,17 +604,6 @@ int safetensors_meta_long(const SafetensorsFile *f, const char *path, const char
     return 0;
 }
 
-int safetensors_meta_float(const SafetensorsFile *f, const char *path, const char *key,
-                           float *out, Error *err) {
-    const char *s = safetensors_meta(f, key);
-    if (!s) return error_set(err, "%s: no \"%s\" in __metadata__", path, key);
-    char *end;
-    float v = strtof(s, &end);
-    if (end == s || *end || !isfinite(v)) return error_set(err, "%s: metadata %s = '%s' is not a number", path, key, s);
-    *out = v;
-    return 0;
-}
-
 int safetensors_meta_double(const SafetensorsFile *f, const char *path, const char *key,
                             double *out, Error *err) {
     const char *s = safetensors_meta(f, key);
@@ -622,6 +612,19 @@ int safetensors_meta_double(const SafetensorsFile *f, const char *path, const ch
     double v = strtod(s, &end);
     if (end == s || *end || !isfinite(v)) return error_set(err, "%s: metadata %s = '%s' is not a number", path, key, s);
     *out = v;
+    return 0;
+}
+
+// The double, then refused where it overflows a float (strtof would have given inf). The
+// values this reads were written with %.9g from floats, which read back exactly either way.
+int safetensors_meta_float(const SafetensorsFile *f, const char *path, const char *key,
+                           float *out, Error *err) {
+    double v;
+    if (safetensors_meta_double(f, path, key, &v, err)) return -1;
+    if (fabs(v) > FLT_MAX)
+        return error_set(err, "%s: metadata %s = '%s' is not a number", path, key,
+                         safetensors_meta(f, key));
+    *out = (float)v;
     return 0;
 }
 
