@@ -397,13 +397,18 @@ static double logged_column(const char *csv, long step, int col) {
     return NAN;
 }
 
-// Metadata key of checkpoint DIR/name as a number; NAN when it cannot be read.
-static double state_meta(const char *name, const char *key) {
-    char path[600];
-    snprintf(path, sizeof path, "%s/%s", tmp, name);
-    SafetensorsFile f;
+// Opens checkpoint TMP/rel (its header alone): 0, or -1 when it cannot be read.
+static int open_state(SafetensorsFile *f, const char *rel) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", tmp, rel);
     Error e;
-    if (safetensors_load(&f, path, &e)) return NAN;
+    return safetensors_open(f, path, &e);
+}
+
+// Metadata key of checkpoint TMP/name as a number; NAN when it cannot be read.
+static double state_meta(const char *name, const char *key) {
+    SafetensorsFile f;
+    if (open_state(&f, name)) return NAN;
     const char *v = safetensors_meta(&f, key);
     double x = v ? atof(v) : NAN;
     safetensors_free(&f);
@@ -412,11 +417,8 @@ static double state_meta(const char *name, const char *key) {
 
 // The number of tensors of a state whose names start with prefix; -1 if it does not load.
 static int state_tensor_count(const char *rel, const char *prefix) {
-    char path[700];
-    snprintf(path, sizeof path, "%s/%s", tmp, rel);
     SafetensorsFile f;
-    Error e;
-    if (safetensors_open(&f, path, &e)) return -1;
+    if (open_state(&f, rel)) return -1;
     int n = 0;
     for (int i = 0; i < f.count; i++) n += !strncmp(f.tensors[i].name, prefix, strlen(prefix));
     safetensors_free(&f);
