@@ -47,9 +47,9 @@
 #
 # The script refuses (exit 2) a $BIN/draw older than any of the checkout's C sources: run
 # make first. Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default
-# 2), SEED (default 1), STEPS, LR, DECAY_STEPS ("": never), VALID_EVERY (default
-# 1000), RESULTS (the table, default $RESULTS_DIR/draw_cluttered.md, RESULTS_DIR
-# experiments/results).
+# 2), SEED (default 1; another seed is written into the row's model column), STEPS, LR,
+# DECAY_STEPS ("": never), VALID_EVERY (default 1000), RESULTS (the table, default
+# $RESULTS_DIR/draw_cluttered.md, RESULTS_DIR experiments/results).
 set -eu
 
 BIN=${ATTEND_BIN:-bin}
@@ -121,8 +121,10 @@ configuration is beside each row. The ram rows are this toolkit's hard-attention
 |---|---|---|---|---|---|---|---|
 EOF
     fi
+    shown=$model  # the model column; a seed other than the default is part of the recipe
+    [ "$SEED" = 1 ] || shown="$model --seed $SEED"
     printf '| %s | %s | %s | %s | %s | %.0f | %.2f %% | %s |\n' "$(date -u +%Y-%m-%d)" "$name" \
-        "$model" "$step" "$wall" "$ips" "$(echo "$err" | awk '{ printf "%.4f", 100 * $1 }')" \
+        "$shown" "$step" "$wall" "$ips" "$(echo "$err" | awk '{ printf "%.4f", 100 * $1 }')" \
         "$paper" >> "$RESULTS"
     echo "draw_cluttered.sh: $name: test error $err after $step steps; row added to $RESULTS" >&2
 }
