@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/classify_common.h"
 #include "cli/threads.h"
+#include "core/binomial.h"
 #include "core/check.h"
 #include "core/fileio.h"
 #include "core/gemm.h"
@@ -64,17 +65,20 @@ int classify_eval_main(int argc, char **argv) {
     ClassifyEval r = classify_evaluate(w, n_workers, B, &m.p, &st->cfg, &set, &st->clutter,
                                        CLUTTER_TEST_SEED, count, x, labels);
     double secs = timer_now() - t0;
+    const BinomialInterval ci = binomial_wilson95(r.images - r.correct, r.images);
     if (json)
-        printf("{\"error\": %.6f, \"loss\": %.6f, \"correct\": %d, \"images\": %d, \"split\": \"%s\", "
+        printf("{\"error\": %.6f, \"error_low95\": %.6f, \"error_high95\": %.6f, \"loss\": %.6f, "
+               "\"correct\": %d, \"images\": %d, \"split\": \"%s\", "
                "\"data\": \"cluttered %s %dx%d, %d fragments\", \"model\": \"%s\", \"T\": %d, "
                "\"attention\": %s, \"step\": %ld, \"seconds\": %.3f}\n",
-               r.error, r.loss, r.correct, r.images, SPLITS[split], st->data, st->clutter.W,
-               st->clutter.H, st->clutter.fragments, classifier_kind_name(st->cfg.kind),
+               r.error, ci.low, ci.high, r.loss, r.correct, r.images, SPLITS[split], st->data,
+               st->clutter.W, st->clutter.H, st->clutter.fragments, classifier_kind_name(st->cfg.kind),
                glimpse ? st->cfg.glimpse.T : 0, glimpse && st->cfg.glimpse.attention ? "true" : "false",
                st->step, secs);
     else
-        printf("cluttered %s %s: error %.2f%% (%d of %d wrong), loss %.4f\n", st->data,
-               SPLITS[split], 100.0 * r.error, r.images - r.correct, r.images, r.loss);
+        printf("cluttered %s %s: error %.2f%% (%d of %d wrong; 95%% Wilson interval %.2f-%.2f%%), "
+               "loss %.4f\n", st->data, SPLITS[split], 100.0 * r.error, r.images - r.correct,
+               r.images, 100.0 * ci.low, 100.0 * ci.high, r.loss);
     classifier_workers_free(w, n_workers);
     free(w), free(x), free(labels);
     imageset_free(&set);

@@ -102,6 +102,8 @@ run_config() {
         --json > "$dir/test.json"
     [ "$name" = cnn ] || "$BIN/draw" classify show --model "$dir/model.safetensors" --count 8 --out "$dir/glimpses"
     err=$(json_field error < "$dir/test.json")
+    low=$(json_field error_low95 < "$dir/test.json")
+    high=$(json_field error_high95 < "$dir/test.json")
     step=$(json_field steps < "$dir/train.json")
     ips=$(json_field images_per_s < "$dir/train.json")
 
@@ -112,10 +114,12 @@ run_config() {
 
 Gregor et al. 2015, section 4: 100 x 100 cluttered translated MNIST (one digit, 8 fragments
 of 8 x 8 from other digits of the same split), test error on the 10,000 test digits in
-clutter drawn with seed 0xC1. Training: Adam 1e-3 (divided by 10 at steps 100,000 and 150,000), batch 64, gradient norm clipped at 5
-(the paper gives only glimpses, glimpse size and LSTM size). The paper's figure of the same
-configuration is beside each row. The ram rows are this toolkit's hard-attention variant
-(RAM's 4-scale retina at a centre sampled and trained by REINFORCE; models/glimpse.h).
+clutter drawn with seed 0xC1. Training: Adam 1e-3 (divided by 10 at steps 100,000 and
+150,000), batch 64, gradient norm clipped at 5 (the paper gives only glimpses, glimpse size
+and LSTM size). The paper's figure of the same configuration is beside each row; the test
+error's 95 % Wilson interval on the 10,000 images follows it in brackets (`draw classify
+eval`, core/binomial.h). The ram rows are this toolkit's hard-attention variant (RAM's
+4-scale retina at a centre sampled and trained by REINFORCE; models/glimpse.h).
 
 | date | config | model | steps | wall time (s) | images/s (last run) | test error | paper |
 |---|---|---|---|---|---|---|---|
@@ -123,8 +127,9 @@ EOF
     fi
     shown=$model  # the model column; a seed other than the default is part of the recipe
     [ "$SEED" = 1 ] || shown="$model --seed $SEED"
-    printf '| %s | %s | %s | %s | %s | %.0f | %.2f %% | %s |\n' "$(date -u +%Y-%m-%d)" "$name" \
-        "$shown" "$step" "$wall" "$ips" "$(echo "$err" | awk '{ printf "%.4f", 100 * $1 }')" \
+    printf '| %s | %s | %s | %s | %s | %.0f | %s | %s |\n' "$(date -u +%Y-%m-%d)" "$name" \
+        "$shown" "$step" "$wall" "$ips" \
+        "$(echo "$err $low $high" | awk '{ printf "%.2f %% (%.2f-%.2f)", 100 * $1, 100 * $2, 100 * $3 }')" \
         "$paper" >> "$RESULTS"
     echo "draw_cluttered.sh: $name: test error $err after $step steps; row added to $RESULTS" >&2
 }

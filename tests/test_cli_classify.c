@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/binomial.h"
 #include "core/fileio.h"
 #include "tests/support/checkpoint.h"
 #include "tests/support/scratch.h"
@@ -81,6 +82,15 @@ static void test_eval_json(void) {
     EXPECT(cJSON_IsNumber(e) && cJSON_IsNumber(n) && n->valuedouble == 50 && cJSON_IsNumber(c) &&
                fabs(e->valuedouble - (1.0 - c->valuedouble / 50.0)) < 1e-6,
            "eval JSON: %s", out ? out : "");
+    // The 95 % interval is the Wilson interval of (images - correct) of images.
+    cJSON *lo = cJSON_GetObjectItem(j, "error_low95"), *hi = cJSON_GetObjectItem(j, "error_high95");
+    if (cJSON_IsNumber(c)) {
+        BinomialInterval ci = binomial_wilson95(50 - (long)c->valuedouble, 50);
+        EXPECT(cJSON_IsNumber(lo) && cJSON_IsNumber(hi) && fabs(lo->valuedouble - ci.low) < 2e-6 &&
+                   fabs(hi->valuedouble - ci.high) < 2e-6 && lo->valuedouble <= e->valuedouble &&
+                   e->valuedouble <= hi->valuedouble,
+               "interval: %s", out ? out : "");
+    }
     cJSON *split = cJSON_GetObjectItem(j, "split");
     EXPECT(cJSON_IsString(split) && strcmp(split->valuestring, "test") == 0, "split");
     cJSON_Delete(j);
