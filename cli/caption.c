@@ -22,7 +22,6 @@
 // in the batch), so N ranks of one thread compute what one process of N threads computes,
 // bit for bit, and what one process of one thread computes up to float summation order.
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +46,7 @@
 #include "cli/caption_data.h"
 #include "cli/caption_features.h"
 #include "cli/caption_finetune.h"
+#include "cli/caption_model.h"
 #include "cli/caption_per_image.h"
 #include "cli/caption_score.h"
 #include "cli/report_caption.h"
@@ -65,7 +65,6 @@
 #include "vision/png.h"
 
 #define MAX_CAPS_PER_IMAGE 64
-#define CAPTION_BATCH_MAX 4096  // --batch at most (and a state's train.batch)
 
 // Tokenised reference captions of one split (for the metrics): for image i, captions
 // first[i] .. first[i+1].
@@ -148,205 +147,6 @@ static int draw_caption_ids(int *ids, const CaptionData *d, Split s, int i, cons
     for (int w = n; w < max_len; w++) ids[w] = VOCAB_PAD;
     tokens_free(&t);
     return n;
-}
-
-// ---------------------------------------------------------------------------------------
-// Small helpers
-
-static int parse_attention(SatConfig *c, const char *name, Error *err) {
-    if (!strcmp(name, "hard")) {
-        c->hard = 1;
-        c->attn.kind = ATTN_ADDITIVE;
-        return 0;
-    }
-    c->hard = 0;
-    if (attn_kind_parse(name, &c->attn.kind))
-        return error_set(err, "--attention: unknown kind '%s' (additive, dot, scaled-dot, "
-                              "multiplicative, multi-head, local-monotonic, local-predictive, "
-                              "hard, none)", name);
-    return 0;
-}
-
-static const char *attention_name(const SatConfig *c) {
-    return c->hard ? "hard" : attn_kind_name(c->attn.kind);
-}
-
-// A state's optimiser settings (cli/train_run.h TrainOptim) in its metadata: train.batch,
-// train.lr, train.lr_decay, train.clip, train.seed (the --seed given, a signed integer),
-// and the weight average's decay, train.ema (0: off). Caption train has no --beta1
-// (Adam's default): it is not stored.
-enum { OPTIM_META = 6 };
-static void optim_meta(const TrainOptim *o, float ema, char buf[OPTIM_META][64],
-                       SafetensorsMeta *meta) {
-    snprintf(buf[0], 64, "%d", o->batch);
-    snprintf(buf[1], 64, "%.9g", (double)o->lr);
-    snprintf(buf[2], 64, "%.9g", (double)o->lr_decay);
-    snprintf(buf[3], 64, "%.9g", (double)o->clip);
-    snprintf(buf[4], 64, "%ld", (long)o->seed);
-    snprintf(buf[5], 64, "%.9g", (double)ema);
-    static const char *const keys[OPTIM_META] = {"train.batch", "train.lr", "train.lr_decay",
-                                                 "train.clip", "train.seed", "train.ema"};
-    for (int i = 0; i < OPTIM_META; i++) meta[i] = (SafetensorsMeta){keys[i], buf[i]};
-}
-
-// The weight average's decay optim_meta wrote: *stored false (and ema untouched) for a
-// state written before it was stored.
-static int read_ema_meta(const SafetensorsFile *f, const char *path, float *ema, bool *stored,
-                         Error *err) {
-    *stored = safetensors_meta(f, "train.ema") != NULL;
-    if (!*stored) return 0;
-    if (safetensors_meta_float(f, path, "train.ema", ema, err)) return -1;
-    if (!(*ema >= 0 && *ema < 1))
-        return error_set(err, "%s: metadata train.ema = %g out of range [0, 1)", path, (double)*ema);
-    return 0;
-}
-
-// The settings optim_meta wrote, each checked as the flag would be: one line naming path
-// and key for a missing, malformed or out-of-range value. *stored false (and o untouched)
-// when the state has none of them: a state written before they were stored.
-static int read_optim_meta(const SafetensorsFile *f, const char *path, TrainOptim *o,
-                           bool *stored, Error *err) {
-    *stored = safetensors_meta(f, "train.batch") || safetensors_meta(f, "train.lr") ||
-              safetensors_meta(f, "train.lr_decay") || safetensors_meta(f, "train.clip") ||
-              safetensors_meta(f, "train.seed");
-    if (!*stored) return 0;
-    long batch, seed;
-    float lr, decay, clip;
-    if (safetensors_meta_long(f, path, "train.batch", NULL, 1, CAPTION_BATCH_MAX, &batch, err) ||
-        safetensors_meta_long(f, path, "train.seed", NULL, LONG_MIN, LONG_MAX, &seed, err) ||
-        safetensors_meta_float(f, path, "train.lr", &lr, err) ||
-        safetensors_meta_float(f, path, "train.lr_decay", &decay, err) ||
-        safetensors_meta_float(f, path, "train.clip", &clip, err))
-        return -1;
-    if (!(lr > 0)) return error_set(err, "%s: metadata train.lr = %g is not positive", path, (double)lr);
-    if (!(decay > 0 && decay <= 1))
-        return error_set(err, "%s: metadata train.lr_decay = %g out of range (0, 1]", path, (double)decay);
-    if (!(clip >= 0)) return error_set(err, "%s: metadata train.clip = %g is negative", path, (double)clip);
-    *o = (TrainOptim){.seed = (uint64_t)seed, .batch = (int)batch, .lr = lr, .lr_decay = decay,
-                      .clip = clip, .beta1 = o->beta1};
-    return 0;
-}
-
-// Saves the parameters (and, for a state file, the Adam moments, the training counters,
-// the optimiser settings optim and the weight average ema: its decay, and its weights when
-// it is on).
-static int save_model(const char *path, const SatModel *m, const Vocab *vocab, int with_state,
-                      const TrainOptim *optim, const TrainEma *ema, long step, long best_step,
-                      double best_bleu, const EncoderRecord *enc, const CaptionFineTune *ft,
-                      Error *err) {
-    char cfg[2048], st[64], bst[64], bb[64], base[64], bset[16], ob[OPTIM_META][64];
-    sat_config_format(&m->cfg, cfg, sizeof cfg);
-    char *vj = vocab_to_json(vocab);
-    snprintf(st, sizeof st, "%ld", step);
-    snprintf(bst, sizeof bst, "%ld", best_step);
-    snprintf(bb, sizeof bb, "%.17g", best_bleu);
-    snprintf(base, sizeof base, "%a", (double)m->baseline);
-    snprintf(bset, sizeof bset, "%d", m->baseline_set);
-    SafetensorsMeta meta[24] = {{"format", "attend-sat"}, {"version", "1"}, {"sat.config", cfg},
-                                {"vocab", vj},           {"step", st},     {"best_step", bst},
-                                {"best_val_bleu4", bb},  {"baseline", base}, {"baseline_set", bset}};
-    int n_meta = 9 + encoder_record_meta(enc, meta + 9);  // the pretrained encoder, if any
-    if (with_state) {
-        optim_meta(optim, ema->decay, ob, meta + n_meta);
-        n_meta += OPTIM_META;
-    }
-    const bool with_ema = with_state && train_ema_on(ema);
-    const Block *blocks[7] = {&m->params, &m->adam_m, &m->adam_v, with_ema ? &ema->avg : NULL};
-    const char *prefixes[7] = {"", TRAIN_ADAM_M_PREFIX, TRAIN_ADAM_V_PREFIX, "ema/"};
-    int n_blocks = with_state ? (with_ema ? 4 : 3) : 1;
-    Block ftb[3];  // --fine-tune: the stage (and its moments) (cli/caption_finetune.h)
-    BlockTensor ftt[3];
-    int n_ft = caption_finetune_blocks(ft, ftb, ftt, with_state);
-    for (int i = 0; i < n_ft; i++) blocks[n_blocks + i] = &ftb[i], prefixes[n_blocks + i] = "";
-    int r = safetensors_save(path, blocks, prefixes, n_blocks + n_ft, meta, n_meta, err);
-    free(vj);
-    return r;
-}
-
-typedef struct {
-    long step, best_step;
-    double best_bleu;
-} TrainCounters;
-
-// A state's optimiser settings and weight average's decay: stored and ema_stored false for
-// a state written before they were.
-typedef struct {
-    TrainOptim optim;
-    float ema;
-    bool stored, ema_stored;
-} StoredOptim;
-
-// Opens a model file: configuration, vocabulary, parameters (and with state, Adam
-// moments, counters and, with optim, the optimiser settings). The model is initialised
-// here (sat_init). With ema (an empty Block), the state's weight average is read into it;
-// a state written without one gives a copy of the parameters, where a new average starts.
-static int load_model(const char *path, SatModel *m, Vocab *vocab, int with_state, Block *ema,
-                      TrainCounters *tc, StoredOptim *optim, Error *err) {
-    SafetensorsFile f;
-    if (safetensors_load(&f, path, err)) return -1;
-    const char *fmt = safetensors_meta(&f, "format");
-    const char *cfgs = safetensors_meta(&f, "sat.config");
-    const char *vj = safetensors_meta(&f, "vocab");
-    if (!fmt || strcmp(fmt, "attend-sat") || !cfgs || !vj) {
-        error_set(err, "%s: not a captioner checkpoint (format '%s', expected attend-sat%s)", path,
-                  fmt ? fmt : "missing", fmt && !strncmp(fmt, "attend-draw", 11) ? "; this is a DRAW model" : "");
-        safetensors_free(&f);
-        return -1;
-    }
-    const char *ver = safetensors_meta(&f, "version");
-    if (!ver || strcmp(ver, "1")) {
-        error_set(err, "%s: captioner checkpoint layout version '%s' is not supported (this build reads version 1)",
-                  path, ver ? ver : "missing");
-        safetensors_free(&f);
-        return -1;
-    }
-    SatConfig c;
-    if (sat_config_parse(&c, cfgs, err)) {
-        safetensors_free(&f);
-        return error_prefix(err, "%s", path);
-    }
-    if (vocab_from_json(vocab, vj, err)) {
-        safetensors_free(&f);
-        return error_prefix(err, "%s: vocabulary", path);
-    }
-    if (vocab->size != c.V) {
-        safetensors_free(&f);
-        vocab_free(vocab);
-        return error_set(err, "%s: vocabulary has %d words, model expects %d", path, vocab->size, c.V);
-    }
-    Rng rng;
-    rng_seed(&rng, 0);
-    sat_init(m, &c, &rng);
-    int r = train_checkpoint_read(&m->params, with_state ? &m->adam_m : NULL, &m->adam_v, &f,
-                                  path, err);
-    if (!r && with_state) {
-        if (ema) {
-            char first[BLOCK_NAME_LEN + 8];
-            snprintf(first, sizeof first, "ema/%s", m->params.tensors[0].name);
-            block_clone(ema, &m->params);
-            if (safetensors_find(&f, first)) r = safetensors_read_block(ema, "ema/", &f, path, err);
-        }
-        // The counters, each checked: one line naming path and key for a missing or
-        // malformed value (best_val_bleu4 is -1 until a validation sets it).
-        long bset = 0;
-        if (!r && (safetensors_meta_long(&f, path, "step", NULL, 0, LONG_MAX, &tc->step, err) ||
-                   safetensors_meta_long(&f, path, "best_step", NULL, 0, LONG_MAX, &tc->best_step, err) ||
-                   safetensors_meta_double(&f, path, "best_val_bleu4", &tc->best_bleu, err) ||
-                   safetensors_meta_float(&f, path, "baseline", &m->baseline, err) ||
-                   safetensors_meta_long(&f, path, "baseline_set", NULL, 0, 1, &bset, err)))
-            r = -1;
-        m->baseline_set = (int)bset;
-        if (!r && optim) r = read_optim_meta(&f, path, &optim->optim, &optim->stored, err);
-        if (!r && optim) r = read_ema_meta(&f, path, &optim->ema, &optim->ema_stored, err);
-    }
-    if (!r && block_first_nonfinite(&m->params)) r = error_set(err, "%s: tensor %s holds NaN or inf", path, block_first_nonfinite(&m->params));
-    safetensors_free(&f);
-    if (r) {
-        sat_free(m);
-        vocab_free(vocab);
-        if (ema) block_free(ema);
-    }
-    return r;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -724,7 +524,7 @@ static int config_from_flags(SatConfig *cfg, const TrainFlags *f, Error *err) {
     sat_config_default(cfg);
     cfg->image_size = f->image_size;
     if (cnn_config_parse(&cfg->cnn, f->channels, "--channels", err) ||
-        parse_attention(cfg, f->attention, err))
+        caption_attention_parse(cfg, f->attention, err))
         return -1;
     cfg->E = f->embed;
     cfg->H = f->hidden;
@@ -764,7 +564,8 @@ static int check_resume_flags(const TrainFlags *f, const SatConfig *want, const 
     flag_diffs_int(&d, "heads", f->given.heads, want->attn.heads, saved->attn.heads);
     flag_diffs_int(&d, "window", f->given.window, want->attn.window, saved->attn.window);
     flag_diffs_int(&d, "max-len", f->given.max_len, want->max_len, saved->max_len);
-    flag_diffs_text(&d, "attention", f->given.attention, attention_name(want), attention_name(saved));
+    flag_diffs_text(&d, "attention", f->given.attention, caption_attention_name(want),
+                    caption_attention_name(saved));
     flag_diffs_text(&d, "query", f->given.query, sat_query_name(want->query), sat_query_name(saved->query));
     flag_diffs_switch(&d, "beta-vector", f->given.beta_vector, want->beta_vector, saved->beta_vector);
     flag_diffs_float(&d, "lambda", f->given.lambda, want->lambda, saved->lambda);
@@ -790,7 +591,7 @@ typedef struct {
     Encoded val;        // the validation split's tokenised references
     EncoderRecord enc;  // with --features: the encoder of the annotations (checkpointed)
     CaptionFineTune ft; // with --fine-tune: the encoder and its trained stage
-    TrainCounters tc;   // step; best validation BLEU-4 (< 0 before any) and its step
+    CaptionCounters tc;   // step; best validation BLEU-4 (< 0 before any) and its step
     TrainOptim optim;   // batch, lr, lr decay, clip, seed: the flags', or on --resume the state's
     int n_train, n_val;
     long spe;           // steps per epoch (the last batch of an epoch may be short)
@@ -836,7 +637,7 @@ static int resume_state(CaptionRun *r, const SatConfig *want, Error *err) {
     if (!file_exists(r->path_state))
         return error_set(err, "--resume: %s does not exist", r->path_state);
     StoredOptim saved = {.optim = r->optim};
-    if (load_model(r->path_state, &r->model, &r->vocab, 1, &r->ema.avg, &r->tc, &saved, err))
+    if (caption_model_load(r->path_state, &r->model, &r->vocab, 1, &r->ema.avg, &r->tc, &saved, err))
         return -1;
     if (check_resume_flags(r->f, want, &r->model.cfg, r->path_state, err)) return -1;
     // A state written before the settings were stored holds none: the run goes on with the
@@ -1225,9 +1026,8 @@ static void log_step(CaptionRun *r, const StepResult *s, bool row_due) {
 }
 
 static int save_state(const CaptionRun *r, Error *err) {
-    return save_model(r->path_state, &r->model, &r->vocab, 1, &r->optim,
-                      &r->ema, r->tc.step, r->tc.best_step,
-                      r->tc.best_bleu, &r->enc, &r->ft, err);
+    return caption_model_save(r->path_state, &r->model, &r->vocab, 1, &r->optim, &r->ema,
+                              r->tc.step, r->tc.best_step, r->tc.best_bleu, &r->enc, &r->ft, err);
 }
 
 // Validation BLEU-4 (and grounding) of the model, or with --ema of the weight average,
@@ -1272,8 +1072,8 @@ static int validate_and_save(CaptionRun *r, Error *err) {
     if (best) {
         r->tc.best_bleu = r->last_val;
         r->tc.best_step = step;
-        if (root && save_model(r->path_model, &r->model, &r->vocab, 0, NULL, NULL, step, r->tc.best_step,
-                               r->tc.best_bleu, &r->enc, &r->ft, err))
+        if (root && caption_model_save(r->path_model, &r->model, &r->vocab, 0, NULL, NULL, step,
+                                       r->tc.best_step, r->tc.best_bleu, &r->enc, &r->ft, err))
             return -1;
     }
     train_ema_swap(&r->ema, &r->model.params);
@@ -1325,7 +1125,7 @@ static int train_loop(CaptionRun *r, Error *err) {
 // The run's summary: stderr, and with --json one object on stdout (null for what this run
 // did not measure).
 static void print_summary(const CaptionRun *r) {
-    const TrainCounters *tc = &r->tc;
+    const CaptionCounters *tc = &r->tc;
     double secs = timer_now() - r->budget.t0, ips = train_meter_images_per_s(&r->meter);
     double final_loss = r->n_acc > 0 ? r->loss_acc / r->n_acc : r->last_window_loss;
     double best = tc->best_bleu >= 0 ? tc->best_bleu : NAN;
@@ -1339,7 +1139,7 @@ static void print_summary(const CaptionRun *r) {
                tc->step, (double)tc->step / r->spe, secs, ips, json_number(fl, final_loss),
                json_number(vb, r->last_val), json_number(bb, best),
                json_number(bs, isfinite(best) ? (double)tc->best_step : NAN),
-               attention_name(&r->model.cfg));
+               caption_attention_name(&r->model.cfg));
         return;
     }
     char loss[48] = "", valid[1300] = "no best model kept yet";
@@ -1446,8 +1246,8 @@ static int cmd_eval(int argc, char **argv) {
     }
     SatModel m;
     Vocab vocab;
-    TrainCounters tc;
-    if (load_model(model_path, &m, &vocab, 0, NULL, &tc, NULL, &err)) return eval_fail(&dist, &err);
+    CaptionCounters tc;
+    if (caption_model_load(model_path, &m, &vocab, 0, NULL, &tc, NULL, &err)) return eval_fail(&dist, &err);
     sat_alloc_acts(&m, batch);
     CaptionData *data = NULL;
     int rc = 1;
@@ -1501,7 +1301,7 @@ static int cmd_eval(int argc, char **argv) {
         printf("{\"split\": \"%s\", \"images\": %d, \"beam\": %d, \"attention\": \"%s\", "
                "\"bleu1\": %.6f, \"bleu2\": %.6f, \"bleu3\": %.6f, \"bleu4\": %.6f, "
                "\"cider\": %.6f, \"rougeL\": %.6f",
-               split_name(split), n, beam, attention_name(&m.cfg), er.scores.bleu[0],
+               split_name(split), n, beam, caption_attention_name(&m.cfg), er.scores.bleu[0],
                er.scores.bleu[1], er.scores.bleu[2], er.scores.bleu[3], er.scores.cider_d,
                er.scores.rouge_l);
         if (er.has_grounding)
@@ -1593,8 +1393,8 @@ static int cmd_predict(int argc, char **argv) {
     }
     SatModel m;
     Vocab vocab;
-    TrainCounters tc;
-    if (load_model(model_path, &m, &vocab, 0, NULL, &tc, NULL, &err)) {
+    CaptionCounters tc;
+    if (caption_model_load(model_path, &m, &vocab, 0, NULL, &tc, NULL, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         image_folder_free(&folder);
         return 1;

@@ -1,0 +1,185 @@
+// caption_model.c: the captioner's checkpoint files (cli/caption_model.h).
+#include "cli/caption_model.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+
+int caption_attention_parse(SatConfig *c, const char *name, Error *err) {
+    if (!strcmp(name, "hard")) {
+        c->hard = 1;
+        c->attn.kind = ATTN_ADDITIVE;
+        return 0;
+    }
+    c->hard = 0;
+    if (attn_kind_parse(name, &c->attn.kind))
+        return error_set(err, "--attention: unknown kind '%s' (additive, dot, scaled-dot, "
+                              "multiplicative, multi-head, local-monotonic, local-predictive, "
+                              "hard, none)", name);
+    return 0;
+}
+
+const char *caption_attention_name(const SatConfig *c) {
+    return c->hard ? "hard" : attn_kind_name(c->attn.kind);
+}
+
+// A state's optimiser settings (cli/train_run.h TrainOptim) in its metadata: train.batch,
+// train.lr, train.lr_decay, train.clip, train.seed (the --seed given, a signed integer),
+// and the weight average's decay, train.ema (0: off). Caption train has no --beta1
+// (Adam's default): it is not stored.
+enum { OPTIM_META = 6 };
+static void optim_meta(const TrainOptim *o, float ema, char buf[OPTIM_META][64],
+                       SafetensorsMeta *meta) {
+    snprintf(buf[0], 64, "%d", o->batch);
+    snprintf(buf[1], 64, "%.9g", (double)o->lr);
+    snprintf(buf[2], 64, "%.9g", (double)o->lr_decay);
+    snprintf(buf[3], 64, "%.9g", (double)o->clip);
+    snprintf(buf[4], 64, "%ld", (long)o->seed);
+    snprintf(buf[5], 64, "%.9g", (double)ema);
+    static const char *const keys[OPTIM_META] = {"train.batch", "train.lr", "train.lr_decay",
+                                                 "train.clip", "train.seed", "train.ema"};
+    for (int i = 0; i < OPTIM_META; i++) meta[i] = (SafetensorsMeta){keys[i], buf[i]};
+}
+
+// The weight average's decay optim_meta wrote: *stored false (and ema untouched) for a
+// state written before it was stored.
+static int read_ema_meta(const SafetensorsFile *f, const char *path, float *ema, bool *stored,
+                         Error *err) {
+    *stored = safetensors_meta(f, "train.ema") != NULL;
+    if (!*stored) return 0;
+    if (safetensors_meta_float(f, path, "train.ema", ema, err)) return -1;
+    if (!(*ema >= 0 && *ema < 1))
+        return error_set(err, "%s: metadata train.ema = %g out of range [0, 1)", path, (double)*ema);
+    return 0;
+}
+
+// The settings optim_meta wrote, each checked as the flag would be: one line naming path
+// and key for a missing, malformed or out-of-range value. *stored false (and o untouched)
+// when the state has none of them: a state written before they were stored.
+static int read_optim_meta(const SafetensorsFile *f, const char *path, TrainOptim *o,
+                           bool *stored, Error *err) {
+    *stored = safetensors_meta(f, "train.batch") || safetensors_meta(f, "train.lr") ||
+              safetensors_meta(f, "train.lr_decay") || safetensors_meta(f, "train.clip") ||
+              safetensors_meta(f, "train.seed");
+    if (!*stored) return 0;
+    long batch, seed;
+    float lr, decay, clip;
+    if (safetensors_meta_long(f, path, "train.batch", NULL, 1, CAPTION_BATCH_MAX, &batch, err) ||
+        safetensors_meta_long(f, path, "train.seed", NULL, LONG_MIN, LONG_MAX, &seed, err) ||
+        safetensors_meta_float(f, path, "train.lr", &lr, err) ||
+        safetensors_meta_float(f, path, "train.lr_decay", &decay, err) ||
+        safetensors_meta_float(f, path, "train.clip", &clip, err))
+        return -1;
+    if (!(lr > 0)) return error_set(err, "%s: metadata train.lr = %g is not positive", path, (double)lr);
+    if (!(decay > 0 && decay <= 1))
+        return error_set(err, "%s: metadata train.lr_decay = %g out of range (0, 1]", path, (double)decay);
+    if (!(clip >= 0)) return error_set(err, "%s: metadata train.clip = %g is negative", path, (double)clip);
+    *o = (TrainOptim){.seed = (uint64_t)seed, .batch = (int)batch, .lr = lr, .lr_decay = decay,
+                      .clip = clip, .beta1 = o->beta1};
+    return 0;
+}
+
+int caption_model_save(const char *path, const SatModel *m, const Vocab *vocab, int with_state,
+                       const TrainOptim *optim, const TrainEma *ema, long step, long best_step,
+                       double best_bleu, const EncoderRecord *enc, const CaptionFineTune *ft,
+                       Error *err) {
+    char cfg[2048], st[64], bst[64], bb[64], base[64], bset[16], ob[OPTIM_META][64];
+    sat_config_format(&m->cfg, cfg, sizeof cfg);
+    char *vj = vocab_to_json(vocab);
+    snprintf(st, sizeof st, "%ld", step);
+    snprintf(bst, sizeof bst, "%ld", best_step);
+    snprintf(bb, sizeof bb, "%.17g", best_bleu);
+    snprintf(base, sizeof base, "%a", (double)m->baseline);
+    snprintf(bset, sizeof bset, "%d", m->baseline_set);
+    SafetensorsMeta meta[24] = {{"format", "attend-sat"}, {"version", "1"}, {"sat.config", cfg},
+                                {"vocab", vj},           {"step", st},     {"best_step", bst},
+                                {"best_val_bleu4", bb},  {"baseline", base}, {"baseline_set", bset}};
+    int n_meta = 9 + encoder_record_meta(enc, meta + 9);  // the pretrained encoder, if any
+    if (with_state) {
+        optim_meta(optim, ema->decay, ob, meta + n_meta);
+        n_meta += OPTIM_META;
+    }
+    const bool with_ema = with_state && train_ema_on(ema);
+    const Block *blocks[7] = {&m->params, &m->adam_m, &m->adam_v, with_ema ? &ema->avg : NULL};
+    const char *prefixes[7] = {"", TRAIN_ADAM_M_PREFIX, TRAIN_ADAM_V_PREFIX, "ema/"};
+    int n_blocks = with_state ? (with_ema ? 4 : 3) : 1;
+    Block ftb[3];  // --fine-tune: the stage (and its moments) (cli/caption_finetune.h)
+    BlockTensor ftt[3];
+    int n_ft = caption_finetune_blocks(ft, ftb, ftt, with_state);
+    for (int i = 0; i < n_ft; i++) blocks[n_blocks + i] = &ftb[i], prefixes[n_blocks + i] = "";
+    int r = safetensors_save(path, blocks, prefixes, n_blocks + n_ft, meta, n_meta, err);
+    free(vj);
+    return r;
+}
+
+int caption_model_load(const char *path, SatModel *m, Vocab *vocab, int with_state, Block *ema,
+                       CaptionCounters *tc, StoredOptim *optim, Error *err) {
+    SafetensorsFile f;
+    if (safetensors_load(&f, path, err)) return -1;
+    const char *fmt = safetensors_meta(&f, "format");
+    const char *cfgs = safetensors_meta(&f, "sat.config");
+    const char *vj = safetensors_meta(&f, "vocab");
+    if (!fmt || strcmp(fmt, "attend-sat") || !cfgs || !vj) {
+        error_set(err, "%s: not a captioner checkpoint (format '%s', expected attend-sat%s)", path,
+                  fmt ? fmt : "missing", fmt && !strncmp(fmt, "attend-draw", 11) ? "; this is a DRAW model" : "");
+        safetensors_free(&f);
+        return -1;
+    }
+    const char *ver = safetensors_meta(&f, "version");
+    if (!ver || strcmp(ver, "1")) {
+        error_set(err, "%s: captioner checkpoint layout version '%s' is not supported (this build reads version 1)",
+                  path, ver ? ver : "missing");
+        safetensors_free(&f);
+        return -1;
+    }
+    SatConfig c;
+    if (sat_config_parse(&c, cfgs, err)) {
+        safetensors_free(&f);
+        return error_prefix(err, "%s", path);
+    }
+    if (vocab_from_json(vocab, vj, err)) {
+        safetensors_free(&f);
+        return error_prefix(err, "%s: vocabulary", path);
+    }
+    if (vocab->size != c.V) {
+        safetensors_free(&f);
+        vocab_free(vocab);
+        return error_set(err, "%s: vocabulary has %d words, model expects %d", path, vocab->size, c.V);
+    }
+    Rng rng;
+    rng_seed(&rng, 0);
+    sat_init(m, &c, &rng);
+    int r = train_checkpoint_read(&m->params, with_state ? &m->adam_m : NULL, &m->adam_v, &f,
+                                  path, err);
+    if (!r && with_state) {
+        if (ema) {
+            char first[BLOCK_NAME_LEN + 8];
+            snprintf(first, sizeof first, "ema/%s", m->params.tensors[0].name);
+            block_clone(ema, &m->params);
+            if (safetensors_find(&f, first)) r = safetensors_read_block(ema, "ema/", &f, path, err);
+        }
+        // The counters, each checked: one line naming path and key for a missing or
+        // malformed value (best_val_bleu4 is -1 until a validation sets it).
+        long bset = 0;
+        if (!r && (safetensors_meta_long(&f, path, "step", NULL, 0, LONG_MAX, &tc->step, err) ||
+                   safetensors_meta_long(&f, path, "best_step", NULL, 0, LONG_MAX, &tc->best_step, err) ||
+                   safetensors_meta_double(&f, path, "best_val_bleu4", &tc->best_bleu, err) ||
+                   safetensors_meta_float(&f, path, "baseline", &m->baseline, err) ||
+                   safetensors_meta_long(&f, path, "baseline_set", NULL, 0, 1, &bset, err)))
+            r = -1;
+        m->baseline_set = (int)bset;
+        if (!r && optim) r = read_optim_meta(&f, path, &optim->optim, &optim->stored, err);
+        if (!r && optim) r = read_ema_meta(&f, path, &optim->ema, &optim->ema_stored, err);
+    }
+    if (!r && block_first_nonfinite(&m->params)) r = error_set(err, "%s: tensor %s holds NaN or inf", path, block_first_nonfinite(&m->params));
+    safetensors_free(&f);
+    if (r) {
+        sat_free(m);
+        vocab_free(vocab);
+        if (ema) block_free(ema);
+    }
+    return r;
+}
