@@ -48,6 +48,7 @@
 #include "cli/caption_finetune.h"
 #include "cli/caption_model.h"
 #include "cli/caption_per_image.h"
+#include "cli/caption_predict.h"
 #include "cli/caption_score.h"
 #include "cli/report_caption.h"
 #include "cli/run_info.h"
@@ -1332,191 +1333,6 @@ done:
 }
 
 // ---------------------------------------------------------------------------------------
-// caption predict
-
-// How predict writes file names (core/text_escape.h), printed after its --help.
-static const char PREDICT_HELP_NOTES[] =
-    "output: one line per image on stdout, NAME<TAB>CAPTION. Both fields are escaped so\n"
-    "  that a line is one record whatever a file name holds: \\\\ is a backslash, \\t a tab,\n"
-    "  \\n a newline, \\r a carriage return, \\xNN any other control byte or a byte that is\n"
-    "  not UTF-8 (two hex digits). Messages on stderr name files the same way. The output\n"
-    "  reads back as a captions file, --data tsv:FILE:IMAGES (names that are UTF-8).\n"
-    "--results: COCO results JSON, [{\"image_id\": NAME, \"caption\": TEXT}, ...], always\n"
-    "  valid UTF-8. A name that is valid UTF-8 is written as it is (JSON escapes carry its\n"
-    "  newlines and tabs); any other is written with \\\\ and \\xNN as above, and\n"
-    "  \"image_id_hex\" beside it holds the name's bytes in hex.\n"
-    "skipped: a file that does not decode, a broken symbolic link, a link loop, and a\n"
-    "  folder, FIFO or device named like an image each get one line on stderr with the\n"
-    "  reason (FIFOs and devices are never opened); any skipped file makes the exit status 1.\n"
-    "  Links to images are followed.\n";
-
-// One line per entry the folder listing skipped (a broken link, a loop, a folder or FIFO
-// named like an image), names in core/text_escape.h's field form; returns their count.
-static int predict_report_skipped(const ImageFolder *folder, const char *dir) {
-    for (int i = 0; i < folder->n_skipped; i++) {
-        size_t dlen = strlen(dir);
-        const char *sep = dlen > 0 && dir[dlen - 1] == '/' ? "" : "/";
-        text_write_field(stderr, dir);
-        fputs(sep, stderr);
-        text_write_field(stderr, folder->skipped[i].name);
-        fprintf(stderr, ": skipped: %s\n", folder->skipped[i].reason);
-    }
-    return folder->n_skipped;
-}
-
-static int cmd_predict(int argc, char **argv) {
-    Error err;
-    const char *model_path = NULL, *dir = NULL, *att_out = NULL, *results = NULL, *encoder = NULL;
-    int beam = 3, threads = threads_available(), batch = 16;
-    float length_alpha = 0.7f;
-    ArgSpec specs[] = {
-        {"model", ARG_STRING, &model_path, "model file", .metavar = "PATH", .required = true},
-        {"images", ARG_STRING, &dir, "folder of images", .metavar = "DIR", .required = true},
-        {"beam", ARG_INT, &beam, "beam width (1 = greedy)", .has_min = true, .min = 1, .has_max = true, .max = 64},
-        {"length-alpha", ARG_FLOAT, &length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
-        {"attention-out", ARG_STRING, &att_out, "write one attention strip PNG per image here", .metavar = "DIR", .given = NULL},
-        {"results", ARG_STRING, &results, "write COCO results JSON here", .metavar = "PATH", .given = NULL},
-        {"batch", ARG_INT, &batch, "images decoded at once", .has_min = true, .min = 1, .has_max = true, .max = 4096},
-        {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256, .default_note = THREADS_DEFAULT_NOTE},
-        {"encoder", ARG_STRING, &encoder, "a model trained on features: its pretrained encoder, if not at the path it records (the weights must be the same)", .metavar = "ARCH:FILE", .given = NULL},
-    };
-    int code;
-    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption predict --model PATH --images DIR [flags]", NULL, &code)) {
-        if (code == 0) fputs(PREDICT_HELP_NOTES, stdout);  // after --help's flag list
-        return code;
-    }
-    gemm_set_threads(threads);
-    ImageFolder folder;
-    if (image_folder_list(&folder, dir, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
-    }
-    SatModel m;
-    Vocab vocab;
-    CaptionCounters tc;
-    if (caption_model_load(model_path, &m, &vocab, 0, NULL, &tc, NULL, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        image_folder_free(&folder);
-        return 1;
-    }
-    sat_alloc_acts(&m, batch);
-    CaptionAnnotator ann = {0};  // a model trained on features: its encoder runs here
-    const int feat = m.cfg.feat_L > 0;
-    if ((feat && caption_annotator_open(&ann, &m.cfg, model_path, encoder, &err)) ||
-        (att_out && make_dirs(att_out, &err))) {
-        fprintf(stderr, "%s\n", err.msg);
-        caption_annotator_close(&ann);
-        sat_free(&m);
-        vocab_free(&vocab);
-        image_folder_free(&folder);
-        return 1;
-    }
-    const int S = m.cfg.image_size, L = sat_L(&m.cfg), ML = m.cfg.max_len;
-    const int G = sat_grid(&m.cfg);
-    const size_t per = sat_input_floats(&m.cfg);  // an image, or its annotations
-    float *images = xmalloc((size_t)batch * per * sizeof(float));
-    float *pictures = !feat ? images : att_out ? xmalloc((size_t)batch * 3 * S * S * sizeof(float)) : NULL;
-    int *which = xmalloc((size_t)batch * sizeof(int));
-    int *tokens = xmalloc((size_t)batch * ML * sizeof(int));
-    int *lens = xmalloc((size_t)batch * sizeof(int));
-    float *alphas = xmalloc((size_t)batch * ML * L * sizeof(float));
-    char **captions = xcalloc((size_t)(folder.n ? folder.n : 1), sizeof(char *));
-    int skipped = predict_report_skipped(&folder, dir), captioned = 0, rc = 0;
-    for (int i0 = 0; i0 < folder.n;) {
-        int k = 0;
-        while (k < batch && i0 < folder.n) {
-            int bad = feat ? caption_annotator_run(&ann, images + (size_t)k * per, folder.paths[i0], &err)
-                           : caption_load_image(images + (size_t)k * per, folder.paths[i0], S, &err);
-            if (!bad && feat && pictures &&
-                caption_load_image(pictures + (size_t)k * 3 * S * S, folder.paths[i0], S, &err))
-                bad = 1;
-            if (bad) {
-                fprintf(stderr, "%s\n", err.msg);  // one line already (core/error.h)
-                skipped++;
-            } else {
-                which[k++] = i0;
-            }
-            i0++;
-        }
-        if (k == 0) continue;
-        sat_decode(&m, tokens, lens, alphas, images, k, beam, length_alpha);
-        for (int j = 0; j < k; j++) {
-            int i = which[j];
-            Tokens t;
-            vocab_decode_tokens(&t, &vocab, tokens + (size_t)j * ML, lens[j], 1);
-            captions[i] = tokens_join(&t);
-            captioned++;
-            text_write_field(stdout, folder.names[i]);
-            putchar('\t');
-            text_write_field(stdout, captions[i]);
-            putchar('\n');
-            if (att_out) {
-                char path[2048], stem[1024];
-                snprintf(stem, sizeof stem, "%s", folder.names[i]);
-                char *dot = strrchr(stem, '.');
-                if (dot && dot != stem) *dot = 0;
-                snprintf(path, sizeof path, "%s/%s.png", att_out, stem);
-                if (caption_write_strip(path, pictures + (size_t)j * 3 * S * S, S,
-                                        alphas + (size_t)j * ML * L, G, t.tok, t.n, &err)) {
-                    fprintf(stderr, "%s\n", err.msg);
-                    rc = 1;
-                }
-            }
-            tokens_free(&t);
-        }
-        fflush(stdout);
-    }
-    if (results) {
-        AtomicFile af;
-        if (atomic_open(&af, results, &err)) {
-            fprintf(stderr, "%s\n", err.msg);
-            rc = 1;
-        } else {
-            fputc('[', af.fp);
-            int first = 1;
-            for (int i = 0; i < folder.n; i++) {
-                if (!captions[i]) continue;
-                fprintf(af.fp, "%s\n{", first ? "" : ",");
-                text_json_name(af.fp, "image_id", folder.names[i]);
-                fprintf(af.fp, ", \"caption\": ");
-                text_json_string(af.fp, captions[i]);
-                fputc('}', af.fp);
-                first = 0;
-            }
-            fprintf(af.fp, "\n]\n");
-            if (atomic_commit(&af, &err)) {
-                fprintf(stderr, "%s\n", err.msg);
-                rc = 1;
-            }
-        }
-    }
-    if (skipped) {
-        // Each skipped file already has its line; a count only adds to several.
-        if (skipped > 1)
-            fprintf(stderr, "caption predict: %d of %d files skipped\n", skipped,
-                    folder.n + folder.n_skipped);
-        rc = 1;
-    }
-    if (att_out && captioned > 0) {
-        fputs("attention strips: ", stderr);
-        text_write_line(stderr, att_out);
-    }
-    for (int i = 0; i < folder.n; i++) free(captions[i]);
-    free(captions);
-    if (pictures != images) free(pictures);
-    free(images);
-    caption_annotator_close(&ann);
-    free(which);
-    free(tokens);
-    free(lens);
-    free(alphas);
-    sat_free(&m);
-    vocab_free(&vocab);
-    image_folder_free(&folder);
-    return rc;
-}
-
-// ---------------------------------------------------------------------------------------
 // caption scenes
 
 static int cmd_scenes(int argc, char **argv) {
@@ -1588,7 +1404,7 @@ int main(int argc, char **argv) {
     switch (which) {
     case 0: return cmd_train(argc - 1, argv + 1);
     case 1: return cmd_eval(argc - 1, argv + 1);
-    case 2: return cmd_predict(argc - 1, argv + 1);
+    case 2: return caption_predict_main(argc - 1, argv + 1);
     case 4: return cmd_score(argc - 1, argv + 1);
     case 5: return caption_report_main(argc - 1, argv + 1);
     case 6: return caption_features_main(argc - 1, argv + 1);
