@@ -47,9 +47,9 @@
 #
 # The script refuses (exit 2) a $BIN/draw older than any of the checkout's C sources: run
 # make first. Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default
-# 2), SEED (default 1; another seed is written into the row's model column), STEPS, LR,
-# DECAY_STEPS ("": never), VALID_EVERY (default 1000), RESULTS (the table, default
-# $RESULTS_DIR/draw_cluttered.md, RESULTS_DIR experiments/results).
+# 2), SEED (default 1), STEPS, LR (a SEED or LR other than the default is written into
+# the row's model column), DECAY_STEPS ("": never), VALID_EVERY (default 1000), RESULTS
+# (the table, default $RESULTS_DIR/draw_cluttered.md, RESULTS_DIR experiments/results).
 set -eu
 
 BIN=${ATTEND_BIN:-bin}
@@ -125,8 +125,9 @@ eval`, core/binomial.h). The ram rows are this toolkit's hard-attention variant 
 |---|---|---|---|---|---|---|---|
 EOF
     fi
-    shown=$model  # the model column; a seed other than the default is part of the recipe
-    [ "$SEED" = 1 ] || shown="$model --seed $SEED"
+    shown=$model  # the model column; a rate or seed other than the defaults is part of the recipe
+    [ "$LR" = 1e-3 ] || shown="$shown --lr $LR"
+    [ "$SEED" = 1 ] || shown="$shown --seed $SEED"
     printf '| %s | %s | %s | %s | %s | %.0f | %s | %s |\n' "$(date -u +%Y-%m-%d)" "$name" \
         "$shown" "$step" "$wall" "$ips" \
         "$(echo "$err $low $high" | awk '{ printf "%.2f %% (%.2f-%.2f)", 100 * $1, 100 * $2, 100 * $3 }')" \
