@@ -1196,50 +1196,96 @@ static int eval_fail(const Dist *dist, const Error *err) {
     return train_dist_fail(dist, "caption eval", err);
 }
 
+typedef struct {
+    const char *model, *split, *results, *encoder;
+    int beam, threads, count, batch;
+    float length_alpha;
+    bool json, quiet;
+    CaptionEvalOutputs outputs;  // --per-image, --attention-out, --attention-count
+    CaptionDataFlags data;
+} EvalFlags;
+
+// 0: parsed; otherwise *code is the exit status (0 after --help).
+static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
+    *f = (EvalFlags){.split = "test", .beam = 3, .threads = threads_available(), .batch = 32,
+                     .length_alpha = 0.7f,
+                     .outputs = {.per_image = NULL, .strips = NULL, .strips_each = 20}};  // (report)
+    CaptionDataFlags *df = &f->data;
+    caption_data_flags_default(df);
+    ArgSpec specs[] = {
+        {"model", ARG_STRING, &f->model, "model file", .metavar = "PATH", .required = true},
+        {"data", ARG_STRING, &df->data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
+        {"held-out", ARG_DOUBLE, &df->held_out, HELD_OUT_HELP " (as in training)", .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
+        {"features", ARG_STRING, &df->features, FEATURES_HELP, .metavar = "FEATURES", .given = NULL},
+        {"verify-features", ARG_FLAG, &df->verify_features, VERIFY_FEATURES_HELP, .given = NULL},
+        {"split", ARG_STRING, &f->split, "train | valid | test", .given = NULL},
+        {"encoder", ARG_STRING, &f->encoder, "a model that fine-tuned its encoder (train --fine-tune): the pretrained encoder, if not at the path it records (the weights must be the same)", .metavar = "ARCH:FILE", .given = NULL},
+        {"beam", ARG_INT, &f->beam, "beam width (1 = greedy)", .has_min = true, .min = 1, .has_max = true, .max = 64},
+        {"length-alpha", ARG_FLOAT, &f->length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
+        {"count", ARG_INT, &f->count, "evaluate the first N images only (0 = all)", .has_min = true, .min = 0},
+        {"batch", ARG_INT, &f->batch, "images decoded at once", .has_min = true, .min = 1, .has_max = true, .max = 4096},
+        {"results", ARG_STRING, &f->results, "COCO results JSON (default: next to the model)", .metavar = "PATH", .given = NULL},
+        {"per-image", ARG_STRING, &f->outputs.per_image, "write each image's caption, references, BLEU-4, CIDEr-D and grounding here (JSON)", .metavar = "FILE", .given = NULL},
+        {"attention-out", ARG_STRING, &f->outputs.strips, "write attention strips of the first, best and worst images here", .metavar = "DIR", .given = NULL},
+        {"attention-count", ARG_INT, &f->outputs.strips_each, "--attention-out: how many of each (first, best, worst by CIDEr-D)", .has_min = true, .min = 0, .has_max = true, .max = 100000},
+        {"threads", ARG_INT, &f->threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256, .default_note = THREADS_DEFAULT_NOTE},
+        {"train-count", ARG_INT, &df->train_count, "scenes: training scenes", .has_min = true, .min = 1},
+        {"val-count-scenes", ARG_INT, &df->val_count, "scenes: validation scenes", .has_min = true, .min = 1},
+        {"test-count", ARG_INT, &df->test_count, "scenes: test scenes", .has_min = true, .min = 1},
+        {"scenes-seed", ARG_LONG, &df->scenes_seed, "scenes: generator seed", .given = NULL},
+        {"data-root", ARG_STRING, &df->root, "scenes: folder holding mnist/ and fashion-mnist/", .metavar = "DIR", .given = NULL},
+        {"cache-mb", ARG_INT, &df->cache_mb, "image folders: decoded-image cache bound in MiB", .has_min = true, .min = 1},
+        {"json", ARG_FLAG, &f->json, "print the metrics as one JSON object", .given = NULL},
+        {"quiet", ARG_FLAG, &f->quiet, "no progress bar", .given = NULL},
+    };
+    return args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption eval --model PATH [flags]", NULL, code);
+}
+
+// --results' default: results_SPLIT.json next to the model.
+static void default_results_path(char *buf, size_t cap, const char *model_path, Split split) {
+    const char *slash = strrchr(model_path, '/');
+    int dl = slash ? (int)(slash - model_path) : 0;
+    snprintf(buf, cap, "%.*s%sresults_%s.json", dl, model_path, slash ? "/" : "", split_name(split));
+}
+
+// The scores of n images of split as one JSON object (--json) or one line.
+static void print_scores(const EvalResult *er, const SatConfig *c, Split split, int n, int beam,
+                         bool json) {
+    const CaptionScores *s = &er->scores;
+    if (json) {
+        printf("{\"split\": \"%s\", \"images\": %d, \"beam\": %d, \"attention\": \"%s\", "
+               "\"bleu1\": %.6f, \"bleu2\": %.6f, \"bleu3\": %.6f, \"bleu4\": %.6f, "
+               "\"cider\": %.6f, \"rougeL\": %.6f",
+               split_name(split), n, beam, caption_attention_name(c), s->bleu[0], s->bleu[1],
+               s->bleu[2], s->bleu[3], s->cider_d, s->rouge_l);
+        if (er->has_grounding)
+            printf(", \"grounding\": %.6f, \"object_words\": %d", er->grounding.accuracy,
+                   er->grounding.object_words);
+        printf("}\n");
+        return;
+    }
+    printf("%s split, %d images, beam %d: BLEU-1 %.4f BLEU-2 %.4f BLEU-3 %.4f BLEU-4 %.4f "
+           "CIDEr-D %.4f ROUGE-L %.4f",
+           split_name(split), n, beam, s->bleu[0], s->bleu[1], s->bleu[2], s->bleu[3], s->cider_d,
+           s->rouge_l);
+    if (er->has_grounding && er->grounding.object_words > 0)
+        printf(" grounding %.4f", er->grounding.accuracy);
+    else if (er->has_grounding)
+        printf(" grounding n/a (no object words in the captions)");
+    printf("\n");
+}
+
 static int cmd_eval(int argc, char **argv) {
     Error err;
-    const char *model_path = NULL, *split_s = "test", *results = NULL, *encoder = NULL;
-    int beam = 3, threads = threads_available(), count = 0, batch = 32;
-    CaptionEvalOutputs outputs = {.per_image = NULL, .strips = NULL, .strips_each = 20};  // (report)
-    float length_alpha = 0.7f;
-    bool json = false, quiet = false;
-    CaptionDataFlags df;
-    caption_data_flags_default(&df);
-    ArgSpec specs[] = {
-        {"model", ARG_STRING, &model_path, "model file", .metavar = "PATH", .required = true},
-        {"data", ARG_STRING, &df.data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
-        {"held-out", ARG_DOUBLE, &df.held_out, HELD_OUT_HELP " (as in training)", .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
-        {"features", ARG_STRING, &df.features, FEATURES_HELP, .metavar = "FEATURES", .given = NULL},
-        {"verify-features", ARG_FLAG, &df.verify_features, VERIFY_FEATURES_HELP, .given = NULL},
-        {"split", ARG_STRING, &split_s, "train | valid | test", .given = NULL},
-        {"encoder", ARG_STRING, &encoder, "a model that fine-tuned its encoder (train --fine-tune): the pretrained encoder, if not at the path it records (the weights must be the same)", .metavar = "ARCH:FILE", .given = NULL},
-        {"beam", ARG_INT, &beam, "beam width (1 = greedy)", .has_min = true, .min = 1, .has_max = true, .max = 64},
-        {"length-alpha", ARG_FLOAT, &length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
-        {"count", ARG_INT, &count, "evaluate the first N images only (0 = all)", .has_min = true, .min = 0},
-        {"batch", ARG_INT, &batch, "images decoded at once", .has_min = true, .min = 1, .has_max = true, .max = 4096},
-        {"results", ARG_STRING, &results, "COCO results JSON (default: next to the model)", .metavar = "PATH", .given = NULL},
-        {"per-image", ARG_STRING, &outputs.per_image, "write each image's caption, references, BLEU-4, CIDEr-D and grounding here (JSON)", .metavar = "FILE", .given = NULL},
-        {"attention-out", ARG_STRING, &outputs.strips, "write attention strips of the first, best and worst images here", .metavar = "DIR", .given = NULL},
-        {"attention-count", ARG_INT, &outputs.strips_each, "--attention-out: how many of each (first, best, worst by CIDEr-D)", .has_min = true, .min = 0, .has_max = true, .max = 100000},
-        {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256, .default_note = THREADS_DEFAULT_NOTE},
-        {"train-count", ARG_INT, &df.train_count, "scenes: training scenes", .has_min = true, .min = 1},
-        {"val-count-scenes", ARG_INT, &df.val_count, "scenes: validation scenes", .has_min = true, .min = 1},
-        {"test-count", ARG_INT, &df.test_count, "scenes: test scenes", .has_min = true, .min = 1},
-        {"scenes-seed", ARG_LONG, &df.scenes_seed, "scenes: generator seed", .given = NULL},
-        {"data-root", ARG_STRING, &df.root, "scenes: folder holding mnist/ and fashion-mnist/", .metavar = "DIR", .given = NULL},
-        {"cache-mb", ARG_INT, &df.cache_mb, "image folders: decoded-image cache bound in MiB", .has_min = true, .min = 1},
-        {"json", ARG_FLAG, &json, "print the metrics as one JSON object", .given = NULL},
-        {"quiet", ARG_FLAG, &quiet, "no progress bar", .given = NULL},
-    };
+    EvalFlags f;
     int code;
-    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption eval --model PATH [flags]", NULL, &code))
-        return code;
+    if (parse_eval_flags(&f, argc, argv, &code)) return code;
     Split split;
-    if (split_parse(split_s, &split, &err)) {
+    if (split_parse(f.split, &split, &err)) {
         if (args_reporting_process()) fprintf(stderr, "--split: %s\n", err.msg);
         return 2;
     }
-    gemm_set_threads(threads);
+    gemm_set_threads(f.threads);
     Dist dist;  // under mpirun, the ranks decode shares of the split (decode_split)
     if (dist_init(&dist, &err)) {
         fprintf(stderr, "caption eval: %s\n", err.msg);
@@ -1248,31 +1294,32 @@ static int cmd_eval(int argc, char **argv) {
     SatModel m;
     Vocab vocab;
     CaptionCounters tc;
-    if (caption_model_load(model_path, &m, &vocab, 0, NULL, &tc, NULL, &err)) return eval_fail(&dist, &err);
-    sat_alloc_acts(&m, batch);
+    if (caption_model_load(f.model, &m, &vocab, 0, NULL, &tc, NULL, &err)) return eval_fail(&dist, &err);
+    sat_alloc_acts(&m, f.batch);
     CaptionData *data = NULL;
     int rc = 1;
     Encoded refs = {0};
     CaptionFineTune ft;  // a model that fine-tuned its encoder: the encoder runs here
+    const CaptionDataFlags *df = &f.data;
     // A model on cached features without --features: said before any image is decoded.
-    if (caption_finetune_open_eval(&ft, &m.cfg, model_path, df.features, encoder, batch, &err) ||
-        (!df.features && caption_features_check_eval(&m.cfg, model_path, NULL, NULL, &err)) ||
-        caption_data_open(&data, &df, m.cfg.image_size, quiet, &err)) {
+    if (caption_finetune_open_eval(&ft, &m.cfg, f.model, df->features, f.encoder, f.batch, &err) ||
+        (!df->features && caption_features_check_eval(&m.cfg, f.model, NULL, NULL, &err)) ||
+        caption_data_open(&data, df, m.cfg.image_size, f.quiet, &err)) {
         eval_fail(&dist, &err);
         caption_finetune_close(&ft);
         sat_free(&m);
         vocab_free(&vocab);
         return 1;
     }
-    if (caption_features_check_eval(&m.cfg, model_path, data, df.features, &err) ||
-        gemm_check_address_space(threads, &err)) {  // not a hang in OpenBLAS
+    if (caption_features_check_eval(&m.cfg, f.model, data, df->features, &err) ||
+        gemm_check_address_space(f.threads, &err)) {  // not a hang in OpenBLAS
         eval_fail(&dist, &err);
         goto done;
     }
     int n = caption_data_count(data, split);
-    if (count > 0 && count < n) n = count;
+    if (f.count > 0 && f.count < n) n = f.count;
     if (n < 1) {
-        text_write_linef(stderr, "%s: split %s has no images", df.data, split_name(split));
+        text_write_linef(stderr, "%s: split %s has no images", df->data, split_name(split));
         goto done;
     }
     if (encode_split(&refs, data, split, &err)) {
@@ -1280,47 +1327,21 @@ static int cmd_eval(int argc, char **argv) {
         goto done;
     }
     char rpath[1200];
-    if (!results) {
-        const char *slash = strrchr(model_path, '/');
-        int dl = slash ? (int)(slash - model_path) : 0;
-        snprintf(rpath, sizeof rpath, "%.*s%sresults_%s.json", dl, model_path, slash ? "/" : "",
-                 split_name(split));
-        results = rpath;
+    if (!f.results) {
+        default_results_path(rpath, sizeof rpath, f.model, split);
+        f.results = rpath;
     }
     EvalResult er;
-    outputs.beam = beam;
-    if (evaluate_with_outputs(&er, &dist, &m, ft.on ? &ft : NULL, &vocab, data, split, &refs, n, beam, length_alpha,
-                              results, &outputs, !quiet, &err)) {
+    f.outputs.beam = f.beam;
+    if (evaluate_with_outputs(&er, &dist, &m, ft.on ? &ft : NULL, &vocab, data, split, &refs, n,
+                              f.beam, f.length_alpha, f.results, &f.outputs, !f.quiet, &err)) {
         eval_fail(&dist, &err);
         goto done;
     }
-    if (!dist_is_root(&dist)) {  // rank 0 prints
-        rc = 0;
-        goto done;
+    if (dist_is_root(&dist)) {  // rank 0 prints
+        print_scores(&er, &m.cfg, split, n, f.beam, f.json);
+        text_write_linef(stderr, "results: %s", f.results);
     }
-    if (json) {
-        printf("{\"split\": \"%s\", \"images\": %d, \"beam\": %d, \"attention\": \"%s\", "
-               "\"bleu1\": %.6f, \"bleu2\": %.6f, \"bleu3\": %.6f, \"bleu4\": %.6f, "
-               "\"cider\": %.6f, \"rougeL\": %.6f",
-               split_name(split), n, beam, caption_attention_name(&m.cfg), er.scores.bleu[0],
-               er.scores.bleu[1], er.scores.bleu[2], er.scores.bleu[3], er.scores.cider_d,
-               er.scores.rouge_l);
-        if (er.has_grounding)
-            printf(", \"grounding\": %.6f, \"object_words\": %d", er.grounding.accuracy,
-                   er.grounding.object_words);
-        printf("}\n");
-    } else {
-        printf("%s split, %d images, beam %d: BLEU-1 %.4f BLEU-2 %.4f BLEU-3 %.4f BLEU-4 %.4f "
-               "CIDEr-D %.4f ROUGE-L %.4f",
-               split_name(split), n, beam, er.scores.bleu[0], er.scores.bleu[1], er.scores.bleu[2],
-               er.scores.bleu[3], er.scores.cider_d, er.scores.rouge_l);
-        if (er.has_grounding && er.grounding.object_words > 0)
-            printf(" grounding %.4f", er.grounding.accuracy);
-        else if (er.has_grounding)
-            printf(" grounding n/a (no object words in the captions)");
-        printf("\n");
-    }
-    text_write_linef(stderr, "results: %s", results);
     rc = 0;
 done:
     encoded_free(&refs);
