@@ -105,7 +105,7 @@ static void test_index_of_a_reproduction(void) {
     snprintf(path, sizeof path, "%s/site", dir);
     char *page = NULL;
     {
-        char p[700];
+        char p[1300];
         snprintf(p, sizeof p, "%s/index.html", path);
         page = scratch_read_text(p, NULL);
     }

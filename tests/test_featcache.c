@@ -50,7 +50,7 @@ static void test_f16_rounding(void) {
 
 // A small cache description over n made-up ids (batch 4).
 typedef struct {
-    char ids_mem[64][16];
+    char ids_mem[64][24];
     const char *ids[64];
     FeatCacheInfo info;
 } Fake;
