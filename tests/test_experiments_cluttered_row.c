@@ -1,0 +1,123 @@
+// test_experiments_cluttered_row.c: the table row experiments/draw_cluttered.sh writes, and
+// the learning-rate schedule it trains with. The program is a stand-in script (newer than
+// the sources) that records its arguments and prints fixed JSON for `classify train` and
+// `classify eval`, so the test trains nothing and takes milliseconds; what it checks is the
+// script: the phases of DECAY_STEPS, a learning rate or seed other than the defaults in the
+// model column, and the test error with its 95 % interval as `classify eval --json` gives
+// them. Run from the repository root (as tests/run.sh is).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "tests/support/scratch.h"
+#include "tests/support/test.h"
+
+static char dir[256];
+
+// bin/draw: appends its arguments to called.txt; train and eval print what the real
+// program's --json prints (the fields the script reads), show writes nothing.
+static void write_stand_in(void) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/bin/draw", dir);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/bin", dir);
+    EXPECT(system(cmd) == 0, "mkdir");
+    FILE *fp = fopen(path, "w");
+    EXPECT(fp != NULL, "cannot write %s", path);
+    if (!fp) return;
+    fprintf(fp,
+            "#!/bin/sh\n"
+            "echo \"$*\" >> %s/called.txt\n"
+            "case \"$1 $2\" in\n"
+            "'classify train') echo '{\"steps\": 300, \"final_loss\": 0.1, \"images_per_s\": 1234.5}' ;;\n"
+            "'classify eval') echo '{\"error\": 0.035000, \"error_low95\": 0.031573, "
+            "\"error_high95\": 0.038784, \"loss\": 0.12, \"correct\": 9650, \"images\": 10000}' ;;\n"
+            "esac\n"
+            "exit 0\n",
+            dir);
+    fclose(fp);
+    snprintf(cmd, sizeof cmd, "chmod +x %s && rm -f %s/called.txt", path, dir);
+    EXPECT(system(cmd) == 0, "chmod");
+}
+
+// Runs the script for dram8 with env (assignments) in front; its exit status.
+static int run_script(const char *env) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "%s ATTEND_BIN=%s/bin RUNS=%s/runs RESULTS=%s/results.md STEPS=300 THREADS=1 "
+             "sh experiments/draw_cluttered.sh dram8 > %s/out.txt 2> %s/err.txt",
+             env, dir, dir, dir, dir, dir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *read_file(const char *name) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return scratch_read_text(path, NULL);
+}
+
+// The last line of text that starts with "| 2" (a dated row).
+static const char *last_row(const char *text, char *buf, size_t cap) {
+    buf[0] = 0;
+    for (const char *p = text; p && (p = strstr(p, "\n| 2")); p++) {
+        const char *end = strchr(p + 1, '\n');
+        size_t n = end ? (size_t)(end - p - 1) : strlen(p + 1);
+        if (n >= cap) n = cap - 1;
+        memcpy(buf, p + 1, n);
+        buf[n] = 0;
+    }
+    return buf;
+}
+
+static void test_row_with_rate_and_seed(void) {
+    write_stand_in();
+    int st = run_script("LR=5e-4 SEED=3 DECAY_STEPS='100 200'");
+    char *err = read_file("err.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    char *called = read_file("called.txt");
+    // Three phases: 5e-4 to step 100, a tenth of it to 200, a hundredth to 300.
+    const char *phases[3] = {"--lr 5e-4 --clip 5 --seed 3 --steps 100 ",
+                             "--lr 5e-05 --clip 5 --seed 3 --steps 200 ",
+                             "--lr 5e-06 --clip 5 --seed 3 --steps 300 "};
+    const char *at = called;
+    for (int i = 0; i < 3; i++) {
+        const char *hit = at ? strstr(at, phases[i]) : NULL;
+        EXPECT(hit != NULL, "phase %d (%s) missing or out of order in: %s", i + 1, phases[i],
+               called ? called : "(not run)");
+        at = hit;
+    }
+    EXPECT(called && strstr(called, "classify eval --model ") && strstr(called, "--split test"),
+           "no test evaluation: %s", called ? called : "(not run)");
+    char *table = read_file("results.md");
+    char row[1024];
+    last_row(table, row, sizeof row);
+    EXPECT(strstr(row, "| dram8 | --T 8 --read 12 --hidden 256 --lr 5e-4 --seed 3 | 300 | ") != NULL,
+           "model column: %s", row);
+    EXPECT(strstr(row, "| 1234 | 3.50 % (3.16-3.88) | 3.36 % |") != NULL, "figures: %s", row);
+    EXPECT(table && strstr(table, "95 % Wilson interval"), "the table's header does not say what the brackets are");
+    free(err), free(called), free(table);
+}
+
+static void test_row_with_defaults(void) {
+    write_stand_in();
+    int st = run_script("");  // LR 1e-3, SEED 1: neither is written
+    EXPECT(st == 0, "exit status %d", st);
+    char *table = read_file("results.md");
+    char row[1024];
+    last_row(table, row, sizeof row);
+    EXPECT(strstr(row, "| dram8 | --T 8 --read 12 --hidden 256 | 300 | ") != NULL, "model column: %s", row);
+    int rows = 0;
+    for (const char *p = table; p && (p = strstr(p, "\n| 2")); p++) rows++;
+    EXPECT(rows == 2, "%d rows, expected this run's appended to the first", rows);
+    free(table);
+}
+
+int main(void) {
+    if (scratch_make(dir, sizeof dir, "test_experiments_cluttered_row")) return 1;
+    RUN(test_row_with_rate_and_seed);
+    RUN(test_row_with_defaults);
+    scratch_remove(dir);
+    return test_summary();
+}
