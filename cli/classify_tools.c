@@ -88,6 +88,14 @@ int classify_eval_main(int argc, char **argv) {
 
 static const float GREEN[3] = {0.1f, 0.9f, 0.2f};
 
+// The argmax class of row b of the last forward's logits.
+static int predicted_class(const GlimpseActs *a, const GlimpseConfig *c, int b) {
+    const float *z = a->logits + (size_t)b * c->classes;
+    int pred = 0;
+    for (int k = 1; k < c->classes; k++) pred = z[k] > z[pred] ? k : pred;
+    return pred;
+}
+
 // Row i of glimpses.png: the image with each step's window, then the prediction.
 static Image glimpse_row(const GlimpseActs *a, const GlimpseConfig *c, const float *img, int i,
                          int label, int scale) {
@@ -97,9 +105,7 @@ static Image glimpse_row(const GlimpseActs *a, const GlimpseConfig *c, const flo
     const char **caps = xcalloc((size_t)n, sizeof *caps);
     Image plane = {.c = 1, .h = c->H, .w = c->W, .data = (float *)img};
     Image big = image_resize(&plane, c->H * scale, c->W * scale, RESIZE_AREA);
-    const float *z = a->logits + (size_t)i * c->classes;
-    int pred = 0;
-    for (int k = 1; k < c->classes; k++) pred = z[k] > z[pred] ? k : pred;
+    const int pred = predicted_class(a, c, i);
     for (int t = 0; t < n; t++) {
         tiles[t] = image_to_rgb(&big);
         if (t < T && c->attention) {
@@ -153,9 +159,31 @@ static int write_pictures(const char *out, const GlimpseActs *a, const GlimpseCo
     return rc;
 }
 
+// The indices of the first `count` test images from `first` on that the model gets wrong,
+// in batches of a->B (x, labels sized for them); returns how many there are (fewer at the
+// end of the set).
+static int find_errors(long *idx, int count, int first, GlimpseActs *a, const GlimpseParams *p,
+                       const GlimpseConfig *gc, const ImageSet *set, const ClutterConfig *clutter,
+                       float *x, int *labels) {
+    const int B = a->B;
+    long *batch = xmalloc(sizeof(long) * (size_t)B);
+    int found = 0;
+    for (long i0 = first; found < count && i0 < set->n; i0 += B) {
+        const int k = set->n - i0 < B ? (int)(set->n - i0) : B;
+        for (int j = 0; j < k; j++) batch[j] = i0 + j;
+        cluttered_batch(x, labels, set, clutter, CLUTTER_TEST_SEED, batch, k);
+        glimpse_forward(a, p, gc, x, labels, k, NULL);
+        for (int j = 0; j < k && found < count; j++)
+            if (predicted_class(a, gc, j) != labels[j]) idx[found++] = batch[j];
+    }
+    free(batch);
+    return found;
+}
+
 int classify_show_main(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *root = "data";
     int count = 8, scale = 2, first = 0;
+    bool errors = false;
     ArgSpec specs[] = {
         {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
         {"out", ARG_STRING, &out, "output folder (glimpses.png, patches.png)", .metavar = "DIR", .required = true},
@@ -163,6 +191,7 @@ int classify_show_main(int argc, char **argv) {
         {"count", ARG_INT, &count, "test images shown", .has_min = true, .min = 1, .has_max = true, .max = 64},
         {"first", ARG_INT, &first, "index of the first test image", .has_min = true, .min = 0, .has_max = true, .max = 1000000},
         {"scale", ARG_INT, &scale, "pixels per image pixel", .has_min = true, .min = 1, .has_max = true, .max = 8},
+        {"errors", ARG_FLAG, &errors, "show the first COUNT test images from --first on that the model gets wrong", .given = NULL},
     };
     int code;
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw classify show --model PATH --out DIR [flags]",
@@ -190,15 +219,23 @@ int classify_show_main(int argc, char **argv) {
     float *x = xmalloc(sizeof(float) * (size_t)count * gc->W * gc->H);
     int *labels = xmalloc(sizeof(int) * (size_t)count);
     long *idx = xmalloc(sizeof(long) * (size_t)count);
-    if (rc == 0) {
+    int shown = count;
+    if (rc == 0 && errors) {
+        shown = find_errors(idx, count, first, &acts, &m.p.glimpse, gc, &set, &st->clutter, x, labels);
+        if (shown == 0)
+            rc = error_set(&err, "%s: no test image from %d on is classified wrong: nothing to show", model, first);
+    } else {
         for (int i = 0; i < count; i++) idx[i] = first + i;
-        cluttered_batch(x, labels, &set, &st->clutter, CLUTTER_TEST_SEED, idx, count);
+    }
+    if (rc == 0) {
+        cluttered_batch(x, labels, &set, &st->clutter, CLUTTER_TEST_SEED, idx, shown);
         int correct = 0;
-        glimpse_forward(&acts, &m.p.glimpse, gc, x, labels, count, &correct);
-        rc = write_pictures(out, &acts, gc, x, labels, count, scale, &err);
+        glimpse_forward(&acts, &m.p.glimpse, gc, x, labels, shown, &correct);
+        rc = write_pictures(out, &acts, gc, x, labels, shown, scale, &err);
         if (rc == 0)
-            text_write_linef(stderr, "draw classify show: %d test images (%d right); wrote %s/glimpses.png%s",
-                             count, correct, out, gc->attention ? ", patches.png" : "");
+            text_write_linef(stderr, "draw classify show: %d test images (%d right)%s; wrote %s/glimpses.png%s",
+                             shown, correct, errors ? ", the first it gets wrong" : "", out,
+                             gc->attention ? ", patches.png" : "");
     }
     glimpse_acts_free(&acts);
     free(x), free(labels), free(idx);

@@ -100,7 +100,10 @@ run_config() {
 
     "$BIN/draw" classify eval --model "$dir/model.safetensors" --split test --threads "$THREADS" \
         --json > "$dir/test.json"
-    [ "$name" = cnn ] || "$BIN/draw" classify show --model "$dir/model.safetensors" --count 8 --out "$dir/glimpses"
+    if [ "$name" != cnn ]; then  # the glimpses of the first test images, and of the first it gets wrong
+        "$BIN/draw" classify show --model "$dir/model.safetensors" --count 8 --out "$dir/glimpses"
+        "$BIN/draw" classify show --model "$dir/model.safetensors" --errors --count 8 --out "$dir/errors"
+    fi
     err=$(json_field error < "$dir/test.json")
     low=$(json_field error_low95 < "$dir/test.json")
     high=$(json_field error_high95 < "$dir/test.json")

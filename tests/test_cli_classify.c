@@ -113,6 +113,22 @@ static void test_show_and_export(void) {
     if (!trained) return test_fail_(__FILE__, __LINE__, "no model (train failed)");
     int rc = run_draw("classify show --model %s/run/model.safetensors --count 2 --out %s/show", tmpdir, tmpdir);
     EXPECT(rc == 0 && exists("show/glimpses.png") && exists("show/patches.png"), "show: %d", rc);
+    // --errors: of the first 64 test images the model of 6 steps gets some right; the 64
+    // that --errors picks are all wrong.
+    rc = run_draw("classify show --model %s/run/model.safetensors --count 64 --out %s/first", tmpdir, tmpdir);
+    char *err = read_text("stderr.txt");
+    const char *at = err ? strstr(err, "64 test images (") : NULL;
+    int right = at ? atoi(at + strlen("64 test images (")) : -1;
+    EXPECT(rc == 0 && right > 0, "show --count 64: %d, %s (the check below needs some right)", rc,
+           err ? err : "");
+    free(err);
+    rc = run_draw("classify show --model %s/run/model.safetensors --errors --count 64 --out %s/errors",
+                  tmpdir, tmpdir);
+    err = read_text("stderr.txt");
+    EXPECT(rc == 0 && exists("errors/glimpses.png") && err &&
+               strstr(err, "64 test images (0 right), the first it gets wrong"),
+           "show --errors: %d, %s", rc, err ? err : "");
+    free(err);
     rc = run_draw("classify export --count 3 --out %s/pngs", tmpdir);
     EXPECT(rc == 0 && exists("pngs/00000.png") && exists("pngs/00002.png") && !exists("pngs/00003.png"),
            "export: %d", rc);

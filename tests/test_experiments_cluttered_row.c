@@ -90,6 +90,8 @@ static void test_row_with_rate_and_seed(void) {
     }
     EXPECT(called && strstr(called, "classify eval --model ") && strstr(called, "--split test"),
            "no test evaluation: %s", called ? called : "(not run)");
+    EXPECT(called && strstr(called, "classify show --model ") && strstr(called, "--errors --count 8"),
+           "no pictures of the errors: %s", called ? called : "(not run)");
     char *table = read_file("results.md");
     char row[1024];
     last_row(table, row, sizeof row);
