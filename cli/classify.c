@@ -435,7 +435,7 @@ static int cmd_train(int argc, char **argv) {
     int rc = open_run(&r, &f, &err);
     if (rc == 0) {
         RunInfo run_info;
-        run_info_begin(&run_info, f.out, "draw", argc, argv, f.threads, 1, f.resume);
+        run_info_begin(&run_info, f.out, "draw classify", argc, argv, f.threads, 1, f.resume);
         print_header(&r);
         rc = train_loop(&r, &err);
         if (rc == 0) rc = finish_run(&r, &err);

@@ -3,6 +3,7 @@
 
 #include <cJSON.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,10 +100,11 @@ static cJSON *read_invocations(const RunInfo *ri) {
     if (!file_exists(ri->path) || file_read_all(ri->path, &text, &len, 1 << 24, NULL)) return NULL;
     cJSON *doc = cJSON_Parse((const char *)text);
     free(text);
-    cJSON *prog = cJSON_GetObjectItemCaseSensitive(doc, "program");
+    const cJSON *prog = cJSON_GetObjectItemCaseSensitive(doc, "program");
+    const bool same = cJSON_IsString(prog) && strcmp(prog->valuestring, ri->program) == 0;
     cJSON *list = cJSON_DetachItemFromObjectCaseSensitive(doc, "invocations");
-    cJSON_Delete(doc);
-    if (!cJSON_IsArray(list) || !cJSON_IsString(prog)) {
+    cJSON_Delete(doc);  // prog goes with it
+    if (!cJSON_IsArray(list) || !same) {
         cJSON_Delete(list);
         return NULL;
     }

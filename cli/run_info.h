@@ -1,5 +1,6 @@
 // run_info.h: the record of a training run that reports show beside its results:
-// DIR/run.json, written by `caption train` and `draw train` (two calls each).
+// DIR/run.json, written by `caption train`, `draw train` and `draw classify train` (two
+// calls each).
 //
 //     {"program": "draw",
 //      "invocations": [                      one per train command on DIR (a --resume adds one)
@@ -29,11 +30,12 @@ typedef struct {
     int ok;           // 0 once a write failed: run_info_end then does nothing
 } RunInfo;
 
-// Starts the record of one invocation: program "caption" or "draw", argv[0..argc) the
-// subcommand's arguments (argv[0] = "train"), threads the --threads value, ranks the MPI
-// ranks (1 without mpirun; rank 0 writes the record). With append
-// (a resumed run) the invocation joins those already in DIR/run.json; otherwise the file
-// is replaced.
+// Starts the record of one invocation: program "caption", "draw" or "draw classify" (the
+// words before argv in the command line), argv[0..argc) the subcommand's arguments
+// (argv[0] = "train"), threads the --threads value, ranks the MPI ranks (1 without
+// mpirun; rank 0 writes the record). With append (a resumed run) the invocation joins
+// those already in DIR/run.json when the same program wrote it; otherwise the file is
+// replaced.
 void run_info_begin(RunInfo *ri, const char *dir, const char *program, int argc, char **argv,
                     int threads, int ranks, int append);
 

@@ -193,6 +193,37 @@ static void test_cnn_baseline(void) {
     EXPECT(rc == 0, "cnn resume exited %d", rc);
 }
 
+// --resume keeps run.json's invocations of earlier runs of the same program only: a folder
+// whose run.json another program wrote starts a new list (and reading it once read freed
+// memory). Without a checkpoint, --resume starts from scratch. The command recorded is the
+// one that ran, `draw classify train ...`.
+static void test_run_record_of_another_program(void) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/foreign", tmpdir);
+    EXPECT(make_dirs(path, NULL) == 0, "mkdir %s", path);
+    snprintf(path, sizeof path, "%s/foreign/run.json", tmpdir);
+    FILE *fp = fopen(path, "w");
+    EXPECT(fp != NULL, "cannot write %s", path);
+    if (!fp) return;
+    fputs("{\"program\": \"caption\", \"invocations\": [{\"command\": \"caption train\"}]}\n", fp);
+    fclose(fp);
+    int rc = run_draw("classify train " TINY " --steps 1 --resume --out %s/foreign", tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0, "train exited %d: %s", rc, err ? err : "");
+    free(err);
+    char *text = read_text("foreign/run.json");
+    cJSON *doc = cJSON_Parse(text ? text : "");
+    const cJSON *prog = cJSON_GetObjectItemCaseSensitive(doc, "program");
+    const cJSON *inv = cJSON_GetObjectItemCaseSensitive(doc, "invocations");
+    const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(inv, 0), "command");
+    EXPECT(cJSON_IsString(prog) && !strcmp(prog->valuestring, "draw classify") &&
+               cJSON_GetArraySize(inv) == 1 && cJSON_IsString(cmd) &&
+               !strncmp(cmd->valuestring, "draw classify train --T 2 ", 26),
+           "run.json: %s", text ? text : "(none)");
+    cJSON_Delete(doc);
+    free(text);
+}
+
 // Hard attention (REINFORCE, the RAM baseline): trains, resumes bit for bit (the learned
 // reward baseline is a parameter like the others), evaluates at the policy's means; --resume refuses
 // --hard on a soft model and another --loc-std on a hard one.
@@ -311,6 +342,7 @@ int main(void) {
     RUN(test_resume_bit_identical);
     RUN(test_refusals);
     RUN(test_cnn_baseline);
+    RUN(test_run_record_of_another_program);
     RUN(test_hard_attention);
     RUN(test_bad_input_one_line);
     int rc = test_summary();
