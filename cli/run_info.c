@@ -101,7 +101,10 @@ static cJSON *read_invocations(const RunInfo *ri) {
     cJSON *doc = cJSON_Parse((const char *)text);
     free(text);
     const cJSON *prog = cJSON_GetObjectItemCaseSensitive(doc, "program");
-    const bool same = cJSON_IsString(prog) && strcmp(prog->valuestring, ri->program) == 0;
+    // Builds before 2026-11-26 recorded `draw classify train` runs as program "draw".
+    const bool same = cJSON_IsString(prog) &&
+                      (!strcmp(prog->valuestring, ri->program) ||
+                       (!strcmp(ri->program, "draw classify") && !strcmp(prog->valuestring, "draw")));
     cJSON *list = cJSON_DetachItemFromObjectCaseSensitive(doc, "invocations");
     cJSON_Delete(doc);  // prog goes with it
     if (!cJSON_IsArray(list) || !same) {

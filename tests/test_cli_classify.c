@@ -222,6 +222,19 @@ static void test_run_record_of_another_program(void) {
            "run.json: %s", text ? text : "(none)");
     cJSON_Delete(doc);
     free(text);
+    // A record that an older build wrote for a classify run (program "draw") is kept.
+    fp = fopen(path, "w");
+    EXPECT(fp != NULL, "cannot write %s", path);
+    if (!fp) return;
+    fputs("{\"program\": \"draw\", \"invocations\": [{\"command\": \"draw train --T 2\"}]}\n", fp);
+    fclose(fp);
+    rc = run_draw("classify train " TINY " --steps 2 --resume --out %s/foreign", tmpdir);
+    text = read_text("foreign/run.json");
+    doc = cJSON_Parse(text ? text : "");
+    inv = cJSON_GetObjectItemCaseSensitive(doc, "invocations");
+    EXPECT(rc == 0 && cJSON_GetArraySize(inv) == 2, "older record: %d, %s", rc, text ? text : "(none)");
+    cJSON_Delete(doc);
+    free(text);
 }
 
 // Hard attention (REINFORCE, the RAM baseline): trains, resumes bit for bit (the learned

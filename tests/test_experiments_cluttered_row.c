@@ -73,14 +73,14 @@ static const char *last_row(const char *text, char *buf, size_t cap) {
 
 static void test_row_with_rate_and_seed(void) {
     write_stand_in();
-    int st = run_script("LR=5e-4 SEED=3 DECAY_STEPS='100 200'");
+    int st = run_script("LR=2e-4 SEED=3 DECAY_STEPS='100 200'");
     char *err = read_file("err.txt");
     EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
     char *called = read_file("called.txt");
-    // Three phases: 5e-4 to step 100, a tenth of it to 200, a hundredth to 300.
-    const char *phases[3] = {"--lr 5e-4 --clip 5 --seed 3 --steps 100 ",
-                             "--lr 5e-05 --clip 5 --seed 3 --steps 200 ",
-                             "--lr 5e-06 --clip 5 --seed 3 --steps 300 "};
+    // Three phases: 2e-4 to step 100, a tenth of it to 200, a hundredth to 300.
+    const char *phases[3] = {"--lr 2e-4 --clip 5 --seed 3 --steps 100 ",
+                             "--lr 2e-05 --clip 5 --seed 3 --steps 200 ",
+                             "--lr 2e-06 --clip 5 --seed 3 --steps 300 "};
     const char *at = called;
     for (int i = 0; i < 3; i++) {
         const char *hit = at ? strstr(at, phases[i]) : NULL;
@@ -95,7 +95,7 @@ static void test_row_with_rate_and_seed(void) {
     char *table = read_file("results.md");
     char row[1024];
     last_row(table, row, sizeof row);
-    EXPECT(strstr(row, "| dram8 | --T 8 --read 12 --hidden 256 --lr 5e-4 --seed 3 | 300 | ") != NULL,
+    EXPECT(strstr(row, "| dram8 | --T 8 --read 12 --hidden 256 --lr 2e-4 --seed 3 | 300 | ") != NULL,
            "model column: %s", row);
     EXPECT(strstr(row, "| 1234 | 3.50 % (3.16-3.88) | 3.36 % |") != NULL, "figures: %s", row);
     EXPECT(table && strstr(table, "95 % Wilson interval"), "the table's header does not say what the brackets are");
@@ -104,7 +104,11 @@ static void test_row_with_rate_and_seed(void) {
 
 static void test_row_with_defaults(void) {
     write_stand_in();
-    int st = run_script("");  // LR 1e-3, SEED 1: neither is written
+    int st = run_script("");  // LR 5e-4, SEED 1: neither is written
+    char *called = read_file("called.txt");
+    EXPECT(called && strstr(called, "--lr 5e-4 --clip 5 --seed 1 --steps 300 "), "the defaults: %s",
+           called ? called : "(not run)");
+    free(called);
     EXPECT(st == 0, "exit status %d", st);
     char *table = read_file("results.md");
     char row[1024];
