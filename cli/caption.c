@@ -404,6 +404,18 @@ static int write_curves(const char *csv_path, const char *png_path, Error *err) 
     "checks its header, sizes and status; caption features checks the checksum when it "     \
     "writes the cache and when it finds it complete)"
 
+// The data flags that train and eval share beyond --data: the scenes' counts, seed and
+// digit folder, and an image folder's cache bound (df a CaptionDataFlags *).
+#define SCENES_AND_CACHE_SPECS(df)                                                                         \
+    {"train-count", ARG_INT, &(df)->train_count, "scenes: training scenes", .has_min = true, .min = 1},    \
+    {"val-count-scenes", ARG_INT, &(df)->val_count, "scenes: validation scenes", .has_min = true, .min = 1}, \
+    {"test-count", ARG_INT, &(df)->test_count, "scenes: test scenes", .has_min = true, .min = 1},           \
+    {"scenes-seed", ARG_LONG, &(df)->scenes_seed, "scenes: generator seed", .given = NULL},                 \
+    {"data-root", ARG_STRING, &(df)->root, "scenes: folder holding mnist/ and fashion-mnist/",              \
+     .metavar = "DIR", .given = NULL},                                                                      \
+    {"cache-mb", ARG_INT, &(df)->cache_mb, "image folders: decoded-image cache bound in MiB",               \
+     .has_min = true, .min = 1}
+
 static const char *const KIND_HELP =
     "additive | dot | scaled-dot | multiplicative | multi-head | local-monotonic | "
     "local-predictive | hard | none (dot and scaled-dot need --hidden equal to the annotation "
@@ -490,12 +502,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"length-alpha", ARG_FLOAT, &f->length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
         {"log-every", ARG_INT, &f->log_every, "CSV row every N steps", .has_min = true, .min = 1},
         {"checkpoint-every", ARG_INT, &f->checkpoint_every, "also write OUT/state.safetensors every N steps (0: at epoch ends only)", .has_min = true, .min = 0},
-        {"train-count", ARG_INT, &df->train_count, "scenes: training scenes", .has_min = true, .min = 1},
-        {"val-count-scenes", ARG_INT, &df->val_count, "scenes: validation scenes", .has_min = true, .min = 1},
-        {"test-count", ARG_INT, &df->test_count, "scenes: test scenes", .has_min = true, .min = 1},
-        {"scenes-seed", ARG_LONG, &df->scenes_seed, "scenes: generator seed", .given = NULL},
-        {"data-root", ARG_STRING, &df->root, "scenes: folder holding mnist/ and fashion-mnist/", .metavar = "DIR", .given = NULL},
-        {"cache-mb", ARG_INT, &df->cache_mb, "image folders: decoded-image cache bound in MiB", .has_min = true, .min = 1},
+        SCENES_AND_CACHE_SPECS(df),
         {"json", ARG_FLAG, &f->json, "print the final summary as one JSON object on stdout", .given = NULL},
         {"quiet", ARG_FLAG, &f->quiet, "no progress bar", .given = NULL},
     };
@@ -1229,12 +1236,7 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
         {"attention-out", ARG_STRING, &f->outputs.strips, "write attention strips of the first, best and worst images here", .metavar = "DIR", .given = NULL},
         {"attention-count", ARG_INT, &f->outputs.strips_each, "--attention-out: how many of each (first, best, worst by CIDEr-D)", .has_min = true, .min = 0, .has_max = true, .max = 100000},
         {"threads", ARG_INT, &f->threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256, .default_note = THREADS_DEFAULT_NOTE},
-        {"train-count", ARG_INT, &df->train_count, "scenes: training scenes", .has_min = true, .min = 1},
-        {"val-count-scenes", ARG_INT, &df->val_count, "scenes: validation scenes", .has_min = true, .min = 1},
-        {"test-count", ARG_INT, &df->test_count, "scenes: test scenes", .has_min = true, .min = 1},
-        {"scenes-seed", ARG_LONG, &df->scenes_seed, "scenes: generator seed", .given = NULL},
-        {"data-root", ARG_STRING, &df->root, "scenes: folder holding mnist/ and fashion-mnist/", .metavar = "DIR", .given = NULL},
-        {"cache-mb", ARG_INT, &df->cache_mb, "image folders: decoded-image cache bound in MiB", .has_min = true, .min = 1},
+        SCENES_AND_CACHE_SPECS(df),
         {"json", ARG_FLAG, &f->json, "print the metrics as one JSON object", .given = NULL},
         {"quiet", ARG_FLAG, &f->quiet, "no progress bar", .given = NULL},
     };
