@@ -108,6 +108,7 @@ typedef struct {
     TrainMeter meter;
     double loss_acc;
     long acc_n, acc_correct, acc_images;
+    TrainNorms norms;  // the log window's gradient norms
     double last_loss, last_train_error, last_valid;
 } ClassifyRun;
 
@@ -251,7 +252,7 @@ static int open_run(ClassifyRun *r, const ClassifyFlags *f, Error *err) {
                                 .save_every = f->ckpt_every ? f->ckpt_every : f->valid_every,
                                 .log_at_validation = true};
     if (train_out_clear(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
-        csvlog_open(&r->log, r->csv, "step,train_loss,train_error,valid_error,seconds", r->resumed, err))
+        csvlog_open(&r->log, r->csv, "step,train_loss,train_error,valid_error,grad_norm,grad_norm_max,seconds", r->resumed, err))
         return -1;
     return 0;
 }
@@ -311,7 +312,7 @@ static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
                                              r->labels, st->optim.batch, r->eps,
                                              &r->grads, correct);
     if (train_check_finite(st->step + 1, "loss", *loss, &r->grads, r->ckpt, err)) return -1;
-    clip_global_norm(r->grads.data, r->grads.numel, st->optim.clip);
+    train_norms_add(&r->norms, clip_global_norm(r->grads.data, r->grads.numel, st->optim.clip));
     st->step++;
     adam_update_threads(r->params.data, r->grads.data, r->mom1.data, r->mom2.data,
                         r->params.numel, &r->adam, st->step, st->optim.lr, r->n_workers);
@@ -334,9 +335,10 @@ static int log_validate_save(ClassifyRun *r, double loss, int correct, bool last
                                                r->f->valid_images, r->x, r->labels);
             r->last_valid = v.error;
         }
-        double row[5] = {(double)st->step, r->last_loss, r->last_train_error,
-                         due.validate ? r->last_valid : NAN, timer_now() - r->budget.t0};
-        csvlog_row(&r->log, row, 5);
+        double row[7] = {(double)st->step, r->last_loss, r->last_train_error,
+                         due.validate ? r->last_valid : NAN, 0, 0, timer_now() - r->budget.t0};
+        train_norms_take(&r->norms, &row[4], &row[5]);
+        csvlog_row(&r->log, row, 7);
         r->loss_acc = 0.0, r->acc_n = 0, r->acc_correct = 0, r->acc_images = 0;
     }
     if (due.save) return classify_save(r->ckpt, st, &r->params, &r->mom1, &r->mom2, err);
@@ -368,7 +370,7 @@ static int train_loop(ClassifyRun *r, Error *err) {
     return rc;
 }
 
-// Loss and error curves from log.csv (step, train_loss, train_error, valid_error, seconds).
+// Loss and error curves from log.csv (step, train_loss, train_error, valid_error, ...).
 static int write_curves(const char *csv, const char *png, Error *err) {
     FILE *fp = fopen(csv, "r");
     if (!fp) return error_set(err, "%s: cannot read", csv);

@@ -389,7 +389,7 @@ static int write_frames(const char *dir, const DrawActs *a, const DrawConfig *c,
     return rc;
 }
 
-// Loss curve from DIR/log.csv (step, train_bound, valid_bound, seconds).
+// Loss curve from DIR/log.csv (step, train_bound, valid_bound, ...).
 static int write_loss_plot(const char *csv, const char *png, Error *err) {
     FILE *fp = fopen(csv, "r");
     if (!fp) return error_set(err, "%s: %s", csv, strerror(errno));
@@ -550,6 +550,7 @@ typedef struct {
     TrainMeter meter;
     double bound_acc;  // bounds summed over the log window
     long acc_n;
+    TrainNorms norms;  // the log window's gradient norms
     double last_train, last_valid;  // the last logged means; NAN before the first
 } DrawRun;
 
@@ -719,7 +720,7 @@ static int open_parts(DrawRun *r, const SafetensorsFile *file, Error *err) {
     if (gemm_check_address_space(f->threads, err)) return -1;  // not a hang in OpenBLAS
     if (!root) return 0;
     return train_out_clear(f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err) ||
-           csvlog_open(&r->log, r->csv, "step,train_bound,valid_bound,seconds", r->resumed, err);
+           csvlog_open(&r->log, r->csv, "step,train_bound,valid_bound,grad_norm,grad_norm_max,seconds", r->resumed, err);
 }
 
 // Everything a run needs before its first step; on failure, what was made is closed by
@@ -808,7 +809,7 @@ static int train_step(DrawRun *r, double *bound, Error *err) {
         r->failed_everywhere = true;  // the sums are every rank's: each stops here
         return -1;
     }
-    clip_global_norm(r->grads.data, r->grads.numel, st->optim.clip);
+    train_norms_add(&r->norms, clip_global_norm(r->grads.data, r->grads.numel, st->optim.clip));
     st->step++;
     adam_update(r->params.data, r->grads.data, r->mom1.data, r->mom2.data, r->params.numel,
                 &r->adam, st->step, st->optim.lr);
@@ -830,9 +831,10 @@ static int log_validate_save(DrawRun *r, double bound, bool last, Error *err) {
                 return -1;
             r->last_valid = v.bound;
         }
-        double row[4] = {(double)st->step, r->last_train, due.validate ? r->last_valid : NAN,
+        double row[6] = {(double)st->step, r->last_train, due.validate ? r->last_valid : NAN, 0, 0,
                          timer_now() - r->budget.t0};
-        if (dist_is_root(r->dist)) csvlog_row(&r->log, row, 4);
+        train_norms_take(&r->norms, &row[3], &row[4]);
+        if (dist_is_root(r->dist)) csvlog_row(&r->log, row, 6);
         r->bound_acc = 0.0;
         r->acc_n = 0;
     }

@@ -79,6 +79,18 @@ double train_meter_images_per_s(const TrainMeter *m) {
     return m->train_seconds > 0 ? m->images / m->train_seconds : 0.0;
 }
 
+void train_norms_add(TrainNorms *w, double norm) {
+    w->sum += norm;
+    if (w->n == 0 || norm > w->max) w->max = norm;
+    w->n++;
+}
+
+void train_norms_take(TrainNorms *w, double *mean, double *max) {
+    *mean = w->n ? w->sum / (double)w->n : NAN;
+    *max = w->n ? w->max : NAN;
+    *w = (TrainNorms){0};
+}
+
 // ---------------------------------------------------------------------------------------
 // Weight average
 

@@ -103,6 +103,18 @@ void train_meter_end(TrainMeter *m, long step, const char *status);
 // Training images per second of step time; 0 when no step ran.
 double train_meter_images_per_s(const TrainMeter *m);
 
+// Gradient norms (the global norm before clipping) of the steps in one log window, for
+// log.csv's grad_norm (their mean) and grad_norm_max: heavy-tailed norms, a clip that
+// cuts most steps, or a norm that explodes before the loss does show there first.
+typedef struct {
+    double sum, max;
+    long n;
+} TrainNorms;
+
+void train_norms_add(TrainNorms *w, double norm);
+// The window's mean and largest norm (NAN when no step was added); empties the window.
+void train_norms_take(TrainNorms *w, double *mean, double *max);
+
 // ---------------------------------------------------------------------------------------
 // Weight average (Polyak): avg follows the parameters after each update (core/adam.h
 // ema_update). Off when decay is 0: then avg is empty and every call does nothing.

@@ -12,7 +12,12 @@ typedef struct {
 } CsvLog;
 
 // Opens path; append = 1 keeps existing rows (for --resume) and writes the header
-// only when the file is new or empty. columns: comma-separated header.
+// only when the file is new or empty. columns: comma-separated header (at most 64).
+// An existing file under another header (a run begun by a build that logged other
+// columns) is first rewritten under this one, atomically: each old column moves to the
+// new column of its name, a column new to the header is empty in the old rows, and a
+// file with a column this header lacks is refused ("PATH: its column 'X' is not one
+// this program logs ..."), since rewriting it would lose that column.
 int csvlog_open(CsvLog *log, const char *path, const char *columns, int append, Error *err);
 // Writes one row of n values (n must equal the column count); empty cells for NAN.
 void csvlog_row(CsvLog *log, const double *values, int n);

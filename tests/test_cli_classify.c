@@ -54,7 +54,7 @@ static void test_train_writes_outputs(void) {
     free(err);
     EXPECT(exists("run/model.safetensors") && exists("run/loss.png") && exists("run/run.json"), "missing outputs");
     char *log = read_text("run/log.csv");
-    EXPECT(log && strncmp(log, "step,train_loss,train_error,valid_error,seconds\n", 48) == 0, "log.csv header");
+    EXPECT(log && strncmp(log, "step,train_loss,train_error,valid_error,grad_norm,grad_norm_max,seconds\n", 72) == 0, "log.csv header");
     EXPECT(scratch_count_lines(log) == 7, "log.csv has %d lines, expected 1 + 6", scratch_count_lines(log));
     const char *row6 = log ? strstr(log, "\n6,") : NULL;
     EXPECT(row6 && !strstr(row6, ",,"), "no complete row for step 6");

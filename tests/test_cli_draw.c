@@ -57,12 +57,16 @@ static void test_train_writes_outputs(void) {
     EXPECT(exists("run/model.safetensors"), "no model.safetensors");
     EXPECT(exists("run/loss.png"), "no loss.png");
     char *log = read_text("run/log.csv");
-    EXPECT(log && strncmp(log, "step,train_bound,valid_bound,seconds\n", 37) == 0, "log.csv header");
+    EXPECT(log && strncmp(log, "step,train_bound,valid_bound,grad_norm,grad_norm_max,seconds\n", 61) == 0, "log.csv header");
     EXPECT(scratch_count_lines(log) == 7, "log.csv has %d lines, expected 1 + 6",
            scratch_count_lines(log));
     // Step 6 validated: its row has a value in every column.
     const char *last = log ? strstr(log, "\n6,") : NULL;
     EXPECT(last && !strstr(last, ",,"), "no complete row for step 6");
+    // A row per step: its window's mean gradient norm is its largest, a positive number.
+    double row_step = 0, train = 0, valid = 0, norm = 0, norm_max = 0, secs = 0;
+    EXPECT(last && sscanf(last, "\n%lf,%lf,%lf,%lf,%lf,%lf", &row_step, &train, &valid, &norm, &norm_max, &secs) == 6);
+    EXPECT(norm > 0 && norm == norm_max, "grad_norm %g, grad_norm_max %g", norm, norm_max);
     free(log);
     char *out = read_text("stdout.txt");
     cJSON *j = cJSON_Parse(out ? out : "");

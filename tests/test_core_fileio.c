@@ -246,6 +246,55 @@ static void test_csvlog_header_rows_and_append(void) {
     EXPECT(strncmp(err.msg, bad, strlen(bad)) == 0, "%s", err.msg);
 }
 
+static void expect_file(const char *path, const char *want) {
+    unsigned char *data = NULL;
+    size_t len;
+    Error err = {{0}};
+    EXPECT(file_read_all(path, &data, &len, 0, &err) == 0, "%s", err.msg);
+    EXPECT(data && strcmp((char *)data, want) == 0, "got:\n%s\nwant:\n%s", data, want);
+    free(data);
+}
+
+// Resuming a log begun under other columns: the old rows move under the new header by
+// column name, new columns are empty in them, and a column the new header lacks refuses.
+static void test_csvlog_resume_under_a_new_header(void) {
+    char path[512];
+    path_in(path, sizeof path, "old.csv");
+    Error err = {{0}};
+    const char *old = "step,loss,seconds\n10,0.5,1.5\n20,0.25,3\n";
+    EXPECT(file_write_atomic(path, old, strlen(old), &err) == 0, "%s", err.msg);
+    CsvLog log;
+    EXPECT(csvlog_open(&log, path, "step,loss,grad_norm,seconds", 1, &err) == 0, "%s", err.msg);
+    csvlog_row(&log, (const double[]){30, 0.125, 7, 4.5}, 4);
+    csvlog_close(&log);
+    expect_file(path, "step,loss,grad_norm,seconds\n10,0.5,,1.5\n20,0.25,,3\n30,0.125,7,4.5\n");
+    // Reordered columns move by name; a short row (a killed writer) gets empty cells.
+    const char *moved = "a,b,c\n1,2,3\n4,5\n";
+    EXPECT(file_write_atomic(path, moved, strlen(moved), &err) == 0);
+    EXPECT(csvlog_open(&log, path, "c,a,b", 1, &err) == 0, "%s", err.msg);
+    csvlog_close(&log);
+    expect_file(path, "c,a,b\n3,1,2\n,4,5\n");
+    // The same header is left as it is, byte for byte.
+    EXPECT(csvlog_open(&log, path, "c,a,b", 1, &err) == 0, "%s", err.msg);
+    csvlog_close(&log);
+    expect_file(path, "c,a,b\n3,1,2\n,4,5\n");
+    // A column the new header lacks, or a row longer than its header: refused, file kept.
+    EXPECT(csvlog_open(&log, path, "a,b", 1, &err) == -1);
+    EXPECT(strncmp(err.msg, path, strlen(path)) == 0 && strstr(err.msg, "'c'"), "%s", err.msg);
+    EXPECT(log.fp == NULL);
+    expect_file(path, "c,a,b\n3,1,2\n,4,5\n");
+    const char *long_row = "a,b\n1,2\n1,2,3\n";
+    EXPECT(file_write_atomic(path, long_row, strlen(long_row), &err) == 0);
+    EXPECT(csvlog_open(&log, path, "a,b,c", 1, &err) == -1);
+    EXPECT(strstr(err.msg, "line 3"), "%s", err.msg);
+    expect_file(path, long_row);
+    // An empty file gets the header.
+    EXPECT(file_write_atomic(path, "", 0, &err) == 0);
+    EXPECT(csvlog_open(&log, path, "a,b", 1, &err) == 0, "%s", err.msg);
+    csvlog_close(&log);
+    expect_file(path, "a,b\n");
+}
+
 int main(void) {
     if (scratch_make(tmpdir, sizeof tmpdir, "attend_fileio")) return 1;
     RUN(test_read_all_roundtrip_and_cap);
@@ -257,6 +306,7 @@ int main(void) {
     RUN(test_write_into_missing_or_unwritable_folder);
     RUN(test_make_dirs_and_file_exists);
     RUN(test_csvlog_header_rows_and_append);
+    RUN(test_csvlog_resume_under_a_new_header);
     scratch_remove(tmpdir);
     return test_summary();
 }

@@ -3,8 +3,8 @@
 // validate and save in draw's and caption's cadences, the one-line messages for flags that
 // differ on --resume and for a folder that already holds a run, the optimiser settings that
 // --resume takes from the flags given, a checkpoint's weights and moments, the non-finite
-// stop, the weight average's swap, JSON nulls, and a thread count that follows the affinity
-// mask.
+// stop, the weight average's swap, the log window's gradient norms, JSON nulls, and a
+// thread count that follows the affinity mask.
 #define _GNU_SOURCE  // sched_setaffinity, CPU_SET
 #include <math.h>
 #include <sched.h>
@@ -302,6 +302,21 @@ static void test_ema_swap_and_off(void) {
     block_free(&p);
 }
 
+static void test_norms_window_mean_max_and_reset(void) {
+    TrainNorms w = {0};
+    double mean, max;
+    train_norms_take(&w, &mean, &max);
+    EXPECT(isnan(mean) && isnan(max), "an empty window gives %g, %g", mean, max);
+    train_norms_add(&w, 3.0);
+    train_norms_add(&w, 0.5);
+    train_norms_add(&w, 2000.0);
+    train_norms_take(&w, &mean, &max);
+    EXPECT(fabs(mean - 2003.5 / 3) < 1e-9 && max == 2000.0, "mean %g, max %g", mean, max);
+    train_norms_add(&w, 0.25);  // the next window starts empty
+    train_norms_take(&w, &mean, &max);
+    EXPECT(mean == 0.25 && max == 0.25, "mean %g, max %g", mean, max);
+}
+
 static void test_json_number_null(void) {
     char b[32];
     EXPECT(!strcmp(json_number(b, NAN), "null") && !strcmp(json_number(b, INFINITY), "null"));
@@ -337,6 +352,7 @@ int main(void) {
     RUN(test_checkpoint_round_trip);
     RUN(test_check_finite_names_step_and_tensor);
     RUN(test_ema_swap_and_off);
+    RUN(test_norms_window_mean_max_and_reset);
     RUN(test_json_number_null);
     RUN(test_threads_follow_affinity);
     int rc = test_summary();
