@@ -637,29 +637,32 @@ static void attend_backward_(SatModel *m, int t, int n, const float *q, float *d
                   a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn, &c->attn, t, n, L);
 }
 
-// sat_backward up to the annotations' gradient: every parameter's gradient but the CNN's
-// is complete on return (and the hard baseline updated).
-static void backward_decoder_(SatModel *m) {
+// Zeroes the gradients backward_decoder_ accumulates into.
+static void zero_decoder_grads_(SatModel *m) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
-    SatParams *p = &m->p, *g = &m->g;
-    const int B = m->Bb, T = m->Tb, TB = m->a.off[T];  // TB: the rows of all steps
-    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V;
-    const int I = E + D;
+    const int B = m->Bb, T = m->Tb, TB = a->off[T];
+    const int L = sat_L(c), D = sat_D(c), H = c->H;
     const size_t prepn = attn_prep_floats(&c->attn, B, L);
-    const float invB = 1.0f / (float)B;
-    const int sample = c->hard && a->sample[0] >= 0;
-
-    memset(a->dlogits, 0, (size_t)TB * V * sizeof(float));
+    memset(a->dlogits, 0, (size_t)TB * c->V * sizeof(float));
     if (c->feat_L == 0 || m->annot_grad) memset(a->dannot, 0, (size_t)B * L * D * sizeof(float));
     if (prepn) memset(a->dprep, 0, prepn * sizeof(float));
     memset(a->dhs, 0, (size_t)(B + TB) * H * sizeof(float));
     memset(a->dcs + (size_t)(T & 1) * B * H, 0, (size_t)B * H * sizeof(float));  // dc_T
     memset(a->dz, 0, (size_t)TB * D * sizeof(float));
-    memset(a->do_, 0, (size_t)TB * E * sizeof(float));
+    memset(a->do_, 0, (size_t)TB * c->E * sizeof(float));
     memset(a->zeros, 0, (size_t)B * D * sizeof(float));
+}
 
-    // Loss weights: each row's cross-entropy counts 1/B.
+// The output layer, for the rows of all steps at once: from the cross-entropy (each row
+// counts 1/B) to do_, dz and the gradients of h's and z's projections, and into dh_{t+1}.
+static void backward_output_(SatModel *m) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    SatParams *p = &m->p, *g = &m->g;
+    const int B = m->Bb, TB = a->off[m->Tb];
+    const int D = sat_D(c), E = c->E, H = c->H, V = c->V;
+    const float invB = 1.0f / (float)B;
     for (int i = 0; i < TB; i++) a->losses[i] = invB;  // reuse as dlosses
     crossentropy_backward(a->dlogits, a->losses, a->probs, a->target, TB, V);
     // logits = o L_o^T + b_o
@@ -678,69 +681,71 @@ static void backward_decoder_(SatModel *m) {
     gemm(true, false, E, H, TB, 1.0f, a->do_, E, hd, H, 1.0f, g->L_h, H);
     gemm(false, false, TB, D, E, 1.0f, a->do_, E, p->L_z, D, 0.0f, a->dz, D);
     gemm(true, false, E, D, TB, 1.0f, a->do_, E, a->z, D, 1.0f, g->L_z, D);
+}
 
-    // Hard attention: advantage per row, then update the baseline.
-    float base = m->baseline_set ? m->baseline : 0.0f;
-    if (sample) {
-        double mean_r = 0.0;
-        for (int b = 0; b < B; b++) mean_r += a->reward[b];
-        mean_r /= B;
-        if (!m->baseline_set) base = (float)mean_r;
-    }
+static double mean_reward_(const SatActs *a, int B) {
+    double mean_r = 0.0;
+    for (int b = 0; b < B; b++) mean_r += a->reward[b];
+    return mean_r / B;
+}
 
-    // The doubly stochastic term's gradient, -2 lambda (1 - sum_u alpha_u) / B, does not
-    // depend on t (the sum runs over the row's whole caption): computed once per (b, l).
-    float *dstoch = a->dstoch;
+// The doubly stochastic term's gradient, -2 lambda (1 - sum_u alpha_u) / B, does not
+// depend on t (the sum runs over the row's whole caption): computed once per (b, l).
+static void doubly_stochastic_grad_(SatModel *m) {
+    SatActs *a = &m->a;
+    const int B = m->Bb, L = sat_L(&m->cfg);
+    const float invB = 1.0f / (float)B;
     for (int b = 0; b < B; b++)
         for (int l = 0; l < L; l++) {
             double s = 0.0;
             for (int u = 0; u < a->steps[b]; u++) s += a->alpha[(srow_(a, u) + b) * L + l];
-            dstoch[(size_t)b * L + l] = (float)(-2.0 * c->lambda * (1.0 - s)) * invB;
+            a->dstoch[(size_t)b * L + l] = (float)(-2.0 * m->cfg.lambda * (1.0 - s)) * invB;
         }
-    const int after = c->query == SAT_QUERY_CURRENT;
-    for (int t = T - 1; t >= 0; t--) {
-        // query previous: z_t fed step t's LSTM, whose h_t queried; current: the LSTM of
-        // step t read z_{t-1}, and h_{t+1} queried (its gradient is whole once the
-        // attention's part is in, before the LSTM step's backward).
-        const int n = a->active[t];
-        if (after) attend_backward_(m, t, n, a->hs + hrow_(a, t + 1, B) * H,
-                                    a->dhs + hrow_(a, t + 1, B) * H, base, sample);
-        memset(a->dx, 0, (size_t)n * I * sizeof(float));
-        float *dc_prev = a->dcs + (size_t)(t & 1) * B * H;
-        memset(dc_prev, 0, (size_t)B * H * sizeof(float));
-        float *dh_prev = a->dhs + hrow_(a, t, B) * H;
-        const float *dh = a->dhs + hrow_(a, t + 1, B) * H;
-        const float *dc = a->dcs + (size_t)((t + 1) & 1) * B * H;
-        const float *gates = a->gates + srow_(a, t) * 4 * H, *xh = a->xh + srow_(a, t) * (I + H);
-        const float *cp = a->cs + hrow_(a, t, B) * H, *cn = a->cs + hrow_(a, t + 1, B) * H;
-        if (m->pack_Wn)
-            lstm_backward_packed(a->dx, dh_prev, dc_prev, g->lstm_b, dh, dc, gates, xh, cp, cn,
-                                 m->pack_Wn, a->lstm_scratch, n, I, H);
-        else
-            lstm_backward(a->dx, dh_prev, dc_prev, NULL, g->lstm_b, dh, dc, gates, xh, cp, cn,
-                          p->lstm_W, a->lstm_scratch, n, I, H);
-        // Step t's gates are not read again: their slot keeps its gate gradients for the
-        // one weight-gradient GEMM over all steps after the loop.
-        memcpy(a->gates + srow_(a, t) * 4 * H, a->lstm_scratch, (size_t)n * 4 * H * sizeof(float));
-        float *demb = a->demb + srow_(a, t) * E;
-        float *dzin = !after ? a->dz + srow_(a, t) * D : t > 0 ? a->dz + srow_(a, t - 1) * D : NULL;
-        for (int b = 0; b < n; b++) {
-            const float *dxr = a->dx + (size_t)b * I;
-            for (int e = 0; e < E; e++) demb[(size_t)b * E + e] += dxr[e];
-            if (dzin)
-                for (int d = 0; d < D; d++) dzin[(size_t)b * D + d] += dxr[E + d];
-        }
-        if (!after) attend_backward_(m, t, n, a->hs + hrow_(a, t, B) * H,
-                                     a->dhs + hrow_(a, t, B) * H, base, sample);
-    }
-    // dW_lstm (4H, I + H) += dgates^T @ xh over the rows of all steps at once.
-    gemm(true, false, 4 * H, I + H, TB, 1.0f, a->gates, 4 * H, a->xh, I + H, 1.0f, g->lstm_W,
-         I + H);
-    embedding_backward(g->embed, a->demb, a->in_tok, TB, E);
-    float *dannot = c->feat_L > 0 && !m->annot_grad ? NULL : a->dannot;  // features: no gradient wanted
-    attn_prepare_backward(dannot, &g->attn, a->dprep, a->annot, &p->attn, &c->attn, B, L);
+}
 
-    // h0 = tanh(W_h0 mean + b), c0 likewise
+// The LSTM of step t (its n active rows): dh_t, dc_t from dh_{t+1}, dc_{t+1}; its gate
+// gradients stay in step t's gates slot; its input's gradient goes to the embedding's
+// and to the context's (dz of the step that fed it).
+static void backward_lstm_step_(SatModel *m, int t, int n) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    SatParams *p = &m->p, *g = &m->g;
+    const int B = m->Bb, D = sat_D(c), E = c->E, H = c->H, I = E + D;
+    const int after = c->query == SAT_QUERY_CURRENT;
+    memset(a->dx, 0, (size_t)n * I * sizeof(float));
+    float *dc_prev = a->dcs + (size_t)(t & 1) * B * H;
+    memset(dc_prev, 0, (size_t)B * H * sizeof(float));
+    float *dh_prev = a->dhs + hrow_(a, t, B) * H;
+    const float *dh = a->dhs + hrow_(a, t + 1, B) * H;
+    const float *dc = a->dcs + (size_t)((t + 1) & 1) * B * H;
+    const float *gates = a->gates + srow_(a, t) * 4 * H, *xh = a->xh + srow_(a, t) * (I + H);
+    const float *cp = a->cs + hrow_(a, t, B) * H, *cn = a->cs + hrow_(a, t + 1, B) * H;
+    if (m->pack_Wn)
+        lstm_backward_packed(a->dx, dh_prev, dc_prev, g->lstm_b, dh, dc, gates, xh, cp, cn,
+                             m->pack_Wn, a->lstm_scratch, n, I, H);
+    else
+        lstm_backward(a->dx, dh_prev, dc_prev, NULL, g->lstm_b, dh, dc, gates, xh, cp, cn,
+                      p->lstm_W, a->lstm_scratch, n, I, H);
+    // Step t's gates are not read again: their slot keeps its gate gradients for the
+    // one weight-gradient GEMM over all steps after the loop.
+    memcpy(a->gates + srow_(a, t) * 4 * H, a->lstm_scratch, (size_t)n * 4 * H * sizeof(float));
+    float *demb = a->demb + srow_(a, t) * E;
+    float *dzin = !after ? a->dz + srow_(a, t) * D : t > 0 ? a->dz + srow_(a, t - 1) * D : NULL;
+    for (int b = 0; b < n; b++) {
+        const float *dxr = a->dx + (size_t)b * I;
+        for (int e = 0; e < E; e++) demb[(size_t)b * E + e] += dxr[e];
+        if (dzin)
+            for (int d = 0; d < D; d++) dzin[(size_t)b * D + d] += dxr[E + d];
+    }
+}
+
+// h0 = tanh(W_h0 mean + b), c0 likewise: their weights' gradients, and the mean
+// annotation's, spread over the L annotations (dannot NULL: features, none wanted).
+static void backward_initial_state_(SatModel *m, float *dannot) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    SatParams *p = &m->p, *g = &m->g;
+    const int B = m->Bb, L = sat_L(c), D = sat_D(c), H = c->H;
     // gates (T, B, 4H) are spent: scratch for dh0 and dc0. dc_0 is dcs row 0.
     float *dh0 = a->gates, *dc0 = a->gates + (size_t)B * H;
     for (int i = 0; i < B * H; i++) {
@@ -754,22 +759,58 @@ static void backward_decoder_(SatModel *m) {
     linear_backward(dmean, g->W_c0, g->b_c0, dc0, a->mean_a, p->W_c0, B, D, H);
     for (int b = 0; dannot && b < B; b++)
         for (int l = 0; l < L; l++) {
-            float *dr = a->dannot + ((size_t)b * L + l) * D;
+            float *dr = dannot + ((size_t)b * L + l) * D;
             const float *mr = dmean + (size_t)b * D;
             for (int d = 0; d < D; d++) dr[d] += mr[d] * (1.0f / (float)L);
         }
+}
 
-    if (sample) {
-        double mean_r = 0.0;
-        for (int b = 0; b < B; b++) mean_r += a->reward[b];
-        mean_r /= B;
-        if (!m->baseline_set) {
-            m->baseline = (float)mean_r;
-            m->baseline_set = 1;
-        } else {
-            m->baseline = c->baseline_decay * m->baseline + (1.0f - c->baseline_decay) * (float)mean_r;
-        }
+// Hard attention's baseline: the first batch's mean reward, then a moving average.
+static void update_baseline_(SatModel *m) {
+    float mean_r = (float)mean_reward_(&m->a, m->Bb);
+    if (!m->baseline_set) {
+        m->baseline = mean_r;
+        m->baseline_set = 1;
+    } else {
+        m->baseline = m->cfg.baseline_decay * m->baseline + (1.0f - m->cfg.baseline_decay) * mean_r;
     }
+}
+
+// sat_backward up to the annotations' gradient: every parameter's gradient but the CNN's
+// is complete on return (and the hard baseline updated).
+static void backward_decoder_(SatModel *m) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    SatParams *g = &m->g;
+    const int B = m->Bb, T = m->Tb, TB = a->off[T];  // TB: the rows of all steps
+    const int L = sat_L(c), I = c->E + sat_D(c), H = c->H;
+    const int sample = c->hard && a->sample[0] >= 0;
+
+    zero_decoder_grads_(m);
+    backward_output_(m);
+    // Hard attention's advantages are taken against the baseline before this batch.
+    float base = m->baseline_set ? m->baseline : sample ? (float)mean_reward_(a, B) : 0.0f;
+    doubly_stochastic_grad_(m);
+    const int after = c->query == SAT_QUERY_CURRENT;
+    for (int t = T - 1; t >= 0; t--) {
+        // query previous: z_t fed step t's LSTM, whose h_t queried; current: the LSTM of
+        // step t read z_{t-1}, and h_{t+1} queried (its gradient is whole once the
+        // attention's part is in, before the LSTM step's backward).
+        const int n = a->active[t];
+        if (after) attend_backward_(m, t, n, a->hs + hrow_(a, t + 1, B) * H,
+                                    a->dhs + hrow_(a, t + 1, B) * H, base, sample);
+        backward_lstm_step_(m, t, n);
+        if (!after) attend_backward_(m, t, n, a->hs + hrow_(a, t, B) * H,
+                                     a->dhs + hrow_(a, t, B) * H, base, sample);
+    }
+    // dW_lstm (4H, I + H) += dgates^T @ xh over the rows of all steps at once.
+    gemm(true, false, 4 * H, I + H, TB, 1.0f, a->gates, 4 * H, a->xh, I + H, 1.0f, g->lstm_W,
+         I + H);
+    embedding_backward(g->embed, a->demb, a->in_tok, TB, c->E);
+    float *dannot = c->feat_L > 0 && !m->annot_grad ? NULL : a->dannot;  // features: no gradient wanted
+    attn_prepare_backward(dannot, &g->attn, a->dprep, a->annot, &m->p.attn, &c->attn, B, L);
+    backward_initial_state_(m, dannot);
+    if (sample) update_baseline_(m);
 }
 
 // The CNN's gradient from the annotations' (none with features).
