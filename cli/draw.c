@@ -954,80 +954,89 @@ static int load_model_and_split(Loaded *m, ImageSet *set, const char *model, con
     return rc;
 }
 
-static int cmd_eval(int argc, char **argv) {
-    const char *model = NULL, *data = "mnist", *root = "data";
-    int split = 1, samples = 1, batch = 100, threads = threads_available(), limit = 0;
-    long seed = EVAL_NOISE_SEED;
-    bool json = false;
-    static const char *const splits[] = {"valid", "test", NULL};
+typedef struct {
+    const char *model, *data, *root;
+    int split;  // index into EVAL_SPLITS
+    int samples, batch, threads, limit;
+    long seed;
+    bool json;
+} EvalFlags;
+
+static const char *const EVAL_SPLITS[] = {"valid", "test", NULL};
+
+// Nonzero when the command ends here (help or a bad flag) with *code.
+static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
+    *f = (EvalFlags){.data = "mnist", .root = "data", .split = 1, .samples = 1, .batch = 100,
+                     .threads = threads_available(), .seed = EVAL_NOISE_SEED};
     ArgSpec specs[] = {
-        {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
-        {"data", ARG_STRING, &data, "mnist, fashion-mnist, mnist2, scenes, or an IDX image file", .metavar = "D"},
-        {"data-root", ARG_STRING, &root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
-        {"split", ARG_CHOICE, &split, "which split", .choices = splits},
-        {"samples", ARG_INT, &samples, "K > 1: importance-weighted NLL from K samples per image", .has_min = true, .min = 1, .has_max = true, .max = 100000},
-        {"batch", ARG_INT, &batch, "images per forward pass", .has_min = true, .min = 1, .has_max = true, .max = 10000},
-        {"limit", ARG_INT, &limit, "evaluate only the first N images (0: all)", .has_min = true, .min = 0},
-        {"seed", ARG_LONG, &seed, "noise seed", .has_min = true, .min = 0},
-        {"threads", ARG_INT, &threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
-        {"json", ARG_FLAG, &json, "print one JSON object", .given = NULL},
+        {"model", ARG_STRING, &f->model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
+        {"data", ARG_STRING, &f->data, "mnist, fashion-mnist, mnist2, scenes, or an IDX image file", .metavar = "D"},
+        {"data-root", ARG_STRING, &f->root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
+        {"split", ARG_CHOICE, &f->split, "which split", .choices = EVAL_SPLITS},
+        {"samples", ARG_INT, &f->samples, "K > 1: importance-weighted NLL from K samples per image", .has_min = true, .min = 1, .has_max = true, .max = 100000},
+        {"batch", ARG_INT, &f->batch, "images per forward pass", .has_min = true, .min = 1, .has_max = true, .max = 10000},
+        {"limit", ARG_INT, &f->limit, "evaluate only the first N images (0: all)", .has_min = true, .min = 0},
+        {"seed", ARG_LONG, &f->seed, "noise seed", .has_min = true, .min = 0},
+        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
+        {"json", ARG_FLAG, &f->json, "print one JSON object", .given = NULL},
     };
+    return args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw eval --model PATH --data D [flags]", "draw", code);
+}
+
+static void print_eval(const EvalFlags *f, const Loaded *m, const EvalResult *r, double secs) {
+    const DrawConfig *c = &m->state.cfg;
+    const char *bin = m->state.binarize ? "binarised once, seed 0x5EED"
+                      : draw_channels(c) > 1 ? "colour intensities" : "grey levels";
+    const int dims = draw_image_size(c);  // per dimension: per pixel and channel
+    if (f->json) {
+        printf("{\"nll_bound\": %.6f, \"recon\": %.6f, \"kl\": %.6f, \"images\": %d, "
+               "\"split\": \"%s\", ",
+               r->bound, r->recon, r->kl, r->images, EVAL_SPLITS[f->split]);
+        text_json_name(stdout, "data", f->data);
+        printf(", \"binarization\": \"%s\", \"samples\": %d, \"dims\": %d, "
+               "\"nll_bound_per_dim\": %.8f",
+               bin, f->samples, dims, r->bound / dims);
+        if (f->samples > 1) printf(", \"nll_iw\": %.6f", r->nll_iw);
+        printf(", \"step\": %ld, \"seconds\": %.3f}\n", m->state.step, secs);
+    } else {
+        text_write_linef(stdout, "%s %s (%s): bound %.3f nats per image (reconstruction %.3f + KL %.3f), "
+                         "%.5f nats per dimension (%d), %d images",
+                         f->data, EVAL_SPLITS[f->split], bin, r->bound, r->recon, r->kl, r->bound / dims,
+                         dims, r->images);
+        if (f->samples > 1)
+            printf("importance-weighted NLL estimate (K = %d): %.3f nats\n", f->samples, r->nll_iw);
+    }
+}
+
+static int cmd_eval(int argc, char **argv) {
+    EvalFlags f;
     int code;
-    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw eval --model PATH --data D [flags]", "draw", &code))
-        return code;
+    if (parse_eval_flags(&f, argc, argv, &code)) return code;
     Error err;
-    gemm_set_threads(threads);
+    gemm_set_threads(f.threads);
     Dist dist;  // under mpirun, each rank evaluates its share of every batch
     if (dist_init(&dist, &err)) return fail(&err);
     Loaded m;
     ImageSet set;
-    int rc = load_model_and_split(&m, &set, model, data, root, split == 0 ? SPLIT_VALID : SPLIT_TEST, &err);
+    int rc = load_model_and_split(&m, &set, f.model, f.data, f.root,
+                                  f.split == 0 ? SPLIT_VALID : SPLIT_TEST, &err);
     if (rc == 0 && set.n < dist.size)
-        rc = error_set(&err, "%s has %d images, fewer than the %d ranks",
-                       data, set.n, dist.size);
-    if (rc == 0) rc = gemm_check_address_space(threads, &err);  // not a hang in OpenBLAS
+        rc = error_set(&err, "%s has %d images, fewer than the %d ranks", f.data, set.n, dist.size);
+    if (rc == 0) rc = gemm_check_address_space(f.threads, &err);  // not a hang in OpenBLAS
     if (train_dist_agree(&dist, rc, "draw", &err)) {
         dist_finalize(&dist);
         return 1;
     }
-    const DrawConfig *c = &m.state.cfg;
-    int B = batch < set.n ? batch : set.n;
+    int B = f.batch < set.n ? f.batch : set.n;
     if (B < dist.size) B = dist.size;
     EvalScratch scratch;
-    eval_scratch_alloc(&scratch, &dist, threads, c, B, samples);
-    gemm_set_threads(threads / scratch.n_workers);
+    eval_scratch_alloc(&scratch, &dist, f.threads, &m.state.cfg, B, f.samples);
+    gemm_set_threads(f.threads / scratch.n_workers);
     double t0 = timer_now();
     EvalResult r;
-    if (evaluate(&r, &scratch, &m.p, c, &set, limit, samples, (uint64_t)seed, &err))
+    if (evaluate(&r, &scratch, &m.p, &m.state.cfg, &set, f.limit, f.samples, (uint64_t)f.seed, &err))
         return train_dist_fail(&dist, "draw", &err);
-    double secs = timer_now() - t0;
-    if (!dist_is_root(&dist)) {
-        eval_scratch_free(&scratch);
-        imageset_free(&set);
-        block_free(&m.params);
-        dist_finalize(&dist);
-        return 0;
-    }
-    const char *bin = m.state.binarize ? "binarised once, seed 0x5EED"
-                      : draw_channels(c) > 1 ? "colour intensities" : "grey levels";
-    const int dims = draw_image_size(c);  // per dimension: per pixel and channel
-    if (json) {
-        printf("{\"nll_bound\": %.6f, \"recon\": %.6f, \"kl\": %.6f, \"images\": %d, "
-               "\"split\": \"%s\", ",
-               r.bound, r.recon, r.kl, r.images, splits[split]);
-        text_json_name(stdout, "data", data);
-        printf(", \"binarization\": \"%s\", \"samples\": %d, \"dims\": %d, "
-               "\"nll_bound_per_dim\": %.8f",
-               bin, samples, dims, r.bound / dims);
-        if (samples > 1) printf(", \"nll_iw\": %.6f", r.nll_iw);
-        printf(", \"step\": %ld, \"seconds\": %.3f}\n", m.state.step, secs);
-    } else {
-        text_write_linef(stdout, "%s %s (%s): bound %.3f nats per image (reconstruction %.3f + KL %.3f), "
-                         "%.5f nats per dimension (%d), %d images",
-                         data, splits[split], bin, r.bound, r.recon, r.kl, r.bound / dims, dims, r.images);
-        if (samples > 1)
-            printf("importance-weighted NLL estimate (K = %d): %.3f nats\n", samples, r.nll_iw);
-    }
+    if (dist_is_root(&dist)) print_eval(&f, &m, &r, timer_now() - t0);
     eval_scratch_free(&scratch);
     imageset_free(&set);
     block_free(&m.params);
