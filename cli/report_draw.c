@@ -17,6 +17,7 @@ typedef struct {
     SafetensorsFile model;
     cJSON *run_json, *eval;
     int has_curve;
+    int has_norms;  // log.csv has grad_norm rows (runs logged before it have none)
     int attention;  // the model's draw.attention
     char **film;    // step_NN.png names of the film folder, sorted
     int n_film;
@@ -84,9 +85,9 @@ static int draw_curve(DrawReport *r, Error *err) {
     char path[1200];
     report_path(path, sizeof path, r->run, "log.csv");
     if (!file_exists(path)) return 0;
-    static const char *const cols[2] = {"train_bound", "valid_bound"};
+    static const char *const cols[4] = {"train_bound", "valid_bound", "grad_norm", "grad_norm_max"};
     ReportColumns c;
-    if (report_read_columns(&c, path, "step", cols, 2, err)) return -1;
+    if (report_read_columns(&c, path, "step", cols, 4, err)) return -1;
     int rc = 0;
     if (c.n[0] > 0 || c.n[1] > 0) {
         ReportPlot p = {.file = "bound.png", .title = "negative log-likelihood bound", .xlabel = "step",
@@ -95,6 +96,14 @@ static int draw_curve(DrawReport *r, Error *err) {
                         .n2 = c.n[1], .log_y = 1};
         rc = report_plot(r->run, &p, err);
         r->has_curve = rc == 0;
+    }
+    if (rc == 0 && c.n[2] > 0) {
+        ReportPlot p = {.file = "grad_norm.png", .title = "gradient norm before clipping", .xlabel = "step",
+                        .ylabel = "global norm", .name1 = "mean", .name2 = "largest",
+                        .x1 = c.x[2], .y1 = c.y[2], .n1 = c.n[2], .x2 = c.x[3], .y2 = c.y[3],
+                        .n2 = c.n[3], .log_y = 1};
+        rc = report_plot(r->run, &p, err);
+        r->has_norms = rc == 0;
     }
     report_columns_free(&c);
     return rc;
@@ -186,6 +195,14 @@ static void section_curve(FILE *fp, const DrawReport *r) {
         figure(fp, "report_files/bound.png", "training and validation bound against the step", "plot",
                "The bound per image: training (mean of each logging window, on freshly binarised batches) "
                "and validation (the fixed binarisation), log scale.");
+    if (r->has_norms) {
+        char clip[32], caption[256];
+        snprintf(caption, sizeof caption,
+                 "The global gradient norm before clipping: mean and largest of each logging window, "
+                 "log scale. Training clips it at %s (0: no clipping).",
+                 meta_float(r, "train.clip", clip, sizeof clip));
+        figure(fp, "report_files/grad_norm.png", "gradient norm against the step", "plot", caption);
+    }
     html_section_end(fp);
 }
 

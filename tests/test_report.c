@@ -252,8 +252,8 @@ static void test_draw_report(void) {
     char *err = scratch_read(&drw, "stderr.txt", NULL);
     EXPECT(st == 0, "draw report failed: %s", err);
     free(err);
-    // bound curve + 2 samples + 3 reconstructions + 6 film frames
-    char *page = check_page(r, 1 + 2 + 3 + 6);
+    // bound and gradient-norm curves + 2 samples + 3 reconstructions + 6 film frames
+    char *page = check_page(r, 2 + 2 + 3 + 6);
     cJSON *eval = read_json(r, "eval.json"), *info = read_json(r, "run.json");
     if (!page || !eval || !info) goto done;
     static const char *const keys[] = {"nll_bound", "recon", "kl", "nll_iw", "images"};
@@ -268,6 +268,8 @@ static void test_draw_report(void) {
     }
     EXPECT(strstr(page, "80.97") && strstr(page, "87.40"), "the paper's numbers are not beside the bound");
     EXPECT(strstr(page, "samples/draw.gif") && strstr(page, "reconstructions/draw.gif"), "the GIFs are not on the page");
+    EXPECT(strstr(page, "report_files/grad_norm.png") && strstr(page, "clips it at 10 "),
+           "no gradient-norm curve with the clip beside it");
     // run.json: the first run and its resumption, both finished, the step counts totals.
     const cJSON *inv = cJSON_GetObjectItemCaseSensitive(info, "invocations");
     EXPECT(cJSON_GetArraySize(inv) == 2, "%d invocations in run.json", cJSON_GetArraySize(inv));
