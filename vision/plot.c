@@ -121,6 +121,99 @@ void plot_ranges(const PlotSeries *series, int n_series, const PlotOptions *opt,
     *xlo = x0, *xhi = x1, *ylo = y0 - pad, *yhi = y1 + pad;
 }
 
+// The plot area in pixels and the data ranges it shows (y as log10 on a log scale).
+typedef struct {
+    int left, right, top, bottom;
+    double xlo, xhi, ylo, yhi;
+} PlotFrame;
+
+static int frame_px(const PlotFrame *f, double x) {
+    return f->left + (int)lrint((x - f->xlo) / (f->xhi - f->xlo) * (f->right - f->left));
+}
+
+static int frame_py(const PlotFrame *f, double y) {
+    return f->bottom - (int)lrint((y - f->ylo) / (f->yhi - f->ylo) * (f->bottom - f->top));
+}
+
+static const float PLOT_BLACK[3] = {0, 0, 0};
+
+// Ticks with their grid lines and labels, the frame, the title and the axis labels.
+static void draw_axes(Image *img, const PlotFrame *f, const PlotOptions *o, const double *yt,
+                      int nyt, const double *xt, int nxt) {
+    static const float grid[3] = {0.88f, 0.88f, 0.88f};
+    const int scale = 1;
+    char buf[64];
+    for (int i = 0; i < nyt; i++) {
+        int y = frame_py(f, yt[i]);
+        fill_rect(img, f->left, y, f->right, y, grid);
+        fill_rect(img, f->left - 4, y, f->left - 1, y, PLOT_BLACK);
+        format_tick(buf, sizeof buf, yt[i], o->log_y);
+        font_draw_text(img, f->left - 6 - font_text_width(buf, scale), y - 3, buf, scale, PLOT_BLACK);
+    }
+    for (int i = 0; i < nxt; i++) {
+        int x = frame_px(f, xt[i]);
+        fill_rect(img, x, f->top, x, f->bottom, grid);
+        fill_rect(img, x, f->bottom + 1, x, f->bottom + 4, PLOT_BLACK);
+        format_tick(buf, sizeof buf, xt[i], 0);
+        font_draw_text(img, x - font_text_width(buf, scale) / 2, f->bottom + 7, buf, scale, PLOT_BLACK);
+    }
+    draw_rect(img, f->left, f->top, f->right, f->bottom, PLOT_BLACK, 1);
+    if (o->title)
+        font_draw_text(img, (o->width - font_text_width(o->title, 2)) / 2, 4, o->title, 2, PLOT_BLACK);
+    if (o->ylabel) font_draw_text(img, 4, f->top - 11, o->ylabel, scale, PLOT_BLACK);
+    if (o->xlabel)
+        font_draw_text(img, (f->left + f->right - font_text_width(o->xlabel, scale)) / 2,
+                       o->height - 12, o->xlabel, scale, PLOT_BLACK);
+}
+
+// Each series as a line through its finite points (a gap at any other), a lone point as a dot.
+static void draw_series(Image *img, const PlotFrame *f, const PlotSeries *series, int n_series,
+                        int log_y) {
+    for (int s = 0; s < n_series; s++) {
+        const float *col = PLOT_COLOURS[s % 8];
+        int have_prev = 0, px = 0, py = 0;
+        for (int i = 0; i < series[s].n; i++) {
+            double x = series[s].x[i], y = series[s].y[i];
+            if (!isfinite(x) || !isfinite(y) || (log_y && y <= 0)) {
+                have_prev = 0;
+                continue;
+            }
+            if (log_y) y = log10(y);
+            int cx = frame_px(f, x), cy = frame_py(f, y);
+            if (have_prev)
+                plot_line(img, px, py, cx, cy, col, f->left + 1, f->top + 1, f->right - 2, f->bottom - 2);
+            else if (i + 1 >= series[s].n || !isfinite(series[s].y[i + 1]))
+                plot_dot(img, cx, cy, col, 3);  // an isolated point stays visible
+            px = cx, py = cy, have_prev = 1;
+        }
+    }
+}
+
+// The named series' legend, top-right inside the plot area.
+static void draw_legend(Image *img, const PlotFrame *f, const PlotSeries *series, int n_series) {
+    const int scale = 1;
+    int entries = 0, legend_w = 0;
+    for (int s = 0; s < n_series; s++)
+        if (series[s].name) {
+            entries++;
+            int wdt = font_text_width(series[s].name, scale);
+            if (wdt > legend_w) legend_w = wdt;
+        }
+    if (entries == 0) return;
+    static const float white[3] = {1, 1, 1};
+    int bw = legend_w + 28, bh = entries * 12 + 6;
+    int bx = f->right - bw - 6, by = f->top + 6;
+    fill_rect(img, bx, by, bx + bw, by + bh, white);
+    draw_rect(img, bx, by, bx + bw, by + bh, PLOT_BLACK, 1);
+    int k = 0;
+    for (int s = 0; s < n_series; s++) {
+        if (!series[s].name) continue;
+        int y = by + 5 + 12 * k++;
+        fill_rect(img, bx + 5, y + 2, bx + 18, y + 3, PLOT_COLOURS[s % 8]);
+        font_draw_text(img, bx + 23, y, series[s].name, scale, PLOT_BLACK);
+    }
+}
+
 Image plot_render(const PlotSeries *series, int n_series, const PlotOptions *opt) {
     PlotOptions o = opt ? *opt : (PlotOptions){0};
     if (o.width <= 0) o.width = 640;
@@ -129,94 +222,26 @@ Image plot_render(const PlotSeries *series, int n_series, const PlotOptions *opt
     Image img = image_new(3, o.height, o.width);
     for (size_t i = 0; i < (size_t)3 * o.width * o.height; i++) img.data[i] = 1.0f;
 
-    double xlo, xhi, ylo, yhi;
-    plot_ranges(series, n_series, &o, &xlo, &xhi, &ylo, &yhi);
-
-    // Plot area.
-    const int scale = 1;
+    PlotFrame f;
+    plot_ranges(series, n_series, &o, &f.xlo, &f.xhi, &f.ylo, &f.yhi);
     double yt[16], xt[16];
-    int nyt = o.log_y ? log_ticks(ylo, yhi, 8, yt) : plot_nice_ticks(ylo, yhi, 8, yt);
-    int nxt = plot_nice_ticks(xlo, xhi, 8, xt);
+    int nyt = o.log_y ? log_ticks(f.ylo, f.yhi, 8, yt) : plot_nice_ticks(f.ylo, f.yhi, 8, yt);
+    int nxt = plot_nice_ticks(f.xlo, f.xhi, 8, xt);
+    // The plot area: room on the left for the widest y label, above for the title.
     int label_w = 0;
     char buf[64];
     for (int i = 0; i < nyt; i++) {
         format_tick(buf, sizeof buf, yt[i], o.log_y);
-        int wdt = font_text_width(buf, scale);
+        int wdt = font_text_width(buf, 1);
         if (wdt > label_w) label_w = wdt;
     }
-    int left = label_w + 14, right = o.width - 12;
-    int top = o.title || o.ylabel ? 30 : 12, bottom = o.height - (o.xlabel ? 36 : 24);
-    CHECK(right - left > 20 && bottom - top > 20, "plot too small for its labels");
-#define PX(x) (left + (int)lrint(((x) - xlo) / (xhi - xlo) * (right - left)))
-#define PY(y) (bottom - (int)lrint(((y) - ylo) / (yhi - ylo) * (bottom - top)))
+    f.left = label_w + 14, f.right = o.width - 12;
+    f.top = o.title || o.ylabel ? 30 : 12, f.bottom = o.height - (o.xlabel ? 36 : 24);
+    CHECK(f.right - f.left > 20 && f.bottom - f.top > 20, "plot too small for its labels");
 
-    static const float black[3] = {0, 0, 0}, grid[3] = {0.88f, 0.88f, 0.88f};
-    for (int i = 0; i < nyt; i++) {
-        int y = PY(yt[i]);
-        fill_rect(&img, left, y, right, y, grid);
-        fill_rect(&img, left - 4, y, left - 1, y, black);
-        format_tick(buf, sizeof buf, yt[i], o.log_y);
-        font_draw_text(&img, left - 6 - font_text_width(buf, scale), y - 3, buf, scale, black);
-    }
-    for (int i = 0; i < nxt; i++) {
-        int x = PX(xt[i]);
-        fill_rect(&img, x, top, x, bottom, grid);
-        fill_rect(&img, x, bottom + 1, x, bottom + 4, black);
-        format_tick(buf, sizeof buf, xt[i], 0);
-        font_draw_text(&img, x - font_text_width(buf, scale) / 2, bottom + 7, buf, scale, black);
-    }
-    draw_rect(&img, left, top, right, bottom, black, 1);
-    if (o.title)
-        font_draw_text(&img, (o.width - font_text_width(o.title, 2)) / 2, 4, o.title, 2, black);
-    if (o.ylabel) font_draw_text(&img, 4, top - 11, o.ylabel, scale, black);
-    if (o.xlabel)
-        font_draw_text(&img, (left + right - font_text_width(o.xlabel, scale)) / 2, o.height - 12,
-                       o.xlabel, scale, black);
-
-    // Series.
-    for (int s = 0; s < n_series; s++) {
-        const float *col = PLOT_COLOURS[s % 8];
-        int have_prev = 0, px = 0, py = 0;
-        for (int i = 0; i < series[s].n; i++) {
-            double x = series[s].x[i], y = series[s].y[i];
-            if (!isfinite(x) || !isfinite(y) || (o.log_y && y <= 0)) {
-                have_prev = 0;
-                continue;
-            }
-            if (o.log_y) y = log10(y);
-            int cx = PX(x), cy = PY(y);
-            if (have_prev)
-                plot_line(&img, px, py, cx, cy, col, left + 1, top + 1, right - 2, bottom - 2);
-            else if (i + 1 >= series[s].n || !isfinite(series[s].y[i + 1]))
-                plot_dot(&img, cx, cy, col, 3);  // an isolated point stays visible
-            px = cx, py = cy, have_prev = 1;
-        }
-    }
-#undef PX
-#undef PY
-
-    // Legend, top-right inside the plot area.
-    int entries = 0, legend_w = 0;
-    for (int s = 0; s < n_series; s++)
-        if (series[s].name) {
-            entries++;
-            int wdt = font_text_width(series[s].name, scale);
-            if (wdt > legend_w) legend_w = wdt;
-        }
-    if (entries > 0) {
-        static const float white[3] = {1, 1, 1};
-        int bw = legend_w + 28, bh = entries * 12 + 6;
-        int bx = right - bw - 6, by = top + 6;
-        fill_rect(&img, bx, by, bx + bw, by + bh, white);
-        draw_rect(&img, bx, by, bx + bw, by + bh, black, 1);
-        int k = 0;
-        for (int s = 0; s < n_series; s++) {
-            if (!series[s].name) continue;
-            int y = by + 5 + 12 * k++;
-            fill_rect(&img, bx + 5, y + 2, bx + 18, y + 3, PLOT_COLOURS[s % 8]);
-            font_draw_text(&img, bx + 23, y, series[s].name, scale, black);
-        }
-    }
+    draw_axes(&img, &f, &o, yt, nyt, xt, nxt);
+    draw_series(&img, &f, series, n_series, o.log_y);
+    draw_legend(&img, &f, series, n_series);
     return img;
 }
 
