@@ -379,6 +379,11 @@ static void test_larger_than_limit(void) {
     }
     int st = 0;
     waitpid(pid, &st, 0);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 4) {  // valgrind's allocator is not held by the limit
+        printf("skip test_larger_than_limit: a 16 MiB data limit does not bind this process's "
+               "malloc (valgrind's replaces it), so nothing is shown\n");
+        return;
+    }
     EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child under a 16 MiB data limit: status %d", st);
 }
 
