@@ -31,3 +31,32 @@ require_current_program() {
         exit 2
     }
 }
+
+# table_row FILE MARKER HEADER ROW: inserts ROW after the last line of the first table at
+# or after the first line that starts with MARKER; when no line does, HEADER (which holds
+# such a line and the table's head) is appended to FILE first. So a row lands in its own
+# table whatever prose follows it (draw_mnist.sh's quick and paper-configuration tables,
+# the notes under a results page's table).
+table_row() {
+    file=$1 marker=$2 header=$3 row=$4
+    mkdir -p "$(dirname "$file")"
+    touch "$file"
+    if ! awk -v m="$marker" 'index($0, m) == 1 { found = 1 } END { exit !found }' "$file"; then
+        [ -s "$file" ] && echo >> "$file"
+        printf '%s\n' "$header" >> "$file"
+    fi
+    awk -v marker="$marker" -v row="$row" '
+        { line[NR] = $0 }
+        index($0, marker) == 1 && !start { start = NR }
+        END {
+            last = 0
+            for (i = start; i <= NR; i++) {
+                if (line[i] ~ /^\|/) last = i
+                else if (last) break
+            }
+            for (i = 1; i <= NR; i++) {
+                print line[i]
+                if (i == last) print row
+            }
+        }' "$file" > "$file.tmp" && mv "$file.tmp" "$file"
+}

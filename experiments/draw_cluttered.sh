@@ -69,8 +69,28 @@ RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/draw_cluttered.md}
 
 [ $# -gt 0 ] || set -- dram8 dram4 cnn
 
-. "$(dirname "$0")/common.sh"  # json_field, train_wall, require_current_program
+. "$(dirname "$0")/common.sh"  # json_field, train_wall, require_current_program, table_row
 require_current_program draw_cluttered.sh "$BIN/draw"
+
+# results_header: the results page's title, its description and the table's head, for a
+# new page (table_row).
+results_header() {
+    cat <<'EOF'
+# DRAW's glimpse classifier on cluttered MNIST
+
+Gregor et al. 2015, section 4: 100 x 100 cluttered translated MNIST (one digit, 8 fragments
+of 8 x 8 from other digits of the same split), test error on the 10,000 test digits in
+clutter drawn with seed 0xC1. Training: Adam 5e-4 (divided by 10 at steps 100,000 and
+150,000), batch 64, gradient norm clipped at 5 (the paper gives only glimpses, glimpse size
+and LSTM size). The paper's figure of the same configuration is beside each row; the test
+error's 95 % Wilson interval on the 10,000 images follows it in brackets (`draw classify
+eval`, core/binomial.h). The ram rows are this toolkit's hard-attention variant (RAM's
+4-scale retina at a centre sampled and trained by REINFORCE; models/glimpse.h).
+
+| date | config | model | steps | wall time (s) | images/s (last run) | test error | paper |
+|---|---|---|---|---|---|---|---|
+EOF
+}
 
 # train_phase STEPS LR: trains (or resumes) the configuration in $dir with $model up to a
 # total of STEPS steps at learning rate LR.
@@ -115,31 +135,14 @@ run_config() {
     step=$(json_field steps < "$dir/train.json")
     ips=$(json_field images_per_s < "$dir/train.json")
 
-    mkdir -p "$(dirname "$RESULTS")"
-    if [ ! -s "$RESULTS" ]; then
-        cat > "$RESULTS" <<'EOF'
-# DRAW's glimpse classifier on cluttered MNIST
-
-Gregor et al. 2015, section 4: 100 x 100 cluttered translated MNIST (one digit, 8 fragments
-of 8 x 8 from other digits of the same split), test error on the 10,000 test digits in
-clutter drawn with seed 0xC1. Training: Adam 5e-4 (divided by 10 at steps 100,000 and
-150,000), batch 64, gradient norm clipped at 5 (the paper gives only glimpses, glimpse size
-and LSTM size). The paper's figure of the same configuration is beside each row; the test
-error's 95 % Wilson interval on the 10,000 images follows it in brackets (`draw classify
-eval`, core/binomial.h). The ram rows are this toolkit's hard-attention variant (RAM's
-4-scale retina at a centre sampled and trained by REINFORCE; models/glimpse.h).
-
-| date | config | model | steps | wall time (s) | images/s (last run) | test error | paper |
-|---|---|---|---|---|---|---|---|
-EOF
-    fi
     shown=$model  # the model column; a rate or seed other than the defaults is part of the recipe
     [ "$LR" = 5e-4 ] || shown="$shown --lr $LR"
     [ "$SEED" = 1 ] || shown="$shown --seed $SEED"
-    printf '| %s | %s | %s | %s | %s | %.0f | %s | %s |\n' "$(date -u +%Y-%m-%d)" "$name" \
+    row=$(printf '| %s | %s | %s | %s | %s | %.0f | %s | %s |' "$(date -u +%Y-%m-%d)" "$name" \
         "$shown" "$step" "$wall" "$ips" \
         "$(echo "$err $low $high" | awk '{ printf "%.2f %% (%.2f-%.2f)", 100 * $1, 100 * $2, 100 * $3 }')" \
-        "$paper" >> "$RESULTS"
+        "$paper")
+    table_row "$RESULTS" "| date | config |" "$(results_header)" "$row"
     echo "draw_cluttered.sh: $name: test error $err after $step steps; row added to $RESULTS" >&2
 }
 

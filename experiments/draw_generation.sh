@@ -41,7 +41,7 @@ RESULTS_DIR=${RESULTS_DIR:-experiments/results}
 
 [ $# -gt 0 ] || set -- mnist2 colour
 
-. "$(dirname "$0")/common.sh"  # json_field, train_wall, require_current_program
+. "$(dirname "$0")/common.sh"  # json_field, train_wall, require_current_program, table_row
 require_current_program draw_generation.sh "$BIN/draw"
 
 header_mnist2() {
@@ -117,13 +117,12 @@ run_config() {
     "$BIN/draw" generate --model "$m" --count 1 --show-attention --scale 3 --out "$dir/film"
     "$BIN/draw" report "$dir" --eval test.json
 
-    mkdir -p "$(dirname "$table")"
-    [ -s "$table" ] || "header_$name" > "$table"
     # A resumed run with no step left reports no images/s.
     case $ips in [0-9]*) ips=$(printf '%.0f' "$ips") ;; *) ips=- ;; esac
-    printf '| %s | %s | %s | %s | %s | %s | %s | %.2f | %.5f | %.2f + %.2f | %.2f (%s) |\n' \
+    row=$(printf '| %s | %s | %s | %s | %s | %s | %s | %.2f | %.5f | %.2f + %.2f | %.2f (%s) |' \
         "$(date -u +%Y-%m-%d)" "$model" "$step" "$batch" "$wall" "$load" "$ips" "$bound" \
-        "$per_dim" "$recon" "$kl" "$iw" "$SAMPLES" >> "$table"
+        "$per_dim" "$recon" "$kl" "$iw" "$SAMPLES")
+    table_row "$table" "| date | model |" "$("header_$name")" "$row"
     echo "draw_generation.sh: $name: test bound $bound nats ($per_dim per dimension), IW NLL $iw (K = $SAMPLES); row added to $table" >&2
 }
 

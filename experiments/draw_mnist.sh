@@ -97,7 +97,7 @@ RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/draw_mnist.md}
 
 [ $# -gt 0 ] || set -- quick quick-noattn
 
-. "$(dirname "$0")/common.sh"  # json_field, train_wall, require_current_program
+. "$(dirname "$0")/common.sh"  # json_field, train_wall, require_current_program, table_row
 require_current_program draw_mnist.sh "$BIN/draw"
 
 run_config() {
@@ -154,34 +154,6 @@ nats per image; IW NLL = importance-weighted estimate from K posterior samples p
 | date | config | model | steps | wall time (s) | images/s (last run) | test bound | recon + KL | IW NLL (K) |
 |---|---|---|---|---|---|---|---|---|
 EOF
-}
-
-# table_row FILE MARKER HEADER ROW: inserts ROW after the last line of the first table at
-# or after the first line that starts with MARKER; when no line does, HEADER (which holds
-# such a line and the table's head) is appended to FILE first. So the quick rows and the
-# paper-configuration rows each stay in their own table, whichever is written last.
-table_row() {
-    file=$1 marker=$2 header=$3 row=$4
-    mkdir -p "$(dirname "$file")"
-    touch "$file"
-    if ! awk -v m="$marker" 'index($0, m) == 1 { found = 1 } END { exit !found }' "$file"; then
-        [ -s "$file" ] && echo >> "$file"
-        printf '%s\n' "$header" >> "$file"
-    fi
-    awk -v marker="$marker" -v row="$row" '
-        { line[NR] = $0 }
-        index($0, marker) == 1 && !start { start = NR }
-        END {
-            last = 0
-            for (i = start; i <= NR; i++) {
-                if (line[i] ~ /^\|/) last = i
-                else if (last) break
-            }
-            for (i = 1; i <= NR; i++) {
-                print line[i]
-                if (i == last) print row
-            }
-        }' "$file" > "$file.tmp" && mv "$file.tmp" "$file"
 }
 
 PAPER_MARKER="## The paper configuration to convergence (draw_mnist.sh paper, paper-noattn)"

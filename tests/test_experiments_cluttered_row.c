@@ -3,8 +3,9 @@
 // the sources) that records its arguments and prints fixed JSON for `classify train` and
 // `classify eval`, so the test trains nothing and takes milliseconds; what it checks is the
 // script: the phases of DECAY_STEPS, a learning rate or seed other than the defaults in the
-// model column, and the test error with its 95 % interval as `classify eval --json` gives
-// them. Run from the repository root (as tests/run.sh is).
+// model column, the test error with its 95 % interval as `classify eval --json` gives
+// them, and a row that goes into the table when notes follow it. Run from the repository
+// root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,12 @@ static void test_row_with_rate_and_seed(void) {
 
 static void test_row_with_defaults(void) {
     write_stand_in();
+    // Notes under the first run's table: the next row still goes into the table.
+    char path[600];
+    snprintf(path, sizeof path, "%s/results.md", dir);
+    FILE *fp = fopen(path, "a");
+    EXPECT(fp != NULL, "cannot append to %s", path);
+    if (fp) fputs("\nNotes under the table.\n", fp), fclose(fp);
     int st = run_script("");  // LR 5e-4, SEED 1: neither is written
     char *called = read_file("called.txt");
     EXPECT(called && strstr(called, "--lr 5e-4 --clip 5 --seed 1 --steps 300 "), "the defaults: %s",
@@ -117,6 +124,9 @@ static void test_row_with_defaults(void) {
     int rows = 0;
     for (const char *p = table; p && (p = strstr(p, "\n| 2")); p++) rows++;
     EXPECT(rows == 2, "%d rows, expected this run's appended to the first", rows);
+    const char *notes = table ? strstr(table, "\n\nNotes under the table.\n") : NULL;
+    EXPECT(notes && notes[strlen("\n\nNotes under the table.\n")] == 0 && strstr(table, row) < notes,
+           "the row is not in the table, above the notes:\n%s", table ? table : "");
     free(table);
 }
 
