@@ -81,6 +81,16 @@ static int load_inputs(DrawReport *r, Error *err) {
     return 0;
 }
 
+// Columns i and i + 1 of c as two series on a log scale, into RUN/report_files/FILE.
+static int plot_pair(const DrawReport *r, const ReportColumns *c, int i, const char *file,
+                     const char *title, const char *ylabel, const char *name1, const char *name2,
+                     Error *err) {
+    ReportPlot p = {.file = file, .title = title, .xlabel = "step", .ylabel = ylabel,
+                    .name1 = name1, .name2 = name2, .x1 = c->x[i], .y1 = c->y[i], .n1 = c->n[i],
+                    .x2 = c->x[i + 1], .y2 = c->y[i + 1], .n2 = c->n[i + 1], .log_y = 1};
+    return report_plot(r->run, &p, err);
+}
+
 static int draw_curve(DrawReport *r, Error *err) {
     char path[1200];
     report_path(path, sizeof path, r->run, "log.csv");
@@ -90,19 +100,13 @@ static int draw_curve(DrawReport *r, Error *err) {
     if (report_read_columns(&c, path, "step", cols, 4, err)) return -1;
     int rc = 0;
     if (c.n[0] > 0 || c.n[1] > 0) {
-        ReportPlot p = {.file = "bound.png", .title = "negative log-likelihood bound", .xlabel = "step",
-                        .ylabel = "nats per image", .name1 = "train", .name2 = "validation",
-                        .x1 = c.x[0], .y1 = c.y[0], .n1 = c.n[0], .x2 = c.x[1], .y2 = c.y[1],
-                        .n2 = c.n[1], .log_y = 1};
-        rc = report_plot(r->run, &p, err);
+        rc = plot_pair(r, &c, 0, "bound.png", "negative log-likelihood bound", "nats per image",
+                       "train", "validation", err);
         r->has_curve = rc == 0;
     }
     if (rc == 0 && c.n[2] > 0) {
-        ReportPlot p = {.file = "grad_norm.png", .title = "gradient norm before clipping", .xlabel = "step",
-                        .ylabel = "global norm", .name1 = "mean", .name2 = "largest",
-                        .x1 = c.x[2], .y1 = c.y[2], .n1 = c.n[2], .x2 = c.x[3], .y2 = c.y[3],
-                        .n2 = c.n[3], .log_y = 1};
-        rc = report_plot(r->run, &p, err);
+        rc = plot_pair(r, &c, 2, "grad_norm.png", "gradient norm before clipping", "global norm",
+                       "mean", "largest", err);
         r->has_norms = rc == 0;
     }
     report_columns_free(&c);

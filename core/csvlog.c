@@ -10,9 +10,9 @@
 
 enum { MAX_COLS = 64 };
 
-// Splits a line (ending at '\n' or 0) into at most MAX_COLS comma-separated cells, in
-// place: cell[i] points at its text, len[i] is its length. Returns the cell count, or
-// -1 when there are more than MAX_COLS.
+// Splits a line (ending at '\n' or 0) into at most MAX_COLS comma-separated cells without
+// copying: cell[i] points at its text in line, len[i] is its length. Returns the cell
+// count, or -1 when there are more than MAX_COLS.
 static int split_cells(const char *line, const char **cell, size_t *len) {
     int n = 0;
     for (const char *p = line;; p++) {
@@ -117,6 +117,7 @@ int csvlog_open(CsvLog *log, const char *path, const char *columns, int append, 
     }
     return 0;
 }
+
 void csvlog_row(CsvLog *log, const double *values, int n) {
     CHECK(log->fp, "csvlog_row on a closed log");
     CHECK(n == log->n_cols, "csvlog_row: %d values for %d columns", n, log->n_cols);
