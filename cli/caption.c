@@ -51,6 +51,7 @@
 #include "cli/caption_predict.h"
 #include "cli/caption_score.h"
 #include "cli/report_caption.h"
+#include "cli/report_common.h"
 #include "cli/run_info.h"
 #include "datasets/imagefolder.h"
 #include "datasets/scenes.h"
@@ -320,76 +321,21 @@ static int evaluate(EvalResult *res, const Dist *dist, SatModel *m, CaptionFineT
 // Curves: loss, validation BLEU-4 and grounding (scenes) against the step, from log.csv.
 
 static int write_curves(const char *csv_path, const char *png_path, Error *err) {
-    FILE *fp = fopen(csv_path, "r");
-    if (!fp) return error_set(err, "%s: cannot open", csv_path);
-    char line[1024];
-    int col_step = -1, col_loss = -1, col_bleu = -1, col_ground = -1;
-    int cap = 1024, nl = 0, nb = 0, ng = 0;
-    float *ls = xmalloc((size_t)cap * sizeof(float)), *ly = xmalloc((size_t)cap * sizeof(float));
-    float *bs = xmalloc((size_t)cap * sizeof(float)), *by = xmalloc((size_t)cap * sizeof(float));
-    float *gs = xmalloc((size_t)cap * sizeof(float)), *gy = xmalloc((size_t)cap * sizeof(float));
-    int row = 0;
-    while (fgets(line, sizeof line, fp)) {
-        line[strcspn(line, "\r\n")] = 0;
-        char *cells[16];
-        int nc = 0;
-        char *p = line;
-        cells[nc++] = p;
-        for (; *p && nc < 16; p++)
-            if (*p == ',') {
-                *p = 0;
-                cells[nc++] = p + 1;
-            }
-        if (row++ == 0) {
-            for (int i = 0; i < nc; i++) {
-                if (!strcmp(cells[i], "step")) col_step = i;
-                if (!strcmp(cells[i], "loss")) col_loss = i;
-                if (!strcmp(cells[i], "val_bleu4")) col_bleu = i;
-                if (!strcmp(cells[i], "val_grounding")) col_ground = i;
-            }
-            continue;
-        }
-        if (col_step < 0 || col_step >= nc) continue;
-        float x = strtof(cells[col_step], NULL);
-        if (nl == cap || nb == cap || ng == cap) {
-            cap *= 2;
-            ls = xrealloc(ls, (size_t)cap * sizeof(float));
-            ly = xrealloc(ly, (size_t)cap * sizeof(float));
-            bs = xrealloc(bs, (size_t)cap * sizeof(float));
-            by = xrealloc(by, (size_t)cap * sizeof(float));
-            gs = xrealloc(gs, (size_t)cap * sizeof(float));
-            gy = xrealloc(gy, (size_t)cap * sizeof(float));
-        }
-        if (col_loss >= 0 && col_loss < nc && cells[col_loss][0]) {
-            ls[nl] = x;
-            ly[nl++] = strtof(cells[col_loss], NULL);
-        }
-        if (col_bleu >= 0 && col_bleu < nc && cells[col_bleu][0]) {
-            bs[nb] = x;
-            by[nb++] = strtof(cells[col_bleu], NULL);
-        }
-        if (col_ground >= 0 && col_ground < nc && cells[col_ground][0]) {
-            gs[ng] = x;
-            gy[ng++] = strtof(cells[col_ground], NULL);
-        }
-    }
-    fclose(fp);
-    PlotSeries s1 = {"training loss (per image)", ls, ly, nl};
-    PlotSeries s2[2] = {{"validation BLEU-4", bs, by, nb}, {"validation grounding", gs, gy, ng}};
+    static const char *const cols[3] = {"loss", "val_bleu4", "val_grounding"};
+    ReportColumns c;
+    if (report_read_columns(&c, csv_path, "step", cols, 3, err)) return -1;
+    PlotSeries s1 = {"training loss (per image)", c.x[0], c.y[0], c.n[0]};
+    PlotSeries s2[2] = {{"validation BLEU-4", c.x[1], c.y[1], c.n[1]},
+                        {"validation grounding", c.x[2], c.y[2], c.n[2]}};
     PlotOptions o1 = {.title = "loss", .xlabel = "step", .width = 640, .height = 320};
     PlotOptions o2 = {.title = "validation", .xlabel = "step", .width = 640, .height = 320};
-    Image imgs[2] = {plot_render(&s1, 1, &o1), plot_render(s2, ng > 0 ? 2 : 1, &o2)};
+    Image imgs[2] = {plot_render(&s1, 1, &o1), plot_render(s2, c.n[2] > 0 ? 2 : 1, &o2)};
     Image both = stack_vertical(imgs, 2, 8);
     int r = write_png_image(png_path, &both, err);
     image_free(&imgs[0]);
     image_free(&imgs[1]);
     image_free(&both);
-    free(ls);
-    free(ly);
-    free(bs);
-    free(by);
-    free(gs);
-    free(gy);
+    report_columns_free(&c);
     return r;
 }
 

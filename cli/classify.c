@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/classify_common.h"
 #include "cli/classify_tools.h"
+#include "cli/report_common.h"
 #include "cli/run_info.h"
 #include "cli/threads.h"
 #include "cli/train_run.h"
@@ -370,39 +371,18 @@ static int train_loop(ClassifyRun *r, Error *err) {
     return rc;
 }
 
-// Loss and error curves from log.csv (step, train_loss, train_error, valid_error, ...).
+// Error curves from log.csv (its train_error and valid_error columns, as percentages,
+// against the step).
 static int write_curves(const char *csv, const char *png, Error *err) {
-    FILE *fp = fopen(csv, "r");
-    if (!fp) return error_set(err, "%s: cannot read", csv);
-    int cap = 256, nt = 0, nv = 0;
-    float *tx = xmalloc(sizeof(float) * cap), *ty = xmalloc(sizeof(float) * cap);
-    float *vx = xmalloc(sizeof(float) * cap), *vy = xmalloc(sizeof(float) * cap);
-    char line[512];
-    while (fgets(line, sizeof line, fp)) {
-        double v[5];
-        char *p = line, *end;
-        int k = 0;
-        for (; k < 5; k++) {
-            v[k] = strtod(p, &end);
-            if (end == p) v[k] = NAN;
-            p = strchr(end, ',');
-            if (!p) break;
-            p++;
-        }
-        if (!isfinite(v[0])) continue;  // the header
-        if (nt == cap || nv == cap) {
-            cap *= 2;
-            tx = xrealloc(tx, sizeof(float) * cap), ty = xrealloc(ty, sizeof(float) * cap);
-            vx = xrealloc(vx, sizeof(float) * cap), vy = xrealloc(vy, sizeof(float) * cap);
-        }
-        if (k >= 2 && isfinite(v[2])) tx[nt] = (float)v[0], ty[nt++] = (float)(100.0 * v[2]);
-        if (k >= 3 && isfinite(v[3])) vx[nv] = (float)v[0], vy[nv++] = (float)(100.0 * v[3]);
-    }
-    fclose(fp);
-    PlotSeries s[2] = {{"train error", tx, ty, nt}, {"valid error", vx, vy, nv}};
+    static const char *const cols[2] = {"train_error", "valid_error"};
+    ReportColumns c;
+    if (report_read_columns(&c, csv, "step", cols, 2, err)) return -1;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < c.n[k]; i++) c.y[k][i] *= 100.0f;
+    PlotSeries s[2] = {{"train error", c.x[0], c.y[0], c.n[0]}, {"valid error", c.x[1], c.y[1], c.n[1]}};
     PlotOptions o = {.title = "cluttered MNIST classification", .xlabel = "step", .ylabel = "error (%)"};
     int rc = plot_write_png(png, s, 2, &o, err);
-    free(tx), free(ty), free(vx), free(vy);
+    report_columns_free(&c);
     return rc;
 }
 

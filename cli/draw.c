@@ -34,6 +34,7 @@
 #include "cli/threads.h"
 #include "cli/train_dist.h"
 #include "cli/train_run.h"
+#include "cli/report_common.h"
 #include "cli/report_draw.h"
 #include "cli/run_info.h"
 #include "core/adam.h"
@@ -389,46 +390,16 @@ static int write_frames(const char *dir, const DrawActs *a, const DrawConfig *c,
     return rc;
 }
 
-// Loss curve from DIR/log.csv (step, train_bound, valid_bound, ...).
+// Loss curve from DIR/log.csv (its train_bound and valid_bound columns against the step).
 static int write_loss_plot(const char *csv, const char *png, Error *err) {
-    FILE *fp = fopen(csv, "r");
-    if (!fp) return error_set(err, "%s: %s", csv, strerror(errno));
-    int cap = 256, nt = 0, nv = 0;
-    float *tx = xmalloc(sizeof(float) * cap), *ty = xmalloc(sizeof(float) * cap);
-    float *vx = xmalloc(sizeof(float) * cap), *vy = xmalloc(sizeof(float) * cap);
-    char line[512];
-    while (fgets(line, sizeof line, fp)) {
-        char *f[4] = {0};
-        int k = 0;
-        char *p = line;
-        f[k++] = p;
-        while (*p && k < 4) {
-            if (*p == ',') {
-                *p = 0;
-                f[k++] = p + 1;
-            }
-            p++;
-        }
-        if (k < 3) continue;
-        char *end;
-        double step = strtod(f[0], &end);
-        if (end == f[0]) continue;  // the header
-        if (nt == cap || nv == cap) {
-            cap *= 2;
-            tx = xrealloc(tx, sizeof(float) * cap), ty = xrealloc(ty, sizeof(float) * cap);
-            vx = xrealloc(vx, sizeof(float) * cap), vy = xrealloc(vy, sizeof(float) * cap);
-        }
-        double a = strtod(f[1], &end);
-        if (end != f[1]) tx[nt] = (float)step, ty[nt++] = (float)a;
-        double b = strtod(f[2], &end);
-        if (end != f[2]) vx[nv] = (float)step, vy[nv++] = (float)b;
-    }
-    fclose(fp);
-    PlotSeries s[2] = {{"train bound", tx, ty, nt}, {"valid bound", vx, vy, nv}};
+    static const char *const cols[2] = {"train_bound", "valid_bound"};
+    ReportColumns c;
+    if (report_read_columns(&c, csv, "step", cols, 2, err)) return -1;
+    PlotSeries s[2] = {{"train bound", c.x[0], c.y[0], c.n[0]}, {"valid bound", c.x[1], c.y[1], c.n[1]}};
     PlotOptions o = {.title = "DRAW: negative log-likelihood bound", .xlabel = "step",
                      .ylabel = "nats per image"};
     int rc = plot_write_png(png, s, 2, &o, err);
-    free(tx), free(ty), free(vx), free(vy);
+    report_columns_free(&c);
     return rc;
 }
 
