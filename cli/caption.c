@@ -559,7 +559,8 @@ typedef struct {
     TrainCadence cadence;
     TrainMeter meter;
     // The log window: sums since the last training row.
-    double t_log, loss_acc, ce_acc, tok_acc, norm_acc;
+    double t_log, loss_acc, ce_acc, tok_acc;
+    TrainNorms norms;
     long imgs_since;
     int n_acc;
     double last_window_loss;  // the last row's mean loss per image; NAN before one
@@ -714,7 +715,8 @@ static int open_parts(CaptionRun *r, Error *err) {
     if (gemm_check_address_space(f->threads, err)) return 1;  // not a hang in OpenBLAS
     if (root && (train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
                  csvlog_open(&r->log, r->path_log,
-                             "step,epoch,loss,ce_per_token,grad_norm,lr,images_per_s,val_bleu4,"
+                             "step,epoch,loss,ce_per_token,grad_norm,grad_norm_max,lr,images_per_s,"
+                             "val_bleu4,"
                              "val_grounding", f->resume, err)))
         return 1;
     return 0;
@@ -963,19 +965,20 @@ static void log_step(CaptionRun *r, const StepResult *s, bool row_due) {
     r->loss_acc += s->loss.loss;
     r->ce_acc += s->loss.ce * s->images;
     r->tok_acc += s->loss.tokens;
-    r->norm_acc += s->norm;
+    train_norms_add(&r->norms, s->norm);
     r->n_acc++;
     if (!row_due) return;
     const long step = r->tc.step;
     double now = timer_now();
-    double row[9] = {(double)step, (double)step / r->spe, r->loss_acc / r->n_acc,
-                     r->ce_acc / r->tok_acc, r->norm_acc / r->n_acc, s->lr,
-                     r->imgs_since / (now - r->t_log), NAN, NAN};
-    csvlog_row(&r->log, row, 9);
+    double row[10] = {(double)step, (double)step / r->spe, r->loss_acc / r->n_acc,
+                      r->ce_acc / r->tok_acc, NAN, NAN, s->lr,
+                      r->imgs_since / (now - r->t_log), NAN, NAN};
+    train_norms_take(&r->norms, &row[4], &row[5]);
+    csvlog_row(&r->log, row, 10);
     r->last_window_loss = r->loss_acc / r->n_acc;
     r->t_log = now;
     r->imgs_since = 0;
-    r->loss_acc = r->ce_acc = r->tok_acc = r->norm_acc = 0.0;
+    r->loss_acc = r->ce_acc = r->tok_acc = 0.0;
     r->n_acc = 0;
 }
 
@@ -1001,8 +1004,8 @@ static int validate_and_save(CaptionRun *r, Error *err) {
     const bool root = dist_is_root(r->dist);
     r->last_val = train_fault_valid_score(step, er.scores.bleu[3]);
     double ground = er.has_grounding ? er.grounding.accuracy : NAN;
-    double row[9] = {(double)step, (double)step / r->spe, NAN, NAN, NAN, NAN, NAN, r->last_val, ground};
-    if (root) csvlog_row(&r->log, row, 9);
+    double row[10] = {(double)step, (double)step / r->spe, NAN, NAN, NAN, NAN, NAN, NAN, r->last_val, ground};
+    if (root) csvlog_row(&r->log, row, 10);
     bool best = r->last_val > r->tc.best_bleu;
     if (!f->quiet && root) {
         train_meter_break(&r->meter);

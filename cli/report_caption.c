@@ -29,7 +29,7 @@ typedef struct {
     cJSON *run_json, *eval, *per_image;
     ImageItem *items;
     int n_items;
-    int has_loss, has_bleu, has_grounding;  // curves drawn
+    int has_loss, has_bleu, has_grounding, has_norms;  // curves drawn
     int n_val;                              // validations in log.csv
     double one_val[3];                      // step, BLEU-4, grounding of the only one
 } CaptionReport;
@@ -99,9 +99,9 @@ static int draw_curves(CaptionReport *r, Error *err) {
     char path[1200];
     report_path(path, sizeof path, r->run, "log.csv");
     if (!file_exists(path)) return 0;
-    static const char *const cols[3] = {"loss", "val_bleu4", "val_grounding"};
+    static const char *const cols[5] = {"loss", "val_bleu4", "val_grounding", "grad_norm", "grad_norm_max"};
     ReportColumns c;
-    if (report_read_columns(&c, path, "step", cols, 3, err)) return -1;
+    if (report_read_columns(&c, path, "step", cols, 5, err)) return -1;
     int rc = 0;
     if (c.n[0] > 0) {
         ReportPlot p = {.file = "loss.png", .title = "training loss", .xlabel = "step",
@@ -128,6 +128,14 @@ static int draw_curves(CaptionReport *r, Error *err) {
                         .nonnegative = 1};
         rc = report_plot(r->run, &p, err);
         r->has_grounding = rc == 0;
+    }
+    if (!rc && c.n[3] > 0) {  // logs written before grad_norm_max have the mean alone
+        ReportPlot p = {.file = "grad_norm.png", .title = "gradient norm before clipping", .xlabel = "step",
+                        .ylabel = "global norm", .name1 = "mean", .x1 = c.x[3], .y1 = c.y[3], .n1 = c.n[3],
+                        .name2 = c.n[4] > 0 ? "largest" : NULL, .x2 = c.x[4], .y2 = c.y[4], .n2 = c.n[4],
+                        .log_y = 1};
+        rc = report_plot(r->run, &p, err);
+        r->has_norms = rc == 0;
     }
     report_columns_free(&c);
     return rc;
@@ -199,6 +207,10 @@ static void section_curves(FILE *fp, const CaptionReport *r) {
     if (r->has_grounding)
         figure(fp, "report_files/val_grounding.png", "validation grounding against the step", "plot",
                "Validation grounding accuracy.");
+    if (r->has_norms)
+        figure(fp, "report_files/grad_norm.png", "gradient norm against the step", "plot",
+               "The global gradient norm before clipping: mean and largest of each logging window, log scale. "
+               "Training clips it at the command's --clip (default 5; 0: no clipping).");
     fputs("</div>\n", fp);
     if (r->n_val == 1) {
         fputs("<p class=\"note\">", fp);

@@ -108,8 +108,15 @@ static void test_train_eval_predict(void) {
     // %.6g in the JSON against %.9g in the CSV: 1e-5 relative covers the rounding.
     if (cJSON_IsNumber(fl) && isfinite(logged)) EXPECT_NEAR(fl->valuedouble, logged, 0.0, 1e-5);
     // Scenes have boxes, so the end-of-run validation row carries a grounding accuracy.
-    EXPECT(strncmp(csv, "step,epoch,loss,ce_per_token,grad_norm,lr,images_per_s,val_bleu4,val_grounding\n",
-                   79) == 0, "log.csv header: %.100s", csv);
+    EXPECT(strncmp(csv, "step,epoch,loss,ce_per_token,grad_norm,grad_norm_max,lr,images_per_s,val_bleu4,val_grounding\n",
+                   93) == 0, "log.csv header: %.100s", csv);
+    // Step 4's training row closes a window of 2 steps: its mean norm is positive and at
+    // most its largest.
+    double row_step, epoch, loss, ce, norm = 0, norm_max = 0;
+    const char *row4 = strstr(csv, "\n4,");
+    EXPECT(row4 && sscanf(row4, "\n%lf,%lf,%lf,%lf,%lf,%lf", &row_step, &epoch, &loss, &ce, &norm,
+                          &norm_max) == 6 && norm > 0 && norm <= norm_max,
+           "log.csv row for step 4: grad_norm %g, grad_norm_max %g", norm, norm_max);
     double vg = logged_val_grounding(csv, 4);
     EXPECT(vg >= 0.0 && vg <= 1.0, "log.csv validation row for step 4: val_grounding %g: %s", vg, csv);
     free(csv);
@@ -384,8 +391,16 @@ static void test_resume_takes_left_out_flags(void) {
     expect_one_line_error(st, "--channels 4,8,32 (checkpoint: 4,8,16), --attention dot (checkpoint: additive)");
 }
 
-// The training row's column col (0: step) of log.csv for step; NAN when there is none.
-static double logged_column(const char *csv, long step, int col) {
+// The training row's cell under column name of log.csv for step; NAN when there is none.
+static double logged_column(const char *csv, long step, const char *name) {
+    int col = 0;  // name's index in the header row
+    for (const char *f = csv;; col++) {
+        size_t len = strcspn(f, ",\n");
+        if (len == strlen(name) && !strncmp(f, name, len)) break;
+        f += len;
+        if (*f != ',') return NAN;
+        f++;
+    }
     char want[32];
     int n = snprintf(want, sizeof want, "\n%ld,", step);
     for (const char *p = strstr(csv, want); p; p = strstr(p + 1, want)) {
@@ -463,7 +478,7 @@ static void test_resume_keeps_optimiser_settings(void) {
     EXPECT_NEAR(state_meta("opt_part/state.safetensors", "train.ema"), 0.9, 0, 1e-6);
     // The resumed step 3 ran at the run's lr, decayed by its own factor (0.005 * 0.5^1.5).
     char *csv = slurp("opt_part/log.csv");
-    EXPECT_NEAR(logged_column(csv, 3, 5), 0.005 * pow(0.5, 1.5), 0, 1e-4);
+    EXPECT_NEAR(logged_column(csv, 3, "lr"), 0.005 * pow(0.5, 1.5), 0, 1e-4);
     free(csv);
 }
 
@@ -483,7 +498,7 @@ static void test_resume_with_new_lr(void) {
     EXPECT(state_meta("opt_lr/state.safetensors", "train.batch") == 8, "train.batch");
     EXPECT_NEAR(state_meta("opt_lr/state.safetensors", "train.lr_decay"), 0.5, 0, 1e-6);
     char *csv = slurp("opt_lr/log.csv");
-    EXPECT_NEAR(logged_column(csv, 3, 5), 0.001 * pow(0.5, 1.5), 0, 1e-4);
+    EXPECT_NEAR(logged_column(csv, 3, "lr"), 0.001 * pow(0.5, 1.5), 0, 1e-4);
     free(csv);
     // --ema likewise; --ema 0 turns the average off (the state keeps no ema/ weights), and
     // resumed again without the flag the run stays without it.

@@ -99,11 +99,29 @@ static int read_column(const char *run, int col, double *out, int n) {
     return k;
 }
 
-// log.csv without column col (a time or a throughput: the only columns that differ
-// between two runs of the same computation).
-static char *log_without_column(const char *run, int col) {
+// The index of column name in a CSV text's header row; -1 when it has none.
+static int header_column(const char *csv, const char *name) {
+    size_t want = strlen(name);
+    int c = 0;
+    for (const char *f = csv; *f && *f != '\n'; c++) {
+        size_t len = strcspn(f, ",\n");
+        if (len == want && !strncmp(f, name, len)) return c;
+        f += len;
+        if (*f == ',') f++;
+    }
+    return -1;
+}
+
+// log.csv without column name (a time or a throughput: the only columns that differ
+// between two runs of the same computation); NULL when it has no such column.
+static char *log_without_column(const char *run, const char *name) {
     char *log = read_file("%s/%s/log.csv", dir, run);
     if (!log) return NULL;
+    const int col = header_column(log, name);
+    if (col < 0) {
+        free(log);
+        return NULL;
+    }
     char *w = log;
     for (const char *r = log; *r;) {
         for (int c = 0, out = 0;; c++) {  // field c starts at r
@@ -155,7 +173,7 @@ static void test_draw_two_ranks_match_one_process(void) {
     // Exact: 2 ranks x 1 thread = 1 process x 2 threads (weights, Adam moments, curve).
     EXPECT(same_file("two/model.safetensors", "one2/model.safetensors"),
            "2 ranks and 1 process of 2 threads wrote different checkpoints");
-    char *a = log_without_column("two", 5), *b = log_without_column("one2", 5);  // seconds
+    char *a = log_without_column("two", "seconds"), *b = log_without_column("one2", "seconds");
     EXPECT(a && b && strcmp(a, b) == 0, "log.csv differs:\n%s\nvs\n%s", a ? a : "", b ? b : "");
     free(a), free(b);
     // Against one thread: the same curve within 1e-4 relative over 50 steps (measured: 2.4e-8
@@ -256,7 +274,8 @@ static void test_caption_two_ranks_match_one_process(void) {
            "2 ranks and 1 process of 2 threads wrote different states");
     EXPECT(same_file("cap_two/model.safetensors", "cap_one2/model.safetensors"),
            "2 ranks and 1 process of 2 threads wrote different best models");
-    char *a = log_without_column("cap_two", 6), *b = log_without_column("cap_one2", 6);
+    char *a = log_without_column("cap_two", "images_per_s");
+    char *b = log_without_column("cap_one2", "images_per_s");
     EXPECT(a && b && strcmp(a, b) == 0, "log.csv differs:\n%s\nvs\n%s", a ? a : "", b ? b : "");
     free(a), free(b);
     // One process of one thread draws each image's dropout masks from the image's own
@@ -283,7 +302,8 @@ static void test_caption_overlapped_sums_same_bits(void) {
                    "caption train --overlap-sums, 2 ranks")) {
         EXPECT(same_file("cap_over2/state.safetensors", "cap_one2/state.safetensors"),
                "--overlap-sums over 2 ranks: not the plain run's state");
-        char *a = log_without_column("cap_over2", 6), *b = log_without_column("cap_one2", 6);
+        char *a = log_without_column("cap_over2", "images_per_s");
+        char *b = log_without_column("cap_one2", "images_per_s");
         EXPECT(a && b && strcmp(a, b) == 0, "log.csv differs:\n%s\nvs\n%s", a ? a : "", b ? b : "");
         free(a), free(b);
     }
@@ -385,7 +405,8 @@ static void test_caption_hard_matches_one_process(void) {
 #undef CAPTION_HARD
     EXPECT(same_file("h2/state.safetensors", "h12/state.safetensors"),
            "hard: 2 ranks and 1 process of 2 threads wrote different states");
-    char *a = log_without_column("h2", 6), *b = log_without_column("h12", 6);
+    char *a = log_without_column("h2", "images_per_s");
+    char *b = log_without_column("h12", "images_per_s");
     EXPECT(a && b && strcmp(a, b) == 0, "hard: log.csv differs:\n%s\nvs\n%s", a ? a : "",
            b ? b : "");
     free(a), free(b);

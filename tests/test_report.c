@@ -171,6 +171,7 @@ static void test_caption_report(void) {
     static const char *const parts[] = {"id=\"results\"", "id=\"curves\"", "id=\"images\"", "id=\"best\"",
                                         "id=\"worst\"", "id=\"model\"", "id=\"data\"", "id=\"run\"",
                                         "report_files/loss.png", "report_files/val_bleu4.png",
+                                        "report_files/grad_norm.png",
                                         "<select id=\"sort\">", "The best 5 by CIDEr-D", "The worst 5 by CIDEr-D"};
     for (int k = 0; k < (int)(sizeof parts / sizeof *parts); k++)
         EXPECT(strstr(page, parts[k]) != NULL, "no %s on the page", parts[k]);
