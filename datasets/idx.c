@@ -112,9 +112,9 @@ static void swap_to_host(unsigned char *data, size_t count, size_t size) {
     }
 }
 
-// Parses header and data from an opened source. known_size: total_len is the input's
-// size in bytes (raw inputs); otherwise (gzip) the size is counted while reading.
-static int idx_read_source(Idx *out, Source *s, int known_size, size_t total_len) {
+// The header: magic, type, dimensions. Fills out's type, shape and count; *hlen gets the
+// header's length in bytes.
+static int read_header(Idx *out, Source *s, size_t *hlen) {
     unsigned char head[4 + 4 * IDX_MAX_DIMS];
     size_t got;
     if (source_read(s, head, 4, &got)) return -1;
@@ -129,11 +129,11 @@ static int idx_read_source(Idx *out, Source *s, int known_size, size_t total_len
     if (ndim < 1 || ndim > IDX_MAX_DIMS)
         return error_set(s->err, "%s: %d dimensions (1 to %d supported)", s->name, ndim,
                          IDX_MAX_DIMS);
-    size_t hlen = 4 + 4 * (size_t)ndim;
-    if (source_read(s, head + 4, hlen - 4, &got)) return -1;
-    if (got < hlen - 4)
+    *hlen = 4 + 4 * (size_t)ndim;
+    if (source_read(s, head + 4, *hlen - 4, &got)) return -1;
+    if (got < *hlen - 4)
         return error_set(s->err, "%s: truncated header: %d dimensions need %zu bytes, file has %zu",
-                         s->name, ndim, hlen, 4 + got);
+                         s->name, ndim, *hlen, 4 + got);
     out->type = (IdxType)type;
     out->ndim = ndim;
     out->elem_size = esize;
@@ -148,57 +148,75 @@ static int idx_read_source(Idx *out, Source *s, int known_size, size_t total_len
                              s->name, IDX_MAX_BYTES);
         count *= v;
     }
-    size_t need = count * esize;
     out->count = count;
-    if (known_size) {
-        size_t have = total_len >= hlen ? total_len - hlen : 0;
-        if (have < need)
-            return error_set(s->err, "%s: truncated: header claims %zu bytes, file has %zu",
-                             s->name, need, have);
-        if (have > need)
-            return error_set(s->err, "%s: trailing data: header claims %zu bytes, file has %zu",
-                             s->name, need, have);
-        out->data = xmalloc(need);
-        if (source_read(s, out->data, need, &got)) return -1;
-        if (got != need)
-            return error_set(s->err, "%s: truncated: header claims %zu bytes, file has %zu",
-                             s->name, need, got);
-    } else {
-        // Grow the buffer as data actually arrives, so a small file whose header claims
-        // gigabytes never makes us allocate them.
-        size_t cap = need < ((size_t)1 << 20) ? need : ((size_t)1 << 20);
-        size_t have = 0;
-        out->data = xmalloc(cap);
-        for (;;) {
-            if (source_read(s, out->data + have, cap - have, &got)) return -1;
-            have += got;
-            if (have < cap) break;
-            if (cap == need) break;
-            cap = cap > need / 2 ? need : cap * 2;
-            out->data = xrealloc(out->data, cap);
-        }
-        if (have < need)
-            return error_set(s->err, "%s: truncated: header claims %zu bytes, file has %zu%s",
-                             s->name, need, have, s->zs_cut ? " (gzip stream cut short)" : "");
-        unsigned char scratch[4096];
-        size_t extra = 0;
-        while (extra <= IDX_TRAILING_COUNT_MAX) {
-            if (source_read(s, scratch, sizeof scratch, &got)) return -1;
-            extra += got;
-            if (got < sizeof scratch) break;
-        }
-        if (extra > IDX_TRAILING_COUNT_MAX)
-            return error_set(s->err,
-                             "%s: trailing data: header claims %zu bytes, file has more than %zu",
-                             s->name, need, need + IDX_TRAILING_COUNT_MAX);
-        if (extra)
-            return error_set(s->err, "%s: trailing data: header claims %zu bytes, file has %zu",
-                             s->name, need, need + extra);
-        if (s->zs_cut)
-            return error_set(s->err, "%s: truncated gzip stream (the trailer is missing)",
-                             s->name);
+    return 0;
+}
+
+// The data of a file whose length (total_len, header included) is known: exactly need
+// bytes after the header of hlen.
+static int read_data_sized(Idx *out, Source *s, size_t need, size_t hlen, size_t total_len) {
+    size_t have = total_len >= hlen ? total_len - hlen : 0, got;
+    if (have < need)
+        return error_set(s->err, "%s: truncated: header claims %zu bytes, file has %zu",
+                         s->name, need, have);
+    if (have > need)
+        return error_set(s->err, "%s: trailing data: header claims %zu bytes, file has %zu",
+                         s->name, need, have);
+    out->data = xmalloc(need);
+    if (source_read(s, out->data, need, &got)) return -1;
+    if (got != need)
+        return error_set(s->err, "%s: truncated: header claims %zu bytes, file has %zu",
+                         s->name, need, got);
+    return 0;
+}
+
+// The data of a stream of unknown length (gzip): the buffer grows as data arrives, so a
+// small file whose header claims gigabytes never makes us allocate them; then the stream
+// must end.
+static int read_data_streamed(Idx *out, Source *s, size_t need) {
+    size_t cap = need < ((size_t)1 << 20) ? need : ((size_t)1 << 20);
+    size_t have = 0, got;
+    out->data = xmalloc(cap);
+    for (;;) {
+        if (source_read(s, out->data + have, cap - have, &got)) return -1;
+        have += got;
+        if (have < cap) break;
+        if (cap == need) break;
+        cap = cap > need / 2 ? need : cap * 2;
+        out->data = xrealloc(out->data, cap);
     }
-    swap_to_host(out->data, count, esize);
+    if (have < need)
+        return error_set(s->err, "%s: truncated: header claims %zu bytes, file has %zu%s",
+                         s->name, need, have, s->zs_cut ? " (gzip stream cut short)" : "");
+    unsigned char scratch[4096];
+    size_t extra = 0;
+    while (extra <= IDX_TRAILING_COUNT_MAX) {
+        if (source_read(s, scratch, sizeof scratch, &got)) return -1;
+        extra += got;
+        if (got < sizeof scratch) break;
+    }
+    if (extra > IDX_TRAILING_COUNT_MAX)
+        return error_set(s->err,
+                         "%s: trailing data: header claims %zu bytes, file has more than %zu",
+                         s->name, need, need + IDX_TRAILING_COUNT_MAX);
+    if (extra)
+        return error_set(s->err, "%s: trailing data: header claims %zu bytes, file has %zu",
+                         s->name, need, need + extra);
+    if (s->zs_cut)
+        return error_set(s->err, "%s: truncated gzip stream (the trailer is missing)",
+                         s->name);
+    return 0;
+}
+
+// Parses header and data from an opened source. known_size: total_len is the input's
+// size in bytes (raw inputs); otherwise (gzip) the size is counted while reading.
+static int idx_read_source(Idx *out, Source *s, int known_size, size_t total_len) {
+    size_t hlen = 0;
+    if (read_header(out, s, &hlen)) return -1;
+    const size_t need = out->count * out->elem_size;
+    if (known_size ? read_data_sized(out, s, need, hlen, total_len) : read_data_streamed(out, s, need))
+        return -1;
+    swap_to_host(out->data, out->count, out->elem_size);
     return 0;
 }
 
