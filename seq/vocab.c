@@ -200,6 +200,65 @@ static int is_int_value(const cJSON *x, double lo, double hi) {
     return d >= lo && d <= hi && d == floor(d);
 }
 
+// The fields beside the words: format, version and min_count; words an array of a
+// size the vocabulary allows.
+static int check_fields(const cJSON *root, Error *err) {
+    const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
+    const cJSON *version = cJSON_GetObjectItemCaseSensitive(root, "version");
+    const cJSON *min_count = cJSON_GetObjectItemCaseSensitive(root, "min_count");
+    const cJSON *words = cJSON_GetObjectItemCaseSensitive(root, "words");
+    if (!cJSON_IsObject(root)) return error_set(err, "vocabulary: JSON is not an object");
+    if (!cJSON_IsString(format) || strcmp(format->valuestring, "attend-vocab") != 0)
+        return error_set(err, "vocabulary: \"format\" is missing or not \"attend-vocab\"");
+    if (!is_int_value(version, 1, 1))
+        return error_set(err, "vocabulary: unsupported \"version\" (expected 1)");
+    if (!is_int_value(min_count, 1, 2147483647.0))
+        return error_set(err, "vocabulary: \"min_count\" is missing or not a positive integer");
+    if (!cJSON_IsArray(words)) return error_set(err, "vocabulary: \"words\" is missing or not an array");
+    int size = cJSON_GetArraySize(words);
+    if (size < VOCAB_NSPECIAL || size > VOCAB_MAX_SIZE)
+        return error_set(err, "vocabulary: \"words\" has %d entries (need %d..%d)", size,
+                         VOCAB_NSPECIAL, VOCAB_MAX_SIZE);
+    return 0;
+}
+
+// Copies the words into v, each checked: a non-empty string of valid UTF-8 without
+// whitespace, the specials first and only there.
+static int read_words(Vocab *v, const cJSON *words, Error *err) {
+    v->words = xcalloc((size_t)cJSON_GetArraySize(words), sizeof *v->words);
+    const cJSON *w;
+    int i = 0;
+    cJSON_ArrayForEach(w, words) {
+        if (!cJSON_IsString(w) || !w->valuestring || !w->valuestring[0])
+            return error_set(err, "vocabulary: words[%d] is not a non-empty string", i);
+        const char *s = w->valuestring;
+        long bad;
+        if (!utf8_valid(s, &bad)) return error_set(err, "vocabulary: words[%d] is not valid UTF-8", i);
+        if (strpbrk(s, " \t\n\r\v\f")) return error_set(err, "vocabulary: words[%d] contains whitespace", i);
+        if (i < VOCAB_NSPECIAL ? strcmp(s, special_words[i]) != 0 : is_special(s))
+            return error_set(err, "vocabulary: words[%d] = \"%.40s\": the specials must be exactly "
+                             "<pad> <start> <end> <unk>, first", i, s);
+        v->words[i] = xstrdup(s);
+        v->size = ++i;
+    }
+    return 0;
+}
+
+// The hash table of v's words, indexed one by one so that the first repeat is named.
+static int index_words(Vocab *v, Error *err) {
+    v->table_cap = table_cap_for(v->size);
+    v->table = xmalloc((size_t)v->table_cap * sizeof *v->table);
+    for (int k = 0; k < v->table_cap; k++) v->table[k] = -1;
+    for (int id = 0; id < v->size; id++) {
+        int s = find_slot(v->table, v->table_cap, v->words, v->words[id]);
+        if (v->table[s] >= 0)
+            return error_set(err, "vocabulary: words[%d] = \"%.40s\" repeats words[%d]", id,
+                             v->words[id], v->table[s]);
+        v->table[s] = id;
+    }
+    return 0;
+}
+
 int vocab_from_json(Vocab *v, const char *json, Error *err) {
     CHECK(v && json);
     memset(v, 0, sizeof *v);
@@ -209,79 +268,10 @@ int vocab_from_json(Vocab *v, const char *json, Error *err) {
         long at = end ? (long)(end - json) : 0;
         return error_set(err, "vocabulary: malformed JSON near byte %ld", at);
     }
-    int rc = -1;
-    const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
-    const cJSON *version = cJSON_GetObjectItemCaseSensitive(root, "version");
-    const cJSON *min_count = cJSON_GetObjectItemCaseSensitive(root, "min_count");
-    const cJSON *words = cJSON_GetObjectItemCaseSensitive(root, "words");
-    if (!cJSON_IsObject(root)) {
-        error_set(err, "vocabulary: JSON is not an object");
-        goto done;
-    }
-    if (!cJSON_IsString(format) || strcmp(format->valuestring, "attend-vocab") != 0) {
-        error_set(err, "vocabulary: \"format\" is missing or not \"attend-vocab\"");
-        goto done;
-    }
-    if (!is_int_value(version, 1, 1)) {
-        error_set(err, "vocabulary: unsupported \"version\" (expected 1)");
-        goto done;
-    }
-    if (!is_int_value(min_count, 1, 2147483647.0)) {
-        error_set(err, "vocabulary: \"min_count\" is missing or not a positive integer");
-        goto done;
-    }
-    if (!cJSON_IsArray(words)) {
-        error_set(err, "vocabulary: \"words\" is missing or not an array");
-        goto done;
-    }
-    int size = cJSON_GetArraySize(words);
-    if (size < VOCAB_NSPECIAL || size > VOCAB_MAX_SIZE) {
-        error_set(err, "vocabulary: \"words\" has %d entries (need %d..%d)", size,
-                  VOCAB_NSPECIAL, VOCAB_MAX_SIZE);
-        goto done;
-    }
-    v->words = xcalloc((size_t)size, sizeof *v->words);
-    const cJSON *w;
-    int i = 0;
-    cJSON_ArrayForEach(w, words) {
-        if (!cJSON_IsString(w) || !w->valuestring || !w->valuestring[0]) {
-            error_set(err, "vocabulary: words[%d] is not a non-empty string", i);
-            goto done;
-        }
-        const char *s = w->valuestring;
-        long bad;
-        if (!utf8_valid(s, &bad)) {
-            error_set(err, "vocabulary: words[%d] is not valid UTF-8", i);
-            goto done;
-        }
-        if (strpbrk(s, " \t\n\r\v\f")) {
-            error_set(err, "vocabulary: words[%d] contains whitespace", i);
-            goto done;
-        }
-        if (i < VOCAB_NSPECIAL ? strcmp(s, special_words[i]) != 0 : is_special(s)) {
-            error_set(err, "vocabulary: words[%d] = \"%.40s\": the specials must be exactly "
-                      "<pad> <start> <end> <unk>, first", i, s);
-            goto done;
-        }
-        v->words[i] = xstrdup(s);
-        v->size = ++i;
-    }
-    // Duplicates: index them one by one so the first repeat is named.
-    v->table_cap = table_cap_for(v->size);
-    v->table = xmalloc((size_t)v->table_cap * sizeof *v->table);
-    for (int k = 0; k < v->table_cap; k++) v->table[k] = -1;
-    for (int id = 0; id < v->size; id++) {
-        int s = find_slot(v->table, v->table_cap, v->words, v->words[id]);
-        if (v->table[s] >= 0) {
-            error_set(err, "vocabulary: words[%d] = \"%.40s\" repeats words[%d]", id,
-                      v->words[id], v->table[s]);
-            goto done;
-        }
-        v->table[s] = id;
-    }
-    v->min_count = (int)min_count->valuedouble;
-    rc = 0;
-done:
+    int rc = check_fields(root, err) ||
+             read_words(v, cJSON_GetObjectItemCaseSensitive(root, "words"), err) ||
+             index_words(v, err) ? -1 : 0;
+    if (!rc) v->min_count = (int)cJSON_GetObjectItemCaseSensitive(root, "min_count")->valuedouble;
     cJSON_Delete(root);
     if (rc) vocab_free(v);
     return rc;
