@@ -72,6 +72,86 @@ static void write_cache(const char *path) {
     free(a);
 }
 
+// The decoder of the arguments (E, H, A, V) over the cache's annotations.
+static SatConfig decoder_config(const FeatCache *cache, const int *arg) {
+    SatConfig c;
+    Error err;
+    sat_config_default(&c);
+    c.feat_L = cache->L;
+    c.feat_D = cache->D;
+    c.image_size = cache->image_size;
+    c.E = arg[3];
+    c.H = arg[4];
+    c.attn.A = arg[5];
+    c.V = arg[6];
+    c.max_len = 16;
+    c.query = SAT_QUERY_PREVIOUS;
+    c.lambda = 1.0f;
+    c.dropout = 0.0f;  // as the reference (sat_ref.py has no dropout)
+    CHECK(sat_config_finish(&c, &err) == 0, "%s", err.msg);
+    return c;
+}
+
+// The model and, with several workers, one replica each (single-threaded BLAS in each);
+// one worker gets the BLAS threads instead.
+typedef struct {
+    SatModel m;
+    SatModel *reps;  // NULL with one worker
+    int workers;
+} Trainer;
+
+static void trainer_init(Trainer *t, const SatConfig *c, Rng *rng, int threads, int B) {
+    sat_init(&t->m, c, rng);
+    t->workers = threads < B ? threads : B;
+    const int share = (B + t->workers - 1) / t->workers;
+    sat_alloc_acts(&t->m, t->workers > 1 ? share : B);
+    t->reps = NULL;
+    if (t->workers == 1) {
+        gemm_set_threads(threads);
+        return;
+    }
+    gemm_set_threads(1);
+    t->reps = xcalloc((size_t)t->workers, sizeof(SatModel));
+    for (int w = 0; w < t->workers; w++) {
+        sat_replica_init(&t->reps[w], &t->m);
+        sat_alloc_acts(&t->reps[w], share);
+    }
+}
+
+static void trainer_free(Trainer *t) {
+    if (t->reps)
+        for (int w = 0; w < t->workers; w++) sat_free(&t->reps[w]);
+    free(t->reps);
+    sat_free(&t->m);
+}
+
+// The next B cached images in the shuffled order (position *pos) with captions of the
+// lengths the header gives (k counts the run's captions) and random words.
+static void fill_batch(float *annot, int *words, int *lens, int B, const FeatCache *cache,
+                       const int *order, long *pos, long *k, const SatConfig *c, Rng *rng) {
+    const size_t per = sat_input_floats(c);
+    for (int b = 0; b < B; b++, (*k)++) {
+        featcache_get(cache, order[(*pos)++ % cache->n], annot + (size_t)b * per);
+        lens[b] = 8 + (int)((7 * *k) % 9);
+        for (int w = 0; w < c->max_len; w++)
+            words[b * c->max_len + w] = w < lens[b] ? 4 + (int)rng_below(rng, (uint32_t)(c->V - 4)) : 0;
+    }
+}
+
+// One step on the batch: forward, backward, clip at 5 and Adam. Returns the loss.
+static float train_step(Trainer *t, const float *annot, const int *words, const int *lens, int B,
+                        int it, const AdamConfig *adam) {
+    SatModel *m = &t->m;
+    SatLoss l;
+    if (t->workers > 1)
+        sat_forward_backward_parallel(&l, m, t->reps, t->workers, annot, words, lens, B, (uint64_t)it + 7);
+    else
+        sat_forward_backward(&l, m, annot, words, lens, B, (uint64_t)it + 7, 0);
+    adam_clip_update_threads(m->params.data, m->grads.data, m->adam_m.data, m->adam_v.data,
+                             m->params.numel, adam, it + 1, 2e-4f, 5.0f, t->workers);
+    return l.loss;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: bench_sat_features CACHE [THREADS=1] [STEPS=5] [BATCH=64] [E=512] "
@@ -94,39 +174,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    SatConfig c;
-    sat_config_default(&c);
-    c.feat_L = cache.L;
-    c.feat_D = cache.D;
-    c.image_size = cache.image_size;
-    c.E = arg[3];
-    c.H = arg[4];
-    c.attn.A = arg[5];
-    c.V = arg[6];
-    c.max_len = 16;
-    c.query = SAT_QUERY_PREVIOUS;
-    c.lambda = 1.0f;
-    c.dropout = 0.0f;  // as the reference (sat_ref.py has no dropout)
-    CHECK(sat_config_finish(&c, &err) == 0, "%s", err.msg);
+    const SatConfig c = decoder_config(&cache, arg);
     Rng rng;
     rng_seed(&rng, 1);
-    SatModel m;
-    sat_init(&m, &c, &rng);
-    const int workers = threads < B ? threads : B, share = (B + workers - 1) / workers;
-    sat_alloc_acts(&m, workers > 1 ? share : B);
-    SatModel *reps = NULL;
-    if (workers > 1) {
-        gemm_set_threads(1);
-        reps = xcalloc((size_t)workers, sizeof(SatModel));
-        for (int w = 0; w < workers; w++) {
-            sat_replica_init(&reps[w], &m);
-            sat_alloc_acts(&reps[w], share);
-        }
-    } else {
-        gemm_set_threads(threads);
-    }
-    const size_t per = sat_input_floats(&c);
-    float *annot = xmalloc((size_t)B * per * sizeof(float));
+    Trainer t;
+    trainer_init(&t, &c, &rng, threads, B);
+    float *annot = xmalloc((size_t)B * sat_input_floats(&c) * sizeof(float));
     int *words = xmalloc((size_t)B * c.max_len * sizeof(int)), *lens = xmalloc((size_t)B * sizeof(int));
     int *order = xmalloc((size_t)cache.n * sizeof(int));
     for (int i = 0; i < cache.n; i++) order[i] = i;
@@ -134,24 +187,10 @@ int main(int argc, char **argv) {
     AdamConfig adam = adam_defaults(2e-4f);
     double t_wall = 0.0, t_cpu = 0.0, loss = NAN;
     long k = 0, pos = 0;
-    for (int it = 0; it <= steps; it++) {
+    for (int it = 0; it <= steps; it++) {  // step 0 warms up, untimed
         double t0 = timer_now(), c0 = cpu_seconds();
-        for (int b = 0; b < B; b++, k++) {
-            featcache_get(&cache, order[pos++ % cache.n], annot + (size_t)b * per);
-            lens[b] = 8 + (int)((7 * k) % 9);
-            for (int w = 0; w < c.max_len; w++)
-                words[b * c.max_len + w] = w < lens[b] ? 4 + (int)rng_below(&rng, (uint32_t)(c.V - 4)) : 0;
-        }
-        SatLoss l;
-        if (workers > 1) {
-            sat_forward_backward_parallel(&l, &m, reps, workers, annot, words, lens, B,
-                                          (uint64_t)it + 7);
-        } else {
-            sat_forward_backward(&l, &m, annot, words, lens, B, (uint64_t)it + 7, 0);
-        }
-        adam_clip_update_threads(m.params.data, m.grads.data, m.adam_m.data, m.adam_v.data,
-                                 m.params.numel, &adam, it + 1, 2e-4f, 5.0f, workers);
-        loss = l.loss;
+        fill_batch(annot, words, lens, B, &cache, order, &pos, &k, &c, &rng);
+        loss = train_step(&t, annot, words, lens, B, it, &adam);
         if (it > 0) t_wall += timer_now() - t0, t_cpu += cpu_seconds() - c0;
     }
     struct rusage ru;
@@ -160,10 +199,7 @@ int main(int argc, char **argv) {
            "\"steps\": %d, \"images_per_s\": %.3f, \"images_per_cpu_s\": %.3f, \"final_loss\": %.4f, "
            "\"peak_rss_mib\": %.1f}\n",
            threads, B, steps, B * steps / t_wall, B * steps / t_cpu, loss, ru.ru_maxrss / 1024.0);
-    if (reps)
-        for (int w = 0; w < workers; w++) sat_free(&reps[w]);
-    free(reps);
-    sat_free(&m);
+    trainer_free(&t);
     featcache_close(&cache);
     free(annot), free(words), free(lens), free(order);
     return 0;
