@@ -77,13 +77,78 @@ static int png_header_size(const unsigned char *d, size_t len, long *w, long *h)
 // quantisation tables of all the frame's components), or, at EOI or the end of the data,
 // at a frame component no scan covered (a progressive one needs a first DC scan);
 // NULL otherwise, or when the data are not a JPEG. Bytes past the end read as 0, as stb_image reads them.
+// What the segments seen so far define, for jpeg_huffman_problem.
+typedef struct {
+    const unsigned char *d;
+    size_t len;
+    int defined[2][4];  // Huffman tables [class: 0 DC, 1 AC][table id]
+    int quant_defined[4];
+    unsigned frame_id[4], frame_tq[4], frame_components;
+    int covered[4];  // frame component decoded by some scan
+    int progressive;
+} JpegTables;
+
+static unsigned byte_at(const JpegTables *t, size_t k) { return k < t->len ? t->d[k] : 0; }
+
+// SOF at i: P, Y, X, count, (id, HV, Tq) each.
+static void jpeg_frame(JpegTables *t, size_t i) {
+    t->frame_components = byte_at(t, i + 9);
+    for (unsigned c = 0; c < t->frame_components && c < 4; c++) {
+        t->frame_id[c] = byte_at(t, i + 10 + 3 * (size_t)c);
+        t->frame_tq[c] = byte_at(t, i + 12 + 3 * (size_t)c);
+        t->covered[c] = 0;
+    }
+}
+
+// DQT at i, seg bytes long: (precision/id byte, 64 values of 1 or 2 bytes) each.
+static void jpeg_quant(JpegTables *t, size_t i, size_t seg) {
+    long left = (long)seg - 2;
+    for (size_t p = i + 4; left > 0;) {
+        unsigned q = byte_at(t, p);
+        size_t n = 1 + ((q >> 4) ? 128 : 64);
+        if ((q & 15) <= 3) t->quant_defined[q & 15] = 1;
+        p += n;
+        left -= (long)n;
+    }
+}
+
+// DHT at i, seg bytes long: tables of (class/id byte, 16 counts, sum-of-counts values).
+static const char *jpeg_huffman(JpegTables *t, size_t i, size_t seg) {
+    long left = (long)seg - 2;
+    for (size_t p = i + 4; left > 0;) {
+        unsigned q = byte_at(t, p);
+        int n = 0;
+        for (size_t k = 1; k <= 16; k++) n += byte_at(t, p + k);
+        if (n > 256) return "a Huffman table has more than 256 codes";
+        if ((q >> 4) <= 1 && (q & 15) <= 3) t->defined[q >> 4][q & 15] = 1;
+        p += 17 + (size_t)n;
+        left -= 17 + n;
+    }
+    return NULL;
+}
+
+// SOS at i: count, (component id, DC/AC table ids) each, Ss, Se, Ah/Al.
+static const char *jpeg_scan(JpegTables *t, size_t i) {
+    for (unsigned c = 0; c < t->frame_components && c < 4; c++)
+        if (t->frame_tq[c] <= 3 && !t->quant_defined[t->frame_tq[c]])
+            return "a component uses a quantisation table the file never defines";
+    size_t p = i + 4;
+    unsigned ns = byte_at(t, p);
+    unsigned ss = byte_at(t, p + 1 + 2 * (size_t)ns), ah = byte_at(t, p + 3 + 2 * (size_t)ns) >> 4;
+    int need_dc = !t->progressive || (ss == 0 && ah == 0), need_ac = !t->progressive || ss > 0;
+    for (unsigned c = 0; c < ns && c < 4; c++) {
+        unsigned id = byte_at(t, p + 1 + 2 * (size_t)c), tab = byte_at(t, p + 2 + 2 * (size_t)c);
+        if ((need_dc && (tab >> 4) <= 3 && !t->defined[0][tab >> 4]) ||
+            (need_ac && (tab & 15) <= 3 && !t->defined[1][tab & 15]))
+            return "a scan uses a Huffman table the file never defines";
+        for (unsigned k = 0; k < t->frame_components && k < 4; k++)
+            if (t->frame_id[k] == id && (!t->progressive || (ss == 0 && ah == 0))) t->covered[k] = 1;
+    }
+    return NULL;
+}
+
 static const char *jpeg_huffman_problem(const unsigned char *d, size_t len) {
-#define BYTE_AT(k) ((k) < len ? d[k] : 0)
-    int defined[2][4] = {{0}};  // Huffman tables [class: 0 DC, 1 AC][table id]
-    int quant_defined[4] = {0};
-    unsigned frame_id[4] = {0}, frame_tq[4] = {0}, frame_components = 0;
-    int covered[4] = {0};  // frame component decoded by some scan
-    int progressive = 0;
+    JpegTables t = {.d = d, .len = len};
     size_t i = 0;
     if (len < 2 || d[0] != 0xFF) return NULL;
     while (i < len && d[i] == 0xFF) i++;
@@ -105,62 +170,18 @@ static const char *jpeg_huffman_problem(const unsigned char *d, size_t len) {
             continue;
         }
         size_t seg = i + 4 <= len ? ((size_t)d[i + 2] << 8 | d[i + 3]) : 0;
-        if (m == 0xC2) progressive = 1;
-        if (m == 0xC0 || m == 0xC1 || m == 0xC2) {  // SOF: P, Y, X, count, (id, HV, Tq) each
-            frame_components = BYTE_AT(i + 9);
-            for (unsigned c = 0; c < frame_components && c < 4; c++) {
-                frame_id[c] = BYTE_AT(i + 10 + 3 * (size_t)c);
-                frame_tq[c] = BYTE_AT(i + 12 + 3 * (size_t)c);
-                covered[c] = 0;
-            }
-        }
-        if (m == 0xDB) {  // DQT: (precision/id byte, 64 values of 1 or 2 bytes) each
-            long left = (long)seg - 2;
-            size_t p = i + 4;
-            while (left > 0) {
-                unsigned q = BYTE_AT(p);
-                size_t n = 1 + ((q >> 4) ? 128 : 64);
-                if ((q & 15) <= 3) quant_defined[q & 15] = 1;
-                p += n;
-                left -= (long)n;
-            }
-        }
-        if (m == 0xC4) {  // DHT: tables of (class/id byte, 16 counts, sum-of-counts values)
-            long left = (long)seg - 2;
-            size_t p = i + 4;
-            while (left > 0) {
-                unsigned q = BYTE_AT(p);
-                int n = 0;
-                for (size_t k = 1; k <= 16; k++) n += BYTE_AT(p + k);
-                if (n > 256) return "a Huffman table has more than 256 codes";
-                if ((q >> 4) <= 1 && (q & 15) <= 3) defined[q >> 4][q & 15] = 1;
-                p += 17 + (size_t)n;
-                left -= 17 + n;
-            }
-        }
-        if (m == 0xDA) {  // SOS: count, (component id, DC/AC table ids) each, Ss, Se, Ah/Al
-            for (unsigned c = 0; c < frame_components && c < 4; c++)
-                if (frame_tq[c] <= 3 && !quant_defined[frame_tq[c]])
-                    return "a component uses a quantisation table the file never defines";
-            size_t p = i + 4;
-            unsigned ns = BYTE_AT(p);
-            unsigned ss = BYTE_AT(p + 1 + 2 * (size_t)ns), ah = BYTE_AT(p + 3 + 2 * (size_t)ns) >> 4;
-            int need_dc = !progressive || (ss == 0 && ah == 0), need_ac = !progressive || ss > 0;
-            for (unsigned c = 0; c < ns && c < 4; c++) {
-                unsigned id = BYTE_AT(p + 1 + 2 * (size_t)c), t = BYTE_AT(p + 2 + 2 * (size_t)c);
-                if ((need_dc && (t >> 4) <= 3 && !defined[0][t >> 4]) ||
-                    (need_ac && (t & 15) <= 3 && !defined[1][t & 15]))
-                    return "a scan uses a Huffman table the file never defines";
-                for (unsigned k = 0; k < frame_components && k < 4; k++)
-                    if (frame_id[k] == id && (!progressive || (ss == 0 && ah == 0))) covered[k] = 1;
-            }
-        }
+        const char *problem = NULL;
+        if (m == 0xC2) t.progressive = 1;
+        if (m == 0xC0 || m == 0xC1 || m == 0xC2) jpeg_frame(&t, i);
+        if (m == 0xDB) jpeg_quant(&t, i, seg);
+        if (m == 0xC4) problem = jpeg_huffman(&t, i, seg);
+        if (m == 0xDA) problem = jpeg_scan(&t, i);
+        if (problem) return problem;
         i += 2 + (seg >= 2 ? seg : 2);
     }
-    for (unsigned c = 0; c < frame_components && c < 4; c++)
-        if (!covered[c]) return "an image component has no scan (no pixel data)";
+    for (unsigned c = 0; c < t.frame_components && c < 4; c++)
+        if (!t.covered[c]) return "an image component has no scan (no pixel data)";
     return NULL;
-#undef BYTE_AT
 }
 
 // stb_image 2.27 grows its buffer for a PNG IDAT chunk to the chunk's declared length
