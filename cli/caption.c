@@ -1226,6 +1226,52 @@ static void print_scores(const EvalResult *er, const SatConfig *c, Split split, 
     printf("\n");
 }
 
+// What caption eval reads: the model with its vocabulary (and encoder, when it fine-tuned
+// one), the data and the split's references.
+typedef struct {
+    SatModel m;
+    Vocab vocab;
+    CaptionFineTune ft;  // a model that fine-tuned its encoder: the encoder runs here
+    CaptionData *data;
+    Encoded refs;
+    int n;  // images of the split to decode
+    bool loaded, ft_open;
+} EvalInputs;
+
+// Opens in for f's model, data and split (0), or sets err (-1); close_eval_inputs frees
+// what it opened either way.
+static int open_eval_inputs(EvalInputs *in, const EvalFlags *f, Split split, Error *err) {
+    memset(in, 0, sizeof *in);
+    CaptionCounters tc;
+    if (caption_model_load(f->model, &in->m, &in->vocab, 0, NULL, &tc, NULL, err)) return -1;
+    in->loaded = true;
+    sat_alloc_acts(&in->m, f->batch);
+    const CaptionDataFlags *df = &f->data;
+    int rc = caption_finetune_open_eval(&in->ft, &in->m.cfg, f->model, df->features, f->encoder,
+                                        f->batch, err);
+    in->ft_open = true;
+    // A model on cached features without --features: said before any image is decoded.
+    if (rc || (!df->features && caption_features_check_eval(&in->m.cfg, f->model, NULL, NULL, err)) ||
+        caption_data_open(&in->data, df, in->m.cfg.image_size, f->quiet, err) ||
+        caption_features_check_eval(&in->m.cfg, f->model, in->data, df->features, err) ||
+        gemm_check_address_space(f->threads, err))  // not a hang in OpenBLAS
+        return -1;
+    in->n = caption_data_count(in->data, split);
+    if (f->count > 0 && f->count < in->n) in->n = f->count;
+    if (in->n < 1) return error_set(err, "%s: split %s has no images", df->data, split_name(split));
+    return encode_split(&in->refs, in->data, split, err);
+}
+
+static void close_eval_inputs(EvalInputs *in) {
+    encoded_free(&in->refs);
+    caption_data_close(in->data);
+    if (in->ft_open) caption_finetune_close(&in->ft);
+    if (in->loaded) {
+        sat_free(&in->m);
+        vocab_free(&in->vocab);
+    }
+}
+
 static int cmd_eval(int argc, char **argv) {
     Error err;
     EvalFlags f;
@@ -1242,38 +1288,9 @@ static int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "caption eval: %s\n", err.msg);
         return 1;
     }
-    SatModel m;
-    Vocab vocab;
-    CaptionCounters tc;
-    if (caption_model_load(f.model, &m, &vocab, 0, NULL, &tc, NULL, &err)) return eval_fail(&dist, &err);
-    sat_alloc_acts(&m, f.batch);
-    CaptionData *data = NULL;
+    EvalInputs in;
     int rc = 1;
-    Encoded refs = {0};
-    CaptionFineTune ft;  // a model that fine-tuned its encoder: the encoder runs here
-    const CaptionDataFlags *df = &f.data;
-    // A model on cached features without --features: said before any image is decoded.
-    if (caption_finetune_open_eval(&ft, &m.cfg, f.model, df->features, f.encoder, f.batch, &err) ||
-        (!df->features && caption_features_check_eval(&m.cfg, f.model, NULL, NULL, &err)) ||
-        caption_data_open(&data, df, m.cfg.image_size, f.quiet, &err)) {
-        eval_fail(&dist, &err);
-        caption_finetune_close(&ft);
-        sat_free(&m);
-        vocab_free(&vocab);
-        return 1;
-    }
-    if (caption_features_check_eval(&m.cfg, f.model, data, df->features, &err) ||
-        gemm_check_address_space(f.threads, &err)) {  // not a hang in OpenBLAS
-        eval_fail(&dist, &err);
-        goto done;
-    }
-    int n = caption_data_count(data, split);
-    if (f.count > 0 && f.count < n) n = f.count;
-    if (n < 1) {
-        text_write_linef(stderr, "%s: split %s has no images", df->data, split_name(split));
-        goto done;
-    }
-    if (encode_split(&refs, data, split, &err)) {
+    if (open_eval_inputs(&in, &f, split, &err)) {
         eval_fail(&dist, &err);
         goto done;
     }
@@ -1284,22 +1301,19 @@ static int cmd_eval(int argc, char **argv) {
     }
     EvalResult er;
     f.outputs.beam = f.beam;
-    if (evaluate_with_outputs(&er, &dist, &m, ft.on ? &ft : NULL, &vocab, data, split, &refs, n,
-                              f.beam, f.length_alpha, f.results, &f.outputs, !f.quiet, &err)) {
+    if (evaluate_with_outputs(&er, &dist, &in.m, in.ft.on ? &in.ft : NULL, &in.vocab, in.data, split,
+                              &in.refs, in.n, f.beam, f.length_alpha, f.results, &f.outputs, !f.quiet,
+                              &err)) {
         eval_fail(&dist, &err);
         goto done;
     }
     if (dist_is_root(&dist)) {  // rank 0 prints
-        print_scores(&er, &m.cfg, split, n, f.beam, f.json);
+        print_scores(&er, &in.m.cfg, split, in.n, f.beam, f.json);
         text_write_linef(stderr, "results: %s", f.results);
     }
     rc = 0;
 done:
-    encoded_free(&refs);
-    caption_data_close(data);
-    caption_finetune_close(&ft);
-    sat_free(&m);
-    vocab_free(&vocab);
+    close_eval_inputs(&in);
     if (rc == 0) dist_finalize(&dist);  // a failed rank exits without: mpirun ends the job
     return rc;
 }
