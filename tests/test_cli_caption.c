@@ -334,6 +334,25 @@ static void test_scenes_folder(void) {
     EXPECT(st == 0, "training from the folder failed: %s", err);
     free(err);
     EXPECT(exists("%s/fromdir/%s", "model.safetensors"), "no model from the folder run");
+    // Evaluating a split the captions file has no image of: one line naming the data.
+    char in[700], out[700], line[512];
+    snprintf(in, sizeof in, "%s/sc/captions.tsv", tmp);
+    snprintf(out, sizeof out, "%s/sc/no_test.tsv", tmp);
+    FILE *src = fopen(in, "r"), *dst = fopen(out, "w");
+    EXPECT(src && dst, "cannot copy captions.tsv");
+    while (src && dst && fgets(line, sizeof line, src))
+        if (!strstr(line, "\ttest")) fputs(line, dst);
+    if (src) fclose(src);
+    if (dst) fclose(dst);
+    char want[2200];
+    snprintf(want, sizeof want, "caption eval: tsv:%s:%s/sc: split test has no images", out, tmp);
+    st = run("eval --model %s/fromdir/model.safetensors --data tsv:%s:%s/sc --split test --threads 1 --quiet",
+             tmp, out, tmp);
+    err = slurp("stderr.txt");  // after the loader's line of what it read
+    const char *at = strstr(err, want);
+    EXPECT(st == 1 && at && (at == err || at[-1] == '\n') && !strcmp(at + strlen(want), "\n"),
+           "exit %d, stderr: %s", st, err);
+    free(err);
 }
 
 // The first line of stderr that starts with prefix (a static copy); "" when none.
