@@ -70,52 +70,52 @@ static int meta_long(const SafetensorsFile *f, const char *path, const char *key
     return safetensors_meta_long(f, path, key, "a classifier checkpoint", lo, hi, out, err);
 }
 
-int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyState *s, Error *err) {
-    memset(s, 0, sizeof *s);
-    const char *fmt = safetensors_meta(f, "format");
-    if (!fmt || strcmp(fmt, CLASSIFY_FORMAT) != 0)
-        return error_set(err, "%s: not a classifier checkpoint (format '%s', expected %s%s)", path,
-                         fmt ? fmt : "missing", CLASSIFY_FORMAT,
-                         fmt && !strncmp(fmt, "attend-draw", 11) ? "; this is a DRAW generator: use draw eval" : "");
-    const char *kind = safetensors_meta(f, "classify.model");
-    if (!kind || (strcmp(kind, "glimpse") != 0 && strcmp(kind, "cnn") != 0))
-        return error_set(err, "%s: metadata classify.model = '%s' (expected glimpse or cnn)", path,
-                         kind ? kind : "missing");
+// The glimpse model's configuration from its metadata.
+static int read_glimpse_config(const SafetensorsFile *f, const char *path, ClassifierConfig *cfg,
+                               Error *err) {
+    static const char *const keys[] = {"glimpse.W", "glimpse.H", "glimpse.T", "glimpse.read_n",
+                                       "glimpse.hidden", "glimpse.classes", "glimpse.attention"};
     long v[7];
-    if (strcmp(kind, "glimpse") == 0) {
-        static const char *const keys[] = {"glimpse.W", "glimpse.H", "glimpse.T", "glimpse.read_n",
-                                           "glimpse.hidden", "glimpse.classes", "glimpse.attention"};
-        for (int i = 0; i < 7; i++)
-            if (meta_long(f, path, keys[i], 0, 1000000L, &v[i], err)) return -1;
-        // Checkpoints written before hard attention existed have neither key: soft.
-        long hard = 0, scales = 0;
-        float loc_std = 0.0f;
-        if (safetensors_meta(f, "glimpse.hard") &&
-            (meta_long(f, path, "glimpse.hard", 0, 1, &hard, err) ||
-             safetensors_meta_float(f, path, "glimpse.loc_std", &loc_std, err)))
-            return -1;
-        // Hard models before the retina (one window of learned size, no glimpse.scales) are
-        // another model: refused rather than read wrongly.
-        if (hard && !safetensors_meta(f, "glimpse.scales"))
-            return error_set(err, "%s: a hard-attention model from before the retina (no glimpse.scales); train it again", path);
-        if (hard && meta_long(f, path, "glimpse.scales", 1, GLIMPSE_MAX_SCALES, &scales, err)) return -1;
-        s->cfg.kind = CLASSIFIER_GLIMPSE;
-        s->cfg.glimpse = (GlimpseConfig){.W = (int)v[0], .H = (int)v[1], .T = (int)v[2],
-                                         .read_n = (int)v[3], .hidden = (int)v[4],
-                                         .classes = (int)v[5], .attention = v[6] != 0,
-                                         .hard = (int)hard, .loc_std = loc_std,
-                                         .scales = (int)scales};
-    } else {
-        static const char *const keys[] = {"cnn.S", "cnn.layers", "cnn.channels1", "cnn.channels2",
-                                           "cnn.fc", "cnn.classes"};
-        for (int i = 0; i < 6; i++)
-            if (meta_long(f, path, keys[i], 0, 1000000L, &v[i], err)) return -1;
-        if (v[1] < 1 || v[1] > 2) return error_set(err, "%s: metadata cnn.layers = %ld (1 or 2)", path, v[1]);
-        s->cfg.kind = CLASSIFIER_CNN;
-        s->cfg.cnn = (ConvnetConfig){.S = (int)v[0], .layers = (int)v[1],
-                                     .channels = {(int)v[2], (int)v[3]}, .fc = (int)v[4],
-                                     .classes = (int)v[5]};
-    }
+    for (int i = 0; i < 7; i++)
+        if (meta_long(f, path, keys[i], 0, 1000000L, &v[i], err)) return -1;
+    // Checkpoints written before hard attention existed have neither key: soft.
+    long hard = 0, scales = 0;
+    float loc_std = 0.0f;
+    if (safetensors_meta(f, "glimpse.hard") &&
+        (meta_long(f, path, "glimpse.hard", 0, 1, &hard, err) ||
+         safetensors_meta_float(f, path, "glimpse.loc_std", &loc_std, err)))
+        return -1;
+    // Hard models before the retina (one window of learned size, no glimpse.scales) are
+    // another model: refused rather than read wrongly.
+    if (hard && !safetensors_meta(f, "glimpse.scales"))
+        return error_set(err, "%s: a hard-attention model from before the retina (no glimpse.scales); train it again", path);
+    if (hard && meta_long(f, path, "glimpse.scales", 1, GLIMPSE_MAX_SCALES, &scales, err)) return -1;
+    cfg->kind = CLASSIFIER_GLIMPSE;
+    cfg->glimpse = (GlimpseConfig){.W = (int)v[0], .H = (int)v[1], .T = (int)v[2],
+                                   .read_n = (int)v[3], .hidden = (int)v[4],
+                                   .classes = (int)v[5], .attention = v[6] != 0,
+                                   .hard = (int)hard, .loc_std = loc_std,
+                                   .scales = (int)scales};
+    return 0;
+}
+
+// The convolutional baseline's configuration from its metadata.
+static int read_cnn_config(const SafetensorsFile *f, const char *path, ClassifierConfig *cfg, Error *err) {
+    static const char *const keys[] = {"cnn.S", "cnn.layers", "cnn.channels1", "cnn.channels2",
+                                       "cnn.fc", "cnn.classes"};
+    long v[6];
+    for (int i = 0; i < 6; i++)
+        if (meta_long(f, path, keys[i], 0, 1000000L, &v[i], err)) return -1;
+    if (v[1] < 1 || v[1] > 2) return error_set(err, "%s: metadata cnn.layers = %ld (1 or 2)", path, v[1]);
+    cfg->kind = CLASSIFIER_CNN;
+    cfg->cnn = (ConvnetConfig){.S = (int)v[0], .layers = (int)v[1],
+                               .channels = {(int)v[2], (int)v[3]}, .fc = (int)v[4],
+                               .classes = (int)v[5]};
+    return 0;
+}
+
+// The clutter, the step reached, the optimiser's settings, the seed and the data of the run.
+static int read_training(const SafetensorsFile *f, const char *path, ClassifyState *s, Error *err) {
     static const char *const tkeys[] = {"clutter.fragments", "clutter.fragment", "train.step", "train.batch"};
     long tv[4];
     for (int i = 0; i < 4; i++)
@@ -136,6 +136,24 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
     if (errno || end == seed || *end) return error_set(err, "%s: metadata train.seed = '%s' is not an integer", path, seed);
     const char *data = safetensors_meta(f, "train.data");
     snprintf(s->data, sizeof s->data, "%s", data && data[0] ? data : "mnist");
+    return 0;
+}
+
+int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyState *s, Error *err) {
+    memset(s, 0, sizeof *s);
+    const char *fmt = safetensors_meta(f, "format");
+    if (!fmt || strcmp(fmt, CLASSIFY_FORMAT) != 0)
+        return error_set(err, "%s: not a classifier checkpoint (format '%s', expected %s%s)", path,
+                         fmt ? fmt : "missing", CLASSIFY_FORMAT,
+                         fmt && !strncmp(fmt, "attend-draw", 11) ? "; this is a DRAW generator: use draw eval" : "");
+    const char *kind = safetensors_meta(f, "classify.model");
+    if (!kind || (strcmp(kind, "glimpse") != 0 && strcmp(kind, "cnn") != 0))
+        return error_set(err, "%s: metadata classify.model = '%s' (expected glimpse or cnn)", path,
+                         kind ? kind : "missing");
+    if ((strcmp(kind, "glimpse") == 0 ? read_glimpse_config(f, path, &s->cfg, err)
+                                      : read_cnn_config(f, path, &s->cfg, err)) ||
+        read_training(f, path, s, err))
+        return -1;
     Error e2;
     // e2's message is in the field form already: prefixed, never formatted again
     if (classifier_config_check(&s->cfg, &e2)) return error_wrap(err, &e2, "%s", path);
