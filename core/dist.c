@@ -250,6 +250,7 @@ int dist_any_failed(const Dist *d, int status) {
 #endif
 }
 
+#ifdef ATTEND_MPI
 // FNV-1a of msg, never 0 (0 stands for success).
 static unsigned long long message_key(const char *msg) {
     unsigned long long h = 0xcbf29ce484222325ULL;
@@ -257,6 +258,7 @@ static unsigned long long message_key(const char *msg) {
         h = (h ^ *p) * 0x100000001b3ULL;
     return h | 1;
 }
+#endif
 
 DistOutcome dist_compare_outcomes(const Dist *d, int status, const char *msg) {
     if (d->size == 1) return status ? DIST_SAME_FAILURE : DIST_ALL_OK;

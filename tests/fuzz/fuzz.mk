@@ -37,7 +37,8 @@ FUZZ_CFLAGS  := -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Wno-unused-parameter -
 FUZZ_LDLIBS  := $(shell pkg-config --libs libpng zlib libcjson 2>/dev/null) -lgif -lm -ldl -lpthread
 
 # models and the classifier checkpoint reader of cli/ for the classify target.
-FUZZ_LIB_SRCS := $(wildcard $(addsuffix /*.c,core seq vision datasets models)) cli/classify_common.c
+FUZZ_LIB_SRCS := $(wildcard $(addsuffix /*.c,core seq vision datasets models)) cli/classify_common.c \
+                 cli/train_run.c
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/tests/fuzz/stb_image_impl.o
 FUZZ_LIB      := $(FUZZ_BUILD)/libattend-fuzz.a
 FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)

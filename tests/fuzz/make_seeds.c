@@ -409,7 +409,7 @@ static void encoder_seeds(void) {
 // glimpse models, one without Adam moments, and one- and two-layer CNN baselines, each on
 // a 28 x 28 image (the smallest the clutter check allows).
 static void classify_seed(const char *name, const ClassifierConfig *cfg, int with_moments) {
-    ClassifyState s = {.cfg = *cfg, .step = 7, .baseline = 0.25f,
+    ClassifyState s = {.cfg = *cfg, .step = 7,
                        .optim = {.seed = 3, .batch = 4, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f}};
     s.clutter = clutter_config_default();
     s.clutter.W = classifier_width(cfg), s.clutter.H = classifier_height(cfg);
@@ -475,7 +475,7 @@ static void classify_seeds(void) {
                                       .classes = 10, .attention = 1}};
     classify_seed("glimpse.safetensors", &g, 1);
     classify_seed("glimpse_no_moments.safetensors", &g, 0);
-    g.glimpse.hard = 1, g.glimpse.loc_std = 0.2f;
+    g.glimpse.hard = 1, g.glimpse.loc_std = 0.1f, g.glimpse.scales = 2;  // the retina
     classify_seed("glimpse_hard.safetensors", &g, 1);
     ClassifierConfig c = {.kind = CLASSIFIER_CNN,
                           .cnn = {.S = 28, .layers = 1, .channels = {1, 0}, .fc = 2, .classes = 10}};
