@@ -175,7 +175,10 @@ VALGRIND_FLAGS := --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=
 VG_TESTS       ?=
 VG_CHILDREN    ?= 1
 valgrind: data
-	@command -v $(VALGRIND) >/dev/null 2>&1 || { echo "valgrind: not found (apt-get install valgrind)"; exit 1; }
+ifneq ($(NO_DEPS),1)
+	@DEPS_VALGRIND=1 sh ./deps.sh
+endif
+	@command -v $(VALGRIND) >/dev/null 2>&1 || { echo "valgrind: '$(VALGRIND)' not found"; exit 1; }
 	@$(MAKE) --no-print-directory -j$(JOBS) VG=1 build-suite
 	@ATTEND_VALGRIND="$(VALGRIND) $(VALGRIND_FLAGS)" ATTEND_VALGRIND_CHILDREN=$(VG_CHILDREN) nice -n 10 sh tests/run.sh build-vg build-vg/bin $(VG_TESTS)
 

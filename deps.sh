@@ -4,7 +4,9 @@
 # exact command is printed and the script exits non-zero. `make deps` runs this;
 # DEPS_BROWSER=1 (set by `make test-browser`) adds Chromium; DEPS_REFERENCE=1 (set by
 # `make bench`, `make fixtures` and `make parity-encoders`) adds the PyTorch side of the
-# references (Debian's python3-torch, python3-torchvision, python3-numpy).
+# references (Debian's python3-torch, python3-torchvision, python3-numpy); DEPS_FUZZ=1 (set
+# by `make fuzz` and `make fuzz-seeds`) adds clang with libFuzzer; DEPS_VALGRIND=1 (set by
+# `make valgrind`) adds valgrind.
 set -u
 missing=""
 say() { printf '  %-22s %s\n' "$1" "$2"; }
@@ -20,6 +22,14 @@ trial() { # trial compile: header and library
     return $status
 }
 has_mpi() { have_pc ompi-c && has mpirun; }
+has_libfuzzer() { # clang links a fuzz target (the runtime is a package of its own)
+    has clang || return 1
+    printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n){return 0;}\n' > "${TMPDIR:-/tmp}/attend_fuzz_probe.c"
+    clang -fsanitize=fuzzer "${TMPDIR:-/tmp}/attend_fuzz_probe.c" -o "${TMPDIR:-/tmp}/attend_fuzz_probe" 2>/dev/null
+    status=$?
+    rm -f "${TMPDIR:-/tmp}/attend_fuzz_probe.c" "${TMPDIR:-/tmp}/attend_fuzz_probe"
+    return $status
+}
 check() { # name, package, test...
     name=$1; pkg=$2; shift 2
     if "$@"; then say "$name" found; else say "$name" "missing (Debian package $pkg)"; missing="$missing $pkg"; fi
@@ -49,6 +59,13 @@ if [ "${DEPS_REFERENCE:-0}" = 1 ]; then
     check "NumPy"          python3-numpy         has_py numpy
     check "PyTorch"        python3-torch         has_py torch
     check "torchvision"    python3-torchvision   has_py torchvision
+fi
+
+if [ "${DEPS_FUZZ:-0}" = 1 ]; then
+    check "clang, libFuzzer"  "clang libclang-rt-dev" has_libfuzzer
+fi
+if [ "${DEPS_VALGRIND:-0}" = 1 ]; then
+    check "valgrind"       valgrind              has valgrind
 fi
 
 [ -z "$missing" ] && exit 0

@@ -43,9 +43,16 @@ FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/tests/fuzz
 FUZZ_LIB      := $(FUZZ_BUILD)/libattend-fuzz.a
 FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 
-.PHONY: fuzz fuzz-build fuzz-seeds
+.PHONY: fuzz fuzz-build fuzz-seeds fuzz-deps
 
-fuzz-build: $(FUZZ_BINS)
+# clang and libFuzzer's runtime through deps.sh (installed as root, else the command).
+fuzz-deps:
+ifneq ($(NO_DEPS),1)
+	@DEPS_FUZZ=1 sh ./deps.sh
+endif
+
+fuzz-build: fuzz-deps
+	@$(MAKE) --no-print-directory $(FUZZ_BINS)
 
 # Library and helpers: sanitizers plus coverage for the fuzzer (no libFuzzer main).
 $(FUZZ_BUILD)/%.o: %.c
@@ -79,7 +86,8 @@ $(FUZZ_BUILD)/make_seeds: tests/fuzz/make_seeds.c $(FUZZ_LIB_SRCS)
 	$(FUZZ_CC) $(filter-out $(FUZZ_SAN),$(FUZZ_CFLAGS)) tests/fuzz/make_seeds.c $(FUZZ_LIB_SRCS) \
 	  $(shell pkg-config --libs stb 2>/dev/null) $(FUZZ_LDLIBS) -o $@
 
-fuzz-seeds: $(FUZZ_BUILD)/make_seeds
+fuzz-seeds: fuzz-deps
+	@$(MAKE) --no-print-directory $(FUZZ_BUILD)/make_seeds
 	$(FUZZ_BUILD)/make_seeds tests/fuzz/corpus
 
 -include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_BINS:$(FUZZ_BUILD)/fuzz_%=$(FUZZ_BUILD)/tests/fuzz/fuzz_%.d) \
