@@ -542,7 +542,9 @@ static int is_hex64_(const char *s) {
 }
 
 // Everything above the safetensors checks, with c->st, base and len set.
-static int check_(FeatCache *c, int allow_partial, Error *err) {
+// The metadata: format, version, the fields every cache has, the image size, whether the
+// extraction finished (an unfinished one only with allow_partial) and the checksums.
+static int check_metadata_(FeatCache *c, int allow_partial, Error *err) {
     const SafetensorsFile *f = &c->st;
     const char *fmt = safetensors_meta(f, "format"), *ver = safetensors_meta(f, "version");
     char q[96];
@@ -579,6 +581,13 @@ static int check_(FeatCache *c, int allow_partial, Error *err) {
                               "finish it)", c->name);
     if (!is_hex64_(c->sha256) || !is_hex64_(c->encoder_sha256))
         return error_set(err, "%s: a checksum in the metadata is not 64 hex digits", c->name);
+    return 0;
+}
+
+// The tensors: annotations (N, L, D) and status (N), their place in the mapped file and
+// every image's status; then the image ids.
+static int check_tensors_(FeatCache *c, Error *err) {
+    const SafetensorsFile *f = &c->st;
     const SafetensorsTensor *a = safetensors_find(f, "annotations"), *s = safetensors_find(f, "status");
     if (!a || !s || f->count != 2)
         return error_set(err, "%s: expected exactly the tensors 'annotations' and 'status'", c->name);
@@ -614,6 +623,10 @@ static int check_(FeatCache *c, int allow_partial, Error *err) {
     if (c->dtype == FEAT_F32 && ((uintptr_t)c->annot % 4))
         return error_set(err, "%s: F32 annotations are not aligned", c->name);
     return parse_ids_(c, safetensors_meta(f, "images"), err);
+}
+
+static int check_(FeatCache *c, int allow_partial, Error *err) {
+    return check_metadata_(c, allow_partial, err) || check_tensors_(c, err) ? -1 : 0;
 }
 
 int featcache_open_memory(FeatCache *c, const unsigned char *bytes, size_t len, const char *name,
