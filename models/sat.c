@@ -231,15 +231,22 @@ void sat_replica_init(SatModel *r, const SatModel *m) {
     r->baseline_set = m->baseline_set;
 }
 
+// Frees what sat_alloc_acts allocated (nothing when it has not run).
+static void free_acts_(SatModel *m) {
+    if (!m->acts_block.data) return;
+    block_free(&m->acts_block);
+    free(m->a.in_tok);
+    free(m->a.row_rng);
+    m->a.in_tok = NULL;
+    m->a.row_rng = NULL;
+    if (m->cfg.feat_L == 0) cnn_workspace_free(&m->cnn_ws);
+}
+
 void sat_alloc_acts(SatModel *m, int B) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
     Block *k = &m->acts_block;
-    if (k->data) {
-        block_free(k);
-        free(a->in_tok);
-        if (c->feat_L == 0) cnn_workspace_free(&m->cnn_ws);
-    }
+    free_acts_(m);  // a second call (another batch size) replaces the first's
     memset(k, 0, sizeof *k);
     const int T = c->max_len + 1, L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V;
     const int nb = nbeta_(c), I = E + D;
@@ -319,12 +326,7 @@ void sat_free(SatModel *m) {
         packed_free(&m->own_Wq_t);  // zero (nothing to free) without an additive score
         packed_free(&m->own_Wq_n);
     }
-    if (m->acts_block.data) {
-        block_free(&m->acts_block);
-        free(m->a.in_tok);
-        free(m->a.row_rng);
-        if (m->cfg.feat_L == 0) cnn_workspace_free(&m->cnn_ws);
-    }
+    free_acts_(m);
     memset(m, 0, sizeof *m);
 }
 
