@@ -1124,63 +1124,57 @@ int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *
 // ---------------------------------------------------------------------------------------
 // Decoding
 
-void sat_decode_ctx_init(SatDecodeCtx *d, SatModel *m, const float *images, int B, int beam) {
-    const SatConfig *c = &m->cfg;
+// One buffer of a decoding context: where its pointer goes and how many floats it holds.
+typedef struct {
+    float **dst;
+    size_t n;
+} DecodeBuffer;
+
+// The context's float buffers (each 16-float aligned, zeroed) in one allocation, and the
+// rows' image indices; *mean gets the (B, D) mean annotations' buffer.
+static void decode_buffers_alloc_(SatDecodeCtx *d, const SatConfig *c, int B, int R, float **mean) {
     const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = nbeta_(c);
-    const int I = E + D, R = B * beam, TS = c->max_len + 1;
-    memset(d, 0, sizeof *d);
-    d->m = m;
-    d->B = B;
-    d->R = R;
+    const int I = E + D, TS = c->max_len + 1;
     const size_t prep1 = attn_prep_floats(&c->attn, 1, L);
     CHECK(attn_prep_floats(&c->attn, B, L) == (size_t)B * prep1, "attention prep not per image");
     const size_t cache = attn_step_cache_floats(&c->attn, R, L);
-    const size_t sizes[] = {
-        (size_t)B * L * D, (size_t)B * prep1 + 1, (size_t)R * L * D, (size_t)R * prep1 + 1,
-        (size_t)R * H, (size_t)R * H, (size_t)R * H, (size_t)R * H,
-        (size_t)R * D, (size_t)R * L, cache + 1, (size_t)R * nb, (size_t)R * D, (size_t)R * E,
-        (size_t)R * I, (size_t)R * (I + H), (size_t)R * 4 * H, (size_t)R * E, (size_t)R * V,
-        (size_t)TS * R * L, (size_t)B * D, (size_t)R * H, (size_t)R * H, (size_t)R * D,
-        (size_t)R * D};
-    enum { NS = sizeof sizes / sizeof sizes[0] };
+    const DecodeBuffer bufs[] = {
+        {&d->annot, (size_t)B * L * D}, {&d->prep, (size_t)B * prep1 + 1},
+        {&d->rk, (size_t)R * L * D},    {&d->rp, (size_t)R * prep1 + 1},
+        {&d->h, (size_t)R * H},         {&d->c, (size_t)R * H},
+        {&d->h2, (size_t)R * H},        {&d->c2, (size_t)R * H},
+        {&d->ctx, (size_t)R * D},       {&d->alpha, (size_t)R * L},
+        {&d->cache, cache + 1},         {&d->beta, (size_t)R * nb},
+        {&d->z, (size_t)R * D},         {&d->emb, (size_t)R * E},
+        {&d->xin, (size_t)R * I},       {&d->xh, (size_t)R * (I + H)},
+        {&d->gates, (size_t)R * 4 * H}, {&d->o, (size_t)R * E},
+        {&d->logits, (size_t)R * V},    {&d->alpha_hist, (size_t)TS * R * L},
+        {mean, (size_t)B * D},          {&d->hn, (size_t)R * H},
+        {&d->cn, (size_t)R * H},        {&d->zp, (size_t)R * D},  // zero: the first step's z_{-1}
+        {&d->zp2, (size_t)R * D}};
+    const int n = (int)(sizeof bufs / sizeof bufs[0]);
     size_t total = 0;
-    for (int i = 0; i < NS; i++) total += (sizes[i] + 15) & ~(size_t)15;
+    for (int i = 0; i < n; i++) total += (bufs[i].n + 15) & ~(size_t)15;
     d->mem = xcalloc(total, sizeof(float));
-    float *ptrs[NS];
     float *q = d->mem;
-    for (int i = 0; i < NS; i++) {
-        ptrs[i] = q;
-        q += (sizes[i] + 15) & ~(size_t)15;
+    for (int i = 0; i < n; i++) {
+        *bufs[i].dst = q;
+        q += (bufs[i].n + 15) & ~(size_t)15;
     }
-    d->annot = ptrs[0];
-    d->prep = ptrs[1];
-    d->rk = ptrs[2];
-    d->rp = ptrs[3];
-    d->h = ptrs[4];
-    d->c = ptrs[5];
-    d->h2 = ptrs[6];
-    d->c2 = ptrs[7];
-    d->ctx = ptrs[8];
-    d->alpha = ptrs[9];
-    d->cache = ptrs[10];
-    d->beta = ptrs[11];
-    d->z = ptrs[12];
-    d->emb = ptrs[13];
-    d->xin = ptrs[14];
-    d->xh = ptrs[15];
-    d->gates = ptrs[16];
-    d->o = ptrs[17];
-    d->logits = ptrs[18];
-    d->alpha_hist = ptrs[19];
-    float *mean = ptrs[20];
-    d->hn = ptrs[21];
-    d->cn = ptrs[22];
-    d->zp = ptrs[23];  // zero: the first step's z_{-1}
-    d->zp2 = ptrs[24];
     d->ints = xcalloc((size_t)2 * R, sizeof(int));
     d->row_image = d->ints;
     d->row_image2 = d->ints + R;
+}
 
+void sat_decode_ctx_init(SatDecodeCtx *d, SatModel *m, const float *images, int B, int beam) {
+    const SatConfig *c = &m->cfg;
+    const int L = sat_L(c), D = sat_D(c), H = c->H;
+    memset(d, 0, sizeof *d);
+    d->m = m;
+    d->B = B;
+    d->R = B * beam;
+    float *mean;
+    decode_buffers_alloc_(d, c, B, d->R, &mean);
     // Encode in chunks that fit the model's CNN workspace.
     CHECK(m->acts_block.data, "sat_alloc_acts before decoding");
     const size_t per = sat_input_floats(c);
