@@ -98,34 +98,55 @@ static int open_features_(CaptionData *d, const CaptionDataFlags *f, Error *err)
     return 0;
 }
 
+// The built-in scenes at S x S with f's counts, seed and digit folder.
+static int open_scenes_(CaptionData *d, const CaptionDataFlags *f, int S, Error *err) {
+    d->is_scenes = 1;
+    ScenesConfig sc;
+    scenes_config_default(&sc);
+    sc.size = S;
+    sc.counts[SPLIT_TRAIN] = f->train_count;
+    sc.counts[SPLIT_VALID] = f->val_count;
+    sc.counts[SPLIT_TEST] = f->test_count;
+    sc.seed = (uint64_t)f->scenes_seed;
+    sc.root = f->root;
+    if (sc.max_scale > S) sc.max_scale = S;
+    if (sc.min_scale > sc.max_scale) sc.min_scale = sc.max_scale;
+    if (scenes_open(&d->scenes, &sc, err)) return -1;
+    for (int s = 0; s < SPLIT_COUNT; s++) d->count[s] = scenes_count(&d->scenes, (Split)s);
+    return 0;
+}
+
+// The images of d's caption set decoded at S x S into the bounded cache (a progress line
+// unless quiet), its warnings printed, then its splits.
+static int decode_images_(CaptionData *d, const CaptionDataFlags *f, int S, int quiet, Error *err) {
+    Progress p;
+    progress_start(&p, "decode", d->set.n_images, 0);
+    int r = caption_set_cache_images(&d->set, &d->cache, S, (size_t)f->cache_mb << 20,
+                                     quiet ? NULL : cache_progress, &p, err);
+    if (r) return -1;  // err's one line says what went wrong; the warnings are for a set that loads
+    for (int i = 0; i < d->set.n_warnings; i++) fprintf(stderr, "warning: %s\n", d->set.warnings[i]);
+    if (d->set.warnings_dropped) fprintf(stderr, "warning: %d more warnings not shown\n", d->set.warnings_dropped);
+    text_write_linef(stderr, "%s: using %d images and %d captions; skipped %d images and %d captions",
+                     d->set.source, d->set.n_images, d->set.n_captions, d->set.images_skipped,
+                     d->set.captions_skipped);
+    caption_set_ensure_heldout(&d->set);  // again: decoding may have dropped images
+    return 0;
+}
+
 int caption_data_open(CaptionData **out, const CaptionDataFlags *f, int S, int quiet, Error *err) {
     *out = NULL;
     CaptionSpec spec;
     if (caption_spec_parse(&spec, f->data, err)) return error_prefix(err, "--data");
-    CaptionData *d = xcalloc(1, sizeof *d);
-    d->S = S;
-    if (spec.kind == CAPTION_SOURCE_SCENES && f->features) {
-        free(d);
+    if (spec.kind == CAPTION_SOURCE_SCENES && f->features)
         return error_set(err, "--features: the built-in scenes have no feature cache (write them "
                               "with caption scenes and use tsv:DIR/captions.tsv:DIR)");
-    }
+    CaptionData *d = xcalloc(1, sizeof *d);
+    d->S = S;
     if (spec.kind == CAPTION_SOURCE_SCENES) {
-        d->is_scenes = 1;
-        ScenesConfig sc;
-        scenes_config_default(&sc);
-        sc.size = S;
-        sc.counts[SPLIT_TRAIN] = f->train_count;
-        sc.counts[SPLIT_VALID] = f->val_count;
-        sc.counts[SPLIT_TEST] = f->test_count;
-        sc.seed = (uint64_t)f->scenes_seed;
-        sc.root = f->root;
-        if (sc.max_scale > S) sc.max_scale = S;
-        if (sc.min_scale > sc.max_scale) sc.min_scale = sc.max_scale;
-        if (scenes_open(&d->scenes, &sc, err)) {
+        if (open_scenes_(d, f, S, err)) {
             free(d);
             return -1;
         }
-        for (int s = 0; s < SPLIT_COUNT; s++) d->count[s] = scenes_count(&d->scenes, (Split)s);
         *out = d;
         return 0;
     }
@@ -136,34 +157,11 @@ int caption_data_open(CaptionData **out, const CaptionDataFlags *f, int S, int q
         free(d);
         return -1;
     }
-    if (f->features) {
-        if (open_features_(d, f, err)) {
-            caption_set_free(&d->set);
-            free(d);
-            return -1;
-        }
-        for (int s = 0; s < SPLIT_COUNT; s++)
-            d->count[s] = caption_set_split_indices(&d->set, (Split)s, &d->idx[s]);
-        *out = d;
-        return 0;
-    }
-    Progress p;
-    progress_start(&p, "decode", d->set.n_images, 0);
-    int r = caption_set_cache_images(&d->set, &d->cache, S, (size_t)f->cache_mb << 20,
-                                     quiet ? NULL : cache_progress, &p, err);
-    // On failure err's one line says what went wrong; the warnings are for a set that loads.
-    for (int i = 0; r == 0 && i < d->set.n_warnings; i++) fprintf(stderr, "warning: %s\n", d->set.warnings[i]);
-    if (r == 0 && d->set.warnings_dropped)
-        fprintf(stderr, "warning: %d more warnings not shown\n", d->set.warnings_dropped);
-    if (r) {
+    if (f->features ? open_features_(d, f, err) : decode_images_(d, f, S, quiet, err)) {
         caption_set_free(&d->set);
         free(d);
         return -1;
     }
-    text_write_linef(stderr, "%s: using %d images and %d captions; skipped %d images and %d captions",
-                     d->set.source, d->set.n_images, d->set.n_captions, d->set.images_skipped,
-                     d->set.captions_skipped);
-    caption_set_ensure_heldout(&d->set);  // again: decoding may have dropped images
     for (int s = 0; s < SPLIT_COUNT; s++)
         d->count[s] = caption_set_split_indices(&d->set, (Split)s, &d->idx[s]);
     *out = d;
