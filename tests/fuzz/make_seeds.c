@@ -2,7 +2,8 @@
 // through the library's own writers (and stb_image_write for the image formats the
 // library does not write), into OUT/NAME/ for NAME in image, idx, captions, safetensors, featcache,
 // tokenizer, encoder, classify. Every seed starts with the byte(s) its target reads first (see each
-// tests/fuzz/fuzz_NAME.c). Run through `make fuzz-seeds` (tests/fuzz/fuzz.mk).
+// tests/fuzz/fuzz_NAME.c). Run through `make fuzz-seeds` (tests/fuzz/fuzz.mk);
+// tests/test_fuzz_seeds.c checks that the committed corpora are what it writes.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,7 +329,8 @@ static void seed_conv(Block *b, const char *w, int C, int K, const char *bias, c
         static const char *parts[4] = {"weight", "bias", "running_mean", "running_var"};
         for (int k = 0; k < 4; k++) {
             char name[BLOCK_NAME_LEN];
-            snprintf(name, sizeof name, "%s.%s", bn, parts[k]);
+            CHECK(snprintf(name, sizeof name, "%s.%s", bn, parts[k]) < (int)sizeof name,
+                  "seed tensor name %s.%s too long", bn, parts[k]);
             block_add(b, NULL, name, 1, 1);
         }
     }
@@ -486,12 +488,9 @@ static void classify_seeds(void) {
     classify_padded_seed("cnn1.safetensors", "cnn1_padded.safetensors");
 }
 
-int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: make_seeds OUT_DIR\n");
-        return 2;
-    }
-    snprintf(out_dir, sizeof out_dir, "%s", argv[1]);
+// Writes every target's seeds into dir/NAME/ (dir is created if missing).
+static void write_seeds(const char *dir) {
+    snprintf(out_dir, sizeof out_dir, "%s", dir);
     mkdir(out_dir, 0755);
     image_seeds();
     idx_seeds();
@@ -501,5 +500,16 @@ int main(int argc, char **argv) {
     caption_seeds();
     featcache_seeds();
     classify_seeds();
+}
+
+// tests/test_fuzz_seeds.c includes this file with MAKE_SEEDS_NO_MAIN and calls write_seeds.
+#ifndef MAKE_SEEDS_NO_MAIN
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: make_seeds OUT_DIR\n");
+        return 2;
+    }
+    write_seeds(argv[1]);
     return 0;
 }
+#endif
