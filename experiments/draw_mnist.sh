@@ -72,7 +72,8 @@
 # for paper and paper-noattn: MILESTONE_EPOCHS (25), MILESTONE_STEPS (0: from the epochs),
 # SCHEDULE_EPOCHS (5), SCHEDULE_STEPS (0: from the epochs), IW_SAMPLES (1000), IW_IMAGES
 # (1000; 0: all), LR (1e-3), MIN_DELTA (0.1), PATIENCE (3),
-# MAX_EPOCHS (1000), NOATTN_EPOCHS (default: the paper run's last milestone).
+# MAX_EPOCHS (1000), NOATTN_EPOCHS (default: the paper run's last milestone; refused, with
+# one line, while the paper run has none).
 set -eu
 
 BIN=${ATTEND_BIN:-bin}
@@ -198,6 +199,10 @@ run_to_convergence() {
         elif [ -s "$RUNS/draw-paper/schedule" ]; then
             at_paper=$(cut -d' ' -f1 "$RUNS/draw-paper/schedule")
             max_steps=$((at_paper / per * per))
+            [ "$max_steps" -gt 0 ] || {
+                echo "draw_mnist.sh: paper-noattn trains to the paper run's last milestone, and $RUNS/draw-paper is at step $at_paper, before its first ($per): run 'paper' further or set NOATTN_EPOCHS" >&2
+                exit 2
+            }
         else
             echo "draw_mnist.sh: paper-noattn trains to the paper run's budget: run 'paper' first or set NOATTN_EPOCHS" >&2
             exit 2
