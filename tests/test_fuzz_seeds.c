@@ -8,15 +8,15 @@
 #include "tests/fuzz/make_seeds.c"
 
 #include <dirent.h>
-#include <unistd.h>
 
+#include "tests/support/scratch.h"
 #include "tests/support/test.h"
 
 static const char *const targets[] = {"image",     "idx",       "captions", "safetensors",
                                       "tokenizer", "encoder",   "featcache", "classify"};
 enum { TARGET_COUNT = sizeof targets / sizeof targets[0] };
 
-static char g_dir[] = "/tmp/attend-seeds-XXXXXX";
+static char g_dir[256];
 
 static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -67,7 +67,7 @@ static int same_file(const char *a, const char *b) {
 static void test_corpus_is_what_make_seeds_writes(void) {
     write_seeds(g_dir);
     for (int t = 0; t < TARGET_COUNT; t++) {
-        char fresh_dir[256], kept_dir[256];
+        char fresh_dir[300], kept_dir[300];
         snprintf(fresh_dir, sizeof fresh_dir, "%s/%s", g_dir, targets[t]);
         snprintf(kept_dir, sizeof kept_dir, "tests/fuzz/corpus/%s", targets[t]);
         int n_fresh, n_kept;
@@ -92,30 +92,9 @@ static void test_corpus_is_what_make_seeds_writes(void) {
     }
 }
 
-// Removes the written seeds and their folders.
-static void remove_seeds(void) {
-    for (int t = 0; t < TARGET_COUNT; t++) {
-        char dir[256];
-        snprintf(dir, sizeof dir, "%s/%s", g_dir, targets[t]);
-        int n;
-        char **names = list_dir(dir, &n);
-        for (int i = 0; i < n; i++) {
-            char path[600];
-            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-            unlink(path);
-        }
-        free_names(names, n);
-        rmdir(dir);
-    }
-    rmdir(g_dir);
-}
-
 int main(void) {
-    if (!mkdtemp(g_dir)) {
-        printf("FAIL setup: mkdtemp\n");
-        return 1;
-    }
+    if (scratch_make(g_dir, sizeof g_dir, "test_fuzz_seeds")) return 1;
     RUN(test_corpus_is_what_make_seeds_writes);
-    remove_seeds();
+    scratch_remove(g_dir);
     return test_summary();
 }
