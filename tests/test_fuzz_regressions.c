@@ -19,6 +19,7 @@
 #include "tests/fuzz/fuzz_tokenizer.c"
 #include "tests/fuzz/fuzz_featcache.c"
 #include "tests/fuzz/fuzz_classify.c"
+#include "tests/fuzz/fuzz_draw.c"
 
 #include <dirent.h>
 #include <zlib.h>
@@ -83,6 +84,7 @@ static void test_replay_tokenizer(void) { replay("tokenizer", fuzz_tokenizer_one
 static void test_replay_featcache(void) { replay("featcache", fuzz_featcache_one); }
 static void test_replay_encoder(void) { replay("encoder", fuzz_encoder_one); }
 static void test_replay_classify(void) { replay("classify", fuzz_classify_one); }
+static void test_replay_draw(void) { replay("draw", fuzz_draw_one); }
 
 // A classifier checkpoint whose metadata claims a 17 TB model (no attention on 4096 x 4096
 // images, 65536 LSTM units) over a tiny model's tensors: refused by the tensors, before any
@@ -459,6 +461,7 @@ int main(void) {
     RUN(test_replay_featcache);
     RUN(test_replay_encoder);
     RUN(test_replay_classify);
+    RUN(test_replay_draw);
     RUN(test_classify_huge_layout_refused);
     RUN(test_regressions_kept);
     RUN(test_jpeg_uninitialised_reads_refused);

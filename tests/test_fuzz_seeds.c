@@ -12,8 +12,8 @@
 #include "tests/support/scratch.h"
 #include "tests/support/test.h"
 
-static const char *const targets[] = {"image",     "idx",       "captions", "safetensors",
-                                      "tokenizer", "encoder",   "featcache", "classify"};
+static const char *const targets[] = {"image",   "idx",       "captions", "safetensors", "tokenizer",
+                                      "encoder", "featcache", "classify", "draw"};
 enum { TARGET_COUNT = sizeof targets / sizeof targets[0] };
 
 static char g_dir[256];

@@ -25,7 +25,7 @@ FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 8192
-FUZZ_TARGETS ?= image idx captions safetensors tokenizer encoder featcache classify
+FUZZ_TARGETS ?= image idx captions safetensors tokenizer encoder featcache classify draw
 FUZZ_RUNS    ?= 0
 FUZZ_STATS   ?= $(FUZZ_BUILD)/fuzz-stats.tsv
 FUZZ_NICE    ?= nice -n 10
@@ -36,8 +36,8 @@ FUZZ_CFLAGS  := -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Wno-unused-parameter -
                 $(shell pkg-config --cflags libpng zlib stb libcjson 2>/dev/null)
 FUZZ_LDLIBS  := $(shell pkg-config --libs libpng zlib libcjson 2>/dev/null) -lgif -lm -ldl -lpthread
 
-# The library and every source of cli/ but the two programs' mains (the classify target
-# reads classifier checkpoints through cli/classify_common.c): the same list the programs
+# The library and every source of cli/ but the two programs' mains (the classify and draw
+# targets read checkpoints through cli/classify_common.c and cli/draw_checkpoint.c): the same list the programs
 # link, so a new file one of them needs is never missing here. The archive brings in only
 # what a target uses.
 FUZZ_LIB_SRCS := $(wildcard $(addsuffix /*.c,core seq vision datasets models)) \

@@ -1,7 +1,7 @@
 // make_seeds.c: writes the seed corpora of the fuzz targets, small valid files made
 // through the library's own writers (and stb_image_write for the image formats the
 // library does not write), into OUT/NAME/ for NAME in image, idx, captions, safetensors, featcache,
-// tokenizer, encoder, classify. Every seed starts with the byte(s) its target reads first (see each
+// tokenizer, encoder, classify, draw. Every seed starts with the byte(s) its target reads first (see each
 // tests/fuzz/fuzz_NAME.c). Run through `make fuzz-seeds` (tests/fuzz/fuzz.mk);
 // tests/test_fuzz_seeds.c checks that the committed corpora are what it writes.
 #include <stdio.h>
@@ -18,6 +18,7 @@
 #pragma GCC diagnostic pop
 
 #include "cli/classify_common.h"
+#include "cli/draw_checkpoint.h"
 #include "core/block.h"
 #include "core/check.h"
 #include "core/fileio.h"
@@ -434,14 +435,14 @@ static void classify_seed(const char *name, const ClassifierConfig *cfg, int wit
     block_free(&params), block_free(&m), block_free(&v);
 }
 
-// A copy of classify seed `from` whose integer metadata is zero-padded to 7 digits
-// ("0000002"): the reader takes it alike, and a mutation of one digit (libFuzzer changes
-// ASCII integers in place) then reaches sizes up to millions, where the writer's short
-// numbers leave no room.
-static void classify_padded_seed(const char *from, const char *name) {
+// A copy of checkpoint seed `from` of target whose integer metadata is zero-padded to 7
+// digits ("0000002"): the reader takes it alike, and a mutation of one digit (libFuzzer
+// changes ASCII integers in place) then reaches sizes up to millions, where the writer's
+// short numbers leave no room.
+static void padded_seed(const char *target, const char *from, const char *name) {
     SafetensorsFile f;
     Error err;
-    CHECK(safetensors_load(&f, seed_path("classify", from), &err) == 0, "%s", err.msg);
+    CHECK(safetensors_load(&f, seed_path(target, from), &err) == 0, "%s", err.msg);
     Block b = {0};
     for (int i = 0; i < f.count; i++) {
         const SafetensorsTensor *t = &f.tensors[i];
@@ -465,7 +466,7 @@ static void classify_padded_seed(const char *from, const char *name) {
         }
     }
     const Block *blocks[1] = {&b};
-    CHECK(safetensors_save(seed_path("classify", name), blocks, NULL, 1, meta, f.n_meta, &err) == 0,
+    CHECK(safetensors_save(seed_path(target, name), blocks, NULL, 1, meta, f.n_meta, &err) == 0,
           "%s", err.msg);
     block_free(&b);
     safetensors_free(&f);
@@ -484,8 +485,43 @@ static void classify_seeds(void) {
     classify_seed("cnn1.safetensors", &c, 0);
     c.cnn.layers = 2, c.cnn.channels[1] = 1;
     classify_seed("cnn2.safetensors", &c, 1);
-    classify_padded_seed("glimpse_no_moments.safetensors", "glimpse_padded.safetensors");
-    classify_padded_seed("cnn1.safetensors", "cnn1_padded.safetensors");
+    padded_seed("classify", "glimpse_no_moments.safetensors", "glimpse_padded.safetensors");
+    padded_seed("classify", "cnn1.safetensors", "cnn1_padded.safetensors");
+}
+
+// DRAW checkpoints of bin/draw written by draw_checkpoint_write: tiny models on 4 x 4
+// images, with attention and moments (a training checkpoint), without attention or
+// moments (weights alone), and in colour; and a zero-padded copy.
+static void draw_seed(const char *name, const DrawConfig *cfg, int with_moments) {
+    DrawTrainState s = {.cfg = *cfg, .step = 7, .binarize = cfg->channels == 0,
+                        .optim = {.seed = 3, .batch = 4, .lr = 1e-3f, .beta1 = 0.9f, .clip = 10.0f}};
+    snprintf(s.data, sizeof s.data, "%s", cfg->channels ? "scenes" : "mnist");
+    Block params = {0}, m = {0}, v = {0};
+    DrawParams p;
+    draw_layout(&params, &p, cfg);
+    draw_layout(&m, &p, cfg);
+    draw_layout(&v, &p, cfg);
+    block_alloc(&params), block_alloc(&m), block_alloc(&v);
+    for (size_t i = 0; i < params.numel; i++) {
+        params.data[i] = (float)((int)(i % 11) - 5) * 0.125f;
+        m.data[i] = params.data[i] * 0.5f;
+        v.data[i] = (float)(i % 7) * 0.01f;
+    }
+    Error err;
+    CHECK(draw_checkpoint_write(seed_path("draw", name), &s, &params, with_moments ? &m : NULL,
+                                with_moments ? &v : NULL, &err) == 0, "%s", err.msg);
+    block_free(&params), block_free(&m), block_free(&v);
+}
+
+static void draw_seeds(void) {
+    DrawConfig c = {.W = 4, .H = 4, .T = 2, .read_n = 2, .write_n = 2, .enc = 2, .dec = 2, .z = 2,
+                    .attention = 1};
+    draw_seed("attention.safetensors", &c, 1);
+    c.attention = 0;
+    draw_seed("no_attention_no_moments.safetensors", &c, 0);
+    c.attention = 1, c.channels = 3;
+    draw_seed("colour.safetensors", &c, 1);
+    padded_seed("draw", "attention.safetensors", "attention_padded.safetensors");
 }
 
 // Writes every target's seeds into dir/NAME/ (dir is created if missing).
@@ -500,6 +536,7 @@ static void write_seeds(const char *dir) {
     caption_seeds();
     featcache_seeds();
     classify_seeds();
+    draw_seeds();
 }
 
 // tests/test_fuzz_seeds.c includes this file with MAKE_SEEDS_NO_MAIN and calls write_seeds.
