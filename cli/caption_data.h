@@ -35,6 +35,32 @@ typedef struct {
     "images held out for validation, and again for test, chosen by a hash of the image id; "  \
     "at least one each when there are 3 images or more"
 
+// --features and --verify-features' help lines (train and eval).
+#define FEATURES_HELP                                                                     \
+    "a feature cache of --data (caption features): the decoder runs on its annotations, no "  \
+    "image is decoded"
+#define VERIFY_FEATURES_HELP                                                              \
+    "check the feature cache's checksum first, one pass over the whole file (opening "      \
+    "checks its header, sizes and status; caption features checks the checksum when it "     \
+    "writes the cache and when it finds it complete)"
+
+// The data flags that train and eval share beyond --data: the scenes' counts, seed and
+// digit folder, and an image folder's cache bound (df a CaptionDataFlags *; ArgSpec
+// entries of cli/args.h).
+#define SCENES_AND_CACHE_SPECS(df)                                                                         \
+    {"train-count", ARG_INT, &(df)->train_count, "scenes: training scenes", .has_min = true, .min = 1},    \
+    {"val-count-scenes", ARG_INT, &(df)->val_count, "scenes: validation scenes", .has_min = true, .min = 1}, \
+    {"test-count", ARG_INT, &(df)->test_count, "scenes: test scenes", .has_min = true, .min = 1},           \
+    {"scenes-seed", ARG_LONG, &(df)->scenes_seed, "scenes: generator seed", .given = NULL},                 \
+    {"data-root", ARG_STRING, &(df)->root, "scenes: folder holding mnist/ and fashion-mnist/",              \
+     .metavar = "DIR", .given = NULL},                                                                      \
+    {"cache-mb", ARG_INT, &(df)->cache_mb, "image folders: decoded-image cache bound in MiB",               \
+     .has_min = true, .min = 1}
+
+// Reference captions read per image at most (caption_data_captions' max, for the metrics and
+// for training's draw of one).
+#define CAPTION_DATA_MAX_REFS 64
+
 typedef struct CaptionData CaptionData;
 
 void caption_data_flags_default(CaptionDataFlags *f);

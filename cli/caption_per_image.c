@@ -12,8 +12,6 @@
 #include "vision/overlay.h"
 #include "vision/png.h"
 
-#define MAX_REFS 64
-
 int caption_write_strip(const char *path, const float *chw, int S, const float *alphas, int G,
                         char *const *words, int n, Error *err) {
     const int up = S < 128 ? (128 + S - 1) / S : 1;  // small images shown larger
@@ -110,7 +108,7 @@ static int write_per_image(const CaptionEvalOutputs *o, const DecodedSplit *d,
     fprintf(fp, "{\"split\": \"%s\", \"images\": %d, \"beam\": %d,\n \"items\": [", split_name(d->split),
             d->n, o->beam);
     SceneInfo info;
-    const char *refs[MAX_REFS];
+    const char *refs[CAPTION_DATA_MAX_REFS];
     for (int i = 0; i < d->n; i++) {
         fprintf(fp, "%s\n  {\"index\": %d, ", i ? "," : "", i);
         caption_data_write_id(fp, d->data, d->split, i);
@@ -119,7 +117,7 @@ static int write_per_image(const CaptionEvalOutputs *o, const DecodedSplit *d,
         text_json_string(fp, text);
         free(text);
         fputs(", \"references\": [", fp);
-        int k = caption_data_captions(d->data, d->split, i, refs, MAX_REFS, &info);
+        int k = caption_data_captions(d->data, d->split, i, refs, CAPTION_DATA_MAX_REFS, &info);
         for (int j = 0; j < k; j++) {
             if (j) fputs(", ", fp);
             text_json_string(fp, refs[j]);

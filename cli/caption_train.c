@@ -1,0 +1,885 @@
+// caption_train.c: `caption train` (cli/caption_train.h): the vocabulary and the captions
+// drawn for each step, the flags, the run's set-up, the step loop with its log,
+// validation and checkpoints, and the summary. No math here: models/sat does it.
+#include "cli/caption_train.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "cli/caption_data.h"
+#include "cli/caption_evaluate.h"
+#include "cli/caption_features.h"
+#include "cli/caption_finetune.h"
+#include "cli/caption_model.h"
+#include "cli/report_common.h"
+#include "cli/run_info.h"
+#include "cli/threads.h"
+#include "cli/train_dist.h"
+#include "cli/train_run.h"
+#include "core/adam.h"
+#include "core/check.h"
+#include "core/csvlog.h"
+#include "core/dist.h"
+#include "core/error.h"
+#include "core/fileio.h"
+#include "core/gemm.h"
+#include "core/rng.h"
+#include "core/safetensors.h"
+#include "core/text_escape.h"
+#include "core/timer.h"
+#include "datasets/scenes.h"
+#include "datasets/split.h"
+#include "models/sat.h"
+#include "seq/metrics.h"
+#include "seq/tokenizer.h"
+#include "seq/vocab.h"
+#include "vision/image.h"
+#include "vision/overlay.h"
+#include "vision/plot.h"
+#include "vision/png.h"
+
+// Counts the words of every caption of the split into counter (for the vocabulary),
+// keeping no tokens: the training split of a large data set held as tokens took more
+// memory than the model, so training encodes each caption when it is drawn instead.
+static int count_split_words(VocabCounter *counter, const CaptionData *d, Split s, Error *err) {
+    SceneInfo info;
+    const char *texts[CAPTION_DATA_MAX_REFS];
+    for (int i = 0; i < caption_data_count(d, s); i++) {
+        int k = caption_data_captions(d, s, i, texts, CAPTION_DATA_MAX_REFS, &info);
+        for (int j = 0; j < k; j++) {
+            Tokens t;
+            if (tokenize(&t, texts[j], TOKENIZE_MAX_TOKENS, err))
+                return error_prefix(err, "%s image %d caption %d", split_name(s), i, j);
+            vocab_counter_add(counter, &t);
+            tokens_free(&t);
+        }
+    }
+    return 0;
+}
+
+// One of image i's captions (of split s), drawn with rng, as word ids: ids (max_len)
+// gets the ids of its first max_len tokens, then VOCAB_PAD. Returns how many ids, or -1
+// with err set.
+static int draw_caption_ids(int *ids, const CaptionData *d, Split s, int i, const Vocab *vocab,
+                            int max_len, Rng *rng, Error *err) {
+    SceneInfo info;
+    const char *texts[CAPTION_DATA_MAX_REFS];
+    int k = caption_data_captions(d, s, i, texts, CAPTION_DATA_MAX_REFS, &info);
+    if (k < 1) return error_set(err, "%s image %d has no caption", split_name(s), i);
+    int j = (int)rng_below(rng, (uint32_t)k);
+    Tokens t;
+    if (tokenize(&t, texts[j], TOKENIZE_MAX_TOKENS, err))
+        return error_prefix(err, "%s image %d caption %d", split_name(s), i, j);
+    int n = vocab_encode(ids, vocab, &t, max_len);
+    for (int w = n; w < max_len; w++) ids[w] = VOCAB_PAD;
+    tokens_free(&t);
+    return n;
+}
+
+// Curves: loss, validation BLEU-4 and grounding (scenes) against the step, from log.csv.
+static int write_curves(const char *csv_path, const char *png_path, Error *err) {
+    static const char *const cols[3] = {"loss", "val_bleu4", "val_grounding"};
+    ReportColumns c;
+    if (report_read_columns(&c, csv_path, "step", cols, 3, err)) return -1;
+    PlotSeries s1 = {"training loss (per image)", c.x[0], c.y[0], c.n[0]};
+    PlotSeries s2[2] = {{"validation BLEU-4", c.x[1], c.y[1], c.n[1]},
+                        {"validation grounding", c.x[2], c.y[2], c.n[2]}};
+    PlotOptions o1 = {.title = "loss", .xlabel = "step", .width = 640, .height = 320};
+    PlotOptions o2 = {.title = "validation", .xlabel = "step", .width = 640, .height = 320};
+    Image imgs[2] = {plot_render(&s1, 1, &o1), plot_render(s2, c.n[2] > 0 ? 2 : 1, &o2)};
+    Image both = stack_vertical(imgs, 2, 8);
+    int r = write_png_image(png_path, &both, err);
+    image_free(&imgs[0]);
+    image_free(&imgs[1]);
+    image_free(&both);
+    report_columns_free(&c);
+    return r;
+}
+
+static const char *const KIND_HELP =
+    "additive | dot | scaled-dot | multiplicative | multi-head | local-monotonic | "
+    "local-predictive | hard | none (dot and scaled-dot need --hidden equal to the annotation "
+    "size, the last --channels entry)";
+
+// caption train's flags as given; given.NAME: --NAME was on the command line (on --resume,
+// a model flag left out takes the checkpoint's value).
+typedef struct {
+    CaptionDataFlags data;
+    CaptionFineTuneFlags finetune;  // --encoder, --fine-tune, --fine-tune-lr
+    const char *attention, *out, *channels, *query;
+    int image_size, embed, hidden, attn_dim, heads, window, max_len, min_count;
+    int epochs, threads, val_beam, val_count, log_every, checkpoint_every;
+    long steps;
+    double minutes;
+    TrainOptimFlags optim;  // --batch, --lr, --lr-decay, --clip, --seed (no --beta1)
+    float lambda, dropout, entropy, length_alpha, ema;
+    bool resume, force, json, beta_vector, quiet, overlap_sums;
+    struct {
+        bool epochs, steps, minutes;  // the budget: at most one
+        bool attention, channels, query, image_size, embed, hidden, attn_dim, heads, window,
+            max_len, beta_vector, lambda, dropout, entropy;
+        bool ema;  // not a model flag: --resume takes the state's decay where it is left out
+    } given;
+} TrainFlags;
+
+// Fills f from the command line. Returns 1 when the command should return *code at once
+// (after --help, or a bad flag reported on stderr).
+static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
+    SatConfig dc;  // the model's defaults are sat_config_default's
+    sat_config_default(&dc);
+    *f = (TrainFlags){.attention = "additive", .channels = "32,64,128",
+                      .query = sat_query_name(dc.query), .image_size = dc.image_size,
+                      .embed = dc.E, .hidden = dc.H, .attn_dim = dc.attn.A, .heads = dc.attn.heads,
+                      .window = dc.attn.window, .max_len = dc.max_len, .min_count = 1,
+                      .epochs = 10, .threads = threads_available(), .val_beam = 3,
+                      .log_every = 20, .ema = 0.999f,
+                      .optim = {.seed = 1, .batch = 32, .lr = 2e-3f, .lr_decay = 0.7f,
+                                .clip = 5.0f, .beta1 = adam_defaults(2e-3f).beta1},
+                      .lambda = dc.lambda, .dropout = dc.dropout,
+                      .entropy = dc.entropy_weight, .length_alpha = 0.7f};
+    caption_data_flags_default(&f->data);
+    caption_finetune_flags_default(&f->finetune);
+    CaptionDataFlags *df = &f->data;
+    ArgSpec specs[] = {
+        {"data", ARG_STRING, &df->data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
+        {"held-out", ARG_DOUBLE, &df->held_out, HELD_OUT_HELP, .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
+        {"features", ARG_STRING, &df->features, FEATURES_HELP, .metavar = "FEATURES", .given = NULL},
+        {"verify-features", ARG_FLAG, &df->verify_features, VERIFY_FEATURES_HELP, .given = NULL},
+        {"encoder", ARG_STRING, &f->finetune.encoder, "with --fine-tune: the pretrained encoder, vgg16 | vgg19 | resnet18 ... resnet152, then ':' and its safetensors weights", .metavar = "ARCH:FILE", .given = NULL},
+        {"fine-tune", ARG_STRING, &f->finetune.stage, "train the encoder's last stage with the decoder, batch norm frozen: conv5 (VGG) | layer4 (ResNet); images go through the encoder every step, on one worker (--threads go to its BLAS), one process", .metavar = "STAGE", .given = NULL},
+        {"fine-tune-lr", ARG_FLOAT, &f->finetune.lr, "Adam learning rate of the fine-tuned stage (decayed as --lr)", .has_min = true, .min = 0, .given = &f->finetune.lr_given},
+        {"attention", ARG_STRING, &f->attention, KIND_HELP, .given = &f->given.attention},
+        {"out", ARG_STRING, &f->out, "output folder", .metavar = "DIR", .required = true},
+        {"epochs", ARG_INT, &f->epochs, "training epochs", .has_min = true, .min = 1, .given = &f->given.epochs},
+        {"steps", ARG_LONG, &f->steps, "stop at this total step count instead", .has_min = true, .min = 1, .given = &f->given.steps},
+        {"minutes", ARG_DOUBLE, &f->minutes, "stop after this many minutes instead", .has_min = true, .min = 0, .min_exclusive = true, .given = &f->given.minutes},
+        {"seed", ARG_LONG, &f->optim.seed, "random seed (initialisation, order, dropout, sampling)", .given = &f->optim.given.seed},
+        {"resume", ARG_FLAG, &f->resume, "continue from OUT/state.safetensors; model flags given must match it, --batch/--lr/--lr-decay/--clip/--seed/--ema (and --fine-tune-lr) given replace its values", .given = NULL},
+        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
+        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
+        {"overlap-sums", ARG_FLAG, &f->overlap_sums, "under mpirun, with the CNN encoder (no effect with --features): sum the decoder's gradient over the ranks on a thread of its own while the CNN's backward runs (the same bits; pays where a core is free to drive the transfer and the link is slow: bench/RESULTS.md)", .given = NULL},
+        {"image-size", ARG_INT, &f->image_size, "image side in pixels", .has_min = true, .min = 8, .has_max = true, .max = 1024, .given = &f->given.image_size},
+        {"channels", ARG_STRING, &f->channels, "CNN channels, one conv+pool per entry; the last is the annotation size", .metavar = "LIST", .given = &f->given.channels},
+        {"embed", ARG_INT, &f->embed, "word embedding size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.embed},
+        {"hidden", ARG_INT, &f->hidden, "LSTM hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.hidden},
+        {"attn-dim", ARG_INT, &f->attn_dim, "attention hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.attn_dim},
+        {"heads", ARG_INT, &f->heads, "multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 64, .given = &f->given.heads},
+        {"window", ARG_INT, &f->window, "local: half-width W", .has_min = true, .min = 0, .has_max = true, .max = 1024, .given = &f->given.window},
+        {"batch", ARG_INT, &f->optim.batch, "batch size", .has_min = true, .min = 1, .has_max = true, .max = CAPTION_BATCH_MAX, .given = &f->optim.given.batch},
+        {"max-len", ARG_INT, &f->max_len, "caption words at most", .has_min = true, .min = 1, .has_max = true, .max = 256, .given = &f->given.max_len},
+        {"min-count", ARG_INT, &f->min_count, "vocabulary: minimum word count", .has_min = true, .min = 1},
+        {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .given = &f->optim.given.lr},
+        {"lr-decay", ARG_FLOAT, &f->optim.lr_decay, "learning rate factor per epoch", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr_decay},
+        {"ema", ARG_FLOAT, &f->ema, "validate, and keep as the best model, an exponential moving average of the weights with this decay (0 = off)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.ema},
+        {"clip", ARG_FLOAT, &f->optim.clip, "gradient global-norm clip (0 = off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
+        {"lambda", ARG_FLOAT, &f->lambda, "doubly stochastic regulariser weight", .has_min = true, .min = 0, .given = &f->given.lambda},
+        {"dropout", ARG_FLOAT, &f->dropout, "dropout before the deep output", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
+        {"query", ARG_STRING, &f->query, "state that queries the attention: previous (Xu et al. 2015: h before the step's word) | current (h after it, Lu et al. 2017)", .metavar = "S", .given = &f->given.query},
+        {"beta-vector", ARG_FLAG, &f->beta_vector, "gate beta as a D-vector (default scalar)", .given = &f->given.beta_vector},
+        {"entropy", ARG_FLOAT, &f->entropy, "hard attention: entropy bonus weight", .has_min = true, .min = 0, .given = &f->given.entropy},
+        {"val-beam", ARG_INT, &f->val_beam, "beam width of the per-epoch validation (as the test's decoding, so the best model is chosen by what is scored)", .has_min = true, .min = 1, .has_max = true, .max = 64},
+        {"val-count", ARG_INT, &f->val_count, "validation images per epoch (0 = all)", .has_min = true, .min = 0},
+        {"length-alpha", ARG_FLOAT, &f->length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
+        {"log-every", ARG_INT, &f->log_every, "CSV row every N steps", .has_min = true, .min = 1},
+        {"checkpoint-every", ARG_INT, &f->checkpoint_every, "also write OUT/state.safetensors every N steps (0: at epoch ends only)", .has_min = true, .min = 0},
+        SCENES_AND_CACHE_SPECS(df),
+        {"json", ARG_FLAG, &f->json, "print the final summary as one JSON object on stdout", .given = NULL},
+        {"quiet", ARG_FLAG, &f->quiet, "no progress bar", .given = NULL},
+    };
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption train --out DIR [flags]", NULL, code))
+        return 1;
+    if (f->given.epochs + f->given.steps + f->given.minutes > 1) {
+        if (args_reporting_process())
+            fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
+        *code = 2;
+        return 1;
+    }
+    // The annotations' image size and channels are the cache's (its encoder's).
+    if (df->features && (f->given.image_size || f->given.channels)) {
+        fprintf(stderr, "%s: not with --features: the annotations' size and channels are the "
+                        "feature cache's (set when it was made by caption features)\n",
+                f->given.image_size && f->given.channels ? "--image-size, --channels"
+                : f->given.image_size                    ? "--image-size"
+                                                         : "--channels");
+        *code = 2;
+        return 1;
+    }
+    return 0;
+}
+
+// The model configuration the flags describe (the vocabulary size still a placeholder).
+static int config_from_flags(SatConfig *cfg, const TrainFlags *f, Error *err) {
+    sat_config_default(cfg);
+    cfg->image_size = f->image_size;
+    if (cnn_config_parse(&cfg->cnn, f->channels, "--channels", err) ||
+        caption_attention_parse(cfg, f->attention, err))
+        return -1;
+    cfg->E = f->embed;
+    cfg->H = f->hidden;
+    cfg->max_len = f->max_len;
+    cfg->attn.A = f->attn_dim;
+    cfg->attn.heads = f->heads;
+    cfg->attn.window = f->window;
+    cfg->beta_vector = f->beta_vector;
+    if (sat_query_parse(f->query, &cfg->query))
+        return error_set(err, "--query: expected previous or current, got '%s'", f->query);
+    cfg->lambda = f->lambda;
+    cfg->dropout = f->dropout;
+    cfg->entropy_weight = f->entropy;
+    cfg->V = VOCAB_NSPECIAL + 1;  // checked again once the vocabulary is known
+    return 0;
+}
+
+static void format_channels(char *buf, size_t cap, const CnnConfig *c) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < c->n_layers && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%d", i ? "," : "", c->channels[i]);
+}
+
+// --resume: every model flag given must match the checkpoint's configuration.
+static int check_resume_flags(const TrainFlags *f, const SatConfig *want, const SatConfig *saved,
+                              const char *path, Error *err) {
+    FlagDiffs d = {0};
+    char a[128], b[128];
+    format_channels(a, sizeof a, &want->cnn);
+    format_channels(b, sizeof b, &saved->cnn);
+    flag_diffs_int(&d, "image-size", f->given.image_size, want->image_size, saved->image_size);
+    flag_diffs_text(&d, "channels", f->given.channels, a, b);
+    flag_diffs_int(&d, "embed", f->given.embed, want->E, saved->E);
+    flag_diffs_int(&d, "hidden", f->given.hidden, want->H, saved->H);
+    flag_diffs_int(&d, "attn-dim", f->given.attn_dim, want->attn.A, saved->attn.A);
+    flag_diffs_int(&d, "heads", f->given.heads, want->attn.heads, saved->attn.heads);
+    flag_diffs_int(&d, "window", f->given.window, want->attn.window, saved->attn.window);
+    flag_diffs_int(&d, "max-len", f->given.max_len, want->max_len, saved->max_len);
+    flag_diffs_text(&d, "attention", f->given.attention, caption_attention_name(want),
+                    caption_attention_name(saved));
+    flag_diffs_text(&d, "query", f->given.query, sat_query_name(want->query), sat_query_name(saved->query));
+    flag_diffs_switch(&d, "beta-vector", f->given.beta_vector, want->beta_vector, saved->beta_vector);
+    flag_diffs_float(&d, "lambda", f->given.lambda, want->lambda, saved->lambda);
+    flag_diffs_float(&d, "dropout", f->given.dropout, want->dropout, saved->dropout);
+    flag_diffs_float(&d, "entropy", f->given.entropy, want->entropy_weight, saved->entropy_weight);
+    return flag_diffs_refuse(&d, path, err);
+}
+
+// One training run: data, vocabulary, model, workers, buffers and counters. Zeroed, it is
+// safe to close at any stage of opening.
+typedef struct {
+    const TrainFlags *f;
+    Dist *dist;         // the ranks (cli/train_dist.h): rank 0 alone writes
+    bool reported;      // the failure was printed already, by the ranks that failed
+    bool failed_everywhere;  // every rank stopped on the same failure (after a reduction)
+    char path_state[1200], path_model[1200], path_log[1200], path_curves[1200];
+    CaptionData *data;
+    Vocab vocab;
+    SatModel model;     // with several workers, its activations serve validation only
+    SatModel *workers;  // (n_workers) replicas sharing the parameters; NULL with one
+    int n_workers;      // per rank (over ranks, the same on every rank)
+    TrainEma ema;       // with --ema: the weight average, validated and saved as the model
+    CaptionRefs val;        // the validation split's tokenised references
+    EncoderRecord enc;  // with --features: the encoder of the annotations (checkpointed)
+    CaptionFineTune ft; // with --fine-tune: the encoder and its trained stage
+    CaptionCounters tc;   // step; best validation BLEU-4 (< 0 before any) and its step
+    TrainOptim optim;   // batch, lr, lr decay, clip, seed: the flags', or on --resume the state's
+    int n_train, n_val;
+    long spe;           // steps per epoch (the last batch of an epoch may be short)
+    float *images;      // (B, 3, S, S)
+    int *words, *lens;  // (B, max_len), (B)
+    int *perm;          // (n_train) the current epoch's order
+    long perm_epoch;    // the epoch perm was shuffled for
+    AdamConfig adam;
+    CsvLog log;
+    TrainBudget budget;
+    TrainCadence cadence;
+    TrainMeter meter;
+    // The log window: sums since the last training row.
+    double t_log, loss_acc, ce_acc, tok_acc;
+    TrainNorms norms;
+    long imgs_since;
+    int n_acc;
+    double last_window_loss;  // the last row's mean loss per image; NAN before one
+    double last_val;          // the last validation BLEU-4 of this run; NAN before one
+} CaptionRun;
+
+static const char *const CAPTION_RUN_FILES[] = {"state.safetensors", "model.safetensors"};
+
+// --resume's weight average: the state's decay unless --ema is given (a change said on
+// one line), its average where the state holds one (else the weights: a run that turns it
+// on), none when the decay is 0.
+static void resume_ema(CaptionRun *r, const StoredOptim *saved, FILE *note) {
+    float decay = r->f->ema;
+    if (saved->ema_stored) {
+        FlagDiffs changed = {0};
+        flag_diffs_float(&changed, "ema", r->f->given.ema, r->f->ema, saved->ema);
+        if (changed.n && note) text_write_linef(note, "caption train: resuming with %s", changed.text);
+        if (!r->f->given.ema) decay = saved->ema;
+    }
+    if (decay == 0) block_free(&r->ema.avg);
+    train_ema_start(&r->ema, &r->model.params, decay);
+}
+
+// --resume: the state (model, vocabulary, counters, optimiser settings, weight average),
+// its configuration checked against the model flags given. The optimiser settings given
+// replace the state's, named on one line (rank 0's); those left out keep the state's. Every
+// rank reads the same state with the same flags, so every rank ends with the same settings.
+static int resume_state(CaptionRun *r, const SatConfig *want, Error *err) {
+    if (!file_exists(r->path_state))
+        return error_set(err, "--resume: %s does not exist", r->path_state);
+    StoredOptim saved = {.optim = r->optim};
+    if (caption_model_load(r->path_state, &r->model, &r->vocab, 1, &r->ema.avg, &r->tc, &saved, err))
+        return -1;
+    if (check_resume_flags(r->f, want, &r->model.cfg, r->path_state, err)) return -1;
+    // A state written before the settings were stored holds none: the run goes on with the
+    // flags' values, given or default, as it did then (r->optim is already those).
+    FILE *note = dist_is_root(r->dist) ? stderr : NULL;
+    if (saved.stored) {
+        r->optim = saved.optim;
+        train_optim_resume(&r->optim, &r->f->optim, "caption train", note);
+    }
+    resume_ema(r, &saved, note);
+    return 0;
+}
+
+// A new model: the vocabulary of the training split, the configuration finished with its
+// size, parameters initialised from the seed.
+static int new_model(CaptionRun *r, SatConfig *cfg, Error *err) {
+    VocabCounter counter = {0};
+    int bad = count_split_words(&counter, r->data, SPLIT_TRAIN, err);
+    if (!bad) vocab_from_counter(&r->vocab, &counter, r->f->min_count);
+    vocab_counter_free(&counter);
+    if (bad) return -1;
+    cfg->V = r->vocab.size;
+    if (sat_config_finish(cfg, err)) return -1;
+    Rng init;
+    rng_seed(&init, r->optim.seed);
+    sat_init(&r->model, cfg, &init);
+    train_ema_start(&r->ema, &r->model.params, r->f->ema);
+    return 0;
+}
+
+// The data, at the model's image size; it needs a training and a validation image.
+static int open_data(CaptionRun *r, int image_size, Error *err) {
+    const CaptionDataFlags *df = &r->f->data;
+    if (caption_data_open(&r->data, df, image_size, r->f->quiet, err)) return -1;
+    r->n_train = caption_data_count(r->data, SPLIT_TRAIN);
+    int n_valid = caption_data_count(r->data, SPLIT_VALID);
+    if (r->n_train < 1 || n_valid < 1)
+        return error_set(err, "%s: needs at least one training and one validation image (has %d, "
+                              "%d)%s", df->data, r->n_train, n_valid,
+                         caption_data_hint(r->data));
+    r->n_val = r->f->val_count > 0 && r->f->val_count < n_valid ? r->f->val_count : n_valid;
+    return 0;
+}
+
+// Data parallelism: with several threads, each worker (a replica sharing the parameters)
+// takes a contiguous share of the batch with single-threaded BLAS. The model's own
+// activations then serve only validation decoding, in chunks of a share. And the step's
+// buffers.
+// Over ranks, each rank's workers split its share of the batch, always through the workers
+// (each image's randomness is its own, wherever it runs: train_step).
+static void alloc_workers(CaptionRun *r) {
+    const int B = r->optim.batch, ML = r->model.cfg.max_len;
+    int begin, most;
+    dist_share_of(0, r->dist->size, B, &begin, &most);  // rank 0's share is the largest
+    r->n_workers = r->f->threads < most ? r->f->threads : most;
+    if (r->ft.on) r->n_workers = 1;  // --fine-tune: one worker (cli/caption_finetune.h)
+    const int share = (most + r->n_workers - 1) / r->n_workers;
+    const bool replicas = r->n_workers > 1 || r->dist->size > 1;
+    sat_alloc_acts(&r->model, replicas ? share : B);
+    if (replicas) {
+        gemm_set_threads(1);
+        r->workers = xcalloc((size_t)r->n_workers, sizeof(SatModel));
+        for (int w = 0; w < r->n_workers; w++) {
+            sat_replica_init(&r->workers[w], &r->model);
+            sat_alloc_acts(&r->workers[w], share);
+        }
+    }
+    r->images = xmalloc((size_t)B * sat_input_floats(&r->model.cfg) * sizeof(float));
+    r->words = xmalloc((size_t)B * ML * sizeof(int));
+    r->lens = xmalloc((size_t)B * sizeof(int));
+    r->perm = xmalloc((size_t)r->n_train * sizeof(int));
+    r->perm_epoch = -1;
+}
+
+static void close_run(CaptionRun *r) {
+    free(r->images), free(r->words), free(r->lens), free(r->perm);
+    if (r->workers)
+        for (int w = 0; w < r->n_workers; w++) sat_free(&r->workers[w]);
+    free(r->workers);
+    csvlog_close(&r->log);
+    caption_refs_free(&r->val);
+    if (r->model.params.data) sat_free(&r->model);
+    train_ema_free(&r->ema);
+    vocab_free(&r->vocab);
+    caption_data_close(r->data);
+    caption_finetune_close(&r->ft);
+}
+
+// Each rank's data, vocabulary, model and buffers; rank 0's folder, log and stale files.
+// Every rank reads a --resume state itself (OUT on a file system they share), and then
+// takes rank 0's weights, moments and counters (open_run). Returns 0, or the exit status
+// (2: the flags describe no valid model; 1: anything else) with err set.
+static int open_parts(CaptionRun *r, Error *err) {
+    const TrainFlags *f = r->f;
+    const char *out = f->out;
+    const bool root = dist_is_root(r->dist);
+    SatConfig cfg;
+    if (config_from_flags(&cfg, f, err) || (!f->resume && sat_config_finish(&cfg, err))) return 2;
+    if (root && (train_out_check(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
+                 make_dirs(out, err)))
+        return 1;
+    if (root) atomic_remove_stale(out);
+    r->optim = train_optim_new(&f->optim);
+    if (f->resume && resume_state(r, &cfg, err)) return 1;
+    if (caption_finetune_setup_train(&r->ft, &cfg, &r->enc, &f->finetune, f->data.features,
+                                     r->dist->size, r->optim.batch, f->resume ? &r->model.cfg : NULL,
+                                     r->path_state, f->quiet || !root, err))
+        return 1;
+    if (open_data(r, f->resume ? r->model.cfg.image_size : cfg.image_size, err)) return 1;
+    if (!r->ft.on && caption_features_setup_train(&cfg, &r->enc, r->data, f->data.features,
+                                                  f->resume ? &r->model.cfg : NULL,
+                                                  r->path_state, err))
+        return 1;
+    if (!f->resume && new_model(r, &cfg, err)) return 1;
+    if (caption_refs_encode(&r->val, r->data, SPLIT_VALID, err)) return 1;
+    if (r->optim.batch < r->dist->size)
+        return error_set(err, "--batch %d is less than the %d ranks: each rank needs an image",
+                         r->optim.batch, r->dist->size), 1;
+    alloc_workers(r);
+    if (gemm_check_address_space(f->threads, err)) return 1;  // not a hang in OpenBLAS
+    if (root && (train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
+                 csvlog_open(&r->log, r->path_log,
+                             "step,epoch,loss,ce_per_token,grad_norm,grad_norm_max,lr,images_per_s,"
+                             "val_bleu4,"
+                             "val_grounding", f->resume, err)))
+        return 1;
+    return 0;
+}
+
+// Rank 0's parameters, Adam moments, weight average, counters and hard-attention baseline
+// to every rank.
+static int share_start(CaptionRun *r, Error *err) {
+    SatModel *m = &r->model;
+    if (r->dist->size == 1) return 0;
+    if (train_dist_broadcast_block(r->dist, &m->params, err) ||
+        train_dist_broadcast_block(r->dist, &m->adam_m, err) ||
+        train_dist_broadcast_block(r->dist, &m->adam_v, err) ||
+        (train_ema_on(&r->ema) && train_dist_broadcast_block(r->dist, &r->ema.avg, err)) ||
+        dist_broadcast(r->dist, &r->tc, sizeof r->tc, err) ||
+        dist_broadcast(r->dist, &m->baseline, sizeof m->baseline, err) ||
+        dist_broadcast(r->dist, &m->baseline_set, sizeof m->baseline_set, err))
+        return -1;
+    return 0;
+}
+
+// Everything a run needs before its first step. Returns 0, or the exit status (2: the
+// flags describe no valid model; 1: anything else) with err set; r->reported when the
+// ranks that failed printed it.
+static int open_run(CaptionRun *r, const TrainFlags *f, Dist *dist, Error *err) {
+    memset(r, 0, sizeof *r);
+    r->f = f;
+    r->dist = dist;
+    r->tc.best_bleu = -1.0;
+    r->last_window_loss = r->last_val = NAN;
+    const char *out = f->out;
+    snprintf(r->path_state, sizeof r->path_state, "%s/state.safetensors", out);
+    snprintf(r->path_model, sizeof r->path_model, "%s/model.safetensors", out);
+    snprintf(r->path_log, sizeof r->path_log, "%s/log.csv", out);
+    snprintf(r->path_curves, sizeof r->path_curves, "%s/curves.png", out);
+    int code = open_parts(r, err);
+    if (dist->size > 1) {  // several ranks: each failed rank prints its line
+        if (train_dist_agree(dist, code, "caption train", err)) {
+            r->reported = true;
+            return code ? code : 1;
+        }
+    }
+    if (code) return code;
+    if (share_start(r, err)) return 1;
+    const int B = r->optim.batch;
+    r->spe = (r->n_train + B - 1) / B;
+    long end_step = f->given.steps ? f->steps : f->given.minutes ? 0 : (long)f->epochs * r->spe;
+    r->budget = (TrainBudget){.end_step = end_step, .seconds = f->given.minutes ? f->minutes * 60.0 : 0};
+    r->cadence = (TrainCadence){.steps_per_epoch = r->spe, .log_every = f->log_every,
+                                .save_every = f->checkpoint_every, .log_at_epoch_end = true,
+                                .save_at_validation = true};
+    r->adam = adam_defaults(r->optim.lr);
+    return 0;
+}
+
+static void print_header(const CaptionRun *r) {
+    const TrainFlags *f = r->f;
+    char cs[2048], budget[64];
+    sat_config_format(&r->model.cfg, cs, sizeof cs);
+    if (r->budget.end_step)
+        snprintf(budget, sizeof budget, "of %ld", r->budget.end_step);
+    else
+        snprintf(budget, sizeof budget, "for %g minutes", f->minutes);
+    char ranks[48] = "";
+    if (r->dist->size > 1)
+        snprintf(ranks, sizeof ranks, " per rank, %d ranks", r->dist->size);
+    text_write_linef(stderr, "caption train: %d training images, %d words, %ld steps per epoch, batch %d, "
+                     "lr %g, %d thread%s%s; step %ld %s; %s",
+                     r->n_train, r->vocab.size, r->spe, r->optim.batch, r->optim.lr, f->threads,
+                     f->threads == 1 ? "" : "s", ranks, r->tc.step, budget, cs);
+}
+
+// Step step's batch (position (step - 1) % spe of its epoch's order): images, and one
+// caption per image drawn with sr. Returns the batch size, or -1 when a caption fails.
+// Over ranks, every rank draws every image's caption (the stream stays one process's) but
+// reads only the images of its share.
+static int fill_batch(CaptionRun *r, long step, Rng *sr, Error *err) {
+    const int B = r->optim.batch, ML = r->model.cfg.max_len;
+    const size_t per = sat_input_floats(&r->model.cfg);  // an image, or its annotations
+    long epoch = (step - 1) / r->spe, pos = (step - 1) % r->spe;
+    if (epoch != r->perm_epoch) {
+        Rng er;
+        rng_seed(&er, r->optim.seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL * (uint64_t)(epoch + 1));
+        for (int i = 0; i < r->n_train; i++) r->perm[i] = i;
+        rng_shuffle(&er, r->perm, r->n_train);
+        r->perm_epoch = epoch;
+    }
+    int nb = 0, begin, count;
+    const long first = pos * B, end = first + B < r->n_train ? first + B : r->n_train;
+    dist_share(r->dist, (int)(end - first), &begin, &count);
+    for (long j = first; j < end; j++, nb++) {
+        int img = r->perm[j];
+        if (nb >= begin && nb < begin + count)
+            caption_data_image(r->data, SPLIT_TRAIN, img,
+                               r->ft.on ? caption_finetune_pixels(&r->ft, nb)
+                                        : r->images + (size_t)nb * per,
+                               NULL);
+        r->lens[nb] = draw_caption_ids(r->words + (size_t)nb * ML, r->data, SPLIT_TRAIN, img,
+                                       &r->vocab, ML, sr, err);
+        if (r->lens[nb] < 0) return -1;
+    }
+    return nb;
+}
+
+typedef struct {
+    SatLoss loss;
+    float norm, lr;  // gradient norm before clipping; the step's learning rate
+    int images;
+} StepResult;
+
+// A rank's sums inside its step: the first hard-attention step's mean reward, weighted as
+// one process's workers weight theirs (a float share of the batch); and, with a CNN
+// encoder, the decoder's part of the gradient, summed while the CNN's backward runs.
+typedef struct {
+    Dist *dist;
+    int count, batch;  // this rank's images, the global batch's
+    Error *err;
+    bool overlap;      // --overlap-sums: the gradient in two parts, the decoder's first
+    DistSumInFlight decoder;
+    bool decoder_started;
+} RankSums;
+
+static int rank_reward_sum(void *ctx, double *v) {
+    RankSums *c = ctx;
+    *v *= (double)((float)c->count / (float)c->batch);
+    return dist_allreduce_sum_f64(c->dist, v, 1, c->err);
+}
+
+static int rank_decoder_done(void *ctx, float *grads, size_t begin, size_t end) {
+    RankSums *c = ctx;
+    c->decoder_started = true;
+    return train_dist_start_floats(c->dist, &c->decoder, grads + begin, end - begin, c->count,
+                                   c->batch, c->err);
+}
+
+// The gradient summed over the ranks, weighted by this rank's share: at once, or with
+// --overlap-sums and a CNN encoder in two parts, the decoder's (started during the CNN's
+// backward, or here on a rank without images) and then the CNN's; every rank sums the same
+// parts in the same order.
+static int reduce_step_grads(RankSums *sums, SatModel *m, Error *err) {
+    const size_t enc = sat_encoder_grad_floats(m), all = m->grads.numel;
+    float *g = m->grads.data;
+    if (enc == 0 || !sums->overlap)
+        return train_dist_reduce_floats(sums->dist, g, all, sums->count, sums->batch, err);
+    if (!sums->decoder_started &&
+        train_dist_start_floats(sums->dist, &sums->decoder, g + enc, all - enc, sums->count,
+                                sums->batch, err))
+        return -1;
+    if (dist_allreduce_sum_finish(&sums->decoder, err)) return -1;
+    return train_dist_reduce_floats(sums->dist, g, enc, sums->count, sums->batch, err);
+}
+
+// Over ranks: this rank's share of the batch of s->images on its workers, each image with
+// the noise of its place in the whole batch (models/sat.h), then the gradient, the loss
+// parts and the hard-attention baseline summed over the ranks as one process's workers sum
+// them (float shares; cli/train_dist.h). The first hard-attention step's baseline is the
+// whole batch's mean reward, summed over the ranks between the forwards and the backwards;
+// with --overlap-sums the decoder's gradient is summed while the CNN's backward runs
+// (models/sat.h), with the same bits.
+static int train_share_step(CaptionRun *r, StepResult *s, uint64_t seed, Error *err) {
+    SatModel *m = &r->model;
+    const int nb = s->images, ML = m->cfg.max_len;
+    const size_t per = sat_input_floats(&m->cfg);  // an image, or its annotations
+    int begin, count;
+    dist_share(r->dist, nb, &begin, &count);
+    memset(&s->loss, 0, sizeof s->loss);
+    block_zero(&m->grads);
+    const float base0 = m->baseline;
+    RankSums sums = {.dist = r->dist, .count = count, .batch = nb, .err = err,
+                     .overlap = r->f->overlap_sums};
+    const SatBatchSum across = {.sum = rank_reward_sum,
+                                .decoder_done = sums.overlap ? rank_decoder_done : NULL,
+                                .ctx = &sums};
+    int status = 0;
+    if (count > 0) {
+        status = sat_forward_backward_parallel_from(&s->loss, m, r->workers, r->n_workers,
+                                                    begin, r->images + (size_t)begin * per,
+                                                    r->words + (size_t)begin * ML,
+                                                    r->lens + begin, count, seed, &across);
+    } else if (sat_first_hard_step(m)) {  // no images here: a part of 0 in the ranks' sum
+        double none = 0.0;
+        status = rank_reward_sum(&sums, &none);
+    }
+    if (status) {  // a sum in flight is waited for (its own result aside), no other starts
+        Error ignored;
+        if (sums.decoder_started) dist_allreduce_sum_finish(&sums.decoder, &ignored);
+        return -1;
+    }
+    if (reduce_step_grads(&sums, m, err)) return -1;
+    const float share = (float)count / (float)nb;
+    double v[7] = {share * s->loss.loss, share * s->loss.ce, share * s->loss.ds,
+                   share * s->loss.reward, s->loss.tokens,
+                   count > 0 ? (double)(share * m->baseline) : 0.0,
+                   count > 0 ? (double)m->baseline_set : 0.0};
+    if (count == 0) m->baseline = base0;
+    if (dist_allreduce_sum_f64(r->dist, v, 7, err)) return -1;
+    s->loss = (SatLoss){.loss = v[0], .ce = v[1], .ds = v[2], .reward = v[3], .tokens = v[4]};
+    m->baseline = (float)v[5];
+    m->baseline_set = v[6] > 0;
+    return 0;
+}
+
+// One step (the count reaching tc.step + 1): the batch, forward and backward, the checks,
+// the update of the parameters and of their average.
+static int train_step(CaptionRun *r, StepResult *s, Error *err) {
+    SatModel *m = &r->model;
+    const long step = r->tc.step + 1;
+    // This step's randomness: the captions chosen from sr (every rank draws them all); each
+    // image's dropout masks and hard-attention samples from a stream of its own, seeded with
+    // (seed, its place in the batch) by sat_forward, whichever worker or rank runs it.
+    const uint64_t seed = r->optim.seed * 0xD1B54A32D192ED03ULL + (uint64_t)step;
+    Rng sr;
+    rng_seed(&sr, seed);
+    s->images = fill_batch(r, step, &sr, err);
+    if (s->images < 0) return -1;
+    if (r->ft.on) {  // --fine-tune: one worker, through the encoder's stage
+        caption_finetune_forward_backward(&r->ft, m, &s->loss, r->words, r->lens, s->images, seed);
+    } else if (r->dist->size > 1) {
+        if (train_share_step(r, s, seed, err)) return -1;
+    } else if (r->n_workers == 1) {
+        sat_forward_backward(&s->loss, m, r->images, r->words, r->lens, s->images, seed, 0);
+    } else {
+        sat_forward_backward_parallel(&s->loss, m, r->workers, r->n_workers, r->images, r->words,
+                                      r->lens, s->images, seed);
+    }
+    if (train_check_finite(step, "loss", s->loss.loss, &m->grads, r->path_model, err)) {
+        r->failed_everywhere = r->dist->size > 1;  // the sums are every rank's
+        return -1;
+    }
+    if (r->ft.on && caption_finetune_check_finite(&r->ft, step, r->path_model, err)) return -1;
+    const TrainOptim *o = &r->optim;
+    s->lr = lr_exponential(o->lr, o->lr_decay, r->spe, step);
+    // Clipping folded into the update: m->grads is left unclipped.
+    s->norm = adam_clip_update_threads(m->params.data, m->grads.data, m->adam_m.data,
+                                       m->adam_v.data, m->params.numel, &r->adam, step, s->lr,
+                                       o->clip, r->n_workers);
+    if (r->ft.on) caption_finetune_step(&r->ft, &r->adam, step, s->lr / o->lr, o->clip);
+    train_ema_update(&r->ema, &m->params, step);
+    r->tc.step = step;
+    return 0;
+}
+
+// Adds a step to the log window; with a row due, writes the window's means and starts anew.
+static void log_step(CaptionRun *r, const StepResult *s, bool row_due) {
+    r->imgs_since += s->images;
+    r->loss_acc += s->loss.loss;
+    r->ce_acc += s->loss.ce * s->images;
+    r->tok_acc += s->loss.tokens;
+    train_norms_add(&r->norms, s->norm);
+    r->n_acc++;
+    if (!row_due) return;
+    const long step = r->tc.step;
+    double now = timer_now();
+    double row[10] = {(double)step, (double)step / r->spe, r->loss_acc / r->n_acc,
+                      r->ce_acc / r->tok_acc, NAN, NAN, s->lr,
+                      r->imgs_since / (now - r->t_log), NAN, NAN};
+    train_norms_take(&r->norms, &row[4], &row[5]);
+    csvlog_row(&r->log, row, 10);
+    r->last_window_loss = r->loss_acc / r->n_acc;
+    r->t_log = now;
+    r->imgs_since = 0;
+    r->loss_acc = r->ce_acc = r->tok_acc = 0.0;
+    r->n_acc = 0;
+}
+
+static int save_state(const CaptionRun *r, Error *err) {
+    return caption_model_save(r->path_state, &r->model, &r->vocab, 1, &r->optim, &r->ema,
+                              r->tc.step, r->tc.best_step, r->tc.best_bleu, &r->enc, &r->ft, err);
+}
+
+// Validation BLEU-4 (and grounding) of the model, or with --ema of the weight average,
+// which takes the parameters' place until the best model is written; then the state and
+// the curves.
+static int validate_and_save(CaptionRun *r, Error *err) {
+    const TrainFlags *f = r->f;
+    const long step = r->tc.step;
+    CaptionEvalResult er;
+    train_ema_swap(&r->ema, &r->model.params);
+    if (r->n_workers > 1) gemm_set_threads(f->threads);
+    int ev = caption_evaluate(&er, r->dist, &r->model, r->ft.on ? &r->ft : NULL, &r->vocab,
+                              r->data, SPLIT_VALID, &r->val, r->n_val, f->val_beam,
+                              f->length_alpha, NULL, 0, err);
+    if (r->n_workers > 1) gemm_set_threads(1);
+    if (ev) return -1;
+    // Every rank has the scores (and keeps the same counters); rank 0 alone writes.
+    const bool root = dist_is_root(r->dist);
+    r->last_val = train_fault_valid_score(step, er.scores.bleu[3]);
+    double ground = er.has_grounding ? er.grounding.accuracy : NAN;
+    double row[10] = {(double)step, (double)step / r->spe, NAN, NAN, NAN, NAN, NAN, NAN, r->last_val, ground};
+    if (root) csvlog_row(&r->log, row, 10);
+    bool best = r->last_val > r->tc.best_bleu;
+    if (!f->quiet && root) {
+        train_meter_break(&r->meter);
+        if (isfinite(r->last_val))
+            fprintf(stderr, "step %ld (epoch %.2f): validation BLEU-4 %.4f", step, (double)step / r->spe,
+                    r->last_val);
+        else
+            fprintf(stderr, "step %ld (epoch %.2f): validation BLEU-4 not finite", step,
+                    (double)step / r->spe);
+        if (er.has_grounding && er.grounding.object_words > 0)
+            fprintf(stderr, ", grounding %.4f", ground);
+        else if (er.has_grounding)  // the 0 logged is no accuracy: nothing was there to ground
+            fprintf(stderr, ", grounding n/a (no object words)");
+        if (best)
+            fprintf(stderr, " (the best so far)\n");
+        else if (r->tc.best_bleu >= 0)  // < 0: no validation has set a best yet (a sentinel)
+            fprintf(stderr, " (best %.4f at step %ld)\n", r->tc.best_bleu, r->tc.best_step);
+        else
+            fprintf(stderr, " (no best model kept yet)\n");
+    }
+    if (best) {
+        r->tc.best_bleu = r->last_val;
+        r->tc.best_step = step;
+        if (root && caption_model_save(r->path_model, &r->model, &r->vocab, 0, NULL, NULL, step,
+                                       r->tc.best_step, r->tc.best_bleu, &r->enc, &r->ft, err))
+            return -1;
+    }
+    train_ema_swap(&r->ema, &r->model.params);
+    if (!root) return 0;
+    return save_state(r, err) || write_curves(r->path_log, r->path_curves, err) ? -1 : 0;
+}
+
+// Steps until the budget is spent or a step fails.
+static int train_loop(CaptionRun *r, Error *err) {
+    int rc = 0;
+    train_budget_begin(&r->budget);
+    r->t_log = r->budget.t0;
+    const bool root = dist_is_root(r->dist);
+    train_meter_start(&r->meter, &r->budget, r->tc.step, !r->f->quiet && root);
+    // Rank 0's clock decides when a time budget is spent, for every rank.
+    bool go = train_budget_allows(&r->budget, r->tc.step);
+    if (train_dist_root_decides(r->dist, &go, err)) return -1;
+    while (go) {
+        double ts = timer_now();
+        StepResult s;
+        train_dist_fault_point(r->dist, r->tc.step + 1);
+        if (train_step(r, &s, err)) {
+            rc = -1;
+            break;
+        }
+        double secs = timer_now() - ts;
+        bool last = train_budget_spent(&r->budget, r->tc.step);
+        if (train_dist_root_decides(r->dist, &last, err)) {
+            rc = -1;
+            break;
+        }
+        go = !last;
+        TrainDue due = train_due(&r->cadence, r->tc.step, last);
+        if (root) log_step(r, &s, due.log);
+        char status[32];
+        snprintf(status, sizeof status, "loss %.3f", s.loss.loss);
+        train_meter_step(&r->meter, r->tc.step, s.images, secs, status);
+        // Every rank validates (its share of the images); rank 0 alone writes.
+        if ((due.validate && validate_and_save(r, err)) ||
+            (!due.validate && due.save && root && save_state(r, err))) {
+            rc = -1;
+            break;
+        }
+    }
+    train_meter_end(&r->meter, r->tc.step, "");
+    return rc;
+}
+
+// The run's summary: stderr, and with --json one object on stdout (null for what this run
+// did not measure).
+static void print_summary(const CaptionRun *r) {
+    const CaptionCounters *tc = &r->tc;
+    double secs = timer_now() - r->budget.t0, ips = train_meter_images_per_s(&r->meter);
+    double final_loss = r->n_acc > 0 ? r->loss_acc / r->n_acc : r->last_window_loss;
+    double best = tc->best_bleu >= 0 ? tc->best_bleu : NAN;
+    if (r->meter.steps == 0 && !file_exists(r->path_model))
+        fprintf(stderr, "caption train: nothing to do (already at step %ld)\n", tc->step);
+    if (r->f->json) {
+        char fl[32], vb[32], bb[32], bs[32];
+        printf("{\"steps\": %ld, \"epochs\": %.4f, \"seconds\": %.2f, \"images_per_s\": %.2f, "
+               "\"final_loss\": %s, \"val_bleu4\": %s, \"best_val_bleu4\": %s, \"best_step\": %s, "
+               "\"attention\": \"%s\"}\n",
+               tc->step, (double)tc->step / r->spe, secs, ips, json_number(fl, final_loss),
+               json_number(vb, r->last_val), json_number(bb, best),
+               json_number(bs, isfinite(best) ? (double)tc->best_step : NAN),
+               caption_attention_name(&r->model.cfg));
+        return;
+    }
+    char loss[48] = "", valid[1300] = "no best model kept yet";
+    if (isfinite(final_loss)) snprintf(loss, sizeof loss, ", final loss %.4f", final_loss);
+    if (isfinite(best))
+        snprintf(valid, sizeof valid, "best validation BLEU-4 %.4f at step %ld; %s", best,
+                 tc->best_step, r->path_model);
+    text_write_linef(stderr, "caption train: step %ld, %.1f s, %.1f images/s (training)%s, %s", tc->step,
+                     secs, ips, loss, valid);
+}
+
+int caption_train_main(int argc, char **argv) {
+    TrainFlags f;
+    int code;
+    if (parse_train_flags(&f, argc, argv, &code)) return code;
+    gemm_set_threads(f.threads);
+    Error err;
+    Dist dist;
+    if (dist_init(&dist, &err)) {
+        fprintf(stderr, "caption train: %s\n", err.msg);
+        return 1;
+    }
+    const bool root = dist_is_root(&dist);
+    CaptionRun r;
+    int rc = open_run(&r, &f, &dist, &err);
+    if (rc == 0) {
+        RunInfo run_info;  // RUN/run.json: this invocation, for the report
+        if (root) run_info_begin(&run_info, f.out, "caption", argc, argv, f.threads, dist.size,
+                                 f.resume);
+        if (!f.quiet && root) print_header(&r);
+        rc = train_loop(&r, &err) ? 1 : 0;
+        csvlog_close(&r.log);
+        if (rc == 0 && root) print_summary(&r);
+        if (root) run_info_end(&run_info, rc, r.tc.step, train_meter_images_per_s(&r.meter));
+    }
+    if (rc && r.failed_everywhere) {
+        if (root) fprintf(stderr, "%s\n", err.msg);  // rank 0 prints it, before any rank exits
+        dist_barrier(&dist);
+    } else if (rc && !r.reported) {
+        train_dist_fail(&dist, "caption train", &err);  // under mpirun it ends every rank
+    }
+    close_run(&r);
+    dist_finalize(&dist);
+    return rc;
+}
