@@ -67,7 +67,7 @@ typedef struct {
     double plain_step_s, overlap_step_s;
 } ModelCost;
 
-// The sums of an overlapped step (cli/caption.c does the same with its share factors).
+// The sums of an overlapped step (cli/caption_train.c does the same with its share factors).
 typedef struct {
     Dist *d;
     DistSumInFlight decoder;

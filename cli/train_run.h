@@ -17,7 +17,7 @@
 //   train_checkpoint_save, _read       a checkpoint's weights and Adam moments
 //   json_number   a summary's numbers, null where nothing was measured
 //
-// A training command reads like this (see cli/draw.c, cli/caption.c):
+// A training command reads like this (see cli/draw_train.c, cli/caption_train.c):
 //     if (train_out_check(out, files, 2, resume, force, &err)) fail;
 //     ... load data and model ...
 //     TrainBudget b = {.end_step = steps, .seconds = minutes * 60};
