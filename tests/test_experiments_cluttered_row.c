@@ -1,6 +1,6 @@
 // test_experiments_cluttered_row.c: the table row experiments/draw_cluttered.sh writes, and
-// the learning-rate schedule it trains with. The program is a stand-in script (newer than
-// the sources) that records its arguments and prints fixed JSON for `classify train` and
+// the learning-rate schedule it trains with. The program is a stand-in (newer than the
+// sources; tests/support/stand_in.h) that records its arguments and prints fixed JSON for `classify train` and
 // `classify eval`, so the test trains nothing and takes milliseconds; what it checks is the
 // script: the phases of DECAY_STEPS, a learning rate or seed other than the defaults in the
 // model column, the test error with its 95 % interval as `classify eval --json` gives
@@ -9,75 +9,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "tests/support/scratch.h"
+#include "tests/support/stand_in.h"
 #include "tests/support/test.h"
 
 static char dir[256];
 
-// bin/draw: appends its arguments to called.txt; train and eval print what the real
-// program's --json prints (the fields the script reads), show writes nothing.
+// bin/draw: train and eval print what the real program's --json prints (the fields the
+// script reads), show writes nothing.
 static void write_stand_in(void) {
-    char path[600];
-    snprintf(path, sizeof path, "%s/bin/draw", dir);
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s/bin", dir);
-    EXPECT(system(cmd) == 0, "mkdir");
-    FILE *fp = fopen(path, "w");
-    EXPECT(fp != NULL, "cannot write %s", path);
-    if (!fp) return;
-    fprintf(fp,
-            "#!/bin/sh\n"
-            "echo \"$*\" >> %s/called.txt\n"
-            "case \"$1 $2\" in\n"
-            "'classify train') echo '{\"steps\": 300, \"final_loss\": 0.1, \"images_per_s\": 1234.5}' ;;\n"
-            "'classify eval') echo '{\"error\": 0.035000, \"error_low95\": 0.031573, "
-            "\"error_high95\": 0.038784, \"loss\": 0.12, \"correct\": 9650, \"images\": 10000}' ;;\n"
-            "esac\n"
-            "exit 0\n",
-            dir);
-    fclose(fp);
-    snprintf(cmd, sizeof cmd, "chmod +x %s && rm -f %s/called.txt", path, dir);
-    EXPECT(system(cmd) == 0, "chmod");
+    EXPECT(stand_in_write(dir, "draw",
+                          "case \"$1 $2\" in\n"
+                          "'classify train') echo '{\"steps\": 300, \"final_loss\": 0.1, "
+                          "\"images_per_s\": 1234.5}' ;;\n"
+                          "'classify eval') echo '{\"error\": 0.035000, \"error_low95\": 0.031573, "
+                          "\"error_high95\": 0.038784, \"loss\": 0.12, \"correct\": 9650, "
+                          "\"images\": 10000}' ;;\n"
+                          "esac\n"
+                          "exit 0\n") == 0,
+           "cannot write the stand-in");
 }
 
 // Runs the script for dram8 with env (assignments) in front; its exit status.
 static int run_script(const char *env) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "%s ATTEND_BIN=%s/bin RUNS=%s/runs RESULTS=%s/results.md STEPS=300 THREADS=1 "
-             "sh experiments/draw_cluttered.sh dram8 > %s/out.txt 2> %s/err.txt",
-             env, dir, dir, dir, dir, dir);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static char *read_file(const char *name) {
-    char path[600];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return scratch_read_text(path, NULL);
-}
-
-// The last line of text that starts with "| 2" (a dated row).
-static const char *last_row(const char *text, char *buf, size_t cap) {
-    buf[0] = 0;
-    for (const char *p = text; p && (p = strstr(p, "\n| 2")); p++) {
-        const char *end = strchr(p + 1, '\n');
-        size_t n = end ? (size_t)(end - p - 1) : strlen(p + 1);
-        if (n >= cap) n = cap - 1;
-        memcpy(buf, p + 1, n);
-        buf[n] = 0;
-    }
-    return buf;
+    char all[1024];
+    snprintf(all, sizeof all, "%s STEPS=300 THREADS=1", env);
+    return stand_in_run(dir, NULL, all, "draw_cluttered.sh dram8");
 }
 
 static void test_row_with_rate_and_seed(void) {
     write_stand_in();
     int st = run_script("LR=2e-4 SEED=3 DECAY_STEPS='100 200'");
-    char *err = read_file("err.txt");
+    char *err = stand_in_read(dir, "err.txt");
     EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
-    char *called = read_file("called.txt");
+    char *called = stand_in_read(dir, "called.txt");
     // Three phases: 2e-4 to step 100, a tenth of it to 200, a hundredth to 300.
     const char *phases[3] = {"--lr 2e-4 --clip 5 --seed 3 --steps 100 ",
                              "--lr 2e-05 --clip 5 --seed 3 --steps 200 ",
@@ -93,9 +59,9 @@ static void test_row_with_rate_and_seed(void) {
            "no test evaluation: %s", called ? called : "(not run)");
     EXPECT(called && strstr(called, "classify show --model ") && strstr(called, "--errors --count 8"),
            "no pictures of the errors: %s", called ? called : "(not run)");
-    char *table = read_file("results.md");
+    char *table = stand_in_read(dir, "results.md");
     char row[1024];
-    last_row(table, row, sizeof row);
+    stand_in_last_row(table, row, sizeof row);
     EXPECT(strstr(row, "| dram8 | --T 8 --read 12 --hidden 256 --lr 2e-4 --seed 3 | 300 | ") != NULL,
            "model column: %s", row);
     EXPECT(strstr(row, "| 1234 | 3.50 % (3.16-3.88) | 3.36 % |") != NULL, "figures: %s", row);
@@ -112,17 +78,16 @@ static void test_row_with_defaults(void) {
     EXPECT(fp != NULL, "cannot append to %s", path);
     if (fp) fputs("\nNotes under the table.\n", fp), fclose(fp);
     int st = run_script("");  // LR 5e-4, SEED 1: neither is written
-    char *called = read_file("called.txt");
+    char *called = stand_in_read(dir, "called.txt");
     EXPECT(called && strstr(called, "--lr 5e-4 --clip 5 --seed 1 --steps 300 "), "the defaults: %s",
            called ? called : "(not run)");
     free(called);
     EXPECT(st == 0, "exit status %d", st);
-    char *table = read_file("results.md");
+    char *table = stand_in_read(dir, "results.md");
     char row[1024];
-    last_row(table, row, sizeof row);
+    stand_in_last_row(table, row, sizeof row);
     EXPECT(strstr(row, "| dram8 | --T 8 --read 12 --hidden 256 | 300 | ") != NULL, "model column: %s", row);
-    int rows = 0;
-    for (const char *p = table; p && (p = strstr(p, "\n| 2")); p++) rows++;
+    int rows = stand_in_count_rows(table);
     EXPECT(rows == 2, "%d rows, expected this run's appended to the first", rows);
     const char *notes = table ? strstr(table, "\n\nNotes under the table.\n") : NULL;
     EXPECT(notes && notes[strlen("\n\nNotes under the table.\n")] == 0 && strstr(table, row) < notes,

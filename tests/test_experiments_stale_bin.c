@@ -1,16 +1,16 @@
 // test_experiments_stale_bin.c: experiments/draw_cluttered.sh refuses a program older than
 // the checkout's sources (experiments/common.sh, require_current_program). A bin/draw
 // built before a merge trains the model of its own day under the new one's name; a
-// "from scratch" ram8 row was measured that way. The program here is a stand-in script
-// that records its arguments, so the test trains nothing and takes milliseconds. Run
-// from the repository root (as tests/run.sh is).
+// "from scratch" ram8 row was measured that way. The program here is a stand-in
+// (tests/support/stand_in.h) that records its arguments, so the test trains nothing and
+// takes milliseconds. Run from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "tests/support/scratch.h"
+#include "tests/support/stand_in.h"
 #include "tests/support/test.h"
 
 static char dir[256];
@@ -18,16 +18,9 @@ static char dir[256];
 // Runs the experiment script for ram8 with ATTEND_BIN=bin_dir and every output under the
 // scratch folder; returns its exit status (-1 when it did not exit) and its stderr.
 static int run_script(const char *bin_dir, char **err_text) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "ATTEND_BIN=%s RUNS=%s/runs RESULTS=%s/results.md STEPS=1 sh experiments/draw_cluttered.sh "
-             "ram8 > %s/out.txt 2> %s/err.txt",
-             bin_dir, dir, dir, dir, dir);
-    int st = system(cmd);
-    char path[600];
-    snprintf(path, sizeof path, "%s/err.txt", dir);
-    *err_text = scratch_read_text(path, NULL);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    int st = stand_in_run(dir, bin_dir, "STEPS=1", "draw_cluttered.sh ram8");
+    *err_text = stand_in_read(dir, "err.txt");
+    return st;
 }
 
 static int exists(const char *name) {
@@ -37,20 +30,13 @@ static int exists(const char *name) {
     return stat(path, &sb) == 0;
 }
 
-static int lines(const char *text) {
-    int n = 0;
-    for (const char *p = text; p && *p; p++) n += *p == '\n';
-    return n;
-}
-
-// bin/draw: records its arguments in called.txt and fails (the script stops there).
+// bin/draw: fails after recording its arguments (the script stops there); touched with
+// `touch MTIME` ("" for now).
 static void write_stand_in(const char *mtime) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "mkdir -p %s/bin && printf '#!/bin/sh\\necho \"$*\" >> %s/called.txt\\nexit 1\\n' > %s/bin/draw "
-             "&& chmod +x %s/bin/draw && touch %s %s/bin/draw && rm -f %s/called.txt",
-             dir, dir, dir, dir, mtime, dir, dir);
-    EXPECT(system(cmd) == 0, "cannot write the stand-in program");
+    EXPECT(stand_in_write(dir, "draw", "exit 1\n") == 0, "cannot write the stand-in program");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "touch %s %s/bin/draw", mtime, dir);
+    EXPECT(system(cmd) == 0, "cannot touch the stand-in program");
 }
 
 static void test_stale_program_refused(void) {
@@ -62,7 +48,7 @@ static void test_stale_program_refused(void) {
     EXPECT(err && strstr(err, "draw_cluttered.sh: ") == err, "stderr: %s", err ? err : "(none)");
     EXPECT(err && strstr(err, "/bin/draw is older than its source "), "stderr: %s", err ? err : "(none)");
     EXPECT(err && strstr(err, "run make first"), "stderr: %s", err ? err : "(none)");
-    EXPECT(lines(err) == 1, "%d lines on stderr: %s", lines(err), err ? err : "(none)");
+    EXPECT(scratch_count_lines(err) == 1, "%d lines on stderr: %s", scratch_count_lines(err), err ? err : "(none)");
     EXPECT(!exists("called.txt"), "the stale program was run");
     EXPECT(!exists("runs") && !exists("results.md"), "the refused run left files");
     free(err);
@@ -74,7 +60,7 @@ static void test_missing_program_refused(void) {
     int st = run_script(bin, &err);
     EXPECT(st == 2, "exit status %d, expected 2", st);
     EXPECT(err && strstr(err, "no-such-bin/draw not found"), "stderr: %s", err ? err : "(none)");
-    EXPECT(lines(err) == 1, "%d lines on stderr", lines(err));
+    EXPECT(scratch_count_lines(err) == 1, "%d lines on stderr", scratch_count_lines(err));
     free(err);
 }
 
@@ -86,9 +72,7 @@ static void test_current_program_runs(void) {
     int st = run_script(bin, &err);
     EXPECT(st != 0, "the stand-in fails, so the script should too (status %d)", st);
     EXPECT(err && !strstr(err, "older than"), "refused a current program: %s", err ? err : "(none)");
-    char path[600];
-    snprintf(path, sizeof path, "%s/called.txt", dir);
-    char *called = scratch_read_text(path, NULL);
+    char *called = stand_in_read(dir, "called.txt");
     EXPECT(called && strstr(called, "classify train --T 8 --read 12 --hidden 256 --hard"),
            "the program was not run as ram8: %s", called ? called : "(not run)");
     free(called);
