@@ -128,10 +128,9 @@ typedef struct {
     } given;
 } TrainFlags;
 
-// Fills f from the command line. Returns 1 when the command should return *code at once
-// (after --help, or a bad flag reported on stderr).
-static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
-    SatConfig dc;  // the model's defaults are sat_config_default's
+// The flags' defaults: the model's are sat_config_default's.
+static void train_flags_default(TrainFlags *f) {
+    SatConfig dc;
     sat_config_default(&dc);
     *f = (TrainFlags){.attention = "additive", .channels = "32,64,128",
                       .query = sat_query_name(dc.query), .image_size = dc.image_size,
@@ -145,6 +144,32 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
                       .entropy = dc.entropy_weight, .length_alpha = 0.7f};
     caption_data_flags_default(&f->data);
     caption_finetune_flags_default(&f->finetune);
+}
+
+// What the table of flags cannot say: one budget at most, and no image size or channels
+// with a feature cache. Returns 0, or 2 after one line on stderr.
+static int check_train_flags(const TrainFlags *f) {
+    if (f->given.epochs + f->given.steps + f->given.minutes > 1) {
+        if (args_reporting_process())
+            fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
+        return 2;
+    }
+    // The annotations' image size and channels are the cache's (its encoder's).
+    if (f->data.features && (f->given.image_size || f->given.channels)) {
+        fprintf(stderr, "%s: not with --features: the annotations' size and channels are the "
+                        "feature cache's (set when it was made by caption features)\n",
+                f->given.image_size && f->given.channels ? "--image-size, --channels"
+                : f->given.image_size                    ? "--image-size"
+                                                         : "--channels");
+        return 2;
+    }
+    return 0;
+}
+
+// Fills f from the command line. Returns 1 when the command should return *code at once
+// (after --help, or a bad flag reported on stderr).
+static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
+    train_flags_default(f);
     CaptionDataFlags *df = &f->data;
     ArgSpec specs[] = {
         {"data", ARG_STRING, &df->data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
@@ -194,23 +219,8 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
     };
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption train --out DIR [flags]", NULL, code))
         return 1;
-    if (f->given.epochs + f->given.steps + f->given.minutes > 1) {
-        if (args_reporting_process())
-            fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
-        *code = 2;
-        return 1;
-    }
-    // The annotations' image size and channels are the cache's (its encoder's).
-    if (df->features && (f->given.image_size || f->given.channels)) {
-        fprintf(stderr, "%s: not with --features: the annotations' size and channels are the "
-                        "feature cache's (set when it was made by caption features)\n",
-                f->given.image_size && f->given.channels ? "--image-size, --channels"
-                : f->given.image_size                    ? "--image-size"
-                                                         : "--channels");
-        *code = 2;
-        return 1;
-    }
-    return 0;
+    *code = check_train_flags(f);
+    return *code != 0;
 }
 
 // The model configuration the flags describe (the vocabulary size still a placeholder).
