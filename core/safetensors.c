@@ -385,183 +385,183 @@ int safetensors_read_floats(float *dst, const SafetensorsFile *f, const Safetens
     return read_floats(dst, f, t, err);
 }
 
-static int load_from(SafetensorsFile *f, Reader *r, uint64_t size, const char *path,
-                     int header_only, Error *err) {
-    Internal *in = xcalloc(1, sizeof *in);
-    snprintf(in->name, sizeof in->name, "%s", path);
-    char *header = NULL;
-    Span *spans = NULL;
-    int status = -1;
+// The 8-byte header length and the header: a JSON object, only white space after it (the
+// format pads with spaces), parsed into in->root. *len: the header's length in bytes.
+static int read_header(Internal *in, Reader *r, uint64_t size, const char *path, uint64_t *len,
+                       Error *err) {
     unsigned char head[8];
-    if (size < 8 || read_exact(r, head, 8)) {
-        error_set(err, "%s: truncated: %llu bytes, too short for a safetensors header", path,
-                  (unsigned long long)size);
-        goto done;
-    }
+    if (size < 8 || read_exact(r, head, 8))
+        return error_set(err, "%s: truncated: %llu bytes, too short for a safetensors header",
+                         path, (unsigned long long)size);
     uint64_t n = 0;
     for (int i = 0; i < 8; i++) n |= (uint64_t)head[i] << (8 * i);
-    if (n > HEADER_MAX_BYTES) {
-        error_set(err, "%s: header length %llu is absurd (limit %u bytes); not a safetensors file?",
-                  path, (unsigned long long)n, HEADER_MAX_BYTES);
-        goto done;
-    }
-    if (n > size - 8) {
-        error_set(err, "%s: header length %llu runs past the end of the file (%llu bytes)", path,
-                  (unsigned long long)n, (unsigned long long)size);
-        goto done;
-    }
-    if (n < 2) {
-        error_set(err, "%s: header of %llu bytes cannot hold a JSON object", path,
-                  (unsigned long long)n);
-        goto done;
-    }
-    header = xmalloc((size_t)n + 1);
+    if (n > HEADER_MAX_BYTES)
+        return error_set(err, "%s: header length %llu is absurd (limit %u bytes); not a safetensors file?",
+                         path, (unsigned long long)n, HEADER_MAX_BYTES);
+    if (n > size - 8)
+        return error_set(err, "%s: header length %llu runs past the end of the file (%llu bytes)",
+                         path, (unsigned long long)n, (unsigned long long)size);
+    if (n < 2)
+        return error_set(err, "%s: header of %llu bytes cannot hold a JSON object", path,
+                         (unsigned long long)n);
+    *len = n;
+    char *header = xmalloc((size_t)n + 1);
+    int rc = 0;
     if (read_exact(r, header, (size_t)n)) {
-        error_set(err, "%s: read error in the header", path);
-        goto done;
+        free(header);
+        return error_set(err, "%s: read error in the header", path);
     }
     header[n] = 0;
     const char *json_end = NULL;
-    in->root = cJSON_ParseWithLengthOpts(header, (size_t)n, &json_end, 0);
+    in->root = cJSON_ParseWithLengthOpts(header, (size_t)n, &json_end, 0);  // copies the text
     if (!in->root) {
         const char *at = cJSON_GetErrorPtr();
         long pos = at && at >= header && at <= header + n ? (long)(at - header) : -1;
-        error_set(err, "%s: header is not valid JSON (near byte %ld of %llu)", path, pos,
-                  (unsigned long long)n);
-        goto done;
+        rc = error_set(err, "%s: header is not valid JSON (near byte %ld of %llu)", path, pos,
+                       (unsigned long long)n);
+    } else if (!cJSON_IsObject(in->root)) {
+        rc = error_set(err, "%s: header is not a JSON object", path);
     }
-    if (!cJSON_IsObject(in->root)) {
-        error_set(err, "%s: header is not a JSON object", path);
-        goto done;
-    }
-    // Only white space may follow the JSON (the format pads with spaces); cJSON stops at the
-    // end of the object.
-    for (const char *c = json_end; c && c < header + n; c++) {
-        if (*c != ' ' && *c != '\t' && *c != '\n' && *c != '\r') {
-            error_set(err, "%s: unexpected bytes after the header JSON (byte %ld)", path,
-                      (long)(c - header));
-            goto done;
-        }
-    }
-    size_t data_len = (size_t)(size - 8 - n);
-    int count = 0;
+    for (const char *c = json_end; rc == 0 && c && c < header + n; c++)
+        if (*c != ' ' && *c != '\t' && *c != '\n' && *c != '\r')
+            rc = error_set(err, "%s: unexpected bytes after the header JSON (byte %ld)", path,
+                           (long)(c - header));
+    free(header);
+    return rc;
+}
+
+// Names listed twice, found by sorting: comparing every pair took 53 s for a hostile header
+// of 80,000 entries (4.8 MB; headers may reach 100 MB).
+static int check_names_unique(const SafetensorsFile *f, const char *path, Error *err) {
+    if (f->count < 2) return 0;
+    const SafetensorsTensor **by_name = xmalloc((size_t)f->count * sizeof *by_name);
+    for (int i = 0; i < f->count; i++) by_name[i] = &f->tensors[i];
+    qsort(by_name, (size_t)f->count, sizeof *by_name, tensor_name_cmp);
+    const char *dup = NULL;
+    for (int i = 1; i < f->count && !dup; i++)
+        if (strcmp(by_name[i - 1]->name, by_name[i]->name) == 0) dup = by_name[i]->name;
+    free(by_name);
+    return dup ? error_set(err, "%s: tensor '%s' listed twice", path, dup) : 0;
+}
+
+// __metadata__: an object of strings, into f->meta (pointing into the parsed header).
+static int read_metadata(SafetensorsFile *f, const cJSON *metadata, const char *path, Error *err) {
+    if (!cJSON_IsObject(metadata)) return error_set(err, "%s: __metadata__ is not an object", path);
+    int m = cJSON_GetArraySize(metadata);
+    f->meta = xcalloc(m > 0 ? (size_t)m : 1, sizeof *f->meta);
     const cJSON *item;
-    cJSON_ArrayForEach(item, in->root) {
+    cJSON_ArrayForEach(item, metadata) {
+        if (!cJSON_IsString(item))
+            return error_set(err, "%s: __metadata__ value of '%s' is not a string", path,
+                             item->string);
+        f->meta[f->n_meta].key = item->string;
+        f->meta[f->n_meta].value = item->valuestring;
+        f->n_meta++;
+    }
+    return 0;
+}
+
+// The header's entries: the tensors into f->tensors (f->count of them, each name once) with
+// their byte spans in a data section of data_len bytes into spans (f->count, malloc'd),
+// and __metadata__ into f->meta.
+static int read_entries(SafetensorsFile *f, const cJSON *root, size_t data_len, Span **spans,
+                        const char *path, Error *err) {
+    int count = 0;
+    const cJSON *item, *metadata = NULL;
+    cJSON_ArrayForEach(item, root) {
         if (strcmp(item->string, "__metadata__") != 0) count++;
     }
     f->tensors = xcalloc(count > 0 ? (size_t)count : 1, sizeof *f->tensors);
-    spans = xcalloc(count > 0 ? (size_t)count : 1, sizeof *spans);
+    *spans = xcalloc(count > 0 ? (size_t)count : 1, sizeof **spans);
     int k = 0;
-    const cJSON *metadata = NULL;
-    cJSON_ArrayForEach(item, in->root) {
+    cJSON_ArrayForEach(item, root) {
         if (strcmp(item->string, "__metadata__") == 0) {
-            if (metadata) {
-                error_set(err, "%s: __metadata__ given twice", path);
-                goto done;
-            }
+            if (metadata) return error_set(err, "%s: __metadata__ given twice", path);
             metadata = item;
             continue;
         }
-        if (parse_entry(&f->tensors[k], &spans[k], item, data_len, path, err)) goto done;
-        spans[k].index = k;
+        if (parse_entry(&f->tensors[k], &(*spans)[k], item, data_len, path, err)) return -1;
+        (*spans)[k].index = k;
         k++;
     }
     f->count = k;
-    // Names listed twice, found by sorting: comparing every pair took 53 s for a hostile
-    // header of 80,000 entries (4.8 MB; headers may reach 100 MB).
-    if (k > 1) {
-        const SafetensorsTensor **by_name = xmalloc((size_t)k * sizeof *by_name);
-        for (int i = 0; i < k; i++) by_name[i] = &f->tensors[i];
-        qsort(by_name, (size_t)k, sizeof *by_name, tensor_name_cmp);
-        const char *dup = NULL;
-        for (int i = 1; i < k && !dup; i++)
-            if (strcmp(by_name[i - 1]->name, by_name[i]->name) == 0) dup = by_name[i]->name;
-        free(by_name);
-        if (dup) {
-            error_set(err, "%s: tensor '%s' listed twice", path, dup);
-            goto done;
-        }
-    }
-    if (metadata) {
-        if (!cJSON_IsObject(metadata)) {
-            error_set(err, "%s: __metadata__ is not an object", path);
-            goto done;
-        }
-        int m = cJSON_GetArraySize(metadata);
-        f->meta = xcalloc(m > 0 ? (size_t)m : 1, sizeof *f->meta);
-        cJSON_ArrayForEach(item, metadata) {
-            if (!cJSON_IsString(item)) {
-                error_set(err, "%s: __metadata__ value of '%s' is not a string", path, item->string);
-                goto done;
-            }
-            f->meta[f->n_meta].key = item->string;
-            f->meta[f->n_meta].value = item->valuestring;
-            f->n_meta++;
-        }
-    }
-    // No two tensors may share bytes (empty tensors share nothing).
-    qsort(spans, (size_t)k, sizeof *spans, span_cmp);
+    if (check_names_unique(f, path, err)) return -1;
+    return metadata ? read_metadata(f, metadata, path, err) : 0;
+}
+
+// No two tensors may share bytes (empty tensors share nothing); spans come back sorted.
+static int check_no_overlap(const SafetensorsFile *f, Span *spans, const char *path, Error *err) {
+    qsort(spans, (size_t)f->count, sizeof *spans, span_cmp);
     size_t reach = 0;
     int reach_index = -1;
-    for (int i = 0; i < k; i++) {
+    for (int i = 0; i < f->count; i++) {
         if (spans[i].begin == spans[i].end) continue;
-        if (reach_index >= 0 && spans[i].begin < reach) {
-            error_set(err, "%s: tensors '%s' and '%s' overlap in the data", path,
-                      f->tensors[reach_index].name, f->tensors[spans[i].index].name);
-            goto done;
-        }
+        if (reach_index >= 0 && spans[i].begin < reach)
+            return error_set(err, "%s: tensors '%s' and '%s' overlap in the data", path,
+                             f->tensors[reach_index].name, f->tensors[spans[i].index].name);
         reach = spans[i].end;
         reach_index = spans[i].index;
     }
-    in->data_start = 8 + n;
-    if (header_only) {
-        status = 0;
-        goto done;
-    }
-    // The data, into a 64-byte aligned buffer. When every tensor is F32 at an offset that is a
-    // multiple of 4 (what we and Python write), the tensors point into it; otherwise (F16,
-    // BF16, integer tensors, offsets not multiples of 4: legal) the float tensors are
-    // widened or copied into a second aligned buffer and the raw bytes dropped.
+    return 0;
+}
+
+// The data, into a 64-byte aligned buffer (in->data). When every tensor is F32 at an offset
+// that is a multiple of 4 (what we and Python write), the tensors point into it; otherwise
+// (F16, BF16, integer tensors, offsets not multiples of 4: legal) the float tensors are
+// widened or copied into a second aligned buffer and the raw bytes dropped.
+static int read_data(SafetensorsFile *f, Internal *in, Reader *r, const Span *spans,
+                     size_t data_len, const char *path, Error *err) {
     size_t alloc = (data_len + 63) & ~(size_t)63;
     in->data = aligned_alloc(64, alloc ? alloc : 64);
     CHECK(in->data, "out of memory: %zu bytes for %s", alloc, path);
-    if (read_exact(r, in->data, data_len)) {
-        error_set(err, "%s: read error in the tensor data", path);
-        goto done;
-    }
+    if (read_exact(r, in->data, data_len))
+        return error_set(err, "%s: read error in the tensor data", path);
     int repack = 0;
     size_t floats = 0;
-    for (int i = 0; i < k; i++) {
+    for (int i = 0; i < f->count; i++) {
         const SafetensorsTensor *t = &f->tensors[spans[i].index];
         repack |= t->dtype != ST_F32 || spans[i].begin % sizeof(float) != 0;
         if (safetensors_dtype_is_float(t->dtype)) floats += t->numel;
     }
-    if (repack) {
-        size_t alloc2 = (floats * sizeof(float) + 63) & ~(size_t)63;
-        float *packed = aligned_alloc(64, alloc2 ? alloc2 : 64);
-        CHECK(packed, "out of memory: %zu bytes for %s", alloc2, path);
-        size_t at = 0;
-        for (int i = 0; i < k; i++) {
-            SafetensorsTensor *t = &f->tensors[spans[i].index];
-            if (!safetensors_dtype_is_float(t->dtype)) continue;
-            widen(packed + at, (const unsigned char *)in->data + spans[i].begin, t->numel, t->dtype);
-            t->data = packed + at;
-            at += t->numel;
-        }
-        free(in->data);
-        in->data = packed;
-    } else {
-        for (int i = 0; i < k; i++)
+    if (!repack) {
+        for (int i = 0; i < f->count; i++)
             f->tensors[spans[i].index].data =
                 (const float *)(const void *)((unsigned char *)in->data + spans[i].begin);
+        return 0;
     }
-    status = 0;
-done:
-    free(header);
-    free(spans);
+    size_t alloc2 = (floats * sizeof(float) + 63) & ~(size_t)63;
+    float *packed = aligned_alloc(64, alloc2 ? alloc2 : 64);
+    CHECK(packed, "out of memory: %zu bytes for %s", alloc2, path);
+    size_t at = 0;
+    for (int i = 0; i < f->count; i++) {
+        SafetensorsTensor *t = &f->tensors[spans[i].index];
+        if (!safetensors_dtype_is_float(t->dtype)) continue;
+        widen(packed + at, (const unsigned char *)in->data + spans[i].begin, t->numel, t->dtype);
+        t->data = packed + at;
+        at += t->numel;
+    }
+    free(in->data);
+    in->data = packed;
+    return 0;
+}
+
+// The stages in order; header_only stops before the data. On failure f is freed.
+static int load_from(SafetensorsFile *f, Reader *r, uint64_t size, const char *path,
+                     int header_only, Error *err) {
+    Internal *in = xcalloc(1, sizeof *in);
+    snprintf(in->name, sizeof in->name, "%s", path);
     f->buffer_ = in;
-    if (status != 0) safetensors_free(f);
-    return status;
+    Span *spans = NULL;
+    uint64_t n = 0;
+    int rc = read_header(in, r, size, path, &n, err);
+    const size_t data_len = rc == 0 ? (size_t)(size - 8 - n) : 0;
+    if (rc == 0) rc = read_entries(f, in->root, data_len, &spans, path, err);
+    if (rc == 0) rc = check_no_overlap(f, spans, path, err);
+    in->data_start = 8 + n;
+    if (rc == 0 && !header_only) rc = read_data(f, in, r, spans, data_len, path, err);
+    free(spans);
+    if (rc != 0) safetensors_free(f);
+    return rc;
 }
 
 void safetensors_free(SafetensorsFile *f) {
