@@ -97,6 +97,71 @@ static int decode_split(const Dist *dist, SatModel *m, CaptionFineTune *ft, cons
     return rc;
 }
 
+// Each decoded word's attention peak and each scene's object boxes, for the grounding
+// accuracy (seq/metrics.h) and the per-image outputs.
+typedef struct {
+    GroundingImage *images;  // (n)
+    GroundingWord *words;    // (n, max_len)
+    GroundingBox *boxes;     // (n, SCENES_MAX_OBJECTS)
+} SplitGrounding;
+
+static void split_grounding(SplitGrounding *g, const Vocab *vocab, const SatConfig *c,
+                            const int *tokens, const int *lens, const float *alphas,
+                            const SceneInfo *infos, int n) {
+    const int S = c->image_size, L = sat_L(c), ML = c->max_len, G = sat_grid(c);
+    g->images = xcalloc((size_t)n, sizeof(GroundingImage));
+    g->words = xcalloc((size_t)n * ML, sizeof(GroundingWord));
+    g->boxes = xcalloc((size_t)n * SCENES_MAX_OBJECTS, sizeof(GroundingBox));
+    for (int i = 0; i < n; i++) {
+        GroundingImage *gi = &g->images[i];
+        gi->words = g->words + (size_t)i * ML;
+        gi->boxes = g->boxes + (size_t)i * SCENES_MAX_OBJECTS;
+        gi->n_words = lens[i];
+        for (int k = 0; k < lens[i]; k++) {
+            GroundingWord *w = &g->words[(size_t)i * ML + k];
+            int id = tokens[(size_t)i * ML + k];
+            w->word = vocab->words[id];
+            w->is_object = id >= VOCAB_NSPECIAL && scenes_word_is_object(w->word);
+            attention_peak(&w->peak_x, &w->peak_y, alphas + ((size_t)i * ML + k) * L, G, G,
+                           (float)S, (float)S);
+        }
+        gi->n_boxes = infos[i].n_objects;
+        for (int o = 0; o < infos[i].n_objects; o++) {
+            const SceneObject *ob = &infos[i].objects[o];
+            GroundingBox *b = &g->boxes[(size_t)i * SCENES_MAX_OBJECTS + o];
+            b->name = ob->word;
+            // Pixel (0, 0) covers [0, 1): a box of pixels x0..x1-1 spans [x0, x1].
+            b->x0 = (float)ob->x0;
+            b->y0 = (float)ob->y0;
+            b->x1 = (float)ob->x1;
+            b->y1 = (float)ob->y1;
+        }
+    }
+}
+
+static void split_grounding_free(SplitGrounding *g) {
+    free(g->images), free(g->words), free(g->boxes);
+}
+
+// The COCO results file: [{"image_id": ..., "caption": "..."}, ...], written atomically.
+static int write_results_json(const char *path, const CaptionData *d, Split s,
+                              const Tokens *cands, int n, Error *err) {
+    AtomicFile af;
+    if (atomic_open(&af, path, err)) return -1;
+    fputc('[', af.fp);
+    for (int i = 0; i < n; i++) {
+        char *text = tokens_join(&cands[i]);
+        fprintf(af.fp, "%s\n{", i ? "," : "");
+        caption_data_write_id(af.fp, d, s, i);
+        fprintf(af.fp, ", \"caption\": ");
+        text_json_string(af.fp, text);
+        fputc('}', af.fp);
+        free(text);
+    }
+    fprintf(af.fp, "\n]\n");
+    return atomic_commit(&af, err);
+}
+
 // Decodes over the ranks (decode_split), then scores and writes on every rank alike.
 int caption_evaluate_with_outputs(CaptionEvalResult *res, const Dist *dist, SatModel *m,
                                   CaptionFineTune *ft, const Vocab *vocab, const CaptionData *d,
@@ -128,64 +193,16 @@ int caption_evaluate_with_outputs(CaptionEvalResult *res, const Dist *dist, SatM
     caption_scores(&res->scores, pairs, n);
     res->n = n;
     res->has_grounding = caption_data_is_scenes(d);
-    GroundingImage *gi = NULL;
-    GroundingWord *gw = NULL;
-    GroundingBox *gb = NULL;
+    SplitGrounding g = {0};
     if (caption_data_is_scenes(d)) {
-        gi = xcalloc((size_t)n, sizeof(GroundingImage));
-        gw = xcalloc((size_t)n * ML, sizeof(GroundingWord));
-        gb = xcalloc((size_t)n * SCENES_MAX_OBJECTS, sizeof(GroundingBox));
-        for (int i = 0; i < n; i++) {
-            gi[i].words = gw + (size_t)i * ML;
-            gi[i].boxes = gb + (size_t)i * SCENES_MAX_OBJECTS;
-            gi[i].n_words = lens[i];
-            for (int k = 0; k < lens[i]; k++) {
-                GroundingWord *w = &gw[(size_t)i * ML + k];
-                int id = tokens[(size_t)i * ML + k];
-                w->word = vocab->words[id];
-                w->is_object = id >= VOCAB_NSPECIAL && scenes_word_is_object(w->word);
-                attention_peak(&w->peak_x, &w->peak_y, alphas + ((size_t)i * ML + k) * L, G, G,
-                               (float)S, (float)S);
-            }
-            gi[i].n_boxes = infos[i].n_objects;
-            for (int o = 0; o < infos[i].n_objects; o++) {
-                const SceneObject *ob = &infos[i].objects[o];
-                GroundingBox *b = &gb[(size_t)i * SCENES_MAX_OBJECTS + o];
-                b->name = ob->word;
-                // Pixel (0, 0) covers [0, 1): a box of pixels x0..x1-1 spans [x0, x1].
-                b->x0 = (float)ob->x0;
-                b->y0 = (float)ob->y0;
-                b->x1 = (float)ob->x1;
-                b->y1 = (float)ob->y1;
-            }
-        }
-        grounding_accuracy(&res->grounding, gi, n);
+        split_grounding(&g, vocab, c, tokens, lens, alphas, infos, n);
+        grounding_accuracy(&res->grounding, g.images, n);
     }
-    DecodedSplit decoded = {d, s, n, pairs, gi, vocab, tokens, lens, alphas, ML, G, S};
+    DecodedSplit decoded = {d, s, n, pairs, g.images, vocab, tokens, lens, alphas, ML, G, S};
     const bool root = dist_is_root(dist);  // the others wrote nothing
     int r = root ? caption_per_image_write(outputs, &decoded, err) : 0;
-    free(gi);
-    free(gw);
-    free(gb);
-    if (!r && results_path && root) {
-        AtomicFile af;
-        if (atomic_open(&af, results_path, err)) {
-            r = -1;
-        } else {
-            fputc('[', af.fp);
-            for (int i = 0; i < n; i++) {
-                char *text = tokens_join(&cands[i]);
-                fprintf(af.fp, "%s\n{", i ? "," : "");
-                caption_data_write_id(af.fp, d, s, i);
-                fprintf(af.fp, ", \"caption\": ");
-                text_json_string(af.fp, text);
-                fputc('}', af.fp);
-                free(text);
-            }
-            fprintf(af.fp, "\n]\n");
-            r = atomic_commit(&af, err);
-        }
-    }
+    split_grounding_free(&g);
+    if (!r && results_path && root) r = write_results_json(results_path, d, s, cands, n, err);
     for (int i = 0; i < n; i++) tokens_free(&cands[i]);
     free(cands);
     free(pairs);
