@@ -70,146 +70,172 @@ static void backtrack(int *tok, int *rowtrace, const int *hist_parent, const int
     }
 }
 
+// The search's state: the history of every step call, the live rows' images and sums
+// (this call's and the next's, swapped each step), and per-image bookkeeping.
+typedef struct {
+    int K, T, V, stride;         // beam, max_len, vocabulary, most rows a call can have (B K)
+    int *hist_parent, *hist_token;  // (T + 1, stride): level l, row r: parent row in call
+                                    // l - 1 and the token fed to call l
+    int *row_image, *next_image;    // (stride)
+    double *row_sum, *next_sum;     // (stride)
+    float *logprobs;                // (stride, V): a step call's output
+    Cand *cands;                    // (K (K + 1)): one image's candidates
+    ImageState *st;                 // (B)
+} Search;
+
+static void search_alloc(Search *s, int B, const BeamConfig *cfg) {
+    s->K = cfg->beam, s->T = cfg->max_len, s->V = cfg->V, s->stride = B * cfg->beam;
+    const size_t rows = (size_t)s->stride, levels = (size_t)s->T + 1;
+    s->hist_parent = xmalloc(levels * rows * sizeof *s->hist_parent);
+    s->hist_token = xmalloc(levels * rows * sizeof *s->hist_token);
+    s->row_image = xmalloc(rows * sizeof *s->row_image);
+    s->next_image = xmalloc(rows * sizeof *s->next_image);
+    s->row_sum = xmalloc(rows * sizeof *s->row_sum);
+    s->next_sum = xmalloc(rows * sizeof *s->next_sum);
+    s->logprobs = xmalloc(rows * s->V * sizeof *s->logprobs);
+    s->cands = xmalloc((size_t)s->K * (s->K + 1) * sizeof *s->cands);
+    s->st = xcalloc((size_t)B, sizeof *s->st);
+}
+
+static void search_free(Search *s) {
+    free(s->hist_parent), free(s->hist_token), free(s->row_image), free(s->next_image);
+    free(s->row_sum), free(s->next_sum), free(s->logprobs), free(s->cands), free(s->st);
+}
+
+// One image's candidates from its live rows r0 .. r1 - 1, in rank order in s->cands; their
+// count. Each row's best K + 1 tokens hold its best K non-<end> ones and all of the image's
+// top-K candidates that come from it.
+static int image_candidates(Search *s, int r0, int r1) {
+    const int K = s->K, V = s->V;
+    Cand *cands = s->cands;
+    int nc = 0;
+    for (int r = r0; r < r1; r++) {
+        const float *lp = s->logprobs + (size_t)r * V;
+        int start = nc, keep = K + 1 < V ? K + 1 : V;
+        for (int v = 0; v < V; v++) {
+            Cand c = {s->row_sum[r] + (double)lp[v], r, v};
+            int cnt = nc - start;
+            if (cnt == keep && !cand_before(&c, &cands[nc - 1])) continue;
+            int pos = cnt == keep ? nc - 1 : nc++;
+            while (pos > start && cand_before(&c, &cands[pos - 1])) {
+                cands[pos] = cands[pos - 1];
+                pos--;
+            }
+            cands[pos] = c;
+        }
+    }
+    qsort(cands, (size_t)nc, sizeof *cands, cmp_cand);
+    return nc;
+}
+
+// Image b's step at `level` from its nc ranked candidates: <end> extensions within the top
+// K finish, the top K others become rows m, m + 1, ... of the next call (history level
+// level + 1), unless a stop rule (see the top of the file) ends the image. Returns the
+// next call's row count.
+static int advance_image(Search *s, const BeamConfig *cfg, int b, int nc, int level, int m) {
+    int *new_parent = s->hist_parent + (size_t)(level + 1) * s->stride;
+    int *new_token = s->hist_token + (size_t)(level + 1) * s->stride;
+    ImageState *st = &s->st[b];
+    const int live0 = m;
+    for (int i = 0; i < nc && m - live0 < s->K; i++) {
+        const Cand *c = &s->cands[i];
+        if (c->token == cfg->end_id) {
+            if (i >= s->K) continue;
+            st->n_finished++;
+            double norm = normalised(c->score, level + 1, cfg->length_alpha);
+            if (!st->has_finished || norm > st->fin_norm) {
+                st->has_finished = 1;
+                st->fin_norm = norm;
+                st->fin_level = level;
+                st->fin_row = c->row;
+            }
+        } else {
+            new_parent[m] = c->row;
+            new_token[m] = c->token;
+            s->next_image[m] = b;
+            s->next_sum[m] = c->score;
+            m++;
+        }
+    }
+    int stop = m == live0 || st->n_finished >= s->K;
+    if (!stop && st->has_finished) {
+        double best_live = s->next_sum[live0];  // rows are in rank order
+        if (best_live <= 0.0 && st->fin_norm >= normalised(best_live, s->T, cfg->length_alpha))
+            stop = 1;
+    }
+    return stop ? live0 : m;  // a stopped image's live rows are dropped: it is done
+}
+
+// Image b's answer once the search ended at `level` with n live rows: its best live
+// hypothesis when none finished or it scores strictly better, else its best finished one.
+static void write_result(const Search *s, const BeamConfig *cfg, int b, int n, int level,
+                         int *tokens, int *lens, float *scores, int *rows) {
+    const int T = s->T;
+    int *tok = tokens + (size_t)b * T;
+    int *rt = rows ? rows + (size_t)b * T : NULL;
+    for (int k = 0; k < T; k++) {
+        tok[k] = cfg->end_id;
+        if (rt) rt[k] = -1;
+    }
+    int best_live = -1;
+    for (int r = 0; r < n; r++)
+        if (s->row_image[r] == b && (best_live < 0 || s->row_sum[r] > s->row_sum[best_live]))
+            best_live = r;
+    double live_norm = best_live >= 0 ? normalised(s->row_sum[best_live], level, cfg->length_alpha)
+                                      : 0.0;
+    const ImageState *st = &s->st[b];
+    if (best_live >= 0 && (!st->has_finished || live_norm > st->fin_norm)) {
+        backtrack(tok, rt, s->hist_parent, s->hist_token, level, best_live, s->stride);
+        lens[b] = level;
+        scores[b] = (float)live_norm;
+    } else {
+        CHECK(st->has_finished, "image %d ended without a hypothesis", b);
+        // fin_row is a row of call fin_level: the fin_level tokens before <end> are its
+        // history.
+        backtrack(tok, rt, s->hist_parent, s->hist_token, st->fin_level, st->fin_row, s->stride);
+        lens[b] = st->fin_level;
+        scores[b] = (float)st->fin_norm;
+    }
+}
+
 void beam_search(int *tokens, int *lens, float *scores, int *rows, int B, void *model,
                  BeamStepFn step, const BeamConfig *cfg) {
-    const int K = cfg->beam, T = cfg->max_len, V = cfg->V;
-    CHECK(B >= 1 && K >= 1 && T >= 1 && V >= 1 && step && tokens && lens && scores);
-    CHECK(cfg->end_id >= 0 && cfg->end_id < V, "end_id %d outside V = %d", cfg->end_id, V);
-    const int stride = B * K;  // most rows a step call can have
-
-    // hist_* level l (0..T), row r: parent row in call l-1 and the token fed to call l.
-    int *hist_parent = xmalloc((size_t)(T + 1) * stride * sizeof *hist_parent);
-    int *hist_token = xmalloc((size_t)(T + 1) * stride * sizeof *hist_token);
-    int *row_image = xmalloc((size_t)stride * sizeof *row_image);
-    int *next_image = xmalloc((size_t)stride * sizeof *next_image);
-    double *row_sum = xmalloc((size_t)stride * sizeof *row_sum);
-    double *next_sum = xmalloc((size_t)stride * sizeof *next_sum);
-    float *logprobs = xmalloc((size_t)stride * V * sizeof *logprobs);
-    Cand *cands = xmalloc((size_t)K * (K + 1) * sizeof *cands);
-    ImageState *st = xcalloc((size_t)B, sizeof *st);
-
+    CHECK(B >= 1 && cfg->beam >= 1 && cfg->max_len >= 1 && cfg->V >= 1 && step && tokens &&
+          lens && scores);
+    CHECK(cfg->end_id >= 0 && cfg->end_id < cfg->V, "end_id %d outside V = %d", cfg->end_id,
+          cfg->V);
+    Search s;
+    search_alloc(&s, B, cfg);
     int n = B;  // rows of the coming call
     for (int b = 0; b < B; b++) {
-        hist_parent[b] = b;
-        hist_token[b] = cfg->start_id;
-        row_image[b] = b;
-        row_sum[b] = 0.0;
+        s.hist_parent[b] = b;
+        s.hist_token[b] = cfg->start_id;
+        s.row_image[b] = b;
+        s.row_sum[b] = 0.0;
     }
     int level = 0;  // the step call about to be made
-    for (; level < T && n > 0; level++) {
-        const int *parent = hist_parent + (size_t)level * stride;
-        const int *token = hist_token + (size_t)level * stride;
-        step(model, n, parent, token, logprobs);
-
-        int *new_parent = hist_parent + (size_t)(level + 1) * stride;
-        int *new_token = hist_token + (size_t)(level + 1) * stride;
+    for (; level < s.T && n > 0; level++) {
+        step(model, n, s.hist_parent + (size_t)level * s.stride,
+             s.hist_token + (size_t)level * s.stride, s.logprobs);
         int m = 0;  // rows of the next call
-        for (int r0 = 0; r0 < n;) {
-            const int b = row_image[r0];
+        for (int r0 = 0; r0 < n;) {  // each image's run of rows
+            const int b = s.row_image[r0];
             int r1 = r0;
-            while (r1 < n && row_image[r1] == b) r1++;
-
-            // Each row's best K + 1 tokens hold its best K non-<end> ones and all of the
-            // image's top-K candidates that come from it.
-            int nc = 0;
-            for (int r = r0; r < r1; r++) {
-                const float *lp = logprobs + (size_t)r * V;
-                int start = nc, keep = K + 1 < V ? K + 1 : V;
-                for (int v = 0; v < V; v++) {
-                    Cand c = {row_sum[r] + (double)lp[v], r, v};
-                    int cnt = nc - start;
-                    if (cnt == keep && !cand_before(&c, &cands[nc - 1])) continue;
-                    int pos = cnt == keep ? nc - 1 : nc++;
-                    while (pos > start && cand_before(&c, &cands[pos - 1])) {
-                        cands[pos] = cands[pos - 1];
-                        pos--;
-                    }
-                    cands[pos] = c;
-                }
-            }
-            qsort(cands, (size_t)nc, sizeof *cands, cmp_cand);
-
-            ImageState *s = &st[b];
-            int live0 = m;
-            for (int i = 0; i < nc && m - live0 < K; i++) {
-                const Cand *c = &cands[i];
-                if (c->token == cfg->end_id) {
-                    if (i >= K) continue;
-                    s->n_finished++;
-                    double norm = normalised(c->score, level + 1, cfg->length_alpha);
-                    if (!s->has_finished || norm > s->fin_norm) {
-                        s->has_finished = 1;
-                        s->fin_norm = norm;
-                        s->fin_level = level;
-                        s->fin_row = c->row;
-                    }
-                } else {
-                    new_parent[m] = c->row;
-                    new_token[m] = c->token;
-                    next_image[m] = b;
-                    next_sum[m] = c->score;
-                    m++;
-                }
-            }
-
-            // Stop rules (see the top of the file).
-            int stop = m == live0 || s->n_finished >= K;
-            if (!stop && s->has_finished) {
-                double best_live = next_sum[live0];  // rows are in rank order
-                if (best_live <= 0.0 &&
-                    s->fin_norm >= normalised(best_live, T, cfg->length_alpha))
-                    stop = 1;
-            }
-            if (stop) m = live0;  // drop its live rows: it is done
+            while (r1 < n && s.row_image[r1] == b) r1++;
+            m = advance_image(&s, cfg, b, image_candidates(&s, r0, r1), level, m);
             r0 = r1;
         }
         // The next call's rows: swap in the new bookkeeping.
-        int *ti = row_image;
-        row_image = next_image;
-        next_image = ti;
-        double *td = row_sum;
-        row_sum = next_sum;
-        next_sum = td;
+        int *ti = s.row_image;
+        s.row_image = s.next_image;
+        s.next_image = ti;
+        double *td = s.row_sum;
+        s.row_sum = s.next_sum;
+        s.next_sum = td;
         n = m;
     }
-
-    // Results. After the loop, level rows (n of them) are the hypotheses still live at
-    // max_len (level == T then); images that stopped have none.
-    for (int b = 0; b < B; b++) {
-        int *tok = tokens + (size_t)b * T;
-        int *rt = rows ? rows + (size_t)b * T : NULL;
-        for (int k = 0; k < T; k++) {
-            tok[k] = cfg->end_id;
-            if (rt) rt[k] = -1;
-        }
-        int best_live = -1;
-        for (int r = 0; r < n; r++)
-            if (row_image[r] == b && (best_live < 0 || row_sum[r] > row_sum[best_live]))
-                best_live = r;
-        double live_norm = best_live >= 0 ? normalised(row_sum[best_live], level, cfg->length_alpha)
-                                          : 0.0;
-        const ImageState *s = &st[b];
-        if (best_live >= 0 && (!s->has_finished || live_norm > s->fin_norm)) {
-            backtrack(tok, rt, hist_parent, hist_token, level, best_live, stride);
-            lens[b] = level;
-            scores[b] = (float)live_norm;
-        } else {
-            CHECK(s->has_finished, "image %d ended without a hypothesis", b);
-            // fin_row is a row of call fin_level: the fin_level tokens before <end> are
-            // its history.
-            backtrack(tok, rt, hist_parent, hist_token, s->fin_level, s->fin_row, stride);
-            lens[b] = s->fin_level;
-            scores[b] = (float)s->fin_norm;
-        }
-    }
-
-    free(hist_parent);
-    free(hist_token);
-    free(row_image);
-    free(next_image);
-    free(row_sum);
-    free(next_sum);
-    free(logprobs);
-    free(cands);
-    free(st);
+    // After the loop, level rows (n of them) are the hypotheses still live at max_len
+    // (level == T then); images that stopped have none.
+    for (int b = 0; b < B; b++) write_result(&s, cfg, b, n, level, tokens, lens, scores, rows);
+    search_free(&s);
 }
