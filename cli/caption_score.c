@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/fileio.h"
 #include "datasets/captions.h"
+#include "datasets/captions_json.h"
 #include "seq/metrics.h"
 #include "seq/tokenizer.h"
 #include "core/text_escape.h"

@@ -153,14 +153,8 @@ int caption_spec_same(const char *a, const char *b);
 // individual readers do neither).
 int caption_set_read(CaptionSet *set, const CaptionSpec *spec, const CaptionOptions *opts,
                      Error *err);
-// The individual readers (same contract as caption_set_read).
-int caption_read_flickr8k(CaptionSet *set, const char *dir, const CaptionOptions *opts, Error *err);
-int caption_read_coco(CaptionSet *set, const char *json_path, const char *images_dir,
-                      const CaptionOptions *opts, Error *err);
-int caption_read_karpathy(CaptionSet *set, const char *json_path, const char *images_dir,
-                          const CaptionOptions *opts, Error *err);
-int caption_read_tsv(CaptionSet *set, const char *tsv_path, const char *images_dir,
-                     const CaptionOptions *opts, Error *err);
+// The individual readers (same contract as caption_set_read): datasets/captions_text.h
+// (flickr8k, tsv) and datasets/captions_json.h (coco, karpathy).
 
 void caption_set_free(CaptionSet *set);  // frees everything and zeroes; safe on a zeroed set
 

@@ -15,6 +15,8 @@
 #include "core/check.h"
 #include "core/fileio.h"
 #include "datasets/captions.h"
+#include "datasets/captions_json.h"
+#include "datasets/captions_text.h"
 #include "datasets/imagecache.h"
 #include "datasets/imagefolder.h"
 #include "datasets/scenes.h"

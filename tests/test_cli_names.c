@@ -33,6 +33,7 @@
 #include "core/error.h"
 #include "core/text_escape.h"
 #include "datasets/captions.h"
+#include "datasets/captions_text.h"
 #include "tests/support/scratch.h"
 #include "tests/support/test.h"
 #include "tests/support/utf8_check.h"

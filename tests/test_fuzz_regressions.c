@@ -25,6 +25,8 @@
 #include <zlib.h>
 
 #include "core/fileio.h"
+#include "datasets/captions_json.h"
+#include "datasets/captions_text.h"
 #include "tests/support/test.h"
 
 typedef int (*FuzzEntry)(const uint8_t *data, size_t size);

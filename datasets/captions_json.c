@@ -1,0 +1,282 @@
+// captions_json.c: the COCO and Karpathy readers (datasets/captions_json.h), through cJSON.
+#include "datasets/captions_json.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/fileio.h"
+#include "datasets/caption_builder.h"
+
+// Deepest [ / { nesting outside strings; *at gets where the limit was first passed.
+static int json_depth_ok(const char *s, size_t len, int limit, size_t *at) {
+    int depth = 0, in_str = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == '[' || c == '{') {
+            if (++depth > limit) {
+                *at = i;
+                return 0;
+            }
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return 1;
+}
+
+static int json_load(cJSON **root, const char *path, const CaptionOptions *opts, Error *err) {
+    *root = NULL;
+    unsigned char *data;
+    size_t len;
+    if (file_read_all(path, &data, &len, opts->max_file_bytes, err)) return -1;
+    size_t at = 0;
+    if (!json_depth_ok((const char *)data, len, CJSON_NESTING_LIMIT, &at)) {
+        free(data);
+        return error_set(err, "%s: JSON nested deeper than %d levels (at byte %zu)", path,
+                         CJSON_NESTING_LIMIT, at);
+    }
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts((const char *)data, len, &end, 0);
+    if (!j) {
+        size_t off = end ? (size_t)(end - (const char *)data) : 0;
+        int line = 1;
+        for (size_t i = 0; i < off && i < len; i++) line += data[i] == '\n';
+        free(data);
+        return error_set(err, "%s: invalid JSON at line %d (byte %zu)", path, line, off);
+    }
+    free(data);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return error_set(err, "%s: the JSON top level is not an object", path);
+    }
+    *root = j;
+    return 0;
+}
+
+static cJSON *json_array_field(cJSON *root, const char *name, const char *path, Error *err) {
+    cJSON *a = cJSON_GetObjectItemCaseSensitive(root, name);
+    if (!cJSON_IsArray(a)) {
+        error_set(err, "%s: %s \"%s\" array", path, a ? "not an" : "no", name);
+        return NULL;
+    }
+    return a;
+}
+
+// Start of the JSON readers: the image folder exists, json_path parses to an object with an
+// "images" array. On failure nothing is left to free.
+static int json_open_images(cJSON **root, cJSON **images, const char *json_path,
+                            const char *images_dir, const CaptionOptions *opts, Error *err) {
+    *root = *images = NULL;
+    if (!caption_is_dir(images_dir))
+        return error_set(err, "%s: image folder %s not found", json_path, images_dir);
+    if (json_load(root, json_path, opts, err)) return -1;
+    *images = json_array_field(*root, "images", json_path, err);
+    if (*images) return 0;
+    cJSON_Delete(*root);
+    *root = NULL;
+    return -1;
+}
+
+// A JSON number that is a whole number in [0, 2^53]; -1 otherwise.
+static long long json_id(const cJSON *v) {
+    if (!cJSON_IsNumber(v)) return -1;
+    double d = v->valuedouble;
+    if (!(d >= 0 && d <= 9007199254740992.0) || floor(d) != d) return -1;
+    return (long long)d;
+}
+
+// A non-empty string field; NULL when missing / wrong type / empty / not UTF-8.
+static const char *json_str(const cJSON *obj, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!cJSON_IsString(v) || !v->valuestring || !*v->valuestring) return NULL;
+    return v->valuestring;
+}
+
+int caption_read_coco(CaptionSet *set, const char *json_path, const char *images_dir,
+                      const CaptionOptions *opts, Error *err) {
+    CaptionOptions defaults;
+    opts = caption_reader_begin(set, opts, &defaults);
+    cJSON *root, *images;
+    if (json_open_images(&root, &images, json_path, images_dir, opts, err)) return -1;
+    cJSON *anns = json_array_field(root, "annotations", json_path, err);
+    if (!anns) {
+        cJSON_Delete(root);
+        return -1;
+    }
+    CaptionBuilder b;
+    caption_builder_init(&b, set, opts, json_path);
+    char where[CAPTION_PATH_MAX + 64], path[CAPTION_PATH_MAX], key[32];
+    int k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, images) {
+        snprintf(where, sizeof where, "%s: images[%d]", json_path, k++);
+        long long id = json_id(cJSON_GetObjectItemCaseSensitive(it, "id"));
+        const char *file = json_str(it, "file_name");
+        if (!cJSON_IsObject(it) || id < 0 || !file) {
+            caption_set_warn(set, "%s: %s", where,
+                             !cJSON_IsObject(it) ? "not an object"
+                             : id < 0            ? "\"id\" is not a whole number >= 0"
+                                                 : "\"file_name\" is not a non-empty string");
+            set->images_skipped++;
+            continue;
+        }
+        snprintf(key, sizeof key, "%lld", id);
+        if (caption_keys_get(&b.keys, key) >= 0) {
+            caption_set_warn(set, "%s: duplicate id %s; this one skipped", where, key);
+            set->images_skipped++;
+            continue;
+        }
+        if (!caption_utf8_valid(file, strlen(file), NULL) ||
+            caption_join_path(path, sizeof path, images_dir, file, NULL)) {
+            caption_set_warn(set, "%s: \"file_name\" is not valid UTF-8 or too long", where);
+            set->images_skipped++;
+            continue;
+        }
+        caption_builder_add_image(&b, key, path, key, id,
+                          caption_heldout_split(key, opts->valid_share, opts->test_share), 1, where);
+    }
+    k = 0;
+    cJSON_ArrayForEach(it, anns) {
+        snprintf(where, sizeof where, "%s: annotations[%d]", json_path, k++);
+        long long id = json_id(cJSON_GetObjectItemCaseSensitive(it, "image_id"));
+        const cJSON *cap = cJSON_GetObjectItemCaseSensitive(it, "caption");
+        if (!cJSON_IsObject(it) || id < 0 || !cJSON_IsString(cap) || !cap->valuestring) {
+            caption_skip(set, where,
+                         !cJSON_IsObject(it) ? "not an object"
+                         : id < 0            ? "\"image_id\" is not a whole number >= 0"
+                                             : "\"caption\" is not a string");
+            continue;
+        }
+        snprintf(key, sizeof key, "%lld", id);
+        int i = caption_keys_get(&b.keys, key);
+        if (i < 0) {
+            caption_set_warn(set, "%s: image_id %s is not among the images", where, key);
+            set->captions_skipped++;
+            continue;
+        }
+        caption_builder_add_caption(&b, i, cap->valuestring, strlen(cap->valuestring), where);
+    }
+    cJSON_Delete(root);
+    return caption_builder_finish(&b, err);
+}
+
+// Joins a "tokens" array of strings with single spaces; NULL when it is not one.
+static char *join_tokens(const cJSON *tokens) {
+    if (!cJSON_IsArray(tokens)) return NULL;
+    size_t len = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tokens) {
+        if (!cJSON_IsString(t) || !t->valuestring) return NULL;
+        len += strlen(t->valuestring) + 1;
+    }
+    char *out = xmalloc(len + 1), *p = out;
+    *p = 0;
+    cJSON_ArrayForEach(t, tokens) {
+        size_t n = strlen(t->valuestring);
+        if (p != out) *p++ = ' ';
+        memcpy(p, t->valuestring, n);
+        p += n;
+        *p = 0;
+    }
+    return out;
+}
+
+int caption_read_karpathy(CaptionSet *set, const char *json_path, const char *images_dir,
+                          const CaptionOptions *opts, Error *err) {
+    CaptionOptions defaults;
+    opts = caption_reader_begin(set, opts, &defaults);
+    cJSON *root, *images;
+    if (json_open_images(&root, &images, json_path, images_dir, opts, err)) return -1;
+    CaptionBuilder b;
+    caption_builder_init(&b, set, opts, json_path);
+    char where[CAPTION_PATH_MAX + 64], swhere[CAPTION_PATH_MAX + 96], path[CAPTION_PATH_MAX],
+        key[32];
+    int k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, images) {
+        snprintf(where, sizeof where, "%s: images[%d]", json_path, k++);
+        const char *why = NULL;
+        const char *file = json_str(it, "filename");
+        const cJSON *fp = cJSON_GetObjectItemCaseSensitive(it, "filepath");
+        const char *split_word = json_str(it, "split");
+        const cJSON *sents = cJSON_GetObjectItemCaseSensitive(it, "sentences");
+        const cJSON *cocoid = cJSON_GetObjectItemCaseSensitive(it, "cocoid");
+        Split split = SPLIT_TRAIN;
+        int pathlen = 0;
+        if (!cJSON_IsObject(it))
+            why = "not an object";
+        else if (!file)
+            why = "\"filename\" is not a non-empty string";
+        else if (fp && !(cJSON_IsString(fp) && fp->valuestring))
+            why = "\"filepath\" is not a string";
+        else if (!split_word)
+            why = "\"split\" is not a non-empty string";
+        else if (caption_split_from_word(split_word, strlen(split_word), &split) ||
+                 !strcmp(split_word, "dev"))
+            why = "\"split\" is not train, val, test or restval";
+        else if (!cJSON_IsArray(sents))
+            why = "\"sentences\" is not an array";
+        else if (cocoid && json_id(cocoid) < 0)
+            why = "\"cocoid\" is not a whole number >= 0";
+        else if (!caption_utf8_valid(file, strlen(file), NULL) ||
+                 (fp && !caption_utf8_valid(fp->valuestring, strlen(fp->valuestring), NULL)))
+            why = "file name is not valid UTF-8";
+        else {
+            pathlen = (fp && *fp->valuestring)
+                          ? caption_join_path(path, sizeof path, images_dir, fp->valuestring, file)
+                          : caption_join_path(path, sizeof path, images_dir, file, NULL);
+            if (pathlen) why = "image path too long";
+        }
+        if (why) {
+            caption_set_warn(set, "%s: %s", where, why);
+            set->images_skipped++;
+            set->captions_skipped += cJSON_IsArray(sents) ? cJSON_GetArraySize(sents) : 0;
+            continue;
+        }
+        if (caption_keys_get(&b.keys, path) >= 0) {
+            caption_set_warn(set, "%s: duplicate image %s; this entry skipped", where, path);
+            set->images_skipped++;
+            set->captions_skipped += cJSON_GetArraySize(sents);
+            continue;
+        }
+        long long nid = cocoid ? json_id(cocoid) : -1;
+        if (nid >= 0) snprintf(key, sizeof key, "%lld", nid);
+        int i = caption_builder_add_image(&b, path, path, nid >= 0 ? key : file, nid, split, 0, where);
+        int j = 0;
+        const cJSON *s;
+        cJSON_ArrayForEach(s, sents) {
+            snprintf(swhere, sizeof swhere, "%s.sentences[%d]", where, j++);
+            const cJSON *raw = cJSON_GetObjectItemCaseSensitive(s, "raw");
+            if (cJSON_IsString(raw) && raw->valuestring) {
+                caption_builder_add_caption(&b, i, raw->valuestring, strlen(raw->valuestring), swhere);
+                continue;
+            }
+            char *joined = raw ? NULL : join_tokens(cJSON_GetObjectItemCaseSensitive(s, "tokens"));
+            if (!joined) {
+                if (b.usable[i])
+                    caption_set_warn(
+                        set, "%s: %s", swhere,
+                        raw ? "\"raw\" is not a string"
+                            : "neither a \"raw\" string nor a \"tokens\" array of strings");
+                set->captions_skipped++;
+                continue;
+            }
+            caption_builder_add_caption(&b, i, joined, strlen(joined), swhere);
+            free(joined);
+        }
+    }
+    cJSON_Delete(root);
+    return caption_builder_finish(&b, err);
+}
+

@@ -1,0 +1,262 @@
+// captions_text.c: the Flickr8k and TSV readers (datasets/captions_text.h).
+#include "datasets/captions_text.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "core/text_escape.h"
+#include "datasets/caption_builder.h"
+
+// TSV: file<TAB>caption[<TAB>split]
+
+// The file name field in core/text_escape.h's field form, as caption predict writes it:
+// \t \n \r \\ \xNN are reversed in place (a name without a backslash is unchanged). The
+// name must come out valid UTF-8 without NUL, as every name a caption set holds; NULL
+// (with why) when not, or for a backslash that starts no escape.
+static const char *tsv_unescape_name(char *name, char *why, size_t why_cap) {
+    if (!strchr(name, '\\')) return name;
+    char *raw;
+    size_t len;
+    if (text_unescape(name, &raw, &len)) {
+        snprintf(why, why_cap, "file name: a backslash that starts no escape (a backslash is written as two)");
+        return NULL;
+    }
+    const int ok = !memchr(raw, 0, len) && caption_utf8_valid(raw, len, NULL);
+    if (ok) memcpy(name, raw, len + 1);  // unescaping never lengthens
+    else snprintf(why, why_cap, "file name: not valid UTF-8 text once unescaped");
+    free(raw);
+    return ok ? name : NULL;
+}
+
+int caption_read_tsv(CaptionSet *set, const char *tsv_path, const char *images_dir,
+                     const CaptionOptions *opts, Error *err) {
+    CaptionOptions defaults;
+    opts = caption_reader_begin(set, opts, &defaults);
+    unsigned char *data;
+    size_t len;
+    if (file_read_all(tsv_path, &data, &len, opts->max_file_bytes, err)) return -1;
+    if (!caption_is_dir(images_dir)) {
+        free(data);
+        return error_set(err, "%s: image folder %s not found", tsv_path, images_dir);
+    }
+    CaptionBuilder b;
+    caption_builder_init(&b, set, opts, tsv_path);
+    CaptionLines l;
+    caption_lines_init(&l, data, len);
+    const char *s;
+    size_t n;
+    char where[CAPTION_PATH_MAX + 32], name[CAPTION_PATH_MAX], path[CAPTION_PATH_MAX], why[128];
+    while (caption_lines_next_record(&l, &s, &n, where, sizeof where, tsv_path)) {
+        const char *t1 = memchr(s, '\t', n);
+        if (!t1) {
+            caption_skip(set, where, "no tab: expected file<TAB>caption[<TAB>split]");
+            continue;
+        }
+        const char *cap = t1 + 1, *end = s + n;
+        const char *t2 = memchr(cap, '\t', (size_t)(end - cap));
+        const char *cap_end = t2 ? t2 : end;
+        if (t2 && memchr(t2 + 1, '\t', (size_t)(end - t2 - 1))) {
+            caption_skip(set, where, "more than 3 tab-separated fields");
+            continue;
+        }
+        size_t flen = (size_t)(t1 - s);
+        if (l.line == 1 &&
+            ((flen == 4 && memcmp(s, "file", 4) == 0) || (flen == 5 && memcmp(s, "image", 5) == 0)))
+            continue;  // a header line
+        if (!caption_field_str(name, sizeof name, s, flen, "file name", why, sizeof why) ||
+            !tsv_unescape_name(name, why, sizeof why)) {
+            caption_skip(set, where, why);
+            continue;
+        }
+        Split split = SPLIT_TRAIN;
+        int has_split = 0;
+        if (t2 && !caption_blank(t2 + 1, (size_t)(end - t2 - 1))) {
+            const char *w = t2 + 1;
+            size_t wl = (size_t)(end - w);
+            while (wl && (w[wl - 1] == ' ')) wl--;
+            while (wl && *w == ' ') w++, wl--;
+            if (caption_split_from_word(w, wl, &split)) {
+                caption_set_warn(set, "%s: unknown split '%.*s' (train, val, valid, test)", where,
+                                 (int)(wl < 40 ? wl : 40), w);
+                set->captions_skipped++;
+                continue;
+            }
+            has_split = 1;
+        }
+        int i = caption_keys_get(&b.keys, name);
+        if (i < 0) {
+            if (caption_join_path(path, sizeof path, images_dir, name, NULL)) {
+                caption_skip(set, where, "image path too long");
+                continue;
+            }
+            if (!has_split)
+                split = caption_heldout_split(name, opts->valid_share, opts->test_share);
+            i = caption_builder_add_image(&b, name, path, name, -1, split, !has_split, where);
+        } else if (has_split && split != b.images[i].split && b.usable[i]) {
+            caption_set_warn(set,
+                             "%s: split %s conflicts with %s given earlier for %s; caption skipped",
+                             where, split_name(split), split_name(b.images[i].split), name);
+            set->captions_skipped++;
+            continue;
+        }
+        caption_builder_add_caption(&b, i, cap, (size_t)(cap_end - cap), where);
+    }
+    free(data);
+    return caption_builder_finish(&b, err);
+}
+
+// ---------------------------------------------------------------------------------------
+// Flickr8k
+
+static const char *const FLICKR_LISTS[SPLIT_COUNT] = {
+    "Flickr_8k.trainImages.txt", "Flickr_8k.devImages.txt", "Flickr_8k.testImages.txt"};
+
+// Reads the split lists into names -> split. *found = number of lists present.
+static int flickr_read_lists(CaptionKeys *splits, int *found, CaptionBuilder *b, const char *dir, Error *err) {
+    char path[CAPTION_PATH_MAX];
+    *found = 0;
+    int present[SPLIT_COUNT];
+    for (int sp = 0; sp < SPLIT_COUNT; sp++) {
+        if (caption_join_path(path, sizeof path, dir, FLICKR_LISTS[sp], NULL))
+            return error_set(err, "%s: folder path too long", dir);
+        present[sp] = caption_is_file(path);
+        *found += present[sp];
+    }
+    if (*found == 0) return 0;
+    for (int sp = 0; sp < SPLIT_COUNT; sp++) {
+        caption_join_path(path, sizeof path, dir, FLICKR_LISTS[sp], NULL);
+        if (!present[sp])
+            return error_set(err, "%s: split list missing (the other lists are present)", path);
+        unsigned char *data;
+        size_t len;
+        if (file_read_all(path, &data, &len, b->opts->max_file_bytes, err)) return -1;
+        CaptionLines l;
+        caption_lines_init(&l, data, len);
+        const char *s;
+        size_t n;
+        char name[CAPTION_PATH_MAX], why[128];
+        while (caption_lines_next(&l, &s, &n)) {
+            while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+            while (n && (*s == ' ' || *s == '\t')) s++, n--;
+            if (n == 0) continue;
+            if (!caption_field_str(name, sizeof name, s, n, "file name", why, sizeof why)) {
+                caption_set_warn(b->set, "%s:%d: %s", path, l.line, why);
+                continue;
+            }
+            int prev = caption_keys_get(splits, name);
+            if (prev >= 0) {
+                if (prev != sp)
+                    caption_set_warn(b->set, "%s:%d: %s is already in the %s list; kept there",
+                                     path, l.line, name, split_name((Split)prev));
+                continue;
+            }
+            caption_keys_put(splits, name, sp);
+        }
+        free(data);
+    }
+    return 0;
+}
+
+int caption_read_flickr8k(CaptionSet *set, const char *dir, const CaptionOptions *opts,
+                          Error *err) {
+    CaptionOptions defaults;
+    opts = caption_reader_begin(set, opts, &defaults);
+    if (!caption_is_dir(dir)) return error_set(err, "%s: Flickr8k folder not found", dir);
+    char token_path[CAPTION_PATH_MAX], images_dir[CAPTION_PATH_MAX];
+    if (caption_join_path(token_path, sizeof token_path, dir, "Flickr8k.token.txt", NULL) ||
+        caption_join_path(images_dir, sizeof images_dir, dir, "Flicker8k_Dataset", NULL))
+        return error_set(err, "%s: folder path too long", dir);
+    if (!caption_is_dir(images_dir)) {
+        caption_join_path(images_dir, sizeof images_dir, dir, "Flickr8k_Dataset", NULL);
+        if (!caption_is_dir(images_dir)) snprintf(images_dir, sizeof images_dir, "%s", dir);
+    }
+    unsigned char *data;
+    size_t len;
+    if (file_read_all(token_path, &data, &len, opts->max_file_bytes, err)) {
+        if (!caption_is_file(token_path))
+            error_set(err,
+                      "%s: not found (flickr8k:DIR needs the text files of "
+                      "Flickr8k_text.zip in DIR)",
+                      token_path);
+        return -1;
+    }
+    CaptionBuilder b;
+    caption_builder_init(&b, set, opts, token_path);
+    CaptionKeys splits = {0};
+    int found;
+    if (flickr_read_lists(&splits, &found, &b, dir, err)) {
+        free(data);
+        caption_keys_free(&splits);
+        return caption_builder_fail(&b);
+    }
+    if (found == 0)
+        caption_set_warn(
+            set, "%s: no split lists (Flickr_8k.*Images.txt); splits by the held-out hash", dir);
+    int no_split = 0;
+    const char *first_no_split = NULL;
+    char first_buf[CAPTION_PATH_MAX + 32];
+    CaptionLines l;
+    caption_lines_init(&l, data, len);
+    const char *s;
+    size_t n;
+    char where[CAPTION_PATH_MAX + 32], name[CAPTION_PATH_MAX], path[CAPTION_PATH_MAX], why[128];
+    CaptionKeys unlisted = {0};
+    while (caption_lines_next_record(&l, &s, &n, where, sizeof where, token_path)) {
+        const char *tab = memchr(s, '\t', n);
+        if (!tab) {
+            caption_skip(set, where, "no tab: expected NAME.jpg#K<TAB>caption");
+            continue;
+        }
+        size_t klen = (size_t)(tab - s);
+        const char *hash = NULL;
+        for (size_t k = klen; k-- > 0;)
+            if (s[k] == '#') {
+                hash = s + k;
+                break;
+            }
+        size_t nlen = hash ? (size_t)(hash - s) : klen;
+        if (!caption_field_str(name, sizeof name, s, nlen, "image name", why, sizeof why)) {
+            caption_skip(set, where, why);
+            continue;
+        }
+        int i = caption_keys_get(&b.keys, name);
+        if (i < 0) {
+            Split split;
+            if (found) {
+                int sp = caption_keys_get(&splits, name);
+                if (sp < 0) {  // in no list: skipped, one summary warning
+                    if (caption_keys_get(&unlisted, name) < 0) {
+                        caption_keys_put(&unlisted, name, 1);
+                        set->images_skipped++;
+                        if (!first_no_split) {
+                            snprintf(first_buf, sizeof first_buf, "%s", where);
+                            first_no_split = first_buf;
+                        }
+                        no_split++;
+                    }
+                    set->captions_skipped++;
+                    continue;
+                }
+                split = (Split)sp;
+            } else {
+                split = caption_heldout_split(name, opts->valid_share, opts->test_share);
+            }
+            if (caption_join_path(path, sizeof path, images_dir, name, NULL)) {
+                caption_skip(set, where, "image path too long");
+                continue;
+            }
+            i = caption_builder_add_image(&b, name, path, name, -1, split, !found, where);
+        }
+        caption_builder_add_caption(&b, i, tab + 1, (size_t)(s + n - tab - 1), where);
+    }
+    if (no_split)
+        caption_set_warn(set, "%s: %d image%s in none of the split lists skipped", first_no_split,
+                         no_split, no_split == 1 ? "" : "s");
+    caption_keys_free(&unlisted);
+    caption_keys_free(&splits);
+    free(data);
+    return caption_builder_finish(&b, err);
+}
+
