@@ -61,15 +61,7 @@ static int fuzz_classify_same_state(const ClassifyState *a, const ClassifyState 
 // to the same state and parameters.
 static void fuzz_classify_check_model(const ClassifyModel *m, const SafetensorsFile *f) {
     const Block *b = &m->params;
-    fuzz_require(b->count >= 1 && b->data, "a loaded model without parameters");
-    for (int i = 0; f && i < b->count; i++) {
-        const SafetensorsTensor *t = safetensors_find(f, b->tensors[i].name);
-        fuzz_require(t && t->numel == b->tensors[i].numel && t->data, "tensor %s",
-                     b->tensors[i].name);
-        fuzz_require(memcmp(b->data + b->tensors[i].offset, t->data,
-                            t->numel * sizeof(float)) == 0,
-                     "the loaded %s differs from the file's", t->name);
-    }
+    fuzz_require_block_is_file(b, f);
     const char *again = fuzz_tmp_path("fuzz_classify_again.safetensors");
     Error e = {{0}};
     fuzz_require(classify_save(again, &m->state, &m->params, NULL, NULL, &e) == 0,

@@ -66,15 +66,7 @@ static void fuzz_draw_check_moments(const DrawCheckpoint *m, const SafetensorsFi
 // to the same state and parameters.
 static void fuzz_draw_check_model(const DrawCheckpoint *m, const SafetensorsFile *f) {
     const Block *b = &m->params;
-    fuzz_require(b->count >= 1 && b->data, "a loaded model without parameters");
-    for (int i = 0; i < b->count; i++) {
-        const SafetensorsTensor *t = safetensors_find(f, b->tensors[i].name);
-        fuzz_require(t && t->numel == b->tensors[i].numel && t->data, "tensor %s",
-                     b->tensors[i].name);
-        fuzz_require(memcmp(b->data + b->tensors[i].offset, t->data,
-                            t->numel * sizeof(float)) == 0,
-                     "the loaded %s differs from the file's", t->name);
-    }
+    fuzz_require_block_is_file(b, f);
     const char *again = fuzz_tmp_path("fuzz_draw_again.safetensors");
     Error e = {{0}};
     fuzz_require(draw_checkpoint_write(again, &m->state, &m->params, NULL, NULL, &e) == 0,

@@ -87,3 +87,15 @@ void fuzz_write_file(const char *path, const void *data, size_t len) {
         abort();
     }
 }
+
+void fuzz_require_block_is_file(const Block *b, const SafetensorsFile *f) {
+    fuzz_require(b->count >= 1 && b->data, "a loaded model without parameters");
+    for (int i = 0; i < b->count; i++) {
+        const SafetensorsTensor *t = safetensors_find(f, b->tensors[i].name);
+        fuzz_require(t && t->numel == b->tensors[i].numel && t->data, "tensor %s",
+                     b->tensors[i].name);
+        fuzz_require(memcmp(b->data + b->tensors[i].offset, t->data,
+                            t->numel * sizeof(float)) == 0,
+                     "the loaded %s differs from the file's", t->name);
+    }
+}

@@ -12,12 +12,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/block.h"
 #include "core/error.h"
+#include "core/safetensors.h"
 
 // Aborts with "fuzz property violated: ..." unless cond holds.
 void fuzz_require(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 // A failure's message: non-empty, one line, and starting with "name:" when name is given.
 void fuzz_require_error(const Error *err, const char *name);
+// A loaded model's parameters b are the file's: at least one tensor, each found in f by
+// name with the same size and the same bits.
+void fuzz_require_block_is_file(const Block *b, const SafetensorsFile *f);
 // A private temporary folder (made on first use, removed with its contents at exit).
 const char *fuzz_tmpdir(void);
 // tmpdir/name, in one of a few rotating static buffers.
