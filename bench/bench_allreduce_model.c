@@ -50,6 +50,7 @@
 #include "core/timer.h"
 #include "models/draw.h"
 #include "models/sat.h"
+#include "models/sat_parallel.h"
 #include "vision/cnn.h"
 
 typedef struct {

@@ -21,6 +21,7 @@
 #include "core/safetensors.h"
 #include "core/timer.h"
 #include "models/sat.h"
+#include "models/sat_decode.h"
 
 int main(int argc, char **argv) {
     if (argc < 2) {

@@ -32,6 +32,7 @@
 #include "core/timer.h"
 #include "datasets/featcache.h"
 #include "models/sat.h"
+#include "models/sat_parallel.h"
 
 enum { BENCH_N = 256, BENCH_L = 196, BENCH_D = 512 };
 

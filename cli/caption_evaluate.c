@@ -11,6 +11,7 @@
 #include "core/progress.h"
 #include "core/text_escape.h"
 #include "datasets/scenes.h"
+#include "models/sat_decode.h"
 #include "vision/overlay.h"
 
 void caption_refs_free(CaptionRefs *e) {

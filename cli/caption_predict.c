@@ -19,6 +19,7 @@
 #include "core/text_escape.h"
 #include "datasets/imagefolder.h"
 #include "models/sat.h"
+#include "models/sat_decode.h"
 #include "seq/tokenizer.h"
 #include "seq/vocab.h"
 

@@ -36,6 +36,7 @@
 #include "datasets/scenes.h"
 #include "datasets/split.h"
 #include "models/sat.h"
+#include "models/sat_parallel.h"
 #include "seq/metrics.h"
 #include "seq/tokenizer.h"
 #include "seq/vocab.h"

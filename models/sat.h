@@ -1,6 +1,8 @@
 // sat.h: Show, Attend and Tell (Xu et al. 2015): a CNN encoder, an attention LSTM
-// decoder, its training loss (teacher forcing, doubly stochastic regulariser, hard
-// attention by REINFORCE) and decoding (greedy or beam search via seq/beam.h).
+// decoder and its training loss (teacher forcing, doubly stochastic regulariser, hard
+// attention by REINFORCE), forward and backward. Beside it: its configuration
+// (models/sat_config.h), the training step over sorted rows and threads
+// (models/sat_parallel.h) and decoding, greedy or by beam search (models/sat_decode.h).
 //
 // Model (REFERENCE.md section 2), for a batch of B images and captions of n words:
 //   a = cnn(image)                                  annotations (B, L, D)
@@ -45,62 +47,9 @@
 #include "core/error.h"
 #include "core/gemm_packed.h"
 #include "core/rng.h"
+#include "models/sat_config.h"
 #include "seq/attention.h"
 #include "vision/cnn.h"
-
-// Which LSTM state queries the attention of step t (see above).
-typedef enum { SAT_QUERY_PREVIOUS = 0, SAT_QUERY_CURRENT = 1 } SatQuery;
-
-typedef struct {
-    int image_size;       // S (default 64); with features, the encoder's input size
-    CnnConfig cnn;        // encoder layers (default 32, 64, 128); unused with features
-    int feat_L, feat_D;   // > 0: decoder only, on given annotations (B, feat_L, feat_D)
-                          // (a frozen pretrained encoder's, datasets/featcache.h): no CNN
-    int E, H;             // embedding, LSTM hidden (128, 256)
-    int V;                // vocabulary size (set from the data)
-    int max_len;          // caption words at most (16); steps T = max_len + 1
-    AttnConfig attn;      // kind, A (attn-dim 128), heads, window; D, H filled by sat_config_finish
-    int hard;             // 1: stochastic hard attention (REINFORCE)
-    int beta_vector;      // 1: gate beta is a D-vector; 0: scalar
-    SatQuery query;       // SAT_QUERY_CURRENT (default) or _PREVIOUS (Xu et al. 2015)
-    float lambda;         // doubly stochastic weight (3; Xu et al.'s code used 1)
-    float dropout;        // dropout probability on h before the deep output (0 = off)
-    float entropy_weight; // hard only (0.002, arctic-captions)
-    float baseline_decay; // hard only (0.9)
-} SatConfig;
-
-// "previous" / "current" and back (0, or -1 for an unknown name).
-const char *sat_query_name(SatQuery q);
-int sat_query_parse(const char *name, SatQuery *q);
-
-// The defaults of bin/caption (V left 0).
-void sat_config_default(SatConfig *c);
-// Derived sizes: attn.D = cnn dim, attn.H = H. Validates (fails naming the field).
-int sat_config_finish(SatConfig *c, Error *err);
-static inline int sat_L(const SatConfig *c) {
-    if (c->feat_L > 0) return c->feat_L;
-    int g = cnn_grid_size(&c->cnn, c->image_size);
-    return g * g;
-}
-static inline int sat_D(const SatConfig *c) { return c->feat_L > 0 ? c->feat_D : cnn_dim(&c->cnn); }
-// Side of the annotation grid (L = G G): for attention maps over the image.
-static inline int sat_grid(const SatConfig *c) {
-    if (c->feat_L <= 0) return cnn_grid_size(&c->cnn, c->image_size);
-    int g = 1;
-    while ((g + 1) * (g + 1) <= c->feat_L) g++;
-    return g;
-}
-// Floats of one input of sat_forward / sat_decode: an image (C, S, S), or with features
-// its annotations (L, D).
-static inline size_t sat_input_floats(const SatConfig *c) {
-    return c->feat_L > 0 ? (size_t)c->feat_L * c->feat_D
-                         : (size_t)c->cnn.in_channels * c->image_size * c->image_size;
-}
-
-// "key=value" pairs separated by spaces (for checkpoint metadata) and back. The parser
-// rejects unknown keys and bad values with one line.
-void sat_config_format(const SatConfig *c, char *buf, size_t n);
-int sat_config_parse(SatConfig *c, const char *text, Error *err);
 
 typedef struct {
     CnnParams cnn;
@@ -221,93 +170,12 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
 // Accumulates the gradient of out->loss into m->g (and updates the hard baseline). The
 // images given to sat_forward must still be valid.
 void sat_backward(SatModel *m);
-
-// sat_forward (train mode) on images (B, per input: sat_input_floats), words (B, max_len)
-// and lens (B), then m->g zeroed and, when the loss is finite, sat_backward, with the rows
-// put in descending order of caption length first (a stable sort of a copy),
-// so that no step computes a row whose caption has ended (see SatActs.active). Each row
-// keeps the noise of its place first + b in the caller's order, so the result equals
-// sat_forward + sat_backward on the caller's order up to float summation order. The
-// activations left in m->a are in the sorted order. Not for m->annot_grad (its dannot
-// would be sorted too).
-void sat_forward_backward(SatLoss *out, SatModel *m, const float *images, const int *words,
-                          const int *lens, int B, uint64_t seed, int first);
-
-// Data parallelism: splits the batch (B rows) into contiguous shares over n_workers
-// replicas (sat_replica_init, activations for ceil(B / n_workers)), runs
-// sat_forward_backward of each share on its own thread (the caller's thread takes the
-// first), and leaves in m->g the share-weighted sum of their gradients: the gradient of
-// the whole batch's loss (up to float summation order). out: the batch's loss. Each row
-// draws its randomness from its own stream, seeded by (seed, its index in the batch), as
-// sat_forward does; so the noise does not depend on n_workers, only the float summation
-// order does. The hard-attention baseline is carried through m. Deterministic for a given
-// n_workers. n_workers <= 64.
-void sat_forward_backward_parallel(SatLoss *out, SatModel *m, SatModel *workers, int n_workers,
-                                   const float *images, const int *words, const int *lens, int B,
-                                   uint64_t seed);
-// Sums over the processes that share a batch (MPI ranks, cli/train_dist.h): sum(ctx, v)
-// replaces *v, this process's part, with the sum of every process's part, added in a fixed
-// order; 0, or -1 on failure (the reason kept in ctx). A collective: every process calls it
-// at the same point.
-// decoder_done (may be NULL), with a CNN encoder: called once per step by the caller's
-// thread when grads [begin, end) (the decoder's part of the batch's gradient,
-// float-share-weighted over the workers as below) is complete and the CNN's backward is
-// about to run; it may start summing that part over the processes, to finish after the
-// call returns (the overlap of the sum with the encoder's backward); 0, or -1 on failure.
-// The CNN's part, [0, begin), is complete when sat_forward_backward_parallel_from returns.
-typedef struct {
-    int (*sum)(void *ctx, double *v);
-    int (*decoder_done)(void *ctx, float *grads, size_t begin, size_t end);
-    void *ctx;
-} SatBatchSum;
-
-// Gradient floats of the CNN encoder, first in m->grads (0 with features): the decoder's
-// gradient is the rest, [sat_encoder_grad_floats(m), m->grads.numel).
-size_t sat_encoder_grad_floats(const SatModel *m);
-
-// 1 while the hard-attention baseline is not set (before the first training step): the
-// step that sets it reduces the batch's mean reward across processes (across below).
-int sat_first_hard_step(const SatModel *m);
-
-// The same for rows first .. first + B - 1 of a larger batch: a process that runs one
-// share of it (an MPI rank, cli/train_dist.h) gives the index of its share's first image,
-// so that each image gets the noise it gets in one process. On the first hard-attention
-// step (sat_first_hard_step) the baseline is the whole batch's mean reward, as with one
-// worker: the workers' forwards run first, their mean rewards are added (weighted by
-// their float shares of B), then across->sum weights and adds the processes' (NULL: this
-// process has the whole batch), and the backwards start from that mean. Returns 0, or -1
-// when across->sum failed (nothing computed).
-int sat_forward_backward_parallel_from(SatLoss *out, SatModel *m, SatModel *workers,
-                                       int n_workers, int first, const float *images,
-                                       const int *words, const int *lens, int B, uint64_t seed,
-                                       const SatBatchSum *across);
-
-// Decoding: tokens (B, max_len) word ids, lens (B), alphas (B, max_len, L) the attention
-// of each emitted word (or NULL), for beam width beam (1 = greedy). Score normalised by
-// length^length_alpha.
-void sat_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float *images, int B,
-                int beam, float length_alpha);
-
-// The decoding context sat_decode passes to beam_search (exposed for tests): the state
-// of every row, and per-row attention weights of every step.
-typedef struct {
-    SatModel *m;
-    int B, R, t;                 // images, row capacity (B * beam), steps taken
-    float *annot, *prep;         // per image (B, L, D), (B, prep)
-    float *rk, *rp;              // per row keys and prep (R, L, D), (R, prep)
-    float *h, *c, *h2, *c2;      // (R, H): the last call's rows, gathered parents
-    float *zp, *zp2;             // (R, D): query current: the last call's z, gathered
-    float *hn, *cn;              // (R, H): this call's new states
-    float *ctx, *alpha, *cache, *beta, *z, *emb, *xin, *xh, *gates, *o, *logits;
-    float *alpha_hist;           // (max_len, R, L)
-    int *row_image, *row_image2; // (R)
-    float *mem;
-    int *ints;
-} SatDecodeCtx;
-
-void sat_decode_ctx_init(SatDecodeCtx *d, SatModel *m, const float *images, int B, int beam);
-void sat_decode_ctx_free(SatDecodeCtx *d);
-// BeamStepFn over SatDecodeCtx.
-void sat_beam_step(void *ctx, int n, const int *parent, const int *token, float *logprobs);
+// sat_backward's two halves, for a step that overlaps the encoder's with other work
+// (models/sat_parallel.h): the decoder's, after which every parameter's gradient but the
+// CNN's is complete (and the hard baseline updated), then the CNN's from the annotations'
+// gradient (nothing with features).
+void sat_backward_decoder(SatModel *m);
+void sat_backward_encoder(SatModel *m);
 
 #endif
+

@@ -31,6 +31,7 @@
 #include "core/rng.h"
 #include "core/safetensors.h"
 #include "models/sat.h"
+#include "models/sat_decode.h"
 #include "tests/support/fixture.h"
 #include "tests/support/test.h"
 

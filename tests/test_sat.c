@@ -10,6 +10,8 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "models/sat.h"
+#include "models/sat_decode.h"
+#include "models/sat_parallel.h"
 #include "seq/beam.h"
 #include "seq/vocab.h"
 #include "tests/support/gradcheck.h"

@@ -1,0 +1,152 @@
+#include "models/sat_config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "seq/vocab.h"
+
+const char *sat_query_name(SatQuery q) { return q == SAT_QUERY_CURRENT ? "current" : "previous"; }
+
+int sat_query_parse(const char *name, SatQuery *q) {
+    if (!strcmp(name, "previous")) *q = SAT_QUERY_PREVIOUS;
+    else if (!strcmp(name, "current")) *q = SAT_QUERY_CURRENT;
+    else return -1;
+    return 0;
+}
+
+void sat_config_default(SatConfig *c) {
+    memset(c, 0, sizeof *c);
+    c->image_size = 64;
+    cnn_config_default(&c->cnn);
+    c->E = 128;
+    c->H = 256;
+    c->V = 0;
+    c->max_len = 16;
+    c->attn.kind = ATTN_ADDITIVE;
+    c->attn.A = 128;
+    c->attn.heads = 4;
+    c->attn.window = 2;
+    c->attn.score = ATTN_MULTIPLICATIVE;
+    c->hard = 0;
+    c->beta_vector = 0;
+    c->query = SAT_QUERY_CURRENT;
+    c->lambda = 3.0f;
+    c->dropout = 0.0f;
+    c->entropy_weight = 0.002f;
+    c->baseline_decay = 0.9f;
+}
+
+int sat_config_finish(SatConfig *c, Error *err) {
+    c->attn.D = sat_D(c);
+    c->attn.H = c->H;
+    if (c->feat_L < 0 || (c->feat_L > 0 && (c->feat_D < 1 || c->feat_D > 65536 || c->feat_L > 65536)))
+        return error_set(err, "model config: annotations %d x %d", c->feat_L, c->feat_D);
+    if (c->image_size < 2 || c->image_size > 1024)
+        return error_set(err, "--image-size: must be in [2, 1024], got %d", c->image_size);
+    if (c->feat_L == 0 && cnn_grid_size(&c->cnn, c->image_size) < 1)
+        return error_set(err, "--image-size: %d is too small for %d pooling layers",
+                         c->image_size, c->cnn.n_layers);
+    if (c->E < 1 || c->E > 8192) return error_set(err, "--embed: must be in [1, 8192]");
+    if (c->H < 1 || c->H > 8192) return error_set(err, "--hidden: must be in [1, 8192]");
+    if (c->max_len < 1 || c->max_len > 256) return error_set(err, "--max-len: must be in [1, 256]");
+    if (c->V < VOCAB_NSPECIAL + 1) return error_set(err, "vocabulary: %d ids is too few", c->V);
+    if (c->attn.A < 1) return error_set(err, "--attn-dim: must be >= 1");
+    if (c->hard && c->attn.kind == ATTN_NONE)
+        return error_set(err, "--attention hard: needs a scoring kind");
+    AttnKind k = c->attn.kind;
+    if ((k == ATTN_DOT || k == ATTN_SCALED_DOT) && c->H != c->attn.D)
+        return error_set(err, "--attention %s: needs --hidden equal to the annotation size (the "
+                              "last --channels entry, %d), got --hidden %d: add --hidden %d, or "
+                              "end --channels with %d",
+                         attn_kind_name(k), c->attn.D, c->H, c->attn.D, c->H);
+    if (k == ATTN_MULTIHEAD && (c->attn.heads < 1 || c->attn.A % c->attn.heads != 0))
+        return error_set(err, "--heads: %d must divide --attn-dim %d", c->attn.heads, c->attn.A);
+    if ((k == ATTN_LOCAL_MONOTONIC || k == ATTN_LOCAL_PREDICTIVE) && c->attn.window < 0)
+        return error_set(err, "--window: must be >= 0");
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) return error_set(err, "--dropout: must be in [0, 1)");
+    if (!(c->lambda >= 0.0f)) return error_set(err, "--lambda: must be >= 0");
+    return 0;
+}
+
+void sat_config_format(const SatConfig *c, char *buf, size_t n) {
+    char ch[128] = {0};
+    size_t k = 0;
+    for (int i = 0; i < c->cnn.n_layers; i++)
+        k += (size_t)snprintf(ch + k, sizeof ch - k, "%s%d", i ? "," : "", c->cnn.channels[i]);
+    snprintf(buf, n,
+             "image_size=%d channels=%s in_channels=%d embed=%d hidden=%d vocab=%d max_len=%d "
+             "attention=%s attn_dim=%d heads=%d window=%d score=%s hard=%d beta_vector=%d "
+             "query=%s lambda=%.9g dropout=%.9g entropy=%.9g baseline_decay=%.9g",
+             c->image_size, ch, c->cnn.in_channels, c->E, c->H, c->V, c->max_len,
+             attn_kind_name(c->attn.kind), c->attn.A, c->attn.heads, c->attn.window,
+             attn_kind_name(c->attn.score), c->hard, c->beta_vector, sat_query_name(c->query), (double)c->lambda,
+             (double)c->dropout, (double)c->entropy_weight, (double)c->baseline_decay);
+    size_t used = strlen(buf);
+    if (c->feat_L > 0 && used < n)
+        snprintf(buf + used, n - used, " features=%dx%d", c->feat_L, c->feat_D);
+}
+
+static int parse_int_(const char *v, int *out) {
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || x < -1000000000L || x > 1000000000L) return -1;
+    *out = (int)x;
+    return 0;
+}
+
+static int parse_float_(const char *v, float *out) {
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !isfinite(x)) return -1;
+    *out = (float)x;
+    return 0;
+}
+
+int sat_config_parse(SatConfig *c, const char *text, Error *err) {
+    sat_config_default(c);
+    // Checkpoints written before the query key existed all used Xu et al.'s order.
+    c->query = SAT_QUERY_PREVIOUS;
+    char buf[2048];
+    if (strlen(text) >= sizeof buf) return error_set(err, "model config: too long");
+    strcpy(buf, text);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) return error_set(err, "model config: '%s' is not key=value", tok);
+        *eq = 0;
+        const char *k = tok, *v = eq + 1;
+        int bad = 0;
+        if (!strcmp(k, "image_size")) bad = parse_int_(v, &c->image_size);
+        else if (!strcmp(k, "channels")) {
+            int in = c->cnn.in_channels;
+            if (cnn_config_parse(&c->cnn, v, "channels", err)) return error_prefix(err, "model config");
+            c->cnn.in_channels = in;
+        } else if (!strcmp(k, "in_channels")) bad = parse_int_(v, &c->cnn.in_channels);
+        else if (!strcmp(k, "embed")) bad = parse_int_(v, &c->E);
+        else if (!strcmp(k, "hidden")) bad = parse_int_(v, &c->H);
+        else if (!strcmp(k, "vocab")) bad = parse_int_(v, &c->V);
+        else if (!strcmp(k, "max_len")) bad = parse_int_(v, &c->max_len);
+        else if (!strcmp(k, "attention")) bad = attn_kind_parse(v, &c->attn.kind);
+        else if (!strcmp(k, "attn_dim")) bad = parse_int_(v, &c->attn.A);
+        else if (!strcmp(k, "heads")) bad = parse_int_(v, &c->attn.heads);
+        else if (!strcmp(k, "window")) bad = parse_int_(v, &c->attn.window);
+        else if (!strcmp(k, "score")) bad = attn_kind_parse(v, &c->attn.score);
+        else if (!strcmp(k, "hard")) bad = parse_int_(v, &c->hard);
+        else if (!strcmp(k, "beta_vector")) bad = parse_int_(v, &c->beta_vector);
+        else if (!strcmp(k, "query")) bad = sat_query_parse(v, &c->query);
+        else if (!strcmp(k, "lambda")) bad = parse_float_(v, &c->lambda);
+        else if (!strcmp(k, "dropout")) bad = parse_float_(v, &c->dropout);
+        else if (!strcmp(k, "entropy")) bad = parse_float_(v, &c->entropy_weight);
+        else if (!strcmp(k, "baseline_decay")) bad = parse_float_(v, &c->baseline_decay);
+        else if (!strcmp(k, "features"))
+            bad = sscanf(v, "%dx%d", &c->feat_L, &c->feat_D) != 2 || c->feat_L < 1 || c->feat_D < 1;
+        else return error_set(err, "model config: unknown key '%s'", k);
+        if (bad) return error_set(err, "model config: bad value '%s' for %s", v, k);
+    }
+    if (c->cnn.in_channels < 1 || c->cnn.in_channels > 4)
+        return error_set(err, "model config: in_channels %d", c->cnn.in_channels);
+    return sat_config_finish(c, err);
+}
+

@@ -1,0 +1,69 @@
+// sat_config.h: the configuration of a Show, Attend and Tell model (models/sat.h): its
+// sizes, attention kind and training options, their defaults and checks, the sizes derived
+// from them, and the "key=value" text a checkpoint keeps them in.
+#ifndef MODELS_SAT_CONFIG_H
+#define MODELS_SAT_CONFIG_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+#include "seq/attention.h"
+#include "vision/cnn.h"
+
+// Which LSTM state queries the attention of step t (models/sat.h).
+typedef enum { SAT_QUERY_PREVIOUS = 0, SAT_QUERY_CURRENT = 1 } SatQuery;
+
+typedef struct {
+    int image_size;       // S (default 64); with features, the encoder's input size
+    CnnConfig cnn;        // encoder layers (default 32, 64, 128); unused with features
+    int feat_L, feat_D;   // > 0: decoder only, on given annotations (B, feat_L, feat_D)
+                          // (a frozen pretrained encoder's, datasets/featcache.h): no CNN
+    int E, H;             // embedding, LSTM hidden (128, 256)
+    int V;                // vocabulary size (set from the data)
+    int max_len;          // caption words at most (16); steps T = max_len + 1
+    AttnConfig attn;      // kind, A (attn-dim 128), heads, window; D, H filled by sat_config_finish
+    int hard;             // 1: stochastic hard attention (REINFORCE)
+    int beta_vector;      // 1: gate beta is a D-vector; 0: scalar
+    SatQuery query;       // SAT_QUERY_CURRENT (default) or _PREVIOUS (Xu et al. 2015)
+    float lambda;         // doubly stochastic weight (3; Xu et al.'s code used 1)
+    float dropout;        // dropout probability on h before the deep output (0 = off)
+    float entropy_weight; // hard only (0.002, arctic-captions)
+    float baseline_decay; // hard only (0.9)
+} SatConfig;
+
+// "previous" / "current" and back (0, or -1 for an unknown name).
+const char *sat_query_name(SatQuery q);
+int sat_query_parse(const char *name, SatQuery *q);
+
+// The defaults of bin/caption (V left 0).
+void sat_config_default(SatConfig *c);
+// Derived sizes: attn.D = cnn dim, attn.H = H. Validates (fails naming the field).
+int sat_config_finish(SatConfig *c, Error *err);
+static inline int sat_L(const SatConfig *c) {
+    if (c->feat_L > 0) return c->feat_L;
+    int g = cnn_grid_size(&c->cnn, c->image_size);
+    return g * g;
+}
+static inline int sat_D(const SatConfig *c) { return c->feat_L > 0 ? c->feat_D : cnn_dim(&c->cnn); }
+// Size of the gate beta: D with a vector gate, else 1.
+static inline int sat_gate_size(const SatConfig *c) { return c->beta_vector ? sat_D(c) : 1; }
+// Side of the annotation grid (L = G G): for attention maps over the image.
+static inline int sat_grid(const SatConfig *c) {
+    if (c->feat_L <= 0) return cnn_grid_size(&c->cnn, c->image_size);
+    int g = 1;
+    while ((g + 1) * (g + 1) <= c->feat_L) g++;
+    return g;
+}
+// Floats of one input of sat_forward / sat_decode: an image (C, S, S), or with features
+// its annotations (L, D).
+static inline size_t sat_input_floats(const SatConfig *c) {
+    return c->feat_L > 0 ? (size_t)c->feat_L * c->feat_D
+                         : (size_t)c->cnn.in_channels * c->image_size * c->image_size;
+}
+
+// "key=value" pairs separated by spaces (for checkpoint metadata) and back. The parser
+// rejects unknown keys and bad values with one line.
+void sat_config_format(const SatConfig *c, char *buf, size_t n);
+int sat_config_parse(SatConfig *c, const char *text, Error *err);
+
+#endif

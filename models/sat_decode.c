@@ -1,0 +1,199 @@
+#include "models/sat_decode.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/gemm.h"
+#include "models/sat_steps.h"
+#include "seq/beam.h"
+#include "seq/embedding.h"
+#include "seq/linear.h"
+#include "seq/lstm.h"
+#include "seq/vocab.h"
+
+// One buffer of a decoding context: where its pointer goes and how many floats it holds.
+typedef struct {
+    float **dst;
+    size_t n;
+} DecodeBuffer;
+
+// The context's float buffers (each 16-float aligned, zeroed) in one allocation, and the
+// rows' image indices; *mean gets the (B, D) mean annotations' buffer.
+static void decode_buffers_alloc_(SatDecodeCtx *d, const SatConfig *c, int B, int R, float **mean) {
+    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = sat_gate_size(c);
+    const int I = E + D, TS = c->max_len + 1;
+    const size_t prep1 = attn_prep_floats(&c->attn, 1, L);
+    CHECK(attn_prep_floats(&c->attn, B, L) == (size_t)B * prep1, "attention prep not per image");
+    const size_t cache = attn_step_cache_floats(&c->attn, R, L);
+    const DecodeBuffer bufs[] = {
+        {&d->annot, (size_t)B * L * D}, {&d->prep, (size_t)B * prep1 + 1},
+        {&d->rk, (size_t)R * L * D},    {&d->rp, (size_t)R * prep1 + 1},
+        {&d->h, (size_t)R * H},         {&d->c, (size_t)R * H},
+        {&d->h2, (size_t)R * H},        {&d->c2, (size_t)R * H},
+        {&d->ctx, (size_t)R * D},       {&d->alpha, (size_t)R * L},
+        {&d->cache, cache + 1},         {&d->beta, (size_t)R * nb},
+        {&d->z, (size_t)R * D},         {&d->emb, (size_t)R * E},
+        {&d->xin, (size_t)R * I},       {&d->xh, (size_t)R * (I + H)},
+        {&d->gates, (size_t)R * 4 * H}, {&d->o, (size_t)R * E},
+        {&d->logits, (size_t)R * V},    {&d->alpha_hist, (size_t)TS * R * L},
+        {mean, (size_t)B * D},          {&d->hn, (size_t)R * H},
+        {&d->cn, (size_t)R * H},        {&d->zp, (size_t)R * D},  // zero: the first step's z_{-1}
+        {&d->zp2, (size_t)R * D}};
+    const int n = (int)(sizeof bufs / sizeof bufs[0]);
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += (bufs[i].n + 15) & ~(size_t)15;
+    d->mem = xcalloc(total, sizeof(float));
+    float *q = d->mem;
+    for (int i = 0; i < n; i++) {
+        *bufs[i].dst = q;
+        q += (bufs[i].n + 15) & ~(size_t)15;
+    }
+    d->ints = xcalloc((size_t)2 * R, sizeof(int));
+    d->row_image = d->ints;
+    d->row_image2 = d->ints + R;
+}
+
+void sat_decode_ctx_init(SatDecodeCtx *d, SatModel *m, const float *images, int B, int beam) {
+    const SatConfig *c = &m->cfg;
+    const int L = sat_L(c), D = sat_D(c), H = c->H;
+    memset(d, 0, sizeof *d);
+    d->m = m;
+    d->B = B;
+    d->R = B * beam;
+    float *mean;
+    decode_buffers_alloc_(d, c, B, d->R, &mean);
+    // Encode in chunks that fit the model's CNN workspace.
+    CHECK(m->acts_block.data, "sat_alloc_acts before decoding");
+    const size_t per = sat_input_floats(c);
+    const int chunk = m->a.B;
+    for (int b0 = 0; b0 < B; b0 += chunk) {
+        int n = B - b0 < chunk ? B - b0 : chunk;
+        if (c->feat_L > 0)
+            memcpy(d->annot + (size_t)b0 * L * D, images + (size_t)b0 * per, (size_t)n * per * sizeof(float));
+        else
+            cnn_forward(d->annot + (size_t)b0 * L * D, &m->cnn_ws, images + (size_t)b0 * per,
+                        &m->p.cnn, n);
+    }
+    sat_mean_annotations(mean, d->annot, B, L, D);
+    // Initial states of the images go in h/c rows 0..B-1 (the first step's parents).
+    sat_initial_state(d->h, d->c, mean, &m->p, B, D, H);
+    attn_prepare(d->prep, d->annot, &m->p.attn, &c->attn, B, L);
+    for (int b = 0; b < B; b++) d->row_image[b] = b;
+}
+
+void sat_decode_ctx_free(SatDecodeCtx *d) {
+    free(d->mem);
+    free(d->ints);
+    memset(d, 0, sizeof *d);
+}
+
+// Attention, its history and the gate z for rows 0..n-1 with queries q (n, H).
+static void attend_rows_(SatDecodeCtx *d, int n, const float *q) {
+    const SatConfig *c = &d->m->cfg;
+    const SatParams *p = &d->m->p;
+    const int L = sat_L(c), D = sat_D(c), H = c->H, nb = sat_gate_size(c);
+    attn_forward(d->ctx, d->alpha, d->cache, d->rp, d->rk, q, NULL, &p->attn, &c->attn, d->t, n,
+                 L);
+    memcpy(d->alpha_hist + (size_t)d->t * d->R * L, d->alpha, (size_t)n * L * sizeof(float));
+    sat_gate_forward(d->beta, d->z, q, d->ctx, p, n, H, D, nb);
+}
+
+void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float *logprobs) {
+    SatDecodeCtx *d = vctx;
+    SatModel *m = d->m;
+    const SatConfig *c = &m->cfg;
+    const SatParams *p = &m->p;
+    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V;
+    const int I = E + D;
+    const size_t prep1 = attn_prep_floats(&c->attn, 1, L);
+    CHECK(n >= 1 && n <= d->R, "rows %d, capacity %d", n, d->R);
+    CHECK(d->t <= c->max_len, "step %d past the limit", d->t);
+    const int after = c->query == SAT_QUERY_CURRENT;
+    // Gather the parents' states, images, keys.
+    for (int r = 0; r < n; r++) {
+        int q = parent[r];
+        int img = d->row_image[q];
+        d->row_image2[r] = img;
+        memcpy(d->h2 + (size_t)r * H, d->h + (size_t)q * H, (size_t)H * sizeof(float));
+        memcpy(d->c2 + (size_t)r * H, d->c + (size_t)q * H, (size_t)H * sizeof(float));
+        if (after) memcpy(d->zp2 + (size_t)r * D, d->zp + (size_t)q * D, (size_t)D * sizeof(float));
+        memcpy(d->rk + (size_t)r * L * D, d->annot + (size_t)img * L * D, (size_t)L * D * sizeof(float));
+        if (prep1)
+            memcpy(d->rp + (size_t)r * prep1, d->prep + (size_t)img * prep1, prep1 * sizeof(float));
+    }
+    // The same order as sat_forward: query previous attends with the parents' h, query
+    // current with the new state after reading the token and the parents' z.
+    if (!after) attend_rows_(d, n, d->h2);
+    embedding_forward(d->emb, token, p->embed, n, E);
+    const float *zin = after ? d->zp2 : d->z;
+    for (int r = 0; r < n; r++) {
+        memcpy(d->xin + (size_t)r * I, d->emb + (size_t)r * E, (size_t)E * sizeof(float));
+        memcpy(d->xin + (size_t)r * I + E, zin + (size_t)r * D, (size_t)D * sizeof(float));
+    }
+    lstm_forward(d->hn, d->cn, d->gates, d->xh, d->xin, d->h2, d->c2, p->lstm_W, p->lstm_b, n, I,
+                 H);
+    if (after) attend_rows_(d, n, d->hn);
+    memcpy(d->o, d->emb, (size_t)n * E * sizeof(float));
+    gemm(false, true, n, E, H, 1.0f, d->hn, H, p->L_h, H, 1.0f, d->o, E);
+    gemm(false, true, n, E, D, 1.0f, d->z, D, p->L_z, D, 1.0f, d->o, E);
+    linear_forward(d->logits, d->o, p->L_o, p->b_o, n, E, V);
+    for (int r = 0; r < n; r++) {
+        const float *z = d->logits + (size_t)r * V;
+        float *lp = logprobs + (size_t)r * V;
+        float mx = z[0];
+        for (int i = 1; i < V; i++) mx = z[i] > mx ? z[i] : mx;
+        double s = 0.0;
+        for (int i = 0; i < V; i++) s += exp((double)(z[i] - mx));
+        float lse = mx + (float)log(s);
+        for (int i = 0; i < V; i++) lp[i] = z[i] - lse;
+        // Specials that never follow: <pad>, <start>.
+        lp[VOCAB_PAD] = -1e9f;
+        lp[VOCAB_START] = -1e9f;
+    }
+    // The new states become the rows of this call.
+    float *t;
+    t = d->h; d->h = d->hn; d->hn = t;
+    t = d->c; d->c = d->cn; d->cn = t;
+    if (after) {
+        t = d->zp; d->zp = d->z; d->z = t;
+    }
+    int *ti = d->row_image; d->row_image = d->row_image2; d->row_image2 = ti;
+    d->t++;
+}
+
+void sat_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float *images, int B,
+                int beam, float length_alpha) {
+    const SatConfig *c = &m->cfg;
+    const int L = sat_L(c), ML = c->max_len, TS = ML + 1;
+    CHECK(beam >= 1 && B >= 1, "beam %d B %d", beam, B);
+    SatDecodeCtx d;
+    sat_decode_ctx_init(&d, m, images, B, beam);
+    int *tok = xmalloc((size_t)B * TS * sizeof(int) * 2);
+    int *rows = tok + (size_t)B * TS;
+    int *ln = xmalloc((size_t)B * sizeof(int));
+    float *sc = xmalloc((size_t)B * sizeof(float));
+    BeamConfig bc = {.beam = beam, .max_len = TS, .length_alpha = length_alpha,
+                     .start_id = VOCAB_START, .end_id = VOCAB_END, .V = c->V};
+    beam_search(tok, ln, sc, rows, B, &d, sat_beam_step, &bc);
+    for (int b = 0; b < B; b++) {
+        int n = ln[b] < ML ? ln[b] : ML;
+        lens[b] = n;
+        for (int k = 0; k < ML; k++) tokens[(size_t)b * ML + k] = k < n ? tok[(size_t)b * TS + k] : VOCAB_PAD;
+        if (alphas)
+            for (int k = 0; k < ML; k++) {
+                float *dst = alphas + ((size_t)b * ML + k) * L;
+                if (k < n)
+                    memcpy(dst, d.alpha_hist + ((size_t)k * d.R + rows[(size_t)b * TS + k]) * L,
+                           (size_t)L * sizeof(float));
+                else
+                    memset(dst, 0, (size_t)L * sizeof(float));
+            }
+    }
+    free(tok);
+    free(ln);
+    free(sc);
+    sat_decode_ctx_free(&d);
+}
+

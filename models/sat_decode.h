@@ -1,0 +1,36 @@
+// sat_decode.h: captions from a Show, Attend and Tell model (models/sat.h), greedy or by
+// beam search (seq/beam.h), with the attention of every emitted word.
+#ifndef MODELS_SAT_DECODE_H
+#define MODELS_SAT_DECODE_H
+
+#include "models/sat.h"
+
+// Decoding: tokens (B, max_len) word ids, lens (B), alphas (B, max_len, L) the attention
+// of each emitted word (or NULL), for beam width beam (1 = greedy). Score normalised by
+// length^length_alpha.
+void sat_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float *images, int B,
+                int beam, float length_alpha);
+
+// The decoding context sat_decode passes to beam_search (exposed for tests): the state
+// of every row, and per-row attention weights of every step.
+typedef struct {
+    SatModel *m;
+    int B, R, t;                 // images, row capacity (B * beam), steps taken
+    float *annot, *prep;         // per image (B, L, D), (B, prep)
+    float *rk, *rp;              // per row keys and prep (R, L, D), (R, prep)
+    float *h, *c, *h2, *c2;      // (R, H): the last call's rows, gathered parents
+    float *zp, *zp2;             // (R, D): query current: the last call's z, gathered
+    float *hn, *cn;              // (R, H): this call's new states
+    float *ctx, *alpha, *cache, *beta, *z, *emb, *xin, *xh, *gates, *o, *logits;
+    float *alpha_hist;           // (max_len, R, L)
+    int *row_image, *row_image2; // (R)
+    float *mem;
+    int *ints;
+} SatDecodeCtx;
+
+void sat_decode_ctx_init(SatDecodeCtx *d, SatModel *m, const float *images, int B, int beam);
+void sat_decode_ctx_free(SatDecodeCtx *d);
+// BeamStepFn over SatDecodeCtx.
+void sat_beam_step(void *ctx, int n, const int *parent, const int *token, float *logprobs);
+
+#endif

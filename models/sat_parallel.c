@@ -1,0 +1,301 @@
+#include "models/sat_parallel.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/grad_sum.h"
+
+typedef struct {
+    SatModel *m;
+    const float *images;
+    const int *words, *lens;
+    int n, first;  // rows, and the index of the first in the whole batch
+    uint64_t seed;
+    SatLoss loss;
+} StepJob;
+
+// order (B): the rows by descending lens, ties in their given order (an insertion sort:
+// a batch is a few dozen rows).
+static void order_by_length_(int *order, const int *lens, int B) {
+    for (int i = 0; i < B; i++) {
+        int k = i;
+        while (k > 0 && lens[order[k - 1]] < lens[i]) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = i;
+    }
+}
+
+typedef struct {
+    SatModel *m;
+    int part, parts;
+} PackJob;
+
+// Part j->part of j->parts of every pack of pack_step_weights_ (packed_pack_part).
+static void *pack_job_run(void *arg) {
+    PackJob *j = arg;
+    SatModel *m = j->m;
+    const int K = m->cfg.E + sat_D(&m->cfg) + m->cfg.H;
+    packed_pack_part(&m->own_Wt, true, m->p.lstm_W, K, j->part, j->parts);
+    packed_pack_part(&m->own_Wn, false, m->p.lstm_W, K, j->part, j->parts);
+    if (m->p.attn.W_q) {
+        packed_pack_part(&m->own_Wq_t, true, m->p.attn.W_q, m->cfg.H, j->part, j->parts);
+        packed_pack_part(&m->own_Wq_n, false, m->p.attn.W_q, m->cfg.H, j->part, j->parts);
+    }
+    return NULL;
+}
+
+// Packs m's step weights for a training step: the LSTM's W^T and W into m->own_Wt and
+// m->own_Wn and, with an additive score, the attention's W_q^T and W_q into m->own_Wq_t and
+// m->own_Wq_n; with threads >= 2 two threads each pack half of every one.
+static void pack_step_weights_(SatModel *m, int threads) {
+    const SatConfig *c = &m->cfg;
+    const int H = c->H, K = c->E + sat_D(c) + H, A = c->attn.A;
+    if (!m->own_packs) {
+        packed_alloc(&m->own_Wt, K, 4 * H);
+        packed_alloc(&m->own_Wn, 4 * H, K);
+        if (m->p.attn.W_q) {
+            packed_alloc(&m->own_Wq_t, H, A);
+            packed_alloc(&m->own_Wq_n, A, H);
+        }
+        m->own_packs = 1;
+    }
+    pthread_t th;
+    PackJob jobs[2] = {{m, 0, 2}, {m, 1, 2}};
+    if (threads >= 2 && pthread_create(&th, NULL, pack_job_run, &jobs[1]) == 0) {
+        pack_job_run(&jobs[0]);
+        pthread_join(th, NULL);
+    } else {
+        jobs[0].parts = 1;
+        pack_job_run(&jobs[0]);
+    }
+}
+
+// Lends w the packs of `from` (pack_step_weights_'s) for a step, or with from NULL takes
+// them back.
+static void lend_packs_(SatModel *w, const SatModel *from) {
+    const int q = from && from->p.attn.W_q;
+    w->pack_Wt = from ? &from->own_Wt : NULL;
+    w->pack_Wn = from ? &from->own_Wn : NULL;
+    w->p.attn.W_q_t = q ? &from->own_Wq_t : NULL;
+    w->p.attn.W_q_n = q ? &from->own_Wq_n : NULL;
+}
+
+// sat_forward of B rows in descending order of caption length (ties in their given order),
+// so that step t runs only the captions still going; each row keeps its own noise stream
+// (m->row_ids) and the backward needs no order but the activations'.
+static void forward_sorted_(SatModel *m, SatLoss *out, const float *images, const int *words,
+                            const int *lens, int B, uint64_t seed, int first) {
+    CHECK(!m->annot_grad, "sat_forward_backward: annotation gradients would be in sorted order");
+    const size_t per = sat_input_floats(&m->cfg);
+    const int ML = m->cfg.max_len;
+    CHECK(m->a.B >= B && B >= 1, "batch %d, activations for %d", B, m->a.B);
+    // Annotations go straight into the activations (sat_forward then copies nothing);
+    // images into a sorted copy for the CNN.
+    const int features = m->cfg.feat_L > 0;
+    if (m->sorted_cap < B) {
+        free(m->sorted_images);
+        free(m->sorted_ints);
+        m->sorted_images = features ? NULL : xmalloc((size_t)B * per * sizeof(float));
+        m->sorted_ints = xmalloc((size_t)B * (ML + 3) * sizeof(int));
+        m->sorted_cap = B;
+    }
+    float *sorted = features ? m->a.annot : m->sorted_images;
+    int *order = m->sorted_ints, *ids = order + B, *slens = ids + B, *swords = slens + B;
+    order_by_length_(order, lens, B);
+    for (int k = 0; k < B; k++) {
+        const int b = order[k];
+        ids[k] = first + b;
+        slens[k] = lens[b];
+        memcpy(swords + (size_t)k * ML, words + (size_t)b * ML, (size_t)ML * sizeof(int));
+        memcpy(sorted + (size_t)k * per, images + (size_t)b * per, per * sizeof(float));
+    }
+    m->row_ids = ids;
+    sat_forward(m, out, sorted, swords, slens, B, 1, seed, first);
+    m->row_ids = NULL;
+}
+
+void sat_forward_backward(SatLoss *out, SatModel *m, const float *images, const int *words,
+                          const int *lens, int B, uint64_t seed, int first) {
+    const int own = !m->pack_Wt;  // else the parallel step packed them for its workers
+    if (own) {
+        pack_step_weights_(m, 1);
+        lend_packs_(m, m);
+    }
+    forward_sorted_(m, out, images, words, lens, B, seed, first);
+    block_zero(&m->grads);
+    if (isfinite(out->loss)) sat_backward(m);
+    if (own) lend_packs_(m, NULL);
+}
+
+static void *step_job_forward(void *arg) {
+    StepJob *j = arg;
+    forward_sorted_(j->m, &j->loss, j->images, j->words, j->lens, j->n, j->seed, j->first);
+    return NULL;
+}
+
+static void *step_job_backward(void *arg) {
+    StepJob *j = arg;
+    block_zero(&j->m->grads);
+    if (isfinite(j->loss.loss)) sat_backward(j->m);
+    return NULL;
+}
+
+static void *step_job_run(void *arg) {
+    step_job_forward(arg);
+    return step_job_backward(arg);
+}
+
+static void *step_job_decoder(void *arg) {
+    StepJob *j = arg;
+    block_zero(&j->m->grads);
+    if (isfinite(j->loss.loss)) sat_backward_decoder(j->m);
+    return NULL;
+}
+
+static void *step_job_encoder(void *arg) {
+    StepJob *j = arg;
+    if (isfinite(j->loss.loss)) sat_backward_encoder(j->m);
+    return NULL;
+}
+
+// model->grads [lo, hi) = the jobs' gradients there, weighted by their float shares of nb
+// and added in job order, in slices on `used` threads (each element summed as one thread
+// would).
+static void combine_grads_(SatModel *model, const StepJob *jobs, int used, int nb, size_t lo,
+                           size_t hi) {
+    const float *srcs[64];
+    float shares[64];
+    for (int k = 0; k < used; k++) {
+        srcs[k] = jobs[k].m->grads.data;
+        shares[k] = (float)jobs[k].n / (float)nb;
+    }
+    grad_sum_threads(model->grads.data, srcs, shares, used, lo, hi, used);
+}
+
+// fn on each job, jobs 1 .. used - 1 on threads of their own, job 0 on the caller's.
+static void run_jobs_(void *(*fn)(void *), StepJob *jobs, int used) {
+    pthread_t th[64];
+    for (int k = 1; k < used; k++)
+        CHECK(pthread_create(&th[k], NULL, fn, &jobs[k]) == 0, "pthread_create");
+    fn(&jobs[0]);
+    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+}
+
+int sat_first_hard_step(const SatModel *m) { return m->cfg.hard && !m->baseline_set; }
+
+// The first hard-attention step over several workers or processes: every share's REINFORCE
+// term takes the whole batch's mean reward as its baseline, as one worker's does (sat.h).
+// The shares' means, weighted by their float shares and added in order (then over the
+// processes by across), give the same bits however the batch is split into shares of the
+// same sizes. Each worker starts its backward from that baseline (already set: its update
+// is then the decayed one, which leaves the mean where it is), and each share's loss is
+// moved to it: the loss is linear in the baseline with slope sum_b log p(s_b) / n.
+static int first_baseline_(StepJob *jobs, int used, int nb, const SatBatchSum *across) {
+    double mean = 0.0;
+    for (int k = 0; k < used; k++)
+        mean += (double)((float)jobs[k].n / (float)nb) * jobs[k].loss.reward;
+    if (across && across->sum && across->sum(across->ctx, &mean)) return -1;
+    const float base = (float)mean;
+    for (int k = 0; k < used; k++) {
+        SatModel *w = jobs[k].m;
+        SatLoss *l = &jobs[k].loss;
+        l->loss += ((double)base - (double)(float)l->reward) * w->sample_logp / jobs[k].n;
+        w->baseline = base;
+        w->baseline_set = 1;
+    }
+    return 0;
+}
+
+// The workers' forwards and backwards, and model->grads their share-weighted sum: in one
+// pass, or forwards first when the first hard step's baseline needs every share's reward,
+// or with the decoder's gradient handed to across->decoder_done before the CNN's backward.
+static int step_phases_(SatModel *model, StepJob *jobs, int used, int nb,
+                        const SatBatchSum *across) {
+    const size_t enc = sat_encoder_grad_floats(model), all = model->grads.numel;
+    const int overlap = across && across->decoder_done && enc > 0;
+    const int first_hard = sat_first_hard_step(model) && (used > 1 || across);
+    if (overlap) {
+        // The decoder's gradient, complete before the CNN's backward, is handed over (to be
+        // summed over the processes) while the CNN's backward runs.
+        run_jobs_(step_job_forward, jobs, used);
+        if (first_hard && first_baseline_(jobs, used, nb, across)) return -1;
+        run_jobs_(step_job_decoder, jobs, used);
+        combine_grads_(model, jobs, used, nb, enc, all);
+        if (across->decoder_done(across->ctx, model->grads.data, enc, all)) return -1;
+        run_jobs_(step_job_encoder, jobs, used);
+        combine_grads_(model, jobs, used, nb, 0, enc);
+    } else {
+        if (first_hard) {  // the baseline needs every share's reward before any backward
+            run_jobs_(step_job_forward, jobs, used);
+            if (first_baseline_(jobs, used, nb, across)) return -1;
+            run_jobs_(step_job_backward, jobs, used);
+        } else {
+            run_jobs_(step_job_run, jobs, used);
+        }
+        combine_grads_(model, jobs, used, nb, 0, all);
+    }
+    return 0;
+}
+
+void sat_forward_backward_parallel(SatLoss *out, SatModel *model, SatModel *workers,
+                                   int n_workers, const float *images, const int *words,
+                                   const int *lens, int nb, uint64_t seed) {
+    CHECK(sat_forward_backward_parallel_from(out, model, workers, n_workers, 0, images, words,
+                                             lens, nb, seed, NULL) == 0,
+          "a step without processes to sum over failed");
+}
+
+int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *workers,
+                                       int n_workers, int first, const float *images,
+                                       const int *words, const int *lens, int nb, uint64_t seed,
+                                       const SatBatchSum *across) {
+    const size_t per = sat_input_floats(&model->cfg);
+    const int ML = model->cfg.max_len;
+    StepJob jobs[64];
+    CHECK(n_workers <= 64, "workers %d", n_workers);
+    int start = 0, used = 0;
+    for (int w = 0; w < n_workers; w++) {
+        int n = nb / n_workers + (w < nb % n_workers);
+        if (n == 0) continue;
+        SatModel *r = &workers[w];
+        r->baseline = model->baseline;
+        r->baseline_set = model->baseline_set;
+        jobs[used] = (StepJob){.m = r, .images = images + (size_t)start * per,
+                               .words = words + (size_t)start * ML, .lens = lens + start, .n = n,
+                               .first = first + start, .seed = seed};
+        start += n;
+        used++;
+    }
+    // The step weights packed once for all workers.
+    pack_step_weights_(model, used);
+    for (int k = 0; k < used; k++) lend_packs_(jobs[k].m, model);
+    const int status = step_phases_(model, jobs, used, nb, across);
+    for (int k = 0; k < used; k++) lend_packs_(jobs[k].m, NULL);
+    if (status) return -1;
+    memset(out, 0, sizeof *out);
+    double base = 0.0;
+    int base_set = 0;
+    for (int k = 0; k < used; k++) {
+        const float share = (float)jobs[k].n / (float)nb;
+        const SatLoss *l = &jobs[k].loss;
+        out->loss += share * l->loss;
+        out->ce += share * l->ce;
+        out->ds += share * l->ds;
+        out->reward += share * l->reward;
+        out->tokens += l->tokens;
+        base += share * jobs[k].m->baseline;
+        base_set |= jobs[k].m->baseline_set;
+    }
+    model->baseline = (float)base;
+    model->baseline_set = base_set;
+    return 0;
+}
+
+size_t sat_encoder_grad_floats(const SatModel *m) {
+    return m->cfg.feat_L > 0 ? 0 : (size_t)(m->g.W_h0 - m->grads.data);
+}
