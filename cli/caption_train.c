@@ -302,8 +302,7 @@ typedef struct {
     long spe;           // steps per epoch (the last batch of an epoch may be short)
     float *images;      // (B, 3, S, S)
     int *words, *lens;  // (B, max_len), (B)
-    int *perm;          // (n_train) the current epoch's order
-    long perm_epoch;    // the epoch perm was shuffled for
+    TrainOrder order;   // the current epoch's order of the training images
     AdamConfig adam;
     CsvLog log;
     TrainBudget budget;
@@ -414,12 +413,12 @@ static void alloc_workers(CaptionRun *r) {
     r->images = xmalloc((size_t)B * sat_input_floats(&r->model.cfg) * sizeof(float));
     r->words = xmalloc((size_t)B * ML * sizeof(int));
     r->lens = xmalloc((size_t)B * sizeof(int));
-    r->perm = xmalloc((size_t)r->n_train * sizeof(int));
-    r->perm_epoch = -1;
+    train_order_init(&r->order, r->n_train);
 }
 
 static void close_run(CaptionRun *r) {
-    free(r->images), free(r->words), free(r->lens), free(r->perm);
+    free(r->images), free(r->words), free(r->lens);
+    train_order_free(&r->order);
     if (r->workers)
         for (int w = 0; w < r->n_workers; w++) sat_free(&r->workers[w]);
     free(r->workers);
@@ -548,18 +547,13 @@ static int fill_batch(CaptionRun *r, long step, Rng *sr, Error *err) {
     const int B = r->optim.batch, ML = r->model.cfg.max_len;
     const size_t per = sat_input_floats(&r->model.cfg);  // an image, or its annotations
     long epoch = (step - 1) / r->spe, pos = (step - 1) % r->spe;
-    if (epoch != r->perm_epoch) {
-        Rng er;
-        rng_seed(&er, r->optim.seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL * (uint64_t)(epoch + 1));
-        for (int i = 0; i < r->n_train; i++) r->perm[i] = i;
-        rng_shuffle(&er, r->perm, r->n_train);
-        r->perm_epoch = epoch;
-    }
+    const int *perm = train_order_of(&r->order, epoch, r->optim.seed * 0x9E3779B97F4A7C15ULL +
+                                                           0x632BE59BD9B4E019ULL * (uint64_t)(epoch + 1));
     int nb = 0, begin, count;
     const long first = pos * B, end = first + B < r->n_train ? first + B : r->n_train;
     dist_share(r->dist, (int)(end - first), &begin, &count);
     for (long j = first; j < end; j++, nb++) {
-        int img = r->perm[j];
+        int img = perm[j];
         if (nb >= begin && nb < begin + count)
             caption_data_image(r->data, SPLIT_TRAIN, img,
                                r->ft.on ? caption_finetune_pixels(&r->ft, nb)

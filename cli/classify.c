@@ -100,9 +100,9 @@ typedef struct {
     ClassifierWorker *workers;
     int n_workers, bpe;
     float *x, *eps;  // images (B, H W); hard attention's centre noise (T, B, 2)
-    int *labels, *perm;
+    int *labels;
     long *idx;
-    long perm_epoch;
+    TrainOrder order;  // the current epoch's order of the training digits
     CsvLog log;
     TrainBudget budget;
     TrainCadence cadence;
@@ -196,7 +196,7 @@ static int init_model(ClassifyRun *r, const SafetensorsFile *file, Error *err) {
         if (train_checkpoint_read(&r->params, &r->mom1, &r->mom2, file, r->ckpt, err)) return -1;
     } else {
         Rng init;
-        rng_seed(&init, classify_mix64(r->st.optim.seed, 0x1417));
+        rng_seed(&init, rng_mix(r->st.optim.seed, 0x1417));
         classifier_init(&r->p, c, &init);
     }
     r->adam = adam_defaults(r->st.optim.lr);
@@ -217,14 +217,14 @@ static void alloc_buffers(ClassifyRun *r) {
         r->eps = xmalloc(sizeof(float) * (size_t)c->glimpse.T * B * 2);
     r->idx = xmalloc(sizeof(long) * (size_t)B);
     r->bpe = r->train.n / B;
-    r->perm = xmalloc(sizeof(int) * (size_t)r->train.n);
-    r->perm_epoch = -1;
+    train_order_init(&r->order, r->train.n);
 }
 
 static void close_run(ClassifyRun *r) {
     if (r->workers) classifier_workers_free(r->workers, r->n_workers);
     block_free(&r->params), block_free(&r->grads), block_free(&r->mom1), block_free(&r->mom2);
-    free(r->workers), free(r->x), free(r->eps), free(r->labels), free(r->idx), free(r->perm);
+    free(r->workers), free(r->x), free(r->eps), free(r->labels), free(r->idx);
+    train_order_free(&r->order);
     imageset_free(&r->train), imageset_free(&r->valid);
     csvlog_close(&r->log);
 }
@@ -260,11 +260,8 @@ static int open_run(ClassifyRun *r, const ClassifyFlags *f, Error *err) {
 
 static void print_header(const ClassifyRun *r) {
     const GlimpseConfig *c = &r->st.cfg.glimpse;
-    char budget[64] = "";
-    if (r->budget.end_step) snprintf(budget, sizeof budget, " of %ld", r->budget.end_step);
-    if (r->budget.seconds > 0)
-        snprintf(budget + strlen(budget), sizeof budget - strlen(budget), "%s%g minutes",
-                 r->budget.end_step ? ", at most " : ", ", r->budget.seconds / 60.0);
+    char budget[64];
+    train_budget_describe(&r->budget, budget, sizeof budget);
     char read[96];
     if (r->st.cfg.kind == CLASSIFIER_CNN)
         snprintf(read, sizeof read, "convolutional baseline (%d layers, fc %d)", r->st.cfg.cnn.layers,
@@ -289,14 +286,8 @@ static void make_batch(ClassifyRun *r) {
     const ClassifyState *st = &r->st;
     const int B = st->optim.batch;
     long e = st->step / r->bpe, i = st->step % r->bpe;
-    if (e != r->perm_epoch) {
-        for (int k = 0; k < r->train.n; k++) r->perm[k] = k;
-        Rng er;
-        rng_seed(&er, classify_mix64(st->optim.seed, 0xE90C0000ULL + (uint64_t)e));
-        rng_shuffle(&er, r->perm, r->train.n);
-        r->perm_epoch = e;
-    }
-    for (int b = 0; b < B; b++) r->idx[b] = e * r->train.n + r->perm[i * B + b];
+    const int *perm = train_order_of(&r->order, e, rng_mix(st->optim.seed, 0xE90C0000ULL + (uint64_t)e));
+    for (int b = 0; b < B; b++) r->idx[b] = e * r->train.n + perm[i * B + b];
     cluttered_batch_threads(r->x, r->labels, &r->train, &st->clutter,
                             classify_train_clutter_seed(st->optim.seed), r->idx, B, r->n_workers);
 }
@@ -306,7 +297,7 @@ static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
     make_batch(r);
     if (r->eps) {  // hard attention: the centre noise of this step, from (seed, step)
         Rng sr;
-        rng_seed(&sr, classify_mix64(classify_mix64(st->optim.seed, 0x5DE9), (uint64_t)st->step));
+        rng_seed(&sr, rng_mix(rng_mix(st->optim.seed, 0x5DE9), (uint64_t)st->step));
         rng_normal_fill(&sr, r->eps, (size_t)st->cfg.glimpse.T * st->optim.batch * 2);
     }
     *loss = classifier_forward_parallel_hard(r->workers, r->n_workers, &r->p, &st->cfg, r->x,

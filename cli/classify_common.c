@@ -9,15 +9,9 @@
 
 #include "cli/train_run.h"
 #include "core/check.h"
+#include "core/rng.h"
 
-uint64_t classify_mix64(uint64_t a, uint64_t b) {
-    uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-uint64_t classify_train_clutter_seed(uint64_t seed) { return classify_mix64(seed, 0xC1A77E4ULL); }
+uint64_t classify_train_clutter_seed(uint64_t seed) { return rng_mix(seed, 0xC1A77E4ULL); }
 
 int classify_save(const char *path, const ClassifyState *s, const Block *params, const Block *m,
                   const Block *v, Error *err) {

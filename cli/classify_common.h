@@ -44,7 +44,6 @@ void classify_model_free(ClassifyModel *m);
 // The clutter seed of a training run with seed `seed` (valid and test use
 // CLUTTER_TEST_SEED, whatever the run).
 uint64_t classify_train_clutter_seed(uint64_t seed);
-uint64_t classify_mix64(uint64_t a, uint64_t b);
 
 // Loads one split of the digits' source (mnist, fashion-mnist) and checks that a digit
 // fits the clutter configuration.

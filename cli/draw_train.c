@@ -132,8 +132,7 @@ typedef struct {
     int bpe;           // batches per epoch (the remainder is dropped each epoch)
     float *eps, *x;    // this rank's share of the batch: noise (T, share, z), images (share, W*H)
     double *logw;      // (B) validation scratch
-    int *perm;         // (train.n) the current epoch's order
-    long perm_epoch;   // the epoch perm was shuffled for
+    TrainOrder order;  // the current epoch's order of the training images
     CsvLog log;
     TrainBudget budget;
     TrainCadence cadence;
@@ -263,15 +262,14 @@ static void alloc_workers(DrawRun *r) {
     r->eval = (DrawEvalScratch){.dist = r->dist, .w = r->workers, .n_workers = r->n_workers, .B = B,
                             .eps = r->eps, .logw = r->logw};
     r->bpe = r->train.n / B;
-    r->perm = xmalloc(sizeof(int) * (size_t)r->train.n);
-    r->perm_epoch = -1;
+    train_order_init(&r->order, r->train.n);
 }
 
 static void close_run(DrawRun *r) {
     draw_workers_free(r->workers, r->n_workers);
     block_free(&r->params), block_free(&r->grads), block_free(&r->mom1), block_free(&r->mom2);
-    free(r->workers), free(r->eps), free(r->x), free(r->logw),
-        free(r->perm);
+    free(r->workers), free(r->eps), free(r->x), free(r->logw);
+    train_order_free(&r->order);
     imageset_free(&r->train), imageset_free(&r->valid);
     csvlog_close(&r->log);
 }
@@ -346,12 +344,8 @@ static int open_run(DrawRun *r, const TrainFlags *f, Dist *dist, Error *err) {
 
 static void print_header(const DrawRun *r) {
     const DrawConfig *c = &r->st.cfg;
-    const TrainBudget *b = &r->budget;
-    char budget[64] = "";
-    if (b->end_step) snprintf(budget, sizeof budget, " of %ld", b->end_step);
-    if (b->seconds > 0)
-        snprintf(budget + strlen(budget), sizeof budget - strlen(budget), "%s%g minutes",
-                 b->end_step ? ", at most " : ", ", b->seconds / 60.0);
+    char budget[64];
+    train_budget_describe(&r->budget, budget, sizeof budget);
     char ranks[48] = "";
     if (r->dist->size > 1)
         snprintf(ranks, sizeof ranks, " per rank, %d ranks", r->dist->size);
@@ -372,13 +366,7 @@ static int train_step(DrawRun *r, double *bound, Error *err) {
     const DrawConfig *c = &st->cfg;
     const int B = st->optim.batch;
     long e = st->step / r->bpe, i = st->step % r->bpe;
-    if (e != r->perm_epoch) {
-        for (int k = 0; k < r->train.n; k++) r->perm[k] = k;
-        Rng er;
-        rng_seed(&er, rng_mix(st->optim.seed, 0xE90C0000ULL + (uint64_t)e));
-        rng_shuffle(&er, r->perm, r->train.n);
-        r->perm_epoch = e;
-    }
+    const int *perm = train_order_of(&r->order, e, rng_mix(st->optim.seed, 0xE90C0000ULL + (uint64_t)e));
     // This rank's share of the batch (cli/train_dist.h): each image binarised and given
     // its noise from streams of its own, seeded with (seed, step, its place in the batch).
     const uint64_t step_seed = rng_mix(rng_mix(st->optim.seed, 0x5DE9), (uint64_t)st->step);
@@ -386,7 +374,7 @@ static int train_step(DrawRun *r, double *bound, Error *err) {
     for (int b = 0; b < count; b++) {
         Rng br;
         rng_seed(&br, rng_mix(step_seed ^ 0xB1A7ULL, (uint64_t)(begin + b)));
-        imageset_batch(r->x + (size_t)b * HW, &r->train, r->perm + (size_t)i * B + begin + b, 1,
+        imageset_batch(r->x + (size_t)b * HW, &r->train, perm + (size_t)i * B + begin + b, 1,
                        st->binarize ? &br : NULL);
     }
     draw_share_noise(r->eps, c, begin, count, step_seed);

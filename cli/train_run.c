@@ -10,6 +10,7 @@
 #include "core/adam.h"
 #include "core/check.h"
 #include "core/fileio.h"
+#include "core/rng.h"
 #include "core/text_escape.h"
 #include "core/timer.h"
 
@@ -28,6 +29,38 @@ bool train_budget_allows(const TrainBudget *b, long step) {
 
 bool train_budget_spent(const TrainBudget *b, long step) {
     return (b->end_step > 0 && step >= b->end_step) || out_of_time(b);
+}
+
+void train_budget_describe(const TrainBudget *b, char *buf, size_t n) {
+    int k = b->end_step ? snprintf(buf, n, " of %ld", b->end_step) : snprintf(buf, n, "%s", "");
+    if (b->seconds > 0 && k >= 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, "%s%g minutes", b->end_step ? ", at most " : ", ",
+                 b->seconds / 60.0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Epoch order
+
+void train_order_init(TrainOrder *o, int n) {
+    o->perm = xmalloc(sizeof(int) * (size_t)n);
+    o->n = n;
+    o->epoch = -1;
+}
+
+const int *train_order_of(TrainOrder *o, long epoch, uint64_t epoch_seed) {
+    if (epoch != o->epoch) {
+        for (int k = 0; k < o->n; k++) o->perm[k] = k;
+        Rng rng;
+        rng_seed(&rng, epoch_seed);
+        rng_shuffle(&rng, o->perm, o->n);
+        o->epoch = epoch;
+    }
+    return o->perm;
+}
+
+void train_order_free(TrainOrder *o) {
+    free(o->perm);
+    o->perm = NULL;
 }
 
 // ---------------------------------------------------------------------------------------

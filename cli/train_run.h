@@ -58,6 +58,25 @@ void train_budget_begin(TrainBudget *b);  // starts the clock of the time limit
 bool train_budget_allows(const TrainBudget *b, long step);
 // Whether the step that brought the count to `step` was the last one.
 bool train_budget_spent(const TrainBudget *b, long step);
+// The budget as a run's header line ends: " of 3000", ", 30 minutes", " of 3000, at most
+// 30 minutes" or "" (no limit).
+void train_budget_describe(const TrainBudget *b, char *buf, size_t n);
+
+// ---------------------------------------------------------------------------------------
+// Epoch order: the training examples 0..n-1 in a shuffled order, made anew for each epoch
+// from a seed the caller derives from its run's seed and the epoch.
+
+typedef struct {
+    int *perm;   // (n)
+    int n;
+    long epoch;  // the epoch perm was shuffled for; -1 before the first
+} TrainOrder;
+
+void train_order_init(TrainOrder *o, int n);
+// The order of `epoch`: perm shuffled by an rng seeded with epoch_seed (rng_shuffle on
+// 0..n-1), made only when the epoch differs from the last call's.
+const int *train_order_of(TrainOrder *o, long epoch, uint64_t epoch_seed);
+void train_order_free(TrainOrder *o);
 
 // ---------------------------------------------------------------------------------------
 // Cadence: which of log row, validation and checkpoint are due after a step.

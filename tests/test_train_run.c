@@ -1,6 +1,7 @@
 // test_train_run.c: the parts of a training run both programs share (cli/train_run.h) and
 // the default thread count (cli/threads.h): when the budget stops a run, which steps log,
-// validate and save in draw's and caption's cadences, the one-line messages for flags that
+// validate and save in draw's and caption's cadences, the budget in a header line, the
+// epoch order, the one-line messages for flags that
 // differ on --resume and for a folder that already holds a run, the optimiser settings that
 // --resume takes from the flags given, a checkpoint's weights and moments, the non-finite
 // stop, the weight average's swap, the log window's gradient norms, JSON nulls, and a
@@ -17,6 +18,7 @@
 #include "cli/train_run.h"
 #include "core/block.h"
 #include "core/fileio.h"
+#include "core/rng.h"
 #include "core/timer.h"
 #include "tests/support/scratch.h"
 #include "tests/support/test.h"
@@ -40,6 +42,48 @@ static void test_budget_steps_and_time(void) {
     EXPECT(!train_budget_allows(&both, 3) && train_budget_allows(&both, 2));
     both.t0 -= 61;
     EXPECT(!train_budget_allows(&both, 2));
+}
+
+static void test_budget_described(void) {
+    char got[64];
+    TrainBudget steps = {.end_step = 3000}, time = {.seconds = 1800}, both = {.end_step = 50, .seconds = 90};
+    TrainBudget none = {0};
+    train_budget_describe(&steps, got, sizeof got);
+    EXPECT(!strcmp(got, " of 3000"), "%s", got);
+    train_budget_describe(&time, got, sizeof got);
+    EXPECT(!strcmp(got, ", 30 minutes"), "%s", got);
+    train_budget_describe(&both, got, sizeof got);
+    EXPECT(!strcmp(got, " of 50, at most 1.5 minutes"), "%s", got);
+    train_budget_describe(&none, got, sizeof got);
+    EXPECT(!strcmp(got, ""), "%s", got);
+    char small[6];  // cut short, still a string
+    train_budget_describe(&both, small, sizeof small);
+    EXPECT(!strcmp(small, " of 5"), "%s", small);
+}
+
+// An epoch's order is rng_shuffle of 0..n-1 under its seed, kept while the epoch stays
+// and made anew when it changes.
+static void test_order_by_epoch(void) {
+    enum { N = 50 };
+    TrainOrder o;
+    train_order_init(&o, N);
+    int want[N];
+    for (int k = 0; k < N; k++) want[k] = k;
+    Rng rng;
+    rng_seed(&rng, 77);
+    rng_shuffle(&rng, want, N);
+    const int *got = train_order_of(&o, 0, 77);
+    EXPECT(!memcmp(got, want, sizeof want), "epoch 0 is the shuffle of its seed");
+    // The same epoch with another seed: not shuffled again (the epoch decides).
+    got = train_order_of(&o, 0, 78);
+    EXPECT(!memcmp(got, want, sizeof want), "epoch 0 kept");
+    got = train_order_of(&o, 1, 78);
+    EXPECT(memcmp(got, want, sizeof want) != 0, "epoch 1 is another order");
+    int seen[N] = {0};
+    for (int k = 0; k < N; k++) seen[got[k]]++;
+    for (int k = 0; k < N; k++) EXPECT(seen[k] == 1, "index %d appears %d times", k, seen[k]);
+    train_order_free(&o);
+    EXPECT(o.perm == NULL);
 }
 
 // "lvs" for each step 1..n: log, validate, save ('-' where not due).
@@ -345,6 +389,8 @@ static void test_threads_follow_affinity(void) {
 int main(void) {
     if (scratch_make(tmp, sizeof tmp, "test_train_run")) return 1;
     RUN(test_budget_steps_and_time);
+    RUN(test_budget_described);
+    RUN(test_order_by_epoch);
     RUN(test_cadence_draw_and_caption);
     RUN(test_flag_diffs_name_both_values);
     RUN(test_optim_resume_takes_given_flags);
