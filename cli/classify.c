@@ -94,7 +94,7 @@ typedef struct {
     bool resumed;
     char ckpt[1100], csv[1100], png[1100];
     ImageSet train, valid;
-    Block params, grads, mom1, mom2;
+    TrainWeights w;  // parameters (viewed by p), gradients, Adam's moments
     ClassifierParams p;
     AdamConfig adam;
     ClassifierWorker *workers;
@@ -184,17 +184,9 @@ static int load_data(ClassifyRun *r, Error *err) {
 
 static int init_model(ClassifyRun *r, const SafetensorsFile *file, Error *err) {
     const ClassifierConfig *c = &r->st.cfg;
-    ClassifierParams g, pm, pv;
-    classifier_layout(&r->params, &r->p, c);
-    classifier_layout(&r->grads, &g, c);
-    classifier_layout(&r->mom1, &pm, c);
-    classifier_layout(&r->mom2, &pv, c);
-    // A checkpoint's tensors are checked before the allocation: its metadata may claim any size.
-    if (r->resumed && safetensors_check_block(&r->params, "", file, r->ckpt, err)) return -1;
-    block_alloc(&r->params), block_alloc(&r->grads), block_alloc(&r->mom1), block_alloc(&r->mom2);
-    if (r->resumed) {
-        if (train_checkpoint_read(&r->params, &r->mom1, &r->mom2, file, r->ckpt, err)) return -1;
-    } else {
+    classifier_layout(&r->w.params, &r->p, c);
+    if (train_weights_open(&r->w, r->resumed ? file : NULL, r->ckpt, err)) return -1;
+    if (!r->resumed) {
         Rng init;
         rng_seed(&init, rng_mix(r->st.optim.seed, 0x1417));
         classifier_init(&r->p, c, &init);
@@ -222,7 +214,7 @@ static void alloc_buffers(ClassifyRun *r) {
 
 static void close_run(ClassifyRun *r) {
     if (r->workers) classifier_workers_free(r->workers, r->n_workers);
-    block_free(&r->params), block_free(&r->grads), block_free(&r->mom1), block_free(&r->mom2);
+    train_weights_free(&r->w);
     free(r->workers), free(r->x), free(r->eps), free(r->labels), free(r->idx);
     train_order_free(&r->order);
     imageset_free(&r->train), imageset_free(&r->valid);
@@ -302,12 +294,12 @@ static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
     }
     *loss = classifier_forward_parallel_hard(r->workers, r->n_workers, &r->p, &st->cfg, r->x,
                                              r->labels, st->optim.batch, r->eps,
-                                             &r->grads, correct);
-    if (train_check_finite(st->step + 1, "loss", *loss, &r->grads, r->ckpt, err)) return -1;
-    train_norms_add(&r->norms, clip_global_norm(r->grads.data, r->grads.numel, st->optim.clip));
+                                             &r->w.grads, correct);
+    if (train_check_finite(st->step + 1, "loss", *loss, &r->w.grads, r->ckpt, err)) return -1;
+    train_norms_add(&r->norms, clip_global_norm(r->w.grads.data, r->w.grads.numel, st->optim.clip));
     st->step++;
-    adam_update_threads(r->params.data, r->grads.data, r->mom1.data, r->mom2.data,
-                        r->params.numel, &r->adam, st->step, st->optim.lr, r->n_workers);
+    adam_update_threads(r->w.params.data, r->w.grads.data, r->w.mom1.data, r->w.mom2.data,
+                        r->w.params.numel, &r->adam, st->step, st->optim.lr, r->n_workers);
     return 0;
 }
 
@@ -333,7 +325,7 @@ static int log_validate_save(ClassifyRun *r, double loss, int correct, bool last
         csvlog_row(&r->log, row, 7);
         r->loss_acc = 0.0, r->acc_n = 0, r->acc_correct = 0, r->acc_images = 0;
     }
-    if (due.save) return classify_save(r->ckpt, st, &r->params, &r->mom1, &r->mom2, err);
+    if (due.save) return classify_save(r->ckpt, st, &r->w.params, &r->w.mom1, &r->w.mom2, err);
     return 0;
 }
 
@@ -380,7 +372,7 @@ static int write_curves(const char *csv, const char *png, Error *err) {
 static int finish_run(ClassifyRun *r, Error *err) {
     csvlog_close(&r->log);
     if (r->meter.steps == 0 && !file_exists(r->ckpt) &&
-        classify_save(r->ckpt, &r->st, &r->params, &r->mom1, &r->mom2, err))
+        classify_save(r->ckpt, &r->st, &r->w.params, &r->w.mom1, &r->w.mom2, err))
         return -1;
     if (write_curves(r->csv, r->png, err)) return -1;
     double ips = train_meter_images_per_s(&r->meter), secs = timer_now() - r->budget.t0;

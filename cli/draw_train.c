@@ -122,7 +122,7 @@ typedef struct {
     bool failed_everywhere;  // every rank stopped on the same failure (after a reduction)
     char ckpt[1100], csv[1100], png[1100];
     ImageSet train, valid;
-    Block params, grads, mom1, mom2;
+    TrainWeights w;    // parameters (viewed by p), gradients, Adam's moments
     DrawParams p;
     AdamConfig adam;
     DrawWorker *workers;
@@ -218,17 +218,11 @@ static int load_data(DrawRun *r, Error *err) {
 // Parameters, gradients and Adam moments: read from the checkpoint, or initialised.
 static int init_model(DrawRun *r, const SafetensorsFile *file, Error *err) {
     const DrawConfig *c = &r->st.cfg;
-    DrawParams g, pm, pv;
-    draw_layout(&r->params, &r->p, c);
-    draw_layout(&r->grads, &g, c);
-    draw_layout(&r->mom1, &pm, c);
-    draw_layout(&r->mom2, &pv, c);
-    block_alloc(&r->params), block_alloc(&r->grads), block_alloc(&r->mom1), block_alloc(&r->mom2);
-    if (r->resumed && !dist_is_root(r->dist)) {
-        // rank 0 broadcasts its checkpoint's weights and moments (share_weights)
-    } else if (r->resumed) {
-        if (train_checkpoint_read(&r->params, &r->mom1, &r->mom2, file, r->ckpt, err)) return -1;
-    } else {
+    draw_layout(&r->w.params, &r->p, c);
+    // On --resume rank 0 reads the checkpoint and broadcasts its weights and moments (open_run).
+    const bool reads = r->resumed && dist_is_root(r->dist);
+    if (train_weights_open(&r->w, reads ? file : NULL, r->ckpt, err)) return -1;
+    if (!r->resumed) {
         Rng init;
         rng_seed(&init, rng_mix(r->st.optim.seed, 0x1417));
         draw_init(&r->p, c, &init);
@@ -267,7 +261,7 @@ static void alloc_workers(DrawRun *r) {
 
 static void close_run(DrawRun *r) {
     draw_workers_free(r->workers, r->n_workers);
-    block_free(&r->params), block_free(&r->grads), block_free(&r->mom1), block_free(&r->mom2);
+    train_weights_free(&r->w);
     free(r->workers), free(r->eps), free(r->x), free(r->logw);
     train_order_free(&r->order);
     imageset_free(&r->train), imageset_free(&r->valid);
@@ -329,9 +323,9 @@ static int open_run(DrawRun *r, const TrainFlags *f, Dist *dist, Error *err) {
     }
     safetensors_free(&file);
     if (rc) return -1;
-    if (dist->size > 1 && (train_dist_broadcast_block(dist, &r->params, err) ||
-                           train_dist_broadcast_block(dist, &r->mom1, err) ||
-                           train_dist_broadcast_block(dist, &r->mom2, err)))
+    if (dist->size > 1 && (train_dist_broadcast_block(dist, &r->w.params, err) ||
+                           train_dist_broadcast_block(dist, &r->w.mom1, err) ||
+                           train_dist_broadcast_block(dist, &r->w.mom2, err)))
         return -1;
     long target = f->steps > 0 ? f->steps : (f->epochs > 0 ? (long)f->epochs * r->bpe : 0);
     r->budget = (TrainBudget){.end_step = target, .seconds = f->minutes * 60.0};
@@ -379,17 +373,17 @@ static int train_step(DrawRun *r, double *bound, Error *err) {
     }
     draw_share_noise(r->eps, c, begin, count, step_seed);
     *bound = draw_forward_parallel(r->workers, r->n_workers, &r->p, c, r->x, r->eps, count,
-                                   &r->grads, NULL, NULL, NULL);
+                                   &r->w.grads, NULL, NULL, NULL);
     if (train_dist_reduce_means(r->dist, bound, 1, count, B, err) ||
-        train_dist_reduce_grads(r->dist, &r->grads, count, B, err))
+        train_dist_reduce_grads(r->dist, &r->w.grads, count, B, err))
         return -1;
-    if (train_check_finite(st->step + 1, "bound", *bound, &r->grads, r->ckpt, err)) {
+    if (train_check_finite(st->step + 1, "bound", *bound, &r->w.grads, r->ckpt, err)) {
         r->failed_everywhere = true;  // the sums are every rank's: each stops here
         return -1;
     }
-    train_norms_add(&r->norms, clip_global_norm(r->grads.data, r->grads.numel, st->optim.clip));
+    train_norms_add(&r->norms, clip_global_norm(r->w.grads.data, r->w.grads.numel, st->optim.clip));
     st->step++;
-    adam_update(r->params.data, r->grads.data, r->mom1.data, r->mom2.data, r->params.numel,
+    adam_update(r->w.params.data, r->w.grads.data, r->w.mom1.data, r->w.mom2.data, r->w.params.numel,
                 &r->adam, st->step, st->optim.lr);
     return 0;
 }
@@ -417,7 +411,7 @@ static int log_validate_save(DrawRun *r, double bound, bool last, Error *err) {
         r->acc_n = 0;
     }
     if (due.save && dist_is_root(r->dist))
-        return draw_checkpoint_write(r->ckpt, st, &r->params, &r->mom1, &r->mom2, err);
+        return draw_checkpoint_write(r->ckpt, st, &r->w.params, &r->w.mom1, &r->w.mom2, err);
     return 0;
 }
 
@@ -471,7 +465,7 @@ static int finish_run(DrawRun *r, Error *err) {
     csvlog_close(&r->log);
     if (!dist_is_root(r->dist)) return 0;
     if (r->meter.steps == 0 && !file_exists(r->ckpt) &&
-        draw_checkpoint_write(r->ckpt, &r->st, &r->params, &r->mom1, &r->mom2, err))
+        draw_checkpoint_write(r->ckpt, &r->st, &r->w.params, &r->w.mom1, &r->w.mom2, err))
         return -1;
     if (write_loss_plot(r->csv, r->png, err)) return -1;
     double ips = train_meter_images_per_s(&r->meter), secs = timer_now() - r->budget.t0;

@@ -307,6 +307,19 @@ int train_checkpoint_read(Block *params, Block *m, Block *v, const SafetensorsFi
     return 0;
 }
 
+int train_weights_open(TrainWeights *w, const SafetensorsFile *file, const char *path, Error *err) {
+    if (file && safetensors_check_block(&w->params, "", file, path, err)) return -1;
+    block_layout_like(&w->grads, &w->params);
+    block_layout_like(&w->mom1, &w->params);
+    block_layout_like(&w->mom2, &w->params);
+    block_alloc(&w->params), block_alloc(&w->grads), block_alloc(&w->mom1), block_alloc(&w->mom2);
+    return file ? train_checkpoint_read(&w->params, &w->mom1, &w->mom2, file, path, err) : 0;
+}
+
+void train_weights_free(TrainWeights *w) {
+    block_free(&w->params), block_free(&w->grads), block_free(&w->mom1), block_free(&w->mom2);
+}
+
 // ---------------------------------------------------------------------------------------
 // Summary
 

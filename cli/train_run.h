@@ -261,6 +261,21 @@ int train_checkpoint_save(const char *path, const Block *params, const Block *m,
 int train_checkpoint_read(Block *params, Block *m, Block *v, const SafetensorsFile *f,
                           const char *path, Error *err);
 
+// A training run's weights: the parameters, their gradients and Adam's two moments, four
+// Blocks laid out alike.
+typedef struct {
+    Block params, grads, mom1, mom2;
+} TrainWeights;
+
+// With w->params laid out by the model (its tensors registered, not allocated): grads,
+// mom1 and mom2 laid out alike, and all four allocated, zeroed. With a checkpoint
+// (file not NULL) its tensors are checked against the layout first, before any
+// allocation (its metadata may claim any size), then the parameters and moments are read
+// from it; -1 with err naming path on a mismatch. Without one the caller initialises
+// params.
+int train_weights_open(TrainWeights *w, const SafetensorsFile *file, const char *path, Error *err);
+void train_weights_free(TrainWeights *w);
+
 // ---------------------------------------------------------------------------------------
 // Summary
 

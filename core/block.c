@@ -67,13 +67,18 @@ void block_zero(Block *b) {
     if (b->data) memset(b->data, 0, b->numel * sizeof(float));
 }
 
-void block_clone(Block *dst, const Block *src) {
-    CHECK(!dst->data && !dst->count && src->data);
+void block_layout_like(Block *dst, const Block *src) {
+    CHECK(!dst->data && !dst->count);
     for (int i = 0; i < src->count; i++) {
         const BlockTensor *t = &src->tensors[i];
         block_add(dst, NULL, t->name, t->ndim, (int)t->shape[0], t->ndim > 1 ? (int)t->shape[1] : 0,
                   t->ndim > 2 ? (int)t->shape[2] : 0, t->ndim > 3 ? (int)t->shape[3] : 0);
     }
+}
+
+void block_clone(Block *dst, const Block *src) {
+    CHECK(src->data);
+    block_layout_like(dst, src);
     block_alloc(dst);
     CHECK(dst->numel == src->numel);
     memcpy(dst->data, src->data, src->numel * sizeof(float));

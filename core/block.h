@@ -48,6 +48,8 @@ void block_add(Block *b, float **view, const char *name, int ndim, ...);
 void block_alloc(Block *b);
 void block_free(Block *b);
 void block_zero(Block *b);
+// dst (empty) gets src's tensors, the same names and shapes (without views), unallocated.
+void block_layout_like(Block *dst, const Block *src);
 // dst (empty) becomes a copy of src: the same tensors (without views) and the same data.
 void block_clone(Block *dst, const Block *src);
 // The tensor of that name, or NULL.

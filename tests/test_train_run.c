@@ -1,11 +1,11 @@
 // test_train_run.c: the parts of a training run both programs share (cli/train_run.h) and
 // the default thread count (cli/threads.h): when the budget stops a run, which steps log,
 // validate and save in draw's and caption's cadences, the budget in a header line, the
-// epoch order, the one-line messages for flags that
-// differ on --resume and for a folder that already holds a run, the optimiser settings that
-// --resume takes from the flags given, a checkpoint's weights and moments, the non-finite
-// stop, the weight average's swap, the log window's gradient norms, JSON nulls, and a
-// thread count that follows the affinity mask.
+// epoch order, the one-line messages for flags that differ on --resume and for a folder
+// that already holds a run, the optimiser settings that --resume takes from the flags
+// given, a checkpoint's weights and moments, the run's four blocks of weights, the
+// non-finite stop, the weight average's swap, the log window's gradient norms, JSON nulls,
+// and a thread count that follows the affinity mask.
 #define _GNU_SOURCE  // sched_setaffinity, CPU_SET
 #include <math.h>
 #include <sched.h>
@@ -298,6 +298,50 @@ static void test_checkpoint_round_trip(void) {
     for (int i = 0; i < 7; i++) block_free(all[i]);
 }
 
+// A run's four blocks: laid out as the parameters, zeroed without a checkpoint, read from
+// one; a checkpoint for another layout refused before anything is allocated.
+static void test_weights_open(void) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/weights.safetensors", tmp);
+    Block p, m, v;
+    small_block(&p, 1, 3), small_block(&m, 100, 3), small_block(&v, 200, 3);
+    Error err;
+    EXPECT(train_checkpoint_save(path, &p, &m, &v, NULL, 0, &err) == 0, "%s", err.msg);
+    TrainWeights fresh = {0};
+    block_add(&fresh.params, NULL, "layer.w", 2, 2, 3);
+    block_add(&fresh.params, NULL, "layer.b", 1, 3);
+    EXPECT(train_weights_open(&fresh, NULL, path, &err) == 0, "%s", err.msg);
+    const Block *four[] = {&fresh.params, &fresh.grads, &fresh.mom1, &fresh.mom2};
+    for (int k = 0; k < 4; k++) {
+        EXPECT(four[k]->data && four[k]->count == 2 && four[k]->numel == fresh.params.numel,
+               "block %d: laid out as the parameters", k);
+        EXPECT(four[k]->data && four[k]->data[0] == 0.0f && !strcmp(four[k]->tensors[1].name, "layer.b"),
+               "block %d: zeroed, the same names", k);
+    }
+    train_weights_free(&fresh);
+    SafetensorsFile f;
+    EXPECT(safetensors_load(&f, path, &err) == 0, "%s", err.msg);
+    TrainWeights read = {0};
+    block_add(&read.params, NULL, "layer.w", 2, 2, 3);
+    block_add(&read.params, NULL, "layer.b", 1, 3);
+    EXPECT(train_weights_open(&read, &f, path, &err) == 0, "%s", err.msg);
+    EXPECT(same_blocks(&read.params, &p) && same_blocks(&read.mom1, &m) && same_blocks(&read.mom2, &v),
+           "the checkpoint's weights and moments");
+    EXPECT(read.grads.data && read.grads.data[0] == 0.0f, "gradients zeroed");
+    train_weights_free(&read);
+    // A layout the file does not hold (a corrupt configuration claiming a huge tensor):
+    // refused naming the file, nothing allocated.
+    TrainWeights huge = {0};
+    block_add(&huge.params, NULL, "layer.w", 2, 1 << 20, 1 << 12);
+    block_add(&huge.params, NULL, "layer.b", 1, 3);
+    EXPECT(train_weights_open(&huge, &f, path, &err) == -1 && strstr(err.msg, path) &&
+               strstr(err.msg, "layer.w"), "%s", err.msg);
+    EXPECT(!huge.params.data && !huge.grads.data && !huge.mom1.count, "allocated before the check");
+    train_weights_free(&huge);
+    safetensors_free(&f);
+    block_free(&p), block_free(&m), block_free(&v);
+}
+
 static void test_check_finite_names_step_and_tensor(void) {
     Block g = {0};
     block_add(&g, NULL, "enc.W", 1, 4);
@@ -396,6 +440,7 @@ int main(void) {
     RUN(test_optim_resume_takes_given_flags);
     RUN(test_out_check_refuses_a_run);
     RUN(test_checkpoint_round_trip);
+    RUN(test_weights_open);
     RUN(test_check_finite_names_step_and_tensor);
     RUN(test_ema_swap_and_off);
     RUN(test_norms_window_mean_max_and_reset);
