@@ -1,6 +1,7 @@
 // caption_train.c: `caption train` (cli/caption_train.h): the vocabulary and the captions
-// drawn for each step, the flags, the run's set-up, the step loop with its log,
-// validation and checkpoints, and the summary. No math here: models/sat does it.
+// drawn for each step, the run's set-up from its flags (cli/caption_train_flags.h), the
+// step loop with its log, validation and checkpoints, and the summary. No math here:
+// models/sat does it.
 #include "cli/caption_train.h"
 
 #include <errno.h>
@@ -11,15 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/args.h"
 #include "cli/caption_data.h"
 #include "cli/caption_evaluate.h"
 #include "cli/caption_features.h"
 #include "cli/caption_finetune.h"
 #include "cli/caption_model.h"
+#include "cli/caption_train_flags.h"
 #include "cli/report_common.h"
 #include "cli/run_info.h"
-#include "cli/threads.h"
 #include "cli/train_dist.h"
 #include "cli/train_run.h"
 #include "core/adam.h"
@@ -103,186 +103,10 @@ static int write_curves(const char *csv_path, const char *png_path, Error *err) 
     return r;
 }
 
-static const char *const KIND_HELP =
-    "additive | dot | scaled-dot | multiplicative | multi-head | local-monotonic | "
-    "local-predictive | hard | none (dot and scaled-dot need --hidden equal to the annotation "
-    "size, the last --channels entry)";
-
-// caption train's flags as given; given.NAME: --NAME was on the command line (on --resume,
-// a model flag left out takes the checkpoint's value).
-typedef struct {
-    CaptionDataFlags data;
-    CaptionFineTuneFlags finetune;  // --encoder, --fine-tune, --fine-tune-lr
-    const char *attention, *out, *channels, *query;
-    int image_size, embed, hidden, attn_dim, heads, window, max_len, min_count;
-    int epochs, threads, val_beam, val_count, log_every, checkpoint_every;
-    long steps;
-    double minutes;
-    TrainOptimFlags optim;  // --batch, --lr, --lr-decay, --clip, --seed (no --beta1)
-    float lambda, dropout, entropy, length_alpha, ema;
-    bool resume, force, json, beta_vector, quiet, overlap_sums;
-    struct {
-        bool epochs, steps, minutes;  // the budget: at most one
-        bool attention, channels, query, image_size, embed, hidden, attn_dim, heads, window,
-            max_len, beta_vector, lambda, dropout, entropy;
-        bool ema;  // not a model flag: --resume takes the state's decay where it is left out
-    } given;
-} TrainFlags;
-
-// The flags' defaults: the model's are sat_config_default's.
-static void train_flags_default(TrainFlags *f) {
-    SatConfig dc;
-    sat_config_default(&dc);
-    *f = (TrainFlags){.attention = "additive", .channels = "32,64,128",
-                      .query = sat_query_name(dc.query), .image_size = dc.image_size,
-                      .embed = dc.E, .hidden = dc.H, .attn_dim = dc.attn.A, .heads = dc.attn.heads,
-                      .window = dc.attn.window, .max_len = dc.max_len, .min_count = 1,
-                      .epochs = 10, .threads = threads_available(), .val_beam = 3,
-                      .log_every = 20, .ema = 0.999f,
-                      .optim = {.seed = 1, .batch = 32, .lr = 2e-3f, .lr_decay = 0.7f,
-                                .clip = 5.0f, .beta1 = adam_defaults(2e-3f).beta1},
-                      .lambda = dc.lambda, .dropout = dc.dropout,
-                      .entropy = dc.entropy_weight, .length_alpha = 0.7f};
-    caption_data_flags_default(&f->data);
-    caption_finetune_flags_default(&f->finetune);
-}
-
-// What the table of flags cannot say: one budget at most, and no image size or channels
-// with a feature cache. Returns 0, or 2 after one line on stderr.
-static int check_train_flags(const TrainFlags *f) {
-    if (f->given.epochs + f->given.steps + f->given.minutes > 1) {
-        if (args_reporting_process())
-            fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
-        return 2;
-    }
-    // The annotations' image size and channels are the cache's (its encoder's).
-    if (f->data.features && (f->given.image_size || f->given.channels)) {
-        fprintf(stderr, "%s: not with --features: the annotations' size and channels are the "
-                        "feature cache's (set when it was made by caption features)\n",
-                f->given.image_size && f->given.channels ? "--image-size, --channels"
-                : f->given.image_size                    ? "--image-size"
-                                                         : "--channels");
-        return 2;
-    }
-    return 0;
-}
-
-// Fills f from the command line. Returns 1 when the command should return *code at once
-// (after --help, or a bad flag reported on stderr).
-static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
-    train_flags_default(f);
-    CaptionDataFlags *df = &f->data;
-    ArgSpec specs[] = {
-        {"data", ARG_STRING, &df->data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
-        {"held-out", ARG_DOUBLE, &df->held_out, HELD_OUT_HELP, .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
-        {"features", ARG_STRING, &df->features, FEATURES_HELP, .metavar = "FEATURES", .given = NULL},
-        {"verify-features", ARG_FLAG, &df->verify_features, VERIFY_FEATURES_HELP, .given = NULL},
-        {"encoder", ARG_STRING, &f->finetune.encoder, "with --fine-tune: the pretrained encoder, vgg16 | vgg19 | resnet18 ... resnet152, then ':' and its safetensors weights", .metavar = "ARCH:FILE", .given = NULL},
-        {"fine-tune", ARG_STRING, &f->finetune.stage, "train the encoder's last stage with the decoder, batch norm frozen: conv5 (VGG) | layer4 (ResNet); images go through the encoder every step, on one worker (--threads go to its BLAS), one process", .metavar = "STAGE", .given = NULL},
-        {"fine-tune-lr", ARG_FLOAT, &f->finetune.lr, "Adam learning rate of the fine-tuned stage (decayed as --lr)", .has_min = true, .min = 0, .given = &f->finetune.lr_given},
-        {"attention", ARG_STRING, &f->attention, KIND_HELP, .given = &f->given.attention},
-        {"out", ARG_STRING, &f->out, "output folder", .metavar = "DIR", .required = true},
-        {"epochs", ARG_INT, &f->epochs, "training epochs", .has_min = true, .min = 1, .given = &f->given.epochs},
-        {"steps", ARG_LONG, &f->steps, "stop at this total step count instead", .has_min = true, .min = 1, .given = &f->given.steps},
-        {"minutes", ARG_DOUBLE, &f->minutes, "stop after this many minutes instead", .has_min = true, .min = 0, .min_exclusive = true, .given = &f->given.minutes},
-        {"seed", ARG_LONG, &f->optim.seed, "random seed (initialisation, order, dropout, sampling)", .given = &f->optim.given.seed},
-        {"resume", ARG_FLAG, &f->resume, "continue from OUT/state.safetensors; model flags given must match it, --batch/--lr/--lr-decay/--clip/--seed/--ema (and --fine-tune-lr) given replace its values", .given = NULL},
-        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
-        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
-        {"overlap-sums", ARG_FLAG, &f->overlap_sums, "under mpirun, with the CNN encoder (no effect with --features): sum the decoder's gradient over the ranks on a thread of its own while the CNN's backward runs (the same bits; pays where a core is free to drive the transfer and the link is slow: bench/RESULTS.md)", .given = NULL},
-        {"image-size", ARG_INT, &f->image_size, "image side in pixels", .has_min = true, .min = 8, .has_max = true, .max = 1024, .given = &f->given.image_size},
-        {"channels", ARG_STRING, &f->channels, "CNN channels, one conv+pool per entry; the last is the annotation size", .metavar = "LIST", .given = &f->given.channels},
-        {"embed", ARG_INT, &f->embed, "word embedding size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.embed},
-        {"hidden", ARG_INT, &f->hidden, "LSTM hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.hidden},
-        {"attn-dim", ARG_INT, &f->attn_dim, "attention hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.attn_dim},
-        {"heads", ARG_INT, &f->heads, "multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 64, .given = &f->given.heads},
-        {"window", ARG_INT, &f->window, "local: half-width W", .has_min = true, .min = 0, .has_max = true, .max = 1024, .given = &f->given.window},
-        {"batch", ARG_INT, &f->optim.batch, "batch size", .has_min = true, .min = 1, .has_max = true, .max = CAPTION_BATCH_MAX, .given = &f->optim.given.batch},
-        {"max-len", ARG_INT, &f->max_len, "caption words at most", .has_min = true, .min = 1, .has_max = true, .max = 256, .given = &f->given.max_len},
-        {"min-count", ARG_INT, &f->min_count, "vocabulary: minimum word count", .has_min = true, .min = 1},
-        {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .given = &f->optim.given.lr},
-        {"lr-decay", ARG_FLOAT, &f->optim.lr_decay, "learning rate factor per epoch", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr_decay},
-        {"ema", ARG_FLOAT, &f->ema, "validate, and keep as the best model, an exponential moving average of the weights with this decay (0 = off)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.ema},
-        {"clip", ARG_FLOAT, &f->optim.clip, "gradient global-norm clip (0 = off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
-        {"lambda", ARG_FLOAT, &f->lambda, "doubly stochastic regulariser weight", .has_min = true, .min = 0, .given = &f->given.lambda},
-        {"dropout", ARG_FLOAT, &f->dropout, "dropout before the deep output", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
-        {"query", ARG_STRING, &f->query, "state that queries the attention: previous (Xu et al. 2015: h before the step's word) | current (h after it, Lu et al. 2017)", .metavar = "S", .given = &f->given.query},
-        {"beta-vector", ARG_FLAG, &f->beta_vector, "gate beta as a D-vector (default scalar)", .given = &f->given.beta_vector},
-        {"entropy", ARG_FLOAT, &f->entropy, "hard attention: entropy bonus weight", .has_min = true, .min = 0, .given = &f->given.entropy},
-        {"val-beam", ARG_INT, &f->val_beam, "beam width of the per-epoch validation (as the test's decoding, so the best model is chosen by what is scored)", .has_min = true, .min = 1, .has_max = true, .max = 64},
-        {"val-count", ARG_INT, &f->val_count, "validation images per epoch (0 = all)", .has_min = true, .min = 0},
-        {"length-alpha", ARG_FLOAT, &f->length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
-        {"log-every", ARG_INT, &f->log_every, "CSV row every N steps", .has_min = true, .min = 1},
-        {"checkpoint-every", ARG_INT, &f->checkpoint_every, "also write OUT/state.safetensors every N steps (0: at epoch ends only)", .has_min = true, .min = 0},
-        SCENES_AND_CACHE_SPECS(df),
-        {"json", ARG_FLAG, &f->json, "print the final summary as one JSON object on stdout", .given = NULL},
-        {"quiet", ARG_FLAG, &f->quiet, "no progress bar", .given = NULL},
-    };
-    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption train --out DIR [flags]", NULL, code))
-        return 1;
-    *code = check_train_flags(f);
-    return *code != 0;
-}
-
-// The model configuration the flags describe (the vocabulary size still a placeholder).
-static int config_from_flags(SatConfig *cfg, const TrainFlags *f, Error *err) {
-    sat_config_default(cfg);
-    cfg->image_size = f->image_size;
-    if (cnn_config_parse(&cfg->cnn, f->channels, "--channels", err) ||
-        caption_attention_parse(cfg, f->attention, err))
-        return -1;
-    cfg->E = f->embed;
-    cfg->H = f->hidden;
-    cfg->max_len = f->max_len;
-    cfg->attn.A = f->attn_dim;
-    cfg->attn.heads = f->heads;
-    cfg->attn.window = f->window;
-    cfg->beta_vector = f->beta_vector;
-    if (sat_query_parse(f->query, &cfg->query))
-        return error_set(err, "--query: expected previous or current, got '%s'", f->query);
-    cfg->lambda = f->lambda;
-    cfg->dropout = f->dropout;
-    cfg->entropy_weight = f->entropy;
-    cfg->V = VOCAB_NSPECIAL + 1;  // checked again once the vocabulary is known
-    return 0;
-}
-
-static void format_channels(char *buf, size_t cap, const CnnConfig *c) {
-    size_t k = 0;
-    buf[0] = 0;
-    for (int i = 0; i < c->n_layers && k < cap; i++)
-        k += (size_t)snprintf(buf + k, cap - k, "%s%d", i ? "," : "", c->channels[i]);
-}
-
-// --resume: every model flag given must match the checkpoint's configuration.
-static int check_resume_flags(const TrainFlags *f, const SatConfig *want, const SatConfig *saved,
-                              const char *path, Error *err) {
-    FlagDiffs d = {0};
-    char a[128], b[128];
-    format_channels(a, sizeof a, &want->cnn);
-    format_channels(b, sizeof b, &saved->cnn);
-    flag_diffs_int(&d, "image-size", f->given.image_size, want->image_size, saved->image_size);
-    flag_diffs_text(&d, "channels", f->given.channels, a, b);
-    flag_diffs_int(&d, "embed", f->given.embed, want->E, saved->E);
-    flag_diffs_int(&d, "hidden", f->given.hidden, want->H, saved->H);
-    flag_diffs_int(&d, "attn-dim", f->given.attn_dim, want->attn.A, saved->attn.A);
-    flag_diffs_int(&d, "heads", f->given.heads, want->attn.heads, saved->attn.heads);
-    flag_diffs_int(&d, "window", f->given.window, want->attn.window, saved->attn.window);
-    flag_diffs_int(&d, "max-len", f->given.max_len, want->max_len, saved->max_len);
-    flag_diffs_text(&d, "attention", f->given.attention, caption_attention_name(want),
-                    caption_attention_name(saved));
-    flag_diffs_text(&d, "query", f->given.query, sat_query_name(want->query), sat_query_name(saved->query));
-    flag_diffs_switch(&d, "beta-vector", f->given.beta_vector, want->beta_vector, saved->beta_vector);
-    flag_diffs_float(&d, "lambda", f->given.lambda, want->lambda, saved->lambda);
-    flag_diffs_float(&d, "dropout", f->given.dropout, want->dropout, saved->dropout);
-    flag_diffs_float(&d, "entropy", f->given.entropy, want->entropy_weight, saved->entropy_weight);
-    return flag_diffs_refuse(&d, path, err);
-}
-
 // One training run: data, vocabulary, model, workers, buffers and counters. Zeroed, it is
 // safe to close at any stage of opening.
 typedef struct {
-    const TrainFlags *f;
+    const CaptionTrainFlags *f;
     Dist *dist;         // the ranks (cli/train_dist.h): rank 0 alone writes
     bool reported;      // the failure was printed already, by the ranks that failed
     bool failed_everywhere;  // every rank stopped on the same failure (after a reduction)
@@ -344,7 +168,7 @@ static int resume_state(CaptionRun *r, const SatConfig *want, Error *err) {
     StoredOptim saved = {.optim = r->optim};
     if (caption_model_load(r->path_state, &r->model, &r->vocab, 1, &r->ema.avg, &r->tc, &saved, err))
         return -1;
-    if (check_resume_flags(r->f, want, &r->model.cfg, r->path_state, err)) return -1;
+    if (caption_train_flags_check_resume(r->f, want, &r->model.cfg, r->path_state, err)) return -1;
     // A state written before the settings were stored holds none: the run goes on with the
     // flags' values, given or default, as it did then (r->optim is already those).
     FILE *note = dist_is_root(r->dist) ? stderr : NULL;
@@ -436,11 +260,11 @@ static void close_run(CaptionRun *r) {
 // takes rank 0's weights, moments and counters (open_run). Returns 0, or the exit status
 // (2: the flags describe no valid model; 1: anything else) with err set.
 static int open_parts(CaptionRun *r, Error *err) {
-    const TrainFlags *f = r->f;
+    const CaptionTrainFlags *f = r->f;
     const char *out = f->out;
     const bool root = dist_is_root(r->dist);
     SatConfig cfg;
-    if (config_from_flags(&cfg, f, err) || (!f->resume && sat_config_finish(&cfg, err))) return 2;
+    if (caption_train_flags_config(&cfg, f, err) || (!f->resume && sat_config_finish(&cfg, err))) return 2;
     if (root && (train_out_check(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
                  make_dirs(out, err)))
         return 1;
@@ -491,7 +315,7 @@ static int share_start(CaptionRun *r, Error *err) {
 // Everything a run needs before its first step. Returns 0, or the exit status (2: the
 // flags describe no valid model; 1: anything else) with err set; r->reported when the
 // ranks that failed printed it.
-static int open_run(CaptionRun *r, const TrainFlags *f, Dist *dist, Error *err) {
+static int open_run(CaptionRun *r, const CaptionTrainFlags *f, Dist *dist, Error *err) {
     memset(r, 0, sizeof *r);
     r->f = f;
     r->dist = dist;
@@ -523,7 +347,7 @@ static int open_run(CaptionRun *r, const TrainFlags *f, Dist *dist, Error *err) 
 }
 
 static void print_header(const CaptionRun *r) {
-    const TrainFlags *f = r->f;
+    const CaptionTrainFlags *f = r->f;
     char cs[2048], budget[64];
     sat_config_format(&r->model.cfg, cs, sizeof cs);
     if (r->budget.end_step)
@@ -736,7 +560,7 @@ static int save_state(const CaptionRun *r, Error *err) {
 // which takes the parameters' place until the best model is written; then the state and
 // the curves.
 static int validate_and_save(CaptionRun *r, Error *err) {
-    const TrainFlags *f = r->f;
+    const CaptionTrainFlags *f = r->f;
     const long step = r->tc.step;
     CaptionEvalResult er;
     train_ema_swap(&r->ema, &r->model.params);
@@ -855,9 +679,9 @@ static void print_summary(const CaptionRun *r) {
 }
 
 int caption_train_main(int argc, char **argv) {
-    TrainFlags f;
+    CaptionTrainFlags f;
     int code;
-    if (parse_train_flags(&f, argc, argv, &code)) return code;
+    if (caption_train_flags_parse(&f, argc, argv, &code)) return code;
     gemm_set_threads(f.threads);
     Error err;
     Dist dist;

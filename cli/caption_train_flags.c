@@ -1,0 +1,163 @@
+#include "cli/caption_train_flags.h"
+
+#include <stdio.h>
+
+#include "cli/args.h"
+#include "cli/caption_model.h"
+#include "cli/threads.h"
+#include "core/adam.h"
+#include "seq/vocab.h"
+#include "vision/cnn.h"
+
+static const char *const KIND_HELP =
+    "additive | dot | scaled-dot | multiplicative | multi-head | local-monotonic | "
+    "local-predictive | hard | none (dot and scaled-dot need --hidden equal to the annotation "
+    "size, the last --channels entry)";
+
+
+
+// The flags' defaults: the model's are sat_config_default's.
+static void flags_default(CaptionTrainFlags *f) {
+    SatConfig dc;
+    sat_config_default(&dc);
+    *f = (CaptionTrainFlags){.attention = "additive", .channels = "32,64,128",
+                      .query = sat_query_name(dc.query), .image_size = dc.image_size,
+                      .embed = dc.E, .hidden = dc.H, .attn_dim = dc.attn.A, .heads = dc.attn.heads,
+                      .window = dc.attn.window, .max_len = dc.max_len, .min_count = 1,
+                      .epochs = 10, .threads = threads_available(), .val_beam = 3,
+                      .log_every = 20, .ema = 0.999f,
+                      .optim = {.seed = 1, .batch = 32, .lr = 2e-3f, .lr_decay = 0.7f,
+                                .clip = 5.0f, .beta1 = adam_defaults(2e-3f).beta1},
+                      .lambda = dc.lambda, .dropout = dc.dropout,
+                      .entropy = dc.entropy_weight, .length_alpha = 0.7f};
+    caption_data_flags_default(&f->data);
+    caption_finetune_flags_default(&f->finetune);
+}
+
+// What the table of flags cannot say: one budget at most, and no image size or channels
+// with a feature cache. Returns 0, or 2 after one line on stderr.
+static int check_flags(const CaptionTrainFlags *f) {
+    if (f->given.epochs + f->given.steps + f->given.minutes > 1) {
+        if (args_reporting_process())
+            fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
+        return 2;
+    }
+    // The annotations' image size and channels are the cache's (its encoder's).
+    if (f->data.features && (f->given.image_size || f->given.channels)) {
+        fprintf(stderr, "%s: not with --features: the annotations' size and channels are the "
+                        "feature cache's (set when it was made by caption features)\n",
+                f->given.image_size && f->given.channels ? "--image-size, --channels"
+                : f->given.image_size                    ? "--image-size"
+                                                         : "--channels");
+        return 2;
+    }
+    return 0;
+}
+
+int caption_train_flags_parse(CaptionTrainFlags *f, int argc, char **argv, int *code) {
+    flags_default(f);
+    CaptionDataFlags *df = &f->data;
+    ArgSpec specs[] = {
+        {"data", ARG_STRING, &df->data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
+        {"held-out", ARG_DOUBLE, &df->held_out, HELD_OUT_HELP, .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
+        {"features", ARG_STRING, &df->features, FEATURES_HELP, .metavar = "FEATURES", .given = NULL},
+        {"verify-features", ARG_FLAG, &df->verify_features, VERIFY_FEATURES_HELP, .given = NULL},
+        {"encoder", ARG_STRING, &f->finetune.encoder, "with --fine-tune: the pretrained encoder, vgg16 | vgg19 | resnet18 ... resnet152, then ':' and its safetensors weights", .metavar = "ARCH:FILE", .given = NULL},
+        {"fine-tune", ARG_STRING, &f->finetune.stage, "train the encoder's last stage with the decoder, batch norm frozen: conv5 (VGG) | layer4 (ResNet); images go through the encoder every step, on one worker (--threads go to its BLAS), one process", .metavar = "STAGE", .given = NULL},
+        {"fine-tune-lr", ARG_FLOAT, &f->finetune.lr, "Adam learning rate of the fine-tuned stage (decayed as --lr)", .has_min = true, .min = 0, .given = &f->finetune.lr_given},
+        {"attention", ARG_STRING, &f->attention, KIND_HELP, .given = &f->given.attention},
+        {"out", ARG_STRING, &f->out, "output folder", .metavar = "DIR", .required = true},
+        {"epochs", ARG_INT, &f->epochs, "training epochs", .has_min = true, .min = 1, .given = &f->given.epochs},
+        {"steps", ARG_LONG, &f->steps, "stop at this total step count instead", .has_min = true, .min = 1, .given = &f->given.steps},
+        {"minutes", ARG_DOUBLE, &f->minutes, "stop after this many minutes instead", .has_min = true, .min = 0, .min_exclusive = true, .given = &f->given.minutes},
+        {"seed", ARG_LONG, &f->optim.seed, "random seed (initialisation, order, dropout, sampling)", .given = &f->optim.given.seed},
+        {"resume", ARG_FLAG, &f->resume, "continue from OUT/state.safetensors; model flags given must match it, --batch/--lr/--lr-decay/--clip/--seed/--ema (and --fine-tune-lr) given replace its values", .given = NULL},
+        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
+        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
+        {"overlap-sums", ARG_FLAG, &f->overlap_sums, "under mpirun, with the CNN encoder (no effect with --features): sum the decoder's gradient over the ranks on a thread of its own while the CNN's backward runs (the same bits; pays where a core is free to drive the transfer and the link is slow: bench/RESULTS.md)", .given = NULL},
+        {"image-size", ARG_INT, &f->image_size, "image side in pixels", .has_min = true, .min = 8, .has_max = true, .max = 1024, .given = &f->given.image_size},
+        {"channels", ARG_STRING, &f->channels, "CNN channels, one conv+pool per entry; the last is the annotation size", .metavar = "LIST", .given = &f->given.channels},
+        {"embed", ARG_INT, &f->embed, "word embedding size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.embed},
+        {"hidden", ARG_INT, &f->hidden, "LSTM hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.hidden},
+        {"attn-dim", ARG_INT, &f->attn_dim, "attention hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.attn_dim},
+        {"heads", ARG_INT, &f->heads, "multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 64, .given = &f->given.heads},
+        {"window", ARG_INT, &f->window, "local: half-width W", .has_min = true, .min = 0, .has_max = true, .max = 1024, .given = &f->given.window},
+        {"batch", ARG_INT, &f->optim.batch, "batch size", .has_min = true, .min = 1, .has_max = true, .max = CAPTION_BATCH_MAX, .given = &f->optim.given.batch},
+        {"max-len", ARG_INT, &f->max_len, "caption words at most", .has_min = true, .min = 1, .has_max = true, .max = 256, .given = &f->given.max_len},
+        {"min-count", ARG_INT, &f->min_count, "vocabulary: minimum word count", .has_min = true, .min = 1},
+        {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .given = &f->optim.given.lr},
+        {"lr-decay", ARG_FLOAT, &f->optim.lr_decay, "learning rate factor per epoch", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr_decay},
+        {"ema", ARG_FLOAT, &f->ema, "validate, and keep as the best model, an exponential moving average of the weights with this decay (0 = off)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.ema},
+        {"clip", ARG_FLOAT, &f->optim.clip, "gradient global-norm clip (0 = off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
+        {"lambda", ARG_FLOAT, &f->lambda, "doubly stochastic regulariser weight", .has_min = true, .min = 0, .given = &f->given.lambda},
+        {"dropout", ARG_FLOAT, &f->dropout, "dropout before the deep output", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
+        {"query", ARG_STRING, &f->query, "state that queries the attention: previous (Xu et al. 2015: h before the step's word) | current (h after it, Lu et al. 2017)", .metavar = "S", .given = &f->given.query},
+        {"beta-vector", ARG_FLAG, &f->beta_vector, "gate beta as a D-vector (default scalar)", .given = &f->given.beta_vector},
+        {"entropy", ARG_FLOAT, &f->entropy, "hard attention: entropy bonus weight", .has_min = true, .min = 0, .given = &f->given.entropy},
+        {"val-beam", ARG_INT, &f->val_beam, "beam width of the per-epoch validation (as the test's decoding, so the best model is chosen by what is scored)", .has_min = true, .min = 1, .has_max = true, .max = 64},
+        {"val-count", ARG_INT, &f->val_count, "validation images per epoch (0 = all)", .has_min = true, .min = 0},
+        {"length-alpha", ARG_FLOAT, &f->length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
+        {"log-every", ARG_INT, &f->log_every, "CSV row every N steps", .has_min = true, .min = 1},
+        {"checkpoint-every", ARG_INT, &f->checkpoint_every, "also write OUT/state.safetensors every N steps (0: at epoch ends only)", .has_min = true, .min = 0},
+        SCENES_AND_CACHE_SPECS(df),
+        {"json", ARG_FLAG, &f->json, "print the final summary as one JSON object on stdout", .given = NULL},
+        {"quiet", ARG_FLAG, &f->quiet, "no progress bar", .given = NULL},
+    };
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "caption train --out DIR [flags]", NULL, code))
+        return 1;
+    *code = check_flags(f);
+    return *code != 0;
+}
+
+int caption_train_flags_config(SatConfig *cfg, const CaptionTrainFlags *f, Error *err) {
+    sat_config_default(cfg);
+    cfg->image_size = f->image_size;
+    if (cnn_config_parse(&cfg->cnn, f->channels, "--channels", err) ||
+        caption_attention_parse(cfg, f->attention, err))
+        return -1;
+    cfg->E = f->embed;
+    cfg->H = f->hidden;
+    cfg->max_len = f->max_len;
+    cfg->attn.A = f->attn_dim;
+    cfg->attn.heads = f->heads;
+    cfg->attn.window = f->window;
+    cfg->beta_vector = f->beta_vector;
+    if (sat_query_parse(f->query, &cfg->query))
+        return error_set(err, "--query: expected previous or current, got '%s'", f->query);
+    cfg->lambda = f->lambda;
+    cfg->dropout = f->dropout;
+    cfg->entropy_weight = f->entropy;
+    cfg->V = VOCAB_NSPECIAL + 1;  // checked again once the vocabulary is known
+    return 0;
+}
+
+static void format_channels(char *buf, size_t cap, const CnnConfig *c) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < c->n_layers && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%d", i ? "," : "", c->channels[i]);
+}
+
+int caption_train_flags_check_resume(const CaptionTrainFlags *f, const SatConfig *want, const SatConfig *saved,
+                              const char *path, Error *err) {
+    FlagDiffs d = {0};
+    char a[128], b[128];
+    format_channels(a, sizeof a, &want->cnn);
+    format_channels(b, sizeof b, &saved->cnn);
+    flag_diffs_int(&d, "image-size", f->given.image_size, want->image_size, saved->image_size);
+    flag_diffs_text(&d, "channels", f->given.channels, a, b);
+    flag_diffs_int(&d, "embed", f->given.embed, want->E, saved->E);
+    flag_diffs_int(&d, "hidden", f->given.hidden, want->H, saved->H);
+    flag_diffs_int(&d, "attn-dim", f->given.attn_dim, want->attn.A, saved->attn.A);
+    flag_diffs_int(&d, "heads", f->given.heads, want->attn.heads, saved->attn.heads);
+    flag_diffs_int(&d, "window", f->given.window, want->attn.window, saved->attn.window);
+    flag_diffs_int(&d, "max-len", f->given.max_len, want->max_len, saved->max_len);
+    flag_diffs_text(&d, "attention", f->given.attention, caption_attention_name(want),
+                    caption_attention_name(saved));
+    flag_diffs_text(&d, "query", f->given.query, sat_query_name(want->query), sat_query_name(saved->query));
+    flag_diffs_switch(&d, "beta-vector", f->given.beta_vector, want->beta_vector, saved->beta_vector);
+    flag_diffs_float(&d, "lambda", f->given.lambda, want->lambda, saved->lambda);
+    flag_diffs_float(&d, "dropout", f->given.dropout, want->dropout, saved->dropout);
+    flag_diffs_float(&d, "entropy", f->given.entropy, want->entropy_weight, saved->entropy_weight);
+    return flag_diffs_refuse(&d, path, err);
+}
