@@ -284,26 +284,20 @@ static void draw_row_streams_(SatModel *m, int T, int B, uint64_t seed, int firs
     }
 }
 
-void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *words,
-                 const int *lens, int B, int train, uint64_t seed, int first) {
-    const SatConfig *c = &m->cfg;
+// The batch's rows packed by step: each caption's steps (n_b + 1), step t's active rows
+// (up to the last row whose caption is still going) and their first row off[t], and each
+// step's input and target tokens. Returns T, the longest caption's steps.
+// Rows past a caption's end feed no loss, so when the rows are in descending order of
+// length (sat_forward_backward puts them so) no step computes a padding row.
+static int pack_rows_(SatModel *m, const int *words, const int *lens, int B) {
     SatActs *a = &m->a;
-    SatParams *p = &m->p;
-    CHECK(a->B >= B && B >= 1, "batch %d, activations for %d", B, a->B);
-    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V;
-    const int I = E + D, ML = c->max_len;
+    const int ML = m->cfg.max_len;
     int T = 0;
     for (int b = 0; b < B; b++) {
         CHECK(lens[b] >= 0 && lens[b] <= ML, "caption length %d", lens[b]);
         a->steps[b] = lens[b] + 1;
         if (a->steps[b] > T) T = a->steps[b];
     }
-    m->Tb = T;
-    m->Bb = B;
-    // Step t runs rows 0..active[t]-1: up to the last row whose caption is still going.
-    // Rows past a caption's end feed no loss, so when the rows are in descending order of
-    // length (sat_forward_backward puts them so) no step computes a padding row.
-    // The activations hold only those rows, packed by step (srow_, hrow_).
     a->off[0] = 0;
     for (int t = 0; t < T; t++) {
         int n = 0;
@@ -312,8 +306,6 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
         a->active[t] = n;
         a->off[t + 1] = a->off[t] + n;
     }
-    const int N = a->off[T];
-    if (train) draw_row_streams_(m, T, B, seed, first);
     for (int t = 0; t < T; t++)
         for (int b = 0; b < a->active[t]; b++) {
             int n = lens[b];
@@ -321,20 +313,35 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
             a->in_tok[r] = t == 0 ? VOCAB_START : (t - 1 < n ? words[b * ML + t - 1] : VOCAB_PAD);
             a->target[r] = t < n ? words[b * ML + t] : (t == n ? VOCAB_END : -1);
         }
+    return T;
+}
 
+// The annotations (the CNN's, or the given features), the initial state, the attention's
+// prepared keys and every step's word embedding.
+static void encode_(SatModel *m, const float *images, int B) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    const SatParams *p = &m->p;
+    const int L = sat_L(c), D = sat_D(c);
     m->images = images;
     if (c->feat_L > 0) {
         if (images != a->annot) memcpy(a->annot, images, (size_t)B * L * D * sizeof(float));
     } else
         cnn_forward(a->annot, &m->cnn_ws, images, &p->cnn, B);
     sat_mean_annotations(a->mean_a, a->annot, B, L, D);
-    sat_initial_state(a->hs, a->cs, a->mean_a, p, B, D, H);
+    sat_initial_state(a->hs, a->cs, a->mean_a, p, B, D, c->H);
     attn_prepare(a->prep, a->annot, &p->attn, &c->attn, B, L);
-    embedding_forward(a->emb, a->in_tok, p->embed, N, E);  // into o (a->emb == a->o)
+    embedding_forward(a->emb, a->in_tok, p->embed, a->off[m->Tb], c->E);  // into o (a->emb == a->o)
+}
 
-    const int sample = c->hard && train;
+// The recurrence: each step's attention and LSTM over its active rows.
+static void run_steps_(SatModel *m, int B, int sample) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    const SatParams *p = &m->p;
+    const int D = sat_D(c), E = c->E, H = c->H, I = E + D;
     const int after = c->query == SAT_QUERY_CURRENT;
-    for (int t = 0; t < T; t++) {
+    for (int t = 0; t < m->Tb; t++) {
         const int n = a->active[t];
         const float *h = a->hs + hrow_(a, t, B) * H;
         float *hn = a->hs + hrow_(a, t + 1, B) * H;
@@ -359,9 +366,17 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
             lstm_forward_xh(hn, cn, gates, xh, I + H, cp, p->lstm_W, p->lstm_b, n, I, H);
         if (after) attend_forward_(m, t, hn, B, n, sample);
     }
+}
 
-    // Dropout on h, then the deep output over all steps at once.
-    const size_t TBH = (size_t)N * H;
+// Dropout on h, then the deep output over all steps' rows at once; returns the summed
+// cross-entropy.
+static double output_(SatModel *m, int B, int train) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    const SatParams *p = &m->p;
+    const int D = sat_D(c), E = c->E, H = c->H, V = c->V;
+    const int TB = a->off[m->Tb];  // the rows of all steps
+    const size_t TBH = (size_t)TB * H;
     const float *h1 = a->hs + (size_t)B * H;
     if (c->dropout > 0.0f) {
         if (train) {
@@ -372,15 +387,18 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
         }
     }
     const float *hd = c->dropout > 0.0f ? a->hd : h1;
-    const int TB = N;  // the rows of all steps
     // o = emb (already there) + hd L_h^T + z L_z^T
     gemm(false, true, TB, E, H, 1.0f, hd, H, p->L_h, H, 1.0f, a->o, E);
     gemm(false, true, TB, E, D, 1.0f, a->z, D, p->L_z, D, 1.0f, a->o, E);
     float *logits = a->dlogits;  // used as logits here; backward overwrites it
     linear_forward(logits, a->o, p->L_o, p->b_o, TB, E, V);
-    double ce = crossentropy_forward(a->losses, a->probs, logits, a->target, TB, V);
+    return crossentropy_forward(a->losses, a->probs, logits, a->target, TB, V);
+}
 
-    // Doubly stochastic regulariser over each caption's own steps.
+// The doubly stochastic regulariser over each caption's own steps (lambda included).
+static double doubly_stochastic_(const SatModel *m, int B) {
+    const SatActs *a = &m->a;
+    const int L = sat_L(&m->cfg);
     double ds = 0.0;
     for (int b = 0; b < B; b++)
         for (int l = 0; l < L; l++) {
@@ -388,32 +406,63 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
             for (int t = 0; t < a->steps[b]; t++) s += a->alpha[(srow_(a, t) + b) * L + l];
             ds += (1.0 - s) * (1.0 - s);
         }
-    ds *= c->lambda;
+    return ds * m->cfg.lambda;
+}
 
-    double ntok = 0.0, reward = 0.0, extra = 0.0;
+// Each row's reward (its captions' log-likelihood) into a->reward; returns their mean and
+// the target tokens in *ntok.
+static double rewards_(SatModel *m, int B, double *ntok) {
+    SatActs *a = &m->a;
+    double reward = 0.0;
+    *ntok = 0.0;
     for (int b = 0; b < B; b++) {
         double r = 0.0;
         for (int t = 0; t < a->steps[b]; t++) r -= a->losses[srow_(a, t) + b];
         a->reward[b] = (float)r;
         reward += r;
-        ntok += a->steps[b];
+        *ntok += a->steps[b];
     }
-    reward /= B;
+    return reward / B;
+}
+
+// Hard attention's REINFORCE surrogate and entropy bonus, summed over rows (reward: the
+// batch's mean, the baseline until one is set); m->sample_logp gets the sampled
+// locations' summed log alpha.
+static double hard_terms_(SatModel *m, int B, double reward) {
+    const SatConfig *c = &m->cfg;
+    const SatActs *a = &m->a;
+    const int L = sat_L(c);
+    const float base = m->baseline_set ? m->baseline : (float)reward;
+    double extra = 0.0;
     m->sample_logp = 0.0;
-    if (sample) {
-        float base = m->baseline_set ? m->baseline : (float)reward;
-        for (int b = 0; b < B; b++) {
-            double adv = a->reward[b] - base, lp = 0.0, ent = 0.0;
-            for (int t = 0; t < a->steps[b]; t++) {
-                const float *al = a->alpha + (srow_(a, t) + b) * L;
-                lp += log(fmax(al[a->sample[srow_(a, t) + b]], 1e-30));
-                for (int l = 0; l < L; l++)
-                    if (al[l] > 0) ent -= al[l] * log(al[l]);
-            }
-            extra += -adv * lp - c->entropy_weight * ent;
-            m->sample_logp += lp;
+    for (int b = 0; b < B; b++) {
+        double adv = a->reward[b] - base, lp = 0.0, ent = 0.0;
+        for (int t = 0; t < a->steps[b]; t++) {
+            const float *al = a->alpha + (srow_(a, t) + b) * L;
+            lp += log(fmax(al[a->sample[srow_(a, t) + b]], 1e-30));
+            for (int l = 0; l < L; l++)
+                if (al[l] > 0) ent -= al[l] * log(al[l]);
         }
+        extra += -adv * lp - c->entropy_weight * ent;
+        m->sample_logp += lp;
     }
+    return extra;
+}
+
+void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *words,
+                 const int *lens, int B, int train, uint64_t seed, int first) {
+    CHECK(m->a.B >= B && B >= 1, "batch %d, activations for %d", B, m->a.B);
+    m->Tb = pack_rows_(m, words, lens, B);
+    m->Bb = B;
+    if (train) draw_row_streams_(m, m->Tb, B, seed, first);
+    encode_(m, images, B);
+    const int sample = m->cfg.hard && train;
+    run_steps_(m, B, sample);
+    const double ce = output_(m, B, train), ds = doubly_stochastic_(m, B);
+    double ntok;
+    const double reward = rewards_(m, B, &ntok);
+    m->sample_logp = 0.0;
+    const double extra = sample ? hard_terms_(m, B, reward) : 0.0;
     out->ce = ce / B;
     out->ds = ds / B;
     out->tokens = ntok;
