@@ -159,19 +159,89 @@ static int flickr_read_lists(CaptionKeys *splits, int *found, CaptionBuilder *b,
     return 0;
 }
 
+// DIR's token file, and its images' folder: Flicker8k_Dataset (the archive's spelling),
+// Flickr8k_Dataset, or DIR itself.
+static int flickr_paths(char *token_path, char *images_dir, const char *dir, Error *err) {
+    if (caption_join_path(token_path, CAPTION_PATH_MAX, dir, "Flickr8k.token.txt", NULL) ||
+        caption_join_path(images_dir, CAPTION_PATH_MAX, dir, "Flicker8k_Dataset", NULL))
+        return error_set(err, "%s: folder path too long", dir);
+    if (!caption_is_dir(images_dir)) {
+        caption_join_path(images_dir, CAPTION_PATH_MAX, dir, "Flickr8k_Dataset", NULL);
+        if (!caption_is_dir(images_dir)) snprintf(images_dir, CAPTION_PATH_MAX, "%s", dir);
+    }
+    return 0;
+}
+
+// The token file's records as they are read: the split lists (when found), and the images
+// in none of them, skipped with one warning naming the first.
+typedef struct {
+    CaptionBuilder *b;
+    const CaptionOptions *opts;
+    const char *images_dir;
+    CaptionKeys splits;    // name -> Split, from the lists
+    int found;             // how many lists were found (0: the held-out hash splits)
+    CaptionKeys unlisted;  // the images in no list
+    int no_split;
+    char first_no_split[CAPTION_PATH_MAX + 32];  // where the first of them was
+} FlickrRead;
+
+// An image's split: its list's, or the held-out hash's without lists; -1 for an image in
+// no list (counted, and its caption skipped).
+static int flickr_split(FlickrRead *r, const char *name, const char *where) {
+    CaptionSet *set = r->b->set;
+    if (!r->found) return (int)caption_heldout_split(name, r->opts->valid_share, r->opts->test_share);
+    int sp = caption_keys_get(&r->splits, name);
+    if (sp >= 0) return sp;
+    if (caption_keys_get(&r->unlisted, name) < 0) {
+        caption_keys_put(&r->unlisted, name, 1);
+        set->images_skipped++;
+        if (r->no_split++ == 0) snprintf(r->first_no_split, sizeof r->first_no_split, "%s", where);
+    }
+    set->captions_skipped++;
+    return -1;
+}
+
+// One record of the token file: NAME.jpg#K<TAB>caption.
+static void flickr_record(FlickrRead *r, const char *s, size_t n, const char *where) {
+    CaptionSet *set = r->b->set;
+    char name[CAPTION_PATH_MAX], path[CAPTION_PATH_MAX], why[128];
+    const char *tab = memchr(s, '\t', n);
+    if (!tab) {
+        caption_skip(set, where, "no tab: expected NAME.jpg#K<TAB>caption");
+        return;
+    }
+    size_t klen = (size_t)(tab - s);
+    const char *hash = NULL;
+    for (size_t k = klen; k-- > 0;)
+        if (s[k] == '#') {
+            hash = s + k;
+            break;
+        }
+    size_t nlen = hash ? (size_t)(hash - s) : klen;
+    if (!caption_field_str(name, sizeof name, s, nlen, "image name", why, sizeof why)) {
+        caption_skip(set, where, why);
+        return;
+    }
+    int i = caption_keys_get(&r->b->keys, name);
+    if (i < 0) {
+        int split = flickr_split(r, name, where);
+        if (split < 0) return;
+        if (caption_join_path(path, sizeof path, r->images_dir, name, NULL)) {
+            caption_skip(set, where, "image path too long");
+            return;
+        }
+        i = caption_builder_add_image(r->b, name, path, name, -1, (Split)split, !r->found, where);
+    }
+    caption_builder_add_caption(r->b, i, tab + 1, (size_t)(s + n - tab - 1), where);
+}
+
 int caption_read_flickr8k(CaptionSet *set, const char *dir, const CaptionOptions *opts,
                           Error *err) {
     CaptionOptions defaults;
     opts = caption_reader_begin(set, opts, &defaults);
     if (!caption_is_dir(dir)) return error_set(err, "%s: Flickr8k folder not found", dir);
     char token_path[CAPTION_PATH_MAX], images_dir[CAPTION_PATH_MAX];
-    if (caption_join_path(token_path, sizeof token_path, dir, "Flickr8k.token.txt", NULL) ||
-        caption_join_path(images_dir, sizeof images_dir, dir, "Flicker8k_Dataset", NULL))
-        return error_set(err, "%s: folder path too long", dir);
-    if (!caption_is_dir(images_dir)) {
-        caption_join_path(images_dir, sizeof images_dir, dir, "Flickr8k_Dataset", NULL);
-        if (!caption_is_dir(images_dir)) snprintf(images_dir, sizeof images_dir, "%s", dir);
-    }
+    if (flickr_paths(token_path, images_dir, dir, err)) return -1;
     unsigned char *data;
     size_t len;
     if (file_read_all(token_path, &data, &len, opts->max_file_bytes, err)) {
@@ -184,78 +254,27 @@ int caption_read_flickr8k(CaptionSet *set, const char *dir, const CaptionOptions
     }
     CaptionBuilder b;
     caption_builder_init(&b, set, opts, token_path);
-    CaptionKeys splits = {0};
-    int found;
-    if (flickr_read_lists(&splits, &found, &b, dir, err)) {
+    FlickrRead r = {.b = &b, .opts = opts, .images_dir = images_dir};
+    if (flickr_read_lists(&r.splits, &r.found, &b, dir, err)) {
         free(data);
-        caption_keys_free(&splits);
+        caption_keys_free(&r.splits);
         return caption_builder_fail(&b);
     }
-    if (found == 0)
+    if (r.found == 0)
         caption_set_warn(
             set, "%s: no split lists (Flickr_8k.*Images.txt); splits by the held-out hash", dir);
-    int no_split = 0;
-    const char *first_no_split = NULL;
-    char first_buf[CAPTION_PATH_MAX + 32];
     CaptionLines l;
     caption_lines_init(&l, data, len);
     const char *s;
     size_t n;
-    char where[CAPTION_PATH_MAX + 32], name[CAPTION_PATH_MAX], path[CAPTION_PATH_MAX], why[128];
-    CaptionKeys unlisted = {0};
-    while (caption_lines_next_record(&l, &s, &n, where, sizeof where, token_path)) {
-        const char *tab = memchr(s, '\t', n);
-        if (!tab) {
-            caption_skip(set, where, "no tab: expected NAME.jpg#K<TAB>caption");
-            continue;
-        }
-        size_t klen = (size_t)(tab - s);
-        const char *hash = NULL;
-        for (size_t k = klen; k-- > 0;)
-            if (s[k] == '#') {
-                hash = s + k;
-                break;
-            }
-        size_t nlen = hash ? (size_t)(hash - s) : klen;
-        if (!caption_field_str(name, sizeof name, s, nlen, "image name", why, sizeof why)) {
-            caption_skip(set, where, why);
-            continue;
-        }
-        int i = caption_keys_get(&b.keys, name);
-        if (i < 0) {
-            Split split;
-            if (found) {
-                int sp = caption_keys_get(&splits, name);
-                if (sp < 0) {  // in no list: skipped, one summary warning
-                    if (caption_keys_get(&unlisted, name) < 0) {
-                        caption_keys_put(&unlisted, name, 1);
-                        set->images_skipped++;
-                        if (!first_no_split) {
-                            snprintf(first_buf, sizeof first_buf, "%s", where);
-                            first_no_split = first_buf;
-                        }
-                        no_split++;
-                    }
-                    set->captions_skipped++;
-                    continue;
-                }
-                split = (Split)sp;
-            } else {
-                split = caption_heldout_split(name, opts->valid_share, opts->test_share);
-            }
-            if (caption_join_path(path, sizeof path, images_dir, name, NULL)) {
-                caption_skip(set, where, "image path too long");
-                continue;
-            }
-            i = caption_builder_add_image(&b, name, path, name, -1, split, !found, where);
-        }
-        caption_builder_add_caption(&b, i, tab + 1, (size_t)(s + n - tab - 1), where);
-    }
-    if (no_split)
-        caption_set_warn(set, "%s: %d image%s in none of the split lists skipped", first_no_split,
-                         no_split, no_split == 1 ? "" : "s");
-    caption_keys_free(&unlisted);
-    caption_keys_free(&splits);
+    char where[CAPTION_PATH_MAX + 32];
+    while (caption_lines_next_record(&l, &s, &n, where, sizeof where, token_path))
+        flickr_record(&r, s, n, where);
+    if (r.no_split)
+        caption_set_warn(set, "%s: %d image%s in none of the split lists skipped", r.first_no_split,
+                         r.no_split, r.no_split == 1 ? "" : "s");
+    caption_keys_free(&r.unlisted);
+    caption_keys_free(&r.splits);
     free(data);
     return caption_builder_finish(&b, err);
 }
