@@ -192,6 +192,58 @@ static char *join_tokens(const cJSON *tokens) {
     return out;
 }
 
+// What is wrong with an entry of "images" (NULL: nothing), its image's path into path
+// and its split into *split when nothing is.
+static const char *karpathy_image_check(const cJSON *it, const char *images_dir, char *path,
+                                        size_t path_size, Split *split) {
+    const char *file = json_str(it, "filename");
+    const cJSON *fp = cJSON_GetObjectItemCaseSensitive(it, "filepath");
+    const char *split_word = json_str(it, "split");
+    const cJSON *cocoid = cJSON_GetObjectItemCaseSensitive(it, "cocoid");
+    if (!cJSON_IsObject(it)) return "not an object";
+    if (!file) return "\"filename\" is not a non-empty string";
+    if (fp && !(cJSON_IsString(fp) && fp->valuestring)) return "\"filepath\" is not a string";
+    if (!split_word) return "\"split\" is not a non-empty string";
+    if (caption_split_from_word(split_word, strlen(split_word), split) || !strcmp(split_word, "dev"))
+        return "\"split\" is not train, val, test or restval";
+    if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(it, "sentences")))
+        return "\"sentences\" is not an array";
+    if (cocoid && json_id(cocoid) < 0) return "\"cocoid\" is not a whole number >= 0";
+    if (!caption_utf8_valid(file, strlen(file), NULL) ||
+        (fp && !caption_utf8_valid(fp->valuestring, strlen(fp->valuestring), NULL)))
+        return "file name is not valid UTF-8";
+    int pathlen = (fp && *fp->valuestring)
+                      ? caption_join_path(path, path_size, images_dir, fp->valuestring, file)
+                      : caption_join_path(path, path_size, images_dir, file, NULL);
+    return pathlen ? "image path too long" : NULL;
+}
+
+// Image i's "sentences" (at where): each one's "raw" text, or its "tokens" joined.
+static void karpathy_sentences(CaptionBuilder *b, int i, const cJSON *sents, const char *where) {
+    char swhere[CAPTION_PATH_MAX + 96];
+    int j = 0;
+    const cJSON *s;
+    cJSON_ArrayForEach(s, sents) {
+        snprintf(swhere, sizeof swhere, "%s.sentences[%d]", where, j++);
+        const cJSON *raw = cJSON_GetObjectItemCaseSensitive(s, "raw");
+        if (cJSON_IsString(raw) && raw->valuestring) {
+            caption_builder_add_caption(b, i, raw->valuestring, strlen(raw->valuestring), swhere);
+            continue;
+        }
+        char *joined = raw ? NULL : join_tokens(cJSON_GetObjectItemCaseSensitive(s, "tokens"));
+        if (!joined) {
+            if (b->usable[i])
+                caption_set_warn(b->set, "%s: %s", swhere,
+                                 raw ? "\"raw\" is not a string"
+                                     : "neither a \"raw\" string nor a \"tokens\" array of strings");
+            b->set->captions_skipped++;
+            continue;
+        }
+        caption_builder_add_caption(b, i, joined, strlen(joined), swhere);
+        free(joined);
+    }
+}
+
 int caption_read_karpathy(CaptionSet *set, const char *json_path, const char *images_dir,
                           const CaptionOptions *opts, Error *err) {
     CaptionOptions defaults;
@@ -200,81 +252,29 @@ int caption_read_karpathy(CaptionSet *set, const char *json_path, const char *im
     if (json_open_images(&root, &images, json_path, images_dir, opts, err)) return -1;
     CaptionBuilder b;
     caption_builder_init(&b, set, opts, json_path);
-    char where[CAPTION_PATH_MAX + 64], swhere[CAPTION_PATH_MAX + 96], path[CAPTION_PATH_MAX],
-        key[32];
+    char where[CAPTION_PATH_MAX + 64], path[CAPTION_PATH_MAX], key[32];
     int k = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, images) {
         snprintf(where, sizeof where, "%s: images[%d]", json_path, k++);
-        const char *why = NULL;
-        const char *file = json_str(it, "filename");
-        const cJSON *fp = cJSON_GetObjectItemCaseSensitive(it, "filepath");
-        const char *split_word = json_str(it, "split");
         const cJSON *sents = cJSON_GetObjectItemCaseSensitive(it, "sentences");
-        const cJSON *cocoid = cJSON_GetObjectItemCaseSensitive(it, "cocoid");
         Split split = SPLIT_TRAIN;
-        int pathlen = 0;
-        if (!cJSON_IsObject(it))
-            why = "not an object";
-        else if (!file)
-            why = "\"filename\" is not a non-empty string";
-        else if (fp && !(cJSON_IsString(fp) && fp->valuestring))
-            why = "\"filepath\" is not a string";
-        else if (!split_word)
-            why = "\"split\" is not a non-empty string";
-        else if (caption_split_from_word(split_word, strlen(split_word), &split) ||
-                 !strcmp(split_word, "dev"))
-            why = "\"split\" is not train, val, test or restval";
-        else if (!cJSON_IsArray(sents))
-            why = "\"sentences\" is not an array";
-        else if (cocoid && json_id(cocoid) < 0)
-            why = "\"cocoid\" is not a whole number >= 0";
-        else if (!caption_utf8_valid(file, strlen(file), NULL) ||
-                 (fp && !caption_utf8_valid(fp->valuestring, strlen(fp->valuestring), NULL)))
-            why = "file name is not valid UTF-8";
-        else {
-            pathlen = (fp && *fp->valuestring)
-                          ? caption_join_path(path, sizeof path, images_dir, fp->valuestring, file)
-                          : caption_join_path(path, sizeof path, images_dir, file, NULL);
-            if (pathlen) why = "image path too long";
-        }
-        if (why) {
-            caption_set_warn(set, "%s: %s", where, why);
+        const char *why = karpathy_image_check(it, images_dir, path, sizeof path, &split);
+        if (why || caption_keys_get(&b.keys, path) >= 0) {
+            if (why)
+                caption_set_warn(set, "%s: %s", where, why);
+            else
+                caption_set_warn(set, "%s: duplicate image %s; this entry skipped", where, path);
             set->images_skipped++;
             set->captions_skipped += cJSON_IsArray(sents) ? cJSON_GetArraySize(sents) : 0;
             continue;
         }
-        if (caption_keys_get(&b.keys, path) >= 0) {
-            caption_set_warn(set, "%s: duplicate image %s; this entry skipped", where, path);
-            set->images_skipped++;
-            set->captions_skipped += cJSON_GetArraySize(sents);
-            continue;
-        }
+        const cJSON *cocoid = cJSON_GetObjectItemCaseSensitive(it, "cocoid");
         long long nid = cocoid ? json_id(cocoid) : -1;
         if (nid >= 0) snprintf(key, sizeof key, "%lld", nid);
-        int i = caption_builder_add_image(&b, path, path, nid >= 0 ? key : file, nid, split, 0, where);
-        int j = 0;
-        const cJSON *s;
-        cJSON_ArrayForEach(s, sents) {
-            snprintf(swhere, sizeof swhere, "%s.sentences[%d]", where, j++);
-            const cJSON *raw = cJSON_GetObjectItemCaseSensitive(s, "raw");
-            if (cJSON_IsString(raw) && raw->valuestring) {
-                caption_builder_add_caption(&b, i, raw->valuestring, strlen(raw->valuestring), swhere);
-                continue;
-            }
-            char *joined = raw ? NULL : join_tokens(cJSON_GetObjectItemCaseSensitive(s, "tokens"));
-            if (!joined) {
-                if (b.usable[i])
-                    caption_set_warn(
-                        set, "%s: %s", swhere,
-                        raw ? "\"raw\" is not a string"
-                            : "neither a \"raw\" string nor a \"tokens\" array of strings");
-                set->captions_skipped++;
-                continue;
-            }
-            caption_builder_add_caption(&b, i, joined, strlen(joined), swhere);
-            free(joined);
-        }
+        int i = caption_builder_add_image(&b, path, path, nid >= 0 ? key : json_str(it, "filename"),
+                                          nid, split, 0, where);
+        karpathy_sentences(&b, i, sents, where);
     }
     cJSON_Delete(root);
     return caption_builder_finish(&b, err);
