@@ -422,22 +422,13 @@ static void section_data(FILE *fp, const CaptionReport *r) {
 }
 
 static void page_header(FILE *fp, const CaptionReport *r) {
-    const char *name = strrchr(r->run, '/');
-    name = name && name[1] ? name + 1 : r->run;
-    fputs("<header class=\"page\">\n<h1>Captioner run ", fp);
-    html_text(fp, name);
-    fputs("</h1>\n<p>", fp);
+    report_page_header_begin(fp, "Captioner run", r->run);
     if (r->eval)
         html_textf(fp, "Test BLEU-4 %.4f, CIDEr-D %.3f", report_json_number(r->eval, "bleu4"),
                    report_json_number(r->eval, "cider"));
     if (r->eval && isfinite(report_json_number(r->eval, "grounding")))
         html_textf(fp, ", grounding %.3f", report_json_number(r->eval, "grounding"));
-    double wall = report_total_wall(r->run_json), ips = report_last_images_per_s(r->run_json);
-    if (isfinite(wall)) {
-        char w[64];
-        report_format_seconds(w, sizeof w, wall);
-        html_textf(fp, "%sTrained for %s at %.0f images/s.", r->eval ? ". " : "", w, ips);
-    }
+    report_page_trained(fp, r->run_json, NULL, r->eval ? ". " : "");
     fputs("</p>\n</header>\n<nav class=\"toc\"><a href=\"#results\">Results</a><a href=\"#curves\">Curves</a>"
           "<a href=\"#images\">Images</a>", fp);
     if (r->per_image) fputs("<a href=\"#best\">Best</a><a href=\"#worst\">Worst</a>", fp);

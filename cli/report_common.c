@@ -270,6 +270,28 @@ void report_section_run(FILE *fp, const cJSON *run_json, const char *program) {
     html_section_end(fp);
 }
 
+void report_page_header_begin(FILE *fp, const char *what, const char *run) {
+    const char *name = strrchr(run, '/');
+    name = name && name[1] ? name + 1 : run;
+    fputs("<header class=\"page\">\n<h1>", fp);
+    html_text(fp, what);
+    fputc(' ', fp);
+    html_text(fp, name);
+    fputs("</h1>\n<p>", fp);
+}
+
+void report_page_trained(FILE *fp, const cJSON *run_json, const char *steps, const char *lead) {
+    double wall = report_total_wall(run_json), ips = report_last_images_per_s(run_json);
+    if (!isfinite(wall)) return;
+    char w[64];
+    report_format_seconds(w, sizeof w, wall);
+    html_text(fp, lead);
+    if (steps)
+        html_textf(fp, "Trained %s steps in %s at %.0f images/s.", steps, w, ips);
+    else
+        html_textf(fp, "Trained for %s at %.0f images/s.", w, ips);
+}
+
 void report_missing(FILE *fp, const char *what, const char *command) {
     fputs("<p class=\"missing\">", fp);
     html_text(fp, what);

@@ -74,6 +74,13 @@ double report_last_images_per_s(const cJSON *run_json);
 // The value of flag --name in the first invocation's argv, or NULL when absent.
 const char *report_run_flag(const cJSON *run_json, const char *name);
 
+// The page's header, opened: its title, WHAT and the run folder's last name ("DRAW run
+// mnist"), and the paragraph of its headline figures, left open for them.
+void report_page_header_begin(FILE *fp, const char *what, const char *run);
+// The headline's sentence of the training's wall time and throughput (run.json), with
+// `steps` (NULL: not said), after `lead`; nothing without a finished invocation.
+void report_page_trained(FILE *fp, const cJSON *run_json, const char *steps, const char *lead);
+
 // A note that an input is missing: "WHAT is missing: make it with" and the command.
 void report_missing(FILE *fp, const char *what, const char *command);
 

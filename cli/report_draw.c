@@ -310,11 +310,7 @@ static void section_model(FILE *fp, const DrawReport *r) {
 }
 
 static void page_header(FILE *fp, const DrawReport *r) {
-    const char *name = strrchr(r->run, '/');
-    name = name && name[1] ? name + 1 : r->run;
-    fputs("<header class=\"page\">\n<h1>DRAW run ", fp);
-    html_text(fp, name);
-    fputs("</h1>\n<p>", fp);
+    report_page_header_begin(fp, "DRAW run", r->run);
     html_textf(fp, "%s, T %s. ", r->attention ? "With attention" : "Without attention", meta(r, "draw.T"));
     if (r->eval) {
         html_textf(fp, "Test bound %.2f nats", report_json_number(r->eval, "nll_bound"));
@@ -322,12 +318,7 @@ static void page_header(FILE *fp, const DrawReport *r) {
         if (isfinite(iw)) html_textf(fp, ", importance-weighted NLL %.2f", iw);
         fputs(". ", fp);
     }
-    double wall = report_total_wall(r->run_json), ips = report_last_images_per_s(r->run_json);
-    if (isfinite(wall)) {
-        char w[64];
-        report_format_seconds(w, sizeof w, wall);
-        html_textf(fp, "Trained %s steps in %s at %.0f images/s.", meta(r, "train.step"), w, ips);
-    }
+    report_page_trained(fp, r->run_json, meta(r, "train.step"), "");
     fputs("</p>\n</header>\n<nav class=\"toc\"><a href=\"#results\">Results</a><a href=\"#curve\">Curve</a>"
           "<a href=\"#samples\">Samples</a><a href=\"#film\">Step by step</a>"
           "<a href=\"#reconstructions\">Reconstructions</a><a href=\"#model\">Model</a>"

@@ -166,6 +166,8 @@ static void test_caption_report(void) {
     EXPECT(strstr(page, "cap run &amp; &lt;1&gt; &#39;q&#39;") || strstr(page, "cap run &amp; &lt;1&gt; 'q'"),
            "the run's name is not escaped in the page");
     EXPECT(!strstr(page, "<1>"), "a raw '<1>' in the page");
+    EXPECT(strstr(page, "<h1>Captioner run cap run &amp;") && strstr(page, ". Trained for "),
+           "the header's title and training sentence");
     EXPECT(strstr(page, "src=\"strips%20%232%20%26%2050%25/00000.png\""), "strip link not percent-encoded");
     // The sections, the run's record and the curves.
     static const char *const parts[] = {"id=\"results\"", "id=\"curves\"", "id=\"images\"", "id=\"best\"",
@@ -285,6 +287,8 @@ static void test_draw_report(void) {
                    strstr(c->valuestring, "/draw run' --steps"), "command %s", cJSON_IsString(c) ? c->valuestring : "?");
     }
     EXPECT(strstr(page, "Command 2:") != NULL, "the resumed invocation is not on the page");
+    EXPECT(strstr(page, "<h1>DRAW run draw run</h1>") && strstr(page, "Trained 40 steps in "),
+           "the header's title and training sentence");
 done:
     free(page);
     cJSON_Delete(eval);
