@@ -444,7 +444,7 @@ static int reduce_step_grads(RankSums *sums, SatModel *m, Error *err) {
 // them (float shares; cli/train_dist.h). The first hard-attention step's baseline is the
 // whole batch's mean reward, summed over the ranks between the forwards and the backwards;
 // with --overlap-sums the decoder's gradient is summed while the CNN's backward runs
-// (models/sat.h), with the same bits.
+// (models/sat_parallel.h), with the same bits.
 static int train_share_step(CaptionRun *r, StepResult *s, uint64_t seed, Error *err) {
     SatModel *m = &r->model;
     const int nb = s->images, ML = m->cfg.max_len;
