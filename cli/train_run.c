@@ -32,7 +32,9 @@ bool train_budget_spent(const TrainBudget *b, long step) {
 }
 
 void train_budget_describe(const TrainBudget *b, char *buf, size_t n) {
-    int k = b->end_step ? snprintf(buf, n, " of %ld", b->end_step) : snprintf(buf, n, "%s", "");
+    CHECK(n > 0);
+    buf[0] = 0;
+    int k = b->end_step ? snprintf(buf, n, " of %ld", b->end_step) : 0;
     if (b->seconds > 0 && k >= 0 && (size_t)k < n)
         snprintf(buf + k, n - (size_t)k, "%s%g minutes", b->end_step ? ", at most " : ", ",
                  b->seconds / 60.0);

@@ -426,15 +426,14 @@ static double rewards_(SatModel *m, int B, double *ntok) {
 }
 
 // Hard attention's REINFORCE surrogate and entropy bonus, summed over rows (reward: the
-// batch's mean, the baseline until one is set); m->sample_logp gets the sampled
-// locations' summed log alpha.
+// batch's mean, the baseline until one is set); adds the sampled locations' log alpha to
+// m->sample_logp.
 static double hard_terms_(SatModel *m, int B, double reward) {
     const SatConfig *c = &m->cfg;
     const SatActs *a = &m->a;
     const int L = sat_L(c);
     const float base = m->baseline_set ? m->baseline : (float)reward;
     double extra = 0.0;
-    m->sample_logp = 0.0;
     for (int b = 0; b < B; b++) {
         double adv = a->reward[b] - base, lp = 0.0, ent = 0.0;
         for (int t = 0; t < a->steps[b]; t++) {
@@ -461,7 +460,7 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
     const double ce = output_(m, B, train), ds = doubly_stochastic_(m, B);
     double ntok;
     const double reward = rewards_(m, B, &ntok);
-    m->sample_logp = 0.0;
+    m->sample_logp = 0.0;  // hard_terms_ sums it when sampling
     const double extra = sample ? hard_terms_(m, B, reward) : 0.0;
     out->ce = ce / B;
     out->ds = ds / B;
