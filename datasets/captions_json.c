@@ -192,10 +192,17 @@ static char *join_tokens(const cJSON *tokens) {
     return out;
 }
 
-// What is wrong with an entry of "images" (NULL: nothing), its image's path into path
-// and its split into *split when nothing is.
-static const char *karpathy_image_check(const cJSON *it, const char *images_dir, char *path,
-                                        size_t path_size, Split *split) {
+// An entry of "images" as read: its file name, its path under the images' folder, its
+// split and its COCO id (-1 when it has none).
+typedef struct {
+    const char *file;
+    char path[CAPTION_PATH_MAX];
+    Split split;
+    long long id;
+} KarpathyImage;
+
+// What is wrong with an entry of "images" (NULL: nothing); *im filled when nothing is.
+static const char *karpathy_image_check(const cJSON *it, const char *images_dir, KarpathyImage *im) {
     const char *file = json_str(it, "filename");
     const cJSON *fp = cJSON_GetObjectItemCaseSensitive(it, "filepath");
     const char *split_word = json_str(it, "split");
@@ -204,17 +211,20 @@ static const char *karpathy_image_check(const cJSON *it, const char *images_dir,
     if (!file) return "\"filename\" is not a non-empty string";
     if (fp && !(cJSON_IsString(fp) && fp->valuestring)) return "\"filepath\" is not a string";
     if (!split_word) return "\"split\" is not a non-empty string";
-    if (caption_split_from_word(split_word, strlen(split_word), split) || !strcmp(split_word, "dev"))
+    if (caption_split_from_word(split_word, strlen(split_word), &im->split) ||
+        !strcmp(split_word, "dev"))
         return "\"split\" is not train, val, test or restval";
     if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(it, "sentences")))
         return "\"sentences\" is not an array";
-    if (cocoid && json_id(cocoid) < 0) return "\"cocoid\" is not a whole number >= 0";
+    im->id = cocoid ? json_id(cocoid) : -1;
+    if (cocoid && im->id < 0) return "\"cocoid\" is not a whole number >= 0";
     if (!caption_utf8_valid(file, strlen(file), NULL) ||
         (fp && !caption_utf8_valid(fp->valuestring, strlen(fp->valuestring), NULL)))
         return "file name is not valid UTF-8";
+    im->file = file;
     int pathlen = (fp && *fp->valuestring)
-                      ? caption_join_path(path, path_size, images_dir, fp->valuestring, file)
-                      : caption_join_path(path, path_size, images_dir, file, NULL);
+                      ? caption_join_path(im->path, sizeof im->path, images_dir, fp->valuestring, file)
+                      : caption_join_path(im->path, sizeof im->path, images_dir, file, NULL);
     return pathlen ? "image path too long" : NULL;
 }
 
@@ -252,28 +262,26 @@ int caption_read_karpathy(CaptionSet *set, const char *json_path, const char *im
     if (json_open_images(&root, &images, json_path, images_dir, opts, err)) return -1;
     CaptionBuilder b;
     caption_builder_init(&b, set, opts, json_path);
-    char where[CAPTION_PATH_MAX + 64], path[CAPTION_PATH_MAX], key[32];
+    char where[CAPTION_PATH_MAX + 64], key[32];
+    KarpathyImage im;
     int k = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, images) {
         snprintf(where, sizeof where, "%s: images[%d]", json_path, k++);
         const cJSON *sents = cJSON_GetObjectItemCaseSensitive(it, "sentences");
-        Split split = SPLIT_TRAIN;
-        const char *why = karpathy_image_check(it, images_dir, path, sizeof path, &split);
-        if (why || caption_keys_get(&b.keys, path) >= 0) {
+        const char *why = karpathy_image_check(it, images_dir, &im);
+        if (why || caption_keys_get(&b.keys, im.path) >= 0) {
             if (why)
                 caption_set_warn(set, "%s: %s", where, why);
             else
-                caption_set_warn(set, "%s: duplicate image %s; this entry skipped", where, path);
+                caption_set_warn(set, "%s: duplicate image %s; this entry skipped", where, im.path);
             set->images_skipped++;
             set->captions_skipped += cJSON_IsArray(sents) ? cJSON_GetArraySize(sents) : 0;
             continue;
         }
-        const cJSON *cocoid = cJSON_GetObjectItemCaseSensitive(it, "cocoid");
-        long long nid = cocoid ? json_id(cocoid) : -1;
-        if (nid >= 0) snprintf(key, sizeof key, "%lld", nid);
-        int i = caption_builder_add_image(&b, path, path, nid >= 0 ? key : json_str(it, "filename"),
-                                          nid, split, 0, where);
+        if (im.id >= 0) snprintf(key, sizeof key, "%lld", im.id);
+        int i = caption_builder_add_image(&b, im.path, im.path, im.id >= 0 ? key : im.file, im.id,
+                                          im.split, 0, where);
         karpathy_sentences(&b, i, sents, where);
     }
     cJSON_Delete(root);
