@@ -26,25 +26,12 @@ const char *caption_attention_name(const SatConfig *c) {
     return c->hard ? "hard" : attn_kind_name(c->attn.kind);
 }
 
-// A state's optimiser settings (cli/train_run.h TrainOptim) in its metadata: train.batch,
-// train.lr, train.lr_decay, train.clip, train.seed (the --seed given, a signed integer),
-// and the weight average's decay, train.ema (0: off). Caption train has no --beta1
-// (Adam's default): it is not stored.
-enum { OPTIM_META = 6 };
-static void optim_meta(const TrainOptim *o, float ema, char buf[OPTIM_META][64],
-                       SafetensorsMeta *meta) {
-    snprintf(buf[0], 64, "%d", o->batch);
-    snprintf(buf[1], 64, "%.9g", (double)o->lr);
-    snprintf(buf[2], 64, "%.9g", (double)o->lr_decay);
-    snprintf(buf[3], 64, "%.9g", (double)o->clip);
-    snprintf(buf[4], 64, "%ld", (long)o->seed);
-    snprintf(buf[5], 64, "%.9g", (double)ema);
-    static const char *const keys[OPTIM_META] = {"train.batch", "train.lr", "train.lr_decay",
-                                                 "train.clip", "train.seed", "train.ema"};
-    for (int i = 0; i < OPTIM_META; i++) meta[i] = (SafetensorsMeta){keys[i], buf[i]};
-}
+// A state's optimiser settings (cli/train_run.h TrainOptim, train_optim_meta) in its
+// metadata, and the weight average's decay, train.ema (0: off). Caption train has no
+// --beta1 (Adam's default): it is not stored.
+static const unsigned OPTIM_STORED = TRAIN_OPTIM_LR_DECAY;
 
-// The weight average's decay optim_meta wrote: *stored false (and ema untouched) for a
+// The weight average's decay caption_model_save wrote: *stored false (and ema untouched) for a
 // state written before it was stored.
 static int read_ema_meta(const SafetensorsFile *f, const char *path, float *ema, bool *stored,
                          Error *err) {
@@ -56,37 +43,22 @@ static int read_ema_meta(const SafetensorsFile *f, const char *path, float *ema,
     return 0;
 }
 
-// The settings optim_meta wrote, each checked as the flag would be: one line naming path
-// and key for a missing, malformed or out-of-range value. *stored false (and o untouched)
-// when the state has none of them: a state written before they were stored.
+// The optimiser's settings caption_model_save wrote (train_optim_read). *stored false (and
+// o untouched) when the state has none of them: a state written before they were stored.
 static int read_optim_meta(const SafetensorsFile *f, const char *path, TrainOptim *o,
                            bool *stored, Error *err) {
     *stored = safetensors_meta(f, "train.batch") || safetensors_meta(f, "train.lr") ||
               safetensors_meta(f, "train.lr_decay") || safetensors_meta(f, "train.clip") ||
               safetensors_meta(f, "train.seed");
     if (!*stored) return 0;
-    long batch, seed;
-    float lr, decay, clip;
-    if (safetensors_meta_long(f, path, "train.batch", NULL, 1, CAPTION_BATCH_MAX, &batch, err) ||
-        safetensors_meta_long(f, path, "train.seed", NULL, LONG_MIN, LONG_MAX, &seed, err) ||
-        safetensors_meta_float(f, path, "train.lr", &lr, err) ||
-        safetensors_meta_float(f, path, "train.lr_decay", &decay, err) ||
-        safetensors_meta_float(f, path, "train.clip", &clip, err))
-        return -1;
-    if (!(lr > 0)) return error_set(err, "%s: metadata train.lr = %g is not positive", path, (double)lr);
-    if (!(decay > 0 && decay <= 1))
-        return error_set(err, "%s: metadata train.lr_decay = %g out of range (0, 1]", path, (double)decay);
-    if (!(clip >= 0)) return error_set(err, "%s: metadata train.clip = %g is negative", path, (double)clip);
-    *o = (TrainOptim){.seed = (uint64_t)seed, .batch = (int)batch, .lr = lr, .lr_decay = decay,
-                      .clip = clip, .beta1 = o->beta1};
-    return 0;
+    return train_optim_read(f, path, OPTIM_STORED, CAPTION_BATCH_MAX, o, err);
 }
 
 int caption_model_save(const char *path, const SatModel *m, const Vocab *vocab, int with_state,
                        const TrainOptim *optim, const TrainEma *ema, long step, long best_step,
                        double best_bleu, const EncoderRecord *enc, const CaptionFineTune *ft,
                        Error *err) {
-    char cfg[2048], st[64], bst[64], bb[64], base[64], bset[16], ob[OPTIM_META][64];
+    char cfg[2048], st[64], bst[64], bb[64], base[64], bset[16], ema_decay[32];
     sat_config_format(&m->cfg, cfg, sizeof cfg);
     char *vj = vocab_to_json(vocab);
     snprintf(st, sizeof st, "%ld", step);
@@ -98,9 +70,12 @@ int caption_model_save(const char *path, const SatModel *m, const Vocab *vocab, 
                                 {"vocab", vj},           {"step", st},     {"best_step", bst},
                                 {"best_val_bleu4", bb},  {"baseline", base}, {"baseline_set", bset}};
     int n_meta = 9 + encoder_record_meta(enc, meta + 9);  // the pretrained encoder, if any
+    TrainOptimMeta om;  // its text is the metadata's until the save
     if (with_state) {
-        optim_meta(optim, ema->decay, ob, meta + n_meta);
-        n_meta += OPTIM_META;
+        train_optim_meta(&om, optim, OPTIM_STORED);
+        for (int i = 0; i < om.n; i++) meta[n_meta++] = om.meta[i];
+        snprintf(ema_decay, sizeof ema_decay, "%.9g", (double)ema->decay);
+        meta[n_meta++] = (SafetensorsMeta){"train.ema", ema_decay};
     }
     const bool with_ema = with_state && train_ema_on(ema);
     const Block *blocks[7] = {&m->params, &m->adam_m, &m->adam_v, with_ema ? &ema->avg : NULL};

@@ -64,7 +64,7 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
         {"loc-std", ARG_FLOAT, &f->loc_std, "--hard: standard deviation of the centre policy (the image spans [-1, 1])", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 10, .given = &f->given.loc_std},
         {"scales", ARG_INT, &f->scales, "--hard: the retina's patches, N x N each, patch s with stride 2^s pixels (RAM's 4 scales: windows of 12, 24, 48, 96 pixels at N 12)", .has_min = true, .min = 1, .has_max = true, .max = GLIMPSE_MAX_SCALES, .given = &f->given.scales},
         {"fragments", ARG_INT, &f->fragments, "clutter fragments (8 x 8) per image", .has_min = true, .min = 0, .has_max = true, .max = CLUTTER_MAX_FRAGMENTS, .given = &f->given.fragments},
-        {"batch", ARG_INT, &f->optim.batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = 1024, .given = &f->optim.given.batch},
+        {"batch", ARG_INT, &f->optim.batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = CLASSIFY_BATCH_MAX, .given = &f->optim.given.batch},
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
         {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
         {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},

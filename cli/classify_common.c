@@ -1,10 +1,7 @@
 #include "cli/classify_common.h"
 
-#include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/train_run.h"
@@ -48,12 +45,10 @@ int classify_save(const char *path, const ClassifyState *s, const Block *params,
     META("clutter.fragments", "%d", s->clutter.fragments);
     META("clutter.fragment", "%d", s->clutter.fragment);
     META("train.step", "%ld", s->step);
-    META("train.batch", "%d", s->optim.batch);
-    META("train.lr", "%.9g", (double)s->optim.lr);
-    META("train.beta1", "%.9g", (double)s->optim.beta1);
-    META("train.clip", "%.9g", (double)s->optim.clip);
-    META("train.seed", "%" PRIu64, s->optim.seed);
 #undef META
+    TrainOptimMeta om;
+    train_optim_meta(&om, &s->optim, TRAIN_OPTIM_BETA1);
+    for (int i = 0; i < om.n; i++) meta[k++] = om.meta[i];
     meta[k++] = (SafetensorsMeta){"train.data", s->data};
     meta[k++] = (SafetensorsMeta){"format", CLASSIFY_FORMAT};
     return train_checkpoint_save(path, params, m, v, meta, k, err);
@@ -110,24 +105,14 @@ static int read_cnn_config(const SafetensorsFile *f, const char *path, Classifie
 
 // The clutter, the step reached, the optimiser's settings, the seed and the data of the run.
 static int read_training(const SafetensorsFile *f, const char *path, ClassifyState *s, Error *err) {
-    static const char *const tkeys[] = {"clutter.fragments", "clutter.fragment", "train.step", "train.batch"};
-    long tv[4];
-    for (int i = 0; i < 4; i++)
+    static const char *const tkeys[] = {"clutter.fragments", "clutter.fragment", "train.step"};
+    long tv[3];
+    for (int i = 0; i < 3; i++)
         if (meta_long(f, path, tkeys[i], 0, 2000000000L, &tv[i], err)) return -1;
     s->clutter = (ClutterConfig){.W = classifier_width(&s->cfg), .H = classifier_height(&s->cfg),
                                  .fragments = (int)tv[0], .fragment = (int)tv[1]};
     s->step = tv[2];
-    s->optim.batch = (int)tv[3];
-    if (safetensors_meta_float(f, path, "train.lr", &s->optim.lr, err) ||
-        safetensors_meta_float(f, path, "train.beta1", &s->optim.beta1, err) ||
-        safetensors_meta_float(f, path, "train.clip", &s->optim.clip, err))
-        return -1;
-    const char *seed = safetensors_meta(f, "train.seed");
-    if (!seed) return error_set(err, "%s: no \"train.seed\" in __metadata__", path);
-    char *end;
-    errno = 0;
-    s->optim.seed = strtoull(seed, &end, 10);
-    if (errno || end == seed || *end) return error_set(err, "%s: metadata train.seed = '%s' is not an integer", path, seed);
+    if (train_optim_read(f, path, TRAIN_OPTIM_BETA1, CLASSIFY_BATCH_MAX, &s->optim, err)) return -1;
     const char *data = safetensors_meta(f, "train.data");
     snprintf(s->data, sizeof s->data, "%s", data && data[0] ? data : "mnist");
     return 0;
@@ -153,7 +138,6 @@ int classify_read_state(const SafetensorsFile *f, const char *path, ClassifyStat
     if (classifier_config_check(&s->cfg, &e2)) return error_wrap(err, &e2, "%s", path);
     if (clutter_config_check(&s->clutter, 28, 28, &e2))  // the MNIST family's 28 x 28 digits
         return error_wrap(err, &e2, "%s: clutter configuration", path);
-    if (s->optim.batch < 1) return error_set(err, "%s: metadata train.batch = %d", path, s->optim.batch);
     return 0;
 }
 

@@ -17,6 +17,8 @@
 #include "models/classifier.h"
 
 #define CLASSIFY_FORMAT "attend-classify-1"
+// The largest --batch of draw classify train, and of a checkpoint's train.batch.
+#define CLASSIFY_BATCH_MAX 1024
 
 typedef struct {
     ClassifierConfig cfg;

@@ -1,27 +1,21 @@
 // draw_checkpoint.c: bin/draw's checkpoints (cli/draw_checkpoint.h).
 #include "cli/draw_checkpoint.h"
 
-#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/check.h"
 
 int draw_checkpoint_write(const char *path, const DrawTrainState *s, const Block *params,
                           const Block *m, const Block *v, Error *err) {
-    char buf[17][64];
+    char buf[12][32];
     const DrawConfig *c = &s->cfg;
     int k = 0;
     SafetensorsMeta meta[24];
 #define META_INT(key, val)                                     \
     snprintf(buf[k], sizeof buf[k], "%lld", (long long)(val)); \
     meta[k] = (SafetensorsMeta){key, buf[k]};                  \
-    k++
-#define META_FLOAT(key, val)                         \
-    snprintf(buf[k], sizeof buf[k], "%.9g", (double)(val)); \
-    meta[k] = (SafetensorsMeta){key, buf[k]};        \
     k++
     META_INT("draw.W", c->W);
     META_INT("draw.H", c->H);
@@ -33,23 +27,18 @@ int draw_checkpoint_write(const char *path, const DrawTrainState *s, const Block
     META_INT("draw.z", c->z);
     META_INT("draw.attention", c->attention);
     META_INT("train.step", s->step);
-    META_INT("train.batch", s->optim.batch);
     META_INT("train.binarize", s->binarize);
-    META_FLOAT("train.lr", s->optim.lr);
-    META_FLOAT("train.beta1", s->optim.beta1);
-    META_FLOAT("train.clip", s->optim.clip);
-    CHECK(k == 15);
-    // Grey checkpoints carry no channel count, as before colour existed (same bytes).
+    // Grey checkpoints carry no channel count, as before colour existed.
     if (draw_channels(c) > 1) {
         META_INT("draw.channels", draw_channels(c));
     }
-    char seed[32];
-    snprintf(seed, sizeof seed, "%" PRIu64, s->optim.seed);
-    meta[k++] = (SafetensorsMeta){"train.seed", seed};
+#undef META_INT
+    TrainOptimMeta om;
+    train_optim_meta(&om, &s->optim, TRAIN_OPTIM_BETA1);
+    for (int i = 0; i < om.n; i++) meta[k++] = om.meta[i];
     meta[k++] = (SafetensorsMeta){"train.data", s->data};
     meta[k++] = (SafetensorsMeta){"format", "attend-draw-1"};
-#undef META_INT
-#undef META_FLOAT
+    CHECK(k <= 24);
     return train_checkpoint_save(path, params, m, v, meta, k, err);
 }
 
@@ -68,11 +57,11 @@ int draw_checkpoint_read_state(const SafetensorsFile *f, const char *path, DrawT
     if (!fmt || strcmp(fmt, "attend-draw-1") != 0)
         return error_set(err, "%s: not a DRAW checkpoint (format '%s', expected attend-draw-1%s)",
                          path, fmt ? fmt : "missing", fmt && !strcmp(fmt, "attend-sat") ? "; this is a captioner model" : "");
-    long v[12];
+    long v[11];
     static const char *const keys[] = {"draw.W", "draw.H", "draw.T", "draw.read_n", "draw.write_n",
                                        "draw.enc", "draw.dec", "draw.z", "draw.attention",
-                                       "train.step", "train.batch", "train.binarize"};
-    for (int i = 0; i < 12; i++) {
+                                       "train.step", "train.binarize"};
+    for (int i = 0; i < 11; i++) {
         if (meta_long(f, path, keys[i], &v[i], err)) return -1;
         if (v[i] < 0 || v[i] > 2000000000L)
             return error_set(err, "%s: metadata %s = %ld out of range", path, keys[i], v[i]);
@@ -89,23 +78,13 @@ int draw_checkpoint_read_state(const SafetensorsFile *f, const char *path, DrawT
         s->cfg.channels = (int)nc;
     }
     s->step = v[9];
-    s->optim.batch = (int)v[10];
-    s->binarize = v[11] != 0;
-    if (safetensors_meta_float(f, path, "train.lr", &s->optim.lr, err) ||
-        safetensors_meta_float(f, path, "train.beta1", &s->optim.beta1, err) ||
-        safetensors_meta_float(f, path, "train.clip", &s->optim.clip, err))
-        return -1;
-    const char *seed = safetensors_meta(f, "train.seed");
-    if (!seed) return error_set(err, "%s: no \"train.seed\" in __metadata__", path);
-    char *end;
-    s->optim.seed = strtoull(seed, &end, 10);
-    if (end == seed || *end) return error_set(err, "%s: metadata train.seed = '%s' is not an integer", path, seed);
+    s->binarize = v[10] != 0;
+    if (train_optim_read(f, path, TRAIN_OPTIM_BETA1, DRAW_BATCH_MAX, &s->optim, err)) return -1;
     const char *data = safetensors_meta(f, "train.data");
     snprintf(s->data, sizeof s->data, "%s", data ? data : "");
     Error e2;
     // e2's message is in the field form already: prefixed, never formatted again
     if (draw_config_check(&s->cfg, &e2)) return error_wrap(err, &e2, "%s", path);
-    if (s->optim.batch < 1) return error_set(err, "%s: metadata train.batch = %d", path, s->optim.batch);
     return 0;
 }
 

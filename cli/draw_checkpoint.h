@@ -1,7 +1,7 @@
 // draw_checkpoint.h: bin/draw's checkpoints. One safetensors file (written atomically)
 // holds the parameters, the Adam moments ("adam.m/NAME", "adam.v/NAME") and, in
 // __metadata__, the configuration and the training state; its "format" is attend-draw-1.
-// Grey checkpoints carry no channel count (the bytes of the days before colour).
+// Grey checkpoints carry no channel count, as the checkpoints of before colour did.
 //
 //     DrawCheckpoint m;                     // eval, generate, reconstruct
 //     if (draw_checkpoint_load(&m, "run/model.safetensors", &err)) ...
@@ -15,6 +15,9 @@
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "models/draw.h"
+
+// The largest --batch of draw train, and of a checkpoint's train.batch.
+#define DRAW_BATCH_MAX 10000
 
 // What a checkpoint holds besides the tensors: the configuration and the training counters.
 typedef struct {

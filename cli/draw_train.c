@@ -85,7 +85,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"write", ARG_INT, &f->write_n, "write grid N (N x N)", .has_min = true, .min = 1, .has_max = true, .max = 64, .given = &f->given.write},
         {"hidden", ARG_INT, &f->hidden, "encoder and decoder LSTM units", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.hidden},
         {"z", ARG_INT, &f->z, "latent size per step", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.z},
-        {"batch", ARG_INT, &f->optim.batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = 10000, .given = &f->optim.given.batch},
+        {"batch", ARG_INT, &f->optim.batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = DRAW_BATCH_MAX, .given = &f->optim.given.batch},
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
         {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
         {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},

@@ -1,6 +1,7 @@
 #include "cli/train_run.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +262,45 @@ void train_optim_resume(TrainOptim *o, const TrainOptimFlags *f, const char *com
     if (f->given.beta1) o->beta1 = f->beta1;
     if (f->given.clip) o->clip = f->clip;
     if (f->given.seed) o->seed = (uint64_t)f->seed;
+}
+
+void train_optim_meta(TrainOptimMeta *m, const TrainOptim *o, unsigned with) {
+    m->n = 0;
+#define PUT(key, ...)                                                          \
+    do {                                                                       \
+        snprintf(m->text[m->n], sizeof m->text[m->n], __VA_ARGS__);            \
+        m->meta[m->n] = (SafetensorsMeta){key, m->text[m->n]};                 \
+        m->n++;                                                                \
+    } while (0)
+    PUT("train.batch", "%d", o->batch);
+    PUT("train.lr", "%.9g", (double)o->lr);
+    if (with & TRAIN_OPTIM_BETA1) PUT("train.beta1", "%.9g", (double)o->beta1);
+    if (with & TRAIN_OPTIM_LR_DECAY) PUT("train.lr_decay", "%.9g", (double)o->lr_decay);
+    PUT("train.clip", "%.9g", (double)o->clip);
+    PUT("train.seed", "%lld", (long long)(int64_t)o->seed);
+#undef PUT
+}
+
+int train_optim_read(const SafetensorsFile *f, const char *path, unsigned with, int batch_max,
+                     TrainOptim *o, Error *err) {
+    long batch, seed;
+    float lr, clip, beta1 = o->beta1, decay = o->lr_decay;
+    if (safetensors_meta_long(f, path, "train.batch", NULL, 1, batch_max, &batch, err) ||
+        safetensors_meta_long(f, path, "train.seed", NULL, LONG_MIN, LONG_MAX, &seed, err) ||
+        safetensors_meta_float(f, path, "train.lr", &lr, err) ||
+        safetensors_meta_float(f, path, "train.clip", &clip, err) ||
+        ((with & TRAIN_OPTIM_BETA1) && safetensors_meta_float(f, path, "train.beta1", &beta1, err)) ||
+        ((with & TRAIN_OPTIM_LR_DECAY) && safetensors_meta_float(f, path, "train.lr_decay", &decay, err)))
+        return -1;
+    if (!(lr > 0)) return error_set(err, "%s: metadata train.lr = %g is not positive", path, (double)lr);
+    if (!(clip >= 0)) return error_set(err, "%s: metadata train.clip = %g is negative", path, (double)clip);
+    if ((with & TRAIN_OPTIM_BETA1) && !(beta1 >= 0 && beta1 < 1))
+        return error_set(err, "%s: metadata train.beta1 = %g out of range [0, 1)", path, (double)beta1);
+    if ((with & TRAIN_OPTIM_LR_DECAY) && !(decay > 0 && decay <= 1))
+        return error_set(err, "%s: metadata train.lr_decay = %g out of range (0, 1]", path, (double)decay);
+    *o = (TrainOptim){.seed = (uint64_t)seed, .batch = (int)batch, .lr = lr, .beta1 = beta1,
+                      .clip = clip, .lr_decay = decay};
+    return 0;
 }
 
 // ---------------------------------------------------------------------------------------

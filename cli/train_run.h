@@ -225,6 +225,27 @@ TrainOptim train_optim_new(const TrainOptimFlags *f);
 void train_optim_resume(TrainOptim *o, const TrainOptimFlags *f, const char *command,
                         FILE *note);
 
+// The settings in a checkpoint's metadata: train.batch, train.lr, train.clip, train.seed
+// (as a signed integer, the --seed given), and where `with` says so train.beta1
+// (TRAIN_OPTIM_BETA1: draw, draw classify) and train.lr_decay (TRAIN_OPTIM_LR_DECAY:
+// caption). train_optim_meta writes them into m->meta[0 .. m->n - 1], whose values point
+// into m->text (m must outlive the save).
+enum { TRAIN_OPTIM_BETA1 = 1u << 0, TRAIN_OPTIM_LR_DECAY = 1u << 1, TRAIN_OPTIM_META_MAX = 6 };
+typedef struct {
+    char text[TRAIN_OPTIM_META_MAX][32];
+    SafetensorsMeta meta[TRAIN_OPTIM_META_MAX];
+    int n;
+} TrainOptimMeta;
+
+void train_optim_meta(TrainOptimMeta *m, const TrainOptim *o, unsigned with);
+// Reads back what train_optim_meta wrote (the same `with`), each value checked as its flag
+// is: batch in [1, batch_max], lr > 0, beta1 in [0, 1), lr_decay in (0, 1], clip >= 0, the
+// seed a 64-bit integer. -1 with one line naming path, key and value on a missing,
+// malformed or out-of-range one; o is written only on success (the settings `with` leaves
+// out keep their values).
+int train_optim_read(const SafetensorsFile *f, const char *path, unsigned with, int batch_max,
+                     TrainOptim *o, Error *err);
+
 // ---------------------------------------------------------------------------------------
 // Step checks
 

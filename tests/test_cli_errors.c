@@ -230,6 +230,25 @@ static void test_draw_errors(void) {
     rc = run("draw", "train " DRAW_TINY " --steps 4 --resume --out %s", dir);
     expect_failure(rc, "--resume from a huge model claimed", WANT("rhuge/model.safetensors", "enc.W"),
                    WANT("rhuge/log.csv"));
+    // Optimiser settings no flag would give (cli/train_run.h train_optim_read): --resume
+    // refuses them, naming the key, before anything is written.
+    static const struct {
+        const char *key, *value;
+    } bad_optim[] = {{"train.lr", "-1"},      {"train.beta1", "2"}, {"train.clip", "-3"},
+                     {"train.batch", "0"},    {"train.seed", "99999999999999999999999"},
+                     {"train.lr", NULL}};
+    for (size_t i = 0; i < sizeof bad_optim / sizeof bad_optim[0]; i++) {
+        snprintf(dir, sizeof dir, "%s/ropt%zu", tmp, i);
+        EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        rewrite_meta(draw_model, path, bad_optim[i].key, bad_optim[i].value);
+        rc = run("draw", "train " DRAW_TINY " --steps 4 --resume --out %s", dir);
+        char what[96], log[32];
+        snprintf(what, sizeof what, "--resume with %s = %s", bad_optim[i].key,
+                 bad_optim[i].value ? bad_optim[i].value : "(none)");
+        snprintf(log, sizeof log, "ropt%zu/log.csv", i);
+        expect_failure(rc, what, WANT("model.safetensors", bad_optim[i].key), WANT(log));
+    }
     // An output folder that cannot be made (a file stands in the way).
     rc = run("draw", "generate --model %s --out %s/notes.txt/frames", draw_model, tmp);
     expect_failure(rc, "output under a file", WANT("notes.txt"), NONE);

@@ -298,6 +298,46 @@ static void test_checkpoint_round_trip(void) {
     for (int i = 0; i < 7; i++) block_free(all[i]);
 }
 
+// The optimiser's settings through a checkpoint's metadata: the keys `with` names and no
+// others, every value read back as written (a negative seed too), and a file without a
+// setting `with` asks for refused by its key.
+static void test_optim_meta_round_trip(void) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/optim.safetensors", tmp);
+    Block p;
+    small_block(&p, 1, 3);
+    const TrainOptim saved = {.seed = (uint64_t)-7, .batch = 12, .lr = 3e-4f, .beta1 = 0.5f,
+                              .clip = 2.5f, .lr_decay = 0.8f};
+    static const unsigned withs[] = {TRAIN_OPTIM_BETA1, TRAIN_OPTIM_LR_DECAY};
+    Error err;
+    for (int k = 0; k < 2; k++) {
+        TrainOptimMeta om;
+        train_optim_meta(&om, &saved, withs[k]);
+        EXPECT(train_checkpoint_save(path, &p, NULL, NULL, om.meta, om.n, &err) == 0, "%s", err.msg);
+        SafetensorsFile f;
+        EXPECT(safetensors_load(&f, path, &err) == 0, "%s", err.msg);
+        const bool beta1 = withs[k] == TRAIN_OPTIM_BETA1;
+        EXPECT(om.n == 5 && !safetensors_meta(&f, beta1 ? "train.lr_decay" : "train.beta1"),
+               "with %u: %d keys", withs[k], om.n);
+        EXPECT(!strcmp(safetensors_meta(&f, "train.seed") ? safetensors_meta(&f, "train.seed") : "", "-7"),
+               "the seed as the signed --seed");
+        TrainOptim read = {.beta1 = 0.9f, .lr_decay = 1};
+        EXPECT(train_optim_read(&f, path, withs[k], 16, &read, &err) == 0, "%s", err.msg);
+        EXPECT(read.seed == saved.seed && read.batch == 12 && read.lr == saved.lr &&
+                   read.clip == saved.clip,
+               "with %u: read back differs", withs[k]);
+        EXPECT(beta1 ? read.beta1 == 0.5f && read.lr_decay == 1 : read.beta1 == 0.9f && read.lr_decay == 0.8f,
+               "with %u: the optional settings", withs[k]);
+        // A batch above the command's largest, and a setting asked for that was not written.
+        EXPECT(train_optim_read(&f, path, withs[k], 8, &read, &err) == -1 &&
+                   strstr(err.msg, path) && strstr(err.msg, "train.batch = 12"), "%s", err.msg);
+        EXPECT(train_optim_read(&f, path, TRAIN_OPTIM_BETA1 | TRAIN_OPTIM_LR_DECAY, 16, &read, &err) == -1 &&
+                   strstr(err.msg, beta1 ? "train.lr_decay" : "train.beta1"), "%s", err.msg);
+        safetensors_free(&f);
+    }
+    block_free(&p);
+}
+
 // A run's four blocks: laid out as the parameters, zeroed without a checkpoint, read from
 // one; a checkpoint for another layout refused before anything is allocated.
 static void test_weights_open(void) {
@@ -440,6 +480,7 @@ int main(void) {
     RUN(test_optim_resume_takes_given_flags);
     RUN(test_out_check_refuses_a_run);
     RUN(test_checkpoint_round_trip);
+    RUN(test_optim_meta_round_trip);
     RUN(test_weights_open);
     RUN(test_check_finite_names_step_and_tensor);
     RUN(test_ema_swap_and_off);
