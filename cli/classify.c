@@ -173,7 +173,7 @@ static int load_data(ClassifyRun *r, Error *err) {
     }
     if (classify_load_split(&r->train, st->data, f->root, SPLIT_TRAIN, &st->clutter, err) ||
         classify_load_split(&r->valid, st->data, f->root, SPLIT_VALID, &st->clutter, err))
-        return -1;
+        return r->resumed ? error_prefix(err, "%s: the run's data", r->ckpt) : -1;
     if (r->train.n < st->optim.batch)
         return error_set(err, "--batch: %d is more than the %d training digits of %s", st->optim.batch,
                          r->train.n, st->data);

@@ -192,7 +192,8 @@ static int load_data(DrawRun *r, Error *err) {
     DrawTrainState *st = &r->st;
     const char *dname = r->resumed && st->data[0] ? st->data : f->data;
     int binarize = r->resumed ? st->binarize : !f->no_binarize && draw_data_binarizable(dname);
-    if (draw_data_load_splits(&r->train, &r->valid, NULL, dname, f->root, err)) return -1;
+    if (draw_data_load_splits(&r->train, &r->valid, NULL, dname, f->root, err))
+        return r->resumed ? error_prefix(err, "%s: the run's data", r->ckpt) : -1;
     if (binarize) imageset_binarize_fixed(&r->valid, MNIST_FIXED_BINARIZE_SEED);
     if (!r->resumed) {
         st->cfg = (DrawConfig){.W = r->train.cols, .H = r->train.rows,

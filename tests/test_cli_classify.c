@@ -330,6 +330,16 @@ static void test_bad_input_one_line(void) {
         expect_one_line(rc, "truncated checkpoint", "cut.safetensors", NULL);
         rc = run_draw("classify show --model %s/run/model.safetensors --count 0 --out %s/s0", tmpdir, tmpdir);
         expect_one_line(rc, "--count 0", "--count", NULL);
+        // A run whose data cannot be loaded now: the checkpoint is named as its source.
+        char dir[500];
+        snprintf(dir, sizeof dir, "%s/nodata", tmpdir);
+        Error mk;
+        EXPECT(make_dirs(dir, &mk) == 0, "%s", mk.msg);
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        if (checkpoint_rewrite_meta(src, path, "train.data", "gone-digits") == 0) {
+            rc = run_draw("classify train --steps 8 --resume --out %s", dir);
+            expect_one_line(rc, "resume with data gone", "nodata/model.safetensors: the run's data", "gone-digits");
+        }
     }
     // A DRAW generator's checkpoint is named as such.
     rc = run_draw("train --data mnist --T 2 --read 2 --write 2 --hidden 4 --z 2 --batch 8 --steps 1 "

@@ -249,6 +249,16 @@ static void test_draw_errors(void) {
         snprintf(log, sizeof log, "ropt%zu/log.csv", i);
         expect_failure(rc, what, WANT("model.safetensors", bad_optim[i].key), WANT(log));
     }
+    // A run whose data cannot be loaded now (an IDX file since moved): the checkpoint is
+    // named as where the data's name came from.
+    snprintf(dir, sizeof dir, "%s/rdata", tmp);
+    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    rewrite_meta(draw_model, path, "train.data", "moved/digits-images.idx");
+    rc = run("draw", "train --steps 4 --resume --out %s", dir);
+    expect_failure(rc, "--resume with its data gone",
+                   WANT("rdata/model.safetensors: the run's data", "moved/digits-images.idx"),
+                   WANT("rdata/log.csv"));
     // An output folder that cannot be made (a file stands in the way).
     rc = run("draw", "generate --model %s --out %s/notes.txt/frames", draw_model, tmp);
     expect_failure(rc, "output under a file", WANT("notes.txt"), NONE);
