@@ -22,7 +22,6 @@
 #include "core/gemm.h"
 #include "core/rng.h"
 #include "core/timer.h"
-#include "vision/plot.h"
 #include "core/text_escape.h"
 
 static int fail(const Error *err) {
@@ -32,10 +31,9 @@ static int fail(const Error *err) {
 
 typedef struct {
     const char *data, *root, *out;
-    int model, T, read_n, hidden, threads, epochs, fragments, scales;
-    int valid_every, valid_images, log_every, ckpt_every;
-    long steps;
-    double minutes;
+    int model, T, read_n, hidden, threads, fragments, scales;
+    int valid_images;
+    TrainPlanFlags plan;    // --steps, --epochs, --minutes, --log-every, --valid-every, --checkpoint-every
     float loc_std;
     TrainOptimFlags optim;  // --batch, --lr, --beta1, --clip, --seed
     bool resume, force, no_attention, hard, json;
@@ -47,7 +45,7 @@ typedef struct {
 static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
     *f = (ClassifyFlags){.data = "mnist", .root = "data", .T = 8, .read_n = 12, .hidden = 256,
                          .threads = threads_available(), .fragments = 8,
-                         .valid_every = 500, .valid_images = 1000, .log_every = 50,
+                         .valid_images = 1000, .plan = {.log_every = 50, .valid_every = 500},
                          .loc_std = 0.1f, .scales = 4,
                          .optim = {.seed = 1, .batch = 64, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f, .lr_decay = 1}};
     static const char *const models[] = {"glimpse", "cnn", NULL};
@@ -68,23 +66,23 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
         {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
         {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
-        {"steps", ARG_LONG, &f->steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
-        {"epochs", ARG_INT, &f->epochs, "train until this many epochs in total (1 when no budget is given)", .has_min = true, .min = 0},
-        {"minutes", ARG_DOUBLE, &f->minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
+        {"steps", ARG_LONG, &f->plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
+        {"epochs", ARG_INT, &f->plan.epochs, "train until this many epochs in total (1 when no budget is given)", .has_min = true, .min = 0},
+        {"minutes", ARG_DOUBLE, &f->plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order and training clutter", .has_min = true, .min = 0, .given = &f->optim.given.seed},
         {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
-        {"valid-every", ARG_INT, &f->valid_every, "steps between validation errors (and checkpoints)", .has_min = true, .min = 1},
+        {"valid-every", ARG_INT, &f->plan.valid_every, "steps between validation errors (and checkpoints)", .has_min = true, .min = 1},
         {"valid-images", ARG_INT, &f->valid_images, "validation images used (at most 5000)", .has_min = true, .min = 1, .has_max = true, .max = MNIST_VALID_COUNT},
-        {"log-every", ARG_INT, &f->log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
-        {"checkpoint-every", ARG_INT, &f->ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
+        {"log-every", ARG_INT, &f->plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
+        {"checkpoint-every", ARG_INT, &f->plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
         {"json", ARG_FLAG, &f->json, "print the final figures as one JSON object", .given = NULL},
     };
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
                                "draw classify train --out DIR [flags]", "draw classify", code))
         return 1;
-    if (f->steps == 0 && f->epochs == 0 && f->minutes == 0) f->epochs = 1;
+    train_plan_default(&f->plan);
     return 0;
 }
 
@@ -92,7 +90,7 @@ typedef struct {
     const ClassifyFlags *f;
     ClassifyState st;
     bool resumed;
-    char ckpt[1100], csv[1100], png[1100];
+    TrainPaths paths;  // OUT/model.safetensors, log.csv, loss.png
     ImageSet train, valid;
     TrainWeights w;  // parameters (viewed by p), gradients, Adam's moments
     ClassifierParams p;
@@ -134,18 +132,15 @@ static int check_resume_flags(ClassifyRun *r, Error *err) {
         if (c->hard) flag_diffs_int(&model, "scales", f->given.scales, f->scales, c->scales);
     }
     flag_diffs_int(&model, "fragments", f->given.fragments, f->fragments, st->clutter.fragments);
-    if (flag_diffs_refuse(&model, r->ckpt, err)) return -1;
+    if (flag_diffs_refuse(&model, r->paths.model, err)) return -1;
     train_optim_resume(&st->optim, &f->optim, "draw classify train", stderr);
     return 0;
 }
 
 static int resume_state(ClassifyRun *r, SafetensorsFile *file, Error *err) {
     if (!r->f->resume) return 0;
-    if (!file_exists(r->ckpt)) {
-        text_write_linef(stderr, "draw classify: %s: no checkpoint yet; starting from scratch", r->ckpt);
-        return 0;
-    }
-    if (safetensors_load(file, r->ckpt, err) || classify_read_state(file, r->ckpt, &r->st, err)) return -1;
+    if (!train_checkpoint_found(r->paths.model, "draw classify")) return 0;
+    if (safetensors_load(file, r->paths.model, err) || classify_read_state(file, r->paths.model, &r->st, err)) return -1;
     r->resumed = true;
     return check_resume_flags(r, err);
 }
@@ -173,7 +168,7 @@ static int load_data(ClassifyRun *r, Error *err) {
     }
     if (classify_load_split(&r->train, st->data, f->root, SPLIT_TRAIN, &st->clutter, err) ||
         classify_load_split(&r->valid, st->data, f->root, SPLIT_VALID, &st->clutter, err))
-        return r->resumed ? error_prefix(err, "%s: the run's data", r->ckpt) : -1;
+        return r->resumed ? error_prefix(err, "%s: the run's data", r->paths.model) : -1;
     if (r->train.n < st->optim.batch)
         return error_set(err, "--batch: %d is more than the %d training digits of %s", st->optim.batch,
                          r->train.n, st->data);
@@ -185,14 +180,12 @@ static int load_data(ClassifyRun *r, Error *err) {
 static int init_model(ClassifyRun *r, const SafetensorsFile *file, Error *err) {
     const ClassifierConfig *c = &r->st.cfg;
     classifier_layout(&r->w.params, &r->p, c);
-    if (train_weights_open(&r->w, r->resumed ? file : NULL, r->ckpt, err)) return -1;
+    if (train_weights_open(&r->w, r->resumed ? file : NULL, r->paths.model, err)) return -1;
     if (!r->resumed) {
-        Rng init;
-        rng_seed(&init, rng_mix(r->st.optim.seed, 0x1417));
+        Rng init = train_optim_init_rng(&r->st.optim);
         classifier_init(&r->p, c, &init);
     }
-    r->adam = adam_defaults(r->st.optim.lr);
-    r->adam.beta1 = r->st.optim.beta1;
+    r->adam = train_optim_adam(&r->st.optim);
     return 0;
 }
 
@@ -225,9 +218,7 @@ static int open_run(ClassifyRun *r, const ClassifyFlags *f, Error *err) {
     memset(r, 0, sizeof *r);
     r->f = f;
     r->last_loss = r->last_train_error = r->last_valid = NAN;
-    snprintf(r->ckpt, sizeof r->ckpt, "%s/model.safetensors", f->out);
-    snprintf(r->csv, sizeof r->csv, "%s/log.csv", f->out);
-    snprintf(r->png, sizeof r->png, "%s/loss.png", f->out);
+    train_paths(&r->paths, f->out);
     SafetensorsFile file = {0};
     int rc = train_out_check(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
              resume_state(r, &file, err) || load_data(r, err) || make_dirs(f->out, err);
@@ -238,14 +229,9 @@ static int open_run(ClassifyRun *r, const ClassifyFlags *f, Error *err) {
     safetensors_free(&file);
     if (rc) return -1;
     alloc_buffers(r);
-    long target = f->steps > 0 ? f->steps : (f->epochs > 0 ? (long)f->epochs * r->bpe : 0);
-    r->budget = (TrainBudget){.end_step = target, .seconds = f->minutes * 60.0};
-    r->cadence = (TrainCadence){.steps_per_epoch = r->bpe, .log_every = f->log_every,
-                                .valid_every = f->valid_every,
-                                .save_every = f->ckpt_every ? f->ckpt_every : f->valid_every,
-                                .log_at_validation = true};
+    train_plan(&f->plan, r->bpe, &r->budget, &r->cadence);
     if (train_out_clear(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
-        csvlog_open(&r->log, r->csv, "step,train_loss,train_error,valid_error,grad_norm,grad_norm_max,seconds", r->resumed, err))
+        csvlog_open(&r->log, r->paths.log, "step,train_loss,train_error,valid_error,grad_norm,grad_norm_max,seconds", r->resumed, err))
         return -1;
     return 0;
 }
@@ -277,9 +263,9 @@ static void print_header(const ClassifyRun *r) {
 static void make_batch(ClassifyRun *r) {
     const ClassifyState *st = &r->st;
     const int B = st->optim.batch;
-    long e = st->step / r->bpe, i = st->step % r->bpe;
-    const int *perm = train_order_of(&r->order, e, rng_mix(st->optim.seed, 0xE90C0000ULL + (uint64_t)e));
-    for (int b = 0; b < B; b++) r->idx[b] = e * r->train.n + perm[i * B + b];
+    const long e = st->step / r->bpe;  // clutter index: epoch e's copy of each digit
+    const int *batch = train_order_batch(&r->order, st->step, r->bpe, B, st->optim.seed);
+    for (int b = 0; b < B; b++) r->idx[b] = e * r->train.n + batch[b];
     cluttered_batch_threads(r->x, r->labels, &r->train, &st->clutter,
                             classify_train_clutter_seed(st->optim.seed), r->idx, B, r->n_workers);
 }
@@ -295,7 +281,7 @@ static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
     *loss = classifier_forward_parallel_hard(r->workers, r->n_workers, &r->p, &st->cfg, r->x,
                                              r->labels, st->optim.batch, r->eps,
                                              &r->w.grads, correct);
-    if (train_check_finite(st->step + 1, "loss", *loss, &r->w.grads, r->ckpt, err)) return -1;
+    if (train_check_finite(st->step + 1, "loss", *loss, &r->w.grads, r->paths.model, err)) return -1;
     train_norms_add(&r->norms, clip_global_norm(r->w.grads.data, r->w.grads.numel, st->optim.clip));
     st->step++;
     adam_update_threads(r->w.params.data, r->w.grads.data, r->w.mom1.data, r->w.mom2.data,
@@ -325,7 +311,7 @@ static int log_validate_save(ClassifyRun *r, double loss, int correct, bool last
         csvlog_row(&r->log, row, 7);
         r->loss_acc = 0.0, r->acc_n = 0, r->acc_correct = 0, r->acc_images = 0;
     }
-    if (due.save) return classify_save(r->ckpt, st, &r->w.params, &r->w.mom1, &r->w.mom2, err);
+    if (due.save) return classify_save(r->paths.model, st, &r->w.params, &r->w.mom1, &r->w.mom2, err);
     return 0;
 }
 
@@ -354,39 +340,26 @@ static int train_loop(ClassifyRun *r, Error *err) {
     return rc;
 }
 
-// Error curves from log.csv (its train_error and valid_error columns, as percentages,
-// against the step).
-static int write_curves(const char *csv, const char *png, Error *err) {
-    static const char *const cols[2] = {"train_error", "valid_error"};
-    ReportColumns c;
-    if (report_read_columns(&c, csv, "step", cols, 2, err)) return -1;
-    for (int k = 0; k < 2; k++)
-        for (int i = 0; i < c.n[k]; i++) c.y[k][i] *= 100.0f;
-    PlotSeries s[2] = {{"train error", c.x[0], c.y[0], c.n[0]}, {"valid error", c.x[1], c.y[1], c.n[1]}};
-    PlotOptions o = {.title = "cluttered MNIST classification", .xlabel = "step", .ylabel = "error (%)"};
-    int rc = plot_write_png(png, s, 2, &o, err);
-    report_columns_free(&c);
-    return rc;
-}
-
 static int finish_run(ClassifyRun *r, Error *err) {
     csvlog_close(&r->log);
-    if (r->meter.steps == 0 && !file_exists(r->ckpt) &&
-        classify_save(r->ckpt, &r->st, &r->w.params, &r->w.mom1, &r->w.mom2, err))
+    if (r->meter.steps == 0 && !file_exists(r->paths.model) &&
+        classify_save(r->paths.model, &r->st, &r->w.params, &r->w.mom1, &r->w.mom2, err))
         return -1;
-    if (write_curves(r->csv, r->png, err)) return -1;
+    static const ReportLogPlot curves = {{"train_error", "valid_error"}, {"train error", "valid error"}, 100.0f,
+                                         "cluttered MNIST classification", "error (%)"};
+    if (report_plot_log(r->paths.log, r->paths.plot, &curves, err)) return -1;
     double ips = train_meter_images_per_s(&r->meter), secs = timer_now() - r->budget.t0;
     char valid_text[64] = "no validation in this run", a[32], b[32], c[32];
     if (isfinite(r->last_valid))
         snprintf(valid_text, sizeof valid_text, "valid error %.2f%% (%d images)",
                  100.0 * r->last_valid, r->f->valid_images);
     text_write_linef(stderr, "draw classify train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s",
-                     r->meter.steps, secs, ips, valid_text, r->ckpt);
+                     r->meter.steps, secs, ips, valid_text, r->paths.model);
     if (r->f->json)
         printf("{\"steps\": %ld, \"final_loss\": %s, \"train_error\": %s, \"valid_error\": %s, "
                "\"images_per_s\": %.6g, \"seconds\": %.6g, \"model\": \"%s\"}\n",
                r->st.step, json_number(a, r->last_loss), json_number(b, r->last_train_error),
-               json_number(c, r->last_valid), ips, secs, r->ckpt);
+               json_number(c, r->last_valid), ips, secs, r->paths.model);
     return 0;
 }
 

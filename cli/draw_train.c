@@ -31,16 +31,14 @@
 #include "core/timer.h"
 #include "datasets/mnist.h"
 #include "models/draw.h"
-#include "vision/plot.h"
 
 // draw train's flags as given; given.NAME: --NAME was on the command line (on --resume, a
 // flag left out takes the checkpoint's value).
 typedef struct {
     const char *data, *root, *out;
-    int T, read_n, write_n, hidden, z, threads, epochs, preset;
-    int valid_every, valid_images, log_every, ckpt_every;
-    long steps;
-    double minutes;
+    int T, read_n, write_n, hidden, z, threads, preset;
+    int valid_images;
+    TrainPlanFlags plan;    // --steps, --epochs, --minutes, --log-every, --valid-every, --checkpoint-every
     TrainOptimFlags optim;  // --batch, --lr, --beta1, --clip, --seed
     bool resume, force, no_attention, no_binarize, json;
     struct {
@@ -73,7 +71,7 @@ static void apply_preset(TrainFlags *f) {
 static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
     *f = (TrainFlags){.data = "mnist", .root = "data", .T = 64, .read_n = 2, .write_n = 5,
                       .hidden = 256, .z = 100, .threads = threads_available(),
-                      .valid_every = 500, .log_every = 50,
+                      .plan = {.log_every = 50, .valid_every = 500},
                       .optim = {.seed = 1, .batch = 100, .lr = 1e-3f, .beta1 = 0.9f, .clip = 10.0f, .lr_decay = 1}};
     ArgSpec specs[] = {
         {"data", ARG_STRING, &f->data, "mnist, fashion-mnist, mnist2 (two digits, 60x60), scenes (colour 64x64), or an IDX image file", .metavar = "D", .given = &f->given.data},
@@ -89,24 +87,24 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
         {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
         {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
-        {"steps", ARG_LONG, &f->steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
-        {"epochs", ARG_INT, &f->epochs, "train until this many epochs in total (1 when no budget is given)", .has_min = true, .min = 0},
-        {"minutes", ARG_DOUBLE, &f->minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
+        {"steps", ARG_LONG, &f->plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
+        {"epochs", ARG_INT, &f->plan.epochs, "train until this many epochs in total (1 when no budget is given)", .has_min = true, .min = 0},
+        {"minutes", ARG_DOUBLE, &f->plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order, binarisation and noise", .has_min = true, .min = 0, .given = &f->optim.given.seed},
         {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
         {"no-attention", ARG_FLAG, &f->no_attention, "read the whole image and write the whole canvas", .given = &f->given.no_attention},
         {"no-binarize", ARG_FLAG, &f->no_binarize, "keep grey levels (Bernoulli likelihood on intensities)", .given = &f->given.no_binarize},
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
-        {"valid-every", ARG_INT, &f->valid_every, "steps between validation bounds (and checkpoints)", .has_min = true, .min = 1},
+        {"valid-every", ARG_INT, &f->plan.valid_every, "steps between validation bounds (and checkpoints)", .has_min = true, .min = 1},
         {"valid-images", ARG_INT, &f->valid_images, "validation images used (0: all)", .has_min = true, .min = 0},
-        {"log-every", ARG_INT, &f->log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
-        {"checkpoint-every", ARG_INT, &f->ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
+        {"log-every", ARG_INT, &f->plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
+        {"checkpoint-every", ARG_INT, &f->plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
         {"json", ARG_FLAG, &f->json, "print the final figures as one JSON object", .given = NULL},
     };
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw train --data D --out DIR [flags]", "draw", code))
         return 1;
-    if (f->steps == 0 && f->epochs == 0 && f->minutes == 0) f->epochs = 1;
+    train_plan_default(&f->plan);
     apply_preset(f);
     return 0;
 }
@@ -120,7 +118,7 @@ typedef struct {
     bool resumed;   // st came from OUT/model.safetensors
     bool reported;  // the failure was printed already, by the ranks that failed
     bool failed_everywhere;  // every rank stopped on the same failure (after a reduction)
-    char ckpt[1100], csv[1100], png[1100];
+    TrainPaths paths;  // OUT/model.safetensors, log.csv, loss.png
     ImageSet train, valid;
     TrainWeights w;    // parameters (viewed by p), gradients, Adam's moments
     DrawParams p;
@@ -160,7 +158,7 @@ static int check_resume_flags(DrawRun *r, Error *err) {
     flag_diffs_int(&model, "z", f->given.z, f->z, c->z);
     flag_diffs_switch(&model, "no-attention", f->given.no_attention, f->no_attention, !c->attention);
     flag_diffs_switch(&model, "no-binarize", f->given.no_binarize, f->no_binarize, !st->binarize);
-    if (flag_diffs_refuse(&model, r->ckpt, err)) return -1;
+    if (flag_diffs_refuse(&model, r->paths.model, err)) return -1;
     train_optim_resume(&st->optim, &f->optim, "draw train", stderr);
     return 0;
 }
@@ -168,17 +166,14 @@ static int check_resume_flags(DrawRun *r, Error *err) {
 // --resume with a checkpoint: its state into r->st (file stays open for init_model).
 static int resume_state(DrawRun *r, SafetensorsFile *file, Error *err) {
     if (!r->f->resume) return 0;
-    if (!file_exists(r->ckpt)) {
-        text_write_linef(stderr, "draw: %s: no checkpoint yet; starting from scratch", r->ckpt);
-        return 0;
-    }
-    if (safetensors_load(file, r->ckpt, err) || draw_checkpoint_read_state(file, r->ckpt, &r->st, err)) return -1;
+    if (!train_checkpoint_found(r->paths.model, "draw")) return 0;
+    if (safetensors_load(file, r->paths.model, err) || draw_checkpoint_read_state(file, r->paths.model, &r->st, err)) return -1;
     // The tensors against the configuration, before any rank allocates for it: the metadata
     // may claim any size.
     Block layout = {0};
     DrawParams p;
     draw_layout(&layout, &p, &r->st.cfg);
-    int rc = safetensors_check_block(&layout, "", file, r->ckpt, err);
+    int rc = safetensors_check_block(&layout, "", file, r->paths.model, err);
     block_free(&layout);
     if (rc) return -1;
     r->resumed = true;
@@ -193,7 +188,7 @@ static int load_data(DrawRun *r, Error *err) {
     const char *dname = r->resumed && st->data[0] ? st->data : f->data;
     int binarize = r->resumed ? st->binarize : !f->no_binarize && draw_data_binarizable(dname);
     if (draw_data_load_splits(&r->train, &r->valid, NULL, dname, f->root, err))
-        return r->resumed ? error_prefix(err, "%s: the run's data", r->ckpt) : -1;
+        return r->resumed ? error_prefix(err, "%s: the run's data", r->paths.model) : -1;
     if (binarize) imageset_binarize_fixed(&r->valid, MNIST_FIXED_BINARIZE_SEED);
     if (!r->resumed) {
         st->cfg = (DrawConfig){.W = r->train.cols, .H = r->train.rows,
@@ -206,7 +201,7 @@ static int load_data(DrawRun *r, Error *err) {
         if (draw_config_check(&st->cfg, err)) return -1;
     } else if (st->cfg.W != r->train.cols || st->cfg.H != r->train.rows ||
                draw_channels(&st->cfg) != r->train.channels) {
-        return error_set(err, "%s: model is for %dx%dx%d images, %s has %dx%dx%d", r->ckpt,
+        return error_set(err, "%s: model is for %dx%dx%d images, %s has %dx%dx%d", r->paths.model,
                          st->cfg.W, st->cfg.H, draw_channels(&st->cfg), dname, r->train.cols,
                          r->train.rows, r->train.channels);
     }
@@ -222,14 +217,12 @@ static int init_model(DrawRun *r, const SafetensorsFile *file, Error *err) {
     draw_layout(&r->w.params, &r->p, c);
     // On --resume rank 0 reads the checkpoint and broadcasts its weights and moments (open_run).
     const bool reads = r->resumed && dist_is_root(r->dist);
-    if (train_weights_open(&r->w, reads ? file : NULL, r->ckpt, err)) return -1;
+    if (train_weights_open(&r->w, reads ? file : NULL, r->paths.model, err)) return -1;
     if (!r->resumed) {
-        Rng init;
-        rng_seed(&init, rng_mix(r->st.optim.seed, 0x1417));
+        Rng init = train_optim_init_rng(&r->st.optim);
         draw_init(&r->p, c, &init);
     }
-    r->adam = adam_defaults(r->st.optim.lr);
-    r->adam.beta1 = r->st.optim.beta1;
+    r->adam = train_optim_adam(&r->st.optim);
     return 0;
 }
 
@@ -303,7 +296,7 @@ static int open_parts(DrawRun *r, const SafetensorsFile *file, Error *err) {
     if (gemm_check_address_space(f->threads, err)) return -1;  // not a hang in OpenBLAS
     if (!root) return 0;
     return train_out_clear(f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err) ||
-           csvlog_open(&r->log, r->csv, "step,train_bound,valid_bound,grad_norm,grad_norm_max,seconds", r->resumed, err);
+           csvlog_open(&r->log, r->paths.log, "step,train_bound,valid_bound,grad_norm,grad_norm_max,seconds", r->resumed, err);
 }
 
 // Everything a run needs before its first step; on failure, what was made is closed by
@@ -313,9 +306,7 @@ static int open_run(DrawRun *r, const TrainFlags *f, Dist *dist, Error *err) {
     r->f = f;
     r->dist = dist;
     r->last_train = r->last_valid = NAN;
-    snprintf(r->ckpt, sizeof r->ckpt, "%s/model.safetensors", f->out);
-    snprintf(r->csv, sizeof r->csv, "%s/log.csv", f->out);
-    snprintf(r->png, sizeof r->png, "%s/loss.png", f->out);
+    train_paths(&r->paths, f->out);
     SafetensorsFile file = {0};
     int rc = start_state(r, &file, err);
     if (rc == 0 && train_dist_agree(dist, open_parts(r, &file, err), "draw", err)) {
@@ -328,12 +319,7 @@ static int open_run(DrawRun *r, const TrainFlags *f, Dist *dist, Error *err) {
                            train_dist_broadcast_block(dist, &r->w.mom1, err) ||
                            train_dist_broadcast_block(dist, &r->w.mom2, err)))
         return -1;
-    long target = f->steps > 0 ? f->steps : (f->epochs > 0 ? (long)f->epochs * r->bpe : 0);
-    r->budget = (TrainBudget){.end_step = target, .seconds = f->minutes * 60.0};
-    r->cadence = (TrainCadence){.steps_per_epoch = r->bpe, .log_every = f->log_every,
-                                .valid_every = f->valid_every,
-                                .save_every = f->ckpt_every ? f->ckpt_every : f->valid_every,
-                                .log_at_validation = true};
+    train_plan(&f->plan, r->bpe, &r->budget, &r->cadence);
     return 0;
 }
 
@@ -360,8 +346,7 @@ static int train_step(DrawRun *r, double *bound, Error *err) {
     DrawTrainState *st = &r->st;
     const DrawConfig *c = &st->cfg;
     const int B = st->optim.batch;
-    long e = st->step / r->bpe, i = st->step % r->bpe;
-    const int *perm = train_order_of(&r->order, e, rng_mix(st->optim.seed, 0xE90C0000ULL + (uint64_t)e));
+    const int *batch = train_order_batch(&r->order, st->step, r->bpe, B, st->optim.seed);
     // This rank's share of the batch (cli/train_dist.h): each image binarised and given
     // its noise from streams of its own, seeded with (seed, step, its place in the batch).
     const uint64_t step_seed = rng_mix(rng_mix(st->optim.seed, 0x5DE9), (uint64_t)st->step);
@@ -369,7 +354,7 @@ static int train_step(DrawRun *r, double *bound, Error *err) {
     for (int b = 0; b < count; b++) {
         Rng br;
         rng_seed(&br, rng_mix(step_seed ^ 0xB1A7ULL, (uint64_t)(begin + b)));
-        imageset_batch(r->x + (size_t)b * HW, &r->train, perm + (size_t)i * B + begin + b, 1,
+        imageset_batch(r->x + (size_t)b * HW, &r->train, batch + begin + b, 1,
                        st->binarize ? &br : NULL);
     }
     draw_share_noise(r->eps, c, begin, count, step_seed);
@@ -378,7 +363,7 @@ static int train_step(DrawRun *r, double *bound, Error *err) {
     if (train_dist_reduce_means(r->dist, bound, 1, count, B, err) ||
         train_dist_reduce_grads(r->dist, &r->w.grads, count, B, err))
         return -1;
-    if (train_check_finite(st->step + 1, "bound", *bound, &r->w.grads, r->ckpt, err)) {
+    if (train_check_finite(st->step + 1, "bound", *bound, &r->w.grads, r->paths.model, err)) {
         r->failed_everywhere = true;  // the sums are every rank's: each stops here
         return -1;
     }
@@ -412,7 +397,7 @@ static int log_validate_save(DrawRun *r, double bound, bool last, Error *err) {
         r->acc_n = 0;
     }
     if (due.save && dist_is_root(r->dist))
-        return draw_checkpoint_write(r->ckpt, st, &r->w.params, &r->w.mom1, &r->w.mom2, err);
+        return draw_checkpoint_write(r->paths.model, st, &r->w.params, &r->w.mom1, &r->w.mom2, err);
     return 0;
 }
 
@@ -448,40 +433,29 @@ static int train_loop(DrawRun *r, Error *err) {
     return rc;
 }
 
-// Loss curve from DIR/log.csv (its train_bound and valid_bound columns against the step).
-static int write_loss_plot(const char *csv, const char *png, Error *err) {
-    static const char *const cols[2] = {"train_bound", "valid_bound"};
-    ReportColumns c;
-    if (report_read_columns(&c, csv, "step", cols, 2, err)) return -1;
-    PlotSeries s[2] = {{"train bound", c.x[0], c.y[0], c.n[0]}, {"valid bound", c.x[1], c.y[1], c.n[1]}};
-    PlotOptions o = {.title = "DRAW: negative log-likelihood bound", .xlabel = "step",
-                     .ylabel = "nats per image"};
-    int rc = plot_write_png(png, s, 2, &o, err);
-    report_columns_free(&c);
-    return rc;
-}
-
 // After the last step: a checkpoint for a run that had none, the loss plot, the summary.
 static int finish_run(DrawRun *r, Error *err) {
     csvlog_close(&r->log);
     if (!dist_is_root(r->dist)) return 0;
-    if (r->meter.steps == 0 && !file_exists(r->ckpt) &&
-        draw_checkpoint_write(r->ckpt, &r->st, &r->w.params, &r->w.mom1, &r->w.mom2, err))
+    if (r->meter.steps == 0 && !file_exists(r->paths.model) &&
+        draw_checkpoint_write(r->paths.model, &r->st, &r->w.params, &r->w.mom1, &r->w.mom2, err))
         return -1;
-    if (write_loss_plot(r->csv, r->png, err)) return -1;
+    static const ReportLogPlot curves = {{"train_bound", "valid_bound"}, {"train bound", "valid bound"}, 1.0f,
+                                         "DRAW: negative log-likelihood bound", "nats per image"};
+    if (report_plot_log(r->paths.log, r->paths.plot, &curves, err)) return -1;
     double ips = train_meter_images_per_s(&r->meter), secs = timer_now() - r->budget.t0;
     // A resumed run with no step left measured nothing: no bound to report.
     char valid_text[48] = "no validation in this run", tj[32], vj[32];
     if (isfinite(r->last_valid))
         snprintf(valid_text, sizeof valid_text, "valid bound %.3f nats", r->last_valid);
     text_write_linef(stderr, "draw train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s",
-                     r->meter.steps, secs, ips, valid_text, r->ckpt);
+                     r->meter.steps, secs, ips, valid_text, r->paths.model);
     if (r->f->json) {
         printf("{\"steps\": %ld, \"final_loss\": %s, \"train_bound\": %s, "
                "\"valid_bound\": %s, \"images_per_s\": %.6g, \"seconds\": %.6g, ",
                r->st.step, json_number(tj, r->last_train), tj, json_number(vj, r->last_valid),
                ips, secs);
-        text_json_name(stdout, "model", r->ckpt);  // valid JSON whatever the path holds
+        text_json_name(stdout, "model", r->paths.model);  // valid JSON whatever the path holds
         printf("}\n");
     }
     return 0;

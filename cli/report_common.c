@@ -153,6 +153,18 @@ int report_plot(const char *run, const ReportPlot *p, Error *err) {
     return plot_write_png(path, s, p->name2 ? 2 : 1, &o, err);
 }
 
+int report_plot_log(const char *csv, const char *png, const ReportLogPlot *p, Error *err) {
+    ReportColumns c;
+    if (report_read_columns(&c, csv, "step", p->cols, 2, err)) return -1;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < c.n[k]; i++) c.y[k][i] *= p->scale;
+    PlotSeries s[2] = {{p->names[0], c.x[0], c.y[0], c.n[0]}, {p->names[1], c.x[1], c.y[1], c.n[1]}};
+    PlotOptions o = {.title = p->title, .xlabel = "step", .ylabel = p->ylabel};
+    int rc = plot_write_png(png, s, 2, &o, err);
+    report_columns_free(&c);
+    return rc;
+}
+
 void report_format_seconds(char *buf, size_t n, double s) {
     if (!isfinite(s)) snprintf(buf, n, "n/a");
     else if (s < 60) snprintf(buf, n, "%.1f s", s);

@@ -61,6 +61,17 @@ typedef struct {
 } ReportPlot;
 int report_plot(const char *run, const ReportPlot *p, Error *err);
 
+// A training run's curves (draw train's and draw classify train's loss.png): two columns
+// of its log (CSV) against the step, each value times scale, drawn into png at the plot's
+// default size. Fails with "PATH: reason".
+typedef struct {
+    const char *cols[2];   // the log's columns
+    const char *names[2];  // their legend entries
+    float scale;           // 100: a share as a percentage
+    const char *title, *ylabel;
+} ReportLogPlot;
+int report_plot_log(const char *csv, const char *png, const ReportLogPlot *p, Error *err);
+
 // The section "Run": one row per invocation of run.json (date, commit, status, steps,
 // wall time, images/s, threads of CPUs, CPU model) and its command line; doc may be NULL
 // (a note says the run predates the record).

@@ -61,6 +61,13 @@ const int *train_order_of(TrainOrder *o, long epoch, uint64_t epoch_seed) {
     return o->perm;
 }
 
+const int *train_order_batch(TrainOrder *o, long step, int steps_per_epoch, int batch,
+                             uint64_t seed) {
+    long epoch = step / steps_per_epoch, i = step % steps_per_epoch;
+    const int *perm = train_order_of(o, epoch, rng_mix(seed, 0xE90C0000ULL + (uint64_t)epoch));
+    return perm + i * batch;
+}
+
 void train_order_free(TrainOrder *o) {
     free(o->perm);
     o->perm = NULL;
@@ -80,6 +87,28 @@ TrainDue train_due(const TrainCadence *c, long step, bool last) {
             (c->log_at_epoch_end && d.epoch_end);
     d.save = every(step, c->save_every) || last || (c->save_at_validation && d.validate);
     return d;
+}
+
+// ---------------------------------------------------------------------------------------
+// Plan and paths
+
+void train_plan_default(TrainPlanFlags *f) {
+    if (f->steps == 0 && f->epochs == 0 && f->minutes == 0) f->epochs = 1;
+}
+
+void train_plan(const TrainPlanFlags *f, long steps_per_epoch, TrainBudget *b, TrainCadence *c) {
+    long end = f->steps > 0 ? f->steps : (f->epochs > 0 ? (long)f->epochs * steps_per_epoch : 0);
+    *b = (TrainBudget){.end_step = end, .seconds = f->minutes * 60.0};
+    *c = (TrainCadence){.steps_per_epoch = steps_per_epoch, .log_every = f->log_every,
+                        .valid_every = f->valid_every,
+                        .save_every = f->ckpt_every ? f->ckpt_every : f->valid_every,
+                        .log_at_validation = true};
+}
+
+void train_paths(TrainPaths *p, const char *out) {
+    snprintf(p->model, sizeof p->model, "%s/model.safetensors", out);
+    snprintf(p->log, sizeof p->log, "%s/log.csv", out);
+    snprintf(p->plot, sizeof p->plot, "%s/loss.png", out);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -303,6 +332,18 @@ int train_optim_read(const SafetensorsFile *f, const char *path, unsigned with, 
     return 0;
 }
 
+AdamConfig train_optim_adam(const TrainOptim *o) {
+    AdamConfig a = adam_defaults(o->lr);
+    a.beta1 = o->beta1;
+    return a;
+}
+
+Rng train_optim_init_rng(const TrainOptim *o) {
+    Rng r;
+    rng_seed(&r, rng_mix(o->seed, 0x1417));
+    return r;
+}
+
 // ---------------------------------------------------------------------------------------
 // Step checks
 
@@ -331,6 +372,12 @@ double train_fault_valid_score(long step, double score) {
 
 // ---------------------------------------------------------------------------------------
 // Checkpoints
+
+bool train_checkpoint_found(const char *ckpt, const char *command) {
+    if (file_exists(ckpt)) return true;
+    text_write_linef(stderr, "%s: %s: no checkpoint yet; starting from scratch", command, ckpt);
+    return false;
+}
 
 int train_checkpoint_save(const char *path, const Block *params, const Block *m,
                           const Block *v, const SafetensorsMeta *meta, int n_meta, Error *err) {

@@ -1,18 +1,23 @@
-// train_run.h: what `draw train` and `caption train` do alike, in one place, so that a
-// change to how training runs (a new budget, data parallelism over ranks, a feature cache)
-// lands once:
+// train_run.h: what `draw train`, `draw classify train` and `caption train` do alike, in
+// one place, so that a change to how training runs (a new budget, data parallelism over
+// ranks, a feature cache) lands once:
 //
 //   TrainBudget   when the run stops: a total step count (from --steps or --epochs), a wall
 //                 time for this invocation (--minutes), or both, whichever comes first
+//   TrainOrder    each epoch's shuffled order of the training examples
 //   TrainCadence  at which steps a log row, a validation and a checkpoint are due
+//   TrainPlanFlags  the flags that set both (draw train, draw classify train)
+//   TrainPaths    a run folder's checkpoint, log and curves
 //   TrainMeter    the progress line (steps, steps/s, images/s, time left for any budget)
 //                 and the timing the summary reports
 //   TrainEma      the exponential moving average of the weights, validated and saved in
 //                 the weights' place
 //   train_out_check, train_out_clear   no silent loss: a new run refuses a folder holding one
+//   train_checkpoint_found             --resume in a folder without a checkpoint yet
 //   FlagDiffs     flags given on --resume against the checkpoint's values
 //   TrainOptim    the optimiser settings a checkpoint stores (batch, lr, lr decay, beta1,
-//                 clip, seed) and the rule by which flags given on --resume replace them
+//                 clip, seed), the rule by which flags given on --resume replace them, and
+//                 the streams a run draws from its seed
 //   train_check_finite                 the stop on a non-finite loss or gradient
 //   train_checkpoint_save, _read       a checkpoint's weights and Adam moments
 //   json_number   a summary's numbers, null where nothing was measured
@@ -39,9 +44,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/adam.h"
 #include "core/block.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/rng.h"
 #include "core/safetensors.h"
 
 // ---------------------------------------------------------------------------------------
@@ -76,6 +83,11 @@ void train_order_init(TrainOrder *o, int n);
 // The order of `epoch`: perm shuffled by an rng seeded with epoch_seed (rng_shuffle on
 // 0..n-1), made only when the epoch differs from the last call's.
 const int *train_order_of(TrainOrder *o, long epoch, uint64_t epoch_seed);
+// draw train's and draw classify train's batches: the `batch` positions of the batch that
+// takes the step count past `step`, in an epoch of steps_per_epoch batches whose order is
+// seeded from (seed, epoch). The remainder of each epoch's order is dropped.
+const int *train_order_batch(TrainOrder *o, long step, int steps_per_epoch, int batch,
+                             uint64_t seed);
 void train_order_free(TrainOrder *o);
 
 // ---------------------------------------------------------------------------------------
@@ -98,6 +110,35 @@ typedef struct {
 // After the step that brought the count to step (from 1); last: the run's last step, which
 // always validates and saves.
 TrainDue train_due(const TrainCadence *c, long step, bool last);
+
+// ---------------------------------------------------------------------------------------
+// Plan: draw train's and draw classify train's budget and cadence flags (caption train's
+// differ: its time limit and its best-model checkpoints).
+
+typedef struct {
+    long steps;       // --steps: train until this many steps in total (0: from --epochs)
+    int epochs;       // --epochs: until this many epochs in total (0: none)
+    double minutes;   // --minutes: this invocation's wall time (0: none)
+    int log_every;    // --log-every: steps between log rows
+    int valid_every;  // --valid-every: steps between validations
+    int ckpt_every;   // --checkpoint-every: steps between checkpoints (0: with validation)
+} TrainPlanFlags;
+
+// A run given no budget (no steps, epochs or minutes) trains one epoch.
+void train_plan_default(TrainPlanFlags *f);
+// The budget and the cadence of a run of steps_per_epoch steps an epoch; a log row comes
+// with each validation as well.
+void train_plan(const TrainPlanFlags *f, long steps_per_epoch, TrainBudget *b, TrainCadence *c);
+
+// ---------------------------------------------------------------------------------------
+// A run folder's files (draw train, draw classify train): OUT/model.safetensors (the
+// checkpoint), OUT/log.csv, OUT/loss.png.
+
+typedef struct {
+    char model[1100], log[1100], plot[1100];
+} TrainPaths;
+
+void train_paths(TrainPaths *p, const char *out);
 
 // ---------------------------------------------------------------------------------------
 // Meter: the progress line and the run's timing.
@@ -245,6 +286,10 @@ void train_optim_meta(TrainOptimMeta *m, const TrainOptim *o, unsigned with);
 // out keep their values).
 int train_optim_read(const SafetensorsFile *f, const char *path, unsigned with, int batch_max,
                      TrainOptim *o, Error *err);
+// Adam's settings for o: its defaults (core/adam.h) with o's learning rate and beta1.
+AdamConfig train_optim_adam(const TrainOptim *o);
+// The stream of a new run's initial weights (draw train, draw classify train).
+Rng train_optim_init_rng(const TrainOptim *o);
 
 // ---------------------------------------------------------------------------------------
 // Step checks
@@ -265,6 +310,10 @@ double train_fault_valid_score(long step, double score);
 
 // ---------------------------------------------------------------------------------------
 // Checkpoints
+
+// --resume: whether ckpt exists. When it does not, one line on stderr says the run starts
+// from scratch: "COMMAND: CKPT: no checkpoint yet; starting from scratch".
+bool train_checkpoint_found(const char *ckpt, const char *command);
 
 // A training checkpoint holds the parameters under their own names and Adam's moments, laid
 // out alike, under these prefixes ("adam.m/enc.W", ...).

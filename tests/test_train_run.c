@@ -1,9 +1,11 @@
-// test_train_run.c: the parts of a training run both programs share (cli/train_run.h) and
+// test_train_run.c: the parts of a training run the programs share (cli/train_run.h) and
 // the default thread count (cli/threads.h): when the budget stops a run, which steps log,
-// validate and save in draw's and caption's cadences, the budget in a header line, the
-// epoch order, the one-line messages for flags that differ on --resume and for a folder
-// that already holds a run, the optimiser settings that --resume takes from the flags
-// given, a checkpoint's weights and moments, the run's four blocks of weights, the
+// validate and save in draw's and caption's cadences and how draw's flags set them, the
+// budget in a header line, the epoch order and the batches cut from it, the one-line
+// messages for flags that differ on --resume and for a folder that already holds a run,
+// the optimiser settings that --resume takes from the flags given, Adam's settings and the
+// initial weights' stream from them, a run folder's paths and the --resume check for its
+// checkpoint, a checkpoint's weights and moments, the run's four blocks of weights, the
 // non-finite stop, the weight average's swap, the log window's gradient norms, JSON nulls,
 // and a thread count that follows the affinity mask.
 #define _GNU_SOURCE  // sched_setaffinity, CPU_SET
@@ -84,6 +86,89 @@ static void test_order_by_epoch(void) {
     for (int k = 0; k < N; k++) EXPECT(seen[k] == 1, "index %d appears %d times", k, seen[k]);
     train_order_free(&o);
     EXPECT(o.perm == NULL);
+}
+
+// draw's and draw classify's batches: step s of an epoch of `spe` batches takes positions
+// [i B, i B + B) of its epoch's order, i = s mod spe, the order seeded from (seed, epoch)
+// as it always was (a resumed run's batches depend on it); the epoch's remainder is
+// dropped.
+static void test_order_batch_slices_the_epoch(void) {
+    enum { N = 50, B = 12, SPE = N / B };
+    const uint64_t seed = 5;
+    TrainOrder o, ref;
+    train_order_init(&o, N);
+    train_order_init(&ref, N);
+    int seen[N] = {0};
+    for (long step = SPE; step < 2 * SPE; step++) {  // epoch 1
+        const int *got = train_order_batch(&o, step, SPE, B, seed);
+        const int *epoch = train_order_of(&ref, 1, rng_mix(seed, 0xE90C0000ULL + 1));
+        EXPECT(!memcmp(got, epoch + (step - SPE) * B, B * sizeof *got), "step %ld", step);
+        for (int b = 0; b < B; b++) seen[got[b]]++;
+    }
+    int once = 0;
+    for (int k = 0; k < N; k++) once += seen[k] == 1;
+    EXPECT(once == SPE * B, "an epoch's batches are disjoint: %d of %d indices once", once, SPE * B);
+    const int *next = train_order_batch(&o, 2 * SPE, SPE, B, seed);
+    const int *epoch2 = train_order_of(&ref, 2, rng_mix(seed, 0xE90C0000ULL + 2));
+    EXPECT(!memcmp(next, epoch2, B * sizeof *next), "epoch 2 starts its own order");
+    train_order_free(&o);
+    train_order_free(&ref);
+}
+
+// --steps, --epochs, --minutes into the budget; --valid-every, --checkpoint-every and
+// --log-every into the cadence.
+static void test_plan_budget_and_cadence(void) {
+    TrainBudget b;
+    TrainCadence c;
+    TrainPlanFlags none = {.log_every = 5, .valid_every = 20};
+    train_plan_default(&none);
+    EXPECT(none.epochs == 1, "no budget: one epoch, got %d", none.epochs);
+    train_plan(&none, 7, &b, &c);
+    EXPECT(b.end_step == 7 && b.seconds == 0, "%ld %g", b.end_step, b.seconds);
+    EXPECT(c.steps_per_epoch == 7 && c.log_every == 5 && c.valid_every == 20 && c.save_every == 20 &&
+           c.log_at_validation && !c.log_at_epoch_end && !c.save_at_validation);
+    TrainPlanFlags steps = {.steps = 10, .epochs = 3, .log_every = 1, .valid_every = 2, .ckpt_every = 4};
+    train_plan_default(&steps);
+    train_plan(&steps, 7, &b, &c);
+    EXPECT(steps.epochs == 3 && b.end_step == 10, "--steps over --epochs: %ld", b.end_step);
+    EXPECT(c.save_every == 4, "--checkpoint-every: %d", c.save_every);
+    TrainPlanFlags minutes = {.minutes = 2, .log_every = 1, .valid_every = 2};
+    train_plan_default(&minutes);
+    train_plan(&minutes, 7, &b, &c);
+    EXPECT(minutes.epochs == 0 && b.end_step == 0 && b.seconds == 120, "--minutes alone: %ld %g",
+           b.end_step, b.seconds);
+}
+
+// A run folder's files, and the --resume check that finds its checkpoint or says it starts
+// from scratch.
+static void test_paths_and_checkpoint_found(void) {
+    TrainPaths p;
+    train_paths(&p, tmp);
+    char want[600];
+    snprintf(want, sizeof want, "%s/model.safetensors", tmp);
+    EXPECT(!strcmp(p.model, want), "%s", p.model);
+    snprintf(want, sizeof want, "%s/log.csv", tmp);
+    EXPECT(!strcmp(p.log, want), "%s", p.log);
+    snprintf(want, sizeof want, "%s/loss.png", tmp);
+    EXPECT(!strcmp(p.plot, want), "%s", p.plot);
+    EXPECT(!train_checkpoint_found(p.model, "test"), "no checkpoint yet");
+    Error err;
+    EXPECT(file_write_atomic(p.model, "x", 1, &err) == 0, "%s", err.msg);
+    EXPECT(train_checkpoint_found(p.model, "test"));
+    remove(p.model);
+}
+
+// Adam's settings from the run's: its learning rate and beta1, the rest core/adam's.
+static void test_optim_adam_and_init_stream(void) {
+    TrainOptim o = {.seed = 9, .batch = 4, .lr = 2.5e-4f, .beta1 = 0.5f, .clip = 1};
+    AdamConfig a = train_optim_adam(&o), d = adam_defaults(1e-3f);
+    EXPECT(a.lr == 2.5e-4f && a.beta1 == 0.5f && a.beta2 == d.beta2 && a.eps == d.eps &&
+           a.weight_decay == d.weight_decay);
+    Rng r1 = train_optim_init_rng(&o), r2 = train_optim_init_rng(&o);
+    o.seed = 10;
+    Rng r3 = train_optim_init_rng(&o);
+    uint64_t x1 = rng_u64(&r1), x2 = rng_u64(&r2), x3 = rng_u64(&r3);
+    EXPECT(x1 == x2 && x1 != x3, "the stream is the seed's");
 }
 
 // "lvs" for each step 1..n: log, validate, save ('-' where not due).
@@ -475,7 +560,11 @@ int main(void) {
     RUN(test_budget_steps_and_time);
     RUN(test_budget_described);
     RUN(test_order_by_epoch);
+    RUN(test_order_batch_slices_the_epoch);
     RUN(test_cadence_draw_and_caption);
+    RUN(test_plan_budget_and_cadence);
+    RUN(test_paths_and_checkpoint_found);
+    RUN(test_optim_adam_and_init_stream);
     RUN(test_flag_diffs_name_both_values);
     RUN(test_optim_resume_takes_given_flags);
     RUN(test_out_check_refuses_a_run);
