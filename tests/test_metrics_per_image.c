@@ -7,14 +7,8 @@
 #include "core/check.h"
 #include "seq/metrics.h"
 #include "seq/tokenizer.h"
+#include "tests/support/hand_corpus.h"
 #include "tests/support/test.h"
-
-static Tokens toks(const char *s) {
-    Tokens t;
-    Error err;
-    CHECK(tokenize(&t, s, TOKENIZE_MAX_TOKENS, &err) == 0, "%s", err.msg);
-    return t;
-}
 
 // bleu_scorer's per-image formula on counts: m (4) clipped matches, g (4) candidate n-grams,
 // c the candidate length, r the closest reference length.
@@ -28,39 +22,13 @@ static void by_hand(double *out, const double *m, const double *g, double c, dou
     }
 }
 
-typedef struct {
-    Tokens cand[3], refs[3][2];
-    CaptionPair items[3];
-} Corpus3;
-
-static void corpus3(Corpus3 *h) {
-    h->cand[0] = toks("the cat sat on the mat");
-    h->refs[0][0] = toks("the cat is on the mat");
-    h->refs[0][1] = toks("there is a cat on the mat");
-    h->cand[1] = toks("a dog a dog");
-    h->refs[1][0] = toks("a dog runs very fast");
-    h->refs[1][1] = toks("the dog is running fast now");
-    h->cand[2] = toks("a b c d");
-    h->refs[2][0] = toks("a b c");
-    h->refs[2][1] = toks("a b c d e");
-    for (int i = 0; i < 3; i++) h->items[i] = (CaptionPair){&h->cand[i], h->refs[i], 2};
-}
-
-static void corpus3_free(Corpus3 *h) {
-    for (int i = 0; i < 3; i++) {
-        tokens_free(&h->cand[i]);
-        tokens_free(&h->refs[i][0]);
-        tokens_free(&h->refs[i][1]);
-    }
-}
-
 static void test_bleu_per_image_by_hand(void) {
     // Image 0: clipped 1..4-gram matches 5/6, 3/5, 1/4, 0/3; length 6, closest reference 6.
     // Image 1 ("a dog a dog"): 2/4, 1/3, 0/2, 0/1; length 4, references 5 and 6: r = 5, so
     //   its own brevity penalty exp(1 - 5/4) applies (the corpus has one penalty in all).
     // Image 2: 4/4, 3/3, 2/2, 1/1; references 3 and 5 tie at distance 1: r = 3, no penalty.
-    Corpus3 h;
-    corpus3(&h);
+    HandCorpus h;
+    hand_corpus(&h);
     double per[3][4], want[3][4];
     metric_bleu_per_image(&per[0][0], h.items, 3);
     by_hand(want[0], (double[]){5, 3, 1, 0}, (double[]){6, 5, 4, 3}, 6, 6);
@@ -75,26 +43,26 @@ static void test_bleu_per_image_by_hand(void) {
     EXPECT_NEAR(per[1][0], 0.5 * exp(-0.25), 0, 1e-9);
     for (int k = 0; k < 4; k++) EXPECT_NEAR(per[2][k], 1.0, 0, 1e-9);
     EXPECT(per[0][3] < 1e-4 && per[0][3] > 0, "image 0 BLEU-4 = %g (smoothed, not zero)", per[0][3]);
-    corpus3_free(&h);
+    hand_corpus_free(&h);
 }
 
 static void test_bleu_per_image_of_one_image_is_the_corpus_score(void) {
-    Corpus3 h;
-    corpus3(&h);
+    HandCorpus h;
+    hand_corpus(&h);
     for (int i = 0; i < 3; i++) {
         double per[4], corpus[4];
         metric_bleu_per_image(per, &h.items[i], 1);
         metric_bleu(corpus, &h.items[i], 1);
         for (int k = 0; k < 4; k++) EXPECT(per[k] == corpus[k], "image %d BLEU-%d: %.17g vs %.17g", i, k + 1, per[k], corpus[k]);
     }
-    corpus3_free(&h);
+    hand_corpus_free(&h);
 }
 
 static void test_bleu_corpus_unchanged_and_not_the_mean(void) {
     // The corpus score pools counts: matches 11/14, 7/11, 3/8, 1/5, c = 14, r = 14 (no
     // penalty). It is not the mean of the per-image scores.
-    Corpus3 h;
-    corpus3(&h);
+    HandCorpus h;
+    hand_corpus(&h);
     double corpus[4], want[4], per[3][4];
     metric_bleu(corpus, h.items, 3);
     by_hand(want, (double[]){11, 7, 3, 1}, (double[]){14, 11, 8, 5}, 14, 14);
@@ -102,17 +70,17 @@ static void test_bleu_corpus_unchanged_and_not_the_mean(void) {
     metric_bleu_per_image(&per[0][0], h.items, 3);
     double mean1 = (per[0][0] + per[1][0] + per[2][0]) / 3;
     EXPECT(fabs(mean1 - corpus[0]) > 1e-3, "mean BLEU-1 %g equals the corpus's %g", mean1, corpus[0]);
-    corpus3_free(&h);
+    hand_corpus_free(&h);
 }
 
 static void test_cider_d_per_image_mean_is_the_corpus_score(void) {
-    Corpus3 h;
-    corpus3(&h);
+    HandCorpus h;
+    hand_corpus(&h);
     double per[3];
     double corpus = metric_cider_d(per, h.items, 3);
     EXPECT_NEAR((per[0] + per[1] + per[2]) / 3, corpus, 0, 1e-12);
     EXPECT(corpus == metric_cider_d(NULL, h.items, 3), "CIDEr-D depends on per_image");
-    corpus3_free(&h);
+    hand_corpus_free(&h);
 }
 
 int main(void) {

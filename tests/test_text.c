@@ -8,15 +8,8 @@
 #include "seq/metrics.h"
 #include "seq/tokenizer.h"
 #include "seq/vocab.h"
+#include "tests/support/hand_corpus.h"
 #include "tests/support/test.h"
-
-// Tokenises s (which must be valid) with the default cap.
-static Tokens toks(const char *s) {
-    Tokens t;
-    Error err;
-    CHECK(tokenize(&t, s, TOKENIZE_MAX_TOKENS, &err) == 0, "%s", err.msg);
-    return t;
-}
 
 // 1 if t holds exactly the space-separated words of expect.
 static int tokens_are(const Tokens *t, const char *expect) {
@@ -46,13 +39,13 @@ static void test_tokenize_punctuation_and_case(void) {
         {" . , ! ? ", ""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        Tokens t = toks(cases[i][0]);
+        Tokens t = tokens_of(cases[i][0]);
         EXPECT(tokens_are(&t, cases[i][1]), "case %zu: \"%s\"", i, cases[i][0]);
         EXPECT(t.dropped == 0);
         tokens_free(&t);
     }
     // Punctuation never survives as a token of its own.
-    Tokens t = toks("Hello , world ; ok : yes ! - -- ...");
+    Tokens t = tokens_of("Hello , world ; ok : yes ! - -- ...");
     for (int i = 0; i < t.n; i++) EXPECT(strspn(t.tok[i], ".,;:!-") == 0, "token %s", t.tok[i]);
     EXPECT(t.n == 4, "n = %d", t.n);
     tokens_free(&t);
@@ -115,7 +108,7 @@ static void build_test_vocab(Vocab *v, int min_count) {
     const char *caps[] = {"a dog a cat", "a dog sits", "a cat runs", "a cat sits dog",
                           "a <end>"};
     Tokens t[5];
-    for (int i = 0; i < 5; i++) t[i] = toks(caps[i]);
+    for (int i = 0; i < 5; i++) t[i] = tokens_of(caps[i]);
     vocab_build(v, t, 5, min_count);
     for (int i = 0; i < 5; i++) tokens_free(&t[i]);
 }
@@ -148,7 +141,7 @@ static void test_vocab_ids_and_min_count(void) {
 static void test_vocab_encode_decode(void) {
     Vocab v;
     build_test_vocab(&v, 2);
-    Tokens t = toks("A zebra sits by a dog");
+    Tokens t = tokens_of("A zebra sits by a dog");
     int ids[8];
     int n = vocab_encode(ids, &v, &t, 8);
     int want[] = {4, VOCAB_UNK, 7, VOCAB_UNK, 4, 6};
@@ -181,7 +174,7 @@ static void test_vocab_counter_matches_build(void) {
         build_test_vocab(&want, min_count);
         VocabCounter c = {0};
         for (int i = 0; i < 5; i++) {
-            Tokens t = toks(caps[i]);
+            Tokens t = tokens_of(caps[i]);
             vocab_counter_add(&c, &t);
             tokens_free(&t);
         }
@@ -257,42 +250,16 @@ static void test_vocab_json_rejects_malformed(void) {
 
 // --- BLEU -----------------------------------------------------------------------------------
 
-// The 2-image corpus used for BLEU and ROUGE-L by hand.
-//   image 1: cand "the cat sat on the mat" (6 words)
-//            refs "the cat is on the mat" (6), "there is a cat on the mat" (7)
-//   image 2: cand "a dog a dog" (4 words)
-//            refs "a dog runs very fast" (5), "the dog is running fast now" (6)
-typedef struct {
-    Tokens cand[2], refs[2][2];
-    CaptionPair items[2];
-} HandCorpus;
-
-static void hand_corpus(HandCorpus *h) {
-    h->cand[0] = toks("the cat sat on the mat");
-    h->refs[0][0] = toks("the cat is on the mat");
-    h->refs[0][1] = toks("there is a cat on the mat");
-    h->cand[1] = toks("a dog a dog");
-    h->refs[1][0] = toks("a dog runs very fast");
-    h->refs[1][1] = toks("the dog is running fast now");
-    for (int i = 0; i < 2; i++) h->items[i] = (CaptionPair){&h->cand[i], h->refs[i], 2};
-}
-
-static void hand_corpus_free(HandCorpus *h) {
-    for (int i = 0; i < 2; i++) {
-        tokens_free(&h->cand[i]);
-        tokens_free(&h->refs[i][0]);
-        tokens_free(&h->refs[i][1]);
-    }
-}
+// BLEU and ROUGE-L by hand on the first two images of tests/support/hand_corpus.h.
 
 static void test_bleu_by_hand(void) {
-    // Image 1, clipped counts (max count over the references):
+    // Image 0, clipped counts (max count over the references):
     //   1-grams: the 2 (ref1 has 2), cat 1, sat 0, on 1, mat 1      -> 5 of 6
     //   2-grams: "the cat" 1, "cat sat" 0, "sat on" 0, "on the" 1, "the mat" 1 -> 3 of 5
     //   3-grams: only "on the mat"                                  -> 1 of 4
     //   4-grams: none                                               -> 0 of 3
     //   length 6, closest reference length 6.
-    // Image 2 ("a dog a dog"): 1-grams a 2 -> clipped 1, dog 2 -> 1 -> 2 of 4;
+    // Image 1 ("a dog a dog"): 1-grams a 2 -> clipped 1, dog 2 -> 1 -> 2 of 4;
     //   2-grams "a dog" x2 -> clipped 1, "dog a" 0 -> 1 of 3; 3-grams 0 of 2; 4-grams 0 of 1;
     //   length 4, references 5 and 6: closest 5.
     // Corpus: matches 7, 4, 1, 0 of 10, 8, 6, 4; c = 10, r = 11: BP = exp(1 - 11/10).
@@ -320,7 +287,7 @@ static void test_bleu_by_hand(void) {
 static void test_bleu_closest_length_ties_to_shorter(void) {
     // cand 4 words; references of 3 and 5 words are equally close: r = 3 (no penalty, c > r).
     // Were the tie broken to 5, BP = exp(1 - 5/4) would apply.
-    Tokens c = toks("a b c d"), r[2] = {toks("a b c"), toks("a b c d e")};
+    Tokens c = tokens_of("a b c d"), r[2] = {tokens_of("a b c"), tokens_of("a b c d e")};
     CaptionPair it = {&c, r, 2};
     double bleu[4];
     metric_bleu(bleu, &it, 1);
@@ -333,7 +300,7 @@ static void test_bleu_closest_length_ties_to_shorter(void) {
 }
 
 static void test_identical_gives_one(void) {
-    Tokens c = toks("a man rides a brown horse on the beach"), r = toks("a man rides a brown horse on the beach");
+    Tokens c = tokens_of("a man rides a brown horse on the beach"), r = tokens_of("a man rides a brown horse on the beach");
     CaptionPair it = {&c, &r, 1};
     double bleu[4];
     metric_bleu(bleu, &it, 1);
@@ -346,9 +313,9 @@ static void test_identical_gives_one(void) {
 // --- ROUGE-L --------------------------------------------------------------------------------
 
 static void test_rouge_l_by_hand(void) {
-    // Image 1: LCS with ref 1 "the cat [is] on the mat" = 5 -> P 5/6, R 5/6;
+    // Image 0: LCS with ref 1 "the cat [is] on the mat" = 5 -> P 5/6, R 5/6;
     //          with ref 2 "cat on the mat" = 4 -> P 4/6, R 4/7. P_max = R_max = 5/6 -> F = 5/6.
-    // Image 2: "a dog" with ref 1 -> LCS 2: P 2/4, R 2/5; "dog" with ref 2 -> P 1/4, R 1/6.
+    // Image 1: "a dog" with ref 1 -> LCS 2: P 2/4, R 2/5; "dog" with ref 2 -> P 1/4, R 1/6.
     //          F = (1 + 1.44) 0.5 * 0.4 / (0.4 + 1.44 * 0.5) = 0.488 / 1.12.
     HandCorpus h;
     hand_corpus(&h);
@@ -363,10 +330,10 @@ static void test_rouge_l_by_hand(void) {
     // coco-caption takes the best precision and the best recall over references
     // separately: "a b c" vs "a b" (P 2/3, R 1) and "a b c d e f" (P 1, R 1/2) gives
     // P_max = R_max = 1, F = 1 (a per-reference best F would be 0.83).
-    Tokens c = toks("a b c"), r[2] = {toks("a b"), toks("a b c d e f")};
+    Tokens c = tokens_of("a b c"), r[2] = {tokens_of("a b"), tokens_of("a b c d e f")};
     CaptionPair it = {&c, r, 2};
     EXPECT_NEAR(metric_rouge_l(NULL, &it, 1), 1.0, 1e-12, 0);
-    Tokens empty = toks("");
+    Tokens empty = tokens_of("");
     it.cand = &empty;
     EXPECT(metric_rouge_l(NULL, &it, 1) == 0.0);
     tokens_free(&empty);
@@ -387,8 +354,8 @@ static void test_rouge_l_empty_like_coco(void) {
     } cases[] = {{"", {""}, 1, 1.0},         {"", {"a b"}, 1, 0.0},      {"a b", {""}, 1, 0.0},
                  {"", {"a b", ""}, 2, 1.0}, {"a b", {"", "a c"}, 2, 0.5}};
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-        Tokens c = toks(cases[k].cand), r[2];
-        for (int j = 0; j < cases[k].n_refs; j++) r[j] = toks(cases[k].refs[j]);
+        Tokens c = tokens_of(cases[k].cand), r[2];
+        for (int j = 0; j < cases[k].n_refs; j++) r[j] = tokens_of(cases[k].refs[j]);
         CaptionPair it = {&c, r, cases[k].n_refs};
         EXPECT_NEAR(metric_rouge_l(NULL, &it, 1), cases[k].want, 1e-12, 0);
         tokens_free(&c);
@@ -413,8 +380,8 @@ static void test_cider_d_by_hand(void) {
     // score A = 10 * (sum over refs of (sum over n) / 4) / 2 refs.
     // Cand B "w": w = L, norm L, length 0; ref "x w": w L, norm L; xw L; length 1.
     //   n=1: 1; others 0 (cand has no 2-grams); penalty e^(-1/72). score B = 10 / 4 e^(-1/72).
-    Tokens ca = toks("x y y"), ra[2] = {toks("x y z"), toks("x y")};
-    Tokens cb = toks("w"), rb = toks("x w");
+    Tokens ca = tokens_of("x y y"), ra[2] = {tokens_of("x y z"), tokens_of("x y")};
+    Tokens cb = tokens_of("w"), rb = tokens_of("x w");
     CaptionPair items[2] = {{&ca, ra, 2}, {&cb, &rb, 1}};
     double per[2];
     double mean = metric_cider_d(per, items, 2);
@@ -442,8 +409,8 @@ static void test_cider_d_properties(void) {
                             "two cats sleep on a sofa"};            // wrong image
     Tokens r[3][2], c[4];
     for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 2; j++) r[i][j] = toks(refs[i][j]);
-    for (int i = 0; i < 4; i++) c[i] = toks(cands[i]);
+        for (int j = 0; j < 2; j++) r[i][j] = tokens_of(refs[i][j]);
+    for (int i = 0; i < 4; i++) c[i] = tokens_of(cands[i]);
     double s[4];
     for (int k = 0; k < 4; k++) {
         CaptionPair items[3] = {{&c[k], r[0], 2}, {&c[k], r[1], 2}, {&c[k], r[2], 2}};
