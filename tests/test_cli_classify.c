@@ -5,7 +5,6 @@
 // line on stderr and a non-zero exit.
 #include <cJSON.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,15 +23,8 @@ static const char *tmpdir;
 
 static char *read_text(const char *name) { return scratch_read(&sc, name, NULL); }
 
-static int exists(const char *fmt, ...) {
-    char path[1200], rel[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(rel, sizeof rel, fmt, ap);
-    va_end(ap);
-    snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
-    return file_exists(path);
-}
+// Whether DIR/REL exists (REL from a format).
+#define exists(...) scratch_exists(&sc, __VA_ARGS__)
 
 // The last run failed with exactly one line on stderr that contains each of the strings.
 static void expect_one_line(int rc, const char *what, const char *a, const char *b) {

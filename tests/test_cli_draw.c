@@ -10,14 +10,12 @@
 #include <cJSON.h>
 #include <math.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/error.h"
-#include "core/fileio.h"
 #include "core/safetensors.h"
 #include "tests/support/checkpoint.h"
 #include "tests/support/scratch.h"
@@ -37,15 +35,8 @@ static const char *tmpdir;  // sc.dir
 // DIR/NAME as text; NULL when it cannot be read.
 static char *read_text(const char *name) { return scratch_read(&sc, name, NULL); }
 
-static int exists(const char *fmt, ...) {
-    char path[1200], rel[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(rel, sizeof rel, fmt, ap);
-    va_end(ap);
-    snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
-    return file_exists(path);
-}
+// Whether DIR/REL exists (REL from a format).
+#define exists(...) scratch_exists(&sc, __VA_ARGS__)
 
 static int trained;  // the shared model of later tests exists
 

@@ -101,6 +101,16 @@ char *scratch_read(const Scratch *s, const char *name, size_t *len) {
     return scratch_read_text(path, len);
 }
 
+int scratch_exists(const Scratch *s, const char *fmt, ...) {
+    char rel[600], path[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rel, sizeof rel, fmt, ap);
+    va_end(ap);
+    snprintf(path, sizeof path, "%s/%s", s->dir, rel);
+    return file_exists(path);
+}
+
 int scratch_count_lines(const char *s) {
     int n = 0;
     for (; s && *s; s++) n += *s == '\n';

@@ -54,6 +54,9 @@ char *scratch_read_text(const char *path, size_t *len);
 // The same for DIR/NAME.
 char *scratch_read(const Scratch *s, const char *name, size_t *len);
 
+// Whether DIR/REL exists, REL made from fmt and its arguments.
+int scratch_exists(const Scratch *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 // Number of '\n' in s; 0 for NULL.
 int scratch_count_lines(const char *s);
 
