@@ -123,7 +123,7 @@ typedef struct {
     CaptionCounters tc;   // step; best validation BLEU-4 (< 0 before any) and its step
     TrainOptim optim;   // batch, lr, lr decay, clip, seed: the flags', or on --resume the state's
     int n_train, n_val;
-    long spe;           // steps per epoch (the last batch of an epoch may be short)
+    long steps_per_epoch;  // batches per epoch (the last one may be short)
     float *images;      // (B, 3, S, S)
     int *words, *lens;  // (B, max_len), (B)
     TrainOrder order;   // the current epoch's order of the training images
@@ -336,10 +336,12 @@ static int open_run(CaptionRun *r, const CaptionTrainFlags *f, Dist *dist, Error
     if (code) return code;
     if (share_start(r, err)) return 1;
     const int B = r->optim.batch;
-    r->spe = (r->n_train + B - 1) / B;
-    long end_step = f->given.steps ? f->steps : f->given.minutes ? 0 : (long)f->epochs * r->spe;
+    r->steps_per_epoch = (r->n_train + B - 1) / B;
+    long end_step = f->given.steps     ? f->steps
+                    : f->given.minutes ? 0
+                                       : (long)f->epochs * r->steps_per_epoch;
     r->budget = (TrainBudget){.end_step = end_step, .seconds = f->given.minutes ? f->minutes * 60.0 : 0};
-    r->cadence = (TrainCadence){.steps_per_epoch = r->spe, .log_every = f->log_every,
+    r->cadence = (TrainCadence){.steps_per_epoch = r->steps_per_epoch, .log_every = f->log_every,
                                 .save_every = f->checkpoint_every, .log_at_epoch_end = true,
                                 .save_at_validation = true};
     r->adam = adam_defaults(r->optim.lr);
@@ -359,18 +361,18 @@ static void print_header(const CaptionRun *r) {
         snprintf(ranks, sizeof ranks, " per rank, %d ranks", r->dist->size);
     text_write_linef(stderr, "caption train: %d training images, %d words, %ld steps per epoch, batch %d, "
                      "lr %g, %d thread%s%s; step %ld %s; %s",
-                     r->n_train, r->vocab.size, r->spe, r->optim.batch, r->optim.lr, f->threads,
+                     r->n_train, r->vocab.size, r->steps_per_epoch, r->optim.batch, r->optim.lr, f->threads,
                      f->threads == 1 ? "" : "s", ranks, r->tc.step, budget, cs);
 }
 
-// Step step's batch (position (step - 1) % spe of its epoch's order): images, and one
+// Step step's batch (position (step - 1) % steps_per_epoch of its epoch's order): images, and one
 // caption per image drawn with sr. Returns the batch size, or -1 when a caption fails.
 // Over ranks, every rank draws every image's caption (the stream stays one process's) but
 // reads only the images of its share.
 static int fill_batch(CaptionRun *r, long step, Rng *sr, Error *err) {
     const int B = r->optim.batch, ML = r->model.cfg.max_len;
     const size_t per = sat_input_floats(&r->model.cfg);  // an image, or its annotations
-    long epoch = (step - 1) / r->spe, pos = (step - 1) % r->spe;
+    long epoch = (step - 1) / r->steps_per_epoch, pos = (step - 1) % r->steps_per_epoch;
     const int *perm = train_order_of(&r->order, epoch, r->optim.seed * 0x9E3779B97F4A7C15ULL +
                                                            0x632BE59BD9B4E019ULL * (uint64_t)(epoch + 1));
     int nb = 0, begin, count;
@@ -517,7 +519,7 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
     }
     if (r->ft.on && caption_finetune_check_finite(&r->ft, step, r->path_model, err)) return -1;
     const TrainOptim *o = &r->optim;
-    s->lr = lr_exponential(o->lr, o->lr_decay, r->spe, step);
+    s->lr = lr_exponential(o->lr, o->lr_decay, r->steps_per_epoch, step);
     // Clipping folded into the update: m->grads is left unclipped.
     s->norm = adam_clip_update_threads(m->params.data, m->grads.data, m->adam_m.data,
                                        m->adam_v.data, m->params.numel, &r->adam, step, s->lr,
@@ -539,7 +541,7 @@ static void log_step(CaptionRun *r, const StepResult *s, bool row_due) {
     if (!row_due) return;
     const long step = r->tc.step;
     double now = timer_now();
-    double row[10] = {(double)step, (double)step / r->spe, r->loss_acc / r->n_acc,
+    double row[10] = {(double)step, (double)step / r->steps_per_epoch, r->loss_acc / r->n_acc,
                       r->ce_acc / r->tok_acc, NAN, NAN, s->lr,
                       r->imgs_since / (now - r->t_log), NAN, NAN};
     train_norms_take(&r->norms, &row[4], &row[5]);
@@ -574,17 +576,16 @@ static int validate_and_save(CaptionRun *r, Error *err) {
     const bool root = dist_is_root(r->dist);
     r->last_val = train_fault_valid_score(step, er.scores.bleu[3]);
     double ground = er.has_grounding ? er.grounding.accuracy : NAN;
-    double row[10] = {(double)step, (double)step / r->spe, NAN, NAN, NAN, NAN, NAN, NAN, r->last_val, ground};
+    const double epoch = (double)step / r->steps_per_epoch;
+    double row[10] = {(double)step, epoch, NAN, NAN, NAN, NAN, NAN, NAN, r->last_val, ground};
     if (root) csvlog_row(&r->log, row, 10);
     bool best = r->last_val > r->tc.best_bleu;
     if (!f->quiet && root) {
         train_meter_break(&r->meter);
         if (isfinite(r->last_val))
-            fprintf(stderr, "step %ld (epoch %.2f): validation BLEU-4 %.4f", step, (double)step / r->spe,
-                    r->last_val);
+            fprintf(stderr, "step %ld (epoch %.2f): validation BLEU-4 %.4f", step, epoch, r->last_val);
         else
-            fprintf(stderr, "step %ld (epoch %.2f): validation BLEU-4 not finite", step,
-                    (double)step / r->spe);
+            fprintf(stderr, "step %ld (epoch %.2f): validation BLEU-4 not finite", step, epoch);
         if (er.has_grounding && er.grounding.object_words > 0)
             fprintf(stderr, ", grounding %.4f", ground);
         else if (er.has_grounding)  // the 0 logged is no accuracy: nothing was there to ground
@@ -663,7 +664,8 @@ static void print_summary(const CaptionRun *r) {
         printf("{\"steps\": %ld, \"epochs\": %.4f, \"seconds\": %.2f, \"images_per_s\": %.2f, "
                "\"final_loss\": %s, \"val_bleu4\": %s, \"best_val_bleu4\": %s, \"best_step\": %s, "
                "\"attention\": \"%s\"}\n",
-               tc->step, (double)tc->step / r->spe, secs, ips, json_number(fl, final_loss),
+               tc->step, (double)tc->step / r->steps_per_epoch, secs, ips,
+               json_number(fl, final_loss),
                json_number(vb, r->last_val), json_number(bb, best),
                json_number(bs, isfinite(best) ? (double)tc->best_step : NAN),
                caption_attention_name(&r->model.cfg));

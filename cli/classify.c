@@ -96,7 +96,8 @@ typedef struct {
     ClassifierParams p;
     AdamConfig adam;
     ClassifierWorker *workers;
-    int n_workers, bpe;
+    int n_workers;
+    int steps_per_epoch;  // batches per epoch (the remainder is dropped each epoch)
     float *x, *eps;  // images (B, H W); hard attention's centre noise (T, B, 2)
     int *labels;
     long *idx;
@@ -201,7 +202,7 @@ static void alloc_buffers(ClassifyRun *r) {
     if (c->kind == CLASSIFIER_GLIMPSE && c->glimpse.hard)
         r->eps = xmalloc(sizeof(float) * (size_t)c->glimpse.T * B * 2);
     r->idx = xmalloc(sizeof(long) * (size_t)B);
-    r->bpe = r->train.n / B;
+    r->steps_per_epoch = r->train.n / B;
     train_order_init(&r->order, r->train.n);
 }
 
@@ -229,7 +230,7 @@ static int open_run(ClassifyRun *r, const ClassifyFlags *f, Error *err) {
     safetensors_free(&file);
     if (rc) return -1;
     alloc_buffers(r);
-    train_plan(&f->plan, r->bpe, &r->budget, &r->cadence);
+    train_plan(&f->plan, r->steps_per_epoch, &r->budget, &r->cadence);
     if (train_out_clear(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
         csvlog_open(&r->log, r->paths.log, "step,train_loss,train_error,valid_error,grad_norm,grad_norm_max,seconds", r->resumed, err))
         return -1;
@@ -263,8 +264,9 @@ static void print_header(const ClassifyRun *r) {
 static void make_batch(ClassifyRun *r) {
     const ClassifyState *st = &r->st;
     const int B = st->optim.batch;
-    const long e = st->step / r->bpe;  // clutter index: epoch e's copy of each digit
-    const int *batch = train_order_batch(&r->order, st->step, r->bpe, B, st->optim.seed);
+    const long e = st->step / r->steps_per_epoch;  // clutter index: epoch e's copy of each digit
+    const int *batch =
+        train_order_batch(&r->order, st->step, r->steps_per_epoch, B, st->optim.seed);
     for (int b = 0; b < B; b++) r->idx[b] = e * r->train.n + batch[b];
     cluttered_batch_threads(r->x, r->labels, &r->train, &st->clutter,
                             classify_train_clutter_seed(st->optim.seed), r->idx, B, r->n_workers);

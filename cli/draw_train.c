@@ -127,7 +127,7 @@ typedef struct {
     int n_workers;
     int share_begin, share_count;  // this rank's images of each batch (all of it alone)
     DrawEvalScratch eval;  // validation: a view of the training workers and buffers
-    int bpe;           // batches per epoch (the remainder is dropped each epoch)
+    int steps_per_epoch;  // batches per epoch (the remainder is dropped each epoch)
     float *eps, *x;    // this rank's share of the batch: noise (T, share, z), images (share, W*H)
     double *logw;      // (B) validation scratch
     TrainOrder order;  // the current epoch's order of the training images
@@ -249,7 +249,7 @@ static void alloc_workers(DrawRun *r) {
     // A validation batch's share is at most the training batch's: the same buffers serve.
     r->eval = (DrawEvalScratch){.dist = r->dist, .w = r->workers, .n_workers = r->n_workers, .B = B,
                             .eps = r->eps, .logw = r->logw};
-    r->bpe = r->train.n / B;
+    r->steps_per_epoch = r->train.n / B;
     train_order_init(&r->order, r->train.n);
 }
 
@@ -319,7 +319,7 @@ static int open_run(DrawRun *r, const TrainFlags *f, Dist *dist, Error *err) {
                            train_dist_broadcast_block(dist, &r->w.mom1, err) ||
                            train_dist_broadcast_block(dist, &r->w.mom2, err)))
         return -1;
-    train_plan(&f->plan, r->bpe, &r->budget, &r->cadence);
+    train_plan(&f->plan, r->steps_per_epoch, &r->budget, &r->cadence);
     return 0;
 }
 
@@ -346,7 +346,8 @@ static int train_step(DrawRun *r, double *bound, Error *err) {
     DrawTrainState *st = &r->st;
     const DrawConfig *c = &st->cfg;
     const int B = st->optim.batch;
-    const int *batch = train_order_batch(&r->order, st->step, r->bpe, B, st->optim.seed);
+    const int *batch =
+        train_order_batch(&r->order, st->step, r->steps_per_epoch, B, st->optim.seed);
     // This rank's share of the batch (cli/train_dist.h): each image binarised and given
     // its noise from streams of its own, seeded with (seed, step, its place in the batch).
     const uint64_t step_seed = rng_mix(rng_mix(st->optim.seed, 0x5DE9), (uint64_t)st->step);
