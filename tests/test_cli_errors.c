@@ -5,8 +5,10 @@
 // PNG as draw --data, text as a checkpoint or a caption file), a checkpoint of the other
 // model (for eval and for --resume), a checkpoint of an older layout (its format / version
 // key edited with core/safetensors.h), a checkpoint whose metadata claims a model far
-// larger than its tensors (refused before any allocation), bad flag values, an unknown subcommand, a missing
-// required flag, an output folder that cannot be made.
+// larger than its tensors (refused before any allocation), training metadata --resume
+// cannot carry on from (optimiser settings out of range, a run's data gone), bad flag
+// values, an unknown subcommand, a missing required flag, an output folder that cannot be
+// made.
 // Binaries come from $ATTEND_BIN (default "bin"); the tiny models are trained here.
 #include <dirent.h>
 #include <stdarg.h>
@@ -158,7 +160,8 @@ static void test_setup_models(void) {
     write_text("notes.txt", "these are notes, not a checkpoint\n");
 }
 
-static void test_draw_errors(void) {
+// Bad subcommands and flags, and --help without the required ones.
+static void test_draw_flag_errors(void) {
     if (!have_models) return test_fail_(__FILE__, __LINE__, "no models (setup failed)");
     int rc;
     rc = run("draw", "paint --out %s/o", tmp);
@@ -186,12 +189,16 @@ static void test_draw_errors(void) {
     expect_failure(rc, "--samples 0", WANT("--samples"), NONE);
     rc = run("draw", "eval --model %s --split sideways", draw_model);
     expect_failure(rc, "--split sideways", WANT("--split", "sideways"), NONE);
-    // Missing files.
+}
+
+// Missing files, files of the wrong kind, an output folder that cannot be made.
+static void test_draw_file_errors(void) {
+    if (!have_models) return test_fail_(__FILE__, __LINE__, "no models (setup failed)");
+    int rc;
     rc = run("draw", "train " DRAW_TINY " --data %s/none-images.idx --steps 1 --out %s/t2", tmp, tmp);
     expect_failure(rc, "missing --data file", WANT("none-images.idx"), WANT("t2/model.safetensors"));
     rc = run("draw", "eval --model %s/none.safetensors", tmp);
     expect_failure(rc, "missing model", WANT("draw: ", "none.safetensors"), NONE);
-    // Wrong formats.
     rc = run("draw", "train " DRAW_TINY " --data %s/picture.png --steps 1 --out %s/t3", tmp, tmp);
     expect_failure(rc, "PNG as --data", WANT("picture.png"), WANT("t3/model.safetensors"));
     rc = run("draw", "eval --model %s --data %s/picture.png", draw_model, tmp);
@@ -200,19 +207,34 @@ static void test_draw_errors(void) {
     expect_failure(rc, "text as checkpoint", WANT("notes.txt"), NONE);
     rc = run("draw", "generate --model %s/notes.txt --out %s/g1", tmp, tmp);
     expect_failure(rc, "text as checkpoint (generate)", WANT("notes.txt"), WANT("g1/final.png"));
-    // The other model's checkpoint, for eval and as the checkpoint --resume continues from.
-    rc = run("draw", "eval --model %s", caption_model);
-    expect_failure(rc, "captioner model", WANT("cap/model.safetensors", "not a DRAW checkpoint"), NONE);
-    char dir[700], path[800];
-    snprintf(dir, sizeof dir, "%s/r1", tmp);
+    // A file stands where the output folder would be made.
+    rc = run("draw", "generate --model %s --out %s/notes.txt/frames", draw_model, tmp);
+    expect_failure(rc, "output under a file", WANT("notes.txt"), NONE);
+}
+
+// Makes the run folder TMP/NAME and puts the path of the checkpoint --resume continues
+// from, TMP/NAME/FILE, into path.
+static void resume_folder(char *path, size_t n, const char *name, const char *file) {
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/%s", tmp, name);
     Error err;
     EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    snprintf(path, n, "%s/%s", dir, file);
+}
+
+// Checkpoints draw cannot use: the other model's, an older layout, a size the tensors
+// do not have; for eval and as the checkpoint --resume continues from.
+static void test_draw_checkpoint_errors(void) {
+    if (!have_models) return test_fail_(__FILE__, __LINE__, "no models (setup failed)");
+    int rc;
+    rc = run("draw", "eval --model %s", caption_model);
+    expect_failure(rc, "captioner model", WANT("cap/model.safetensors", "not a DRAW checkpoint"), NONE);
+    char path[800];
+    resume_folder(path, sizeof path, "r1", "model.safetensors");
     copy_file(caption_model, path);
-    rc = run("draw", "train " DRAW_TINY " --steps 4 --resume --out %s", dir);
+    rc = run("draw", "train " DRAW_TINY " --steps 4 --resume --out %s/r1", tmp);
     expect_failure(rc, "--resume from a captioner", WANT("r1/model.safetensors", "not a DRAW checkpoint"),
                    WANT("r1/log.csv"));
-    // An older layout.
     snprintf(path, sizeof path, "%s/old_draw.safetensors", tmp);
     rewrite_meta(draw_model, path, "format", "attend-draw-0");
     rc = run("draw", "eval --model %s", path);
@@ -223,48 +245,48 @@ static void test_draw_errors(void) {
     rewrite_meta(draw_model, path, "draw.enc", "65536");
     rc = run("draw", "eval --model %s", path);
     expect_failure(rc, "a huge model claimed", WANT("huge_draw.safetensors", "enc.W", "the model expects"), NONE);
-    snprintf(dir, sizeof dir, "%s/rhuge", tmp);
-    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    resume_folder(path, sizeof path, "rhuge", "model.safetensors");
     rewrite_meta(draw_model, path, "draw.enc", "65536");
-    rc = run("draw", "train " DRAW_TINY " --steps 4 --resume --out %s", dir);
+    rc = run("draw", "train " DRAW_TINY " --steps 4 --resume --out %s/rhuge", tmp);
     expect_failure(rc, "--resume from a huge model claimed", WANT("rhuge/model.safetensors", "enc.W"),
                    WANT("rhuge/log.csv"));
-    // Optimiser settings no flag would give (cli/train_run.h train_optim_read): --resume
-    // refuses them, naming the key, before anything is written.
+}
+
+// A checkpoint whose training metadata --resume cannot carry on from: refused before
+// anything is written, naming the checkpoint.
+static void test_draw_resume_metadata_errors(void) {
+    if (!have_models) return test_fail_(__FILE__, __LINE__, "no models (setup failed)");
+    int rc;
+    char path[800];
+    // Optimiser settings no flag would give (cli/train_run.h train_optim_read), the key named.
     static const struct {
         const char *key, *value;
     } bad_optim[] = {{"train.lr", "-1"},      {"train.beta1", "2"}, {"train.clip", "-3"},
                      {"train.batch", "0"},    {"train.seed", "99999999999999999999999"},
                      {"train.lr", NULL}};
     for (size_t i = 0; i < sizeof bad_optim / sizeof bad_optim[0]; i++) {
-        snprintf(dir, sizeof dir, "%s/ropt%zu", tmp, i);
-        EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
-        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        char name[32], what[96], log[48];
+        snprintf(name, sizeof name, "ropt%zu", i);
+        resume_folder(path, sizeof path, name, "model.safetensors");
         rewrite_meta(draw_model, path, bad_optim[i].key, bad_optim[i].value);
-        rc = run("draw", "train " DRAW_TINY " --steps 4 --resume --out %s", dir);
-        char what[96], log[32];
+        rc = run("draw", "train " DRAW_TINY " --steps 4 --resume --out %s/%s", tmp, name);
         snprintf(what, sizeof what, "--resume with %s = %s", bad_optim[i].key,
                  bad_optim[i].value ? bad_optim[i].value : "(none)");
-        snprintf(log, sizeof log, "ropt%zu/log.csv", i);
+        snprintf(log, sizeof log, "%s/log.csv", name);
         expect_failure(rc, what, WANT("model.safetensors", bad_optim[i].key), WANT(log));
     }
     // A run whose data cannot be loaded now (an IDX file since moved): the checkpoint is
     // named as where the data's name came from.
-    snprintf(dir, sizeof dir, "%s/rdata", tmp);
-    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    resume_folder(path, sizeof path, "rdata", "model.safetensors");
     rewrite_meta(draw_model, path, "train.data", "moved/digits-images.idx");
-    rc = run("draw", "train --steps 4 --resume --out %s", dir);
+    rc = run("draw", "train --steps 4 --resume --out %s/rdata", tmp);
     expect_failure(rc, "--resume with its data gone",
                    WANT("rdata/model.safetensors: the run's data", "moved/digits-images.idx"),
                    WANT("rdata/log.csv"));
-    // An output folder that cannot be made (a file stands in the way).
-    rc = run("draw", "generate --model %s --out %s/notes.txt/frames", draw_model, tmp);
-    expect_failure(rc, "output under a file", WANT("notes.txt"), NONE);
 }
 
-static void test_caption_errors(void) {
+// Bad subcommands and flags.
+static void test_caption_flag_errors(void) {
     if (!have_models) return test_fail_(__FILE__, __LINE__, "no models (setup failed)");
     int rc;
     rc = run("caption", "paint");
@@ -285,7 +307,13 @@ static void test_caption_errors(void) {
     expect_failure(rc, "--split sideways", WANT("--split", "sideways"), NONE);
     rc = run("caption", "train --out %s/c2 --steps 1 --data nowhere:%s" CAPTION_TINY, tmp, tmp);
     expect_failure(rc, "--data nowhere:", WANT("caption train: --data"), WANT("c2/model.safetensors"));
-    // Missing files.
+}
+
+// Missing files, files of the wrong kind, images that do not decode, results that cannot
+// be written.
+static void test_caption_file_errors(void) {
+    if (!have_models) return test_fail_(__FILE__, __LINE__, "no models (setup failed)");
+    int rc;
     rc = run("caption", "eval --model %s/none.safetensors --quiet", tmp);
     expect_failure(rc, "missing model", WANT("caption eval: ", "none.safetensors"), NONE);
     rc = run("caption", "train --out %s/c3 --steps 1 --data tsv:%s/none.tsv:%s" CAPTION_TINY, tmp, tmp, tmp);
@@ -322,14 +350,23 @@ static void test_caption_errors(void) {
     }
     rc = run("caption", "predict --model %s --images %s --beam 1 --threads 1", caption_model, dir);
     expect_failure(rc, "truncated image", WANT("cut.png"), NONE);
-    // The other model's checkpoint, for eval and as the state --resume continues from.
+    // Results that cannot be written: nothing under the final name.
+    rc = run("caption", "eval --model %s --quiet --count 2 --beam 1 --results %s/no-folder/results.json" CAPTION_DATA,
+             caption_model, tmp);
+    expect_failure(rc, "results in a missing folder", WANT("results.json"), WANT("no-folder/results.json"));
+}
+
+// Checkpoints caption cannot use: the other model's, older and newer layouts; for eval and
+// as the state --resume continues from.
+static void test_caption_checkpoint_errors(void) {
+    if (!have_models) return test_fail_(__FILE__, __LINE__, "no models (setup failed)");
+    int rc;
+    char path[800];
     rc = run("caption", "eval --model %s --quiet", draw_model);
     expect_failure(rc, "DRAW model", WANT("draw/model.safetensors", "not a captioner checkpoint"), NONE);
-    snprintf(dir, sizeof dir, "%s/r2", tmp);
-    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
-    snprintf(path, sizeof path, "%s/state.safetensors", dir);
+    resume_folder(path, sizeof path, "r2", "state.safetensors");
     copy_file(draw_model, path);
-    rc = run("caption", "train --out %s --steps 4 --resume" CAPTION_TINY, dir);
+    rc = run("caption", "train --out %s/r2 --steps 4 --resume" CAPTION_TINY, tmp);
     expect_failure(rc, "--resume from a DRAW model", WANT("r2/state.safetensors", "not a captioner checkpoint"),
                    WANT("r2/model.safetensors"));
     // An older layout, for eval and for --resume.
@@ -337,17 +374,11 @@ static void test_caption_errors(void) {
     rewrite_meta(caption_model, path, "version", "0");
     rc = run("caption", "eval --model %s --quiet", path);
     expect_failure(rc, "older layout", WANT("old_cap.safetensors", "version", "not supported"), NONE);
-    snprintf(dir, sizeof dir, "%s/r3", tmp);
-    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
-    snprintf(path, sizeof path, "%s/r3/state.safetensors", tmp);
+    resume_folder(path, sizeof path, "r3", "state.safetensors");
     rewrite_meta(caption_state, path, "version", "2");
-    rc = run("caption", "train --out %s --steps 4 --resume" CAPTION_TINY, dir);
+    rc = run("caption", "train --out %s/r3 --steps 4 --resume" CAPTION_TINY, tmp);
     expect_failure(rc, "--resume from a newer layout", WANT("r3/state.safetensors", "version"),
                    WANT("r3/model.safetensors"));
-    // Results that cannot be written: nothing under the final name.
-    rc = run("caption", "eval --model %s --quiet --count 2 --beam 1 --results %s/no-folder/results.json" CAPTION_DATA,
-             caption_model, tmp);
-    expect_failure(rc, "results in a missing folder", WANT("results.json"), WANT("no-folder/results.json"));
 }
 
 int main(void) {
@@ -360,8 +391,13 @@ int main(void) {
         return 1;
     }
     RUN(test_setup_models);
-    RUN(test_draw_errors);
-    RUN(test_caption_errors);
+    RUN(test_draw_flag_errors);
+    RUN(test_draw_file_errors);
+    RUN(test_draw_checkpoint_errors);
+    RUN(test_draw_resume_metadata_errors);
+    RUN(test_caption_flag_errors);
+    RUN(test_caption_file_errors);
+    RUN(test_caption_checkpoint_errors);
     int rc = test_summary();
     if (rc == 0)
         scratch_remove(tmp);
