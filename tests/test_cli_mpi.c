@@ -148,6 +148,27 @@ static double largest_rel_diff(const double *a, const double *b, int n) {
     return worst;
 }
 
+// RUN_A/log.csv and RUN_B/log.csv the same but for column `skip` (a time or a
+// throughput, the only columns two runs of the same computation differ in).
+static void expect_same_log(const char *run_a, const char *run_b, const char *skip, const char *what) {
+    char *a = log_without_column(run_a, skip), *b = log_without_column(run_b, skip);
+    EXPECT(a && b && strcmp(a, b) == 0, "%s: log.csv differs:\n%s\nvs\n%s", what, a ? a : "",
+           b ? b : "");
+    free(a), free(b);
+}
+
+// The training curve (log.csv column col, 50 rows) of RANKS within tol (relative) of the
+// one of ONE at every row; the largest difference is printed after label.
+static void expect_close_curves(const char *ranks, const char *one, int col, double tol,
+                                const char *label) {
+    double r[64], o[64];
+    int nr = read_column(ranks, col, r, 64), no = read_column(one, col, o, 64);
+    EXPECT(no == 50 && nr == 50, "%s: %d and %d rows, expected 50", label, nr, no);
+    double worst = largest_rel_diff(r, o, no < nr ? no : nr);
+    EXPECT(worst <= tol, "%s: the ranks' curve is %.3g (relative) from one thread's", label, worst);
+    printf("  %s: largest relative difference %.3g\n", label, worst);
+}
+
 static int draw_ok(int status, const char *what) {
     if (status == 0) return 1;
     char *err = scratch_read(&draw_sc, "stderr.txt", NULL);
@@ -173,19 +194,12 @@ static void test_draw_two_ranks_match_one_process(void) {
     // Exact: 2 ranks x 1 thread = 1 process x 2 threads (weights, Adam moments, curve).
     EXPECT(same_file("two/model.safetensors", "one2/model.safetensors"),
            "2 ranks and 1 process of 2 threads wrote different checkpoints");
-    char *a = log_without_column("two", "seconds"), *b = log_without_column("one2", "seconds");
-    EXPECT(a && b && strcmp(a, b) == 0, "log.csv differs:\n%s\nvs\n%s", a ? a : "", b ? b : "");
-    free(a), free(b);
+    expect_same_log("two", "one2", "seconds", "draw");
     // Against one thread: the same curve within 1e-4 relative over 50 steps (measured: 2.4e-8
     // relative at most; each image's randomness is its own, the sums differ only in their
     // order).
-    double two[64], one[64];
-    int n2 = read_column("two", 1, two, 64), n1 = read_column("one1", 1, one, 64);
-    EXPECT(n1 == 50 && n2 == 50, "%d and %d rows, expected 50", n1, n2);
-    double worst = largest_rel_diff(two, one, n1 < n2 ? n1 : n2);
-    EXPECT(worst <= 1e-4, "2 ranks' curve is %.3g (relative) from one thread's", worst);
-    printf("  draw: 50 steps, 2 ranks x 1 thread vs 1 process x 1 thread: largest relative "
-           "difference of the train bound %.3g\n", worst);
+    expect_close_curves("two", "one1", 1, 1e-4,
+                        "draw: the train bound over 50 steps, 2 ranks x 1 thread vs 1 process x 1 thread");
     // Rank 0 alone wrote: one header line, one summary.
     char *err = scratch_read(&draw_sc, "stderr.txt", NULL);
     const char *first = err ? strstr(err, "draw train: mnist") : NULL;
@@ -274,21 +288,13 @@ static void test_caption_two_ranks_match_one_process(void) {
            "2 ranks and 1 process of 2 threads wrote different states");
     EXPECT(same_file("cap_two/model.safetensors", "cap_one2/model.safetensors"),
            "2 ranks and 1 process of 2 threads wrote different best models");
-    char *a = log_without_column("cap_two", "images_per_s");
-    char *b = log_without_column("cap_one2", "images_per_s");
-    EXPECT(a && b && strcmp(a, b) == 0, "log.csv differs:\n%s\nvs\n%s", a ? a : "", b ? b : "");
-    free(a), free(b);
+    expect_same_log("cap_two", "cap_one2", "images_per_s", "caption");
     // One process of one thread draws each image's dropout masks from the image's own
     // stream as the ranks do (models/sat.h), so the curves differ only in the float
     // summation order of the batch's gradient: each of 50 steps within 1e-6 relative
     // (measured: 5.7e-9 at most; printed below).
-    double two[64], one[64];
-    int n2 = read_column("cap_two", 2, two, 64), n1 = read_column("cap_one1", 2, one, 64);
-    EXPECT(n1 == 50 && n2 == 50, "%d and %d rows, expected 50", n1, n2);
-    double worst = largest_rel_diff(two, one, n1 < n2 ? n1 : n2);
-    EXPECT(worst <= 1e-6, "2 ranks' curve is %.3g (relative) from one thread's", worst);
-    printf("  caption: 50 steps, 2 ranks x 1 thread vs 1 process x 1 thread: largest relative "
-           "difference of the train loss %.3g\n", worst);
+    expect_close_curves("cap_two", "cap_one1", 2, 1e-6,
+                        "caption: the train loss over 50 steps, 2 ranks x 1 thread vs 1 process x 1 thread");
 }
 
 // --overlap-sums: the decoder's gradient summed on a thread of its own during the CNN's
@@ -302,10 +308,7 @@ static void test_caption_overlapped_sums_same_bits(void) {
                    "caption train --overlap-sums, 2 ranks")) {
         EXPECT(same_file("cap_over2/state.safetensors", "cap_one2/state.safetensors"),
                "--overlap-sums over 2 ranks: not the plain run's state");
-        char *a = log_without_column("cap_over2", "images_per_s");
-        char *b = log_without_column("cap_one2", "images_per_s");
-        EXPECT(a && b && strcmp(a, b) == 0, "log.csv differs:\n%s\nvs\n%s", a ? a : "", b ? b : "");
-        free(a), free(b);
+        expect_same_log("cap_over2", "cap_one2", "images_per_s", "--overlap-sums over 2 ranks");
     }
     if (caption_ok(scratch_run_mpi(&cap_sc, 3, "train " CAPTION_SMALL " --steps 6 --threads 1 "
                                    "--overlap-sums --attention hard --out %s/cap_over3b", dir),
@@ -405,18 +408,9 @@ static void test_caption_hard_matches_one_process(void) {
 #undef CAPTION_HARD
     EXPECT(same_file("h2/state.safetensors", "h12/state.safetensors"),
            "hard: 2 ranks and 1 process of 2 threads wrote different states");
-    char *a = log_without_column("h2", "images_per_s");
-    char *b = log_without_column("h12", "images_per_s");
-    EXPECT(a && b && strcmp(a, b) == 0, "hard: log.csv differs:\n%s\nvs\n%s", a ? a : "",
-           b ? b : "");
-    free(a), free(b);
-    double two[64], one[64];
-    int n2 = read_column("h2", 2, two, 64), n1 = read_column("h11", 2, one, 64);
-    EXPECT(n1 == 50 && n2 == 50, "%d and %d rows, expected 50", n1, n2);
-    double worst = largest_rel_diff(two, one, n1 < n2 ? n1 : n2);
-    EXPECT(worst <= 1e-5, "hard: 2 ranks' curve is %.3g (relative) from one thread's", worst);
-    printf("  caption --attention hard: 50 steps, 2 ranks x 1 thread vs 1 process x 1 thread: "
-           "largest relative difference of the train loss %.3g\n", worst);
+    expect_same_log("h2", "h12", "images_per_s", "hard");
+    expect_close_curves("h2", "h11", 2, 1e-5,
+                        "caption --attention hard: the train loss over 50 steps, 2 ranks x 1 thread vs 1 process x 1 thread");
 }
 
 // Unequal shares: a batch of 16 over 3 ranks (6, 5, 5) is one process's 3 workers, bit for
