@@ -219,21 +219,31 @@ static void expect_refused(const char *path, const FeatCacheInfo *info, const ch
     if (r == 0) featcache_writer_close(&w);
 }
 
-static void test_refusals(void) {
-    const int n = 6, L = 2, D = 3;
-    Fake fk;
-    fake_info(&fk, n, L, D, FEAT_F16);
-    float *a = malloc(sizeof(float) * n * L * D);
-    fill_annot(a, n, L * D, 9);
-    unsigned char status[6] = {1, 1, 1, 1, 1, 1};
-    char done[600], part[600];
-    snprintf(done, sizeof done, "%s/done.safetensors", tmpdir);
-    snprintf(part, sizeof part, "%s/part.safetensors", tmpdir);
+// The six images of 2 x 3 annotations the refusal tests use, written twice into TMP: a
+// finished cache (DONE_NAME) and an extraction opened and left unfinished (PART_NAME, whose
+// file is PART_NAME.partial); their paths into done and part.
+static void write_done_and_unfinished(Fake *fk, char done[600], const char *done_name,
+                                      char part[600], const char *part_name) {
+    enum { N = 6, L = 2, D = 3 };
+    fake_info(fk, N, L, D, FEAT_F16);
+    float a[N * L * D];
+    fill_annot(a, N, L * D, 9);
+    unsigned char status[N] = {1, 1, 1, 1, 1, 1};
+    snprintf(done, 600, "%s/%s", tmpdir, done_name);
+    snprintf(part, 600, "%s/%s", tmpdir, part_name);
     Error err;
-    EXPECT(write_all(done, &fk.info, a, status, &err) == 0, "%s", err.msg);
+    EXPECT(write_all(done, &fk->info, a, status, &err) == 0, "%s", err.msg);
     FeatCacheWriter w;
-    EXPECT(featcache_writer_open(&w, part, &fk.info, &err) == 0, "%s", err.msg);
+    EXPECT(featcache_writer_open(&w, part, &fk->info, &err) == 0, "%s", err.msg);
     featcache_writer_close(&w);
+}
+
+// A cache, finished or partial, made for another extraction (encoder, its weights,
+// preprocessing, size, data, images, dtype) is refused naming what differs.
+static void test_refuses_another_extraction(void) {
+    Fake fk;
+    char done[600], part[600];
+    write_done_and_unfinished(&fk, done, "done.safetensors", part, "part.safetensors");
     for (int k = 0; k < 2; k++) {
         const char *p = k ? part : done;
         FeatCacheInfo o = fk.info;
@@ -259,30 +269,44 @@ static void test_refusals(void) {
         o.dtype = FEAT_F32;
         expect_refused(p, &o, "dtype");
     }
-    // Values F16 cannot hold, and NaN, are refused naming the image.
-    {
-        char ov[600];
-        snprintf(ov, sizeof ov, "%s/overflow.safetensors", tmpdir);
-        FeatCacheInfo o = fk.info;
-        o.data = "overflow";
-        float big[6 * 2 * 3];
-        memcpy(big, a, sizeof big);
-        big[2 * L * D + 1] = 70000.0f;
-        Error e2 = {{0}};
-        EXPECT(write_all(ov, &o, big, status, &e2) == -1 && strstr(e2.msg, "image 2") &&
-                   strstr(e2.msg, "--dtype f32"), "F16 overflow: %s", e2.msg);
-        o.dtype = FEAT_F32;
-        EXPECT(write_all(ov, &o, big, status, &e2) == -1 && strstr(e2.msg, "dtype"),
-               "the partial F16 file must refuse an F32 resume: %s", e2.msg);
-        char p2[700];
-        snprintf(p2, sizeof p2, "%s.partial", ov);
-        remove(p2);
-        EXPECT(write_all(ov, &o, big, status, &e2) == 0, "F32 holds 70000: %s", e2.msg);
-        big[4] = NAN;
-        snprintf(ov, sizeof ov, "%s/nan.safetensors", tmpdir);
-        EXPECT(write_all(ov, &o, big, status, &e2) == -1 && strstr(e2.msg, "NaN"), "NaN: %s", e2.msg);
-    }
-    // An unfinished extraction is no cache yet.
+}
+
+// Values F16 cannot hold, and NaN, are refused naming the image.
+static void test_refuses_values_f16_cannot_hold(void) {
+    const int n = 6, L = 2, D = 3;
+    Fake fk;
+    fake_info(&fk, n, L, D, FEAT_F16);
+    float big[6 * 2 * 3];
+    fill_annot(big, n, L * D, 9);
+    unsigned char status[6] = {1, 1, 1, 1, 1, 1};
+    char ov[600];
+    snprintf(ov, sizeof ov, "%s/overflow.safetensors", tmpdir);
+    FeatCacheInfo o = fk.info;
+    o.data = "overflow";
+    big[2 * L * D + 1] = 70000.0f;
+    Error e2 = {{0}};
+    EXPECT(write_all(ov, &o, big, status, &e2) == -1 && strstr(e2.msg, "image 2") &&
+               strstr(e2.msg, "--dtype f32"), "F16 overflow: %s", e2.msg);
+    o.dtype = FEAT_F32;
+    EXPECT(write_all(ov, &o, big, status, &e2) == -1 && strstr(e2.msg, "dtype"),
+           "the partial F16 file must refuse an F32 resume: %s", e2.msg);
+    char p2[700];
+    snprintf(p2, sizeof p2, "%s.partial", ov);
+    remove(p2);
+    EXPECT(write_all(ov, &o, big, status, &e2) == 0, "F32 holds 70000: %s", e2.msg);
+    big[4] = NAN;
+    snprintf(ov, sizeof ov, "%s/nan.safetensors", tmpdir);
+    EXPECT(write_all(ov, &o, big, status, &e2) == -1 && strstr(e2.msg, "NaN"), "NaN: %s", e2.msg);
+}
+
+// What is no cache, or no longer a whole one: an unfinished extraction, a damaged byte, a
+// truncated file, an edited header value, a checkpoint.
+static void test_refuses_damaged_files(void) {
+    const int n = 6;  // images: the file ends with their n status bytes, after the annotations
+    Fake fk;
+    char done[600], part[600];
+    write_done_and_unfinished(&fk, done, "damaged.safetensors", part, "unfinished.safetensors");
+    Error err;
     FeatCache c;
     char partial[700];
     snprintf(partial, sizeof partial, "%s.partial", part);
@@ -309,13 +333,10 @@ static void test_refusals(void) {
         free(bytes);
     }
     // A checkpoint is not a cache.
-    char cp[600];
-    snprintf(cp, sizeof cp, "%s/enc.safetensors", tmpdir);
     const char *dir = getenv("ATTEND_FIXTURES");
     char wpath[512];
     snprintf(wpath, sizeof wpath, "%s/encoders/vgg19.safetensors", dir && dir[0] ? dir : "tests/fixtures");
     EXPECT(featcache_open(&c, wpath, &err) == -1 && strstr(err.msg, "not a feature cache"), "%s", err.msg);
-    free(a);
 }
 
 // A cache bigger than the data limit of a child process is read whole through the mapping
@@ -395,7 +416,9 @@ int main(void) {
     RUN(test_f16_rounding);
     RUN(test_round_trip_encoder);
     RUN(test_resume_identical);
-    RUN(test_refusals);
+    RUN(test_refuses_another_extraction);
+    RUN(test_refuses_values_f16_cannot_hold);
+    RUN(test_refuses_damaged_files);
     RUN(test_larger_than_limit);
     scratch_remove(tmpdir);
     return test_summary();
