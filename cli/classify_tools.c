@@ -26,61 +26,82 @@ static int fail(const Error *err) {
 
 static const char *const SPLITS[] = {"valid", "test", NULL};
 
-int classify_eval_main(int argc, char **argv) {
-    const char *model = NULL, *root = "data";
-    int split = 1, batch = 100, threads = threads_available(), limit = 0;
-    bool json = false;
+// draw classify eval's flags.
+typedef struct {
+    const char *model, *root;
+    int split, batch, threads, limit;
+    bool json;
+} EvalFlags;
+
+static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
+    *f = (EvalFlags){.root = "data", .split = 1, .batch = 100, .threads = threads_available()};
     ArgSpec specs[] = {
-        {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
-        {"data-root", ARG_STRING, &root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
-        {"split", ARG_CHOICE, &split, "which split", .choices = SPLITS},
-        {"limit", ARG_INT, &limit, "evaluate only the first N images (0: all)", .has_min = true, .min = 0},
-        {"batch", ARG_INT, &batch, "images per forward pass", .has_min = true, .min = 1, .has_max = true, .max = 1024},
-        {"threads", ARG_INT, &threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
-        {"json", ARG_FLAG, &json, "print one JSON object", .given = NULL},
+        {"model", ARG_STRING, &f->model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
+        {"data-root", ARG_STRING, &f->root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
+        {"split", ARG_CHOICE, &f->split, "which split", .choices = SPLITS},
+        {"limit", ARG_INT, &f->limit, "evaluate only the first N images (0: all)", .has_min = true, .min = 0},
+        {"batch", ARG_INT, &f->batch, "images per forward pass", .has_min = true, .min = 1, .has_max = true, .max = 1024},
+        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
+        {"json", ARG_FLAG, &f->json, "print one JSON object", .given = NULL},
     };
-    int code;
-    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw classify eval --model PATH [flags]",
-                               "draw classify", &code))
-        return code;
-    Error err;
-    ClassifyModel m;
-    if (classify_load_model(&m, model, &err)) return fail(&err);
-    ImageSet set;
-    const ClassifyState *st = &m.state;
-    if (classify_load_split(&set, st->data, root, split == 0 ? SPLIT_VALID : SPLIT_TEST, &st->clutter, &err)) {
-        classify_model_free(&m);
-        return fail(&err);
-    }
-    int count = limit > 0 && limit < set.n ? limit : set.n;
-    int B = batch < count ? batch : count;
+    return args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw classify eval --model PATH [flags]",
+                                  "draw classify", code);
+}
+
+// The first count images of set (cluttered with the evaluation's seed), in batches of B
+// over `threads` data-parallel workers.
+static ClassifyEval evaluate_images(const ClassifyModel *m, const ImageSet *set, int count, int B,
+                                    int threads) {
+    const ClassifyState *st = &m->state;
     int n_workers = classifier_worker_count(threads, B);
     ClassifierWorker *w = xcalloc((size_t)n_workers, sizeof *w);
     classifier_workers_alloc(w, n_workers, &st->cfg, B);
     gemm_set_threads(threads / n_workers > 0 ? threads / n_workers : 1);
     float *x = xmalloc(sizeof(float) * (size_t)B * st->clutter.W * st->clutter.H);
     int *labels = xmalloc(sizeof(int) * (size_t)B);
-    const bool glimpse = st->cfg.kind == CLASSIFIER_GLIMPSE;
-    double t0 = timer_now();
-    ClassifyEval r = classify_evaluate(w, n_workers, B, &m.p, &st->cfg, &set, &st->clutter,
+    ClassifyEval r = classify_evaluate(w, n_workers, B, &m->p, &st->cfg, set, &st->clutter,
                                        CLUTTER_TEST_SEED, count, x, labels);
-    double secs = timer_now() - t0;
-    const BinomialInterval ci = binomial_wilson95(r.images - r.correct, r.images);
-    if (json)
+    classifier_workers_free(w, n_workers);
+    free(w), free(x), free(labels);
+    return r;
+}
+
+// The error with its 95 % Wilson interval and the loss: one JSON object (--json) or a line.
+static void print_eval(const EvalFlags *f, const ClassifyState *st, const ClassifyEval *r, double secs) {
+    const BinomialInterval ci = binomial_wilson95(r->images - r->correct, r->images);
+    const bool glimpse = st->cfg.kind == CLASSIFIER_GLIMPSE;
+    if (f->json)
         printf("{\"error\": %.6f, \"error_low95\": %.6f, \"error_high95\": %.6f, \"loss\": %.6f, "
                "\"correct\": %d, \"images\": %d, \"split\": \"%s\", "
                "\"data\": \"cluttered %s %dx%d, %d fragments\", \"model\": \"%s\", \"T\": %d, "
                "\"attention\": %s, \"step\": %ld, \"seconds\": %.3f}\n",
-               r.error, ci.low, ci.high, r.loss, r.correct, r.images, SPLITS[split], st->data,
+               r->error, ci.low, ci.high, r->loss, r->correct, r->images, SPLITS[f->split], st->data,
                st->clutter.W, st->clutter.H, st->clutter.fragments, classifier_kind_name(st->cfg.kind),
                glimpse ? st->cfg.glimpse.T : 0, glimpse && st->cfg.glimpse.attention ? "true" : "false",
                st->step, secs);
     else
         printf("cluttered %s %s: error %.2f%% (%d of %d wrong; 95%% Wilson interval %.2f-%.2f%%), "
-               "loss %.4f\n", st->data, SPLITS[split], 100.0 * r.error, r.images - r.correct,
-               r.images, 100.0 * ci.low, 100.0 * ci.high, r.loss);
-    classifier_workers_free(w, n_workers);
-    free(w), free(x), free(labels);
+               "loss %.4f\n", st->data, SPLITS[f->split], 100.0 * r->error, r->images - r->correct,
+               r->images, 100.0 * ci.low, 100.0 * ci.high, r->loss);
+}
+
+int classify_eval_main(int argc, char **argv) {
+    EvalFlags f;
+    int code;
+    if (parse_eval_flags(&f, argc, argv, &code)) return code;
+    Error err;
+    ClassifyModel m;
+    if (classify_load_model(&m, f.model, &err)) return fail(&err);
+    ImageSet set;
+    const ClassifyState *st = &m.state;
+    if (classify_load_split(&set, st->data, f.root, f.split == 0 ? SPLIT_VALID : SPLIT_TEST, &st->clutter, &err)) {
+        classify_model_free(&m);
+        return fail(&err);
+    }
+    int count = f.limit > 0 && f.limit < set.n ? f.limit : set.n;
+    double t0 = timer_now();
+    ClassifyEval r = evaluate_images(&m, &set, count, f.batch < count ? f.batch : count, f.threads);
+    print_eval(&f, st, &r, timer_now() - t0);
     imageset_free(&set);
     classify_model_free(&m);
     return 0;
@@ -180,61 +201,89 @@ static int find_errors(long *idx, int count, int first, GlimpseActs *a, const Gl
     return found;
 }
 
-int classify_show_main(int argc, char **argv) {
-    const char *model = NULL, *out = NULL, *root = "data";
-    int count = 8, scale = 2, first = 0;
-    bool errors = false;
+// draw classify show's flags.
+typedef struct {
+    const char *model, *out, *root;
+    int count, scale, first;
+    bool errors;
+} ShowFlags;
+
+static int parse_show_flags(ShowFlags *f, int argc, char **argv, int *code) {
+    *f = (ShowFlags){.root = "data", .count = 8, .scale = 2};
     ArgSpec specs[] = {
-        {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
-        {"out", ARG_STRING, &out, "output folder (glimpses.png, patches.png)", .metavar = "DIR", .required = true},
-        {"data-root", ARG_STRING, &root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
-        {"count", ARG_INT, &count, "test images shown", .has_min = true, .min = 1, .has_max = true, .max = 64},
-        {"first", ARG_INT, &first, "index of the first test image", .has_min = true, .min = 0, .has_max = true, .max = 1000000},
-        {"scale", ARG_INT, &scale, "pixels per image pixel", .has_min = true, .min = 1, .has_max = true, .max = 8},
-        {"errors", ARG_FLAG, &errors, "show the first COUNT test images from --first on that the model gets wrong", .given = NULL},
+        {"model", ARG_STRING, &f->model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
+        {"out", ARG_STRING, &f->out, "output folder (glimpses.png, patches.png)", .metavar = "DIR", .required = true},
+        {"data-root", ARG_STRING, &f->root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
+        {"count", ARG_INT, &f->count, "test images shown", .has_min = true, .min = 1, .has_max = true, .max = 64},
+        {"first", ARG_INT, &f->first, "index of the first test image", .has_min = true, .min = 0, .has_max = true, .max = 1000000},
+        {"scale", ARG_INT, &f->scale, "pixels per image pixel", .has_min = true, .min = 1, .has_max = true, .max = 8},
+        {"errors", ARG_FLAG, &f->errors, "show the first COUNT test images from --first on that the model gets wrong", .given = NULL},
     };
+    return args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
+                                  "draw classify show --model PATH --out DIR [flags]", "draw classify", code);
+}
+
+// The glimpse model of path and the test split, or -1 with err set (a convolutional model
+// takes no glimpses to show); on failure nothing stays open.
+static int open_show(ClassifyModel *m, ImageSet *set, const ShowFlags *f, Error *err) {
+    if (classify_load_model(m, f->model, err)) return -1;
+    const ClassifyState *st = &m->state;
+    if (st->cfg.kind != CLASSIFIER_GLIMPSE) {
+        error_set(err, "%s: a %s model takes no glimpses (show draws the glimpse classifier's)",
+                  f->model, classifier_kind_name(st->cfg.kind));
+        classify_model_free(m);
+        return -1;
+    }
+    if (classify_load_split(set, st->data, f->root, SPLIT_TEST, &st->clutter, err)) {
+        classify_model_free(m);
+        return -1;
+    }
+    return 0;
+}
+
+// The test images shown, into idx: f->count from f->first on, or with --errors the first
+// f->count from there the model gets wrong (*shown of them). -1 with err set when it gets
+// none wrong.
+static int choose_images(long *idx, int *shown, const ShowFlags *f, GlimpseActs *a,
+                         const ClassifyModel *m, const ImageSet *set, float *x, int *labels, Error *err) {
+    *shown = f->count;
+    if (!f->errors) {
+        for (int i = 0; i < f->count; i++) idx[i] = f->first + i;
+        return 0;
+    }
+    *shown = find_errors(idx, f->count, f->first, a, &m->p.glimpse, &m->state.cfg.glimpse, set,
+                         &m->state.clutter, x, labels);
+    if (*shown == 0)
+        return error_set(err, "%s: no test image from %d on is classified wrong: nothing to show",
+                         f->model, f->first);
+    return 0;
+}
+
+int classify_show_main(int argc, char **argv) {
+    ShowFlags f;
     int code;
-    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw classify show --model PATH --out DIR [flags]",
-                               "draw classify", &code))
-        return code;
+    if (parse_show_flags(&f, argc, argv, &code)) return code;
     Error err;
     ClassifyModel m;
-    if (classify_load_model(&m, model, &err)) return fail(&err);
-    const ClassifyState *st = &m.state;
-    if (st->cfg.kind != CLASSIFIER_GLIMPSE) {
-        error_set(&err, "%s: a %s model takes no glimpses (show draws the glimpse classifier's)",
-                  model, classifier_kind_name(st->cfg.kind));
-        classify_model_free(&m);
-        return fail(&err);
-    }
-    const GlimpseConfig *gc = &st->cfg.glimpse;
     ImageSet set;
-    if (classify_load_split(&set, st->data, root, SPLIT_TEST, &st->clutter, &err)) {
-        classify_model_free(&m);
-        return fail(&err);
-    }
-    int rc = make_dirs(out, &err);
+    if (open_show(&m, &set, &f, &err)) return fail(&err);
+    const ClassifyState *st = &m.state;
+    const GlimpseConfig *gc = &st->cfg.glimpse;
     GlimpseActs acts;
-    glimpse_acts_alloc(&acts, gc, count);
-    float *x = xmalloc(sizeof(float) * (size_t)count * gc->W * gc->H);
-    int *labels = xmalloc(sizeof(int) * (size_t)count);
-    long *idx = xmalloc(sizeof(long) * (size_t)count);
-    int shown = count;
-    if (rc == 0 && errors) {
-        shown = find_errors(idx, count, first, &acts, &m.p.glimpse, gc, &set, &st->clutter, x, labels);
-        if (shown == 0)
-            rc = error_set(&err, "%s: no test image from %d on is classified wrong: nothing to show", model, first);
-    } else {
-        for (int i = 0; i < count; i++) idx[i] = first + i;
-    }
+    glimpse_acts_alloc(&acts, gc, f.count);
+    float *x = xmalloc(sizeof(float) * (size_t)f.count * gc->W * gc->H);
+    int *labels = xmalloc(sizeof(int) * (size_t)f.count);
+    long *idx = xmalloc(sizeof(long) * (size_t)f.count);
+    int shown = 0;
+    int rc = make_dirs(f.out, &err) || choose_images(idx, &shown, &f, &acts, &m, &set, x, labels, &err);
     if (rc == 0) {
         cluttered_batch(x, labels, &set, &st->clutter, CLUTTER_TEST_SEED, idx, shown);
         int correct = 0;
         glimpse_forward(&acts, &m.p.glimpse, gc, x, labels, shown, &correct);
-        rc = write_pictures(out, &acts, gc, x, labels, shown, scale, &err);
+        rc = write_pictures(f.out, &acts, gc, x, labels, shown, f.scale, &err);
         if (rc == 0)
             text_write_linef(stderr, "draw classify show: %d test images (%d right)%s; wrote %s/glimpses.png%s",
-                             shown, correct, errors ? ", the first it gets wrong" : "", out,
+                             shown, correct, f.errors ? ", the first it gets wrong" : "", f.out,
                              gc->attention ? ", patches.png" : "");
     }
     glimpse_acts_free(&acts);
