@@ -186,6 +186,31 @@ static int score_input_build(ScoreInput *s, const Results *res, const CaptionSet
     return rc;
 }
 
+// The scores of n images: one JSON object (--json) or one line.
+static void print_scores(const CaptionScores *sc, int n, bool json) {
+    if (json)
+        printf("{\"images\": %d, \"bleu1\": %.9f, \"bleu2\": %.9f, \"bleu3\": %.9f, \"bleu4\": %.9f, "
+               "\"cider\": %.9f, \"rougeL\": %.9f}\n",
+               n, sc->bleu[0], sc->bleu[1], sc->bleu[2], sc->bleu[3], sc->cider_d, sc->rouge_l);
+    else
+        printf("%d images: BLEU-1 %.4f BLEU-2 %.4f BLEU-3 %.4f BLEU-4 %.4f CIDEr-D %.4f ROUGE-L %.4f\n",
+               n, sc->bleu[0], sc->bleu[1], sc->bleu[2], sc->bleu[3], sc->cider_d, sc->rouge_l);
+}
+
+// On stderr: the reference records skipped, and the images of refs_path with no result
+// (`scored` of them were scored).
+static void note_references(const CaptionSet *set, int scored, const char *refs_path) {
+    if (set->n_warnings > 0) {  // escaped here; the warning is in the field form already (core/text_escape.h)
+        fputs("warning: ", stderr);
+        text_write_field(stderr, refs_path);
+        fprintf(stderr, ": %d reference records skipped, e.g. %s\n",
+                set->captions_skipped + set->images_skipped, set->warnings[0]);
+    }
+    if (set->n_images > scored)
+        text_write_linef(stderr, "note: %d of the %d images in %s have no result and are not scored",
+                         set->n_images - scored, set->n_images, refs_path);
+}
+
 int cmd_score(int argc, char **argv) {
     const char *refs_path = NULL, *results_path = NULL;
     bool json = false;
@@ -226,23 +251,8 @@ int cmd_score(int argc, char **argv) {
     }
     CaptionScores sc;
     caption_scores(&sc, in.items, in.n);
-    if (json) {
-        printf("{\"images\": %d, \"bleu1\": %.9f, \"bleu2\": %.9f, \"bleu3\": %.9f, \"bleu4\": %.9f, "
-               "\"cider\": %.9f, \"rougeL\": %.9f}\n",
-               in.n, sc.bleu[0], sc.bleu[1], sc.bleu[2], sc.bleu[3], sc.cider_d, sc.rouge_l);
-    } else {
-        printf("%d images: BLEU-1 %.4f BLEU-2 %.4f BLEU-3 %.4f BLEU-4 %.4f CIDEr-D %.4f ROUGE-L %.4f\n",
-               in.n, sc.bleu[0], sc.bleu[1], sc.bleu[2], sc.bleu[3], sc.cider_d, sc.rouge_l);
-    }
-    if (set.n_warnings > 0) {  // escaped here; the warning is in the field form already (core/text_escape.h)
-        fputs("warning: ", stderr);
-        text_write_field(stderr, refs_path);
-        fprintf(stderr, ": %d reference records skipped, e.g. %s\n",
-                set.captions_skipped + set.images_skipped, set.warnings[0]);
-    }
-    if (set.n_images > in.n)
-        text_write_linef(stderr, "note: %d of the %d images in %s have no result and are not scored",
-                         set.n_images - in.n, set.n_images, refs_path);
+    print_scores(&sc, in.n, json);
+    note_references(&set, in.n, refs_path);
     rc = 0;
 done:
     score_input_free(&in);
