@@ -210,7 +210,8 @@ static void section_curve(FILE *fp, const DrawReport *r) {
     html_section_end(fp);
 }
 
-static void section_pictures(FILE *fp, const DrawReport *r) {
+// Samples from the prior: the final canvases and their animation (draw generate).
+static void section_samples(FILE *fp, const DrawReport *r) {
     char rel[1300], cmd[2600], model[1200], out[1200];
     quoted_run(model, sizeof model, r, "model.safetensors");
     html_section(fp, "samples", "Generated images");
@@ -227,7 +228,12 @@ static void section_pictures(FILE *fp, const DrawReport *r) {
         report_missing(fp, "The samples", cmd);
     }
     html_section_end(fp);
+}
 
+// One sample's canvas after each step (draw generate --count 1).
+static void section_film(FILE *fp, const DrawReport *r) {
+    char rel[1300], cmd[2600], model[1200], out[1200];
+    quoted_run(model, sizeof model, r, "model.safetensors");
     html_section(fp, "film", "One sample, step by step");
     if (r->n_film > 0) {
         fputs("<div class=\"film\">\n", fp);
@@ -252,7 +258,12 @@ static void section_pictures(FILE *fp, const DrawReport *r) {
         report_missing(fp, "The film strip", cmd);
     }
     html_section_end(fp);
+}
 
+// Test digits and their reconstructions (draw reconstruct).
+static void section_reconstructions(FILE *fp, const DrawReport *r) {
+    char rel[1300], cmd[2600], model[1200], out[1200];
+    quoted_run(model, sizeof model, r, "model.safetensors");
     html_section(fp, "reconstructions", "Reconstructions");
     if (have(r, rel, sizeof rel, r->recon_name, "final.png")) {
         fputs("<div class=\"figs\">\n", fp);
@@ -335,7 +346,9 @@ static int write_page(const DrawReport *r, Error *err) {
     page_header(fp, r);
     section_results(fp, r);
     section_curve(fp, r);
-    section_pictures(fp, r);
+    section_samples(fp, r);
+    section_film(fp, r);
+    section_reconstructions(fp, r);
     section_model(fp, r);
     report_section_run(fp, r->run_json, "draw");
     html_page_end(fp, NULL);
