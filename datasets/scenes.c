@@ -282,73 +282,87 @@ static void caption(char *out, int k, const SceneInfo *info, Rng *rng) {
 }
 
 // The whole scene: every random choice comes from one stream seeded by (seed, split, i).
+// The scene's objects: for each, a digit or a garment from the split's part of its source
+// (images[k] the source's images), a colour of its own, a size.
+static void choose_objects(SceneInfo *info, const Idx *images[], const Scenes *s, Split split,
+                           const int palette[], Rng *rng) {
+    const ScenesConfig *c = &s->cfg;
+    const int file = split == SPLIT_TRAIN ? 0 : 1;
+    for (int k = 0; k < info->n_objects; k++) {
+        SceneObject *o = &info->objects[k];
+        int fashion = (int)rng_below(rng, 2);
+        const Idx *im = fashion ? &s->fashion[file] : &s->digits[file];
+        const Idx *lb = fashion ? &s->fashion_labels[file] : &s->digit_labels[file];
+        int N = (int)im->dims[0], lo = 0, count = N;
+        if (split == SPLIT_VALID) count = N / 2;
+        if (split == SPLIT_TEST) lo = N / 2, count = N - N / 2;
+        o->source = lo + (int)rng_below(rng, (uint32_t)count);
+        o->cls = lb->data[o->source] + (fashion ? 10 : 0);
+        o->word = scenes_class_word(o->cls);
+        o->colour = palette[k];
+        o->colour_word = COLOUR_WORDS[o->colour];
+        o->side = c->min_scale + (int)rng_below(rng, (uint32_t)(c->max_scale - c->min_scale + 1));
+        images[k] = im;
+    }
+}
+
+// Layout on an S x S canvas: random positions, rejecting overlapping squares; after 100
+// failed layouts, one object per quadrant (always fits: max_scale <= size / 2 with several
+// objects).
+static void place_objects(SceneInfo *info, int S, Rng *rng) {
+    const int n = info->n_objects;
+    int placed = 0;
+    for (int attempt = 0; attempt < 100 && !placed; attempt++) {
+        placed = 1;
+        for (int k = 0; k < n && placed; k++) {
+            SceneObject *o = &info->objects[k];
+            o->sx = (int)rng_below(rng, (uint32_t)(S - o->side + 1));
+            o->sy = (int)rng_below(rng, (uint32_t)(S - o->side + 1));
+            for (int j = 0; j < k; j++) placed &= !squares_overlap(o, &info->objects[j]);
+        }
+    }
+    if (placed) return;
+    int quad[4] = {0, 1, 2, 3}, half = S / 2;
+    rng_shuffle(rng, quad, 4);
+    for (int k = 0; k < n; k++) {
+        SceneObject *o = &info->objects[k];
+        o->sx = (quad[k] & 1) * half + (int)rng_below(rng, (uint32_t)(half - o->side + 1));
+        o->sy = (quad[k] >> 1) * half + (int)rng_below(rng, (uint32_t)(half - o->side + 1));
+    }
+}
+
+// Captions: with one object, five of the six templates; with more, the two relation
+// templates and three of the other four. Templates differ in words, so the five differ.
+static void write_captions(SceneInfo *info, Rng *rng) {
+    int pick[6] = {0, 1, 2, 3, 4, 5};
+    if (info->n_objects == 1) rng_shuffle(rng, pick, 6);
+    else rng_shuffle(rng, pick + 2, 4);
+    for (int k = 0; k < SCENES_CAPTIONS; k++) caption(info->captions[k], pick[k], info, rng);
+}
+
 static void generate(float *chw, SceneInfo *info, const Scenes *s, Split split, int i) {
     CHECK(split >= 0 && split < SPLIT_COUNT);
     CHECK(i >= 0 && i < s->cfg.counts[split], "scene %d of %d (%s)", i, s->cfg.counts[split],
           split_name(split));
     const ScenesConfig *c = &s->cfg;
     const int S = c->size;
-    Rng rng;
+    Rng rng;  // every draw below, in this order, from the scene's own stream
     rng_seed(&rng, mix64(mix64(c->seed) ^ ((uint64_t)split << 32 | (uint32_t)i)));
     memset(info, 0, sizeof *info);
-    int n = c->min_objects + (int)rng_below(&rng, (uint32_t)(c->max_objects - c->min_objects + 1));
-    info->n_objects = n;
+    info->n_objects = c->min_objects + (int)rng_below(&rng, (uint32_t)(c->max_objects - c->min_objects + 1));
     float bg[3];
     for (int k = 0; k < 3; k++) bg[k] = 0.12f * rng_uniform(&rng);
     int palette[SCENES_COLOUR_COUNT];
     for (int k = 0; k < SCENES_COLOUR_COUNT; k++) palette[k] = k;
     rng_shuffle(&rng, palette, SCENES_COLOUR_COUNT);
-
-    const int file = split == SPLIT_TRAIN ? 0 : 1;
     const Idx *images[SCENES_MAX_OBJECTS];
-    for (int k = 0; k < n; k++) {
-        SceneObject *o = &info->objects[k];
-        int fashion = (int)rng_below(&rng, 2);
-        const Idx *im = fashion ? &s->fashion[file] : &s->digits[file];
-        const Idx *lb = fashion ? &s->fashion_labels[file] : &s->digit_labels[file];
-        int N = (int)im->dims[0], lo = 0, count = N;
-        if (split == SPLIT_VALID) count = N / 2;
-        if (split == SPLIT_TEST) lo = N / 2, count = N - N / 2;
-        o->source = lo + (int)rng_below(&rng, (uint32_t)count);
-        o->cls = lb->data[o->source] + (fashion ? 10 : 0);
-        o->word = scenes_class_word(o->cls);
-        o->colour = palette[k];
-        o->colour_word = COLOUR_WORDS[o->colour];
-        o->side = c->min_scale + (int)rng_below(&rng, (uint32_t)(c->max_scale - c->min_scale + 1));
-        images[k] = im;
-    }
-    // Layout: random positions, rejecting overlapping squares; after 100 failed layouts,
-    // one object per quadrant (always fits: max_scale <= size / 2 with several objects).
-    int placed = 0;
-    for (int attempt = 0; attempt < 100 && !placed; attempt++) {
-        placed = 1;
-        for (int k = 0; k < n && placed; k++) {
-            SceneObject *o = &info->objects[k];
-            o->sx = (int)rng_below(&rng, (uint32_t)(S - o->side + 1));
-            o->sy = (int)rng_below(&rng, (uint32_t)(S - o->side + 1));
-            for (int j = 0; j < k; j++) placed &= !squares_overlap(o, &info->objects[j]);
-        }
-    }
-    if (!placed) {
-        int quad[4] = {0, 1, 2, 3}, half = S / 2;
-        rng_shuffle(&rng, quad, 4);
-        for (int k = 0; k < n; k++) {
-            SceneObject *o = &info->objects[k];
-            o->sx = (quad[k] & 1) * half + (int)rng_below(&rng, (uint32_t)(half - o->side + 1));
-            o->sy = (quad[k] >> 1) * half + (int)rng_below(&rng, (uint32_t)(half - o->side + 1));
-        }
-    }
+    choose_objects(info, images, s, split, palette, &rng);
+    place_objects(info, S, &rng);
     if (chw)
         for (int ch = 0; ch < 3; ch++)
             for (int p = 0; p < S * S; p++) chw[(size_t)ch * S * S + p] = bg[ch];
-    for (int k = 0; k < n; k++) draw_object(chw, &info->objects[k], images[k], bg, S);
-
-    // Captions: with one object, five of the six templates; with more, the two relation
-    // templates and three of the other four. Templates differ in words, so the five differ.
-    int pick[6] = {0, 1, 2, 3, 4, 5};
-    if (n == 1) rng_shuffle(&rng, pick, 6);
-    else rng_shuffle(&rng, pick + 2, 4);
-    for (int k = 0; k < SCENES_CAPTIONS; k++) caption(info->captions[k], pick[k], info, &rng);
+    for (int k = 0; k < info->n_objects; k++) draw_object(chw, &info->objects[k], images[k], bg, S);
+    write_captions(info, &rng);
 }
 
 void scenes_describe(SceneInfo *info, const Scenes *s, Split split, int i) {
