@@ -100,18 +100,14 @@ static void attend_rows_(SatDecodeCtx *d, int n, const float *q) {
     sat_gate_forward(d->beta, d->z, q, d->ctx, p, n, H, D, nb);
 }
 
-void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float *logprobs) {
-    SatDecodeCtx *d = vctx;
-    SatModel *m = d->m;
-    const SatConfig *c = &m->cfg;
-    const SatParams *p = &m->p;
-    const int L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V;
-    const int I = E + D;
+// Row r of the step's rows continues row parent[r] of the last call's: its LSTM state, its
+// image, that image's annotations (the keys) and their attention preparation, and (query
+// current) the parent's attention read.
+static void gather_parents(SatDecodeCtx *d, int n, const int *parent) {
+    const SatConfig *c = &d->m->cfg;
+    const int L = sat_L(c), D = sat_D(c), H = c->H;
     const size_t prep1 = attn_prep_floats(&c->attn, 1, L);
-    CHECK(n >= 1 && n <= d->R, "rows %d, capacity %d", n, d->R);
-    CHECK(d->t <= c->max_len, "step %d past the limit", d->t);
     const int after = c->query == SAT_QUERY_CURRENT;
-    // Gather the parents' states, images, keys.
     for (int r = 0; r < n; r++) {
         int q = parent[r];
         int img = d->row_image[q];
@@ -123,6 +119,36 @@ void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float
         if (prep1)
             memcpy(d->rp + (size_t)r * prep1, d->prep + (size_t)img * prep1, prep1 * sizeof(float));
     }
+}
+
+// The log-softmax of each of the n rows of logits (V words), with <pad> and <start>, which
+// never follow, at -1e9.
+static void next_word_logprobs(float *logprobs, const float *logits, int n, int V) {
+    for (int r = 0; r < n; r++) {
+        const float *z = logits + (size_t)r * V;
+        float *lp = logprobs + (size_t)r * V;
+        float mx = z[0];
+        for (int i = 1; i < V; i++) mx = z[i] > mx ? z[i] : mx;
+        double s = 0.0;
+        for (int i = 0; i < V; i++) s += exp((double)(z[i] - mx));
+        float lse = mx + (float)log(s);
+        for (int i = 0; i < V; i++) lp[i] = z[i] - lse;
+        lp[VOCAB_PAD] = -1e9f;
+        lp[VOCAB_START] = -1e9f;
+    }
+}
+
+void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float *logprobs) {
+    SatDecodeCtx *d = vctx;
+    SatModel *m = d->m;
+    const SatConfig *c = &m->cfg;
+    const SatParams *p = &m->p;
+    const int D = sat_D(c), E = c->E, H = c->H, V = c->V;
+    const int I = E + D;
+    CHECK(n >= 1 && n <= d->R, "rows %d, capacity %d", n, d->R);
+    CHECK(d->t <= c->max_len, "step %d past the limit", d->t);
+    const int after = c->query == SAT_QUERY_CURRENT;
+    gather_parents(d, n, parent);
     // The same order as sat_forward: query previous attends with the parents' h, query
     // current with the new state after reading the token and the parents' z.
     if (!after) attend_rows_(d, n, d->h2);
@@ -139,19 +165,7 @@ void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float
     gemm(false, true, n, E, H, 1.0f, d->hn, H, p->L_h, H, 1.0f, d->o, E);
     gemm(false, true, n, E, D, 1.0f, d->z, D, p->L_z, D, 1.0f, d->o, E);
     linear_forward(d->logits, d->o, p->L_o, p->b_o, n, E, V);
-    for (int r = 0; r < n; r++) {
-        const float *z = d->logits + (size_t)r * V;
-        float *lp = logprobs + (size_t)r * V;
-        float mx = z[0];
-        for (int i = 1; i < V; i++) mx = z[i] > mx ? z[i] : mx;
-        double s = 0.0;
-        for (int i = 0; i < V; i++) s += exp((double)(z[i] - mx));
-        float lse = mx + (float)log(s);
-        for (int i = 0; i < V; i++) lp[i] = z[i] - lse;
-        // Specials that never follow: <pad>, <start>.
-        lp[VOCAB_PAD] = -1e9f;
-        lp[VOCAB_START] = -1e9f;
-    }
+    next_word_logprobs(logprobs, d->logits, n, V);
     // The new states become the rows of this call.
     float *t;
     t = d->h; d->h = d->hn; d->hn = t;
