@@ -79,7 +79,7 @@ int caption_model_save(const char *path, const SatModel *m, const Vocab *vocab, 
     }
     const bool with_ema = with_state && train_ema_on(ema);
     const Block *blocks[7] = {&m->params, &m->adam_m, &m->adam_v, with_ema ? &ema->avg : NULL};
-    const char *prefixes[7] = {"", TRAIN_ADAM_M_PREFIX, TRAIN_ADAM_V_PREFIX, "ema/"};
+    const char *prefixes[7] = {"", TRAIN_ADAM_M_PREFIX, TRAIN_ADAM_V_PREFIX, TRAIN_EMA_PREFIX};
     int n_blocks = with_state ? (with_ema ? 4 : 3) : 1;
     Block ftb[3];  // --fine-tune: the stage (and its moments) (cli/caption_finetune.h)
     BlockTensor ftt[3];
@@ -132,9 +132,9 @@ int caption_model_load(const char *path, SatModel *m, Vocab *vocab, int with_sta
     if (!r && with_state) {
         if (ema) {
             char first[BLOCK_NAME_LEN + 8];
-            snprintf(first, sizeof first, "ema/%s", m->params.tensors[0].name);
+            snprintf(first, sizeof first, TRAIN_EMA_PREFIX "%s", m->params.tensors[0].name);
             block_clone(ema, &m->params);
-            if (safetensors_find(&f, first)) r = safetensors_read_block(ema, "ema/", &f, path, err);
+            if (safetensors_find(&f, first)) r = safetensors_read_block(ema, TRAIN_EMA_PREFIX, &f, path, err);
         }
         // The counters, each checked: one line naming path and key for a missing or
         // malformed value (best_val_bleu4 is -1 until a validation sets it).

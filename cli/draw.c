@@ -65,7 +65,7 @@ static int load_model_and_split(DrawCheckpoint *m, ImageSet *set, const char *mo
         rc = error_set(err, "%s: model is for %dx%dx%d images, %s has %dx%dx%d", model, c->W, c->H,
                        draw_channels(c), data, set->cols, set->rows, set->channels);
     if (rc) {
-        block_free(&m->params);
+        draw_checkpoint_free(m);
         imageset_free(set);
     }
     return rc;
@@ -76,7 +76,7 @@ typedef struct {
     int split;  // index into EVAL_SPLITS
     int samples, batch, threads, limit;
     long seed;
-    bool json;
+    bool json, no_average;
 } EvalFlags;
 
 static const char *const EVAL_SPLITS[] = {"valid", "test", NULL};
@@ -95,13 +95,16 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
         {"limit", ARG_INT, &f->limit, "evaluate only the first N images (0: all)", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &f->seed, "noise seed", .has_min = true, .min = 0},
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
+        {"no-average", ARG_FLAG, &f->no_average, "evaluate the trained weights of a run trained with --ema, not their average", .given = NULL},
         {"json", ARG_FLAG, &f->json, "print one JSON object", .given = NULL},
     };
     return args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw eval --model PATH --data D [flags]", "draw", code);
 }
 
-static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, const DrawEvalResult *r, double secs) {
+static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average,
+                       const DrawEvalResult *r, double secs) {
     const DrawConfig *c = &m->state.cfg;
+    const char *weights = average ? "average" : "trained";
     const char *bin = m->state.binarize ? "binarised once, seed 0x5EED"
                       : draw_channels(c) > 1 ? "colour intensities" : "grey levels";
     const int dims = draw_image_size(c);  // per dimension: per pixel and channel
@@ -114,12 +117,13 @@ static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, const DrawEv
                "\"nll_bound_per_dim\": %.8f",
                bin, f->samples, dims, r->bound / dims);
         if (f->samples > 1) printf(", \"nll_iw\": %.6f", r->nll_iw);
-        printf(", \"step\": %ld, \"seconds\": %.3f}\n", m->state.step, secs);
+        printf(", \"weights\": \"%s\", \"step\": %ld, \"seconds\": %.3f}\n", weights, m->state.step,
+               secs);
     } else {
         text_write_linef(stdout, "%s %s (%s): bound %.3f nats per image (reconstruction %.3f + KL %.3f), "
-                         "%.5f nats per dimension (%d), %d images",
+                         "%.5f nats per dimension (%d), %d images%s",
                          f->data, EVAL_SPLITS[f->split], bin, r->bound, r->recon, r->kl, r->bound / dims,
-                         dims, r->images);
+                         dims, r->images, average ? "; the weight average" : "");
         if (f->samples > 1)
             printf("importance-weighted NLL estimate (K = %d): %.3f nats\n", f->samples, r->nll_iw);
     }
@@ -144,6 +148,7 @@ static int cmd_eval(int argc, char **argv) {
         dist_finalize(&dist);
         return 1;
     }
+    const bool average = !f.no_average && draw_checkpoint_use_average(&m);
     int B = f.batch < set.n ? f.batch : set.n;
     if (B < dist.size) B = dist.size;
     DrawEvalScratch scratch;
@@ -153,10 +158,10 @@ static int cmd_eval(int argc, char **argv) {
     DrawEvalResult r;
     if (draw_evaluate(&r, &scratch, &m.p, &m.state.cfg, &set, f.limit, f.samples, (uint64_t)f.seed, &err))
         return train_dist_fail(&dist, "draw", &err);
-    if (dist_is_root(&dist)) print_eval(&f, &m, &r, timer_now() - t0);
+    if (dist_is_root(&dist)) print_eval(&f, &m, average, &r, timer_now() - t0);
     draw_eval_scratch_free(&scratch);
     imageset_free(&set);
-    block_free(&m.params);
+    draw_checkpoint_free(&m);
     dist_finalize(&dist);
     return 0;
 }
@@ -184,9 +189,10 @@ static int cmd_generate(int argc, char **argv) {
     DrawCheckpoint m;
     if (draw_checkpoint_load(&m, model, &err)) return fail(&err);
     if (make_dirs(out, &err)) {
-        block_free(&m.params);
+        draw_checkpoint_free(&m);
         return fail(&err);
     }
+    draw_checkpoint_use_average(&m);
     const DrawConfig *c = &m.state.cfg;
     if (show && !c->attention) fprintf(stderr, "draw: --show-attention: the model has no attention; no windows\n");
     DrawActs acts;
@@ -198,7 +204,7 @@ static int cmd_generate(int argc, char **argv) {
     int rc = draw_write_frames(out, &acts, c, count, show, 0, &st, &err);
     if (rc == 0) text_write_linef(stderr, "draw generate: wrote %d samples, %d steps, to %s/step_*.png, final.png, draw.gif", count, c->T, out);
     draw_acts_free(&acts);
-    block_free(&m.params);
+    draw_checkpoint_free(&m);
     return rc ? fail(&err) : 0;
 }
 
@@ -228,6 +234,7 @@ static int cmd_reconstruct(int argc, char **argv) {
     ImageSet set;
     if (load_model_and_split(&m, &set, model, data, root, split == 0 ? SPLIT_VALID : SPLIT_TEST, &err))
         return fail(&err);
+    draw_checkpoint_use_average(&m);
     const DrawConfig *c = &m.state.cfg;
     if (count > set.n) count = set.n;
     int rc = make_dirs(out, &err);
@@ -251,7 +258,7 @@ static int cmd_reconstruct(int argc, char **argv) {
     }
     draw_acts_free(&acts);
     imageset_free(&set);
-    block_free(&m.params);
+    draw_checkpoint_free(&m);
     return rc ? fail(&err) : 0;
 }
 

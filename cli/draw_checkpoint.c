@@ -8,8 +8,9 @@
 #include "core/check.h"
 
 int draw_checkpoint_write(const char *path, const DrawTrainState *s, const Block *params,
-                          const Block *m, const Block *v, Error *err) {
-    char buf[12][32];
+                          const Block *m, const Block *v, const Block *avg, Error *err) {
+    CHECK(!avg || s->ema > 0, "a weight average needs its decay");
+    char buf[12][32], ema[32];
     const DrawConfig *c = &s->cfg;
     int k = 0;
     SafetensorsMeta meta[24];
@@ -36,10 +37,28 @@ int draw_checkpoint_write(const char *path, const DrawTrainState *s, const Block
     TrainOptimMeta om;
     train_optim_meta(&om, &s->optim, TRAIN_OPTIM_BETA1);
     for (int i = 0; i < om.n; i++) meta[k++] = om.meta[i];
+    if (avg) {
+        snprintf(ema, sizeof ema, "%.9g", (double)s->ema);
+        meta[k++] = (SafetensorsMeta){"train.ema", ema};
+    }
     meta[k++] = (SafetensorsMeta){"train.data", s->data};
     meta[k++] = (SafetensorsMeta){"format", "attend-draw-1"};
     CHECK(k <= 24);
-    return train_checkpoint_save(path, params, m, v, meta, k, err);
+    const Block *blocks[4] = {params, m, v, avg};
+    const char *prefixes[4] = {"", TRAIN_ADAM_M_PREFIX, TRAIN_ADAM_V_PREFIX, TRAIN_EMA_PREFIX};
+    if (m) return safetensors_save(path, blocks, prefixes, avg ? 4 : 3, meta, k, err);
+    blocks[1] = avg, prefixes[1] = TRAIN_EMA_PREFIX;  // a model file: the weights, the average
+    return safetensors_save(path, blocks, prefixes, avg ? 2 : 1, meta, k, err);
+}
+
+// train.ema: absent (0: no average) or a decay in (0, 1).
+static int read_ema(const SafetensorsFile *f, const char *path, float *ema, Error *err) {
+    *ema = 0;
+    if (!safetensors_meta(f, "train.ema")) return 0;
+    if (safetensors_meta_float(f, path, "train.ema", ema, err)) return -1;
+    if (!(*ema > 0 && *ema < 1))
+        return error_set(err, "%s: metadata train.ema = %g out of range (0, 1)", path, (double)*ema);
+    return 0;
 }
 
 static int meta_long(const SafetensorsFile *f, const char *path, const char *key, long *out,
@@ -79,7 +98,9 @@ int draw_checkpoint_read_state(const SafetensorsFile *f, const char *path, DrawT
     }
     s->step = v[9];
     s->binarize = v[10] != 0;
-    if (train_optim_read(f, path, TRAIN_OPTIM_BETA1, DRAW_BATCH_MAX, &s->optim, err)) return -1;
+    if (train_optim_read(f, path, TRAIN_OPTIM_BETA1, DRAW_BATCH_MAX, &s->optim, err) ||
+        read_ema(f, path, &s->ema, err))
+        return -1;
     const char *data = safetensors_meta(f, "train.data");
     snprintf(s->data, sizeof s->data, "%s", data ? data : "");
     Error e2;
@@ -98,6 +119,22 @@ int draw_checkpoint_load(DrawCheckpoint *m, const char *path, Error *err) {
         // checked before the allocation: the metadata may claim any size
         rc = safetensors_alloc_read_block(&m->params, "", &f, path, err);
     }
+    if (rc == 0 && m->state.ema > 0) {
+        block_layout_like(&m->average, &m->params);
+        rc = safetensors_alloc_read_block(&m->average, TRAIN_EMA_PREFIX, &f, path, err);
+    }
     safetensors_free(&f);
+    if (rc) draw_checkpoint_free(m);
     return rc;
+}
+
+bool draw_checkpoint_use_average(DrawCheckpoint *m) {
+    if (!m->average.data) return false;
+    memcpy(m->params.data, m->average.data, m->params.numel * sizeof(float));
+    return true;
+}
+
+void draw_checkpoint_free(DrawCheckpoint *m) {
+    block_free(&m->params);
+    block_free(&m->average);
 }

@@ -40,9 +40,10 @@ typedef struct {
     int valid_images;
     TrainPlanFlags plan;    // --steps, --epochs, --minutes, --log-every, --valid-every, --checkpoint-every
     TrainOptimFlags optim;  // --batch, --lr, --beta1, --clip, --seed
+    float ema;              // --ema: the weight average's decay (0: none)
     bool resume, force, no_attention, no_binarize, json;
     struct {
-        bool data, T, read, write, hidden, z, no_attention, no_binarize;
+        bool data, T, read, write, hidden, z, no_attention, no_binarize, ema;
     } given;
 } TrainFlags;
 
@@ -87,6 +88,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
         {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
         {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
+        {"ema", ARG_FLOAT, &f->ema, "decay of a weight average (Polyak) kept beside the weights, validated and saved with them and evaluated in their place, e.g. 0.999 (0: none); on --resume the checkpoint's unless given", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.ema},
         {"steps", ARG_LONG, &f->plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
         {"epochs", ARG_INT, &f->plan.epochs, "train until this many epochs in total (1 when no budget is given)", .has_min = true, .min = 0},
         {"minutes", ARG_DOUBLE, &f->plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
@@ -121,6 +123,8 @@ typedef struct {
     TrainPaths paths;  // OUT/model.safetensors, log.csv, loss.png
     ImageSet train, valid;
     TrainWeights w;    // parameters (viewed by p), gradients, Adam's moments
+    TrainEma ema;      // --ema: the weight average, validated in the parameters' place
+    float stored_ema;  // --resume: the checkpoint's decay (0: it holds no average)
     DrawParams p;
     AdamConfig adam;
     DrawWorker *workers;
@@ -160,6 +164,10 @@ static int check_resume_flags(DrawRun *r, Error *err) {
     flag_diffs_switch(&model, "no-binarize", f->given.no_binarize, f->no_binarize, !st->binarize);
     if (flag_diffs_refuse(&model, r->paths.model, err)) return -1;
     train_optim_resume(&st->optim, &f->optim, "draw train", stderr);
+    FlagDiffs ema = {0};
+    flag_diffs_float(&ema, "ema", f->given.ema, f->ema, st->ema);
+    if (ema.n) text_write_linef(stderr, "draw train: resuming with %s", ema.text);
+    if (f->given.ema) st->ema = f->ema;
     return 0;
 }
 
@@ -168,6 +176,7 @@ static int resume_state(DrawRun *r, SafetensorsFile *file, Error *err) {
     if (!r->f->resume) return 0;
     if (!train_checkpoint_found(r->paths.model, "draw")) return 0;
     if (safetensors_load(file, r->paths.model, err) || draw_checkpoint_read_state(file, r->paths.model, &r->st, err)) return -1;
+    r->stored_ema = r->st.ema;
     // The tensors against the configuration, before any rank allocates for it: the metadata
     // may claim any size.
     Block layout = {0};
@@ -196,6 +205,7 @@ static int load_data(DrawRun *r, Error *err) {
                                .read_n = f->read_n, .write_n = f->write_n, .enc = f->hidden,
                                .dec = f->hidden, .z = f->z, .attention = !f->no_attention};
         st->optim = train_optim_new(&f->optim);
+        st->ema = f->ema;
         st->binarize = binarize;
         snprintf(st->data, sizeof st->data, "%s", f->data);
         if (draw_config_check(&st->cfg, err)) return -1;
@@ -211,6 +221,20 @@ static int load_data(DrawRun *r, Error *err) {
     return 0;
 }
 
+// --ema's weight average: the checkpoint's where it holds one (file: rank 0 on --resume),
+// else a copy of the weights (a new run, or a resumed one that turns it on); none with a
+// decay of 0. Every rank holds one; on --resume open_run gives them rank 0's.
+static int open_average(DrawRun *r, const SafetensorsFile *file, Error *err) {
+    if (r->st.ema == 0) return 0;
+    if (file && r->stored_ema > 0) {
+        block_layout_like(&r->ema.avg, &r->w.params);
+        block_alloc(&r->ema.avg);
+        if (safetensors_read_block(&r->ema.avg, TRAIN_EMA_PREFIX, file, r->paths.model, err)) return -1;
+    }
+    train_ema_start(&r->ema, &r->w.params, r->st.ema);
+    return 0;
+}
+
 // Parameters, gradients and Adam moments: read from the checkpoint, or initialised.
 static int init_model(DrawRun *r, const SafetensorsFile *file, Error *err) {
     const DrawConfig *c = &r->st.cfg;
@@ -223,7 +247,7 @@ static int init_model(DrawRun *r, const SafetensorsFile *file, Error *err) {
         draw_init(&r->p, c, &init);
     }
     r->adam = train_optim_adam(&r->st.optim);
-    return 0;
+    return open_average(r, reads ? file : NULL, err);
 }
 
 // Data parallelism (models/draw.h): one worker per thread, each with one GEMM thread; and
@@ -256,6 +280,7 @@ static void alloc_workers(DrawRun *r) {
 static void close_run(DrawRun *r) {
     draw_workers_free(r->workers, r->n_workers);
     train_weights_free(&r->w);
+    train_ema_free(&r->ema);
     free(r->workers), free(r->eps), free(r->x), free(r->logw);
     train_order_free(&r->order);
     imageset_free(&r->train), imageset_free(&r->valid);
@@ -317,7 +342,8 @@ static int open_run(DrawRun *r, const TrainFlags *f, Dist *dist, Error *err) {
     if (rc) return -1;
     if (dist->size > 1 && (train_dist_broadcast_block(dist, &r->w.params, err) ||
                            train_dist_broadcast_block(dist, &r->w.mom1, err) ||
-                           train_dist_broadcast_block(dist, &r->w.mom2, err)))
+                           train_dist_broadcast_block(dist, &r->w.mom2, err) ||
+                           (train_ema_on(&r->ema) && train_dist_broadcast_block(dist, &r->ema.avg, err))))
         return -1;
     train_plan(&f->plan, r->steps_per_epoch, &r->budget, &r->cadence);
     return 0;
@@ -338,6 +364,9 @@ static void print_header(const DrawRun *r) {
                      r->f->threads, r->f->threads == 1 ? "" : "s", ranks, r->st.step, budget);
     if (c->attention)
         fprintf(stderr, "draw train: read %dx%d, write %dx%d\n", c->read_n, c->read_n, c->write_n, c->write_n);
+    if (train_ema_on(&r->ema))
+        fprintf(stderr, "draw train: weight average, decay %g, validated and saved beside the weights\n",
+                (double)r->ema.decay);
 }
 
 // One step: the batch at position st.step of its epoch's order, forward and backward, the
@@ -372,7 +401,14 @@ static int train_step(DrawRun *r, double *bound, Error *err) {
     st->step++;
     adam_update(r->w.params.data, r->w.grads.data, r->w.mom1.data, r->w.mom2.data, r->w.params.numel,
                 &r->adam, st->step, st->optim.lr);
+    train_ema_update(&r->ema, &r->w.params, st->step);
     return 0;
+}
+
+// OUT/model.safetensors: the state, weights, Adam moments and any weight average.
+static int save_checkpoint(const DrawRun *r, Error *err) {
+    return draw_checkpoint_write(r->paths.model, &r->st, &r->w.params, &r->w.mom1, &r->w.mom2,
+                                 train_ema_on(&r->ema) ? &r->ema.avg : NULL, err);
 }
 
 // After a step: the log row (with the validation bound when one is due), the checkpoint.
@@ -385,9 +421,11 @@ static int log_validate_save(DrawRun *r, double bound, bool last, Error *err) {
         r->last_train = r->bound_acc / r->acc_n;
         if (due.validate) {
             DrawEvalResult v;
-            if (draw_evaluate(&v, &r->eval, &r->p, &st->cfg, &r->valid, r->f->valid_images, 1,
-                         DRAW_EVAL_NOISE_SEED, err))
-                return -1;
+            train_ema_swap(&r->ema, &r->w.params);  // --ema: the average is validated
+            int rc = draw_evaluate(&v, &r->eval, &r->p, &st->cfg, &r->valid, r->f->valid_images, 1,
+                                   DRAW_EVAL_NOISE_SEED, err);
+            train_ema_swap(&r->ema, &r->w.params);
+            if (rc) return -1;
             r->last_valid = v.bound;
         }
         double row[6] = {(double)st->step, r->last_train, due.validate ? r->last_valid : NAN, 0, 0,
@@ -398,7 +436,7 @@ static int log_validate_save(DrawRun *r, double bound, bool last, Error *err) {
         r->acc_n = 0;
     }
     if (due.save && dist_is_root(r->dist))
-        return draw_checkpoint_write(r->paths.model, st, &r->w.params, &r->w.mom1, &r->w.mom2, err);
+        return save_checkpoint(r, err);
     return 0;
 }
 
@@ -439,7 +477,7 @@ static int finish_run(DrawRun *r, Error *err) {
     csvlog_close(&r->log);
     if (!dist_is_root(r->dist)) return 0;
     if (r->meter.steps == 0 && !file_exists(r->paths.model) &&
-        draw_checkpoint_write(r->paths.model, &r->st, &r->w.params, &r->w.mom1, &r->w.mom2, err))
+        save_checkpoint(r, err))
         return -1;
     static const ReportLogPlot curves = {{"train_bound", "valid_bound"}, {"train bound", "valid bound"}, 1.0f,
                                          "DRAW: negative log-likelihood bound", "nats per image"};

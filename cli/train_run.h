@@ -319,6 +319,8 @@ bool train_checkpoint_found(const char *ckpt, const char *command);
 // out alike, under these prefixes ("adam.m/enc.W", ...).
 #define TRAIN_ADAM_M_PREFIX "adam.m/"
 #define TRAIN_ADAM_V_PREFIX "adam.v/"
+// The weight average (TrainEma), where a checkpoint holds one: "ema/enc.W", ...
+#define TRAIN_EMA_PREFIX "ema/"
 
 // Writes params and, where m is not NULL, the moments m and v, with the metadata, to path
 // atomically (safetensors_save). m NULL: a model file of the weights alone.

@@ -5,7 +5,8 @@
 // holding one (--force starts over); --resume refuses model flags that differ from the
 // checkpoint and takes new training settings, naming them; the default thread count
 // follows the CPU affinity mask and the header says it; a --minutes run's progress line
-// counts steps and images.
+// counts steps and images; --ema's weight average is validated, saved, resumed and
+// evaluated.
 #define _GNU_SOURCE  // sched_setaffinity, CPU_SET
 #include <cJSON.h>
 #include <math.h>
@@ -167,6 +168,75 @@ static const char *stderr_line(const char *prefix) {
     return line;
 }
 
+// The last valid_bound of DIR/log.csv (its third column); NAN when there is none.
+static double last_valid_bound(const char *dir) {
+    char name[64];
+    snprintf(name, sizeof name, "%s/log.csv", dir);
+    char *log = read_text(name);
+    double v = NAN;
+    for (char *line = log ? strchr(log, '\n') : NULL; line && line[1]; line = strchr(line + 1, '\n')) {
+        const char *c = strchr(line + 1, ',');
+        c = c ? strchr(c + 1, ',') : NULL;
+        if (c && c[1] != ',') v = strtod(c + 1, NULL);
+    }
+    free(log);
+    return v;
+}
+
+// `draw eval --json` of DIR's model on the 64 validation images training validates on
+// (extra: more flags); its bound, and in weights what it evaluated ("average" or
+// "trained"). NAN when it failed.
+static double eval_valid(const char *dir, const char *extra, char weights[16]) {
+    int rc = run_draw("eval --model %s/%s/model.safetensors --data mnist --split valid --limit 64 --json%s",
+                      tmpdir, dir, extra);
+    char *out = read_text("stdout.txt");
+    cJSON *j = rc == 0 ? cJSON_Parse(out ? out : "") : NULL;
+    const cJSON *b = cJSON_GetObjectItem(j, "nll_bound"), *w = cJSON_GetObjectItem(j, "weights");
+    double v = cJSON_IsNumber(b) ? b->valuedouble : NAN;
+    snprintf(weights, 16, "%s", cJSON_IsString(w) ? w->valuestring : "");
+    cJSON_Delete(j);
+    free(out);
+    return v;
+}
+
+// --ema: the weight average is what training validates (log.csv's valid_bound is eval's
+// bound of the average on the same images) and what eval evaluates (--no-average: the
+// trained weights, another bound); a resumed run continues it bit for bit; --resume turns
+// it on (from the weights) and off, naming the change.
+static void test_weight_average(void) {
+    int rc = run_draw("train " TINY " --steps 6 --seed 5 --ema 0.9 --out %s/avg", tmpdir);
+    EXPECT(rc == 0, "train --ema exited %d", rc);
+    char weights[16];
+    const double logged = last_valid_bound("avg"), avg = eval_valid("avg", "", weights);
+    EXPECT(fabs(avg - logged) <= 1e-6 * fabs(logged), "eval of the average %.9g, logged %.9g", avg, logged);
+    EXPECT(!strcmp(weights, "average"), "weights '%s'", weights);
+    const double trained = eval_valid("avg", " --no-average", weights);
+    EXPECT(!strcmp(weights, "trained") && isfinite(trained) && trained != avg,
+           "--no-average: '%s', bound %.9g (average %.9g)", weights, trained, avg);
+    // Stopped at step 3 and resumed: the same weights, moments and average.
+    rc = run_draw("train " TINY " --steps 3 --seed 5 --ema 0.9 --out %s/avg_part", tmpdir);
+    EXPECT(rc == 0, "first half exited %d", rc);
+    rc = run_draw("train --steps 6 --resume --valid-every 3 --valid-images 64 --out %s/avg_part", tmpdir);
+    EXPECT(rc == 0, "resumed run exited %d", rc);
+    char a[600], b[600], why[700] = "";
+    snprintf(a, sizeof a, "%s/avg/model.safetensors", tmpdir);
+    snprintf(b, sizeof b, "%s/avg_part/model.safetensors", tmpdir);
+    EXPECT(checkpoints_identical(a, b, NULL, why, sizeof why), "resume with --ema differs: %s", why);
+    // Turned on by --resume, then off.
+    rc = run_draw("train " TINY " --steps 3 --seed 5 --out %s/avg_on", tmpdir);
+    EXPECT(rc == 0, "run without --ema exited %d", rc);
+    rc = run_draw("train --steps 6 --resume --ema 0.9 --out %s/avg_on", tmpdir);
+    EXPECT(rc == 0 && strstr(stderr_line("draw train: resuming"), "--ema 0.9 (checkpoint: 0)"),
+           "turned on: exit %d, '%s'", rc, stderr_line("draw train: resuming"));
+    eval_valid("avg_on", "", weights);
+    EXPECT(!strcmp(weights, "average"), "turned on: weights '%s'", weights);
+    rc = run_draw("train --steps 7 --resume --ema 0 --out %s/avg_on", tmpdir);
+    EXPECT(rc == 0 && strstr(stderr_line("draw train: resuming"), "--ema 0 (checkpoint: 0.9)"),
+           "turned off: exit %d, '%s'", rc, stderr_line("draw train: resuming"));
+    eval_valid("avg_on", "", weights);
+    EXPECT(!strcmp(weights, "trained"), "turned off: weights '%s'", weights);
+}
+
 // A new run refuses a folder that holds one (a trained model was once replaced by a 5-step
 // one): one line naming the run and the way out, the model and log untouched. --force
 // starts over; --resume continues.
@@ -314,6 +384,7 @@ int main(void) {
     RUN(test_bad_input_one_line);
     RUN(test_refuses_to_overwrite_a_run);
     RUN(test_resume_checks_flags);
+    RUN(test_weight_average);
     RUN(test_threads_default_to_affinity);
     RUN(test_minutes_progress_counts_steps);
     int rc = test_summary();

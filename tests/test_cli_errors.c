@@ -263,7 +263,7 @@ static void test_draw_resume_metadata_errors(void) {
         const char *key, *value;
     } bad_optim[] = {{"train.lr", "-1"},      {"train.beta1", "2"}, {"train.clip", "-3"},
                      {"train.batch", "0"},    {"train.seed", "99999999999999999999999"},
-                     {"train.lr", NULL}};
+                     {"train.lr", NULL},      {"train.ema", "1.5"}};
     for (size_t i = 0; i < sizeof bad_optim / sizeof bad_optim[0]; i++) {
         char name[32], what[96], log[48];
         snprintf(name, sizeof name, "ropt%zu", i);
@@ -275,6 +275,15 @@ static void test_draw_resume_metadata_errors(void) {
         snprintf(log, sizeof log, "%s/log.csv", name);
         expect_failure(rc, what, WANT("model.safetensors", bad_optim[i].key), WANT(log));
     }
+    // A weight average claimed (train.ema) and not there: the missing tensor named, for
+    // --resume and for eval.
+    resume_folder(path, sizeof path, "rema", "model.safetensors");
+    rewrite_meta(draw_model, path, "train.ema", "0.9");
+    rc = run("draw", "train " DRAW_TINY " --steps 4 --resume --out %s/rema", tmp);
+    expect_failure(rc, "--resume with train.ema and no average", WANT("rema/model.safetensors", "ema/"),
+                   WANT("rema/log.csv"));
+    rc = run("draw", "eval --model %s", path);
+    expect_failure(rc, "eval with train.ema and no average", WANT("rema/model.safetensors", "ema/"), NONE);
     // A run whose data cannot be loaded now (an IDX file since moved): the checkpoint is
     // named as where the data's name came from.
     resume_folder(path, sizeof path, "rdata", "model.safetensors");

@@ -233,6 +233,24 @@ static void test_draw_resume_across_rank_counts(void) {
            "1 process then 2 ranks: not the uninterrupted run's checkpoint");
 }
 
+// --ema over ranks: every rank keeps the same weight average, and one resumed by 2 ranks
+// (rank 0 reads it, the others take it) is the uninterrupted one-process run's, bit for
+// bit (weights, moments, average, and the log with its validation of the average).
+static void test_draw_weight_average_over_ranks(void) {
+    if (skip_without_mpirun("test_draw_weight_average_over_ranks")) return;
+    if (!draw_ok(scratch_run(&draw_sc, "train " DRAW_TINY " --steps 12 --threads 2 --ema 0.9 "
+                             "--out %s/ema_one", dir), "1 process x 2 threads, --ema") ||
+        !draw_ok(scratch_run_mpi(&draw_sc, 2, "train " DRAW_TINY " --steps 6 --threads 1 --ema 0.9 "
+                                 "--out %s/ema_two", dir), "2 ranks, --ema, 6 steps") ||
+        !draw_ok(scratch_run_mpi(&draw_sc, 2, "train --steps 12 --threads 1 --resume --out %s/ema_two",
+                                 dir), "2 ranks resuming --ema"))
+        return;
+    EXPECT(same_file("ema_two/model.safetensors", "ema_one/model.safetensors"),
+           "2 ranks with a weight average, resumed: not the uninterrupted run's checkpoint");
+    // The last step's validation bound is every rank's share of the average's.
+    expect_same_log("ema_two", "ema_one", "seconds", "--ema over 2 ranks, resumed");
+}
+
 // --- eval -------------------------------------------------------------------------------
 
 static void test_draw_eval_over_ranks(void) {
@@ -670,6 +688,7 @@ int main(void) {
              getenv("ATTEND_BIN") && getenv("ATTEND_BIN")[0] ? getenv("ATTEND_BIN") : "bin");
     RUN(test_draw_two_ranks_match_one_process);
     RUN(test_draw_resume_across_rank_counts);
+    RUN(test_draw_weight_average_over_ranks);
     RUN(test_draw_eval_over_ranks);
     RUN(test_caption_two_ranks_match_one_process);
     RUN(test_caption_overlapped_sums_same_bits);

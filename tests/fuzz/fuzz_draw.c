@@ -10,8 +10,8 @@
 // state has a configuration draw_config_check accepts, batch >= 1 and step >= 0; a loaded
 // model holds the file's tensors bit for bit; the weights and Adam moments read as --resume
 // reads them are the model's weights (or are refused by name); and a loaded model saved again with
-// draw_checkpoint_write loads back to the same state and parameters (what the reader
-// accepts, the writer can write).
+// draw_checkpoint_write loads back to the same state, parameters and weight average (what
+// the reader accepts, the writer can write).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +26,7 @@ static void fuzz_draw_check_state(const DrawTrainState *s) {
     Error e = {{0}};
     fuzz_require(draw_config_check(&s->cfg, &e) == 0, "accepted a configuration: %s", e.msg);
     fuzz_require(s->optim.batch >= 1 && s->step >= 0, "batch %d step %ld", s->optim.batch, s->step);
+    fuzz_require(s->ema >= 0 && s->ema < 1, "weight average decay %g", (double)s->ema);
     fuzz_require(memchr(s->data, 0, sizeof s->data) != NULL, "data not terminated");
 }
 
@@ -39,7 +40,7 @@ static int fuzz_draw_same_state(const DrawTrainState *a, const DrawTrainState *b
            x->attention == y->attention && a->step == b->step && a->binarize == b->binarize &&
            a->optim.seed == b->optim.seed && a->optim.batch == b->optim.batch &&
            a->optim.lr == b->optim.lr && a->optim.beta1 == b->optim.beta1 &&
-           a->optim.clip == b->optim.clip && strcmp(a->data, b->data) == 0;
+           a->optim.clip == b->optim.clip && a->ema == b->ema && strcmp(a->data, b->data) == 0;
 }
 
 // Weights and moments as `draw train --resume` reads them: into blocks of the model's
@@ -69,7 +70,8 @@ static void fuzz_draw_check_model(const DrawCheckpoint *m, const SafetensorsFile
     fuzz_require_block_is_file(b, f);
     const char *again = fuzz_tmp_path("fuzz_draw_again.safetensors");
     Error e = {{0}};
-    fuzz_require(draw_checkpoint_write(again, &m->state, &m->params, NULL, NULL, &e) == 0,
+    const Block *avg = m->average.data ? &m->average : NULL;
+    fuzz_require(draw_checkpoint_write(again, &m->state, &m->params, NULL, NULL, avg, &e) == 0,
                  "saving a loaded model failed: %s", e.msg);
     DrawCheckpoint back;
     fuzz_require(draw_checkpoint_load(&back, again, &e) == 0, "a saved model did not load: %s",
@@ -79,7 +81,10 @@ static void fuzz_draw_check_model(const DrawCheckpoint *m, const SafetensorsFile
     fuzz_require(back.params.numel == b->numel &&
                      memcmp(back.params.data, b->data, b->numel * sizeof(float)) == 0,
                  "the parameters changed in a save and load");
-    block_free(&back.params);
+    fuzz_require(back.average.numel == m->average.numel &&
+                     (!avg || memcmp(back.average.data, avg->data, avg->numel * sizeof(float)) == 0),
+                 "the weight average changed in a save and load");
+    draw_checkpoint_free(&back);
 }
 
 int fuzz_draw_one(const uint8_t *data, size_t size) {
@@ -107,7 +112,7 @@ int fuzz_draw_one(const uint8_t *data, size_t size) {
                      "the file's state differs from the memory copy's");
         fuzz_draw_check_model(&m, &f);
         fuzz_draw_check_moments(&m, &f, name);
-        block_free(&m.params);
+        draw_checkpoint_free(&m);
     }
     if (loaded) safetensors_free(&f);
     return model_ok;

@@ -491,10 +491,12 @@ static void classify_seeds(void) {
 
 // DRAW checkpoints of bin/draw written by draw_checkpoint_write: tiny models on 4 x 4
 // images, with attention and moments (a training checkpoint), without attention or
-// moments (weights alone), and in colour; and a zero-padded copy.
-static void draw_seed(const char *name, const DrawConfig *cfg, int with_moments) {
+// moments (weights alone), in colour, and with a weight average (--ema); and a zero-padded
+// copy.
+static void draw_seed(const char *name, const DrawConfig *cfg, int with_moments, int with_average) {
     DrawTrainState s = {.cfg = *cfg, .step = 7, .binarize = cfg->channels == 0,
-                        .optim = {.seed = 3, .batch = 4, .lr = 1e-3f, .beta1 = 0.9f, .clip = 10.0f}};
+                        .optim = {.seed = 3, .batch = 4, .lr = 1e-3f, .beta1 = 0.9f, .clip = 10.0f},
+                        .ema = with_average ? 0.999f : 0.0f};
     snprintf(s.data, sizeof s.data, "%s", cfg->channels ? "scenes" : "mnist");
     Block params = {0}, m = {0}, v = {0};
     DrawParams p;
@@ -507,20 +509,27 @@ static void draw_seed(const char *name, const DrawConfig *cfg, int with_moments)
         m.data[i] = params.data[i] * 0.5f;
         v.data[i] = (float)(i % 7) * 0.01f;
     }
+    Block avg = {0};  // the average: the weights a little scaled
+    if (with_average) {
+        block_clone(&avg, &params);
+        for (size_t i = 0; i < avg.numel; i++) avg.data[i] *= 0.75f;
+    }
     Error err;
     CHECK(draw_checkpoint_write(seed_path("draw", name), &s, &params, with_moments ? &m : NULL,
-                                with_moments ? &v : NULL, &err) == 0, "%s", err.msg);
-    block_free(&params), block_free(&m), block_free(&v);
+                                with_moments ? &v : NULL, with_average ? &avg : NULL, &err) == 0,
+          "%s", err.msg);
+    block_free(&params), block_free(&m), block_free(&v), block_free(&avg);
 }
 
 static void draw_seeds(void) {
     DrawConfig c = {.W = 4, .H = 4, .T = 2, .read_n = 2, .write_n = 2, .enc = 2, .dec = 2, .z = 2,
                     .attention = 1};
-    draw_seed("attention.safetensors", &c, 1);
+    draw_seed("attention.safetensors", &c, 1, 0);
+    draw_seed("average.safetensors", &c, 1, 1);
     c.attention = 0;
-    draw_seed("no_attention_no_moments.safetensors", &c, 0);
+    draw_seed("no_attention_no_moments.safetensors", &c, 0, 0);
     c.attention = 1, c.channels = 3;
-    draw_seed("colour.safetensors", &c, 1);
+    draw_seed("colour.safetensors", &c, 1, 0);
     padded_seed("draw", "attention.safetensors", "attention_padded.safetensors");
 }
 
