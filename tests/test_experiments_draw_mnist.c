@@ -1,12 +1,13 @@
-// test_experiments_noattn_budget.c: the budget experiments/draw_mnist.sh paper-noattn trains
-// to, the paper run's last milestone. The program is a stand-in (tests/support/stand_in.h,
-// newer than the sources) whose validation bound improves at every call, so the schedule
-// never converges early; milestones and checks are shortened with MILESTONE_STEPS and
-// SCHEDULE_STEPS. Checked: no
-// paper run, and a paper run short of its first milestone, are refused with one line
-// before anything trains (the second used to count as "finished at step 0"); a paper run
-// past its second milestone gives paper-noattn that milestone, not its own step. Run from
-// the repository root (as tests/run.sh is).
+// test_experiments_draw_mnist.c: experiments/draw_mnist.sh's paper runs, on a stand-in
+// program (tests/support/stand_in.h, newer than the sources) whose validation bound
+// improves at every call, so the schedule never converges early; milestones and checks
+// are shortened with MILESTONE_STEPS and SCHEDULE_STEPS. Checked: the budget paper-noattn
+// trains to, the paper run's last milestone (no paper run, and a paper run short of its
+// first milestone, are refused with one line before anything trains: the second used to
+// count as "finished at step 0"; a paper run past its second milestone gives paper-noattn
+// that milestone, not its own step); and paper-ema, which trains every part with its weight
+// average (--ema PAPER_EMA) into its own folder and rows. Run from the repository root (as
+// tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,11 +95,43 @@ static void test_budget_is_paper_runs_last_milestone(void) {
     free(err), free(called), free(table);
 }
 
+// paper-ema: every training call carries --ema PAPER_EMA (0.999 unless set), into
+// RUNS/draw-paper-ema; its rows are marked paper-ema, beside the paper's 80.97.
+static void test_paper_ema_trains_with_the_average(void) {
+    write_stand_in();
+    int st = stand_in_run(dir, NULL, "MILESTONE_STEPS=275 SCHEDULE_STEPS=275 MAX_EPOCHS=1 THREADS=1",
+                          "draw_mnist.sh paper-ema");
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    int trains = 0, with_ema = 0;
+    for (const char *p = called; p && (p = strstr(p, "train ")); p++) {
+        const char *eol = strchr(p, '\n');
+        const char *e = strstr(p, "--ema 0.999 ");
+        trains++;
+        with_ema += e && (!eol || e < eol) && strstr(p, "draw-paper-ema") < (eol ? eol : p + strlen(p));
+    }
+    EXPECT(trains == 2 && with_ema == 2, "%d training calls, %d with --ema 0.999 into draw-paper-ema: %s",
+           trains, with_ema, called ? called : "(not run)");
+    char *table = stand_in_read(dir, "results.md");
+    EXPECT(stand_in_count_rows(table) == 2 && strstr(table, "| paper-ema | ") && strstr(table, "| 80.97 |"),
+           "rows: %s", table ? table : "(none)");
+    free(err), free(called), free(table);
+    // Another decay through PAPER_EMA.
+    write_stand_in();
+    st = stand_in_run(dir, NULL, "MILESTONE_STEPS=275 SCHEDULE_STEPS=275 MAX_EPOCHS=1 THREADS=1 PAPER_EMA=0.99",
+                      "draw_mnist.sh paper-ema");
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && called && strstr(called, "--ema 0.99 ") && !strstr(called, "--ema 0.999"),
+           "PAPER_EMA=0.99: %s", called ? called : "(not run)");
+    free(called);
+}
+
 int main(void) {
-    if (scratch_make(dir, sizeof dir, "test_experiments_noattn_budget")) return 1;
+    if (scratch_make(dir, sizeof dir, "test_experiments_draw_mnist")) return 1;
     RUN(test_no_paper_run_refused);
     RUN(test_paper_run_before_first_milestone_refused);
     RUN(test_budget_is_paper_runs_last_milestone);
+    RUN(test_paper_ema_trains_with_the_average);
     scratch_remove(dir);
     return test_summary();
 }
