@@ -85,19 +85,28 @@ static void print_eval(const EvalFlags *f, const ClassifyState *st, const Classi
                r->images, 100.0 * ci.low, 100.0 * ci.high, r->loss);
 }
 
+// The model at path and the split of its data (cluttered as it was trained); on failure
+// nothing stays open.
+static int open_model_and_split(ClassifyModel *m, ImageSet *set, const char *path, const char *root,
+                                Split split, Error *err) {
+    if (classify_load_model(m, path, err)) return -1;
+    if (classify_load_split(set, m->state.data, root, split, &m->state.clutter, err)) {
+        classify_model_free(m);
+        return -1;
+    }
+    return 0;
+}
+
 int classify_eval_main(int argc, char **argv) {
     EvalFlags f;
     int code;
     if (parse_eval_flags(&f, argc, argv, &code)) return code;
     Error err;
     ClassifyModel m;
-    if (classify_load_model(&m, f.model, &err)) return fail(&err);
     ImageSet set;
-    const ClassifyState *st = &m.state;
-    if (classify_load_split(&set, st->data, f.root, f.split == 0 ? SPLIT_VALID : SPLIT_TEST, &st->clutter, &err)) {
-        classify_model_free(&m);
+    if (open_model_and_split(&m, &set, f.model, f.root, f.split == 0 ? SPLIT_VALID : SPLIT_TEST, &err))
         return fail(&err);
-    }
+    const ClassifyState *st = &m.state;
     int count = f.limit > 0 && f.limit < set.n ? f.limit : set.n;
     double t0 = timer_now();
     ClassifyEval r = evaluate_images(&m, &set, count, f.batch < count ? f.batch : count, f.threads);
@@ -226,19 +235,13 @@ static int parse_show_flags(ShowFlags *f, int argc, char **argv, int *code) {
 // The glimpse model of path and the test split, or -1 with err set (a convolutional model
 // takes no glimpses to show); on failure nothing stays open.
 static int open_show(ClassifyModel *m, ImageSet *set, const ShowFlags *f, Error *err) {
-    if (classify_load_model(m, f->model, err)) return -1;
-    const ClassifyState *st = &m->state;
-    if (st->cfg.kind != CLASSIFIER_GLIMPSE) {
-        error_set(err, "%s: a %s model takes no glimpses (show draws the glimpse classifier's)",
-                  f->model, classifier_kind_name(st->cfg.kind));
-        classify_model_free(m);
-        return -1;
-    }
-    if (classify_load_split(set, st->data, f->root, SPLIT_TEST, &st->clutter, err)) {
-        classify_model_free(m);
-        return -1;
-    }
-    return 0;
+    if (open_model_and_split(m, set, f->model, f->root, SPLIT_TEST, err)) return -1;
+    if (m->state.cfg.kind == CLASSIFIER_GLIMPSE) return 0;
+    error_set(err, "%s: a %s model takes no glimpses (show draws the glimpse classifier's)", f->model,
+              classifier_kind_name(m->state.cfg.kind));
+    imageset_free(set);
+    classify_model_free(m);
+    return -1;
 }
 
 // The test images shown, into idx: f->count from f->first on, or with --errors the first

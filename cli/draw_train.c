@@ -228,8 +228,8 @@ static int open_average(DrawRun *r, const SafetensorsFile *file, Error *err) {
     if (r->st.ema == 0) return 0;
     if (file && r->stored_ema > 0) {
         block_layout_like(&r->ema.avg, &r->w.params);
-        block_alloc(&r->ema.avg);
-        if (safetensors_read_block(&r->ema.avg, TRAIN_EMA_PREFIX, file, r->paths.model, err)) return -1;
+        if (safetensors_alloc_read_block(&r->ema.avg, TRAIN_EMA_PREFIX, file, r->paths.model, err))
+            return -1;
     }
     train_ema_start(&r->ema, &r->w.params, r->st.ema);
     return 0;
