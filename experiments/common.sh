@@ -58,5 +58,5 @@ table_row() {
                 print line[i]
                 if (i == last) print row
             }
-        }' "$file" > "$file.tmp" && mv "$file.tmp" "$file"
+        }' "$file" > "$file.tmp.$$" && mv "$file.tmp.$$" "$file"
 }

@@ -32,7 +32,9 @@
 #   IW_IMAGES=0 takes all). One row per
 #   milestone goes into the "paper configuration to convergence" table of the results,
 #   beside the paper's 80.97 (attention) and 87.40 (no attention) nats, and one more for
-#   the model the run ends with when that falls between milestones.
+#   the model the run ends with when that falls between milestones; and one row per
+#   check of the schedule (below) into the table of checks (the rate trained at, the
+#   validation bound, the best so far, the decision).
 #   Learning rate: Adam (beta1 0.9) at 1e-3, gradients clipped at a global norm of 10.
 #   Every SCHEDULE_EPOCHS (5) epochs the validation bound (all 5,000 validation images,
 #   about 20 s) is compared with the best so far: not at least MIN_DELTA (0.1) nats better,
@@ -175,6 +177,22 @@ EOF
 
 PAPER_MARKER="## The paper configuration to convergence (draw_mnist.sh paper, paper-noattn)"
 
+CHECKS_MARKER="### The schedule's checks"
+
+checks_header() {
+    cat <<'EOF'
+### The schedule's checks
+
+Every check of the paper runs' schedule (draw_mnist.sh writes a row at each): the
+validation bound (all 5,000 images, the same noise) of the model after training at the
+rate given, the best bound so far after the check (it moves only on a gain of at least
+0.1 nats), and what the schedule did.
+
+| run | epoch | steps | lr | valid bound | best | decision |
+|---|---|---|---|---|---|---|
+EOF
+}
+
 paper_header() {
     cat <<'EOF'
 ## The paper configuration to convergence (draw_mnist.sh paper, paper-noattn)
@@ -268,8 +286,20 @@ schedule_check() {
     if [ $((steps % per)) -eq 0 ] || [ "$steps" -ge "$max_steps" ] || [ "$converged" = 1 ]; then
         milestone_row "$name" "$dir" "$steps" "$epoch" "$lr" "$vb" "$paper"
     fi
+    if [ "$better" = 1 ]; then decision="a gain: the new best"
+    elif [ "$converged" = 1 ]; then decision="no gain, $stale in a row: converged"
+    else decision="no gain ($stale in a row): halved to $next_lr"; fi
+    check_row "$name" "$steps" "$epoch" "$lr" "$vb" "$best" "$decision"
     echo "$steps $next_lr $best $stale $converged" > "$dir/schedule"
     echo "draw_mnist.sh: $name: epoch $epoch: valid $vb (best $best); next learning rate $next_lr, converged $converged" >&2
+}
+
+# check_row NAME STEPS EPOCH LR VALID BEST DECISION: the check's row in the results'
+# table of checks. Written just before the schedule file: a check cut off before both is
+# evaluated again and written once.
+check_row() {
+    row=$(printf '| %s | %s | %s | %s | %.2f | %.2f | %s |' "$1" "$3" "$2" "$4" "$5" "$6" "$7")
+    table_row "$RESULTS" "$CHECKS_MARKER" "$(checks_header)" "$row"
 }
 
 # milestone_row NAME DIR STEPS EPOCH LR VALID PAPER: the test bound and the

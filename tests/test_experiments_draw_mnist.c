@@ -6,8 +6,9 @@
 // first milestone, are refused with one line before anything trains: the second used to
 // count as "finished at step 0"; a paper run past its second milestone gives paper-noattn
 // that milestone, not its own step); and paper-ema, which trains every part with its weight
-// average (--ema PAPER_EMA) into its own folder and rows. Run from the repository root (as
-// tests/run.sh is).
+// average (--ema PAPER_EMA) into its own folder and rows; and, on a stand-in whose bound
+// never improves, the table of checks (each check's rate and decision: a gain, two
+// halvings, convergence). Run from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,22 +19,25 @@
 
 static char dir[256];
 
-// bin/draw: eval prints a bound one lower than the call before.
-static void write_stand_in(void) {
-    char cmd[1200];
+// bin/draw: eval prints a bound `drop` lower than the call before (0: always the same).
+static void write_stand_in_dropping(int drop) {
+    char cmd[1200], body[1200];
     snprintf(cmd, sizeof cmd, "rm -rf %s/runs %s/count %s/results.md", dir, dir, dir);
     EXPECT(system(cmd) == 0, "set-up");
-    EXPECT(stand_in_write(dir, "draw",
-                          "case $1 in\n"
-                          "train) echo '{\"steps\": 1}' ;;\n"
-                          "eval) n=$(cat \"$dir/count\" 2>/dev/null || echo 0); n=$((n + 1)); "
-                          "echo $n > \"$dir/count\"\n"
-                          "      echo \"{\\\"nll_bound\\\": $((100 - n)).5, \\\"recon\\\": 60.0, "
-                          "\\\"kl\\\": 30.0, \\\"nll_iw\\\": 85.0, \\\"images\\\": 10}\" ;;\n"
-                          "esac\n"
-                          "exit 0\n") == 0,
-           "cannot write the stand-in");
+    snprintf(body, sizeof body,
+             "case $1 in\n"
+             "train) echo '{\"steps\": 1}' ;;\n"
+             "eval) n=$(cat \"$dir/count\" 2>/dev/null || echo 0); n=$((n + 1)); "
+             "echo $n > \"$dir/count\"\n"
+             "      echo \"{\\\"nll_bound\\\": $((100 - %d * n)).5, \\\"recon\\\": 60.0, "
+             "\\\"kl\\\": 30.0, \\\"nll_iw\\\": 85.0, \\\"images\\\": 10}\" ;;\n"
+             "esac\n"
+             "exit 0\n",
+             drop);
+    EXPECT(stand_in_write(dir, "draw", body) == 0, "cannot write the stand-in");
 }
+
+static void write_stand_in(void) { write_stand_in_dropping(1); }
 
 // Writes RUNS/draw-paper/schedule as a paper run at step `at` leaves it.
 static void paper_at(int at) {
@@ -126,12 +130,41 @@ static void test_paper_ema_trains_with_the_average(void) {
     free(called);
 }
 
+// The table of checks: one row per check with the rate it trained at, and the decision.
+// A bound that never improves: the first check is a gain (nothing before it), the next two
+// halve the rate, the third of them stops the run, whose last model gets a milestone row.
+static void test_checks_table_records_each_decision(void) {
+    write_stand_in_dropping(0);
+    int st = stand_in_run(dir, NULL, "MILESTONE_STEPS=1000 SCHEDULE_STEPS=50 THREADS=1",
+                          "draw_mnist.sh paper");
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    char *table = stand_in_read(dir, "results.md");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    const char *want[4] = {
+        "| paper | 0.09 | 50 | 1e-3 | 100.50 | 100.50 | a gain: the new best |",
+        "| paper | 0.18 | 100 | 1e-3 | 100.50 | 100.50 | no gain (1 in a row): halved to 0.0005 |",
+        "| paper | 0.27 | 150 | 0.0005 | 100.50 | 100.50 | no gain (2 in a row): halved to 0.00025 |",
+        "| paper | 0.36 | 200 | 0.00025 | 100.50 | 100.50 | no gain, 3 in a row: converged |"};
+    const char *at = table ? strstr(table, "### The schedule's checks") : NULL;
+    for (int i = 0; i < 4; i++) {
+        const char *hit = at ? strstr(at, want[i]) : NULL;
+        EXPECT(hit, "no check row '%s' in order: %s", want[i], table ? table : "(none)");
+        at = hit;
+    }
+    EXPECT(called && strstr(called, "--lr 0.00025 ") && !strstr(called, "--steps 250 "),
+           "trained: %s", called ? called : "(not run)");
+    EXPECT(stand_in_count_rows(table) == 1, "%d milestone rows, expected the converged model's",
+           stand_in_count_rows(table));
+    free(err), free(called), free(table);
+}
+
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_draw_mnist")) return 1;
     RUN(test_no_paper_run_refused);
     RUN(test_paper_run_before_first_milestone_refused);
     RUN(test_budget_is_paper_runs_last_milestone);
     RUN(test_paper_ema_trains_with_the_average);
+    RUN(test_checks_table_records_each_decision);
     scratch_remove(dir);
     return test_summary();
 }
