@@ -93,7 +93,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"epochs", ARG_INT, &f->plan.epochs, "train until this many epochs in total (1 when no budget is given)", .has_min = true, .min = 0},
         {"minutes", ARG_DOUBLE, &f->plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order, binarisation and noise", .has_min = true, .min = 0, .given = &f->optim.given.seed},
-        {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
+        {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model flags given must match it, --batch/--lr/--beta1/--clip/--seed/--ema given replace its values, and --data where its images are now", .given = NULL},
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
         {"no-attention", ARG_FLAG, &f->no_attention, "read the whole image and write the whole canvas", .given = &f->given.no_attention},
         {"no-binarize", ARG_FLAG, &f->no_binarize, "keep grey levels (Bernoulli likelihood on intensities)", .given = &f->given.no_binarize},
@@ -106,6 +106,12 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
     };
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw train --data D --out DIR [flags]", "draw", code))
         return 1;
+    if (strlen(f->data) >= sizeof(((DrawTrainState *)0)->data)) {
+        fprintf(stderr, "draw: --data: longer than the %zu characters a checkpoint keeps\n",
+                sizeof(((DrawTrainState *)0)->data) - 1);
+        *code = 2;
+        return 1;
+    }
     train_plan_default(&f->plan);
     apply_preset(f);
     return 0;
@@ -148,13 +154,14 @@ typedef struct {
 static const char *const DRAW_RUN_FILES[] = {"model.safetensors"};
 
 // --resume: the model flags given must match the checkpoint's; the training settings it
-// stores (batch, learning rate, beta1, clip, seed) take the values given, named on stderr.
+// stores (batch, learning rate, beta1, clip, seed, the average's decay) and its data take
+// the values given, named on stderr. A new --data is where the run's images are now (an
+// IDX file that moved); load_data checks them against the model's size.
 static int check_resume_flags(DrawRun *r, Error *err) {
     const TrainFlags *f = r->f;
     DrawTrainState *st = &r->st;
     const DrawConfig *c = &st->cfg;
     FlagDiffs model = {0};
-    flag_diffs_text(&model, "data", f->given.data && st->data[0], f->data, st->data);
     flag_diffs_int(&model, "T", f->given.T, f->T, c->T);
     flag_diffs_int(&model, "read", f->given.read, f->read_n, c->read_n);
     flag_diffs_int(&model, "write", f->given.write, f->write_n, c->write_n);
@@ -164,10 +171,12 @@ static int check_resume_flags(DrawRun *r, Error *err) {
     flag_diffs_switch(&model, "no-binarize", f->given.no_binarize, f->no_binarize, !st->binarize);
     if (flag_diffs_refuse(&model, r->paths.model, err)) return -1;
     train_optim_resume(&st->optim, &f->optim, "draw train", stderr);
-    FlagDiffs ema = {0};
-    flag_diffs_float(&ema, "ema", f->given.ema, f->ema, st->ema);
-    if (ema.n) text_write_linef(stderr, "draw train: resuming with %s", ema.text);
+    FlagDiffs changed = {0};
+    flag_diffs_float(&changed, "ema", f->given.ema, f->ema, st->ema);
+    flag_diffs_text(&changed, "data", f->given.data, f->data, st->data);
+    if (changed.n) text_write_linef(stderr, "draw train: resuming with %s", changed.text);
     if (f->given.ema) st->ema = f->ema;
+    if (f->given.data) snprintf(st->data, sizeof st->data, "%s", f->data);
     return 0;
 }
 

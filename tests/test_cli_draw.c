@@ -3,7 +3,8 @@
 // with --json, generate and reconstruct frames, resume bit for bit, and refuse bad
 // input with one line on stderr and a non-zero exit. Issue 17: a new run refuses a folder
 // holding one (--force starts over); --resume refuses model flags that differ from the
-// checkpoint and takes new training settings, naming them; the default thread count
+// checkpoint and takes new training settings, naming them (and --data, where a run's IDX
+// file moved); the default thread count
 // follows the CPU affinity mask and the header says it; a --minutes run's progress line
 // counts steps and images; --ema's weight average is validated, saved, resumed and
 // evaluated.
@@ -286,6 +287,47 @@ static void test_resume_checks_flags(void) {
            "header: %s", stderr_line("draw train: mnist"));
 }
 
+// An IDX file that moved: --resume without --data refuses with the checkpoint's path;
+// --data gives the new place, named on one line, and the run goes on as an unbroken one
+// on the same images (the checkpoint then records the new path); images of another size
+// are refused, the checkpoint left as it was.
+static void test_resume_where_the_data_moved(void) {
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "cp data/mnist/t10k-images-idx3-ubyte %s/before.idx", tmpdir);
+    EXPECT(system(cmd) == 0, "copying an IDX file");
+#define IDX_TINY "--T 4 --read 2 --write 3 --hidden 24 --z 6 --batch 16 --valid-every 3 " \
+                 "--valid-images 64 --log-every 1 --seed 3"
+    int rc = run_draw("train --data %s/before.idx " IDX_TINY " --steps 6 --out %s/unbroken", tmpdir, tmpdir);
+    EXPECT(rc == 0, "the unbroken run exited %d", rc);
+    rc = run_draw("train --data %s/before.idx " IDX_TINY " --steps 3 --out %s/moved", tmpdir, tmpdir);
+    EXPECT(rc == 0, "the first half exited %d", rc);
+    snprintf(cmd, sizeof cmd, "mv %s/before.idx %s/after.idx", tmpdir, tmpdir);
+    EXPECT(system(cmd) == 0, "moving the IDX file");
+    rc = run_draw("train --resume --steps 6 --valid-every 3 --valid-images 64 --out %s/moved", tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc != 0 && scratch_count_lines(err) == 1 && strstr(err, "before.idx"),
+           "resume without --data: exit %d, stderr: %s", rc, err ? err : "");
+    free(err);
+    rc = run_draw("train --resume --data mnist2 --steps 6 --out %s/moved", tmpdir);
+    err = read_text("stderr.txt");
+    EXPECT(rc != 0 && err && strstr(err, "model is for 28x28x1 images, mnist2 has 60x60x1"),
+           "resume on 60 x 60 images: exit %d, stderr: %s", rc, err ? err : "");
+    free(err);
+    rc = run_draw("train --resume --data %s/after.idx --steps 6 --valid-every 3 --valid-images 64 --out %s/moved",
+                  tmpdir, tmpdir);
+    EXPECT(rc == 0, "resume with the new --data exited %d", rc);
+    const char *said = stderr_line("draw train: resuming");
+    EXPECT(strstr(said, "after.idx (checkpoint: ") && strstr(said, "before.idx)"), "line: '%s'", said);
+    char a[600], b[600], why[700] = "";
+    snprintf(a, sizeof a, "%s/unbroken/model.safetensors", tmpdir);
+    snprintf(b, sizeof b, "%s/moved/model.safetensors", tmpdir);
+    EXPECT(checkpoints_identical(a, b, NULL, why, sizeof why), "resumed on the moved file: %s", why);
+    // The checkpoint now names the new place: resuming again needs no --data.
+    rc = run_draw("train --resume --steps 9 --valid-every 3 --valid-images 64 --out %s/moved", tmpdir);
+    EXPECT(rc == 0, "resuming again without --data exited %d", rc);
+#undef IDX_TINY
+}
+
 // --threads left out: every CPU of the affinity mask, and the header says how many.
 static void test_threads_default_to_affinity(void) {
     cpu_set_t saved, one;
@@ -384,6 +426,7 @@ int main(void) {
     RUN(test_bad_input_one_line);
     RUN(test_refuses_to_overwrite_a_run);
     RUN(test_resume_checks_flags);
+    RUN(test_resume_where_the_data_moved);
     RUN(test_weight_average);
     RUN(test_threads_default_to_affinity);
     RUN(test_minutes_progress_counts_steps);
