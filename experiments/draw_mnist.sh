@@ -72,7 +72,8 @@
 #   and rows as paper; its folder RUNS/draw-paper-ema.
 #
 # Each run folder gets the pictures and page of `draw report` (cli/report_draw.h):
-# samples/, reconstructions/, film/ and report.html.
+# samples/, reconstructions/, film/ and report.html; a paper run's, of its model at each
+# row (milestone or end), replaced at the next.
 #
 # Resumable: each configuration trains with --resume into RUNS/NAME, and the step or
 # epoch target is a total, so re-running the same command after an interruption
@@ -144,12 +145,7 @@ run_config() {
     iw=$(json_field nll_iw < "$dir/test.json")
     step=$(json_field steps < "$dir/train.json")
 
-    # The report's pictures and page (cli/report_draw.h).
-    m="$dir/model.safetensors"
-    "$BIN/draw" generate --model "$m" --count 16 --show-attention --scale 4 --out "$dir/samples"
-    "$BIN/draw" reconstruct --model "$m" --data mnist --count 16 --scale 4 --out "$dir/reconstructions"
-    "$BIN/draw" generate --model "$m" --count 1 --show-attention --scale 3 --out "$dir/film"
-    "$BIN/draw" report "$dir" --eval test.json
+    report_pictures "$dir"
     ips=$(json_field images_per_s < "$dir/train.json")
 
     mkdir -p "$(dirname "$RESULTS")"
@@ -158,6 +154,16 @@ run_config() {
         "$iw" "$SAMPLES")
     table_row "$RESULTS" "| date | config |" "$(quick_header)" "$row"
     echo "draw_mnist.sh: $name: test bound $bound nats, IW NLL $iw (K = $SAMPLES); row added to $RESULTS" >&2
+}
+
+# report_pictures DIR: the pictures and page of `draw report` (cli/report_draw.h) for
+# DIR's model, its test figures from DIR/test.json.
+report_pictures() {
+    m="$1/model.safetensors"
+    "$BIN/draw" generate --model "$m" --count 16 --show-attention --scale 4 --out "$1/samples"
+    "$BIN/draw" reconstruct --model "$m" --data mnist --count 16 --scale 4 --out "$1/reconstructions"
+    "$BIN/draw" generate --model "$m" --count 1 --show-attention --scale 3 --out "$1/film"
+    "$BIN/draw" report "$1" --eval test.json
 }
 
 quick_header() {
@@ -321,6 +327,7 @@ milestone_row() {
         "$(date -u +%Y-%m-%d)" "$name" "$epoch" "$steps" "$lr" "$vb" "$tb" "$recon" "$kl" "$iw" \
         "$IW_SAMPLES" "$iw_n" "$iw_bound" "$(train_wall "$dir")" "$load" "$paper")
     table_row "$RESULTS" "$PAPER_MARKER" "$(paper_header)" "$row"
+    report_pictures "$dir"
     echo "draw_mnist.sh: $name: epoch $epoch: test $tb, IW NLL $iw (K $IW_SAMPLES, $iw_n images)" >&2
 }
 

@@ -96,6 +96,12 @@ static void test_budget_is_paper_runs_last_milestone(void) {
     EXPECT(rows == 2, "%d rows, expected one per milestone (100 and 200)", rows);
     EXPECT(table && strstr(table, "| paper-noattn | ") && strstr(table, "| 87.40 |"), "rows: %s",
            table ? table : "(none)");
+    // Each row's model gets the report's pictures and page.
+    int reports = 0, samples = 0;
+    for (const char *p = called; p && (p = strstr(p, "\nreport ")); p++) reports++;
+    for (const char *p = called; p && (p = strstr(p, "draw-paper-noattn/samples")); p++) samples++;
+    EXPECT(reports == 2 && samples == 2, "%d report and %d samples calls for 2 rows: %s", reports,
+           samples, called ? called : "(not run)");
     free(err), free(called), free(table);
 }
 
