@@ -116,16 +116,20 @@ static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average
         printf(", \"binarization\": \"%s\", \"samples\": %d, \"dims\": %d, "
                "\"nll_bound_per_dim\": %.8f",
                bin, f->samples, dims, r->bound / dims);
-        if (f->samples > 1) printf(", \"nll_iw\": %.6f", r->nll_iw);
+        char se[32];
+        printf(", \"nll_bound_se\": %s", json_number(se, r->bound_se));
+        if (f->samples > 1)
+            printf(", \"nll_iw\": %.6f, \"nll_iw_se\": %s", r->nll_iw, json_number(se, r->nll_iw_se));
         printf(", \"weights\": \"%s\", \"step\": %ld, \"seconds\": %.3f}\n", weights, m->state.step,
                secs);
     } else {
-        text_write_linef(stdout, "%s %s (%s): bound %.3f nats per image (reconstruction %.3f + KL %.3f), "
-                         "%.5f nats per dimension (%d), %d images%s",
-                         f->data, EVAL_SPLITS[f->split], bin, r->bound, r->recon, r->kl, r->bound / dims,
-                         dims, r->images, average ? "; the weight average" : "");
+        text_write_linef(stdout, "%s %s (%s): bound %.3f nats per image (reconstruction %.3f + KL %.3f; "
+                         "standard error %.3f), %.5f nats per dimension (%d), %d images%s",
+                         f->data, EVAL_SPLITS[f->split], bin, r->bound, r->recon, r->kl, r->bound_se,
+                         r->bound / dims, dims, r->images, average ? "; the weight average" : "");
         if (f->samples > 1)
-            printf("importance-weighted NLL estimate (K = %d): %.3f nats\n", f->samples, r->nll_iw);
+            printf("importance-weighted NLL estimate (K = %d): %.3f nats (standard error %.3f)\n",
+                   f->samples, r->nll_iw, r->nll_iw_se);
     }
 }
 

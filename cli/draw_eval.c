@@ -34,6 +34,17 @@ void draw_eval_scratch_free(DrawEvalScratch *e) {
     free(e->w), free(e->eps), free(e->logw);
 }
 
+// The standard error of the mean of v (n): the sample standard deviation over sqrt(n);
+// NAN for fewer than 2 values.
+static double standard_error(const double *v, int n) {
+    if (n < 2) return NAN;
+    double mean = 0.0, ss = 0.0;
+    for (int i = 0; i < n; i++) mean += v[i];
+    mean /= n;
+    for (int i = 0; i < n; i++) ss += (v[i] - mean) * (v[i] - mean);
+    return sqrt(ss / (n - 1) / n);
+}
+
 // Each rank runs its share of every batch, with its images' noise (draw_share_noise, pass k of
 // image g seeded with (seed, k, g)); the share-weighted parts of each batch and each image's importance-
 // weighted term are summed over the ranks in rank order and then added up in batch and
@@ -45,6 +56,8 @@ int draw_evaluate(DrawEvalResult *out, DrawEvalScratch *e, const DrawParams *p,
     const int passes = K > 1 ? K : 1, batches = (n + B - 1) / B;
     double *parts = xcalloc((size_t)batches * passes * 2, sizeof *parts);  // (batch, pass, 2)
     double *iw = K > 1 ? xcalloc((size_t)n, sizeof *iw) : NULL;            // (n)
+    double *bounds = xcalloc((size_t)n, sizeof *bounds);  // (n): each image's mean over passes
+    double *pass_bound = xmalloc(sizeof *pass_bound * (size_t)B);
     for (int j = 0; j < batches; j++) {
         const int start = j * B, nb = n - start < B ? n - start : B;
         int begin, count;
@@ -55,7 +68,8 @@ int draw_evaluate(DrawEvalResult *out, DrawEvalScratch *e, const DrawParams *p,
             double rec, kl;
             draw_forward_parallel(e->w, e->n_workers < count ? e->n_workers : count, p, c,
                                   set->images + (size_t)(start + begin) * set->dim, e->eps, count,
-                                  NULL, &rec, &kl, e->logw + (size_t)k * B);
+                                  NULL, &rec, &kl, &(DrawPerImage){e->logw + (size_t)k * B, pass_bound});
+            for (int b = 0; b < count; b++) bounds[start + begin + b] += pass_bound[b] / passes;
             const double share = e->dist->size > 1 ? (double)count / nb : 1.0;
             parts[((size_t)j * passes + k) * 2] = share * rec;
             parts[((size_t)j * passes + k) * 2 + 1] = share * kl;
@@ -69,6 +83,7 @@ int draw_evaluate(DrawEvalResult *out, DrawEvalScratch *e, const DrawParams *p,
             }
     }
     int rc = dist_allreduce_sum_f64(e->dist, parts, (size_t)batches * passes * 2, err);
+    if (rc == 0) rc = dist_allreduce_sum_f64(e->dist, bounds, (size_t)n, err);
     if (rc == 0 && iw) rc = dist_allreduce_sum_f64(e->dist, iw, (size_t)n, err);
     DrawEvalResult r = {0};
     double iw_sum = 0.0;
@@ -85,7 +100,9 @@ int draw_evaluate(DrawEvalResult *out, DrawEvalScratch *e, const DrawParams *p,
     r.kl /= (double)n * passes;
     r.bound = r.recon + r.kl;
     r.nll_iw = K > 1 ? iw_sum / n : NAN;
-    free(parts), free(iw);
+    r.bound_se = standard_error(bounds, n);
+    r.nll_iw_se = K > 1 ? standard_error(iw, n) : NAN;
+    free(parts), free(iw), free(bounds), free(pass_bound);
     *out = r;
     return rc;
 }

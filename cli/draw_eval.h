@@ -23,9 +23,14 @@
 // not depend on the batch, the rank or the worker it is run in.
 void draw_share_noise(float *eps, const DrawConfig *c, int first, int count, uint64_t seed);
 
-// Mean bound (and parts) over the images evaluated; nll_iw NAN when K = 1.
+// Mean bound (and parts) over the images evaluated; nll_iw NAN when K = 1. The standard
+// errors are those of the means over the images (each image's figure: its bound averaged
+// over the K passes, its IW estimate): the sample standard deviation over sqrt(images),
+// NAN for one image. They measure how far another set of images as large might move the
+// figure, the noise of the samples included.
 typedef struct {
     double bound, recon, kl, nll_iw;
+    double bound_se, nll_iw_se;
     int images;
 } DrawEvalResult;
 

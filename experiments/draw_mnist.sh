@@ -212,7 +212,10 @@ bound (5,000 images) that drives the schedule, the test bound (10,000 images), t
 importance-weighted NLL from K posterior samples per image on the first N test images
 (with the bound of those same samples and images beside it: the IW figure is never above
 it), the cumulative training wall time, the load average when the row was written, and the
-paper's figure for the kind of model. Test binarisation as above (seed 0x5EED).
+paper's figure for the kind of model. Test binarisation as above (seed 0x5EED). Rows
+written since draw eval reports it give each test figure's standard error over the images
+(± SE: the sample standard deviation of the images' figures over the square root of their
+number).
 
     sh experiments/draw_mnist.sh paper          # resumable; run again after an interruption
     sh experiments/draw_mnist.sh paper-noattn   # to the paper run's budget
@@ -308,6 +311,14 @@ check_row() {
     table_row "$RESULTS" "$CHECKS_MARKER" "$(checks_header)" "$row"
 }
 
+# with_se FILE KEY: FILE's (draw eval --json) figure under KEY to two decimals, with its
+# standard error over the images (KEY_se) as "± SE" where the file has one.
+with_se() {
+    v=$(json_field "$2" < "$1")
+    se=$(json_field "$2_se" < "$1")
+    if [ -n "$se" ]; then printf '%.2f ± %.2f' "$v" "$se"; else printf '%.2f' "$v"; fi
+}
+
 # milestone_row NAME DIR STEPS EPOCH LR VALID PAPER: the test bound and the
 # importance-weighted NLL, and the row.
 milestone_row() {
@@ -316,14 +327,14 @@ milestone_row() {
     "$BIN/draw" eval --model "$m" --data mnist --split test --threads "$THREADS" --json > "$dir/test.json"
     "$BIN/draw" eval --model "$m" --data mnist --split test --samples "$IW_SAMPLES" \
         --limit "$IW_IMAGES" --threads "$THREADS" --json > "$dir/test_iw.json"
-    tb=$(json_field nll_bound < "$dir/test.json")
+    tb=$(with_se "$dir/test.json" nll_bound)
     recon=$(json_field recon < "$dir/test.json")
     kl=$(json_field kl < "$dir/test.json")
-    iw=$(json_field nll_iw < "$dir/test_iw.json")
+    iw=$(with_se "$dir/test_iw.json" nll_iw)
     iw_n=$(json_field images < "$dir/test_iw.json")
     iw_bound=$(json_field nll_bound < "$dir/test_iw.json")  # the bound of the same samples
     load=$(cut -d' ' -f1 /proc/loadavg)
-    row=$(printf '| %s | %s | %s | %s | %s | %.2f | %.2f | %.2f + %.2f | %.2f (%s, %s; bound %.2f) | %s | %s | %s |' \
+    row=$(printf '| %s | %s | %s | %s | %s | %.2f | %s | %.2f + %.2f | %s (%s, %s; bound %.2f) | %s | %s | %s |' \
         "$(date -u +%Y-%m-%d)" "$name" "$epoch" "$steps" "$lr" "$vb" "$tb" "$recon" "$kl" "$iw" \
         "$IW_SAMPLES" "$iw_n" "$iw_bound" "$(train_wall "$dir")" "$load" "$paper")
     table_row "$RESULTS" "$PAPER_MARKER" "$(paper_header)" "$row"

@@ -238,7 +238,7 @@ static void *draw_job_run(void *arg) {
 
 double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const DrawConfig *c,
                              const float *x, const float *eps, int B, Block *grads,
-                             double *recon, double *kl, double *logw) {
+                             double *recon, double *kl, const DrawPerImage *per_image) {
     CHECK(n >= 1 && n <= DRAW_MAX_WORKERS && B >= 1, "%d workers, %d images", n, B);
     DrawJob jobs[DRAW_MAX_WORKERS];
     pthread_t th[DRAW_MAX_WORKERS];
@@ -265,8 +265,11 @@ double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const Dr
     for (int k = 0; k < used; k++) {
         const double share = (double)jobs[k].n / B;
         bound += share * jobs[k].bound, rsum += share * jobs[k].recon, ksum += share * jobs[k].kl;
-        if (logw)
-            for (int b = 0; b < jobs[k].n; b++) logw[start[k] + b] = jobs[k].w->acts.logw[b];
+        const DrawActs *a = &jobs[k].w->acts;
+        for (int b = 0; per_image && b < jobs[k].n; b++) {
+            if (per_image->logw) per_image->logw[start[k] + b] = a->logw[b];
+            if (per_image->bound) per_image->bound[start[k] + b] = (double)a->recon[b] + a->kl[b];
+        }
         if (grads) {
             const float sf = (float)share, *g = jobs[k].w->grads.data;
             float *d = grads->data;

@@ -154,13 +154,20 @@ void draw_workers_alloc(DrawWorker *w, int n, const DrawConfig *c, int B);
 void draw_workers_free(DrawWorker *w, int n);
 // eps (T, B, Z), contiguous: the same normals draw_fill_noise draws for B images.
 void draw_noise_fill(float *eps, const DrawConfig *c, int B, Rng *rng);
+// Figures of each image of a batch, for draw_forward_parallel to fill: logw (B) its
+// log-weight log p(x, z) - log q(z | x), bound (B) its bound (reconstruction + KL); either
+// may be NULL.
+typedef struct {
+    double *logw, *bound;
+} DrawPerImage;
+
 // draw_forward of x (B, C H W) with noise eps over n workers (B <= n ceil(B_alloc / n)); returns
-// the mean bound, *recon and *kl (may be NULL) the mean parts and logw (B, may be NULL) each
-// image's log-weight. With grads non-NULL, also the backward: grads (a draw_layout block) is
-// overwritten with the gradient of the mean bound over the B images.
+// the mean bound, *recon and *kl (may be NULL) the mean parts and per_image (may be NULL)
+// each image's figures. With grads non-NULL, also the backward: grads (a draw_layout block)
+// is overwritten with the gradient of the mean bound over the B images.
 double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const DrawConfig *c,
                              const float *x, const float *eps, int B, Block *grads,
-                             double *recon, double *kl, double *logw);
+                             double *recon, double *kl, const DrawPerImage *per_image);
 
 // Samples B images from the prior: z_t ~ N(0, I) drawn from rng, decoder and write only.
 // Afterwards acts.canvas (T, B, HW) holds the logits c_1..c_T and acts.wparams (T, B, 5)

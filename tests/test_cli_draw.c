@@ -81,9 +81,9 @@ static void test_eval_json(void) {
     char *out = read_text("stdout.txt");
     cJSON *j = cJSON_Parse(out ? out : "");
     EXPECT(j != NULL, "not JSON: %s", out ? out : "");
-    const char *keys[] = {"nll_bound", "recon", "kl", "images", "nll_iw"};
-    double v[5] = {0};
-    for (int i = 0; i < 5; i++) {
+    const char *keys[] = {"nll_bound", "recon", "kl", "images", "nll_iw", "nll_bound_se", "nll_iw_se"};
+    double v[7] = {0};
+    for (int i = 0; i < 7; i++) {
         cJSON *it = cJSON_GetObjectItem(j, keys[i]);
         EXPECT(cJSON_IsNumber(it), "key %s missing", keys[i]);
         if (cJSON_IsNumber(it)) v[i] = it->valuedouble;
@@ -94,8 +94,38 @@ static void test_eval_json(void) {
     // An untrained binary-MNIST model sits near 784 ln 2 = 543 nats; anything far outside
     // (0, 1000) means a wrong sum.
     EXPECT(v[0] > 100 && v[0] < 1000, "bound %g nats", v[0]);
+    EXPECT(v[5] > 0 && v[5] < 100 && v[6] > 0 && v[6] < 100, "standard errors %g and %g", v[5], v[6]);
     cJSON_Delete(j);
     free(out);
+}
+
+// The bound of DIR/run's model on the first n test images (eval --json) and its standard
+// error (NAN where the JSON has null).
+static void eval_first(int n, double *bound, double *se) {
+    int rc = run_draw("eval --model %s/run/model.safetensors --data mnist --split test --json --limit %d",
+                      tmpdir, n);
+    char *out = read_text("stdout.txt");
+    cJSON *j = rc == 0 ? cJSON_Parse(out ? out : "") : NULL;
+    const cJSON *b = cJSON_GetObjectItem(j, "nll_bound"), *s = cJSON_GetObjectItem(j, "nll_bound_se");
+    EXPECT(cJSON_IsNumber(b) && (cJSON_IsNumber(s) || cJSON_IsNull(s)), "eval --limit %d: %s", n,
+           out ? out : "(none)");
+    *bound = cJSON_IsNumber(b) ? b->valuedouble : NAN;
+    *se = cJSON_IsNumber(s) ? s->valuedouble : NAN;
+    cJSON_Delete(j);
+    free(out);
+}
+
+// The standard error of the bound over images: null for one image; for two, whose bounds
+// are b1 (the first alone: each image's noise is its own) and b2 = 2 mean - b1, the
+// sample standard deviation |b1 - b2| / sqrt 2 over sqrt 2, that is |mean - b1|.
+static void test_eval_standard_error(void) {
+    if (!trained) return test_fail_(__FILE__, __LINE__, "no model (train failed)");
+    double b1, se1, mean2, se2;
+    eval_first(1, &b1, &se1);
+    eval_first(2, &mean2, &se2);
+    EXPECT(isnan(se1), "one image: standard error %g, expected null", se1);
+    EXPECT(fabs(mean2 - b1) > 1e-3, "the two images have the same bound: the check is void");
+    EXPECT_NEAR(se2, fabs(mean2 - b1), 1e-4, 1e-4);
 }
 
 static void test_generate_frames(void) {
@@ -420,6 +450,7 @@ int main(void) {
     tmpdir = sc.dir;
     RUN(test_train_writes_outputs);
     RUN(test_eval_json);
+    RUN(test_eval_standard_error);
     RUN(test_generate_frames);
     RUN(test_reconstruct_frames);
     RUN(test_resume_bit_identical);

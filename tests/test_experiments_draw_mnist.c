@@ -30,7 +30,8 @@ static void write_stand_in_dropping(int drop) {
              "eval) n=$(cat \"$dir/count\" 2>/dev/null || echo 0); n=$((n + 1)); "
              "echo $n > \"$dir/count\"\n"
              "      echo \"{\\\"nll_bound\\\": $((100 - %d * n)).5, \\\"recon\\\": 60.0, "
-             "\\\"kl\\\": 30.0, \\\"nll_iw\\\": 85.0, \\\"images\\\": 10}\" ;;\n"
+             "\\\"kl\\\": 30.0, \\\"nll_iw\\\": 85.0, \\\"images\\\": 10, "
+             "\\\"nll_bound_se\\\": 0.25, \\\"nll_iw_se\\\": 0.5}\" ;;\n"
              "esac\n"
              "exit 0\n",
              drop);
@@ -96,6 +97,8 @@ static void test_budget_is_paper_runs_last_milestone(void) {
     EXPECT(rows == 2, "%d rows, expected one per milestone (100 and 200)", rows);
     EXPECT(table && strstr(table, "| paper-noattn | ") && strstr(table, "| 87.40 |"), "rows: %s",
            table ? table : "(none)");
+    EXPECT(table && strstr(table, ".50 ± 0.25 | 60.00 + 30.00 | 85.00 ± 0.50 (1000, 10; bound "),
+           "no standard errors in the rows: %s", table ? table : "(none)");
     // Each row's model gets the report's pictures and page.
     int reports = 0, samples = 0;
     for (const char *p = called; p && (p = strstr(p, "\nreport ")); p++) reports++;
