@@ -157,6 +157,7 @@ static int cmd_eval(int argc, char **argv) {
     if (B < dist.size) B = dist.size;
     DrawEvalScratch scratch;
     draw_eval_scratch_alloc(&scratch, &dist, f.threads, &m.state.cfg, B, f.samples);
+    scratch.progress = true;
     gemm_set_threads(f.threads / scratch.n_workers);
     double t0 = timer_now();
     DrawEvalResult r;

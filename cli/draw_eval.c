@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "core/check.h"
+#include "core/progress.h"
 #include "core/rng.h"
 
 void draw_share_noise(float *eps, const DrawConfig *c, int first, int count, uint64_t seed) {
@@ -27,6 +28,7 @@ void draw_eval_scratch_alloc(DrawEvalScratch *e, Dist *d, int threads, const Dra
     draw_workers_alloc(e->w, e->n_workers, c, most);
     e->eps = xmalloc(sizeof(float) * (size_t)c->T * most * c->z);
     e->logw = xmalloc(sizeof(double) * (size_t)B * K);
+    e->progress = false;
 }
 
 void draw_eval_scratch_free(DrawEvalScratch *e) {
@@ -58,6 +60,14 @@ int draw_evaluate(DrawEvalResult *out, DrawEvalScratch *e, const DrawParams *p,
     double *iw = K > 1 ? xcalloc((size_t)n, sizeof *iw) : NULL;            // (n)
     double *bounds = xcalloc((size_t)n, sizeof *bounds);  // (n): each image's mean over passes
     double *pass_bound = xmalloc(sizeof *pass_bound * (size_t)B);
+    // Progress in samples (an image once per pass): K = 1000 on 1,000 images runs for tens
+    // of minutes on one thread.
+    const bool show = e->progress && dist_is_root(e->dist);
+    Progress prog;
+    if (show) {
+        progress_start(&prog, "eval", (long)n * passes, 0);
+        progress_name(&prog, "samples", NULL);
+    }
     for (int j = 0; j < batches; j++) {
         const int start = j * B, nb = n - start < B ? n - start : B;
         int begin, count;
@@ -73,6 +83,7 @@ int draw_evaluate(DrawEvalResult *out, DrawEvalScratch *e, const DrawParams *p,
             const double share = e->dist->size > 1 ? (double)count / nb : 1.0;
             parts[((size_t)j * passes + k) * 2] = share * rec;
             parts[((size_t)j * passes + k) * 2 + 1] = share * kl;
+            if (show) progress_update(&prog, (long)start * passes + (long)(k + 1) * nb, "");
         }
         if (K > 1)
             for (int b = 0; b < count; b++) {
@@ -82,6 +93,7 @@ int draw_evaluate(DrawEvalResult *out, DrawEvalScratch *e, const DrawParams *p,
                 iw[start + begin + b] = -(mx + log(s / K));
             }
     }
+    if (show) progress_end(&prog, (long)n * passes, "");
     int rc = dist_allreduce_sum_f64(e->dist, parts, (size_t)batches * passes * 2, err);
     if (rc == 0) rc = dist_allreduce_sum_f64(e->dist, bounds, (size_t)n, err);
     if (rc == 0 && iw) rc = dist_allreduce_sum_f64(e->dist, iw, (size_t)n, err);

@@ -9,6 +9,7 @@
 #ifndef CLI_DRAW_EVAL_H
 #define CLI_DRAW_EVAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/dist.h"
@@ -44,6 +45,7 @@ typedef struct {
     int B;
     float *eps;     // (T, ceil(B / ranks), Z): the noise of this rank's share of a batch
     double *logw;   // (K, B)
+    bool progress;  // a progress line on rank 0's stderr (draw eval; not validation's)
 } DrawEvalScratch;
 
 // Workers for `threads` threads and scratch for batches of B with K samples per image.

@@ -95,6 +95,10 @@ static void test_eval_json(void) {
     // (0, 1000) means a wrong sum.
     EXPECT(v[0] > 100 && v[0] < 1000, "bound %g nats", v[0]);
     EXPECT(v[5] > 0 && v[5] < 100 && v[6] > 0 && v[6] < 100, "standard errors %g and %g", v[5], v[6]);
+    // Its progress counts samples, an image once per pass: 40 images x 3.
+    char *err = read_text("stderr.txt");
+    EXPECT(err && strstr(err, "eval: 120/120 samples done in "), "progress: %s", err ? err : "(none)");
+    free(err);
     cJSON_Delete(j);
     free(out);
 }
