@@ -304,8 +304,9 @@ schedule_check() {
 }
 
 # check_row NAME STEPS EPOCH LR VALID BEST DECISION: the check's row in the results'
-# table of checks. Written just before the schedule file: a check cut off before both is
-# evaluated again and written once.
+# table of checks. Written just before the schedule file: a check cut off before its row
+# is evaluated again and written then (cut off in the moment between the two, its row
+# would stand twice).
 check_row() {
     row=$(printf '| %s | %s | %s | %s | %.2f | %.2f | %s |' "$1" "$3" "$2" "$4" "$5" "$6" "$7")
     table_row "$RESULTS" "$CHECKS_MARKER" "$(checks_header)" "$row"
