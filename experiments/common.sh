@@ -60,3 +60,15 @@ table_row() {
             }
         }' "$file" > "$file.tmp.$$" && mv "$file.tmp.$$" "$file"
 }
+
+# draw_report_pictures BIN DIR DATA SCALE: the pictures and page of `draw report`
+# (cli/report_draw.h) for DIR's model: 16 samples and 16 reconstructions of DATA's test
+# images at SCALE pixels per image pixel, one sample's film at 3, and report.html with the
+# test figures of DIR/test.json.
+draw_report_pictures() {
+    drp_model="$2/model.safetensors"
+    "$1/draw" generate --model "$drp_model" --count 16 --show-attention --scale "$4" --out "$2/samples"
+    "$1/draw" reconstruct --model "$drp_model" --data "$3" --count 16 --scale "$4" --out "$2/reconstructions"
+    "$1/draw" generate --model "$drp_model" --count 1 --show-attention --scale 3 --out "$2/film"
+    "$1/draw" report "$2" --eval test.json
+}

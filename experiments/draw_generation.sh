@@ -41,7 +41,7 @@ RESULTS_DIR=${RESULTS_DIR:-experiments/results}
 
 [ $# -gt 0 ] || set -- mnist2 colour
 
-. "$(dirname "$0")/common.sh"  # json_field, train_wall, require_current_program, table_row
+. "$(dirname "$0")/common.sh"  # json_field, train_wall, require_current_program, table_row, draw_report_pictures
 require_current_program draw_generation.sh "$BIN/draw"
 
 header_mnist2() {
@@ -112,10 +112,7 @@ run_config() {
     step=$(json_field steps < "$dir/train.json")
     ips=$(json_field images_per_s < "$dir/train.json")
 
-    "$BIN/draw" generate --model "$m" --count 16 --show-attention --scale 3 --out "$dir/samples"
-    "$BIN/draw" reconstruct --model "$m" --data "$data" --count 16 --scale 3 --out "$dir/reconstructions"
-    "$BIN/draw" generate --model "$m" --count 1 --show-attention --scale 3 --out "$dir/film"
-    "$BIN/draw" report "$dir" --eval test.json
+    draw_report_pictures "$BIN" "$dir" "$data" 3
 
     # A resumed run with no step left reports no images/s.
     case $ips in [0-9]*) ips=$(printf '%.0f' "$ips") ;; *) ips=- ;; esac

@@ -116,7 +116,7 @@ RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/draw_mnist.md}
 
 [ $# -gt 0 ] || set -- quick quick-noattn
 
-. "$(dirname "$0")/common.sh"  # json_field, train_wall, require_current_program, table_row
+. "$(dirname "$0")/common.sh"  # json_field, train_wall, require_current_program, table_row, draw_report_pictures
 require_current_program draw_mnist.sh "$BIN/draw"
 
 run_config() {
@@ -145,7 +145,7 @@ run_config() {
     iw=$(json_field nll_iw < "$dir/test.json")
     step=$(json_field steps < "$dir/train.json")
 
-    report_pictures "$dir"
+    draw_report_pictures "$BIN" "$dir" mnist 4
     ips=$(json_field images_per_s < "$dir/train.json")
 
     mkdir -p "$(dirname "$RESULTS")"
@@ -154,16 +154,6 @@ run_config() {
         "$iw" "$SAMPLES")
     table_row "$RESULTS" "| date | config |" "$(quick_header)" "$row"
     echo "draw_mnist.sh: $name: test bound $bound nats, IW NLL $iw (K = $SAMPLES); row added to $RESULTS" >&2
-}
-
-# report_pictures DIR: the pictures and page of `draw report` (cli/report_draw.h) for
-# DIR's model, its test figures from DIR/test.json.
-report_pictures() {
-    m="$1/model.safetensors"
-    "$BIN/draw" generate --model "$m" --count 16 --show-attention --scale 4 --out "$1/samples"
-    "$BIN/draw" reconstruct --model "$m" --data mnist --count 16 --scale 4 --out "$1/reconstructions"
-    "$BIN/draw" generate --model "$m" --count 1 --show-attention --scale 3 --out "$1/film"
-    "$BIN/draw" report "$1" --eval test.json
 }
 
 quick_header() {
@@ -339,7 +329,7 @@ milestone_row() {
         "$(date -u +%Y-%m-%d)" "$name" "$epoch" "$steps" "$lr" "$vb" "$tb" "$recon" "$kl" "$iw" \
         "$IW_SAMPLES" "$iw_n" "$iw_bound" "$(train_wall "$dir")" "$load" "$paper")
     table_row "$RESULTS" "$PAPER_MARKER" "$(paper_header)" "$row"
-    report_pictures "$dir"
+    draw_report_pictures "$BIN" "$dir" mnist 4
     echo "draw_mnist.sh: $name: epoch $epoch: test $tb, IW NLL $iw (K $IW_SAMPLES, $iw_n images)" >&2
 }
 
