@@ -174,7 +174,9 @@ static int resume_state(CaptionRun *r, const SatConfig *want, Error *err) {
     FILE *note = dist_is_root(r->dist) ? stderr : NULL;
     if (saved.stored) {
         r->optim = saved.optim;
-        train_optim_resume(&r->optim, &r->f->optim, "caption train", note);
+        FlagDiffs changed = {0};
+        train_optim_resume(&r->optim, &r->f->optim, &changed);
+        if (changed.n && note) text_write_linef(note, "caption train: resuming with %s", changed.text);
     }
     resume_ema(r, &saved, note);
     return 0;

@@ -134,7 +134,9 @@ static int check_resume_flags(ClassifyRun *r, Error *err) {
     }
     flag_diffs_int(&model, "fragments", f->given.fragments, f->fragments, st->clutter.fragments);
     if (flag_diffs_refuse(&model, r->paths.model, err)) return -1;
-    train_optim_resume(&st->optim, &f->optim, "draw classify train", stderr);
+    FlagDiffs changed = {0};
+    train_optim_resume(&st->optim, &f->optim, &changed);
+    if (changed.n) text_write_linef(stderr, "draw classify train: resuming with %s", changed.text);
     return 0;
 }
 

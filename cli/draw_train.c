@@ -131,6 +131,7 @@ typedef struct {
     TrainWeights w;    // parameters (viewed by p), gradients, Adam's moments
     TrainEma ema;      // --ema: the weight average, validated in the parameters' place
     float stored_ema;  // --resume: the checkpoint's decay (0: it holds no average)
+    FlagDiffs resumed_with;  // --resume: the settings given that replace the checkpoint's
     DrawParams p;
     AdamConfig adam;
     DrawWorker *workers;
@@ -155,8 +156,9 @@ static const char *const DRAW_RUN_FILES[] = {"model.safetensors"};
 
 // --resume: the model flags given must match the checkpoint's; the training settings it
 // stores (batch, learning rate, beta1, clip, seed, the average's decay) and its data take
-// the values given, named on stderr. A new --data is where the run's images are now (an
-// IDX file that moved); load_data checks them against the model's size.
+// the values given, named in r->resumed_with (said with the header, once the run is set
+// up: a refusal after this stays the only line). A new --data is where the run's images
+// are now (an IDX file that moved); load_data checks them against the model's size.
 static int check_resume_flags(DrawRun *r, Error *err) {
     const TrainFlags *f = r->f;
     DrawTrainState *st = &r->st;
@@ -170,11 +172,9 @@ static int check_resume_flags(DrawRun *r, Error *err) {
     flag_diffs_switch(&model, "no-attention", f->given.no_attention, f->no_attention, !c->attention);
     flag_diffs_switch(&model, "no-binarize", f->given.no_binarize, f->no_binarize, !st->binarize);
     if (flag_diffs_refuse(&model, r->paths.model, err)) return -1;
-    train_optim_resume(&st->optim, &f->optim, "draw train", stderr);
-    FlagDiffs changed = {0};
-    flag_diffs_float(&changed, "ema", f->given.ema, f->ema, st->ema);
-    flag_diffs_text(&changed, "data", f->given.data, f->data, st->data);
-    if (changed.n) text_write_linef(stderr, "draw train: resuming with %s", changed.text);
+    train_optim_resume(&st->optim, &f->optim, &r->resumed_with);
+    flag_diffs_float(&r->resumed_with, "ema", f->given.ema, f->ema, st->ema);
+    flag_diffs_text(&r->resumed_with, "data", f->given.data, f->data, st->data);
     if (f->given.ema) st->ema = f->ema;
     if (f->given.data) snprintf(st->data, sizeof st->data, "%s", f->data);
     return 0;
@@ -360,6 +360,7 @@ static int open_run(DrawRun *r, const TrainFlags *f, Dist *dist, Error *err) {
 
 static void print_header(const DrawRun *r) {
     const DrawConfig *c = &r->st.cfg;
+    if (r->resumed_with.n) text_write_linef(stderr, "draw train: resuming with %s", r->resumed_with.text);
     char budget[64];
     train_budget_describe(&r->budget, budget, sizeof budget);
     char ranks[48] = "";

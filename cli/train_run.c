@@ -275,16 +275,13 @@ TrainOptim train_optim_new(const TrainOptimFlags *f) {
                         .beta1 = f->beta1, .clip = f->clip, .lr_decay = f->lr_decay};
 }
 
-void train_optim_resume(TrainOptim *o, const TrainOptimFlags *f, const char *command,
-                        FILE *note) {
-    FlagDiffs changed = {0};
-    flag_diffs_int(&changed, "batch", f->given.batch, f->batch, o->batch);
-    flag_diffs_float(&changed, "lr", f->given.lr, f->lr, o->lr);
-    flag_diffs_float(&changed, "lr-decay", f->given.lr_decay, f->lr_decay, o->lr_decay);
-    flag_diffs_float(&changed, "beta1", f->given.beta1, f->beta1, o->beta1);
-    flag_diffs_float(&changed, "clip", f->given.clip, f->clip, o->clip);
-    flag_diffs_int(&changed, "seed", f->given.seed, f->seed, (long)o->seed);
-    if (changed.n && note) text_write_linef(note, "%s: resuming with %s", command, changed.text);
+void train_optim_resume(TrainOptim *o, const TrainOptimFlags *f, FlagDiffs *changed) {
+    flag_diffs_int(changed, "batch", f->given.batch, f->batch, o->batch);
+    flag_diffs_float(changed, "lr", f->given.lr, f->lr, o->lr);
+    flag_diffs_float(changed, "lr-decay", f->given.lr_decay, f->lr_decay, o->lr_decay);
+    flag_diffs_float(changed, "beta1", f->given.beta1, f->beta1, o->beta1);
+    flag_diffs_float(changed, "clip", f->given.clip, f->clip, o->clip);
+    flag_diffs_int(changed, "seed", f->given.seed, f->seed, (long)o->seed);
     if (f->given.batch) o->batch = f->batch;
     if (f->given.lr) o->lr = f->lr;
     if (f->given.lr_decay) o->lr_decay = f->lr_decay;

@@ -257,14 +257,11 @@ typedef struct {
 
 // A new run's settings: the flags' values, given or default.
 TrainOptim train_optim_new(const TrainOptimFlags *f);
-// --resume: o holds the checkpoint's settings; each one given replaces it. When any given
-// value differs from the checkpoint's, one line on `note` names them (in the order batch,
-// lr, lr-decay, beta1, clip, seed):
+// --resume: o holds the checkpoint's settings; each one given replaces it. Each given value
+// that differs from the checkpoint's is added to changed (in the order batch, lr,
+// lr-decay, beta1, clip, seed), for the caller's line once the run is set up:
 //     "draw train: resuming with --lr 0.0005 (checkpoint: 0.001), --seed 2 (checkpoint: 1)"
-// where "draw train" is command; note NULL: no line (the ranks other than 0 of a run
-// whose every rank reads the checkpoint).
-void train_optim_resume(TrainOptim *o, const TrainOptimFlags *f, const char *command,
-                        FILE *note);
+void train_optim_resume(TrainOptim *o, const TrainOptimFlags *f, FlagDiffs *changed);
 
 // The settings in a checkpoint's metadata: train.batch, train.lr, train.clip, train.seed
 // (as a signed integer, the --seed given), and where `with` says so train.beta1

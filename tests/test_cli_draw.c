@@ -344,8 +344,9 @@ static void test_resume_where_the_data_moved(void) {
     free(err);
     rc = run_draw("train --resume --data mnist2 --steps 6 --out %s/moved", tmpdir);
     err = read_text("stderr.txt");
-    EXPECT(rc != 0 && err && strstr(err, "model is for 28x28x1 images, mnist2 has 60x60x1"),
-           "resume on 60 x 60 images: exit %d, stderr: %s", rc, err ? err : "");
+    EXPECT(rc != 0 && scratch_count_lines(err) == 1 &&
+               strstr(err, "model is for 28x28x1 images, mnist2 has 60x60x1"),
+           "resume on 60 x 60 images: exit %d, stderr (one line): %s", rc, err ? err : "");
     free(err);
     rc = run_draw("train --resume --data %s/after.idx --steps 6 --valid-every 3 --valid-images 64 --out %s/moved",
                   tmpdir, tmpdir);
