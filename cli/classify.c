@@ -90,6 +90,7 @@ typedef struct {
     const ClassifyFlags *f;
     ClassifyState st;
     bool resumed;
+    FlagDiffs resumed_with;  // --resume: the settings given that replace the checkpoint's
     TrainPaths paths;  // OUT/model.safetensors, log.csv, loss.png
     ImageSet train, valid;
     TrainWeights w;  // parameters (viewed by p), gradients, Adam's moments
@@ -134,9 +135,7 @@ static int check_resume_flags(ClassifyRun *r, Error *err) {
     }
     flag_diffs_int(&model, "fragments", f->given.fragments, f->fragments, st->clutter.fragments);
     if (flag_diffs_refuse(&model, r->paths.model, err)) return -1;
-    FlagDiffs changed = {0};
-    train_optim_resume(&st->optim, &f->optim, &changed);
-    if (changed.n) text_write_linef(stderr, "draw classify train: resuming with %s", changed.text);
+    train_optim_resume(&st->optim, &f->optim, &r->resumed_with);  // said with the header
     return 0;
 }
 
@@ -241,6 +240,8 @@ static int open_run(ClassifyRun *r, const ClassifyFlags *f, Error *err) {
 
 static void print_header(const ClassifyRun *r) {
     const GlimpseConfig *c = &r->st.cfg.glimpse;
+    if (r->resumed_with.n)
+        text_write_linef(stderr, "draw classify train: resuming with %s", r->resumed_with.text);
     char budget[64];
     train_budget_describe(&r->budget, budget, sizeof budget);
     char read[96];

@@ -152,6 +152,13 @@ static void test_resume_bit_identical(void) {
                !strstr(out, "nan"),
            "finished run: %s", out ? out : "");
     free(out);
+    // A new --lr on --resume is named with the checkpoint's.
+    rc = run_draw("classify train --steps 8 --resume --lr 0.002 --valid-every 3 --valid-images 16 --out %s/part",
+                  tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "draw classify train: resuming with --lr 0.002 (checkpoint: "),
+           "resume with --lr: %d, %s", rc, err ? err : "");
+    free(err);
 }
 
 static void test_refusals(void) {
@@ -164,6 +171,11 @@ static void test_refusals(void) {
     expect_one_line(rc, "--resume --T 3", "--T 3 (checkpoint: 2)", NULL);
     rc = run_draw("classify train --steps 8 --resume --no-attention --out %s/run", tmpdir);
     expect_one_line(rc, "--resume --no-attention", "no-attention", NULL);
+    // A new --lr is said once the run is set up: a refusal after it (no digits under
+    // --data-root) stays the only line.
+    rc = run_draw("classify train --steps 8 --resume --lr 0.002 --data-root %s/nowhere --out %s/run",
+                  tmpdir, tmpdir);
+    expect_one_line(rc, "--resume --lr with no data", "nowhere", NULL);
 }
 
 // The convolutional baseline trains, evaluates and resumes through the same command; show
