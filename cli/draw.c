@@ -72,7 +72,7 @@ static int load_model_and_split(DrawCheckpoint *m, ImageSet *set, const char *mo
 }
 
 typedef struct {
-    const char *model, *data, *root;
+    const char *model, *data, *root, *per_image;
     int split;  // index into EVAL_SPLITS
     int samples, batch, threads, limit;
     long seed;
@@ -96,6 +96,7 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
         {"seed", ARG_LONG, &f->seed, "noise seed", .has_min = true, .min = 0},
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"no-average", ARG_FLAG, &f->no_average, "evaluate the trained weights of a run trained with --ema, not their average", .given = NULL},
+        {"per-image", ARG_STRING, &f->per_image, "each image's figures in FILE, saved after each batch; run again with the same FILE and flags, an evaluation cut off goes on from them (cli/draw_eval_record.h)", .metavar = "FILE"},
         {"json", ARG_FLAG, &f->json, "print one JSON object", .given = NULL},
     };
     return args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw eval --model PATH --data D [flags]", "draw", code);
@@ -133,6 +134,24 @@ static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average
     }
 }
 
+// --per-image: the images of this evaluation finished before (rank 0 reads them from the
+// file and writes it back at once, so a folder it cannot write to is said before any work).
+static int open_record(DrawEvalRecord *rec, const EvalFlags *f, const DrawCheckpoint *m,
+                       const ImageSet *set, int B, const Dist *d, Error *err) {
+    const int n = f->limit > 0 && f->limit < set->n ? f->limit : set->n;
+    const DrawEvalIdentity id = {
+        .weights_crc = draw_eval_crc(m->params.data, m->params.numel),
+        .images_crc = draw_eval_crc(set->images, (size_t)n * set->dim),
+        .images = n, .samples = f->samples, .batch = B, .seed = f->seed};
+    const bool root = dist_is_root(d);
+    if (draw_eval_record_open(rec, f->per_image, &id, root, err)) return -1;
+    if (root && draw_eval_record_save(rec, rec->done, err)) return -1;
+    if (root && rec->done > 0)
+        fprintf(stderr, "draw eval: %s: %d of %d images done before%s\n", f->per_image,
+                rec->done, n, rec->done < n ? ", going on from there" : "");
+    return 0;
+}
+
 static int cmd_eval(int argc, char **argv) {
     EvalFlags f;
     int code;
@@ -155,15 +174,24 @@ static int cmd_eval(int argc, char **argv) {
     const bool average = !f.no_average && draw_checkpoint_use_average(&m);
     int B = f.batch < set.n ? f.batch : set.n;
     if (B < dist.size) B = dist.size;
+    DrawEvalRecord rec = {0};
+    if (train_dist_agree(&dist, f.per_image ? open_record(&rec, &f, &m, &set, B, &dist, &err) : 0,
+                         "draw", &err)) {
+        draw_eval_record_free(&rec);
+        dist_finalize(&dist);
+        return 1;
+    }
     DrawEvalScratch scratch;
     draw_eval_scratch_alloc(&scratch, &dist, f.threads, &m.state.cfg, B, f.samples);
     scratch.progress = true;
+    scratch.record = f.per_image ? &rec : NULL;
     gemm_set_threads(f.threads / scratch.n_workers);
     double t0 = timer_now();
     DrawEvalResult r;
     if (draw_evaluate(&r, &scratch, &m.p, &m.state.cfg, &set, f.limit, f.samples, (uint64_t)f.seed, &err))
         return train_dist_fail(&dist, "draw", &err);
     if (dist_is_root(&dist)) print_eval(&f, &m, average, &r, timer_now() - t0);
+    draw_eval_record_free(&rec);
     draw_eval_scratch_free(&scratch);
     imageset_free(&set);
     draw_checkpoint_free(&m);

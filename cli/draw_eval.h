@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cli/draw_eval_record.h"
 #include "core/dist.h"
 #include "core/error.h"
 #include "datasets/mnist.h"
@@ -46,6 +47,9 @@ typedef struct {
     float *eps;     // (T, ceil(B / ranks), Z): the noise of this rank's share of a batch
     double *logw;   // (K, B)
     bool progress;  // a progress line on rank 0's stderr (draw eval; not validation's)
+    // draw eval --per-image (else NULL), on every rank: the images rank 0 read from the
+    // file are shared and not evaluated again, and rank 0 saves the figures after each batch.
+    DrawEvalRecord *record;
 } DrawEvalScratch;
 
 // Workers for `threads` threads and scratch for batches of B with K samples per image.
@@ -54,7 +58,8 @@ void draw_eval_scratch_alloc(DrawEvalScratch *e, Dist *d, int threads, const Dra
 void draw_eval_scratch_free(DrawEvalScratch *e);
 
 // The first `limit` images of set (0 = all) in batches of e->B, noise from seed, K samples
-// per image (pass k of image g seeded with (seed, k, g)). Every rank gets the result.
+// per image (pass k of image g seeded with (seed, k, g)). Every rank gets the result. With
+// e->record, its images and K are those of this call and its batch is e->B.
 int draw_evaluate(DrawEvalResult *out, DrawEvalScratch *e, const DrawParams *p,
                   const DrawConfig *c, const ImageSet *set, int limit, int K, uint64_t seed,
                   Error *err);

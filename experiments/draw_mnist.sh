@@ -56,7 +56,9 @@
 #   same command after the session that ran it ended: training continues from the last
 #   checkpoint (--resume) to the next check; a check is recorded in the schedule only
 #   after its row (if any) is written, so one whose evaluation was cut off is evaluated
-#   again (its training already done).
+#   again (its training already done); the IW estimate keeps each image's figures in
+#   RUNS/draw-paper/test_iw.stepSTEPS.txt as its batches finish (draw eval --per-image), so
+#   one cut off goes on from its last whole batch, not from the first image.
 #   MILESTONE_STEPS and SCHEDULE_STEPS override the two lengths in steps (to check the
 #   machinery on a short run; the epoch column then shows fractions).
 #
@@ -317,7 +319,8 @@ milestone_row() {
     m="$dir/model.safetensors"
     "$BIN/draw" eval --model "$m" --data mnist --split test --threads "$THREADS" --json > "$dir/test.json"
     "$BIN/draw" eval --model "$m" --data mnist --split test --samples "$IW_SAMPLES" \
-        --limit "$IW_IMAGES" --threads "$THREADS" --json > "$dir/test_iw.json"
+        --limit "$IW_IMAGES" --threads "$THREADS" --per-image "$dir/test_iw.step$steps.txt" \
+        --json > "$dir/test_iw.json"
     tb=$(with_se "$dir/test.json" nll_bound)
     recon=$(json_field recon < "$dir/test.json")
     kl=$(json_field kl < "$dir/test.json")

@@ -268,7 +268,8 @@ double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const Dr
         const DrawActs *a = &jobs[k].w->acts;
         for (int b = 0; per_image && b < jobs[k].n; b++) {
             if (per_image->logw) per_image->logw[start[k] + b] = a->logw[b];
-            if (per_image->bound) per_image->bound[start[k] + b] = (double)a->recon[b] + a->kl[b];
+            if (per_image->recon) per_image->recon[start[k] + b] = a->recon[b];
+            if (per_image->kl) per_image->kl[start[k] + b] = a->kl[b];
         }
         if (grads) {
             const float sf = (float)share, *g = jobs[k].w->grads.data;

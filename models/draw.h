@@ -155,10 +155,10 @@ void draw_workers_free(DrawWorker *w, int n);
 // eps (T, B, Z), contiguous: the same normals draw_fill_noise draws for B images.
 void draw_noise_fill(float *eps, const DrawConfig *c, int B, Rng *rng);
 // Figures of each image of a batch, for draw_forward_parallel to fill: logw (B) its
-// log-weight log p(x, z) - log q(z | x), bound (B) its bound (reconstruction + KL); either
+// log-weight log p(x, z) - log q(z | x), recon and kl (B) the two parts of its bound; any
 // may be NULL.
 typedef struct {
-    double *logw, *bound;
+    double *logw, *recon, *kl;
 } DrawPerImage;
 
 // draw_forward of x (B, C H W) with noise eps over n workers (B <= n ceil(B_alloc / n)); returns

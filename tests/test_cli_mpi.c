@@ -1,5 +1,6 @@
 // bin/draw and bin/caption under `mpirun -np 2` (issue 20), against one process on real
-// MNIST (data/mnist): training, --resume across rank counts, eval, and the faults.
+// MNIST (data/mnist): training, --resume across rank counts, eval (and eval going on from a
+// --per-image file), and the faults.
 //
 // What is exact and what has a tolerance (cli/train_dist.h): 2 ranks of one thread compute
 // what one process of 2 threads computes, bit for bit (the same shares, the same
@@ -21,6 +22,7 @@
 
 #include "core/fileio.h"
 #include "core/timer.h"
+#include "tests/support/eval_record.h"
 #include "tests/support/scratch.h"
 #include "tests/support/test.h"
 
@@ -270,25 +272,31 @@ static void test_draw_weight_average_over_ranks(void) {
 static void test_draw_eval_over_ranks(void) {
     if (skip_without_mpirun("test_draw_eval_over_ranks")) return;
     if (!draw_trained) return test_fail_(__FILE__, __LINE__, "no runs (training failed)");
-    // 75 images in batches of 20: a partial last batch, shares of 10 and 3 + 2.
-    const char *flags = "--split valid --limit 75 --batch 20 --samples 3 --json";
-    if (!draw_ok(scratch_run(&draw_sc, "eval --model %s/one2/model.safetensors %s --threads 2",
-                             dir, flags), "draw eval, 1 process"))
+    // 75 images in batches of 20: a partial last batch, shares of 10 and 3 + 2. The 2 ranks
+    // go on from the one process's per-image file cut after its first batch (as a kill
+    // leaves it): rank 0 shares those images and evaluates the rest with rank 1.
+    const char *flags = "--split valid --limit 75 --batch 20 --samples 3 --json --per-image";
+    if (!draw_ok(scratch_run(&draw_sc, "eval --model %s/one2/model.safetensors %s %s/one.rec "
+                             "--threads 2", dir, flags, dir), "draw eval, 1 process"))
         return;
-    char *one = scratch_read(&draw_sc, "stdout.txt", NULL);
-    if (!draw_ok(scratch_run_mpi(&draw_sc, 2, "eval --model %s/one2/model.safetensors %s "
-                                 "--threads 1", dir, flags), "draw eval, 2 ranks")) {
-        free(one);
-        return;
+    char *one = scratch_read(&draw_sc, "stdout.txt", NULL), path[512];
+    char *one_rec = scratch_read(&draw_sc, "one.rec", NULL);
+    snprintf(path, sizeof path, "%s/two.rec", dir);
+    if (!one_rec || eval_record_cut(one_rec, path, 20, 20) ||
+        !draw_ok(scratch_run_mpi(&draw_sc, 2, "eval --model %s/one2/model.safetensors %s %s "
+                                 "--threads 1", dir, flags, path), "draw eval, 2 ranks")) {
+        free(one), free(one_rec);
+        return test_fail_(__FILE__, __LINE__, "no 2-rank evaluation from the cut file");
     }
-    char *two = scratch_read(&draw_sc, "stdout.txt", NULL);
-    // Everything but the time: the same figures to the last printed digit.
+    char *two = scratch_read(&draw_sc, "stdout.txt", NULL), *two_rec = scratch_read(&draw_sc, "two.rec", NULL);
+    // Everything but the time: the same figures to the last printed digit, and the same file.
     char *t1 = one ? strstr(one, "\"seconds\"") : NULL, *t2 = two ? strstr(two, "\"seconds\"") : NULL;
     if (t1) *t1 = 0;
     if (t2) *t2 = 0;
     EXPECT(one && two && strstr(one, "nll_iw") && strcmp(one, two) == 0,
            "1 process: %s\n2 ranks: %s", one ? one : "", two ? two : "");
-    free(one), free(two);
+    EXPECT(two_rec && strcmp(one_rec, two_rec) == 0, "the 2 ranks' per-image file differs");
+    free(one), free(two), free(one_rec), free(two_rec);
 }
 
 // --- caption -----------------------------------------------------------------------------

@@ -305,7 +305,7 @@ static void test_reuse_after_backward_identical(void) {
 }
 
 // Data parallelism: the batch split over 1, 2, 3 and 5 workers (5 images: shares of 2/1,
-// 2/2/1 and 1 each) gives the single-batch bound, parts, per-image log-weights and bounds and
+// 2/2/1 and 1 each) gives the single-batch bound, parts, per-image log-weights and parts and
 // gradient, with the noise from draw_noise_fill equal to draw_fill_noise's.
 static void test_workers_match_single_batch(void) {
     const int B = 5;
@@ -327,19 +327,20 @@ static void test_workers_match_single_batch(void) {
         int n = counts[k];
         DrawWorker w[5];
         draw_workers_alloc(w, n, c, B);
-        double logw[5], bounds[5], rec, kl;
+        double logw[5], recons[5], kls[5], rec, kl;
         block_zero(&m.grads_tmp);
         m.grads_tmp.data[0] = 123.0f;  // overwritten, not accumulated into
         double b = draw_forward_parallel(w, n, &m.p, c, m.x, eps, B, &m.grads_tmp, &rec, &kl,
-                                         &(DrawPerImage){logw, bounds});
+                                         &(DrawPerImage){logw, recons, kls});
         EXPECT_NEAR(b, b1, 1e-6, 1e-6);
         EXPECT_NEAR(rec, rec1, 1e-6, 1e-6);
         EXPECT_NEAR(kl, kl1, 1e-6, 1e-6);
         double bound_sum = 0.0;
         for (int i = 0; i < B; i++) {
             EXPECT_NEAR(logw[i], m.acts.logw[i], 1e-6, 1e-6);
-            EXPECT_NEAR(bounds[i], (double)m.acts.recon[i] + m.acts.kl[i], 1e-6, 1e-6);
-            bound_sum += bounds[i];
+            EXPECT_NEAR(recons[i], m.acts.recon[i], 1e-6, 1e-6);
+            EXPECT_NEAR(kls[i], m.acts.kl[i], 1e-6, 1e-6);
+            bound_sum += recons[i] + kls[i];
         }
         EXPECT_NEAR(bound_sum / B, b1, 1e-5, 1e-5);  // the images' bounds average to the batch's
         for (size_t i = 0; i < m.grads.numel; i++)

@@ -8,7 +8,8 @@
 // that milestone, not its own step); and paper-ema, which trains every part with its weight
 // average (--ema PAPER_EMA) into its own folder and rows; and, on a stand-in whose bound
 // never improves, the table of checks (each check's rate and decision: a gain, two
-// halvings, convergence). Run from the repository root (as tests/run.sh is).
+// halvings, convergence); each milestone's IW estimate keeps its images' figures in a
+// --per-image file of its step. Run from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,12 @@ static void test_budget_is_paper_runs_last_milestone(void) {
     for (const char *p = called; p && (p = strstr(p, "draw-paper-noattn/samples")); p++) samples++;
     EXPECT(reports == 2 && samples == 2, "%d report and %d samples calls for 2 rows: %s", reports,
            samples, called ? called : "(not run)");
+    // Each IW estimate keeps its images' figures in a file of its own step (one cut off goes
+    // on from it; the next milestone's weights are another evaluation).
+    EXPECT(called && strstr(called, "--per-image ") &&
+           strstr(called, "draw-paper-noattn/test_iw.step100.txt --json") &&
+           strstr(called, "draw-paper-noattn/test_iw.step200.txt --json"),
+           "no --per-image file for each milestone's IW estimate: %s", called ? called : "(not run)");
     free(err), free(called), free(table);
 }
 

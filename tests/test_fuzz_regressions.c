@@ -20,6 +20,7 @@
 #include "tests/fuzz/fuzz_featcache.c"
 #include "tests/fuzz/fuzz_classify.c"
 #include "tests/fuzz/fuzz_draw.c"
+#include "tests/fuzz/fuzz_eval_record.c"
 
 #include <dirent.h>
 #include <zlib.h>
@@ -86,6 +87,7 @@ static void test_replay_tokenizer(void) { replay("tokenizer", fuzz_tokenizer_one
 static void test_replay_featcache(void) { replay("featcache", fuzz_featcache_one); }
 static void test_replay_encoder(void) { replay("encoder", fuzz_encoder_one); }
 static void test_replay_classify(void) { replay("classify", fuzz_classify_one); }
+static void test_replay_eval_record(void) { replay("eval_record", fuzz_eval_record_one); }
 static void test_replay_draw(void) { replay("draw", fuzz_draw_one); }
 
 // A classifier checkpoint whose metadata claims a 17 TB model (no attention on 4096 x 4096
@@ -464,6 +466,7 @@ int main(void) {
     RUN(test_replay_encoder);
     RUN(test_replay_classify);
     RUN(test_replay_draw);
+    RUN(test_replay_eval_record);
     RUN(test_classify_huge_layout_refused);
     RUN(test_regressions_kept);
     RUN(test_jpeg_uninitialised_reads_refused);

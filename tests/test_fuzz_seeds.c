@@ -13,7 +13,8 @@
 #include "tests/support/test.h"
 
 static const char *const targets[] = {"image",   "idx",       "captions", "safetensors", "tokenizer",
-                                      "encoder", "featcache", "classify", "draw"};
+                                      "encoder", "featcache", "classify", "draw",
+                                      "eval_record"};
 enum { TARGET_COUNT = sizeof targets / sizeof targets[0] };
 
 static char g_dir[256];

@@ -1,7 +1,7 @@
 // make_seeds.c: writes the seed corpora of the fuzz targets, small valid files made
 // through the library's own writers (and stb_image_write for the image formats the
 // library does not write), into OUT/NAME/ for NAME in image, idx, captions, safetensors, featcache,
-// tokenizer, encoder, classify, draw. Every seed starts with the byte(s) its target reads first (see each
+// tokenizer, encoder, classify, draw, eval_record. Every seed starts with the byte(s) its target reads first (see each
 // tests/fuzz/fuzz_NAME.c). Run through `make fuzz-seeds` (tests/fuzz/fuzz.mk);
 // tests/test_fuzz_seeds.c checks that the committed corpora are what it writes.
 #include <stdio.h>
@@ -19,6 +19,7 @@
 
 #include "cli/classify_common.h"
 #include "cli/draw_checkpoint.h"
+#include "cli/draw_eval_record.h"
 #include "core/block.h"
 #include "core/check.h"
 #include "core/fileio.h"
@@ -533,6 +534,26 @@ static void draw_seeds(void) {
     padded_seed("draw", "attention.safetensors", "attention_padded.safetensors");
 }
 
+// draw eval --per-image records of the fuzz target's evaluation (5 images in batches of 2,
+// tests/fuzz/fuzz_eval_record.c): none done, one batch, and all five.
+static void eval_record_seed(const char *name, int done) {
+    const DrawEvalIdentity id = {.weights_crc = 0x5a0c31f2u, .images = 5, .images_crc = 0x0d4e9a17u,
+                                 .samples = 3, .seed = 1, .batch = 2};
+    DrawEvalRecord r;
+    Error err;
+    CHECK(draw_eval_record_open(&r, seed_path("eval_record", name), &id, 0, &err) == 0, "%s", err.msg);
+    for (int i = 0; i < id.images; i++)  // reconstruction, KL, IW estimate (below their sum)
+        r.fig[i * 3] = 50.0 + i / 3.0, r.fig[i * 3 + 1] = 25.0 + i * 0.1, r.fig[i * 3 + 2] = 72.5 + i;
+    CHECK(draw_eval_record_save(&r, done, &err) == 0, "%s", err.msg);
+    draw_eval_record_free(&r);
+}
+
+static void eval_record_seeds(void) {
+    eval_record_seed("none_done.txt", 0);
+    eval_record_seed("one_batch.txt", 2);
+    eval_record_seed("all_done.txt", 5);
+}
+
 // Writes every target's seeds into dir/NAME/ (dir is created if missing).
 static void write_seeds(const char *dir) {
     snprintf(out_dir, sizeof out_dir, "%s", dir);
@@ -546,6 +567,7 @@ static void write_seeds(const char *dir) {
     featcache_seeds();
     classify_seeds();
     draw_seeds();
+    eval_record_seeds();
 }
 
 // tests/test_fuzz_seeds.c includes this file with MAKE_SEEDS_NO_MAIN and calls write_seeds.
