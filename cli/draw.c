@@ -178,6 +178,8 @@ static int cmd_eval(int argc, char **argv) {
     if (train_dist_agree(&dist, f.per_image ? open_record(&rec, &f, &m, &set, B, &dist, &err) : 0,
                          "draw", &err)) {
         draw_eval_record_free(&rec);
+        imageset_free(&set);
+        draw_checkpoint_free(&m);
         dist_finalize(&dist);
         return 1;
     }
