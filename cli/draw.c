@@ -164,22 +164,18 @@ static int cmd_eval(int argc, char **argv) {
     ImageSet set;
     int rc = load_model_and_split(&m, &set, f.model, f.data, f.root,
                                   f.split == 0 ? SPLIT_VALID : SPLIT_TEST, &err);
+    const bool loaded = rc == 0;
     if (rc == 0 && set.n < dist.size)
         rc = error_set(&err, "%s has %d images, fewer than the %d ranks", f.data, set.n, dist.size);
     if (rc == 0) rc = gemm_check_address_space(f.threads, &err);  // not a hang in OpenBLAS
-    if (train_dist_agree(&dist, rc, "draw", &err)) {
-        dist_finalize(&dist);
-        return 1;
-    }
-    const bool average = !f.no_average && draw_checkpoint_use_average(&m);
-    int B = f.batch < set.n ? f.batch : set.n;
+    const bool average = rc == 0 && !f.no_average && draw_checkpoint_use_average(&m);
+    int B = f.batch < set.n ? f.batch : set.n;  // set.n is 0 when nothing loaded
     if (B < dist.size) B = dist.size;
     DrawEvalRecord rec = {0};
-    if (train_dist_agree(&dist, f.per_image ? open_record(&rec, &f, &m, &set, B, &dist, &err) : 0,
-                         "draw", &err)) {
+    if (rc == 0 && f.per_image) rc = open_record(&rec, &f, &m, &set, B, &dist, &err);
+    if (train_dist_agree(&dist, rc, "draw", &err)) {
         draw_eval_record_free(&rec);
-        imageset_free(&set);
-        draw_checkpoint_free(&m);
+        if (loaded) imageset_free(&set), draw_checkpoint_free(&m);
         dist_finalize(&dist);
         return 1;
     }
