@@ -147,8 +147,8 @@ static int open_record(DrawEvalRecord *rec, const EvalFlags *f, const DrawCheckp
     if (draw_eval_record_open(rec, f->per_image, &id, root, err)) return -1;
     if (root && draw_eval_record_save(rec, rec->done, err)) return -1;
     if (root && rec->done > 0)
-        fprintf(stderr, "draw eval: %s: %d of %d images done before%s\n", f->per_image,
-                rec->done, n, rec->done < n ? ", going on from there" : "");
+        text_write_linef(stderr, "draw eval: %s: %d of %d images done before%s", f->per_image,
+                         rec->done, n, rec->done < n ? ", going on from there" : "");
     return 0;
 }
 
