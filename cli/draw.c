@@ -139,10 +139,9 @@ static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average
 static int open_record(DrawEvalRecord *rec, const EvalFlags *f, const DrawCheckpoint *m,
                        const ImageSet *set, int B, const Dist *d, Error *err) {
     const int n = f->limit > 0 && f->limit < set->n ? f->limit : set->n;
-    const DrawEvalIdentity id = {
-        .weights_crc = draw_eval_crc(m->params.data, m->params.numel),
-        .images_crc = draw_eval_crc(set->images, (size_t)n * set->dim),
-        .images = n, .samples = f->samples, .batch = B, .seed = f->seed};
+    DrawEvalIdentity id = {.images = n, .samples = f->samples, .batch = B, .seed = f->seed};
+    draw_eval_digest(id.weights_sha256, m->params.data, m->params.numel);
+    draw_eval_digest(id.images_sha256, set->images, (size_t)n * set->dim);
     const bool root = dist_is_root(d);
     if (draw_eval_record_open(rec, f->per_image, &id, root, err)) return -1;
     if (root && draw_eval_record_save(rec, rec->done, err)) return -1;

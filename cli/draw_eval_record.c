@@ -1,12 +1,10 @@
 // draw_eval_record.c: each image's figures of a draw eval, kept in a file (cli/draw_eval_record.h).
 #include "cli/draw_eval_record.h"
 
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "core/check.h"
 #include "core/fileio.h"
@@ -15,21 +13,26 @@
 #define RECORD_COLUMNS "image reconstruction kl iw"
 #define RECORD_MAX_BYTES ((size_t)1 << 30)
 
-uint32_t draw_eval_crc(const float *x, size_t n) {
-    return (uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), (const unsigned char *)x, n * sizeof *x);
+void draw_eval_digest(char hex[SHA256_HEX_CHARS + 1], const float *x, size_t n) {
+    Sha256 s;
+    unsigned char d[SHA256_DIGEST_BYTES];
+    sha256_init(&s);
+    sha256_update(&s, x, n * sizeof *x);
+    sha256_final(&s, d);
+    sha256_hex(hex, d);
 }
 
 // The header's lines after the magic, as "key value" with id's values.
-enum { HEADER_KEYS = 6 };
-static void header_values(const DrawEvalIdentity *id, char values[HEADER_KEYS][32]) {
-    snprintf(values[0], 32, "%08" PRIx32, id->weights_crc);
-    snprintf(values[1], 32, "%d", id->images);
-    snprintf(values[2], 32, "%08" PRIx32, id->images_crc);
-    snprintf(values[3], 32, "%d", id->samples);
-    snprintf(values[4], 32, "%ld", id->seed);
-    snprintf(values[5], 32, "%d", id->batch);
+enum { HEADER_KEYS = 6, VALUE_CHARS = SHA256_HEX_CHARS + 1 };
+static void header_values(const DrawEvalIdentity *id, char values[HEADER_KEYS][VALUE_CHARS]) {
+    snprintf(values[0], VALUE_CHARS, "%s", id->weights_sha256);
+    snprintf(values[1], VALUE_CHARS, "%d", id->images);
+    snprintf(values[2], VALUE_CHARS, "%s", id->images_sha256);
+    snprintf(values[3], VALUE_CHARS, "%d", id->samples);
+    snprintf(values[4], VALUE_CHARS, "%ld", id->seed);
+    snprintf(values[5], VALUE_CHARS, "%d", id->batch);
 }
-static const char *const HEADER_KEY[HEADER_KEYS] = {"weights-crc32", "images", "images-crc32",
+static const char *const HEADER_KEY[HEADER_KEYS] = {"weights-sha256", "images", "images-sha256",
                                                     "samples", "seed", "batch"};
 
 // The next line of *s (its newline replaced by 0), or NULL at the end; a last line without
@@ -72,7 +75,7 @@ static int record_parse(DrawEvalRecord *p, char *text, Error *err) {
     if (!line || strcmp(line, RECORD_MAGIC) != 0)
         return error_set(err, "%s: does not start with \"%s\": not a draw eval --per-image file",
                          path, RECORD_MAGIC);
-    char want[HEADER_KEYS][32];
+    char want[HEADER_KEYS][VALUE_CHARS];
     header_values(&p->id, want);
     for (int k = 0; k < HEADER_KEYS; k++) {
         if (header_line(path, ++number, next_line(&s), HEADER_KEY[k], &value, err)) return -1;
@@ -124,7 +127,7 @@ int draw_eval_record_save(DrawEvalRecord *p, int done, Error *err) {
     CHECK(done >= 0 && done <= p->id.images);
     AtomicFile f;
     if (atomic_open(&f, p->path, err)) return -1;
-    char want[HEADER_KEYS][32];
+    char want[HEADER_KEYS][VALUE_CHARS];
     header_values(&p->id, want);
     fprintf(f.fp, "%s\n", RECORD_MAGIC);
     for (int k = 0; k < HEADER_KEYS; k++) fprintf(f.fp, "%s %s\n", HEADER_KEY[k], want[k]);

@@ -8,9 +8,9 @@
 // The file is text, rewritten atomically after each batch (cli/draw_eval.c):
 //
 //     draw eval per-image figures
-//     weights-crc32 5a0c31f2        the weights evaluated (the average where it is used)
+//     weights-sha256 5a0c31f2...    the weights evaluated (the average where it is used)
 //     images 1000                   the images evaluated (the first N of the split)
-//     images-crc32 0d4e9a17         their pixels
+//     images-sha256 0d4e9a17...     their pixels
 //     samples 1000                  K
 //     seed 1                        the noise seed
 //     batch 100
@@ -28,13 +28,13 @@
 #define CLI_DRAW_EVAL_RECORD_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 #include "core/error.h"
+#include "core/sha256.h"
 
-// What an evaluation is: the header's lines.
+// What an evaluation is: the header's lines (the digests in lower-case hex).
 typedef struct {
-    uint32_t weights_crc, images_crc;
+    char weights_sha256[SHA256_HEX_CHARS + 1], images_sha256[SHA256_HEX_CHARS + 1];
     int images, samples, batch;
     long seed;
 } DrawEvalIdentity;
@@ -48,8 +48,8 @@ typedef struct {
     double *fig;
 } DrawEvalRecord;
 
-// The CRC-32 (zlib's) of n floats' bytes.
-uint32_t draw_eval_crc(const float *x, size_t n);
+// hex: the SHA-256 (core/sha256.h) of n floats' bytes.
+void draw_eval_digest(char hex[SHA256_HEX_CHARS + 1], const float *x, size_t n);
 
 // Allocates fig for id's images (zeros). With read (rank 0), takes the finished images from
 // path if it exists; a file that is not such a record, or one of another evaluation, is an

@@ -4,7 +4,7 @@
 //
 // Returns 1 when the reader accepted the input, 0 when it refused it. Input: the file's
 // bytes, read as the record of one fixed evaluation (FUZZ_RECORD_ID: 5 images in batches of
-// 2, K 3, seed 1; the seeds are records of it). Properties: a refusal has a one-line
+// 2, K 3, seed 1, tests/fuzz/eval_record_id.h; the seeds are records of it). Properties: a refusal has a one-line
 // message naming the file and leaves every figure zero; an accepted file has whole batches
 // done (0, 2, 4 or 5 images), finite figures for them and zeros after; saved again with
 // draw_eval_record_save, it reads back to the same count and the same bits (what the
@@ -14,11 +14,8 @@
 #include <string.h>
 
 #include "cli/draw_eval_record.h"
+#include "tests/fuzz/eval_record_id.h"
 #include "tests/fuzz/fuzz_util.h"
-
-#define FUZZ_RECORD_ID                                                                     \
-    ((DrawEvalIdentity){.weights_crc = 0x5a0c31f2u, .images = 5, .images_crc = 0x0d4e9a17u, \
-                        .samples = 3, .seed = 1, .batch = 2})
 
 int fuzz_eval_record_one(const uint8_t *data, size_t size) {
     const char *path = fuzz_tmp_path("fuzz_eval_record.txt");

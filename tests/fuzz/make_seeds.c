@@ -26,6 +26,7 @@
 #include "core/safetensors.h"
 #include "datasets/featcache.h"
 #include "datasets/idx.h"
+#include "tests/fuzz/eval_record_id.h"
 #include "vision/gif.h"
 #include "vision/png.h"
 
@@ -535,10 +536,9 @@ static void draw_seeds(void) {
 }
 
 // draw eval --per-image records of the fuzz target's evaluation (5 images in batches of 2,
-// tests/fuzz/fuzz_eval_record.c): none done, one batch, and all five.
+// tests/fuzz/eval_record_id.h): none done, one batch, and all five.
 static void eval_record_seed(const char *name, int done) {
-    const DrawEvalIdentity id = {.weights_crc = 0x5a0c31f2u, .images = 5, .images_crc = 0x0d4e9a17u,
-                                 .samples = 3, .seed = 1, .batch = 2};
+    const DrawEvalIdentity id = FUZZ_RECORD_ID;
     DrawEvalRecord r;
     Error err;
     CHECK(draw_eval_record_open(&r, seed_path("eval_record", name), &id, 0, &err) == 0, "%s", err.msg);
