@@ -120,7 +120,8 @@ void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B) {
     block_add(k, &a->rFx, "rFx", 3, T, B, nr * c->W);
     block_add(k, &a->rFy, "rFy", 3, T, B, nr * c->H);
     block_add(k, &a->rgamma, "rgamma", 2, T, B);
-    block_add(k, &a->enc_xh, "enc_xh", 3, T, B, R + D + E);
+    int X = draw_enc_fixed_cols(c), LV = R + D + E - X;  // LV: the encoder columns that vary
+    block_add(k, &a->enc_xh, "enc_xh", 3, T, B, LV);
     block_add(k, &a->enc_h, "enc_h", 3, T, B, E);
     block_add(k, &a->enc_c, "enc_c", 3, T, B, E);
     block_add(k, &a->enc_gates, "enc_gates", 3, T, B, 4 * E);
@@ -146,7 +147,9 @@ void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B) {
     block_add(k, &a->xhat, "xhat", 2, B, IMG);
     block_add(k, &a->dcan, "dcan", 2, B, IMG);
     block_add(k, &a->dxhat, "dxhat", 2, B, IMG);
-    block_add(k, &a->denc_xh, "denc_xh", 2, B, R + D + E);
+    block_add(k, &a->enc_pre_x, "enc_pre_x", 2, B, X ? 4 * E : 0);
+    block_add(k, &a->denc_gates_sum, "denc_gates_sum", 2, B, X ? 4 * E : 0);
+    block_add(k, &a->denc_xh, "denc_xh", 2, B, LV);
     block_add(k, &a->ddec_xh, "ddec_xh", 2, B, Z + D);
     block_add(k, &a->dFx, "dFx", 2, B, nmax * c->W);
     block_add(k, &a->dFy, "dFy", 2, B, nmax * c->H);
@@ -167,9 +170,9 @@ void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B) {
     }
     block_add(k, &a->fb_scratch, "fb_scratch", 1, fs);
     block_alloc(k);
-    packed_alloc(&a->enc_Wt, R + D + E, 4 * E);
+    packed_alloc(&a->enc_Wt, LV, 4 * E);
     packed_alloc(&a->dec_Wt, Z + D, 4 * D);
-    packed_alloc(&a->enc_W, 4 * E, R + D + E);
+    packed_alloc(&a->enc_W, 4 * E, LV);
     packed_alloc(&a->dec_W, 4 * D, Z + D);
 }
 
@@ -348,15 +351,21 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
     CHECK(B >= 1 && B <= a->B, "B %d, acts for %d", B, a->B);
     int IMG = draw_image_size(c), D = c->dec, E = c->enc, Z = c->z, R = draw_read_size(c);
     int RD = R + D, LE = RD + E;  // LE: the encoder input row [r, h_dec, h_enc]
+    int X = draw_enc_fixed_cols(c), LV = LE - X;  // enc_xh keeps the LV columns after x's
     for (int b = 0; b < B; b++) a->kl[b] = a->logw[b] = 0.0f;
-    packed_pack(&a->enc_Wt, true, p->enc_W, LE);
+    packed_pack(&a->enc_Wt, true, p->enc_W + X, LE);
     packed_pack(&a->dec_Wt, true, p->dec_W, Z + D);
+    if (X) {  // enc_pre_x = b + x W_x^T, W_x the encoder weights' first X columns
+        for (int r = 0; r < B; r++) memcpy(a->enc_pre_x + (size_t)r * 4 * E, p->enc_b, sizeof(float) * 4 * E);
+        gemm(false, true, B, 4 * E, X, 1.0f, x, X, p->enc_W, LE, 1.0f, a->enc_pre_x, 4 * E);
+    }
     for (int t = 0; t < c->T; t++) {
         float *xh = a->xhat;
         xhat_step(xh, a, c, x, t, B);
-        // Encoder input [r_t, h_dec_{t-1}, h_enc_{t-1}], the read written in place.
+        // Encoder input [r_t, h_dec_{t-1}, h_enc_{t-1}] from column X on, the read written
+        // in place.
         const float *hdp = t ? draw_at(a, a->dec_h, t - 1, D) : NULL;
-        float *in = draw_at(a, a->enc_xh, t, LE);
+        float *in = draw_at(a, a->enc_xh, t, LV);
         if (c->attention) {
             int N = c->read_n;
             float *rp = draw_at(a, a->rparams, t, FILTERBANK_PARAMS);
@@ -365,21 +374,24 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
             attn_params_forward(rp, hdp, p->read_attn_W, p->read_attn_b, B, D);
             filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
             int C = draw_channels(c);
-            filterbank_read_channels_forward(in, LE, x, Fx, Fy, g, a->fb_scratch, B, C, N, c->W,
+            filterbank_read_channels_forward(in, LV, x, Fx, Fy, g, a->fb_scratch, B, C, N, c->W,
                                              c->H);
-            filterbank_read_channels_forward(in + C * N * N, LE, xh, Fx, Fy, g, a->fb_scratch, B,
+            filterbank_read_channels_forward(in + C * N * N, LV, xh, Fx, Fy, g, a->fb_scratch, B,
                                              C, N, c->W, c->H);
         } else {
-            put_rows(in, LE, x, B, IMG);
-            put_rows(in + IMG, LE, xh, B, IMG);
+            put_rows(in, LV, xh, B, IMG);  // x itself is in enc_pre_x
         }
-        put_rows(in + R, LE, hdp, B, D);
-        put_rows(in + RD, LE, t ? draw_at(a, a->enc_h, t - 1, E) : NULL, B, E);
+        put_rows(in + R - X, LV, hdp, B, D);
+        put_rows(in + RD - X, LV, t ? draw_at(a, a->enc_h, t - 1, E) : NULL, B, E);
         // Encoder LSTM and the posterior
-        float *he = draw_at(a, a->enc_h, t, E);
-        lstm_forward_packed(he, draw_at(a, a->enc_c, t, E), draw_at(a, a->enc_gates, t, 4 * E),
-                            in, LE, t ? draw_at(a, a->enc_c, t - 1, E) : NULL, &a->enc_Wt,
-                            p->enc_b, B, RD, E);
+        float *he = draw_at(a, a->enc_h, t, E), *ce = draw_at(a, a->enc_c, t, E);
+        float *ge = draw_at(a, a->enc_gates, t, 4 * E);
+        const float *ce_prev = t ? draw_at(a, a->enc_c, t - 1, E) : NULL;
+        if (X)
+            lstm_forward_packed_from(he, ce, ge, a->enc_pre_x, in, LV, ce_prev, &a->enc_Wt, B,
+                                     RD - X, E);
+        else
+            lstm_forward_packed(he, ce, ge, in, LV, ce_prev, &a->enc_Wt, p->enc_b, B, RD, E);
         float *q = draw_at(a, a->q, t, 2 * Z);
         linear_forward(q, he, p->q_W, p->q_b, B, E, 2 * Z);
         const float *eps = draw_at(a, a->eps, t, Z);
@@ -416,20 +428,20 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
     return (rsum + ksum) / B;
 }
 
-// dW (OC, C) += sum over steps t0..T-1 of dout_t^T (OC, B) @ in_t (B, C), where step t's
-// rows sit at dout_all + t Bmax OC and in_all + (t - shift) Bmax C. One GEMM over all
-// (T - t0) B rows when the batch fills its slots. (The biases' column sums are taken in
-// the backward sweep, while each step's rows are still in cache.)
-static void weight_grad(float *dW, const float *dout_all, const float *in_all, int t0, int T,
-                        int B, int Bmax, int OC, int C) {
+// dW (OC, C; row stride ldw) += sum over steps t0..T-1 of dout_t^T (OC, B) @ in_t (B, C),
+// where step t's rows sit at dout_all + t Bmax OC and in_all + (t - shift) Bmax C. One GEMM
+// over all (T - t0) B rows when the batch fills its slots. (The biases' column sums are
+// taken in the backward sweep, while each step's rows are still in cache.)
+static void weight_grad(float *dW, int ldw, const float *dout_all, const float *in_all, int t0,
+                        int T, int B, int Bmax, int OC, int C) {
     if (T <= t0) return;
     const float *dout = dout_all + (size_t)t0 * Bmax * OC;
     if (B == Bmax) {
-        gemm(true, false, OC, C, (T - t0) * B, 1.0f, dout, OC, in_all, C, 1.0f, dW, C);
+        gemm(true, false, OC, C, (T - t0) * B, 1.0f, dout, OC, in_all, C, 1.0f, dW, ldw);
     } else {
         for (int t = t0; t < T; t++)
             gemm(true, false, OC, C, B, 1.0f, dout_all + (size_t)t * Bmax * OC, OC,
-                 in_all + (size_t)(t - t0) * Bmax * C, C, 1.0f, dW, C);
+                 in_all + (size_t)(t - t0) * Bmax * C, C, 1.0f, dW, ldw);
     }
 }
 
@@ -454,10 +466,11 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
     int IMG = draw_image_size(c), D = c->dec, E = c->enc, Z = c->z, R = draw_read_size(c);
     int RD = R + D, LE = RD + E, Wr = draw_write_size(c), P = FILTERBANK_PARAMS, T = c->T,
         Bm = a->B;
+    int X = draw_enc_fixed_cols(c), LV = LE - X;  // as in draw_forward
     float inv_b = 1.0f / (float)B;
     size_t nIMG = (size_t)B * IMG;
 
-    packed_pack(&a->enc_W, false, p->enc_W, LE);
+    packed_pack(&a->enc_W, false, p->enc_W + X, LE);
     packed_pack(&a->dec_W, false, p->dec_W, Z + D);
 
     // d bound / d c_T = (sigmoid(c_T) - x) / B
@@ -533,19 +546,21 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
         col_sums(g->q_b, dq, B, 2 * Z);
         gemm(false, false, B, E, 2 * Z, 1.0f, dq, 2 * Z, p->q_W, E, 1.0f, dh_enc, E);
 
-        // Encoder LSTM: xh = [r_t, h_dec_{t-1}, h_enc_{t-1}]; one GEMM for all three parts
-        // (only r_t's at t = 0).
+        // Encoder LSTM: xh = [r_t, h_dec_{t-1}, h_enc_{t-1}] past column X; one GEMM for
+        // all three parts (at t = 0 only r_t's, and without attention none: x_hat_0 is a
+        // constant).
         float *dge = draw_at(a, a->enc_gates, t, 4 * E);
         lstm_gates_backward(dge, t ? dc_enc_p : NULL, dh_enc, dc_enc,
                             t ? draw_at(a, a->enc_c, t - 1, E) : NULL, draw_at(a, a->enc_c, t, E),
                             B, E);
         col_sums(g->enc_b, dge, B, 4 * E);
-        float *din = a->denc_xh;  // (B, LE)
-        gemm_packed(B, t ? LE : R, dge, 4 * E, &a->enc_W, 0.0f, din, LE);
+        float *din = a->denc_xh;  // (B, LV)
+        int din_cols = t ? LV : (c->attention ? R : 0);
+        if (din_cols) gemm_packed(B, din_cols, dge, 4 * E, &a->enc_W, 0.0f, din, LV);
         if (t) {
-            add_rows(dh_dec_p, din + R, LE, B, D);
+            add_rows(dh_dec_p, din + R - X, LV, B, D);
             for (int b = 0; b < B; b++)
-                memcpy(dh_enc_p + (size_t)b * E, din + (size_t)b * LE + RD, sizeof(float) * E);
+                memcpy(dh_enc_p + (size_t)b * E, din + (size_t)b * LV + RD - X, sizeof(float) * E);
         }
 
         // Read: gradient to x_hat (x itself is data) and to the read attention. x_hat_t is
@@ -564,17 +579,17 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
             memset(a->dgamma, 0, sizeof(float) * B);
             memset(drparams, 0, sizeof(float) * B * P);
             int C = draw_channels(c);
-            filterbank_read_channels_backward(NULL, a->dFx, a->dFy, a->dgamma, din, LE, x, Fx, Fy,
+            filterbank_read_channels_backward(NULL, a->dFx, a->dFy, a->dgamma, din, LV, x, Fx, Fy,
                                               gm, a->fb_scratch, B, C, N, c->W, c->H);
             filterbank_read_channels_backward(t ? a->dxhat : NULL, a->dFx, a->dFy, a->dgamma,
-                                              din + C * N * N, LE, xh, Fx, Fy, gm, a->fb_scratch,
+                                              din + C * N * N, LV, xh, Fx, Fy, gm, a->fb_scratch,
                                               B, C, N, c->W, c->H);
             filterbank_backward(drparams, a->dFx, a->dFy, a->dgamma, Fx, Fy, rp, B, N, c->W, c->H);
             col_sums(g->read_attn_b, drparams, B, P);
             if (t) gemm(false, false, B, D, P, 1.0f, drparams, P, p->read_attn_W, D, 1.0f, dh_dec_p, D);
         } else if (t) {
             for (int b = 0; b < B; b++)
-                memcpy(a->dxhat + (size_t)b * IMG, din + (size_t)b * LE + IMG, sizeof(float) * IMG);
+                memcpy(a->dxhat + (size_t)b * IMG, din + (size_t)b * LV, sizeof(float) * IMG);
         }
         // x_hat_t = x - sigmoid(c_{t-1}), so sigmoid(c_{t-1}) = x - x_hat_t (no exp needed);
         // at t = 0, c_0 = 0 is a constant.
@@ -588,14 +603,23 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
     }
 
     // Weight gradients: one GEMM each over the T B rows of the sweep.
-    weight_grad(g->enc_W, a->enc_gates, a->enc_xh, 0, T, B, Bm, 4 * E, LE);
-    weight_grad(g->dec_W, a->dec_gates, a->dec_xh, 0, T, B, Bm, 4 * D, Z + D);
-    weight_grad(g->q_W, a->dq, a->enc_h, 0, T, B, Bm, 2 * Z, E);
-    weight_grad(g->write_W, a->dwpatch, a->dec_h, 0, T, B, Bm, Wr, D);
+    weight_grad(g->enc_W + X, LE, a->enc_gates, a->enc_xh, 0, T, B, Bm, 4 * E, LV);
+    if (X) {  // x's columns: (sum over t of the gate gradients)^T x, x being the same each step
+        float *sum = a->denc_gates_sum;
+        memcpy(sum, a->enc_gates, sizeof(float) * B * 4 * E);
+        for (int t = 1; t < T; t++) {
+            const float *restrict dge = draw_at(a, a->enc_gates, t, 4 * E);
+            for (size_t i = 0; i < (size_t)B * 4 * E; i++) sum[i] += dge[i];
+        }
+        gemm(true, false, 4 * E, X, B, 1.0f, sum, 4 * E, x, X, 1.0f, g->enc_W, LE);
+    }
+    weight_grad(g->dec_W, Z + D, a->dec_gates, a->dec_xh, 0, T, B, Bm, 4 * D, Z + D);
+    weight_grad(g->q_W, E, a->dq, a->enc_h, 0, T, B, Bm, 2 * Z, E);
+    weight_grad(g->write_W, D, a->dwpatch, a->dec_h, 0, T, B, Bm, Wr, D);
     if (c->attention) {
-        weight_grad(g->write_attn_W, a->dwparams, a->dec_h, 0, T, B, Bm, P, D);
+        weight_grad(g->write_attn_W, D, a->dwparams, a->dec_h, 0, T, B, Bm, P, D);
         // Step t reads with h_dec_{t-1}; step 0 with h_dec_0 = 0, so it adds to the bias only.
-        weight_grad(g->read_attn_W, a->drparams, a->dec_h, 1, T, B, Bm, P, D);
+        weight_grad(g->read_attn_W, D, a->drparams, a->dec_h, 1, T, B, Bm, P, D);
     }
 }
 

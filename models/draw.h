@@ -65,6 +65,14 @@ int draw_write_size(const DrawConfig *c);
 // C (channels 0 counts as 1) and the floats of one image, C H W.
 static inline int draw_channels(const DrawConfig *c) { return c->channels > 0 ? c->channels : 1; }
 static inline int draw_image_size(const DrawConfig *c) { return draw_channels(c) * c->W * c->H; }
+// X: the encoder input's first columns that are the same at every step. Without attention
+// the read is [x, x_hat_t], and x is data: its product with the encoder's weights is taken
+// once per forward, its weight gradient once per backward, and no gradient flows to it, so
+// the step products skip its C H W columns (at 28 x 28 with LSTM 256, 784 of the encoder
+// input's 1,824). With attention every column of the read moves with the glimpse: 0.
+static inline int draw_enc_fixed_cols(const DrawConfig *c) {
+    return c->attention ? 0 : draw_image_size(c);
+}
 
 typedef struct {
     float *enc_W, *enc_b;                // (4 enc, R + dec + enc), (4 enc)
@@ -89,7 +97,8 @@ typedef struct {
     // Forward, (T, B, ...):
     float *canvas;                        // (HW): the logits c_t
     float *rparams, *rFx, *rFy, *rgamma;  // (5), (N_r W), (N_r H), (1)
-    float *enc_xh;                        // (R + dec + enc): [r_t, h_dec_{t-1}, h_enc_{t-1}]
+    float *enc_xh;                        // (R + dec + enc - X): [r_t, h_dec_{t-1}, h_enc_{t-1}]
+                                          // without r_t's first X columns (draw_enc_fixed_cols)
     float *enc_h, *enc_c;                 // (enc)
     float *enc_gates;                     // (4 enc): post-activation gates i, f, g, o; the
                                           // backward overwrites them with their gradients
@@ -105,13 +114,18 @@ typedef struct {
     // weight gradient is one GEMM over all T B rows after the backward sweep (the LSTMs'
     // gate gradients are in enc_gates and dec_gates).
     float *dq, *dwpatch, *dwparams, *drparams;  // (2 Z), (write size), (5), (5)
+    // No attention, (B, 4 enc): the encoder's pre-activations from x and the bias, taken
+    // once per forward; the encoder's gate gradients summed over the steps (x's weight
+    // gradient in one product). Empty with attention.
+    float *enc_pre_x, *denc_gates_sum;
     // Scratch, (B, ...): x_hat of one step (the forward's and, recomputed from the canvas,
     // the backward's), and the backward's.
     float *xhat, *dcan, *dxhat, *denc_xh, *ddec_xh, *dFx, *dFy, *dgamma, *dh_enc[2],
         *dc_enc[2], *dh_dec[2], *dc_dec[2], *fb_scratch;
     // The LSTM weights packed for the step products (core/gemm_packed.h), each packed by the
     // pass that uses it, from the parameters it was given: W^T for the forward's gates
-    // (draw_forward, draw_generate), W for the backward's input gradients (draw_backward).
+    // (draw_forward, draw_generate), W for the backward's input gradients (draw_backward);
+    // the encoder's without its first X columns (draw_enc_fixed_cols).
     PackedMatrix enc_Wt, dec_Wt, enc_W, dec_W;
 } DrawActs;
 

@@ -72,6 +72,16 @@ void lstm_forward_packed(float *h, float *c, float *gates, const float *xh, int 
     lstm_cell(h, c, gates, c_prev, B, H);
 }
 
+void lstm_forward_packed_from(float *h, float *c, float *gates, const float *pre0,
+                              const float *xh, int ldxh, const float *c_prev,
+                              const PackedMatrix *Wt, int B, int I, int H) {
+    CHECK(B >= 0 && I >= 0 && H > 0 && ldxh >= I + H, "B %d I %d H %d ldxh %d", B, I, H, ldxh);
+    CHECK(Wt->K == I + H && Wt->N == 4 * H, "packed (%d, %d) for I %d H %d", Wt->K, Wt->N, I, H);
+    memcpy(gates, pre0, (size_t)B * 4 * H * sizeof(float));
+    gemm_packed(B, 4 * H, xh, ldxh, Wt, 1.0f, gates, 4 * H);
+    lstm_cell(h, c, gates, c_prev, B, H);
+}
+
 void lstm_forward_packed_first(float *h, float *c, float *gates, const float *xh, int ldxh,
                                const PackedMatrix *Wt, const float *b, int B, int I, int H) {
     CHECK(B >= 0 && I >= 0 && H > 0 && ldxh >= I + H, "B %d I %d H %d ldxh %d", B, I, H, ldxh);

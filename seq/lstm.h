@@ -31,6 +31,13 @@ void lstm_forward_xh(float *h, float *c, float *gates, const float *xh, int ldxh
 void lstm_forward_packed(float *h, float *c, float *gates, const float *xh, int ldxh,
                          const float *c_prev, const PackedMatrix *Wt, const float *b, int B,
                          int I, int H);
+// lstm_forward_packed with the pre-activations starting from pre0 (B, 4H) instead of the
+// bias broadcast: pre = pre0 + xh @ W'^T, where xh (B, I + H) and W' (4H, I + H) are the
+// input's and the weights' remaining columns. For a caller that has taken the product of a
+// part of the input that is the same at every step once (pre0 = b + x_part W_part^T).
+void lstm_forward_packed_from(float *h, float *c, float *gates, const float *pre0,
+                              const float *xh, int ldxh, const float *c_prev,
+                              const PackedMatrix *Wt, int B, int I, int H);
 // lstm_forward_packed at a first step (h_prev and c_prev zero): the gates from xh's first
 // I columns alone (gemm_packed_k); the same results as lstm_forward_packed with the h_prev
 // columns of xh zero (which the caller keeps for the weight gradient).

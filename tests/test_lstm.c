@@ -1,7 +1,8 @@
 // test_lstm.c: lstm_forward_xh, the LSTM step on an input the caller assembled in place
 // (seq/lstm.h), against lstm_forward (bit for bit: the same GEMM and elementwise code on
 // the same values) and against the plain double-precision reference lstm_forward_ref; and
-// lstm_forward_packed (the weights packed, core/gemm_packed.h) against the reference; and
+// lstm_forward_packed (the weights packed, core/gemm_packed.h) against the reference, and
+// lstm_forward_packed_from (the input's first columns' product taken beforehand); and
 // lstm_gates_backward with its caller's GEMM against lstm_backward;
 // and lstm_backward_packed against lstm_backward and a double sum for the input gradients.
 // (The cell's gradient checks and its other reference tests are in test_ops.c.)
@@ -53,6 +54,17 @@ static void check_shape(int B, int I, int H, int pad, int with_state, Rng *rng) 
     packed_pack(&Wt, true, W, K);
     lstm_forward_packed(h4, c4, g4, xh_wide, ld, with_state ? cp : NULL, &Wt, b, B, I, H);
     packed_free(&Wt);
+    // The first S input columns' product beforehand: pre0 = b + xh[:, :S] W[:, :S]^T.
+    int S = I / 2;
+    float *h5 = xmalloc(bh * sizeof(float)), *c5 = xmalloc(bh * sizeof(float));
+    float *g5 = xmalloc(4 * bh * sizeof(float)), *pre0 = xmalloc(4 * bh * sizeof(float));
+    for (int r = 0; r < B; r++) memcpy(pre0 + (size_t)r * 4 * H, b, sizeof(float) * 4 * H);
+    if (S) gemm(false, true, B, 4 * H, S, 1.0f, xh_wide, ld, W, K, 1.0f, pre0, 4 * H);
+    packed_alloc(&Wt, K - S, 4 * H);
+    packed_pack(&Wt, true, W + S, K);
+    lstm_forward_packed_from(h5, c5, g5, pre0, xh_wide + S, ld, with_state ? cp : NULL, &Wt, B,
+                             I - S, H);
+    packed_free(&Wt);
     lstm_forward(h1, c1, g1, xh, x, with_state ? hp : NULL, with_state ? cp : NULL, W, b, B, I, H);
     lstm_forward_xh(h2, c2, g2, xh_wide, ld, with_state ? cp : NULL, W, b, B, I, H);
     lstm_forward_ref(h3, c3, g3, x, with_state ? hp : NULL, with_state ? cp : NULL, W, b, B, I, H);
@@ -65,12 +77,16 @@ static void check_shape(int B, int I, int H, int pad, int with_state, Rng *rng) 
         EXPECT_NEAR(c2[i], c3[i], REF_ATOL, REF_RTOL);
         EXPECT_NEAR(h4[i], h3[i], REF_ATOL, REF_RTOL);
         EXPECT_NEAR(c4[i], c3[i], REF_ATOL, REF_RTOL);
+        EXPECT_NEAR(h5[i], h3[i], REF_ATOL, REF_RTOL);
+        EXPECT_NEAR(c5[i], c3[i], REF_ATOL, REF_RTOL);
     }
     for (size_t i = 0; i < 4 * bh; i++) {
         EXPECT_NEAR(g2[i], g3[i], REF_ATOL, REF_RTOL);
         EXPECT_NEAR(g4[i], g3[i], REF_ATOL, REF_RTOL);
+        EXPECT_NEAR(g5[i], g3[i], REF_ATOL, REF_RTOL);
     }
-    float *bufs[] = {x, hp, cp, W, b, xh_wide, h1, c1, g1, xh, h2, c2, g2, h3, c3, g3, h4, c4, g4};
+    float *bufs[] = {x,  hp, cp, W,  b,  xh_wide, h1, c1, g1, xh, h2,  c2,
+                     g2, h3, c3, g3, h4, c4,      g4, h5, c5, g5, pre0};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
 }
 
