@@ -356,7 +356,8 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
     packed_pack(&a->enc_Wt, true, p->enc_W + X, LE);
     packed_pack(&a->dec_Wt, true, p->dec_W, Z + D);
     if (X) {  // enc_pre_x = b + x W_x^T, W_x the encoder weights' first X columns
-        for (int r = 0; r < B; r++) memcpy(a->enc_pre_x + (size_t)r * 4 * E, p->enc_b, sizeof(float) * 4 * E);
+        for (int r = 0; r < B; r++)
+            memcpy(a->enc_pre_x + (size_t)r * 4 * E, p->enc_b, sizeof(float) * 4 * E);
         gemm(false, true, B, 4 * E, X, 1.0f, x, X, p->enc_W, LE, 1.0f, a->enc_pre_x, 4 * E);
     }
     for (int t = 0; t < c->T; t++) {

@@ -3,10 +3,11 @@
 // on from its finished images.
 //
 // Returns 1 when the reader accepted the input, 0 when it refused it. Input: the file's
-// bytes, read as the record of one fixed evaluation (FUZZ_RECORD_ID: 5 images in batches of
-// 2, K 3, seed 1, tests/fuzz/eval_record_id.h; the seeds are records of it). Properties: a refusal has a one-line
-// message naming the file and leaves every figure zero; an accepted file has whole batches
-// done (0, 2, 4 or 5 images), finite figures for them and zeros after; saved again with
+// bytes, read as the record of one fixed evaluation (FUZZ_RECORD_ID in
+// tests/fuzz/eval_record_id.h: 5 images in batches of 2, K 3, seed 1; the seeds are records
+// of it). Properties: a refusal has a one-line message naming the file and leaves every
+// figure zero; an accepted file has whole batches done (0, 2, 4 or 5 images), finite
+// figures for them and zeros after; saved again with
 // draw_eval_record_save, it reads back to the same count and the same bits (what the
 // reader accepts, the writer can write).
 #include <math.h>
