@@ -9,7 +9,9 @@
 // average (--ema PAPER_EMA) into its own folder and rows; and, on a stand-in whose bound
 // never improves, the table of checks (each check's rate and decision: a gain, two
 // halvings, convergence); each milestone's IW estimate keeps its images' figures in a
-// --per-image file of its step. Run from the repository root (as tests/run.sh is).
+// --per-image file of its step; and paper-long, refused until the paper run has converged,
+// then trained on from a copy of its model with the average and the cosine's rates. Run
+// from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,17 @@ static void paper_at(int at) {
     snprintf(cmd, sizeof cmd, "mkdir -p %s/runs/draw-paper && echo '%d 1e-3 90.5 0 0' > %s/runs/draw-paper/schedule",
              dir, at, dir);
     EXPECT(system(cmd) == 0, "paper schedule");
+}
+
+// Leaves RUNS/draw-paper as a converged paper run at step `at`, its model file holding
+// the text "final".
+static void paper_converged_at(int at) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/runs/draw-paper && echo '%d 3.9e-06 83.4 3 1' > %s/runs/draw-paper/schedule"
+             " && echo final > %s/runs/draw-paper/model.safetensors",
+             dir, at, dir, dir);
+    EXPECT(system(cmd) == 0, "paper run");
 }
 
 // Runs paper-noattn with checks every 50 steps and milestones every 100; its exit status.
@@ -174,6 +187,62 @@ static void test_checks_table_records_each_decision(void) {
     free(err), free(called), free(table);
 }
 
+// paper-long with checks every 50 steps, milestones every 100 and the end at step 400.
+static int run_long(void) {
+    return stand_in_run(dir, NULL, "MILESTONE_STEPS=100 SCHEDULE_STEPS=50 LONG_STEPS=400 LONG_LR=4e-4 THREADS=1",
+                        "draw_mnist.sh paper-long");
+}
+
+// Refused with one line, nothing trained, while the paper run has not converged.
+static void test_paper_long_needs_the_converged_paper_run(void) {
+    write_stand_in();
+    paper_at(250);  // not converged (and no model)
+    int st = run_long();
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    const char *want = "holds no converged run: run 'paper' to its end first";
+    EXPECT(st == 2, "exit status %d (stderr: %s)", st, err ? err : "");
+    EXPECT(err && strstr(err, want) && strchr(err, '\n') == err + strlen(err) - 1,
+           "stderr is not one line saying '%s': %s", want, err ? err : "(none)");
+    EXPECT(called == NULL, "the program was called: %s", called);
+    free(err), free(called);
+}
+
+// From the paper run's step 200 to 400: its model copied, four checks each training with
+// the average at the cosine's rate at the segment's middle (4e-4 * (1 + cos(pi x)) / 2,
+// x = 1/8, 3/8, 5/8, 7/8), no halving, milestone rows at 300 and 400.
+static void test_paper_long_restarts_along_the_cosine(void) {
+    write_stand_in();
+    paper_converged_at(200);
+    int st = run_long();
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    char *table = stand_in_read(dir, "results.md");
+    char *copy = stand_in_read(dir, "runs/draw-paper-long/model.safetensors");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    EXPECT(copy && strcmp(copy, "final\n") == 0, "model: %s", copy ? copy : "(none)");
+    const char *rates[4] = {"--lr 0.000384776 ", "--lr 0.000276537 ", "--lr 0.000123463 ",
+                            "--lr 1.52241e-05 "};
+    const char *at = called;
+    for (int i = 0; i < 4; i++) {
+        const char *hit = at ? strstr(at, rates[i]) : NULL;
+        EXPECT(hit, "no training at '%s' in order: %s", rates[i], called ? called : "(not run)");
+        at = hit;
+    }
+    int trains = 0, with_ema = 0;
+    for (const char *p = called; p && (p = strstr(p, "train ")); p++) {
+        const char *eol = strchr(p, '\n'), *end = eol ? eol : p + strlen(p);
+        const char *e = strstr(p, "--ema 0.999 "), *out = strstr(p, "draw-paper-long");
+        trains++;
+        with_ema += e && e < end && out && out < end;
+    }
+    EXPECT(trains == 4 && with_ema == 4, "%d training calls, %d with --ema 0.999 into draw-paper-long: %s",
+           trains, with_ema, called ? called : "(not run)");
+    EXPECT(stand_in_count_rows(table) == 2 && strstr(table, "| paper-long | ") &&
+               strstr(table, "| paper-long | 0.73 | 400 | 1.52241e-05 | 94.50 | 94.50 | a gain: the new best |"),
+           "rows: %s", table ? table : "(none)");
+    EXPECT(err && strstr(err, "paper-long: finished at step 400"), "stderr: %s", err ? err : "");
+    free(err), free(called), free(table), free(copy);
+}
+
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_draw_mnist")) return 1;
     RUN(test_no_paper_run_refused);
@@ -181,6 +250,8 @@ int main(void) {
     RUN(test_budget_is_paper_runs_last_milestone);
     RUN(test_paper_ema_trains_with_the_average);
     RUN(test_checks_table_records_each_decision);
+    RUN(test_paper_long_needs_the_converged_paper_run);
+    RUN(test_paper_long_restarts_along_the_cosine);
     scratch_remove(dir);
     return test_summary();
 }
