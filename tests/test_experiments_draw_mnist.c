@@ -68,9 +68,9 @@ static int run_noattn(void) {
                         "draw_mnist.sh paper-noattn");
 }
 
-// One line on stderr holding `want`, nothing trained.
-static void expect_refused(const char *want) {
-    int st = run_noattn();
+// One line on stderr holding `want`, nothing trained, from run().
+static void expect_refused_by(int (*run)(void), const char *want) {
+    int st = run();
     char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
     EXPECT(st == 2, "exit status %d (stderr: %s)", st, err ? err : "");
     EXPECT(err && strstr(err, want) && strchr(err, '\n') == err + strlen(err) - 1,
@@ -78,6 +78,8 @@ static void expect_refused(const char *want) {
     EXPECT(called == NULL, "the program was called: %s", called);
     free(err), free(called);
 }
+
+static void expect_refused(const char *want) { expect_refused_by(run_noattn, want); }
 
 static void test_no_paper_run_refused(void) {
     write_stand_in();
@@ -197,14 +199,7 @@ static int run_long(void) {
 static void test_paper_long_needs_the_converged_paper_run(void) {
     write_stand_in();
     paper_at(250);  // not converged (and no model)
-    int st = run_long();
-    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
-    const char *want = "holds no converged run: run 'paper' to its end first";
-    EXPECT(st == 2, "exit status %d (stderr: %s)", st, err ? err : "");
-    EXPECT(err && strstr(err, want) && strchr(err, '\n') == err + strlen(err) - 1,
-           "stderr is not one line saying '%s': %s", want, err ? err : "(none)");
-    EXPECT(called == NULL, "the program was called: %s", called);
-    free(err), free(called);
+    expect_refused_by(run_long, "holds no converged run: run 'paper' to its end first");
 }
 
 // From the paper run's step 200 to 400: its model copied, four checks each training with
