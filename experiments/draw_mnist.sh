@@ -331,11 +331,10 @@ schedule_check() {
     next_lr=$lr
     if [ "$better" = 1 ]; then
         best=$vb stale=0
-    else
+    elif [ "$name" != paper-long ]; then  # paper-long: the cosine decides the rate
         stale=$((stale + 1))
         next_lr=$(awk -v l="$lr" 'BEGIN { printf "%g", l / 2 }')
     fi
-    [ "$name" != paper-long ] || { stale=0 next_lr=$lr; }  # the cosine decides the rate
     converged=0
     [ "$stale" -lt "$PATIENCE" ] || converged=1
     epoch=$(awk -v s="$steps" -v e="$STEPS_PER_EPOCH" 'BEGIN { r = s / e; if (r == int(r)) printf "%d", r; else printf "%.2f", r }')
