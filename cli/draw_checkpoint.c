@@ -10,7 +10,7 @@
 int draw_checkpoint_write(const char *path, const DrawTrainState *s, const Block *params,
                           const Block *m, const Block *v, const Block *avg, Error *err) {
     CHECK(!avg || s->ema > 0, "a weight average needs its decay");
-    char buf[12][32], ema[32];
+    char buf[13][32], ema[32];
     const DrawConfig *c = &s->cfg;
     int k = 0;
     SafetensorsMeta meta[24];
@@ -32,6 +32,10 @@ int draw_checkpoint_write(const char *path, const DrawTrainState *s, const Block
     // Grey checkpoints carry no channel count, as before colour existed.
     if (draw_channels(c) > 1) {
         META_INT("draw.channels", draw_channels(c));
+    }
+    // Nor do checkpoints without peepholes carry the field.
+    if (c->peepholes) {
+        META_INT("draw.peepholes", 1);
     }
 #undef META_INT
     TrainOptimMeta om;
@@ -95,6 +99,13 @@ int draw_checkpoint_read_state(const SafetensorsFile *f, const char *path, DrawT
         if (nc < 1 || nc > DRAW_MAX_CHANNELS)
             return error_set(err, "%s: metadata draw.channels = %ld out of range", path, nc);
         s->cfg.channels = (int)nc;
+    }
+    if (safetensors_meta(f, "draw.peepholes")) {
+        long pe = 0;
+        if (meta_long(f, path, "draw.peepholes", &pe, err)) return -1;
+        if (pe != 0 && pe != 1)
+            return error_set(err, "%s: metadata draw.peepholes = %ld is not 0 or 1", path, pe);
+        s->cfg.peepholes = (int)pe;
     }
     s->step = v[9];
     s->binarize = v[10] != 0;

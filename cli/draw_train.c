@@ -41,9 +41,9 @@ typedef struct {
     TrainPlanFlags plan;    // --steps, --epochs, --minutes, --log-every, --valid-every, --checkpoint-every
     TrainOptimFlags optim;  // --batch, --lr, --beta1, --clip, --seed
     float ema;              // --ema: the weight average's decay (0: none)
-    bool resume, force, no_attention, no_binarize, json;
+    bool resume, force, no_attention, no_binarize, peepholes, json;
     struct {
-        bool data, T, read, write, hidden, z, no_attention, no_binarize, ema;
+        bool data, T, read, write, hidden, z, no_attention, no_binarize, peepholes, ema;
     } given;
 } TrainFlags;
 
@@ -97,6 +97,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
         {"no-attention", ARG_FLAG, &f->no_attention, "read the whole image and write the whole canvas", .given = &f->given.no_attention},
         {"no-binarize", ARG_FLAG, &f->no_binarize, "keep grey levels (Bernoulli likelihood on intensities)", .given = &f->given.no_binarize},
+        {"peepholes", ARG_FLAG, &f->peepholes, "LSTMs with peephole connections from the cell to the gates (Graves 2013; the Blocks LSTM of the public Theano DRAW)", .given = &f->given.peepholes},
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"valid-every", ARG_INT, &f->plan.valid_every, "steps between validation bounds (and checkpoints)", .has_min = true, .min = 1},
         {"valid-images", ARG_INT, &f->valid_images, "validation images used (0: all)", .has_min = true, .min = 0},
@@ -170,6 +171,7 @@ static int check_resume_flags(DrawRun *r, Error *err) {
     flag_diffs_int(&model, "hidden", f->given.hidden, f->hidden, c->enc);
     flag_diffs_int(&model, "z", f->given.z, f->z, c->z);
     flag_diffs_switch(&model, "no-attention", f->given.no_attention, f->no_attention, !c->attention);
+    flag_diffs_switch(&model, "peepholes", f->given.peepholes, f->peepholes, c->peepholes);
     flag_diffs_switch(&model, "no-binarize", f->given.no_binarize, f->no_binarize, !st->binarize);
     if (flag_diffs_refuse(&model, r->paths.model, err)) return -1;
     train_optim_resume(&st->optim, &f->optim, &r->resumed_with);
@@ -212,7 +214,8 @@ static int load_data(DrawRun *r, Error *err) {
         st->cfg = (DrawConfig){.W = r->train.cols, .H = r->train.rows,
                                .channels = r->train.channels, .T = f->T,
                                .read_n = f->read_n, .write_n = f->write_n, .enc = f->hidden,
-                               .dec = f->hidden, .z = f->z, .attention = !f->no_attention};
+                               .dec = f->hidden, .z = f->z, .attention = !f->no_attention,
+                               .peepholes = f->peepholes};
         st->optim = train_optim_new(&f->optim);
         st->ema = f->ema;
         st->binarize = binarize;
@@ -374,6 +377,7 @@ static void print_header(const DrawRun *r) {
                      r->f->threads, r->f->threads == 1 ? "" : "s", ranks, r->st.step, budget);
     if (c->attention)
         fprintf(stderr, "draw train: read %dx%d, write %dx%d\n", c->read_n, c->read_n, c->write_n, c->write_n);
+    if (c->peepholes) fprintf(stderr, "draw train: LSTMs with peepholes\n");
     if (train_ema_on(&r->ema))
         fprintf(stderr, "draw train: weight average, decay %g, validated and saved beside the weights\n",
                 (double)r->ema.decay);

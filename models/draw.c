@@ -62,6 +62,10 @@ void draw_layout(Block *b, DrawParams *p, const DrawConfig *c) {
         block_add(b, &p->write_attn_W, "write_attn.W", 2, FILTERBANK_PARAMS, c->dec);
         block_add(b, &p->write_attn_b, "write_attn.b", 1, FILTERBANK_PARAMS);
     }
+    if (c->peepholes) {
+        block_add(b, &p->enc_peep, "enc.peep", 1, 3 * c->enc);
+        block_add(b, &p->dec_peep, "dec.peep", 1, 3 * c->dec);
+    }
 }
 
 static void init_uniform(float *w, size_t n, int fan_in, Rng *rng) {
@@ -82,6 +86,10 @@ void draw_init(DrawParams *p, const DrawConfig *c, Rng *rng) {
     for (int j = 0; j < c->dec; j++) p->dec_b[c->dec + j] = 1.0f;
     memset(p->q_b, 0, sizeof(float) * 2 * c->z);
     memset(p->write_b, 0, sizeof(float) * Wr);
+    if (c->peepholes) {
+        memset(p->enc_peep, 0, sizeof(float) * 3 * c->enc);
+        memset(p->dec_peep, 0, sizeof(float) * 3 * c->dec);
+    }
     if (c->attention) {
         init_uniform(p->read_attn_W, (size_t)FILTERBANK_PARAMS * c->dec, c->dec, rng);
         init_uniform(p->write_attn_W, (size_t)FILTERBANK_PARAMS * c->dec, c->dec, rng);
@@ -327,7 +335,7 @@ static void decode_step(DrawActs *a, const DrawParams *p, const DrawConfig *c, i
     float *h = draw_at(a, a->dec_h, t, D), *xh = draw_at(a, a->dec_xh, t, Z + D);
     put_rows(xh + Z, Z + D, hp, B, D);
     lstm_forward_packed(h, draw_at(a, a->dec_c, t, D), draw_at(a, a->dec_gates, t, 4 * D), xh,
-                        Z + D, cp, &a->dec_Wt, p->dec_b, B, Z, D);
+                        Z + D, cp, &a->dec_Wt, p->dec_b, p->dec_peep, B, Z, D);
     float *w = draw_at(a, a->wpatch, t, Wr);
     linear_forward(w, h, p->write_W, p->write_b, B, D, Wr);
     float *can = draw_at(a, a->canvas, t, IMG);
@@ -389,10 +397,11 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
         float *ge = draw_at(a, a->enc_gates, t, 4 * E);
         const float *ce_prev = t ? draw_at(a, a->enc_c, t - 1, E) : NULL;
         if (X)
-            lstm_forward_packed_from(he, ce, ge, a->enc_pre_x, in, LV, ce_prev, &a->enc_Wt, B,
-                                     RD - X, E);
+            lstm_forward_packed_from(he, ce, ge, a->enc_pre_x, in, LV, ce_prev, &a->enc_Wt,
+                                     p->enc_peep, B, RD - X, E);
         else
-            lstm_forward_packed(he, ce, ge, in, LV, ce_prev, &a->enc_Wt, p->enc_b, B, RD, E);
+            lstm_forward_packed(he, ce, ge, in, LV, ce_prev, &a->enc_Wt, p->enc_b, p->enc_peep,
+                                B, RD, E);
         float *q = draw_at(a, a->q, t, 2 * Z);
         linear_forward(q, he, p->q_W, p->q_b, B, E, 2 * Z);
         const float *eps = draw_at(a, a->eps, t, Z);
@@ -525,7 +534,7 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
         float *dgd = draw_at(a, a->dec_gates, t, 4 * D);
         lstm_gates_backward(dgd, t ? dc_dec_p : NULL, dh_dec, dc_dec,
                             t ? draw_at(a, a->dec_c, t - 1, D) : NULL, draw_at(a, a->dec_c, t, D),
-                            B, D);
+                            p->dec_peep, g->dec_peep, B, D);
         col_sums(g->dec_b, dgd, B, 4 * D);
         float *dz = a->ddec_xh;  // (B, Z + D): [dz, dh_dec_{t-1}]
         gemm_packed(B, t ? Z + D : Z, dgd, 4 * D, &a->dec_W, 0.0f, dz, Z + D);
@@ -553,7 +562,7 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
         float *dge = draw_at(a, a->enc_gates, t, 4 * E);
         lstm_gates_backward(dge, t ? dc_enc_p : NULL, dh_enc, dc_enc,
                             t ? draw_at(a, a->enc_c, t - 1, E) : NULL, draw_at(a, a->enc_c, t, E),
-                            B, E);
+                            p->enc_peep, g->enc_peep, B, E);
         col_sums(g->enc_b, dge, B, 4 * E);
         float *din = a->denc_xh;  // (B, LV)
         int din_cols = t ? LV : (c->attention ? R : 0);

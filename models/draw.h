@@ -6,7 +6,7 @@
 //     r_t   = read(x, x_hat, h_dec_{t-1})      attention: two N_r x N_r glimpses (filterbank.h)
 //                                              whose params are read.W h_dec_{t-1} + read.b;
 //                                              none: [x, x_hat]
-//     h_enc_t = LSTM_enc([r_t, h_dec_{t-1}])
+//     h_enc_t = LSTM_enc([r_t, h_dec_{t-1}])  (both LSTMs optionally with peepholes)
 //     [mu_t, log sigma_t] = q.W h_enc_t + q.b;  z_t = mu_t + sigma_t eps_t, eps_t fresh per step
 //     h_dec_t = LSTM_dec(z_t)
 //     c_t = c_{t-1} + write(h_dec_t)           attention: (1/gamma) F_Y^T w F_X with
@@ -53,6 +53,7 @@ typedef struct {
     int enc, dec;    // LSTM sizes
     int z;           // latent size per step
     int attention;   // 1: filterbank read/write; 0: whole image
+    int peepholes;   // 1: both LSTMs with peephole connections (seq/lstm.h); 0: without
 } DrawConfig;
 
 // The paper's MNIST configuration for a W x H image (T 64, read 2, write 5, 256, z 100).
@@ -81,6 +82,7 @@ typedef struct {
     float *write_W, *write_b;            // (write size, dec), (write size)
     float *read_attn_W, *read_attn_b;    // (5, dec), (5)   attention only
     float *write_attn_W, *write_attn_b;  // (5, dec), (5)   attention only
+    float *enc_peep, *dec_peep;          // (3 enc), (3 dec) peepholes only; NULL without
 } DrawParams;
 
 // Registers the parameters in b (call on fresh Blocks for params, grads, Adam moments;
@@ -88,7 +90,8 @@ typedef struct {
 void draw_layout(Block *b, DrawParams *p, const DrawConfig *c);
 // Uniform(+-1/sqrt(fan_in)) weights, zero biases except the LSTM forget gates (1);
 // attention biases 0 except log sigma^2: the glimpse starts centred, spanning the image
-// (delta~ = 1), gamma 1, and sigma half the grid spacing so that the filters overlap.
+// (delta~ = 1), gamma 1, and sigma half the grid spacing so that the filters overlap;
+// peepholes 0 (the model starts as the one without them).
 void draw_init(DrawParams *p, const DrawConfig *c, Rng *rng);
 
 typedef struct {

@@ -278,7 +278,8 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
         if (t)
             lstm_forward_packed(glimpse_at(a, a->h, t, Hd), glimpse_at(a, a->c, t, Hd),
                                 glimpse_at(a, a->gates, t, 4 * Hd), xh, LD,
-                                glimpse_at(a, a->c, t - 1, Hd), Wt, p->lstm_b, B, R, Hd);
+                                glimpse_at(a, a->c, t - 1, Hd), Wt, p->lstm_b, NULL, B, R,
+                                Hd);
         else  // h_0 = 0: the gates from the read alone
             lstm_forward_packed_first(glimpse_at(a, a->h, t, Hd), glimpse_at(a, a->c, t, Hd),
                                       glimpse_at(a, a->gates, t, 4 * Hd), xh, LD, Wt, p->lstm_b,
@@ -351,7 +352,8 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
         float *dg = glimpse_at(a, a->gates, t, G);
         if (t) memset(a->dc[prev], 0, sizeof(float) * (size_t)B * Hd);
         lstm_gates_backward(dg, t ? a->dc[prev] : NULL, a->dh[cur], a->dc[cur],
-                            t ? glimpse_at(a, a->c, t - 1, Hd) : NULL, glimpse_at(a, a->c, t, Hd), B, Hd);
+                            t ? glimpse_at(a, a->c, t - 1, Hd) : NULL, glimpse_at(a, a->c, t, Hd), NULL,
+                            NULL, B, Hd);
         col_sums(g->lstm_b, dg, B, G);
         if (needs_dread(c)) {
             gemm_packed(B, t ? LD : R, dg, G, Wd, 0.0f, a->dxh, LD);

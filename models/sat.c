@@ -361,7 +361,8 @@ static void run_steps_(SatModel *m, int B, int sample) {
         float *cn = a->cs + hrow_(a, t + 1, B) * H, *gates = a->gates + srow_(a, t) * 4 * H;
         const float *cp = a->cs + hrow_(a, t, B) * H;
         if (m->pack_Wt)
-            lstm_forward_packed(hn, cn, gates, xh, I + H, cp, m->pack_Wt, p->lstm_b, n, I, H);
+            lstm_forward_packed(hn, cn, gates, xh, I + H, cp, m->pack_Wt, p->lstm_b, NULL, n, I,
+                                H);
         else
             lstm_forward_xh(hn, cn, gates, xh, I + H, cp, p->lstm_W, p->lstm_b, n, I, H);
         if (after) attend_forward_(m, t, hn, B, n, sample);

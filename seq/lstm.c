@@ -25,8 +25,10 @@ void lstm_forward(float *h, float *c, float *gates, float *xh, const float *x,
     lstm_forward_xh(h, c, gates, xh, K, c_prev, W, b, B, I, H);
 }
 
-// The cell after the gate GEMM: gates (B, 4H) hold the pre-activations on entry.
-static void lstm_cell(float *h, float *c, float *gates, const float *c_prev, int B, int H) {
+// The cell after the gate GEMM: gates (B, 4H) hold the pre-activations on entry; peep
+// (3H, NULL: none) the peephole weights (seq/lstm.h).
+static void lstm_cell(float *h, float *c, float *gates, const float *c_prev, const float *peep,
+                      int B, int H) {
     const size_t G = (size_t)4 * H;
     for (int r = 0; r < B; r++) {
         // The gate pointers share one row, so only the other rows are restrict.
@@ -37,15 +39,23 @@ static void lstm_cell(float *h, float *c, float *gates, const float *c_prev, int
         float *restrict cr = c + (size_t)r * H;
         float *restrict hr = h + (size_t)r * H;
         const float *restrict cp = c_prev ? c_prev + (size_t)r * H : NULL;
+        // Peepholes from c_prev into i and f (c_prev = 0 adds nothing).
+        if (peep && cp) {
+            for (int j = 0; j < H; j++) gi[j] += peep[j] * cp[j];
+            for (int j = 0; j < H; j++) gf[j] += peep[H + j] * cp[j];
+        }
         // Vectorised sigmoid and tanh (core/activations.h); i and f are adjacent. The gates
         // only scale and add, so the sigmoid's absolute accuracy (2e-7) is what counts.
         for (int j = 0; j < 2 * H; j++) gi[j] = sigmoid_tanh_fast(gi[j]);
         for (int j = 0; j < H; j++) gg[j] = tanh_fast(gg[j]);
-        for (int j = 0; j < H; j++) go[j] = sigmoid_tanh_fast(go[j]);
         if (cp)
             for (int j = 0; j < H; j++) cr[j] = gf[j] * cp[j] + gi[j] * gg[j];
         else
             for (int j = 0; j < H; j++) cr[j] = gi[j] * gg[j];
+        // The output gate's peephole reads the new cell.
+        if (peep)
+            for (int j = 0; j < H; j++) go[j] += peep[2 * H + j] * cr[j];
+        for (int j = 0; j < H; j++) go[j] = sigmoid_tanh_fast(go[j]);
         for (int j = 0; j < H; j++) hr[j] = go[j] * tanh_fast(cr[j]);
     }
 }
@@ -58,28 +68,28 @@ void lstm_forward_xh(float *h, float *c, float *gates, const float *xh, int ldxh
     // pre = b broadcast, then pre += xh @ W^T: all four gates in one GEMM.
     for (int r = 0; r < B; r++) memcpy(gates + (size_t)r * G, b, G * sizeof(float));
     gemm(false, true, B, (int)G, K, 1.0f, xh, ldxh, W, K, 1.0f, gates, (int)G);
-    lstm_cell(h, c, gates, c_prev, B, H);
+    lstm_cell(h, c, gates, c_prev, NULL, B, H);
 }
 
 void lstm_forward_packed(float *h, float *c, float *gates, const float *xh, int ldxh,
-                         const float *c_prev, const PackedMatrix *Wt, const float *b, int B,
-                         int I, int H) {
+                         const float *c_prev, const PackedMatrix *Wt, const float *b,
+                         const float *peep, int B, int I, int H) {
     CHECK(B >= 0 && I >= 0 && H > 0 && ldxh >= I + H, "B %d I %d H %d ldxh %d", B, I, H, ldxh);
     CHECK(Wt->K == I + H && Wt->N == 4 * H, "packed (%d, %d) for I %d H %d", Wt->K, Wt->N, I, H);
     const size_t G = (size_t)4 * H;
     for (int r = 0; r < B; r++) memcpy(gates + (size_t)r * G, b, G * sizeof(float));
     gemm_packed(B, (int)G, xh, ldxh, Wt, 1.0f, gates, (int)G);
-    lstm_cell(h, c, gates, c_prev, B, H);
+    lstm_cell(h, c, gates, c_prev, peep, B, H);
 }
 
 void lstm_forward_packed_from(float *h, float *c, float *gates, const float *pre0,
                               const float *xh, int ldxh, const float *c_prev,
-                              const PackedMatrix *Wt, int B, int I, int H) {
+                              const PackedMatrix *Wt, const float *peep, int B, int I, int H) {
     CHECK(B >= 0 && I >= 0 && H > 0 && ldxh >= I + H, "B %d I %d H %d ldxh %d", B, I, H, ldxh);
     CHECK(Wt->K == I + H && Wt->N == 4 * H, "packed (%d, %d) for I %d H %d", Wt->K, Wt->N, I, H);
     memcpy(gates, pre0, (size_t)B * 4 * H * sizeof(float));
     gemm_packed(B, 4 * H, xh, ldxh, Wt, 1.0f, gates, 4 * H);
-    lstm_cell(h, c, gates, c_prev, B, H);
+    lstm_cell(h, c, gates, c_prev, peep, B, H);
 }
 
 void lstm_forward_packed_first(float *h, float *c, float *gates, const float *xh, int ldxh,
@@ -89,7 +99,7 @@ void lstm_forward_packed_first(float *h, float *c, float *gates, const float *xh
     const size_t G = (size_t)4 * H;
     for (int r = 0; r < B; r++) memcpy(gates + (size_t)r * G, b, G * sizeof(float));
     gemm_packed_k(B, (int)G, I, xh, ldxh, Wt, 1.0f, gates, (int)G);
-    lstm_cell(h, c, gates, NULL, B, H);
+    lstm_cell(h, c, gates, NULL, NULL, B, H);
 }
 
 // One row of lstm_gates_backward (seq/lstm.h), with c_prev (cp) and dc_prev (dcp).
@@ -122,12 +132,43 @@ static void gates_backward_row0(float *restrict gi, float *restrict gf, float *r
     }
 }
 
+// gates_backward_row with peepholes w (3H: into i, f from c_prev, into o from c) and their
+// gradient dw; cp and dcp NULL at t = 0 (c_prev = 0: no gradient to w_i, w_f). The output
+// gate's pre-activation gradient also reaches c through w_o, and i's and f's reach c_prev.
+static void gates_backward_row_peep(float *restrict gi, float *restrict gf, float *restrict gg,
+                                    float *restrict go, float *restrict dcp,
+                                    const float *restrict cp, const float *restrict cr,
+                                    const float *restrict dh, const float *restrict dc,
+                                    const float *restrict w, float *restrict dw, int H) {
+    for (int j = 0; j < H; j++) {
+        float vi = gi[j], vf = gf[j], vg = gg[j], vo = go[j], tc = tanh_fast(cr[j]);
+        float dpo = dh[j] * tc * vo * (1.0f - vo);
+        float dct = dh[j] * vo * (1.0f - tc * tc) + dc[j] + dpo * w[2 * H + j];
+        float c0 = cp ? cp[j] : 0.0f;
+        float dpi = dct * vg * vi * (1.0f - vi), dpf = dct * c0 * vf * (1.0f - vf);
+        if (dcp) dcp[j] += dct * vf + dpi * w[j] + dpf * w[H + j];
+        dw[j] += dpi * c0;
+        dw[H + j] += dpf * c0;
+        dw[2 * H + j] += dpo * cr[j];
+        gi[j] = dpi;
+        gf[j] = dpf;
+        gg[j] = dct * vi * (1.0f - vg * vg);
+        go[j] = dpo;
+    }
+}
+
 void lstm_gates_backward(float *gates, float *dc_prev, const float *dh, const float *dc,
-                                const float *c_prev, const float *c, int B, int H) {
+                         const float *c_prev, const float *c, const float *peep, float *dpeep,
+                         int B, int H) {
+    CHECK(!peep == !dpeep, "peepholes need their gradient");
     for (int r = 0; r < B; r++) {
         float *g = gates + (size_t)r * 4 * H;
         size_t o = (size_t)r * H;
-        if (c_prev)
+        if (peep)
+            gates_backward_row_peep(g, g + H, g + 2 * H, g + 3 * H, c_prev ? dc_prev + o : NULL,
+                                    c_prev ? c_prev + o : NULL, c + o, dh + o, dc + o, peep,
+                                    dpeep, H);
+        else if (c_prev)
             gates_backward_row(g, g + H, g + 2 * H, g + 3 * H, dc_prev + o, c_prev + o, c + o,
                                dh + o, dc + o, H);
         else
@@ -235,7 +276,8 @@ void lstm_backward_packed(float *dx, float *dh_prev, float *dc_prev, float *db,
 static double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 void lstm_forward_ref(float *h, float *c, float *gates, const float *x, const float *h_prev,
-                      const float *c_prev, const float *W, const float *b, int B, int I, int H) {
+                      const float *c_prev, const float *W, const float *b, const float *peep,
+                      int B, int I, int H) {
     const int K = I + H;
     for (int r = 0; r < B; r++) {
         for (int j = 0; j < H; j++) {
@@ -248,10 +290,13 @@ void lstm_forward_ref(float *h, float *c, float *gates, const float *x, const fl
                     for (int k = 0; k < H; k++) s += (double)w[I + k] * h_prev[(size_t)r * H + k];
                 pre[q] = s;
             }
-            double ig = sigmoid_d(pre[0]), fg = sigmoid_d(pre[1]);
-            double gg = tanh(pre[2]), og = sigmoid_d(pre[3]);
             double cp = c_prev ? c_prev[(size_t)r * H + j] : 0.0;
+            double wi = peep ? peep[j] : 0.0, wf = peep ? peep[H + j] : 0.0;
+            double wo = peep ? peep[2 * H + j] : 0.0;
+            double ig = sigmoid_d(pre[0] + wi * cp), fg = sigmoid_d(pre[1] + wf * cp);
+            double gg = tanh(pre[2]);
             double cn = fg * cp + ig * gg;
+            double og = sigmoid_d(pre[3] + wo * cn);
             c[(size_t)r * H + j] = (float)cn;
             h[(size_t)r * H + j] = (float)(og * tanh(cn));
             float *gr = gates + (size_t)r * 4 * H;

@@ -4,6 +4,12 @@
 //   pre = xh @ W^T + b, W (4H, I + H), rows in gate order i, f, g, o
 //   i = sigmoid, f = sigmoid, g = tanh, o = sigmoid of their pre-activations
 //   c = f * c_prev + i * g;  h = o * tanh(c)
+// Peepholes (optional; Gers & Schmidhuber 2000, in the form of Graves 2013, "Generating
+// sequences with recurrent neural networks", eq. 7-11, and of the Blocks LSTM that the
+// public Theano DRAW (jbornschein/draw) trains): diagonal weights peep (3H) = [w_i, w_f,
+// w_o] from the cell into three gates, pre_i += w_i * c_prev, pre_f += w_f * c_prev,
+// pre_o += w_o * c (the new cell). The functions that take `peep` accept NULL (none); the
+// others have none.
 // The nonlinearities are core/activations.h's vectorised sigmoid_tanh_fast (gates i, f, o:
 // absolute error <= 2e-7) and tanh_fast (<= 4e-7), so lstm_forward_ref (double, libm)
 // agrees to about 1e-6.
@@ -28,16 +34,17 @@ void lstm_forward_xh(float *h, float *c, float *gates, const float *xh, int ldxh
                      const float *c_prev, const float *W, const float *b, int B, int I, int H);
 // lstm_forward_xh with W given packed as op(B) = W^T (K = I + H, N = 4H; packed_pack with
 // trans), for a caller that runs many steps with the same weights (core/gemm_packed.h).
+// peep (3H) the peepholes, NULL: none.
 void lstm_forward_packed(float *h, float *c, float *gates, const float *xh, int ldxh,
-                         const float *c_prev, const PackedMatrix *Wt, const float *b, int B,
-                         int I, int H);
+                         const float *c_prev, const PackedMatrix *Wt, const float *b,
+                         const float *peep, int B, int I, int H);
 // lstm_forward_packed with the pre-activations starting from pre0 (B, 4H) instead of the
 // bias broadcast: pre = pre0 + xh @ W'^T, where xh (B, I + H) and W' (4H, I + H) are the
 // input's and the weights' remaining columns. For a caller that has taken the product of a
 // part of the input that is the same at every step once (pre0 = b + x_part W_part^T).
 void lstm_forward_packed_from(float *h, float *c, float *gates, const float *pre0,
                               const float *xh, int ldxh, const float *c_prev,
-                              const PackedMatrix *Wt, int B, int I, int H);
+                              const PackedMatrix *Wt, const float *peep, int B, int I, int H);
 // lstm_forward_packed at a first step (h_prev and c_prev zero): the gates from xh's first
 // I columns alone (gemm_packed_k); the same results as lstm_forward_packed with the h_prev
 // columns of xh zero (which the caller keeps for the weight gradient).
@@ -67,15 +74,19 @@ void lstm_backward_packed(float *dx, float *dh_prev, float *dc_prev, float *db,
 // The elementwise half of an LSTM step's backward (gate order i, f, g, o as above), in place: gates (B, 4H) holds the post-activation gates on entry and the
 // pre-activation gate gradients on return. From dh, dc (B, H); accumulates dc_prev (B, H).
 // c_prev and dc_prev are both NULL at t = 0, where c_prev = 0;
-// dc may not be NULL (zeros at the last step). The matrix products are the caller's (dxh =
+// dc may not be NULL (zeros at the last step). With peepholes peep (3H) the gradient
+// reaching them is accumulated into dpeep (3H); both NULL without. The matrix products are the caller's (dxh =
 // gates @ W, e.g. gemm_packed on W packed without trans; dW as one GEMM over all steps):
 // models/draw.c and models/glimpse.c.
 void lstm_gates_backward(float *gates, float *dc_prev, const float *dh, const float *dc,
-                         const float *c_prev, const float *c, int B, int H);
+                         const float *c_prev, const float *c, const float *peep, float *dpeep,
+                         int B, int H);
 
 // Plain-loop reference of lstm_forward for tests (double accumulation, no GEMM, no xh).
-// Outputs h, c (B, H) and gates (B, 4H) post-activation; same inputs as lstm_forward.
+// Outputs h, c (B, H) and gates (B, 4H) post-activation; same inputs as lstm_forward, and
+// the peepholes peep (3H, NULL: none).
 void lstm_forward_ref(float *h, float *c, float *gates, const float *x, const float *h_prev,
-                      const float *c_prev, const float *W, const float *b, int B, int I, int H);
+                      const float *c_prev, const float *W, const float *b, const float *peep,
+                      int B, int I, int H);
 
 #endif

@@ -321,6 +321,54 @@ static void test_resume_checks_flags(void) {
            "header: %s", stderr_line("draw train: mnist"));
 }
 
+// --peepholes: the header says so, the checkpoint carries draw.peepholes = 1 and the two
+// LSTMs' peephole weights (trained away from their initial zeros), a resumed run goes on
+// bit for bit, eval reads the model, and the flag is a model flag on --resume (refused
+// against a run without peepholes, named with the checkpoint's value); a bad value of the
+// field is one line naming it.
+static void test_peepholes(void) {
+    int rc = run_draw("train " TINY " --peepholes --steps 5 --seed 5 --out %s/peep", tmpdir);
+    EXPECT(rc == 0 && strstr(stderr_line("draw train: LSTMs"), "peepholes"), "exit %d, header '%s'",
+           rc, stderr_line("draw train: LSTMs"));
+    char path[600], why[700] = "";
+    snprintf(path, sizeof path, "%s/peep/model.safetensors", tmpdir);
+    SafetensorsFile f;
+    Error err;
+    EXPECT(safetensors_load(&f, path, &err) == 0, "%s", err.msg);
+    const char *meta = safetensors_meta(&f, "draw.peepholes");
+    EXPECT(meta && !strcmp(meta, "1"), "draw.peepholes = %s", meta ? meta : "(absent)");
+    const char *names[] = {"enc.peep", "dec.peep"};
+    for (int i = 0; i < 2; i++) {
+        const SafetensorsTensor *t = safetensors_find(&f, names[i]);
+        double s = 0;
+        for (size_t k = 0; t && t->data && k < t->numel; k++) s += fabs(t->data[k]);
+        EXPECT(t && t->numel == 3 * 24 && s > 0, "%s: %s", names[i], t ? "all zero" : "absent");
+    }
+    safetensors_free(&f);
+    rc = run_draw("train " TINY " --peepholes --steps 3 --seed 5 --out %s/peep_part", tmpdir);
+    rc |= run_draw("train --steps 5 --resume --valid-every 3 --valid-images 64 --out %s/peep_part", tmpdir);
+    char part[600];
+    snprintf(part, sizeof part, "%s/peep_part/model.safetensors", tmpdir);
+    EXPECT(rc == 0 && checkpoints_identical(path, part, NULL, why, sizeof why), "resume: %s", why);
+    char w[16];
+    EXPECT(isfinite(eval_valid("peep", "", w)), "eval of the peephole model failed");
+    rc = run_draw("train " TINY " --steps 2 --out %s/nopeep", tmpdir);
+    rc = run_draw("train --steps 3 --resume --peepholes --out %s/nopeep", tmpdir);
+    char *e = read_text("stderr.txt");
+    EXPECT(rc != 0 && scratch_count_lines(e) == 1 && strstr(e, "--peepholes (checkpoint: off)"),
+           "stderr: %s", e ? e : "");
+    free(e);
+    char bad[600];
+    snprintf(bad, sizeof bad, "%s/peep_bad.safetensors", tmpdir);
+    EXPECT(checkpoint_rewrite_meta(path, bad, "draw.peepholes", "2") == 0);
+    rc = run_draw("eval --model %s --data mnist --split valid --limit 64", bad);
+    e = read_text("stderr.txt");
+    EXPECT(rc != 0 && scratch_count_lines(e) == 1 && strstr(e, "peep_bad.safetensors") &&
+               strstr(e, "draw.peepholes = 2"),
+           "stderr: %s", e ? e : "");
+    free(e);
+}
+
 // An IDX file that moved: --resume without --data refuses with the checkpoint's path;
 // --data gives the new place, named on one line, and the run goes on as an unbroken one
 // on the same images (the checkpoint then records the new path); images of another size
@@ -464,6 +512,7 @@ int main(void) {
     RUN(test_resume_checks_flags);
     RUN(test_resume_where_the_data_moved);
     RUN(test_weight_average);
+    RUN(test_peepholes);
     RUN(test_threads_default_to_affinity);
     RUN(test_minutes_progress_counts_steps);
     int rc = test_summary();

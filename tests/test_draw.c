@@ -123,6 +123,18 @@ static void run_model_gradcheck(int attention) {
 static void test_gradcheck_with_attention(void) { run_model_gradcheck(1); }
 static void test_gradcheck_without_attention(void) { run_model_gradcheck(0); }
 
+// Peepholes in both LSTMs (seq/lstm.h); model_make's bias noise makes them non-zero.
+static void test_gradcheck_peepholes_with_attention(void) {
+    DrawConfig c = tiny_config(1);
+    c.peepholes = 1;
+    run_model_gradcheck_config(c, "draw peepholes (attention)");
+}
+static void test_gradcheck_peepholes_without_attention(void) {
+    DrawConfig c = tiny_config(0);
+    c.peepholes = 1;
+    run_model_gradcheck_config(c, "draw peepholes (no attention)");
+}
+
 // Colour: three channels read and written through shared filters, Bernoulli cross-entropy
 // on intensities.
 static void test_gradcheck_colour_with_attention(void) {
@@ -354,6 +366,8 @@ static void test_workers_match_single_batch(void) {
 int main(void) {
     RUN(test_gradcheck_with_attention);
     RUN(test_gradcheck_without_attention);
+    RUN(test_gradcheck_peepholes_with_attention);
+    RUN(test_gradcheck_peepholes_without_attention);
     RUN(test_gradcheck_colour_with_attention);
     RUN(test_gradcheck_colour_without_attention);
     RUN(test_colour_of_grey_images_matches_grey);

@@ -52,7 +52,7 @@ static void check_shape(int B, int I, int H, int pad, int with_state, Rng *rng) 
     PackedMatrix Wt;
     packed_alloc(&Wt, K, 4 * H);
     packed_pack(&Wt, true, W, K);
-    lstm_forward_packed(h4, c4, g4, xh_wide, ld, with_state ? cp : NULL, &Wt, b, B, I, H);
+    lstm_forward_packed(h4, c4, g4, xh_wide, ld, with_state ? cp : NULL, &Wt, b, NULL, B, I, H);
     packed_free(&Wt);
     // The first S input columns' product beforehand: pre0 = b + xh[:, :S] W[:, :S]^T.
     int S = I / 2;
@@ -62,12 +62,13 @@ static void check_shape(int B, int I, int H, int pad, int with_state, Rng *rng) 
     if (S) gemm(false, true, B, 4 * H, S, 1.0f, xh_wide, ld, W, K, 1.0f, pre0, 4 * H);
     packed_alloc(&Wt, K - S, 4 * H);
     packed_pack(&Wt, true, W + S, K);
-    lstm_forward_packed_from(h5, c5, g5, pre0, xh_wide + S, ld, with_state ? cp : NULL, &Wt, B,
-                             I - S, H);
+    lstm_forward_packed_from(h5, c5, g5, pre0, xh_wide + S, ld, with_state ? cp : NULL, &Wt, NULL,
+                             B, I - S, H);
     packed_free(&Wt);
     lstm_forward(h1, c1, g1, xh, x, with_state ? hp : NULL, with_state ? cp : NULL, W, b, B, I, H);
     lstm_forward_xh(h2, c2, g2, xh_wide, ld, with_state ? cp : NULL, W, b, B, I, H);
-    lstm_forward_ref(h3, c3, g3, x, with_state ? hp : NULL, with_state ? cp : NULL, W, b, B, I, H);
+    lstm_forward_ref(h3, c3, g3, x, with_state ? hp : NULL, with_state ? cp : NULL, W, b, NULL, B, I,
+                     H);
     EXPECT(!memcmp(h1, h2, bh * sizeof(float)) && !memcmp(c1, c2, bh * sizeof(float)) &&
                !memcmp(g1, g2, 4 * bh * sizeof(float)),
            "B %d I %d H %d pad %d state %d: lstm_forward_xh differs from lstm_forward", B, I, H,
@@ -120,7 +121,8 @@ static void test_gates_backward_matches(void) {
         lstm_backward(dx1, with_state ? dhp1 : NULL, with_state ? dcp1 : NULL, NULL, db, dh, dc, gates,
                       xh, with_state ? cp : NULL, c, W, scratch, B, I, H);
         float *dcp2 = xcalloc((size_t)B * H, sizeof(float)), *dxh = xmalloc(sizeof(float) * B * K);
-        lstm_gates_backward(gates, with_state ? dcp2 : NULL, dh, dc, with_state ? cp : NULL, c, B, H);
+        lstm_gates_backward(gates, with_state ? dcp2 : NULL, dh, dc, with_state ? cp : NULL, c, NULL, NULL,
+                            B, H);
         EXPECT(!memcmp(gates, scratch, sizeof(float) * B * G), "state %d: gate gradients differ", with_state);
         EXPECT(!memcmp(dcp1, dcp2, sizeof(float) * B * H), "state %d: dc_prev differs", with_state);
         gemm(false, false, B, K, G, 1.0f, gates, G, W, K, 0.0f, dxh, K);

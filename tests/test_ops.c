@@ -14,6 +14,7 @@
 
 #include "core/activations.h"
 #include "core/check.h"
+#include "core/gemm.h"
 #include "core/rng.h"
 #include "seq/embedding.h"
 #include "seq/linear.h"
@@ -337,7 +338,7 @@ static void test_lstm_matches_reference(void) {
             lstm_fw(&l, out);  // fills l.h, l.c, l.gates, l.xh
             free(out);
             lstm_forward_ref(h, c, g, l.x, with_state ? l.h_prev : NULL,
-                             with_state ? l.c_prev : NULL, l.W, l.b, B, I, H);
+                             with_state ? l.c_prev : NULL, l.W, l.b, NULL, B, I, H);
             for (size_t i = 0; i < bh; i++) {
                 EXPECT_NEAR(l.h[i], h[i], REF_ATOL, REF_RTOL);
                 EXPECT_NEAR(l.c[i], c[i], REF_ATOL, REF_RTOL);
@@ -350,6 +351,129 @@ static void test_lstm_matches_reference(void) {
                 }
             free(h), free(c), free(g);
             lstm_ctx_free(&l);
+        }
+    }
+}
+
+// Peepholes (seq/lstm.h) through the split API DRAW uses: lstm_forward_packed, then
+// lstm_gates_backward and the caller's products dxh = dgates W, dW += dgates^T xh.
+typedef struct {
+    LstmCtx l;
+    float *peep, *dpeep, *dgates, *dxh;
+    PackedMatrix Wt;
+} PeepCtx;
+
+static void peep_ctx_init(PeepCtx *q, int B, int I, int H, int with_state, Rng *rng) {
+    lstm_ctx_init(&q->l, B, I, H, with_state, 1, rng);
+    q->peep = new_uniform((size_t)3 * H, -1.5f, 1.5f, rng);
+    q->dpeep = xcalloc((size_t)3 * H, sizeof(float));
+    q->dgates = xcalloc((size_t)B * 4 * H, sizeof(float));
+    q->dxh = xcalloc((size_t)B * (I + H), sizeof(float));
+    packed_alloc(&q->Wt, I + H, 4 * H);
+}
+
+static void peep_ctx_free(PeepCtx *q) {
+    lstm_ctx_free(&q->l);
+    free(q->peep), free(q->dpeep), free(q->dgates), free(q->dxh);
+    packed_free(&q->Wt);
+}
+
+static void peep_fw(void *p, float *out) {
+    PeepCtx *q = p;
+    LstmCtx *l = &q->l;
+    int K = l->I + l->H;
+    for (int r = 0; r < l->B; r++) {
+        float *row = l->xh + (size_t)r * K;
+        memcpy(row, l->x + (size_t)r * l->I, sizeof(float) * l->I);
+        for (int k = 0; k < l->H; k++) row[l->I + k] = l->with_state ? l->h_prev[r * l->H + k] : 0.0f;
+    }
+    packed_pack(&q->Wt, true, l->W, K);
+    lstm_forward_packed(l->h, l->c, l->gates, l->xh, K, l->with_state ? l->c_prev : NULL, &q->Wt,
+                        l->b, q->peep, l->B, l->I, l->H);
+    size_t bh = (size_t)l->B * l->H;
+    memcpy(out, l->h, bh * sizeof(float));
+    memcpy(out + bh, l->c, bh * sizeof(float));
+}
+
+static void peep_bw(void *p, const float *dout) {
+    PeepCtx *q = p;
+    LstmCtx *l = &q->l;
+    int B = l->B, I = l->I, H = l->H, K = I + H, G = 4 * H;
+    size_t bh = (size_t)B * H;
+    memcpy(q->dgates, l->gates, sizeof(float) * B * G);  // the backward works in place
+    lstm_gates_backward(q->dgates, l->with_state ? l->dc_prev : NULL, dout, dout + bh,
+                        l->with_state ? l->c_prev : NULL, l->c, q->peep, q->dpeep, B, H);
+    for (int r = 0; r < B; r++)
+        for (int j = 0; j < G; j++) l->db[j] += q->dgates[r * G + j];
+    gemm(true, false, G, K, B, 1.0f, q->dgates, G, l->xh, K, 1.0f, l->dW, K);
+    gemm(false, false, B, K, G, 1.0f, q->dgates, G, l->W, K, 0.0f, q->dxh, K);
+    for (int r = 0; r < B; r++) {
+        for (int k = 0; k < I; k++) l->dx[r * I + k] += q->dxh[r * K + k];
+        if (l->with_state)
+            for (int k = 0; k < H; k++) l->dh_prev[r * H + k] += q->dxh[r * K + I + k];
+    }
+}
+
+static void test_lstm_peephole_gradcheck(void) {
+    Rng rng;
+    rng_seed(&rng, 406);
+    for (int with_state = 0; with_state < 2; with_state++) {
+        PeepCtx q;
+        peep_ctx_init(&q, rand_dim(&rng, 1, 4), rand_dim(&rng, 1, 6), rand_dim(&rng, 1, 5),
+                      with_state, &rng);
+        LstmCtx *l = &q.l;
+        size_t bh = (size_t)l->B * l->H;
+        GradcheckInput in[6];
+        int k = 0;
+        in[k++] = (GradcheckInput){"x", l->x, l->dx, (size_t)l->B * l->I};
+        in[k++] = (GradcheckInput){"W", l->W, l->dW, (size_t)4 * l->H * (l->I + l->H)};
+        in[k++] = (GradcheckInput){"b", l->b, l->db, (size_t)4 * l->H};
+        in[k++] = (GradcheckInput){"peep", q.peep, q.dpeep, (size_t)3 * l->H};
+        if (with_state) {
+            in[k++] = (GradcheckInput){"h_prev", l->h_prev, l->dh_prev, bh};
+            in[k++] = (GradcheckInput){"c_prev", l->c_prev, l->dc_prev, bh};
+        }
+        GradcheckOp op = gc_op(&q, peep_fw, peep_bw, 2 * bh, in, k);
+        EXPECT(gradcheck("lstm peephole", &op, &rng) == 0, "state %d (B %d I %d H %d)",
+               with_state, l->B, l->I, l->H);
+        peep_ctx_free(&q);
+    }
+}
+
+// The peephole forward against the plain double-precision loop, and with the peepholes
+// zero the same numbers as without them (bit for bit).
+static void test_lstm_peephole_matches_reference(void) {
+    Rng rng;
+    rng_seed(&rng, 407);
+    const int shapes[][3] = {{1, 1, 1}, {3, 5, 4}, {7, 20, 16}, {5, 33, 9}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        for (int with_state = 0; with_state < 2; with_state++) {
+            PeepCtx q;
+            peep_ctx_init(&q, shapes[s][0], shapes[s][1], shapes[s][2], with_state, &rng);
+            LstmCtx *l = &q.l;
+            int B = l->B, I = l->I, H = l->H;
+            size_t bh = (size_t)B * H;
+            float *h = xmalloc(bh * sizeof(float)), *c = xmalloc(bh * sizeof(float));
+            float *g = xmalloc(4 * bh * sizeof(float)), *out = xmalloc(2 * bh * sizeof(float));
+            peep_fw(&q, out);
+            lstm_forward_ref(h, c, g, l->x, with_state ? l->h_prev : NULL,
+                             with_state ? l->c_prev : NULL, l->W, l->b, q.peep, B, I, H);
+            for (size_t i = 0; i < bh; i++) {
+                EXPECT_NEAR(l->h[i], h[i], REF_ATOL, REF_RTOL);
+                EXPECT_NEAR(l->c[i], c[i], REF_ATOL, REF_RTOL);
+            }
+            for (size_t i = 0; i < 4 * bh; i++) EXPECT_NEAR(l->gates[i], g[i], REF_ATOL, REF_RTOL);
+            memset(q.peep, 0, sizeof(float) * 3 * H);
+            peep_fw(&q, out);
+            float *h0 = xmalloc(bh * sizeof(float)), *c0 = xmalloc(bh * sizeof(float));
+            float *g0 = xmalloc(4 * bh * sizeof(float));
+            lstm_forward_packed(h0, c0, g0, l->xh, I + H, with_state ? l->c_prev : NULL, &q.Wt,
+                                l->b, NULL, B, I, H);
+            EXPECT(!memcmp(h0, l->h, bh * sizeof(float)) && !memcmp(c0, l->c, bh * sizeof(float)) &&
+                       !memcmp(g0, l->gates, 4 * bh * sizeof(float)),
+                   "zero peepholes change the step (B %d I %d H %d)", B, I, H);
+            free(h), free(c), free(g), free(out), free(h0), free(c0), free(g0);
+            peep_ctx_free(&q);
         }
     }
 }
@@ -620,6 +744,8 @@ int main(void) {
     RUN(test_lstm_gradcheck);
     RUN(test_lstm_matches_reference);
     RUN(test_lstm_backward_accumulates);
+    RUN(test_lstm_peephole_gradcheck);
+    RUN(test_lstm_peephole_matches_reference);
     RUN(test_softmax_gradcheck);
     RUN(test_softmax_values);
     RUN(test_crossentropy_gradcheck);

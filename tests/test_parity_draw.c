@@ -53,6 +53,8 @@ static void check_fixture(const char *name) {
         safetensors_free(&f);
         return;
     }
+    // Fixtures from before peepholes existed carry no such field: none.
+    if (safetensors_meta(&f, "peepholes")) fixture_meta_int(&f, "peepholes", &c.peepholes);
     const int steps = tr.steps;
     Error err = {0};
     EXPECT(draw_config_check(&c, &err) == 0, "%s: %s", path, err.msg);
@@ -113,6 +115,7 @@ done:
 
 static void test_parity_draw_attention(void) { check_fixture("draw_attention.safetensors"); }
 static void test_parity_draw_plain(void) { check_fixture("draw_plain.safetensors"); }
+static void test_parity_draw_peepholes(void) { check_fixture("draw_peepholes.safetensors"); }
 
 // The comparison itself must be able to fail: a perturbed gradient is caught and named.
 static void test_parity_compare_catches_error(void) {
@@ -129,5 +132,6 @@ int main(void) {
     RUN(test_parity_compare_catches_error);
     RUN(test_parity_draw_attention);
     RUN(test_parity_draw_plain);
+    RUN(test_parity_draw_peepholes);
     return test_summary();
 }

@@ -37,11 +37,12 @@ import safetensors_io  # noqa: E402
 
 class DrawConfig:
     def __init__(self, W=28, H=28, T=64, read_n=2, write_n=5, enc=256, dec=256, z=100,
-                 attention=1):
+                 attention=1, peepholes=0):
         self.W, self.H, self.T = W, H, T
         self.read_n, self.write_n = read_n, write_n
         self.enc, self.dec, self.z = enc, dec, z
         self.attention = attention
+        self.peepholes = peepholes
 
     def read_size(self):
         return 2 * self.read_n ** 2 if self.attention else 2 * self.W * self.H
@@ -54,8 +55,10 @@ class DrawConfig:
 
     @staticmethod
     def from_meta(meta):
-        return DrawConfig(**{k: int(meta[k]) for k in
-                             ("W", "H", "T", "read_n", "write_n", "enc", "dec", "z", "attention")})
+        c = DrawConfig(**{k: int(meta[k]) for k in
+                          ("W", "H", "T", "read_n", "write_n", "enc", "dec", "z", "attention")})
+        c.peepholes = int(meta.get("peepholes", "0"))
+        return c
 
 
 def param_shapes(c):
@@ -68,13 +71,15 @@ def param_shapes(c):
     if c.attention:
         out += [("read_attn.W", (5, D)), ("read_attn.b", (5,)),
                 ("write_attn.W", (5, D)), ("write_attn.b", (5,))]
+    if c.peepholes:
+        out += [("enc.peep", (3 * E,)), ("dec.peep", (3 * D,))]
     return out
 
 
 def init_params(c, gen, dtype=torch.float64, bias_scale=0.0):
     """PyTorch's own initialisation, same distributions as draw_init: weights
-    U(+-1/sqrt(fan_in)); biases 0 (LSTM forget gates 1), plus bias_scale * U(-1, 1) so a
-    test also exercises the biases."""
+    U(+-1/sqrt(fan_in)); biases and peepholes 0 (LSTM forget gates 1), plus
+    bias_scale * U(-1, 1) so a test also exercises them."""
     p = {}
     for name, shape in param_shapes(c):
         if len(shape) == 2:
@@ -94,15 +99,23 @@ def load_model(path):
     tensors, meta = safetensors_io.load(path)
     c = DrawConfig(**{k: int(meta["draw." + k]) for k in
                       ("W", "H", "T", "read_n", "write_n", "enc", "dec", "z", "attention")})
+    c.peepholes = int(meta.get("draw.peepholes", "0"))
     return c, {name: torch.from_numpy(tensors[name]).float() for name, _ in param_shapes(c)}
 
 
-def lstm_step(x, h, cst, W, b):
-    """Gates i, f, g, o from one product on [x, h]; returns h, c."""
+def lstm_step(x, h, cst, W, b, peep=None):
+    """Gates i, f, g, o from one product on [x, h]; returns h, c. peep (3H): peephole
+    weights [w_i, w_f, w_o] (Graves 2013, eq. 7-11): i and f see the previous cell, o the
+    new one."""
     xh = torch.cat([x, h], dim=1)
     pre = torch.addmm(b, xh, W.t())
     i, f, g, o = pre.chunk(4, dim=1)
+    if peep is not None:
+        wi, wf, wo = peep.chunk(3)
+        i, f = i + wi * cst, f + wf * cst
     cn = torch.sigmoid(f) * cst + torch.sigmoid(i) * torch.tanh(g)
+    if peep is not None:
+        o = o + wo * cn
     return torch.sigmoid(o) * torch.tanh(cn), cn
 
 
@@ -154,13 +167,13 @@ def forward(p, c, x, eps, keep=False):
         else:
             r = torch.cat([x, xhat], dim=1)
         h_enc, c_enc = lstm_step(torch.cat([r, h_dec], dim=1), h_enc, c_enc, p["enc.W"],
-                                 p["enc.b"])
+                                 p["enc.b"], p.get("enc.peep"))
         q = torch.addmm(p["q.b"], h_enc, p["q.W"].t())
         mu, ls = q[:, :Z], q[:, Z:]
         s = torch.exp(ls)
         z = mu + s * eps[t]
         kl = kl + 0.5 * (mu * mu + s * s - 2 * ls - 1).sum(1)
-        h_dec, c_dec = lstm_step(z, h_dec, c_dec, p["dec.W"], p["dec.b"])
+        h_dec, c_dec = lstm_step(z, h_dec, c_dec, p["dec.W"], p["dec.b"], p.get("dec.peep"))
         w = torch.addmm(p["write.b"], h_dec, p["write.W"].t())
         if c.attention:
             N = c.write_n

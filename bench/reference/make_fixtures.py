@@ -1,4 +1,6 @@
-"""make_fixtures.py OUTDIR: the parity fixtures tests/test_parity_{draw,sat}.c compare against.
+"""make_fixtures.py OUTDIR [NAME ...]: the parity fixtures tests/test_parity_{draw,sat}.c
+compare against; with NAMEs, only those of the DRAW and captioner files below (the others in
+OUTDIR stay as they are).
 
 For tiny configurations of DRAW (draw_ref.py) and the captioner (sat_ref.py) it draws weights,
 inputs and noise with PyTorch's generator (fixed seeds), rounds them to float32 (what the C side
@@ -165,10 +167,10 @@ def make_sat(path, cfg, B, lens, seed, clip_frac=0.5):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: make_fixtures.py OUTDIR", file=sys.stderr)
+    if len(sys.argv) < 2:
+        print("usage: make_fixtures.py OUTDIR [NAME ...]", file=sys.stderr)
         return 2
-    out = sys.argv[1]
+    out, only = sys.argv[1], set(sys.argv[2:])
     os.makedirs(out, exist_ok=True)
     torch.set_num_threads(1)
     jobs = [
@@ -180,6 +182,10 @@ def main():
         ("draw_plain.safetensors", lambda p: make_draw(
             p, draw_ref.DrawConfig(W=7, H=5, T=3, read_n=2, write_n=5, enc=9, dec=8, z=4,
                                    attention=0), B=2, seed=7)),
+        # Peepholes in both LSTMs (draw --peepholes).
+        ("draw_peepholes.safetensors", lambda p: make_draw(
+            p, draw_ref.DrawConfig(W=9, H=8, T=4, read_n=2, write_n=3, enc=10, dec=7, z=3,
+                                   attention=1, peepholes=1), B=3, seed=12)),
         # Captions of 4, 0 and 2 words: padding, the lone <end>, per-caption sums.
         ("sat_scalar_gate.safetensors", lambda p: make_sat(
             p, sat_ref.SatConfig(image_size=16, channels=(4, 6), in_channels=3, E=5, H=7, V=11,
@@ -198,12 +204,20 @@ def main():
                                  max_len=4, A=8, beta_vector=0, lam=1.0, query="current"),
             B=3, lens=[4, 0, 2], seed=11)),
     ]
+    unknown = only - {name for name, _ in jobs}
+    if unknown:
+        print("make_fixtures.py: no fixture named " + ", ".join(sorted(unknown)), file=sys.stderr)
+        return 2
     for name, fn in jobs:
+        if only and name not in only:
+            continue
         path = os.path.join(out, name)
         loss, curve = fn(path)
         print(f"{path}: loss {loss:.6f}, five-step curve "
               + " ".join(f"{v:.6f}" for v in curve.tolist())
               + f" ({os.path.getsize(path)} bytes)")
+    if only:
+        return 0
     # The glimpse classifier's (tests/test_parity_glimpse.c).
     glimpse_ref.fixtures(out)
     # The pretrained encoders' fixtures (tests/test_encoder.c, tests/test_preprocess.c).
