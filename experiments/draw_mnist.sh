@@ -1,5 +1,6 @@
 #!/bin/sh
-# draw_mnist.sh [quick | quick-noattn | paper | paper-noattn | paper-ema | paper-long] ...
+# draw_mnist.sh [quick | quick-noattn | paper | paper-noattn | paper-ema | paper-long |
+#                paper-peephole] ...
 #
 # Trains DRAW on dynamically binarised MNIST, evaluates the test bound and an
 # importance-weighted NLL estimate on the test set (binarised once with the fixed seed
@@ -22,6 +23,8 @@
 #                 average's (draw eval evaluates it); see "The weight average" below
 #   paper-long    the paper run continued from its final model with a warm restart and a
 #                 cosine schedule to LONG_EPOCHS (300) epochs; see "The warm restart" below
+#   paper-peephole  the paper configuration with peephole LSTMs (draw train --peepholes);
+#                 see "The peepholes" below
 #
 # The paper configuration to convergence (paper, paper-noattn)
 #   At each milestone (every MILESTONE_EPOCHS epochs of 550 steps) the run is evaluated:
@@ -91,6 +94,14 @@
 #   folder RUNS/draw-paper-long; RUNS/draw-paper-long/restart holds the step it
 #   started from.
 #
+# The peepholes (paper-peephole)
+#   The public Theano reproduction (jbornschein/draw) builds DRAW's two LSTMs from Blocks'
+#   LSTM brick (mila-iqia/blocks, bricks/recurrent/architectures.py), which has peephole
+#   connections from the cell to the input, forget and output gates, as in Graves 2013
+#   (eq. 7-11); the toolkit's LSTM had none. paper-peephole is the paper run with them, the
+#   same schedule, milestones and rows, to see what they change; its folder
+#   RUNS/draw-paper-peephole.
+#
 # Each run folder gets the pictures and page of `draw report` (cli/report_draw.h):
 # samples/, reconstructions/, film/ and report.html; a paper run's, of its model at each
 # row (milestone or end), replaced at the next.
@@ -153,7 +164,8 @@ run_config() {
     paper-noattn) run_to_convergence paper-noattn "--T 64 --hidden 256 --z 100 --no-attention" 87.40; return ;;
     paper-ema) run_to_convergence paper-ema "--T 64 --read 2 --write 5 --hidden 256 --z 100 --ema $PAPER_EMA" 80.97; return ;;
     paper-long) run_to_convergence paper-long "--T 64 --read 2 --write 5 --hidden 256 --z 100 --ema $PAPER_EMA" 80.97; return ;;
-    *) echo "draw_mnist.sh: unknown configuration '$name' (quick, quick-noattn, paper, paper-noattn, paper-ema, paper-long)" >&2; exit 2 ;;
+    paper-peephole) run_to_convergence paper-peephole "--T 64 --read 2 --write 5 --hidden 256 --z 100 --peepholes" 80.97; return ;;
+    *) echo "draw_mnist.sh: unknown configuration '$name' (quick, quick-noattn, paper, paper-noattn, paper-ema, paper-long, paper-peephole)" >&2; exit 2 ;;
     esac
     dir=$RUNS/draw-$name
     mkdir -p "$dir"

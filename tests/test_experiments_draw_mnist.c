@@ -10,7 +10,8 @@
 // never improves, the table of checks (each check's rate and decision: a gain, two
 // halvings, convergence); each milestone's IW estimate keeps its images' figures in a
 // --per-image file of its step; and paper-long, refused until the paper run has converged,
-// then trained on from a copy of its model with the average and the cosine's rates. Run
+// then trained on from a copy of its model with the average and the cosine's rates; and
+// paper-peephole, whose every training call has --peepholes. Run
 // from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +162,29 @@ static void test_paper_ema_trains_with_the_average(void) {
     free(called);
 }
 
+// paper-peephole: every training call carries --peepholes, into RUNS/draw-paper-peephole,
+// and its rows are marked paper-peephole.
+static void test_paper_peephole_trains_with_peepholes(void) {
+    write_stand_in();
+    int st = stand_in_run(dir, NULL, "MILESTONE_STEPS=275 SCHEDULE_STEPS=275 MAX_EPOCHS=1 THREADS=1",
+                          "draw_mnist.sh paper-peephole");
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    int trains = 0, with_peep = 0;
+    for (const char *p = called; p && (p = strstr(p, "train ")); p++) {
+        const char *eol = strchr(p, '\n'), *end = eol ? eol : p + strlen(p);
+        const char *e = strstr(p, "--peepholes "), *d = strstr(p, "draw-paper-peephole");
+        trains++;
+        with_peep += e && e < end && d && d < end;
+    }
+    EXPECT(trains == 2 && with_peep == 2, "%d training calls, %d with --peepholes into draw-paper-peephole: %s",
+           trains, with_peep, called ? called : "(not run)");
+    char *table = stand_in_read(dir, "results.md");
+    EXPECT(stand_in_count_rows(table) == 2 && strstr(table, "| paper-peephole | "),
+           "rows: %s", table ? table : "(none)");
+    free(err), free(called), free(table);
+}
+
 // The table of checks: one row per check with the rate it trained at, and the decision.
 // A bound that never improves: the first check is a gain (nothing before it), the next two
 // halve the rate, the third of them stops the run, whose last model gets a milestone row.
@@ -244,6 +268,7 @@ int main(void) {
     RUN(test_paper_run_before_first_milestone_refused);
     RUN(test_budget_is_paper_runs_last_milestone);
     RUN(test_paper_ema_trains_with_the_average);
+    RUN(test_paper_peephole_trains_with_peepholes);
     RUN(test_checks_table_records_each_decision);
     RUN(test_paper_long_needs_the_converged_paper_run);
     RUN(test_paper_long_restarts_along_the_cosine);
