@@ -123,29 +123,29 @@ static void run_model_gradcheck(int attention) {
 static void test_gradcheck_with_attention(void) { run_model_gradcheck(1); }
 static void test_gradcheck_without_attention(void) { run_model_gradcheck(0); }
 
+// A variant of the tiny configuration: channels (1 grey, 3 colour) and peepholes.
+static void run_variant_gradcheck(int attention, int channels, int peepholes, const char *name) {
+    DrawConfig c = tiny_config(attention);
+    c.channels = channels;
+    c.peepholes = peepholes;
+    run_model_gradcheck_config(c, name);
+}
+
 // Peepholes in both LSTMs (seq/lstm.h); model_make's bias noise makes them non-zero.
 static void test_gradcheck_peepholes_with_attention(void) {
-    DrawConfig c = tiny_config(1);
-    c.peepholes = 1;
-    run_model_gradcheck_config(c, "draw peepholes (attention)");
+    run_variant_gradcheck(1, 1, 1, "draw peepholes (attention)");
 }
 static void test_gradcheck_peepholes_without_attention(void) {
-    DrawConfig c = tiny_config(0);
-    c.peepholes = 1;
-    run_model_gradcheck_config(c, "draw peepholes (no attention)");
+    run_variant_gradcheck(0, 1, 1, "draw peepholes (no attention)");
 }
 
 // Colour: three channels read and written through shared filters, Bernoulli cross-entropy
 // on intensities.
 static void test_gradcheck_colour_with_attention(void) {
-    DrawConfig c = tiny_config(1);
-    c.channels = 3;
-    run_model_gradcheck_config(c, "draw colour (attention)");
+    run_variant_gradcheck(1, 3, 0, "draw colour (attention)");
 }
 static void test_gradcheck_colour_without_attention(void) {
-    DrawConfig c = tiny_config(0);
-    c.channels = 3;
-    run_model_gradcheck_config(c, "draw colour (no attention)");
+    run_variant_gradcheck(0, 3, 0, "draw colour (no attention)");
 }
 
 // A colour model whose three channels hold the same grey image is the grey model with
