@@ -133,8 +133,8 @@ static void gates_backward_row0(float *restrict gi, float *restrict gf, float *r
 }
 
 // gates_backward_row with peepholes w (3H: into i, f from c_prev, into o from c) and their
-// gradient dw; cp and dcp NULL at t = 0 (c_prev = 0: no gradient to w_i, w_f). The output
-// gate's pre-activation gradient also reaches c through w_o, and i's and f's reach c_prev.
+// gradient dw. The output gate's pre-activation gradient also reaches c through w_o, and
+// i's and f's reach c_prev.
 static void gates_backward_row_peep(float *restrict gi, float *restrict gf, float *restrict gg,
                                     float *restrict go, float *restrict dcp,
                                     const float *restrict cp, const float *restrict cr,
@@ -144,14 +144,30 @@ static void gates_backward_row_peep(float *restrict gi, float *restrict gf, floa
         float vi = gi[j], vf = gf[j], vg = gg[j], vo = go[j], tc = tanh_fast(cr[j]);
         float dpo = dh[j] * tc * vo * (1.0f - vo);
         float dct = dh[j] * vo * (1.0f - tc * tc) + dc[j] + dpo * w[2 * H + j];
-        float c0 = cp ? cp[j] : 0.0f;
-        float dpi = dct * vg * vi * (1.0f - vi), dpf = dct * c0 * vf * (1.0f - vf);
-        if (dcp) dcp[j] += dct * vf + dpi * w[j] + dpf * w[H + j];
-        dw[j] += dpi * c0;
-        dw[H + j] += dpf * c0;
+        float dpi = dct * vg * vi * (1.0f - vi), dpf = dct * cp[j] * vf * (1.0f - vf);
+        dcp[j] += dct * vf + dpi * w[j] + dpf * w[H + j];
+        dw[j] += dpi * cp[j];
+        dw[H + j] += dpf * cp[j];
         dw[2 * H + j] += dpo * cr[j];
         gi[j] = dpi;
         gf[j] = dpf;
+        gg[j] = dct * vi * (1.0f - vg * vg);
+        go[j] = dpo;
+    }
+}
+
+// The same at t = 0, where c_prev = 0 is a constant: only w_o has a gradient.
+static void gates_backward_row0_peep(float *restrict gi, float *restrict gf, float *restrict gg,
+                                     float *restrict go, const float *restrict cr,
+                                     const float *restrict dh, const float *restrict dc,
+                                     const float *restrict w, float *restrict dw, int H) {
+    for (int j = 0; j < H; j++) {
+        float vi = gi[j], vg = gg[j], vo = go[j], tc = tanh_fast(cr[j]);
+        float dpo = dh[j] * tc * vo * (1.0f - vo);
+        float dct = dh[j] * vo * (1.0f - tc * tc) + dc[j] + dpo * w[2 * H + j];
+        dw[2 * H + j] += dpo * cr[j];
+        gi[j] = dct * vg * vi * (1.0f - vi);
+        gf[j] = 0.0f;
         gg[j] = dct * vi * (1.0f - vg * vg);
         go[j] = dpo;
     }
@@ -164,10 +180,12 @@ void lstm_gates_backward(float *gates, float *dc_prev, const float *dh, const fl
     for (int r = 0; r < B; r++) {
         float *g = gates + (size_t)r * 4 * H;
         size_t o = (size_t)r * H;
-        if (peep)
-            gates_backward_row_peep(g, g + H, g + 2 * H, g + 3 * H, c_prev ? dc_prev + o : NULL,
-                                    c_prev ? c_prev + o : NULL, c + o, dh + o, dc + o, peep,
-                                    dpeep, H);
+        if (peep && c_prev)
+            gates_backward_row_peep(g, g + H, g + 2 * H, g + 3 * H, dc_prev + o, c_prev + o,
+                                    c + o, dh + o, dc + o, peep, dpeep, H);
+        else if (peep)
+            gates_backward_row0_peep(g, g + H, g + 2 * H, g + 3 * H, c + o, dh + o, dc + o, peep,
+                                     dpeep, H);
         else if (c_prev)
             gates_backward_row(g, g + H, g + 2 * H, g + 3 * H, dc_prev + o, c_prev + o, c + o,
                                dh + o, dc + o, H);
