@@ -302,7 +302,9 @@ static void section_model(FILE *fp, const DrawReport *r) {
     } else {
         html_fact(fp, "attention", "none: reads the whole image, writes the whole canvas");
     }
-    snprintf(buf, sizeof buf, "encoder %s, decoder %s", meta(r, "draw.enc"), meta(r, "draw.dec"));
+    // draw.peepholes is absent from models without them
+    snprintf(buf, sizeof buf, "encoder %s, decoder %s%s", meta(r, "draw.enc"), meta(r, "draw.dec"),
+             atoi(meta(r, "draw.peepholes")) ? ", with peephole connections" : "");
     html_fact(fp, "LSTM units", buf);
     html_fact(fp, "latent size per step", meta(r, "draw.z"));
     html_fact(fp, "training data", meta(r, "train.data"));

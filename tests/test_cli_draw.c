@@ -352,6 +352,11 @@ static void test_peepholes(void) {
     EXPECT(rc == 0 && checkpoints_identical(path, part, NULL, why, sizeof why), "resume: %s", why);
     char w[16];
     EXPECT(isfinite(eval_valid("peep", "", w)), "eval of the peephole model failed");
+    rc = run_draw("report %s/peep", tmpdir);
+    char *page = read_text("peep/report.html");
+    EXPECT(rc == 0 && page && strstr(page, "with peephole connections"), "report: exit %d, %s", rc,
+           page ? "the page does not name the peepholes" : "no page");
+    free(page);
     rc = run_draw("train " TINY " --steps 2 --out %s/nopeep", tmpdir);
     rc = run_draw("train --steps 3 --resume --peepholes --out %s/nopeep", tmpdir);
     char *e = read_text("stderr.txt");

@@ -270,6 +270,7 @@ static void test_draw_report(void) {
         EXPECT(strstr(page, want) != NULL, "film frame %d not on the page", t);
     }
     EXPECT(strstr(page, "80.97") && strstr(page, "87.40"), "the paper's numbers are not beside the bound");
+    EXPECT(!strstr(page, "peephole"), "a model without peepholes is said to have them");
     EXPECT(strstr(page, "samples/draw.gif") && strstr(page, "reconstructions/draw.gif"), "the GIFs are not on the page");
     EXPECT(strstr(page, "report_files/grad_norm.png") && strstr(page, "clips it at 10 "),
            "no gradient-norm curve with the clip beside it");
