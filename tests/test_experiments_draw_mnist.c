@@ -131,6 +131,20 @@ static void test_budget_is_paper_runs_last_milestone(void) {
     free(err), free(called), free(table);
 }
 
+// The training calls the stand-in recorded in `called`: their number into *trains; returns
+// how many of them have both `flag` and `folder` on their line.
+static int trains_with(const char *called, const char *flag, const char *folder, int *trains) {
+    int with = 0;
+    *trains = 0;
+    for (const char *p = called; p && (p = strstr(p, "train ")); p++) {
+        const char *eol = strchr(p, '\n'), *end = eol ? eol : p + strlen(p);
+        const char *f = strstr(p, flag), *d = strstr(p, folder);
+        (*trains)++;
+        with += f && f < end && d && d < end;
+    }
+    return with;
+}
+
 // paper-ema: every training call carries --ema PAPER_EMA (0.999 unless set), into
 // RUNS/draw-paper-ema; its rows are marked paper-ema, beside the paper's 80.97.
 static void test_paper_ema_trains_with_the_average(void) {
@@ -139,13 +153,7 @@ static void test_paper_ema_trains_with_the_average(void) {
                           "draw_mnist.sh paper-ema");
     char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
     EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
-    int trains = 0, with_ema = 0;
-    for (const char *p = called; p && (p = strstr(p, "train ")); p++) {
-        const char *eol = strchr(p, '\n');
-        const char *e = strstr(p, "--ema 0.999 ");
-        trains++;
-        with_ema += e && (!eol || e < eol) && strstr(p, "draw-paper-ema") < (eol ? eol : p + strlen(p));
-    }
+    int trains = 0, with_ema = trains_with(called, "--ema 0.999 ", "draw-paper-ema", &trains);
     EXPECT(trains == 2 && with_ema == 2, "%d training calls, %d with --ema 0.999 into draw-paper-ema: %s",
            trains, with_ema, called ? called : "(not run)");
     char *table = stand_in_read(dir, "results.md");
@@ -170,13 +178,7 @@ static void test_paper_peephole_trains_with_peepholes(void) {
                           "draw_mnist.sh paper-peephole");
     char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
     EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
-    int trains = 0, with_peep = 0;
-    for (const char *p = called; p && (p = strstr(p, "train ")); p++) {
-        const char *eol = strchr(p, '\n'), *end = eol ? eol : p + strlen(p);
-        const char *e = strstr(p, "--peepholes "), *d = strstr(p, "draw-paper-peephole");
-        trains++;
-        with_peep += e && e < end && d && d < end;
-    }
+    int trains = 0, with_peep = trains_with(called, "--peepholes ", "draw-paper-peephole", &trains);
     EXPECT(trains == 2 && with_peep == 2, "%d training calls, %d with --peepholes into draw-paper-peephole: %s",
            trains, with_peep, called ? called : "(not run)");
     char *table = stand_in_read(dir, "results.md");
