@@ -296,6 +296,21 @@ static void lstm_bw(void *p, const float *dout) {
                   l->c, l->W, l->scratch, l->B, l->I, l->H);
 }
 
+// The gradient check's inputs of an LSTM step into in (room for 5): x, W, b, and with a
+// previous state h_prev and c_prev. Returns their number.
+static int lstm_inputs(GradcheckInput *in, LstmCtx *l) {
+    size_t bh = (size_t)l->B * l->H;
+    int k = 0;
+    in[k++] = (GradcheckInput){"x", l->x, l->dx, (size_t)l->B * l->I};
+    in[k++] = (GradcheckInput){"W", l->W, l->dW, (size_t)4 * l->H * (l->I + l->H)};
+    in[k++] = (GradcheckInput){"b", l->b, l->db, (size_t)4 * l->H};
+    if (l->with_state) {
+        in[k++] = (GradcheckInput){"h_prev", l->h_prev, l->dh_prev, bh};
+        in[k++] = (GradcheckInput){"c_prev", l->c_prev, l->dc_prev, bh};
+    }
+    return k;
+}
+
 static void test_lstm_gradcheck(void) {
     Rng rng;
     rng_seed(&rng, 404);
@@ -307,14 +322,7 @@ static void test_lstm_gradcheck(void) {
                       with_state, with_dc, &rng);
         size_t bh = (size_t)l.B * l.H;
         GradcheckInput in[5];
-        int k = 0;
-        in[k++] = (GradcheckInput){"x", l.x, l.dx, (size_t)l.B * l.I};
-        in[k++] = (GradcheckInput){"W", l.W, l.dW, (size_t)4 * l.H * (l.I + l.H)};
-        in[k++] = (GradcheckInput){"b", l.b, l.db, (size_t)4 * l.H};
-        if (with_state) {
-            in[k++] = (GradcheckInput){"h_prev", l.h_prev, l.dh_prev, bh};
-            in[k++] = (GradcheckInput){"c_prev", l.c_prev, l.dc_prev, bh};
-        }
+        int k = lstm_inputs(in, &l);
         GradcheckOp op = gc_op(&l, lstm_fw, lstm_bw, with_dc ? 2 * bh : bh, in, k);
         EXPECT(gradcheck("lstm", &op, &rng) == 0, "variant %d (B %d I %d H %d)", variant, l.B,
                l.I, l.H);
@@ -424,15 +432,8 @@ static void test_lstm_peephole_gradcheck(void) {
         LstmCtx *l = &q.l;
         size_t bh = (size_t)l->B * l->H;
         GradcheckInput in[6];
-        int k = 0;
-        in[k++] = (GradcheckInput){"x", l->x, l->dx, (size_t)l->B * l->I};
-        in[k++] = (GradcheckInput){"W", l->W, l->dW, (size_t)4 * l->H * (l->I + l->H)};
-        in[k++] = (GradcheckInput){"b", l->b, l->db, (size_t)4 * l->H};
+        int k = lstm_inputs(in, l);
         in[k++] = (GradcheckInput){"peep", q.peep, q.dpeep, (size_t)3 * l->H};
-        if (with_state) {
-            in[k++] = (GradcheckInput){"h_prev", l->h_prev, l->dh_prev, bh};
-            in[k++] = (GradcheckInput){"c_prev", l->c_prev, l->dc_prev, bh};
-        }
         GradcheckOp op = gc_op(&q, peep_fw, peep_bw, 2 * bh, in, k);
         EXPECT(gradcheck("lstm peephole", &op, &rng) == 0, "state %d (B %d I %d H %d)",
                with_state, l->B, l->I, l->H);
