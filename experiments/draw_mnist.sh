@@ -1,6 +1,6 @@
 #!/bin/sh
 # draw_mnist.sh [quick | quick-noattn | paper | paper-noattn | paper-ema | paper-long |
-#                paper-peephole] ...
+#                paper-peephole | paper-peephole-long] ...
 #
 # Trains DRAW on dynamically binarised MNIST, evaluates the test bound and an
 # importance-weighted NLL estimate on the test set (binarised once with the fixed seed
@@ -25,6 +25,7 @@
 #                 cosine schedule to LONG_EPOCHS (300) epochs; see "The warm restart" below
 #   paper-peephole  the paper configuration with peephole LSTMs (draw train --peepholes);
 #                 see "The peepholes" below
+#   paper-peephole-long  paper-long's warm restart of paper-peephole's final model
 #
 # The paper configuration to convergence (paper, paper-noattn)
 #   At each milestone (every MILESTONE_EPOCHS epochs of 550 steps) the run is evaluated:
@@ -100,7 +101,9 @@
 #   connections from the cell to the input, forget and output gates, as in Graves 2013
 #   (eq. 7-11); the toolkit's LSTM had none. paper-peephole is the paper run with them, the
 #   same schedule, milestones and rows, to see what they change; its folder
-#   RUNS/draw-paper-peephole.
+#   RUNS/draw-paper-peephole. paper-peephole-long is paper-long for it: the same warm
+#   restart and cosine from paper-peephole's final model (refused until that run has
+#   converged), its folder RUNS/draw-paper-peephole-long.
 #
 # Each run folder gets the pictures and page of `draw report` (cli/report_draw.h):
 # samples/, reconstructions/, film/ and report.html; a paper run's, of its model at each
@@ -120,7 +123,7 @@
 # for paper and paper-noattn: MILESTONE_EPOCHS (25), MILESTONE_STEPS (0: from the epochs),
 # SCHEDULE_EPOCHS (5), SCHEDULE_STEPS (0: from the epochs), IW_SAMPLES (1000), IW_IMAGES
 # (1000; 0: all), LR (1e-3), MIN_DELTA (0.1), PATIENCE (3),
-# MAX_EPOCHS (1000), PAPER_EMA (0.999; paper-ema's and paper-long's average),
+# MAX_EPOCHS (1000), PAPER_EMA (0.999; the average of paper-ema and the warm restarts),
 # NOATTN_EPOCHS (default: the paper run's last milestone; refused, with one line, while
 # the paper run has none), LONG_LR (5e-4), LONG_EPOCHS (300), LONG_STEPS (0: from the
 # epochs).
@@ -165,7 +168,8 @@ run_config() {
     paper-ema) run_to_convergence paper-ema "--T 64 --read 2 --write 5 --hidden 256 --z 100 --ema $PAPER_EMA" 80.97; return ;;
     paper-long) run_to_convergence paper-long "--T 64 --read 2 --write 5 --hidden 256 --z 100 --ema $PAPER_EMA" 80.97; return ;;
     paper-peephole) run_to_convergence paper-peephole "--T 64 --read 2 --write 5 --hidden 256 --z 100 --peepholes" 80.97; return ;;
-    *) echo "draw_mnist.sh: unknown configuration '$name' (quick, quick-noattn, paper, paper-noattn, paper-ema, paper-long, paper-peephole)" >&2; exit 2 ;;
+    paper-peephole-long) run_to_convergence paper-peephole-long "--T 64 --read 2 --write 5 --hidden 256 --z 100 --peepholes --ema $PAPER_EMA" 80.97; return ;;
+    *) echo "draw_mnist.sh: unknown configuration '$name' (quick, quick-noattn, paper, paper-noattn, paper-ema, paper-long, paper-peephole, paper-peephole-long)" >&2; exit 2 ;;
     esac
     dir=$RUNS/draw-$name
     mkdir -p "$dir"
@@ -263,6 +267,8 @@ run_to_convergence() {
     check=$SCHEDULE_STEPS
     [ "$check" -gt 0 ] || check=$((SCHEDULE_EPOCHS * STEPS_PER_EPOCH))
     max_steps=$((MAX_EPOCHS * STEPS_PER_EPOCH))
+    # A warm restart (paper-long, paper-peephole-long): the cosine decides the rate.
+    case $name in *-long) restart=1 ;; *) restart=0 ;; esac
     if [ "$name" = paper-noattn ]; then
         # The attention run's budget: its last milestone.
         if [ -n "${NOATTN_EPOCHS:-}" ]; then
@@ -279,8 +285,8 @@ run_to_convergence() {
             exit 2
         fi
     fi
-    if [ "$name" = paper-long ]; then
-        long_start "$dir"
+    if [ "$restart" = 1 ]; then
+        long_start "$dir" "${name%-long}"
         max_steps=$LONG_STEPS
         [ "$max_steps" -gt 0 ] || max_steps=$((LONG_EPOCHS * STEPS_PER_EPOCH))
     fi
@@ -297,7 +303,7 @@ run_to_convergence() {
         milestone=$(((at / per + 1) * per))
         [ "$target" -le "$milestone" ] || target=$milestone
         [ "$target" -le "$max_steps" ] || target=$max_steps
-        [ "$name" != paper-long ] || lr=$(cosine_rate "$(cat "$dir/restart")" "$at" "$target" "$max_steps")
+        [ "$restart" = 0 ] || lr=$(cosine_rate "$(cat "$dir/restart")" "$at" "$target" "$max_steps")
         # shellcheck disable=SC2086
         "$BIN/draw" train --data mnist $model --batch 100 --lr "$lr" --clip 10 --seed "$SEED" \
             --steps "$target" --threads "$THREADS" --valid-every "$STEPS_PER_EPOCH" \
@@ -306,16 +312,16 @@ run_to_convergence() {
     done
 }
 
-# long_start DIR: paper-long's first call copies the paper run's final model into DIR and
-# starts DIR's schedule at its step (the model first: cut off before the schedule, the
-# copy is made again); refused with one line while the paper run has not converged.
+# long_start DIR FROM: a warm restart's first call copies run FROM's final model into DIR
+# and starts DIR's schedule at its step (the model first: cut off before the schedule, the
+# copy is made again); refused with one line while run FROM has not converged.
 long_start() {
     [ ! -s "$1/schedule" ] || return 0
-    src=$RUNS/draw-paper
+    src=$RUNS/draw-$2
     from=0 ended=0
     [ ! -s "$src/schedule" ] || read -r from _ _ _ ended < "$src/schedule"
     if [ "$ended" != 1 ] || [ ! -s "$src/model.safetensors" ]; then
-        echo "draw_mnist.sh: paper-long continues the paper run's final model, and $src holds no converged run: run 'paper' to its end first" >&2
+        echo "draw_mnist.sh: $2-long continues the $2 run's final model, and $src holds no converged run: run '$2' to its end first" >&2
         exit 2
     fi
     cp "$src/model.safetensors" "$1/model.safetensors"
@@ -323,7 +329,7 @@ long_start() {
     echo "$from $LONG_LR inf 0 0" > "$1/schedule"
 }
 
-# cosine_rate FROM AT TARGET END: paper-long's rate for the steps AT..TARGET, the half
+# cosine_rate FROM AT TARGET END: a warm restart's rate for the steps AT..TARGET, the half
 # cosine from LONG_LR at step FROM to 0 at END, taken at the segment's middle.
 cosine_rate() {
     awk -v lr="$LONG_LR" -v f="$1" -v a="$2" -v t="$3" -v e="$4" \
@@ -343,7 +349,7 @@ schedule_check() {
     next_lr=$lr
     if [ "$better" = 1 ]; then
         best=$vb stale=0
-    elif [ "$name" != paper-long ]; then  # paper-long: the cosine decides the rate
+    elif [ "$restart" = 0 ]; then
         stale=$((stale + 1))
         next_lr=$(awk -v l="$lr" 'BEGIN { printf "%g", l / 2 }')
     fi
@@ -354,7 +360,7 @@ schedule_check() {
         milestone_row "$name" "$dir" "$steps" "$epoch" "$lr" "$vb" "$paper"
     fi
     if [ "$better" = 1 ]; then decision="a gain: the new best"
-    elif [ "$name" = paper-long ]; then decision="no gain (the cosine goes on)"
+    elif [ "$restart" = 1 ]; then decision="no gain (the cosine goes on)"
     elif [ "$converged" = 1 ]; then decision="no gain, $stale in a row: converged"
     else decision="no gain ($stale in a row): halved to $next_lr"; fi
     check_row "$name" "$steps" "$epoch" "$lr" "$vb" "$best" "$decision"

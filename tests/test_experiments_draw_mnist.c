@@ -11,7 +11,8 @@
 // halvings, convergence); each milestone's IW estimate keeps its images' figures in a
 // --per-image file of its step; and paper-long, refused until the paper run has converged,
 // then trained on from a copy of its model with the average and the cosine's rates; and
-// paper-peephole, whose every training call has --peepholes. Run
+// paper-peephole, whose every training call has --peepholes, and paper-peephole-long, its
+// warm restart. Run
 // from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,16 +53,18 @@ static void paper_at(int at) {
     EXPECT(system(cmd) == 0, "paper schedule");
 }
 
-// Leaves RUNS/draw-paper as a converged paper run at step `at`, its model file holding
-// the text "final".
-static void paper_converged_at(int at) {
+// Leaves RUNS/draw-NAME as a converged run at step `at`, its model file holding the text
+// "final NAME".
+static void converged_at(const char *name, int at) {
     char cmd[1200];
     snprintf(cmd, sizeof cmd,
-             "mkdir -p %s/runs/draw-paper && echo '%d 3.9e-06 83.4 3 1' > %s/runs/draw-paper/schedule"
-             " && echo final > %s/runs/draw-paper/model.safetensors",
-             dir, at, dir, dir);
-    EXPECT(system(cmd) == 0, "paper run");
+             "mkdir -p %s/runs/draw-%s && echo '%d 3.9e-06 83.4 3 1' > %s/runs/draw-%s/schedule"
+             " && echo 'final %s' > %s/runs/draw-%s/model.safetensors",
+             dir, name, at, dir, name, name, dir, name);
+    EXPECT(system(cmd) == 0, "%s run", name);
 }
+
+static void paper_converged_at(int at) { converged_at("paper", at); }
 
 // Runs paper-noattn with checks every 50 steps and milestones every 100; its exit status.
 static int run_noattn(void) {
@@ -215,11 +218,17 @@ static void test_checks_table_records_each_decision(void) {
     free(err), free(called), free(table);
 }
 
-// paper-long with checks every 50 steps, milestones every 100 and the end at step 400.
-static int run_long(void) {
+// A warm restart (MODE paper-long or paper-peephole-long) with checks every 50 steps,
+// milestones every 100 and the end at step 400.
+static int run_restart(const char *mode) {
+    char cmd[100];
+    snprintf(cmd, sizeof cmd, "draw_mnist.sh %s", mode);
     return stand_in_run(dir, NULL, "MILESTONE_STEPS=100 SCHEDULE_STEPS=50 LONG_STEPS=400 LONG_LR=4e-4 THREADS=1",
-                        "draw_mnist.sh paper-long");
+                        cmd);
 }
+
+static int run_long(void) { return run_restart("paper-long"); }
+static int run_peephole_long(void) { return run_restart("paper-peephole-long"); }
 
 // Refused with one line, nothing trained, while the paper run has not converged.
 static void test_paper_long_needs_the_converged_paper_run(void) {
@@ -239,7 +248,7 @@ static void test_paper_long_restarts_along_the_cosine(void) {
     char *table = stand_in_read(dir, "results.md");
     char *copy = stand_in_read(dir, "runs/draw-paper-long/model.safetensors");
     EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
-    EXPECT(copy && strcmp(copy, "final\n") == 0, "model: %s", copy ? copy : "(none)");
+    EXPECT(copy && strcmp(copy, "final paper\n") == 0, "model: %s", copy ? copy : "(none)");
     const char *rates[4] = {"--lr 0.000384776 ", "--lr 0.000276537 ", "--lr 0.000123463 ",
                             "--lr 1.52241e-05 "};
     const char *at = called;
@@ -264,6 +273,29 @@ static void test_paper_long_restarts_along_the_cosine(void) {
     free(err), free(called), free(table), free(copy);
 }
 
+// paper-peephole-long: refused while paper-peephole has not converged (a converged paper
+// run is not its source); then paper-peephole's model copied into its own folder, every
+// training call with both --peepholes and the average, its rows marked with its name.
+static void test_paper_peephole_long_restarts_the_peephole_run(void) {
+    write_stand_in();
+    paper_converged_at(200);
+    expect_refused_by(run_peephole_long, "holds no converged run: run 'paper-peephole' to its end first");
+    converged_at("paper-peephole", 200);
+    int st = run_peephole_long();
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    char *table = stand_in_read(dir, "results.md");
+    char *copy = stand_in_read(dir, "runs/draw-paper-peephole-long/model.safetensors");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    EXPECT(copy && strcmp(copy, "final paper-peephole\n") == 0, "model: %s", copy ? copy : "(none)");
+    int trains = 0, with_peep = trains_with(called, "--peepholes --ema 0.999 ", "draw-paper-peephole-long", &trains);
+    EXPECT(trains == 4 && with_peep == 4, "%d training calls, %d with --peepholes --ema 0.999 into draw-paper-peephole-long: %s",
+           trains, with_peep, called ? called : "(not run)");
+    EXPECT(stand_in_count_rows(table) == 2 && strstr(table, "| paper-peephole-long | 0.73 | 400 | 1.52241e-05 |"),
+           "rows: %s", table ? table : "(none)");
+    EXPECT(err && strstr(err, "paper-peephole-long: finished at step 400"), "stderr: %s", err ? err : "");
+    free(err), free(called), free(table), free(copy);
+}
+
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_draw_mnist")) return 1;
     RUN(test_no_paper_run_refused);
@@ -274,6 +306,7 @@ int main(void) {
     RUN(test_checks_table_records_each_decision);
     RUN(test_paper_long_needs_the_converged_paper_run);
     RUN(test_paper_long_restarts_along_the_cosine);
+    RUN(test_paper_peephole_long_restarts_the_peephole_run);
     scratch_remove(dir);
     return test_summary();
 }
