@@ -93,7 +93,8 @@
 #   early stop: the checks record the validation bound, the milestones (every 25 epochs,
 #   counted from the paper run's start) the test bound and IW NLL as for paper. Its
 #   folder RUNS/draw-paper-long; RUNS/draw-paper-long/restart holds the step it
-#   started from.
+#   started from, the step where its cosine ends and its peak rate, as they were at its
+#   start: later calls keep them whatever LONG_* say then (and say so).
 #
 # The peepholes (paper-peephole)
 #   The public Theano reproduction (jbornschein/draw) builds DRAW's two LSTMs from Blocks'
@@ -286,9 +287,10 @@ run_to_convergence() {
         fi
     fi
     if [ "$restart" = 1 ]; then
-        long_start "$dir" "${name%-long}"
         max_steps=$LONG_STEPS
         [ "$max_steps" -gt 0 ] || max_steps=$((LONG_EPOCHS * STEPS_PER_EPOCH))
+        long_start "$dir" "${name%-long}" "$max_steps"
+        long_pinned "$name" "$dir" "$max_steps"
     fi
     # schedule: STEPS_AT_LAST_CHECK LR BEST STALE CONVERGED
     [ -s "$dir/schedule" ] || echo "0 $LR inf 0 0" > "$dir/schedule"
@@ -303,7 +305,7 @@ run_to_convergence() {
         milestone=$(((at / per + 1) * per))
         [ "$target" -le "$milestone" ] || target=$milestone
         [ "$target" -le "$max_steps" ] || target=$max_steps
-        [ "$restart" = 0 ] || lr=$(cosine_rate "$(cat "$dir/restart")" "$at" "$target" "$max_steps")
+        [ "$restart" = 0 ] || lr=$(cosine_rate "$from" "$at" "$target" "$max_steps" "$peak")
         # shellcheck disable=SC2086
         "$BIN/draw" train --data mnist $model --batch 100 --lr "$lr" --clip 10 --seed "$SEED" \
             --steps "$target" --threads "$THREADS" --valid-every "$STEPS_PER_EPOCH" \
@@ -312,9 +314,11 @@ run_to_convergence() {
     done
 }
 
-# long_start DIR FROM: a warm restart's first call copies run FROM's final model into DIR
-# and starts DIR's schedule at its step (the model first: cut off before the schedule, the
-# copy is made again); refused with one line while run FROM has not converged.
+# long_start DIR FROM END: a warm restart's first call copies run FROM's final model into
+# DIR and starts DIR's schedule at its step (the model first: cut off before the schedule,
+# the copy is made again), and pins its cosine in DIR/restart: the step it starts from,
+# the step END where it reaches 0 and its peak rate LONG_LR; refused with one line while
+# run FROM has not converged.
 long_start() {
     [ ! -s "$1/schedule" ] || return 0
     src=$RUNS/draw-$2
@@ -325,14 +329,26 @@ long_start() {
         exit 2
     fi
     cp "$src/model.safetensors" "$1/model.safetensors"
-    echo "$from" > "$1/restart"
+    echo "$from $3 $LONG_LR" > "$1/restart"
     echo "$from $LONG_LR inf 0 0" > "$1/schedule"
 }
 
-# cosine_rate FROM AT TARGET END: a warm restart's rate for the steps AT..TARGET, the half
-# cosine from LONG_LR at step FROM to 0 at END, taken at the segment's middle.
+# long_pinned NAME DIR END: sets from, max_steps and peak to the cosine pinned in
+# DIR/restart, so that a resume under other LONG_* settings does not bend the cosine
+# half-way (a file of the older form, the start step alone, takes END and LONG_LR); says so
+# on stderr when the settings differ from the pinned ones.
+long_pinned() {
+    read -r from pinned_end pinned_peak < "$2/restart"
+    max_steps=${pinned_end:-$3} peak=${pinned_peak:-$LONG_LR}
+    if [ "$max_steps" != "$3" ] || [ "$peak" != "$LONG_LR" ]; then
+        echo "draw_mnist.sh: $1: the cosine started in $2 goes on from $peak to 0 at step $max_steps (LONG_* now give $LONG_LR and step $3)" >&2
+    fi
+}
+
+# cosine_rate FROM AT TARGET END PEAK: a warm restart's rate for the steps AT..TARGET, the
+# half cosine from PEAK at step FROM to 0 at END, taken at the segment's middle.
 cosine_rate() {
-    awk -v lr="$LONG_LR" -v f="$1" -v a="$2" -v t="$3" -v e="$4" \
+    awk -v lr="$5" -v f="$1" -v a="$2" -v t="$3" -v e="$4" \
         'BEGIN { x = ((a + t) / 2 - f) / (e - f); printf "%g", lr * 0.5 * (1 + cos(3.14159265358979 * x)) }'
 }
 

@@ -10,7 +10,8 @@
 // never improves, the table of checks (each check's rate and decision: a gain, two
 // halvings, convergence); each milestone's IW estimate keeps its images' figures in a
 // --per-image file of its step; and paper-long, refused until the paper run has converged,
-// then trained on from a copy of its model with the average and the cosine's rates; and
+// then trained on from a copy of its model with the average and the cosine's rates, the
+// cosine pinned at its start; and
 // paper-peephole, whose every training call has --peepholes, and paper-peephole-long, its
 // warm restart. Run
 // from the repository root (as tests/run.sh is).
@@ -273,6 +274,36 @@ static void test_paper_long_restarts_along_the_cosine(void) {
     free(err), free(called), free(table), free(copy);
 }
 
+// A warm restart resumed under other LONG_* settings keeps the cosine it started with:
+// paper-long pinned at "from step 200 to 0 at step 400, peak 4e-4" and checked up to step
+// 300, called with LONG_STEPS=800 LONG_LR=1e-3, trains its last two segments at the pinned
+// cosine's rates (x = 5/8, 7/8), ends at step 400 and says why.
+static void test_paper_long_keeps_its_pinned_cosine(void) {
+    write_stand_in();
+    paper_converged_at(200);
+    char cmd[1600];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/runs/draw-paper-long && echo '200 400 4e-4' > %s/runs/draw-paper-long/restart"
+             " && echo '300 4e-4 94.5 0 0' > %s/runs/draw-paper-long/schedule"
+             " && echo model > %s/runs/draw-paper-long/model.safetensors",
+             dir, dir, dir, dir);
+    EXPECT(system(cmd) == 0, "paper-long run");
+    int st = stand_in_run(dir, NULL, "MILESTONE_STEPS=100 SCHEDULE_STEPS=50 LONG_STEPS=800 LONG_LR=1e-3 THREADS=1",
+                          "draw_mnist.sh paper-long");
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    const char *first = called ? strstr(called, "--lr 0.000123463 --clip 10 --seed 1 --steps 350 ") : NULL;
+    EXPECT(first && strstr(first, "--lr 1.52241e-05 --clip 10 --seed 1 --steps 400 "),
+           "not the pinned cosine's rates: %s", called ? called : "(not run)");
+    int trains = 0;
+    trains_with(called, "", "", &trains);
+    EXPECT(trains == 2, "%d training calls: %s", trains, called ? called : "(not run)");
+    EXPECT(err && strstr(err, "goes on from 4e-4 to 0 at step 400 (LONG_* now give 1e-3 and step 800)") &&
+               strstr(err, "paper-long: finished at step 400"),
+           "stderr: %s", err ? err : "");
+    free(err), free(called);
+}
+
 // paper-peephole-long: refused while paper-peephole has not converged (a converged paper
 // run is not its source); then paper-peephole's model copied into its own folder, every
 // training call with both --peepholes and the average, its rows marked with its name.
@@ -306,6 +337,7 @@ int main(void) {
     RUN(test_checks_table_records_each_decision);
     RUN(test_paper_long_needs_the_converged_paper_run);
     RUN(test_paper_long_restarts_along_the_cosine);
+    RUN(test_paper_long_keeps_its_pinned_cosine);
     RUN(test_paper_peephole_long_restarts_the_peephole_run);
     scratch_remove(dir);
     return test_summary();
