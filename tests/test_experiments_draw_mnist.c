@@ -274,33 +274,51 @@ static void test_paper_long_restarts_along_the_cosine(void) {
     free(err), free(called), free(table), free(copy);
 }
 
-// A warm restart resumed under other LONG_* settings keeps the cosine it started with:
-// paper-long pinned at "from step 200 to 0 at step 400, peak 4e-4" and checked up to step
-// 300, called with LONG_STEPS=800 LONG_LR=1e-3, trains its last two segments at the pinned
-// cosine's rates (x = 5/8, 7/8), ends at step 400 and says why.
-static void test_paper_long_keeps_its_pinned_cosine(void) {
+// Leaves RUNS/draw-paper-long as a warm restart from step 200 checked up to step 300, its
+// restart file holding `restart`, and runs it again under `env`; its exit status.
+static int resume_long_at_300(const char *restart, const char *env) {
     write_stand_in();
     paper_converged_at(200);
     char cmd[1600];
     snprintf(cmd, sizeof cmd,
-             "mkdir -p %s/runs/draw-paper-long && echo '200 400 4e-4' > %s/runs/draw-paper-long/restart"
+             "mkdir -p %s/runs/draw-paper-long && echo '%s' > %s/runs/draw-paper-long/restart"
              " && echo '300 4e-4 94.5 0 0' > %s/runs/draw-paper-long/schedule"
              " && echo model > %s/runs/draw-paper-long/model.safetensors",
-             dir, dir, dir, dir);
+             dir, restart, dir, dir, dir);
     EXPECT(system(cmd) == 0, "paper-long run");
-    int st = stand_in_run(dir, NULL, "MILESTONE_STEPS=100 SCHEDULE_STEPS=50 LONG_STEPS=800 LONG_LR=1e-3 THREADS=1",
-                          "draw_mnist.sh paper-long");
-    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
-    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    return stand_in_run(dir, NULL, env, "draw_mnist.sh paper-long");
+}
+
+// Whether the calls recorded trained the last two segments (x = 5/8, 7/8) of the cosine
+// from 4e-4 at step 200 to 0 at step 400, and nothing else.
+static int trained_last_two_segments(const char *called) {
     const char *first = called ? strstr(called, "--lr 0.000123463 --clip 10 --seed 1 --steps 350 ") : NULL;
-    EXPECT(first && strstr(first, "--lr 1.52241e-05 --clip 10 --seed 1 --steps 400 "),
-           "not the pinned cosine's rates: %s", called ? called : "(not run)");
     int trains = 0;
     trains_with(called, "", "", &trains);
-    EXPECT(trains == 2, "%d training calls: %s", trains, called ? called : "(not run)");
+    return first && strstr(first, "--lr 1.52241e-05 --clip 10 --seed 1 --steps 400 ") && trains == 2;
+}
+
+// A warm restart resumed under other LONG_* settings keeps the cosine it started with:
+// paper-long pinned at "from step 200 to 0 at step 400, peak 4e-4", called with
+// LONG_STEPS=800 LONG_LR=1e-3, trains its last two segments at the pinned cosine's rates,
+// ends at step 400 and says why. A restart file of the older form (the start step alone)
+// takes the cosine from LONG_*, silently.
+static void test_paper_long_keeps_its_pinned_cosine(void) {
+    int st = resume_long_at_300("200 400 4e-4", "MILESTONE_STEPS=100 SCHEDULE_STEPS=50 LONG_STEPS=800 LONG_LR=1e-3 THREADS=1");
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    EXPECT(trained_last_two_segments(called), "not the pinned cosine's rates: %s", called ? called : "(not run)");
     EXPECT(err && strstr(err, "goes on from 4e-4 to 0 at step 400 (LONG_* now give 1e-3 and step 800)") &&
                strstr(err, "paper-long: finished at step 400"),
            "stderr: %s", err ? err : "");
+    free(err), free(called);
+
+    st = resume_long_at_300("200", "MILESTONE_STEPS=100 SCHEDULE_STEPS=50 LONG_STEPS=400 LONG_LR=4e-4 THREADS=1");
+    err = stand_in_read(dir, "err.txt"), called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0, "older restart file: exit status %d: %s", st, err ? err : "");
+    EXPECT(trained_last_two_segments(called), "older restart file: not LONG_*'s cosine: %s", called ? called : "(not run)");
+    EXPECT(err && !strstr(err, "goes on from") && strstr(err, "paper-long: finished at step 400"),
+           "older restart file: stderr: %s", err ? err : "");
     free(err), free(called);
 }
 
