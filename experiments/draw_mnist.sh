@@ -1,6 +1,7 @@
 #!/bin/sh
 # draw_mnist.sh [quick | quick-noattn | paper | paper-noattn | paper-ema | paper-long |
-#                paper-peephole | paper-peephole-long] ...
+#                paper-peephole | paper-peephole-long | paper-peephole-batch50 |
+#                paper-peephole-batch50-long] ...
 #
 # Trains DRAW on dynamically binarised MNIST, evaluates the test bound and an
 # importance-weighted NLL estimate on the test set (binarised once with the fixed seed
@@ -26,6 +27,8 @@
 #   paper-peephole  the paper configuration with peephole LSTMs (draw train --peepholes);
 #                 see "The peepholes" below
 #   paper-peephole-long  paper-long's warm restart of paper-peephole's final model
+#   paper-peephole-batch50  paper-peephole at batch 50 (epochs of 1,100 steps), and
+#                 paper-peephole-batch50-long its warm restart; see "The half batch" below
 #
 # The paper configuration to convergence (paper, paper-noattn)
 #   At each milestone (every MILESTONE_EPOCHS epochs of 550 steps) the run is evaluated:
@@ -149,7 +152,8 @@ PAPER_EMA=${PAPER_EMA:-0.999}
 LONG_LR=${LONG_LR:-5e-4}
 LONG_EPOCHS=${LONG_EPOCHS:-300}
 LONG_STEPS=${LONG_STEPS:-0}
-STEPS_PER_EPOCH=550  # 55,000 training images, batch 100
+TRAIN_IMAGES=55000  # MNIST's first 55,000 training images; an epoch is TRAIN_IMAGES / batch steps
+STEPS_PER_EPOCH=550  # batch 100; run_to_convergence sets it for its run's batch
 SAMPLES=${SAMPLES:-10}
 SEED=${SEED:-1}
 RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/draw_mnist.md}
@@ -170,7 +174,9 @@ run_config() {
     paper-long) run_to_convergence paper-long "--T 64 --read 2 --write 5 --hidden 256 --z 100 --ema $PAPER_EMA" 80.97; return ;;
     paper-peephole) run_to_convergence paper-peephole "--T 64 --read 2 --write 5 --hidden 256 --z 100 --peepholes" 80.97; return ;;
     paper-peephole-long) run_to_convergence paper-peephole-long "--T 64 --read 2 --write 5 --hidden 256 --z 100 --peepholes --ema $PAPER_EMA" 80.97; return ;;
-    *) echo "draw_mnist.sh: unknown configuration '$name' (quick, quick-noattn, paper, paper-noattn, paper-ema, paper-long, paper-peephole, paper-peephole-long)" >&2; exit 2 ;;
+    paper-peephole-batch50) run_to_convergence paper-peephole-batch50 "--T 64 --read 2 --write 5 --hidden 256 --z 100 --peepholes" 80.97 50; return ;;
+    paper-peephole-batch50-long) run_to_convergence paper-peephole-batch50-long "--T 64 --read 2 --write 5 --hidden 256 --z 100 --peepholes --ema $PAPER_EMA" 80.97 50; return ;;
+    *) echo "draw_mnist.sh: unknown configuration '$name' (quick, quick-noattn, paper, paper-noattn, paper-ema, paper-long, paper-peephole, paper-peephole-long, paper-peephole-batch50, paper-peephole-batch50-long)" >&2; exit 2 ;;
     esac
     dir=$RUNS/draw-$name
     mkdir -p "$dir"
@@ -258,9 +264,10 @@ number).
 EOF
 }
 
-# run_to_convergence NAME MODEL_FLAGS PAPER_FIGURE
+# run_to_convergence NAME MODEL_FLAGS PAPER_FIGURE [BATCH]: BATCH images a step (100).
 run_to_convergence() {
-    name=$1 model=$2 paper=$3
+    name=$1 model=$2 paper=$3 batch=${4:-100}
+    STEPS_PER_EPOCH=$((TRAIN_IMAGES / batch))
     dir=$RUNS/draw-$name
     mkdir -p "$dir"
     per=$MILESTONE_STEPS
@@ -307,7 +314,7 @@ run_to_convergence() {
         [ "$target" -le "$max_steps" ] || target=$max_steps
         [ "$restart" = 0 ] || lr=$(cosine_rate "$from" "$at" "$target" "$max_steps" "$peak")
         # shellcheck disable=SC2086
-        "$BIN/draw" train --data mnist $model --batch 100 --lr "$lr" --clip 10 --seed "$SEED" \
+        "$BIN/draw" train --data mnist $model --batch "$batch" --lr "$lr" --clip 10 --seed "$SEED" \
             --steps "$target" --threads "$THREADS" --valid-every "$STEPS_PER_EPOCH" \
             --valid-images 1000 --resume --out "$dir" --json > "$dir/train.json"
         schedule_check "$name" "$dir" "$target" "$lr" "$paper"
