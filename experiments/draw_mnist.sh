@@ -109,6 +109,17 @@
 #   restart and cosine from paper-peephole's final model (refused until that run has
 #   converged), its folder RUNS/draw-paper-peephole-long.
 #
+# The half batch (paper-peephole-batch50)
+#   The paper runs stop while their training bound is still falling (paper-long, above),
+#   and paper-peephole converged at epoch 110: what limits the model is how far the
+#   optimiser gets in the epochs it has. On the 2-core machine a batch of 50 trains nearly as many images
+#   a second as a batch of 100 (490 and 562 against 501 and 585: two rounds of 12,000
+#   images of the peephole model on 2 threads, alone), so at batch 50 an epoch costs about
+#   the same time and takes twice the Adam steps. paper-peephole-batch50 is paper-peephole
+#   with it, the same rate, schedule, milestones and rows, its checks and milestones
+#   counted in epochs (1,100 steps each); its folder RUNS/draw-paper-peephole-batch50, and
+#   paper-peephole-batch50-long the warm restart of its final model.
+#
 # Each run folder gets the pictures and page of `draw report` (cli/report_draw.h):
 # samples/, reconstructions/, film/ and report.html; a paper run's, of its model at each
 # row (milestone or end), replaced at the next.

@@ -13,6 +13,7 @@
 // then trained on from a copy of its model with the average and the cosine's rates, the
 // cosine pinned at its start; and
 // paper-peephole, whose every training call has --peepholes, and paper-peephole-long, its
+// warm restart; paper-peephole-batch50, at batch 50 with epochs of 1,100 steps, and its
 // warm restart. Run
 // from the repository root (as tests/run.sh is).
 #include <stdio.h>
@@ -345,6 +346,43 @@ static void test_paper_peephole_long_restarts_the_peephole_run(void) {
     free(err), free(called), free(table), free(copy);
 }
 
+// paper-peephole-batch50: batch 50 on every training call, its epochs 1,100 steps (checks
+// and milestones counted in them), --peepholes, its own folder and rows; and its warm
+// restart trains the batch-50 run's final model at batch 50 too.
+static void test_paper_peephole_batch50_counts_epochs_of_1100_steps(void) {
+    write_stand_in();
+    int st = stand_in_run(dir, NULL, "MILESTONE_EPOCHS=1 SCHEDULE_EPOCHS=1 MAX_EPOCHS=2 THREADS=1",
+                          "draw_mnist.sh paper-peephole-batch50");
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    char *table = stand_in_read(dir, "results.md");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    int trains = 0, with_batch = trains_with(called, "--peepholes --batch 50 ", "draw-paper-peephole-batch50", &trains);
+    EXPECT(trains == 2 && with_batch == 2, "%d training calls, %d with --peepholes --batch 50 into its folder: %s",
+           trains, with_batch, called ? called : "(not run)");
+    EXPECT(called && strstr(called, "--steps 1100 ") && strstr(called, "--steps 2200 ") &&
+           strstr(called, "--valid-every 1100 "), "not epochs of 1,100 steps: %s", called ? called : "(not run)");
+    EXPECT(stand_in_count_rows(table) == 2 && strstr(table, "| paper-peephole-batch50 | 1 | 1100 | 1e-3 |") &&
+           strstr(table, "| paper-peephole-batch50 | 2 | 2200 | 1e-3 |"), "rows: %s", table ? table : "(none)");
+    EXPECT(err && strstr(err, "paper-peephole-batch50: finished at step 2200"), "stderr: %s", err ? err : "");
+    free(err), free(called), free(table);
+
+    write_stand_in();
+    converged_at("paper-peephole-batch50", 2200);
+    st = stand_in_run(dir, NULL, "MILESTONE_EPOCHS=1 SCHEDULE_EPOCHS=1 LONG_EPOCHS=4 THREADS=1",
+                      "draw_mnist.sh paper-peephole-batch50-long");
+    err = stand_in_read(dir, "err.txt"), called = stand_in_read(dir, "called.txt");
+    char *copy = stand_in_read(dir, "runs/draw-paper-peephole-batch50-long/model.safetensors");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    EXPECT(copy && strcmp(copy, "final paper-peephole-batch50\n") == 0, "model: %s", copy ? copy : "(none)");
+    trains = 0, with_batch = trains_with(called, "--peepholes --ema 0.999 --batch 50 ", "draw-paper-peephole-batch50-long",
+                                         &trains);
+    EXPECT(trains == 2 && with_batch == 2, "%d training calls, %d at batch 50 with the average: %s", trains,
+           with_batch, called ? called : "(not run)");
+    EXPECT(called && strstr(called, "--steps 3300 ") && strstr(called, "--steps 4400 "),
+           "the restart's epochs are not 1,100 steps: %s", called ? called : "(not run)");
+    free(err), free(called), free(copy);
+}
+
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_draw_mnist")) return 1;
     RUN(test_no_paper_run_refused);
@@ -357,6 +395,7 @@ int main(void) {
     RUN(test_paper_long_restarts_along_the_cosine);
     RUN(test_paper_long_keeps_its_pinned_cosine);
     RUN(test_paper_peephole_long_restarts_the_peephole_run);
+    RUN(test_paper_peephole_batch50_counts_epochs_of_1100_steps);
     scratch_remove(dir);
     return test_summary();
 }
