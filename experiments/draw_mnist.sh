@@ -112,10 +112,10 @@
 # The half batch (paper-peephole-batch50)
 #   The paper runs stop while their training bound is still falling (paper-long, above),
 #   and paper-peephole converged at epoch 110: what limits the model is how far the
-#   optimiser gets in the epochs it has. On the 2-core machine a batch of 50 trains nearly as many images
-#   a second as a batch of 100 (490 and 562 against 501 and 585: two rounds of 12,000
-#   images of the peephole model on 2 threads, alone), so at batch 50 an epoch costs about
-#   the same time and takes twice the Adam steps. paper-peephole-batch50 is paper-peephole
+#   optimiser gets in the epochs it has. On the 2-core machine a batch of 50 trains nearly
+#   as many images a second as a batch of 100 (490 and 562 against 501 and 585: two rounds
+#   of 12,000 images of the peephole model on 2 threads, alone), so at batch 50 an epoch
+#   costs about the same time and takes twice the Adam steps. paper-peephole-batch50 is paper-peephole
 #   with it, the same rate, schedule, milestones and rows, its checks and milestones
 #   counted in epochs (1,100 steps each); its folder RUNS/draw-paper-peephole-batch50, and
 #   paper-peephole-batch50-long the warm restart of its final model.
@@ -163,8 +163,8 @@ PAPER_EMA=${PAPER_EMA:-0.999}
 LONG_LR=${LONG_LR:-5e-4}
 LONG_EPOCHS=${LONG_EPOCHS:-300}
 LONG_STEPS=${LONG_STEPS:-0}
-TRAIN_IMAGES=55000  # MNIST's first 55,000 training images; an epoch is TRAIN_IMAGES / batch steps
-STEPS_PER_EPOCH=550  # batch 100; run_to_convergence sets it for its run's batch
+TRAIN_IMAGES=55000  # MNIST's first 55,000; run_to_convergence's epochs are TRAIN_IMAGES / batch steps
+PAPER_MODEL="--T 64 --read 2 --write 5 --hidden 256 --z 100"  # the paper's table 3, MNIST
 SAMPLES=${SAMPLES:-10}
 SEED=${SEED:-1}
 RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/draw_mnist.md}
@@ -179,14 +179,14 @@ run_config() {
     case $name in
     quick) model="--T 32 --read 5 --write 5 --hidden 160 --z 50"; budget="--steps $QUICK_STEPS" ;;
     quick-noattn) model="--T 32 --hidden 160 --z 50 --no-attention"; budget="--steps $QUICK_NOATTN_STEPS" ;;
-    paper) run_to_convergence paper "--T 64 --read 2 --write 5 --hidden 256 --z 100" 80.97; return ;;
+    paper) run_to_convergence paper "$PAPER_MODEL" 80.97; return ;;
     paper-noattn) run_to_convergence paper-noattn "--T 64 --hidden 256 --z 100 --no-attention" 87.40; return ;;
-    paper-ema) run_to_convergence paper-ema "--T 64 --read 2 --write 5 --hidden 256 --z 100 --ema $PAPER_EMA" 80.97; return ;;
-    paper-long) run_to_convergence paper-long "--T 64 --read 2 --write 5 --hidden 256 --z 100 --ema $PAPER_EMA" 80.97; return ;;
-    paper-peephole) run_to_convergence paper-peephole "--T 64 --read 2 --write 5 --hidden 256 --z 100 --peepholes" 80.97; return ;;
-    paper-peephole-long) run_to_convergence paper-peephole-long "--T 64 --read 2 --write 5 --hidden 256 --z 100 --peepholes --ema $PAPER_EMA" 80.97; return ;;
-    paper-peephole-batch50) run_to_convergence paper-peephole-batch50 "--T 64 --read 2 --write 5 --hidden 256 --z 100 --peepholes" 80.97 50; return ;;
-    paper-peephole-batch50-long) run_to_convergence paper-peephole-batch50-long "--T 64 --read 2 --write 5 --hidden 256 --z 100 --peepholes --ema $PAPER_EMA" 80.97 50; return ;;
+    paper-ema) run_to_convergence paper-ema "$PAPER_MODEL --ema $PAPER_EMA" 80.97; return ;;
+    paper-long) run_to_convergence paper-long "$PAPER_MODEL --ema $PAPER_EMA" 80.97; return ;;
+    paper-peephole) run_to_convergence paper-peephole "$PAPER_MODEL --peepholes" 80.97; return ;;
+    paper-peephole-long) run_to_convergence paper-peephole-long "$PAPER_MODEL --peepholes --ema $PAPER_EMA" 80.97; return ;;
+    paper-peephole-batch50) run_to_convergence paper-peephole-batch50 "$PAPER_MODEL --peepholes" 80.97 50; return ;;
+    paper-peephole-batch50-long) run_to_convergence paper-peephole-batch50-long "$PAPER_MODEL --peepholes --ema $PAPER_EMA" 80.97 50; return ;;
     *) echo "draw_mnist.sh: unknown configuration '$name' (quick, quick-noattn, paper, paper-noattn, paper-ema, paper-long, paper-peephole, paper-peephole-long, paper-peephole-batch50, paper-peephole-batch50-long)" >&2; exit 2 ;;
     esac
     dir=$RUNS/draw-$name
