@@ -1,7 +1,7 @@
 #!/bin/sh
 # draw_mnist.sh [quick | quick-noattn | paper | paper-noattn | paper-ema | paper-long |
 #                paper-peephole | paper-peephole-long | paper-peephole-batch50 |
-#                paper-peephole-batch50-long] ...
+#                paper-peephole-batch50-long | paper-peephole-cosine] ...
 #
 # Trains DRAW on dynamically binarised MNIST, evaluates the test bound and an
 # importance-weighted NLL estimate on the test set (binarised once with the fixed seed
@@ -29,6 +29,8 @@
 #   paper-peephole-long  paper-long's warm restart of paper-peephole's final model
 #   paper-peephole-batch50  paper-peephole at batch 50 (epochs of 1,100 steps), and
 #                 paper-peephole-batch50-long its warm restart; see "The half batch" below
+#   paper-peephole-cosine  paper-peephole from scratch with the weight average and a half
+#                 cosine from LR to 0 at COSINE_EPOCHS (150); see "One cosine" below
 #
 # The paper configuration to convergence (paper, paper-noattn)
 #   At each milestone (every MILESTONE_EPOCHS epochs of 550 steps) the run is evaluated:
@@ -120,6 +122,23 @@
 #   counted in epochs (1,100 steps each); its folder RUNS/draw-paper-peephole-batch50, and
 #   paper-peephole-batch50-long the warm restart of its final model.
 #
+# One cosine (paper-peephole-cosine)
+#   The halving schedule decides on checks that are noisy by about a nat at 1e-3 (the
+#   third run halved at epoch 30, paper-peephole at epoch 50, on one check each), and
+#   each rate's gains die out within about ten epochs, so paper-peephole spent its last
+#   forty epochs at an eighth of the rate or less and gained 0.74 nats in them; and the
+#   model underfits (paper-peephole-batch50's training bound stood level with its
+#   validation bound). paper-peephole-cosine fixes the length instead: paper-peephole's
+#   model, seed and batch, trained from scratch with the rate falling along one half
+#   cosine from LR (1e-3) at step 0 to 0 at COSINE_EPOCHS (150) epochs, each check's
+#   segment at the cosine's value at its middle (as the warm restarts do), so that it is
+#   above 5e-4 until epoch 75, where paper-peephole had come down to 1.25e-4; and with the
+#   weight average (PAPER_EMA), which the checks and milestones evaluate, for the noise
+#   that a higher rate leaves in the weights (at epoch 25, both at 1e-3, paper-ema's test
+#   bound was 1.97 below the third run's). No halvings and no early stop; the cosine is
+#   pinned in RUNS/draw-paper-peephole-cosine/cosine at the first call (its end step and
+#   peak rate), as a warm restart's is in its restart file.
+#
 # Each run folder gets the pictures and page of `draw report` (cli/report_draw.h):
 # samples/, reconstructions/, film/ and report.html; a paper run's, of its model at each
 # row (milestone or end), replaced at the next.
@@ -141,7 +160,7 @@
 # MAX_EPOCHS (1000), PAPER_EMA (0.999; the average of paper-ema and the warm restarts),
 # NOATTN_EPOCHS (default: the paper run's last milestone; refused, with one line, while
 # the paper run has none), LONG_LR (5e-4), LONG_EPOCHS (300), LONG_STEPS (0: from the
-# epochs).
+# epochs), COSINE_EPOCHS (150), COSINE_STEPS (0: from the epochs).
 set -eu
 
 BIN=${ATTEND_BIN:-bin}
@@ -163,6 +182,8 @@ PAPER_EMA=${PAPER_EMA:-0.999}
 LONG_LR=${LONG_LR:-5e-4}
 LONG_EPOCHS=${LONG_EPOCHS:-300}
 LONG_STEPS=${LONG_STEPS:-0}
+COSINE_EPOCHS=${COSINE_EPOCHS:-150}
+COSINE_STEPS=${COSINE_STEPS:-0}
 TRAIN_IMAGES=55000  # MNIST's first 55,000; run_to_convergence's epochs are TRAIN_IMAGES / batch steps
 PAPER_MODEL="--T 64 --read 2 --write 5 --hidden 256 --z 100"  # the paper's table 3, MNIST
 SAMPLES=${SAMPLES:-10}
@@ -187,7 +208,8 @@ run_config() {
     paper-peephole-long) run_to_convergence paper-peephole-long "$PAPER_MODEL --peepholes --ema $PAPER_EMA" 80.97; return ;;
     paper-peephole-batch50) run_to_convergence paper-peephole-batch50 "$PAPER_MODEL --peepholes" 80.97 50; return ;;
     paper-peephole-batch50-long) run_to_convergence paper-peephole-batch50-long "$PAPER_MODEL --peepholes --ema $PAPER_EMA" 80.97 50; return ;;
-    *) echo "draw_mnist.sh: unknown configuration '$name' (quick, quick-noattn, paper, paper-noattn, paper-ema, paper-long, paper-peephole, paper-peephole-long, paper-peephole-batch50, paper-peephole-batch50-long)" >&2; exit 2 ;;
+    paper-peephole-cosine) run_to_convergence paper-peephole-cosine "$PAPER_MODEL --peepholes --ema $PAPER_EMA" 80.97; return ;;
+    *) echo "draw_mnist.sh: unknown configuration '$name' (quick, quick-noattn, paper, paper-noattn, paper-ema, paper-long, paper-peephole, paper-peephole-long, paper-peephole-batch50, paper-peephole-batch50-long, paper-peephole-cosine)" >&2; exit 2 ;;
     esac
     dir=$RUNS/draw-$name
     mkdir -p "$dir"
@@ -286,8 +308,9 @@ run_to_convergence() {
     check=$SCHEDULE_STEPS
     [ "$check" -gt 0 ] || check=$((SCHEDULE_EPOCHS * STEPS_PER_EPOCH))
     max_steps=$((MAX_EPOCHS * STEPS_PER_EPOCH))
-    # A warm restart (paper-long, paper-peephole-long): the cosine decides the rate.
-    case $name in *-long) restart=1 ;; *) restart=0 ;; esac
+    # A warm restart (paper-long, paper-peephole-long) or one cosine from scratch
+    # (paper-peephole-cosine): the cosine decides the rate.
+    case $name in *-long | *-cosine) by_cosine=1 ;; *) by_cosine=0 ;; esac
     if [ "$name" = paper-noattn ]; then
         # The attention run's budget: its last milestone.
         if [ -n "${NOATTN_EPOCHS:-}" ]; then
@@ -304,12 +327,18 @@ run_to_convergence() {
             exit 2
         fi
     fi
-    if [ "$restart" = 1 ]; then
+    case $name in
+    *-long)
         max_steps=$LONG_STEPS
         [ "$max_steps" -gt 0 ] || max_steps=$((LONG_EPOCHS * STEPS_PER_EPOCH))
         long_start "$dir" "${name%-long}" "$max_steps"
-        long_pinned "$name" "$dir" "$max_steps"
-    fi
+        cosine_pinned "$name" "$dir/restart" "$max_steps" "$LONG_LR" LONG_ ;;
+    *-cosine)
+        max_steps=$COSINE_STEPS
+        [ "$max_steps" -gt 0 ] || max_steps=$((COSINE_EPOCHS * STEPS_PER_EPOCH))
+        [ -s "$dir/cosine" ] || echo "0 $max_steps $LR" > "$dir/cosine"
+        cosine_pinned "$name" "$dir/cosine" "$max_steps" "$LR" "LR and COSINE_" ;;
+    esac
     # schedule: STEPS_AT_LAST_CHECK LR BEST STALE CONVERGED
     [ -s "$dir/schedule" ] || echo "0 $LR inf 0 0" > "$dir/schedule"
     while :; do
@@ -323,7 +352,7 @@ run_to_convergence() {
         milestone=$(((at / per + 1) * per))
         [ "$target" -le "$milestone" ] || target=$milestone
         [ "$target" -le "$max_steps" ] || target=$max_steps
-        [ "$restart" = 0 ] || lr=$(cosine_rate "$from" "$at" "$target" "$max_steps" "$peak")
+        [ "$by_cosine" = 0 ] || lr=$(cosine_rate "$from" "$at" "$target" "$max_steps" "$peak")
         # shellcheck disable=SC2086
         "$BIN/draw" train --data mnist $model --batch "$batch" --lr "$lr" --clip 10 --seed "$SEED" \
             --steps "$target" --threads "$THREADS" --valid-every "$STEPS_PER_EPOCH" \
@@ -351,19 +380,20 @@ long_start() {
     echo "$from $LONG_LR inf 0 0" > "$1/schedule"
 }
 
-# long_pinned NAME DIR END: sets from, max_steps and peak to the cosine pinned in
-# DIR/restart, so that a resume under other LONG_* settings does not bend the cosine
-# half-way (a file of the older form, the start step alone, takes END and LONG_LR); says so
-# on stderr when the settings differ from the pinned ones.
-long_pinned() {
-    read -r from pinned_end pinned_peak < "$2/restart"
-    max_steps=${pinned_end:-$3} peak=${pinned_peak:-$LONG_LR}
-    if [ "$max_steps" != "$3" ] || [ "$peak" != "$LONG_LR" ]; then
-        echo "draw_mnist.sh: $1: the cosine started in $2 goes on from $peak to 0 at step $max_steps (LONG_* now give $LONG_LR and step $3)" >&2
+# cosine_pinned NAME FILE END PEAK SETTINGS: sets from, max_steps and peak to the cosine
+# pinned in FILE (DIR/restart, DIR/cosine), so that a resume under other settings does not
+# bend the cosine half-way (a restart file of the older form, the start step alone, takes
+# END and PEAK); says so on stderr, naming the SETTINGS, when they differ from the pinned
+# ones.
+cosine_pinned() {
+    read -r from pinned_end pinned_peak < "$2"
+    max_steps=${pinned_end:-$3} peak=${pinned_peak:-$4}
+    if [ "$max_steps" != "$3" ] || [ "$peak" != "$4" ]; then
+        echo "draw_mnist.sh: $1: the cosine started in $(dirname "$2") goes on from $peak to 0 at step $max_steps ($5* now give $4 and step $3)" >&2
     fi
 }
 
-# cosine_rate FROM AT TARGET END PEAK: a warm restart's rate for the steps AT..TARGET, the
+# cosine_rate FROM AT TARGET END PEAK: a cosine run's rate for the steps AT..TARGET, the
 # half cosine from PEAK at step FROM to 0 at END, taken at the segment's middle.
 cosine_rate() {
     awk -v lr="$5" -v f="$1" -v a="$2" -v t="$3" -v e="$4" \
@@ -383,7 +413,7 @@ schedule_check() {
     next_lr=$lr
     if [ "$better" = 1 ]; then
         best=$vb stale=0
-    elif [ "$restart" = 0 ]; then
+    elif [ "$by_cosine" = 0 ]; then
         stale=$((stale + 1))
         next_lr=$(awk -v l="$lr" 'BEGIN { printf "%g", l / 2 }')
     fi
@@ -394,7 +424,7 @@ schedule_check() {
         milestone_row "$name" "$dir" "$steps" "$epoch" "$lr" "$vb" "$paper"
     fi
     if [ "$better" = 1 ]; then decision="a gain: the new best"
-    elif [ "$restart" = 1 ]; then decision="no gain (the cosine goes on)"
+    elif [ "$by_cosine" = 1 ]; then decision="no gain (the cosine goes on)"
     elif [ "$converged" = 1 ]; then decision="no gain, $stale in a row: converged"
     else decision="no gain ($stale in a row): halved to $next_lr"; fi
     check_row "$name" "$steps" "$epoch" "$lr" "$vb" "$best" "$decision"

@@ -14,8 +14,8 @@
 // cosine pinned at its start; and
 // paper-peephole, whose every training call has --peepholes, and paper-peephole-long, its
 // warm restart; paper-peephole-batch50, at batch 50 with epochs of 1,100 steps, and its
-// warm restart. Run
-// from the repository root (as tests/run.sh is).
+// warm restart; and paper-peephole-cosine, one cosine from scratch with the average, its
+// cosine pinned at its first call. Run from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,6 +383,57 @@ static void test_paper_peephole_batch50_counts_epochs_of_1100_steps(void) {
     free(err), free(called), free(copy);
 }
 
+// paper-peephole-cosine: from scratch (no other run needed), every training call with
+// --peepholes and the average into its own folder, at the cosine's rates from LR at step
+// 0 to 0 at COSINE_STEPS (4e-4 to 0 at step 400: the same four rates as the warm restart
+// above); on a bound that never improves, no halving and no early stop, milestone rows at
+// 200 and 400; and resumed at step 200 under other settings, the cosine pinned at its
+// first call goes on, and the script says so.
+static void test_paper_peephole_cosine_runs_one_cosine_from_scratch(void) {
+    write_stand_in_dropping(0);
+    int st = stand_in_run(dir, NULL, "MILESTONE_STEPS=200 SCHEDULE_STEPS=100 COSINE_STEPS=400 LR=4e-4 THREADS=1",
+                          "draw_mnist.sh paper-peephole-cosine");
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    char *table = stand_in_read(dir, "results.md");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    const char *rates[4] = {"--lr 0.000384776 ", "--lr 0.000276537 ", "--lr 0.000123463 ",
+                            "--lr 1.52241e-05 "};
+    const char *at = called;
+    for (int i = 0; i < 4; i++) {
+        const char *hit = at ? strstr(at, rates[i]) : NULL;
+        EXPECT(hit, "no training at '%s' in order: %s", rates[i], called ? called : "(not run)");
+        at = hit;
+    }
+    int trains = 0, with = trains_with(called, "--peepholes --ema 0.999 ", "draw-paper-peephole-cosine", &trains);
+    EXPECT(trains == 4 && with == 4, "%d training calls, %d with --peepholes --ema 0.999 into its folder: %s", trains,
+           with, called ? called : "(not run)");
+    EXPECT(stand_in_count_rows(table) == 2 &&
+               strstr(table, "| paper-peephole-cosine | 0.55 | 300 | 0.000123463 | 100.50 | 100.50 | no gain (the cosine goes on) |"),
+           "rows: %s", table ? table : "(none)");
+    EXPECT(err && strstr(err, "paper-peephole-cosine: finished at step 400"), "stderr: %s", err ? err : "");
+    free(err), free(called), free(table);
+
+    write_stand_in();
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/runs/draw-paper-peephole-cosine && cd %s/runs/draw-paper-peephole-cosine"
+             " && echo '0 400 4e-4' > cosine && echo '200 4e-4 94.5 0 0' > schedule && echo model > model.safetensors",
+             dir, dir);
+    EXPECT(system(cmd) == 0, "paper-peephole-cosine run");
+    st = stand_in_run(dir, NULL, "MILESTONE_STEPS=200 SCHEDULE_STEPS=100 COSINE_STEPS=800 LR=1e-3 THREADS=1",
+                      "draw_mnist.sh paper-peephole-cosine");
+    err = stand_in_read(dir, "err.txt"), called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0, "resumed: exit status %d: %s", st, err ? err : "");
+    const char *first = called ? strstr(called, "--lr 0.000123463 --clip 10 --seed 1 --steps 300 ") : NULL;
+    trains_with(called, "", "", &trains);
+    EXPECT(first && strstr(first, "--lr 1.52241e-05 --clip 10 --seed 1 --steps 400 ") && trains == 2,
+           "resumed: not the pinned cosine's last two segments: %s", called ? called : "(not run)");
+    EXPECT(err && strstr(err, "goes on from 4e-4 to 0 at step 400 (LR and COSINE_* now give 1e-3 and step 800)") &&
+               strstr(err, "paper-peephole-cosine: finished at step 400"),
+           "resumed: stderr: %s", err ? err : "");
+    free(err), free(called);
+}
+
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_draw_mnist")) return 1;
     RUN(test_no_paper_run_refused);
@@ -396,6 +447,7 @@ int main(void) {
     RUN(test_paper_long_keeps_its_pinned_cosine);
     RUN(test_paper_peephole_long_restarts_the_peephole_run);
     RUN(test_paper_peephole_batch50_counts_epochs_of_1100_steps);
+    RUN(test_paper_peephole_cosine_runs_one_cosine_from_scratch);
     scratch_remove(dir);
     return test_summary();
 }
