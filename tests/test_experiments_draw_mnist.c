@@ -239,6 +239,20 @@ static void test_paper_long_needs_the_converged_paper_run(void) {
     expect_refused_by(run_long, "holds no converged run: run 'paper' to its end first");
 }
 
+// The calls recorded trained, in order, at the four rates of a half cosine from 4e-4 to 0
+// over four equal segments, each at its middle: 4e-4 * (1 + cos(pi x)) / 2, x = 1/8, 3/8,
+// 5/8, 7/8.
+static void expect_quarter_cosine_rates(const char *called) {
+    const char *rates[4] = {"--lr 0.000384776 ", "--lr 0.000276537 ", "--lr 0.000123463 ",
+                            "--lr 1.52241e-05 "};
+    const char *at = called;
+    for (int i = 0; i < 4; i++) {
+        const char *hit = at ? strstr(at, rates[i]) : NULL;
+        EXPECT(hit, "no training at '%s' in order: %s", rates[i], called ? called : "(not run)");
+        at = hit;
+    }
+}
+
 // From the paper run's step 200 to 400: its model copied, four checks each training with
 // the average at the cosine's rate at the segment's middle (4e-4 * (1 + cos(pi x)) / 2,
 // x = 1/8, 3/8, 5/8, 7/8), no halving, milestone rows at 300 and 400.
@@ -251,14 +265,7 @@ static void test_paper_long_restarts_along_the_cosine(void) {
     char *copy = stand_in_read(dir, "runs/draw-paper-long/model.safetensors");
     EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
     EXPECT(copy && strcmp(copy, "final paper\n") == 0, "model: %s", copy ? copy : "(none)");
-    const char *rates[4] = {"--lr 0.000384776 ", "--lr 0.000276537 ", "--lr 0.000123463 ",
-                            "--lr 1.52241e-05 "};
-    const char *at = called;
-    for (int i = 0; i < 4; i++) {
-        const char *hit = at ? strstr(at, rates[i]) : NULL;
-        EXPECT(hit, "no training at '%s' in order: %s", rates[i], called ? called : "(not run)");
-        at = hit;
-    }
+    expect_quarter_cosine_rates(called);
     int trains = 0, with_ema = 0;
     for (const char *p = called; p && (p = strstr(p, "train ")); p++) {
         const char *eol = strchr(p, '\n'), *end = eol ? eol : p + strlen(p);
@@ -396,14 +403,7 @@ static void test_paper_peephole_cosine_runs_one_cosine_from_scratch(void) {
     char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
     char *table = stand_in_read(dir, "results.md");
     EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
-    const char *rates[4] = {"--lr 0.000384776 ", "--lr 0.000276537 ", "--lr 0.000123463 ",
-                            "--lr 1.52241e-05 "};
-    const char *at = called;
-    for (int i = 0; i < 4; i++) {
-        const char *hit = at ? strstr(at, rates[i]) : NULL;
-        EXPECT(hit, "no training at '%s' in order: %s", rates[i], called ? called : "(not run)");
-        at = hit;
-    }
+    expect_quarter_cosine_rates(called);
     int trains = 0, with = trains_with(called, "--peepholes --ema 0.999 ", "draw-paper-peephole-cosine", &trains);
     EXPECT(trains == 4 && with == 4, "%d training calls, %d with --peepholes --ema 0.999 into its folder: %s", trains,
            with, called ? called : "(not run)");
