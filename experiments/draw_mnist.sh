@@ -117,10 +117,11 @@
 #   optimiser gets in the epochs it has. On the 2-core machine a batch of 50 trains nearly
 #   as many images a second as a batch of 100 (490 and 562 against 501 and 585: two rounds
 #   of 12,000 images of the peephole model on 2 threads, alone), so at batch 50 an epoch
-#   costs about the same time and takes twice the Adam steps. paper-peephole-batch50 is paper-peephole
-#   with it, the same rate, schedule, milestones and rows, its checks and milestones
-#   counted in epochs (1,100 steps each); its folder RUNS/draw-paper-peephole-batch50, and
-#   paper-peephole-batch50-long the warm restart of its final model.
+#   costs about the same time and takes twice the Adam steps. paper-peephole-batch50 is
+#   paper-peephole with it, the same rate, schedule, milestones and rows, its checks and
+#   milestones counted in epochs (1,100 steps each); its folder
+#   RUNS/draw-paper-peephole-batch50, and paper-peephole-batch50-long the warm restart of
+#   its final model.
 #
 # One cosine (paper-peephole-cosine)
 #   The halving schedule decides on checks that are noisy by about a nat at 1e-3 (the
@@ -303,14 +304,9 @@ run_to_convergence() {
     STEPS_PER_EPOCH=$((TRAIN_IMAGES / batch))
     dir=$RUNS/draw-$name
     mkdir -p "$dir"
-    per=$MILESTONE_STEPS
-    [ "$per" -gt 0 ] || per=$((MILESTONE_EPOCHS * STEPS_PER_EPOCH))
-    check=$SCHEDULE_STEPS
-    [ "$check" -gt 0 ] || check=$((SCHEDULE_EPOCHS * STEPS_PER_EPOCH))
+    per=$(in_steps "$MILESTONE_STEPS" "$MILESTONE_EPOCHS" MILESTONE)
+    check=$(in_steps "$SCHEDULE_STEPS" "$SCHEDULE_EPOCHS" SCHEDULE)
     max_steps=$((MAX_EPOCHS * STEPS_PER_EPOCH))
-    # A warm restart (paper-long, paper-peephole-long) or one cosine from scratch
-    # (paper-peephole-cosine): the cosine decides the rate.
-    case $name in *-long | *-cosine) by_cosine=1 ;; *) by_cosine=0 ;; esac
     if [ "$name" = paper-noattn ]; then
         # The attention run's budget: its last milestone.
         if [ -n "${NOATTN_EPOCHS:-}" ]; then
@@ -327,15 +323,16 @@ run_to_convergence() {
             exit 2
         fi
     fi
+    # A warm restart (paper-long, paper-peephole-long) or one cosine from scratch
+    # (paper-peephole-cosine): the cosine decides the rate.
+    by_cosine=0
     case $name in
     *-long)
-        max_steps=$LONG_STEPS
-        [ "$max_steps" -gt 0 ] || max_steps=$((LONG_EPOCHS * STEPS_PER_EPOCH))
+        by_cosine=1 max_steps=$(in_steps "$LONG_STEPS" "$LONG_EPOCHS" LONG)
         long_start "$dir" "${name%-long}" "$max_steps"
         cosine_pinned "$name" "$dir/restart" "$max_steps" "$LONG_LR" LONG_ ;;
     *-cosine)
-        max_steps=$COSINE_STEPS
-        [ "$max_steps" -gt 0 ] || max_steps=$((COSINE_EPOCHS * STEPS_PER_EPOCH))
+        by_cosine=1 max_steps=$(in_steps "$COSINE_STEPS" "$COSINE_EPOCHS" COSINE)
         [ -s "$dir/cosine" ] || echo "0 $max_steps $LR" > "$dir/cosine"
         cosine_pinned "$name" "$dir/cosine" "$max_steps" "$LR" "LR and COSINE_" ;;
     esac
@@ -359,6 +356,22 @@ run_to_convergence() {
             --valid-images 1000 --resume --out "$dir" --json > "$dir/train.json"
         schedule_check "$name" "$dir" "$target" "$lr" "$paper"
     done
+}
+
+# in_steps STEPS EPOCHS NAME: a length in steps, STEPS unless 0, else EPOCHS epochs (the
+# settings NAME_STEPS and NAME_EPOCHS); refused with one line (exit 2) unless both are
+# whole numbers and the length is not 0, before anything trains or is pinned.
+in_steps() {
+    for v in "$1" "$2"; do
+        case $v in '' | *[!0-9]*)
+            echo "draw_mnist.sh: $3_STEPS and $3_EPOCHS must be whole numbers, not '$1' and '$2'" >&2
+            exit 2 ;;
+        esac
+    done
+    n=$1
+    [ "$n" -gt 0 ] || n=$(($2 * STEPS_PER_EPOCH))
+    [ "$n" -gt 0 ] || { echo "draw_mnist.sh: $3_STEPS and $3_EPOCHS are both 0: no steps to train" >&2; exit 2; }
+    echo "$n"
 }
 
 # long_start DIR FROM END: a warm restart's first call copies run FROM's final model into

@@ -434,6 +434,24 @@ static void test_paper_peephole_cosine_runs_one_cosine_from_scratch(void) {
     free(err), free(called);
 }
 
+static int run_cosine_of_abc_epochs(void) {
+    return stand_in_run(dir, NULL, "COSINE_EPOCHS=abc THREADS=1", "draw_mnist.sh paper-peephole-cosine");
+}
+static int run_cosine_of_no_steps(void) {
+    return stand_in_run(dir, NULL, "COSINE_EPOCHS=0 COSINE_STEPS=0 THREADS=1", "draw_mnist.sh paper-peephole-cosine");
+}
+
+// A cosine length that is not a whole number, or 0 steps, is refused with one line before
+// anything trains or is pinned (a pinned cosine of 0 steps would hold on every resume).
+static void test_paper_peephole_cosine_refuses_a_bad_length(void) {
+    write_stand_in();
+    expect_refused_by(run_cosine_of_abc_epochs, "COSINE_STEPS and COSINE_EPOCHS must be whole numbers, not '0' and 'abc'");
+    expect_refused_by(run_cosine_of_no_steps, "COSINE_STEPS and COSINE_EPOCHS are both 0: no steps to train");
+    char *pin = stand_in_read(dir, "runs/draw-paper-peephole-cosine/cosine");
+    EXPECT(pin == NULL, "a cosine was pinned: %s", pin);
+    free(pin);
+}
+
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_draw_mnist")) return 1;
     RUN(test_no_paper_run_refused);
@@ -448,6 +466,7 @@ int main(void) {
     RUN(test_paper_peephole_long_restarts_the_peephole_run);
     RUN(test_paper_peephole_batch50_counts_epochs_of_1100_steps);
     RUN(test_paper_peephole_cosine_runs_one_cosine_from_scratch);
+    RUN(test_paper_peephole_cosine_refuses_a_bad_length);
     scratch_remove(dir);
     return test_summary();
 }
