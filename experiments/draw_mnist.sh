@@ -158,7 +158,7 @@
 # for paper and paper-noattn: MILESTONE_EPOCHS (25), MILESTONE_STEPS (0: from the epochs),
 # SCHEDULE_EPOCHS (5), SCHEDULE_STEPS (0: from the epochs), IW_SAMPLES (1000), IW_IMAGES
 # (1000; 0: all), LR (1e-3), MIN_DELTA (0.1), PATIENCE (3),
-# MAX_EPOCHS (1000), PAPER_EMA (0.999; the average of paper-ema and the warm restarts),
+# MAX_EPOCHS (1000), MAX_STEPS (0: from the epochs), PAPER_EMA (0.999; the average of paper-ema and the warm restarts),
 # NOATTN_EPOCHS (default: the paper run's last milestone; refused, with one line, while
 # the paper run has none), LONG_LR (5e-4), LONG_EPOCHS (300), LONG_STEPS (0: from the
 # epochs), COSINE_EPOCHS (150), COSINE_STEPS (0: from the epochs).
@@ -179,6 +179,7 @@ LR=${LR:-1e-3}
 MIN_DELTA=${MIN_DELTA:-0.1}
 PATIENCE=${PATIENCE:-3}
 MAX_EPOCHS=${MAX_EPOCHS:-1000}
+MAX_STEPS=${MAX_STEPS:-0}
 PAPER_EMA=${PAPER_EMA:-0.999}
 LONG_LR=${LONG_LR:-5e-4}
 LONG_EPOCHS=${LONG_EPOCHS:-300}
@@ -306,7 +307,7 @@ run_to_convergence() {
     mkdir -p "$dir"
     per=$(in_steps "$MILESTONE_STEPS" "$MILESTONE_EPOCHS" MILESTONE)
     check=$(in_steps "$SCHEDULE_STEPS" "$SCHEDULE_EPOCHS" SCHEDULE)
-    max_steps=$((MAX_EPOCHS * STEPS_PER_EPOCH))
+    max_steps=$(in_steps "$MAX_STEPS" "$MAX_EPOCHS" MAX)
     if [ "$name" = paper-noattn ]; then
         # The attention run's budget: its last milestone.
         if [ -n "${NOATTN_EPOCHS:-}" ]; then

@@ -452,6 +452,27 @@ static void test_paper_peephole_cosine_refuses_a_bad_length(void) {
     free(pin);
 }
 
+static int run_paper_of_abc_epochs(void) {
+    return stand_in_run(dir, NULL, "MAX_EPOCHS=abc THREADS=1", "draw_mnist.sh paper-peephole");
+}
+
+// The budget of a run to convergence: MAX_STEPS when set, else MAX_EPOCHS epochs, both
+// whole numbers or refused with one line before anything trains.
+static void test_paper_budget_is_max_steps_or_max_epochs(void) {
+    write_stand_in();
+    expect_refused_by(run_paper_of_abc_epochs, "MAX_STEPS and MAX_EPOCHS must be whole numbers, not '0' and 'abc'");
+    write_stand_in();
+    int st = stand_in_run(dir, NULL, "MILESTONE_STEPS=275 SCHEDULE_STEPS=275 MAX_STEPS=275 MAX_EPOCHS=1 THREADS=1",
+                          "draw_mnist.sh paper-peephole");
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    int trains = 0;
+    trains_with(called, "", "", &trains);
+    EXPECT(st == 0 && trains == 1 && strstr(called, "--steps 275 "), "MAX_STEPS=275: exit status %d, %d training calls: %s",
+           st, trains, called ? called : "(not run)");
+    EXPECT(err && strstr(err, "paper-peephole: finished at step 275"), "stderr: %s", err ? err : "");
+    free(err), free(called);
+}
+
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_draw_mnist")) return 1;
     RUN(test_no_paper_run_refused);
@@ -467,6 +488,7 @@ int main(void) {
     RUN(test_paper_peephole_batch50_counts_epochs_of_1100_steps);
     RUN(test_paper_peephole_cosine_runs_one_cosine_from_scratch);
     RUN(test_paper_peephole_cosine_refuses_a_bad_length);
+    RUN(test_paper_budget_is_max_steps_or_max_epochs);
     scratch_remove(dir);
     return test_summary();
 }
