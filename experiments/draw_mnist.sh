@@ -157,8 +157,8 @@
 # RESULTS (the table, default $RESULTS_DIR/draw_mnist.md, RESULTS_DIR experiments/results);
 # for paper and paper-noattn: MILESTONE_EPOCHS (25), MILESTONE_STEPS (0: from the epochs),
 # SCHEDULE_EPOCHS (5), SCHEDULE_STEPS (0: from the epochs), IW_SAMPLES (1000), IW_IMAGES
-# (1000; 0: all), LR (1e-3), MIN_DELTA (0.1), PATIENCE (3),
-# MAX_EPOCHS (1000), MAX_STEPS (0: from the epochs), PAPER_EMA (0.999; the average of paper-ema and the warm restarts),
+# (1000; 0: all), LR (1e-3), MIN_DELTA (0.1), PATIENCE (3), MAX_EPOCHS (1000), MAX_STEPS
+# (0: from the epochs), PAPER_EMA (0.999; the average of paper-ema and the warm restarts),
 # NOATTN_EPOCHS (default: the paper run's last milestone; refused, with one line, while
 # the paper run has none), LONG_LR (5e-4), LONG_EPOCHS (300), LONG_STEPS (0: from the
 # epochs), COSINE_EPOCHS (150), COSINE_STEPS (0: from the epochs).
