@@ -15,7 +15,8 @@
 // paper-peephole, whose every training call has --peepholes, and paper-peephole-long, its
 // warm restart; paper-peephole-batch50, at batch 50 with epochs of 1,100 steps, and its
 // warm restart; and paper-peephole-cosine, one cosine from scratch with the average, its
-// cosine pinned at its first call. Run from the repository root (as tests/run.sh is).
+// cosine pinned at its first call, and paper-peephole-cosine300, whose name gives its
+// cosine's length. Run from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -452,6 +453,28 @@ static void test_paper_peephole_cosine_refuses_a_bad_length(void) {
     free(pin);
 }
 
+// paper-peephole-cosine300: the number in the name is the cosine's length in epochs (300
+// of 550 steps: 0 to 165,000), whatever COSINE_EPOCHS says; pinned at the first call in
+// its own folder, with the average and peepholes. Two segments of 82,500 steps train at
+// the cosine's value at their middles, 1e-3 * (1 + cos(pi x)) / 2 at x = 1/4 and 3/4.
+static void test_paper_peephole_cosine300_takes_its_length_from_its_name(void) {
+    write_stand_in();
+    int st = stand_in_run(dir, NULL, "MILESTONE_STEPS=82500 SCHEDULE_STEPS=82500 COSINE_EPOCHS=150 THREADS=1",
+                          "draw_mnist.sh paper-peephole-cosine300");
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    char *pin = stand_in_read(dir, "runs/draw-paper-peephole-cosine300/cosine");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    EXPECT(pin && strcmp(pin, "0 165000 1e-3\n") == 0, "pinned cosine: %s", pin ? pin : "(none)");
+    int trains = 0, with = trains_with(called, "--peepholes --ema 0.999 ", "draw-paper-peephole-cosine300", &trains);
+    EXPECT(trains == 2 && with == 2, "%d training calls, %d with --peepholes --ema 0.999 into its folder: %s", trains,
+           with, called ? called : "(not run)");
+    const char *first = called ? strstr(called, "--lr 0.000853553 --clip 10 --seed 1 --steps 82500 ") : NULL;
+    EXPECT(first && strstr(first, "--lr 0.000146447 --clip 10 --seed 1 --steps 165000 "),
+           "not the 300-epoch cosine's two segments: %s", called ? called : "(not run)");
+    EXPECT(err && strstr(err, "paper-peephole-cosine300: finished at step 165000"), "stderr: %s", err ? err : "");
+    free(err), free(called), free(pin);
+}
+
 static int run_paper_of_abc_epochs(void) {
     return stand_in_run(dir, NULL, "MAX_EPOCHS=abc THREADS=1", "draw_mnist.sh paper-peephole");
 }
@@ -488,6 +511,7 @@ int main(void) {
     RUN(test_paper_peephole_batch50_counts_epochs_of_1100_steps);
     RUN(test_paper_peephole_cosine_runs_one_cosine_from_scratch);
     RUN(test_paper_peephole_cosine_refuses_a_bad_length);
+    RUN(test_paper_peephole_cosine300_takes_its_length_from_its_name);
     RUN(test_paper_budget_is_max_steps_or_max_epochs);
     scratch_remove(dir);
     return test_summary();
