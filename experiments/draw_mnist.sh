@@ -144,8 +144,9 @@
 #   paper-peephole-cosine300 is the same recipe with a cosine twice as long, from
 #   scratch in RUNS/draw-paper-peephole-cosine300: paper-peephole-cosine's validation bound
 #   fell at every check of its cosine's second half, by 0.64 nats from epoch 75 to 125,
-#   while its training bound (log.csv, the mean of the last 50 steps) stayed within about
-#   half a nat of it: the model still underfits there, and the question is what twice the
+#   while its training bound (log.csv, the mean of the last 50 steps) stood level with the
+#   average's validation bound at the epochs' ends (0.05 below it on average, each within
+#   about a nat): the model still underfits there, and the question is what twice the
 #   epochs at each rate buy (the public Theano reproduction trained about 300). The number
 #   after "cosine" in the name is the cosine's length in epochs; COSINE_STEPS overrides it
 #   as it does COSINE_EPOCHS.
