@@ -16,7 +16,7 @@
 // warm restart; paper-peephole-batch50, at batch 50 with epochs of 1,100 steps, and its
 // warm restart; and paper-peephole-cosine, one cosine from scratch with the average, its
 // cosine pinned at its first call, and paper-peephole-cosine300, whose name gives its
-// cosine's length. Run from the repository root (as tests/run.sh is).
+// cosine's length, and paper-noattn-peephole-cosine300, the same without attention. Run from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -475,6 +475,34 @@ static void test_paper_peephole_cosine300_takes_its_length_from_its_name(void) {
     free(err), free(called), free(pin);
 }
 
+// paper-noattn-peephole-cosine300: paper-peephole-cosine300's recipe (peepholes, the
+// average, the 300-epoch cosine) on paper-noattn's model, into its own folder and rows
+// beside the paper's 87.40; its budget is its cosine, so it needs no paper run (which
+// paper-noattn does).
+static void test_paper_noattn_peephole_cosine300_is_the_recipe_without_attention(void) {
+    write_stand_in();
+    int st = stand_in_run(dir, NULL, "MILESTONE_STEPS=82500 SCHEDULE_STEPS=82500 COSINE_EPOCHS=150 THREADS=1",
+                          "draw_mnist.sh paper-noattn-peephole-cosine300");
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    char *pin = stand_in_read(dir, "runs/draw-paper-noattn-peephole-cosine300/cosine");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    EXPECT(pin && strcmp(pin, "0 165000 1e-3\n") == 0, "pinned cosine: %s", pin ? pin : "(none)");
+    int trains = 0, with = trains_with(called, "--hidden 256 --z 100 --no-attention --peepholes --ema 0.999 ",
+                                       "draw-paper-noattn-peephole-cosine300", &trains);
+    EXPECT(trains == 2 && with == 2 && !strstr(called, "--read"),
+           "%d training calls, %d with --no-attention --peepholes --ema 0.999 into its folder: %s", trains, with,
+           called ? called : "(not run)");
+    const char *first = called ? strstr(called, "--lr 0.000853553 --clip 10 --seed 1 --steps 82500 ") : NULL;
+    EXPECT(first && strstr(first, "--lr 0.000146447 --clip 10 --seed 1 --steps 165000 "),
+           "not the 300-epoch cosine's two segments: %s", called ? called : "(not run)");
+    char *table = stand_in_read(dir, "results.md");
+    EXPECT(table && strstr(table, "| paper-noattn-peephole-cosine300 | 150 | 82500 | ") &&
+               strstr(table, "| paper-noattn-peephole-cosine300 | 300 | 165000 | ") && strstr(table, "| 87.40 |") &&
+               !strstr(table, "| 80.97 |"),
+           "rows: %s", table ? table : "(none)");
+    free(err), free(called), free(pin), free(table);
+}
+
 static int run_paper_of_abc_epochs(void) {
     return stand_in_run(dir, NULL, "MAX_EPOCHS=abc THREADS=1", "draw_mnist.sh paper-peephole");
 }
@@ -512,6 +540,7 @@ int main(void) {
     RUN(test_paper_peephole_cosine_runs_one_cosine_from_scratch);
     RUN(test_paper_peephole_cosine_refuses_a_bad_length);
     RUN(test_paper_peephole_cosine300_takes_its_length_from_its_name);
+    RUN(test_paper_noattn_peephole_cosine300_is_the_recipe_without_attention);
     RUN(test_paper_budget_is_max_steps_or_max_epochs);
     scratch_remove(dir);
     return test_summary();
