@@ -453,26 +453,41 @@ static void test_paper_peephole_cosine_refuses_a_bad_length(void) {
     free(pin);
 }
 
-// paper-peephole-cosine300: the number in the name is the cosine's length in epochs (300
-// of 550 steps: 0 to 165,000), whatever COSINE_EPOCHS says; pinned at the first call in
-// its own folder, with the average and peepholes. Two segments of 82,500 steps train at
-// the cosine's value at their middles, 1e-3 * (1 + cos(pi x)) / 2 at x = 1/4 and 3/4.
-static void test_paper_peephole_cosine300_takes_its_length_from_its_name(void) {
+// Runs MODE with COSINE_EPOCHS=150 and checks that its name's 300 epochs (of 550 steps: 0
+// to 165,000) set its cosine, pinned at the first call in RUNS/draw-MODE: two segments of
+// 82,500 steps at the cosine's value at their middles, 1e-3 * (1 + cos(pi x)) / 2 at x =
+// 1/4 and 3/4, each training call with FLAGS into that folder; the results table into
+// *table.
+static void expect_300_epoch_cosine(const char *mode, const char *flags, char **table) {
+    char cmd[200], folder[200], pin_file[200], finished[200];
+    snprintf(cmd, sizeof cmd, "draw_mnist.sh %s", mode);
+    snprintf(folder, sizeof folder, "draw-%s", mode);
+    snprintf(pin_file, sizeof pin_file, "runs/draw-%s/cosine", mode);
+    snprintf(finished, sizeof finished, "%s: finished at step 165000", mode);
     write_stand_in();
-    int st = stand_in_run(dir, NULL, "MILESTONE_STEPS=82500 SCHEDULE_STEPS=82500 COSINE_EPOCHS=150 THREADS=1",
-                          "draw_mnist.sh paper-peephole-cosine300");
+    int st = stand_in_run(dir, NULL, "MILESTONE_STEPS=82500 SCHEDULE_STEPS=82500 COSINE_EPOCHS=150 THREADS=1", cmd);
     char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
-    char *pin = stand_in_read(dir, "runs/draw-paper-peephole-cosine300/cosine");
-    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
-    EXPECT(pin && strcmp(pin, "0 165000 1e-3\n") == 0, "pinned cosine: %s", pin ? pin : "(none)");
-    int trains = 0, with = trains_with(called, "--peepholes --ema 0.999 ", "draw-paper-peephole-cosine300", &trains);
-    EXPECT(trains == 2 && with == 2, "%d training calls, %d with --peepholes --ema 0.999 into its folder: %s", trains,
-           with, called ? called : "(not run)");
+    char *pin = stand_in_read(dir, pin_file);
+    EXPECT(st == 0, "%s: exit status %d: %s", mode, st, err ? err : "");
+    EXPECT(pin && strcmp(pin, "0 165000 1e-3\n") == 0, "%s: pinned cosine: %s", mode, pin ? pin : "(none)");
+    int trains = 0, with = trains_with(called, flags, folder, &trains);
+    EXPECT(trains == 2 && with == 2, "%d training calls, %d with '%s' into %s: %s", trains, with, flags, folder,
+           called ? called : "(not run)");
     const char *first = called ? strstr(called, "--lr 0.000853553 --clip 10 --seed 1 --steps 82500 ") : NULL;
     EXPECT(first && strstr(first, "--lr 0.000146447 --clip 10 --seed 1 --steps 165000 "),
-           "not the 300-epoch cosine's two segments: %s", called ? called : "(not run)");
-    EXPECT(err && strstr(err, "paper-peephole-cosine300: finished at step 165000"), "stderr: %s", err ? err : "");
+           "%s: not the 300-epoch cosine's two segments: %s", mode, called ? called : "(not run)");
+    EXPECT(err && strstr(err, finished), "%s: stderr: %s", mode, err ? err : "");
+    *table = stand_in_read(dir, "results.md");
     free(err), free(called), free(pin);
+}
+
+// paper-peephole-cosine300: the number in the name is the cosine's length in epochs,
+// whatever COSINE_EPOCHS says; with the average and peepholes.
+static void test_paper_peephole_cosine300_takes_its_length_from_its_name(void) {
+    char *table = NULL;
+    expect_300_epoch_cosine("paper-peephole-cosine300", "--read 2 --write 5 --hidden 256 --z 100 --peepholes --ema 0.999 ",
+                            &table);
+    free(table);
 }
 
 // paper-noattn-peephole-cosine300: paper-peephole-cosine300's recipe (peepholes, the
@@ -480,27 +495,14 @@ static void test_paper_peephole_cosine300_takes_its_length_from_its_name(void) {
 // beside the paper's 87.40; its budget is its cosine, so it needs no paper run (which
 // paper-noattn does).
 static void test_paper_noattn_peephole_cosine300_is_the_recipe_without_attention(void) {
-    write_stand_in();
-    int st = stand_in_run(dir, NULL, "MILESTONE_STEPS=82500 SCHEDULE_STEPS=82500 COSINE_EPOCHS=150 THREADS=1",
-                          "draw_mnist.sh paper-noattn-peephole-cosine300");
-    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
-    char *pin = stand_in_read(dir, "runs/draw-paper-noattn-peephole-cosine300/cosine");
-    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
-    EXPECT(pin && strcmp(pin, "0 165000 1e-3\n") == 0, "pinned cosine: %s", pin ? pin : "(none)");
-    int trains = 0, with = trains_with(called, "--hidden 256 --z 100 --no-attention --peepholes --ema 0.999 ",
-                                       "draw-paper-noattn-peephole-cosine300", &trains);
-    EXPECT(trains == 2 && with == 2 && !strstr(called, "--read"),
-           "%d training calls, %d with --no-attention --peepholes --ema 0.999 into its folder: %s", trains, with,
-           called ? called : "(not run)");
-    const char *first = called ? strstr(called, "--lr 0.000853553 --clip 10 --seed 1 --steps 82500 ") : NULL;
-    EXPECT(first && strstr(first, "--lr 0.000146447 --clip 10 --seed 1 --steps 165000 "),
-           "not the 300-epoch cosine's two segments: %s", called ? called : "(not run)");
-    char *table = stand_in_read(dir, "results.md");
+    char *table = NULL;
+    expect_300_epoch_cosine("paper-noattn-peephole-cosine300",
+                            "--T 64 --hidden 256 --z 100 --no-attention --peepholes --ema 0.999 ", &table);
     EXPECT(table && strstr(table, "| paper-noattn-peephole-cosine300 | 150 | 82500 | ") &&
                strstr(table, "| paper-noattn-peephole-cosine300 | 300 | 165000 | ") && strstr(table, "| 87.40 |") &&
                !strstr(table, "| 80.97 |"),
            "rows: %s", table ? table : "(none)");
-    free(err), free(called), free(pin), free(table);
+    free(table);
 }
 
 static int run_paper_of_abc_epochs(void) {
