@@ -16,7 +16,8 @@
 // warm restart; paper-peephole-batch50, at batch 50 with epochs of 1,100 steps, and its
 // warm restart; and paper-peephole-cosine, one cosine from scratch with the average, its
 // cosine pinned at its first call, and paper-peephole-cosine300, whose name gives its
-// cosine's length, and paper-noattn-peephole-cosine300, the same without attention. Run from the repository root (as tests/run.sh is).
+// cosine's length, and paper-noattn-peephole-cosine300, the same without attention. Run
+// from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -456,9 +457,8 @@ static void test_paper_peephole_cosine_refuses_a_bad_length(void) {
 // Runs MODE with COSINE_EPOCHS=150 and checks that its name's 300 epochs (of 550 steps: 0
 // to 165,000) set its cosine, pinned at the first call in RUNS/draw-MODE: two segments of
 // 82,500 steps at the cosine's value at their middles, 1e-3 * (1 + cos(pi x)) / 2 at x =
-// 1/4 and 3/4, each training call with FLAGS into that folder; the results table into
-// *table.
-static void expect_300_epoch_cosine(const char *mode, const char *flags, char **table) {
+// 1/4 and 3/4, each training call with FLAGS into that folder.
+static void expect_300_epoch_cosine(const char *mode, const char *flags) {
     char cmd[200], folder[200], pin_file[200], finished[200];
     snprintf(cmd, sizeof cmd, "draw_mnist.sh %s", mode);
     snprintf(folder, sizeof folder, "draw-%s", mode);
@@ -477,17 +477,13 @@ static void expect_300_epoch_cosine(const char *mode, const char *flags, char **
     EXPECT(first && strstr(first, "--lr 0.000146447 --clip 10 --seed 1 --steps 165000 "),
            "%s: not the 300-epoch cosine's two segments: %s", mode, called ? called : "(not run)");
     EXPECT(err && strstr(err, finished), "%s: stderr: %s", mode, err ? err : "");
-    *table = stand_in_read(dir, "results.md");
     free(err), free(called), free(pin);
 }
 
 // paper-peephole-cosine300: the number in the name is the cosine's length in epochs,
 // whatever COSINE_EPOCHS says; with the average and peepholes.
 static void test_paper_peephole_cosine300_takes_its_length_from_its_name(void) {
-    char *table = NULL;
-    expect_300_epoch_cosine("paper-peephole-cosine300", "--read 2 --write 5 --hidden 256 --z 100 --peepholes --ema 0.999 ",
-                            &table);
-    free(table);
+    expect_300_epoch_cosine("paper-peephole-cosine300", "--read 2 --write 5 --hidden 256 --z 100 --peepholes --ema 0.999 ");
 }
 
 // paper-noattn-peephole-cosine300: paper-peephole-cosine300's recipe (peepholes, the
@@ -495,9 +491,9 @@ static void test_paper_peephole_cosine300_takes_its_length_from_its_name(void) {
 // beside the paper's 87.40; its budget is its cosine, so it needs no paper run (which
 // paper-noattn does).
 static void test_paper_noattn_peephole_cosine300_is_the_recipe_without_attention(void) {
-    char *table = NULL;
     expect_300_epoch_cosine("paper-noattn-peephole-cosine300",
-                            "--T 64 --hidden 256 --z 100 --no-attention --peepholes --ema 0.999 ", &table);
+                            "--T 64 --hidden 256 --z 100 --no-attention --peepholes --ema 0.999 ");
+    char *table = stand_in_read(dir, "results.md");
     EXPECT(table && strstr(table, "| paper-noattn-peephole-cosine300 | 150 | 82500 | ") &&
                strstr(table, "| paper-noattn-peephole-cosine300 | 300 | 165000 | ") && strstr(table, "| 87.40 |") &&
                !strstr(table, "| 80.97 |"),
