@@ -177,10 +177,10 @@
 # SCHEDULE_EPOCHS (5), SCHEDULE_STEPS (0: from the epochs), IW_SAMPLES (1000), IW_IMAGES
 # (1000; 0: all), LR (1e-3), MIN_DELTA (0.1), PATIENCE (3), MAX_EPOCHS (1000), MAX_STEPS
 # (0: from the epochs), PAPER_EMA (0.999; the average of paper-ema and the warm restarts),
-# NOATTN_EPOCHS (default: the paper run's last milestone; refused, with one line, while
-# the paper run has none), LONG_LR (5e-4), LONG_EPOCHS (300), LONG_STEPS (0: from the
-# epochs), COSINE_EPOCHS (150; not read by the cosine300 runs), COSINE_STEPS (0: from
-# the epochs).
+# NOATTN_EPOCHS and NOATTN_STEPS (paper-noattn's budget, steps unless 0; unset, the paper
+# run's last milestone, refused with one line while the paper run has none), LONG_LR
+# (5e-4), LONG_EPOCHS (300), LONG_STEPS (0: from the epochs), COSINE_EPOCHS (150; not read
+# by the cosine300 runs), COSINE_STEPS (0: from the epochs).
 set -eu
 
 BIN=${ATTEND_BIN:-bin}
@@ -210,6 +210,11 @@ PAPER_MODEL="--T 64 --read 2 --write 5 --hidden 256 --z 100"  # the paper's tabl
 PAPER_NOATTN_MODEL="--T 64 --hidden 256 --z 100 --no-attention"
 SAMPLES=${SAMPLES:-10}
 SEED=${SEED:-1}
+# The configurations run_config knows, as the usage line above and experiments/README.md
+# list them (tests/test_experiments_draw_mnist.c checks the three agree).
+CONFIGS="quick quick-noattn paper paper-noattn paper-ema paper-long paper-peephole paper-peephole-long \
+paper-peephole-batch50 paper-peephole-batch50-long paper-peephole-cosine paper-peephole-cosine300 \
+paper-noattn-peephole-cosine300"
 RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/draw_mnist.md}
 
 [ $# -gt 0 ] || set -- quick quick-noattn
@@ -234,7 +239,7 @@ run_config() {
         run_to_convergence "$name" "$PAPER_MODEL --peepholes --ema $PAPER_EMA" 80.97; return ;;
     paper-noattn-peephole-cosine300)
         run_to_convergence "$name" "$PAPER_NOATTN_MODEL --peepholes --ema $PAPER_EMA" 87.40; return ;;
-    *) echo "draw_mnist.sh: unknown configuration '$name' (quick, quick-noattn, paper, paper-noattn, paper-ema, paper-long, paper-peephole, paper-peephole-long, paper-peephole-batch50, paper-peephole-batch50-long, paper-peephole-cosine, paper-peephole-cosine300, paper-noattn-peephole-cosine300)" >&2; exit 2 ;;
+    *) echo "draw_mnist.sh: unknown configuration '$name' (one of: $CONFIGS)" >&2; exit 2 ;;
     esac
     dir=$RUNS/draw-$name
     mkdir -p "$dir"
@@ -327,14 +332,13 @@ run_to_convergence() {
     name=$1 model=$2 paper=$3 batch=${4:-100}
     STEPS_PER_EPOCH=$((TRAIN_IMAGES / batch))
     dir=$RUNS/draw-$name
-    mkdir -p "$dir"
     per=$(in_steps "$MILESTONE_STEPS" "$MILESTONE_EPOCHS" MILESTONE)
     check=$(in_steps "$SCHEDULE_STEPS" "$SCHEDULE_EPOCHS" SCHEDULE)
     max_steps=$(in_steps "$MAX_STEPS" "$MAX_EPOCHS" MAX)
     if [ "$name" = paper-noattn ]; then
         # The attention run's budget: its last milestone.
-        if [ -n "${NOATTN_EPOCHS:-}" ]; then
-            max_steps=$((NOATTN_EPOCHS * STEPS_PER_EPOCH))
+        if [ -n "${NOATTN_STEPS:-}${NOATTN_EPOCHS:-}" ]; then
+            max_steps=$(in_steps "${NOATTN_STEPS:-0}" "${NOATTN_EPOCHS:-0}" NOATTN)
         elif [ -s "$RUNS/draw-paper/schedule" ]; then
             at_paper=$(cut -d' ' -f1 "$RUNS/draw-paper/schedule")
             max_steps=$((at_paper / per * per))
@@ -347,6 +351,7 @@ run_to_convergence() {
             exit 2
         fi
     fi
+    mkdir -p "$dir"
     # A warm restart (paper-long, paper-peephole-long) or one cosine from scratch
     # (paper-peephole-cosine; paper-peephole-cosineN, one of N epochs): the cosine decides
     # the rate.

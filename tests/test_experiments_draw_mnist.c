@@ -16,8 +16,11 @@
 // warm restart; paper-peephole-batch50, at batch 50 with epochs of 1,100 steps, and its
 // warm restart; and paper-peephole-cosine, one cosine from scratch with the average, its
 // cosine pinned at its first call, and paper-peephole-cosine300, whose name gives its
-// cosine's length, and paper-noattn-peephole-cosine300, the same without attention. Run
-// from the repository root (as tests/run.sh is).
+// cosine's length, and paper-noattn-peephole-cosine300, the same without attention; a
+// budget for paper-noattn set by NOATTN_STEPS or NOATTN_EPOCHS (a bad one refused); and an
+// unknown configuration, refused with the list of known ones, which the script's usage
+// line and experiments/README.md must both hold. Run from the repository root (as
+// tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -522,6 +525,76 @@ static void test_paper_budget_is_max_steps_or_max_epochs(void) {
     free(err), free(called);
 }
 
+static int run_noattn_of_abc_epochs(void) {
+    return stand_in_run(dir, NULL, "NOATTN_EPOCHS=abc THREADS=1", "draw_mnist.sh paper-noattn");
+}
+
+// NOATTN_EPOCHS or NOATTN_STEPS set paper-noattn's budget in place of the paper run's, a
+// whole number or refused with one line before anything trains or any folder is made.
+static void test_paper_noattn_budget_may_be_set(void) {
+    write_stand_in();
+    expect_refused_by(run_noattn_of_abc_epochs, "NOATTN_STEPS and NOATTN_EPOCHS must be whole numbers, not '0' and 'abc'");
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "test -e %s/runs/draw-paper-noattn", dir);
+    EXPECT(system(cmd) != 0, "a refused run left its folder");
+    write_stand_in();  // no paper run: the setting alone gives the budget
+    int st = stand_in_run(dir, NULL, "MILESTONE_STEPS=100 SCHEDULE_STEPS=50 NOATTN_STEPS=150 NOATTN_EPOCHS=abc THREADS=1",
+                          "draw_mnist.sh paper-noattn");
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    int trains = 0;
+    trains_with(called, "", "", &trains);
+    EXPECT(st == 2 && trains == 0, "NOATTN_EPOCHS=abc beside NOATTN_STEPS: exit status %d, %d training calls", st, trains);
+    free(err), free(called);
+    write_stand_in();
+    st = stand_in_run(dir, NULL, "MILESTONE_STEPS=100 SCHEDULE_STEPS=50 NOATTN_STEPS=150 THREADS=1",
+                      "draw_mnist.sh paper-noattn");
+    err = stand_in_read(dir, "err.txt"), called = stand_in_read(dir, "called.txt");
+    int with = trains_with(called, "--no-attention ", "draw-paper-noattn", &trains);
+    EXPECT(st == 0 && trains == 3 && with == 3 && strstr(called, "--steps 150 ") && !strstr(called, "--steps 200 "),
+           "NOATTN_STEPS=150: exit status %d, %d training calls: %s", st, trains, called ? called : "(not run)");
+    EXPECT(err && strstr(err, "paper-noattn: finished at step 150"), "stderr: %s", err ? err : "");
+    free(err), free(called);
+}
+
+static int run_unknown(void) { return stand_in_run(dir, NULL, "THREADS=1", "draw_mnist.sh nosuch"); }
+
+// An unknown configuration is refused with one line listing the known ones, and each of
+// those is listed in the script's usage line and in experiments/README.md too.
+static void test_unknown_configuration_lists_the_known_ones(void) {
+    write_stand_in();
+    expect_refused_by(run_unknown, "unknown configuration 'nosuch' (one of: quick quick-noattn paper ");
+    char *err = stand_in_read(dir, "err.txt"), *script = stand_in_read(".", "experiments/draw_mnist.sh");
+    char *readme = stand_in_read(".", "experiments/README.md");
+    const char *list = err ? strstr(err, "(one of: ") : NULL;
+    EXPECT(list && script && readme, "cannot read the list, the script or the README");
+    if (!list || !script || !readme) goto done;
+    const char *usage_end = strstr(script, "\n#\n"), *row = strstr(readme, "| `draw_mnist.sh [");
+    const char *row_end = row ? strchr(row, ']') : NULL;
+    EXPECT(usage_end && row_end, "no usage line in the script or no draw_mnist.sh row in the README");
+    if (!usage_end || !row_end) goto done;
+    int names = 0;
+    for (const char *p = list + strlen("(one of: "); *p && *p != ')';) {
+        size_t n = strcspn(p, " )");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)n, p);
+        names++;
+        // A whole word in each: after '[' or a space, before a space, '|' or ']' (so that
+        // "paper" is not found inside "paper-ema").
+        int in_usage = 0, in_readme = 0;
+        for (const char *q = script + 1; (q = strstr(q, name)) && q < usage_end; q++)
+            if (strchr("[ ", q[-1]) && q[n] && strchr(" |]", q[n])) in_usage = 1;
+        for (const char *q = row + 1; (q = strstr(q, name)) && q < row_end; q++)
+            if (strchr("[ ", q[-1]) && q[n] && strchr(" ]", q[n])) in_readme = 1;
+        EXPECT(in_usage, "'%s' is not in the script's usage line", name);
+        EXPECT(in_readme, "'%s' is not in experiments/README.md's draw_mnist.sh row", name);
+        p += n;
+        if (*p == ' ') p++;
+    }
+    EXPECT(names == 13, "%d configurations listed", names);
+done:
+    free(err), free(script), free(readme);
+}
+
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_draw_mnist")) return 1;
     RUN(test_no_paper_run_refused);
@@ -540,6 +613,8 @@ int main(void) {
     RUN(test_paper_peephole_cosine300_takes_its_length_from_its_name);
     RUN(test_paper_noattn_peephole_cosine300_is_the_recipe_without_attention);
     RUN(test_paper_budget_is_max_steps_or_max_epochs);
+    RUN(test_paper_noattn_budget_may_be_set);
+    RUN(test_unknown_configuration_lists_the_known_ones);
     scratch_remove(dir);
     return test_summary();
 }
