@@ -537,18 +537,19 @@ static void test_paper_noattn_budget_may_be_set(void) {
     char cmd[400];
     snprintf(cmd, sizeof cmd, "test -e %s/runs/draw-paper-noattn", dir);
     EXPECT(system(cmd) != 0, "a refused run left its folder");
-    write_stand_in();  // no paper run: the setting alone gives the budget
+    write_stand_in();  // a bad NOATTN_EPOCHS is refused even beside a good NOATTN_STEPS
     int st = stand_in_run(dir, NULL, "MILESTONE_STEPS=100 SCHEDULE_STEPS=50 NOATTN_STEPS=150 NOATTN_EPOCHS=abc THREADS=1",
                           "draw_mnist.sh paper-noattn");
-    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    char *called = stand_in_read(dir, "called.txt");
     int trains = 0;
     trains_with(called, "", "", &trains);
     EXPECT(st == 2 && trains == 0, "NOATTN_EPOCHS=abc beside NOATTN_STEPS: exit status %d, %d training calls", st, trains);
-    free(err), free(called);
-    write_stand_in();
+    free(called);
+    write_stand_in();  // no paper run: the setting alone gives the budget
     st = stand_in_run(dir, NULL, "MILESTONE_STEPS=100 SCHEDULE_STEPS=50 NOATTN_STEPS=150 THREADS=1",
                       "draw_mnist.sh paper-noattn");
-    err = stand_in_read(dir, "err.txt"), called = stand_in_read(dir, "called.txt");
+    char *err = stand_in_read(dir, "err.txt");
+    called = stand_in_read(dir, "called.txt");
     int with = trains_with(called, "--no-attention ", "draw-paper-noattn", &trains);
     EXPECT(st == 0 && trains == 3 && with == 3 && strstr(called, "--steps 150 ") && !strstr(called, "--steps 200 "),
            "NOATTN_STEPS=150: exit status %d, %d training calls: %s", st, trains, called ? called : "(not run)");
