@@ -3,7 +3,10 @@
 // and of a made-up reproduction (a run folder whose name needs escaping, a table with
 // markup in its cells) must pass the strict checker, link only files that exist, show
 // every table of experiments/results/ beside its papers' numbers, and escape what it
-// copies. Run from the repository root (as tests/run.sh is).
+// copies. Every table the project publishes in markdown is well formed: its header, one
+// rule right below it, then rows of the header's width. Run from the repository root (as
+// tests/run.sh is).
+#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,10 +145,78 @@ static void test_index_of_a_reproduction(void) {
     free(page);
 }
 
+// The cells of a table line: its unescaped '|' less one.
+static int table_cells(const char *line, size_t len) {
+    int bars = 0;
+    for (size_t i = 0; i < len; i++)
+        if (line[i] == '|' && (i == 0 || line[i - 1] != '\\')) bars++;
+    return bars - 1;
+}
+
+// A table's rule line: bars, dashes, colons and blanks only, with a dash.
+static int is_table_rule(const char *line, size_t len) {
+    int dash = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (line[i] == '-') dash = 1;
+        else if (line[i] != '|' && line[i] != ':' && !isspace((unsigned char)line[i])) return 0;
+    }
+    return dash;
+}
+
+// Checks every table of the markdown file at path; returns how many it saw, failing the
+// test at the first malformed line.
+static int check_tables(const char *path) {
+    char *text = scratch_read_text(path, NULL);
+    EXPECT(text != NULL, "cannot read %s", path);
+    if (!text) return 0;
+    int tables = 0, row = 0, width = 0, line_no = 0;
+    for (char *line = text; *line;) {
+        char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        line_no++;
+        if (len == 0 || line[0] != '|') {
+            row = 0;
+        } else if (row++ == 0) {
+            tables++;
+            width = table_cells(line, len);
+        } else {
+            int rule = is_table_rule(line, len);
+            EXPECT(rule == (row == 2), "%s:%d: %s", path, line_no,
+                   rule ? "a rule inside a table's rows" : "a table's header without its rule below it");
+            EXPECT(table_cells(line, len) == width, "%s:%d: %d cells in a table of %d", path, line_no,
+                   table_cells(line, len), width);
+            if (rule != (row == 2) || table_cells(line, len) != width) break;
+        }
+        line = end ? end + 1 : line + len;
+    }
+    free(text);
+    return tables;
+}
+
+static void test_published_tables_are_well_formed(void) {
+    static const char *const pages[] = {"README.md", "experiments/README.md", "experiments/papers.md",
+                                        "bench/RESULTS.md"};
+    int tables = 0;
+    for (int i = 0; i < (int)(sizeof pages / sizeof *pages); i++) tables += check_tables(pages[i]);
+    DIR *d = opendir("experiments/results");
+    EXPECT(d != NULL, "cannot list experiments/results");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 4 || strcmp(e->d_name + n - 3, ".md")) continue;
+        char path[600];
+        snprintf(path, sizeof path, "experiments/results/%s", e->d_name);
+        tables += check_tables(path);
+    }
+    if (d) closedir(d);
+    EXPECT(tables >= 20, "only %d tables found", tables);
+}
+
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_index")) return 1;
     RUN(test_md2html);
     RUN(test_index_of_a_reproduction);
+    RUN(test_published_tables_are_well_formed);
     scratch_remove(dir);
     return test_summary();
 }
