@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -25,7 +26,7 @@ static struct {
     sgemm_fn sgemm;
     set_threads_fn set_threads;
     get_config_fn get_config;
-    char backend[160];
+    char backend[224];
 } blas = {.once = PTHREAD_ONCE_INIT};
 
 static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
@@ -51,12 +52,23 @@ const char *cpu_isa_name(CpuIsa isa) {
     return isa == CPU_ISA_AVX512 ? "avx512" : isa == CPU_ISA_AVX2 ? "avx2" : "none";
 }
 
-// The kernel family OpenBLAS should use on this CPU, or NULL to let it decide.
-static const char *pick_coretype(void) {
-    switch (cpu_isa()) {
+// The kernel family OpenBLAS should use on a CPU of this ISA, or NULL to let it decide.
+static const char *pick_coretype(CpuIsa isa) {
+    switch (isa) {
     case CPU_ISA_AVX512: return "SKYLAKEX";
     case CPU_ISA_AVX2: return "HASWELL";
     default: return NULL;
+    }
+}
+
+void gemm_describe_coretype(char *out, size_t cap, const char *user, CpuIsa isa) {
+    const char *pick = pick_coretype(isa);
+    if (!(user && user[0])) {
+        snprintf(out, cap, "OPENBLAS_CORETYPE=%s", pick ? pick : "default");
+    } else if (pick && strcasecmp(user, pick) != 0) {
+        snprintf(out, cap, "OPENBLAS_CORETYPE=%s, yours; %s suits this CPU", user, pick);
+    } else {
+        snprintf(out, cap, "OPENBLAS_CORETYPE=%s", user);
     }
 }
 
@@ -66,8 +78,10 @@ static void blas_open(void) {
     const char *opt_out = getenv("ATTEND_BLAS_DEFAULT_CORETYPE");
     bool library_choice = opt_out && strcmp(opt_out, "1") == 0;
     const char *user = getenv("OPENBLAS_CORETYPE");
-    const char *core = user && user[0] ? user : library_choice ? NULL : pick_coretype();
-    if (core && !(user && user[0])) setenv("OPENBLAS_CORETYPE", core, 1);
+    CpuIsa isa = library_choice ? CPU_ISA_NONE : cpu_isa();
+    char coretype[96];
+    gemm_describe_coretype(coretype, sizeof coretype, user, isa);
+    if (!(user && user[0]) && pick_coretype(isa)) setenv("OPENBLAS_CORETYPE", pick_coretype(isa), 1);
     // Start single-threaded; gemm_set_threads() raises it.
     if (!getenv("OPENBLAS_NUM_THREADS")) setenv("OPENBLAS_NUM_THREADS", "1", 1);
 
@@ -82,8 +96,7 @@ static void blas_open(void) {
     blas.set_threads = (set_threads_fn)dlsym(lib, "openblas_set_num_threads");
     blas.get_config = (get_config_fn)dlsym(lib, "openblas_get_config");
     const char *cfg = blas.get_config ? blas.get_config() : "unknown BLAS";
-    snprintf(blas.backend, sizeof blas.backend, "%s (OPENBLAS_CORETYPE=%s)", cfg,
-             core ? core : "default");
+    snprintf(blas.backend, sizeof blas.backend, "%s (%s)", cfg, coretype);
     if (blas.set_threads) blas.set_threads(1);
 }
 

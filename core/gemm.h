@@ -14,6 +14,7 @@
 #define CORE_GEMM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "core/error.h"
 
@@ -47,5 +48,14 @@ int gemm_check_address_space(int callers, Error *err);
 // The core type OpenBLAS was told to use ("SKYLAKEX", ... or "default"), and the
 // library's own description of itself; for logs and benchmarks.
 const char *gemm_backend(void);
+
+// Writes into out (cap bytes) "OPENBLAS_CORETYPE=X" for the core type in force: yours
+// (OPENBLAS_CORETYPE in the environment, user non-NULL and non-empty) or else the one the
+// toolkit picks for isa (SKYLAKEX for AVX-512, HASWELL for AVX2), or "default" when there
+// is neither (CPU_ISA_NONE: OpenBLAS decides). When yours differs from the toolkit's pick
+// (letter case aside), the pick follows: "OPENBLAS_CORETYPE=Haswell, yours; SKYLAKEX suits
+// this CPU": an environment that pins a narrower kernel than the CPU runs costs speed
+// (bench/RESULTS.md has a measure) and shows in every log that names the backend.
+void gemm_describe_coretype(char *out, size_t cap, const char *user, CpuIsa isa);
 
 #endif

@@ -169,12 +169,36 @@ static void test_gemm_backend_named(void) {
     EXPECT(b && strstr(b, "OPENBLAS_CORETYPE="), "backend: %s", b ? b : "(null)");
 }
 
+static void test_gemm_describe_coretype(void) {
+    static const struct {
+        const char *user;
+        CpuIsa isa;
+        const char *want;
+    } cases[] = {
+        {NULL, CPU_ISA_AVX512, "OPENBLAS_CORETYPE=SKYLAKEX"},
+        {"", CPU_ISA_AVX2, "OPENBLAS_CORETYPE=HASWELL"},
+        {NULL, CPU_ISA_NONE, "OPENBLAS_CORETYPE=default"},
+        {"Haswell", CPU_ISA_AVX512, "OPENBLAS_CORETYPE=Haswell, yours; SKYLAKEX suits this CPU"},
+        {"SkylakeX", CPU_ISA_AVX512, "OPENBLAS_CORETYPE=SkylakeX"},
+        {"haswell", CPU_ISA_AVX2, "OPENBLAS_CORETYPE=haswell"},
+        {"SKYLAKEX", CPU_ISA_AVX2, "OPENBLAS_CORETYPE=SKYLAKEX, yours; HASWELL suits this CPU"},
+        {"ZEN", CPU_ISA_NONE, "OPENBLAS_CORETYPE=ZEN"},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof *cases); i++) {
+        char got[96];
+        gemm_describe_coretype(got, sizeof got, cases[i].user, cases[i].isa);
+        EXPECT(strcmp(got, cases[i].want) == 0, "user %s, %s: '%s', expected '%s'",
+               cases[i].user ? cases[i].user : "(unset)", cpu_isa_name(cases[i].isa), got, cases[i].want);
+    }
+}
+
 int main(void) {
     RUN(test_gemm_matches_reference_all_transposes);
     RUN(test_gemm_alpha_beta_and_leading_dims);
     RUN(test_gemm_beta_zero_ignores_nan);
     RUN(test_gemm_two_threads_same_result);
     RUN(test_gemm_backend_named);
+    RUN(test_gemm_describe_coretype);
     RUN(test_gemm_address_space_check);
     return test_summary();
 }
