@@ -362,9 +362,9 @@ static void print_header(const CaptionRun *r) {
     if (r->dist->size > 1)
         snprintf(ranks, sizeof ranks, " per rank, %d ranks", r->dist->size);
     text_write_linef(stderr, "caption train: %d training images, %d words, %ld steps per epoch, batch %d, "
-                     "lr %g, %d thread%s%s; step %ld %s; %s",
+                     "lr %g, %d thread%s%s; step %ld %s; %s; gemm %s",
                      r->n_train, r->vocab.size, r->steps_per_epoch, r->optim.batch, r->optim.lr, f->threads,
-                     f->threads == 1 ? "" : "s", ranks, r->tc.step, budget, cs);
+                     f->threads == 1 ? "" : "s", ranks, r->tc.step, budget, cs, gemm_backend());
 }
 
 // Step step's batch (position (step - 1) % steps_per_epoch of its epoch's order): images, and one

@@ -278,6 +278,12 @@ void report_section_run(FILE *fp, const cJSON *run_json, const char *program) {
         fprintf(fp, "<p class=\"note\">Command %d:</p>\n<pre>", ++k);
         html_text(fp, report_json_string(inv, "command"));
         fputs("</pre>\n", fp);
+        const char *gemm = report_json_string(inv, "gemm");
+        if (gemm) {
+            fputs("<p class=\"note\">Its matrix products: ", fp);
+            html_text(fp, gemm);
+            fputs("</p>\n", fp);
+        }
     }
     html_section_end(fp);
 }

@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/gemm.h"
 #include "core/text_escape.h"
 #include "core/timer.h"
 
@@ -175,6 +176,7 @@ void run_info_begin(RunInfo *ri, const char *dir, const char *program, int argc,
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     cJSON_AddNumberToObject(inv, "cpus_online", (double)(online > 0 ? online : 1));
     cJSON_AddNumberToObject(inv, "threads", threads);
+    cJSON_AddStringToObject(inv, "gemm", gemm_backend());
     if (ranks > 1) cJSON_AddNumberToObject(inv, "ranks", ranks);
     cJSON_AddStringToObject(inv, "status", "running");
     cJSON_AddItemToArray(list, inv);

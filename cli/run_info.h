@@ -12,6 +12,8 @@
 //         "cpu": "AMD EPYC 9R14 96-Core Processor",   /proc/cpuinfo's model name
 //         "cpus_online": 2, "threads": 2,   threads per rank; "ranks": N under mpirun
 //                                            (cli/train_dist.h), absent for one process
+//         "gemm": "OpenBLAS 0.3.21 ... (OPENBLAS_CORETYPE=SKYLAKEX)",   the matrix
+//                                            multiply's library and kernels (core/gemm.h)
 //         "status": "finished",              "running" until it ends: a killed run stays
 //                                            "running"; "failed" when it stopped on an error
 //         "wall_seconds": 61.2,              begin to end of this invocation

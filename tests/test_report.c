@@ -288,6 +288,14 @@ static void test_draw_report(void) {
                    strstr(c->valuestring, "/draw run' --steps"), "command %s", cJSON_IsString(c) ? c->valuestring : "?");
     }
     EXPECT(strstr(page, "Command 2:") != NULL, "the resumed invocation is not on the page");
+    // Each invocation names its matrix multiply's kernels, as the page does.
+    for (int i = 0; i < cJSON_GetArraySize(inv); i++) {
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(inv, i), "gemm");
+        EXPECT(cJSON_IsString(g) && strstr(g->valuestring, "OPENBLAS_CORETYPE="), "invocation %d: gemm %s", i,
+               cJSON_IsString(g) ? g->valuestring : "(none)");
+        if (cJSON_IsString(g) && !strpbrk(g->valuestring, "&<>\"'"))
+            EXPECT(strstr(page, g->valuestring) != NULL, "invocation %d's gemm is not on the page", i);
+    }
     EXPECT(strstr(page, "<h1>DRAW run draw run</h1>") && strstr(page, "Trained 40 steps in "),
            "the header's title and training sentence");
 done:
