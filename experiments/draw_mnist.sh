@@ -283,9 +283,11 @@ nats per image; IW NLL = importance-weighted estimate from K posterior samples p
 EOF
 }
 
-PAPER_MARKER="## The paper configuration to convergence (draw_mnist.sh paper, paper-noattn)"
+# The milestone and check tables are found by their header lines (table_row), so other
+# tables may stand before them in their sections.
+PAPER_MARKER="| date | run | epoch | steps | lr | valid bound | test bound |"
 
-CHECKS_MARKER="### The schedule's checks"
+CHECKS_MARKER="| run | epoch | steps | lr | valid bound | best | decision |"
 
 checks_header() {
     cat <<'EOF'

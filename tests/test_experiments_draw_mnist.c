@@ -8,7 +8,8 @@
 // that milestone, not its own step); and paper-ema, which trains every part with its weight
 // average (--ema PAPER_EMA) into its own folder and rows; and, on a stand-in whose bound
 // never improves, the table of checks (each check's rate and decision: a gain, two
-// halvings, convergence); each milestone's IW estimate keeps its images' figures in a
+// halvings, convergence); a milestone row goes into the milestone table when another
+// table opens the paper section; each milestone's IW estimate keeps its images' figures in a
 // --per-image file of its step; and paper-long, refused until the paper run has converged,
 // then trained on from a copy of its model with the average and the cosine's rates, the
 // cosine pinned at its start; and
@@ -223,6 +224,41 @@ static void test_checks_table_records_each_decision(void) {
     EXPECT(stand_in_count_rows(table) == 1, "%d milestone rows, expected the converged model's",
            stand_in_count_rows(table));
     free(err), free(called), free(table);
+}
+
+// A results page whose paper section opens with another table (a summary of the runs) gets
+// its milestone row in the milestone table, and the summary stays as it was.
+static void test_milestone_row_goes_to_the_milestone_table(void) {
+    write_stand_in();
+    char path[400];
+    snprintf(path, sizeof path, "%s/results.md", dir);
+    FILE *fp = fopen(path, "w");
+    EXPECT(fp != NULL, "cannot write %s", path);
+    if (!fp) return;
+    fputs("# DRAW on MNIST\n\n"
+          "## The paper configuration to convergence (draw_mnist.sh paper, paper-noattn)\n\n"
+          "| run | test bound |\n|---|---|\n| paper | 82.32 |\n\n"
+          "| date | run | epoch | steps | lr | valid bound | test bound | recon + KL | IW NLL (K, images; "
+          "their bound) | train wall (s) | load | paper |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+          "| 2026-11-25 | paper | 25 | 13750 | 1e-3 | 86.83 | 85.98 | 56.75 + 29.23 | 80.11 (1000, 1000; bound "
+          "84.60) | 6949 | 2.59 | 80.97 |\n\nThe record.\n",
+          fp);
+    fclose(fp);
+    paper_at(200);
+    int st = run_noattn();
+    char *err = stand_in_read(dir, "err.txt"), *table = stand_in_read(dir, "results.md");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    const char *summary = table ? strstr(table, "| run | test bound |\n|---|---|\n| paper | 82.32 |\n\n| date |") : NULL;
+    EXPECT(summary != NULL, "the summary table changed: %s", table ? table : "(none)");
+    const char *first = table ? strstr(table, "| 2026-11-25 | paper | 25 |") : NULL;
+    const char *row = first ? strstr(first, "\n| 2") : NULL;
+    const char *record = table ? strstr(table, "\nThe record.") : NULL;
+    EXPECT(row && strstr(row, " | paper-noattn | ") && record && row < record,
+           "the milestone row is not below the milestone table's first: %s", table ? table : "(none)");
+    EXPECT(stand_in_count_rows(table) == 3, "%d dated rows, expected the old one and two milestones",
+           stand_in_count_rows(table));
+    free(err), free(table);
 }
 
 // A warm restart (MODE paper-long or paper-peephole-long) with checks every 50 steps,
@@ -604,6 +640,7 @@ int main(void) {
     RUN(test_paper_ema_trains_with_the_average);
     RUN(test_paper_peephole_trains_with_peepholes);
     RUN(test_checks_table_records_each_decision);
+    RUN(test_milestone_row_goes_to_the_milestone_table);
     RUN(test_paper_long_needs_the_converged_paper_run);
     RUN(test_paper_long_restarts_along_the_cosine);
     RUN(test_paper_long_keeps_its_pinned_cosine);
