@@ -81,7 +81,8 @@ static void blas_open(void) {
     CpuIsa isa = library_choice ? CPU_ISA_NONE : cpu_isa();
     char coretype[96];
     gemm_describe_coretype(coretype, sizeof coretype, user, isa);
-    if (!(user && user[0]) && pick_coretype(isa)) setenv("OPENBLAS_CORETYPE", pick_coretype(isa), 1);
+    const char *pick = pick_coretype(isa);
+    if (!(user && user[0]) && pick) setenv("OPENBLAS_CORETYPE", pick, 1);
     // Start single-threaded; gemm_set_threads() raises it.
     if (!getenv("OPENBLAS_NUM_THREADS")) setenv("OPENBLAS_NUM_THREADS", "1", 1);
 
