@@ -647,8 +647,7 @@ static void test_small_coco_set(void) {
     size_t k = strlen(json);
     snprintf(json + k, sizeof json - k, "], %s]}", ann);
     snprintf(path, sizeof path, "%s/captions.json", dir);
-    FILE *fp = fopen(path, "w");
-    if (fp) fputs(json, fp), fclose(fp);
+    EXPECT(scratch_write_text(path, json) == 0, "cannot write %s", path);
     int st = run("train --out %s/c6 --data coco:%s:%s --steps 2 --json" SMALL, tmp, path, dir);
     char *err = slurp("stderr.txt"), *out = slurp("stdout.txt");
     EXPECT(st == 0 && strstr(out, "\"steps\": 2"), "training on six COCO images failed: %s", err);
@@ -665,11 +664,9 @@ static void test_small_coco_set(void) {
                           "--held-out");
     // Two images.
     snprintf(path, sizeof path, "%s/two.json", dir);
-    fp = fopen(path, "w");
-    if (fp)
-        fputs("{\"images\": [{\"id\": 1, \"file_name\": \"1.png\"}, {\"id\": 2, \"file_name\": \"2.png\"}], "
-              "\"annotations\": [{\"image_id\": 1, \"caption\": \"a\"}, {\"image_id\": 2, \"caption\": \"b\"}]}", fp),
-            fclose(fp);
+    scratch_write_text(path, "{\"images\": [{\"id\": 1, \"file_name\": \"1.png\"}, {\"id\": 2, \"file_name\": "
+                             "\"2.png\"}], \"annotations\": [{\"image_id\": 1, \"caption\": \"a\"}, "
+                             "{\"image_id\": 2, \"caption\": \"b\"}]}");
     st = run("train --out %s/c2 --data coco:%s:%s --steps 1" SMALL, tmp, path, dir);
     err = slurp("stderr.txt");  // the set's summary line, then the error
     EXPECT(st != 0 && strstr(err, "needs at least one training and one validation image (has 2, 0); "

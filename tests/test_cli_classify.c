@@ -206,11 +206,8 @@ static void test_run_record_of_another_program(void) {
     snprintf(path, sizeof path, "%s/foreign", tmpdir);
     EXPECT(make_dirs(path, NULL) == 0, "mkdir %s", path);
     snprintf(path, sizeof path, "%s/foreign/run.json", tmpdir);
-    FILE *fp = fopen(path, "w");
-    EXPECT(fp != NULL, "cannot write %s", path);
-    if (!fp) return;
-    fputs("{\"program\": \"caption\", \"invocations\": [{\"command\": \"caption train\"}]}\n", fp);
-    fclose(fp);
+    if (scratch_write_text(path, "{\"program\": \"caption\", \"invocations\": [{\"command\": \"caption train\"}]}\n"))
+        return;
     int rc = run_draw("classify train " TINY " --steps 1 --resume --out %s/foreign", tmpdir);
     char *err = read_text("stderr.txt");
     EXPECT(rc == 0, "train exited %d: %s", rc, err ? err : "");
@@ -227,11 +224,8 @@ static void test_run_record_of_another_program(void) {
     cJSON_Delete(doc);
     free(text);
     // A record that an older build wrote for a classify run (program "draw") is kept.
-    fp = fopen(path, "w");
-    EXPECT(fp != NULL, "cannot write %s", path);
-    if (!fp) return;
-    fputs("{\"program\": \"draw\", \"invocations\": [{\"command\": \"draw train --T 2\"}]}\n", fp);
-    fclose(fp);
+    if (scratch_write_text(path, "{\"program\": \"draw\", \"invocations\": [{\"command\": \"draw train --T 2\"}]}\n"))
+        return;
     rc = run_draw("classify train " TINY " --steps 2 --resume --out %s/foreign", tmpdir);
     text = read_text("foreign/run.json");
     doc = cJSON_Parse(text ? text : "");
@@ -315,9 +309,7 @@ static void test_bad_input_one_line(void) {
     expect_one_line(rc, "missing model", "missing.safetensors", NULL);
     // A file that is not a checkpoint, and a truncated checkpoint.
     snprintf(path, sizeof path, "%s/junk.safetensors", tmpdir);
-    FILE *f = fopen(path, "w");
-    fputs("this is not a checkpoint", f);
-    fclose(f);
+    scratch_write_text(path, "this is not a checkpoint");
     rc = run_draw("classify eval --model %s", path);
     expect_one_line(rc, "junk checkpoint", "junk.safetensors", NULL);
     if (trained) {
@@ -326,9 +318,8 @@ static void test_bad_input_one_line(void) {
         snprintf(src, sizeof src, "%s/run/model.safetensors", tmpdir);
         char *bytes = scratch_read_text(src, &len);
         snprintf(path, sizeof path, "%s/cut.safetensors", tmpdir);
-        f = fopen(path, "wb");
-        fwrite(bytes, 1, len / 2, f);
-        fclose(f);
+        Error werr;
+        EXPECT(bytes && file_write_atomic(path, bytes, len / 2, &werr) == 0, "cannot write %s", path);
         free(bytes);
         rc = run_draw("classify eval --model %s", path);
         expect_one_line(rc, "truncated checkpoint", "cut.safetensors", NULL);

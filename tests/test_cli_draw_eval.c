@@ -146,8 +146,7 @@ static void test_refusals(void) {
     expect_refused("long.txt", "", "line 26: more than the 16 images it says are done");
     char path[512];
     snprintf(path, sizeof path, "%s/other.txt", tmpdir);
-    FILE *f = fopen(path, "w");
-    if (f) fputs("step,bound\n1,2\n", f), fclose(f);
+    scratch_write_text(path, "step,bound\n1,2\n");
     expect_refused("other.txt", "", "not a draw eval --per-image file");
     int rc = scratch_run(&sc, EVAL, tmpdir, tmpdir, "no/such/folder.txt");
     char *err = scratch_read(&sc, "stderr.txt", NULL);

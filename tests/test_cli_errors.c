@@ -125,10 +125,7 @@ static int rewrite_meta(const char *src, const char *dst, const char *key, const
 static void write_text(const char *name, const char *text) {
     char path[700];
     snprintf(path, sizeof path, "%s/%s", tmp, name);
-    FILE *fp = fopen(path, "wb");
-    if (!fp) return;
-    fputs(text, fp);
-    fclose(fp);
+    scratch_write_text(path, text);
 }
 
 static void copy_file(const char *src, const char *dst) {

@@ -171,8 +171,7 @@ static void test_features_train_eval_predict(void) {
         char *last = strstr(text, "test_000003.png");
         if (last) *last = 0;
         snprintf(tsv, sizeof tsv, "%s/fewer.tsv", tmp);
-        FILE *fp = fopen(tsv, "w");
-        if (fp) fputs(text, fp), fclose(fp);
+        scratch_write_text(tsv, text);
         free(text);
     }
     st = run("eval --model %s/run/model.safetensors --data tsv:%s:%s/scenes --features "

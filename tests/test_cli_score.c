@@ -17,10 +17,7 @@ static Scratch sc;
 static void write_file(const char *name, const char *text) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", sc.dir, name);
-    FILE *fp = fopen(path, "wb");
-    if (!fp) return;
-    fputs(text, fp);
-    fclose(fp);
+    scratch_write_text(path, text);
 }
 
 static char *slurp(const char *name) {

@@ -74,9 +74,7 @@ static void test_row_with_defaults(void) {
     // Notes under the first run's table: the next row still goes into the table.
     char path[600];
     snprintf(path, sizeof path, "%s/results.md", dir);
-    FILE *fp = fopen(path, "a");
-    EXPECT(fp != NULL, "cannot append to %s", path);
-    if (fp) fputs("\nNotes under the table.\n", fp), fclose(fp);
+    EXPECT(scratch_append_text(path, "\nNotes under the table.\n") == 0, "cannot append to %s", path);
     int st = run_script("");  // LR 5e-4, SEED 1: neither is written
     char *called = stand_in_read(dir, "called.txt");
     EXPECT(called && strstr(called, "--lr 5e-4 --clip 5 --seed 1 --steps 300 "), "the defaults: %s",

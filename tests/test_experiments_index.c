@@ -20,11 +20,7 @@
 static char dir[256];
 
 static void write_file(const char *path, const char *text) {
-    FILE *fp = fopen(path, "w");
-    EXPECT(fp != NULL, "cannot write %s", path);
-    if (!fp) return;
-    fputs(text, fp);
-    fclose(fp);
+    EXPECT(scratch_write_text(path, text) == 0, "cannot write %s", path);
 }
 
 static char *run_to_text(const char *cmd) {

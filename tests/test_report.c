@@ -213,9 +213,7 @@ static void test_caption_report_missing_and_broken_inputs(void) {
     char *before = read_text(run, "report.html");
     char path[800];
     snprintf(path, sizeof path, "%s/eval.json", run);
-    FILE *fp = fopen(path, "w");
-    fputs("{\"bleu4\": 0.5,", fp);
-    fclose(fp);
+    scratch_write_text(path, "{\"bleu4\": 0.5,");
     st = scratch_run(&cap, "report --run %s", run);
     char *err = scratch_read(&cap, "stderr.txt", NULL);
     EXPECT(st == 1 && scratch_count_lines(err) == 1 && strstr(err, "eval.json: not valid JSON"), "status %d: %s", st, err);

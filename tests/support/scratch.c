@@ -95,6 +95,18 @@ char *scratch_read_text(const char *path, size_t *len) {
     return (char *)d;
 }
 
+static int put_text(const char *path, const char *mode, const char *text) {
+    FILE *fp = fopen(path, mode);
+    int bad = !fp || fputs(text, fp) == EOF;
+    if (fp && fclose(fp)) bad = 1;
+    if (bad) perror(path);
+    return bad ? -1 : 0;
+}
+
+int scratch_write_text(const char *path, const char *text) { return put_text(path, "wb", text); }
+
+int scratch_append_text(const char *path, const char *text) { return put_text(path, "ab", text); }
+
 char *scratch_read(const Scratch *s, const char *name, size_t *len) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", s->dir, name);
