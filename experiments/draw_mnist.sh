@@ -470,6 +470,7 @@ schedule_check() {
         milestone_row "$name" "$dir" "$steps" "$epoch" "$lr" "$vb" "$paper"
     fi
     if [ "$better" = 1 ]; then decision="a gain: the new best"
+    elif [ "$by_cosine" = 1 ] && [ "$steps" -ge "$max_steps" ]; then decision="no gain (the cosine's end)"
     elif [ "$by_cosine" = 1 ]; then decision="no gain (the cosine goes on)"
     elif [ "$converged" = 1 ]; then decision="no gain, $stale in a row: converged"
     else decision="no gain ($stale in a row): halved to $next_lr"; fi

@@ -432,7 +432,7 @@ static void test_paper_peephole_batch50_counts_epochs_of_1100_steps(void) {
 // --peepholes and the average into its own folder, at the cosine's rates from LR at step
 // 0 to 0 at COSINE_STEPS (4e-4 to 0 at step 400: the same four rates as the warm restart
 // above); on a bound that never improves, no halving and no early stop, milestone rows at
-// 200 and 400; and resumed at step 200 under other settings, the cosine pinned at its
+// 200 and 400, the last check's decision the cosine's end; and resumed at step 200 under other settings, the cosine pinned at its
 // first call goes on, and the script says so.
 static void test_paper_peephole_cosine_runs_one_cosine_from_scratch(void) {
     write_stand_in_dropping(0);
@@ -446,7 +446,8 @@ static void test_paper_peephole_cosine_runs_one_cosine_from_scratch(void) {
     EXPECT(trains == 4 && with == 4, "%d training calls, %d with --peepholes --ema 0.999 into its folder: %s", trains,
            with, called ? called : "(not run)");
     EXPECT(stand_in_count_rows(table) == 2 &&
-               strstr(table, "| paper-peephole-cosine | 0.55 | 300 | 0.000123463 | 100.50 | 100.50 | no gain (the cosine goes on) |"),
+               strstr(table, "| paper-peephole-cosine | 0.55 | 300 | 0.000123463 | 100.50 | 100.50 | no gain (the cosine goes on) |") &&
+               strstr(table, "| paper-peephole-cosine | 0.73 | 400 | 1.52241e-05 | 100.50 | 100.50 | no gain (the cosine's end) |"),
            "rows: %s", table ? table : "(none)");
     EXPECT(err && strstr(err, "paper-peephole-cosine: finished at step 400"), "stderr: %s", err ? err : "");
     free(err), free(called), free(table);
