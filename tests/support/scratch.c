@@ -95,17 +95,20 @@ char *scratch_read_text(const char *path, size_t *len) {
     return (char *)d;
 }
 
-static int put_text(const char *path, const char *mode, const char *text) {
-    FILE *fp = fopen(path, mode);
+int scratch_write_text(const char *path, const char *text) {
+    Error err;
+    if (file_write_atomic(path, text, strlen(text), &err) == 0) return 0;
+    fprintf(stderr, "%s\n", err.msg);
+    return -1;
+}
+
+int scratch_append_text(const char *path, const char *text) {
+    FILE *fp = fopen(path, "ab");
     int bad = !fp || fputs(text, fp) == EOF;
     if (fp && fclose(fp)) bad = 1;
     if (bad) perror(path);
     return bad ? -1 : 0;
 }
-
-int scratch_write_text(const char *path, const char *text) { return put_text(path, "wb", text); }
-
-int scratch_append_text(const char *path, const char *text) { return put_text(path, "ab", text); }
 
 char *scratch_read(const Scratch *s, const char *name, size_t *len) {
     char path[1024];

@@ -54,8 +54,8 @@ char *scratch_read_text(const char *path, size_t *len);
 // The same for DIR/NAME.
 char *scratch_read(const Scratch *s, const char *name, size_t *len);
 
-// Writes text to path, replacing what was there (scratch_write_text) or after it
-// (scratch_append_text). Returns 0, or -1 after printing why (perror style).
+// Writes text to path, replacing what was there (scratch_write_text, through
+// file_write_atomic) or after it (scratch_append_text). Returns 0, or -1 after printing why.
 int scratch_write_text(const char *path, const char *text);
 int scratch_append_text(const char *path, const char *text);
 
