@@ -109,11 +109,12 @@ static void test_finished_file_is_read(void) {
     double r = strtod(row, NULL);
     char changed[64], *rest = strchr(row, ' ');
     snprintf(changed, sizeof changed, "%.17g", r + 48.0);
-    char path[512];
+    size_t size = strlen(text) + sizeof changed;
+    char path[512], *edited = malloc(size);
     snprintf(path, sizeof path, "%s/read.txt", tmpdir);
-    FILE *f = fopen(path, "w");
-    fprintf(f, "%.*s%s%s", (int)(row - text), text, changed, rest);
-    fclose(f);
+    snprintf(edited, size, "%.*s%s%s", (int)(row - text), text, changed, rest);
+    EXPECT(scratch_write_text(path, edited) == 0, "cannot write %s", path);
+    free(edited);
     EXPECT(scratch_run(&sc, EVAL, tmpdir, tmpdir, "read.txt") == 0, "eval failed");
     char *out = figures_printed(), *err = scratch_read(&sc, "stderr.txt", NULL);
     EXPECT_NEAR(json_number(out, "nll_bound"), json_number(whole, "nll_bound") + 1.0, 1e-5, 0);
