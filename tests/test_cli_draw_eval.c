@@ -105,14 +105,16 @@ static void test_goes_on_after_a_cut(void) {
 // by 1 and nothing is evaluated.
 static void test_finished_file_is_read(void) {
     if (!whole_file) return test_fail_(__FILE__, __LINE__, "no whole evaluation");
-    char *text = strdup(whole_file), *row = strstr(text, "kl iw\n0 ") + 8;
-    double r = strtod(row, NULL);
-    char changed[64], *rest = strchr(row, ' ');
-    snprintf(changed, sizeof changed, "%.17g", r + 48.0);
-    size_t size = strlen(text) + sizeof changed;
+    const char *first = strstr(whole_file, "kl iw\n0 ");
+    const char *rest = first ? strchr(first + 8, ' ') : NULL;
+    if (!rest) return test_fail_(__FILE__, __LINE__, "no first image's row:\n%s", whole_file);
+    const char *row = first + 8;
+    size_t size = strlen(whole_file) + 64;
     char path[512], *edited = malloc(size);
+    if (!edited) return test_fail_(__FILE__, __LINE__, "out of memory");
     snprintf(path, sizeof path, "%s/read.txt", tmpdir);
-    snprintf(edited, size, "%.*s%s%s", (int)(row - text), text, changed, rest);
+    snprintf(edited, size, "%.*s%.17g%s", (int)(row - whole_file), whole_file,
+             strtod(row, NULL) + 48.0, rest);
     EXPECT(scratch_write_text(path, edited) == 0, "cannot write %s", path);
     free(edited);
     EXPECT(scratch_run(&sc, EVAL, tmpdir, tmpdir, "read.txt") == 0, "eval failed");
@@ -120,7 +122,7 @@ static void test_finished_file_is_read(void) {
     EXPECT_NEAR(json_number(out, "nll_bound"), json_number(whole, "nll_bound") + 1.0, 1e-5, 0);
     EXPECT(err && strstr(err, "48 of 48 images done before\n") && !strstr(err, "samples"),
            "%s", err ? err : "");
-    free(out), free(err), free(text);
+    free(out), free(err);
 }
 
 // Refused with one line naming the file, which stays as it was.
