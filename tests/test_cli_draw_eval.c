@@ -105,10 +105,10 @@ static void test_goes_on_after_a_cut(void) {
 // by 1 and nothing is evaluated.
 static void test_finished_file_is_read(void) {
     if (!whole_file) return test_fail_(__FILE__, __LINE__, "no whole evaluation");
-    const char *first = strstr(whole_file, "kl iw\n0 ");
-    const char *rest = first ? strchr(first + 8, ' ') : NULL;
+    const char *columns_end = "kl iw\n0 ", *first = strstr(whole_file, columns_end);
+    const char *row = first ? first + strlen(columns_end) : NULL;  // image 0's reconstruction
+    const char *rest = row ? strchr(row, ' ') : NULL;
     if (!rest) return test_fail_(__FILE__, __LINE__, "no first image's row:\n%s", whole_file);
-    const char *row = first + 8;
     size_t size = strlen(whole_file) + 64;
     char path[512], *edited = malloc(size);
     if (!edited) return test_fail_(__FILE__, __LINE__, "out of memory");
