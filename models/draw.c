@@ -470,149 +470,186 @@ static void add_rows(float *dst, const float *src, int ld, int B, int n) {
     }
 }
 
-void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawConfig *c,
-                   const float *x, int B) {
-    CHECK(B >= 1 && B <= a->B);
-    int IMG = draw_image_size(c), D = c->dec, E = c->enc, Z = c->z, R = draw_read_size(c);
-    int RD = R + D, LE = RD + E, Wr = draw_write_size(c), P = FILTERBANK_PARAMS, T = c->T,
-        Bm = a->B;
-    int X = draw_enc_fixed_cols(c), LV = LE - X;  // as in draw_forward
-    float inv_b = 1.0f / (float)B;
-    size_t nIMG = (size_t)B * IMG;
+// The encoder input row's columns after x's own: [r_t past its first X columns, h_dec, h_enc].
+static int enc_var_cols(const DrawConfig *c) {
+    return draw_read_size(c) + c->dec + c->enc - draw_enc_fixed_cols(c);
+}
 
-    packed_pack(&a->enc_W, false, p->enc_W + X, LE);
-    packed_pack(&a->dec_W, false, p->dec_W, Z + D);
+// The gradients carried along the recurrence: d/dh and d/dc of both LSTMs into step t, and
+// into step t - 1, which undoing step t fills.
+typedef struct {
+    float *dh_dec, *dc_dec, *dh_enc, *dc_enc;          // (B, D), (B, D), (B, E), (B, E)
+    float *dh_dec_p, *dc_dec_p, *dh_enc_p, *dc_enc_p;  // the same for step t - 1
+} RecurrentGrads;
 
-    // d bound / d c_T = (sigmoid(c_T) - x) / B
-    float *dcan = a->dcan;
-    memset(dcan, 0, sizeof(float) * nIMG);
-    bce_logits_backward(dcan, NULL, draw_at(a, a->canvas, T - 1, IMG), x, nIMG);
-    for (size_t i = 0; i < nIMG; i++) dcan[i] *= inv_b;
+// Points at the two halves of the buffers (cur: step t's) and zeroes step t - 1's sums;
+// d/dh_enc_{t-1} is written whole by encoder_backward.
+static RecurrentGrads recurrent_grads(DrawActs *a, const DrawConfig *c, int cur, int B) {
+    int prev = 1 - cur;
+    RecurrentGrads s = {a->dh_dec[cur],  a->dc_dec[cur],  a->dh_enc[cur],  a->dc_enc[cur],
+                        a->dh_dec[prev], a->dc_dec[prev], a->dh_enc[prev], a->dc_enc[prev]};
+    memset(s.dh_dec_p, 0, sizeof(float) * B * c->dec);
+    memset(s.dc_dec_p, 0, sizeof(float) * B * c->dec);
+    memset(s.dc_enc_p, 0, sizeof(float) * B * c->enc);
+    return s;
+}
 
-    int cur = 0;
-    memset(a->dh_enc[cur], 0, sizeof(float) * B * E);
-    memset(a->dc_enc[cur], 0, sizeof(float) * B * E);
-    memset(a->dh_dec[cur], 0, sizeof(float) * B * D);
-    memset(a->dc_dec[cur], 0, sizeof(float) * B * D);
-    for (int t = T - 1; t >= 0; t--) {
-        int prev = 1 - cur;
-        float *dh_dec = a->dh_dec[cur], *dc_dec = a->dc_dec[cur];
-        float *dh_enc = a->dh_enc[cur], *dc_enc = a->dc_enc[cur];
-        float *dh_dec_p = a->dh_dec[prev], *dc_dec_p = a->dc_dec[prev];
-        float *dh_enc_p = a->dh_enc[prev], *dc_enc_p = a->dc_enc[prev];
-        memset(dh_dec_p, 0, sizeof(float) * B * D);
-        memset(dc_dec_p, 0, sizeof(float) * B * D);
-        memset(dc_enc_p, 0, sizeof(float) * B * E);
-
-        // Write: c_t = c_{t-1} + write(h_dec_t); dcan is d/dc_t and stays as part of d/dc_{t-1}.
-        float *dwpatch = draw_at(a, a->dwpatch, t, Wr);
-        if (c->attention) {
-            int N = c->write_n;
-            const float *wp = draw_at(a, a->wparams, t, P);
-            const float *Fx = draw_at(a, a->wFx, t, N * c->W), *Fy = draw_at(a, a->wFy, t, N * c->H);
-            float *dwparams = draw_at(a, a->dwparams, t, P);
-            memset(dwpatch, 0, sizeof(float) * B * Wr);
-            memset(a->dFx, 0, sizeof(float) * B * N * c->W);
-            memset(a->dFy, 0, sizeof(float) * B * N * c->H);
-            memset(a->dgamma, 0, sizeof(float) * B);
-            memset(dwparams, 0, sizeof(float) * B * P);
-            filterbank_write_channels_backward(dwpatch, a->dFx, a->dFy, a->dgamma, dcan,
-                                               draw_at(a, a->wpatch, t, Wr), Fx, Fy,
-                                               draw_at(a, a->wgamma, t, 1), a->fb_scratch, B,
-                                               draw_channels(c), N, c->W, c->H);
-            filterbank_backward(dwparams, a->dFx, a->dFy, a->dgamma, Fx, Fy, wp, B, N, c->W, c->H);
-            col_sums(g->write_attn_b, dwparams, B, P);
-            gemm(false, false, B, D, P, 1.0f, dwparams, P, p->write_attn_W, D, 1.0f, dh_dec, D);
-        } else {
-            memcpy(dwpatch, dcan, sizeof(float) * nIMG);
-        }
-        col_sums(g->write_b, dwpatch, B, Wr);
-        gemm(false, false, B, D, Wr, 1.0f, dwpatch, Wr, p->write_W, D, 1.0f, dh_dec, D);
-
-        // Decoder LSTM: xh = [z, h_dec_{t-1}]; one GEMM gives both parts' gradients (only
-        // z's at t = 0, where h_dec_0 = 0 is a constant). Gate gradients replace the gates.
-        float *dgd = draw_at(a, a->dec_gates, t, 4 * D);
-        lstm_gates_backward(dgd, t ? dc_dec_p : NULL, dh_dec, dc_dec,
-                            t ? draw_at(a, a->dec_c, t - 1, D) : NULL, draw_at(a, a->dec_c, t, D),
-                            p->dec_peep, g->dec_peep, B, D);
-        col_sums(g->dec_b, dgd, B, 4 * D);
-        float *dz = a->ddec_xh;  // (B, Z + D): [dz, dh_dec_{t-1}]
-        gemm_packed(B, t ? Z + D : Z, dgd, 4 * D, &a->dec_W, 0.0f, dz, Z + D);
-        if (t) add_rows(dh_dec_p, dz + Z, Z + D, B, D);
-
-        // z = mu + sigma eps, plus the KL term's own gradient
-        const float *q = draw_at(a, a->q, t, 2 * Z), *eps = draw_at(a, a->eps, t, Z);
-        float *dq = draw_at(a, a->dq, t, 2 * Z);
-        for (int b = 0; b < B; b++) {
-            const float *mu = q + (size_t)b * 2 * Z, *ls = mu + Z, *e = eps + (size_t)b * Z;
-            const float *dzb = dz + (size_t)b * (Z + D);
-            float *dmu = dq + (size_t)b * 2 * Z, *dls = dmu + Z;
-            for (int k = 0; k < Z; k++) {
-                float s = exp_fast(ls[k]);
-                dmu[k] = dzb[k] + mu[k] * inv_b;
-                dls[k] = dzb[k] * s * e[k] + (s * s - 1.0f) * inv_b;
-            }
-        }
-        col_sums(g->q_b, dq, B, 2 * Z);
-        gemm(false, false, B, E, 2 * Z, 1.0f, dq, 2 * Z, p->q_W, E, 1.0f, dh_enc, E);
-
-        // Encoder LSTM: xh = [r_t, h_dec_{t-1}, h_enc_{t-1}] past column X; one GEMM for
-        // all three parts (at t = 0 only r_t's, and without attention none: x_hat_0 is a
-        // constant).
-        float *dge = draw_at(a, a->enc_gates, t, 4 * E);
-        lstm_gates_backward(dge, t ? dc_enc_p : NULL, dh_enc, dc_enc,
-                            t ? draw_at(a, a->enc_c, t - 1, E) : NULL, draw_at(a, a->enc_c, t, E),
-                            p->enc_peep, g->enc_peep, B, E);
-        col_sums(g->enc_b, dge, B, 4 * E);
-        float *din = a->denc_xh;  // (B, LV)
-        int din_cols = t ? LV : (c->attention ? R : 0);
-        if (din_cols) gemm_packed(B, din_cols, dge, 4 * E, &a->enc_W, 0.0f, din, LV);
-        if (t) {
-            add_rows(dh_dec_p, din + R - X, LV, B, D);
-            for (int b = 0; b < B; b++)
-                memcpy(dh_enc_p + (size_t)b * E, din + (size_t)b * LV + RD - X, sizeof(float) * E);
-        }
-
-        // Read: gradient to x_hat (x itself is data) and to the read attention. x_hat_t is
-        // recomputed from c_{t-1} exactly as the forward computed it.
-        float *xh = a->xhat;
-        if (t || c->attention) xhat_step(xh, a, c, x, t, B);
-        if (t) memset(a->dxhat, 0, sizeof(float) * nIMG);
-        if (c->attention) {
-            int N = c->read_n;
-            const float *rp = draw_at(a, a->rparams, t, P);
-            const float *Fx = draw_at(a, a->rFx, t, N * c->W), *Fy = draw_at(a, a->rFy, t, N * c->H);
-            const float *gm = draw_at(a, a->rgamma, t, 1);
-            float *drparams = draw_at(a, a->drparams, t, P);
-            memset(a->dFx, 0, sizeof(float) * B * N * c->W);
-            memset(a->dFy, 0, sizeof(float) * B * N * c->H);
-            memset(a->dgamma, 0, sizeof(float) * B);
-            memset(drparams, 0, sizeof(float) * B * P);
-            int C = draw_channels(c);
-            filterbank_read_channels_backward(NULL, a->dFx, a->dFy, a->dgamma, din, LV, x, Fx, Fy,
-                                              gm, a->fb_scratch, B, C, N, c->W, c->H);
-            filterbank_read_channels_backward(t ? a->dxhat : NULL, a->dFx, a->dFy, a->dgamma,
-                                              din + C * N * N, LV, xh, Fx, Fy, gm, a->fb_scratch,
-                                              B, C, N, c->W, c->H);
-            filterbank_backward(drparams, a->dFx, a->dFy, a->dgamma, Fx, Fy, rp, B, N, c->W, c->H);
-            col_sums(g->read_attn_b, drparams, B, P);
-            if (t) gemm(false, false, B, D, P, 1.0f, drparams, P, p->read_attn_W, D, 1.0f, dh_dec_p, D);
-        } else if (t) {
-            for (int b = 0; b < B; b++)
-                memcpy(a->dxhat + (size_t)b * IMG, din + (size_t)b * LV, sizeof(float) * IMG);
-        }
-        // x_hat_t = x - sigmoid(c_{t-1}), so sigmoid(c_{t-1}) = x - x_hat_t (no exp needed);
-        // at t = 0, c_0 = 0 is a constant.
-        if (t) {
-            for (size_t i = 0; i < nIMG; i++) {
-                float s = x[i] - xh[i];
-                dcan[i] -= a->dxhat[i] * s * (1.0f - s);
-            }
-        }
-        cur = prev;
+// Step t's write, c_t = c_{t-1} + write(h_dec_t): from d/dc_t (acts.dcan, which stays as
+// part of d/dc_{t-1}) the write patch's gradient (acts.dwpatch), the write attention's and
+// the write layer's parameter gradients, and d/dh_dec_t += both layers' input gradients.
+static void write_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawConfig *c,
+                           int t, int B, float *dh_dec) {
+    int D = c->dec, Wr = draw_write_size(c), P = FILTERBANK_PARAMS;
+    float *dwpatch = draw_at(a, a->dwpatch, t, Wr);
+    if (c->attention) {
+        int N = c->write_n;
+        const float *wp = draw_at(a, a->wparams, t, P);
+        const float *Fx = draw_at(a, a->wFx, t, N * c->W), *Fy = draw_at(a, a->wFy, t, N * c->H);
+        float *dwparams = draw_at(a, a->dwparams, t, P);
+        memset(dwpatch, 0, sizeof(float) * B * Wr);
+        memset(a->dFx, 0, sizeof(float) * B * N * c->W);
+        memset(a->dFy, 0, sizeof(float) * B * N * c->H);
+        memset(a->dgamma, 0, sizeof(float) * B);
+        memset(dwparams, 0, sizeof(float) * B * P);
+        filterbank_write_channels_backward(dwpatch, a->dFx, a->dFy, a->dgamma, a->dcan,
+                                           draw_at(a, a->wpatch, t, Wr), Fx, Fy,
+                                           draw_at(a, a->wgamma, t, 1), a->fb_scratch, B,
+                                           draw_channels(c), N, c->W, c->H);
+        filterbank_backward(dwparams, a->dFx, a->dFy, a->dgamma, Fx, Fy, wp, B, N, c->W, c->H);
+        col_sums(g->write_attn_b, dwparams, B, P);
+        gemm(false, false, B, D, P, 1.0f, dwparams, P, p->write_attn_W, D, 1.0f, dh_dec, D);
+    } else {
+        memcpy(dwpatch, a->dcan, sizeof(float) * B * draw_image_size(c));
     }
+    col_sums(g->write_b, dwpatch, B, Wr);
+    gemm(false, false, B, D, Wr, 1.0f, dwpatch, Wr, p->write_W, D, 1.0f, dh_dec, D);
+}
 
-    // Weight gradients: one GEMM each over the T B rows of the sweep.
+// Step t of one LSTM (gates and cells: its (B, 4H) and (B, H) rows at every step): the gate
+// gradients replace the step's gates and are returned, the peepholes' and bias's gradients
+// add to dpeep and db, and d/dc_{t-1} goes to dc_prev for t > 0.
+static float *lstm_step_backward(DrawActs *a, float *gates, float *cells, int t, float *dc_prev,
+                                 const float *dh, const float *dc, const float *peep,
+                                 float *dpeep, float *db, int B, int H) {
+    float *dg = draw_at(a, gates, t, 4 * H);
+    lstm_gates_backward(dg, t ? dc_prev : NULL, dh, dc, t ? draw_at(a, cells, t - 1, H) : NULL,
+                        draw_at(a, cells, t, H), peep, dpeep, B, H);
+    col_sums(db, dg, B, 4 * H);
+    return dg;
+}
+
+// Step t's decoder LSTM, xh = [z_t, h_dec_{t-1}]: the gate gradients replace the gates, one
+// GEMM gives both parts' input gradients (only z's at t = 0, where h_dec_0 = 0 is a
+// constant), and h_dec_{t-1}'s part adds to d/dh_dec_{t-1}. Returns d/dxh (B, Z + D).
+static const float *decoder_backward(DrawParams *g, DrawActs *a, const DrawParams *p,
+                                     const DrawConfig *c, int t, int B, const RecurrentGrads *s) {
+    int D = c->dec, Z = c->z;
+    float *dgd = lstm_step_backward(a, a->dec_gates, a->dec_c, t, s->dc_dec_p, s->dh_dec,
+                                    s->dc_dec, p->dec_peep, g->dec_peep, g->dec_b, B, D);
+    float *dxh = a->ddec_xh;
+    gemm_packed(B, t ? Z + D : Z, dgd, 4 * D, &a->dec_W, 0.0f, dxh, Z + D);
+    if (t) add_rows(s->dh_dec_p, dxh + Z, Z + D, B, D);
+    return dxh;
+}
+
+// Step t's posterior, z_t = mu + sigma eps: d/dq (acts.dq) from d/dz (the first Z columns of
+// dz's rows, Z + D apart) plus the KL term's own gradient, the q layer's parameter
+// gradients, and d/dh_enc_t += its input gradient.
+static void posterior_backward(DrawParams *g, DrawActs *a, const DrawParams *p,
+                               const DrawConfig *c, int t, int B, const float *dz,
+                               float *dh_enc) {
+    int D = c->dec, E = c->enc, Z = c->z;
+    float inv_b = 1.0f / (float)B;
+    const float *q = draw_at(a, a->q, t, 2 * Z), *eps = draw_at(a, a->eps, t, Z);
+    float *dq = draw_at(a, a->dq, t, 2 * Z);
+    for (int b = 0; b < B; b++) {
+        const float *mu = q + (size_t)b * 2 * Z, *ls = mu + Z, *e = eps + (size_t)b * Z;
+        const float *dzb = dz + (size_t)b * (Z + D);
+        float *dmu = dq + (size_t)b * 2 * Z, *dls = dmu + Z;
+        for (int k = 0; k < Z; k++) {
+            float sigma = exp_fast(ls[k]);
+            dmu[k] = dzb[k] + mu[k] * inv_b;
+            dls[k] = dzb[k] * sigma * e[k] + (sigma * sigma - 1.0f) * inv_b;
+        }
+    }
+    col_sums(g->q_b, dq, B, 2 * Z);
+    gemm(false, false, B, E, 2 * Z, 1.0f, dq, 2 * Z, p->q_W, E, 1.0f, dh_enc, E);
+}
+
+// Step t's encoder LSTM, xh = [r_t, h_dec_{t-1}, h_enc_{t-1}] past column X: one GEMM for
+// all three parts' input gradients into acts.denc_xh (B, LV) (at t = 0 only r_t's, and
+// without attention none: x_hat_0 is a constant); the h parts go to step t - 1's.
+static const float *encoder_backward(DrawParams *g, DrawActs *a, const DrawParams *p,
+                                     const DrawConfig *c, int t, int B,
+                                     const RecurrentGrads *s) {
+    int D = c->dec, E = c->enc, R = draw_read_size(c), X = draw_enc_fixed_cols(c);
+    int LV = enc_var_cols(c);
+    float *dge = lstm_step_backward(a, a->enc_gates, a->enc_c, t, s->dc_enc_p, s->dh_enc,
+                                    s->dc_enc, p->enc_peep, g->enc_peep, g->enc_b, B, E);
+    float *din = a->denc_xh;
+    int din_cols = t ? LV : (c->attention ? R : 0);
+    if (din_cols) gemm_packed(B, din_cols, dge, 4 * E, &a->enc_W, 0.0f, din, LV);
+    if (t) {
+        add_rows(s->dh_dec_p, din + R - X, LV, B, D);
+        for (int b = 0; b < B; b++)
+            memcpy(s->dh_enc_p + (size_t)b * E, din + (size_t)b * LV + R + D - X,
+                   sizeof(float) * E);
+    }
+    return din;
+}
+
+// Step t's read: from d/dr_t (din's first columns), d/dx_hat_t into acts.dxhat (for t > 0;
+// x itself is data) and the read attention's parameter gradients; d/dh_dec_{t-1} += its
+// input gradient. x_hat_t is recomputed into acts.xhat from c_{t-1} exactly as the forward
+// computed it.
+static void read_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawConfig *c,
+                          const float *x, int t, int B, const float *din, float *dh_dec_p) {
+    int D = c->dec, IMG = draw_image_size(c), P = FILTERBANK_PARAMS, LV = enc_var_cols(c);
+    float *xh = a->xhat;
+    if (t || c->attention) xhat_step(xh, a, c, x, t, B);
+    if (t) memset(a->dxhat, 0, sizeof(float) * B * IMG);
+    if (c->attention) {
+        int N = c->read_n, C = draw_channels(c);
+        const float *rp = draw_at(a, a->rparams, t, P);
+        const float *Fx = draw_at(a, a->rFx, t, N * c->W), *Fy = draw_at(a, a->rFy, t, N * c->H);
+        const float *gm = draw_at(a, a->rgamma, t, 1);
+        float *drparams = draw_at(a, a->drparams, t, P);
+        memset(a->dFx, 0, sizeof(float) * B * N * c->W);
+        memset(a->dFy, 0, sizeof(float) * B * N * c->H);
+        memset(a->dgamma, 0, sizeof(float) * B);
+        memset(drparams, 0, sizeof(float) * B * P);
+        filterbank_read_channels_backward(NULL, a->dFx, a->dFy, a->dgamma, din, LV, x, Fx, Fy,
+                                          gm, a->fb_scratch, B, C, N, c->W, c->H);
+        filterbank_read_channels_backward(t ? a->dxhat : NULL, a->dFx, a->dFy, a->dgamma,
+                                          din + C * N * N, LV, xh, Fx, Fy, gm, a->fb_scratch,
+                                          B, C, N, c->W, c->H);
+        filterbank_backward(drparams, a->dFx, a->dFy, a->dgamma, Fx, Fy, rp, B, N, c->W, c->H);
+        col_sums(g->read_attn_b, drparams, B, P);
+        if (t)
+            gemm(false, false, B, D, P, 1.0f, drparams, P, p->read_attn_W, D, 1.0f, dh_dec_p,
+                 D);
+    } else if (t) {
+        for (int b = 0; b < B; b++)
+            memcpy(a->dxhat + (size_t)b * IMG, din + (size_t)b * LV, sizeof(float) * IMG);
+    }
+}
+
+// d/dc_{t-1} (acts.dcan, which holds d/dc_t's share already) -= d/dx_hat_t sigmoid'(c_{t-1}),
+// for t > 0 (c_0 = 0 is a constant). x_hat_t = x - sigmoid(c_{t-1}), so sigmoid(c_{t-1}) is
+// x - x_hat_t, read from read_backward's recomputed acts.xhat with no exp.
+static void canvas_backward(DrawActs *a, const DrawConfig *c, const float *x, int B) {
+    size_t n = (size_t)B * draw_image_size(c);
+    for (size_t i = 0; i < n; i++) {
+        float s = x[i] - a->xhat[i];
+        a->dcan[i] -= a->dxhat[i] * s * (1.0f - s);
+    }
+}
+
+// The weight gradients, after the sweep: one GEMM each over its T B rows.
+static void weight_grads(DrawParams *g, const DrawActs *a, const DrawConfig *c, const float *x,
+                         int B) {
+    int D = c->dec, E = c->enc, Z = c->z, Wr = draw_write_size(c), P = FILTERBANK_PARAMS;
+    int T = c->T, Bm = a->B, X = draw_enc_fixed_cols(c), LV = enc_var_cols(c), LE = X + LV;
     weight_grad(g->enc_W + X, LE, a->enc_gates, a->enc_xh, 0, T, B, Bm, 4 * E, LV);
     if (X) {  // x's columns: (sum over t of the gate gradients)^T x, x being the same each step
         float *sum = a->denc_gates_sum;
@@ -631,6 +668,41 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
         // Step t reads with h_dec_{t-1}; step 0 with h_dec_0 = 0, so it adds to the bias only.
         weight_grad(g->read_attn_W, D, a->drparams, a->dec_h, 1, T, B, Bm, P, D);
     }
+}
+
+// Undoes the T steps in reverse, each in the forward's order reversed: write, decoder,
+// posterior, encoder, read, and the canvas's share through x_hat; then the weights.
+void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawConfig *c,
+                   const float *x, int B) {
+    CHECK(B >= 1 && B <= a->B);
+    int D = c->dec, E = c->enc, Z = c->z, X = draw_enc_fixed_cols(c);
+    size_t nIMG = (size_t)B * draw_image_size(c);
+    float inv_b = 1.0f / (float)B;
+    packed_pack(&a->enc_W, false, p->enc_W + X, X + enc_var_cols(c));
+    packed_pack(&a->dec_W, false, p->dec_W, Z + D);
+
+    // d bound / d c_T = (sigmoid(c_T) - x) / B
+    memset(a->dcan, 0, sizeof(float) * nIMG);
+    bce_logits_backward(a->dcan, NULL, draw_at(a, a->canvas, c->T - 1, draw_image_size(c)), x,
+                        nIMG);
+    for (size_t i = 0; i < nIMG; i++) a->dcan[i] *= inv_b;
+
+    int cur = 0;
+    memset(a->dh_enc[cur], 0, sizeof(float) * B * E);
+    memset(a->dc_enc[cur], 0, sizeof(float) * B * E);
+    memset(a->dh_dec[cur], 0, sizeof(float) * B * D);
+    memset(a->dc_dec[cur], 0, sizeof(float) * B * D);
+    for (int t = c->T - 1; t >= 0; t--) {
+        RecurrentGrads s = recurrent_grads(a, c, cur, B);
+        write_backward(g, a, p, c, t, B, s.dh_dec);
+        const float *dz = decoder_backward(g, a, p, c, t, B, &s);
+        posterior_backward(g, a, p, c, t, B, dz, s.dh_enc);
+        const float *din = encoder_backward(g, a, p, c, t, B, &s);
+        read_backward(g, a, p, c, x, t, B, din, s.dh_dec_p);
+        if (t) canvas_backward(a, c, x, B);
+        cur = 1 - cur;
+    }
+    weight_grads(g, a, c, x, B);
 }
 
 void draw_generate(DrawActs *a, const DrawParams *p, const DrawConfig *c, int B, Rng *rng) {
