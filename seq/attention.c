@@ -464,6 +464,96 @@ static void multihead_backward(float *dprep, float *dquery, AttnParams *dp, cons
 
 static float local_sigma(const AttnConfig *c) { return 0.5f * (float)c->window; }
 
+// The step cache's views for one (B, L): alpha (B, L) always; where the kind keeps them, the
+// additive query projection qp (B, A), the multiplicative q W (B, D), the local centres
+// (B), and the predictive centre's hidden layer hp (B, A) and sigmoid s (B); else NULL.
+// (attn_forward writes through the views; attn_backward, holding the cache const, only
+// reads.)
+typedef struct {
+    float *alpha, *qp, *qw, *centre, *hp, *s;
+} StepCache;
+
+static StepCache step_cache(const float *cache, const AttnConfig *c, int B, int L) {
+    StepLayout sl = step_layout(c, B, L);
+    AttnKind s = score_kind(c);
+    float *base = (float *)cache;
+    StepCache v = {base + sl.alpha, NULL, NULL, NULL, NULL, NULL};
+    if (s == ATTN_ADDITIVE) v.qp = base + sl.qp;
+    if (s == ATTN_MULTIPLICATIVE) v.qw = base + sl.qw;
+    if (is_local(c)) v.centre = base + sl.centre;
+    if (c->kind == ATTN_LOCAL_PREDICTIVE) {
+        v.hp = base + sl.hp;
+        v.s = base + sl.s;
+    }
+    return v;
+}
+
+// The query's projections over the batch: qp = q W_q^T + b (additive), qw = q W
+// (multiplicative); query (B, H).
+static void query_projections_forward(const StepCache *v, const float *query, const AttnParams *p,
+                                      const AttnConfig *c, int B) {
+    int A = c->A, D = c->D, H = c->H;
+    if (v->qp) {
+        if (p->W_q_t)
+            gemm_packed(B, A, query, H, p->W_q_t, 0.0f, v->qp, A);
+        else
+            gemm(false, true, B, A, H, 1.0f, query, H, p->W_q, H, 0.0f, v->qp, A);
+        for (int b = 0; b < B; b++) axpyf(v->qp + (size_t)b * A, 1.0f, p->b, A);
+    } else if (v->qw) {
+        gemm(false, false, B, D, H, 1.0f, query, H, p->W, D, 0.0f, v->qw, D);  // q (B,H) W (H,D)
+    }
+}
+
+// The local window's centre of each batch row: step t, held at L - 1 (monotonic), or
+// (L - 1) sigmoid(v_p . tanh(W_p q)) (predictive).
+static void centres_forward(const StepCache *v, const float *query, const AttnParams *p,
+                            const AttnConfig *c, int t, int B, int L) {
+    int A = c->A, H = c->H;
+    if (c->kind == ATTN_LOCAL_MONOTONIC) {
+        CHECK(t >= 0, "local-monotonic attention at step t = %d", t);
+        for (int b = 0; b < B; b++) v->centre[b] = (float)(t < L - 1 ? t : L - 1);
+    } else if (c->kind == ATTN_LOCAL_PREDICTIVE) {
+        gemm(false, true, B, A, H, 1.0f, query, H, p->W_p, H, 0.0f, v->hp, A);
+        for (size_t k = 0; k < (size_t)B * A; k++) v->hp[k] = tanh_fast(v->hp[k]);
+        for (int b = 0; b < B; b++) {
+            v->s[b] = sigmoidf_(dotf(p->v_p, v->hp + (size_t)b * A, A));
+            v->centre[b] = (float)(L - 1) * v->s[b];
+        }
+    }
+}
+
+// Row b of alpha: uniform over the unmasked positions (ATTN_NONE), else the masked softmax
+// of the scores over the window (less the Gaussian term for local kinds), 0 outside it.
+// e (L) is scratch.
+static void alpha_row(const StepCache *v, float *e, const float *prep, const float *keys,
+                      const float *query, const unsigned char *mask, const AttnParams *p,
+                      const AttnConfig *c, int b, int L) {
+    int A = c->A, D = c->D, H = c->H;
+    const unsigned char *m = mask ? mask + (size_t)b * L : NULL;
+    float *a = v->alpha + (size_t)b * L;
+    if (c->kind == ATTN_NONE) {
+        int n = 0;
+        for (int i = 0; i < L; i++) n += !m || m[i];
+        for (int i = 0; i < L; i++) a[i] = (n > 0 && (!m || m[i])) ? 1.0f / (float)n : 0.0f;
+        return;
+    }
+    int lo = 0, hi = L;
+    if (v->centre) local_window(&lo, &hi, v->centre[b], c->window, L);
+    scores_row(e, prep, keys + (size_t)b * L * D, query + (size_t)b * H,
+               v->qp ? v->qp + (size_t)b * A : NULL, v->qw ? v->qw + (size_t)b * D : NULL, p, c,
+               score_kind(c), b, L, lo, hi);
+    if (v->centre) {
+        float sig = local_sigma(c), k2 = 1.0f / (2.0f * sig * sig);
+        for (int i = lo; i < hi; i++) {
+            float d = (float)i - v->centre[b];
+            e[i] -= d * d * k2;
+        }
+    }
+    for (int i = 0; i < lo; i++) a[i] = 0.0f;
+    for (int i = hi; i < L; i++) a[i] = 0.0f;
+    masked_softmax_range(a, e, m, lo, hi);
+}
+
 void attn_forward(float *context, float *alpha, float *cache, const float *prep,
                   const float *keys, const float *query, const unsigned char *mask,
                   const AttnParams *p, const AttnConfig *c, int t, int B, int L) {
@@ -472,68 +562,14 @@ void attn_forward(float *context, float *alpha, float *cache, const float *prep,
         multihead_forward(context, alpha, cache, prep, query, mask, p, c, B, L);
         return;
     }
-    StepLayout sl = step_layout(c, B, L);
-    int A = c->A, D = c->D, H = c->H;
-    AttnKind s = score_kind(c);
-    float *al = cache + sl.alpha;
-
-    // Query-side projections over the batch.
-    float *qp = NULL, *qw = NULL;
-    if (c->kind != ATTN_NONE && s == ATTN_ADDITIVE) {
-        qp = cache + sl.qp;
-        if (p->W_q_t)
-            gemm_packed(B, A, query, H, p->W_q_t, 0.0f, qp, A);
-        else
-            gemm(false, true, B, A, H, 1.0f, query, H, p->W_q, H, 0.0f, qp, A);
-        for (int b = 0; b < B; b++) axpyf(qp + (size_t)b * A, 1.0f, p->b, A);
-    } else if (s == ATTN_MULTIPLICATIVE) {
-        qw = cache + sl.qw;
-        gemm(false, false, B, D, H, 1.0f, query, H, p->W, D, 0.0f, qw, D);  // q (B,H) W (H,D)
-    }
-    // Local centres.
-    float *centre = is_local(c) ? cache + sl.centre : NULL;
-    if (c->kind == ATTN_LOCAL_MONOTONIC) {
-        CHECK(t >= 0, "local-monotonic attention at step t = %d", t);
-        for (int b = 0; b < B; b++) centre[b] = (float)(t < L - 1 ? t : L - 1);
-    } else if (c->kind == ATTN_LOCAL_PREDICTIVE) {
-        float *hp = cache + sl.hp, *sg = cache + sl.s;
-        gemm(false, true, B, A, H, 1.0f, query, H, p->W_p, H, 0.0f, hp, A);
-        for (size_t k = 0; k < (size_t)B * A; k++) hp[k] = tanh_fast(hp[k]);
-        for (int b = 0; b < B; b++) {
-            sg[b] = sigmoidf_(dotf(p->v_p, hp + (size_t)b * A, A));
-            centre[b] = (float)(L - 1) * sg[b];
-        }
-    }
-
+    StepCache v = step_cache(cache, c, B, L);
+    query_projections_forward(&v, query, p, c, B);
+    centres_forward(&v, query, p, c, t, B, L);
     float *e = xmalloc((size_t)L * sizeof(float));
-    for (int b = 0; b < B; b++) {
-        const unsigned char *m = mask ? mask + (size_t)b * L : NULL;
-        const float *kb = keys + (size_t)b * L * D;
-        float *a = al + (size_t)b * L;
-        if (c->kind == ATTN_NONE) {
-            int n = 0;
-            for (int i = 0; i < L; i++) n += !m || m[i];
-            for (int i = 0; i < L; i++) a[i] = (n > 0 && (!m || m[i])) ? 1.0f / (float)n : 0.0f;
-            continue;
-        }
-        int lo = 0, hi = L;
-        if (centre) local_window(&lo, &hi, centre[b], c->window, L);
-        scores_row(e, prep, kb, query + (size_t)b * H, qp ? qp + (size_t)b * A : NULL,
-                   qw ? qw + (size_t)b * D : NULL, p, c, s, b, L, lo, hi);
-        if (centre) {
-            float sig = local_sigma(c), k2 = 1.0f / (2.0f * sig * sig);
-            for (int i = lo; i < hi; i++) {
-                float d = (float)i - centre[b];
-                e[i] -= d * d * k2;
-            }
-        }
-        for (int i = 0; i < lo; i++) a[i] = 0.0f;
-        for (int i = hi; i < L; i++) a[i] = 0.0f;
-        masked_softmax_range(a, e, m, lo, hi);
-    }
+    for (int b = 0; b < B; b++) alpha_row(&v, e, prep, keys, query, mask, p, c, b, L);
     free(e);
-    memcpy(alpha, al, (size_t)B * L * sizeof(float));
-    weighted_sum_forward(context, al, keys, B, L, D);
+    memcpy(alpha, v.alpha, (size_t)B * L * sizeof(float));
+    weighted_sum_forward(context, v.alpha, keys, B, L, c->D);
 }
 
 // The additive score's backward at one position, given de = d loss / d score: one pass
@@ -562,6 +598,113 @@ static void additive_backward_position(float *restrict dpr, float *restrict dw,
     }
 }
 
+// The context's backward: g (B, L) += dcontext . k_i, the gradient reaching alpha (it holds
+// dalpha or zeros), and dkeys_i += alpha_i dcontext. That is weighted_sum_backward
+// restricted to the positions with alpha != 0: elsewhere (masked, outside a local window)
+// the softmax passes no gradient on, and the keys get none.
+static void context_backward(float *g, float *dkeys, const float *dcontext, const float *al,
+                             const float *keys, int B, int L, int D) {
+    for (int b = 0; b < B; b++) {
+        const float *dc = dcontext + (size_t)b * D;
+        for (int i = 0; i < L; i++) {
+            size_t bi = (size_t)b * L + i;
+            if (al[bi] == 0.0f) continue;
+            g[bi] += dotf(dc, keys + bi * D, D);
+            if (dkeys) axpyf(dkeys + bi * D, al[bi], dc, D);
+        }
+    }
+}
+
+// What the scores' backward leaves for the query side: d/dqp (B, A) (additive), d/dqw
+// (B, D) (multiplicative) and d/dcentre (B) (local); NULL where the kind has none.
+typedef struct {
+    float *dqp, *dqw, *dcentre;
+} QuerySideGrads;
+
+// The softmax's and the scores' backward for batch row b, from gb (L), the gradient reaching
+// alpha's row: the additive scorer's w and prep, the query (dot kinds) and the keys get
+// theirs, and q the query side's sums.
+static void scores_backward_row(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
+                                const QuerySideGrads *q, const float *gb, const StepCache *v,
+                                const float *prep, const float *keys, const float *query,
+                                const AttnParams *p, const AttnConfig *c, int b, int L) {
+    int A = c->A, D = c->D, H = c->H;
+    AttnKind s = score_kind(c);
+    float scale = s == ATTN_SCALED_DOT ? 1.0f / sqrtf((float)D) : 1.0f;
+    float sig = local_sigma(c), inv_var = 1.0f / (sig * sig);
+    const float *a = v->alpha + (size_t)b * L;
+    const float *kb = keys + (size_t)b * L * D;
+    int lo = 0, hi = L;
+    if (v->centre) local_window(&lo, &hi, v->centre[b], c->window, L);
+    float sum = 0.0f;
+    for (int i = lo; i < hi; i++) sum += a[i] * gb[i];
+    for (int i = lo; i < hi; i++) {
+        if (a[i] == 0.0f) continue;  // masked (or underflowed): no gradient
+        float de = a[i] * (gb[i] - sum);  // d loss / d (score - Gaussian term)
+        if (v->centre) q->dcentre[b] += de * ((float)i - v->centre[b]) * inv_var;
+        const float *ki = kb + (size_t)i * D;
+        float *dki = dkeys ? dkeys + ((size_t)b * L + i) * D : NULL;
+        switch (s) {
+        case ATTN_ADDITIVE: {
+            const float *kpi = prep + ((size_t)b * L + i) * A;
+            float *dpr = dprep ? dprep + ((size_t)b * L + i) * A : NULL;
+            additive_backward_position(dpr, dp->w, q->dqp + (size_t)b * A, kpi,
+                                       v->qp + (size_t)b * A, p->w, de, A);
+            break;
+        }
+        case ATTN_DOT:
+        case ATTN_SCALED_DOT:
+            if (dquery) axpyf(dquery + (size_t)b * H, scale * de, ki, D);
+            if (dki) axpyf(dki, scale * de, query + (size_t)b * H, D);
+            break;
+        case ATTN_MULTIPLICATIVE:
+            axpyf(q->dqw + (size_t)b * D, de, ki, D);
+            if (dki) axpyf(dki, de, v->qw + (size_t)b * D, D);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+// The query projections' backward: qp = q W_q^T + b (additive), qw = q W (multiplicative).
+static void query_projections_backward(float *dquery, AttnParams *dp, const QuerySideGrads *q,
+                                       const float *query, const AttnParams *p,
+                                       const AttnConfig *c, int B) {
+    int A = c->A, D = c->D, H = c->H;
+    if (q->dqp) {
+        for (int b = 0; b < B; b++) axpyf(dp->b, 1.0f, q->dqp + (size_t)b * A, A);
+        // dW_q (A, H) += dqp^T query; dquery (B, H) += dqp W_q
+        gemm(true, false, A, H, B, 1.0f, q->dqp, A, query, H, 1.0f, dp->W_q, H);
+        if (dquery && p->W_q_n)
+            gemm_packed(B, H, q->dqp, A, p->W_q_n, 1.0f, dquery, H);
+        else if (dquery)
+            gemm(false, false, B, H, A, 1.0f, q->dqp, A, p->W_q, H, 1.0f, dquery, H);
+    }
+    if (q->dqw) {
+        // dW (H, D) += query^T dqw; dquery (B, H) += dqw W^T
+        gemm(true, false, H, D, B, 1.0f, query, H, q->dqw, D, 1.0f, dp->W, D);
+        if (dquery) gemm(false, true, B, H, D, 1.0f, q->dqw, D, p->W, D, 1.0f, dquery, H);
+    }
+}
+
+// The predictive centre's backward: centre = (L - 1) sigmoid(v_p . hp), hp = tanh(W_p q).
+static void centre_backward(float *dquery, AttnParams *dp, const float *dcentre,
+                            const StepCache *v, const float *query, const AttnParams *p,
+                            const AttnConfig *c, int B, int L) {
+    int A = c->A, H = c->H;
+    float *dhpre = xcalloc((size_t)B * A, sizeof(float));
+    for (int b = 0; b < B; b++) {
+        float dz = dcentre[b] * (float)(L - 1) * v->s[b] * (1.0f - v->s[b]);
+        const float *h = v->hp + (size_t)b * A;
+        axpyf(dp->v_p, dz, h, A);
+        for (int k = 0; k < A; k++) dhpre[(size_t)b * A + k] = dz * p->v_p[k] * (1.0f - h[k] * h[k]);
+    }
+    gemm(true, false, A, H, B, 1.0f, dhpre, A, query, H, 1.0f, dp->W_p, H);
+    if (dquery) gemm(false, false, B, H, A, 1.0f, dhpre, A, p->W_p, H, 1.0f, dquery, H);
+    free(dhpre);
+}
+
 void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
                    const float *dcontext, const float *dalpha, const float *cache,
                    const float *prep, const float *keys, const float *query,
@@ -572,114 +715,26 @@ void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
         multihead_backward(dprep, dquery, dp, dcontext, dalpha, cache, prep, query, p, c, B, L);
         return;
     }
-    StepLayout sl = step_layout(c, B, L);
-    int A = c->A, D = c->D, H = c->H;
-    AttnKind s = score_kind(c);
-    const float *al = cache + sl.alpha;
-
-    // The context's gradient: dkeys_i += alpha_i dcontext, and g (B, L) = dalpha +
-    // dcontext . k_i, the gradient reaching alpha. weighted_sum_backward restricted to the
-    // positions with alpha != 0: elsewhere (masked, outside a local window) the softmax
-    // passes no gradient on, and the keys get none.
-    float *g = xcalloc((size_t)B * L, sizeof(float));
+    StepCache v = step_cache(cache, c, B, L);
+    float *g = xcalloc((size_t)B * L, sizeof(float));  // the gradient reaching alpha
     if (dalpha) memcpy(g, dalpha, (size_t)B * L * sizeof(float));
-    if (dcontext) {
-        for (int b = 0; b < B; b++) {
-            const float *dc = dcontext + (size_t)b * D;
-            for (int i = 0; i < L; i++) {
-                size_t bi = (size_t)b * L + i;
-                if (al[bi] == 0.0f) continue;
-                g[bi] += dotf(dc, keys + bi * D, D);
-                if (dkeys) axpyf(dkeys + bi * D, al[bi], dc, D);
-            }
-        }
+    if (dcontext) context_backward(g, dkeys, dcontext, v.alpha, keys, B, L, c->D);
+    if (c->kind != ATTN_NONE) {  // (ATTN_NONE's alpha depends on nothing)
+        QuerySideGrads q = {v.qp ? xcalloc((size_t)B * c->A, sizeof(float)) : NULL,
+                            v.qw ? xcalloc((size_t)B * c->D, sizeof(float)) : NULL,
+                            v.centre ? xcalloc((size_t)B, sizeof(float)) : NULL};
+        for (int b = 0; b < B; b++)
+            scores_backward_row(dkeys, dprep, dquery, dp, &q, g + (size_t)b * L, &v, prep, keys,
+                                query, p, c, b, L);
+        query_projections_backward(dquery, dp, &q, query, p, c, B);
+        if (c->kind == ATTN_LOCAL_PREDICTIVE)
+            centre_backward(dquery, dp, q.dcentre, &v, query, p, c, B, L);
+        free(q.dcentre);
+        free(q.dqw);
+        free(q.dqp);
     }
-    if (c->kind == ATTN_NONE) {  // alpha does not depend on anything
-        free(g);
-        return;
-    }
-
-    const float *qp = s == ATTN_ADDITIVE ? cache + sl.qp : NULL;
-    const float *qw = s == ATTN_MULTIPLICATIVE ? cache + sl.qw : NULL;
-    const float *centre = is_local(c) ? cache + sl.centre : NULL;
-    float *dqp = s == ATTN_ADDITIVE ? xcalloc((size_t)B * A, sizeof(float)) : NULL;
-    float *dqw = s == ATTN_MULTIPLICATIVE ? xcalloc((size_t)B * D, sizeof(float)) : NULL;
-    float *dcentre = centre ? xcalloc((size_t)B, sizeof(float)) : NULL;
-    float scale = s == ATTN_SCALED_DOT ? 1.0f / sqrtf((float)D) : 1.0f;
-    float sig = local_sigma(c), inv_var = 1.0f / (sig * sig);
-
-    for (int b = 0; b < B; b++) {
-        const float *a = al + (size_t)b * L;
-        const float *gb = g + (size_t)b * L;
-        const float *kb = keys + (size_t)b * L * D;
-        int lo = 0, hi = L;
-        if (centre) local_window(&lo, &hi, centre[b], c->window, L);
-        float sum = 0.0f;
-        for (int i = lo; i < hi; i++) sum += a[i] * gb[i];
-        for (int i = lo; i < hi; i++) {
-            if (a[i] == 0.0f) continue;  // masked (or underflowed): no gradient
-            float de = a[i] * (gb[i] - sum);  // d loss / d (score - Gaussian term)
-            if (centre) dcentre[b] += de * ((float)i - centre[b]) * inv_var;
-            const float *ki = kb + (size_t)i * D;
-            float *dki = dkeys ? dkeys + ((size_t)b * L + i) * D : NULL;
-            switch (s) {
-            case ATTN_ADDITIVE: {
-                const float *kpi = prep + ((size_t)b * L + i) * A;
-                float *dpr = dprep ? dprep + ((size_t)b * L + i) * A : NULL;
-                additive_backward_position(dpr, dp->w, dqp + (size_t)b * A, kpi, qp + (size_t)b * A,
-                                           p->w, de, A);
-                break;
-            }
-            case ATTN_DOT:
-            case ATTN_SCALED_DOT:
-                if (dquery) axpyf(dquery + (size_t)b * H, scale * de, ki, D);
-                if (dki) axpyf(dki, scale * de, query + (size_t)b * H, D);
-                break;
-            case ATTN_MULTIPLICATIVE:
-                axpyf(dqw + (size_t)b * D, de, ki, D);
-                if (dki) axpyf(dki, de, qw + (size_t)b * D, D);
-                break;
-            default:
-                break;
-            }
-        }
-    }
-
-    if (dqp) {
-        for (int b = 0; b < B; b++) axpyf(dp->b, 1.0f, dqp + (size_t)b * A, A);
-        // dW_q (A, H) += dqp^T query; dquery (B, H) += dqp W_q
-        gemm(true, false, A, H, B, 1.0f, dqp, A, query, H, 1.0f, dp->W_q, H);
-        if (dquery && p->W_q_n)
-            gemm_packed(B, H, dqp, A, p->W_q_n, 1.0f, dquery, H);
-        else if (dquery)
-            gemm(false, false, B, H, A, 1.0f, dqp, A, p->W_q, H, 1.0f, dquery, H);
-    }
-    if (dqw) {
-        // qw = q W: dW (H, D) += query^T dqw; dquery (B, H) += dqw W^T
-        gemm(true, false, H, D, B, 1.0f, query, H, dqw, D, 1.0f, dp->W, D);
-        if (dquery) gemm(false, true, B, H, D, 1.0f, dqw, D, p->W, D, 1.0f, dquery, H);
-    }
-    if (c->kind == ATTN_LOCAL_PREDICTIVE) {
-        // centre = (L - 1) sigmoid(v_p . hp), hp = tanh(W_p q)
-        const float *hp = cache + sl.hp, *sg = cache + sl.s;
-        float *dhpre = xcalloc((size_t)B * A, sizeof(float));
-        for (int b = 0; b < B; b++) {
-            float dz = dcentre[b] * (float)(L - 1) * sg[b] * (1.0f - sg[b]);
-            const float *h = hp + (size_t)b * A;
-            axpyf(dp->v_p, dz, h, A);
-            for (int k = 0; k < A; k++) dhpre[(size_t)b * A + k] = dz * p->v_p[k] * (1.0f - h[k] * h[k]);
-        }
-        gemm(true, false, A, H, B, 1.0f, dhpre, A, query, H, 1.0f, dp->W_p, H);
-        if (dquery) gemm(false, false, B, H, A, 1.0f, dhpre, A, p->W_p, H, 1.0f, dquery, H);
-        free(dhpre);
-    }
-    free(dcentre);
-    free(dqw);
-    free(dqp);
     free(g);
 }
-
-// --- weighted sum --------------------------------------------------------------------------
 
 void weighted_sum_forward(float *out, const float *w, const float *values, int B, int L, int D) {
     for (int b = 0; b < B; b++) {
