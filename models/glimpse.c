@@ -327,11 +327,59 @@ static void weight_grad(float *dW, const float *dout_all, const float *in_all, i
     weight_grad_ld(dW, C, dout_all, in_all, ldin, t0, shift, T, B, Bmax, OC, C);
 }
 
+// Step t's hard read: the retina is not differentiated (the sampled centre is an action);
+// the mean's gradient is REINFORCE's, through m = tanh(pre), into loc.W and loc.b only
+// (drparams' two columns), and the baseline's is that of (1/2B) sum (R - b_t)^2. Neither
+// reaches h_{t-1}: the LSTM learns from the cross-entropy alone.
+static void hard_read_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseConfig *c, int t,
+                               int B) {
+    const float *m = glimpse_at(a, a->locmean, t, 2), *l = glimpse_at(a, a->loc, t, 2);
+    const float *bt = glimpse_at(a, a->base, t, 1);
+    float *dpre = glimpse_at(a, a->drparams, t, 2), *dbt = glimpse_at(a, a->dbase, t, 1);
+    memset(dpre, 0, sizeof(float) * (size_t)B * 2);
+    for (int b = 0; b < B; b++) {
+        glimpse_reinforce_mean_grad(dpre + b * 2, l + b * 2, m + b * 2, a->reward[b] - bt[b],
+                                    c->loc_std, 1.0f / (float)B, 2);
+        for (int k = 0; k < 2; k++) dpre[b * 2 + k] *= 1.0f - m[b * 2 + k] * m[b * 2 + k];
+        dbt[b] = (bt[b] - a->reward[b]) / (float)B;
+    }
+    col_sums(g->read_b, dpre, B, 2);
+    col_sums(g->base_b, dbt, B, 1);
+}
+
+// Step t's differentiable read: from d/dr_t (acts.dxh's first columns) the filterbank's
+// parameters' gradients (drparams) and the read layer's bias's; d/dh_{t-1} (dh_prev) += the
+// read layer's input gradient (step 0 reads with h_0 = 0: the bias only).
+static void soft_read_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
+                               const GlimpseConfig *c, const float *x, int t, int B,
+                               float *dh_prev) {
+    const int P = FILTERBANK_PARAMS, N = c->read_n, Hd = c->hidden;
+    const int LD = glimpse_read_size(c) + Hd;
+    const float *Fx = glimpse_at(a, a->Fx, t, N * c->W), *Fy = glimpse_at(a, a->Fy, t, N * c->H);
+    const float *gm = glimpse_at(a, a->gamma, t, 1);
+    float *drp = glimpse_at(a, a->drparams, t, P);
+    memset(a->dFx, 0, sizeof(float) * (size_t)B * N * c->W);
+    memset(a->dFy, 0, sizeof(float) * (size_t)B * N * c->H);
+    memset(a->dgamma, 0, sizeof(float) * B);
+    memset(drp, 0, sizeof(float) * (size_t)B * P);
+    const float *u = glimpse_at(a, a->u, t, u_width(c));
+    if (a->sparse_read)
+        filterbank_read_sparse_backward(a->dFx, a->dFy, a->dgamma, a->dxh, LD, &a->sparse, Fx, gm,
+                                        u, a->fb_scratch, B, 1, N, c->W, c->H);
+    else
+        filterbank_read_channels_backward_kept(NULL, a->dFx, a->dFy, a->dgamma, a->dxh, LD, x, Fx,
+                                               Fy, gm, u, a->fb_scratch, B, 1, N, c->W, c->H);
+    filterbank_backward(drp, a->dFx, a->dFy, a->dgamma, Fx, Fy, glimpse_at(a, a->rparams, t, P),
+                        B, N, c->W, c->H);
+    col_sums(g->read_b, drp, B, P);
+    if (t) gemm(false, false, B, Hd, P, 1.0f, drp, P, p->read_W, Hd, 1.0f, dh_prev, Hd);
+}
+
 void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
                       const GlimpseConfig *c, const float *x, const int *labels, int B) {
     CHECK(B >= 1 && B <= a->B);
     const int R = glimpse_read_size(c), Hd = c->hidden, LD = R + Hd, T = c->T, Bm = a->B;
-    const int P = FILTERBANK_PARAMS, N = c->read_n, G = 4 * Hd;
+    const int G = 4 * Hd;
     // d mean loss / d logits = (probs - onehot) / B
     float *dl = a->dlogits;
     memset(dl, 0, sizeof(float) * (size_t)B * c->classes);
@@ -363,44 +411,10 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
         } else if (t) {
             gemm_packed(B, Hd, dg, G, Wd, 0.0f, a->dh[prev], Hd);
         }
-        if (c->hard) {
-            // The retina is not differentiated (the sampled centre is an action); the mean's
-            // gradient is REINFORCE's, through m = tanh(pre), into loc.W and loc.b only.
-            const float *m = glimpse_at(a, a->locmean, t, 2), *l = glimpse_at(a, a->loc, t, 2);
-            const float *bt = glimpse_at(a, a->base, t, 1);
-            float *dpre = glimpse_at(a, a->drparams, t, 2), *dbt = glimpse_at(a, a->dbase, t, 1);
-            memset(dpre, 0, sizeof(float) * (size_t)B * 2);
-            for (int b = 0; b < B; b++) {
-                glimpse_reinforce_mean_grad(dpre + b * 2, l + b * 2, m + b * 2, a->reward[b] - bt[b],
-                                            c->loc_std, 1.0f / (float)B, 2);
-                for (int k = 0; k < 2; k++) dpre[b * 2 + k] *= 1.0f - m[b * 2 + k] * m[b * 2 + k];
-                dbt[b] = (bt[b] - a->reward[b]) / (float)B;  // of (1/2B) sum (R - b_t)^2
-            }
-            col_sums(g->read_b, dpre, B, 2);
-            col_sums(g->base_b, dbt, B, 1);
-            // Neither reaches h_{t-1}: the LSTM learns from the cross-entropy alone.
-        } else if (c->attention) {
-            const float *Fx = glimpse_at(a, a->Fx, t, N * c->W), *Fy = glimpse_at(a, a->Fy, t, N * c->H);
-            const float *gm = glimpse_at(a, a->gamma, t, 1);
-            float *drp = glimpse_at(a, a->drparams, t, P);
-            memset(a->dFx, 0, sizeof(float) * (size_t)B * N * c->W);
-            memset(a->dFy, 0, sizeof(float) * (size_t)B * N * c->H);
-            memset(a->dgamma, 0, sizeof(float) * B);
-            memset(drp, 0, sizeof(float) * (size_t)B * P);
-            const float *u = glimpse_at(a, a->u, t, u_width(c));
-            if (a->sparse_read)
-                filterbank_read_sparse_backward(a->dFx, a->dFy, a->dgamma, a->dxh, LD, &a->sparse, Fx,
-                                                gm, u, a->fb_scratch, B, 1, N, c->W, c->H);
-            else
-                filterbank_read_channels_backward_kept(NULL, a->dFx, a->dFy, a->dgamma, a->dxh, LD, x,
-                                                       Fx, Fy, gm, u, a->fb_scratch, B, 1, N, c->W,
-                                                       c->H);
-            filterbank_backward(drp, a->dFx, a->dFy, a->dgamma, Fx, Fy,
-                                glimpse_at(a, a->rparams, t, P), B, N, c->W, c->H);
-            col_sums(g->read_b, drp, B, P);
-            // Step t reads with h_{t-1}; step 0 with h_0 = 0 (bias only).
-            if (t) gemm(false, false, B, Hd, P, 1.0f, drp, P, p->read_W, Hd, 1.0f, a->dh[prev], Hd);
-        }
+        if (c->hard)
+            hard_read_backward(g, a, c, t, B);
+        else if (c->attention)
+            soft_read_backward(g, a, p, c, x, t, B, a->dh[prev]);
         cur = prev;
     }
     // lstm.W's gradient: the read's columns over every step; the h columns from step 1,
