@@ -294,6 +294,11 @@ double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const Dr
     return bound;
 }
 
+// The encoder input row's columns after x's own: [r_t past its first X columns, h_dec, h_enc].
+static int enc_var_cols(const DrawConfig *c) {
+    return draw_read_size(c) + c->dec + c->enc - draw_enc_fixed_cols(c);
+}
+
 // The attention parameters of a linear layer of h (B, dec); h NULL means h = 0 (bias only).
 static void attn_params_forward(float *out, const float *h, const float *W, const float *b,
                                 int B, int dec) {
@@ -354,12 +359,76 @@ static void decode_step(DrawActs *a, const DrawParams *p, const DrawConfig *c, i
     }
 }
 
+// Encoder half of step t up to h_enc_t: x_hat_t, the read r_t, and the encoder LSTM on
+// [r_t, h_dec_{t-1}, h_enc_{t-1}] (its columns past X in acts.enc_xh, x's own share of the
+// gates already in acts.enc_pre_x when X > 0).
+static void encode_step(DrawActs *a, const DrawParams *p, const DrawConfig *c, const float *x,
+                        int t, int B) {
+    int IMG = draw_image_size(c), D = c->dec, E = c->enc, R = draw_read_size(c);
+    int X = draw_enc_fixed_cols(c), LV = enc_var_cols(c);
+    float *xh = a->xhat;
+    xhat_step(xh, a, c, x, t, B);
+    const float *hdp = t ? draw_at(a, a->dec_h, t - 1, D) : NULL;
+    float *in = draw_at(a, a->enc_xh, t, LV);  // the read is written in place
+    if (c->attention) {
+        int N = c->read_n, C = draw_channels(c);
+        float *rp = draw_at(a, a->rparams, t, FILTERBANK_PARAMS);
+        float *Fx = draw_at(a, a->rFx, t, N * c->W), *Fy = draw_at(a, a->rFy, t, N * c->H);
+        float *g = draw_at(a, a->rgamma, t, 1);
+        attn_params_forward(rp, hdp, p->read_attn_W, p->read_attn_b, B, D);
+        filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
+        filterbank_read_channels_forward(in, LV, x, Fx, Fy, g, a->fb_scratch, B, C, N, c->W,
+                                         c->H);
+        filterbank_read_channels_forward(in + C * N * N, LV, xh, Fx, Fy, g, a->fb_scratch, B, C,
+                                         N, c->W, c->H);
+    } else {
+        put_rows(in, LV, xh, B, IMG);  // x itself is in enc_pre_x
+    }
+    put_rows(in + R - X, LV, hdp, B, D);
+    put_rows(in + R + D - X, LV, t ? draw_at(a, a->enc_h, t - 1, E) : NULL, B, E);
+    float *he = draw_at(a, a->enc_h, t, E), *ce = draw_at(a, a->enc_c, t, E);
+    float *ge = draw_at(a, a->enc_gates, t, 4 * E);
+    const float *ce_prev = t ? draw_at(a, a->enc_c, t - 1, E) : NULL;
+    if (X)
+        lstm_forward_packed_from(he, ce, ge, a->enc_pre_x, in, LV, ce_prev, &a->enc_Wt,
+                                 p->enc_peep, B, R + D - X, E);
+    else
+        lstm_forward_packed(he, ce, ge, in, LV, ce_prev, &a->enc_Wt, p->enc_b, p->enc_peep, B,
+                            R + D, E);
+}
+
+// Step t's posterior q(z_t | h_enc_t) = N(mu, sigma) and its sample z_t = mu + sigma eps
+// into the decoder input's first Z columns; adds the step's KL term to acts.kl and
+// log p(z_t) - log q(z_t) to acts.logw.
+static void sample_step(DrawActs *a, const DrawParams *p, const DrawConfig *c, int t, int B) {
+    int D = c->dec, E = c->enc, Z = c->z;
+    float *q = draw_at(a, a->q, t, 2 * Z);
+    linear_forward(q, draw_at(a, a->enc_h, t, E), p->q_W, p->q_b, B, E, 2 * Z);
+    const float *eps = draw_at(a, a->eps, t, Z);
+    float *z = draw_at(a, a->dec_xh, t, Z + D);
+    for (int b = 0; b < B; b++) {
+        const float *mu = q + (size_t)b * 2 * Z, *ls = mu + Z, *e = eps + (size_t)b * Z;
+        float *zb = z + (size_t)b * (Z + D);
+        double kl = 0.0, lw = 0.0;
+        // sigma in a vectorised pass first; the double sums below stay scalar.
+        for (int k = 0; k < Z; k++) zb[k] = exp_fast(ls[k]);
+        for (int k = 0; k < Z; k++) {
+            float s = zb[k];
+            zb[k] = mu[k] + s * e[k];
+            kl += 0.5 * ((double)mu[k] * mu[k] + (double)s * s - 2.0 * ls[k] - 1.0);
+            // log N(z; 0, 1) - log N(z; mu, sigma), the 2 pi terms cancel
+            lw += -0.5 * (double)zb[k] * zb[k] + 0.5 * (double)e[k] * e[k] + ls[k];
+        }
+        a->kl[b] += (float)kl;
+        a->logw[b] += (float)lw;
+    }
+}
+
 double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const float *x, int B,
                     double *recon_out, double *kl_out) {
     CHECK(B >= 1 && B <= a->B, "B %d, acts for %d", B, a->B);
-    int IMG = draw_image_size(c), D = c->dec, E = c->enc, Z = c->z, R = draw_read_size(c);
-    int RD = R + D, LE = RD + E;  // LE: the encoder input row [r, h_dec, h_enc]
-    int X = draw_enc_fixed_cols(c), LV = LE - X;  // enc_xh keeps the LV columns after x's
+    int IMG = draw_image_size(c), D = c->dec, E = c->enc, Z = c->z;
+    int X = draw_enc_fixed_cols(c), LE = X + enc_var_cols(c);  // LE: the row [r, h_dec, h_enc]
     for (int b = 0; b < B; b++) a->kl[b] = a->logw[b] = 0.0f;
     packed_pack(&a->enc_Wt, true, p->enc_W + X, LE);
     packed_pack(&a->dec_Wt, true, p->dec_W, Z + D);
@@ -369,59 +438,8 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
         gemm(false, true, B, 4 * E, X, 1.0f, x, X, p->enc_W, LE, 1.0f, a->enc_pre_x, 4 * E);
     }
     for (int t = 0; t < c->T; t++) {
-        float *xh = a->xhat;
-        xhat_step(xh, a, c, x, t, B);
-        // Encoder input [r_t, h_dec_{t-1}, h_enc_{t-1}] from column X on, the read written
-        // in place.
-        const float *hdp = t ? draw_at(a, a->dec_h, t - 1, D) : NULL;
-        float *in = draw_at(a, a->enc_xh, t, LV);
-        if (c->attention) {
-            int N = c->read_n;
-            float *rp = draw_at(a, a->rparams, t, FILTERBANK_PARAMS);
-            float *Fx = draw_at(a, a->rFx, t, N * c->W), *Fy = draw_at(a, a->rFy, t, N * c->H);
-            float *g = draw_at(a, a->rgamma, t, 1);
-            attn_params_forward(rp, hdp, p->read_attn_W, p->read_attn_b, B, D);
-            filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
-            int C = draw_channels(c);
-            filterbank_read_channels_forward(in, LV, x, Fx, Fy, g, a->fb_scratch, B, C, N, c->W,
-                                             c->H);
-            filterbank_read_channels_forward(in + C * N * N, LV, xh, Fx, Fy, g, a->fb_scratch, B,
-                                             C, N, c->W, c->H);
-        } else {
-            put_rows(in, LV, xh, B, IMG);  // x itself is in enc_pre_x
-        }
-        put_rows(in + R - X, LV, hdp, B, D);
-        put_rows(in + RD - X, LV, t ? draw_at(a, a->enc_h, t - 1, E) : NULL, B, E);
-        // Encoder LSTM and the posterior
-        float *he = draw_at(a, a->enc_h, t, E), *ce = draw_at(a, a->enc_c, t, E);
-        float *ge = draw_at(a, a->enc_gates, t, 4 * E);
-        const float *ce_prev = t ? draw_at(a, a->enc_c, t - 1, E) : NULL;
-        if (X)
-            lstm_forward_packed_from(he, ce, ge, a->enc_pre_x, in, LV, ce_prev, &a->enc_Wt,
-                                     p->enc_peep, B, RD - X, E);
-        else
-            lstm_forward_packed(he, ce, ge, in, LV, ce_prev, &a->enc_Wt, p->enc_b, p->enc_peep,
-                                B, RD, E);
-        float *q = draw_at(a, a->q, t, 2 * Z);
-        linear_forward(q, he, p->q_W, p->q_b, B, E, 2 * Z);
-        const float *eps = draw_at(a, a->eps, t, Z);
-        float *z = draw_at(a, a->dec_xh, t, Z + D);  // z_t: the decoder input's first Z columns
-        for (int b = 0; b < B; b++) {
-            const float *mu = q + (size_t)b * 2 * Z, *ls = mu + Z, *e = eps + (size_t)b * Z;
-            float *zb = z + (size_t)b * (Z + D);
-            double kl = 0.0, lw = 0.0;
-            // sigma in a vectorised pass first; the double sums below stay scalar.
-            for (int k = 0; k < Z; k++) zb[k] = exp_fast(ls[k]);
-            for (int k = 0; k < Z; k++) {
-                float s = zb[k];
-                zb[k] = mu[k] + s * e[k];
-                kl += 0.5 * ((double)mu[k] * mu[k] + (double)s * s - 2.0 * ls[k] - 1.0);
-                // log N(z; 0, 1) - log N(z; mu, sigma), the 2 pi terms cancel
-                lw += -0.5 * (double)zb[k] * zb[k] + 0.5 * (double)e[k] * e[k] + ls[k];
-            }
-            a->kl[b] += (float)kl;
-            a->logw[b] += (float)lw;
-        }
+        encode_step(a, p, c, x, t, B);
+        sample_step(a, p, c, t, B);
         decode_step(a, p, c, t, B);
     }
     const float *cT = draw_at(a, a->canvas, c->T - 1, IMG);
@@ -468,11 +486,6 @@ static void add_rows(float *dst, const float *src, int ld, int B, int n) {
         const float *restrict s = src + (size_t)b * ld;
         for (int k = 0; k < n; k++) o[k] += s[k];
     }
-}
-
-// The encoder input row's columns after x's own: [r_t past its first X columns, h_dec, h_enc].
-static int enc_var_cols(const DrawConfig *c) {
-    return draw_read_size(c) + c->dec + c->enc - draw_enc_fixed_cols(c);
 }
 
 // The gradients carried along the recurrence: d/dh and d/dc of both LSTMs into step t, and
