@@ -421,6 +421,65 @@ void cnn_forward(float *annot, CnnWorkspace *ws, const float *images, const CnnP
     }
 }
 
+// Floats of layer i's weight-gradient sum in the workspace: (C K K, OC) transposed, or
+// Winograd's (16, OC, C).
+static size_t dwt_floats(const CnnWorkspace *ws, const CnnConfig *cfg, int i) {
+    int C = layer_in_channels(cfg, i), OC = cfg->channels[i];
+    return ws->winograd[i] ? winograd_filter_size(OC, C) : (size_t)C * CNN_K * CNN_K * OC;
+}
+
+// Layer i's backward for the group of n images from b0: from dout, its pool output's
+// gradient (n, OC, s/2, s/2), the bias's gradient into grads, the weights' into the
+// workspace's sum, and, when dinp is given, its input's gradient into dinp (n, C, s, s)
+// (overwritten for i > 0, where it is the layer below's pool-output gradient; added to for
+// i = 0, the images').
+static void layer_backward(CnnParams *grads, float *dinp, const float *dout, CnnWorkspace *ws,
+                           const float *images, const CnnParams *p, int i, int b0, int n) {
+    const CnnConfig *cfg = &p->cfg;
+    const int s = ws->S >> i, C = layer_in_channels(cfg, i), OC = cfg->channels[i];
+    const int N = s * s, CKK = C * CNN_K * CNN_K, h = s / 2;
+    const unsigned char *am = ws->argmax[i] + (size_t)b0 * OC * h * h;
+    const float *in = i == 0 ? images + (size_t)b0 * C * N : ws->pool[i - 1] + (size_t)b0 * C * N;
+    if (ws->winograd[i]) {
+        // dout -> dM in ws->pre; V recomputed in ws->col, then overwritten by dV.
+        winograd_pool_relu_backward(ws->pre, grads->bias[i], dout, am, n, OC, s);
+        winograd_input_transform(ws->col, in, n, C, s, s);
+        winograd_multiply_backward(dinp ? ws->col : NULL, ws->dwt[i], ws->pre, ws->wu[i], ws->col,
+                                   OC, C, n * h * h);
+        if (!dinp) return;
+        if (i > 0) memset(dinp, 0, (size_t)n * C * N * sizeof(float));
+        winograd_input_transform_adjoint_add(dinp, ws->col, n, C, s, s);
+        return;
+    }
+    // dout (n, OC, h, h) -> ws->pre (OC, n, s, s), the conv output's gradient.
+    pool_relu_backward(ws->pre, grads->bias[i], dout, am, n, OC, s);
+    im2col_batch(ws->col, in, n, C, s, s, CNN_K, CNN_PAD);
+    gemm(false, true, CKK, OC, n * N, 1.0f, ws->col, n * N, ws->pre, n * N, 1.0f, ws->dwt[i],
+         OC);
+    if (!dinp) return;
+    // The column gradient reuses the column buffer (its forward values are spent).
+    gemm(true, false, CKK, n * N, OC, 1.0f, p->weight[i], CKK, ws->pre, n * N, 0.0f, ws->col,
+         n * N);
+    if (i > 0) memset(dinp, 0, (size_t)n * C * N * sizeof(float));
+    col2im_batch_add(dinp, ws->col, n, C, s, s, CNN_K, CNN_PAD);
+}
+
+// Adds the workspace's weight-gradient sums to grads: the transposed ones transposed back,
+// Winograd's through the filter transform's adjoint.
+static void add_weight_grads(CnnParams *grads, const CnnWorkspace *ws, const CnnConfig *cfg) {
+    for (int i = 0; i < cfg->n_layers; i++) {
+        const int OC = cfg->channels[i], CKK = layer_in_channels(cfg, i) * CNN_K * CNN_K;
+        if (ws->winograd[i]) {
+            winograd_filter_transform_adjoint_add(grads->weight[i], ws->dwt[i], OC,
+                                                  layer_in_channels(cfg, i));
+            continue;
+        }
+        for (int oc = 0; oc < OC; oc++)
+            for (int k = 0; k < CKK; k++)
+                grads->weight[i][(size_t)oc * CKK + k] += ws->dwt[i][(size_t)k * OC + oc];
+    }
+}
+
 void cnn_backward(CnnParams *grads, float *dimages, const float *dannot, CnnWorkspace *ws,
                   const float *images, const CnnParams *p, int B) {
     check_compatible(ws, p, B);
@@ -434,11 +493,7 @@ void cnn_backward(CnnParams *grads, float *dimages, const float *dannot, CnnWork
     // Winograd layers accumulate dU (16, OC, C) instead, taken back through the filter
     // transform's adjoint at the end.
     transform_weights(ws, p);
-    for (int i = 0; i < nl; i++)
-        memset(ws->dwt[i], 0,
-               (ws->winograd[i] ? winograd_filter_size(cfg->channels[i], layer_in_channels(cfg, i))
-                                : (size_t)layer_in_channels(cfg, i) * CNN_K * CNN_K * cfg->channels[i]) *
-                   sizeof(float));
+    for (int i = 0; i < nl; i++) memset(ws->dwt[i], 0, dwt_floats(ws, cfg, i) * sizeof(float));
     for (int b0 = 0; b0 < B; b0 += ws->group) {
         const int n = B - b0 < ws->group ? B - b0 : ws->group;
         // The last layer's pool-output gradient of the group, (n, L, D) -> (n, D, G, G).
@@ -448,51 +503,14 @@ void cnn_backward(CnnParams *grads, float *dimages, const float *dannot, CnnWork
                 for (int d = 0; d < D; d++)
                     dout[((size_t)b * D + d) * L + l] = dannot[((size_t)(b0 + b) * L + l) * D + d];
         for (int i = nl - 1; i >= 0; i--) {
-            const int s = S >> i, C = layer_in_channels(cfg, i), OC = cfg->channels[i];
-            const int N = s * s, CKK = C * CNN_K * CNN_K, h = s / 2;
-            const size_t q = (size_t)b0 * OC * h * h;
-            const float *in = i == 0 ? images + (size_t)b0 * C * N
-                                     : ws->pool[i - 1] + (size_t)b0 * C * N;
             // The input gradient: the previous layer's pool-output gradient (the other group
-            // buffer, overwritten), or the images' (accumulated, optional).
+            // buffer), or the images' (optional).
+            const size_t in_size = (size_t)layer_in_channels(cfg, i) * (S >> i) * (S >> i);
             float *dinp = i > 0 ? ws->grad[(dout == ws->grad[0]) ? 1 : 0]
-                                : dimages ? dimages + (size_t)b0 * C * N : NULL;
-            if (ws->winograd[i]) {
-                // dout -> dM in ws->pre; V recomputed in ws->col, then overwritten by dV.
-                winograd_pool_relu_backward(ws->pre, grads->bias[i], dout, ws->argmax[i] + q, n,
-                                            OC, s);
-                winograd_input_transform(ws->col, in, n, C, s, s);
-                winograd_multiply_backward(dinp ? ws->col : NULL, ws->dwt[i], ws->pre, ws->wu[i],
-                                           ws->col, OC, C, n * h * h);
-                if (!dinp) continue;
-                if (i > 0) memset(dinp, 0, (size_t)n * C * N * sizeof(float));
-                winograd_input_transform_adjoint_add(dinp, ws->col, n, C, s, s);
-                dout = dinp;
-                continue;
-            }
-            // dout (n, OC, h, h) -> ws->pre (OC, n, s, s), the conv output's gradient.
-            pool_relu_backward(ws->pre, grads->bias[i], dout, ws->argmax[i] + q, n, OC, s);
-            im2col_batch(ws->col, in, n, C, s, s, CNN_K, CNN_PAD);
-            gemm(false, true, CKK, OC, n * N, 1.0f, ws->col, n * N, ws->pre, n * N, 1.0f,
-                 ws->dwt[i], OC);
-            if (!dinp) continue;
-            // The column gradient reuses the column buffer (its forward values are spent).
-            gemm(true, false, CKK, n * N, OC, 1.0f, p->weight[i], CKK, ws->pre, n * N, 0.0f,
-                 ws->col, n * N);
-            if (i > 0) memset(dinp, 0, (size_t)n * C * N * sizeof(float));
-            col2im_batch_add(dinp, ws->col, n, C, s, s, CNN_K, CNN_PAD);
+                                : dimages ? dimages + (size_t)b0 * in_size : NULL;
+            layer_backward(grads, dinp, dout, ws, images, p, i, b0, n);
             dout = dinp;
         }
     }
-    for (int i = 0; i < nl; i++) {
-        const int OC = cfg->channels[i], CKK = layer_in_channels(cfg, i) * CNN_K * CNN_K;
-        if (ws->winograd[i]) {
-            winograd_filter_transform_adjoint_add(grads->weight[i], ws->dwt[i], OC,
-                                                  layer_in_channels(cfg, i));
-            continue;
-        }
-        for (int oc = 0; oc < OC; oc++)
-            for (int k = 0; k < CKK; k++)
-                grads->weight[i][(size_t)oc * CKK + k] += ws->dwt[i][(size_t)k * OC + oc];
-    }
+    add_weight_grads(grads, ws, cfg);
 }
