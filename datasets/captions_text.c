@@ -30,6 +30,84 @@ static const char *tsv_unescape_name(char *name, char *why, size_t why_cap) {
     return ok ? name : NULL;
 }
 
+// What the TSV reader carries from record to record.
+typedef struct {
+    CaptionBuilder *b;
+    const CaptionOptions *opts;
+    const char *images_dir;
+} TsvRead;
+
+// The split field's word w (wl bytes, spaces around it ignored) into *split: 0, or -1 for
+// an unknown word (warned about and counted: the caption is skipped).
+static int tsv_split(CaptionSet *set, const char *w, size_t wl, Split *split, const char *where) {
+    while (wl && (w[wl - 1] == ' ')) wl--;
+    while (wl && *w == ' ') w++, wl--;
+    if (!caption_split_from_word(w, wl, split)) return 0;
+    caption_set_warn(set, "%s: unknown split '%.*s' (train, val, valid, test)", where,
+                     (int)(wl < 40 ? wl : 40), w);
+    set->captions_skipped++;
+    return -1;
+}
+
+// The builder's index of image `name`, added on its first caption with its split (the
+// record's, else the held-out hash's); -1 when the caption is skipped (reported): the path
+// too long, or a split that conflicts with the one given earlier.
+static int tsv_image(TsvRead *r, const char *name, Split split, int has_split,
+                     const char *where) {
+    CaptionSet *set = r->b->set;
+    char path[CAPTION_PATH_MAX];
+    int i = caption_keys_get(&r->b->keys, name);
+    if (i < 0) {
+        if (caption_join_path(path, sizeof path, r->images_dir, name, NULL)) {
+            caption_skip(set, where, "image path too long");
+            return -1;
+        }
+        if (!has_split)
+            split = caption_heldout_split(name, r->opts->valid_share, r->opts->test_share);
+        return caption_builder_add_image(r->b, name, path, name, -1, split, !has_split, where);
+    }
+    if (has_split && split != r->b->images[i].split && r->b->usable[i]) {
+        caption_set_warn(set, "%s: split %s conflicts with %s given earlier for %s; caption skipped",
+                         where, split_name(split), split_name(r->b->images[i].split), name);
+        set->captions_skipped++;
+        return -1;
+    }
+    return i;
+}
+
+// One record, file<TAB>caption[<TAB>split], of line `line`; a first line whose file field
+// is "file" or "image" is a header and skipped silently.
+static void tsv_record(TsvRead *r, const char *s, size_t n, int line, const char *where) {
+    CaptionSet *set = r->b->set;
+    char name[CAPTION_PATH_MAX], why[128];
+    const char *t1 = memchr(s, '\t', n);
+    if (!t1) {
+        caption_skip(set, where, "no tab: expected file<TAB>caption[<TAB>split]");
+        return;
+    }
+    const char *cap = t1 + 1, *end = s + n;
+    const char *t2 = memchr(cap, '\t', (size_t)(end - cap));
+    const char *cap_end = t2 ? t2 : end;
+    if (t2 && memchr(t2 + 1, '\t', (size_t)(end - t2 - 1))) {
+        caption_skip(set, where, "more than 3 tab-separated fields");
+        return;
+    }
+    size_t flen = (size_t)(t1 - s);
+    if (line == 1 &&
+        ((flen == 4 && memcmp(s, "file", 4) == 0) || (flen == 5 && memcmp(s, "image", 5) == 0)))
+        return;
+    if (!caption_field_str(name, sizeof name, s, flen, "file name", why, sizeof why) ||
+        !tsv_unescape_name(name, why, sizeof why)) {
+        caption_skip(set, where, why);
+        return;
+    }
+    Split split = SPLIT_TRAIN;
+    int has_split = t2 && !caption_blank(t2 + 1, (size_t)(end - t2 - 1));
+    if (has_split && tsv_split(set, t2 + 1, (size_t)(end - t2 - 1), &split, where)) return;
+    int i = tsv_image(r, name, split, has_split, where);
+    if (i >= 0) caption_builder_add_caption(r->b, i, cap, (size_t)(cap_end - cap), where);
+}
+
 int caption_read_tsv(CaptionSet *set, const char *tsv_path, const char *images_dir,
                      const CaptionOptions *opts, Error *err) {
     CaptionOptions defaults;
@@ -43,66 +121,14 @@ int caption_read_tsv(CaptionSet *set, const char *tsv_path, const char *images_d
     }
     CaptionBuilder b;
     caption_builder_init(&b, set, opts, tsv_path);
+    TsvRead r = {&b, opts, images_dir};
     CaptionLines l;
     caption_lines_init(&l, data, len);
     const char *s;
     size_t n;
-    char where[CAPTION_PATH_MAX + 32], name[CAPTION_PATH_MAX], path[CAPTION_PATH_MAX], why[128];
-    while (caption_lines_next_record(&l, &s, &n, where, sizeof where, tsv_path)) {
-        const char *t1 = memchr(s, '\t', n);
-        if (!t1) {
-            caption_skip(set, where, "no tab: expected file<TAB>caption[<TAB>split]");
-            continue;
-        }
-        const char *cap = t1 + 1, *end = s + n;
-        const char *t2 = memchr(cap, '\t', (size_t)(end - cap));
-        const char *cap_end = t2 ? t2 : end;
-        if (t2 && memchr(t2 + 1, '\t', (size_t)(end - t2 - 1))) {
-            caption_skip(set, where, "more than 3 tab-separated fields");
-            continue;
-        }
-        size_t flen = (size_t)(t1 - s);
-        if (l.line == 1 &&
-            ((flen == 4 && memcmp(s, "file", 4) == 0) || (flen == 5 && memcmp(s, "image", 5) == 0)))
-            continue;  // a header line
-        if (!caption_field_str(name, sizeof name, s, flen, "file name", why, sizeof why) ||
-            !tsv_unescape_name(name, why, sizeof why)) {
-            caption_skip(set, where, why);
-            continue;
-        }
-        Split split = SPLIT_TRAIN;
-        int has_split = 0;
-        if (t2 && !caption_blank(t2 + 1, (size_t)(end - t2 - 1))) {
-            const char *w = t2 + 1;
-            size_t wl = (size_t)(end - w);
-            while (wl && (w[wl - 1] == ' ')) wl--;
-            while (wl && *w == ' ') w++, wl--;
-            if (caption_split_from_word(w, wl, &split)) {
-                caption_set_warn(set, "%s: unknown split '%.*s' (train, val, valid, test)", where,
-                                 (int)(wl < 40 ? wl : 40), w);
-                set->captions_skipped++;
-                continue;
-            }
-            has_split = 1;
-        }
-        int i = caption_keys_get(&b.keys, name);
-        if (i < 0) {
-            if (caption_join_path(path, sizeof path, images_dir, name, NULL)) {
-                caption_skip(set, where, "image path too long");
-                continue;
-            }
-            if (!has_split)
-                split = caption_heldout_split(name, opts->valid_share, opts->test_share);
-            i = caption_builder_add_image(&b, name, path, name, -1, split, !has_split, where);
-        } else if (has_split && split != b.images[i].split && b.usable[i]) {
-            caption_set_warn(set,
-                             "%s: split %s conflicts with %s given earlier for %s; caption skipped",
-                             where, split_name(split), split_name(b.images[i].split), name);
-            set->captions_skipped++;
-            continue;
-        }
-        caption_builder_add_caption(&b, i, cap, (size_t)(cap_end - cap), where);
-    }
+    char where[CAPTION_PATH_MAX + 32];
+    while (caption_lines_next_record(&l, &s, &n, where, sizeof where, tsv_path))
+        tsv_record(&r, s, n, l.line, where);
     free(data);
     return caption_builder_finish(&b, err);
 }
