@@ -201,6 +201,54 @@ int lstm_scratch_floats(int B, int I, int H) {
 
 // lstm_backward with the input-gradient product through W (gemm) or Wn (W packed,
 // gemm_packed) when Wn is not NULL.
+// One row's gate pre-activation gradients, out of place (di, df, dg, dout: H each), from
+// d/dh and d/dc (dcr NULL: 0) and the forward's gates and cells (cp NULL: c_prev = 0);
+// dcp (NULL: not wanted) += the cell gradient's share through the forget gate. The dg slot
+// holds tanh(c), and di the total gradient reaching c, until the gate gradients overwrite
+// them.
+static void gates_grad_row(float *restrict di, float *restrict df, float *restrict dg,
+                           float *restrict dout, float *restrict dcp, const float *restrict gi,
+                           const float *restrict gf, const float *restrict gg,
+                           const float *restrict go, const float *restrict cr,
+                           const float *restrict cp, const float *restrict dhr,
+                           const float *restrict dcr, int H) {
+    for (int j = 0; j < H; j++) dg[j] = tanh_fast(cr[j]);
+    for (int j = 0; j < H; j++) {
+        float tc = dg[j];
+        float dct = dhr[j] * go[j] * (1.0f - tc * tc) + (dcr ? dcr[j] : 0.0f);
+        dout[j] = dhr[j] * tc * go[j] * (1.0f - go[j]);
+        di[j] = dct;
+    }
+    if (cp)
+        for (int j = 0; j < H; j++) df[j] = di[j] * cp[j] * gf[j] * (1.0f - gf[j]);
+    else
+        for (int j = 0; j < H; j++) df[j] = 0.0f;
+    if (dcp)
+        for (int j = 0; j < H; j++) dcp[j] += di[j] * gf[j];
+    for (int j = 0; j < H; j++) {
+        float dct = di[j];
+        dg[j] = dct * gi[j] * (1.0f - gg[j] * gg[j]);
+        di[j] = dct * gg[j] * gi[j] * (1.0f - gi[j]);
+    }
+}
+
+// dxh (B, I + H) split and added: its first I columns to dx (B, I), the rest to dh_prev
+// (B, H); either may be NULL.
+static void add_input_grads(float *dx, float *dh_prev, const float *dxh, int B, int I, int H) {
+    const int K = I + H;
+    for (int r = 0; r < B; r++) {
+        const float *restrict d = dxh + (size_t)r * K;
+        if (dx) {
+            float *restrict o = dx + (size_t)r * I;
+            for (int k = 0; k < I; k++) o[k] += d[k];
+        }
+        if (dh_prev) {
+            float *restrict o = dh_prev + (size_t)r * H;
+            for (int k = 0; k < H; k++) o[k] += d[I + k];
+        }
+    }
+}
+
 static void lstm_backward_impl(float *dx, float *dh_prev, float *dc_prev, float *dW, float *db,
                                const float *dh, const float *dc, const float *gates,
                                const float *xh, const float *c_prev, const float *c,
@@ -211,41 +259,13 @@ static void lstm_backward_impl(float *dx, float *dh_prev, float *dc_prev, float 
     const size_t G = (size_t)4 * H;
     float *dgates = scratch;               // (B, 4H), pre-activation gradients
     float *dxh = scratch + (size_t)B * G;  // (B, I + H)
-
     for (int r = 0; r < B; r++) {
-        const float *restrict gi = gates + (size_t)r * G;
-        const float *restrict gf = gi + H;
-        const float *restrict gg = gi + 2 * H;
-        const float *restrict go = gi + 3 * H;
-        const float *restrict cr = c + (size_t)r * H;
-        const float *restrict dhr = dh + (size_t)r * H;
-        const float *restrict dcr = dc ? dc + (size_t)r * H : NULL;
-        const float *restrict cp = c_prev ? c_prev + (size_t)r * H : NULL;
-        float *restrict di = dgates + (size_t)r * G;
-        float *restrict df = di + H;
-        float *restrict dg = di + 2 * H;
-        float *restrict dout = di + 3 * H;
-        float *restrict dcp = dc_prev ? dc_prev + (size_t)r * H : NULL;
-        // Use the dg slot to hold tanh(c), then dct (the total gradient reaching c) in di
-        // until the gate gradients overwrite them.
-        for (int j = 0; j < H; j++) dg[j] = tanh_fast(cr[j]);
-        for (int j = 0; j < H; j++) {
-            float tc = dg[j];
-            float dct = dhr[j] * go[j] * (1.0f - tc * tc) + (dcr ? dcr[j] : 0.0f);
-            dout[j] = dhr[j] * tc * go[j] * (1.0f - go[j]);
-            di[j] = dct;
-        }
-        if (cp)
-            for (int j = 0; j < H; j++) df[j] = di[j] * cp[j] * gf[j] * (1.0f - gf[j]);
-        else
-            for (int j = 0; j < H; j++) df[j] = 0.0f;
-        if (dcp)
-            for (int j = 0; j < H; j++) dcp[j] += di[j] * gf[j];
-        for (int j = 0; j < H; j++) {
-            float dct = di[j];
-            dg[j] = dct * gi[j] * (1.0f - gg[j] * gg[j]);
-            di[j] = dct * gg[j] * gi[j] * (1.0f - gi[j]);
-        }
+        const float *gi = gates + (size_t)r * G;
+        float *di = dgates + (size_t)r * G;
+        size_t o = (size_t)r * H;
+        gates_grad_row(di, di + H, di + 2 * H, di + 3 * H, dc_prev ? dc_prev + o : NULL, gi,
+                       gi + H, gi + 2 * H, gi + 3 * H, c + o, c_prev ? c_prev + o : NULL, dh + o,
+                       dc ? dc + o : NULL, H);
     }
     // db += sum over the batch of dgates
     for (int r = 0; r < B; r++) {
@@ -260,17 +280,7 @@ static void lstm_backward_impl(float *dx, float *dh_prev, float *dc_prev, float 
             gemm_packed(B, K, dgates, (int)G, Wn, 0.0f, dxh, K);
         else
             gemm(false, false, B, K, (int)G, 1.0f, dgates, (int)G, W, K, 0.0f, dxh, K);
-        for (int r = 0; r < B; r++) {
-            const float *restrict d = dxh + (size_t)r * K;
-            if (dx) {
-                float *restrict o = dx + (size_t)r * I;
-                for (int k = 0; k < I; k++) o[k] += d[k];
-            }
-            if (dh_prev) {
-                float *restrict o = dh_prev + (size_t)r * H;
-                for (int k = 0; k < H; k++) o[k] += d[I + k];
-            }
-        }
+        add_input_grads(dx, dh_prev, dxh, B, I, H);
     }
 }
 
