@@ -234,11 +234,53 @@ static void hard_read_step(GlimpseActs *a, const GlimpseParams *p, const Glimpse
     }
 }
 
+// Step t's differentiable read into xh (B rows of stride ld): the filterbank's parameters
+// from h_{t-1} (hp; NULL at t = 0: the bias alone), then the glimpse, through the sparse
+// images when the forward built them.
+static void soft_read_step(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c,
+                           const float *x, const float *hp, float *xh, int ld, int t, int B) {
+    const int P = FILTERBANK_PARAMS, N = c->read_n, Hd = c->hidden;
+    float *rp = glimpse_at(a, a->rparams, t, P);
+    float *Fx = glimpse_at(a, a->Fx, t, N * c->W), *Fy = glimpse_at(a, a->Fy, t, N * c->H);
+    float *g = glimpse_at(a, a->gamma, t, 1);
+    if (hp)
+        linear_forward(rp, hp, p->read_W, p->read_b, B, Hd, P);
+    else
+        for (int b = 0; b < B; b++) memcpy(rp + (size_t)b * P, p->read_b, sizeof(float) * P);
+    filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
+    float *u = glimpse_at(a, a->u, t, u_width(c));
+    if (a->sparse_read)
+        filterbank_read_sparse_forward(xh, ld, &a->sparse, Fx, Fy, g, u, a->fb_scratch, B, 1, N,
+                                       c->W, c->H);
+    else
+        filterbank_read_channels_forward_keep(xh, ld, x, Fx, Fy, g, u, a->fb_scratch, B, 1, N,
+                                              c->W, c->H);
+}
+
+// The class read out from h_T: logits, probabilities and each image's loss; the reward
+// (1 for a right answer) for REINFORCE. Returns the mean loss; *correct (optional): the
+// right answers.
+static double classify_step(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c,
+                            const int *labels, int B, int *correct) {
+    const float *hT = glimpse_at(a, a->h, c->T - 1, c->hidden);
+    linear_forward(a->logits, hT, p->out_W, p->out_b, B, c->hidden, c->classes);
+    double total = crossentropy_forward(a->losses, a->probs, a->logits, labels, B, c->classes);
+    int right = 0;
+    for (int b = 0; b < B; b++) {
+        const float *z = a->logits + (size_t)b * c->classes;
+        int best = 0;
+        for (int k = 1; k < c->classes; k++) best = z[k] > z[best] ? k : best;
+        a->reward[b] = best == labels[b] ? 1.0f : 0.0f;
+        right += best == labels[b];
+    }
+    if (correct) *correct = right;
+    return total / B;
+}
+
 double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c,
                        const float *x, const int *labels, int B, int *correct) {
     CHECK(B >= 1 && B <= a->B, "B %d, room for %d", B, a->B);
     const int R = glimpse_read_size(c), Hd = c->hidden, LD = R + Hd, HW = c->W * c->H;
-    const int P = FILTERBANK_PARAMS, N = c->read_n;
     if (!a->use_Wt) glimpse_pack_weights(a, p, c, 0);
     const PackedMatrix *Wt = a->use_Wt ? a->use_Wt : &a->lstm_Wt;
     a->sparse_read = needs_dread(c) && !a->dense_read &&
@@ -249,21 +291,7 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
         if (c->hard) {
             hard_read_step(a, p, c, x, hp, xh, LD, t, B);
         } else if (c->attention) {
-            float *rp = glimpse_at(a, a->rparams, t, P);
-            float *Fx = glimpse_at(a, a->Fx, t, N * c->W), *Fy = glimpse_at(a, a->Fy, t, N * c->H);
-            float *g = glimpse_at(a, a->gamma, t, 1);
-            if (hp)
-                linear_forward(rp, hp, p->read_W, p->read_b, B, Hd, P);
-            else
-                for (int b = 0; b < B; b++) memcpy(rp + (size_t)b * P, p->read_b, sizeof(float) * P);
-            filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
-            float *u = glimpse_at(a, a->u, t, u_width(c));
-            if (a->sparse_read)
-                filterbank_read_sparse_forward(xh, LD, &a->sparse, Fx, Fy, g, u, a->fb_scratch, B, 1,
-                                               N, c->W, c->H);
-            else
-                filterbank_read_channels_forward_keep(xh, LD, x, Fx, Fy, g, u, a->fb_scratch, B, 1,
-                                                      N, c->W, c->H);
+            soft_read_step(a, p, c, x, hp, xh, LD, t, B);
         } else {
             for (int b = 0; b < B; b++)
                 memcpy(xh + (size_t)b * LD, x + (size_t)b * HW, sizeof(float) * HW);
@@ -285,19 +313,7 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
                                       glimpse_at(a, a->gates, t, 4 * Hd), xh, LD, Wt, p->lstm_b,
                                       B, R, Hd);
     }
-    const float *hT = glimpse_at(a, a->h, c->T - 1, Hd);
-    linear_forward(a->logits, hT, p->out_W, p->out_b, B, Hd, c->classes);
-    double total = crossentropy_forward(a->losses, a->probs, a->logits, labels, B, c->classes);
-    int right = 0;
-    for (int b = 0; b < B; b++) {
-        const float *z = a->logits + (size_t)b * c->classes;
-        int best = 0;
-        for (int k = 1; k < c->classes; k++) best = z[k] > z[best] ? k : best;
-        a->reward[b] = best == labels[b] ? 1.0f : 0.0f;
-        right += best == labels[b];
-    }
-    if (correct) *correct = right;
-    return total / B;
+    return classify_step(a, p, c, labels, B, correct);
 }
 
 // db (n) += column sums of d (B, n).
