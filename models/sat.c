@@ -473,20 +473,16 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
 // Backward of attend_forward_ for step t: from dz_t (complete) to dq (B, H) (accumulated),
 // the attention's and the gate's parameters, and the annotations (a->dannot, a->dprep).
 // Rows 0..n-1 (the step's active rows, as in the forward).
-static void attend_backward_(SatModel *m, int t, int n, const float *q, float *dq, float base,
-                             int sample) {
+// The gate's backward at step t for the n rows still running, z = beta ctx with
+// beta = sigmoid(W_beta q + b_beta) (a scalar or a D-vector per row): d/dctx into acts.dctx,
+// d/dbeta's pre-activation into acts.dbeta, then W_beta's and b_beta's gradients and
+// dq += the gate's input gradient.
+static void gate_backward_(SatModel *m, int t, int n, const float *q, float *dq) {
     const SatConfig *c = &m->cfg;
     SatActs *a = &m->a;
-    SatParams *p = &m->p, *g = &m->g;
-    const int B = m->Bb, L = sat_L(c), D = sat_D(c), H = c->H, nb = sat_gate_size(c);
-    const size_t cache = attn_step_cache_floats(&c->attn, B, L);
-    const float invB = 1.0f / (float)B;
+    const int D = sat_D(c), nb = sat_gate_size(c);
     const size_t r0 = srow_(a, t);
-    const float *ctx = a->ctx + r0 * D;
-    const float *alpha = a->alpha + r0 * L;
-    const float *beta = a->beta + r0 * nb;
-    const float *dz = a->dz + r0 * D;
-    // z = beta * ctx
+    const float *ctx = a->ctx + r0 * D, *beta = a->beta + r0 * nb, *dz = a->dz + r0 * D;
     for (int b = 0; b < n; b++) {
         const float *cr = ctx + (size_t)b * D, *zr = dz + (size_t)b * D;
         const float *br = beta + (size_t)b * nb;
@@ -505,8 +501,19 @@ static void attend_backward_(SatModel *m, int t, int n, const float *q, float *d
             }
         }
     }
-    linear_backward(dq, g->W_beta, g->b_beta, a->dbeta, q, p->W_beta, n, H, nb);
-    // dalpha: doubly stochastic term, plus REINFORCE and entropy for hard attention
+    linear_backward(dq, m->g.W_beta, m->g.b_beta, a->dbeta, q, m->p.W_beta, n, c->H, nb);
+}
+
+// d/dalpha at step t into acts.dalpha for the n rows still running: the doubly stochastic
+// term's, plus for hard attention (sample) REINFORCE's on the sampled location, with the
+// advantage reward - base, and the entropy bonus's; zero for rows whose caption has ended.
+static void alpha_grad_(SatModel *m, int t, int n, float base, int sample) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    const int L = sat_L(c);
+    const float invB = 1.0f / (float)m->Bb;
+    const size_t r0 = srow_(a, t);
+    const float *alpha = a->alpha + r0 * L;
     for (int b = 0; b < n; b++) {
         float *dar = a->dalpha + (size_t)b * L;
         if (t >= a->steps[b]) {
@@ -523,18 +530,32 @@ static void attend_backward_(SatModel *m, int t, int n, const float *q, float *d
                 if (al[l] > 0) dar[l] += c->entropy_weight * (logf(al[l]) + 1.0f) * invB;
         }
     }
-    // With features the annotations are data: their gradient is not computed.
+}
+
+// The attention's backward at step t (query q, its gradient dq): the gate's, alpha's, then
+// the context's into the annotations (with features they are data and get none). A hard
+// step's context is the sampled annotation itself: its gradient goes there, none through
+// alpha's scores.
+static void attend_backward_(SatModel *m, int t, int n, const float *q, float *dq, float base,
+                             int sample) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    const int B = m->Bb, L = sat_L(c), D = sat_D(c);
+    const size_t cache = attn_step_cache_floats(&c->attn, B, L);
+    const size_t r0 = srow_(a, t);
+    gate_backward_(m, t, n, q, dq);
+    alpha_grad_(m, t, n, base, sample);
     float *dannot = c->feat_L > 0 && !m->annot_grad ? NULL : a->dannot;
     if (sample && dannot) {
-        // ctx row = a_{s}: its gradient goes to that annotation; no path through alpha.
         for (int b = 0; b < n; b++) {
             float *dst = a->dannot + ((size_t)b * L + a->sample[r0 + b]) * D;
             const float *src = a->dctx + (size_t)b * D;
             for (int d = 0; d < D; d++) dst[d] += src[d];
         }
     }
-    attn_backward(dannot, a->dprep, dq, &g->attn, sample ? a->zeros : a->dctx, a->dalpha,
-                  a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn, &c->attn, t, n, L);
+    attn_backward(dannot, a->dprep, dq, &m->g.attn, sample ? a->zeros : a->dctx, a->dalpha,
+                  a->acache + t * cache, a->prep, a->annot, q, NULL, &m->p.attn, &c->attn, t, n,
+                  L);
 }
 
 // Zeroes the gradients backward_decoder_ accumulates into.
