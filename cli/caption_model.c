@@ -90,32 +90,62 @@ int caption_model_save(const char *path, const SatModel *m, const Vocab *vocab, 
     return r;
 }
 
+// The checkpoint's kind (a captioner's, with its configuration and vocabulary) and layout
+// version: 0, or -1 with err naming path and what is wrong.
+static int check_format(const SafetensorsFile *f, const char *path, Error *err) {
+    const char *fmt = safetensors_meta(f, "format");
+    if (!fmt || strcmp(fmt, "attend-sat") || !safetensors_meta(f, "sat.config") ||
+        !safetensors_meta(f, "vocab"))
+        return error_set(err, "%s: not a captioner checkpoint (format '%s', expected attend-sat%s)",
+                         path, fmt ? fmt : "missing",
+                         fmt && !strncmp(fmt, "attend-draw", 11) ? "; this is a DRAW model" : "");
+    const char *ver = safetensors_meta(f, "version");
+    if (!ver || strcmp(ver, "1"))
+        return error_set(err, "%s: captioner checkpoint layout version '%s' is not supported (this build reads version 1)",
+                         path, ver ? ver : "missing");
+    return 0;
+}
+
+// The training state beside the weights: the weight average (into ema, when given, if the
+// file holds one), the counters and the REINFORCE baseline, each checked (one line naming
+// path and key for a missing or malformed value; best_val_bleu4 is -1 until a validation
+// sets it), and the stored optimiser and average options (optim, when given).
+static int read_train_state(const SafetensorsFile *f, const char *path, SatModel *m, Block *ema,
+                            CaptionCounters *tc, StoredOptim *optim, Error *err) {
+    int r = 0;
+    if (ema) {
+        char first[BLOCK_NAME_LEN + 8];
+        snprintf(first, sizeof first, TRAIN_EMA_PREFIX "%s", m->params.tensors[0].name);
+        block_clone(ema, &m->params);
+        if (safetensors_find(f, first)) r = safetensors_read_block(ema, TRAIN_EMA_PREFIX, f, path, err);
+    }
+    long bset = 0;
+    if (!r && (safetensors_meta_long(f, path, "step", NULL, 0, LONG_MAX, &tc->step, err) ||
+               safetensors_meta_long(f, path, "best_step", NULL, 0, LONG_MAX, &tc->best_step, err) ||
+               safetensors_meta_double(f, path, "best_val_bleu4", &tc->best_bleu, err) ||
+               safetensors_meta_float(f, path, "baseline", &m->baseline, err) ||
+               safetensors_meta_long(f, path, "baseline_set", NULL, 0, 1, &bset, err)))
+        r = -1;
+    m->baseline_set = (int)bset;
+    if (!r && optim) r = read_optim_meta(f, path, &optim->optim, &optim->stored, err);
+    if (!r && optim) r = read_ema_meta(f, path, &optim->ema, &optim->ema_stored, err);
+    return r;
+}
+
 int caption_model_load(const char *path, SatModel *m, Vocab *vocab, int with_state, Block *ema,
                        CaptionCounters *tc, StoredOptim *optim, Error *err) {
     SafetensorsFile f;
     if (safetensors_load(&f, path, err)) return -1;
-    const char *fmt = safetensors_meta(&f, "format");
-    const char *cfgs = safetensors_meta(&f, "sat.config");
-    const char *vj = safetensors_meta(&f, "vocab");
-    if (!fmt || strcmp(fmt, "attend-sat") || !cfgs || !vj) {
-        error_set(err, "%s: not a captioner checkpoint (format '%s', expected attend-sat%s)", path,
-                  fmt ? fmt : "missing", fmt && !strncmp(fmt, "attend-draw", 11) ? "; this is a DRAW model" : "");
-        safetensors_free(&f);
-        return -1;
-    }
-    const char *ver = safetensors_meta(&f, "version");
-    if (!ver || strcmp(ver, "1")) {
-        error_set(err, "%s: captioner checkpoint layout version '%s' is not supported (this build reads version 1)",
-                  path, ver ? ver : "missing");
+    if (check_format(&f, path, err)) {
         safetensors_free(&f);
         return -1;
     }
     SatConfig c;
-    if (sat_config_parse(&c, cfgs, err)) {
+    if (sat_config_parse(&c, safetensors_meta(&f, "sat.config"), err)) {
         safetensors_free(&f);
         return error_prefix(err, "%s", path);
     }
-    if (vocab_from_json(vocab, vj, err)) {
+    if (vocab_from_json(vocab, safetensors_meta(&f, "vocab"), err)) {
         safetensors_free(&f);
         return error_prefix(err, "%s: vocabulary", path);
     }
@@ -129,26 +159,7 @@ int caption_model_load(const char *path, SatModel *m, Vocab *vocab, int with_sta
     sat_init(m, &c, &rng);
     int r = train_checkpoint_read(&m->params, with_state ? &m->adam_m : NULL, &m->adam_v, &f,
                                   path, err);
-    if (!r && with_state) {
-        if (ema) {
-            char first[BLOCK_NAME_LEN + 8];
-            snprintf(first, sizeof first, TRAIN_EMA_PREFIX "%s", m->params.tensors[0].name);
-            block_clone(ema, &m->params);
-            if (safetensors_find(&f, first)) r = safetensors_read_block(ema, TRAIN_EMA_PREFIX, &f, path, err);
-        }
-        // The counters, each checked: one line naming path and key for a missing or
-        // malformed value (best_val_bleu4 is -1 until a validation sets it).
-        long bset = 0;
-        if (!r && (safetensors_meta_long(&f, path, "step", NULL, 0, LONG_MAX, &tc->step, err) ||
-                   safetensors_meta_long(&f, path, "best_step", NULL, 0, LONG_MAX, &tc->best_step, err) ||
-                   safetensors_meta_double(&f, path, "best_val_bleu4", &tc->best_bleu, err) ||
-                   safetensors_meta_float(&f, path, "baseline", &m->baseline, err) ||
-                   safetensors_meta_long(&f, path, "baseline_set", NULL, 0, 1, &bset, err)))
-            r = -1;
-        m->baseline_set = (int)bset;
-        if (!r && optim) r = read_optim_meta(&f, path, &optim->optim, &optim->stored, err);
-        if (!r && optim) r = read_ema_meta(&f, path, &optim->ema, &optim->ema_stored, err);
-    }
+    if (!r && with_state) r = read_train_state(&f, path, m, ema, tc, optim, err);
     if (!r && block_first_nonfinite(&m->params)) r = error_set(err, "%s: tensor %s holds NaN or inf", path, block_first_nonfinite(&m->params));
     safetensors_free(&f);
     if (r) {
