@@ -115,14 +115,28 @@ static int write_all(AtomicFile *af, const void *p, size_t n, const char *path, 
     return 0;
 }
 
-int safetensors_save(const char *path, const Block *const *blocks, const char *const *prefixes,
-                     int n_blocks, const SafetensorsMeta *meta, int n_meta, Error *err) {
-    int total = 0;
-    for (int i = 0; i < n_blocks; i++) total += blocks[i]->count;
-    Entry *entries = xcalloc(total > 0 ? (size_t)total : 1, sizeof *entries);
-    cJSON *root = cJSON_CreateObject();
-    CHECK(root);
-    int k = 0, status = -1;
+// The header's entry of tensor e: its dtype, shape and byte range from *offset, which moves
+// past it.
+static void add_header_entry(cJSON *root, const Entry *e, size_t *offset) {
+    cJSON *obj = cJSON_CreateObject();
+    cJSON_AddItemToObject(root, e->name, obj);
+    cJSON_AddStringToObject(obj, "dtype", "F32");
+    cJSON *shape = cJSON_AddArrayToObject(obj, "shape");
+    for (int d = 0; d < e->t->ndim; d++)
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)e->t->shape[d]));
+    cJSON *offs = cJSON_AddArrayToObject(obj, "data_offsets");
+    size_t bytes = e->t->numel * sizeof(float);
+    cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)*offset));
+    cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)(*offset + bytes)));
+    *offset += bytes;
+}
+
+// Fills entries (one per tensor of the blocks, in order, named prefix + name) and their
+// header entries in root: 0, or -1 with err for a name too long, repeated or reserved.
+static int collect_entries(Entry *entries, cJSON *root, const Block *const *blocks,
+                           const char *const *prefixes, int n_blocks, const char *path,
+                           Error *err) {
+    int k = 0;
     size_t offset = 0;
     for (int i = 0; i < n_blocks; i++) {
         const Block *b = blocks[i];
@@ -133,52 +147,57 @@ int safetensors_save(const char *path, const Block *const *blocks, const char *c
             e->t = &b->tensors[j];
             e->data = b->data + e->t->offset;
             int w = snprintf(e->name, sizeof e->name, "%s%s", prefix, e->t->name);
-            if (w < 0 || w >= NAME_CAP) {
-                error_set(err, "%s: tensor name too long: %s%s", path, prefix, e->t->name);
-                goto done;
-            }
-            if (cJSON_GetObjectItemCaseSensitive(root, e->name) || strcmp(e->name, "__metadata__") == 0) {
-                error_set(err, "%s: duplicate or reserved tensor name %s", path, e->name);
-                goto done;
-            }
-            cJSON *obj = cJSON_CreateObject();
-            cJSON_AddItemToObject(root, e->name, obj);
-            cJSON_AddStringToObject(obj, "dtype", "F32");
-            cJSON *shape = cJSON_AddArrayToObject(obj, "shape");
-            for (int d = 0; d < e->t->ndim; d++)
-                cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)e->t->shape[d]));
-            cJSON *offs = cJSON_AddArrayToObject(obj, "data_offsets");
-            size_t bytes = e->t->numel * sizeof(float);
-            cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset));
-            cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)(offset + bytes)));
-            offset += bytes;
+            if (w < 0 || w >= NAME_CAP)
+                return error_set(err, "%s: tensor name too long: %s%s", path, prefix, e->t->name);
+            if (cJSON_GetObjectItemCaseSensitive(root, e->name) || strcmp(e->name, "__metadata__") == 0)
+                return error_set(err, "%s: duplicate or reserved tensor name %s", path, e->name);
+            add_header_entry(root, e, &offset);
         }
     }
-    if (n_meta > 0) {
-        cJSON *m = cJSON_AddObjectToObject(root, "__metadata__");
-        for (int i = 0; i < n_meta; i++) {
-            CHECK(meta[i].key && meta[i].value);
-            cJSON_AddStringToObject(m, meta[i].key, meta[i].value);
-        }
-    }
-    char *json = cJSON_PrintUnformatted(root);
-    CHECK(json, "out of memory printing the safetensors header");
+    return 0;
+}
+
+// Writes the file whole or not at all (core/fileio.h's atomic replace): the header's
+// length (8 bytes, little-endian), the header json padded with spaces to a multiple of 8,
+// then the n entries' data in order.
+static int write_file(const char *path, const char *json, const Entry *entries, int n,
+                      Error *err) {
     size_t len = strlen(json);
     size_t padded = (len + 7) & ~(size_t)7;  // spaces are allowed padding after the JSON
     unsigned char head[8];
     for (int i = 0; i < 8; i++) head[i] = (unsigned char)((uint64_t)padded >> (8 * i));
     char spaces[8] = "       ";
     AtomicFile af;
-    if (atomic_open(&af, path, err) == 0 && write_all(&af, head, 8, path, err) == 0 &&
-        write_all(&af, json, len, path, err) == 0 &&
-        write_all(&af, spaces, padded - len, path, err) == 0) {
-        int ok = 1;
-        for (int i = 0; i < total && ok; i++)
-            ok = write_all(&af, entries[i].data, entries[i].t->numel * sizeof(float), path, err) == 0;
-        if (ok) status = atomic_commit(&af, err);
+    if (atomic_open(&af, path, err) || write_all(&af, head, 8, path, err) ||
+        write_all(&af, json, len, path, err) || write_all(&af, spaces, padded - len, path, err))
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (write_all(&af, entries[i].data, entries[i].t->numel * sizeof(float), path, err))
+            return -1;
+    return atomic_commit(&af, err);
+}
+
+int safetensors_save(const char *path, const Block *const *blocks, const char *const *prefixes,
+                     int n_blocks, const SafetensorsMeta *meta, int n_meta, Error *err) {
+    int total = 0;
+    for (int i = 0; i < n_blocks; i++) total += blocks[i]->count;
+    Entry *entries = xcalloc(total > 0 ? (size_t)total : 1, sizeof *entries);
+    cJSON *root = cJSON_CreateObject();
+    CHECK(root);
+    int status = collect_entries(entries, root, blocks, prefixes, n_blocks, path, err);
+    if (!status && n_meta > 0) {
+        cJSON *m = cJSON_AddObjectToObject(root, "__metadata__");
+        for (int i = 0; i < n_meta; i++) {
+            CHECK(meta[i].key && meta[i].value);
+            cJSON_AddStringToObject(m, meta[i].key, meta[i].value);
+        }
     }
-    free(json);
-done:
+    if (!status) {
+        char *json = cJSON_PrintUnformatted(root);
+        CHECK(json, "out of memory printing the safetensors header");
+        status = write_file(path, json, entries, total, err);
+        free(json);
+    }
     cJSON_Delete(root);
     free(entries);
     return status;
