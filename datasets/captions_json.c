@@ -103,6 +103,64 @@ static const char *json_str(const cJSON *obj, const char *name) {
     return v->valuestring;
 }
 
+// One entry of COCO's "images": an object with a whole "id" >= 0 not seen before and a
+// "file_name" that is valid UTF-8, added under its id's decimal key with the held-out
+// hash's split; else warned about and counted as skipped.
+static void coco_image(CaptionBuilder *b, const cJSON *it, const char *images_dir,
+                       const char *where) {
+    CaptionSet *set = b->set;
+    char path[CAPTION_PATH_MAX], key[32];
+    long long id = json_id(cJSON_GetObjectItemCaseSensitive(it, "id"));
+    const char *file = json_str(it, "file_name");
+    if (!cJSON_IsObject(it) || id < 0 || !file) {
+        caption_set_warn(set, "%s: %s", where,
+                         !cJSON_IsObject(it) ? "not an object"
+                         : id < 0            ? "\"id\" is not a whole number >= 0"
+                                             : "\"file_name\" is not a non-empty string");
+        set->images_skipped++;
+        return;
+    }
+    snprintf(key, sizeof key, "%lld", id);
+    if (caption_keys_get(&b->keys, key) >= 0) {
+        caption_set_warn(set, "%s: duplicate id %s; this one skipped", where, key);
+        set->images_skipped++;
+        return;
+    }
+    if (!caption_utf8_valid(file, strlen(file), NULL) ||
+        caption_join_path(path, sizeof path, images_dir, file, NULL)) {
+        caption_set_warn(set, "%s: \"file_name\" is not valid UTF-8 or too long", where);
+        set->images_skipped++;
+        return;
+    }
+    const CaptionOptions *o = b->opts;
+    caption_builder_add_image(b, key, path, key, id,
+                              caption_heldout_split(key, o->valid_share, o->test_share), 1, where);
+}
+
+// One entry of COCO's "annotations": an object with a whole "image_id" among the images and
+// a string "caption", added to that image; else skipped with a warning.
+static void coco_annotation(CaptionBuilder *b, const cJSON *it, const char *where) {
+    CaptionSet *set = b->set;
+    char key[32];
+    long long id = json_id(cJSON_GetObjectItemCaseSensitive(it, "image_id"));
+    const cJSON *cap = cJSON_GetObjectItemCaseSensitive(it, "caption");
+    if (!cJSON_IsObject(it) || id < 0 || !cJSON_IsString(cap) || !cap->valuestring) {
+        caption_skip(set, where,
+                     !cJSON_IsObject(it) ? "not an object"
+                     : id < 0            ? "\"image_id\" is not a whole number >= 0"
+                                         : "\"caption\" is not a string");
+        return;
+    }
+    snprintf(key, sizeof key, "%lld", id);
+    int i = caption_keys_get(&b->keys, key);
+    if (i < 0) {
+        caption_set_warn(set, "%s: image_id %s is not among the images", where, key);
+        set->captions_skipped++;
+        return;
+    }
+    caption_builder_add_caption(b, i, cap->valuestring, strlen(cap->valuestring), where);
+}
+
 int caption_read_coco(CaptionSet *set, const char *json_path, const char *images_dir,
                       const CaptionOptions *opts, Error *err) {
     CaptionOptions defaults;
@@ -116,56 +174,17 @@ int caption_read_coco(CaptionSet *set, const char *json_path, const char *images
     }
     CaptionBuilder b;
     caption_builder_init(&b, set, opts, json_path);
-    char where[CAPTION_PATH_MAX + 64], path[CAPTION_PATH_MAX], key[32];
+    char where[CAPTION_PATH_MAX + 64];
     int k = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, images) {
         snprintf(where, sizeof where, "%s: images[%d]", json_path, k++);
-        long long id = json_id(cJSON_GetObjectItemCaseSensitive(it, "id"));
-        const char *file = json_str(it, "file_name");
-        if (!cJSON_IsObject(it) || id < 0 || !file) {
-            caption_set_warn(set, "%s: %s", where,
-                             !cJSON_IsObject(it) ? "not an object"
-                             : id < 0            ? "\"id\" is not a whole number >= 0"
-                                                 : "\"file_name\" is not a non-empty string");
-            set->images_skipped++;
-            continue;
-        }
-        snprintf(key, sizeof key, "%lld", id);
-        if (caption_keys_get(&b.keys, key) >= 0) {
-            caption_set_warn(set, "%s: duplicate id %s; this one skipped", where, key);
-            set->images_skipped++;
-            continue;
-        }
-        if (!caption_utf8_valid(file, strlen(file), NULL) ||
-            caption_join_path(path, sizeof path, images_dir, file, NULL)) {
-            caption_set_warn(set, "%s: \"file_name\" is not valid UTF-8 or too long", where);
-            set->images_skipped++;
-            continue;
-        }
-        caption_builder_add_image(&b, key, path, key, id,
-                          caption_heldout_split(key, opts->valid_share, opts->test_share), 1, where);
+        coco_image(&b, it, images_dir, where);
     }
     k = 0;
     cJSON_ArrayForEach(it, anns) {
         snprintf(where, sizeof where, "%s: annotations[%d]", json_path, k++);
-        long long id = json_id(cJSON_GetObjectItemCaseSensitive(it, "image_id"));
-        const cJSON *cap = cJSON_GetObjectItemCaseSensitive(it, "caption");
-        if (!cJSON_IsObject(it) || id < 0 || !cJSON_IsString(cap) || !cap->valuestring) {
-            caption_skip(set, where,
-                         !cJSON_IsObject(it) ? "not an object"
-                         : id < 0            ? "\"image_id\" is not a whole number >= 0"
-                                             : "\"caption\" is not a string");
-            continue;
-        }
-        snprintf(key, sizeof key, "%lld", id);
-        int i = caption_keys_get(&b.keys, key);
-        if (i < 0) {
-            caption_set_warn(set, "%s: image_id %s is not among the images", where, key);
-            set->captions_skipped++;
-            continue;
-        }
-        caption_builder_add_caption(&b, i, cap->valuestring, strlen(cap->valuestring), where);
+        coco_annotation(&b, it, where);
     }
     cJSON_Delete(root);
     return caption_builder_finish(&b, err);
