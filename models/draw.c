@@ -456,29 +456,6 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
     return (rsum + ksum) / B;
 }
 
-// dW (OC, C; row stride ldw) += sum over steps t0..T-1 of dout_t^T (OC, B) @ in_t (B, C),
-// where step t's rows sit at dout_all + t Bmax OC and in_all + (t - shift) Bmax C. One GEMM
-// over all (T - t0) B rows when the batch fills its slots. (The biases' column sums are
-// taken in the backward sweep, while each step's rows are still in cache.)
-static void weight_grad(float *dW, int ldw, const float *dout_all, const float *in_all, int t0,
-                        int T, int B, int Bmax, int OC, int C) {
-    if (T <= t0) return;
-    const float *dout = dout_all + (size_t)t0 * Bmax * OC;
-    if (B == Bmax) {
-        gemm(true, false, OC, C, (T - t0) * B, 1.0f, dout, OC, in_all, C, 1.0f, dW, ldw);
-    } else {
-        for (int t = t0; t < T; t++)
-            gemm(true, false, OC, C, B, 1.0f, dout_all + (size_t)t * Bmax * OC, OC,
-                 in_all + (size_t)(t - t0) * Bmax * C, C, 1.0f, dW, ldw);
-    }
-}
-
-// db (n) += column sums of d (B, n).
-static void col_sums(float *restrict db, const float *restrict d, int B, int n) {
-    for (int r = 0; r < B; r++)
-        for (int j = 0; j < n; j++) db[j] += d[(size_t)r * n + j];
-}
-
 // dst (B, n) += columns [0, n) of src (B rows of stride ld).
 static void add_rows(float *dst, const float *src, int ld, int B, int n) {
     for (int b = 0; b < B; b++) {
@@ -529,12 +506,12 @@ static void write_backward(DrawParams *g, DrawActs *a, const DrawParams *p, cons
                                            draw_at(a, a->wgamma, t, 1), a->fb_scratch, B,
                                            draw_channels(c), N, c->W, c->H);
         filterbank_backward(dwparams, a->dFx, a->dFy, a->dgamma, Fx, Fy, wp, B, N, c->W, c->H);
-        col_sums(g->write_attn_b, dwparams, B, P);
+        linear_bias_backward(g->write_attn_b, dwparams, B, P);
         gemm(false, false, B, D, P, 1.0f, dwparams, P, p->write_attn_W, D, 1.0f, dh_dec, D);
     } else {
         memcpy(dwpatch, a->dcan, sizeof(float) * B * draw_image_size(c));
     }
-    col_sums(g->write_b, dwpatch, B, Wr);
+    linear_bias_backward(g->write_b, dwpatch, B, Wr);
     gemm(false, false, B, D, Wr, 1.0f, dwpatch, Wr, p->write_W, D, 1.0f, dh_dec, D);
 }
 
@@ -546,8 +523,7 @@ static float *lstm_step_backward(DrawActs *a, float *gates, float *cells, int t,
                                  float *dpeep, float *db, int B, int H) {
     float *dg = draw_at(a, gates, t, 4 * H);
     lstm_gates_backward(dg, t ? dc_prev : NULL, dh, dc, t ? draw_at(a, cells, t - 1, H) : NULL,
-                        draw_at(a, cells, t, H), peep, dpeep, B, H);
-    col_sums(db, dg, B, 4 * H);
+                        draw_at(a, cells, t, H), peep, dpeep, db, B, H);
     return dg;
 }
 
@@ -585,7 +561,7 @@ static void posterior_backward(DrawParams *g, DrawActs *a, const DrawParams *p,
             dls[k] = dzb[k] * sigma * e[k] + (sigma * sigma - 1.0f) * inv_b;
         }
     }
-    col_sums(g->q_b, dq, B, 2 * Z);
+    linear_bias_backward(g->q_b, dq, B, 2 * Z);
     gemm(false, false, B, E, 2 * Z, 1.0f, dq, 2 * Z, p->q_W, E, 1.0f, dh_enc, E);
 }
 
@@ -637,7 +613,7 @@ static void read_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const
                                           din + C * N * N, LV, xh, Fx, Fy, gm, a->fb_scratch,
                                           B, C, N, c->W, c->H);
         filterbank_backward(drparams, a->dFx, a->dFy, a->dgamma, Fx, Fy, rp, B, N, c->W, c->H);
-        col_sums(g->read_attn_b, drparams, B, P);
+        linear_bias_backward(g->read_attn_b, drparams, B, P);
         if (t)
             gemm(false, false, B, D, P, 1.0f, drparams, P, p->read_attn_W, D, 1.0f, dh_dec_p,
                  D);
@@ -663,7 +639,8 @@ static void weight_grads(DrawParams *g, const DrawActs *a, const DrawConfig *c, 
                          int B) {
     int D = c->dec, E = c->enc, Z = c->z, Wr = draw_write_size(c), P = FILTERBANK_PARAMS;
     int T = c->T, Bm = a->B, X = draw_enc_fixed_cols(c), LV = enc_var_cols(c), LE = X + LV;
-    weight_grad(g->enc_W + X, LE, a->enc_gates, a->enc_xh, 0, T, B, Bm, 4 * E, LV);
+    linear_weight_backward_steps(g->enc_W + X, LE, a->enc_gates, a->enc_xh, LV, 0, 0, T, B, Bm,
+                                 4 * E, LV);
     if (X) {  // x's columns: (sum over t of the gate gradients)^T x, x being the same each step
         float *sum = a->denc_gates_sum;
         memcpy(sum, a->enc_gates, sizeof(float) * B * 4 * E);
@@ -673,13 +650,16 @@ static void weight_grads(DrawParams *g, const DrawActs *a, const DrawConfig *c, 
         }
         gemm(true, false, 4 * E, X, B, 1.0f, sum, 4 * E, x, X, 1.0f, g->enc_W, LE);
     }
-    weight_grad(g->dec_W, Z + D, a->dec_gates, a->dec_xh, 0, T, B, Bm, 4 * D, Z + D);
-    weight_grad(g->q_W, E, a->dq, a->enc_h, 0, T, B, Bm, 2 * Z, E);
-    weight_grad(g->write_W, D, a->dwpatch, a->dec_h, 0, T, B, Bm, Wr, D);
+    linear_weight_backward_steps(g->dec_W, Z + D, a->dec_gates, a->dec_xh, Z + D, 0, 0, T, B, Bm,
+                                 4 * D, Z + D);
+    linear_weight_backward_steps(g->q_W, E, a->dq, a->enc_h, E, 0, 0, T, B, Bm, 2 * Z, E);
+    linear_weight_backward_steps(g->write_W, D, a->dwpatch, a->dec_h, D, 0, 0, T, B, Bm, Wr, D);
     if (c->attention) {
-        weight_grad(g->write_attn_W, D, a->dwparams, a->dec_h, 0, T, B, Bm, P, D);
+        linear_weight_backward_steps(g->write_attn_W, D, a->dwparams, a->dec_h, D, 0, 0, T, B, Bm,
+                                     P, D);
         // Step t reads with h_dec_{t-1}; step 0 with h_dec_0 = 0, so it adds to the bias only.
-        weight_grad(g->read_attn_W, D, a->drparams, a->dec_h, 1, T, B, Bm, P, D);
+        linear_weight_backward_steps(g->read_attn_W, D, a->drparams, a->dec_h, D, 1, 1, T, B, Bm,
+                                     P, D);
     }
 }
 

@@ -316,33 +316,6 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
     return classify_step(a, p, c, labels, B, correct);
 }
 
-// db (n) += column sums of d (B, n).
-static void col_sums(float *restrict db, const float *restrict d, int B, int n) {
-    for (int r = 0; r < B; r++)
-        for (int j = 0; j < n; j++) db[j] += d[(size_t)r * n + j];
-}
-
-// dW (OC, C) of row stride ldw += sum over steps t0..T-1 of dout_t^T (OC, B) @ in_{t - shift}
-// (B, C); step t's rows at dout_all + t Bmax OC and in_all + (t - shift) Bmax ldin. One GEMM
-// when the batch fills its slots (the steps' rows follow one another at stride ldin).
-static void weight_grad_ld(float *dW, int ldw, const float *dout_all, const float *in_all,
-                           int ldin, int t0, int shift, int T, int B, int Bmax, int OC, int C) {
-    if (T <= t0) return;
-    if (B == Bmax) {
-        gemm(true, false, OC, C, (T - t0) * B, 1.0f, dout_all + (size_t)t0 * Bmax * OC, OC,
-             in_all + (size_t)(t0 - shift) * Bmax * ldin, ldin, 1.0f, dW, ldw);
-    } else {
-        for (int t = t0; t < T; t++)
-            gemm(true, false, OC, C, B, 1.0f, dout_all + (size_t)t * Bmax * OC, OC,
-                 in_all + (size_t)(t - shift) * Bmax * ldin, ldin, 1.0f, dW, ldw);
-    }
-}
-
-static void weight_grad(float *dW, const float *dout_all, const float *in_all, int ldin,
-                        int t0, int shift, int T, int B, int Bmax, int OC, int C) {
-    weight_grad_ld(dW, C, dout_all, in_all, ldin, t0, shift, T, B, Bmax, OC, C);
-}
-
 // Step t's hard read: the retina is not differentiated (the sampled centre is an action);
 // the mean's gradient is REINFORCE's, through m = tanh(pre), into loc.W and loc.b only
 // (drparams' two columns), and the baseline's is that of (1/2B) sum (R - b_t)^2. Neither
@@ -359,8 +332,8 @@ static void hard_read_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseCo
         for (int k = 0; k < 2; k++) dpre[b * 2 + k] *= 1.0f - m[b * 2 + k] * m[b * 2 + k];
         dbt[b] = (bt[b] - a->reward[b]) / (float)B;
     }
-    col_sums(g->read_b, dpre, B, 2);
-    col_sums(g->base_b, dbt, B, 1);
+    linear_bias_backward(g->read_b, dpre, B, 2);
+    linear_bias_backward(g->base_b, dbt, B, 1);
 }
 
 // Step t's differentiable read: from d/dr_t (acts.dxh's first columns) the filterbank's
@@ -387,7 +360,7 @@ static void soft_read_backward(GlimpseParams *g, GlimpseActs *a, const GlimpsePa
                                                Fy, gm, u, a->fb_scratch, B, 1, N, c->W, c->H);
     filterbank_backward(drp, a->dFx, a->dFy, a->dgamma, Fx, Fy, glimpse_at(a, a->rparams, t, P),
                         B, N, c->W, c->H);
-    col_sums(g->read_b, drp, B, P);
+    linear_bias_backward(g->read_b, drp, B, P);
     if (t) gemm(false, false, B, Hd, P, 1.0f, drp, P, p->read_W, Hd, 1.0f, dh_prev, Hd);
 }
 
@@ -416,9 +389,8 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
         float *dg = glimpse_at(a, a->gates, t, G);
         if (t) memset(a->dc[prev], 0, sizeof(float) * (size_t)B * Hd);
         lstm_gates_backward(dg, t ? a->dc[prev] : NULL, a->dh[cur], a->dc[cur],
-                            t ? glimpse_at(a, a->c, t - 1, Hd) : NULL, glimpse_at(a, a->c, t, Hd), NULL,
-                            NULL, B, Hd);
-        col_sums(g->lstm_b, dg, B, G);
+                            t ? glimpse_at(a, a->c, t - 1, Hd) : NULL, glimpse_at(a, a->c, t, Hd),
+                            NULL, NULL, g->lstm_b, B, Hd);
         if (needs_dread(c)) {
             gemm_packed(B, t ? LD : R, dg, G, Wd, 0.0f, a->dxh, LD);
             if (t)
@@ -435,10 +407,12 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
     }
     // lstm.W's gradient: the read's columns over every step; the h columns from step 1,
     // since h_0 = 0 adds nothing (a sixteenth of the product at T 8).
-    weight_grad_ld(g->lstm_W, LD, a->gates, a->xh, LD, 0, 0, T, B, Bm, G, R);
-    weight_grad_ld(g->lstm_W + R, LD, a->gates, a->xh + R, LD, 1, 0, T, B, Bm, G, Hd);
+    linear_weight_backward_steps(g->lstm_W, LD, a->gates, a->xh, LD, 0, 0, T, B, Bm, G, R);
+    linear_weight_backward_steps(g->lstm_W + R, LD, a->gates, a->xh + R, LD, 1, 0, T, B, Bm, G,
+                                 Hd);
     if (c->attention)
-        weight_grad(g->read_W, a->drparams, a->h, Hd, 1, 1, T, B, Bm, read_outputs(c), Hd);
+        linear_weight_backward_steps(g->read_W, Hd, a->drparams, a->h, Hd, 1, 1, T, B, Bm,
+                                     read_outputs(c), Hd);
     if (c->hard)  // the policy's and the baseline's gradients stop at their layers
-        weight_grad(g->base_W, a->dbase, a->h, Hd, 1, 1, T, B, Bm, 1, Hd);
+        linear_weight_backward_steps(g->base_W, Hd, a->dbase, a->h, Hd, 1, 1, T, B, Bm, 1, Hd);
 }

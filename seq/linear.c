@@ -34,11 +34,29 @@ void linear_backward(float *dinp, float *dweight, float *dbias, const float *dou
         // dweight (OC, C) += dout^T (OC, B) @ inp (B, C)
         gemm(true, false, OC, C, B, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
     }
-    if (dbias) {
-        for (int b = 0; b < B; b++) {
-            const float *d = dout + (size_t)b * OC;
-            for (int j = 0; j < OC; j++) dbias[j] += d[j];
-        }
+    if (dbias) linear_bias_backward(dbias, dout, B, OC);
+}
+
+void linear_bias_backward(float *restrict dbias, const float *restrict dout, int B, int OC) {
+    for (int b = 0; b < B; b++) {
+        const float *d = dout + (size_t)b * OC;
+        for (int j = 0; j < OC; j++) dbias[j] += d[j];
+    }
+}
+
+void linear_weight_backward_steps(float *dweight, int ldw, const float *dout_all,
+                                  const float *inp_all, int ldin, int t0, int shift, int T,
+                                  int B, int Bmax, int OC, int C) {
+    CHECK(B >= 1 && B <= Bmax && t0 >= shift && shift >= 0, "B %d of %d, t0 %d shift %d", B,
+          Bmax, t0, shift);
+    if (T <= t0) return;
+    if (B == Bmax) {
+        gemm(true, false, OC, C, (T - t0) * B, 1.0f, dout_all + (size_t)t0 * Bmax * OC, OC,
+             inp_all + (size_t)(t0 - shift) * Bmax * ldin, ldin, 1.0f, dweight, ldw);
+    } else {
+        for (int t = t0; t < T; t++)
+            gemm(true, false, OC, C, B, 1.0f, dout_all + (size_t)t * Bmax * OC, OC,
+                 inp_all + (size_t)(t - shift) * Bmax * ldin, ldin, 1.0f, dweight, ldw);
     }
 }
 

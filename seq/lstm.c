@@ -7,6 +7,7 @@
 #include "core/activations.h"
 #include "core/check.h"
 #include "core/gemm.h"
+#include "seq/linear.h"
 
 void lstm_forward(float *h, float *c, float *gates, float *xh, const float *x,
                   const float *h_prev, const float *c_prev, const float *W, const float *b, int B,
@@ -175,7 +176,7 @@ static void gates_backward_row0_peep(float *restrict gi, float *restrict gf, flo
 
 void lstm_gates_backward(float *gates, float *dc_prev, const float *dh, const float *dc,
                          const float *c_prev, const float *c, const float *peep, float *dpeep,
-                         int B, int H) {
+                         float *db, int B, int H) {
     CHECK(!peep == !dpeep, "peepholes need their gradient");
     for (int r = 0; r < B; r++) {
         float *g = gates + (size_t)r * 4 * H;
@@ -192,6 +193,7 @@ void lstm_gates_backward(float *gates, float *dc_prev, const float *dh, const fl
         else
             gates_backward_row0(g, g + H, g + 2 * H, g + 3 * H, c + o, dh + o, dc + o, H);
     }
+    linear_bias_backward(db, gates, B, 4 * H);
 }
 
 int lstm_scratch_floats(int B, int I, int H) {
@@ -267,11 +269,7 @@ static void lstm_backward_impl(float *dx, float *dh_prev, float *dc_prev, float 
                        gi + H, gi + 2 * H, gi + 3 * H, c + o, c_prev ? c_prev + o : NULL, dh + o,
                        dc ? dc + o : NULL, H);
     }
-    // db += sum over the batch of dgates
-    for (int r = 0; r < B; r++) {
-        const float *restrict d = dgates + (size_t)r * G;
-        for (size_t j = 0; j < G; j++) db[j] += d[j];
-    }
+    linear_bias_backward(db, dgates, B, (int)G);  // db += the batch's sum of dgates
     // dW (4H, K) += dgates^T (4H, B) @ xh (B, K), unless the caller batches it over steps
     if (dW) gemm(true, false, (int)G, K, B, 1.0f, dgates, (int)G, xh, K, 1.0f, dW, K);
     // dxh (B, K) = dgates (B, 4H) @ W (4H, K), split into dx and dh_prev

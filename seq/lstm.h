@@ -71,16 +71,18 @@ void lstm_backward_packed(float *dx, float *dh_prev, float *dc_prev, float *db,
                           const float *c_prev, const float *c, const PackedMatrix *Wn,
                           float *scratch, int B, int I, int H);
 
-// The elementwise half of an LSTM step's backward (gate order i, f, g, o as above), in place: gates (B, 4H) holds the post-activation gates on entry and the
-// pre-activation gate gradients on return. From dh, dc (B, H); accumulates dc_prev (B, H).
-// c_prev and dc_prev are both NULL at t = 0, where c_prev = 0;
-// dc may not be NULL (zeros at the last step). With peepholes peep (3H) the gradient
-// reaching them is accumulated into dpeep (3H); both NULL without. The matrix products are the caller's (dxh =
-// gates @ W, e.g. gemm_packed on W packed without trans; dW as one GEMM over all steps):
-// models/draw.c and models/glimpse.c.
+// The elementwise half of an LSTM step's backward (gate order i, f, g, o as above), in
+// place: gates (B, 4H) holds the post-activation gates on entry and the pre-activation gate
+// gradients on return. From dh, dc (B, H); accumulates dc_prev (B, H) and the bias's
+// gradient db (4H), the gate gradients' column sums. c_prev and dc_prev are both NULL at
+// t = 0, where c_prev = 0; dc may not be NULL (zeros at the last step). With peepholes peep
+// (3H) the gradient reaching them is accumulated into dpeep (3H); both NULL without. The
+// matrix products are the caller's (dxh = gates @ W, e.g. gemm_packed on W packed without
+// trans; dW as one GEMM over all steps, linear_weight_backward_steps): models/draw.c and
+// models/glimpse.c.
 void lstm_gates_backward(float *gates, float *dc_prev, const float *dh, const float *dc,
                          const float *c_prev, const float *c, const float *peep, float *dpeep,
-                         int B, int H);
+                         float *db, int B, int H);
 
 // Plain-loop reference of lstm_forward for tests (double accumulation, no GEMM, no xh).
 // Outputs h, c (B, H) and gates (B, 4H) post-activation; same inputs as lstm_forward, and

@@ -101,7 +101,7 @@ static void test_lstm_forward_xh_matches(void) {
 }
 
 // lstm_gates_backward (in place on the gates) then dxh = dgates @ W is lstm_backward: the
-// same gate gradients bit for bit, the same dc_prev, and dx, dh_prev to float rounding
+// same gate gradients bit for bit, the same dc_prev and bias gradient, and dx, dh_prev to float rounding
 // (one GEMM against another of the same product), with and without a previous state.
 static void test_gates_backward_matches(void) {
     Rng rng;
@@ -121,17 +121,19 @@ static void test_gates_backward_matches(void) {
         lstm_backward(dx1, with_state ? dhp1 : NULL, with_state ? dcp1 : NULL, NULL, db, dh, dc, gates,
                       xh, with_state ? cp : NULL, c, W, scratch, B, I, H);
         float *dcp2 = xcalloc((size_t)B * H, sizeof(float)), *dxh = xmalloc(sizeof(float) * B * K);
+        float *db2 = xcalloc(G, sizeof(float));
         lstm_gates_backward(gates, with_state ? dcp2 : NULL, dh, dc, with_state ? cp : NULL, c, NULL, NULL,
-                            B, H);
+                            db2, B, H);
         EXPECT(!memcmp(gates, scratch, sizeof(float) * B * G), "state %d: gate gradients differ", with_state);
         EXPECT(!memcmp(dcp1, dcp2, sizeof(float) * B * H), "state %d: dc_prev differs", with_state);
+        EXPECT(!memcmp(db, db2, sizeof(float) * G), "state %d: bias gradients differ", with_state);
         gemm(false, false, B, K, G, 1.0f, gates, G, W, K, 0.0f, dxh, K);
         for (int r = 0; r < B; r++) {
             for (int k = 0; k < I; k++) EXPECT_NEAR(dxh[r * K + k], dx1[r * I + k], 1e-6, 1e-5);
             if (with_state)
                 for (int k = 0; k < H; k++) EXPECT_NEAR(dxh[r * K + I + k], dhp1[r * H + k], 1e-6, 1e-5);
         }
-        float *bufs[] = {x, hp, cp, W, b, dh, dc, h, c, gates, xh, scratch, dx1, dhp1, dcp1, db, dcp2, dxh};
+        float *bufs[] = {x, hp, cp, W, b, dh, dc, h, c, gates, xh, scratch, dx1, dhp1, dcp1, db, dcp2, dxh, db2};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     }
 }

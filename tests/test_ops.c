@@ -204,6 +204,36 @@ static void test_linear_backward_accumulates(void) {
     free(inp), free(w), free(dout);
 }
 
+// linear_weight_backward_steps against a double loop over steps and rows: a full batch (one
+// GEMM) and a partial one (a GEMM per step), from step 0 or 1, with the input a step behind
+// or not, inside wider rows (ldin, ldw) whose other columns must stay as they were.
+static void test_linear_weight_backward_steps(void) {
+    Rng rng;
+    rng_seed(&rng, 205);
+    const int T = 4, Bm = 5, OC = 6, C = 7, ldin = 9, ldw = 8;
+    float *dout = new_uniform((size_t)T * Bm * OC, -1, 1, &rng);
+    float *inp = new_uniform((size_t)T * Bm * ldin, -1, 1, &rng);
+    float *dw0 = new_uniform((size_t)OC * ldw, -1, 1, &rng);
+    float *dw = xmalloc(sizeof(float) * OC * ldw);
+    const int cases[][3] = {{5, 0, 0}, {5, 1, 0}, {5, 1, 1}, {3, 0, 0}, {3, 1, 1}, {3, 2, 1}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int B = cases[k][0], t0 = cases[k][1], shift = cases[k][2];
+        memcpy(dw, dw0, sizeof(float) * OC * ldw);
+        linear_weight_backward_steps(dw, ldw, dout, inp, ldin, t0, shift, T, B, Bm, OC, C);
+        for (int o = 0; o < OC; o++) {
+            for (int j = 0; j < ldw; j++) {
+                double want = dw0[o * ldw + j];
+                for (int t = t0; t < T && j < C; t++)
+                    for (int b = 0; b < B; b++)
+                        want += (double)dout[((size_t)t * Bm + b) * OC + o] *
+                                inp[((size_t)(t - shift) * Bm + b) * ldin + j];
+                EXPECT_NEAR(dw[o * ldw + j], want, REF_ATOL, REF_RTOL);
+            }
+        }
+    }
+    free(dout), free(inp), free(dw0), free(dw);
+}
+
 // ---- embedding ---------------------------------------------------------------------------
 
 typedef struct {
@@ -410,9 +440,7 @@ static void peep_bw(void *p, const float *dout) {
     size_t bh = (size_t)B * H;
     memcpy(q->dgates, l->gates, sizeof(float) * B * G);  // the backward works in place
     lstm_gates_backward(q->dgates, l->with_state ? l->dc_prev : NULL, dout, dout + bh,
-                        l->with_state ? l->c_prev : NULL, l->c, q->peep, q->dpeep, B, H);
-    for (int r = 0; r < B; r++)
-        for (int j = 0; j < G; j++) l->db[j] += q->dgates[r * G + j];
+                        l->with_state ? l->c_prev : NULL, l->c, q->peep, q->dpeep, l->db, B, H);
     gemm(true, false, G, K, B, 1.0f, q->dgates, G, l->xh, K, 1.0f, l->dW, K);
     gemm(false, false, B, K, G, 1.0f, q->dgates, G, l->W, K, 0.0f, q->dxh, K);
     for (int r = 0; r < B; r++) {
@@ -741,6 +769,7 @@ int main(void) {
     RUN(test_linear_gradcheck);
     RUN(test_linear_matches_reference);
     RUN(test_linear_backward_accumulates);
+    RUN(test_linear_weight_backward_steps);
     RUN(test_embedding);
     RUN(test_lstm_gradcheck);
     RUN(test_lstm_matches_reference);
