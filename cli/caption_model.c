@@ -147,12 +147,13 @@ int caption_model_load(const char *path, SatModel *m, Vocab *vocab, int with_sta
     }
     if (vocab_from_json(vocab, safetensors_meta(&f, "vocab"), err)) {
         safetensors_free(&f);
-        return error_prefix(err, "%s: vocabulary", path);
+        return error_prefix(err, "%s", path);  // its messages begin "vocabulary: "
     }
     if (vocab->size != c.V) {
+        error_set(err, "%s: vocabulary has %d words, model expects %d", path, vocab->size, c.V);
         safetensors_free(&f);
         vocab_free(vocab);
-        return error_set(err, "%s: vocabulary has %d words, model expects %d", path, vocab->size, c.V);
+        return -1;
     }
     Rng rng;
     rng_seed(&rng, 0);
@@ -160,7 +161,6 @@ int caption_model_load(const char *path, SatModel *m, Vocab *vocab, int with_sta
     int r = train_checkpoint_read(&m->params, with_state ? &m->adam_m : NULL, &m->adam_v, &f,
                                   path, err);
     if (!r && with_state) r = read_train_state(&f, path, m, ema, tc, optim, err);
-    if (!r && block_first_nonfinite(&m->params)) r = error_set(err, "%s: tensor %s holds NaN or inf", path, block_first_nonfinite(&m->params));
     safetensors_free(&f);
     if (r) {
         sat_free(m);

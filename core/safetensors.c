@@ -357,8 +357,19 @@ int safetensors_open_memory(SafetensorsFile *f, const unsigned char *bytes, size
     return 0;
 }
 
+// A weight file's values must be numbers: a NaN or an infinity read in poisons every
+// forward pass. 0, or -1 naming the file, the tensor and the first such value's index.
+static int check_finite(const float *x, size_t n, const char *path, const char *name,
+                        Error *err) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return error_set(err, "%s: tensor '%s' holds NaN or inf (value %zu of %zu is %g)",
+                             path, name, i, n, (double)x[i]);
+    return 0;
+}
+
 static int read_floats(float *dst, const SafetensorsFile *f, const SafetensorsTensor *t,
-                            Error *err) {
+                       Error *err) {
     const Internal *in = f->buffer_;
     CHECK(in && t >= f->tensors && t < f->tensors + f->count, "tensor not of this file");
     if (!safetensors_dtype_is_float(t->dtype))
@@ -401,7 +412,9 @@ static int read_floats(float *dst, const SafetensorsFile *f, const SafetensorsTe
 
 int safetensors_read_floats(float *dst, const SafetensorsFile *f, const SafetensorsTensor *t,
                             Error *err) {
-    return read_floats(dst, f, t, err);
+    if (read_floats(dst, f, t, err)) return -1;
+    const Internal *in = f->buffer_;
+    return check_finite(dst, t->numel, in->name, t->name, err);
 }
 
 // The 8-byte header length and the header: a JSON object, only white space after it (the
@@ -710,7 +723,9 @@ int safetensors_read_block(Block *b, const char *prefix, const SafetensorsFile *
         const SafetensorsTensor *s = block_tensor_in_file(t, prefix, f, path, err);
         if (!s) return -1;
         CHECK(s->data || !s->numel, "safetensors_read_block needs a file from safetensors_load");
-        if (t->numel) memcpy(b->data + t->offset, s->data, t->numel * sizeof(float));
+        if (!t->numel) continue;
+        memcpy(b->data + t->offset, s->data, t->numel * sizeof(float));
+        if (check_finite(b->data + t->offset, t->numel, path, s->name, err)) return -1;
     }
     return 0;
 }

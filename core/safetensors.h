@@ -81,7 +81,8 @@ int safetensors_open_memory(SafetensorsFile *f, const unsigned char *bytes, size
                             const char *name, Error *err);
 // dst (t->numel floats) = tensor t of f (opened or loaded), widened to float. -1 with
 // "PATH: tensor 'NAME': reason" when t is an integer tensor or the read fails (a file
-// that changed since it was opened).
+// that changed since it was opened), and with "PATH: tensor 'NAME' holds NaN or inf"
+// when a value read is not a finite number (weights never are).
 int safetensors_read_floats(float *dst, const SafetensorsFile *f, const SafetensorsTensor *t,
                             Error *err);
 void safetensors_free(SafetensorsFile *f);
@@ -105,8 +106,8 @@ int safetensors_meta_double(const SafetensorsFile *f, const char *path, const ch
                             double *out, Error *err);
 
 // Copies every tensor of block b from f (looking up prefix + name), checking shapes.
-// Missing tensors, shape mismatches and integer tensors fail naming the tensor. f must
-// come from safetensors_load.
+// Missing tensors, shape mismatches, integer tensors and values that are NaN or infinite
+// fail naming the tensor. f must come from safetensors_load.
 int safetensors_read_block(Block *b, const char *prefix, const SafetensorsFile *f,
                            const char *path, Error *err);
 // The checks of safetensors_read_block alone, on a layout not yet allocated (f opened or

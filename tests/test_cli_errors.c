@@ -11,6 +11,7 @@
 // made.
 // Binaries come from $ATTEND_BIN (default "bin"); the tiny models are trained here.
 #include <dirent.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +250,26 @@ static void test_draw_checkpoint_errors(void) {
                    WANT("rhuge/log.csv"));
 }
 
+// A checkpoint holding a value that is not a number: a NaN weight for eval, an infinite
+// Adam moment for --resume; refused naming the file and the tensor, nothing written.
+static void test_draw_nonfinite_checkpoint(void) {
+    if (!have_models) return test_fail_(__FILE__, __LINE__, "no models (setup failed)");
+    char path[800];
+    snprintf(path, sizeof path, "%s/nan_draw.safetensors", tmp);
+    checkpoint_set_value(draw_model, path, "enc.W", NAN);
+    int rc = run("draw", "eval --model %s", path);
+    expect_failure(rc, "a NaN weight", WANT("nan_draw.safetensors", "'enc.W'", "NaN or inf"),
+                   NONE);
+    rc = run("draw", "generate --model %s --count 2 --out %s/nan_frames", path, tmp);
+    expect_failure(rc, "generate from a NaN weight", WANT("nan_draw.safetensors", "'enc.W'"),
+                   WANT("nan_frames"));
+    resume_folder(path, sizeof path, "rinf", "model.safetensors");
+    checkpoint_set_value(draw_model, path, "adam.m/q.W", INFINITY);
+    rc = run("draw", "train " DRAW_TINY " --steps 4 --resume --out %s/rinf", tmp);
+    expect_failure(rc, "--resume from an infinite moment",
+                   WANT("rinf/model.safetensors", "'adam.m/q.W'", "NaN or inf"), WANT("rinf/log.csv"));
+}
+
 // A checkpoint whose training metadata --resume cannot carry on from: refused before
 // anything is written, naming the checkpoint.
 static void test_draw_resume_metadata_errors(void) {
@@ -387,6 +408,43 @@ static void test_caption_checkpoint_errors(void) {
                    WANT("r3/model.safetensors"));
 }
 
+// A captioner checkpoint whose metadata no model can be made from (a configuration that
+// does not parse, a vocabulary that does not parse, a vocabulary of another size than the
+// model's), or that holds a NaN weight (eval) or an infinite Adam moment (--resume):
+// refused naming the file and the reason, nothing written.
+static void test_caption_checkpoint_content_errors(void) {
+    if (!have_models) return test_fail_(__FILE__, __LINE__, "no models (setup failed)");
+    static const struct {
+        const char *key, *value, *want;
+    } bad[] = {
+        {"sat.config", "hidden=many", "meta_0.safetensors: model config: bad value 'many' for hidden"},
+        {"vocab", "{\"format\": \"attend-vocab\"", "meta_1.safetensors: vocabulary: malformed JSON"},
+        {"vocab",
+         "{\"format\": \"attend-vocab\", \"version\": 1, \"min_count\": 1, \"words\": "
+         "[\"<pad>\", \"<start>\", \"<end>\", \"<unk>\", \"a\"]}",
+         "meta_2.safetensors: vocabulary has 5 words, model expects"},
+    };
+    char path[800], what[64];
+    int rc;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(path, sizeof path, "%s/meta_%zu.safetensors", tmp, i);
+        rewrite_meta(caption_model, path, bad[i].key, bad[i].value);
+        rc = run("caption", "eval --model %s --quiet", path);
+        snprintf(what, sizeof what, "bad %s (%zu)", bad[i].key, i);
+        expect_failure(rc, what, WANT(bad[i].want), NONE);
+    }
+    snprintf(path, sizeof path, "%s/nan_cap.safetensors", tmp);
+    checkpoint_set_value(caption_model, path, "embed", NAN);
+    rc = run("caption", "eval --model %s --quiet", path);
+    expect_failure(rc, "a NaN weight", WANT("nan_cap.safetensors", "'embed'", "NaN or inf"), NONE);
+    resume_folder(path, sizeof path, "r4", "state.safetensors");
+    checkpoint_set_value(caption_state, path, "adam.v/embed", INFINITY);
+    rc = run("caption", "train --out %s/r4 --steps 4 --resume" CAPTION_TINY, tmp);
+    expect_failure(rc, "--resume from an infinite moment",
+                   WANT("r4/state.safetensors", "'adam.v/embed'", "NaN or inf"),
+                   WANT("r4/model.safetensors"));
+}
+
 int main(void) {
     const char *b = getenv("ATTEND_BIN");
     snprintf(bin, sizeof bin, "%s", b && b[0] ? b : "bin");
@@ -400,10 +458,12 @@ int main(void) {
     RUN(test_draw_flag_errors);
     RUN(test_draw_file_errors);
     RUN(test_draw_checkpoint_errors);
+    RUN(test_draw_nonfinite_checkpoint);
     RUN(test_draw_resume_metadata_errors);
     RUN(test_caption_flag_errors);
     RUN(test_caption_file_errors);
     RUN(test_caption_checkpoint_errors);
+    RUN(test_caption_checkpoint_content_errors);
     int rc = test_summary();
     if (rc == 0)
         scratch_remove(tmp);

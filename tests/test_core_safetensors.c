@@ -293,6 +293,52 @@ static void test_reads_half_and_integer_tensors(void) {
     }
 }
 
+// Values that are not numbers are refused wherever floats are read: a NaN in a float32
+// tensor, an infinity in a half one (widened), in a loaded file (read_block, read_floats)
+// and in an opened one (read_floats from the file); the message names the file, the tensor
+// and the value's index. A finite tensor beside them reads as before.
+static void test_rejects_nonfinite_values(void) {
+    char path[512];
+    path_in(path, sizeof path, "nonfinite.safetensors");
+    const char *h = "{\"a\":" T("F32", "[2]", "[0,8]") ",\"h\":" T("F16", "[3]", "[8,14]")
+                    ",\"c\":" T("F32", "[1]", "[16,20]") "}";
+    unsigned char data[20] = {0};
+    const float av[2] = {1.0f, NAN}, cv = 2.0f;
+    const uint16_t hv[3] = {0x3c00, 0x3c00, 0xfc00};  // 1, 1, -inf
+    memcpy(data, av, 8);
+    memcpy(data + 8, hv, 6);
+    memcpy(data + 16, &cv, 4);
+    EXPECT(write_raw(path, strlen(h), h, strlen(h), data, sizeof data) == 0);
+    for (int mode = 0; mode < 2; mode++) {
+        SafetensorsFile f;
+        Error err = {{0}};
+        int r = mode == 0 ? safetensors_load(&f, path, &err) : safetensors_open(&f, path, &err);
+        EXPECT(r == 0, "mode %d: %s", mode, err.msg);
+        if (r) continue;
+        const SafetensorsTensor *ta = safetensors_find(&f, "a"), *th = safetensors_find(&f, "h");
+        const SafetensorsTensor *tc = safetensors_find(&f, "c");
+        float got[3] = {0};
+        EXPECT(safetensors_read_floats(got, &f, ta, &err) == -1, "mode %d: NaN read", mode);
+        EXPECT(strstr(err.msg, path) && strstr(err.msg, "'a'") && strstr(err.msg, "NaN or inf") &&
+                   strstr(err.msg, "value 1 of 2"), "%s", err.msg);
+        EXPECT(safetensors_read_floats(got, &f, th, &err) == -1, "mode %d: -inf read", mode);
+        EXPECT(strstr(err.msg, "'h'") && strstr(err.msg, "value 2 of 3"), "%s", err.msg);
+        EXPECT(safetensors_read_floats(got, &f, tc, &err) == 0 && got[0] == 2.0f, "%s", err.msg);
+        if (mode == 0) {
+            Block blk = {0};
+            float *cp, *ap;
+            block_add(&blk, &cp, "c", 1, 1);
+            block_add(&blk, &ap, "a", 1, 2);
+            block_alloc(&blk);
+            EXPECT(safetensors_read_block(&blk, "", &f, path, &err) == -1, "read_block took a NaN");
+            EXPECT(strstr(err.msg, path) && strstr(err.msg, "'a'") && strstr(err.msg, "NaN or inf"),
+                   "%s", err.msg);
+            block_free(&blk);
+        }
+        safetensors_free(&f);
+    }
+}
+
 // Writes a file with the given header (length declared = actual unless declared != 0) and
 // data, loads it, and expects failure with a message starting "PATH: " and containing want.
 static void expect_reject(const char *name, const char *header, uint64_t declared, size_t data_len,
@@ -535,6 +581,7 @@ int main(void) {
     RUN(test_reads_foreign_file);
     RUN(test_half_precision_widening);
     RUN(test_reads_half_and_integer_tensors);
+    RUN(test_rejects_nonfinite_values);
     RUN(test_rejects_malformed_files);
     RUN(test_truncations_and_corruptions);
     RUN(test_failed_save_keeps_old_file);

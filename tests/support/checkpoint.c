@@ -41,7 +41,11 @@ int checkpoints_identical(const char *a, const char *b, const char *key, char *w
     return ok;
 }
 
-int checkpoint_rewrite_meta(const char *src, const char *dst, const char *key, const char *value) {
+// Copies checkpoint src to dst (float32 tensors) with metadata key set to value (NULL:
+// removed; key NULL: none changed) and, when tensor is not NULL, that tensor's first value
+// replaced by x.
+static int rewrite(const char *src, const char *dst, const char *key, const char *value,
+                   const char *tensor, float x) {
     SafetensorsFile f;
     Error err;
     if (safetensors_load(&f, src, &err)) {
@@ -60,12 +64,18 @@ int checkpoint_rewrite_meta(const char *src, const char *dst, const char *key, c
         }
     }
     block_alloc(&b);
-    for (int i = 0; i < f.count; i++)
-        memcpy(b.data + b.tensors[i].offset, f.tensors[i].data, f.tensors[i].numel * sizeof(float));
+    int changed = !tensor;
+    for (int i = 0; i < f.count; i++) {
+        float *d = b.data + b.tensors[i].offset;
+        memcpy(d, f.tensors[i].data, f.tensors[i].numel * sizeof(float));
+        if (tensor && !strcmp(f.tensors[i].name, tensor) && f.tensors[i].numel)
+            d[0] = x, changed = 1;
+    }
+    EXPECT(changed, "%s: no tensor '%s' to change", src, tensor);
     SafetensorsMeta *meta = calloc((size_t)f.n_meta + 1, sizeof *meta);
     int n = 0, found = 0;
     for (int i = 0; i < f.n_meta; i++) {
-        if (!strcmp(f.meta[i].key, key)) {
+        if (key && !strcmp(f.meta[i].key, key)) {
             found = 1;
             if (!value) continue;
             meta[n] = (SafetensorsMeta){f.meta[i].key, value};
@@ -74,12 +84,20 @@ int checkpoint_rewrite_meta(const char *src, const char *dst, const char *key, c
         }
         n++;
     }
-    if (!found && value) meta[n++] = (SafetensorsMeta){key, value};
+    if (key && !found && value) meta[n++] = (SafetensorsMeta){key, value};
     const Block *blocks[1] = {&b};
     int r = safetensors_save(dst, blocks, NULL, 1, meta, n, &err);
     EXPECT(r == 0, "%s", err.msg);
     free(meta);
     block_free(&b);
     safetensors_free(&f);
-    return r;
+    return r || !changed ? -1 : 0;
+}
+
+int checkpoint_rewrite_meta(const char *src, const char *dst, const char *key, const char *value) {
+    return rewrite(src, dst, key, value, NULL, 0.0f);
+}
+
+int checkpoint_set_value(const char *src, const char *dst, const char *tensor, float x) {
+    return rewrite(src, dst, NULL, NULL, tensor, x);
 }

@@ -1,5 +1,6 @@
 // checkpoint.h: comparing two safetensors checkpoints bit for bit, for tests of resuming
-// and of crash-safe saving; rewriting one's metadata, for tests of what a loader refuses.
+// and of crash-safe saving; rewriting one's metadata or a value, for tests of what a loader
+// refuses.
 #ifndef TESTS_SUPPORT_CHECKPOINT_H
 #define TESTS_SUPPORT_CHECKPOINT_H
 
@@ -15,5 +16,8 @@ int checkpoints_identical(const char *a, const char *b, const char *key, char *w
 // absent), or with value NULL removed. The tensors are copied as float32. 0, or -1 after a
 // failed EXPECT naming what failed.
 int checkpoint_rewrite_meta(const char *src, const char *dst, const char *key, const char *value);
+// Copies checkpoint src to dst (which may be src) with the first value of tensor set to x
+// (a NaN, say), the rest and the metadata unchanged. 0, or -1 after a failed EXPECT.
+int checkpoint_set_value(const char *src, const char *dst, const char *tensor, float x);
 
 #endif
