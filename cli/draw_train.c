@@ -42,6 +42,7 @@ typedef struct {
     TrainOptimFlags optim;  // --batch, --lr, --beta1, --clip, --seed
     float ema;              // --ema: the weight average's decay (0: none)
     bool resume, force, no_attention, no_binarize, peepholes, json;
+    bool preset_given;      // --preset was on the command line
     struct {
         bool data, T, read, write, hidden, z, no_attention, no_binarize, peepholes, ema;
     } given;
@@ -76,7 +77,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
                       .optim = {.seed = 1, .batch = 100, .lr = 1e-3f, .beta1 = 0.9f, .clip = 10.0f, .lr_decay = 1}};
     ArgSpec specs[] = {
         {"data", ARG_STRING, &f->data, "mnist, fashion-mnist, mnist2 (two digits, 60x60), scenes (colour 64x64), or an IDX image file", .metavar = "D", .given = &f->given.data},
-        {"preset", ARG_CHOICE, &f->preset, "model configuration of the paper's table 3: mnist (T 64, read 2, write 5, hidden 256, z 100) or svhn (T 32, read 12, write 12, hidden 800, z 100); model flags given override it", .choices = DRAW_PRESETS},
+        {"preset", ARG_CHOICE, &f->preset, "model configuration of the paper's table 3: mnist (T 64, read 2, write 5, hidden 256, z 100) or svhn (T 32, read 12, write 12, hidden 800, z 100); model flags given override it", .choices = DRAW_PRESETS, .given = &f->preset_given},
         {"data-root", ARG_STRING, &f->root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
         {"out", ARG_STRING, &f->out, "output folder (model.safetensors, log.csv, loss.png)", .metavar = "DIR", .required = true},
         {"T", ARG_INT, &f->T, "glimpses (time steps)", .has_min = true, .min = 1, .has_max = true, .max = 1000, .given = &f->given.T},
@@ -200,6 +201,30 @@ static int resume_state(DrawRun *r, SafetensorsFile *file, Error *err) {
     return check_resume_flags(r, err);
 }
 
+// A new run's read and write grids against its images (W x H pixels, from dname): a grid
+// of N x N filters fits an image of at least N pixels each way. -1 with one line naming
+// the flag (and where its value came from when it was not given), the data and the bound.
+static int check_grids(const TrainFlags *f, int W, int H, const char *dname, Error *err) {
+    if (f->no_attention) return 0;  // the grids are not used
+    const int most = W < H ? W : H;
+    const struct {
+        const char *flag;
+        int n;
+        bool given;
+    } grids[] = {{"read", f->read_n, f->given.read}, {"write", f->write_n, f->given.write}};
+    for (int i = 0; i < 2; i++) {
+        if (grids[i].n <= most) continue;
+        char source[64] = "";
+        if (!grids[i].given)
+            snprintf(source, sizeof source, " (%s %s)", f->preset_given ? "from --preset" : "the default",
+                     f->preset_given ? DRAW_PRESETS[f->preset] : "value");
+        return error_set(err, "--%s %d%s: the images of %s are %d x %d pixels, so --%s must be %s%d "
+                         "(or train with --no-attention)", grids[i].flag, grids[i].n, source, dname, W, H,
+                         grids[i].flag, most > 1 ? "at most " : "", most);
+    }
+    return 0;
+}
+
 // The training and validation images; a new run's configuration from the flags and the
 // images' size, a resumed one's checked against them.
 static int load_data(DrawRun *r, Error *err) {
@@ -220,7 +245,9 @@ static int load_data(DrawRun *r, Error *err) {
         st->ema = f->ema;
         st->binarize = binarize;
         snprintf(st->data, sizeof st->data, "%s", f->data);
-        if (draw_config_check(&st->cfg, err)) return -1;
+        if (check_grids(f, r->train.cols, r->train.rows, dname, err) ||
+            draw_config_check(&st->cfg, err))
+            return -1;
     } else if (st->cfg.W != r->train.cols || st->cfg.H != r->train.rows ||
                draw_channels(&st->cfg) != r->train.channels) {
         return error_set(err, "%s: model is for %dx%dx%d images, %s has %dx%dx%d", r->paths.model,

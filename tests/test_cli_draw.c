@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "datasets/idx.h"
 #include "tests/support/checkpoint.h"
 #include "tests/support/scratch.h"
 #include "tests/support/test.h"
@@ -416,6 +417,49 @@ static void test_resume_where_the_data_moved(void) {
 #undef IDX_TINY
 }
 
+// A read or write grid larger than the images (issue 56): one line naming the flag, where
+// its value came from, the data file, the images' size and the bound; no run folder made.
+static void test_grid_larger_than_images(void) {
+    uint8_t pixels[20];
+    for (int i = 0; i < 20; i++) pixels[i] = (uint8_t)(i * 12);
+    const int64_t dims[3] = {20, 1, 1};
+    size_t len = 0;
+    unsigned char *bytes = idx_encode(IDX_U8, 3, dims, pixels, &len);
+    char path[600];
+    snprintf(path, sizeof path, "%s/dot-images.idx", tmpdir);
+    FILE *f = fopen(path, "wb");
+    EXPECT(f && fwrite(bytes, 1, len, f) == len, "writing %s", path);
+    if (f) fclose(f);
+    free(bytes);
+    struct {
+        const char *flags, *want[4];
+    } cases[] = {
+        {"--read 2 --write 1", {"--read 2:", "dot-images.idx are 1 x 1 pixels", "so --read must be 1", NULL}},
+        {"--read 1", {"--write 5 (the default value):", "1 x 1 pixels", "so --write must be 1", NULL}},
+        {"--read 1 --preset svhn", {"--write 12 (from --preset svhn):", "--write must be 1", NULL}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = run_draw("train --data %s %s --batch 4 --steps 1 --out %s/dot", path, cases[i].flags, tmpdir);
+        char *err = read_text("stderr.txt");
+        EXPECT(rc != 0 && scratch_count_lines(err) == 1, "%s: exit %d, stderr: %s", cases[i].flags, rc,
+               err ? err : "");
+        for (int k = 0; cases[i].want[k]; k++)
+            EXPECT(err && strstr(err, cases[i].want[k]), "%s: stderr lacks '%s': %s", cases[i].flags,
+                   cases[i].want[k], err ? err : "");
+        free(err);
+        EXPECT(!exists("dot"), "%s: the run folder was made", cases[i].flags);
+    }
+    int rc = run_draw("train " TINY " --write 40 --steps 1 --out %s/wide", tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc != 0 && err && strstr(err, "--write 40: the images of mnist are 28 x 28 pixels, so --write must be at most 28"),
+           "--write 40 on MNIST: exit %d, stderr: %s", rc, err ? err : "");
+    free(err);
+    // Without attention the grids are not used: the same flags train.
+    rc = run_draw("train --data %s --read 2 --no-attention --T 2 --hidden 4 --z 2 --batch 4 --steps 1 --out %s/dot",
+                  path, tmpdir);
+    EXPECT(rc == 0, "--no-attention on 1 x 1 images exited %d", rc);
+}
+
 // --threads left out: every CPU of the affinity mask, and the header says how many.
 static void test_threads_default_to_affinity(void) {
     cpu_set_t saved, one;
@@ -518,6 +562,7 @@ int main(void) {
     RUN(test_resume_where_the_data_moved);
     RUN(test_weight_average);
     RUN(test_peepholes);
+    RUN(test_grid_larger_than_images);
     RUN(test_threads_default_to_affinity);
     RUN(test_minutes_progress_counts_steps);
     int rc = test_summary();
