@@ -224,7 +224,7 @@ static int parse_show_flags(ShowFlags *f, int argc, char **argv, int *code) {
         {"out", ARG_STRING, &f->out, "output folder (glimpses.png, patches.png)", .metavar = "DIR", .required = true},
         {"data-root", ARG_STRING, &f->root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
         {"count", ARG_INT, &f->count, "test images shown", .has_min = true, .min = 1, .has_max = true, .max = 64},
-        {"first", ARG_INT, &f->first, "index of the first test image", .has_min = true, .min = 0, .has_max = true, .max = 1000000},
+        {"first", ARG_INT, &f->first, "index of the first test image (the test split holds 10,000)", .has_min = true, .min = 0, .has_max = true, .max = 1000000},
         {"scale", ARG_INT, &f->scale, "pixels per image pixel", .has_min = true, .min = 1, .has_max = true, .max = 8},
         {"errors", ARG_FLAG, &f->errors, "show the first COUNT test images from --first on that the model gets wrong", .given = NULL},
     };
@@ -244,21 +244,25 @@ static int open_show(ClassifyModel *m, ImageSet *set, const ShowFlags *f, Error 
     return -1;
 }
 
-// The test images shown, into idx: f->count from f->first on, or with --errors the first
-// f->count from there the model gets wrong (*shown of them). -1 with err set when it gets
-// none wrong.
+// The test images shown, into idx: f->count from f->first on (fewer at the end of the
+// split), or with --errors the first f->count from there the model gets wrong (*shown of
+// them). -1 with err set when --first is past the split's end, or the model gets none
+// wrong.
 static int choose_images(long *idx, int *shown, const ShowFlags *f, GlimpseActs *a,
                          const ClassifyModel *m, const ImageSet *set, float *x, int *labels, Error *err) {
-    *shown = f->count;
+    if (f->first >= set->n)
+        return error_set(err, "--first %d: the test split of %s holds %d images (--first 0 to %d)",
+                         f->first, m->state.data, set->n, set->n - 1);
+    *shown = f->count < set->n - f->first ? f->count : set->n - f->first;
     if (!f->errors) {
-        for (int i = 0; i < f->count; i++) idx[i] = f->first + i;
+        for (int i = 0; i < *shown; i++) idx[i] = f->first + i;
         return 0;
     }
     *shown = find_errors(idx, f->count, f->first, a, &m->p.glimpse, &m->state.cfg.glimpse, set,
                          &m->state.clutter, x, labels);
     if (*shown == 0)
-        return error_set(err, "%s: no test image from %d on is classified wrong: nothing to show",
-                         f->model, f->first);
+        return error_set(err, "%s: none of the %d test images from --first %d on is classified "
+                         "wrong: nothing to show", f->model, set->n - f->first, f->first);
     return 0;
 }
 
@@ -278,7 +282,7 @@ int classify_show_main(int argc, char **argv) {
     int *labels = xmalloc(sizeof(int) * (size_t)f.count);
     long *idx = xmalloc(sizeof(long) * (size_t)f.count);
     int shown = 0;
-    int rc = make_dirs(f.out, &err) || choose_images(idx, &shown, &f, &acts, &m, &set, x, labels, &err);
+    int rc = choose_images(idx, &shown, &f, &acts, &m, &set, x, labels, &err) || make_dirs(f.out, &err);
     if (rc == 0) {
         cluttered_batch(x, labels, &set, &st->clutter, CLUTTER_TEST_SEED, idx, shown);
         int correct = 0;

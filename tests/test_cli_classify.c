@@ -121,6 +121,21 @@ static void test_show_and_export(void) {
                strstr(err, "64 test images (0 right), the first it gets wrong"),
            "show --errors: %d, %s", rc, err ? err : "");
     free(err);
+    // --first past the test split's end is refused naming the split's size, before any
+    // folder is made; near the end fewer images are shown than --count asks.
+    rc = run_draw("classify show --model %s/run/model.safetensors --errors --first 1000000 --out %s/far",
+                  tmpdir, tmpdir);
+    expect_one_line(rc, "--errors --first 1000000", "--first 1000000: the test split of mnist holds 10000 images",
+                    "--first 0 to 9999");
+    EXPECT(!exists("far"), "show --first 1000000 made its folder");
+    rc = run_draw("classify show --model %s/run/model.safetensors --first 10000 --out %s/far", tmpdir, tmpdir);
+    expect_one_line(rc, "--first 10000", "holds 10000 images", NULL);
+    rc = run_draw("classify show --model %s/run/model.safetensors --first 9998 --count 8 --out %s/end",
+                  tmpdir, tmpdir);
+    err = read_text("stderr.txt");
+    EXPECT(rc == 0 && exists("end/glimpses.png") && err && strstr(err, "show: 2 test images ("),
+           "show --first 9998 --count 8: %d, %s", rc, err ? err : "");
+    free(err);
     rc = run_draw("classify export --count 3 --out %s/pngs", tmpdir);
     EXPECT(rc == 0 && exists("pngs/00000.png") && exists("pngs/00002.png") && !exists("pngs/00003.png"),
            "export: %d", rc);
