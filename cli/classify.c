@@ -358,7 +358,8 @@ static int finish_run(ClassifyRun *r, Error *err) {
     if (isfinite(r->last_valid))
         snprintf(valid_text, sizeof valid_text, "valid error %.2f%% (%d images)",
                  100.0 * r->last_valid, r->f->valid_images);
-    text_write_linef(stderr, "draw classify train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s",
+    // Wall time includes validation and checkpoints; the rate counts the steps' time alone.
+    text_write_linef(stderr, "draw classify train: %ld steps in %.1f s wall; %.1f images/s of step time; %s; wrote %s",
                      r->meter.steps, secs, ips, valid_text, r->paths.model);
     if (r->f->json)
         printf("{\"steps\": %ld, \"final_loss\": %s, \"train_error\": %s, \"valid_error\": %s, "

@@ -528,7 +528,8 @@ static int finish_run(DrawRun *r, Error *err) {
     char valid_text[48] = "no validation in this run", tj[32], vj[32];
     if (isfinite(r->last_valid))
         snprintf(valid_text, sizeof valid_text, "valid bound %.3f nats", r->last_valid);
-    text_write_linef(stderr, "draw train: %ld steps in %.1f s (%.1f images/s); %s; wrote %s",
+    // Wall time includes validation and checkpoints; the rate counts the steps' time alone.
+    text_write_linef(stderr, "draw train: %ld steps in %.1f s wall; %.1f images/s of step time; %s; wrote %s",
                      r->meter.steps, secs, ips, valid_text, r->paths.model);
     if (r->f->json) {
         printf("{\"steps\": %ld, \"final_loss\": %s, \"train_bound\": %s, "

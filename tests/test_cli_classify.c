@@ -43,6 +43,12 @@ static void test_train_writes_outputs(void) {
     char *err = read_text("stderr.txt");
     EXPECT(rc == 0, "train exited %d: %s", rc, err ? err : "");
     EXPECT(err && strstr(err, "2 glimpses of 4x4") && strstr(err, "8 fragments of 8x8"), "header: %s", err ? err : "");
+    // The summary says which time is which: wall time, and images/s of step time (the
+    // JSON's images_per_s).
+    const char *summary = err ? strstr(err, "draw classify train: 6 steps in ") : NULL;
+    const char *rate = summary ? strstr(summary, " s wall; ") : NULL;
+    double summary_ips = rate ? atof(rate + strlen(" s wall; ")) : -1;
+    EXPECT(rate && strstr(rate, " images/s of step time; valid error "), "summary: %s", err ? err : "");
     free(err);
     EXPECT(exists("run/model.safetensors") && exists("run/loss.png") && exists("run/run.json"), "missing outputs");
     char *log = read_text("run/log.csv");
@@ -58,6 +64,9 @@ static void test_train_writes_outputs(void) {
     EXPECT(cJSON_IsNumber(steps) && steps->valuedouble == 6, "steps");
     EXPECT(cJSON_IsNumber(ve) && ve->valuedouble >= 0 && ve->valuedouble <= 1, "valid_error");
     EXPECT(cJSON_IsNumber(cJSON_GetObjectItem(j, "final_loss")), "final_loss");
+    const cJSON *ips = cJSON_GetObjectItem(j, "images_per_s");
+    EXPECT(cJSON_IsNumber(ips) && ips->valuedouble > 0 && fabs(summary_ips - ips->valuedouble) <= 0.051,
+           "the summary's %g images/s, the JSON's %g", summary_ips, cJSON_IsNumber(ips) ? ips->valuedouble : NAN);
     cJSON_Delete(j);
     free(out);
     trained = rc == 0;

@@ -47,6 +47,12 @@ static void test_train_writes_outputs(void) {
     int rc = run_draw("train " TINY " --steps 6 --out %s/run --json", tmpdir);
     char *err = read_text("stderr.txt");
     EXPECT(rc == 0, "train exited %d: %s", rc, err ? err : "");
+    // The summary says which time is which: the wall time, and the rate of step time that
+    // the JSON's images_per_s gives.
+    const char *summary = err ? strstr(err, "draw train: 6 steps in ") : NULL;
+    const char *rate = summary ? strstr(summary, " s wall; ") : NULL;
+    double summary_ips = rate ? atof(rate + strlen(" s wall; ")) : -1;
+    EXPECT(rate && strstr(rate, " images/s of step time; valid bound "), "summary: %s", err ? err : "");
     free(err);
     EXPECT(exists("run/model.safetensors"), "no model.safetensors");
     EXPECT(exists("run/loss.png"), "no loss.png");
@@ -69,6 +75,8 @@ static void test_train_writes_outputs(void) {
     EXPECT(cJSON_IsNumber(step) && step->valuedouble == 6, "steps");
     EXPECT(cJSON_IsNumber(cJSON_GetObjectItem(j, "final_loss")), "final_loss");
     EXPECT(cJSON_IsNumber(ips) && ips->valuedouble > 0, "images_per_s");
+    EXPECT(cJSON_IsNumber(ips) && fabs(summary_ips - ips->valuedouble) <= 0.051,
+           "the summary's %g images/s, the JSON's %g", summary_ips, cJSON_IsNumber(ips) ? ips->valuedouble : NAN);
     cJSON_Delete(j);
     free(out);
     trained = rc == 0;
