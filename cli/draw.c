@@ -196,6 +196,15 @@ static int cmd_eval(int argc, char **argv) {
     return 0;
 }
 
+// The end of generate's and reconstruct's closing line: the earlier film's frames removed.
+static const char *stale_note(int removed) {
+    static char note[96];
+    note[0] = 0;
+    if (removed > 0)
+        snprintf(note, sizeof note, "; removed %d step_*.png of an earlier film", removed);
+    return note;
+}
+
 static int cmd_generate(int argc, char **argv) {
     const char *model = NULL, *out = NULL;
     int count = 64, scale = 2, cols = 0, threads = threads_available();
@@ -203,7 +212,7 @@ static int cmd_generate(int argc, char **argv) {
     bool show = false;
     ArgSpec specs[] = {
         {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
-        {"out", ARG_STRING, &out, "output folder (step_NN.png, final.png, draw.gif)", .metavar = "DIR", .required = true},
+        {"out", ARG_STRING, &out, "output folder (step_NN.png, final.png, draw.gif; the step_NN.png of an earlier film there that these do not replace are removed)", .metavar = "DIR", .required = true},
         {"count", ARG_INT, &count, "samples", .has_min = true, .min = 1, .has_max = true, .max = 1024},
         {"seed", ARG_LONG, &seed, "sampling seed", .has_min = true, .min = 0},
         {"show-attention", ARG_FLAG, &show, "draw each sample's write window as a red rectangle", .given = NULL},
@@ -231,8 +240,10 @@ static int cmd_generate(int argc, char **argv) {
     rng_seed(&rng, (uint64_t)seed);
     draw_generate(&acts, &m.p, c, count, &rng);
     DrawFrameStyle st = {.scale = scale, .cols = cols ? cols : (int)ceil(sqrt((double)count)), .margin = 2};
-    int rc = draw_write_frames(out, &acts, c, count, show, 0, &st, &err);
-    if (rc == 0) text_write_linef(stderr, "draw generate: wrote %d samples, %d steps, to %s/step_*.png, final.png, draw.gif", count, c->T, out);
+    int stale = 0;
+    int rc = draw_write_frames(out, &acts, c, count, show, 0, &st, &stale, &err);
+    if (rc == 0) text_write_linef(stderr, "draw generate: wrote %d samples, %d steps, to %s/step_*.png, final.png, draw.gif%s",
+                                  count, c->T, out, stale_note(stale));
     draw_acts_free(&acts);
     draw_checkpoint_free(&m);
     return rc ? fail(&err) : 0;
@@ -248,7 +259,7 @@ static int cmd_reconstruct(int argc, char **argv) {
         {"data", ARG_STRING, &data, "mnist, fashion-mnist, mnist2, scenes, or an IDX image file", .metavar = "D"},
         {"data-root", ARG_STRING, &root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
         {"split", ARG_CHOICE, &split, "which split", .choices = splits},
-        {"out", ARG_STRING, &out, "output folder (input.png, step_NN.png, final.png, draw.gif)", .metavar = "DIR", .required = true},
+        {"out", ARG_STRING, &out, "output folder (input.png, step_NN.png, final.png, draw.gif; the step_NN.png of an earlier film there that these do not replace are removed)", .metavar = "DIR", .required = true},
         {"count", ARG_INT, &count, "images (the first of the split)", .has_min = true, .min = 1, .has_max = true, .max = 1024},
         {"seed", ARG_LONG, &seed, "noise seed", .has_min = true, .min = 0},
         {"scale", ARG_INT, &scale, "pixels per image pixel", .has_min = true, .min = 1, .has_max = true, .max = 16},
@@ -281,10 +292,12 @@ static int cmd_reconstruct(int argc, char **argv) {
         Image in = draw_render_frame(set.images, 0, count, c, NULL, NULL, &st);
         rc = write_png_image(path, &in, &err);
         image_free(&in);
-        if (rc == 0) rc = draw_write_frames(out, &acts, c, count, 1, 1, &st, &err);
+        int stale = 0;
+        if (rc == 0) rc = draw_write_frames(out, &acts, c, count, 1, 1, &st, &stale, &err);
         if (rc == 0)
-            text_write_linef(stderr, "draw reconstruct: %d images, bound %.2f nats (recon %.2f + KL %.2f); wrote %s/input.png, step_*.png, draw.gif%s",
-                             count, bound, rec, kl, out, c->attention ? " (read windows green, write red)" : "");
+            text_write_linef(stderr, "draw reconstruct: %d images, bound %.2f nats (recon %.2f + KL %.2f); wrote %s/input.png, step_*.png, draw.gif%s%s",
+                             count, bound, rec, kl, out, c->attention ? " (read windows green, write red)" : "",
+                             stale_note(stale));
     }
     draw_acts_free(&acts);
     imageset_free(&set);

@@ -1,9 +1,13 @@
 // draw_frames.c: DRAW's step-by-step pictures (cli/draw_frames.h).
 #include "cli/draw_frames.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "core/check.h"
 #include "vision/filterbank.h"
@@ -55,11 +59,56 @@ Image draw_render_frame(const float *canvas, int logits, int n, const DrawConfig
     return grid;
 }
 
-// Writes DIR/step_01.png .. step_T.png, DIR/final.png and DIR/draw.gif from acts.canvas.
-int draw_write_frames(const char *dir, const DrawActs *a, const DrawConfig *c, int n,
-                      int windows_write, int windows_read, const DrawFrameStyle *st, Error *err) {
+// The digits of the frame numbers of a film of T steps: at least 2 (step_01 .. step_64).
+static int frame_digits(int T) {
     int digits = 2;
-    for (int t = c->T; t >= 100; t /= 10) digits++;
+    for (int t = T; t >= 100; t /= 10) digits++;
+    return digits;
+}
+
+// Whether name is one draw_write_frames writes for some T: step_ND.png with ND at least 2
+// digits, its value at least 1 and no wider than its padding. *number: the value, *digits:
+// the width.
+static int frame_name(const char *name, long *number, int *digits) {
+    if (strncmp(name, "step_", 5)) return 0;
+    const char *d = name + 5;
+    int len = 0;
+    while (d[len] >= '0' && d[len] <= '9') len++;
+    if (len < 2 || len > 9 || strcmp(d + len, ".png")) return 0;
+    *number = strtol(d, NULL, 10);
+    *digits = len;
+    return *number >= 1 && frame_digits((int)*number) <= len;
+}
+
+// Removes the step_NN.png frames in dir that a film of T steps does not write (an earlier
+// film's with more steps, or numbered with other padding), counting them in *removed.
+static int remove_stale_frames(const char *dir, int T, int *removed, Error *err) {
+    DIR *d = opendir(dir);
+    if (!d) return error_set(err, "%s: %s", dir, strerror(errno));
+    const int digits = frame_digits(T);
+    int rc = 0;
+    char path[1200];
+    for (struct dirent *e; rc == 0 && (e = readdir(d)) != NULL;) {
+        long number;
+        int width;
+        if (!frame_name(e->d_name, &number, &width) || (width == digits && number <= T)) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) == 0)
+            (*removed)++;
+        else if (errno != ENOENT)
+            rc = error_set(err, "%s: cannot remove this frame of an earlier film: %s", path, strerror(errno));
+    }
+    closedir(d);
+    return rc;
+}
+
+// Writes DIR/step_01.png .. step_T.png, DIR/final.png and DIR/draw.gif from acts.canvas,
+// then removes an earlier film's frames that these do not replace.
+int draw_write_frames(const char *dir, const DrawActs *a, const DrawConfig *c, int n,
+                      int windows_write, int windows_read, const DrawFrameStyle *st, int *removed,
+                      Error *err) {
+    const int digits = frame_digits(c->T);
+    int stale = 0;
     Image *frames = xcalloc((size_t)c->T, sizeof *frames);
     int rc = 0;
     char path[1200];
@@ -85,5 +134,7 @@ int draw_write_frames(const char *dir, const DrawActs *a, const DrawConfig *c, i
     }
     for (int t = 0; t < c->T; t++) image_free(&frames[t]);
     free(frames);
+    if (rc == 0) rc = remove_stale_frames(dir, c->T, &stale, err);
+    if (removed) *removed = stale;
     return rc;
 }

@@ -156,6 +156,40 @@ static void test_generate_frames(void) {
     free(gif);
 }
 
+// Issue 56: a film of fewer steps into a folder holding a longer one replaces it whole: the
+// longer film's later frames (and frames numbered with other padding) are removed and
+// counted; files of other names stay.
+static void test_generate_removes_stale_frames(void) {
+    if (!trained) return test_fail_(__FILE__, __LINE__, "no model (train failed)");
+    int rc = run_draw("train " TINY " --T 11 --steps 1 --out %s/long", tmpdir);
+    EXPECT(rc == 0, "training the T 11 model exited %d", rc);
+    rc = run_draw("generate --model %s/long/model.safetensors --count 2 --out %s/film", tmpdir, tmpdir);
+    EXPECT(rc == 0 && exists("film/step_11.png"), "T 11 generate exited %d", rc);
+    const char *kept[] = {"step_00.png", "step_5.png", "step_notes.png", "step_07.png.txt", "notes.txt"};
+    char path[700];
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        snprintf(path, sizeof path, "%s/film/%s", tmpdir, kept[i]);
+        scratch_write_text(path, "not a frame\n");
+    }
+    snprintf(path, sizeof path, "%s/film/step_001.png", tmpdir);  // a film of 100 steps or more
+    scratch_write_text(path, "a frame\n");
+    rc = run_draw("generate --model %s/run/model.safetensors --count 2 --out %s/film", tmpdir, tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "removed 8 step_*.png of an earlier film"), "exit %d, stderr: %s", rc,
+           err ? err : "");
+    free(err);
+    for (int t = 1; t <= 4; t++) EXPECT(exists("film/step_%02d.png", t), "no step_%02d.png", t);
+    for (int t = 5; t <= 11; t++) EXPECT(!exists("film/step_%02d.png", t), "step_%02d.png is left", t);
+    EXPECT(!exists("film/step_001.png"), "step_001.png is left");
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        EXPECT(exists("film/%s", kept[i]), "%s was removed", kept[i]);
+    // Nothing stale: the line says nothing of it.
+    rc = run_draw("generate --model %s/run/model.safetensors --count 2 --out %s/film", tmpdir, tmpdir);
+    err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && !strstr(err, "removed"), "again: exit %d, stderr: %s", rc, err ? err : "");
+    free(err);
+}
+
 static void test_reconstruct_frames(void) {
     if (!trained) return test_fail_(__FILE__, __LINE__, "no model (train failed)");
     int rc = run_draw("reconstruct --model %s/run/model.safetensors --data mnist --count 4 "
@@ -562,6 +596,7 @@ int main(void) {
     RUN(test_eval_json);
     RUN(test_eval_standard_error);
     RUN(test_generate_frames);
+    RUN(test_generate_removes_stale_frames);
     RUN(test_reconstruct_frames);
     RUN(test_resume_bit_identical);
     RUN(test_bad_input_one_line);
