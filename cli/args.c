@@ -291,3 +291,22 @@ bool args_reporting_process(void) {
     int rank, size = dist_launched(&rank);
     return size <= 1 || rank == 0;
 }
+
+int args_warn_unused(FILE *out, const char *command, const ArgUse *rows, int n) {
+    int named = 0;
+    for (int i = 0; i < n; i++) {
+        if (!rows[i].given || rows[i].used) continue;
+        bool said = false;  // an earlier row of the same reason had the line
+        for (int j = 0; j < i && !said; j++)
+            said = rows[j].given && !rows[j].used && !strcmp(rows[j].why, rows[i].why);
+        if (said) continue;
+        int k = 0;
+        fprintf(out, "%s: ", command);
+        for (int j = i; j < n; j++)
+            if (rows[j].given && !rows[j].used && !strcmp(rows[j].why, rows[i].why))
+                fprintf(out, "%s--%s", k++ ? ", " : "", rows[j].flag);
+        fprintf(out, " %s no effect: %s\n", k > 1 ? "have" : "has", rows[i].why);
+        named += k;
+    }
+    return named;
+}

@@ -99,6 +99,27 @@ int args_parse_for_command(int argc, char **argv, const ArgSpec *specs, int n,
 // Reads the launcher's environment only (core/dist.h: dist_launched).
 bool args_reporting_process(void);
 
+// A command's flags that a run may not use: one row per flag and reason, in a table the
+// command fills from its settings once it knows them (a model kind, a switch, a resumed
+// checkpoint's configuration). A flag given that the run does not use is warned of, so
+// that a typo or a misunderstanding is not taken silently:
+//     ArgUse uses[] = {
+//         {"T", given.T, glimpse, "a cnn model takes no glimpses"},
+//         {"loc-std", given.loc_std, hard, "only --hard samples where to look"},
+//     };
+//     args_warn_unused(stderr, "draw classify train", uses, ARGS_LEN(uses));
+typedef struct {
+    const char *flag;  // without the leading "--"
+    bool given;        // the flag was on the command line
+    bool used;         // the run uses its value
+    const char *why;   // why it is not used (when !used)
+} ArgUse;
+
+// One line on out per reason, for the rows given and not used, their flags in table order:
+//     "draw classify train: --T, --hidden have no effect: a cnn model takes no glimpses"
+// Returns how many flags it named.
+int args_warn_unused(FILE *out, const char *command, const ArgUse *rows, int n);
+
 // Prints "usage: SYNOPSIS" and one line per flag, with its current value as the default.
 void args_print_usage(FILE *f, const char *synopsis, const ArgSpec *specs, int n);
 

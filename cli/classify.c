@@ -238,6 +238,29 @@ static int open_run(ClassifyRun *r, const ClassifyFlags *f, Error *err) {
     return 0;
 }
 
+// The flags given that this run does not use (cli/args.h ArgUse), from the model it trains:
+// the flags' for a new run, the checkpoint's on --resume. Eval, show and export use every
+// flag they take.
+static void warn_unused_flags(const ClassifyRun *r) {
+    const ClassifyFlags *f = r->f;
+    const GlimpseConfig *g = &r->st.cfg.glimpse;
+    const bool glimpse = r->st.cfg.kind == CLASSIFIER_GLIMPSE;
+    const bool attention = glimpse && g->attention, hard = glimpse && g->hard;
+    static const char CNN[] = "a cnn model takes no glimpses";
+    const ArgUse uses[] = {
+        {"T", f->given.T, glimpse, CNN},
+        {"read", f->given.read, attention, glimpse ? "a model without attention reads the whole image" : CNN},
+        {"hidden", f->given.hidden, glimpse, CNN},
+        {"no-attention", f->given.no_attention, glimpse, CNN},
+        {"hard", f->given.hard, glimpse, CNN},
+        {"loc-std", f->given.loc_std, hard, glimpse ? "only a --hard model samples where to look" : CNN},
+        {"scales", f->given.scales, hard, glimpse ? "only a --hard model has a retina of scales" : CNN},
+        {"epochs", f->plan.epochs > 0 && f->plan.steps > 0, false, "--steps sets the run's length"},
+        {"force", f->force && f->resume, false, "--resume continues the run in --out"},
+    };
+    args_warn_unused(stderr, "draw classify train", uses, ARGS_LEN(uses));
+}
+
 static void print_header(const ClassifyRun *r) {
     const GlimpseConfig *c = &r->st.cfg.glimpse;
     if (r->resumed_with.n)
@@ -380,6 +403,7 @@ static int cmd_train(int argc, char **argv) {
     if (rc == 0) {
         RunInfo run_info;
         run_info_begin(&run_info, f.out, "draw classify", argc, argv, f.threads, 1, f.resume);
+        warn_unused_flags(&r);
         print_header(&r);
         rc = train_loop(&r, &err);
         if (rc == 0) rc = finish_run(&r, &err);

@@ -388,6 +388,24 @@ static int open_run(DrawRun *r, const TrainFlags *f, Dist *dist, Error *err) {
     return 0;
 }
 
+// The flags given that this run does not use (cli/args.h ArgUse), from the model it trains:
+// the flags' for a new run, the checkpoint's on --resume.
+static void warn_unused_flags(const DrawRun *r) {
+    const TrainFlags *f = r->f;
+    const DrawConfig *c = &r->st.cfg;
+    static const char WHOLE[] = "a model without attention reads the whole image and writes the whole canvas";
+    const ArgUse uses[] = {
+        {"read", f->given.read, c->attention, WHOLE},
+        {"write", f->given.write, c->attention, WHOLE},
+        {"no-binarize", f->given.no_binarize && !r->resumed, draw_data_binarizable(r->st.data),
+         "colour images are never binarised"},
+        {"preset", f->preset_given && r->resumed, false, "--resume takes the model's configuration from the checkpoint"},
+        {"epochs", f->plan.epochs > 0 && f->plan.steps > 0, false, "--steps sets the run's length"},
+        {"force", f->force && f->resume, false, "--resume continues the run in --out"},
+    };
+    args_warn_unused(stderr, "draw train", uses, ARGS_LEN(uses));
+}
+
 static void print_header(const DrawRun *r) {
     const DrawConfig *c = &r->st.cfg;
     if (r->resumed_with.n) text_write_linef(stderr, "draw train: resuming with %s", r->resumed_with.text);
@@ -560,7 +578,7 @@ int draw_train_main(int argc, char **argv) {
         RunInfo run_info;  // RUN/run.json: this invocation, for the report
         if (root) run_info_begin(&run_info, f.out, "draw", argc, argv, f.threads, dist.size,
                                  f.resume);
-        if (root) print_header(&r);
+        if (root) warn_unused_flags(&r), print_header(&r);
         rc = train_loop(&r, &err);
         if (rc == 0) rc = finish_run(&r, &err);
         if (root) run_info_end(&run_info, rc, r.st.step, train_meter_images_per_s(&r.meter));

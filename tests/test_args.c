@@ -216,6 +216,35 @@ static void test_args_subcommand(void) {
     EXPECT(args_subcommand(2, a4, cmds, 3, &which, &err) == ARGS_HELP);
 }
 
+// args_warn_unused: a line per reason for the flags given and not used, flags of one
+// reason together in table order; flags not given, or used, are not named.
+static void test_args_warn_unused(void) {
+    const ArgUse rows[] = {
+        {"T", true, false, "a cnn model takes no glimpses"},
+        {"read", false, false, "a cnn model takes no glimpses"},
+        {"lr", true, true, "never said"},
+        {"loc-std", true, false, "only --hard samples where to look"},
+        {"hidden", true, false, "a cnn model takes no glimpses"},
+    };
+    FILE *tmp = tmpfile();
+    EXPECT(tmp != NULL);
+    if (!tmp) return;
+    int named = args_warn_unused(tmp, "prog train", rows, ARGS_LEN(rows));
+    char text[1024] = {0};
+    rewind(tmp);
+    size_t got = fread(text, 1, sizeof text - 1, tmp);
+    fclose(tmp);
+    EXPECT(got > 0 && named == 3, "%d named", named);
+    EXPECT(!strcmp(text, "prog train: --T, --hidden have no effect: a cnn model takes no glimpses\n"
+                         "prog train: --loc-std has no effect: only --hard samples where to look\n"),
+           "%s", text);
+    tmp = tmpfile();
+    EXPECT(tmp != NULL);
+    if (!tmp) return;
+    EXPECT(args_warn_unused(tmp, "prog train", rows + 2, 1) == 0 && ftell(tmp) == 0, "a used flag warned");
+    fclose(tmp);
+}
+
 int main(void) {
     RUN(test_args_defaults_kept);
     RUN(test_args_both_forms);
@@ -225,5 +254,6 @@ int main(void) {
     RUN(test_args_help);
     RUN(test_args_help_default_note);
     RUN(test_args_subcommand);
+    RUN(test_args_warn_unused);
     return test_summary();
 }

@@ -315,6 +315,46 @@ static void test_hard_attention(void) {
     }
 }
 
+// Whether the last run's stderr holds line as a whole line.
+static int stderr_has_line(const char *line) {
+    char *err = read_text("stderr.txt");
+    size_t n = strlen(line);
+    int found = 0;
+    for (const char *p = err; p && *p && !found; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        found = !strncmp(p, line, n) && p[n] == '\n';
+    free(err);
+    return found;
+}
+
+// Issue 56: a flag given that the run does not use is warned of, one line per reason naming
+// the flags (cli/args.h args_warn_unused), for a new run from its flags and on --resume from
+// the checkpoint's model; flags the run uses are not named.
+static void test_unused_flags_warned(void) {
+    int rc = run_draw("classify train --model cnn --T 3 --hidden 4 --batch 4 --steps 1 --valid-every 1 "
+                      "--valid-images 8 --out %s/cnnw", tmpdir);
+    EXPECT(rc == 0 && stderr_has_line("draw classify train: --T, --hidden have no effect: a cnn model takes no glimpses"),
+           "cnn with --T --hidden: exit %d", rc);
+    rc = run_draw("classify train --resume --T 3 --steps 2 --valid-every 1 --valid-images 8 --out %s/cnnw", tmpdir);
+    EXPECT(rc == 0 && stderr_has_line("draw classify train: --T has no effect: a cnn model takes no glimpses"),
+           "--resume --T on a cnn: exit %d", rc);
+    rc = run_draw("classify train " TINY " --loc-std 0.3 --scales 2 --steps 1 --epochs 2 --out %s/softw", tmpdir);
+    EXPECT(rc == 0 && stderr_has_line("draw classify train: --loc-std has no effect: only a --hard model samples where to look") &&
+               stderr_has_line("draw classify train: --scales has no effect: only a --hard model has a retina of scales") &&
+               stderr_has_line("draw classify train: --epochs has no effect: --steps sets the run's length"),
+           "--loc-std, --scales without --hard, --epochs with --steps: exit %d", rc);
+    rc = run_draw("classify train " TINY " --no-attention --steps 1 --out %s/wholew", tmpdir);
+    EXPECT(rc == 0 && stderr_has_line("draw classify train: --read has no effect: a model without attention reads the whole image"),
+           "--read with --no-attention: exit %d", rc);
+    rc = run_draw("classify train --resume --force --steps 2 --valid-every 1 --valid-images 16 --out %s/wholew", tmpdir);
+    EXPECT(rc == 0 && stderr_has_line("draw classify train: --force has no effect: --resume continues the run in --out"),
+           "--resume --force: exit %d", rc);
+    // Flags the run uses: no line says "no effect".
+    rc = run_draw("classify train " TINY " --hard --loc-std 0.3 --scales 2 --steps 1 --out %s/hardw", tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && !strstr(err, "no effect"), "--hard --loc-std --scales: exit %d, %s", rc, err ? err : "");
+    free(err);
+}
+
 static void test_bad_input_one_line(void) {
     char path[600];
     int rc = run_draw("classify train --out %s/x --T 0", tmpdir);
@@ -386,6 +426,7 @@ int main(void) {
     RUN(test_cnn_baseline);
     RUN(test_run_record_of_another_program);
     RUN(test_hard_attention);
+    RUN(test_unused_flags_warned);
     RUN(test_bad_input_one_line);
     int rc = test_summary();
     if (rc == 0) scratch_remove(tmpdir);

@@ -502,6 +502,25 @@ static void test_grid_larger_than_images(void) {
     EXPECT(rc == 0, "--no-attention on 1 x 1 images exited %d", rc);
 }
 
+// Issue 56: a flag given that the run does not use is warned of, one line per reason (for
+// a new run from its flags, on --resume from the checkpoint).
+static void test_unused_flags_warned(void) {
+    int rc = run_draw("train " TINY " --no-attention --steps 1 --epochs 2 --out %s/whole", tmpdir);
+    EXPECT(rc == 0 && !strcmp(stderr_line("draw train: --read"), "draw train: --read, --write have no effect: a model "
+                                                                  "without attention reads the whole image and writes the whole canvas"),
+           "--read, --write with --no-attention: exit %d, '%s'", rc, stderr_line("draw train: --read"));
+    EXPECT(!strcmp(stderr_line("draw train: --epochs"), "draw train: --epochs has no effect: --steps sets the run's length"),
+           "--epochs with --steps: '%s'", stderr_line("draw train: --epochs"));
+    rc = run_draw("train --resume --force --preset mnist --steps 2 --valid-images 64 --out %s/whole", tmpdir);
+    EXPECT(rc == 0 && *stderr_line("draw train: --preset has no effect: --resume takes the model's configuration") &&
+               *stderr_line("draw train: --force has no effect: --resume continues the run in --out"),
+           "--resume --force --preset: exit %d", rc);
+    rc = run_draw("train " TINY " --steps 1 --out %s/attends", tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && !strstr(err, "no effect"), "an attention model with --read, --write: %s", err ? err : "");
+    free(err);
+}
+
 // --threads left out: every CPU of the affinity mask, and the header says how many.
 static void test_threads_default_to_affinity(void) {
     cpu_set_t saved, one;
@@ -606,6 +625,7 @@ int main(void) {
     RUN(test_weight_average);
     RUN(test_peepholes);
     RUN(test_grid_larger_than_images);
+    RUN(test_unused_flags_warned);
     RUN(test_threads_default_to_affinity);
     RUN(test_minutes_progress_counts_steps);
     int rc = test_summary();
