@@ -151,6 +151,9 @@ static int load_data(ClassifyRun *r, Error *err) {
     const ClassifyFlags *f = r->f;
     ClassifyState *st = &r->st;
     if (!r->resumed) {
+        if (f->model == 0 && f->hard && f->no_attention)
+            return error_set(err, "--hard with --no-attention: hard attention needs attention (a retina "
+                             "at a sampled centre); give one of them");
         st->clutter = clutter_config_default();
         st->clutter.fragments = f->fragments;
         if (f->model == 1) {

@@ -286,7 +286,7 @@ static void test_hard_attention(void) {
         expect_one_line(rc, "--resume --hard on a soft model", "--hard", "checkpoint");
     }
     rc = run_draw("classify train --hard --no-attention --out %s/hardx", tmpdir);
-    expect_one_line(rc, "--hard --no-attention", "hard attention needs attention", NULL);
+    expect_one_line(rc, "--hard --no-attention", "hard attention needs attention", "--hard with --no-attention: ");
     rc = run_draw("classify train " TINY " --hard --scales 2 --steps 2 --out %s/hard2", tmpdir);
     EXPECT(rc == 0, "--scales 2 exited %d", rc);
     rc = run_draw("classify train --steps 4 --resume --scales 3 --out %s/hard2", tmpdir);
