@@ -8,7 +8,7 @@
 // larger than its tensors (refused before any allocation), training metadata --resume
 // cannot carry on from (optimiser settings out of range, a run's data gone), bad flag
 // values, an unknown subcommand, a missing required flag, an output folder that cannot be
-// made.
+// made, flags each in range whose products pass what the kernels index (issue 56).
 // Binaries come from $ATTEND_BIN (default "bin"); the tiny models are trained here.
 #include <dirent.h>
 #include <math.h>
@@ -336,6 +336,54 @@ static void test_caption_flag_errors(void) {
     expect_failure(rc, "--data nowhere:", WANT("caption train: --data"), WANT("c2/model.safetensors"));
 }
 
+// Runs "ulimit -v KB; BIN/PROG ARGS" as run() does: a command that should be refused at
+// set-up cannot allocate its way into swap (or OpenBLAS into its retry loop) instead.
+static int run_limited(long kb, const char *prog, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int run_limited(long kb, const char *prog, const char *fmt, ...) {
+    char args[4096], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "ulimit -v %ld; %s/%s %s > %s/out.txt 2> %s/err.txt", kb, bin, prog,
+             args, tmp, tmp);
+    int st = system(cmd);
+    if (st == -1 || !WIFEXITED(st)) return -1;
+    return WEXITSTATUS(st);
+}
+
+// Issue 56: flags each in range whose products pass 2^31 floats (B L A wrapped an int into
+// a short buffer, and attn_prepare wrote past it) are refused at set-up with one line naming
+// the flags, exit status 2, under a 1 GiB address-space limit (nothing big is allocated),
+// and the output folder never made.
+static void test_caption_size_overflow_refused(void) {
+    struct {
+        const char *name, *flags;
+        const char *const *want;
+    } cases[] = {
+        {"attention keys (the issue's command)",
+         "--image-size 1024 --channels 8 --attn-dim 8192 --embed 8 --hidden 8 --batch 1",
+         WANT("caption train: --batch 1 x 262144 annotation positions", "--attn-dim 8192",
+              "= 2147483648 floats (the attention's precomputed keys) exceeds 2147483647")},
+        {"multi-head keys and values",
+         "--image-size 1024 --channels 8 --attention multi-head --attn-dim 4096 --embed 8 --hidden 8 --batch 1",
+         WANT("--batch 1 x 262144", "keys and values", "exceeds 2147483647")},
+        {"LSTM inputs", "--batch 4096 --max-len 256 --embed 8192 --hidden 8192",
+         WANT("steps (--max-len 256 + 1) x --batch 4096", "the LSTM inputs", "exceeds")},
+        {"CNN column matrix", "--image-size 1024 --channels 8,4096,8 --batch 1",
+         WANT("layer 3's column matrix", "--image-size 1024", "exceeds")},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        int rc = run_limited(1L << 20, "caption", "train %s --steps 1 --threads 1 --quiet --out %s/big%d",
+                             cases[i].flags, tmp, i);
+        EXPECT(rc == 2, "%s: exit status %d, want 2", cases[i].name, rc);
+        expect_failure(rc, cases[i].name, cases[i].want, NONE);
+        char dir[300];
+        snprintf(dir, sizeof dir, "big%d", i);
+        EXPECT(!exists_tmp(dir), "%s: the output folder was made", cases[i].name);
+    }
+}
+
 // Missing files, files of the wrong kind, images that do not decode, results that cannot
 // be written.
 static void test_caption_file_errors(void) {
@@ -461,6 +509,7 @@ int main(void) {
     RUN(test_draw_nonfinite_checkpoint);
     RUN(test_draw_resume_metadata_errors);
     RUN(test_caption_flag_errors);
+    RUN(test_caption_size_overflow_refused);
     RUN(test_caption_file_errors);
     RUN(test_caption_checkpoint_errors);
     RUN(test_caption_checkpoint_content_errors);
