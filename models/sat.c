@@ -18,7 +18,7 @@
 // ---------------------------------------------------------------------------------------
 // Parameters
 
-static void layout_(Block *b, SatParams *p, const SatConfig *c) {
+void sat_params_layout(Block *b, SatParams *p, const SatConfig *c) {
     memset(p, 0, sizeof *p);
     const int D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = sat_gate_size(c);
     if (c->feat_L == 0) cnn_register(&p->cnn, b, "enc", &c->cnn);
@@ -46,10 +46,10 @@ void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     const SatConfig *c = &m->cfg;
-    layout_(&m->params, &m->p, c);
-    layout_(&m->grads, &m->g, c);
-    layout_(&m->adam_m, &m->m, c);
-    layout_(&m->adam_v, &m->v, c);
+    sat_params_layout(&m->params, &m->p, c);
+    sat_params_layout(&m->grads, &m->g, c);
+    sat_params_layout(&m->adam_m, &m->m, c);
+    sat_params_layout(&m->adam_v, &m->v, c);
     block_alloc(&m->params);
     block_alloc(&m->grads);
     block_alloc(&m->adam_m);
@@ -75,7 +75,7 @@ void sat_replica_init(SatModel *r, const SatModel *m) {
     r->p = m->p;
     r->params = m->params;  // a copy of the descriptor: same data, never freed by r
     r->replica = 1;
-    layout_(&r->grads, &r->g, &r->cfg);
+    sat_params_layout(&r->grads, &r->g, &r->cfg);
     block_alloc(&r->grads);
     r->baseline = m->baseline;
     r->baseline_set = m->baseline_set;

@@ -332,6 +332,10 @@ static void test_caption_flag_errors(void) {
     expect_failure(rc, "--beam 0", WANT("--beam"), NONE);
     rc = run("caption", "eval --model %s --split sideways --quiet", caption_model);
     expect_failure(rc, "--split sideways", WANT("--split", "sideways"), NONE);
+    // Local attention needs a window of at least one (it aborted in seq/attention.c).
+    rc = run("caption", "train --out %s/c3 --steps 1 --attention local-monotonic --window 0" CAPTION_TINY, tmp);
+    expect_failure(rc, "--window 0", WANT("--window: must be >= 1 with --attention local-monotonic"),
+                   WANT("c3/model.safetensors"));
     rc = run("caption", "train --out %s/c2 --steps 1 --data nowhere:%s" CAPTION_TINY, tmp, tmp);
     expect_failure(rc, "--data nowhere:", WANT("caption train: --data"), WANT("c2/model.safetensors"));
 }
@@ -371,7 +375,7 @@ static void test_caption_size_overflow_refused(void) {
         {"LSTM inputs", "--batch 4096 --max-len 256 --embed 8192 --hidden 8192",
          WANT("steps (--max-len 256 + 1) x --batch 4096", "the LSTM inputs", "exceeds")},
         {"CNN column matrix", "--image-size 1024 --channels 8,4096,8 --batch 1",
-         WANT("layer 3's column matrix", "--image-size 1024", "exceeds")},
+         WANT("layer 2's Winograd product", "--channels entry 2", "--image-size 1024", "exceeds")},
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         int rc = run_limited(1L << 20, "caption", "train %s --steps 1 --threads 1 --quiet --out %s/big%d",
