@@ -334,9 +334,20 @@ static void masked_softmax_range(float *out, const float *x, const unsigned char
     for (int i = lo; i < hi; i++) out[i] *= inv;
 }
 
-// Local window for centre p: [lo, hi) (round(p) +- W, clipped to [0, L)).
+// Local window for centre p: [lo, hi) (round(p) +- W, clipped to [0, L)). A NaN centre (a
+// NaN in the query or in W_p, v_p) has no position: the window is the whole row, and
+// alpha_row makes that row's weights NaN, so the NaN reaches the loss and the trainer's
+// finite check (converting it to int, as this once did, is undefined: on x86 INT_MIN, and
+// r - W wrapped into a window past the row's end). p is clamped to [-W - 1, L + W] before
+// rounding, so no finite centre overflows the int either.
 static void local_window(int *lo, int *hi, float p, int W, int L) {
-    int r = (int)floorf(p + 0.5f);
+    if (isnan(p)) {
+        *lo = 0, *hi = L;
+        return;
+    }
+    const float pmin = -(float)W - 1.0f, pmax = (float)L + (float)W;
+    const float q = p < pmin ? pmin : p > pmax ? pmax : p;
+    int r = (int)floorf(q + 0.5f);
     int a = r - W, b = r + W + 1;
     *lo = a < 0 ? 0 : a;
     *hi = b > L ? L : b;
@@ -552,6 +563,8 @@ static void alpha_row(const StepCache *v, float *e, const float *prep, const flo
     for (int i = 0; i < lo; i++) a[i] = 0.0f;
     for (int i = hi; i < L; i++) a[i] = 0.0f;
     masked_softmax_range(a, e, m, lo, hi);
+    if (v->centre && isnan(v->centre[b]))
+        for (int i = 0; i < L; i++) a[i] = NAN;  // local_window: a NaN centre poisons its row
 }
 
 void attn_forward(float *context, float *alpha, float *cache, const float *prep,
