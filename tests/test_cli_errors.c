@@ -388,6 +388,18 @@ static void test_caption_size_overflow_refused(void) {
     }
 }
 
+// The same for draw train, whose sizes are the flags' and the images' (known once the data
+// is read): refused before the output folder is made.
+static void test_draw_size_overflow_refused(void) {
+    int rc = run_limited(1L << 20, "draw", "train --data mnist --T 1000 --batch 10000 --hidden 8192 "
+                                           "--steps 1 --threads 1 --out %s/dbig", tmp);
+    expect_failure(rc, "draw train canvases",
+                   WANT("draw: --T 1000 x --batch 10000 x 784 image floats (1 x 28 x 28, from --data)",
+                        "(the canvases) exceeds 2147483647"),
+                   NONE);
+    EXPECT(!exists_tmp("dbig"), "draw train: the output folder was made");
+}
+
 // Missing files, files of the wrong kind, images that do not decode, results that cannot
 // be written.
 static void test_caption_file_errors(void) {
@@ -514,6 +526,7 @@ int main(void) {
     RUN(test_draw_resume_metadata_errors);
     RUN(test_caption_flag_errors);
     RUN(test_caption_size_overflow_refused);
+    RUN(test_draw_size_overflow_refused);
     RUN(test_caption_file_errors);
     RUN(test_caption_checkpoint_errors);
     RUN(test_caption_checkpoint_content_errors);

@@ -13,6 +13,7 @@
 #include "core/block.h"
 #include "core/dims.h"
 #include "core/rng.h"
+#include "models/draw.h"
 #include "models/sat.h"
 #include "seq/vocab.h"
 #include "tests/support/test.h"
@@ -161,8 +162,63 @@ static void test_issue_configuration(void) {
     EXPECT(sat_check_sizes(&c, 1, &err) == 0, "%s", err.msg);
 }
 
+// DRAW: a configuration within draw train's flags (--T 1..1000, --read and --write 1..64,
+// --hidden and --z 1..8192, --batch 1..10000) on images of any size draw_config_check
+// takes (1..4096 a side, 1..DRAW_MAX_CHANNELS channels, from the data's header).
+static void random_draw_config(DrawConfig *c, int *B, Rng *rng) {
+    memset(c, 0, sizeof *c);
+    c->W = log_uniform(rng, 1, 4096);
+    c->H = rng_uniform(rng) < 0.5f ? c->W : log_uniform(rng, 1, 4096);
+    c->channels = uniform_int(rng, 0, DRAW_MAX_CHANNELS);
+    c->T = log_uniform(rng, 1, 1000);
+    c->read_n = log_uniform(rng, 1, 64);
+    c->write_n = log_uniform(rng, 1, 64);
+    c->enc = c->dec = log_uniform(rng, 1, 8192);
+    c->z = log_uniform(rng, 1, 8192);
+    c->attention = rng_uniform(rng) < 0.7f;
+    c->peepholes = rng_uniform(rng) < 0.5f;
+    *B = log_uniform(rng, 1, 10000);
+}
+
+static void test_draw_accepted_sizes_fit(void) {
+    Rng rng;
+    rng_seed(&rng, 57);
+    int accepted = 0, refused = 0;
+    for (int trial = 0; trial < 20000; trial++) {
+        DrawConfig c;
+        int B;
+        random_draw_config(&c, &B, &rng);
+        Error err = {{0}};
+        if (draw_config_check(&c, &err)) continue;
+        const int ok = draw_check_sizes(&c, B, &err) == 0;
+        Block params = {0}, acts = {0};
+        DrawParams p;
+        DrawActs a;
+        draw_layout(&params, &p, &c);
+        draw_acts_layout(&acts, &a, &c, B);
+        const char *pn = "", *an = "";
+        const u128 pmax = largest_tensor(&params, &pn), amax = largest_tensor(&acts, &an);
+        const u128 lim = (u128)DIMS_MAX;
+        if (ok) {
+            accepted++;
+            EXPECT(pmax <= lim && amax <= lim, "trial %d: accepted, %s has %.3g floats, %s %.3g", trial,
+                   pn, (double)pmax, an, (double)amax);
+        } else {
+            refused++;
+            EXPECT(strchr(err.msg, '\n') == NULL && strstr(err.msg, "exceeds 2147483647"),
+                   "trial %d: refusal message: %s", trial, err.msg);
+            EXPECT(pmax > lim || amax > lim, "trial %d: refused without a tensor past 2^31: %s", trial,
+                   err.msg);
+        }
+        block_free(&params);
+        block_free(&acts);
+    }
+    EXPECT(accepted > 1000 && refused > 1000, "%d accepted, %d refused", accepted, refused);
+}
+
 int main(void) {
     RUN(test_issue_configuration);
     RUN(test_accepted_sizes_fit);
+    RUN(test_draw_accepted_sizes_fit);
     return test_summary();
 }
