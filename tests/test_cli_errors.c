@@ -389,7 +389,7 @@ static void test_caption_size_overflow_refused(void) {
 }
 
 // The same for draw train, whose sizes are the flags' and the images' (known once the data
-// is read): refused before the output folder is made.
+// is read), and draw classify train: refused before the output folder is made.
 static void test_draw_size_overflow_refused(void) {
     int rc = run_limited(1L << 20, "draw", "train --data mnist --T 1000 --batch 10000 --hidden 8192 "
                                            "--steps 1 --threads 1 --out %s/dbig", tmp);
@@ -398,6 +398,13 @@ static void test_draw_size_overflow_refused(void) {
                         "(the canvases) exceeds 2147483647"),
                    NONE);
     EXPECT(!exists_tmp("dbig"), "draw train: the output folder was made");
+    rc = run_limited(1L << 20, "draw", "classify train --T 1000 --batch 1024 --hidden 8192 "
+                                       "--steps 1 --threads 1 --out %s/gbig", tmp);
+    expect_failure(rc, "draw classify train LSTM inputs",
+                   WANT("draw classify: --T 1000 x --batch 1024 x 8336 read and state floats",
+                        "(the LSTM inputs) exceeds 2147483647"),
+                   NONE);
+    EXPECT(!exists_tmp("gbig"), "draw classify train: the output folder was made");
 }
 
 // Missing files, files of the wrong kind, images that do not decode, results that cannot

@@ -14,6 +14,7 @@
 #include "core/dims.h"
 #include "core/rng.h"
 #include "models/draw.h"
+#include "models/glimpse.h"
 #include "models/sat.h"
 #include "seq/vocab.h"
 #include "tests/support/test.h"
@@ -216,9 +217,52 @@ static void test_draw_accepted_sizes_fit(void) {
     EXPECT(accepted > 1000 && refused > 1000, "%d accepted, %d refused", accepted, refused);
 }
 
+// The glimpse classifier: draw classify train's flags (--T 1..1000, --read 1..100, --hidden
+// 1..8192, --scales 1..8 with --hard, --batch 1..1024) on images of 1..4096 a side
+// (glimpse_config_check's range; the cluttered set's is fixed).
+static void test_glimpse_accepted_sizes_fit(void) {
+    Rng rng;
+    rng_seed(&rng, 58);
+    int accepted = 0, refused = 0;
+    for (int trial = 0; trial < 20000; trial++) {
+        GlimpseConfig c = glimpse_config_default(log_uniform(&rng, 1, 4096), log_uniform(&rng, 1, 4096));
+        c.T = log_uniform(&rng, 1, 1000);
+        c.read_n = log_uniform(&rng, 1, 100);
+        c.hidden = log_uniform(&rng, 1, 8192);
+        c.attention = rng_uniform(&rng) < 0.8f;
+        c.hard = c.attention && rng_uniform(&rng) < 0.3f;
+        c.loc_std = c.hard ? 0.1f : 0.0f;
+        c.scales = c.hard ? uniform_int(&rng, 1, GLIMPSE_MAX_SCALES) : 0;
+        const int B = log_uniform(&rng, 1, 1024);
+        Error err = {{0}};
+        if (glimpse_config_check(&c, &err)) continue;
+        const int ok = glimpse_check_sizes(&c, B, &err) == 0;
+        Block params = {0}, acts = {0};
+        GlimpseParams p;
+        GlimpseActs a;
+        glimpse_layout(&params, &p, &c);
+        glimpse_acts_layout(&acts, &a, &c, B);
+        const char *pn = "", *an = "";
+        const u128 pmax = largest_tensor(&params, &pn), amax = largest_tensor(&acts, &an);
+        const u128 lim = (u128)DIMS_MAX;
+        if (ok) {
+            accepted++;
+            EXPECT(pmax <= lim && amax <= lim, "trial %d: accepted, %s has %.3g floats, %s %.3g", trial,
+                   pn, (double)pmax, an, (double)amax);
+        } else {
+            refused++;
+            EXPECT(strstr(err.msg, "exceeds 2147483647") != NULL, "trial %d: %s", trial, err.msg);
+        }
+        block_free(&params);
+        block_free(&acts);
+    }
+    EXPECT(accepted > 1000 && refused > 200, "%d accepted, %d refused", accepted, refused);
+}
+
 int main(void) {
     RUN(test_issue_configuration);
     RUN(test_accepted_sizes_fit);
     RUN(test_draw_accepted_sizes_fit);
+    RUN(test_glimpse_accepted_sizes_fit);
     return test_summary();
 }
