@@ -20,6 +20,7 @@
 
 #include "core/activations.h"
 #include "core/check.h"
+#include "core/dims.h"
 #include "core/gemm.h"
 
 // --- names ---------------------------------------------------------------------------------
@@ -142,28 +143,28 @@ void attn_params_init(AttnParams *p, const AttnConfig *c, Rng *rng) {
     switch (score_kind(c)) {
     case ATTN_ADDITIVE:
         CHECK(p->W_k && p->W_q && p->b && p->w, "attn_params_init before block_alloc");
-        fill_uniform_pm(p->W_k, A * D, c->D, rng);
-        fill_uniform_pm(p->W_q, A * H, c->H, rng);
+        fill_uniform_pm(p->W_k, (size_t)A * D, c->D, rng);
+        fill_uniform_pm(p->W_q, (size_t)A * H, c->H, rng);
         memset(p->b, 0, A * sizeof(float));
         fill_uniform_pm(p->w, A, c->A, rng);
         break;
     case ATTN_MULTIPLICATIVE:
         CHECK(p->W, "attn_params_init before block_alloc");
-        fill_uniform_pm(p->W, H * D, c->D, rng);
+        fill_uniform_pm(p->W, (size_t)H * D, c->D, rng);
         break;
     case ATTN_MULTIHEAD:
         CHECK(p->Wq && p->Wk && p->Wv && p->Wo, "attn_params_init before block_alloc");
-        fill_uniform_pm(p->Wq, A * H, c->H, rng);
-        fill_uniform_pm(p->Wk, A * D, c->D, rng);
-        fill_uniform_pm(p->Wv, A * D, c->D, rng);
-        fill_uniform_pm(p->Wo, D * A, c->A, rng);
+        fill_uniform_pm(p->Wq, (size_t)A * H, c->H, rng);
+        fill_uniform_pm(p->Wk, (size_t)A * D, c->D, rng);
+        fill_uniform_pm(p->Wv, (size_t)A * D, c->D, rng);
+        fill_uniform_pm(p->Wo, (size_t)D * A, c->A, rng);
         break;
     default:
         break;
     }
     if (c->kind == ATTN_LOCAL_PREDICTIVE) {
         CHECK(p->W_p && p->v_p, "attn_params_init before block_alloc");
-        fill_uniform_pm(p->W_p, A * H, c->H, rng);
+        fill_uniform_pm(p->W_p, (size_t)A * H, c->H, rng);
         fill_uniform_pm(p->v_p, A, c->A, rng);
     }
 }
@@ -180,10 +181,17 @@ size_t attn_prep_floats(const AttnConfig *c, int B, int L) {
     }
 }
 
+// The keys' rows B L: GEMM's M, an int. The set-ups refuse batches whose tensors pass
+// DIMS_MAX floats (models/sat.h sat_check_sizes), so past that this is a programming error.
+static int key_rows(int B, int L) {
+    CHECK((int64_t)B * L <= DIMS_MAX, "attention keys: %d x %d rows pass %lld", B, L, (long long)DIMS_MAX);
+    return B * L;
+}
+
 void attn_prepare(float *prep, const float *keys, const AttnParams *p, const AttnConfig *c, int B,
                   int L) {
     validate_dims(c, B, L);
-    int A = c->A, D = c->D, BL = B * L;
+    int A = c->A, D = c->D, BL = key_rows(B, L);
     switch (score_kind(c)) {
     case ATTN_ADDITIVE:
         gemm(false, true, BL, A, D, 1.0f, keys, D, p->W_k, D, 0.0f, prep, A);
@@ -200,7 +208,7 @@ void attn_prepare(float *prep, const float *keys, const AttnParams *p, const Att
 void attn_prepare_backward(float *dkeys, AttnParams *dp, const float *dprep, const float *keys,
                            const AttnParams *p, const AttnConfig *c, int B, int L) {
     validate_dims(c, B, L);
-    int A = c->A, D = c->D, BL = B * L;
+    int A = c->A, D = c->D, BL = key_rows(B, L);
     if (!dprep) return;
     const float *W[2] = {NULL, NULL};
     float *dW[2] = {NULL, NULL};
