@@ -36,6 +36,7 @@
 #include "datasets/scenes.h"
 #include "datasets/split.h"
 #include "models/sat.h"
+#include "models/sat_decode.h"
 #include "models/sat_parallel.h"
 #include "seq/metrics.h"
 #include "seq/tokenizer.h"
@@ -182,6 +183,16 @@ static int resume_state(CaptionRun *r, const SatConfig *want, Error *err) {
     return 0;
 }
 
+// The model's tensors at --batch, and its validation decoding's at --val-beam (chunks of at
+// most --batch images): 0, or -1 with one line naming the flags whose product passes what
+// the kernels index.
+static int check_sizes(const SatConfig *cfg, const CaptionTrainFlags *f, int batch, Error *err) {
+    return sat_check_sizes(cfg, batch, err) ||
+                   sat_check_decode_sizes(cfg, batch, f->val_beam, "--val-beam", err)
+               ? -1
+               : 0;
+}
+
 // A new model: the vocabulary of the training split, the configuration finished with its
 // size and its tensors' sizes checked at --batch (sat_check_sizes), parameters initialised
 // from the seed. Returns 0, or the exit status (2: the flags describe no model the kernels
@@ -193,7 +204,7 @@ static int new_model(CaptionRun *r, SatConfig *cfg, Error *err) {
     vocab_counter_free(&counter);
     if (bad) return 1;
     cfg->V = r->vocab.size;
-    if (sat_config_finish(cfg, err) || sat_check_sizes(cfg, r->optim.batch, err)) return 2;
+    if (sat_config_finish(cfg, err) || check_sizes(cfg, r->f, r->optim.batch, err)) return 2;
     Rng init;
     rng_seed(&init, r->optim.seed);
     sat_init(&r->model, cfg, &init);
@@ -273,7 +284,7 @@ static int open_parts(CaptionRun *r, Error *err) {
     // Sizes past what the kernels index are refused before the folder or the data is touched
     // (again with the vocabulary's size in new_model; a feature cache's annotations are
     // known once it is open).
-    if (!f->resume && !f->data.features && sat_check_sizes(&cfg, f->optim.batch, err)) return 2;
+    if (!f->resume && !f->data.features && check_sizes(&cfg, f, f->optim.batch, err)) return 2;
     if (root && (train_out_check(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
                  make_dirs(out, err)))
         return 1;
@@ -289,7 +300,7 @@ static int open_parts(CaptionRun *r, Error *err) {
                                                   f->resume ? &r->model.cfg : NULL,
                                                   r->path_state, err))
         return 1;
-    if (f->resume && sat_check_sizes(&r->model.cfg, r->optim.batch, err)) return 2;
+    if (f->resume && check_sizes(&r->model.cfg, f, r->optim.batch, err)) return 2;
     if (!f->resume) {
         int status = new_model(r, &cfg, err);
         if (status) return status;

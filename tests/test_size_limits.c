@@ -16,6 +16,7 @@
 #include "models/draw.h"
 #include "models/glimpse.h"
 #include "models/sat.h"
+#include "models/sat_decode.h"
 #include "seq/vocab.h"
 #include "tests/support/test.h"
 
@@ -259,8 +260,32 @@ static void test_glimpse_accepted_sizes_fit(void) {
     EXPECT(accepted > 1000 && refused > 200, "%d accepted, %d refused", accepted, refused);
 }
 
+// Decoding's rows are images x beam: the rows' keys (B beam, L, D) pass 2^31 at --batch
+// 4096 --beam 64 on 64 x 128 annotations, and fit at half the beam. Greedy decoding of the
+// same batch fits; the word scores (B beam, V) pass with a large vocabulary.
+static void test_decode_sizes(void) {
+    SatConfig c;
+    sat_config_default(&c);
+    c.V = 1000;
+    Error err = {{0}};
+    EXPECT(sat_config_finish(&c, &err) == 0, "%s", err.msg);
+    EXPECT(sat_check_sizes(&c, 4096, &err) == 0, "%s", err.msg);
+    EXPECT(sat_check_decode_sizes(&c, 4096, 1, "--beam", &err) == 0, "%s", err.msg);
+    EXPECT(sat_check_decode_sizes(&c, 4096, 32, "--beam", &err) == 0, "%s", err.msg);
+    c.image_size = 128;  // L = 256
+    EXPECT(sat_check_decode_sizes(&c, 4096, 64, "--beam", &err) == -1 &&
+               strstr(err.msg, "--batch 4096 x --beam 64 x 256 annotation positions") &&
+               strstr(err.msg, "the beam rows' keys"),
+           "%s", err.msg);
+    c.image_size = 64;
+    c.V = 200000;
+    EXPECT(sat_check_decode_sizes(&c, 4096, 3, "--beam", &err) == -1 && strstr(err.msg, "word scores"),
+           "%s", err.msg);
+}
+
 int main(void) {
     RUN(test_issue_configuration);
+    RUN(test_decode_sizes);
     RUN(test_accepted_sizes_fit);
     RUN(test_draw_accepted_sizes_fit);
     RUN(test_glimpse_accepted_sizes_fit);
