@@ -7,9 +7,11 @@
 // computed again here in 128-bit arithmetic from the shapes. Whenever the decoder's part
 // refuses, some tensor of the layout does pass DIMS_MAX (no refusal without a cause). Run it
 // under the sanitizer build too (build-san): nothing is allocated, so the large
-// configurations cost nothing.
+// configurations cost nothing. The same property for DRAW and the glimpse classifier, and
+// from caption train's command line itself (its flag table's ranges).
 #include <string.h>
 
+#include "cli/caption_train_flags.h"
 #include "core/block.h"
 #include "core/dims.h"
 #include "core/rng.h"
@@ -283,11 +285,86 @@ static void test_decode_sizes(void) {
            "%s", err.msg);
 }
 
+// The same property from caption train's command line: random flag sets, each value within
+// its flag's range, through caption_train_flags_parse and _config (the flags' table decides
+// what is in range), then the set-up's checks as caption train runs them (sat_config_finish,
+// sat_check_sizes at --batch, sat_check_decode_sizes at --val-beam); whenever they accept,
+// every tensor of the layouts fits.
+static void test_caption_flag_sets(void) {
+    static const char *const kinds[] = {"additive", "dot", "scaled-dot", "multiplicative",
+                                        "multi-head", "local-monotonic", "local-predictive",
+                                        "hard", "none"};
+    Rng rng;
+    rng_seed(&rng, 59);
+    int parsed = 0, accepted = 0, refused = 0;
+    for (int trial = 0; trial < 3000; trial++) {
+        char v[16][64], channels[64] = "";
+        const int layers = uniform_int(&rng, 1, 4);
+        size_t k = 0;
+        for (int i = 0; i < layers; i++)
+            k += (size_t)snprintf(channels + k, sizeof channels - k, "%s%d", i ? "," : "",
+                                  log_uniform(&rng, 1, 4096));
+        const char *kind = kinds[uniform_int(&rng, 0, 8)];
+        snprintf(v[0], 64, "%d", log_uniform(&rng, 8, 1024));
+        snprintf(v[1], 64, "%d", log_uniform(&rng, 1, 8192));
+        snprintf(v[2], 64, "%d", log_uniform(&rng, 1, 8192));
+        snprintf(v[3], 64, "%d", log_uniform(&rng, 1, 8192));
+        snprintf(v[4], 64, "%d", log_uniform(&rng, 1, 64));
+        snprintf(v[5], 64, "%d", log_uniform(&rng, 1, 1025) - 1);
+        snprintf(v[6], 64, "%d", log_uniform(&rng, 1, 4096));
+        snprintf(v[7], 64, "%d", log_uniform(&rng, 1, 256));
+        snprintf(v[8], 64, "%d", log_uniform(&rng, 1, 64));
+        char *argv[] = {"train", "--out", "unused", "--image-size", v[0], "--channels", channels,
+                        "--embed", v[1], "--hidden", v[2], "--attn-dim", v[3], "--heads", v[4],
+                        "--window", v[5], "--batch", v[6], "--max-len", v[7], "--val-beam", v[8],
+                        "--attention", (char *)kind, NULL};
+        const int argc = (int)(sizeof argv / sizeof argv[0]) - 1;
+        CaptionTrainFlags f;
+        int code = 0;
+        EXPECT(caption_train_flags_parse(&f, argc, argv, &code) == 0, "trial %d: flags refused (%d)",
+               trial, code);
+        SatConfig c;
+        Error err = {{0}};
+        EXPECT(caption_train_flags_config(&c, &f, &err) == 0, "trial %d: %s", trial, err.msg);
+        c.V = log_uniform(&rng, VOCAB_NSPECIAL + 1, 100000);
+        if (sat_config_finish(&c, &err)) continue;  // e.g. dot with --hidden not the channels
+        parsed++;
+        const int B = f.optim.batch;
+        const int ok = sat_check_sizes(&c, B, &err) == 0 &&
+                       sat_check_decode_sizes(&c, B, f.val_beam, "--val-beam", &err) == 0;
+        if (!ok) {
+            refused++;
+            EXPECT(strstr(err.msg, "exceeds 2147483647") && !strchr(err.msg, '\n'), "trial %d: %s",
+                   trial, err.msg);
+            continue;
+        }
+        accepted++;
+        Block params = {0}, acts = {0};
+        SatParams p;
+        SatActs a;
+        sat_params_layout(&params, &p, &c);
+        sat_acts_layout(&acts, &a, &c, B);
+        const char *pn = "", *an = "";
+        const u128 pmax = largest_tensor(&params, &pn), amax = largest_tensor(&acts, &an);
+        const u128 cmax = largest_cnn_buffer(&c), lim = (u128)DIMS_MAX;
+        // Decoding's rows: B x beam keys, word scores, attention history.
+        const u128 R = (u128)B * (u128)f.val_beam, L = (u128)sat_L(&c), D = (u128)sat_D(&c);
+        const u128 dmax = R * L * D > R * (u128)c.V ? R * L * D : R * (u128)c.V;
+        EXPECT(pmax <= lim && amax <= lim && cmax <= lim && dmax <= lim,
+               "trial %d: accepted, %s %.3g, %s %.3g floats, CNN %.3g, decoding %.3g", trial, pn,
+               (double)pmax, an, (double)amax, (double)cmax, (double)dmax);
+        block_free(&params);
+        block_free(&acts);
+    }
+    EXPECT(accepted > 300 && refused > 300, "%d valid, %d accepted, %d refused", parsed, accepted, refused);
+}
+
 int main(void) {
     RUN(test_issue_configuration);
     RUN(test_decode_sizes);
     RUN(test_accepted_sizes_fit);
     RUN(test_draw_accepted_sizes_fit);
     RUN(test_glimpse_accepted_sizes_fit);
+    RUN(test_caption_flag_sets);
     return test_summary();
 }
