@@ -36,7 +36,7 @@ LDLIBS  := -lm -ldl -lpthread
 ifeq ($(SAN),1)
   BUILD  := build-san
   OPT    := -O1 -fno-omit-frame-pointer
-  CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined
+  CFLAGS += -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
   LDFLAGS += -fsanitize=address,undefined
 endif
 # Valgrind 3.19 cannot decode AVX-512: no -march=native; -O1 keeps stacks readable.

@@ -40,6 +40,7 @@
 #include "datasets/scenes_folder.h"
 #include "datasets/split.h"
 #include "models/sat.h"
+#include "models/sat_decode.h"
 #include "seq/vocab.h"
 
 // ---------------------------------------------------------------------------------------
@@ -144,6 +145,9 @@ static int open_eval_inputs(EvalInputs *in, const EvalFlags *f, Split split, Err
     CaptionCounters tc;
     if (caption_model_load(f->model, &in->m, &in->vocab, 0, NULL, &tc, NULL, err)) return -1;
     in->loaded = true;
+    if (sat_check_sizes(&in->m.cfg, f->batch, err) ||
+        sat_check_decode_sizes(&in->m.cfg, f->batch, f->beam, "--beam", err))
+        return error_prefix(err, "%s", f->model);
     sat_alloc_acts(&in->m, f->batch);
     const CaptionDataFlags *df = &f->data;
     int rc = caption_finetune_open_eval(&in->ft, &in->m.cfg, f->model, df->features, f->encoder,

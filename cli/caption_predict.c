@@ -103,6 +103,9 @@ static int open_predict(Predict *p, const PredictFlags *f, Error *err) {
     CaptionCounters tc;
     if (caption_model_load(f->model, &p->m, &p->vocab, 0, NULL, &tc, NULL, err)) return -1;
     p->opened_model = true;
+    if (sat_check_sizes(&p->m.cfg, f->batch, err) ||
+        sat_check_decode_sizes(&p->m.cfg, f->batch, f->beam, "--beam", err))
+        return error_prefix(err, "%s", f->model);
     sat_alloc_acts(&p->m, f->batch);
     p->features = p->m.cfg.feat_L > 0;
     if ((p->features && caption_annotator_open(&p->ann, &p->m.cfg, f->model, f->encoder, err)) ||

@@ -36,6 +36,7 @@
 #include "datasets/scenes.h"
 #include "datasets/split.h"
 #include "models/sat.h"
+#include "models/sat_decode.h"
 #include "models/sat_parallel.h"
 #include "seq/metrics.h"
 #include "seq/tokenizer.h"
@@ -182,16 +183,28 @@ static int resume_state(CaptionRun *r, const SatConfig *want, Error *err) {
     return 0;
 }
 
+// The model's tensors at --batch, and its validation decoding's at --val-beam (chunks of at
+// most --batch images): 0, or -1 with one line naming the flags whose product passes what
+// the kernels index.
+static int check_sizes(const SatConfig *cfg, const CaptionTrainFlags *f, int batch, Error *err) {
+    return sat_check_sizes(cfg, batch, err) ||
+                   sat_check_decode_sizes(cfg, batch, f->val_beam, "--val-beam", err)
+               ? -1
+               : 0;
+}
+
 // A new model: the vocabulary of the training split, the configuration finished with its
-// size, parameters initialised from the seed.
+// size and its tensors' sizes checked at --batch (sat_check_sizes), parameters initialised
+// from the seed. Returns 0, or the exit status (2: the flags describe no model the kernels
+// hold; 1: anything else) with err set.
 static int new_model(CaptionRun *r, SatConfig *cfg, Error *err) {
     VocabCounter counter = {0};
     int bad = count_split_words(&counter, r->data, SPLIT_TRAIN, err);
     if (!bad) vocab_from_counter(&r->vocab, &counter, r->f->min_count);
     vocab_counter_free(&counter);
-    if (bad) return -1;
+    if (bad) return 1;
     cfg->V = r->vocab.size;
-    if (sat_config_finish(cfg, err)) return -1;
+    if (sat_config_finish(cfg, err) || check_sizes(cfg, r->f, r->optim.batch, err)) return 2;
     Rng init;
     rng_seed(&init, r->optim.seed);
     sat_init(&r->model, cfg, &init);
@@ -266,7 +279,12 @@ static int open_parts(CaptionRun *r, Error *err) {
     const char *out = f->out;
     const bool root = dist_is_root(r->dist);
     SatConfig cfg;
-    if (caption_train_flags_config(&cfg, f, err) || (!f->resume && sat_config_finish(&cfg, err))) return 2;
+    if (caption_train_flags_config(&cfg, f, err) || (!f->resume && sat_config_finish(&cfg, err)))
+        return 2;
+    // Sizes past what the kernels index are refused before the folder or the data is touched
+    // (again with the vocabulary's size in new_model; a feature cache's annotations are
+    // known once it is open).
+    if (!f->resume && !f->data.features && check_sizes(&cfg, f, f->optim.batch, err)) return 2;
     if (root && (train_out_check(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
                  make_dirs(out, err)))
         return 1;
@@ -282,7 +300,11 @@ static int open_parts(CaptionRun *r, Error *err) {
                                                   f->resume ? &r->model.cfg : NULL,
                                                   r->path_state, err))
         return 1;
-    if (!f->resume && new_model(r, &cfg, err)) return 1;
+    if (f->resume && check_sizes(&r->model.cfg, f, r->optim.batch, err)) return 2;
+    if (!f->resume) {
+        int status = new_model(r, &cfg, err);
+        if (status) return status;
+    }
     if (caption_refs_encode(&r->val, r->data, SPLIT_VALID, err)) return 1;
     if (r->optim.batch < r->dist->size)
         return error_set(err, "--batch %d is less than the %d ranks: each rank needs an image",

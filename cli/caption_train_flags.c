@@ -81,7 +81,7 @@ int caption_train_flags_parse(CaptionTrainFlags *f, int argc, char **argv, int *
         {"hidden", ARG_INT, &f->hidden, "LSTM hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.hidden},
         {"attn-dim", ARG_INT, &f->attn_dim, "attention hidden size", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.attn_dim},
         {"heads", ARG_INT, &f->heads, "multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 64, .given = &f->given.heads},
-        {"window", ARG_INT, &f->window, "local: half-width W", .has_min = true, .min = 0, .has_max = true, .max = 1024, .given = &f->given.window},
+        {"window", ARG_INT, &f->window, "local: half-width W (at least 1 with a local --attention)", .has_min = true, .min = 0, .has_max = true, .max = 1024, .given = &f->given.window},
         {"batch", ARG_INT, &f->optim.batch, "batch size", .has_min = true, .min = 1, .has_max = true, .max = CAPTION_BATCH_MAX, .given = &f->optim.given.batch},
         {"max-len", ARG_INT, &f->max_len, "caption words at most", .has_min = true, .min = 1, .has_max = true, .max = 256, .given = &f->given.max_len},
         {"min-count", ARG_INT, &f->min_count, "vocabulary: minimum word count", .has_min = true, .min = 1},

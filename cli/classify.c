@@ -171,6 +171,9 @@ static int load_data(ClassifyRun *r, Error *err) {
         snprintf(st->data, sizeof st->data, "%s", f->data);
         if (classifier_config_check(&st->cfg, err)) return -1;
     }
+    // Products of the flags past what the kernels index are refused before anything is
+    // allocated for them (models/classifier.h).
+    if (classifier_check_sizes(&st->cfg, st->optim.batch, err)) return -1;
     if (classify_load_split(&r->train, st->data, f->root, SPLIT_TRAIN, &st->clutter, err) ||
         classify_load_split(&r->valid, st->data, f->root, SPLIT_VALID, &st->clutter, err))
         return r->resumed ? error_prefix(err, "%s: the run's data", r->paths.model) : -1;

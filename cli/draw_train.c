@@ -254,6 +254,9 @@ static int load_data(DrawRun *r, Error *err) {
                          st->cfg.W, st->cfg.H, draw_channels(&st->cfg), dname, r->train.cols,
                          r->train.rows, r->train.channels);
     }
+    // The images' size is known now: a product of it and the flags past what the kernels
+    // index is refused before anything is allocated for it (models/draw.h).
+    if (draw_check_sizes(&st->cfg, st->optim.batch, err)) return -1;
     if (r->train.n < st->optim.batch)
         return error_set(err, "--batch: %d is more than the %d training images of %s", st->optim.batch,
                          r->train.n, dname);

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include "core/check.h"
+#include "core/dims.h"
 
 void block_add(Block *b, float **view, const char *name, int ndim, ...) {
     CHECK(ndim >= 1 && ndim <= BLOCK_MAX_DIMS, "%s: ndim %d", name, ndim);
@@ -27,7 +28,7 @@ void block_add(Block *b, float **view, const char *name, int ndim, ...) {
         int d = va_arg(ap, int);
         CHECK(d >= 0, "%s: negative dimension", name);
         t->shape[i] = d;
-        t->numel *= (size_t)d;
+        CHECK(dims_mul(&t->numel, t->numel, (size_t)d), "%s: size past SIZE_MAX", name);
     }
     va_end(ap);
     // Keep every tensor 16-float (64-byte) aligned.

@@ -14,6 +14,11 @@ int classifier_config_check(const ClassifierConfig *c, Error *err) {
     return error_set(err, "unknown classifier kind %d", (int)c->kind);
 }
 
+int classifier_check_sizes(const ClassifierConfig *c, int B, Error *err) {
+    if (c->kind == CLASSIFIER_GLIMPSE) return glimpse_check_sizes(&c->glimpse, B, err);
+    return convnet_check_sizes(&c->cnn, B, err);
+}
+
 int classifier_width(const ClassifierConfig *c) {
     return c->kind == CLASSIFIER_CNN ? c->cnn.S : c->glimpse.W;
 }

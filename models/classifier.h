@@ -33,6 +33,9 @@ typedef struct {
 const char *classifier_kind_name(ClassifierKind k);  // "glimpse", "cnn"
 int classifier_config_check(const ClassifierConfig *c, Error *err);
 // Image width and height the classifier takes (B, H W).
+// After classifier_config_check: 0 when batches of up to B fit what the kernels index
+// (glimpse_check_sizes, convnet_check_sizes); else -1 with one line naming the flags.
+int classifier_check_sizes(const ClassifierConfig *c, int B, Error *err);
 int classifier_width(const ClassifierConfig *c);
 int classifier_height(const ClassifierConfig *c);
 void classifier_layout(Block *b, ClassifierParams *p, const ClassifierConfig *c);

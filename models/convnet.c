@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/dims.h"
 #include "seq/linear.h"
 #include "seq/loss.h"
 
@@ -60,6 +61,21 @@ void convnet_init(ConvnetParams *p, const ConvnetConfig *c, Rng *rng) {
     memset(p->fc_b, 0, sizeof(float) * c->fc);
     init_uniform(p->out_W, (size_t)c->classes * c->fc, c->fc, rng);
     memset(p->out_b, 0, sizeof(float) * c->classes);
+}
+
+int convnet_check_sizes(const ConvnetConfig *c, int B, Error *err) {
+    const int64_t F = convnet_feature_size(c);
+    DimTerm feat[] = {{B, "--batch"}, {F, "features"}};
+    DimTerm fc[] = {{B, "--batch"}, {c->fc, "fully connected units"}};
+    DimTerm fc_w[] = {{c->fc, "fully connected units"}, {F, "features"}};
+    DimTerm out_w[] = {{c->classes, "classes"}, {c->fc, "fully connected units"}};
+    if (dims_check(err, "the features", feat, DIMS_LEN(feat)) ||
+        dims_check(err, "the fully connected layer", fc, DIMS_LEN(fc)) ||
+        dims_check(err, "the fully connected weights", fc_w, DIMS_LEN(fc_w)) ||
+        dims_check(err, "the output weights", out_w, DIMS_LEN(out_w)))
+        return -1;
+    CnnConfig kc = cnn_of(c);
+    return cnn_check_sizes(&kc, c->S, CNN_GROUP, "the image side", err);
 }
 
 void convnet_acts_alloc(ConvnetActs *a, const ConvnetConfig *c, int B) {

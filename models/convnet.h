@@ -51,6 +51,9 @@ typedef struct {
     float *dfeat;    // (B, features)
 } ConvnetActs;
 
+// 0 when batches of up to B fit what the kernels index (core/dims.h; the CNN's workspace
+// by cnn_check_sizes); else -1 with one line naming --batch and the sizes.
+int convnet_check_sizes(const ConvnetConfig *c, int B, Error *err);
 void convnet_acts_alloc(ConvnetActs *a, const ConvnetConfig *c, int B);
 void convnet_acts_free(ConvnetActs *a);
 // x (B, S S), labels (B); returns the mean loss; correct (may be NULL) as glimpse_forward.

@@ -6,6 +6,7 @@
 
 #include "core/activations.h"
 #include "core/check.h"
+#include "core/dims.h"
 #include "seq/linear.h"
 #include "seq/loss.h"
 #include "core/gemm.h"
@@ -115,11 +116,60 @@ void draw_init(DrawParams *p, const DrawConfig *c, Rng *rng) {
     }
 }
 
-void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B) {
+int draw_check_sizes(const DrawConfig *c, int B, Error *err) {
+    const int64_t T = c->T, IMG = draw_image_size(c), R = draw_read_size(c), Wr = draw_write_size(c),
+                  Z = c->z, E = c->enc, D = c->dec, X = draw_enc_fixed_cols(c);
+    const int64_t nr = c->attention ? c->read_n : 0, nw = c->attention ? c->write_n : 0;
+    const int64_t side = c->W > c->H ? c->W : c->H, nmax = nr > nw ? nr : nw;
+    char img[96], lv[128], enc_in[128], wr[96], fb[96];
+    snprintf(img, sizeof img, "image floats (%d x %d x %d, from --data)", draw_channels(c), c->H, c->W);
+    snprintf(lv, sizeof lv, "encoder input floats (the read%s + 2 x --hidden)",
+             c->attention ? ", 2 x --read squared x channels," : " of the image itself");
+    snprintf(enc_in, sizeof enc_in, "encoder input floats (the read + 2 x --hidden)");
+    snprintf(wr, sizeof wr, "write floats (%s)", c->attention ? "--write squared x channels" : "the image");
+    snprintf(fb, sizeof fb, "filterbank floats (the larger grid x the image's longer side)");
+    const DimTerm Tt = {T, "--T"}, Bt = {B, "--batch"};
+    DimTerm canvas[] = {Tt, Bt, {IMG, img}};
+    DimTerm enc_xh[] = {Tt, Bt, {R + D + E - X, lv}};
+    DimTerm gates[] = {Tt, Bt, {4 * (E > D ? E : D), "gate floats (4 x --hidden)"}};
+    DimTerm q[] = {Tt, Bt, {2 * Z, "latent floats (2 x --z)"}};
+    DimTerm dec_xh[] = {Tt, Bt, {Z + D, "decoder input floats (--z + --hidden)"}};
+    DimTerm wpatch[] = {Tt, Bt, {Wr, wr}};
+    DimTerm filters[] = {Tt, Bt, {nmax * side, fb}};
+    DimTerm enc_w[] = {{4 * E, "gate floats (4 x --hidden)"}, {R + D + E, enc_in}};
+    DimTerm q_w[] = {{2 * Z, "latent floats (2 x --z)"}, {E, "--hidden"}};
+    DimTerm dec_w[] = {{4 * D, "gate floats (4 x --hidden)"}, {Z + D, "decoder input floats (--z + --hidden)"}};
+    DimTerm write_w[] = {{Wr, wr}, {D, "--hidden"}};
+    DimTerm scratch[] = {{2 * nmax * (c->W + c->H) + nmax * nmax,
+                          "filterbank scratch floats (from --read, --write and the image)"}};
+    struct {
+        const char *what;
+        const DimTerm *t;
+        int n;
+    } checks[] = {
+        {"the canvases", canvas, DIMS_LEN(canvas)},
+        {"the encoder inputs", enc_xh, DIMS_LEN(enc_xh)},
+        {"the LSTM gates", gates, DIMS_LEN(gates)},
+        {"the latents", q, DIMS_LEN(q)},
+        {"the decoder inputs", dec_xh, DIMS_LEN(dec_xh)},
+        {"the writes", wpatch, DIMS_LEN(wpatch)},
+        {"the filterbanks", filters, nmax ? DIMS_LEN(filters) : 0},
+        {"the encoder weights", enc_w, DIMS_LEN(enc_w)},
+        {"the latent weights", q_w, DIMS_LEN(q_w)},
+        {"the decoder weights", dec_w, DIMS_LEN(dec_w)},
+        {"the write weights", write_w, DIMS_LEN(write_w)},
+        {"the filterbank scratch", scratch, nmax ? DIMS_LEN(scratch) : 0},
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
+        if (checks[i].n && dims_check(err, checks[i].what, checks[i].t, checks[i].n)) return -1;
+    return 0;
+}
+
+void draw_acts_layout(Block *k, DrawActs *a, const DrawConfig *c, int B) {
     CHECK(B >= 1);
     memset(a, 0, sizeof *a);
+    memset(k, 0, sizeof *k);
     a->B = B;
-    Block *k = &a->block;
     int T = c->T, IMG = draw_image_size(c), R = draw_read_size(c), Wr = draw_write_size(c);
     int Z = c->z, E = c->enc, D = c->dec, P = FILTERBANK_PARAMS;
     int nr = c->attention ? c->read_n : 0, nw = c->attention ? c->write_n : 0;
@@ -177,6 +227,13 @@ void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B) {
         fs = fr > fw ? fr : fw;
     }
     block_add(k, &a->fb_scratch, "fb_scratch", 1, fs);
+}
+
+void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B) {
+    Block *k = &a->block;
+    draw_acts_layout(k, a, c, B);
+    const int R = draw_read_size(c), Z = c->z, E = c->enc, D = c->dec;
+    const int LV = R + D + E - draw_enc_fixed_cols(c);
     block_alloc(k);
     packed_alloc(&a->enc_Wt, LV, 4 * E);
     packed_alloc(&a->dec_Wt, Z + D, 4 * D);

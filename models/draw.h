@@ -132,6 +132,14 @@ typedef struct {
     PackedMatrix enc_Wt, dec_Wt, enc_W, dec_W;
 } DrawActs;
 
+// 0 when batches of up to B fit what the kernels index: every parameter and activation
+// tensor holds at most DIMS_MAX floats (core/dims.h); else -1 with one line naming the flags
+// (--T, --batch, --hidden, --z, --read, --write) and the image size whose product passes.
+// Call after draw_config_check, before draw_layout's blocks or draw_acts_alloc are allocated.
+int draw_check_sizes(const DrawConfig *c, int B, Error *err);
+// Registers the activation tensors for batches of up to B in k (emptied; not allocated)
+// and sets a->B: draw_acts_alloc's layout, which tests read to check draw_check_sizes.
+void draw_acts_layout(Block *k, DrawActs *a, const DrawConfig *c, int B);
 void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B);
 void draw_acts_free(DrawActs *a);
 // Pointer to step t's slice of a (T, B, dim) activation.

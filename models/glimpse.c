@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/dims.h"
 #include "core/gemm.h"
 #include "core/gemm_packed.h"
 #include "seq/linear.h"
@@ -124,11 +125,45 @@ static int scratch_floats(int N, int W, int H) {
     return d > sp ? d : sp;
 }
 
-void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B) {
+int glimpse_check_sizes(const GlimpseConfig *c, int B, Error *err) {
+    const int64_t T = c->T, R = glimpse_read_size(c), Hd = c->hidden;
+    const int64_t N = c->attention ? c->read_n : 0, side = c->W > c->H ? c->W : c->H;
+    char read[128], img[64];
+    if (!c->attention) snprintf(read, sizeof read, "read and state floats (the %d x %d image + --hidden)", c->W, c->H);
+    else if (c->hard) snprintf(read, sizeof read, "read and state floats (--scales x --read squared + 2 + --hidden)");
+    else snprintf(read, sizeof read, "read and state floats (--read squared + --hidden)");
+    snprintf(img, sizeof img, "nonzero pixels at most (%d x %d / %d)", c->W, c->H, SPARSE_READ_DENSITY);
+    const DimTerm Tt = {T, "--T"}, Bt = {B, "--batch"};
+    DimTerm xh[] = {Tt, Bt, {R + Hd, read}};
+    DimTerm gates[] = {Tt, Bt, {4 * Hd, "gate floats (4 x --hidden)"}};
+    DimTerm filters[] = {Tt, Bt, {N * side, "filterbank floats (--read x the image's longer side)"}};
+    DimTerm kept[] = {Tt, Bt, {u_width(c), "kept read floats per image (from --read and the image)"}};
+    DimTerm lstm_w[] = {{4 * Hd, "gate floats (4 x --hidden)"}, {R + Hd, read}};
+    DimTerm sparse[] = {Bt, {((int64_t)c->W * c->H + SPARSE_READ_DENSITY - 1) / SPARSE_READ_DENSITY, img}};
+    DimTerm scratch[] = {{N ? scratch_floats((int)N, c->W, c->H) : 1, "filterbank scratch floats"}};
+    struct {
+        const char *what;
+        const DimTerm *t;
+        int n;
+    } checks[] = {
+        {"the LSTM inputs", xh, DIMS_LEN(xh)},
+        {"the LSTM gates", gates, DIMS_LEN(gates)},
+        {"the filterbanks", filters, N ? DIMS_LEN(filters) : 0},
+        {"the kept reads", kept, DIMS_LEN(kept)},
+        {"the LSTM weights", lstm_w, DIMS_LEN(lstm_w)},
+        {"the sparse images", sparse, needs_dread(c) ? DIMS_LEN(sparse) : 0},
+        {"the filterbank scratch", scratch, DIMS_LEN(scratch)},
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
+        if (checks[i].n && dims_check(err, checks[i].what, checks[i].t, checks[i].n)) return -1;
+    return 0;
+}
+
+void glimpse_acts_layout(Block *k, GlimpseActs *a, const GlimpseConfig *c, int B) {
     CHECK(B >= 1);
     memset(a, 0, sizeof *a);
+    memset(k, 0, sizeof *k);
     a->B = B;
-    Block *k = &a->block;
     int T = c->T, R = glimpse_read_size(c), Hd = c->hidden, P = FILTERBANK_PARAMS;
     int PO = c->attention ? read_outputs(c) : 0;
     int N = c->attention ? c->read_n : 0;
@@ -162,6 +197,12 @@ void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B) {
     block_add(k, &a->dgamma, "dgamma", 1, B);
     block_add(k, &a->fb_scratch, "fb_scratch", 1,
               c->attention ? scratch_floats(N, c->W, c->H) : 1);
+}
+
+void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B) {
+    Block *k = &a->block;
+    glimpse_acts_layout(k, a, c, B);
+    const int R = glimpse_read_size(c), Hd = c->hidden;
     block_alloc(k);
     if (needs_dread(c))
         sparse_images_alloc(&a->sparse, B, c->W, c->H, (size_t)B * c->W * c->H / SPARSE_READ_DENSITY);

@@ -137,6 +137,14 @@ typedef struct {
     const PackedMatrix *use_Wt, *use_Wd;
 } GlimpseActs;
 
+// 0 when batches of up to B fit what the kernels index: every parameter and activation
+// tensor (and the sparse read's image lists) holds at most DIMS_MAX floats (core/dims.h);
+// else -1 with one line naming the flags (--T, --batch, --hidden, --read, --scales) whose
+// product passes. Call after glimpse_config_check, before anything is allocated.
+int glimpse_check_sizes(const GlimpseConfig *c, int B, Error *err);
+// Registers the activation tensors for batches of up to B in k (emptied; not allocated)
+// and sets a->B: glimpse_acts_alloc's layout, which tests read to check glimpse_check_sizes.
+void glimpse_acts_layout(Block *k, GlimpseActs *a, const GlimpseConfig *c, int B);
 void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B);
 void glimpse_acts_free(GlimpseActs *a);
 // Row b of step t of an activation tensor laid out (T, a->B, width).

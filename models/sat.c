@@ -6,6 +6,7 @@
 
 #include "core/activations.h"
 #include "core/check.h"
+#include "core/dims.h"
 #include "core/gemm.h"
 #include "models/sat_steps.h"
 #include "seq/embedding.h"
@@ -17,7 +18,7 @@
 // ---------------------------------------------------------------------------------------
 // Parameters
 
-static void layout_(Block *b, SatParams *p, const SatConfig *c) {
+void sat_params_layout(Block *b, SatParams *p, const SatConfig *c) {
     memset(p, 0, sizeof *p);
     const int D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = sat_gate_size(c);
     if (c->feat_L == 0) cnn_register(&p->cnn, b, "enc", &c->cnn);
@@ -45,10 +46,10 @@ void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     const SatConfig *c = &m->cfg;
-    layout_(&m->params, &m->p, c);
-    layout_(&m->grads, &m->g, c);
-    layout_(&m->adam_m, &m->m, c);
-    layout_(&m->adam_v, &m->v, c);
+    sat_params_layout(&m->params, &m->p, c);
+    sat_params_layout(&m->grads, &m->g, c);
+    sat_params_layout(&m->adam_m, &m->m, c);
+    sat_params_layout(&m->adam_v, &m->v, c);
     block_alloc(&m->params);
     block_alloc(&m->grads);
     block_alloc(&m->adam_m);
@@ -74,7 +75,7 @@ void sat_replica_init(SatModel *r, const SatModel *m) {
     r->p = m->p;
     r->params = m->params;  // a copy of the descriptor: same data, never freed by r
     r->replica = 1;
-    layout_(&r->grads, &r->g, &r->cfg);
+    sat_params_layout(&r->grads, &r->g, &r->cfg);
     block_alloc(&r->grads);
     r->baseline = m->baseline;
     r->baseline_set = m->baseline_set;
@@ -91,26 +92,101 @@ static void free_acts_(SatModel *m) {
     if (m->cfg.feat_L == 0) cnn_workspace_free(&m->cnn_ws);
 }
 
-void sat_alloc_acts(SatModel *m, int B) {
-    const SatConfig *c = &m->cfg;
-    SatActs *a = &m->a;
-    Block *k = &m->acts_block;
-    free_acts_(m);  // a second call (another batch size) replaces the first's
+int sat_check_sizes(const SatConfig *c, int B, Error *err) {
+    const int64_t T = c->max_len + 1, L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V,
+                  A = c->attn.A, nb = sat_gate_size(c);
+    const bool feat = c->feat_L > 0;
+    char l_name[128], d_name[96], t_name[64];
+    if (feat) {
+        snprintf(l_name, sizeof l_name, "annotation positions (from the feature cache)");
+        snprintf(d_name, sizeof d_name, "annotation size (from the feature cache)");
+    } else {
+        char ch[64] = "";
+        size_t k = 0;
+        for (int i = 0; i < c->cnn.n_layers && k < sizeof ch; i++)
+            k += (size_t)snprintf(ch + k, sizeof ch - k, "%s%d", i ? "," : "", c->cnn.channels[i]);
+        snprintf(l_name, sizeof l_name, "annotation positions (from --image-size %d and --channels %s)",
+                 c->image_size, ch);
+        snprintf(d_name, sizeof d_name, "annotation size (the last --channels entry)");
+    }
+    snprintf(t_name, sizeof t_name, "steps (--max-len %d + 1)", c->max_len);
+    const int64_t prep1 = (int64_t)attn_prep_floats(&c->attn, 1, 1);
+    const int64_t cache1 = (int64_t)attn_step_cache_floats(&c->attn, 1, (int)L);
+    const DimTerm Bt = {B, "--batch"}, Lt = {L, l_name}, Dt = {D, d_name}, Tt = {T, t_name},
+                  Et = {E, "--embed"}, Ht = {H, "--hidden"}, Vt = {V, "vocabulary words"};
+    // The attention's keys first: the product --attn-dim raises (issue 56's crash).
+    DimTerm prep[] = {Bt, Lt, {prep1, prep1 > A ? "floats per position (2 x --attn-dim: keys and values)"
+                                                : "--attn-dim"}};
+    DimTerm annot[] = {Bt, Lt, Dt};
+    DimTerm alpha[] = {Tt, Bt, Lt};
+    DimTerm acache[] = {Tt, Bt, {cache1, "attention floats per image and step (from --attention, "
+                                         "--attn-dim, --heads and the positions)"}};
+    DimTerm ctx[] = {Tt, Bt, Dt};
+    DimTerm xh[] = {Tt, Bt, {E + D + H, "LSTM input and state (--embed + annotation size + "
+                                        "--hidden)"}};
+    DimTerm gates[] = {Tt, Bt, {4 * H, "gate floats (4 x --hidden)"}};
+    DimTerm hs[] = {{T + 1, "states (--max-len + 2)"}, Bt, Ht};
+    DimTerm out[] = {Tt, Bt, Et};
+    DimTerm probs[] = {Tt, Bt, Vt};
+    DimTerm beta[] = {Tt, Bt, {nb, "gate size"}};
+    DimTerm lstm_w[] = {{4 * H, "gate floats (4 x --hidden)"},
+                        {E + D + H, "LSTM input and state (--embed + annotation size + --hidden)"}};
+    DimTerm embed[] = {Vt, Et};
+    DimTerm w_h0[] = {Ht, Dt};
+    DimTerm attn_a[] = {{A, "--attn-dim"}, {H > D ? H : D, "--hidden or annotation size"}};
+    DimTerm attn_w[] = {Ht, Dt};
+    DimTerm l_h[] = {Et, Ht};
+    DimTerm l_z[] = {Et, Dt};
+    struct {
+        const char *what;
+        const DimTerm *t;
+        int n;
+    } checks[] = {
+        {"the attention's precomputed keys", prep, prep1 ? DIMS_LEN(prep) : 0},
+        {"the annotations", annot, DIMS_LEN(annot)},
+        {"the attention weights", alpha, DIMS_LEN(alpha)},
+        {"the attention's step cache", acache, DIMS_LEN(acache)},
+        {"the contexts", ctx, DIMS_LEN(ctx)},
+        {"the LSTM inputs", xh, DIMS_LEN(xh)},
+        {"the LSTM gates", gates, DIMS_LEN(gates)},
+        {"the LSTM states", hs, DIMS_LEN(hs)},
+        {"the deep output", out, DIMS_LEN(out)},
+        {"the word probabilities", probs, DIMS_LEN(probs)},
+        {"the gates beta", beta, DIMS_LEN(beta)},
+        {"the LSTM weights", lstm_w, DIMS_LEN(lstm_w)},
+        {"the embeddings", embed, DIMS_LEN(embed)},
+        {"the initial-state weights", w_h0, DIMS_LEN(w_h0)},
+        {"the attention's projections", attn_a, DIMS_LEN(attn_a)},
+        {"the attention's bilinear weights", attn_w, DIMS_LEN(attn_w)},
+        {"the deep output's state weights", l_h, DIMS_LEN(l_h)},
+        {"the deep output's context weights", l_z, DIMS_LEN(l_z)},
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
+        if (checks[i].n && dims_check(err, checks[i].what, checks[i].t, checks[i].n)) return -1;
+    if (!feat && cnn_check_sizes(&c->cnn, c->image_size, CNN_GROUP, "--image-size", err)) return -1;
+    return 0;
+}
+
+void sat_acts_layout(Block *k, SatActs *a, const SatConfig *c, int B) {
     memset(k, 0, sizeof *k);
     const int T = c->max_len + 1, L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V;
     const int nb = sat_gate_size(c), I = E + D;
     a->T = T;
     a->B = B;
-    int prep = (int)attn_prep_floats(&c->attn, B, L);
-    int cache = (int)attn_step_cache_floats(&c->attn, B, L);
-    if (prep < 1) prep = 1;
-    if (cache < 1) cache = 1;
+    // The attention's keys (B, L, prep floats per position) and its per-step cache (T, B,
+    // cache floats per image), each at least one float. Shaped, never narrowed: the sizes
+    // are size_t products (an (int) of B L A once wrapped past 2^31 into a short buffer);
+    // sat_check_sizes refuses what passes DIMS_MAX before anything is allocated.
+    const size_t prep1 = attn_prep_floats(&c->attn, 1, 1), cache1 = attn_step_cache_floats(&c->attn, 1, L);
+    CHECK(prep1 <= 2 * (size_t)c->attn.A && cache1 <= (size_t)DIMS_MAX, "attention sizes");
+    CHECK(attn_step_cache_floats(&c->attn, B, L) == (size_t)B * cache1, "step cache not per image");
     block_add(k, &a->annot, "annot", 3, B, L, D);
     block_add(k, &a->mean_a, "mean_a", 2, B, D);
-    block_add(k, &a->prep, "prep", 1, prep);
+    if (prep1) block_add(k, &a->prep, "prep", 3, B, L, (int)prep1);
+    else block_add(k, &a->prep, "prep", 1, 1);
     block_add(k, &a->ctx, "ctx", 3, T, B, D);
     block_add(k, &a->alpha, "alpha", 3, T, B, L);
-    block_add(k, &a->acache, "acache", 2, T, cache);
+    block_add(k, &a->acache, "acache", 3, T, B, cache1 ? (int)cache1 : 1);
     block_add(k, &a->beta, "beta", 3, T, B, nb);
     block_add(k, &a->z, "z", 3, T, B, D);
     block_add(k, &a->xh, "xh", 3, T, B, I + H);
@@ -129,7 +205,8 @@ void sat_alloc_acts(SatModel *m, int B) {
     block_add(k, &a->probs, "probs", 3, T, B, V);
     block_add(k, &a->losses, "losses", 2, T, B);
     block_add(k, &a->dannot, "dannot", 3, B, L, D);
-    block_add(k, &a->dprep, "dprep", 1, prep);
+    if (prep1) block_add(k, &a->dprep, "dprep", 3, B, L, (int)prep1);
+    else block_add(k, &a->dprep, "dprep", 1, 1);
     block_add(k, &a->dhs, "dhs", 3, T + 1, B, H);
     block_add(k, &a->dcs, "dcs", 3, 2, B, H);  // rows alternate by step (t & 1)
     block_add(k, &a->dz, "dz", 3, T, B, D);
@@ -144,6 +221,15 @@ void sat_alloc_acts(SatModel *m, int B) {
     block_add(k, &a->lstm_scratch, "lstm_scratch", 1, lstm_scratch_floats(B, I, H));
     block_add(k, &a->reward, "reward", 1, B);
     block_add(k, &a->dstoch, "dstoch", 2, B, L);
+}
+
+void sat_alloc_acts(SatModel *m, int B) {
+    const SatConfig *c = &m->cfg;
+    SatActs *a = &m->a;
+    Block *k = &m->acts_block;
+    free_acts_(m);  // a second call (another batch size) replaces the first's
+    sat_acts_layout(k, a, c, B);
+    const int T = a->T;
     block_alloc(k);
     // Shared memory: the embeddings are written into o, which the deep output then adds
     // to; their gradient accumulates into do_ once the output layer's backward is done.

@@ -146,6 +146,18 @@ void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng);
 // owns its gradients and activations (call sat_alloc_acts on it); no Adam moments.
 // Free with sat_free (which leaves the shared parameters alone).
 void sat_replica_init(SatModel *r, const SatModel *m);
+// 0 when batches of up to B fit what the kernels index: every parameter and activation
+// tensor holds at most DIMS_MAX floats (core/dims.h), and so does each buffer of the CNN's
+// workspace (cnn_check_sizes); else -1 with one line naming the flags whose product passes
+// (e.g. --batch x annotation positions x --attn-dim). Call before sat_init and
+// sat_alloc_acts: both CHECK nothing of this and would index past 2^31.
+int sat_check_sizes(const SatConfig *c, int B, Error *err);
+// Registers the parameter tensors in b (empty; not allocated): the one layout of the
+// parameters, gradients and Adam moments (sat_init), which tests read as sat_acts_layout's.
+void sat_params_layout(Block *b, SatParams *p, const SatConfig *c);
+// Registers the activation tensors for batches of up to B in k (empty; not allocated) and
+// sets a->T, a->B: sat_alloc_acts's layout, which tests read to check sat_check_sizes.
+void sat_acts_layout(Block *k, SatActs *a, const SatConfig *c, int B);
 // Activations for batches of up to B (call once before sat_forward).
 void sat_alloc_acts(SatModel *m, int B);
 void sat_free(SatModel *m);

@@ -63,8 +63,11 @@ int sat_config_finish(SatConfig *c, Error *err) {
                          attn_kind_name(k), c->attn.D, c->H, c->attn.D, c->H);
     if (k == ATTN_MULTIHEAD && (c->attn.heads < 1 || c->attn.A % c->attn.heads != 0))
         return error_set(err, "--heads: %d must divide --attn-dim %d", c->attn.heads, c->attn.A);
-    if ((k == ATTN_LOCAL_MONOTONIC || k == ATTN_LOCAL_PREDICTIVE) && c->attn.window < 0)
-        return error_set(err, "--window: must be >= 0");
+    // seq/attention.c CHECKs a window of at least one position each side (its Gaussian's
+    // sigma is W / 2): refused here, not aborted there.
+    if ((k == ATTN_LOCAL_MONOTONIC || k == ATTN_LOCAL_PREDICTIVE) && c->attn.window < 1)
+        return error_set(err, "--window: must be >= 1 with --attention %s, got %d",
+                         attn_kind_name(k), c->attn.window);
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) return error_set(err, "--dropout: must be in [0, 1)");
     if (!(c->lambda >= 0.0f)) return error_set(err, "--lambda: must be >= 0");
     return 0;

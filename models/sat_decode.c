@@ -1,10 +1,12 @@
 #include "models/sat_decode.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/check.h"
+#include "core/dims.h"
 #include "core/gemm.h"
 #include "models/sat_steps.h"
 #include "seq/beam.h"
@@ -18,6 +20,39 @@ typedef struct {
     float **dst;
     size_t n;
 } DecodeBuffer;
+
+int sat_check_decode_sizes(const SatConfig *c, int B, int beam, const char *beam_flag, Error *err) {
+    const int64_t L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V, TS = c->max_len + 1;
+    const int64_t prep1 = (int64_t)attn_prep_floats(&c->attn, 1, 1);  // per position
+    const int64_t cache1 = (int64_t)attn_step_cache_floats(&c->attn, 1, (int)L);
+    char ts[64];
+    snprintf(ts, sizeof ts, "steps (--max-len %d + 1)", c->max_len);
+    const DimTerm Bt = {B, "--batch"}, Kt = {beam, beam_flag},
+                  Lt = {L, "annotation positions (the model's)"}, Dt = {D, "annotation size (the model's)"};
+    DimTerm keys[] = {Bt, Kt, Lt, Dt};
+    DimTerm prep[] = {Bt, Kt, Lt, {prep1 ? prep1 : 1, "attention floats per position (the model's --attn-dim)"}};
+    DimTerm hist[] = {{TS, ts}, Bt, Kt, Lt};
+    DimTerm words[] = {Bt, Kt, {V, "vocabulary words"}};
+    DimTerm xh[] = {Bt, Kt, {E + D + H, "LSTM input and state (the model's --embed + annotation size + --hidden)"}};
+    DimTerm gates[] = {Bt, Kt, {4 * H, "gate floats (4 x the model's --hidden)"}};
+    DimTerm cache[] = {Bt, Kt, {cache1 ? cache1 : 1, "attention floats per row and step"}};
+    struct {
+        const char *what;
+        const DimTerm *t;
+        int n;
+    } checks[] = {
+        {"the beam rows' keys", keys, DIMS_LEN(keys)},
+        {"the beam rows' precomputed keys", prep, DIMS_LEN(prep)},
+        {"the beam rows' attention history", hist, DIMS_LEN(hist)},
+        {"the beam rows' word scores", words, DIMS_LEN(words)},
+        {"the beam rows' LSTM inputs", xh, DIMS_LEN(xh)},
+        {"the beam rows' LSTM gates", gates, DIMS_LEN(gates)},
+        {"the beam rows' attention cache", cache, DIMS_LEN(cache)},
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
+        if (dims_check(err, checks[i].what, checks[i].t, checks[i].n)) return -1;
+    return 0;
+}
 
 // The context's float buffers (each 16-float aligned, zeroed) in one allocation, and the
 // rows' image indices; *mean gets the (B, D) mean annotations' buffer.

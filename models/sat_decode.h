@@ -11,6 +11,14 @@
 void sat_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float *images, int B,
                 int beam, float length_alpha);
 
+// 0 when decoding batches of up to B images at beam width beam fits what the kernels index:
+// every buffer of the decoding context (R = B beam rows: the rows' keys (R, L, D), their
+// attention history (max_len + 1, R, L), their word scores (R, V), ...) and of the beam
+// search holds at most DIMS_MAX floats (core/dims.h); else -1 with one line naming --batch,
+// beam_flag (e.g. "--beam", "--val-beam") and the model's sizes. Call with
+// sat_check_sizes before sat_alloc_acts.
+int sat_check_decode_sizes(const SatConfig *c, int B, int beam, const char *beam_flag, Error *err);
+
 // The decoding context sat_decode passes to beam_search (exposed for tests): the state
 // of every row, and per-row attention weights of every step.
 typedef struct {

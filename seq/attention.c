@@ -20,6 +20,7 @@
 
 #include "core/activations.h"
 #include "core/check.h"
+#include "core/dims.h"
 #include "core/gemm.h"
 
 // --- names ---------------------------------------------------------------------------------
@@ -142,28 +143,28 @@ void attn_params_init(AttnParams *p, const AttnConfig *c, Rng *rng) {
     switch (score_kind(c)) {
     case ATTN_ADDITIVE:
         CHECK(p->W_k && p->W_q && p->b && p->w, "attn_params_init before block_alloc");
-        fill_uniform_pm(p->W_k, A * D, c->D, rng);
-        fill_uniform_pm(p->W_q, A * H, c->H, rng);
+        fill_uniform_pm(p->W_k, (size_t)A * D, c->D, rng);
+        fill_uniform_pm(p->W_q, (size_t)A * H, c->H, rng);
         memset(p->b, 0, A * sizeof(float));
         fill_uniform_pm(p->w, A, c->A, rng);
         break;
     case ATTN_MULTIPLICATIVE:
         CHECK(p->W, "attn_params_init before block_alloc");
-        fill_uniform_pm(p->W, H * D, c->D, rng);
+        fill_uniform_pm(p->W, (size_t)H * D, c->D, rng);
         break;
     case ATTN_MULTIHEAD:
         CHECK(p->Wq && p->Wk && p->Wv && p->Wo, "attn_params_init before block_alloc");
-        fill_uniform_pm(p->Wq, A * H, c->H, rng);
-        fill_uniform_pm(p->Wk, A * D, c->D, rng);
-        fill_uniform_pm(p->Wv, A * D, c->D, rng);
-        fill_uniform_pm(p->Wo, D * A, c->A, rng);
+        fill_uniform_pm(p->Wq, (size_t)A * H, c->H, rng);
+        fill_uniform_pm(p->Wk, (size_t)A * D, c->D, rng);
+        fill_uniform_pm(p->Wv, (size_t)A * D, c->D, rng);
+        fill_uniform_pm(p->Wo, (size_t)D * A, c->A, rng);
         break;
     default:
         break;
     }
     if (c->kind == ATTN_LOCAL_PREDICTIVE) {
         CHECK(p->W_p && p->v_p, "attn_params_init before block_alloc");
-        fill_uniform_pm(p->W_p, A * H, c->H, rng);
+        fill_uniform_pm(p->W_p, (size_t)A * H, c->H, rng);
         fill_uniform_pm(p->v_p, A, c->A, rng);
     }
 }
@@ -180,10 +181,17 @@ size_t attn_prep_floats(const AttnConfig *c, int B, int L) {
     }
 }
 
+// The keys' rows B L: GEMM's M, an int. The set-ups refuse batches whose tensors pass
+// DIMS_MAX floats (models/sat.h sat_check_sizes), so past that this is a programming error.
+static int key_rows(int B, int L) {
+    CHECK((int64_t)B * L <= DIMS_MAX, "attention keys: %d x %d rows pass %lld", B, L, (long long)DIMS_MAX);
+    return B * L;
+}
+
 void attn_prepare(float *prep, const float *keys, const AttnParams *p, const AttnConfig *c, int B,
                   int L) {
     validate_dims(c, B, L);
-    int A = c->A, D = c->D, BL = B * L;
+    int A = c->A, D = c->D, BL = key_rows(B, L);
     switch (score_kind(c)) {
     case ATTN_ADDITIVE:
         gemm(false, true, BL, A, D, 1.0f, keys, D, p->W_k, D, 0.0f, prep, A);
@@ -200,7 +208,7 @@ void attn_prepare(float *prep, const float *keys, const AttnParams *p, const Att
 void attn_prepare_backward(float *dkeys, AttnParams *dp, const float *dprep, const float *keys,
                            const AttnParams *p, const AttnConfig *c, int B, int L) {
     validate_dims(c, B, L);
-    int A = c->A, D = c->D, BL = B * L;
+    int A = c->A, D = c->D, BL = key_rows(B, L);
     if (!dprep) return;
     const float *W[2] = {NULL, NULL};
     float *dW[2] = {NULL, NULL};
@@ -334,9 +342,20 @@ static void masked_softmax_range(float *out, const float *x, const unsigned char
     for (int i = lo; i < hi; i++) out[i] *= inv;
 }
 
-// Local window for centre p: [lo, hi) (round(p) +- W, clipped to [0, L)).
+// Local window for centre p: [lo, hi) (round(p) +- W, clipped to [0, L)). A NaN centre (a
+// NaN in the query or in W_p, v_p) has no position: the window is the whole row, and
+// alpha_row makes that row's weights NaN, so the NaN reaches the loss and the trainer's
+// finite check (converting it to int, as this once did, is undefined: on x86 INT_MIN, and
+// r - W wrapped into a window past the row's end). p is clamped to [-W - 1, L + W] before
+// rounding, so no finite centre overflows the int either.
 static void local_window(int *lo, int *hi, float p, int W, int L) {
-    int r = (int)floorf(p + 0.5f);
+    if (isnan(p)) {
+        *lo = 0, *hi = L;
+        return;
+    }
+    const float pmin = -(float)W - 1.0f, pmax = (float)L + (float)W;
+    const float q = p < pmin ? pmin : p > pmax ? pmax : p;
+    int r = (int)floorf(q + 0.5f);
     int a = r - W, b = r + W + 1;
     *lo = a < 0 ? 0 : a;
     *hi = b > L ? L : b;
@@ -552,6 +571,8 @@ static void alpha_row(const StepCache *v, float *e, const float *prep, const flo
     for (int i = 0; i < lo; i++) a[i] = 0.0f;
     for (int i = hi; i < L; i++) a[i] = 0.0f;
     masked_softmax_range(a, e, m, lo, hi);
+    if (v->centre && isnan(v->centre[b]))
+        for (int i = 0; i < L; i++) a[i] = NAN;  // local_window: a NaN centre poisons its row
 }
 
 void attn_forward(float *context, float *alpha, float *cache, const float *prep,

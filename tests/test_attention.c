@@ -12,7 +12,8 @@
 //   fast path (|fast - ref| <= 1e-5 + 1e-4 |ref|); W_q packed for the step products against
 //   gemm() on it, forward and backward.
 // - none returns the mean of unmasked keys; local windows put exactly 0 outside
-//   [round(p) - W, round(p) + W], and the Gaussian has sigma = W / 2.
+//   [round(p) - W, round(p) + W], and the Gaussian has sigma = W / 2; a NaN centre gives
+//   that row NaN weights and context (no undefined float-to-int conversion).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -701,6 +702,48 @@ static void test_local_predictive_window(void) {
     fixture_free(&f);
 }
 
+// Issue 56: a NaN centre of local-predictive attention (a NaN in W_p, v_p or the query)
+// once reached (int)floorf(p + 0.5f), undefined behaviour (build-san has UBSan's
+// float-cast-overflow check for it). Now the row's window is the whole sequence and its
+// alpha and context are NaN: the NaN propagates into the loss and the gradients, where the
+// trainer's finite check stops the run, and the other rows are untouched.
+static void test_local_predictive_nan_centre(void) {
+    int B = 3, L = 9, D = 4, H = 3, A = 5, W = 2;
+    AttnConfig c = config(ATTN_LOCAL_PREDICTIVE, ATTN_MULTIPLICATIVE, D, H, A, 0, W);
+    Fixture f;
+    fixture_init(&f, c, B, L, 0, 0, 47);
+    // Row 1's query is NaN in both steps: its centre is NaN; rows 0 and 2 stay finite.
+    for (int s = 0; s < STEPS; s++)
+        for (int h = 0; h < H; h++) f.query[((size_t)s * B + 1) * H + h] = NAN;
+    size_t n = STEPS * out_per_step(&f);
+    float *out = xmalloc(n * sizeof(float));
+    fixture_forward(&f, out);
+    for (int s = 0; s < STEPS; s++) {
+        const float *ctx = out + s * out_per_step(&f), *alpha = ctx + (size_t)B * D;
+        for (int b = 0; b < B; b++) {
+            int nan_alpha = 0, nan_ctx = 0;
+            for (int i = 0; i < L; i++) nan_alpha += isnan(alpha[b * L + i]) != 0;
+            for (int d = 0; d < D; d++) nan_ctx += isnan(ctx[b * D + d]) != 0;
+            if (b == 1) {
+                EXPECT(nan_alpha == L && nan_ctx == D, "step %d: NaN centre gave %d NaN weights, "
+                       "%d NaN context values", s, nan_alpha, nan_ctx);
+            } else {
+                EXPECT(nan_alpha == 0 && nan_ctx == 0, "step %d row %d: finite centre, NaN output", s, b);
+            }
+        }
+    }
+    // The backward runs (no UB, no CHECK) and lets the NaN reach the gradients.
+    float *dout = xmalloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) dout[i] = 1.0f;
+    fixture_backward(&f, dout);
+    int nan_grads = 0;
+    for (size_t i = 0; i < f.grads.numel; i++) nan_grads += isnan(f.grads.data[i]) != 0;
+    EXPECT(nan_grads > 0, "the NaN centre left every parameter gradient finite");
+    free(dout);
+    free(out);
+    fixture_free(&f);
+}
+
 // --- names, layout, weighted sum ---------------------------------------------------------------
 
 static void test_kind_parse_and_name(void) {
@@ -877,5 +920,6 @@ int main(void) {
     RUN(test_none_returns_mean);
     RUN(test_local_monotonic_window);
     RUN(test_local_predictive_window);
+    RUN(test_local_predictive_nan_centre);
     return test_summary();
 }

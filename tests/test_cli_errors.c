@@ -8,7 +8,7 @@
 // larger than its tensors (refused before any allocation), training metadata --resume
 // cannot carry on from (optimiser settings out of range, a run's data gone), bad flag
 // values, an unknown subcommand, a missing required flag, an output folder that cannot be
-// made.
+// made, flags each in range whose products pass what the kernels index (issue 56).
 // Binaries come from $ATTEND_BIN (default "bin"); the tiny models are trained here.
 #include <dirent.h>
 #include <math.h>
@@ -332,8 +332,87 @@ static void test_caption_flag_errors(void) {
     expect_failure(rc, "--beam 0", WANT("--beam"), NONE);
     rc = run("caption", "eval --model %s --split sideways --quiet", caption_model);
     expect_failure(rc, "--split sideways", WANT("--split", "sideways"), NONE);
+    // Local attention needs a window of at least one (it aborted in seq/attention.c).
+    rc = run("caption", "train --out %s/c3 --steps 1 --attention local-monotonic --window 0" CAPTION_TINY, tmp);
+    expect_failure(rc, "--window 0", WANT("--window: must be >= 1 with --attention local-monotonic"),
+                   WANT("c3/model.safetensors"));
     rc = run("caption", "train --out %s/c2 --steps 1 --data nowhere:%s" CAPTION_TINY, tmp, tmp);
     expect_failure(rc, "--data nowhere:", WANT("caption train: --data"), WANT("c2/model.safetensors"));
+}
+
+// Runs "ulimit -v KB; BIN/PROG ARGS" as run() does: a command that should be refused at
+// set-up cannot allocate its way into swap (or OpenBLAS into its retry loop) instead. The
+// sanitizers' shadow memory and valgrind need an unlimited address space: there (build-san,
+// make valgrind) the command runs without the limit, its refusal checked all the same.
+static int run_limited(long kb, const char *prog, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int run_limited(long kb, const char *prog, const char *fmt, ...) {
+    char args[4096], cmd[8192], limit[64] = "";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+#if !defined(__SANITIZE_ADDRESS__)
+    const char *vg = getenv("ATTEND_VALGRIND");
+    if (!(vg && *vg)) snprintf(limit, sizeof limit, "ulimit -v %ld; ", kb);
+#endif
+    snprintf(cmd, sizeof cmd, "%s%s/%s %s > %s/out.txt 2> %s/err.txt", limit, bin, prog, args, tmp,
+             tmp);
+    int st = system(cmd);
+    if (st == -1 || !WIFEXITED(st)) return -1;
+    return WEXITSTATUS(st);
+}
+
+// Issue 56: flags each in range whose products pass 2^31 floats (B L A wrapped an int into
+// a short buffer, and attn_prepare wrote past it) are refused at set-up with one line naming
+// the flags, exit status 2, under a 1 GiB address-space limit (nothing big is allocated),
+// and the output folder never made.
+static void test_caption_size_overflow_refused(void) {
+    struct {
+        const char *name, *flags;
+        const char *const *want;
+    } cases[] = {
+        {"attention keys (the issue's command)",
+         "--image-size 1024 --channels 8 --attn-dim 8192 --embed 8 --hidden 8 --batch 1",
+         WANT("caption train: --batch 1 x 262144 annotation positions", "--attn-dim 8192",
+              "= 2147483648 floats (the attention's precomputed keys) exceeds 2147483647")},
+        {"multi-head keys and values",
+         "--image-size 1024 --channels 8 --attention multi-head --attn-dim 4096 --embed 8 --hidden 8 --batch 1",
+         WANT("--batch 1 x 262144", "keys and values", "exceeds 2147483647")},
+        {"LSTM inputs", "--batch 4096 --max-len 256 --embed 8192 --hidden 8192",
+         WANT("steps (--max-len 256 + 1) x --batch 4096", "the LSTM inputs", "exceeds")},
+        {"validation beam rows", "--batch 4096 --val-beam 64 --image-size 128",
+         WANT("--batch 4096 x --val-beam 64 x 256 annotation positions", "(the beam rows' keys) exceeds")},
+        {"CNN column matrix", "--image-size 1024 --channels 8,4096,8 --batch 1",
+         WANT("layer 2's Winograd product", "--channels entry 2", "--image-size 1024", "exceeds")},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        int rc = run_limited(1L << 20, "caption", "train %s --steps 1 --threads 1 --quiet --out %s/big%d",
+                             cases[i].flags, tmp, i);
+        EXPECT(rc == 2, "%s: exit status %d, want 2", cases[i].name, rc);
+        expect_failure(rc, cases[i].name, cases[i].want, NONE);
+        char dir[300];
+        snprintf(dir, sizeof dir, "big%d", i);
+        EXPECT(!exists_tmp(dir), "%s: the output folder was made", cases[i].name);
+    }
+}
+
+// The same for draw train, whose sizes are the flags' and the images' (known once the data
+// is read), and draw classify train: refused before the output folder is made.
+static void test_draw_size_overflow_refused(void) {
+    int rc = run_limited(1L << 20, "draw", "train --data mnist --T 1000 --batch 10000 --hidden 8192 "
+                                           "--steps 1 --threads 1 --out %s/dbig", tmp);
+    expect_failure(rc, "draw train canvases",
+                   WANT("draw: --T 1000 x --batch 10000 x 784 image floats (1 x 28 x 28, from --data)",
+                        "(the canvases) exceeds 2147483647"),
+                   NONE);
+    EXPECT(!exists_tmp("dbig"), "draw train: the output folder was made");
+    rc = run_limited(1L << 20, "draw", "classify train --T 1000 --batch 1024 --hidden 8192 "
+                                       "--steps 1 --threads 1 --out %s/gbig", tmp);
+    expect_failure(rc, "draw classify train LSTM inputs",
+                   WANT("draw classify: --T 1000 x --batch 1024 x 8336 read and state floats",
+                        "(the LSTM inputs) exceeds 2147483647"),
+                   NONE);
+    EXPECT(!exists_tmp("gbig"), "draw classify train: the output folder was made");
 }
 
 // Missing files, files of the wrong kind, images that do not decode, results that cannot
@@ -461,6 +540,8 @@ int main(void) {
     RUN(test_draw_nonfinite_checkpoint);
     RUN(test_draw_resume_metadata_errors);
     RUN(test_caption_flag_errors);
+    RUN(test_caption_size_overflow_refused);
+    RUN(test_draw_size_overflow_refused);
     RUN(test_caption_file_errors);
     RUN(test_caption_checkpoint_errors);
     RUN(test_caption_checkpoint_content_errors);

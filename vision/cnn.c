@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/dims.h"
 #include "core/gemm.h"
 #include "vision/conv.h"
 #include "vision/winograd.h"
@@ -148,6 +149,42 @@ static size_t workspace_layout(const CnnConfig *cfg, int B, int S, int G, CnnCon
         }
     }
     return bytes;
+}
+
+int cnn_check_sizes(const CnnConfig *cfg, int S, int group, const char *size_flag, Error *err) {
+    const int64_t G = group < 1 ? 1 : group;
+    for (int i = 0; i < cfg->n_layers; i++) {
+        const int s = S >> i, C = layer_in_channels(cfg, i), OC = cfg->channels[i];
+        const int wino = layer_uses_winograd(cfg, i, S, CNN_CONV_AUTO);
+        char side[96], tiles[128], in[96], out[96], what_col[64], what_pre[64];
+        snprintf(side, sizeof side, "positions (%d x %d at layer %d, from %s %d)", s, s, i + 1,
+                 size_flag, S);
+        // Winograd's V and M: 16 planes of (rows, G T) with a gap of WINOGRAD_GAP floats each,
+        // bounded by (rows, G T + WINOGRAD_GAP) planes.
+        snprintf(tiles, sizeof tiles, "tiles and gap (%d x %d at layer %d, from %s %d)", s / 2,
+                 s / 2, i + 1, size_flag, S);
+        if (i == 0) snprintf(in, sizeof in, "image channels");
+        else snprintf(in, sizeof in, "channels into layer %d (--channels entry %d)", i + 1, i);
+        snprintf(out, sizeof out, "channels of layer %d (--channels entry %d)", i + 1, i + 1);
+        snprintf(what_col, sizeof what_col, "layer %d's %s", i + 1,
+                 wino ? "Winograd input transform" : "column matrix");
+        snprintf(what_pre, sizeof what_pre, "layer %d's %s", i + 1,
+                 wino ? "Winograd product" : "convolution output");
+        const int64_t nt = G * (s / 2) * (s / 2) + WINOGRAD_GAP;
+        DimTerm col[] = {{G, "images per group"}, {C, in}, {CNN_K * CNN_K, "taps (3 x 3)"},
+                         {(int64_t)s * s, side}};
+        DimTerm pre[] = {{G, "images per group"}, {OC, out}, {(int64_t)s * s, side}};
+        DimTerm wcol[] = {{16, "Winograd planes"}, {C, in}, {nt, tiles}};
+        DimTerm wpre[] = {{16, "Winograd planes"}, {OC, out}, {nt, tiles}};
+        // A group of one drops out of the message (the product is the same).
+        const int skip = G == 1;
+        int bad = wino ? dims_check(err, what_col, wcol, DIMS_LEN(wcol)) ||
+                             dims_check(err, what_pre, wpre, DIMS_LEN(wpre))
+                       : dims_check(err, what_col, col + skip, DIMS_LEN(col) - skip) ||
+                             dims_check(err, what_pre, pre + skip, DIMS_LEN(pre) - skip);
+        if (bad) return -1;
+    }
+    return 0;
 }
 
 size_t cnn_workspace_bytes(const CnnConfig *cfg, int B, int S) {

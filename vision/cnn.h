@@ -123,6 +123,11 @@ static inline int cnn_grid_size(const CnnConfig *cfg, int S) { return S >> cfg->
 static inline int cnn_dim(const CnnConfig *cfg) { return cfg->channels[cfg->n_layers - 1]; }
 // Bytes the workspace for (B, S) needs (activations, argmax, scratch).
 size_t cnn_workspace_bytes(const CnnConfig *cfg, int B, int S);
+// 0 when every buffer the workspace indexes with int arithmetic fits DIMS_MAX floats
+// (core/dims.h): a group's input, convolution output and column matrix per layer (offsets
+// between images are size_t, so the batch is no term); else -1 with one line naming
+// size_flag (e.g. "--image-size") and the --channels entries. group as cnn_workspace_alloc_grouped.
+int cnn_check_sizes(const CnnConfig *cfg, int S, int group, const char *size_flag, Error *err);
 // CHECKs S >> n_layers >= 1. Groups of CNN_GROUP images.
 void cnn_workspace_alloc(CnnWorkspace *ws, const CnnConfig *cfg, int B, int S);
 // The same with groups of `group` images (>= 1; capped at B).
