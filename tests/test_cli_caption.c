@@ -181,6 +181,36 @@ static void test_train_eval_predict(void) {
     free(err);
 }
 
+// Issue 56: a.png, a.jpg and a.PNG share the stem "a": each keeps its extension in its
+// strip's name (a.png.png, a.jpg.png, a.PNG.png) where one strip overwrote the others; a
+// name whose stem is its own keeps STEM.png; strips.tsv names each image's strip.
+static void test_predict_strips_of_shared_stems(void) {
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/stems", tmp);
+    mkdir(dir, 0755);
+    const char *names[] = {"a.PNG", "a.jpg", "a.png", "c.png"};
+    unsigned char pix[64 * 64 * 3];
+    for (int n = 0; n < 4; n++) {
+        for (int i = 0; i < (int)sizeof pix; i++) pix[i] = (unsigned char)(i * (n + 3));
+        snprintf(path, sizeof path, "%s/%s", dir, names[n]);
+        Error e;
+        EXPECT(write_png_u8(path, pix, 64, 64, 3, &e) == 0, "%s", e.msg);
+    }
+    int st = run("predict --model %s/run/model.safetensors --images %s --beam 1 --attention-out "
+                 "%s/stem_strips --threads 1", tmp, dir, tmp);
+    char *err = slurp("stderr.txt");
+    EXPECT(st == 0, "predict failed (%d): %s", st, err);
+    free(err);
+    const char *strips[] = {"a.PNG.png", "a.jpg.png", "a.png.png", "c.png"};
+    for (int n = 0; n < 4; n++)
+        EXPECT(exists("%s/stem_strips/%s", strips[n]), "no strip %s for %s", strips[n], names[n]);
+    EXPECT(!scratch_exists(&sc, "stem_strips/a.png"), "a shared stem's strip a.png was written");
+    char *tsv = slurp("stem_strips/strips.tsv");
+    EXPECT(!strcmp(tsv, "a.PNG\ta.PNG.png\na.jpg\ta.jpg.png\na.png\ta.png.png\nc.png\tc.png\n"),
+           "strips.tsv: %s", tsv);
+    free(tsv);
+}
+
 // --resume from step 3 to step 6 gives bit-identical parameters and Adam moments (and with
 // --ema the weight average) to an uninterrupted run to step 6.
 // threads: 1 (one model) or 2 (two data-parallel workers); ema: the --ema decay, 0 for none.
@@ -692,6 +722,7 @@ int main(void) {
     }
     tmp = sc.dir;
     RUN(test_train_eval_predict);
+    RUN(test_predict_strips_of_shared_stems);
     RUN(test_resume_bit_identical);
     RUN(test_resume_bit_identical_two_threads);
     RUN(test_resume_bit_identical_ema);
