@@ -199,14 +199,19 @@ const char *caption_data_hint(const CaptionData *d) {
            "third column train/val/test), or leave the splits out to let --held-out choose";
 }
 
-void caption_data_image(const CaptionData *d, Split s, int i, float *chw, SceneInfo *info) {
+int caption_data_read(const CaptionData *d, Split s, int i, float *chw, SceneInfo *info, Error *err) {
     CHECK(i >= 0 && i < d->count[s], "image %d of %d", i, d->count[s]);
     if (d->is_scenes)
         scenes_render(chw, info, &d->scenes, s, i);
     else if (d->has_features)
-        featcache_get(&d->feat, d->feat_index[d->idx[s][i]], chw);
+        return featcache_read(&d->feat, d->feat_index[d->idx[s][i]], chw, err);
     else
         image_cache_get(chw, &d->cache, d->idx[s][i]);
+    return 0;
+}
+
+void caption_data_image(const CaptionData *d, Split s, int i, float *chw, SceneInfo *info) {
+    (void)caption_data_read(d, s, i, chw, info, NULL);
 }
 
 void caption_data_picture(const CaptionData *d, Split s, int i, float *chw) {

@@ -140,7 +140,12 @@ int featcache_open_memory(FeatCache *c, const unsigned char *bytes, size_t len, 
 void featcache_close(FeatCache *c);
 // Recomputes the data's SHA-256 against the header's; "PATH: checksum mismatch ..." if not.
 int featcache_verify(const FeatCache *c, Error *err);
-// out (L, D) = image i's annotations as floats.
+// out (L, D) = image i's annotations as floats. featcache_read also counts the values
+// that are NaN or infinite as it converts them (nothing writes such a cache, but a file
+// damaged on disk holds them) and fails naming the cache and the image, "PATH: image ID
+// (I of N): K of its L*D annotation values are NaN or infinite (...)"; out is filled
+// either way. featcache_get does not check.
+int featcache_read(const FeatCache *c, int i, float *out, Error *err);
 void featcache_get(const FeatCache *c, int i, float *out);
 static inline int featcache_status(const FeatCache *c, int i) { return c->status[i]; }
 
