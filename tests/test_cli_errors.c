@@ -423,6 +423,8 @@ static void test_caption_checkpoint_content_errors(void) {
          "{\"format\": \"attend-vocab\", \"version\": 1, \"min_count\": 1, \"words\": "
          "[\"<pad>\", \"<start>\", \"<end>\", \"<unk>\", \"a\"]}",
          "meta_2.safetensors: vocabulary has 5 words, model expects"},
+        // Issue 56: named by its key in the checkpoint, not as the flag --max-len nobody gave.
+        {"sat.config", "max_len=300", "meta_3.safetensors: sat.config max_len: must be in [1, 256], got 300"},
     };
     char path[800], what[64];
     int rc;
@@ -432,6 +434,9 @@ static void test_caption_checkpoint_content_errors(void) {
         rc = run("caption", "eval --model %s --quiet", path);
         snprintf(what, sizeof what, "bad %s (%zu)", bad[i].key, i);
         expect_failure(rc, what, WANT(bad[i].want), NONE);
+        char *err = read_tmp("err.txt");
+        EXPECT(!strstr(err, "--"), "%s: a flag named for a checkpoint's metadata: %s", what, err);
+        free(err);
     }
     snprintf(path, sizeof path, "%s/nan_cap.safetensors", tmp);
     checkpoint_set_value(caption_model, path, "embed", NAN);
