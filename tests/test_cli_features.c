@@ -148,6 +148,12 @@ static void test_features_train_eval_predict(void) {
     st = run("predict --model %s/run/model.safetensors --images %s/scenes --encoder vgg16:%s", tmp,
              tmp, vgg16);
     expect_one_line_error(st, "encoder");
+    // Issue 56: the weights given are not a cache, and the line names the program.
+    err = slurp("stderr.txt");
+    EXPECT(!strncmp(err, "caption predict: ", 17) && strstr(err, "vgg16.safetensors: not the encoder") &&
+               strstr(err, "these: 'vgg16'") && !strstr(err, "cache"),
+           "predict with other weights: %s", err);
+    free(err);
     // The model without its cache, a cache of another encoder, of another image list.
     st = run("eval --model %s/run/model.safetensors --data %s --split test --quiet", tmp, data);
     expect_one_line_error(st, "give --features");
