@@ -301,9 +301,20 @@ static int writer_resume_(FeatCacheWriter *w, const unsigned char *want, size_t 
     if (fd < 0) return error_set(err, "%s: cannot open: %s", w->partial, strerror(errno));
     struct stat st;
     unsigned char *have = xmalloc(hl);
-    int same = fstat(fd, &st) == 0 && (size_t)st.st_size == hl + data_bytes_(w) &&
-               pread_all_(fd, have, hl, 0) == 0 && !memcmp(have, want, hl);
+    const size_t need = hl + data_bytes_(w);
+    const size_t size = fstat(fd, &st) == 0 ? (size_t)st.st_size : 0;
+    // The header this extraction writes, as far as the file holds it.
+    const size_t got = size < hl ? size : hl;
+    const int header_same = size > 0 && pread_all_(fd, have, got, 0) == 0 && !memcmp(have, want, got);
+    int same = header_same && size == need;
     free(have);
+    if (header_same && size != need) {  // these settings, but not all the bytes they need
+        close(fd);
+        return error_set(err, "%s: %s: %zu bytes where an extraction with these settings has %zu "
+                              "(cut short or damaged, e.g. a disk that filled up or a partial copy); "
+                              "remove it and run the same command again to extract from the start",
+                         w->partial, size < need ? "truncated" : "longer than it should be", size, need);
+    }
     if (!same) {
         close(fd);
         SafetensorsFile f;

@@ -89,7 +89,8 @@ typedef struct {
 // settings gives complete = 1 (nothing to do); PATH.partial with the same header resumes
 // (start = the first image of the first batch not done); otherwise a new PATH.partial.
 // A PATH or PATH.partial made with other settings is refused, naming the first setting
-// that differs (remove it, or give another PATH).
+// that differs (remove it, or give another PATH); a PATH.partial of these settings but not
+// of their size is refused as truncated (remove it and extract again).
 int featcache_writer_open(FeatCacheWriter *w, const char *path, const FeatCacheInfo *info,
                           Error *err);
 // The extraction settings recorded in PATH.partial, so that a resumed run can reuse them

@@ -412,6 +412,34 @@ static void test_larger_than_limit(void) {
     EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child under a 16 MiB data limit: status %d", st);
 }
 
+// Issue 56: an interrupted extraction's PATH.partial cut short (a full disk, a partial
+// copy) was refused as "an interrupted extraction with other settings"; with the same
+// settings it is called truncated and the line says how to start over. Cut inside its
+// header too.
+static void test_truncated_partial_is_called_truncated(void) {
+    Fake fk;
+    char done[600], part[600], partial[700];
+    write_done_and_unfinished(&fk, done, "trunc_done.safetensors", part, "trunc.safetensors");
+    snprintf(partial, sizeof partial, "%s.partial", part);
+    size_t len = 0;
+    unsigned char *bytes = read_file(partial, &len);
+    EXPECT(bytes && len > 200, "no partial file");
+    if (!bytes) return;
+    const size_t cuts[2] = {len - 10, 100};  // in the data; in the header
+    for (int k = 0; k < 2; k++) {
+        Error err;
+        EXPECT(file_write_atomic(partial, bytes, cuts[k], &err) == 0, "%s", err.msg);
+        FeatCacheWriter w;
+        int r = featcache_writer_open(&w, part, &fk.info, &err);
+        if (r == 0) featcache_writer_close(&w);
+        EXPECT(r != 0 && strstr(err.msg, ".partial: truncated: ") &&
+                   strstr(err.msg, "remove it and run the same command again") &&
+                   !strstr(err.msg, "other settings"),
+               "cut at %zu of %zu: %s", cuts[k], len, r ? err.msg : "accepted");
+    }
+    free(bytes);
+}
+
 // Issue 56: a cache damaged on disk into NaN or infinity (nothing writes one: the writer
 // refuses them) is read by featcache_read with an error naming the cache, the image and
 // how many values are bad; the images around it read as before.
@@ -475,6 +503,7 @@ int main(void) {
     RUN(test_refuses_damaged_files);
     RUN(test_larger_than_limit);
     RUN(test_read_refuses_nonfinite);
+    RUN(test_truncated_partial_is_called_truncated);
     scratch_remove(tmpdir);
     return test_summary();
 }
