@@ -109,8 +109,12 @@ static int open_scenes_(CaptionData *d, const CaptionDataFlags *f, int S, Error 
     sc.counts[SPLIT_TEST] = f->test_count;
     sc.seed = (uint64_t)f->scenes_seed;
     sc.root = f->root;
-    if (sc.max_scale > S) sc.max_scale = S;
-    if (sc.min_scale > sc.max_scale) sc.min_scale = sc.max_scale;
+    // Several objects to a scene need half the canvas each at most (datasets/scenes.h).
+    const int need = sc.max_objects > 1 ? 2 * sc.max_scale : sc.max_scale;
+    if (S < need)
+        return error_set(err, "--image-size: %d is too small for the built-in scenes (objects of "
+                              "%d..%d px, up to %d to a scene): give --image-size %d or more",
+                         S, sc.min_scale, sc.max_scale, sc.max_objects, need);
     if (scenes_open(&d->scenes, &sc, err)) return -1;
     for (int s = 0; s < SPLIT_COUNT; s++) d->count[s] = scenes_count(&d->scenes, (Split)s);
     return 0;

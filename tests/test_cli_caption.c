@@ -302,6 +302,14 @@ static void test_errors(void) {
     expect_one_line_error(run("predict --model %s/run/model.safetensors --images %s/nothing-here", tmp, tmp),
                           "nothing-here");
     expect_one_line_error(run("train --out %s/x --resume --steps 2" SMALL, tmp), "--resume");
+    // Issue 56: scenes on a canvas too small for their objects name the flag and the
+    // smallest size that works (not "object scale 20..32").
+    expect_one_line_error(run("scenes --out %s/sc32 --image-size 32 --count 5", tmp), "--image-size: must be >= 64");
+    expect_one_line_error(run("train --out %s/x32 --steps 1 --image-size 32 --train-count 8 --quiet", tmp),
+                          "--image-size: 32 is too small for the built-in scenes (objects of 20..32 px, up to 3 "
+                          "to a scene): give --image-size 64 or more");
+    EXPECT(!scratch_exists(&sc, "x32/model.safetensors") && !scratch_exists(&sc, "sc32/captions.tsv"),
+           "output written for a canvas too small");
     expect_one_line_error(run("train --out %s/x --data tsv:%s/none.tsv:%s --steps 2" SMALL, tmp, tmp, tmp),
                           "none.tsv");
     // Required flags: the parser names the missing one; --help marks them.
