@@ -254,7 +254,7 @@ static int parse_features_flags(FeaturesFlags *f, int argc, char **argv, int *co
     };
     return args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
                                   "caption features --encoder ARCH:FILE --data SPEC --out FEATURES [flags]",
-                                  NULL, code);
+                                  "caption features", code);
 }
 
 // The images of [first, first + count) into annot (count, L, D) and status (count):
@@ -423,7 +423,7 @@ int caption_features_main(int argc, char **argv) {
                     done, secs, secs > 0 ? done / secs : 0.0, skipped, f.out);
         }
     }
-    if (rc) fprintf(stderr, "%s\n", err.msg);
+    if (rc) fprintf(stderr, "caption features: %s\n", err.msg);
     extraction_free(&x);
     return rc;
 }
