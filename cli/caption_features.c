@@ -86,7 +86,8 @@ int encoder_record_check(const EncoderRecord *model, const EncoderRecord *other,
         what = "preprocessing", a = model->preprocess, b = other->preprocess;
     if (!what) return 0;
     if (!is_cache)
-        return error_set(err, "%s: not the %s %s was trained on (these: '%.70s', the model's: '%.70s')",
+        return error_set(err, "%s: another %s than %s was trained on (these weights: '%.70s', the "
+                              "model's: '%.70s')",
                          other_path, what, model_path, b, a);
     return error_set(err, "%s: made with another %s than %s (cache: '%.70s', model: '%.70s')",
                      other_path, what, model_path, b, a);

@@ -43,8 +43,8 @@ int encoder_record_meta(const EncoderRecord *r, SafetensorsMeta *meta);
 // One line naming the first field where the other record differs from the model's. other
 // is a feature cache's (is_cache: "CACHE: made with another encoder weights (SHA-256) than
 // MODEL (cache: '...', model: '...')") or that of encoder weights given to run the model
-// (predict: "FILE: not the encoder weights (SHA-256) MODEL was trained on (these: '...',
-// the model's: '...')").
+// (predict, eval --encoder: "FILE: another encoder weights (SHA-256) than MODEL was trained
+// on (these weights: '...', the model's: '...')").
 int encoder_record_check(const EncoderRecord *model, const EncoderRecord *other,
                          const char *model_path, const char *other_path, int is_cache, Error *err);
 

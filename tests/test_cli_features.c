@@ -150,8 +150,8 @@ static void test_features_train_eval_predict(void) {
     expect_one_line_error(st, "encoder");
     // Issue 56: the weights given are not a cache, and the line names the program.
     err = slurp("stderr.txt");
-    EXPECT(!strncmp(err, "caption predict: ", 17) && strstr(err, "vgg16.safetensors: not the encoder") &&
-               strstr(err, "these: 'vgg16'") && !strstr(err, "cache"),
+    EXPECT(!strncmp(err, "caption predict: ", 17) && strstr(err, "vgg16.safetensors: another encoder than ") &&
+               strstr(err, "was trained on (these weights: 'vgg16'") && !strstr(err, "cache"),
            "predict with other weights: %s", err);
     free(err);
     // The model without its cache, a cache of another encoder, of another image list.
