@@ -393,6 +393,58 @@ static void test_scenes_folder(void) {
     free(err);
 }
 
+// Issue 56: --resume with another --data than the run's (fromdir trained on the scenes
+// folder of test_scenes_folder) was accepted silently; now it is refused as a changed model
+// flag is, and a --data left out takes the run's (stored as train.data in both
+// checkpoints). The same files named another way are the same data; a state written before
+// train.data was stored resumes with the --data given, as before.
+static int open_state(SafetensorsFile *f, const char *rel);  // below
+
+static void test_resume_refuses_other_data(void) {
+    char spec[1200], same[1200];
+    snprintf(spec, sizeof spec, "tsv:%s/sc/captions.tsv:%s/sc", tmp, tmp);
+    snprintf(same, sizeof same, "tsv:%s/sc/./captions.tsv:%s/sc/", tmp, tmp);
+    SafetensorsFile f;
+    if (open_state(&f, "fromdir/state.safetensors") == 0) {
+        const char *d = safetensors_meta(&f, "train.data");
+        EXPECT(d && !strcmp(d, spec), "state train.data: %s", d ? d : "(none)");
+        safetensors_free(&f);
+    } else {
+        EXPECT(0, "no fromdir/state.safetensors");
+    }
+    if (open_state(&f, "fromdir/model.safetensors") == 0) {
+        const char *d = safetensors_meta(&f, "train.data");
+        EXPECT(d && !strcmp(d, spec), "model train.data: %s", d ? d : "(none)");
+        safetensors_free(&f);
+    }
+    size_t n0 = 0, n1 = 0;
+    char *before = slurp_n("fromdir/state.safetensors", &n0);
+    int st = run("train --out %s/fromdir --steps 3 --resume --data scenes" SMALL, tmp);
+    char want[1400];
+    snprintf(want, sizeof want, "--data scenes (checkpoint: %s)", spec);
+    expect_one_line_error(st, want);
+    char *after = slurp_n("fromdir/state.safetensors", &n1);
+    EXPECT(n0 == n1 && n0 > 0 && !memcmp(before, after, n0), "a refused resume changed the state");
+    free(before), free(after);
+    // Left out: the run's data (30 scenes in the folder, not SMALL's 64 built-in ones).
+    st = run("train --out %s/fromdir --steps 3 --resume" SMALL, tmp);
+    char *err = slurp("stderr.txt");
+    EXPECT(st == 0 && strstr(err, "sc/captions.tsv: using 30 images"), "resume without --data: %d %s", st, err);
+    free(err);
+    st = run("train --out %s/fromdir --steps 4 --resume --data %s" SMALL, tmp, same);
+    err = slurp("stderr.txt");
+    EXPECT(st == 0, "resume with the same files named another way: %d %s", st, err);
+    free(err);
+    // An older state: no train.data, nothing to check (the --data given is used).
+    char path[700];
+    snprintf(path, sizeof path, "%s/fromdir/state.safetensors", tmp);
+    EXPECT(checkpoint_rewrite_meta(path, path, "train.data", NULL) == 0, "cannot drop train.data");
+    st = run("train --out %s/fromdir --steps 5 --resume --data %s" SMALL, tmp, spec);
+    err = slurp("stderr.txt");
+    EXPECT(st == 0, "resume from a state without train.data: %d %s", st, err);
+    free(err);
+}
+
 // The first line of stderr that starts with prefix (a static copy); "" when none.
 static const char *stderr_line(const char *prefix) {
     static char line[4096];
@@ -738,6 +790,7 @@ int main(void) {
     RUN(test_hard_and_none);
     RUN(test_nonfinite_stops);
     RUN(test_scenes_folder);
+    RUN(test_resume_refuses_other_data);
     RUN(test_refuses_to_overwrite_a_run);
     RUN(test_resume_takes_left_out_flags);
     RUN(test_resume_keeps_optimiser_settings);
