@@ -107,10 +107,20 @@ static void close_predict(Predict *p) {
 // an image named a.png.jpg and one named a.png, both "a.png.png"). Names of the second
 // kind never meet each other (names in one folder differ), so marking every image that
 // shares a strip name until none does ends with unique names.
+typedef struct {
+    const char *strip;
+    int image;
+} StripName;
+
+static int strip_name_cmp(const void *a, const void *b) {
+    return strcmp(((const StripName *)a)->strip, ((const StripName *)b)->strip);
+}
+
 static char **strip_names(const ImageFolder *folder) {
     const int n = folder->n;
     char **out = xcalloc((size_t)(n ? n : 1), sizeof(char *));
     unsigned char *whole = xcalloc((size_t)(n ? n : 1), 1);
+    StripName *sorted = xmalloc((size_t)(n ? n : 1) * sizeof *sorted);
     for (bool changed = true; changed;) {
         changed = false;
         for (int i = 0; i < n; i++) {
@@ -120,16 +130,20 @@ static char **strip_names(const ImageFolder *folder) {
             out[i] = xmalloc(keep + 5);
             memcpy(out[i], name, keep);
             memcpy(out[i] + keep, ".png", 5);
+            sorted[i] = (StripName){out[i], i};
         }
         // Sorted names need not give sorted strip names ("a.b" < "a0" but "a.png" >
-        // "a.b.png"): compare every pair. Folders hold thousands of images, not millions.
-        for (int i = 0; i < n; i++)
-            for (int j = i + 1; j < n; j++)
-                if ((!whole[i] || !whole[j]) && !strcmp(out[i], out[j])) {
-                    whole[i] = whole[j] = 1;
-                    changed = true;
-                }
+        // "a.b.png"): sort the strip names, equal ones are then neighbours.
+        qsort(sorted, (size_t)n, sizeof *sorted, strip_name_cmp);
+        for (int k = 0; k + 1 < n; k++) {
+            const int i = sorted[k].image, j = sorted[k + 1].image;
+            if ((!whole[i] || !whole[j]) && !strcmp(sorted[k].strip, sorted[k + 1].strip)) {
+                whole[i] = whole[j] = 1;
+                changed = true;
+            }
+        }
     }
+    free(sorted);
     free(whole);
     return out;
 }
