@@ -234,7 +234,7 @@ static int cmd_scenes(int argc, char **argv) {
         {"out", ARG_STRING, &out, "output folder", .metavar = "DIR", .required = true},
         {"count", ARG_INT, &count, "scenes in all (80% train, 10% valid, 10% test)", .has_min = true, .min = 1, .has_max = true, .max = 20000},
         {"seed", ARG_LONG, &df.scenes_seed, "scenes generator seed", .given = NULL},
-        {"image-size", ARG_INT, &size, "canvas side in pixels", .has_min = true, .min = 32, .has_max = true, .max = 1024},
+        {"image-size", ARG_INT, &size, "canvas side in pixels (the objects are 20..32 px)", .has_min = true, .min = 64, .has_max = true, .max = 1024},
         {"data-root", ARG_STRING, &df.root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR", .given = NULL},
     };
     int code;

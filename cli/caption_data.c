@@ -109,8 +109,12 @@ static int open_scenes_(CaptionData *d, const CaptionDataFlags *f, int S, Error 
     sc.counts[SPLIT_TEST] = f->test_count;
     sc.seed = (uint64_t)f->scenes_seed;
     sc.root = f->root;
-    if (sc.max_scale > S) sc.max_scale = S;
-    if (sc.min_scale > sc.max_scale) sc.min_scale = sc.max_scale;
+    // Several objects to a scene need half the canvas each at most (datasets/scenes.h).
+    const int need = sc.max_objects > 1 ? 2 * sc.max_scale : sc.max_scale;
+    if (S < need)
+        return error_set(err, "--image-size: %d is too small for the built-in scenes (objects of "
+                              "%d..%d px, up to %d to a scene): give --image-size %d or more",
+                         S, sc.min_scale, sc.max_scale, sc.max_objects, need);
     if (scenes_open(&d->scenes, &sc, err)) return -1;
     for (int s = 0; s < SPLIT_COUNT; s++) d->count[s] = scenes_count(&d->scenes, (Split)s);
     return 0;
@@ -199,14 +203,19 @@ const char *caption_data_hint(const CaptionData *d) {
            "third column train/val/test), or leave the splits out to let --held-out choose";
 }
 
-void caption_data_image(const CaptionData *d, Split s, int i, float *chw, SceneInfo *info) {
+int caption_data_read(const CaptionData *d, Split s, int i, float *chw, SceneInfo *info, Error *err) {
     CHECK(i >= 0 && i < d->count[s], "image %d of %d", i, d->count[s]);
     if (d->is_scenes)
         scenes_render(chw, info, &d->scenes, s, i);
     else if (d->has_features)
-        featcache_get(&d->feat, d->feat_index[d->idx[s][i]], chw);
+        return featcache_read(&d->feat, d->feat_index[d->idx[s][i]], chw, err);
     else
         image_cache_get(chw, &d->cache, d->idx[s][i]);
+    return 0;
+}
+
+void caption_data_image(const CaptionData *d, Split s, int i, float *chw, SceneInfo *info) {
+    (void)caption_data_read(d, s, i, chw, info, NULL);
 }
 
 void caption_data_picture(const CaptionData *d, Split s, int i, float *chw) {

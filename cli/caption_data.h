@@ -76,7 +76,10 @@ int caption_data_count(const CaptionData *d, Split s);
 // ("; ..."); "" when there is nothing to add.
 const char *caption_data_hint(const CaptionData *d);
 // chw (3, S, S) of image i; info (scenes only; may be NULL) its objects and captions.
-// With features: image i's annotations (L, D) instead.
+// With features: image i's annotations (L, D) instead. caption_data_read fails where
+// annotations read from a feature cache hold NaN or infinity, naming the cache and the
+// image (datasets/featcache.h, featcache_read); caption_data_image does not check.
+int caption_data_read(const CaptionData *d, Split s, int i, float *chw, SceneInfo *info, Error *err);
 void caption_data_image(const CaptionData *d, Split s, int i, float *chw, SceneInfo *info);
 // chw (3, S, S): image i's pixels, also with features (decoded from its file, as
 // caption_load_image; mid-grey when it cannot be read), for pictures.

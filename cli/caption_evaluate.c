@@ -77,19 +77,27 @@ static int decode_split(const Dist *dist, SatModel *m, CaptionFineTune *ft, cons
     for (int i = 0; infos && i < n; i++)  // scenes: every image's objects, for grounding
         if (i < mine0 || i >= mine1)
             caption_data_image(d, s, i, ft ? caption_finetune_pixels(ft, 0) : images, &infos[i]);
-    for (int i0 = mine0; i0 < mine1; i0 += chunk) {
+    int bad = 0;  // a cache's annotations that are not finite: stop (a rank alone: the
+                  // caller ends the job, cli/train_dist.h train_dist_fail)
+    for (int i0 = mine0; i0 < mine1 && !bad; i0 += chunk) {
         int k = mine1 - i0 < chunk ? mine1 - i0 : chunk;
-        for (int j = 0; j < k; j++)
-            caption_data_image(d, s, i0 + j,
-                               ft ? caption_finetune_pixels(ft, j) : images + (size_t)j * per,
-                               infos ? &infos[i0 + j] : NULL);
+        for (int j = 0; j < k && !bad; j++)
+            bad = caption_data_read(d, s, i0 + j,
+                                    ft ? caption_finetune_pixels(ft, j) : images + (size_t)j * per,
+                                    infos ? &infos[i0 + j] : NULL, err);
+        if (bad) break;
         if (ft) caption_finetune_annotate(ft, images, k);
         sat_decode(m, tokens + (size_t)i0 * ML, lens + i0,
                    alphas ? alphas + (size_t)i0 * ML * L : NULL, images, k, beam, length_alpha);
         if (show_progress) progress_update(&p, i0 + k - mine0, "");
     }
-    if (show_progress) progress_end(&p, mine1 - mine0, "");
+    if (show_progress && !bad) progress_end(&p, mine1 - mine0, "");
+    else if (show_progress && p.tty) fputc('\n', stderr);  // the bar's line ends before the error's
     free(images);
+    if (bad) {
+        free(begins);
+        return -1;
+    }
     int rc = dist_allgather_ranges(dist, tokens, (size_t)ML * sizeof *tokens, begins, counts, err);
     if (rc == 0) rc = dist_allgather_ranges(dist, lens, sizeof *lens, begins, counts, err);
     if (rc == 0 && alphas)

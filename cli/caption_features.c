@@ -71,22 +71,26 @@ int encoder_record_meta(const EncoderRecord *r, SafetensorsMeta *meta) {
     return 7;
 }
 
-int encoder_record_check(const EncoderRecord *model, const EncoderRecord *cache,
-                         const char *model_path, const char *cache_path, Error *err) {
+int encoder_record_check(const EncoderRecord *model, const EncoderRecord *other,
+                         const char *model_path, const char *other_path, int is_cache, Error *err) {
     const char *what = NULL, *a = NULL, *b = NULL;
     char ia[16], ib[16];
-    if (strcmp(model->spec, cache->spec)) what = "encoder", a = model->spec, b = cache->spec;
-    else if (strcmp(model->sha256, cache->sha256))
-        what = "encoder weights (SHA-256)", a = model->sha256, b = cache->sha256;
-    else if (model->image_size != cache->image_size) {
+    if (strcmp(model->spec, other->spec)) what = "encoder", a = model->spec, b = other->spec;
+    else if (strcmp(model->sha256, other->sha256))
+        what = "encoder weights (SHA-256)", a = model->sha256, b = other->sha256;
+    else if (model->image_size != other->image_size) {
         snprintf(ia, sizeof ia, "%d", model->image_size);
-        snprintf(ib, sizeof ib, "%d", cache->image_size);
+        snprintf(ib, sizeof ib, "%d", other->image_size);
         what = "image size", a = ia, b = ib;
-    } else if (strcmp(model->preprocess, cache->preprocess))
-        what = "preprocessing", a = model->preprocess, b = cache->preprocess;
+    } else if (strcmp(model->preprocess, other->preprocess))
+        what = "preprocessing", a = model->preprocess, b = other->preprocess;
     if (!what) return 0;
+    if (!is_cache)
+        return error_set(err, "%s: another %s than %s was trained on (these weights: '%.70s', the "
+                              "model's: '%.70s')",
+                         other_path, what, model_path, b, a);
     return error_set(err, "%s: made with another %s than %s (cache: '%.70s', model: '%.70s')",
-                     cache_path, what, model_path, b, a);
+                     other_path, what, model_path, b, a);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -113,7 +117,7 @@ int caption_features_setup_train(SatConfig *cfg, EncoderRecord *rec, const Capti
         if (saved->feat_L != c->L || saved->feat_D != c->D)
             return error_set(err, "%s: annotations %d x %d, the model %s expects %d x %d",
                              features_path, c->L, c->D, saved_path, saved->feat_L, saved->feat_D);
-        return encoder_record_check(&have, rec, saved_path, features_path, err);
+        return encoder_record_check(&have, rec, saved_path, features_path, 1, err);
     }
     cfg->feat_L = c->L;
     cfg->feat_D = c->D;
@@ -142,7 +146,7 @@ int caption_features_check_eval(const SatConfig *m, const char *model_path, cons
     EncoderRecord have, rec;
     if (encoder_record_read(&have, model_path, err)) return -1;
     encoder_record_from_cache(&rec, c);
-    return encoder_record_check(&have, &rec, model_path, features_path, err);
+    return encoder_record_check(&have, &rec, model_path, features_path, 1, err);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -178,7 +182,7 @@ int caption_annotator_open(CaptionAnnotator *a, const SatConfig *cfg, const char
     EncoderRecord now = a->rec;
     snprintf(now.spec, sizeof now.spec, "%s", spec);
     snprintf(now.sha256, sizeof now.sha256, "%s", encoder_weights_sha256(a->enc));
-    if (encoder_record_check(&a->rec, &now, model_path, file, err)) {
+    if (encoder_record_check(&a->rec, &now, model_path, file, 0, err)) {
         caption_annotator_close(a);
         return -1;
     }
@@ -251,7 +255,7 @@ static int parse_features_flags(FeaturesFlags *f, int argc, char **argv, int *co
     };
     return args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
                                   "caption features --encoder ARCH:FILE --data SPEC --out FEATURES [flags]",
-                                  NULL, code);
+                                  "caption features", code);
 }
 
 // The images of [first, first + count) into annot (count, L, D) and status (count):
@@ -420,7 +424,7 @@ int caption_features_main(int argc, char **argv) {
                     done, secs, secs > 0 ? done / secs : 0.0, skipped, f.out);
         }
     }
-    if (rc) fprintf(stderr, "%s\n", err.msg);
+    if (rc) fprintf(stderr, "caption features: %s\n", err.msg);
     extraction_free(&x);
     return rc;
 }

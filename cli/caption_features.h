@@ -40,9 +40,13 @@ int encoder_record_read(EncoderRecord *r, const char *model_path, Error *err);
 // The checkpoint metadata entries for r (5, or 7 with fine-tuning, pointing into r); 0 when
 // spec is "".
 int encoder_record_meta(const EncoderRecord *r, SafetensorsMeta *meta);
-// One line naming the first field where the cache's record differs from the model's.
-int encoder_record_check(const EncoderRecord *model, const EncoderRecord *cache,
-                         const char *model_path, const char *cache_path, Error *err);
+// One line naming the first field where the other record differs from the model's. other
+// is a feature cache's (is_cache: "CACHE: made with another encoder weights (SHA-256) than
+// MODEL (cache: '...', model: '...')") or that of encoder weights given to run the model
+// (predict, eval --encoder: "FILE: another encoder weights (SHA-256) than MODEL was trained
+// on (these weights: '...', the model's: '...')").
+int encoder_record_check(const EncoderRecord *model, const EncoderRecord *other,
+                         const char *model_path, const char *other_path, int is_cache, Error *err);
 
 // caption train with data d: with --features, cfg becomes a decoder-only configuration
 // (feat_L, feat_D and image_size from the cache) and rec the cache's encoder; on --resume

@@ -57,7 +57,7 @@ static int read_optim_meta(const SafetensorsFile *f, const char *path, TrainOpti
 int caption_model_save(const char *path, const SatModel *m, const Vocab *vocab, int with_state,
                        const TrainOptim *optim, const TrainEma *ema, long step, long best_step,
                        double best_bleu, const EncoderRecord *enc, const CaptionFineTune *ft,
-                       Error *err) {
+                       const char *data, Error *err) {
     char cfg[2048], st[64], bst[64], bb[64], base[64], bset[16], ema_decay[32];
     sat_config_format(&m->cfg, cfg, sizeof cfg);
     char *vj = vocab_to_json(vocab);
@@ -70,6 +70,7 @@ int caption_model_save(const char *path, const SatModel *m, const Vocab *vocab, 
                                 {"vocab", vj},           {"step", st},     {"best_step", bst},
                                 {"best_val_bleu4", bb},  {"baseline", base}, {"baseline_set", bset}};
     int n_meta = 9 + encoder_record_meta(enc, meta + 9);  // the pretrained encoder, if any
+    if (data) meta[n_meta++] = (SafetensorsMeta){"train.data", data};
     TrainOptimMeta om;  // its text is the metadata's until the save
     if (with_state) {
         train_optim_meta(&om, optim, OPTIM_STORED);
@@ -129,6 +130,14 @@ static int read_train_state(const SafetensorsFile *f, const char *path, SatModel
     m->baseline_set = (int)bset;
     if (!r && optim) r = read_optim_meta(f, path, &optim->optim, &optim->stored, err);
     if (!r && optim) r = read_ema_meta(f, path, &optim->ema, &optim->ema_stored, err);
+    if (!r && optim) {  // a state written before train.data was stored: none to check
+        const char *data = safetensors_meta(f, "train.data");
+        optim->data_stored = data != NULL;
+        if (data && strlen(data) >= sizeof optim->data)
+            r = error_set(err, "%s: metadata train.data is longer than %zu bytes", path, sizeof optim->data - 1);
+        else if (data)
+            snprintf(optim->data, sizeof optim->data, "%s", data);
+    }
     return r;
 }
 

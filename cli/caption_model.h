@@ -3,7 +3,8 @@
 // "attend-sat", version 1, the configuration (sat.config), the vocabulary, the training
 // counters, REINFORCE's baseline, the pretrained encoder's record (cli/caption_features.h)
 // and, in a state file, the optimiser settings (train.batch, train.lr, train.lr_decay,
-// train.clip, train.seed, train.ema); the tensors are the parameters and, in a state
+// train.clip, train.seed, train.ema); train.data, the --data spec trained on (both files;
+// --resume refuses another, cli/caption_train_flags.h); the tensors are the parameters and, in a state
 // file, the Adam moments ("adam.m/NAME", "adam.v/NAME"), the weight average ("ema/NAME")
 // when it is on and a fine-tuned encoder stage (cli/caption_finetune.h).
 #ifndef CLI_CAPTION_MODEL_H
@@ -32,22 +33,23 @@ typedef struct {
     double best_bleu;
 } CaptionCounters;
 
-// A state's optimiser settings and weight average's decay: stored and ema_stored false for
-// a state written before they were.
+// A state's optimiser settings, weight average's decay and data spec (train.data):
+// stored, ema_stored and data_stored false for a state written before they were.
 typedef struct {
     TrainOptim optim;
     float ema;
-    bool stored, ema_stored;
+    bool stored, ema_stored, data_stored;
+    char data[2048];  // the --data the run trained on, when data_stored
 } StoredOptim;
 
 // Saves the parameters (and, for a state file, the Adam moments, the training counters,
 // the optimiser settings optim and the weight average ema: its decay, and its weights when
 // it is on). enc: the pretrained encoder of a model trained on features, or NULL; ft: a
-// fine-tuned stage, or NULL.
+// fine-tuned stage, or NULL; data: the --data spec trained on (train.data), or NULL.
 int caption_model_save(const char *path, const SatModel *m, const Vocab *vocab, int with_state,
                        const TrainOptim *optim, const TrainEma *ema, long step, long best_step,
                        double best_bleu, const EncoderRecord *enc, const CaptionFineTune *ft,
-                       Error *err);
+                       const char *data, Error *err);
 
 // Opens a model file: configuration, vocabulary, parameters (and with state, Adam
 // moments, counters and, with optim, the optimiser settings). The model is initialised

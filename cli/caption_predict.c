@@ -34,6 +34,9 @@ static const char PREDICT_HELP_NOTES[] =
     "  valid UTF-8. A name that is valid UTF-8 is written as it is (JSON escapes carry its\n"
     "  newlines and tabs); any other is written with \\\\ and \\xNN as above, and\n"
     "  \"image_id_hex\" beside it holds the name's bytes in hex.\n"
+    "--attention-out DIR: a strip per image, STEM.png (its name less the extension), or\n"
+    "  NAME.png where strips would share a name (a.png, a.jpg: a.png.png, a.jpg.png);\n"
+    "  DIR/strips.tsv has a line NAME<TAB>STRIP per image captioned, escaped as above.\n"
     "skipped: a file that does not decode, a broken symbolic link, a link loop, and a\n"
     "  folder, FIFO or device named like an image each get one line on stderr with the\n"
     "  reason (FIFOs and devices are never opened); any skipped file makes the exit status 1.\n"
@@ -60,7 +63,7 @@ static int parse_flags(PredictFlags *f, int argc, char **argv, int *code) {
         {"encoder", ARG_STRING, &f->encoder, "a model trained on features: its pretrained encoder, if not at the path it records (the weights must be the same)", .metavar = "ARCH:FILE", .given = NULL},
     };
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
-                               "caption predict --model PATH --images DIR [flags]", NULL, code)) {
+                               "caption predict --model PATH --images DIR [flags]", "caption predict", code)) {
         if (*code == 0) fputs(PREDICT_HELP_NOTES, stdout);  // after --help's flag list
         return 1;
     }
@@ -81,6 +84,7 @@ typedef struct {
     int *which, *tokens, *lens;  // the folder index of each batch entry; (batch, ML); (batch)
     float *alphas;               // (batch, ML, L)
     char **captions;             // (folder.n): each image's caption, NULL when skipped
+    char **strips;               // (folder.n) strip names in --attention-out, or NULL
     int skipped, captioned;
 } Predict;
 
@@ -88,11 +92,60 @@ static void close_predict(Predict *p) {
     if (p->captions)
         for (int i = 0; i < p->folder.n; i++) free(p->captions[i]);
     free(p->captions);
+    if (p->strips)
+        for (int i = 0; i < p->folder.n; i++) free(p->strips[i]);
+    free(p->strips);
     if (p->pictures != p->inputs) free(p->pictures);
     free(p->inputs), free(p->which), free(p->tokens), free(p->lens), free(p->alphas);
     caption_annotator_close(&p->ann);
     if (p->opened_model) sat_free(&p->m), vocab_free(&p->vocab);
     if (p->opened_folder) image_folder_free(&p->folder);
+}
+
+// The strip name of each image: STEM.png (the name less its extension), or NAME.png when
+// another image's strip would have the same name (a.png, a.jpg and a.PNG share "a.png";
+// an image named a.png.jpg and one named a.png, both "a.png.png"). Names of the second
+// kind never meet each other (names in one folder differ), so marking every image that
+// shares a strip name until none does ends with unique names.
+typedef struct {
+    const char *strip;
+    int image;
+} StripName;
+
+static int strip_name_cmp(const void *a, const void *b) {
+    return strcmp(((const StripName *)a)->strip, ((const StripName *)b)->strip);
+}
+
+static char **strip_names(const ImageFolder *folder) {
+    const int n = folder->n;
+    char **out = xcalloc((size_t)(n ? n : 1), sizeof(char *));
+    unsigned char *whole = xcalloc((size_t)(n ? n : 1), 1);
+    StripName *sorted = xmalloc((size_t)(n ? n : 1) * sizeof *sorted);
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = 0; i < n; i++) {
+            free(out[i]);
+            const char *name = folder->names[i], *dot = strrchr(name, '.');
+            size_t keep = whole[i] || !dot || dot == name ? strlen(name) : (size_t)(dot - name);
+            out[i] = xmalloc(keep + 5);
+            memcpy(out[i], name, keep);
+            memcpy(out[i] + keep, ".png", 5);
+            sorted[i] = (StripName){out[i], i};
+        }
+        // Sorted names need not give sorted strip names ("a.b" < "a0" but "a.png" >
+        // "a.b.png"): sort the strip names, equal ones are then neighbours.
+        qsort(sorted, (size_t)n, sizeof *sorted, strip_name_cmp);
+        for (int k = 0; k + 1 < n; k++) {
+            const int i = sorted[k].image, j = sorted[k + 1].image;
+            if ((!whole[i] || !whole[j]) && !strcmp(sorted[k].strip, sorted[k + 1].strip)) {
+                whole[i] = whole[j] = 1;
+                changed = true;
+            }
+        }
+    }
+    free(sorted);
+    free(whole);
+    return out;
 }
 
 static int open_predict(Predict *p, const PredictFlags *f, Error *err) {
@@ -121,6 +174,7 @@ static int open_predict(Predict *p, const PredictFlags *f, Error *err) {
     p->lens = xmalloc(B * sizeof(int));
     p->alphas = xmalloc(B * ML * (size_t)sat_L(c) * sizeof(float));
     p->captions = xcalloc((size_t)(p->folder.n ? p->folder.n : 1), sizeof(char *));
+    if (f->attention_out) p->strips = strip_names(&p->folder);
     return 0;
 }
 
@@ -130,6 +184,7 @@ static int report_listing_skips(const ImageFolder *folder, const char *dir) {
     for (int i = 0; i < folder->n_skipped; i++) {
         size_t dlen = strlen(dir);
         const char *sep = dlen > 0 && dir[dlen - 1] == '/' ? "" : "/";
+        fputs("caption predict: ", stderr);
         text_write_field(stderr, dir);
         fputs(sep, stderr);
         text_write_field(stderr, folder->skipped[i].name);
@@ -153,7 +208,7 @@ static int read_batch(Predict *p, int *next) {
             caption_load_image(p->pictures + (size_t)k * 3 * S * S, path, S, &err))
             bad = 1;
         if (bad) {
-            fprintf(stderr, "%s\n", err.msg);  // one line already (core/error.h)
+            fprintf(stderr, "caption predict: %s\n", err.msg);  // one line already (core/error.h)
             p->skipped++;
         } else {
             p->which[k++] = *next;
@@ -162,17 +217,43 @@ static int read_batch(Predict *p, int *next) {
     return k;
 }
 
-// The attention strip of batch entry j (image i, caption t) as OUT/STEM.png.
+// "DIR/NAME", malloc'd.
+static char *in_dir(const char *dir, const char *name) {
+    size_t d = strlen(dir), n = strlen(name);
+    char *path = xmalloc(d + n + 2);
+    memcpy(path, dir, d);
+    path[d] = '/';
+    memcpy(path + d + 1, name, n + 1);
+    return path;
+}
+
+// The attention strip of batch entry j (image i, caption t) as OUT/p->strips[i].
 static int write_strip(const Predict *p, int j, int i, const Tokens *t, Error *err) {
     const SatConfig *c = &p->m.cfg;
     const int S = c->image_size, ML = c->max_len;
-    char path[2048], stem[1024];
-    snprintf(stem, sizeof stem, "%s", p->folder.names[i]);
-    char *dot = strrchr(stem, '.');
-    if (dot && dot != stem) *dot = 0;
-    snprintf(path, sizeof path, "%s/%s.png", p->f->attention_out, stem);
-    return caption_write_strip(path, p->pictures + (size_t)j * 3 * S * S, S,
-                               p->alphas + (size_t)j * ML * sat_L(c), sat_grid(c), t->tok, t->n, err);
+    char *path = in_dir(p->f->attention_out, p->strips[i]);
+    int r = caption_write_strip(path, p->pictures + (size_t)j * 3 * S * S, S,
+                                p->alphas + (size_t)j * ML * sat_L(c), sat_grid(c), t->tok, t->n, err);
+    free(path);
+    return r;
+}
+
+// OUT/strips.tsv: NAME<TAB>STRIP for each image captioned, in the folder's order, both
+// fields escaped as the captions on stdout are.
+static int write_strip_index(const Predict *p, Error *err) {
+    char *path = in_dir(p->f->attention_out, "strips.tsv");
+    AtomicFile af;
+    int r = atomic_open(&af, path, err);
+    free(path);
+    if (r) return -1;
+    for (int i = 0; i < p->folder.n; i++) {
+        if (!p->captions[i]) continue;
+        text_write_field(af.fp, p->folder.names[i]);
+        fputc('\t', af.fp);
+        text_write_field(af.fp, p->strips[i]);
+        fputc('\n', af.fp);
+    }
+    return atomic_commit(&af, err);
 }
 
 // Decodes the k images read, prints a line for each and writes their strips; non-zero
@@ -193,7 +274,7 @@ static int caption_batch(Predict *p, int k) {
         putchar('\n');
         Error err;
         if (p->f->attention_out && write_strip(p, j, i, &t, &err)) {
-            fprintf(stderr, "%s\n", err.msg);
+            fprintf(stderr, "caption predict: %s\n", err.msg);
             rc = 1;
         }
         tokens_free(&t);
@@ -229,7 +310,7 @@ int caption_predict_main(int argc, char **argv) {
     Predict p;
     Error err;
     if (open_predict(&p, &f, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        fprintf(stderr, "caption predict: %s\n", err.msg);
         close_predict(&p);
         return 1;
     }
@@ -240,7 +321,7 @@ int caption_predict_main(int argc, char **argv) {
         if (k > 0 && caption_batch(&p, k)) rc = 1;
     }
     if (f.results && write_results(&p, f.results, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        fprintf(stderr, "caption predict: %s\n", err.msg);
         rc = 1;
     }
     if (p.skipped) {
@@ -250,7 +331,10 @@ int caption_predict_main(int argc, char **argv) {
                     p.folder.n + p.folder.n_skipped);
         rc = 1;
     }
-    if (f.attention_out && p.captioned > 0) {
+    if (f.attention_out && p.captioned > 0 && write_strip_index(&p, &err)) {
+        fprintf(stderr, "caption predict: %s\n", err.msg);
+        rc = 1;
+    } else if (f.attention_out && p.captioned > 0) {
         fputs("attention strips: ", stderr);
         text_write_line(stderr, f.attention_out);
     }

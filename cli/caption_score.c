@@ -226,12 +226,12 @@ int cmd_score(int argc, char **argv) {
                                "caption score --refs PATH --results PATH [--json]\n"
                                "  BLEU-1..4, CIDEr-D and ROUGE-L of the results as coco-caption computes them\n"
                                "  (PTB tokens, its scorers); the images scored are those of --results",
-                               NULL, &code))
+                               "caption score", &code))
         return code;
     Error err;
     Results res;
     if (results_read(&res, results_path, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        fprintf(stderr, "caption score: %s\n", err.msg);
         return 1;
     }
     CaptionOptions opts;
@@ -239,14 +239,14 @@ int cmd_score(int argc, char **argv) {
     opts.check_images = 0;
     CaptionSet set;
     if (caption_read_coco(&set, refs_path, ".", &opts, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        fprintf(stderr, "caption score: %s\n", err.msg);
         results_free(&res);
         return 1;
     }
     ScoreInput in = {0};
     int rc = 1;
     if (score_input_build(&in, &res, &set, results_path, refs_path, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        fprintf(stderr, "caption score: %s\n", err.msg);
         goto done;
     }
     CaptionScores sc;

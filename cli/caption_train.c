@@ -123,6 +123,8 @@ typedef struct {
     CaptionFineTune ft; // with --fine-tune: the encoder and its trained stage
     CaptionCounters tc;   // step; best validation BLEU-4 (< 0 before any) and its step
     TrainOptim optim;   // batch, lr, lr decay, clip, seed: the flags', or on --resume the state's
+    const char *data_spec;  // --data, or on --resume without it the state's (resumed_data)
+    char resumed_data[2048];
     int n_train, n_val;
     long steps_per_epoch;  // batches per epoch (the last one may be short)
     float *images;      // (B, 3, S, S)
@@ -169,7 +171,13 @@ static int resume_state(CaptionRun *r, const SatConfig *want, Error *err) {
     StoredOptim saved = {.optim = r->optim};
     if (caption_model_load(r->path_state, &r->model, &r->vocab, 1, &r->ema.avg, &r->tc, &saved, err))
         return -1;
-    if (caption_train_flags_check_resume(r->f, want, &r->model.cfg, r->path_state, err)) return -1;
+    if (caption_train_flags_check_resume(r->f, want, &r->model.cfg, saved.data_stored ? saved.data : NULL,
+                                         r->path_state, err))
+        return -1;
+    if (saved.data_stored && !r->f->given.data) {  // --data left out: the run's
+        snprintf(r->resumed_data, sizeof r->resumed_data, "%s", saved.data);
+        r->data_spec = r->resumed_data;
+    }
     // A state written before the settings were stored holds none: the run goes on with the
     // flags' values, given or default, as it did then (r->optim is already those).
     FILE *note = dist_is_root(r->dist) ? stderr : NULL;
@@ -214,7 +222,9 @@ static int new_model(CaptionRun *r, SatConfig *cfg, Error *err) {
 
 // The data, at the model's image size; it needs a training and a validation image.
 static int open_data(CaptionRun *r, int image_size, Error *err) {
-    const CaptionDataFlags *df = &r->f->data;
+    CaptionDataFlags spec = r->f->data;
+    spec.data = r->data_spec;
+    const CaptionDataFlags *df = &spec;
     if (caption_data_open(&r->data, df, image_size, r->f->quiet, err)) return -1;
     r->n_train = caption_data_count(r->data, SPLIT_TRAIN);
     int n_valid = caption_data_count(r->data, SPLIT_VALID);
@@ -290,6 +300,7 @@ static int open_parts(CaptionRun *r, Error *err) {
         return 1;
     if (root) atomic_remove_stale(out);
     r->optim = train_optim_new(&f->optim);
+    r->data_spec = f->data.data;
     if (f->resume && resume_state(r, &cfg, err)) return 1;
     if (caption_finetune_setup_train(&r->ft, &cfg, &r->enc, &f->finetune, f->data.features,
                                      r->dist->size, r->optim.batch, f->resume ? &r->model.cfg : NULL,
@@ -579,7 +590,8 @@ static void log_step(CaptionRun *r, const StepResult *s, bool row_due) {
 
 static int save_state(const CaptionRun *r, Error *err) {
     return caption_model_save(r->path_state, &r->model, &r->vocab, 1, &r->optim, &r->ema,
-                              r->tc.step, r->tc.best_step, r->tc.best_bleu, &r->enc, &r->ft, err);
+                              r->tc.step, r->tc.best_step, r->tc.best_bleu, &r->enc, &r->ft,
+                              r->data_spec, err);
 }
 
 // Validation BLEU-4 (and grounding) of the model, or with --ema of the weight average,
@@ -625,7 +637,8 @@ static int validate_and_save(CaptionRun *r, Error *err) {
         r->tc.best_bleu = r->last_val;
         r->tc.best_step = step;
         if (root && caption_model_save(r->path_model, &r->model, &r->vocab, 0, NULL, NULL, step,
-                                       r->tc.best_step, r->tc.best_bleu, &r->enc, &r->ft, err))
+                                       r->tc.best_step, r->tc.best_bleu, &r->enc, &r->ft,
+                                       r->data_spec, err))
             return -1;
     }
     train_ema_swap(&r->ema, &r->model.params);

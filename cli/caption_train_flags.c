@@ -6,6 +6,7 @@
 #include "cli/caption_model.h"
 #include "cli/threads.h"
 #include "core/adam.h"
+#include "datasets/captions.h"
 #include "seq/vocab.h"
 #include "vision/cnn.h"
 
@@ -58,7 +59,7 @@ int caption_train_flags_parse(CaptionTrainFlags *f, int argc, char **argv, int *
     flags_default(f);
     CaptionDataFlags *df = &f->data;
     ArgSpec specs[] = {
-        {"data", ARG_STRING, &df->data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES", .given = NULL},
+        {"data", ARG_STRING, &df->data, "scenes | flickr8k:DIR | coco:JSON:IMAGES | karpathy:JSON:IMAGES | tsv:FILE:IMAGES (on --resume: the run's, when left out)", .given = &f->given.data},
         {"held-out", ARG_DOUBLE, &df->held_out, HELD_OUT_HELP, .metavar = "F", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 0.5, .max_exclusive = true},
         {"features", ARG_STRING, &df->features, FEATURES_HELP, .metavar = "FEATURES", .given = NULL},
         {"verify-features", ARG_FLAG, &df->verify_features, VERIFY_FEATURES_HELP, .given = NULL},
@@ -139,8 +140,10 @@ static void format_channels(char *buf, size_t cap, const CnnConfig *c) {
 }
 
 int caption_train_flags_check_resume(const CaptionTrainFlags *f, const SatConfig *want, const SatConfig *saved,
-                              const char *path, Error *err) {
+                                     const char *saved_data, const char *path, Error *err) {
     FlagDiffs d = {0};
+    if (saved_data && !caption_spec_same(f->data.data, saved_data))
+        flag_diffs_text(&d, "data", f->given.data, f->data.data, saved_data);
     char a[128], b[128];
     format_channels(a, sizeof a, &want->cnn);
     format_channels(b, sizeof b, &saved->cnn);

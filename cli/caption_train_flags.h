@@ -29,6 +29,7 @@ typedef struct {
         bool epochs, steps, minutes;  // the budget: at most one
         bool attention, channels, query, image_size, embed, hidden, attn_dim, heads, window,
             max_len, beta_vector, lambda, dropout, entropy;
+        bool data;  // on --resume a left-out --data takes the checkpoint's train.data
         bool ema;  // not a model flag: --resume takes the state's decay where it is left out
     } given;
 } CaptionTrainFlags;
@@ -40,8 +41,12 @@ int caption_train_flags_parse(CaptionTrainFlags *f, int argc, char **argv, int *
 // The model configuration the flags describe (the vocabulary size still a placeholder).
 int caption_train_flags_config(SatConfig *cfg, const CaptionTrainFlags *f, Error *err);
 // --resume: every model flag given must match the checkpoint's configuration (saved, read
-// from path); -1 with err naming path and each flag that differs, with both values.
+// from path), and --data given the data the run was trained on (saved_data, its train.data;
+// NULL for a checkpoint written before it was stored: nothing to check), the same spec or
+// one naming the same files (datasets/captions.h caption_spec_same); -1 with err naming
+// path and each flag that differs, with both values.
 int caption_train_flags_check_resume(const CaptionTrainFlags *f, const SatConfig *want,
-                                     const SatConfig *saved, const char *path, Error *err);
+                                     const SatConfig *saved, const char *saved_data,
+                                     const char *path, Error *err);
 
 #endif

@@ -462,7 +462,7 @@ int caption_report_main(int argc, char **argv) {
     r.out_name = "report.html";
     r.ranked = 20;
     ArgSpec specs[] = {
-        {"run", ARG_STRING, &r.run, "the run folder (caption train --out)", .metavar = "DIR", .given = NULL},
+        {"run", ARG_STRING, &r.run, "the run folder (caption train --out), in RUN's place (not beside another RUN)", .metavar = "DIR", .given = NULL},
         {"eval", ARG_STRING, &r.eval_name, "caption eval --json output, relative to RUN", .metavar = "NAME", .given = NULL},
         {"per-image", ARG_STRING, &r.per_image_name, "caption eval --per-image output, relative to RUN", .metavar = "NAME", .given = NULL},
         {"strips", ARG_STRING, &r.strips_name, "caption eval --attention-out folder, relative to RUN", .metavar = "NAME", .given = NULL},
@@ -470,11 +470,11 @@ int caption_report_main(int argc, char **argv) {
         {"ranked", ARG_INT, &r.ranked, "images in the best and worst lists", .has_min = true, .min = 0, .has_max = true, .max = 1000},
     };
     int code;
-    if (report_parse_args(argc, argv, specs, ARGS_LEN(specs), "caption report RUN [flags]", NULL, &r.run, &code))
+    if (report_parse_args(argc, argv, specs, ARGS_LEN(specs), "caption report RUN [flags]", "caption report", &r.run, &code))
         return code;
     Error err;
     int rc = load_inputs(&r, &err) || draw_curves(&r, &err) || write_page(&r, &err);
-    if (rc) fprintf(stderr, "%s\n", err.msg);
+    if (rc) fprintf(stderr, "caption report: %s\n", err.msg);
     else text_write_linef(stderr, "caption report: wrote %s/%s", r.run, r.out_name);
     free(r.items);
     cJSON_Delete(r.run_json);

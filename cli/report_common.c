@@ -7,6 +7,7 @@
 
 #include "cli/html.h"
 #include "core/check.h"
+#include "core/text_escape.h"
 #include "vision/plot.h"
 
 int report_parse_args(int argc, char **argv, const ArgSpec *specs, int n, const char *synopsis,
@@ -15,13 +16,23 @@ int report_parse_args(int argc, char **argv, const ArgSpec *specs, int n, const 
     int m = 0;
     for (int i = 0; i < argc; i++)
         if (!(i == 1 && argv[1][0] != '-')) args[m++] = argv[i];
-    if (argc > 1 && argv[1][0] != '-') *run = argv[1];
+    const char *positional = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
     int stop = args_parse_for_command(m, args, specs, n, synopsis, prefix, code);
     free(args);
     if (stop) return 1;
+    const char *pre = prefix ? prefix : "", *sep = prefix ? ": " : "";
+    if (positional && *run && strcmp(positional, *run)) {  // --run stored into *run
+        fprintf(stderr, "%s%sRUN: two run folders, ", pre, sep);
+        text_write_field(stderr, positional);
+        fputs(" and --run ", stderr);
+        text_write_field(stderr, *run);
+        fputs(": give one\n", stderr);
+        *code = 2;
+        return 1;
+    }
+    if (positional) *run = positional;
     if (!*run) {
-        fprintf(stderr, "%s%sRUN: missing (give the run folder first, or --run DIR)\n",
-                prefix ? prefix : "", prefix ? ": " : "");
+        fprintf(stderr, "%s%sRUN: missing (give the run folder first, or --run DIR)\n", pre, sep);
         *code = 2;
         return 1;
     }

@@ -17,9 +17,10 @@
 #include "core/safetensors.h"
 
 // The command line of `caption report` / `draw report`: RUN may come first (not starting
-// with '-') or as --run, which specs must hold (an ARG_STRING writing *run). Returns 1
-// when the command should return *code at once (--help: 0; a bad flag or no RUN: 2,
-// the line on stderr), 0 to go on.
+// with '-') or as --run, which specs must hold (an ARG_STRING writing *run); both, naming
+// two different folders, are refused ("RUN: two run folders, A and --run B: give one").
+// Returns 1 when the command should return *code at once (--help: 0; a bad flag, no RUN
+// or two: 2, the line on stderr, after "PREFIX: " when prefix is not NULL), 0 to go on.
 int report_parse_args(int argc, char **argv, const ArgSpec *specs, int n, const char *synopsis,
                       const char *prefix, const char **run, int *code);
 

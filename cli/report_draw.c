@@ -366,7 +366,7 @@ int draw_report_main(int argc, char **argv) {
     r.film_name = "film";
     r.out_name = "report.html";
     ArgSpec specs[] = {
-        {"run", ARG_STRING, &r.run, "the run folder (draw train --out)", .metavar = "DIR", .given = NULL},
+        {"run", ARG_STRING, &r.run, "the run folder (draw train --out), in RUN's place (not beside another RUN)", .metavar = "DIR", .given = NULL},
         {"eval", ARG_STRING, &r.eval_name, "draw eval --json output, relative to RUN", .metavar = "NAME", .given = NULL},
         {"samples", ARG_STRING, &r.samples_name, "draw generate folder, relative to RUN", .metavar = "NAME", .given = NULL},
         {"reconstructions", ARG_STRING, &r.recon_name, "draw reconstruct folder, relative to RUN", .metavar = "NAME", .given = NULL},

@@ -301,9 +301,20 @@ static int writer_resume_(FeatCacheWriter *w, const unsigned char *want, size_t 
     if (fd < 0) return error_set(err, "%s: cannot open: %s", w->partial, strerror(errno));
     struct stat st;
     unsigned char *have = xmalloc(hl);
-    int same = fstat(fd, &st) == 0 && (size_t)st.st_size == hl + data_bytes_(w) &&
-               pread_all_(fd, have, hl, 0) == 0 && !memcmp(have, want, hl);
+    const size_t need = hl + data_bytes_(w);
+    const size_t size = fstat(fd, &st) == 0 ? (size_t)st.st_size : 0;
+    // The header this extraction writes, as far as the file holds it.
+    const size_t got = size < hl ? size : hl;
+    const int header_same = size > 0 && pread_all_(fd, have, got, 0) == 0 && !memcmp(have, want, got);
+    int same = header_same && size == need;
     free(have);
+    if (header_same && size != need) {  // these settings, but not all the bytes they need
+        close(fd);
+        return error_set(err, "%s: %s: %zu bytes where an extraction with these settings has %zu "
+                              "(cut short or damaged, e.g. a disk that filled up or a partial copy); "
+                              "remove it and run the same command again to extract from the start",
+                         w->partial, size < need ? "truncated" : "longer than it should be", size, need);
+    }
     if (!same) {
         close(fd);
         SafetensorsFile f;
@@ -696,14 +707,25 @@ int featcache_verify(const FeatCache *c, Error *err) {
     return 0;
 }
 
-void featcache_get(const FeatCache *c, int i, float *out) {
+int featcache_read(const FeatCache *c, int i, float *out, Error *err) {
     CHECK(i >= 0 && i < c->n, "image %d of %d", i, c->n);
     const size_t per = (size_t)c->L * c->D;
+    size_t bad = 0;  // values that are NaN or infinite
     if (c->dtype == FEAT_F32) {
         memcpy(out, c->annot + (size_t)i * per * 4, per * 4);
-        return;
+        for (size_t q = 0; q < per; q++) bad += !isfinite(out[q]);
+    } else {
+        const unsigned char *p = c->annot + (size_t)i * per * 2;
+        for (size_t q = 0; q < per; q++) {
+            uint16_t h = (uint16_t)(p[2 * q] | p[2 * q + 1] << 8);
+            bad += (h & 0x7C00) == 0x7C00;  // all exponent bits: infinity or NaN
+            out[q] = safetensors_f16_to_f32(h);
+        }
     }
-    const unsigned char *p = c->annot + (size_t)i * per * 2;
-    for (size_t q = 0; q < per; q++)
-        out[q] = safetensors_f16_to_f32((uint16_t)(p[2 * q] | p[2 * q + 1] << 8));
+    if (!bad) return 0;
+    return error_set(err, "%s: image %s (%d of %d): %zu of its %zu annotation values are NaN or "
+                          "infinite (a damaged cache: extract it again with caption features)",
+                     c->name, c->ids && c->ids[i] ? c->ids[i] : "?", i + 1, c->n, bad, per);
 }
+
+void featcache_get(const FeatCache *c, int i, float *out) { (void)featcache_read(c, i, out, NULL); }

@@ -89,7 +89,8 @@ typedef struct {
 // settings gives complete = 1 (nothing to do); PATH.partial with the same header resumes
 // (start = the first image of the first batch not done); otherwise a new PATH.partial.
 // A PATH or PATH.partial made with other settings is refused, naming the first setting
-// that differs (remove it, or give another PATH).
+// that differs (remove it, or give another PATH); a PATH.partial of these settings but not
+// of their size is refused as truncated (remove it and extract again).
 int featcache_writer_open(FeatCacheWriter *w, const char *path, const FeatCacheInfo *info,
                           Error *err);
 // The extraction settings recorded in PATH.partial, so that a resumed run can reuse them
@@ -140,7 +141,12 @@ int featcache_open_memory(FeatCache *c, const unsigned char *bytes, size_t len, 
 void featcache_close(FeatCache *c);
 // Recomputes the data's SHA-256 against the header's; "PATH: checksum mismatch ..." if not.
 int featcache_verify(const FeatCache *c, Error *err);
-// out (L, D) = image i's annotations as floats.
+// out (L, D) = image i's annotations as floats. featcache_read also counts the values
+// that are NaN or infinite as it converts them (nothing writes such a cache, but a file
+// damaged on disk holds them) and fails naming the cache and the image, "PATH: image ID
+// (I of N): K of its L*D annotation values are NaN or infinite (...)"; out is filled
+// either way. featcache_get does not check.
+int featcache_read(const FeatCache *c, int i, float *out, Error *err);
 void featcache_get(const FeatCache *c, int i, float *out);
 static inline int featcache_status(const FeatCache *c, int i) { return c->status[i]; }
 

@@ -38,40 +38,58 @@ void sat_config_default(SatConfig *c) {
     c->baseline_decay = 0.9f;
 }
 
-int sat_config_finish(SatConfig *c, Error *err) {
+// The checks of sat_config_finish. meta: c came from a checkpoint's "sat.config", so a
+// message names its key ("sat.config max_len=300: must be in [1, 256]"), not the flag the
+// user never gave ("--max-len").
+#define NAME_(flag, key) (meta ? "sat.config " key : "--" flag)
+static int finish_(SatConfig *c, int meta, Error *err) {
     c->attn.D = sat_D(c);
     c->attn.H = c->H;
     if (c->feat_L < 0 || (c->feat_L > 0 && (c->feat_D < 1 || c->feat_D > 65536 || c->feat_L > 65536)))
         return error_set(err, "model config: annotations %d x %d", c->feat_L, c->feat_D);
     if (c->image_size < 2 || c->image_size > 1024)
-        return error_set(err, "--image-size: must be in [2, 1024], got %d", c->image_size);
+        return error_set(err, "%s: must be in [2, 1024], got %d", NAME_("image-size", "image_size"), c->image_size);
     if (c->feat_L == 0 && cnn_grid_size(&c->cnn, c->image_size) < 1)
-        return error_set(err, "--image-size: %d is too small for %d pooling layers",
+        return error_set(err, "%s: %d is too small for %d pooling layers", NAME_("image-size", "image_size"),
                          c->image_size, c->cnn.n_layers);
-    if (c->E < 1 || c->E > 8192) return error_set(err, "--embed: must be in [1, 8192]");
-    if (c->H < 1 || c->H > 8192) return error_set(err, "--hidden: must be in [1, 8192]");
-    if (c->max_len < 1 || c->max_len > 256) return error_set(err, "--max-len: must be in [1, 256]");
+    if (c->E < 1 || c->E > 8192)
+        return error_set(err, "%s: must be in [1, 8192], got %d", NAME_("embed", "embed"), c->E);
+    if (c->H < 1 || c->H > 8192)
+        return error_set(err, "%s: must be in [1, 8192], got %d", NAME_("hidden", "hidden"), c->H);
+    if (c->max_len < 1 || c->max_len > 256)
+        return error_set(err, "%s: must be in [1, 256], got %d", NAME_("max-len", "max_len"), c->max_len);
     if (c->V < VOCAB_NSPECIAL + 1) return error_set(err, "vocabulary: %d ids is too few", c->V);
-    if (c->attn.A < 1) return error_set(err, "--attn-dim: must be >= 1");
+    if (c->attn.A < 1) return error_set(err, "%s: must be >= 1, got %d", NAME_("attn-dim", "attn_dim"), c->attn.A);
     if (c->hard && c->attn.kind == ATTN_NONE)
-        return error_set(err, "--attention hard: needs a scoring kind");
+        return error_set(err, meta ? "sat.config hard=1: needs a scoring attention, not attention=none"
+                                   : "--attention hard: needs a scoring kind");
     AttnKind k = c->attn.kind;
-    if ((k == ATTN_DOT || k == ATTN_SCALED_DOT) && c->H != c->attn.D)
+    if ((k == ATTN_DOT || k == ATTN_SCALED_DOT) && c->H != c->attn.D) {
+        if (meta)
+            return error_set(err, "sat.config attention=%s: needs hidden equal to the annotation size "
+                                  "%d, has hidden=%d", attn_kind_name(k), c->attn.D, c->H);
         return error_set(err, "--attention %s: needs --hidden equal to the annotation size (the "
                               "last --channels entry, %d), got --hidden %d: add --hidden %d, or "
                               "end --channels with %d",
                          attn_kind_name(k), c->attn.D, c->H, c->attn.D, c->H);
+    }
     if (k == ATTN_MULTIHEAD && (c->attn.heads < 1 || c->attn.A % c->attn.heads != 0))
-        return error_set(err, "--heads: %d must divide --attn-dim %d", c->attn.heads, c->attn.A);
+        return error_set(err, "%s: %d must divide %s %d", NAME_("heads", "heads"), c->attn.heads,
+                         NAME_("attn-dim", "attn_dim"), c->attn.A);
     // seq/attention.c CHECKs a window of at least one position each side (its Gaussian's
     // sigma is W / 2): refused here, not aborted there.
     if ((k == ATTN_LOCAL_MONOTONIC || k == ATTN_LOCAL_PREDICTIVE) && c->attn.window < 1)
-        return error_set(err, "--window: must be >= 1 with --attention %s, got %d",
+        return error_set(err, "%s: must be >= 1 with --attention %s, got %d", NAME_("window", "window"),
                          attn_kind_name(k), c->attn.window);
-    if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) return error_set(err, "--dropout: must be in [0, 1)");
-    if (!(c->lambda >= 0.0f)) return error_set(err, "--lambda: must be >= 0");
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
+        return error_set(err, "%s: must be in [0, 1), got %g", NAME_("dropout", "dropout"), (double)c->dropout);
+    if (!(c->lambda >= 0.0f))
+        return error_set(err, "%s: must be >= 0, got %g", NAME_("lambda", "lambda"), (double)c->lambda);
     return 0;
 }
+#undef NAME_
+
+int sat_config_finish(SatConfig *c, Error *err) { return finish_(c, 0, err); }
 
 void sat_config_format(const SatConfig *c, char *buf, size_t n) {
     char ch[128] = {0};
@@ -150,6 +168,6 @@ int sat_config_parse(SatConfig *c, const char *text, Error *err) {
     }
     if (c->cnn.in_channels < 1 || c->cnn.in_channels > 4)
         return error_set(err, "model config: in_channels %d", c->cnn.in_channels);
-    return sat_config_finish(c, err);
+    return finish_(c, 1, err);
 }
 

@@ -62,7 +62,9 @@ static inline size_t sat_input_floats(const SatConfig *c) {
 }
 
 // "key=value" pairs separated by spaces (for checkpoint metadata) and back. The parser
-// rejects unknown keys and bad values with one line.
+// rejects unknown keys and bad values with one line naming the key as the metadata holds
+// it ("sat.config max_len: must be in [1, 256], got 300"), never a flag (that is
+// sat_config_finish's wording, for a configuration made from flags).
 void sat_config_format(const SatConfig *c, char *buf, size_t n);
 int sat_config_parse(SatConfig *c, const char *text, Error *err);
 

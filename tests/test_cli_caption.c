@@ -181,6 +181,36 @@ static void test_train_eval_predict(void) {
     free(err);
 }
 
+// Issue 56: a.png, a.jpg and a.PNG share the stem "a": each keeps its extension in its
+// strip's name (a.png.png, a.jpg.png, a.PNG.png) where one strip overwrote the others; a
+// name whose stem is its own keeps STEM.png; strips.tsv names each image's strip.
+static void test_predict_strips_of_shared_stems(void) {
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/stems", tmp);
+    mkdir(dir, 0755);
+    const char *names[] = {"a.PNG", "a.jpg", "a.png", "c.png"};
+    unsigned char pix[64 * 64 * 3];
+    for (int n = 0; n < 4; n++) {
+        for (int i = 0; i < (int)sizeof pix; i++) pix[i] = (unsigned char)(i * (n + 3));
+        snprintf(path, sizeof path, "%s/%s", dir, names[n]);
+        Error e;
+        EXPECT(write_png_u8(path, pix, 64, 64, 3, &e) == 0, "%s", e.msg);
+    }
+    int st = run("predict --model %s/run/model.safetensors --images %s --beam 1 --attention-out "
+                 "%s/stem_strips --threads 1", tmp, dir, tmp);
+    char *err = slurp("stderr.txt");
+    EXPECT(st == 0, "predict failed (%d): %s", st, err);
+    free(err);
+    const char *strips[] = {"a.PNG.png", "a.jpg.png", "a.png.png", "c.png"};
+    for (int n = 0; n < 4; n++)
+        EXPECT(exists("%s/stem_strips/%s", strips[n]), "no strip %s for %s", strips[n], names[n]);
+    EXPECT(!scratch_exists(&sc, "stem_strips/a.png"), "a shared stem's strip a.png was written");
+    char *tsv = slurp("stem_strips/strips.tsv");
+    EXPECT(!strcmp(tsv, "a.PNG\ta.PNG.png\na.jpg\ta.jpg.png\na.png\ta.png.png\nc.png\tc.png\n"),
+           "strips.tsv: %s", tsv);
+    free(tsv);
+}
+
 // --resume from step 3 to step 6 gives bit-identical parameters and Adam moments (and with
 // --ema the weight average) to an uninterrupted run to step 6.
 // threads: 1 (one model) or 2 (two data-parallel workers); ema: the --ema decay, 0 for none.
@@ -272,6 +302,14 @@ static void test_errors(void) {
     expect_one_line_error(run("predict --model %s/run/model.safetensors --images %s/nothing-here", tmp, tmp),
                           "nothing-here");
     expect_one_line_error(run("train --out %s/x --resume --steps 2" SMALL, tmp), "--resume");
+    // Issue 56: scenes on a canvas too small for their objects name the flag and the
+    // smallest size that works (not "object scale 20..32").
+    expect_one_line_error(run("scenes --out %s/sc32 --image-size 32 --count 5", tmp), "--image-size: must be >= 64");
+    expect_one_line_error(run("train --out %s/x32 --steps 1 --image-size 32 --train-count 8 --quiet", tmp),
+                          "--image-size: 32 is too small for the built-in scenes (objects of 20..32 px, up to 3 "
+                          "to a scene): give --image-size 64 or more");
+    EXPECT(!scratch_exists(&sc, "x32/model.safetensors") && !scratch_exists(&sc, "sc32/captions.tsv"),
+           "output written for a canvas too small");
     expect_one_line_error(run("train --out %s/x --data tsv:%s/none.tsv:%s --steps 2" SMALL, tmp, tmp, tmp),
                           "none.tsv");
     // Required flags: the parser names the missing one; --help marks them.
@@ -352,6 +390,58 @@ static void test_scenes_folder(void) {
     const char *at = strstr(err, want);
     EXPECT(st == 1 && at && (at == err || at[-1] == '\n') && !strcmp(at + strlen(want), "\n"),
            "exit %d, stderr: %s", st, err);
+    free(err);
+}
+
+// Issue 56: --resume with another --data than the run's (fromdir trained on the scenes
+// folder of test_scenes_folder) was accepted silently; now it is refused as a changed model
+// flag is, and a --data left out takes the run's (stored as train.data in both
+// checkpoints). The same files named another way are the same data; a state written before
+// train.data was stored resumes with the --data given, as before.
+static int open_state(SafetensorsFile *f, const char *rel);  // below
+
+static void test_resume_refuses_other_data(void) {
+    char spec[1200], same[1200];
+    snprintf(spec, sizeof spec, "tsv:%s/sc/captions.tsv:%s/sc", tmp, tmp);
+    snprintf(same, sizeof same, "tsv:%s/sc/./captions.tsv:%s/sc/", tmp, tmp);
+    SafetensorsFile f;
+    if (open_state(&f, "fromdir/state.safetensors") == 0) {
+        const char *d = safetensors_meta(&f, "train.data");
+        EXPECT(d && !strcmp(d, spec), "state train.data: %s", d ? d : "(none)");
+        safetensors_free(&f);
+    } else {
+        EXPECT(0, "no fromdir/state.safetensors");
+    }
+    if (open_state(&f, "fromdir/model.safetensors") == 0) {
+        const char *d = safetensors_meta(&f, "train.data");
+        EXPECT(d && !strcmp(d, spec), "model train.data: %s", d ? d : "(none)");
+        safetensors_free(&f);
+    }
+    size_t n0 = 0, n1 = 0;
+    char *before = slurp_n("fromdir/state.safetensors", &n0);
+    int st = run("train --out %s/fromdir --steps 3 --resume --data scenes" SMALL, tmp);
+    char want[1400];
+    snprintf(want, sizeof want, "--data scenes (checkpoint: %s)", spec);
+    expect_one_line_error(st, want);
+    char *after = slurp_n("fromdir/state.safetensors", &n1);
+    EXPECT(n0 == n1 && n0 > 0 && !memcmp(before, after, n0), "a refused resume changed the state");
+    free(before), free(after);
+    // Left out: the run's data (30 scenes in the folder, not SMALL's 64 built-in ones).
+    st = run("train --out %s/fromdir --steps 3 --resume" SMALL, tmp);
+    char *err = slurp("stderr.txt");
+    EXPECT(st == 0 && strstr(err, "sc/captions.tsv: using 30 images"), "resume without --data: %d %s", st, err);
+    free(err);
+    st = run("train --out %s/fromdir --steps 4 --resume --data %s" SMALL, tmp, same);
+    err = slurp("stderr.txt");
+    EXPECT(st == 0, "resume with the same files named another way: %d %s", st, err);
+    free(err);
+    // An older state: no train.data, nothing to check (the --data given is used).
+    char path[700];
+    snprintf(path, sizeof path, "%s/fromdir/state.safetensors", tmp);
+    EXPECT(checkpoint_rewrite_meta(path, path, "train.data", NULL) == 0, "cannot drop train.data");
+    st = run("train --out %s/fromdir --steps 5 --resume --data %s" SMALL, tmp, spec);
+    err = slurp("stderr.txt");
+    EXPECT(st == 0, "resume from a state without train.data: %d %s", st, err);
     free(err);
 }
 
@@ -692,6 +782,7 @@ int main(void) {
     }
     tmp = sc.dir;
     RUN(test_train_eval_predict);
+    RUN(test_predict_strips_of_shared_stems);
     RUN(test_resume_bit_identical);
     RUN(test_resume_bit_identical_two_threads);
     RUN(test_resume_bit_identical_ema);
@@ -699,6 +790,7 @@ int main(void) {
     RUN(test_hard_and_none);
     RUN(test_nonfinite_stops);
     RUN(test_scenes_folder);
+    RUN(test_resume_refuses_other_data);
     RUN(test_refuses_to_overwrite_a_run);
     RUN(test_resume_takes_left_out_flags);
     RUN(test_resume_keeps_optimiser_settings);

@@ -502,6 +502,8 @@ static void test_caption_checkpoint_content_errors(void) {
          "{\"format\": \"attend-vocab\", \"version\": 1, \"min_count\": 1, \"words\": "
          "[\"<pad>\", \"<start>\", \"<end>\", \"<unk>\", \"a\"]}",
          "meta_2.safetensors: vocabulary has 5 words, model expects"},
+        // Issue 56: named by its key in the checkpoint, not as the flag --max-len nobody gave.
+        {"sat.config", "max_len=300", "meta_3.safetensors: sat.config max_len: must be in [1, 256], got 300"},
     };
     char path[800], what[64];
     int rc;
@@ -511,6 +513,9 @@ static void test_caption_checkpoint_content_errors(void) {
         rc = run("caption", "eval --model %s --quiet", path);
         snprintf(what, sizeof what, "bad %s (%zu)", bad[i].key, i);
         expect_failure(rc, what, WANT(bad[i].want), NONE);
+        char *err = read_tmp("err.txt");
+        EXPECT(!strstr(err, "--"), "%s: a flag named for a checkpoint's metadata: %s", what, err);
+        free(err);
     }
     snprintf(path, sizeof path, "%s/nan_cap.safetensors", tmp);
     checkpoint_set_value(caption_model, path, "embed", NAN);
@@ -522,6 +527,51 @@ static void test_caption_checkpoint_content_errors(void) {
     expect_failure(rc, "--resume from an infinite moment",
                    WANT("r4/state.safetensors", "'adam.v/embed'", "NaN or inf"),
                    WANT("r4/model.safetensors"));
+}
+
+// Issue 56: every error of caption predict, score, features and report names the program
+// first ("caption predict: ..."): flags, missing and broken inputs, outputs that cannot be
+// written. One line each, as expect_failure checks.
+static void expect_named(int status, const char *what, const char *program) {
+    expect_failure(status, what, WANT(program), NONE);
+    char *err = read_tmp("err.txt");
+    EXPECT(!strncmp(err, program, strlen(program)), "%s: the line does not start with '%s': %s", what,
+           program, err);
+    free(err);
+}
+
+static void test_caption_errors_name_the_program(void) {
+    if (!have_models) return test_fail_(__FILE__, __LINE__, "no models (setup failed)");
+    const char *P = "caption predict: ", *S = "caption score: ", *F = "caption features: ",
+               *R = "caption report: ";
+    char dir[700];
+    Error err;
+    snprintf(dir, sizeof dir, "%s/named_images", tmp);
+    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
+    write_text("named_images/broken.png", "\x89PNG\r\n\x1a\n not a png at all");
+    expect_named(run("caption", "predict --model %s --images %s --bogus", caption_model, dir), "predict --bogus", P);
+    expect_named(run("caption", "predict --model %s/none.safetensors --images %s", tmp, dir), "predict, no model", P);
+    expect_named(run("caption", "predict --model %s --images %s/none", caption_model, tmp), "predict, no folder", P);
+    expect_named(run("caption", "predict --model %s --images %s --beam 1 --threads 1", caption_model, dir),
+                 "predict, a broken image", P);
+    write_text("named_refs.json", "{\"images\": [{\"id\": 1, \"file_name\": \"a.png\"}], "
+                                  "\"annotations\": [{\"image_id\": 1, \"caption\": \"a red square\"}]}");
+    write_text("named_results.json", "[{\"image_id\": 1, \"caption\": \"a red square\"}]");
+    expect_named(run("caption", "score --refs %s/named_refs.json", tmp), "score without --results", S);
+    expect_named(run("caption", "score --refs %s/none.json --results %s/named_results.json", tmp, tmp),
+                 "score, no references", S);
+    expect_named(run("caption", "score --refs %s/named_refs.json --results %s/none.json", tmp, tmp),
+                 "score, no results", S);
+    expect_named(run("caption", "score --refs %s/notes.txt --results %s/named_results.json", tmp, tmp),
+                 "score, text as references", S);
+    expect_named(run("caption", "features --encoder vgg19:x --data scenes"), "features without --out", F);
+    write_text("named.tsv", "picture.png\ta caption\n");
+    expect_named(run("caption", "features --encoder vgg19:%s/none.safetensors --data tsv:%s/named.tsv:%s "
+                                "--out %s/named.features", tmp, tmp, tmp, tmp),
+                 "features, no weights", F);
+    expect_named(run("caption", "report --ranked many %s", tmp), "report --ranked many", R);
+    expect_named(run("caption", "report"), "report without RUN", R);
+    expect_named(run("caption", "report %s/none", tmp), "report, no run", R);
 }
 
 int main(void) {
@@ -545,6 +595,7 @@ int main(void) {
     RUN(test_caption_file_errors);
     RUN(test_caption_checkpoint_errors);
     RUN(test_caption_checkpoint_content_errors);
+    RUN(test_caption_errors_name_the_program);
     int rc = test_summary();
     if (rc == 0)
         scratch_remove(tmp);

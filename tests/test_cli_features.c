@@ -13,6 +13,7 @@
 
 #include "core/fileio.h"
 #include "core/safetensors.h"
+#include "datasets/featcache.h"
 #include "tests/support/cli_check.h"
 #include "tests/support/fixture.h"
 #include "tests/support/scratch.h"
@@ -147,6 +148,12 @@ static void test_features_train_eval_predict(void) {
     st = run("predict --model %s/run/model.safetensors --images %s/scenes --encoder vgg16:%s", tmp,
              tmp, vgg16);
     expect_one_line_error(st, "encoder");
+    // Issue 56: the weights given are not a cache, and the line names the program.
+    err = slurp("stderr.txt");
+    EXPECT(!strncmp(err, "caption predict: ", 17) && strstr(err, "vgg16.safetensors: another encoder than ") &&
+               strstr(err, "was trained on (these weights: 'vgg16'") && !strstr(err, "cache"),
+           "predict with other weights: %s", err);
+    free(err);
     // The model without its cache, a cache of another encoder, of another image list.
     st = run("eval --model %s/run/model.safetensors --data %s --split test --quiet", tmp, data);
     expect_one_line_error(st, "give --features");
@@ -233,6 +240,38 @@ static void test_features_checks(void) {
     free(err);
 }
 
+// Issue 56: a cache whose annotations turned into NaN on disk made eval print empty
+// captions and scores of 0 with status 0; now it stops at the first image read, one line
+// naming the cache and the image.
+static void test_nonfinite_cache_stops_eval(void) {
+    size_t len = 0;
+    unsigned char *a = read_all("f.safetensors", &len);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/f.safetensors", tmp);
+    FeatCache c;
+    Error e;
+    EXPECT(a && featcache_open(&c, path, &e) == 0, "no cache to damage");
+    if (!a) return;
+    const size_t at = (size_t)(c.annot - c.base), values = (size_t)c.n * c.L * c.D;
+    EXPECT(c.dtype == FEAT_F16 && at + values * 2 <= len, "cache layout");
+    featcache_close(&c);
+    for (size_t q = 0; q < values && at + 2 * q + 1 < len; q++) a[at + 2 * q] = 0x00, a[at + 2 * q + 1] = 0x7E;
+    snprintf(path, sizeof path, "%s/nan.safetensors", tmp);
+    EXPECT(file_write_atomic(path, a, len, &e) == 0, "%s", e.msg);
+    free(a);
+    int st = run("eval --model %s/run/model.safetensors --data %s --features %s/nan.safetensors "
+                 "--split test --json --quiet --results %s/nan_results.json", tmp, data, tmp, tmp);
+    char *err = slurp("stderr.txt");  // the warning about the image skipped at extraction, then the error
+    const char *line = strstr(err, "caption eval: ");
+    EXPECT(st != 0 && line && !strstr(line + 1, "caption eval: ") &&
+               strchr(line, '\n') && strchr(line, '\n')[1] == 0,
+           "status %d, not one error line: %s", st, err);
+    EXPECT(line && strstr(line, "nan.safetensors: image test_") && strstr(line, "NaN or infinite"),
+           "the image is not named: %s", err);
+    free(err);
+    EXPECT(!scratch_exists(&sc, "nan_results.json"), "results written from NaN annotations");
+}
+
 int main(void) {
     if (scratch_open(&sc, "test_cli_features", "caption")) return 1;
     tmp = sc.dir;
@@ -242,6 +281,7 @@ int main(void) {
     RUN(test_features_extract);
     RUN(test_features_train_eval_predict);
     RUN(test_features_checks);
+    RUN(test_nonfinite_cache_stops_eval);
     scratch_remove(tmp);
     return test_summary();
 }

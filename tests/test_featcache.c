@@ -3,6 +3,7 @@
 // F16 the correctly rounded value), resuming an interrupted extraction to the same bytes,
 // the refusals (other settings, unfinished, damaged, not a cache), and a cache larger than
 // the process's data limit read through the mapping.
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -411,6 +412,87 @@ static void test_larger_than_limit(void) {
     EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child under a 16 MiB data limit: status %d", st);
 }
 
+// Issue 56: an interrupted extraction's PATH.partial cut short (a full disk, a partial
+// copy) was refused as "an interrupted extraction with other settings"; with the same
+// settings it is called truncated and the line says how to start over. Cut inside its
+// header too.
+static void test_truncated_partial_is_called_truncated(void) {
+    Fake fk;
+    char done[600], part[600], partial[700];
+    write_done_and_unfinished(&fk, done, "trunc_done.safetensors", part, "trunc.safetensors");
+    snprintf(partial, sizeof partial, "%s.partial", part);
+    size_t len = 0;
+    unsigned char *bytes = read_file(partial, &len);
+    EXPECT(bytes && len > 200, "no partial file");
+    if (!bytes) return;
+    const size_t cuts[2] = {len - 10, 100};  // in the data; in the header
+    for (int k = 0; k < 2; k++) {
+        Error err;
+        EXPECT(file_write_atomic(partial, bytes, cuts[k], &err) == 0, "%s", err.msg);
+        FeatCacheWriter w;
+        int r = featcache_writer_open(&w, part, &fk.info, &err);
+        if (r == 0) featcache_writer_close(&w);
+        EXPECT(r != 0 && strstr(err.msg, ".partial: truncated: ") &&
+                   strstr(err.msg, "remove it and run the same command again") &&
+                   !strstr(err.msg, "other settings"),
+               "cut at %zu of %zu: %s", cuts[k], len, r ? err.msg : "accepted");
+    }
+    free(bytes);
+}
+
+// Issue 56: a cache damaged on disk into NaN or infinity (nothing writes one: the writer
+// refuses them) is read by featcache_read with an error naming the cache, the image and
+// how many values are bad; the images around it read as before.
+static void test_read_refuses_nonfinite(void) {
+    const int n = 4, L = 4, D = 8;
+    float annot[4 * 4 * 8], back[4 * 8];
+    fill_annot(annot, n, L * D, 11);
+    unsigned char status[4] = {FEAT_OK, FEAT_OK, FEAT_OK, FEAT_OK};
+    for (int dt = 0; dt < 2; dt++) {
+        Fake fk;
+        fake_info(&fk, n, L, D, dt ? FEAT_F16 : FEAT_F32);
+        char path[600];
+        snprintf(path, sizeof path, "%s/nonfinite_%d.safetensors", tmpdir, dt);
+        Error err;
+        EXPECT(write_all(path, &fk.info, annot, status, &err) == 0, "%s", err.msg);
+        FeatCache c;
+        if (featcache_open(&c, path, &err)) {
+            EXPECT(0, "%s", err.msg);
+            continue;
+        }
+        const size_t at = (size_t)(c.annot - c.base), vb = dt ? 2 : 4;
+        featcache_close(&c);
+        unsigned char *bytes = NULL;
+        size_t len = 0;
+        EXPECT(file_read_all(path, &bytes, &len, 0, &err) == 0, "%s", err.msg);
+        if (!bytes) continue;
+        // Image 2: value 5 NaN, value 9 infinity.
+        const unsigned char nan16[2] = {0x00, 0x7E}, inf16[2] = {0x00, 0x7C};
+        const float nan32 = NAN, inf32 = INFINITY;
+        memcpy(bytes + at + ((size_t)2 * L * D + 5) * vb, dt ? (const void *)nan16 : (const void *)&nan32, vb);
+        memcpy(bytes + at + ((size_t)2 * L * D + 9) * vb, dt ? (const void *)inf16 : (const void *)&inf32, vb);
+        EXPECT(file_write_atomic(path, bytes, len, &err) == 0, "%s", err.msg);
+        free(bytes);
+        if (featcache_open(&c, path, &err)) {
+            EXPECT(0, "%s", err.msg);
+            continue;
+        }
+        for (int i = 0; i < n; i++) {
+            int r = featcache_read(&c, i, back, &err);
+            if (i != 2) {
+                EXPECT(r == 0, "dtype %d image %d refused: %s", dt, i, err.msg);
+                continue;
+            }
+            EXPECT(r != 0, "dtype %d: image 2's NaN and infinity read without an error", dt);
+            if (r)
+                EXPECT(strstr(err.msg, path) && strstr(err.msg, "image img02.jpg (3 of 4): 2 of its 32 "
+                                                                "annotation values are NaN or infinite"),
+                       "dtype %d: %s", dt, err.msg);
+        }
+        featcache_close(&c);
+    }
+}
+
 int main(void) {
     if (scratch_make(tmpdir, sizeof tmpdir, "test_featcache")) return 1;
     RUN(test_f16_rounding);
@@ -420,6 +502,8 @@ int main(void) {
     RUN(test_refuses_values_f16_cannot_hold);
     RUN(test_refuses_damaged_files);
     RUN(test_larger_than_limit);
+    RUN(test_read_refuses_nonfinite);
+    RUN(test_truncated_partial_is_called_truncated);
     scratch_remove(tmpdir);
     return test_summary();
 }

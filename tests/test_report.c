@@ -217,6 +217,7 @@ static void test_caption_report_missing_and_broken_inputs(void) {
     st = scratch_run(&cap, "report --run %s", run);
     char *err = scratch_read(&cap, "stderr.txt", NULL);
     EXPECT(st == 1 && scratch_count_lines(err) == 1 && strstr(err, "eval.json: not valid JSON"), "status %d: %s", st, err);
+    EXPECT(!strncmp(err, "caption report: ", 16), "the error does not name the program: %s", err);
     char *after = read_text(run, "report.html");
     EXPECT(before && after && !strcmp(before, after), "the previous report was not kept");
     free(err), free(before), free(after);
@@ -229,6 +230,25 @@ static void test_caption_report_missing_and_broken_inputs(void) {
     err = scratch_read(&cap, "stderr.txt", NULL);
     EXPECT(st == 2 && scratch_count_lines(err) == 1 && strstr(err, "RUN: missing"), "%s", err);
     free(err);
+    // Issue 56: RUN and --run naming two folders: --run won silently; now refused, nothing
+    // written. The same folder twice is one.
+    char *page_before = read_text(run, "report.html");
+    st = scratch_run(&cap, "report %s --run %s/nowhere", run, cap.dir);
+    err = scratch_read(&cap, "stderr.txt", NULL);
+    EXPECT(st == 2 && scratch_count_lines(err) == 1 && !strncmp(err, "caption report: RUN: two run folders, ", 38) &&
+               strstr(err, "and --run ") && strstr(err, "nowhere: give one"),
+           "status %d: %s", st, err);
+    free(err);
+    st = scratch_run(&cap, "report %s/nowhere --run %s", cap.dir, run);
+    err = scratch_read(&cap, "stderr.txt", NULL);
+    EXPECT(st == 2 && strstr(err, "two run folders"), "the other order: status %d: %s", st, err);
+    free(err);
+    remove(path);  // eval.json, broken above
+    char *page_after = read_text(run, "report.html");
+    EXPECT(page_before && page_after && !strcmp(page_before, page_after), "a refused report wrote its page");
+    free(page_before), free(page_after);
+    st = scratch_run(&cap, "report %s --run %s", run, run);
+    EXPECT(st == 0, "the same folder as RUN and --run refused (%d)", st);
 }
 
 static char draw_run[600];
@@ -306,6 +326,12 @@ static void test_reports_refuse_the_other_model(void) {
     int st = scratch_run(&drw, "report \"%s\"", cap_run);
     char *err = scratch_read(&drw, "stderr.txt", NULL);
     EXPECT(st == 1 && scratch_count_lines(err) == 1 && strstr(err, "not a DRAW model"), "%s", err);
+    free(err);
+    // Issue 56: draw report refuses RUN and --run naming two folders too.
+    st = scratch_run(&drw, "report \"%s\" --run \"%s\"", draw_run, cap_run);
+    err = scratch_read(&drw, "stderr.txt", NULL);
+    EXPECT(st == 2 && scratch_count_lines(err) == 1 && strstr(err, "draw: RUN: two run folders, "),
+           "status %d: %s", st, err);
     free(err);
     st = scratch_run(&cap, "report \"%s\"", draw_run);
     err = scratch_read(&cap, "stderr.txt", NULL);
