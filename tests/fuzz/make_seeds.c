@@ -1,7 +1,7 @@
 // make_seeds.c: writes the seed corpora of the fuzz targets, small valid files made
 // through the library's own writers (and stb_image_write for the image formats the
 // library does not write), into OUT/NAME/ for NAME in image, idx, captions, safetensors, featcache,
-// tokenizer, encoder, classify, draw, eval_record. Every seed starts with the byte(s) its target reads first (see each
+// tokenizer, encoder, classify, draw, eval_record, sentences. Every seed starts with the byte(s) its target reads first (see each
 // tests/fuzz/fuzz_NAME.c). Run through `make fuzz-seeds` (tests/fuzz/fuzz.mk);
 // tests/test_fuzz_seeds.c checks that the committed corpora are what it writes.
 #include <stdio.h>
@@ -244,6 +244,20 @@ static void tokenizer_seeds(void) {
         unsigned char first = (unsigned char)(i == 5 ? 10 : 63);
         put("tokenizer", name, &first, 1, texts[i], strlen(texts[i]));
     }
+}
+
+// Labelled sentences: byte 0 = the reader (0 JSON, 1 TSV; see fuzz_sentences.c).
+static void sentence_seeds(void) {
+    static const char *json =
+        "[{\"text\":\"So there is no way for me to plug it in here.\",\"class\":0},"
+        "{\"text\":\"Good case, Excellent value.\",\"class\":1},"
+        "{\"text\":\"Caf\\u00e9 na\xc3\xafve \\\"quoted\\\"\\n\",\"class\":1},"
+        "{\"text\":\"\",\"class\":null}]";
+    static const char *tsv = "1\tGreat for the jawbone.\r\n0\tTied to charger\tfor hours.\n\n"
+                             "-3\tminus three\n2\tcaf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac\n";
+    unsigned char zero = 0, one = 1;
+    put("sentences", "package.json", &zero, 1, json, strlen(json));
+    put("sentences", "classes.tsv", &one, 1, tsv, strlen(tsv));
 }
 
 // Captions: byte 0 = format (see fuzz_captions.c), byte 1 = options.
@@ -568,6 +582,7 @@ static void write_seeds(const char *dir) {
     classify_seeds();
     draw_seeds();
     eval_record_seeds();
+    sentence_seeds();
 }
 
 // tests/test_fuzz_seeds.c includes this file with MAKE_SEEDS_NO_MAIN and calls write_seeds.
