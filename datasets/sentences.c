@@ -74,8 +74,11 @@ static int check_sentence(const char *t, size_t len, const char *name, const cha
     for (size_t i = 0; i < len;) {
         const unsigned char *p = (const unsigned char *)t + i;
         if (*p == 0) return error_set(err, "%s: %s: a NUL byte at byte %zu", name, where, i + 1);
-        int n = text_utf8_seq_len(p);
-        if (n == 0 || i + (size_t)n > len)
+        // text_utf8_seq_len reads up to a NUL: give it the bytes left, at most 4, ended.
+        unsigned char q[5] = {0};
+        memcpy(q, p, len - i < 4 ? len - i : 4);
+        int n = text_utf8_seq_len(q);
+        if (n == 0)
             return error_set(err, "%s: %s: not valid UTF-8 at byte %zu of the sentence", name,
                              where, i + 1);
         i += (size_t)n;
