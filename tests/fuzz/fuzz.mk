@@ -42,7 +42,7 @@ FUZZ_LDLIBS  := $(shell pkg-config --libs libpng zlib libcjson 2>/dev/null) -lgi
 # link, so a new file one of them needs is never missing here. The archive brings in only
 # what a target uses.
 FUZZ_LIB_SRCS := $(wildcard $(addsuffix /*.c,core seq vision datasets models)) \
-                 $(filter-out cli/draw.c cli/caption.c,$(wildcard cli/*.c))
+                 $(filter-out cli/draw.c cli/caption.c cli/text.c,$(wildcard cli/*.c))
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/tests/fuzz/stb_image_impl.o
 FUZZ_LIB      := $(FUZZ_BUILD)/libattend-fuzz.a
 FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
