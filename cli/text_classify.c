@@ -13,6 +13,7 @@
 #include "cli/text_checkpoint.h"
 #include "cli/text_data.h"
 #include "cli/text_eval.h"
+#include "cli/text_show.h"
 #include "cli/threads.h"
 #include "cli/train_run.h"
 #include "core/adam.h"
@@ -442,14 +443,16 @@ static void overview(FILE *f) {
             "           recipe on Amazon and Yelp); writes OUT/model.safetensors, log.csv,\n"
             "           loss.png, run.json\n"
             "  eval     accuracy of a model on its validation sentences (or others)\n"
-            "  predict  the label and its probability for each line of a file or standard input\n");
+            "  predict  the label and its probability for each line of a file or standard input\n"
+            "  show     attention.html and attention.png: each word shaded by its weight, the\n"
+            "           misclassified sentences first\n");
 }
 
 int text_classify_main(int argc, char **argv) {
-    static const char *const names[] = {"train", "eval", "predict"};
+    static const char *const names[] = {"train", "eval", "predict", "show"};
     int which;
     Error err;
-    int r = args_subcommand(argc, argv, names, 3, &which, &err);
+    int r = args_subcommand(argc, argv, names, 4, &which, &err);
     if (r == ARGS_HELP) {
         overview(stdout);
         return 0;
@@ -461,6 +464,7 @@ int text_classify_main(int argc, char **argv) {
     switch (which) {
     case 0: return cmd_train(argc - 1, argv + 1);
     case 1: return text_eval_main(argc - 1, argv + 1);
-    default: return text_predict_main(argc - 1, argv + 1);
+    case 2: return text_predict_main(argc - 1, argv + 1);
+    default: return text_show_main(argc - 1, argv + 1);
     }
 }

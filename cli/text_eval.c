@@ -37,7 +37,7 @@ TextEval text_evaluate(TextActs *a, const TextParams *p, const TextConfig *c,
 
 // --- eval ----------------------------------------------------------------------------------
 
-static const char *const SPLITS[] = {"valid", "train", "all", NULL};
+const char *const TEXT_SPLITS[] = {"valid", "train", "all", NULL};
 
 typedef struct {
     const char *model, *data, *root;
@@ -51,7 +51,7 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
         {"model", ARG_STRING, &f->model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
         {"data", ARG_STRING, &f->data, "sentences to score (default: the model's own data spec)", .metavar = "SPEC"},
         {"data-root", ARG_STRING, &f->root, "folder holding sentiment/", .metavar = "DIR"},
-        {"split", ARG_CHOICE, &f->split, "valid: the model's validation sentences (its split of its data); train; all", .choices = SPLITS},
+        {"split", ARG_CHOICE, &f->split, "valid: the model's validation sentences (its split of its data); train; all", .choices = TEXT_SPLITS},
         {"batch", ARG_INT, &f->batch, "sentences per forward pass", .has_min = true, .min = 1, .has_max = true, .max = TEXT_BATCH_MAX},
         {"json", ARG_FLAG, &f->json, "print the figures as one JSON object", .given = NULL},
     };
@@ -68,56 +68,68 @@ static int check_classes(const SentenceSet *set, const TextState *st, const char
                      set->n_classes, st->cfg.classes);
 }
 
+int text_open_split(TextSplitData *d, const char *model, const char *data, const char *root,
+                    int split, Error *err) {
+    memset(d, 0, sizeof *d);
+    if (text_model_load(&d->m, model, err)) return -1;
+    const TextState *st = &d->m.state;
+    d->spec = data ? data : st->data;
+    int rc = text_data_read(&d->set, d->spec, root, err) || check_classes(&d->set, st, d->spec, err);
+    unsigned char *in_valid = rc ? NULL : xmalloc((size_t)d->set.n);
+    d->idx = xmalloc((size_t)(d->set.n ? d->set.n : 1) * sizeof *d->idx);
+    if (rc == 0) rc = text_split_mark(in_valid, &d->set, &st->split, err);
+    int n = 0;
+    for (int i = 0; i < d->set.n && rc == 0; i++)
+        if (split == 2 || (split == 0) == (in_valid[i] != 0)) d->idx[n++] = i;
+    free(in_valid);
+    if (rc == 0)
+        rc = text_encode(&d->e, &d->set, d->idx, n, &st->tok, st->cfg.T, st->padding, st->truncating, err);
+    if (rc == 0 && n == 0) rc = error_set(err, "%s: no %s sentences", d->spec, TEXT_SPLITS[split]);
+    if (rc) {
+        text_split_data_free(d);
+        return -1;
+    }
+    return 0;
+}
+
+void text_split_data_free(TextSplitData *d) {
+    text_encoded_free(&d->e);
+    free(d->idx);
+    sentences_free(&d->set);
+    text_model_free(&d->m);
+    memset(d, 0, sizeof *d);
+}
+
 int text_eval_main(int argc, char **argv) {
     EvalFlags f;
     int code;
     if (parse_eval_flags(&f, argc, argv, &code)) return code;
     Error err;
-    TextModel m;
-    if (text_model_load(&m, f.model, &err)) return fail(&err);
-    const TextState *st = &m.state;
-    const char *spec = f.data ? f.data : st->data;
-    SentenceSet set;
-    if (text_data_read(&set, spec, f.root, &err) || check_classes(&set, st, spec, &err)) {
-        sentences_free(&set);
-        text_model_free(&m);
-        return fail(&err);
+    TextSplitData d;
+    if (text_open_split(&d, f.model, f.data, f.root, f.split, &err)) return fail(&err);
+    const TextState *st = &d.m.state;
+    int n = d.e.n;
+    TextActs a;
+    text_acts_alloc(&a, &st->cfg, f.batch < n ? f.batch : n);
+    double t0 = timer_now();
+    TextEval r = text_evaluate(&a, &d.m.p, &st->cfg, &d.e);
+    double secs = timer_now() - t0;
+    text_acts_free(&a);
+    fprintf(stderr, "text classify eval: %s accuracy %.2f%% (%d of %d sentences), loss %.4f\n",
+            TEXT_SPLITS[f.split], 100.0 * r.accuracy, r.correct, r.n, r.loss);
+    if (f.json) {
+        char a1[32], a2[32];
+        printf("{\"split\": \"%s\", \"sentences\": %d, \"correct\": %d, \"accuracy\": %s, "
+               "\"loss\": %s, \"seconds\": %.6g, \"model\": ",
+               TEXT_SPLITS[f.split], r.n, r.correct, json_number(a1, r.accuracy),
+               json_number(a2, r.loss), secs);
+        text_json_string(stdout, f.model);
+        printf(", \"data\": ");
+        text_json_string(stdout, d.spec);
+        printf("}\n");
     }
-    unsigned char *in_valid = xmalloc((size_t)set.n);
-    int *idx = xmalloc((size_t)set.n * sizeof *idx), n = 0, rc = 0;
-    rc = text_split_mark(in_valid, &set, &st->split, &err);
-    for (int i = 0; i < set.n && rc == 0; i++)
-        if (f.split == 2 || (f.split == 0) == (in_valid[i] != 0)) idx[n++] = i;
-    TextEncoded e = {0};
-    if (rc == 0) rc = text_encode(&e, &set, idx, n, &st->tok, st->cfg.T, st->padding, st->truncating, &err);
-    if (rc == 0 && n == 0) rc = error_set(&err, "%s: no %s sentences", spec, SPLITS[f.split]);
-    if (rc == 0) {
-        TextActs a;
-        text_acts_alloc(&a, &st->cfg, f.batch < n ? f.batch : n);
-        double t0 = timer_now();
-        TextEval r = text_evaluate(&a, &m.p, &st->cfg, &e);
-        double secs = timer_now() - t0;
-        text_acts_free(&a);
-        fprintf(stderr, "text classify eval: %s accuracy %.2f%% (%d of %d sentences), loss %.4f\n",
-                SPLITS[f.split], 100.0 * r.accuracy, r.correct, r.n, r.loss);
-        if (f.json) {
-            char a1[32], a2[32];
-            printf("{\"split\": \"%s\", \"sentences\": %d, \"correct\": %d, \"accuracy\": %s, "
-                   "\"loss\": %s, \"seconds\": %.6g, \"model\": ",
-                   SPLITS[f.split], r.n, r.correct, json_number(a1, r.accuracy),
-                   json_number(a2, r.loss), secs);
-            text_json_string(stdout, f.model);
-            printf(", \"data\": ");
-            text_json_string(stdout, spec);
-            printf("}\n");
-        }
-    }
-    text_encoded_free(&e);
-    free(in_valid);
-    free(idx);
-    sentences_free(&set);
-    text_model_free(&m);
-    return rc ? fail(&err) : 0;
+    text_split_data_free(&d);
+    return 0;
 }
 
 // --- predict -------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 // files written here: train a tiny model a few steps (log.csv, loss.png, run.json, --json),
 // resume bit for bit, refuse a folder holding a run and model flags that differ on --resume,
 // evaluate with --json, predict from standard input and from a file (labels as written,
-// three classes), and bad input refused with one line on stderr and a non-zero exit: empty
+// three classes), show (attention.html and .png, the misclassified first), and bad input refused with one line on stderr and a non-zero exit: empty
 // and malformed files, labels that are not integers, one class, non-UTF-8 bytes, a sentence
 // of 100,000 characters, a data spec naming nothing, a checkpoint of another program; a bad
 // line in predict's input keeps the predictions printed before it.
@@ -139,6 +139,27 @@ static void test_predict(void) {
     free(out);
 }
 
+static void test_show(void) {
+    int rc = run_text("classify show --model %s/run/model.safetensors --split all --count 10 --out %s/show",
+                      tmpdir, tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "10 of 24 sentences"), "show: %d, %s", rc, err ? err : "");
+    free(err);
+    EXPECT(scratch_exists(&sc, "show/attention.png"), "no attention.png");
+    char *html = read_text("show/attention.html");
+    EXPECT(html && strstr(html, "<!DOCTYPE html>") && strstr(html, "class=\"w\""), "attention.html");
+    int rows = 0, wrong = 0, right_before_wrong = 0;
+    for (const char *p = html; p && (p = strstr(p, "<div class=\"s")); p++) {
+        int bad = strncmp(p, "<div class=\"s bad\"", 18) == 0;
+        rows++;
+        if (bad && rows > wrong + 1) right_before_wrong = 1;
+        wrong += bad;
+    }
+    EXPECT(rows == 10, "%d sentences shown", rows);
+    EXPECT(!right_before_wrong, "a right sentence before a wrong one");
+    free(html);
+}
+
 static void test_three_classes(void) {
     write_file("three.tsv", "-1\tbad\n0\tso so\n5\tgreat\n-1\tawful\n0\tokay\n5\tsuperb\n"
                             "-1\tterrible\n0\tfine\n5\tgood\n-1\tbad bad\n0\tmeh\n5\tgreat great\n");
@@ -221,6 +242,7 @@ int main(void) {
     RUN(test_resume_bit_identical);
     RUN(test_eval_json);
     RUN(test_predict);
+    RUN(test_show);
     RUN(test_three_classes);
     RUN(test_bad_input);
     scratch_remove(sc.dir);
