@@ -137,6 +137,7 @@ static void test_files_and_format_detection(void) {
            err.msg);
     CHECK(scratch_write_text(tsv, "2\tthree\n0\tnothing\n") == 0);
     EXPECT(sentences_read(&b, tsv, &err) == 0, "%s", err.msg);
+    sentences_free(&b);
     EXPECT(sentences_read_json(&b, tsv, &err) == -1 && strstr(err.msg, "invalid JSON"), "%s",
            err.msg);
     EXPECT(sentences_read_tsv(&b, tsv, &err) == 0, "%s", err.msg);
