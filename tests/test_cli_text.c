@@ -1,6 +1,6 @@
 // End-to-end tests of `text classify` (bin/text in $ATTEND_BIN) on small LABEL<TAB>SENTENCE
 // files written here: train a tiny model a few steps (log.csv, loss.png, run.json, --json),
-// resume bit for bit, refuse a folder holding a run and model flags that differ on --resume,
+// resume bit for bit, a stratified fold as the validation set, refuse a folder holding a run and model flags that differ on --resume,
 // evaluate with --json, predict from standard input and from a file (labels as written,
 // three classes), show (attention.html and .png, the misclassified first), and bad input refused with one line on stderr and a non-zero exit: empty
 // and malformed files, labels that are not integers, one class, non-UTF-8 bytes, a sentence
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/fileio.h"
 #include "tests/support/checkpoint.h"
 #include "tests/support/cli_check.h"
 #include "tests/support/scratch.h"
@@ -139,6 +140,22 @@ static void test_predict(void) {
     free(out);
 }
 
+static void test_kfold(void) {
+    int rc = run_text("classify train " TINY " --data %s/s.tsv --folds 4 --fold 1 --steps 2 --out %s/fold --json",
+                      tmpdir, tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "18 training and 6 validation sentences"), "k-fold: %d, %s", rc,
+           err ? err : "");
+    free(err);
+    rc = run_text("classify eval --model %s/fold/model.safetensors --json", tmpdir);
+    char *out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "\"sentences\": 6"), "eval of fold 1: %s", out ? out : "");
+    free(out);
+    rc = run_text("classify train " TINY " --data %s/s.tsv --folds 4 --fold 4 --steps 2 --out %s/fold4",
+                  tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--fold: 4 is not one of the 4 folds");
+}
+
 static void test_show(void) {
     int rc = run_text("classify show --model %s/run/model.safetensors --split all --count 10 --out %s/show",
                       tmpdir, tmpdir);
@@ -222,6 +239,15 @@ static void test_bad_input(void) {
         EXPECT_ONE_LINE_ERROR(&sc, rc, "not a text classifier checkpoint (format 'attend-classify-1'");
         rc = run_text("classify predict --model %s < /dev/null", dst);
         EXPECT_ONE_LINE_ERROR(&sc, rc, "not a text classifier checkpoint");
+        char other[1024];
+        snprintf(other, sizeof other, "%s/otherrun", tmpdir);
+        Error merr;
+        CHECK(make_dirs(other, &merr) == 0, "%s", merr.msg);
+        snprintf(other, sizeof other, "%s/otherrun/model.safetensors", tmpdir);
+        if (checkpoint_rewrite_meta(src, other, "format", "attend-classify-1") == 0) {
+            rc = run_text("classify train --resume --steps 9 --out %s/otherrun", tmpdir);
+            EXPECT_ONE_LINE_ERROR(&sc, rc, "not a text classifier checkpoint");
+        }
     }
     rc = run_text("classify eval --model %s/none.safetensors", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "none.safetensors");
@@ -243,6 +269,7 @@ int main(void) {
     RUN(test_eval_json);
     RUN(test_predict);
     RUN(test_show);
+    RUN(test_kfold);
     RUN(test_three_classes);
     RUN(test_bad_input);
     scratch_remove(sc.dir);

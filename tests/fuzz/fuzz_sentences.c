@@ -7,7 +7,9 @@
 // class values strictly ascending, every class used, each label in range, each sentence
 // non-empty, at most SENTENCE_MAX_BYTES and valid UTF-8; Keras's split point lies in
 // [0, n]; a stratified 2..5-fold split puts each sentence in a fold and keeps every
-// fold's size within one of n / k.
+// fold's size within one of n / k; the Keras tokenizer (seq/keras_tokenizer.h) takes every
+// accepted sentence, its words non-empty, valid UTF-8, free of spaces, filter characters and
+// ASCII capitals, and a word index fitted on the set knows each of them.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,30 @@
 #include "core/check.h"
 #include "core/text_escape.h"
 #include "datasets/sentences.h"
+#include "seq/keras_tokenizer.h"
 #include "tests/fuzz/fuzz_util.h"
+
+static void fuzz_sentences_tokenize(const SentenceSet *s) {
+    KerasTokenizer t;
+    Error err = {{0}};
+    fuzz_require(keras_tokenizer_fit(&t, (const char *const *)s->text, s->n, &err) == 0,
+                 "tokenizer refused an accepted set: %s", err.msg);
+    for (int i = 0; i < s->n; i++) {
+        char **w;
+        int n;
+        fuzz_require(keras_words(&w, &n, s->text[i], &err) == 0, "keras_words: %s", err.msg);
+        for (int j = 0; j < n; j++) {
+            fuzz_require(w[j][0] && text_is_utf8(w[j]), "word %d of sentence %d", j, i);
+            for (const char *p = w[j]; *p; p++)
+                fuzz_require(*p != ' ' && *p != '\t' && *p != '\n' && !(*p >= 'A' && *p <= 'Z') &&
+                                 !strchr("!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~", *p),
+                             "word '%s' keeps a filtered character", w[j]);
+            fuzz_require(keras_tokenizer_index(&t, w[j]) >= 1, "word '%s' not in the index", w[j]);
+        }
+        keras_words_free(w, n);
+    }
+    keras_tokenizer_free(&t);
+}
 
 static void fuzz_sentences_check(const SentenceSet *s) {
     fuzz_require(s->n >= 1 && s->n_classes >= 2, "%d sentences, %d classes", s->n, s->n_classes);
@@ -67,6 +92,7 @@ int fuzz_sentences_one(const uint8_t *data, size_t size) {
         return 0;
     }
     fuzz_sentences_check(&s);
+    fuzz_sentences_tokenize(&s);
     sentences_free(&s);
     return 1;
 }
