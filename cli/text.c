@@ -4,6 +4,7 @@
 //   text classify eval    --model DIR/model.safetensors [--split valid] [--json]
 //   text classify predict --model M [--input FILE]
 //   text classify show    --model M --out DIR      (attention.html, attention.png)
+//   text classify report  RUN                       (RUN/report.html)
 //
 // The sentence classifier and its defaults: cli/text_classify.h (the Keras attention demo's
 // recipe); data specs and splits: cli/text_data.h; checkpoints: cli/text_checkpoint.h.
@@ -18,7 +19,7 @@
 static void overview(FILE *f) {
     fprintf(f,
             "usage: text COMMAND [flags]   (text COMMAND --help for its commands)\n"
-            "  classify   the sentence classifier: train, eval, predict, show (text classify --help)\n");
+            "  classify   the sentence classifier: train, eval, predict, show, report (text classify --help)\n");
 }
 
 int main(int argc, char **argv) {

@@ -9,6 +9,7 @@
 
 #include "cli/args.h"
 #include "cli/report_common.h"
+#include "cli/report_text.h"
 #include "cli/run_info.h"
 #include "cli/text_checkpoint.h"
 #include "cli/text_data.h"
@@ -445,14 +446,15 @@ static void overview(FILE *f) {
             "  eval     accuracy of a model on its validation sentences (or others)\n"
             "  predict  the label and its probability for each line of a file or standard input\n"
             "  show     attention.html and attention.png: each word shaded by its weight, the\n"
-            "           misclassified sentences first\n");
+            "           misclassified sentences first\n"
+            "  report   write RUN/report.html: a run's results, curves, word shading, settings\n");
 }
 
 int text_classify_main(int argc, char **argv) {
-    static const char *const names[] = {"train", "eval", "predict", "show"};
+    static const char *const names[] = {"train", "eval", "predict", "show", "report"};
     int which;
     Error err;
-    int r = args_subcommand(argc, argv, names, 4, &which, &err);
+    int r = args_subcommand(argc, argv, names, 5, &which, &err);
     if (r == ARGS_HELP) {
         overview(stdout);
         return 0;
@@ -465,6 +467,7 @@ int text_classify_main(int argc, char **argv) {
     case 0: return cmd_train(argc - 1, argv + 1);
     case 1: return text_eval_main(argc - 1, argv + 1);
     case 2: return text_predict_main(argc - 1, argv + 1);
-    default: return text_show_main(argc - 1, argv + 1);
+    case 3: return text_show_main(argc - 1, argv + 1);
+    default: return text_report_main(argc - 1, argv + 1);
     }
 }

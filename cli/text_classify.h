@@ -7,6 +7,7 @@
 //   text classify predict --model M [--input FILE]   (standard input without --input)
 //   text classify show    --model M --out DIR [--split valid] [--count 40]
 //                         (attention.html, attention.png: cli/text_show.h)
+//   text classify report  RUN      (RUN/report.html: cli/report_text.h)
 //
 // Training writes DIR/model.safetensors (cli/text_checkpoint.h), log.csv, loss.png and
 // run.json, shows the progress line, and prints its final figures as one JSON object with

@@ -2,7 +2,8 @@
 // files written here: train a tiny model a few steps (log.csv, loss.png, run.json, --json),
 // resume bit for bit, a stratified fold as the validation set, refuse a folder holding a run and model flags that differ on --resume,
 // evaluate with --json, predict from standard input and from a file (labels as written,
-// three classes), show (attention.html and .png, the misclassified first), and bad input refused with one line on stderr and a non-zero exit: empty
+// three classes), show (attention.html and .png, the misclassified first), report (its
+// sections, a missing eval.json as a note), and bad input refused with one line on stderr and a non-zero exit: empty
 // and malformed files, labels that are not integers, one class, non-UTF-8 bytes, a sentence
 // of 100,000 characters, a data spec naming nothing, a checkpoint of another program; a bad
 // line in predict's input keeps the predictions printed before it.
@@ -140,6 +141,30 @@ static void test_predict(void) {
     free(out);
 }
 
+static void test_report(void) {
+    int rc = run_text("classify report %s/run", tmpdir);
+    EXPECT(rc == 0, "report without eval exited %d", rc);
+    char *html = read_text("run/report.html");
+    EXPECT(html && strstr(html, "eval.json is missing") && strstr(html, "report_files/accuracy.png"),
+           "report without eval.json");
+    free(html);
+    rc = run_text("classify eval --model %s/run/model.safetensors --json", tmpdir);
+    char *out = read_text("stdout.txt");
+    write_file("run/eval.json", out ? out : "");
+    free(out);
+    rc = run_text("classify report %s/run", tmpdir);
+    EXPECT(rc == 0, "report exited %d", rc);
+    html = read_text("run/report.html");
+    EXPECT(html && strstr(html, "Validation accuracy") && strstr(html, "data-key=\"accuracy\"") &&
+               strstr(html, "show/attention.png") && strstr(html, "keras; padding not masked"),
+           "report.html lacks its sections");
+    free(html);
+    EXPECT(scratch_exists(&sc, "run/report_files/accuracy.png") && scratch_exists(&sc, "run/report_files/loss.png"),
+           "report's curves");
+    rc = run_text("classify report %s/nowhere", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "no model.safetensors here");
+}
+
 static void test_kfold(void) {
     int rc = run_text("classify train " TINY " --data %s/s.tsv --folds 4 --fold 1 --steps 2 --out %s/fold --json",
                       tmpdir, tmpdir);
@@ -157,13 +182,13 @@ static void test_kfold(void) {
 }
 
 static void test_show(void) {
-    int rc = run_text("classify show --model %s/run/model.safetensors --split all --count 10 --out %s/show",
+    int rc = run_text("classify show --model %s/run/model.safetensors --split all --count 10 --out %s/run/show",
                       tmpdir, tmpdir);
     char *err = read_text("stderr.txt");
     EXPECT(rc == 0 && err && strstr(err, "10 of 24 sentences"), "show: %d, %s", rc, err ? err : "");
     free(err);
-    EXPECT(scratch_exists(&sc, "show/attention.png"), "no attention.png");
-    char *html = read_text("show/attention.html");
+    EXPECT(scratch_exists(&sc, "run/show/attention.png"), "no attention.png");
+    char *html = read_text("run/show/attention.html");
     EXPECT(html && strstr(html, "<!DOCTYPE html>") && strstr(html, "class=\"w\""), "attention.html");
     int rows = 0, wrong = 0, right_before_wrong = 0;
     for (const char *p = html; p && (p = strstr(p, "<div class=\"s")); p++) {
@@ -269,6 +294,7 @@ int main(void) {
     RUN(test_eval_json);
     RUN(test_predict);
     RUN(test_show);
+    RUN(test_report);
     RUN(test_kfold);
     RUN(test_three_classes);
     RUN(test_bad_input);
