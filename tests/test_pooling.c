@@ -4,6 +4,8 @@
 //   element) of the Keras attention pooling (output [out, alpha], so dalpha is exercised;
 //   inputs h, w and the per-step bias b), the mean and the last state (forward and
 //   bidirectional columns), each with lengths (one of them 0) and without.
+// - The Keras attention's float backward against central differences of a double-precision
+//   forward (eps 1e-6, |analytic - numeric| <= 1e-5 + 1e-3 |numeric|, every element).
 // - The Keras attention against a plain double-precision loop (|float - double| <= 1e-6 +
 //   1e-5 |double|); alpha sums to 1 over the sentence and is exactly 0 past it; a sentence of
 //   length 0 pools to zeros; the bias is per step (changing b_t moves only what depends on t).
@@ -153,6 +155,66 @@ static void test_keras_attention_values(void) {
     }
 }
 
+// The weighted sum of the keras pooling's outputs [out, alpha], all in double, for central
+// differences without float rounding.
+static double keras_loss_ref(const double *h, const double *w, const double *b, const int *lengths,
+                             const float *wts) {
+    double loss = 0;
+    for (int i = 0; i < B; i++) {
+        int n = lengths ? lengths[i] : T;
+        double e[T], a[T], mx = -1e300, sum = 0;
+        for (int t = 0; t < n; t++) {
+            double z = b[t];
+            for (int d = 0; d < D; d++) z += h[(i * T + t) * D + d] * w[d];
+            e[t] = tanh(z);
+            mx = e[t] > mx ? e[t] : mx;
+        }
+        for (int t = 0; t < T; t++) a[t] = t < n ? exp(e[t] - mx) : 0, sum += a[t];
+        for (int t = 0; t < n; t++) a[t] /= sum;
+        for (int d = 0; d < D; d++) {
+            double o = 0;
+            for (int t = 0; t < n; t++) o += a[t] * h[(i * T + t) * D + d];
+            loss += wts[i * D + d] * o;
+        }
+        for (int t = 0; t < T; t++) loss += wts[B * D + i * T + t] * a[t];
+    }
+    return loss;
+}
+
+// The float backward against central differences (eps 1e-6) of the double forward above:
+// |analytic - numeric| <= 1e-5 + 1e-3 |numeric| for every element of h, w and b.
+static void test_keras_attention_double_gradcheck(void) {
+    for (int masked = 0; masked < 2; masked++) {
+        Fix f;
+        fix_init(&f, KIND_KERAS, masked ? g_lengths : NULL, D, 40 + masked);
+        Rng rng;
+        rng_seed(&rng, 41);
+        float wts[B * D + B * T];
+        fill_uniform(wts, B * D + B * T, -1.0f, 1.0f, &rng);
+        fix_backward(&f, wts);
+        double h[B * T * D], w[D], b[T];
+        for (int i = 0; i < B * T * D; i++) h[i] = f.h[i];
+        for (int i = 0; i < D; i++) w[i] = f.w[i];
+        for (int i = 0; i < T; i++) b[i] = f.b[i];
+        double *xs[3] = {h, w, b};
+        const float *gs[3] = {f.dh, f.dw, f.db};
+        const int ns[3] = {B * T * D, D, T};
+        const char *names[3] = {"h", "w", "b"};
+        for (int k = 0; k < 3; k++)
+            for (int i = 0; i < ns[k]; i++) {
+                double keep = xs[k][i], eps = 1e-6;
+                xs[k][i] = keep + eps;
+                double up = keras_loss_ref(h, w, b, f.lengths, wts);
+                xs[k][i] = keep - eps;
+                double down = keras_loss_ref(h, w, b, f.lengths, wts);
+                xs[k][i] = keep;
+                double num = (up - down) / (2 * eps), ana = gs[k][i];
+                EXPECT(fabs(ana - num) <= 1e-5 + 1e-3 * fabs(num), "%s, d/d%s[%d]: analytic %.9g, numeric %.9g",
+                       masked ? "masked" : "unmasked", names[k], i, ana, num);
+            }
+    }
+}
+
 static void test_mean_and_last_values(void) {
     Fix f;
     fix_init(&f, KIND_MEAN, g_lengths, D, 20);
@@ -170,6 +232,7 @@ int main(void) {
     RUN(test_gradcheck_keras_attention);
     RUN(test_gradcheck_mean_and_last);
     RUN(test_keras_attention_values);
+    RUN(test_keras_attention_double_gradcheck);
     RUN(test_mean_and_last_values);
     return test_summary();
 }
