@@ -69,7 +69,7 @@ LIB_SRCS := $(wildcard $(addsuffix /*.c,$(MODULES)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 LIB      := $(BUILD)/libattend.a
 
-PROGRAMS := draw caption
+PROGRAMS := draw caption text
 CLI_SRCS := $(filter-out $(PROGRAMS:%=cli/%.c),$(wildcard cli/*.c))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 BINS     := $(PROGRAMS:%=bin/%)

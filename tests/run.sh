@@ -30,7 +30,7 @@ if [ -n "$vg" ]; then
     # leaks: Open MPI's own allocations in MPI_Init are never freed, as under `make check`
     # (tests/support/scratch.c, scratch_run_mpi); the one-process tests leak-check the same
     # code paths.
-    for p in draw caption; do
+    for p in draw caption text; do
         printf '#!/bin/sh\nleaks=\n[ -z "${OMPI_COMM_WORLD_RANK:-}" ] || leaks=--leak-check=no\nexec %s $leaks --log-file=%s/logs/%%p.log "%s/%s" "$@"\n' \
             "$vg" "$vgdir" "$absbin" "$p" > "$vgdir/bin/$p"
         chmod +x "$vgdir/bin/$p"

@@ -25,7 +25,8 @@ FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 8192
-FUZZ_TARGETS ?= image idx captions safetensors tokenizer encoder featcache classify draw eval_record
+FUZZ_TARGETS ?= image idx captions safetensors tokenizer encoder featcache classify draw eval_record \
+                sentences text
 FUZZ_RUNS    ?= 0
 FUZZ_STATS   ?= $(FUZZ_BUILD)/fuzz-stats.tsv
 FUZZ_NICE    ?= nice -n 10
@@ -41,7 +42,7 @@ FUZZ_LDLIBS  := $(shell pkg-config --libs libpng zlib libcjson 2>/dev/null) -lgi
 # link, so a new file one of them needs is never missing here. The archive brings in only
 # what a target uses.
 FUZZ_LIB_SRCS := $(wildcard $(addsuffix /*.c,core seq vision datasets models)) \
-                 $(filter-out cli/draw.c cli/caption.c,$(wildcard cli/*.c))
+                 $(filter-out cli/draw.c cli/caption.c cli/text.c,$(wildcard cli/*.c))
 FUZZ_LIB_OBJS := $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/tests/fuzz/stb_image_impl.o
 FUZZ_LIB      := $(FUZZ_BUILD)/libattend-fuzz.a
 FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)

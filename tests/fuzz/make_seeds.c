@@ -1,7 +1,7 @@
 // make_seeds.c: writes the seed corpora of the fuzz targets, small valid files made
 // through the library's own writers (and stb_image_write for the image formats the
 // library does not write), into OUT/NAME/ for NAME in image, idx, captions, safetensors, featcache,
-// tokenizer, encoder, classify, draw, eval_record. Every seed starts with the byte(s) its target reads first (see each
+// tokenizer, encoder, classify, draw, eval_record, sentences, text. Every seed starts with the byte(s) its target reads first (see each
 // tests/fuzz/fuzz_NAME.c). Run through `make fuzz-seeds` (tests/fuzz/fuzz.mk);
 // tests/test_fuzz_seeds.c checks that the committed corpora are what it writes.
 #include <stdio.h>
@@ -20,6 +20,7 @@
 #include "cli/classify_common.h"
 #include "cli/draw_checkpoint.h"
 #include "cli/draw_eval_record.h"
+#include "cli/text_checkpoint.h"
 #include "core/block.h"
 #include "core/check.h"
 #include "core/fileio.h"
@@ -244,6 +245,20 @@ static void tokenizer_seeds(void) {
         unsigned char first = (unsigned char)(i == 5 ? 10 : 63);
         put("tokenizer", name, &first, 1, texts[i], strlen(texts[i]));
     }
+}
+
+// Labelled sentences: byte 0 = the reader (0 JSON, 1 TSV; see fuzz_sentences.c).
+static void sentence_seeds(void) {
+    static const char *json =
+        "[{\"text\":\"So there is no way for me to plug it in here.\",\"class\":0},"
+        "{\"text\":\"Good case, Excellent value.\",\"class\":1},"
+        "{\"text\":\"Caf\\u00e9 na\xc3\xafve \\\"quoted\\\"\\n\",\"class\":1},"
+        "{\"text\":\"\",\"class\":null}]";
+    static const char *tsv = "1\tGreat for the jawbone.\r\n0\tTied to charger\tfor hours.\n\n"
+                             "-3\tminus three\n2\tcaf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac\n";
+    unsigned char zero = 0, one = 1;
+    put("sentences", "package.json", &zero, 1, json, strlen(json));
+    put("sentences", "classes.tsv", &one, 1, tsv, strlen(tsv));
 }
 
 // Captions: byte 0 = format (see fuzz_captions.c), byte 1 = options.
@@ -491,6 +506,45 @@ static void classify_seeds(void) {
     padded_seed("classify", "cnn1.safetensors", "cnn1_padded.safetensors");
 }
 
+// Checkpoints of `text classify` written by text_checkpoint_save: tiny models over a word
+// index of three words, the demo's pooling with moments, a bidirectional masked query
+// pooling over three classes, the last state without moments; and a zero-padded copy.
+static void text_seed(const char *name, TextPool pool, int bi, int classes, int with_moments) {
+    TextState s = {.step = 5, .optim = {.seed = 3, .batch = 4, .lr = 1e-3f, .beta1 = 0.9f, .clip = 0.0f},
+                   .split = {.valid_share = 0.2}, .padding = KERAS_POST, .truncating = KERAS_PRE};
+    s.cfg = text_config_default(4);
+    s.cfg.T = 3, s.cfg.embed = 2, s.cfg.hidden = 2, s.cfg.bidirectional = bi, s.cfg.pool = pool;
+    s.cfg.classes = classes, s.cfg.masked = bi;
+    snprintf(s.data, sizeof s.data, "sentiment");
+    const char *words[3] = {"good", "bad", "caf\xc3\xa9"};
+    Error err;
+    CHECK(keras_tokenizer_from_words(&s.tok, words, 3, &err) == 0, "%s", err.msg);
+    s.class_values = xmalloc((size_t)classes * sizeof(int));
+    for (int k = 0; k < classes; k++) s.class_values[k] = k - (classes > 2);
+    Block params = {0}, m = {0}, v = {0};
+    TextParams p, pm, pv;
+    text_layout(&params, &p, &s.cfg);
+    text_layout(&m, &pm, &s.cfg);
+    text_layout(&v, &pv, &s.cfg);
+    block_alloc(&params), block_alloc(&m), block_alloc(&v);
+    for (size_t i = 0; i < params.numel; i++) {
+        params.data[i] = (float)((int)(i % 9) - 4) * 0.125f;
+        m.data[i] = params.data[i] * 0.5f;
+        v.data[i] = (float)(i % 5) * 0.01f;
+    }
+    CHECK(text_checkpoint_save(seed_path("text", name), &s, &params, with_moments ? &m : NULL,
+                               with_moments ? &v : NULL, &err) == 0, "%s", err.msg);
+    block_free(&params), block_free(&m), block_free(&v);
+    text_state_free(&s);
+}
+
+static void text_seeds(void) {
+    text_seed("keras.safetensors", TEXT_POOL_KERAS, 0, 2, 1);
+    text_seed("query_bi_three.safetensors", TEXT_POOL_QUERY, 1, 3, 1);
+    text_seed("last.safetensors", TEXT_POOL_LAST, 0, 2, 0);
+    padded_seed("text", "last.safetensors", "last_padded.safetensors");
+}
+
 // DRAW checkpoints of bin/draw written by draw_checkpoint_write: tiny models on 4 x 4
 // images, with attention and moments (a training checkpoint), without attention or
 // moments (weights alone), in colour, and with a weight average (--ema); and a zero-padded
@@ -568,6 +622,8 @@ static void write_seeds(const char *dir) {
     classify_seeds();
     draw_seeds();
     eval_record_seeds();
+    sentence_seeds();
+    text_seeds();
 }
 
 // tests/test_fuzz_seeds.c includes this file with MAKE_SEEDS_NO_MAIN and calls write_seeds.

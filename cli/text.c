@@ -1,0 +1,40 @@
+// bin/text: attention over words (issue 57).
+//
+//   text classify train   --out DIR [--data sentiment] [--pool keras] [--resume] [--json]
+//   text classify eval    --model DIR/model.safetensors [--split valid] [--json]
+//   text classify predict --model M [--input FILE]
+//   text classify show    --model M --out DIR      (attention.html, attention.png)
+//   text classify report  RUN                       (RUN/report.html)
+//
+// The sentence classifier and its defaults: cli/text_classify.h (the Keras attention demo's
+// recipe); data specs and splits: cli/text_data.h; checkpoints: cli/text_checkpoint.h.
+// One process: bin/text does not run under mpirun.
+#include <stdio.h>
+
+#include "cli/args.h"
+#include "cli/text_classify.h"
+#include "cli/train_dist.h"
+#include "core/error.h"
+
+static void overview(FILE *f) {
+    fprintf(f,
+            "usage: text COMMAND [flags]   (text COMMAND --help for its commands)\n"
+            "  classify   the sentence classifier: train, eval, predict, show, report (text classify --help)\n");
+}
+
+int main(int argc, char **argv) {
+    static const char *const names[] = {"classify"};
+    int which;
+    Error err;
+    int r = args_subcommand(argc, argv, names, 1, &which, &err);
+    if (r == ARGS_HELP) {
+        overview(stdout);
+        return 0;
+    }
+    if (r == ARGS_ERROR) {
+        fprintf(stderr, "text: %s\n", err.msg);
+        return 2;
+    }
+    if (train_dist_one_process_only("text", names[which])) return 2;
+    return text_classify_main(argc - 1, argv + 1);
+}

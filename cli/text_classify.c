@@ -1,0 +1,473 @@
+// `text classify`: dispatch and `text classify train` (cli/text_classify.h). eval and
+// predict are in cli/text_eval.c.
+#include "cli/text_classify.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/report_common.h"
+#include "cli/report_text.h"
+#include "cli/run_info.h"
+#include "cli/text_checkpoint.h"
+#include "cli/text_data.h"
+#include "cli/text_eval.h"
+#include "cli/text_show.h"
+#include "cli/threads.h"
+#include "cli/train_run.h"
+#include "core/adam.h"
+#include "core/check.h"
+#include "core/csvlog.h"
+#include "core/fileio.h"
+#include "core/gemm.h"
+#include "core/text_escape.h"
+#include "core/timer.h"
+
+static int fail(const Error *err) {
+    fprintf(stderr, "text classify: %s\n", err->msg);
+    return 1;
+}
+
+static const char *const POOLS[] = {"keras", "final-dot", "query", "last", "mean", NULL};
+static const char *const KERNELS[] = {"additive", "dot", "scaled-dot", "multiplicative",
+                                      "multi-head", "none", NULL};
+static const char *const SIDES[] = {"pre", "post", NULL};
+
+typedef struct {
+    const char *data, *root, *out;
+    int T, embed, hidden, pool, kernel, attn_size, heads, padding, truncating, threads;
+    int folds, fold;
+    long fold_seed;
+    float dropout, rec_dropout, embed_l2;
+    double valid_share;
+    TrainPlanFlags plan;
+    TrainOptimFlags optim;
+    bool bidirectional, masked, resume, force, json;
+    struct {
+        bool data, T, embed, hidden, pool, kernel, attn_size, heads, padding, truncating, folds,
+            fold, fold_seed, dropout, rec_dropout, embed_l2, valid_share, bidirectional, masked;
+    } given;
+} TrainFlags;
+
+static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
+    *f = (TrainFlags){.data = "sentiment", .root = "data", .T = 32, .embed = 32, .hidden = 100,
+                      .pool = 0, .kernel = 0, .heads = 1, .padding = 1, .truncating = 0,
+                      .threads = 1, .fold_seed = 1, .dropout = 0.3f, .rec_dropout = 0.2f,
+                      .embed_l2 = 1e-3f, .valid_share = 0.2,
+                      .plan = {.epochs = 10, .log_every = 4},
+                      .optim = {.seed = 1, .batch = 100, .lr = 1e-3f, .beta1 = 0.9f, .clip = 0.0f,
+                                .lr_decay = 1}};
+    ArgSpec specs[] = {
+        {"data", ARG_STRING, &f->data, "sentiment (Amazon then Yelp, the demo's), sentiment:amazon|yelp|imdb|all, or a JSON / LABEL<TAB>SENTENCE file", .metavar = "SPEC", .given = &f->given.data},
+        {"data-root", ARG_STRING, &f->root, "folder holding sentiment/", .metavar = "DIR"},
+        {"out", ARG_STRING, &f->out, "output folder (model.safetensors, log.csv, loss.png, run.json)", .metavar = "DIR", .required = true},
+        {"T", ARG_INT, &f->T, "words per sentence after padding and truncation", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.T},
+        {"padding", ARG_CHOICE, &f->padding, "where the padding goes (Keras pad_sequences)", .choices = SIDES, .given = &f->given.padding},
+        {"truncating", ARG_CHOICE, &f->truncating, "which end a longer sentence loses (Keras's default: pre)", .choices = SIDES, .given = &f->given.truncating},
+        {"embed", ARG_INT, &f->embed, "embedding size", .has_min = true, .min = 1, .has_max = true, .max = 65536, .given = &f->given.embed},
+        {"hidden", ARG_INT, &f->hidden, "LSTM units per direction", .has_min = true, .min = 1, .has_max = true, .max = 65536, .given = &f->given.hidden},
+        {"bidirectional", ARG_FLAG, &f->bidirectional, "a second LSTM from the last word back; states concatenated", .given = &f->given.bidirectional},
+        {"pool", ARG_CHOICE, &f->pool, "keras: the demo's attention (a bias per step); final-dot: the final states as a dot-product query; query: --attention with a learned query; last: the final state (the demo's baseline); mean", .choices = POOLS, .given = &f->given.pool},
+        {"attention", ARG_CHOICE, &f->kernel, "--pool query: the seq/attention kernel", .choices = KERNELS, .given = &f->given.kernel},
+        {"attn-size", ARG_INT, &f->attn_size, "--pool query: additive or multi-head size (0: the state size)", .has_min = true, .min = 0, .has_max = true, .max = 65536, .given = &f->given.attn_size},
+        {"heads", ARG_INT, &f->heads, "--pool query --attention multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.heads},
+        {"masked", ARG_FLAG, &f->masked, "mask the padding in the LSTM and the pooling (the demo does not)", .given = &f->given.masked},
+        {"dropout", ARG_FLOAT, &f->dropout, "LSTM input dropout, one mask per sentence", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
+        {"rec-dropout", ARG_FLOAT, &f->rec_dropout, "LSTM recurrent dropout, one mask per sentence", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.rec_dropout},
+        {"embed-l2", ARG_FLOAT, &f->embed_l2, "L2 penalty on the embedding (added to the loss)", .has_min = true, .min = 0, .given = &f->given.embed_l2},
+        {"valid-share", ARG_DOUBLE, &f->valid_share, "the last share of the sentences (file order) that validates, as Keras's validation_split", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.valid_share},
+        {"folds", ARG_INT, &f->folds, "stratified k-fold instead: K folds (0: off)", .has_min = true, .min = 0, .has_max = true, .max = 1000, .given = &f->given.folds},
+        {"fold", ARG_INT, &f->fold, "--folds: the fold that validates (0..K-1)", .has_min = true, .min = 0, .given = &f->given.fold},
+        {"fold-seed", ARG_LONG, &f->fold_seed, "--folds: the seed of the folds", .has_min = true, .min = 0, .given = &f->given.fold_seed},
+        {"batch", ARG_INT, &f->optim.batch, "sentences per step", .has_min = true, .min = 1, .has_max = true, .max = TEXT_BATCH_MAX, .given = &f->optim.given.batch},
+        {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
+        {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
+        {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off, as Keras)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
+        {"steps", ARG_LONG, &f->plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
+        {"epochs", ARG_INT, &f->plan.epochs, "train until this many epochs in total", .has_min = true, .min = 0},
+        {"minutes", ARG_DOUBLE, &f->plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
+        {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order and dropout", .has_min = true, .min = 0, .given = &f->optim.given.seed},
+        {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model and data flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
+        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
+        {"threads", ARG_INT, &f->threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"valid-every", ARG_INT, &f->plan.valid_every, "steps between validations and checkpoints (0: each epoch's end)", .has_min = true, .min = 0},
+        {"log-every", ARG_INT, &f->plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
+        {"checkpoint-every", ARG_INT, &f->plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
+        {"json", ARG_FLAG, &f->json, "print the final figures as one JSON object", .given = NULL},
+    };
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
+                               "text classify train --out DIR [flags]", "text classify", code))
+        return 1;
+    train_plan_default(&f->plan);
+    return 0;
+}
+
+typedef struct {
+    const TrainFlags *f;
+    TextState st;
+    bool resumed;
+    FlagDiffs resumed_with;
+    TrainPaths paths;
+    SentenceSet set;
+    TextEncoded train, valid;
+    TrainWeights w;
+    TextParams p, g;
+    TextActs acts;
+    AdamConfig adam;
+    int steps_per_epoch;
+    int *ids, *lengths, *labels;  // the step's batch
+    TrainOrder order;
+    CsvLog log;
+    TrainBudget budget;
+    TrainCadence cadence;
+    TrainMeter meter;
+    TrainNorms norms;
+    double loss_acc;
+    long acc_n, acc_correct, acc_rows;
+    double last_loss, last_train_acc, last_valid_acc, last_valid_loss;
+} TrainRun;
+
+static const char *const RUN_FILES[] = {"model.safetensors"};
+
+static AttnKind kernel_kind(int i) {
+    static const AttnKind k[] = {ATTN_ADDITIVE, ATTN_DOT, ATTN_SCALED_DOT, ATTN_MULTIPLICATIVE,
+                                 ATTN_MULTIHEAD, ATTN_NONE};
+    return k[i];
+}
+
+static int check_resume_flags(TrainRun *r, Error *err) {
+    const TrainFlags *f = r->f;
+    const TextState *st = &r->st;
+    const TextConfig *c = &st->cfg;
+    FlagDiffs d = {0};
+    flag_diffs_text(&d, "data", f->given.data, f->data, st->data);
+    flag_diffs_int(&d, "T", f->given.T, f->T, c->T);
+    flag_diffs_text(&d, "padding", f->given.padding, SIDES[f->padding], SIDES[st->padding]);
+    flag_diffs_text(&d, "truncating", f->given.truncating, SIDES[f->truncating], SIDES[st->truncating]);
+    flag_diffs_int(&d, "embed", f->given.embed, f->embed, c->embed);
+    flag_diffs_int(&d, "hidden", f->given.hidden, f->hidden, c->hidden);
+    flag_diffs_switch(&d, "bidirectional", f->given.bidirectional, f->bidirectional, c->bidirectional);
+    flag_diffs_text(&d, "pool", f->given.pool, POOLS[f->pool], text_pool_name(c->pool));
+    flag_diffs_text(&d, "attention", f->given.kernel, attn_kind_name(kernel_kind(f->kernel)),
+                    attn_kind_name(c->attn_kind));
+    flag_diffs_int(&d, "attn-size", f->given.attn_size, f->attn_size, c->attn_size);
+    flag_diffs_int(&d, "heads", f->given.heads, f->heads, c->heads);
+    flag_diffs_switch(&d, "masked", f->given.masked, f->masked, c->masked);
+    flag_diffs_float(&d, "dropout", f->given.dropout, f->dropout, c->dropout);
+    flag_diffs_float(&d, "rec-dropout", f->given.rec_dropout, f->rec_dropout, c->rec_dropout);
+    flag_diffs_float(&d, "embed-l2", f->given.embed_l2, f->embed_l2, c->embed_l2);
+    flag_diffs_float(&d, "valid-share", f->given.valid_share, f->valid_share, st->split.valid_share);
+    flag_diffs_int(&d, "folds", f->given.folds, f->folds, st->split.folds);
+    flag_diffs_int(&d, "fold", f->given.fold, f->fold, st->split.fold);
+    flag_diffs_int(&d, "fold-seed", f->given.fold_seed, f->fold_seed, (long)st->split.fold_seed);
+    if (flag_diffs_refuse(&d, r->paths.model, err)) return -1;
+    train_optim_resume(&r->st.optim, &f->optim, &r->resumed_with);
+    return 0;
+}
+
+static int resume_state(TrainRun *r, SafetensorsFile *file, Error *err) {
+    if (!r->f->resume) return 0;
+    if (!train_checkpoint_found(r->paths.model, "text classify")) return 0;
+    if (safetensors_load(file, r->paths.model, err) ||
+        text_checkpoint_read_state(file, r->paths.model, &r->st, err))
+        return -1;
+    r->resumed = true;
+    return check_resume_flags(r, err);
+}
+
+// The set, its split and its encoding; a new run also fits the tokenizer and sets the
+// configuration.
+static int load_data(TrainRun *r, Error *err) {
+    const TrainFlags *f = r->f;
+    TextState *st = &r->st;
+    const char *spec = r->resumed ? st->data : f->data;
+    if (text_data_read(&r->set, spec, f->root, err))
+        return r->resumed ? error_prefix(err, "%s: the run's data", r->paths.model) : -1;
+    if (!r->resumed) {
+        if (keras_tokenizer_fit(&st->tok, (const char *const *)r->set.text, r->set.n, err))
+            return error_prefix(err, "%s", spec);
+        TextConfig *c = &st->cfg;
+        *c = text_config_default(st->tok.n_words + 1);
+        c->T = f->T, c->embed = f->embed, c->hidden = f->hidden, c->bidirectional = f->bidirectional;
+        c->pool = (TextPool)f->pool, c->attn_kind = kernel_kind(f->kernel);
+        c->attn_size = f->attn_size, c->heads = f->heads, c->masked = f->masked;
+        c->classes = r->set.n_classes, c->dropout = f->dropout, c->rec_dropout = f->rec_dropout;
+        c->embed_l2 = f->embed_l2;
+        if (text_config_check(c, err)) return -1;
+        st->padding = f->padding == 0 ? KERAS_PRE : KERAS_POST;
+        st->truncating = f->truncating == 0 ? KERAS_PRE : KERAS_POST;
+        st->split = (TextSplit){.valid_share = f->valid_share, .folds = f->folds, .fold = f->fold,
+                                .fold_seed = (uint64_t)f->fold_seed};
+        st->optim = train_optim_new(&f->optim);
+        snprintf(st->data, sizeof st->data, "%s", f->data);
+        st->class_values = xmalloc((size_t)r->set.n_classes * sizeof *st->class_values);
+        memcpy(st->class_values, r->set.class_value, (size_t)r->set.n_classes * sizeof(int));
+    } else {
+        if (r->set.n_classes != st->cfg.classes ||
+            memcmp(r->set.class_value, st->class_values, (size_t)st->cfg.classes * sizeof(int)))
+            return error_set(err, "%s: the run's data %s no longer holds the %d classes it was trained on",
+                             r->paths.model, spec, st->cfg.classes);
+    }
+    unsigned char *in_valid = xmalloc((size_t)r->set.n);
+    if (text_split_mark(in_valid, &r->set, &st->split, err)) {
+        free(in_valid);
+        return -1;
+    }
+    int *ti = xmalloc((size_t)r->set.n * sizeof *ti), *vi = xmalloc((size_t)r->set.n * sizeof *vi);
+    int nt = 0, nv = 0;
+    for (int i = 0; i < r->set.n; i++) {
+        if (in_valid[i]) vi[nv++] = i;
+        else ti[nt++] = i;
+    }
+    free(in_valid);
+    int rc = 0;
+    if (nt < st->optim.batch)
+        rc = error_set(err, "--batch: %d is more than the %d training sentences of %s", st->optim.batch,
+                       nt, spec);
+    if (rc == 0)
+        rc = text_encode(&r->train, &r->set, ti, nt, &st->tok, st->cfg.T, st->padding, st->truncating, err) ||
+             text_encode(&r->valid, &r->set, vi, nv, &st->tok, st->cfg.T, st->padding, st->truncating, err);
+    free(ti);
+    free(vi);
+    return rc ? -1 : 0;
+}
+
+static int init_model(TrainRun *r, const SafetensorsFile *file, Error *err) {
+    const TextConfig *c = &r->st.cfg;
+    text_layout(&r->w.params, &r->p, c);
+    if (train_weights_open(&r->w, r->resumed ? file : NULL, r->paths.model, err)) return -1;
+    // The gradient views: the same layout on the gradient block.
+    Block views = {0};
+    text_layout(&views, &r->g, c);
+    for (int i = 0; i < views.count; i++) {
+        const BlockTensor *t = &views.tensors[i];
+        if (t->view) *t->view = r->w.grads.data + r->w.params.tensors[i].offset;
+    }
+    block_free(&views);
+    if (!r->resumed) {
+        Rng init = train_optim_init_rng(&r->st.optim);
+        text_init(&r->p, c, &init);
+    }
+    r->adam = train_optim_adam(&r->st.optim);
+    r->adam.eps = 1e-7f;  // Keras's
+    return 0;
+}
+
+static void close_run(TrainRun *r) {
+    text_acts_free(&r->acts);
+    train_weights_free(&r->w);
+    free(r->ids), free(r->lengths), free(r->labels);
+    train_order_free(&r->order);
+    text_encoded_free(&r->train), text_encoded_free(&r->valid);
+    sentences_free(&r->set);
+    text_state_free(&r->st);
+    csvlog_close(&r->log);
+}
+
+static int open_run(TrainRun *r, const TrainFlags *f, Error *err) {
+    memset(r, 0, sizeof *r);
+    r->f = f;
+    r->last_loss = r->last_train_acc = r->last_valid_acc = r->last_valid_loss = NAN;
+    train_paths(&r->paths, f->out);
+    SafetensorsFile file = {0};
+    int rc = train_out_check(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
+             resume_state(r, &file, err) || load_data(r, err) || make_dirs(f->out, err);
+    if (rc == 0) {
+        atomic_remove_stale(f->out);
+        rc = init_model(r, &file, err);
+    }
+    safetensors_free(&file);
+    if (rc) return -1;
+    const int B = r->st.optim.batch, T = r->st.cfg.T;
+    text_acts_alloc(&r->acts, &r->st.cfg, B);
+    r->ids = xmalloc((size_t)B * T * sizeof *r->ids);
+    r->lengths = xmalloc((size_t)B * sizeof *r->lengths);
+    r->labels = xmalloc((size_t)B * sizeof *r->labels);
+    r->steps_per_epoch = r->train.n / B;
+    train_order_init(&r->order, r->train.n);
+    train_plan(&f->plan, r->steps_per_epoch, &r->budget, &r->cadence);
+    if (f->plan.ckpt_every == 0) r->cadence.save_at_validation = true;
+    if (train_out_clear(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
+        csvlog_open(&r->log, r->paths.log,
+                    "step,train_loss,train_accuracy,valid_loss,valid_accuracy,grad_norm,grad_norm_max,seconds",
+                    r->resumed, err))
+        return -1;
+    return 0;
+}
+
+static void print_header(const TrainRun *r) {
+    const TextConfig *c = &r->st.cfg;
+    if (r->resumed_with.n)
+        text_write_linef(stderr, "text classify train: resuming with %s", r->resumed_with.text);
+    char budget[64], pool[64];
+    train_budget_describe(&r->budget, budget, sizeof budget);
+    if (c->pool == TEXT_POOL_QUERY)
+        snprintf(pool, sizeof pool, "query pooling (%s)", attn_kind_name(c->attn_kind));
+    else
+        snprintf(pool, sizeof pool, "%s pooling", text_pool_name(c->pool));
+    fprintf(stderr, "text classify train: %d training and %d validation sentences, %d words, "
+            "%d classes; embed %d, %sLSTM %d, %s%s; batch %d, lr %g; step %ld%s\n",
+            r->train.n, r->valid.n, c->vocab - 1, c->classes, c->embed,
+            c->bidirectional ? "bidirectional " : "", c->hidden, pool, c->masked ? ", masked" : "",
+            r->st.optim.batch, r->st.optim.lr, r->st.step, budget);
+}
+
+static int train_step(TrainRun *r, double *loss, int *correct, Error *err) {
+    TextState *st = &r->st;
+    const int B = st->optim.batch, T = st->cfg.T;
+    const int *pos = train_order_batch(&r->order, st->step, r->steps_per_epoch, B, st->optim.seed);
+    for (int b = 0; b < B; b++) {
+        int i = pos[b];
+        memcpy(r->ids + (size_t)b * T, r->train.ids + (size_t)i * T, (size_t)T * sizeof(int));
+        r->lengths[b] = r->train.lengths[i];
+        r->labels[b] = r->train.labels[i];
+    }
+    Rng drop;
+    rng_seed(&drop, rng_mix(rng_mix(st->optim.seed, 0xD0F0), (uint64_t)st->step));
+    *loss = text_forward(&r->acts, &r->p, &st->cfg, r->ids, r->lengths, r->labels, B, &drop, correct);
+    block_zero(&r->w.grads);
+    text_backward(&r->g, &r->acts, &r->p, &st->cfg, r->ids, r->labels, B);
+    if (train_check_finite(st->step + 1, "loss", *loss, &r->w.grads, r->paths.model, err)) return -1;
+    train_norms_add(&r->norms, clip_global_norm(r->w.grads.data, r->w.grads.numel, st->optim.clip));
+    st->step++;
+    adam_update(r->w.params.data, r->w.grads.data, r->w.mom1.data, r->w.mom2.data,
+                r->w.params.numel, &r->adam, st->step, st->optim.lr);
+    return 0;
+}
+
+static int log_validate_save(TrainRun *r, double loss, int correct, bool last, Error *err) {
+    const TextState *st = &r->st;
+    r->loss_acc += loss;
+    r->acc_n++;
+    r->acc_correct += correct;
+    r->acc_rows += st->optim.batch;
+    TrainDue due = train_due(&r->cadence, st->step, last);
+    if (due.log) {
+        r->last_loss = r->loss_acc / r->acc_n;
+        r->last_train_acc = (double)r->acc_correct / r->acc_rows;
+        if (due.validate) {
+            TextEval v = text_evaluate(&r->acts, &r->p, &st->cfg, &r->valid);
+            r->last_valid_acc = v.accuracy, r->last_valid_loss = v.loss;
+        }
+        double row[8] = {(double)st->step, r->last_loss, r->last_train_acc,
+                         due.validate ? r->last_valid_loss : NAN, due.validate ? r->last_valid_acc : NAN,
+                         0, 0, timer_now() - r->budget.t0};
+        train_norms_take(&r->norms, &row[5], &row[6]);
+        csvlog_row(&r->log, row, 8);
+        r->loss_acc = 0.0, r->acc_n = 0, r->acc_correct = 0, r->acc_rows = 0;
+    }
+    if (due.save) return text_checkpoint_save(r->paths.model, st, &r->w.params, &r->w.mom1, &r->w.mom2, err);
+    return 0;
+}
+
+static int train_loop(TrainRun *r, Error *err) {
+    char status[96] = "";
+    int rc = 0;
+    train_budget_begin(&r->budget);
+    train_meter_start(&r->meter, &r->budget, r->st.step, true);
+    while (train_budget_allows(&r->budget, r->st.step)) {
+        double ts = timer_now(), loss;
+        int correct = 0;
+        if (train_step(r, &loss, &correct, err)) {
+            rc = -1;
+            break;
+        }
+        double secs = timer_now() - ts;
+        if (log_validate_save(r, loss, correct, train_budget_spent(&r->budget, r->st.step), err)) {
+            rc = -1;
+            break;
+        }
+        int n = snprintf(status, sizeof status, "loss %.3f", loss);
+        if (isfinite(r->last_valid_acc))
+            snprintf(status + n, sizeof status - n, ", valid accuracy %.2f%%", 100.0 * r->last_valid_acc);
+        train_meter_step(&r->meter, r->st.step, r->st.optim.batch, secs, status);
+    }
+    train_meter_end(&r->meter, r->st.step, status);
+    return rc;
+}
+
+static int finish_run(TrainRun *r, Error *err) {
+    csvlog_close(&r->log);
+    if (r->meter.steps == 0 && !file_exists(r->paths.model) &&
+        text_checkpoint_save(r->paths.model, &r->st, &r->w.params, &r->w.mom1, &r->w.mom2, err))
+        return -1;
+    static const ReportLogPlot curves = {{"train_accuracy", "valid_accuracy"},
+                                         {"train accuracy", "valid accuracy"}, 100.0f,
+                                         "sentence classification", "accuracy (%)"};
+    if (report_plot_log(r->paths.log, r->paths.plot, &curves, err)) return -1;
+    double sps = train_meter_images_per_s(&r->meter), secs = timer_now() - r->budget.t0;
+    char valid_text[80] = "no validation in this run", a[32], b[32], c[32], d[32];
+    if (isfinite(r->last_valid_acc))
+        snprintf(valid_text, sizeof valid_text, "valid accuracy %.2f%% (%d sentences)",
+                 100.0 * r->last_valid_acc, r->valid.n);
+    text_write_linef(stderr, "text classify train: %ld steps in %.1f s (%.1f sentences/s); %s; wrote %s",
+                     r->meter.steps, secs, sps, valid_text, r->paths.model);
+    if (r->f->json) {
+        printf("{\"steps\": %ld, \"final_loss\": %s, \"train_accuracy\": %s, \"valid_accuracy\": %s, "
+               "\"valid_loss\": %s, \"valid_sentences\": %d, \"sentences_per_s\": %.6g, "
+               "\"seconds\": %.6g, \"model\": ",
+               r->st.step, json_number(a, r->last_loss), json_number(b, r->last_train_acc),
+               json_number(c, r->last_valid_acc), json_number(d, r->last_valid_loss), r->valid.n,
+               sps, secs);
+        text_json_string(stdout, r->paths.model);
+        printf("}\n");
+    }
+    return 0;
+}
+
+static int cmd_train(int argc, char **argv) {
+    TrainFlags f;
+    int code;
+    if (parse_flags(&f, argc, argv, &code)) return code;
+    gemm_set_threads(f.threads);
+    TrainRun r;
+    Error err;
+    int rc = open_run(&r, &f, &err);
+    if (rc == 0) {
+        RunInfo run_info;
+        run_info_begin(&run_info, f.out, "text classify", argc, argv, f.threads, 1, f.resume);
+        print_header(&r);
+        rc = train_loop(&r, &err);
+        if (rc == 0) rc = finish_run(&r, &err);
+        run_info_end(&run_info, rc, r.st.step, train_meter_images_per_s(&r.meter));
+    }
+    close_run(&r);
+    return rc ? fail(&err) : 0;
+}
+
+static void overview(FILE *f) {
+    fprintf(f,
+            "usage: text classify COMMAND [flags]   (text classify COMMAND --help for its flags)\n"
+            "  train    train the sentence classifier (by default the Keras attention demo's\n"
+            "           recipe on Amazon and Yelp); writes OUT/model.safetensors, log.csv,\n"
+            "           loss.png, run.json\n"
+            "  eval     accuracy of a model on its validation sentences (or others)\n"
+            "  predict  the label and its probability for each line of a file or standard input\n"
+            "  show     attention.html and attention.png: each word shaded by its weight, the\n"
+            "           misclassified sentences first\n"
+            "  report   write RUN/report.html: a run's results, curves, word shading, settings\n");
+}
+
+int text_classify_main(int argc, char **argv) {
+    static const char *const names[] = {"train", "eval", "predict", "show", "report"};
+    int which;
+    Error err;
+    int r = args_subcommand(argc, argv, names, 5, &which, &err);
+    if (r == ARGS_HELP) {
+        overview(stdout);
+        return 0;
+    }
+    if (r == ARGS_ERROR) {
+        fprintf(stderr, "text classify: %s\n", err.msg);
+        return 2;
+    }
+    switch (which) {
+    case 0: return cmd_train(argc - 1, argv + 1);
+    case 1: return text_eval_main(argc - 1, argv + 1);
+    case 2: return text_predict_main(argc - 1, argv + 1);
+    case 3: return text_show_main(argc - 1, argv + 1);
+    default: return text_report_main(argc - 1, argv + 1);
+    }
+}

@@ -1,0 +1,135 @@
+// textclass.h: the sentence classifier of `text classify`: word ids -> embedding -> LSTM
+// (one direction or both) -> a pooling of its states -> one dense layer -> sigmoid (two
+// classes) or softmax (any number).
+//
+//   x_t   = E[id_t]                                   E (vocab, embed); id 0 is the padding
+//   h_t   = LSTM(x_t * m_x, h_{t-1} * m_h)            seq/lstm_seq.h; masks m_x, m_h drawn
+//                                                     once per sentence in training (Keras's
+//                                                     dropout, recurrent_dropout), none in
+//                                                     evaluation. Bidirectional: a second LSTM
+//                                                     from the last word back, h_t = [fwd, bwd]
+//   c     = pool(h_1..h_T)                            (B, D), D = hidden or 2 hidden
+//   logit = out.W c + out.b                           1 output (binary) or `classes`
+//   loss  = mean binary cross-entropy of sigmoid(logit), or mean cross-entropy of the
+//           softmax; plus embed_l2 * sum(E^2) (Keras's embeddings_regularizer=l2(embed_l2),
+//           added to the batch's loss, every row of E, every batch)
+// Poolings (TextPool):
+//   keras       the attention demo's: e_t = tanh(h_t . w + b_t), one bias per step,
+//               alpha = softmax_t(e), c = sum_t alpha_t h_t (seq/pooling.h)
+//   final-dot   the PyTorch tutorial's: the final states (forward at the last word, backward
+//               at the first; concatenated per row) as the query of a dot-product attention
+//               over the states (seq/attention.h ATTN_DOT)
+//   query       any seq/attention.h kernel (attn_kind) with a learned query q (D)
+//   last        the final states, as the query above (the demo's baseline)
+//   mean        the mean of the states
+// masked = 1: sentence lengths mask the padding everywhere (the LSTM's padding steps leave
+// its state alone, the pooling ignores them); masked = 0 is the demo's: post-padded rows run
+// through the padding's embedding (E[0], learned like any row) and every step is pooled.
+//
+// Initialisation as Keras's defaults: E uniform in +-0.05; the LSTM's input columns Glorot
+// uniform, its recurrent columns orthogonal (per direction, the (4H, H) block has
+// orthonormal columns), biases 0 but the forget gate's 1 (unit_forget_bias); the keras
+// pooling's w normal with sd 0.05, its b 0; out.W Glorot uniform, out.b 0; a learned query
+// and the seq/attention kernels as attn_params_init.
+//
+// Memory: one Block of parameters (TextParams views), one TextActs Block sized for at most
+// B rows; forward and backward allocate nothing. Single-threaded (GEMMs as core/gemm.h).
+#ifndef MODELS_TEXTCLASS_H
+#define MODELS_TEXTCLASS_H
+
+#include "core/block.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "seq/attention.h"
+
+typedef enum {
+    TEXT_POOL_KERAS = 0,
+    TEXT_POOL_FINAL_DOT = 1,
+    TEXT_POOL_QUERY = 2,
+    TEXT_POOL_LAST = 3,
+    TEXT_POOL_MEAN = 4,
+} TextPool;
+
+// "keras", "final-dot", "query", "last", "mean"; parse returns 0 or -1.
+const char *text_pool_name(TextPool p);
+int text_pool_parse(const char *name, TextPool *p);
+
+typedef struct {
+    int vocab;           // embedding rows: the tokenizer's words + 1 (row 0: padding)
+    int T;               // padded sentence length (the demo: 32)
+    int embed;           // embedding size (32)
+    int hidden;          // LSTM units per direction (100)
+    int bidirectional;   // 0: forward only (the demo)
+    TextPool pool;
+    AttnKind attn_kind;  // pool query only: the kernel (not local-*)
+    int attn_size;       // pool query only: A of additive / multi-head (0: D)
+    int heads;           // pool query, multi-head only
+    int masked;          // 1: lengths mask the padding; 0: the demo's (nothing masked)
+    int classes;         // >= 2
+    float dropout;       // LSTM input dropout (0.3)
+    float rec_dropout;   // LSTM recurrent dropout (0.2)
+    float embed_l2;      // L2 penalty on E (1e-3)
+} TextConfig;
+
+// The demo: vocab given, T 32, embed 32, hidden 100, forward, keras pooling, unmasked,
+// 2 classes, dropout 0.3 / 0.2, embed_l2 1e-3.
+TextConfig text_config_default(int vocab);
+int text_config_check(const TextConfig *c, Error *err);
+// D: the pooled state's size (hidden or 2 hidden); outputs: 1 (two classes) or classes.
+int text_state_size(const TextConfig *c);
+int text_outputs(const TextConfig *c);
+
+typedef struct {
+    float *emb;              // (vocab, embed)
+    float *lstm_W, *lstm_b;  // (4 hidden, embed + hidden), (4 hidden)
+    float *rev_W, *rev_b;    // the backward direction's, bidirectional only
+    float *att_w, *att_b;    // keras pooling: (D), (T)
+    float *query;            // query pooling: (D)
+    AttnParams attn;         // query pooling (its kernel's), final-dot (none)
+    float *out_W, *out_b;    // (outputs, D), (outputs)
+} TextParams;
+
+void text_layout(Block *b, TextParams *p, const TextConfig *c);
+void text_init(TextParams *p, const TextConfig *c, Rng *rng);
+
+typedef struct {
+    Block block;
+    int B;                  // rows allocated for
+    int *lengths;           // (B) of the last forward
+    unsigned char *mask;    // (B, T) 1 for a word (attention kernels' mask), when masked
+    float *x;               // (T, B, embed)
+    float *hs, *rhs;        // (T, B, hidden) each direction's states
+    float *cache, *rcache;  // seq/lstm_seq.h caches
+    float *in_mask, *rec_mask, *rin_mask, *rrec_mask;  // (B, embed), (B, hidden) dropout
+    int dropout_on;         // the last forward drew masks (training)
+    float *states;          // (B, T, D)
+    float *pooled;          // (B, D)
+    float *alpha;           // (B, T) the weight of each word in the pooling (mean: 1/len,
+                            // last: 1 at the last word; bidirectional last: 0.5 at each end)
+    float *score;           // (B, T) keras pooling's e_t
+    float *query;           // (B, D) query of final-dot and query poolings
+    float *prep, *acache;   // seq/attention.h prep and step cache
+    float *logits, *probs;  // (B, outputs); probs: sigmoid or softmax
+    float *losses;          // (B)
+    float *targets;         // (B) binary targets as floats
+    // backward
+    float *dlogits, *dpooled, *dstates, *dhs, *drhs, *dx, *dquery, *dprep, *scratch;
+} TextActs;
+
+void text_acts_alloc(TextActs *a, const TextConfig *c, int B);
+void text_acts_free(TextActs *a);
+
+// Forward of B sentences: ids (B, T) padded word ids in [0, vocab), lengths (B) the words
+// of each (used when masked; 0..T), labels (B) class indices or NULL (no loss: predict).
+// rng non-NULL draws the dropout masks (training); NULL evaluates without dropout.
+// Returns the mean loss plus the L2 penalty (0 without labels); correct (may be NULL) gets
+// how many rows the most probable class gets right. Probabilities stay in a->probs.
+double text_forward(TextActs *a, const TextParams *p, const TextConfig *c, const int *ids,
+                    const int *lengths, const int *labels, int B, Rng *rng, int *correct);
+// Accumulates into g the gradient of the last forward's loss (same ids, labels, B).
+void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextConfig *c,
+                   const int *ids, const int *labels, int B);
+// The most probable class of row b of the last forward, and its probability.
+int text_predicted(const TextActs *a, const TextConfig *c, int b, float *prob);
+
+#endif

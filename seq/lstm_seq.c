@@ -1,0 +1,117 @@
+// lstm_seq.c: an unrolled LSTM with variational dropout and lengths (seq/lstm_seq.h).
+#include "seq/lstm_seq.h"
+
+#include <string.h>
+
+#include "core/check.h"
+#include "seq/lstm.h"
+
+size_t lstm_seq_cache_floats(int T, int B, int I, int H) {
+    return (size_t)T * B * ((size_t)(I + H) + 4 * (size_t)H + H);
+}
+
+size_t lstm_seq_scratch_floats(int B, int I, int H) {
+    return (size_t)lstm_scratch_floats(B, I, H) + (size_t)B * (6 * (size_t)H + I);
+}
+
+void lstm_dropout_mask(float *mask, size_t n, float rate, Rng *rng) {
+    CHECK(rate >= 0.0f && rate < 1.0f, "dropout rate %g", rate);
+    float keep = 1.0f / (1.0f - rate);
+    for (size_t i = 0; i < n; i++) mask[i] = rate > 0.0f && rng_uniform(rng) < rate ? 0.0f : keep;
+}
+
+typedef struct {
+    float *xh, *gates, *c;
+} Views;
+
+static Views views(const float *cache, int T, int B, int I, int H) {
+    float *p = (float *)cache;
+    Views v;
+    v.xh = p;
+    v.gates = v.xh + (size_t)T * B * (I + H);
+    v.c = v.gates + (size_t)T * B * 4 * H;
+    return v;
+}
+
+static int active(const int *lengths, int r, int t) { return !lengths || t < lengths[r]; }
+
+void lstm_seq_forward(float *hs, float *cache, const float *x, const float *W, const float *b,
+                      const int *lengths, const float *in_mask, const float *rec_mask,
+                      int reverse, int T, int B, int I, int H) {
+    CHECK(T >= 1 && B >= 1 && I >= 1 && H >= 1, "T %d B %d I %d H %d", T, B, I, H);
+    Views v = views(cache, T, B, I, H);
+    const int K = I + H;
+    for (int s = 0; s < T; s++) {
+        int t = reverse ? T - 1 - s : s, tp = reverse ? t + 1 : t - 1;
+        const float *h_prev = s ? hs + (size_t)tp * B * H : NULL;
+        const float *c_prev = s ? v.c + (size_t)tp * B * H : NULL;
+        float *xh = v.xh + (size_t)t * B * K, *g = v.gates + (size_t)t * B * 4 * H;
+        float *h = hs + (size_t)t * B * H, *c = v.c + (size_t)t * B * H;
+        for (int r = 0; r < B; r++) {
+            const float *xr = x + ((size_t)t * B + r) * I;
+            float *row = xh + (size_t)r * K;
+            for (int k = 0; k < I; k++) row[k] = in_mask ? xr[k] * in_mask[(size_t)r * I + k] : xr[k];
+            for (int k = 0; k < H; k++) {
+                float hp = h_prev ? h_prev[(size_t)r * H + k] : 0.0f;
+                row[I + k] = rec_mask ? hp * rec_mask[(size_t)r * H + k] : hp;
+            }
+        }
+        lstm_forward_xh(h, c, g, xh, K, c_prev, W, b, B, I, H);
+        if (!lengths) continue;
+        for (int r = 0; r < B; r++) {
+            if (active(lengths, r, t)) continue;
+            for (int k = 0; k < H; k++) {
+                h[(size_t)r * H + k] = h_prev ? h_prev[(size_t)r * H + k] : 0.0f;
+                c[(size_t)r * H + k] = c_prev ? c_prev[(size_t)r * H + k] : 0.0f;
+            }
+        }
+    }
+}
+
+void lstm_seq_backward(float *dx, float *dW, float *db, const float *dhs, const float *cache,
+                       const float *W, const int *lengths, const float *in_mask,
+                       const float *rec_mask, int reverse, float *scratch, int T, int B, int I,
+                       int H) {
+    Views v = views(cache, T, B, I, H);
+    const int K = I + H;
+    const size_t BH = (size_t)B * H;
+    float *dh = scratch, *dc = dh + BH, *dh_next = dc + BH, *dc_next = dh_next + BH;
+    float *dhp_raw = dc_next + BH, *dcp = dhp_raw + BH, *dx_raw = dcp + BH;
+    float *lstm_scratch = dx_raw + (size_t)B * I;
+    memset(dh_next, 0, BH * sizeof(float));
+    memset(dc_next, 0, BH * sizeof(float));
+    for (int s = T - 1; s >= 0; s--) {
+        int t = reverse ? T - 1 - s : s, tp = reverse ? t + 1 : t - 1;
+        const float *dht = dhs + (size_t)t * BH;
+        for (size_t i = 0; i < BH; i++) dh[i] = dht[i] + dh_next[i], dc[i] = dc_next[i];
+        memset(dh_next, 0, BH * sizeof(float));
+        memset(dc_next, 0, BH * sizeof(float));
+        // Padding steps pass their gradient straight to the previous step.
+        if (lengths)
+            for (int r = 0; r < B; r++) {
+                if (active(lengths, r, t)) continue;
+                for (int k = 0; k < H; k++) {
+                    size_t i = (size_t)r * H + k;
+                    dh_next[i] += dh[i], dc_next[i] += dc[i];
+                    dh[i] = dc[i] = 0.0f;
+                }
+            }
+        const float *c_prev = s ? v.c + (size_t)tp * BH : NULL;
+        memset(dhp_raw, 0, BH * sizeof(float));
+        memset(dcp, 0, BH * sizeof(float));
+        memset(dx_raw, 0, (size_t)B * I * sizeof(float));
+        lstm_backward(dx_raw, s ? dhp_raw : NULL, s ? dcp : NULL, dW, db, dh, dc,
+                      v.gates + (size_t)t * B * 4 * H, v.xh + (size_t)t * B * K, c_prev,
+                      v.c + (size_t)t * BH, W, lstm_scratch, B, I, H);
+        if (dx) {
+            float *dxt = dx + (size_t)t * B * I;
+            for (size_t i = 0; i < (size_t)B * I; i++)
+                dxt[i] += in_mask ? dx_raw[i] * in_mask[i] : dx_raw[i];
+        }
+        if (s)
+            for (size_t i = 0; i < BH; i++) {
+                dh_next[i] += rec_mask ? dhp_raw[i] * rec_mask[i] : dhp_raw[i];
+                dc_next[i] += dcp[i];
+            }
+    }
+}

@@ -1,0 +1,46 @@
+// lstm_seq.h: an LSTM unrolled over a whole sequence, one direction, with variational
+// dropout and sentence lengths: the encoder of the sentence classifier (run it twice, once
+// with reverse, for a bidirectional LSTM). Steps are seq/lstm.h's cell (gate order i, f, g,
+// o; W (4H, I + H), b (4H)).
+//
+// Variational dropout (Gal & Ghahramani 2016), as Keras's LSTM(dropout, recurrent_dropout)
+// applies it: ONE mask per sequence, the same at every step. in_mask (B, I) multiplies the
+// input x_t and rec_mask (B, H) multiplies h_{t-1} where it enters the gates; the state
+// carried to the next step and the cell are not dropped. Masks hold 0 or 1 / (1 - rate)
+// (lstm_dropout_mask), or are NULL (no dropout: evaluation). Keras's default implementation
+// (2) uses one recurrent mask for all four gates, as here.
+//
+// lengths (B) or NULL: with lengths, steps t >= lengths[b] of row b are padding and leave
+// its state unchanged (h_t = h_{t-1}, c_t = c_{t-1}; reverse: the state stays zero until
+// t = lengths[b] - 1), so a forward direction's last state is hs at lengths[b] - 1 and a
+// reverse direction's is hs at 0. NULL runs every step on every row (Keras without
+// mask_zero: the padding's embedding goes through the LSTM, as in the attention demo).
+//
+// Layout: x (T, B, I), hs (T, B, H) in time order whatever the direction. cache
+// (lstm_seq_cache_floats) keeps xh (T, B, I + H), gates (T, B, 4H) and c (T, B, H).
+#ifndef SEQ_LSTM_SEQ_H
+#define SEQ_LSTM_SEQ_H
+
+#include <stddef.h>
+
+#include "core/rng.h"
+
+size_t lstm_seq_cache_floats(int T, int B, int I, int H);
+size_t lstm_seq_scratch_floats(int B, int I, int H);
+
+// mask (n): each entry 0 with probability rate, else 1 / (1 - rate). 0 <= rate < 1.
+void lstm_dropout_mask(float *mask, size_t n, float rate, Rng *rng);
+
+// hs (T, B, H); cache; x (T, B, I); W (4H, I + H); b (4H); lengths (B) or NULL; in_mask
+// (B, I) or NULL; rec_mask (B, H) or NULL; reverse: run t = T - 1 .. 0.
+void lstm_seq_forward(float *hs, float *cache, const float *x, const float *W, const float *b,
+                      const int *lengths, const float *in_mask, const float *rec_mask,
+                      int reverse, int T, int B, int I, int H);
+// Accumulates dx (T, B, I) (may be NULL), dW (4H, I + H), db (4H) from dhs (T, B, H), the
+// gradient reaching every step's h. scratch: lstm_seq_scratch_floats floats.
+void lstm_seq_backward(float *dx, float *dW, float *db, const float *dhs, const float *cache,
+                       const float *W, const int *lengths, const float *in_mask,
+                       const float *rec_mask, int reverse, float *scratch, int T, int B, int I,
+                       int H);
+
+#endif

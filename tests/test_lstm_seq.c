@@ -1,0 +1,224 @@
+// test_lstm_seq.c: the unrolled LSTM with variational dropout and lengths (seq/lstm_seq.h).
+// - Gradient checks (central differences, loss summed in double, eps 1e-3, atol 1e-3, rtol
+//   1e-2 as test_lstm.c; every element) of x, W and b through all T steps, in both
+//   directions, without and with lengths (one row of length 0) and dropout masks.
+// - The float backward against central differences (eps 1e-6) of the whole sequence computed
+//   in double, with dropout, with and without lengths, both directions.
+// - The forward against seq/lstm.h's double reference cell run step by step with the masks
+//   applied by hand: the same mask at every step on x_t and on h_{t-1} (not on the carried
+//   state); padding steps leave the state unchanged, so a forward row's state at
+//   lengths - 1 is its state at T - 1 and a reverse row's padding states are zero.
+// - lstm_dropout_mask: entries 0 or 1 / (1 - rate), the share of zeros near rate.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/rng.h"
+#include "seq/lstm.h"
+#include "seq/lstm_seq.h"
+#include "tests/support/gradcheck.h"
+#include "tests/support/test.h"
+
+enum { T = 4, B = 3, I = 3, H = 4, K = I + H };
+
+typedef struct {
+    const int *lengths;
+    int reverse, dropout;
+    float x[T * B * I], dx[T * B * I];
+    float W[4 * H * K], dW[4 * H * K], b[4 * H], db[4 * H];
+    float in_mask[B * I], rec_mask[B * H];
+    float *cache, *scratch;
+} Fix;
+
+static void fix_forward(void *ctx, float *out) {
+    Fix *f = ctx;
+    lstm_seq_forward(out, f->cache, f->x, f->W, f->b, f->lengths, f->dropout ? f->in_mask : NULL,
+                     f->dropout ? f->rec_mask : NULL, f->reverse, T, B, I, H);
+}
+
+static void fix_backward(void *ctx, const float *dout) {
+    Fix *f = ctx;
+    float hs[T * B * H];
+    fix_forward(f, hs);
+    lstm_seq_backward(f->dx, f->dW, f->db, dout, f->cache, f->W, f->lengths,
+                      f->dropout ? f->in_mask : NULL, f->dropout ? f->rec_mask : NULL, f->reverse,
+                      f->scratch, T, B, I, H);
+}
+
+static void fix_init(Fix *f, const int *lengths, int reverse, int dropout, uint64_t seed) {
+    memset(f, 0, sizeof *f);
+    f->lengths = lengths, f->reverse = reverse, f->dropout = dropout;
+    Rng rng;
+    rng_seed(&rng, seed);
+    fill_uniform(f->x, T * B * I, -1.0f, 1.0f, &rng);
+    fill_uniform(f->W, 4 * H * K, -0.8f, 0.8f, &rng);
+    fill_uniform(f->b, 4 * H, -0.5f, 0.5f, &rng);
+    lstm_dropout_mask(f->in_mask, B * I, 0.3f, &rng);
+    lstm_dropout_mask(f->rec_mask, B * H, 0.2f, &rng);
+    f->cache = xmalloc(lstm_seq_cache_floats(T, B, I, H) * sizeof(float));
+    f->scratch = xmalloc(lstm_seq_scratch_floats(B, I, H) * sizeof(float));
+}
+
+static void fix_free(Fix *f) {
+    free(f->cache);
+    free(f->scratch);
+}
+
+static const int g_lengths[B] = {4, 2, 0};
+
+static int check(const int *lengths, int reverse, int dropout, const char *name) {
+    Fix f;
+    fix_init(&f, lengths, reverse, dropout, 11 + (uint64_t)(reverse * 2 + dropout));
+    GradcheckInput in[3] = {{"x", f.x, f.dx, T * B * I}, {"W", f.W, f.dW, 4 * H * K}, {"b", f.b, f.db, 4 * H}};
+    GradcheckOp op = {.ctx = &f, .forward = fix_forward, .backward = fix_backward,
+                      .n_out = T * B * H, .inputs = in, .n_inputs = 3,
+                      .eps = 1e-3, .atol = 1e-3, .rtol = 1e-2};
+    Rng rng;
+    rng_seed(&rng, 5);
+    int rc = gradcheck(name, &op, &rng);
+    fix_free(&f);
+    return rc;
+}
+
+static void test_gradcheck(void) {
+    EXPECT(check(NULL, 0, 0, "forward") == 0);
+    EXPECT(check(NULL, 1, 0, "reverse") == 0);
+    EXPECT(check(NULL, 0, 1, "forward, dropout") == 0);
+    EXPECT(check(g_lengths, 0, 1, "forward, lengths, dropout") == 0);
+    EXPECT(check(g_lengths, 1, 1, "reverse, lengths, dropout") == 0);
+    EXPECT(check(g_lengths, 1, 0, "reverse, lengths") == 0);
+}
+
+// The sequence by hand from lstm_forward_ref, one row at a time: hs (T, B, H).
+static void reference(float *hs, const Fix *f) {
+    for (int r = 0; r < B; r++) {
+        float h[H] = {0}, c[H] = {0}, g[4 * H];
+        for (int s = 0; s < T; s++) {
+            int t = f->reverse ? T - 1 - s : s;
+            if (!f->lengths || t < f->lengths[r]) {
+                float xd[I], hd[H], hn[H], cn[H];
+                for (int k = 0; k < I; k++)
+                    xd[k] = f->x[((size_t)t * B + r) * I + k] * (f->dropout ? f->in_mask[r * I + k] : 1.0f);
+                for (int k = 0; k < H; k++) hd[k] = h[k] * (f->dropout ? f->rec_mask[r * H + k] : 1.0f);
+                lstm_forward_ref(hn, cn, g, xd, hd, c, f->W, f->b, NULL, 1, I, H);
+                memcpy(h, hn, sizeof h);
+                memcpy(c, cn, sizeof c);
+            }
+            memcpy(hs + ((size_t)t * B + r) * H, h, sizeof h);
+        }
+    }
+}
+
+static void test_forward_against_cell(void) {
+    for (int k = 0; k < 8; k++) {
+        Fix f;
+        fix_init(&f, k & 1 ? g_lengths : NULL, (k >> 1) & 1, (k >> 2) & 1, 30 + (uint64_t)k);
+        float hs[T * B * H], ref[T * B * H];
+        fix_forward(&f, hs);
+        reference(ref, &f);
+        for (int i = 0; i < T * B * H; i++) EXPECT_NEAR(hs[i], ref[i], 2e-6, 1e-5);
+        if (f.lengths) {
+            for (int j = 0; j < H; j++) {
+                if (!f.reverse) EXPECT(hs[(3 * B + 1) * H + j] == hs[(1 * B + 1) * H + j], "carried");
+                else EXPECT(hs[(3 * B + 1) * H + j] == 0.0f, "reverse padding not zero");
+                EXPECT(hs[(0 * B + 2) * H + j] == 0.0f && hs[(3 * B + 2) * H + j] == 0.0f, "length 0");
+            }
+        }
+        fix_free(&f);
+    }
+}
+
+// The sequence in double (the same rules as seq/lstm_seq.h): the weighted sum of every h.
+static double seq_loss_ref(const double *x, const double *W, const double *b, const Fix *f,
+                           const float *wts) {
+    double loss = 0;
+    for (int r = 0; r < B; r++) {
+        double h[H] = {0}, c[H] = {0};
+        for (int s = 0; s < T; s++) {
+            int t = f->reverse ? T - 1 - s : s;
+            if (!f->lengths || t < f->lengths[r]) {
+                double xh[K], hn[H], cn[H];
+                for (int k = 0; k < I; k++)
+                    xh[k] = x[(t * B + r) * I + k] * (f->dropout ? f->in_mask[r * I + k] : 1.0);
+                for (int k = 0; k < H; k++) xh[I + k] = h[k] * (f->dropout ? f->rec_mask[r * H + k] : 1.0);
+                for (int j = 0; j < H; j++) {
+                    double pre[4];
+                    for (int q = 0; q < 4; q++) {
+                        pre[q] = b[q * H + j];
+                        for (int k = 0; k < K; k++) pre[q] += W[(q * H + j) * K + k] * xh[k];
+                    }
+                    double ig = 1 / (1 + exp(-pre[0])), fg = 1 / (1 + exp(-pre[1]));
+                    double gg = tanh(pre[2]), og = 1 / (1 + exp(-pre[3]));
+                    cn[j] = fg * c[j] + ig * gg;
+                    hn[j] = og * tanh(cn[j]);
+                }
+                memcpy(h, hn, sizeof h);
+                memcpy(c, cn, sizeof c);
+            }
+            for (int k = 0; k < H; k++) loss += wts[(t * B + r) * H + k] * h[k];
+        }
+    }
+    return loss;
+}
+
+// The float backward against central differences (eps 1e-6) of the double sequence above,
+// every element of x, W and b: |analytic - numeric| <= 2e-5 + 1e-3 |numeric| (the float
+// forward's fast sigmoid and tanh are within 4e-7 of libm's).
+static void test_double_gradcheck(void) {
+    for (int k = 0; k < 4; k++) {
+        Fix f;
+        fix_init(&f, k & 1 ? g_lengths : NULL, (k >> 1) & 1, 1, 60 + (uint64_t)k);
+        Rng rng;
+        rng_seed(&rng, 61);
+        float wts[T * B * H];
+        fill_uniform(wts, T * B * H, -1.0f, 1.0f, &rng);
+        fix_backward(&f, wts);
+        static double x[T * B * I], W[4 * H * K], b[4 * H];
+        for (int i = 0; i < T * B * I; i++) x[i] = f.x[i];
+        for (int i = 0; i < 4 * H * K; i++) W[i] = f.W[i];
+        for (int i = 0; i < 4 * H; i++) b[i] = f.b[i];
+        double *xs[3] = {x, W, b};
+        const float *gs[3] = {f.dx, f.dW, f.db};
+        const int ns[3] = {T * B * I, 4 * H * K, 4 * H};
+        const char *names[3] = {"x", "W", "b"};
+        for (int q = 0; q < 3; q++)
+            for (int i = 0; i < ns[q]; i++) {
+                double keep = xs[q][i], eps = 1e-6;
+                xs[q][i] = keep + eps;
+                double up = seq_loss_ref(x, W, b, &f, wts);
+                xs[q][i] = keep - eps;
+                double down = seq_loss_ref(x, W, b, &f, wts);
+                xs[q][i] = keep;
+                double num = (up - down) / (2 * eps), ana = gs[q][i];
+                EXPECT(fabs(ana - num) <= 2e-5 + 1e-3 * fabs(num),
+                       "case %d, d/d%s[%d]: analytic %.9g, numeric %.9g", k, names[q], i, ana, num);
+            }
+        fix_free(&f);
+    }
+}
+
+static void test_dropout_mask(void) {
+    enum { N = 20000 };
+    float *m = xmalloc(N * sizeof *m);
+    Rng rng;
+    rng_seed(&rng, 3);
+    lstm_dropout_mask(m, N, 0.2f, &rng);
+    int zeros = 0;
+    for (int i = 0; i < N; i++) {
+        EXPECT(m[i] == 0.0f || m[i] == 1.0f / 0.8f, "mask %g", m[i]);
+        zeros += m[i] == 0.0f;
+    }
+    EXPECT(zeros > N * 0.18 && zeros < N * 0.22, "%d zeros of %d", zeros, N);
+    lstm_dropout_mask(m, N, 0.0f, &rng);
+    for (int i = 0; i < N; i++) EXPECT(m[i] == 1.0f);
+    free(m);
+}
+
+int main(void) {
+    RUN(test_gradcheck);
+    RUN(test_forward_against_cell);
+    RUN(test_double_gradcheck);
+    RUN(test_dropout_mask);
+    return test_summary();
+}

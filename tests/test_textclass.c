@@ -1,0 +1,222 @@
+// test_textclass.c: the sentence classifier (models/textclass.h).
+// - Whole-model gradient checks (tests/support/gradcheck.h: central differences of the loss,
+//   summed in double, eps 1e-2, atol 1e-5, rtol 1e-2; every parameter tensor, every element;
+//   the loss's change is taken in double before the harness rounds it to float)
+//   for every pooling (keras, final-dot, query with the additive, dot, multiplicative and
+//   multi-head kernels, last, mean), masked and not, one direction and both, two classes
+//   (sigmoid) and three (softmax), with the dropout masks drawn (the same at every
+//   evaluation) and the embedding's L2 penalty on.
+// - Keras's initialisation: the recurrent block's columns orthonormal, the forget gate's
+//   bias 1; masked pooling ignores the padding (a padded sentence scores the same whatever
+//   ids fill its padding); alpha sums to 1; without labels the forward predicts only.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/block.h"
+#include "core/check.h"
+#include "core/rng.h"
+#include "models/textclass.h"
+#include "tests/support/gradcheck.h"
+#include "tests/support/test.h"
+
+enum { NB = 3, NT = 5 };
+
+typedef struct {
+    TextConfig c;
+    Block params, grads, tmp;
+    TextParams p, g, t;
+    TextActs a;
+    int ids[NB * NT], lengths[NB], labels[NB];
+    int dropout;
+    double base;  // the loss at the unperturbed parameters
+} Fix;
+
+static void fix_forward(void *ctx, float *out) {
+    Fix *f = ctx;
+    Rng rng;
+    rng_seed(&rng, 99);  // the same dropout masks at every evaluation
+    // The change of the loss from base, taken in double before rounding to the harness's
+    // float: a float loss near 0.7 would quantise the central differences to 3e-6 steps.
+    out[0] = (float)(text_forward(&f->a, &f->p, &f->c, f->ids, f->lengths, f->labels, NB,
+                                  f->dropout ? &rng : NULL, NULL) - f->base);
+}
+
+static void fix_backward(void *ctx, const float *dout) {
+    Fix *f = ctx;
+    float loss;
+    fix_forward(f, &loss);
+    block_zero(&f->tmp);
+    text_backward(&f->t, &f->a, &f->p, &f->c, f->ids, f->labels, NB);
+    for (size_t i = 0; i < f->grads.numel; i++) f->grads.data[i] += dout[0] * f->tmp.data[i];
+}
+
+static void fix_init(Fix *f, TextConfig c, int dropout, uint64_t seed) {
+    memset(f, 0, sizeof *f);
+    f->c = c;
+    f->dropout = dropout;
+    Error err = {{0}};
+    CHECK(text_config_check(&c, &err) == 0, "%s", err.msg);
+    text_layout(&f->params, &f->p, &c);
+    text_layout(&f->grads, &f->g, &c);
+    text_layout(&f->tmp, &f->t, &c);
+    block_alloc(&f->params);
+    block_alloc(&f->grads);
+    block_alloc(&f->tmp);
+    Rng rng;
+    rng_seed(&rng, seed);
+    text_init(&f->p, &c, &rng);
+    // Larger than Keras's initial scale, so that every path carries a gradient worth checking.
+    fill_uniform(f->params.data, f->params.numel, -0.7f, 0.7f, &rng);
+    text_acts_alloc(&f->a, &c, NB);
+    const int lengths[NB] = {5, 2, 0};
+    for (int b = 0; b < NB; b++) {
+        f->lengths[b] = lengths[b];
+        f->labels[b] = (int)(b % c.classes);
+        for (int t = 0; t < NT; t++)
+            f->ids[b * NT + t] = t < lengths[b] ? 1 + (int)rng_below(&rng, (uint32_t)c.vocab - 1) : 0;
+    }
+    float d;
+    fix_forward(f, &d);
+    f->base = d;
+}
+
+static void fix_free(Fix *f) {
+    text_acts_free(&f->a);
+    block_free(&f->params);
+    block_free(&f->grads);
+    block_free(&f->tmp);
+}
+
+static TextConfig small(TextPool pool, AttnKind kind, int masked, int bi, int classes) {
+    TextConfig c = text_config_default(7);
+    c.T = NT, c.embed = 3, c.hidden = 4, c.bidirectional = bi, c.pool = pool, c.attn_kind = kind;
+    c.masked = masked, c.classes = classes, c.heads = kind == ATTN_MULTIHEAD ? 2 : 1;
+    c.attn_size = kind == ATTN_MULTIHEAD || kind == ATTN_ADDITIVE ? 4 : 0;
+    c.embed_l2 = 1e-2f;
+    return c;
+}
+
+static int check(TextConfig c, int dropout, const char *name, uint64_t seed) {
+    Fix f;
+    fix_init(&f, c, dropout, seed);
+    GradcheckInput *in = gradcheck_block_inputs(&f.params, &f.grads);
+    GradcheckOp op = {.ctx = &f, .forward = fix_forward, .backward = fix_backward, .n_out = 1,
+                      .inputs = in, .n_inputs = f.params.count, .eps = 1e-2, .atol = 1e-5,
+                      .rtol = 1e-2};
+    Rng rng;
+    rng_seed(&rng, seed + 1);
+    int rc = gradcheck(name, &op, &rng);
+    free(in);
+    fix_free(&f);
+    return rc;
+}
+
+static void test_gradcheck_poolings(void) {
+    static const struct {
+        TextPool pool;
+        AttnKind kind;
+        const char *name;
+    } cases[] = {{TEXT_POOL_KERAS, ATTN_NONE, "keras"},
+                 {TEXT_POOL_FINAL_DOT, ATTN_DOT, "final-dot"},
+                 {TEXT_POOL_QUERY, ATTN_ADDITIVE, "query additive"},
+                 {TEXT_POOL_QUERY, ATTN_DOT, "query dot"},
+                 {TEXT_POOL_QUERY, ATTN_MULTIPLICATIVE, "query multiplicative"},
+                 {TEXT_POOL_QUERY, ATTN_MULTIHEAD, "query multi-head"},
+                 {TEXT_POOL_LAST, ATTN_NONE, "last"},
+                 {TEXT_POOL_MEAN, ATTN_NONE, "mean"}};
+    int k = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int masked = 0; masked < 2; masked++)
+            for (int bi = 0; bi < 2; bi++) {
+                char name[96];
+                int classes = (k % 3 == 2) ? 3 : 2;
+                snprintf(name, sizeof name, "%s, %s, %s, %d classes", cases[i].name,
+                         masked ? "masked" : "unmasked", bi ? "bidirectional" : "forward", classes);
+                EXPECT(check(small(cases[i].pool, cases[i].kind, masked, bi, classes), k % 2, name,
+                             100 + (uint64_t)k) == 0, "%s", name);
+                k++;
+            }
+}
+
+static void test_keras_initialisation(void) {
+    TextConfig c = text_config_default(50);
+    c.hidden = 8, c.embed = 5;
+    Block b = {0};
+    TextParams p;
+    text_layout(&b, &p, &c);
+    block_alloc(&b);
+    Rng rng;
+    rng_seed(&rng, 1);
+    text_init(&p, &c, &rng);
+    const int H = 8, K = 5 + 8;
+    for (int i = 0; i < H; i++)
+        for (int j = 0; j < H; j++) {
+            double d = 0;
+            for (int r = 0; r < 4 * H; r++) d += (double)p.lstm_W[r * K + 5 + i] * p.lstm_W[r * K + 5 + j];
+            EXPECT_NEAR(d, i == j ? 1.0 : 0.0, 1e-5, 0);
+        }
+    for (int j = 0; j < 4 * H; j++) EXPECT(p.lstm_b[j] == (j >= H && j < 2 * H ? 1.0f : 0.0f));
+    for (int i = 0; i < 50 * 5; i++) EXPECT(fabsf(p.emb[i]) <= 0.05f);
+    for (int t = 0; t < c.T; t++) EXPECT(p.att_b[t] == 0.0f);
+    EXPECT(block_find(&b, "att.b")->numel == 32, "one attention bias per step");
+    block_free(&b);
+}
+
+static void test_masking_ignores_padding(void) {
+    for (int pool = 0; pool <= TEXT_POOL_MEAN; pool++) {
+        TextConfig c = small((TextPool)pool, ATTN_ADDITIVE, 1, 1, 2);
+        Fix f;
+        fix_init(&f, c, 0, 7);
+        float p1[NB], p2[NB];
+        text_forward(&f.a, &f.p, &f.c, f.ids, f.lengths, NULL, NB, NULL, NULL);
+        memcpy(p1, f.a.probs, sizeof p1);
+        for (int b = 0; b < NB; b++) {
+            double s = 0;
+            for (int t = 0; t < NT; t++) {
+                s += f.a.alpha[b * NT + t];
+                if (t >= f.lengths[b]) EXPECT(f.a.alpha[b * NT + t] == 0.0f, "alpha on padding");
+            }
+            EXPECT(f.lengths[b] == 0 ? s == 0 : fabs(s - 1) < 1e-5, "%s: alpha sums to %g",
+                   text_pool_name((TextPool)pool), s);
+        }
+        for (int b = 0; b < NB; b++)
+            for (int t = f.lengths[b]; t < NT; t++) f.ids[b * NT + t] = 6;
+        text_forward(&f.a, &f.p, &f.c, f.ids, f.lengths, NULL, NB, NULL, NULL);
+        memcpy(p2, f.a.probs, sizeof p2);
+        for (int b = 0; b < NB; b++)
+            EXPECT(p1[b] == p2[b], "%s: the padding's ids changed row %d", text_pool_name((TextPool)pool), b);
+        // Unmasked, the padding's ids matter (the demo runs the LSTM through them).
+        f.c.masked = 0;
+        text_forward(&f.a, &f.p, &f.c, f.ids, f.lengths, NULL, NB, NULL, NULL);
+        EXPECT(f.a.probs[1] != p1[1], "%s: unmasked ignores the padding", text_pool_name((TextPool)pool));
+        int pred = text_predicted(&f.a, &f.c, 0, NULL);
+        EXPECT(pred == 0 || pred == 1);
+        fix_free(&f);
+    }
+}
+
+static void test_config_check(void) {
+    Error err = {{0}};
+    TextConfig c = text_config_default(10);
+    EXPECT(text_config_check(&c, &err) == 0, "%s", err.msg);
+    c.classes = 1;
+    EXPECT(text_config_check(&c, &err) == -1 && strstr(err.msg, "classes"), "%s", err.msg);
+    c = text_config_default(10);
+    c.pool = TEXT_POOL_QUERY, c.attn_kind = ATTN_LOCAL_MONOTONIC;
+    EXPECT(text_config_check(&c, &err) == -1 && strstr(err.msg, "local"), "%s", err.msg);
+    c = text_config_default(10);
+    c.dropout = 1.0f;
+    EXPECT(text_config_check(&c, &err) == -1);
+    TextPool p;
+    EXPECT(text_pool_parse("final-dot", &p) == 0 && p == TEXT_POOL_FINAL_DOT);
+    EXPECT(text_pool_parse("attention", &p) == -1);
+}
+
+int main(void) {
+    RUN(test_config_check);
+    RUN(test_keras_initialisation);
+    RUN(test_masking_ignores_padding);
+    RUN(test_gradcheck_poolings);
+    return test_summary();
+}
