@@ -41,8 +41,9 @@ static double num(const cJSON *o, const char *key) {
 }
 
 // demo/RUN/report.html: complete, well formed, its links good, at least min_images
-// images, and each of keys shown as eval.json has it.
-static void check_report(const char *run, const char *const *keys, int n_keys, int min_images) {
+// images, one of them `src` (an attribute as the page writes it), and each of keys shown as
+// eval.json has it.
+static void check_report(const char *run, const char *const *keys, int n_keys, int min_images, const char *src) {
     char sub[300];
     snprintf(sub, sizeof sub, "demo/%s", run);
     EXPECT(demo_status == 0, "the demo failed (status %d)", demo_status);
@@ -62,6 +63,7 @@ static void check_report(const char *run, const char *const *keys, int n_keys, i
     EXPECT(bad == 0, "%s: %d bad links, the first: %s", run, bad, msg);
     EXPECT(c.n_images >= min_images, "%s: %d images on the page, expected at least %d", run, c.n_images, min_images);
     html_check_free(&c);
+    EXPECT(strstr(page, src), "%s: no %s on the page", run, src);
     for (int k = 0; k < n_keys; k++) {
         double shown = html_data_value(page, keys[k]), want = num(eval, keys[k]);
         EXPECT(isfinite(want) && shown == want, "%s: %s on the page %.9g, eval.json %.9g", run, keys[k], shown, want);
@@ -75,13 +77,13 @@ done:
 // the film (4 steps at this size), the input, reconstructions and their GIF.
 static void test_draw_report_is_complete(void) {
     static const char *const keys[] = {"nll_bound", "recon", "kl", "images"};
-    check_report("draw-model", keys, 4, 2 + 2 + 4 + 3);
+    check_report("draw-model", keys, 4, 2 + 2 + 4 + 3, "src=\"film/step_04.png\"");
 }
 
 // The captioner's page: the test scores, the curves and the held-out scenes' strips.
 static void test_caption_report_is_complete(void) {
     static const char *const keys[] = {"bleu1", "bleu2", "bleu3", "bleu4", "cider", "rougeL", "grounding"};
-    check_report("caption-model", keys, 7, 2);
+    check_report("caption-model", keys, 7, 2, "src=\"strips/00000.png\"");
 }
 
 // Line N (0: the first) of text, copied into buf (cap bytes); "" past the end.
