@@ -15,7 +15,7 @@
 #      caption one's own images;
 #   3. prints the report pages, then the folders.
 # Everything goes under OUT (default demo-out/, emptied first). Minutes: DRAW_MINUTES,
-# SAT_MINUTES; THREADS (default 2). The whole demo takes about 8 minutes on 2 cores
+# SAT_MINUTES; THREADS (default 2). The whole demo takes about 7 minutes 40 seconds on 2 cores
 # (README.md). DEMO_SCALE=tiny runs the same steps on stand-in sizes (tiny models, tens
 # of steps, a few hundred images) in seconds: the test of the demo
 # (tests/test_experiments_demo.c) and the browser test (tests/browser/run.sh) use it.
