@@ -1,6 +1,6 @@
 # attend: Show-Attend-Tell and DRAW in C11.
 #
-#   make demo     set up, fetch data, build, train small models and write pictures
+#   make demo     set up, fetch data, build, train small models and write their report pages
 #   make test     set up, build and run the whole suite (ends "N passed, N failed")
 #   make check    the suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make valgrind the suite (and the CLI programs it spawns) under valgrind memcheck;
@@ -14,10 +14,10 @@
 #   make reproduce every scripted experiment with its HTML report, then
 #                 experiments/results/index.html; REPRODUCE=quick (minutes) or full (the
 #                 published settings), resumable (experiments/reproduce.sh)
-#   make test-browser  the reports in headless Chromium (installs it through deps.sh when
-#                 missing); screenshots in build/browser/screenshots/
+#   make test-browser  the reports (the demo's included) in headless Chromium (installs
+#                 it through deps.sh when missing); screenshots in build/browser/screenshots/
 #   make deps     install missing Debian packages (root) or print the command
-#   make data     fetch MNIST and Fashion-MNIST into data/
+#   make data     fetch MNIST, Fashion-MNIST and UCI's labelled sentences into data/
 #
 # Variables: BUILD=build (output folder), SAN=1 (sanitizers), VG=1 (the valgrind build),
 # NO_DEPS=1 (skip set-up).

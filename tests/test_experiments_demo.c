@@ -3,7 +3,7 @@
 // and a few hundred images, in seconds. Each model's report page must be complete (no
 // "missing" section: the demo writes every file the report looks for), pass the strict
 // checker with every link a good file under its run folder, and show the numbers of the
-// eval JSON the demo wrote beside it. The demo's last lines name the two report pages
+// eval JSON the demo wrote beside it. The demo's last lines name the three report pages
 // first, then the folders. A DEMO_SCALE it does not know is refused with one line before
 // OUT is touched. Run from the repository root (as tests/run.sh is).
 #include <cJSON.h>
@@ -86,6 +86,20 @@ static void test_caption_report_is_complete(void) {
     check_report("caption-model", keys, 7, 2, "src=\"strips/00000.png\"");
 }
 
+// The sentence classifier's page: the validation figures (accuracy in percent, as eval.json's
+// share times 100), the curves and the word shading.
+static void test_text_report_is_complete(void) {
+    static const char *const keys[] = {"loss"};
+    check_report("text-model", keys, 1, 3, "src=\"show/attention.png\"");
+    char *page = read_in("demo/text-model", "report.html"), *eval_text = read_in("demo/text-model", "eval.json");
+    cJSON *eval = eval_text ? cJSON_Parse(eval_text) : NULL;
+    double shown = page ? html_data_value(page, "accuracy") : NAN, want = 100.0 * num(eval, "accuracy");
+    EXPECT(isfinite(want) && fabs(shown - want) < 1e-9, "text-model: accuracy on the page %.9g, eval.json %.9g %%",
+           shown, want);
+    cJSON_Delete(eval);
+    free(page), free(eval_text);
+}
+
 // Line N (0: the first) of text, copied into buf (cap bytes); "" past the end.
 static const char *line_of(const char *text, int n, char *buf, size_t cap) {
     const char *p = text;
@@ -104,12 +118,14 @@ static void test_ends_with_the_reports_then_the_folders(void) {
     const char *done = out ? strstr(out, "\nDone.") : NULL;
     EXPECT(done, "no 'Done.' in the demo's output: %s", out ? out : "(none)");
     if (!done) goto end;
-    char l1[600], l2[600], l3[600], l4[600];
+    char l1[600], l2[600], l3[600], l4[600], l5[600];
     line_of(done + 1, 1, l1, sizeof l1), line_of(done + 1, 2, l2, sizeof l2);
     line_of(done + 1, 3, l3, sizeof l3), line_of(done + 1, 4, l4, sizeof l4);
-    EXPECT(strstr(l1, "/demo/draw-model/report.html ") && strstr(l2, "/demo/caption-model/report.html "),
-           "the first lines after 'Done.' are not the two pages: %s", done);
-    EXPECT(!strstr(l3, "report.html") && strstr(l4, "/demo/draw-model/samples/"),
+    line_of(done + 1, 5, l5, sizeof l5);
+    EXPECT(strstr(l1, "/demo/draw-model/report.html ") && strstr(l2, "/demo/caption-model/report.html ") &&
+               strstr(l3, "/demo/text-model/report.html "),
+           "the first lines after 'Done.' are not the three pages: %s", done);
+    EXPECT(!strstr(l4, "report.html") && strstr(l5, "/demo/draw-model/samples/"),
            "the folders do not follow the pages: %s", done);
 end:
     free(out);
@@ -143,6 +159,7 @@ int main(void) {
     }
     RUN(test_draw_report_is_complete);
     RUN(test_caption_report_is_complete);
+    RUN(test_text_report_is_complete);
     RUN(test_ends_with_the_reports_then_the_folders);
     RUN(test_unknown_scale_refused_before_out_is_touched);
     scratch_remove(dir);

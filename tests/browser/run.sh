@@ -2,7 +2,7 @@
 # run.sh BINDIR OUTDIR: the browser test of the reports (`make test-browser`).
 #
 # Makes a short captioner run and a short DRAW run with their reports, the experiments
-# index over them, and the demo's two report pages (experiments/demo.sh at DEMO_SCALE=tiny,
+# index over them, and the demo's three report pages (experiments/demo.sh at DEMO_SCALE=tiny,
 # its stand-in size: seconds; DEMO_OUT=DIR checks the pages a `make demo` wrote into DIR
 # instead, e.g. DEMO_OUT=demo-out make test-browser), then loads each page from disk in
 # headless Chromium (Debian's chromium; `make test-browser` installs it through deps.sh
@@ -133,5 +133,6 @@ check index "$out/index.html"
 demo_pages=${demo:-$out/demo}
 check demo-draw "$demo_pages/draw-model/report.html"
 check demo-caption "$demo_pages/caption-model/report.html"
+check demo-text "$demo_pages/text-model/report.html"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
