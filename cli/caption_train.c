@@ -110,6 +110,8 @@ typedef struct {
     Dist *dist;         // the ranks (cli/train_dist.h): rank 0 alone writes
     bool reported;      // the failure was printed already, by the ranks that failed
     bool failed_everywhere;  // every rank stopped on the same failure (after a reduction)
+    bool interrupted;   // SIGINT or SIGTERM stopped the run (rank 0's, for every rank)
+    TrainLock lock;     // rank 0: OUT/.lock, held for the run's life
     char path_state[1200], path_model[1200], path_log[1200], path_curves[1200];
     CaptionData *data;
     Vocab vocab;
@@ -255,6 +257,7 @@ static void close_run(CaptionRun *r) {
     vocab_free(&r->vocab);
     caption_data_close(r->data);
     caption_finetune_close(&r->ft);
+    train_lock_release(&r->lock);
 }
 
 // Each rank's data, vocabulary, model and buffers; rank 0's folder, log and stale files.
@@ -267,8 +270,7 @@ static int open_parts(CaptionRun *r, Error *err) {
     const bool root = dist_is_root(r->dist);
     SatConfig cfg;
     if (caption_train_flags_config(&cfg, f, err) || (!f->resume && sat_config_finish(&cfg, err))) return 2;
-    if (root && (train_out_check(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
-                 make_dirs(out, err)))
+    if (root && train_out_open(&r->lock, out, CAPTION_RUN_FILES, 2, f->resume, f->force, err))
         return 1;
     if (root) atomic_remove_stale(out);
     r->optim = train_optim_new(&f->optim);
@@ -289,11 +291,11 @@ static int open_parts(CaptionRun *r, Error *err) {
                          r->optim.batch, r->dist->size), 1;
     alloc_workers(r);
     if (gemm_check_address_space(f->threads, err)) return 1;  // not a hang in OpenBLAS
+    static const char columns[] = "step,epoch,loss,ce_per_token,grad_norm,grad_norm_max,lr,"
+                                  "images_per_s,val_bleu4,val_grounding";
     if (root && (train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
-                 csvlog_open(&r->log, r->path_log,
-                             "step,epoch,loss,ce_per_token,grad_norm,grad_norm_max,lr,images_per_s,"
-                             "val_bleu4,"
-                             "val_grounding", f->resume, err)))
+                 (f->resume ? csvlog_open_resume(&r->log, r->path_log, columns, r->tc.step, err)
+                            : csvlog_open(&r->log, r->path_log, columns, 0, err))))
         return 1;
     return 0;
 }
@@ -647,6 +649,18 @@ static int train_loop(CaptionRun *r, Error *err) {
             rc = -1;
             break;
         }
+        // SIGINT or SIGTERM: rank 0's decides for every rank, after a whole step.
+        bool stop = go && train_interrupted() != 0;
+        if (train_dist_root_decides(r->dist, &stop, err)) {
+            rc = -1;
+            break;
+        }
+        if (stop) {
+            r->interrupted = true;
+            r->failed_everywhere = r->dist->size > 1;  // as for a non-finite loss
+            rc = train_interrupt_error(r->tc.step, err);
+            break;
+        }
     }
     train_meter_end(&r->meter, r->tc.step, "");
     return rc;
@@ -686,6 +700,7 @@ int caption_train_main(int argc, char **argv) {
     CaptionTrainFlags f;
     int code;
     if (caption_train_flags_parse(&f, argc, argv, &code)) return code;
+    train_process_begin("caption train");
     gemm_set_threads(f.threads);
     Error err;
     Dist dist;
@@ -704,7 +719,8 @@ int caption_train_main(int argc, char **argv) {
         rc = train_loop(&r, &err) ? 1 : 0;
         csvlog_close(&r.log);
         if (rc == 0 && root) print_summary(&r);
-        if (root) run_info_end(&run_info, rc, r.tc.step, train_meter_images_per_s(&r.meter));
+        if (root) run_info_end(&run_info, r.interrupted ? RUN_INFO_INTERRUPTED : rc, r.tc.step,
+                               train_meter_images_per_s(&r.meter));
     }
     if (rc && r.failed_everywhere) {
         if (root) fprintf(stderr, "%s\n", err.msg);  // rank 0 prints it, before any rank exits
