@@ -5,6 +5,7 @@
 #include "cli/caption_train.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -160,6 +161,33 @@ static void resume_ema(CaptionRun *r, const StoredOptim *saved, FILE *note) {
     train_ema_start(&r->ema, &r->model.params, decay);
 }
 
+// --resume: the best model against the state. A validation writes the best model first,
+// then the state (validate_and_save); a run killed between the two leaves a model newer
+// than the state (its step past the state's). That model is the run's best, and the
+// resumed run replays the steps to it: the state takes its step and score as the best, so
+// that it is kept (not replaced by a validation that does not beat it), and says so on
+// one line (note: rank 0's stderr, else NULL).
+static int pair_best_model(CaptionRun *r, FILE *note, Error *err) {
+    if (!file_exists(r->path_model)) return 0;
+    SafetensorsFile f;
+    long step;
+    double bleu;
+    if (safetensors_open(&f, r->path_model, err)) return -1;
+    int rc = safetensors_meta_long(&f, r->path_model, "step", NULL, 0, LONG_MAX, &step, err) ||
+             safetensors_meta_double(&f, r->path_model, "best_val_bleu4", &bleu, err);
+    safetensors_free(&f);
+    if (rc) return -1;
+    if (step <= r->tc.step) return 0;
+    if (note)
+        text_write_linef(note, "caption train: %s (the best model, of step %ld) is newer than %s "
+                         "(step %ld): a run stopped between writing the two; it stays the best "
+                         "model (BLEU-4 %.4f)", r->path_model, step, r->path_state, r->tc.step,
+                         bleu);
+    r->tc.best_step = step;
+    r->tc.best_bleu = bleu;
+    return 0;
+}
+
 // --resume: the state (model, vocabulary, counters, optimiser settings, weight average),
 // its configuration checked against the model flags given. The optimiser settings given
 // replace the state's, named on one line (rank 0's); those left out keep the state's. Every
@@ -181,7 +209,7 @@ static int resume_state(CaptionRun *r, const SatConfig *want, Error *err) {
         if (changed.n && note) text_write_linef(note, "caption train: resuming with %s", changed.text);
     }
     resume_ema(r, &saved, note);
-    return 0;
+    return pair_best_model(r, note, err);
 }
 
 // A new model: the vocabulary of the training split, the configuration finished with its

@@ -15,7 +15,8 @@
 //   naming the file or what was allocated, a non-zero exit, the checkpoint as it was
 //   (SIGXFSZ killed the run without a word; the allocation aborted, status 134);
 // - caption train: a kill between its best model's write and its state's (the model newer
-//   than the state) is seen on --resume, said on one line, and the state adopts the model.
+//   than the state) is seen on --resume, said on one line, and the state takes the model
+//   as its best.
 // Binaries come from $ATTEND_BIN (default "bin").
 #include <errno.h>
 #include <fcntl.h>
@@ -379,6 +380,54 @@ static void test_out_of_memory_named(void) {
 #endif
 }
 
+// An integer metadata key of a checkpoint, -1 when it does not load.
+static long meta_long(const char *path, const char *key) {
+    SafetensorsFile f;
+    if (safetensors_open(&f, path, NULL)) return -1;
+    const char *v = safetensors_meta(&f, key);
+    long x = v ? atol(v) : -1;
+    safetensors_free(&f);
+    return x;
+}
+
+// caption train writes its best model, then its state; a kill between the two leaves the
+// state of the last save beside a model newer than it. Simulated: the state of a run to
+// step 2 whose validation set no best (ATTEND_FAULT_NAN_VALID_STEP), beside the best
+// model of the same run carried on to step 4. --resume says what happened and the state
+// takes that model as its best: the best step and score of state and model agree.
+static void test_caption_model_newer_than_state(void) {
+    const Scratch *sc = &cap_sc;
+    int rc = scratch_run(sc, CAPTION_TINY " --steps 4 --out %s/pair_ref", sc->dir);
+    EXPECT(rc == 0, "the run to step 4 exited %d", rc);
+    setenv("ATTEND_FAULT_NAN_VALID_STEP", "2", 1);
+    rc = scratch_run(sc, CAPTION_TINY " --steps 2 --out %s/pair", sc->dir);
+    unsetenv("ATTEND_FAULT_NAN_VALID_STEP");
+    EXPECT(rc == 0, "the run to step 2 exited %d", rc);
+    EXPECT(!scratch_exists(sc, "pair/model.safetensors"), "step 2's validation set a best model");
+    char from[2400], to[2400], state[2400];
+    snprintf(from, sizeof from, "%s/pair_ref/model.safetensors", sc->dir);
+    snprintf(to, sizeof to, "%s/pair/model.safetensors", sc->dir);
+    snprintf(state, sizeof state, "%s/pair/state.safetensors", sc->dir);
+    size_t n = 0;
+    char *model = slurp_file(from, &n);
+    Error err;
+    EXPECT(model && file_write_atomic(to, model, n, &err) == 0, "cannot copy the model");
+    free(model);
+    EXPECT(meta_long(to, "step") == 4 && meta_long(state, "step") == 2, "model step %ld, state step %ld",
+           meta_long(to, "step"), meta_long(state, "step"));
+    rc = scratch_run(sc, CAPTION_TINY " --steps 3 --resume --out %s/pair", sc->dir);
+    EXPECT(rc == 0, "--resume exited %d", rc);
+    char *text = cli_slurp(sc, "stderr.txt");
+    EXPECT(strstr(text, "model.safetensors (the best model, of step 4) is newer than") &&
+               strstr(text, "state.safetensors (step 2)") && strstr(text, "stopped between"),
+           "--resume did not say what happened: %s", text);
+    free(text);
+    // Step 3's validation replaces the model only where it beats step 4's score.
+    long best = meta_long(state, "best_step");
+    EXPECT((best == 3 || best == 4) && meta_long(to, "step") == best, "state's best step %ld, model's %ld",
+           best, meta_long(to, "step"));
+}
+
 int main(void) {
     if (scratch_open(&draw_sc, "test_run_folder", "draw") ||
         scratch_open(&cap_sc, "test_run_folder_caption", "caption"))
@@ -392,6 +441,7 @@ int main(void) {
     RUN(test_nan_before_the_first_checkpoint);
     RUN(test_file_size_limit_named);
     RUN(test_out_of_memory_named);
+    RUN(test_caption_model_newer_than_state);
     int rc = test_summary();
     if (rc == 0) {
         scratch_remove(draw_sc.dir);
