@@ -298,7 +298,7 @@ static int open_parts(CaptionRun *r, Error *err) {
     const bool root = dist_is_root(r->dist);
     SatConfig cfg;
     if (caption_train_flags_config(&cfg, f, err) || (!f->resume && sat_config_finish(&cfg, err))) return 2;
-    if (root && train_out_open(&r->lock, out, CAPTION_RUN_FILES, 2, f->resume, f->force, err))
+    if (root && train_out_make(&r->lock, out, CAPTION_RUN_FILES, 2, f->resume, f->force, err))
         return 1;
     if (root) atomic_remove_stale(out);
     r->optim = train_optim_new(&f->optim);

@@ -226,7 +226,8 @@ static int open_run(ClassifyRun *r, const ClassifyFlags *f, Error *err) {
     train_paths(&r->paths, f->out);
     SafetensorsFile file = {0};
     int rc = train_out_open(&r->lock, f->out, RUN_FILES, 1, f->resume, f->force, err) ||
-             resume_state(r, &file, err) || load_data(r, err) || make_dirs(f->out, err);
+             resume_state(r, &file, err) || load_data(r, err) ||
+             train_out_make(&r->lock, f->out, RUN_FILES, 1, f->resume, f->force, err);
     if (rc == 0) {
         atomic_remove_stale(f->out);
         rc = init_model(r, &file, err);

@@ -326,7 +326,9 @@ static int start_state(DrawRun *r, SafetensorsFile *file, Error *err) {
 static int open_parts(DrawRun *r, const SafetensorsFile *file, Error *err) {
     const TrainFlags *f = r->f;
     const bool root = dist_is_root(r->dist);
-    if (load_data(r, err) || (root && make_dirs(f->out, err))) return -1;
+    if (load_data(r, err) ||
+        (root && train_out_make(&r->lock, f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err)))
+        return -1;
     if (r->st.optim.batch < r->dist->size)
         return error_set(err, "--batch %d is less than the %d ranks: each rank needs an image",
                          r->st.optim.batch, r->dist->size);

@@ -294,13 +294,33 @@ static int take_lock(TrainLock *lock, const char *out, Error *err) {
     return 0;
 }
 
+static int refuse_resume_force(const char *out, bool resume, bool force, Error *err) {
+    if (!(resume && force)) return 0;
+    return error_set(err, "--resume and --force: --resume continues the run in %s, --force "
+                          "replaces it; give one", out);
+}
+
+static bool is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int train_out_open(TrainLock *lock, const char *out, const char *const *files, int n,
                    bool resume, bool force, Error *err) {
-    if (resume && force)
-        return error_set(err, "--resume and --force: --resume continues the run in %s, --force "
-                              "replaces it; give one", out);
-    if (!lock->held && (make_dirs(out, err) || take_lock(lock, out, err))) return -1;
+    if (refuse_resume_force(out, resume, force, err)) return -1;
+    if (!lock->held && is_dir(out) && take_lock(lock, out, err)) return -1;
     return train_out_check(out, files, n, resume, force, err);
+}
+
+int train_out_make(TrainLock *lock, const char *out, const char *const *files, int n,
+                   bool resume, bool force, Error *err) {
+    if (refuse_resume_force(out, resume, force, err)) return -1;
+    if (lock->held) return 0;
+    // Checked again under the lock: another run may have made the folder since.
+    return make_dirs(out, err) || take_lock(lock, out, err) ||
+                   train_out_check(out, files, n, resume, force, err)
+               ? -1
+               : 0;
 }
 
 void train_lock_release(TrainLock *lock) {

@@ -12,7 +12,7 @@
 //                 and the timing the summary reports
 //   TrainEma      the exponential moving average of the weights, validated and saved in
 //                 the weights' place
-//   train_out_open, train_out_check, train_out_clear   no silent loss: the folder locked for
+//   train_out_open, _make, _check, _clear   no silent loss: the folder locked for
 //                 the run's life, a new run refuses a folder holding one, --force empties it
 //   train_process_begin, train_interrupted   SIGINT and SIGTERM end a run between steps;
 //                 an allocation that fails ends it with one line
@@ -29,6 +29,7 @@
 //     train_process_begin("draw train");
 //     if (train_out_open(&lock, out, files, 2, resume, force, &err)) fail;
 //     ... load data and model ...
+//     if (train_out_make(&lock, out, files, 2, resume, force, &err)) fail;
 //     TrainBudget b = {.end_step = steps, .seconds = minutes * 60};
 //     train_budget_begin(&b);
 //     train_meter_start(&meter, &b, step, show_progress);
@@ -210,14 +211,19 @@ typedef struct {
     bool held;  // false: none (a zeroed TrainLock)
 } TrainLock;
 
-// A training run's folder, before anything is read from it or written to it: refuses
-// --resume with --force ("--resume and --force: ... give one"), makes the folder (mkdir
-// -p), takes its lock, then train_out_check. A folder locked by a running training is
-// refused in one line:
+// A training run's folder, before anything is read from it: refuses --resume with --force
+// ("--resume and --force: ... give one"), takes the folder's lock where the folder exists,
+// then train_out_check. A folder locked by a running training is refused in one line:
 //     "runs/x is in use by another training run (pid 1234); wait for it or choose another
 //      --out"
-// Under MPI rank 0 alone calls it (the one rank that writes).
+// Under MPI rank 0 alone calls these (the one rank that writes).
 int train_out_open(TrainLock *lock, const char *out, const char *const *files, int n,
+                   bool resume, bool force, Error *err);
+// Before the first write into the folder (once the flags and data are checked, so that a
+// run refused for them leaves no folder behind): makes it (mkdir -p) and, where
+// train_out_open found none to lock, takes its lock and checks it again (another run may
+// have made it since). With the lock held already: nothing.
+int train_out_make(TrainLock *lock, const char *out, const char *const *files, int n,
                    bool resume, bool force, Error *err);
 // Releases the lock (a zeroed or released TrainLock: nothing).
 void train_lock_release(TrainLock *lock);

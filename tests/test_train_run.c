@@ -6,7 +6,8 @@
 // the optimiser settings that --resume takes from the flags given, Adam's settings and the
 // initial weights' stream from them, a run folder's paths and the --resume check for its
 // checkpoint, a checkpoint's weights and moments, the run's four blocks of weights, the
-// non-finite stop, the weight average's swap, the log window's gradient norms, JSON nulls,
+// non-finite stop (naming no checkpoint that does not exist), the run folder's lock and
+// --force's removals, the weight average's swap, the log window's gradient norms, JSON nulls,
 // and a thread count that follows the affinity mask.
 #define _GNU_SOURCE  // sched_setaffinity, CPU_SET
 #include <math.h>
@@ -492,15 +493,19 @@ static void test_check_finite_without_a_checkpoint(void) {
 }
 
 // One training run at a time in a folder: a second lock is refused naming the folder and
-// the holder's pid, and taken once the first is released; --resume with --force refused.
+// the holder's pid, and taken once the first is released; --resume with --force refused;
+// a folder made only before the first write, and checked again under its lock.
 static void test_out_open_locks_the_folder(void) {
     char dir[600], pid[48];
     Error err = {{0}};
-    snprintf(dir, sizeof dir, "%s/locked/run", tmp);  // made by the first open
+    snprintf(dir, sizeof dir, "%s/locked/run", tmp);
     static const char *const files[] = {"model.safetensors"};
     TrainLock a = {0}, b = {0};
     EXPECT(train_out_open(&a, dir, files, 1, false, false, &err) == 0, "%s", err.msg);
-    EXPECT(a.held);
+    EXPECT(!a.held && !file_exists(dir), "open made the folder or locked it");
+    EXPECT(train_out_make(&a, dir, files, 1, false, false, &err) == 0, "%s", err.msg);
+    EXPECT(a.held && file_exists(dir));
+    EXPECT(train_out_make(&a, dir, files, 1, false, false, &err) == 0, "again, holding it: %s", err.msg);
     EXPECT(train_out_open(&a, dir, files, 1, false, false, &err) == 0, "again, holding it: %s", err.msg);
     EXPECT(train_out_open(&b, dir, files, 1, true, false, &err) == -1 && !b.held);
     snprintf(pid, sizeof pid, "(pid %ld)", (long)getpid());
@@ -514,6 +519,16 @@ static void test_out_open_locks_the_folder(void) {
     TrainLock c = {0};
     EXPECT(train_out_open(&c, dir, files, 1, true, true, &err) == -1 && !c.held);
     EXPECT(strstr(err.msg, "--resume and --force") && strstr(err.msg, "give one"), "%s", err.msg);
+    EXPECT(train_out_make(&c, dir, files, 1, true, true, &err) == -1 && !c.held);
+    // A run made in the folder between the two calls is seen under the lock.
+    snprintf(dir, sizeof dir, "%s/locked/late", tmp);
+    EXPECT(train_out_open(&c, dir, files, 1, false, false, &err) == 0 && !c.held);
+    char model[700];
+    snprintf(model, sizeof model, "%s/model.safetensors", dir);
+    EXPECT(make_dirs(dir, &err) == 0 && file_write_atomic(model, "x", 1, &err) == 0);
+    EXPECT(train_out_make(&c, dir, files, 1, false, false, &err) == -1 && strstr(err.msg, "already holds a run"),
+           "%s", err.msg);
+    train_lock_release(&c);
 }
 
 // --force leaves only the new run: the old report, curves, run.json and the pictures the
