@@ -677,9 +677,8 @@ static int train_loop(CaptionRun *r, Error *err) {
             rc = -1;
             break;
         }
-        // SIGINT or SIGTERM: rank 0's decides for every rank, after a whole step.
-        bool stop = go && train_interrupted() != 0;
-        if (train_dist_root_decides(r->dist, &stop, err)) {
+        bool stop;  // SIGINT or SIGTERM
+        if (train_dist_interrupted(r->dist, go, &stop, err)) {
             rc = -1;
             break;
         }

@@ -488,9 +488,8 @@ static int train_loop(DrawRun *r, Error *err) {
         int n = snprintf(status, sizeof status, "bound %.2f nats", bound);
         if (isfinite(r->last_valid)) snprintf(status + n, sizeof status - n, ", valid %.2f", r->last_valid);
         train_meter_step(&r->meter, r->st.step, r->st.optim.batch, secs, status);
-        // SIGINT or SIGTERM: rank 0's decides for every rank, after a whole step.
-        bool stop = go && train_interrupted() != 0;
-        if (train_dist_root_decides(r->dist, &stop, err)) {
+        bool stop;  // SIGINT or SIGTERM
+        if (train_dist_interrupted(r->dist, go, &stop, err)) {
             rc = -1;
             break;
         }
