@@ -298,7 +298,7 @@ static int open_parts(CaptionRun *r, Error *err) {
     const bool root = dist_is_root(r->dist);
     SatConfig cfg;
     if (caption_train_flags_config(&cfg, f, err) || (!f->resume && sat_config_finish(&cfg, err))) return 2;
-    if (root && train_out_make(&r->lock, out, CAPTION_RUN_FILES, 2, f->resume, f->force, err))
+    if (root && train_out_open(&r->lock, out, CAPTION_RUN_FILES, 2, f->resume, f->force, err))
         return 1;
     if (root) atomic_remove_stale(out);
     r->optim = train_optim_new(&f->optim);
@@ -321,7 +321,8 @@ static int open_parts(CaptionRun *r, Error *err) {
     if (gemm_check_address_space(f->threads, err)) return 1;  // not a hang in OpenBLAS
     static const char columns[] = "step,epoch,loss,ce_per_token,grad_norm,grad_norm_max,lr,"
                                   "images_per_s,val_bleu4,val_grounding";
-    if (root && (train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
+    if (root && (train_out_make(&r->lock, out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
+                 train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
                  (f->resume ? csvlog_open_resume(&r->log, r->path_log, columns, r->tc.step, err)
                             : csvlog_open(&r->log, r->path_log, columns, 0, err))))
         return 1;

@@ -7,6 +7,7 @@
 //   status "interrupted" (it stayed "running");
 // - --resume drops the rows an interrupted run logged after its checkpoint, and a row cut
 //   short, so that no step is logged twice;
+// - a run refused for its data makes no folder;
 // - --resume with --force is refused; --force leaves only the new run in the folder (the
 //   old report, curves and pictures go, a file of the user's stays);
 // - a NaN before the first checkpoint, or after --force removed the old one, says that no
@@ -261,6 +262,23 @@ static void test_resume_with_force_refused(void) {
     }
 }
 
+// A run refused for its data makes no folder (the lock is taken where the folder is made,
+// before the first write).
+static void test_refused_run_leaves_no_folder(void) {
+    const struct {
+        const Scratch *sc;
+        const char *args;
+    } cases[] = {{&draw_sc, DRAW_TINY " --data no/such/images.idx"},
+                 {&draw_sc, CLASSIFY_TINY " --data nosuch"},
+                 {&cap_sc, CAPTION_TINY " --data nosuch"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int rc = scratch_run(cases[i].sc, "%s --steps 1 --out %s/refused%zu", cases[i].args,
+                             cases[i].sc->dir, i);
+        EXPECT_ONE_LINE_ERROR(cases[i].sc, rc, "--data");
+        EXPECT(!scratch_exists(cases[i].sc, "refused%zu", i), "%s: the folder was made", cases[i].args);
+    }
+}
+
 // --force: the old run's report, curves, evaluation and pictures go with its checkpoint;
 // a file of the user's stays.
 static void test_force_leaves_only_the_new_run(void) {
@@ -430,6 +448,7 @@ int main(void) {
     RUN(test_classify_second_run_refused_and_sigint);
     RUN(test_resume_drops_rows_past_the_checkpoint);
     RUN(test_resume_with_force_refused);
+    RUN(test_refused_run_leaves_no_folder);
     RUN(test_force_leaves_only_the_new_run);
     RUN(test_nan_before_the_first_checkpoint);
     RUN(test_file_size_limit_named);
