@@ -5,6 +5,7 @@
 #include "cli/caption_train.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -111,6 +112,8 @@ typedef struct {
     Dist *dist;         // the ranks (cli/train_dist.h): rank 0 alone writes
     bool reported;      // the failure was printed already, by the ranks that failed
     bool failed_everywhere;  // every rank stopped on the same failure (after a reduction)
+    bool interrupted;   // SIGINT or SIGTERM stopped the run (rank 0's, for every rank)
+    TrainLock lock;     // rank 0: OUT/.lock, held for the run's life
     char path_state[1200], path_model[1200], path_log[1200], path_curves[1200];
     CaptionData *data;
     Vocab vocab;
@@ -161,6 +164,33 @@ static void resume_ema(CaptionRun *r, const StoredOptim *saved, FILE *note) {
     train_ema_start(&r->ema, &r->model.params, decay);
 }
 
+// --resume: the best model against the state. A validation writes the best model first,
+// then the state (validate_and_save); a run killed between the two leaves a model newer
+// than the state (its step past the state's). That model is the run's best, and the
+// resumed run replays the steps to it: the state takes its step and score as the best, so
+// that it is kept (not replaced by a validation that does not beat it), and says so on
+// one line (note: rank 0's stderr, else NULL).
+static int pair_best_model(CaptionRun *r, FILE *note, Error *err) {
+    if (!file_exists(r->path_model)) return 0;
+    SafetensorsFile f;
+    long step;
+    double bleu;
+    if (safetensors_open(&f, r->path_model, err)) return -1;
+    int rc = safetensors_meta_long(&f, r->path_model, "step", NULL, 0, LONG_MAX, &step, err) ||
+             safetensors_meta_double(&f, r->path_model, "best_val_bleu4", &bleu, err);
+    safetensors_free(&f);
+    if (rc) return -1;
+    if (step <= r->tc.step) return 0;
+    if (note)
+        text_write_linef(note, "caption train: %s (the best model, of step %ld) is newer than %s "
+                         "(step %ld): a run stopped between writing the two; it stays the best "
+                         "model (BLEU-4 %.4f)", r->path_model, step, r->path_state, r->tc.step,
+                         bleu);
+    r->tc.best_step = step;
+    r->tc.best_bleu = bleu;
+    return 0;
+}
+
 // --resume: the state (model, vocabulary, counters, optimiser settings, weight average),
 // its configuration checked against the model flags given. The optimiser settings given
 // replace the state's, named on one line (rank 0's); those left out keep the state's. Every
@@ -188,7 +218,7 @@ static int resume_state(CaptionRun *r, const SatConfig *want, Error *err) {
         if (changed.n && note) text_write_linef(note, "caption train: resuming with %s", changed.text);
     }
     resume_ema(r, &saved, note);
-    return 0;
+    return pair_best_model(r, note, err);
 }
 
 // The model's tensors at --batch, and its validation decoding's at --val-beam (chunks of at
@@ -278,6 +308,7 @@ static void close_run(CaptionRun *r) {
     vocab_free(&r->vocab);
     caption_data_close(r->data);
     caption_finetune_close(&r->ft);
+    train_lock_release(&r->lock);
 }
 
 // Each rank's data, vocabulary, model and buffers; rank 0's folder, log and stale files.
@@ -295,8 +326,7 @@ static int open_parts(CaptionRun *r, Error *err) {
     // (again with the vocabulary's size in new_model; a feature cache's annotations are
     // known once it is open).
     if (!f->resume && !f->data.features && check_sizes(&cfg, f, f->optim.batch, err)) return 2;
-    if (root && (train_out_check(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
-                 make_dirs(out, err)))
+    if (root && train_out_open(&r->lock, out, CAPTION_RUN_FILES, 2, f->resume, f->force, err))
         return 1;
     if (root) atomic_remove_stale(out);
     r->optim = train_optim_new(&f->optim);
@@ -322,11 +352,12 @@ static int open_parts(CaptionRun *r, Error *err) {
                          r->optim.batch, r->dist->size), 1;
     alloc_workers(r);
     if (gemm_check_address_space(f->threads, err)) return 1;  // not a hang in OpenBLAS
-    if (root && (train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
-                 csvlog_open(&r->log, r->path_log,
-                             "step,epoch,loss,ce_per_token,grad_norm,grad_norm_max,lr,images_per_s,"
-                             "val_bleu4,"
-                             "val_grounding", f->resume, err)))
+    static const char columns[] = "step,epoch,loss,ce_per_token,grad_norm,grad_norm_max,lr,"
+                                  "images_per_s,val_bleu4,val_grounding";
+    if (root && (train_out_make(&r->lock, out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
+                 train_out_clear(out, CAPTION_RUN_FILES, 2, f->resume, f->force, err) ||
+                 (f->resume ? csvlog_open_resume(&r->log, r->path_log, columns, r->tc.step, err)
+                            : csvlog_open(&r->log, r->path_log, columns, 0, err))))
         return 1;
     return 0;
 }
@@ -682,6 +713,17 @@ static int train_loop(CaptionRun *r, Error *err) {
             rc = -1;
             break;
         }
+        bool stop;  // SIGINT or SIGTERM
+        if (train_dist_interrupted(r->dist, go, &stop, err)) {
+            rc = -1;
+            break;
+        }
+        if (stop) {
+            r->interrupted = true;
+            r->failed_everywhere = r->dist->size > 1;  // as for a non-finite loss
+            rc = train_interrupt_error(r->tc.step, err);
+            break;
+        }
     }
     train_meter_end(&r->meter, r->tc.step, "");
     return rc;
@@ -721,6 +763,7 @@ int caption_train_main(int argc, char **argv) {
     CaptionTrainFlags f;
     int code;
     if (caption_train_flags_parse(&f, argc, argv, &code)) return code;
+    train_process_begin("caption train");
     gemm_set_threads(f.threads);
     Error err;
     Dist dist;
@@ -739,7 +782,8 @@ int caption_train_main(int argc, char **argv) {
         rc = train_loop(&r, &err) ? 1 : 0;
         csvlog_close(&r.log);
         if (rc == 0 && root) print_summary(&r);
-        if (root) run_info_end(&run_info, rc, r.tc.step, train_meter_images_per_s(&r.meter));
+        if (root) run_info_end(&run_info, r.interrupted ? RUN_INFO_INTERRUPTED : rc, r.tc.step,
+                               train_meter_images_per_s(&r.meter));
     }
     if (rc && r.failed_everywhere) {
         if (root) fprintf(stderr, "%s\n", err.msg);  // rank 0 prints it, before any rank exits

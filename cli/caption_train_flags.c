@@ -73,7 +73,7 @@ int caption_train_flags_parse(CaptionTrainFlags *f, int argc, char **argv, int *
         {"minutes", ARG_DOUBLE, &f->minutes, "stop after this many minutes instead", .has_min = true, .min = 0, .min_exclusive = true, .given = &f->given.minutes},
         {"seed", ARG_LONG, &f->optim.seed, "random seed (initialisation, order, dropout, sampling)", .given = &f->optim.given.seed},
         {"resume", ARG_FLAG, &f->resume, "continue from OUT/state.safetensors; model flags given must match it, --batch/--lr/--lr-decay/--clip/--seed/--ema (and --fine-tune-lr) given replace its values", .given = NULL},
-        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
+        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it: its checkpoint, run.json, report and pictures go (not with --resume)", .given = NULL},
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"overlap-sums", ARG_FLAG, &f->overlap_sums, "under mpirun, with the CNN encoder (no effect with --features): sum the decoder's gradient over the ranks on a thread of its own while the CNN's backward runs (the same bits; pays where a core is free to drive the transfer and the link is slow: bench/RESULTS.md)", .given = NULL},
         {"image-size", ARG_INT, &f->image_size, "image side in pixels", .has_min = true, .min = 8, .has_max = true, .max = 1024, .given = &f->given.image_size},

@@ -71,7 +71,7 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
         {"minutes", ARG_DOUBLE, &f->plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order and training clutter", .has_min = true, .min = 0, .given = &f->optim.given.seed},
         {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
-        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
+        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it: its checkpoint, run.json, report and pictures go (not with --resume)", .given = NULL},
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"valid-every", ARG_INT, &f->plan.valid_every, "steps between validation errors (and checkpoints)", .has_min = true, .min = 1},
         {"valid-images", ARG_INT, &f->valid_images, "validation images used (at most 5000)", .has_min = true, .min = 1, .has_max = true, .max = MNIST_VALID_COUNT},
@@ -90,6 +90,8 @@ typedef struct {
     const ClassifyFlags *f;
     ClassifyState st;
     bool resumed;
+    bool interrupted;  // SIGINT or SIGTERM stopped the run
+    TrainLock lock;    // OUT/.lock, held for the run's life
     FlagDiffs resumed_with;  // --resume: the settings given that replace the checkpoint's
     TrainPaths paths;  // OUT/model.safetensors, log.csv, loss.png
     ImageSet train, valid;
@@ -220,6 +222,7 @@ static void close_run(ClassifyRun *r) {
     train_order_free(&r->order);
     imageset_free(&r->train), imageset_free(&r->valid);
     csvlog_close(&r->log);
+    train_lock_release(&r->lock);
 }
 
 static int open_run(ClassifyRun *r, const ClassifyFlags *f, Error *err) {
@@ -228,8 +231,9 @@ static int open_run(ClassifyRun *r, const ClassifyFlags *f, Error *err) {
     r->last_loss = r->last_train_error = r->last_valid = NAN;
     train_paths(&r->paths, f->out);
     SafetensorsFile file = {0};
-    int rc = train_out_check(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
-             resume_state(r, &file, err) || load_data(r, err) || make_dirs(f->out, err);
+    int rc = train_out_open(&r->lock, f->out, RUN_FILES, 1, f->resume, f->force, err) ||
+             resume_state(r, &file, err) || load_data(r, err) ||
+             train_out_make(&r->lock, f->out, RUN_FILES, 1, f->resume, f->force, err);
     if (rc == 0) {
         atomic_remove_stale(f->out);
         rc = init_model(r, &file, err);
@@ -238,8 +242,10 @@ static int open_run(ClassifyRun *r, const ClassifyFlags *f, Error *err) {
     if (rc) return -1;
     alloc_buffers(r);
     train_plan(&f->plan, r->steps_per_epoch, &r->budget, &r->cadence);
+    static const char columns[] = "step,train_loss,train_error,valid_error,grad_norm,grad_norm_max,seconds";
     if (train_out_clear(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
-        csvlog_open(&r->log, r->paths.log, "step,train_loss,train_error,valid_error,grad_norm,grad_norm_max,seconds", r->resumed, err))
+        (r->resumed ? csvlog_open_resume(&r->log, r->paths.log, columns, r->st.step, err)
+                    : csvlog_open(&r->log, r->paths.log, columns, 0, err)))
         return -1;
     return 0;
 }
@@ -369,6 +375,11 @@ static int train_loop(ClassifyRun *r, Error *err) {
         int n = snprintf(status, sizeof status, "loss %.3f", loss);
         if (isfinite(r->last_valid)) snprintf(status + n, sizeof status - n, ", valid error %.2f%%", 100.0 * r->last_valid);
         train_meter_step(&r->meter, r->st.step, r->st.optim.batch, secs, status);
+        if (train_interrupted() && train_budget_allows(&r->budget, r->st.step)) {  // SIGINT, SIGTERM
+            r->interrupted = true;
+            rc = train_interrupt_error(r->st.step, err);
+            break;
+        }
     }
     train_meter_end(&r->meter, r->st.step, status);
     return rc;
@@ -402,6 +413,7 @@ static int cmd_train(int argc, char **argv) {
     ClassifyFlags f;
     int code;
     if (parse_flags(&f, argc, argv, &code)) return code;
+    train_process_begin("draw classify train");
     gemm_set_threads(f.threads);
     ClassifyRun r;
     Error err;
@@ -413,7 +425,8 @@ static int cmd_train(int argc, char **argv) {
         print_header(&r);
         rc = train_loop(&r, &err);
         if (rc == 0) rc = finish_run(&r, &err);
-        run_info_end(&run_info, rc, r.st.step, train_meter_images_per_s(&r.meter));
+        run_info_end(&run_info, r.interrupted ? RUN_INFO_INTERRUPTED : rc, r.st.step,
+                     train_meter_images_per_s(&r.meter));
     }
     close_run(&r);
     return rc ? fail(&err) : 0;

@@ -95,7 +95,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"minutes", ARG_DOUBLE, &f->plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order, binarisation and noise", .has_min = true, .min = 0, .given = &f->optim.given.seed},
         {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model flags given must match it, --batch/--lr/--beta1/--clip/--seed/--ema given replace its values, and --data where its images are now", .given = NULL},
-        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
+        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it: its checkpoint, run.json, report and pictures go (not with --resume)", .given = NULL},
         {"no-attention", ARG_FLAG, &f->no_attention, "read the whole image and write the whole canvas", .given = &f->given.no_attention},
         {"no-binarize", ARG_FLAG, &f->no_binarize, "keep grey levels (Bernoulli likelihood on intensities)", .given = &f->given.no_binarize},
         {"peepholes", ARG_FLAG, &f->peepholes, "LSTMs with peephole connections from the cell to the gates (Graves 2013; the Blocks LSTM of the public Theano DRAW)", .given = &f->given.peepholes},
@@ -128,6 +128,8 @@ typedef struct {
     bool resumed;   // st came from OUT/model.safetensors
     bool reported;  // the failure was printed already, by the ranks that failed
     bool failed_everywhere;  // every rank stopped on the same failure (after a reduction)
+    bool interrupted;  // SIGINT or SIGTERM stopped the run (rank 0's, for every rank)
+    TrainLock lock;    // rank 0: OUT/.lock, held for the run's life
     TrainPaths paths;  // OUT/model.safetensors, log.csv, loss.png
     ImageSet train, valid;
     TrainWeights w;    // parameters (viewed by p), gradients, Adam's moments
@@ -327,6 +329,7 @@ static void close_run(DrawRun *r) {
     train_order_free(&r->order);
     imageset_free(&r->train), imageset_free(&r->valid);
     csvlog_close(&r->log);
+    train_lock_release(&r->lock);
 }
 
 // Rank 0 decides whether the run is new or resumed, and with which state; the others take
@@ -335,7 +338,7 @@ static int start_state(DrawRun *r, SafetensorsFile *file, Error *err) {
     const TrainFlags *f = r->f;
     int rc = 0;
     if (dist_is_root(r->dist))
-        rc = train_out_check(f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err) ||
+        rc = train_out_open(&r->lock, f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err) ||
              resume_state(r, file, err);
     if (train_dist_agree(r->dist, rc, "draw", err)) {
         r->reported = true;
@@ -353,7 +356,9 @@ static int start_state(DrawRun *r, SafetensorsFile *file, Error *err) {
 static int open_parts(DrawRun *r, const SafetensorsFile *file, Error *err) {
     const TrainFlags *f = r->f;
     const bool root = dist_is_root(r->dist);
-    if (load_data(r, err) || (root && make_dirs(f->out, err))) return -1;
+    if (load_data(r, err) ||
+        (root && train_out_make(&r->lock, f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err)))
+        return -1;
     if (r->st.optim.batch < r->dist->size)
         return error_set(err, "--batch %d is less than the %d ranks: each rank needs an image",
                          r->st.optim.batch, r->dist->size);
@@ -362,8 +367,10 @@ static int open_parts(DrawRun *r, const SafetensorsFile *file, Error *err) {
     alloc_workers(r);
     if (gemm_check_address_space(f->threads, err)) return -1;  // not a hang in OpenBLAS
     if (!root) return 0;
+    static const char columns[] = "step,train_bound,valid_bound,grad_norm,grad_norm_max,seconds";
     return train_out_clear(f->out, DRAW_RUN_FILES, 1, f->resume, f->force, err) ||
-           csvlog_open(&r->log, r->paths.log, "step,train_bound,valid_bound,grad_norm,grad_norm_max,seconds", r->resumed, err);
+           (r->resumed ? csvlog_open_resume(&r->log, r->paths.log, columns, r->st.step, err)
+                       : csvlog_open(&r->log, r->paths.log, columns, 0, err));
 }
 
 // Everything a run needs before its first step; on failure, what was made is closed by
@@ -529,6 +536,16 @@ static int train_loop(DrawRun *r, Error *err) {
         int n = snprintf(status, sizeof status, "bound %.2f nats", bound);
         if (isfinite(r->last_valid)) snprintf(status + n, sizeof status - n, ", valid %.2f", r->last_valid);
         train_meter_step(&r->meter, r->st.step, r->st.optim.batch, secs, status);
+        bool stop;  // SIGINT or SIGTERM
+        if (train_dist_interrupted(r->dist, go, &stop, err)) {
+            rc = -1;
+            break;
+        }
+        if (stop) {
+            r->interrupted = r->failed_everywhere = true;
+            rc = train_interrupt_error(r->st.step, err);
+            break;
+        }
     }
     train_meter_end(&r->meter, r->st.step, status);
     return rc;
@@ -567,6 +584,7 @@ int draw_train_main(int argc, char **argv) {
     TrainFlags f;
     int code;
     if (parse_train_flags(&f, argc, argv, &code)) return code;
+    train_process_begin("draw train");
     gemm_set_threads(f.threads);
     Dist dist;
     Error err;
@@ -584,7 +602,8 @@ int draw_train_main(int argc, char **argv) {
         if (root) warn_unused_flags(&r), print_header(&r);
         rc = train_loop(&r, &err);
         if (rc == 0) rc = finish_run(&r, &err);
-        if (root) run_info_end(&run_info, rc, r.st.step, train_meter_images_per_s(&r.meter));
+        if (root) run_info_end(&run_info, r.interrupted ? RUN_INFO_INTERRUPTED : rc, r.st.step,
+                               train_meter_images_per_s(&r.meter));
     }
     int status = 0;
     if (rc && r.reported) {

@@ -192,7 +192,10 @@ void run_info_end(RunInfo *ri, int status, long steps, double images_per_s) {
         warn(ri, "the record written at the start is gone or unreadable");
         return;
     }
-    cJSON_ReplaceItemInObjectCaseSensitive(inv, "status", cJSON_CreateString(status ? "failed" : "finished"));
+    const char *word = status == 0                      ? "finished"
+                       : status == RUN_INFO_INTERRUPTED ? "interrupted"
+                                                        : "failed";
+    cJSON_ReplaceItemInObjectCaseSensitive(inv, "status", cJSON_CreateString(word));
     cJSON_AddNumberToObject(inv, "wall_seconds", round((timer_now() - ri->t0) * 100) / 100);
     cJSON_AddNumberToObject(inv, "steps", (double)steps);
     cJSON_AddNumberToObject(inv, "images_per_s", round(images_per_s * 100) / 100);

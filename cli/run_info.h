@@ -15,7 +15,9 @@
 //         "gemm": "OpenBLAS 0.3.21 ... (OPENBLAS_CORETYPE=SKYLAKEX)",   the matrix
 //                                            multiply's library and kernels (core/gemm.h)
 //         "status": "finished",              "running" until it ends: a killed run stays
-//                                            "running"; "failed" when it stopped on an error
+//                                            "running"; "failed" when it stopped on an error;
+//                                            "interrupted" when SIGINT or SIGTERM stopped it
+//                                            (cli/train_run.h: train_process_begin)
 //         "wall_seconds": 61.2,              begin to end of this invocation
 //         "steps": 1200,                     the step count at its end (a total)
 //         "images_per_s": 412.5}]}           its training throughput (train's own figure)
@@ -41,7 +43,9 @@ typedef struct {
 void run_info_begin(RunInfo *ri, const char *dir, const char *program, int argc, char **argv,
                     int threads, int ranks, int append);
 
-// Ends it: status 0 (finished) or not (failed), the step count, the training throughput.
+// Ends it: status 0 (finished), RUN_INFO_INTERRUPTED (interrupted) or another (failed), the
+// step count, the training throughput.
+#define RUN_INFO_INTERRUPTED 130
 void run_info_end(RunInfo *ri, int status, long steps, double images_per_s);
 
 // The CPU model name from /proc/cpuinfo into buf (n bytes); "unknown" when there is none.

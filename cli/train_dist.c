@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cli/train_run.h"
+
 int train_dist_one_process_only(const char *program, const char *command) {
     int rank, size = dist_launched(&rank);
     if (size <= 1) return 0;
@@ -86,6 +88,11 @@ int train_dist_root_decides(const Dist *d, bool *flag, Error *err) {
     if (dist_broadcast(d, &v, sizeof v, err)) return -1;
     *flag = v != 0;
     return 0;
+}
+
+int train_dist_interrupted(const Dist *d, bool go, bool *stop, Error *err) {
+    *stop = go && train_interrupted() != 0;
+    return train_dist_root_decides(d, stop, err);
 }
 
 void train_dist_fault_point(const Dist *d, long step) {

@@ -85,6 +85,11 @@ int train_dist_reduce_means(Dist *d, double *v, int n, int count, int B, Error *
 // whether a time budget is spent, so that no rank leaves a loop the others stay in).
 int train_dist_root_decides(const Dist *d, bool *flag, Error *err);
 
+// After a step (go: another step follows): *stop, whether SIGINT or SIGTERM asked the run to
+// stop there (cli/train_run.h: train_interrupted), rank 0's answer on every rank, so that
+// every rank stops after the same step.
+int train_dist_interrupted(const Dist *d, bool go, bool *stop, Error *err);
+
 // Fault injection for tests/test_cli_mpi.c: with ATTEND_FAULT_KILL_RANK=R and
 // ATTEND_FAULT_KILL_STEP=S in the environment, rank R kills itself (SIGKILL, as the kernel's
 // out-of-memory killer or a lost node would) when step S begins (steps counted from 1).

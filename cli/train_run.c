@@ -1,11 +1,16 @@
 #include "cli/train_run.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/adam.h"
@@ -203,16 +208,151 @@ int train_out_check(const char *out, const char *const *files, int n, bool resum
                           "start over in it, or choose another --out", out, path);
 }
 
+static int remove_old(const char *path, Error *err) {
+    if (unlink(path) != 0 && errno != ENOENT)
+        return error_set(err, "%s: cannot remove the old run's file: %s", path, strerror(errno));
+    return 0;
+}
+
+// Whether name is one the toolkit writes into an output folder of pictures and pages.
+static bool toolkit_output(const char *name) {
+    static const char *const ends[] = {".png", ".gif", ".html", ".json", ".txt"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof ends / sizeof *ends; i++) {
+        size_t k = strlen(ends[i]);
+        if (n > k && strcmp(name + n - k, ends[i]) == 0) return true;
+    }
+    return false;
+}
+
+// The pictures and pages in OUT/folder, and the folder when that empties it.
+static int remove_old_folder(const char *out, const char *folder, Error *err) {
+    char dir[1200], path[1500];
+    snprintf(dir, sizeof dir, "%s/%s", out, folder);
+    DIR *d = opendir(dir);
+    if (!d) return 0;  // none (or not a folder: not the toolkit's)
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d)) != NULL;) {
+        if (!toolkit_output(e->d_name)) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) rc = remove_old(path, err);
+    }
+    closedir(d);
+    if (rc == 0) rmdir(dir);  // fails, as it should, when something else is left
+    return rc;
+}
+
 int train_out_clear(const char *out, const char *const *files, int n, bool resume, bool force,
                     Error *err) {
     if (resume || !force) return 0;
+    static const char *const old_files[] = {TRAIN_OLD_RUN_FILES};
+    static const char *const old_folders[] = {TRAIN_OLD_RUN_FOLDERS};
     char path[1200];
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/%s", out, files[i]);
-        if (unlink(path) != 0 && errno != ENOENT)
-            return error_set(err, "%s: cannot remove the old run's file: %s", path, strerror(errno));
+        if (remove_old(path, err)) return -1;
     }
+    for (size_t i = 0; i < sizeof old_files / sizeof *old_files; i++) {
+        snprintf(path, sizeof path, "%s/%s", out, old_files[i]);
+        if (remove_old(path, err)) return -1;
+    }
+    for (size_t i = 0; i < sizeof old_folders / sizeof *old_folders; i++)
+        if (remove_old_folder(out, old_folders[i], err)) return -1;
     return 0;
+}
+
+// The pid written in a lock file, 0 when it holds none.
+static long lock_holder(int fd) {
+    char buf[32] = {0};
+    ssize_t k = pread(fd, buf, sizeof buf - 1, 0);
+    return k > 0 ? atol(buf) : 0;
+}
+
+static int take_lock(TrainLock *lock, const char *out, Error *err) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", out, TRAIN_LOCK_FILE);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return error_set(err, "%s: cannot open the run folder's lock: %s", path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        long pid = e == EWOULDBLOCK ? lock_holder(fd) : 0;
+        close(fd);
+        if (e != EWOULDBLOCK)
+            return error_set(err, "%s: cannot lock the run folder: %s", path, strerror(e));
+        char who[48] = "";
+        if (pid > 0) snprintf(who, sizeof who, " (pid %ld)", pid);
+        return error_set(err, "%s is in use by another training run%s; wait for it or choose "
+                              "another --out", out, who);
+    }
+    char pid[32];
+    int k = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    // The pid is for the message above; a failure to write it loses nothing.
+    if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)k, 0) < 0) {
+    }
+    *lock = (TrainLock){.fd = fd, .held = true};
+    return 0;
+}
+
+static int refuse_resume_force(const char *out, bool resume, bool force, Error *err) {
+    if (!(resume && force)) return 0;
+    return error_set(err, "--resume and --force: --resume continues the run in %s, --force "
+                          "replaces it; give one", out);
+}
+
+static bool is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int train_out_open(TrainLock *lock, const char *out, const char *const *files, int n,
+                   bool resume, bool force, Error *err) {
+    if (refuse_resume_force(out, resume, force, err)) return -1;
+    if (!lock->held && is_dir(out) && take_lock(lock, out, err)) return -1;
+    return train_out_check(out, files, n, resume, force, err);
+}
+
+int train_out_make(TrainLock *lock, const char *out, const char *const *files, int n,
+                   bool resume, bool force, Error *err) {
+    if (refuse_resume_force(out, resume, force, err)) return -1;
+    if (lock->held) return 0;
+    // Checked again under the lock: another run may have made the folder since.
+    return make_dirs(out, err) || take_lock(lock, out, err) ||
+                   train_out_check(out, files, n, resume, force, err)
+               ? -1
+               : 0;
+}
+
+void train_lock_release(TrainLock *lock) {
+    if (lock->held) close(lock->fd);  // closing the descriptor releases the flock
+    *lock = (TrainLock){0};
+}
+
+// ---------------------------------------------------------------------------------------
+// Interruption
+
+// The one mutable global of the trainers: a signal handler can only leave a note.
+static volatile sig_atomic_t interrupted_by;
+
+static void on_stop_signal(int sig) { interrupted_by = sig; }
+
+void train_process_begin(const char *command) {
+    check_set_program(command);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;  // a second signal takes the default action
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGXFSZ, SIG_IGN);
+}
+
+int train_interrupted(void) { return (int)interrupted_by; }
+
+int train_interrupt_error(long step, Error *err) {
+    return error_set(err, "interrupted by %s after step %ld; --resume continues from the last "
+                          "checkpoint", interrupted_by == SIGTERM ? "SIGTERM" : "SIGINT", step);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -351,15 +491,17 @@ static long fault_nan_step(void) {
 
 int train_check_finite(long step, const char *loss_name, double loss, Block *grads,
                        const char *ckpt, Error *err) {
-    if (!isfinite(loss))
-        return error_set(err, "step %ld: the %s is %g; stopping (last good checkpoint: %s)", step,
-                         loss_name, loss, ckpt);
     if (step == fault_nan_step()) grads->data[0] = NAN;
-    const char *bad = block_first_nonfinite(grads);
+    const char *bad = isfinite(loss) ? block_first_nonfinite(grads) : NULL;
+    if (isfinite(loss) && !bad) return 0;
+    char what[160];
     if (bad)
-        return error_set(err, "step %ld: gradient of %s is not finite; stopping (last good "
-                              "checkpoint: %s)", step, bad, ckpt);
-    return 0;
+        snprintf(what, sizeof what, "gradient of %s is not finite", bad);
+    else
+        snprintf(what, sizeof what, "the %s is %g", loss_name, loss);
+    if (!file_exists(ckpt))
+        return error_set(err, "step %ld: %s; stopping (no checkpoint was written)", step, what);
+    return error_set(err, "step %ld: %s; stopping (last good checkpoint: %s)", step, what, ckpt);
 }
 
 double train_fault_valid_score(long step, double score) {

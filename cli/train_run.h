@@ -12,7 +12,10 @@
 //                 and the timing the summary reports
 //   TrainEma      the exponential moving average of the weights, validated and saved in
 //                 the weights' place
-//   train_out_check, train_out_clear   no silent loss: a new run refuses a folder holding one
+//   train_out_open, _make, _check, _clear   no silent loss: the folder locked for
+//                 the run's life, a new run refuses a folder holding one, --force empties it
+//   train_process_begin, train_interrupted   SIGINT and SIGTERM end a run between steps;
+//                 an allocation that fails ends it with one line
 //   train_checkpoint_found             --resume in a folder without a checkpoint yet
 //   FlagDiffs     flags given on --resume against the checkpoint's values
 //   TrainOptim    the optimiser settings a checkpoint stores (batch, lr, lr decay, beta1,
@@ -23,8 +26,10 @@
 //   json_number   a summary's numbers, null where nothing was measured
 //
 // A training command reads like this (see cli/draw_train.c, cli/caption_train.c):
-//     if (train_out_check(out, files, 2, resume, force, &err)) fail;
+//     train_process_begin("draw train");
+//     if (train_out_open(&lock, out, files, 2, resume, force, &err)) fail;
 //     ... load data and model ...
+//     if (train_out_make(&lock, out, files, 2, resume, force, &err)) fail;
 //     TrainBudget b = {.end_step = steps, .seconds = minutes * 60};
 //     train_budget_begin(&b);
 //     train_meter_start(&meter, &b, step, show_progress);
@@ -197,17 +202,66 @@ void train_ema_free(TrainEma *e);
 // ---------------------------------------------------------------------------------------
 // Output folder
 
+// The lock of a run folder: OUT/.lock, flock'ed (LOCK_EX) by the training run that writes
+// OUT, held until it ends (the process's exit releases it too, even on kill -9). The file
+// holds the pid of the process holding the lock, for the message of a second run.
+#define TRAIN_LOCK_FILE ".lock"
+typedef struct {
+    int fd;     // OUT/.lock while held
+    bool held;  // false: none (a zeroed TrainLock)
+} TrainLock;
+
+// A training run's folder, before anything is read from it: refuses --resume with --force
+// ("--resume and --force: ... give one"), takes the folder's lock where the folder exists,
+// then train_out_check. A folder locked by a running training is refused in one line:
+//     "runs/x is in use by another training run (pid 1234); wait for it or choose another
+//      --out"
+// Under MPI rank 0 alone calls these (the one rank that writes).
+int train_out_open(TrainLock *lock, const char *out, const char *const *files, int n,
+                   bool resume, bool force, Error *err);
+// Before the first write into the folder (once the flags and data are checked, so that a
+// run refused for them leaves no folder behind): makes it (mkdir -p) and, where
+// train_out_open found none to lock, takes its lock and checks it again (another run may
+// have made it since). With the lock held already: nothing.
+int train_out_make(TrainLock *lock, const char *out, const char *const *files, int n,
+                   bool resume, bool force, Error *err);
+// Releases the lock (a zeroed or released TrainLock: nothing).
+void train_lock_release(TrainLock *lock);
+
 // A new run (resume false) refuses a folder holding one, i.e. one of the n checkpoint file
 // names exists in it, unless force is given:
 //     "runs/x already holds a run (runs/x/model.safetensors): add --resume to continue it,
 //      --force to start over in it, or choose another --out"
 int train_out_check(const char *out, const char *const *files, int n, bool resume, bool force,
                     Error *err);
-// With force and not resuming, removes the old run's checkpoint files, so that the folder
-// never holds one run's log beside another's checkpoint. Call once the new run's flags and
-// data have been checked.
+// With force and not resuming, removes the old run's checkpoint files and what the toolkit
+// wrote beside them (TRAIN_OLD_RUN_FILES: run.json, the curves, the report and the
+// evaluations; log.csv stays for the new run to open anew; in the folders TRAIN_OLD_RUN_FOLDERS, the pictures and pages the
+// toolkit writes there, each folder removed when that leaves it empty), so that the folder
+// holds only the new run: never one run's log beside another's checkpoint, or an old
+// report beside a new model. Files of other names are left. Call once the new run's flags
+// and data have been checked.
+#define TRAIN_OLD_RUN_FILES                                                                  \
+    "run.json", "loss.png", "curves.png", "report.html", "eval.json",             \
+        "per_image.json"
+#define TRAIN_OLD_RUN_FOLDERS "report_files", "samples", "reconstructions", "film", "strips"
 int train_out_clear(const char *out, const char *const *files, int n, bool resume, bool force,
                     Error *err);
+
+// ---------------------------------------------------------------------------------------
+// Interruption: SIGINT (Ctrl-C) and SIGTERM set a flag that the step loop reads after each
+// step; the run then stops there, records "interrupted" in run.json and exits non-zero,
+// its last checkpoint as it was. A second signal of the same kind ends the process at once
+// (the default action). SIGXFSZ (a write past ulimit -f) is ignored, so that the write fails
+// with EFBIG and the run stops with a one-line error naming the file.
+// train_process_begin installs both, and names the command for the line of an allocation
+// that fails (core/check.h: "draw train: cannot allocate 3.2 GB for ...: out of memory").
+// Call it once, after the flags are parsed.
+void train_process_begin(const char *command);
+// The signal that asked the run to stop (SIGINT or SIGTERM), or 0.
+int train_interrupted(void);
+// "interrupted by SIGINT after step 12; --resume continues from the last checkpoint"
+int train_interrupt_error(long step, Error *err);
 
 // ---------------------------------------------------------------------------------------
 // Flags given on the command line against a checkpoint's values (--resume). Only given
@@ -294,6 +348,8 @@ Rng train_optim_init_rng(const TrainOptim *o);
 // 0 when loss and every gradient are finite; else -1 with one line:
 //     "step 5: the loss is nan; stopping (last good checkpoint: runs/x/model.safetensors)"
 //     "step 5: gradient of enc.W is not finite; stopping (last good checkpoint: ...)"
+// or, where ckpt does not exist (a run that stopped before its first checkpoint),
+//     "step 5: the loss is nan; stopping (no checkpoint was written)"
 // loss_name: "loss", "bound", ... Fault injection for tests/test_crash_safety.c: with
 // ATTEND_FAULT_NAN_STEP=N in the environment, step N's first gradient element is set to NaN
 // first, so the stop is exercised the same way on every build.

@@ -37,18 +37,30 @@ void block_add(Block *b, float **view, const char *name, int ndim, ...) {
     t->view = view;
 }
 
+// A block that cannot be allocated: its size and its tensors named in the one line.
+static _Noreturn void block_out_of_memory(const Block *b, size_t bytes) {
+    char what[200];
+    if (b->count == 1)
+        snprintf(what, sizeof what, "the tensor %s", b->tensors[0].name);
+    else if (b->count > 1)
+        snprintf(what, sizeof what, "%d tensors (%s, ...)", b->count, b->tensors[0].name);
+    else
+        snprintf(what, sizeof what, "an empty block");
+    check_out_of_memory(bytes, what);
+}
+
 void block_alloc(Block *b) {
     CHECK(!b->data);
     size_t bytes = ((b->numel * sizeof(float)) + 63) & ~(size_t)63;
     if (bytes >= BLOCK_MAP_BYTES) {
         // Zero pages from the system: a page costs memory once something writes it.
         void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        CHECK(p != MAP_FAILED, "out of memory mapping %zu bytes", bytes);
+        if (p == MAP_FAILED) block_out_of_memory(b, bytes);
         b->data = p;
         b->mapped = bytes;
     } else {
         b->data = aligned_alloc(64, bytes ? bytes : 64);
-        CHECK(b->data, "out of memory allocating %zu bytes", bytes);
+        if (!b->data) block_out_of_memory(b, bytes);
         memset(b->data, 0, bytes);
     }
     for (int i = 0; i < b->count; i++)

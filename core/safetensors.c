@@ -537,6 +537,12 @@ static int check_no_overlap(const SafetensorsFile *f, Span *spans, const char *p
     return 0;
 }
 
+static _Noreturn void out_of_memory_reading(size_t bytes, const char *path) {
+    char what[1200];
+    snprintf(what, sizeof what, "the tensors of %s", path);
+    check_out_of_memory(bytes, what);
+}
+
 // The data, into a 64-byte aligned buffer (in->data). When every tensor is F32 at an offset
 // that is a multiple of 4 (what we and Python write), the tensors point into it; otherwise
 // (F16, BF16, integer tensors, offsets not multiples of 4: legal) the float tensors are
@@ -545,7 +551,7 @@ static int read_data(SafetensorsFile *f, Internal *in, Reader *r, const Span *sp
                      size_t data_len, const char *path, Error *err) {
     size_t alloc = (data_len + 63) & ~(size_t)63;
     in->data = aligned_alloc(64, alloc ? alloc : 64);
-    CHECK(in->data, "out of memory: %zu bytes for %s", alloc, path);
+    if (!in->data) out_of_memory_reading(alloc, path);
     if (read_exact(r, in->data, data_len))
         return error_set(err, "%s: read error in the tensor data", path);
     int repack = 0;
@@ -563,7 +569,7 @@ static int read_data(SafetensorsFile *f, Internal *in, Reader *r, const Span *sp
     }
     size_t alloc2 = (floats * sizeof(float) + 63) & ~(size_t)63;
     float *packed = aligned_alloc(64, alloc2 ? alloc2 : 64);
-    CHECK(packed, "out of memory: %zu bytes for %s", alloc2, path);
+    if (!packed) out_of_memory_reading(alloc2, path);
     size_t at = 0;
     for (int i = 0; i < f->count; i++) {
         SafetensorsTensor *t = &f->tensors[spans[i].index];

@@ -1,6 +1,6 @@
 // bin/draw and bin/caption under `mpirun -np 2` (issue 20), against one process on real
 // MNIST (data/mnist): training, --resume across rank counts, eval (and eval going on from a
-// --per-image file), and the faults.
+// --per-image file), and the faults (a rank lost, a NaN, SIGTERM).
 //
 // What is exact and what has a tolerance (cli/train_dist.h): 2 ranks of one thread compute
 // what one process of 2 threads computes, bit for bit (the same shares, the same
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/fileio.h"
@@ -701,6 +702,46 @@ static void test_draw_nonfinite_stops_every_rank(void) {
     free(err);
 }
 
+// SIGTERM to rank 0 (the pid in OUT/.lock: rank 0 alone takes the folder's lock) stops
+// every rank after the same step (rank 0's decision): one line, a non-zero exit, run.json
+// "interrupted". Not timed: the signal is sent once run.json says the run is training.
+static void test_draw_sigterm_stops_every_rank(void) {
+    if (skip_without_mpirun("test_draw_sigterm_stops_every_rank")) return;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "exec %s -np 2 %s train " DRAW_TINY " --steps 1000000 --threads 1 "
+             "--out %s/sigterm > %s/bg_out.txt 2> %s/bg_err.txt", scratch_mpirun(),
+             draw_sc.program, dir, dir, dir);
+    fflush(stdout);
+    pid_t job = fork();
+    if (job == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    long rank0 = 0;
+    double t0 = timer_now();
+    while (rank0 == 0 && timer_now() - t0 < 600 && waitpid(job, NULL, WNOHANG) == 0) {
+        char *json = read_file("%s/sigterm/run.json", dir);
+        if (json && strstr(json, "\"running\"")) {  // training: the lock is taken before
+            char *lock = read_file("%s/sigterm/.lock", dir);
+            rank0 = lock ? atol(lock) : -1;
+            free(lock);
+        }
+        free(json);
+        if (rank0 == 0) usleep(5000);
+    }
+    EXPECT(rank0 > 0, "the job never began training, or holds no lock (%ld)", rank0);
+    if (rank0 > 0) kill((pid_t)rank0, SIGTERM);
+    else kill(job, SIGKILL);
+    int st = 0;
+    waitpid(job, &st, 0);
+    char *err = read_file("%s/bg_err.txt", dir), *json = read_file("%s/sigterm/run.json", dir);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) != 0, "the job ended with wait status %d", st);
+    const char *line = err ? strstr(err, "draw: interrupted by SIGTERM after step ") : NULL;
+    EXPECT(line && !strstr(line + 10, "interrupted by"), "want one line: %s", err ? err : "");
+    EXPECT(json && strstr(json, "\"interrupted\""), "run.json: %s", json ? json : "(none)");
+    free(err), free(json);
+}
+
 int main(void) {
     have_mpirun = system("command -v mpirun > /dev/null 2>&1") == 0;
     if (scratch_open(&draw_sc, "test_cli_mpi", "draw")) return 1;
@@ -725,6 +766,7 @@ int main(void) {
     RUN(test_caption_address_space_limit_fails_named);
     RUN(test_draw_killed_rank_ends_job);
     RUN(test_draw_nonfinite_stops_every_rank);
+    RUN(test_draw_sigterm_stops_every_rank);
     RUN(test_caption_killed_rank_ends_job);
     int rc = test_summary();
     scratch_remove(dir);

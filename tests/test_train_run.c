@@ -6,7 +6,8 @@
 // the optimiser settings that --resume takes from the flags given, Adam's settings and the
 // initial weights' stream from them, a run folder's paths and the --resume check for its
 // checkpoint, a checkpoint's weights and moments, the run's four blocks of weights, the
-// non-finite stop, the weight average's swap, the log window's gradient norms, JSON nulls,
+// non-finite stop (naming no checkpoint that does not exist), the run folder's lock and
+// --force's removals, the weight average's swap, the log window's gradient norms, JSON nulls,
 // and a thread count that follows the affinity mask.
 #define _GNU_SOURCE  // sched_setaffinity, CPU_SET
 #include <math.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/threads.h"
 #include "cli/train_run.h"
@@ -450,10 +452,15 @@ static void test_check_finite_names_step_and_tensor(void) {
     block_alloc(&g);
     for (size_t i = 0; i < g.numel; i++) g.data[i] = 0.5f;
     Error err;
+    // The checkpoint named exists (relative to the folder the test works in here).
+    char cwd[1024];
+    EXPECT(getcwd(cwd, sizeof cwd) && chdir(tmp) == 0);
+    EXPECT(make_dirs("r", &err) == 0 && file_write_atomic("r/model.safetensors", "x", 1, &err) == 0);
     EXPECT(train_check_finite(3, "loss", 1.5, &g, "r/model.safetensors", &err) == 0);
     EXPECT(train_check_finite(4, "bound", NAN, &g, "r/model.safetensors", &err) == -1);
     EXPECT(!strcmp(err.msg, "step 4: the bound is nan; stopping (last good checkpoint: r/model.safetensors)"),
            "%s", err.msg);
+    EXPECT(chdir(cwd) == 0);
     float *db = g.data + g.tensors[1].offset;  // dec.b (tensors may be padded apart)
     db[1] = INFINITY;
     EXPECT(train_check_finite(5, "loss", 1.0, &g, "r/m", &err) == -1);
@@ -465,6 +472,94 @@ static void test_check_finite_names_step_and_tensor(void) {
            "the injected fault: %s", err.msg);
     unsetenv("ATTEND_FAULT_NAN_STEP");
     block_free(&g);
+}
+
+// A stop before the first checkpoint (or after --force removed the old one) names no file
+// that does not exist.
+static void test_check_finite_without_a_checkpoint(void) {
+    Block g = {0};
+    block_add(&g, NULL, "enc.W", 1, 4);
+    block_alloc(&g);
+    char ckpt[700];
+    snprintf(ckpt, sizeof ckpt, "%s/none/model.safetensors", tmp);
+    Error err;
+    EXPECT(train_check_finite(2, "loss", NAN, &g, ckpt, &err) == -1);
+    EXPECT(!strcmp(err.msg, "step 2: the loss is nan; stopping (no checkpoint was written)"), "%s", err.msg);
+    g.data[1] = NAN;
+    EXPECT(train_check_finite(3, "loss", 1.0, &g, ckpt, &err) == -1);
+    EXPECT(!strcmp(err.msg, "step 3: gradient of enc.W is not finite; stopping (no checkpoint was written)"),
+           "%s", err.msg);
+    block_free(&g);
+}
+
+// One training run at a time in a folder: a second lock is refused naming the folder and
+// the holder's pid, and taken once the first is released; --resume with --force refused;
+// a folder made only before the first write, and checked again under its lock.
+static void test_out_open_locks_the_folder(void) {
+    char dir[600], pid[48];
+    Error err = {{0}};
+    snprintf(dir, sizeof dir, "%s/locked/run", tmp);
+    static const char *const files[] = {"model.safetensors"};
+    TrainLock a = {0}, b = {0};
+    EXPECT(train_out_open(&a, dir, files, 1, false, false, &err) == 0, "%s", err.msg);
+    EXPECT(!a.held && !file_exists(dir), "open made the folder or locked it");
+    EXPECT(train_out_make(&a, dir, files, 1, false, false, &err) == 0, "%s", err.msg);
+    EXPECT(a.held && file_exists(dir));
+    EXPECT(train_out_make(&a, dir, files, 1, false, false, &err) == 0, "again, holding it: %s", err.msg);
+    EXPECT(train_out_open(&a, dir, files, 1, false, false, &err) == 0, "again, holding it: %s", err.msg);
+    EXPECT(train_out_open(&b, dir, files, 1, true, false, &err) == -1 && !b.held);
+    snprintf(pid, sizeof pid, "(pid %ld)", (long)getpid());
+    EXPECT(strstr(err.msg, dir) && strstr(err.msg, "in use by another training run") &&
+               strstr(err.msg, pid) && strstr(err.msg, "another --out"),
+           "%s", err.msg);
+    train_lock_release(&a);
+    EXPECT(!a.held);
+    EXPECT(train_out_open(&b, dir, files, 1, true, false, &err) == 0, "after release: %s", err.msg);
+    train_lock_release(&b);
+    TrainLock c = {0};
+    EXPECT(train_out_open(&c, dir, files, 1, true, true, &err) == -1 && !c.held);
+    EXPECT(strstr(err.msg, "--resume and --force") && strstr(err.msg, "give one"), "%s", err.msg);
+    EXPECT(train_out_make(&c, dir, files, 1, true, true, &err) == -1 && !c.held);
+    // A run made in the folder between the two calls is seen under the lock.
+    snprintf(dir, sizeof dir, "%s/locked/late", tmp);
+    EXPECT(train_out_open(&c, dir, files, 1, false, false, &err) == 0 && !c.held);
+    char model[700];
+    snprintf(model, sizeof model, "%s/model.safetensors", dir);
+    EXPECT(make_dirs(dir, &err) == 0 && file_write_atomic(model, "x", 1, &err) == 0);
+    EXPECT(train_out_make(&c, dir, files, 1, false, false, &err) == -1 && strstr(err.msg, "already holds a run"),
+           "%s", err.msg);
+    train_lock_release(&c);
+}
+
+// --force leaves only the new run: the old report, curves, run.json and the pictures the
+// toolkit wrote into samples/ go; a file of the user's stays, and so does its folder.
+static void test_out_clear_removes_the_old_outputs(void) {
+    char dir[600], path[800];
+    Error err = {{0}};
+    snprintf(dir, sizeof dir, "%s/forced", tmp);
+    static const char *const files[] = {"model.safetensors"};
+    static const char *const old[] = {"model.safetensors", "report.html", "curves.png", "loss.png",
+                                      "run.json", "eval.json", "report_files/bound.png",
+                                      "samples/final.png", "samples/draw.gif", "film/step_01.png",
+                                      "film/notes.md", "mine.txt"};
+    for (size_t i = 0; i < sizeof old / sizeof *old; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, old[i]);
+        char *slash = strrchr(path, '/');
+        *slash = 0;
+        EXPECT(make_dirs(path, &err) == 0, "%s", err.msg);
+        *slash = '/';
+        EXPECT(file_write_atomic(path, "x", 1, &err) == 0, "%s", err.msg);
+    }
+    EXPECT(train_out_clear(dir, files, 1, false, true, &err) == 0, "%s", err.msg);
+    for (size_t i = 0; i < sizeof old / sizeof *old; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, old[i]);
+        bool kept = !strcmp(old[i], "film/notes.md") || !strcmp(old[i], "mine.txt");
+        EXPECT(file_exists(path) == kept, "%s %s", old[i], kept ? "removed" : "kept");
+    }
+    snprintf(path, sizeof path, "%s/samples", dir);
+    EXPECT(!file_exists(path), "the emptied samples/ stays");
+    snprintf(path, sizeof path, "%s/film", dir);
+    EXPECT(file_exists(path), "film/ (holding a file of the user's) removed");
 }
 
 static void test_ema_swap_and_off(void) {
@@ -548,6 +643,9 @@ int main(void) {
     RUN(test_optim_meta_round_trip);
     RUN(test_weights_open);
     RUN(test_check_finite_names_step_and_tensor);
+    RUN(test_check_finite_without_a_checkpoint);
+    RUN(test_out_open_locks_the_folder);
+    RUN(test_out_clear_removes_the_old_outputs);
     RUN(test_ema_swap_and_off);
     RUN(test_norms_window_mean_max_and_reset);
     RUN(test_json_number_null);
