@@ -268,7 +268,6 @@ static void warn_unused_flags(const ClassifyRun *r) {
         {"loc-std", f->given.loc_std, hard, glimpse ? "only a --hard model samples where to look" : CNN},
         {"scales", f->given.scales, hard, glimpse ? "only a --hard model has a retina of scales" : CNN},
         {"epochs", f->plan.epochs > 0 && f->plan.steps > 0, false, "--steps sets the run's length"},
-        {"force", f->force && f->resume, false, "--resume continues the run in --out"},
     };
     args_warn_unused(stderr, "draw classify train", uses, ARGS_LEN(uses));
 }

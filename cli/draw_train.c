@@ -411,7 +411,6 @@ static void warn_unused_flags(const DrawRun *r) {
          "colour images are never binarised"},
         {"preset", f->preset_given && r->resumed, false, "--resume takes the model's configuration from the checkpoint"},
         {"epochs", f->plan.epochs > 0 && f->plan.steps > 0, false, "--steps sets the run's length"},
-        {"force", f->force && f->resume, false, "--resume continues the run in --out"},
     };
     args_warn_unused(stderr, "draw train", uses, ARGS_LEN(uses));
 }

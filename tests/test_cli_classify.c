@@ -345,9 +345,6 @@ static void test_unused_flags_warned(void) {
     rc = run_draw("classify train " TINY " --no-attention --steps 1 --out %s/wholew", tmpdir);
     EXPECT(rc == 0 && stderr_has_line("draw classify train: --read has no effect: a model without attention reads the whole image"),
            "--read with --no-attention: exit %d", rc);
-    rc = run_draw("classify train --resume --force --steps 2 --valid-every 1 --valid-images 16 --out %s/wholew", tmpdir);
-    EXPECT(rc == 0 && stderr_has_line("draw classify train: --force has no effect: --resume continues the run in --out"),
-           "--resume --force: exit %d", rc);
     // Flags the run uses: no line says "no effect".
     rc = run_draw("classify train " TINY " --hard --loc-std 0.3 --scales 2 --steps 1 --out %s/hardw", tmpdir);
     char *err = read_text("stderr.txt");
