@@ -215,7 +215,7 @@ int cmd_score(int argc, char **argv) {
     const char *refs_path = NULL, *results_path = NULL;
     bool json = false;
     ArgSpec specs[] = {
-        ARG("refs", ARG_STRING, &refs_path, "COCO captions JSON: images [{id, file_name}], annotations [{image_id, caption}]",
+        ARG("refs", ARG_STRING, &refs_path, "COCO captions JSON: its annotations [{image_id, caption}] (images is not read)",
             .metavar = "PATH", .required = true),
         ARG("results", ARG_STRING, &results_path, "COCO results JSON: [{image_id, caption}], one per image",
             .metavar = "PATH", .required = true),
@@ -234,11 +234,8 @@ int cmd_score(int argc, char **argv) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    CaptionOptions opts;
-    caption_options_default(&opts);
-    opts.check_images = 0;
     CaptionSet set;
-    if (caption_read_coco(&set, refs_path, ".", &opts, &err)) {
+    if (caption_read_coco_references(&set, refs_path, NULL, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         results_free(&res);
         return 1;

@@ -3,9 +3,10 @@
 //
 //   caption score --refs REFS --results RESULTS [--json]
 //
-// REFS: COCO captions JSON ("images" [{id, file_name}], "annotations" [{image_id,
-// caption}]), read by datasets/captions.h (records it cannot use are skipped; the first
-// skip and the count go to stderr as one warning line). RESULTS: a COCO results JSON,
+// REFS: COCO captions JSON, of which only "annotations" [{image_id, caption}] is read, as
+// coco-caption's evaluation reads it: "images" may lack "file_name" or be absent
+// (caption_read_coco_references in datasets/captions_json.h; records it cannot use are
+// skipped; the first skip and the count go to stderr as one warning line). RESULTS: a COCO results JSON,
 // [{"image_id": N, "caption": "..."}, ...]. Both sides are tokenised as coco-caption does
 // (seq/tokenizer.h) and scored with seq/metrics.h: BLEU-1..4, CIDEr-D, ROUGE-L, printed
 // as a line, or with --json as one object with the keys of `caption eval --json`

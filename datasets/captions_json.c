@@ -190,6 +190,45 @@ int caption_read_coco(CaptionSet *set, const char *json_path, const char *images
     return caption_builder_finish(&b, err);
 }
 
+int caption_read_coco_references(CaptionSet *set, const char *json_path,
+                                  const CaptionOptions *opts, Error *err) {
+    CaptionOptions o;
+    caption_options_default(&o);
+    if (opts) o = *opts;
+    o.check_images = 0;  // the "path" of each image is its id: nothing to look for
+    memset(set, 0, sizeof *set);  // left empty on failure, as by every reader
+    cJSON *root;
+    if (json_load(&root, json_path, &o, err)) return -1;
+    cJSON *anns = json_array_field(root, "annotations", json_path, err);
+    if (!anns) {
+        cJSON_Delete(root);
+        return -1;
+    }
+    CaptionBuilder b;
+    caption_builder_init(&b, set, &o, json_path);
+    char where[CAPTION_PATH_MAX + 64], key[32];
+    int k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, anns) {
+        snprintf(where, sizeof where, "%s: annotations[%d]", json_path, k++);
+        long long id = json_id(cJSON_GetObjectItemCaseSensitive(it, "image_id"));
+        const cJSON *cap = cJSON_GetObjectItemCaseSensitive(it, "caption");
+        if (!cJSON_IsObject(it) || id < 0 || !cJSON_IsString(cap) || !cap->valuestring) {
+            caption_skip(set, where,
+                         !cJSON_IsObject(it) ? "not an object"
+                         : id < 0            ? "\"image_id\" is not a whole number >= 0"
+                                             : "\"caption\" is not a string");
+            continue;
+        }
+        snprintf(key, sizeof key, "%lld", id);
+        int i = caption_keys_get(&b.keys, key);
+        if (i < 0) i = caption_builder_add_image(&b, key, key, key, id, SPLIT_TEST, 0, where);
+        caption_builder_add_caption(&b, i, cap->valuestring, strlen(cap->valuestring), where);
+    }
+    cJSON_Delete(root);
+    return caption_builder_finish(&b, err);
+}
+
 // Joins a "tokens" array of strings with single spaces; NULL when it is not one.
 static char *join_tokens(const cJSON *tokens) {
     if (!cJSON_IsArray(tokens)) return NULL;

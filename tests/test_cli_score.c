@@ -161,6 +161,46 @@ static void test_errors(void) {
     free(out);
 }
 
+
+// coco-caption's evaluation reads only each annotation's image_id and caption: references
+// whose "images" entries have no "file_name", or no "images" at all, score the same as
+// refs_json (only the images with a result are scored either way).
+static void test_references_need_only_annotations(void) {
+    write_file("results.json",
+               "[{\"image_id\": 2, \"caption\": \"The dog runs!\"},"
+               " {\"image_id\": 1, \"caption\": \"A Cat sits on the mat.\"}]");
+    write_file("refs.json", refs_json);
+    EXPECT(run("score --refs %s/refs.json --results %s/results.json --json", sc.dir, sc.dir) == 0);
+    char *want = slurp("stdout.txt");
+    const char *annotations =
+        " \"annotations\": [{\"image_id\": 1, \"id\": 10, \"caption\": \"A cat sits on the mat.\"},"
+        "                   {\"image_id\": 1, \"id\": 11, \"caption\": \"The cat is on the mat\"},"
+        "                   {\"image_id\": 2, \"id\": 12, \"caption\": \"A dog runs.\"},"
+        "                   {\"image_id\": 3, \"id\": 13, \"caption\": \"A bird.\"}]}";
+    char text[2048];
+    const char *heads[] = {"{\"images\": [{\"id\": 1}, {\"id\": 2}, {\"id\": 3}],", "{"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(text, sizeof text, "%s%s", heads[k], annotations);
+        write_file("refs_ann.json", text);
+        int status = run("score --refs %s/refs_ann.json --results %s/results.json --json", sc.dir, sc.dir);
+        char *out = slurp("stdout.txt"), *err = slurp("stderr.txt");
+        EXPECT(status == 0, "%s: exit %d: %s", heads[k], status, err);
+        EXPECT(strcmp(out, want) == 0, "%s: scores differ:\n%s\nwant:\n%s", heads[k], out, want);
+        EXPECT(!strstr(err, "skipped"), "%s: stderr: %s", heads[k], err);
+        free(out);
+        free(err);
+    }
+    // No "annotations" array: nothing to score against.
+    write_file("refs_none.json", "{\"images\": [{\"id\": 1, \"file_name\": \"1.jpg\"}]}");
+    int status = run("score --refs %s/refs_none.json --results %s/results.json", sc.dir, sc.dir);
+    char *err = slurp("stderr.txt");
+    EXPECT(status == 1 && scratch_count_lines(err) == 1 && strstr(err, "refs_none.json") &&
+               strstr(err, "\"annotations\""),
+           "status %d, stderr '%s'", status, err);
+    free(err);
+    free(want);
+}
+
 int main(void) {
     if (scratch_open(&sc, "test_cli_score", "caption")) {
         printf("FAIL main: cannot make a temporary folder\n");
@@ -169,6 +209,7 @@ int main(void) {
     RUN(test_scores_by_hand);
     RUN(test_scores_images_of_results);
     RUN(test_errors);
+    RUN(test_references_need_only_annotations);
     scratch_remove(sc.dir);
     return test_summary();
 }
