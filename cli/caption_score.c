@@ -91,6 +91,14 @@ static int results_read(Results *r, const char *path, Error *err) {
             results_free(r);
             return error_set(err, "%s: [%d]: %s", path, i, why);
         }
+        // PTB's rules cost up to about 50 us a character on a long run without spaces
+        // (seq/ptb_lexer.h): a caption may be as long as a reference may (captions.h).
+        size_t bytes = strlen(cap->valuestring);
+        if (bytes > CAPTION_MAX_BYTES) {
+            results_free(r);
+            return error_set(err, "%s: [%d]: \"caption\" of %zu bytes is longer than the limit of %d",
+                             path, i, bytes, CAPTION_MAX_BYTES);
+        }
         r->entries[i] = (ResultEntry){id, cap->valuestring, i};
         i++;
     }
@@ -217,7 +225,7 @@ int cmd_score(int argc, char **argv) {
     ArgSpec specs[] = {
         ARG("refs", ARG_STRING, &refs_path, "COCO captions JSON: its annotations [{image_id, caption}] (images is not read)",
             .metavar = "PATH", .required = true),
-        ARG("results", ARG_STRING, &results_path, "COCO results JSON: [{image_id, caption}], one per image",
+        ARG("results", ARG_STRING, &results_path, "COCO results JSON: [{image_id, caption}], one per image, captions up to 4096 bytes",
             .metavar = "PATH", .required = true),
         ARG("json", ARG_FLAG, &json, "print the metrics as one JSON object"),
     };

@@ -18,7 +18,9 @@
 // status 1): a RESULTS file that is empty, not JSON, not an array of such objects, or an
 // empty array; a result for an image with no reference caption in REFS (coco-caption's
 // loadRes refuses it too); two results for one image (its scorers assert one caption per
-// image); a caption that is not valid UTF-8.
+// image); a caption that is not valid UTF-8, or longer than 4096 bytes (CAPTION_MAX_BYTES,
+// the references' limit; coco-caption has none, but PTB's rules can cost 50 us a
+// character on a long run without spaces, seq/ptb_lexer.h).
 // Differences from coco-caption, all rare in real caption files:
 //   - the REFS reader skips a reference caption that is empty (or only white space), has a
 //     control character or is longer than 4096 bytes (coco-caption scores it), and turns
