@@ -37,6 +37,30 @@ static int is_letter(int c) { return c >= 0 && ptb_is_letter((unsigned)c); }
 static int is_digit(int c) { return c >= 0 && ptb_is_digit((unsigned)c); }
 static int in_set(int c, const char *set) { return c > 0 && c < 128 && strchr(set, c) != NULL; }
 
+// An ASCII set as a 128-bit mask (bit c of bits[c >> 6]), for the loops that run over a
+// whole run of text: a call to strchr per unit (in_set) was most of the time on long runs.
+// The masks below are constants; each names the set it holds, written as for in_set.
+typedef struct {
+    uint64_t bits[2];
+} CharMask;
+static inline int mask_has(const CharMask *m, int c) {
+    return c > 0 && c < 128 && ((m->bits[c >> 6] >> (c & 63)) & 1);
+}
+// " \t\n\f\r\"<>|(){}": what ends a URL or an e-mail address
+static const CharMask url_stop = {{0x5000030500003600ULL, 0x3800000000000000ULL}};
+// " \t\n\f\r\"<>|()": what ends the path of a likely URL
+static const CharMask path_stop = {{0x5000030500003600ULL, 0x1000000000000000ULL}};
+// " \t\n\f\r\"<>|.!?(){},": what ends a segment of a www. host
+static const CharMask www_seg_stop = {{0xd000530700003600ULL, 0x3800000000000000ULL}};
+// " \t\n\f\r\"`'<>|.!?(){}$" and ',' to '_': what ends a segment of a bare host (x.y.com)
+static const CharMask bare_seg_stop = {{0xfffff39700003600ULL, 0x38000001ffffffffULL}};
+// The first b >= from (from >= 0) where at(t, b) < 0 or stop holds t->s[b]: a run's end.
+static int run_end(const Text *t, int from, const CharMask *stop) {
+    int b = from;
+    while (b < t->n && !mask_has(stop, t->s[b])) b++;
+    return b;
+}
+
 // c as the ASCII letter JFlex's %caseless takes it for: besides the two cases, U+0130 and
 // U+0131 (dotted capital, dotless small i) count as i, U+017F (long s) as s and U+212A
 // (Kelvin sign) as k, since Java maps their case onto those letters.
@@ -378,15 +402,13 @@ RULE(r_apoword2) {  // y'/[:letter:]: the "y'" of "y'all"
 }
 
 // Characters that end a URL / e-mail address (they differ a little rule to rule).
-static int url_stop(int c) { return c < 0 || in_set(c, " \t\n\f\r\"<>|(){}"); }
 static int url_end_bad(int c) { return in_set(c, ".!?,-"); }
 
 RULE(r_fullurl) {  // https?://[^ ...]+[^ ....!?,-]
     int p = lit(t, i, "https://");
     if (!p) p = lit(t, i, "http://");
     if (!p) return 0;
-    int b = i + p;
-    while (!url_stop(at(t, b))) b++;
+    int b = run_end(t, i + p, &url_stop);
     for (int e = b; e >= i + p + 2; e--)
         if (!url_end_bad(t->s[e - 1])) return e - i;
     return 0;
@@ -395,24 +417,19 @@ RULE(r_fullurl) {  // https?://[^ ...]+[^ ....!?,-]
 // The "/path" a LIKELYURL may end with: /[^ \t\n\f\r"<>|()]+[^ \t\n\f\r"<>|.!?(){},-]
 static int url_path_len(const Text *t, int e) {
     if (at(t, e) != '/') return 0;
-    int b = e + 1;
-    while (!(at(t, b) < 0 || in_set(at(t, b), " \t\n\f\r\"<>|()"))) b++;
+    int b = run_end(t, e + 1, &path_stop);
     for (int x = b; x >= e + 3; x--)
         if (!in_set(t->s[x - 1], ".!?{},-")) return x - e;
     return 0;
 }
-// A segment of a likely URL host: www.x.y (seg_www) or x.y.com (seg_bare), chars allowed.
-static int seg_www(int c) { return !(c < 0 || in_set(c, " \t\n\f\r\"<>|.!?(){},")); }
-static int seg_bare(int c) {
-    return !(c < 0 || (c >= ',' && c <= '_') || in_set(c, " \t\n\f\r\"`'<>|.!?(){}$"));
-}
-// The longest "seg.seg.tld[/path]" from p, segments of characters seg() allows; www: the
-// tld is 2-4 ASCII letters, else com, net, org or edu.
-static int likely_url_from(const Text *t, int i, int p, int (*seg)(int), int www) {
+// The longest "seg.seg.tld[/path]" from p, segments of characters that do not end one
+// (www_seg_stop, bare_seg_stop); www: the tld is 2-4 ASCII letters, else com, net, org or
+// edu.
+static int likely_url_from(const Text *t, int i, int p, int www) {
     int best = 0;
+    const CharMask *stop = www ? &www_seg_stop : &bare_seg_stop;
     for (;;) {  // each "seg." in turn
-        int q = p;
-        while (seg(at(t, q))) q++;
+        int q = run_end(t, p, stop);
         if (q == p || at(t, q) != '.') break;
         int a = q + 1, e = 0;
         if (www) {
@@ -429,8 +446,8 @@ static int likely_url_from(const Text *t, int i, int p, int (*seg)(int), int www
     return best;
 }
 RULE(r_likelyurl) {  // www.(seg.)+[a-zA-Z]{2,4} | (seg.)+(com|net|org|edu), then a path
-    int best = likely_url_from(t, i, i, seg_bare, 0);
-    if (lit(t, i, "www.")) best = max2(best, likely_url_from(t, i, i + 4, seg_www, 1));
+    int best = likely_url_from(t, i, i, 0);
+    if (lit(t, i, "www.")) best = max2(best, likely_url_from(t, i, i + 4, 1));
     return best;
 }
 RULE(r_email) {  // (&lt;|<)? [a-zA-Z0-9][^ ...]* @ (seg.)* seg (&gt;|>)?
@@ -440,8 +457,7 @@ RULE(r_email) {  // (&lt;|<)? [a-zA-Z0-9][^ ...]* @ (seg.)* seg (&gt;|>)?
         int i0 = starts[s];
         if (i0 < 0 || !is_alnum(at(t, i0))) continue;
         int b = i0 + 1, any_at = 0;
-        while (!(at(t, b) < 0 || in_set(at(t, b), " \t\n\f\r\"<>|(){}") || at(t, b) == 0xA0))
-            any_at |= t->s[b++] == '@';
+        while (!(at(t, b) < 0 || mask_has(&url_stop, t->s[b]) || t->s[b] == 0xA0)) any_at |= t->s[b++] == '@';
         if (!any_at) continue;
         for (int e = b; e >= i0 + 3 && e - i > best; e--) {
             if (t->s[e - 1] == '.') continue;
@@ -828,7 +844,7 @@ RULE(r_slash) { return at(t, i) == '/'; }
 static int hthing_len(const Text *t, int i) {
     if (!is_alnum(at(t, i))) return 0;
     int j = i + 1, groups = 0;
-    while (is_alnum(at(t, j)) || in_set(at(t, j), ".,") || at(t, j) == 0xAD) j++;
+    for (int c = at(t, j); is_alnum(c) || c == '.' || c == ',' || c == 0xAD; c = at(t, ++j)) {}
     while (at(t, j) == '-') {
         int k = j + 1;
         while (is_alnum(at(t, k)) || at(t, k) == 0xAD) k++;
