@@ -239,19 +239,19 @@ int cmd_score(int argc, char **argv) {
     Error err;
     Results res;
     if (results_read(&res, results_path, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        fprintf(stderr, "caption score: %s\n", err.msg);
         return 1;
     }
     CaptionSet set;
     if (caption_read_coco_references(&set, refs_path, NULL, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        fprintf(stderr, "caption score: %s\n", err.msg);
         results_free(&res);
         return 1;
     }
     ScoreInput in = {0};
     int rc = 1;
     if (score_input_build(&in, &res, &set, results_path, refs_path, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
+        fprintf(stderr, "caption score: %s\n", err.msg);
         goto done;
     }
     CaptionScores sc;

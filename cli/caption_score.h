@@ -14,7 +14,7 @@
 //
 // The images scored are those of RESULTS, as coco-caption's demo evaluates them
 // (COCOEvalCap with params['image_id'] = cocoRes.getImgIds()): images of REFS without a
-// result are left out, and stderr says how many. Errors (one line naming the file, exit
+// result are left out, and stderr says how many. Errors (one line "caption score: FILE: ...", exit
 // status 1): a RESULTS file that is empty, not JSON, not an array of such objects, or an
 // empty array; a result for an image with no reference caption in REFS (coco-caption's
 // loadRes refuses it too); two results for one image (its scorers assert one caption per

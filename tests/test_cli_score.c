@@ -123,6 +123,7 @@ static void expect_error(const char *results_text, const char *want) {
     EXPECT(status != 0, "exit 0 for results '%s'", results_text);
     EXPECT(scratch_count_lines(err) == 1, "stderr should be one line, got: %s", err);
     EXPECT(strstr(err, want) && strstr(err, "bad.json"), "stderr '%s' lacks '%s' or the file", err, want);
+    EXPECT(strncmp(err, "caption score: ", 15) == 0, "stderr '%s' does not name the program", err);
     EXPECT(out[0] == 0, "stdout '%s' on an error", out);
     free(err);
     free(out);
