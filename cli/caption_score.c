@@ -91,8 +91,8 @@ static int results_read(Results *r, const char *path, Error *err) {
             results_free(r);
             return error_set(err, "%s: [%d]: %s", path, i, why);
         }
-        // PTB's rules cost up to about 50 us a character on a long run without spaces
-        // (seq/ptb_lexer.h): a caption may be as long as a reference may (captions.h).
+        // A caption may be as long as a reference may (datasets/captions.h): a bound on
+        // the tokenizer's time whatever the text (seq/ptb_lexer.h).
         size_t bytes = strlen(cap->valuestring);
         if (bytes > CAPTION_MAX_BYTES) {
             results_free(r);

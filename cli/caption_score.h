@@ -19,8 +19,8 @@
 // empty array; a result for an image with no reference caption in REFS (coco-caption's
 // loadRes refuses it too); two results for one image (its scorers assert one caption per
 // image); a caption that is not valid UTF-8, or longer than 4096 bytes (CAPTION_MAX_BYTES,
-// the references' limit; coco-caption has none, but PTB's rules can cost 50 us a
-// character on a long run without spaces, seq/ptb_lexer.h).
+// the references' limit; coco-caption has none: a bound on the tokenizer's time whatever
+// the text, seq/ptb_lexer.h).
 // Differences from coco-caption, all rare in real caption files:
 //   - the REFS reader skips a reference caption that is empty (or only white space), has a
 //     control character or is longer than 4096 bytes (coco-caption scores it), and turns
