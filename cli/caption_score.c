@@ -96,8 +96,8 @@ static int results_read(Results *r, const char *path, Error *err) {
         size_t bytes = strlen(cap->valuestring);
         if (bytes > CAPTION_MAX_BYTES) {
             results_free(r);
-            return error_set(err, "%s: [%d]: \"caption\" of %zu bytes is longer than the limit of %d",
-                             path, i, bytes, CAPTION_MAX_BYTES);
+            return error_set(err, "%s: [%d]: \"caption\" of %zu bytes is longer than the limit "
+                                  "of %d", path, i, bytes, CAPTION_MAX_BYTES);
         }
         r->entries[i] = (ResultEntry){id, cap->valuestring, i};
         i++;
@@ -223,9 +223,11 @@ int cmd_score(int argc, char **argv) {
     const char *refs_path = NULL, *results_path = NULL;
     bool json = false;
     ArgSpec specs[] = {
-        ARG("refs", ARG_STRING, &refs_path, "COCO captions JSON: its annotations [{image_id, caption}] (images is not read)",
+        ARG("refs", ARG_STRING, &refs_path,
+            "COCO captions JSON: its annotations [{image_id, caption}] (images is not read)",
             .metavar = "PATH", .required = true),
-        ARG("results", ARG_STRING, &results_path, "COCO results JSON: [{image_id, caption}], one per image, captions up to 4096 bytes",
+        ARG("results", ARG_STRING, &results_path,
+            "COCO results JSON: [{image_id, caption}], one per image, captions up to 4096 bytes",
             .metavar = "PATH", .required = true),
         ARG("json", ARG_FLAG, &json, "print the metrics as one JSON object"),
     };

@@ -191,7 +191,8 @@ int atomic_commit(AtomicFile *f, Error *err) {
     if (bad) {
         unlink(f->tmp);
         f->tmp[0] = 0;
-        return error_set(err, "%s: write failed: %s%s", f->path, strerror(e), previous_note(f->path));
+        return error_set(err, "%s: write failed: %s%s", f->path, strerror(e),
+                         previous_note(f->path));
     }
     if (rename(f->tmp, f->path) != 0) {
         e = errno;
