@@ -22,7 +22,8 @@ run "gemm, the toolkit's kernel choice" "$build"/bench/bench_gemm
 # its GEMMs on the toolkit's image sizes: CPU microseconds per image, one thread.
 run "filterbank read, loops vs GEMM" "$build"/bench/bench_filterbank
 
-# Caption tokenisation (seq/tokenizer.h, Stanford PTBTokenizer's rules), tokens per second.
+# Caption tokenisation (seq/tokenizer.h, Stanford PTBTokenizer's rules), tokens per second,
+# then one 1 MB caption and the worst 4,096-byte one (bench/bench_tokenizer.c).
 run "caption tokenizer" "$build"/bench/bench_tokenizer
 
 # Data parallelism over MPI: 1 rank x 2 threads against 2 ranks x 1 thread for both

@@ -91,6 +91,14 @@ static int results_read(Results *r, const char *path, Error *err) {
             results_free(r);
             return error_set(err, "%s: [%d]: %s", path, i, why);
         }
+        // A caption may be as long as a reference may (datasets/captions.h): a bound on
+        // the tokenizer's time whatever the text (seq/ptb_lexer.h).
+        size_t bytes = strlen(cap->valuestring);
+        if (bytes > CAPTION_MAX_BYTES) {
+            results_free(r);
+            return error_set(err, "%s: [%d]: \"caption\" of %zu bytes is longer than the limit "
+                                  "of %d", path, i, bytes, CAPTION_MAX_BYTES);
+        }
         r->entries[i] = (ResultEntry){id, cap->valuestring, i};
         i++;
     }
@@ -215,9 +223,11 @@ int cmd_score(int argc, char **argv) {
     const char *refs_path = NULL, *results_path = NULL;
     bool json = false;
     ArgSpec specs[] = {
-        ARG("refs", ARG_STRING, &refs_path, "COCO captions JSON: images [{id, file_name}], annotations [{image_id, caption}]",
+        ARG("refs", ARG_STRING, &refs_path,
+            "COCO captions JSON: its annotations [{image_id, caption}] (images is not read)",
             .metavar = "PATH", .required = true),
-        ARG("results", ARG_STRING, &results_path, "COCO results JSON: [{image_id, caption}], one per image",
+        ARG("results", ARG_STRING, &results_path,
+            "COCO results JSON: [{image_id, caption}], one per image, captions up to 4096 bytes",
             .metavar = "PATH", .required = true),
         ARG("json", ARG_FLAG, &json, "print the metrics as one JSON object"),
     };
@@ -234,11 +244,8 @@ int cmd_score(int argc, char **argv) {
         fprintf(stderr, "caption score: %s\n", err.msg);
         return 1;
     }
-    CaptionOptions opts;
-    caption_options_default(&opts);
-    opts.check_images = 0;
     CaptionSet set;
-    if (caption_read_coco(&set, refs_path, ".", &opts, &err)) {
+    if (caption_read_coco_references(&set, refs_path, NULL, &err)) {
         fprintf(stderr, "caption score: %s\n", err.msg);
         results_free(&res);
         return 1;

@@ -3,21 +3,24 @@
 //
 //   caption score --refs REFS --results RESULTS [--json]
 //
-// REFS: COCO captions JSON ("images" [{id, file_name}], "annotations" [{image_id,
-// caption}]), read by datasets/captions.h (records it cannot use are skipped; the first
-// skip and the count go to stderr as one warning line). RESULTS: a COCO results JSON,
-// [{"image_id": N, "caption": "..."}, ...]. Both sides are tokenised as coco-caption does
-// (seq/tokenizer.h) and scored with seq/metrics.h: BLEU-1..4, CIDEr-D, ROUGE-L, printed
-// as a line, or with --json as one object with the keys of `caption eval --json`
-// ("images", "bleu1".."bleu4", "cider", "rougeL").
+// REFS: COCO captions JSON, of which only "annotations" [{image_id, caption}] is read, as
+// coco-caption's evaluation reads it: "images" may lack "file_name" or be absent
+// (caption_read_coco_references in datasets/captions_json.h; records it cannot use are
+// skipped; the first skip and the count go to stderr as one warning line). RESULTS: a
+// COCO results JSON, [{"image_id": N, "caption": "..."}, ...]. Both sides are tokenised
+// as coco-caption does (seq/tokenizer.h) and scored with seq/metrics.h: BLEU-1..4,
+// CIDEr-D, ROUGE-L, printed as a line, or with --json as one object with the keys of
+// `caption eval --json` ("images", "bleu1".."bleu4", "cider", "rougeL").
 //
 // The images scored are those of RESULTS, as coco-caption's demo evaluates them
 // (COCOEvalCap with params['image_id'] = cocoRes.getImgIds()): images of REFS without a
-// result are left out, and stderr says how many. Errors (one line naming the file, exit
-// status 1): a RESULTS file that is empty, not JSON, not an array of such objects, or an
-// empty array; a result for an image with no reference caption in REFS (coco-caption's
-// loadRes refuses it too); two results for one image (its scorers assert one caption per
-// image); a caption that is not valid UTF-8.
+// result are left out, and stderr says how many. Errors (one line, "caption score: FILE:
+// ...", exit status 1): a RESULTS file that is empty, not JSON, not an array of such
+// objects, or an empty array; a result for an image with no reference caption in REFS
+// (coco-caption's loadRes refuses it too); two results for one image (its scorers assert
+// one caption per image); a caption that is not valid UTF-8, or longer than 4096 bytes
+// (CAPTION_MAX_BYTES, the references' limit; coco-caption has none: a bound on the
+// tokenizer's time whatever the text, seq/ptb_lexer.h).
 // Differences from coco-caption, all rare in real caption files:
 //   - the REFS reader skips a reference caption that is empty (or only white space), has a
 //     control character or is longer than 4096 bytes (coco-caption scores it), and turns

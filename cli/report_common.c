@@ -8,6 +8,7 @@
 #include "cli/html.h"
 #include "core/check.h"
 #include "core/text_escape.h"
+#include "core/fileio.h"
 #include "vision/plot.h"
 
 int report_parse_args(int argc, char **argv, const ArgSpec *specs, int n, const char *synopsis,
@@ -92,8 +93,9 @@ int report_read_columns(ReportColumns *c, const char *path, const char *xcol,
     CHECK(count >= 1 && count <= 8);
     memset(c, 0, sizeof *c);
     c->count = count;
-    FILE *fp = fopen(path, "r");
-    if (!fp) return error_set(err, "%s: cannot open", path);
+    FILE *fp;
+    size_t size;
+    if (file_open_regular(&fp, &size, path, err)) return -1;  // never a FIFO: it would block
     char line[4096];
     char *cells[64];
     int xi = -1, yi[8], cap = 256;

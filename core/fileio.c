@@ -12,18 +12,40 @@
 
 #include "core/check.h"
 
-int file_open_regular(FILE **fp, size_t *size, const char *path, Error *err) {
-    *fp = NULL;
+// stat before opening, so that a FIFO is never opened (that would block until a writer
+// came) and a device never sees an open; then open without blocking and fstat the file that
+// was opened, in case the name was replaced in between.
+int file_open_regular_fd(int *fd, size_t *size, const char *path, int flags, Error *err) {
+    *fd = -1;
     *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return error_set(err, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
+    if (stat(path, &st) != 0) return error_set(err, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return error_set(err, "%s: not a regular file", path);
+    int f = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (f < 0) return error_set(err, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(f, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(f);
         return error_set(err, "%s: not a regular file", path);
     }
-    *fp = f;
+    int fl = fcntl(f, F_GETFL);
+    if (fl != -1) fcntl(f, F_SETFL, fl & ~O_NONBLOCK);
+    *fd = f;
     *size = (size_t)st.st_size;
+    return 0;
+}
+
+int file_open_regular(FILE **fp, size_t *size, const char *path, Error *err) {
+    *fp = NULL;
+    int fd;
+    if (file_open_regular_fd(&fd, size, path, O_RDONLY, err)) return -1;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        *size = 0;
+        return error_set(err, "%s: cannot open: %s", path, strerror(e));
+    }
+    *fp = f;
     return 0;
 }
 
@@ -31,34 +53,27 @@ int file_read_all(const char *path, unsigned char **data, size_t *len, size_t ma
                   Error *err) {
     *data = NULL;
     *len = 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return error_set(err, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0) {
-        int e = errno;
+    FILE *fp;
+    size_t size;
+    if (file_open_regular(&fp, &size, path, err)) return -1;
+    if (max_bytes && size > max_bytes) {
         fclose(fp);
-        return error_set(err, "%s: cannot stat: %s", path, strerror(e));
+        return error_set(err, "%s: too large: %zu bytes, the limit is %zu", path, size, max_bytes);
     }
-    if (S_ISDIR(st.st_mode)) {
-        fclose(fp);
-        return error_set(err, "%s: is a folder, not a file", path);
-    }
-    // Regular files: read the size we saw (and check nothing more follows). Others (pipes,
-    // /dev/stdin): grow as we go. Either way the cap is enforced on what is actually read.
-    size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 65536;
-    if (max_bytes && S_ISREG(st.st_mode) && (size_t)st.st_size > max_bytes) {
-        fclose(fp);
-        return error_set(err, "%s: too large: %lld bytes, the limit is %zu", path,
-                         (long long)st.st_size, max_bytes);
-    }
+    // Read the size we saw, and check nothing more follows (a file that grows, or one of
+    // /proc that says 0); the cap is enforced on what is actually read.
+    size_t cap = size + 1;
     unsigned char *buf = xmalloc(cap + 1);
     size_t n = 0;
+    int e = 0;
     for (;;) {
         if (n == cap) {
             cap *= 2;
             buf = xrealloc(buf, cap + 1);
         }
+        errno = 0;  // so that the reason of a failed read is this read's
         size_t got = fread(buf + n, 1, cap - n, fp);
+        if (got < cap - n) e = errno;
         n += got;
         if (max_bytes && n > max_bytes) {
             free(buf);
@@ -68,10 +83,9 @@ int file_read_all(const char *path, unsigned char **data, size_t *len, size_t ma
         if (got == 0) break;
     }
     if (ferror(fp)) {
-        int e = errno;
         free(buf);
         fclose(fp);
-        return error_set(err, "%s: read error: %s", path, strerror(e));
+        return error_set(err, "%s: read error: %s", path, strerror(e ? e : EIO));
     }
     fclose(fp);
     buf[n] = 0;
@@ -80,13 +94,47 @@ int file_read_all(const char *path, unsigned char **data, size_t *len, size_t ma
     return 0;
 }
 
+// This host's name as it goes into a temporary's name: letters, digits, '-' and '_' kept,
+// anything else (a '.', a '/') made '_', at most 64 bytes; "host" when it has none.
+static void host_tag(char *out, size_t cap) {
+    char h[256] = {0};
+    if (gethostname(h, sizeof h - 1) != 0 || !h[0]) snprintf(h, sizeof h, "host");
+    size_t k = 0;
+    for (size_t i = 0; h[i] && k + 1 < cap && k < 64; i++) {
+        unsigned char c = (unsigned char)h[i];
+        int keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '-' || c == '_';
+        out[k++] = keep ? (char)c : '_';
+    }
+    out[k] = 0;
+}
+
 int atomic_open(AtomicFile *f, const char *path, Error *err) {
     memset(f, 0, sizeof *f);
     if (strlen(path) >= sizeof f->path) return error_set(err, "%s: path too long", path);
     snprintf(f->path, sizeof f->path, "%s", path);
-    snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%ld", path, (long)getpid());
-    f->fp = fopen(f->tmp, "wb");
-    if (!f->fp) return error_set(err, "%s: cannot write: %s", f->tmp, strerror(errno));
+    char host[80];
+    host_tag(host, sizeof host);
+    snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%s.%ld", path, host, (long)getpid());
+    // O_EXCL with O_NOFOLLOW: never write through a link or into a file someone else made.
+    // The name is this process's own on this host: one already there was left by a dead
+    // process that had this id, so it goes, once.
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    int fd = open(f->tmp, flags, 0666);
+    if (fd < 0 && errno == EEXIST && unlink(f->tmp) == 0) fd = open(f->tmp, flags, 0666);
+    if (fd < 0) {
+        int e = errno;
+        f->tmp[0] = 0;
+        return error_set(err, "%s: cannot write: %s", path, strerror(e));
+    }
+    f->fp = fdopen(fd, "wb");
+    if (!f->fp) {
+        int e = errno;
+        close(fd);
+        unlink(f->tmp);
+        f->tmp[0] = 0;
+        return error_set(err, "%s: cannot write: %s", path, strerror(e));
+    }
     return 0;
 }
 
@@ -98,7 +146,7 @@ void atomic_abort(AtomicFile *f) {
 }
 
 // fsync the folder holding path, so the rename itself survives a crash.
-static int sync_parent(const char *path, Error *err) {
+int file_sync_parent(const char *path, Error *err) {
     char dir[1024];
     const char *slash = strrchr(path, '/');
     if (!slash) {
@@ -119,38 +167,53 @@ static int sync_parent(const char *path, Error *err) {
     return 0;
 }
 
+// " (the previous file is unchanged)" when path names a file, else "": what a failed
+// write says about the old file, said only when there is one.
+static const char *previous_note(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0 ? " (the previous file is unchanged)" : "";
+}
+
 int atomic_commit(AtomicFile *f, Error *err) {
     CHECK(f->fp, "atomic_commit without an open file");
     FILE *fp = f->fp;
     f->fp = NULL;
     // Every step's status matters: a full disk often shows up only at fflush or fclose.
-    int bad = ferror(fp);
-    int e = bad ? (errno ? errno : EIO) : 0;
-    if (!bad && fflush(fp) != 0) bad = 1, e = errno;
+    // After an earlier write failed, errno says nothing about it any more: the flush below
+    // writes again and fails afresh, with this write's reason.
+    int bad = ferror(fp), e = 0;
+    errno = 0;
+    if (fflush(fp) != 0 || bad) bad = 1, e = errno ? errno : EIO;
+    errno = 0;
     if (!bad && fsync(fileno(fp)) != 0 && errno != EINVAL) bad = 1, e = errno;
-    if (fclose(fp) != 0 && !bad) bad = 1, e = errno;
+    errno = 0;
+    if (fclose(fp) != 0 && !bad) bad = 1, e = errno ? errno : EIO;
     if (bad) {
         unlink(f->tmp);
-        return error_set(err, "%s: write failed: %s (the previous file is unchanged)", f->path,
-                         strerror(e));
+        f->tmp[0] = 0;
+        return error_set(err, "%s: write failed: %s%s", f->path, strerror(e),
+                         previous_note(f->path));
     }
     if (rename(f->tmp, f->path) != 0) {
         e = errno;
         unlink(f->tmp);
-        return error_set(err, "%s: cannot rename %s into place: %s", f->path, f->tmp, strerror(e));
+        error_set(err, "%s: cannot rename %s into place: %s", f->path, f->tmp, strerror(e));
+        f->tmp[0] = 0;
+        return -1;
     }
     f->tmp[0] = 0;
-    return sync_parent(f->path, err);
+    return file_sync_parent(f->path, err);
 }
 
 int file_write_atomic(const char *path, const void *data, size_t len, Error *err) {
     AtomicFile f;
     if (atomic_open(&f, path, err)) return -1;
+    errno = 0;
     if (len && fwrite(data, 1, len, f.fp) != len) {
         int e = errno;
         atomic_abort(&f);
-        return error_set(err, "%s: write failed: %s (the previous file is unchanged)", path,
-                         strerror(e ? e : EIO));
+        return error_set(err, "%s: write failed: %s%s", path, strerror(e ? e : EIO),
+                         previous_note(path));
     }
     return atomic_commit(&f, err);
 }
@@ -182,20 +245,36 @@ int file_exists(const char *path) {
     return stat(path, &st) == 0;
 }
 
+// NAME's process id when it is a temporary atomic_open made on this host (host, ending
+// ".tmp.HOST.PID", with something before it), else -1.
+static long own_temporary_pid(const char *name, const char *host) {
+    const char *dot = strrchr(name, '.');
+    if (!dot || !dot[1]) return -1;
+    long pid = 0;
+    for (const char *p = dot + 1; *p; p++) {
+        if (*p < '0' || *p > '9' || pid > 100000000) return -1;
+        pid = pid * 10 + (*p - '0');
+    }
+    size_t hl = strlen(host), before = (size_t)(dot - name);
+    if (before < hl + 6 || memcmp(dot - hl, host, hl) != 0 || memcmp(dot - hl - 5, ".tmp.", 5) != 0)
+        return -1;
+    return pid > 0 ? pid : -1;
+}
+
 void atomic_remove_stale(const char *dir) {
+    char host[80];
+    host_tag(host, sizeof host);
     DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        const char *t = strstr(e->d_name, ".tmp.");
-        if (!t) continue;
-        char *end;
-        long pid = strtol(t + 5, &end, 10);
-        if (end == t + 5 || *end || pid <= 0 || pid == (long)getpid()) continue;
+        long pid = own_temporary_pid(e->d_name, host);
+        if (pid < 0 || pid == (long)getpid()) continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;  // still running (or unknown)
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) unlink(path);  // never a link or folder
     }
     closedir(d);
 }

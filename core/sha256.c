@@ -96,9 +96,15 @@ int sha256_file(unsigned char digest[SHA256_DIGEST_BYTES], const char *path, Err
     sha256_init(&s);
     unsigned char buf[1 << 16];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, fp)) > 0) sha256_update(&s, buf, n);
+    int e = 0;
+    for (;;) {
+        errno = 0;  // so that the reason of a failed read is this read's
+        n = fread(buf, 1, sizeof buf, fp);
+        if (n < sizeof buf) e = errno;
+        if (n == 0) break;
+        sha256_update(&s, buf, n);
+    }
     int bad = ferror(fp);
-    int e = errno;
     fclose(fp);
     if (bad) return error_set(err, "%s: read error: %s", path, strerror(e ? e : EIO));
     sha256_final(&s, digest);

@@ -103,11 +103,12 @@ static const char *json_str(const cJSON *obj, const char *name) {
     return v->valuestring;
 }
 
-// One entry of COCO's "images": an object with a whole "id" >= 0 not seen before and a
-// "file_name" that is valid UTF-8, added under its id's decimal key with the held-out
-// hash's split; else warned about and counted as skipped.
+// One entry of COCO's "images" (images[k]): an object with a whole "id" >= 0 not seen
+// before and a "file_name" that is valid UTF-8, added under its id's decimal key with the
+// held-out hash's split; else warned about and counted as skipped. entry[i] gets k for the
+// builder's image i (entry has room for every entry of "images").
 static void coco_image(CaptionBuilder *b, const cJSON *it, const char *images_dir,
-                       const char *where) {
+                       const char *where, int k, int *entry) {
     CaptionSet *set = b->set;
     char path[CAPTION_PATH_MAX], key[32];
     long long id = json_id(cJSON_GetObjectItemCaseSensitive(it, "id"));
@@ -121,8 +122,16 @@ static void coco_image(CaptionBuilder *b, const cJSON *it, const char *images_di
         return;
     }
     snprintf(key, sizeof key, "%lld", id);
-    if (caption_keys_get(&b->keys, key) >= 0) {
-        caption_set_warn(set, "%s: duplicate id %s; this one skipped", where, key);
+    int first = caption_keys_get(&b->keys, key);
+    if (first >= 0) {  // the annotations of the id go to the first entry, whatever becomes of it
+        if (b->usable[first])
+            caption_set_warn(set, "%s: duplicate id %s (also images[%d]); this entry skipped, "
+                             "the annotations of id %s go to images[%d]",
+                             where, key, entry[first], key, entry[first]);
+        else
+            caption_set_warn(set, "%s: duplicate id %s (also images[%d], whose image is not "
+                             "found); both entries and the annotations of id %s skipped",
+                             where, key, entry[first], key);
         set->images_skipped++;
         return;
     }
@@ -133,8 +142,10 @@ static void coco_image(CaptionBuilder *b, const cJSON *it, const char *images_di
         return;
     }
     const CaptionOptions *o = b->opts;
-    caption_builder_add_image(b, key, path, key, id,
-                              caption_heldout_split(key, o->valid_share, o->test_share), 1, where);
+    int i = caption_builder_add_image(b, key, path, key, id,
+                                      caption_heldout_split(key, o->valid_share, o->test_share), 1,
+                                      where);
+    entry[i] = k;
 }
 
 // One entry of COCO's "annotations": an object with a whole "image_id" among the images and
@@ -176,15 +187,57 @@ int caption_read_coco(CaptionSet *set, const char *json_path, const char *images
     caption_builder_init(&b, set, opts, json_path);
     char where[CAPTION_PATH_MAX + 64];
     int k = 0;
+    int *entry = xmalloc(((size_t)cJSON_GetArraySize(images) + 1) * sizeof *entry);
     const cJSON *it;
     cJSON_ArrayForEach(it, images) {
-        snprintf(where, sizeof where, "%s: images[%d]", json_path, k++);
-        coco_image(&b, it, images_dir, where);
+        snprintf(where, sizeof where, "%s: images[%d]", json_path, k);
+        coco_image(&b, it, images_dir, where, k, entry);
+        k++;
     }
+    free(entry);
     k = 0;
     cJSON_ArrayForEach(it, anns) {
         snprintf(where, sizeof where, "%s: annotations[%d]", json_path, k++);
         coco_annotation(&b, it, where);
+    }
+    cJSON_Delete(root);
+    return caption_builder_finish(&b, err);
+}
+
+int caption_read_coco_references(CaptionSet *set, const char *json_path,
+                                  const CaptionOptions *opts, Error *err) {
+    CaptionOptions o;
+    caption_options_default(&o);
+    if (opts) o = *opts;
+    o.check_images = 0;  // the "path" of each image is its id: nothing to look for
+    memset(set, 0, sizeof *set);  // left empty on failure, as by every reader
+    cJSON *root;
+    if (json_load(&root, json_path, &o, err)) return -1;
+    cJSON *anns = json_array_field(root, "annotations", json_path, err);
+    if (!anns) {
+        cJSON_Delete(root);
+        return -1;
+    }
+    CaptionBuilder b;
+    caption_builder_init(&b, set, &o, json_path);
+    char where[CAPTION_PATH_MAX + 64], key[32];
+    int k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, anns) {
+        snprintf(where, sizeof where, "%s: annotations[%d]", json_path, k++);
+        long long id = json_id(cJSON_GetObjectItemCaseSensitive(it, "image_id"));
+        const cJSON *cap = cJSON_GetObjectItemCaseSensitive(it, "caption");
+        if (!cJSON_IsObject(it) || id < 0 || !cJSON_IsString(cap) || !cap->valuestring) {
+            caption_skip(set, where,
+                         !cJSON_IsObject(it) ? "not an object"
+                         : id < 0            ? "\"image_id\" is not a whole number >= 0"
+                                             : "\"caption\" is not a string");
+            continue;
+        }
+        snprintf(key, sizeof key, "%lld", id);
+        int i = caption_keys_get(&b.keys, key);
+        if (i < 0) i = caption_builder_add_image(&b, key, key, key, id, SPLIT_TEST, 0, where);
+        caption_builder_add_caption(&b, i, cap->valuestring, strlen(cap->valuestring), where);
     }
     cJSON_Delete(root);
     return caption_builder_finish(&b, err);

@@ -11,6 +11,12 @@
 
 int caption_read_coco(CaptionSet *set, const char *json_path, const char *images_dir,
                       const CaptionOptions *opts, Error *err);
+// The references of a COCO captions JSON as coco-caption's evaluation reads them: only
+// "annotations" [{image_id, caption}], grouped by image_id in first-seen order; "images"
+// may lack "file_name" or be absent, and is not read. Each image's id, path and
+// numeric_id are its image_id (no image file is looked for); every split is test.
+int caption_read_coco_references(CaptionSet *set, const char *json_path,
+                                 const CaptionOptions *opts, Error *err);
 int caption_read_karpathy(CaptionSet *set, const char *json_path, const char *images_dir,
                           const CaptionOptions *opts, Error *err);
 

@@ -297,12 +297,11 @@ static int writer_check_complete_(FeatCacheWriter *w, Error *err) {
 
 // PATH.partial exists: resume it when its header is the one info gives.
 static int writer_resume_(FeatCacheWriter *w, const unsigned char *want, size_t hl, Error *err) {
-    int fd = open(w->partial, O_RDWR);
-    if (fd < 0) return error_set(err, "%s: cannot open: %s", w->partial, strerror(errno));
-    struct stat st;
+    int fd;
+    size_t size;
+    if (file_open_regular_fd(&fd, &size, w->partial, O_RDWR, err)) return -1;
     unsigned char *have = xmalloc(hl);
     const size_t need = hl + data_bytes_(w);
-    const size_t size = fstat(fd, &st) == 0 ? (size_t)st.st_size : 0;
     // The header this extraction writes, as far as the file holds it.
     const size_t got = size < hl ? size : hl;
     const int header_same = size > 0 && pread_all_(fd, have, got, 0) == 0 && !memcmp(have, want, got);
@@ -495,13 +494,16 @@ int featcache_writer_finish(FeatCacheWriter *w, Error *err) {
     size_t hl;
     unsigned char *head = header_build_(&hl, &w->info, 1, hex);
     CHECK(hl == w->header_bytes, "header length changed");
-    if (pwrite_all_(w->fd, head, hl, 0) || fsync(w->fd)) r = -1;
+    int e = 0;
+    if (pwrite_all_(w->fd, head, hl, 0) || fsync(w->fd)) r = -1, e = errno ? errno : EIO;
     free(head);
-    if (r) return error_set(err, "%s: write failed: %s", w->partial, strerror(errno));
+    if (r) return error_set(err, "%s: write failed: %s", w->partial, strerror(e));
     close(w->fd);
     w->fd = -1;
     if (rename(w->partial, w->path))
         return error_set(err, "%s: cannot rename to %s: %s", w->partial, w->path, strerror(errno));
+    // The rename itself must survive a crash too, as atomic_commit's does.
+    if (file_sync_parent(w->path, err)) return -1;
     w->complete = 1;
     return 0;
 }
@@ -658,22 +660,21 @@ int featcache_open(FeatCache *c, const char *path, Error *err) {
     memset(c, 0, sizeof *c);
     snprintf(c->name, sizeof c->name, "%s", path);
     if (safetensors_open(&c->st, path, err)) return -1;
-    int fd = open(path, O_RDONLY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st)) {
-        if (fd >= 0) close(fd);
+    int fd;
+    size_t size;
+    if (file_open_regular_fd(&fd, &size, path, O_RDONLY, err)) {
         safetensors_free(&c->st);
-        return error_set(err, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
     }
-    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    void *p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    int e = errno;
     close(fd);
     if (p == MAP_FAILED) {
         safetensors_free(&c->st);
-        return error_set(err, "%s: cannot map %lld bytes: %s", path, (long long)st.st_size,
-                         strerror(errno));
+        return error_set(err, "%s: cannot map %zu bytes: %s", path, size, strerror(e));
     }
     c->base = p;
-    c->len = (size_t)st.st_size;
+    c->len = size;
     c->mapped = 1;
     if (check_(c, 0, err)) {
         featcache_close(c);

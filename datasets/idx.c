@@ -66,9 +66,11 @@ static int source_read(Source *s, unsigned char *buf, size_t n, size_t *got) {
             *got = k;
             return 0;
         }
+        errno = 0;  // so that the reason of a failed read is this read's
         *got = fread(buf, 1, n, s->fp);
+        int e = errno;
         if (*got < n && ferror(s->fp))
-            return error_set(s->err, "%s: read error: %s", s->name, strerror(errno));
+            return error_set(s->err, "%s: read error: %s", s->name, strerror(e ? e : EIO));
         return 0;
     }
     while (*got < n && !s->zs_finished) {

@@ -7,6 +7,7 @@
 #include "seq/ptb_lexer.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/check.h"
@@ -19,8 +20,9 @@
 #define PTB_WINDOW 4096
 
 typedef struct {
-    const uint16_t *s;  // (n) the text, cut at the window
+    const uint16_t *s;    // (n) the text, cut at the window
     int n;
+    const PtbRuns *runs;  // the whole text's run ends (ptb_runs_make), or NULL: scan
 } Text;
 
 #define LEN(a) ((int)(sizeof(a) / sizeof *(a)))
@@ -36,6 +38,79 @@ static int is_alnum(int c) { return is_alpha(c) || is_num(c); }
 static int is_letter(int c) { return c >= 0 && ptb_is_letter((unsigned)c); }
 static int is_digit(int c) { return c >= 0 && ptb_is_digit((unsigned)c); }
 static int in_set(int c, const char *set) { return c > 0 && c < 128 && strchr(set, c) != NULL; }
+
+// An ASCII set as a 128-bit mask (bit c of bits[c >> 6]), for the loops that run over a
+// whole run of text: a call to strchr per unit (in_set) was most of the time on long runs.
+// The masks below are constants; each names the set it holds, written as for in_set.
+typedef struct {
+    uint64_t bits[2];
+} CharMask;
+static inline int mask_has(const CharMask *m, int c) {
+    return c > 0 && c < 128 && ((m->bits[c >> 6] >> (c & 63)) & 1);
+}
+// " \t\n\f\r\"<>|(){}": what ends a URL or an e-mail address
+static const CharMask url_stop = {{0x5000030500003600ULL, 0x3800000000000000ULL}};
+// " \t\n\f\r\"<>|()": what ends the path of a likely URL
+static const CharMask path_stop = {{0x5000030500003600ULL, 0x1000000000000000ULL}};
+// " \t\n\f\r\"<>|.!?(){},": what ends a segment of a www. host
+static const CharMask www_seg_stop = {{0xd000530700003600ULL, 0x3800000000000000ULL}};
+// " \t\n\f\r\"`'<>|.!?(){}$" and ',' to '_': what ends a segment of a bare host (x.y.com)
+static const CharMask bare_seg_stop = {{0xfffff39700003600ULL, 0x38000001ffffffffULL}};
+// The runs some rules scan to their end, by what ends them.
+enum { RUN_URL, RUN_EMAIL, RUN_PATH, RUN_WWW, RUN_BARE, RUN_HTHING, RUN_KINDS };
+static int run_stops(int kind, int c) {
+    switch (kind) {
+    case RUN_URL: return mask_has(&url_stop, c);
+    case RUN_EMAIL: return mask_has(&url_stop, c) || c == 0xA0;
+    case RUN_PATH: return mask_has(&path_stop, c);
+    case RUN_WWW: return mask_has(&www_seg_stop, c);
+    case RUN_BARE: return mask_has(&bare_seg_stop, c);
+    default: return !(is_alnum(c) || c == '.' || c == ',' || c == 0xAD);  // RUN_HTHING
+    }
+}
+
+// For each kind, end[kind][i] is the first b >= i of the whole text where that kind of run
+// stops (n when none does); next_at[i] the first '@' at or after i (n when none). Found
+// once per text, so that the lexeme at every position of a long run does not rescan it.
+struct PtbRuns {
+    int n;
+    int *end[RUN_KINDS];  // (n + 1) each
+    int *next_at;         // (n + 1)
+};
+
+PtbRuns *ptb_runs_make(const uint16_t *s, int n) {
+    CHECK(n >= 0);
+    PtbRuns *r = xmalloc(sizeof *r);
+    r->n = n;
+    for (int k = 0; k < RUN_KINDS; k++) {
+        int *e = r->end[k] = xmalloc(((size_t)n + 1) * sizeof *e);
+        e[n] = n;
+        for (int i = n - 1; i >= 0; i--) e[i] = run_stops(k, s[i]) ? i : e[i + 1];
+    }
+    r->next_at = xmalloc(((size_t)n + 1) * sizeof *r->next_at);
+    r->next_at[n] = n;
+    for (int i = n - 1; i >= 0; i--) r->next_at[i] = s[i] == '@' ? i : r->next_at[i + 1];
+    return r;
+}
+
+void ptb_runs_free(PtbRuns *r) {
+    if (!r) return;
+    for (int k = 0; k < RUN_KINDS; k++) free(r->end[k]);
+    free(r->next_at);
+    free(r);
+}
+
+// The first b >= from (0 <= from <= t->n) where at(t, b) < 0 or the run of kind stops: the
+// run's end, within the window.
+static int run_end(const Text *t, int from, int kind) {
+    if (t->runs) {
+        int e = t->runs->end[kind][from];
+        return e < t->n ? e : t->n;
+    }
+    int b = from;
+    while (b < t->n && !run_stops(kind, t->s[b])) b++;
+    return b;
+}
 
 // c as the ASCII letter JFlex's %caseless takes it for: besides the two cases, U+0130 and
 // U+0131 (dotted capital, dotless small i) count as i, U+017F (long s) as s and U+212A
@@ -378,15 +453,13 @@ RULE(r_apoword2) {  // y'/[:letter:]: the "y'" of "y'all"
 }
 
 // Characters that end a URL / e-mail address (they differ a little rule to rule).
-static int url_stop(int c) { return c < 0 || in_set(c, " \t\n\f\r\"<>|(){}"); }
 static int url_end_bad(int c) { return in_set(c, ".!?,-"); }
 
 RULE(r_fullurl) {  // https?://[^ ...]+[^ ....!?,-]
     int p = lit(t, i, "https://");
     if (!p) p = lit(t, i, "http://");
     if (!p) return 0;
-    int b = i + p;
-    while (!url_stop(at(t, b))) b++;
+    int b = run_end(t, i + p, RUN_URL);
     for (int e = b; e >= i + p + 2; e--)
         if (!url_end_bad(t->s[e - 1])) return e - i;
     return 0;
@@ -395,24 +468,18 @@ RULE(r_fullurl) {  // https?://[^ ...]+[^ ....!?,-]
 // The "/path" a LIKELYURL may end with: /[^ \t\n\f\r"<>|()]+[^ \t\n\f\r"<>|.!?(){},-]
 static int url_path_len(const Text *t, int e) {
     if (at(t, e) != '/') return 0;
-    int b = e + 1;
-    while (!(at(t, b) < 0 || in_set(at(t, b), " \t\n\f\r\"<>|()"))) b++;
+    int b = run_end(t, e + 1, RUN_PATH);
     for (int x = b; x >= e + 3; x--)
         if (!in_set(t->s[x - 1], ".!?{},-")) return x - e;
     return 0;
 }
-// A segment of a likely URL host: www.x.y (seg_www) or x.y.com (seg_bare), chars allowed.
-static int seg_www(int c) { return !(c < 0 || in_set(c, " \t\n\f\r\"<>|.!?(){},")); }
-static int seg_bare(int c) {
-    return !(c < 0 || (c >= ',' && c <= '_') || in_set(c, " \t\n\f\r\"`'<>|.!?(){}$"));
-}
-// The longest "seg.seg.tld[/path]" from p, segments of characters seg() allows; www: the
-// tld is 2-4 ASCII letters, else com, net, org or edu.
-static int likely_url_from(const Text *t, int i, int p, int (*seg)(int), int www) {
+// The longest "seg.seg.tld[/path]" from p, segments of characters that do not end one
+// (www_seg_stop, bare_seg_stop); www: the tld is 2-4 ASCII letters, else com, net, org or
+// edu.
+static int likely_url_from(const Text *t, int i, int p, int www) {
     int best = 0;
     for (;;) {  // each "seg." in turn
-        int q = p;
-        while (seg(at(t, q))) q++;
+        int q = run_end(t, p, www ? RUN_WWW : RUN_BARE);
         if (q == p || at(t, q) != '.') break;
         int a = q + 1, e = 0;
         if (www) {
@@ -429,8 +496,8 @@ static int likely_url_from(const Text *t, int i, int p, int (*seg)(int), int www
     return best;
 }
 RULE(r_likelyurl) {  // www.(seg.)+[a-zA-Z]{2,4} | (seg.)+(com|net|org|edu), then a path
-    int best = likely_url_from(t, i, i, seg_bare, 0);
-    if (lit(t, i, "www.")) best = max2(best, likely_url_from(t, i, i + 4, seg_www, 1));
+    int best = likely_url_from(t, i, i, 0);
+    if (lit(t, i, "www.")) best = max2(best, likely_url_from(t, i, i + 4, 1));
     return best;
 }
 RULE(r_email) {  // (&lt;|<)? [a-zA-Z0-9][^ ...]* @ (seg.)* seg (&gt;|>)?
@@ -439,9 +506,11 @@ RULE(r_email) {  // (&lt;|<)? [a-zA-Z0-9][^ ...]* @ (seg.)* seg (&gt;|>)?
     for (int s = 0; s < 2; s++) {
         int i0 = starts[s];
         if (i0 < 0 || !is_alnum(at(t, i0))) continue;
-        int b = i0 + 1, any_at = 0;
-        while (!(at(t, b) < 0 || in_set(at(t, b), " \t\n\f\r\"<>|(){}") || at(t, b) == 0xA0))
-            any_at |= t->s[b++] == '@';
+        int b = run_end(t, i0 + 1, RUN_EMAIL), any_at = 0;
+        if (t->runs)
+            any_at = t->runs->next_at[i0 + 1] < b;
+        else
+            for (int k = i0 + 1; k < b && !any_at; k++) any_at = t->s[k] == '@';
         if (!any_at) continue;
         for (int e = b; e >= i0 + 3 && e - i > best; e--) {
             if (t->s[e - 1] == '.') continue;
@@ -828,7 +897,7 @@ RULE(r_slash) { return at(t, i) == '/'; }
 static int hthing_len(const Text *t, int i) {
     if (!is_alnum(at(t, i))) return 0;
     int j = i + 1, groups = 0;
-    while (is_alnum(at(t, j)) || in_set(at(t, j), ".,") || at(t, j) == 0xAD) j++;
+    j = run_end(t, j, RUN_HTHING);
     while (at(t, j) == '-') {
         int k = j + 1;
         while (is_alnum(at(t, k)) || at(t, k) == 0xAD) k++;
@@ -1070,7 +1139,7 @@ static int put_ascii(uint16_t *out, int k, const char *s) {
 
 // The units s[0..len) with "&amp;" (any case) as "&".
 static int copy_amp(uint16_t *out, const uint16_t *s, int len) {
-    Text t = {s, len};
+    Text t = {s, len, NULL};
     int k = 0;
     for (int j = 0; j < len;) {
         int a = lit(&t, j, "&amp;");
@@ -1175,15 +1244,28 @@ static int ptb_shortcut(PtbLexeme *lx, const Text *t, int pos, uint16_t *out) {
     return 1;
 }
 
+static void next_all_rules(PtbLexeme *lx, const uint16_t *s, int n, int pos, uint16_t *out,
+                           const PtbRuns *runs);
+
+void ptb_next_runs(PtbLexeme *lx, const uint16_t *s, int n, int pos, uint16_t *out,
+                   const PtbRuns *runs) {
+    CHECK(pos >= 0 && pos < n && (!runs || runs->n == n));
+    Text t = {s, n - pos > PTB_WINDOW ? pos + PTB_WINDOW : n, runs};
+    if (!ptb_shortcut(lx, &t, pos, out)) next_all_rules(lx, s, n, pos, out, runs);
+}
+
 void ptb_next(PtbLexeme *lx, const uint16_t *s, int n, int pos, uint16_t *out) {
-    CHECK(pos >= 0 && pos < n);
-    Text t = {s, n - pos > PTB_WINDOW ? pos + PTB_WINDOW : n};
-    if (!ptb_shortcut(lx, &t, pos, out)) ptb_next_all_rules(lx, s, n, pos, out);
+    ptb_next_runs(lx, s, n, pos, out, NULL);
 }
 
 void ptb_next_all_rules(PtbLexeme *lx, const uint16_t *s, int n, int pos, uint16_t *out) {
+    next_all_rules(lx, s, n, pos, out, NULL);
+}
+
+static void next_all_rules(PtbLexeme *lx, const uint16_t *s, int n, int pos, uint16_t *out,
+                           const PtbRuns *runs) {
     CHECK(pos >= 0 && pos < n);
-    Text t = {s, n - pos > PTB_WINDOW ? pos + PTB_WINDOW : n};
+    Text t = {s, n - pos > PTB_WINDOW ? pos + PTB_WINDOW : n, runs};
     int best = -1, best_len = 0, best_tok = 0;
     for (int r = 0; r < LEN(rules); r++) {
         int tok = -1;

@@ -18,11 +18,14 @@
 // Lower-casing and coco-caption's punctuation filter are the caller's (seq/tokenizer.c).
 //
 // Cost: plain ASCII words and runs of spaces take a shortcut (checked against the full
-// rules in the tests); any other lexeme tries all 81 rules, each scanning at most the run
-// of text ahead without spaces and never past a window of 4096 units (longer than any
-// caption the data set readers accept), so the time is linear in the text's length: on
-// COCO-style captions about 1.8M tokens/s on one core (bench/bench_tokenizer.c); a
-// 40 KB run of "a,a,a,..." (every lexeme rescanning the window) takes about 0.3 s.
+// rules in the tests); any other lexeme tries all 81 rules. No rule looks past a window of
+// 4096 units from the lexeme's start, and the rules that scan a run to its end whatever
+// they match (likely URL, e-mail, their host segments and paths, HTHING) look the end up
+// in the text's PtbRuns (ptb_next_runs, as tokenize() does) instead of rescanning it at
+// every lexeme: on COCO-style captions about 1.8M tokens/s on one core, and a 1 MB run
+// without spaces such as "&a&a..." or "a,a,..." about 1 s (bench/bench_tokenizer.c; the
+// window alone left it at 20-50 us a unit, minutes for 1 MB). ptb_next without runs
+// scans, as before: up to the window per lexeme.
 #ifndef SEQ_PTB_LEXER_H
 #define SEQ_PTB_LEXER_H
 
@@ -49,6 +52,17 @@ void ptb_next(PtbLexeme *lx, const uint16_t *s, int n, int pos, uint16_t *out);
 // ptb_next without its shortcuts for plain words and spaces: every rule is tried at pos.
 // Same results; for tests.
 void ptb_next_all_rules(PtbLexeme *lx, const uint16_t *s, int n, int pos, uint16_t *out);
+
+// The ends of the runs of text some rules scan to the end (URL and e-mail characters, the
+// segments of a host name, HTHING's letters), found once for all n units of s, so that the
+// lexemes of one long run without spaces do not each rescan it. ptb_next_runs gives the
+// lexemes of ptb_next; runs must be ptb_runs_make's of the same s and n. Costs 7 ints a
+// unit while it lives.
+typedef struct PtbRuns PtbRuns;
+PtbRuns *ptb_runs_make(const uint16_t *s, int n);
+void ptb_runs_free(PtbRuns *runs);  // NULL is fine
+void ptb_next_runs(PtbLexeme *lx, const uint16_t *s, int n, int pos, uint16_t *out,
+                   const PtbRuns *runs);
 
 // Room for one token's normalised text from a rest of r units: the longest growth is a
 // bracket inside a phone number, 1 unit -> 5 ("-LRB-"), or U+00A2 -> "cents".

@@ -203,10 +203,13 @@ int tokenize(Tokens *out, const char *text, int max_tokens, Error *err) {
     char *utf8 = xmalloc((size_t)PTB_OUT_MAX(n) * 3 + 1);
     TokenSink sink = {out, 0, max_tokens};
     PtbLexeme lx;
+    // A short caption's runs are short: finding their ends first would cost more than it saves.
+    PtbRuns *runs = n > 256 ? ptb_runs_make(u, n) : NULL;
     for (int pos = 0; pos < n; pos += lx.advance) {
-        ptb_next(&lx, u, n, pos, tok);
+        ptb_next_runs(&lx, u, n, pos, tok, runs);
         if (lx.kind == PTB_TOKEN) emit_token(&sink, utf8, tok, lx.len);
     }
+    ptb_runs_free(runs);
     free(utf8);
     free(tok);
     free(u);

@@ -914,6 +914,43 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
     return remove(path);
 }
 
+
+// Two "images" entries with one id: the annotations of the id go to the first; the
+// warning of the second says so, or, when the first's image is missing, that both and the
+// annotations are skipped (not "this one" alone, as if the other were used).
+static void test_coco_duplicate_id_says_what_happens(void) {
+    make_dir("dup/img");
+    write_image("dup/img/a.jpg", 5, 5, 3, 9, 9, 9);
+    write_image("dup/img/b.jpg", 5, 5, 3, 9, 9, 9);
+    write_text("dup/captions.json",
+               "{\"images\": [{\"id\": 1, \"file_name\": \"a.jpg\"}, {\"id\": 1, \"file_name\": \"b.jpg\"},"
+               "              {\"id\": 2, \"file_name\": \"gone.jpg\"}, {\"id\": 2, \"file_name\": \"b.jpg\"},"
+               "              {\"id\": 3, \"file_name\": \"b.jpg\"}],"
+               " \"annotations\": [{\"image_id\": 1, \"caption\": \"one\"}, {\"image_id\": 2, \"caption\": \"two\"},"
+               "                   {\"image_id\": 3, \"caption\": \"three\"}]}");
+    char json[1024], img[1024];
+    tmp_path(json, sizeof json, "dup/captions.json");
+    tmp_path(img, sizeof img, "dup/img");
+    CaptionSet set;
+    Error err;
+    int rc = caption_read_coco(&set, json, img, NULL, &err);
+    EXPECT(rc == 0, "%s", err.msg);
+    if (rc) return;
+    EXPECT(set.n_images == 2 && find_image(&set, "1") >= 0 && find_image(&set, "3") >= 0 &&
+               find_image(&set, "2") < 0,
+           "%d images", set.n_images);
+    int a = find_image(&set, "1");
+    EXPECT(a >= 0 && strstr(set.images[a].path, "a.jpg"), "image 1 is not the first entry's");
+    EXPECT(has_warning(&set, "images[1]:", "annotations of id 1 go to images[0]"));
+    EXPECT(!has_warning(&set, "images[1]:", "this one skipped"));
+    EXPECT(has_warning(&set, "images[2]:", "not found"));
+    EXPECT(has_warning(&set, "images[3]:", "both entries and the annotations of id 2 skipped"),
+           "the warning of images[3] does not say the id's annotations are lost");
+    EXPECT(set.images_skipped == 3 && set.captions_skipped == 1, "skipped: %d images, %d captions",
+           set.images_skipped, set.captions_skipped);
+    caption_set_free(&set);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(g_root, sizeof g_root, "%s/test_captions_XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -930,6 +967,7 @@ int main(void) {
     RUN(test_flickr8k_flat_layout);
     RUN(test_flickr8k_lists);
     RUN(test_coco);
+    RUN(test_coco_duplicate_id_says_what_happens);
     RUN(test_karpathy);
     RUN(test_image_folder_order);
     RUN(test_image_folder_links_and_special_files);

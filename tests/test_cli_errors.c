@@ -8,7 +8,9 @@
 // larger than its tensors (refused before any allocation), training metadata --resume
 // cannot carry on from (optimiser settings out of range, a run's data gone), bad flag
 // values, an unknown subcommand, a missing required flag, an output folder that cannot be
-// made, flags each in range whose products pass what the kernels index (issue 56).
+// made, flags each in range whose products pass what the kernels index (issue 56), a FIFO
+// given as an input file (refused at once as "not a regular file"; each such run is under
+// `timeout`, so a reader that blocks on it fails instead of hanging).
 // Binaries come from $ATTEND_BIN (default "bin"); the tiny models are trained here.
 #include <dirent.h>
 #include <math.h>
@@ -574,6 +576,41 @@ static void test_caption_errors_name_the_program(void) {
     expect_named(run("caption", "report %s/none", tmp), "report, no run", R);
 }
 
+// A named FIFO with no writer as each kind of input file: refused at once, never opened
+// (opening it to read would block until a writer came). Each run is killed after 60 s.
+static void test_fifo_inputs(void) {
+    if (!have_models) return test_fail_(__FILE__, __LINE__, "no models (setup failed)");
+    char fifo[700], saved[512];
+    snprintf(fifo, sizeof fifo, "%s/pipe", tmp);
+    EXPECT(mkfifo(fifo, 0644) == 0, "mkfifo failed");
+    snprintf(saved, sizeof saved, "%s", bin);
+    snprintf(bin, sizeof bin, "timeout -s KILL 60 %.400s", saved);
+    write_text("ok_results.json", "[{\"image_id\": 1, \"caption\": \"a cat\"}]");
+    write_text("picture.tsv", "picture.png\ta caption\n");
+    write_text("ok_refs.json", "{\"annotations\": [{\"image_id\": 1, \"caption\": \"a cat\"}]}");
+    int rc;
+    rc = run("draw", "eval --model %s", fifo);
+    expect_failure(rc, "FIFO as draw --model", WANT("pipe: not a regular file"), NONE);
+    rc = run("draw", "train " DRAW_TINY " --data %s --steps 1 --out %s/ff1", fifo, tmp);
+    expect_failure(rc, "FIFO as draw --data", WANT("pipe: not a regular file"), WANT("ff1/model.safetensors"));
+    rc = run("caption", "eval --model %s --quiet", fifo);
+    expect_failure(rc, "FIFO as caption --model", WANT("pipe: not a regular file"), NONE);
+    rc = run("caption", "train --out %s/ff2 --steps 1 --data tsv:%s:%s" CAPTION_TINY, tmp, fifo, tmp);
+    expect_failure(rc, "FIFO as a tsv: spec", WANT("pipe: not a regular file"), WANT("ff2/model.safetensors"));
+    rc = run("caption", "train --out %s/ff3 --steps 1 --data tsv:%s/picture.tsv:%s --features %s --quiet", tmp,
+             tmp, tmp, fifo);
+    expect_failure(rc, "FIFO as --features", WANT("pipe: not a regular file"), WANT("ff3/model.safetensors"));
+    rc = run("caption", "features --encoder vgg16:%s --data tsv:%s/picture.tsv:%s --out %s/ff4.safetensors",
+             fifo, tmp, tmp, tmp);
+    expect_failure(rc, "FIFO as --encoder", WANT("pipe: not a regular file"), WANT("ff4.safetensors"));
+    rc = run("caption", "score --refs %s --results %s/ok_results.json", fifo, tmp);
+    expect_failure(rc, "FIFO as --refs", WANT("pipe: not a regular file"), NONE);
+    rc = run("caption", "score --refs %s/ok_refs.json --results %s", tmp, fifo);
+    expect_failure(rc, "FIFO as --results", WANT("pipe: not a regular file"), NONE);
+    snprintf(bin, sizeof bin, "%s", saved);
+    unlink(fifo);
+}
+
 int main(void) {
     const char *b = getenv("ATTEND_BIN");
     snprintf(bin, sizeof bin, "%s", b && b[0] ? b : "bin");
@@ -596,6 +633,7 @@ int main(void) {
     RUN(test_caption_checkpoint_errors);
     RUN(test_caption_checkpoint_content_errors);
     RUN(test_caption_errors_name_the_program);
+    RUN(test_fifo_inputs);
     int rc = test_summary();
     if (rc == 0)
         scratch_remove(tmp);

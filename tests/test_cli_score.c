@@ -123,6 +123,7 @@ static void expect_error(const char *results_text, const char *want) {
     EXPECT(status != 0, "exit 0 for results '%s'", results_text);
     EXPECT(scratch_count_lines(err) == 1, "stderr should be one line, got: %s", err);
     EXPECT(strstr(err, want) && strstr(err, "bad.json"), "stderr '%s' lacks '%s' or the file", err, want);
+    EXPECT(strncmp(err, "caption score: ", 15) == 0, "stderr '%s' does not name the program", err);
     EXPECT(out[0] == 0, "stdout '%s' on an error", out);
     free(err);
     free(out);
@@ -142,6 +143,16 @@ static void test_errors(void) {
     expect_error("[{\"image_id\": 1, \"caption\": 5}]", "[0]: \"caption\" is not a string");
     expect_error("[{\"image_id\": -1, \"caption\": \"a\"}]", "[0]: \"image_id\" is not a whole number");
     expect_error("[{\"image_id\": 1, \"caption\": \"a \\u00ff\"}, 7]", "[1]: not an object");
+    // A caption longer than the references may be (CAPTION_MAX_BYTES): refused at once
+    // (before, 400 KB of "&a" took 21.7 s to score).
+    size_t n = 400 * 1024;
+    char *long_caption = malloc(n + 64);
+    snprintf(long_caption, 64, "[{\"image_id\": 1, \"caption\": \"");
+    size_t k = strlen(long_caption);
+    for (size_t i = 0; i < n; i += 2) memcpy(long_caption + k + i, "&a", 2);
+    strcpy(long_caption + k + n, "\"}]");
+    expect_error(long_caption, "[0]: \"caption\" of 409600 bytes is longer than the limit of 4096");
+    free(long_caption);
 
     // Missing flags and files.
     int status = run("score --results %s/bad.json", sc.dir);
@@ -161,6 +172,46 @@ static void test_errors(void) {
     free(out);
 }
 
+
+// coco-caption's evaluation reads only each annotation's image_id and caption: references
+// whose "images" entries have no "file_name", or no "images" at all, score the same as
+// refs_json (only the images with a result are scored either way).
+static void test_references_need_only_annotations(void) {
+    write_file("results.json",
+               "[{\"image_id\": 2, \"caption\": \"The dog runs!\"},"
+               " {\"image_id\": 1, \"caption\": \"A Cat sits on the mat.\"}]");
+    write_file("refs.json", refs_json);
+    EXPECT(run("score --refs %s/refs.json --results %s/results.json --json", sc.dir, sc.dir) == 0);
+    char *want = slurp("stdout.txt");
+    const char *annotations =
+        " \"annotations\": [{\"image_id\": 1, \"id\": 10, \"caption\": \"A cat sits on the mat.\"},"
+        "                   {\"image_id\": 1, \"id\": 11, \"caption\": \"The cat is on the mat\"},"
+        "                   {\"image_id\": 2, \"id\": 12, \"caption\": \"A dog runs.\"},"
+        "                   {\"image_id\": 3, \"id\": 13, \"caption\": \"A bird.\"}]}";
+    char text[2048];
+    const char *heads[] = {"{\"images\": [{\"id\": 1}, {\"id\": 2}, {\"id\": 3}],", "{"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(text, sizeof text, "%s%s", heads[k], annotations);
+        write_file("refs_ann.json", text);
+        int status = run("score --refs %s/refs_ann.json --results %s/results.json --json", sc.dir, sc.dir);
+        char *out = slurp("stdout.txt"), *err = slurp("stderr.txt");
+        EXPECT(status == 0, "%s: exit %d: %s", heads[k], status, err);
+        EXPECT(strcmp(out, want) == 0, "%s: scores differ:\n%s\nwant:\n%s", heads[k], out, want);
+        EXPECT(!strstr(err, "skipped"), "%s: stderr: %s", heads[k], err);
+        free(out);
+        free(err);
+    }
+    // No "annotations" array: nothing to score against.
+    write_file("refs_none.json", "{\"images\": [{\"id\": 1, \"file_name\": \"1.jpg\"}]}");
+    int status = run("score --refs %s/refs_none.json --results %s/results.json", sc.dir, sc.dir);
+    char *err = slurp("stderr.txt");
+    EXPECT(status == 1 && scratch_count_lines(err) == 1 && strstr(err, "refs_none.json") &&
+               strstr(err, "\"annotations\""),
+           "status %d, stderr '%s'", status, err);
+    free(err);
+    free(want);
+}
+
 int main(void) {
     if (scratch_open(&sc, "test_cli_score", "caption")) {
         printf("FAIL main: cannot make a temporary folder\n");
@@ -169,6 +220,7 @@ int main(void) {
     RUN(test_scores_by_hand);
     RUN(test_scores_images_of_results);
     RUN(test_errors);
+    RUN(test_references_need_only_annotations);
     scratch_remove(sc.dir);
     return test_summary();
 }

@@ -1,14 +1,21 @@
 // test_core_fileio.c: file_read_all (caps, errors naming the file), file_open_regular
-// (size, refusing folders and missing files), atomic writes (no
-// temporary left behind, the old file intact after a failed write, including a "full
-// disk" simulated with RLIMIT_FSIZE), make_dirs, file_exists, and the CSV log.
+// (size, refusing folders and missing files; a FIFO and a device refused at once, never
+// opened), atomic writes (no temporary left behind, the old file intact after a failed
+// write, including a "full disk" simulated with RLIMIT_FSIZE, and said to be so only when
+// there was one; the reason the failed write's own; the temporary made afresh, never
+// through a link), the stale-temporary sweep (only this host's temporaries of dead
+// processes), make_dirs, file_exists, and the CSV log. An alarm ends the program if a
+// FIFO ever blocks it.
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/csvlog.h"
@@ -17,6 +24,8 @@
 #include "tests/support/test.h"
 
 static char tmpdir[256];
+
+static void host_tag(char *out, size_t cap);
 
 static int count_entries(const char *dir) {
     DIR *d = opendir(dir);
@@ -168,9 +177,18 @@ static void test_atomic_commit_rename_failure(void) {
     EXPECT(file_write_atomic(dir, "data", 4, &err) == -1);
     EXPECT(strncmp(err.msg, dir, strlen(dir)) == 0, "%s", err.msg);
     EXPECT(file_exists(inner), "the folder lost its contents");
-    char tmpname[700];
+    char tmpname[800], host[80];
     snprintf(tmpname, sizeof tmpname, "%s.tmp.%ld", dir, (long)getpid());
     EXPECT(!file_exists(tmpname), "temporary %s left behind", tmpname);
+    host_tag(host, sizeof host);
+    snprintf(tmpname, sizeof tmpname, "%s.tmp.%s.%ld", dir, host, (long)getpid());
+    EXPECT(!file_exists(tmpname), "temporary %s left behind", tmpname);
+    char parent[512];
+    path_in(parent, sizeof parent, "");
+    DIR *d = opendir(parent);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        EXPECT(!strstr(e->d_name, "target_is_dir.tmp."), "temporary %s left behind", e->d_name);
+    if (d) closedir(d);
 }
 
 static void test_write_into_missing_or_unwritable_folder(void) {
@@ -295,8 +313,164 @@ static void test_csvlog_resume_under_a_new_header(void) {
     expect_file(path, "a,b\n");
 }
 
+
+// A FIFO (no writer: opening it for reading would block), a character device and a folder:
+// every reader refuses each at once with "PATH: not a regular file".
+static void test_fifo_device_and_folder_refused_at_once(void) {
+    char fifo[512];
+    path_in(fifo, sizeof fifo, "pipe");
+    EXPECT(mkfifo(fifo, 0644) == 0, "mkfifo: %s", strerror(errno));
+    const char *paths[] = {fifo, "/dev/null", tmpdir};
+    for (int k = 0; k < 3; k++) {
+        const char *p = paths[k];
+        Error err = {{0}};
+        unsigned char *data = NULL;
+        size_t len = 7;
+        EXPECT(file_read_all(p, &data, &len, 0, &err) == -1 && data == NULL && len == 0, "%s read", p);
+        EXPECT(strncmp(err.msg, p, strlen(p)) == 0 && strstr(err.msg, ": not a regular file"),
+               "file_read_all: %s", err.msg);
+        FILE *fp = NULL;
+        size_t size = 7;
+        EXPECT(file_open_regular(&fp, &size, p, &err) == -1 && fp == NULL && size == 0, "%s open", p);
+        EXPECT(strstr(err.msg, ": not a regular file"), "file_open_regular: %s", err.msg);
+        int fd = 7;
+        EXPECT(file_open_regular_fd(&fd, &size, p, O_RDONLY, &err) == -1 && fd == -1, "%s fd", p);
+        EXPECT(strstr(err.msg, ": not a regular file"), "file_open_regular_fd: %s", err.msg);
+    }
+    unlink(fifo);
+}
+
+// This host's part of a temporary's name, as core/fileio.h describes it.
+static void host_tag(char *out, size_t cap) {
+    char h[256] = {0};
+    if (gethostname(h, sizeof h - 1) != 0 || !h[0]) snprintf(h, sizeof h, "host");
+    size_t k = 0;
+    for (size_t i = 0; h[i] && k + 1 < cap && k < 64; i++) {
+        unsigned char c = (unsigned char)h[i];
+        int keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                   c == '-' || c == '_';
+        out[k++] = keep ? (char)c : '_';
+    }
+    out[k] = 0;
+}
+
+// A process id that no process has now: a child's, once it has been reaped.
+static long dead_pid(void) {
+    pid_t p = fork();
+    if (p == 0) _exit(0);
+    waitpid(p, NULL, 0);
+    return (long)p;
+}
+
+// Links planted where the temporary goes (under this scheme's name and the older
+// PATH.tmp.PID) are not written through: the file they point at keeps its bytes.
+static void test_temporary_never_follows_a_link(void) {
+    char dir[512], victim[600], path[600], link1[800], link2[800], host[80];
+    path_in(dir, sizeof dir, "links");
+    Error err = {{0}};
+    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(path, sizeof path, "%s/out.bin", dir);
+    EXPECT(file_write_atomic(victim, "keep me", 7, &err) == 0, "%s", err.msg);
+    host_tag(host, sizeof host);
+    snprintf(link1, sizeof link1, "%s.tmp.%s.%ld", path, host, (long)getpid());
+    snprintf(link2, sizeof link2, "%s.tmp.%ld", path, (long)getpid());
+    EXPECT(symlink(victim, link1) == 0 && symlink(victim, link2) == 0, "symlink: %s", strerror(errno));
+    int rc = file_write_atomic(path, "new data", 8, &err);
+    unsigned char *data = NULL;
+    size_t len = 0;
+    EXPECT(file_read_all(victim, &data, &len, 0, &err) == 0 && len == 7 && !memcmp(data, "keep me", 7),
+           "the link's target was written: %.*s", (int)len, data ? (char *)data : "");
+    free(data);
+    struct stat st;
+    EXPECT(lstat(victim, &st) == 0 && S_ISREG(st.st_mode), "the victim is gone");
+    if (rc == 0) {  // written beside the link, or refused; never through it
+        EXPECT(file_read_all(path, &data, &len, 0, &err) == 0 && len == 8, "%s", err.msg);
+        free(data);
+    } else {
+        EXPECT(strstr(err.msg, "out.bin") != NULL, "%s", err.msg);
+    }
+    unlink(link1);
+    unlink(link2);
+}
+
+// The sweep removes regular files named PATH.tmp.THISHOST.PID whose PID is dead, and
+// nothing else: another host's, a running process's, a user's file of the older pattern
+// PATH.tmp.PID, a link, a folder.
+static void test_stale_sweep_only_this_hosts_dead_temporaries(void) {
+    char dir[512], host[80], p[1024];
+    path_in(dir, sizeof dir, "sweep");
+    Error err = {{0}};
+    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
+    host_tag(host, sizeof host);
+    long dead = dead_pid();
+    snprintf(p, sizeof p, "%s/model.bin.tmp.%s.%ld", dir, host, dead);  // removed
+    EXPECT(scratch_write_text(p, "x") == 0);
+    snprintf(p, sizeof p, "%s/model.bin.tmp.%s.%ld", dir, host, (long)getpid());
+    EXPECT(scratch_write_text(p, "mine") == 0);
+    snprintf(p, sizeof p, "%s/model.bin.tmp.%sx.%ld", dir, host, dead);  // another host
+    EXPECT(scratch_write_text(p, "other") == 0);
+    snprintf(p, sizeof p, "%s/notes.tmp.%ld", dir, dead);  // a user's file
+    EXPECT(scratch_write_text(p, "user") == 0);
+    snprintf(p, sizeof p, "%s/link.tmp.%s.%ld", dir, host, dead);
+    EXPECT(symlink("model.bin", p) == 0);
+    snprintf(p, sizeof p, "%s/folder.tmp.%s.%ld", dir, host, dead);
+    EXPECT(mkdir(p, 0755) == 0);
+    EXPECT(count_entries(dir) == 6);
+    atomic_remove_stale(dir);
+    snprintf(p, sizeof p, "%s/model.bin.tmp.%s.%ld", dir, host, dead);
+    EXPECT(!file_exists(p), "a dead process's temporary was kept");
+    EXPECT(count_entries(dir) == 5, "%d entries left, expected 5", count_entries(dir));
+    snprintf(p, sizeof p, "%s/notes.tmp.%ld", dir, dead);
+    EXPECT(file_exists(p), "a file of the user's was removed");
+    snprintf(p, sizeof p, "%s/model.bin.tmp.%sx.%ld", dir, host, dead);
+    EXPECT(file_exists(p), "another host's temporary was removed");
+}
+
+// A write that fails where there was no file says nothing of a previous one; one that
+// fails over a file says it is unchanged. The reason is the write's own, whatever errno
+// held when commit was called.
+static void test_failed_write_messages(void) {
+    char dir[512], path[600];
+    path_in(dir, sizeof dir, "msgs");
+    Error err = {{0}}, err2 = {{0}}, err3 = {{0}};
+    EXPECT(make_dirs(dir, &err) == 0, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/new.bin", dir);
+    enum { BIG = 1 << 16 };
+    char *big = calloc(BIG, 1);
+    struct rlimit saved, small;
+    getrlimit(RLIMIT_FSIZE, &saved);
+    small = saved;
+    small.rlim_cur = 4096;
+    void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    EXPECT(setrlimit(RLIMIT_FSIZE, &small) == 0, "setrlimit failed");
+    int r = file_write_atomic(path, big, BIG, &err);
+    AtomicFile f;
+    int r2 = -1;
+    if (atomic_open(&f, path, &err2) == 0) {
+        for (int i = 0; i < 8; i++) fwrite(big, 1, 1000, f.fp);
+        r2 = atomic_commit(&f, &err2);
+    }
+    // A stream that failed earlier, then an unrelated failure sets errno before commit.
+    int r3 = -1;
+    if (atomic_open(&f, path, &err3) == 0) {
+        fwrite(big, 1, BIG, f.fp);
+        errno = ENOENT;
+        r3 = atomic_commit(&f, &err3);
+    }
+    setrlimit(RLIMIT_FSIZE, &saved);
+    signal(SIGXFSZ, old_handler);
+    free(big);
+    EXPECT(r == -1 && r2 == -1 && r3 == -1, "a write past the size limit succeeded");
+    EXPECT(strstr(err.msg, "new.bin") && !strstr(err.msg, "previous"), "%s", err.msg);
+    EXPECT(strstr(err2.msg, "new.bin") && !strstr(err2.msg, "previous"), "%s", err2.msg);
+    EXPECT(strstr(err3.msg, "new.bin") && !strstr(err3.msg, strerror(ENOENT)), "stale reason: %s", err3.msg);
+    EXPECT(!file_exists(path) && count_entries(dir) == 0, "something was left behind");
+}
+
 int main(void) {
     if (scratch_make(tmpdir, sizeof tmpdir, "attend_fileio")) return 1;
+    alarm(60);  // a FIFO that blocks a reader fails the program instead of hanging it
     RUN(test_read_all_roundtrip_and_cap);
     RUN(test_read_all_errors_name_the_file);
     RUN(test_open_regular_size_and_refusals);
@@ -307,6 +481,10 @@ int main(void) {
     RUN(test_make_dirs_and_file_exists);
     RUN(test_csvlog_header_rows_and_append);
     RUN(test_csvlog_resume_under_a_new_header);
+    RUN(test_fifo_device_and_folder_refused_at_once);
+    RUN(test_temporary_never_follows_a_link);
+    RUN(test_stale_sweep_only_this_hosts_dead_temporaries);
+    RUN(test_failed_write_messages);
     scratch_remove(tmpdir);
     return test_summary();
 }

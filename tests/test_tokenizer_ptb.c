@@ -301,6 +301,65 @@ static void test_ptb_long_run(void) {
     free(text);
 }
 
+
+// ptb_next_runs (the run ends found once per text) gives ptb_next's lexemes at every
+// position: on the table's captions, and on texts of URL, e-mail and HTHING characters with
+// runs longer than the lexer's window (4096 units), where a run's end lies past the window.
+static int same_lexeme(const PtbLexeme *x, const PtbLexeme *y, const uint16_t *a, const uint16_t *b) {
+    return x->kind == y->kind && x->advance == y->advance &&
+           (x->kind != PTB_TOKEN || (x->len == y->len && memcmp(a, b, (size_t)x->len * 2) == 0));
+}
+static void test_ptb_runs_agree(void) {
+    static const char alphabet[] = "ab.,@&-/'<>w:1_Z(\" \n";
+    enum { N = 6000 };
+    uint16_t *s = xmalloc(N * sizeof *s);
+    uint16_t *a = xmalloc(PTB_OUT_MAX(N) * sizeof *a), *b = xmalloc(PTB_OUT_MAX(N) * sizeof *b);
+    uint32_t x = 12345;
+    int compared = 0, bad = 0;
+    // Runs that end past the window: what lies beyond must not count.
+    static const char *const longs[][2] = {{"a", ".com"}, {"&a", "@b.org"}, {"x", "-y"},
+                                            {"a,", "-b"}, {"w", "/path"}};
+    const int n_table = (int)(sizeof cases / sizeof *cases), n_long = 5;
+    for (int k = 0; k < n_table + n_long + 40 && !bad; k++) {
+        int n = 0;
+        if (k < n_table) {  // a caption of the table (ASCII ones)
+            for (const char *p = cases[k][0]; *p && n < N - 1; p++) s[n++] = (unsigned char)*p;
+        } else if (k < n_table + n_long) {  // "http://" or "www." then a run, then its end
+            const char *head = k % 2 ? "www." : "http://", *unit = longs[k - n_table][0];
+            const char *tail = longs[k - n_table][1];
+            for (const char *p = head; *p; p++) s[n++] = (unsigned char)*p;
+            while (n < 5000)
+                for (const char *p = unit; *p && n < 5000; p++) s[n++] = (unsigned char)*p;
+            for (const char *p = tail; *p; p++) s[n++] = (unsigned char)*p;
+        } else {  // short texts of every character, then long ones without spaces
+            int len = k % 4 == 0 ? N - 1 : 1 + (int)(x % 200), width = k % 4 == 0 ? 12 : 20;
+            for (; n < len; n++) {
+                x = x * 1103515245u + 12345u;
+                s[n] = (unsigned char)alphabet[(x >> 16) % (uint32_t)width];
+            }
+        }
+        s[n++] = '\n';
+        PtbRuns *runs = ptb_runs_make(s, n);
+        // Long texts: the first positions (whose runs the window cuts), then a sample (ptb_next
+        // without runs costs up to the window at each).
+        for (int pos = 0; pos < n && !bad; pos += n < 1000 || pos < 400 ? 1 : 37, compared++) {
+            PtbLexeme p, q;
+            ptb_next_runs(&p, s, n, pos, a, runs);
+            ptb_next(&q, s, n, pos, b);
+            if (!same_lexeme(&p, &q, a, b)) {
+                bad = 1;
+                EXPECT(0, "text %d at %d of %d: with runs kind %d advance %d, without kind %d advance %d",
+                       k, pos, n, p.kind, p.advance, q.kind, q.advance);
+            }
+        }
+        ptb_runs_free(runs);
+    }
+    EXPECT(compared > 10000, "only %d positions compared", compared);
+    free(s);
+    free(a);
+    free(b);
+}
+
 int main(void) {
     RUN(test_ptb_table);
     RUN(test_ptb_caption_end);
@@ -308,5 +367,6 @@ int main(void) {
     RUN(test_ptb_shortcuts_agree);
     RUN(test_ptb_char_classes);
     RUN(test_ptb_long_run);
+    RUN(test_ptb_runs_agree);
     return test_summary();
 }
