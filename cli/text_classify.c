@@ -90,7 +90,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"minutes", ARG_DOUBLE, &f->plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order and dropout", .has_min = true, .min = 0, .given = &f->optim.given.seed},
         {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model and data flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
-        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it", .given = NULL},
+        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it: its checkpoint, run.json, report and pictures go (not with --resume)", .given = NULL},
         {"threads", ARG_INT, &f->threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
         {"valid-every", ARG_INT, &f->plan.valid_every, "steps between validations and checkpoints (0: each epoch's end)", .has_min = true, .min = 0},
         {"log-every", ARG_INT, &f->plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
@@ -108,6 +108,8 @@ typedef struct {
     const TrainFlags *f;
     TextState st;
     bool resumed;
+    bool interrupted;  // SIGINT or SIGTERM stopped the run
+    TrainLock lock;    // OUT/.lock, held for the run's life
     FlagDiffs resumed_with;
     TrainPaths paths;
     SentenceSet set;
@@ -264,6 +266,7 @@ static void close_run(TrainRun *r) {
     sentences_free(&r->set);
     text_state_free(&r->st);
     csvlog_close(&r->log);
+    train_lock_release(&r->lock);
 }
 
 static int open_run(TrainRun *r, const TrainFlags *f, Error *err) {
@@ -272,8 +275,9 @@ static int open_run(TrainRun *r, const TrainFlags *f, Error *err) {
     r->last_loss = r->last_train_acc = r->last_valid_acc = r->last_valid_loss = NAN;
     train_paths(&r->paths, f->out);
     SafetensorsFile file = {0};
-    int rc = train_out_check(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
-             resume_state(r, &file, err) || load_data(r, err) || make_dirs(f->out, err);
+    int rc = train_out_open(&r->lock, f->out, RUN_FILES, 1, f->resume, f->force, err) ||
+             resume_state(r, &file, err) || load_data(r, err) ||
+             train_out_make(&r->lock, f->out, RUN_FILES, 1, f->resume, f->force, err);
     if (rc == 0) {
         atomic_remove_stale(f->out);
         rc = init_model(r, &file, err);
@@ -289,10 +293,11 @@ static int open_run(TrainRun *r, const TrainFlags *f, Error *err) {
     train_order_init(&r->order, r->train.n);
     train_plan(&f->plan, r->steps_per_epoch, &r->budget, &r->cadence);
     if (f->plan.ckpt_every == 0) r->cadence.save_at_validation = true;
+    static const char columns[] =
+            "step,train_loss,train_accuracy,valid_loss,valid_accuracy,grad_norm,grad_norm_max,seconds";
     if (train_out_clear(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
-        csvlog_open(&r->log, r->paths.log,
-                    "step,train_loss,train_accuracy,valid_loss,valid_accuracy,grad_norm,grad_norm_max,seconds",
-                    r->resumed, err))
+        (r->resumed ? csvlog_open_resume(&r->log, r->paths.log, columns, r->st.step, err)
+                    : csvlog_open(&r->log, r->paths.log, columns, 0, err)))
         return -1;
     return 0;
 }
@@ -383,6 +388,11 @@ static int train_loop(TrainRun *r, Error *err) {
         if (isfinite(r->last_valid_acc))
             snprintf(status + n, sizeof status - n, ", valid accuracy %.2f%%", 100.0 * r->last_valid_acc);
         train_meter_step(&r->meter, r->st.step, r->st.optim.batch, secs, status);
+        if (train_interrupted() && train_budget_allows(&r->budget, r->st.step)) {  // SIGINT, SIGTERM
+            r->interrupted = true;
+            rc = train_interrupt_error(r->st.step, err);
+            break;
+        }
     }
     train_meter_end(&r->meter, r->st.step, status);
     return rc;
@@ -421,6 +431,7 @@ static int cmd_train(int argc, char **argv) {
     TrainFlags f;
     int code;
     if (parse_flags(&f, argc, argv, &code)) return code;
+    train_process_begin("text classify train");
     gemm_set_threads(f.threads);
     TrainRun r;
     Error err;
@@ -431,7 +442,8 @@ static int cmd_train(int argc, char **argv) {
         print_header(&r);
         rc = train_loop(&r, &err);
         if (rc == 0) rc = finish_run(&r, &err);
-        run_info_end(&run_info, rc, r.st.step, train_meter_images_per_s(&r.meter));
+        run_info_end(&run_info, r.interrupted ? RUN_INFO_INTERRUPTED : rc, r.st.step,
+                     train_meter_images_per_s(&r.meter));
     }
     close_run(&r);
     return rc ? fail(&err) : 0;

@@ -244,7 +244,7 @@ int train_out_check(const char *out, const char *const *files, int n, bool resum
 #define TRAIN_OLD_RUN_FILES                                                                  \
     "run.json", "loss.png", "curves.png", "report.html", "eval.json",             \
         "per_image.json"
-#define TRAIN_OLD_RUN_FOLDERS "report_files", "samples", "reconstructions", "film", "strips"
+#define TRAIN_OLD_RUN_FOLDERS "report_files", "samples", "reconstructions", "film", "strips", "show"
 int train_out_clear(const char *out, const char *const *files, int n, bool resume, bool force,
                     Error *err);
 

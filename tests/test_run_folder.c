@@ -1,5 +1,6 @@
-// test_run_folder.c: the life of a run folder in the three trainers, `draw train`,
-// `caption train` and `draw classify train` (issue 56, "nothing lost, nothing crashes";
+// test_run_folder.c: the life of a run folder in the trainers, `draw train`, `caption
+// train`, `draw classify train` (and `text classify train` for the lock, the interruption,
+// the resumed log and --resume --force) (issue 56, "nothing lost, nothing crashes";
 // cli/train_run.h):
 // - a second training into a folder that one is training in is refused in one line naming
 //   the folder and the pid of the first (both used to exit 0, one run silently lost);
@@ -40,7 +41,7 @@
 #include "tests/support/scratch.h"
 #include "tests/support/test.h"
 
-static Scratch draw_sc, cap_sc;
+static Scratch draw_sc, cap_sc, text_sc;
 
 #define DRAW_TINY                                                                          \
     "train --data mnist --T 4 --read 2 --write 3 --hidden 24 --z 6 --batch 16 --seed 7 "   \
@@ -48,6 +49,9 @@ static Scratch draw_sc, cap_sc;
 #define CLASSIFY_TINY                                                                      \
     "classify train --T 2 --read 4 --hidden 8 --batch 8 --valid-every 3 --valid-images 16 " \
     "--log-every 1 --threads 1"
+#define TEXT_TINY                                                                          \
+    "classify train --data sentiment --embed 4 --hidden 4 --batch 50 --seed 3 "            \
+    "--valid-every 2 --log-every 1 --threads 1"
 #define CAPTION_TINY                                                                       \
     "train --image-size 64 --channels 4,8,16 --embed 8 --hidden 16 --attn-dim 8 --batch 8"    \
     " --train-count 32 --val-count-scenes 8 --test-count 8 --threads 1 --quiet --seed 4"    \
@@ -211,6 +215,11 @@ static void test_classify_second_run_refused_and_sigint(void) {
                                       "SIGINT");
 }
 
+static void test_text_second_run_refused_and_sigterm(void) {
+    second_run_refused_then_interrupt(&text_sc, "text classify train", TEXT_TINY, "txt", SIGTERM,
+                                      "SIGTERM");
+}
+
 // The step column of a log, row by row: never going back (a resumed run that kept the rows
 // of its interrupted predecessor logs those steps twice), and no row of the marker.
 static void expect_log_steps_once(const char *log, const char *prog) {
@@ -248,13 +257,15 @@ static void test_resume_drops_rows_past_the_checkpoint(void) {
     resume_drops_rows(&draw_sc, "draw train", DRAW_TINY, "draw");
     resume_drops_rows(&draw_sc, "draw classify train", CLASSIFY_TINY, "cls");
     resume_drops_rows(&cap_sc, "caption train", CAPTION_TINY, "cap");
+    resume_drops_rows(&text_sc, "text classify train", TEXT_TINY, "txt");
 }
 
 static void test_resume_with_force_refused(void) {
     const struct {
         const Scratch *sc;
         const char *args;
-    } cases[] = {{&draw_sc, DRAW_TINY}, {&draw_sc, CLASSIFY_TINY}, {&cap_sc, CAPTION_TINY}};
+    } cases[] = {{&draw_sc, DRAW_TINY}, {&draw_sc, CLASSIFY_TINY}, {&cap_sc, CAPTION_TINY},
+                 {&text_sc, TEXT_TINY}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int rc = scratch_run(cases[i].sc, "%s --steps 1 --resume --force --out %s/both%zu",
                              cases[i].args, cases[i].sc->dir, i);
@@ -441,11 +452,13 @@ static void test_caption_model_newer_than_state(void) {
 
 int main(void) {
     if (scratch_open(&draw_sc, "test_run_folder", "draw") ||
-        scratch_open(&cap_sc, "test_run_folder_caption", "caption"))
+        scratch_open(&cap_sc, "test_run_folder_caption", "caption") ||
+        scratch_open(&text_sc, "test_run_folder_text", "text"))
         return 1;
     RUN(test_draw_second_run_refused_and_sigterm);
     RUN(test_caption_second_run_refused_and_sigint);
     RUN(test_classify_second_run_refused_and_sigint);
+    RUN(test_text_second_run_refused_and_sigterm);
     RUN(test_resume_drops_rows_past_the_checkpoint);
     RUN(test_resume_with_force_refused);
     RUN(test_refused_run_leaves_no_folder);
@@ -458,6 +471,7 @@ int main(void) {
     if (rc == 0) {
         scratch_remove(draw_sc.dir);
         scratch_remove(cap_sc.dir);
+        scratch_remove(text_sc.dir);
     } else {
         printf("  kept %s and %s\n", draw_sc.dir, cap_sc.dir);
     }
