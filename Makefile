@@ -88,12 +88,15 @@ TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 BENCH_SRCS := $(wildcard bench/bench_*.c)
 BENCHES    := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%) $(BUILD)/bench/parity_encoders
 
+# Helper programs that `make data` runs (not installed in bin/).
+TOOLS := $(BUILD)/tools/bible_pairs
+
 .PHONY: all build build-suite deps data test check valgrind bench demo fixtures parity-encoders clean \
         FORCE reproduce test-browser
 .DEFAULT_GOAL := all
 
 all: build
-build: $(BINS) $(TESTS) $(BENCHES)
+build: $(BINS) $(TESTS) $(BENCHES) $(TOOLS)
 build-suite: $(BINS) $(TESTS)
 
 $(BUILD)/%.o: %.c
@@ -148,15 +151,19 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+$(BUILD)/tools/%: $(BUILD)/datasets/tools/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
 # --- set-up ------------------------------------------------------------------------------
 deps:
 ifneq ($(NO_DEPS),1)
 	@sh ./deps.sh
 endif
 
-data: deps
+data: deps $(BUILD)/tools/bible_pairs
 ifneq ($(NO_DEPS),1)
-	@sh datasets/fetch.sh data
+	@BIBLE_PAIRS=$(BUILD)/tools/bible_pairs sh datasets/fetch.sh data
 endif
 
 # --- the suite ---------------------------------------------------------------------------
@@ -228,7 +235,7 @@ endif
 clean:
 	rm -rf build build-san build-vg bin
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(PROGRAMS:%=$(BUILD)/cli/%.d) $(TESTS:=.d) \
+-include $(TOOLS:$(BUILD)/tools/%=$(BUILD)/datasets/tools/%.d) $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(PROGRAMS:%=$(BUILD)/cli/%.d) $(TESTS:=.d) \
          $(BENCHES:=.d) $(TEST_SUPPORT_OBJS:.o=.d)
 
 include tests/fuzz/fuzz.mk
