@@ -17,7 +17,8 @@
 #   make test-browser  the reports (the demo's included) in headless Chromium (installs
 #                 it through deps.sh when missing); screenshots in build/browser/screenshots/
 #   make deps     install missing Debian packages (root) or print the command
-#   make data     fetch MNIST, Fashion-MNIST and UCI's labelled sentences into data/
+#   make data     fetch MNIST, Fashion-MNIST and UCI's labelled sentences, and extract the
+#                 Bible verse pairs (SWORD modules), into data/
 #
 # Variables: BUILD=build (output folder), SAN=1 (sanitizers), VG=1 (the valgrind build),
 # NO_DEPS=1 (skip set-up).

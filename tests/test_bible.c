@@ -13,6 +13,7 @@
 #include "core/fileio.h"
 #include "datasets/bible.h"
 #include "datasets/pairs.h"
+#include "tests/support/scratch.h"
 #include "tests/support/test.h"
 
 static void expect_strip(const char *in, const char *want) {
@@ -208,6 +209,67 @@ static void test_made_files(void) {
     free(keys);
 }
 
+// Runs fetch.sh for the Bible alone with SWORD_PATH=sword into out; returns its exit status and
+// puts its stderr into err (cap bytes).
+static int fetch_bible(const char *dir, const char *sword, char *err, size_t cap) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "SWORD_PATH='%s' DATA_SETS=bible BIBLE_PAIRS=/nonexistent sh datasets/fetch.sh '%s/out' "
+             ">'%s/stdout.txt' 2>'%s/stderr.txt'",
+             sword, dir, dir, dir);
+    int status = system(cmd);
+    snprintf(cmd, sizeof cmd, "%s/stderr.txt", dir);
+    unsigned char *data = NULL;
+    size_t len = 0;
+    Error e = {{0}};
+    err[0] = 0;
+    if (file_read_all(cmd, &data, &len, 0, &e) == 0) {
+        snprintf(err, cap, "%.*s", (int)len, (const char *)data);
+        free(data);
+    }
+    return status;
+}
+
+// `make data` on a missing or truncated module (a copy of the installed one under a SWORD_PATH of
+// its own): one line naming the module and the reason, a non-zero exit, nothing written.
+static void test_fetch_refuses_damaged_modules(void) {
+    const char *sys = "/usr/share/sword";
+    char path[600];
+    snprintf(path, sizeof path, "%s/mods.d/spaRV1909eb.conf", sys);
+    if (!file_exists(path) || system("command -v mod2imp >/dev/null 2>&1") != 0) {
+        printf("  (no SWORD modules or mod2imp: make deps installs them; skipped)\n");
+        return;
+    }
+    char dir[256], sword[400], cmd[4800], err[1024];
+    CHECK(scratch_make(dir, sizeof dir, "test_bible") == 0);
+    snprintf(sword, sizeof sword, "%s/sword", dir);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/mods.d' '%s/modules/texts/ztext' && cp %s/mods.d/spaRV1909eb.conf "
+             "%s/mods.d/engWEB2015eb.conf '%s/mods.d' && cp -r %s/modules/texts/ztext/spaRV1909eb "
+             "'%s/modules/texts/ztext/' && ln -s %s/modules/texts/ztext/engWEB2015eb "
+             "'%s/modules/texts/ztext/' && truncate -s 300000 '%s/modules/texts/ztext/spaRV1909eb/nt.bzz'",
+             sword, sword, sys, sys, sword, sys, sword, sys, sword, sword);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    struct { const char *damage, *want; } cases[] = {
+        {"true", "data: SWORD module spaRV1909eb is damaged or truncated: mod2imp: "},
+        {"rm '%s/modules/texts/ztext/spaRV1909eb/nt.bzz'",
+         "data: SWORD module spaRV1909eb is damaged or truncated: mod2imp: "},
+        {"rm '%s/mods.d/spaRV1909eb.conf'", "data: SWORD module spaRV1909eb is missing ("},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        snprintf(cmd, sizeof cmd, cases[k].damage, sword);
+        CHECK(system(cmd) == 0, "%s", cmd);
+        int status = fetch_bible(dir, sword, err, sizeof err);
+        EXPECT(status != 0, "case %zu: exit 0", k);
+        EXPECT(strncmp(err, cases[k].want, strlen(cases[k].want)) == 0, "case %zu: '%s'", k, err);
+        char *nl = strchr(err, '\n');
+        EXPECT(nl && nl[1] == 0, "case %zu: not one line: '%s'", k, err);
+        snprintf(path, sizeof path, "%s/out/bible/train.tsv", dir);
+        EXPECT(!file_exists(path), "case %zu: wrote %s", k, path);
+    }
+    scratch_remove(dir);
+}
+
 int main(void) {
     RUN(test_strip_markup);
     RUN(test_parse_imp);
@@ -215,5 +277,6 @@ int main(void) {
     RUN(test_pair_by_reference);
     RUN(test_split);
     RUN(test_made_files);
+    RUN(test_fetch_refuses_damaged_modules);
     return test_summary();
 }
