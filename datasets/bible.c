@@ -2,6 +2,7 @@
 // seeded split (datasets/bible.h).
 #include "datasets/bible.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,4 +372,66 @@ void bible_pairs_free(BiblePairs *p) {
     free(p->src_only);
     free(p->tgt_only);
     memset(p, 0, sizeof *p);
+}
+
+// --- chapters numbered differently ----------------------------------------------------------
+
+static int words_in(const char *s) {
+    int n = 0;
+    for (const char *p = s; *p; p++) n += *p != ' ' && (p == s || p[-1] == ' ');
+    return n;
+}
+
+// The verse number after the last ':' of a key, and the length of the chapter part before it.
+static int verse_of(const char *key, size_t *chapter_len) {
+    const char *colon = strrchr(key, ':');
+    CHECK(colon, "key %s", key);
+    *chapter_len = (size_t)(colon - key);
+    return atoi(colon + 1);
+}
+
+int bible_flag_shifted(const BiblePairs *p, unsigned char *shifted) {
+    memset(shifted, 0, (size_t)(p->n ? p->n : 1));
+    int flagged = 0;
+    for (int i = 0; i < p->n;) {
+        size_t cl, cj;
+        verse_of(p->key[i], &cl);
+        int j = i;
+        while (j < p->n && (verse_of(p->key[j], &cj), cj == cl) &&
+               strncmp(p->key[j], p->key[i], cl) == 0)
+            j++;
+        // pairs i..j-1 are one chapter: cost of pairing English v with Spanish v + s
+        int m = j - i, maxv = 0;
+        for (int k = i; k < j; k++) {
+            int v = verse_of(p->key[k], &cj);
+            if (v > maxv) maxv = v;
+        }
+        int *at = xmalloc((size_t)(maxv + 2) * sizeof *at);  // verse -> pair index, or -1
+        for (int v = 0; v <= maxv + 1; v++) at[v] = -1;
+        for (int k = i; k < j; k++) at[verse_of(p->key[k], &cj)] = k;
+        double cost[2 * BIBLE_MAX_SHIFT + 1];
+        int count[2 * BIBLE_MAX_SHIFT + 1];
+        for (int s = -BIBLE_MAX_SHIFT; s <= BIBLE_MAX_SHIFT; s++) {
+            double c = 0;
+            int n = 0;
+            for (int v = 1; v <= maxv; v++) {
+                int a = at[v], b = v + s >= 1 && v + s <= maxv ? at[v + s] : -1;
+                if (a < 0 || b < 0) continue;
+                c += fabs(log((words_in(p->src[a]) + 1.0) / (words_in(p->tgt[b]) + 1.0)));
+                n++;
+            }
+            cost[s + BIBLE_MAX_SHIFT] = n ? c / n : 1e9;
+            count[s + BIBLE_MAX_SHIFT] = n;
+        }
+        double c0 = cost[BIBLE_MAX_SHIFT], best = 1e9;
+        for (int s = 0; s < 2 * BIBLE_MAX_SHIFT + 1; s++)
+            if (s != BIBLE_MAX_SHIFT && count[s] >= 3 && cost[s] < best) best = cost[s];
+        if (m >= 3 && c0 > BIBLE_SHIFT_MIN_COST && best < BIBLE_SHIFT_RATIO * c0) {
+            for (int k = i; k < j; k++) shifted[k] = 1;
+            flagged += m;
+        }
+        free(at);
+        i = j;
+    }
+    return flagged;
 }

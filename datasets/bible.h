@@ -24,6 +24,9 @@
 // Pairing is by key, never by position: a verse is paired when both modules have it with
 // non-empty text. The rest is reported (counts and keys): verses of one module only (the
 // English module's deuterocanon, versification differences) and verses empty on one side.
+// Pairing by reference still pairs neighbours where a module numbers a whole chapter another
+// way (the Spanish module follows the Hebrew numbering in a few chapters): bible_flag_shifted
+// finds those chapters by their verse lengths, and bible_pairs leaves them out.
 //
 // Split: by a seeded hash of the key (FNV-1a 64 of "SEED:KEY", then splitmix64): 90 % train,
 // 5 % valid, 5 % test. A verse is in exactly one split, and the split of a verse does not
@@ -77,5 +80,20 @@ typedef struct {
 // Pairs two modules by key. The pairs borrow the verses' strings: free them after.
 void bible_pair(BiblePairs *p, const BibleVerses *src, const BibleVerses *tgt);
 void bible_pairs_free(BiblePairs *p);
+
+// Chapters the two modules number differently. The Spanish module counts some chapters as the
+// Hebrew text does (its Numbers 13:1 is the English 12:16, and so on through the chapter),
+// so pairing by reference pairs each verse there with its neighbour. Such a chapter shows in
+// the verse lengths: pairing English verse v with Spanish verse v + s for some shift
+// 0 < |s| <= BIBLE_MAX_SHIFT fits the words per verse better than s = 0. The measure is the
+// mean |log((english words + 1) / (spanish words + 1))| over the chapter's pairs: a chapter of
+// 3 or more pairs is flagged when that mean is above BIBLE_SHIFT_MIN_COST at s = 0 (the 99th
+// percentile over all chapters is about 0.23) and some shift brings it under
+// BIBLE_SHIFT_RATIO times that. shifted (p->n) gets 1 for each pair of a flagged chapter;
+// returns how many. A heuristic: it finds whole shifted chapters, not single merged verses.
+#define BIBLE_MAX_SHIFT 5
+#define BIBLE_SHIFT_MIN_COST 0.25
+#define BIBLE_SHIFT_RATIO 0.7
+int bible_flag_shifted(const BiblePairs *p, unsigned char *shifted);
 
 #endif

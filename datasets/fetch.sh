@@ -92,14 +92,14 @@ else
     done
 fi
 
-BIBLE="train.tsv 7165723 7284085629e70a01b27e09f1c2de957a
-valid.tsv 394643 5a24b785faf1b36c9d868acb0bdce05c
-test.tsv 402395 ba4b90ddcd6b76589423a4f49ecb7e3c
-train.keys 381965 d583cf83b4938a90afcbb379a3803e84
-valid.keys 21004 9968474c5731ff51c5676e2c08f43481
-test.keys 21632 103dab84f93cff9ec454d2313e9ecc9c
-unpaired.tsv 293321 f17451bcc20f62fe9c7995ef3f299ea6
-stats.txt 749 48cd96311938b9381008d798b2989795"
+BIBLE="train.tsv 7136266 9aa4865288a1835d2f8db319b4ccc4a5
+valid.tsv 393676 69bb338597782859b666b96199a13c1a
+test.tsv 401469 ed4c9fbc8caaf0d8445806dc5d2125f5
+train.keys 380344 62d11ead1b4b076131fe67e9a7eb2c39
+valid.keys 20936 6e5b36d10e81c12527065e254535a0e7
+test.keys 21579 3cab496c92fcad4c2e06b97074ff0390
+unpaired.tsv 301015 4a889fecc8f448cc49e8a60a12020bf3
+stats.txt 921 aa7883f51e0f35bb8602d268b89494fe"
 
 if ! wanted bible; then :
 elif all_ok "$dir/bible" "$BIBLE"; then

@@ -170,6 +170,33 @@ static void test_split(void) {
     EXPECT(moved > n * 0.1, "another seed moved only %d verses", moved);
 }
 
+// A chapter whose Spanish verses are its English verses moved on by one (as the Spanish
+// module numbers Numbers 13) is flagged, pairs and all; one that lines up, however uneven its
+// verse lengths, is not.
+static void test_flag_shifted_chapters(void) {
+    static const int words[12] = {4, 30, 9, 22, 6, 40, 12, 3, 27, 15, 8, 35};
+    enum { V = 12 };
+    char *key[2 * V], *src[2 * V], *tgt[2 * V];
+    for (int c = 0; c < 2; c++)
+        for (int v = 1; v <= V; v++) {
+            int k = c * V + v - 1;
+            char buf[64];
+            snprintf(buf, sizeof buf, "Numbers %d:%d", 12 + c, v);
+            key[k] = xstrdup(buf);
+            // chapter 12 lines up; in chapter 13 the Spanish verse v holds English verse v - 1
+            int ew = words[v - 1], sw = c == 0 ? words[v - 1] + 1 : words[(v + V - 2) % V];
+            src[k] = xmalloc(8 * (size_t)ew + 1), tgt[k] = xmalloc(8 * (size_t)sw + 1);
+            src[k][0] = tgt[k][0] = 0;
+            for (int w = 0; w < ew; w++) strcat(src[k], w ? " word" : "word");
+            for (int w = 0; w < sw; w++) strcat(tgt[k], w ? " palabra" : "palabra");
+        }
+    BiblePairs p = {.n = 2 * V, .key = key, .src = src, .tgt = tgt};
+    unsigned char shifted[2 * V];
+    EXPECT(bible_flag_shifted(&p, shifted) == V, "flagged %d", bible_flag_shifted(&p, shifted));
+    for (int k = 0; k < 2 * V; k++) EXPECT(shifted[k] == (k >= V), "%s: %d", key[k], shifted[k]);
+    for (int k = 0; k < 2 * V; k++) free(key[k]), free(src[k]), free(tgt[k]);
+}
+
 // When `make data` has run: the three files read through the pair reader, and no verse in
 // two splits (by the .keys files beside them).
 static void test_made_files(void) {
@@ -276,6 +303,7 @@ int main(void) {
     RUN(test_refusals);
     RUN(test_pair_by_reference);
     RUN(test_split);
+    RUN(test_flag_shifted_chapters);
     RUN(test_made_files);
     RUN(test_fetch_refuses_damaged_modules);
     return test_summary();

@@ -130,6 +130,8 @@ int main(int argc, char **argv) {
     }
     BiblePairs p;
     bible_pair(&p, &en, &es);
+    unsigned char *shifted = xmalloc((size_t)(p.n ? p.n : 1));
+    int n_shifted = bible_flag_shifted(&p, shifted);
     Text tsv[3] = {{0}}, keys[3] = {{0}}, unpaired = {0}, stats = {0};
     char **side[3][2];
     int count[3] = {0};
@@ -137,7 +139,19 @@ int main(int argc, char **argv) {
         side[s][0] = xmalloc((size_t)(p.n ? p.n : 1) * sizeof(char *));
         side[s][1] = xmalloc((size_t)(p.n ? p.n : 1) * sizeof(char *));
     }
+    Text chapters = {0};
     for (int i = 0; i < p.n; i++) {
+        if (shifted[i]) {  // left out: its chapter is numbered differently on the two sides
+            text_add(&unpaired, p.key[i]);
+            text_add(&unpaired, "\tchapter numbered differently (datasets/bible.h)\n");
+            if (i == 0 || !shifted[i - 1]) {
+                char ch[128];
+                snprintf(ch, sizeof ch, "%s%.*s", chapters.n ? ", " : "", (int)(strrchr(p.key[i], ':') - p.key[i]),
+                         p.key[i]);
+                text_add(&chapters, ch);
+            }
+            continue;
+        }
         int s = bible_split_of(p.key[i], BIBLE_SPLIT_SEED);
         CHECK(!strchr(p.src[i], '\t') && !strchr(p.tgt[i], '\t') && !strchr(p.src[i], '\n') &&
               !strchr(p.tgt[i], '\n'), "%s", p.key[i]);
@@ -157,8 +171,14 @@ int main(int argc, char **argv) {
     }
     char line[512], le[96], ls[96];
     snprintf(line, sizeof line,
-             "verses: %d English (engWEB2015eb), %d Spanish (spaRV1909eb); %d pairs\n", en.n, es.n, p.n);
+             "verses: %d English (engWEB2015eb), %d Spanish (spaRV1909eb); %d paired by reference, %d "
+             "kept\n",
+             en.n, es.n, p.n, p.n - n_shifted);
     text_add(&stats, line);
+    snprintf(line, sizeof line, "left out: %d verses of chapters numbered differently: ", n_shifted);
+    text_add(&stats, line);
+    text_add(&stats, chapters.s ? chapters.s : "none");
+    text_add(&stats, "\n");
     snprintf(line, sizeof line,
              "unpaired: %d with English text only (%d of them empty in Spanish), %d with Spanish "
              "text only (%d of them empty in English), %d with no text on either side\n",
@@ -174,7 +194,8 @@ int main(int argc, char **argv) {
                  vocab_size(side[s][1], count[s]));
         text_add(&stats, line);
     }
-    snprintf(line, sizeof line, "all: vocabulary English %d, Spanish %d\n", vocab_size(p.src, p.n),
+    snprintf(line, sizeof line, "all paired by reference: vocabulary English %d, Spanish %d\n",
+             vocab_size(p.src, p.n),
              vocab_size(p.tgt, p.n));
     text_add(&stats, line);
     int rc = make_dirs(argv[3], &err);
@@ -192,7 +213,7 @@ int main(int argc, char **argv) {
     for (int s = 0; s < 3; s++) {
         free(tsv[s].s), free(keys[s].s), free(side[s][0]), free(side[s][1]);
     }
-    free(unpaired.s), free(stats.s);
+    free(unpaired.s), free(stats.s), free(chapters.s), free(shifted);
     bible_pairs_free(&p);
     bible_verses_free(&en);
     bible_verses_free(&es);
