@@ -10,7 +10,7 @@
 // holds ' ' and ':', every text is valid UTF-8 without tabs, line ends, double or edge
 // spaces; stripping a text again leaves it as it is unless it holds '&' or '<' (decoded
 // entities); pairing the export with itself pairs every verse with text and leaves none
-// over; each key's split is 0, 1 or 2.
+// over, with no chapter flagged as numbered differently; each key's split is 0, 1 or 2.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +85,9 @@ static void fuzz_bible_check(const BibleVerses *v) {
                  "self-pairing: %d pairs of %d verses with text, %d and %d over", p.n, with_text,
                  p.n_src_only, p.n_tgt_only);
     fuzz_require(p.n_no_text == v->n - with_text, "self-pairing: %d without text", p.n_no_text);
+    unsigned char *shifted = xmalloc((size_t)(p.n ? p.n : 1));
+    fuzz_require(bible_flag_shifted(&p, shifted) == 0, "a module against itself has shifted chapters");
+    free(shifted);
     bible_pairs_free(&p);
 }
 
