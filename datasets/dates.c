@@ -177,3 +177,17 @@ void dates_example(DateExample *e, uint64_t seed, DateSplit split, uint64_t inde
     }
     dates_render(e, y, m, d, (int)rng_below(&rng, (uint32_t)DATES_FORMAT_COUNT));
 }
+
+void dates_alignment_count(const DateExample *e, const int *peak, int *hits, int *counted) {
+    for (int t = 0; t < DATES_TARGET_LEN; t++) {
+        if (e->span_start[t] < 0) continue;
+        (*counted)++;
+        *hits += peak[t] >= e->span_start[t] && peak[t] < e->span_end[t];
+    }
+}
+
+int dates_char_id(const char *alphabet, char c) {
+    if (c == 0) return -1;
+    const char *p = strchr(alphabet, c);
+    return p ? (int)(p - alphabet) : -1;
+}

@@ -76,4 +76,12 @@ void dates_render(DateExample *e, int year, int month, int day, int f);
 // Example index of split (any index >= 0): its date lies in split.
 void dates_example(DateExample *e, uint64_t seed, DateSplit split, uint64_t index);
 
+// Alignment accuracy's counts for one example: peak[t] (DATES_TARGET_LEN) is the source
+// position where target character t's attention peaks. Adds to *counted the target characters
+// that have a span (the eight digits) and to *hits those whose peak lies inside it.
+void dates_alignment_count(const DateExample *e, const int *peak, int *hits, int *counted);
+
+// The id of character c in alphabet (DATES_SOURCE_ALPHABET or DATES_TARGET_ALPHABET), or -1.
+int dates_char_id(const char *alphabet, char c);
+
 #endif

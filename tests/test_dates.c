@@ -233,6 +233,30 @@ static void test_spans_cover_fields_round_trip(void) {
             EXPECT(seen[s][f] > 0, "format %s never in split %d", DATES_FORMATS[f].name, s);
 }
 
+// Alignment counts: a peak inside the span hits, one beside it misses, the '-' never count;
+// character ids follow the alphabets.
+static void test_alignment_counts_and_ids(void) {
+    DateExample e;
+    dates_render(&e, 1987, 3, 3, 15);  // "tuesday the 3rd of march 1987"
+    int peak[DATES_TARGET_LEN];
+    for (int t = 0; t < DATES_TARGET_LEN; t++) peak[t] = e.span_start[t] < 0 ? 0 : e.span_end[t] - 1;
+    int hits = 0, counted = 0;
+    dates_alignment_count(&e, peak, &hits, &counted);
+    EXPECT(hits == 8 && counted == 8, "%d of %d", hits, counted);
+    EXPECT(e.span_start[8] == 12 && e.span_end[8] == 15, "day span %d..%d", e.span_start[8], e.span_end[8]);
+    EXPECT(e.span_start[5] == 19 && e.span_end[5] == 24, "month span %d..%d", e.span_start[5], e.span_end[5]);
+    EXPECT(e.span_start[0] == 25 && e.span_end[0] == 29, "year span %d..%d", e.span_start[0], e.span_end[0]);
+    peak[0] = e.span_end[0];  // past the year
+    peak[9] = e.span_start[9] - 1;
+    hits = counted = 0;
+    dates_alignment_count(&e, peak, &hits, &counted);
+    EXPECT(hits == 6 && counted == 8, "%d of %d", hits, counted);
+    EXPECT(strlen(DATES_SOURCE_ALPHABET) == 41 && strlen(DATES_TARGET_ALPHABET) == 11);
+    EXPECT(dates_char_id(DATES_SOURCE_ALPHABET, ' ') == 0 && dates_char_id(DATES_SOURCE_ALPHABET, 'z') == 40);
+    EXPECT(dates_char_id(DATES_TARGET_ALPHABET, '-') == 0 && dates_char_id(DATES_TARGET_ALPHABET, '9') == 10);
+    EXPECT(dates_char_id(DATES_SOURCE_ALPHABET, 'A') == -1 && dates_char_id(DATES_SOURCE_ALPHABET, 0) == -1);
+}
+
 int main(void) {
     RUN(test_formats_as_documented);
     RUN(test_weekdays_are_right);
@@ -240,5 +264,6 @@ int main(void) {
     RUN(test_splits_disjoint);
     RUN(test_written_forms_name_one_date);
     RUN(test_spans_cover_fields_round_trip);
+    RUN(test_alignment_counts_and_ids);
     return test_summary();
 }
