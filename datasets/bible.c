@@ -192,10 +192,12 @@ static int is_verse_key(const char *k, size_t n) {
     long c = 0, v = 0;
     const char *p = sp + 1, *e = k + n;
     int digits = 0;
-    for (; p < e && *p >= '0' && *p <= '9'; p++, digits++) c = c * 10 + (*p - '0');
+    for (; p < e && *p >= '0' && *p <= '9'; p++, digits++)
+        if (digits < 5) c = c * 10 + (*p - '0');  // more than 4 digits is refused below
     if (!digits || digits > 4 || p == e || *p != ':') return 0;
     digits = 0;
-    for (p++; p < e && *p >= '0' && *p <= '9'; p++, digits++) v = v * 10 + (*p - '0');
+    for (p++; p < e && *p >= '0' && *p <= '9'; p++, digits++)
+        if (digits < 5) v = v * 10 + (*p - '0');
     return digits && digits <= 4 && p == e && c >= 1 && v >= 1;
 }
 
