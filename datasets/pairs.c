@@ -133,3 +133,13 @@ char *pairs_bible_path(char *buf, size_t cap, const char *root, const char *spli
     snprintf(buf, cap, "%s/bible/%s.tsv", root, split);
     return buf;
 }
+
+int pairs_read_bible(PairSet *p, const char *root, const char *split, Error *err) {
+    char path[1200];
+    pairs_bible_path(path, sizeof path, root, split);
+    if (!file_exists(path)) {
+        memset(p, 0, sizeof *p);
+        return error_set(err, "%s: missing (make data extracts the Bible verse pairs)", path);
+    }
+    return pairs_read(p, path, err);
+}

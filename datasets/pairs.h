@@ -55,4 +55,8 @@ int pairs_spec_parse(PairsSpec *s, const char *spec, Error *err);
 // bytes); split is "train", "valid" or "test". Returns buf.
 char *pairs_bible_path(char *buf, size_t cap, const char *root, const char *split);
 
+// Reads that split. A missing file says how to make it: "ROOT/bible/SPLIT.tsv: missing (make data
+// extracts the Bible verse pairs)"; any other failure is pairs_read's.
+int pairs_read_bible(PairSet *p, const char *root, const char *split, Error *err);
+
 #endif

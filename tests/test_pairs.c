@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/fileio.h"
 #include "datasets/pairs.h"
 #include "tests/support/scratch.h"
 #include "tests/support/test.h"
@@ -106,6 +107,17 @@ static void test_specs(void) {
     }
     char buf[64];
     EXPECT(strcmp(pairs_bible_path(buf, sizeof buf, "data", "valid"), "data/bible/valid.tsv") == 0);
+    // A missing split says how to make it; a present one reads.
+    PairSet p;
+    char want[600];
+    snprintf(want, sizeof want, "%s/bible/test.tsv: missing (make data extracts the Bible verse pairs)", g_dir);
+    EXPECT(pairs_read_bible(&p, g_dir, "test", &err) == -1 && strcmp(err.msg, want) == 0, "'%s'", err.msg);
+    snprintf(want, sizeof want, "%s/bible", g_dir);
+    CHECK(make_dirs(want, &err) == 0, "%s", err.msg);
+    snprintf(want, sizeof want, "%s/bible/test.tsv", g_dir);
+    CHECK(scratch_write_text(want, "In the beginning\tEN el principio\n") == 0);
+    EXPECT(pairs_read_bible(&p, g_dir, "test", &err) == 0 && p.n == 1, "%s", err.msg);
+    pairs_free(&p);
 }
 
 int main(void) {
