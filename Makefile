@@ -17,7 +17,8 @@
 #   make test-browser  the reports (the demo's included) in headless Chromium (installs
 #                 it through deps.sh when missing); screenshots in build/browser/screenshots/
 #   make deps     install missing Debian packages (root) or print the command
-#   make data     fetch MNIST, Fashion-MNIST and UCI's labelled sentences into data/
+#   make data     fetch MNIST, Fashion-MNIST and UCI's labelled sentences, and extract the
+#                 Bible verse pairs (SWORD modules), into data/
 #
 # Variables: BUILD=build (output folder), SAN=1 (sanitizers), VG=1 (the valgrind build),
 # NO_DEPS=1 (skip set-up).
@@ -88,12 +89,15 @@ TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 BENCH_SRCS := $(wildcard bench/bench_*.c)
 BENCHES    := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%) $(BUILD)/bench/parity_encoders
 
+# Helper programs that `make data` runs (not installed in bin/).
+TOOLS := $(BUILD)/tools/bible_pairs
+
 .PHONY: all build build-suite deps data test check valgrind bench demo fixtures parity-encoders clean \
         FORCE reproduce test-browser
 .DEFAULT_GOAL := all
 
 all: build
-build: $(BINS) $(TESTS) $(BENCHES)
+build: $(BINS) $(TESTS) $(BENCHES) $(TOOLS)
 build-suite: $(BINS) $(TESTS)
 
 $(BUILD)/%.o: %.c
@@ -148,15 +152,19 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
+$(BUILD)/tools/%: $(BUILD)/datasets/tools/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
 # --- set-up ------------------------------------------------------------------------------
 deps:
 ifneq ($(NO_DEPS),1)
 	@sh ./deps.sh
 endif
 
-data: deps
+data: deps $(BUILD)/tools/bible_pairs
 ifneq ($(NO_DEPS),1)
-	@sh datasets/fetch.sh data
+	@BIBLE_PAIRS=$(BUILD)/tools/bible_pairs sh datasets/fetch.sh data
 endif
 
 # --- the suite ---------------------------------------------------------------------------
@@ -228,7 +236,7 @@ endif
 clean:
 	rm -rf build build-san build-vg bin
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(PROGRAMS:%=$(BUILD)/cli/%.d) $(TESTS:=.d) \
+-include $(TOOLS:$(BUILD)/tools/%=$(BUILD)/datasets/tools/%.d) $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(PROGRAMS:%=$(BUILD)/cli/%.d) $(TESTS:=.d) \
          $(BENCHES:=.d) $(TEST_SUPPORT_OBJS:.o=.d)
 
 include tests/fuzz/fuzz.mk

@@ -47,6 +47,11 @@ check "giflib"         libgif-dev            trial gif_lib.h -lgif
 check "Open MPI"       "libopenmpi-dev openmpi-bin" has_mpi
 check "npm"            npm                   has npm
 check "Fashion-MNIST"  dataset-fashion-mnist test -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+# The Bible verse pairs of `text translate --data bible-en-es` (datasets/bible.h): two SWORD
+# modules and mod2imp, which exports a module as text by reference.
+check "SWORD mod2imp"  libsword-utils        has mod2imp
+check "WEB (SWORD)"    sword-text-web        test -f /usr/share/sword/mods.d/engWEB2015eb.conf
+check "RV 1909 (SWORD)" sword-text-sparv     test -f /usr/share/sword/mods.d/spaRV1909eb.conf
 # Only when asked (make test-browser): headless Chromium for the reports' browser test.
 if [ "${DEPS_BROWSER:-0}" = 1 ]; then
     check "Chromium"       chromium              has chromium

@@ -22,6 +22,7 @@
 #include "tests/fuzz/fuzz_draw.c"
 #include "tests/fuzz/fuzz_eval_record.c"
 #include "tests/fuzz/fuzz_sentences.c"
+#include "tests/fuzz/fuzz_pairs.c"
 #include "tests/fuzz/fuzz_text.c"
 
 #include <dirent.h>
@@ -91,6 +92,7 @@ static void test_replay_encoder(void) { replay("encoder", fuzz_encoder_one); }
 static void test_replay_classify(void) { replay("classify", fuzz_classify_one); }
 static void test_replay_eval_record(void) { replay("eval_record", fuzz_eval_record_one); }
 static void test_replay_sentences(void) { replay("sentences", fuzz_sentences_one); }
+static void test_replay_pairs(void) { replay("pairs", fuzz_pairs_one); }
 static void test_replay_text(void) { replay("text", fuzz_text_one); }
 static void test_replay_draw(void) { replay("draw", fuzz_draw_one); }
 
@@ -467,6 +469,7 @@ int main(void) {
     RUN(test_replay_safetensors);
     RUN(test_replay_tokenizer);
     RUN(test_replay_sentences);
+    RUN(test_replay_pairs);
     RUN(test_replay_text);
     RUN(test_replay_featcache);
     RUN(test_replay_encoder);

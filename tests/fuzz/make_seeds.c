@@ -1,7 +1,7 @@
 // make_seeds.c: writes the seed corpora of the fuzz targets, small valid files made
 // through the library's own writers (and stb_image_write for the image formats the
 // library does not write), into OUT/NAME/ for NAME in image, idx, captions, safetensors, featcache,
-// tokenizer, encoder, classify, draw, eval_record, sentences, text. Every seed starts with the byte(s) its target reads first (see each
+// tokenizer, encoder, classify, draw, eval_record, sentences, pairs, text. Every seed starts with the byte(s) its target reads first (see each
 // tests/fuzz/fuzz_NAME.c). Run through `make fuzz-seeds` (tests/fuzz/fuzz.mk);
 // tests/test_fuzz_seeds.c checks that the committed corpora are what it writes.
 #include <stdio.h>
@@ -259,6 +259,22 @@ static void sentence_seeds(void) {
     unsigned char zero = 0, one = 1;
     put("sentences", "package.json", &zero, 1, json, strlen(json));
     put("sentences", "classes.tsv", &one, 1, tsv, strlen(tsv));
+}
+
+// Sentence pairs and mod2imp exports: byte 0 = the reader (0 pairs, 1 export; see fuzz_pairs.c).
+static void pair_seeds(void) {
+    static const char *tsv = "the dog\tel perro\r\n\nCaf\xc3\xa9 ok\tcaf\xc3\xa9 bien\n"
+                             "03.03.87\t1987-03-03\nlast\tno newline";
+    static const char *imp =
+        "$$$[ Module Heading ]\n\n$$$Genesis 0:0\n<title>Genesis</title>\n"
+        "$$$Genesis 1:1\n<w lemma=\"strong:H7225\">In</w> the beginning, <w>God</w><note "
+        "placement=\"foot\"><reference>1:1 </reference>Elohim.</note><w>created</w> &amp; made.\n"
+        "$$$Psalms 3:1\n<title canonical=\"true\" type=\"psalm\">A Psalm.</title> <l sID=\"a\"/>Yahweh!"
+        "<l eID=\"a\"/>\n$$$Matthew 17:21\n\n$$$Revelation of John 22:21\nAmen. <div eID=\"b\" "
+        "type=\"book\"/> <div sID=\"g\" type=\"glossary\"/> Abba: Father.\n";
+    unsigned char zero = 0, one = 1;
+    put("pairs", "pairs.tsv", &zero, 1, tsv, strlen(tsv));
+    put("pairs", "module.imp", &one, 1, imp, strlen(imp));
 }
 
 // Captions: byte 0 = format (see fuzz_captions.c), byte 1 = options.
@@ -623,6 +639,7 @@ static void write_seeds(const char *dir) {
     draw_seeds();
     eval_record_seeds();
     sentence_seeds();
+    pair_seeds();
     text_seeds();
 }
 
