@@ -162,8 +162,11 @@ ifneq ($(NO_DEPS),1)
 	@sh ./deps.sh
 endif
 
-data: deps $(BUILD)/tools/bible_pairs
+# The Bible pairs' extraction tool is built inside the recipe, after deps.sh has installed
+# the headers it compiles against (a prerequisite could be built first under make -j).
+data: deps
 ifneq ($(NO_DEPS),1)
+	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/tools/bible_pairs
 	@BIBLE_PAIRS=$(BUILD)/tools/bible_pairs sh datasets/fetch.sh data
 endif
 
