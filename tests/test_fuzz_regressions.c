@@ -23,6 +23,7 @@
 #include "tests/fuzz/fuzz_eval_record.c"
 #include "tests/fuzz/fuzz_sentences.c"
 #include "tests/fuzz/fuzz_text.c"
+#include "tests/fuzz/fuzz_bpe.c"
 
 #include <dirent.h>
 #include <zlib.h>
@@ -92,6 +93,7 @@ static void test_replay_classify(void) { replay("classify", fuzz_classify_one); 
 static void test_replay_eval_record(void) { replay("eval_record", fuzz_eval_record_one); }
 static void test_replay_sentences(void) { replay("sentences", fuzz_sentences_one); }
 static void test_replay_text(void) { replay("text", fuzz_text_one); }
+static void test_replay_bpe(void) { replay("bpe", fuzz_bpe_one); }
 static void test_replay_draw(void) { replay("draw", fuzz_draw_one); }
 
 // A classifier checkpoint whose metadata claims a 17 TB model (no attention on 4096 x 4096
@@ -467,6 +469,7 @@ int main(void) {
     RUN(test_replay_safetensors);
     RUN(test_replay_tokenizer);
     RUN(test_replay_sentences);
+    RUN(test_replay_bpe);
     RUN(test_replay_text);
     RUN(test_replay_featcache);
     RUN(test_replay_encoder);
