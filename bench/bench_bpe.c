@@ -3,8 +3,9 @@
 // FILE: text, one sentence per line; a TSV line counts its COLUMN (1 or 2, default 2, the
 // Spanish side of data/bible/train.tsv). Without FILE, a built-in generated corpus of
 // 30,000 lines. Learns MERGES merges (default 8000) with min_count 2, timed once (the
-// incremental pair counts; bpe_learn_words_reference, a full recount per merge, would take
-// minutes here), then segments every line, repeated for at least a second after a warm-up.
+// incremental pair counts; bpe_learn_words_reference, which recounts every pair with a
+// plain list search for each merge, is sized for the tests only), then segments every
+// line, repeated for at least a second after a warm-up.
 // Figures on stdout: lines, distinct words, merges made, learning seconds and merges/s,
 // segmenting lines/s and words/s. BPE_MERGES_OUT=PATH also writes the merges text there.
 #include <stdio.h>
