@@ -112,6 +112,9 @@ double chrf_corpus(ChrfStats *per_sentence, const char *const *hyps, const char 
                    int n, int n_refs, const ChrfOptions *o);
 
 // --- bootstrap ---------------------------------------------------------------------------
+// sacreBLEU's defaults: --confidence-n 1000, SACREBLEU_SEED 12345.
+#define SACRE_BOOTSTRAP_SAMPLES 1000
+#define SACRE_BOOTSTRAP_SEED 12345
 typedef struct {
     double score;   // on all sentences
     double mean;    // over the resamples

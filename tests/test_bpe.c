@@ -8,8 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/block.h"
 #include "core/rng.h"
+#include "core/safetensors.h"
 #include "seq/bpe.h"
+#include "tests/support/scratch.h"
 #include "tests/support/test.h"
 
 // "left right|left right|..." of b's merges.
@@ -253,6 +256,46 @@ static void test_text_form_and_determinism(void) {
     bpe_free(&c);
 }
 
+// The merges ride in a checkpoint's metadata as a string (JSON-escaped there: quotes,
+// backslashes, newlines, non-ASCII) and come back the same.
+static void test_text_form_in_safetensors_metadata(void) {
+    const char *texts[] = {"\"Dios\" dijo: \\ luz, luz \xe2\x80\x9cluz\xe2\x80\x9d \xc2\xbfs\xc3\xad? s\xc3\xad."};
+    Bpe b, c;
+    Error err = {{0}};
+    EXPECT(bpe_learn(&b, texts, 1, 20, 1, "q", &err) == 0, "%s", err.msg);
+    char *text = bpe_to_text(&b);
+    char dir[256], path[300];
+    if (scratch_make(dir, sizeof dir, "test_bpe")) {
+        EXPECT(0, "no scratch folder");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    Block blk;
+    memset(&blk, 0, sizeof blk);
+    float *w;
+    block_add(&blk, &w, "embed", 2, 2, 3);
+    block_alloc(&blk);
+    const Block *blocks[] = {&blk};
+    SafetensorsMeta meta[] = {{"bpe", text}};
+    EXPECT(safetensors_save(path, blocks, NULL, 1, meta, 1, &err) == 0, "%s", err.msg);
+    SafetensorsFile f;
+    EXPECT(safetensors_load(&f, path, &err) == 0, "%s", err.msg);
+    const char *back = safetensors_meta(&f, "bpe");
+    EXPECT(back && strcmp(back, text) == 0, "metadata string differs");
+    if (back) {
+        EXPECT(bpe_from_text(&c, back, strlen(back), path, &err) == 0, "%s", err.msg);
+        char *again = bpe_to_text(&c);
+        EXPECT(strcmp(again, text) == 0);
+        free(again);
+        bpe_free(&c);
+    }
+    safetensors_free(&f);
+    block_free(&blk);
+    free(text);
+    bpe_free(&b);
+    scratch_remove(dir);
+}
+
 static void expect_refused(const char *text, const char *reason) {
     Bpe b;
     Error err = {{0}};
@@ -298,6 +341,7 @@ int main(void) {
     RUN(test_incremental_matches_reference);
     RUN(test_round_trips_and_unknown);
     RUN(test_text_form_and_determinism);
+    RUN(test_text_form_in_safetensors_metadata);
     RUN(test_text_form_errors);
     return test_summary();
 }
