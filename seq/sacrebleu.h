@@ -124,7 +124,10 @@ typedef struct {
 } BootstrapResult;
 
 // sys (n) statistics; base (n) the baseline's on the same sentences, or NULL. Both
-// results use the same resamples; base_out may be NULL. n >= 1, n_samples >= 1.
+// results use the same resamples; base_out may be NULL. n >= 1, n_samples >= 1. Each
+// resample draws its n indices in turn from one stream seeded with seed, so bleu_bootstrap
+// and chrf_bootstrap with the same seed and n resample the same sentences (sacreBLEU, too,
+// draws one set of indices for all its metrics).
 void bleu_bootstrap(BootstrapResult *out, BootstrapResult *base_out, const BleuStats *sys,
                     const BleuStats *base, int n, const BleuOptions *o, int n_samples,
                     uint64_t seed);
