@@ -26,6 +26,14 @@ run "filterbank read, loops vs GEMM" "$build"/bench/bench_filterbank
 # then one 1 MB caption and the worst 4,096-byte one (bench/bench_tokenizer.c).
 run "caption tokenizer" "$build"/bench/bench_tokenizer
 
+# BPE (seq/bpe.h): learning 8000 merges on the translation training split's Spanish side
+# (built-in generated text without `make data`), then segmenting it, lines per second.
+if [ -f data/bible/train.tsv ]; then
+    run "BPE learning and segmenting" "$build"/bench/bench_bpe data/bible/train.tsv 8000 2
+else
+    run "BPE learning and segmenting" "$build"/bench/bench_bpe
+fi
+
 # Data parallelism over MPI: 1 rank x 2 threads against 2 ranks x 1 thread for both
 # programs, then the cluster model (bytes allreduced per step, ring allreduce step time and
 # efficiency on 10, 25, 100 Gbit/s from the measured compute time): bench/RESULTS.md.

@@ -24,6 +24,7 @@
 #include "tests/fuzz/fuzz_sentences.c"
 #include "tests/fuzz/fuzz_pairs.c"
 #include "tests/fuzz/fuzz_text.c"
+#include "tests/fuzz/fuzz_bpe.c"
 
 #include <dirent.h>
 #include <zlib.h>
@@ -94,6 +95,7 @@ static void test_replay_eval_record(void) { replay("eval_record", fuzz_eval_reco
 static void test_replay_sentences(void) { replay("sentences", fuzz_sentences_one); }
 static void test_replay_pairs(void) { replay("pairs", fuzz_pairs_one); }
 static void test_replay_text(void) { replay("text", fuzz_text_one); }
+static void test_replay_bpe(void) { replay("bpe", fuzz_bpe_one); }
 static void test_replay_draw(void) { replay("draw", fuzz_draw_one); }
 
 // A classifier checkpoint whose metadata claims a 17 TB model (no attention on 4096 x 4096
@@ -470,6 +472,7 @@ int main(void) {
     RUN(test_replay_tokenizer);
     RUN(test_replay_sentences);
     RUN(test_replay_pairs);
+    RUN(test_replay_bpe);
     RUN(test_replay_text);
     RUN(test_replay_featcache);
     RUN(test_replay_encoder);

@@ -14,7 +14,7 @@
 
 static const char *const targets[] = {"image",   "idx",       "captions", "safetensors", "tokenizer",
                                       "encoder", "featcache", "classify", "draw",
-                                      "eval_record", "sentences", "pairs", "text"};
+                                      "eval_record", "sentences", "pairs", "text", "bpe"};
 enum { TARGET_COUNT = sizeof targets / sizeof targets[0] };
 
 static char g_dir[256];

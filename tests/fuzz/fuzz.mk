@@ -26,7 +26,7 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 8192
 FUZZ_TARGETS ?= image idx captions safetensors tokenizer encoder featcache classify draw eval_record \
-                sentences pairs text
+                sentences pairs text bpe
 FUZZ_RUNS    ?= 0
 FUZZ_STATS   ?= $(FUZZ_BUILD)/fuzz-stats.tsv
 FUZZ_NICE    ?= nice -n 10

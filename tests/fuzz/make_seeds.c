@@ -1,7 +1,7 @@
 // make_seeds.c: writes the seed corpora of the fuzz targets, small valid files made
 // through the library's own writers (and stb_image_write for the image formats the
 // library does not write), into OUT/NAME/ for NAME in image, idx, captions, safetensors, featcache,
-// tokenizer, encoder, classify, draw, eval_record, sentences, pairs, text. Every seed starts with the byte(s) its target reads first (see each
+// tokenizer, encoder, classify, draw, eval_record, sentences, pairs, text, bpe. Every seed starts with the byte(s) its target reads first (see each
 // tests/fuzz/fuzz_NAME.c). Run through `make fuzz-seeds` (tests/fuzz/fuzz.mk);
 // tests/test_fuzz_seeds.c checks that the committed corpora are what it writes.
 #include <stdio.h>
@@ -27,6 +27,7 @@
 #include "core/safetensors.h"
 #include "datasets/featcache.h"
 #include "datasets/idx.h"
+#include "seq/bpe.h"
 #include "tests/fuzz/eval_record_id.h"
 #include "vision/gif.h"
 #include "vision/png.h"
@@ -275,6 +276,32 @@ static void pair_seeds(void) {
     unsigned char zero = 0, one = 1;
     put("pairs", "pairs.tsv", &zero, 1, tsv, strlen(tsv));
     put("pairs", "module.imp", &one, 1, imp, strlen(imp));
+}
+
+// BPE merges texts (fuzz_bpe.c reads the whole file): the paper's toy dictionary, a few
+// Spanish verses with accents and punctuation, and an empty model, all learned through
+// seq/bpe.h and written by bpe_to_text.
+static void bpe_seed(const char *name, const char *const *texts, int n, int merges) {
+    Bpe b;
+    Error err = {{0}};
+    CHECK(bpe_learn(&b, texts, n, merges, 1, name, &err) == 0, "%s", err.msg);
+    char *text = bpe_to_text(&b);
+    put("bpe", name, "", 0, text, strlen(text));
+    free(text);
+    bpe_free(&b);
+}
+
+static void bpe_seeds(void) {
+    static const char *const toy[] = {"low low low low low lower lower newest newest newest "
+                                      "newest newest newest widest widest widest"};
+    static const char *const verses[] = {
+        "Y dijo Dios: Sea la luz: y fu\xc3\xa9 la luz.",
+        "Y la tierra estaba desordenada y vac\xc3\xad" "a, y las tinieblas estaban sobre la haz del abismo,",
+        "\xc2\xbfQui\xc3\xa9n es \xc3\xa9ste? \xc2\xa1" "Aleluya! \xe2\x80\x9cLet there be light,\xe2\x80\x9d",
+    };
+    bpe_seed("toy.bpe", toy, 1, 10);
+    bpe_seed("verses.bpe", verses, 3, 40);
+    bpe_seed("empty.bpe", NULL, 0, 5);
 }
 
 // Captions: byte 0 = format (see fuzz_captions.c), byte 1 = options.
@@ -641,6 +668,7 @@ static void write_seeds(const char *dir) {
     sentence_seeds();
     pair_seeds();
     text_seeds();
+    bpe_seeds();
 }
 
 // tests/test_fuzz_seeds.c includes this file with MAKE_SEEDS_NO_MAIN and calls write_seeds.
