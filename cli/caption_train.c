@@ -755,8 +755,9 @@ static void print_summary(const CaptionRun *r) {
     if (isfinite(best))
         snprintf(valid, sizeof valid, "best validation BLEU-4 %.4f at step %ld; %s", best,
                  tc->best_step, r->path_model);
-    text_write_linef(stderr, "caption train: step %ld, %.1f s, %.1f images/s (training)%s, %s", tc->step,
-                     secs, ips, loss, valid);
+    // As draw train's: wall time (validation and checkpoints included), the rate of step time.
+    text_write_linef(stderr, "caption train: %ld steps in %.1f s wall; %.1f images/s of step time; "
+                             "at step %ld%s; %s", r->meter.steps, secs, ips, tc->step, loss, valid);
 }
 
 int caption_train_main(int argc, char **argv) {

@@ -464,7 +464,9 @@ static void test_validation_messages_without_a_score(void) {
     EXPECT(strstr(err, "step 2 (epoch 0.50): validation BLEU-4 not finite") &&
                strstr(err, " (no best model kept yet)\n"),
            "stderr: %s", err);
-    EXPECT(strstr(err, "images/s (training), final loss ") && strstr(err, ", no best model kept yet\n"),
+    EXPECT(strstr(err, "caption train: 2 steps in ") && strstr(err, " s wall; ") &&
+               strstr(err, " images/s of step time; at step 2, final loss ") &&
+               strstr(err, "; no best model kept yet\n"),
            "summary: %s", err);
     EXPECT(!strstr(err, "nan") && !strstr(err, "-1.0"), "a placeholder in: %s", err);
     free(err);
