@@ -25,11 +25,13 @@ rounded to float32), input/ids (B, T), input/lengths (B), input/labels (B), outp
 (B, T, D), output/alpha (B, T), output/pooled (B, D), output/logits (B, O), output/probs
 (B, O), output/loss (1), grad/NAME; the configuration in the metadata. All computed in
 float64 from the float32 values.
-    python3 textclass_ref.py bench --threads N [--steps 20] [--batch 100]
+    python3 textclass_ref.py bench --threads N [--impl cells|fused] [--steps 20] [--batch 100]
 trains the demo's model (vocab 5000, T 32, embed 32, LSTM 100 with variational dropout 0.3 /
-0.2, keras pooling, unmasked, sigmoid, embedding L2 1e-3; bench_text.py passes the sizes)
-on random word ids with torch.optim.Adam (Keras's settings: lr 1e-3, eps 1e-7) and prints
-one JSON object with sentences_per_s and peak_rss_mib.
+0.2, keras pooling, unmasked, sigmoid, embedding L2 1e-3; bench_text.py passes the
+vocabulary) on random word ids with torch.optim.Adam (Keras's settings: lr 1e-3, eps 1e-7)
+and prints one JSON object with sentences_per_s and peak_rss_mib. --impl cells (the
+default): the LSTM as a loop of cells, as Keras's recurrent dropout needs; fused: torch's
+LSTM kernel on the dropped input, with --rec-dropout 0 (the kernel has none).
 """
 import argparse
 import json
@@ -163,9 +165,11 @@ def last_states(states, lengths, c):
     return torch.cat([fwd, bwd], dim=1)
 
 
-def forward(p, c, ids, lengths, labels, masks=None):
-    """ids (B, T) long, lengths (B) long, labels (B) long. masks: None, or (in, rec[, rin,
-    rrec]) fixed variational dropout masks (B, E), (B, H) (the benchmark's training)."""
+def forward(p, c, ids, lengths, labels, masks=None, impl="cells"):
+    """ids (B, T) long, lengths (B) long, labels (B) long. masks: None, or (in, rec)
+    variational dropout masks (B, E), (B, H) of the forward LSTM (the benchmark's training,
+    unmasked, one direction): impl "cells" runs lstm_dropout, "fused" torch's LSTM kernel on
+    the dropped input (rec must be None: that kernel has no recurrent dropout)."""
     B, T = ids.shape
     E, H = c.embed, c.hidden
     x = p["emb"][ids].transpose(0, 1)  # (T, B, E)
@@ -177,7 +181,12 @@ def forward(p, c, ids, lengths, labels, masks=None):
         if c.bidirectional:
             parts.append(lstm(x, p["lstm_rev.W"], p["lstm_rev.b"], c, True, L))
     else:
-        parts = [lstm_dropout(x, p["lstm.W"], p["lstm.b"], c, masks[0], masks[1])]
+        assert not c.masked and not c.bidirectional
+        if impl == "fused":
+            assert masks[1] is None, "torch's LSTM kernel has no recurrent dropout"
+            parts = [lstm_torch(x * masks[0], p["lstm.W"], p["lstm.b"], E, H, False)]
+        else:
+            parts = [lstm_dropout(x, p["lstm.W"], p["lstm.b"], c, masks[0], masks[1])]
     states = torch.cat(parts, dim=2).transpose(0, 1)  # (B, T, D)
     if c.pool == "keras":
         e = torch.tanh(states @ p["att.w"] + p["att.b"])
@@ -324,8 +333,10 @@ def bench(a):
         labels = torch.randint(0, 2, (a.batch,), generator=gen)
         t0, c0 = time.perf_counter(), time.process_time()
         m_in = (torch.rand(a.batch, c.embed) < keep_in).float() / keep_in
-        m_rec = (torch.rand(a.batch, c.hidden) < keep_rec).float() / keep_rec
-        out = forward(params, c, ids, lengths, labels, masks=(m_in, m_rec))
+        m_rec = None
+        if a.impl == "cells":
+            m_rec = (torch.rand(a.batch, c.hidden) < keep_rec).float() / keep_rec
+        out = forward(params, c, ids, lengths, labels, masks=(m_in, m_rec), impl=a.impl)
         opt.zero_grad(set_to_none=True)
         out["loss"].backward()
         opt.step()
@@ -334,7 +345,7 @@ def bench(a):
             times.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print(json.dumps({"model": "textclass", "impl": "pytorch", "threads": a.threads,
+    print(json.dumps({"model": "textclass", "impl": "pytorch-" + a.impl, "threads": a.threads,
                       "sentences_per_s": round(a.batch * len(times) / sum(times), 3),
                       "sentences_per_cpu_s": round(a.batch * len(cpu) / sum(cpu), 3),
                       "steps": len(times), "final_loss": round(loss, 4),
@@ -355,9 +366,12 @@ def main():
     b.add_argument("--dropout", type=float, default=0.3)
     b.add_argument("--rec-dropout", type=float, default=0.2)
     b.add_argument("--threads", type=int, default=1)
+    b.add_argument("--impl", choices=("cells", "fused"), default="cells")
     f = sub.add_parser("fixture")
     f.add_argument("outdir")
     a = ap.parse_args()
+    if a.cmd == "bench" and a.impl == "fused" and a.rec_dropout != 0:
+        ap.error("--impl fused: torch's LSTM kernel has no recurrent dropout (--rec-dropout 0)")
     if a.cmd == "bench":
         bench(a)
     else:
