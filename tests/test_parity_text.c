@@ -9,7 +9,11 @@
 // loss with the embedding's L2 penalty and every parameter's gradient. Between them the ten
 // fixtures cover every pooling (keras with its per-step bias, final-dot, a learned query
 // with the additive kernel, last, mean), masked and not, one direction and both, sigmoid
-// and softmax, and sentences of T words, fewer, one and none. No dropout (evaluation).
+// and softmax, and sentences of T words, fewer, one and none. No dropout there (the model
+// draws its masks inside text_forward); two more fixtures take the LSTM alone
+// (seq/lstm_seq.h) with fixed variational dropout masks on x_t and h_{t-1}, one forward in
+// time without lengths, one backward in time with lengths 5, 2, 1, 0, through torch's own
+// cell (torch.lstm_cell): hs and the gradients of sum(hs * R) for x, W and b.
 // The C model runs in float32.
 //
 // Tolerances, |C - reference| <= atol + rtol |reference| element by element:
@@ -34,6 +38,7 @@
 #include "core/block.h"
 #include "core/safetensors.h"
 #include "models/textclass.h"
+#include "seq/lstm_seq.h"
 #include "tests/support/fixture.h"
 #include "tests/support/test.h"
 
@@ -177,6 +182,55 @@ static void test_parity_last_masked_bi(void) { check_fixture("text_last_masked_b
 static void test_parity_mean(void) { check_fixture("text_mean.safetensors"); }
 static void test_parity_mean_masked(void) { check_fixture("text_mean_masked.safetensors"); }
 
+// seq/lstm_seq.h with fixed variational dropout masks (and lengths, backward in time)
+// against torch's own LSTM cell: hs, and the gradients of sum(hs * R) for x, W and b.
+static void check_lstm_fixture(const char *name) {
+    char path[512];
+    SafetensorsFile f;
+    if (fixture_load(&f, path, sizeof path, name)) return;
+    int T = 0, B = 0, E = 0, H = 0, rev = 0;
+    if (fixture_meta_int(&f, "T", &T) || fixture_meta_int(&f, "B", &B) ||
+        fixture_meta_int(&f, "E", &E) || fixture_meta_int(&f, "H", &H) ||
+        fixture_meta_int(&f, "reverse", &rev)) {
+        safetensors_free(&f);
+        return;
+    }
+    const size_t K = (size_t)E + H, G = 4 * (size_t)H, TB = (size_t)T * B;
+    const float *x = fixture_tensor(&f, "input/x", TB * E), *W = fixture_tensor(&f, "input/W", G * K);
+    const float *b = fixture_tensor(&f, "input/b", G);
+    const float *im = fixture_tensor(&f, "input/in_mask", (size_t)B * E);
+    const float *rm = fixture_tensor(&f, "input/rec_mask", (size_t)B * H);
+    const float *R = fixture_tensor(&f, "input/dhs", TB * H);
+    const float *hs_want = fixture_tensor(&f, "output/hs", TB * H);
+    const float *gx = fixture_tensor(&f, "grad/x", TB * E), *gW = fixture_tensor(&f, "grad/W", G * K);
+    const float *gb = fixture_tensor(&f, "grad/b", G);
+    int *lengths = safetensors_find(&f, "input/lengths") ? int_tensor(&f, "input/lengths", (size_t)B) : NULL;
+    if (x && W && b && im && rm && R && hs_want && gx && gW && gb) {
+        float *hs = calloc(TB * H, sizeof *hs);
+        float *cache = calloc(lstm_seq_cache_floats(T, B, E, H), sizeof *cache);
+        float *scratch = calloc(lstm_seq_scratch_floats(B, E, H), sizeof *scratch);
+        float *dx = calloc(TB * E, sizeof *dx), *dW = calloc(G * K, sizeof *dW), *db = calloc(G, sizeof *db);
+        lstm_seq_forward(hs, cache, x, W, b, lengths, im, rm, rev, T, B, E, H);
+        lstm_seq_backward(dx, dW, db, R, cache, W, lengths, im, rm, rev, scratch, T, B, E, H);
+        fixture_compare(path, "hs", hs, hs_want, TB * H, FWD_ATOL, FWD_RTOL);
+        double mx = 0;
+        for (size_t i = 0; i < TB * E; i++) mx = fmax(mx, fabs(gx[i]));
+        for (size_t i = 0; i < G * K; i++) mx = fmax(mx, fabs(gW[i]));
+        for (size_t i = 0; i < G; i++) mx = fmax(mx, fabs(gb[i]));
+        fixture_compare(path, "grad/x", dx, gx, TB * E, GRAD_ATOL_REL * mx, GRAD_RTOL);
+        fixture_compare(path, "grad/W", dW, gW, G * K, GRAD_ATOL_REL * mx, GRAD_RTOL);
+        fixture_compare(path, "grad/b", db, gb, G, GRAD_ATOL_REL * mx, GRAD_RTOL);
+        free(hs), free(cache), free(scratch), free(dx), free(dW), free(db);
+    }
+    free(lengths);
+    safetensors_free(&f);
+}
+
+static void test_parity_lstm_dropout(void) { check_lstm_fixture("text_lstm_dropout.safetensors"); }
+static void test_parity_lstm_dropout_rev_masked(void) {
+    check_lstm_fixture("text_lstm_dropout_rev_masked.safetensors");
+}
+
 // The comparison must be able to fail: one weight of each kind moved by 1e-3 (an LSTM
 // recurrent weight of the backward direction, the keras pooling's bias of step 2, the
 // embedding of a word) no longer matches.
@@ -214,6 +268,8 @@ int main(void) {
     RUN(test_parity_last_masked_bi);
     RUN(test_parity_mean);
     RUN(test_parity_mean_masked);
+    RUN(test_parity_lstm_dropout);
+    RUN(test_parity_lstm_dropout_rev_masked);
     RUN(test_parity_perturbed_weight_fails);
     return test_summary();
 }

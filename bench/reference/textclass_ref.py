@@ -24,7 +24,8 @@ writes OUTDIR/text_*.safetensors for tests/test_parity_text.c: param/NAME (float
 rounded to float32), input/ids (B, T), input/lengths (B), input/labels (B), output/states
 (B, T, D), output/alpha (B, T), output/pooled (B, D), output/logits (B, O), output/probs
 (B, O), output/loss (1), grad/NAME; the configuration in the metadata. All computed in
-float64 from the float32 values.
+float64 from the float32 values. Also text_lstm_dropout*.safetensors: the LSTM alone
+(seq/lstm_seq.h) with fixed variational dropout masks, through torch's own cell.
     python3 textclass_ref.py bench --threads N [--impl cells|fused] [--steps 20] [--batch 100]
 trains the demo's model (vocab 5000, T 32, embed 32, LSTM 100 with variational dropout 0.3 /
 0.2, keras pooling, unmasked, sigmoid, embedding L2 1e-3; bench_text.py passes the
@@ -286,6 +287,61 @@ FIXTURES = [
 ]
 
 
+def lstm_masked_dropout(x, W, b, H, reverse, lengths, m_in, m_rec):
+    """seq/lstm_seq.h's LSTM with variational dropout and lengths, as a loop of torch's own
+    cell (torch.lstm_cell, gates i, f, g, o): x_t * m_in and h_{t-1} * m_rec enter the gates,
+    the carried state is not dropped; steps t >= lengths[b] leave row b's state alone."""
+    T, B, E = x.shape
+    h = x.new_zeros(B, H)
+    c = x.new_zeros(B, H)
+    out = [None] * T
+    zero = torch.zeros_like(b)
+    for s in range(T):
+        t = T - 1 - s if reverse else s
+        h_new, c_new = torch.lstm_cell(x[t] * m_in, (h * m_rec, c), W[:, :E], W[:, E:], b, zero)
+        if lengths is not None:
+            act = (t < lengths).unsqueeze(1)
+            h_new = torch.where(act, h_new, h)
+            c_new = torch.where(act, c_new, c)
+        h, c = h_new, c_new
+        out[t] = h
+    return torch.stack(out)
+
+
+def make_lstm_fixture(path, T, B, E, H, reverse, lengths, seed, rate=0.3, rec_rate=0.2):
+    """The LSTM alone with fixed dropout masks: x (T, B, E), W, b, lengths or none, in_mask
+    (B, E), rec_mask (B, H) (0 or 1 / (1 - rate)), and the gradient of sum(hs * R) for a
+    fixed random R (T, B, H): output/hs, grad/x, grad/W, grad/b."""
+    gen = torch.Generator().manual_seed(seed)
+    u = lambda *shape: (torch.rand(*shape, generator=gen, dtype=torch.float64) * 2 - 1).float().double()
+    x, W, b, R = u(T, B, E), u(4 * H, E + H), u(4 * H), u(T, B, H)
+    m_in = (torch.rand(B, E, generator=gen) >= rate).double() / (1 - rate)
+    m_rec = (torch.rand(B, H, generator=gen) >= rec_rate).double() / (1 - rec_rate)
+    m_in, m_rec = m_in.float().double(), m_rec.float().double()
+    L = torch.tensor(lengths, dtype=torch.long) if lengths is not None else None
+    xs, Ws, bs = (v.clone().requires_grad_() for v in (x, W, b))
+    hs = lstm_masked_dropout(xs, Ws, bs, H, reverse, L, m_in, m_rec)
+    gx, gW, gb = torch.autograd.grad((hs * R).sum(), [xs, Ws, bs])
+    t = {"input/x": x, "input/W": W, "input/b": b, "input/in_mask": m_in,
+         "input/rec_mask": m_rec, "input/dhs": R, "output/hs": hs.detach(), "grad/x": gx,
+         "grad/W": gW, "grad/b": gb}
+    if L is not None:
+        t["input/lengths"] = L.double()
+    meta = {"T": str(T), "B": str(B), "E": str(E), "H": str(H), "reverse": str(int(reverse)),
+            "generator": "bench/reference/textclass_ref.py (PyTorch " + torch.__version__ + ")"}
+    safetensors_io.save(path, {k: v.detach().numpy() for k, v in t.items()}, meta)
+
+
+# The LSTM with Keras's variational dropout (fixed masks): forward without lengths (the
+# demo's), and backward in time with lengths (a bidirectional masked model's second half).
+LSTM_FIXTURES = [
+    ("text_lstm_dropout.safetensors", dict(T=5, B=3, E=4, H=5, reverse=False, lengths=None,
+                                           seed=48)),
+    ("text_lstm_dropout_rev_masked.safetensors", dict(T=5, B=4, E=3, H=4, reverse=True,
+                                                      lengths=[5, 2, 1, 0], seed=42)),
+]
+
+
 def fixtures(outdir):
     os.makedirs(outdir, exist_ok=True)
     torch.set_num_threads(1)
@@ -293,6 +349,10 @@ def fixtures(outdir):
         path = os.path.join(outdir, name)
         loss = make_fixture(path, c, B, lengths, seed)
         print(f"{path}: loss {loss:.6f} ({os.path.getsize(path)} bytes)")
+    for name, kw in LSTM_FIXTURES:
+        path = os.path.join(outdir, name)
+        make_lstm_fixture(path, **kw)
+        print(f"{path}: the LSTM with dropout masks ({os.path.getsize(path)} bytes)")
 
 
 # --- benchmark -----------------------------------------------------------------------------
