@@ -58,6 +58,16 @@ else
     echo "   (as root: apt-get install -y python3-torch python3-numpy)"
 fi
 
+# The sentence classifier (text classify, models/textclass.h: the Keras attention demo's
+# model) against its PyTorch version (bench/reference/textclass_ref.py): training sentences
+# per second on 1 and 2 threads and the peak memory of both.
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    run "sentence classifier training vs PyTorch" /usr/bin/python3 bench/reference/bench_text.py --bin bin
+else
+    echo "== sentence classifier training vs PyTorch: skipped, PyTorch is not installed"
+    echo "   (as root: apt-get install -y python3-torch python3-numpy)"
+fi
+
 # Pretrained-encoder inference (VGG-19 to conv5_4, ResNet-101 to layer4, batch 16, 224 px)
 # against PyTorch on the same threads: images per second, peak memory, FLOP rate.
 if /usr/bin/python3 -c "import torch, torchvision, numpy" 2>/dev/null; then

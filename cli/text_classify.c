@@ -412,7 +412,8 @@ static int finish_run(TrainRun *r, Error *err) {
     if (isfinite(r->last_valid_acc))
         snprintf(valid_text, sizeof valid_text, "valid accuracy %.2f%% (%d sentences)",
                  100.0 * r->last_valid_acc, r->valid.n);
-    text_write_linef(stderr, "text classify train: %ld steps in %.1f s (%.1f sentences/s); %s; wrote %s",
+    // Wall time includes validation and checkpoints; the rate counts the steps' time alone.
+    text_write_linef(stderr, "text classify train: %ld steps in %.1f s wall; %.1f sentences/s of step time; %s; wrote %s",
                      r->meter.steps, secs, sps, valid_text, r->paths.model);
     if (r->f->json) {
         printf("{\"steps\": %ld, \"final_loss\": %s, \"train_accuracy\": %s, \"valid_accuracy\": %s, "

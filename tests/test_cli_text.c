@@ -53,6 +53,13 @@ static void test_train_writes_outputs(void) {
     EXPECT(rc == 0, "train exited %d: %s", rc, err ? err : "");
     EXPECT(err && strstr(err, "18 training and 6 validation sentences") && strstr(err, "keras pooling"),
            "header: %s", err ? err : "");
+    // The summary has the other trainers' shape: wall time, then the rate of step time that
+    // the JSON's sentences_per_s gives.
+    const char *summary = err ? strstr(err, "text classify train: 6 steps in ") : NULL;
+    const char *rate = summary ? strstr(summary, " s wall; ") : NULL;
+    EXPECT(rate && atof(rate + strlen(" s wall; ")) > 0 &&
+               strstr(rate, " sentences/s of step time; valid accuracy "),
+           "summary: %s", err ? err : "");
     free(err);
     EXPECT(scratch_exists(&sc, "run/model.safetensors") && scratch_exists(&sc, "run/loss.png") &&
                scratch_exists(&sc, "run/run.json"), "missing outputs");

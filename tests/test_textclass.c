@@ -6,6 +6,15 @@
 //   multi-head kernels, last, mean), masked and not, one direction and both, two classes
 //   (sigmoid) and three (softmax), with the dropout masks drawn (the same at every
 //   evaluation) and the embedding's L2 penalty on.
+// - The same 32 configurations in double precision: the model's float code cannot run in
+//   double (float throughout, OpenBLAS sgemm), so, as tests/test_pooling.c does for its
+//   pooling, the whole model is written again here as plain loops in double (text_loss_ref:
+//   embedding, both LSTM directions with lengths and the float forward's dropout masks,
+//   every pooling and kernel, dense, sigmoid / softmax cross-entropy, L2) and the float
+//   backward is compared with its central differences (eps 1e-6), every element of every
+//   parameter: |analytic - numeric| <= 1e-5 + 1e-3 |numeric|; the float loss within 1e-5
+//   relative of the double one. Seen when written (GRADCHECK_VERBOSE=1 prints each
+//   configuration's worst element): at most 0.001 of that tolerance.
 // - Keras's initialisation: the recurrent block's columns orthonormal, the forget gate's
 //   bias 1; masked pooling ignores the padding (a padded sentence scores the same whatever
 //   ids fill its padding); alpha sums to 1; without labels the forward predicts only.
@@ -112,19 +121,20 @@ static int check(TextConfig c, int dropout, const char *name, uint64_t seed) {
     return rc;
 }
 
+static const struct {
+    TextPool pool;
+    AttnKind kind;
+    const char *name;
+} cases[] = {{TEXT_POOL_KERAS, ATTN_NONE, "keras"},
+             {TEXT_POOL_FINAL_DOT, ATTN_DOT, "final-dot"},
+             {TEXT_POOL_QUERY, ATTN_ADDITIVE, "query additive"},
+             {TEXT_POOL_QUERY, ATTN_DOT, "query dot"},
+             {TEXT_POOL_QUERY, ATTN_MULTIPLICATIVE, "query multiplicative"},
+             {TEXT_POOL_QUERY, ATTN_MULTIHEAD, "query multi-head"},
+             {TEXT_POOL_LAST, ATTN_NONE, "last"},
+             {TEXT_POOL_MEAN, ATTN_NONE, "mean"}};
+
 static void test_gradcheck_poolings(void) {
-    static const struct {
-        TextPool pool;
-        AttnKind kind;
-        const char *name;
-    } cases[] = {{TEXT_POOL_KERAS, ATTN_NONE, "keras"},
-                 {TEXT_POOL_FINAL_DOT, ATTN_DOT, "final-dot"},
-                 {TEXT_POOL_QUERY, ATTN_ADDITIVE, "query additive"},
-                 {TEXT_POOL_QUERY, ATTN_DOT, "query dot"},
-                 {TEXT_POOL_QUERY, ATTN_MULTIPLICATIVE, "query multiplicative"},
-                 {TEXT_POOL_QUERY, ATTN_MULTIHEAD, "query multi-head"},
-                 {TEXT_POOL_LAST, ATTN_NONE, "last"},
-                 {TEXT_POOL_MEAN, ATTN_NONE, "mean"}};
     int k = 0;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int masked = 0; masked < 2; masked++)
@@ -135,6 +145,244 @@ static void test_gradcheck_poolings(void) {
                          masked ? "masked" : "unmasked", bi ? "bidirectional" : "forward", classes);
                 EXPECT(check(small(cases[i].pool, cases[i].kind, masked, bi, classes), k % 2, name,
                              100 + (uint64_t)k) == 0, "%s", name);
+                k++;
+            }
+}
+
+// --- the whole model in double ---------------------------------------------------------------
+// models/textclass.h's forward written again as plain loops in double precision, from a
+// double copy P of the parameter Block (the same offsets) and the dropout masks the float
+// forward drew (or none): the loss (mean cross-entropy plus the L2 penalty).
+
+static const double *ref_param(const Fix *f, const double *P, const char *name) {
+    const BlockTensor *t = block_find(&f->params, name);
+    return t ? P + t->offset : NULL;
+}
+
+static double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+// Softmax of e (n) in place into a (n); n == 0: nothing.
+static void softmax_d(double *a, const double *e, int n) {
+    double mx = -1e300, s = 0;
+    for (int t = 0; t < n; t++) mx = e[t] > mx ? e[t] : mx;
+    for (int t = 0; t < n; t++) s += a[t] = exp(e[t] - mx);
+    for (int t = 0; t < n; t++) a[t] /= s;
+}
+
+enum { MAXD = 16, MAXA = 16 };
+
+static double text_loss_ref(const Fix *f, const double *P) {
+    const TextConfig *c = &f->c;
+    const int E = c->embed, H = c->hidden, D = text_state_size(c), O = text_outputs(c), K = E + H;
+    CHECK(D <= MAXD && H <= MAXD && O <= MAXD, "reference sizes");
+    const double *emb = ref_param(f, P, "emb");
+    double S[NB][NT][MAXD];  // states (B, T, D)
+    for (int dir = 0; dir < (c->bidirectional ? 2 : 1); dir++) {
+        const double *W = ref_param(f, P, dir ? "lstm_rev.W" : "lstm.W");
+        const double *bias = ref_param(f, P, dir ? "lstm_rev.b" : "lstm.b");
+        const float *im = f->dropout ? (dir ? f->a.rin_mask : f->a.in_mask) : NULL;
+        const float *rm = f->dropout ? (dir ? f->a.rrec_mask : f->a.rec_mask) : NULL;
+        for (int r = 0; r < NB; r++) {
+            double h[MAXD] = {0}, cs[MAXD] = {0};
+            for (int s = 0; s < NT; s++) {
+                int t = dir ? NT - 1 - s : s;
+                double xh[2 * MAXD + 8], pre[4 * MAXD];
+                const int id = f->ids[r * NT + t];
+                for (int k = 0; k < E; k++) xh[k] = emb[id * E + k] * (im ? im[r * E + k] : 1.0f);
+                for (int k = 0; k < H; k++) xh[E + k] = h[k] * (rm ? rm[r * H + k] : 1.0f);
+                for (int g = 0; g < 4 * H; g++) {
+                    double z = bias[g];
+                    for (int k = 0; k < K; k++) z += W[g * K + k] * xh[k];
+                    pre[g] = z;
+                }
+                if (!c->masked || t < f->lengths[r])
+                    for (int k = 0; k < H; k++) {
+                        double i = sigmoid_d(pre[k]), fg = sigmoid_d(pre[H + k]);
+                        double gg = tanh(pre[2 * H + k]), o = sigmoid_d(pre[3 * H + k]);
+                        cs[k] = fg * cs[k] + i * gg;
+                        h[k] = o * tanh(cs[k]);
+                    }
+                for (int k = 0; k < H; k++) S[r][t][dir * H + k] = h[k];
+            }
+        }
+    }
+    const double *oW = ref_param(f, P, "out.W"), *ob = ref_param(f, P, "out.b");
+    double loss = 0;
+    for (int r = 0; r < NB; r++) {
+        const int n = c->masked ? f->lengths[r] : NT;
+        double pooled[MAXD] = {0}, last[MAXD] = {0}, e[NT], a[NT] = {0};
+        for (int d = 0; d < D && n > 0; d++) last[d] = d < H ? S[r][n - 1][d] : S[r][0][d];
+        int attend = 1;  // pooled = sum_t a_t S_t from the scores e
+        switch (c->pool) {
+        case TEXT_POOL_KERAS: {
+            const double *w = ref_param(f, P, "att.w"), *b = ref_param(f, P, "att.b");
+            for (int t = 0; t < n; t++) {
+                double z = b[t];
+                for (int d = 0; d < D; d++) z += S[r][t][d] * w[d];
+                e[t] = tanh(z);
+            }
+            break;
+        }
+        case TEXT_POOL_FINAL_DOT:
+            for (int t = 0; t < n; t++) {
+                e[t] = 0;
+                for (int d = 0; d < D; d++) e[t] += last[d] * S[r][t][d];
+            }
+            break;
+        case TEXT_POOL_QUERY: {
+            const double *q = ref_param(f, P, "query");
+            const int A = c->attn_size > 0 ? c->attn_size : D;
+            CHECK(A <= MAXA, "reference attention size");
+            if (c->attn_kind == ATTN_ADDITIVE) {
+                const double *Wk = ref_param(f, P, "attn.W_k"), *Wq = ref_param(f, P, "attn.W_q");
+                const double *b = ref_param(f, P, "attn.b"), *w = ref_param(f, P, "attn.w");
+                for (int t = 0; t < n; t++) {
+                    e[t] = 0;
+                    for (int j = 0; j < A; j++) {
+                        double z = b[j];
+                        for (int d = 0; d < D; d++) z += Wk[j * D + d] * S[r][t][d] + Wq[j * D + d] * q[d];
+                        e[t] += w[j] * tanh(z);
+                    }
+                }
+            } else if (c->attn_kind == ATTN_DOT) {
+                for (int t = 0; t < n; t++) {
+                    e[t] = 0;
+                    for (int d = 0; d < D; d++) e[t] += q[d] * S[r][t][d];
+                }
+            } else if (c->attn_kind == ATTN_MULTIPLICATIVE) {
+                const double *Wm = ref_param(f, P, "attn.W");
+                for (int t = 0; t < n; t++) {
+                    e[t] = 0;
+                    for (int i = 0; i < D; i++)
+                        for (int d = 0; d < D; d++) e[t] += q[i] * Wm[i * D + d] * S[r][t][d];
+                }
+            } else {  // multi-head: per head a scaled dot of (Wq q)_h and (Wk S_t)_h
+                CHECK(c->attn_kind == ATTN_MULTIHEAD, "reference kernel");
+                const double *Wq = ref_param(f, P, "attn.Wq"), *Wk = ref_param(f, P, "attn.Wk");
+                const double *Wv = ref_param(f, P, "attn.Wv"), *Wo = ref_param(f, P, "attn.Wo");
+                const int nh = c->heads, dh = A / nh;
+                double Q[MAXA] = {0}, Kt[NT][MAXA] = {{0}}, Vt[NT][MAXA] = {{0}}, ctx[MAXA] = {0};
+                for (int j = 0; j < A; j++) {
+                    for (int d = 0; d < D; d++) Q[j] += Wq[j * D + d] * q[d];
+                    for (int t = 0; t < n; t++)
+                        for (int d = 0; d < D; d++) {
+                            Kt[t][j] += Wk[j * D + d] * S[r][t][d];
+                            Vt[t][j] += Wv[j * D + d] * S[r][t][d];
+                        }
+                }
+                for (int hd = 0; hd < nh; hd++) {
+                    double eh[NT], ah[NT];
+                    for (int t = 0; t < n; t++) {
+                        eh[t] = 0;
+                        for (int j = hd * dh; j < (hd + 1) * dh; j++) eh[t] += Q[j] * Kt[t][j];
+                        eh[t] /= sqrt((double)dh);
+                    }
+                    softmax_d(ah, eh, n);
+                    for (int t = 0; t < n; t++)
+                        for (int j = hd * dh; j < (hd + 1) * dh; j++) ctx[j] += ah[t] * Vt[t][j];
+                }
+                for (int d = 0; d < D; d++)
+                    for (int j = 0; j < A; j++) pooled[d] += Wo[d * A + j] * ctx[j];
+                attend = 0;
+            }
+            break;
+        }
+        case TEXT_POOL_LAST:
+            memcpy(pooled, last, sizeof pooled);
+            attend = 0;
+            break;
+        case TEXT_POOL_MEAN:
+            for (int t = 0; t < n; t++)
+                for (int d = 0; d < D; d++) pooled[d] += S[r][t][d] / n;
+            attend = 0;
+            break;
+        }
+        if (attend) {
+            softmax_d(a, e, n);
+            for (int t = 0; t < n; t++)
+                for (int d = 0; d < D; d++) pooled[d] += a[t] * S[r][t][d];
+        }
+        double z[MAXD];
+        for (int o = 0; o < O; o++) {
+            z[o] = ob[o];
+            for (int d = 0; d < D; d++) z[o] += oW[o * D + d] * pooled[d];
+        }
+        if (O == 1) {
+            double y = f->labels[r];
+            loss += fmax(z[0], 0.0) - z[0] * y + log1p(exp(-fabs(z[0])));
+        } else {
+            double mx = z[0], s = 0;
+            for (int o = 1; o < O; o++) mx = fmax(mx, z[o]);
+            for (int o = 0; o < O; o++) s += exp(z[o] - mx);
+            loss += mx + log(s) - z[f->labels[r]];
+        }
+    }
+    loss /= NB;
+    double l2 = 0;
+    for (int i = 0; i < c->vocab * E; i++) l2 += emb[i] * emb[i];
+    return loss + c->embed_l2 * l2;
+}
+
+// The float backward against central differences (eps 1e-6) of text_loss_ref, every element
+// of every parameter: |analytic - numeric| <= 1e-5 + 1e-3 |numeric|. Also the float forward's
+// loss against the double one. Returns the number of elements out of tolerance.
+static int check_double(TextConfig c, int dropout, const char *name, uint64_t seed) {
+    Fix f;
+    fix_init(&f, c, dropout, seed);
+    Rng rng;
+    rng_seed(&rng, 99);  // fix_forward's masks, kept in f.a for the reference
+    double loss = text_forward(&f.a, &f.p, &f.c, f.ids, f.lengths, f.labels, NB,
+                               dropout ? &rng : NULL, NULL);
+    block_zero(&f.grads);
+    text_backward(&f.g, &f.a, &f.p, &f.c, f.ids, f.labels, NB);
+    double *P = malloc(f.params.numel * sizeof *P);
+    for (size_t i = 0; i < f.params.numel; i++) P[i] = f.params.data[i];
+    double ref = text_loss_ref(&f, P);
+    int bad = 0;
+    EXPECT(fabs(loss - ref) <= 1e-5 * (1 + fabs(ref)), "%s: loss %.9g, double %.9g", name, loss, ref);
+    double worst = 0, worst_num = 0;
+    size_t worst_i = 0;
+    for (size_t i = 0; i < f.params.numel; i++) {
+        const double keep = P[i], eps = 1e-6;
+        P[i] = keep + eps;
+        double up = text_loss_ref(&f, P);
+        P[i] = keep - eps;
+        double down = text_loss_ref(&f, P);
+        P[i] = keep;
+        double num = (up - down) / (2 * eps), ana = f.grads.data[i];
+        double excess = fabs(ana - num) / (1e-5 + 1e-3 * fabs(num));
+        if (excess > worst) worst = excess, worst_i = i, worst_num = num;
+        bad += excess > 1;
+    }
+    const char *tensor = "?";
+    for (int k = 0; k < f.params.count; k++)
+        if (worst_i >= f.params.tensors[k].offset &&
+            worst_i < f.params.tensors[k].offset + f.params.tensors[k].numel)
+            tensor = f.params.tensors[k].name;
+    EXPECT(bad == 0, "%s: %d elements out of tolerance, worst %s at block index %zu: float %.9g, "
+                     "double central difference %.9g", name, bad, tensor, worst_i,
+           f.grads.data[worst_i], worst_num);
+    if (getenv("GRADCHECK_VERBOSE"))
+        printf("  %-50s worst %.3f of tolerance (%s)\n", name, worst, tensor);
+    free(P);
+    fix_free(&f);
+    return bad;
+}
+
+// Every pooling and kernel, masked and not, one direction and both, two and three classes,
+// with dropout masks and without, against the double-precision model.
+static void test_double_gradcheck_poolings(void) {
+    int k = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int masked = 0; masked < 2; masked++)
+            for (int bi = 0; bi < 2; bi++) {
+                char name[96];
+                int classes = (k % 3 == 1) ? 3 : 2;
+                snprintf(name, sizeof name, "%s, %s, %s, %d classes%s", cases[i].name,
+                         masked ? "masked" : "unmasked", bi ? "bidirectional" : "forward",
+                         classes, k % 2 ? "" : ", dropout");
+                check_double(small(cases[i].pool, cases[i].kind, masked, bi, classes), k % 2 == 0,
+                             name, 300 + (uint64_t)k);
                 k++;
             }
 }
@@ -218,5 +466,6 @@ int main(void) {
     RUN(test_keras_initialisation);
     RUN(test_masking_ignores_padding);
     RUN(test_gradcheck_poolings);
+    RUN(test_double_gradcheck_poolings);
     return test_summary();
 }

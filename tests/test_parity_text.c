@@ -1,0 +1,275 @@
+// test_parity_text.c: models/textclass (the sentence classifier) against the PyTorch reference
+// (bench/reference/textclass_ref.py, `make fixtures`).
+//
+// Each fixture in $ATTEND_FIXTURES (default tests/fixtures) holds a tiny configuration's
+// weights (param/NAME, the Block's names), word ids, lengths and labels, and what PyTorch
+// computed in float64 from those float32 values: the LSTM states (torch's own LSTM kernel
+// with the toolkit's weights split into weight_ih / weight_hh, or, masked, a loop of its
+// cells), the pooling's weights alpha, the pooled vector, the logits, the probabilities, the
+// loss with the embedding's L2 penalty and every parameter's gradient. Between them the ten
+// fixtures cover every pooling (keras with its per-step bias, final-dot, a learned query
+// with the additive kernel, last, mean), masked and not, one direction and both, sigmoid
+// and softmax, and sentences of T words, fewer, one and none. No dropout there (the model
+// draws its masks inside text_forward); two more fixtures take the LSTM alone
+// (seq/lstm_seq.h) with fixed variational dropout masks on x_t and h_{t-1}, one forward in
+// time without lengths, one backward in time with lengths 5, 2, 1, 0, through torch's own
+// cell (torch.lstm_cell): hs and the gradients of sum(hs * R) for x, W and b.
+// The C model runs in float32.
+//
+// Tolerances, |C - reference| <= atol + rtol |reference| element by element:
+//   forward (states, alpha, pooled, logits, probs, loss)   rtol 1e-5, atol 1e-6
+//   gradients                                              rtol 1e-4, atol 1e-6 * the
+//                                                          largest reference gradient of
+//                                                          the model
+// The gradients' atol is the model's, not each tensor's (tests/test_parity_draw.c's): with
+// a learned query every step's score moves by the same W_q q + b, which the softmax mostly
+// cancels, so attn.W_q's, attn.b's and query's gradients are sums of terms of the LSTM
+// gradients' size that cancel to 100-1000x less; their float32 error is that of the terms
+// (1e-9 here, as every tensor's), not of the small result. A wrong gradient still shows: an
+// atol of about 1e-8 against gradients of 1e-6 and more.
+// Seen when written (PARITY_VERBOSE=1): at most 0.04 of these tolerances (grad/lstm.W of text_last_masked_bi).
+// A mismatch fails naming the fixture, the tensor, the worst element and both values. The
+// last test perturbs one weight by 1e-3 and checks the comparison then fails.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/block.h"
+#include "core/safetensors.h"
+#include "models/textclass.h"
+#include "seq/lstm_seq.h"
+#include "tests/support/fixture.h"
+#include "tests/support/test.h"
+
+#define FWD_RTOL 1e-5
+#define FWD_ATOL 1e-6
+#define GRAD_RTOL 1e-4
+#define GRAD_ATOL_REL 1e-6
+
+typedef struct {
+    SafetensorsFile f;
+    char path[512];
+    TextConfig c;
+    int B;
+    Block params, grads;
+    TextParams p, g;
+    int *ids, *lengths, *labels;
+} Fx;
+
+static int meta_string(const SafetensorsFile *f, const char *key, char *out, size_t cap) {
+    const char *v = safetensors_meta(f, key);
+    EXPECT(v != NULL, "fixture has no metadata %s", key);
+    if (!v) return -1;
+    snprintf(out, cap, "%s", v);
+    return 0;
+}
+
+static int *int_tensor(const SafetensorsFile *f, const char *name, size_t n) {
+    const float *v = fixture_tensor(f, name, n);
+    if (!v) return NULL;
+    int *out = malloc(n * sizeof *out);
+    for (size_t i = 0; i < n; i++) out[i] = (int)v[i];
+    return out;
+}
+
+// Loads fixture name: configuration, parameters, inputs. 0, or -1 after a failure.
+static int fx_load(Fx *x, const char *name) {
+    memset(x, 0, sizeof *x);
+    if (fixture_load(&x->f, x->path, sizeof x->path, name)) return -1;
+    TextConfig c = text_config_default(2);
+    char pool[32], kind[32];
+    double l2;
+    if (fixture_meta_int(&x->f, "vocab", &c.vocab) || fixture_meta_int(&x->f, "T", &c.T) ||
+        fixture_meta_int(&x->f, "embed", &c.embed) || fixture_meta_int(&x->f, "hidden", &c.hidden) ||
+        fixture_meta_int(&x->f, "bidirectional", &c.bidirectional) ||
+        fixture_meta_int(&x->f, "attn_size", &c.attn_size) ||
+        fixture_meta_int(&x->f, "masked", &c.masked) ||
+        fixture_meta_int(&x->f, "classes", &c.classes) || fixture_meta_int(&x->f, "B", &x->B) ||
+        fixture_meta_double(&x->f, "embed_l2", &l2) ||
+        meta_string(&x->f, "pool", pool, sizeof pool) ||
+        meta_string(&x->f, "attn_kind", kind, sizeof kind))
+        return -1;
+    c.embed_l2 = (float)l2;
+    c.dropout = c.rec_dropout = 0.0f;
+    EXPECT(text_pool_parse(pool, &c.pool) == 0, "%s: pooling %s", x->path, pool);
+    EXPECT(attn_kind_parse(kind, &c.attn_kind) == 0, "%s: kernel %s", x->path, kind);
+    Error err = {{0}};
+    EXPECT(text_config_check(&c, &err) == 0, "%s: %s", x->path, err.msg);
+    x->c = c;
+    text_layout(&x->params, &x->p, &c);
+    text_layout(&x->grads, &x->g, &c);
+    block_alloc(&x->params);
+    block_alloc(&x->grads);
+    size_t B = (size_t)x->B;
+    x->ids = int_tensor(&x->f, "input/ids", B * c.T);
+    x->lengths = int_tensor(&x->f, "input/lengths", B);
+    x->labels = int_tensor(&x->f, "input/labels", B);
+    if (!fixture_read_params(&x->params, &x->f, x->path) || !x->ids || !x->lengths || !x->labels)
+        return -1;
+    return 0;
+}
+
+static void fx_free(Fx *x) {
+    block_free(&x->params);
+    block_free(&x->grads);
+    free(x->ids), free(x->lengths), free(x->labels);
+    safetensors_free(&x->f);
+}
+
+// Runs forward and backward on the fixture's batch and compares; report 0 only answers
+// (1: everything within tolerance).
+static int compare(Fx *x, int report) {
+    const TextConfig *c = &x->c;
+    const int B = x->B, T = c->T, D = text_state_size(c), O = text_outputs(c);
+    TextActs a;
+    text_acts_alloc(&a, c, B);
+    float loss = (float)text_forward(&a, &x->p, c, x->ids, x->lengths, x->labels, B, NULL, NULL);
+    block_zero(&x->grads);
+    text_backward(&x->g, &a, &x->p, c, x->ids, x->labels, B);
+    const char *w = x->path;
+    int ok = 1;
+    const float *want = fixture_tensor(&x->f, "output/states", (size_t)B * T * D);
+    ok &= want && fixture_compare_report(w, "states", a.states, want, (size_t)B * T * D, FWD_ATOL, FWD_RTOL, report);
+    if (safetensors_find(&x->f, "output/alpha")) {
+        want = fixture_tensor(&x->f, "output/alpha", (size_t)B * T);
+        ok &= want && fixture_compare_report(w, "alpha", a.alpha, want, (size_t)B * T, FWD_ATOL, FWD_RTOL, report);
+    }
+    want = fixture_tensor(&x->f, "output/pooled", (size_t)B * D);
+    ok &= want && fixture_compare_report(w, "pooled", a.pooled, want, (size_t)B * D, FWD_ATOL, FWD_RTOL, report);
+    want = fixture_tensor(&x->f, "output/logits", (size_t)B * O);
+    ok &= want && fixture_compare_report(w, "logits", a.logits, want, (size_t)B * O, FWD_ATOL, FWD_RTOL, report);
+    want = fixture_tensor(&x->f, "output/probs", (size_t)B * O);
+    ok &= want && fixture_compare_report(w, "probs", a.probs, want, (size_t)B * O, FWD_ATOL, FWD_RTOL, report);
+    want = fixture_tensor(&x->f, "output/loss", 1);
+    ok &= want && fixture_compare_report(w, "loss", &loss, want, 1, FWD_ATOL, FWD_RTOL, report);
+    // The gradients' atol scales with the largest reference gradient of the whole model.
+    double mx = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < x->grads.count; i++) {
+            const BlockTensor *t = &x->grads.tensors[i];
+            char name[BLOCK_NAME_LEN + 8];
+            snprintf(name, sizeof name, "grad/%s", t->name);
+            want = fixture_tensor(&x->f, name, t->numel);
+            if (!want) {
+                ok = 0;
+                continue;
+            }
+            if (pass == 0)
+                for (size_t k = 0; k < t->numel; k++) mx = fmax(mx, fabs(want[k]));
+            else
+                ok &= fixture_compare_report(w, name, x->grads.data + t->offset, want, t->numel,
+                                             GRAD_ATOL_REL * mx, GRAD_RTOL, report);
+        }
+    text_acts_free(&a);
+    return ok;
+}
+
+static void check_fixture(const char *name) {
+    Fx x;
+    if (fx_load(&x, name) == 0) EXPECT(compare(&x, 1), "%s differs from PyTorch", name);
+    fx_free(&x);
+}
+
+static void test_parity_keras_demo(void) { check_fixture("text_keras_demo.safetensors"); }
+static void test_parity_keras_masked_bi(void) { check_fixture("text_keras_masked_bi.safetensors"); }
+static void test_parity_final_dot(void) { check_fixture("text_final_dot.safetensors"); }
+static void test_parity_final_dot_masked(void) { check_fixture("text_final_dot_masked.safetensors"); }
+static void test_parity_query_additive(void) { check_fixture("text_query_additive.safetensors"); }
+static void test_parity_query_unmasked_bi(void) { check_fixture("text_query_unmasked_bi.safetensors"); }
+static void test_parity_last(void) { check_fixture("text_last.safetensors"); }
+static void test_parity_last_masked_bi(void) { check_fixture("text_last_masked_bi.safetensors"); }
+static void test_parity_mean(void) { check_fixture("text_mean.safetensors"); }
+static void test_parity_mean_masked(void) { check_fixture("text_mean_masked.safetensors"); }
+
+// seq/lstm_seq.h with fixed variational dropout masks (and lengths, backward in time)
+// against torch's own LSTM cell: hs, and the gradients of sum(hs * R) for x, W and b.
+static void check_lstm_fixture(const char *name) {
+    char path[512];
+    SafetensorsFile f;
+    if (fixture_load(&f, path, sizeof path, name)) return;
+    int T = 0, B = 0, E = 0, H = 0, rev = 0;
+    if (fixture_meta_int(&f, "T", &T) || fixture_meta_int(&f, "B", &B) ||
+        fixture_meta_int(&f, "E", &E) || fixture_meta_int(&f, "H", &H) ||
+        fixture_meta_int(&f, "reverse", &rev)) {
+        safetensors_free(&f);
+        return;
+    }
+    const size_t K = (size_t)E + H, G = 4 * (size_t)H, TB = (size_t)T * B;
+    const float *x = fixture_tensor(&f, "input/x", TB * E), *W = fixture_tensor(&f, "input/W", G * K);
+    const float *b = fixture_tensor(&f, "input/b", G);
+    const float *im = fixture_tensor(&f, "input/in_mask", (size_t)B * E);
+    const float *rm = fixture_tensor(&f, "input/rec_mask", (size_t)B * H);
+    const float *R = fixture_tensor(&f, "input/dhs", TB * H);
+    const float *hs_want = fixture_tensor(&f, "output/hs", TB * H);
+    const float *gx = fixture_tensor(&f, "grad/x", TB * E), *gW = fixture_tensor(&f, "grad/W", G * K);
+    const float *gb = fixture_tensor(&f, "grad/b", G);
+    int *lengths = safetensors_find(&f, "input/lengths") ? int_tensor(&f, "input/lengths", (size_t)B) : NULL;
+    if (x && W && b && im && rm && R && hs_want && gx && gW && gb) {
+        float *hs = calloc(TB * H, sizeof *hs);
+        float *cache = calloc(lstm_seq_cache_floats(T, B, E, H), sizeof *cache);
+        float *scratch = calloc(lstm_seq_scratch_floats(B, E, H), sizeof *scratch);
+        float *dx = calloc(TB * E, sizeof *dx), *dW = calloc(G * K, sizeof *dW), *db = calloc(G, sizeof *db);
+        lstm_seq_forward(hs, cache, x, W, b, lengths, im, rm, rev, T, B, E, H);
+        lstm_seq_backward(dx, dW, db, R, cache, W, lengths, im, rm, rev, scratch, T, B, E, H);
+        fixture_compare(path, "hs", hs, hs_want, TB * H, FWD_ATOL, FWD_RTOL);
+        double mx = 0;
+        for (size_t i = 0; i < TB * E; i++) mx = fmax(mx, fabs(gx[i]));
+        for (size_t i = 0; i < G * K; i++) mx = fmax(mx, fabs(gW[i]));
+        for (size_t i = 0; i < G; i++) mx = fmax(mx, fabs(gb[i]));
+        fixture_compare(path, "grad/x", dx, gx, TB * E, GRAD_ATOL_REL * mx, GRAD_RTOL);
+        fixture_compare(path, "grad/W", dW, gW, G * K, GRAD_ATOL_REL * mx, GRAD_RTOL);
+        fixture_compare(path, "grad/b", db, gb, G, GRAD_ATOL_REL * mx, GRAD_RTOL);
+        free(hs), free(cache), free(scratch), free(dx), free(dW), free(db);
+    }
+    free(lengths);
+    safetensors_free(&f);
+}
+
+static void test_parity_lstm_dropout(void) { check_lstm_fixture("text_lstm_dropout.safetensors"); }
+static void test_parity_lstm_dropout_rev_masked(void) {
+    check_lstm_fixture("text_lstm_dropout_rev_masked.safetensors");
+}
+
+// The comparison must be able to fail: one weight of each kind moved by 1e-3 (an LSTM
+// recurrent weight of the backward direction, the keras pooling's bias of step 2, the
+// embedding of a word) no longer matches.
+static void test_parity_perturbed_weight_fails(void) {
+    static const struct {
+        const char *fixture, *tensor;
+        size_t index;
+    } cases[] = {{"text_keras_masked_bi.safetensors", "lstm_rev.W", 7},
+                 {"text_keras_demo.safetensors", "att.b", 2},
+                 {"text_query_additive.safetensors", "emb", 5}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Fx x;
+        if (fx_load(&x, cases[i].fixture) == 0) {
+            EXPECT(compare(&x, 0), "%s: unperturbed must match", cases[i].fixture);
+            const BlockTensor *t = block_find(&x.params, cases[i].tensor);
+            EXPECT(t != NULL, "no %s", cases[i].tensor);
+            if (t) {
+                x.params.data[t->offset + cases[i].index] += 1e-3f;
+                EXPECT(!compare(&x, 0), "%s: %s[%zu] + 1e-3 still matches PyTorch",
+                       cases[i].fixture, cases[i].tensor, cases[i].index);
+            }
+        }
+        fx_free(&x);
+    }
+}
+
+int main(void) {
+    RUN(test_parity_keras_demo);
+    RUN(test_parity_keras_masked_bi);
+    RUN(test_parity_final_dot);
+    RUN(test_parity_final_dot_masked);
+    RUN(test_parity_query_additive);
+    RUN(test_parity_query_unmasked_bi);
+    RUN(test_parity_last);
+    RUN(test_parity_last_masked_bi);
+    RUN(test_parity_mean);
+    RUN(test_parity_mean_masked);
+    RUN(test_parity_lstm_dropout);
+    RUN(test_parity_lstm_dropout_rev_masked);
+    RUN(test_parity_perturbed_weight_fails);
+    return test_summary();
+}
