@@ -332,7 +332,7 @@ static void attend_forward_(SatModel *m, int t, const float *q, int B, int n, in
     const size_t r0 = srow_(a, t);
     float *ctx = a->ctx + r0 * D;
     float *alpha = a->alpha + r0 * L;
-    attn_forward(ctx, alpha, a->acache + t * cache, a->prep, a->annot, q, NULL, &p->attn,
+    attn_forward(ctx, alpha, a->acache + t * cache, a->prep, a->annot, q, NULL, NULL, &p->attn,
                  &c->attn, t, n, L);
     for (int b = 0; b < n; b++) {
         int s = -1;
@@ -640,8 +640,8 @@ static void attend_backward_(SatModel *m, int t, int n, const float *q, float *d
         }
     }
     attn_backward(dannot, a->dprep, dq, &m->g.attn, sample ? a->zeros : a->dctx, a->dalpha,
-                  a->acache + t * cache, a->prep, a->annot, q, NULL, &m->p.attn, &c->attn, t, n,
-                  L);
+                  a->acache + t * cache, a->prep, a->annot, q, NULL, NULL, &m->p.attn, &c->attn,
+                  t, n, L);
 }
 
 // Zeroes the gradients backward_decoder_ accumulates into.

@@ -129,8 +129,8 @@ static void attend_rows_(SatDecodeCtx *d, int n, const float *q) {
     const SatConfig *c = &d->m->cfg;
     const SatParams *p = &d->m->p;
     const int L = sat_L(c), D = sat_D(c), H = c->H, nb = sat_gate_size(c);
-    attn_forward(d->ctx, d->alpha, d->cache, d->rp, d->rk, q, NULL, &p->attn, &c->attn, d->t, n,
-                 L);
+    attn_forward(d->ctx, d->alpha, d->cache, d->rp, d->rk, q, NULL, NULL, &p->attn, &c->attn,
+                 d->t, n, L);
     memcpy(d->alpha_hist + (size_t)d->t * d->R * L, d->alpha, (size_t)n * L * sizeof(float));
     sat_gate_forward(d->beta, d->z, q, d->ctx, p, n, H, D, nb);
 }
