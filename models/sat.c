@@ -8,7 +8,6 @@
 #include "core/check.h"
 #include "core/dims.h"
 #include "core/gemm.h"
-#include "models/sat_steps.h"
 #include "seq/embedding.h"
 #include "seq/linear.h"
 #include "seq/loss.h"
@@ -20,26 +19,9 @@
 
 void sat_params_layout(Block *b, SatParams *p, const SatConfig *c) {
     memset(p, 0, sizeof *p);
-    const int D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = sat_gate_size(c);
     if (c->feat_L == 0) cnn_register(&p->cnn, b, "enc", &c->cnn);
-    block_add(b, &p->W_h0, "init.W_h", 2, H, D);
-    block_add(b, &p->b_h0, "init.b_h", 1, H);
-    block_add(b, &p->W_c0, "init.W_c", 2, H, D);
-    block_add(b, &p->b_c0, "init.b_c", 1, H);
-    block_add(b, &p->embed, "embed", 2, V, E);
-    block_add(b, &p->lstm_W, "lstm.W", 2, 4 * H, E + D + H);
-    block_add(b, &p->lstm_b, "lstm.b", 1, 4 * H);
-    attn_params_layout(b, &p->attn, &c->attn, "attn");
-    block_add(b, &p->W_beta, "gate.W", 2, nb, H);
-    block_add(b, &p->b_beta, "gate.b", 1, nb);
-    block_add(b, &p->L_h, "out.L_h", 2, E, H);
-    block_add(b, &p->L_z, "out.L_z", 2, E, D);
-    block_add(b, &p->L_o, "out.L_o", 2, V, E);
-    block_add(b, &p->b_o, "out.b_o", 1, V);
-}
-
-static void fill_uniform_(float *x, size_t n, float r, Rng *rng) {
-    for (size_t i = 0; i < n; i++) x[i] = (2.0f * rng_uniform(rng) - 1.0f) * r;
+    const DecoderConfig dc = sat_decoder_config(c);
+    decoder_params_layout(b, &p->dec, &dc);
 }
 
 void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng) {
@@ -54,19 +36,10 @@ void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng) {
     block_alloc(&m->grads);
     block_alloc(&m->adam_m);
     block_alloc(&m->adam_v);
-    const int D = sat_D(c), E = c->E, H = c->H, V = c->V, nb = sat_gate_size(c);
     SatParams *p = &m->p;
     if (c->feat_L == 0) cnn_init(&p->cnn, rng);
-    fill_uniform_(p->W_h0, (size_t)H * D, 1.0f / sqrtf((float)D), rng);
-    fill_uniform_(p->W_c0, (size_t)H * D, 1.0f / sqrtf((float)D), rng);
-    fill_uniform_(p->embed, (size_t)V * E, 0.1f, rng);
-    fill_uniform_(p->lstm_W, (size_t)4 * H * (E + D + H), 1.0f / sqrtf((float)(E + D + H)), rng);
-    for (int j = H; j < 2 * H; j++) p->lstm_b[j] = 1.0f;  // forget gate bias
-    attn_params_init(&p->attn, &c->attn, rng);
-    fill_uniform_(p->W_beta, (size_t)nb * H, 1.0f / sqrtf((float)H), rng);
-    fill_uniform_(p->L_h, (size_t)E * H, 1.0f / sqrtf((float)H), rng);
-    fill_uniform_(p->L_z, (size_t)E * D, 1.0f / sqrtf((float)D), rng);
-    fill_uniform_(p->L_o, (size_t)V * E, 1.0f / sqrtf((float)E), rng);
+    const DecoderConfig dc = sat_decoder_config(c);
+    decoder_params_init(&p->dec, &dc, rng);
 }
 
 void sat_replica_init(SatModel *r, const SatModel *m) {
@@ -268,56 +241,12 @@ void sat_free(SatModel *m) {
 // ---------------------------------------------------------------------------------------
 // Training forward and backward
 
-// out (B, D) = mean over L of annot (B, L, D)
-void sat_mean_annotations(float *out, const float *annot, int B, int L, int D) {
-    for (int b = 0; b < B; b++) {
-        float *o = out + (size_t)b * D;
-        memset(o, 0, (size_t)D * sizeof(float));
-        for (int l = 0; l < L; l++) {
-            const float *r = annot + ((size_t)b * L + l) * D;
-            for (int d = 0; d < D; d++) o[d] += r[d];
-        }
-        for (int d = 0; d < D; d++) o[d] *= 1.0f / (float)L;
-    }
-}
-
-// tanh_fast (core/activations.h), which vectorises, in place (tanh_forward's arguments may
-// not alias).
-static void tanh_inplace_(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = tanh_fast(x[i]);
-}
-
 // The per-step activations of a forward are packed by step: step t's rows 0..active[t]-1
 // are rows off[t] .. off[t] + active[t] - 1 (srow_); the states h_t, c_t (and their
 // gradients) follow h_0's B rows (hrow_: h_0 at row 0, h_{t+1} at B + off[t]).
 static inline size_t srow_(const SatActs *a, int t) { return (size_t)a->off[t]; }
 static inline size_t hrow_(const SatActs *a, int t, int B) {
     return t == 0 ? 0 : (size_t)B + (size_t)a->off[t - 1];
-}
-
-// h0 (B, H), c0 (B, H) from the mean annotation
-void sat_initial_state(float *h0, float *c0, const float *mean_a, const SatParams *p, int B,
-                       int D, int H) {
-    linear_forward(h0, mean_a, p->W_h0, p->b_h0, B, D, H);
-    linear_forward(c0, mean_a, p->W_c0, p->b_c0, B, D, H);
-    tanh_inplace_(h0, (size_t)B * H);
-    tanh_inplace_(c0, (size_t)B * H);
-}
-
-// beta (B, nb) = sigmoid(h (B, H) W_beta^T + b); z (B, D) = beta * ctx (B, D)
-void sat_gate_forward(float *beta, float *z, const float *h, const float *ctx,
-                      const SatParams *p, int B, int H, int D, int nb) {
-    linear_forward(beta, h, p->W_beta, p->b_beta, B, H, nb);
-    for (int i = 0; i < B * nb; i++) beta[i] = sigmoidf_(beta[i]);
-    for (int b = 0; b < B; b++) {
-        const float *cr = ctx + (size_t)b * D;
-        const float *br = beta + (size_t)b * nb;
-        float *zr = z + (size_t)b * D;
-        if (nb == 1)
-            for (int d = 0; d < D; d++) zr[d] = br[0] * cr[d];
-        else
-            for (int d = 0; d < D; d++) zr[d] = br[d] * cr[d];
-    }
 }
 
 // Step t's attention with query q (B, H): alpha_t, ctx_t (a sampled annotation when
@@ -332,7 +261,7 @@ static void attend_forward_(SatModel *m, int t, const float *q, int B, int n, in
     const size_t r0 = srow_(a, t);
     float *ctx = a->ctx + r0 * D;
     float *alpha = a->alpha + r0 * L;
-    attn_forward(ctx, alpha, a->acache + t * cache, a->prep, a->annot, q, NULL, NULL, &p->attn,
+    attn_forward(ctx, alpha, a->acache + t * cache, a->prep, a->annot, q, NULL, NULL, &p->dec.attn,
                  &c->attn, t, n, L);
     for (int b = 0; b < n; b++) {
         int s = -1;
@@ -342,7 +271,7 @@ static void attend_forward_(SatModel *m, int t, const float *q, int B, int n, in
         }
         a->sample[r0 + b] = s;
     }
-    sat_gate_forward(a->beta + r0 * nb, a->z + r0 * D, q, ctx, p, n, H, D, nb);
+    decoder_gate_forward(a->beta + r0 * nb, a->z + r0 * D, q, ctx, &p->dec, n, H, D, nb);
 }
 
 // Training's randomness, row by row: row b's stream (a->row_rng[b]) seeded with
@@ -414,10 +343,10 @@ static void encode_(SatModel *m, const float *images, int B) {
         if (images != a->annot) memcpy(a->annot, images, (size_t)B * L * D * sizeof(float));
     } else
         cnn_forward(a->annot, &m->cnn_ws, images, &p->cnn, B);
-    sat_mean_annotations(a->mean_a, a->annot, B, L, D);
-    sat_initial_state(a->hs, a->cs, a->mean_a, p, B, D, c->H);
-    attn_prepare(a->prep, a->annot, &p->attn, &c->attn, B, L);
-    embedding_forward(a->emb, a->in_tok, p->embed, a->off[m->Tb], c->E);  // into o (a->emb == a->o)
+    decoder_mean_annotations(a->mean_a, a->annot, NULL, B, L, D);
+    decoder_initial_state(a->hs, a->cs, a->mean_a, &p->dec, B, D, c->H);
+    attn_prepare(a->prep, a->annot, &p->dec.attn, &c->attn, B, L);
+    embedding_forward(a->emb, a->in_tok, p->dec.embed, a->off[m->Tb], c->E);  // into o (a->emb == a->o)
 }
 
 // The recurrence: each step's attention and LSTM over its active rows.
@@ -447,10 +376,10 @@ static void run_steps_(SatModel *m, int B, int sample) {
         float *cn = a->cs + hrow_(a, t + 1, B) * H, *gates = a->gates + srow_(a, t) * 4 * H;
         const float *cp = a->cs + hrow_(a, t, B) * H;
         if (m->pack_Wt)
-            lstm_forward_packed(hn, cn, gates, xh, I + H, cp, m->pack_Wt, p->lstm_b, NULL, n, I,
+            lstm_forward_packed(hn, cn, gates, xh, I + H, cp, m->pack_Wt, p->dec.lstm_b, NULL, n, I,
                                 H);
         else
-            lstm_forward_xh(hn, cn, gates, xh, I + H, cp, p->lstm_W, p->lstm_b, n, I, H);
+            lstm_forward_xh(hn, cn, gates, xh, I + H, cp, p->dec.lstm_W, p->dec.lstm_b, n, I, H);
         if (after) attend_forward_(m, t, hn, B, n, sample);
     }
 }
@@ -475,10 +404,10 @@ static double output_(SatModel *m, int B, int train) {
     }
     const float *hd = c->dropout > 0.0f ? a->hd : h1;
     // o = emb (already there) + hd L_h^T + z L_z^T
-    gemm(false, true, TB, E, H, 1.0f, hd, H, p->L_h, H, 1.0f, a->o, E);
-    gemm(false, true, TB, E, D, 1.0f, a->z, D, p->L_z, D, 1.0f, a->o, E);
+    gemm(false, true, TB, E, H, 1.0f, hd, H, p->dec.L_h, H, 1.0f, a->o, E);
+    gemm(false, true, TB, E, D, 1.0f, a->z, D, p->dec.L_z, D, 1.0f, a->o, E);
     float *logits = a->dlogits;  // used as logits here; backward overwrites it
-    linear_forward(logits, a->o, p->L_o, p->b_o, TB, E, V);
+    linear_forward(logits, a->o, p->dec.L_o, p->dec.b_o, TB, E, V);
     return crossentropy_forward(a->losses, a->probs, logits, a->target, TB, V);
 }
 
@@ -587,7 +516,7 @@ static void gate_backward_(SatModel *m, int t, int n, const float *q, float *dq)
             }
         }
     }
-    linear_backward(dq, m->g.W_beta, m->g.b_beta, a->dbeta, q, m->p.W_beta, n, c->H, nb);
+    linear_backward(dq, m->g.dec.W_beta, m->g.dec.b_beta, a->dbeta, q, m->p.dec.W_beta, n, c->H, nb);
 }
 
 // d/dalpha at step t into acts.dalpha for the n rows still running: the doubly stochastic
@@ -639,8 +568,8 @@ static void attend_backward_(SatModel *m, int t, int n, const float *q, float *d
             for (int d = 0; d < D; d++) dst[d] += src[d];
         }
     }
-    attn_backward(dannot, a->dprep, dq, &m->g.attn, sample ? a->zeros : a->dctx, a->dalpha,
-                  a->acache + t * cache, a->prep, a->annot, q, NULL, NULL, &m->p.attn, &c->attn,
+    attn_backward(dannot, a->dprep, dq, &m->g.dec.attn, sample ? a->zeros : a->dctx, a->dalpha,
+                  a->acache + t * cache, a->prep, a->annot, q, NULL, NULL, &m->p.dec.attn, &c->attn,
                   t, n, L);
 }
 
@@ -673,21 +602,21 @@ static void backward_output_(SatModel *m) {
     for (int i = 0; i < TB; i++) a->losses[i] = invB;  // reuse as dlosses
     crossentropy_backward(a->dlogits, a->losses, a->probs, a->target, TB, V);
     // logits = o L_o^T + b_o
-    linear_backward(a->do_, g->L_o, g->b_o, a->dlogits, a->o, p->L_o, TB, E, V);
+    linear_backward(a->do_, g->dec.L_o, g->dec.b_o, a->dlogits, a->o, p->dec.L_o, TB, E, V);
     // o = emb + hd L_h^T + z L_z^T. demb is do_ itself: the embedding gradient starts as
     // do_ and takes the LSTM input gradients below (do_ is not read after these GEMMs).
     // dh_{t+1} += dhd * dropout mask; without dropout straight into dh (zeros until now).
     float *dh1 = a->dhs + (size_t)B * H;
     if (c->dropout > 0.0f) {
-        gemm(false, false, TB, H, E, 1.0f, a->do_, E, p->L_h, H, 0.0f, a->dhd, H);
+        gemm(false, false, TB, H, E, 1.0f, a->do_, E, p->dec.L_h, H, 0.0f, a->dhd, H);
         for (size_t i = 0; i < (size_t)TB * H; i++) dh1[i] += a->dhd[i] * a->dmask[i];
     } else {
-        gemm(false, false, TB, H, E, 1.0f, a->do_, E, p->L_h, H, 1.0f, dh1, H);
+        gemm(false, false, TB, H, E, 1.0f, a->do_, E, p->dec.L_h, H, 1.0f, dh1, H);
     }
     const float *hd = c->dropout > 0.0f ? a->hd : a->hs + (size_t)B * H;
-    gemm(true, false, E, H, TB, 1.0f, a->do_, E, hd, H, 1.0f, g->L_h, H);
-    gemm(false, false, TB, D, E, 1.0f, a->do_, E, p->L_z, D, 0.0f, a->dz, D);
-    gemm(true, false, E, D, TB, 1.0f, a->do_, E, a->z, D, 1.0f, g->L_z, D);
+    gemm(true, false, E, H, TB, 1.0f, a->do_, E, hd, H, 1.0f, g->dec.L_h, H);
+    gemm(false, false, TB, D, E, 1.0f, a->do_, E, p->dec.L_z, D, 0.0f, a->dz, D);
+    gemm(true, false, E, D, TB, 1.0f, a->do_, E, a->z, D, 1.0f, g->dec.L_z, D);
 }
 
 static double mean_reward_(const SatActs *a, int B) {
@@ -728,11 +657,11 @@ static void backward_lstm_step_(SatModel *m, int t, int n) {
     const float *gates = a->gates + srow_(a, t) * 4 * H, *xh = a->xh + srow_(a, t) * (I + H);
     const float *cp = a->cs + hrow_(a, t, B) * H, *cn = a->cs + hrow_(a, t + 1, B) * H;
     if (m->pack_Wn)
-        lstm_backward_packed(a->dx, dh_prev, dc_prev, g->lstm_b, dh, dc, gates, xh, cp, cn,
+        lstm_backward_packed(a->dx, dh_prev, dc_prev, g->dec.lstm_b, dh, dc, gates, xh, cp, cn,
                              m->pack_Wn, a->lstm_scratch, n, I, H);
     else
-        lstm_backward(a->dx, dh_prev, dc_prev, NULL, g->lstm_b, dh, dc, gates, xh, cp, cn,
-                      p->lstm_W, a->lstm_scratch, n, I, H);
+        lstm_backward(a->dx, dh_prev, dc_prev, NULL, g->dec.lstm_b, dh, dc, gates, xh, cp, cn,
+                      p->dec.lstm_W, a->lstm_scratch, n, I, H);
     // Step t's gates are not read again: their slot keeps its gate gradients for the
     // one weight-gradient GEMM over all steps after the loop.
     memcpy(a->gates + srow_(a, t) * 4 * H, a->lstm_scratch, (size_t)n * 4 * H * sizeof(float));
@@ -762,8 +691,8 @@ static void backward_initial_state_(SatModel *m, float *dannot) {
     }
     float *dmean = dannot ? a->dctx : NULL;  // (B, D)
     if (dmean) memset(dmean, 0, (size_t)B * D * sizeof(float));
-    linear_backward(dmean, g->W_h0, g->b_h0, dh0, a->mean_a, p->W_h0, B, D, H);
-    linear_backward(dmean, g->W_c0, g->b_c0, dc0, a->mean_a, p->W_c0, B, D, H);
+    linear_backward(dmean, g->dec.W_h0, g->dec.b_h0, dh0, a->mean_a, p->dec.W_h0, B, D, H);
+    linear_backward(dmean, g->dec.W_c0, g->dec.b_c0, dc0, a->mean_a, p->dec.W_c0, B, D, H);
     for (int b = 0; dannot && b < B; b++)
         for (int l = 0; l < L; l++) {
             float *dr = dannot + ((size_t)b * L + l) * D;
@@ -809,11 +738,11 @@ void sat_backward_decoder(SatModel *m) {
                                      a->dhs + hrow_(a, t, B) * H, base, sample);
     }
     // dW_lstm (4H, I + H) += dgates^T @ xh over the rows of all steps at once.
-    gemm(true, false, 4 * H, I + H, TB, 1.0f, a->gates, 4 * H, a->xh, I + H, 1.0f, g->lstm_W,
+    gemm(true, false, 4 * H, I + H, TB, 1.0f, a->gates, 4 * H, a->xh, I + H, 1.0f, g->dec.lstm_W,
          I + H);
-    embedding_backward(g->embed, a->demb, a->in_tok, TB, c->E);
+    embedding_backward(g->dec.embed, a->demb, a->in_tok, TB, c->E);
     float *dannot = c->feat_L > 0 && !m->annot_grad ? NULL : a->dannot;  // features: no gradient wanted
-    attn_prepare_backward(dannot, &g->attn, a->dprep, a->annot, &m->p.attn, &c->attn, B, L);
+    attn_prepare_backward(dannot, &g->dec.attn, a->dprep, a->annot, &m->p.dec.attn, &c->attn, B, L);
     backward_initial_state_(m, dannot);
     if (sample) update_baseline_(m);
 }

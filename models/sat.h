@@ -1,6 +1,7 @@
 // sat.h: Show, Attend and Tell (Xu et al. 2015): a CNN encoder, an attention LSTM
 // decoder and its training loss (teacher forcing, doubly stochastic regulariser, hard
-// attention by REINFORCE), forward and backward. Beside it: its configuration
+// attention by REINFORCE), forward and backward, on the shared decoder's parameters,
+// initial state and gate (models/decoder.h; SatParams.dec). Beside it: its configuration
 // (models/sat_config.h), the training step over sorted rows and threads
 // (models/sat_parallel.h) and decoding, greedy or by beam search (models/sat_decode.h).
 //
@@ -47,19 +48,16 @@
 #include "core/error.h"
 #include "core/gemm_packed.h"
 #include "core/rng.h"
+#include "models/decoder.h"
 #include "models/sat_config.h"
 #include "seq/attention.h"
 #include "vision/cnn.h"
 
+// The encoder's parameters (none with features) and the shared decoder's (models/decoder.h),
+// in that order in one Block.
 typedef struct {
     CnnParams cnn;
-    float *W_h0, *b_h0, *W_c0, *b_c0;  // (H, D), (H)
-    float *embed;                      // (V, E)
-    float *lstm_W, *lstm_b;            // (4H, E + D + H), (4H)
-    AttnParams attn;
-    float *W_beta, *b_beta;            // (nb, H), (nb); nb = 1 or D
-    float *L_h, *L_z;                  // (E, H), (E, D)
-    float *L_o, *b_o;                  // (V, E), (V)
+    DecoderParams dec;
 } SatParams;
 
 // Activation views (T = max_len + 1 steps, B = batch capacity). The per-step ones, shown

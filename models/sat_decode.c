@@ -8,7 +8,6 @@
 #include "core/check.h"
 #include "core/dims.h"
 #include "core/gemm.h"
-#include "models/sat_steps.h"
 #include "seq/beam.h"
 #include "seq/embedding.h"
 #include "seq/linear.h"
@@ -111,10 +110,10 @@ void sat_decode_ctx_init(SatDecodeCtx *d, SatModel *m, const float *images, int 
             cnn_forward(d->annot + (size_t)b0 * L * D, &m->cnn_ws, images + (size_t)b0 * per,
                         &m->p.cnn, n);
     }
-    sat_mean_annotations(mean, d->annot, B, L, D);
+    decoder_mean_annotations(mean, d->annot, NULL, B, L, D);
     // Initial states of the images go in h/c rows 0..B-1 (the first step's parents).
-    sat_initial_state(d->h, d->c, mean, &m->p, B, D, H);
-    attn_prepare(d->prep, d->annot, &m->p.attn, &c->attn, B, L);
+    decoder_initial_state(d->h, d->c, mean, &m->p.dec, B, D, H);
+    attn_prepare(d->prep, d->annot, &m->p.dec.attn, &c->attn, B, L);
     for (int b = 0; b < B; b++) d->row_image[b] = b;
 }
 
@@ -129,10 +128,10 @@ static void attend_rows_(SatDecodeCtx *d, int n, const float *q) {
     const SatConfig *c = &d->m->cfg;
     const SatParams *p = &d->m->p;
     const int L = sat_L(c), D = sat_D(c), H = c->H, nb = sat_gate_size(c);
-    attn_forward(d->ctx, d->alpha, d->cache, d->rp, d->rk, q, NULL, NULL, &p->attn, &c->attn,
+    attn_forward(d->ctx, d->alpha, d->cache, d->rp, d->rk, q, NULL, NULL, &p->dec.attn, &c->attn,
                  d->t, n, L);
     memcpy(d->alpha_hist + (size_t)d->t * d->R * L, d->alpha, (size_t)n * L * sizeof(float));
-    sat_gate_forward(d->beta, d->z, q, d->ctx, p, n, H, D, nb);
+    decoder_gate_forward(d->beta, d->z, q, d->ctx, &p->dec, n, H, D, nb);
 }
 
 // Row r of the step's rows continues row parent[r] of the last call's: its LSTM state, its
@@ -187,19 +186,19 @@ void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float
     // The same order as sat_forward: query previous attends with the parents' h, query
     // current with the new state after reading the token and the parents' z.
     if (!after) attend_rows_(d, n, d->h2);
-    embedding_forward(d->emb, token, p->embed, n, E);
+    embedding_forward(d->emb, token, p->dec.embed, n, E);
     const float *zin = after ? d->zp2 : d->z;
     for (int r = 0; r < n; r++) {
         memcpy(d->xin + (size_t)r * I, d->emb + (size_t)r * E, (size_t)E * sizeof(float));
         memcpy(d->xin + (size_t)r * I + E, zin + (size_t)r * D, (size_t)D * sizeof(float));
     }
-    lstm_forward(d->hn, d->cn, d->gates, d->xh, d->xin, d->h2, d->c2, p->lstm_W, p->lstm_b, n, I,
+    lstm_forward(d->hn, d->cn, d->gates, d->xh, d->xin, d->h2, d->c2, p->dec.lstm_W, p->dec.lstm_b, n, I,
                  H);
     if (after) attend_rows_(d, n, d->hn);
     memcpy(d->o, d->emb, (size_t)n * E * sizeof(float));
-    gemm(false, true, n, E, H, 1.0f, d->hn, H, p->L_h, H, 1.0f, d->o, E);
-    gemm(false, true, n, E, D, 1.0f, d->z, D, p->L_z, D, 1.0f, d->o, E);
-    linear_forward(d->logits, d->o, p->L_o, p->b_o, n, E, V);
+    gemm(false, true, n, E, H, 1.0f, d->hn, H, p->dec.L_h, H, 1.0f, d->o, E);
+    gemm(false, true, n, E, D, 1.0f, d->z, D, p->dec.L_z, D, 1.0f, d->o, E);
+    linear_forward(d->logits, d->o, p->dec.L_o, p->dec.b_o, n, E, V);
     next_word_logprobs(logprobs, d->logits, n, V);
     // The new states become the rows of this call.
     float *t;
