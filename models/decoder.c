@@ -7,7 +7,10 @@
 
 #include "core/activations.h"
 #include "core/check.h"
+#include "core/gemm.h"
+#include "seq/embedding.h"
 #include "seq/linear.h"
+#include "seq/lstm.h"
 
 void decoder_params_layout(Block *b, DecoderParams *p, const DecoderConfig *c) {
     memset(p, 0, sizeof *p);
@@ -90,4 +93,32 @@ void decoder_gate_forward(float *beta, float *z, const float *h, const float *ct
         else
             for (int d = 0; d < D; d++) zr[d] = br[d] * cr[d];
     }
+}
+
+// Attention and the gate z for rows 0..n-1 with queries q (n, H).
+static void step_attend_(const DecoderStep *s, const float *q, const DecoderParams *p,
+                         const DecoderConfig *c, int t, int n) {
+    attn_forward(s->ctx, s->alpha, s->cache, s->prep, s->keys, q, NULL, s->lengths, &p->attn,
+                 &c->attn, t, n, c->L);
+    decoder_gate_forward(s->beta, s->z, q, s->ctx, p, n, c->H, c->D, c->nb);
+}
+
+void decoder_step_forward(const DecoderStep *s, const int *token, const DecoderParams *p,
+                          const DecoderConfig *c, int t, int n) {
+    const int D = c->D, E = c->E, H = c->H, V = c->V, I = E + D;
+    const int after = c->query == DECODER_QUERY_CURRENT;
+    if (!after) step_attend_(s, s->h, p, c, t, n);
+    embedding_forward(s->emb, token, p->embed, n, E);
+    const float *zin = after ? s->zp : s->z;
+    for (int r = 0; r < n; r++) {
+        memcpy(s->xin + (size_t)r * I, s->emb + (size_t)r * E, (size_t)E * sizeof(float));
+        memcpy(s->xin + (size_t)r * I + E, zin + (size_t)r * D, (size_t)D * sizeof(float));
+    }
+    lstm_forward(s->hn, s->cn, s->gates, s->xh, s->xin, s->h, s->c, p->lstm_W, p->lstm_b, n, I,
+                 H);
+    if (after) step_attend_(s, s->hn, p, c, t, n);
+    memcpy(s->o, s->emb, (size_t)n * E * sizeof(float));
+    gemm(false, true, n, E, H, 1.0f, s->hn, H, p->L_h, H, 1.0f, s->o, E);
+    gemm(false, true, n, E, D, 1.0f, s->z, D, p->L_z, D, 1.0f, s->o, E);
+    linear_forward(s->logits, s->o, p->L_o, p->b_o, n, E, V);
 }

@@ -18,10 +18,11 @@
 // tensor names ("init.W_h", "embed", "lstm.W", "attn.*", "gate.*", "out.*") and their order
 // are the captioner's checkpoints'.
 //
-// Where the code is: the parameters, the initial state and the gate live here; the
-// captioner's training steps over rows packed by caption length, and its beam-search step,
-// are still in models/sat.c and models/sat_decode.c, on these functions (issue 58: moving
-// them here, on DecoderParams and a decoder activation struct, is the next step).
+// Where the code is: the parameters, the initial state, the gate and the decoding step (one
+// step for n rows, what greedy and beam search call) live here; the captioner's training
+// steps over rows packed by caption length are still in models/sat.c, on these functions
+// (issue 58: moving them here, on DecoderParams and a decoder activation struct, so that a
+// translator trains on them too, is the next step).
 #ifndef MODELS_DECODER_H
 #define MODELS_DECODER_H
 
@@ -66,5 +67,25 @@ void decoder_initial_state(float *h0, float *c0, const float *mean_a, const Deco
 // beta (B, nb) = sigmoid(h (B, H) W_beta^T + b); z (B, D) = beta * ctx (B, D)
 void decoder_gate_forward(float *beta, float *z, const float *h, const float *ctx,
                           const DecoderParams *p, int B, int H, int D, int nb);
+
+// One decoding step for n rows (decoding: greedy or beam search; models/sat_decode.c): what
+// it reads and the buffers it writes, each for at least n rows.
+typedef struct {
+    const float *keys, *prep;  // (n, L, D) the rows' annotations, (n, prep) their attention prep
+    const int *lengths;        // (n) each row's annotation positions, or NULL (all L)
+    const float *h, *c;        // (n, H) the rows' states h_t, c_t
+    const float *zp;           // (n, D) query current: each row's z_{t-1} (zeros at t = 0)
+    float *hn, *cn;            // (n, H) out: h_{t+1}, c_{t+1}
+    float *ctx, *alpha, *cache;     // (n, D), (n, L) out: step t's attention; its step cache
+    float *beta, *z;                // (n, nb), (n, D) out: the gate and z_t
+    float *emb, *xin, *xh, *gates;  // (n, E), (n, E + D), (n, E + D + H), (n, 4H) scratch
+    float *o, *logits;              // (n, E) the deep output, (n, V) out: the word logits
+} DecoderStep;
+
+// Step t for rows 0..n-1 reading tokens y_t (n): attention (before the LSTM with query
+// previous, after it with query current), gate, LSTM and deep output (no dropout), into s's
+// outputs. The same operations in the same order as the captioner's training forward.
+void decoder_step_forward(const DecoderStep *s, const int *token, const DecoderParams *p,
+                          const DecoderConfig *c, int t, int n);
 
 #endif

@@ -8,6 +8,9 @@
 //   lengths all L bit for bit.
 // - The initial state and the gate against plain loops in double (|fast - ref| <= 1e-6 +
 //   1e-5 |ref|; tanh_fast differs from tanh by 4e-7).
+// - The decoding step over rows padded to L with lengths equals each row alone, both query
+//   orders (the captioner's beam search through it is checked in tests/test_sat.c and
+//   tests/test_cli_caption.c).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,10 +157,93 @@ static void test_initial_state_and_gate(void) {
     }
 }
 
+// One step's buffers for n rows, with their own memory.
+typedef struct {
+    DecoderStep s;
+    float *mem;
+} StepBufs;
+
+static void step_bufs_alloc(StepBufs *b, const DecoderConfig *c, int n) {
+    memset(b, 0, sizeof *b);
+    const size_t H = c->H, D = c->D, E = c->E, L = c->L;
+    const size_t cache = attn_step_cache_floats(&c->attn, n, c->L);
+    const size_t sizes[] = {n * H, n * H, n * D, n * L, cache + 1, n * (size_t)c->nb, n * D,
+                            n * E, n * (E + D), n * (E + D + H), n * 4 * H, n * E,
+                            n * (size_t)c->V};
+    float **dst[] = {&b->s.hn, &b->s.cn, &b->s.ctx, &b->s.alpha, &b->s.cache, &b->s.beta,
+                     &b->s.z, &b->s.emb, &b->s.xin, &b->s.xh, &b->s.gates, &b->s.o,
+                     &b->s.logits};
+    size_t total = 0;
+    for (int i = 0; i < 13; i++) total += sizes[i];
+    b->mem = xcalloc(total, sizeof(float));
+    float *q = b->mem;
+    for (int i = 0; i < 13; i++) *dst[i] = q, q += sizes[i];
+}
+
+// decoder_step_forward over text-like rows padded to L with lengths equals each row alone
+// (L = its length), for both query orders: the new states, the attention, z and the logits
+// (up to 1e-6 + 1e-5 |ref|: gemm() over other row counts). Padded keys are NaN: never read.
+static void test_step_with_lengths_matches_unpadded(void) {
+    for (int query = 0; query <= 1; query++) {
+        DecoderConfig c = config(1);
+        c.query = (DecoderQuery)query;
+        const int n = 3, L = c.L, D = c.D, H = c.H;
+        const int lengths[3] = {6, 3, 1}, token[3] = {2, 5, 1};
+        Block blk = {0};
+        DecoderParams p;
+        decoder_params_layout(&blk, &p, &c);
+        block_alloc(&blk);
+        Rng rng;
+        rng_seed(&rng, 21 + (uint64_t)query);
+        decoder_params_init(&p, &c, &rng);
+        float keys[3 * 6 * 4], h[3 * 5], cs[3 * 5], zp[3 * 4];
+        for (int i = 0; i < n * L * D; i++) keys[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+        for (int b = 0; b < n; b++)
+            for (int i = lengths[b] * D; i < L * D; i++) keys[(size_t)b * L * D + i] = NAN;
+        for (int i = 0; i < n * H; i++) h[i] = rng_uniform(&rng) - 0.5f, cs[i] = rng_uniform(&rng) - 0.5f;
+        for (int i = 0; i < n * D; i++) zp[i] = rng_uniform(&rng) - 0.5f;
+        const size_t prep1 = attn_prep_floats(&c.attn, 1, L);
+        float *prep = xcalloc((size_t)n * prep1 + 1, sizeof(float));
+        for (int b = 0; b < n; b++)  // per row over its own positions (the padding is NaN)
+            attn_prepare(prep + (size_t)b * prep1, keys + (size_t)b * L * D, &p.attn, &c.attn, 1,
+                         lengths[b]);
+        StepBufs all;
+        step_bufs_alloc(&all, &c, n);
+        all.s.keys = keys, all.s.prep = prep, all.s.lengths = lengths;
+        all.s.h = h, all.s.c = cs, all.s.zp = zp;
+        decoder_step_forward(&all.s, token, &p, &c, 2, n);
+        for (int b = 0; b < n; b++) {
+            DecoderConfig c1 = c;
+            c1.L = lengths[b];
+            StepBufs one;
+            step_bufs_alloc(&one, &c1, 1);
+            one.s.keys = keys + (size_t)b * L * D, one.s.prep = prep + (size_t)b * prep1;
+            one.s.h = h + (size_t)b * H, one.s.c = cs + (size_t)b * H, one.s.zp = zp + (size_t)b * D;
+            decoder_step_forward(&one.s, token + b, &p, &c1, 2, 1);
+            for (int j = 0; j < H; j++) {
+                EXPECT_NEAR(all.s.hn[b * H + j], one.s.hn[j], 1e-6, 1e-5);
+                EXPECT_NEAR(all.s.cn[b * H + j], one.s.cn[j], 1e-6, 1e-5);
+            }
+            for (int i = 0; i < L; i++) {
+                if (i < lengths[b]) EXPECT_NEAR(all.s.alpha[b * L + i], one.s.alpha[i], 1e-6, 1e-5);
+                else EXPECT(all.s.alpha[b * L + i] == 0.0f, "alpha past the length");
+            }
+            for (int d = 0; d < D; d++) EXPECT_NEAR(all.s.z[b * D + d], one.s.z[d], 1e-6, 1e-5);
+            for (int v = 0; v < c.V; v++)
+                EXPECT_NEAR(all.s.logits[b * c.V + v], one.s.logits[v], 1e-6, 1e-5);
+            free(one.mem);
+        }
+        free(all.mem);
+        free(prep);
+        block_free(&blk);
+    }
+}
+
 int main(void) {
     RUN(test_layout_names_and_order);
     RUN(test_sat_params_are_the_decoders);
     RUN(test_mean_over_lengths);
     RUN(test_initial_state_and_gate);
+    RUN(test_step_with_lengths_matches_unpadded);
     return test_summary();
 }
