@@ -8,6 +8,11 @@
 //   lengths all L bit for bit.
 // - The initial state and the gate against plain loops in double (|fast - ref| <= 1e-6 +
 //   1e-5 |ref|; tanh_fast differs from tanh by 4e-7).
+// - A whole training pass (decoder_forward_steps, decoder_output_forward,
+//   decoder_doubly_stochastic, decoder_backward) on a decoder of its own, against central
+//   differences (gradcheck.h: eps 1e-3, 1e-3 + 1e-2 relative), for every parameter and the
+//   annotations: additive / query previous, general / query current, none; with and
+//   without lengths (and no gradient past a row's length).
 // - The decoding step over rows padded to L with lengths equals each row alone, both query
 //   orders (the captioner's beam search through it is checked in tests/test_sat.c and
 //   tests/test_cli_caption.c).
@@ -20,6 +25,9 @@
 #include "core/rng.h"
 #include "models/decoder.h"
 #include "models/sat.h"
+#include "seq/embedding.h"
+#include "seq/vocab.h"
+#include "tests/support/gradcheck.h"
 #include "tests/support/test.h"
 
 static DecoderConfig config(int nb) {
@@ -239,11 +247,161 @@ static void test_step_with_lengths_matches_unpadded(void) {
     }
 }
 
+// --- a training pass ---------------------------------------------------------------------------
+
+enum { PB = 2, PT = 4 };  // rows, steps at most
+
+// A decoder on its own, as a translator embeds it: parameters, gradients (and a scratch set
+// for one backward), activations, and a batch of two rows with targets of 3 and 1 words
+// (descending, as passes want) over annotations of lengths 4 and 2 (or none).
+typedef struct {
+    DecoderConfig c;
+    Block params, grads, scratch, acts;
+    DecoderParams p, g, sg;
+    DecoderActs a;
+    Decoder d;
+    float *keys, *dkeys;  // (PB, L, D)
+    int lengths[PB];
+} PassFix;
+
+static void pass_fix_init(PassFix *f, AttnKind kind, DecoderQuery query, int nb_vector,
+                          int with_lengths, uint64_t seed) {
+    memset(f, 0, sizeof *f);
+    DecoderConfig c = {.L = 4, .D = 3, .E = 3, .H = 4, .V = 8, .query = query, .lambda = 0.5f,
+                       .attn = {.kind = kind, .D = 3, .H = 4, .A = 3}};
+    c.nb = nb_vector ? c.D : 1;
+    f->c = c;
+    decoder_params_layout(&f->params, &f->p, &c);
+    decoder_params_layout(&f->grads, &f->g, &c);
+    decoder_params_layout(&f->scratch, &f->sg, &c);
+    block_alloc(&f->params);
+    block_alloc(&f->grads);
+    block_alloc(&f->scratch);
+    Rng rng;
+    rng_seed(&rng, seed);
+    decoder_params_init(&f->p, &c, &rng);
+    fill_uniform(f->params.data, f->params.numel, -0.8f, 0.8f, &rng);
+    decoder_acts_layout(&f->acts, &f->a, &c, PT, PB);
+    block_alloc(&f->acts);
+    decoder_acts_bind(&f->a);
+    const size_t nk = (size_t)PB * c.L * c.D;
+    f->keys = xmalloc(nk * sizeof(float));
+    f->dkeys = xcalloc(nk, sizeof(float));
+    fill_uniform(f->keys, nk, -1.0f, 1.0f, &rng);
+    f->lengths[0] = 4, f->lengths[1] = 2;
+    // The rows packed by step (models/sat.c pack_rows_ does this for captions).
+    static const int words[PB][3] = {{4, 7, 5}, {6, 0, 0}};
+    static const int lens[PB] = {3, 1};
+    DecoderActs *a = &f->a;
+    for (int b = 0; b < PB; b++) a->steps[b] = lens[b] + 1;
+    a->off[0] = 0;
+    for (int t = 0; t < PT; t++) {
+        int n = 0;
+        for (int b = 0; b < PB; b++)
+            if (a->steps[b] > t) n = b + 1;
+        a->active[t] = n;
+        a->off[t + 1] = a->off[t] + n;
+    }
+    for (int t = 0; t < PT; t++)
+        for (int b = 0; b < a->active[t]; b++) {
+            size_t r = decoder_srow(a, t) + b;
+            a->in_tok[r] = t == 0 ? VOCAB_START : words[b][t - 1];
+            a->target[r] = t < lens[b] ? words[b][t] : VOCAB_END;
+        }
+    f->d = (Decoder){.cfg = c, .p = &f->p, .g = &f->sg, .a = a, .T = PT, .B = PB,
+                     .annot_grad = 1, .lengths = with_lengths ? f->lengths : NULL};
+}
+
+static void pass_fix_free(PassFix *f) {
+    decoder_acts_release(&f->a);
+    block_free(&f->acts);
+    block_free(&f->params);
+    block_free(&f->grads);
+    block_free(&f->scratch);
+    free(f->keys), free(f->dkeys);
+}
+
+// out[0] = the pass's loss, (cross-entropy + doubly stochastic term) / B.
+static void pass_forward(void *ctx, float *out) {
+    PassFix *f = ctx;
+    const DecoderConfig *c = &f->c;
+    DecoderActs *a = &f->a;
+    const int L = c->L, D = c->D;
+    memcpy(a->annot, f->keys, (size_t)PB * L * D * sizeof(float));
+    decoder_mean_annotations(a->mean_a, a->annot, f->d.lengths, PB, L, D);
+    decoder_initial_state(a->hs, a->cs, a->mean_a, &f->p, PB, D, c->H);
+    attn_prepare(a->prep, a->annot, &f->p.attn, &c->attn, PB, L);
+    embedding_forward(a->emb, a->in_tok, f->p.embed, a->off[PT], c->E);
+    decoder_forward_steps(&f->d, 0);
+    const double ce = decoder_output_forward(&f->d, 0), ds = decoder_doubly_stochastic(&f->d);
+    out[0] = (float)((ce + ds) / PB);
+}
+
+static void pass_backward(void *ctx, const float *dout) {
+    PassFix *f = ctx;
+    float loss;
+    pass_forward(f, &loss);
+    memset(f->scratch.data, 0, f->scratch.numel * sizeof(float));
+    decoder_backward(&f->d, 0.0f, 0);
+    for (size_t i = 0; i < f->grads.numel; i++) f->grads.data[i] += f->scratch.data[i] * dout[0];
+    const size_t nk = (size_t)PB * f->c.L * f->c.D;
+    for (size_t i = 0; i < nk; i++) f->dkeys[i] += f->a.dannot[i] * dout[0];
+}
+
+// The whole training pass against central differences: every parameter tensor and the
+// annotations, Bahdanau's order (additive score, query previous) and Luong's (general score,
+// query current), scalar and vector gates, with and without lengths; with lengths the
+// annotations past a row's length get exactly no gradient.
+static void test_pass_gradcheck(void) {
+    static const struct {
+        AttnKind kind;
+        DecoderQuery query;
+        int nb_vector;
+    } cases[] = {{ATTN_ADDITIVE, DECODER_QUERY_PREVIOUS, 0},
+                 {ATTN_MULTIPLICATIVE, DECODER_QUERY_CURRENT, 1},
+                 {ATTN_NONE, DECODER_QUERY_CURRENT, 0}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (int with_lengths = 0; with_lengths <= 1; with_lengths++) {
+            PassFix f;
+            pass_fix_init(&f, cases[k].kind, cases[k].query, cases[k].nb_vector, with_lengths,
+                          70 + k);
+            GradcheckInput in[24];
+            int n = 0;
+            in[n++] = (GradcheckInput){"annotations", f.keys, f.dkeys, (size_t)PB * f.c.L * f.c.D};
+            for (int t = 0; t < f.params.count && n < 24; t++) {
+                const BlockTensor *bt = &f.params.tensors[t];
+                in[n++] = (GradcheckInput){bt->name, f.params.data + bt->offset,
+                                           f.grads.data + bt->offset, bt->numel};
+            }
+            GradcheckOp op = {.ctx = &f, .forward = pass_forward, .backward = pass_backward,
+                              .n_out = 1, .inputs = in, .n_inputs = n, .eps = 1e-3,
+                              .atol = 1e-3, .rtol = 1e-2};
+            Rng rng;
+            rng_seed(&rng, 80 + k);
+            char name[96];
+            snprintf(name, sizeof name, "decoder pass (%s, query %s, %s)",
+                     attn_kind_name(cases[k].kind),
+                     cases[k].query == DECODER_QUERY_CURRENT ? "current" : "previous",
+                     with_lengths ? "lengths" : "no lengths");
+            EXPECT(gradcheck(name, &op, &rng) == 0, "%s: gradient check failed", name);
+            if (with_lengths) {
+                memset(f.dkeys, 0, (size_t)PB * f.c.L * f.c.D * sizeof(float));
+                pass_backward(&f, (const float[]){1.0f});
+                for (int i = 2 * f.c.D; i < f.c.L * f.c.D; i++)  // row 1: length 2
+                    EXPECT(f.dkeys[(size_t)f.c.L * f.c.D + i] == 0.0f,
+                           "%s: gradient %g past row 1's length", name,
+                           f.dkeys[(size_t)f.c.L * f.c.D + i]);
+            }
+            pass_fix_free(&f);
+        }
+}
+
 int main(void) {
     RUN(test_layout_names_and_order);
     RUN(test_sat_params_are_the_decoders);
     RUN(test_mean_over_lengths);
     RUN(test_initial_state_and_gate);
     RUN(test_step_with_lengths_matches_unpadded);
+    RUN(test_pass_gradcheck);
     return test_summary();
 }
