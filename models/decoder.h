@@ -1,7 +1,8 @@
 // decoder.h: the attention LSTM decoder every model that writes a sequence over annotations
 // shares (DESIGN.md, models/): the captioner (models/sat.h) over an image grid or a feature
-// cache, and the translator over a text encoder's states with their lengths. It knows
-// annotations (B, L, D) and, where rows are padded, their lengths (B); never what made them.
+// cache, and the translator (models/translator.h) over a text encoder's states with their
+// lengths. It knows annotations (B, L, D) and, where rows are padded, their lengths (B);
+// never what made them.
 //
 // Model, for B rows (models/sat.h tells it with the captioner's training terms):
 //   h_0 = tanh(W_h0 mean(a) + b), c_0 = tanh(W_c0 mean(a) + b)    mean over a row's length
