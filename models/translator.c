@@ -14,7 +14,7 @@ void translator_config_finish(TranslatorConfig *c) {
     CHECK(c->Vs >= 1 && c->Es >= 1 && c->He >= 1 && c->S >= 1 && c->max_len >= 1,
           "translator sizes Vs %d Es %d He %d S %d max_len %d", c->Vs, c->Es, c->He, c->S,
           c->max_len);
-    c->dec.L = c->S;
+    c->dec.L = c->dec.attn.kind == ATTN_NONE ? 1 : c->S;  // none: the one fixed context
     c->dec.D = 2 * c->He;
     c->dec.attn.D = c->dec.D;
     c->dec.attn.H = c->dec.H;
@@ -81,11 +81,22 @@ void translator_free(Translator *m) {
     memset(m, 0, sizeof *m);
 }
 
+// No attention: the decoder reads one annotation per row, the encoder's final states.
+static int fixed_context_(const TranslatorConfig *c) { return c->dec.attn.kind == ATTN_NONE; }
+
 static Decoder view_(Translator *m) {
     Decoder d = {.cfg = m->cfg.dec, .p = &m->p.dec, .g = &m->g.dec, .a = &m->a, .T = m->Tb,
-                 .B = m->Bb, .annot_grad = 1, .lengths = m->src_len};
+                 .B = m->Bb, .annot_grad = 1,
+                 .lengths = fixed_context_(&m->cfg) ? NULL : m->src_len};
     return d;
 }
+
+// Row b's annotation i (of L = dec.L): encoder position i, or with a fixed context the final
+// states, the forward direction's at the row's last token and the reverse one's at its first.
+static int fwd_pos_(const Translator *m, int b, int i) {
+    return fixed_context_(&m->cfg) ? m->src_len[b] - 1 : i;
+}
+static int rev_pos_(const Translator *m, int i) { return fixed_context_(&m->cfg) ? 0 : i; }
 
 // The target rows packed by step (descending lengths): steps, active rows, offsets, input
 // and target tokens (as models/sat.c packs captions). Returns T.
@@ -134,18 +145,20 @@ double translator_forward(Translator *m, const int *src, const int *src_len, con
                      0, S, B, E, H);
     lstm_seq_forward(m->hs_r, m->cache_r, m->x, m->p.rev_W, m->p.rev_b, m->src_len, NULL, NULL,
                      1, S, B, E, H);
+    const int L = c->dec.L;
     for (int b = 0; b < B; b++)
-        for (int t = 0; t < S; t++) {
-            float *row = a->annot + ((size_t)b * S + t) * D;
-            memcpy(row, m->hs_f + ((size_t)t * B + b) * H, (size_t)H * sizeof(float));
-            memcpy(row + H, m->hs_r + ((size_t)t * B + b) * H, (size_t)H * sizeof(float));
+        for (int i = 0; i < L; i++) {
+            float *row = a->annot + ((size_t)b * L + i) * D;
+            const int tf = fwd_pos_(m, b, i), tr = rev_pos_(m, i);
+            memcpy(row, m->hs_f + ((size_t)tf * B + b) * H, (size_t)H * sizeof(float));
+            memcpy(row + H, m->hs_r + ((size_t)tr * B + b) * H, (size_t)H * sizeof(float));
         }
     // The shared decoder over them.
-    decoder_mean_annotations(a->mean_a, a->annot, m->src_len, B, S, D);
-    decoder_initial_state(a->hs, a->cs, a->mean_a, &m->p.dec, B, D, c->dec.H);
-    attn_prepare(a->prep, a->annot, &m->p.dec.attn, &c->dec.attn, B, S);
-    embedding_forward(a->emb, a->in_tok, m->p.dec.embed, a->off[m->Tb], c->dec.E);
     const Decoder d = view_(m);
+    decoder_mean_annotations(a->mean_a, a->annot, d.lengths, B, L, D);
+    decoder_initial_state(a->hs, a->cs, a->mean_a, &m->p.dec, B, D, c->dec.H);
+    attn_prepare(a->prep, a->annot, &m->p.dec.attn, &c->dec.attn, B, L);
+    embedding_forward(a->emb, a->in_tok, m->p.dec.embed, a->off[m->Tb], c->dec.E);
     decoder_forward_steps(&d, 0);
     double loss = decoder_output_forward(&d, 0);
     if (c->dec.lambda > 0.0f) loss += decoder_doubly_stochastic(&d);
@@ -156,12 +169,16 @@ void translator_backward(Translator *m) {
     const TranslatorConfig *c = &m->cfg;
     const int S = c->S, E = c->Es, H = c->He, D = 2 * H, B = m->Bb;
     const Decoder d = view_(m);
-    decoder_backward(&d, 0.0f, 0);  // into m->g.dec and a.dannot (B, S, D)
+    const int L = c->dec.L;
+    decoder_backward(&d, 0.0f, 0);  // into m->g.dec and a.dannot (B, L, D)
+    memset(m->dhs_f, 0, (size_t)S * B * H * sizeof(float));
+    memset(m->dhs_r, 0, (size_t)S * B * H * sizeof(float));
     for (int b = 0; b < B; b++)
-        for (int t = 0; t < S; t++) {
-            const float *row = m->a.dannot + ((size_t)b * S + t) * D;
-            memcpy(m->dhs_f + ((size_t)t * B + b) * H, row, (size_t)H * sizeof(float));
-            memcpy(m->dhs_r + ((size_t)t * B + b) * H, row + H, (size_t)H * sizeof(float));
+        for (int i = 0; i < L; i++) {
+            const float *row = m->a.dannot + ((size_t)b * L + i) * D;
+            float *df = m->dhs_f + ((size_t)fwd_pos_(m, b, i) * B + b) * H;
+            float *dr = m->dhs_r + ((size_t)rev_pos_(m, i) * B + b) * H;
+            for (int h = 0; h < H; h++) df[h] += row[h], dr[h] += row[H + h];
         }
     memset(m->dx, 0, (size_t)S * B * E * sizeof(float));
     lstm_seq_backward(m->dx, m->g.fwd_W, m->g.fwd_b, m->dhs_f, m->cache_f, m->p.fwd_W,

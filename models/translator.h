@@ -9,13 +9,13 @@
 //   the decoder over a (B, S, 2 He) with lengths: h_0, c_0 from the mean state, then
 //   Bahdanau: attention = additive, query = previous; Luong global: dot / multiplicative
 //   (general) / additive (concat), query = current; local-m / local-p: the local kinds;
-//   none: the mean state as the one fixed context (attn kind ATTN_NONE).
+//   none (attn kind ATTN_NONE): Sutskever et al. 2014 / Cho et al. 2014's one fixed
+//   context, the final states [f_{n-1}; r_0]: the decoder reads L = 1 annotation per row.
 //   loss = (1/B) sum_b sum_t CE(logits_t, target_t)        (targets w_1..w_n, <end>)
 // Limits (issue 58, left for its next step): Luong's input feeding of the attentional
 // vector tanh(W_c [c_t; h_t]) is not in the shared decoder yet (query current feeds the
-// previous step's gated context z_{t-1} instead); "none" uses the mean of the encoder's
-// states, not the final state; no dropout, label smoothing or decoding here yet (the
-// decoding step is decoder_step_forward).
+// previous step's gated context z_{t-1} instead); no dropout, label smoothing or decoding
+// here yet (the decoding step is decoder_step_forward).
 //
 // Memory: parameters and gradients are two Blocks with one layout ("src.embed", "enc.fwd.*",
 // "enc.rev.*", then the decoder's tensors); activations one Block (the decoder's for
@@ -31,10 +31,11 @@ typedef struct {
     int Vs, Es, He;   // source vocabulary, source embedding, encoder hidden (per direction)
     int S;            // source tokens at most
     int max_len;      // target words at most; steps T = max_len + 1
-    DecoderConfig dec;  // its L = S and D = 2 He (translator_config_finish sets them)
+    DecoderConfig dec;  // its L = S (1 without attention) and D = 2 He (translator_config_finish)
 } TranslatorConfig;
 
-// Sets dec.L = S, dec.D = 2 He, dec.attn.D, dec.attn.H; CHECKs the sizes.
+// Sets dec.L = S (1 with attention none), dec.D = 2 He, dec.attn.D, dec.attn.H; CHECKs the
+// sizes.
 void translator_config_finish(TranslatorConfig *c);
 
 typedef struct {

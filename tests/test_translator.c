@@ -5,7 +5,7 @@
 //   every parameter tensor (source embedding, both encoder directions, the shared decoder),
 //   on ragged sources (lengths 4 and 2 of 4) for Bahdanau (additive score, query previous),
 //   Luong general (multiplicative, query current), Luong concat (additive, query current)
-//   and no attention.
+//   and no attention (the final states as the one fixed context).
 // - The padding of a source (ids past its length) changes nothing: the loss is the same
 //   bit for bit whatever the padding ids are.
 #include <math.h>
@@ -92,18 +92,40 @@ static void test_whole_model_gradcheck(void) {
 }
 
 static void test_padding_changes_nothing(void) {
+    for (int none = 0; none <= 1; none++) {
+        Fix f;
+        fix_init(&f, none ? ATTN_NONE : ATTN_ADDITIVE, DECODER_QUERY_PREVIOUS, 95);
+        float a, b;
+        fix_forward(&f, &a);
+        f.src[NS + 2] = 6, f.src[NS + 3] = 1;  // row 1's padding (length 2)
+        fix_forward(&f, &b);
+        EXPECT(a == b, "loss %.9g with other padding, %.9g before", b, a);
+        fix_free(&f);
+    }
+}
+
+// No attention: one annotation per row, the forward direction's state at the row's last
+// token beside the reverse direction's at its first.
+static void test_fixed_context_is_the_final_states(void) {
     Fix f;
-    fix_init(&f, ATTN_ADDITIVE, DECODER_QUERY_PREVIOUS, 95);
-    float a, b;
-    fix_forward(&f, &a);
-    f.src[NS + 2] = 6, f.src[NS + 3] = 1;  // row 1's padding (length 2)
-    fix_forward(&f, &b);
-    EXPECT(a == b, "loss %.9g with other padding, %.9g before", b, a);
+    fix_init(&f, ATTN_NONE, DECODER_QUERY_CURRENT, 96);
+    EXPECT(f.m.cfg.dec.L == 1, "no attention: L = %d", f.m.cfg.dec.L);
+    float loss;
+    fix_forward(&f, &loss);
+    const int H = f.m.cfg.He;
+    for (int b = 0; b < NB; b++) {
+        const float *row = f.m.a.annot + (size_t)b * 2 * H;
+        const float *fw = f.m.hs_f + ((size_t)(f.src_len[b] - 1) * NB + b) * H;
+        const float *rv = f.m.hs_r + (size_t)b * H;
+        EXPECT(memcmp(row, fw, (size_t)H * sizeof(float)) == 0, "row %d: not f at its end", b);
+        EXPECT(memcmp(row + H, rv, (size_t)H * sizeof(float)) == 0, "row %d: not r at 0", b);
+    }
     fix_free(&f);
 }
 
 int main(void) {
     RUN(test_whole_model_gradcheck);
     RUN(test_padding_changes_nothing);
+    RUN(test_fixed_context_is_the_final_states);
     return test_summary();
 }
