@@ -1,6 +1,7 @@
 // sat.h: Show, Attend and Tell (Xu et al. 2015): a CNN encoder, an attention LSTM
 // decoder and its training loss (teacher forcing, doubly stochastic regulariser, hard
-// attention by REINFORCE), forward and backward. Beside it: its configuration
+// attention by REINFORCE), forward and backward, on the shared decoder's parameters,
+// initial state and gate (models/decoder.h; SatParams.dec). Beside it: its configuration
 // (models/sat_config.h), the training step over sorted rows and threads
 // (models/sat_parallel.h) and decoding, greedy or by beam search (models/sat_decode.h).
 //
@@ -47,56 +48,27 @@
 #include "core/error.h"
 #include "core/gemm_packed.h"
 #include "core/rng.h"
+#include "models/decoder.h"
 #include "models/sat_config.h"
 #include "seq/attention.h"
 #include "vision/cnn.h"
 
+// The encoder's parameters (none with features) and the shared decoder's (models/decoder.h),
+// in that order in one Block.
 typedef struct {
     CnnParams cnn;
-    float *W_h0, *b_h0, *W_c0, *b_c0;  // (H, D), (H)
-    float *embed;                      // (V, E)
-    float *lstm_W, *lstm_b;            // (4H, E + D + H), (4H)
-    AttnParams attn;
-    float *W_beta, *b_beta;            // (nb, H), (nb); nb = 1 or D
-    float *L_h, *L_z;                  // (E, H), (E, D)
-    float *L_o, *b_o;                  // (V, E), (V)
+    DecoderParams dec;
 } SatParams;
 
-// Activation views (T = max_len + 1 steps, B = batch capacity). The per-step ones, shown
-// (T, B, ...), hold room for T B rows but a forward packs them by step: step t computes
-// only its active[t] first rows (the rows up to the last caption still going at step t),
-// stored from row off[t] on; sat_step_row gives the row of (t, b). hs, cs and dhs hold
-// h_0's B rows, then each step's new states packed the same way (B + off[t] for h_{t+1}).
-typedef struct {
-    int T, B;
-    float *annot, *mean_a, *prep;      // (B, L, D), (B, D), attn prep
-    float *emb;                        // (T, B, E): o's memory (o starts as emb)
-    float *ctx, *alpha, *acache;       // (T, B, D), (T, B, L), (T, cache)
-    float *beta, *z;                   // (T, B, nb), (T, B, D)
-    float *xh, *gates;                 // (T, B, E + D + H), (T, B, 4H)
-    float *hs, *cs;                    // (T + 1, B, H)
-    float *hd, *dmask;                 // (T, B, H) with dropout (else unused: h is read)
-    float *o, *probs, *losses;         // (T, B, E), (T, B, V), (T, B)
-    // backward scratch
-    float *dannot, *dprep, *dhs, *dcs; // (B, L, D), prep, (T + 1, B, H), (2, B, H) by t & 1
-    float *dz, *demb, *dx, *dctx;      // (T, B, D), (T, B, E) do_'s memory, (B, E + D), (B, D)
-    float *dalpha, *dbeta, *dhd;       // (B, L), (B, nb), (T, B, H) with dropout
-    float *do_, *dlogits, *zeros;      // (T, B, E), (T, B, V), (B, D)
-    float *lstm_scratch, *reward;      // lstm, (B)
-    float *dstoch;                     // (B, L) the regulariser's gradient on alpha
-    int *in_tok, *target, *sample;     // (T, B) each; target -1 = no loss
-    int *steps;                        // (B) steps of each caption (n_b + 1)
-    int *active, *off;                 // (T), (T + 1): rows step t computes (1 + the last
-                                       // row with steps > t); first row of step t, off[T] all
-    Rng *row_rng;                      // (B) each row's stream during a training forward
-} SatActs;
+// The activations are the shared decoder's (DecoderActs, models/decoder.h), with the
+// annotations the CNN writes (or the features) in a.annot.
 
 typedef struct {
     SatConfig cfg;
     SatParams p, g, m, v;  // params, grads, Adam moments (views into the Blocks below)
     Block params, grads, adam_m, adam_v;
     Block acts_block;
-    SatActs a;
+    DecoderActs a;
     CnnWorkspace cnn_ws;
     float baseline;        // hard attention's moving-average reward
     int baseline_set;
@@ -157,7 +129,7 @@ int sat_check_sizes(const SatConfig *c, int B, Error *err);
 void sat_params_layout(Block *b, SatParams *p, const SatConfig *c);
 // Registers the activation tensors for batches of up to B in k (empty; not allocated) and
 // sets a->T, a->B: sat_alloc_acts's layout, which tests read to check sat_check_sizes.
-void sat_acts_layout(Block *k, SatActs *a, const SatConfig *c, int B);
+void sat_acts_layout(Block *k, DecoderActs *a, const SatConfig *c, int B);
 // Activations for batches of up to B (call once before sat_forward).
 void sat_alloc_acts(SatModel *m, int B);
 void sat_free(SatModel *m);

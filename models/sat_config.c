@@ -171,3 +171,13 @@ int sat_config_parse(SatConfig *c, const char *text, Error *err) {
     return finish_(c, 1, err);
 }
 
+
+DecoderConfig sat_decoder_config(const SatConfig *c) {
+    DecoderConfig d = {.L = sat_L(c), .D = sat_D(c), .E = c->E, .H = c->H, .V = c->V,
+                       .nb = sat_gate_size(c), .attn = c->attn,
+                       .query = c->query == SAT_QUERY_CURRENT ? DECODER_QUERY_CURRENT
+                                                              : DECODER_QUERY_PREVIOUS,
+                       .dropout = c->dropout, .lambda = c->lambda,
+                       .entropy_weight = c->entropy_weight};
+    return d;
+}

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "core/error.h"
+#include "models/decoder.h"
 #include "seq/attention.h"
 #include "vision/cnn.h"
 
@@ -47,6 +48,8 @@ static inline int sat_L(const SatConfig *c) {
 static inline int sat_D(const SatConfig *c) { return c->feat_L > 0 ? c->feat_D : cnn_dim(&c->cnn); }
 // Size of the gate beta: D with a vector gate, else 1.
 static inline int sat_gate_size(const SatConfig *c) { return c->beta_vector ? sat_D(c) : 1; }
+// The shared decoder's configuration (models/decoder.h) of a finished configuration.
+DecoderConfig sat_decoder_config(const SatConfig *c);
 // Side of the annotation grid (L = G G): for attention maps over the image.
 static inline int sat_grid(const SatConfig *c) {
     if (c->feat_L <= 0) return cnn_grid_size(&c->cnn, c->image_size);

@@ -7,12 +7,7 @@
 
 #include "core/check.h"
 #include "core/dims.h"
-#include "core/gemm.h"
-#include "models/sat_steps.h"
 #include "seq/beam.h"
-#include "seq/embedding.h"
-#include "seq/linear.h"
-#include "seq/lstm.h"
 #include "seq/vocab.h"
 
 // One buffer of a decoding context: where its pointer goes and how many floats it holds.
@@ -111,10 +106,10 @@ void sat_decode_ctx_init(SatDecodeCtx *d, SatModel *m, const float *images, int 
             cnn_forward(d->annot + (size_t)b0 * L * D, &m->cnn_ws, images + (size_t)b0 * per,
                         &m->p.cnn, n);
     }
-    sat_mean_annotations(mean, d->annot, B, L, D);
+    decoder_mean_annotations(mean, d->annot, NULL, B, L, D);
     // Initial states of the images go in h/c rows 0..B-1 (the first step's parents).
-    sat_initial_state(d->h, d->c, mean, &m->p, B, D, H);
-    attn_prepare(d->prep, d->annot, &m->p.attn, &c->attn, B, L);
+    decoder_initial_state(d->h, d->c, mean, &m->p.dec, B, D, H);
+    attn_prepare(d->prep, d->annot, &m->p.dec.attn, &c->attn, B, L);
     for (int b = 0; b < B; b++) d->row_image[b] = b;
 }
 
@@ -122,17 +117,6 @@ void sat_decode_ctx_free(SatDecodeCtx *d) {
     free(d->mem);
     free(d->ints);
     memset(d, 0, sizeof *d);
-}
-
-// Attention, its history and the gate z for rows 0..n-1 with queries q (n, H).
-static void attend_rows_(SatDecodeCtx *d, int n, const float *q) {
-    const SatConfig *c = &d->m->cfg;
-    const SatParams *p = &d->m->p;
-    const int L = sat_L(c), D = sat_D(c), H = c->H, nb = sat_gate_size(c);
-    attn_forward(d->ctx, d->alpha, d->cache, d->rp, d->rk, q, NULL, &p->attn, &c->attn, d->t, n,
-                 L);
-    memcpy(d->alpha_hist + (size_t)d->t * d->R * L, d->alpha, (size_t)n * L * sizeof(float));
-    sat_gate_forward(d->beta, d->z, q, d->ctx, p, n, H, D, nb);
 }
 
 // Row r of the step's rows continues row parent[r] of the last call's: its LSTM state, its
@@ -177,29 +161,22 @@ void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float
     SatDecodeCtx *d = vctx;
     SatModel *m = d->m;
     const SatConfig *c = &m->cfg;
-    const SatParams *p = &m->p;
-    const int D = sat_D(c), E = c->E, H = c->H, V = c->V;
-    const int I = E + D;
+    const int L = sat_L(c), V = c->V;
     CHECK(n >= 1 && n <= d->R, "rows %d, capacity %d", n, d->R);
     CHECK(d->t <= c->max_len, "step %d past the limit", d->t);
     const int after = c->query == SAT_QUERY_CURRENT;
     gather_parents(d, n, parent);
-    // The same order as sat_forward: query previous attends with the parents' h, query
-    // current with the new state after reading the token and the parents' z.
-    if (!after) attend_rows_(d, n, d->h2);
-    embedding_forward(d->emb, token, p->embed, n, E);
-    const float *zin = after ? d->zp2 : d->z;
-    for (int r = 0; r < n; r++) {
-        memcpy(d->xin + (size_t)r * I, d->emb + (size_t)r * E, (size_t)E * sizeof(float));
-        memcpy(d->xin + (size_t)r * I + E, zin + (size_t)r * D, (size_t)D * sizeof(float));
-    }
-    lstm_forward(d->hn, d->cn, d->gates, d->xh, d->xin, d->h2, d->c2, p->lstm_W, p->lstm_b, n, I,
-                 H);
-    if (after) attend_rows_(d, n, d->hn);
-    memcpy(d->o, d->emb, (size_t)n * E * sizeof(float));
-    gemm(false, true, n, E, H, 1.0f, d->hn, H, p->L_h, H, 1.0f, d->o, E);
-    gemm(false, true, n, E, D, 1.0f, d->z, D, p->L_z, D, 1.0f, d->o, E);
-    linear_forward(d->logits, d->o, p->L_o, p->b_o, n, E, V);
+    // The shared decoder's step (models/decoder.h), as sat_forward's: query previous attends
+    // with the parents' h, query current with the new state after reading the token and the
+    // parents' z.
+    const DecoderConfig dc = sat_decoder_config(c);
+    const DecoderStep s = {.keys = d->rk, .prep = d->rp, .lengths = NULL, .h = d->h2,
+                           .c = d->c2, .zp = d->zp2, .hn = d->hn, .cn = d->cn, .ctx = d->ctx,
+                           .alpha = d->alpha, .cache = d->cache, .beta = d->beta, .z = d->z,
+                           .emb = d->emb, .xin = d->xin, .xh = d->xh, .gates = d->gates,
+                           .o = d->o, .logits = d->logits};
+    decoder_step_forward(&s, token, &m->p.dec, &dc, d->t, n);
+    memcpy(d->alpha_hist + (size_t)d->t * d->R * L, d->alpha, (size_t)n * L * sizeof(float));
     next_word_logprobs(logprobs, d->logits, n, V);
     // The new states become the rows of this call.
     float *t;

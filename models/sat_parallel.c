@@ -40,11 +40,11 @@ static void *pack_job_run(void *arg) {
     PackJob *j = arg;
     SatModel *m = j->m;
     const int K = m->cfg.E + sat_D(&m->cfg) + m->cfg.H;
-    packed_pack_part(&m->own_Wt, true, m->p.lstm_W, K, j->part, j->parts);
-    packed_pack_part(&m->own_Wn, false, m->p.lstm_W, K, j->part, j->parts);
-    if (m->p.attn.W_q) {
-        packed_pack_part(&m->own_Wq_t, true, m->p.attn.W_q, m->cfg.H, j->part, j->parts);
-        packed_pack_part(&m->own_Wq_n, false, m->p.attn.W_q, m->cfg.H, j->part, j->parts);
+    packed_pack_part(&m->own_Wt, true, m->p.dec.lstm_W, K, j->part, j->parts);
+    packed_pack_part(&m->own_Wn, false, m->p.dec.lstm_W, K, j->part, j->parts);
+    if (m->p.dec.attn.W_q) {
+        packed_pack_part(&m->own_Wq_t, true, m->p.dec.attn.W_q, m->cfg.H, j->part, j->parts);
+        packed_pack_part(&m->own_Wq_n, false, m->p.dec.attn.W_q, m->cfg.H, j->part, j->parts);
     }
     return NULL;
 }
@@ -58,7 +58,7 @@ static void pack_step_weights_(SatModel *m, int threads) {
     if (!m->own_packs) {
         packed_alloc(&m->own_Wt, K, 4 * H);
         packed_alloc(&m->own_Wn, 4 * H, K);
-        if (m->p.attn.W_q) {
+        if (m->p.dec.attn.W_q) {
             packed_alloc(&m->own_Wq_t, H, A);
             packed_alloc(&m->own_Wq_n, A, H);
         }
@@ -78,11 +78,11 @@ static void pack_step_weights_(SatModel *m, int threads) {
 // Lends w the packs of `from` (pack_step_weights_'s) for a step, or with from NULL takes
 // them back.
 static void lend_packs_(SatModel *w, const SatModel *from) {
-    const int q = from && from->p.attn.W_q;
+    const int q = from && from->p.dec.attn.W_q;
     w->pack_Wt = from ? &from->own_Wt : NULL;
     w->pack_Wn = from ? &from->own_Wn : NULL;
-    w->p.attn.W_q_t = q ? &from->own_Wq_t : NULL;
-    w->p.attn.W_q_n = q ? &from->own_Wq_n : NULL;
+    w->p.dec.attn.W_q_t = q ? &from->own_Wq_t : NULL;
+    w->p.dec.attn.W_q_n = q ? &from->own_Wq_n : NULL;
 }
 
 // sat_forward of B rows in descending order of caption length (ties in their given order),
@@ -297,5 +297,5 @@ int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *
 }
 
 size_t sat_encoder_grad_floats(const SatModel *m) {
-    return m->cfg.feat_L > 0 ? 0 : (size_t)(m->g.W_h0 - m->grads.data);
+    return m->cfg.feat_L > 0 ? 0 : (size_t)(m->g.dec.W_h0 - m->grads.data);
 }

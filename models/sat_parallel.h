@@ -12,8 +12,9 @@
 // sat_forward (train mode) on images (B, per input: sat_input_floats), words (B, max_len)
 // and lens (B), then m->g zeroed and, when the loss is finite, sat_backward, with the rows
 // put in descending order of caption length first (a stable sort of a copy),
-// so that no step computes a row whose caption has ended (see SatActs.active). Each row
-// keeps the noise of its place first + b in the caller's order, so the result equals
+// so that no step computes a row whose caption has ended (see DecoderActs.active in
+// models/decoder.h). Each row keeps the noise of its place first + b in the caller's
+// order, so the result equals
 // sat_forward + sat_backward on the caller's order up to float summation order. The
 // activations left in m->a are in the sorted order. Not for m->annot_grad (its dannot
 // would be sorted too).

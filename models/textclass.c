@@ -271,7 +271,7 @@ double text_forward(TextActs *a, const TextParams *p, const TextConfig *c, const
             for (int b = 0; b < B; b++) memcpy(a->query + (size_t)b * D, p->query, (size_t)D * sizeof(float));
         attn_prepare(a->prep, a->states, &p->attn, &ac, B, T);
         attn_forward(a->pooled, a->alpha, a->acache, a->prep, a->states, a->query,
-                     c->masked ? a->mask : NULL, &p->attn, &ac, 0, B, T);
+                     c->masked ? a->mask : NULL, NULL, &p->attn, &ac, 0, B, T);
         break;
     }
     }
@@ -336,8 +336,8 @@ void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextCo
         memset(a->dprep, 0, (np + 1) * sizeof(float));
         memset(a->dquery, 0, (size_t)B * D * sizeof(float));
         attn_backward(a->dstates, a->dprep, a->dquery, &g->attn, a->dpooled, NULL, a->acache,
-                      a->prep, a->states, a->query, c->masked ? a->mask : NULL, &p->attn, &ac, 0,
-                      B, T);
+                      a->prep, a->states, a->query, c->masked ? a->mask : NULL, NULL, &p->attn,
+                      &ac, 0, B, T);
         attn_prepare_backward(a->dstates, &g->attn, a->dprep, a->states, &p->attn, &ac, B, T);
         if (c->pool == TEXT_POOL_FINAL_DOT) {
             pool_last_backward(a->dstates, a->dquery, L, B, T, D, H);

@@ -90,6 +90,14 @@ static void validate_dims(const AttnConfig *c, int B, int L) {
     CHECK(B >= 1 && L >= 1, "attention B = %d, L = %d", B, L);
 }
 
+// Row b's length: lengths[b] (CHECKed to lie in [0, L]), or L without lengths.
+static int row_length(const int *lengths, int b, int L) {
+    if (!lengths) return L;
+    CHECK(lengths[b] >= 0 && lengths[b] <= L, "attention: row %d has length %d, not in [0, %d]", b,
+          lengths[b], L);
+    return lengths[b];
+}
+
 // --- parameters ----------------------------------------------------------------------------
 
 static void add_param(Block *b, float **view, const char *prefix, const char *name, int ndim,
@@ -392,8 +400,8 @@ static void scores_row(float *e, const float *prep, const float *keys_b,
 // --- multi-head ----------------------------------------------------------------------------
 
 static void multihead_forward(float *context, float *alpha, float *cache, const float *prep,
-                              const float *query, const unsigned char *mask, const AttnParams *p,
-                              const AttnConfig *c, int B, int L) {
+                              const float *query, const unsigned char *mask, const int *lengths,
+                              const AttnParams *p, const AttnConfig *c, int B, int L) {
     StepLayout sl = step_layout(c, B, L);
     int A = c->A, D = c->D, H = c->H, nh = c->heads, dh = A / nh;
     float scale = 1.0f / sqrtf((float)dh);
@@ -403,14 +411,16 @@ static void multihead_forward(float *context, float *alpha, float *cache, const 
     float *e = xmalloc((size_t)L * sizeof(float));
     for (int b = 0; b < B; b++) {
         const unsigned char *m = mask ? mask + (size_t)b * L : NULL;
+        const int n = row_length(lengths, b, L);
         float *al = alpha + (size_t)b * L;
         for (int i = 0; i < L; i++) al[i] = 0.0f;
         for (int h = 0; h < nh; h++) {
             const float *q = Q + (size_t)b * A + h * dh;
             float *a = ah + ((size_t)b * nh + h) * L;
-            for (int i = 0; i < L; i++)
+            for (int i = 0; i < n; i++)
                 e[i] = scale * dotf(q, Kp + ((size_t)b * L + i) * 2 * A + h * dh, dh);
-            masked_softmax_range(a, e, m, 0, L);
+            for (int i = n; i < L; i++) a[i] = 0.0f;
+            masked_softmax_range(a, e, m, 0, n);
             float *ctx = concat + (size_t)b * A + h * dh;
             for (int j = 0; j < dh; j++) ctx[j] = 0.0f;
             for (int i = 0; i < L; i++) {
@@ -523,41 +533,46 @@ static void query_projections_forward(const StepCache *v, const float *query, co
     }
 }
 
-// The local window's centre of each batch row: step t, held at L - 1 (monotonic), or
-// (L - 1) sigmoid(v_p . tanh(W_p q)) (predictive).
-static void centres_forward(const StepCache *v, const float *query, const AttnParams *p,
-                            const AttnConfig *c, int t, int B, int L) {
+// The local window's centre of each batch row, n its length: step t, held at n - 1
+// (monotonic), or (n - 1) sigmoid(v_p . tanh(W_p q)) (predictive). (A row of length 0 gets
+// centre -1 or below, whose window holds no position.)
+static void centres_forward(const StepCache *v, const float *query, const int *lengths,
+                            const AttnParams *p, const AttnConfig *c, int t, int B, int L) {
     int A = c->A, H = c->H;
     if (c->kind == ATTN_LOCAL_MONOTONIC) {
         CHECK(t >= 0, "local-monotonic attention at step t = %d", t);
-        for (int b = 0; b < B; b++) v->centre[b] = (float)(t < L - 1 ? t : L - 1);
+        for (int b = 0; b < B; b++) {
+            int n = row_length(lengths, b, L);
+            v->centre[b] = (float)(t < n - 1 ? t : n - 1);
+        }
     } else if (c->kind == ATTN_LOCAL_PREDICTIVE) {
         gemm(false, true, B, A, H, 1.0f, query, H, p->W_p, H, 0.0f, v->hp, A);
         for (size_t k = 0; k < (size_t)B * A; k++) v->hp[k] = tanh_fast(v->hp[k]);
         for (int b = 0; b < B; b++) {
             v->s[b] = sigmoidf_(dotf(p->v_p, v->hp + (size_t)b * A, A));
-            v->centre[b] = (float)(L - 1) * v->s[b];
+            v->centre[b] = (float)(row_length(lengths, b, L) - 1) * v->s[b];
         }
     }
 }
 
-// Row b of alpha: uniform over the unmasked positions (ATTN_NONE), else the masked softmax
-// of the scores over the window (less the Gaussian term for local kinds), 0 outside it.
-// e (L) is scratch.
+// Row b of alpha, n its length: uniform over the unmasked positions below n (ATTN_NONE),
+// else the masked softmax of the scores over the window (less the Gaussian term for local
+// kinds) inside [0, n), 0 outside it. e (L) is scratch.
 static void alpha_row(const StepCache *v, float *e, const float *prep, const float *keys,
                       const float *query, const unsigned char *mask, const AttnParams *p,
-                      const AttnConfig *c, int b, int L) {
+                      const AttnConfig *c, int b, int n, int L) {
     int A = c->A, D = c->D, H = c->H;
     const unsigned char *m = mask ? mask + (size_t)b * L : NULL;
     float *a = v->alpha + (size_t)b * L;
     if (c->kind == ATTN_NONE) {
-        int n = 0;
-        for (int i = 0; i < L; i++) n += !m || m[i];
-        for (int i = 0; i < L; i++) a[i] = (n > 0 && (!m || m[i])) ? 1.0f / (float)n : 0.0f;
+        int k = 0;
+        for (int i = 0; i < n; i++) k += !m || m[i];
+        for (int i = 0; i < L; i++)
+            a[i] = (k > 0 && i < n && (!m || m[i])) ? 1.0f / (float)k : 0.0f;
         return;
     }
-    int lo = 0, hi = L;
-    if (v->centre) local_window(&lo, &hi, v->centre[b], c->window, L);
+    int lo = 0, hi = n;
+    if (v->centre) local_window(&lo, &hi, v->centre[b], c->window, n);
     scores_row(e, prep, keys + (size_t)b * L * D, query + (size_t)b * H,
                v->qp ? v->qp + (size_t)b * A : NULL, v->qw ? v->qw + (size_t)b * D : NULL, p, c,
                score_kind(c), b, L, lo, hi);
@@ -572,22 +587,24 @@ static void alpha_row(const StepCache *v, float *e, const float *prep, const flo
     for (int i = hi; i < L; i++) a[i] = 0.0f;
     masked_softmax_range(a, e, m, lo, hi);
     if (v->centre && isnan(v->centre[b]))
-        for (int i = 0; i < L; i++) a[i] = NAN;  // local_window: a NaN centre poisons its row
+        for (int i = 0; i < n; i++) a[i] = NAN;  // local_window: a NaN centre poisons its row
 }
 
 void attn_forward(float *context, float *alpha, float *cache, const float *prep,
                   const float *keys, const float *query, const unsigned char *mask,
-                  const AttnParams *p, const AttnConfig *c, int t, int B, int L) {
+                  const int *lengths, const AttnParams *p, const AttnConfig *c, int t, int B,
+                  int L) {
     validate_dims(c, B, L);
     if (c->kind == ATTN_MULTIHEAD) {
-        multihead_forward(context, alpha, cache, prep, query, mask, p, c, B, L);
+        multihead_forward(context, alpha, cache, prep, query, mask, lengths, p, c, B, L);
         return;
     }
     StepCache v = step_cache(cache, c, B, L);
     query_projections_forward(&v, query, p, c, B);
-    centres_forward(&v, query, p, c, t, B, L);
+    centres_forward(&v, query, lengths, p, c, t, B, L);
     float *e = xmalloc((size_t)L * sizeof(float));
-    for (int b = 0; b < B; b++) alpha_row(&v, e, prep, keys, query, mask, p, c, b, L);
+    for (int b = 0; b < B; b++)
+        alpha_row(&v, e, prep, keys, query, mask, p, c, b, row_length(lengths, b, L), L);
     free(e);
     memcpy(alpha, v.alpha, (size_t)B * L * sizeof(float));
     weighted_sum_forward(context, v.alpha, keys, B, L, c->D);
@@ -642,21 +659,21 @@ typedef struct {
     float *dqp, *dqw, *dcentre;
 } QuerySideGrads;
 
-// The softmax's and the scores' backward for batch row b, from gb (L), the gradient reaching
-// alpha's row: the additive scorer's w and prep, the query (dot kinds) and the keys get
-// theirs, and q the query side's sums.
+// The softmax's and the scores' backward for batch row b of length n, from gb (L), the
+// gradient reaching alpha's row: the additive scorer's w and prep, the query (dot kinds) and
+// the keys get theirs, and q the query side's sums.
 static void scores_backward_row(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
                                 const QuerySideGrads *q, const float *gb, const StepCache *v,
                                 const float *prep, const float *keys, const float *query,
-                                const AttnParams *p, const AttnConfig *c, int b, int L) {
+                                const AttnParams *p, const AttnConfig *c, int b, int n, int L) {
     int A = c->A, D = c->D, H = c->H;
     AttnKind s = score_kind(c);
     float scale = s == ATTN_SCALED_DOT ? 1.0f / sqrtf((float)D) : 1.0f;
     float sig = local_sigma(c), inv_var = 1.0f / (sig * sig);
     const float *a = v->alpha + (size_t)b * L;
     const float *kb = keys + (size_t)b * L * D;
-    int lo = 0, hi = L;
-    if (v->centre) local_window(&lo, &hi, v->centre[b], c->window, L);
+    int lo = 0, hi = n;
+    if (v->centre) local_window(&lo, &hi, v->centre[b], c->window, n);
     float sum = 0.0f;
     for (int i = lo; i < hi; i++) sum += a[i] * gb[i];
     for (int i = lo; i < hi; i++) {
@@ -709,14 +726,16 @@ static void query_projections_backward(float *dquery, AttnParams *dp, const Quer
     }
 }
 
-// The predictive centre's backward: centre = (L - 1) sigmoid(v_p . hp), hp = tanh(W_p q).
+// The predictive centre's backward: centre = (n - 1) sigmoid(v_p . hp), hp = tanh(W_p q),
+// n the row's length.
 static void centre_backward(float *dquery, AttnParams *dp, const float *dcentre,
-                            const StepCache *v, const float *query, const AttnParams *p,
-                            const AttnConfig *c, int B, int L) {
+                            const StepCache *v, const float *query, const int *lengths,
+                            const AttnParams *p, const AttnConfig *c, int B, int L) {
     int A = c->A, H = c->H;
     float *dhpre = xcalloc((size_t)B * A, sizeof(float));
     for (int b = 0; b < B; b++) {
-        float dz = dcentre[b] * (float)(L - 1) * v->s[b] * (1.0f - v->s[b]);
+        float n1 = (float)(row_length(lengths, b, L) - 1);
+        float dz = dcentre[b] * n1 * v->s[b] * (1.0f - v->s[b]);
         const float *h = v->hp + (size_t)b * A;
         axpyf(dp->v_p, dz, h, A);
         for (int k = 0; k < A; k++) dhpre[(size_t)b * A + k] = dz * p->v_p[k] * (1.0f - h[k] * h[k]);
@@ -729,8 +748,8 @@ static void centre_backward(float *dquery, AttnParams *dp, const float *dcentre,
 void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
                    const float *dcontext, const float *dalpha, const float *cache,
                    const float *prep, const float *keys, const float *query,
-                   const unsigned char *mask, const AttnParams *p, const AttnConfig *c, int t,
-                   int B, int L) {
+                   const unsigned char *mask, const int *lengths, const AttnParams *p,
+                   const AttnConfig *c, int t, int B, int L) {
     validate_dims(c, B, L);
     if (c->kind == ATTN_MULTIHEAD) {
         multihead_backward(dprep, dquery, dp, dcontext, dalpha, cache, prep, query, p, c, B, L);
@@ -746,10 +765,10 @@ void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
                             v.centre ? xcalloc((size_t)B, sizeof(float)) : NULL};
         for (int b = 0; b < B; b++)
             scores_backward_row(dkeys, dprep, dquery, dp, &q, g + (size_t)b * L, &v, prep, keys,
-                                query, p, c, b, L);
+                                query, p, c, b, row_length(lengths, b, L), L);
         query_projections_backward(dquery, dp, &q, query, p, c, B);
         if (c->kind == ATTN_LOCAL_PREDICTIVE)
-            centre_backward(dquery, dp, q.dcentre, &v, query, p, c, B, L);
+            centre_backward(dquery, dp, q.dcentre, &v, query, lengths, p, c, B, L);
         free(q.dcentre);
         free(q.dqw);
         free(q.dqp);

@@ -9,16 +9,25 @@
 //                  context_h = sum_i alpha_hi (W_v k_i)_h; context = W_o concat_h(context_h)
 //   local-*        the `score` kind (default multiplicative) restricted to the window
 //                  [p - W, p + W] and multiplied by exp(-(i - p)^2 / (2 (W/2)^2)) after the
-//                  softmax (renormalised); p = t (monotonic) or p = (L - 1) * sigmoid(v^T tanh(W_p q))
+//                  softmax (renormalised); p = t (monotonic) or p = (S - 1) * sigmoid(v^T tanh(W_p q))
 //                  (predictive, gradient flows through p); details below
-//   none           alpha_i = 1/L (over unmasked positions): the mean annotation
+//   none           alpha_i = 1/S (over unmasked positions): the mean annotation
 // alpha = softmax(e) with masked positions at probability 0; context = sum_i alpha_i k_i.
 // For multi-head, alpha reported is the mean over heads.
 //
+// Masks. Two, which combine: a row's length S = lengths[b] (lengths (B), 0 <= S <= L; NULL:
+// every row has S = L), for annotations padded to L (a text encoder's states); and a mask
+// (B, L) of 1 = keep (NULL: keep all). Positions at or past S, and masked ones, get alpha
+// exactly 0 and no gradient (nor do their keys); every kind then computes row b exactly as
+// it would on that row alone with L = S: the local window is clipped to [0, S) and its centre
+// uses S. Without lengths (NULL) the kernels compute what they did before lengths existed,
+// bit for bit (the captioner passes NULL).
+//
 // Local attention, precisely (Luong et al. 2015 style, with these choices):
-//   - centre p: monotonic p = min(t, L - 1) (t >= 0); predictive
-//     p = (L - 1) * sigmoid(v_p^T tanh(W_p q)), so p is always a valid position in [0, L - 1].
-//   - window: the integer positions [round(p) - W, round(p) + W] intersected with [0, L)
+//   - centre p: monotonic p = min(t, S - 1) (t >= 0); predictive
+//     p = (S - 1) * sigmoid(v_p^T tanh(W_p q)) (Luong's p_t = S sigmoid(...), less one so
+//     that p is always a valid position in [0, S - 1]).
+//   - window: the integer positions [round(p) - W, round(p) + W] intersected with [0, S)
 //     (round = floor(p + 0.5)); positions outside it, and masked ones, get alpha exactly 0.
 //   - alpha_i = s_i g_i / sum_j s_j g_j over the window, s = softmax of the scores over the
 //     window, g_i = exp(-(i - p)^2 / (2 sigma^2)), sigma = W / 2: the Gaussian is applied to
@@ -31,8 +40,9 @@
 //     W_p, v_p for predictive (additive score and W_p share the size A).
 // Validity (CHECKed, programming errors): B, L, D, H >= 1; dot / scaled-dot scores need
 // H == D; additive, multi-head and predictive need A >= 1; heads >= 1 divides A; window >= 1.
-// A row whose unmasked positions are all gone (fully masked, or nothing unmasked inside the
-// window) gets alpha = 0 and context = 0, never NaN; its gradients are 0.
+// lengths outside [0, L] are CHECKed too. A row whose unmasked positions are all gone (fully
+// masked, length 0, or nothing unmasked inside the window) gets alpha = 0 and context = 0,
+// never NaN; its gradients are 0.
 // The masked softmax is private to attention.c (seq/softmax.h semantics).
 //
 // Work that depends on the keys only (W_k k_i, the multi-head projections) is done
@@ -41,7 +51,8 @@
 //
 // Typical use for a sequence of T decoder steps (sizes from the *_floats functions):
 //     attn_prepare(prep, keys, &p, &c, B, L);
-//     for t: attn_forward(ctx_t, alpha_t, cache_t, prep, keys, h_t, mask, &p, &c, t, B, L);
+//     for t: attn_forward(ctx_t, alpha_t, cache_t, prep, keys, h_t, mask, lengths, &p, &c, t,
+//                         B, L);
 //     ... backward, t = T-1..0, accumulating into dprep (zeroed once) ...
 //     for t: attn_backward(dkeys, dprep, dh_t, &dp, dctx_t, dalpha_t, cache_t, prep, ...);
 //     attn_prepare_backward(dkeys, &dp, dprep, keys, &p, &c, B, L);
@@ -114,19 +125,21 @@ void attn_prepare_backward(float *dkeys, AttnParams *dp, const float *dprep, con
 // Per-step: cache holds what backward needs (attn_step_cache_floats floats).
 size_t attn_step_cache_floats(const AttnConfig *c, int B, int L);
 // context (B, D), alpha (B, L); keys (B, L, D); query (B, H); mask (B, L) 1 = keep, or NULL;
-// t: the decoder step (local-monotonic centres its window at min(t, L - 1)).
+// lengths (B) each in [0, L], or NULL (all L); t: the decoder step (local-monotonic centres
+// its window at min(t, S - 1)).
 void attn_forward(float *context, float *alpha, float *cache, const float *prep,
                   const float *keys, const float *query, const unsigned char *mask,
-                  const AttnParams *p, const AttnConfig *c, int t, int B, int L);
+                  const int *lengths, const AttnParams *p, const AttnConfig *c, int t, int B,
+                  int L);
 // Accumulates dkeys (B, L, D), dprep, dquery (B, H), dp; from dcontext (B, D) and dalpha
 // (B, L) or NULL (the doubly stochastic regulariser supplies dalpha). dkeys, dprep, dquery
 // and dcontext may be NULL (that gradient is neither taken nor given). cache, prep: as the
-// matching attn_forward / attn_prepare left them.
+// matching attn_forward / attn_prepare left them; mask and lengths: attn_forward's.
 void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
                    const float *dcontext, const float *dalpha, const float *cache,
                    const float *prep, const float *keys, const float *query,
-                   const unsigned char *mask, const AttnParams *p, const AttnConfig *c, int t,
-                   int B, int L);
+                   const unsigned char *mask, const int *lengths, const AttnParams *p,
+                   const AttnConfig *c, int t, int B, int L);
 
 // Shared with DRAW's filterbank: out (B, D) = sum_i w (B, L)_i * values (B, L, D)_i (batched
 // GEMV), and its backward (accumulates dw (B, L) and dvalues (B, L, D); either may be NULL).

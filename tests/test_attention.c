@@ -11,6 +11,11 @@
 // - Plain-loop double-precision references of additive and multi-head forward against the
 //   fast path (|fast - ref| <= 1e-5 + 1e-4 |ref|); W_q packed for the step products against
 //   gemm() on it, forward and backward.
+// - Lengths (B): every kind's gradient check also runs with ragged lengths (and with lengths
+//   and a mask); a row of length S padded to L equals that row alone with L = S, forward and
+//   backward (up to 1e-6 + 1e-5 |ref|: gemm() of other sizes), with alpha and dkeys exactly 0
+//   past S; lengths all L equal NULL lengths bit for bit; a length-0 row gives zeros, and
+//   NaN keys past a row's length are never read forward.
 // - none returns the mean of unmasked keys; local windows put exactly 0 outside
 //   [round(p) - W, round(p) + W], and the Gaussian has sigma = W / 2; a NaN centre gives
 //   that row NaN weights and context (no undefined float-to-int conversion).
@@ -37,6 +42,7 @@ typedef struct {
     AttnParams p, dp;
     float *keys, *query, *dkeys, *dquery;  // query, dquery: (STEPS, B, H)
     unsigned char *mask;                   // (B, L) or NULL
+    int *lengths;                          // (B) or NULL
     float *prep, *dprep, *cache;           // cache: (STEPS, cache floats)
     size_t prep_n, cache_n;
 } Fixture;
@@ -47,6 +53,13 @@ static AttnConfig config(AttnKind kind, AttnKind score, int D, int H, int A, int
                     .score = score};
     return c;
 }
+
+// Ragged lengths: row b has L - 2 b positions, at least 1.
+static int ragged_length(int b, int L) { return L - 2 * b >= 1 ? L - 2 * b : 1; }
+
+// masked: MASK_POSITIONS for the mask (i + b) % 3 != 1, MASK_LENGTHS for ragged_length's
+// lengths, both, or 0.
+enum { MASK_POSITIONS = 1, MASK_LENGTHS = 2 };
 
 static void fixture_init(Fixture *f, AttnConfig c, int B, int L, int t0, int masked,
                          uint64_t seed) {
@@ -68,7 +81,11 @@ static void fixture_init(Fixture *f, AttnConfig c, int B, int L, int t0, int mas
     f->dquery = xcalloc(nq, sizeof(float));
     fill_uniform(f->keys, nk, -1.0f, 1.0f, &rng);
     fill_uniform(f->query, nq, -1.0f, 1.0f, &rng);
-    if (masked) {
+    if (masked & MASK_LENGTHS) {
+        f->lengths = xmalloc((size_t)B * sizeof(int));
+        for (int b = 0; b < B; b++) f->lengths[b] = ragged_length(b, L);
+    }
+    if (masked & MASK_POSITIONS) {
         // Row b keeps positions i with (i + b) % 3 != 1; at least one position stays.
         f->mask = xmalloc((size_t)B * L);
         for (int b = 0; b < B; b++)
@@ -85,6 +102,7 @@ static void fixture_free(Fixture *f) {
     block_free(&f->params);
     block_free(&f->grads);
     free(f->keys), free(f->dkeys), free(f->query), free(f->dquery), free(f->mask);
+    free(f->lengths);
     free(f->prep), free(f->dprep), free(f->cache);
 }
 
@@ -98,7 +116,8 @@ static void fixture_forward(void *ctx, float *out) {
     for (int s = 0; s < STEPS; s++) {
         float *o = out + s * out_per_step(f);
         attn_forward(o, o + (size_t)B * D, f->cache + s * f->cache_n, f->prep, f->keys,
-                     f->query + (size_t)s * B * H, f->mask, &f->p, &f->c, f->t0 + s, B, L);
+                     f->query + (size_t)s * B * H, f->mask, f->lengths, &f->p, &f->c, f->t0 + s,
+                     B, L);
     }
 }
 
@@ -110,7 +129,8 @@ static void fixture_backward(void *ctx, const float *dout) {
         const float *d = dout + s * out_per_step(f);
         attn_backward(f->dkeys, f->dprep, f->dquery + (size_t)s * B * H, &f->dp, d,
                       d + (size_t)B * D, f->cache + s * f->cache_n, f->prep, f->keys,
-                      f->query + (size_t)s * B * H, f->mask, &f->p, &f->c, f->t0 + s, B, L);
+                      f->query + (size_t)s * B * H, f->mask, f->lengths, &f->p, &f->c,
+                      f->t0 + s, B, L);
     }
     attn_prepare_backward(f->dkeys, &f->dp, f->dprep, f->keys, &f->p, &f->c, B, L);
 }
@@ -148,7 +168,8 @@ static double predictive_centre(const Fixture *f, const float *q, int b) {
         for (int k = 0; k < c->H; k++) h += (double)f->p.W_p[a * c->H + k] * q[b * c->H + k];
         z += (double)f->p.v_p[a] * tanh(h);
     }
-    return (f->L - 1) / (1.0 + exp(-z));
+    int n = f->lengths ? f->lengths[b] : f->L;
+    return (n - 1) / (1.0 + exp(-z));
 }
 
 // Redraws the queries until every predicted centre is at least `margin` away from a rounding
@@ -172,13 +193,16 @@ static void keep_centres_off_boundaries(Fixture *f, double margin, uint64_t seed
 
 // --- gradient checks, one per kind, with and without a mask -----------------------------------
 
+// Without a mask, with one, with ragged lengths (ragged_length), and with both.
 static void check_kind(AttnConfig c, int B, int L, int t0, const char *name) {
-    for (int masked = 0; masked <= 1; masked++) {
+    static const char *const what[] = {"without a mask", "with a mask", "with ragged lengths",
+                                       "with a mask and ragged lengths"};
+    for (int masked = 0; masked <= (MASK_POSITIONS | MASK_LENGTHS); masked++) {
         Fixture f;
         fixture_init(&f, c, B, L, t0, masked, 1000 + (uint64_t)c.kind * 10 + masked);
         if (c.kind == ATTN_LOCAL_PREDICTIVE) keep_centres_off_boundaries(&f, 0.05, 77);
         int rc = fixture_gradcheck(&f, name, 42 + masked);
-        EXPECT(rc == 0, "%s gradient check failed (%s mask)", name, masked ? "with" : "without");
+        EXPECT(rc == 0, "%s gradient check failed (%s)", name, what[masked]);
         fixture_free(&f);
     }
 }
@@ -591,14 +615,174 @@ static void test_prep_is_per_image(void) {
         }
         float *ctx = xmalloc((size_t)B * D * sizeof(float)), *alpha = xmalloc((size_t)B * L * sizeof(float));
         float *rctx = xmalloc((size_t)B * D * sizeof(float)), *ralpha = xmalloc((size_t)B * L * sizeof(float));
-        attn_forward(ctx, alpha, f.cache, f.prep, f.keys, f.query, NULL, &f.p, &f.c, 2, B, L);
-        attn_forward(rctx, ralpha, f.cache, rprep, rkeys, rquery, NULL, &f.p, &f.c, 2, B, L);
+        attn_forward(ctx, alpha, f.cache, f.prep, f.keys, f.query, NULL, NULL, &f.p, &f.c, 2, B,
+                     L);
+        attn_forward(rctx, ralpha, f.cache, rprep, rkeys, rquery, NULL, NULL, &f.p, &f.c, 2, B,
+                     L);
         for (int b = 0; b < B; b++) {
             int r = B - 1 - b;
             for (int d = 0; d < D; d++) EXPECT_NEAR(rctx[r * D + d], ctx[b * D + d], 1e-6, 1e-5);
             for (int i = 0; i < L; i++) EXPECT_NEAR(ralpha[r * L + i], alpha[b * L + i], 1e-6, 1e-5);
         }
         free(one), free(rprep), free(rkeys), free(rquery), free(ctx), free(alpha), free(rctx), free(ralpha);
+        fixture_free(&f);
+    }
+}
+
+// --- lengths -----------------------------------------------------------------------------------
+
+// Configurations for the length tests: every kind, local ones at steps whose windows reach past
+// the shorter rows' ends.
+static const AttnConfig *length_configs(int *n) {
+    static AttnConfig cs[12];
+    int k = 0;
+    const AttnConfig *all = all_configs(n);
+    for (int i = 0; i < *n; i++) cs[k++] = all[i];
+    cs[k++] = config(ATTN_LOCAL_MONOTONIC, ATTN_DOT, 4, 4, 0, 0, 1);
+    cs[k++] = config(ATTN_LOCAL_PREDICTIVE, ATTN_MULTIPLICATIVE, 4, 3, 5, 0, 12);
+    *n = k;
+    return cs;
+}
+
+// A row of length S in a batch padded to L attends as that row alone with L = S does: the
+// same context and alpha (0 past S), the same gradients of its keys (0 past S) and queries,
+// and the batch's parameter gradients are the sum of the rows' alone. Steps t0 = 4, 5 put
+// local-monotonic windows past the shorter rows' ends (centre min(t, S - 1)); local-predictive
+// centres (S - 1) sigmoid(.) are the row's own. The padding holds random keys, so a kernel
+// that reads them differs. Rows alone run through gemm() with other sizes: up to 1e-6 + 1e-5.
+static void test_lengths_match_unpadded(void) {
+    int n;
+    const AttnConfig *cs = length_configs(&n);
+    const int B = 3, L = 8, t0 = 4;
+    for (int k = 0; k < n; k++) {
+        const char *name = attn_kind_name(cs[k].kind);
+        const int D = cs[k].D, H = cs[k].H;
+        Fixture f;
+        fixture_init(&f, cs[k], B, L, t0, MASK_LENGTHS, 1300 + (uint64_t)k);
+        if (cs[k].kind == ATTN_LOCAL_PREDICTIVE) keep_centres_off_boundaries(&f, 0.01, 1301);
+        size_t no = STEPS * out_per_step(&f);
+        float *out = xmalloc(no * sizeof(float)), *dout = xmalloc(no * sizeof(float));
+        Rng rng;
+        rng_seed(&rng, 1302 + (uint64_t)k);
+        fill_uniform(dout, no, -1.0f, 1.0f, &rng);
+        fixture_forward(&f, out);
+        fixture_backward(&f, dout);
+        float *gsum = xcalloc(f.grads.numel + 1, sizeof(float));
+        for (int b = 0; b < B; b++) {
+            const int S = f.lengths[b];
+            Fixture r;
+            fixture_init(&r, cs[k], 1, S, t0, 0, 1400 + (uint64_t)k);
+            memcpy(r.params.data, f.params.data, f.params.numel * sizeof(float));
+            memcpy(r.keys, f.keys + (size_t)b * L * D, (size_t)S * D * sizeof(float));
+            for (int s = 0; s < STEPS; s++)
+                memcpy(r.query + (size_t)s * H, f.query + ((size_t)s * B + b) * H,
+                       (size_t)H * sizeof(float));
+            size_t ro = STEPS * out_per_step(&r);
+            float *rout = xmalloc(ro * sizeof(float)), *rdout = xmalloc(ro * sizeof(float));
+            for (int s = 0; s < STEPS; s++) {
+                const float *o = dout + s * out_per_step(&f);
+                float *q = rdout + s * out_per_step(&r);
+                memcpy(q, o + (size_t)b * D, (size_t)D * sizeof(float));
+                memcpy(q + D, o + (size_t)B * D + (size_t)b * L, (size_t)S * sizeof(float));
+            }
+            fixture_forward(&r, rout);
+            fixture_backward(&r, rdout);
+            for (int s = 0; s < STEPS; s++) {
+                const float *o = out + s * out_per_step(&f), *q = rout + s * out_per_step(&r);
+                for (int d = 0; d < D; d++) EXPECT_NEAR(o[(size_t)b * D + d], q[d], 1e-6, 1e-5);
+                const float *a = o + (size_t)B * D + (size_t)b * L;
+                for (int i = 0; i < S; i++) EXPECT_NEAR(a[i], q[D + i], 1e-6, 1e-5);
+                for (int i = S; i < L; i++)
+                    EXPECT(a[i] == 0.0f, "%s: row %d (length %d) step %d: alpha[%d] = %g", name, b,
+                           S, s, i, a[i]);
+                for (int h = 0; h < H; h++)
+                    EXPECT_NEAR(f.dquery[((size_t)s * B + b) * H + h], r.dquery[(size_t)s * H + h],
+                                1e-6, 1e-5);
+            }
+            const float *dk = f.dkeys + (size_t)b * L * D;
+            for (int i = 0; i < S * D; i++) EXPECT_NEAR(dk[i], r.dkeys[i], 1e-6, 1e-5);
+            for (int i = S * D; i < L * D; i++)
+                EXPECT(dk[i] == 0.0f, "%s: row %d (length %d): dkeys[%d] = %g past the length",
+                       name, b, S, i, dk[i]);
+            for (size_t i = 0; i < f.grads.numel; i++) gsum[i] += r.grads.data[i];
+            free(rout), free(rdout);
+            fixture_free(&r);
+        }
+        for (size_t i = 0; i < f.grads.numel; i++) EXPECT_NEAR(f.grads.data[i], gsum[i], 1e-6, 1e-5);
+        free(gsum), free(out), free(dout);
+        fixture_free(&f);
+    }
+}
+
+// Lengths all L compute exactly what no lengths (NULL) do, bit for bit, forward and backward:
+// the captioner passes NULL and its results must not move.
+static void test_full_lengths_equal_null(void) {
+    int n;
+    const AttnConfig *cs = length_configs(&n);
+    const int B = 3, L = 8;
+    for (int k = 0; k < n; k++) {
+        Fixture f[2];
+        float *res[2];
+        size_t no = 0, total = 0;
+        for (int v = 0; v < 2; v++) {
+            fixture_init(&f[v], cs[k], B, L, 2, MASK_POSITIONS, 1500 + (uint64_t)k);
+            if (v) {
+                f[v].lengths = xmalloc((size_t)B * sizeof(int));
+                for (int b = 0; b < B; b++) f[v].lengths[b] = L;
+            }
+            no = STEPS * out_per_step(&f[v]);
+            size_t nk = (size_t)B * L * cs[k].D, nq = (size_t)STEPS * B * cs[k].H;
+            total = no + nk + nq + f[v].grads.numel;
+            float *dout = xmalloc(no * sizeof(float));
+            Rng rng;
+            rng_seed(&rng, 1501);
+            fill_uniform(dout, no, -1.0f, 1.0f, &rng);
+            res[v] = xmalloc(total * sizeof(float));
+            fixture_forward(&f[v], res[v]);
+            fixture_backward(&f[v], dout);
+            memcpy(res[v] + no, f[v].dkeys, nk * sizeof(float));
+            memcpy(res[v] + no + nk, f[v].dquery, nq * sizeof(float));
+            memcpy(res[v] + no + nk + nq, f[v].grads.data, f[v].grads.numel * sizeof(float));
+            free(dout);
+        }
+        EXPECT(memcmp(res[0], res[1], total * sizeof(float)) == 0,
+               "%s: lengths all L differ from NULL lengths", attn_kind_name(cs[k].kind));
+        for (int v = 0; v < 2; v++) free(res[v]), fixture_free(&f[v]);
+    }
+}
+
+// A row of length 0: alpha 0 and context 0, no NaN, and no gradient to its keys; a row whose
+// keys past its length are NaN still gives finite outputs (they are never read forward).
+static void test_zero_length_row(void) {
+    int n;
+    const AttnConfig *cs = length_configs(&n);
+    const int B = 3, L = 6;
+    for (int k = 0; k < n; k++) {
+        const char *name = attn_kind_name(cs[k].kind);
+        const int D = cs[k].D;
+        Fixture f;
+        fixture_init(&f, cs[k], B, L, 1, MASK_LENGTHS, 1600 + (uint64_t)k);
+        f.lengths[0] = L, f.lengths[1] = 0, f.lengths[2] = 3;
+        for (int i = 3 * D; i < L * D; i++) f.keys[(size_t)2 * L * D + i] = NAN;
+        size_t no = STEPS * out_per_step(&f);
+        float *out = xmalloc(no * sizeof(float)), *dout = xmalloc(no * sizeof(float));
+        for (size_t i = 0; i < no; i++) dout[i] = 1.0f;
+        fixture_forward(&f, out);
+        for (int s = 0; s < STEPS; s++) {
+            const float *o = out + s * out_per_step(&f);
+            for (int d = 0; d < D; d++)
+                EXPECT(o[D + d] == 0.0f, "%s: length-0 row context[%d] = %g", name, d, o[D + d]);
+            for (int i = 0; i < L; i++)
+                EXPECT(o[B * D + L + i] == 0.0f, "%s: length-0 row alpha[%d] = %g", name, i,
+                       o[B * D + L + i]);
+            for (size_t i = 0; i < out_per_step(&f); i++)
+                EXPECT(isfinite(o[i]), "%s: step %d output %zu = %g", name, s, i, o[i]);
+        }
+        fixture_backward(&f, dout);
+        for (int i = 0; i < L * D; i++)
+            EXPECT(f.dkeys[(size_t)L * D + i] == 0.0f, "%s: length-0 row dkeys[%d] = %g", name, i,
+                   f.dkeys[(size_t)L * D + i]);
+        free(out), free(dout);
         fixture_free(&f);
     }
 }
@@ -645,8 +829,8 @@ static void test_local_monotonic_window(void) {
     for (int t = 0; t < L + 3; t++) {
         int centre = t < L - 1 ? t : L - 1;
         for (int zq = 0; zq <= 1; zq++) {
-            attn_forward(ctx, alpha, cache, f.prep, f.keys, zq ? zero_q : f.query, NULL, &f.p, &c,
-                         t, B, L);
+            attn_forward(ctx, alpha, cache, f.prep, f.keys, zq ? zero_q : f.query, NULL, NULL,
+                         &f.p, &c, t, B, L);
             for (int b = 0; b < B; b++) {
                 double sum = 0.0, gsum = 0.0;
                 for (int i = 0; i < L; i++) {
@@ -921,5 +1105,8 @@ int main(void) {
     RUN(test_local_monotonic_window);
     RUN(test_local_predictive_window);
     RUN(test_local_predictive_nan_centre);
+    RUN(test_lengths_match_unpadded);
+    RUN(test_full_lengths_equal_null);
+    RUN(test_zero_length_row);
     return test_summary();
 }

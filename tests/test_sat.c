@@ -316,9 +316,9 @@ static void greedy_matches_teacher_forcing(SatQuery query) {
     c.query = query;
     Fixture *f = calloc(1, sizeof *f);
     fixture_init(f, &c, 9);
-    f->m.p.b_o[VOCAB_END] += 1.5f;  // captions that end before the limit
-    f->m.p.b_o[VOCAB_PAD] -= 20.0f; // ids decoding never emits
-    f->m.p.b_o[VOCAB_START] -= 20.0f;
+    f->m.p.dec.b_o[VOCAB_END] += 1.5f;  // captions that end before the limit
+    f->m.p.dec.b_o[VOCAB_PAD] -= 20.0f; // ids decoding never emits
+    f->m.p.dec.b_o[VOCAB_START] -= 20.0f;
     SatDecodeCtx d;
     sat_decode_ctx_init(&d, &f->m, f->images, TB, 1);
     int tok[TB * (TML + 1)], lens[TB], rows[TB * (TML + 1)];
@@ -411,7 +411,7 @@ static void parallel_matches_serial(SatQuery query) {
     EXPECT(worst <= 1e-5 + 1e-5 * scale, "parallel gradient differs by %g (scale %g)", worst, scale);
     // The shared parameters are untouched by freeing the replicas.
     for (int w = 0; w < 2; w++) sat_free(&workers[w]);
-    EXPECT(f->m.params.data != NULL && isfinite(f->m.p.L_o[0]), "parameters lost");
+    EXPECT(f->m.params.data != NULL && isfinite(f->m.p.dec.L_o[0]), "parameters lost");
     free(serial);
     sat_free(&f->m);
     free(f);

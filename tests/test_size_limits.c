@@ -112,7 +112,7 @@ static void test_accepted_sizes_fit(void) {
         const int ok = sat_check_sizes(&c, B, &err) == 0;
         Block params = {0}, acts = {0};
         SatParams p;
-        SatActs a;
+        DecoderActs a;
         memset(&a, 0, sizeof a);
         sat_params_layout(&params, &p, &c);
         sat_acts_layout(&acts, &a, &c, B);
@@ -157,7 +157,7 @@ static void test_issue_configuration(void) {
     EXPECT(sat_config_finish(&c, &err) == 0, "%s", err.msg);
     EXPECT(sat_check_sizes(&c, 1, &err) == -1 && strstr(err.msg, "--attn-dim 8192"), "%s", err.msg);
     Block acts = {0};
-    SatActs a;
+    DecoderActs a;
     sat_acts_layout(&acts, &a, &c, 1);
     const BlockTensor *t = block_find(&acts, "prep");
     EXPECT(t && t->numel == (size_t)1 << 31, "prep holds %zu floats", t ? t->numel : 0);
@@ -341,7 +341,7 @@ static void test_caption_flag_sets(void) {
         accepted++;
         Block params = {0}, acts = {0};
         SatParams p;
-        SatActs a;
+        DecoderActs a;
         sat_params_layout(&params, &p, &c);
         sat_acts_layout(&acts, &a, &c, B);
         const char *pn = "", *an = "";

@@ -1,0 +1,189 @@
+// translator.c: the encoder-decoder translator on the shared decoder (see translator.h).
+#include "models/translator.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "seq/embedding.h"
+#include "seq/lstm_seq.h"
+#include "seq/vocab.h"
+
+void translator_config_finish(TranslatorConfig *c) {
+    CHECK(c->Vs >= 1 && c->Es >= 1 && c->He >= 1 && c->S >= 1 && c->max_len >= 1,
+          "translator sizes Vs %d Es %d He %d S %d max_len %d", c->Vs, c->Es, c->He, c->S,
+          c->max_len);
+    c->dec.L = c->dec.attn.kind == ATTN_NONE ? 1 : c->S;  // none: the one fixed context
+    c->dec.D = 2 * c->He;
+    c->dec.attn.D = c->dec.D;
+    c->dec.attn.H = c->dec.H;
+    if (c->dec.nb != c->dec.D) c->dec.nb = 1;
+}
+
+static void layout_(Block *b, TranslatorParams *p, const TranslatorConfig *c) {
+    memset(p, 0, sizeof *p);
+    const int E = c->Es, H = c->He;
+    block_add(b, &p->src_embed, "src.embed", 2, c->Vs, E);
+    block_add(b, &p->fwd_W, "enc.fwd.W", 2, 4 * H, E + H);
+    block_add(b, &p->fwd_b, "enc.fwd.b", 1, 4 * H);
+    block_add(b, &p->rev_W, "enc.rev.W", 2, 4 * H, E + H);
+    block_add(b, &p->rev_b, "enc.rev.b", 1, 4 * H);
+    decoder_params_layout(b, &p->dec, &c->dec);
+}
+
+static void fill_uniform_(float *x, size_t n, float r, Rng *rng) {
+    for (size_t i = 0; i < n; i++) x[i] = (2.0f * rng_uniform(rng) - 1.0f) * r;
+}
+
+void translator_init(Translator *m, const TranslatorConfig *cfg, int B, Rng *rng) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    translator_config_finish(&m->cfg);
+    const TranslatorConfig *c = &m->cfg;
+    CHECK(B >= 1, "translator batch %d", B);
+    m->B = B;
+    layout_(&m->params, &m->p, c);
+    layout_(&m->grads, &m->g, c);
+    block_alloc(&m->params);
+    block_alloc(&m->grads);
+    const int E = c->Es, H = c->He, S = c->S, T = c->max_len + 1;
+    fill_uniform_(m->p.src_embed, (size_t)c->Vs * E, 0.1f, rng);
+    fill_uniform_(m->p.fwd_W, (size_t)4 * H * (E + H), 1.0f / sqrtf((float)(E + H)), rng);
+    fill_uniform_(m->p.rev_W, (size_t)4 * H * (E + H), 1.0f / sqrtf((float)(E + H)), rng);
+    for (int j = H; j < 2 * H; j++) m->p.fwd_b[j] = m->p.rev_b[j] = 1.0f;  // forget gates
+    decoder_params_init(&m->p.dec, &c->dec, rng);
+    // Activations: the decoder's, then the encoder's.
+    Block *k = &m->acts_block;
+    decoder_acts_layout(k, &m->a, &c->dec, T, B);
+    const size_t cache = lstm_seq_cache_floats(S, B, E, H);
+    block_add(k, &m->x, "enc.x", 3, S, B, E);
+    block_add(k, &m->hs_f, "enc.hs_fwd", 3, S, B, H);
+    block_add(k, &m->hs_r, "enc.hs_rev", 3, S, B, H);
+    block_add(k, &m->cache_f, "enc.cache_fwd", 1, (int)cache);
+    block_add(k, &m->cache_r, "enc.cache_rev", 1, (int)cache);
+    block_add(k, &m->dhs_f, "enc.dhs_fwd", 3, S, B, H);
+    block_add(k, &m->dhs_r, "enc.dhs_rev", 3, S, B, H);
+    block_add(k, &m->dx, "enc.dx", 3, S, B, E);
+    block_add(k, &m->scratch, "enc.scratch", 1, (int)lstm_seq_scratch_floats(B, E, H));
+    block_alloc(k);
+    decoder_acts_bind(&m->a);
+    m->src_t = xcalloc((size_t)S * B + B, sizeof(int));
+    m->src_len = m->src_t + (size_t)S * B;
+}
+
+void translator_free(Translator *m) {
+    decoder_acts_release(&m->a);
+    block_free(&m->acts_block);
+    block_free(&m->params);
+    block_free(&m->grads);
+    free(m->src_t);
+    memset(m, 0, sizeof *m);
+}
+
+// No attention: the decoder reads one annotation per row, the encoder's final states.
+static int fixed_context_(const TranslatorConfig *c) { return c->dec.attn.kind == ATTN_NONE; }
+
+static Decoder view_(Translator *m) {
+    Decoder d = {.cfg = m->cfg.dec, .p = &m->p.dec, .g = &m->g.dec, .a = &m->a, .T = m->Tb,
+                 .B = m->Bb, .annot_grad = 1,
+                 .lengths = fixed_context_(&m->cfg) ? NULL : m->src_len};
+    return d;
+}
+
+// Row b's annotation i (of L = dec.L): encoder position i, or with a fixed context the final
+// states, the forward direction's at the row's last token and the reverse one's at its first.
+static int fwd_pos_(const Translator *m, int b, int i) {
+    return fixed_context_(&m->cfg) ? m->src_len[b] - 1 : i;
+}
+static int rev_pos_(const Translator *m, int i) { return fixed_context_(&m->cfg) ? 0 : i; }
+
+// The target rows packed by step (descending lengths): steps, active rows, offsets, input
+// and target tokens (as models/sat.c packs captions). Returns T.
+static int pack_targets_(DecoderActs *a, const int *words, const int *lens, int B, int ML) {
+    int T = 0;
+    for (int b = 0; b < B; b++) {
+        CHECK(lens[b] >= 0 && lens[b] <= ML, "target length %d", lens[b]);
+        CHECK(b == 0 || lens[b] <= lens[b - 1], "targets not in descending order of length");
+        a->steps[b] = lens[b] + 1;
+        if (a->steps[b] > T) T = a->steps[b];
+    }
+    a->off[0] = 0;
+    for (int t = 0; t < T; t++) {
+        int n = 0;
+        for (int b = 0; b < B; b++)
+            if (a->steps[b] > t) n = b + 1;
+        a->active[t] = n;
+        a->off[t + 1] = a->off[t] + n;
+    }
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < a->active[t]; b++) {
+            const int n = lens[b];
+            const size_t r = decoder_srow(a, t) + b;
+            a->in_tok[r] = t == 0 ? VOCAB_START : words[b * ML + t - 1];
+            a->target[r] = t < n ? words[b * ML + t] : VOCAB_END;
+        }
+    return T;
+}
+
+double translator_forward(Translator *m, const int *src, const int *src_len, const int *words,
+                          const int *lens, int B) {
+    const TranslatorConfig *c = &m->cfg;
+    const int S = c->S, E = c->Es, H = c->He, D = 2 * H;
+    CHECK(B >= 1 && B <= m->B, "batch %d, capacity %d", B, m->B);
+    DecoderActs *a = &m->a;
+    for (int b = 0; b < B; b++) {
+        CHECK(src_len[b] >= 1 && src_len[b] <= S, "source length %d", src_len[b]);
+        m->src_len[b] = src_len[b];
+        for (int t = 0; t < S; t++) m->src_t[(size_t)t * B + b] = src[(size_t)b * S + t];
+    }
+    m->Bb = B;
+    m->Tb = pack_targets_(a, words, lens, B, c->max_len);
+    // The encoder: both directions over each row's length, states as annotations (B, S, D).
+    embedding_forward(m->x, m->src_t, m->p.src_embed, S * B, E);
+    lstm_seq_forward(m->hs_f, m->cache_f, m->x, m->p.fwd_W, m->p.fwd_b, m->src_len, NULL, NULL,
+                     0, S, B, E, H);
+    lstm_seq_forward(m->hs_r, m->cache_r, m->x, m->p.rev_W, m->p.rev_b, m->src_len, NULL, NULL,
+                     1, S, B, E, H);
+    const int L = c->dec.L;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < L; i++) {
+            float *row = a->annot + ((size_t)b * L + i) * D;
+            const int tf = fwd_pos_(m, b, i), tr = rev_pos_(m, i);
+            memcpy(row, m->hs_f + ((size_t)tf * B + b) * H, (size_t)H * sizeof(float));
+            memcpy(row + H, m->hs_r + ((size_t)tr * B + b) * H, (size_t)H * sizeof(float));
+        }
+    // The shared decoder over them.
+    const Decoder d = view_(m);
+    decoder_mean_annotations(a->mean_a, a->annot, d.lengths, B, L, D);
+    decoder_initial_state(a->hs, a->cs, a->mean_a, &m->p.dec, B, D, c->dec.H);
+    attn_prepare(a->prep, a->annot, &m->p.dec.attn, &c->dec.attn, B, L);
+    embedding_forward(a->emb, a->in_tok, m->p.dec.embed, a->off[m->Tb], c->dec.E);
+    decoder_forward_steps(&d, 0);
+    double loss = decoder_output_forward(&d, 0);
+    if (c->dec.lambda > 0.0f) loss += decoder_doubly_stochastic(&d);
+    return loss / B;
+}
+
+void translator_backward(Translator *m) {
+    const TranslatorConfig *c = &m->cfg;
+    const int S = c->S, E = c->Es, H = c->He, D = 2 * H, B = m->Bb;
+    const Decoder d = view_(m);
+    const int L = c->dec.L;
+    decoder_backward(&d, 0.0f, 0);  // into m->g.dec and a.dannot (B, L, D)
+    memset(m->dhs_f, 0, (size_t)S * B * H * sizeof(float));
+    memset(m->dhs_r, 0, (size_t)S * B * H * sizeof(float));
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < L; i++) {
+            const float *row = m->a.dannot + ((size_t)b * L + i) * D;
+            float *df = m->dhs_f + ((size_t)fwd_pos_(m, b, i) * B + b) * H;
+            float *dr = m->dhs_r + ((size_t)rev_pos_(m, i) * B + b) * H;
+            for (int h = 0; h < H; h++) df[h] += row[h], dr[h] += row[H + h];
+        }
+    memset(m->dx, 0, (size_t)S * B * E * sizeof(float));
+    lstm_seq_backward(m->dx, m->g.fwd_W, m->g.fwd_b, m->dhs_f, m->cache_f, m->p.fwd_W,
+                      m->src_len, NULL, NULL, 0, m->scratch, S, B, E, H);
+    lstm_seq_backward(m->dx, m->g.rev_W, m->g.rev_b, m->dhs_r, m->cache_r, m->p.rev_W,
+                      m->src_len, NULL, NULL, 1, m->scratch, S, B, E, H);
+    embedding_backward(m->g.src_embed, m->dx, m->src_t, S * B, E);
+}

@@ -1,0 +1,73 @@
+// translator.h: an encoder-decoder for translation (Bahdanau et al. 2015, Luong et al. 2015)
+// on the shared attention decoder (models/decoder.h): a source embedding, a bidirectional
+// LSTM over the source with its lengths (seq/lstm_seq.h), and the decoder attending over
+// the encoder's states (B, S, 2 He) with those lengths. Teacher-forced loss, forward and
+// backward; no CLI yet.
+//
+// Model, for B pairs (source ids (B, S) with lengths, target words (B, max_len)):
+//   x = E_src src;  f = LSTM_fwd(x), r = LSTM_rev(x) over each row's length;  a_i = [f_i; r_i]
+//   the decoder over a (B, S, 2 He) with lengths: h_0, c_0 from the mean state, then
+//   Bahdanau: attention = additive, query = previous; Luong global: dot / multiplicative
+//   (general) / additive (concat), query = current; local-m / local-p: the local kinds;
+//   none (attn kind ATTN_NONE): Sutskever et al. 2014 / Cho et al. 2014's one fixed
+//   context, the final states [f_{n-1}; r_0]: the decoder reads L = 1 annotation per row.
+//   loss = (1/B) sum_b sum_t CE(logits_t, target_t)        (targets w_1..w_n, <end>)
+// Limits (issue 58, left for its next step): Luong's input feeding of the attentional
+// vector tanh(W_c [c_t; h_t]) is not in the shared decoder yet (query current feeds the
+// previous step's gated context z_{t-1} instead); no dropout, label smoothing or decoding
+// here yet (the decoding step is decoder_step_forward).
+//
+// Memory: parameters and gradients are two Blocks with one layout ("src.embed", "enc.fwd.*",
+// "enc.rev.*", then the decoder's tensors); activations one Block (the decoder's for
+// (max_len + 1, B), then the encoder's for (S, B)).
+#ifndef MODELS_TRANSLATOR_H
+#define MODELS_TRANSLATOR_H
+
+#include "core/block.h"
+#include "core/rng.h"
+#include "models/decoder.h"
+
+typedef struct {
+    int Vs, Es, He;   // source vocabulary, source embedding, encoder hidden (per direction)
+    int S;            // source tokens at most
+    int max_len;      // target words at most; steps T = max_len + 1
+    DecoderConfig dec;  // its L = S (1 without attention) and D = 2 He (translator_config_finish)
+} TranslatorConfig;
+
+// Sets dec.L = S (1 with attention none), dec.D = 2 He, dec.attn.D, dec.attn.H; CHECKs the
+// sizes.
+void translator_config_finish(TranslatorConfig *c);
+
+typedef struct {
+    float *src_embed;          // (Vs, Es)
+    float *fwd_W, *fwd_b;      // (4 He, Es + He), (4 He)
+    float *rev_W, *rev_b;
+    DecoderParams dec;
+} TranslatorParams;
+
+typedef struct {
+    TranslatorConfig cfg;
+    Block params, grads, acts_block;
+    TranslatorParams p, g;
+    DecoderActs a;             // the decoder's; a.annot holds the encoder's states
+    int B;                     // batch capacity
+    // encoder activations: x (S, B, Es), hs_fwd / hs_rev (S, B, He), their caches, the
+    // gradients reaching them, dx (S, B, Es), scratch; the batch's source ids time-major
+    float *x, *hs_f, *hs_r, *cache_f, *cache_r, *dhs_f, *dhs_r, *dx, *scratch;
+    int *src_t, *src_len;      // (S, B), (B)
+    int Tb, Bb;                // the last forward's steps and rows
+} Translator;
+
+void translator_init(Translator *m, const TranslatorConfig *c, int B, Rng *rng);
+void translator_free(Translator *m);
+
+// Teacher-forced forward; returns the loss ((summed cross-entropy + the doubly stochastic
+// term, when dec.lambda > 0) / B). src (B, S) ids padded to S with src_len (B) in [1, S];
+// words (B, max_len) target ids with lens (B) in [0, max_len], in descending order of lens
+// (the decoder's rows are packed by step); B <= the capacity.
+double translator_forward(Translator *m, const int *src, const int *src_len, const int *words,
+                          const int *lens, int B);
+// Accumulates the loss's gradient into m->g (every parameter: encoder and decoder).
+void translator_backward(Translator *m);
+
+#endif
