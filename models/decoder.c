@@ -15,6 +15,7 @@
 #include "seq/linear.h"
 #include "seq/loss.h"
 #include "seq/lstm.h"
+#include "seq/vocab.h"
 
 void decoder_params_layout(Block *b, DecoderParams *p, const DecoderConfig *c) {
     memset(p, 0, sizeof *p);
@@ -573,4 +574,29 @@ void decoder_backward(const Decoder *m, float base, int sample) {
     float *dannot = m->annot_grad ? a->dannot : NULL;  // features: no gradient wanted
     attn_prepare_backward(dannot, &g->attn, a->dprep, a->annot, &m->p->attn, &c->attn, B, L);
     backward_initial_state_(m, dannot);
+}
+
+int decoder_pack_rows(DecoderActs *a, const int *words, const int *lens, int B, int ML) {
+    int T = 0;
+    for (int b = 0; b < B; b++) {
+        CHECK(lens[b] >= 0 && lens[b] <= ML, "target length %d of at most %d", lens[b], ML);
+        a->steps[b] = lens[b] + 1;
+        if (a->steps[b] > T) T = a->steps[b];
+    }
+    a->off[0] = 0;
+    for (int t = 0; t < T; t++) {
+        int n = 0;
+        for (int b = 0; b < B; b++)
+            if (a->steps[b] > t) n = b + 1;
+        a->active[t] = n;
+        a->off[t + 1] = a->off[t] + n;
+    }
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < a->active[t]; b++) {
+            int n = lens[b];
+            size_t r = decoder_srow(a, t) + b;
+            a->in_tok[r] = t == 0 ? VOCAB_START : (t - 1 < n ? words[b * ML + t - 1] : VOCAB_PAD);
+            a->target[r] = t < n ? words[b * ML + t] : (t == n ? VOCAB_END : -1);
+        }
+    return T;
 }

@@ -126,6 +126,14 @@ typedef struct {
     Rng *row_rng;                      // (B) each row's stream during a training forward
 } DecoderActs;
 
+// A batch's target rows packed by step: each row's steps (its length + 1: the words, then
+// <end>), step t's active rows (up to the last row still going at step t) and their first
+// row off[t], and each step's input token (<start>, then the previous word; <pad> past a
+// row's end) and target (the word, <end>, then -1: no loss). words (B, max_len), lens (B)
+// in [0, max_len]. Rows in descending order of length compute no padding row. Returns T,
+// the longest row's steps. The captioner and the translator pack their targets so.
+int decoder_pack_rows(DecoderActs *a, const int *words, const int *lens, int B, int max_len);
+
 // Registers the activation tensors of passes of up to T steps and B rows in k (emptied
 // first; not allocated) and sets a->T, a->B.
 void decoder_acts_layout(Block *k, DecoderActs *a, const DecoderConfig *c, int T, int B);

@@ -206,38 +206,6 @@ static void draw_row_streams_(SatModel *m, int T, int B, uint64_t seed, int firs
     }
 }
 
-// The batch's rows packed by step: each caption's steps (n_b + 1), step t's active rows
-// (up to the last row whose caption is still going) and their first row off[t], and each
-// step's input and target tokens. Returns T, the longest caption's steps.
-// Rows past a caption's end feed no loss, so when the rows are in descending order of
-// length (sat_forward_backward puts them so) no step computes a padding row.
-static int pack_rows_(SatModel *m, const int *words, const int *lens, int B) {
-    DecoderActs *a = &m->a;
-    const int ML = m->cfg.max_len;
-    int T = 0;
-    for (int b = 0; b < B; b++) {
-        CHECK(lens[b] >= 0 && lens[b] <= ML, "caption length %d", lens[b]);
-        a->steps[b] = lens[b] + 1;
-        if (a->steps[b] > T) T = a->steps[b];
-    }
-    a->off[0] = 0;
-    for (int t = 0; t < T; t++) {
-        int n = 0;
-        for (int b = 0; b < B; b++)
-            if (a->steps[b] > t) n = b + 1;
-        a->active[t] = n;
-        a->off[t + 1] = a->off[t] + n;
-    }
-    for (int t = 0; t < T; t++)
-        for (int b = 0; b < a->active[t]; b++) {
-            int n = lens[b];
-            size_t r = decoder_srow(a, t) + b;
-            a->in_tok[r] = t == 0 ? VOCAB_START : (t - 1 < n ? words[b * ML + t - 1] : VOCAB_PAD);
-            a->target[r] = t < n ? words[b * ML + t] : (t == n ? VOCAB_END : -1);
-        }
-    return T;
-}
-
 // The annotations (the CNN's, or the given features), the initial state, the attention's
 // prepared keys and every step's word embedding.
 static void encode_(SatModel *m, const float *images, int B) {
@@ -298,7 +266,7 @@ static double hard_terms_(SatModel *m, int B, double reward) {
 void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *words,
                  const int *lens, int B, int train, uint64_t seed, int first) {
     CHECK(m->a.B >= B && B >= 1, "batch %d, activations for %d", B, m->a.B);
-    m->Tb = pack_rows_(m, words, lens, B);
+    m->Tb = decoder_pack_rows(&m->a, words, lens, B, m->cfg.max_len);
     m->Bb = B;
     if (train) draw_row_streams_(m, m->Tb, B, seed, first);
     encode_(m, images, B);

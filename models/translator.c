@@ -98,34 +98,6 @@ static int fwd_pos_(const Translator *m, int b, int i) {
 }
 static int rev_pos_(const Translator *m, int i) { return fixed_context_(&m->cfg) ? 0 : i; }
 
-// The target rows packed by step (descending lengths): steps, active rows, offsets, input
-// and target tokens (as models/sat.c packs captions). Returns T.
-static int pack_targets_(DecoderActs *a, const int *words, const int *lens, int B, int ML) {
-    int T = 0;
-    for (int b = 0; b < B; b++) {
-        CHECK(lens[b] >= 0 && lens[b] <= ML, "target length %d", lens[b]);
-        CHECK(b == 0 || lens[b] <= lens[b - 1], "targets not in descending order of length");
-        a->steps[b] = lens[b] + 1;
-        if (a->steps[b] > T) T = a->steps[b];
-    }
-    a->off[0] = 0;
-    for (int t = 0; t < T; t++) {
-        int n = 0;
-        for (int b = 0; b < B; b++)
-            if (a->steps[b] > t) n = b + 1;
-        a->active[t] = n;
-        a->off[t + 1] = a->off[t] + n;
-    }
-    for (int t = 0; t < T; t++)
-        for (int b = 0; b < a->active[t]; b++) {
-            const int n = lens[b];
-            const size_t r = decoder_srow(a, t) + b;
-            a->in_tok[r] = t == 0 ? VOCAB_START : words[b * ML + t - 1];
-            a->target[r] = t < n ? words[b * ML + t] : VOCAB_END;
-        }
-    return T;
-}
-
 double translator_forward(Translator *m, const int *src, const int *src_len, const int *words,
                           const int *lens, int B) {
     const TranslatorConfig *c = &m->cfg;
@@ -138,7 +110,7 @@ double translator_forward(Translator *m, const int *src, const int *src_len, con
         for (int t = 0; t < S; t++) m->src_t[(size_t)t * B + b] = src[(size_t)b * S + t];
     }
     m->Bb = B;
-    m->Tb = pack_targets_(a, words, lens, B, c->max_len);
+    m->Tb = decoder_pack_rows(a, words, lens, B, c->max_len);
     // The encoder: both directions over each row's length, states as annotations (B, S, D).
     embedding_forward(m->x, m->src_t, m->p.src_embed, S * B, E);
     lstm_seq_forward(m->hs_f, m->cache_f, m->x, m->p.fwd_W, m->p.fwd_b, m->src_len, NULL, NULL,
