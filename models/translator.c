@@ -8,7 +8,6 @@
 #include "core/check.h"
 #include "seq/embedding.h"
 #include "seq/lstm_seq.h"
-#include "seq/vocab.h"
 
 void translator_config_finish(TranslatorConfig *c) {
     CHECK(c->Vs >= 1 && c->Es >= 1 && c->He >= 1 && c->S >= 1 && c->max_len >= 1,
