@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/strbuf.h"
 
 int text_utf8_seq_len(const unsigned char *s) {
     const unsigned c = s[0];
@@ -30,33 +31,17 @@ int text_is_utf8(const char *s) {
     return 1;
 }
 
-// A growing byte buffer.
-typedef struct {
-    char *s;
-    size_t n, cap;
-} Buf;
-
-static void buf_put(Buf *b, const void *bytes, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        b->cap = 2 * (b->n + n + 1) + 16;
-        b->s = xrealloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->n, bytes, n);
-    b->n += n;
-    b->s[b->n] = 0;
-}
-
-static void buf_hex_byte(Buf *b, unsigned c) {
+static void buf_hex_byte(StrBuf *b, unsigned c) {
     static const char digits[] = "0123456789abcdef";
     const char e[4] = {'\\', 'x', digits[c >> 4], digits[c & 15]};
-    buf_put(b, e, 4);
+    strbuf_put(b, e, 4);
 }
 
 // The escape notation over s. field: the field form (also tab, newline, CR and the other
 // control characters escaped); else the escaped name form (backslash and invalid bytes).
 static char *escape(const char *s, int field) {
-    Buf b = {0};
-    buf_put(&b, "", 0);
+    StrBuf b = {0};
+    strbuf_put(&b, "", 0);
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
         const int n = text_utf8_seq_len(p);
         const unsigned c = *p;
@@ -64,16 +49,16 @@ static char *escape(const char *s, int field) {
             buf_hex_byte(&b, c);
             p++;
         } else if (c == '\\') {
-            buf_put(&b, "\\\\", 2);
+            strbuf_put(&b, "\\\\", 2);
             p++;
         } else if (field && (c < 0x20 || c == 0x7F)) {
-            if (c == '\t') buf_put(&b, "\\t", 2);
-            else if (c == '\n') buf_put(&b, "\\n", 2);
-            else if (c == '\r') buf_put(&b, "\\r", 2);
+            if (c == '\t') strbuf_put(&b, "\\t", 2);
+            else if (c == '\n') strbuf_put(&b, "\\n", 2);
+            else if (c == '\r') strbuf_put(&b, "\\r", 2);
             else buf_hex_byte(&b, c);
             p++;
         } else {
-            buf_put(&b, p, (size_t)n);
+            strbuf_put(&b, p, (size_t)n);
             p += n;
         }
     }
@@ -177,11 +162,11 @@ static int hex_value(char c) {
 }
 
 int text_unescape(const char *s, char **out, size_t *len) {
-    Buf b = {0};
-    buf_put(&b, "", 0);
+    StrBuf b = {0};
+    strbuf_put(&b, "", 0);
     for (const char *p = s; *p; p++) {
         if (*p != '\\') {
-            buf_put(&b, p, 1);
+            strbuf_put(&b, p, 1);
             continue;
         }
         char c;
@@ -199,7 +184,7 @@ int text_unescape(const char *s, char **out, size_t *len) {
         }
         default: goto bad;
         }
-        buf_put(&b, &c, 1);
+        strbuf_put(&b, &c, 1);
         p++;
     }
     *out = b.s;

@@ -9,26 +9,12 @@
 
 #include "core/check.h"
 #include "core/fileio.h"
+#include "core/strbuf.h"
 #include "core/text_escape.h"
 
 // --- markup ------------------------------------------------------------------------------
 
 #define SOFT '\x01'  // a space that markup made: dropped beside punctuation
-
-typedef struct {
-    char *s;
-    size_t n, cap;
-} Buf;
-
-static void buf_put(Buf *b, const char *p, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->s = xrealloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->n, p, n);
-    b->n += n;
-    b->s[b->n] = 0;
-}
 
 static int name_is(const char *name, const char *const *list) {
     for (; *list; list++)
@@ -83,7 +69,7 @@ static const char *const SPACED[] = {"l",       "lg",   "lb",   "div",  "p", "mi
 
 // First pass: tags out, notes and headings out with their content, entities decoded, every
 // space-like byte a ' ', markup's spaces SOFT.
-static void strip_tags(Buf *b, const char *s, size_t len) {
+static void strip_tags(StrBuf *b, const char *s, size_t len) {
     static const struct { const char *name, *text; } ENTITIES[] = {
         {"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}};
     char name[32];
@@ -109,7 +95,7 @@ static void strip_tags(Buf *b, const char *s, size_t len) {
                     if (strcmp(inner, name) == 0 && !em) depth += cl ? -1 : 1;
                 }
             }
-            if (skip || name_is(name, SPACED)) buf_put(b, (char[]){SOFT}, 1);
+            if (skip || name_is(name, SPACED)) strbuf_put(b, (char[]){SOFT}, 1);
             i = end;
             continue;
         }
@@ -118,7 +104,7 @@ static void strip_tags(Buf *b, const char *s, size_t len) {
             for (; k < sizeof ENTITIES / sizeof *ENTITIES; k++) {
                 size_t n = strlen(ENTITIES[k].name);
                 if (len - i >= n && memcmp(s + i, ENTITIES[k].name, n) == 0) {
-                    buf_put(b, ENTITIES[k].text, 1);
+                    strbuf_put(b, ENTITIES[k].text, 1);
                     i += n;
                     break;
                 }
@@ -126,7 +112,7 @@ static void strip_tags(Buf *b, const char *s, size_t len) {
             if (k < sizeof ENTITIES / sizeof *ENTITIES) continue;
         }
         if ((unsigned char)c < 0x20 || c == 0x7F) c = ' ';
-        buf_put(b, &c, 1);
+        strbuf_put(b, &c, 1);
         i++;
     }
 }
@@ -151,13 +137,13 @@ char *bible_strip_osis(const char *s, size_t len) {
                                         "\xe2\x80\xa6", NULL};
     static const char *const OPEN[] = {"(", "[", "\xc2\xbf", "\xc2\xa1", "\xe2\x80\x9c",
                                        "\xe2\x80\x98", "\xc2\xab", NULL};
-    Buf t = {0}, out = {0};
-    buf_put(&t, "", 0);
-    buf_put(&out, "", 0);
+    StrBuf t = {0}, out = {0};
+    strbuf_put(&t, "", 0);
+    strbuf_put(&out, "", 0);
     strip_tags(&t, s, len);
     for (size_t i = 0; i < t.n;) {
         if (t.s[i] != ' ' && t.s[i] != SOFT) {
-            buf_put(&out, t.s + i, 1);
+            strbuf_put(&out, t.s + i, 1);
             i++;
             continue;
         }
@@ -165,7 +151,7 @@ char *bible_strip_osis(const char *s, size_t len) {
         while (i < t.n && (t.s[i] == ' ' || t.s[i] == SOFT)) hard |= t.s[i++] == ' ';
         if (out.n == 0 || i == t.n) continue;  // trimmed
         if (!hard && (starts(t.s + i, CLOSE) || ends(out.s, out.n, OPEN))) continue;
-        buf_put(&out, " ", 1);
+        strbuf_put(&out, " ", 1);
     }
     free(t.s);
     return out.s;
@@ -220,7 +206,7 @@ int bible_parse_imp(BibleVerses *v, const char *data, size_t len, const char *na
     }
     int cap = 0, in_verse = 0;
     line = 0;
-    Buf text = {0};
+    StrBuf text = {0};
     for (size_t at = 0;;) {  // a last pass with at >= len ends the last verse
         const char *s = data + (at < len ? at : len);
         const char *nl = at < len ? memchr(s, '\n', len - at) : NULL;
@@ -262,8 +248,8 @@ int bible_parse_imp(BibleVerses *v, const char *data, size_t len, const char *na
                              name, line);
         }
         if (in_verse == 1) {
-            if (text.n) buf_put(&text, "\n", 1);
-            buf_put(&text, s, l);
+            if (text.n) strbuf_put(&text, "\n", 1);
+            strbuf_put(&text, s, l);
         }
     }
     free(text.s);

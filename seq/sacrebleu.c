@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/rng.h"
+#include "core/strbuf.h"
 
 // --- text helpers ------------------------------------------------------------------------
 
@@ -24,37 +25,20 @@ static int space_len(const unsigned char *p) {
     return 0;
 }
 
-// A growable byte string.
-typedef struct {
-    char *s;
-    size_t n, cap;
-} Buf;
-
-static void buf_put(Buf *b, const char *p, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->s = xrealloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->n, p, n);
-    b->n += n;
-    b->s[b->n] = 0;
-}
-static void buf_ch(Buf *b, char c) { buf_put(b, &c, 1); }
-
 // s with every non-overlapping `from` (left to right, as str.replace) replaced; frees s.
 static char *replace_all(char *s, const char *from, const char *to) {
     if (!strstr(s, from)) return s;
-    Buf b = {0};
+    StrBuf b = {0};
     size_t fl = strlen(from), tl = strlen(to);
-    buf_put(&b, "", 0);
+    strbuf_put(&b, "", 0);
     for (const char *p = s;;) {
         const char *q = strstr(p, from);
         if (!q) {
-            buf_put(&b, p, strlen(p));
+            strbuf_put(&b, p, strlen(p));
             break;
         }
-        buf_put(&b, p, (size_t)(q - p));
-        buf_put(&b, to, tl);
+        strbuf_put(&b, p, (size_t)(q - p));
+        strbuf_put(&b, to, tl);
         p = q + fl;
     }
     free(s);
@@ -73,19 +57,19 @@ static int is_13a_punct(char c) {
 // left to right without overlap; frees s.
 static char *sub_pair(char *s, int (*a)(char), int (*b)(char), const char *pre,
                       const char *mid, const char *post) {
-    Buf o = {0};
-    buf_put(&o, "", 0);
+    StrBuf o = {0};
+    strbuf_put(&o, "", 0);
     size_t n = strlen(s);
     for (size_t i = 0; i < n;) {
         if (i + 1 < n && a(s[i]) && b(s[i + 1])) {
-            buf_put(&o, pre, strlen(pre));
-            buf_ch(&o, s[i]);
-            buf_put(&o, mid, strlen(mid));
-            buf_ch(&o, s[i + 1]);
-            buf_put(&o, post, strlen(post));
+            strbuf_put(&o, pre, strlen(pre));
+            strbuf_ch(&o, s[i]);
+            strbuf_put(&o, mid, strlen(mid));
+            strbuf_ch(&o, s[i + 1]);
+            strbuf_put(&o, post, strlen(post));
             i += 2;
         } else {
-            buf_ch(&o, s[i++]);
+            strbuf_ch(&o, s[i++]);
         }
     }
     free(s);
@@ -98,8 +82,8 @@ static int digit(char c) { return is_digit(c); }
 
 // ' '.join(s.split()); frees s.
 static char *squeeze(char *s) {
-    Buf o = {0};
-    buf_put(&o, "", 0);
+    StrBuf o = {0};
+    strbuf_put(&o, "", 0);
     const unsigned char *p = (const unsigned char *)s;
     int pending = 0;
     while (*p) {
@@ -109,9 +93,9 @@ static char *squeeze(char *s) {
             pending = o.n > 0;
             continue;
         }
-        if (pending) buf_ch(&o, ' ');
+        if (pending) strbuf_ch(&o, ' ');
         pending = 0;
-        buf_ch(&o, (char)*p++);
+        strbuf_ch(&o, (char)*p++);
     }
     free(s);
     return o.s;
@@ -148,18 +132,18 @@ char *tokenize_13a(const char *line) {
         s = replace_all(s, "&lt;", "<");
         s = replace_all(s, "&gt;", ">");
     }
-    Buf o = {0};
-    buf_put(&o, " ", 1);
+    StrBuf o = {0};
+    strbuf_put(&o, " ", 1);
     for (const char *p = s; *p; p++) {
         if (is_13a_punct(*p)) {
-            buf_ch(&o, ' ');
-            buf_ch(&o, *p);
-            buf_ch(&o, ' ');
+            strbuf_ch(&o, ' ');
+            strbuf_ch(&o, *p);
+            strbuf_ch(&o, ' ');
         } else {
-            buf_ch(&o, *p);
+            strbuf_ch(&o, *p);
         }
     }
-    buf_ch(&o, ' ');
+    strbuf_ch(&o, ' ');
     free(s);
     s = o.s;
     s = sub_pair(s, not_digit, dot_comma, "", " ", " ");
