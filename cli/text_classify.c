@@ -372,6 +372,7 @@ static int train_loop(TrainRun *r, Error *err) {
     int rc = 0;
     train_budget_begin(&r->budget);
     train_meter_start(&r->meter, &r->budget, r->st.step, true);
+    progress_name(&r->meter.progress, "steps", "sentences");  // the meter counts sentences
     while (train_budget_allows(&r->budget, r->st.step)) {
         double ts = timer_now(), loss;
         int correct = 0;
