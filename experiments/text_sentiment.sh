@@ -52,7 +52,8 @@ query-none last last-masked last-bi-masked mean mean-masked bow-demo bow"
 POOL_ROWS=${POOL_ROWS:-$ALL_POOL_ROWS}
 FOLD_ROWS=${FOLD_ROWS:-last keras bow}
 ALL_TARGET_ROWS="keras-bi-masked final-dot-bi-masked mean-bi-masked keras-bi-masked-e64
-keras-bi-masked-e64-20ep keras-bi-masked-e128-lr2e-3 bow-l2-0 bow-T128"
+keras-bi-masked-e64-20ep keras-bi-masked-e128-lr2e-3 bow-l2-0 bow-T128 bow-T128-lr3e-3-50ep
+bow-T128-bigrams"
 TARGET_ROWS=${TARGET_ROWS:-$ALL_TARGET_ROWS}
 AFINN_PKG=${AFINN_PKG:-}
 DATA_ROOT=${DATA_ROOT:-data}
@@ -93,6 +94,8 @@ flags_of() {
     bow-demo) echo "--pool bow" ;;
     bow-l2-0) echo "--pool bow --lr 1e-2 --epochs 30 --embed-l2 0" ;;
     bow-T128) echo "--pool bow --lr 1e-2 --epochs 30 --embed-l2 1e-4 --T 128" ;;
+    bow-T128-lr3e-3-50ep) echo "--pool bow --lr 3e-3 --epochs 50 --embed-l2 0 --T 128" ;;
+    bow-T128-bigrams) echo "--pool bow --lr 1e-2 --epochs 30 --embed-l2 1e-4 --T 128 --bigrams 65536" ;;
     keras-bi-masked-e64) echo "--pool keras --bidirectional --masked --embed 64" ;;
     keras-bi-masked-e64-20ep) echo "--pool keras --bidirectional --masked --embed 64 --epochs 20" ;;
     keras-bi-masked-e128-lr2e-3) echo "--pool keras --bidirectional --masked --embed 128 --lr 2e-3" ;;

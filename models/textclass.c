@@ -36,7 +36,7 @@ TextConfig text_config_default(int vocab) {
 }
 
 int text_state_size(const TextConfig *c) {
-    if (c->pool == TEXT_POOL_BOW) return c->vocab;
+    if (c->pool == TEXT_POOL_BOW) return c->vocab + c->bigrams;
     return c->hidden * (c->bidirectional ? 2 : 1);
 }
 int text_outputs(const TextConfig *c) { return c->classes == 2 ? 1 : c->classes; }
@@ -58,6 +58,9 @@ int text_config_check(const TextConfig *c, Error *err) {
         return error_set(err, "text model: vocab %d, T %d, embed %d, hidden %d (each >= 1, T <= 4096)",
                          c->vocab, c->T, c->embed, c->hidden);
     if (c->classes < 2) return error_set(err, "text model: %d classes (need 2 or more)", c->classes);
+    if (c->bigrams < 0 || c->bigrams > (1 << 24) || (c->bigrams > 0 && c->pool != TEXT_POOL_BOW))
+        return error_set(err, "text model: %d bigram buckets (0..16777216, and only with the bow pooling)",
+                         c->bigrams);
     if ((int)c->pool < 0 || (int)c->pool > TEXT_POOL_BOW)
         return error_set(err, "text model: unknown pooling %d", (int)c->pool);
     if (!(c->dropout >= 0 && c->dropout < 1) || !(c->rec_dropout >= 0 && c->rec_dropout < 1))
@@ -311,8 +314,8 @@ double text_forward(TextActs *a, const TextParams *p, const TextConfig *c, const
         for (int t = 0; t < T; t++) a->mask[(size_t)b * T + t] = t < lengths[b];
     }
     if (c->pool == TEXT_POOL_BOW) {
-        bow_features(a->pooled, ids, B, T, c->vocab);
-        bow_word_weights(a->alpha, ids, p->out_W, B, T, O, c->vocab);
+        bow_features(a->pooled, ids, B, T, c->vocab, c->bigrams);
+        bow_word_weights(a->alpha, ids, p->out_W, B, T, O, c->vocab, D);
         a->dropout_on = 0;
     } else {
         lstm_pool_forward(a, p, c, ids, B, rng);

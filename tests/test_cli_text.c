@@ -319,6 +319,18 @@ static void test_bow(void) {
     rc = run_text("classify show --model %s/bow/model.safetensors --split all --count 4 --out %s/bow/show",
                   tmpdir, tmpdir);
     EXPECT(rc == 0 && scratch_exists(&sc, "bow/show/attention.png"), "show of a bag of words: %d", rc);
+    // Hashed bigrams: trained, kept in the checkpoint, refused with another count or pooling.
+    rc = run_text("classify train " TINY " --pool bow --bigrams 64 --data %s/s.tsv --steps 10 --out %s/bi --json",
+                  tmpdir, tmpdir);
+    err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "(64 bigram buckets)"), "bigrams: %d, %s", rc, err ? err : "");
+    free(err);
+    rc = run_text("classify eval --model %s/bi/model.safetensors --json", tmpdir);
+    EXPECT(rc == 0, "eval of a bigram model exited %d", rc);
+    rc = run_text("classify train --steps 12 --resume --bigrams 32 --out %s/bi", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--bigrams 32 (checkpoint: 64)");
+    rc = run_text("classify train " TINY " --bigrams 64 --data %s/s.tsv --steps 1 --out %s/bi-lstm", tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "only with the bow pooling");
 }
 
 int main(void) {

@@ -12,7 +12,8 @@
 // - The bag-of-words baseline (--pool bow, models/bow.h): its gradient check (two classes and
 //   three, the L2 penalty on its weights), its layout (the dense layer alone), and that it is
 //   a logistic regression on word presence: logit = b + the sum of W over the distinct
-//   words, the padding and repeats adding nothing; alpha shares |W| among the words.
+//   words, the padding and repeats adding nothing; alpha shares |W| among the words; with
+//   bigram buckets, one more weight per distinct pair of adjacent words (not the padding).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "core/block.h"
 #include "core/check.h"
 #include "core/rng.h"
+#include "models/bow.h"
 #include "models/textclass.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test.h"
@@ -223,6 +225,10 @@ static void test_gradcheck_bow(void) {
         snprintf(name, sizeof name, "bow, %d classes", classes);
         EXPECT(check(small(TEXT_POOL_BOW, ATTN_NONE, 0, 0, classes), 0, name, 300 + (uint64_t)classes) == 0,
                "%s", name);
+        TextConfig c = small(TEXT_POOL_BOW, ATTN_NONE, 0, 0, classes);
+        c.bigrams = 4;
+        snprintf(name, sizeof name, "bow with 4 bigram buckets, %d classes", classes);
+        EXPECT(check(c, 0, name, 310 + (uint64_t)classes) == 0, "%s", name);
     }
 }
 
@@ -268,6 +274,25 @@ static void test_bow_is_logistic_regression(void) {
     }
     EXPECT_NEAR(loss, ce / NB + 1e-2 * l2, 1e-5, 1e-5);
     fix_free(&f);
+    // Bigrams: (3, 5) and (5, 3) in row 0, (6, 6) once in row 2, none across the padding.
+    c.bidirectional = 0, c.bigrams = 11;
+    EXPECT(text_state_size(&c) == 7 + 11, "D = vocab + bigrams");
+    fix_init(&f, c, 0, 12);
+    memcpy(f.ids, ids, sizeof ids);
+    memcpy(f.lengths, lengths, sizeof lengths);
+    text_forward(&f.a, &f.p, &f.c, f.ids, f.lengths, NULL, NB, NULL, NULL);
+    const float *Wb = f.p.out_W;
+    float b1 = f.p.out_b[0];
+    int k35 = bow_bigram_bucket(3, 5, 11), k53 = bow_bigram_bucket(5, 3, 11), k66 = bow_bigram_bucket(6, 6, 11);
+    EXPECT(k35 >= 0 && k35 < 11 && k53 >= 0 && k53 < 11 && k66 >= 0 && k66 < 11, "buckets in range");
+    double want0 = b1 + Wb[3] + Wb[5] + Wb[7 + k35] + (k53 != k35 ? Wb[7 + k53] : 0.0);
+    EXPECT_NEAR(f.a.logits[0], want0, 1e-6, 1e-6);
+    EXPECT_NEAR(f.a.logits[1], b1, 1e-6, 1e-6);
+    EXPECT_NEAR(f.a.logits[2], b1 + Wb[6] + Wb[7 + k66], 1e-6, 1e-6);
+    fix_free(&f);
+    Error err = {{0}};
+    c.pool = TEXT_POOL_MEAN;
+    EXPECT(text_config_check(&c, &err) == -1 && strstr(err.msg, "bigram"), "bigrams without bow: %s", err.msg);
     TextPool p;
     EXPECT(text_pool_parse("bow", &p) == 0 && p == TEXT_POOL_BOW && strcmp(text_pool_name(p), "bow") == 0);
 }
