@@ -5,8 +5,8 @@
 // over the seeds, and the verdict on attention against the last state), a pooling row,
 // a 10-fold row on the file it names with every fold run, the AFINN row through
 // experiments/text_afinn.js and a stand-in `sentiment` package (when node is there), a
-// second run that trains nothing again and keeps every table, and an unknown part
-// refused. Run from the repository root (as tests/run.sh is).
+// second run that trains nothing again and keeps every table, the target's verdict on its
+// best row, and an unknown part refused. Run from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +122,14 @@ static void test_pools_and_folds(void) {
     free(called);
     page = stand_in_read(dir, "results.md");
     EXPECT(page && count(page, "\n## ") == 3, "the page should hold three tables:\n%s", page ? page : "");
+    free(page);
+    // The target: every try on the merged sentences, and the best of them against 85 %.
+    st = stand_in_run(dir, NULL, "FOLDS=2 TARGET_ROWS='bow keras'", "text_sentiment.sh target");
+    EXPECT(st == 0, "target: exit status %d", st);
+    page = stand_in_read(dir, "results.md");
+    EXPECT(page && strstr(page, "| all | keras | `--pool keras` | 2 | 76.05 % |") &&
+               strstr(page, "Best: keras (`--pool keras`) at 76.05 % mean 2-fold accuracy: the 85 % target is not reached."),
+           "the target's rows and verdict:\n%s", page ? page : "");
     free(page);
     st = stand_in_run(dir, NULL, "", "text_sentiment.sh nonsense");
     EXPECT(st == 2, "an unknown part: exit status %d", st);
