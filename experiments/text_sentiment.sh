@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2046,SC2086  # flags_of and data_flags print flags to split into words
 # text_sentiment.sh [demo pools folds target] ...
 #
 # Issue 57's experiments with the sentence classifier (`text classify`, models/textclass.h)
@@ -53,7 +54,7 @@ POOL_ROWS=${POOL_ROWS:-$ALL_POOL_ROWS}
 FOLD_ROWS=${FOLD_ROWS:-last keras bow}
 ALL_TARGET_ROWS="keras bow keras-bi-masked final-dot-bi-masked mean-bi-masked keras-bi-masked-e64
 keras-bi-masked-e64-20ep keras-bi-masked-e128-lr2e-3 bow-l2-0 bow-T128 bow-T128-lr3e-3-50ep
-bow-T128-bigrams"
+bow-T128-bigrams final-dot-bi-masked-e64 final-dot-bi-masked-e64-d5"
 TARGET_ROWS=${TARGET_ROWS:-$ALL_TARGET_ROWS}
 AFINN_PKG=${AFINN_PKG:-}
 DATA_ROOT=${DATA_ROOT:-data}
@@ -77,6 +78,8 @@ flags_of() {
     final-dot-masked) echo "--pool final-dot --masked" ;;
     final-dot-bi) echo "--pool final-dot --bidirectional" ;;
     final-dot-bi-masked) echo "--pool final-dot --bidirectional --masked" ;;
+    final-dot-bi-masked-e64) echo "--pool final-dot --bidirectional --masked --embed 64" ;;
+    final-dot-bi-masked-e64-d5) echo "--pool final-dot --bidirectional --masked --embed 64 --dropout 0.5 --rec-dropout 0.3" ;;
     query-additive) echo "--pool query --attention additive" ;;
     query-additive-masked) echo "--pool query --attention additive --masked" ;;
     query-dot) echo "--pool query --attention dot" ;;
