@@ -41,6 +41,7 @@ int text_checkpoint_save(const char *path, const TextState *s, const Block *para
     META("text.dropout", "%.9g", (double)c->dropout);
     META("text.rec_dropout", "%.9g", (double)c->rec_dropout);
     META("text.embed_l2", "%.9g", (double)c->embed_l2);
+    META("text.bigrams", "%d", c->bigrams);
     META("text.padding", "%s", side_name(s->padding));
     META("text.truncating", "%s", side_name(s->truncating));
     META("split.valid_share", "%.17g", s->split.valid_share);
@@ -172,6 +173,10 @@ int text_checkpoint_read_state(const SafetensorsFile *f, const char *path, TextS
         safetensors_meta_long(f, path, "train.step", "a text classifier checkpoint", 0, LONG_MAX,
                               &step, err) ||
         meta_text(f, path, "train.data", &data, err))
+        return -1;
+    // text.bigrams came with the bag of words: a checkpoint without it has none.
+    if (safetensors_meta(f, "text.bigrams") &&
+        meta_int(f, path, "text.bigrams", 0, 1 << 24, &c->bigrams, err))
         return -1;
     const char *fs = safetensors_meta(f, "split.fold_seed");
     s->split.fold_seed = fs ? strtoull(fs, NULL, 10) : 0;

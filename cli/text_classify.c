@@ -30,7 +30,7 @@ static int fail(const Error *err) {
     return 1;
 }
 
-static const char *const POOLS[] = {"keras", "final-dot", "query", "last", "mean", NULL};
+static const char *const POOLS[] = {"keras", "final-dot", "query", "last", "mean", "bow", NULL};
 static const char *const KERNELS[] = {"additive", "dot", "scaled-dot", "multiplicative",
                                       "multi-head", "none", NULL};
 static const char *const SIDES[] = {"pre", "post", NULL};
@@ -38,7 +38,7 @@ static const char *const SIDES[] = {"pre", "post", NULL};
 typedef struct {
     const char *data, *root, *out;
     int T, embed, hidden, pool, kernel, attn_size, heads, padding, truncating, threads;
-    int folds, fold;
+    int folds, fold, bigrams;
     long fold_seed;
     float dropout, rec_dropout, embed_l2;
     double valid_share;
@@ -47,7 +47,8 @@ typedef struct {
     bool bidirectional, masked, resume, force, json;
     struct {
         bool data, T, embed, hidden, pool, kernel, attn_size, heads, padding, truncating, folds,
-            fold, fold_seed, dropout, rec_dropout, embed_l2, valid_share, bidirectional, masked;
+            fold, fold_seed, dropout, rec_dropout, embed_l2, valid_share, bidirectional, masked,
+            bigrams;
     } given;
 } TrainFlags;
 
@@ -69,14 +70,15 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"embed", ARG_INT, &f->embed, "embedding size", .has_min = true, .min = 1, .has_max = true, .max = 65536, .given = &f->given.embed},
         {"hidden", ARG_INT, &f->hidden, "LSTM units per direction", .has_min = true, .min = 1, .has_max = true, .max = 65536, .given = &f->given.hidden},
         {"bidirectional", ARG_FLAG, &f->bidirectional, "a second LSTM from the last word back; states concatenated", .given = &f->given.bidirectional},
-        {"pool", ARG_CHOICE, &f->pool, "keras: the demo's attention (a bias per step); final-dot: the final states as a dot-product query; query: --attention with a learned query; last: the final state (the demo's baseline); mean", .choices = POOLS, .given = &f->given.pool},
+        {"pool", ARG_CHOICE, &f->pool, "keras: the demo's attention (a bias per step); final-dot: the final states as a dot-product query; query: --attention with a learned query; last: the final state (the demo's baseline); mean; bow: no LSTM, a logistic regression on the bag of words (--embed-l2 its L2 penalty)", .choices = POOLS, .given = &f->given.pool},
         {"attention", ARG_CHOICE, &f->kernel, "--pool query: the seq/attention kernel", .choices = KERNELS, .given = &f->given.kernel},
         {"attn-size", ARG_INT, &f->attn_size, "--pool query: additive or multi-head size (0: the state size)", .has_min = true, .min = 0, .has_max = true, .max = 65536, .given = &f->given.attn_size},
         {"heads", ARG_INT, &f->heads, "--pool query --attention multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.heads},
+        {"bigrams", ARG_INT, &f->bigrams, "--pool bow: hash buckets for pairs of adjacent words (0: words only)", .has_min = true, .min = 0, .has_max = true, .max = 1 << 24, .given = &f->given.bigrams},
         {"masked", ARG_FLAG, &f->masked, "mask the padding in the LSTM and the pooling (the demo does not)", .given = &f->given.masked},
         {"dropout", ARG_FLOAT, &f->dropout, "LSTM input dropout, one mask per sentence", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
         {"rec-dropout", ARG_FLOAT, &f->rec_dropout, "LSTM recurrent dropout, one mask per sentence", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.rec_dropout},
-        {"embed-l2", ARG_FLOAT, &f->embed_l2, "L2 penalty on the embedding (added to the loss)", .has_min = true, .min = 0, .given = &f->given.embed_l2},
+        {"embed-l2", ARG_FLOAT, &f->embed_l2, "L2 penalty on the embedding (bow: on the weights), added to the loss", .has_min = true, .min = 0, .given = &f->given.embed_l2},
         {"valid-share", ARG_DOUBLE, &f->valid_share, "the last share of the sentences (file order) that validates, as Keras's validation_split", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.valid_share},
         {"folds", ARG_INT, &f->folds, "stratified k-fold instead: K folds (0: off)", .has_min = true, .min = 0, .has_max = true, .max = 1000, .given = &f->given.folds},
         {"fold", ARG_INT, &f->fold, "--folds: the fold that validates (0..K-1)", .has_min = true, .min = 0, .given = &f->given.fold},
@@ -157,6 +159,7 @@ static int check_resume_flags(TrainRun *r, Error *err) {
     flag_diffs_int(&d, "attn-size", f->given.attn_size, f->attn_size, c->attn_size);
     flag_diffs_int(&d, "heads", f->given.heads, f->heads, c->heads);
     flag_diffs_switch(&d, "masked", f->given.masked, f->masked, c->masked);
+    flag_diffs_int(&d, "bigrams", f->given.bigrams, f->bigrams, c->bigrams);
     flag_diffs_float(&d, "dropout", f->given.dropout, f->dropout, c->dropout);
     flag_diffs_float(&d, "rec-dropout", f->given.rec_dropout, f->rec_dropout, c->rec_dropout);
     flag_diffs_float(&d, "embed-l2", f->given.embed_l2, f->embed_l2, c->embed_l2);
@@ -196,7 +199,7 @@ static int load_data(TrainRun *r, Error *err) {
         c->pool = (TextPool)f->pool, c->attn_kind = kernel_kind(f->kernel);
         c->attn_size = f->attn_size, c->heads = f->heads, c->masked = f->masked;
         c->classes = r->set.n_classes, c->dropout = f->dropout, c->rec_dropout = f->rec_dropout;
-        c->embed_l2 = f->embed_l2;
+        c->embed_l2 = f->embed_l2, c->bigrams = f->bigrams;
         if (text_config_check(c, err)) return -1;
         st->padding = f->padding == 0 ? KERAS_PRE : KERAS_POST;
         st->truncating = f->truncating == 0 ? KERAS_PRE : KERAS_POST;
@@ -312,6 +315,14 @@ static void print_header(const TrainRun *r) {
         snprintf(pool, sizeof pool, "query pooling (%s)", attn_kind_name(c->attn_kind));
     else
         snprintf(pool, sizeof pool, "%s pooling", text_pool_name(c->pool));
+    if (c->pool == TEXT_POOL_BOW) {
+        fprintf(stderr, "text classify train: %d training and %d validation sentences, %d words, "
+                "%d classes; bag-of-words logistic regression (%d bigram buckets), L2 %g; batch %d, "
+                "lr %g; step %ld%s\n",
+                r->train.n, r->valid.n, c->vocab - 1, c->classes, c->bigrams, c->embed_l2, r->st.optim.batch,
+                r->st.optim.lr, r->st.step, budget);
+        return;
+    }
     fprintf(stderr, "text classify train: %d training and %d validation sentences, %d words, "
             "%d classes; embed %d, %sLSTM %d, %s%s; batch %d, lr %g; step %ld%s\n",
             r->train.n, r->valid.n, c->vocab - 1, c->classes, c->embed,

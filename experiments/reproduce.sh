@@ -33,7 +33,11 @@
 #                                         COCO_JSON, COCO_IMAGES and VGG19)
 #   draw-cluttered  300 steps each        3,000 steps each        draw_cluttered.md: dram8,
 #                   (dram8, dram4, cnn)                           dram4, cnn
-#   (the captioner on 2 threads throughout)
+#   text-sentiment  demo 2 seeds each,    text_sentiment.sh's whole  text_sentiment.md
+#                   4 poolings 1 seed,    page: the demo 20 seeds,
+#                   folds 0-1 of Amazon   every pooling 3, 10 folds
+#                   (last, bow, AFINN)    of each file, the 85 % tries
+#   (the captioner on 2 threads throughout; the sentence classifier on 1)
 #
 # Runs go to RUNS (default runs/reproduce-MODE): a folder per run with its report.html,
 # the tables of this reproduction in RUNS/tables/ (the published ones in experiments/results
@@ -63,7 +67,7 @@ full)
 esac
 export RUNS BIN THREADS SAMPLES
 export ATTEND_BIN="$BIN" RESULTS_DIR="$RUNS/tables"
-for p in "$BIN/draw" "$BIN/caption"; do
+for p in "$BIN/draw" "$BIN/caption" "$BIN/text"; do
     [ -x "$p" ] || { echo "reproduce.sh: $p not found (make build first)" >&2; exit 1; }
 done
 mkdir -p "$RUNS/done" "$RUNS/logs" "$RUNS/tables" "$RUNS/status"
@@ -103,6 +107,13 @@ run_steps() {
     # LR 1e-3: the rate the published 3,000-step rows trained at (the script's default is now
     # 5e-4, the long run's).
     step draw-cluttered env STEPS="$CLUTTERED_STEPS" LR=1e-3 sh experiments/draw_cluttered.sh dram8 dram4 cnn
+    # The sentence classifier's tables, on one thread (the published rows' count).
+    if [ "$MODE" = quick ]; then
+        step text-sentiment env THREADS=1 SEEDS=2 POOL_SEEDS=1 POOL_ROWS="keras last mean bow" \
+            FOLD_DATA=amazon FOLD_LIST="0 1" FOLD_ROWS="last bow" sh experiments/text_sentiment.sh demo pools folds
+    else
+        step text-sentiment env THREADS=1 sh experiments/text_sentiment.sh
+    fi
     # Xu et al.'s recipe on real photographs needs data and weights these machines cannot
     # fetch (experiments/sat_flickr8k.sh, sat_coco.sh): full runs only, when given.
     if [ "$MODE" = full ] && [ -n "${FLICKR8K:-}" ] && [ -n "${VGG19:-}" ]; then

@@ -6,19 +6,20 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "models/bow.h"
 #include "seq/linear.h"
 #include "seq/loss.h"
 #include "seq/lstm_seq.h"
 #include "seq/pooling.h"
 
-static const char *const pool_names[] = {"keras", "final-dot", "query", "last", "mean"};
+static const char *const pool_names[] = {"keras", "final-dot", "query", "last", "mean", "bow"};
 
 const char *text_pool_name(TextPool p) {
-    return (int)p >= 0 && (int)p < 5 ? pool_names[p] : "?";
+    return (int)p >= 0 && (int)p < 6 ? pool_names[p] : "?";
 }
 
 int text_pool_parse(const char *name, TextPool *p) {
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (strcmp(name, pool_names[i]) == 0) {
             *p = (TextPool)i;
             return 0;
@@ -34,7 +35,10 @@ TextConfig text_config_default(int vocab) {
     return c;
 }
 
-int text_state_size(const TextConfig *c) { return c->hidden * (c->bidirectional ? 2 : 1); }
+int text_state_size(const TextConfig *c) {
+    if (c->pool == TEXT_POOL_BOW) return c->vocab + c->bigrams;
+    return c->hidden * (c->bidirectional ? 2 : 1);
+}
 int text_outputs(const TextConfig *c) { return c->classes == 2 ? 1 : c->classes; }
 
 static int uses_attn(const TextConfig *c) {
@@ -54,7 +58,10 @@ int text_config_check(const TextConfig *c, Error *err) {
         return error_set(err, "text model: vocab %d, T %d, embed %d, hidden %d (each >= 1, T <= 4096)",
                          c->vocab, c->T, c->embed, c->hidden);
     if (c->classes < 2) return error_set(err, "text model: %d classes (need 2 or more)", c->classes);
-    if ((int)c->pool < 0 || (int)c->pool > TEXT_POOL_MEAN)
+    if (c->bigrams < 0 || c->bigrams > (1 << 24) || (c->bigrams > 0 && c->pool != TEXT_POOL_BOW))
+        return error_set(err, "text model: %d bigram buckets (0..16777216, and only with the bow pooling)",
+                         c->bigrams);
+    if ((int)c->pool < 0 || (int)c->pool > TEXT_POOL_BOW)
         return error_set(err, "text model: unknown pooling %d", (int)c->pool);
     if (!(c->dropout >= 0 && c->dropout < 1) || !(c->rec_dropout >= 0 && c->rec_dropout < 1))
         return error_set(err, "text model: dropout %g, recurrent dropout %g (each in [0, 1))",
@@ -76,6 +83,11 @@ int text_config_check(const TextConfig *c, Error *err) {
 void text_layout(Block *b, TextParams *p, const TextConfig *c) {
     memset(p, 0, sizeof *p);
     int E = c->embed, H = c->hidden, D = text_state_size(c), O = text_outputs(c);
+    if (c->pool == TEXT_POOL_BOW) {  // the logistic regression: the dense layer alone
+        block_add(b, &p->out_W, "out.W", 2, O, D);
+        block_add(b, &p->out_b, "out.b", 1, O);
+        return;
+    }
     block_add(b, &p->emb, "emb", 2, c->vocab, E);
     block_add(b, &p->lstm_W, "lstm.W", 2, 4 * H, E + H);
     block_add(b, &p->lstm_b, "lstm.b", 1, 4 * H);
@@ -130,8 +142,13 @@ static void init_lstm(float *W, float *b, int E, int H, Rng *rng) {
 }
 
 void text_init(TextParams *p, const TextConfig *c, Rng *rng) {
-    CHECK(p->emb, "text_init before block_alloc");
+    CHECK(p->out_W, "text_init before block_alloc");
     int E = c->embed, H = c->hidden, D = text_state_size(c), O = text_outputs(c);
+    if (c->pool == TEXT_POOL_BOW) {
+        uniform(p->out_W, (size_t)O * D, sqrtf(6.0f / (float)(D + O)), rng);
+        memset(p->out_b, 0, (size_t)O * sizeof(float));
+        return;
+    }
     uniform(p->emb, (size_t)c->vocab * E, 0.05f, rng);
     init_lstm(p->lstm_W, p->lstm_b, E, H, rng);
     if (c->bidirectional) init_lstm(p->rev_W, p->rev_b, E, H, rng);
@@ -153,6 +170,19 @@ void text_acts_alloc(TextActs *a, const TextConfig *c, int B) {
     a->B = B;
     int T = c->T, E = c->embed, H = c->hidden, D = text_state_size(c), O = text_outputs(c);
     Block *k = &a->block;
+    if (c->pool == TEXT_POOL_BOW) {  // features, weights of the words, the dense layer
+        block_add(k, &a->pooled, "pooled", 2, B, D);
+        block_add(k, &a->alpha, "alpha", 2, B, T);
+        block_add(k, &a->logits, "logits", 2, B, O);
+        block_add(k, &a->probs, "probs", 2, B, O);
+        block_add(k, &a->losses, "losses", 1, B);
+        block_add(k, &a->targets, "targets", 1, B);
+        block_add(k, &a->dlogits, "dlogits", 2, B, O);
+        block_alloc(k);
+        a->lengths = xcalloc((size_t)B, sizeof *a->lengths);
+        a->mask = xcalloc((size_t)B * T, 1);
+        return;
+    }
     size_t cache = lstm_seq_cache_floats(T, B, E, H);
     block_add(k, &a->x, "x", 3, T, B, E);
     block_add(k, &a->hs, "hs", 3, T, B, H);
@@ -202,15 +232,10 @@ void text_acts_free(TextActs *a) {
 
 static float sigmoid1(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-double text_forward(TextActs *a, const TextParams *p, const TextConfig *c, const int *ids,
-                    const int *lengths, const int *labels, int B, Rng *rng, int *correct) {
-    CHECK(B >= 1 && B <= a->B, "batch %d of %d rows", B, a->B);
-    const int T = c->T, E = c->embed, H = c->hidden, D = text_state_size(c), O = text_outputs(c);
-    for (int b = 0; b < B; b++) {
-        CHECK(lengths[b] >= 0 && lengths[b] <= T, "length %d of %d", lengths[b], T);
-        a->lengths[b] = lengths[b];
-        for (int t = 0; t < T; t++) a->mask[(size_t)b * T + t] = t < lengths[b];
-    }
+// The LSTM and the pooling of text_forward: a->pooled (B, D) and a->alpha (B, T).
+static void lstm_pool_forward(TextActs *a, const TextParams *p, const TextConfig *c, const int *ids,
+                              int B, Rng *rng) {
+    const int T = c->T, E = c->embed, H = c->hidden, D = text_state_size(c);
     const int *L = c->masked ? a->lengths : NULL;
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++) {
@@ -263,6 +288,8 @@ double text_forward(TextActs *a, const TextParams *p, const TextConfig *c, const
             for (int t = 0; t < n; t++) a->alpha[(size_t)b * T + t] = 1.0f / (float)n;
         }
         break;
+    case TEXT_POOL_BOW:  // text_forward and text_backward take it before the LSTM
+        break;
     case TEXT_POOL_FINAL_DOT:
     case TEXT_POOL_QUERY: {
         AttnConfig ac = attn_config(c);
@@ -274,6 +301,24 @@ double text_forward(TextActs *a, const TextParams *p, const TextConfig *c, const
                      c->masked ? a->mask : NULL, NULL, &p->attn, &ac, 0, B, T);
         break;
     }
+    }
+}
+
+double text_forward(TextActs *a, const TextParams *p, const TextConfig *c, const int *ids,
+                    const int *lengths, const int *labels, int B, Rng *rng, int *correct) {
+    CHECK(B >= 1 && B <= a->B, "batch %d of %d rows", B, a->B);
+    const int T = c->T, E = c->embed, D = text_state_size(c), O = text_outputs(c);
+    for (int b = 0; b < B; b++) {
+        CHECK(lengths[b] >= 0 && lengths[b] <= T, "length %d of %d", lengths[b], T);
+        a->lengths[b] = lengths[b];
+        for (int t = 0; t < T; t++) a->mask[(size_t)b * T + t] = t < lengths[b];
+    }
+    if (c->pool == TEXT_POOL_BOW) {
+        bow_features(a->pooled, ids, B, T, c->vocab, c->bigrams);
+        bow_word_weights(a->alpha, ids, p->out_W, B, T, O, c->vocab, D);
+        a->dropout_on = 0;
+    } else {
+        lstm_pool_forward(a, p, c, ids, B, rng);
     }
     linear_forward(a->logits, a->pooled, p->out_W, p->out_b, B, D, O);
     double loss = 0.0;
@@ -294,10 +339,11 @@ double text_forward(TextActs *a, const TextParams *p, const TextConfig *c, const
             for (int k = 0; k < O; k++) q[k] /= s;
         }
     }
-    if (labels && c->embed_l2 > 0) {
+    if (labels && c->embed_l2 > 0) {  // bow: on the weights of the words
         double s = 0.0;
-        size_t n = (size_t)c->vocab * E;
-        for (size_t i = 0; i < n; i++) s += (double)p->emb[i] * p->emb[i];
+        const float *w = c->pool == TEXT_POOL_BOW ? p->out_W : p->emb;
+        size_t n = c->pool == TEXT_POOL_BOW ? (size_t)O * D : (size_t)c->vocab * E;
+        for (size_t i = 0; i < n; i++) s += (double)w[i] * w[i];
         loss += c->embed_l2 * s;
     }
     if (correct) {
@@ -315,6 +361,15 @@ void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextCo
     if (O == 1) bce_logits_backward(a->dlogits, NULL, a->logits, a->targets, (size_t)B);
     else crossentropy_backward(a->dlogits, NULL, a->probs, labels, B, O);
     for (int i = 0; i < B * O; i++) a->dlogits[i] /= (float)B;
+    if (c->pool == TEXT_POOL_BOW) {
+        linear_backward(NULL, g->out_W, g->out_b, a->dlogits, a->pooled, p->out_W, B, D, O);
+        if (c->embed_l2 > 0) {
+            size_t n = (size_t)O * D;
+            float s = 2.0f * c->embed_l2;
+            for (size_t i = 0; i < n; i++) g->out_W[i] += s * p->out_W[i];
+        }
+        return;
+    }
     memset(a->dpooled, 0, (size_t)B * D * sizeof(float));
     linear_backward(a->dpooled, g->out_W, g->out_b, a->dlogits, a->pooled, p->out_W, B, D, O);
     memset(a->dstates, 0, (size_t)B * T * D * sizeof(float));
@@ -328,6 +383,8 @@ void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextCo
         break;
     case TEXT_POOL_MEAN:
         pool_mean_backward(a->dstates, a->dpooled, L, B, T, D);
+        break;
+    case TEXT_POOL_BOW:  // text_forward and text_backward take it before the LSTM
         break;
     case TEXT_POOL_FINAL_DOT:
     case TEXT_POOL_QUERY: {

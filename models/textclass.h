@@ -22,6 +22,12 @@
 //   query       any seq/attention.h kernel (attn_kind) with a learned query q (D)
 //   last        the final states, as the query above (the demo's baseline)
 //   mean        the mean of the states
+//   bow         no embedding and no LSTM: the classical baseline, a logistic regression on
+//               the bag of words (models/bow.h: x (vocab) is 1 for each word the sentence
+//               holds, and with bigrams > 0 a hashed bucket for each pair of adjacent words),
+//               logit = out.W x + out.b, D = vocab + bigrams; embed_l2 is then the L2 penalty
+//               on out.W; embed, hidden, bidirectional, dropout and masked play no part,
+//               and alpha shades each word by its share of |out.W| (bow_word_weights)
 // masked = 1: sentence lengths mask the padding everywhere (the LSTM's padding steps leave
 // its state alone, the pooling ignores them); masked = 0 is the demo's: post-padded rows run
 // through the padding's embedding (E[0], learned like any row) and every step is pooled.
@@ -48,9 +54,10 @@ typedef enum {
     TEXT_POOL_QUERY = 2,
     TEXT_POOL_LAST = 3,
     TEXT_POOL_MEAN = 4,
+    TEXT_POOL_BOW = 5,
 } TextPool;
 
-// "keras", "final-dot", "query", "last", "mean"; parse returns 0 or -1.
+// "keras", "final-dot", "query", "last", "mean", "bow"; parse returns 0 or -1.
 const char *text_pool_name(TextPool p);
 int text_pool_parse(const char *name, TextPool *p);
 
@@ -69,13 +76,14 @@ typedef struct {
     float dropout;       // LSTM input dropout (0.3)
     float rec_dropout;   // LSTM recurrent dropout (0.2)
     float embed_l2;      // L2 penalty on E (1e-3)
+    int bigrams;         // pool bow only: hash buckets of adjacent word pairs (0: words only)
 } TextConfig;
 
 // The demo: vocab given, T 32, embed 32, hidden 100, forward, keras pooling, unmasked,
 // 2 classes, dropout 0.3 / 0.2, embed_l2 1e-3.
 TextConfig text_config_default(int vocab);
 int text_config_check(const TextConfig *c, Error *err);
-// D: the pooled state's size (hidden or 2 hidden); outputs: 1 (two classes) or classes.
+// D: the pooled state's size (hidden or 2 hidden; bow: vocab + bigrams); outputs: 1 (two classes) or classes.
 int text_state_size(const TextConfig *c);
 int text_outputs(const TextConfig *c);
 

@@ -6,7 +6,9 @@
 // sections, a missing eval.json as a note), and bad input refused with one line on stderr and a non-zero exit: empty
 // and malformed files, labels that are not integers, one class, non-UTF-8 bytes, a sentence
 // of 100,000 characters, a data spec naming nothing, a checkpoint of another program; a bad
-// line in predict's input keeps the predictions printed before it.
+// line in predict's input keeps the predictions printed before it. The bag-of-words
+// logistic regression (--pool bow) trains, resumes bit for bit, and evaluates, predicts and
+// shows its words like the LSTM models.
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,6 +294,52 @@ static void test_bad_input(void) {
     EXPECT(checkpoints_identical(src, dst, "train.step", why, sizeof why), "%s", why);
 }
 
+static void test_bow(void) {
+    int rc = run_text("classify train " TINY " --pool bow --lr 0.1 --data %s/s.tsv --steps 40 --out %s/bow --json",
+                      tmpdir, tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0, "bow train exited %d: %s", rc, err ? err : "");
+    EXPECT(err && strstr(err, "bag-of-words logistic regression") && !strstr(err, "LSTM"), "header: %s",
+           err ? err : "");
+    free(err);
+    rc = run_text("classify train " TINY " --pool bow --lr 0.1 --data %s/s.tsv --steps 20 --out %s/bow-part",
+                  tmpdir, tmpdir);
+    EXPECT(rc == 0, "first part exited %d", rc);
+    rc = run_text("classify train --steps 40 --resume --out %s/bow-part", tmpdir);
+    EXPECT(rc == 0, "resumed bow run exited %d", rc);
+    char a[1024], b[1024], why[256];
+    snprintf(a, sizeof a, "%s/bow/model.safetensors", tmpdir);
+    snprintf(b, sizeof b, "%s/bow-part/model.safetensors", tmpdir);
+    EXPECT(checkpoints_identical(a, b, "train.step", why, sizeof why), "bow resume differs: %s", why);
+    rc = run_text("classify eval --model %s/bow/model.safetensors --split all --json", tmpdir);
+    char *out = read_text("stdout.txt");
+    int correct = 0;
+    const char *at = out ? strstr(out, "\"correct\": ") : NULL;
+    EXPECT(rc == 0 && at && sscanf(at, "\"correct\": %d", &correct) == 1 && correct >= 22,
+           "a bag of words gets most of these sentences right: %s", out ? out : "");
+    free(out);
+    write_file("inbow.txt", "very good\nawful and bad\n");
+    rc = run_text("classify predict --model %s/bow/model.safetensors --input %s/inbow.txt", tmpdir, tmpdir);
+    out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strncmp(out, "1\t", 2) == 0 && strstr(out, "\n0\t"), "predict: %s", out ? out : "");
+    free(out);
+    rc = run_text("classify show --model %s/bow/model.safetensors --split all --count 4 --out %s/bow/show",
+                  tmpdir, tmpdir);
+    EXPECT(rc == 0 && scratch_exists(&sc, "bow/show/attention.png"), "show of a bag of words: %d", rc);
+    // Hashed bigrams: trained, kept in the checkpoint, refused with another count or pooling.
+    rc = run_text("classify train " TINY " --pool bow --bigrams 64 --data %s/s.tsv --steps 10 --out %s/bi --json",
+                  tmpdir, tmpdir);
+    err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "(64 bigram buckets)"), "bigrams: %d, %s", rc, err ? err : "");
+    free(err);
+    rc = run_text("classify eval --model %s/bi/model.safetensors --json", tmpdir);
+    EXPECT(rc == 0, "eval of a bigram model exited %d", rc);
+    rc = run_text("classify train --steps 12 --resume --bigrams 32 --out %s/bi", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--bigrams 32 (checkpoint: 64)");
+    rc = run_text("classify train " TINY " --bigrams 64 --data %s/s.tsv --steps 1 --out %s/bi-lstm", tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "only with the bow pooling");
+}
+
 int main(void) {
     if (scratch_open(&sc, "test_cli_text", "text")) return 1;
     tmpdir = sc.dir;
@@ -304,6 +352,7 @@ int main(void) {
     RUN(test_report);
     RUN(test_kfold);
     RUN(test_three_classes);
+    RUN(test_bow);
     RUN(test_bad_input);
     scratch_remove(sc.dir);
     return test_summary();

@@ -18,6 +18,11 @@
 // - Keras's initialisation: the recurrent block's columns orthonormal, the forget gate's
 //   bias 1; masked pooling ignores the padding (a padded sentence scores the same whatever
 //   ids fill its padding); alpha sums to 1; without labels the forward predicts only.
+// - The bag-of-words baseline (--pool bow, models/bow.h): its gradient check (two classes and
+//   three, the L2 penalty on its weights), its layout (the dense layer alone), and that it is
+//   a logistic regression on word presence: logit = b + the sum of W over the distinct
+//   words, the padding and repeats adding nothing; alpha shares |W| among the words; with
+//   bigram buckets, one more weight per distinct pair of adjacent words (not the padding).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +30,7 @@
 #include "core/block.h"
 #include "core/check.h"
 #include "core/rng.h"
+#include "models/bow.h"
 #include "models/textclass.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test.h"
@@ -461,8 +467,88 @@ static void test_config_check(void) {
     EXPECT(text_pool_parse("attention", &p) == -1);
 }
 
+static void test_gradcheck_bow(void) {
+    for (int classes = 2; classes <= 3; classes++) {
+        char name[64];
+        snprintf(name, sizeof name, "bow, %d classes", classes);
+        EXPECT(check(small(TEXT_POOL_BOW, ATTN_NONE, 0, 0, classes), 0, name, 300 + (uint64_t)classes) == 0,
+               "%s", name);
+        TextConfig c = small(TEXT_POOL_BOW, ATTN_NONE, 0, 0, classes);
+        c.bigrams = 4;
+        snprintf(name, sizeof name, "bow with 4 bigram buckets, %d classes", classes);
+        EXPECT(check(c, 0, name, 310 + (uint64_t)classes) == 0, "%s", name);
+    }
+}
+
+static void test_bow_is_logistic_regression(void) {
+    TextConfig c = small(TEXT_POOL_BOW, ATTN_NONE, 0, 1, 2);  // bidirectional plays no part
+    EXPECT(text_state_size(&c) == 7, "D = vocab, not %d", text_state_size(&c));
+    Fix f;
+    fix_init(&f, c, 1, 11);
+    EXPECT(f.params.count == 2 && block_find(&f.params, "out.W")->numel == 7 &&
+               block_find(&f.params, "out.b")->numel == 1,
+           "the layout is not the dense layer alone (%d tensors)", f.params.count);
+    // Row 0: words 3, 5, 3 then padding; row 1: only padding; row 2: word 6 five times.
+    const int ids[NB * NT] = {3, 5, 3, 0, 0, 0, 0, 0, 0, 0, 6, 6, 6, 6, 6};
+    memcpy(f.ids, ids, sizeof ids);
+    const int lengths[NB] = {3, 0, 5};
+    memcpy(f.lengths, lengths, sizeof lengths);
+    Rng rng;
+    rng_seed(&rng, 5);
+    text_forward(&f.a, &f.p, &f.c, f.ids, f.lengths, NULL, NB, &rng, NULL);  // no dropout to draw
+    const float *W = f.p.out_W, b0 = f.p.out_b[0];
+    EXPECT_NEAR(f.a.logits[0], b0 + W[3] + W[5], 1e-6, 1e-6);
+    EXPECT_NEAR(f.a.logits[1], b0, 1e-6, 1e-6);
+    EXPECT_NEAR(f.a.logits[2], b0 + W[6], 1e-6, 1e-6);
+    EXPECT_NEAR(f.a.probs[0], 1.0 / (1.0 + exp(-(double)f.a.logits[0])), 1e-6, 0);
+    // alpha: |W| shared among the places of each word, over the row's words.
+    double tot = fabs(W[3]) + fabs(W[5]);
+    EXPECT_NEAR(f.a.alpha[0], fabs(W[3]) / 2 / tot, 1e-6, 1e-5);
+    EXPECT_NEAR(f.a.alpha[1], fabs(W[5]) / tot, 1e-6, 1e-5);
+    EXPECT_NEAR(f.a.alpha[2], fabs(W[3]) / 2 / tot, 1e-6, 1e-5);
+    for (int t = 3; t < NT; t++) EXPECT(f.a.alpha[t] == 0.0f, "alpha on padding");
+    for (int t = 0; t < NT; t++) {
+        EXPECT(f.a.alpha[NT + t] == 0.0f, "alpha of an empty row");
+        EXPECT_NEAR(f.a.alpha[2 * NT + t], 0.2, 1e-6, 0);
+    }
+    // The L2 penalty is on out.W: the loss with labels is the cross-entropy plus l2 |W|^2.
+    double l2 = 0.0;
+    for (int i = 0; i < 7; i++) l2 += (double)W[i] * W[i];
+    double loss = text_forward(&f.a, &f.p, &f.c, f.ids, f.lengths, f.labels, NB, NULL, NULL);
+    double ce = 0.0;
+    for (int b = 0; b < NB; b++) {
+        double q = f.a.probs[b];
+        ce -= f.labels[b] ? log(q) : log(1.0 - q);
+    }
+    EXPECT_NEAR(loss, ce / NB + 1e-2 * l2, 1e-5, 1e-5);
+    fix_free(&f);
+    // Bigrams: (3, 5) and (5, 3) in row 0, (6, 6) once in row 2, none across the padding.
+    c.bidirectional = 0, c.bigrams = 11;
+    EXPECT(text_state_size(&c) == 7 + 11, "D = vocab + bigrams");
+    fix_init(&f, c, 0, 12);
+    memcpy(f.ids, ids, sizeof ids);
+    memcpy(f.lengths, lengths, sizeof lengths);
+    text_forward(&f.a, &f.p, &f.c, f.ids, f.lengths, NULL, NB, NULL, NULL);
+    const float *Wb = f.p.out_W;
+    float b1 = f.p.out_b[0];
+    int k35 = bow_bigram_bucket(3, 5, 11), k53 = bow_bigram_bucket(5, 3, 11), k66 = bow_bigram_bucket(6, 6, 11);
+    EXPECT(k35 >= 0 && k35 < 11 && k53 >= 0 && k53 < 11 && k66 >= 0 && k66 < 11, "buckets in range");
+    double want0 = b1 + Wb[3] + Wb[5] + Wb[7 + k35] + (k53 != k35 ? Wb[7 + k53] : 0.0);
+    EXPECT_NEAR(f.a.logits[0], want0, 1e-6, 1e-6);
+    EXPECT_NEAR(f.a.logits[1], b1, 1e-6, 1e-6);
+    EXPECT_NEAR(f.a.logits[2], b1 + Wb[6] + Wb[7 + k66], 1e-6, 1e-6);
+    fix_free(&f);
+    Error err = {{0}};
+    c.pool = TEXT_POOL_MEAN;
+    EXPECT(text_config_check(&c, &err) == -1 && strstr(err.msg, "bigram"), "bigrams without bow: %s", err.msg);
+    TextPool p;
+    EXPECT(text_pool_parse("bow", &p) == 0 && p == TEXT_POOL_BOW && strcmp(text_pool_name(p), "bow") == 0);
+}
+
 int main(void) {
     RUN(test_config_check);
+    RUN(test_bow_is_logistic_regression);
+    RUN(test_gradcheck_bow);
     RUN(test_keras_initialisation);
     RUN(test_masking_ignores_padding);
     RUN(test_gradcheck_poolings);

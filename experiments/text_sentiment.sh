@@ -1,0 +1,315 @@
+#!/bin/sh
+# shellcheck disable=SC2046,SC2086  # flags_of and data_flags print flags to split into words
+# text_sentiment.sh [demo pools folds target] ...
+#
+# Issue 57's experiments with the sentence classifier (`text classify`, models/textclass.h)
+# on UCI's Sentiment Labelled Sentences (Kotzias et al. 2015; the `sentiment` package's
+# copy, datasets/fetch.sh), written as experiments/results/text_sentiment.md:
+#
+#   demo    the Keras attention demo's table: its baseline (--pool last) against its
+#           attention (--pool keras) on its split (Amazon then Yelp, the last 400 sentences
+#           validate), SEEDS seeds each (default 20): mean, standard deviation and the 95 %
+#           t-interval of the mean over the seeds, beside the demo's 77 % and 81.25 %
+#   pools   every pooling and kernel as a row on the same split, POOL_SEEDS seeds each
+#           (default 3): keras, final-dot, query with each seq/attention kernel, last,
+#           mean, bow (the bag-of-words logistic regression), masked and not, one direction
+#           and both where it matters (POOL_ROWS picks rows by name)
+#   folds   stratified 10-fold cross-validation (--folds FOLDS --fold I, --fold-seed 1) on
+#           each file and on the three merged (FOLD_DATA), one run (seed 1) per fold:
+#           last, keras and bow (FOLD_ROWS), beside the AFINN lexicon and the published
+#           figures (experiments/papers.md)
+#   target  tries toward 85 % mean 10-fold accuracy on the 3,000 merged sentences
+#           (TARGET_ROWS); each try's result stays in the table
+#
+# Every figure is the validation accuracy after the last epoch (as Keras prints it), not
+# the best epoch's. The AFINN rows score each sentence with the `sentiment` package's own
+# code (node; experiments/text_afinn.js): the package is AFINN_PKG (a folder holding its
+# package.json) or, without it, one `npm pack sentiment@5.0.2` into the run folder; without
+# node or either, the rows say so.
+#
+# Resumable: each training is a folder RUNS/text_sentiment/HASH named by its flags (its
+# flags.txt says them) and is not trained again once its train.json is written; a killed
+# training starts again from nothing (seconds). The page is rewritten from every finished
+# run each time, so running a part adds its table and keeps the others.
+#
+# Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default 1), SEEDS,
+# POOL_SEEDS, POOL_ROWS, FOLDS (default 10), FOLD_LIST (the folds run, default all),
+# FOLD_DATA (default "amazon yelp imdb all"), FOLD_ROWS, TARGET_ROWS, AFINN_PKG, DATA_ROOT
+# (the folder holding sentiment/, default data; text classify's --data-root), RESULTS
+# (default $RESULTS_DIR/text_sentiment.md, RESULTS_DIR experiments/results).
+set -eu
+
+BIN=${ATTEND_BIN:-bin}
+RUNS=${RUNS:-runs}
+THREADS=${THREADS:-1}
+SEEDS=${SEEDS:-20}
+POOL_SEEDS=${POOL_SEEDS:-3}
+FOLDS=${FOLDS:-10}
+FOLD_LIST=${FOLD_LIST:-$(seq 0 $((FOLDS - 1)) | tr '\n' ' ')}
+FOLD_DATA=${FOLD_DATA:-amazon yelp imdb all}
+ALL_POOL_ROWS="keras keras-masked keras-bi final-dot final-dot-masked final-dot-bi final-dot-bi-masked
+query-additive query-additive-masked query-dot query-scaled-dot query-multiplicative query-multi-head
+query-none last last-masked last-bi-masked mean mean-masked bow-demo bow"
+POOL_ROWS=${POOL_ROWS:-$ALL_POOL_ROWS}
+FOLD_ROWS=${FOLD_ROWS:-last keras bow}
+ALL_TARGET_ROWS="keras bow keras-bi-masked final-dot-bi-masked mean-bi-masked keras-bi-masked-e64
+keras-bi-masked-e64-20ep keras-bi-masked-e128-lr2e-3 bow-l2-0 bow-T128 bow-T128-lr3e-3-50ep
+bow-T128-bigrams final-dot-bi-masked-e64 final-dot-bi-masked-e64-d5"
+TARGET_ROWS=${TARGET_ROWS:-$ALL_TARGET_ROWS}
+AFINN_PKG=${AFINN_PKG:-}
+DATA_ROOT=${DATA_ROOT:-data}
+RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/text_sentiment.md}
+store=$RUNS/text_sentiment
+here=$(dirname "$0")
+
+[ $# -gt 0 ] || set -- demo pools folds target
+. "$here/common.sh"  # json_field, require_current_program
+require_current_program text_sentiment.sh "$BIN/text"
+mkdir -p "$store/tables"
+
+# flags_of ROW: the training flags of a named row.
+flags_of() {
+    case $1 in
+    keras) echo "--pool keras" ;;
+    keras-masked) echo "--pool keras --masked" ;;
+    keras-bi) echo "--pool keras --bidirectional" ;;
+    keras-bi-masked) echo "--pool keras --bidirectional --masked" ;;
+    final-dot) echo "--pool final-dot" ;;
+    final-dot-masked) echo "--pool final-dot --masked" ;;
+    final-dot-bi) echo "--pool final-dot --bidirectional" ;;
+    final-dot-bi-masked) echo "--pool final-dot --bidirectional --masked" ;;
+    final-dot-bi-masked-e64) echo "--pool final-dot --bidirectional --masked --embed 64" ;;
+    final-dot-bi-masked-e64-d5) echo "--pool final-dot --bidirectional --masked --embed 64 --dropout 0.5 --rec-dropout 0.3" ;;
+    query-additive) echo "--pool query --attention additive" ;;
+    query-additive-masked) echo "--pool query --attention additive --masked" ;;
+    query-dot) echo "--pool query --attention dot" ;;
+    query-scaled-dot) echo "--pool query --attention scaled-dot" ;;
+    query-multiplicative) echo "--pool query --attention multiplicative" ;;
+    query-multi-head) echo "--pool query --attention multi-head --heads 4" ;;
+    query-none) echo "--pool query --attention none" ;;
+    last) echo "--pool last" ;;
+    last-masked) echo "--pool last --masked" ;;
+    last-bi-masked) echo "--pool last --bidirectional --masked" ;;
+    mean) echo "--pool mean" ;;
+    mean-masked) echo "--pool mean --masked" ;;
+    mean-bi-masked) echo "--pool mean --bidirectional --masked" ;;
+    bow) echo "--pool bow --lr 1e-2 --epochs 30 --embed-l2 1e-4" ;;
+    bow-demo) echo "--pool bow" ;;
+    bow-l2-0) echo "--pool bow --lr 1e-2 --epochs 30 --embed-l2 0" ;;
+    bow-T128) echo "--pool bow --lr 1e-2 --epochs 30 --embed-l2 1e-4 --T 128" ;;
+    bow-T128-lr3e-3-50ep) echo "--pool bow --lr 3e-3 --epochs 50 --embed-l2 0 --T 128" ;;
+    bow-T128-bigrams) echo "--pool bow --lr 1e-2 --epochs 30 --embed-l2 1e-4 --T 128 --bigrams 65536" ;;
+    keras-bi-masked-e64) echo "--pool keras --bidirectional --masked --embed 64" ;;
+    keras-bi-masked-e64-20ep) echo "--pool keras --bidirectional --masked --embed 64 --epochs 20" ;;
+    keras-bi-masked-e128-lr2e-3) echo "--pool keras --bidirectional --masked --embed 128 --lr 2e-3" ;;
+    *) echo "text_sentiment.sh: unknown row '$1'" >&2; exit 2 ;;
+    esac
+}
+
+# train FLAGS...: trains one run (unless a finished one with the same flags exists) and
+# prints its validation accuracy.
+train() {
+    key="$*"
+    dir=$store/$(printf '%s' "$key" | md5sum | cut -c1-12)
+    if [ ! -s "$dir/train.json" ]; then
+        mkdir -p "$dir"
+        printf '%s\n' "$key" > "$dir/flags.txt"
+        # shellcheck disable=SC2068
+        "$BIN/text" classify train $@ --data-root "$DATA_ROOT" --threads "$THREADS" --force --out "$dir" --json \
+            > "$dir/train.json.part" 2> "$dir/train.log" || {
+            echo "text_sentiment.sh: training failed ($key): $(tail -n 1 "$dir/train.log")" >&2
+            exit 1
+        }
+        mv "$dir/train.json.part" "$dir/train.json"
+    fi
+    json_field valid_accuracy < "$dir/train.json"
+}
+
+# stats < accuracies (0..1, one a line): "n mean sd low high min max", in percent; the
+# interval is the mean's 95 % t-interval (Student's t with n - 1 degrees of freedom).
+stats() {
+    awk 'BEGIN { split("12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228 2.201 2.179 2.160 2.145 2.131 2.120 2.110 2.101 2.093 2.086 2.080 2.074 2.069 2.064 2.060 2.056 2.052 2.048 2.045 2.042", tq, " ") }
+        NF { x[++n] = 100 * $1; s += 100 * $1 }
+        END {
+            if (n == 0) { print "0 - - - - - -"; exit }
+            m = s / n; v = 0; lo = x[1]; hi = x[1]
+            for (i = 1; i <= n; i++) { v += (x[i] - m) ^ 2; if (x[i] < lo) lo = x[i]; if (x[i] > hi) hi = x[i] }
+            if (n < 2) { printf "%d %.2f - - - %.2f %.2f\n", n, m, lo, hi; exit }
+            sd = sqrt(v / (n - 1)); t = (n - 1 <= 30) ? tq[n - 1] : 1.96
+            h = t * sd / sqrt(n)
+            printf "%d %.2f %.2f %.2f %.2f %.2f %.2f\n", n, m, sd, m - h, m + h, lo, hi
+        }'
+}
+
+# cells "n mean sd low high min max": the table cells "n | mean | sd | low-high | min-max".
+cells() {
+    echo "$1" | awk '{ iv = ($4 == "-") ? "-" : $4 " - " $5
+        printf "%s | %s %% | %s | %s | %s - %s", $1, $2, $3, iv, $6, $7 }'
+}
+
+seeds_of() { seq 1 "$1"; }
+
+# data_flags NAME: the --data flag of a fold data set.
+data_flags() { echo "--data sentiment:$1"; }
+
+part_demo() {
+    {
+        echo "## The demo's table"
+        echo
+        echo "Amazon then Yelp (2,000 sentences), the last 400 validate (Keras's \`validation_split=0.2\`),"
+        echo "the demo's recipe (\`text classify train\`'s defaults), seeds 1..$SEEDS. The interval is the"
+        echo "95 % t-interval of the mean over the seeds (Student's t, n - 1 degrees of freedom)."
+        echo
+        echo "| model | flags | seeds | mean accuracy | sd | 95 % t-interval | min - max | the demo (one run) |"
+        echo "|---|---|---|---|---|---|---|---|"
+        for row in last keras; do
+            accs=""
+            for s in $(seeds_of "$SEEDS"); do accs="$accs$(train $(flags_of $row) --seed "$s")
+"; done
+            st=$(printf '%s' "$accs" | stats)
+            case $row in last) what="no attention (last state)"; demo="77 %" ;; *) what="attention (keras)"; demo="81.25 %" ;; esac
+            echo "| $what | \`$(flags_of $row)\` | $(cells "$st") | $demo |"
+            printf '%s' "$accs" > "$store/tables/demo-$row.txt"
+        done
+        echo
+        l=$(stats < "$store/tables/demo-last.txt") k=$(stats < "$store/tables/demo-keras.txt")
+        echo "$l $k" | awk '{ d = $9 - $2
+            se = sqrt(($3 == "-" ? 0 : $3 ^ 2) / $1 + ($10 == "-" ? 0 : $10 ^ 2) / $8)
+            printf "Attention minus the last state: %+.2f points (Welch standard error %.2f); ", d, se
+            if ($5 < $11 && d > 0) print "the intervals do not overlap: attention beats the unmasked last state on this split."
+            else if (d > 0) print "the intervals overlap: no clear win."
+            else print "attention does not beat the last state here." }'
+        echo "The unmasked last state is the LSTM's state after the post-padding (the demo's baseline):"
+        echo "compare \`last-masked\` in the next table."
+    } > "$store/tables/1-demo.md"
+}
+
+part_pools() {
+    {
+        echo "## Every pooling and kernel"
+        echo
+        echo "The demo's split and recipe, only the pooling changed (and \`--masked\`, \`--bidirectional\`"
+        echo "where the row says), seeds 1..$POOL_SEEDS each; 95 % t-interval over the seeds. masked:"
+        echo "the sentence lengths keep the padding out of the LSTM and the pooling (the demo masks"
+        echo "nothing). bow: the bag-of-words logistic regression (no embedding, no LSTM)."
+        echo
+        echo "| row | flags | seeds | mean accuracy | sd | 95 % t-interval | min - max |"
+        echo "|---|---|---|---|---|---|---|"
+        for row in $POOL_ROWS; do
+            accs=""
+            for s in $(seeds_of "$POOL_SEEDS"); do accs="$accs$(train $(flags_of $row) --seed "$s")
+"; done
+            echo "| $row | \`$(flags_of $row)\` | $(cells "$(printf '%s' "$accs" | stats)") |"
+        done
+    } > "$store/tables/2-pools.md"
+}
+
+# fold_row DATA ROW [PUBLISHED]: one 10-fold row.
+fold_row() {
+    accs=""
+    for i in $FOLD_LIST; do
+        accs="$accs$(train $(data_flags "$1") $(flags_of "$2") --folds "$FOLDS" --fold "$i")
+"; done
+    echo "| $1 | $2 | \`$(flags_of "$2")\` | $(cells "$(printf '%s' "$accs" | stats)") |"
+}
+
+# afinn_package: the folder of the `sentiment` package (AFINN_PKG, or one npm pack made
+# in the run folder before), "" when there is none and npm cannot make one.
+afinn_package() {
+    if [ -n "$AFINN_PKG" ]; then echo "$AFINN_PKG"; return; fi
+    if [ ! -f "$store/afinn/package/package.json" ] && command -v npm > /dev/null 2>&1; then
+        mkdir -p "$store/afinn"
+        (cd "$store/afinn" && npm pack --silent sentiment@5.0.2 > /dev/null 2>&1 &&
+            tar xzf sentiment-5.0.2.tgz) || true
+    fi
+    [ -f "$store/afinn/package/package.json" ] && echo "$store/afinn/package" || true
+}
+
+# afinn_row DATA PACKAGE: the AFINN lexicon's accuracy on the whole file (it learns
+# nothing, and the folds are of equal size, so the mean over the folds is this figure),
+# by the package's own code (experiments/text_afinn.js).
+afinn_row() {
+    acc=""
+    if [ -n "$2" ] && command -v node > /dev/null 2>&1; then
+        acc=$(node "$here/text_afinn.js" "$2" "$1" "$DATA_ROOT/sentiment") || acc=""
+    fi
+    if [ -n "$acc" ]; then
+        echo "| $1 | AFINN | the \`sentiment\` package, comparative score >= 0 is positive | - | $acc % | - | - | - |"
+    else
+        echo "| $1 | AFINN | not computed (needs node and the \`sentiment\` package: AFINN_PKG, or npm) | - | - | - | - | - |"
+    fi
+}
+
+part_folds() {
+    {
+        echo "## 10-fold cross-validation"
+        echo
+        echo "Stratified $FOLDS-fold cross-validation (\`--folds $FOLDS --fold I --fold-seed 1\`), folds $(echo "$FOLD_LIST" | awk '{ print $1 ".." $NF }'),"
+        echo "one run (seed 1) per fold, the demo's recipe otherwise; mean accuracy over the folds,"
+        echo "their sd and the 95 % t-interval over the folds (folds share training sentences, so"
+        echo "the interval is optimistic). \`all\` is Amazon, Yelp and IMDB merged (3,000 sentences)."
+        echo "IMDB sentences longer than 32 words lose their first words (Keras's truncating=pre)."
+        echo "The published figures are in the papers' box beside this page."
+        echo
+        echo "| data | method | flags | folds | mean accuracy | sd | 95 % t-interval | min - max |"
+        echo "|---|---|---|---|---|---|---|---|"
+        pkg=$(afinn_package)
+        for d in $FOLD_DATA; do
+            for row in $FOLD_ROWS; do fold_row "$d" "$row"; done
+            afinn_row "$d" "$pkg"
+        done
+    } > "$store/tables/3-folds.md"
+}
+
+part_target() {
+    {
+        echo "## Toward 85 % on the 3,000 merged sentences"
+        echo
+        echo "Every try, $FOLDS-fold cross-validation on \`sentiment:all\` as above (seed 1 per fold);"
+        echo "no pretrained embeddings (none can be fetched here). The rows are kept whatever they reached."
+        echo
+        echo "| data | try | flags | folds | mean accuracy | sd | 95 % t-interval | min - max |"
+        echo "|---|---|---|---|---|---|---|---|"
+        rows=""
+        for row in $TARGET_ROWS; do
+            line=$(fold_row all "$row")
+            echo "$line"
+            rows="$rows$line
+"
+        done
+        echo
+        printf '%s' "$rows" | awk -F'|' -v k="$FOLDS" '{ m = $6; sub(/ %.*/, "", m); m += 0
+                if (m > best) { best = m; name = $3; flags = $4 } }
+            END { gsub(/^ +| +$/, "", name); gsub(/^ +| +$/, "", flags)
+                printf "Best: %s (%s) at %.2f %% mean %d-fold accuracy: the 85 %% target is %s.\n", name, flags, best, k,
+                    (best >= 85 ? "reached" : "not reached") }'
+    } > "$store/tables/4-target.md"
+}
+
+for part in "$@"; do
+    case $part in
+    demo) part_demo ;;
+    pools) part_pools ;;
+    folds) part_folds ;;
+    target) part_target ;;
+    *) echo "text_sentiment.sh: unknown part '$part' (demo, pools, folds, target)" >&2; exit 2 ;;
+    esac
+    echo "text_sentiment.sh: $part done" >&2
+done
+
+mkdir -p "$(dirname "$RESULTS")"
+{
+    echo "# Attention over words: the sentence classifier on UCI's labelled sentences"
+    echo
+    echo "Written by \`sh experiments/text_sentiment.sh\` ($(date -u +%Y-%m-%d), $(uname -m), $(nproc) cores,"
+    echo "$THREADS thread per training) from the runs in its run folder. Kotzias et al. 2015's sentences"
+    echo "(1,000 per file, 500 per class); accuracy in percent on the validation sentences after"
+    echo "the last epoch."
+    for t in "$store"/tables/*.md; do
+        [ -f "$t" ] || continue
+        echo
+        cat "$t"
+    done
+} > "$RESULTS.tmp.$$"
+mv "$RESULTS.tmp.$$" "$RESULTS"
+echo "text_sentiment.sh: wrote $RESULTS" >&2

@@ -1,0 +1,147 @@
+// test_experiments_text_sentiment.c: experiments/text_sentiment.sh, the sentence
+// classifier's tables, with a stand-in bin/text (tests/support/stand_in.h) whose
+// `classify train --json` prints a validation accuracy made from its --pool, --seed and
+// --fold, so the test trains nothing: the demo's table (mean, sd and the 95 % t-interval
+// over the seeds, and the verdict on attention against the last state), a pooling row,
+// a 10-fold row on the file it names with every fold run, the AFINN row through
+// experiments/text_afinn.js and a stand-in `sentiment` package (when node is there), a
+// second run that trains nothing again and keeps every table, the target's verdict on its
+// best row, and an unknown part refused. Run from the repository root (as tests/run.sh is).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tests/support/scratch.h"
+#include "tests/support/stand_in.h"
+#include "tests/support/test.h"
+
+static char dir[256];
+
+// Accuracy 0.70 + seed / 100 + fold / 1000, and 0.05 more with --pool keras.
+static void write_stand_in(void) {
+    EXPECT(stand_in_write(dir, "text",
+                          "[ \"$1 $2\" = 'classify train' ] || exit 0\n"
+                          "seed=1 fold=0 bonus=0\n"
+                          "while [ $# -gt 0 ]; do\n"
+                          "  case $1 in --seed) seed=$2 ;; --fold) fold=$2 ;; --pool) [ \"$2\" = keras ] && bonus=5 ;; esac\n"
+                          "  shift\n"
+                          "done\n"
+                          "awk -v s=$seed -v f=$fold -v b=$bonus 'BEGIN { printf \"{\\\"steps\\\": 160, "
+                          "\\\"valid_accuracy\\\": %.6f, \\\"seconds\\\": 1}\\n\", 0.70 + (s + b) / 100 + f / 1000 }'\n") == 0,
+           "cannot write the stand-in");
+}
+
+static int count(const char *text, const char *what) {
+    int n = 0;
+    for (const char *p = text; p && (p = strstr(p, what)); p++) n++;
+    return n;
+}
+
+static void test_demo_table(void) {
+    write_stand_in();
+    int st = stand_in_run(dir, NULL, "SEEDS=3", "text_sentiment.sh demo");
+    char *err = stand_in_read(dir, "err.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    free(err);
+    char *called = stand_in_read(dir, "called.txt");
+    EXPECT(count(called, "classify train --pool last --seed ") == 3 &&
+               count(called, "classify train --pool keras --seed ") == 3,
+           "three seeds of each model: %s", called ? called : "(not run)");
+    free(called);
+    char *page = stand_in_read(dir, "results.md");
+    // last: 71, 72, 73: mean 72, sd 1, t(0.975, 2) = 4.303, half width 4.303 / sqrt 3 = 2.48.
+    EXPECT(page && strstr(page, "| no attention (last state) | `--pool last` | 3 | 72.00 % | 1.00 | 69.52 - 74.48 | 71.00 - 73.00 | 77 % |"),
+           "the last state's row:\n%s", page ? page : "");
+    EXPECT(page && strstr(page, "| attention (keras) | `--pool keras` | 3 | 77.00 % | 1.00 | 74.52 - 79.48 | 76.00 - 78.00 | 81.25 % |"),
+           "the attention's row:\n%s", page ? page : "");
+    EXPECT(page && strstr(page, "+5.00 points") && strstr(page, "do not overlap"), "the verdict:\n%s",
+           page ? page : "");
+    EXPECT(page && strstr(page, "t-interval"), "the page does not say what the interval is");
+    free(page);
+}
+
+static void test_pools_and_folds(void) {
+    write_stand_in();
+    // A stand-in `sentiment` package and data: "good" scores 1, "bad" -1.
+    char path[600];
+    snprintf(path, sizeof path, "%s/pkg", dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/pkg/lib", dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/pkg/lib/index.js", dir);
+    EXPECT(scratch_write_text(path, "module.exports = function () {\n"
+                                    "  this.analyze = function (t) { return { comparative: t.includes('bad') ? -1 : t.includes('good') ? 1 : 0 }; };\n"
+                                    "};\n") == 0, "cannot write %s", path);
+    snprintf(path, sizeof path, "%s/pkg/package.json", dir);
+    EXPECT(scratch_write_text(path, "{}\n") == 0, "cannot write %s", path);
+    snprintf(path, sizeof path, "%s/data", dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/data/sentiment", dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/data/sentiment/yelp.json", dir);
+    // good/1 right, bad/0 right, "meh"/0 wrong (no word: positive), bad/1 wrong; the null row dropped.
+    EXPECT(scratch_write_text(path, "[{\"text\": \"good\", \"class\": 1}, {\"text\": \"bad\", \"class\": 0},\n"
+                                    "{\"text\": \"meh\", \"class\": 0}, {\"text\": \"not bad\", \"class\": 1},\n"
+                                    "{\"text\": \"\", \"class\": null}]\n") == 0, "cannot write %s", path);
+    char env[1500];
+    snprintf(env, sizeof env, "SEEDS=3 POOL_ROWS='bow query-multi-head' POOL_SEEDS=1 FOLDS=4 FOLD_DATA=yelp "
+                              "FOLD_ROWS=last AFINN_PKG='%s/pkg' DATA_ROOT='%s/data'", dir, dir);
+    int st = stand_in_run(dir, NULL, env, "text_sentiment.sh pools folds");
+    char *err = stand_in_read(dir, "err.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    free(err);
+    char *called = stand_in_read(dir, "called.txt");
+    EXPECT(called && strstr(called, "classify train --pool bow --lr 1e-2 --epochs 30 --embed-l2 1e-4 --seed 1 ") &&
+               strstr(called, "--pool query --attention multi-head --heads 4 --seed 1 "),
+           "the pooling rows' flags: %s", called ? called : "(not run)");
+    for (int i = 0; i < 4; i++) {
+        char want[200];
+        snprintf(want, sizeof want, "--data sentiment:yelp --pool last --folds 4 --fold %d --data-root ", i);
+        EXPECT(called && strstr(called, want), "fold %d not trained: %s", i, called ? called : "(not run)");
+    }
+    free(called);
+    char *page = stand_in_read(dir, "results.md");
+    EXPECT(page && strstr(page, "| bow | `--pool bow --lr 1e-2 --epochs 30 --embed-l2 1e-4` | 1 | 71.00 % | - | - | 71.00 - 71.00 |"),
+           "the bow row:\n%s", page ? page : "");
+    // Folds 0..3 of seed 1: 71.0, 71.1, 71.2, 71.3.
+    EXPECT(page && strstr(page, "| yelp | last | `--pool last` | 4 | 71.15 % | 0.13 |"), "the fold row:\n%s",
+           page ? page : "");
+    if (system("command -v node > /dev/null 2>&1") == 0)
+        EXPECT(page && strstr(page, "| yelp | AFINN | the `sentiment` package, comparative score >= 0 is positive | - | 50.00 % |"),
+               "the AFINN row:\n%s", page ? page : "");
+    EXPECT(page && strstr(page, "## The demo's table"), "the demo's table was lost");
+    free(page);
+    // Again: nothing is trained twice, the tables stay.
+    snprintf(path, sizeof path, "%s/called.txt", dir);
+    remove(path);
+    st = stand_in_run(dir, NULL, env, "text_sentiment.sh demo pools folds");
+    EXPECT(st == 0, "second run: exit status %d", st);
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(count(called, "classify train") == 0, "a finished run was trained again: %s", called ? called : "");
+    free(called);
+    page = stand_in_read(dir, "results.md");
+    EXPECT(page && count(page, "\n## ") == 3, "the page should hold three tables:\n%s", page ? page : "");
+    free(page);
+    // The target: every try on the merged sentences, and the best of them against 85 %.
+    st = stand_in_run(dir, NULL, "FOLDS=2 TARGET_ROWS='bow keras'", "text_sentiment.sh target");
+    EXPECT(st == 0, "target: exit status %d", st);
+    page = stand_in_read(dir, "results.md");
+    EXPECT(page && strstr(page, "| all | keras | `--pool keras` | 2 | 76.05 % |") &&
+               strstr(page, "Best: keras (`--pool keras`) at 76.05 % mean 2-fold accuracy: the 85 % target is not reached."),
+           "the target's rows and verdict:\n%s", page ? page : "");
+    free(page);
+    st = stand_in_run(dir, NULL, "", "text_sentiment.sh nonsense");
+    EXPECT(st == 2, "an unknown part: exit status %d", st);
+    err = stand_in_read(dir, "err.txt");
+    EXPECT(err && strstr(err, "text_sentiment.sh: unknown part 'nonsense'"), "%s", err ? err : "");
+    free(err);
+}
+
+int main(void) {
+    if (scratch_make(dir, sizeof dir, "test_experiments_text_sentiment")) return 1;
+    RUN(test_demo_table);
+    RUN(test_pools_and_folds);
+    scratch_remove(dir);
+    return test_summary();
+}
