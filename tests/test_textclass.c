@@ -302,6 +302,9 @@ static double text_loss_ref(const Fix *f, const double *P) {
                 for (int d = 0; d < D; d++) pooled[d] += S[r][t][d] / n;
             attend = 0;
             break;
+        case TEXT_POOL_BOW:  // no LSTM: test_bow_is_logistic_regression and test_gradcheck_bow
+            CHECK(0, "the double-precision reference has no bag-of-words model");
+            break;
         }
         if (attend) {
             softmax_d(a, e, n);
