@@ -399,14 +399,16 @@ static void overview(FILE *f) {
     fprintf(f,
             "usage: text translate COMMAND [flags]   (text translate COMMAND --help for its flags)\n"
             "  train    train the encoder-decoder translator on dates, bible-en-es or a pair\n"
-            "           file; writes OUT/model.safetensors, log.csv, loss.png, run.json\n");
+            "           file; writes OUT/model.safetensors, log.csv, loss.png, run.json\n"
+            "  eval     greedy decoding of a split: exact match and, for dates, alignment\n"
+            "           accuracy; for pairs, corpus BLEU and chrF\n");
 }
 
 int text_translate_main(int argc, char **argv) {
-    static const char *const names[] = {"train"};
+    static const char *const names[] = {"train", "eval"};
     int which;
     Error err;
-    int r = args_subcommand(argc, argv, names, 1, &which, &err);
+    int r = args_subcommand(argc, argv, names, 2, &which, &err);
     if (r == ARGS_HELP) {
         overview(stdout);
         return 0;
@@ -415,6 +417,5 @@ int text_translate_main(int argc, char **argv) {
         fprintf(stderr, "text translate: %s\n", err.msg);
         return 2;
     }
-    (void)which;
-    return cmd_train(argc - 1, argv + 1);
+    return which == 0 ? cmd_train(argc - 1, argv + 1) : text_translate_eval_main(argc - 1, argv + 1);
 }

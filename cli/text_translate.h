@@ -4,14 +4,24 @@
 //   text translate train --out DIR [--data dates | bible-en-es | pairs:FILE]
 //                        [--attention bahdanau | luong-dot | luong-general | luong-concat |
 //                         local-m | local-p | none] [--resume] [--json] ...
+//   text translate eval  --model DIR/model.safetensors [--split test] [--json]
 //
 // train: teacher forcing, Adam, the global gradient norm clipped (--clip, default 5), on
 // cli/train_run (the budget, cadence, progress, log.csv, loss.png, run.json; --resume
 // continues bit for bit). Data, vocabularies and checkpoints: cli/text_translate_state.h.
 // No dropout or label smoothing yet (the translator's forward has none).
+// eval: greedy decoding (models/translator.h translator_greedy): exact match for every
+// task; for the date task alignment accuracy (the share of target digits whose attention
+// peak, over the source characters, falls in their source span: datasets/dates.h; null
+// without attention); for pairs corpus BLEU and chrF (seq/sacrebleu.h, sacreBLEU's
+// defaults: 13a tokens; chrF's character 6-grams, beta 2) against the targets as written.
+// --json: {"split", "pairs", "attention", "exact_match", "alignment_accuracy", "bleu",
+// "chrf", "model"}; exact match and alignment accuracy are shares (0..1), BLEU and chrF
+// 0..100, null where they do not apply.
 #ifndef CLI_TEXT_TRANSLATE_H
 #define CLI_TEXT_TRANSLATE_H
 
 int text_translate_main(int argc, char **argv);
+int text_translate_eval_main(int argc, char **argv);
 
 #endif

@@ -1,8 +1,9 @@
 // End-to-end tests of `text translate` (bin/text in $ATTEND_BIN): train a tiny translator
 // on the date task a few steps (log.csv, loss.png, run.json, --json), resume bit for bit on
 // dates and on a pair file written here (its BPE model kept in the checkpoint as text),
-// refuse model flags that differ on --resume, and refuse in one line a checkpoint of
-// another program (a sentence classifier's) or of another format.
+// refuse model flags that differ on --resume, evaluate with --json (exact match and
+// alignment accuracy for dates, BLEU and chrF for pairs), and refuse in one line a
+// checkpoint of another program (a sentence classifier's) or of another format.
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,44 @@ static void test_resume_bit_identical(void) {
     EXPECT_ONE_LINE_ERROR(&sc, rc, "(checkpoint: dates)");
 }
 
+// eval of the tiny date run: sane figures, the JSON's keys; then of a pair run: BLEU and
+// chrF in 0..100, no alignment.
+static void test_eval_json(void) {
+    int rc = run_text("translate eval --model %s/run/model.safetensors --split test --limit 40 --batch 16 --json", tmpdir);
+    char *err = read_text("stderr.txt"), *out = read_text("stdout.txt");
+    EXPECT(rc == 0, "eval exited %d: %s", rc, err ? err : "");
+    EXPECT(err && strstr(err, "text translate eval: test split, 40 pairs: exact match ") &&
+               strstr(err, "alignment accuracy"),
+           "eval's line: %s", err ? err : "");
+    cJSON *j = cJSON_Parse(out ? out : "");
+    EXPECT(j != NULL, "no JSON: %s", out ? out : "");
+    const cJSON *em = cJSON_GetObjectItem(j, "exact_match"), *al = cJSON_GetObjectItem(j, "alignment_accuracy");
+    EXPECT(cJSON_IsNumber(em) && em->valuedouble >= 0 && em->valuedouble <= 1, "exact_match: %s", out ? out : "");
+    EXPECT(cJSON_IsNumber(al) && al->valuedouble >= 0 && al->valuedouble <= 1, "alignment_accuracy: %s", out ? out : "");
+    EXPECT(cJSON_IsNull(cJSON_GetObjectItem(j, "bleu")) && cJSON_IsNull(cJSON_GetObjectItem(j, "chrf")),
+           "dates have no BLEU: %s", out ? out : "");
+    const cJSON *n = cJSON_GetObjectItem(j, "pairs");
+    EXPECT(cJSON_IsNumber(n) && n->valuedouble == 40, "pairs");
+    EXPECT(cJSON_IsString(cJSON_GetObjectItem(j, "split")) && cJSON_IsString(cJSON_GetObjectItem(j, "model")),
+           "split, model");
+    cJSON_Delete(j);
+    free(err), free(out);
+    rc = run_text("translate eval --model %s/pairs_whole/model.safetensors --split valid --json", tmpdir);
+    out = read_text("stdout.txt");
+    EXPECT(rc == 0, "pairs eval exited %d", rc);
+    j = cJSON_Parse(out ? out : "");
+    const cJSON *bleu = cJSON_GetObjectItem(j, "bleu"), *chrf = cJSON_GetObjectItem(j, "chrf");
+    EXPECT(cJSON_IsNumber(bleu) && bleu->valuedouble >= 0 && bleu->valuedouble <= 100 &&
+               cJSON_IsNumber(chrf) && chrf->valuedouble >= 0 && chrf->valuedouble <= 100,
+           "BLEU, chrF: %s", out ? out : "");
+    EXPECT(cJSON_IsNull(cJSON_GetObjectItem(j, "alignment_accuracy")), "pairs have no alignment: %s", out ? out : "");
+    cJSON_Delete(j);
+    free(out);
+    // A file that is not a translator's checkpoint: one line.
+    rc = run_text("translate eval --model %s/run/log.csv", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "log.csv");
+}
+
 static void test_other_checkpoints_refused(void) {
     // A sentence classifier's checkpoint in the run folder.
     char path[1024];
@@ -143,6 +182,8 @@ static void test_other_checkpoints_refused(void) {
         rc = run_text("translate train --resume --steps 8 --out %s/other", tmpdir);
         EXPECT_ONE_LINE_ERROR(&sc, rc, "not a text translate checkpoint (format 'attend-draw-9'");
     }
+    rc = run_text("translate eval --model %s/cls/model.safetensors", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "not a text translate checkpoint");
     // ... and the classifier refuses the translator's.
     rc = run_text("classify eval --model %s/run/model.safetensors", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "not a text classifier checkpoint");
@@ -154,6 +195,7 @@ int main(void) {
     write_pairs();
     RUN(test_train_writes_outputs);
     RUN(test_resume_bit_identical);
+    RUN(test_eval_json);
     RUN(test_other_checkpoints_refused);
     scratch_remove(sc.dir);
     return test_summary();
