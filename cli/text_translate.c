@@ -1,5 +1,5 @@
 // `text translate`: dispatch and `text translate train` (cli/text_translate.h). eval is in
-// cli/text_translate_eval.c.
+// cli/text_translate_eval.c, translate in cli/text_translate_predict.c.
 #include "cli/text_translate.h"
 
 #include <math.h>
@@ -43,7 +43,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
     *f = (TrainFlags){.data = "dates", .root = "data", .attention = 0, .embed = 32, .hidden = 64,
                       .dec_embed = 32, .attn_size = 64, .window = 5, .max_src = 64, .max_len = 64,
                       .train_size = 20000, .bpe_merges = 8000, .threads = 1,
-                      .plan = {.epochs = 1, .log_every = 10},
+                      .plan = {.log_every = 10},
                       .optim = {.seed = 1, .batch = 64, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f,
                                 .lr_decay = 1}};
     ArgSpec specs[] = {
@@ -65,7 +65,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
         {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
         {"steps", ARG_LONG, &f->plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
-        {"epochs", ARG_INT, &f->plan.epochs, "train until this many epochs in total", .has_min = true, .min = 0},
+        {"epochs", ARG_INT, &f->plan.epochs, "train until this many epochs in total (no --steps, --epochs or --minutes: one)", .has_min = true, .min = 0},
         {"minutes", ARG_DOUBLE, &f->plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation and data order", .has_min = true, .min = 0, .given = &f->optim.given.seed},
         {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model and data flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
@@ -401,14 +401,16 @@ static void overview(FILE *f) {
             "  train    train the encoder-decoder translator on dates, bible-en-es or a pair\n"
             "           file; writes OUT/model.safetensors, log.csv, loss.png, run.json\n"
             "  eval     greedy decoding of a split: exact match and, for dates, alignment\n"
-            "           accuracy; for pairs, corpus BLEU and chrF\n");
+            "           accuracy; for pairs, corpus BLEU and chrF\n"
+            "  translate  each line of a file or standard input, translated greedily, one\n"
+            "           output line each\n");
 }
 
 int text_translate_main(int argc, char **argv) {
-    static const char *const names[] = {"train", "eval"};
+    static const char *const names[] = {"train", "eval", "translate"};
     int which;
     Error err;
-    int r = args_subcommand(argc, argv, names, 2, &which, &err);
+    int r = args_subcommand(argc, argv, names, 3, &which, &err);
     if (r == ARGS_HELP) {
         overview(stdout);
         return 0;
@@ -417,5 +419,9 @@ int text_translate_main(int argc, char **argv) {
         fprintf(stderr, "text translate: %s\n", err.msg);
         return 2;
     }
-    return which == 0 ? cmd_train(argc - 1, argv + 1) : text_translate_eval_main(argc - 1, argv + 1);
+    switch (which) {
+    case 0: return cmd_train(argc - 1, argv + 1);
+    case 1: return text_translate_eval_main(argc - 1, argv + 1);
+    default: return text_translate_translate_main(argc - 1, argv + 1);
+    }
 }

@@ -5,6 +5,7 @@
 //                        [--attention bahdanau | luong-dot | luong-general | luong-concat |
 //                         local-m | local-p | none] [--resume] [--json] ...
 //   text translate eval  --model DIR/model.safetensors [--split test] [--json]
+//   text translate translate --model M [--input FILE]   (standard input without --input)
 //
 // train: teacher forcing, Adam, the global gradient norm clipped (--clip, default 5), on
 // cli/train_run (the budget, cadence, progress, log.csv, loss.png, run.json; --resume
@@ -18,10 +19,15 @@
 // --json: {"split", "pairs", "attention", "exact_match", "alignment_accuracy", "bleu",
 // "chrf", "model"}; exact match and alignment accuracy are shares (0..1), BLEU and chrF
 // 0..100, null where they do not apply.
+// translate: each line (a trailing CR dropped) decoded greedily, one output line each
+// (a blank line for a blank line), flushed as it comes; a line that cannot be encoded (a
+// character the date task does not write, a NUL byte) stops with one line naming the input and the line, the
+// translations before it already printed.
 #ifndef CLI_TEXT_TRANSLATE_H
 #define CLI_TEXT_TRANSLATE_H
 
 int text_translate_main(int argc, char **argv);
 int text_translate_eval_main(int argc, char **argv);
+int text_translate_translate_main(int argc, char **argv);
 
 #endif

@@ -170,6 +170,35 @@ void translate_data_free(TranslateData *d) {
     memset(d, 0, sizeof *d);
 }
 
+int translate_encode_source(const TranslateState *s, const char *text, int *ids, int *len,
+                            Error *err) {
+    const int S = s->cfg.S;
+    memset(ids, 0, (size_t)S * sizeof(int));
+    const char *p = text;
+    while (*p == ' ' || *p == '\t') p++;
+    if (!*p) return error_set(err, "an empty sentence");
+    if (s->has_bpe) {
+        int *v, n;
+        bpe_encode(&s->bpe, text, &v, &n);
+        *len = n < S ? n : S;
+        memcpy(ids, v, (size_t)*len * sizeof(int));
+        free(v);
+        return *len > 0 ? 0 : error_set(err, "an empty sentence");
+    }
+    int n = 0;
+    for (const unsigned char *q = (const unsigned char *)text; *q && n < S; q++) {
+        const char c = (char)(*q >= 'A' && *q <= 'Z' ? *q - 'A' + 'a' : *q);
+        const int id = *q < 128 ? dates_char_id(DATES_SOURCE_ALPHABET, c) : -1;
+        if (id < 0)
+            return error_set(err, "byte %d ('%c') is not a character the date task writes (%s)",
+                             (int)((const char *)q - text) + 1, *q >= 32 && *q < 127 ? *q : '?',
+                             DATES_SOURCE_ALPHABET);
+        ids[n++] = 1 + id;
+    }
+    *len = n;
+    return 0;
+}
+
 char *translate_target_text(const TranslateState *s, const int *ids, int n) {
     if (s->has_bpe) return bpe_decode(&s->bpe, ids, n);
     char *out = xmalloc((size_t)n + 1);

@@ -77,6 +77,12 @@ int translate_vocab_fit(TranslateState *s, const char *root, Error *err);
 int translate_data_read(TranslateData *d, const TranslateState *s, const char *root,
                         TranslateSplit split, Error *err);
 void translate_data_free(TranslateData *d);
+// One source sentence as ids (S of them, padded with 0) and its length (cut at S): dates:
+// its characters lower-cased, each one of DATES_SOURCE_ALPHABET; pairs: its BPE pieces.
+// An empty (or all-space) sentence, or a character the date task does not know, fails
+// with the reason alone (the caller names the line).
+int translate_encode_source(const TranslateState *s, const char *text, int *ids, int *len,
+                            Error *err);
 // Target ids (n) as text (malloc'd): dates' characters, or BPE's decoding.
 char *translate_target_text(const TranslateState *s, const int *ids, int n);
 

@@ -2,7 +2,8 @@
 // on the date task a few steps (log.csv, loss.png, run.json, --json), resume bit for bit on
 // dates and on a pair file written here (its BPE model kept in the checkpoint as text),
 // refuse model flags that differ on --resume, evaluate with --json (exact match and
-// alignment accuracy for dates, BLEU and chrF for pairs), and refuse in one line a
+// alignment accuracy for dates, BLEU and chrF for pairs), translate lines from standard
+// input and a file, and refuse in one line a
 // checkpoint of another program (a sentence classifier's) or of another format.
 #include <cJSON.h>
 #include <stdio.h>
@@ -160,6 +161,37 @@ static void test_eval_json(void) {
     EXPECT_ONE_LINE_ERROR(&sc, rc, "log.csv");
 }
 
+// translate: one output line per input line, each a short string of the target alphabet
+// (a blank line for a blank one), from standard input and from --input; a bad line stops
+// with one line naming it, the lines before it printed.
+static void test_translate_lines(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/in.txt", tmpdir);
+    CHECK(scratch_write_text(path, "3 march 1987\n\nTuesday, March 3, 1987\r\n03.03.87\n") == 0);
+    for (int from_file = 0; from_file < 2; from_file++) {
+        int rc = from_file ? run_text("translate translate --model %s/run/model.safetensors --input %s", tmpdir, path)
+                           : run_text("translate translate --model %s/run/model.safetensors < %s", tmpdir, path);
+        char *out = read_text("stdout.txt");
+        EXPECT(rc == 0, "translate exited %d", rc);
+        EXPECT(scratch_count_lines(out) == 4, "translate printed %d lines: %s", scratch_count_lines(out), out ? out : "");
+        int line = 0;
+        for (const char *p = out; p && *p; line++) {
+            const size_t n = strcspn(p, "\n");
+            EXPECT(n <= 10 && strspn(p, "-0123456789") == n, "line %d: '%.*s'", line + 1, (int)n, p);
+            if (line == 1) EXPECT(n == 0, "a blank line gave '%.*s'", (int)n, p);
+            p += n + (p[n] == '\n');
+        }
+        free(out);
+    }
+    snprintf(path, sizeof path, "%s/bad.txt", tmpdir);
+    CHECK(scratch_write_text(path, "1 jan 2000\n2 feb 2001\n3 m\xc3\xa4r 2002\nlater\n") == 0);
+    int rc = run_text("translate translate --model %s/run/model.safetensors --input %s", tmpdir, path);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "bad.txt: line 3: byte 4");
+    char *out = read_text("stdout.txt");
+    EXPECT(scratch_count_lines(out) == 2, "printed %d lines before the bad one", scratch_count_lines(out));
+    free(out);
+}
+
 static void test_other_checkpoints_refused(void) {
     // A sentence classifier's checkpoint in the run folder.
     char path[1024];
@@ -196,6 +228,7 @@ int main(void) {
     RUN(test_train_writes_outputs);
     RUN(test_resume_bit_identical);
     RUN(test_eval_json);
+    RUN(test_translate_lines);
     RUN(test_other_checkpoints_refused);
     scratch_remove(sc.dir);
     return test_summary();
