@@ -302,6 +302,11 @@ int translate_checkpoint_read_state(const SafetensorsFile *f, const char *path,
     PairsSpec spec;
     if (pairs_spec_parse(&spec, s->data, err)) return error_prefix(err, "%s: train.data", path);
     const char *bpe = safetensors_meta(f, "translate.bpe");
+    const int dates_vs = 1 + (int)strlen(DATES_SOURCE_ALPHABET);
+    const int dates_v = VOCAB_NSPECIAL + (int)strlen(DATES_TARGET_ALPHABET);
+    if (spec.kind == PAIRS_SPEC_DATES && (c->Vs != dates_vs || c->dec.V != dates_v))
+        return error_set(err, "%s: vocabularies of %d and %d for the date task (its are %d and %d)",
+                         path, c->Vs, c->dec.V, dates_vs, dates_v);
     if (spec.kind != PAIRS_SPEC_DATES) {
         if (!bpe) return error_set(err, "%s: no \"translate.bpe\" in __metadata__ for data %s", path, s->data);
         Error e2;

@@ -214,6 +214,12 @@ static void test_other_checkpoints_refused(void) {
         rc = run_text("translate train --resume --steps 8 --out %s/other", tmpdir);
         EXPECT_ONE_LINE_ERROR(&sc, rc, "not a text translate checkpoint (format 'attend-draw-9'");
     }
+    // Metadata whose vocabularies are not the date task's.
+    snprintf(dst, sizeof dst, "%s/other/vocab.safetensors", tmpdir);
+    if (checkpoint_rewrite_meta(src, dst, "translate.tgt_vocab", "14") == 0) {
+        rc = run_text("translate eval --model %s", dst);
+        EXPECT_ONE_LINE_ERROR(&sc, rc, "vocabularies of 42 and 14 for the date task");
+    }
     rc = run_text("translate eval --model %s/cls/model.safetensors", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "not a text translate checkpoint");
     // ... and the classifier refuses the translator's.
