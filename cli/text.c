@@ -6,6 +6,8 @@
 //   text classify show    --model M --out DIR      (attention.html, attention.png)
 //   text classify report  RUN                       (RUN/report.html)
 //   text translate train  --out DIR [--data dates] [--attention bahdanau] [--resume] [--json]
+//   text translate eval   --model DIR/model.safetensors [--split test] [--json]
+//   text translate translate --model M [--input FILE]
 //
 // The sentence classifier and its defaults: cli/text_classify.h (the Keras attention demo's
 // recipe); data specs and splits: cli/text_data.h; checkpoints: cli/text_checkpoint.h.
@@ -23,7 +25,7 @@ static void overview(FILE *f) {
     fprintf(f,
             "usage: text COMMAND [flags]   (text COMMAND --help for its commands)\n"
             "  classify   the sentence classifier: train, eval, predict, show, report (text classify --help)\n"
-            "  translate  the encoder-decoder translator: train (text translate --help)\n");
+            "  translate  the encoder-decoder translator: train, eval, translate (text translate --help)\n");
 }
 
 int main(int argc, char **argv) {
