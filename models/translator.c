@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "seq/embedding.h"
 #include "seq/lstm_seq.h"
+#include "seq/vocab.h"
 
 void translator_config_finish(TranslatorConfig *c) {
     CHECK(c->Vs >= 1 && c->Es >= 1 && c->He >= 1 && c->S >= 1 && c->max_len >= 1,
@@ -97,8 +98,9 @@ static int fwd_pos_(const Translator *m, int b, int i) {
 }
 static int rev_pos_(const Translator *m, int i) { return fixed_context_(&m->cfg) ? 0 : i; }
 
-double translator_forward(Translator *m, const int *src, const int *src_len, const int *words,
-                          const int *lens, int B) {
+// The encoder over rows 0..B-1 (src (B, S), src_len (B)) and the decoder's start: the
+// annotations (B, L, D), their mean, h_0, c_0 and the attention's preparation.
+static void encode_(Translator *m, const int *src, const int *src_len, int B) {
     const TranslatorConfig *c = &m->cfg;
     const int S = c->S, E = c->Es, H = c->He, D = 2 * H;
     CHECK(B >= 1 && B <= m->B, "batch %d, capacity %d", B, m->B);
@@ -109,8 +111,7 @@ double translator_forward(Translator *m, const int *src, const int *src_len, con
         for (int t = 0; t < S; t++) m->src_t[(size_t)t * B + b] = src[(size_t)b * S + t];
     }
     m->Bb = B;
-    m->Tb = decoder_pack_rows(a, words, lens, B, c->max_len);
-    // The encoder: both directions over each row's length, states as annotations (B, S, D).
+    // Both directions over each row's length, states as annotations (B, S, D).
     embedding_forward(m->x, m->src_t, m->p.src_embed, S * B, E);
     lstm_seq_forward(m->hs_f, m->cache_f, m->x, m->p.fwd_W, m->p.fwd_b, m->src_len, NULL, NULL,
                      0, S, B, E, H);
@@ -124,16 +125,82 @@ double translator_forward(Translator *m, const int *src, const int *src_len, con
             memcpy(row, m->hs_f + ((size_t)tf * B + b) * H, (size_t)H * sizeof(float));
             memcpy(row + H, m->hs_r + ((size_t)tr * B + b) * H, (size_t)H * sizeof(float));
         }
-    // The shared decoder over them.
-    const Decoder d = view_(m);
-    decoder_mean_annotations(a->mean_a, a->annot, d.lengths, B, L, D);
+    const int *lengths = fixed_context_(c) ? NULL : m->src_len;
+    decoder_mean_annotations(a->mean_a, a->annot, lengths, B, L, D);
     decoder_initial_state(a->hs, a->cs, a->mean_a, &m->p.dec, B, D, c->dec.H);
     attn_prepare(a->prep, a->annot, &m->p.dec.attn, &c->dec.attn, B, L);
+}
+
+double translator_forward(Translator *m, const int *src, const int *src_len, const int *words,
+                          const int *lens, int B) {
+    const TranslatorConfig *c = &m->cfg;
+    DecoderActs *a = &m->a;
+    CHECK(B >= 1 && B <= m->B, "batch %d, capacity %d", B, m->B);
+    m->Tb = decoder_pack_rows(a, words, lens, B, c->max_len);
+    encode_(m, src, src_len, B);
+    // The shared decoder over the encoder's states.
+    const Decoder d = view_(m);
     embedding_forward(a->emb, a->in_tok, m->p.dec.embed, a->off[m->Tb], c->dec.E);
     decoder_forward_steps(&d, 0);
     double loss = decoder_output_forward(&d, 0);
     if (c->dec.lambda > 0.0f) loss += decoder_doubly_stochastic(&d);
     return loss / B;
+}
+
+void translator_greedy(Translator *m, const int *src, const int *src_len, int B, int *out,
+                       int *out_len, float *alpha) {
+    const TranslatorConfig *c = &m->cfg;
+    const DecoderConfig *dc = &c->dec;
+    const int L = dc->L, D = dc->D, E = dc->E, H = dc->H, V = dc->V, I = E + D;
+    const int ML = c->max_len, T = ML + 1;
+    encode_(m, src, src_len, B);
+    const DecoderActs *a = &m->a;
+    // Each step's buffers for B rows; h, c start as h_0, c_0; z_{-1} = 0.
+    const size_t nH = (size_t)B * H, nD = (size_t)B * D;
+    const size_t cache = attn_step_cache_floats(&dc->attn, B, L);
+    const size_t total = 4 * nH + 3 * nD + (size_t)B * L + cache + (size_t)B * dc->nb +
+                         (size_t)B * E * 2 + (size_t)B * I + (size_t)B * (I + H) +
+                         (size_t)B * 4 * H + (size_t)B * V;
+    float *buf = xcalloc(total, sizeof(float)), *q = buf;
+#define TAKE(n) (q += (n), q - (n))
+    float *h = TAKE(nH), *cc = TAKE(nH), *hn = TAKE(nH), *cn = TAKE(nH);
+    float *zp = TAKE(nD), *z = TAKE(nD), *ctx = TAKE(nD), *al = TAKE((size_t)B * L);
+    float *ch = TAKE(cache), *beta = TAKE((size_t)B * dc->nb), *emb = TAKE((size_t)B * E);
+    float *xin = TAKE((size_t)B * I), *xh = TAKE((size_t)B * (I + H));
+    float *gates = TAKE((size_t)B * 4 * H), *o = TAKE((size_t)B * E), *logits = TAKE((size_t)B * V);
+#undef TAKE
+    memcpy(h, a->hs, nH * sizeof(float));
+    memcpy(cc, a->cs, nH * sizeof(float));
+    int *token = xmalloc((size_t)B * sizeof(int));
+    for (int b = 0; b < B; b++) token[b] = VOCAB_START, out_len[b] = -1;
+    const int after = dc->query == DECODER_QUERY_CURRENT;
+    for (int t = 0; t < T; t++) {
+        const DecoderStep s = {.keys = a->annot, .prep = a->prep,
+                               .lengths = fixed_context_(c) ? NULL : m->src_len, .h = h, .c = cc,
+                               .zp = zp, .hn = hn, .cn = cn, .ctx = ctx, .alpha = al,
+                               .cache = ch, .beta = beta, .z = z, .emb = emb, .xin = xin,
+                               .xh = xh, .gates = gates, .o = o, .logits = logits};
+        decoder_step_forward(&s, token, &m->p.dec, dc, t, B);
+        if (alpha) memcpy(alpha + (size_t)t * B * L, al, (size_t)B * L * sizeof(float));
+        for (int b = 0; b < B; b++) {
+            const float *lg = logits + (size_t)b * V;
+            int best = VOCAB_END;  // the specials other than <end> are never written
+            for (int v = VOCAB_NSPECIAL; v < V; v++)
+                if (lg[v] > lg[best]) best = v;
+            if (t == ML) best = VOCAB_END;
+            token[b] = best;
+            if (out_len[b] < 0) {
+                if (best == VOCAB_END) out_len[b] = t;
+                else out[(size_t)b * ML + t] = best;
+            }
+        }
+        float *tmp;
+        tmp = h, h = hn, hn = tmp;
+        tmp = cc, cc = cn, cn = tmp;
+        if (after) tmp = zp, zp = z, z = tmp;
+    }
+    free(token);
+    free(buf);
 }
 
 void translator_backward(Translator *m) {

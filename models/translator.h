@@ -14,8 +14,8 @@
 //   loss = (1/B) sum_b sum_t CE(logits_t, target_t)        (targets w_1..w_n, <end>)
 // Limits (issue 58, left for its next step): Luong's input feeding of the attentional
 // vector tanh(W_c [c_t; h_t]) is not in the shared decoder yet (query current feeds the
-// previous step's gated context z_{t-1} instead); no dropout, label smoothing or decoding
-// here yet (the decoding step is decoder_step_forward).
+// previous step's gated context z_{t-1} instead); no dropout, label smoothing or beam
+// search here yet; greedy decoding is translator_greedy.
 //
 // Memory: parameters and gradients are two Blocks with one layout ("src.embed", "enc.fwd.*",
 // "enc.rev.*", then the decoder's tensors); activations one Block (the decoder's for
@@ -69,5 +69,15 @@ double translator_forward(Translator *m, const int *src, const int *src_len, con
                           const int *lens, int B);
 // Accumulates the loss's gradient into m->g (every parameter: encoder and decoder).
 void translator_backward(Translator *m);
+
+// Greedy decoding of B rows (B <= the capacity) through the decoder's step
+// (decoder_step_forward, the one beam search uses): src (B, S) with src_len (B) as for
+// translator_forward; each step feeds the previous step's most likely word (<start> first;
+// the specials other than <end> never chosen) for up to max_len words and <end>. out
+// (B, max_len) receives each row's words up to its <end>, out_len (B) their count; alpha
+// (max_len + 1, B, dec.L) each step's attention weights (step t's produce word t), or NULL.
+// Overwrites the activations of the last forward.
+void translator_greedy(Translator *m, const int *src, const int *src_len, int B, int *out,
+                       int *out_len, float *alpha);
 
 #endif

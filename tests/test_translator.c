@@ -17,6 +17,7 @@
 #include "core/rng.h"
 #include "models/translator.h"
 #include "tests/support/gradcheck.h"
+#include "seq/vocab.h"
 #include "tests/support/test.h"
 
 enum { NB = 2, NS = 4, ML = 3 };
@@ -123,9 +124,46 @@ static void test_fixed_context_is_the_final_states(void) {
     fix_free(&f);
 }
 
+// Greedy decoding through decoder_step_forward agrees with the teacher-forced forward fed
+// its own words: at each step the forward's most likely word (the specials but <end> left
+// out) is the word greedy chose, and its attention rows sum to 1 over the source.
+static void test_greedy_matches_teacher_forcing(void) {
+    static const AttnKind kinds[] = {ATTN_ADDITIVE, ATTN_MULTIPLICATIVE, ATTN_NONE};
+    static const DecoderQuery queries[] = {DECODER_QUERY_PREVIOUS, DECODER_QUERY_CURRENT,
+                                           DECODER_QUERY_CURRENT};
+    for (int k = 0; k < 3; k++) {
+        Fix f;
+        fix_init(&f, kinds[k], queries[k], 300 + k);
+        const int V = f.m.cfg.dec.V, L = f.m.cfg.dec.L;
+        for (int b = 0; b < NB; b++) {
+            int out[ML], len;
+            float alpha[(ML + 1) * NS];
+            translator_greedy(&f.m, f.src + b * NS, f.src_len + b, 1, out, &len, alpha);
+            EXPECT(len >= 0 && len <= ML, "kind %d row %d: length %d", k, b, len);
+            for (int t = 0; t <= len; t++) {
+                double sum = 0;
+                for (int i = 0; i < L; i++) sum += alpha[t * L + i];
+                EXPECT(fabs(sum - 1.0) < 1e-5, "kind %d row %d step %d: attention sums to %g", k, b, t, sum);
+            }
+            translator_forward(&f.m, f.src + b * NS, f.src_len + b, out, &len, 1);
+            for (int t = 0; t <= len; t++) {
+                const float *p = f.m.a.probs + (size_t)t * V;  // one row: step t's is row t
+                int best = VOCAB_END;
+                for (int v = VOCAB_NSPECIAL; v < V; v++)
+                    if (p[v] > p[best]) best = v;
+                const int want = t < len ? out[t] : VOCAB_END;
+                EXPECT(best == want || (t == ML && want == VOCAB_END), "kind %d row %d step %d: forward's %d, greedy's %d",
+                       k, b, t, best, want);
+            }
+        }
+        fix_free(&f);
+    }
+}
+
 int main(void) {
     RUN(test_whole_model_gradcheck);
     RUN(test_padding_changes_nothing);
     RUN(test_fixed_context_is_the_final_states);
+    RUN(test_greedy_matches_teacher_forcing);
     return test_summary();
 }

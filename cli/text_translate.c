@@ -1,0 +1,427 @@
+// `text translate`: dispatch and `text translate train` (cli/text_translate.h). eval is in
+// cli/text_translate_eval.c, translate in cli/text_translate_predict.c.
+#include "cli/text_translate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cli/report_common.h"
+#include "cli/run_info.h"
+#include "cli/text_translate_state.h"
+#include "cli/threads.h"
+#include "cli/train_run.h"
+#include "core/adam.h"
+#include "core/check.h"
+#include "core/csvlog.h"
+#include "core/fileio.h"
+#include "core/gemm.h"
+#include "core/text_escape.h"
+#include "core/timer.h"
+
+static int fail(const Error *err) {
+    fprintf(stderr, "text translate: %s\n", err->msg);
+    return 1;
+}
+
+typedef struct {
+    const char *data, *root, *out;
+    int attention, embed, hidden, dec_embed, attn_size, window, max_src, max_len, train_size;
+    int bpe_merges, threads;
+    TrainPlanFlags plan;
+    TrainOptimFlags optim;
+    bool resume, force, json;
+    struct {
+        bool data, attention, embed, hidden, dec_embed, attn_size, window, max_src, max_len,
+            train_size, bpe_merges;
+    } given;
+} TrainFlags;
+
+static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
+    *f = (TrainFlags){.data = "dates", .root = "data", .attention = 0, .embed = 32, .hidden = 64,
+                      .dec_embed = 32, .attn_size = 64, .window = 5, .max_src = 64, .max_len = 64,
+                      .train_size = 20000, .bpe_merges = 8000, .threads = 1,
+                      .plan = {.log_every = 10},
+                      .optim = {.seed = 1, .batch = 64, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f,
+                                .lr_decay = 1}};
+    ArgSpec specs[] = {
+        {"data", ARG_STRING, &f->data, "dates (the synthetic date task), bible-en-es (make data's verse pairs) or pairs:FILE (SOURCE<TAB>TARGET lines)", .metavar = "SPEC", .given = &f->given.data},
+        {"data-root", ARG_STRING, &f->root, "folder holding bible/", .metavar = "DIR"},
+        {"out", ARG_STRING, &f->out, "output folder (model.safetensors, log.csv, loss.png, run.json)", .metavar = "DIR", .required = true},
+        {"attention", ARG_CHOICE, &f->attention, "bahdanau (additive, previous state), luong-dot / luong-general / luong-concat (current state), local-m / local-p (Luong's local, --window), none (one fixed context)", .choices = TRANSLATE_ATTENTIONS, .given = &f->given.attention},
+        {"embed", ARG_INT, &f->embed, "source embedding size", .has_min = true, .min = 1, .has_max = true, .max = 65536, .given = &f->given.embed},
+        {"hidden", ARG_INT, &f->hidden, "encoder LSTM units per direction (the decoder's: twice this)", .has_min = true, .min = 1, .has_max = true, .max = 65536, .given = &f->given.hidden},
+        {"dec-embed", ARG_INT, &f->dec_embed, "target embedding size", .has_min = true, .min = 1, .has_max = true, .max = 65536, .given = &f->given.dec_embed},
+        {"attn-size", ARG_INT, &f->attn_size, "additive attention's hidden size (and local-p's)", .has_min = true, .min = 1, .has_max = true, .max = 65536, .given = &f->given.attn_size},
+        {"window", ARG_INT, &f->window, "local-m / local-p: the window's half-width", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.window},
+        {"max-src", ARG_INT, &f->max_src, "pairs: source tokens kept (dates: 40 characters)", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.max_src},
+        {"max-len", ARG_INT, &f->max_len, "pairs: target tokens kept (dates: 10 characters)", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.max_len},
+        {"train-size", ARG_INT, &f->train_size, "dates: training examples", .has_min = true, .min = 1, .has_max = true, .max = 10000000, .given = &f->given.train_size},
+        {"bpe-merges", ARG_INT, &f->bpe_merges, "pairs: BPE merges learned on the training split (both sides, one model)", .has_min = true, .min = 0, .has_max = true, .max = BPE_MAX_MERGES, .given = &f->given.bpe_merges},
+        {"batch", ARG_INT, &f->optim.batch, "pairs per step", .has_min = true, .min = 1, .has_max = true, .max = TRANSLATE_BATCH_MAX, .given = &f->optim.given.batch},
+        {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
+        {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
+        {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
+        {"steps", ARG_LONG, &f->plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
+        {"epochs", ARG_INT, &f->plan.epochs, "train until this many epochs in total (no --steps, --epochs or --minutes: one)", .has_min = true, .min = 0},
+        {"minutes", ARG_DOUBLE, &f->plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
+        {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation and data order", .has_min = true, .min = 0, .given = &f->optim.given.seed},
+        {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model and data flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
+        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it (not with --resume)", .given = NULL},
+        {"threads", ARG_INT, &f->threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"valid-every", ARG_INT, &f->plan.valid_every, "steps between validations and checkpoints (0: each epoch's end)", .has_min = true, .min = 0},
+        {"log-every", ARG_INT, &f->plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
+        {"checkpoint-every", ARG_INT, &f->plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
+        {"json", ARG_FLAG, &f->json, "print the final figures as one JSON object", .given = NULL},
+    };
+    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
+                               "text translate train --out DIR [flags]", "text translate", code))
+        return 1;
+    train_plan_default(&f->plan);
+    return 0;
+}
+
+typedef struct {
+    const TrainFlags *f;
+    TranslateState st;
+    bool resumed, interrupted;
+    TrainLock lock;
+    FlagDiffs resumed_with;
+    TrainPaths paths;
+    TranslateData train, valid;
+    Translator m;
+    Block mom1, mom2;
+    bool model_made;
+    AdamConfig adam;
+    int steps_per_epoch;
+    int *src, *src_len, *tgt, *tgt_len, *rows;  // the step's batch
+    TrainOrder order;
+    CsvLog log;
+    TrainBudget budget;
+    TrainCadence cadence;
+    TrainMeter meter;
+    TrainNorms norms;
+    double loss_acc;
+    long acc_n;
+    double last_loss, last_valid_loss;
+} TrainRun;
+
+static const char *const RUN_FILES[] = {"model.safetensors"};
+
+static bool is_dates(const char *spec) { return strcmp(spec, "dates") == 0; }
+
+static int check_resume_flags(TrainRun *r, Error *err) {
+    const TrainFlags *f = r->f;
+    const TranslateState *st = &r->st;
+    const TranslatorConfig *c = &st->cfg;
+    FlagDiffs d = {0};
+    flag_diffs_text(&d, "data", f->given.data, f->data, st->data);
+    flag_diffs_text(&d, "attention", f->given.attention, TRANSLATE_ATTENTIONS[f->attention],
+                    TRANSLATE_ATTENTIONS[st->attention]);
+    flag_diffs_int(&d, "embed", f->given.embed, f->embed, c->Es);
+    flag_diffs_int(&d, "hidden", f->given.hidden, f->hidden, c->He);
+    flag_diffs_int(&d, "dec-embed", f->given.dec_embed, f->dec_embed, c->dec.E);
+    flag_diffs_int(&d, "attn-size", f->given.attn_size, f->attn_size, c->dec.attn.A);
+    flag_diffs_int(&d, "window", f->given.window, f->window, c->dec.attn.window);
+    flag_diffs_int(&d, "max-src", f->given.max_src, f->max_src, c->S);
+    flag_diffs_int(&d, "max-len", f->given.max_len, f->max_len, c->max_len);
+    flag_diffs_int(&d, "train-size", f->given.train_size, f->train_size, st->train_size);
+    flag_diffs_int(&d, "bpe-merges", f->given.bpe_merges, f->bpe_merges, st->bpe_merges);
+    if (flag_diffs_refuse(&d, r->paths.model, err)) return -1;
+    train_optim_resume(&r->st.optim, &f->optim, &r->resumed_with);
+    return 0;
+}
+
+static int resume_state(TrainRun *r, SafetensorsFile *file, Error *err) {
+    if (!r->f->resume) return 0;
+    if (!train_checkpoint_found(r->paths.model, "text translate train")) return 0;
+    if (safetensors_load(file, r->paths.model, err) ||
+        translate_checkpoint_read_state(file, r->paths.model, &r->st, err))
+        return -1;
+    r->resumed = true;
+    return check_resume_flags(r, err);
+}
+
+// A new run's configuration and vocabulary; then both splits, encoded.
+static int load_data(TrainRun *r, Error *err) {
+    const TrainFlags *f = r->f;
+    TranslateState *st = &r->st;
+    if (!r->resumed) {
+        snprintf(st->data, sizeof st->data, "%s", f->data);
+        st->attention = f->attention;
+        st->train_size = is_dates(f->data) ? f->train_size : 0;
+        st->bpe_merges = is_dates(f->data) ? 0 : f->bpe_merges;
+        st->optim = train_optim_new(&f->optim);
+        TranslatorConfig *c = &st->cfg;
+        const TranslateAttention a = translate_attention(f->attention);
+        *c = (TranslatorConfig){.Es = f->embed, .He = f->hidden,
+                                .S = is_dates(f->data) ? DATES_MAX_SOURCE : f->max_src,
+                                .max_len = is_dates(f->data) ? DATES_TARGET_LEN : f->max_len,
+                                .dec = {.E = f->dec_embed, .H = 2 * f->hidden, .nb = 1,
+                                        .query = a.query,
+                                        .attn = {.kind = a.kind, .A = f->attn_size,
+                                                 .window = f->window}}};
+        if (translate_vocab_fit(st, f->root, err)) return -1;
+        translator_config_finish(c);
+    }
+    if (translate_data_read(&r->train, st, f->root, TRANSLATE_TRAIN, err) ||
+        translate_data_read(&r->valid, st, f->root, TRANSLATE_VALID, err))
+        return r->resumed ? error_prefix(err, "%s: the run's data", r->paths.model) : -1;
+    if (r->train.n < st->optim.batch)
+        return error_set(err, "--batch: %d is more than the %d training pairs of %s",
+                         st->optim.batch, r->train.n, st->data);
+    return 0;
+}
+
+static int init_model(TrainRun *r, const SafetensorsFile *file, Error *err) {
+    Rng init = train_optim_init_rng(&r->st.optim);
+    translator_init(&r->m, &r->st.cfg, r->st.optim.batch, &init);
+    r->model_made = true;
+    block_layout_like(&r->mom1, &r->m.params);
+    block_layout_like(&r->mom2, &r->m.params);
+    block_alloc(&r->mom1);
+    block_alloc(&r->mom2);
+    if (r->resumed &&
+        train_checkpoint_read(&r->m.params, &r->mom1, &r->mom2, file, r->paths.model, err))
+        return -1;
+    r->adam = train_optim_adam(&r->st.optim);
+    return 0;
+}
+
+static void close_run(TrainRun *r) {
+    if (r->model_made) translator_free(&r->m);
+    block_free(&r->mom1), block_free(&r->mom2);
+    free(r->src), free(r->src_len), free(r->tgt), free(r->tgt_len), free(r->rows);
+    train_order_free(&r->order);
+    translate_data_free(&r->train), translate_data_free(&r->valid);
+    translate_state_free(&r->st);
+    csvlog_close(&r->log);
+    train_lock_release(&r->lock);
+}
+
+static int open_run(TrainRun *r, const TrainFlags *f, Error *err) {
+    memset(r, 0, sizeof *r);
+    r->f = f;
+    r->last_loss = r->last_valid_loss = NAN;
+    train_paths(&r->paths, f->out);
+    SafetensorsFile file = {0};
+    int rc = train_out_open(&r->lock, f->out, RUN_FILES, 1, f->resume, f->force, err) ||
+             resume_state(r, &file, err) || load_data(r, err) ||
+             train_out_make(&r->lock, f->out, RUN_FILES, 1, f->resume, f->force, err);
+    if (rc == 0) {
+        atomic_remove_stale(f->out);
+        rc = init_model(r, &file, err);
+    }
+    safetensors_free(&file);
+    if (rc) return -1;
+    const int B = r->st.optim.batch, S = r->st.cfg.S, ML = r->st.cfg.max_len;
+    r->src = xmalloc((size_t)B * S * sizeof(int));
+    r->src_len = xmalloc((size_t)B * sizeof(int));
+    r->tgt = xmalloc((size_t)B * ML * sizeof(int));
+    r->tgt_len = xmalloc((size_t)B * sizeof(int));
+    r->rows = xmalloc((size_t)B * sizeof(int));
+    r->steps_per_epoch = r->train.n / B;
+    train_order_init(&r->order, r->train.n);
+    train_plan(&f->plan, r->steps_per_epoch, &r->budget, &r->cadence);
+    if (f->plan.ckpt_every == 0) r->cadence.save_at_validation = true;
+    static const char columns[] = "step,train_loss,valid_loss,grad_norm,grad_norm_max,seconds";
+    if (train_out_clear(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
+        (r->resumed ? csvlog_open_resume(&r->log, r->paths.log, columns, r->st.step, err)
+                    : csvlog_open(&r->log, r->paths.log, columns, 0, err)))
+        return -1;
+    return 0;
+}
+
+static void print_header(const TrainRun *r) {
+    const TranslatorConfig *c = &r->st.cfg;
+    if (r->resumed_with.n)
+        text_write_linef(stderr, "text translate train: resuming with %s", r->resumed_with.text);
+    char budget[64];
+    train_budget_describe(&r->budget, budget, sizeof budget);
+    fprintf(stderr, "text translate train: %s, %d training and %d validation pairs, vocabularies "
+            "%d and %d; embed %d, bidirectional LSTM %d, decoder %d, %s attention; batch %d, "
+            "lr %g, clip %g; step %ld%s\n",
+            r->st.data, r->train.n, r->valid.n, c->Vs, c->dec.V, c->Es, c->He, c->dec.H,
+            TRANSLATE_ATTENTIONS[r->st.attention], r->st.optim.batch, r->st.optim.lr,
+            r->st.optim.clip, r->st.step, budget);
+}
+
+// Copies the pairs at pos (n) into the batch buffers, rows in descending order of target
+// length (the decoder packs its rows by step); ties keep pos's order.
+static void gather(TrainRun *r, const TranslateData *d, const int *pos, int n) {
+    const int S = d->S, ML = d->max_len;
+    for (int i = 0; i < n; i++) {
+        int j = i;
+        while (j > 0 && d->tgt_len[pos[r->rows[j - 1]]] < d->tgt_len[pos[i]]) {
+            r->rows[j] = r->rows[j - 1];
+            j--;
+        }
+        r->rows[j] = i;
+    }
+    for (int b = 0; b < n; b++) {
+        const int k = pos[r->rows[b]];
+        memcpy(r->src + (size_t)b * S, d->src + (size_t)k * S, (size_t)S * sizeof(int));
+        memcpy(r->tgt + (size_t)b * ML, d->tgt + (size_t)k * ML, (size_t)ML * sizeof(int));
+        r->src_len[b] = d->src_len[k];
+        r->tgt_len[b] = d->tgt_len[k];
+    }
+}
+
+// The teacher-forced loss per pair over the validation split.
+static double valid_loss(TrainRun *r) {
+    const int B = r->st.optim.batch;
+    int *pos = xmalloc((size_t)B * sizeof(int));
+    double sum = 0.0;
+    for (int i0 = 0; i0 < r->valid.n; i0 += B) {
+        const int n = r->valid.n - i0 < B ? r->valid.n - i0 : B;
+        for (int i = 0; i < n; i++) pos[i] = i0 + i;
+        gather(r, &r->valid, pos, n);
+        sum += translator_forward(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, n) * n;
+    }
+    free(pos);
+    return r->valid.n ? sum / r->valid.n : NAN;
+}
+
+static int train_step(TrainRun *r, double *loss, Error *err) {
+    TranslateState *st = &r->st;
+    const int B = st->optim.batch;
+    const int *pos = train_order_batch(&r->order, st->step, r->steps_per_epoch, B, st->optim.seed);
+    gather(r, &r->train, pos, B);
+    *loss = translator_forward(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, B);
+    block_zero(&r->m.grads);
+    translator_backward(&r->m);
+    if (train_check_finite(st->step + 1, "loss", *loss, &r->m.grads, r->paths.model, err)) return -1;
+    train_norms_add(&r->norms, clip_global_norm(r->m.grads.data, r->m.grads.numel, st->optim.clip));
+    st->step++;
+    adam_update(r->m.params.data, r->m.grads.data, r->mom1.data, r->mom2.data, r->m.params.numel,
+                &r->adam, st->step, st->optim.lr);
+    return 0;
+}
+
+static int save(TrainRun *r, Error *err) {
+    return translate_checkpoint_save(r->paths.model, &r->st, &r->m.params, &r->mom1, &r->mom2, err);
+}
+
+static int log_validate_save(TrainRun *r, double loss, bool last, Error *err) {
+    r->loss_acc += loss;
+    r->acc_n++;
+    TrainDue due = train_due(&r->cadence, r->st.step, last);
+    if (due.log) {
+        r->last_loss = r->loss_acc / r->acc_n;
+        if (due.validate) r->last_valid_loss = valid_loss(r);
+        double row[6] = {(double)r->st.step, r->last_loss, due.validate ? r->last_valid_loss : NAN,
+                         0, 0, timer_now() - r->budget.t0};
+        train_norms_take(&r->norms, &row[3], &row[4]);
+        csvlog_row(&r->log, row, 6);
+        r->loss_acc = 0.0, r->acc_n = 0;
+    }
+    return due.save ? save(r, err) : 0;
+}
+
+static int train_loop(TrainRun *r, Error *err) {
+    char status[96] = "";
+    int rc = 0;
+    train_budget_begin(&r->budget);
+    train_meter_start(&r->meter, &r->budget, r->st.step, true);
+    progress_name(&r->meter.progress, "steps", "pairs");  // the meter counts pairs
+    while (train_budget_allows(&r->budget, r->st.step)) {
+        double ts = timer_now(), loss;
+        if (train_step(r, &loss, err) ||
+            log_validate_save(r, loss, train_budget_spent(&r->budget, r->st.step), err)) {
+            rc = -1;
+            break;
+        }
+        double secs = timer_now() - ts;
+        int n = snprintf(status, sizeof status, "loss %.3f", loss);
+        if (isfinite(r->last_valid_loss))
+            snprintf(status + n, sizeof status - n, ", valid loss %.3f", r->last_valid_loss);
+        train_meter_step(&r->meter, r->st.step, r->st.optim.batch, secs, status);
+        if (train_interrupted() && train_budget_allows(&r->budget, r->st.step)) {
+            r->interrupted = true;
+            rc = train_interrupt_error(r->st.step, err);
+            break;
+        }
+    }
+    train_meter_end(&r->meter, r->st.step, status);
+    return rc;
+}
+
+static int finish_run(TrainRun *r, Error *err) {
+    csvlog_close(&r->log);
+    if (r->meter.steps == 0 && !file_exists(r->paths.model) && save(r, err)) return -1;
+    static const ReportLogPlot curves = {{"train_loss", "valid_loss"},
+                                         {"train loss", "valid loss"}, 1.0f,
+                                         "translation", "cross-entropy per pair"};
+    if (report_plot_log(r->paths.log, r->paths.plot, &curves, err)) return -1;
+    double pps = train_meter_images_per_s(&r->meter), secs = timer_now() - r->budget.t0;
+    char valid_text[80] = "no validation in this run", a[32], b[32];
+    if (isfinite(r->last_valid_loss))
+        snprintf(valid_text, sizeof valid_text, "valid loss %.4f (%d pairs)", r->last_valid_loss,
+                 r->valid.n);
+    text_write_linef(stderr, "text translate train: %ld steps in %.1f s wall; %.1f pairs/s of step time; %s; wrote %s",
+                     r->meter.steps, secs, pps, valid_text, r->paths.model);
+    if (r->f->json) {
+        printf("{\"steps\": %ld, \"final_loss\": %s, \"valid_loss\": %s, \"valid_pairs\": %d, "
+               "\"pairs_per_s\": %.6g, \"seconds\": %.6g, \"model\": ",
+               r->st.step, json_number(a, r->last_loss), json_number(b, r->last_valid_loss),
+               r->valid.n, pps, secs);
+        text_json_string(stdout, r->paths.model);
+        printf("}\n");
+    }
+    return 0;
+}
+
+static int cmd_train(int argc, char **argv) {
+    TrainFlags f;
+    int code;
+    if (parse_flags(&f, argc, argv, &code)) return code;
+    train_process_begin("text translate train");
+    gemm_set_threads(f.threads);
+    TrainRun r;
+    Error err;
+    int rc = open_run(&r, &f, &err);
+    if (rc == 0) {
+        RunInfo run_info;
+        run_info_begin(&run_info, f.out, "text translate", argc, argv, f.threads, 1, f.resume);
+        print_header(&r);
+        rc = train_loop(&r, &err);
+        if (rc == 0) rc = finish_run(&r, &err);
+        run_info_end(&run_info, r.interrupted ? RUN_INFO_INTERRUPTED : rc, r.st.step,
+                     train_meter_images_per_s(&r.meter));
+    }
+    close_run(&r);
+    return rc ? fail(&err) : 0;
+}
+
+static void overview(FILE *f) {
+    fprintf(f,
+            "usage: text translate COMMAND [flags]   (text translate COMMAND --help for its flags)\n"
+            "  train    train the encoder-decoder translator on dates, bible-en-es or a pair\n"
+            "           file; writes OUT/model.safetensors, log.csv, loss.png, run.json\n"
+            "  eval     greedy decoding of a split: exact match and, for dates, alignment\n"
+            "           accuracy; for pairs, corpus BLEU and chrF\n"
+            "  translate  each line of a file or standard input, translated greedily, one\n"
+            "           output line each\n");
+}
+
+int text_translate_main(int argc, char **argv) {
+    static const char *const names[] = {"train", "eval", "translate"};
+    int which;
+    Error err;
+    int r = args_subcommand(argc, argv, names, 3, &which, &err);
+    if (r == ARGS_HELP) {
+        overview(stdout);
+        return 0;
+    }
+    if (r == ARGS_ERROR) {
+        fprintf(stderr, "text translate: %s\n", err.msg);
+        return 2;
+    }
+    switch (which) {
+    case 0: return cmd_train(argc - 1, argv + 1);
+    case 1: return text_translate_eval_main(argc - 1, argv + 1);
+    default: return text_translate_translate_main(argc - 1, argv + 1);
+    }
+}

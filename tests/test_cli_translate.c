@@ -1,0 +1,241 @@
+// End-to-end tests of `text translate` (bin/text in $ATTEND_BIN): train a tiny translator
+// on the date task a few steps (log.csv, loss.png, run.json, --json), resume bit for bit on
+// dates and on a pair file written here (its BPE model kept in the checkpoint as text),
+// refuse model flags that differ on --resume, evaluate with --json (exact match and
+// alignment accuracy for dates, BLEU and chrF for pairs), translate lines from standard
+// input and a file, and refuse in one line a
+// checkpoint of another program (a sentence classifier's) or of another format.
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/check.h"
+#include "core/safetensors.h"
+#include "tests/support/checkpoint.h"
+#include "tests/support/cli_check.h"
+#include "tests/support/scratch.h"
+#include "tests/support/test.h"
+
+static Scratch sc;
+static const char *tmpdir;
+
+#define TINY "--train-size 64 --batch 16 --embed 4 --hidden 6 --dec-embed 4 --attn-size 5 --log-every 1"
+#define PAIRS_TINY "--bpe-merges 30 --max-src 12 --max-len 12 --batch 8 --embed 4 --hidden 6 --dec-embed 4 --attn-size 5 --log-every 1"
+#define run_text(...) scratch_run(&sc, __VA_ARGS__)
+
+static char *read_text(const char *name) { return scratch_read(&sc, name, NULL); }
+
+// 120 English-Spanish pairs of a small word-for-word language.
+static void write_pairs(void) {
+    static const char *en[] = {"the", "cat", "dog", "sees", "a", "house", "big", "runs"};
+    static const char *es[] = {"el", "gato", "perro", "ve", "una", "casa", "grande", "corre"};
+    char path[1024];
+    snprintf(path, sizeof path, "%s/p.tsv", tmpdir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    for (int i = 0; i < 120; i++) {
+        const int n = 2 + i % 4;
+        for (int side = 0; side < 2; side++)
+            for (int k = 0; k < n; k++)
+                fprintf(f, "%s%s", k ? " " : (side ? "\t" : ""), (side ? es : en)[(i * 7 + k * 3) % 8]);
+        fputc('\n', f);
+    }
+    fclose(f);
+}
+
+static void test_train_writes_outputs(void) {
+    int rc = run_text("translate train " TINY " --steps 4 --out %s/run --json", tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0, "train exited %d: %s", rc, err ? err : "");
+    EXPECT(err && strstr(err, "dates, 64 training and 500 validation pairs, vocabularies 42 and 15") &&
+               strstr(err, "bahdanau attention") && strstr(err, "text translate train: 4 steps in "),
+           "header and summary: %s", err ? err : "");
+    free(err);
+    EXPECT(scratch_exists(&sc, "run/model.safetensors") && scratch_exists(&sc, "run/loss.png") &&
+               scratch_exists(&sc, "run/run.json"),
+           "missing outputs");
+    char *log = read_text("run/log.csv");
+    EXPECT(log && strncmp(log, "step,train_loss,valid_loss,grad_norm,grad_norm_max,seconds\n", 59) == 0,
+           "log.csv header: %s", log ? log : "");
+    EXPECT(scratch_count_lines(log) == 5, "log.csv has %d lines, expected 1 + 4", scratch_count_lines(log));
+    free(log);
+    char *out = read_text("stdout.txt");
+    cJSON *j = cJSON_Parse(out ? out : "");
+    EXPECT(j != NULL, "no JSON: %s", out ? out : "");
+    const char *keys[] = {"steps", "final_loss", "valid_loss", "valid_pairs", "pairs_per_s", "seconds"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        EXPECT(cJSON_IsNumber(cJSON_GetObjectItem(j, keys[k])), "JSON lacks %s: %s", keys[k], out ? out : "");
+    EXPECT(cJSON_IsString(cJSON_GetObjectItem(j, "model")), "JSON lacks model");
+    const cJSON *vl = cJSON_GetObjectItem(j, "valid_loss");
+    // 11 steps of cross-entropy over 15 symbols: near 11 ln 15 = 29.8 at the start.
+    EXPECT(cJSON_IsNumber(vl) && vl->valuedouble > 5 && vl->valuedouble < 40, "valid_loss %g",
+           cJSON_IsNumber(vl) ? vl->valuedouble : -1);
+    cJSON_Delete(j);
+    free(out);
+    rc = run_text("translate train " TINY " --steps 2 --out %s/run", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "already holds a run");
+}
+
+// Runs NAME/whole for 6 steps and NAME/part for 3, then 3 more with --resume; expects the
+// same checkpoint (and key's metadata).
+static void resume_case(const char *name, const char *flags, const char *key) {
+    int rc = run_text("translate train %s --steps 6 --out %s/%s_whole", flags, tmpdir, name);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0, "%s: whole run exited %d: %s", name, rc, err ? err : "");
+    free(err);
+    rc = run_text("translate train %s --steps 3 --out %s/%s_part", flags, tmpdir, name);
+    EXPECT(rc == 0, "%s: first part exited %d", name, rc);
+    rc = run_text("translate train --steps 6 --resume --log-every 1 --out %s/%s_part", tmpdir, name);
+    err = read_text("stderr.txt");
+    EXPECT(rc == 0, "%s: resumed run exited %d: %s", name, rc, err ? err : "");
+    free(err);
+    char a[1024], b[1024], why[256];
+    snprintf(a, sizeof a, "%s/%s_whole/model.safetensors", tmpdir, name);
+    snprintf(b, sizeof b, "%s/%s_part/model.safetensors", tmpdir, name);
+    EXPECT(checkpoints_identical(a, b, "train.step", why, sizeof why), "%s: resume differs: %s", name, why);
+    if (key) EXPECT(checkpoints_identical(a, b, key, why, sizeof why), "%s: %s differs: %s", name, key, why);
+    char log[64];
+    snprintf(log, sizeof log, "%s_part/log.csv", name);
+    char *text = read_text(log);
+    EXPECT(scratch_count_lines(text) == 7, "%s: resumed log.csv has %d lines", name, scratch_count_lines(text));
+    free(text);
+}
+
+static void test_resume_bit_identical(void) {
+    resume_case("dates", TINY, "translate.attention");
+    char flags[512];
+    snprintf(flags, sizeof flags, PAIRS_TINY " --attention luong-general --data pairs:%s/p.tsv", tmpdir);
+    resume_case("pairs", flags, "translate.bpe");
+    // The BPE model rides in the checkpoint as seq/bpe.h's text.
+    char path[1024];
+    snprintf(path, sizeof path, "%s/pairs_whole/model.safetensors", tmpdir);
+    SafetensorsFile f;
+    Error err;
+    EXPECT(safetensors_load(&f, path, &err) == 0, "%s", err.msg);
+    const char *bpe = safetensors_meta(&f, "translate.bpe");
+    EXPECT(bpe && strncmp(bpe, "#attend-bpe 1\nalphabet ", 23) == 0, "translate.bpe: %s", bpe ? bpe : "missing");
+    safetensors_free(&f);
+    // Model flags differing on --resume are named with both values; so is another task.
+    int rc = run_text("translate train --resume --steps 8 --attention none --out %s/dates_part", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--attention none (checkpoint: bahdanau)");
+    rc = run_text("translate train --resume --steps 8 --data pairs:%s/p.tsv --out %s/dates_part", tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "(checkpoint: dates)");
+}
+
+// eval of the tiny date run: sane figures, the JSON's keys; then of a pair run: BLEU and
+// chrF in 0..100, no alignment.
+static void test_eval_json(void) {
+    int rc = run_text("translate eval --model %s/run/model.safetensors --split test --limit 40 --batch 16 --json", tmpdir);
+    char *err = read_text("stderr.txt"), *out = read_text("stdout.txt");
+    EXPECT(rc == 0, "eval exited %d: %s", rc, err ? err : "");
+    EXPECT(err && strstr(err, "text translate eval: test split, 40 pairs: exact match ") &&
+               strstr(err, "alignment accuracy"),
+           "eval's line: %s", err ? err : "");
+    cJSON *j = cJSON_Parse(out ? out : "");
+    EXPECT(j != NULL, "no JSON: %s", out ? out : "");
+    const cJSON *em = cJSON_GetObjectItem(j, "exact_match"), *al = cJSON_GetObjectItem(j, "alignment_accuracy");
+    EXPECT(cJSON_IsNumber(em) && em->valuedouble >= 0 && em->valuedouble <= 1, "exact_match: %s", out ? out : "");
+    EXPECT(cJSON_IsNumber(al) && al->valuedouble >= 0 && al->valuedouble <= 1, "alignment_accuracy: %s", out ? out : "");
+    EXPECT(cJSON_IsNull(cJSON_GetObjectItem(j, "bleu")) && cJSON_IsNull(cJSON_GetObjectItem(j, "chrf")),
+           "dates have no BLEU: %s", out ? out : "");
+    const cJSON *n = cJSON_GetObjectItem(j, "pairs");
+    EXPECT(cJSON_IsNumber(n) && n->valuedouble == 40, "pairs");
+    EXPECT(cJSON_IsString(cJSON_GetObjectItem(j, "split")) && cJSON_IsString(cJSON_GetObjectItem(j, "model")),
+           "split, model");
+    cJSON_Delete(j);
+    free(err), free(out);
+    rc = run_text("translate eval --model %s/pairs_whole/model.safetensors --split valid --json", tmpdir);
+    out = read_text("stdout.txt");
+    EXPECT(rc == 0, "pairs eval exited %d", rc);
+    j = cJSON_Parse(out ? out : "");
+    const cJSON *bleu = cJSON_GetObjectItem(j, "bleu"), *chrf = cJSON_GetObjectItem(j, "chrf");
+    EXPECT(cJSON_IsNumber(bleu) && bleu->valuedouble >= 0 && bleu->valuedouble <= 100 &&
+               cJSON_IsNumber(chrf) && chrf->valuedouble >= 0 && chrf->valuedouble <= 100,
+           "BLEU, chrF: %s", out ? out : "");
+    EXPECT(cJSON_IsNull(cJSON_GetObjectItem(j, "alignment_accuracy")), "pairs have no alignment: %s", out ? out : "");
+    cJSON_Delete(j);
+    free(out);
+    // A file that is not a translator's checkpoint: one line.
+    rc = run_text("translate eval --model %s/run/log.csv", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "log.csv");
+}
+
+// translate: one output line per input line, each a short string of the target alphabet
+// (a blank line for a blank one), from standard input and from --input; a bad line stops
+// with one line naming it, the lines before it printed.
+static void test_translate_lines(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/in.txt", tmpdir);
+    CHECK(scratch_write_text(path, "3 march 1987\n\nTuesday, March 3, 1987\r\n03.03.87\n") == 0);
+    for (int from_file = 0; from_file < 2; from_file++) {
+        int rc = from_file ? run_text("translate translate --model %s/run/model.safetensors --input %s", tmpdir, path)
+                           : run_text("translate translate --model %s/run/model.safetensors < %s", tmpdir, path);
+        char *out = read_text("stdout.txt");
+        EXPECT(rc == 0, "translate exited %d", rc);
+        EXPECT(scratch_count_lines(out) == 4, "translate printed %d lines: %s", scratch_count_lines(out), out ? out : "");
+        int line = 0;
+        for (const char *p = out; p && *p; line++) {
+            const size_t n = strcspn(p, "\n");
+            EXPECT(n <= 10 && strspn(p, "-0123456789") == n, "line %d: '%.*s'", line + 1, (int)n, p);
+            if (line == 1) EXPECT(n == 0, "a blank line gave '%.*s'", (int)n, p);
+            p += n + (p[n] == '\n');
+        }
+        free(out);
+    }
+    snprintf(path, sizeof path, "%s/bad.txt", tmpdir);
+    CHECK(scratch_write_text(path, "1 jan 2000\n2 feb 2001\n3 m\xc3\xa4r 2002\nlater\n") == 0);
+    int rc = run_text("translate translate --model %s/run/model.safetensors --input %s", tmpdir, path);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "bad.txt: line 3: byte 4");
+    char *out = read_text("stdout.txt");
+    EXPECT(scratch_count_lines(out) == 2, "printed %d lines before the bad one", scratch_count_lines(out));
+    free(out);
+}
+
+static void test_other_checkpoints_refused(void) {
+    // A sentence classifier's checkpoint in the run folder.
+    char path[1024];
+    snprintf(path, sizeof path, "%s/s.tsv", tmpdir);
+    CHECK(scratch_write_text(path, "1\tgood\n0\tbad\n1\tgreat\n0\tawful\n1\tnice\n0\tpoor\n") == 0);
+    int rc = run_text("classify train --T 4 --embed 4 --hidden 4 --batch 2 --valid-share 0.34 "
+                      "--data %s/s.tsv --steps 1 --out %s/cls", tmpdir, tmpdir);
+    EXPECT(rc == 0, "classify train exited %d", rc);
+    rc = run_text("translate train --resume --steps 2 --out %s/cls", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "not a text translate checkpoint (format 'attend-text-classify-1'");
+    // A translator's checkpoint with another format.
+    char src[1024], dst[1024];
+    snprintf(src, sizeof src, "%s/run/model.safetensors", tmpdir);
+    snprintf(dst, sizeof dst, "%s/other/model.safetensors", tmpdir);
+    snprintf(path, sizeof path, "%s/other", tmpdir);
+    char cmd[2200];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", path);
+    CHECK(system(cmd) == 0);
+    if (checkpoint_rewrite_meta(src, dst, "format", "attend-draw-9") == 0) {
+        rc = run_text("translate train --resume --steps 8 --out %s/other", tmpdir);
+        EXPECT_ONE_LINE_ERROR(&sc, rc, "not a text translate checkpoint (format 'attend-draw-9'");
+    }
+    // Metadata whose vocabularies are not the date task's.
+    snprintf(dst, sizeof dst, "%s/other/vocab.safetensors", tmpdir);
+    if (checkpoint_rewrite_meta(src, dst, "translate.tgt_vocab", "14") == 0) {
+        rc = run_text("translate eval --model %s", dst);
+        EXPECT_ONE_LINE_ERROR(&sc, rc, "vocabularies of 42 and 14 for the date task");
+    }
+    rc = run_text("translate eval --model %s/cls/model.safetensors", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "not a text translate checkpoint");
+    // ... and the classifier refuses the translator's.
+    rc = run_text("classify eval --model %s/run/model.safetensors", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "not a text classifier checkpoint");
+}
+
+int main(void) {
+    if (scratch_open(&sc, "test_cli_translate", "text")) return 1;
+    tmpdir = sc.dir;
+    write_pairs();
+    RUN(test_train_writes_outputs);
+    RUN(test_resume_bit_identical);
+    RUN(test_eval_json);
+    RUN(test_translate_lines);
+    RUN(test_other_checkpoints_refused);
+    scratch_remove(sc.dir);
+    return test_summary();
+}
