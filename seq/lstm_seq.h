@@ -49,11 +49,12 @@ void lstm_seq_backward(float *dx, float *dW, float *db, const float *dhs, const 
                        int H);
 
 // The same with one mask per gate: in_mask (B, 4, I) or NULL, rec_mask (B, 4, H) or NULL;
-// cache lstm_seq_gated_cache_floats (xh (T, 4, B, I + H), gates, c), scratch
-// lstm_seq_gated_scratch_floats. With all four masks of a row equal, the results are
-// lstm_seq_forward's (up to rounding: libm's sigmoid and tanh here, seq/lstm.h's there).
+// cache lstm_seq_gated_cache_floats (xh (4, T, B, I + H), gates, c), scratch
+// lstm_seq_gated_scratch_floats (it keeps every step's gate gradients, so that each gate's
+// weight gradient is one GEMM). With all four masks of a row equal, the results are
+// lstm_seq_forward's up to rounding.
 size_t lstm_seq_gated_cache_floats(int T, int B, int I, int H);
-size_t lstm_seq_gated_scratch_floats(int B, int I, int H);
+size_t lstm_seq_gated_scratch_floats(int T, int B, int I, int H);
 void lstm_seq_forward_gated(float *hs, float *cache, const float *x, const float *W,
                             const float *b, const int *lengths, const float *in_mask,
                             const float *rec_mask, int reverse, int T, int B, int I, int H);

@@ -73,7 +73,7 @@ static void fix_init(Fix *f, const int *lengths, int reverse, int dropout, uint6
     lstm_dropout_mask(f->gin_mask, B * 4 * I, 0.3f, &rng);
     lstm_dropout_mask(f->grec_mask, B * 4 * H, 0.2f, &rng);
     size_t nc = lstm_seq_cache_floats(T, B, I, H), ng = lstm_seq_gated_cache_floats(T, B, I, H);
-    size_t ns = lstm_seq_scratch_floats(B, I, H), nsg = lstm_seq_gated_scratch_floats(B, I, H);
+    size_t ns = lstm_seq_scratch_floats(B, I, H), nsg = lstm_seq_gated_scratch_floats(T, B, I, H);
     f->cache = xmalloc((nc > ng ? nc : ng) * sizeof(float));
     f->scratch = xmalloc((ns > nsg ? ns : nsg) * sizeof(float));
 }
