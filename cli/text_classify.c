@@ -260,7 +260,7 @@ static int init_model(TrainRun *r, const SafetensorsFile *file, Error *err) {
         text_init(&r->p, c, &init);
     }
     r->adam = train_optim_adam(&r->st.optim);
-    r->adam.eps = 1e-7f;  // Keras's
+    r->adam.eps = 1e-7f;  // Keras's, as its epsilon hat: train_step scales it per step
     return 0;
 }
 
@@ -352,8 +352,10 @@ static int train_step(TrainRun *r, double *loss, int *correct, Error *err) {
     if (train_check_finite(st->step + 1, "loss", *loss, &r->w.grads, r->paths.model, err)) return -1;
     train_norms_add(&r->norms, clip_global_norm(r->w.grads.data, r->w.grads.numel, st->optim.clip));
     st->step++;
+    AdamConfig adam = r->adam;
+    adam.eps = text_keras_adam_eps(r->adam.eps, r->adam.beta2, st->step);
     adam_update(r->w.params.data, r->w.grads.data, r->w.mom1.data, r->w.mom2.data,
-                r->w.params.numel, &r->adam, st->step, st->optim.lr);
+                r->w.params.numel, &adam, st->step, st->optim.lr);
     return 0;
 }
 

@@ -462,3 +462,8 @@ int text_predicted(const TextActs *a, const TextConfig *c, int b, float *prob) {
     if (prob) *prob = q[best];
     return best;
 }
+
+float text_keras_adam_eps(float eps, float beta2, long step) {
+    CHECK(step >= 1 && beta2 >= 0.0f && beta2 < 1.0f, "step %ld, beta2 %g", step, beta2);
+    return (float)((double)eps / sqrt(1.0 - pow((double)beta2, (double)step)));
+}

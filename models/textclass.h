@@ -141,6 +141,11 @@ double text_forward(TextActs *a, const TextParams *p, const TextConfig *c, const
 // Accumulates into g the gradient of the last forward's loss (same ids, labels, B).
 void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextConfig *c,
                    const int *ids, const int *labels, int B);
+// Keras's Adam puts its epsilon on the uncorrected sqrt(v) ("epsilon hat": p -= lr
+// sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + eps)); core/adam.h puts it on sqrt(v_hat).
+// The two agree when core/adam's epsilon at step t (from 1) is eps / sqrt(1 - beta2^t).
+float text_keras_adam_eps(float eps, float beta2, long step);
+
 // The most probable class of row b of the last forward, and its probability.
 int text_predicted(const TextActs *a, const TextConfig *c, int b, float *prob);
 

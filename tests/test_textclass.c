@@ -18,7 +18,8 @@
 // - Keras's initialisation: the recurrent block's columns orthonormal, the forget gate's
 //   bias 1; masked pooling ignores the padding (a padded sentence scores the same whatever
 //   ids fill its padding); alpha sums to 1; without labels the forward predicts only; in
-//   training the LSTM is seq/lstm_seq's gated one on the model's per-gate masks.
+//   training the LSTM is seq/lstm_seq's gated one on the model's per-gate masks; core/adam
+//   with text_keras_adam_eps is Keras's Adam (its epsilon hat).
 // - The bag-of-words baseline (--pool bow, models/bow.h): its gradient check (two classes and
 //   three, the L2 penalty on its weights), its layout (the dense layer alone), and that it is
 //   a logistic regression on word presence: logit = b + the sum of W over the distinct
@@ -29,6 +30,7 @@
 #include <string.h>
 
 #include "core/block.h"
+#include "core/adam.h"
 #include "core/check.h"
 #include "core/rng.h"
 #include "models/bow.h"
@@ -485,6 +487,31 @@ static void test_dropout_mask_per_gate(void) {
     fix_free(&f);
 }
 
+// core/adam with text_keras_adam_eps is Keras's Adam (epsilon on the uncorrected sqrt(v)),
+// computed here in double, for gradients near and far below the epsilon; with the plain
+// epsilon the tiny gradients' updates differ.
+static void test_keras_adam_epsilon(void) {
+    const float g[4] = {1e-1f, 1e-5f, 3e-8f, -2e-9f};
+    float p[4] = {0}, m[4] = {0}, v[4] = {0}, pp[4] = {0}, mp[4] = {0}, vp[4] = {0};
+    double kp[4] = {0}, km[4] = {0}, kv[4] = {0};
+    AdamConfig cfg = adam_defaults(1e-3f);
+    cfg.eps = 1e-7f;
+    for (long t = 1; t <= 5; t++) {
+        AdamConfig k = cfg;
+        k.eps = text_keras_adam_eps(cfg.eps, cfg.beta2, t);
+        adam_update(p, g, m, v, 4, &k, t, 1e-3f);
+        adam_update(pp, g, mp, vp, 4, &cfg, t, 1e-3f);
+        double lr_t = 1e-3 * sqrt(1 - pow(0.999, (double)t)) / (1 - pow(0.9, (double)t));
+        for (int i = 0; i < 4; i++) {
+            km[i] = 0.9 * km[i] + 0.1 * g[i];
+            kv[i] = 0.999 * kv[i] + 0.001 * (double)g[i] * g[i];
+            kp[i] -= lr_t * km[i] / (sqrt(kv[i]) + 1e-7);
+        }
+    }
+    for (int i = 0; i < 4; i++) EXPECT_NEAR(p[i], kp[i], 1e-12, 1e-4);
+    EXPECT(fabs(pp[2] - kp[2]) > 1e-2 * fabs(kp[2]), "the plain epsilon should differ: %g %g", pp[2], kp[2]);
+}
+
 static void test_config_check(void) {
     Error err = {{0}};
     TextConfig c = text_config_default(10);
@@ -587,6 +614,7 @@ int main(void) {
     RUN(test_keras_initialisation);
     RUN(test_masking_ignores_padding);
     RUN(test_dropout_mask_per_gate);
+    RUN(test_keras_adam_epsilon);
     RUN(test_gradcheck_poolings);
     RUN(test_double_gradcheck_poolings);
     return test_summary();
