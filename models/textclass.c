@@ -452,8 +452,10 @@ int text_predicted(const TextActs *a, const TextConfig *c, int b, float *prob) {
     int O = text_outputs(c);
     if (O == 1) {
         float q = a->probs[b];
-        if (prob) *prob = q >= 0.5f ? q : 1.0f - q;
-        return q >= 0.5f;
+        // Keras's binary accuracy: class 1 above 0.5 (tf.keras: y_pred > 0.5; Keras 2.2:
+        // round, half to even), so exactly 0.5 is class 0.
+        if (prob) *prob = q > 0.5f ? q : 1.0f - q;
+        return q > 0.5f;
     }
     const float *q = a->probs + (size_t)b * O;
     int best = 0;

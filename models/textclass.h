@@ -146,7 +146,8 @@ void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextCo
 // The two agree when core/adam's epsilon at step t (from 1) is eps / sqrt(1 - beta2^t).
 float text_keras_adam_eps(float eps, float beta2, long step);
 
-// The most probable class of row b of the last forward, and its probability.
+// The most probable class of row b of the last forward, and its probability. Two classes:
+// 1 when the probability is above 0.5, as Keras's binary accuracy (0.5 itself is class 0).
 int text_predicted(const TextActs *a, const TextConfig *c, int b, float *prob);
 
 #endif

@@ -512,6 +512,23 @@ static void test_keras_adam_epsilon(void) {
     EXPECT(fabs(pp[2] - kp[2]) > 1e-2 * fabs(kp[2]), "the plain epsilon should differ: %g %g", pp[2], kp[2]);
 }
 
+// Two classes at probability exactly 0.5 (a zero dense layer) predict class 0, as Keras's
+// binary accuracy counts it.
+static void test_half_is_class_zero(void) {
+    TextConfig c = small(TEXT_POOL_MEAN, ATTN_NONE, 1, 0, 2);
+    Fix f;
+    fix_init(&f, c, 0, 23);
+    memset(f.p.out_W, 0, (size_t)c.hidden * sizeof(float));
+    f.p.out_b[0] = 0.0f;
+    int correct = -1;
+    text_forward(&f.a, &f.p, &f.c, f.ids, f.lengths, f.labels, NB, NULL, &correct);
+    float prob = 0;
+    EXPECT(f.a.probs[0] == 0.5f && text_predicted(&f.a, &f.c, 0, &prob) == 0 && prob == 0.5f,
+           "p %g predicts %d", f.a.probs[0], text_predicted(&f.a, &f.c, 0, NULL));
+    EXPECT(correct == 2, "labels 0, 1, 0 at p = 0.5: %d right", correct);
+    fix_free(&f);
+}
+
 static void test_config_check(void) {
     Error err = {{0}};
     TextConfig c = text_config_default(10);
@@ -615,6 +632,7 @@ int main(void) {
     RUN(test_masking_ignores_padding);
     RUN(test_dropout_mask_per_gate);
     RUN(test_keras_adam_epsilon);
+    RUN(test_half_is_class_zero);
     RUN(test_gradcheck_poolings);
     RUN(test_double_gradcheck_poolings);
     return test_summary();
