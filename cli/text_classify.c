@@ -75,7 +75,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"attn-size", ARG_INT, &f->attn_size, "--pool query: additive or multi-head size (0: the state size)", .has_min = true, .min = 0, .has_max = true, .max = 65536, .given = &f->given.attn_size},
         {"heads", ARG_INT, &f->heads, "--pool query --attention multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.heads},
         {"bigrams", ARG_INT, &f->bigrams, "--pool bow: hash buckets for pairs of adjacent words (0: words only)", .has_min = true, .min = 0, .has_max = true, .max = 1 << 24, .given = &f->given.bigrams},
-        {"masked", ARG_FLAG, &f->masked, "mask the padding in the LSTM and the pooling (the demo does not)", .given = &f->given.masked},
+        {"masked", ARG_FLAG, &f->masked, "mask the padding in the LSTM and the pooling (with --padding post; the demo does not)", .given = &f->given.masked},
         {"dropout", ARG_FLOAT, &f->dropout, "LSTM input dropout, one mask per sentence", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
         {"rec-dropout", ARG_FLOAT, &f->rec_dropout, "LSTM recurrent dropout, one mask per sentence", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.rec_dropout},
         {"embed-l2", ARG_FLOAT, &f->embed_l2, "L2 penalty on the embedding (bow: on the weights), added to the loss", .has_min = true, .min = 0, .given = &f->given.embed_l2},
@@ -191,6 +191,10 @@ static int load_data(TrainRun *r, Error *err) {
     if (text_data_read(&r->set, spec, f->root, err))
         return r->resumed ? error_prefix(err, "%s: the run's data", r->paths.model) : -1;
     if (!r->resumed) {
+        // The model's lengths count each sentence's words from the first step.
+        if (f->masked && f->padding == 0)
+            return error_set(err, "--masked needs --padding post (the lengths mask the steps after "
+                                  "each sentence's words; pre-padding puts the words last)");
         if (keras_tokenizer_fit(&st->tok, (const char *const *)r->set.text, r->set.n, err))
             return error_prefix(err, "%s", spec);
         TextConfig *c = &st->cfg;
@@ -256,7 +260,7 @@ static int init_model(TrainRun *r, const SafetensorsFile *file, Error *err) {
         text_init(&r->p, c, &init);
     }
     r->adam = train_optim_adam(&r->st.optim);
-    r->adam.eps = 1e-7f;  // Keras's
+    r->adam.eps = 1e-7f;  // Keras's, as its epsilon hat: train_step scales it per step
     return 0;
 }
 
@@ -348,8 +352,10 @@ static int train_step(TrainRun *r, double *loss, int *correct, Error *err) {
     if (train_check_finite(st->step + 1, "loss", *loss, &r->w.grads, r->paths.model, err)) return -1;
     train_norms_add(&r->norms, clip_global_norm(r->w.grads.data, r->w.grads.numel, st->optim.clip));
     st->step++;
+    AdamConfig adam = r->adam;
+    adam.eps = text_keras_adam_eps(r->adam.eps, r->adam.beta2, st->step);
     adam_update(r->w.params.data, r->w.grads.data, r->w.mom1.data, r->w.mom2.data,
-                r->w.params.numel, &r->adam, st->step, st->optim.lr);
+                r->w.params.numel, &adam, st->step, st->optim.lr);
     return 0;
 }
 

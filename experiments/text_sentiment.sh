@@ -28,8 +28,10 @@
 # node or either, the rows say so.
 #
 # Resumable: each training is a folder RUNS/text_sentiment/HASH named by its flags (its
-# flags.txt says them) and is not trained again once its train.json is written; a killed
-# training starts again from nothing (seconds). The page is rewritten from every finished
+# flags.txt says them) and is not trained again once its train.json is written by the same
+# program (its binary.txt: the checksum of BIN/text); a rebuilt program makes every run
+# stale, so each is trained again when its table is next written (delete a run's folder to
+# force one alone); a killed training starts again from nothing (seconds). The page is rewritten from every finished
 # run each time, so running a part adds its table and keeps the others.
 #
 # Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default 1), SEEDS,
@@ -60,6 +62,8 @@ AFINN_PKG=${AFINN_PKG:-}
 DATA_ROOT=${DATA_ROOT:-data}
 RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/text_sentiment.md}
 store=$RUNS/text_sentiment
+# The program's checksum: a run trained by another build is stale.
+binary=$(cksum < "$BIN/text" 2> /dev/null | cut -d' ' -f1,2) || binary=none
 here=$(dirname "$0")
 
 [ $# -gt 0 ] || set -- demo pools folds target
@@ -111,7 +115,7 @@ flags_of() {
 train() {
     key="$*"
     dir=$store/$(printf '%s' "$key" | md5sum | cut -c1-12)
-    if [ ! -s "$dir/train.json" ]; then
+    if [ ! -s "$dir/train.json" ] || [ "$(cat "$dir/binary.txt" 2> /dev/null)" != "$binary" ]; then
         mkdir -p "$dir"
         printf '%s\n' "$key" > "$dir/flags.txt"
         # shellcheck disable=SC2068
@@ -121,6 +125,7 @@ train() {
             exit 1
         }
         mv "$dir/train.json.part" "$dir/train.json"
+        printf '%s\n' "$binary" > "$dir/binary.txt"
     fi
     json_field valid_accuracy < "$dir/train.json"
 }

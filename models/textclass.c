@@ -183,17 +183,21 @@ void text_acts_alloc(TextActs *a, const TextConfig *c, int B) {
         a->mask = xcalloc((size_t)B * T, 1);
         return;
     }
-    size_t cache = lstm_seq_cache_floats(T, B, E, H);
+    // Training runs the gated LSTM (one dropout mask per gate), evaluation the shared one.
+    size_t cache = lstm_seq_gated_cache_floats(T, B, E, H);
+    if (lstm_seq_cache_floats(T, B, E, H) > cache) cache = lstm_seq_cache_floats(T, B, E, H);
+    size_t scratch = lstm_seq_gated_scratch_floats(T, B, E, H);
+    if (lstm_seq_scratch_floats(B, E, H) > scratch) scratch = lstm_seq_scratch_floats(B, E, H);
     block_add(k, &a->x, "x", 3, T, B, E);
     block_add(k, &a->hs, "hs", 3, T, B, H);
     block_add(k, &a->cache, "cache", 1, (int)cache);
-    block_add(k, &a->in_mask, "in_mask", 2, B, E);
-    block_add(k, &a->rec_mask, "rec_mask", 2, B, H);
+    block_add(k, &a->in_mask, "in_mask", 3, B, 4, E);
+    block_add(k, &a->rec_mask, "rec_mask", 3, B, 4, H);
     if (c->bidirectional) {
         block_add(k, &a->rhs, "rhs", 3, T, B, H);
         block_add(k, &a->rcache, "rcache", 1, (int)cache);
-        block_add(k, &a->rin_mask, "rin_mask", 2, B, E);
-        block_add(k, &a->rrec_mask, "rrec_mask", 2, B, H);
+        block_add(k, &a->rin_mask, "rin_mask", 3, B, 4, E);
+        block_add(k, &a->rrec_mask, "rrec_mask", 3, B, 4, H);
         block_add(k, &a->drhs, "drhs", 3, T, B, H);
     }
     block_add(k, &a->states, "states", 3, B, T, D);
@@ -217,7 +221,7 @@ void text_acts_alloc(TextActs *a, const TextConfig *c, int B) {
     block_add(k, &a->dhs, "dhs", 3, T, B, H);
     block_add(k, &a->dx, "dx", 3, T, B, E);
     block_add(k, &a->dquery, "dquery", 2, B, D);
-    block_add(k, &a->scratch, "scratch", 1, (int)lstm_seq_scratch_floats(B, E, H));
+    block_add(k, &a->scratch, "scratch", 1, (int)scratch);
     block_alloc(k);
     a->lengths = xcalloc((size_t)B, sizeof *a->lengths);
     a->mask = xcalloc((size_t)B * T, 1);
@@ -245,19 +249,24 @@ static void lstm_pool_forward(TextActs *a, const TextParams *p, const TextConfig
         }
     a->dropout_on = rng != NULL;
     const float *im = NULL, *rm = NULL, *rim = NULL, *rrm = NULL;
-    if (rng) {
-        lstm_dropout_mask(a->in_mask, (size_t)B * E, c->dropout, rng);
-        lstm_dropout_mask(a->rec_mask, (size_t)B * H, c->rec_dropout, rng);
+    if (rng) {  // one mask per gate, as Keras's implementation 1 (seq/lstm_seq.h)
+        lstm_dropout_mask(a->in_mask, (size_t)B * 4 * E, c->dropout, rng);
+        lstm_dropout_mask(a->rec_mask, (size_t)B * 4 * H, c->rec_dropout, rng);
         im = a->in_mask, rm = a->rec_mask;
         if (c->bidirectional) {
-            lstm_dropout_mask(a->rin_mask, (size_t)B * E, c->dropout, rng);
-            lstm_dropout_mask(a->rrec_mask, (size_t)B * H, c->rec_dropout, rng);
+            lstm_dropout_mask(a->rin_mask, (size_t)B * 4 * E, c->dropout, rng);
+            lstm_dropout_mask(a->rrec_mask, (size_t)B * 4 * H, c->rec_dropout, rng);
             rim = a->rin_mask, rrm = a->rrec_mask;
         }
+        lstm_seq_forward_gated(a->hs, a->cache, a->x, p->lstm_W, p->lstm_b, L, im, rm, 0, T, B, E, H);
+        if (c->bidirectional)
+            lstm_seq_forward_gated(a->rhs, a->rcache, a->x, p->rev_W, p->rev_b, L, rim, rrm, 1, T, B,
+                                   E, H);
+    } else {
+        lstm_seq_forward(a->hs, a->cache, a->x, p->lstm_W, p->lstm_b, L, NULL, NULL, 0, T, B, E, H);
+        if (c->bidirectional)
+            lstm_seq_forward(a->rhs, a->rcache, a->x, p->rev_W, p->rev_b, L, NULL, NULL, 1, T, B, E, H);
     }
-    lstm_seq_forward(a->hs, a->cache, a->x, p->lstm_W, p->lstm_b, L, im, rm, 0, T, B, E, H);
-    if (c->bidirectional)
-        lstm_seq_forward(a->rhs, a->rcache, a->x, p->rev_W, p->rev_b, L, rim, rrm, 1, T, B, E, H);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             float *s = a->states + ((size_t)b * T + t) * D;
@@ -413,13 +422,19 @@ void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextCo
                 memcpy(a->drhs + ((size_t)t * B + b) * H, s + H, (size_t)H * sizeof(float));
         }
     memset(a->dx, 0, (size_t)T * B * E * sizeof(float));
-    int on = a->dropout_on;
-    lstm_seq_backward(a->dx, g->lstm_W, g->lstm_b, a->dhs, a->cache, p->lstm_W, L,
-                      on ? a->in_mask : NULL, on ? a->rec_mask : NULL, 0, a->scratch, T, B, E, H);
-    if (c->bidirectional)
-        lstm_seq_backward(a->dx, g->rev_W, g->rev_b, a->drhs, a->rcache, p->rev_W, L,
-                          on ? a->rin_mask : NULL, on ? a->rrec_mask : NULL, 1, a->scratch, T, B,
-                          E, H);
+    if (a->dropout_on) {  // the gated LSTM of a training forward
+        lstm_seq_backward_gated(a->dx, g->lstm_W, g->lstm_b, a->dhs, a->cache, p->lstm_W, L,
+                                a->in_mask, a->rec_mask, 0, a->scratch, T, B, E, H);
+        if (c->bidirectional)
+            lstm_seq_backward_gated(a->dx, g->rev_W, g->rev_b, a->drhs, a->rcache, p->rev_W, L,
+                                    a->rin_mask, a->rrec_mask, 1, a->scratch, T, B, E, H);
+    } else {
+        lstm_seq_backward(a->dx, g->lstm_W, g->lstm_b, a->dhs, a->cache, p->lstm_W, L, NULL, NULL,
+                          0, a->scratch, T, B, E, H);
+        if (c->bidirectional)
+            lstm_seq_backward(a->dx, g->rev_W, g->rev_b, a->drhs, a->rcache, p->rev_W, L, NULL,
+                              NULL, 1, a->scratch, T, B, E, H);
+    }
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++) {
             float *ge = g->emb + (size_t)ids[(size_t)b * T + t] * E;
@@ -437,8 +452,10 @@ int text_predicted(const TextActs *a, const TextConfig *c, int b, float *prob) {
     int O = text_outputs(c);
     if (O == 1) {
         float q = a->probs[b];
-        if (prob) *prob = q >= 0.5f ? q : 1.0f - q;
-        return q >= 0.5f;
+        // Keras's binary accuracy: class 1 above 0.5 (tf.keras: y_pred > 0.5; Keras 2.2:
+        // round, half to even), so exactly 0.5 is class 0.
+        if (prob) *prob = q > 0.5f ? q : 1.0f - q;
+        return q > 0.5f;
     }
     const float *q = a->probs + (size_t)b * O;
     int best = 0;
@@ -446,4 +463,9 @@ int text_predicted(const TextActs *a, const TextConfig *c, int b, float *prob) {
         if (q[k] > q[best]) best = k;
     if (prob) *prob = q[best];
     return best;
+}
+
+float text_keras_adam_eps(float eps, float beta2, long step) {
+    CHECK(step >= 1 && beta2 >= 0.0f && beta2 < 1.0f, "step %ld, beta2 %g", step, beta2);
+    return (float)((double)eps / sqrt(1.0 - pow((double)beta2, (double)step)));
 }

@@ -5,7 +5,10 @@
 //   x_t   = E[id_t]                                   E (vocab, embed); id 0 is the padding
 //   h_t   = LSTM(x_t * m_x, h_{t-1} * m_h)            seq/lstm_seq.h; masks m_x, m_h drawn
 //                                                     once per sentence in training (Keras's
-//                                                     dropout, recurrent_dropout), none in
+//                                                     dropout, recurrent_dropout), one per gate
+//                                                     as Keras's implementation 1 (which
+//                                                     tf.keras forces with recurrent_dropout;
+//                                                     lstm_seq_forward_gated), none in
 //                                                     evaluation. Bidirectional: a second LSTM
 //                                                     from the last word back, h_t = [fwd, bwd]
 //   c     = pool(h_1..h_T)                            (B, D), D = hidden or 2 hidden
@@ -108,7 +111,8 @@ typedef struct {
     float *x;               // (T, B, embed)
     float *hs, *rhs;        // (T, B, hidden) each direction's states
     float *cache, *rcache;  // seq/lstm_seq.h caches
-    float *in_mask, *rec_mask, *rin_mask, *rrec_mask;  // (B, embed), (B, hidden) dropout
+    float *in_mask, *rec_mask, *rin_mask, *rrec_mask;  // (B, 4, embed), (B, 4, hidden) dropout,
+                                                       // one mask per gate i, f, g, o
     int dropout_on;         // the last forward drew masks (training)
     float *states;          // (B, T, D)
     float *pooled;          // (B, D)
@@ -137,7 +141,13 @@ double text_forward(TextActs *a, const TextParams *p, const TextConfig *c, const
 // Accumulates into g the gradient of the last forward's loss (same ids, labels, B).
 void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextConfig *c,
                    const int *ids, const int *labels, int B);
-// The most probable class of row b of the last forward, and its probability.
+// Keras's Adam puts its epsilon on the uncorrected sqrt(v) ("epsilon hat": p -= lr
+// sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + eps)); core/adam.h puts it on sqrt(v_hat).
+// The two agree when core/adam's epsilon at step t (from 1) is eps / sqrt(1 - beta2^t).
+float text_keras_adam_eps(float eps, float beta2, long step);
+
+// The most probable class of row b of the last forward, and its probability. Two classes:
+// 1 when the probability is above 0.5, as Keras's binary accuracy (0.5 itself is class 0).
 int text_predicted(const TextActs *a, const TextConfig *c, int b, float *prob);
 
 #endif

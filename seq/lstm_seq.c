@@ -1,9 +1,12 @@
 // lstm_seq.c: an unrolled LSTM with variational dropout and lengths (seq/lstm_seq.h).
 #include "seq/lstm_seq.h"
 
+#include <math.h>
 #include <string.h>
 
+#include "core/activations.h"
 #include "core/check.h"
+#include "core/gemm.h"
 #include "seq/lstm.h"
 
 size_t lstm_seq_cache_floats(int T, int B, int I, int H) {
@@ -114,4 +117,134 @@ void lstm_seq_backward(float *dx, float *dW, float *db, const float *dhs, const 
                 dc_next[i] += dcp[i];
             }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// One mask per gate (Keras's implementation 1): cache xh (4, T, B, I + H), one input per
+// gate and step (gate q's rows of all steps contiguous, so its weight gradient is one GEMM
+// over T B rows), then gates (T, B, 4H) post-activation and c (T, B, H). Scratch: dh, dc,
+// their next-step parts, dc_prev (B, H) each, the gate gradients of every step (T, B, 4H)
+// and one gate's input gradient (B, I + H).
+
+size_t lstm_seq_gated_cache_floats(int T, int B, int I, int H) {
+    return (size_t)T * B * (4 * (size_t)(I + H) + 4 * (size_t)H + H);
+}
+
+size_t lstm_seq_gated_scratch_floats(int T, int B, int I, int H) {
+    return (size_t)B * (5 * (size_t)H + (size_t)T * 4 * H + (size_t)(I + H));
+}
+
+static Views gated_views(const float *cache, int T, int B, int I, int H) {
+    float *p = (float *)cache;
+    Views v;
+    v.xh = p;
+    v.gates = v.xh + (size_t)4 * T * B * (I + H);
+    v.c = v.gates + (size_t)T * B * 4 * H;
+    return v;
+}
+
+void lstm_seq_forward_gated(float *hs, float *cache, const float *x, const float *W,
+                            const float *b, const int *lengths, const float *in_mask,
+                            const float *rec_mask, int reverse, int T, int B, int I, int H) {
+    CHECK(T >= 1 && B >= 1 && I >= 1 && H >= 1, "T %d B %d I %d H %d", T, B, I, H);
+    Views v = gated_views(cache, T, B, I, H);
+    const int K = I + H, G = 4 * H;
+    const size_t TBK = (size_t)T * B * K;
+    for (int s = 0; s < T; s++) {
+        int t = reverse ? T - 1 - s : s, tp = reverse ? t + 1 : t - 1;
+        const float *h_prev = s ? hs + (size_t)tp * B * H : NULL;
+        const float *c_prev = s ? v.c + (size_t)tp * B * H : NULL;
+        float *g = v.gates + (size_t)t * B * G;
+        float *h = hs + (size_t)t * B * H, *c = v.c + (size_t)t * B * H;
+        for (int r = 0; r < B; r++) memcpy(g + (size_t)r * G, b, (size_t)G * sizeof(float));
+        for (int q = 0; q < 4; q++) {  // gate q's input [x_t * m_q, h_{t-1} * r_q]
+            float *xh = v.xh + (size_t)q * TBK + (size_t)t * B * K;
+            for (int r = 0; r < B; r++) {
+                const float *xr = x + ((size_t)t * B + r) * I;
+                const float *im = in_mask ? in_mask + ((size_t)r * 4 + q) * I : NULL;
+                const float *rm = rec_mask ? rec_mask + ((size_t)r * 4 + q) * H : NULL;
+                float *row = xh + (size_t)r * K;
+                for (int k = 0; k < I; k++) row[k] = im ? xr[k] * im[k] : xr[k];
+                for (int k = 0; k < H; k++) {
+                    float hp = h_prev ? h_prev[(size_t)r * H + k] : 0.0f;
+                    row[I + k] = rm ? hp * rm[k] : hp;
+                }
+            }
+            gemm(false, true, B, H, K, 1.0f, xh, K, W + (size_t)q * H * K, K, 1.0f, g + (size_t)q * H, G);
+        }
+        for (int r = 0; r < B; r++) {
+            float *gr = g + (size_t)r * G, *cr = c + (size_t)r * H, *hr = h + (size_t)r * H;
+            sigmoid_forward(gr, gr, 2 * (size_t)H);  // i, f
+            tanh_forward(gr + 2 * H, gr + 2 * H, (size_t)H);
+            sigmoid_forward(gr + 3 * H, gr + 3 * H, (size_t)H);
+            const float *cp = c_prev ? c_prev + (size_t)r * H : NULL;
+            for (int j = 0; j < H; j++) cr[j] = (cp ? gr[H + j] * cp[j] : 0.0f) + gr[j] * gr[2 * H + j];
+            tanh_forward(hr, cr, (size_t)H);
+            for (int j = 0; j < H; j++) hr[j] *= gr[3 * H + j];
+        }
+        if (!lengths) continue;
+        for (int r = 0; r < B; r++) {
+            if (active(lengths, r, t)) continue;
+            for (int k = 0; k < H; k++) {
+                h[(size_t)r * H + k] = h_prev ? h_prev[(size_t)r * H + k] : 0.0f;
+                c[(size_t)r * H + k] = c_prev ? c_prev[(size_t)r * H + k] : 0.0f;
+            }
+        }
+    }
+}
+
+void lstm_seq_backward_gated(float *dx, float *dW, float *db, const float *dhs,
+                             const float *cache, const float *W, const int *lengths,
+                             const float *in_mask, const float *rec_mask, int reverse,
+                             float *scratch, int T, int B, int I, int H) {
+    Views v = gated_views(cache, T, B, I, H);
+    const int K = I + H, G = 4 * H;
+    const size_t BH = (size_t)B * H, TBK = (size_t)T * B * K;
+    float *dh = scratch, *dc = dh + BH, *dh_next = dc + BH, *dc_next = dh_next + BH;
+    float *dcp = dc_next + BH, *dg_all = dcp + BH, *dxh = dg_all + (size_t)T * B * G;
+    memset(dh_next, 0, BH * sizeof(float));
+    memset(dc_next, 0, BH * sizeof(float));
+    for (int s = T - 1; s >= 0; s--) {
+        int t = reverse ? T - 1 - s : s, tp = reverse ? t + 1 : t - 1;
+        const float *dht = dhs + (size_t)t * BH;
+        for (size_t i = 0; i < BH; i++) dh[i] = dht[i] + dh_next[i], dc[i] = dc_next[i];
+        memset(dh_next, 0, BH * sizeof(float));
+        memset(dc_next, 0, BH * sizeof(float));
+        if (lengths)  // padding steps pass their gradient straight to the previous step
+            for (int r = 0; r < B; r++) {
+                if (active(lengths, r, t)) continue;
+                for (int k = 0; k < H; k++) {
+                    size_t i = (size_t)r * H + k;
+                    dh_next[i] += dh[i], dc_next[i] += dc[i];
+                    dh[i] = dc[i] = 0.0f;
+                }
+            }
+        const float *c_prev = s ? v.c + (size_t)tp * BH : NULL;
+        float *dg = dg_all + (size_t)t * B * G;
+        memcpy(dg, v.gates + (size_t)t * B * G, (size_t)B * G * sizeof(float));
+        memset(dcp, 0, BH * sizeof(float));
+        lstm_gates_backward(dg, s ? dcp : NULL, dh, dc, c_prev, v.c + (size_t)t * BH, NULL, NULL,
+                            db, B, H);
+        for (int q = 0; q < 4; q++) {
+            gemm(false, false, B, K, H, 1.0f, dg + (size_t)q * H, G, W + (size_t)q * H * K, K, 0.0f,
+                 dxh, K);
+            for (int r = 0; r < B; r++) {
+                const float *row = dxh + (size_t)r * K;
+                const float *im = in_mask ? in_mask + ((size_t)r * 4 + q) * I : NULL;
+                const float *rm = rec_mask ? rec_mask + ((size_t)r * 4 + q) * H : NULL;
+                if (dx) {
+                    float *dxr = dx + ((size_t)t * B + r) * I;
+                    for (int k = 0; k < I; k++) dxr[k] += im ? row[k] * im[k] : row[k];
+                }
+                if (s)
+                    for (int k = 0; k < H; k++) dh_next[(size_t)r * H + k] += rm ? row[I + k] * rm[k] : row[I + k];
+            }
+        }
+        if (s)
+            for (size_t i = 0; i < BH; i++) dc_next[i] += dcp[i];
+    }
+    // dW_q += dgates_q^T @ xh_q over all T B rows, one GEMM per gate.
+    for (int q = 0; q < 4; q++)
+        gemm(true, false, H, K, T * B, 1.0f, dg_all + (size_t)q * H, G, v.xh + (size_t)q * TBK, K,
+             1.0f, dW + (size_t)q * H * K, K);
 }

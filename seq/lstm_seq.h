@@ -7,8 +7,13 @@
 // applies it: ONE mask per sequence, the same at every step. in_mask (B, I) multiplies the
 // input x_t and rec_mask (B, H) multiplies h_{t-1} where it enters the gates; the state
 // carried to the next step and the cell are not dropped. Masks hold 0 or 1 / (1 - rate)
-// (lstm_dropout_mask), or are NULL (no dropout: evaluation). Keras's default implementation
-// (2) uses one recurrent mask for all four gates, as here.
+// (lstm_dropout_mask), or are NULL (no dropout: evaluation). lstm_seq_forward uses one input
+// mask and one recurrent mask for all four gates (Keras 2.3's implementation 2).
+// lstm_seq_forward_gated draws on one mask per gate, as Keras's implementation 1 does: the
+// default of Keras <= 2.2, and what tf.keras 2 switches to whenever recurrent_dropout > 0
+// ("RNN `implementation=2` is not supported when `recurrent_dropout` is set"): gate q's
+// pre-activation is W_q [x_t * m_q, h_{t-1} * r_q] + b_q with in_mask (B, 4, I) and
+// rec_mask (B, 4, H) (gate order i, f, g, o), four GEMMs of (B, I + H) x (I + H, H) a step.
 //
 // lengths (B) or NULL: with lengths, steps t >= lengths[b] of row b are padding and leave
 // its state unchanged (h_t = h_{t-1}, c_t = c_{t-1}; reverse: the state stays zero until
@@ -42,5 +47,20 @@ void lstm_seq_backward(float *dx, float *dW, float *db, const float *dhs, const 
                        const float *W, const int *lengths, const float *in_mask,
                        const float *rec_mask, int reverse, float *scratch, int T, int B, int I,
                        int H);
+
+// The same with one mask per gate: in_mask (B, 4, I) or NULL, rec_mask (B, 4, H) or NULL;
+// cache lstm_seq_gated_cache_floats (xh (4, T, B, I + H), gates, c), scratch
+// lstm_seq_gated_scratch_floats (it keeps every step's gate gradients, so that each gate's
+// weight gradient is one GEMM). With all four masks of a row equal, the results are
+// lstm_seq_forward's up to rounding.
+size_t lstm_seq_gated_cache_floats(int T, int B, int I, int H);
+size_t lstm_seq_gated_scratch_floats(int T, int B, int I, int H);
+void lstm_seq_forward_gated(float *hs, float *cache, const float *x, const float *W,
+                            const float *b, const int *lengths, const float *in_mask,
+                            const float *rec_mask, int reverse, int T, int B, int I, int H);
+void lstm_seq_backward_gated(float *dx, float *dW, float *db, const float *dhs,
+                             const float *cache, const float *W, const int *lengths,
+                             const float *in_mask, const float *rec_mask, int reverse,
+                             float *scratch, int T, int B, int I, int H);
 
 #endif

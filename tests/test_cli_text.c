@@ -5,7 +5,8 @@
 // three classes), show (attention.html and .png, the misclassified first), report (its
 // sections, a missing eval.json as a note), and bad input refused with one line on stderr and a non-zero exit: empty
 // and malformed files, labels that are not integers, one class, non-UTF-8 bytes, a sentence
-// of 100,000 characters, a data spec naming nothing, a checkpoint of another program; a bad
+// of 100,000 characters, a data spec naming nothing, a checkpoint of another program, --masked
+// with pre-padding (the lengths would mask the words); a bad
 // line in predict's input keeps the predictions printed before it. The bag-of-words
 // logistic regression (--pool bow) trains, resumes bit for bit, and evaluates, predicts and
 // shows its words like the LSTM models.
@@ -340,6 +341,18 @@ static void test_bow(void) {
     EXPECT_ONE_LINE_ERROR(&sc, rc, "only with the bow pooling");
 }
 
+// --masked counts each sentence's words from the first step (lengths mask t >= len), so
+// with pre-padding it would mask the words and read the padding: refused.
+static void test_masked_needs_post_padding(void) {
+    int rc = run_text("classify train " TINY " --masked --padding pre --data %s/s.tsv --steps 1 --out %s/mpre",
+                      tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--masked needs --padding post");
+    EXPECT(!scratch_exists(&sc, "mpre/model.safetensors"), "a refused run writes no checkpoint");
+    rc = run_text("classify train " TINY " --masked --padding post --data %s/s.tsv --steps 1 --out %s/mpost",
+                  tmpdir, tmpdir);
+    EXPECT(rc == 0, "--masked with post-padding trains: %d", rc);
+}
+
 int main(void) {
     if (scratch_open(&sc, "test_cli_text", "text")) return 1;
     tmpdir = sc.dir;
@@ -354,6 +367,7 @@ int main(void) {
     RUN(test_three_classes);
     RUN(test_bow);
     RUN(test_bad_input);
+    RUN(test_masked_needs_post_padding);
     scratch_remove(sc.dir);
     return test_summary();
 }

@@ -5,7 +5,8 @@
 // over the seeds, and the verdict on attention against the last state), a pooling row,
 // a 10-fold row on the file it names with every fold run, the AFINN row through
 // experiments/text_afinn.js and a stand-in `sentiment` package (when node is there), a
-// second run that trains nothing again and keeps every table, the target's verdict on its
+// second run that trains nothing again and keeps every table, a rebuilt program's runs
+// trained again (stale), the target's verdict on its
 // best row, and an unknown part refused. Run from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,19 @@ static void test_pools_and_folds(void) {
     page = stand_in_read(dir, "results.md");
     EXPECT(page && count(page, "\n## ") == 3, "the page should hold three tables:\n%s", page ? page : "");
     free(page);
+    // A rebuilt program (the stand-in changed by one comment): its finished runs are stale and
+    // train again.
+    snprintf(path, sizeof path, "%s/bin/text", dir);
+    FILE *bin = fopen(path, "a");
+    EXPECT(bin && fputs("# rebuilt\n", bin) >= 0 && fclose(bin) == 0, "cannot change the stand-in");
+    snprintf(path, sizeof path, "%s/called.txt", dir);
+    remove(path);
+    st = stand_in_run(dir, NULL, "SEEDS=3", "text_sentiment.sh demo");
+    EXPECT(st == 0, "run after a rebuild: exit status %d", st);
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(count(called, "classify train --pool keras --seed ") == 3 && count(called, "classify train --pool last --seed ") == 3,
+           "a rebuilt program should train the demo's runs again: %s", called ? called : "(none)");
+    free(called);
     // The target: every try on the merged sentences, and the best of them against 85 %.
     st = stand_in_run(dir, NULL, "FOLDS=2 TARGET_ROWS='bow keras'", "text_sentiment.sh target");
     EXPECT(st == 0, "target: exit status %d", st);

@@ -9,6 +9,9 @@
 //   state); padding steps leave the state unchanged, so a forward row's state at
 //   lengths - 1 is its state at T - 1 and a reverse row's padding states are zero.
 // - lstm_dropout_mask: entries 0 or 1 / (1 - rate), the share of zeros near rate.
+// - The gated variant (one mask per gate, Keras's implementation 1): its gradient check, its
+//   forward against the cell run once per gate with that gate's masks, and with all four
+//   masks equal the shared-mask LSTM's states and gradients (one gate's mask moved: not).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,26 +27,37 @@ enum { T = 4, B = 3, I = 3, H = 4, K = I + H };
 
 typedef struct {
     const int *lengths;
-    int reverse, dropout;
+    int reverse, dropout, gated;  // gated: lstm_seq_forward_gated, one mask per gate
     float x[T * B * I], dx[T * B * I];
     float W[4 * H * K], dW[4 * H * K], b[4 * H], db[4 * H];
     float in_mask[B * I], rec_mask[B * H];
+    float gin_mask[B * 4 * I], grec_mask[B * 4 * H];  // (B, 4, I), (B, 4, H)
     float *cache, *scratch;
 } Fix;
 
 static void fix_forward(void *ctx, float *out) {
     Fix *f = ctx;
-    lstm_seq_forward(out, f->cache, f->x, f->W, f->b, f->lengths, f->dropout ? f->in_mask : NULL,
-                     f->dropout ? f->rec_mask : NULL, f->reverse, T, B, I, H);
+    if (f->gated)
+        lstm_seq_forward_gated(out, f->cache, f->x, f->W, f->b, f->lengths,
+                               f->dropout ? f->gin_mask : NULL, f->dropout ? f->grec_mask : NULL,
+                               f->reverse, T, B, I, H);
+    else
+        lstm_seq_forward(out, f->cache, f->x, f->W, f->b, f->lengths, f->dropout ? f->in_mask : NULL,
+                         f->dropout ? f->rec_mask : NULL, f->reverse, T, B, I, H);
 }
 
 static void fix_backward(void *ctx, const float *dout) {
     Fix *f = ctx;
     float hs[T * B * H];
     fix_forward(f, hs);
-    lstm_seq_backward(f->dx, f->dW, f->db, dout, f->cache, f->W, f->lengths,
-                      f->dropout ? f->in_mask : NULL, f->dropout ? f->rec_mask : NULL, f->reverse,
-                      f->scratch, T, B, I, H);
+    if (f->gated)
+        lstm_seq_backward_gated(f->dx, f->dW, f->db, dout, f->cache, f->W, f->lengths,
+                                f->dropout ? f->gin_mask : NULL, f->dropout ? f->grec_mask : NULL,
+                                f->reverse, f->scratch, T, B, I, H);
+    else
+        lstm_seq_backward(f->dx, f->dW, f->db, dout, f->cache, f->W, f->lengths,
+                          f->dropout ? f->in_mask : NULL, f->dropout ? f->rec_mask : NULL, f->reverse,
+                          f->scratch, T, B, I, H);
 }
 
 static void fix_init(Fix *f, const int *lengths, int reverse, int dropout, uint64_t seed) {
@@ -56,8 +70,12 @@ static void fix_init(Fix *f, const int *lengths, int reverse, int dropout, uint6
     fill_uniform(f->b, 4 * H, -0.5f, 0.5f, &rng);
     lstm_dropout_mask(f->in_mask, B * I, 0.3f, &rng);
     lstm_dropout_mask(f->rec_mask, B * H, 0.2f, &rng);
-    f->cache = xmalloc(lstm_seq_cache_floats(T, B, I, H) * sizeof(float));
-    f->scratch = xmalloc(lstm_seq_scratch_floats(B, I, H) * sizeof(float));
+    lstm_dropout_mask(f->gin_mask, B * 4 * I, 0.3f, &rng);
+    lstm_dropout_mask(f->grec_mask, B * 4 * H, 0.2f, &rng);
+    size_t nc = lstm_seq_cache_floats(T, B, I, H), ng = lstm_seq_gated_cache_floats(T, B, I, H);
+    size_t ns = lstm_seq_scratch_floats(B, I, H), nsg = lstm_seq_gated_scratch_floats(T, B, I, H);
+    f->cache = xmalloc((nc > ng ? nc : ng) * sizeof(float));
+    f->scratch = xmalloc((ns > nsg ? ns : nsg) * sizeof(float));
 }
 
 static void fix_free(Fix *f) {
@@ -67,9 +85,10 @@ static void fix_free(Fix *f) {
 
 static const int g_lengths[B] = {4, 2, 0};
 
-static int check(const int *lengths, int reverse, int dropout, const char *name) {
+static int check_gated(const int *lengths, int reverse, int dropout, int gated, const char *name) {
     Fix f;
     fix_init(&f, lengths, reverse, dropout, 11 + (uint64_t)(reverse * 2 + dropout));
+    f.gated = gated;
     GradcheckInput in[3] = {{"x", f.x, f.dx, T * B * I}, {"W", f.W, f.dW, 4 * H * K}, {"b", f.b, f.db, 4 * H}};
     GradcheckOp op = {.ctx = &f, .forward = fix_forward, .backward = fix_backward,
                       .n_out = T * B * H, .inputs = in, .n_inputs = 3,
@@ -81,6 +100,10 @@ static int check(const int *lengths, int reverse, int dropout, const char *name)
     return rc;
 }
 
+static int check(const int *lengths, int reverse, int dropout, const char *name) {
+    return check_gated(lengths, reverse, dropout, 0, name);
+}
+
 static void test_gradcheck(void) {
     EXPECT(check(NULL, 0, 0, "forward") == 0);
     EXPECT(check(NULL, 1, 0, "reverse") == 0);
@@ -88,6 +111,88 @@ static void test_gradcheck(void) {
     EXPECT(check(g_lengths, 0, 1, "forward, lengths, dropout") == 0);
     EXPECT(check(g_lengths, 1, 1, "reverse, lengths, dropout") == 0);
     EXPECT(check(g_lengths, 1, 0, "reverse, lengths") == 0);
+}
+
+static void test_gated_gradcheck(void) {
+    EXPECT(check_gated(NULL, 0, 0, 1, "gated, forward") == 0);
+    EXPECT(check_gated(NULL, 0, 1, 1, "gated, forward, dropout") == 0);
+    EXPECT(check_gated(g_lengths, 0, 1, 1, "gated, forward, lengths, dropout") == 0);
+    EXPECT(check_gated(g_lengths, 1, 1, 1, "gated, reverse, lengths, dropout") == 0);
+    EXPECT(check_gated(NULL, 1, 1, 1, "gated, reverse, dropout") == 0);
+}
+
+// The gated sequence by hand: gate q of each step from lstm_forward_ref on the inputs
+// masked with gate q's masks, then the cell: hs (T, B, H).
+static void reference_gated(float *hs, const Fix *f) {
+    for (int r = 0; r < B; r++) {
+        float h[H] = {0}, c[H] = {0};
+        for (int s = 0; s < T; s++) {
+            int t = f->reverse ? T - 1 - s : s;
+            if (!f->lengths || t < f->lengths[r]) {
+                float gate[4 * H];
+                for (int q = 0; q < 4; q++) {
+                    float xd[I], hd[H], hn[H], cn[H], g[4 * H];
+                    for (int k = 0; k < I; k++)
+                        xd[k] = f->x[((size_t)t * B + r) * I + k] * (f->dropout ? f->gin_mask[(r * 4 + q) * I + k] : 1.0f);
+                    for (int k = 0; k < H; k++) hd[k] = h[k] * (f->dropout ? f->grec_mask[(r * 4 + q) * H + k] : 1.0f);
+                    lstm_forward_ref(hn, cn, g, xd, hd, c, f->W, f->b, NULL, 1, I, H);
+                    memcpy(gate + q * H, g + q * H, H * sizeof(float));
+                }
+                for (int k = 0; k < H; k++) {
+                    c[k] = gate[H + k] * c[k] + gate[k] * gate[2 * H + k];
+                    h[k] = gate[3 * H + k] * tanhf(c[k]);
+                }
+            }
+            memcpy(hs + ((size_t)t * B + r) * H, h, sizeof h);
+        }
+    }
+}
+
+static void test_gated_forward_against_cell(void) {
+    for (int k = 0; k < 8; k++) {
+        Fix f;
+        fix_init(&f, k & 1 ? g_lengths : NULL, (k >> 1) & 1, (k >> 2) & 1, 50 + (uint64_t)k);
+        f.gated = 1;
+        float hs[T * B * H], ref[T * B * H];
+        fix_forward(&f, hs);
+        reference_gated(ref, &f);
+        for (int i = 0; i < T * B * H; i++) EXPECT_NEAR(hs[i], ref[i], 2e-6, 1e-5);
+        fix_free(&f);
+    }
+}
+
+// With every gate's masks equal, the gated LSTM is the shared-mask one (forward and
+// gradients); with the masks drawn apart it is not.
+static void test_gated_equal_masks_is_shared(void) {
+    Fix f;
+    fix_init(&f, g_lengths, 0, 1, 77);
+    for (int r = 0; r < B; r++)
+        for (int q = 0; q < 4; q++) {
+            memcpy(f.gin_mask + (r * 4 + q) * I, f.in_mask + r * I, I * sizeof(float));
+            memcpy(f.grec_mask + (r * 4 + q) * H, f.rec_mask + r * H, H * sizeof(float));
+        }
+    float hs[T * B * H], hg[T * B * H], dout[T * B * H];
+    Rng rng;
+    rng_seed(&rng, 3);
+    fill_uniform(dout, T * B * H, -1.0f, 1.0f, &rng);
+    fix_backward(&f, dout);
+    fix_forward(&f, hs);
+    float dx[T * B * I], dW[4 * H * K], db[4 * H];
+    memcpy(dx, f.dx, sizeof dx), memcpy(dW, f.dW, sizeof dW), memcpy(db, f.db, sizeof db);
+    memset(f.dx, 0, sizeof f.dx), memset(f.dW, 0, sizeof f.dW), memset(f.db, 0, sizeof f.db);
+    f.gated = 1;
+    fix_backward(&f, dout);
+    fix_forward(&f, hg);
+    for (int i = 0; i < T * B * H; i++) EXPECT_NEAR(hg[i], hs[i], 2e-6, 1e-5);
+    for (int i = 0; i < T * B * I; i++) EXPECT_NEAR(f.dx[i], dx[i], 1e-5, 1e-4);
+    for (int i = 0; i < 4 * H * K; i++) EXPECT_NEAR(f.dW[i], dW[i], 1e-5, 1e-4);
+    for (int i = 0; i < 4 * H; i++) EXPECT_NEAR(f.db[i], db[i], 1e-5, 1e-4);
+    f.grec_mask[2 * H + 1] = f.grec_mask[2 * H + 1] == 0.0f ? 1.25f : 0.0f;  // row 0, gate g
+    fix_forward(&f, hg);
+    double diff = 0;
+    for (int i = 0; i < T * B * H; i++) diff = fmax(diff, fabs(hg[i] - hs[i]));
+    EXPECT(diff > 1e-4, "one gate's recurrent mask changed nothing (%g)", diff);
+    fix_free(&f);
 }
 
 // The sequence by hand from lstm_forward_ref, one row at a time: hs (T, B, H).
@@ -220,5 +325,8 @@ int main(void) {
     RUN(test_forward_against_cell);
     RUN(test_double_gradcheck);
     RUN(test_dropout_mask);
+    RUN(test_gated_gradcheck);
+    RUN(test_gated_forward_against_cell);
+    RUN(test_gated_equal_masks_is_shared);
     return test_summary();
 }

@@ -4,8 +4,8 @@
 //   the loss's change is taken in double before the harness rounds it to float)
 //   for every pooling (keras, final-dot, query with the additive, dot, multiplicative and
 //   multi-head kernels, last, mean), masked and not, one direction and both, two classes
-//   (sigmoid) and three (softmax), with the dropout masks drawn (the same at every
-//   evaluation) and the embedding's L2 penalty on.
+//   (sigmoid) and three (softmax), with the dropout masks drawn (one per gate, the same at
+//   every evaluation) and the embedding's L2 penalty on.
 // - The same 32 configurations in double precision: the model's float code cannot run in
 //   double (float throughout, OpenBLAS sgemm), so, as tests/test_pooling.c does for its
 //   pooling, the whole model is written again here as plain loops in double (text_loss_ref:
@@ -17,7 +17,9 @@
 //   configuration's worst element): at most 0.001 of that tolerance.
 // - Keras's initialisation: the recurrent block's columns orthonormal, the forget gate's
 //   bias 1; masked pooling ignores the padding (a padded sentence scores the same whatever
-//   ids fill its padding); alpha sums to 1; without labels the forward predicts only.
+//   ids fill its padding); alpha sums to 1; without labels the forward predicts only; in
+//   training the LSTM is seq/lstm_seq's gated one on the model's per-gate masks; core/adam
+//   with text_keras_adam_eps is Keras's Adam (its epsilon hat).
 // - The bag-of-words baseline (--pool bow, models/bow.h): its gradient check (two classes and
 //   three, the L2 penalty on its weights), its layout (the dense layer alone), and that it is
 //   a logistic regression on word presence: logit = b + the sum of W over the distinct
@@ -28,10 +30,12 @@
 #include <string.h>
 
 #include "core/block.h"
+#include "core/adam.h"
 #include "core/check.h"
 #include "core/rng.h"
 #include "models/bow.h"
 #include "models/textclass.h"
+#include "seq/lstm_seq.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test.h"
 
@@ -194,9 +198,11 @@ static double text_loss_ref(const Fix *f, const double *P) {
                 int t = dir ? NT - 1 - s : s;
                 double xh[2 * MAXD + 8], pre[4 * MAXD];
                 const int id = f->ids[r * NT + t];
-                for (int k = 0; k < E; k++) xh[k] = emb[id * E + k] * (im ? im[r * E + k] : 1.0f);
-                for (int k = 0; k < H; k++) xh[E + k] = h[k] * (rm ? rm[r * H + k] : 1.0f);
-                for (int g = 0; g < 4 * H; g++) {
+                for (int g = 0; g < 4 * H; g++) {  // gate g / H's masks (B, 4, E), (B, 4, H)
+                    const int q = g / H;
+                    for (int k = 0; k < E; k++)
+                        xh[k] = emb[id * E + k] * (im ? im[(r * 4 + q) * E + k] : 1.0f);
+                    for (int k = 0; k < H; k++) xh[E + k] = h[k] * (rm ? rm[(r * 4 + q) * H + k] : 1.0f);
                     double z = bias[g];
                     for (int k = 0; k < K; k++) z += W[g * K + k] * xh[k];
                     pre[g] = z;
@@ -453,6 +459,76 @@ static void test_masking_ignores_padding(void) {
     }
 }
 
+// In training the LSTM takes one dropout mask per gate (Keras's implementation 1, which
+// tf.keras forces with recurrent_dropout): the model's states are lstm_seq_forward_gated's
+// on the masks it drew, (B, 4, embed) and (B, 4, hidden), and the four gates' masks differ.
+static void test_dropout_mask_per_gate(void) {
+    TextConfig c = small(TEXT_POOL_MEAN, ATTN_NONE, 1, 0, 2);
+    Fix f;
+    fix_init(&f, c, 1, 21);
+    Rng rng;
+    rng_seed(&rng, 5);
+    text_forward(&f.a, &f.p, &f.c, f.ids, f.lengths, f.labels, NB, &rng, NULL);
+    const int E = c.embed, H = c.hidden;
+    float *cache = xmalloc(lstm_seq_gated_cache_floats(NT, NB, E, H) * sizeof(float));
+    float hs[NT * NB * 4];
+    CHECK(H <= 4);
+    lstm_seq_forward_gated(hs, cache, f.a.x, f.p.lstm_W, f.p.lstm_b, f.a.lengths, f.a.in_mask,
+                           f.a.rec_mask, 0, NT, NB, E, H);
+    for (int i = 0; i < NT * NB * H; i++) EXPECT_NEAR(f.a.hs[i], hs[i], 1e-6, 1e-5);
+    int differ = 0;
+    for (int b = 0; b < NB; b++)
+        for (int q = 1; q < 4; q++) {
+            differ += memcmp(f.a.in_mask + (b * 4 + q) * E, f.a.in_mask + b * 4 * E, E * sizeof(float)) != 0;
+            differ += memcmp(f.a.rec_mask + (b * 4 + q) * H, f.a.rec_mask + b * 4 * H, H * sizeof(float)) != 0;
+        }
+    EXPECT(differ > 0, "the four gates got the same masks");
+    free(cache);
+    fix_free(&f);
+}
+
+// core/adam with text_keras_adam_eps is Keras's Adam (epsilon on the uncorrected sqrt(v)),
+// computed here in double, for gradients near and far below the epsilon; with the plain
+// epsilon the tiny gradients' updates differ.
+static void test_keras_adam_epsilon(void) {
+    const float g[4] = {1e-1f, 1e-5f, 3e-8f, -2e-9f};
+    float p[4] = {0}, m[4] = {0}, v[4] = {0}, pp[4] = {0}, mp[4] = {0}, vp[4] = {0};
+    double kp[4] = {0}, km[4] = {0}, kv[4] = {0};
+    AdamConfig cfg = adam_defaults(1e-3f);
+    cfg.eps = 1e-7f;
+    for (long t = 1; t <= 5; t++) {
+        AdamConfig k = cfg;
+        k.eps = text_keras_adam_eps(cfg.eps, cfg.beta2, t);
+        adam_update(p, g, m, v, 4, &k, t, 1e-3f);
+        adam_update(pp, g, mp, vp, 4, &cfg, t, 1e-3f);
+        double lr_t = 1e-3 * sqrt(1 - pow(0.999, (double)t)) / (1 - pow(0.9, (double)t));
+        for (int i = 0; i < 4; i++) {
+            km[i] = 0.9 * km[i] + 0.1 * g[i];
+            kv[i] = 0.999 * kv[i] + 0.001 * (double)g[i] * g[i];
+            kp[i] -= lr_t * km[i] / (sqrt(kv[i]) + 1e-7);
+        }
+    }
+    for (int i = 0; i < 4; i++) EXPECT_NEAR(p[i], kp[i], 1e-12, 1e-4);
+    EXPECT(fabs(pp[2] - kp[2]) > 1e-2 * fabs(kp[2]), "the plain epsilon should differ: %g %g", pp[2], kp[2]);
+}
+
+// Two classes at probability exactly 0.5 (a zero dense layer) predict class 0, as Keras's
+// binary accuracy counts it.
+static void test_half_is_class_zero(void) {
+    TextConfig c = small(TEXT_POOL_MEAN, ATTN_NONE, 1, 0, 2);
+    Fix f;
+    fix_init(&f, c, 0, 23);
+    memset(f.p.out_W, 0, (size_t)c.hidden * sizeof(float));
+    f.p.out_b[0] = 0.0f;
+    int correct = -1;
+    text_forward(&f.a, &f.p, &f.c, f.ids, f.lengths, f.labels, NB, NULL, &correct);
+    float prob = 0;
+    EXPECT(f.a.probs[0] == 0.5f && text_predicted(&f.a, &f.c, 0, &prob) == 0 && prob == 0.5f,
+           "p %g predicts %d", f.a.probs[0], text_predicted(&f.a, &f.c, 0, NULL));
+    EXPECT(correct == 2, "labels 0, 1, 0 at p = 0.5: %d right", correct);
+    fix_free(&f);
+}
+
 static void test_config_check(void) {
     Error err = {{0}};
     TextConfig c = text_config_default(10);
@@ -554,6 +630,9 @@ int main(void) {
     RUN(test_gradcheck_bow);
     RUN(test_keras_initialisation);
     RUN(test_masking_ignores_padding);
+    RUN(test_dropout_mask_per_gate);
+    RUN(test_keras_adam_epsilon);
+    RUN(test_half_is_class_zero);
     RUN(test_gradcheck_poolings);
     RUN(test_double_gradcheck_poolings);
     return test_summary();
