@@ -113,6 +113,7 @@ typedef struct {
     long acc_n, acc_correct, acc_images;
     TrainNorms norms;  // the log window's gradient norms
     double last_loss, last_train_error, last_valid;
+    int step_correct;  // the last step's correct predictions, for its log row
 } ClassifyRun;
 
 static const char *const RUN_FILES[] = {"model.safetensors"};
@@ -354,34 +355,27 @@ static int log_validate_save(ClassifyRun *r, double loss, int correct, bool last
     return 0;
 }
 
+// The step loop's side of this trainer (cli/train_run.h TrainSteps).
+static int step_cb(void *p, double *loss, Error *err) {
+    ClassifyRun *r = p;
+    return train_step(r, loss, &r->step_correct, err);
+}
+
+static int after_cb(void *p, double loss, bool last, Error *err) {
+    ClassifyRun *r = p;
+    return log_validate_save(r, loss, r->step_correct, last, err);
+}
+
+static void status_cb(const void *p, double loss, char *buf, size_t cap) {
+    const ClassifyRun *r = p;
+    int n = snprintf(buf, cap, "loss %.3f", loss);
+    if (isfinite(r->last_valid)) snprintf(buf + n, cap - n, ", valid error %.2f%%", 100.0 * r->last_valid);
+}
+
 static int train_loop(ClassifyRun *r, Error *err) {
-    char status[96] = "";
-    int rc = 0;
-    train_budget_begin(&r->budget);
-    train_meter_start(&r->meter, &r->budget, r->st.step, true);
-    while (train_budget_allows(&r->budget, r->st.step)) {
-        double ts = timer_now(), loss;
-        int correct = 0;
-        if (train_step(r, &loss, &correct, err)) {
-            rc = -1;
-            break;
-        }
-        double secs = timer_now() - ts;
-        if (log_validate_save(r, loss, correct, train_budget_spent(&r->budget, r->st.step), err)) {
-            rc = -1;
-            break;
-        }
-        int n = snprintf(status, sizeof status, "loss %.3f", loss);
-        if (isfinite(r->last_valid)) snprintf(status + n, sizeof status - n, ", valid error %.2f%%", 100.0 * r->last_valid);
-        train_meter_step(&r->meter, r->st.step, r->st.optim.batch, secs, status);
-        if (train_interrupted() && train_budget_allows(&r->budget, r->st.step)) {  // SIGINT, SIGTERM
-            r->interrupted = true;
-            rc = train_interrupt_error(r->st.step, err);
-            break;
-        }
-    }
-    train_meter_end(&r->meter, r->st.step, status);
-    return rc;
+    static const TrainSteps steps = {step_cb, after_cb, status_cb, "images"};
+    return train_loop_run(&r->meter, &r->budget, &r->st.step, r->st.optim.batch, &steps, r,
+                          &r->interrupted, err);
 }
 
 static int finish_run(ClassifyRun *r, Error *err) {

@@ -320,32 +320,23 @@ static int log_validate_save(TrainRun *r, double loss, bool last, Error *err) {
     return due.save ? save(r, err) : 0;
 }
 
+// The step loop's side of this trainer (cli/train_run.h TrainSteps).
+static int step_cb(void *p, double *loss, Error *err) { return train_step(p, loss, err); }
+
+static int after_cb(void *p, double loss, bool last, Error *err) {
+    return log_validate_save(p, loss, last, err);
+}
+
+static void status_cb(const void *p, double loss, char *buf, size_t cap) {
+    const TrainRun *r = p;
+    int n = snprintf(buf, cap, "loss %.3f", loss);
+    if (isfinite(r->last_valid_loss)) snprintf(buf + n, cap - n, ", valid loss %.3f", r->last_valid_loss);
+}
+
 static int train_loop(TrainRun *r, Error *err) {
-    char status[96] = "";
-    int rc = 0;
-    train_budget_begin(&r->budget);
-    train_meter_start(&r->meter, &r->budget, r->st.step, true);
-    progress_name(&r->meter.progress, "steps", "pairs");  // the meter counts pairs
-    while (train_budget_allows(&r->budget, r->st.step)) {
-        double ts = timer_now(), loss;
-        if (train_step(r, &loss, err) ||
-            log_validate_save(r, loss, train_budget_spent(&r->budget, r->st.step), err)) {
-            rc = -1;
-            break;
-        }
-        double secs = timer_now() - ts;
-        int n = snprintf(status, sizeof status, "loss %.3f", loss);
-        if (isfinite(r->last_valid_loss))
-            snprintf(status + n, sizeof status - n, ", valid loss %.3f", r->last_valid_loss);
-        train_meter_step(&r->meter, r->st.step, r->st.optim.batch, secs, status);
-        if (train_interrupted() && train_budget_allows(&r->budget, r->st.step)) {
-            r->interrupted = true;
-            rc = train_interrupt_error(r->st.step, err);
-            break;
-        }
-    }
-    train_meter_end(&r->meter, r->st.step, status);
-    return rc;
+    static const TrainSteps steps = {step_cb, after_cb, status_cb, "pairs"};
+    return train_loop_run(&r->meter, &r->budget, &r->st.step, r->st.optim.batch, &steps, r,
+                          &r->interrupted, err);
 }
 
 static int finish_run(TrainRun *r, Error *err) {
