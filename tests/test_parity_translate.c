@@ -1,0 +1,282 @@
+// test_parity_translate.c: models/translator (the encoder-decoder translator of `text
+// translate`) against the PyTorch reference (bench/reference/translator_ref.py, written from
+// the equations of models/translator.h and models/decoder.h; its `fixture` command writes
+// tests/fixtures/translate_*.safetensors).
+//
+// Each fixture holds a tiny configuration (source vocabulary 7, embedding 3, encoder 2 per
+// direction, S 5, max_len 4, decoder embedding 3, hidden 4, vocabulary 9) with one of the
+// command's attention kinds by its --attention name (bahdanau, luong-general, luong-dot,
+// luong-concat, local-m, local-p, none; cli/text_translate_state.h maps the name to the
+// decoder's kind and query, as the command does), three pairs with ragged sources (S words,
+// fewer, one) and targets (max_len words, fewer, none: a lone <end>), and what PyTorch
+// computed in float64 from those float32 values: the annotations (B, L, D), the
+// teacher-forced attention weights of every row's steps, the loss and every parameter's
+// gradient; then greedy decoding of sources of their own with weights of their own
+// (decode_param/): the words, their count and each step's attention weights up to each
+// row's <end>. Every greedy choice and every local-p window's rounding in the fixtures is
+// at least 1e-3 from a tie, so float32 rounding cannot flip one.
+//
+// Tolerances, |C - reference| <= atol + rtol |reference| element by element:
+//   forward (annotations, alpha, loss, greedy alpha)   rtol 1e-5, atol 1e-6
+//   gradients                                          rtol 1e-4, atol 1e-6 * the largest
+//                                                      reference gradient of the model
+//   greedy words and lengths                           exact
+// (the gradients' atol is the model's, as tests/test_parity_text.c says why). A mismatch
+// fails naming the fixture, the tensor, the worst element and both values; PARITY_VERBOSE=1
+// prints every tensor's worst error. The last test moves one weight of four fixtures by
+// 1e-3 and checks the comparison then fails.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/text_translate_state.h"
+#include "core/block.h"
+#include "core/rng.h"
+#include "core/safetensors.h"
+#include "models/translator.h"
+#include "tests/support/fixture.h"
+#include "tests/support/test.h"
+
+#define FWD_RTOL 1e-5
+#define FWD_ATOL 1e-6
+#define GRAD_RTOL 1e-4
+#define GRAD_ATOL_REL 1e-6
+
+typedef struct {
+    SafetensorsFile f;
+    char path[512];
+    Translator m;
+    Block dparams;  // the greedy decoding's weights (decode_param/), the layout of m.params
+    int B, ready;
+    int *src, *src_len, *words, *lens, *dsrc, *dsrc_len;
+} Fx;
+
+static int *int_tensor(const SafetensorsFile *f, const char *name, size_t n) {
+    const float *v = fixture_tensor(f, name, n);
+    if (!v) return NULL;
+    int *out = malloc(n * sizeof *out);
+    for (size_t i = 0; i < n; i++) out[i] = (int)v[i];
+    return out;
+}
+
+// The fixture's configuration through the command's --attention name. 0, or -1 after a
+// failure.
+static int fx_config(const SafetensorsFile *f, const char *path, TranslatorConfig *c, int *B) {
+    memset(c, 0, sizeof *c);
+    if (fixture_meta_int(f, "Vs", &c->Vs) || fixture_meta_int(f, "Es", &c->Es) ||
+        fixture_meta_int(f, "He", &c->He) || fixture_meta_int(f, "S", &c->S) ||
+        fixture_meta_int(f, "max_len", &c->max_len) || fixture_meta_int(f, "E", &c->dec.E) ||
+        fixture_meta_int(f, "H", &c->dec.H) || fixture_meta_int(f, "V", &c->dec.V) ||
+        fixture_meta_int(f, "A", &c->dec.attn.A) ||
+        fixture_meta_int(f, "window", &c->dec.attn.window) || fixture_meta_int(f, "B", B))
+        return -1;
+    const char *name = safetensors_meta(f, "attention");
+    const int k = name ? translate_attention_parse(name) : -1;
+    EXPECT(k >= 0, "%s: attention %s", path, name ? name : "(none)");
+    if (k < 0) return -1;
+    const TranslateAttention a = translate_attention(k);
+    c->dec.attn.kind = a.kind, c->dec.query = a.query, c->dec.nb = 1;
+    return 0;
+}
+
+// Loads fixture name: the model with its weights, the decoding weights, the inputs. 0, or
+// -1 after a failure.
+static int fx_load(Fx *x, const char *name) {
+    memset(x, 0, sizeof *x);
+    if (fixture_load(&x->f, x->path, sizeof x->path, name)) return -1;
+    TranslatorConfig c;
+    if (fx_config(&x->f, x->path, &c, &x->B)) return -1;
+    Rng rng;
+    rng_seed(&rng, 1);
+    translator_init(&x->m, &c, x->B, &rng);
+    x->ready = 1;
+    block_layout_like(&x->dparams, &x->m.params);
+    block_alloc(&x->dparams);
+    Error err = {{0}};
+    const int dread = safetensors_read_block(&x->dparams, "decode_param/", &x->f, x->path, &err) == 0;
+    EXPECT(dread, "%s", err.msg);
+    const size_t B = (size_t)x->B, S = (size_t)c.S, ML = (size_t)c.max_len;
+    x->src = int_tensor(&x->f, "input/src", B * S);
+    x->src_len = int_tensor(&x->f, "input/src_len", B);
+    x->words = int_tensor(&x->f, "input/words", B * ML);
+    x->lens = int_tensor(&x->f, "input/lens", B);
+    x->dsrc = int_tensor(&x->f, "input/decode_src", B * S);
+    x->dsrc_len = int_tensor(&x->f, "input/decode_src_len", B);
+    if (!fixture_read_params(&x->m.params, &x->f, x->path) || !dread || !x->src ||
+        !x->src_len || !x->words || !x->lens || !x->dsrc || !x->dsrc_len)
+        return -1;
+    return 0;
+}
+
+static void fx_free(Fx *x) {
+    if (x->ready) {
+        block_free(&x->dparams);
+        translator_free(&x->m);
+    }
+    free(x->src), free(x->src_len), free(x->words), free(x->lens);
+    free(x->dsrc), free(x->dsrc_len);
+    safetensors_free(&x->f);
+}
+
+// The teacher-forced pass: loss, annotations, every row's attention weights (the decoder
+// packs its rows by step: (t, b) is row off[t] + b; steps past a row's <end> are zeros in
+// the reference), every gradient.
+static int compare_training(Fx *x, int report) {
+    Translator *m = &x->m;
+    const TranslatorConfig *c = &m->cfg;
+    const int B = x->B, L = c->dec.L, D = c->dec.D;
+    float loss = (float)translator_forward(m, x->src, x->src_len, x->words, x->lens, B);
+    block_zero(&m->grads);
+    translator_backward(m);
+    const char *w = x->path;
+    int ok = 1;
+    const float *want = fixture_tensor(&x->f, "output/loss", 1);
+    ok &= want && fixture_compare_report(w, "loss", &loss, want, 1, FWD_ATOL, FWD_RTOL, report);
+    const size_t nA = (size_t)B * L * D;
+    want = fixture_tensor(&x->f, "output/annot", nA);
+    ok &= want && fixture_compare_report(w, "annot", m->a.annot, want, nA, FWD_ATOL, FWD_RTOL, report);
+    const int T = m->Tb;
+    const size_t nal = (size_t)T * B * L;
+    float *alpha = calloc(nal, sizeof(float));
+    for (int t = 0; t < T; t++)
+        for (int b = 0; b < m->a.active[t]; b++)
+            if (m->a.steps[b] > t)
+                memcpy(alpha + ((size_t)t * B + b) * L,
+                       m->a.alpha + (decoder_srow(&m->a, t) + b) * L, (size_t)L * sizeof(float));
+    want = fixture_tensor(&x->f, "output/alpha", nal);
+    ok &= want && fixture_compare_report(w, "alpha", alpha, want, nal, FWD_ATOL, FWD_RTOL, report);
+    free(alpha);
+    // The gradients' atol scales with the largest reference gradient of the whole model.
+    double mx = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < m->grads.count; i++) {
+            const BlockTensor *g = &m->grads.tensors[i];
+            char name[BLOCK_NAME_LEN + 8];
+            snprintf(name, sizeof name, "grad/%s", g->name);
+            want = fixture_tensor(&x->f, name, g->numel);
+            if (!want) {
+                ok = 0;
+                continue;
+            }
+            if (pass == 0)
+                for (size_t k = 0; k < g->numel; k++) mx = fmax(mx, fabs(want[k]));
+            else
+                ok &= fixture_compare_report(w, name, m->grads.data + g->offset, want, g->numel,
+                                             GRAD_ATOL_REL * mx, GRAD_RTOL, report);
+        }
+    return ok;
+}
+
+// Greedy decoding with the decoding weights (swapped in, then back): each row's words and
+// count exactly, its attention weights on the steps up to its <end>.
+static int compare_greedy(Fx *x, int report) {
+    Translator *m = &x->m;
+    const int B = x->B, ML = m->cfg.max_len, L = m->cfg.dec.L;
+    const size_t nal = (size_t)(ML + 1) * B * L;
+    int *out = calloc((size_t)B * ML, sizeof(int)), *out_len = calloc((size_t)B, sizeof(int));
+    float *alpha = calloc(nal, sizeof(float));
+    const size_t bytes = m->params.numel * sizeof(float);
+    float *keep = malloc(bytes);
+    memcpy(keep, m->params.data, bytes);
+    memcpy(m->params.data, x->dparams.data, bytes);
+    translator_greedy(m, x->dsrc, x->dsrc_len, B, out, out_len, alpha);
+    memcpy(m->params.data, keep, bytes);
+    free(keep);
+    int ok = 1;
+    const float *want_len = fixture_tensor(&x->f, "output/greedy_len", (size_t)B);
+    const float *want_words = fixture_tensor(&x->f, "output/greedy_words", (size_t)B * ML);
+    const float *want_alpha = fixture_tensor(&x->f, "output/greedy_alpha", nal);
+    if (!want_len || !want_words || !want_alpha) ok = 0;
+    for (int b = 0; ok && b < B; b++) {
+        int same = out_len[b] == (int)want_len[b];
+        for (int t = 0; same && t < out_len[b]; t++)
+            same = out[(size_t)b * ML + t] == (int)want_words[(size_t)b * ML + t];
+        if (!same && report) {
+            fprintf(stderr, "  mismatch: %s greedy row %d:", x->path, b);
+            for (int t = 0; t < out_len[b]; t++) fprintf(stderr, " %d", out[(size_t)b * ML + t]);
+            fprintf(stderr, " (%d words), PyTorch:", out_len[b]);
+            for (int t = 0; t < (int)want_len[b]; t++)
+                fprintf(stderr, " %d", (int)want_words[(size_t)b * ML + t]);
+            fprintf(stderr, " (%d words)\n", (int)want_len[b]);
+        }
+        if (report) EXPECT(same, "%s: greedy words of row %d differ from PyTorch", x->path, b);
+        ok &= same;
+        // Steps 0..out_len[b] wrote the row's words and its <end>; later ones are the
+        // decoder running on, which the reference need not match.
+        for (int t = 0; same && t <= out_len[b]; t++) {
+            const size_t r = ((size_t)t * B + b) * L;
+            char name[48];
+            snprintf(name, sizeof name, "greedy alpha step %d row %d", t, b);
+            ok &= fixture_compare_report(x->path, name, alpha + r, want_alpha + r, (size_t)L,
+                                         FWD_ATOL, FWD_RTOL, report);
+        }
+    }
+    free(out), free(out_len), free(alpha);
+    return ok;
+}
+
+static int compare(Fx *x, int report) {
+    const int train = compare_training(x, report);
+    return compare_greedy(x, report) && train;
+}
+
+static void check_fixture(const char *name) {
+    Fx x;
+    if (fx_load(&x, name) == 0) EXPECT(compare(&x, 1), "%s differs from PyTorch", name);
+    fx_free(&x);
+}
+
+static void test_parity_bahdanau(void) { check_fixture("translate_bahdanau.safetensors"); }
+static void test_parity_luong_general(void) { check_fixture("translate_luong_general.safetensors"); }
+static void test_parity_luong_dot(void) { check_fixture("translate_luong_dot.safetensors"); }
+static void test_parity_luong_concat(void) { check_fixture("translate_luong_concat.safetensors"); }
+static void test_parity_local_m(void) { check_fixture("translate_local_m.safetensors"); }
+static void test_parity_local_p(void) { check_fixture("translate_local_p.safetensors"); }
+static void test_parity_none(void) { check_fixture("translate_none.safetensors"); }
+
+// The comparison must be able to fail: one weight moved by 1e-3 (the additive score's
+// query matrix, local-p's centre vector, the reverse encoder's weights feeding the fixed
+// context, the decoder LSTM of luong-dot) no longer matches, in training and, with
+// attention, in greedy decoding (the same element of the decoding weights moved: the words
+// stay, the attention weights move).
+static void test_parity_perturbed_weight_fails(void) {
+    static const struct {
+        const char *fixture, *tensor;
+        size_t index;
+    } cases[] = {{"translate_bahdanau.safetensors", "attn.W_q", 2},
+                 {"translate_local_p.safetensors", "attn.v_p", 1},
+                 {"translate_none.safetensors", "enc.rev.W", 5},
+                 {"translate_luong_dot.safetensors", "lstm.W", 88}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Fx x;
+        if (fx_load(&x, cases[i].fixture) == 0) {
+            EXPECT(compare(&x, 0), "%s: unperturbed must match", cases[i].fixture);
+            const BlockTensor *t = block_find(&x.m.params, cases[i].tensor);
+            EXPECT(t != NULL, "no %s", cases[i].tensor);
+            if (t) {
+                x.m.params.data[t->offset + cases[i].index] += 1e-3f;
+                EXPECT(!compare_training(&x, 0), "%s: %s[%zu] + 1e-3 still matches PyTorch",
+                       cases[i].fixture, cases[i].tensor, cases[i].index);
+                // The decoding's weights: its alpha shows the move (none's is always 1).
+                x.dparams.data[t->offset + cases[i].index] += 1e-3f;
+                EXPECT(x.m.cfg.dec.L == 1 || !compare_greedy(&x, 0),
+                       "%s: greedy with %s[%zu] + 1e-3 still matches", cases[i].fixture,
+                       cases[i].tensor, cases[i].index);
+            }
+        }
+        fx_free(&x);
+    }
+}
+
+int main(void) {
+    RUN(test_parity_bahdanau);
+    RUN(test_parity_luong_general);
+    RUN(test_parity_luong_dot);
+    RUN(test_parity_luong_concat);
+    RUN(test_parity_local_m);
+    RUN(test_parity_local_p);
+    RUN(test_parity_none);
+    RUN(test_parity_perturbed_weight_fails);
+    return test_summary();
+}
