@@ -68,6 +68,16 @@ else
     echo "   (as root: apt-get install -y python3-torch python3-numpy)"
 fi
 
+# The translator (text translate, models/translator.h) against its PyTorch version
+# (bench/reference/translator_ref.py): training pairs and greedy-decoded sentences per second
+# on 1 and 2 threads, and the peak memory of both (bench/bench_translate.c is the toolkit's side).
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    run "translator training and decoding vs PyTorch" /usr/bin/python3 bench/reference/bench_translate.py --build "$build"
+else
+    echo "== translator training and decoding vs PyTorch: skipped, PyTorch is not installed"
+    echo "   (as root: apt-get install -y python3-torch python3-numpy)"
+fi
+
 # Pretrained-encoder inference (VGG-19 to conv5_4, ResNet-101 to layer4, batch 16, 224 px)
 # against PyTorch on the same threads: images per second, peak memory, FLOP rate.
 if /usr/bin/python3 -c "import torch, torchvision, numpy" 2>/dev/null; then

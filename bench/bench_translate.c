@@ -1,0 +1,135 @@
+// bench_translate.c: training and greedy-decoding throughput of the translator
+// (models/translator.h) at `text translate train`'s default sizes on the date task, the
+// toolkit's side of bench/reference/bench_translate.py (whose PyTorch side is
+// translator_ref.py bench, the same model, sizes and lengths).
+//
+// The model: source vocabulary 42, embedding 32, encoder 64 per direction, S 40; decoder
+// embedding 32, hidden 128, vocabulary 15, max_len 10, additive attention of size 64 with
+// the previous state as query (--attention bahdanau). Batches of BATCH pairs of random ids
+// with the lengths translator_ref.py's bench_lengths() gives (sources spread over [S/2, S],
+// targets over [max_len/2, max_len], descending): the cost of a step does not depend on the
+// ids. A training step is what cli/text_translate.c's train_step does: translator_forward,
+// block_zero, translator_backward, clip_global_norm (5), adam_update (lr 1e-3). One warm-up
+// step, then STEPS timed; then greedy decoding (translator_greedy) of one warm-up batch and
+// DECODE timed ones. Wall time CLOCK_MONOTONIC, CPU time CLOCK_PROCESS_CPUTIME_ID. Prints
+// one JSON object on stdout:
+//     {"model": "translator", "impl": "toolkit", "attention", "threads", "batch", "steps",
+//      "pairs_per_s", "pairs_per_cpu_s", "final_loss", "sentences_per_s",
+//      "sentences_per_cpu_s", "peak_rss_mib"}
+// TODO(beam): beam decoding (`text translate ... --beam K`) is being added; time it here
+// beside greedy, with the same batches, once the model has it.
+// Usage: bench_translate [THREADS=1] [STEPS=20] [DECODE=8] [BATCH=64]
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "core/adam.h"
+#include "core/block.h"
+#include "core/check.h"
+#include "core/gemm.h"
+#include "core/rng.h"
+#include "models/translator.h"
+#include "seq/vocab.h"
+
+static double clock_s(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// translator_ref.py bench_lengths(): src_len (B) over [S/2, S], lens (B) over
+// [max_len/2, max_len] in descending order.
+static void bench_lengths(int *src_len, int *lens, int B, int S, int ML) {
+    for (int b = 0; b < B; b++) {
+        src_len[b] = S - (b * 7) % (S - S / 2 + 1);
+        lens[b] = ML - (b * 3) % (ML - ML / 2 + 1);
+    }
+    for (int i = 1; i < B; i++)  // descending (insertion sort)
+        for (int j = i; j > 0 && lens[j - 1] < lens[j]; j--) {
+            int t = lens[j];
+            lens[j] = lens[j - 1], lens[j - 1] = t;
+        }
+}
+
+// Random ids: source tokens 1..Vs-1 up to each row's length (0 after), target words
+// among the non-special ones.
+static void draw_batch(int *src, int *words, const int *src_len, const TranslatorConfig *c,
+                       int B, Rng *rng) {
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < c->S; t++)
+            src[(size_t)b * c->S + t] =
+                t < src_len[b] ? 1 + (int)(rng_uniform(rng) * (float)(c->Vs - 1)) % (c->Vs - 1) : 0;
+        for (int t = 0; t < c->max_len; t++)
+            words[(size_t)b * c->max_len + t] =
+                VOCAB_NSPECIAL + (int)(rng_uniform(rng) * (float)(c->dec.V - VOCAB_NSPECIAL)) %
+                                     (c->dec.V - VOCAB_NSPECIAL);
+    }
+}
+
+int main(int argc, char **argv) {
+    const int threads = argc > 1 ? atoi(argv[1]) : 1, steps = argc > 2 ? atoi(argv[2]) : 20;
+    const int decode = argc > 3 ? atoi(argv[3]) : 8, B = argc > 4 ? atoi(argv[4]) : 64;
+    if (threads < 1 || steps < 1 || decode < 1 || B < 1) {
+        fprintf(stderr, "usage: bench_translate [THREADS=1] [STEPS=20] [DECODE=8] [BATCH=64] "
+                        "(each >= 1)\n");
+        return 2;
+    }
+    gemm_set_threads(threads);
+    TranslatorConfig c = {.Vs = 42, .Es = 32, .He = 64, .S = 40, .max_len = 10,
+                          .dec = {.E = 32, .H = 128, .V = 15, .nb = 1,
+                                  .query = DECODER_QUERY_PREVIOUS,
+                                  .attn = {.kind = ATTN_ADDITIVE, .A = 64, .window = 5}}};
+    Rng rng;
+    rng_seed(&rng, 1);
+    Translator m;
+    translator_init(&m, &c, B, &rng);
+    Block mom1 = {0}, mom2 = {0};
+    block_layout_like(&mom1, &m.params);
+    block_layout_like(&mom2, &m.params);
+    block_alloc(&mom1);
+    block_alloc(&mom2);
+    const AdamConfig adam = adam_defaults(1e-3f);
+    int *src = xmalloc((size_t)B * c.S * sizeof(int)), *words = xmalloc((size_t)B * c.max_len * sizeof(int));
+    int *src_len = xmalloc((size_t)B * sizeof(int)), *lens = xmalloc((size_t)B * sizeof(int));
+    int *out = xmalloc((size_t)B * c.max_len * sizeof(int)), *out_len = xmalloc((size_t)B * sizeof(int));
+    bench_lengths(src_len, lens, B, c.S, c.max_len);
+    double wall = 0, cpu = 0, loss = 0;
+    for (int it = 0; it <= steps; it++) {
+        draw_batch(src, words, src_len, &c, B, &rng);
+        const double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        loss = translator_forward(&m, src, src_len, words, lens, B);
+        block_zero(&m.grads);
+        translator_backward(&m);
+        clip_global_norm(m.grads.data, m.grads.numel, 5.0f);
+        adam_update(m.params.data, m.grads.data, mom1.data, mom2.data, m.params.numel, &adam,
+                    it + 1, adam.lr);
+        if (it > 0) {  // step 0 warms up
+            wall += clock_s(CLOCK_MONOTONIC) - t0;
+            cpu += clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+        }
+    }
+    double dwall = 0, dcpu = 0;
+    for (int it = 0; it <= decode; it++) {
+        draw_batch(src, words, src_len, &c, B, &rng);
+        const double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        translator_greedy(&m, src, src_len, B, out, out_len, NULL);
+        if (it > 0) {
+            dwall += clock_s(CLOCK_MONOTONIC) - t0;
+            dcpu += clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+        }
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("{\"model\": \"translator\", \"impl\": \"toolkit\", \"attention\": \"bahdanau\", "
+           "\"threads\": %d, \"batch\": %d, \"steps\": %d, \"pairs_per_s\": %.3f, "
+           "\"pairs_per_cpu_s\": %.3f, \"final_loss\": %.4f, \"sentences_per_s\": %.3f, "
+           "\"sentences_per_cpu_s\": %.3f, \"peak_rss_mib\": %.1f}\n",
+           threads, B, steps, B * steps / wall, B * steps / cpu, loss, B * decode / dwall,
+           B * decode / dcpu, ru.ru_maxrss / 1024.0);
+    free(src), free(words), free(src_len), free(lens), free(out), free(out_len);
+    block_free(&mom1);
+    block_free(&mom2);
+    translator_free(&m);
+    return 0;
+}
