@@ -144,23 +144,7 @@ static int compare(Fx *x, int report) {
     want = fixture_tensor(&x->f, "output/loss", 1);
     ok &= want && fixture_compare_report(w, "loss", &loss, want, 1, FWD_ATOL, FWD_RTOL, report);
     // The gradients' atol scales with the largest reference gradient of the whole model.
-    double mx = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < x->grads.count; i++) {
-            const BlockTensor *t = &x->grads.tensors[i];
-            char name[BLOCK_NAME_LEN + 8];
-            snprintf(name, sizeof name, "grad/%s", t->name);
-            want = fixture_tensor(&x->f, name, t->numel);
-            if (!want) {
-                ok = 0;
-                continue;
-            }
-            if (pass == 0)
-                for (size_t k = 0; k < t->numel; k++) mx = fmax(mx, fabs(want[k]));
-            else
-                ok &= fixture_compare_report(w, name, x->grads.data + t->offset, want, t->numel,
-                                             GRAD_ATOL_REL * mx, GRAD_RTOL, report);
-        }
+    ok &= fixture_compare_grads_model(w, &x->grads, &x->f, GRAD_ATOL_REL, GRAD_RTOL, report);
     text_acts_free(&a);
     return ok;
 }

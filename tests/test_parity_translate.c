@@ -148,23 +148,7 @@ static int compare_training(Fx *x, int report) {
     ok &= want && fixture_compare_report(w, "alpha", alpha, want, nal, FWD_ATOL, FWD_RTOL, report);
     free(alpha);
     // The gradients' atol scales with the largest reference gradient of the whole model.
-    double mx = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < m->grads.count; i++) {
-            const BlockTensor *g = &m->grads.tensors[i];
-            char name[BLOCK_NAME_LEN + 8];
-            snprintf(name, sizeof name, "grad/%s", g->name);
-            want = fixture_tensor(&x->f, name, g->numel);
-            if (!want) {
-                ok = 0;
-                continue;
-            }
-            if (pass == 0)
-                for (size_t k = 0; k < g->numel; k++) mx = fmax(mx, fabs(want[k]));
-            else
-                ok &= fixture_compare_report(w, name, m->grads.data + g->offset, want, g->numel,
-                                             GRAD_ATOL_REL * mx, GRAD_RTOL, report);
-        }
+    ok &= fixture_compare_grads_model(w, &m->grads, &x->f, GRAD_ATOL_REL, GRAD_RTOL, report);
     return ok;
 }
 

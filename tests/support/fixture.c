@@ -154,6 +154,29 @@ void fixture_compare_grads(const Block *grads, const SafetensorsFile *f, double 
     }
 }
 
+int fixture_compare_grads_model(const char *what, const Block *grads, const SafetensorsFile *f,
+                                double atol_rel, double rtol, int report) {
+    double mx = 0;
+    int ok = 1;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < grads->count; i++) {
+            const BlockTensor *bt = &grads->tensors[i];
+            char key[BLOCK_NAME_LEN + 8];
+            snprintf(key, sizeof key, "grad/%s", bt->name);
+            const float *want = fixture_tensor(f, key, bt->numel);
+            if (!want) {
+                ok = 0;
+                continue;
+            }
+            if (pass == 0)
+                mx = fmax(mx, max_abs(want, bt->numel));
+            else
+                ok &= fixture_compare_report(what, key, grads->data + bt->offset, want,
+                                             bt->numel, atol_rel * mx, rtol, report);
+        }
+    return ok;
+}
+
 void fixture_compare_curve(const float *got, const float *want, int steps, double rtol,
                            const char *path) {
     fixture_compare("train", "loss curve", got, want, (size_t)steps, 0.0, rtol);

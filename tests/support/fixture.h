@@ -62,6 +62,12 @@ int fixture_compare(const char *what, const char *name, const float *got, const 
 void fixture_compare_grads(const Block *grads, const SafetensorsFile *f, double atol_rel,
                            double rtol);
 
+// The same with one atol for the whole model: atol_rel * the largest |reference gradient|
+// of any tensor (for models whose small tensors carry the larger tensors' float32 error).
+// A missing grad/NAME fails. Returns 1 when all match; report as fixture_compare_report's.
+int fixture_compare_grads_model(const char *what, const Block *grads, const SafetensorsFile *f,
+                                double atol_rel, double rtol, int report);
+
 // Compares the C loss curve got (steps) with the reference's want (steps) at rtol, and
 // checks the reference curve falls (else the comparison proves little).
 void fixture_compare_curve(const float *got, const float *want, int steps, double rtol,
