@@ -116,9 +116,21 @@ static void project(float *q, float *k, float *v, const float *xq, const float *
     linear_forward(v, xkv, p->in_w + 2 * dd, p->in_b + 2 * d, BS, d, d);
 }
 
+// P (T, S) times its dropout factors into out, or P itself without them.
+static const float *dropped(float *out, const float *P, const float *drop, size_t TS) {
+    if (!drop) return P;
+    for (size_t i = 0; i < TS; i++) out[i] = P[i] * drop[i];
+    return out;
+}
+
+// The dropout factors of (row b, head h), or NULL.
+static const float *head_drop(const float *drop, const MhaConfig *c, int b, int h, size_t TS) {
+    return drop ? drop + ((size_t)b * c->heads + h) * TS : NULL;
+}
+
 // One (row b, head h): probs_bh (T, S) and its context columns of concat.
-static void head_forward(MhaActs *x, const int *kv_lengths, int causal, const MhaConfig *c,
-                         int b, int h, int T, int S) {
+static void head_forward(MhaActs *x, const int *kv_lengths, int causal, const float *drop,
+                         const MhaConfig *c, int b, int h, int T, int S) {
     int d = c->d, dh = d / c->heads;
     const float *q = x->q + (size_t)b * T * d + (size_t)h * dh;
     const float *k = x->k + (size_t)b * S * d + (size_t)h * dh;
@@ -126,7 +138,8 @@ static void head_forward(MhaActs *x, const int *kv_lengths, int causal, const Mh
     float *P = x->probs + ((size_t)b * c->heads + h) * T * S;
     gemm(false, true, T, S, dh, 1.0f / sqrtf((float)dh), q, d, k, d, 0.0f, x->scores, S);
     masked_rows_softmax(P, x->scores, kv_lengths, causal, b, T, S);
-    gemm(false, false, T, dh, S, 1.0f, P, S, v, d, 0.0f, x->concat + (size_t)b * T * d + (size_t)h * dh, d);
+    const float *Pd = dropped(x->dprobs, P, head_drop(drop, c, b, h, (size_t)T * S), (size_t)T * S);
+    gemm(false, false, T, dh, S, 1.0f, Pd, S, v, d, 0.0f, x->concat + (size_t)b * T * d + (size_t)h * dh, d);
 }
 
 static void mean_over_heads(float *weights, const float *probs, int heads, int B, size_t TS) {
@@ -148,12 +161,12 @@ static void check_dims(const MhaConfig *c, int B, int T, int S) {
 }
 
 void mha_forward(float *out, MhaActs *x, const float *xq, const float *xkv,
-                 const int *kv_lengths, int causal, const MhaParams *p, const MhaConfig *c,
-                 int B, int T, int S) {
+                 const int *kv_lengths, int causal, const float *drop, const MhaParams *p,
+                 const MhaConfig *c, int B, int T, int S) {
     check_dims(c, B, T, S);
     project(x->q, x->k, x->v, xq, xkv, p, c->d, B * T, B * S);
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < c->heads; h++) head_forward(x, kv_lengths, causal, c, b, h, T, S);
+        for (int h = 0; h < c->heads; h++) head_forward(x, kv_lengths, causal, drop, c, b, h, T, S);
     mean_over_heads(x->weights, x->probs, c->heads, B, (size_t)T * S);
     linear_forward(out, x->concat, p->out_w, p->out_b, B * T, c->d, c->d);
 }
@@ -161,14 +174,19 @@ void mha_forward(float *out, MhaActs *x, const float *xq, const float *xkv,
 // --- backward ------------------------------------------------------------------------------
 
 // One (row b, head h): its columns of dq, dk, dv from those of dconcat.
-static void head_backward(MhaActs *x, const MhaConfig *c, int b, int h, int T, int S) {
+static void head_backward(MhaActs *x, const float *drop, const MhaConfig *c, int b, int h, int T,
+                          int S) {
     int d = c->d, dh = d / c->heads;
     size_t qo = (size_t)b * T * d + (size_t)h * dh, ko = (size_t)b * S * d + (size_t)h * dh;
-    const float *P = x->probs + ((size_t)b * c->heads + h) * T * S;
+    size_t TS = (size_t)T * S;
+    const float *P = x->probs + ((size_t)b * c->heads + h) * TS, *m = head_drop(drop, c, b, h, TS);
     float scale = 1.0f / sqrtf((float)dh);
-    // dP = dC V^T; dV = P^T dC
+    // dV = Pd^T dC with Pd = P * drop; dPd = dC V^T, and dP = dPd * drop
+    const float *Pd = dropped(x->dprobs, P, m, TS);
+    gemm(true, false, S, dh, T, 1.0f, Pd, S, x->dconcat + qo, d, 0.0f, x->dv + ko, d);
     gemm(false, true, T, S, dh, 1.0f, x->dconcat + qo, d, x->v + ko, d, 0.0f, x->dprobs, S);
-    gemm(true, false, S, dh, T, 1.0f, P, S, x->dconcat + qo, d, 0.0f, x->dv + ko, d);
+    if (m)
+        for (size_t i = 0; i < TS; i++) x->dprobs[i] *= m[i];
     // dscores through the softmax (hidden keys: P = 0, so 0); dQ = s dS K; dK = s dS^T Q
     memset(x->scores, 0, (size_t)T * S * sizeof(float));
     softmax_backward(x->scores, x->dprobs, P, T, S);
@@ -178,14 +196,15 @@ static void head_backward(MhaActs *x, const MhaConfig *c, int b, int h, int T, i
 
 void mha_backward(float *dxq, float *dxkv, MhaParams *dp, const float *dout, MhaActs *x,
                   const float *xq, const float *xkv, const int *kv_lengths, int causal,
-                  const MhaParams *p, const MhaConfig *c, int B, int T, int S) {
+                  const float *drop, const MhaParams *p, const MhaConfig *c, int B, int T,
+                  int S) {
     check_dims(c, B, T, S);
     int d = c->d, BT = B * T, BS = B * S;
     size_t dd = (size_t)d * d;
     memset(x->dconcat, 0, (size_t)BT * d * sizeof(float));
     linear_backward(x->dconcat, dp->out_w, dp->out_b, dout, x->concat, p->out_w, BT, d, d);
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < c->heads; h++) head_backward(x, c, b, h, T, S);
+        for (int h = 0; h < c->heads; h++) head_backward(x, drop, c, b, h, T, S);
     linear_backward(dxq, dp->in_w, dp->in_b, x->dq, xq, p->in_w, BT, d, d);
     linear_backward(dxkv, dp->in_w + dd, dp->in_b + d, x->dk, xkv, p->in_w + dd, BS, d, d);
     linear_backward(dxkv, dp->in_w + 2 * dd, dp->in_b + 2 * d, x->dv, xkv, p->in_w + 2 * dd, BS, d,

@@ -15,6 +15,10 @@
 // ignores them.
 // weights (B, T, S): the mean of P over the heads, PyTorch's average_attn_weights=True; the
 // captioner's attention pictures and the translator's alignments read it.
+// Dropout of the probabilities (PyTorch's dropout inside nn.MultiheadAttention): drop
+// (B, heads, T, S) holds inverted-dropout factors (0 or 1 / (1 - rate), seq/lstm_seq.h
+// lstm_dropout_mask), and C_h = (P_h * drop_h) V_h; NULL: none. weights stay the mean of the
+// undropped P (PyTorch returns the dropped ones).
 //
 // Parameters in PyTorch's layout, under PyTorch's names (so a state_dict maps one to one):
 //     PREFIX.in_proj_weight (3d, d): rows [Wq; Wk; Wv],  PREFIX.in_proj_bias (3d),
@@ -54,7 +58,7 @@ typedef struct {
     float *probs;             // (B, heads, T, S)
     float *concat;            // (B, T, d)
     float *weights;           // (B, T, S): mean over heads
-    float *scores, *dprobs;   // (T, S) scratch
+    float *scores, *dprobs;   // (T, S) scratch (dprobs: also the dropped P_h)
     float *dq, *dk, *dv, *dconcat;  // (B, T, d), (B, S, d), (B, S, d), (B, T, d) scratch
 } MhaActs;
 
@@ -71,15 +75,16 @@ void mha_acts_layout(Block *a, MhaActs *x, const MhaConfig *c, int B, int T, int
                      const char *prefix);
 
 // out (B, T, d); x: the forward's record; xq (B, T, d); xkv (B, S, d) (may be xq);
-// kv_lengths (B) each in [0, S], or NULL.
+// kv_lengths (B) each in [0, S], or NULL; drop (B, heads, T, S) or NULL.
 void mha_forward(float *out, MhaActs *x, const float *xq, const float *xkv,
-                 const int *kv_lengths, int causal, const MhaParams *p, const MhaConfig *c,
-                 int B, int T, int S);
+                 const int *kv_lengths, int causal, const float *drop, const MhaParams *p,
+                 const MhaConfig *c, int B, int T, int S);
 // Accumulates dxq (B, T, d), dxkv (B, S, d) (either NULL, or the same pointer for
 // self-attention) and dp from dout (B, T, d); the rest as the forward had them.
 void mha_backward(float *dxq, float *dxkv, MhaParams *dp, const float *dout, MhaActs *x,
                   const float *xq, const float *xkv, const int *kv_lengths, int causal,
-                  const MhaParams *p, const MhaConfig *c, int B, int T, int S);
+                  const float *drop, const MhaParams *p, const MhaConfig *c, int B, int T,
+                  int S);
 // Plain loops in double: out (B, T, d) and weights (B, T, S) or NULL, as mha_forward's.
 void mha_forward_ref(float *out, float *weights, const float *xq, const float *xkv,
                      const int *kv_lengths, int causal, const MhaParams *p, const MhaConfig *c,

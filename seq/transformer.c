@@ -188,27 +188,33 @@ static void layer_common_layout(Block *a, TfLayerActs *x, const TransformerConfi
     x->dropped = 0;
 }
 
-static void attn_acts_layout(Block *a, MhaActs *x, const TransformerConfig *c, int B, int T, int S,
-                             const char *prefix, const char *name) {
+// Attention k of the layer, and its probabilities' dropout factors when dropout is on.
+static void attn_acts_layout(Block *a, TfLayerActs *x, int k, const TransformerConfig *c, int B,
+                             int T, int S, const char *prefix, const char *name) {
     char full[BLOCK_NAME_LEN];
     name_of(full, prefix, name);
     MhaConfig m = mha_of(c);
-    mha_acts_layout(a, x, &m, B, T, S, full);
+    mha_acts_layout(a, &x->attn[k], &m, B, T, S, full);
+    if (c->dropout > 0.0f) {
+        char drop[BLOCK_NAME_LEN];
+        name_of(drop, full, "drop");
+        block_add(a, &x->attn_drop[k], drop, 4, B, c->heads, T, S);
+    }
 }
 
 void tf_encoder_layer_acts_layout(Block *a, TfLayerActs *x, const TransformerConfig *c, int B,
                                   int T, const char *prefix) {
     memset(x, 0, sizeof *x);
     layer_common_layout(a, x, c, B * T, 2, prefix);
-    attn_acts_layout(a, &x->attn[0], c, B, T, T, prefix, "self_attn");
+    attn_acts_layout(a, x, 0, c, B, T, T, prefix, "self_attn");
 }
 
 void tf_decoder_layer_acts_layout(Block *a, TfLayerActs *x, const TransformerConfig *c, int B,
                                   int T, int S, const char *prefix) {
     memset(x, 0, sizeof *x);
     layer_common_layout(a, x, c, B * T, 3, prefix);
-    attn_acts_layout(a, &x->attn[0], c, B, T, T, prefix, "self_attn");
-    attn_acts_layout(a, &x->attn[1], c, B, T, S, prefix, "multihead_attn");
+    attn_acts_layout(a, x, 0, c, B, T, T, prefix, "self_attn");
+    attn_acts_layout(a, x, 1, c, B, T, S, prefix, "multihead_attn");
 }
 
 // ---- residual sub-layers --------------------------------------------------------------------
@@ -266,12 +272,16 @@ static void resid_input_backward(float *dx, LayerNormParams *dln, const TfScratc
 
 // ---- the sub-layers -------------------------------------------------------------------------
 
-static void draw_masks(TfLayerActs *x, const TransformerConfig *c, int n_resid, Rng *rng, int N) {
+// Every mask of the layer (n_resid sub-layers; attention k over S[k] keys), in one order.
+static void draw_masks(TfLayerActs *x, const TransformerConfig *c, int n_resid, const int *S,
+                       Rng *rng, int B, int T) {
     x->dropped = rng && c->dropout > 0.0f;
     if (!x->dropped) return;
-    size_t n = (size_t)N * c->d_model;
+    size_t n = (size_t)B * T * c->d_model;
     for (int i = 0; i < n_resid; i++) lstm_dropout_mask(x->r[i].mask, n, c->dropout, rng);
-    lstm_dropout_mask(x->ffn_mask, (size_t)N * c->d_ff, c->dropout, rng);
+    for (int k = 0; k < n_resid - 1; k++)
+        lstm_dropout_mask(x->attn_drop[k], (size_t)B * c->heads * T * S[k], c->dropout, rng);
+    lstm_dropout_mask(x->ffn_mask, (size_t)B * T * c->d_ff, c->dropout, rng);
 }
 
 // r = the residual of the feed-forward layer over x.
@@ -310,7 +320,7 @@ static void attn_sublayer_forward(TfLayerActs *x, int k, const float *in, const 
     MhaConfig m = mha_of(c);
     const float *q = resid_input(r, in, ln, c, B * T);
     mha_forward(r->fout, &x->attn[k], q, a->kv ? a->kv : q, a->kv_lengths, a->causal,
-                p, &m, B, T, a->S);
+                x->dropped ? x->attn_drop[k] : NULL, p, &m, B, T, a->S);
     resid_output(r, in, ln, c, x->dropped, B * T);
 }
 
@@ -327,7 +337,8 @@ static void attn_sublayer_backward(float *dx, float *dkv, MhaParams *dp, LayerNo
     float *dq = resid_input_grad(dx, &x->s, c, N);
     const float *q = c->post_ln ? in : r->normed;
     mha_backward(dq, a->kv ? dkv : dq, dp, x->s.dfout, &x->attn[k], q,
-                 a->kv ? a->kv : q, a->kv_lengths, a->causal, p, &m, B, T, a->S);
+                 a->kv ? a->kv : q, a->kv_lengths, a->causal,
+                 x->dropped ? x->attn_drop[k] : NULL, p, &m, B, T, a->S);
     resid_input_backward(dx, dln, &x->s, in, r, ln, c, N);
 }
 
@@ -337,7 +348,8 @@ void tf_encoder_layer_forward(TfLayerActs *x, const float *inp, const int *lengt
                               const TfEncoderLayerParams *p, const TransformerConfig *c, Rng *rng,
                               int B, int T) {
     AttnSpec self = {NULL, lengths, 0, T};
-    draw_masks(x, c, 2, rng, B * T);
+    const int keys[1] = {T};
+    draw_masks(x, c, 2, keys, rng, B, T);
     attn_sublayer_forward(x, 0, inp, &self, &p->self_attn, &p->norm1, c, B, T);
     ffn_sublayer_forward(x, &x->r[1], x->r[0].out, &p->ffn, &p->norm2, c, B * T);
 }
@@ -360,7 +372,8 @@ void tf_decoder_layer_forward(TfLayerActs *x, const float *inp, const float *mem
                               const TfDecoderLayerParams *p, const TransformerConfig *c, Rng *rng,
                               int B, int T, int S) {
     AttnSpec self = {NULL, tgt_lengths, 1, T}, cross = {mem, mem_lengths, 0, S};
-    draw_masks(x, c, 3, rng, B * T);
+    const int keys[2] = {T, S};
+    draw_masks(x, c, 3, keys, rng, B, T);
     attn_sublayer_forward(x, 0, inp, &self, &p->self_attn, &p->norm1, c, B, T);
     attn_sublayer_forward(x, 1, x->r[0].out, &cross, &p->cross_attn, &p->norm2, c, B, T);
     ffn_sublayer_forward(x, &x->r[2], x->r[1].out, &p->ffn, &p->norm3, c, B * T);

@@ -12,9 +12,9 @@
 // when final_norm is set, one layer norm after the last (PyTorch's TransformerEncoder(norm=)),
 // which pre-LN stacks need: their layers' outputs are never normalised.
 // Dropout (rate c->dropout, inverted: kept values scaled by 1 / (1 - rate)) acts where
-// PyTorch's layers put dropout1/2/3 (each sub-layer's output) and inside the feed-forward
-// layer after the activation; the forward draws the masks from rng, and NULL rng (or rate 0)
-// means none (evaluation). PyTorch's dropout of the attention probabilities is not applied.
+// PyTorch's layers put it: dropout1/2/3 (each sub-layer's output), inside the feed-forward
+// layer after the activation, and on the attention probabilities (seq/mha.h); the forward
+// draws the masks from rng, and NULL rng (or rate 0) means none (evaluation).
 // Positions (seq/positions.h) and embeddings are the models' part; the config carries the
 // position kind and table length so that one check refuses what the blocks cannot run.
 //
@@ -97,6 +97,7 @@ typedef struct {
 typedef struct {
     TfResidual r[3];           // encoder: attention, FFN; decoder: self, cross, FFN
     MhaActs attn[2];           // encoder: [0]; decoder: self, cross
+    float *attn_drop[2];       // (B, heads, T, S) their probabilities' dropout factors
     float *ffn_pre, *ffn_hidden, *ffn_mask, *dffn_hidden;  // (N, d_ff)
     TfScratch s;
     int dropped;               // the last forward drew dropout masks

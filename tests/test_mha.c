@@ -2,8 +2,9 @@
 // - Gradient checks (gradcheck.h: central differences, eps 1e-3, |analytic - numeric| <=
 //   1e-3 + 1e-2 max, every element) of the inputs and all four parameter tensors: causal
 //   self-attention with ragged lengths (the two masks together), and cross-attention of 3
-//   queries over 5 keys with lengths 5 and 2. The checked output is out (the weights are
-//   read for pictures and alignments, not differentiated).
+//   queries over 5 keys with lengths 5 and 2; both again with dropout factors (0 or 1 / 0.7)
+//   on the probabilities. The checked output is out (the weights are read for pictures and
+//   alignments, not differentiated).
 // - The GEMM path against the plain double loop (mha_forward_ref): out and weights within
 //   1e-5 + 1e-4 |ref|, for both set-ups.
 // - Masks: hidden keys (past the length, after the query when causal) have probability
@@ -30,6 +31,7 @@ typedef struct {
     MhaParams p, g;
     MhaActs x;
     float *xq, *xkv, *dxq, *dxkv;
+    float *drop;  // (B, heads, T, S) dropout factors, or NULL
     int *lengths;
 } Fx;
 
@@ -60,7 +62,7 @@ static void fx_init(Fx *f, int d, int heads, int B, int T, int S, int causal, in
 static void fx_free(Fx *f) {
     block_free(&f->params), block_free(&f->grads), block_free(&f->acts);
     if (!f->self) free(f->xkv), free(f->dxkv);
-    free(f->xq), free(f->dxq), free(f->lengths);
+    free(f->xq), free(f->dxq), free(f->lengths), free(f->drop);
 }
 
 static size_t out_n(const Fx *f) { return (size_t)f->B * f->T * f->c.d; }
@@ -68,13 +70,14 @@ static size_t w_n(const Fx *f) { return (size_t)f->B * f->T * f->S; }
 
 static void fx_forward(void *ctx, float *out) {
     Fx *f = ctx;
-    mha_forward(out, &f->x, f->xq, f->xkv, f->lengths, f->causal, &f->p, &f->c, f->B, f->T, f->S);
+    mha_forward(out, &f->x, f->xq, f->xkv, f->lengths, f->causal, f->drop, &f->p, &f->c, f->B,
+                f->T, f->S);
 }
 
 static void fx_backward(void *ctx, const float *dout) {
     Fx *f = ctx;
     mha_backward(f->dxq, f->self ? f->dxq : f->dxkv, &f->g, dout, &f->x, f->xq, f->xkv,
-                 f->lengths, f->causal, &f->p, &f->c, f->B, f->T, f->S);
+                 f->lengths, f->causal, f->drop, &f->p, &f->c, f->B, f->T, f->S);
 }
 
 static int fx_gradcheck(Fx *f, const char *name) {
@@ -110,10 +113,27 @@ static void test_mha_gradcheck_cross(void) {
     fx_free(&f);
 }
 
+// Dropout factors 0 or 1 / 0.7 on the probabilities: the same gradient check must hold.
+static void test_mha_gradcheck_dropout(void) {
+    for (int cross = 0; cross <= 1; cross++) {
+        Fx f;
+        if (cross) fx_init(&f, 6, 3, 2, 3, 5, 0, 0, cross_lengths, 20);
+        else fx_init(&f, 6, 2, 3, 4, 4, 1, 1, self_lengths, 21);
+        size_t n = (size_t)f.B * f.c.heads * f.T * f.S;
+        f.drop = malloc(n * sizeof(float));
+        Rng rng;
+        rng_seed(&rng, 22);
+        for (size_t i = 0; i < n; i++) f.drop[i] = rng_uniform(&rng) < 0.3f ? 0.0f : 1.0f / 0.7f;
+        EXPECT(fx_gradcheck(&f, cross ? "mha cross dropout" : "mha self dropout") == 0,
+               "%s attention with dropout: gradient check failed", cross ? "cross" : "self");
+        fx_free(&f);
+    }
+}
+
 static void compare_ref(Fx *f) {
     float *out = malloc(out_n(f) * sizeof(float)), *ref = malloc(out_n(f) * sizeof(float));
     float *wref = malloc(w_n(f) * sizeof(float));
-    mha_forward(out, &f->x, f->xq, f->xkv, f->lengths, f->causal, &f->p, &f->c, f->B, f->T, f->S);
+    mha_forward(out, &f->x, f->xq, f->xkv, f->lengths, f->causal, NULL, &f->p, &f->c, f->B, f->T, f->S);
     mha_forward_ref(ref, wref, f->xq, f->xkv, f->lengths, f->causal, &f->p, &f->c, f->B, f->T, f->S);
     for (size_t i = 0; i < out_n(f); i++) EXPECT_NEAR(out[i], ref[i], 1e-5, 1e-4);
     for (size_t i = 0; i < w_n(f); i++) EXPECT_NEAR(f->x.weights[i], wref[i], 1e-5, 1e-4);
@@ -188,7 +208,7 @@ static void check_steps(Fx *f) {
     float *K = malloc((size_t)B * cap * d * sizeof(float)), *V = malloc((size_t)B * cap * d * sizeof(float));
     float *xt = malloc((size_t)B * d * sizeof(float)), *w = malloc((size_t)B * cap * sizeof(float));
     float *scratch = malloc(mha_step_scratch_floats(&f->c, B, cap) * sizeof(float));
-    mha_forward(full, &f->x, f->xq, f->xkv, f->lengths, f->causal, &f->p, &f->c, B, T, S);
+    mha_forward(full, &f->x, f->xq, f->xkv, f->lengths, f->causal, NULL, &f->p, &f->c, B, T, S);
     if (!f->self) mha_kv_write(K, V, f->xkv, &f->p, &f->c, B, S, 0, cap);
     for (int t = 0; t < T; t++) {
         for (int b = 0; b < B; b++) memcpy(xt + (size_t)b * d, f->xq + ((size_t)b * T + t) * d, (size_t)d * sizeof(float));
@@ -227,6 +247,7 @@ static void test_mha_config_check(void) {
 int main(void) {
     RUN(test_mha_gradcheck_causal_self);
     RUN(test_mha_gradcheck_cross);
+    RUN(test_mha_gradcheck_dropout);
     RUN(test_mha_matches_plain_loops);
     RUN(test_mha_masks);
     RUN(test_mha_length_zero);

@@ -139,9 +139,9 @@ static const float *fx_run(Fx *x, float *out) {
     if (x->kind == KIND_MHA) {
         const float *kv = x->self ? x->x : x->mem;
         const int *kl = x->self ? x->lengths : x->mem_lengths;
-        mha_forward(out, &x->mx, x->x, kv, kl, x->causal, &x->mp, &x->m, x->B, x->T, x->S);
+        mha_forward(out, &x->mx, x->x, kv, kl, x->causal, NULL, &x->mp, &x->m, x->B, x->T, x->S);
         mha_backward(x->dx, x->self ? x->dx : x->dmem, &x->mg, x->R, &x->mx, x->x, kv, kl,
-                     x->causal, &x->mp, &x->m, x->B, x->T, x->S);
+                     x->causal, NULL, &x->mp, &x->m, x->B, x->T, x->S);
         return out;
     }
     if (x->kind == KIND_ENCODER) {
