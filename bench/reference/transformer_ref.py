@@ -14,7 +14,8 @@ writes OUTDIR/transformer_*.safetensors, each for one tiny configuration of one 
                                                            and memory_key_padding_mask
     nn.TransformerEncoder / nn.TransformerDecoder          two pre-LN layers and a final
                                                            LayerNorm (norm=)
-with relu activations and norm_first True and False. Weights come from PyTorch's own
+with relu activations and norm_first True and False; d 8, 2 heads, d_ff 12 (the stacks: d 4,
+d_ff 6). Weights come from PyTorch's own
 initialisation (fixed seed) with the norms' weights and biases and the attention biases moved
 off 1 and 0, rounded to float32; then everything is computed in float64: the outputs, the
 attention weights (nn.MultiheadAttention's average over heads), and the gradients of
@@ -66,10 +67,10 @@ def prepare(module, gen):
     return module.double()
 
 
-def run(module, prefix, gen, forward, B, T, S, meta, path):
-    x = f32(torch.randn(B, T, D, generator=gen)).requires_grad_()
-    mem = f32(torch.randn(B, S, D, generator=gen)).requires_grad_()
-    R = f32(torch.randn(B, T, D, generator=gen))
+def run(module, prefix, gen, forward, B, T, S, meta, path, d=D, ff=FF):
+    x = f32(torch.randn(B, T, d, generator=gen)).requires_grad_()
+    mem = f32(torch.randn(B, S, d, generator=gen)).requires_grad_()
+    R = f32(torch.randn(B, T, d, generator=gen))
     out, weights = forward(module, x, mem)
     (out * R).sum().backward()
     t = {}
@@ -86,7 +87,7 @@ def run(module, prefix, gen, forward, B, T, S, meta, path):
         if k in meta:
             t[f"input/{k}"] = torch.tensor(meta[k], dtype=torch.float64)
     m = {k: (",".join(map(str, v)) if isinstance(v, list) else str(v)) for k, v in meta.items()}
-    m.update({"d": str(D), "heads": str(HEADS), "d_ff": str(FF), "B": str(B), "T": str(T),
+    m.update({"d": str(d), "heads": str(HEADS), "d_ff": str(ff), "B": str(B), "T": str(T),
               "S": str(S), "generator": "bench/reference/transformer_ref.py (PyTorch "
               + torch.__version__ + ")"})
     safetensors_io.save(path, {k: v.numpy() for k, v in t.items()}, m)
@@ -119,14 +120,14 @@ def mha_cross(path, seed):
                                         "mem_lengths": lengths}, path)
 
 
-def encoder_layer(path, seed, norm_first, layers=1):
+def encoder_layer(path, seed, norm_first, layers=1, d=D, ff=FF):
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     B, T, lengths = 3, 5, [5, 3, 1]
-    layer = nn.TransformerEncoderLayer(D, HEADS, FF, dropout=0.0, batch_first=True,
+    layer = nn.TransformerEncoderLayer(d, HEADS, ff, dropout=0.0, batch_first=True,
                                        norm_first=norm_first)
     if layers > 1:
-        mod = nn.TransformerEncoder(layer, layers, norm=nn.LayerNorm(D),
+        mod = nn.TransformerEncoder(layer, layers, norm=nn.LayerNorm(d),
                                     enable_nested_tensor=False)
     else:
         mod = layer
@@ -137,16 +138,16 @@ def encoder_layer(path, seed, norm_first, layers=1):
 
     run(mod, "enc" if layers > 1 else "enc.layers.0", gen, fwd, B, T, T, {"kind": "encoder", "norm_first": int(norm_first),
                                        "layers": layers, "final_norm": int(layers > 1),
-                                       "lengths": lengths}, path)
+                                       "lengths": lengths}, path, d, ff)
 
 
-def decoder_layer(path, seed, norm_first, layers=1):
+def decoder_layer(path, seed, norm_first, layers=1, d=D, ff=FF):
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     B, T, S, lengths, mem_lengths = 2, 4, 5, [4, 2], [5, 3]
-    layer = nn.TransformerDecoderLayer(D, HEADS, FF, dropout=0.0, batch_first=True,
+    layer = nn.TransformerDecoderLayer(d, HEADS, ff, dropout=0.0, batch_first=True,
                                        norm_first=norm_first)
-    mod = nn.TransformerDecoder(layer, layers, norm=nn.LayerNorm(D)) if layers > 1 else layer
+    mod = nn.TransformerDecoder(layer, layers, norm=nn.LayerNorm(d)) if layers > 1 else layer
     mod = prepare(mod, gen)
 
     def fwd(m, x, mem):
@@ -155,7 +156,7 @@ def decoder_layer(path, seed, norm_first, layers=1):
 
     run(mod, "dec" if layers > 1 else "dec.layers.0", gen, fwd, B, T, S, {"kind": "decoder", "norm_first": int(norm_first),
                                        "layers": layers, "final_norm": int(layers > 1),
-                                       "lengths": lengths, "mem_lengths": mem_lengths}, path)
+                                       "lengths": lengths, "mem_lengths": mem_lengths}, path, d, ff)
 
 
 FIXTURES = [
@@ -165,8 +166,9 @@ FIXTURES = [
     ("transformer_enc_post.safetensors", lambda p: encoder_layer(p, 4, False)),
     ("transformer_dec_pre.safetensors", lambda p: decoder_layer(p, 5, True)),
     ("transformer_dec_post.safetensors", lambda p: decoder_layer(p, 6, False)),
-    ("transformer_enc_stack.safetensors", lambda p: encoder_layer(p, 7, True, layers=2)),
-    ("transformer_dec_stack.safetensors", lambda p: decoder_layer(p, 8, True, layers=2)),
+    # The stacks narrower (d 4, d_ff 6): what they add is the chaining and the final norm.
+    ("transformer_enc_stack.safetensors", lambda p: encoder_layer(p, 7, True, 2, d=4, ff=6)),
+    ("transformer_dec_stack.safetensors", lambda p: decoder_layer(p, 8, True, 2, d=4, ff=6)),
 ]
 
 
