@@ -170,6 +170,8 @@ static void resid_layout(Block *a, TfResidual *r, const TransformerConfig *c, in
 static void layer_common_layout(Block *a, TfLayerActs *x, const TransformerConfig *c, int N,
                                 int n_resid, const char *prefix) {
     static const char *const rname[3] = {"r0", "r1", "r2"};
+    CHECK((int64_t)N * (c->d_ff > c->d_model ? c->d_ff : c->d_model) <= DIMS_MAX,
+          "transformer activations of %d rows pass DIMS_MAX: call transformer_check_sizes first", N);
     char full[BLOCK_NAME_LEN];
     for (int i = 0; i < n_resid; i++) {
         name_of(full, prefix, rname[i]);
@@ -202,17 +204,23 @@ static void attn_acts_layout(Block *a, TfLayerActs *x, int k, const TransformerC
     }
 }
 
+// B T rows, CHECKed (the set-up refuses larger ones with transformer_check_sizes).
+static int rows_of(int B, int T) {
+    CHECK(B >= 1 && T >= 1 && (int64_t)B * T <= DIMS_MAX, "transformer B %d T %d", B, T);
+    return B * T;
+}
+
 void tf_encoder_layer_acts_layout(Block *a, TfLayerActs *x, const TransformerConfig *c, int B,
                                   int T, const char *prefix) {
     memset(x, 0, sizeof *x);
-    layer_common_layout(a, x, c, B * T, 2, prefix);
+    layer_common_layout(a, x, c, rows_of(B, T), 2, prefix);
     attn_acts_layout(a, x, 0, c, B, T, T, prefix, "self_attn");
 }
 
 void tf_decoder_layer_acts_layout(Block *a, TfLayerActs *x, const TransformerConfig *c, int B,
                                   int T, int S, const char *prefix) {
     memset(x, 0, sizeof *x);
-    layer_common_layout(a, x, c, B * T, 3, prefix);
+    layer_common_layout(a, x, c, rows_of(B, T), 3, prefix);
     attn_acts_layout(a, x, 0, c, B, T, T, prefix, "self_attn");
     attn_acts_layout(a, x, 1, c, B, T, S, prefix, "multihead_attn");
 }

@@ -133,6 +133,7 @@ void tf_decoder_layer_params_layout(Block *b, TfDecoderLayerParams *p, const Tra
 void tf_encoder_layer_params_init(TfEncoderLayerParams *p, const TransformerConfig *c, Rng *rng);
 void tf_decoder_layer_params_init(TfDecoderLayerParams *p, const TransformerConfig *c, Rng *rng);
 // Activations of one layer for B sequences of T positions (decoder: memory S; encoder: S = T).
+// Sizes past DIMS_MAX floats are a programming error here: check with transformer_check_sizes.
 void tf_encoder_layer_acts_layout(Block *a, TfLayerActs *x, const TransformerConfig *c, int B,
                                   int T, const char *prefix);
 void tf_decoder_layer_acts_layout(Block *a, TfLayerActs *x, const TransformerConfig *c, int B,
