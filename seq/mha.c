@@ -87,8 +87,8 @@ void mha_acts_layout(Block *a, MhaActs *x, const MhaConfig *c, int B, int T, int
 static int visible(const int *kv_lengths, int causal, int b, int i, int S) {
     int n = S;
     if (kv_lengths) {
-        CHECK(kv_lengths[b] >= 0 && kv_lengths[b] <= S, "attention: row %d has length %d, not in [0, %d]",
-              b, kv_lengths[b], S);
+        CHECK(kv_lengths[b] >= 0 && kv_lengths[b] <= S,
+              "attention: row %d has length %d, not in [0, %d]", b, kv_lengths[b], S);
         n = kv_lengths[b];
     }
     if (causal && i + 1 < n) n = i + 1;
@@ -139,7 +139,8 @@ static void head_forward(MhaActs *x, const int *kv_lengths, int causal, const fl
     gemm(false, true, T, S, dh, 1.0f / sqrtf((float)dh), q, d, k, d, 0.0f, x->scores, S);
     masked_rows_softmax(P, x->scores, kv_lengths, causal, b, T, S);
     const float *Pd = dropped(x->dprobs, P, head_drop(drop, c, b, h, (size_t)T * S), (size_t)T * S);
-    gemm(false, false, T, dh, S, 1.0f, Pd, S, v, d, 0.0f, x->concat + (size_t)b * T * d + (size_t)h * dh, d);
+    float *ctx = x->concat + (size_t)b * T * d + (size_t)h * dh;
+    gemm(false, false, T, dh, S, 1.0f, Pd, S, v, d, 0.0f, ctx, d);
 }
 
 static void mean_over_heads(float *weights, const float *probs, int heads, int B, size_t TS) {

@@ -19,7 +19,8 @@ const char *pos_kind_name(PosKind kind) {
 
 int positions_check(PosKind kind, int d, int max_len, Error *err) {
     if (d < 1) return error_set(err, "model size %d: must be at least 1", d);
-    if (max_len < 1) return error_set(err, "positions: maximum length %d must be at least 1", max_len);
+    if (max_len < 1)
+        return error_set(err, "positions: maximum length %d must be at least 1", max_len);
     if (kind == POS_SINUSOIDAL && (d < 2 || d % 2 != 0))
         return error_set(err, "sinusoidal positions need an even model size of at least 2, not %d",
                          d);
@@ -28,8 +29,9 @@ int positions_check(PosKind kind, int d, int max_len, Error *err) {
 
 int positions_check_length(int T, int max_len, Error *err) {
     if (T < 0 || T > max_len)
-        return error_set(err, "a sequence of %d positions is longer than the %d the positions allow",
-                         T, max_len);
+        return error_set(err,
+                         "a sequence of %d positions is longer than the %d the positions allow", T,
+                         max_len);
     return 0;
 }
 

@@ -171,7 +171,8 @@ static void layer_common_layout(Block *a, TfLayerActs *x, const TransformerConfi
                                 int n_resid, const char *prefix) {
     static const char *const rname[3] = {"r0", "r1", "r2"};
     CHECK((int64_t)N * (c->d_ff > c->d_model ? c->d_ff : c->d_model) <= DIMS_MAX,
-          "transformer activations of %d rows pass DIMS_MAX: call transformer_check_sizes first", N);
+          "transformer activations of %d rows pass DIMS_MAX: check transformer_check_sizes first",
+          N);
     char full[BLOCK_NAME_LEN];
     for (int i = 0; i < n_resid; i++) {
         name_of(full, prefix, rname[i]);

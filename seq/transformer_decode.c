@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/dims.h"
 #include "seq/layernorm.h"
 
 static void add(Block *a, float **view, const char *prefix, const char *name, int l, int d0,
@@ -22,6 +23,10 @@ void tf_decode_layout(Block *a, TfDecodeState *s, const TransformerConfig *c, in
                       int S, const char *prefix) {
     CHECK(transformer_config_check(c, NULL) == 0 && B >= 1 && cap >= 1 && S >= 1,
           "tf_decode_layout B %d cap %d S %d", B, cap, S);
+    CHECK((int64_t)B * (cap > S ? cap : S) * (c->d_model > c->d_ff ? c->d_model : c->d_ff) <=
+              DIMS_MAX,
+          "decode state B %d cap %d S %d passes DIMS_MAX: check transformer_check_sizes first", B,
+          cap, S);
     memset(s, 0, sizeof *s);
     s->B = B, s->cap = cap, s->S = S;
     int d = c->d_model;
