@@ -25,7 +25,8 @@
 // Activations (what backward needs, and its scratch) are views registered in a Block too.
 //
 // The cross-attention weights (mean over heads, (B, T, S)) of each decoder layer stay in its
-// activations after a forward: transformer_decoder_cross_weights.
+// activations after a forward: transformer_decoder_cross_weights. Decoding one position at a
+// time over key/value caches: seq/transformer_decode.h.
 #ifndef SEQ_TRANSFORMER_H
 #define SEQ_TRANSFORMER_H
 
