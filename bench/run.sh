@@ -96,4 +96,12 @@ else
     echo "== cached-feature training vs PyTorch: skipped, PyTorch, torchvision or PIL is missing"
 fi
 
+# One Transformer layer's training step (seq/transformer.h, bench/bench_transformer.c)
+# against PyTorch's nn.TransformerEncoderLayer / DecoderLayer, one thread, median of 3 rounds.
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    run "Transformer layers vs PyTorch" /usr/bin/python3 bench/reference/bench_transformer.py --build "$build"
+else
+    echo "== Transformer layers vs PyTorch: skipped, PyTorch is not installed"
+fi
+
 exit $status
