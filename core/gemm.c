@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "core/check.h"
 #include "core/fileio.h"
@@ -186,13 +187,18 @@ static GemmChoice measure(int threads, bool announce) {
     bool allowed[GEMM_KERNELS];
     for (int k = 0; k < GEMM_KERNELS; k++) allowed[k] = true;
     double t0 = timer_now();
-    GemmCalibration cal = gemm_calibrate(threads, cpu_isa(), allowed);
+    GemmCalibration cal = gemm_calibrate(threads, cpu_isa(), allowed, &choice.fixed);
     if (announce) {
-        char spec[160];
+        char spec[160], busy[160] = "";
         gemm_choice_format(spec, sizeof spec, &cal.choice);
+        double load = 0;
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        if (getloadavg(&load, 1) == 1 && cpus > 0 && load > (double)cpus)
+            snprintf(busy, sizeof busy, "; the machine was busy (load %.1f on %ld CPUs): "
+                     "ATTEND_GEMM=calibrate measures again when it is quiet", load, cpus);
         fprintf(stderr, "attend: matrix-multiply kernels measured for %d thread%s in %.1f s: %s "
-                        "(ATTEND_GEMM=isa skips the measurement)\n",
-                threads, threads == 1 ? "" : "s", timer_now() - t0, spec);
+                        "(ATTEND_GEMM=isa skips the measurement)%s\n",
+                threads, threads == 1 ? "" : "s", timer_now() - t0, spec, busy);
     }
     return cal.choice;
 }

@@ -7,8 +7,10 @@
 #include "core/gemm_packed.h"
 #include "core/timer.h"
 
-enum { ROUNDS = 3, MAX_PRODUCTS = 2 };
-static const double ROUND_SECONDS = 0.015;
+enum { ROUNDS = 5, MAX_PRODUCTS = 2 };
+static const double ROUND_SECONDS = 0.01;
+// Another kernel replaces the preferred one only when it is this much faster.
+static const double MARGIN = 1.10;
 
 typedef struct {
     int M, N, K;
@@ -101,9 +103,10 @@ static double class_flops(const ClassShapes *s) {
     return f;
 }
 
-// The fastest of the candidates for class c; their rates into gflops.
+// The fastest of the candidates for class c, unless prefer is within MARGIN of it; their
+// rates into gflops.
 static GemmKernel calibrate_class(GemmClass c, const bool runs[GEMM_KERNELS], const BlasLib *via,
-                                  double gflops[GEMM_KERNELS]) {
+                                  GemmKernel prefer, double gflops[GEMM_KERNELS]) {
     Operands o;
     operands_init(&o, c);
     double best[GEMM_KERNELS];
@@ -121,14 +124,18 @@ static GemmKernel calibrate_class(GemmClass c, const bool runs[GEMM_KERNELS], co
     GemmKernel win = GEMM_KERNELS;
     for (int k = 0; k < GEMM_KERNELS; k++) {
         gflops[k] = best[k] > 0 ? class_flops(o.shapes) / best[k] * 1e-9 : 0;
-        if (best[k] > 0 && (win == GEMM_KERNELS || best[k] < 0.98 * best[win])) win = (GemmKernel)k;
+        if (best[k] > 0 && (win == GEMM_KERNELS || best[k] < best[win])) win = (GemmKernel)k;
     }
+    if (win != GEMM_KERNELS && prefer < GEMM_KERNELS && best[prefer] > 0 &&
+        best[prefer] <= MARGIN * best[win])
+        win = prefer;
     operands_free(&o);
     CHECK(win != GEMM_KERNELS, "no kernel for %s", gemm_class_name(c));
     return win;
 }
 
-GemmCalibration gemm_calibrate(int threads, CpuIsa isa, const bool allowed[GEMM_KERNELS]) {
+GemmCalibration gemm_calibrate(int threads, CpuIsa isa, const bool allowed[GEMM_KERNELS],
+                               const GemmChoice *prefer) {
     GemmCalibration cal = {0};
     bool runs[GEMM_KERNELS];
     for (int k = 0; k < GEMM_KERNELS; k++)
@@ -138,7 +145,7 @@ GemmCalibration gemm_calibrate(int threads, CpuIsa isa, const bool allowed[GEMM_
     blas_set_threads(threads);
     for (int c = 0; c < GEMM_CLASSES; c++) {
         const BlasLib *via = c == GEMM_STEP ? blas_lib(cal.choice.kernel[GEMM_ROWS]) : NULL;
-        cal.choice.kernel[c] = calibrate_class((GemmClass)c, runs, via, cal.gflops[c]);
+        cal.choice.kernel[c] = calibrate_class((GemmClass)c, runs, via, prefer->kernel[c], cal.gflops[c]);
     }
     return cal;
 }
