@@ -10,6 +10,7 @@ weights read from a safetensors file of random torchvision weights, classifier i
 a user's file would be) against PyTorch 1.13 (the same torchvision modules, random weights,
 eval mode under torch.no_grad, torch.set_num_threads(THREADS); its convolutions run through
 oneDNN). Only the encoder part is built on the PyTorch side (no classifier to allocate).
+The toolkit runs the kernels it chose for this machine (core/gemm.h; the table prints them).
 Each side is its own process: one warm-up batch, then 3 timed batches, the median batch
 counts; peak resident memory is the process's ru_maxrss (wait4), PyTorch's import included;
 images per CPU-second (process CPU time over the timed batches) show what idle cores would
@@ -124,13 +125,17 @@ def main():
     py = sys.executable or "/usr/bin/python3"
     env = dict(os.environ)
     env.pop("OMP_NUM_THREADS", None)
+    # The toolkit's side runs the kernels it chooses (core/gemm.h: measured once per machine,
+    # or ATTEND_GEMM as you set it); PyTorch's side gets the core type the table would pick
+    # (its convolutions run through oneDNN, not OpenBLAS).
     core = bench_train.coretype()
+    torch_env = dict(env)
     if core:
-        env["OPENBLAS_CORETYPE"] = core
+        torch_env["OPENBLAS_CORETYPE"] = core
     tmp = tempfile.mkdtemp(prefix="attend-bench-enc-")
     log = sys.stdout
     print(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()) +
-          f", {os.cpu_count()} CPUs, OPENBLAS_CORETYPE={core or 'default'}, threads {a.threads}, "
+          f", {os.cpu_count()} CPUs, PyTorch's OPENBLAS_CORETYPE={core or 'default'}, threads {a.threads}, "
           f"batch {a.batch}, {a.size} px, load average {open('/proc/loadavg').read().split()[0:3]}")
     gemm, _, _ = bench_train.run([os.path.join(a.build, "bench", "bench_gemm"), "0.5"], env, tmp,
                                  open(os.devnull, "w"))
@@ -141,6 +146,7 @@ def main():
         print(f"ONNX Runtime: skipped (no node, or no onnxruntime-node under {a.ort}: "
               "make bench-deps installs it)")
     rows = []
+    kernels = "?"
     try:
         for arch in a.archs.split(","):
             wpath = os.path.join(tmp, arch + ".safetensors")
@@ -154,9 +160,10 @@ def main():
                     env, tmp, log)
                 if r:
                     c_runs.append((r["images_per_s"], rss, r["conv_gflops"], r["images_per_cpu_s"]))
+                    kernels = r.get("gemm_kernels", "?")
                 r, rss, _ = bench_train.run(
                     [py, os.path.relpath(__file__), "--batch", str(a.batch), "--size", str(a.size), "--threads",
-                     str(a.threads), "--torch-side", arch, "3"], env, tmp, log)
+                     str(a.threads), "--torch-side", arch, "3"], torch_env, tmp, log)
                 if r:
                     t_runs.append((r["images_per_s"], rss, r["images_per_cpu_s"]))
                 if onnx:
@@ -176,7 +183,7 @@ def main():
             os.remove(os.path.join(tmp, f))
         os.rmdir(tmp)
     print(f"\nload average now {open('/proc/loadavg').read().split()[0:3]}; sgemm 1024^3 peak on "
-          f"{a.threads} thread(s): {peak} GFLOP/s")
+          f"{a.threads} thread(s): {peak} GFLOP/s; the toolkit's kernels: {kernels}")
     print("| encoder | toolkit images/s | PyTorch images/s | ORT images/s | toolkit / PyTorch | "
           "toolkit / ORT | peak RSS MiB, toolkit / PyTorch / ORT | conv GFLOP/s | share of "
           "sgemm peak | images per CPU-s, toolkit / PyTorch / ORT |")
