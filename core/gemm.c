@@ -182,6 +182,18 @@ static void cache_store(const char *path, const GemmCache *c) {
         fprintf(stderr, "attend: cannot keep the matrix-multiply kernels' choice: %s\n", err.msg);
 }
 
+// The 1-minute load average when it is above what a measurement may run under
+// (ATTEND_GEMM_MAX_LOAD, default the CPU count), else 0.
+static double busy_load(void) {
+    double load = 0;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *max_s = getenv("ATTEND_GEMM_MAX_LOAD");
+    char *end = NULL;
+    double max = max_s && max_s[0] ? strtod(max_s, &end) : (double)(cpus > 0 ? cpus : 1);
+    if (end && *end) max = (double)(cpus > 0 ? cpus : 1);
+    return getloadavg(&load, 1) == 1 && load > max ? load : 0;
+}
+
 // Measures the kernels for threads; under choice.lock.
 static GemmChoice measure(int threads, bool announce) {
     bool allowed[GEMM_KERNELS];
@@ -191,11 +203,10 @@ static GemmChoice measure(int threads, bool announce) {
     if (announce) {
         char spec[160], busy[160] = "";
         gemm_choice_format(spec, sizeof spec, &cal.choice);
-        double load = 0;
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        if (getloadavg(&load, 1) == 1 && cpus > 0 && load > (double)cpus)
-            snprintf(busy, sizeof busy, "; the machine was busy (load %.1f on %ld CPUs): "
-                     "ATTEND_GEMM=calibrate measures again when it is quiet", load, cpus);
+        double load = busy_load();
+        if (load > 0)
+            snprintf(busy, sizeof busy, "; the machine was busy (load %.1f): "
+                     "ATTEND_GEMM=calibrate measures again when it is quiet", load);
         fprintf(stderr, "attend: matrix-multiply kernels measured for %d thread%s in %.1f s: %s "
                         "(ATTEND_GEMM=isa skips the measurement)%s\n",
                 threads, threads == 1 ? "" : "s", timer_now() - t0, spec, busy);
@@ -219,6 +230,12 @@ static GemmChoice choose(int threads, const char **source) {
     if (hit) {
         *source = "cached";
         return *hit;
+    }
+    // A measurement on a busy machine picks by the noise, and its choice would be kept: the
+    // table serves until a run finds the machine quiet.
+    if (choice.mode == MODE_AUTO && busy_load() > 0) {
+        *source = "the table: the machine is busy, measured when it is quiet";
+        return choice.fixed;
     }
     GemmChoice c = measure(threads, true);
     *source = "measured";

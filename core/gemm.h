@@ -12,8 +12,10 @@
 //                  by the CPU model, its instruction set and the OpenBLAS build), or else a
 //                  calibration of about a second (core/gemm_calibrate.h) whose result is
 //                  added to the file; a file that does not parse is measured again, with a
-//                  one-line warning.
-//   "calibrate"    measures again and replaces the cached entry.
+//                  one-line warning. The calibration runs only when the 1-minute load
+//                  average is at most ATTEND_GEMM_MAX_LOAD (default: the CPU count): on a
+//                  busy machine the table serves, uncached, until a run finds it quiet.
+//   "calibrate"    measures again, however busy the machine, and replaces the cached entry.
 //   "isa"          no measurement: the table keyed by the CPU's instruction set (OpenBLAS
 //                  with SKYLAKEX on AVX-512, HASWELL on AVX2, the widest packed kernel), as
 //                  before calibration existed; tests/run.sh sets it so that the suite's

@@ -1,6 +1,7 @@
 // test_core_gemm_choice.c: the kernel choice (core/gemm_choice.h, core/gemm.h): the cache
 // file's parser on good, torn and hand-edited files; a bad cache file measured again with one
-// warning and rewritten; a cached and a forced choice honoured (no measurement); a misspelt
+// warning and rewritten; a cached and a forced choice honoured (no measurement); a busy
+// machine served by the table, nothing measured or written; a misspelt
 // ATTEND_GEMM refused with one line; every OpenBLAS copy (core/gemm_blas.h) against the plain
 // loop on each class's shapes.
 //
@@ -136,6 +137,7 @@ static void set_cache_home(void) {
 static int child_bad_cache(void) {
     set_cache_home();
     unsetenv("ATTEND_GEMM");
+    setenv("ATTEND_GEMM_MAX_LOAD", "1e9", 1);  // measure however busy the machine is
     gemm_set_threads(1);
     return strstr(gemm_backend(), "(measured, 1 thread)") ? 0 : 10;
 }
@@ -213,6 +215,32 @@ static int child_misspelt(void) {
     return 0;
 }
 
+// With nothing cached and a machine busier than ATTEND_GEMM_MAX_LOAD: the table, and
+// nothing measured or written.
+static int child_busy(void) {
+    set_cache_home();
+    unsetenv("ATTEND_GEMM");
+    setenv("ATTEND_GEMM_MAX_LOAD", "-1", 1);
+    gemm_set_threads(3);
+    GemmChoice table = gemm_choice_by_isa(cpu_isa(), false);
+    char spec[160], k[160];
+    gemm_choice_format(spec, sizeof spec, &table);
+    gemm_kernels(k, sizeof k);
+    if (strcmp(k, spec) != 0) return 10;
+    return strstr(gemm_backend(), "(the table: the machine is busy, measured when it is quiet, 3 threads)") ? 0 : 11;
+}
+
+static void test_busy_machine_keeps_the_table(void) {
+    char path[1200], err[2048];
+    cache_file(path, sizeof path);
+    char *before = scratch_read_text(path, NULL);
+    int rc = in_child(child_busy, err, sizeof err);
+    EXPECT(rc == 0 && err[0] == 0, "child status %d, stderr: '%s'", rc, err);
+    char *after = scratch_read_text(path, NULL);
+    EXPECT(before && after && strcmp(before, after) == 0, "the cache file changed:\n%s", after ? after : "");
+    free(before), free(after);
+}
+
 static void test_forced_choice_honoured(void) {
     char err[2048];
     int rc = in_child(child_forced, err, sizeof err);
@@ -269,6 +297,7 @@ int main(void) {
     RUN(test_choice_spec);
     RUN(test_bad_cache_measured_again);
     RUN(test_cached_choice_honoured);
+    RUN(test_busy_machine_keeps_the_table);
     RUN(test_forced_choice_honoured);
     RUN(test_each_openblas_copy_matches_reference);
     scratch_remove(scratch.dir);
