@@ -8,6 +8,10 @@
 #                 VG_CHILDREN=0 to run the spawned bin/draw, bin/caption natively
 #   make bench    speed and memory benchmarks against PyTorch (installs the reference side,
 #                 python3-torch and python3-torchvision, through deps.sh when missing)
+#   make bench-deps  the benchmarks' peers that are not Debian packages: ONNX Runtime's CPU
+#                 library (npm's onnxruntime-node $(ORT_VERSION), --ignore-scripts: its install
+#                 script fetches from a host these machines cannot reach) into bench-deps/ort;
+#                 make bench runs it first
 #   make parity-encoders  the pretrained encoders against torchvision at full width (random
 #                 weights through bench/reference/pth_to_safetensors.py; needs PyTorch,
 #                 about 2 GB of disk under $(BUILD)/parity-encoders; not part of make test)
@@ -92,7 +96,7 @@ BENCHES    := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%) $(BUILD)/bench/parity_enc
 # Helper programs that `make data` runs (not installed in bin/).
 TOOLS := $(BUILD)/tools/bible_pairs
 
-.PHONY: all build build-suite deps data test check valgrind bench demo fixtures parity-encoders clean \
+.PHONY: all build build-suite deps data test check valgrind bench bench-deps demo fixtures parity-encoders clean \
         FORCE reproduce test-browser
 .DEFAULT_GOAL := all
 
@@ -199,10 +203,24 @@ endif
 	@$(MAKE) --no-print-directory -j$(JOBS) VG=1 build-suite
 	@ATTEND_VALGRIND="$(VALGRIND) $(VALGRIND_FLAGS)" ATTEND_VALGRIND_CHILDREN=$(VG_CHILDREN) nice -n 10 sh tests/run.sh build-vg build-vg/bin $(VG_TESTS)
 
+ORT_VERSION := 1.30.0
+ORT_DIR     := bench-deps/ort
+bench-deps:
+	@if [ -f $(ORT_DIR)/node_modules/onnxruntime-node/package.json ]; then \
+	    echo "bench-deps: onnxruntime-node in $(ORT_DIR)"; \
+	elif command -v npm >/dev/null 2>&1; then \
+	    mkdir -p $(ORT_DIR) && npm install --prefix $(ORT_DIR) --ignore-scripts --no-audit \
+	        --no-fund onnxruntime-node@$(ORT_VERSION) || \
+	        echo "bench-deps: npm could not install onnxruntime-node; make bench skips ONNX Runtime"; \
+	else \
+	    echo "bench-deps: no npm (apt-get install npm); make bench skips ONNX Runtime"; \
+	fi
+
 bench: data
 ifneq ($(NO_DEPS),1)
 	@DEPS_REFERENCE=1 sh ./deps.sh
 endif
+	@$(MAKE) --no-print-directory bench-deps
 	@$(MAKE) --no-print-directory -j$(JOBS) build
 	@sh bench/run.sh $(BUILD)
 

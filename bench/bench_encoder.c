@@ -76,15 +76,19 @@ int main(int argc, char **argv) {
     const double cpu = cpu_now() - c0;
     qsort(secs, (size_t)batches, sizeof secs[0], cmp_double);
     const double med = secs[batches / 2];
+    char kernels[160];
+    gemm_kernels(kernels, sizeof kernels);
     double check = 0.0;
     for (size_t i = 0; i < out; i++) check += annot[i];
     printf("{\"arch\": \"%s\", \"batch\": %d, \"size\": %d, \"threads\": %d, \"blas_threads\": %d, "
            "\"group\": %d, \"conv\": \"%s\", \"images_per_s\": %.3f, \"ms_per_batch\": %.1f, "
            "\"conv_gflops\": %.1f, \"workspace_mib\": %.1f, \"weights_mib\": %.1f, "
-           "\"load_s\": %.2f, \"images_per_cpu_s\": %.3f, \"output_sum\": %.6g}\n",
+           "\"load_s\": %.2f, \"images_per_cpu_s\": %.3f, \"output_sum\": %.6g, "
+           "\"gemm_kernels\": \"%s\"}\n",
            argv[1], B, S, threads, blas, ws.group, conv_name, B / med, 1e3 * med,
            encoder_flops(enc, S) * B / med / 1e9, ws.bytes / 1048576.0,
-           encoder_param_count(enc) * 4.0 / 1048576.0, load_s, (double)B * batches / cpu, check);
+           encoder_param_count(enc) * 4.0 / 1048576.0, load_s, (double)B * batches / cpu, check,
+           kernels);
     free(images);
     free(annot);
     encoder_workspace_free(&ws);

@@ -2,22 +2,29 @@
 //
 // For each shape (C = A @ B, all row-major, no transposes) and thread count: two warm-up
 // calls, then repeats doubling until at least MIN_SECONDS of wall time (CLOCK_MONOTONIC via
-// core/timer.h). Prints the backend line and a table on stdout:
+// core/timer.h). Prints the backend line of each thread count (the kernels chosen for it,
+// core/gemm.h) and a table on stdout, through gemm() with those kernels:
 //     shape (MxNxK)      threads   GFLOP/s   ms/call   calls
-// GFLOP/s counts 2*M*N*K floating-point operations per call.
+// GFLOP/s counts 2*M*N*K floating-point operations per call. Then the same shapes through
+// every OpenBLAS copy this CPU runs (core/gemm_blas.h: OpenBLAS's own core type, HASWELL,
+// SKYLAKEX), side by side in one run, the chosen one marked with '*'.
 //
 // Then, on one thread, DRAW's step products (50 rows per worker, the encoder's (1024, 520)
 // weight) through gemm() and through gemm_packed() with the weight packed once
 // (core/gemm_packed.h), with each kernel this CPU runs: the forward's xh @ W^T and the
 // backward's dgates @ W. Each "call"
 // here is the pair of products on four weights (two per shape, as the encoder and decoder
-// use them, together 8 MiB: more than L2, so the weights come from L3 as in training).
+// use them, together 8 MiB: more than L2, so the weights come from L3 as in training). The
+// kernel chosen for the "step" class is marked with '*'.
 // Usage: bench_gemm [MIN_SECONDS]   (default 1)
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/check.h"
 #include "core/gemm.h"
+#include "core/gemm_blas.h"
+#include "core/gemm_choice.h"
 #include "core/gemm_packed.h"
 #include "core/rng.h"
 #include "core/timer.h"
@@ -32,6 +39,8 @@ static const Shape shapes[] = {
     {100, 1024, 256, "LSTM gates, batch 100, H 256"},
     {64, 1024, 512, "LSTM gates, batch 64, [x;h] 512"},
     {196, 512, 512, "SAT feature projection, 14x14 grid"},
+    {12, 100, 100, "DRAW read filterbank, N 12, 100 px"},
+    {256, 784, 1152, "3x3 conv 128 -> 256 on 28x28 (im2col)"},
 };
 
 // Seconds per round of `calls` rounds of fn.
@@ -90,12 +99,14 @@ static void bench_packed(double min_seconds, Rng *rng) {
            STEP_K, STEP_M, STEP_K, STEP_G, STEP_W);
     long calls;
     double e = time_rounds(step_gemm, &b, min_seconds, &calls);
-    printf("  gemm (OpenBLAS)          %9.1f GFLOP/s %9.3f ms/call %7ld\n", flops * calls / e * 1e-9,
-           1e3 * e / calls, calls);
+    const CpuIsa chosen = gemm_step_kernel();
+    printf("  gemm (OpenBLAS)        %c %9.1f GFLOP/s %9.3f ms/call %7ld\n",
+           chosen == CPU_ISA_NONE ? '*' : ' ', flops * calls / e * 1e-9, 1e3 * e / calls, calls);
     for (b.kernel = CPU_ISA_AVX2; b.kernel <= cpu_isa(); b.kernel++) {
         e = time_rounds(step_packed, &b, min_seconds, &calls);
-        printf("  gemm_packed (%-6s)      %9.1f GFLOP/s %9.3f ms/call %7ld\n",
-               cpu_isa_name(b.kernel), flops * calls / e * 1e-9, 1e3 * e / calls, calls);
+        printf("  gemm_packed (%-6s)   %c %9.1f GFLOP/s %9.3f ms/call %7ld\n",
+               cpu_isa_name(b.kernel), chosen == b.kernel ? '*' : ' ', flops * calls / e * 1e-9,
+               1e3 * e / calls, calls);
     }
     double t0 = timer_now();
     for (int w = 0; w < STEP_W; w++) packed_pack(&b.t[w], true, b.W[w], STEP_K);
@@ -118,9 +129,74 @@ static void shape_gemm(void *arg) {
          b->C, b->sh->N);
 }
 
+typedef struct {
+    const ShapeBench *shape;
+    const BlasLib *lib;
+} CopyBench;
+
+static void shape_copy(void *arg) {
+    const CopyBench *c = arg;
+    const ShapeBench *b = c->shape;
+    blas_sgemm(c->lib, false, false, b->sh->M, b->sh->N, b->sh->K, 1.0f, b->A, b->sh->K, b->B,
+               b->sh->N, 0.0f, b->C, b->sh->N);
+}
+
+typedef struct {
+    float *A, *B, *C;
+} Operands;
+
+static Operands operands(const Shape *sh, Rng *rng) {
+    size_t na = (size_t)sh->M * sh->K, nb = (size_t)sh->K * sh->N, nc = (size_t)sh->M * sh->N;
+    Operands o = {xmalloc(na * sizeof(float)), xmalloc(nb * sizeof(float)), xmalloc(nc * sizeof(float))};
+    for (size_t i = 0; i < na; i++) o.A[i] = rng_uniform(rng) - 0.5f;
+    for (size_t i = 0; i < nb; i++) o.B[i] = rng_uniform(rng) - 0.5f;
+    return o;
+}
+
+// The shapes through every OpenBLAS copy this CPU runs, on 1 and 2 threads.
+static void bench_copies(double min_seconds, Rng *rng) {
+    printf("\nEach OpenBLAS copy (GFLOP/s; '*' the kernel chosen for the shape's class):\n");
+    printf("%-18s %7s", "shape (MxNxK)", "threads");
+    for (int k = KERNEL_OPENBLAS; k <= KERNEL_OPENBLAS_SKYLAKEX; k++)
+        if (gemm_kernel_runs((GemmKernel)k, cpu_isa())) printf(" %18s", gemm_kernel_name((GemmKernel)k));
+    printf("  class\n");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const Shape *sh = &shapes[s];
+        Operands o = operands(sh, rng);
+        ShapeBench b = {sh, o.A, o.B, o.C};
+        const GemmClass cls = gemm_class_of(sh->M, sh->N, sh->K);
+        for (int threads = 1; threads <= 2; threads++) {
+            gemm_set_threads(threads);
+            char name[32], chosen[160];
+            snprintf(name, sizeof name, "%dx%dx%d", sh->M, sh->N, sh->K);
+            gemm_kernels(chosen, sizeof chosen);
+            printf("%-18s %7d", name, threads);
+            for (int k = KERNEL_OPENBLAS; k <= KERNEL_OPENBLAS_SKYLAKEX; k++) {
+                if (!gemm_kernel_runs((GemmKernel)k, cpu_isa())) continue;
+                CopyBench c = {&b, blas_lib((GemmKernel)k)};
+                long calls;
+                double elapsed = time_rounds(shape_copy, &c, min_seconds, &calls);
+                char want[64];
+                snprintf(want, sizeof want, "%s=%s,", gemm_class_name(cls), gemm_kernel_name((GemmKernel)k));
+                strcat(chosen, ",");
+                bool mark = strstr(chosen, want) != NULL;
+                chosen[strlen(chosen) - 1] = 0;
+                printf(" %17.1f%c", 2.0 * sh->M * sh->N * (double)sh->K * calls / elapsed * 1e-9,
+                       mark ? '*' : ' ');
+            }
+            printf("  %s\n", gemm_class_name(cls));
+            fflush(stdout);
+        }
+        free(o.A), free(o.B), free(o.C);
+    }
+}
+
 int main(int argc, char **argv) {
     double min_seconds = argc > 1 ? atof(argv[1]) : 1.0;
     if (!(min_seconds > 0)) min_seconds = 1.0;
+    gemm_set_threads(1);
+    printf("backend: %s\n", gemm_backend());
+    gemm_set_threads(2);
     printf("backend: %s\n", gemm_backend());
     printf("%-18s %7s %9s %9s %7s  %s\n", "shape (MxNxK)", "threads", "GFLOP/s", "ms/call", "calls",
            "what");
@@ -128,11 +204,8 @@ int main(int argc, char **argv) {
     rng_seed(&rng, 1);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const Shape *sh = &shapes[s];
-        size_t na = (size_t)sh->M * sh->K, nb = (size_t)sh->K * sh->N, nc = (size_t)sh->M * sh->N;
-        float *A = xmalloc(na * sizeof *A), *B = xmalloc(nb * sizeof *B), *C = xmalloc(nc * sizeof *C);
-        for (size_t i = 0; i < na; i++) A[i] = rng_uniform(&rng) - 0.5f;
-        for (size_t i = 0; i < nb; i++) B[i] = rng_uniform(&rng) - 0.5f;
-        ShapeBench b = {sh, A, B, C};
+        Operands o = operands(sh, &rng);
+        ShapeBench b = {sh, o.A, o.B, o.C};
         for (int threads = 1; threads <= 2; threads++) {
             gemm_set_threads(threads);
             long calls;
@@ -144,10 +217,9 @@ int main(int argc, char **argv) {
                    1e3 * elapsed / calls, calls, sh->what);
             fflush(stdout);
         }
-        free(A);
-        free(B);
-        free(C);
+        free(o.A), free(o.B), free(o.C);
     }
+    bench_copies(min_seconds, &rng);
     gemm_set_threads(1);
     bench_packed(min_seconds, &rng);
     return 0;

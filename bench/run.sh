@@ -14,9 +14,10 @@ run() {
     echo
 }
 
-# sgemm: OpenBLAS's own CPU detection, then the toolkit's choice (core/gemm.c).
-run "gemm, OpenBLAS's own kernel choice" env ATTEND_BLAS_DEFAULT_CORETYPE=1 "$build"/bench/bench_gemm
-run "gemm, the toolkit's kernel choice" "$build"/bench/bench_gemm
+# sgemm through the kernels chosen for this machine (core/gemm.h: measured once and cached),
+# then every shape through each OpenBLAS copy (its own core type, HASWELL, SKYLAKEX) and the
+# packed step kernels, side by side in one run.
+run "gemm, the kernels chosen and each candidate" "$build"/bench/bench_gemm
 
 # DRAW's read filterbank (vision/filterbank.h), forward and backward, its loops against
 # its GEMMs on the toolkit's image sizes: CPU microseconds per image, one thread.
@@ -79,9 +80,11 @@ else
 fi
 
 # Pretrained-encoder inference (VGG-19 to conv5_4, ResNet-101 to layer4, batch 16, 224 px)
-# against PyTorch on the same threads: images per second, peak memory, FLOP rate.
+# against PyTorch and ONNX Runtime (onnxruntime-node, which `make bench-deps` installs; the
+# same networks exported with torch.onnx, graph optimisation level all) on the same threads:
+# images per second, peak memory, FLOP rate.
 if /usr/bin/python3 -c "import torch, torchvision, numpy" 2>/dev/null; then
-    run "encoder inference vs PyTorch" /usr/bin/python3 bench/reference/bench_encoders.py --build "$build"
+    run "encoder inference vs PyTorch and ONNX Runtime" /usr/bin/python3 bench/reference/bench_encoders.py --build "$build"
 else
     echo "== encoder inference vs PyTorch: skipped, PyTorch or torchvision is not installed"
     echo "   (as root: apt-get install -y python3-torch python3-torchvision python3-numpy)"

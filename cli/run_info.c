@@ -23,23 +23,7 @@
 
 const char *run_info_commit(void) { return ATTEND_COMMIT; }
 
-void run_info_cpu_model(char *buf, int n) {
-    snprintf(buf, (size_t)n, "unknown");
-    FILE *fp = fopen("/proc/cpuinfo", "r");
-    if (!fp) return;
-    char line[512];
-    while (fgets(line, sizeof line, fp)) {
-        if (strncmp(line, "model name", 10) != 0) continue;
-        const char *v = strchr(line, ':');
-        if (!v) continue;
-        v++;
-        while (*v == ' ' || *v == '\t') v++;
-        line[strcspn(line, "\n")] = 0;
-        snprintf(buf, (size_t)n, "%s", v);
-        break;
-    }
-    fclose(fp);
-}
+void run_info_cpu_model(char *buf, int n) { cpu_model_name(buf, n); }
 
 // Appends word to s (cap bytes, 0-terminated) as one shell word: bare when it holds only
 // characters no shell treats specially, else in single quotes ('\'' for a quote).
@@ -177,6 +161,9 @@ void run_info_begin(RunInfo *ri, const char *dir, const char *program, int argc,
     cJSON_AddNumberToObject(inv, "cpus_online", (double)(online > 0 ? online : 1));
     cJSON_AddNumberToObject(inv, "threads", threads);
     cJSON_AddStringToObject(inv, "gemm", gemm_backend());
+    char kernels[160];
+    gemm_kernels(kernels, sizeof kernels);
+    cJSON_AddStringToObject(inv, "gemm_kernels", kernels);
     if (ranks > 1) cJSON_AddNumberToObject(inv, "ranks", ranks);
     cJSON_AddStringToObject(inv, "status", "running");
     cJSON_AddItemToArray(list, inv);

@@ -12,8 +12,12 @@
 //         "cpu": "AMD EPYC 9R14 96-Core Processor",   /proc/cpuinfo's model name
 //         "cpus_online": 2, "threads": 2,   threads per rank; "ranks": N under mpirun
 //                                            (cli/train_dist.h), absent for one process
-//         "gemm": "OpenBLAS 0.3.21 ... (OPENBLAS_CORETYPE=SKYLAKEX)",   the matrix
-//                                            multiply's library and kernels (core/gemm.h)
+//         "gemm": "OpenBLAS 0.3.21 ... (OPENBLAS_CORETYPE=SKYLAKEX); kernels ...",   the
+//                                            matrix multiply's library and kernels, and
+//                                            where the choice came from (core/gemm.h)
+//         "gemm_kernels": "small=openblas-skylakex,rows=...,step=packed-avx512",   the
+//                                            same choice as ATTEND_GEMM takes it, to rerun
+//                                            the invocation bit for bit
 //         "status": "finished",              "running" until it ends: a killed run stays
 //                                            "running"; "failed" when it stopped on an error;
 //                                            "interrupted" when SIGINT or SIGTERM stopped it

@@ -3,13 +3,32 @@
 //   C (M, N) = alpha * op(A) (M, K) @ op(B) (K, N) + beta * C
 //   op(X) = X or X^T; lda/ldb/ldc are row strides of the matrices as stored.
 //
-// gemm() runs OpenBLAS's sgemm. OpenBLAS is opened at first use (dlopen) after
-// choosing its kernel for this CPU: Debian's build misdetects recent Xeons and
-// falls back to a generic kernel about 4.7x slower (REFERENCE.md section 5), and
-// the choice (OPENBLAS_CORETYPE) must be made before the library initialises.
-// A user's own OPENBLAS_CORETYPE is respected; ATTEND_BLAS_DEFAULT_CORETYPE=1 in the
-// environment leaves the choice to OpenBLAS (benchmarks use it to compare). gemm_ref() is the plain loop that
-// tests compare against.
+// gemm() runs OpenBLAS's sgemm with the core type chosen for the product's class (small,
+// rows, large: core/gemm_choice.h), and core/gemm_packed.h's products take the kernel
+// chosen for "step". The choice is made by measurement, per thread count, the first time a
+// count is used (gemm_set_threads, or the first product: one thread), by default:
+//   ATTEND_GEMM unset or "auto"  the cached choice for this machine (the file
+//                  $XDG_CACHE_HOME/attend/gemm-choice or ~/.cache/attend/gemm-choice, keyed
+//                  by the CPU model, its instruction set and the OpenBLAS build), or else a
+//                  calibration of about a second (core/gemm_calibrate.h) whose result is
+//                  added to the file; a file that does not parse is measured again, with a
+//                  one-line warning. The calibration runs only when the 1-minute load
+//                  average is at most ATTEND_GEMM_MAX_LOAD (default: the CPU count): on a
+//                  busy machine the table serves, uncached, until a run finds it quiet.
+//   "calibrate"    measures again, however busy the machine, and replaces the cached entry.
+//   "isa"          no measurement: the table keyed by the CPU's instruction set (OpenBLAS
+//                  with SKYLAKEX on AVX-512, HASWELL on AVX2, the widest packed kernel), as
+//                  before calibration existed; tests/run.sh sets it so that the suite's
+//                  results never depend on a measurement.
+//   a choice       "openblas-haswell", or "small=...,rows=...,step=packed-avx2" (the classes
+//                  it does not name take the table's kernels): what the header lines print.
+// Your own OPENBLAS_CORETYPE is respected: every OpenBLAS class then runs it, with the
+// table's packed kernel, and nothing is measured; ATTEND_BLAS_DEFAULT_CORETYPE=1 in the
+// environment does the same with OpenBLAS's own detection. So does an address-space limit
+// (ulimit -v), under which a second OpenBLAS copy's buffers may not fit. A run is
+// bit-identical for the same choice and thread count: a different OpenBLAS core type, or
+// the packed kernel against OpenBLAS, changes the last bits of results (README.md, "Speed").
+// gemm_ref() is the plain loop that tests compare against.
 #ifndef CORE_GEMM_H
 #define CORE_GEMM_H
 
@@ -32,6 +51,8 @@ typedef enum { CPU_ISA_NONE, CPU_ISA_AVX2, CPU_ISA_AVX512 } CpuIsa;
 CpuIsa cpu_isa(void);
 // "avx512", "avx2", "none".
 const char *cpu_isa_name(CpuIsa isa);
+// /proc/cpuinfo's model name into buf (n bytes); "unknown" when there is none.
+void cpu_model_name(char *buf, int n);
 
 // Threads OpenBLAS may use (>= 1). Default: 1 until set.
 void gemm_set_threads(int n);
@@ -45,9 +66,16 @@ void gemm_set_threads(int n);
 // limit: 0 at once. Call it after the set-up's allocations, before the first GEMM.
 int gemm_check_address_space(int callers, Error *err);
 
-// The core type OpenBLAS was told to use ("SKYLAKEX", ... or "default"), and the
-// library's own description of itself; for logs and benchmarks.
+// For logs, header lines and benchmarks: the library's description of itself (the copy
+// serving "rows"), the core type (as gemm_describe_coretype says it, or "per class"), and
+// the kernels of the current thread count with where they came from:
+//   "OpenBLAS 0.3.21 ... (OPENBLAS_CORETYPE=per class); kernels small=openblas-haswell,
+//    rows=openblas,large=openblas,step=packed-avx512 (cached, 2 threads)"
 const char *gemm_backend(void);
+// The current kernels alone, as ATTEND_GEMM takes them (for run.json).
+void gemm_kernels(char *out, size_t cap);
+// The instruction set of the packed kernel chosen for step (CPU_ISA_NONE: gemm()).
+CpuIsa gemm_step_kernel(void);
 
 // Writes into out (cap bytes) "OPENBLAS_CORETYPE=X" for the core type in force: yours
 // (OPENBLAS_CORETYPE in the environment, user non-NULL and non-empty) or else the one the

@@ -257,8 +257,8 @@ void gemm_packed(int M, int N, const float *A, int lda, const PackedMatrix *pm, 
 
 void gemm_packed_k(int M, int N, int K, const float *A, int lda, const PackedMatrix *pm,
                    float beta, float *C, int ldc) {
-    CHECK(gemm_packed_k_with(pm->panels ? cpu_isa() : CPU_ISA_NONE, M, N, K, A, lda, pm, beta, C,
-                             ldc));
+    CHECK(gemm_packed_k_with(pm->panels ? gemm_step_kernel() : CPU_ISA_NONE, M, N, K, A, lda, pm,
+                             beta, C, ldc));
 }
 
 bool gemm_packed_k_with_isa(CpuIsa kernel, int M, int N, int K, const float *A, int lda,

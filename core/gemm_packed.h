@@ -13,9 +13,11 @@
 //
 // The kernel keeps a tile of up to 10 rows by 32 columns of C in AVX-512 registers (AVX2:
 // 6 rows by 16 columns) while k runs over all of K, one broadcast of A and two loads of the
-// panel per k; the rows of C are split into near-equal tiles (50 rows: five of 10). It is
-// chosen at run time by cpu_isa() (core/gemm.h; the build needs no -march flag); on a CPU
-// with neither instruction set nothing is packed and gemm_packed calls gemm() on B itself.
+// panel per k; the rows of C are split into near-equal tiles (50 rows: five of 10). Which
+// runs is the kernel choice's "step" class (core/gemm.h: measured, cached or forced with
+// ATTEND_GEMM; the build needs no -march flag): the AVX-512 kernel, the AVX2 one, or gemm()
+// on B itself ("gemm", where OpenBLAS measures faster); on a CPU with neither instruction
+// set nothing is packed and gemm_packed always calls gemm().
 //
 // Each element of C is one FMA chain over k = 0..K-1 in order, so a row's result does not
 // depend on the other rows of the call (a batch split over workers gives the same numbers

@@ -2,6 +2,7 @@
 # run.sh BUILD BINDIR [NAME...]: run every test program in BUILD/tests (or only the named
 # ones, e.g. test_args), count "ok" and "FAIL" lines, and end with "N passed, N failed".
 # A program that crashes or exits non-zero without printing FAIL counts as one failure.
+# ATTEND_GEMM=isa unless set (below).
 # Exits non-zero on any failure.
 #
 # ATTEND_VALGRIND="valgrind FLAGS" (set by `make valgrind`) runs each test program under
@@ -17,6 +18,10 @@ build=${1:-build}
 bindir=${2:-bin}
 [ $# -gt 2 ] && shift 2 || set --
 export ATTEND_BIN="$bindir"
+# The matrix-multiply kernels come from the CPU's instruction set, never from a measurement
+# (core/gemm.h), so that no result of the suite depends on the load of the moment; a
+# choice you set (ATTEND_GEMM=openblas, say) is kept.
+export ATTEND_GEMM="${ATTEND_GEMM:-isa}"
 passed=0
 failed=0
 skipped=0

@@ -1,0 +1,32 @@
+// gemm_calibrate.h: the measurement that picks each class's kernel (core/gemm_choice.h).
+//
+// For every class, a few products of the shapes the models use, on `threads` threads,
+// through every kernel that serves the class and runs on this CPU:
+//   small  12 x 100 x 100 and 12 x 12 x 100 (A B^T): DRAW's read filterbank, N 12, 100 px
+//   rows   64 x 1024 x 512 and 50 x 520 x 1024: LSTM gates, batch 64; DRAW's backward
+//   large  256 x 784 x 1152: a 3 x 3 convolution of 128 to 256 channels on 28 x 28
+//   step   50 x 1024 x 520 with W^T packed, and 50 x 520 x 1024 with W: DRAW's encoder
+// Each kernel's time is the best of 5 rounds (the kernels taking turns in every round, so
+// that a burst of load elsewhere hits them alike), each round at least about 10 ms of
+// calls. The fastest kernel wins unless prefer's kernel (the table's, core/gemm_choice.h)
+// is within 10 % of it: a kernel of the table keeps its class, and the results their bits
+// of before, unless another one is clearly faster (a busy machine's noise is several %).
+// The whole calibration takes about a second per thread count. allowed: which kernels may
+// take part.
+#ifndef CORE_GEMM_CALIBRATE_H
+#define CORE_GEMM_CALIBRATE_H
+
+#include <stdbool.h>
+
+#include "core/gemm_choice.h"
+
+typedef struct {
+    GemmChoice choice;
+    double gflops[GEMM_CLASSES][GEMM_KERNELS];  // 0: not measured
+} GemmCalibration;
+
+// allowed[k]: kernel k may take part. Threads: OpenBLAS's (blas_set_threads is called).
+GemmCalibration gemm_calibrate(int threads, CpuIsa isa, const bool allowed[GEMM_KERNELS],
+                               const GemmChoice *prefer);
+
+#endif
