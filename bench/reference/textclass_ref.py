@@ -437,31 +437,31 @@ def lstm_dropout(x, W, b, c, m_in, m_rec):
     """The forward LSTM with Keras's variational dropout, one mask per gate (Keras's
     implementation 1, seq/lstm_seq.h's lstm_seq_forward_gated), unmasked: what the toolkit
     trains by default. m_in (B, 4, E), m_rec (B, 4, H) or None, gate order i, f, g, o; the
-    masks are the same at every step. Its fastest form in PyTorch found here: since x and
-    the input masks are known up front, the four gates' input products of all T steps are
-    one batched GEMM (torch.baddbmm over the gates, T B rows each) before the loop; each step
-    then multiplies h_{t-1} * r_q by gate q's recurrent block, the four in one torch.bmm of
-    (B, H) x (H, H) (without recurrent masks, one GEMM of (B, H) x (H, 4H)), and the cell's
-    elementwise ops run on the (4, B, H) result. Autograd differentiates it."""
+    masks are the same at every step. Its fastest form in PyTorch found here (forward and
+    backward of T 32, B 100, E 32, H 100 on one thread: 50-70 ms of CPU, against 190 ms with
+    the four gates in one torch.bmm a step, whose CPU kernel is a plain loop here): since x
+    and the input masks are known up front, each gate's input product of all T steps is one
+    GEMM (torch.addmm over T B rows, the bias folded in) before the loop; each step then
+    takes gate q's pre-activation as one torch.addmm of h_{t-1} * r_q with its recurrent
+    block (without recurrent masks, one addmm of (B, H) x (H, 4H) for all four), and the
+    cell's elementwise ops. Autograd differentiates it."""
     T, B, E = x.shape
     H = c.hidden
-    Wx = W[:, :E].reshape(4, H, E)
-    Wh = W[:, E:]
-    xm = (x.unsqueeze(2) * m_in).permute(2, 0, 1, 3).reshape(4, T * B, E)  # (4, T B, E)
-    xg = torch.baddbmm(b.reshape(4, 1, H), xm, Wx.transpose(1, 2)).reshape(4, T, B, H)
-    WhT = Wh.reshape(4, H, H).transpose(1, 2)  # (4, H, H)
-    r = m_rec.transpose(0, 1) if m_rec is not None else None  # (4, B, H)
+    xf = x.reshape(T * B, E)
+    xg = [torch.addmm(b[q * H:(q + 1) * H], xf * m_in[:, q].repeat(T, 1),
+                      W[q * H:(q + 1) * H, :E].t()).view(T, B, H) for q in range(4)]
     h = x.new_zeros(B, H)
     cell = x.new_zeros(B, H)
     out = []
     for t in range(T):
-        if r is not None:
-            g = xg[:, t] + torch.bmm(h.unsqueeze(0) * r, WhT)
+        if m_rec is not None:
+            pre = [torch.addmm(xg[q][t], h * m_rec[:, q], W[q * H:(q + 1) * H, E:].t())
+                   for q in range(4)]
         else:
-            g = xg[:, t] + (h @ Wh.T).reshape(B, 4, H).transpose(0, 1)
-        i, f, gg, o = g.unbind(0)
-        cell = torch.sigmoid(f) * cell + torch.sigmoid(i) * torch.tanh(gg)
-        h = torch.sigmoid(o) * torch.tanh(cell)
+            pre = (h @ W[:, E:].t()).split(H, dim=1)
+            pre = [xg[q][t] + pre[q] for q in range(4)]
+        cell = torch.sigmoid(pre[1]) * cell + torch.sigmoid(pre[0]) * torch.tanh(pre[2])
+        h = torch.sigmoid(pre[3]) * torch.tanh(cell)
         out.append(h)
     return torch.stack(out)
 
