@@ -130,9 +130,14 @@ void lstm_seq_backward(float *dx, float *dW, float *db, const float *dhs, const 
 //
 // Taking the input products (x_t * m_q) W_q^x of all steps in one GEMM before the
 // recurrence (the masks are the same at every step) was tried and measured (T 32, B 100,
-// I 32, H 100, one thread, OpenBLAS 0.3.21 on AVX-512): 4 GEMMs of (3200 x 32) x (32 x 100)
-// took 1.2 ms against the 0.97 ms that the steps' 32 extra columns cost, so the forward
-// keeps the steps' products whole.
+// I 32, H 100, one thread, OpenBLAS 0.3.21 on an AVX-512 EPYC, load 13-15): 4 GEMMs of
+// (3200 x 32) x (32 x 100) took 1.1-1.2 ms against the 0.97 ms that the steps' 32 extra
+// columns cost with the steps' products through NT and beta 1; with the steps' products
+// as NN on W_q^h transposed and beta 0 (OpenBLAS's unpacked small kernel: 2.4 ms for the
+// 128 of them against 4.0 for the (B, I + H) ones) the products took 3.6 ms against 4.0,
+// but the whole forward did not gain (5.7-5.9 ms against 5.8-5.9, min of 50 calls, in
+// chunks of 2, 4, 8 and 32 steps): the extra pass that adds the two products, over gates
+// the input GEMMs wrote earlier, ate it. So the forward keeps the steps' products whole.
 //
 // Cache: xh (4, T, B, I + H) gate q's input rows [x_t * m_q, h_{t-1} * r_q] (zeros for
 // h_{-1}; gate q's rows of all steps contiguous, so that its weight gradient is one GEMM),
