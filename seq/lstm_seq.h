@@ -13,11 +13,10 @@
 // default of Keras <= 2.2, and what tf.keras 2 switches to whenever recurrent_dropout > 0
 // ("RNN `implementation=2` is not supported when `recurrent_dropout` is set"): gate q's
 // pre-activation is W_q [x_t * m_q, h_{t-1} * r_q] + b_q with in_mask (B, 4, I) and
-// rec_mask (B, 4, H) (gate order i, f, g, o). The input masks are the same at every step,
-// so each gate's input product is one GEMM over all T B rows before the recurrence; a step
-// multiplies only h_{t-1} * r_q by the recurrent columns (four GEMMs of (B, H) x (H, H), one
-// of (B, H) x (H, 4H) without recurrent masks); backward takes the weight gradients and dx
-// as one GEMM per gate over all steps.
+// rec_mask (B, 4, H) (gate order i, f, g, o): four GEMMs of (B, I + H) x (I + H, H) a step
+// forward; backward splits each gate's products into input and recurrent parts small enough
+// for OpenBLAS's unpacked kernel (seq/lstm_seq.c says what was measured, and what did not
+// pay: the input products of all steps in one GEMM before the recurrence).
 //
 // lengths (B) or NULL: with lengths, steps t >= lengths[b] of row b are padding and leave
 // its state unchanged (h_t = h_{t-1}, c_t = c_{t-1}; reverse: the state stays zero until
