@@ -250,13 +250,16 @@ static void lstm_pool_forward(TextActs *a, const TextParams *p, const TextConfig
     a->dropout_on = rng != NULL;
     const float *im = NULL, *rm = NULL, *rim = NULL, *rrm = NULL;
     if (rng) {  // one mask per gate, as Keras's implementation 1 (seq/lstm_seq.h)
+        // A rate of 0 draws nothing and its mask (all ones) is passed as NULL, which spares
+        // the LSTM the multiplications (seq/lstm_seq.c: one product for all four gates).
         lstm_dropout_mask(a->in_mask, (size_t)B * 4 * E, c->dropout, rng);
         lstm_dropout_mask(a->rec_mask, (size_t)B * 4 * H, c->rec_dropout, rng);
-        im = a->in_mask, rm = a->rec_mask;
+        im = c->dropout > 0 ? a->in_mask : NULL, rm = c->rec_dropout > 0 ? a->rec_mask : NULL;
         if (c->bidirectional) {
             lstm_dropout_mask(a->rin_mask, (size_t)B * 4 * E, c->dropout, rng);
             lstm_dropout_mask(a->rrec_mask, (size_t)B * 4 * H, c->rec_dropout, rng);
-            rim = a->rin_mask, rrm = a->rrec_mask;
+            rim = c->dropout > 0 ? a->rin_mask : NULL;
+            rrm = c->rec_dropout > 0 ? a->rrec_mask : NULL;
         }
         lstm_seq_forward_gated(a->hs, a->cache, a->x, p->lstm_W, p->lstm_b, L, im, rm, 0, T, B, E, H);
         if (c->bidirectional)
@@ -422,12 +425,15 @@ void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextCo
                 memcpy(a->drhs + ((size_t)t * B + b) * H, s + H, (size_t)H * sizeof(float));
         }
     memset(a->dx, 0, (size_t)T * B * E * sizeof(float));
-    if (a->dropout_on) {  // the gated LSTM of a training forward
+    if (a->dropout_on) {  // the gated LSTM of a training forward, with its masks
+        const int di = c->dropout > 0, dr = c->rec_dropout > 0;
         lstm_seq_backward_gated(a->dx, g->lstm_W, g->lstm_b, a->dhs, a->cache, p->lstm_W, L,
-                                a->in_mask, a->rec_mask, 0, a->scratch, T, B, E, H);
+                                di ? a->in_mask : NULL, dr ? a->rec_mask : NULL, 0, a->scratch,
+                                T, B, E, H);
         if (c->bidirectional)
             lstm_seq_backward_gated(a->dx, g->rev_W, g->rev_b, a->drhs, a->rcache, p->rev_W, L,
-                                    a->rin_mask, a->rrec_mask, 1, a->scratch, T, B, E, H);
+                                    di ? a->rin_mask : NULL, dr ? a->rrec_mask : NULL, 1,
+                                    a->scratch, T, B, E, H);
     } else {
         lstm_seq_backward(a->dx, g->lstm_W, g->lstm_b, a->dhs, a->cache, p->lstm_W, L, NULL, NULL,
                           0, a->scratch, T, B, E, H);

@@ -13,7 +13,10 @@
 // default of Keras <= 2.2, and what tf.keras 2 switches to whenever recurrent_dropout > 0
 // ("RNN `implementation=2` is not supported when `recurrent_dropout` is set"): gate q's
 // pre-activation is W_q [x_t * m_q, h_{t-1} * r_q] + b_q with in_mask (B, 4, I) and
-// rec_mask (B, 4, H) (gate order i, f, g, o), four GEMMs of (B, I + H) x (I + H, H) a step.
+// rec_mask (B, 4, H) (gate order i, f, g, o): four GEMMs of (B, I + H) x (I + H, H) a step
+// forward; backward splits each gate's products into input and recurrent parts small enough
+// for OpenBLAS's unpacked kernel (seq/lstm_seq.c says what was measured, and what did not
+// pay: the input products of all steps in one GEMM before the recurrence).
 //
 // lengths (B) or NULL: with lengths, steps t >= lengths[b] of row b are padding and leave
 // its state unchanged (h_t = h_{t-1}, c_t = c_{t-1}; reverse: the state stays zero until
@@ -49,17 +52,21 @@ void lstm_seq_backward(float *dx, float *dW, float *db, const float *dhs, const 
                        int H);
 
 // The same with one mask per gate: in_mask (B, 4, I) or NULL, rec_mask (B, 4, H) or NULL;
-// cache lstm_seq_gated_cache_floats (xh (4, T, B, I + H), gates, c), scratch
-// lstm_seq_gated_scratch_floats (it keeps every step's gate gradients, so that each gate's
-// weight gradient is one GEMM). With all four masks of a row equal, the results are
-// lstm_seq_forward's up to rounding.
+// cache lstm_seq_gated_cache_floats (each gate's inputs xh (4, T, B, I + H) = [x_t * m_q,
+// h_{t-1} * r_q], gates, c), scratch lstm_seq_gated_scratch_floats. The backward consumes
+// the cache: it turns the saved gates into the gate gradients of every step, in place (so
+// that each gate's weight gradient is one GEMM over all steps); run the forward again
+// before another backward. With all four masks of a row equal, the results are
+// lstm_seq_forward's up to rounding. The plain-loop reference it is tested against is
+// tests/test_lstm_seq.c's (seq/lstm.h's double cell once per gate), with gradient checks of
+// every mask combination.
 size_t lstm_seq_gated_cache_floats(int T, int B, int I, int H);
 size_t lstm_seq_gated_scratch_floats(int T, int B, int I, int H);
 void lstm_seq_forward_gated(float *hs, float *cache, const float *x, const float *W,
                             const float *b, const int *lengths, const float *in_mask,
                             const float *rec_mask, int reverse, int T, int B, int I, int H);
 void lstm_seq_backward_gated(float *dx, float *dW, float *db, const float *dhs,
-                             const float *cache, const float *W, const int *lengths,
+                             float *cache, const float *W, const int *lengths,
                              const float *in_mask, const float *rec_mask, int reverse,
                              float *scratch, int T, int B, int I, int H);
 

@@ -3,15 +3,18 @@
 //   1e-2 as test_lstm.c; every element) of x, W and b through all T steps, in both
 //   directions, without and with lengths (one row of length 0) and dropout masks.
 // - The float backward against central differences (eps 1e-6) of the whole sequence computed
-//   in double, with dropout, with and without lengths, both directions.
+//   in double, with dropout, with and without lengths, both directions; shared and per-gate
+//   masks (and the gated LSTM without its input or its recurrent masks).
 // - The forward against seq/lstm.h's double reference cell run step by step with the masks
 //   applied by hand: the same mask at every step on x_t and on h_{t-1} (not on the carried
 //   state); padding steps leave the state unchanged, so a forward row's state at
 //   lengths - 1 is its state at T - 1 and a reverse row's padding states are zero.
 // - lstm_dropout_mask: entries 0 or 1 / (1 - rate), the share of zeros near rate.
 // - The gated variant (one mask per gate, Keras's implementation 1): its gradient check, its
-//   forward against the cell run once per gate with that gate's masks, and with all four
-//   masks equal the shared-mask LSTM's states and gradients (one gate's mask moved: not).
+//   forward against the cell run once per gate with that gate's masks (also with the input
+//   or the recurrent masks NULL, the paths that take all four gates in one product), and
+//   with all four masks equal the shared-mask LSTM's states and gradients (one gate's mask
+//   moved: not).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,7 @@ enum { T = 4, B = 3, I = 3, H = 4, K = I + H };
 typedef struct {
     const int *lengths;
     int reverse, dropout, gated;  // gated: lstm_seq_forward_gated, one mask per gate
+    int no_in, no_rec;            // gated with dropout: pass NULL for the input (recurrent) masks
     float x[T * B * I], dx[T * B * I];
     float W[4 * H * K], dW[4 * H * K], b[4 * H], db[4 * H];
     float in_mask[B * I], rec_mask[B * H];
@@ -35,11 +39,14 @@ typedef struct {
     float *cache, *scratch;
 } Fix;
 
+// The gated variant's masks as passed: NULL without dropout or when the case leaves one out.
+static const float *gin(const Fix *f) { return f->dropout && !f->no_in ? f->gin_mask : NULL; }
+static const float *grec(const Fix *f) { return f->dropout && !f->no_rec ? f->grec_mask : NULL; }
+
 static void fix_forward(void *ctx, float *out) {
     Fix *f = ctx;
     if (f->gated)
-        lstm_seq_forward_gated(out, f->cache, f->x, f->W, f->b, f->lengths,
-                               f->dropout ? f->gin_mask : NULL, f->dropout ? f->grec_mask : NULL,
+        lstm_seq_forward_gated(out, f->cache, f->x, f->W, f->b, f->lengths, gin(f), grec(f),
                                f->reverse, T, B, I, H);
     else
         lstm_seq_forward(out, f->cache, f->x, f->W, f->b, f->lengths, f->dropout ? f->in_mask : NULL,
@@ -51,9 +58,8 @@ static void fix_backward(void *ctx, const float *dout) {
     float hs[T * B * H];
     fix_forward(f, hs);
     if (f->gated)
-        lstm_seq_backward_gated(f->dx, f->dW, f->db, dout, f->cache, f->W, f->lengths,
-                                f->dropout ? f->gin_mask : NULL, f->dropout ? f->grec_mask : NULL,
-                                f->reverse, f->scratch, T, B, I, H);
+        lstm_seq_backward_gated(f->dx, f->dW, f->db, dout, f->cache, f->W, f->lengths, gin(f),
+                                grec(f), f->reverse, f->scratch, T, B, I, H);
     else
         lstm_seq_backward(f->dx, f->dW, f->db, dout, f->cache, f->W, f->lengths,
                           f->dropout ? f->in_mask : NULL, f->dropout ? f->rec_mask : NULL, f->reverse,
@@ -85,10 +91,12 @@ static void fix_free(Fix *f) {
 
 static const int g_lengths[B] = {4, 2, 0};
 
-static int check_gated(const int *lengths, int reverse, int dropout, int gated, const char *name) {
+// omit: 1 passes no input masks, 2 no recurrent masks (gated with dropout only).
+static int check_gated_omit(const int *lengths, int reverse, int dropout, int gated, int omit,
+                            const char *name) {
     Fix f;
     fix_init(&f, lengths, reverse, dropout, 11 + (uint64_t)(reverse * 2 + dropout));
-    f.gated = gated;
+    f.gated = gated, f.no_in = omit == 1, f.no_rec = omit == 2;
     GradcheckInput in[3] = {{"x", f.x, f.dx, T * B * I}, {"W", f.W, f.dW, 4 * H * K}, {"b", f.b, f.db, 4 * H}};
     GradcheckOp op = {.ctx = &f, .forward = fix_forward, .backward = fix_backward,
                       .n_out = T * B * H, .inputs = in, .n_inputs = 3,
@@ -98,6 +106,10 @@ static int check_gated(const int *lengths, int reverse, int dropout, int gated, 
     int rc = gradcheck(name, &op, &rng);
     fix_free(&f);
     return rc;
+}
+
+static int check_gated(const int *lengths, int reverse, int dropout, int gated, const char *name) {
+    return check_gated_omit(lengths, reverse, dropout, gated, 0, name);
 }
 
 static int check(const int *lengths, int reverse, int dropout, const char *name) {
@@ -119,6 +131,8 @@ static void test_gated_gradcheck(void) {
     EXPECT(check_gated(g_lengths, 0, 1, 1, "gated, forward, lengths, dropout") == 0);
     EXPECT(check_gated(g_lengths, 1, 1, 1, "gated, reverse, lengths, dropout") == 0);
     EXPECT(check_gated(NULL, 1, 1, 1, "gated, reverse, dropout") == 0);
+    EXPECT(check_gated_omit(g_lengths, 0, 1, 1, 1, "gated, lengths, recurrent masks only") == 0);
+    EXPECT(check_gated_omit(g_lengths, 1, 1, 1, 2, "gated, reverse, lengths, input masks only") == 0);
 }
 
 // The gated sequence by hand: gate q of each step from lstm_forward_ref on the inputs
@@ -133,8 +147,8 @@ static void reference_gated(float *hs, const Fix *f) {
                 for (int q = 0; q < 4; q++) {
                     float xd[I], hd[H], hn[H], cn[H], g[4 * H];
                     for (int k = 0; k < I; k++)
-                        xd[k] = f->x[((size_t)t * B + r) * I + k] * (f->dropout ? f->gin_mask[(r * 4 + q) * I + k] : 1.0f);
-                    for (int k = 0; k < H; k++) hd[k] = h[k] * (f->dropout ? f->grec_mask[(r * 4 + q) * H + k] : 1.0f);
+                        xd[k] = f->x[((size_t)t * B + r) * I + k] * (gin(f) ? gin(f)[(r * 4 + q) * I + k] : 1.0f);
+                    for (int k = 0; k < H; k++) hd[k] = h[k] * (grec(f) ? grec(f)[(r * 4 + q) * H + k] : 1.0f);
                     lstm_forward_ref(hn, cn, g, xd, hd, c, f->W, f->b, NULL, 1, I, H);
                     memcpy(gate + q * H, g + q * H, H * sizeof(float));
                 }
@@ -148,11 +162,13 @@ static void reference_gated(float *hs, const Fix *f) {
     }
 }
 
+// Every combination of lengths, direction and dropout, and with dropout the input or the
+// recurrent masks left out (k 8-11: NULL in_mask, 12-15: NULL rec_mask).
 static void test_gated_forward_against_cell(void) {
-    for (int k = 0; k < 8; k++) {
+    for (int k = 0; k < 16; k++) {
         Fix f;
-        fix_init(&f, k & 1 ? g_lengths : NULL, (k >> 1) & 1, (k >> 2) & 1, 50 + (uint64_t)k);
-        f.gated = 1;
+        fix_init(&f, k & 1 ? g_lengths : NULL, (k >> 1) & 1, (k >> 2) & 1 || k >= 8, 50 + (uint64_t)k);
+        f.gated = 1, f.no_in = k >= 8 && k < 12, f.no_rec = k >= 12;
         float hs[T * B * H], ref[T * B * H];
         fix_forward(&f, hs);
         reference_gated(ref, &f);
@@ -234,6 +250,15 @@ static void test_forward_against_cell(void) {
     }
 }
 
+// The mask of gate q on input column k of row r (k < I: x, else h_{t-1}), as the fixture
+// runs: shared, per gate (gated) or none.
+static double mask_at(const Fix *f, int r, int q, int k) {
+    if (!f->dropout) return 1.0;
+    if (!f->gated) return k < I ? f->in_mask[r * I + k] : f->rec_mask[r * H + k - I];
+    const float *m = k < I ? gin(f) : grec(f);
+    return !m ? 1.0 : k < I ? m[(r * 4 + q) * I + k] : m[(r * 4 + q) * H + k - I];
+}
+
 // The sequence in double (the same rules as seq/lstm_seq.h): the weighted sum of every h.
 static double seq_loss_ref(const double *x, const double *W, const double *b, const Fix *f,
                            const float *wts) {
@@ -244,14 +269,14 @@ static double seq_loss_ref(const double *x, const double *W, const double *b, co
             int t = f->reverse ? T - 1 - s : s;
             if (!f->lengths || t < f->lengths[r]) {
                 double xh[K], hn[H], cn[H];
-                for (int k = 0; k < I; k++)
-                    xh[k] = x[(t * B + r) * I + k] * (f->dropout ? f->in_mask[r * I + k] : 1.0);
-                for (int k = 0; k < H; k++) xh[I + k] = h[k] * (f->dropout ? f->rec_mask[r * H + k] : 1.0);
+                for (int k = 0; k < I; k++) xh[k] = x[(t * B + r) * I + k];
+                for (int k = 0; k < H; k++) xh[I + k] = h[k];
                 for (int j = 0; j < H; j++) {
                     double pre[4];
                     for (int q = 0; q < 4; q++) {
                         pre[q] = b[q * H + j];
-                        for (int k = 0; k < K; k++) pre[q] += W[(q * H + j) * K + k] * xh[k];
+                        for (int k = 0; k < K; k++)
+                            pre[q] += W[(q * H + j) * K + k] * xh[k] * mask_at(f, r, q, k);
                     }
                     double ig = 1 / (1 + exp(-pre[0])), fg = 1 / (1 + exp(-pre[1]));
                     double gg = tanh(pre[2]), og = 1 / (1 + exp(-pre[3]));
@@ -269,11 +294,13 @@ static double seq_loss_ref(const double *x, const double *W, const double *b, co
 
 // The float backward against central differences (eps 1e-6) of the double sequence above,
 // every element of x, W and b: |analytic - numeric| <= 2e-5 + 1e-3 |numeric| (the float
-// forward's fast sigmoid and tanh are within 4e-7 of libm's).
+// forward's fast sigmoid and tanh are within 4e-7 of libm's). Cases 0-3 the shared masks,
+// 4-7 the gated LSTM's (6: no input masks, 7: no recurrent masks).
 static void test_double_gradcheck(void) {
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 8; k++) {
         Fix f;
         fix_init(&f, k & 1 ? g_lengths : NULL, (k >> 1) & 1, 1, 60 + (uint64_t)k);
+        f.gated = k >= 4, f.no_in = k == 6, f.no_rec = k == 7;
         Rng rng;
         rng_seed(&rng, 61);
         float wts[T * B * H];

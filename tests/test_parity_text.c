@@ -10,10 +10,13 @@
 // fixtures cover every pooling (keras with its per-step bias, final-dot, a learned query
 // with the additive kernel, last, mean), masked and not, one direction and both, sigmoid
 // and softmax, and sentences of T words, fewer, one and none. No dropout there (the model
-// draws its masks inside text_forward); two more fixtures take the LSTM alone
+// draws its masks inside text_forward); four more fixtures take the LSTM alone
 // (seq/lstm_seq.h) with fixed variational dropout masks on x_t and h_{t-1}, one forward in
-// time without lengths, one backward in time with lengths 5, 2, 1, 0, through torch's own
-// cell (torch.lstm_cell): hs and the gradients of sum(hs * R) for x, W and b.
+// time without lengths, one backward in time with lengths 5, 2, 1, 0: two with the masks
+// shared by the gates (lstm_seq_forward) through torch's own cell (torch.lstm_cell), two
+// with one mask per gate (lstm_seq_forward_gated, what training runs: in_mask (B, 4, E),
+// rec_mask (B, 4, H)) through the reference's loop of gates (itself checked against
+// torch.lstm_cell with equal masks): hs and the gradients of sum(hs * R) for x, W and b.
 // The C model runs in float32.
 //
 // Tolerances, |C - reference| <= atol + rtol |reference| element by element:
@@ -28,8 +31,9 @@
 // (1e-9 here, as every tensor's), not of the small result. A wrong gradient still shows: an
 // atol of about 1e-8 against gradients of 1e-6 and more.
 // Seen when written (PARITY_VERBOSE=1): at most 0.04 of these tolerances (grad/lstm.W of text_last_masked_bi).
-// A mismatch fails naming the fixture, the tensor, the worst element and both values. The
-// last test perturbs one weight by 1e-3 and checks the comparison then fails.
+// A mismatch fails naming the fixture, the tensor, the worst element and both values. Two
+// tests perturb one weight by 1e-3 (of the model; of the gated LSTM) and check the
+// comparison then fails.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,52 +171,93 @@ static void test_parity_mean(void) { check_fixture("text_mean.safetensors"); }
 static void test_parity_mean_masked(void) { check_fixture("text_mean_masked.safetensors"); }
 
 // seq/lstm_seq.h with fixed variational dropout masks (and lengths, backward in time)
-// against torch's own LSTM cell: hs, and the gradients of sum(hs * R) for x, W and b.
-static void check_lstm_fixture(const char *name) {
+// against PyTorch: hs, and the gradients of sum(hs * R) for x, W and b. Metadata gated 1:
+// one mask per gate (lstm_seq_forward_gated; in_mask (B, 4, E), rec_mask (B, 4, H)) against
+// the reference's gate loop; else the shared masks (lstm_seq_forward) against torch's cell.
+// perturb >= 0 adds 1e-3 to W[perturb] first; report 0 only answers (1: all within
+// tolerance, -1: the fixture could not be read).
+static int lstm_fixture_compare(const char *name, int perturb, int report) {
     char path[512];
     SafetensorsFile f;
-    if (fixture_load(&f, path, sizeof path, name)) return;
-    int T = 0, B = 0, E = 0, H = 0, rev = 0;
+    if (fixture_load(&f, path, sizeof path, name)) return -1;
+    int T = 0, B = 0, E = 0, H = 0, rev = 0, gated = 0;
     if (fixture_meta_int(&f, "T", &T) || fixture_meta_int(&f, "B", &B) ||
         fixture_meta_int(&f, "E", &E) || fixture_meta_int(&f, "H", &H) ||
         fixture_meta_int(&f, "reverse", &rev)) {
         safetensors_free(&f);
-        return;
+        return -1;
     }
-    const size_t K = (size_t)E + H, G = 4 * (size_t)H, TB = (size_t)T * B;
-    const float *x = fixture_tensor(&f, "input/x", TB * E), *W = fixture_tensor(&f, "input/W", G * K);
+    if (safetensors_meta(&f, "gated") && fixture_meta_int(&f, "gated", &gated)) gated = 0;
+    const size_t K = (size_t)E + H, G = 4 * (size_t)H, TB = (size_t)T * B, nq = gated ? 4 : 1;
+    const float *x = fixture_tensor(&f, "input/x", TB * E), *Wf = fixture_tensor(&f, "input/W", G * K);
     const float *b = fixture_tensor(&f, "input/b", G);
-    const float *im = fixture_tensor(&f, "input/in_mask", (size_t)B * E);
-    const float *rm = fixture_tensor(&f, "input/rec_mask", (size_t)B * H);
+    const float *im = fixture_tensor(&f, "input/in_mask", (size_t)B * nq * E);
+    const float *rm = fixture_tensor(&f, "input/rec_mask", (size_t)B * nq * H);
     const float *R = fixture_tensor(&f, "input/dhs", TB * H);
     const float *hs_want = fixture_tensor(&f, "output/hs", TB * H);
     const float *gx = fixture_tensor(&f, "grad/x", TB * E), *gW = fixture_tensor(&f, "grad/W", G * K);
     const float *gb = fixture_tensor(&f, "grad/b", G);
     int *lengths = safetensors_find(&f, "input/lengths") ? int_tensor(&f, "input/lengths", (size_t)B) : NULL;
-    if (x && W && b && im && rm && R && hs_want && gx && gW && gb) {
-        float *hs = calloc(TB * H, sizeof *hs);
-        float *cache = calloc(lstm_seq_cache_floats(T, B, E, H), sizeof *cache);
-        float *scratch = calloc(lstm_seq_scratch_floats(B, E, H), sizeof *scratch);
+    int ok = -1;
+    if (x && Wf && b && im && rm && R && hs_want && gx && gW && gb) {
+        float *W = malloc(G * K * sizeof *W);
+        memcpy(W, Wf, G * K * sizeof *W);
+        if (perturb >= 0) W[perturb] += 1e-3f;
+        size_t nc = gated ? lstm_seq_gated_cache_floats(T, B, E, H) : lstm_seq_cache_floats(T, B, E, H);
+        size_t ns = gated ? lstm_seq_gated_scratch_floats(T, B, E, H) : lstm_seq_scratch_floats(B, E, H);
+        float *hs = calloc(TB * H, sizeof *hs), *cache = calloc(nc, sizeof *cache);
+        float *scratch = calloc(ns, sizeof *scratch);
         float *dx = calloc(TB * E, sizeof *dx), *dW = calloc(G * K, sizeof *dW), *db = calloc(G, sizeof *db);
-        lstm_seq_forward(hs, cache, x, W, b, lengths, im, rm, rev, T, B, E, H);
-        lstm_seq_backward(dx, dW, db, R, cache, W, lengths, im, rm, rev, scratch, T, B, E, H);
-        fixture_compare(path, "hs", hs, hs_want, TB * H, FWD_ATOL, FWD_RTOL);
+        if (gated) {
+            lstm_seq_forward_gated(hs, cache, x, W, b, lengths, im, rm, rev, T, B, E, H);
+            lstm_seq_backward_gated(dx, dW, db, R, cache, W, lengths, im, rm, rev, scratch, T, B, E, H);
+        } else {
+            lstm_seq_forward(hs, cache, x, W, b, lengths, im, rm, rev, T, B, E, H);
+            lstm_seq_backward(dx, dW, db, R, cache, W, lengths, im, rm, rev, scratch, T, B, E, H);
+        }
+        ok = fixture_compare_report(path, "hs", hs, hs_want, TB * H, FWD_ATOL, FWD_RTOL, report);
         double mx = 0;
         for (size_t i = 0; i < TB * E; i++) mx = fmax(mx, fabs(gx[i]));
         for (size_t i = 0; i < G * K; i++) mx = fmax(mx, fabs(gW[i]));
         for (size_t i = 0; i < G; i++) mx = fmax(mx, fabs(gb[i]));
-        fixture_compare(path, "grad/x", dx, gx, TB * E, GRAD_ATOL_REL * mx, GRAD_RTOL);
-        fixture_compare(path, "grad/W", dW, gW, G * K, GRAD_ATOL_REL * mx, GRAD_RTOL);
-        fixture_compare(path, "grad/b", db, gb, G, GRAD_ATOL_REL * mx, GRAD_RTOL);
-        free(hs), free(cache), free(scratch), free(dx), free(dW), free(db);
+        ok &= fixture_compare_report(path, "grad/x", dx, gx, TB * E, GRAD_ATOL_REL * mx, GRAD_RTOL, report);
+        ok &= fixture_compare_report(path, "grad/W", dW, gW, G * K, GRAD_ATOL_REL * mx, GRAD_RTOL, report);
+        ok &= fixture_compare_report(path, "grad/b", db, gb, G, GRAD_ATOL_REL * mx, GRAD_RTOL, report);
+        free(W), free(hs), free(cache), free(scratch), free(dx), free(dW), free(db);
     }
     free(lengths);
     safetensors_free(&f);
+    return ok;
+}
+
+static void check_lstm_fixture(const char *name) {
+    EXPECT(lstm_fixture_compare(name, -1, 1) == 1, "%s differs from PyTorch", name);
 }
 
 static void test_parity_lstm_dropout(void) { check_lstm_fixture("text_lstm_dropout.safetensors"); }
 static void test_parity_lstm_dropout_rev_masked(void) {
     check_lstm_fixture("text_lstm_dropout_rev_masked.safetensors");
+}
+static void test_parity_lstm_gated(void) { check_lstm_fixture("text_lstm_gated.safetensors"); }
+static void test_parity_lstm_gated_rev_masked(void) {
+    check_lstm_fixture("text_lstm_gated_rev_masked.safetensors");
+}
+
+// The gated LSTM's comparison must be able to fail too: an input weight of gate f (row
+// H + 1, column 2) and a recurrent weight of gate o (row 3H + 2, column E + 1) moved by 1e-3.
+static void test_parity_lstm_gated_perturbed_fails(void) {
+    static const struct {
+        const char *fixture;
+        int row, col, E, H;
+    } cases[] = {{"text_lstm_gated.safetensors", 5 + 1, 2, 4, 5},
+                 {"text_lstm_gated_rev_masked.safetensors", 3 * 4 + 2, 3 + 1, 3, 4}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int at = cases[i].row * (cases[i].E + cases[i].H) + cases[i].col;
+        EXPECT(lstm_fixture_compare(cases[i].fixture, -1, 0) == 1, "%s: unperturbed must match",
+               cases[i].fixture);
+        EXPECT(lstm_fixture_compare(cases[i].fixture, at, 0) == 0,
+               "%s: W[%d] + 1e-3 still matches PyTorch", cases[i].fixture, at);
+    }
 }
 
 // The comparison must be able to fail: one weight of each kind moved by 1e-3 (an LSTM
@@ -254,6 +299,9 @@ int main(void) {
     RUN(test_parity_mean_masked);
     RUN(test_parity_lstm_dropout);
     RUN(test_parity_lstm_dropout_rev_masked);
+    RUN(test_parity_lstm_gated);
+    RUN(test_parity_lstm_gated_rev_masked);
+    RUN(test_parity_lstm_gated_perturbed_fails);
     RUN(test_parity_perturbed_weight_fails);
     return test_summary();
 }

@@ -12,12 +12,19 @@ rounds spread that over both sides), and the median round counts:
       on the demo's 1,600 training sentences; sentences_per_s is the step time only;
   PyTorch: `textclass_ref.py bench --threads N --vocab V` with the toolkit's vocabulary
       size V, on random word ids made outside the timed region (the speed does not depend
-      on them), torch.optim.Adam with Keras's settings. Two versions of the same model:
-        cells   the demo's model exactly: Keras's recurrent dropout (one mask on h_{t-1} for
-                the whole sentence) needs the LSTM as a loop of cells, its input product
-                one GEMM over all steps;
+      on them), torch.optim.Adam with Keras's settings. Two versions:
+        cells   the toolkit's model exactly: Keras's variational dropout with one mask per
+                gate (4 on x_t, 4 on h_{t-1}, the same for the whole sentence; Keras's
+                implementation 1, which tf.keras uses whenever recurrent_dropout > 0), which
+                no torch LSTM kernel applies: the LSTM is a loop of steps, each gate's input
+                product one GEMM over all steps before it (the masks do not change), each
+                step one addmm per gate (textclass_ref.py lstm_dropout, checked against the
+                fixtures' plain gate loop before every run);
         fused   torch's own LSTM kernel (torch._VF.lstm, what nn.LSTM runs), which has no
-                recurrent dropout: so both sides train with --rec-dropout 0 in this row.
+                recurrent dropout and takes one input for all four gates: both sides train
+                with --rec-dropout 0 in this row, PyTorch with one input mask shared by the
+                gates, the toolkit with its four (the same products; the nearest model the
+                kernel runs, not the same one).
       PyTorch on 2 threads: the faster of torch.set_num_threads(2) and one intra-op thread,
       each with 2 OpenBLAS threads, every round.
 Peak memory: each process's ru_maxrss (from wait4 for the toolkit; PyTorch's own, which
@@ -133,10 +140,12 @@ def main():
                     rss.setdefault((impl, "pytorch", threads), []).append(m)
                     if threads == 1:
                         cpu.setdefault((impl, "pytorch"), []).append(spc)
+    end_load = open("/proc/loadavg").read().split()[0]
     print(f"sentence classifier training, the Keras demo's model (vocabulary {vocab}, T 32, "
           f"embed 32, LSTM 100, keras pooling, batch 100)")
     print(f"(OPENBLAS_CORETYPE={ct or 'default'}; 1-minute load at the start of each round "
-          f"{', '.join(loads)}; median of {a.reps} rounds; sentences/s of step time)")
+          f"{', '.join(loads)}, at the end {end_load}; median of {a.reps} rounds; "
+          f"sentences/s of step time)")
     print("| PyTorch version | threads | toolkit sentences/s | PyTorch sentences/s | ratio | "
           "peak RSS toolkit / PyTorch (MiB) |")
     print("|---|---|---|---|---|---|")
