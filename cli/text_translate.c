@@ -1,6 +1,7 @@
 // `text translate`: dispatch and `text translate train` (cli/text_translate.h). eval is in
 // cli/text_translate_eval.c, translate in cli/text_translate_predict.c, show in
-// cli/text_translate_show.c, score in cli/text_translate_score.c.
+// cli/text_translate_show.c, score in cli/text_translate_score.c, report in
+// cli/report_translate.c.
 #include "cli/text_translate.h"
 
 #include <math.h>
@@ -10,6 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/report_common.h"
+#include "cli/report_translate.h"
 #include "cli/run_info.h"
 #include "cli/text_translate_score.h"
 #include "cli/text_translate_show.h"
@@ -401,14 +403,15 @@ static void overview(FILE *f) {
             "  show     the alignment matrices of a split's sentences (or of lines given), one\n"
             "           PNG each, on one HTML page with source, reference and output\n"
             "  score    sacreBLEU's BLEU and chrF of a split with 95%% bootstrap intervals, and\n"
-            "           BLEU by source length (greedy outputs, or a file of them)\n");
+            "           BLEU by source length (greedy outputs, or a file of them)\n"
+            "  report   one HTML page of a run: its figures, loss curve, scores and alignments\n");
 }
 
 int text_translate_main(int argc, char **argv) {
-    static const char *const names[] = {"train", "eval", "translate", "show", "score"};
+    static const char *const names[] = {"train", "eval", "translate", "show", "score", "report"};
     int which;
     Error err;
-    int r = args_subcommand(argc, argv, names, 5, &which, &err);
+    int r = args_subcommand(argc, argv, names, 6, &which, &err);
     if (r == ARGS_HELP) {
         overview(stdout);
         return 0;
@@ -422,6 +425,7 @@ int text_translate_main(int argc, char **argv) {
     case 1: return text_translate_eval_main(argc - 1, argv + 1);
     case 2: return text_translate_translate_main(argc - 1, argv + 1);
     case 3: return text_translate_show_main(argc - 1, argv + 1);
-    default: return text_translate_score_main(argc - 1, argv + 1);
+    case 4: return text_translate_score_main(argc - 1, argv + 1);
+    default: return text_translate_report_main(argc - 1, argv + 1);
     }
 }
