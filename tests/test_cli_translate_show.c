@@ -5,7 +5,9 @@
 // recomputed here through translator_greedy; the page valid HTML whose links resolve, the
 // wrong outputs first; --input lines; no pictures without attention), `text translate
 // score` (BLEU as eval computes it, the bootstrap interval, the length buckets covering
-// every pair, --hyps of the wrong length refused), and bad input refused in one line (a
+// every pair, --hyps of the wrong length refused), `text translate report` (notes naming the
+// commands of missing inputs, the page valid with its pictures, eval's and score's figures on
+// it, a page outside the run refused), and bad input refused in one line (a
 // missing model, a sentence classifier's checkpoint, a line the date task cannot read).
 #include <math.h>
 #include <stdio.h>
@@ -79,12 +81,11 @@ static int page_figures(const char *html, int *wrong, int max) {
     return n;
 }
 
-static void check_page(const char *dir) {
-    char name[600];
-    snprintf(name, sizeof name, "%s/alignments.html", dir);
+// The page NAME (under the scratch folder) is valid HTML whose links resolve under DIR.
+static void check_page_file(const char *name, const char *dir) {
     char *html = read_text(name);
     EXPECT(html != NULL, "no %s", name);
-    if (!html) return;
+    if (!html) html = xstrdup("");
     HtmlCheck c;
     EXPECT(html_check(&c, html) == 0, "%s: %s", name, c.msg);
     char path[1200], msg[512];
@@ -92,6 +93,12 @@ static void check_page(const char *dir) {
     EXPECT(html_check_links(&c, path, msg, sizeof msg) == 0, "%s: %s", name, msg);
     html_check_free(&c);
     free(html);
+}
+
+static void check_page(const char *dir) {
+    char name[600];
+    snprintf(name, sizeof name, "%s/alignments.html", dir);
+    check_page_file(name, dir);
 }
 
 static void test_show_split(void) {
@@ -231,6 +238,65 @@ static void test_score(void) {
     EXPECT_ONE_LINE_ERROR(&sc, rc, "hyps.txt: 1 lines, but the split holds 1000 pairs");
 }
 
+static void test_report(void) {
+    // Before eval and show: notes naming the commands that make them.
+    int rc = run_text("translate report --model %s/run", tmpdir);
+    EXPECT(rc == 0, "report exited %d", rc);
+    char *html = read_text("run/report.html");
+    EXPECT(html && strstr(html, "eval.json is missing") && strstr(html, "bin/text translate eval --model ") &&
+               !strstr(html, "score.json is missing"),
+           "the notes of a dates run without eval.json");
+    free(html);
+    rc = run_text("translate eval --model %s/run/model.safetensors --json", tmpdir);
+    char *eval = read_text("stdout.txt"), path[1200];
+    cJSON *e = cJSON_Parse(eval ? eval : "");
+    snprintf(path, sizeof path, "%s/run/eval.json", tmpdir);
+    CHECK(scratch_write_text(path, eval ? eval : "") == 0);
+    free(eval);
+    rc |= run_text("translate report --model %s/run --out %s/run/page.html", tmpdir, tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && e, "eval and report: %d, %s", rc, err ? err : "");
+    free(err);
+    check_page_file("run/page.html", "run");
+    html = read_text("run/page.html");
+    if (!html) html = xstrdup("");
+    EXPECT(!strstr(html, "class=\"missing\"") && strstr(html, "show/align_001.png") &&
+               strstr(html, "show/alignments.html") && strstr(html, "src=\"loss.png\""),
+           "the page's pictures and links");
+    EXPECT(e && fabs(html_data_value(html, "exact_match") - 100.0 * json_num(e, "exact_match")) < 1e-6 &&
+               fabs(html_data_value(html, "alignment_accuracy") - 100.0 * json_num(e, "alignment_accuracy")) < 1e-6,
+           "exact match %g and alignment %g on the page", html_data_value(html, "exact_match"),
+           html_data_value(html, "alignment_accuracy"));
+    free(html);
+    cJSON_Delete(e);
+    // A pairs run with its score: BLEU, its interval and the length buckets.
+    rc = run_text("translate score --model %s/pairs --samples 50 --json", tmpdir);
+    char *score = read_text("stdout.txt");
+    cJSON *s = cJSON_Parse(score ? score : "");
+    snprintf(path, sizeof path, "%s/pairs/score.json", tmpdir);
+    CHECK(scratch_write_text(path, score ? score : "") == 0);
+    free(score);
+    rc |= run_text("translate report --model %s/pairs", tmpdir);
+    EXPECT(rc == 0 && s, "score and report of pairs: %d", rc);
+    check_page_file("pairs/report.html", "pairs");
+    html = read_text("pairs/report.html");
+    if (!html) html = xstrdup("");
+    EXPECT(s && fabs(html_data_value(html, "bleu_ci") - json_num(s, "bleu_ci")) < 1e-6 &&
+               !isnan(html_data_value(html, "bleu_0-10")),
+           "BLEU's interval %g and the 0-10 bucket on the page", html_data_value(html, "bleu_ci"));
+    EXPECT(html && strstr(html, "the alignment pictures is missing") && strstr(html, "bin/text translate show --model "),
+           "the note of the missing alignments");
+    free(html);
+    cJSON_Delete(s);
+    // Refused in one line: a page outside the run folder, a classifier's run, no run.
+    rc = run_text("translate report --model %s/run --out %s/elsewhere.html", tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "the page must be in the run folder");
+    rc = run_text("translate report --model %s/cls", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "not a text translate checkpoint (format 'attend-text-classify-1')");
+    rc = run_text("translate report --model %s/nothing", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "no model.safetensors here");
+}
+
 static void test_bad_input(void) {
     int rc = run_text("translate show --model %s/nothing --out %s/x", tmpdir, tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "text translate show: ");
@@ -262,6 +328,7 @@ int main(void) {
     RUN(test_show_without_attention);
     RUN(test_score);
     RUN(test_bad_input);
+    RUN(test_report);
     scratch_remove(sc.dir);
     return test_summary();
 }
