@@ -131,11 +131,12 @@ for part in "$@"; do
     esac
 done
 
-# num FILE KEY [SCALE] [DECIMALS]: a figure of a JSON file, "-" when absent.
+# num FILE KEY [SCALE] [DECIMALS]: a top-level figure of a JSON file (by_length's left out),
+# "-" when absent or not a number.
 num() {
-    v=$( [ -s "$1" ] && json_field "$2" < "$1" | head -n 1 ) || v=""
+    v=$( [ -s "$1" ] && sed 's/"by_length": *\[[^]]*\]//' "$1" | json_field "$2" | head -n 1 ) || v=""
     [ -n "$v" ] || { echo "-"; return; }
-    awk -v v="$v" -v s="${3:-1}" -v d="${4:-2}" 'BEGIN { if (v == "null" || v == "nan") print "-"; else printf "%.*f\n", d, v * s }'
+    awk -v v="$v" -v s="${3:-1}" -v d="${4:-2}" 'BEGIN { if (v !~ /^-?[0-9.]/) print "-"; else printf "%.*f\n", d, v * s }'
 }
 
 # epochs DIR STEPS: the epochs STEPS batches of 64 make of the 27,839 training pairs.
@@ -209,7 +210,7 @@ bible_budget() {
     most=0
     for kind in none bahdanau luong-general luong-dot luong-concat local-m local-p; do
         dir=$store/bible-$kind
-        [ -s "$dir/model.safetensors" ] || continue
+        [ -f "$dir/model.safetensors" ] || continue
         m=$(awk -v s="$(train_wall "$dir")" 'BEGIN { printf "%.1f", s / 60 }')
         most=$(awk -v a="$most" -v b="$m" 'BEGIN { print (b > a ? b : a) }')
         echo "- $kind: $m minutes of training, $(step_of "$dir") steps."
