@@ -251,7 +251,7 @@ int text_translate_report_main(int argc, char **argv) {
     r.show_name = "show";
     ArgSpec specs[] = {
         {"model", ARG_STRING, &r.run, "the run folder (text translate train --out)", .metavar = "DIR", .required = true},
-        {"out", ARG_STRING, &r.out, "the page, in the run folder (default DIR/report.html)", .metavar = "FILE"},
+        {"out", ARG_STRING, &r.out, "the page, a file in the run folder (none: DIR/report.html)", .metavar = "FILE"},
         {"eval", ARG_STRING, &r.eval_name, "text translate eval --json output, relative to DIR", .metavar = "NAME"},
         {"score", ARG_STRING, &r.score_name, "text translate score --json output, relative to DIR", .metavar = "NAME"},
         {"show", ARG_STRING, &r.show_name, "text translate show folder, relative to DIR", .metavar = "NAME"},
