@@ -167,6 +167,18 @@ static void test_show_input_shades(void) {
     char *html = read_text("in/alignments.html");
     EXPECT(html && strstr(html, "3 Mar 87") && !strstr(html, "reference"), "the --input page");
     free(html);
+    // The same from standard input: the same picture.
+    snprintf(path, sizeof path, "%s/in.txt", tmpdir);
+    rc = run_text("translate show --model %s/run --input - --out %s/stdin < %s", tmpdir, tmpdir, path);
+    char *a = read_text("in/align_001.png"), *b = read_text("stdin/align_001.png");
+    size_t na = 0, nb = 0;
+    free(scratch_read(&sc, "in/align_001.png", &na));
+    free(scratch_read(&sc, "stdin/align_001.png", &nb));
+    EXPECT(rc == 0 && a && b && na == nb && memcmp(a, b, na) == 0, "--input - gave another picture (%d)", rc);
+    free(a), free(b);
+    html = read_text("stdin/alignments.html");
+    EXPECT(html && strstr(html, "standard input"), "the page names standard input");
+    free(html);
 }
 
 static void test_show_without_attention(void) {
