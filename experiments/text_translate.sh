@@ -95,9 +95,12 @@ train() {
     mv "$dir/train.json.part" "$dir/train.json"
 }
 
-# step_of DIR: the steps its checkpoint holds (0 without one).
+# step_of DIR: the steps its last training reached (train.json), or, while one is under way
+# or after a kill, the last step its log.csv recorded; 0 without either.
 step_of() {
-    if [ -s "$1/train.json" ]; then json_field steps < "$1/train.json"; else echo 0; fi
+    if [ -s "$1/train.json" ] && ! newer "$1/log.csv" "$1/train.json"; then json_field steps < "$1/train.json"
+    elif [ -s "$1/log.csv" ]; then tail -n 1 "$1/log.csv" | cut -d, -f1 | awk '{ print $1 + 0 }'
+    else echo 0; fi
 }
 
 part_dates() {
