@@ -17,7 +17,8 @@
 #           larger BIBLE_MINUTES continues each run from its checkpoint); BLEU and chrF on
 #           the 1,587 test verses as sacreBLEU computes them, each with its 95 % bootstrap
 #           interval over the verses (1,000 resamples), and BLEU by source length
-#           (`text translate score`); greedy decoding
+#           (`text translate score`); greedy decoding. BIBLE_STEPS=N instead trains each
+#           run until N steps in all (the same data seen by each, whatever the load)
 #
 # Every run is a folder RUNS/text_translate/NAME (dates-KIND, bible-KIND) trained with
 # --resume, so a killed training continues from its last checkpoint (bible: every 100
@@ -29,7 +30,7 @@
 #
 # Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default 1),
 # DATA_ROOT (default data: the folder holding bible/), DATES_KINDS, DATES_STEPS,
-# BIBLE_KINDS, BIBLE_MINUTES, SAMPLES (bootstrap resamples, default 1000), NICE (default
+# BIBLE_KINDS, BIBLE_MINUTES, BIBLE_STEPS (default none: the minutes decide), SAMPLES (bootstrap resamples, default 1000), NICE (default
 # 0: the niceness of the trainings), RESULTS (default $RESULTS_DIR/text_translate.md,
 # RESULTS_DIR experiments/results).
 set -eu
@@ -42,6 +43,7 @@ DATES_KINDS=${DATES_KINDS:-bahdanau luong-dot luong-general luong-concat local-m
 DATES_STEPS=${DATES_STEPS:-2000}
 BIBLE_KINDS=${BIBLE_KINDS:-none bahdanau luong-general}
 BIBLE_MINUTES=${BIBLE_MINUTES:-20}
+BIBLE_STEPS=${BIBLE_STEPS:-}
 SAMPLES=${SAMPLES:-1000}
 NICE=${NICE:-0}
 RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/text_translate.md}
@@ -116,9 +118,14 @@ part_dates() {
 part_bible() {
     for kind in $BIBLE_KINDS; do
         dir=$store/bible-$kind
-        left=$(awk -v m="$BIBLE_MINUTES" -v s="$(train_wall "$dir")" 'BEGIN { l = m - s / 60; print (l > 0.25 ? l : 0) }')
-        if [ "$left" != 0 ]; then
-            train "$dir" --data bible-en-es --attention "$kind" --minutes "$left" --checkpoint-every 100
+        if [ -n "$BIBLE_STEPS" ]; then
+            [ "$(step_of "$dir")" -ge "$BIBLE_STEPS" ] 2> /dev/null ||
+                train "$dir" --data bible-en-es --attention "$kind" --steps "$BIBLE_STEPS" --checkpoint-every 100
+        else
+            left=$(awk -v m="$BIBLE_MINUTES" -v s="$(train_wall "$dir")" 'BEGIN { l = m - s / 60; print (l > 0.25 ? l : 0) }')
+            if [ "$left" != 0 ]; then
+                train "$dir" --data bible-en-es --attention "$kind" --minutes "$left" --checkpoint-every 100
+            fi
         fi
         figures "$dir" score score.json --samples "$SAMPLES"
         pictures "$dir"
@@ -210,13 +217,15 @@ bible_tables() {
 bible_budget() {
     echo "### Budget reached, and how to continue"
     echo
-    most=0
+    most=0 steps=0
     for kind in none bahdanau luong-general luong-dot luong-concat local-m local-p; do
         dir=$store/bible-$kind
         [ -f "$dir/model.safetensors" ] || continue
         m=$(awk -v s="$(train_wall "$dir")" 'BEGIN { printf "%.1f", s / 60 }')
         most=$(awk -v a="$most" -v b="$m" 'BEGIN { print (b > a ? b : a) }')
-        echo "- $kind: $m minutes of training, $(step_of "$dir") steps."
+        st=$(step_of "$dir")
+        steps=$(awk -v a="$steps" -v b="$st" 'BEGIN { print (b > a ? b : a) }')
+        echo "- $kind: $m minutes of training, $st steps ($(epochs "$dir" "$st") epochs)."
     done
     next=$(awk -v m="$most" 'BEGIN { printf "%d", m + 20.5 }')
     echo
@@ -225,6 +234,11 @@ bible_budget() {
     echo "with a larger budget, e.g. $next minutes each in all:"
     echo
     echo "    RUNS=$RUNS BIBLE_MINUTES=$next NICE=15 sh experiments/text_translate.sh bible"
+    echo
+    echo "or the same number of steps for each (a wall-time budget gives a run fewer steps when"
+    echo "the machine is busier, and attention costs more per step than none):"
+    echo
+    echo "    RUNS=$RUNS BIBLE_STEPS=$steps NICE=15 sh experiments/text_translate.sh bible"
 }
 
 mkdir -p "$(dirname "$RESULTS")"

@@ -4,8 +4,9 @@
 // the steps, `eval` and `score` print figures made from the run's attention. Checked: the
 // date task's rows (none without an alignment figure), a second run that trains nothing
 // again, the English-Spanish row (minutes in all, BLEU and chrF with their intervals), the
-// BLEU-by-length table, the continuation command, a larger budget training only the
-// minutes left, and an unknown part refused. Run from the repository root.
+// BLEU-by-length table, the continuation commands, a larger budget training only the
+// minutes left, a step budget (BIBLE_STEPS) trained to and then kept, and an unknown part
+// refused. Run from the repository root.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,7 +101,8 @@ static void test_bible(void) {
            "the bahdanau row:\n%s", page && strstr(page, "## English") ? strstr(page, "## English") : "");
     EXPECT(page && strstr(page, "| attention | 0-10 (5) | 11+ (3) |") && strstr(page, "| bahdanau | 10.50 | 14.00 |"),
            "the length table:\n%s", page ? page : "");
-    EXPECT(page && strstr(page, "- bahdanau: 2.0 minutes of training, 100 steps.") && strstr(page, "BIBLE_MINUTES=22 "),
+    EXPECT(page && strstr(page, "- bahdanau: 2.0 minutes of training, 100 steps (0.2 epochs).") &&
+               strstr(page, "BIBLE_MINUTES=22 ") && strstr(page, "BIBLE_STEPS=100 "),
            "the budget and the continuation:\n%s", page ? page : "");
     // The date table of the first test is kept.
     EXPECT(page && strstr(page, "| none | 50 |"), "the dates table is gone:\n%s", page ? page : "");
@@ -119,6 +121,17 @@ static void test_bible(void) {
     page = stand_in_read(dir, "results.md");
     EXPECT(page && strstr(page, "| bahdanau | 3.0 | 200 |"), "the row after 3 minutes:\n%s", page ? page : "");
     free(page);
+    // A step budget: trained to it in all, then not again.
+    write_stand_in();
+    st = stand_in_run(dir, NULL, "BIBLE_KINDS=bahdanau BIBLE_STEPS=250", "text_translate.sh bible");
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && count(called, "--attention bahdanau --steps 250 ") == 1, "the step budget: %s", called ? called : "");
+    free(called);
+    write_stand_in();
+    st = stand_in_run(dir, NULL, "BIBLE_KINDS=bahdanau BIBLE_STEPS=200", "text_translate.sh bible");
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && count(called, "translate train") == 0, "a step budget reached trained: %s", called ? called : "");
+    free(called);
 }
 
 static void test_unknown_part(void) {
