@@ -160,7 +160,10 @@ dates_table() {
     echo "program's default model (embedding 32, bidirectional LSTM 64 per direction, decoder 128),"
     echo "batch 64, Adam 1e-3, seed 1, $DATES_STEPS steps each. Test split (1,000 examples), greedy"
     echo "decoding. Alignment accuracy: the share of target digits whose attention peak falls on"
-    echo "the source characters the digit comes from (none has no attention: no figure)."
+    echo "the source characters the digit comes from (none has no attention: no figure). One"
+    echo "run each (seed 1): an exact match near 70 % on 1,000 examples has a binomial standard"
+    echo "error of about 1.4 points, and seeds move a short run more than that; compare kinds over"
+    echo "seeds before ranking them."
     echo
     echo "| attention | steps | exact match (%) | alignment accuracy (%) | valid loss | training wall (s) |"
     echo "|---|---|---|---|---|---|"
