@@ -182,14 +182,6 @@ static void section_results(FILE *fp, const CaptionReport *r) {
     html_section_end(fp);
 }
 
-static void figure(FILE *fp, const char *src, const char *alt, const char *cls, const char *caption) {
-    fputs("<figure>", fp);
-    html_img(fp, src, alt, cls);
-    fputs("<figcaption>", fp);
-    html_text(fp, caption);
-    fputs("</figcaption></figure>\n", fp);
-}
-
 static void section_curves(FILE *fp, const CaptionReport *r) {
     html_section(fp, "curves", "Training curves");
     if (!r->has_loss && !r->has_bleu) {
@@ -199,16 +191,16 @@ static void section_curves(FILE *fp, const CaptionReport *r) {
     }
     fputs("<div class=\"figs\">\n", fp);
     if (r->has_loss)
-        figure(fp, "report_files/loss.png", "training loss against the step", "plot",
+        report_figure(fp, "report_files/loss.png", "training loss against the step", "plot",
                "Training loss per image (cross-entropy plus the attention regulariser), the mean of each logging window.");
     if (r->has_bleu)
-        figure(fp, "report_files/val_bleu4.png", "validation BLEU-4 against the step", "plot",
+        report_figure(fp, "report_files/val_bleu4.png", "validation BLEU-4 against the step", "plot",
                "Validation BLEU-4 at each epoch's end (of the weight average with --ema).");
     if (r->has_grounding)
-        figure(fp, "report_files/val_grounding.png", "validation grounding against the step", "plot",
+        report_figure(fp, "report_files/val_grounding.png", "validation grounding against the step", "plot",
                "Validation grounding accuracy.");
     if (r->has_norms)
-        figure(fp, "report_files/grad_norm.png", "gradient norm against the step", "plot",
+        report_figure(fp, "report_files/grad_norm.png", "gradient norm against the step", "plot",
                "The global gradient norm before clipping: mean and largest of each logging window, log scale. "
                "Training clips it at the command's --clip (default 5; 0: no clipping).");
     fputs("</div>\n", fp);

@@ -311,16 +311,21 @@ void report_page_header_begin(FILE *fp, const char *what, const char *run) {
     fputs("</h1>\n<p>", fp);
 }
 
-void report_page_trained(FILE *fp, const cJSON *run_json, const char *steps, const char *lead) {
+void report_page_trained_in(FILE *fp, const cJSON *run_json, const char *steps, const char *lead,
+                            const char *unit) {
     double wall = report_total_wall(run_json), ips = report_last_images_per_s(run_json);
     if (!isfinite(wall)) return;
     char w[64];
     report_format_seconds(w, sizeof w, wall);
     html_text(fp, lead);
     if (steps)
-        html_textf(fp, "Trained %s steps in %s at %.0f images/s.", steps, w, ips);
+        html_textf(fp, "Trained %s steps in %s at %.0f %s/s.", steps, w, ips, unit);
     else
-        html_textf(fp, "Trained for %s at %.0f images/s.", w, ips);
+        html_textf(fp, "Trained for %s at %.0f %s/s.", w, ips, unit);
+}
+
+void report_page_trained(FILE *fp, const cJSON *run_json, const char *steps, const char *lead) {
+    report_page_trained_in(fp, run_json, steps, lead, "images");
 }
 
 void report_missing(FILE *fp, const char *what, const char *command) {
@@ -342,4 +347,32 @@ int report_open(AtomicFile *af, const char *run, const char *name, Error *err) {
     char path[1200];
     report_path(path, sizeof path, run, name);
     return atomic_open(af, path, err);
+}
+
+void report_figure(FILE *fp, const char *relpath, const char *alt, const char *cls, const char *caption) {
+    fputs("<figure>", fp);
+    html_img(fp, relpath, alt, cls);
+    fputs("<figcaption>", fp);
+    html_text(fp, caption);
+    fputs("</figcaption></figure>\n", fp);
+}
+
+void report_quoted_path(char *buf, size_t n, const char *run, const char *name) {
+    static const char shell[] = " \t'\"\\$`";
+    const int plain = !strpbrk(run, shell) && !strpbrk(name, shell);
+    snprintf(buf, n, plain ? "%s/%s" : "'%s/%s'", run, name);
+}
+
+const char *report_meta(const SafetensorsFile *f, const char *key) {
+    const char *v = safetensors_meta(f, key);
+    return v ? v : "?";
+}
+
+const char *report_meta_float(const SafetensorsFile *f, const char *key, char *buf, size_t n) {
+    const char *v = report_meta(f, key);
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end) return v;
+    snprintf(buf, n, "%g", x);
+    return buf;
 }

@@ -1,6 +1,7 @@
-// report_common.h: what `caption report` and `draw report` share: reading a run folder's
-// JSON and CSV files, the run's record (cli/run_info.h) as a section, curves as PNGs, the
-// model's parameter count, and writing the page atomically.
+// report_common.h: what the reports (`caption report`, `draw report`, `text classify report`,
+// `text translate report`) share: reading a run folder's JSON and CSV files and its
+// checkpoint's metadata, the run's record (cli/run_info.h) as a section, curves as PNGs,
+// figures, the model's parameter count, and writing the page atomically.
 //
 // A report links only files under its run folder, by relative paths, and only files that
 // exist when it is written; an input that is missing becomes a note naming the command
@@ -92,6 +93,9 @@ void report_page_header_begin(FILE *fp, const char *what, const char *run);
 // The headline's sentence of the training's wall time and throughput (run.json), with
 // `steps` (NULL: not said), after `lead`; nothing without a finished invocation.
 void report_page_trained(FILE *fp, const cJSON *run_json, const char *steps, const char *lead);
+// The same with the throughput's unit named ("pairs": "at 120 pairs/s").
+void report_page_trained_in(FILE *fp, const cJSON *run_json, const char *steps, const char *lead,
+                            const char *unit);
 
 // A note that an input is missing: "WHAT is missing: make it with" and the command.
 void report_missing(FILE *fp, const char *what, const char *command);
@@ -99,6 +103,19 @@ void report_missing(FILE *fp, const char *what, const char *command);
 // Parameter count of a safetensors checkpoint: every tensor whose name has no '/'
 // (optimiser moments and averages are "adam.m/NAME", "ema/NAME").
 long report_parameter_count(const SafetensorsFile *f);
+
+// A picture at relpath (class cls, may be NULL) with its caption: <figure><img>
+// <figcaption>CAPTION</figcaption></figure>, every string escaped.
+void report_figure(FILE *fp, const char *relpath, const char *alt, const char *cls, const char *caption);
+
+// RUN/NAME as one shell word for the commands a missing-input note names: as it is, or in
+// single quotes when either part holds a space or one of ' " \ $ `.
+void report_quoted_path(char *buf, size_t n, const char *run, const char *name);
+
+// A checkpoint's metadata value, "?" when absent; a float of it (written with 9 digits) as
+// %g into buf ("0.00100000005" -> "0.001"), or the value as it is when it is not a number.
+const char *report_meta(const SafetensorsFile *f, const char *key);
+const char *report_meta_float(const SafetensorsFile *f, const char *key, char *buf, size_t n);
 
 // Seconds as "42.0 s", "12 min 05 s", "2 h 03 min".
 void report_format_seconds(char *buf, size_t n, double seconds);

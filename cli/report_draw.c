@@ -23,19 +23,10 @@ typedef struct {
     int n_film;
 } DrawReport;
 
-static const char *meta(const DrawReport *r, const char *key) {
-    const char *v = safetensors_meta(&r->model, key);
-    return v ? v : "?";
-}
+static const char *meta(const DrawReport *r, const char *key) { return report_meta(&r->model, key); }
 
-// A float of the metadata (written with 9 digits) as %g: "0.00100000005" -> "0.001".
 static const char *meta_float(const DrawReport *r, const char *key, char *buf, size_t n) {
-    const char *v = meta(r, key);
-    char *end;
-    double x = strtod(v, &end);
-    if (end == v || *end) return v;
-    snprintf(buf, n, "%g", x);
-    return buf;
+    return report_meta_float(&r->model, key, buf, n);
 }
 
 static int cmp_names(const void *a, const void *b) {
@@ -121,17 +112,8 @@ static int have(const DrawReport *r, char *rel, size_t n, const char *dir, const
     return file_exists(path);
 }
 
-static void figure(FILE *fp, const char *src, const char *alt, const char *cls, const char *caption) {
-    fputs("<figure>", fp);
-    html_img(fp, src, alt, cls);
-    fputs("<figcaption>", fp);
-    html_text(fp, caption);
-    fputs("</figcaption></figure>\n", fp);
-}
-
 static void quoted_run(char *buf, size_t n, const DrawReport *r, const char *name) {
-    int plain = !strpbrk(r->run, " \t'\"\\$`") && !strpbrk(name, " \t'\"\\$`");
-    snprintf(buf, n, plain ? "%s/%s" : "'%s/%s'", r->run, name);
+    report_quoted_path(buf, n, r->run, name);
 }
 
 // --- page sections ------------------------------------------------------------------------
@@ -196,7 +178,7 @@ static void section_curve(FILE *fp, const DrawReport *r) {
     html_section(fp, "curve", "Training curve");
     if (!r->has_curve) fputs("<p class=\"missing\">No log.csv rows to draw.</p>\n", fp);
     else
-        figure(fp, "report_files/bound.png", "training and validation bound against the step", "plot",
+        report_figure(fp, "report_files/bound.png", "training and validation bound against the step", "plot",
                "The bound per image: training (mean of each logging window, on freshly binarised batches) "
                "and validation (the fixed binarisation), log scale.");
     if (r->has_norms) {
@@ -205,7 +187,7 @@ static void section_curve(FILE *fp, const DrawReport *r) {
                  "The global gradient norm before clipping: mean and largest of each logging window, "
                  "log scale. Training clips it at %s (0: no clipping).",
                  meta_float(r, "train.clip", clip, sizeof clip));
-        figure(fp, "report_files/grad_norm.png", "gradient norm against the step", "plot", caption);
+        report_figure(fp, "report_files/grad_norm.png", "gradient norm against the step", "plot", caption);
     }
     html_section_end(fp);
 }
@@ -217,9 +199,9 @@ static void section_samples(FILE *fp, const DrawReport *r) {
     html_section(fp, "samples", "Generated images");
     if (have(r, rel, sizeof rel, r->samples_name, "final.png")) {
         fputs("<div class=\"figs\">\n", fp);
-        figure(fp, rel, "generated digits, the final canvases", "pixel", "The final canvases of samples from the prior.");
+        report_figure(fp, rel, "generated digits, the final canvases", "pixel", "The final canvases of samples from the prior.");
         if (have(r, rel, sizeof rel, r->samples_name, "draw.gif"))
-            figure(fp, rel, "generated digits drawn step by step (animation)", "pixel",
+            report_figure(fp, rel, "generated digits drawn step by step (animation)", "pixel",
                    r->attention ? "The same, step by step; the write window in red." : "The same, step by step.");
         fputs("</div>\n", fp);
     } else {
@@ -268,11 +250,11 @@ static void section_reconstructions(FILE *fp, const DrawReport *r) {
     if (have(r, rel, sizeof rel, r->recon_name, "final.png")) {
         fputs("<div class=\"figs\">\n", fp);
         if (have(r, rel, sizeof rel, r->recon_name, "input.png"))
-            figure(fp, rel, "test digits, the input", "pixel", "Test digits.");
+            report_figure(fp, rel, "test digits, the input", "pixel", "Test digits.");
         have(r, rel, sizeof rel, r->recon_name, "final.png");
-        figure(fp, rel, "their reconstructions", "pixel", "Their reconstructions (final canvases).");
+        report_figure(fp, rel, "their reconstructions", "pixel", "Their reconstructions (final canvases).");
         if (have(r, rel, sizeof rel, r->recon_name, "draw.gif"))
-            figure(fp, rel, "the reconstructions step by step with read and write windows (animation)", "pixel",
+            report_figure(fp, rel, "the reconstructions step by step with read and write windows (animation)", "pixel",
                    r->attention ? "Step by step: read window green, write window red." : "Step by step.");
         fputs("</div>\n", fp);
     } else {

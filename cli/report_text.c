@@ -17,19 +17,10 @@ typedef struct {
     int has_accuracy, has_loss;
 } TextReport;
 
-static const char *meta(const TextReport *r, const char *key) {
-    const char *v = safetensors_meta(&r->model, key);
-    return v ? v : "?";
-}
+static const char *meta(const TextReport *r, const char *key) { return report_meta(&r->model, key); }
 
-// A float of the metadata (written with 9 digits) as %g.
 static const char *meta_float(const TextReport *r, const char *key, char *buf, size_t n) {
-    const char *v = meta(r, key);
-    char *end;
-    double x = strtod(v, &end);
-    if (end == v || *end) return v;
-    snprintf(buf, n, "%g", x);
-    return buf;
+    return report_meta_float(&r->model, key, buf, n);
 }
 
 static int load_inputs(TextReport *r, Error *err) {
@@ -78,25 +69,12 @@ static int draw_curves(TextReport *r, Error *err) {
     return rc;
 }
 
-static void figure(FILE *fp, const char *src, const char *alt, const char *caption) {
-    fputs("<figure>", fp);
-    html_img(fp, src, alt, "plot");
-    fputs("<figcaption>", fp);
-    html_text(fp, caption);
-    fputs("</figcaption></figure>\n", fp);
-}
-
-static void quoted(char *buf, size_t n, const char *run, const char *name) {
-    int plain = !strpbrk(run, " \t'\"\\$`") && !strpbrk(name, " \t'\"\\$`");
-    snprintf(buf, n, plain ? "%s/%s" : "'%s/%s'", run, name);
-}
-
 static void section_results(FILE *fp, const TextReport *r) {
     html_section(fp, "results", "Validation results");
     if (!r->eval) {
         char model[1300], out[1300], cmd[2800];
-        quoted(model, sizeof model, r->run, "model.safetensors");
-        quoted(out, sizeof out, r->run, r->eval_name);
+        report_quoted_path(model, sizeof model, r->run, "model.safetensors");
+        report_quoted_path(out, sizeof out, r->run, r->eval_name);
         snprintf(cmd, sizeof cmd, "bin/text classify eval --model %s --json > %s", model, out);
         report_missing(fp, r->eval_name, cmd);
     } else {
@@ -122,10 +100,10 @@ static void section_curves(FILE *fp, const TextReport *r) {
     html_section(fp, "curve", "Training curves");
     if (!r->has_accuracy && !r->has_loss) fputs("<p class=\"missing\">No log.csv rows to draw.</p>\n", fp);
     if (r->has_accuracy)
-        figure(fp, "report_files/accuracy.png", "training and validation accuracy against the step",
+        report_figure(fp, "report_files/accuracy.png", "training and validation accuracy against the step", "plot",
                "Accuracy: training (each logging window's batches, with dropout) and validation.");
     if (r->has_loss)
-        figure(fp, "report_files/loss.png", "training and validation loss against the step",
+        report_figure(fp, "report_files/loss.png", "training and validation loss against the step", "plot",
                "Loss, log scale: training (with the embedding's L2 penalty, as Keras reports it) and "
                "validation (the cross-entropy alone).");
     html_section_end(fp);
@@ -138,12 +116,12 @@ static void section_words(FILE *fp, const TextReport *r) {
     report_path(path, sizeof path, r->run, rel);
     if (!file_exists(path)) {
         char model[1300], out[1300], cmd[2800];
-        quoted(model, sizeof model, r->run, "model.safetensors");
-        quoted(out, sizeof out, r->run, r->show_name);
+        report_quoted_path(model, sizeof model, r->run, "model.safetensors");
+        report_quoted_path(out, sizeof out, r->run, r->show_name);
         snprintf(cmd, sizeof cmd, "bin/text classify show --model %s --out %s", model, out);
         report_missing(fp, "the word shading", cmd);
     } else {
-        figure(fp, rel, "validation sentences with each word shaded by its weight",
+        report_figure(fp, rel, "validation sentences with each word shaded by its weight", "plot",
                "Validation sentences, the misclassified first; each word on the heat colour of its "
                "pooling weight, scaled to the sentence's largest.");
         snprintf(rel, sizeof rel, "%s/attention.html", r->show_name);

@@ -1,5 +1,7 @@
 // `text translate`: dispatch and `text translate train` (cli/text_translate.h). eval is in
-// cli/text_translate_eval.c, translate in cli/text_translate_predict.c.
+// cli/text_translate_eval.c, translate in cli/text_translate_predict.c, show in
+// cli/text_translate_show.c, score in cli/text_translate_score.c, report in
+// cli/report_translate.c.
 #include "cli/text_translate.h"
 
 #include <math.h>
@@ -9,7 +11,10 @@
 
 #include "cli/args.h"
 #include "cli/report_common.h"
+#include "cli/report_translate.h"
 #include "cli/run_info.h"
+#include "cli/text_translate_score.h"
+#include "cli/text_translate_show.h"
 #include "cli/text_translate_state.h"
 #include "cli/threads.h"
 #include "cli/train_run.h"
@@ -394,14 +399,19 @@ static void overview(FILE *f) {
             "  eval     greedy decoding of a split: exact match and, for dates, alignment\n"
             "           accuracy; for pairs, corpus BLEU and chrF\n"
             "  translate  each line of a file or standard input, translated greedily, one\n"
-            "           output line each\n");
+            "           output line each\n"
+            "  show     the alignment matrices of a split's sentences (or of lines given), one\n"
+            "           PNG each, on one HTML page with source, reference and output\n"
+            "  score    sacreBLEU's BLEU and chrF of a split with 95%% bootstrap intervals, and\n"
+            "           BLEU by source length (greedy outputs, or a file of them)\n"
+            "  report   one HTML page of a run: its figures, loss curve, scores and alignments\n");
 }
 
 int text_translate_main(int argc, char **argv) {
-    static const char *const names[] = {"train", "eval", "translate"};
+    static const char *const names[] = {"train", "eval", "translate", "show", "score", "report"};
     int which;
     Error err;
-    int r = args_subcommand(argc, argv, names, 3, &which, &err);
+    int r = args_subcommand(argc, argv, names, 6, &which, &err);
     if (r == ARGS_HELP) {
         overview(stdout);
         return 0;
@@ -413,6 +423,9 @@ int text_translate_main(int argc, char **argv) {
     switch (which) {
     case 0: return cmd_train(argc - 1, argv + 1);
     case 1: return text_translate_eval_main(argc - 1, argv + 1);
-    default: return text_translate_translate_main(argc - 1, argv + 1);
+    case 2: return text_translate_translate_main(argc - 1, argv + 1);
+    case 3: return text_translate_show_main(argc - 1, argv + 1);
+    case 4: return text_translate_score_main(argc - 1, argv + 1);
+    default: return text_translate_report_main(argc - 1, argv + 1);
     }
 }

@@ -37,7 +37,12 @@
 #                   4 poolings 1 seed,    page: the demo 20 seeds,
 #                   folds 0-1 of Amazon   every pooling 3, 10 folds
 #                   (last, bow, AFINN)    of each file, the 85 % tries
-#   (the captioner on 2 threads throughout; the sentence classifier on 1)
+#   text-translate  dates: bahdanau and   every attention kind      text_translate.md
+#                   none, 150 steps;      2,000 steps; bible: none,
+#                   bible: bahdanau       bahdanau, luong-general
+#                   0.5 min, 100          20 min each (wall time)
+#                   resamples
+#   (the captioner on 2 threads throughout; the sentence classifier and translator on 1)
 #
 # Runs go to RUNS (default runs/reproduce-MODE): a folder per run with its report.html,
 # the tables of this reproduction in RUNS/tables/ (the published ones in experiments/results
@@ -113,6 +118,13 @@ run_steps() {
             FOLD_DATA=amazon FOLD_LIST="0 1" FOLD_ROWS="last bow" sh experiments/text_sentiment.sh demo pools folds
     else
         step text-sentiment env THREADS=1 sh experiments/text_sentiment.sh
+    fi
+    # The translator's tables (dates, English-Spanish), on one thread.
+    if [ "$MODE" = quick ]; then
+        step text-translate env THREADS=1 DATES_STEPS=150 DATES_KINDS="bahdanau none" BIBLE_KINDS=bahdanau \
+            BIBLE_MINUTES=0.5 SAMPLES=100 sh experiments/text_translate.sh dates bible
+    else
+        step text-translate env THREADS=1 sh experiments/text_translate.sh dates bible
     fi
     # Xu et al.'s recipe on real photographs needs data and weights these machines cannot
     # fetch (experiments/sat_flickr8k.sh, sat_coco.sh): full runs only, when given.

@@ -1,7 +1,8 @@
 #!/bin/sh
 # run.sh BINDIR OUTDIR: the browser test of the reports (`make test-browser`).
 #
-# Makes a short captioner run and a short DRAW run with their reports, the experiments
+# Makes a short captioner run, a short DRAW run and a short translator run (the date task)
+# with their reports (and the translator's alignment page), the experiments
 # index over them, and the demo's three report pages (experiments/demo.sh at DEMO_SCALE=tiny,
 # its stand-in size: seconds; DEMO_OUT=DIR checks the pages a `make demo` wrote into DIR
 # instead, e.g. DEMO_OUT=demo-out make test-browser), then loads each page from disk in
@@ -30,9 +31,10 @@ log="$out/make-runs.log"
 
 demo=${DEMO_OUT:-}
 if [ -n "$demo" ]; then demo_says="(the demo's pages: $demo)"; else demo_says="and the tiny demo"; fi
-echo "browser test: making a captioner run, a DRAW run, their reports $demo_says (log: $log)"
+echo "browser test: making a captioner run, a DRAW run, a translator run, their reports $demo_says (log: $log)"
 cap="$out/runs/captioner"
 drw="$out/runs/draw"
+mt="$out/runs/translator"
 small="--image-size 64 --channels 8,16,32 --embed 32 --hidden 64 --attn-dim 32 --batch 16 --train-count 2000 --val-count-scenes 100 --test-count 100 --threads 2 --quiet"
 data="--data scenes --train-count 2000 --val-count-scenes 100 --test-count 100 --threads 2 --quiet"
 {
@@ -47,6 +49,10 @@ data="--data scenes --train-count 2000 --val-count-scenes 100 --test-count 100 -
     "$bindir/draw" reconstruct --model "$drw/model.safetensors" --count 16 --scale 4 --out "$drw/reconstructions" &&
     "$bindir/draw" generate --model "$drw/model.safetensors" --count 1 --show-attention --scale 3 --out "$drw/film" &&
     "$bindir/draw" report "$drw" &&
+    "$bindir/text" translate train --data dates --train-size 2000 --steps 100 --out "$mt" &&
+    "$bindir/text" translate eval --model "$mt/model.safetensors" --json > "$mt/eval.json" &&
+    "$bindir/text" translate show --model "$mt" --count 6 --out "$mt/show" &&
+    "$bindir/text" translate report --model "$mt" &&
     RUNS="$out/runs" OUT="$out/index.html" sh experiments/index.sh &&
     if [ -z "$demo" ]; then
         ATTEND_BIN="$bindir" DEMO_SCALE=tiny OUT="$out/demo" THREADS=2 sh experiments/demo.sh
@@ -129,6 +135,8 @@ EOF
 
 check captioner "$out/runs/captioner/report.html"
 check draw "$out/runs/draw/report.html"
+check translator "$mt/report.html"
+check translator-show "$mt/show/alignments.html"
 check index "$out/index.html"
 demo_pages=${demo:-$out/demo}
 check demo-draw "$demo_pages/draw-model/report.html"

@@ -1,0 +1,152 @@
+// test_experiments_text_translate.c: experiments/text_translate.sh, the translator's tables,
+// with a stand-in bin/text (tests/support/stand_in.h) that trains nothing: `translate train`
+// appends one row to the run's log.csv (its seconds: --minutes times 60, or 10) and prints
+// the steps, `eval` and `score` print figures made from the run's attention. Checked: the
+// date task's rows (none without an alignment figure), a second run that trains nothing
+// again, the English-Spanish row (minutes in all, BLEU and chrF with their intervals), the
+// BLEU-by-length table, the continuation commands, a larger budget training only the
+// minutes left, a step budget (BIBLE_STEPS) trained to and then kept, and an unknown part
+// refused. Run from the repository root.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/support/scratch.h"
+#include "tests/support/stand_in.h"
+#include "tests/support/test.h"
+
+static char dir[256];
+
+static void write_stand_in(void) {
+    EXPECT(stand_in_write(dir, "text",
+                          "[ \"$1\" = translate ] || exit 0\n"
+                          "cmd=$2; shift 2\n"
+                          "out='' model='' att=bahdanau steps=0 minutes=''\n"
+                          "while [ $# -gt 0 ]; do\n"
+                          "  case $1 in --out) out=$2 ;; --model) model=$2 ;; --attention) att=$2 ;;\n"
+                          "    --steps) steps=$2 ;; --minutes) minutes=$2 ;; esac\n"
+                          "  shift\n"
+                          "done\n"
+                          "case $cmd in\n"
+                          "train)\n"
+                          "  [ -f \"$out/log.csv\" ] || echo step,train_loss,valid_loss,grad_norm,grad_norm_max,seconds > \"$out/log.csv\"\n"
+                          "  secs=$(awk -v m=\"$minutes\" 'BEGIN { print (m == \"\" ? 10 : m * 60) }')\n"
+                          "  [ -n \"$minutes\" ] && steps=$(( $(cat \"$out/steps\" 2> /dev/null || echo 0) + 100 ))\n"
+                          "  echo $steps > \"$out/steps\"\n"
+                          "  echo \"$steps,1,1,1,1,$secs\" >> \"$out/log.csv\"\n"
+                          "  : > \"$out/model.safetensors\"\n"
+                          "  echo \"{\\\"steps\\\": $steps, \\\"final_loss\\\": 2.5, \\\"valid_loss\\\": 3.25}\" ;;\n"
+                          "eval)\n"
+                          "  case $model in *none*) a=null ;; *) a=0.8 ;; esac\n"
+                          "  echo \"{\\\"exact_match\\\": 0.9, \\\"alignment_accuracy\\\": $a}\" ;;\n"
+                          "score)\n"
+                          "  echo '{\"pairs\": 8, \"bleu\": 12.345, \"bleu_mean\": 12.3, \"bleu_ci\": 0.5, \"chrf\": 40.1, "
+                          "\"chrf_mean\": 40, \"chrf_ci\": 0.25, \"samples\": 1000, \"by_length\": [{\"lo\": 0, \"hi\": 10, "
+                          "\"sentences\": 5, \"bleu\": 10.5}, {\"lo\": 11, \"hi\": -1, \"sentences\": 3, \"bleu\": 14}], \"model\": \"m\"}' ;;\n"
+                          "show) mkdir -p \"$out\" && : > \"$out/alignments.html\" ;;\n"
+                          "report) : > \"$model/report.html\" ;;\n"
+                          "esac\n") == 0,
+           "cannot write the stand-in");
+}
+
+static int count(const char *text, const char *what) {
+    int n = 0;
+    for (const char *p = text; p && (p = strstr(p, what)); p++) n++;
+    return n;
+}
+
+static void test_dates(void) {
+    write_stand_in();
+    const char *env = "DATES_KINDS='bahdanau none' DATES_STEPS=50";
+    int st = stand_in_run(dir, NULL, env, "text_translate.sh dates");
+    char *err = stand_in_read(dir, "err.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    free(err);
+    char *called = stand_in_read(dir, "called.txt");
+    EXPECT(count(called, "translate train --data dates --attention bahdanau --steps 50") == 1 &&
+               count(called, "translate train --data dates --attention none --steps 50") == 1 &&
+               count(called, "translate show") == 2 && count(called, "translate report") == 2,
+           "the calls: %s", called ? called : "(not run)");
+    free(called);
+    char *page = stand_in_read(dir, "results.md");
+    EXPECT(page && strstr(page, "| bahdanau | 50 | 90.00 | 80.00 | 3.250 | 10 |"), "the bahdanau row:\n%s", page && strstr(page, "| attention") ? strstr(page, "| attention") : "");
+    EXPECT(page && strstr(page, "| none | 50 | 90.00 | - | 3.250 | 10 |"), "the none row:\n%s", page && strstr(page, "| attention") ? strstr(page, "| attention") : "");
+    free(page);
+    // Again: nothing trained or evaluated, the rows kept.
+    write_stand_in();  // clears called.txt
+    st = stand_in_run(dir, NULL, env, "text_translate.sh dates");
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && count(called, "translate train") == 0 && count(called, "translate eval") == 0,
+           "a second run called: %s", called ? called : "");
+    free(called);
+    page = stand_in_read(dir, "results.md");
+    EXPECT(page && strstr(page, "| none | 50 |"), "the second page:\n%s", page ? page : "");
+    free(page);
+}
+
+static void test_bible(void) {
+    write_stand_in();
+    int st = stand_in_run(dir, NULL, "BIBLE_KINDS=bahdanau BIBLE_MINUTES=2", "text_translate.sh bible");
+    char *err = stand_in_read(dir, "err.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    free(err);
+    char *called = stand_in_read(dir, "called.txt");
+    EXPECT(count(called, "translate train --data bible-en-es --attention bahdanau --minutes 2 ") == 1 &&
+               count(called, "translate score") == 1,
+           "the calls: %s", called ? called : "(not run)");
+    free(called);
+    char *page = stand_in_read(dir, "results.md");
+    // 100 steps of 64 pairs: 0.2 epochs of 27,839.
+    EXPECT(page && strstr(page, "| bahdanau | 2.0 | 100 | 0.2 | 3.2 | 12.35 (12.30 +- 0.50) | 40.10 (40.00 +- 0.25) |"),
+           "the bahdanau row:\n%s", page && strstr(page, "## English") ? strstr(page, "## English") : "");
+    EXPECT(page && strstr(page, "| attention | 0-10 (5) | 11+ (3) |") && strstr(page, "| bahdanau | 10.50 | 14.00 |"),
+           "the length table:\n%s", page ? page : "");
+    EXPECT(page && strstr(page, "- bahdanau: 2.0 minutes of training, 100 steps (0.2 epochs).") &&
+               strstr(page, "BIBLE_MINUTES=22 ") && strstr(page, "BIBLE_STEPS=100 "),
+           "the budget and the continuation:\n%s", page ? page : "");
+    // The date table of the first test is kept.
+    EXPECT(page && strstr(page, "| none | 50 |"), "the dates table is gone:\n%s", page ? page : "");
+    free(page);
+    // A larger budget trains the minutes left; the same one trains nothing.
+    write_stand_in();
+    st = stand_in_run(dir, NULL, "BIBLE_KINDS=bahdanau BIBLE_MINUTES=3", "text_translate.sh bible");
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && count(called, "--attention bahdanau --minutes 1 ") == 1, "the continuation: %s", called ? called : "");
+    free(called);
+    write_stand_in();
+    st = stand_in_run(dir, NULL, "BIBLE_KINDS=bahdanau BIBLE_MINUTES=3", "text_translate.sh bible");
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && count(called, "translate train") == 0, "a finished budget trained: %s", called ? called : "");
+    free(called);
+    page = stand_in_read(dir, "results.md");
+    EXPECT(page && strstr(page, "| bahdanau | 3.0 | 200 |"), "the row after 3 minutes:\n%s", page ? page : "");
+    free(page);
+    // A step budget: trained to it in all, then not again.
+    write_stand_in();
+    st = stand_in_run(dir, NULL, "BIBLE_KINDS=bahdanau BIBLE_STEPS=250", "text_translate.sh bible");
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && count(called, "--attention bahdanau --steps 250 ") == 1, "the step budget: %s", called ? called : "");
+    free(called);
+    write_stand_in();
+    st = stand_in_run(dir, NULL, "BIBLE_KINDS=bahdanau BIBLE_STEPS=200", "text_translate.sh bible");
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && count(called, "translate train") == 0, "a step budget reached trained: %s", called ? called : "");
+    free(called);
+}
+
+static void test_unknown_part(void) {
+    write_stand_in();
+    EXPECT(stand_in_run(dir, NULL, "", "text_translate.sh nonsense") == 2, "an unknown part accepted");
+    char *err = stand_in_read(dir, "err.txt");
+    EXPECT(err && strstr(err, "unknown part 'nonsense'"), "the message: %s", err ? err : "");
+    free(err);
+}
+
+int main(void) {
+    if (scratch_make(dir, sizeof dir, "test_experiments_text_translate")) return 1;
+    RUN(test_dates);
+    RUN(test_bible);
+    RUN(test_unknown_part);
+    if (!getenv("KEEP")) scratch_remove(dir);
+    return test_summary();
+}
