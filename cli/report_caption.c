@@ -420,7 +420,7 @@ static void page_header(FILE *fp, const CaptionReport *r) {
                    report_json_number(r->eval, "cider"));
     if (r->eval && isfinite(report_json_number(r->eval, "grounding")))
         html_textf(fp, ", grounding %.3f", report_json_number(r->eval, "grounding"));
-    report_page_trained(fp, r->run_json, NULL, r->eval ? ". " : "");
+    report_page_trained(fp, r->run_json, NULL, r->eval ? ". " : "", "images");
     fputs("</p>\n</header>\n<nav class=\"toc\"><a href=\"#results\">Results</a><a href=\"#curves\">Curves</a>"
           "<a href=\"#images\">Images</a>", fp);
     if (r->per_image) fputs("<a href=\"#best\">Best</a><a href=\"#worst\">Worst</a>", fp);
@@ -440,7 +440,7 @@ static int write_page(const CaptionReport *r, Error *err) {
     section_images(fp, r);
     section_model(fp, r);
     section_data(fp, r);
-    report_section_run(fp, r->run_json, "caption");
+    report_section_run(fp, r->run_json, "caption", "images");
     html_page_end(fp, r->per_image ? GRID_SCRIPT : NULL);
     return atomic_commit(&af, err);
 }

@@ -242,7 +242,7 @@ const char *report_run_flag(const cJSON *run_json, const char *name) {
     return found;
 }
 
-void report_section_run(FILE *fp, const cJSON *run_json, const char *program) {
+void report_section_run(FILE *fp, const cJSON *run_json, const char *program, const char *unit) {
     html_section(fp, "run", "Run");
     const cJSON *list = invocations(run_json);
     if (!list || cJSON_GetArraySize(list) == 0) {
@@ -253,8 +253,9 @@ void report_section_run(FILE *fp, const cJSON *run_json, const char *program) {
     }
     fputs("<table class=\"wide\">\n<thead><tr><th>#</th><th>started (UTC)</th><th>commit</th>"
           "<th>status</th><th class=\"num\">steps</th><th class=\"num\">wall time</th>"
-          "<th class=\"num\">images/s</th><th class=\"num\">threads</th><th>CPU</th></tr></thead>\n<tbody>\n",
-          fp);
+          "<th class=\"num\">", fp);
+    html_text(fp, unit);
+    fputs("/s</th><th class=\"num\">threads</th><th>CPU</th></tr></thead>\n<tbody>\n", fp);
     int k = 0;
     const cJSON *inv;
     cJSON_ArrayForEach(inv, list) {
@@ -311,8 +312,8 @@ void report_page_header_begin(FILE *fp, const char *what, const char *run) {
     fputs("</h1>\n<p>", fp);
 }
 
-void report_page_trained_in(FILE *fp, const cJSON *run_json, const char *steps, const char *lead,
-                            const char *unit) {
+void report_page_trained(FILE *fp, const cJSON *run_json, const char *steps, const char *lead,
+                         const char *unit) {
     double wall = report_total_wall(run_json), ips = report_last_images_per_s(run_json);
     if (!isfinite(wall)) return;
     char w[64];
@@ -322,10 +323,6 @@ void report_page_trained_in(FILE *fp, const cJSON *run_json, const char *steps, 
         html_textf(fp, "Trained %s steps in %s at %.0f %s/s.", steps, w, ips, unit);
     else
         html_textf(fp, "Trained for %s at %.0f %s/s.", w, ips, unit);
-}
-
-void report_page_trained(FILE *fp, const cJSON *run_json, const char *steps, const char *lead) {
-    report_page_trained_in(fp, run_json, steps, lead, "images");
 }
 
 void report_missing(FILE *fp, const char *what, const char *command) {

@@ -75,9 +75,10 @@ typedef struct {
 int report_plot_log(const char *csv, const char *png, const ReportLogPlot *p, Error *err);
 
 // The section "Run": one row per invocation of run.json (date, commit, status, steps,
-// wall time, images/s, threads of CPUs, CPU model) and its command line; doc may be NULL
-// (a note says the run predates the record).
-void report_section_run(FILE *fp, const cJSON *run_json, const char *program);
+// wall time, UNIT/s (the record's images_per_s: what a step counts, "images", "sentences"
+// or "pairs"), threads of CPUs, CPU model) and its command line; doc may be NULL (a note
+// says the run predates the record).
+void report_section_run(FILE *fp, const cJSON *run_json, const char *program, const char *unit);
 
 // The training throughput and wall time summed over run.json's finished invocations, for
 // the page's header line; NAN when there is none.
@@ -91,11 +92,10 @@ const char *report_run_flag(const cJSON *run_json, const char *name);
 // mnist"), and the paragraph of its headline figures, left open for them.
 void report_page_header_begin(FILE *fp, const char *what, const char *run);
 // The headline's sentence of the training's wall time and throughput (run.json), with
-// `steps` (NULL: not said), after `lead`; nothing without a finished invocation.
-void report_page_trained(FILE *fp, const cJSON *run_json, const char *steps, const char *lead);
-// The same with the throughput's unit named ("pairs": "at 120 pairs/s").
-void report_page_trained_in(FILE *fp, const cJSON *run_json, const char *steps, const char *lead,
-                            const char *unit);
+// `steps` (NULL: not said), after `lead`, the throughput in `unit` ("pairs": "at 120
+// pairs/s"); nothing without a finished invocation.
+void report_page_trained(FILE *fp, const cJSON *run_json, const char *steps, const char *lead,
+                         const char *unit);
 
 // A note that an input is missing: "WHAT is missing: make it with" and the command.
 void report_missing(FILE *fp, const char *what, const char *command);

@@ -313,7 +313,7 @@ static void page_header(FILE *fp, const DrawReport *r) {
         if (isfinite(iw)) html_textf(fp, ", importance-weighted NLL %.2f", iw);
         fputs(". ", fp);
     }
-    report_page_trained(fp, r->run_json, meta(r, "train.step"), "");
+    report_page_trained(fp, r->run_json, meta(r, "train.step"), "", "images");
     fputs("</p>\n</header>\n<nav class=\"toc\"><a href=\"#results\">Results</a><a href=\"#curve\">Curve</a>"
           "<a href=\"#samples\">Samples</a><a href=\"#film\">Step by step</a>"
           "<a href=\"#reconstructions\">Reconstructions</a><a href=\"#model\">Model</a>"
@@ -334,7 +334,7 @@ static int write_page(const DrawReport *r, Error *err) {
     section_film(fp, r);
     section_reconstructions(fp, r);
     section_model(fp, r);
-    report_section_run(fp, r->run_json, "draw");
+    report_section_run(fp, r->run_json, "draw", "images");
     html_page_end(fp, NULL);
     return atomic_commit(&af, err);
 }

@@ -187,14 +187,14 @@ static int write_page(const TextReport *r, Error *err) {
     report_page_header_begin(fp, "Sentence classifier run", r->run);
     html_textf(fp, "Pooling %s. ", meta(r, "text.pool"));
     if (r->eval) html_textf(fp, "Validation accuracy %.2f%%. ", 100.0 * report_json_number(r->eval, "accuracy"));
-    report_page_trained(fp, r->run_json, meta(r, "train.step"), "");
+    report_page_trained(fp, r->run_json, meta(r, "train.step"), "", "sentences");
     fputs("</p>\n</header>\n<nav class=\"toc\"><a href=\"#results\">Results</a><a href=\"#curve\">Curves</a>"
           "<a href=\"#words\">Words</a><a href=\"#model\">Model</a><a href=\"#run\">Run</a></nav>\n", fp);
     section_results(fp, r);
     section_curves(fp, r);
     section_words(fp, r);
     section_model(fp, r);
-    report_section_run(fp, r->run_json, "text classify");
+    report_section_run(fp, r->run_json, "text classify", "sentences");
     html_page_end(fp, NULL);
     return atomic_commit(&af, err);
 }

@@ -221,7 +221,7 @@ static void headline(FILE *fp, const TranslateReport *r) {
         if (isfinite(al)) html_textf(fp, ", alignment accuracy %.2f%%", 100.0 * al);
         html_textf(fp, ". ");
     }
-    report_page_trained_in(fp, r->run_json, meta(r, "train.step"), "", "pairs");
+    report_page_trained(fp, r->run_json, meta(r, "train.step"), "", "pairs");
     fputs("</p>\n</header>\n<nav class=\"toc\"><a href=\"#results\">Results</a><a href=\"#curve\">Curve</a>"
           "<a href=\"#alignments\">Alignments</a><a href=\"#model\">Model</a><a href=\"#run\">Run</a></nav>\n", fp);
 }
@@ -238,7 +238,7 @@ static int write_page(const TranslateReport *r, Error *err) {
     section_curve(fp, r);
     section_alignments(fp, r);
     section_model(fp, r);
-    report_section_run(fp, r->run_json, "text translate");
+    report_section_run(fp, r->run_json, "text translate", "pairs");
     html_page_end(fp, NULL);
     return atomic_commit(&af, err);
 }

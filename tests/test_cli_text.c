@@ -168,6 +168,8 @@ static void test_report(void) {
     EXPECT(html && strstr(html, "Validation accuracy") && strstr(html, "data-key=\"accuracy\"") &&
                strstr(html, "show/attention.png") && strstr(html, "keras; padding not masked"),
            "report.html lacks its sections");
+    EXPECT(html && strstr(html, "sentences/s</th>") && !strstr(html, "images/s"),
+           "the run table counts sentences");
     free(html);
     EXPECT(scratch_exists(&sc, "run/report_files/accuracy.png") && scratch_exists(&sc, "run/report_files/loss.png"),
            "report's curves");

@@ -258,6 +258,7 @@ static void test_report(void) {
     EXPECT(html && strstr(html, "eval.json is missing") && strstr(html, "bin/text translate eval --model ") &&
                !strstr(html, "score.json is missing"),
            "the notes of a dates run without eval.json");
+    EXPECT(html && strstr(html, "pairs/s</th>") && !strstr(html, "images/s"), "the run table counts pairs");
     free(html);
     rc = run_text("translate eval --model %s/run/model.safetensors --json", tmpdir);
     char *eval = read_text("stdout.txt"), path[1200];
