@@ -140,9 +140,7 @@ static void gather_parents(SatDecodeCtx *d, int n, const int *parent) {
     }
 }
 
-// The log-softmax of each of the n rows of logits (V words), with <pad> and <start>, which
-// never follow, at -1e9.
-static void next_word_logprobs(float *logprobs, const float *logits, int n, int V) {
+void sat_next_word_logprobs(float *logprobs, const float *logits, int n, int V) {
     for (int r = 0; r < n; r++) {
         const float *z = logits + (size_t)r * V;
         float *lp = logprobs + (size_t)r * V;
@@ -177,7 +175,7 @@ void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float
                            .o = d->o, .logits = d->logits};
     decoder_step_forward(&s, token, &m->p.dec, &dc, d->t, n);
     memcpy(d->alpha_hist + (size_t)d->t * d->R * L, d->alpha, (size_t)n * L * sizeof(float));
-    next_word_logprobs(logprobs, d->logits, n, V);
+    sat_next_word_logprobs(logprobs, d->logits, n, V);
     // The new states become the rows of this call.
     float *t;
     t = d->h; d->h = d->hn; d->hn = t;
@@ -187,6 +185,25 @@ void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float
     }
     int *ti = d->row_image; d->row_image = d->row_image2; d->row_image2 = ti;
     d->t++;
+}
+
+void sat_decode_collect(int *tokens, int *lens, float *alphas, const int *tok, const int *ln,
+                        const int *rows, const float *alpha_hist, int B, int R, int ML, int L) {
+    const int TS = ML + 1;
+    for (int b = 0; b < B; b++) {
+        int n = ln[b] < ML ? ln[b] : ML;
+        lens[b] = n;
+        for (int k = 0; k < ML; k++) tokens[(size_t)b * ML + k] = k < n ? tok[(size_t)b * TS + k] : VOCAB_PAD;
+        if (alphas)
+            for (int k = 0; k < ML; k++) {
+                float *dst = alphas + ((size_t)b * ML + k) * L;
+                if (k < n)
+                    memcpy(dst, alpha_hist + ((size_t)k * R + rows[(size_t)b * TS + k]) * L,
+                           (size_t)L * sizeof(float));
+                else
+                    memset(dst, 0, (size_t)L * sizeof(float));
+            }
+    }
 }
 
 void sat_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float *images, int B,
@@ -203,20 +220,7 @@ void sat_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float 
     BeamConfig bc = {.beam = beam, .max_len = TS, .length_alpha = length_alpha,
                      .start_id = VOCAB_START, .end_id = VOCAB_END, .V = c->V};
     beam_search(tok, ln, sc, rows, B, &d, sat_beam_step, &bc);
-    for (int b = 0; b < B; b++) {
-        int n = ln[b] < ML ? ln[b] : ML;
-        lens[b] = n;
-        for (int k = 0; k < ML; k++) tokens[(size_t)b * ML + k] = k < n ? tok[(size_t)b * TS + k] : VOCAB_PAD;
-        if (alphas)
-            for (int k = 0; k < ML; k++) {
-                float *dst = alphas + ((size_t)b * ML + k) * L;
-                if (k < n)
-                    memcpy(dst, d.alpha_hist + ((size_t)k * d.R + rows[(size_t)b * TS + k]) * L,
-                           (size_t)L * sizeof(float));
-                else
-                    memset(dst, 0, (size_t)L * sizeof(float));
-            }
-    }
+    sat_decode_collect(tokens, lens, alphas, tok, ln, rows, d.alpha_hist, B, d.R, ML, L);
     free(tok);
     free(ln);
     free(sc);
