@@ -21,9 +21,21 @@ void sat_params_layout(Block *b, SatParams *p, const SatConfig *c) {
     decoder_params_layout(b, &p->dec, &dc);
 }
 
+// The Transformer captioner behind m (SatModel.tf): its Blocks' descriptors lent to m.
+static void tf_init_(SatModel *m, const SatConfig *cfg, Rng *rng) {
+    m->tf = xcalloc(1, sizeof *m->tf);
+    sat_tf_init(m->tf, cfg, rng);
+    m->params = m->tf->params, m->grads = m->tf->grads;
+    m->adam_m = m->tf->adam_m, m->adam_v = m->tf->adam_v;
+}
+
 void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
+    if (cfg->decoder == SAT_DECODER_TRANSFORMER) {
+        tf_init_(m, cfg, rng);
+        return;
+    }
     const SatConfig *c = &m->cfg;
     sat_params_layout(&m->params, &m->p, c);
     sat_params_layout(&m->grads, &m->g, c);
@@ -40,6 +52,7 @@ void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng) {
 }
 
 void sat_replica_init(SatModel *r, const SatModel *m) {
+    CHECK(!m->tf, "the Transformer captioner has no replicas");
     memset(r, 0, sizeof *r);
     r->cfg = m->cfg;
     r->p = m->p;
@@ -60,6 +73,7 @@ static void free_acts_(SatModel *m) {
 }
 
 int sat_check_sizes(const SatConfig *c, int B, Error *err) {
+    if (c->decoder == SAT_DECODER_TRANSFORMER) return sat_tf_check_sizes(c, B, err);
     const int64_t T = c->max_len + 1, L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V,
                   A = c->attn.A, nb = sat_gate_size(c);
     const bool feat = c->feat_L > 0;
@@ -140,6 +154,11 @@ void sat_acts_layout(Block *k, DecoderActs *a, const SatConfig *c, int B) {
 }
 
 void sat_alloc_acts(SatModel *m, int B) {
+    if (m->tf) {
+        sat_tf_alloc_acts(m->tf, B);
+        m->a.B = B;  // what callers read to chunk their batches
+        return;
+    }
     const SatConfig *c = &m->cfg;
     DecoderActs *a = &m->a;
     Block *k = &m->acts_block;
@@ -151,6 +170,12 @@ void sat_alloc_acts(SatModel *m, int B) {
 }
 
 void sat_free(SatModel *m) {
+    if (m->tf) {
+        sat_tf_free(m->tf);
+        free(m->tf);
+        memset(m, 0, sizeof *m);
+        return;
+    }
     if (!m->replica) {
         block_free(&m->params);
         block_free(&m->adam_m);

@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/dims.h"
+#include "models/sat_beam.h"
 #include "seq/beam.h"
 #include "seq/vocab.h"
 
@@ -17,6 +18,7 @@ typedef struct {
 } DecodeBuffer;
 
 int sat_check_decode_sizes(const SatConfig *c, int B, int beam, const char *beam_flag, Error *err) {
+    if (c->decoder == SAT_DECODER_TRANSFORMER) return sat_tf_check_decode_sizes(c, B, beam, beam_flag, err);
     const int64_t L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V, TS = c->max_len + 1;
     const int64_t prep1 = (int64_t)attn_prep_floats(&c->attn, 1, 1);  // per position
     const int64_t cache1 = (int64_t)attn_step_cache_floats(&c->attn, 1, (int)L);
@@ -140,20 +142,6 @@ static void gather_parents(SatDecodeCtx *d, int n, const int *parent) {
     }
 }
 
-void sat_next_word_logprobs(float *logprobs, const float *logits, int n, int V) {
-    for (int r = 0; r < n; r++) {
-        const float *z = logits + (size_t)r * V;
-        float *lp = logprobs + (size_t)r * V;
-        float mx = z[0];
-        for (int i = 1; i < V; i++) mx = z[i] > mx ? z[i] : mx;
-        double s = 0.0;
-        for (int i = 0; i < V; i++) s += exp((double)(z[i] - mx));
-        float lse = mx + (float)log(s);
-        for (int i = 0; i < V; i++) lp[i] = z[i] - lse;
-        lp[VOCAB_PAD] = -1e9f;
-        lp[VOCAB_START] = -1e9f;
-    }
-}
 
 void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float *logprobs) {
     SatDecodeCtx *d = vctx;
@@ -187,27 +175,13 @@ void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float
     d->t++;
 }
 
-void sat_decode_collect(int *tokens, int *lens, float *alphas, const int *tok, const int *ln,
-                        const int *rows, const float *alpha_hist, int B, int R, int ML, int L) {
-    const int TS = ML + 1;
-    for (int b = 0; b < B; b++) {
-        int n = ln[b] < ML ? ln[b] : ML;
-        lens[b] = n;
-        for (int k = 0; k < ML; k++) tokens[(size_t)b * ML + k] = k < n ? tok[(size_t)b * TS + k] : VOCAB_PAD;
-        if (alphas)
-            for (int k = 0; k < ML; k++) {
-                float *dst = alphas + ((size_t)b * ML + k) * L;
-                if (k < n)
-                    memcpy(dst, alpha_hist + ((size_t)k * R + rows[(size_t)b * TS + k]) * L,
-                           (size_t)L * sizeof(float));
-                else
-                    memset(dst, 0, (size_t)L * sizeof(float));
-            }
-    }
-}
 
 void sat_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float *images, int B,
                 int beam, float length_alpha) {
+    if (m->tf) {
+        sat_tf_decode(m->tf, tokens, lens, alphas, images, B, beam, length_alpha);
+        return;
+    }
     const SatConfig *c = &m->cfg;
     const int L = sat_L(c), ML = c->max_len, TS = ML + 1;
     CHECK(beam >= 1 && B >= 1, "beam %d B %d", beam, B);

@@ -49,7 +49,12 @@ typedef struct {
     void *ctx;
 } SatBatchSum;
 
-// Gradient floats of the CNN encoder, first in m->grads (0 with features): the decoder's
+// The Transformer captioner (SatModel.tf) takes every row on the model itself, whatever
+// n_workers, in the caller's order; its dropout masks come from one stream seeded with
+// (seed, first) (models/sat_transformer.h), so they depend on the split over processes.
+
+// Gradient floats of the CNN encoder, first in m->grads (0 with features and with the
+// Transformer captioner): the decoder's
 // gradient is the rest, [sat_encoder_grad_floats(m), m->grads.numel).
 size_t sat_encoder_grad_floats(const SatModel *m);
 

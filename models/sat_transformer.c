@@ -7,7 +7,7 @@
 
 #include "core/check.h"
 #include "core/dims.h"
-#include "models/sat_decode.h"
+#include "models/sat_beam.h"
 #include "seq/beam.h"
 #include "seq/embedding.h"
 #include "seq/linear.h"
@@ -92,6 +92,20 @@ int sat_tf_check_sizes(const SatConfig *c, int B, Error *err) {
     if (c->tf.enc_layers > 0 && transformer_check_sizes(&tce, B, (int)L, (int)L, err))
         return error_prefix(err, "the encoder");
     if (c->feat_L == 0 && cnn_check_sizes(&c->cnn, c->image_size, CNN_GROUP, "--image-size", err))
+        return -1;
+    return 0;
+}
+
+int sat_tf_check_decode_sizes(const SatConfig *c, int B, int beam, const char *beam_flag, Error *err) {
+    const int64_t TS = c->max_len + 1, L = sat_L(c), d = c->tf.d_model, V = c->V;
+    const int64_t P = TS > L ? TS : L;
+    const DimTerm Bt = {B, "--batch"}, Kt = {beam, beam_flag}, Lt = {L, "annotation positions"},
+                  Pt = {P, "positions or annotation positions, the more"}, dt = {d, "--d-model"};
+    DimTerm cache[] = {Bt, Kt, Pt, dt}, words[] = {Bt, Kt, {V, "vocabulary words"}},
+            hist[] = {{TS, "positions (--max-len + 1)"}, Bt, Kt, Lt};
+    if (dims_check(err, "the beam rows' key/value caches", cache, DIMS_LEN(cache)) ||
+        dims_check(err, "the beam rows' word scores", words, DIMS_LEN(words)) ||
+        dims_check(err, "the beam rows' attention history", hist, DIMS_LEN(hist)))
         return -1;
     return 0;
 }

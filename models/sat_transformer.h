@@ -89,6 +89,9 @@ void sat_tf_params_layout(Block *b, SatTfParams *p, const SatConfig *c);
 // 0 when batches of up to B fit what the kernels index (every tensor at most DIMS_MAX floats),
 // else -1 with one line naming the flags. Call before sat_tf_alloc_acts.
 int sat_tf_check_sizes(const SatConfig *c, int B, Error *err);
+// The same for decoding B images at beam width beam (beam_flag: "--beam", "--val-beam"): the
+// rows' key/value caches (B beam, max_len + 1, d), word scores (B beam, V) and map history.
+int sat_tf_check_decode_sizes(const SatConfig *c, int B, int beam, const char *beam_flag, Error *err);
 // Activations for batches of up to B (call before sat_tf_forward and sat_tf_decode).
 void sat_tf_alloc_acts(SatTfModel *m, int B);
 void sat_tf_free(SatTfModel *m);
