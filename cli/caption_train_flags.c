@@ -99,6 +99,7 @@ int caption_train_flags_parse(CaptionTrainFlags *f, int argc, char **argv, int *
         {"positions", ARG_INT, &f->positions, "transformer: word positions the table holds (at least --max-len + 1)", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.positions},
         {"post-ln", ARG_FLAG, &f->post_ln, "transformer: post-LN layers (the paper's; default pre-LN with a final norm)", .given = &f->given.post_ln},
         {"map-layer", ARG_INT, &f->map_layer, "transformer: the decoder layer whose cross-attention (mean over heads) makes the attention maps (-1: the last)", .has_min = true, .min = -1, .has_max = true, .max = 31, .given = &f->given.map_layer},
+        {"warmup", ARG_INT, &f->warmup, "transformer: the learning rate of Vaswani et al.'s schedule, rising linearly to --lr at step N and falling as 1/sqrt(step) after (in place of --lr-decay; 0: off)", .metavar = "N", .has_min = true, .min = 0, .has_max = true, .max = 100000000, .given = &f->given.warmup},
         {"heads", ARG_INT, &f->heads, "multi-head attention, or the transformer's: heads", .has_min = true, .min = 1, .has_max = true, .max = 64, .given = &f->given.heads},
         {"window", ARG_INT, &f->window, "local: half-width W (at least 1 with a local --attention)", .has_min = true, .min = 0, .has_max = true, .max = 1024, .given = &f->given.window},
         {"batch", ARG_INT, &f->optim.batch, "batch size", .has_min = true, .min = 1, .has_max = true, .max = CAPTION_BATCH_MAX, .given = &f->optim.given.batch},
@@ -153,6 +154,7 @@ int caption_train_flags_config(SatConfig *cfg, const CaptionTrainFlags *f, Error
     t->d_model = f->d_model, t->heads = f->heads, t->d_ff = f->d_ff, t->layers = f->layers;
     t->enc_layers = f->enc_layers, t->positions = f->positions, t->map_layer = f->map_layer;
     t->post_ln = f->post_ln;
+    t->warmup = f->warmup;
     if (f->given.dropout) t->dropout = f->dropout;
     return 0;
 }
@@ -199,5 +201,6 @@ int caption_train_flags_check_resume(const CaptionTrainFlags *f, const SatConfig
     flag_diffs_int(&d, "positions", f->given.positions, w->positions, v->positions);
     flag_diffs_int(&d, "map-layer", f->given.map_layer, w->map_layer, v->map_layer);
     flag_diffs_switch(&d, "post-ln", f->given.post_ln, w->post_ln, v->post_ln);
+    flag_diffs_int(&d, "warmup", f->given.warmup, w->warmup, v->warmup);
     return flag_diffs_refuse(&d, path, err);
 }

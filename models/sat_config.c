@@ -134,6 +134,9 @@ static int finish_transformer_(const SatConfig *c, int meta, Error *err) {
     if (!(t->dropout >= 0.0f && t->dropout < 1.0f))
         return error_set(err, "%s: must be in [0, 1), got %g", NAME_("dropout", "tf_dropout"),
                          (double)t->dropout);
+    if (t->warmup < 0 || t->warmup > 100000000)
+        return error_set(err, "%s: must be in [0, 100000000], got %d", NAME_("warmup", "tf_warmup"),
+                         t->warmup);
     const TransformerConfig tc = sat_tf_decoder_config(c);
     if (transformer_config_check(&tc, err)) return error_prefix(err, "Transformer decoder");
     return 0;
@@ -163,9 +166,10 @@ void sat_config_format(const SatConfig *c, char *buf, size_t n) {
     if (c->decoder == SAT_DECODER_TRANSFORMER && used < n)
         snprintf(buf + used, n - used,
                  " decoder=transformer tf_d_model=%d tf_heads=%d tf_d_ff=%d tf_layers=%d "
-                 "tf_enc_layers=%d tf_positions=%d tf_post_ln=%d tf_map_layer=%d tf_dropout=%.9g",
+                 "tf_enc_layers=%d tf_positions=%d tf_post_ln=%d tf_map_layer=%d tf_dropout=%.9g "
+                 "tf_warmup=%d",
                  t->d_model, t->heads, t->d_ff, t->layers, t->enc_layers, t->positions, t->post_ln,
-                 t->map_layer, (double)t->dropout);
+                 t->map_layer, (double)t->dropout, t->warmup);
 }
 
 static int parse_int_(const char *v, int *out) {
@@ -230,6 +234,7 @@ int sat_config_parse(SatConfig *c, const char *text, Error *err) {
         else if (!strcmp(k, "tf_post_ln")) bad = parse_int_(v, &c->tf.post_ln);
         else if (!strcmp(k, "tf_map_layer")) bad = parse_int_(v, &c->tf.map_layer);
         else if (!strcmp(k, "tf_dropout")) bad = parse_float_(v, &c->tf.dropout);
+        else if (!strcmp(k, "tf_warmup")) bad = parse_int_(v, &c->tf.warmup);
         else if (!strcmp(k, "features"))
             bad = sscanf(v, "%dx%d", &c->feat_L, &c->feat_D) != 2 || c->feat_L < 1 || c->feat_D < 1;
         else return error_set(err, "model config: unknown key '%s'", k);

@@ -30,6 +30,8 @@ typedef struct {
     int post_ln;     // 1: post-LN layers (the paper's); 0: pre-LN with a final norm
     int map_layer;   // decoder layer whose cross-attention makes the maps (-1: the last)
     float dropout;   // dropout in every layer (0.1)
+    int warmup;      // > 0: training's learning rate follows lr_noam (core/adam.h) with this
+                     // warm-up, peaking at --lr, instead of the exponential decay; 0: off
 } SatTfConfig;
 
 typedef struct {

@@ -109,11 +109,12 @@ static int same_tensors(const char *a, const char *b) {
     return same;
 }
 
-// 6 steps at once against 3, then --resume to 6 (dropout 0.1 on: the masks are the step's).
+// 6 steps at once against 3, then --resume to 6 (dropout 0.1 on: the masks are the step's;
+// the Noam warm-up: the learning rate is the step's).
 static void test_resume_bit_identical(void) {
-    int st = run("train --out %s/full --steps 6 --seed 5" TF, tmp);
+    int st = run("train --out %s/full --steps 6 --seed 5 --warmup 4" TF, tmp);
     EXPECT(st == 0, "full run failed");
-    st = run("train --out %s/part --steps 3 --seed 5" TF, tmp);
+    st = run("train --out %s/part --steps 3 --seed 5 --warmup 4" TF, tmp);
     EXPECT(st == 0, "first part failed");
     st = run("train --out %s/part --steps 6 --resume --quiet" DATA, tmp);
     char *err = slurp("stderr.txt");

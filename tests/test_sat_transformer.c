@@ -227,7 +227,7 @@ static void test_beam_captions_and_maps(void) {
 
 static void test_config_text(void) {
     SatConfig c = tiny_config(1);
-    c.tf.post_ln = 1, c.tf.map_layer = 0, c.tf.dropout = 0.25f;
+    c.tf.post_ln = 1, c.tf.map_layer = 0, c.tf.dropout = 0.25f, c.tf.warmup = 5;
     finish(&c);
     char text[2048];
     sat_config_format(&c, text, sizeof text);
