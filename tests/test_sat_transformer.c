@@ -12,6 +12,8 @@
 #include "core/rng.h"
 #include "models/sat_config.h"
 #include "models/sat_transformer.h"
+#include "models/sat_beam.h"
+#include "seq/beam.h"
 #include "seq/vocab.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test.h"
@@ -225,6 +227,70 @@ static void test_beam_captions_and_maps(void) {
     free(f);
 }
 
+// Beam search without the cache: each call gathers the rows' word histories and images from
+// their parents, appends the tokens, and scores the next word by a full teacher-forced pass
+// over every row's history (m's activations hold TB x beam rows).
+typedef struct {
+    SatTfModel *m;
+    const float *images;  // (TB, per)
+    int t;
+    int hist[2][TB * 3 * TML], img[2][TB * 3];
+    float rows_in[TB * 3 * 3 * TS * TS];
+} FullBeam;
+
+static void full_beam_step(void *vctx, int n, const int *parent, const int *token, float *logprobs) {
+    FullBeam *f = vctx;
+    const size_t per = sat_input_floats(&f->m->cfg);
+    const int t = f->t, cur = t & 1, prev = cur ^ 1;
+    int lens[TB * 3] = {0};
+    for (int r = 0; r < n; r++) {
+        const int q = parent[r];
+        f->img[cur][r] = t == 0 ? q : f->img[prev][q];
+        for (int k = 0; k < TML; k++) f->hist[cur][r * TML + k] = t == 0 ? 0 : f->hist[prev][q * TML + k];
+        if (t > 0) f->hist[cur][r * TML + t - 1] = token[r];
+        lens[r] = t;
+        memcpy(f->rows_in + r * per, f->images + f->img[cur][r] * per, per * sizeof(float));
+    }
+    sat_tf_forward(f->m, f->rows_in, f->hist[cur], lens, n, 0, 0, 0, NULL);
+    float z[TB * 3 * TV];
+    for (int r = 0; r < n; r++)
+        memcpy(z + r * TV, f->m->a.logits + ((size_t)r * f->m->Tb + t) * TV, TV * sizeof(float));
+    sat_next_word_logprobs(logprobs, z, n, TV);
+    f->t++;
+}
+
+// Beam 3 over the cache (tf_decode_gather following the parents) finds the captions and
+// scores beam 3 over full passes does.
+static void test_cached_beam_equals_full_pass_beam(void) {
+    SatConfig c = tiny_config(0);
+    finish(&c);
+    Fixture *f = calloc(1, sizeof *f);
+    fixture_init(f, &c, 9);
+    SatTfModel *m = &f->m;
+    sat_tf_alloc_acts(m, TB * 3);
+    BeamConfig bc = {.beam = 3, .max_len = TML + 1, .length_alpha = 0.7f, .start_id = VOCAB_START,
+                     .end_id = VOCAB_END, .V = TV};
+    int tok_a[TB * (TML + 1)], len_a[TB], tok_b[TB * (TML + 1)], len_b[TB];
+    float sc_a[TB], sc_b[TB];
+    FullBeam *full = calloc(1, sizeof *full);
+    full->m = m, full->images = f->images;
+    beam_search(tok_b, len_b, sc_b, NULL, TB, full, full_beam_step, &bc);
+    SatTfDecodeCtx d;
+    sat_tf_decode_ctx_init(&d, m, f->images, TB, 3);
+    beam_search(tok_a, len_a, sc_a, NULL, TB, &d, sat_tf_beam_step, &bc);
+    sat_tf_decode_ctx_free(&d);
+    int differ = 0;
+    for (int b = 0; b < TB; b++) {
+        EXPECT(len_a[b] == len_b[b], "image %d: length %d cached, %d full", b, len_a[b], len_b[b]);
+        EXPECT_NEAR(sc_a[b], sc_b[b], 1e-5, 1e-4);
+        for (int k = 0; k < len_a[b] && k < len_b[b]; k++) differ += tok_a[b * (TML + 1) + k] != tok_b[b * (TML + 1) + k];
+    }
+    EXPECT(differ == 0, "%d words differ", differ);
+    free(full);
+    sat_tf_free(m);
+    free(f);
+}
+
 static void test_config_text(void) {
     SatConfig c = tiny_config(1);
     c.tf.post_ln = 1, c.tf.map_layer = 0, c.tf.dropout = 0.25f, c.tf.warmup = 5;
@@ -275,5 +341,6 @@ int main(void) {
     RUN(test_gradcheck_features_post_ln);
     RUN(test_cached_beam1_equals_full_pass_greedy);
     RUN(test_beam_captions_and_maps);
+    RUN(test_cached_beam_equals_full_pass_beam);
     return test_summary();
 }
