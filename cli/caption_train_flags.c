@@ -39,6 +39,34 @@ static void flags_default(CaptionTrainFlags *f) {
     caption_finetune_flags_default(&f->finetune);
 }
 
+// The first flag given that only the LSTM decoder reads, or NULL.
+static const char *first_given_lstm_flag(const CaptionTrainFlags *f) {
+    const struct {
+        bool given;
+        const char *name;
+    } l[] = {{f->given.attention, "attention"}, {f->given.embed, "embed"}, {f->given.hidden, "hidden"},
+             {f->given.attn_dim, "attn-dim"},   {f->given.window, "window"}, {f->given.query, "query"},
+             {f->given.beta_vector, "beta-vector"}, {f->given.lambda, "lambda"},
+             {f->given.entropy, "entropy"}};
+    for (size_t i = 0; i < sizeof l / sizeof l[0]; i++)
+        if (l[i].given) return l[i].name;
+    return NULL;
+}
+
+// The first flag given that only the Transformer decoder reads, or NULL.
+static const char *first_given_transformer_flag(const CaptionTrainFlags *f) {
+    const struct {
+        bool given;
+        const char *name;
+    } t[] = {{f->given.d_model, "d-model"},     {f->given.d_ff, "d-ff"},
+             {f->given.layers, "layers"},       {f->given.enc_layers, "enc-layers"},
+             {f->given.positions, "positions"}, {f->given.post_ln, "post-ln"},
+             {f->given.map_layer, "map-layer"}, {f->given.warmup, "warmup"}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (t[i].given) return t[i].name;
+    return NULL;
+}
+
 // What the table of flags cannot say: one budget at most, and no image size or channels
 // with a feature cache. Returns 0, or 2 after one line on stderr.
 static int check_flags(const CaptionTrainFlags *f) {
@@ -55,6 +83,17 @@ static int check_flags(const CaptionTrainFlags *f) {
                 : f->given.image_size                    ? "--image-size"
                                                          : "--channels");
         return 2;
+    }
+    // Flags of the other decoder would be ignored: refused (on --resume without --decoder the
+    // checkpoint's kind decides, and caption_train_flags_check_resume compares them).
+    if (!f->resume || f->given.decoder) {
+        const bool tf = !strcmp(f->decoder, "transformer");
+        const char *other = tf ? first_given_lstm_flag(f) : first_given_transformer_flag(f);
+        if (other) {
+            fprintf(stderr, "--%s: %s decoder's flag, not with --decoder %s\n", other,
+                    tf ? "the LSTM" : "the Transformer", tf ? "transformer" : "lstm");
+            return 2;
+        }
     }
     // The fine-tuned stage's gradient comes through the LSTM's annotations (SatModel.annot_grad).
     if (f->finetune.stage && !strcmp(f->decoder, "transformer")) {

@@ -2,7 +2,8 @@
 // scenes: train (--json, log.csv with a validation grounding), eval --json with grounding and
 // --per-image, predict with attention strips, --resume against an uninterrupted run (the same
 // parameters and Adam moments), the refusals of bad sizes (heads that do not divide --d-model, a --d-model the 2-D
-// positions cannot take, --max-len past --positions: one line naming the flags, no folder),
+// positions cannot take, --max-len past --positions, the other decoder's flags: one line
+// naming the flags, no folder),
 // and a checkpoint of one decoder kind resumed as the other, both ways.
 // Finds the binary in $ATTEND_BIN (default "bin").
 #include <math.h>
@@ -133,7 +134,12 @@ static void test_bad_sizes(void) {
                           "--max-len 20: a caption of 20 words takes 21 positions (with <start>), more "
                           "than --positions 16 allow");
     expect_one_line_error(run("train --out %s/b4 --steps 1" TF " --decoder gru", tmp), "--decoder");
-    for (int i = 1; i <= 4; i++) EXPECT(!scratch_exists(&sc, "b%d", i), "folder b%d made", i);
+    // The other decoder's flags would be ignored: refused.
+    expect_one_line_error(run("train --out %s/b5 --steps 1" TF " --hidden 64", tmp),
+                          "--hidden: the LSTM decoder's flag, not with --decoder transformer");
+    expect_one_line_error(run("train --out %s/b6 --steps 1" LSTM " --d-model 64", tmp),
+                          "--d-model: the Transformer decoder's flag, not with --decoder lstm");
+    for (int i = 1; i <= 6; i++) EXPECT(!scratch_exists(&sc, "b%d", i), "folder b%d made", i);
 }
 
 static void test_wrong_kind_both_ways(void) {
