@@ -95,12 +95,6 @@ static int check_flags(const CaptionTrainFlags *f) {
             return 2;
         }
     }
-    // The fine-tuned stage's gradient comes through the LSTM's annotations (SatModel.annot_grad).
-    if (f->finetune.stage && !strcmp(f->decoder, "transformer")) {
-        fprintf(stderr, "--fine-tune: not with --decoder transformer (the encoder's stage trains "
-                        "with the LSTM decoder only)\n");
-        return 2;
-    }
     return 0;
 }
 

@@ -290,6 +290,13 @@ static double hard_terms_(SatModel *m, int B, double reward) {
 
 void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *words,
                  const int *lens, int B, int train, uint64_t seed, int first) {
+    if (m->tf) {
+        double tokens = 0.0;
+        const double loss = sat_tf_forward(m->tf, images, words, lens, B, train, seed, first, &tokens);
+        *out = (SatLoss){.loss = loss, .ce = loss, .tokens = tokens};
+        m->Bb = B;
+        return;
+    }
     CHECK(m->a.B >= B && B >= 1, "batch %d, activations for %d", B, m->a.B);
     m->Tb = decoder_pack_rows(&m->a, words, lens, B, m->cfg.max_len);
     m->Bb = B;
@@ -344,6 +351,13 @@ void sat_backward_encoder(SatModel *m) {
 }
 
 void sat_backward(SatModel *m) {
+    if (m->tf) {
+        m->tf->annot_grad = m->annot_grad;
+        sat_tf_backward(m->tf);
+        return;
+    }
     sat_backward_decoder(m);
     sat_backward_encoder(m);
 }
+
+const float *sat_annotation_grads(const SatModel *m) { return m->tf ? m->tf->a.dannot : m->a.dannot; }

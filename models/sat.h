@@ -108,7 +108,8 @@ typedef struct {
     // data, freed through it), so that optimiser, checkpoints and weight average see one kind
     // of model. sat_init, sat_alloc_acts, sat_free, sat_check_sizes, sat_decode (and
     // sat_check_decode_sizes) and the training steps of models/sat_parallel.h hand it the
-    // call; p, g, a (but a.B, the activations' batch) and the LSTM's fields stay unused, and
+    // call, and so do sat_forward and sat_backward (fine-tuning's step); p, g, a (but a.B, the
+    // activations' batch) and the LSTM's fields stay unused (Bb is set), and
     // it has no replicas (one worker; under MPI each rank's share on its own model).
     SatTfModel *tf;
 } SatModel;
@@ -164,6 +165,9 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
 // Accumulates the gradient of out->loss into m->g (and updates the hard baseline). The
 // images given to sat_forward must still be valid.
 void sat_backward(SatModel *m);
+// d loss / d annotations (B, L, D) of the last sat_backward (the CNN's input gradient, or with
+// features and annot_grad the annotations'), whichever decoder.
+const float *sat_annotation_grads(const SatModel *m);
 // sat_backward's two halves, for a step that overlaps the encoder's with other work
 // (models/sat_parallel.h): the decoder's, after which every parameter's gradient but the
 // CNN's is complete (and the hard baseline updated), then the CNN's from the annotations'

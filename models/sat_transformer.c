@@ -270,8 +270,9 @@ void sat_tf_backward(SatTfModel *m) {
         tf_encoder_backward(a->dmem0, &m->g.enc, a->dmem, &a->enc, a->mem0, NULL, &m->p.enc, &m->tce);
         dmem0 = a->dmem0;
     }
-    memset(a->dannot, 0, (size_t)B * L * D * sizeof(float));
-    linear_backward(c->feat_L == 0 ? a->dannot : NULL, m->g.proj_w, m->g.proj_b, dmem0, a->annot,
+    const int dannot = c->feat_L == 0 || m->annot_grad;
+    if (dannot) memset(a->dannot, 0, (size_t)B * L * D * sizeof(float));
+    linear_backward(dannot ? a->dannot : NULL, m->g.proj_w, m->g.proj_b, dmem0, a->annot,
                     m->p.proj_w, B * L, D, d);
     if (c->feat_L == 0) cnn_backward(&m->g.cnn, NULL, a->dannot, &m->cnn_ws, m->images, &m->p.cnn, B);
 }

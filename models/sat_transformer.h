@@ -76,6 +76,8 @@ typedef struct {
     CnnWorkspace cnn_ws;
     int Bb, Tb;                 // batch and positions of the last forward
     const float *images;        // the last forward's images (alive until backward)
+    int annot_grad;             // with features: 1 makes the backward leave d loss / d annotations
+                                // (B, L, D) in a.dannot (fine-tuning an encoder stage); 0: data
 } SatTfModel;
 
 // Side of the grid the 2-D positions read the L annotations on: ceil(sqrt(L)).
@@ -102,7 +104,8 @@ void sat_tf_free(SatTfModel *m);
 // Leaves logits (B Tb, V) in m->a.logits (row b Tb + t) for tests.
 double sat_tf_forward(SatTfModel *m, const float *images, const int *words, const int *lens,
                       int B, int train, uint64_t seed, int first, double *tokens);
-// Accumulates the gradient of the last forward's loss into m->g.
+// Accumulates the gradient of the last forward's loss into m->g (and with the CNN, or
+// annot_grad, sets a.dannot).
 void sat_tf_backward(SatTfModel *m);
 // The attention maps of the last forward: (B, Tb, L), row b Tb + t (see above).
 const float *sat_tf_attention(const SatTfModel *m);
