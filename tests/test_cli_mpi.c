@@ -454,6 +454,25 @@ static void test_caption_hard_matches_one_process(void) {
                         "caption --attention hard: the train loss over 50 steps, 2 ranks x 1 thread vs 1 process x 1 thread");
 }
 
+// Issue 59: the Transformer decoder over 2 ranks (each its share on its own model) follows one
+// process's loss curve within float summation order. Without dropout: its masks are drawn
+// per share (models/sat_transformer.h), so with dropout the curves would differ by design.
+static void test_caption_transformer_two_ranks(void) {
+    if (skip_without_mpirun("test_caption_transformer_two_ranks")) return;
+#define CAPTION_TF                                                                            \
+    "train --decoder transformer --d-model 16 --heads 2 --d-ff 32 --layers 1 --image-size 64 " \
+    "--channels 4,8,16 --max-len 8 --train-count 64 --val-count-scenes 16 --test-count 16 "    \
+    "--batch 16 --val-count 8 --val-beam 1 --log-every 1 --dropout 0 --quiet --steps 50 --threads 1"
+    if (!caption_ok(scratch_run(&cap_sc, CAPTION_TF " --out %s/tf1", dir),
+                    "caption --decoder transformer, 1 process") ||
+        !caption_ok(scratch_run_mpi(&cap_sc, 2, CAPTION_TF " --out %s/tf2", dir),
+                    "caption --decoder transformer, 2 ranks"))
+        return;
+#undef CAPTION_TF
+    expect_close_curves("tf2", "tf1", 2, 1e-5,
+                        "caption --decoder transformer: the train loss over 50 steps, 2 ranks vs 1 process");
+}
+
 // Unequal shares: a batch of 16 over 3 ranks (6, 5, 5) is one process's 3 workers, bit for
 // bit, for both programs.
 static void test_three_ranks_unequal_shares(void) {
@@ -758,6 +777,7 @@ int main(void) {
     RUN(test_caption_resume_across_rank_counts);
     RUN(test_caption_eval_over_ranks);
     RUN(test_caption_hard_matches_one_process);
+    RUN(test_caption_transformer_two_ranks);
     RUN(test_three_ranks_unequal_shares);
     RUN(test_colour_and_features_over_ranks);
     RUN(test_one_process_commands_refuse_ranks);
