@@ -278,12 +278,8 @@ static void alloc_workers(CaptionRun *r) {
     dist_share_of(0, r->dist->size, B, &begin, &most);  // rank 0's share is the largest
     r->n_workers = r->f->threads < most ? r->f->threads : most;
     if (r->ft.on) r->n_workers = 1;  // --fine-tune: one worker (cli/caption_finetune.h)
-    // The Transformer captioner: one worker, its --threads going to BLAS; under MPI each rank
-    // runs its share on the model itself (models/sat_parallel.h).
-    const bool tf = r->model.tf != NULL;
-    if (tf) r->n_workers = 1;
     const int share = (most + r->n_workers - 1) / r->n_workers;
-    const bool replicas = !tf && (r->n_workers > 1 || r->dist->size > 1);
+    const bool replicas = r->n_workers > 1 || r->dist->size > 1;
     sat_alloc_acts(&r->model, replicas ? share : B);
     if (replicas) {
         gemm_set_threads(1);

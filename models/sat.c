@@ -52,8 +52,15 @@ void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng) {
 }
 
 void sat_replica_init(SatModel *r, const SatModel *m) {
-    CHECK(!m->tf, "the Transformer captioner has no replicas");
     memset(r, 0, sizeof *r);
+    if (m->tf) {
+        r->cfg = m->cfg;
+        r->tf = xcalloc(1, sizeof *r->tf);
+        sat_tf_replica_init(r->tf, m->tf);
+        r->params = m->params, r->grads = r->tf->grads;
+        r->replica = 1;
+        return;
+    }
     r->cfg = m->cfg;
     r->p = m->p;
     r->params = m->params;  // a copy of the descriptor: same data, never freed by r

@@ -109,8 +109,8 @@ typedef struct {
     // of model. sat_init, sat_alloc_acts, sat_free, sat_check_sizes, sat_decode (and
     // sat_check_decode_sizes) and the training steps of models/sat_parallel.h hand it the
     // call, and so do sat_forward and sat_backward (fine-tuning's step); p, g, a (but a.B, the
-    // activations' batch) and the LSTM's fields stay unused (Bb is set), and
-    // it has no replicas (one worker; under MPI each rank's share on its own model).
+    // activations' batch) and the LSTM's fields stay unused (Bb is set); a replica
+    // (sat_replica_init) holds a replica of it.
     SatTfModel *tf;
 } SatModel;
 

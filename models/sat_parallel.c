@@ -53,6 +53,7 @@ static void *pack_job_run(void *arg) {
 // m->own_Wn and, with an additive score, the attention's W_q^T and W_q into m->own_Wq_t and
 // m->own_Wq_n; with threads >= 2 two threads each pack half of every one.
 static void pack_step_weights_(SatModel *m, int threads) {
+    if (m->tf) return;  // the Transformer's products run through core/gemm as they are
     const SatConfig *c = &m->cfg;
     const int H = c->H, K = c->E + sat_D(c) + H, A = c->attn.A;
     if (!m->own_packs) {
@@ -78,6 +79,7 @@ static void pack_step_weights_(SatModel *m, int threads) {
 // Lends w the packs of `from` (pack_step_weights_'s) for a step, or with from NULL takes
 // them back.
 static void lend_packs_(SatModel *w, const SatModel *from) {
+    if (w->tf) return;
     const int q = from && from->p.dec.attn.W_q;
     w->pack_Wt = from ? &from->own_Wt : NULL;
     w->pack_Wn = from ? &from->own_Wn : NULL;
@@ -271,8 +273,8 @@ int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *
                                        int n_workers, int first, const float *images,
                                        const int *words, const int *lens, int nb, uint64_t seed,
                                        const SatBatchSum *across) {
-    if (model->tf) {  // one model, no workers; no hard attention, so nothing to sum first
-        (void)across;
+    if (model->tf && !workers) {  // the rows on the model itself
+        (void)across;  // no hard attention: nothing to sum before the backward
         tf_forward_backward_(out, model, images, words, lens, nb, seed, first);
         return 0;
     }

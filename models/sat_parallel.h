@@ -49,9 +49,10 @@ typedef struct {
     void *ctx;
 } SatBatchSum;
 
-// The Transformer captioner (SatModel.tf) takes every row on the model itself, whatever
-// n_workers, in the caller's order; its dropout masks come from one stream seeded with
-// (seed, first) (models/sat_transformer.h), so they depend on the split over processes.
+// The Transformer captioner (SatModel.tf): with one worker (or none) the rows run on the model
+// itself in the caller's order; with replicas (sat_replica_init) as the LSTM's, each share
+// sorted. Its dropout masks come from one stream per share seeded with (seed, first)
+// (models/sat_transformer.h), so they depend on the split into shares.
 
 // Gradient floats of the CNN encoder, first in m->grads (0 with features and with the
 // Transformer captioner): the decoder's

@@ -76,6 +76,16 @@ void sat_tf_init(SatTfModel *m, const SatConfig *cfg, Rng *rng) {
     linear_init_(p->out_w, NULL, V, d, rng);
 }
 
+void sat_tf_replica_init(SatTfModel *r, const SatTfModel *m) {
+    memset(r, 0, sizeof *r);
+    r->cfg = m->cfg, r->tc = m->tc, r->tce = m->tce;
+    r->p = m->p;
+    r->params = m->params;  // the descriptor: the same data, never freed by r
+    r->replica = 1;
+    sat_tf_params_layout(&r->grads, &r->g, &r->cfg);
+    block_alloc(&r->grads);
+}
+
 int sat_tf_check_sizes(const SatConfig *c, int B, Error *err) {
     const int64_t T = c->max_len + 1, L = sat_L(c), D = sat_D(c), d = c->tf.d_model, V = c->V;
     const DimTerm Bt = {B, "--batch"}, Tt = {T, "positions (--max-len + 1)"},
@@ -158,10 +168,12 @@ void sat_tf_alloc_acts(SatTfModel *m, int B) {
 }
 
 void sat_tf_free(SatTfModel *m) {
-    block_free(&m->params);
+    if (!m->replica) {
+        block_free(&m->params);
+        block_free(&m->adam_m);
+        block_free(&m->adam_v);
+    }
     block_free(&m->grads);
-    block_free(&m->adam_m);
-    block_free(&m->adam_v);
     free_acts_(m);
     memset(m, 0, sizeof *m);
 }

@@ -76,6 +76,7 @@ typedef struct {
     CnnWorkspace cnn_ws;
     int Bb, Tb;                 // batch and positions of the last forward
     const float *images;        // the last forward's images (alive until backward)
+    int replica;                // 1: parameters borrowed from another model (sat_tf_replica_init)
     int annot_grad;             // with features: 1 makes the backward leave d loss / d annotations
                                 // (B, L, D) in a.dannot (fine-tuning an encoder stage); 0: data
 } SatTfModel;
@@ -86,6 +87,9 @@ int sat_tf_grid(int L);
 // Registers and allocates parameters, gradients and Adam moments of a finished
 // configuration (sat_config_finish, decoder = transformer); initialises with rng.
 void sat_tf_init(SatTfModel *m, const SatConfig *cfg, Rng *rng);
+// A replica for data parallelism: shares m's parameters, owns its gradients (zero) and, after
+// sat_tf_alloc_acts, its activations; no Adam moments. sat_tf_free leaves the parameters.
+void sat_tf_replica_init(SatTfModel *r, const SatTfModel *m);
 // The one layout of parameters, gradients and moments (registered in b, not allocated).
 void sat_tf_params_layout(Block *b, SatTfParams *p, const SatConfig *c);
 // 0 when batches of up to B fit what the kernels index (every tensor at most DIMS_MAX floats),

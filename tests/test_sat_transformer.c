@@ -1,8 +1,9 @@
 // test_sat_transformer.c: the captioner's Transformer decoder (models/sat_transformer.h):
 // whole-model gradient checks on tiny sizes (the CNN with pre-LN, an encoder layer and
 // dropout; features with post-LN), decoding with the key/value cache (beam 1) against greedy
-// decoding by full teacher-forced passes and their logits, beam search's captions and maps,
-// and the configuration's checkpoint text and refusals.
+// decoding by full teacher-forced passes and their logits, beam 3 over the cache against beam
+// 3 over full passes, beam search's captions and maps, two data-parallel replicas (through
+// SatModel) against one model, and the configuration's checkpoint text and refusals.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,9 @@
 #include "core/block.h"
 #include "core/check.h"
 #include "core/rng.h"
+#include "models/sat.h"
 #include "models/sat_config.h"
+#include "models/sat_parallel.h"
 #include "models/sat_transformer.h"
 #include "models/sat_beam.h"
 #include "seq/beam.h"
@@ -291,6 +294,41 @@ static void test_cached_beam_equals_full_pass_beam(void) {
     free(f);
 }
 
+// Through SatModel (models/sat.h hands the calls on): two data-parallel replicas' share-weighted
+// gradient equals one model's on the whole batch (no dropout: its masks are per share), up to
+// float summation order, and their loss the same.
+static void test_parallel_matches_serial(void) {
+    SatConfig c = tiny_config(0);
+    c.tf.dropout = 0.0f;
+    finish(&c);
+    Fixture *f = calloc(1, sizeof *f);
+    fixture_init(f, &c, 4);  // for the images, words and lens
+    sat_tf_free(&f->m);
+    SatModel m, w[2];
+    Rng rng;
+    rng_seed(&rng, 8);
+    sat_init(&m, &c, &rng);
+    sat_alloc_acts(&m, TB);
+    SatLoss one, two;
+    sat_forward_backward(&one, &m, f->images, f->words, f->lens, TB, 3, 0);
+    float *g1 = malloc(m.grads.numel * sizeof(float));
+    memcpy(g1, m.grads.data, m.grads.numel * sizeof(float));
+    for (int k = 0; k < 2; k++) sat_replica_init(&w[k], &m), sat_alloc_acts(&w[k], 2);
+    sat_forward_backward_parallel(&two, &m, w, 2, f->images, f->words, f->lens, TB, 3);
+    EXPECT_NEAR(two.loss, one.loss, 1e-6, 1e-5);
+    EXPECT(two.tokens == one.tokens, "tokens %g vs %g", two.tokens, one.tokens);
+    double worst = 0.0;
+    for (size_t i = 0; i < m.grads.numel; i++) {
+        const double d = fabs(m.grads.data[i] - g1[i]) / (1e-4 + fabs(g1[i]));
+        if (d > worst) worst = d;
+    }
+    EXPECT(worst < 1e-3, "the replicas' gradient is %g (relative) from one model's", worst);
+    for (int k = 0; k < 2; k++) sat_free(&w[k]);
+    sat_free(&m);
+    free(g1);
+    free(f);
+}
+
 static void test_config_text(void) {
     SatConfig c = tiny_config(1);
     c.tf.post_ln = 1, c.tf.map_layer = 0, c.tf.dropout = 0.25f, c.tf.warmup = 5;
@@ -342,5 +380,6 @@ int main(void) {
     RUN(test_cached_beam1_equals_full_pass_greedy);
     RUN(test_beam_captions_and_maps);
     RUN(test_cached_beam_equals_full_pass_beam);
+    RUN(test_parallel_matches_serial);
     return test_summary();
 }
