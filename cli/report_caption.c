@@ -198,14 +198,9 @@ static void section_curves(FILE *fp, const CaptionReport *r) {
         return;
     }
     fputs("<div class=\"figs\">\n", fp);
-    // The Transformer decoder's loss has no attention regulariser (its eval names it).
-    const char *kind = r->eval ? report_json_string(r->eval, "attention") : NULL;
-    const bool tf = kind && !strcmp(kind, "transformer");
     if (r->has_loss)
         figure(fp, "report_files/loss.png", "training loss against the step", "plot",
-               tf ? "Training loss per image (cross-entropy; the Transformer decoder has no attention "
-                    "regulariser), the mean of each logging window."
-                  : "Training loss per image (cross-entropy plus the attention regulariser), the mean of each logging window.");
+               "Training loss per image (cross-entropy plus the attention regulariser), the mean of each logging window.");
     if (r->has_bleu)
         figure(fp, "report_files/val_bleu4.png", "validation BLEU-4 against the step", "plot",
                "Validation BLEU-4 at each epoch's end (of the weight average with --ema).");
