@@ -23,6 +23,7 @@ int caption_attention_parse(SatConfig *c, const char *name, Error *err) {
 }
 
 const char *caption_attention_name(const SatConfig *c) {
+    if (c->decoder == SAT_DECODER_TRANSFORMER) return "transformer";  // its cross-attention
     return c->hard ? "hard" : attn_kind_name(c->attn.kind);
 }
 

@@ -25,6 +25,7 @@
 // --attention NAME: an attention kind of seq/attention.h, or "hard" (additive scores,
 // sampled by REINFORCE); an unknown name is one line listing the kinds.
 int caption_attention_parse(SatConfig *c, const char *name, Error *err);
+// The kind's name, "transformer" for the Transformer decoder (its cross-attention).
 const char *caption_attention_name(const SatConfig *c);
 
 // A run's counters: its step and its best validation BLEU-4 (< 0 before any) and step.

@@ -585,7 +585,9 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
     }
     if (r->ft.on && caption_finetune_check_finite(&r->ft, step, r->path_model, err)) return -1;
     const TrainOptim *o = &r->optim;
-    s->lr = lr_exponential(o->lr, o->lr_decay, r->steps_per_epoch, step);
+    const int warmup = m->cfg.decoder == SAT_DECODER_TRANSFORMER ? m->cfg.tf.warmup : 0;
+    s->lr = warmup > 0 ? lr_noam(o->lr, warmup, step)
+                       : lr_exponential(o->lr, o->lr_decay, r->steps_per_epoch, step);
     // Clipping folded into the update: m->grads is left unclipped.
     s->norm = adam_clip_update_threads(m->params.data, m->grads.data, m->adam_m.data,
                                        m->adam_v.data, m->params.numel, &r->adam, step, s->lr,

@@ -17,8 +17,10 @@
 typedef struct {
     CaptionDataFlags data;
     CaptionFineTuneFlags finetune;  // --encoder, --fine-tune, --fine-tune-lr
-    const char *attention, *out, *channels, *query;
+    const char *attention, *out, *channels, *query, *decoder;
     int image_size, embed, hidden, attn_dim, heads, window, max_len, min_count;
+    int d_model, d_ff, layers, enc_layers, positions, map_layer, warmup;  // --decoder transformer
+    bool post_ln;
     int epochs, threads, val_beam, val_count, log_every, checkpoint_every;
     long steps;
     double minutes;
@@ -29,6 +31,7 @@ typedef struct {
         bool epochs, steps, minutes;  // the budget: at most one
         bool attention, channels, query, image_size, embed, hidden, attn_dim, heads, window,
             max_len, beta_vector, lambda, dropout, entropy;
+        bool decoder, d_model, d_ff, layers, enc_layers, positions, map_layer, post_ln, warmup;
         bool data;  // on --resume a left-out --data takes the checkpoint's train.data
         bool ema;  // not a model flag: --resume takes the state's decay where it is left out
     } given;

@@ -152,6 +152,12 @@ float lr_exponential(float base, float decay, long decay_steps, long step) {
     return (float)(base * pow((double)decay, (double)step / (double)decay_steps));
 }
 
+float lr_noam(float peak, long warmup, long step) {
+    CHECK(warmup >= 1 && step >= 1, "noam: warmup %ld, step %ld", warmup, step);
+    const double w = (double)warmup, t = (double)step;
+    return (float)(peak * fmin(t / w, sqrt(w / t)));
+}
+
 void ema_update(float *avg, const float *param, size_t n, float decay, long step) {
     CHECK(step >= 1 && decay >= 0.0f && decay < 1.0f, "ema: step %ld, decay %g", step, (double)decay);
     const double warm = (1.0 + (double)step) / (10.0 + (double)step);

@@ -57,6 +57,10 @@ float adam_clip_update_threads(float *param, const float *grad, float *m, float 
 // Learning rate at step (from 1): base * decay^(step / decay_steps) (exponential,
 // decay in (0, 1]; decay_steps <= 0 means constant).
 float lr_exponential(float base, float decay, long decay_steps, long step);
+// The Transformer's schedule (Vaswani et al. 2017, "Noam"), scaled to peak at step warmup:
+// peak * min(step / warmup, sqrt(warmup / step)), a linear warm-up then inverse square-root
+// decay; the paper's d^-0.5 warmup^-0.5 factor is the peak. step from 1, warmup >= 1.
+float lr_noam(float peak, long warmup, long step);
 
 // Exponential moving average of the parameters (Polyak averaging), updated after each
 // optimiser step: avg = d avg + (1 - d) param, with d = min(decay, (1 + step) / (10 + step))

@@ -21,9 +21,21 @@ void sat_params_layout(Block *b, SatParams *p, const SatConfig *c) {
     decoder_params_layout(b, &p->dec, &dc);
 }
 
+// The Transformer captioner behind m (SatModel.tf): its Blocks' descriptors lent to m.
+static void tf_init_(SatModel *m, const SatConfig *cfg, Rng *rng) {
+    m->tf = xcalloc(1, sizeof *m->tf);
+    sat_tf_init(m->tf, cfg, rng);
+    m->params = m->tf->params, m->grads = m->tf->grads;
+    m->adam_m = m->tf->adam_m, m->adam_v = m->tf->adam_v;
+}
+
 void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
+    if (cfg->decoder == SAT_DECODER_TRANSFORMER) {
+        tf_init_(m, cfg, rng);
+        return;
+    }
     const SatConfig *c = &m->cfg;
     sat_params_layout(&m->params, &m->p, c);
     sat_params_layout(&m->grads, &m->g, c);
@@ -41,6 +53,14 @@ void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng) {
 
 void sat_replica_init(SatModel *r, const SatModel *m) {
     memset(r, 0, sizeof *r);
+    if (m->tf) {
+        r->cfg = m->cfg;
+        r->tf = xcalloc(1, sizeof *r->tf);
+        sat_tf_replica_init(r->tf, m->tf);
+        r->params = m->params, r->grads = r->tf->grads;
+        r->replica = 1;
+        return;
+    }
     r->cfg = m->cfg;
     r->p = m->p;
     r->params = m->params;  // a copy of the descriptor: same data, never freed by r
@@ -60,6 +80,7 @@ static void free_acts_(SatModel *m) {
 }
 
 int sat_check_sizes(const SatConfig *c, int B, Error *err) {
+    if (c->decoder == SAT_DECODER_TRANSFORMER) return sat_tf_check_sizes(c, B, err);
     const int64_t T = c->max_len + 1, L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V,
                   A = c->attn.A, nb = sat_gate_size(c);
     const bool feat = c->feat_L > 0;
@@ -140,6 +161,11 @@ void sat_acts_layout(Block *k, DecoderActs *a, const SatConfig *c, int B) {
 }
 
 void sat_alloc_acts(SatModel *m, int B) {
+    if (m->tf) {
+        sat_tf_alloc_acts(m->tf, B);
+        m->a.B = B;  // what callers read to chunk their batches
+        return;
+    }
     const SatConfig *c = &m->cfg;
     DecoderActs *a = &m->a;
     Block *k = &m->acts_block;
@@ -151,6 +177,12 @@ void sat_alloc_acts(SatModel *m, int B) {
 }
 
 void sat_free(SatModel *m) {
+    if (m->tf) {
+        sat_tf_free(m->tf);
+        free(m->tf);
+        memset(m, 0, sizeof *m);
+        return;
+    }
     if (!m->replica) {
         block_free(&m->params);
         block_free(&m->adam_m);
@@ -265,6 +297,13 @@ static double hard_terms_(SatModel *m, int B, double reward) {
 
 void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *words,
                  const int *lens, int B, int train, uint64_t seed, int first) {
+    if (m->tf) {
+        double tokens = 0.0;
+        const double loss = sat_tf_forward(m->tf, images, words, lens, B, train, seed, first, &tokens);
+        *out = (SatLoss){.loss = loss, .ce = loss, .tokens = tokens};
+        m->Bb = B;
+        return;
+    }
     CHECK(m->a.B >= B && B >= 1, "batch %d, activations for %d", B, m->a.B);
     m->Tb = decoder_pack_rows(&m->a, words, lens, B, m->cfg.max_len);
     m->Bb = B;
@@ -319,6 +358,13 @@ void sat_backward_encoder(SatModel *m) {
 }
 
 void sat_backward(SatModel *m) {
+    if (m->tf) {
+        m->tf->annot_grad = m->annot_grad;
+        sat_tf_backward(m->tf);
+        return;
+    }
     sat_backward_decoder(m);
     sat_backward_encoder(m);
 }
+
+const float *sat_annotation_grads(const SatModel *m) { return m->tf ? m->tf->a.dannot : m->a.dannot; }

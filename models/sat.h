@@ -50,6 +50,7 @@
 #include "core/rng.h"
 #include "models/decoder.h"
 #include "models/sat_config.h"
+#include "models/sat_transformer.h"
 #include "seq/attention.h"
 #include "vision/cnn.h"
 
@@ -102,6 +103,15 @@ typedef struct {
     int annot_grad;        // with features: 1 makes sat_backward also leave d loss / d annotations
                            // (B, L, D) in a.dannot (fine-tuning an encoder stage,
                            // vision/encoder_stage.h); 0 (default): annotations are data
+    // cfg.decoder = SAT_DECODER_TRANSFORMER: the model is this one (models/sat_transformer.h),
+    // and params, grads, adam_m and adam_v are copies of its Blocks' descriptors (the same
+    // data, freed through it), so that optimiser, checkpoints and weight average see one kind
+    // of model. sat_init, sat_alloc_acts, sat_free, sat_check_sizes, sat_decode (and
+    // sat_check_decode_sizes) and the training steps of models/sat_parallel.h hand it the
+    // call, and so do sat_forward and sat_backward (fine-tuning's step); p, g, a (but a.B, the
+    // activations' batch) and the LSTM's fields stay unused (Bb is set); a replica
+    // (sat_replica_init) holds a replica of it.
+    SatTfModel *tf;
 } SatModel;
 
 // The row of step t, batch row b in the per-step activations of the last forward (alpha,
@@ -112,7 +122,8 @@ static inline int sat_step_row(const SatModel *m, int t, int b) {
     return m->a.off[t] + b;
 }
 
-// Registers and allocates parameters, gradients and Adam moments; initialises with rng.
+// Registers and allocates parameters, gradients and Adam moments; initialises with rng. With
+// cfg->decoder = SAT_DECODER_TRANSFORMER, the Transformer captioner (see SatModel.tf).
 void sat_init(SatModel *m, const SatConfig *cfg, Rng *rng);
 // A replica for data parallelism: shares m's parameters (r->p points into m->params),
 // owns its gradients and activations (call sat_alloc_acts on it); no Adam moments.
@@ -154,6 +165,9 @@ void sat_forward(SatModel *m, SatLoss *out, const float *images, const int *word
 // Accumulates the gradient of out->loss into m->g (and updates the hard baseline). The
 // images given to sat_forward must still be valid.
 void sat_backward(SatModel *m);
+// d loss / d annotations (B, L, D) of the last sat_backward (the CNN's input gradient, or with
+// features and annot_grad the annotations'), whichever decoder.
+const float *sat_annotation_grads(const SatModel *m);
 // sat_backward's two halves, for a step that overlaps the encoder's with other work
 // (models/sat_parallel.h): the decoder's, after which every parameter's gradient but the
 // CNN's is complete (and the hard baseline updated), then the CNN's from the annotations'

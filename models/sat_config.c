@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "seq/transformer.h"
 #include "seq/vocab.h"
 
 const char *sat_query_name(SatQuery q) { return q == SAT_QUERY_CURRENT ? "current" : "previous"; }
@@ -12,6 +13,15 @@ const char *sat_query_name(SatQuery q) { return q == SAT_QUERY_CURRENT ? "curren
 int sat_query_parse(const char *name, SatQuery *q) {
     if (!strcmp(name, "previous")) *q = SAT_QUERY_PREVIOUS;
     else if (!strcmp(name, "current")) *q = SAT_QUERY_CURRENT;
+    else return -1;
+    return 0;
+}
+
+const char *sat_decoder_name(SatDecoderKind k) { return k == SAT_DECODER_TRANSFORMER ? "transformer" : "lstm"; }
+
+int sat_decoder_parse(const char *name, SatDecoderKind *k) {
+    if (!strcmp(name, "lstm")) *k = SAT_DECODER_LSTM;
+    else if (!strcmp(name, "transformer")) *k = SAT_DECODER_TRANSFORMER;
     else return -1;
     return 0;
 }
@@ -36,12 +46,16 @@ void sat_config_default(SatConfig *c) {
     c->dropout = 0.0f;
     c->entropy_weight = 0.002f;
     c->baseline_decay = 0.9f;
+    c->decoder = SAT_DECODER_LSTM;
+    c->tf = (SatTfConfig){.d_model = 128, .heads = 4, .d_ff = 256, .layers = 2, .enc_layers = 0,
+                          .positions = 64, .post_ln = 0, .map_layer = -1, .dropout = 0.1f};
 }
 
 // The checks of sat_config_finish. meta: c came from a checkpoint's "sat.config", so a
 // message names its key ("sat.config max_len=300: must be in [1, 256]"), not the flag the
 // user never gave ("--max-len").
 #define NAME_(flag, key) (meta ? "sat.config " key : "--" flag)
+static int finish_transformer_(const SatConfig *c, int meta, Error *err);
 static int finish_(SatConfig *c, int meta, Error *err) {
     c->attn.D = sat_D(c);
     c->attn.H = c->H;
@@ -85,6 +99,46 @@ static int finish_(SatConfig *c, int meta, Error *err) {
         return error_set(err, "%s: must be in [0, 1), got %g", NAME_("dropout", "dropout"), (double)c->dropout);
     if (!(c->lambda >= 0.0f))
         return error_set(err, "%s: must be >= 0, got %g", NAME_("lambda", "lambda"), (double)c->lambda);
+    if (c->decoder == SAT_DECODER_TRANSFORMER) return finish_transformer_(c, meta, err);
+    return 0;
+}
+
+// The Transformer decoder's checks (decoder = transformer), worded as finish_'s.
+static int finish_transformer_(const SatConfig *c, int meta, Error *err) {
+    const SatTfConfig *t = &c->tf;
+    if (t->d_model < 4 || t->d_model > 8192 || t->d_model % 4)
+        return error_set(err, "%s %d: must be a multiple of 4 in [4, 8192] (the annotations' 2-D "
+                              "positions give half of it to the row, half to the column, each "
+                              "in sine and cosine pairs)", NAME_("d-model", "tf_d_model"), t->d_model);
+    if (t->heads < 1 || t->d_model % t->heads)
+        return error_set(err, "%s %d: must divide %s %d", NAME_("heads", "tf_heads"), t->heads,
+                         NAME_("d-model", "tf_d_model"), t->d_model);
+    if (t->d_ff < 1 || t->d_ff > 65536)
+        return error_set(err, "%s: must be in [1, 65536], got %d", NAME_("d-ff", "tf_d_ff"), t->d_ff);
+    if (t->layers < 1 || t->layers > TRANSFORMER_MAX_LAYERS)
+        return error_set(err, "%s: must be in [1, %d], got %d", NAME_("layers", "tf_layers"),
+                         TRANSFORMER_MAX_LAYERS, t->layers);
+    if (t->enc_layers < 0 || t->enc_layers > TRANSFORMER_MAX_LAYERS)
+        return error_set(err, "%s: must be in [0, %d], got %d", NAME_("enc-layers", "tf_enc_layers"),
+                         TRANSFORMER_MAX_LAYERS, t->enc_layers);
+    if (t->positions < 2 || t->positions > 4096)
+        return error_set(err, "%s: must be in [2, 4096], got %d", NAME_("positions", "tf_positions"),
+                         t->positions);
+    if (c->max_len + 1 > t->positions)
+        return error_set(err, "%s %d: a caption of %d words takes %d positions (with <start>), "
+                              "more than %s %d allow", NAME_("max-len", "max_len"), c->max_len,
+                         c->max_len, c->max_len + 1, NAME_("positions", "tf_positions"), t->positions);
+    if (t->map_layer < -1 || t->map_layer >= t->layers)
+        return error_set(err, "%s: must be in [-1, %d] (-1: the last layer), got %d",
+                         NAME_("map-layer", "tf_map_layer"), t->layers - 1, t->map_layer);
+    if (!(t->dropout >= 0.0f && t->dropout < 1.0f))
+        return error_set(err, "%s: must be in [0, 1), got %g", NAME_("dropout", "tf_dropout"),
+                         (double)t->dropout);
+    if (t->warmup < 0 || t->warmup > 100000000)
+        return error_set(err, "%s: must be in [0, 100000000], got %d", NAME_("warmup", "tf_warmup"),
+                         t->warmup);
+    const TransformerConfig tc = sat_tf_decoder_config(c);
+    if (transformer_config_check(&tc, err)) return error_prefix(err, "Transformer decoder");
     return 0;
 }
 #undef NAME_
@@ -107,6 +161,15 @@ void sat_config_format(const SatConfig *c, char *buf, size_t n) {
     size_t used = strlen(buf);
     if (c->feat_L > 0 && used < n)
         snprintf(buf + used, n - used, " features=%dx%d", c->feat_L, c->feat_D);
+    used = strlen(buf);
+    const SatTfConfig *t = &c->tf;
+    if (c->decoder == SAT_DECODER_TRANSFORMER && used < n)
+        snprintf(buf + used, n - used,
+                 " decoder=transformer tf_d_model=%d tf_heads=%d tf_d_ff=%d tf_layers=%d "
+                 "tf_enc_layers=%d tf_positions=%d tf_post_ln=%d tf_map_layer=%d tf_dropout=%.9g "
+                 "tf_warmup=%d",
+                 t->d_model, t->heads, t->d_ff, t->layers, t->enc_layers, t->positions, t->post_ln,
+                 t->map_layer, (double)t->dropout, t->warmup);
 }
 
 static int parse_int_(const char *v, int *out) {
@@ -161,6 +224,17 @@ int sat_config_parse(SatConfig *c, const char *text, Error *err) {
         else if (!strcmp(k, "dropout")) bad = parse_float_(v, &c->dropout);
         else if (!strcmp(k, "entropy")) bad = parse_float_(v, &c->entropy_weight);
         else if (!strcmp(k, "baseline_decay")) bad = parse_float_(v, &c->baseline_decay);
+        else if (!strcmp(k, "decoder")) bad = sat_decoder_parse(v, &c->decoder);
+        else if (!strcmp(k, "tf_d_model")) bad = parse_int_(v, &c->tf.d_model);
+        else if (!strcmp(k, "tf_heads")) bad = parse_int_(v, &c->tf.heads);
+        else if (!strcmp(k, "tf_d_ff")) bad = parse_int_(v, &c->tf.d_ff);
+        else if (!strcmp(k, "tf_layers")) bad = parse_int_(v, &c->tf.layers);
+        else if (!strcmp(k, "tf_enc_layers")) bad = parse_int_(v, &c->tf.enc_layers);
+        else if (!strcmp(k, "tf_positions")) bad = parse_int_(v, &c->tf.positions);
+        else if (!strcmp(k, "tf_post_ln")) bad = parse_int_(v, &c->tf.post_ln);
+        else if (!strcmp(k, "tf_map_layer")) bad = parse_int_(v, &c->tf.map_layer);
+        else if (!strcmp(k, "tf_dropout")) bad = parse_float_(v, &c->tf.dropout);
+        else if (!strcmp(k, "tf_warmup")) bad = parse_int_(v, &c->tf.warmup);
         else if (!strcmp(k, "features"))
             bad = sscanf(v, "%dx%d", &c->feat_L, &c->feat_D) != 2 || c->feat_L < 1 || c->feat_D < 1;
         else return error_set(err, "model config: unknown key '%s'", k);
@@ -180,4 +254,20 @@ DecoderConfig sat_decoder_config(const SatConfig *c) {
                        .dropout = c->dropout, .lambda = c->lambda,
                        .entropy_weight = c->entropy_weight};
     return d;
+}
+
+TransformerConfig sat_tf_decoder_config(const SatConfig *c) {
+    const SatTfConfig *t = &c->tf;
+    TransformerConfig tc = transformer_config_default(t->d_model, t->heads, t->d_ff, t->layers,
+                                                      t->positions);
+    tc.dropout = t->dropout;
+    tc.post_ln = t->post_ln;
+    tc.final_norm = !t->post_ln;
+    return tc;
+}
+
+TransformerConfig sat_tf_encoder_config(const SatConfig *c) {
+    TransformerConfig tc = sat_tf_decoder_config(c);
+    tc.layers = c->tf.enc_layers > 0 ? c->tf.enc_layers : 1;
+    return tc;
 }

@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "core/dims.h"
+#include "models/sat_beam.h"
 #include "seq/beam.h"
 #include "seq/vocab.h"
 
@@ -17,6 +18,7 @@ typedef struct {
 } DecodeBuffer;
 
 int sat_check_decode_sizes(const SatConfig *c, int B, int beam, const char *beam_flag, Error *err) {
+    if (c->decoder == SAT_DECODER_TRANSFORMER) return sat_tf_check_decode_sizes(c, B, beam, beam_flag, err);
     const int64_t L = sat_L(c), D = sat_D(c), E = c->E, H = c->H, V = c->V, TS = c->max_len + 1;
     const int64_t prep1 = (int64_t)attn_prep_floats(&c->attn, 1, 1);  // per position
     const int64_t cache1 = (int64_t)attn_step_cache_floats(&c->attn, 1, (int)L);
@@ -140,22 +142,6 @@ static void gather_parents(SatDecodeCtx *d, int n, const int *parent) {
     }
 }
 
-// The log-softmax of each of the n rows of logits (V words), with <pad> and <start>, which
-// never follow, at -1e9.
-static void next_word_logprobs(float *logprobs, const float *logits, int n, int V) {
-    for (int r = 0; r < n; r++) {
-        const float *z = logits + (size_t)r * V;
-        float *lp = logprobs + (size_t)r * V;
-        float mx = z[0];
-        for (int i = 1; i < V; i++) mx = z[i] > mx ? z[i] : mx;
-        double s = 0.0;
-        for (int i = 0; i < V; i++) s += exp((double)(z[i] - mx));
-        float lse = mx + (float)log(s);
-        for (int i = 0; i < V; i++) lp[i] = z[i] - lse;
-        lp[VOCAB_PAD] = -1e9f;
-        lp[VOCAB_START] = -1e9f;
-    }
-}
 
 void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float *logprobs) {
     SatDecodeCtx *d = vctx;
@@ -177,7 +163,7 @@ void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float
                            .o = d->o, .logits = d->logits};
     decoder_step_forward(&s, token, &m->p.dec, &dc, d->t, n);
     memcpy(d->alpha_hist + (size_t)d->t * d->R * L, d->alpha, (size_t)n * L * sizeof(float));
-    next_word_logprobs(logprobs, d->logits, n, V);
+    sat_next_word_logprobs(logprobs, d->logits, n, V);
     // The new states become the rows of this call.
     float *t;
     t = d->h; d->h = d->hn; d->hn = t;
@@ -189,8 +175,13 @@ void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float
     d->t++;
 }
 
+
 void sat_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float *images, int B,
                 int beam, float length_alpha) {
+    if (m->tf) {
+        sat_tf_decode(m->tf, tokens, lens, alphas, images, B, beam, length_alpha);
+        return;
+    }
     const SatConfig *c = &m->cfg;
     const int L = sat_L(c), ML = c->max_len, TS = ML + 1;
     CHECK(beam >= 1 && B >= 1, "beam %d B %d", beam, B);
@@ -203,20 +194,7 @@ void sat_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float 
     BeamConfig bc = {.beam = beam, .max_len = TS, .length_alpha = length_alpha,
                      .start_id = VOCAB_START, .end_id = VOCAB_END, .V = c->V};
     beam_search(tok, ln, sc, rows, B, &d, sat_beam_step, &bc);
-    for (int b = 0; b < B; b++) {
-        int n = ln[b] < ML ? ln[b] : ML;
-        lens[b] = n;
-        for (int k = 0; k < ML; k++) tokens[(size_t)b * ML + k] = k < n ? tok[(size_t)b * TS + k] : VOCAB_PAD;
-        if (alphas)
-            for (int k = 0; k < ML; k++) {
-                float *dst = alphas + ((size_t)b * ML + k) * L;
-                if (k < n)
-                    memcpy(dst, d.alpha_hist + ((size_t)k * d.R + rows[(size_t)b * TS + k]) * L,
-                           (size_t)L * sizeof(float));
-                else
-                    memset(dst, 0, (size_t)L * sizeof(float));
-            }
-    }
+    sat_decode_collect(tokens, lens, alphas, tok, ln, rows, d.alpha_hist, B, d.R, ML, L);
     free(tok);
     free(ln);
     free(sc);

@@ -57,7 +57,7 @@ void sat_finetune_backward(SatFineTune *ft, const SatModel *m) {
           m->annot_grad, m->Bb, ft->Bb);
     // dannot (B, L, D) -> dy (D, B, L): the stage's channel-major output layout.
     const int B = ft->Bb, L = ft->G * ft->G, D = ft->D;
-    const float *da = m->a.dannot;
+    const float *da = sat_annotation_grads(m);
     for (int b = 0; b < B; b++)
         for (int l = 0; l < L; l++)
             for (int d = 0; d < D; d++)

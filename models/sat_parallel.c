@@ -53,6 +53,7 @@ static void *pack_job_run(void *arg) {
 // m->own_Wn and, with an additive score, the attention's W_q^T and W_q into m->own_Wq_t and
 // m->own_Wq_n; with threads >= 2 two threads each pack half of every one.
 static void pack_step_weights_(SatModel *m, int threads) {
+    if (m->tf) return;  // the Transformer's products run through core/gemm as they are
     const SatConfig *c = &m->cfg;
     const int H = c->H, K = c->E + sat_D(c) + H, A = c->attn.A;
     if (!m->own_packs) {
@@ -78,6 +79,7 @@ static void pack_step_weights_(SatModel *m, int threads) {
 // Lends w the packs of `from` (pack_step_weights_'s) for a step, or with from NULL takes
 // them back.
 static void lend_packs_(SatModel *w, const SatModel *from) {
+    if (w->tf) return;
     const int q = from && from->p.dec.attn.W_q;
     w->pack_Wt = from ? &from->own_Wt : NULL;
     w->pack_Wn = from ? &from->own_Wn : NULL;
@@ -119,8 +121,25 @@ static void forward_sorted_(SatModel *m, SatLoss *out, const float *images, cons
     m->row_ids = NULL;
 }
 
+// The Transformer captioner's step (SatModel.tf): one forward over the rows in the caller's
+// order (no step skips a finished row's positions to sort for), the gradient zeroed and, when
+// the loss is finite, its backward.
+static void tf_forward_backward_(SatLoss *out, SatModel *m, const float *images,
+                                 const int *words, const int *lens, int B, uint64_t seed,
+                                 int first) {
+    double tokens = 0.0;
+    const double loss = sat_tf_forward(m->tf, images, words, lens, B, 1, seed, first, &tokens);
+    *out = (SatLoss){.loss = loss, .ce = loss, .tokens = tokens};
+    block_zero(&m->grads);
+    if (isfinite(loss)) sat_tf_backward(m->tf);
+}
+
 void sat_forward_backward(SatLoss *out, SatModel *m, const float *images, const int *words,
                           const int *lens, int B, uint64_t seed, int first) {
+    if (m->tf) {
+        tf_forward_backward_(out, m, images, words, lens, B, seed, first);
+        return;
+    }
     const int own = !m->pack_Wt;  // else the parallel step packed them for its workers
     if (own) {
         pack_step_weights_(m, 1);
@@ -254,6 +273,11 @@ int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *
                                        int n_workers, int first, const float *images,
                                        const int *words, const int *lens, int nb, uint64_t seed,
                                        const SatBatchSum *across) {
+    if (model->tf && !workers) {  // the rows on the model itself
+        (void)across;  // no hard attention: nothing to sum before the backward
+        tf_forward_backward_(out, model, images, words, lens, nb, seed, first);
+        return 0;
+    }
     const size_t per = sat_input_floats(&model->cfg);
     const int ML = model->cfg.max_len;
     StepJob jobs[64];
@@ -297,5 +321,6 @@ int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *
 }
 
 size_t sat_encoder_grad_floats(const SatModel *m) {
+    if (m->tf) return 0;  // the gradient is summed in one part
     return m->cfg.feat_L > 0 ? 0 : (size_t)(m->g.dec.W_h0 - m->grads.data);
 }

@@ -49,7 +49,13 @@ typedef struct {
     void *ctx;
 } SatBatchSum;
 
-// Gradient floats of the CNN encoder, first in m->grads (0 with features): the decoder's
+// The Transformer captioner (SatModel.tf): with one worker (or none) the rows run on the model
+// itself in the caller's order; with replicas (sat_replica_init) as the LSTM's, each share
+// sorted. Its dropout masks come from one stream per share seeded with (seed, first)
+// (models/sat_transformer.h), so they depend on the split into shares.
+
+// Gradient floats of the CNN encoder, first in m->grads (0 with features and with the
+// Transformer captioner): the decoder's
 // gradient is the rest, [sat_encoder_grad_floats(m), m->grads.numel).
 size_t sat_encoder_grad_floats(const SatModel *m);
 

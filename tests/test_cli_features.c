@@ -6,6 +6,7 @@
 // records the encoder), `predict` running the recorded encoder on new images, and the
 // one-line refusals of a cache that does not match the data or the model; where the
 // checksum is checked, and --data naming the same files another way.
+// Issue 59: the same train, eval and predict with --decoder transformer.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,6 +273,28 @@ static void test_nonfinite_cache_stops_eval(void) {
     EXPECT(!scratch_exists(&sc, "nan_results.json"), "results written from NaN annotations");
 }
 
+// Issue 59: the Transformer decoder on the cache's annotations: train, eval, and predict
+// through the recorded encoder with attention strips.
+static void test_features_transformer(void) {
+    int st = run("train --data %s --features %s/f.safetensors --out %s/tf --steps 4 --decoder "
+                 "transformer --d-model 16 --heads 2 --d-ff 32 --layers 1 --batch 8 --threads 1 "
+                 "--quiet", data, tmp, tmp);
+    char *err = slurp("stderr.txt");
+    EXPECT(st == 0, "train: %d %s", st, err);
+    free(err);
+    st = run("eval --model %s/tf/model.safetensors --data %s --features %s/f.safetensors "
+             "--split test --json --quiet", tmp, data, tmp);
+    char *out = slurp("stdout.txt");
+    EXPECT(st == 0 && strstr(out, "\"bleu4\"") && strstr(out, "\"transformer\""), "eval: %d %s", st, out);
+    free(out);
+    st = run("predict --model %s/tf/model.safetensors --images %s/scenes --threads 1 "
+             "--attention-out %s/tf_strips", tmp, tmp, tmp);
+    out = slurp("stdout.txt");
+    EXPECT(scratch_count_lines(out) == 39 && strstr(out, "test_000000.png\t"), "predict: %s", out);
+    EXPECT(scratch_exists(&sc, "tf_strips/test_000000.png"), "no strip");
+    free(out);
+}
+
 int main(void) {
     if (scratch_open(&sc, "test_cli_features", "caption")) return 1;
     tmp = sc.dir;
@@ -280,6 +303,7 @@ int main(void) {
     snprintf(data, sizeof data, "tsv:%s/scenes/captions.tsv:%s/scenes", tmp, tmp);
     RUN(test_features_extract);
     RUN(test_features_train_eval_predict);
+    RUN(test_features_transformer);
     RUN(test_features_checks);
     RUN(test_nonfinite_cache_stops_eval);
     scratch_remove(tmp);

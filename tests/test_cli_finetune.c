@@ -4,6 +4,7 @@
 // its Adam moments in the state), eval and predict run the fine-tuned stage (a checkpoint
 // with the file's stage written back scores differently), an interrupted run resumed ends
 // in the same bytes as an uninterrupted one, and each refusal is one line.
+// Issue 59: the same fine-tuning with --decoder transformer.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,21 @@ static void test_finetune_resnet(void) {
     free(out);
 }
 
+// Issue 59: the Transformer decoder fine-tunes the stage too (its d annotations go back).
+static void test_finetune_transformer(void) {
+    int st = run("train --data %s --encoder vgg19:%s --fine-tune conv5 --fine-tune-lr 1e-3 --out "
+                 "%s/tf --steps 8 --decoder transformer --d-model 16 --heads 2 --d-ff 32 --layers 1 "
+                 "--batch 8 --threads 1 --quiet", data, vgg19, tmp);
+    char *err = slurp("stderr.txt");
+    EXPECT(st == 0, "train: %d %s", st, err);
+    free(err);
+    check_stage("tf/state.safetensors", "vgg19", vgg19, "conv5", 1, NULL);
+    st = run("eval --model %s/tf/model.safetensors --data %s --split test --json --quiet", tmp, data);
+    char *out = slurp("stdout.txt");
+    EXPECT(st == 0 && strstr(out, "\"transformer\""), "eval: %d %s", st, out);
+    free(out);
+}
+
 static void test_finetune_refusals(void) {
 #define TRAIN "train --data %s --out %s/bad --steps 2" DECODER
     int st = run(TRAIN " --encoder resnet18:%s --fine-tune conv5", data, tmp, resnet18);
@@ -238,6 +254,7 @@ int main(void) {
     snprintf(data, sizeof data, "tsv:%s/scenes/captions.tsv:%s/scenes", tmp, tmp);
     RUN(test_finetune_vgg);
     RUN(test_finetune_resnet);
+    RUN(test_finetune_transformer);
     RUN(test_finetune_refusals);
     scratch_remove(tmp);
     return test_summary();

@@ -454,6 +454,33 @@ static void test_caption_hard_matches_one_process(void) {
                         "caption --attention hard: the train loss over 50 steps, 2 ranks x 1 thread vs 1 process x 1 thread");
 }
 
+// Issue 59: the Transformer decoder over 2 ranks is 1 process x 2 threads bit for bit (each
+// share on a replica, its dropout masks the share's), and without dropout follows one
+// thread's loss curve within float summation order (with dropout they differ by design: the
+// masks are drawn per share, models/sat_transformer.h).
+static void test_caption_transformer_two_ranks(void) {
+    if (skip_without_mpirun("test_caption_transformer_two_ranks")) return;
+#define CAPTION_TF                                                                            \
+    "train --decoder transformer --d-model 16 --heads 2 --d-ff 32 --layers 1 --image-size 64 " \
+    "--channels 4,8,16 --max-len 8 --train-count 64 --val-count-scenes 16 --test-count 16 "    \
+    "--batch 16 --val-count 8 --val-beam 1 --log-every 1 --quiet"
+    if (!caption_ok(scratch_run(&cap_sc, CAPTION_TF " --steps 6 --threads 2 --out %s/tfd2", dir),
+                    "caption --decoder transformer, 1 process x 2 threads") ||
+        !caption_ok(scratch_run_mpi(&cap_sc, 2, CAPTION_TF " --steps 6 --threads 1 --out %s/tfdr", dir),
+                    "caption --decoder transformer, 2 ranks x 1 thread"))
+        return;
+    EXPECT(same_file("tfdr/state.safetensors", "tfd2/state.safetensors"),
+           "transformer: 2 ranks and 1 process of 2 threads wrote different states");
+    if (!caption_ok(scratch_run(&cap_sc, CAPTION_TF " --dropout 0 --steps 50 --threads 1 --out %s/tf1", dir),
+                    "caption --decoder transformer, 1 process x 1 thread") ||
+        !caption_ok(scratch_run_mpi(&cap_sc, 2, CAPTION_TF " --dropout 0 --steps 50 --threads 1 --out %s/tf2", dir),
+                    "caption --decoder transformer, 2 ranks x 1 thread"))
+        return;
+#undef CAPTION_TF
+    expect_close_curves("tf2", "tf1", 2, 1e-5,
+                        "caption --decoder transformer: the train loss over 50 steps, 2 ranks vs 1 process");
+}
+
 // Unequal shares: a batch of 16 over 3 ranks (6, 5, 5) is one process's 3 workers, bit for
 // bit, for both programs.
 static void test_three_ranks_unequal_shares(void) {
@@ -758,6 +785,7 @@ int main(void) {
     RUN(test_caption_resume_across_rank_counts);
     RUN(test_caption_eval_over_ranks);
     RUN(test_caption_hard_matches_one_process);
+    RUN(test_caption_transformer_two_ranks);
     RUN(test_three_ranks_unequal_shares);
     RUN(test_colour_and_features_over_ranks);
     RUN(test_one_process_commands_refuse_ranks);

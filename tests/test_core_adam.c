@@ -111,6 +111,15 @@ static void test_lr_exponential(void) {
     EXPECT_NEAR(lr_exponential(1e-3f, 1.0f, 100, 1000), 1e-3, 0, 1e-7);
 }
 
+// Noam: linear up to the peak at step warmup, then peak sqrt(warmup / step).
+static void test_lr_noam(void) {
+    EXPECT_NEAR(lr_noam(1e-3f, 100, 1), 1e-5, 0, 1e-6);
+    EXPECT_NEAR(lr_noam(1e-3f, 100, 50), 5e-4, 0, 1e-6);
+    EXPECT_NEAR(lr_noam(1e-3f, 100, 100), 1e-3, 0, 1e-6);
+    EXPECT_NEAR(lr_noam(1e-3f, 100, 400), 5e-4, 0, 1e-6);
+    EXPECT_NEAR(lr_noam(2.0f, 1, 4), 1.0, 0, 1e-6);
+}
+
 // The average by hand, decay 0.9: at step 1 the warm-up caps d at 2/11, so
 // avg = 2/11 * 4 + 9/11 * 15 = 13; by step 100 the cap (101/110) is above 0.9 and
 // avg = 0.9 * 13 + 0.1 * 3 = 12. Decay 0 copies the parameters.
@@ -222,6 +231,7 @@ int main(void) {
     RUN(test_clip_global_norm);
     RUN(test_adam_clip_update_matches_plain_loops);
     RUN(test_lr_exponential);
+    RUN(test_lr_noam);
     RUN(test_ema_update_by_hand);
     return test_summary();
 }

@@ -2,7 +2,8 @@
 // (models/sat_finetune.h) on the reduced-width random-weight encoders of
 // tests/fixtures/encoders (VGG-19 conv5, ResNet-18 layer4, ResNet-50 layer4): the
 // gradient of the caption loss w.r.t. the stage's weights (through the decoder's
-// d annotations, the layout change and the stage's backward) against central differences;
+// d annotations, the layout change and the stage's backward) against central differences,
+// with the LSTM decoder and (VGG-19) the Transformer's;
 // a few training steps on one batch lower the loss and change the stage's weights, and a
 // stage learning rate of 0 leaves them as loaded.
 #include <math.h>
@@ -30,7 +31,7 @@ typedef struct {
     SatLoss loss;
 } Setup;
 
-static int setup(Setup *t, const char *spec, int S, uint64_t seed) {
+static int setup(Setup *t, const char *spec, int S, uint64_t seed, int transformer) {
     memset(t, 0, sizeof *t);
     char path[512];
     const char *dir = getenv("ATTEND_FIXTURES");
@@ -51,6 +52,11 @@ static int setup(Setup *t, const char *spec, int S, uint64_t seed) {
     c.E = 5, c.H = 6, c.V = TV, c.max_len = TML;
     c.attn.A = 4;
     c.dropout = 0.0f;
+    if (transformer) {  // issue 59: the Transformer decoder's d annotations
+        c.decoder = SAT_DECODER_TRANSFORMER;
+        c.tf = (SatTfConfig){.d_model = 8, .heads = 2, .d_ff = 12, .layers = 1, .enc_layers = 1,
+                             .positions = 8, .map_layer = -1, .dropout = 0.0f};
+    }
     CHECK(sat_config_finish(&c, &err) == 0, "%s", err.msg);
     Rng rng;
     rng_seed(&rng, seed);
@@ -97,9 +103,9 @@ static void loss_backward(void *ctx, const float *dout) {
     free(keep);
 }
 
-static void gradcheck_spec(const char *spec, int S) {
+static void gradcheck_spec_decoder(const char *spec, int S, int transformer) {
     Setup t;
-    if (setup(&t, spec, S, 3)) return;
+    if (setup(&t, spec, S, 3, transformer)) return;
     GradcheckInput in = {"stage", t.ft.stage.params, t.ft.grad, t.ft.stage.n_params};
     GradcheckOp op = {.ctx = &t, .forward = loss_forward, .backward = loss_backward, .n_out = 1,
                       .inputs = &in, .n_inputs = 1, .eps = 1e-3, .atol = 2e-3, .rtol = 2e-2,
@@ -110,7 +116,10 @@ static void gradcheck_spec(const char *spec, int S) {
     teardown(&t);
 }
 
+static void gradcheck_spec(const char *spec, int S) { gradcheck_spec_decoder(spec, S, 0); }
+
 static void test_gradcheck_vgg19_conv5(void) { gradcheck_spec("vgg19", 32); }
+static void test_gradcheck_vgg19_conv5_transformer(void) { gradcheck_spec_decoder("vgg19", 32, 1); }
 static void test_gradcheck_resnet18_layer4(void) { gradcheck_spec("resnet18", 64); }
 static void test_gradcheck_resnet50_layer4(void) { gradcheck_spec("resnet50", 64); }
 
@@ -120,7 +129,7 @@ static void train_steps(const char *spec, int S, float stage_lr, double *first, 
                         double *moved) {
     Setup t;
     *first = *last = *moved = NAN;
-    if (setup(&t, spec, S, 9)) return;
+    if (setup(&t, spec, S, 9, 0)) return;
     float *loaded = xmalloc(t.ft.stage.n_params * sizeof(float));
     memcpy(loaded, t.ft.stage.params, t.ft.stage.n_params * sizeof(float));
     const AdamConfig dec = adam_defaults(1e-2f), stage = adam_defaults(stage_lr);
@@ -160,6 +169,7 @@ static void test_training_moves_stage(void) {
 
 int main(void) {
     RUN(test_gradcheck_vgg19_conv5);
+    RUN(test_gradcheck_vgg19_conv5_transformer);
     RUN(test_gradcheck_resnet18_layer4);
     RUN(test_gradcheck_resnet50_layer4);
     RUN(test_training_moves_stage);
