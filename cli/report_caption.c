@@ -2,6 +2,7 @@
 #include "cli/report_caption.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,9 +191,15 @@ static void section_curves(FILE *fp, const CaptionReport *r) {
         return;
     }
     fputs("<div class=\"figs\">\n", fp);
+    // The Transformer decoder's loss has no attention regulariser (sat.config names the kind).
+    const char *cfg = safetensors_meta(&r->model, "sat.config");
+    const bool tf = cfg && strstr(cfg, "decoder=transformer");
     if (r->has_loss)
         report_figure(fp, "report_files/loss.png", "training loss against the step", "plot",
-               "Training loss per image (cross-entropy plus the attention regulariser), the mean of each logging window.");
+                      tf ? "Training loss per image (cross-entropy; the Transformer decoder has no "
+                           "attention regulariser), the mean of each logging window."
+                         : "Training loss per image (cross-entropy plus the attention regulariser), "
+                           "the mean of each logging window.");
     if (r->has_bleu)
         report_figure(fp, "report_files/val_bleu4.png", "validation BLEU-4 against the step", "plot",
                "Validation BLEU-4 at each epoch's end (of the weight average with --ema).");

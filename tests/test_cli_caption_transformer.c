@@ -1,6 +1,6 @@
 // test_cli_caption_transformer.c: bin/caption with --decoder transformer end to end on small
 // scenes: train (--json, log.csv with a validation grounding), eval --json with grounding and
-// --per-image, predict with attention strips, --resume against an uninterrupted run (the same
+// --per-image, predict with attention strips, report (its loss caption), --resume against an uninterrupted run (the same
 // parameters and Adam moments), the refusals of bad sizes (heads that do not divide --d-model, a --d-model the 2-D
 // positions cannot take, --max-len past --positions, the other decoder's flags: one line
 // naming the flags, no folder),
@@ -83,6 +83,14 @@ static void test_train_eval_predict(void) {
     EXPECT(scratch_count_lines(out) == 2 && strncmp(out, "a.png\t", 6) == 0, "predict: %s", out);
     EXPECT(scratch_exists(&sc, "strips/a.png") && scratch_exists(&sc, "strips/b.png"), "strips missing");
     free(out);
+    // The report's loss caption says the Transformer's loss has no attention regulariser.
+    st = run("report %s/run", tmp);
+    EXPECT(st == 0, "report failed (%d)", st);
+    char *html = slurp("run/report.html");
+    EXPECT(strstr(html, "the Transformer decoder has no attention regulariser") &&
+               !strstr(html, "cross-entropy plus the attention regulariser"),
+           "report's loss caption");
+    free(html);
 }
 
 // The same tensors with the same bytes in DIR/a and DIR/b (the metadata aside: the best
