@@ -12,10 +12,11 @@
 //   none (attn kind ATTN_NONE): Sutskever et al. 2014 / Cho et al. 2014's one fixed
 //   context, the final states [f_{n-1}; r_0]: the decoder reads L = 1 annotation per row.
 //   loss = (1/B) sum_b sum_t CE(logits_t, target_t)        (targets w_1..w_n, <end>)
-// Limits (issue 58, left for its next step): Luong's input feeding of the attentional
-// vector tanh(W_c [c_t; h_t]) is not in the shared decoder yet (query current feeds the
-// previous step's gated context z_{t-1} instead); no dropout, label smoothing or beam
-// search here yet; greedy decoding is translator_greedy.
+// Luong's input feeding (dec.input_feeding, query current) is the shared decoder's
+// (models/decoder.h): the attentional vector tanh(W_c [z_t; h_{t+1}]) feeds the next step
+// and the deep output. Training adds dropout (cfg.dropout, dec.dropout) and label
+// smoothing (dec.label_smoothing): translator_forward_train. Greedy decoding is
+// translator_greedy.
 //
 // Memory: parameters and gradients are two Blocks with one layout ("src.embed", "enc.fwd.*",
 // "enc.rev.*", then the decoder's tensors); activations one Block (the decoder's for
@@ -31,6 +32,11 @@ typedef struct {
     int Vs, Es, He;   // source vocabulary, source embedding, encoder hidden (per direction)
     int S;            // source tokens at most
     int max_len;      // target words at most; steps T = max_len + 1
+    // Training: inverted dropout with this probability on the source embeddings and on the
+    // encoder's states (the annotations) (Zaremba et al. 2014: the non-recurrent
+    // connections; Luong et al. 2015 used 0.2); the decoder's own dec.dropout drops h before
+    // the deep output. dec.label_smoothing smooths the training loss.
+    float dropout;
     DecoderConfig dec;  // its L = S (1 without attention) and D = 2 He (translator_config_finish)
 } TranslatorConfig;
 
@@ -54,6 +60,8 @@ typedef struct {
     // encoder activations: x (S, B, Es), hs_fwd / hs_rev (S, B, He), their caches, the
     // gradients reaching them, dx (S, B, Es), scratch; the batch's source ids time-major
     float *x, *hs_f, *hs_r, *cache_f, *cache_r, *dhs_f, *dhs_r, *dx, *scratch;
+    float *xmask, *amask;      // dropout: (S, B, Es), (B, L, D)
+    int dropping;              // the last forward was training's with dropout
     int *src_t, *src_len;      // (S, B), (B)
     int Tb, Bb;                // the last forward's steps and rows
 } Translator;
@@ -67,7 +75,12 @@ void translator_free(Translator *m);
 // (the decoder's rows are packed by step); B <= the capacity.
 double translator_forward(Translator *m, const int *src, const int *src_len, const int *words,
                           const int *lens, int B);
-// Accumulates the loss's gradient into m->g (every parameter: encoder and decoder).
+// The same pass training: with dropout (cfg.dropout, dec.dropout: masks drawn from rng) and
+// the loss smoothed by dec.label_smoothing.
+double translator_forward_train(Translator *m, const int *src, const int *src_len,
+                                const int *words, const int *lens, int B, Rng *rng);
+// Accumulates the last forward's loss's gradient into m->g (every parameter: encoder and
+// decoder).
 void translator_backward(Translator *m);
 
 // Greedy decoding of B rows (B <= the capacity) through the decoder's step

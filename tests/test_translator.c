@@ -5,7 +5,12 @@
 //   every parameter tensor (source embedding, both encoder directions, the shared decoder),
 //   on ragged sources (lengths 4 and 2 of 4) for Bahdanau (additive score, query previous),
 //   Luong general (multiplicative, query current), Luong concat (additive, query current)
-//   and no attention (the final states as the one fixed context).
+//   and no attention (the final states as the one fixed context); then Luong general and no
+//   attention with input feeding (the attentional vector tanh(W_c [z_t; h_{t+1}]) fed on),
+//   and the training pass with dropout 0.3 everywhere (masks re-drawn from one seed at every
+//   evaluation, so the loss is a function of the weights) and label smoothing 0.1.
+// - Greedy decoding through the decoder's step agrees with the teacher-forced pass, with and
+//   without input feeding.
 // - The padding of a source (ids past its length) changes nothing: the loss is the same
 //   bit for bit whatever the padding ids are.
 #include <math.h>
@@ -26,13 +31,24 @@ typedef struct {
     Translator m;
     Block hg;  // the harness's gradients (the layout of m.grads)
     int src[NB * NS], src_len[NB], words[NB * ML], lens[NB];
+    int train;  // forward with translator_forward_train, its rng seeded alike every call
 } Fix;
 
-static void fix_init(Fix *f, AttnKind kind, DecoderQuery query, uint64_t seed) {
+// The options beyond the attention: input feeding, dropout (both), label smoothing.
+typedef struct {
+    int feed;
+    float dropout, smoothing;
+} FixOptions;
+
+static void fix_init_with(Fix *f, AttnKind kind, DecoderQuery query, uint64_t seed,
+                          FixOptions o) {
     memset(f, 0, sizeof *f);
-    TranslatorConfig c = {.Vs = 7, .Es = 3, .He = 2, .S = NS, .max_len = ML,
+    TranslatorConfig c = {.Vs = 7, .Es = 3, .He = 2, .S = NS, .max_len = ML, .dropout = o.dropout,
                           .dec = {.E = 3, .H = 4, .V = 8, .nb = 1, .query = query,
+                                  .input_feeding = o.feed, .dropout = o.dropout,
+                                  .label_smoothing = o.smoothing,
                                   .attn = {.kind = kind, .A = 3}}};
+    f->train = o.dropout > 0.0f || o.smoothing > 0.0f;
     Rng rng;
     rng_seed(&rng, seed);
     translator_init(&f->m, &c, NB, &rng);
@@ -47,6 +63,10 @@ static void fix_init(Fix *f, AttnKind kind, DecoderQuery query, uint64_t seed) {
     f->lens[0] = 3, f->lens[1] = 1;
 }
 
+static void fix_init(Fix *f, AttnKind kind, DecoderQuery query, uint64_t seed) {
+    fix_init_with(f, kind, query, seed, (FixOptions){0});
+}
+
 static void fix_free(Fix *f) {
     free(f->hg.data);
     translator_free(&f->m);
@@ -54,7 +74,11 @@ static void fix_free(Fix *f) {
 
 static void fix_forward(void *ctx, float *out) {
     Fix *f = ctx;
-    out[0] = (float)translator_forward(&f->m, f->src, f->src_len, f->words, f->lens, NB);
+    Rng rng;
+    rng_seed(&rng, 77);
+    out[0] = (float)(f->train ? translator_forward_train(&f->m, f->src, f->src_len, f->words,
+                                                         f->lens, NB, &rng)
+                              : translator_forward(&f->m, f->src, f->src_len, f->words, f->lens, NB));
 }
 
 static void fix_backward(void *ctx, const float *dout) {
@@ -71,14 +95,23 @@ static void test_whole_model_gradcheck(void) {
         const char *name;
         AttnKind kind;
         DecoderQuery query;
-    } cases[] = {{"Bahdanau (additive, query previous)", ATTN_ADDITIVE, DECODER_QUERY_PREVIOUS},
+        FixOptions o;
+    } cases[] = {{"Bahdanau (additive, query previous)", ATTN_ADDITIVE, DECODER_QUERY_PREVIOUS, {0}},
                  {"Luong general (multiplicative, query current)", ATTN_MULTIPLICATIVE,
-                  DECODER_QUERY_CURRENT},
-                 {"Luong concat (additive, query current)", ATTN_ADDITIVE, DECODER_QUERY_CURRENT},
-                 {"no attention", ATTN_NONE, DECODER_QUERY_CURRENT}};
+                  DECODER_QUERY_CURRENT, {0}},
+                 {"Luong concat (additive, query current)", ATTN_ADDITIVE, DECODER_QUERY_CURRENT,
+                  {0}},
+                 {"no attention", ATTN_NONE, DECODER_QUERY_CURRENT, {0}},
+                 {"Luong general, input feeding", ATTN_MULTIPLICATIVE, DECODER_QUERY_CURRENT,
+                  {.feed = 1}},
+                 {"no attention, input feeding", ATTN_NONE, DECODER_QUERY_CURRENT, {.feed = 1}},
+                 {"Bahdanau, dropout 0.3, label smoothing 0.1", ATTN_ADDITIVE,
+                  DECODER_QUERY_PREVIOUS, {.dropout = 0.3f, .smoothing = 0.1f}},
+                 {"Luong concat, input feeding, dropout 0.3", ATTN_ADDITIVE,
+                  DECODER_QUERY_CURRENT, {.feed = 1, .dropout = 0.3f}}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         Fix f;
-        fix_init(&f, cases[k].kind, cases[k].query, 90 + k);
+        fix_init_with(&f, cases[k].kind, cases[k].query, 90 + k, cases[k].o);
         GradcheckInput *in = gradcheck_block_inputs(&f.m.params, &f.hg);
         GradcheckOp op = {.ctx = &f, .forward = fix_forward, .backward = fix_backward,
                           .n_out = 1, .inputs = in, .n_inputs = f.m.params.count, .eps = 1e-3,
@@ -128,12 +161,14 @@ static void test_fixed_context_is_the_final_states(void) {
 // its own words: at each step the forward's most likely word (the specials but <end> left
 // out) is the word greedy chose, and its attention rows sum to 1 over the source.
 static void test_greedy_matches_teacher_forcing(void) {
-    static const AttnKind kinds[] = {ATTN_ADDITIVE, ATTN_MULTIPLICATIVE, ATTN_NONE};
+    static const AttnKind kinds[] = {ATTN_ADDITIVE, ATTN_MULTIPLICATIVE, ATTN_NONE,
+                                     ATTN_MULTIPLICATIVE, ATTN_NONE};
     static const DecoderQuery queries[] = {DECODER_QUERY_PREVIOUS, DECODER_QUERY_CURRENT,
+                                           DECODER_QUERY_CURRENT, DECODER_QUERY_CURRENT,
                                            DECODER_QUERY_CURRENT};
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 5; k++) {
         Fix f;
-        fix_init(&f, kinds[k], queries[k], 300 + k);
+        fix_init_with(&f, kinds[k], queries[k], 300 + k, (FixOptions){.feed = k >= 3});
         const int V = f.m.cfg.dec.V, L = f.m.cfg.dec.L;
         for (int b = 0; b < NB; b++) {
             int out[ML], len;
