@@ -119,8 +119,10 @@ static void draw_masks_(Translator *m, Rng *rng) {
     const TranslatorConfig *c = &m->cfg;
     const int B = m->Bb, H = c->dec.H;
     DecoderActs *a = &m->a;
-    draw_mask_(m->xmask, (size_t)c->S * B * c->Es, c->dropout, rng);
-    draw_mask_(m->amask, (size_t)B * c->dec.L * c->dec.D, c->dropout, rng);
+    if (c->dropout > 0.0f) {
+        draw_mask_(m->xmask, (size_t)c->S * B * c->Es, c->dropout, rng);
+        draw_mask_(m->amask, (size_t)B * c->dec.L * c->dec.D, c->dropout, rng);
+    }
     if (c->dec.dropout <= 0.0f) return;
     for (int t = 0; t < m->Tb; t++)
         for (int b = 0; b < a->active[t]; b++) {

@@ -123,6 +123,26 @@ static void test_resume_bit_identical(void) {
     EXPECT_ONE_LINE_ERROR(&sc, rc, "(checkpoint: dates)");
 }
 
+// The training options (input feeding, dropout, label smoothing) ride in the checkpoint:
+// a resumed run draws the same dropout masks (bit for bit), and options that differ on
+// --resume are refused; input feeding needs an attention that queries the current state.
+static void test_training_options(void) {
+    resume_case("options", TINY " --attention luong-general --input-feeding --dropout 0.2 --label-smoothing 0.1",
+                "translate.dropout");
+    char *err = read_text("stderr.txt");
+    EXPECT(err && strstr(err, "luong-general attention, input feeding, dropout 0.2, label smoothing 0.1"),
+           "header: %s", err ? err : "");
+    free(err);
+    int rc = run_text("translate train --resume --steps 8 --dropout 0.5 --out %s/options_part", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--dropout 0.5 (checkpoint: 0.2)");
+    rc = run_text("translate train --resume --steps 8 --label-smoothing 0 --out %s/options_part", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--label-smoothing 0 (checkpoint: 0.1)");
+    rc = run_text("translate train --resume --steps 8 --out %s/dates_part --input-feeding", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--input-feeding");
+    rc = run_text("translate train " TINY " --steps 1 --input-feeding --out %s/feed_bahdanau", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--input-feeding: --attention bahdanau queries the previous state");
+}
+
 // eval of the tiny date run: sane figures, the JSON's keys; then of a pair run: BLEU and
 // chrF in 0..100, no alignment.
 static void test_eval_json(void) {
@@ -233,6 +253,7 @@ int main(void) {
     write_pairs();
     RUN(test_train_writes_outputs);
     RUN(test_resume_bit_identical);
+    RUN(test_training_options);
     RUN(test_eval_json);
     RUN(test_translate_lines);
     RUN(test_other_checkpoints_refused);
