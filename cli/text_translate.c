@@ -416,10 +416,10 @@ static void overview(FILE *f) {
             "usage: text translate COMMAND [flags]   (text translate COMMAND --help for its flags)\n"
             "  train    train the encoder-decoder translator on dates, bible-en-es or a pair\n"
             "           file; writes OUT/model.safetensors, log.csv, loss.png, run.json\n"
-            "  eval     greedy decoding of a split: exact match and, for dates, alignment\n"
-            "           accuracy; for pairs, corpus BLEU and chrF\n"
-            "  translate  each line of a file or standard input, translated greedily, one\n"
-            "           output line each\n");
+            "  eval     greedy or beam decoding of a split: exact match (also by source\n"
+            "           length) and, for dates, alignment accuracy; for pairs, corpus BLEU and chrF\n"
+            "  translate  each line of a file or standard input, translated (greedy or beam),\n"
+            "           one output line each\n");
 }
 
 int text_translate_main(int argc, char **argv) {

@@ -201,6 +201,11 @@ double translator_forward_train(Translator *m, const int *src, const int *src_le
     return forward_(m, src, src_len, words, lens, B, rng);
 }
 
+void translator_encode(Translator *m, const int *src, const int *src_len, int B) {
+    m->dropping = 0;
+    encode_(m, src, src_len, B);
+}
+
 void translator_greedy(Translator *m, const int *src, const int *src_len, int B, int *out,
                        int *out_len, float *alpha) {
     const TranslatorConfig *c = &m->cfg;

@@ -83,6 +83,12 @@ double translator_forward_train(Translator *m, const int *src, const int *src_le
 // decoder).
 void translator_backward(Translator *m);
 
+// Decoding's start for B rows (B <= the capacity; src, src_len as for translator_forward):
+// the annotations a.annot (B, L, D), h_0, c_0 (a.hs, a.cs rows 0..B-1), the attention's
+// preparation a.prep and the rows' lengths m->src_len; no dropout. Overwrites the last
+// forward's activations. Beam search (models/translator_beam.h) starts here.
+void translator_encode(Translator *m, const int *src, const int *src_len, int B);
+
 // Greedy decoding of B rows (B <= the capacity) through the decoder's step
 // (decoder_step_forward, the one beam search uses): src (B, S) with src_len (B) as for
 // translator_forward; each step feeds the previous step's most likely word (<start> first;

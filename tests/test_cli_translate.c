@@ -163,6 +163,28 @@ static void test_eval_json(void) {
     EXPECT(cJSON_IsNumber(n) && n->valuedouble == 40, "pairs");
     EXPECT(cJSON_IsString(cJSON_GetObjectItem(j, "split")) && cJSON_IsString(cJSON_GetObjectItem(j, "model")),
            "split, model");
+    // Exact match by source length: buckets of 10 tokens whose pairs add up to all.
+    const cJSON *buckets = cJSON_GetObjectItem(j, "by_source_length"), *bk;
+    int total = 0;
+    EXPECT(cJSON_IsArray(buckets) && cJSON_GetArraySize(buckets) >= 1, "by_source_length: %s", out ? out : "");
+    cJSON_ArrayForEach(bk, buckets) {
+        const cJSON *from = cJSON_GetObjectItem(bk, "from"), *np = cJSON_GetObjectItem(bk, "pairs");
+        EXPECT(cJSON_IsNumber(from) && ((int)from->valuedouble - 1) % 10 == 0 && cJSON_IsNumber(np) &&
+                   cJSON_IsNumber(cJSON_GetObjectItem(bk, "exact_match")),
+               "a bucket: %s", out ? out : "");
+        total += cJSON_IsNumber(np) ? (int)np->valuedouble : 0;
+    }
+    EXPECT(total == 40, "the buckets hold %d pairs", total);
+    EXPECT(err && strstr(err, "exact match by source length (tokens): "), "bucket line: %s", err ? err : "");
+    EXPECT(cJSON_GetObjectItem(j, "beam") && cJSON_GetObjectItem(j, "beam")->valuedouble == 1, "beam");
+    cJSON_Delete(j);
+    free(err), free(out);
+    // Beam search: its own line and JSON; beam 1 is greedy's figures exactly.
+    rc = run_text("translate eval --model %s/run/model.safetensors --limit 40 --batch 16 --beam 3 --length-alpha 0.5 --json", tmpdir);
+    err = read_text("stderr.txt"), out = read_text("stdout.txt");
+    EXPECT(rc == 0 && err && strstr(err, "(bahdanau attention, beam 3, length alpha 0.5)"), "beam eval: %s", err ? err : "");
+    j = cJSON_Parse(out ? out : "");
+    EXPECT(j && cJSON_GetObjectItem(j, "beam")->valuedouble == 3, "beam JSON: %s", out ? out : "");
     cJSON_Delete(j);
     free(err), free(out);
     rc = run_text("translate eval --model %s/pairs_whole/model.safetensors --split valid --json", tmpdir);
@@ -182,14 +204,15 @@ static void test_eval_json(void) {
 }
 
 // translate: one output line per input line, each a short string of the target alphabet
-// (a blank line for a blank one), from standard input and from --input; a bad line stops
+// (a blank line for a blank one), from standard input (greedy) and from --input (beam 3);
+// a bad line stops
 // with one line naming it, the lines before it printed.
 static void test_translate_lines(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/in.txt", tmpdir);
     CHECK(scratch_write_text(path, "3 march 1987\n\nTuesday, March 3, 1987\r\n03.03.87\n") == 0);
     for (int from_file = 0; from_file < 2; from_file++) {
-        int rc = from_file ? run_text("translate translate --model %s/run/model.safetensors --input %s", tmpdir, path)
+        int rc = from_file ? run_text("translate translate --model %s/run/model.safetensors --beam 3 --input %s", tmpdir, path)
                            : run_text("translate translate --model %s/run/model.safetensors < %s", tmpdir, path);
         char *out = read_text("stdout.txt");
         EXPECT(rc == 0, "translate exited %d", rc);

@@ -11,6 +11,9 @@
 //   evaluation, so the loss is a function of the weights) and label smoothing 0.1.
 // - Greedy decoding through the decoder's step agrees with the teacher-forced pass, with and
 //   without input feeding.
+// - Beam search (models/translator_beam.h): beam 1 is greedy (the same words and attention);
+//   a beam of 4 finds a hypothesis at least as likely as greedy's (raw log-probability, the
+//   greedy one's from the teacher-forced loss), on small random models with ragged sources.
 // - The padding of a source (ids past its length) changes nothing: the loss is the same
 //   bit for bit whatever the padding ids are.
 #include <math.h>
@@ -21,6 +24,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "models/translator.h"
+#include "models/translator_beam.h"
 #include "tests/support/gradcheck.h"
 #include "seq/vocab.h"
 #include "tests/support/test.h"
@@ -195,10 +199,85 @@ static void test_greedy_matches_teacher_forcing(void) {
     }
 }
 
+
+// A small random model for the search tests: 4 sentences of up to 6 tokens, 9 words.
+static void beam_model_make(Translator *m, AttnKind kind, DecoderQuery query, int feed,
+                            uint64_t seed) {
+    TranslatorConfig c = {.Vs = 7, .Es = 4, .He = 3, .S = 6, .max_len = 5,
+                          .dec = {.E = 4, .H = 6, .V = 9, .nb = 1, .query = query,
+                                  .input_feeding = feed, .attn = {.kind = kind, .A = 4}}};
+    Rng rng;
+    rng_seed(&rng, seed);
+    translator_init(m, &c, 4, &rng);
+    fill_uniform(m->params.data, m->params.numel, -1.5f, 1.5f, &rng);
+    m->p.dec.b_o[VOCAB_END] += 1.0f;  // most hypotheses end before the limit
+}
+
+static const int BEAM_SRC[4 * 6] = {1, 2, 3, 4, 5, 6, 3, 3, 1, 0, 0, 0,
+                                    6, 5, 0, 0, 0, 0, 2, 4, 6, 1, 3, 0};
+static const int BEAM_LEN[4] = {6, 3, 2, 5};
+
+static void test_beam_one_is_greedy(void) {
+    static const AttnKind kinds[] = {ATTN_ADDITIVE, ATTN_MULTIPLICATIVE, ATTN_NONE};
+    static const DecoderQuery queries[] = {DECODER_QUERY_PREVIOUS, DECODER_QUERY_CURRENT,
+                                           DECODER_QUERY_CURRENT};
+    for (int k = 0; k < 3; k++) {
+        Translator m;
+        beam_model_make(&m, kinds[k], queries[k], k == 1, 400 + k);
+        const int ML = m.cfg.max_len, L = m.cfg.dec.L;
+        int g[4 * 5], gl[4], b[4 * 5], bl[4];
+        float ga[6 * 4 * 6], ba[6 * 4 * 6];
+        translator_greedy(&m, BEAM_SRC, BEAM_LEN, 4, g, gl, ga);
+        translator_beam(&m, BEAM_SRC, BEAM_LEN, 4, 1, 0.0f, b, bl, NULL, ba);
+        for (int r = 0; r < 4; r++) {
+            EXPECT(gl[r] == bl[r] && memcmp(g + r * ML, b + r * ML, (size_t)gl[r] * sizeof(int)) == 0,
+                   "kind %d row %d: beam 1 gave %d words, greedy %d (or other words)", k, r, bl[r], gl[r]);
+            for (int t = 0; t < gl[r]; t++)  // the words' steps (beam keeps no <end>'s)
+                for (int i = 0; i < L; i++)
+                    EXPECT(ga[(t * 4 + r) * L + i] == ba[(t * 4 + r) * L + i],
+                           "kind %d row %d step %d: attention %.9g, greedy's %.9g", k, r, t,
+                           ba[(t * 4 + r) * L + i], ga[(t * 4 + r) * L + i]);
+        }
+        translator_free(&m);
+    }
+}
+
+static void test_beam_beats_greedy(void) {
+    int checked = 0, better = 0;
+    for (int k = 0; k < 6; k++) {
+        Translator m;
+        beam_model_make(&m, k % 2 ? ATTN_MULTIPLICATIVE : ATTN_ADDITIVE,
+                        k % 2 ? DECODER_QUERY_CURRENT : DECODER_QUERY_PREVIOUS, k % 2, 500 + k);
+        const int ML = m.cfg.max_len;
+        int g[4 * 5], gl[4], b[4 * 5], bl[4];
+        float score[4];
+        translator_beam(&m, BEAM_SRC, BEAM_LEN, 4, 4, 0.0f, b, bl, score, NULL);
+        translator_greedy(&m, BEAM_SRC, BEAM_LEN, 4, g, gl, NULL);
+        for (int r = 0; r < 4; r++) {
+            if (gl[r] == ML || bl[r] == ML) continue;  // at the limit: no <end> to score
+            const double greedy_lp = -translator_forward(&m, BEAM_SRC + r * 6, BEAM_LEN + r,
+                                                         g + r * ML, gl + r, 1);
+            const double beam_lp = -translator_forward(&m, BEAM_SRC + r * 6, BEAM_LEN + r,
+                                                       b + r * ML, bl + r, 1);
+            EXPECT(fabs(beam_lp - score[r]) < 1e-4, "model %d row %d: the search's score %g, the forward's %g",
+                   k, r, score[r], beam_lp);
+            EXPECT(beam_lp >= greedy_lp - 1e-5, "model %d row %d: beam 4 log p %g < greedy's %g", k, r,
+                   beam_lp, greedy_lp);
+            checked++;
+            better += beam_lp > greedy_lp + 1e-5;
+        }
+        translator_free(&m);
+    }
+    EXPECT(checked >= 8, "only %d rows ended before the limit", checked);
+    EXPECT(better >= 1, "beam 4 never beat greedy in %d rows: the search is not searching", checked);
+}
+
 int main(void) {
     RUN(test_whole_model_gradcheck);
     RUN(test_padding_changes_nothing);
     RUN(test_fixed_context_is_the_final_states);
     RUN(test_greedy_matches_teacher_forcing);
+    RUN(test_beam_one_is_greedy);
+    RUN(test_beam_beats_greedy);
     return test_summary();
 }
