@@ -71,15 +71,11 @@ static void evaluate(TranslateModel *tm, const TranslateData *d, const EvalFlags
             res->bucket_exact[k] += exact;
             hyps[i] = translate_target_text(st, out + (size_t)b * ML, len[b]);
             if (!d->dates || !attend) continue;
-            // Step t's attention peak over the row's source characters.
+            // Step t's attention peak over the row's source characters (step t wrote
+            // target character t).
             int peak[DATES_TARGET_LEN];
-            for (int t = 0; t < DATES_TARGET_LEN && t < T; t++) {
-                const float *a = alpha + ((size_t)t * nb + b) * L;
-                int best = 0;
-                for (int s = 1; s < d->src_len[i]; s++)
-                    if (a[s] > a[best]) best = s;
-                peak[t] = best;
-            }
+            CHECK(T >= DATES_TARGET_LEN, "dates decoded for %d steps", T);
+            dates_attention_peaks(peak, alpha + (size_t)b * L, (size_t)nb * L, d->src_len[i]);
             dates_alignment_count(&d->dates[i], peak, &res->align_hits, &res->align_n);
         }
     }

@@ -163,7 +163,8 @@ static void test_fixed_context_is_the_final_states(void) {
 
 // Greedy decoding through decoder_step_forward agrees with the teacher-forced forward fed
 // its own words: at each step the forward's most likely word (the specials but <end> left
-// out) is the word greedy chose, and its attention rows sum to 1 over the source.
+// out) is the word greedy chose, its attention rows sum to 1 over the source, and greedy's
+// step t weights are the forward's for target t (its row t: one row, decoder_pack_rows).
 static void test_greedy_matches_teacher_forcing(void) {
     static const AttnKind kinds[] = {ATTN_ADDITIVE, ATTN_MULTIPLICATIVE, ATTN_NONE,
                                      ATTN_MULTIPLICATIVE, ATTN_NONE};
@@ -191,6 +192,11 @@ static void test_greedy_matches_teacher_forcing(void) {
                 for (int v = VOCAB_NSPECIAL; v < V; v++)
                     if (p[v] > p[best]) best = v;
                 const int want = t < len ? out[t] : VOCAB_END;
+                // Greedy's step t recorded the weights the training pass used for target t.
+                for (int i = 0; i < L; i++)
+                    EXPECT(fabsf(alpha[t * L + i] - f.m.a.alpha[(size_t)t * L + i]) < 1e-6f,
+                           "kind %d row %d step %d: greedy's attention %g, the forward's %g", k, b,
+                           t, alpha[t * L + i], f.m.a.alpha[(size_t)t * L + i]);
                 EXPECT(best == want || (t == ML && want == VOCAB_END), "kind %d row %d step %d: forward's %d, greedy's %d",
                        k, b, t, best, want);
             }
