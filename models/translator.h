@@ -2,7 +2,8 @@
 // on the shared attention decoder (models/decoder.h): a source embedding, a bidirectional
 // LSTM over the source with its lengths (seq/lstm_seq.h), and the decoder attending over
 // the encoder's states (B, S, 2 He) with those lengths. Teacher-forced loss, forward and
-// backward; no CLI yet.
+// backward; greedy decoding here, beam search in models/translator_beam.h; the CLI is
+// `text translate` (cli/text_translate.h).
 //
 // Model, for B pairs (source ids (B, S) with lengths, target words (B, max_len)):
 //   x = E_src src;  f = LSTM_fwd(x), r = LSTM_rev(x) over each row's length;  a_i = [f_i; r_i]
@@ -15,12 +16,12 @@
 // Luong's input feeding (dec.input_feeding, query current) is the shared decoder's
 // (models/decoder.h): the attentional vector tanh(W_c [z_t; h_{t+1}]) feeds the next step
 // and the deep output. Training adds dropout (cfg.dropout, dec.dropout) and label
-// smoothing (dec.label_smoothing): translator_forward_train. Greedy decoding is
-// translator_greedy.
+// smoothing (dec.label_smoothing): translator_forward_train.
 //
 // Memory: parameters and gradients are two Blocks with one layout ("src.embed", "enc.fwd.*",
-// "enc.rev.*", then the decoder's tensors); activations one Block (the decoder's for
-// (max_len + 1, B), then the encoder's for (S, B)).
+// "enc.rev.*", then the decoder's tensors, "feed.W_c" last with input feeding); activations
+// one Block (the decoder's for (max_len + 1, B), then the encoder's for (S, B) and, with
+// dropout, its masks).
 #ifndef MODELS_TRANSLATOR_H
 #define MODELS_TRANSLATOR_H
 
