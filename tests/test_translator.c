@@ -13,7 +13,8 @@
 //   without input feeding.
 // - Beam search (models/translator_beam.h): beam 1 is greedy (the same words and attention);
 //   a beam of 4 finds a hypothesis at least as likely as greedy's (raw log-probability, the
-//   greedy one's from the teacher-forced loss), on small random models with ragged sources.
+//   greedy one's from the teacher-forced loss), scores it as the teacher-forced pass does and
+//   keeps its attention, on small random models with ragged sources.
 // - The padding of a source (ids past its length) changes nothing: the loss is the same
 //   bit for bit whatever the padding ids are.
 #include <math.h>
@@ -256,8 +257,9 @@ static void test_beam_beats_greedy(void) {
                         k % 2 ? DECODER_QUERY_CURRENT : DECODER_QUERY_PREVIOUS, k % 2, 500 + k);
         const int ML = m.cfg.max_len;
         int g[4 * 5], gl[4], b[4 * 5], bl[4];
-        float score[4];
-        translator_beam(&m, BEAM_SRC, BEAM_LEN, 4, 4, 0.0f, b, bl, score, NULL);
+        float score[4], ba[6 * 4 * 6];
+        const int L = m.cfg.dec.L;
+        translator_beam(&m, BEAM_SRC, BEAM_LEN, 4, 4, 0.0f, b, bl, score, ba);
         translator_greedy(&m, BEAM_SRC, BEAM_LEN, 4, g, gl, NULL);
         for (int r = 0; r < 4; r++) {
             if (gl[r] == ML || bl[r] == ML) continue;  // at the limit: no <end> to score
@@ -267,6 +269,12 @@ static void test_beam_beats_greedy(void) {
                                                        b + r * ML, bl + r, 1);
             EXPECT(fabs(beam_lp - score[r]) < 1e-4, "model %d row %d: the search's score %g, the forward's %g",
                    k, r, score[r], beam_lp);
+            // The attention kept for each word is its hypothesis's (the forward's row t).
+            for (int t = 0; t < bl[r]; t++)
+                for (int i = 0; i < L; i++)
+                    EXPECT(fabsf(ba[(t * 4 + r) * L + i] - m.a.alpha[(size_t)t * L + i]) < 1e-5f,
+                           "model %d row %d step %d: beam's attention %g, the forward's %g", k, r, t,
+                           ba[(t * 4 + r) * L + i], m.a.alpha[(size_t)t * L + i]);
             EXPECT(beam_lp >= greedy_lp - 1e-5, "model %d row %d: beam 4 log p %g < greedy's %g", k, r,
                    beam_lp, greedy_lp);
             checked++;
