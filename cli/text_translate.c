@@ -35,12 +35,13 @@ typedef struct {
     const char *data, *root, *out;
     int attention, embed, hidden, dec_embed, attn_size, window, max_src, max_len, train_size;
     int bpe_merges, threads;
+    float dropout, label_smoothing;
     TrainPlanFlags plan;
     TrainOptimFlags optim;
-    bool resume, force, json;
+    bool input_feeding, resume, force, json;
     struct {
         bool data, attention, embed, hidden, dec_embed, attn_size, window, max_src, max_len,
-            train_size, bpe_merges;
+            train_size, bpe_merges, dropout, label_smoothing, input_feeding;
     } given;
 } TrainFlags;
 
@@ -64,6 +65,9 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"max-src", ARG_INT, &f->max_src, "pairs: source tokens kept (dates: 40 characters)", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.max_src},
         {"max-len", ARG_INT, &f->max_len, "pairs: target tokens kept (dates: 10 characters)", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.max_len},
         {"train-size", ARG_INT, &f->train_size, "dates: training examples", .has_min = true, .min = 1, .has_max = true, .max = 10000000, .given = &f->given.train_size},
+        {"input-feeding", ARG_FLAG, &f->input_feeding, "Luong's input feeding: the attentional vector tanh(W_c [context; h_t]) feeds the next step and the output (not with bahdanau, which queries the previous state)", .given = &f->given.input_feeding},
+        {"dropout", ARG_FLOAT, &f->dropout, "training: dropout on the source embeddings, the encoder's states and the decoder's output state", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
+        {"label-smoothing", ARG_FLOAT, &f->label_smoothing, "training: the loss's target is (1 - X) the word + X spread evenly over the vocabulary", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.label_smoothing},
         {"bpe-merges", ARG_INT, &f->bpe_merges, "pairs: BPE merges learned on the training split (both sides, one model)", .has_min = true, .min = 0, .has_max = true, .max = BPE_MAX_MERGES, .given = &f->given.bpe_merges},
         {"batch", ARG_INT, &f->optim.batch, "pairs per step", .has_min = true, .min = 1, .has_max = true, .max = TRANSLATE_BATCH_MAX, .given = &f->optim.given.batch},
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
@@ -134,6 +138,11 @@ static int check_resume_flags(TrainRun *r, Error *err) {
     flag_diffs_int(&d, "max-len", f->given.max_len, f->max_len, c->max_len);
     flag_diffs_int(&d, "train-size", f->given.train_size, f->train_size, st->train_size);
     flag_diffs_int(&d, "bpe-merges", f->given.bpe_merges, f->bpe_merges, st->bpe_merges);
+    flag_diffs_switch(&d, "input-feeding", f->given.input_feeding, f->input_feeding,
+                      c->dec.input_feeding);
+    flag_diffs_float(&d, "dropout", f->given.dropout, f->dropout, c->dropout);
+    flag_diffs_float(&d, "label-smoothing", f->given.label_smoothing, f->label_smoothing,
+                     c->dec.label_smoothing);
     if (flag_diffs_refuse(&d, r->paths.model, err)) return -1;
     train_optim_resume(&r->st.optim, &f->optim, &r->resumed_with);
     return 0;
@@ -161,11 +170,18 @@ static int load_data(TrainRun *r, Error *err) {
         st->optim = train_optim_new(&f->optim);
         TranslatorConfig *c = &st->cfg;
         const TranslateAttention a = translate_attention(f->attention);
+        if (f->input_feeding && a.query != DECODER_QUERY_CURRENT)
+            return error_set(err, "--input-feeding: --attention %s queries the previous state; "
+                             "input feeding needs one that queries the current state (luong-*, "
+                             "local-*, none)", TRANSLATE_ATTENTIONS[f->attention]);
         *c = (TranslatorConfig){.Es = f->embed, .He = f->hidden,
                                 .S = is_dates(f->data) ? DATES_MAX_SOURCE : f->max_src,
                                 .max_len = is_dates(f->data) ? DATES_TARGET_LEN : f->max_len,
+                                .dropout = f->dropout,
                                 .dec = {.E = f->dec_embed, .H = 2 * f->hidden, .nb = 1,
-                                        .query = a.query,
+                                        .query = a.query, .input_feeding = f->input_feeding,
+                                        .dropout = f->dropout,
+                                        .label_smoothing = f->label_smoothing,
                                         .attn = {.kind = a.kind, .A = f->attn_size,
                                                  .window = f->window}}};
         if (translate_vocab_fit(st, f->root, err)) return -1;
@@ -245,11 +261,17 @@ static void print_header(const TrainRun *r) {
         text_write_linef(stderr, "text translate train: resuming with %s", r->resumed_with.text);
     char budget[64];
     train_budget_describe(&r->budget, budget, sizeof budget);
+    char extra[96] = "";
+    int k = 0;
+    if (c->dec.input_feeding) k += snprintf(extra + k, sizeof extra - k, ", input feeding");
+    if (c->dropout > 0) k += snprintf(extra + k, sizeof extra - k, ", dropout %g", c->dropout);
+    if (c->dec.label_smoothing > 0)
+        snprintf(extra + k, sizeof extra - k, ", label smoothing %g", c->dec.label_smoothing);
     fprintf(stderr, "text translate train: %s, %d training and %d validation pairs, vocabularies "
-            "%d and %d; embed %d, bidirectional LSTM %d, decoder %d, %s attention; batch %d, "
+            "%d and %d; embed %d, bidirectional LSTM %d, decoder %d, %s attention%s; batch %d, "
             "lr %g, clip %g; step %ld%s\n",
             r->st.data, r->train.n, r->valid.n, c->Vs, c->dec.V, c->Es, c->He, c->dec.H,
-            TRANSLATE_ATTENTIONS[r->st.attention], r->st.optim.batch, r->st.optim.lr,
+            TRANSLATE_ATTENTIONS[r->st.attention], extra, r->st.optim.batch, r->st.optim.lr,
             r->st.optim.clip, r->st.step, budget);
 }
 
@@ -294,7 +316,10 @@ static int train_step(TrainRun *r, double *loss, Error *err) {
     const int B = st->optim.batch;
     const int *pos = train_order_batch(&r->order, st->step, r->steps_per_epoch, B, st->optim.seed);
     gather(r, &r->train, pos, B);
-    *loss = translator_forward(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, B);
+    // The step's dropout masks: a stream of (seed, step), so a resumed run draws the same.
+    Rng drop;
+    rng_seed(&drop, rng_mix((uint64_t)st->optim.seed ^ 0xD809u, (uint64_t)st->step));
+    *loss = translator_forward_train(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, B, &drop);
     block_zero(&r->m.grads);
     translator_backward(&r->m);
     if (train_check_finite(st->step + 1, "loss", *loss, &r->m.grads, r->paths.model, err)) return -1;
@@ -396,10 +421,10 @@ static void overview(FILE *f) {
             "usage: text translate COMMAND [flags]   (text translate COMMAND --help for its flags)\n"
             "  train    train the encoder-decoder translator on dates, bible-en-es or a pair\n"
             "           file; writes OUT/model.safetensors, log.csv, loss.png, run.json\n"
-            "  eval     greedy decoding of a split: exact match and, for dates, alignment\n"
-            "           accuracy; for pairs, corpus BLEU and chrF\n"
-            "  translate  each line of a file or standard input, translated greedily, one\n"
-            "           output line each\n"
+            "  eval     greedy or beam decoding of a split: exact match (also by source\n"
+            "           length) and, for dates, alignment accuracy; for pairs, corpus BLEU and chrF\n"
+            "  translate  each line of a file or standard input, translated (greedy or beam),\n"
+            "           one output line each\n"
             "  show     the alignment matrices of a split's sentences (or of lines given), one\n"
             "           PNG each, on one HTML page with source, reference and output\n"
             "  score    sacreBLEU's BLEU and chrF of a split with 95%% bootstrap intervals, and\n"

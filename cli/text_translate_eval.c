@@ -1,5 +1,6 @@
-// `text translate eval` (cli/text_translate.h): greedy decoding of one split of a model's
-// data; exact match, and alignment accuracy for dates, corpus BLEU and chrF for pairs.
+// `text translate eval` (cli/text_translate.h): greedy (--beam 1) or beam search decoding of
+// one split of a model's data; exact match, overall and by source length (buckets of
+// TRANSLATE_BUCKET tokens), and alignment accuracy for dates, corpus BLEU and chrF for pairs.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,49 +14,68 @@
 #include "core/check.h"
 #include "core/gemm.h"
 #include "core/text_escape.h"
+#include "models/translator_beam.h"
 #include "seq/sacrebleu.h"
 
 typedef struct {
     const char *model, *root;
-    int split, batch, limit, threads;
+    int split, batch, limit, threads, beam;
+    float length_alpha;
     bool json;
 } EvalFlags;
+
+// Exact match by source length: bucket k holds sources of k TRANSLATE_BUCKET + 1 ..
+// (k + 1) TRANSLATE_BUCKET tokens.
+#define TRANSLATE_BUCKET 10
+#define TRANSLATE_BUCKETS (4096 / TRANSLATE_BUCKET + 1)
 
 typedef struct {
     int n;                       // pairs decoded
     long exact;                  // hypotheses equal to their target
     int align_hits, align_n;     // dates with attention: target digits and hits
     double bleu, chrf;           // pairs: corpus scores (0..100), else NAN
+    int bucket_n[TRANSLATE_BUCKETS], bucket_exact[TRANSLATE_BUCKETS];
 } EvalResult;
 
+// Decodes rows i0 .. i0 + nb - 1 of d: greedy (beam 1) or beam search.
+static void decode_(TranslateModel *tm, const TranslateData *d, const EvalFlags *f, int i0,
+                    int nb, int *out, int *len, float *alpha) {
+    const int *src = d->src + (size_t)i0 * d->S, *src_len = d->src_len + i0;
+    if (f->beam == 1) translator_greedy(&tm->m, src, src_len, nb, out, len, alpha);
+    else translator_beam(&tm->m, src, src_len, nb, f->beam, f->length_alpha, out, len, NULL, alpha);
+}
+
 // Decodes d (the first n pairs) in batches of B; fills res.
-static void evaluate(TranslateModel *tm, const TranslateData *d, int n, int B, EvalResult *res) {
+static void evaluate(TranslateModel *tm, const TranslateData *d, const EvalFlags *f, int n,
+                     EvalResult *res) {
+    const int B = f->batch;
     const TranslateState *st = &tm->state;
-    const int S = d->S, ML = d->max_len, L = st->cfg.dec.L, T = ML + 1;
+    const int ML = d->max_len, L = st->cfg.dec.L, T = ML + 1;
     const bool attend = st->cfg.dec.attn.kind != ATTN_NONE;
     int *out = xmalloc((size_t)B * ML * sizeof(int)), *len = xmalloc((size_t)B * sizeof(int));
     float *alpha = xmalloc((size_t)T * B * L * sizeof(float));
     char **hyps = xcalloc((size_t)n, sizeof(char *));
-    *res = (EvalResult){.n = n, .bleu = NAN, .chrf = NAN};
+    memset(res, 0, sizeof *res);
+    res->n = n, res->bleu = NAN, res->chrf = NAN;
     for (int i0 = 0; i0 < n; i0 += B) {
         const int nb = n - i0 < B ? n - i0 : B;
-        translator_greedy(&tm->m, d->src + (size_t)i0 * S, d->src_len + i0, nb, out, len, alpha);
+        decode_(tm, d, f, i0, nb, out, len, alpha);
         for (int b = 0; b < nb; b++) {
             const int i = i0 + b;
-            res->exact += len[b] == d->tgt_len[i] &&
-                          memcmp(out + (size_t)b * ML, d->tgt + (size_t)i * ML,
-                                 (size_t)len[b] * sizeof(int)) == 0;
+            const int exact = len[b] == d->tgt_len[i] &&
+                              memcmp(out + (size_t)b * ML, d->tgt + (size_t)i * ML,
+                                     (size_t)len[b] * sizeof(int)) == 0;
+            const int k = (d->src_len[i] - 1) / TRANSLATE_BUCKET;
+            res->exact += exact;
+            res->bucket_n[k]++;
+            res->bucket_exact[k] += exact;
             hyps[i] = translate_target_text(st, out + (size_t)b * ML, len[b]);
             if (!d->dates || !attend) continue;
-            // Step t's attention peak over the row's source characters.
+            // Step t's attention peak over the row's source characters (step t wrote
+            // target character t).
             int peak[DATES_TARGET_LEN];
-            for (int t = 0; t < DATES_TARGET_LEN && t < T; t++) {
-                const float *a = alpha + ((size_t)t * nb + b) * L;
-                int best = 0;
-                for (int s = 1; s < d->src_len[i]; s++)
-                    if (a[s] > a[best]) best = s;
-                peak[t] = best;
-            }
+            CHECK(T >= DATES_TARGET_LEN, "dates decoded for %d steps", T);
+            dates_attention_peaks(peak, alpha + (size_t)b * L, (size_t)nb * L, d->src_len[i]);
             dates_alignment_count(&d->dates[i], peak, &res->align_hits, &res->align_n);
         }
     }
@@ -74,13 +94,28 @@ static void evaluate(TranslateModel *tm, const TranslateData *d, int n, int B, E
     free(hyps), free(out), free(len), free(alpha);
 }
 
+// One line: exact match by source length, each non-empty bucket's share and count.
+static void print_buckets(const EvalResult *r) {
+    char line[1024];
+    int k = snprintf(line, sizeof line, "exact match by source length (tokens):");
+    for (int i = 0; i < TRANSLATE_BUCKETS && k < (int)sizeof line - 64; i++)
+        if (r->bucket_n[i])
+            k += snprintf(line + k, sizeof line - k, " %d-%d %.2f%% (%d)", i * TRANSLATE_BUCKET + 1,
+                          (i + 1) * TRANSLATE_BUCKET, 100.0 * r->bucket_exact[i] / r->bucket_n[i],
+                          r->bucket_n[i]);
+    text_write_linef(stderr, "text translate eval: %s", line);
+}
+
 int text_translate_eval_main(int argc, char **argv) {
-    EvalFlags f = {.root = "data", .split = TRANSLATE_TEST, .batch = 100, .threads = 1};
+    EvalFlags f = {.root = "data", .split = TRANSLATE_TEST, .batch = 100, .threads = 1, .beam = 1,
+                   .length_alpha = 0.7f};
     ArgSpec specs[] = {
         {"model", ARG_STRING, &f.model, "a checkpoint of text translate train", .metavar = "FILE", .required = true},
         {"split", ARG_CHOICE, &f.split, "the split of the model's data to decode", .choices = TRANSLATE_SPLITS},
         {"data-root", ARG_STRING, &f.root, "folder holding bible/", .metavar = "DIR"},
         {"batch", ARG_INT, &f.batch, "pairs decoded together", .has_min = true, .min = 1, .has_max = true, .max = TRANSLATE_BATCH_MAX},
+        {"beam", ARG_INT, &f.beam, "beam width (1: greedy)", .has_min = true, .min = 1, .has_max = true, .max = 64},
+        {"length-alpha", ARG_FLOAT, &f.length_alpha, "beam search: hypotheses scored by log p / length^X", .has_min = true, .min = 0, .has_max = true, .max = 4},
         {"limit", ARG_INT, &f.limit, "decode only the split's first N pairs (0: all)", .has_min = true, .min = 0},
         {"threads", ARG_INT, &f.threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
         {"json", ARG_FLAG, &f.json, "print the figures as one JSON object", .given = NULL},
@@ -104,7 +139,7 @@ int text_translate_eval_main(int argc, char **argv) {
     }
     const int n = f.limit && f.limit < d.n ? f.limit : d.n;
     EvalResult r;
-    evaluate(&tm, &d, n, f.batch, &r);
+    evaluate(&tm, &d, &f, n, &r);
     const double em = n ? (double)r.exact / n : NAN;
     const double align = r.align_n ? (double)r.align_hits / r.align_n : NAN;
     char line[256];
@@ -112,8 +147,11 @@ int text_translate_eval_main(int argc, char **argv) {
                      TRANSLATE_SPLITS[f.split], n, 100.0 * em);
     if (isfinite(align)) k += snprintf(line + k, sizeof line - k, ", alignment accuracy %.2f%%", 100.0 * align);
     if (isfinite(r.bleu)) snprintf(line + k, sizeof line - k, ", BLEU %.2f, chrF %.2f", r.bleu, r.chrf);
-    text_write_linef(stderr, "text translate eval: %s (%s attention, greedy)", line,
-                     TRANSLATE_ATTENTIONS[tm.state.attention]);
+    char how[64] = "greedy";
+    if (f.beam > 1) snprintf(how, sizeof how, "beam %d, length alpha %g", f.beam, f.length_alpha);
+    text_write_linef(stderr, "text translate eval: %s (%s attention, %s)", line,
+                     TRANSLATE_ATTENTIONS[tm.state.attention], how);
+    print_buckets(&r);
     if (f.json) {
         char a[32], b[32], c[32], e[32];
         printf("{\"split\": \"%s\", \"pairs\": %d, \"attention\": \"%s\", \"exact_match\": %s, "
@@ -122,7 +160,16 @@ int text_translate_eval_main(int argc, char **argv) {
                json_number(a, em), json_number(b, align), json_number(c, r.bleu),
                json_number(e, r.chrf));
         text_json_string(stdout, f.model);
-        printf("}\n");
+        printf(", \"beam\": %d, \"length_alpha\": %s, \"by_source_length\": [", f.beam,
+               json_number(a, f.length_alpha));
+        for (int k = 0, first = 1; k < TRANSLATE_BUCKETS; k++) {
+            if (!r.bucket_n[k]) continue;
+            printf("%s{\"from\": %d, \"to\": %d, \"pairs\": %d, \"exact_match\": %s}",
+                   first ? "" : ", ", k * TRANSLATE_BUCKET + 1, (k + 1) * TRANSLATE_BUCKET,
+                   r.bucket_n[k], json_number(b, (double)r.bucket_exact[k] / r.bucket_n[k]));
+            first = 0;
+        }
+        printf("]}\n");
     }
     translate_data_free(&d);
     translate_model_free(&tm);

@@ -1,5 +1,5 @@
 // `text translate translate` (cli/text_translate.h): each line of a file or standard input
-// translated greedily, one output line each.
+// translated, greedily or by beam search (--beam), one output line each.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,13 +11,17 @@
 #include "core/check.h"
 #include "core/gemm.h"
 #include "core/text_escape.h"
+#include "models/translator_beam.h"
 
 int text_translate_translate_main(int argc, char **argv) {
     const char *model = NULL, *input = NULL;
-    int threads = 1;
+    int threads = 1, beam = 1;
+    float length_alpha = 0.7f;
     ArgSpec specs[] = {
         {"model", ARG_STRING, &model, "a checkpoint of text translate train", .metavar = "FILE", .required = true},
         {"input", ARG_STRING, &input, "sentences, one a line (default: standard input)", .metavar = "FILE"},
+        {"beam", ARG_INT, &beam, "beam width (1: greedy)", .has_min = true, .min = 1, .has_max = true, .max = 64},
+        {"length-alpha", ARG_FLOAT, &length_alpha, "beam search: hypotheses scored by log p / length^X", .has_min = true, .min = 0, .has_max = true, .max = 4},
         {"threads", ARG_INT, &threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
     };
     int code;
@@ -62,7 +66,8 @@ int text_translate_translate_main(int argc, char **argv) {
             rc = 1;
             break;
         }
-        translator_greedy(&tm.m, ids, &len, 1, out, &n, NULL);
+        if (beam == 1) translator_greedy(&tm.m, ids, &len, 1, out, &n, NULL);
+        else translator_beam(&tm.m, ids, &len, 1, beam, length_alpha, out, &n, NULL, NULL);
         char *text = translate_target_text(&tm.state, out, n);
         printf("%s\n", text);
         fflush(stdout);

@@ -239,6 +239,9 @@ int translate_checkpoint_save(const char *path, const TranslateState *s, const B
     META("translate.window", "%d", c->dec.attn.window);
     META("translate.train_size", "%d", s->train_size);
     META("translate.bpe_merges", "%d", s->bpe_merges);
+    META("translate.input_feeding", "%d", c->dec.input_feeding);
+    META("translate.dropout", "%.9g", (double)c->dropout);
+    META("translate.label_smoothing", "%.9g", (double)c->dec.label_smoothing);
     META("train.step", "%ld", s->step);
 #undef META
     TrainOptimMeta om;
@@ -260,6 +263,28 @@ static int meta_int_(const SafetensorsFile *f, const char *path, const char *key
     if (safetensors_meta_long(f, path, key, "a text translate checkpoint", lo, hi, &v, err))
         return -1;
     *out = (int)v;
+    return 0;
+}
+
+// Input feeding, dropout and label smoothing; a checkpoint from before them has none.
+static int read_training_options_(const SafetensorsFile *f, const char *path,
+                                  TranslatorConfig *c, Error *err) {
+    c->dec.input_feeding = 0;
+    c->dropout = c->dec.label_smoothing = 0.0f;
+    if (safetensors_meta(f, "translate.input_feeding") &&
+        meta_int_(f, path, "translate.input_feeding", 0, 1, &c->dec.input_feeding, err))
+        return -1;
+    if (safetensors_meta(f, "translate.dropout") &&
+        safetensors_meta_float(f, path, "translate.dropout", &c->dropout, err))
+        return -1;
+    if (safetensors_meta(f, "translate.label_smoothing") &&
+        safetensors_meta_float(f, path, "translate.label_smoothing", &c->dec.label_smoothing, err))
+        return -1;
+    if (c->dropout < 0.0f || c->dropout >= 1.0f || c->dec.label_smoothing < 0.0f ||
+        c->dec.label_smoothing >= 1.0f)
+        return error_set(err, "%s: translate.dropout %g and translate.label_smoothing %g must lie "
+                         "in [0, 1)", path, (double)c->dropout, (double)c->dec.label_smoothing);
+    c->dec.dropout = c->dropout;
     return 0;
 }
 
@@ -293,8 +318,12 @@ int translate_checkpoint_read_state(const SafetensorsFile *f, const char *path,
                               &s->step, err) ||
         train_optim_read(f, path, TRAIN_OPTIM_BETA1, TRANSLATE_BATCH_MAX, &s->optim, err))
         return -1;
+    if (read_training_options_(f, path, c, err)) return -1;
     const TranslateAttention a = translate_attention(s->attention);
     c->dec.attn.kind = a.kind, c->dec.query = a.query, c->dec.nb = 1;
+    if (c->dec.input_feeding && a.query != DECODER_QUERY_CURRENT)
+        return error_set(err, "%s: translate.input_feeding with %s attention, which queries the "
+                         "previous state", path, att);
     if (a.kind == ATTN_DOT && c->dec.H != 2 * c->He)
         return error_set(err, "%s: luong-dot needs translate.dec_hidden %d = 2 x translate.hidden %d",
                          path, c->dec.H, c->He);

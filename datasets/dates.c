@@ -186,6 +186,17 @@ void dates_alignment_count(const DateExample *e, const int *peak, int *hits, int
     }
 }
 
+void dates_attention_peaks(int *peak, const float *alpha, size_t stride, int src_len) {
+    CHECK(src_len >= 1, "source length %d", src_len);
+    for (int t = 0; t < DATES_TARGET_LEN; t++) {
+        const float *a = alpha + (size_t)t * stride;
+        int best = 0;
+        for (int s = 1; s < src_len; s++)
+            if (a[s] > a[best]) best = s;
+        peak[t] = best;
+    }
+}
+
 int dates_char_id(const char *alphabet, char c) {
     if (c == 0) return -1;
     const char *p = strchr(alphabet, c);

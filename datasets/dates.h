@@ -31,6 +31,7 @@
 #ifndef DATASETS_DATES_H
 #define DATASETS_DATES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define DATES_MAX_SOURCE 40
@@ -80,6 +81,13 @@ void dates_example(DateExample *e, uint64_t seed, DateSplit split, uint64_t inde
 // position where target character t's attention peaks. Adds to *counted the target characters
 // that have a span (the eight digits) and to *hits those whose peak lies inside it.
 void dates_alignment_count(const DateExample *e, const int *peak, int *hits, int *counted);
+
+// The attention peaks of one example's target characters: peak[t] (DATES_TARGET_LEN) = the
+// source position s < src_len where alpha[t * stride + s] is largest (the first such), for
+// decoding step t, the step that wrote target character t (step 0 reads <start>). alpha
+// holds at least DATES_TARGET_LEN steps of stride floats (e.g. a batch's (T, B, L) weights
+// from row b's: alpha + b L, stride B L).
+void dates_attention_peaks(int *peak, const float *alpha, size_t stride, int src_len);
 
 // The id of character c in alphabet (DATES_SOURCE_ALPHABET or DATES_TARGET_ALPHABET), or -1.
 int dates_char_id(const char *alphabet, char c);

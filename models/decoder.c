@@ -35,6 +35,9 @@ void decoder_params_layout(Block *b, DecoderParams *p, const DecoderConfig *c) {
     block_add(b, &p->L_z, "out.L_z", 2, E, D);
     block_add(b, &p->L_o, "out.L_o", 2, V, E);
     block_add(b, &p->b_o, "out.b_o", 1, V);
+    CHECK(!c->input_feeding || c->query == DECODER_QUERY_CURRENT,
+          "input feeding needs query current (the attentional vector of h_{t+1})");
+    if (c->input_feeding) block_add(b, &p->W_c, "feed.W_c", 2, D, D + H);
 }
 
 static void fill_uniform_(float *x, size_t n, float r, Rng *rng) {
@@ -54,6 +57,15 @@ void decoder_params_init(DecoderParams *p, const DecoderConfig *c, Rng *rng) {
     fill_uniform_(p->L_h, (size_t)E * H, 1.0f / sqrtf((float)H), rng);
     fill_uniform_(p->L_z, (size_t)E * D, 1.0f / sqrtf((float)D), rng);
     fill_uniform_(p->L_o, (size_t)V * E, 1.0f / sqrtf((float)E), rng);
+    if (c->input_feeding) fill_uniform_(p->W_c, (size_t)D * (D + H), 1.0f / sqrtf((float)(D + H)), rng);
+}
+
+// Input feeding: zf (n, D) = tanh(z (n, D) W_c[:, :D]^T + h (n, H) W_c[:, D:]^T).
+static void feed_forward_(float *zf, const float *z, const float *h, const float *W_c, int n,
+                          int D, int H) {
+    gemm(false, true, n, D, D, 1.0f, z, D, W_c, D + H, 0.0f, zf, D);
+    gemm(false, true, n, D, H, 1.0f, h, H, W_c + D, D + H, 1.0f, zf, D);
+    for (size_t i = 0; i < (size_t)n * D; i++) zf[i] = tanhf(zf[i]);
 }
 
 void decoder_mean_annotations(float *out, const float *annot, const int *lengths, int B, int L,
@@ -122,6 +134,10 @@ void decoder_step_forward(const DecoderStep *s, const int *token, const DecoderP
     lstm_forward(s->hn, s->cn, s->gates, s->xh, s->xin, s->h, s->c, p->lstm_W, p->lstm_b, n, I,
                  H);
     if (after) step_attend_(s, s->hn, p, c, t, n);
+    if (c->input_feeding) {
+        feed_forward_(s->feed, s->z, s->hn, p->W_c, n, D, H);
+        memcpy(s->z, s->feed, (size_t)n * D * sizeof(float));
+    }
     memcpy(s->o, s->emb, (size_t)n * E * sizeof(float));
     gemm(false, true, n, E, H, 1.0f, s->hn, H, p->L_h, H, 1.0f, s->o, E);
     gemm(false, true, n, E, D, 1.0f, s->z, D, p->L_z, D, 1.0f, s->o, E);
@@ -153,6 +169,10 @@ void decoder_acts_layout(Block *k, DecoderActs *a, const DecoderConfig *c, int T
     block_add(k, &a->acache, "acache", 3, T, B, cache1 ? (int)cache1 : 1);
     block_add(k, &a->beta, "beta", 3, T, B, nb);
     block_add(k, &a->z, "z", 3, T, B, D);
+    if (c->input_feeding) {
+        block_add(k, &a->zf, "zf", 3, T, B, D);
+        block_add(k, &a->dzf, "dzf", 2, B, D);
+    }
     block_add(k, &a->xh, "xh", 3, T, B, I + H);
     block_add(k, &a->gates, "gates", 3, T, B, 4 * H);
     block_add(k, &a->hs, "hs", 3, T + 1, B, H);
@@ -264,7 +284,8 @@ void decoder_forward_steps(const Decoder *m, int sample) {
         // query previous: attend with h_t, feed z_t; current: feed z_{t-1}, attend with h_{t+1}
         // (step t's rows are the first rows of step t - 1's)
         if (!after) attend_forward_(m, t, h, B, n, sample);
-        const float *zin = !after ? z : t > 0 ? a->z + decoder_srow(a, t - 1) * D : a->zeros;
+        const float *fed = c->input_feeding ? a->zf : a->z;  // what step t - 1 passes on
+        const float *zin = !after ? z : t > 0 ? fed + decoder_srow(a, t - 1) * D : a->zeros;
         const float *emb = a->emb + decoder_srow(a, t) * E;
         for (int b = 0; b < n; b++) {  // xh = [emb, z, h]
             float *row = xh + (size_t)b * (I + H);
@@ -280,6 +301,9 @@ void decoder_forward_steps(const Decoder *m, int sample) {
         else
             lstm_forward_xh(hn, cn, gates, xh, I + H, cp, p->lstm_W, p->lstm_b, n, I, H);
         if (after) attend_forward_(m, t, hn, B, n, sample);
+        if (c->input_feeding)
+            feed_forward_(a->zf + decoder_srow(a, t) * D, a->z + decoder_srow(a, t) * D, hn,
+                          p->W_c, n, D, H);
     }
 }
 
@@ -303,12 +327,14 @@ double decoder_output_forward(const Decoder *m, int train) {
         }
     }
     const float *hd = c->dropout > 0.0f ? a->hd : h1;
-    // o = emb (already there) + hd L_h^T + z L_z^T
+    // o = emb (already there) + hd L_h^T + z L_z^T (input feeding: zf in z's place)
     gemm(false, true, TB, E, H, 1.0f, hd, H, p->L_h, H, 1.0f, a->o, E);
-    gemm(false, true, TB, E, D, 1.0f, a->z, D, p->L_z, D, 1.0f, a->o, E);
+    gemm(false, true, TB, E, D, 1.0f, c->input_feeding ? a->zf : a->z, D, p->L_z, D, 1.0f, a->o, E);
     float *logits = a->dlogits;  // used as logits here; backward overwrites it
     linear_forward(logits, a->o, p->L_o, p->b_o, TB, E, V);
-    return crossentropy_forward(a->losses, a->probs, logits, a->target, TB, V);
+    a->smoothing = train ? c->label_smoothing : 0.0f;
+    return crossentropy_smoothed_forward(a->losses, a->probs, logits, a->target, TB, V,
+                                         a->smoothing);
 }
 
 // The doubly stochastic regulariser over each caption's own steps (lambda included).
@@ -442,7 +468,8 @@ static void backward_output_(const Decoder *m) {
     const int D = c->D, E = c->E, H = c->H, V = c->V;
     const float invB = 1.0f / (float)B;
     for (int i = 0; i < TB; i++) a->losses[i] = invB;  // reuse as dlosses
-    crossentropy_backward(a->dlogits, a->losses, a->probs, a->target, TB, V);
+    crossentropy_smoothed_backward(a->dlogits, a->losses, a->probs, a->target, TB, V,
+                                   a->smoothing);
     // logits = o L_o^T + b_o
     linear_backward(a->do_, g->L_o, g->b_o, a->dlogits, a->o, p->L_o, TB, E, V);
     // o = emb + hd L_h^T + z L_z^T. demb is do_ itself: the embedding gradient starts as
@@ -457,8 +484,10 @@ static void backward_output_(const Decoder *m) {
     }
     const float *hd = c->dropout > 0.0f ? a->hd : a->hs + (size_t)B * H;
     gemm(true, false, E, H, TB, 1.0f, a->do_, E, hd, H, 1.0f, g->L_h, H);
+    // input feeding: dz holds d/dzf until feed_backward_ turns step t's into d/dz_t
     gemm(false, false, TB, D, E, 1.0f, a->do_, E, p->L_z, D, 0.0f, a->dz, D);
-    gemm(true, false, E, D, TB, 1.0f, a->do_, E, a->z, D, 1.0f, g->L_z, D);
+    gemm(true, false, E, D, TB, 1.0f, a->do_, E, c->input_feeding ? a->zf : a->z, D, 1.0f,
+         g->L_z, D);
 }
 
 // The doubly stochastic term's gradient, -2 lambda (1 - sum_u alpha_u) / B, does not
@@ -546,6 +575,25 @@ static void backward_initial_state_(const Decoder *m, float *dannot) {
 }
 
 
+// Input feeding's backward at step t (n rows), zf = tanh(W_c [z; q]): step t's dz holds
+// d/dzf (complete: the output's and step t + 1's LSTM input's); it becomes d/dz, and
+// dq (n, H) and W_c's gradient take their parts.
+static void feed_backward_(const Decoder *m, int t, int n, const float *q, float *dq) {
+    const DecoderConfig *c = &m->cfg;
+    DecoderActs *a = m->a;
+    const int D = c->D, H = c->H;
+    const size_t r0 = decoder_srow(a, t);
+    const float *zf = a->zf + r0 * D, *z = a->z + r0 * D;
+    float *dz = a->dz + r0 * D, *dpre = a->dzf;
+    for (size_t i = 0; i < (size_t)n * D; i++) dpre[i] = dz[i] * (1.0f - zf[i] * zf[i]);
+    float *dW = m->g->W_c;
+    const float *W = m->p->W_c;
+    gemm(true, false, D, D, n, 1.0f, dpre, D, z, D, 1.0f, dW, D + H);
+    gemm(true, false, D, H, n, 1.0f, dpre, D, q, H, 1.0f, dW + D, D + H);
+    gemm(false, false, n, H, D, 1.0f, dpre, D, W + D, D + H, 1.0f, dq, H);
+    gemm(false, false, n, D, D, 1.0f, dpre, D, W, D + H, 0.0f, dz, D);
+}
+
 void decoder_backward(const Decoder *m, float base, int sample) {
     const DecoderConfig *c = &m->cfg;
     DecoderActs *a = m->a;
@@ -561,6 +609,9 @@ void decoder_backward(const Decoder *m, float base, int sample) {
         // step t read z_{t-1}, and h_{t+1} queried (its gradient is whole once the
         // attention's part is in, before the LSTM step's backward).
         const int n = a->active[t];
+        if (c->input_feeding)
+            feed_backward_(m, t, n, a->hs + decoder_hrow(a, t + 1, B) * H,
+                           a->dhs + decoder_hrow(a, t + 1, B) * H);
         if (after) attend_backward_(m, t, n, a->hs + decoder_hrow(a, t + 1, B) * H,
                                     a->dhs + decoder_hrow(a, t + 1, B) * H, base, sample);
         backward_lstm_step_(m, t, n);

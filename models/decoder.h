@@ -13,6 +13,10 @@
 //     beta_t = sigmoid(W_beta q + b_beta) (1 or D), z_t = beta_t * ctx_t
 //     h_{t+1}, c_{t+1} = LSTM([E y_t, z], h_t, c_t)
 //     logits_t = L_o (E y_t + L_h h_{t+1} + L_z z_t) + b_o          (deep output)
+//   input feeding (query current only; Luong et al. 2015, eq. 5 and section 3.3): the
+//   attentional vector zf_t = tanh(W_c [z_t; h_{t+1}]) (D, no bias) takes z_t's place in
+//   the next step's LSTM input and in the deep output's L_z term (where Luong's output
+//   softmax(W_s h~_t) reads it); the captioner never sets it.
 //
 // The decoder owns its parameter views (DecoderParams: a model registers them in its own
 // Block beside its encoder's, so zeroing, the optimiser and saving stay one loop each). The
@@ -43,7 +47,9 @@ typedef struct {
     int nb;               // gate size: 1 (scalar) or D (vector)
     AttnConfig attn;      // its D, H are the decoder's D, H
     DecoderQuery query;
+    int input_feeding;    // 1: Luong's input feeding (query current only; W_c, "feed.W_c")
     float dropout;        // training: dropout probability on h before the deep output
+    float label_smoothing;  // training: the loss's eps (seq/loss.h crossentropy_smoothed_*)
     float lambda;         // training: doubly stochastic weight (0: none)
     float entropy_weight; // training, hard attention: the entropy bonus's weight
 } DecoderConfig;
@@ -56,12 +62,14 @@ typedef struct {
     float *W_beta, *b_beta;            // (nb, H), (nb)
     float *L_h, *L_z;                  // (E, H), (E, D)
     float *L_o, *b_o;                  // (V, E), (V)
+    float *W_c;                        // (D, D + H) with input feeding, else NULL
 } DecoderParams;
 
 // Registers the decoder's tensors in b (after whatever the model registered before them).
 void decoder_params_layout(Block *b, DecoderParams *p, const DecoderConfig *c);
 // Initialises them from rng (after block_alloc): uniform in +-1/sqrt(fan in), the embedding
-// in +-0.1, the forget gate's bias 1, other biases 0; the draws in the layout's order.
+// in +-0.1, the forget gate's bias 1, other biases 0; the draws in the layout's order
+// (W_c's last, so a configuration without input feeding draws what it always drew).
 void decoder_params_init(DecoderParams *p, const DecoderConfig *c, Rng *rng);
 
 // out (B, D) = the mean over each row's positions of annot (B, L, D): the first lengths[b]
@@ -81,10 +89,13 @@ typedef struct {
     const float *keys, *prep;  // (n, L, D) the rows' annotations, (n, prep) their attention prep
     const int *lengths;        // (n) each row's annotation positions, or NULL (all L)
     const float *h, *c;        // (n, H) the rows' states h_t, c_t
-    const float *zp;           // (n, D) query current: each row's z_{t-1} (zeros at t = 0)
+    const float *zp;           // (n, D) query current: each row's z_{t-1} (zeros at t = 0);
+                               // with input feeding its attentional vector zf_{t-1}
     float *hn, *cn;            // (n, H) out: h_{t+1}, c_{t+1}
     float *ctx, *alpha, *cache;     // (n, D), (n, L) out: step t's attention; its step cache
-    float *beta, *z;                // (n, nb), (n, D) out: the gate and z_t
+    float *beta, *z;                // (n, nb), (n, D) out: the gate and z_t (with input
+                                    // feeding: zf_t, what the next step reads as zp)
+    float *feed;                    // (n, D) scratch with input feeding, else unused
     float *emb, *xin, *xh, *gates;  // (n, E), (n, E + D), (n, E + D + H), (n, 4H) scratch
     float *o, *logits;              // (n, E) the deep output, (n, V) out: the word logits
 } DecoderStep;
@@ -108,6 +119,7 @@ typedef struct {
     float *emb;                        // (T, B, E): o's memory (o starts as emb)
     float *ctx, *alpha, *acache;       // (T, B, D), (T, B, L), (T, cache)
     float *beta, *z;                   // (T, B, nb), (T, B, D)
+    float *zf, *dzf;                   // input feeding: (T, B, D) zf_t, (B, D) scratch
     float *xh, *gates;                 // (T, B, E + D + H), (T, B, 4H)
     float *hs, *cs;                    // (T + 1, B, H)
     float *hd, *dmask;                 // (T, B, H) with dropout (else unused: h is read)
@@ -119,6 +131,7 @@ typedef struct {
     float *do_, *dlogits, *zeros;      // (T, B, E), (T, B, V), (B, D)
     float *lstm_scratch, *reward;      // lstm, (B)
     float *dstoch;                     // (B, L) the regulariser's gradient on alpha
+    float smoothing;                   // the label smoothing of the last output forward
     int *in_tok, *target, *sample;     // (T, B) each; target -1 = no loss
     int *steps;                        // (B) steps of each caption (n_b + 1)
     int *active, *off;                 // (T), (T + 1): rows step t computes (1 + the last
@@ -177,7 +190,8 @@ typedef struct {
 // sampled location, from each row's a->row_rng[b]), gate and LSTM over its active rows.
 void decoder_forward_steps(const Decoder *d, int sample);
 // Dropout on h (train) and the deep output over all steps' rows; returns the summed
-// cross-entropy of the targets (a->target, -1: none).
+// cross-entropy of the targets (a->target, -1: none), label-smoothed when training with
+// cfg.label_smoothing > 0 (the backward follows the last forward's choice).
 double decoder_output_forward(const Decoder *d, int train);
 // The doubly stochastic regulariser over each row's own steps, lambda included.
 double decoder_doubly_stochastic(const Decoder *d);

@@ -14,6 +14,11 @@ void translator_config_finish(TranslatorConfig *c) {
     CHECK(c->Vs >= 1 && c->Es >= 1 && c->He >= 1 && c->S >= 1 && c->max_len >= 1,
           "translator sizes Vs %d Es %d He %d S %d max_len %d", c->Vs, c->Es, c->He, c->S,
           c->max_len);
+    CHECK(c->dropout >= 0.0f && c->dropout < 1.0f && c->dec.dropout >= 0.0f &&
+              c->dec.dropout < 1.0f && c->dec.label_smoothing >= 0.0f &&
+              c->dec.label_smoothing < 1.0f,
+          "translator dropout %g, decoder dropout %g, label smoothing %g", (double)c->dropout,
+          (double)c->dec.dropout, (double)c->dec.label_smoothing);
     c->dec.L = c->dec.attn.kind == ATTN_NONE ? 1 : c->S;  // none: the one fixed context
     c->dec.D = 2 * c->He;
     c->dec.attn.D = c->dec.D;
@@ -66,6 +71,9 @@ void translator_init(Translator *m, const TranslatorConfig *cfg, int B, Rng *rng
     block_add(k, &m->dhs_r, "enc.dhs_rev", 3, S, B, H);
     block_add(k, &m->dx, "enc.dx", 3, S, B, E);
     block_add(k, &m->scratch, "enc.scratch", 1, (int)lstm_seq_scratch_floats(B, E, H));
+    const int drop = c->dropout > 0.0f;  // the masks, or one float each
+    block_add(k, &m->xmask, "enc.xmask", 3, drop ? S : 1, drop ? B : 1, drop ? E : 1);
+    block_add(k, &m->amask, "enc.amask", 3, drop ? B : 1, drop ? c->dec.L : 1, drop ? c->dec.D : 1);
     block_alloc(k);
     decoder_acts_bind(&m->a);
     m->src_t = xcalloc((size_t)S * B + B, sizeof(int));
@@ -98,8 +106,35 @@ static int fwd_pos_(const Translator *m, int b, int i) {
 }
 static int rev_pos_(const Translator *m, int i) { return fixed_context_(&m->cfg) ? 0 : i; }
 
+// Inverted dropout masks: n floats, each 1 / (1 - p) with probability 1 - p, else 0.
+static void draw_mask_(float *mask, size_t n, float p, Rng *rng) {
+    const float keep = 1.0f - p, scale = 1.0f / keep;
+    for (size_t i = 0; i < n; i++) mask[i] = rng_uniform(rng) < keep ? scale : 0.0f;
+}
+
+// Training with dropout: the masks of the source embeddings, the annotations and (the
+// decoder's) h before the deep output, drawn in that order from rng; steps past a row's
+// end get 1 (no loss reads them).
+static void draw_masks_(Translator *m, Rng *rng) {
+    const TranslatorConfig *c = &m->cfg;
+    const int B = m->Bb, H = c->dec.H;
+    DecoderActs *a = &m->a;
+    if (c->dropout > 0.0f) {
+        draw_mask_(m->xmask, (size_t)c->S * B * c->Es, c->dropout, rng);
+        draw_mask_(m->amask, (size_t)B * c->dec.L * c->dec.D, c->dropout, rng);
+    }
+    if (c->dec.dropout <= 0.0f) return;
+    for (int t = 0; t < m->Tb; t++)
+        for (int b = 0; b < a->active[t]; b++) {
+            float *mask = a->dmask + (decoder_srow(a, t) + b) * H;
+            if (t < a->steps[b]) draw_mask_(mask, (size_t)H, c->dec.dropout, rng);
+            else for (int i = 0; i < H; i++) mask[i] = 1.0f;
+        }
+}
+
 // The encoder over rows 0..B-1 (src (B, S), src_len (B)) and the decoder's start: the
-// annotations (B, L, D), their mean, h_0, c_0 and the attention's preparation.
+// annotations (B, L, D), their mean, h_0, c_0 and the attention's preparation. With
+// m->dropping the masks (draw_masks_) scale the embeddings and the annotations.
 static void encode_(Translator *m, const int *src, const int *src_len, int B) {
     const TranslatorConfig *c = &m->cfg;
     const int S = c->S, E = c->Es, H = c->He, D = 2 * H;
@@ -113,6 +148,8 @@ static void encode_(Translator *m, const int *src, const int *src_len, int B) {
     m->Bb = B;
     // Both directions over each row's length, states as annotations (B, S, D).
     embedding_forward(m->x, m->src_t, m->p.src_embed, S * B, E);
+    if (m->dropping)
+        for (size_t i = 0; i < (size_t)S * B * E; i++) m->x[i] *= m->xmask[i];
     lstm_seq_forward(m->hs_f, m->cache_f, m->x, m->p.fwd_W, m->p.fwd_b, m->src_len, NULL, NULL,
                      0, S, B, E, H);
     lstm_seq_forward(m->hs_r, m->cache_r, m->x, m->p.rev_W, m->p.rev_b, m->src_len, NULL, NULL,
@@ -125,26 +162,48 @@ static void encode_(Translator *m, const int *src, const int *src_len, int B) {
             memcpy(row, m->hs_f + ((size_t)tf * B + b) * H, (size_t)H * sizeof(float));
             memcpy(row + H, m->hs_r + ((size_t)tr * B + b) * H, (size_t)H * sizeof(float));
         }
+    if (m->dropping)
+        for (size_t i = 0; i < (size_t)B * L * D; i++) a->annot[i] *= m->amask[i];
     const int *lengths = fixed_context_(c) ? NULL : m->src_len;
     decoder_mean_annotations(a->mean_a, a->annot, lengths, B, L, D);
     decoder_initial_state(a->hs, a->cs, a->mean_a, &m->p.dec, B, D, c->dec.H);
     attn_prepare(a->prep, a->annot, &m->p.dec.attn, &c->dec.attn, B, L);
 }
 
-double translator_forward(Translator *m, const int *src, const int *src_len, const int *words,
-                          const int *lens, int B) {
+// The teacher-forced pass; rng NULL: evaluation, else training (dropout, smoothing).
+static double forward_(Translator *m, const int *src, const int *src_len, const int *words,
+                       const int *lens, int B, Rng *rng) {
     const TranslatorConfig *c = &m->cfg;
     DecoderActs *a = &m->a;
     CHECK(B >= 1 && B <= m->B, "batch %d, capacity %d", B, m->B);
     m->Tb = decoder_pack_rows(a, words, lens, B, c->max_len);
+    m->Bb = B;
+    m->dropping = rng && c->dropout > 0.0f;
+    if (rng) draw_masks_(m, rng);
     encode_(m, src, src_len, B);
     // The shared decoder over the encoder's states.
     const Decoder d = view_(m);
     embedding_forward(a->emb, a->in_tok, m->p.dec.embed, a->off[m->Tb], c->dec.E);
     decoder_forward_steps(&d, 0);
-    double loss = decoder_output_forward(&d, 0);
+    double loss = decoder_output_forward(&d, rng != NULL);
     if (c->dec.lambda > 0.0f) loss += decoder_doubly_stochastic(&d);
     return loss / B;
+}
+
+double translator_forward(Translator *m, const int *src, const int *src_len, const int *words,
+                          const int *lens, int B) {
+    return forward_(m, src, src_len, words, lens, B, NULL);
+}
+
+double translator_forward_train(Translator *m, const int *src, const int *src_len,
+                                const int *words, const int *lens, int B, Rng *rng) {
+    CHECK(rng, "translator_forward_train without its rng");
+    return forward_(m, src, src_len, words, lens, B, rng);
+}
+
+void translator_encode(Translator *m, const int *src, const int *src_len, int B) {
+    m->dropping = 0;
+    encode_(m, src, src_len, B);
 }
 
 void translator_greedy(Translator *m, const int *src, const int *src_len, int B, int *out,
@@ -153,18 +212,20 @@ void translator_greedy(Translator *m, const int *src, const int *src_len, int B,
     const DecoderConfig *dc = &c->dec;
     const int L = dc->L, D = dc->D, E = dc->E, H = dc->H, V = dc->V, I = E + D;
     const int ML = c->max_len, T = ML + 1;
+    m->dropping = 0;
     encode_(m, src, src_len, B);
     const DecoderActs *a = &m->a;
     // Each step's buffers for B rows; h, c start as h_0, c_0; z_{-1} = 0.
     const size_t nH = (size_t)B * H, nD = (size_t)B * D;
     const size_t cache = attn_step_cache_floats(&dc->attn, B, L);
-    const size_t total = 4 * nH + 3 * nD + (size_t)B * L + cache + (size_t)B * dc->nb +
+    const size_t total = 4 * nH + 4 * nD + (size_t)B * L + cache + (size_t)B * dc->nb +
                          (size_t)B * E * 2 + (size_t)B * I + (size_t)B * (I + H) +
                          (size_t)B * 4 * H + (size_t)B * V;
     float *buf = xcalloc(total, sizeof(float)), *q = buf;
 #define TAKE(n) (q += (n), q - (n))
     float *h = TAKE(nH), *cc = TAKE(nH), *hn = TAKE(nH), *cn = TAKE(nH);
-    float *zp = TAKE(nD), *z = TAKE(nD), *ctx = TAKE(nD), *al = TAKE((size_t)B * L);
+    float *zp = TAKE(nD), *z = TAKE(nD), *ctx = TAKE(nD), *feed = TAKE(nD);
+    float *al = TAKE((size_t)B * L);
     float *ch = TAKE(cache), *beta = TAKE((size_t)B * dc->nb), *emb = TAKE((size_t)B * E);
     float *xin = TAKE((size_t)B * I), *xh = TAKE((size_t)B * (I + H));
     float *gates = TAKE((size_t)B * 4 * H), *o = TAKE((size_t)B * E), *logits = TAKE((size_t)B * V);
@@ -178,7 +239,7 @@ void translator_greedy(Translator *m, const int *src, const int *src_len, int B,
         const DecoderStep s = {.keys = a->annot, .prep = a->prep,
                                .lengths = fixed_context_(c) ? NULL : m->src_len, .h = h, .c = cc,
                                .zp = zp, .hn = hn, .cn = cn, .ctx = ctx, .alpha = al,
-                               .cache = ch, .beta = beta, .z = z, .emb = emb, .xin = xin,
+                               .cache = ch, .beta = beta, .z = z, .feed = feed, .emb = emb, .xin = xin,
                                .xh = xh, .gates = gates, .o = o, .logits = logits};
         decoder_step_forward(&s, token, &m->p.dec, dc, t, B);
         if (alpha) memcpy(alpha + (size_t)t * B * L, al, (size_t)B * L * sizeof(float));
@@ -209,6 +270,8 @@ void translator_backward(Translator *m) {
     const Decoder d = view_(m);
     const int L = c->dec.L;
     decoder_backward(&d, 0.0f, 0);  // into m->g.dec and a.dannot (B, L, D)
+    if (m->dropping)
+        for (size_t i = 0; i < (size_t)B * L * D; i++) m->a.dannot[i] *= m->amask[i];
     memset(m->dhs_f, 0, (size_t)S * B * H * sizeof(float));
     memset(m->dhs_r, 0, (size_t)S * B * H * sizeof(float));
     for (int b = 0; b < B; b++)
@@ -223,5 +286,7 @@ void translator_backward(Translator *m) {
                       m->src_len, NULL, NULL, 0, m->scratch, S, B, E, H);
     lstm_seq_backward(m->dx, m->g.rev_W, m->g.rev_b, m->dhs_r, m->cache_r, m->p.rev_W,
                       m->src_len, NULL, NULL, 1, m->scratch, S, B, E, H);
+    if (m->dropping)
+        for (size_t i = 0; i < (size_t)S * B * E; i++) m->dx[i] *= m->xmask[i];
     embedding_backward(m->g.src_embed, m->dx, m->src_t, S * B, E);
 }

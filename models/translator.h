@@ -2,7 +2,8 @@
 // on the shared attention decoder (models/decoder.h): a source embedding, a bidirectional
 // LSTM over the source with its lengths (seq/lstm_seq.h), and the decoder attending over
 // the encoder's states (B, S, 2 He) with those lengths. Teacher-forced loss, forward and
-// backward; no CLI yet.
+// backward; greedy decoding here, beam search in models/translator_beam.h; the CLI is
+// `text translate` (cli/text_translate.h).
 //
 // Model, for B pairs (source ids (B, S) with lengths, target words (B, max_len)):
 //   x = E_src src;  f = LSTM_fwd(x), r = LSTM_rev(x) over each row's length;  a_i = [f_i; r_i]
@@ -12,14 +13,15 @@
 //   none (attn kind ATTN_NONE): Sutskever et al. 2014 / Cho et al. 2014's one fixed
 //   context, the final states [f_{n-1}; r_0]: the decoder reads L = 1 annotation per row.
 //   loss = (1/B) sum_b sum_t CE(logits_t, target_t)        (targets w_1..w_n, <end>)
-// Limits (issue 58, left for its next step): Luong's input feeding of the attentional
-// vector tanh(W_c [c_t; h_t]) is not in the shared decoder yet (query current feeds the
-// previous step's gated context z_{t-1} instead); no dropout, label smoothing or beam
-// search here yet; greedy decoding is translator_greedy.
+// Luong's input feeding (dec.input_feeding, query current) is the shared decoder's
+// (models/decoder.h): the attentional vector tanh(W_c [z_t; h_{t+1}]) feeds the next step
+// and the deep output. Training adds dropout (cfg.dropout, dec.dropout) and label
+// smoothing (dec.label_smoothing): translator_forward_train.
 //
 // Memory: parameters and gradients are two Blocks with one layout ("src.embed", "enc.fwd.*",
-// "enc.rev.*", then the decoder's tensors); activations one Block (the decoder's for
-// (max_len + 1, B), then the encoder's for (S, B)).
+// "enc.rev.*", then the decoder's tensors, "feed.W_c" last with input feeding); activations
+// one Block (the decoder's for (max_len + 1, B), then the encoder's for (S, B) and, with
+// dropout, its masks).
 #ifndef MODELS_TRANSLATOR_H
 #define MODELS_TRANSLATOR_H
 
@@ -31,6 +33,11 @@ typedef struct {
     int Vs, Es, He;   // source vocabulary, source embedding, encoder hidden (per direction)
     int S;            // source tokens at most
     int max_len;      // target words at most; steps T = max_len + 1
+    // Training: inverted dropout with this probability on the source embeddings and on the
+    // encoder's states (the annotations) (Zaremba et al. 2014: the non-recurrent
+    // connections; Luong et al. 2015 used 0.2); the decoder's own dec.dropout drops h before
+    // the deep output. dec.label_smoothing smooths the training loss.
+    float dropout;
     DecoderConfig dec;  // its L = S (1 without attention) and D = 2 He (translator_config_finish)
 } TranslatorConfig;
 
@@ -54,6 +61,8 @@ typedef struct {
     // encoder activations: x (S, B, Es), hs_fwd / hs_rev (S, B, He), their caches, the
     // gradients reaching them, dx (S, B, Es), scratch; the batch's source ids time-major
     float *x, *hs_f, *hs_r, *cache_f, *cache_r, *dhs_f, *dhs_r, *dx, *scratch;
+    float *xmask, *amask;      // dropout: (S, B, Es), (B, L, D)
+    int dropping;              // the last forward was training's with dropout
     int *src_t, *src_len;      // (S, B), (B)
     int Tb, Bb;                // the last forward's steps and rows
 } Translator;
@@ -67,8 +76,19 @@ void translator_free(Translator *m);
 // (the decoder's rows are packed by step); B <= the capacity.
 double translator_forward(Translator *m, const int *src, const int *src_len, const int *words,
                           const int *lens, int B);
-// Accumulates the loss's gradient into m->g (every parameter: encoder and decoder).
+// The same pass training: with dropout (cfg.dropout, dec.dropout: masks drawn from rng) and
+// the loss smoothed by dec.label_smoothing.
+double translator_forward_train(Translator *m, const int *src, const int *src_len,
+                                const int *words, const int *lens, int B, Rng *rng);
+// Accumulates the last forward's loss's gradient into m->g (every parameter: encoder and
+// decoder).
 void translator_backward(Translator *m);
+
+// Decoding's start for B rows (B <= the capacity; src, src_len as for translator_forward):
+// the annotations a.annot (B, L, D), h_0, c_0 (a.hs, a.cs rows 0..B-1), the attention's
+// preparation a.prep and the rows' lengths m->src_len; no dropout. Overwrites the last
+// forward's activations. Beam search (models/translator_beam.h) starts here.
+void translator_encode(Translator *m, const int *src, const int *src_len, int B);
 
 // Greedy decoding of B rows (B <= the capacity) through the decoder's step
 // (decoder_step_forward, the one beam search uses): src (B, S) with src_len (B) as for

@@ -49,6 +49,42 @@ void crossentropy_backward(float *dlogits, const float *dlosses, const float *pr
     }
 }
 
+double crossentropy_smoothed_forward(float *losses, float *probs, const float *logits,
+                                     const int *targets, int N, int V, float eps) {
+    CHECK(eps >= 0.0f && eps < 1.0f, "label smoothing %g not in [0, 1)", (double)eps);
+    double total = crossentropy_forward(losses, probs, logits, targets, N, V);
+    if (eps == 0.0f) return total;
+    total = 0.0;
+    for (int n = 0; n < N; n++) {
+        if (targets[n] < 0) continue;
+        // -log p_v = lse - z_v: the mean over v is lse - mean_v z_v (lse in double)
+        const float *z = logits + (size_t)n * V;
+        double mx = z[0], zsum = 0.0, esum = 0.0;
+        for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
+        for (int v = 0; v < V; v++) zsum += z[v], esum += exp((double)z[v] - mx);
+        const double lse = mx + log(esum), nll = lse - (double)z[targets[n]];
+        const double loss = (1.0 - eps) * nll + eps * (lse - zsum / V);
+        losses[n] = (float)loss;
+        total += loss;
+    }
+    return total;
+}
+
+void crossentropy_smoothed_backward(float *dlogits, const float *dlosses, const float *probs,
+                                    const int *targets, int N, int V, float eps) {
+    crossentropy_backward(dlogits, dlosses, probs, targets, N, V);
+    if (eps == 0.0f) return;
+    for (int n = 0; n < N; n++) {
+        const int t = targets[n];
+        if (t < 0) continue;
+        // p - q = (p - onehot) + eps (onehot - 1 / V)
+        const float dl = dlosses ? dlosses[n] : 1.0f, u = eps / (float)V;
+        float *restrict d = dlogits + (size_t)n * V;
+        for (int v = 0; v < V; v++) d[v] -= dl * u;
+        d[t] += dl * eps;
+    }
+}
+
 double bce_logits_forward(float *loss, const float *logits, const float *targets, size_t n) {
     double total = 0.0;
     for (size_t i = 0; i < n; i++) {

@@ -123,6 +123,26 @@ static void test_resume_bit_identical(void) {
     EXPECT_ONE_LINE_ERROR(&sc, rc, "(checkpoint: dates)");
 }
 
+// The training options (input feeding, dropout, label smoothing) ride in the checkpoint:
+// a resumed run draws the same dropout masks (bit for bit), and options that differ on
+// --resume are refused; input feeding needs an attention that queries the current state.
+static void test_training_options(void) {
+    resume_case("options", TINY " --attention luong-general --input-feeding --dropout 0.2 --label-smoothing 0.1",
+                "translate.dropout");
+    char *err = read_text("stderr.txt");
+    EXPECT(err && strstr(err, "luong-general attention, input feeding, dropout 0.2, label smoothing 0.1"),
+           "header: %s", err ? err : "");
+    free(err);
+    int rc = run_text("translate train --resume --steps 8 --dropout 0.5 --out %s/options_part", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--dropout 0.5 (checkpoint: 0.2)");
+    rc = run_text("translate train --resume --steps 8 --label-smoothing 0 --out %s/options_part", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--label-smoothing 0 (checkpoint: 0.1)");
+    rc = run_text("translate train --resume --steps 8 --out %s/dates_part --input-feeding", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--input-feeding");
+    rc = run_text("translate train " TINY " --steps 1 --input-feeding --out %s/feed_bahdanau", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--input-feeding: --attention bahdanau queries the previous state");
+}
+
 // eval of the tiny date run: sane figures, the JSON's keys; then of a pair run: BLEU and
 // chrF in 0..100, no alignment.
 static void test_eval_json(void) {
@@ -143,6 +163,28 @@ static void test_eval_json(void) {
     EXPECT(cJSON_IsNumber(n) && n->valuedouble == 40, "pairs");
     EXPECT(cJSON_IsString(cJSON_GetObjectItem(j, "split")) && cJSON_IsString(cJSON_GetObjectItem(j, "model")),
            "split, model");
+    // Exact match by source length: buckets of 10 tokens whose pairs add up to all.
+    const cJSON *buckets = cJSON_GetObjectItem(j, "by_source_length"), *bk;
+    int total = 0;
+    EXPECT(cJSON_IsArray(buckets) && cJSON_GetArraySize(buckets) >= 1, "by_source_length: %s", out ? out : "");
+    cJSON_ArrayForEach(bk, buckets) {
+        const cJSON *from = cJSON_GetObjectItem(bk, "from"), *np = cJSON_GetObjectItem(bk, "pairs");
+        EXPECT(cJSON_IsNumber(from) && ((int)from->valuedouble - 1) % 10 == 0 && cJSON_IsNumber(np) &&
+                   cJSON_IsNumber(cJSON_GetObjectItem(bk, "exact_match")),
+               "a bucket: %s", out ? out : "");
+        total += cJSON_IsNumber(np) ? (int)np->valuedouble : 0;
+    }
+    EXPECT(total == 40, "the buckets hold %d pairs", total);
+    EXPECT(err && strstr(err, "exact match by source length (tokens): "), "bucket line: %s", err ? err : "");
+    EXPECT(cJSON_GetObjectItem(j, "beam") && cJSON_GetObjectItem(j, "beam")->valuedouble == 1, "beam");
+    cJSON_Delete(j);
+    free(err), free(out);
+    // Beam search: its own line and JSON; beam 1 is greedy's figures exactly.
+    rc = run_text("translate eval --model %s/run/model.safetensors --limit 40 --batch 16 --beam 3 --length-alpha 0.5 --json", tmpdir);
+    err = read_text("stderr.txt"), out = read_text("stdout.txt");
+    EXPECT(rc == 0 && err && strstr(err, "(bahdanau attention, beam 3, length alpha 0.5)"), "beam eval: %s", err ? err : "");
+    j = cJSON_Parse(out ? out : "");
+    EXPECT(j && cJSON_GetObjectItem(j, "beam")->valuedouble == 3, "beam JSON: %s", out ? out : "");
     cJSON_Delete(j);
     free(err), free(out);
     rc = run_text("translate eval --model %s/pairs_whole/model.safetensors --split valid --json", tmpdir);
@@ -162,14 +204,15 @@ static void test_eval_json(void) {
 }
 
 // translate: one output line per input line, each a short string of the target alphabet
-// (a blank line for a blank one), from standard input and from --input; a bad line stops
+// (a blank line for a blank one), from standard input (greedy) and from --input (beam 3);
+// a bad line stops
 // with one line naming it, the lines before it printed.
 static void test_translate_lines(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/in.txt", tmpdir);
     CHECK(scratch_write_text(path, "3 march 1987\n\nTuesday, March 3, 1987\r\n03.03.87\n") == 0);
     for (int from_file = 0; from_file < 2; from_file++) {
-        int rc = from_file ? run_text("translate translate --model %s/run/model.safetensors --input %s", tmpdir, path)
+        int rc = from_file ? run_text("translate translate --model %s/run/model.safetensors --beam 3 --input %s", tmpdir, path)
                            : run_text("translate translate --model %s/run/model.safetensors < %s", tmpdir, path);
         char *out = read_text("stdout.txt");
         EXPECT(rc == 0, "translate exited %d", rc);
@@ -233,6 +276,7 @@ int main(void) {
     write_pairs();
     RUN(test_train_writes_outputs);
     RUN(test_resume_bit_identical);
+    RUN(test_training_options);
     RUN(test_eval_json);
     RUN(test_translate_lines);
     RUN(test_other_checkpoints_refused);

@@ -257,6 +257,36 @@ static void test_alignment_counts_and_ids(void) {
     EXPECT(dates_char_id(DATES_SOURCE_ALPHABET, 'A') == -1 && dates_char_id(DATES_SOURCE_ALPHABET, 0) == -1);
 }
 
+// The peaks of a hand-made attention history: step t's weights (the step that wrote target
+// character t) peak inside target t's span, the '-' steps and the <end> step (10) elsewhere;
+// all eight digits count. The same weights credited one step late (step t + 1's peak to
+// character t, the off-by-one of recording the step after) miss the field changes.
+static void test_attention_peaks_credit_their_step(void) {
+    DateExample e;
+    dates_render(&e, 1987, 3, 3, 3);  // "march 3, 1987"
+    enum { T = DATES_TARGET_LEN + 1, B = 2, L = DATES_MAX_SOURCE };
+    static float alpha[T * B * L];  // (T, B, L), this example in row 1
+    memset(alpha, 0, sizeof alpha);
+    for (int t = 0; t < T; t++) {
+        float *a = alpha + ((size_t)t * B + 1) * L;
+        const int at = t < DATES_TARGET_LEN && e.span_start[t] >= 0 ? e.span_start[t] + (t == 3)
+                       : 7;  // the ','
+        for (int s = 0; s < e.src_len; s++) a[s] = 0.02f;
+        a[at] = 0.6f;
+        a[e.src_len] = 0.9f;  // past the source: never a peak
+    }
+    int peak[DATES_TARGET_LEN], hits = 0, counted = 0;
+    dates_attention_peaks(peak, alpha + L, (size_t)B * L, e.src_len);
+    EXPECT(peak[0] == 9 && peak[3] == 10 && peak[5] == 0 && peak[8] == 6, "peaks %d %d %d %d",
+           peak[0], peak[3], peak[5], peak[8]);
+    dates_alignment_count(&e, peak, &hits, &counted);
+    EXPECT(hits == 8 && counted == 8, "%d of %d", hits, counted);
+    dates_attention_peaks(peak, alpha + (size_t)B * L + L, (size_t)B * L, e.src_len);
+    hits = counted = 0;
+    dates_alignment_count(&e, peak, &hits, &counted);
+    EXPECT(hits == 5 && counted == 8, "one step late: %d of %d", hits, counted);
+}
+
 int main(void) {
     RUN(test_formats_as_documented);
     RUN(test_weekdays_are_right);
@@ -265,5 +295,6 @@ int main(void) {
     RUN(test_written_forms_name_one_date);
     RUN(test_spans_cover_fields_round_trip);
     RUN(test_alignment_counts_and_ids);
+    RUN(test_attention_peaks_credit_their_step);
     return test_summary();
 }

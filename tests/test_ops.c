@@ -703,6 +703,61 @@ static void test_crossentropy_values(void) {
     EXPECT_NEAR(d[7], -0.75, HAND_ATOL, HAND_RTOL);
 }
 
+// ---- label-smoothed cross-entropy -----------------------------------------------------
+
+typedef struct {
+    CeCtx ce;
+    float eps;
+} SmoothCtx;
+
+static void smooth_fw(void *p, float *out) {
+    SmoothCtx *c = p;
+    crossentropy_smoothed_forward(out, c->ce.probs, c->ce.logits, c->ce.targets, c->ce.N,
+                                  c->ce.V, c->eps);
+}
+
+static void smooth_bw(void *p, const float *dout) {
+    SmoothCtx *c = p;
+    crossentropy_smoothed_backward(c->ce.dlogits, dout, c->ce.probs, c->ce.targets, c->ce.N,
+                                   c->ce.V, c->eps);
+}
+
+static void test_crossentropy_smoothed_gradcheck(void) {
+    Rng rng;
+    rng_seed(&rng, 608);
+    SmoothCtx c = {.ce = {.N = rand_dim(&rng, 3, 6), .V = rand_dim(&rng, 2, 10)}, .eps = 0.1f};
+    size_t n = (size_t)c.ce.N * c.ce.V;
+    c.ce.logits = new_uniform(n, -3, 3, &rng);
+    c.ce.dlogits = xcalloc(n, sizeof(float));
+    c.ce.probs = xcalloc(n, sizeof(float));
+    c.ce.targets = xmalloc((size_t)c.ce.N * sizeof(int));
+    for (int r = 0; r < c.ce.N; r++) c.ce.targets[r] = (int)rng_below(&rng, (uint32_t)c.ce.V);
+    c.ce.targets[1] = -1;  // an ignored row: loss 0, no gradient
+    GradcheckInput in[] = {{"logits", c.ce.logits, c.ce.dlogits, n}};
+    GradcheckOp op = gc_op(&c, smooth_fw, smooth_bw, (size_t)c.ce.N, in, 1);
+    EXPECT(gradcheck("crossentropy_smoothed", &op, &rng) == 0, "N %d V %d", c.ce.N, c.ce.V);
+    for (int i = 0; i < c.ce.V; i++) EXPECT(c.ce.dlogits[c.ce.V + i] == 0.0f, "ignored row gradient");
+    free(c.ce.logits), free(c.ce.dlogits), free(c.ce.probs), free(c.ce.targets);
+}
+
+// By hand: logits (1, 2, 3), target 0, eps 0.3: q = (0.8, 0.1, 0.1), the loss
+// -sum q log p; eps 0 is crossentropy_forward's loss bit for bit.
+static void test_crossentropy_smoothed_values(void) {
+    float logits[6] = {1, 2, 3, 0.5f, -2, 4}, probs[6], losses[2], plain[2];
+    int targets[2] = {0, 2};
+    const double e1 = exp(1.0), e2 = exp(2.0), e3 = exp(3.0), Z = e1 + e2 + e3;
+    const double want = -(0.8 * log(e1 / Z) + 0.1 * log(e2 / Z) + 0.1 * log(e3 / Z));
+    crossentropy_smoothed_forward(losses, probs, logits, targets, 2, 3, 0.3f);
+    EXPECT_NEAR(losses[0], want, HAND_ATOL, HAND_RTOL);
+    float d[6] = {0};
+    crossentropy_smoothed_backward(d, NULL, probs, targets, 2, 3, 0.3f);
+    EXPECT_NEAR(d[0], e1 / Z - 0.8, HAND_ATOL, HAND_RTOL);
+    EXPECT_NEAR(d[1], e2 / Z - 0.1, HAND_ATOL, HAND_RTOL);
+    double t0 = crossentropy_forward(plain, probs, logits, targets, 2, 3);
+    double t1 = crossentropy_smoothed_forward(losses, probs, logits, targets, 2, 3, 0.0f);
+    EXPECT(t0 == t1 && plain[0] == losses[0] && plain[1] == losses[1], "eps 0: %g vs %g", t1, t0);
+}
+
 // ---- BCE with logits ---------------------------------------------------------------------
 
 typedef struct {
@@ -780,6 +835,8 @@ int main(void) {
     RUN(test_softmax_values);
     RUN(test_crossentropy_gradcheck);
     RUN(test_crossentropy_values);
+    RUN(test_crossentropy_smoothed_gradcheck);
+    RUN(test_crossentropy_smoothed_values);
     RUN(test_crossentropy_long_rows);
     RUN(test_bce_gradcheck);
     RUN(test_bce_values_and_stability);

@@ -5,7 +5,16 @@
 //   every parameter tensor (source embedding, both encoder directions, the shared decoder),
 //   on ragged sources (lengths 4 and 2 of 4) for Bahdanau (additive score, query previous),
 //   Luong general (multiplicative, query current), Luong concat (additive, query current)
-//   and no attention (the final states as the one fixed context).
+//   and no attention (the final states as the one fixed context); then Luong general and no
+//   attention with input feeding (the attentional vector tanh(W_c [z_t; h_{t+1}]) fed on),
+//   and the training pass with dropout 0.3 everywhere (masks re-drawn from one seed at every
+//   evaluation, so the loss is a function of the weights) and label smoothing 0.1.
+// - Greedy decoding through the decoder's step agrees with the teacher-forced pass, with and
+//   without input feeding.
+// - Beam search (models/translator_beam.h): beam 1 is greedy (the same words and attention);
+//   a beam of 4 finds a hypothesis at least as likely as greedy's (raw log-probability, the
+//   greedy one's from the teacher-forced loss), scores it as the teacher-forced pass does and
+//   keeps its attention, on small random models with ragged sources.
 // - The padding of a source (ids past its length) changes nothing: the loss is the same
 //   bit for bit whatever the padding ids are.
 #include <math.h>
@@ -16,6 +25,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "models/translator.h"
+#include "models/translator_beam.h"
 #include "tests/support/gradcheck.h"
 #include "seq/vocab.h"
 #include "tests/support/test.h"
@@ -26,13 +36,24 @@ typedef struct {
     Translator m;
     Block hg;  // the harness's gradients (the layout of m.grads)
     int src[NB * NS], src_len[NB], words[NB * ML], lens[NB];
+    int train;  // forward with translator_forward_train, its rng seeded alike every call
 } Fix;
 
-static void fix_init(Fix *f, AttnKind kind, DecoderQuery query, uint64_t seed) {
+// The options beyond the attention: input feeding, dropout (both), label smoothing.
+typedef struct {
+    int feed;
+    float dropout, smoothing;
+} FixOptions;
+
+static void fix_init_with(Fix *f, AttnKind kind, DecoderQuery query, uint64_t seed,
+                          FixOptions o) {
     memset(f, 0, sizeof *f);
-    TranslatorConfig c = {.Vs = 7, .Es = 3, .He = 2, .S = NS, .max_len = ML,
+    TranslatorConfig c = {.Vs = 7, .Es = 3, .He = 2, .S = NS, .max_len = ML, .dropout = o.dropout,
                           .dec = {.E = 3, .H = 4, .V = 8, .nb = 1, .query = query,
+                                  .input_feeding = o.feed, .dropout = o.dropout,
+                                  .label_smoothing = o.smoothing,
                                   .attn = {.kind = kind, .A = 3}}};
+    f->train = o.dropout > 0.0f || o.smoothing > 0.0f;
     Rng rng;
     rng_seed(&rng, seed);
     translator_init(&f->m, &c, NB, &rng);
@@ -47,6 +68,10 @@ static void fix_init(Fix *f, AttnKind kind, DecoderQuery query, uint64_t seed) {
     f->lens[0] = 3, f->lens[1] = 1;
 }
 
+static void fix_init(Fix *f, AttnKind kind, DecoderQuery query, uint64_t seed) {
+    fix_init_with(f, kind, query, seed, (FixOptions){0});
+}
+
 static void fix_free(Fix *f) {
     free(f->hg.data);
     translator_free(&f->m);
@@ -54,7 +79,11 @@ static void fix_free(Fix *f) {
 
 static void fix_forward(void *ctx, float *out) {
     Fix *f = ctx;
-    out[0] = (float)translator_forward(&f->m, f->src, f->src_len, f->words, f->lens, NB);
+    Rng rng;
+    rng_seed(&rng, 77);
+    out[0] = (float)(f->train ? translator_forward_train(&f->m, f->src, f->src_len, f->words,
+                                                         f->lens, NB, &rng)
+                              : translator_forward(&f->m, f->src, f->src_len, f->words, f->lens, NB));
 }
 
 static void fix_backward(void *ctx, const float *dout) {
@@ -71,14 +100,23 @@ static void test_whole_model_gradcheck(void) {
         const char *name;
         AttnKind kind;
         DecoderQuery query;
-    } cases[] = {{"Bahdanau (additive, query previous)", ATTN_ADDITIVE, DECODER_QUERY_PREVIOUS},
+        FixOptions o;
+    } cases[] = {{"Bahdanau (additive, query previous)", ATTN_ADDITIVE, DECODER_QUERY_PREVIOUS, {0}},
                  {"Luong general (multiplicative, query current)", ATTN_MULTIPLICATIVE,
-                  DECODER_QUERY_CURRENT},
-                 {"Luong concat (additive, query current)", ATTN_ADDITIVE, DECODER_QUERY_CURRENT},
-                 {"no attention", ATTN_NONE, DECODER_QUERY_CURRENT}};
+                  DECODER_QUERY_CURRENT, {0}},
+                 {"Luong concat (additive, query current)", ATTN_ADDITIVE, DECODER_QUERY_CURRENT,
+                  {0}},
+                 {"no attention", ATTN_NONE, DECODER_QUERY_CURRENT, {0}},
+                 {"Luong general, input feeding", ATTN_MULTIPLICATIVE, DECODER_QUERY_CURRENT,
+                  {.feed = 1}},
+                 {"no attention, input feeding", ATTN_NONE, DECODER_QUERY_CURRENT, {.feed = 1}},
+                 {"Bahdanau, dropout 0.3, label smoothing 0.1", ATTN_ADDITIVE,
+                  DECODER_QUERY_PREVIOUS, {.dropout = 0.3f, .smoothing = 0.1f}},
+                 {"Luong concat, input feeding, dropout 0.3", ATTN_ADDITIVE,
+                  DECODER_QUERY_CURRENT, {.feed = 1, .dropout = 0.3f}}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         Fix f;
-        fix_init(&f, cases[k].kind, cases[k].query, 90 + k);
+        fix_init_with(&f, cases[k].kind, cases[k].query, 90 + k, cases[k].o);
         GradcheckInput *in = gradcheck_block_inputs(&f.m.params, &f.hg);
         GradcheckOp op = {.ctx = &f, .forward = fix_forward, .backward = fix_backward,
                           .n_out = 1, .inputs = in, .n_inputs = f.m.params.count, .eps = 1e-3,
@@ -126,14 +164,17 @@ static void test_fixed_context_is_the_final_states(void) {
 
 // Greedy decoding through decoder_step_forward agrees with the teacher-forced forward fed
 // its own words: at each step the forward's most likely word (the specials but <end> left
-// out) is the word greedy chose, and its attention rows sum to 1 over the source.
+// out) is the word greedy chose, its attention rows sum to 1 over the source, and greedy's
+// step t weights are the forward's for target t (its row t: one row, decoder_pack_rows).
 static void test_greedy_matches_teacher_forcing(void) {
-    static const AttnKind kinds[] = {ATTN_ADDITIVE, ATTN_MULTIPLICATIVE, ATTN_NONE};
+    static const AttnKind kinds[] = {ATTN_ADDITIVE, ATTN_MULTIPLICATIVE, ATTN_NONE,
+                                     ATTN_MULTIPLICATIVE, ATTN_NONE};
     static const DecoderQuery queries[] = {DECODER_QUERY_PREVIOUS, DECODER_QUERY_CURRENT,
+                                           DECODER_QUERY_CURRENT, DECODER_QUERY_CURRENT,
                                            DECODER_QUERY_CURRENT};
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 5; k++) {
         Fix f;
-        fix_init(&f, kinds[k], queries[k], 300 + k);
+        fix_init_with(&f, kinds[k], queries[k], 300 + k, (FixOptions){.feed = k >= 3});
         const int V = f.m.cfg.dec.V, L = f.m.cfg.dec.L;
         for (int b = 0; b < NB; b++) {
             int out[ML], len;
@@ -152,6 +193,11 @@ static void test_greedy_matches_teacher_forcing(void) {
                 for (int v = VOCAB_NSPECIAL; v < V; v++)
                     if (p[v] > p[best]) best = v;
                 const int want = t < len ? out[t] : VOCAB_END;
+                // Greedy's step t recorded the weights the training pass used for target t.
+                for (int i = 0; i < L; i++)
+                    EXPECT(fabsf(alpha[t * L + i] - f.m.a.alpha[(size_t)t * L + i]) < 1e-6f,
+                           "kind %d row %d step %d: greedy's attention %g, the forward's %g", k, b,
+                           t, alpha[t * L + i], f.m.a.alpha[(size_t)t * L + i]);
                 EXPECT(best == want || (t == ML && want == VOCAB_END), "kind %d row %d step %d: forward's %d, greedy's %d",
                        k, b, t, best, want);
             }
@@ -160,10 +206,92 @@ static void test_greedy_matches_teacher_forcing(void) {
     }
 }
 
+
+// A small random model for the search tests: 4 sentences of up to 6 tokens, 9 words.
+static void beam_model_make(Translator *m, AttnKind kind, DecoderQuery query, int feed,
+                            uint64_t seed) {
+    TranslatorConfig c = {.Vs = 7, .Es = 4, .He = 3, .S = 6, .max_len = 5,
+                          .dec = {.E = 4, .H = 6, .V = 9, .nb = 1, .query = query,
+                                  .input_feeding = feed, .attn = {.kind = kind, .A = 4}}};
+    Rng rng;
+    rng_seed(&rng, seed);
+    translator_init(m, &c, 4, &rng);
+    fill_uniform(m->params.data, m->params.numel, -1.5f, 1.5f, &rng);
+    m->p.dec.b_o[VOCAB_END] += 1.0f;  // most hypotheses end before the limit
+}
+
+static const int BEAM_SRC[4 * 6] = {1, 2, 3, 4, 5, 6, 3, 3, 1, 0, 0, 0,
+                                    6, 5, 0, 0, 0, 0, 2, 4, 6, 1, 3, 0};
+static const int BEAM_LEN[4] = {6, 3, 2, 5};
+
+static void test_beam_one_is_greedy(void) {
+    static const AttnKind kinds[] = {ATTN_ADDITIVE, ATTN_MULTIPLICATIVE, ATTN_NONE};
+    static const DecoderQuery queries[] = {DECODER_QUERY_PREVIOUS, DECODER_QUERY_CURRENT,
+                                           DECODER_QUERY_CURRENT};
+    for (int k = 0; k < 3; k++) {
+        Translator m;
+        beam_model_make(&m, kinds[k], queries[k], k == 1, 400 + k);
+        const int ML = m.cfg.max_len, L = m.cfg.dec.L;
+        int g[4 * 5], gl[4], b[4 * 5], bl[4];
+        float ga[6 * 4 * 6], ba[6 * 4 * 6];
+        translator_greedy(&m, BEAM_SRC, BEAM_LEN, 4, g, gl, ga);
+        translator_beam(&m, BEAM_SRC, BEAM_LEN, 4, 1, 0.0f, b, bl, NULL, ba);
+        for (int r = 0; r < 4; r++) {
+            EXPECT(gl[r] == bl[r] && memcmp(g + r * ML, b + r * ML, (size_t)gl[r] * sizeof(int)) == 0,
+                   "kind %d row %d: beam 1 gave %d words, greedy %d (or other words)", k, r, bl[r], gl[r]);
+            for (int t = 0; t < gl[r]; t++)  // the words' steps (beam keeps no <end>'s)
+                for (int i = 0; i < L; i++)
+                    EXPECT(ga[(t * 4 + r) * L + i] == ba[(t * 4 + r) * L + i],
+                           "kind %d row %d step %d: attention %.9g, greedy's %.9g", k, r, t,
+                           ba[(t * 4 + r) * L + i], ga[(t * 4 + r) * L + i]);
+        }
+        translator_free(&m);
+    }
+}
+
+static void test_beam_beats_greedy(void) {
+    int checked = 0, better = 0;
+    for (int k = 0; k < 6; k++) {
+        Translator m;
+        beam_model_make(&m, k % 2 ? ATTN_MULTIPLICATIVE : ATTN_ADDITIVE,
+                        k % 2 ? DECODER_QUERY_CURRENT : DECODER_QUERY_PREVIOUS, k % 2, 500 + k);
+        const int ML = m.cfg.max_len;
+        int g[4 * 5], gl[4], b[4 * 5], bl[4];
+        float score[4], ba[6 * 4 * 6];
+        const int L = m.cfg.dec.L;
+        translator_beam(&m, BEAM_SRC, BEAM_LEN, 4, 4, 0.0f, b, bl, score, ba);
+        translator_greedy(&m, BEAM_SRC, BEAM_LEN, 4, g, gl, NULL);
+        for (int r = 0; r < 4; r++) {
+            if (gl[r] == ML || bl[r] == ML) continue;  // at the limit: no <end> to score
+            const double greedy_lp = -translator_forward(&m, BEAM_SRC + r * 6, BEAM_LEN + r,
+                                                         g + r * ML, gl + r, 1);
+            const double beam_lp = -translator_forward(&m, BEAM_SRC + r * 6, BEAM_LEN + r,
+                                                       b + r * ML, bl + r, 1);
+            EXPECT(fabs(beam_lp - score[r]) < 1e-4, "model %d row %d: the search's score %g, the forward's %g",
+                   k, r, score[r], beam_lp);
+            // The attention kept for each word is its hypothesis's (the forward's row t).
+            for (int t = 0; t < bl[r]; t++)
+                for (int i = 0; i < L; i++)
+                    EXPECT(fabsf(ba[(t * 4 + r) * L + i] - m.a.alpha[(size_t)t * L + i]) < 1e-5f,
+                           "model %d row %d step %d: beam's attention %g, the forward's %g", k, r, t,
+                           ba[(t * 4 + r) * L + i], m.a.alpha[(size_t)t * L + i]);
+            EXPECT(beam_lp >= greedy_lp - 1e-5, "model %d row %d: beam 4 log p %g < greedy's %g", k, r,
+                   beam_lp, greedy_lp);
+            checked++;
+            better += beam_lp > greedy_lp + 1e-5;
+        }
+        translator_free(&m);
+    }
+    EXPECT(checked >= 8, "only %d rows ended before the limit", checked);
+    EXPECT(better >= 1, "beam 4 never beat greedy in %d rows: the search is not searching", checked);
+}
+
 int main(void) {
     RUN(test_whole_model_gradcheck);
     RUN(test_padding_changes_nothing);
     RUN(test_fixed_context_is_the_final_states);
     RUN(test_greedy_matches_teacher_forcing);
+    RUN(test_beam_one_is_greedy);
+    RUN(test_beam_beats_greedy);
     return test_summary();
 }
