@@ -19,7 +19,7 @@ void sample_quality_add(SampleQualityCounts *n, const float *probs, const int *a
         int best = 0;
         for (int k = 1; k < K; k++) best = pb[k] > pb[best] ? k : best;
         n->n++;
-        n->legible += pb[best] >= SAMPLE_QUALITY_CONFIDENCE;
+        n->legible += pb[best] >= (float)SAMPLE_QUALITY_CONFIDENCE;  // a float 0.9 counts
         n->predicted[best]++;
         if (asked) {
             CHECK(asked[b] >= 0 && asked[b] < K, "asked class %d of %d", asked[b], K);
