@@ -687,7 +687,18 @@ static void test_sample_quality(void) {
     EXPECT(cJSON_IsNumber(m) && cJSON_GetArraySize(per) == 10 &&
                cJSON_GetArraySize(cJSON_GetObjectItem(q, "predicted_share")) == 10, "match");
     cJSON_Delete(j);
+    // draw report shows them from RUN/eval.json, and says the bound is conditional
+    char evalpath[600];
+    snprintf(evalpath, sizeof evalpath, "%s/cond/eval.json", tmpdir);
+    FILE *fp = fopen(evalpath, "w");
+    if (fp) fputs(out ? out : "", fp), fclose(fp);
     free(out);
+    rc = run_draw("report %s/cond", tmpdir);
+    char *page = read_text("cond/report.html");
+    EXPECT(rc == 0 && page && strstr(page, "data-key=\"legible\"") && strstr(page, "data-key=\"match_class\"") &&
+               strstr(page, "-log p(x | label)"),
+           "report: exit %d, %s", rc, page ? "the page lacks the sample quality" : "no page");
+    free(page);
     // an unconditional model: no match
     rc = run_draw("eval --model %s/uncond/model.safetensors --data mnist --split test --limit 16 "
                   "--sample-quality %s/cnn28/model.safetensors --quality-samples 20 --json", tmpdir, tmpdir);
