@@ -353,6 +353,10 @@ static void section_model(FILE *fp, const DrawReport *r) {
              atoi(meta(r, "draw.peepholes")) ? ", with peephole connections" : "");
     html_fact(fp, "LSTM units", buf);
     html_fact(fp, "latent size per step", meta(r, "draw.z"));
+    if (r->classes) {
+        snprintf(buf, sizeof buf, "class-conditional: the label (%d classes), one-hot, into both LSTMs at every step", r->classes);
+        html_fact(fp, "conditioning", buf);
+    }
     html_fact(fp, "training data", meta(r, "train.data"));
     html_fact(fp, "binarisation", atoi(meta(r, "train.binarize")) ? "dynamic (a fresh sample per batch)"
                                   : colour ? "none (colour intensities)" : "none (grey levels)");
@@ -370,9 +374,11 @@ static void section_model(FILE *fp, const DrawReport *r) {
 
 static void page_header(FILE *fp, const DrawReport *r) {
     report_page_header_begin(fp, "DRAW run", r->run);
-    html_textf(fp, "%s, T %s. ", r->attention ? "With attention" : "Without attention", meta(r, "draw.T"));
+    html_textf(fp, "%s, T %s%s. ", r->attention ? "With attention" : "Without attention", meta(r, "draw.T"),
+               r->classes ? ", class-conditional" : "");
     if (r->eval) {
-        html_textf(fp, "Test bound %.2f nats", report_json_number(r->eval, "nll_bound"));
+        html_textf(fp, "Test bound %.2f nats%s", report_json_number(r->eval, "nll_bound"),
+                   r->classes ? " given the label" : "");
         double iw = report_json_number(r->eval, "nll_iw");
         if (isfinite(iw)) html_textf(fp, ", importance-weighted NLL %.2f", iw);
         fputs(". ", fp);
