@@ -167,7 +167,7 @@ static ModelCost measure_draw(Dist *d, int threads, int steps) {
     for (int s = 0; s <= steps; s++) {
         draw_noise_fill(eps, &c, B, &rng);
         double t0 = timer_now(), c0 = cpu_now();
-        draw_forward_parallel(w, n, &p, &c, x, eps, B, &grads, NULL, NULL, NULL);
+        draw_forward_parallel(w, n, &p, &c, x, eps, NULL, B, &grads, NULL, NULL, NULL);
         if (d->size > 1 && s > 0) {
             ph.share[s - 1] = timer_now() - t0;
             rank_sum(d, &grads, &ph, s - 1);

@@ -31,14 +31,14 @@ static int fail(const Error *err) {
 
 typedef struct {
     const char *data, *root, *out;
-    int model, T, read_n, hidden, threads, fragments, scales;
+    int model, T, read_n, hidden, threads, fragments, scales, size;
     int valid_images;
     TrainPlanFlags plan;    // --steps, --epochs, --minutes, --log-every, --valid-every, --checkpoint-every
     float loc_std;
     TrainOptimFlags optim;  // --batch, --lr, --beta1, --clip, --seed
     bool resume, force, no_attention, hard, json;
     struct {
-        bool model, data, T, read, hidden, no_attention, hard, loc_std, scales, fragments;
+        bool model, data, T, read, hidden, no_attention, hard, loc_std, scales, fragments, size;
     } given;
 } ClassifyFlags;
 
@@ -46,7 +46,7 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
     *f = (ClassifyFlags){.data = "mnist", .root = "data", .T = 8, .read_n = 12, .hidden = 256,
                          .threads = threads_available(), .fragments = 8,
                          .valid_images = 1000, .plan = {.log_every = 50, .valid_every = 500},
-                         .loc_std = 0.1f, .scales = 4,
+                         .loc_std = 0.1f, .scales = 4, .size = 100,
                          .optim = {.seed = 1, .batch = 64, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f, .lr_decay = 1}};
     static const char *const models[] = {"glimpse", "cnn", NULL};
     ArgSpec specs[] = {
@@ -61,6 +61,7 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
         {"hard", ARG_FLAG, &f->hard, "hard attention (the RAM baseline): a retina of fixed windows at a sampled centre, where to look trained by REINFORCE", .given = &f->given.hard},
         {"loc-std", ARG_FLOAT, &f->loc_std, "--hard: standard deviation of the centre policy (the image spans [-1, 1])", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 10, .given = &f->given.loc_std},
         {"scales", ARG_INT, &f->scales, "--hard: the retina's patches, N x N each, patch s with stride 2^s pixels (RAM's 4 scales: windows of 12, 24, 48, 96 pixels at N 12)", .has_min = true, .min = 1, .has_max = true, .max = GLIMPSE_MAX_SCALES, .given = &f->given.scales},
+        {"size", ARG_INT, &f->size, "image side in pixels: 100 (the papers' cluttered set); 28 with --fragments 0 is plain 28 x 28 MNIST, each digit the whole image (the classifier of draw eval --sample-quality)", .has_min = true, .min = 28, .has_max = true, .max = 1000, .given = &f->given.size},
         {"fragments", ARG_INT, &f->fragments, "clutter fragments (8 x 8) per image", .has_min = true, .min = 0, .has_max = true, .max = CLUTTER_MAX_FRAGMENTS, .given = &f->given.fragments},
         {"batch", ARG_INT, &f->optim.batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = CLASSIFY_BATCH_MAX, .given = &f->optim.given.batch},
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
@@ -137,6 +138,7 @@ static int check_resume_flags(ClassifyRun *r, Error *err) {
         if (c->hard) flag_diffs_int(&model, "scales", f->given.scales, f->scales, c->scales);
     }
     flag_diffs_int(&model, "fragments", f->given.fragments, f->fragments, st->clutter.fragments);
+    flag_diffs_int(&model, "size", f->given.size, f->size, st->clutter.W);
     if (flag_diffs_refuse(&model, r->paths.model, err)) return -1;
     train_optim_resume(&st->optim, &f->optim, &r->resumed_with);  // said with the header
     return 0;
@@ -159,6 +161,7 @@ static int load_data(ClassifyRun *r, Error *err) {
                              "at a sampled centre); give one of them");
         st->clutter = clutter_config_default();
         st->clutter.fragments = f->fragments;
+        st->clutter.W = st->clutter.H = f->size;
         if (f->model == 1) {
             st->cfg.kind = CLASSIFIER_CNN;
             st->cfg.cnn = convnet_config_default(st->clutter.W);

@@ -3,7 +3,8 @@
 //
 //   draw train       --data mnist --out DIR [--steps N | --epochs N | --minutes M] [--resume]
 //   draw eval        --model DIR/model.safetensors --data mnist --split test [--json] [--samples K]
-//   draw generate    --model M --count 64 --out DIR [--seed S] [--show-attention]
+//                    [--sample-quality CLASSIFIER] (cli/draw_quality.h)
+//   draw generate    --model M --count 64 --out DIR [--seed S] [--show-attention] [--digit D]
 //   draw reconstruct --model M --data mnist --count 16 --out DIR
 //   draw report      RUN      (cli/report_draw.h: RUN/report.html)
 //   draw classify    ...      (cli/classify.h: the glimpse classifier)
@@ -24,6 +25,7 @@
 #include "cli/draw_data.h"
 #include "cli/draw_eval.h"
 #include "cli/draw_frames.h"
+#include "cli/draw_quality.h"
 #include "cli/draw_train.h"
 #include "cli/report_draw.h"
 #include "cli/threads.h"
@@ -64,6 +66,9 @@ static int load_model_and_split(DrawCheckpoint *m, ImageSet *set, const char *mo
     if (rc == 0 && (set->cols != c->W || set->rows != c->H || set->channels != draw_channels(c)))
         rc = error_set(err, "%s: model is for %dx%dx%d images, %s has %dx%dx%d", model, c->W, c->H,
                        draw_channels(c), data, set->cols, set->rows, set->channels);
+    if (rc == 0 && c->classes && !set->labels)
+        rc = error_set(err, "%s: a conditional model (trained with --conditional) runs on each "
+                       "image's label, and %s has none", model, data);
     if (rc) {
         draw_checkpoint_free(m);
         imageset_free(set);
@@ -72,9 +77,9 @@ static int load_model_and_split(DrawCheckpoint *m, ImageSet *set, const char *mo
 }
 
 typedef struct {
-    const char *model, *data, *root, *per_image;
+    const char *model, *data, *root, *per_image, *quality;
     int split;  // index into EVAL_SPLITS
-    int samples, batch, threads, limit;
+    int samples, batch, threads, limit, quality_n;
     long seed;
     bool json, no_average;
 } EvalFlags;
@@ -84,7 +89,7 @@ static const char *const EVAL_SPLITS[] = {"valid", "test", NULL};
 // Nonzero when the command ends here (help or a bad flag) with *code.
 static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
     *f = (EvalFlags){.data = "mnist", .root = "data", .split = 1, .samples = 1, .batch = 100,
-                     .threads = threads_available(), .seed = DRAW_EVAL_NOISE_SEED};
+                     .quality_n = SAMPLE_QUALITY_DEFAULT_N, .threads = threads_available(), .seed = DRAW_EVAL_NOISE_SEED};
     ArgSpec specs[] = {
         {"model", ARG_STRING, &f->model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
         {"data", ARG_STRING, &f->data, "mnist, fashion-mnist, mnist2, scenes, or an IDX image file", .metavar = "D"},
@@ -97,13 +102,41 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"no-average", ARG_FLAG, &f->no_average, "evaluate the trained weights of a run trained with --ema, not their average", .given = NULL},
         {"per-image", ARG_STRING, &f->per_image, "each image's figures in FILE, saved after each batch; run again with the same FILE and flags, an evaluation cut off goes on from them (cli/draw_eval_record.h)", .metavar = "FILE"},
+        {"sample-quality", ARG_STRING, &f->quality, "also judge samples from the prior with this classifier (draw classify train --model cnn --size 28 --fragments 0): the share labelled with confidence >= 0.9, the entropy of the predicted classes against log 10, and for a conditional model the share labelled as the class asked for, per class too (cli/draw_quality.h)", .metavar = "CLASSIFIER"},
+        {"quality-samples", ARG_INT, &f->quality_n, "samples --sample-quality draws (a conditional model's ask for each class in turn)", .has_min = true, .min = 1, .has_max = true, .max = 10000000},
         {"json", ARG_FLAG, &f->json, "print one JSON object", .given = NULL},
     };
     return args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw eval --model PATH --data D [flags]", "draw", code);
 }
 
+// --sample-quality's figures: a JSON member (after a comma) or lines of text.
+static void print_quality(const EvalFlags *f, const SampleQuality *q) {
+    char buf[32];
+    if (f->json) {
+        printf(", \"sample_quality\": {\"samples\": %ld, \"confidence\": %.2f, \"legible\": %.6f, "
+               "\"entropy\": %.6f, \"entropy_max\": %.6f, \"conditional\": %s, \"match\": %s, "
+               "\"predicted_share\": [",
+               q->n, SAMPLE_QUALITY_CONFIDENCE, q->legible, q->entropy, q->entropy_max,
+               q->conditional ? "true" : "false", json_number(buf, q->match));
+        for (int k = 0; k < q->classes; k++) printf("%s%.6f", k ? ", " : "", q->predicted_share[k]);
+        printf("], \"match_per_class\": [");
+        for (int k = 0; q->conditional && k < q->classes; k++)
+            printf("%s%s", k ? ", " : "", json_number(buf, q->match_per_class[k]));
+        printf("]}");
+        return;
+    }
+    printf("sample quality (%ld samples%s, %s): legible (top probability >= %.1f) %.2f%%; "
+           "predicted-class entropy %.4f nats of log %d = %.4f\n",
+           q->n, q->conditional ? ", each class asked for in turn" : " from the prior", f->quality,
+           SAMPLE_QUALITY_CONFIDENCE, 100.0 * q->legible, q->entropy, q->classes, q->entropy_max);
+    if (!q->conditional) return;
+    printf("labelled as the class asked for: %.2f%%; per class:", 100.0 * q->match);
+    for (int k = 0; k < q->classes; k++) printf(" %d %.1f%%", k, 100.0 * q->match_per_class[k]);
+    printf("\n");
+}
+
 static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average,
-                       const DrawEvalResult *r, double secs) {
+                       const DrawEvalResult *r, const SampleQuality *q, double secs) {
     const DrawConfig *c = &m->state.cfg;
     const char *weights = average ? "average" : "trained";
     const char *bin = m->state.binarize ? "binarised once, seed 0x5EED"
@@ -121,6 +154,8 @@ static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average
         printf(", \"nll_bound_se\": %s", json_number(se, r->bound_se));
         if (f->samples > 1)
             printf(", \"nll_iw\": %.6f, \"nll_iw_se\": %s", r->nll_iw, json_number(se, r->nll_iw_se));
+        printf(", \"conditional\": %s", c->classes ? "true" : "false");
+        if (q) print_quality(f, q);
         printf(", \"weights\": \"%s\", \"step\": %ld, \"seconds\": %.3f}\n", weights, m->state.step,
                secs);
     } else {
@@ -131,6 +166,10 @@ static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average
         if (f->samples > 1)
             printf("importance-weighted NLL estimate (K = %d): %.3f nats (standard error %.3f)\n",
                    f->samples, r->nll_iw, r->nll_iw_se);
+        if (c->classes)
+            printf("the model is conditional on the label: the bound is -log p(x | label)'s, not "
+                   "comparable with an unconditional model's\n");
+        if (q) print_quality(f, q);
     }
 }
 
@@ -172,7 +211,17 @@ static int cmd_eval(int argc, char **argv) {
     if (B < dist.size) B = dist.size;
     DrawEvalRecord rec = {0};
     if (rc == 0 && f.per_image) rc = open_record(&rec, &f, &m, &set, B, &dist, &err);
+    ClassifyModel cls = {0};
+    if (rc == 0 && f.quality) rc = draw_quality_load_classifier(&cls, f.quality, &m.state.cfg, &err);
+    if (rc && f.quality && dist_is_root(&dist) && dist.size == 1) {  // the command's own line
+        text_write_linef(stderr, "draw eval: %s", err.msg);
+        draw_eval_record_free(&rec);
+        if (loaded) imageset_free(&set), draw_checkpoint_free(&m);
+        dist_finalize(&dist);
+        return 1;
+    }
     if (train_dist_agree(&dist, rc, "draw", &err)) {
+        classify_model_free(&cls);
         draw_eval_record_free(&rec);
         if (loaded) imageset_free(&set), draw_checkpoint_free(&m);
         dist_finalize(&dist);
@@ -187,7 +236,11 @@ static int cmd_eval(int argc, char **argv) {
     DrawEvalResult r;
     if (draw_evaluate(&r, &scratch, &m.p, &m.state.cfg, &set, f.limit, f.samples, (uint64_t)f.seed, &err))
         return train_dist_fail(&dist, "draw", &err);
-    if (dist_is_root(&dist)) print_eval(&f, &m, average, &r, timer_now() - t0);
+    SampleQuality q;
+    if (f.quality && dist_is_root(&dist))
+        draw_sample_quality(&q, &m.p, &m.state.cfg, &cls, f.quality_n, f.batch, (uint64_t)f.seed);
+    if (dist_is_root(&dist)) print_eval(&f, &m, average, &r, f.quality ? &q : NULL, timer_now() - t0);
+    classify_model_free(&cls);
     draw_eval_record_free(&rec);
     draw_eval_scratch_free(&scratch);
     imageset_free(&set);
@@ -207,15 +260,16 @@ static const char *stale_note(int removed) {
 
 static int cmd_generate(int argc, char **argv) {
     const char *model = NULL, *out = NULL;
-    int count = 64, scale = 2, cols = 0, threads = threads_available();
+    int count = 64, scale = 2, cols = 0, threads = threads_available(), digit = 0;
     long seed = 1;
-    bool show = false;
+    bool show = false, digit_given = false;
     ArgSpec specs[] = {
         {"model", ARG_STRING, &model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
         {"out", ARG_STRING, &out, "output folder (step_NN.png, final.png, draw.gif; the step_NN.png of an earlier film there that these do not replace are removed)", .metavar = "DIR", .required = true},
         {"count", ARG_INT, &count, "samples", .has_min = true, .min = 1, .has_max = true, .max = 1024},
         {"seed", ARG_LONG, &seed, "sampling seed", .has_min = true, .min = 0},
         {"show-attention", ARG_FLAG, &show, "draw each sample's write window as a red rectangle", .given = NULL},
+        {"digit", ARG_INT, &digit, "a conditional model (draw train --conditional): draw this class; without it, the samples take the classes in turn", .has_min = true, .min = 0, .given = &digit_given},
         {"scale", ARG_INT, &scale, "pixels per image pixel", .has_min = true, .min = 1, .has_max = true, .max = 16},
         {"cols", ARG_INT, &cols, "tiles per row (0: square grid)", .has_min = true, .min = 0},
         {"threads", ARG_INT, &threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
@@ -227,6 +281,17 @@ static int cmd_generate(int argc, char **argv) {
     gemm_set_threads(threads);
     DrawCheckpoint m;
     if (draw_checkpoint_load(&m, model, &err)) return fail(&err);
+    const int K = m.state.cfg.classes;
+    if (digit_given && (!K || digit >= K)) {
+        if (!K)
+            text_write_linef(stderr, "draw generate: --digit %d: %s is unconditional (trained without "
+                             "--conditional), so it cannot be asked for a class", digit, model);
+        else
+            text_write_linef(stderr, "draw generate: --digit %d: %s is conditional on %d classes, 0 to %d",
+                             digit, model, K, K - 1);
+        draw_checkpoint_free(&m);
+        return 1;
+    }
     if (make_dirs(out, &err)) {
         draw_checkpoint_free(&m);
         return fail(&err);
@@ -238,12 +303,16 @@ static int cmd_generate(int argc, char **argv) {
     draw_acts_alloc(&acts, c, count);
     Rng rng;
     rng_seed(&rng, (uint64_t)seed);
+    for (int b = 0; K && b < count; b++) acts.labels[b] = digit_given ? digit : b % K;
     draw_generate(&acts, &m.p, c, count, &rng);
     DrawFrameStyle st = {.scale = scale, .cols = cols ? cols : (int)ceil(sqrt((double)count)), .margin = 2};
     int stale = 0;
     int rc = draw_write_frames(out, &acts, c, count, show, 0, &st, &stale, &err);
-    if (rc == 0) text_write_linef(stderr, "draw generate: wrote %d samples, %d steps, to %s/step_*.png, final.png, draw.gif%s",
-                                  count, c->T, out, stale_note(stale));
+    char cls[64] = "";
+    if (K && digit_given) snprintf(cls, sizeof cls, " of class %d", digit);
+    else if (K) snprintf(cls, sizeof cls, " (classes 0 to %d in turn)", K - 1);
+    if (rc == 0) text_write_linef(stderr, "draw generate: wrote %d samples%s, %d steps, to %s/step_*.png, final.png, draw.gif%s",
+                                  count, cls, c->T, out, stale_note(stale));
     draw_acts_free(&acts);
     draw_checkpoint_free(&m);
     return rc ? fail(&err) : 0;
@@ -285,6 +354,7 @@ static int cmd_reconstruct(int argc, char **argv) {
         Rng rng;
         rng_seed(&rng, (uint64_t)seed);
         draw_fill_noise(&acts, c, count, &rng);
+        if (c->classes) memcpy(acts.labels, set.labels, sizeof(int) * (size_t)count);
         double rec, kl, bound = draw_forward(&acts, &m.p, c, set.images, count, &rec, &kl);
         DrawFrameStyle st = {.scale = scale, .cols = cols ? cols : (int)ceil(sqrt((double)count)), .margin = 2};
         char path[1100];

@@ -10,7 +10,7 @@
 int draw_checkpoint_write(const char *path, const DrawTrainState *s, const Block *params,
                           const Block *m, const Block *v, const Block *avg, Error *err) {
     CHECK(!avg || s->ema > 0, "a weight average needs its decay");
-    char buf[13][32], ema[32];
+    char buf[14][32], ema[32];
     const DrawConfig *c = &s->cfg;
     int k = 0;
     SafetensorsMeta meta[24];
@@ -36,6 +36,10 @@ int draw_checkpoint_write(const char *path, const DrawTrainState *s, const Block
     // Nor do checkpoints without peepholes carry the field.
     if (c->peepholes) {
         META_INT("draw.peepholes", 1);
+    }
+    // Nor do unconditional ones carry a class count: a file without one is unconditional.
+    if (c->classes) {
+        META_INT("draw.classes", c->classes);
     }
 #undef META_INT
     TrainOptimMeta om;
@@ -106,6 +110,14 @@ int draw_checkpoint_read_state(const SafetensorsFile *f, const char *path, DrawT
         if (pe != 0 && pe != 1)
             return error_set(err, "%s: metadata draw.peepholes = %ld is not 0 or 1", path, pe);
         s->cfg.peepholes = (int)pe;
+    }
+    if (safetensors_meta(f, "draw.classes")) {
+        long k = 0;
+        if (meta_long(f, path, "draw.classes", &k, err)) return -1;
+        if (k < 2 || k > DRAW_MAX_CLASSES)
+            return error_set(err, "%s: metadata draw.classes = %ld out of range [2, %d]", path, k,
+                             DRAW_MAX_CLASSES);
+        s->cfg.classes = (int)k;
     }
     s->step = v[9];
     s->binarize = v[10] != 0;

@@ -3,7 +3,8 @@
 // with --ema its weight average ("ema/NAME") and, in __metadata__, the configuration and
 // the training state; its "format" is attend-draw-1. Grey checkpoints carry no channel
 // count, as the checkpoints of before colour did; checkpoints without an average carry no
-// train.ema, as those of before --ema did.
+// train.ema, as those of before --ema did; unconditional ones carry no draw.classes, and
+// a file without it (those of before --conditional) loads as unconditional.
 //
 //     DrawCheckpoint m;                     // eval, generate, reconstruct
 //     if (draw_checkpoint_load(&m, "run/model.safetensors", &err)) ...

@@ -72,8 +72,9 @@ static void evaluate_share(DrawEvalScratch *e, const DrawParams *p, const DrawCo
     for (int k = 0; k < passes && count > 0; k++) {
         draw_share_noise(e->eps, c, first, count, rng_mix(rng_mix(seed, 0xE7A1), (uint64_t)k));
         draw_forward_parallel(e->w, e->n_workers < count ? e->n_workers : count, p, c,
-                              set->images + (size_t)first * set->dim, e->eps, count, NULL, NULL,
-                              NULL, &(DrawPerImage){e->logw + (size_t)k * B, pass, pass + B});
+                              set->images + (size_t)first * set->dim, e->eps,
+                              c->classes ? set->labels + first : NULL, count, NULL, NULL, NULL,
+                              &(DrawPerImage){e->logw + (size_t)k * B, pass, pass + B});
         for (int b = 0; b < count; b++) f[b * 3] += pass[b], f[b * 3 + 1] += pass[B + b];
         if (prog) progress_update(prog, done + (long)(k + 1) * nb, "");
     }
@@ -121,6 +122,7 @@ int draw_evaluate(DrawEvalResult *out, DrawEvalScratch *e, const DrawParams *p,
                   const DrawConfig *c, const ImageSet *set, int limit, int K, uint64_t seed,
                   Error *err) {
     const int n = limit > 0 && limit < set->n ? limit : set->n, B = e->B;
+    CHECK(!c->classes || set->labels, "a conditional model needs the images' labels");
     const int passes = K > 1 ? K : 1;
     DrawEvalRecord *rec = e->record;
     CHECK(!rec || (rec->id.images == n && rec->id.samples == K && rec->id.batch == B),

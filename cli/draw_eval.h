@@ -59,7 +59,9 @@ void draw_eval_scratch_free(DrawEvalScratch *e);
 
 // The first `limit` images of set (0 = all) in batches of e->B, noise from seed, K samples
 // per image (pass k of image g seeded with (seed, k, g)). Every rank gets the result. With
-// e->record, its images and K are those of this call and its batch is e->B.
+// e->record, its images and K are those of this call and its batch is e->B. A conditional
+// model (c->classes) is run on each image's label (set->labels, which it needs): the bound
+// is then -log p(x | y)'s.
 int draw_evaluate(DrawEvalResult *out, DrawEvalScratch *e, const DrawParams *p,
                   const DrawConfig *c, const ImageSet *set, int limit, int K, uint64_t seed,
                   Error *err);

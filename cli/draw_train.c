@@ -41,10 +41,10 @@ typedef struct {
     TrainPlanFlags plan;    // --steps, --epochs, --minutes, --log-every, --valid-every, --checkpoint-every
     TrainOptimFlags optim;  // --batch, --lr, --beta1, --clip, --seed
     float ema;              // --ema: the weight average's decay (0: none)
-    bool resume, force, no_attention, no_binarize, peepholes, json;
+    bool resume, force, no_attention, no_binarize, peepholes, conditional, json;
     bool preset_given;      // --preset was on the command line
     struct {
-        bool data, T, read, write, hidden, z, no_attention, no_binarize, peepholes, ema;
+        bool data, T, read, write, hidden, z, no_attention, no_binarize, peepholes, conditional, ema;
     } given;
 } TrainFlags;
 
@@ -99,6 +99,7 @@ static int parse_train_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"no-attention", ARG_FLAG, &f->no_attention, "read the whole image and write the whole canvas", .given = &f->given.no_attention},
         {"no-binarize", ARG_FLAG, &f->no_binarize, "keep grey levels (Bernoulli likelihood on intensities)", .given = &f->given.no_binarize},
         {"peepholes", ARG_FLAG, &f->peepholes, "LSTMs with peephole connections from the cell to the gates (Graves 2013; the Blocks LSTM of the public Theano DRAW)", .given = &f->given.peepholes},
+        {"conditional", ARG_FLAG, &f->conditional, "class-conditional: each image's label, one-hot, enters the encoder and the decoder at every step (models/draw.h); the bound is then -log p(x | label)'s, and draw generate --digit draws a chosen class. Needs labelled data (mnist, fashion-mnist, an IDX file with its labels)", .given = &f->given.conditional},
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"valid-every", ARG_INT, &f->plan.valid_every, "steps between validation bounds (and checkpoints)", .has_min = true, .min = 1},
         {"valid-images", ARG_INT, &f->valid_images, "validation images used (0: all)", .has_min = true, .min = 0},
@@ -144,6 +145,7 @@ typedef struct {
     DrawEvalScratch eval;  // validation: a view of the training workers and buffers
     int steps_per_epoch;  // batches per epoch (the remainder is dropped each epoch)
     float *eps, *x;    // this rank's share of the batch: noise (T, share, z), images (share, W*H)
+    int *y;            // conditional: the share's labels (share); NULL otherwise
     double *logw;      // (B) validation scratch
     TrainOrder order;  // the current epoch's order of the training images
     CsvLog log;
@@ -175,6 +177,7 @@ static int check_resume_flags(DrawRun *r, Error *err) {
     flag_diffs_int(&model, "z", f->given.z, f->z, c->z);
     flag_diffs_switch(&model, "no-attention", f->given.no_attention, f->no_attention, !c->attention);
     flag_diffs_switch(&model, "peepholes", f->given.peepholes, f->peepholes, c->peepholes);
+    flag_diffs_switch(&model, "conditional", f->given.conditional, f->conditional, c->classes > 0);
     flag_diffs_switch(&model, "no-binarize", f->given.no_binarize, f->no_binarize, !st->binarize);
     if (flag_diffs_refuse(&model, r->paths.model, err)) return -1;
     train_optim_resume(&st->optim, &f->optim, &r->resumed_with);
@@ -242,7 +245,8 @@ static int load_data(DrawRun *r, Error *err) {
                                .channels = r->train.channels, .T = f->T,
                                .read_n = f->read_n, .write_n = f->write_n, .enc = f->hidden,
                                .dec = f->hidden, .z = f->z, .attention = !f->no_attention,
-                               .peepholes = f->peepholes};
+                               .peepholes = f->peepholes,
+                               .classes = f->conditional ? MNIST_CLASSES : 0};
         st->optim = train_optim_new(&f->optim);
         st->ema = f->ema;
         st->binarize = binarize;
@@ -256,6 +260,9 @@ static int load_data(DrawRun *r, Error *err) {
                          st->cfg.W, st->cfg.H, draw_channels(&st->cfg), dname, r->train.cols,
                          r->train.rows, r->train.channels);
     }
+    if (st->cfg.classes && (!r->train.labels || !r->valid.labels))
+        return error_set(err, "--conditional: %s has no labels (a conditional model is trained on "
+                         "each image's class)", dname);
     // The images' size is known now: a product of it and the flags past what the kernels
     // index is refused before anything is allocated for it (models/draw.h).
     if (draw_check_sizes(&st->cfg, st->optim.batch, err)) return -1;
@@ -313,6 +320,7 @@ static void alloc_workers(DrawRun *r) {
     gemm_set_threads(threads / r->n_workers);
     r->eps = xmalloc(sizeof(float) * (size_t)c->T * share * c->z);
     r->x = xmalloc(sizeof(float) * (size_t)share * draw_image_size(c));
+    r->y = c->classes ? xmalloc(sizeof(int) * (size_t)share) : NULL;
     r->logw = xmalloc(sizeof(double) * (size_t)B);
     // A validation batch's share is at most the training batch's: the same buffers serve.
     r->eval = (DrawEvalScratch){.dist = r->dist, .w = r->workers, .n_workers = r->n_workers, .B = B,
@@ -325,7 +333,7 @@ static void close_run(DrawRun *r) {
     draw_workers_free(r->workers, r->n_workers);
     train_weights_free(&r->w);
     train_ema_free(&r->ema);
-    free(r->workers), free(r->eps), free(r->x), free(r->logw);
+    free(r->workers), free(r->eps), free(r->x), free(r->y), free(r->logw);
     train_order_free(&r->order);
     imageset_free(&r->train), imageset_free(&r->valid);
     csvlog_close(&r->log);
@@ -432,6 +440,9 @@ static void print_header(const DrawRun *r) {
     if (c->attention)
         fprintf(stderr, "draw train: read %dx%d, write %dx%d\n", c->read_n, c->read_n, c->write_n, c->write_n);
     if (c->peepholes) fprintf(stderr, "draw train: LSTMs with peepholes\n");
+    if (c->classes)
+        fprintf(stderr, "draw train: class-conditional on the label (%d classes): the bounds are "
+                "-log p(x | label)'s\n", c->classes);
     if (train_ema_on(&r->ema))
         fprintf(stderr, "draw train: weight average, decay %g, validated and saved beside the weights\n",
                 (double)r->ema.decay);
@@ -454,9 +465,10 @@ static int train_step(DrawRun *r, double *bound, Error *err) {
         rng_seed(&br, rng_mix(step_seed ^ 0xB1A7ULL, (uint64_t)(begin + b)));
         imageset_batch(r->x + (size_t)b * HW, &r->train, batch + begin + b, 1,
                        st->binarize ? &br : NULL);
+        if (r->y) r->y[b] = r->train.labels[batch[begin + b]];
     }
     draw_share_noise(r->eps, c, begin, count, step_seed);
-    *bound = draw_forward_parallel(r->workers, r->n_workers, &r->p, c, r->x, r->eps, count,
+    *bound = draw_forward_parallel(r->workers, r->n_workers, &r->p, c, r->x, r->eps, r->y, count,
                                    &r->w.grads, NULL, NULL, NULL);
     if (train_dist_reduce_means(r->dist, bound, 1, count, B, err) ||
         train_dist_reduce_grads(r->dist, &r->w.grads, count, B, err))

@@ -19,6 +19,7 @@ typedef struct {
     int has_curve;
     int has_norms;  // log.csv has grad_norm rows (runs logged before it have none)
     int attention;  // the model's draw.attention
+    int classes;    // the model's draw.classes (0: unconditional; absent before --conditional)
     char **film;    // step_NN.png names of the film folder, sorted
     int n_film;
 } DrawReport;
@@ -64,6 +65,7 @@ static int load_inputs(DrawReport *r, Error *err) {
         return error_set(err, "%s: not a DRAW model (format '%s'%s)", path, fmt ? fmt : "missing",
                          fmt && !strcmp(fmt, "attend-sat") ? "; use caption report" : "");
     r->attention = atoi(meta(r, "draw.attention")) != 0;
+    r->classes = safetensors_meta(&r->model, "draw.classes") ? atoi(meta(r, "draw.classes")) : 0;
     report_path(path, sizeof path, r->run, "run.json");
     if (report_read_json(&r->run_json, path, err)) return -1;
     report_path(path, sizeof path, r->run, r->eval_name);
@@ -150,6 +152,10 @@ static void section_results(FILE *fp, const DrawReport *r) {
     if (isfinite(per_dim))
         html_textf(fp, " Per dimension (pixel and channel): %.5f nats.", per_dim);
     fputs("</p>\n", fp);
+    if (r->classes)
+        fprintf(fp, "<p class=\"note\">The model is class-conditional (%d classes): its bound is "
+                "-log p(x | label)'s, each test image run on its own label, and is not comparable with "
+                "the unconditional bounds below.</p>\n", r->classes);
     const char *trained_on = meta(r, "train.data");
     if (strcmp(trained_on, "mnist") != 0) {
         // The paper prints bounds for binarized MNIST only; its two-digit MNIST, SVHN and
@@ -171,6 +177,46 @@ static void section_results(FILE *fp, const DrawReport *r) {
           "</tbody></table>\n<p class=\"note\">The paper used Larochelle's fixed binarisation; this "
           "toolkit trains on dynamically binarised MNIST and tests on a binarisation with a fixed "
           "seed, so the figures are close to, not the same as, the paper's.</p></div>\n", fp);
+    html_section_end(fp);
+}
+
+// draw eval --sample-quality's figures (eval.json's sample_quality), where eval ran with it.
+static void section_quality(FILE *fp, const DrawReport *r) {
+    const cJSON *q = r->eval ? cJSON_GetObjectItem(r->eval, "sample_quality") : NULL;
+    if (!cJSON_IsObject(q)) return;
+    html_section(fp, "quality", "Sample quality");
+    const int cond = cJSON_IsTrue(cJSON_GetObjectItem(q, "conditional"));
+    fputs("<table>\n<thead><tr><th class=\"num\">samples</th><th class=\"num\">legible (%)</th>"
+          "<th class=\"num\">class entropy (nats)</th><th class=\"num\">log K</th>", fp);
+    if (cond) fputs("<th class=\"num\">labelled as asked (%)</th>", fp);
+    fputs("</tr></thead>\n<tbody><tr>", fp);
+    html_metric_cell(fp, "samples", report_json_number(q, "samples"), 0);
+    html_metric_cell(fp, "legible", 100.0 * report_json_number(q, "legible"), 2);
+    html_metric_cell(fp, "entropy", report_json_number(q, "entropy"), 4);
+    html_metric_cell(fp, "entropy_max", report_json_number(q, "entropy_max"), 4);
+    if (cond) html_metric_cell(fp, "match", 100.0 * report_json_number(q, "match"), 2);
+    fputs("</tr></tbody>\n</table>\n", fp);
+    const cJSON *per = cJSON_GetObjectItem(q, "match_per_class");
+    if (cond && cJSON_GetArraySize(per) > 0) {
+        fputs("<table>\n<thead><tr><th>class asked for</th>", fp);
+        for (int k = 0; k < cJSON_GetArraySize(per); k++) fprintf(fp, "<th class=\"num\">%d</th>", k);
+        fputs("</tr></thead>\n<tbody><tr><td>labelled as asked (%)</td>", fp);
+        for (int k = 0; k < cJSON_GetArraySize(per); k++) {
+            const cJSON *v = cJSON_GetArrayItem(per, k);
+            html_metric_cell(fp, "match_class", cJSON_IsNumber(v) ? 100.0 * v->valuedouble : NAN, 1);
+        }
+        fputs("</tr></tbody>\n</table>\n", fp);
+    }
+    fputs("<p class=\"note\">", fp);
+    html_textf(fp, "Samples from the prior%s, each judged by a CNN trained on plain "
+               "28 x 28 MNIST (draw classify train --model cnn --size 28 --fragments 0; its own test "
+               "error bounds how far these figures can be trusted). Legible: the classifier's top "
+               "probability is at least %.1f. Class entropy: of the histogram of predicted classes, "
+               "against log K for every class equally often.%s",
+               cond ? ", each class asked for in turn" : "", report_json_number(q, "confidence"),
+               cond ? " Labelled as asked: the predicted class is the class the sample was drawn "
+                      "for; the model is conditional on the label." : "");
+    fputs("</p>\n", fp);
     html_section_end(fp);
 }
 
@@ -289,6 +335,10 @@ static void section_model(FILE *fp, const DrawReport *r) {
              atoi(meta(r, "draw.peepholes")) ? ", with peephole connections" : "");
     html_fact(fp, "LSTM units", buf);
     html_fact(fp, "latent size per step", meta(r, "draw.z"));
+    if (r->classes) {
+        snprintf(buf, sizeof buf, "class-conditional: the label (%d classes), one-hot, into both LSTMs at every step", r->classes);
+        html_fact(fp, "conditioning", buf);
+    }
     html_fact(fp, "training data", meta(r, "train.data"));
     html_fact(fp, "binarisation", atoi(meta(r, "train.binarize")) ? "dynamic (a fresh sample per batch)"
                                   : colour ? "none (colour intensities)" : "none (grey levels)");
@@ -306,15 +356,20 @@ static void section_model(FILE *fp, const DrawReport *r) {
 
 static void page_header(FILE *fp, const DrawReport *r) {
     report_page_header_begin(fp, "DRAW run", r->run);
-    html_textf(fp, "%s, T %s. ", r->attention ? "With attention" : "Without attention", meta(r, "draw.T"));
+    html_textf(fp, "%s, T %s%s. ", r->attention ? "With attention" : "Without attention", meta(r, "draw.T"),
+               r->classes ? ", class-conditional" : "");
     if (r->eval) {
-        html_textf(fp, "Test bound %.2f nats", report_json_number(r->eval, "nll_bound"));
+        html_textf(fp, "Test bound %.2f nats%s", report_json_number(r->eval, "nll_bound"),
+                   r->classes ? " given the label" : "");
         double iw = report_json_number(r->eval, "nll_iw");
         if (isfinite(iw)) html_textf(fp, ", importance-weighted NLL %.2f", iw);
         fputs(". ", fp);
     }
     report_page_trained(fp, r->run_json, meta(r, "train.step"), "", "images");
-    fputs("</p>\n</header>\n<nav class=\"toc\"><a href=\"#results\">Results</a><a href=\"#curve\">Curve</a>"
+    fputs("</p>\n</header>\n<nav class=\"toc\"><a href=\"#results\">Results</a>", fp);
+    if (r->eval && cJSON_IsObject(cJSON_GetObjectItem(r->eval, "sample_quality")))
+        fputs("<a href=\"#quality\">Sample quality</a>", fp);
+    fputs("<a href=\"#curve\">Curve</a>"
           "<a href=\"#samples\">Samples</a><a href=\"#film\">Step by step</a>"
           "<a href=\"#reconstructions\">Reconstructions</a><a href=\"#model\">Model</a>"
           "<a href=\"#run\">Run</a></nav>\n", fp);
@@ -329,6 +384,7 @@ static int write_page(const DrawReport *r, Error *err) {
     html_page_begin(fp, title);
     page_header(fp, r);
     section_results(fp, r);
+    section_quality(fp, r);
     section_curve(fp, r);
     section_samples(fp, r);
     section_film(fp, r);

@@ -40,6 +40,7 @@
 #define MNIST_FIXED_BINARIZE_SEED 0x5EEDu
 #define MNIST_TRAIN_COUNT 55000
 #define MNIST_VALID_COUNT 5000
+#define MNIST_CLASSES 10  // labels 0..9 (every set of the family)
 
 typedef struct {
     int n;             // images

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/activations.h"
@@ -35,6 +36,9 @@ int draw_config_check(const DrawConfig *c, Error *err) {
     if (c->enc < 1 || c->enc > 65536) return error_set(err, "encoder size %d out of range", c->enc);
     if (c->dec < 1 || c->dec > 65536) return error_set(err, "decoder size %d out of range", c->dec);
     if (c->z < 1 || c->z > 65536) return error_set(err, "latent size %d out of range", c->z);
+    if (c->classes != 0 && (c->classes < 2 || c->classes > DRAW_MAX_CLASSES))
+        return error_set(err, "classes %d out of range [2, %d] (0: unconditional)", c->classes,
+                         DRAW_MAX_CLASSES);
     return 0;
 }
 
@@ -66,6 +70,10 @@ void draw_layout(Block *b, DrawParams *p, const DrawConfig *c) {
     if (c->peepholes) {
         block_add(b, &p->enc_peep, "enc.peep", 1, 3 * c->enc);
         block_add(b, &p->dec_peep, "dec.peep", 1, 3 * c->dec);
+    }
+    if (c->classes) {
+        block_add(b, &p->enc_label_W, "enc.label_W", 2, 4 * c->enc, c->classes);
+        block_add(b, &p->dec_label_W, "dec.label_W", 2, 4 * c->dec, c->classes);
     }
 }
 
@@ -113,6 +121,11 @@ void draw_init(DrawParams *p, const DrawConfig *c, Rng *rng) {
         // starts at that area so that a patch value moves the logits it covers by about itself.
         float sw = 0.5f * (float)mx / (float)c->write_n;
         p->write_attn_b[4] = -logf(6.2831853f * sw * sw);
+    }
+    if (c->classes) {  // last, so that the rest starts as the unconditional model's
+        int K = c->classes;
+        init_uniform(p->enc_label_W, (size_t)4 * c->enc * K, ein + K, rng);
+        init_uniform(p->dec_label_W, (size_t)4 * c->dec * K, din + K, rng);
     }
 }
 
@@ -205,8 +218,11 @@ void draw_acts_layout(Block *k, DrawActs *a, const DrawConfig *c, int B) {
     block_add(k, &a->xhat, "xhat", 2, B, IMG);
     block_add(k, &a->dcan, "dcan", 2, B, IMG);
     block_add(k, &a->dxhat, "dxhat", 2, B, IMG);
-    block_add(k, &a->enc_pre_x, "enc_pre_x", 2, B, X ? 4 * E : 0);
-    block_add(k, &a->denc_gates_sum, "denc_gates_sum", 2, B, X ? 4 * E : 0);
+    const int EP = X || c->classes ? 4 * E : 0, DP = c->classes ? 4 * D : 0;
+    block_add(k, &a->enc_pre_x, "enc_pre_x", 2, B, EP);
+    block_add(k, &a->denc_gates_sum, "denc_gates_sum", 2, B, EP);
+    block_add(k, &a->dec_pre_y, "dec_pre_y", 2, B, DP);
+    block_add(k, &a->ddec_gates_sum, "ddec_gates_sum", 2, B, DP);
     block_add(k, &a->denc_xh, "denc_xh", 2, B, LV);
     block_add(k, &a->ddec_xh, "ddec_xh", 2, B, Z + D);
     block_add(k, &a->dFx, "dFx", 2, B, nmax * c->W);
@@ -239,12 +255,14 @@ void draw_acts_alloc(DrawActs *a, const DrawConfig *c, int B) {
     packed_alloc(&a->dec_Wt, Z + D, 4 * D);
     packed_alloc(&a->enc_W, 4 * E, LV);
     packed_alloc(&a->dec_W, 4 * D, Z + D);
+    a->labels = c->classes ? xcalloc((size_t)B, sizeof(int)) : NULL;
 }
 
 void draw_acts_free(DrawActs *a) {
     block_free(&a->block);
     packed_free(&a->enc_Wt), packed_free(&a->dec_Wt);
     packed_free(&a->enc_W), packed_free(&a->dec_W);
+    free(a->labels);
     memset(a, 0, sizeof *a);
 }
 
@@ -305,8 +323,11 @@ static void *draw_job_run(void *arg) {
 }
 
 double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const DrawConfig *c,
-                             const float *x, const float *eps, int B, Block *grads,
-                             double *recon, double *kl, const DrawPerImage *per_image) {
+                             const float *x, const float *eps, const int *labels, int B,
+                             Block *grads, double *recon, double *kl,
+                             const DrawPerImage *per_image) {
+    CHECK(!c->classes == !labels, "a model of %d classes given %s labels", c->classes,
+          labels ? "" : "no");
     CHECK(n >= 1 && n <= DRAW_MAX_WORKERS && B >= 1, "%d workers, %d images", n, B);
     DrawJob jobs[DRAW_MAX_WORKERS];
     pthread_t th[DRAW_MAX_WORKERS];
@@ -319,6 +340,7 @@ double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const Dr
         CHECK(nk <= a->B, "worker %d: %d images, room for %d", k, nk, a->B);
         for (int t = 0; t < c->T; t++)
             memcpy(draw_at(a, a->eps, t, Z), eps + ((size_t)t * B + s) * Z, sizeof(float) * (size_t)nk * Z);
+        if (labels) memcpy(a->labels, labels + s, sizeof(int) * (size_t)nk);
         jobs[used] = (DrawJob){.w = &w[k], .p = p, .c = c, .x = x + (size_t)s * IMG, .n = nk,
                                .backward = grads != NULL};
         start[used++] = s;
@@ -354,6 +376,39 @@ double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const Dr
 // The encoder input row's columns after x's own: [r_t past its first X columns, h_dec, h_enc].
 static int enc_var_cols(const DrawConfig *c) {
     return draw_read_size(c) + c->dec + c->enc - draw_enc_fixed_cols(c);
+}
+
+// The encoder starts its gates from acts.enc_pre_x (lstm_forward_packed_from): without
+// attention (x's columns) or with a label.
+static bool enc_pre_used(const DrawConfig *c) { return draw_enc_fixed_cols(c) || c->classes; }
+
+// pre (B, G) = bias (G) + column labels[b] of W (G, K): the one-hot label's product.
+static void label_pre(float *pre, const float *bias, const float *W, const int *labels, int B,
+                      int G, int K) {
+    for (int b = 0; b < B; b++) {
+        const int y = labels[b];
+        CHECK(y >= 0 && y < K, "label %d of image %d out of range [0, %d)", y, b, K);
+        float *o = pre + (size_t)b * G;
+        for (int j = 0; j < G; j++) o[j] = bias[j] + W[(size_t)j * K + y];
+    }
+}
+
+// The label's weight gradient: column labels[b] of dW (G, K) += dsum's row b (B, G).
+static void label_weight_backward(float *dW, const float *dsum, const int *labels, int B, int G,
+                                  int K) {
+    for (int b = 0; b < B; b++) {
+        const float *d = dsum + (size_t)b * G;
+        for (int j = 0; j < G; j++) dW[(size_t)j * K + labels[b]] += d[j];
+    }
+}
+
+// sum (B, G) = the step slices of gates (T, B, G) added up (rows B of a (T, Bm, G) tensor).
+static void sum_steps(float *sum, const DrawActs *a, const float *gates, int T, int B, int G) {
+    memcpy(sum, gates, sizeof(float) * (size_t)B * G);
+    for (int t = 1; t < T; t++) {
+        const float *restrict d = draw_at(a, (float *)gates, t, G);
+        for (size_t i = 0; i < (size_t)B * G; i++) sum[i] += d[i];
+    }
 }
 
 // The attention parameters of a linear layer of h (B, dec); h NULL means h = 0 (bias only).
@@ -396,8 +451,12 @@ static void decode_step(DrawActs *a, const DrawParams *p, const DrawConfig *c, i
     const float *cp = t ? draw_at(a, a->dec_c, t - 1, D) : NULL;
     float *h = draw_at(a, a->dec_h, t, D), *xh = draw_at(a, a->dec_xh, t, Z + D);
     put_rows(xh + Z, Z + D, hp, B, D);
-    lstm_forward_packed(h, draw_at(a, a->dec_c, t, D), draw_at(a, a->dec_gates, t, 4 * D), xh,
-                        Z + D, cp, &a->dec_Wt, p->dec_b, p->dec_peep, B, Z, D);
+    if (c->classes)
+        lstm_forward_packed_from(h, draw_at(a, a->dec_c, t, D), draw_at(a, a->dec_gates, t, 4 * D),
+                                 a->dec_pre_y, xh, Z + D, cp, &a->dec_Wt, p->dec_peep, B, Z, D);
+    else
+        lstm_forward_packed(h, draw_at(a, a->dec_c, t, D), draw_at(a, a->dec_gates, t, 4 * D), xh,
+                            Z + D, cp, &a->dec_Wt, p->dec_b, p->dec_peep, B, Z, D);
     float *w = draw_at(a, a->wpatch, t, Wr);
     linear_forward(w, h, p->write_W, p->write_b, B, D, Wr);
     float *can = draw_at(a, a->canvas, t, IMG);
@@ -446,7 +505,7 @@ static void encode_step(DrawActs *a, const DrawParams *p, const DrawConfig *c, c
     float *he = draw_at(a, a->enc_h, t, E), *ce = draw_at(a, a->enc_c, t, E);
     float *ge = draw_at(a, a->enc_gates, t, 4 * E);
     const float *ce_prev = t ? draw_at(a, a->enc_c, t - 1, E) : NULL;
-    if (X)
+    if (enc_pre_used(c))
         lstm_forward_packed_from(he, ce, ge, a->enc_pre_x, in, LV, ce_prev, &a->enc_Wt,
                                  p->enc_peep, B, R + D - X, E);
     else
@@ -489,11 +548,15 @@ double draw_forward(DrawActs *a, const DrawParams *p, const DrawConfig *c, const
     for (int b = 0; b < B; b++) a->kl[b] = a->logw[b] = 0.0f;
     packed_pack(&a->enc_Wt, true, p->enc_W + X, LE);
     packed_pack(&a->dec_Wt, true, p->dec_W, Z + D);
-    if (X) {  // enc_pre_x = b + x W_x^T, W_x the encoder weights' first X columns
+    // enc_pre_x = b + x W_x^T (W_x the encoder weights' first X columns) + the label's column
+    if (c->classes) {
+        label_pre(a->enc_pre_x, p->enc_b, p->enc_label_W, a->labels, B, 4 * E, c->classes);
+        label_pre(a->dec_pre_y, p->dec_b, p->dec_label_W, a->labels, B, 4 * D, c->classes);
+    } else if (X) {
         for (int r = 0; r < B; r++)
             memcpy(a->enc_pre_x + (size_t)r * 4 * E, p->enc_b, sizeof(float) * 4 * E);
-        gemm(false, true, B, 4 * E, X, 1.0f, x, X, p->enc_W, LE, 1.0f, a->enc_pre_x, 4 * E);
     }
+    if (X) gemm(false, true, B, 4 * E, X, 1.0f, x, X, p->enc_W, LE, 1.0f, a->enc_pre_x, 4 * E);
     for (int t = 0; t < c->T; t++) {
         encode_step(a, p, c, x, t, B);
         sample_step(a, p, c, t, B);
@@ -698,14 +761,14 @@ static void weight_grads(DrawParams *g, const DrawActs *a, const DrawConfig *c, 
     int T = c->T, Bm = a->B, X = draw_enc_fixed_cols(c), LV = enc_var_cols(c), LE = X + LV;
     linear_weight_backward_steps(g->enc_W + X, LE, a->enc_gates, a->enc_xh, LV, 0, 0, T, B, Bm,
                                  4 * E, LV);
-    if (X) {  // x's columns: (sum over t of the gate gradients)^T x, x being the same each step
-        float *sum = a->denc_gates_sum;
-        memcpy(sum, a->enc_gates, sizeof(float) * B * 4 * E);
-        for (int t = 1; t < T; t++) {
-            const float *restrict dge = draw_at(a, a->enc_gates, t, 4 * E);
-            for (size_t i = 0; i < (size_t)B * 4 * E; i++) sum[i] += dge[i];
-        }
-        gemm(true, false, 4 * E, X, B, 1.0f, sum, 4 * E, x, X, 1.0f, g->enc_W, LE);
+    // x's columns and the label's: (sum over t of the gate gradients)^T x (x the same each
+    // step), and each image's summed gate gradients into its label's column
+    if (enc_pre_used(c)) sum_steps(a->denc_gates_sum, a, a->enc_gates, T, B, 4 * E);
+    if (X) gemm(true, false, 4 * E, X, B, 1.0f, a->denc_gates_sum, 4 * E, x, X, 1.0f, g->enc_W, LE);
+    if (c->classes) {
+        label_weight_backward(g->enc_label_W, a->denc_gates_sum, a->labels, B, 4 * E, c->classes);
+        sum_steps(a->ddec_gates_sum, a, a->dec_gates, T, B, 4 * D);
+        label_weight_backward(g->dec_label_W, a->ddec_gates_sum, a->labels, B, 4 * D, c->classes);
     }
     linear_weight_backward_steps(g->dec_W, Z + D, a->dec_gates, a->dec_xh, Z + D, 0, 0, T, B, Bm,
                                  4 * D, Z + D);
@@ -759,6 +822,7 @@ void draw_generate(DrawActs *a, const DrawParams *p, const DrawConfig *c, int B,
     CHECK(B >= 1 && B <= a->B);
     int Z = c->z, D = c->dec;
     packed_pack(&a->dec_Wt, true, p->dec_W, Z + D);
+    if (c->classes) label_pre(a->dec_pre_y, p->dec_b, p->dec_label_W, a->labels, B, 4 * D, c->classes);
     for (int t = 0; t < c->T; t++) {
         float *z = draw_at(a, a->dec_xh, t, Z + D);
         for (int b = 0; b < B; b++) rng_normal_fill(rng, z + (size_t)b * (Z + D), (size_t)Z);

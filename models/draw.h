@@ -12,6 +12,16 @@
 //     c_t = c_{t-1} + write(h_dec_t)           attention: (1/gamma) F_Y^T w F_X with
 //                                              w = write.W h_dec_t + write.b (N_w x N_w) and
 //                                              params from write_attn; none: write.W h_dec_t + b
+// Class-conditional (classes K > 0): the label's one-hot y (K) is a further input of both
+// LSTMs at every step, h_enc_t = LSTM_enc([r_t, h_dec_{t-1}, y]) and
+// h_dec_t = LSTM_dec([z_t, y]), so q(z | x, y), p(x | z, y) and the bound is
+// -log p(x | y)'s; the prior stays N(0, I). This is the conditional VAE's scheme (Kingma et
+// al. 2014's M2, Sohn et al. 2015: y joins the encoder's and the decoder's inputs) applied
+// per step, as alignDRAW (Mansimov et al. 2016) feeds its caption vector to DRAW's decoder
+// at every step. y's columns of the LSTM weights are kept apart (enc_label_W, dec_label_W):
+// being one-hot, y's product is one column per image, the same at every step, so it joins
+// the pre-activations once per forward and its weight gradient is the step-summed gate
+// gradient of each image added to its label's column.
 // Loss per image, in nats: recon = sum over pixels BCE(x, sigmoid(c_T)),
 // kl = sum_t sum_k 0.5 (mu^2 + sigma^2 - 2 log sigma - 1); bound = recon + kl (no constant).
 //
@@ -54,7 +64,10 @@ typedef struct {
     int z;           // latent size per step
     int attention;   // 1: filterbank read/write; 0: whole image
     int peepholes;   // 1: both LSTMs with peephole connections (seq/lstm.h); 0: without
+    int classes;     // K >= 2: class-conditional on a label in [0, K); 0: unconditional
 } DrawConfig;
+
+#define DRAW_MAX_CLASSES 1000
 
 // The paper's MNIST configuration for a W x H image (T 64, read 2, write 5, 256, z 100).
 DrawConfig draw_config_default(int W, int H);
@@ -83,6 +96,8 @@ typedef struct {
     float *read_attn_W, *read_attn_b;    // (5, dec), (5)   attention only
     float *write_attn_W, *write_attn_b;  // (5, dec), (5)   attention only
     float *enc_peep, *dec_peep;          // (3 enc), (3 dec) peepholes only; NULL without
+    float *enc_label_W, *dec_label_W;    // (4 enc, K), (4 dec, K) conditional only: the
+                                         // LSTMs' weights of the one-hot label's columns
 } DrawParams;
 
 // Registers the parameters in b (call on fresh Blocks for params, grads, Adam moments;
@@ -91,7 +106,9 @@ void draw_layout(Block *b, DrawParams *p, const DrawConfig *c);
 // Uniform(+-1/sqrt(fan_in)) weights, zero biases except the LSTM forget gates (1);
 // attention biases 0 except log sigma^2: the glimpse starts centred, spanning the image
 // (delta~ = 1), gamma 1, and sigma half the grid spacing so that the filters overlap;
-// peepholes 0 (the model starts as the one without them).
+// peepholes 0 (the model starts as the one without them); the label weights (conditional)
+// uniform(+-1/sqrt(fan_in)) of the LSTM input they join, drawn after every other tensor,
+// so the rest starts as the unconditional model's.
 void draw_init(DrawParams *p, const DrawConfig *c, Rng *rng);
 
 typedef struct {
@@ -117,10 +134,17 @@ typedef struct {
     // weight gradient is one GEMM over all T B rows after the backward sweep (the LSTMs'
     // gate gradients are in enc_gates and dec_gates).
     float *dq, *dwpatch, *dwparams, *drparams;  // (2 Z), (write size), (5), (5)
-    // No attention, (B, 4 enc): the encoder's pre-activations from x and the bias, taken
-    // once per forward; the encoder's gate gradients summed over the steps (x's weight
-    // gradient in one product). Empty with attention.
+    // No attention or conditional, (B, 4 enc): the encoder's pre-activations from what is
+    // the same at every step (the bias, x without attention, the label's column), taken
+    // once per forward; the encoder's gate gradients summed over the steps (x's and the
+    // label's weight gradients from them). Empty with attention and no label.
     float *enc_pre_x, *denc_gates_sum;
+    // Conditional, (B, 4 dec): the decoder's bias plus its label column; the decoder's gate
+    // gradients summed over the steps. Empty without a label.
+    float *dec_pre_y, *ddec_gates_sum;
+    // Conditional, (B): each image's class in [0, K), the caller's to fill before
+    // draw_forward and draw_generate (as eps); NULL without a label.
+    int *labels;
     // Scratch, (B, ...): x_hat of one step (the forward's and, recomputed from the canvas,
     // the backward's), and the backward's.
     float *xhat, *dcan, *dxhat, *denc_xh, *ddec_xh, *dFx, *dFy, *dgamma, *dh_enc[2],
@@ -186,15 +210,17 @@ typedef struct {
     double *logw, *recon, *kl;
 } DrawPerImage;
 
-// draw_forward of x (B, C H W) with noise eps over n workers (B <= n ceil(B_alloc / n)); returns
+// draw_forward of x (B, C H W) with noise eps and labels (B; NULL when unconditional) over n workers (B <= n ceil(B_alloc / n)); returns
 // the mean bound, *recon and *kl (may be NULL) the mean parts and per_image (may be NULL)
 // each image's figures. With grads non-NULL, also the backward: grads (a draw_layout block)
 // is overwritten with the gradient of the mean bound over the B images.
 double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const DrawConfig *c,
-                             const float *x, const float *eps, int B, Block *grads,
+                             const float *x, const float *eps, const int *labels, int B,
+                             Block *grads,
                              double *recon, double *kl, const DrawPerImage *per_image);
 
-// Samples B images from the prior: z_t ~ N(0, I) drawn from rng, decoder and write only.
+// Samples B images from the prior: z_t ~ N(0, I) drawn from rng, decoder and write only;
+// a conditional model draws the classes in acts.labels.
 // Afterwards acts.canvas (T, B, HW) holds the logits c_1..c_T and acts.wparams (T, B, 5)
 // the write windows (attention only).
 void draw_generate(DrawActs *a, const DrawParams *p, const DrawConfig *c, int B, Rng *rng);

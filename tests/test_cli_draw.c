@@ -7,7 +7,8 @@
 // file moved); the default thread count
 // follows the CPU affinity mask and the header says it; a --minutes run's progress line
 // counts steps and images; --ema's weight average is validated, saved, resumed and
-// evaluated.
+// evaluated. Issue 60: the class-conditional model (train --conditional, generate --digit)
+// and eval --sample-quality.
 #define _GNU_SOURCE  // sched_setaffinity, CPU_SET
 #include <cJSON.h>
 #include <math.h>
@@ -577,6 +578,150 @@ static void expect_one_line_failure(const char *args) {
     free(err);
 }
 
+// The one line of stderr of a failed 'draw ARGS' (a static copy), after checking that it
+// failed with one line that starts with prefix; "" when it did not.
+static const char *one_line_failure(const char *prefix, const char *fmt, const char *a, const char *b) {
+    static char line[2048];
+    char args[1600];
+    snprintf(args, sizeof args, fmt, a, b);
+    expect_one_line_failure(args);
+    char *err = read_text("stderr.txt");
+    snprintf(line, sizeof line, "%s", err && !strncmp(err, prefix, strlen(prefix)) ? err : "");
+    EXPECT(line[0], "'draw %s': stderr does not start '%s': %s", args, prefix, err ? err : "");
+    free(err);
+    return line;
+}
+
+// Issue 60: draw train --conditional says so, records draw.classes = 10 and the label
+// weights, resumes bit for bit, and is a model flag on --resume; an unconditional
+// checkpoint carries no draw.classes (so those of before the flag load as unconditional);
+// eval says the bound is conditional; generate --digit draws a chosen class, and refuses a
+// class the model lacks and an unconditional model, each with one line.
+static void test_conditional(void) {
+    int rc = run_draw("train " TINY " --conditional --steps 5 --seed 5 --out %s/cond", tmpdir);
+    EXPECT(rc == 0 && strstr(stderr_line("draw train: class-conditional"), "10 classes"),
+           "exit %d, header '%s'", rc, stderr_line("draw train: class-conditional"));
+    char path[600], part[600], why[700] = "";
+    snprintf(path, sizeof path, "%s/cond/model.safetensors", tmpdir);
+    SafetensorsFile f;
+    Error err;
+    EXPECT(safetensors_load(&f, path, &err) == 0, "%s", err.msg);
+    const char *meta = safetensors_meta(&f, "draw.classes");
+    EXPECT(meta && !strcmp(meta, "10"), "draw.classes = %s", meta ? meta : "(absent)");
+    const char *names[] = {"enc.label_W", "dec.label_W"};
+    for (int i = 0; i < 2; i++) {
+        const SafetensorsTensor *t = safetensors_find(&f, names[i]);
+        EXPECT(t && t->numel == 4 * 24 * 10, "%s: %s", names[i], t ? "wrong size" : "absent");
+    }
+    safetensors_free(&f);
+    rc = run_draw("train " TINY " --conditional --steps 3 --seed 5 --out %s/cond_part", tmpdir);
+    rc |= run_draw("train --steps 5 --resume --valid-every 3 --valid-images 64 --out %s/cond_part", tmpdir);
+    snprintf(part, sizeof part, "%s/cond_part/model.safetensors", tmpdir);
+    EXPECT(rc == 0 && checkpoints_identical(path, part, "draw.classes", why, sizeof why), "resume: %s", why);
+    // --resume: the flag must match the checkpoint, either way
+    rc = run_draw("train " TINY " --steps 2 --out %s/uncond", tmpdir);
+    EXPECT(rc == 0, "unconditional run exited %d", rc);
+    char uncond[600];
+    snprintf(uncond, sizeof uncond, "%s/uncond/model.safetensors", tmpdir);
+    EXPECT(safetensors_load(&f, uncond, &err) == 0, "%s", err.msg);
+    EXPECT(!safetensors_meta(&f, "draw.classes") && !safetensors_find(&f, "enc.label_W"),
+           "an unconditional checkpoint with draw.classes or label weights");
+    safetensors_free(&f);
+    rc = run_draw("train --steps 3 --resume --conditional --out %s/uncond", tmpdir);
+    char *e = read_text("stderr.txt");
+    EXPECT(rc != 0 && scratch_count_lines(e) == 1 && strstr(e, "--conditional (checkpoint: off)"),
+           "stderr: %s", e ? e : "");
+    free(e);
+    // eval: the bound is conditional, in the text and the JSON
+    rc = run_draw("eval --model %s --data mnist --split test --limit 32", path);
+    char *out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "-log p(x | label)"), "eval: %s", out ? out : "");
+    free(out);
+    rc = run_draw("eval --model %s --data mnist --split test --limit 32 --json", path);
+    out = read_text("stdout.txt");
+    cJSON *j = cJSON_Parse(out ? out : "");
+    EXPECT(rc == 0 && cJSON_IsTrue(cJSON_GetObjectItem(j, "conditional")), "eval --json: %s", out ? out : "");
+    cJSON_Delete(j);
+    free(out);
+    // generate --digit 7: the frames and the GIF
+    rc = run_draw("generate --model %s --digit 7 --count 16 --out %s/cond/gen7", path, tmpdir);
+    EXPECT(rc == 0 && strstr(stderr_line("draw generate: wrote"), "16 samples of class 7"),
+           "generate --digit: exit %d, '%s'", rc, stderr_line("draw generate: wrote"));
+    for (int t = 1; t <= 4; t++) EXPECT(exists("cond/gen7/step_%02d.png", t), "no step_%02d.png", t);
+    EXPECT(exists("cond/gen7/draw.gif") && exists("cond/gen7/final.png"), "no draw.gif or final.png");
+    // the class matters: another digit, other pictures from the same seed
+    rc = run_draw("generate --model %s --digit 1 --count 16 --out %s/cond/gen1", path, tmpdir);
+    size_t n7 = 0, n1 = 0;
+    char *g7 = scratch_read(&sc, "cond/gen7/final.png", &n7), *g1 = scratch_read(&sc, "cond/gen1/final.png", &n1);
+    EXPECT(rc == 0 && g7 && g1 && (n7 != n1 || memcmp(g7, g1, n7)), "digits 7 and 1 drew the same");
+    free(g7), free(g1);
+    // bad input: a class the model lacks, a class of an unconditional model
+    const char *line = one_line_failure("draw generate: --digit 10", "generate --model %s --digit 10 --out %s/x", path, tmpdir);
+    EXPECT(strstr(line, "0 to 9"), "%s", line);
+    line = one_line_failure("draw generate: --digit 3", "generate --model %s --digit 3 --out %s/x", uncond, tmpdir);
+    EXPECT(strstr(line, "unconditional"), "%s", line);
+    EXPECT(!exists("x"), "a refused generate made its folder");
+}
+
+// Issue 60: eval --sample-quality with a 28x28 CNN: the figures in --json (N samples, shares
+// in [0, 1], the entropy at most log 10, a conditional model's match per class); a
+// classifier file of another kind (a DRAW model, a CNN of 100x100 cluttered images) is one
+// line naming it.
+static void test_sample_quality(void) {
+    int rc = run_draw("classify train --model cnn --size 28 --fragments 0 --steps 3 --batch 16 "
+                      "--valid-images 16 --out %s/cnn28", tmpdir);
+    EXPECT(rc == 0, "classify train --size 28 exited %d", rc);
+    rc = run_draw("eval --model %s/cond/model.safetensors --data mnist --split test --limit 16 "
+                  "--sample-quality %s/cnn28/model.safetensors --quality-samples 30 --json",
+                  tmpdir, tmpdir);
+    char *out = read_text("stdout.txt");
+    cJSON *j = cJSON_Parse(out ? out : "");
+    const cJSON *q = cJSON_GetObjectItem(j, "sample_quality");
+    const cJSON *n = cJSON_GetObjectItem(q, "samples"), *leg = cJSON_GetObjectItem(q, "legible");
+    const cJSON *h = cJSON_GetObjectItem(q, "entropy"), *hmax = cJSON_GetObjectItem(q, "entropy_max");
+    const cJSON *m = cJSON_GetObjectItem(q, "match"), *per = cJSON_GetObjectItem(q, "match_per_class");
+    EXPECT(rc == 0 && cJSON_IsNumber(n) && n->valuedouble == 30, "eval --sample-quality: %s", out ? out : "");
+    EXPECT(cJSON_IsNumber(leg) && leg->valuedouble >= 0 && leg->valuedouble <= 1, "legible");
+    EXPECT(cJSON_IsNumber(h) && cJSON_IsNumber(hmax) && fabs(hmax->valuedouble - log(10.0)) < 1e-6 &&
+               h->valuedouble >= 0 && h->valuedouble <= hmax->valuedouble + 1e-9, "entropy");
+    EXPECT(cJSON_IsNumber(m) && cJSON_GetArraySize(per) == 10 &&
+               cJSON_GetArraySize(cJSON_GetObjectItem(q, "predicted_share")) == 10, "match");
+    cJSON_Delete(j);
+    // draw report shows them from RUN/eval.json, and says the bound is conditional
+    char evalpath[600];
+    snprintf(evalpath, sizeof evalpath, "%s/cond/eval.json", tmpdir);
+    FILE *fp = fopen(evalpath, "w");
+    if (fp) fputs(out ? out : "", fp), fclose(fp);
+    free(out);
+    rc = run_draw("report %s/cond", tmpdir);
+    char *page = read_text("cond/report.html");
+    EXPECT(rc == 0 && page && strstr(page, "data-key=\"legible\"") && strstr(page, "data-key=\"match_class\"") &&
+               strstr(page, "-log p(x | label)") && strstr(page, "given the label") &&
+               strstr(page, "class-conditional: the label (10 classes)"),
+           "report: exit %d, %s", rc, page ? "the page lacks the sample quality" : "no page");
+    free(page);
+    // an unconditional model: no match
+    rc = run_draw("eval --model %s/uncond/model.safetensors --data mnist --split test --limit 16 "
+                  "--sample-quality %s/cnn28/model.safetensors --quality-samples 20 --json", tmpdir, tmpdir);
+    out = read_text("stdout.txt");
+    j = cJSON_Parse(out ? out : "");
+    q = cJSON_GetObjectItem(j, "sample_quality");
+    EXPECT(rc == 0 && cJSON_IsNull(cJSON_GetObjectItem(q, "match")) &&
+               cJSON_IsFalse(cJSON_GetObjectItem(q, "conditional")), "unconditional: %s", out ? out : "");
+    cJSON_Delete(j);
+    free(out);
+    char model[600];
+    snprintf(model, sizeof model, "%s/cond/model.safetensors", tmpdir);
+    const char *line = one_line_failure("draw eval: ", "eval --model %s --limit 16 --sample-quality %s", model, model);
+    EXPECT(strstr(line, "not a classifier checkpoint"), "%s", line);
+    rc = run_draw("classify train --model cnn --steps 1 --batch 8 --valid-images 8 --out %s/cnn100", tmpdir);
+    EXPECT(rc == 0, "classify train (100x100) exited %d", rc);
+    char cnn100[600];
+    snprintf(cnn100, sizeof cnn100, "%s/cnn100/model.safetensors", tmpdir);
+    line = one_line_failure("draw eval: ", "eval --model %s --limit 16 --sample-quality %s", model, cnn100);
+    EXPECT(strstr(line, "100x100") && strstr(line, "--size 28"), "%s", line);
+}
+
 static void test_bad_input_one_line(void) {
     char buf[1024];
     expect_one_line_failure("");
@@ -627,6 +772,8 @@ int main(void) {
     RUN(test_unused_flags_warned);
     RUN(test_threads_default_to_affinity);
     RUN(test_minutes_progress_counts_steps);
+    RUN(test_conditional);
+    RUN(test_sample_quality);
     int rc = test_summary();
     if (rc == 0) scratch_remove(tmpdir);
     return rc;

@@ -2,7 +2,8 @@
 // held fixed), the bound of hand-checkable cases, fresh noise per step, reproducible
 // generation, and activations reused across steps (the backward overwrites the gates with
 // their gradients and recomputes x_hat: a second forward and backward must not notice),
-// and the batch split over worker threads.
+// the batch split over worker threads, and the class-conditional model (its gradient, its
+// labels' effect, and its reduction to the unconditional model when the label weights are 0).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,7 @@ static void model_make(Model *m, DrawConfig c, int B, uint64_t seed) {
     else  // colour: intensities
         for (int i = 0; i < n; i++) m->x[i] = rng_uniform(&rng);
     draw_fill_noise(&m->acts, &c, B, &rng);
+    for (int b = 0; c.classes && b < B; b++) m->acts.labels[b] = (2 * b + 1) % c.classes;
 }
 
 static void model_free(Model *m) {
@@ -137,6 +139,82 @@ static void test_gradcheck_peepholes_with_attention(void) {
 }
 static void test_gradcheck_peepholes_without_attention(void) {
     run_variant_gradcheck(0, 1, 1, "draw peepholes (no attention)");
+}
+
+// Class-conditional: the one-hot label into both LSTMs at every step (labels 1 and 0 of 3;
+// label 2's columns stay without gradient, the rest of the label weights must match).
+static void test_gradcheck_conditional_with_attention(void) {
+    DrawConfig c = tiny_config(1);
+    c.classes = 3;
+    run_model_gradcheck_config(c, "draw conditional (attention)");
+}
+static void test_gradcheck_conditional_without_attention(void) {
+    DrawConfig c = tiny_config(0);
+    c.classes = 3;
+    run_model_gradcheck_config(c, "draw conditional (no attention)");
+}
+static void test_gradcheck_conditional_peepholes(void) {
+    DrawConfig c = tiny_config(1);
+    c.classes = 3;
+    c.peepholes = 1;
+    run_model_gradcheck_config(c, "draw conditional peepholes (attention)");
+}
+
+// The label matters (another label, another bound; other samples), and a conditional
+// model whose label weights are zero is the unconditional model of the same seed (draw_init
+// draws the label weights last): the same bound, canvases and gradients but for rounding.
+static void test_conditional_reduces_to_unconditional(void) {
+    for (int attention = 0; attention < 2; attention++) {
+        DrawConfig u = tiny_config(attention), k = u;
+        k.classes = 4;
+        Model mu, mk;
+        model_make(&mu, u, 2, 61);
+        model_make(&mk, k, 2, 61);
+        // draw_init of one seed: the unconditional tensors, then the label weights
+        Rng ru, rk;
+        rng_seed(&ru, 3), rng_seed(&rk, 3);
+        draw_init(&mu.p, &u, &ru);
+        draw_init(&mk.p, &k, &rk);
+        EXPECT(mk.params.count == mu.params.count + 2, "tensors %d and %d", mk.params.count,
+               mu.params.count);
+        for (int i = 0; i < mu.params.count; i++) {
+            const BlockTensor *tu = &mu.params.tensors[i], *tk = &mk.params.tensors[i];
+            EXPECT(!strcmp(tu->name, tk->name) && tu->numel == tk->numel &&
+                       !memcmp(mu.params.data + tu->offset, mk.params.data + tk->offset,
+                               sizeof(float) * tu->numel),
+                   "attention %d: draw_init's %s differs", attention, tu->name);
+        }
+        // the same images and noise
+        memcpy(mk.x, mu.x, sizeof(float) * 2 * draw_image_size(&u));
+        for (int t = 0; t < u.T; t++)
+            memcpy(draw_at(&mk.acts, mk.acts.eps, t, u.z), draw_at(&mu.acts, mu.acts.eps, t, u.z),
+                   sizeof(float) * 2 * u.z);
+        double b0 = draw_forward(&mk.acts, &mk.p, &k, mk.x, 2, NULL, NULL);
+        mk.acts.labels[0] = 3;
+        double b1 = draw_forward(&mk.acts, &mk.p, &k, mk.x, 2, NULL, NULL);
+        EXPECT(fabs(b1 - b0) > 1e-4, "attention %d: the label changes nothing (%g, %g)", attention,
+               b0, b1);
+        memset(mk.p.enc_label_W, 0, sizeof(float) * 4 * k.enc * k.classes);
+        memset(mk.p.dec_label_W, 0, sizeof(float) * 4 * k.dec * k.classes);
+        block_zero(&mu.grads), block_zero(&mk.grads);
+        double bu = draw_forward(&mu.acts, &mu.p, &u, mu.x, 2, NULL, NULL);
+        double bk = draw_forward(&mk.acts, &mk.p, &k, mk.x, 2, NULL, NULL);
+        EXPECT_NEAR(bk, bu, 1e-5, 1e-6);
+        draw_backward(&mu.g, &mu.acts, &mu.p, &u, mu.x, 2);
+        draw_backward(&mk.g, &mk.acts, &mk.p, &k, mk.x, 2);
+        for (int i = 0; i < mu.grads.count; i++) {
+            const BlockTensor *tu = &mu.grads.tensors[i], *tk = &mk.grads.tensors[i];
+            for (size_t j = 0; j < tu->numel; j++)
+                EXPECT_NEAR(mk.grads.data[tk->offset + j], mu.grads.data[tu->offset + j], 1e-6, 1e-4);
+        }
+        Rng r1, r2;
+        rng_seed(&r1, 5), rng_seed(&r2, 5);
+        draw_generate(&mu.acts, &mu.p, &u, 2, &r1);
+        draw_generate(&mk.acts, &mk.p, &k, 2, &r2);
+        size_t ncan = (size_t)u.T * 2 * u.W * u.H;
+        for (size_t i = 0; i < ncan; i++) EXPECT_NEAR(mk.acts.canvas[i], mu.acts.canvas[i], 1e-5, 1e-5);
+        model_free(&mu), model_free(&mk);
+    }
 }
 
 // Colour: three channels read and written through shared filters, Bernoulli cross-entropy
@@ -319,10 +397,14 @@ static void test_reuse_after_backward_identical(void) {
 // Data parallelism: the batch split over 1, 2, 3 and 5 workers (5 images: shares of 2/1,
 // 2/2/1 and 1 each) gives the single-batch bound, parts, per-image log-weights and parts and
 // gradient, with the noise from draw_noise_fill equal to draw_fill_noise's.
-static void test_workers_match_single_batch(void) {
+static void workers_match_single_batch(int classes) {
     const int B = 5;
     Model m;
-    model_make(&m, tiny_config(1), B, 51);
+    DrawConfig cfg = tiny_config(1);
+    cfg.classes = classes;
+    model_make(&m, cfg, B, 51);
+    int labels[5];
+    for (int b = 0; b < B; b++) labels[b] = classes ? m.acts.labels[b] : 0;
     const DrawConfig *c = &m.c;
     float *eps = xmalloc(sizeof(float) * (size_t)c->T * B * c->z);
     Rng r1, r2;
@@ -342,7 +424,8 @@ static void test_workers_match_single_batch(void) {
         double logw[5], recons[5], kls[5], rec, kl;
         block_zero(&m.grads_tmp);
         m.grads_tmp.data[0] = 123.0f;  // overwritten, not accumulated into
-        double b = draw_forward_parallel(w, n, &m.p, c, m.x, eps, B, &m.grads_tmp, &rec, &kl,
+        double b = draw_forward_parallel(w, n, &m.p, c, m.x, eps, classes ? labels : NULL, B,
+                                         &m.grads_tmp, &rec, &kl,
                                          &(DrawPerImage){logw, recons, kls});
         EXPECT_NEAR(b, b1, 1e-6, 1e-6);
         EXPECT_NEAR(rec, rec1, 1e-6, 1e-6);
@@ -363,6 +446,10 @@ static void test_workers_match_single_batch(void) {
     model_free(&m);
 }
 
+static void test_workers_match_single_batch(void) { workers_match_single_batch(0); }
+// Conditional: each worker takes its images' labels.
+static void test_workers_match_single_batch_conditional(void) { workers_match_single_batch(3); }
+
 int main(void) {
     RUN(test_gradcheck_with_attention);
     RUN(test_gradcheck_without_attention);
@@ -377,5 +464,10 @@ int main(void) {
     RUN(test_partial_batch_same_gradients);
     RUN(test_reuse_after_backward_identical);
     RUN(test_workers_match_single_batch);
+    RUN(test_gradcheck_conditional_with_attention);
+    RUN(test_gradcheck_conditional_without_attention);
+    RUN(test_gradcheck_conditional_peepholes);
+    RUN(test_conditional_reduces_to_unconditional);
+    RUN(test_workers_match_single_batch_conditional);
     return test_summary();
 }

@@ -1,0 +1,71 @@
+// draw_quality.h: a measure of DRAW's samples that needs no person (draw eval
+// --sample-quality). N samples from the prior (a conditional model's asked for class
+// i mod K in turn, so every class the same number of times) are classified by a CNN
+// trained on plain 28 x 28 digits (draw classify train --model cnn --size 28 --fragments 0),
+// each sample's image being sigmoid(c_T), the Bernoulli means. From the classifier's
+// probabilities p_i (K each):
+//   legibility  the share of samples whose largest p_i(k) is at least 0.9
+//   coverage    the entropy (nats) of the histogram of predicted classes (argmax p_i),
+//               against log K (every class predicted equally often); 0 when one class
+//               takes everything
+//   match       conditional models: the share whose predicted class is the class asked
+//               for, overall and per asked class
+// The figures say how legible and how varied the samples look to that classifier, whose
+// own test error bounds how far they can be trusted; they are not a likelihood.
+//
+//     SampleQualityCounts n = {0};
+//     sample_quality_add(&n, probs, asked, B, K);   // once per batch
+//     SampleQuality q;
+//     sample_quality_finish(&q, &n);
+#ifndef CLI_DRAW_QUALITY_H
+#define CLI_DRAW_QUALITY_H
+
+#include <stdint.h>
+
+#include "cli/classify_common.h"
+#include "core/error.h"
+#include "models/draw.h"
+
+#define SAMPLE_QUALITY_CONFIDENCE 0.9      // legible: the top probability at least this
+#define SAMPLE_QUALITY_MAX_CLASSES 64
+#define SAMPLE_QUALITY_DEFAULT_N 10000
+
+// Counts over the samples classified so far; zeroed to start.
+typedef struct {
+    int classes;  // K, set by the first sample_quality_add
+    long n, legible;
+    long predicted[SAMPLE_QUALITY_MAX_CLASSES];  // samples whose argmax is k
+    long asked[SAMPLE_QUALITY_MAX_CLASSES];      // conditional: samples asked to be class k
+    long matched[SAMPLE_QUALITY_MAX_CLASSES];    // ... and predicted as k
+    int conditional;  // 1 once a batch came with asked classes
+} SampleQualityCounts;
+
+// Adds B samples: probs (B, K), each row a distribution; asked (B) the class each sample
+// was asked to be, or NULL (unconditional). Ties in the argmax go to the lower class.
+void sample_quality_add(SampleQualityCounts *n, const float *probs, const int *asked, int B,
+                        int K);
+
+typedef struct {
+    int classes;
+    long n;
+    double legible;               // share in [0, 1]
+    double entropy, entropy_max;  // nats; entropy_max = log K
+    int conditional;
+    double match;                 // share in [0, 1]; NAN when unconditional
+    double match_per_class[SAMPLE_QUALITY_MAX_CLASSES];  // NAN where no sample asked for k
+    double predicted_share[SAMPLE_QUALITY_MAX_CLASSES];  // the histogram, normalised
+} SampleQuality;
+
+void sample_quality_finish(SampleQuality *q, const SampleQualityCounts *n);
+
+// The classifier at path for a DRAW model of config c: a CNN of c's W x H grey images
+// without clutter, of c->classes classes for a conditional model. Else -1 with one line
+// naming the file and what it is.
+int draw_quality_load_classifier(ClassifyModel *m, const char *path, const DrawConfig *c,
+                                 Error *err);
+
+// N samples of the model in batches of B, from seed; the classifier's verdict in q.
+void draw_sample_quality(SampleQuality *q, const DrawParams *p, const DrawConfig *c,
+                         const ClassifyModel *cls, int N, int B, uint64_t seed);
+
+#endif
