@@ -320,8 +320,9 @@ part_target() {
         printf '%s' "$rows" | awk -F'|' -v k="$FOLDS" '{ m = $6; sub(/ %.*/, "", m); m += 0
                 if (m > best) { best = m; name = $3; flags = $4 } }
             END { gsub(/^ +| +$/, "", name); gsub(/^ +| +$/, "", flags)
-                printf "Best: %s (%s) at %.2f %% mean %d-fold accuracy: the 85 %% target is %s.\n", name, flags, best, k,
-                    (best >= 85 ? "reached" : "not reached") }'
+                printf "Best: %s (%s) at %.2f %% mean %d-fold accuracy: the 85 %% target is %s.", name, flags, best, k,
+                    (best >= 85 ? "reached" : "not reached")
+                print " A row picked as the best of this table is picked on its test folds; the next table chooses inside each training fold." }'
     } > "$store/tables/4-target.md"
 }
 
