@@ -18,7 +18,7 @@ static const char *side_name(int v) { return v == KERAS_PRE ? "pre" : "post"; }
 
 int text_checkpoint_save(const char *path, const TextState *s, const Block *params,
                          const Block *m, const Block *v, Error *err) {
-    enum { N = 40 };
+    enum { N = 48 };
     char buf[N][64];
     SafetensorsMeta meta[N];
     int k = 0;
@@ -42,12 +42,15 @@ int text_checkpoint_save(const char *path, const TextState *s, const Block *para
     META("text.rec_dropout", "%.9g", (double)c->rec_dropout);
     META("text.embed_l2", "%.9g", (double)c->embed_l2);
     META("text.bigrams", "%d", c->bigrams);
+    META("text.nb", "%d", c->nb);
     META("text.padding", "%s", side_name(s->padding));
     META("text.truncating", "%s", side_name(s->truncating));
     META("split.valid_share", "%.17g", s->split.valid_share);
     META("split.folds", "%d", s->split.folds);
     META("split.fold", "%d", s->split.fold);
     META("split.fold_seed", "%llu", (unsigned long long)s->split.fold_seed);
+    META("split.inner_folds", "%d", s->split.inner_folds);
+    META("split.inner_fold", "%d", s->split.inner_fold);
     META("train.step", "%ld", s->step);
 #undef META
     TrainOptimMeta om;
@@ -178,6 +181,14 @@ int text_checkpoint_read_state(const SafetensorsFile *f, const char *path, TextS
     if (safetensors_meta(f, "text.bigrams") &&
         meta_int(f, path, "text.bigrams", 0, 1 << 24, &c->bigrams, err))
         return -1;
+    // split.inner_folds and split.inner_fold came later: a checkpoint without them has none.
+    if ((safetensors_meta(f, "split.inner_folds") &&
+         meta_int(f, path, "split.inner_folds", 0, 1000000, &s->split.inner_folds, err)) ||
+        (safetensors_meta(f, "split.inner_fold") &&
+         meta_int(f, path, "split.inner_fold", 0, 1000000, &s->split.inner_fold, err)))
+        return -1;
+    // text.nb came with the naive-Bayes scaling: a checkpoint without it has none.
+    if (safetensors_meta(f, "text.nb") && meta_int(f, path, "text.nb", 0, 1, &c->nb, err)) return -1;
     const char *fs = safetensors_meta(f, "split.fold_seed");
     s->split.fold_seed = fs ? strtoull(fs, NULL, 10) : 0;
     s->step = step;

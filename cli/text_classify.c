@@ -38,17 +38,17 @@ static const char *const SIDES[] = {"pre", "post", NULL};
 typedef struct {
     const char *data, *root, *out;
     int T, embed, hidden, pool, kernel, attn_size, heads, padding, truncating, threads;
-    int folds, fold, bigrams;
+    int folds, fold, bigrams, inner_folds, inner_fold;
     long fold_seed;
     float dropout, rec_dropout, embed_l2;
     double valid_share;
     TrainPlanFlags plan;
     TrainOptimFlags optim;
-    bool bidirectional, masked, resume, force, json;
+    bool bidirectional, masked, nb, resume, force, json;
     struct {
         bool data, T, embed, hidden, pool, kernel, attn_size, heads, padding, truncating, folds,
             fold, fold_seed, dropout, rec_dropout, embed_l2, valid_share, bidirectional, masked,
-            bigrams;
+            bigrams, nb, inner_folds, inner_fold;
     } given;
 } TrainFlags;
 
@@ -75,6 +75,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"attn-size", ARG_INT, &f->attn_size, "--pool query: additive or multi-head size (0: the state size)", .has_min = true, .min = 0, .has_max = true, .max = 65536, .given = &f->given.attn_size},
         {"heads", ARG_INT, &f->heads, "--pool query --attention multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.heads},
         {"bigrams", ARG_INT, &f->bigrams, "--pool bow: hash buckets for pairs of adjacent words (0: words only)", .has_min = true, .min = 0, .has_max = true, .max = 1 << 24, .given = &f->given.bigrams},
+        {"nb", ARG_FLAG, &f->nb, "--pool bow, two classes: scale each feature by its naive-Bayes log-count ratio over the training sentences (Wang & Manning 2012's NBSVM features; a logistic regression on them)", .given = &f->given.nb},
         {"masked", ARG_FLAG, &f->masked, "mask the padding in the LSTM and the pooling (with --padding post; the demo does not)", .given = &f->given.masked},
         {"dropout", ARG_FLOAT, &f->dropout, "LSTM input dropout, one mask per sentence", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
         {"rec-dropout", ARG_FLOAT, &f->rec_dropout, "LSTM recurrent dropout, one mask per sentence", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.rec_dropout},
@@ -83,6 +84,8 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"folds", ARG_INT, &f->folds, "stratified k-fold instead: K folds (0: off)", .has_min = true, .min = 0, .has_max = true, .max = 1000, .given = &f->given.folds},
         {"fold", ARG_INT, &f->fold, "--folds: the fold that validates (0..K-1)", .has_min = true, .min = 0, .given = &f->given.fold},
         {"fold-seed", ARG_LONG, &f->fold_seed, "--folds: the seed of the folds", .has_min = true, .min = 0, .given = &f->given.fold_seed},
+        {"inner-folds", ARG_INT, &f->inner_folds, "--folds: hold fold --fold out and split the rest by a stratified J-fold of its own, to select a model on the training part alone (0: off)", .has_min = true, .min = 0, .has_max = true, .max = 1000, .given = &f->given.inner_folds},
+        {"inner-fold", ARG_INT, &f->inner_fold, "--inner-folds: the inner fold that validates (0..J-1)", .has_min = true, .min = 0, .given = &f->given.inner_fold},
         {"batch", ARG_INT, &f->optim.batch, "sentences per step", .has_min = true, .min = 1, .has_max = true, .max = TEXT_BATCH_MAX, .given = &f->optim.given.batch},
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
         {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
@@ -161,6 +164,9 @@ static int check_resume_flags(TrainRun *r, Error *err) {
     flag_diffs_int(&d, "heads", f->given.heads, f->heads, c->heads);
     flag_diffs_switch(&d, "masked", f->given.masked, f->masked, c->masked);
     flag_diffs_int(&d, "bigrams", f->given.bigrams, f->bigrams, c->bigrams);
+    flag_diffs_switch(&d, "nb", f->given.nb, f->nb, c->nb);
+    flag_diffs_int(&d, "inner-folds", f->given.inner_folds, f->inner_folds, st->split.inner_folds);
+    flag_diffs_int(&d, "inner-fold", f->given.inner_fold, f->inner_fold, st->split.inner_fold);
     flag_diffs_float(&d, "dropout", f->given.dropout, f->dropout, c->dropout);
     flag_diffs_float(&d, "rec-dropout", f->given.rec_dropout, f->rec_dropout, c->rec_dropout);
     flag_diffs_float(&d, "embed-l2", f->given.embed_l2, f->embed_l2, c->embed_l2);
@@ -204,12 +210,13 @@ static int load_data(TrainRun *r, Error *err) {
         c->pool = (TextPool)f->pool, c->attn_kind = kernel_kind(f->kernel);
         c->attn_size = f->attn_size, c->heads = f->heads, c->masked = f->masked;
         c->classes = r->set.n_classes, c->dropout = f->dropout, c->rec_dropout = f->rec_dropout;
-        c->embed_l2 = f->embed_l2, c->bigrams = f->bigrams;
+        c->embed_l2 = f->embed_l2, c->bigrams = f->bigrams, c->nb = f->nb;
         if (text_config_check(c, err)) return -1;
         st->padding = f->padding == 0 ? KERAS_PRE : KERAS_POST;
         st->truncating = f->truncating == 0 ? KERAS_PRE : KERAS_POST;
         st->split = (TextSplit){.valid_share = f->valid_share, .folds = f->folds, .fold = f->fold,
-                                .fold_seed = (uint64_t)f->fold_seed};
+                                .fold_seed = (uint64_t)f->fold_seed,
+                                .inner_folds = f->inner_folds, .inner_fold = f->inner_fold};
         st->optim = train_optim_new(&f->optim);
         snprintf(st->data, sizeof st->data, "%s", f->data);
         st->class_values = xmalloc((size_t)r->set.n_classes * sizeof *st->class_values);
@@ -228,8 +235,8 @@ static int load_data(TrainRun *r, Error *err) {
     int *ti = xmalloc((size_t)r->set.n * sizeof *ti), *vi = xmalloc((size_t)r->set.n * sizeof *vi);
     int nt = 0, nv = 0;
     for (int i = 0; i < r->set.n; i++) {
-        if (in_valid[i]) vi[nv++] = i;
-        else ti[nt++] = i;
+        if (in_valid[i] == TEXT_SPLIT_VALID) vi[nv++] = i;
+        else if (in_valid[i] == TEXT_SPLIT_TRAIN) ti[nt++] = i;
     }
     free(in_valid);
     int rc = 0;
@@ -259,6 +266,7 @@ static int init_model(TrainRun *r, const SafetensorsFile *file, Error *err) {
     if (!r->resumed) {
         Rng init = train_optim_init_rng(&r->st.optim);
         text_init(&r->p, c, &init);
+        if (c->nb) text_bow_fit_nb(&r->p, c, r->train.ids, r->train.labels, r->train.n);
     }
     r->adam = train_optim_adam(&r->st.optim);
     r->adam.eps = 1e-7f;  // Keras's, as its epsilon hat: train_step scales it per step
@@ -322,9 +330,10 @@ static void print_header(const TrainRun *r) {
         snprintf(pool, sizeof pool, "%s pooling", text_pool_name(c->pool));
     if (c->pool == TEXT_POOL_BOW) {
         fprintf(stderr, "text classify train: %d training and %d validation sentences, %d words, "
-                "%d classes; bag-of-words logistic regression (%d bigram buckets), L2 %g; batch %d, "
+                "%d classes; bag-of-words logistic regression (%d bigram buckets%s), L2 %g; batch %d, "
                 "lr %g; step %ld%s\n",
-                r->train.n, r->valid.n, c->vocab - 1, c->classes, c->bigrams, c->embed_l2, r->st.optim.batch,
+                r->train.n, r->valid.n, c->vocab - 1, c->classes, c->bigrams,
+                c->nb ? ", naive-Bayes scaled" : "", c->embed_l2, r->st.optim.batch,
                 r->st.optim.lr, r->st.step, budget);
         return;
     }

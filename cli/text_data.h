@@ -11,7 +11,10 @@
 // Splits: by default Keras's validation_split (the last `valid_share` of the sentences in
 // file order, before any shuffling: the demo's last 400); with folds K >= 2, fold `fold`
 // (0..K-1) of datasets/sentences.h's stratified k-fold (seeded) is the validation set and
-// the other folds train.
+// the other folds train. With inner folds J >= 2 as well (a model selection inside the
+// training part, which never sees fold `fold`): fold `fold` is held out (used by neither),
+// and the other sentences are dealt by a second stratified J-fold (seeded by fold_seed and
+// fold) of which inner fold `inner_fold` validates and the rest train.
 //
 // Encoding: the Keras tokenizer (seq/keras_tokenizer.h) fitted on every sentence of the
 // set, validation included, as the demo's t.fit_on_texts(corpus) does (the word index sees
@@ -33,9 +36,14 @@ typedef struct {
     double valid_share;  // Keras's validation_split (0.2); used when folds < 2
     int folds, fold;     // k-fold: folds >= 2, fold in [0, folds)
     uint64_t fold_seed;
+    int inner_folds, inner_fold;  // 0: none; else >= 2 and in [0, inner_folds), with folds
 } TextSplit;
 
-// in_valid (n): 1 for a validation sentence. Fails on a bad fold or k-fold setting.
+// The marks of text_split_mark.
+enum { TEXT_SPLIT_TRAIN = 0, TEXT_SPLIT_VALID = 1, TEXT_SPLIT_HELD_OUT = 2 };
+
+// in_valid (n): TEXT_SPLIT_TRAIN, _VALID or _HELD_OUT (inner folds only) for each sentence.
+// Fails on a bad fold or k-fold setting.
 int text_split_mark(unsigned char *in_valid, const SentenceSet *set, const TextSplit *s,
                     Error *err);
 

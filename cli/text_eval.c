@@ -80,7 +80,8 @@ int text_open_split(TextSplitData *d, const char *model, const char *data, const
     if (rc == 0) rc = text_split_mark(in_valid, &d->set, &st->split, err);
     int n = 0;
     for (int i = 0; i < d->set.n && rc == 0; i++)
-        if (split == 2 || (split == 0) == (in_valid[i] != 0)) d->idx[n++] = i;
+        if (split == 2 || in_valid[i] == (split == 0 ? TEXT_SPLIT_VALID : TEXT_SPLIT_TRAIN))
+            d->idx[n++] = i;
     free(in_valid);
     if (rc == 0)
         rc = text_encode(&d->e, &d->set, d->idx, n, &st->tok, st->cfg.T, st->padding, st->truncating, err);

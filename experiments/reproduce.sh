@@ -115,7 +115,8 @@ run_steps() {
     # The sentence classifier's tables, on one thread (the published rows' count).
     if [ "$MODE" = quick ]; then
         step text-sentiment env THREADS=1 SEEDS=2 POOL_SEEDS=1 POOL_ROWS="keras last mean bow" \
-            FOLD_DATA=amazon FOLD_LIST="0 1" FOLD_ROWS="last bow" sh experiments/text_sentiment.sh demo pools folds
+            FOLD_DATA=amazon FOLD_LIST="0 1" FOLD_ROWS="last bow" SELECT_INNER=2 \
+            sh experiments/text_sentiment.sh demo pools folds select
     else
         step text-sentiment env THREADS=1 sh experiments/text_sentiment.sh
     fi

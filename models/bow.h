@@ -6,14 +6,39 @@
 //                                                             a repeated word counts once)
 //   x[b][V + k] = 1 when a pair of adjacent words (a, c), both not padding, hashes to
 //                 bucket k of K (bow_bigram_bucket); K = 0: words only
-//   logit   = out.W x + out.b                                 (seq/linear.h; a sigmoid for
-//                                                             two classes, else a softmax)
-// The features have no gradient (word ids are not learned).
+//   logit   = out.W (x * r) + out.b                           (a sigmoid for two classes,
+//                                                             else a softmax); r (D) is 1,
+//                                                             or with nb the NB log-count
+//                                                             ratios (bow_nb_ratios)
+// The features have no gradient (word ids are not learned), and r is fixed before training.
+// The model runs on each row's active features (bow_active, at most 2 T of them):
+// bow_sparse_forward / bow_sparse_backward; the dense x of bow_features with seq/linear.h is
+// their plain reference (tests/test_textclass.c compares the two).
 #ifndef MODELS_BOW_H
 #define MODELS_BOW_H
 
 // x (B, V + K) overwritten; ids (B, T) word ids in [0, V); K bigram buckets (0: none).
 void bow_features(float *x, const int *ids, int B, int T, int V, int K);
+
+// The active features of one row, ascending and distinct: idx (at most 2 T) gets the
+// indices k with x[k] = 1 above; returns how many.
+int bow_active(int *idx, const int *row, int T, int V, int K);
+
+// logits (B, O) = out_b + sum over the active features k of row b of W[o][k] * r[k];
+// idx (B, stride) with n (B) of them per row; r (D) or NULL (1); W (O, D), out_b (O).
+void bow_sparse_forward(float *logits, const int *idx, const int *n, int stride, const float *r,
+                        const float *W, const float *out_b, int B, int O, int D);
+// Accumulates dW (O, D) and db (O) from dlogits (B, O), as the forward's arguments.
+void bow_sparse_backward(float *dW, float *db, const float *dlogits, const int *idx, const int *n,
+                         int stride, const float *r, int B, int O, int D);
+
+// Wang & Manning 2012's naive-Bayes log-count ratios (NBSVM; here scaling a logistic
+// regression, as Mesnil et al. 2014's NB-LR): over the n training rows (ids (n, T), labels
+// (n) 0 or 1), p = alpha + the count of class-1 rows holding feature k, q the same for class
+// 0, and r[k] = log((p[k] / |p|_1) / (q[k] / |q|_1)) for each of the D = V + K features
+// (the padding's r[0] is 0: it is never active). Two classes only.
+void bow_nb_ratios(float *r, const int *ids, const int *labels, int n, int T, int V, int K,
+                   double alpha);
 
 // The bucket in [0, K) of the word pair (a, c): a fixed 64-bit mix of both ids, so a
 // model's features do not depend on the machine. K >= 1.

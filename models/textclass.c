@@ -58,6 +58,8 @@ int text_config_check(const TextConfig *c, Error *err) {
         return error_set(err, "text model: vocab %d, T %d, embed %d, hidden %d (each >= 1, T <= 4096)",
                          c->vocab, c->T, c->embed, c->hidden);
     if (c->classes < 2) return error_set(err, "text model: %d classes (need 2 or more)", c->classes);
+    if (c->nb && (c->pool != TEXT_POOL_BOW || c->classes != 2))
+        return error_set(err, "text model: naive-Bayes scaling needs the bow pooling and two classes");
     if (c->bigrams < 0 || c->bigrams > (1 << 24) || (c->bigrams > 0 && c->pool != TEXT_POOL_BOW))
         return error_set(err, "text model: %d bigram buckets (0..16777216, and only with the bow pooling)",
                          c->bigrams);
@@ -86,6 +88,7 @@ void text_layout(Block *b, TextParams *p, const TextConfig *c) {
     if (c->pool == TEXT_POOL_BOW) {  // the logistic regression: the dense layer alone
         block_add(b, &p->out_W, "out.W", 2, O, D);
         block_add(b, &p->out_b, "out.b", 1, O);
+        if (c->nb) block_add(b, &p->nb, "bow.nb", 1, D);
         return;
     }
     block_add(b, &p->emb, "emb", 2, c->vocab, E);
@@ -147,6 +150,8 @@ void text_init(TextParams *p, const TextConfig *c, Rng *rng) {
     if (c->pool == TEXT_POOL_BOW) {
         uniform(p->out_W, (size_t)O * D, sqrtf(6.0f / (float)(D + O)), rng);
         memset(p->out_b, 0, (size_t)O * sizeof(float));
+        if (c->nb)
+            for (int d = 0; d < D; d++) p->nb[d] = 1.0f;  // until text_bow_fit_nb
         return;
     }
     uniform(p->emb, (size_t)c->vocab * E, 0.05f, rng);
@@ -170,8 +175,7 @@ void text_acts_alloc(TextActs *a, const TextConfig *c, int B) {
     a->B = B;
     int T = c->T, E = c->embed, H = c->hidden, D = text_state_size(c), O = text_outputs(c);
     Block *k = &a->block;
-    if (c->pool == TEXT_POOL_BOW) {  // features, weights of the words, the dense layer
-        block_add(k, &a->pooled, "pooled", 2, B, D);
+    if (c->pool == TEXT_POOL_BOW) {  // active features, weights of the words, the dense layer
         block_add(k, &a->alpha, "alpha", 2, B, T);
         block_add(k, &a->logits, "logits", 2, B, O);
         block_add(k, &a->probs, "probs", 2, B, O);
@@ -181,6 +185,8 @@ void text_acts_alloc(TextActs *a, const TextConfig *c, int B) {
         block_alloc(k);
         a->lengths = xcalloc((size_t)B, sizeof *a->lengths);
         a->mask = xcalloc((size_t)B * T, 1);
+        a->active = xmalloc((size_t)B * 2 * T * sizeof *a->active);
+        a->n_active = xcalloc((size_t)B, sizeof *a->n_active);
         return;
     }
     // Training runs the gated LSTM (one dropout mask per gate), evaluation the shared one.
@@ -231,6 +237,8 @@ void text_acts_free(TextActs *a) {
     block_free(&a->block);
     free(a->lengths);
     free(a->mask);
+    free(a->active);
+    free(a->n_active);
     memset(a, 0, sizeof *a);
 }
 
@@ -326,13 +334,16 @@ double text_forward(TextActs *a, const TextParams *p, const TextConfig *c, const
         for (int t = 0; t < T; t++) a->mask[(size_t)b * T + t] = t < lengths[b];
     }
     if (c->pool == TEXT_POOL_BOW) {
-        bow_features(a->pooled, ids, B, T, c->vocab, c->bigrams);
+        for (int b = 0; b < B; b++)
+            a->n_active[b] = bow_active(a->active + (size_t)b * 2 * T, ids + (size_t)b * T, T,
+                                        c->vocab, c->bigrams);
         bow_word_weights(a->alpha, ids, p->out_W, B, T, O, c->vocab, D);
+        bow_sparse_forward(a->logits, a->active, a->n_active, 2 * T, p->nb, p->out_W, p->out_b, B, O, D);
         a->dropout_on = 0;
     } else {
         lstm_pool_forward(a, p, c, ids, B, rng);
+        linear_forward(a->logits, a->pooled, p->out_W, p->out_b, B, D, O);
     }
-    linear_forward(a->logits, a->pooled, p->out_W, p->out_b, B, D, O);
     double loss = 0.0;
     if (O == 1) {
         for (int b = 0; b < B; b++) a->probs[b] = sigmoid1(a->logits[b]);
@@ -374,7 +385,7 @@ void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextCo
     else crossentropy_backward(a->dlogits, NULL, a->probs, labels, B, O);
     for (int i = 0; i < B * O; i++) a->dlogits[i] /= (float)B;
     if (c->pool == TEXT_POOL_BOW) {
-        linear_backward(NULL, g->out_W, g->out_b, a->dlogits, a->pooled, p->out_W, B, D, O);
+        bow_sparse_backward(g->out_W, g->out_b, a->dlogits, a->active, a->n_active, 2 * T, p->nb, B, O, D);
         if (c->embed_l2 > 0) {
             size_t n = (size_t)O * D;
             float s = 2.0f * c->embed_l2;
@@ -452,6 +463,11 @@ void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextCo
         float s = 2.0f * c->embed_l2;
         for (size_t i = 0; i < n; i++) g->emb[i] += s * p->emb[i];
     }
+}
+
+void text_bow_fit_nb(TextParams *p, const TextConfig *c, const int *ids, const int *labels, int n) {
+    CHECK(c->pool == TEXT_POOL_BOW && c->nb && p->nb, "text_bow_fit_nb without bow.nb");
+    bow_nb_ratios(p->nb, ids, labels, n, c->T, c->vocab, c->bigrams, 1.0);
 }
 
 int text_predicted(const TextActs *a, const TextConfig *c, int b, float *prob) {

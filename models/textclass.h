@@ -28,8 +28,9 @@
 //   bow         no embedding and no LSTM: the classical baseline, a logistic regression on
 //               the bag of words (models/bow.h: x (vocab) is 1 for each word the sentence
 //               holds, and with bigrams > 0 a hashed bucket for each pair of adjacent words),
-//               logit = out.W x + out.b, D = vocab + bigrams; embed_l2 is then the L2 penalty
-//               on out.W; embed, hidden, bidirectional, dropout and masked play no part,
+//               logit = out.W (x * r) + out.b, D = vocab + bigrams, r 1 or with nb = 1 the
+//               naive-Bayes log-count ratios of the training rows (text_bow_fit_nb; the
+//               fixed tensor bow.nb, no gradient); embed_l2 is then the L2 penalty on out.W; embed, hidden, bidirectional, dropout and masked play no part,
 //               and alpha shades each word by its share of |out.W| (bow_word_weights)
 // masked = 1: sentence lengths mask the padding everywhere (the LSTM's padding steps leave
 // its state alone, the pooling ignores them); masked = 0 is the demo's: post-padded rows run
@@ -80,6 +81,7 @@ typedef struct {
     float rec_dropout;   // LSTM recurrent dropout (0.2)
     float embed_l2;      // L2 penalty on E (1e-3)
     int bigrams;         // pool bow only: hash buckets of adjacent word pairs (0: words only)
+    int nb;              // pool bow, two classes only: 1 scales the features by bow.nb
 } TextConfig;
 
 // The demo: vocab given, T 32, embed 32, hidden 100, forward, keras pooling, unmasked,
@@ -98,7 +100,12 @@ typedef struct {
     float *query;            // query pooling: (D)
     AttnParams attn;         // query pooling (its kernel's), final-dot (none)
     float *out_W, *out_b;    // (outputs, D), (outputs)
+    float *nb;               // bow with nb: (D) the fixed feature scales (models/bow.h)
 } TextParams;
+
+// bow with nb: sets p->nb from the n training rows (ids (n, T), labels (n) 0 or 1), as
+// bow_nb_ratios with alpha 1 (Wang & Manning's); call after text_init, before training.
+void text_bow_fit_nb(TextParams *p, const TextConfig *c, const int *ids, const int *labels, int n);
 
 void text_layout(Block *b, TextParams *p, const TextConfig *c);
 void text_init(TextParams *p, const TextConfig *c, Rng *rng);
@@ -114,6 +121,7 @@ typedef struct {
     float *in_mask, *rec_mask, *rin_mask, *rrec_mask;  // (B, 4, embed), (B, 4, hidden) dropout,
                                                        // one mask per gate i, f, g, o
     int dropout_on;         // the last forward drew masks (training)
+    int *active, *n_active; // bow: (B, 2 T) each row's active features, (B) how many
     float *states;          // (B, T, D)
     float *pooled;          // (B, D)
     float *alpha;           // (B, T) the weight of each word in the pooling (mean: 1/len,

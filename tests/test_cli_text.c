@@ -9,7 +9,9 @@
 // with pre-padding (the lengths would mask the words); a bad
 // line in predict's input keeps the predictions printed before it. The bag-of-words
 // logistic regression (--pool bow) trains, resumes bit for bit, and evaluates, predicts and
-// shows its words like the LSTM models.
+// shows its words like the LSTM models; with --nb (naive-Bayes scaled features) it keeps
+// its fixed scales through a resume and refuses three classes. --inner-folds holds the
+// outer fold out and validates on an inner fold of the rest.
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,6 +345,57 @@ static void test_bow(void) {
     EXPECT_ONE_LINE_ERROR(&sc, rc, "only with the bow pooling");
 }
 
+// --nb: the naive-Bayes scaled bag of words trains, resumes bit for bit (bow.nb, fitted
+// once, rides in the checkpoint), evaluates; refused without bow or with three classes.
+static void test_bow_nb(void) {
+    int rc = run_text("classify train " TINY " --pool bow --nb --bigrams 16 --lr 0.1 --data %s/s.tsv --steps 40 --out %s/nb --json",
+                      tmpdir, tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "naive-Bayes scaled"), "nb train: %d, %s", rc, err ? err : "");
+    free(err);
+    rc = run_text("classify train " TINY " --pool bow --nb --bigrams 16 --lr 0.1 --data %s/s.tsv --steps 20 --out %s/nb-part",
+                  tmpdir, tmpdir);
+    EXPECT(rc == 0, "first part exited %d", rc);
+    rc = run_text("classify train --steps 40 --resume --out %s/nb-part", tmpdir);
+    EXPECT(rc == 0, "resumed nb run exited %d", rc);
+    char a[1024], b[1024], why[256];
+    snprintf(a, sizeof a, "%s/nb/model.safetensors", tmpdir);
+    snprintf(b, sizeof b, "%s/nb-part/model.safetensors", tmpdir);
+    EXPECT(checkpoints_identical(a, b, "train.step", why, sizeof why), "nb resume differs: %s", why);
+    rc = run_text("classify eval --model %s/nb/model.safetensors --split all --json", tmpdir);
+    char *out = read_text("stdout.txt");
+    int correct = 0;
+    const char *at = out ? strstr(out, "\"correct\": ") : NULL;
+    EXPECT(rc == 0 && at && sscanf(at, "\"correct\": %d", &correct) == 1 && correct >= 22,
+           "the scaled bag of words gets most of these sentences right: %s", out ? out : "");
+    free(out);
+    rc = run_text("classify train --steps 41 --resume --nb --out %s/bow", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--nb");
+    rc = run_text("classify train " TINY " --nb --data %s/s.tsv --steps 1 --out %s/nb-lstm", tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "naive-Bayes scaling needs the bow pooling and two classes");
+    rc = run_text("classify train " TINY " --pool bow --nb --batch 2 --data %s/three.tsv --steps 1 --out %s/nb3", tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "naive-Bayes scaling needs the bow pooling and two classes");
+}
+
+// --inner-folds J --inner-fold I: fold 1 of 4 (6 sentences) held out, the other 18 split
+// 3 ways: 12 train, 6 validate; eval's splits are the inner ones.
+static void test_inner_folds(void) {
+    int rc = run_text("classify train " TINY " --data %s/s.tsv --folds 4 --fold 1 --inner-folds 3 --inner-fold 2 --steps 2 --out %s/inner",
+                      tmpdir, tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "12 training and 6 validation sentences"), "inner folds: %d, %s", rc,
+           err ? err : "");
+    free(err);
+    rc = run_text("classify eval --model %s/inner/model.safetensors --split train --json", tmpdir);
+    char *out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "\"sentences\": 12"), "eval of the inner training part: %s", out ? out : "");
+    free(out);
+    rc = run_text("classify train --steps 3 --resume --inner-fold 1 --out %s/inner", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--inner-fold 1 (checkpoint: 2)");
+    rc = run_text("classify train " TINY " --data %s/s.tsv --inner-folds 3 --steps 2 --out %s/inner-only", tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--inner-folds: 3 inner folds need --folds K >= 2");
+}
+
 // --masked counts each sentence's words from the first step (lengths mask t >= len), so
 // with pre-padding it would mask the words and read the padding: refused.
 static void test_masked_needs_post_padding(void) {
@@ -368,6 +421,8 @@ int main(void) {
     RUN(test_kfold);
     RUN(test_three_classes);
     RUN(test_bow);
+    RUN(test_bow_nb);
+    RUN(test_inner_folds);
     RUN(test_bad_input);
     RUN(test_masked_needs_post_padding);
     scratch_remove(sc.dir);

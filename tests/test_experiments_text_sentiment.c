@@ -7,7 +7,9 @@
 // experiments/text_afinn.js and a stand-in `sentiment` package (when node is there), a
 // second run that trains nothing again and keeps every table, a rebuilt program's runs
 // trained again (stale), the target's verdict on its
-// best row, and an unknown part refused. Run from the repository root (as tests/run.sh is).
+// best row, and an unknown part refused. The select part (nested cross-validation) with a
+// stand-in whose accuracy depends on --embed-l2 and the fold: each outer fold's L2 is the
+// best on its inner folds, the outer fold is scored once with it, and the verdict. Run from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,10 +154,49 @@ static void test_pools_and_folds(void) {
     free(err);
 }
 
+// Accuracy 0.80 + fold / 100, and 0.05 more for L2 1e-4 on outer fold 0 and 1e-5 on fold 1.
+static void write_select_stand_in(void) {
+    EXPECT(stand_in_write(dir, "text",
+                          "[ \"$1 $2\" = 'classify train' ] || exit 0\n"
+                          "fold=0 l2=x\n"
+                          "while [ $# -gt 0 ]; do\n"
+                          "  case $1 in --fold) fold=$2 ;; --embed-l2) l2=$2 ;; esac\n"
+                          "  shift\n"
+                          "done\n"
+                          "bonus=0; [ \"$fold$l2\" = 01e-4 ] && bonus=5; [ \"$fold$l2\" = 11e-5 ] && bonus=5\n"
+                          "awk -v f=$fold -v b=$bonus 'BEGIN { printf \"{\\\"steps\\\": 10, "
+                          "\\\"valid_accuracy\\\": %.6f, \\\"seconds\\\": 1}\\n\", 0.80 + (f + b) / 100 }'\n") == 0,
+           "cannot write the stand-in");
+}
+
+static void test_select(void) {
+    write_select_stand_in();
+    int st = stand_in_run(dir, NULL, "FOLDS=2 SELECT_INNER=2", "text_sentiment.sh select");
+    char *err = stand_in_read(dir, "err.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    free(err);
+    char *called = stand_in_read(dir, "called.txt");
+    // 2 outer folds x 3 L2 x 2 inner folds, then one run per outer fold.
+    EXPECT(count(called, "--inner-folds 2 --inner-fold ") == 12 && count(called, "classify train") == 14,
+           "the nested runs: %s", called ? called : "(not run)");
+    EXPECT(called && strstr(called, "--embed-l2 1e-4 --folds 2 --fold 0 --data-root") &&
+               strstr(called, "--embed-l2 1e-5 --folds 2 --fold 1 --data-root"),
+           "each outer fold trained with its chosen L2: %s", called ? called : "");
+    free(called);
+    char *page = stand_in_read(dir, "results.md");
+    EXPECT(page && strstr(page, "| 0 | 1e-3: 80.00 / 1e-4: 85.00 / 1e-5: 80.00 | 1e-4 | 85.00 % |") &&
+               strstr(page, "| 1 | 1e-3: 81.00 / 1e-4: 81.00 / 1e-5: 86.00 | 1e-5 | 86.00 % |"),
+           "the per-fold rows:\n%s", page ? page : "");
+    EXPECT(page && strstr(page, "over 2 outer folds of 2: 85.50 %") && strstr(page, "The 85 % target is reached."),
+           "the verdict:\n%s", page ? page : "");
+    free(page);
+}
+
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_text_sentiment")) return 1;
     RUN(test_demo_table);
     RUN(test_pools_and_folds);
+    RUN(test_select);
     scratch_remove(dir);
     return test_summary();
 }

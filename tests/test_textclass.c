@@ -24,7 +24,11 @@
 //   three, the L2 penalty on its weights), its layout (the dense layer alone), and that it is
 //   a logistic regression on word presence: logit = b + the sum of W over the distinct
 //   words, the padding and repeats adding nothing; alpha shares |W| among the words; with
-//   bigram buckets, one more weight per distinct pair of adjacent words (not the padding).
+//   bigram buckets, one more weight per distinct pair of adjacent words (not the padding);
+//   its sparse kernels (bow_active, bow_sparse_forward / _backward) against the dense plain
+//   reference (bow_features and seq/linear.h) on random rows with and without scales; the
+//   naive-Bayes ratios (--nb) against a count by hand, and the nb model's gradient check
+//   (every tensor but the fixed bow.nb, which has no gradient and which Adam leaves as it is).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +39,7 @@
 #include "core/rng.h"
 #include "models/bow.h"
 #include "models/textclass.h"
+#include "seq/linear.h"
 #include "seq/lstm_seq.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test.h"
@@ -120,8 +125,11 @@ static int check(TextConfig c, int dropout, const char *name, uint64_t seed) {
     Fix f;
     fix_init(&f, c, dropout, seed);
     GradcheckInput *in = gradcheck_block_inputs(&f.params, &f.grads);
+    // bow.nb, the last tensor of an nb model, is fixed: no gradient to check.
+    int n_inputs = f.params.count - (c.nb ? 1 : 0);
+    CHECK(!c.nb || strcmp(f.params.tensors[f.params.count - 1].name, "bow.nb") == 0);
     GradcheckOp op = {.ctx = &f, .forward = fix_forward, .backward = fix_backward, .n_out = 1,
-                      .inputs = in, .n_inputs = f.params.count, .eps = 1e-2, .atol = 1e-5,
+                      .inputs = in, .n_inputs = n_inputs, .eps = 1e-2, .atol = 1e-5,
                       .rtol = 1e-2};
     Rng rng;
     rng_seed(&rng, seed + 1);
@@ -557,6 +565,89 @@ static void test_gradcheck_bow(void) {
         snprintf(name, sizeof name, "bow with 4 bigram buckets, %d classes", classes);
         EXPECT(check(c, 0, name, 310 + (uint64_t)classes) == 0, "%s", name);
     }
+    TextConfig c = small(TEXT_POOL_BOW, ATTN_NONE, 0, 0, 2);
+    c.bigrams = 4, c.nb = 1;  // fix_init's uniform fill gives bow.nb scales in +-0.7
+    EXPECT(check(c, 0, "bow, naive-Bayes scaled, 4 bigram buckets", 320) == 0, "bow nb");
+}
+
+// The sparse kernels of the bag of words against the dense reference: x = bow_features, then
+// x * r through linear_forward / linear_backward.
+static void test_bow_sparse_matches_dense(void) {
+    enum { B = 6, T = 7, V = 9, K = 5, O = 3, D = V + K };
+    Rng rng;
+    rng_seed(&rng, 41);
+    int ids[B * T], idx[B * 2 * T], n[B];
+    for (int i = 0; i < B * T; i++) ids[i] = (int)rng_below(&rng, V);  // padding anywhere
+    for (int i = 0; i < T; i++) ids[2 * T + i] = 0;                      // an empty row
+    float x[B * D], r[D], W[O * D], bias[O], dl[B * O];
+    fill_uniform(r, D, -2.0f, 2.0f, &rng);
+    fill_uniform(W, O * D, -1.0f, 1.0f, &rng);
+    fill_uniform(bias, O, -1.0f, 1.0f, &rng);
+    fill_uniform(dl, B * O, -1.0f, 1.0f, &rng);
+    bow_features(x, ids, B, T, V, K);
+    for (int b = 0; b < B; b++) {
+        n[b] = bow_active(idx + b * 2 * T, ids + b * T, T, V, K);
+        int m = 0;
+        for (int k = 0; k < D; k++) m += x[b * D + k] != 0.0f;
+        EXPECT(n[b] == m, "row %d: %d active features, the dense row has %d", b, n[b], m);
+        for (int i = 0; i < n[b]; i++) {
+            int k = idx[b * 2 * T + i];
+            EXPECT(x[b * D + k] == 1.0f && (i == 0 || k > idx[b * 2 * T + i - 1]), "row %d feature %d", b, k);
+        }
+    }
+    EXPECT(n[2] == 0, "the padding is never a feature");
+    for (int scaled = 0; scaled <= 1; scaled++) {
+        float xs[B * D], want[B * O], got[B * O];
+        for (int i = 0; i < B * D; i++) xs[i] = x[i] * (scaled ? r[i % D] : 1.0f);
+        linear_forward(want, xs, W, bias, B, D, O);
+        bow_sparse_forward(got, idx, n, 2 * T, scaled ? r : NULL, W, bias, B, O, D);
+        for (int i = 0; i < B * O; i++) EXPECT_NEAR(got[i], want[i], 1e-5, 1e-5);
+        float dWw[O * D] = {0}, dbw[O] = {0}, dWg[O * D] = {0}, dbg[O] = {0};
+        linear_backward(NULL, dWw, dbw, dl, xs, W, B, D, O);
+        bow_sparse_backward(dWg, dbg, dl, idx, n, 2 * T, scaled ? r : NULL, B, O, D);
+        for (int i = 0; i < O * D; i++) EXPECT_NEAR(dWg[i], dWw[i], 1e-5, 1e-5);
+        for (int i = 0; i < O; i++) EXPECT_NEAR(dbg[i], dbw[i], 1e-5, 1e-5);
+    }
+}
+
+// Wang & Manning's ratios on four rows counted by hand (alpha 1, V 4, no bigrams): class 1
+// rows {1, 2}, {1}; class 0 rows {3}, {3, 3} (a repeat counts once). p = 1 + (2, 1, 0) =
+// (3, 2, 1), |p| 6; q = 1 + (0, 0, 2) = (1, 1, 3), |q| 5: r = log((p / 6) / (q / 5)).
+static void test_bow_nb_ratios(void) {
+    const int ids[4 * 3] = {1, 2, 0, 1, 0, 0, 3, 0, 0, 3, 3, 0}, labels[4] = {1, 1, 0, 0};
+    float r[4];
+    bow_nb_ratios(r, ids, labels, 4, 3, 4, 0, 1.0);
+    EXPECT(r[0] == 0.0f, "the padding's ratio %g", r[0]);
+    EXPECT_NEAR(r[1], log((3.0 / 6) / (1.0 / 5)), 1e-6, 1e-6);
+    EXPECT_NEAR(r[2], log((2.0 / 6) / (1.0 / 5)), 1e-6, 1e-6);
+    EXPECT_NEAR(r[3], log((1.0 / 6) / (3.0 / 5)), 1e-6, 1e-6);
+    // The model: text_bow_fit_nb fills bow.nb, the logit is b + sum of W r over the words.
+    TextConfig c = text_config_default(4);
+    c.T = 3, c.pool = TEXT_POOL_BOW, c.nb = 1;
+    Error err = {{0}};
+    EXPECT(text_config_check(&c, &err) == 0, "%s", err.msg);
+    Block blk = {0};
+    TextParams p;
+    text_layout(&blk, &p, &c);
+    block_alloc(&blk);
+    Rng rng;
+    rng_seed(&rng, 3);
+    text_init(&p, &c, &rng);
+    EXPECT(p.nb && p.nb[1] == 1.0f, "bow.nb before fitting is 1");
+    text_bow_fit_nb(&p, &c, ids, labels, 4);
+    for (int k = 0; k < 4; k++) EXPECT(p.nb[k] == r[k], "bow.nb[%d] %g, not %g", k, p.nb[k], r[k]);
+    TextActs a;
+    text_acts_alloc(&a, &c, 4);
+    const int lengths[4] = {2, 1, 1, 2};
+    text_forward(&a, &p, &c, ids, lengths, NULL, 4, NULL, NULL);
+    EXPECT_NEAR(a.logits[0], p.out_b[0] + p.out_W[1] * r[1] + p.out_W[2] * r[2], 1e-6, 1e-6);
+    EXPECT_NEAR(a.logits[3], p.out_b[0] + p.out_W[3] * r[3], 1e-6, 1e-6);
+    text_acts_free(&a);
+    block_free(&blk);
+    c.classes = 3;
+    EXPECT(text_config_check(&c, &err) == -1 && strstr(err.msg, "two classes"), "nb with 3 classes: %s", err.msg);
+    c.classes = 2, c.pool = TEXT_POOL_MEAN;
+    EXPECT(text_config_check(&c, &err) == -1 && strstr(err.msg, "naive-Bayes"), "nb without bow: %s", err.msg);
 }
 
 static void test_bow_is_logistic_regression(void) {
@@ -628,6 +719,8 @@ int main(void) {
     RUN(test_config_check);
     RUN(test_bow_is_logistic_regression);
     RUN(test_gradcheck_bow);
+    RUN(test_bow_sparse_matches_dense);
+    RUN(test_bow_nb_ratios);
     RUN(test_keras_initialisation);
     RUN(test_masking_ignores_padding);
     RUN(test_dropout_mask_per_gate);

@@ -129,6 +129,26 @@ static void test_gif_palette_nearest(void) {
     }
 }
 
+// g, j, p, q and y reach below the baseline (the row under 'o''s lowest), the rest do not.
+static void test_font_descenders(void) {
+    for (int ch = 32; ch <= 126; ch++)
+        EXPECT((font_descender(ch) != 0) == (strchr("gjpqy", ch) != NULL), "'%c' descender %#x", ch,
+               font_descender(ch));
+    EXPECT(font_glyph('o')[FONT_GLYPH_H - 1] != 0, "'o' stands on the last glyph row");
+    Image img = image_new(3, FONT_CELL_H, 2 * FONT_CELL_W);
+    const float white[3] = {1, 1, 1};
+    font_draw_text(&img, 0, 0, "op", 1, white);
+    int o_low = 0, p_low = 0;
+    for (int y = 0; y < FONT_CELL_H; y++)
+        for (int x = 0; x < 2 * FONT_CELL_W; x++)
+            if (*image_at(&img, 0, y, x) > 0.5f) {
+                if (x < FONT_CELL_W) o_low = y;
+                else p_low = y;
+            }
+    EXPECT(o_low == FONT_GLYPH_H - 1 && p_low == FONT_GLYPH_H, "'o' lowest row %d, 'p' lowest row %d", o_low, p_low);
+    image_free(&img);
+}
+
 static void test_font_draws_text(void) {
     int blank = 0;
     for (int ch = 33; ch <= 126; ch++) {
@@ -396,6 +416,7 @@ int main(void) {
     RUN(test_gif_frames_read_back);
     RUN(test_gif_palette_nearest);
     RUN(test_font_draws_text);
+    RUN(test_font_descenders);
     RUN(test_colormap_and_attention_overlay);
     RUN(test_rectangles);
     RUN(test_grid_and_caption_strip);

@@ -1,0 +1,87 @@
+// test_text_data.c: the splits of `text classify` (cli/text_data.h text_split_mark).
+// - Keras's validation_split: the last share validates, nothing is held out.
+// - k-fold: fold `fold` validates, the rest train.
+// - Inner folds (a model selection inside a fold's training part): the outer fold's
+//   sentences are held out, exactly them; the rest are split by a stratified inner k-fold
+//   whose validation folds partition them (each class within one of its share), the same
+//   for the same seed and different for another outer fold; bad settings are refused.
+#include <string.h>
+
+#include "cli/text_data.h"
+#include "tests/support/test.h"
+
+enum { N = 60 };
+
+static void fill(SentenceSet *s, int *label) {
+    memset(s, 0, sizeof *s);
+    s->n = N, s->n_classes = 2, s->label = label;
+    for (int i = 0; i < N; i++) label[i] = i % 3 == 0;  // 20 of class 1, 40 of class 0
+}
+
+static void test_keras_and_kfold(void) {
+    SentenceSet s;
+    int label[N];
+    fill(&s, label);
+    unsigned char m[N];
+    Error err = {{0}};
+    TextSplit k = {.valid_share = 0.2};
+    EXPECT(text_split_mark(m, &s, &k, &err) == 0, "%s", err.msg);
+    for (int i = 0; i < N; i++) EXPECT(m[i] == (i >= 48 ? TEXT_SPLIT_VALID : TEXT_SPLIT_TRAIN), "keras %d", i);
+    TextSplit f = {.folds = 5, .fold = 2, .fold_seed = 7};
+    EXPECT(text_split_mark(m, &s, &f, &err) == 0, "%s", err.msg);
+    int nv = 0;
+    for (int i = 0; i < N; i++) {
+        nv += m[i] == TEXT_SPLIT_VALID;
+        EXPECT(m[i] <= TEXT_SPLIT_VALID, "sentence %d held out without inner folds", i);
+    }
+    EXPECT(nv == 12, "fold of %d sentences", nv);
+}
+
+static void test_inner_folds(void) {
+    SentenceSet s;
+    int label[N];
+    fill(&s, label);
+    unsigned char outer[N], m[N], seen[N] = {0};
+    Error err = {{0}};
+    TextSplit f = {.folds = 5, .fold = 2, .fold_seed = 7};
+    EXPECT(text_split_mark(outer, &s, &f, &err) == 0, "%s", err.msg);
+    f.inner_folds = 4;
+    for (int j = 0; j < 4; j++) {
+        f.inner_fold = j;
+        EXPECT(text_split_mark(m, &s, &f, &err) == 0, "%s", err.msg);
+        int nv = 0, nt = 0, pos = 0;
+        for (int i = 0; i < N; i++) {
+            EXPECT((m[i] == TEXT_SPLIT_HELD_OUT) == (outer[i] == TEXT_SPLIT_VALID),
+                   "sentence %d: held out %d, in the outer fold %d", i, m[i] == TEXT_SPLIT_HELD_OUT,
+                   outer[i] == TEXT_SPLIT_VALID);
+            if (m[i] == TEXT_SPLIT_VALID) nv++, pos += label[i], seen[i]++;
+            if (m[i] == TEXT_SPLIT_TRAIN) nt++;
+        }
+        EXPECT(nv == 12 && nt == 36, "inner fold %d: %d validate, %d train", j, nv, nt);
+        EXPECT(pos == 4, "inner fold %d: %d of class 1 (stratified: 4)", j, pos);
+    }
+    for (int i = 0; i < N; i++)
+        EXPECT(seen[i] == (outer[i] == TEXT_SPLIT_VALID ? 0 : 1), "sentence %d validates %d times", i, seen[i]);
+    // Another outer fold deals its inner folds afresh.
+    unsigned char a[N], b[N];
+    f.inner_fold = 0;
+    EXPECT(text_split_mark(a, &s, &f, &err) == 0 && text_split_mark(b, &s, &f, &err) == 0);
+    EXPECT(memcmp(a, b, N) == 0, "the same split twice differs");
+    TextSplit g = f;
+    g.fold = 3;
+    EXPECT(text_split_mark(b, &s, &g, &err) == 0);
+    EXPECT(memcmp(a, b, N) != 0, "another outer fold, the same marks");
+    // Refused: inner folds without outer ones, one inner fold, a fold past the last.
+    TextSplit bad = {.valid_share = 0.2, .inner_folds = 3};
+    EXPECT(text_split_mark(m, &s, &bad, &err) == -1 && strstr(err.msg, "--inner-folds"), "%s", err.msg);
+    bad = f, bad.inner_folds = 1;
+    EXPECT(text_split_mark(m, &s, &bad, &err) == -1 && strstr(err.msg, "--inner-folds"), "%s", err.msg);
+    bad = f, bad.inner_fold = 4;
+    EXPECT(text_split_mark(m, &s, &bad, &err) == -1 && strstr(err.msg, "--inner-fold: 4"), "%s", err.msg);
+}
+
+int main(void) {
+    RUN(test_keras_and_kfold);
+    RUN(test_inner_folds);
+    return test_summary();
+}
