@@ -212,7 +212,12 @@ def local_centre(p, c, q, n, t):
 def attend(p, c, annot, lengths, q, t, margins=None, prep=None):
     """Attention with query q (B, H) at step t: alpha (B, L), ctx (B, D). margins, a list,
     gets each local window's distance of p from a rounding tie. prep (B, L, A) or None: the
-    additive score's key projection annot W_k^T, computed once per sentence (beam_search)."""
+    additive score's key projection annot W_k^T, computed once per sentence (beam_search).
+    annot, lengths and prep may also be per sentence for G consecutive rows of q each (q
+    (B G, H): beam_search's hypotheses): alpha (B G, L), ctx (B G, D)."""
+    G = q.shape[0] // annot.shape[0]
+    if G > 1:
+        return attend_grouped(p, c, annot, lengths, q, t, margins, prep, G)
     B, L, D = annot.shape
     if c.attention == "none":
         return annot.new_ones(B, 1), annot[:, 0]
@@ -241,6 +246,22 @@ def attend(p, c, annot, lengths, q, t, margins=None, prep=None):
         e = e - (pos.to(e.dtype) - centre[:, None]) ** 2 / (2 * sigma * sigma)
     alpha = textclass_ref.masked_softmax(e, keep)
     return alpha, torch.bmm(alpha[:, None, :], annot)[:, 0]
+
+
+def attend_grouped(p, c, annot, lengths, q, t, margins, prep, G):
+    """attend for G rows of q per sentence of annot (B, L, D): the additive score (bahdanau,
+    luong-concat) and the context straight from the sentences' tensors (no copy per row);
+    the other kinds on the rows' copies."""
+    B, L, D = annot.shape
+    if c.score != "additive" or c.attention in ("local-m", "local-p"):
+        rep = [None if x is None else x.repeat_interleave(G, 0) for x in (annot, lengths, prep)]
+        return attend(p, c, rep[0], rep[1], q, t, margins, rep[2])
+    qp = (q @ p["attn.W_q"].T + p["attn.b"]).view(B, G, 1, -1)
+    kp = annot @ p["attn.W_k"].T if prep is None else prep
+    e = (torch.tanh(kp[:, None] + qp) @ p["attn.w"]).view(B * G, L)
+    keep = (torch.arange(L)[None, :] < lengths[:, None]).repeat_interleave(G, 0)
+    alpha = textclass_ref.masked_softmax(e, keep)
+    return alpha, torch.bmm(alpha.view(B, G, L), annot).view(B * G, D)
 
 
 def step(p, c, annot, lengths, h, cst, zprev, emb, t, margins=None, prep=None):
@@ -344,8 +365,7 @@ def beam_search(p, c, src, src_len, beam, length_alpha=0.7, packed=False):
         prep = annot @ p["attn.W_k"].T if c.score == "additive" else None
         dt = annot.dtype
         forbid = torch.tensor([i for i in range(NSPECIAL) if i != sat_ref.END])
-        act = torch.arange(B)           # sentences still searching
-        row_sent = act                  # each row's sentence (rows sentence-major)
+        act = torch.arange(B)           # sentences still searching, kr rows each (in order)
         toks = torch.full((B,), sat_ref.START, dtype=torch.long)
         sums = torch.zeros(B, 1, dtype=dt)  # (active, rows per sentence): live raw sums
         hist = torch.zeros(B, 0, dtype=torch.long)
@@ -355,10 +375,9 @@ def beam_search(p, c, src, src_len, beam, length_alpha=0.7, packed=False):
         n_fin = torch.zeros(B, dtype=torch.long)
         kr = 1
         for t in range(T):
-            _, z, h, cst, lg = step(p, c, annot[row_sent],
-                                    None if lengths is None else lengths[row_sent], h, cst, z,
-                                    p["embed"][toks], t,
-                                    prep=None if prep is None else prep[row_sent])
+            _, z, h, cst, lg = step(p, c, annot[act], None if lengths is None else lengths[act],
+                                    h, cst, z, p["embed"][toks], t,
+                                    prep=None if prep is None else prep[act])
             lp = torch.log_softmax(lg, dim=1)
             lp[:, forbid] = -1e9
             na = act.shape[0]
@@ -393,7 +412,6 @@ def beam_search(p, c, src, src_len, beam, length_alpha=0.7, packed=False):
                 hist, h, cst, z, toks = hist[rows], h[rows], cst[rows], z[rows], toks[rows]
             if act.shape[0] == 0:
                 break
-            row_sent = act.repeat_interleave(K)
         scores = fin_norm.clone()
         if act.shape[0]:  # live at the limit: the best (row 0 of each) against the finished
             live_norm = norm(sums[:, 0], T)
