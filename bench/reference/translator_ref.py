@@ -56,8 +56,14 @@ is in the metadata.
     python3 translator_ref.py bench --threads N [--steps 8] [--batch 64] [sizes]
 trains the same model in float32 with torch.optim.Adam (lr 1e-3) and global-norm clipping 5
 on random ids with the lengths bench_lengths() gives (bench/bench_translate.c draws the
-same), then times greedy decoding of --decode batches; prints one JSON object with
-pairs_per_s, pairs_per_cpu_s, sentences_per_s (greedy), sentences_per_cpu_s and peak_rss_mib.
+same), then times greedy decoding of --decode batches and beam decoding (beam_search,
+--beam 5, --length-alpha 0.7) of --beam-decode batches; prints one JSON object with
+pairs_per_s, pairs_per_cpu_s, sentences_per_s (greedy), sentences_per_cpu_s,
+beam_sentences_per_s, beam_sentences_per_cpu_s and peak_rss_mib.
+    python3 translator_ref.py beamcheck DUMP
+decodes the sentences of a bench/bench_translate.c DUMP with its weights by beam_search in
+float32 and float64 and prints, as one JSON object, on how many the words equal the
+toolkit's (each disagreement on stderr).
 """
 import argparse
 import json
