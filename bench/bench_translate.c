@@ -1,4 +1,4 @@
-// bench_translate.c: training and greedy-decoding throughput of the translator
+// bench_translate.c: training, greedy- and beam-decoding throughput of the translator
 // (models/translator.h) at `text translate train`'s default sizes on the date task, the
 // toolkit's side of bench/reference/bench_translate.py (whose PyTorch side is
 // translator_ref.py bench, the same model, sizes and lengths).
@@ -11,17 +11,28 @@
 // ids. A training step is what cli/text_translate.c's train_step does: translator_forward,
 // block_zero, translator_backward, clip_global_norm (5), adam_update (lr 1e-3). One warm-up
 // step, then STEPS timed; then greedy decoding (translator_greedy) of one warm-up batch and
-// DECODE timed ones. Wall time CLOCK_MONOTONIC, CPU time CLOCK_PROCESS_CPUTIME_ID. Prints
-// one JSON object on stdout:
+// DECODE timed ones; then beam decoding (translator_beam, models/translator_beam.h: beam
+// BEAM_K = 5, length alpha 0.7, `text translate eval --beam 5`'s defaults) of one warm-up
+// batch and BEAM timed ones, batches drawn as for greedy. Wall time CLOCK_MONOTONIC, CPU time
+// CLOCK_PROCESS_CPUTIME_ID. Prints one JSON object on stdout:
 //     {"model": "translator", "impl": "toolkit", "attention", "threads", "batch", "steps",
 //      "pairs_per_s", "pairs_per_cpu_s", "final_loss", "sentences_per_s",
-//      "sentences_per_cpu_s", "peak_rss_mib"}
-// TODO(beam): beam decoding (`text translate ... --beam K`) is being added; time it here
-// beside greedy, with the same batches, once the model has it.
-// Usage: bench_translate [THREADS=1] [STEPS=20] [DECODE=8] [BATCH=64]
+//      "sentences_per_cpu_s", "beam", "length_alpha", "beam_sentences_per_s",
+//      "beam_sentences_per_cpu_s", "peak_rss_mib"}
+// With DUMP, after the timing, weights drawn again uniform in +-0.5 (the source embedding and
+// the encoder's x1.5, the attention's x2, the word embeddings and the output layer's L_z and
+// L_o x3, its bias 0, after translator_ref.py's init_params and decode_params: the bench's
+// model, trained a few steps on random ids, writes the same words for every sentence, which
+// checks little; at init_params's x3 and x4 the encoder is so ill-conditioned that float32
+// and float64 sums of log-probabilities differ by 0.1) decode one more batch; those weights (param/NAME), that
+// batch (check/src (B, S), check/src_len (B)) and its result (check/beam_words (B, max_len), 0 past each end,
+// check/beam_len (B), check/beam_score (B)) go to that safetensors file, for
+// translator_ref.py beamcheck (bench_translate.py compares PyTorch's beam search with it).
+// Usage: bench_translate [THREADS=1] [STEPS=20] [DECODE=8] [BATCH=64] [BEAM=4] [DUMP]
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/adam.h"
@@ -29,8 +40,13 @@
 #include "core/check.h"
 #include "core/gemm.h"
 #include "core/rng.h"
+#include "core/safetensors.h"
 #include "models/translator.h"
+#include "models/translator_beam.h"
 #include "seq/vocab.h"
+
+enum { BEAM_K = 5 };
+#define BEAM_ALPHA 0.7f
 
 static double clock_s(clockid_t id) {
     struct timespec ts;
@@ -67,12 +83,62 @@ static void draw_batch(int *src, int *words, const int *src_len, const Translato
     }
 }
 
+// Every weight drawn again uniform in +-0.5 times its scale (see the top).
+static void redraw_params(Translator *m, Rng *rng) {
+    static const struct {
+        const char *prefix;
+        float f;
+    } scales[] = {{"src.", 1.5f}, {"enc.", 1.5f}, {"attn.", 2.0f}, {"embed", 3.0f},
+                  {"out.L_z", 3.0f}, {"out.L_o", 3.0f}, {"out.b_o", 0.0f}};
+    for (int k = 0; k < m->params.count; k++) {
+        const BlockTensor *t = &m->params.tensors[k];
+        float f = 1.0f;
+        for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++)
+            if (strncmp(t->name, scales[i].prefix, strlen(scales[i].prefix)) == 0) f = scales[i].f;
+        for (size_t i = 0; i < t->numel; i++)
+            m->params.data[t->offset + i] = (rng_uniform(rng) - 0.5f) * f;
+    }
+}
+
+// Draws the weights again (see the top), beam-decodes src and writes the weights, the batch
+// and its result to path; words, lens (B, max_len), (B) and score (B) are scratch.
+static int dump_beam(const char *path, Translator *m, Rng *rng, const int *src,
+                     const int *src_len, int *words, int *lens, float *score, int B) {
+    const TranslatorConfig *c = &m->cfg;
+    redraw_params(m, rng);
+    translator_beam(m, src, src_len, B, BEAM_K, BEAM_ALPHA, words, lens, score, NULL);
+    Block chk = {0};
+    float *fsrc, *flen, *fwords, *fwlen, *fscore;
+    block_add(&chk, &fsrc, "src", 2, B, c->S);
+    block_add(&chk, &flen, "src_len", 1, B);
+    block_add(&chk, &fwords, "beam_words", 2, B, c->max_len);
+    block_add(&chk, &fwlen, "beam_len", 1, B);
+    block_add(&chk, &fscore, "beam_score", 1, B);
+    block_alloc(&chk);
+    for (int i = 0; i < B * c->S; i++) fsrc[i] = (float)src[i];
+    for (int b = 0; b < B; b++) {
+        flen[b] = (float)src_len[b], fwlen[b] = (float)lens[b], fscore[b] = score[b];
+        for (int t = 0; t < c->max_len; t++)
+            fwords[b * c->max_len + t] = t < lens[b] ? (float)words[b * c->max_len + t] : 0.0f;
+    }
+    const Block *blocks[] = {&m->params, &chk};
+    const char *prefixes[] = {"param/", "check/"};
+    const SafetensorsMeta meta[] = {{"beam", "5"}, {"length_alpha", "0.7"}};
+    Error err;
+    const int r = safetensors_save(path, blocks, prefixes, 2, meta, 2, &err);
+    if (r != 0) fprintf(stderr, "bench_translate: %s\n", err.msg);
+    block_free(&chk);
+    return r;
+}
+
 int main(int argc, char **argv) {
     const int threads = argc > 1 ? atoi(argv[1]) : 1, steps = argc > 2 ? atoi(argv[2]) : 20;
     const int decode = argc > 3 ? atoi(argv[3]) : 8, B = argc > 4 ? atoi(argv[4]) : 64;
-    if (threads < 1 || steps < 1 || decode < 1 || B < 1) {
+    const int beam_batches = argc > 5 ? atoi(argv[5]) : 4;
+    const char *dump = argc > 6 ? argv[6] : NULL;
+    if (threads < 1 || steps < 1 || decode < 1 || B < 1 || beam_batches < 1) {
         fprintf(stderr, "usage: bench_translate [THREADS=1] [STEPS=20] [DECODE=8] [BATCH=64] "
-                        "(each >= 1)\n");
+                        "[BEAM=4] [DUMP] (each number >= 1)\n");
         return 2;
     }
     gemm_set_threads(threads);
@@ -93,6 +159,7 @@ int main(int argc, char **argv) {
     int *src = xmalloc((size_t)B * c.S * sizeof(int)), *words = xmalloc((size_t)B * c.max_len * sizeof(int));
     int *src_len = xmalloc((size_t)B * sizeof(int)), *lens = xmalloc((size_t)B * sizeof(int));
     int *out = xmalloc((size_t)B * c.max_len * sizeof(int)), *out_len = xmalloc((size_t)B * sizeof(int));
+    float *score = xmalloc((size_t)B * sizeof(float));
     bench_lengths(src_len, lens, B, c.S, c.max_len);
     double wall = 0, cpu = 0, loss = 0;
     for (int it = 0; it <= steps; it++) {
@@ -119,17 +186,31 @@ int main(int argc, char **argv) {
             dcpu += clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
         }
     }
+    double bwall = 0, bcpu = 0;
+    for (int it = 0; it <= beam_batches; it++) {
+        draw_batch(src, words, src_len, &c, B, &rng);
+        const double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        translator_beam(&m, src, src_len, B, BEAM_K, BEAM_ALPHA, out, out_len, score, NULL);
+        if (it > 0) {
+            bwall += clock_s(CLOCK_MONOTONIC) - t0;
+            bcpu += clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+        }
+    }
+    int status = dump ? dump_beam(dump, &m, &rng, src, src_len, out, out_len, score, B) : 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"model\": \"translator\", \"impl\": \"toolkit\", \"attention\": \"bahdanau\", "
            "\"threads\": %d, \"batch\": %d, \"steps\": %d, \"pairs_per_s\": %.3f, "
            "\"pairs_per_cpu_s\": %.3f, \"final_loss\": %.4f, \"sentences_per_s\": %.3f, "
-           "\"sentences_per_cpu_s\": %.3f, \"peak_rss_mib\": %.1f}\n",
+           "\"sentences_per_cpu_s\": %.3f, \"beam\": %d, \"length_alpha\": %.2f, "
+           "\"beam_sentences_per_s\": %.3f, \"beam_sentences_per_cpu_s\": %.3f, "
+           "\"peak_rss_mib\": %.1f}\n",
            threads, B, steps, B * steps / wall, B * steps / cpu, loss, B * decode / dwall,
-           B * decode / dcpu, ru.ru_maxrss / 1024.0);
-    free(src), free(words), free(src_len), free(lens), free(out), free(out_len);
+           B * decode / dcpu, BEAM_K, BEAM_ALPHA, B * beam_batches / bwall,
+           B * beam_batches / bcpu, ru.ru_maxrss / 1024.0);
+    free(src), free(words), free(src_len), free(lens), free(out), free(out_len), free(score);
     block_free(&mom1);
     block_free(&mom2);
     translator_free(&m);
-    return 0;
+    return status == 0 ? 0 : 1;
 }

@@ -70,8 +70,9 @@ else
 fi
 
 # The translator (text translate, models/translator.h) against its PyTorch version
-# (bench/reference/translator_ref.py): training pairs and greedy-decoded sentences per second
-# on 1 and 2 threads, and the peak memory of both (bench/bench_translate.c is the toolkit's side).
+# (bench/reference/translator_ref.py): training pairs, greedy- and beam-5-decoded sentences per
+# second on 1 and 2 threads, and the peak memory of both (bench/bench_translate.c is the
+# toolkit's side); first, how many sentences' beam-5 words the two sides agree on.
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
     run "translator training and decoding vs PyTorch" /usr/bin/python3 bench/reference/bench_translate.py --build "$build"
 else

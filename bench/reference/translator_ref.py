@@ -56,8 +56,14 @@ is in the metadata.
     python3 translator_ref.py bench --threads N [--steps 8] [--batch 64] [sizes]
 trains the same model in float32 with torch.optim.Adam (lr 1e-3) and global-norm clipping 5
 on random ids with the lengths bench_lengths() gives (bench/bench_translate.c draws the
-same), then times greedy decoding of --decode batches; prints one JSON object with
-pairs_per_s, pairs_per_cpu_s, sentences_per_s (greedy), sentences_per_cpu_s and peak_rss_mib.
+same), then times greedy decoding of --decode batches and beam decoding (beam_search,
+--beam 5, --length-alpha 0.7) of --beam-decode batches; prints one JSON object with
+pairs_per_s, pairs_per_cpu_s, sentences_per_s (greedy), sentences_per_cpu_s,
+beam_sentences_per_s, beam_sentences_per_cpu_s and peak_rss_mib.
+    python3 translator_ref.py beamcheck DUMP
+decodes the sentences of a bench/bench_translate.c DUMP with its weights by beam_search in
+float32 and float64 and prints, as one JSON object, on how many the words equal the
+toolkit's (each disagreement on stderr).
 """
 import argparse
 import json
@@ -209,9 +215,15 @@ def local_centre(p, c, q, n, t):
     return (n - 1).to(q.dtype) * s
 
 
-def attend(p, c, annot, lengths, q, t, margins=None):
+def attend(p, c, annot, lengths, q, t, margins=None, prep=None):
     """Attention with query q (B, H) at step t: alpha (B, L), ctx (B, D). margins, a list,
-    gets each local window's distance of p from a rounding tie."""
+    gets each local window's distance of p from a rounding tie. prep (B, L, A) or None: the
+    additive score's key projection annot W_k^T, computed once per sentence (beam_search).
+    annot, lengths and prep may also be per sentence for G consecutive rows of q each (q
+    (B G, H): beam_search's hypotheses): alpha (B G, L), ctx (B G, D)."""
+    G = q.shape[0] // annot.shape[0]
+    if G > 1:
+        return attend_grouped(p, c, annot, lengths, q, t, margins, prep, G)
     B, L, D = annot.shape
     if c.attention == "none":
         return annot.new_ones(B, 1), annot[:, 0]
@@ -220,7 +232,8 @@ def attend(p, c, annot, lengths, q, t, margins=None):
     keep = pos < n[:, None]
     if c.score == "additive":
         qp = q @ p["attn.W_q"].T + p["attn.b"]
-        e = torch.tanh(annot @ p["attn.W_k"].T + qp[:, None, :]) @ p["attn.w"]
+        kp = annot @ p["attn.W_k"].T if prep is None else prep
+        e = torch.tanh(kp + qp[:, None, :]) @ p["attn.w"]
     elif c.score == "dot":
         e = (annot * q[:, None, :]).sum(2)
     else:
@@ -241,10 +254,26 @@ def attend(p, c, annot, lengths, q, t, margins=None):
     return alpha, torch.bmm(alpha[:, None, :], annot)[:, 0]
 
 
-def step(p, c, annot, lengths, h, cst, zprev, emb, t, margins=None):
+def attend_grouped(p, c, annot, lengths, q, t, margins, prep, G):
+    """attend for G rows of q per sentence of annot (B, L, D): the additive score (bahdanau,
+    luong-concat) and the context straight from the sentences' tensors (no copy per row);
+    the other kinds on the rows' copies."""
+    B, L, D = annot.shape
+    if c.score != "additive" or c.attention in ("local-m", "local-p"):
+        rep = [None if x is None else x.repeat_interleave(G, 0) for x in (annot, lengths, prep)]
+        return attend(p, c, rep[0], rep[1], q, t, margins, rep[2])
+    qp = (q @ p["attn.W_q"].T + p["attn.b"]).view(B, G, 1, -1)
+    kp = annot @ p["attn.W_k"].T if prep is None else prep
+    e = (torch.tanh(kp[:, None] + qp) @ p["attn.w"]).view(B * G, L)
+    keep = (torch.arange(L)[None, :] < lengths[:, None]).repeat_interleave(G, 0)
+    alpha = textclass_ref.masked_softmax(e, keep)
+    return alpha, torch.bmm(alpha.view(B, G, L), annot).view(B * G, D)
+
+
+def step(p, c, annot, lengths, h, cst, zprev, emb, t, margins=None, prep=None):
     """Decoder step t: alpha (B, L), z (B, D), h_{t+1}, c_{t+1}, logits (B, V)."""
     def gated(q):
-        alpha, ctx = attend(p, c, annot, lengths, q, t, margins)
+        alpha, ctx = attend(p, c, annot, lengths, q, t, margins, prep)
         beta = torch.sigmoid(q @ p["gate.W"].T + p["gate.b"])
         return alpha, beta * ctx
 
@@ -317,6 +346,89 @@ def greedy(p, c, src, src_len, margins=None, packed=False):
             out_len[ends] = t
             tok = best
         return out, out_len, torch.stack(alphas)
+
+
+def beam_search(p, c, src, src_len, beam, length_alpha=0.7, packed=False):
+    """translator_beam (models/translator_beam.h, seq/beam.c's rules), batched over sentences
+    x beams with tensor ops (the only Python loop is over the max_len + 1 steps). Words are
+    scored by log-softmax with every special but <end> at -1e9; per sentence and step the
+    candidates (each live row's sum plus each word's log p) are ranked by raw sum; an <end>
+    ranked within the top `beam` finishes a hypothesis (the best finished is kept, by sum /
+    len^alpha, len counting <end>); the first `beam` other candidates stay live. A sentence
+    stops when `beam` hypotheses have finished, or when its best finished score is at least
+    its best live sum over (max_len + 1)^alpha (every later score is lower); then its rows
+    leave the batch. After max_len + 1 steps the best live hypothesis (its first max_len
+    words) wins only when it scores strictly better. Returns words (B, max_len) (0 past each
+    end), lengths (B), scores (B) (normalised)."""
+    with torch.no_grad():
+        B, K, V, ML = src.shape[0], beam, c.V, c.max_len
+        T = ML + 1  # seq/beam.h's max_len: the words and <end>
+
+        def norm(s, n):
+            return s if length_alpha == 0 else s / float(n) ** length_alpha
+
+        annot, lengths, h, cst, z = start(p, c, src, src_len, packed)
+        prep = annot @ p["attn.W_k"].T if c.score == "additive" else None
+        dt = annot.dtype
+        forbid = torch.tensor([i for i in range(NSPECIAL) if i != sat_ref.END])
+        act = torch.arange(B)           # sentences still searching, kr rows each (in order)
+        toks = torch.full((B,), sat_ref.START, dtype=torch.long)
+        sums = torch.zeros(B, 1, dtype=dt)  # (active, rows per sentence): live raw sums
+        hist = torch.zeros(B, 0, dtype=torch.long)
+        fin_norm = torch.full((B,), -math.inf, dtype=dt)
+        fin_words = torch.zeros(B, T, dtype=torch.long)
+        fin_len = torch.zeros(B, dtype=torch.long)
+        n_fin = torch.zeros(B, dtype=torch.long)
+        kr = 1
+        for t in range(T):
+            _, z, h, cst, lg = step(p, c, annot[act], None if lengths is None else lengths[act],
+                                    h, cst, z, p["embed"][toks], t,
+                                    prep=None if prep is None else prep[act])
+            lp = torch.log_softmax(lg, dim=1)
+            lp[:, forbid] = -1e9
+            na = act.shape[0]
+            cand = (sums[:, :, None] + lp.view(na, kr, V)).view(na, kr * V)
+            top, idx = cand.topk(min(2 * K, kr * V), dim=1)  # rank order
+            tok, par = idx % V, idx // V
+            is_end = tok == sat_ref.END
+            end_ok = is_end & (torch.arange(top.shape[1])[None, :] < K)
+            n_fin[act] += end_ok.sum(1)
+            end_norm = torch.where(end_ok, norm(top, t + 1), torch.full_like(top, -math.inf))
+            best_end, best_pos = end_norm.max(1)
+            better = torch.nonzero(best_end > fin_norm[act]).flatten()
+            if better.numel():
+                b = act[better]
+                fin_norm[b] = best_end[better]
+                fin_words[b, :t] = hist[better * kr + par[better, best_pos[better]]]
+                fin_len[b] = t
+            live = ~is_end
+            pos = torch.nonzero(live & (live.long().cumsum(1) <= K))[:, 1].view(na, K)
+            sums = top.gather(1, pos)
+            parent = (torch.arange(na)[:, None] * kr + par.gather(1, pos)).view(-1)
+            toks = tok.gather(1, pos).view(-1)
+            hist = torch.cat([hist[parent], toks[:, None]], dim=1)
+            h, cst, z = h[parent], cst[parent], z[parent]
+            kr = K
+            best_live = sums[:, 0]
+            keep = ~((n_fin[act] >= K) |
+                     ((best_live <= 0) & (fin_norm[act] >= norm(best_live, T))))
+            if not bool(keep.all()):
+                rows = keep.repeat_interleave(K)
+                act, sums = act[keep], sums[keep]
+                hist, h, cst, z, toks = hist[rows], h[rows], cst[rows], z[rows], toks[rows]
+            if act.shape[0] == 0:
+                break
+        scores = fin_norm.clone()
+        if act.shape[0]:  # live at the limit: the best (row 0 of each) against the finished
+            live_norm = norm(sums[:, 0], T)
+            take = torch.nonzero(live_norm > fin_norm[act]).flatten()
+            b = act[take]
+            fin_words[b] = hist[take * K]
+            fin_len[b] = ML
+            scores[b] = live_norm[take]
+        words = fin_words[:, :ML].clone()
+        words[torch.arange(ML)[None, :] >= fin_len[:, None]] = 0
+        return words, fin_len, scores
 
 
 # --- fixtures ------------------------------------------------------------------------------
@@ -443,9 +555,7 @@ def bench_lengths(B, S, max_len):
 
 def bench(a):
     torch.set_num_threads(a.threads)
-    c = TranslatorConfig(Vs=a.src_vocab, Es=a.embed, He=a.hidden, S=a.max_src,
-                         max_len=a.max_len, E=a.dec_embed, H=2 * a.hidden, V=a.tgt_vocab,
-                         attention=a.attention, A=a.attn_size, window=a.window)
+    c = bench_config(a)
     gen = torch.Generator().manual_seed(1)
     params = {k: (v * 0.2).float().requires_grad_()
               for k, v in init_params(c, gen, dtype=torch.float32).items()}
@@ -470,8 +580,6 @@ def bench(a):
            "pairs_per_cpu_s": round(a.batch * len(cpu) / sum(cpu), 3), "steps": len(times),
            "final_loss": round(loss, 4)}
     # Greedy decoding (translator_greedy) of --decode batches of --batch sources.
-    # TODO(beam): beam decoding (--beam K) is being added to the toolkit; time it here beside
-    # greedy once it lands (sat_ref.beam_search is the captioner's batched version).
     dtimes, dcpu = [], []
     with torch.no_grad():
         dp = {k: v.detach() for k, v in params.items()}
@@ -482,20 +590,61 @@ def bench(a):
             if it >= 1:
                 dtimes.append(time.perf_counter() - t0)
                 dcpu.append(time.process_time() - c0)
+        # Beam decoding (translator_beam: beam_search) of --beam-decode batches after a
+        # warm-up one, the sources drawn as for greedy.
+        btimes, bcpu = [], []
+        for it in range(1 + a.beam_decode):
+            src = draw_source(c, gen, a.batch, src_len)
+            t0, c0 = time.perf_counter(), time.process_time()
+            beam_search(dp, c, src, src_len, a.beam, a.length_alpha, packed=True)
+            if it >= 1:
+                btimes.append(time.perf_counter() - t0)
+                bcpu.append(time.process_time() - c0)
     res.update(sentences_per_s=round(a.batch * len(dtimes) / sum(dtimes), 3),
-               sentences_per_cpu_s=round(a.batch * len(dcpu) / sum(dcpu), 3))
+               sentences_per_cpu_s=round(a.batch * len(dcpu) / sum(dcpu), 3),
+               beam=a.beam, length_alpha=a.length_alpha,
+               beam_sentences_per_s=round(a.batch * len(btimes) / sum(btimes), 3),
+               beam_sentences_per_cpu_s=round(a.batch * len(bcpu) / sum(bcpu), 3))
     res["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
     print(json.dumps(res))
 
 
-def main():
-    ap = argparse.ArgumentParser(description="the encoder-decoder translator in PyTorch")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("bench")
-    b.add_argument("--steps", type=int, default=8)
-    b.add_argument("--warmup", type=int, default=1)
-    b.add_argument("--decode", type=int, default=4, help="timed greedy batches")
-    b.add_argument("--batch", type=int, default=64)
+def beamcheck(a):
+    """Beam search (beam_search) on the weights and sentences bench_translate DUMP wrote, in
+    float32 (as the benchmark runs it) and float64, against the toolkit's words: prints one
+    JSON object with the sentences, how many have the same words (and length) on each
+    precision, and the largest score difference; each disagreement's sentence on stderr."""
+    torch.set_num_threads(1)
+    t, meta = safetensors_io.load(a.dump)
+    c = bench_config(a)
+    beam, alpha = int(meta.get("beam", "5")), float(meta.get("length_alpha", "0.7"))
+    src = torch.from_numpy(t["check/src"]).long()
+    src_len = torch.from_numpy(t["check/src_len"]).long()
+    want = torch.from_numpy(t["check/beam_words"]).long()
+    want_len = torch.from_numpy(t["check/beam_len"]).long()
+    want_score = torch.from_numpy(t["check/beam_score"]).double()
+    res = {"sentences": int(src.shape[0]), "beam": beam, "length_alpha": alpha}
+    for name, dt in (("float32", torch.float32), ("float64", torch.float64)):
+        p = {k[len("param/"):]: torch.from_numpy(v).to(dt) for k, v in t.items()
+             if k.startswith("param/")}
+        words, lens, scores = beam_search(p, c, src, src_len, beam, alpha, packed=True)
+        same = (words == want).all(1) & (lens == want_len)
+        res[f"agree_{name}"] = int(same.sum())
+        res[f"max_score_diff_{name}"] = float((scores.double() - want_score).abs().max())
+        for b in torch.nonzero(~same).flatten().tolist():
+            print(f"translator_ref.py beamcheck: {name} sentence {b}: toolkit "
+                  f"{want[b, :want_len[b]].tolist()} ({float(want_score[b]):.6f}), PyTorch "
+                  f"{words[b, :lens[b]].tolist()} ({float(scores[b]):.6f})", file=sys.stderr)
+    print(json.dumps(res))
+
+
+def bench_config(a):
+    return TranslatorConfig(Vs=a.src_vocab, Es=a.embed, He=a.hidden, S=a.max_src,
+                            max_len=a.max_len, E=a.dec_embed, H=2 * a.hidden, V=a.tgt_vocab,
+                            attention=a.attention, A=a.attn_size, window=a.window)
+
+
+def add_sizes(b):
     b.add_argument("--attention", choices=ATTENTIONS, default="bahdanau")
     # text translate train's defaults on the date task (datasets/dates.h)
     b.add_argument("--src-vocab", type=int, default=42)
@@ -507,12 +656,31 @@ def main():
     b.add_argument("--dec-embed", type=int, default=32)
     b.add_argument("--attn-size", type=int, default=64)
     b.add_argument("--window", type=int, default=5)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="the encoder-decoder translator in PyTorch")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("bench")
+    b.add_argument("--steps", type=int, default=8)
+    b.add_argument("--warmup", type=int, default=1)
+    b.add_argument("--decode", type=int, default=4, help="timed greedy batches")
+    b.add_argument("--batch", type=int, default=64)
+    b.add_argument("--beam-decode", type=int, default=2, help="timed beam batches")
+    b.add_argument("--beam", type=int, default=5)
+    b.add_argument("--length-alpha", type=float, default=0.7)
+    add_sizes(b)
     b.add_argument("--threads", type=int, default=1)
+    k = sub.add_parser("beamcheck")
+    k.add_argument("dump", help="bench_translate's DUMP file")
+    add_sizes(k)
     f = sub.add_parser("fixture")
     f.add_argument("outdir")
     a = ap.parse_args()
     if a.cmd == "bench":
         bench(a)
+    elif a.cmd == "beamcheck":
+        beamcheck(a)
     else:
         fixtures(a.outdir)
     return 0
