@@ -20,8 +20,9 @@ typedef struct {
     float *ctx, *al, *cache, *beta, *z, *feed, *emb, *xin, *xh, *gates, *o, *logits;
     float *alpha_hist;           // (max_len + 1, R, L): each call's attention by row
     int *sent, *sent2, *len;     // (R) each row's sentence (last call's, gathered), length
+    int *keys_of;                // (R) the sentence whose keys and prep row r holds (-1: none)
     float *mem;
-    int *ints;                   // sent, sent2 and len's memory
+    int *ints;                   // sent, sent2, len and keys_of's memory
 } BeamModel;
 
 static void beam_model_init(BeamModel *d, Translator *m, int B, int beam) {
@@ -50,8 +51,9 @@ static void beam_model_init(BeamModel *d, Translator *m, int B, int beam) {
     d->mem = xcalloc(total, sizeof(float));  // zp zero: z_{-1}
     float *q = d->mem;
     for (int i = 0; i < n; i++) *bufs[i].dst = q, q += bufs[i].n;
-    d->ints = xcalloc((size_t)3 * R, sizeof(int));
-    d->sent = d->ints, d->sent2 = d->ints + R, d->len = d->ints + 2 * R;
+    d->ints = xcalloc((size_t)4 * R, sizeof(int));
+    d->sent = d->ints, d->sent2 = d->ints + R, d->len = d->ints + 2 * R, d->keys_of = d->ints + 3 * R;
+    for (int r = 0; r < R; r++) d->keys_of[r] = -1;
     // The first call's parents are the sentences: their h_0, c_0 in rows 0..B-1.
     memcpy(d->h, m->a.hs, (size_t)B * H * sizeof(float));
     memcpy(d->c, m->a.cs, (size_t)B * H * sizeof(float));
@@ -64,7 +66,8 @@ static void beam_model_free(BeamModel *d) {
 }
 
 // Row r continues row parent[r] of the last call: its state and sentence (keys, prep,
-// length).
+// length). A sentence's rows stay in place from step to step until a sentence before it
+// leaves the search, so a row's keys and prep are copied only when its sentence changes.
 static void gather_parents_(BeamModel *d, int n, const int *parent) {
     const Translator *m = d->m;
     const DecoderConfig *c = &m->cfg.dec;
@@ -77,6 +80,8 @@ static void gather_parents_(BeamModel *d, int n, const int *parent) {
         memcpy(d->h2 + (size_t)r * H, d->h + (size_t)q * H, (size_t)H * sizeof(float));
         memcpy(d->c2 + (size_t)r * H, d->c + (size_t)q * H, (size_t)H * sizeof(float));
         memcpy(d->zp2 + (size_t)r * D, d->zp + (size_t)q * D, (size_t)D * sizeof(float));
+        if (d->keys_of[r] == s) continue;
+        d->keys_of[r] = s;
         memcpy(d->keys + (size_t)r * L * D, m->a.annot + (size_t)s * L * D, (size_t)L * D * sizeof(float));
         if (prep1) memcpy(d->prep + (size_t)r * prep1, m->a.prep + (size_t)s * prep1, prep1 * sizeof(float));
     }
