@@ -482,7 +482,7 @@ static void test_dropout_mask_per_gate(void) {
     float hs[NT * NB * 4];
     CHECK(H <= 4);
     lstm_seq_forward_gated(hs, cache, f.a.x, f.p.lstm_W, f.p.lstm_b, f.a.lengths, f.a.in_mask,
-                           f.a.rec_mask, 0, NT, NB, E, H);
+                           f.a.rec_mask, 0, LSTM_GATE_SIGMOID, NT, NB, E, H);
     for (int i = 0; i < NT * NB * H; i++) EXPECT_NEAR(f.a.hs[i], hs[i], 1e-6, 1e-5);
     int differ = 0;
     for (int b = 0; b < NB; b++)
