@@ -34,11 +34,13 @@ static const char *const POOLS[] = {"keras", "final-dot", "query", "last", "mean
 static const char *const KERNELS[] = {"additive", "dot", "scaled-dot", "multiplicative",
                                       "multi-head", "none", NULL};
 static const char *const SIDES[] = {"pre", "post", NULL};
+// In LstmGateAct's order (seq/lstm_seq.h).
+static const char *const GATE_ACTS[] = {"sigmoid", "hard_sigmoid", NULL};
 
 typedef struct {
     const char *data, *root, *out;
     int T, embed, hidden, pool, kernel, attn_size, heads, padding, truncating, threads;
-    int folds, fold, bigrams, inner_folds, inner_fold;
+    int folds, fold, bigrams, inner_folds, inner_fold, gate_act;
     long fold_seed;
     float dropout, rec_dropout, embed_l2;
     double valid_share;
@@ -48,7 +50,7 @@ typedef struct {
     struct {
         bool data, T, embed, hidden, pool, kernel, attn_size, heads, padding, truncating, folds,
             fold, fold_seed, dropout, rec_dropout, embed_l2, valid_share, bidirectional, masked,
-            bigrams, nb, inner_folds, inner_fold;
+            bigrams, nb, inner_folds, inner_fold, gate_act;
     } given;
 } TrainFlags;
 
@@ -76,6 +78,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"heads", ARG_INT, &f->heads, "--pool query --attention multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.heads},
         {"bigrams", ARG_INT, &f->bigrams, "--pool bow: hash buckets for pairs of adjacent words (0: words only)", .has_min = true, .min = 0, .has_max = true, .max = 1 << 24, .given = &f->given.bigrams},
         {"nb", ARG_FLAG, &f->nb, "--pool bow, two classes: scale each feature by its naive-Bayes log-count ratio over the training sentences (Wang & Manning 2012's NBSVM features; a logistic regression on them)", .given = &f->given.nb},
+        {"recurrent-activation", ARG_CHOICE, &f->gate_act, "the LSTM gates i, f, o: sigmoid (tf.keras, Keras >= 2.3) or hard_sigmoid, max(0, min(1, 0.2 x + 0.5)) (standalone Keras <= 2.2's default, the demo's era)", .choices = GATE_ACTS, .given = &f->given.gate_act},
         {"masked", ARG_FLAG, &f->masked, "mask the padding in the LSTM and the pooling (with --padding post; the demo does not)", .given = &f->given.masked},
         {"dropout", ARG_FLOAT, &f->dropout, "LSTM input dropout, one mask per sentence", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
         {"rec-dropout", ARG_FLOAT, &f->rec_dropout, "LSTM recurrent dropout, one mask per sentence", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.rec_dropout},
@@ -163,6 +166,8 @@ static int check_resume_flags(TrainRun *r, Error *err) {
     flag_diffs_int(&d, "attn-size", f->given.attn_size, f->attn_size, c->attn_size);
     flag_diffs_int(&d, "heads", f->given.heads, f->heads, c->heads);
     flag_diffs_switch(&d, "masked", f->given.masked, f->masked, c->masked);
+    flag_diffs_text(&d, "recurrent-activation", f->given.gate_act, GATE_ACTS[f->gate_act],
+                    lstm_gate_act_name(c->gate_act));
     flag_diffs_int(&d, "bigrams", f->given.bigrams, f->bigrams, c->bigrams);
     flag_diffs_switch(&d, "nb", f->given.nb, f->nb, c->nb);
     flag_diffs_int(&d, "inner-folds", f->given.inner_folds, f->inner_folds, st->split.inner_folds);
@@ -211,6 +216,7 @@ static int load_data(TrainRun *r, Error *err) {
         c->attn_size = f->attn_size, c->heads = f->heads, c->masked = f->masked;
         c->classes = r->set.n_classes, c->dropout = f->dropout, c->rec_dropout = f->rec_dropout;
         c->embed_l2 = f->embed_l2, c->bigrams = f->bigrams, c->nb = f->nb;
+        c->gate_act = (LstmGateAct)f->gate_act;
         if (text_config_check(c, err)) return -1;
         st->padding = f->padding == 0 ? KERAS_PRE : KERAS_POST;
         st->truncating = f->truncating == 0 ? KERAS_PRE : KERAS_POST;
@@ -338,9 +344,11 @@ static void print_header(const TrainRun *r) {
         return;
     }
     fprintf(stderr, "text classify train: %d training and %d validation sentences, %d words, "
-            "%d classes; embed %d, %sLSTM %d, %s%s; batch %d, lr %g; step %ld%s\n",
+            "%d classes; embed %d, %sLSTM %d%s, %s%s; batch %d, lr %g; step %ld%s\n",
             r->train.n, r->valid.n, c->vocab - 1, c->classes, c->embed,
-            c->bidirectional ? "bidirectional " : "", c->hidden, pool, c->masked ? ", masked" : "",
+            c->bidirectional ? "bidirectional " : "", c->hidden,
+            c->gate_act == LSTM_GATE_HARD_SIGMOID ? " (hard_sigmoid gates)" : "", pool,
+            c->masked ? ", masked" : "",
             r->st.optim.batch, r->st.optim.lr, r->st.step, budget);
 }
 

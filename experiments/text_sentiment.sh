@@ -1,6 +1,6 @@
 #!/bin/sh
 # shellcheck disable=SC2046,SC2086  # flags_of and data_flags print flags to split into words
-# text_sentiment.sh [demo pools folds target select] ...
+# text_sentiment.sh [demo demo-hard pools folds target select] ...
 #
 # Issue 57's experiments with the sentence classifier (`text classify`, models/textclass.h)
 # on UCI's Sentiment Labelled Sentences (Kotzias et al. 2015; the `sentiment` package's
@@ -12,6 +12,9 @@
 #           t-interval of the mean over the seeds, beside the demo's 77 % and 81.25 %, and
 #           the mean of each run's best epoch (chosen on the validation sentences themselves:
 #           optimistic, shown only to read the demo's single figure against)
+#   demo-hard  the demo's table again with the LSTM's gates made by hard_sigmoid
+#           (--recurrent-activation hard_sigmoid: standalone Keras <= 2.2's default, the
+#           demo's era; DEMO_HARD_ROWS: last-hard, keras-hard or both, the default)
 #   pools   every pooling and kernel as a row on the same split, POOL_SEEDS seeds each
 #           (default 3): keras, final-dot, query with each seq/attention kernel, last,
 #           mean, bow (the bag-of-words logistic regression), masked and not, one direction
@@ -43,7 +46,7 @@
 # run each time, so running a part adds its table and keeps the others.
 #
 # Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default 1), SEEDS,
-# POOL_SEEDS, POOL_ROWS, FOLDS (default 10), FOLD_LIST (the folds run, default all),
+# DEMO_HARD_ROWS, POOL_SEEDS, POOL_ROWS, FOLDS (default 10), FOLD_LIST (the folds run, default all),
 # FOLD_DATA (default "amazon yelp imdb all"), FOLD_ROWS, TARGET_ROWS, SELECT_GRID (default
 # "1e-3 1e-4 1e-5"), SELECT_INNER (default 3), AFINN_PKG, DATA_ROOT
 # (the folder holding sentiment/, default data; text classify's --data-root), RESULTS
@@ -105,6 +108,8 @@ flags_of() {
     query-multi-head) echo "--pool query --attention multi-head --heads 4" ;;
     query-none) echo "--pool query --attention none" ;;
     last) echo "--pool last" ;;
+    last-hard) echo "--pool last --recurrent-activation hard_sigmoid" ;;
+    keras-hard) echo "--pool keras --recurrent-activation hard_sigmoid" ;;
     last-masked) echo "--pool last --masked" ;;
     last-bi-masked) echo "--pool last --bidirectional --masked" ;;
     mean) echo "--pool mean" ;;
@@ -182,6 +187,41 @@ seeds_of() { seq 1 "$1"; }
 # data_flags NAME: the --data flag of a fold data set.
 data_flags() { echo "--data sentiment:$1"; }
 
+# demo_row ROW: the demo's table's row of ROW over seeds 1..SEEDS (its accuracies kept in
+# tables/demo-ROW.txt).
+demo_row() {
+    accs="" bests=""
+    for s in $(seeds_of "$SEEDS"); do
+        accs="$accs$(train $(flags_of $1) --seed "$s")
+"
+        bests="$bests$(best_epoch $(flags_of $1) --seed "$s")
+"
+    done
+    st=$(printf '%s' "$accs" | stats)
+    best=$(printf '%s' "$bests" | stats | awk '{ print ($1 == 0) ? "-" : $2 " %" }')
+    case $1 in last*) what="no attention (last state)"; demo="77 %" ;; *) what="attention (keras)"; demo="81.25 %" ;; esac
+    echo "| $what | \`$(flags_of $1)\` | $(cells "$st") | $demo | $best |"
+    printf '%s' "$accs" > "$store/tables/demo-$1.txt"
+}
+
+# demo_head: the head of a demo table.
+demo_head() {
+    echo "| model | flags | seeds | mean accuracy | sd | 95 % t-interval | min - max | the demo (one run) | best epoch's mean (optimistic) |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+}
+
+# demo_compare LAST KERAS: the line comparing two rows' accuracies (tables/demo-ROW.txt).
+demo_compare() {
+    [ -s "$store/tables/demo-$1.txt" ] && [ -s "$store/tables/demo-$2.txt" ] || return 0
+    l=$(stats < "$store/tables/demo-$1.txt") k=$(stats < "$store/tables/demo-$2.txt")
+    echo "$l $k" | awk '{ d = $9 - $2
+        se = sqrt(($3 == "-" ? 0 : $3 ^ 2) / $1 + ($10 == "-" ? 0 : $10 ^ 2) / $8)
+        printf "Attention minus the last state: %+.2f points (Welch standard error %.2f); ", d, se
+        if ($5 < $11 && d > 0) print "the intervals do not overlap: attention beats the unmasked last state on this split."
+        else if (d > 0) print "the intervals overlap: no clear win."
+        else print "attention does not beat the last state here." }'
+}
+
 part_demo() {
     {
         echo "## The demo's table"
@@ -194,33 +234,29 @@ part_demo() {
         echo "sentences themselves: optimistic, no result of this page, shown only to read the demo's"
         echo "single figure against (had it been a best epoch)."
         echo
-        echo "| model | flags | seeds | mean accuracy | sd | 95 % t-interval | min - max | the demo (one run) | best epoch's mean (optimistic) |"
-        echo "|---|---|---|---|---|---|---|---|---|"
-        for row in last keras; do
-            accs="" bests=""
-            for s in $(seeds_of "$SEEDS"); do
-                accs="$accs$(train $(flags_of $row) --seed "$s")
-"
-                bests="$bests$(best_epoch $(flags_of $row) --seed "$s")
-"
-            done
-            st=$(printf '%s' "$accs" | stats)
-            best=$(printf '%s' "$bests" | stats | awk '{ print ($1 == 0) ? "-" : $2 " %" }')
-            case $row in last) what="no attention (last state)"; demo="77 %" ;; *) what="attention (keras)"; demo="81.25 %" ;; esac
-            echo "| $what | \`$(flags_of $row)\` | $(cells "$st") | $demo | $best |"
-            printf '%s' "$accs" > "$store/tables/demo-$row.txt"
-        done
+        demo_head
+        for row in last keras; do demo_row $row; done
         echo
-        l=$(stats < "$store/tables/demo-last.txt") k=$(stats < "$store/tables/demo-keras.txt")
-        echo "$l $k" | awk '{ d = $9 - $2
-            se = sqrt(($3 == "-" ? 0 : $3 ^ 2) / $1 + ($10 == "-" ? 0 : $10 ^ 2) / $8)
-            printf "Attention minus the last state: %+.2f points (Welch standard error %.2f); ", d, se
-            if ($5 < $11 && d > 0) print "the intervals do not overlap: attention beats the unmasked last state on this split."
-            else if (d > 0) print "the intervals overlap: no clear win."
-            else print "attention does not beat the last state here." }'
+        demo_compare last keras
         echo "The unmasked last state is the LSTM's state after the post-padding (the demo's baseline):"
         echo "compare \`last-masked\` in the next table."
     } > "$store/tables/1-demo.md"
+}
+
+# The demo's table again with Keras <= 2.2's LSTM gates (hard_sigmoid, the demo's era);
+# DEMO_HARD_ROWS picks rows (default both).
+part_demo_hard() {
+    {
+        echo "## The demo's table with hard-sigmoid gates"
+        echo
+        echo "As the demo's table, the LSTM's gates i, f, o made by \`hard_sigmoid\` (max(0, min(1, 0.2 x + 0.5))),"
+        echo "standalone Keras <= 2.2's default \`recurrent_activation\` (tf.keras and Keras >= 2.3: sigmoid)."
+        echo
+        demo_head
+        for row in ${DEMO_HARD_ROWS:-last-hard keras-hard}; do demo_row $row; done
+        echo
+        demo_compare last-hard keras-hard
+    } > "$store/tables/1b-demo-hard.md"
 }
 
 part_pools() {
@@ -382,11 +418,12 @@ part_select() {
 for part in "$@"; do
     case $part in
     demo) part_demo ;;
+    demo-hard) part_demo_hard ;;
     pools) part_pools ;;
     folds) part_folds ;;
     target) part_target ;;
     select) part_select ;;
-    *) echo "text_sentiment.sh: unknown part '$part' (demo, pools, folds, target, select)" >&2; exit 2 ;;
+    *) echo "text_sentiment.sh: unknown part '$part' (demo, demo-hard, pools, folds, target, select)" >&2; exit 2 ;;
     esac
     echo "text_sentiment.sh: $part done" >&2
 done

@@ -31,7 +31,7 @@ TextConfig text_config_default(int vocab) {
     TextConfig c = {.vocab = vocab, .T = 32, .embed = 32, .hidden = 100, .bidirectional = 0,
                     .pool = TEXT_POOL_KERAS, .attn_kind = ATTN_ADDITIVE, .attn_size = 0,
                     .heads = 1, .masked = 0, .classes = 2, .dropout = 0.3f,
-                    .rec_dropout = 0.2f, .embed_l2 = 1e-3f};
+                    .rec_dropout = 0.2f, .embed_l2 = 1e-3f, .gate_act = LSTM_GATE_SIGMOID};
     return c;
 }
 
@@ -269,10 +269,16 @@ static void lstm_pool_forward(TextActs *a, const TextParams *p, const TextConfig
             rim = c->dropout > 0 ? a->rin_mask : NULL;
             rrm = c->rec_dropout > 0 ? a->rrec_mask : NULL;
         }
-        lstm_seq_forward_gated(a->hs, a->cache, a->x, p->lstm_W, p->lstm_b, L, im, rm, 0, T, B, E, H);
+    }
+    // The gated LSTM trains (one mask per gate) and runs the hard-sigmoid gates; evaluation
+    // with sigmoid gates keeps the shared-mask LSTM.
+    a->gated = rng || c->gate_act != LSTM_GATE_SIGMOID;
+    if (a->gated) {
+        lstm_seq_forward_gated(a->hs, a->cache, a->x, p->lstm_W, p->lstm_b, L, im, rm, 0,
+                               c->gate_act, T, B, E, H);
         if (c->bidirectional)
-            lstm_seq_forward_gated(a->rhs, a->rcache, a->x, p->rev_W, p->rev_b, L, rim, rrm, 1, T, B,
-                                   E, H);
+            lstm_seq_forward_gated(a->rhs, a->rcache, a->x, p->rev_W, p->rev_b, L, rim, rrm, 1,
+                                   c->gate_act, T, B, E, H);
     } else {
         lstm_seq_forward(a->hs, a->cache, a->x, p->lstm_W, p->lstm_b, L, NULL, NULL, 0, T, B, E, H);
         if (c->bidirectional)
@@ -436,15 +442,15 @@ void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextCo
                 memcpy(a->drhs + ((size_t)t * B + b) * H, s + H, (size_t)H * sizeof(float));
         }
     memset(a->dx, 0, (size_t)T * B * E * sizeof(float));
-    if (a->dropout_on) {  // the gated LSTM of a training forward, with its masks
-        const int di = c->dropout > 0, dr = c->rec_dropout > 0;
+    if (a->gated) {  // the gated LSTM of the forward, with its masks when it drew them
+        const int di = a->dropout_on && c->dropout > 0, dr = a->dropout_on && c->rec_dropout > 0;
         lstm_seq_backward_gated(a->dx, g->lstm_W, g->lstm_b, a->dhs, a->cache, p->lstm_W, L,
-                                di ? a->in_mask : NULL, dr ? a->rec_mask : NULL, 0, a->scratch,
-                                T, B, E, H);
+                                di ? a->in_mask : NULL, dr ? a->rec_mask : NULL, 0, c->gate_act,
+                                a->scratch, T, B, E, H);
         if (c->bidirectional)
             lstm_seq_backward_gated(a->dx, g->rev_W, g->rev_b, a->drhs, a->rcache, p->rev_W, L,
                                     di ? a->rin_mask : NULL, dr ? a->rrec_mask : NULL, 1,
-                                    a->scratch, T, B, E, H);
+                                    c->gate_act, a->scratch, T, B, E, H);
     } else {
         lstm_seq_backward(a->dx, g->lstm_W, g->lstm_b, a->dhs, a->cache, p->lstm_W, L, NULL, NULL,
                           0, a->scratch, T, B, E, H);

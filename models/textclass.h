@@ -51,6 +51,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "seq/attention.h"
+#include "seq/lstm_seq.h"
 
 typedef enum {
     TEXT_POOL_KERAS = 0,
@@ -82,6 +83,7 @@ typedef struct {
     float embed_l2;      // L2 penalty on E (1e-3)
     int bigrams;         // pool bow only: hash buckets of adjacent word pairs (0: words only)
     int nb;              // pool bow, two classes only: 1 scales the features by bow.nb
+    LstmGateAct gate_act;  // the LSTM's gates i, f, o: sigmoid (default) or Keras <= 2.2's hard_sigmoid
 } TextConfig;
 
 // The demo: vocab given, T 32, embed 32, hidden 100, forward, keras pooling, unmasked,
@@ -121,6 +123,7 @@ typedef struct {
     float *in_mask, *rec_mask, *rin_mask, *rrec_mask;  // (B, 4, embed), (B, 4, hidden) dropout,
                                                        // one mask per gate i, f, g, o
     int dropout_on;         // the last forward drew masks (training)
+    int gated;              // the last forward ran lstm_seq_forward_gated (training or hard_sigmoid)
     int *active, *n_active; // bow: (B, 2 T) each row's active features, (B) how many
     float *states;          // (B, T, D)
     float *pooled;          // (B, D)

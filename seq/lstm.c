@@ -196,6 +196,36 @@ void lstm_gates_backward(float *gates, float *dc_prev, const float *dh, const fl
     linear_bias_backward(db, gates, B, 4 * H);
 }
 
+// The hard sigmoid's derivative from its value v: 0.2 inside the ramp, 0 where clipped.
+static inline float hard_sigmoid_grad(float v) { return v > 0.0f && v < 1.0f ? 0.2f : 0.0f; }
+
+// gates_backward_row with hard-sigmoid gates i, f, o; cp NULL: c_prev = 0 (dcp unused).
+static void gates_backward_row_hard(float *restrict gi, float *restrict gf, float *restrict gg,
+                                    float *restrict go, float *restrict dcp,
+                                    const float *restrict cp, const float *restrict cr,
+                                    const float *restrict dh, const float *restrict dc, int H) {
+    for (int j = 0; j < H; j++) {
+        float vi = gi[j], vf = gf[j], vg = gg[j], vo = go[j], tc = tanh_fast(cr[j]);
+        float dct = dh[j] * vo * (1.0f - tc * tc) + dc[j];
+        if (cp) dcp[j] += dct * vf;
+        gi[j] = dct * vg * hard_sigmoid_grad(vi);
+        gf[j] = cp ? dct * cp[j] * hard_sigmoid_grad(vf) : 0.0f;
+        gg[j] = dct * vi * (1.0f - vg * vg);
+        go[j] = dh[j] * tc * hard_sigmoid_grad(vo);
+    }
+}
+
+void lstm_gates_backward_hard(float *gates, float *dc_prev, const float *dh, const float *dc,
+                              const float *c_prev, const float *c, float *db, int B, int H) {
+    for (int r = 0; r < B; r++) {
+        float *g = gates + (size_t)r * 4 * H;
+        size_t o = (size_t)r * H;
+        gates_backward_row_hard(g, g + H, g + 2 * H, g + 3 * H, c_prev ? dc_prev + o : NULL,
+                                c_prev ? c_prev + o : NULL, c + o, dh + o, dc + o, H);
+    }
+    linear_bias_backward(db, gates, B, 4 * H);
+}
+
 int lstm_scratch_floats(int B, int I, int H) {
     // dgates (B, 4H) then dxh (B, I + H)
     return B * 4 * H + B * (I + H);

@@ -84,6 +84,12 @@ void lstm_gates_backward(float *gates, float *dc_prev, const float *dh, const fl
                          const float *c_prev, const float *c, const float *peep, float *dpeep,
                          float *db, int B, int H);
 
+// lstm_gates_backward without peepholes for gates i, f, o made by Keras's hard_sigmoid,
+// max(0, min(1, 0.2 x + 0.5)), instead of the sigmoid: each such gate's derivative is 0.2
+// where its value lies strictly inside (0, 1) (pre-activation inside (-2.5, 2.5)), else 0.
+void lstm_gates_backward_hard(float *gates, float *dc_prev, const float *dh, const float *dc,
+                              const float *c_prev, const float *c, float *db, int B, int H);
+
 // Plain-loop reference of lstm_forward for tests (double accumulation, no GEMM, no xh).
 // Outputs h, c (B, H) and gates (B, 4H) post-activation; same inputs as lstm_forward, and
 // the peepholes peep (3H, NULL: none).

@@ -184,9 +184,38 @@ static void add_masked_rows(float *dst, const float *src, const float *mask, siz
     }
 }
 
+const char *lstm_gate_act_name(LstmGateAct a) {
+    return a == LSTM_GATE_HARD_SIGMOID ? "hard_sigmoid" : "sigmoid";
+}
+
+int lstm_gate_act_parse(const char *name, LstmGateAct *a) {
+    if (!strcmp(name, "sigmoid")) *a = LSTM_GATE_SIGMOID;
+    else if (!strcmp(name, "hard_sigmoid")) *a = LSTM_GATE_HARD_SIGMOID;
+    else return -1;
+    return 0;
+}
+
+// out (n) = max(0, min(1, 0.2 x + 0.5)), Keras's hard_sigmoid; in place allowed.
+static void hard_sigmoid_forward(float *out, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float v = 0.2f * x[i] + 0.5f;
+        out[i] = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+    }
+}
+
+// One row's gate activations in place, gr (4H) pre-activations i, f, g, o.
+static void gate_activations(float *gr, LstmGateAct act, int H) {
+    void (*gate)(float *, const float *, size_t) =
+        act == LSTM_GATE_HARD_SIGMOID ? hard_sigmoid_forward : sigmoid_forward;
+    gate(gr, gr, 2 * (size_t)H);  // i, f
+    tanh_forward(gr + 2 * H, gr + 2 * H, (size_t)H);
+    gate(gr + 3 * H, gr + 3 * H, (size_t)H);
+}
+
 void lstm_seq_forward_gated(float *hs, float *cache, const float *x, const float *W,
                             const float *b, const int *lengths, const float *in_mask,
-                            const float *rec_mask, int reverse, int T, int B, int I, int H) {
+                            const float *rec_mask, int reverse, LstmGateAct act, int T, int B,
+                            int I, int H) {
     CHECK(T >= 1 && B >= 1 && I >= 1 && H >= 1, "T %d B %d I %d H %d", T, B, I, H);
     Views v = gated_views(cache, T, B, I, H);
     const int K = I + H, G = 4 * H;
@@ -215,9 +244,7 @@ void lstm_seq_forward_gated(float *hs, float *cache, const float *x, const float
         }
         for (int r = 0; r < B; r++) {
             float *gr = g + (size_t)r * G, *cr = c + (size_t)r * H, *hr = h + (size_t)r * H;
-            sigmoid_forward(gr, gr, 2 * (size_t)H);  // i, f
-            tanh_forward(gr + 2 * H, gr + 2 * H, (size_t)H);
-            sigmoid_forward(gr + 3 * H, gr + 3 * H, (size_t)H);
+            gate_activations(gr, act, H);
             const float *cp = c_prev ? c_prev + (size_t)r * H : NULL;
             for (int j = 0; j < H; j++) cr[j] = (cp ? gr[H + j] * cp[j] : 0.0f) + gr[j] * gr[2 * H + j];
             tanh_forward(hr, cr, (size_t)H);
@@ -280,7 +307,7 @@ static void gated_step_dx(float *dx, const float *dg, const float *W, const floa
 void lstm_seq_backward_gated(float *dx, float *dW, float *db, const float *dhs,
                              float *cache, const float *W, const int *lengths,
                              const float *in_mask, const float *rec_mask, int reverse,
-                             float *scratch, int T, int B, int I, int H) {
+                             LstmGateAct act, float *scratch, int T, int B, int I, int H) {
     Views v = gated_views(cache, T, B, I, H);
     const int K = I + H, G = 4 * H, ng = gate_groups(in_mask, rec_mask), N = G / ng;
     const size_t BH = (size_t)B * H;
@@ -306,8 +333,12 @@ void lstm_seq_backward_gated(float *dx, float *dW, float *db, const float *dhs,
         const float *c_prev = s ? v.c + (size_t)tp * BH : NULL;
         float *dg = dg_all + (size_t)t * B * G;  // the step's gates become their gradients
         memset(dcp, 0, BH * sizeof(float));
-        lstm_gates_backward(dg, s ? dcp : NULL, dh, dc, c_prev, v.c + (size_t)t * BH, NULL, NULL,
-                            db, B, H);
+        if (act == LSTM_GATE_HARD_SIGMOID)
+            lstm_gates_backward_hard(dg, s ? dcp : NULL, dh, dc, c_prev, v.c + (size_t)t * BH, db,
+                                     B, H);
+        else
+            lstm_gates_backward(dg, s ? dcp : NULL, dh, dc, c_prev, v.c + (size_t)t * BH, NULL,
+                                NULL, db, B, H);
         if (ng == 4) {
             gated_step_weight_grads(dW, dg, v.xh, s > 0, t, T, B, I, H);
             if (dx) gated_step_dx(dx + (size_t)t * B * I, dg, W, in_mask, part, B, I, H);

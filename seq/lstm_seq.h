@@ -60,14 +60,23 @@ void lstm_seq_backward(float *dx, float *dW, float *db, const float *dhs, const 
 // lstm_seq_forward's up to rounding. The plain-loop reference it is tested against is
 // tests/test_lstm_seq.c's (seq/lstm.h's double cell once per gate), with gradient checks of
 // every mask combination.
+// act: the gates i, f, o's activation, LSTM_GATE_SIGMOID (what lstm_seq_forward uses) or
+// LSTM_GATE_HARD_SIGMOID, max(0, min(1, 0.2 x + 0.5)): standalone Keras <= 2.2's default
+// recurrent_activation (keras/layers/recurrent.py, keras/backend's hard_sigmoid), the
+// Keras of the attention demo; tf.keras and Keras >= 2.3 use the sigmoid.
+typedef enum { LSTM_GATE_SIGMOID = 0, LSTM_GATE_HARD_SIGMOID = 1 } LstmGateAct;
+// "sigmoid", "hard_sigmoid"; parse returns 0 or -1.
+const char *lstm_gate_act_name(LstmGateAct a);
+int lstm_gate_act_parse(const char *name, LstmGateAct *a);
 size_t lstm_seq_gated_cache_floats(int T, int B, int I, int H);
 size_t lstm_seq_gated_scratch_floats(int T, int B, int I, int H);
 void lstm_seq_forward_gated(float *hs, float *cache, const float *x, const float *W,
                             const float *b, const int *lengths, const float *in_mask,
-                            const float *rec_mask, int reverse, int T, int B, int I, int H);
+                            const float *rec_mask, int reverse, LstmGateAct act, int T, int B,
+                            int I, int H);
 void lstm_seq_backward_gated(float *dx, float *dW, float *db, const float *dhs,
                              float *cache, const float *W, const int *lengths,
                              const float *in_mask, const float *rec_mask, int reverse,
-                             float *scratch, int T, int B, int I, int H);
+                             LstmGateAct act, float *scratch, int T, int B, int I, int H);
 
 #endif

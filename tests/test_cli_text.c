@@ -11,7 +11,8 @@
 // logistic regression (--pool bow) trains, resumes bit for bit, and evaluates, predicts and
 // shows its words like the LSTM models; with --nb (naive-Bayes scaled features) it keeps
 // its fixed scales through a resume and refuses three classes. --inner-folds holds the
-// outer fold out and validates on an inner fold of the rest.
+// outer fold out and validates on an inner fold of the rest. --recurrent-activation
+// hard_sigmoid is recorded, resumed bit for bit, refused on a mismatched --resume.
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -408,12 +409,50 @@ static void test_masked_needs_post_padding(void) {
     EXPECT(rc == 0, "--masked with post-padding trains: %d", rc);
 }
 
+// --recurrent-activation hard_sigmoid: said at the start, recorded in the checkpoint
+// (text.recurrent_activation; its weights differ from the sigmoid run's of the same flags),
+// resumed bit for bit, refused when --resume names the other, read by eval (its accuracy is
+// the training's last validation).
+static void test_hard_sigmoid(void) {
+    int rc = run_text("classify train " TINY " --recurrent-activation hard_sigmoid --data %s/s.tsv --steps 7 --out %s/hard --json",
+                      tmpdir, tmpdir);
+    char *err = read_text("stderr.txt"), *out = read_text("stdout.txt");
+    EXPECT(rc == 0 && err && strstr(err, "(hard_sigmoid gates)"), "hard train: %d, %s", rc, err ? err : "");
+    cJSON *j = cJSON_Parse(out ? out : "");
+    cJSON *va = cJSON_GetObjectItem(j, "valid_accuracy");
+    double train_acc = cJSON_IsNumber(va) ? va->valuedouble : -1;
+    cJSON_Delete(j);
+    free(err), free(out);
+    char a[1024], b[1024], why[256];
+    snprintf(a, sizeof a, "%s/hard/model.safetensors", tmpdir);
+    snprintf(b, sizeof b, "%s/whole/model.safetensors", tmpdir);
+    EXPECT(!checkpoints_identical(a, b, "train.step", why, sizeof why), "hard_sigmoid changed nothing");
+    rc = run_text("classify train " TINY " --recurrent-activation hard_sigmoid --data %s/s.tsv --steps 3 --out %s/hard-part",
+                  tmpdir, tmpdir);
+    EXPECT(rc == 0, "hard first part exited %d", rc);
+    rc = run_text("classify train --steps 7 --resume --out %s/hard-part", tmpdir);
+    EXPECT(rc == 0, "hard resume exited %d", rc);
+    snprintf(b, sizeof b, "%s/hard-part/model.safetensors", tmpdir);
+    EXPECT(checkpoints_identical(a, b, "train.step", why, sizeof why), "hard resume differs: %s", why);
+    rc = run_text("classify train --steps 8 --resume --recurrent-activation sigmoid --out %s/hard", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--recurrent-activation sigmoid (checkpoint: hard_sigmoid)");
+    rc = run_text("classify eval --model %s/hard/model.safetensors --json", tmpdir);
+    out = read_text("stdout.txt");
+    j = cJSON_Parse(out ? out : "");
+    cJSON *acc = cJSON_GetObjectItem(j, "accuracy");
+    EXPECT(rc == 0 && cJSON_IsNumber(acc) && acc->valuedouble == train_acc, "eval: %s (train %g)",
+           out ? out : "", train_acc);
+    cJSON_Delete(j);
+    free(out);
+}
+
 int main(void) {
     if (scratch_open(&sc, "test_cli_text", "text")) return 1;
     tmpdir = sc.dir;
     write_binary_tsv();
     RUN(test_train_writes_outputs);
     RUN(test_resume_bit_identical);
+    RUN(test_hard_sigmoid);
     RUN(test_eval_json);
     RUN(test_predict);
     RUN(test_show);

@@ -4,7 +4,9 @@
 //   directions, without and with lengths (one row of length 0) and dropout masks.
 // - The float backward against central differences (eps 1e-6) of the whole sequence computed
 //   in double, with dropout, with and without lengths, both directions; shared and per-gate
-//   masks (and the gated LSTM without its input or its recurrent masks).
+//   masks (and the gated LSTM without its input or its recurrent masks); the gated LSTM
+//   with hard-sigmoid gates (Keras <= 2.2's recurrent_activation) too, at points away from
+//   the kinks, some gates clipped; its float loss against the double sequence's.
 // - The forward against seq/lstm.h's double reference cell run step by step with the masks
 //   applied by hand: the same mask at every step on x_t and on h_{t-1} (not on the carried
 //   state); padding steps leave the state unchanged, so a forward row's state at
@@ -32,6 +34,7 @@ typedef struct {
     const int *lengths;
     int reverse, dropout, gated;  // gated: lstm_seq_forward_gated, one mask per gate
     int no_in, no_rec;            // gated with dropout: pass NULL for the input (recurrent) masks
+    LstmGateAct act;              // gated: the gates' activation
     float x[T * B * I], dx[T * B * I];
     float W[4 * H * K], dW[4 * H * K], b[4 * H], db[4 * H];
     float in_mask[B * I], rec_mask[B * H];
@@ -47,7 +50,7 @@ static void fix_forward(void *ctx, float *out) {
     Fix *f = ctx;
     if (f->gated)
         lstm_seq_forward_gated(out, f->cache, f->x, f->W, f->b, f->lengths, gin(f), grec(f),
-                               f->reverse, T, B, I, H);
+                               f->reverse, f->act, T, B, I, H);
     else
         lstm_seq_forward(out, f->cache, f->x, f->W, f->b, f->lengths, f->dropout ? f->in_mask : NULL,
                          f->dropout ? f->rec_mask : NULL, f->reverse, T, B, I, H);
@@ -59,7 +62,7 @@ static void fix_backward(void *ctx, const float *dout) {
     fix_forward(f, hs);
     if (f->gated)
         lstm_seq_backward_gated(f->dx, f->dW, f->db, dout, f->cache, f->W, f->lengths, gin(f),
-                                grec(f), f->reverse, f->scratch, T, B, I, H);
+                                grec(f), f->reverse, f->act, f->scratch, T, B, I, H);
     else
         lstm_seq_backward(f->dx, f->dW, f->db, dout, f->cache, f->W, f->lengths,
                           f->dropout ? f->in_mask : NULL, f->dropout ? f->rec_mask : NULL, f->reverse,
@@ -259,9 +262,31 @@ static double mask_at(const Fix *f, int r, int q, int k) {
     return !m ? 1.0 : k < I ? m[(r * 4 + q) * I + k] : m[(r * 4 + q) * H + k - I];
 }
 
+// Gates i, f, o in double: the sigmoid or Keras's hard_sigmoid, max(0, min(1, 0.2 x + 0.5)).
+static double gate_ref(double x, LstmGateAct act) {
+    if (act != LSTM_GATE_HARD_SIGMOID) return 1 / (1 + exp(-x));
+    double v = 0.2 * x + 0.5;
+    return v < 0 ? 0 : v > 1 ? 1 : v;
+}
+
+// Where the hard sigmoid's pre-activations lie (seq_loss_ref's kinks): the least distance
+// of any from a kink (+-2.5), how many are clipped and how many inside.
+typedef struct {
+    double gap;
+    int clipped, inside;
+} Kinks;
+
+static void kinks_add(Kinks *k, double pre) {
+    double d = fabs(fabs(pre) - 2.5);
+    if (d < k->gap) k->gap = d;
+    if (fabs(pre) >= 2.5) k->clipped++;
+    else k->inside++;
+}
+
 // The sequence in double (the same rules as seq/lstm_seq.h): the weighted sum of every h.
+// kinks (NULL: not wanted) gathers gates i, f, o's pre-activations.
 static double seq_loss_ref(const double *x, const double *W, const double *b, const Fix *f,
-                           const float *wts) {
+                           const float *wts, Kinks *kinks) {
     double loss = 0;
     for (int r = 0; r < B; r++) {
         double h[H] = {0}, c[H] = {0};
@@ -278,8 +303,9 @@ static double seq_loss_ref(const double *x, const double *W, const double *b, co
                         for (int k = 0; k < K; k++)
                             pre[q] += W[(q * H + j) * K + k] * xh[k] * mask_at(f, r, q, k);
                     }
-                    double ig = 1 / (1 + exp(-pre[0])), fg = 1 / (1 + exp(-pre[1]));
-                    double gg = tanh(pre[2]), og = 1 / (1 + exp(-pre[3]));
+                    double ig = gate_ref(pre[0], f->act), fg = gate_ref(pre[1], f->act);
+                    double gg = tanh(pre[2]), og = gate_ref(pre[3], f->act);
+                    if (kinks) kinks_add(kinks, pre[0]), kinks_add(kinks, pre[1]), kinks_add(kinks, pre[3]);
                     cn[j] = fg * c[j] + ig * gg;
                     hn[j] = og * tanh(cn[j]);
                 }
@@ -292,24 +318,44 @@ static double seq_loss_ref(const double *x, const double *W, const double *b, co
     return loss;
 }
 
+// Case k's fixture for the double checks: k & 1 lengths, k & 2 reverse, dropout always;
+// 0-3 the shared masks, 4-7 the gated LSTM's (6: no input masks, 7: no recurrent masks),
+// 8-11 the gated LSTM with hard-sigmoid gates (10: no input masks, 11: no recurrent masks).
+static void fix_case(Fix *f, int k) {
+    fix_init(f, k & 1 ? g_lengths : NULL, (k >> 1) & 1, 1, 60 + (uint64_t)k);
+    f->gated = k >= 4, f->no_in = k == 6 || k == 10, f->no_rec = k == 7 || k == 11;
+    f->act = k >= 8 ? LSTM_GATE_HARD_SIGMOID : LSTM_GATE_SIGMOID;
+    if (k >= 8)  // weights three times larger: some gates beyond the ramp
+        for (int i = 0; i < 4 * H * K; i++) f->W[i] *= 3.0f;
+}
+
 // The float backward against central differences (eps 1e-6) of the double sequence above,
 // every element of x, W and b: |analytic - numeric| <= 2e-5 + 1e-3 |numeric| (the float
-// forward's fast sigmoid and tanh are within 4e-7 of libm's). Cases 0-3 the shared masks,
-// 4-7 the gated LSTM's (6: no input masks, 7: no recurrent masks).
+// forward's fast sigmoid and tanh are within 4e-7 of libm's). Cases of fix_case; with the
+// hard sigmoid every gate pre-activation stays more than 1e-4 from a kink (so no difference
+// straddles one) and some are clipped, some inside; the float loss is the double one.
 static void test_double_gradcheck(void) {
-    for (int k = 0; k < 8; k++) {
+    for (int k = 0; k < 12; k++) {
         Fix f;
-        fix_init(&f, k & 1 ? g_lengths : NULL, (k >> 1) & 1, 1, 60 + (uint64_t)k);
-        f.gated = k >= 4, f.no_in = k == 6, f.no_rec = k == 7;
+        fix_case(&f, k);
         Rng rng;
         rng_seed(&rng, 61);
-        float wts[T * B * H];
+        float wts[T * B * H], hs[T * B * H];
         fill_uniform(wts, T * B * H, -1.0f, 1.0f, &rng);
         fix_backward(&f, wts);
         static double x[T * B * I], W[4 * H * K], b[4 * H];
         for (int i = 0; i < T * B * I; i++) x[i] = f.x[i];
         for (int i = 0; i < 4 * H * K; i++) W[i] = f.W[i];
         for (int i = 0; i < 4 * H; i++) b[i] = f.b[i];
+        Kinks kinks = {.gap = INFINITY};
+        double base = seq_loss_ref(x, W, b, &f, wts, &kinks), loss = 0;
+        fix_forward(&f, hs);
+        for (int i = 0; i < T * B * H; i++) loss += (double)wts[i] * hs[i];
+        EXPECT_NEAR(loss, base, 1e-5, 1e-5);
+        if (f.act == LSTM_GATE_HARD_SIGMOID)
+            EXPECT(kinks.gap > 1e-4 && kinks.clipped > 0 && kinks.inside > 0,
+                   "case %d: kink gap %g, %d clipped, %d inside", k, kinks.gap, kinks.clipped,
+                   kinks.inside);
         double *xs[3] = {x, W, b};
         const float *gs[3] = {f.dx, f.dW, f.db};
         const int ns[3] = {T * B * I, 4 * H * K, 4 * H};
@@ -318,9 +364,9 @@ static void test_double_gradcheck(void) {
             for (int i = 0; i < ns[q]; i++) {
                 double keep = xs[q][i], eps = 1e-6;
                 xs[q][i] = keep + eps;
-                double up = seq_loss_ref(x, W, b, &f, wts);
+                double up = seq_loss_ref(x, W, b, &f, wts, NULL);
                 xs[q][i] = keep - eps;
-                double down = seq_loss_ref(x, W, b, &f, wts);
+                double down = seq_loss_ref(x, W, b, &f, wts, NULL);
                 xs[q][i] = keep;
                 double num = (up - down) / (2 * eps), ana = gs[q][i];
                 EXPECT(fabs(ana - num) <= 2e-5 + 1e-3 * fabs(num),

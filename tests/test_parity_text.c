@@ -209,8 +209,10 @@ static int lstm_fixture_compare(const char *name, int perturb, int report) {
         float *scratch = calloc(ns, sizeof *scratch);
         float *dx = calloc(TB * E, sizeof *dx), *dW = calloc(G * K, sizeof *dW), *db = calloc(G, sizeof *db);
         if (gated) {
-            lstm_seq_forward_gated(hs, cache, x, W, b, lengths, im, rm, rev, T, B, E, H);
-            lstm_seq_backward_gated(dx, dW, db, R, cache, W, lengths, im, rm, rev, scratch, T, B, E, H);
+            lstm_seq_forward_gated(hs, cache, x, W, b, lengths, im, rm, rev, LSTM_GATE_SIGMOID, T,
+                                   B, E, H);
+            lstm_seq_backward_gated(dx, dW, db, R, cache, W, lengths, im, rm, rev, LSTM_GATE_SIGMOID,
+                                    scratch, T, B, E, H);
         } else {
             lstm_seq_forward(hs, cache, x, W, b, lengths, im, rm, rev, T, B, E, H);
             lstm_seq_backward(dx, dW, db, R, cache, W, lengths, im, rm, rev, scratch, T, B, E, H);

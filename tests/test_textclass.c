@@ -5,7 +5,8 @@
 //   for every pooling (keras, final-dot, query with the additive, dot, multiplicative and
 //   multi-head kernels, last, mean), masked and not, one direction and both, two classes
 //   (sigmoid) and three (softmax), with the dropout masks drawn (one per gate, the same at
-//   every evaluation) and the embedding's L2 penalty on.
+//   every evaluation) and the embedding's L2 penalty on; with hard-sigmoid gates too (keras
+//   and last pooling, with the dropout masks and without).
 // - The same 32 configurations in double precision: the model's float code cannot run in
 //   double (float throughout, OpenBLAS sgemm), so, as tests/test_pooling.c does for its
 //   pooling, the whole model is written again here as plain loops in double (text_loss_ref:
@@ -165,6 +166,23 @@ static void test_gradcheck_poolings(void) {
                              100 + (uint64_t)k) == 0, "%s", name);
                 k++;
             }
+}
+
+// The hard-sigmoid gates (--recurrent-activation hard_sigmoid) through the whole model:
+// keras and last pooling, masked and not, one direction and both, with the dropout masks
+// drawn and without (the evaluation forward, then the gated LSTM without masks). Keras's
+// initialisation keeps every gate inside the ramp here (no difference straddles a kink).
+static void test_gradcheck_hard_sigmoid(void) {
+    for (int k = 0; k < 8; k++) {
+        TextConfig c = small(k & 1 ? TEXT_POOL_LAST : TEXT_POOL_KERAS, ATTN_NONE, (k >> 1) & 1,
+                             (k >> 2) & 1, 2);
+        c.gate_act = LSTM_GATE_HARD_SIGMOID;
+        char name[96];
+        snprintf(name, sizeof name, "hard_sigmoid, %s, %s, %s, %s", k & 1 ? "last" : "keras",
+                 (k >> 1) & 1 ? "masked" : "unmasked", (k >> 2) & 1 ? "bidirectional" : "forward",
+                 k % 3 ? "dropout" : "no dropout");
+        EXPECT(check(c, k % 3 != 0, name, 700 + (uint64_t)k) == 0, "%s", name);
+    }
 }
 
 // --- the whole model in double ---------------------------------------------------------------
@@ -482,7 +500,7 @@ static void test_dropout_mask_per_gate(void) {
     float hs[NT * NB * 4];
     CHECK(H <= 4);
     lstm_seq_forward_gated(hs, cache, f.a.x, f.p.lstm_W, f.p.lstm_b, f.a.lengths, f.a.in_mask,
-                           f.a.rec_mask, 0, NT, NB, E, H);
+                           f.a.rec_mask, 0, LSTM_GATE_SIGMOID, NT, NB, E, H);
     for (int i = 0; i < NT * NB * H; i++) EXPECT_NEAR(f.a.hs[i], hs[i], 1e-6, 1e-5);
     int differ = 0;
     for (int b = 0; b < NB; b++)
@@ -727,6 +745,7 @@ int main(void) {
     RUN(test_keras_adam_epsilon);
     RUN(test_half_is_class_zero);
     RUN(test_gradcheck_poolings);
+    RUN(test_gradcheck_hard_sigmoid);
     RUN(test_double_gradcheck_poolings);
     return test_summary();
 }
