@@ -3,21 +3,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "seq/beam.h"
 #include "seq/vocab.h"
 
 void sat_next_word_logprobs(float *logprobs, const float *logits, int n, int V) {
-    for (int r = 0; r < n; r++) {
-        const float *z = logits + (size_t)r * V;
-        float *lp = logprobs + (size_t)r * V;
-        float mx = z[0];
-        for (int i = 1; i < V; i++) mx = z[i] > mx ? z[i] : mx;
-        double s = 0.0;
-        for (int i = 0; i < V; i++) s += exp((double)(z[i] - mx));
-        float lse = mx + (float)log(s);
-        for (int i = 0; i < V; i++) lp[i] = z[i] - lse;
-        lp[VOCAB_PAD] = -1e9f;
-        lp[VOCAB_START] = -1e9f;
-    }
+    static const int never[] = {VOCAB_PAD, VOCAB_START};
+    beam_word_logprobs(logprobs, logits, n, V, never, 2);
 }
 
 void sat_decode_collect(int *tokens, int *lens, float *alphas, const int *tok, const int *ln,

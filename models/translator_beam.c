@@ -87,22 +87,6 @@ static void gather_parents_(BeamModel *d, int n, const int *parent) {
     }
 }
 
-// logprobs (n, V) = log softmax(logits), the specials but <end> at -1e9 (never written).
-static void word_logprobs_(float *logprobs, const float *logits, int n, int V) {
-    for (int r = 0; r < n; r++) {
-        const float *z = logits + (size_t)r * V;
-        float *lp = logprobs + (size_t)r * V;
-        float mx = z[0];
-        for (int i = 1; i < V; i++) mx = z[i] > mx ? z[i] : mx;
-        double s = 0.0;
-        for (int i = 0; i < V; i++) s += exp((double)(z[i] - mx));
-        const float lse = mx + (float)log(s);
-        for (int i = 0; i < V; i++) lp[i] = z[i] - lse;
-        for (int i = 0; i < VOCAB_NSPECIAL; i++)
-            if (i != VOCAB_END) lp[i] = -1e9f;
-    }
-}
-
 static void beam_step_(void *ctx, int n, const int *parent, const int *token, float *logprobs) {
     BeamModel *d = ctx;
     const TranslatorConfig *tc = &d->m->cfg;
@@ -117,7 +101,8 @@ static void beam_step_(void *ctx, int n, const int *parent, const int *token, fl
                            .gates = d->gates, .o = d->o, .logits = d->logits};
     decoder_step_forward(&s, token, &d->m->p.dec, c, d->t, n);
     memcpy(d->alpha_hist + (size_t)d->t * d->R * c->L, d->al, (size_t)n * c->L * sizeof(float));
-    word_logprobs_(logprobs, d->logits, n, c->V);
+    static const int never[] = {VOCAB_PAD, VOCAB_START, VOCAB_UNK};  // the specials but <end>
+    beam_word_logprobs(logprobs, d->logits, n, c->V, never, 3);
     // The new states become this call's rows (query previous never reads zp).
     float *f;
     f = d->h, d->h = d->hn, d->hn = f;

@@ -239,3 +239,18 @@ void beam_search(int *tokens, int *lens, float *scores, int *rows, int B, void *
     for (int b = 0; b < B; b++) write_result(&s, cfg, b, n, level, tokens, lens, scores, rows);
     search_free(&s);
 }
+
+void beam_word_logprobs(float *logprobs, const float *logits, int n, int V, const int *banned,
+                        int n_banned) {
+    for (int r = 0; r < n; r++) {
+        const float *z = logits + (size_t)r * V;
+        float *lp = logprobs + (size_t)r * V;
+        float mx = z[0];
+        for (int i = 1; i < V; i++) mx = z[i] > mx ? z[i] : mx;
+        double s = 0.0;
+        for (int i = 0; i < V; i++) s += exp((double)(z[i] - mx));
+        const float lse = mx + (float)log(s);
+        for (int i = 0; i < V; i++) lp[i] = z[i] - lse;
+        for (int k = 0; k < n_banned; k++) lp[banned[k]] = -1e9f;
+    }
+}

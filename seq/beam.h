@@ -29,4 +29,10 @@ typedef struct {
 void beam_search(int *tokens, int *lens, float *scores, int *rows, int B, void *model,
                  BeamStepFn step, const BeamConfig *cfg);
 
+// The next word's scores for a step function: logprobs (n, V) = the log-softmax of each row
+// of logits (V words, the sum in double), then the n_banned ids of banned (words that never
+// follow: <pad>, <start>, ...) at -1e9.
+void beam_word_logprobs(float *logprobs, const float *logits, int n, int V, const int *banned,
+                        int n_banned);
+
 #endif
