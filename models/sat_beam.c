@@ -1,7 +1,10 @@
 #include "models/sat_beam.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "core/check.h"
 
 #include "seq/beam.h"
 #include "seq/vocab.h"
@@ -28,4 +31,22 @@ void sat_decode_collect(int *tokens, int *lens, float *alphas, const int *tok, c
                     memset(dst, 0, (size_t)L * sizeof(float));
             }
     }
+}
+
+void sat_beam_decode(int *tokens, int *lens, float *alphas, int B, int beam, float length_alpha,
+                     int V, int ML, int L, void *model, BeamStepFn step, const float *alpha_hist,
+                     int R) {
+    const int TS = ML + 1;
+    CHECK(beam >= 1 && B >= 1, "beam %d B %d", beam, B);
+    int *tok = xmalloc((size_t)B * TS * sizeof(int) * 2);
+    int *rows = tok + (size_t)B * TS;
+    int *ln = xmalloc((size_t)B * sizeof(int));
+    float *sc = xmalloc((size_t)B * sizeof(float));
+    BeamConfig bc = {.beam = beam, .max_len = TS, .length_alpha = length_alpha,
+                     .start_id = VOCAB_START, .end_id = VOCAB_END, .V = V};
+    beam_search(tok, ln, sc, rows, B, model, step, &bc);
+    sat_decode_collect(tokens, lens, alphas, tok, ln, rows, alpha_hist, B, R, ML, L);
+    free(tok);
+    free(ln);
+    free(sc);
 }

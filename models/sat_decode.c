@@ -183,21 +183,11 @@ void sat_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float 
         return;
     }
     const SatConfig *c = &m->cfg;
-    const int L = sat_L(c), ML = c->max_len, TS = ML + 1;
     CHECK(beam >= 1 && B >= 1, "beam %d B %d", beam, B);
     SatDecodeCtx d;
     sat_decode_ctx_init(&d, m, images, B, beam);
-    int *tok = xmalloc((size_t)B * TS * sizeof(int) * 2);
-    int *rows = tok + (size_t)B * TS;
-    int *ln = xmalloc((size_t)B * sizeof(int));
-    float *sc = xmalloc((size_t)B * sizeof(float));
-    BeamConfig bc = {.beam = beam, .max_len = TS, .length_alpha = length_alpha,
-                     .start_id = VOCAB_START, .end_id = VOCAB_END, .V = c->V};
-    beam_search(tok, ln, sc, rows, B, &d, sat_beam_step, &bc);
-    sat_decode_collect(tokens, lens, alphas, tok, ln, rows, d.alpha_hist, B, d.R, ML, L);
-    free(tok);
-    free(ln);
-    free(sc);
+    sat_beam_decode(tokens, lens, alphas, B, beam, length_alpha, c->V, c->max_len, sat_L(c), &d,
+                    sat_beam_step, d.alpha_hist, d.R);
     sat_decode_ctx_free(&d);
 }
 
