@@ -15,7 +15,10 @@
 #include "seq/transformer_decode.h"
 #include "seq/vocab.h"
 
-int tt_positions(const TtConfig *c) { return c->S > c->max_len + 1 ? c->S : c->max_len + 1; }
+int tt_positions(const TtConfig *c) {
+    if (c->positions > 0) return c->positions;
+    return c->S > c->max_len + 1 ? c->S : c->max_len + 1;
+}
 
 static TransformerConfig block_config_(const TtConfig *c, int layers) {
     TransformerConfig t =
@@ -36,6 +39,8 @@ int tt_config_check(const TtConfig *c, Error *err) {
     const TransformerConfig te = tt_encoder_config(c), td = tt_decoder_config(c);
     if (transformer_config_check(&te, err)) return error_prefix(err, "the encoder");
     if (transformer_config_check(&td, err)) return error_prefix(err, "the decoder");
+    if (transformer_check_length(&te, c->S, err)) return error_prefix(err, "the source");
+    if (transformer_check_length(&td, c->max_len + 1, err)) return error_prefix(err, "the target");
     if (!(c->label_smoothing >= 0.0f && c->label_smoothing < 1.0f))
         return error_set(err, "label smoothing %g is outside [0, 1)", (double)c->label_smoothing);
     if (c->map_layer < -1 || c->map_layer >= c->dec_layers)

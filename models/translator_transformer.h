@@ -12,7 +12,7 @@
 //       own, not tied to the target embedding
 //   loss = (1/B) sum_b sum_{t <= n_b} CE(logits_bt, target_bt), target w_1..w_n, <end>;
 //       training with label_smoothing > 0: seq/loss.h's crossentropy_smoothed_*.
-// One position table of max(S, max_len + 1) rows serves both sides. Dropout (dropout) acts
+// One position table (positions rows; by default max(S, max_len + 1)) serves both sides. Dropout (dropout) acts
 // inside the layers only; a training forward draws its masks from the rng it is given.
 // Alignments: the cross-attention weights of decoder layer map_layer (the last when -1),
 // mean over heads, (B, T, S).
@@ -41,16 +41,18 @@ typedef struct {
     float dropout;             // inside the layers, training only
     float label_smoothing;     // training loss, in [0, 1)
     int map_layer;             // decoder layer of the alignments; -1: the last
+    int positions;             // rows of the position table; 0: max(S, max_len + 1)
 } TtConfig;
 
 // 0, or -1 with one line: sizes below 1, heads not dividing d_model, a d_model the
 // sinusoids cannot take (odd), layers out of range, dropout or smoothing outside [0, 1), a
-// map layer past the decoder's.
+// map layer past the decoder's, a source (S) or target (max_len + 1 positions) longer than
+// the position table.
 int tt_config_check(const TtConfig *c, Error *err);
 // The encoder's and decoder's block configurations.
 TransformerConfig tt_encoder_config(const TtConfig *c);
 TransformerConfig tt_decoder_config(const TtConfig *c);
-// Rows of the position table: max(S, max_len + 1).
+// Rows of the position table: positions, or max(S, max_len + 1) when it is 0.
 int tt_positions(const TtConfig *c);
 
 typedef struct {
