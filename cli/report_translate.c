@@ -176,6 +176,30 @@ static void section_alignments(FILE *fp, const TranslateReport *r) {
     html_section_end(fp);
 }
 
+// A Transformer's checkpoint ("translate.model"; older ones are LSTMs').
+static bool is_transformer(const TranslateReport *r) {
+    const char *kind = safetensors_meta(&r->model, "translate.model");
+    return kind && strcmp(kind, "transformer") == 0;
+}
+
+// What attends: the LSTM's attention kind, or the Transformer.
+static const char *attention_name(const TranslateReport *r) {
+    return is_transformer(r) ? "transformer" : meta(r, "translate.attention");
+}
+
+static void model_transformer_facts(FILE *fp, const TranslateReport *r) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "Transformer, d_model %s, %s heads, d_ff %s; %s encoder and %s decoder "
+             "layers, post-LN %s (0: pre-LN); sinusoidal positions (%s); alignments from decoder "
+             "layer %s (-1: the last)", meta(r, "translate.d_model"), meta(r, "translate.heads"),
+             meta(r, "translate.d_ff"), meta(r, "translate.enc_layers"), meta(r, "translate.dec_layers"),
+             meta(r, "translate.post_ln"), meta(r, "translate.positions"), meta(r, "translate.map_layer"));
+    html_fact(fp, "model", buf);
+    snprintf(buf, sizeof buf, "dropout %s, label smoothing %s, warm-up %s steps (0: constant rate)",
+             meta(r, "translate.dropout"), meta(r, "translate.label_smoothing"), meta(r, "translate.warmup"));
+    html_fact(fp, "training", buf);
+}
+
 static void section_model(FILE *fp, const TranslateReport *r) {
     html_section(fp, "model", "Model and training settings");
     fputs("<table class=\"facts\">\n", fp);
@@ -191,13 +215,16 @@ static void section_model(FILE *fp, const TranslateReport *r) {
         snprintf(buf, sizeof buf, "characters (vocabularies %s and %s); %s training examples",
                  meta(r, "translate.src_vocab"), meta(r, "translate.tgt_vocab"), meta(r, "translate.train_size"));
     html_fact(fp, "tokens", buf);
-    snprintf(buf, sizeof buf, "embedding %s, bidirectional LSTM of %s units per direction",
-             meta(r, "translate.embed"), meta(r, "translate.hidden"));
-    html_fact(fp, "encoder", buf);
-    snprintf(buf, sizeof buf, "embedding %s, LSTM of %s units; attention %s (size %s, window %s)",
-             meta(r, "translate.dec_embed"), meta(r, "translate.dec_hidden"), meta(r, "translate.attention"),
-             meta(r, "translate.attn_size"), meta(r, "translate.window"));
-    html_fact(fp, "decoder", buf);
+    if (is_transformer(r)) model_transformer_facts(fp, r);
+    else {
+        snprintf(buf, sizeof buf, "embedding %s, bidirectional LSTM of %s units per direction",
+                 meta(r, "translate.embed"), meta(r, "translate.hidden"));
+        html_fact(fp, "encoder", buf);
+        snprintf(buf, sizeof buf, "embedding %s, LSTM of %s units; attention %s (size %s, window %s)",
+                 meta(r, "translate.dec_embed"), meta(r, "translate.dec_hidden"), meta(r, "translate.attention"),
+                 meta(r, "translate.attn_size"), meta(r, "translate.window"));
+        html_fact(fp, "decoder", buf);
+    }
     snprintf(buf, sizeof buf, "Adam, learning rate %s, beta1 %s; gradient norm clipped at %s (0: off)",
              meta_float(r, "train.lr", a, sizeof a), meta_float(r, "train.beta1", b, sizeof b),
              meta(r, "train.clip"));
@@ -211,7 +238,7 @@ static void section_model(FILE *fp, const TranslateReport *r) {
 
 static void headline(FILE *fp, const TranslateReport *r) {
     report_page_header_begin(fp, "Translator run", r->run);
-    html_textf(fp, "Attention %s, data %s. ", meta(r, "translate.attention"), meta(r, "train.data"));
+    html_textf(fp, "Attention %s, data %s. ", attention_name(r), meta(r, "train.data"));
     if (r->score)
         html_textf(fp, "Test BLEU %.2f (+- %.2f), chrF %.2f. ", report_json_number(r->score, "bleu"),
                    report_json_number(r->score, "bleu_ci"), report_json_number(r->score, "chrf"));

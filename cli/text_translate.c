@@ -35,6 +35,8 @@ typedef struct {
     const char *data, *root, *out;
     int attention, embed, hidden, dec_embed, attn_size, window, max_src, max_len, train_size;
     int bpe_merges, threads;
+    int model, d_model, heads, d_ff, layers, enc_layers, dec_layers, positions, map_layer, warmup;
+    bool post_ln;
     float dropout, label_smoothing;
     TrainPlanFlags plan;
     TrainOptimFlags optim;
@@ -42,6 +44,8 @@ typedef struct {
     struct {
         bool data, attention, embed, hidden, dec_embed, attn_size, window, max_src, max_len,
             train_size, bpe_merges, dropout, label_smoothing, input_feeding;
+        bool model, d_model, heads, d_ff, layers, enc_layers, dec_layers, positions, map_layer,
+            warmup, post_ln;
     } given;
 } TrainFlags;
 
@@ -49,6 +53,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
     *f = (TrainFlags){.data = "dates", .root = "data", .attention = 0, .embed = 32, .hidden = 64,
                       .dec_embed = 32, .attn_size = 64, .window = 5, .max_src = 64, .max_len = 64,
                       .train_size = 20000, .bpe_merges = 8000, .threads = 1,
+                      .d_model = 128, .heads = 4, .d_ff = 256, .layers = 2, .map_layer = -1,
                       .plan = {.log_every = 10},
                       .optim = {.seed = 1, .batch = 64, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f,
                                 .lr_decay = 1}};
@@ -56,6 +61,17 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"data", ARG_STRING, &f->data, "dates (the synthetic date task), bible-en-es (make data's verse pairs) or pairs:FILE (SOURCE<TAB>TARGET lines)", .metavar = "SPEC", .given = &f->given.data},
         {"data-root", ARG_STRING, &f->root, "folder holding bible/", .metavar = "DIR"},
         {"out", ARG_STRING, &f->out, "output folder (model.safetensors, log.csv, loss.png, run.json)", .metavar = "DIR", .required = true},
+        {"model", ARG_CHOICE, &f->model, "lstm (a bidirectional LSTM encoder and the attention LSTM decoder: --attention, --embed, --hidden, --dec-embed, --attn-size, --window, --input-feeding) or transformer (Vaswani et al. 2017: --d-model, --heads, --d-ff, --layers, --enc-layers, --dec-layers, --positions, --post-ln, --map-layer, --warmup)", .choices = TRANSLATE_MODELS, .given = &f->given.model},
+        {"d-model", ARG_INT, &f->d_model, "transformer: model size (even: the sinusoidal positions)", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.d_model},
+        {"heads", ARG_INT, &f->heads, "transformer: attention heads (dividing --d-model)", .has_min = true, .min = 1, .has_max = true, .max = 1024, .given = &f->given.heads},
+        {"d-ff", ARG_INT, &f->d_ff, "transformer: feed-forward size", .has_min = true, .min = 1, .has_max = true, .max = 65536, .given = &f->given.d_ff},
+        {"layers", ARG_INT, &f->layers, "transformer: encoder and decoder layers (unless --enc-layers / --dec-layers)", .has_min = true, .min = 1, .has_max = true, .max = TRANSFORMER_MAX_LAYERS, .given = &f->given.layers},
+        {"enc-layers", ARG_INT, &f->enc_layers, "transformer: encoder layers (default --layers)", .has_min = true, .min = 1, .has_max = true, .max = TRANSFORMER_MAX_LAYERS, .given = &f->given.enc_layers},
+        {"dec-layers", ARG_INT, &f->dec_layers, "transformer: decoder layers (default --layers)", .has_min = true, .min = 1, .has_max = true, .max = TRANSFORMER_MAX_LAYERS, .given = &f->given.dec_layers},
+        {"positions", ARG_INT, &f->positions, "transformer: rows of the sinusoid table (at least the source tokens and target words + 1; default the larger)", .has_min = true, .min = 1, .has_max = true, .max = 65536, .given = &f->given.positions},
+        {"post-ln", ARG_FLAG, &f->post_ln, "transformer: post-LN layers (the paper's; default pre-LN with final norms)", .given = &f->given.post_ln},
+        {"map-layer", ARG_INT, &f->map_layer, "transformer: the decoder layer whose cross-attention (mean over heads) makes the alignments of show and eval (-1: the last)", .has_min = true, .min = -1, .has_max = true, .max = TRANSFORMER_MAX_LAYERS - 1, .given = &f->given.map_layer},
+        {"warmup", ARG_INT, &f->warmup, "transformer: the learning rate of Vaswani et al.'s schedule, rising linearly to --lr at step N and falling as 1/sqrt(step) after (0: constant --lr)", .metavar = "N", .has_min = true, .min = 0, .has_max = true, .max = 100000000, .given = &f->given.warmup},
         {"attention", ARG_CHOICE, &f->attention, "bahdanau (additive, previous state), luong-dot / luong-general / luong-concat (current state), local-m / local-p (Luong's local, --window), none (one fixed context)", .choices = TRANSLATE_ATTENTIONS, .given = &f->given.attention},
         {"embed", ARG_INT, &f->embed, "source embedding size", .has_min = true, .min = 1, .has_max = true, .max = 65536, .given = &f->given.embed},
         {"hidden", ARG_INT, &f->hidden, "encoder LSTM units per direction (the decoder's: twice this)", .has_min = true, .min = 1, .has_max = true, .max = 65536, .given = &f->given.hidden},
@@ -66,7 +82,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"max-len", ARG_INT, &f->max_len, "pairs: target tokens kept (dates: 10 characters)", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.max_len},
         {"train-size", ARG_INT, &f->train_size, "dates: training examples", .has_min = true, .min = 1, .has_max = true, .max = 10000000, .given = &f->given.train_size},
         {"input-feeding", ARG_FLAG, &f->input_feeding, "Luong's input feeding: the attentional vector tanh(W_c [context; h_t]) feeds the next step and the output (not with bahdanau, which queries the previous state)", .given = &f->given.input_feeding},
-        {"dropout", ARG_FLOAT, &f->dropout, "training: dropout on the source embeddings, the encoder's states and the decoder's output state", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
+        {"dropout", ARG_FLOAT, &f->dropout, "training: dropout on the source embeddings, the encoder's states and the decoder's output state (transformer: inside its layers, where PyTorch's put it)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
         {"label-smoothing", ARG_FLOAT, &f->label_smoothing, "training: the loss's target is (1 - X) the word + X spread evenly over the vocabulary", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.label_smoothing},
         {"bpe-merges", ARG_INT, &f->bpe_merges, "pairs: BPE merges learned on the training split (both sides, one model)", .has_min = true, .min = 0, .has_max = true, .max = BPE_MAX_MERGES, .given = &f->given.bpe_merges},
         {"batch", ARG_INT, &f->optim.batch, "pairs per step", .has_min = true, .min = 1, .has_max = true, .max = TRANSLATE_BATCH_MAX, .given = &f->optim.given.batch},
@@ -100,7 +116,8 @@ typedef struct {
     FlagDiffs resumed_with;
     TrainPaths paths;
     TranslateData train, valid;
-    Translator m;
+    Translator m;              // --model lstm
+    TtModel tt;                // --model transformer
     Block mom1, mom2;
     bool model_made;
     AdamConfig adam;
@@ -121,12 +138,78 @@ static const char *const RUN_FILES[] = {"model.safetensors"};
 
 static bool is_dates(const char *spec) { return strcmp(spec, "dates") == 0; }
 
+static bool is_transformer(const TrainRun *r) { return r->st.model == TRANSLATE_MODEL_TRANSFORMER; }
+static Block *params_(TrainRun *r) { return is_transformer(r) ? &r->tt.params : &r->m.params; }
+static Block *grads_(TrainRun *r) { return is_transformer(r) ? &r->tt.grads : &r->m.grads; }
+
+typedef struct {
+    bool given;
+    const char *name;
+} GivenFlag;
+
+static const char *first_given_(const GivenFlag *g, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (g[i].given) return g[i].name;
+    return NULL;
+}
+
+// The first flag given that only the other model kind reads (model: the run's), or NULL.
+static const char *first_given_foreign_flag(const TrainFlags *f, int model) {
+    const GivenFlag lstm[] = {{f->given.attention, "attention"},   {f->given.embed, "embed"},
+                              {f->given.hidden, "hidden"},         {f->given.dec_embed, "dec-embed"},
+                              {f->given.attn_size, "attn-size"},   {f->given.window, "window"},
+                              {f->given.input_feeding, "input-feeding"}};
+    const GivenFlag tf[] = {{f->given.d_model, "d-model"},       {f->given.heads, "heads"},
+                            {f->given.d_ff, "d-ff"},             {f->given.layers, "layers"},
+                            {f->given.enc_layers, "enc-layers"}, {f->given.dec_layers, "dec-layers"},
+                            {f->given.positions, "positions"},   {f->given.post_ln, "post-ln"},
+                            {f->given.map_layer, "map-layer"},   {f->given.warmup, "warmup"}};
+    return model == TRANSLATE_MODEL_TRANSFORMER ? first_given_(lstm, sizeof lstm / sizeof lstm[0])
+                                                : first_given_(tf, sizeof tf / sizeof tf[0]);
+}
+
+// The Transformer's flags against a checkpoint's configuration.
+static void transformer_flag_diffs(FlagDiffs *d, const TrainFlags *f, const TranslateState *st) {
+    const TtConfig *t = &st->tt;
+    const int enc = f->given.enc_layers ? f->enc_layers : f->layers;
+    const int dec = f->given.dec_layers ? f->dec_layers : f->layers;
+    flag_diffs_int(d, "d-model", f->given.d_model, f->d_model, t->d_model);
+    flag_diffs_int(d, "heads", f->given.heads, f->heads, t->heads);
+    flag_diffs_int(d, "d-ff", f->given.d_ff, f->d_ff, t->d_ff);
+    flag_diffs_int(d, "enc-layers", f->given.enc_layers || f->given.layers, enc, t->enc_layers);
+    flag_diffs_int(d, "dec-layers", f->given.dec_layers || f->given.layers, dec, t->dec_layers);
+    flag_diffs_int(d, "positions", f->given.positions, f->positions, tt_positions(t));
+    flag_diffs_switch(d, "post-ln", f->given.post_ln, f->post_ln, t->post_ln);
+    flag_diffs_int(d, "map-layer", f->given.map_layer, f->map_layer, t->map_layer);
+    flag_diffs_int(d, "warmup", f->given.warmup, f->warmup, st->warmup);
+    flag_diffs_float(d, "dropout", f->given.dropout, f->dropout, t->dropout);
+    flag_diffs_float(d, "label-smoothing", f->given.label_smoothing, f->label_smoothing,
+                     t->label_smoothing);
+}
+
 static int check_resume_flags(TrainRun *r, Error *err) {
     const TrainFlags *f = r->f;
     const TranslateState *st = &r->st;
     const TranslatorConfig *c = &st->cfg;
     FlagDiffs d = {0};
     flag_diffs_text(&d, "data", f->given.data, f->data, st->data);
+    flag_diffs_text(&d, "model", f->given.model, TRANSLATE_MODELS[f->model],
+                    TRANSLATE_MODELS[st->model]);
+    const char *foreign = first_given_foreign_flag(f, st->model);
+    if (!f->given.model && foreign)
+        return error_set(err, "--resume: %s holds --model %s, and --%s is a flag of the other "
+                         "model; leave it out to continue that run", r->paths.model,
+                         TRANSLATE_MODELS[st->model], foreign);
+    flag_diffs_int(&d, "max-src", f->given.max_src, f->max_src, c->S);
+    flag_diffs_int(&d, "max-len", f->given.max_len, f->max_len, c->max_len);
+    flag_diffs_int(&d, "train-size", f->given.train_size, f->train_size, st->train_size);
+    flag_diffs_int(&d, "bpe-merges", f->given.bpe_merges, f->bpe_merges, st->bpe_merges);
+    if (st->model == TRANSLATE_MODEL_TRANSFORMER) {
+        transformer_flag_diffs(&d, f, st);
+        if (flag_diffs_refuse(&d, r->paths.model, err)) return -1;
+        train_optim_resume(&r->st.optim, &f->optim, &r->resumed_with);
+        return 0;
+    }
     flag_diffs_text(&d, "attention", f->given.attention, TRANSLATE_ATTENTIONS[f->attention],
                     TRANSLATE_ATTENTIONS[st->attention]);
     flag_diffs_int(&d, "embed", f->given.embed, f->embed, c->Es);
@@ -134,10 +217,6 @@ static int check_resume_flags(TrainRun *r, Error *err) {
     flag_diffs_int(&d, "dec-embed", f->given.dec_embed, f->dec_embed, c->dec.E);
     flag_diffs_int(&d, "attn-size", f->given.attn_size, f->attn_size, c->dec.attn.A);
     flag_diffs_int(&d, "window", f->given.window, f->window, c->dec.attn.window);
-    flag_diffs_int(&d, "max-src", f->given.max_src, f->max_src, c->S);
-    flag_diffs_int(&d, "max-len", f->given.max_len, f->max_len, c->max_len);
-    flag_diffs_int(&d, "train-size", f->given.train_size, f->train_size, st->train_size);
-    flag_diffs_int(&d, "bpe-merges", f->given.bpe_merges, f->bpe_merges, st->bpe_merges);
     flag_diffs_switch(&d, "input-feeding", f->given.input_feeding, f->input_feeding,
                       c->dec.input_feeding);
     flag_diffs_float(&d, "dropout", f->given.dropout, f->dropout, c->dropout);
@@ -158,6 +237,24 @@ static int resume_state(TrainRun *r, SafetensorsFile *file, Error *err) {
     return check_resume_flags(r, err);
 }
 
+// A new Transformer run's configuration and vocabulary.
+static int new_transformer(TrainRun *r, Error *err) {
+    const TrainFlags *f = r->f;
+    TranslateState *st = &r->st;
+    st->cfg = (TranslatorConfig){.S = is_dates(f->data) ? DATES_MAX_SOURCE : f->max_src,
+                                 .max_len = is_dates(f->data) ? DATES_TARGET_LEN : f->max_len};
+    st->tt = (TtConfig){.d_model = f->d_model, .heads = f->heads, .d_ff = f->d_ff,
+                        .enc_layers = f->given.enc_layers ? f->enc_layers : f->layers,
+                        .dec_layers = f->given.dec_layers ? f->dec_layers : f->layers,
+                        .post_ln = f->post_ln, .dropout = f->dropout,
+                        .label_smoothing = f->label_smoothing, .map_layer = f->map_layer,
+                        .positions = f->positions};
+    st->warmup = f->warmup;
+    st->attention = 0;
+    if (translate_vocab_fit(st, f->root, err)) return -1;
+    return translate_tt_finish(st, err) ? error_prefix(err, "--model transformer") : 0;
+}
+
 // A new run's configuration and vocabulary; then both splits, encoded.
 static int load_data(TrainRun *r, Error *err) {
     const TrainFlags *f = r->f;
@@ -168,6 +265,15 @@ static int load_data(TrainRun *r, Error *err) {
         st->train_size = is_dates(f->data) ? f->train_size : 0;
         st->bpe_merges = is_dates(f->data) ? 0 : f->bpe_merges;
         st->optim = train_optim_new(&f->optim);
+        st->model = f->model;
+        const char *foreign = first_given_foreign_flag(f, f->model);
+        if (foreign)
+            return error_set(err, "--%s: not a flag of --model %s", foreign,
+                             TRANSLATE_MODELS[f->model]);
+    }
+    if (!r->resumed && f->model == TRANSLATE_MODEL_TRANSFORMER) {
+        if (new_transformer(r, err)) return -1;
+    } else if (!r->resumed) {
         TranslatorConfig *c = &st->cfg;
         const TranslateAttention a = translate_attention(f->attention);
         if (f->input_feeding && a.query != DECODER_QUERY_CURRENT)
@@ -198,21 +304,23 @@ static int load_data(TrainRun *r, Error *err) {
 
 static int init_model(TrainRun *r, const SafetensorsFile *file, Error *err) {
     Rng init = train_optim_init_rng(&r->st.optim);
-    translator_init(&r->m, &r->st.cfg, r->st.optim.batch, &init);
+    if (is_transformer(r)) tt_init(&r->tt, &r->st.tt, r->st.optim.batch, &init);
+    else translator_init(&r->m, &r->st.cfg, r->st.optim.batch, &init);
     r->model_made = true;
-    block_layout_like(&r->mom1, &r->m.params);
-    block_layout_like(&r->mom2, &r->m.params);
+    block_layout_like(&r->mom1, params_(r));
+    block_layout_like(&r->mom2, params_(r));
     block_alloc(&r->mom1);
     block_alloc(&r->mom2);
     if (r->resumed &&
-        train_checkpoint_read(&r->m.params, &r->mom1, &r->mom2, file, r->paths.model, err))
+        train_checkpoint_read(params_(r), &r->mom1, &r->mom2, file, r->paths.model, err))
         return -1;
     r->adam = train_optim_adam(&r->st.optim);
     return 0;
 }
 
 static void close_run(TrainRun *r) {
-    if (r->model_made) translator_free(&r->m);
+    if (r->model_made && is_transformer(r)) tt_free(&r->tt);
+    else if (r->model_made) translator_free(&r->m);
     block_free(&r->mom1), block_free(&r->mom2);
     free(r->src), free(r->src_len), free(r->tgt), free(r->tgt_len), free(r->rows);
     train_order_free(&r->order);
@@ -255,12 +363,33 @@ static int open_run(TrainRun *r, const TrainFlags *f, Error *err) {
     return 0;
 }
 
+// The Transformer's line of print_header.
+static void print_transformer_header(const TrainRun *r, const char *budget) {
+    const TtConfig *t = &r->st.tt;
+    char extra[96] = "";
+    int k = 0;
+    if (r->st.warmup > 0) k += snprintf(extra + k, sizeof extra - k, ", warm-up %d", r->st.warmup);
+    if (t->dropout > 0) k += snprintf(extra + k, sizeof extra - k, ", dropout %g", t->dropout);
+    if (t->label_smoothing > 0)
+        snprintf(extra + k, sizeof extra - k, ", label smoothing %g", t->label_smoothing);
+    fprintf(stderr, "text translate train: %s, %d training and %d validation pairs, vocabularies "
+            "%d and %d; Transformer d %d, %d heads, d_ff %d, %d + %d layers, %s%s; batch %d, "
+            "lr %g, clip %g; step %ld%s\n",
+            r->st.data, r->train.n, r->valid.n, t->Vs, t->V, t->d_model, t->heads, t->d_ff,
+            t->enc_layers, t->dec_layers, t->post_ln ? "post-LN" : "pre-LN", extra,
+            r->st.optim.batch, r->st.optim.lr, r->st.optim.clip, r->st.step, budget);
+}
+
 static void print_header(const TrainRun *r) {
     const TranslatorConfig *c = &r->st.cfg;
     if (r->resumed_with.n)
         text_write_linef(stderr, "text translate train: resuming with %s", r->resumed_with.text);
     char budget[64];
     train_budget_describe(&r->budget, budget, sizeof budget);
+    if (is_transformer(r)) {
+        print_transformer_header(r, budget);
+        return;
+    }
     char extra[96] = "";
     int k = 0;
     if (c->dec.input_feeding) k += snprintf(extra + k, sizeof extra - k, ", input feeding");
@@ -305,7 +434,9 @@ static double valid_loss(TrainRun *r) {
         const int n = r->valid.n - i0 < B ? r->valid.n - i0 : B;
         for (int i = 0; i < n; i++) pos[i] = i0 + i;
         gather(r, &r->valid, pos, n);
-        sum += translator_forward(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, n) * n;
+        sum += (is_transformer(r)
+                    ? tt_forward(&r->tt, r->src, r->src_len, r->tgt, r->tgt_len, n, NULL)
+                    : translator_forward(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, n)) * n;
     }
     free(pos);
     return r->valid.n ? sum / r->valid.n : NAN;
@@ -319,19 +450,29 @@ static int train_step(TrainRun *r, double *loss, Error *err) {
     // The step's dropout masks: a stream of (seed, step), so a resumed run draws the same.
     Rng drop;
     rng_seed(&drop, rng_mix((uint64_t)st->optim.seed ^ 0xD809u, (uint64_t)st->step));
-    *loss = translator_forward_train(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, B, &drop);
-    block_zero(&r->m.grads);
-    translator_backward(&r->m);
-    if (train_check_finite(st->step + 1, "loss", *loss, &r->m.grads, r->paths.model, err)) return -1;
-    train_norms_add(&r->norms, clip_global_norm(r->m.grads.data, r->m.grads.numel, st->optim.clip));
+    Block *params = params_(r), *grads = grads_(r);
+    if (is_transformer(r)) {
+        *loss = tt_forward(&r->tt, r->src, r->src_len, r->tgt, r->tgt_len, B, &drop);
+        block_zero(grads);
+        tt_backward(&r->tt);
+    } else {
+        *loss = translator_forward_train(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, B, &drop);
+        block_zero(grads);
+        translator_backward(&r->m);
+    }
+    if (train_check_finite(st->step + 1, "loss", *loss, grads, r->paths.model, err)) return -1;
+    train_norms_add(&r->norms, clip_global_norm(grads->data, grads->numel, st->optim.clip));
     st->step++;
-    adam_update(r->m.params.data, r->m.grads.data, r->mom1.data, r->mom2.data, r->m.params.numel,
-                &r->adam, st->step, st->optim.lr);
+    // The Transformer's --warmup: Vaswani et al.'s schedule peaking at --lr.
+    const float lr = is_transformer(r) && st->warmup > 0 ? lr_noam(st->optim.lr, st->warmup, st->step)
+                                                          : st->optim.lr;
+    adam_update(params->data, grads->data, r->mom1.data, r->mom2.data, params->numel, &r->adam,
+                st->step, lr);
     return 0;
 }
 
 static int save(TrainRun *r, Error *err) {
-    return translate_checkpoint_save(r->paths.model, &r->st, &r->m.params, &r->mom1, &r->mom2, err);
+    return translate_checkpoint_save(r->paths.model, &r->st, params_(r), &r->mom1, &r->mom2, err);
 }
 
 static int log_validate_save(TrainRun *r, double loss, bool last, Error *err) {
@@ -419,8 +560,9 @@ static int cmd_train(int argc, char **argv) {
 static void overview(FILE *f) {
     fprintf(f,
             "usage: text translate COMMAND [flags]   (text translate COMMAND --help for its flags)\n"
-            "  train    train the encoder-decoder translator on dates, bible-en-es or a pair\n"
-            "           file; writes OUT/model.safetensors, log.csv, loss.png, run.json\n"
+            "  train    train the translator (--model lstm: the LSTM encoder-decoder, or\n"
+            "           transformer) on dates, bible-en-es or a pair file; writes\n"
+            "           OUT/model.safetensors, log.csv, loss.png, run.json\n"
             "  eval     greedy or beam decoding of a split: exact match (also by source\n"
             "           length) and, for dates, alignment accuracy; for pairs, corpus BLEU and chrF\n"
             "  translate  each line of a file or standard input, translated (greedy or beam),\n"

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "core/check.h"
+#include "models/translator_beam.h"
 
 void translate_model_path(char *buf, size_t n, const char *path) {
     struct stat st;
@@ -14,11 +15,20 @@ void translate_model_path(char *buf, size_t n, const char *path) {
     else snprintf(buf, n, "%s", path);
 }
 
+void translate_model_decode(TranslateModel *tm, const int *src, const int *src_len, int nb,
+                            int beam, float length_alpha, int *out, int *len, float *alpha) {
+    if (tm->state.model == TRANSLATE_MODEL_TRANSFORMER)
+        tt_decode(&tm->tt, src, src_len, nb, beam, length_alpha, out, len, NULL, alpha);
+    else if (beam == 1) translator_greedy(&tm->m, src, src_len, nb, out, len, alpha);
+    else translator_beam(&tm->m, src, src_len, nb, beam, length_alpha, out, len, NULL, alpha);
+}
+
 void translate_decode_all(TranslateDecoded *r, TranslateModel *tm, const int *src,
                           const int *src_len, int n, int B, bool keep_alpha) {
     const TranslatorConfig *c = &tm->state.cfg;
     const int S = c->S, ML = c->max_len, T = ML + 1, L = c->dec.L;
-    CHECK(B >= 1 && B <= tm->m.B, "batch %d, capacity %d", B, tm->m.B);
+    const int cap = tm->state.model == TRANSLATE_MODEL_TRANSFORMER ? tm->tt.B : tm->m.B;
+    CHECK(B >= 1 && B <= cap, "batch %d, capacity %d", B, cap);
     *r = (TranslateDecoded){.n = n, .max_len = ML, .L = L};
     r->out = xcalloc((size_t)(n ? n : 1) * ML, sizeof(int));
     r->out_len = xcalloc((size_t)(n ? n : 1), sizeof(int));
@@ -26,8 +36,8 @@ void translate_decode_all(TranslateDecoded *r, TranslateModel *tm, const int *sr
     float *step_alpha = keep_alpha ? xmalloc((size_t)T * B * L * sizeof(float)) : NULL;
     for (int i0 = 0; i0 < n; i0 += B) {
         const int nb = n - i0 < B ? n - i0 : B;
-        translator_greedy(&tm->m, src + (size_t)i0 * S, src_len + i0, nb, r->out + (size_t)i0 * ML,
-                          r->out_len + i0, step_alpha);
+        translate_model_decode(tm, src + (size_t)i0 * S, src_len + i0, nb, 1, 0.0f,
+                               r->out + (size_t)i0 * ML, r->out_len + i0, step_alpha);
         if (!keep_alpha) continue;
         // (T, nb, L) by step -> (nb, T, L) by sentence.
         for (int b = 0; b < nb; b++)

@@ -12,7 +12,14 @@
 // path as the checkpoint to open: DIR/model.safetensors when path is a folder, else path.
 void translate_model_path(char *buf, size_t n, const char *path);
 
-// n sentences decoded (models/translator.h translator_greedy): out (n, max_len) the words
+// Decodes nb sentences (nb <= the model's capacity) with tm's model, LSTM or Transformer:
+// greedy (beam 1) or beam search scored by log p / length^length_alpha; out (nb, max_len),
+// len (nb) and alpha ((max_len + 1, nb, L) or NULL) as translator_beam writes them
+// (models/translator_beam.h, models/translator_transformer.h tt_decode).
+void translate_model_decode(TranslateModel *tm, const int *src, const int *src_len, int nb,
+                            int beam, float length_alpha, int *out, int *len, float *alpha);
+
+// n sentences decoded greedily (translate_model_decode): out (n, max_len) the words
 // before <end>, out_len (n); alpha (n, max_len + 1, L) each sentence's weights by step
 // (step out_len[i] wrote <end>), L = the decoder's annotations (S; 1 for none), or NULL.
 typedef struct {

@@ -14,7 +14,7 @@
 #include "core/check.h"
 #include "core/gemm.h"
 #include "core/text_escape.h"
-#include "models/translator_beam.h"
+#include "cli/text_translate_decode.h"
 #include "seq/sacrebleu.h"
 
 typedef struct {
@@ -41,8 +41,7 @@ typedef struct {
 static void decode_(TranslateModel *tm, const TranslateData *d, const EvalFlags *f, int i0,
                     int nb, int *out, int *len, float *alpha) {
     const int *src = d->src + (size_t)i0 * d->S, *src_len = d->src_len + i0;
-    if (f->beam == 1) translator_greedy(&tm->m, src, src_len, nb, out, len, alpha);
-    else translator_beam(&tm->m, src, src_len, nb, f->beam, f->length_alpha, out, len, NULL, alpha);
+    translate_model_decode(tm, src, src_len, nb, f->beam, f->length_alpha, out, len, alpha);
 }
 
 // Decodes d (the first n pairs) in batches of B; fills res.
@@ -150,13 +149,13 @@ int text_translate_eval_main(int argc, char **argv) {
     char how[64] = "greedy";
     if (f.beam > 1) snprintf(how, sizeof how, "beam %d, length alpha %g", f.beam, f.length_alpha);
     text_write_linef(stderr, "text translate eval: %s (%s attention, %s)", line,
-                     TRANSLATE_ATTENTIONS[tm.state.attention], how);
+                     translate_attention_name(&tm.state), how);
     print_buckets(&r);
     if (f.json) {
         char a[32], b[32], c[32], e[32];
         printf("{\"split\": \"%s\", \"pairs\": %d, \"attention\": \"%s\", \"exact_match\": %s, "
                "\"alignment_accuracy\": %s, \"bleu\": %s, \"chrf\": %s, \"model\": ",
-               TRANSLATE_SPLITS[f.split], n, TRANSLATE_ATTENTIONS[tm.state.attention],
+               TRANSLATE_SPLITS[f.split], n, translate_attention_name(&tm.state),
                json_number(a, em), json_number(b, align), json_number(c, r.bleu),
                json_number(e, r.chrf));
         text_json_string(stdout, f.model);

@@ -11,7 +11,7 @@
 #include "core/check.h"
 #include "core/gemm.h"
 #include "core/text_escape.h"
-#include "models/translator_beam.h"
+#include "cli/text_translate_decode.h"
 
 int text_translate_translate_main(int argc, char **argv) {
     const char *model = NULL, *input = NULL;
@@ -66,8 +66,7 @@ int text_translate_translate_main(int argc, char **argv) {
             rc = 1;
             break;
         }
-        if (beam == 1) translator_greedy(&tm.m, ids, &len, 1, out, &n, NULL);
-        else translator_beam(&tm.m, ids, &len, 1, beam, length_alpha, out, &n, NULL, NULL);
+        translate_model_decode(&tm, ids, &len, 1, beam, length_alpha, out, &n, NULL);
         char *text = translate_target_text(&tm.state, out, n);
         printf("%s\n", text);
         fflush(stdout);

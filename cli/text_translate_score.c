@@ -109,7 +109,7 @@ static void print_scores(const Scores *s, const TranslateData *d, const Translat
     printf("{\"split\": \"%s\", \"pairs\": %d, \"attention\": \"%s\", \"decoding\": \"%s\", "
            "\"bleu\": %s, \"bleu_mean\": %s, \"bleu_ci\": %s, \"chrf\": %s, \"chrf_mean\": %s, "
            "\"chrf_ci\": %s, \"samples\": %d, \"by_length\": [",
-           TRANSLATE_SPLITS[f->split], d->n, TRANSLATE_ATTENTIONS[st->attention],
+           TRANSLATE_SPLITS[f->split], d->n, translate_attention_name(st),
            f->hyps ? "hyps" : "greedy", json_number(a, s->bleu.score), json_number(b, s->bleu.mean),
            json_number(c, s->bleu.ci), json_number(e, s->chrf.score), json_number(g, s->chrf.mean),
            json_number(h, s->chrf.ci), f->samples);

@@ -170,7 +170,7 @@ static int write_page(const char *path, const Page *p, Error *err) {
     html_section(fp, "alignments", "Alignments");
     fputs("<p>", fp);
     html_textf(fp, "Model %s (%s attention, greedy decoding), ", p->f->model,
-               TRANSLATE_ATTENTIONS[p->st->attention]);
+               translate_attention_name(p->st));
     if (p->d->tgt_text)
         html_textf(fp, "data %s, split %s: %d sentences, %d wrong (not equal to the reference); the "
                    "first %d below, the wrong first.", p->st->data, TRANSLATE_SPLITS[p->f->split],

@@ -15,6 +15,27 @@
 const char *const TRANSLATE_ATTENTIONS[] = {"bahdanau", "luong-dot", "luong-general",
                                             "luong-concat", "local-m", "local-p", "none", NULL};
 const char *const TRANSLATE_SPLITS[] = {"train", "valid", "test", NULL};
+const char *const TRANSLATE_MODELS[] = {"lstm", "transformer", NULL};
+
+const char *translate_attention_name(const TranslateState *s) {
+    return s->model == TRANSLATE_MODEL_TRANSFORMER ? "transformer" : TRANSLATE_ATTENTIONS[s->attention];
+}
+
+int translate_tt_finish(TranslateState *s, Error *err) {
+    TranslatorConfig *c = &s->cfg;
+    s->tt.Vs = c->Vs, s->tt.V = c->dec.V, s->tt.S = c->S, s->tt.max_len = c->max_len;
+    if (tt_config_check(&s->tt, err)) return -1;
+    // The LSTM's decoder stand-ins: what the commands read of cfg (dec.L = S, attention on).
+    c->Es = c->He = c->dec.E = c->dec.attn.A = 1;
+    c->dec.H = 2;
+    c->dec.nb = 1;
+    c->dec.attn.kind = ATTN_ADDITIVE, c->dec.query = DECODER_QUERY_PREVIOUS;
+    c->dropout = c->dec.dropout = c->dec.label_smoothing = 0.0f;
+    c->dec.input_feeding = 0;
+    s->attention = 0;
+    translator_config_finish(c);
+    return 0;
+}
 
 TranslateAttention translate_attention(int i) {
     static const TranslateAttention a[] = {
@@ -226,22 +247,38 @@ int translate_checkpoint_save(const char *path, const TranslateState *s, const B
     meta[k] = (SafetensorsMeta){key, buf[k]};  \
     k++
     const TranslatorConfig *c = &s->cfg;
-    META("translate.attention", "%s", TRANSLATE_ATTENTIONS[s->attention]);
+    const TtConfig *t = &s->tt;
+    META("translate.model", "%s", TRANSLATE_MODELS[s->model]);
     META("translate.src_vocab", "%d", c->Vs);
     META("translate.tgt_vocab", "%d", c->dec.V);
-    META("translate.embed", "%d", c->Es);
-    META("translate.hidden", "%d", c->He);
     META("translate.max_src", "%d", c->S);
     META("translate.max_len", "%d", c->max_len);
-    META("translate.dec_embed", "%d", c->dec.E);
-    META("translate.dec_hidden", "%d", c->dec.H);
-    META("translate.attn_size", "%d", c->dec.attn.A);
-    META("translate.window", "%d", c->dec.attn.window);
     META("translate.train_size", "%d", s->train_size);
     META("translate.bpe_merges", "%d", s->bpe_merges);
-    META("translate.input_feeding", "%d", c->dec.input_feeding);
-    META("translate.dropout", "%.9g", (double)c->dropout);
-    META("translate.label_smoothing", "%.9g", (double)c->dec.label_smoothing);
+    if (s->model == TRANSLATE_MODEL_TRANSFORMER) {
+        META("translate.d_model", "%d", t->d_model);
+        META("translate.heads", "%d", t->heads);
+        META("translate.d_ff", "%d", t->d_ff);
+        META("translate.enc_layers", "%d", t->enc_layers);
+        META("translate.dec_layers", "%d", t->dec_layers);
+        META("translate.post_ln", "%d", t->post_ln);
+        META("translate.positions", "%d", tt_positions(t));
+        META("translate.map_layer", "%d", t->map_layer);
+        META("translate.warmup", "%d", s->warmup);
+        META("translate.dropout", "%.9g", (double)t->dropout);
+        META("translate.label_smoothing", "%.9g", (double)t->label_smoothing);
+    } else {
+        META("translate.attention", "%s", TRANSLATE_ATTENTIONS[s->attention]);
+        META("translate.embed", "%d", c->Es);
+        META("translate.hidden", "%d", c->He);
+        META("translate.dec_embed", "%d", c->dec.E);
+        META("translate.dec_hidden", "%d", c->dec.H);
+        META("translate.attn_size", "%d", c->dec.attn.A);
+        META("translate.window", "%d", c->dec.attn.window);
+        META("translate.input_feeding", "%d", c->dec.input_feeding);
+        META("translate.dropout", "%.9g", (double)c->dropout);
+        META("translate.label_smoothing", "%.9g", (double)c->dec.label_smoothing);
+    }
     META("train.step", "%ld", s->step);
 #undef META
     TrainOptimMeta om;
@@ -288,35 +325,39 @@ static int read_training_options_(const SafetensorsFile *f, const char *path,
     return 0;
 }
 
-int translate_checkpoint_read_state(const SafetensorsFile *f, const char *path,
-                                    TranslateState *s, Error *err) {
-    memset(s, 0, sizeof *s);
-    const char *fmt = safetensors_meta(f, "format");
-    if (!fmt || strcmp(fmt, TRANSLATE_FORMAT) != 0)
-        return error_set(err, "%s: not a text translate checkpoint (format '%s', expected %s)",
-                         path, fmt ? fmt : "missing", TRANSLATE_FORMAT);
+// The Transformer's sizes, dropout, smoothing and schedule.
+static int read_transformer_(const SafetensorsFile *f, const char *path, TranslateState *s,
+                             Error *err) {
+    TtConfig *t = &s->tt;
+    memset(t, 0, sizeof *t);
+    if (meta_int_(f, path, "translate.d_model", 1, 65536, &t->d_model, err) ||
+        meta_int_(f, path, "translate.heads", 1, 65536, &t->heads, err) ||
+        meta_int_(f, path, "translate.d_ff", 1, 1 << 20, &t->d_ff, err) ||
+        meta_int_(f, path, "translate.enc_layers", 1, TRANSFORMER_MAX_LAYERS, &t->enc_layers, err) ||
+        meta_int_(f, path, "translate.dec_layers", 1, TRANSFORMER_MAX_LAYERS, &t->dec_layers, err) ||
+        meta_int_(f, path, "translate.post_ln", 0, 1, &t->post_ln, err) ||
+        meta_int_(f, path, "translate.positions", 1, 1 << 20, &t->positions, err) ||
+        meta_int_(f, path, "translate.map_layer", -1, TRANSFORMER_MAX_LAYERS, &t->map_layer, err) ||
+        meta_int_(f, path, "translate.warmup", 0, INT_MAX, &s->warmup, err) ||
+        safetensors_meta_float(f, path, "translate.dropout", &t->dropout, err) ||
+        safetensors_meta_float(f, path, "translate.label_smoothing", &t->label_smoothing, err))
+        return -1;
+    return translate_tt_finish(s, err) ? error_prefix(err, "%s", path) : 0;
+}
+
+// The LSTM's sizes, attention and options.
+static int read_lstm_(const SafetensorsFile *f, const char *path, TranslateState *s, Error *err) {
     TranslatorConfig *c = &s->cfg;
     const char *att = safetensors_meta(f, "translate.attention");
-    const char *data = safetensors_meta(f, "train.data");
     if (!att || (s->attention = translate_attention_parse(att)) < 0)
         return error_set(err, "%s: translate.attention '%s' is not one this program knows", path,
                          att ? att : "missing");
-    if (!data) return error_set(err, "%s: not a text translate checkpoint (no \"train.data\" in __metadata__)", path);
-    if (meta_int_(f, path, "translate.src_vocab", 1, 10000000, &c->Vs, err) ||
-        meta_int_(f, path, "translate.tgt_vocab", VOCAB_NSPECIAL + 1, 10000000, &c->dec.V, err) ||
-        meta_int_(f, path, "translate.embed", 1, 65536, &c->Es, err) ||
+    if (meta_int_(f, path, "translate.embed", 1, 65536, &c->Es, err) ||
         meta_int_(f, path, "translate.hidden", 1, 65536, &c->He, err) ||
-        meta_int_(f, path, "translate.max_src", 1, 4096, &c->S, err) ||
-        meta_int_(f, path, "translate.max_len", 1, 4096, &c->max_len, err) ||
         meta_int_(f, path, "translate.dec_embed", 1, 65536, &c->dec.E, err) ||
         meta_int_(f, path, "translate.dec_hidden", 1, 131072, &c->dec.H, err) ||
         meta_int_(f, path, "translate.attn_size", 1, 65536, &c->dec.attn.A, err) ||
-        meta_int_(f, path, "translate.window", 0, 4096, &c->dec.attn.window, err) ||
-        meta_int_(f, path, "translate.train_size", 0, INT_MAX, &s->train_size, err) ||
-        meta_int_(f, path, "translate.bpe_merges", 0, BPE_MAX_MERGES, &s->bpe_merges, err) ||
-        safetensors_meta_long(f, path, "train.step", "a text translate checkpoint", 0, LONG_MAX,
-                              &s->step, err) ||
-        train_optim_read(f, path, TRAIN_OPTIM_BETA1, TRANSLATE_BATCH_MAX, &s->optim, err))
+        meta_int_(f, path, "translate.window", 0, 4096, &c->dec.attn.window, err))
         return -1;
     if (read_training_options_(f, path, c, err)) return -1;
     const TranslateAttention a = translate_attention(s->attention);
@@ -327,7 +368,26 @@ int translate_checkpoint_read_state(const SafetensorsFile *f, const char *path,
     if (a.kind == ATTN_DOT && c->dec.H != 2 * c->He)
         return error_set(err, "%s: luong-dot needs translate.dec_hidden %d = 2 x translate.hidden %d",
                          path, c->dec.H, c->He);
-    snprintf(s->data, sizeof s->data, "%s", data);
+    translator_config_finish(c);
+    return 0;
+}
+
+// The model kind: "translate.model", or the LSTM for a checkpoint from before it.
+static int read_model_kind_(const SafetensorsFile *f, const char *path, TranslateState *s,
+                            Error *err) {
+    const char *kind = safetensors_meta(f, "translate.model");
+    s->model = TRANSLATE_MODEL_LSTM;
+    if (!kind) return 0;
+    for (int i = 0; TRANSLATE_MODELS[i]; i++)
+        if (strcmp(kind, TRANSLATE_MODELS[i]) == 0) return s->model = i, 0;
+    return error_set(err, "%s: translate.model '%s' is not one this program knows (lstm, "
+                     "transformer)", path, kind);
+}
+
+// The vocabularies against the data: the date task's alphabets, or the BPE model.
+static int read_vocabulary_(const SafetensorsFile *f, const char *path, TranslateState *s,
+                            Error *err) {
+    TranslatorConfig *c = &s->cfg;
     PairsSpec spec;
     if (pairs_spec_parse(&spec, s->data, err)) return error_prefix(err, "%s: train.data", path);
     const char *bpe = safetensors_meta(f, "translate.bpe");
@@ -336,20 +396,46 @@ int translate_checkpoint_read_state(const SafetensorsFile *f, const char *path,
     if (spec.kind == PAIRS_SPEC_DATES && (c->Vs != dates_vs || c->dec.V != dates_v))
         return error_set(err, "%s: vocabularies of %d and %d for the date task (its are %d and %d)",
                          path, c->Vs, c->dec.V, dates_vs, dates_v);
-    if (spec.kind != PAIRS_SPEC_DATES) {
-        if (!bpe) return error_set(err, "%s: no \"translate.bpe\" in __metadata__ for data %s", path, s->data);
-        Error e2;
-        if (bpe_from_text(&s->bpe, bpe, strlen(bpe), "translate.bpe", &e2))
-            return error_wrap(err, &e2, "%s", path);
-        s->has_bpe = true;
-        if (s->bpe.n_vocab != c->Vs || s->bpe.n_vocab != c->dec.V) {
-            translate_state_free(s);
-            return error_set(err, "%s: translate.bpe holds %d pieces for vocabularies of %d and %d",
-                             path, s->bpe.n_vocab, c->Vs, c->dec.V);
-        }
+    if (spec.kind == PAIRS_SPEC_DATES) return 0;
+    if (!bpe) return error_set(err, "%s: no \"translate.bpe\" in __metadata__ for data %s", path, s->data);
+    Error e2;
+    if (bpe_from_text(&s->bpe, bpe, strlen(bpe), "translate.bpe", &e2))
+        return error_wrap(err, &e2, "%s", path);
+    s->has_bpe = true;
+    if (s->bpe.n_vocab != c->Vs || s->bpe.n_vocab != c->dec.V) {
+        translate_state_free(s);
+        return error_set(err, "%s: translate.bpe holds %d pieces for vocabularies of %d and %d",
+                         path, s->bpe.n_vocab, c->Vs, c->dec.V);
     }
-    translator_config_finish(c);
     return 0;
+}
+
+int translate_checkpoint_read_state(const SafetensorsFile *f, const char *path,
+                                    TranslateState *s, Error *err) {
+    memset(s, 0, sizeof *s);
+    const char *fmt = safetensors_meta(f, "format");
+    if (!fmt || strcmp(fmt, TRANSLATE_FORMAT) != 0)
+        return error_set(err, "%s: not a text translate checkpoint (format '%s', expected %s)",
+                         path, fmt ? fmt : "missing", TRANSLATE_FORMAT);
+    TranslatorConfig *c = &s->cfg;
+    const char *data = safetensors_meta(f, "train.data");
+    if (!data) return error_set(err, "%s: not a text translate checkpoint (no \"train.data\" in __metadata__)", path);
+    if (read_model_kind_(f, path, s, err) ||
+        meta_int_(f, path, "translate.src_vocab", 1, 10000000, &c->Vs, err) ||
+        meta_int_(f, path, "translate.tgt_vocab", VOCAB_NSPECIAL + 1, 10000000, &c->dec.V, err) ||
+        meta_int_(f, path, "translate.max_src", 1, 4096, &c->S, err) ||
+        meta_int_(f, path, "translate.max_len", 1, 4096, &c->max_len, err) ||
+        meta_int_(f, path, "translate.train_size", 0, INT_MAX, &s->train_size, err) ||
+        meta_int_(f, path, "translate.bpe_merges", 0, BPE_MAX_MERGES, &s->bpe_merges, err) ||
+        safetensors_meta_long(f, path, "train.step", "a text translate checkpoint", 0, LONG_MAX,
+                              &s->step, err) ||
+        train_optim_read(f, path, TRAIN_OPTIM_BETA1, TRANSLATE_BATCH_MAX, &s->optim, err))
+        return -1;
+    if (s->model == TRANSLATE_MODEL_TRANSFORMER ? read_transformer_(f, path, s, err)
+                                                : read_lstm_(f, path, s, err))
+        return -1;
+    snprintf(s->data, sizeof s->data, "%s", data);
+    return read_vocabulary_(f, path, s, err);
 }
 
 int translate_model_load(TranslateModel *tm, const char *path, int B, Error *err) {
@@ -360,8 +446,10 @@ int translate_model_load(TranslateModel *tm, const char *path, int B, Error *err
     if (rc == 0) {
         Rng rng;
         rng_seed(&rng, 1);
-        translator_init(&tm->m, &tm->state.cfg, B, &rng);
-        rc = train_checkpoint_read(&tm->m.params, NULL, NULL, &f, path, err);
+        const bool tt = tm->state.model == TRANSLATE_MODEL_TRANSFORMER;
+        if (tt) tt_init(&tm->tt, &tm->state.tt, B, &rng);
+        else translator_init(&tm->m, &tm->state.cfg, B, &rng);
+        rc = train_checkpoint_read(tt ? &tm->tt.params : &tm->m.params, NULL, NULL, &f, path, err);
         if (rc) translate_model_free(tm);
     }
     safetensors_free(&f);
@@ -369,6 +457,7 @@ int translate_model_load(TranslateModel *tm, const char *path, int B, Error *err
 }
 
 void translate_model_free(TranslateModel *tm) {
-    translator_free(&tm->m);
+    if (tm->state.model == TRANSLATE_MODEL_TRANSFORMER) tt_free(&tm->tt);
+    else translator_free(&tm->m);
     translate_state_free(&tm->state);
 }

@@ -2,7 +2,10 @@
 // name, the data (the date task or sentence pairs, encoded), and the checkpoints
 // (safetensors, written atomically): the translator's parameters (models/translator.h),
 // Adam's moments ("adam.m/NAME", "adam.v/NAME") and, in __metadata__, format
-// "attend-text-translate-1", the model configuration ("translate.*"), the data spec
+// "attend-text-translate-1", the model kind ("translate.model": lstm or transformer; a
+// checkpoint without it is an LSTM's), the model configuration ("translate.*": the LSTM's
+// sizes and attention, or the Transformer's d_model, heads, d_ff, enc_layers, dec_layers,
+// post_ln, positions, map_layer, warmup), the data spec
 // ("train.data"), for pairs the BPE model learned on the training split ("translate.bpe",
 // seq/bpe.h's text form) and the training state ("train.*", cli/train_run.h).
 //
@@ -27,6 +30,7 @@
 #include "core/safetensors.h"
 #include "datasets/dates.h"
 #include "models/translator.h"
+#include "models/translator_transformer.h"
 #include "seq/bpe.h"
 
 #define TRANSLATE_FORMAT "attend-text-translate-1"
@@ -44,9 +48,18 @@ typedef struct {
 TranslateAttention translate_attention(int index);
 int translate_attention_parse(const char *name);  // index, or -1
 
+// --model's names, NULL-terminated: the LSTM encoder-decoder (models/translator.h) and the
+// Transformer (models/translator_transformer.h).
+extern const char *const TRANSLATE_MODELS[];
+enum { TRANSLATE_MODEL_LSTM = 0, TRANSLATE_MODEL_TRANSFORMER = 1 };
+
 typedef struct {
-    TranslatorConfig cfg;
-    int attention;         // index into TRANSLATE_ATTENTIONS
+    int model;             // TRANSLATE_MODEL_*
+    TranslatorConfig cfg;  // the LSTM's; with the Transformer only Vs, dec.V, S, max_len and
+                           // dec.L (= S) are read
+    TtConfig tt;           // the Transformer's (its Vs, V, S, max_len as cfg's)
+    int warmup;            // the Transformer's Noam schedule: steps to the peak (0: off)
+    int attention;         // index into TRANSLATE_ATTENTIONS (the LSTM's)
     long step;
     TrainOptim optim;
     char data[1024];       // the data spec trained on
@@ -57,6 +70,11 @@ typedef struct {
 } TranslateState;
 
 void translate_state_free(TranslateState *s);
+// What attends, for pages and JSON: the LSTM's --attention name, or "transformer".
+const char *translate_attention_name(const TranslateState *s);
+// The Transformer's vocabularies and lengths from cfg (after translate_vocab_fit), and cfg's
+// decoder stand-ins (dec.L = S); checks tt: 0, or -1 with one line.
+int translate_tt_finish(TranslateState *s, Error *err);
 
 // A split, encoded: n pairs, sources (n, S) padded with 0 and their lengths, targets
 // (n, max_len) and their lengths; the texts (references for BLEU); dates: each example.
@@ -93,10 +111,12 @@ int translate_checkpoint_save(const char *path, const TranslateState *s, const B
 int translate_checkpoint_read_state(const SafetensorsFile *f, const char *path,
                                     TranslateState *s, Error *err);
 
-// A model loaded for eval: a translator of batch capacity B with the checkpoint's weights.
+// A model loaded for eval: a translator of batch capacity B with the checkpoint's weights
+// (m for the LSTM, tt for the Transformer: state.model says which).
 typedef struct {
     TranslateState state;
     Translator m;
+    TtModel tt;
 } TranslateModel;
 int translate_model_load(TranslateModel *tm, const char *path, int B, Error *err);
 void translate_model_free(TranslateModel *tm);
