@@ -212,34 +212,14 @@ static const float *memory_(const SatTfModel *m) {
     return m->cfg.tf.enc_layers > 0 ? m->a.enc.out : m->a.mem0;
 }
 
-// Inputs and targets of the teacher-forced pass: row b's positions 0..n_b read <start>,
-// w_1..w_n and predict w_1..w_n, <end>; later positions read <pad> and predict nothing.
-// Returns the positions T (the longest caption + 1).
-static int pack_tokens_(SatTfActs *a, const int *words, const int *lens, int B, int max_len) {
-    int T = 1;
-    for (int b = 0; b < B; b++) {
-        CHECK(lens[b] >= 0 && lens[b] <= max_len, "caption length %d", lens[b]);
-        if (lens[b] + 1 > T) T = lens[b] + 1;
-    }
-    for (int b = 0; b < B; b++) {
-        const int n = lens[b];
-        a->steps[b] = n + 1;
-        for (int t = 0; t < T; t++) {
-            const int i = b * T + t;
-            a->tok[i] = t == 0 ? VOCAB_START : t <= n ? words[(size_t)b * max_len + t - 1] : VOCAB_PAD;
-            a->target[i] = t < n ? words[(size_t)b * max_len + t] : t == n ? VOCAB_END : -1;
-        }
-    }
-    return T;
-}
-
 double sat_tf_forward(SatTfModel *m, const float *images, const int *words, const int *lens,
                       int B, int train, uint64_t seed, int first, double *tokens) {
     const SatConfig *c = &m->cfg;
     SatTfActs *a = &m->a;
     CHECK(a->B >= B && B >= 1, "batch %d, activations for %d", B, a->B);
     const int d = c->tf.d_model, V = c->V;
-    const int T = pack_tokens_(a, words, lens, B, c->max_len);
+    const int T =
+        transformer_pack_targets(a->tok, a->target, a->steps, words, lens, B, c->max_len);
     m->Bb = B, m->Tb = T;
     m->images = images;
     Rng rng;

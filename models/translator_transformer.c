@@ -146,26 +146,6 @@ static int pack_sources_(TtActs *a, const int *src, const int *src_len, int B, i
     return Sb;
 }
 
-// Teacher forcing: row b reads <start>, w_1..w_n and predicts w_1..w_n, <end>; later
-// positions read <pad> and predict nothing. Returns T (the longest + 1).
-static int pack_targets_(TtActs *a, const int *words, const int *lens, int B, int max_len) {
-    int T = 1;
-    for (int b = 0; b < B; b++) {
-        CHECK(lens[b] >= 0 && lens[b] <= max_len, "target length %d", lens[b]);
-        if (lens[b] + 1 > T) T = lens[b] + 1;
-    }
-    for (int b = 0; b < B; b++) {
-        const int n = lens[b];
-        a->steps[b] = n + 1;
-        for (int t = 0; t < T; t++) {
-            const int i = b * T + t;
-            a->tok[i] = t == 0 ? VOCAB_START : t <= n ? words[(size_t)b * max_len + t - 1] : VOCAB_PAD;
-            a->target[i] = t < n ? words[(size_t)b * max_len + t] : t == n ? VOCAB_END : -1;
-        }
-    }
-    return T;
-}
-
 // The memory (B, Sb, d) of the packed sources.
 static const float *encode_(TtModel *m, int B, int Sb, Rng *rng) {
     TtActs *a = &m->a;
@@ -184,7 +164,8 @@ double tt_forward(TtModel *m, const int *src, const int *src_len, const int *wor
     CHECK(B >= 1 && B <= m->B, "batch %d, capacity %d", B, m->B);
     const int d = c->d_model, V = c->V;
     const int Sb = pack_sources_(a, src, src_len, B, c->S);
-    const int T = pack_targets_(a, words, lens, B, c->max_len);
+    const int T =
+        transformer_pack_targets(a->tok, a->target, a->steps, words, lens, B, c->max_len);
     m->Bb = B, m->Sb = Sb, m->Tb = T;
     Rng *r = rng && c->dropout > 0.0f ? rng : NULL;
     const float *mem = encode_(m, B, Sb, r);

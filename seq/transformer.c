@@ -17,6 +17,7 @@
 #include "core/dims.h"
 #include "seq/layernorm.h"
 #include "seq/lstm_seq.h"
+#include "seq/vocab.h"
 
 // ---- configuration --------------------------------------------------------------------------
 
@@ -571,4 +572,23 @@ const float *transformer_decoder_cross_weights(const TfStackActs *x, int layer) 
     CHECK(layer >= 0 && layer < TRANSFORMER_MAX_LAYERS && x->layer[layer].attn[1].weights,
           "no decoder layer %d", layer);
     return x->layer[layer].attn[1].weights;
+}
+
+int transformer_pack_targets(int *tok, int *target, int *steps, const int *words,
+                             const int *lens, int B, int max_len) {
+    int T = 1;
+    for (int b = 0; b < B; b++) {
+        CHECK(lens[b] >= 0 && lens[b] <= max_len, "target length %d", lens[b]);
+        if (lens[b] + 1 > T) T = lens[b] + 1;
+    }
+    for (int b = 0; b < B; b++) {
+        const int n = lens[b];
+        steps[b] = n + 1;
+        for (int t = 0; t < T; t++) {
+            const int i = b * T + t;
+            tok[i] = t == 0 ? VOCAB_START : t <= n ? words[(size_t)b * max_len + t - 1] : VOCAB_PAD;
+            target[i] = t < n ? words[(size_t)b * max_len + t] : t == n ? VOCAB_END : -1;
+        }
+    }
+    return T;
 }

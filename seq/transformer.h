@@ -191,4 +191,11 @@ void tf_decoder_backward(float *dinp, float *dmem, TfDecoderParams *dp, const fl
 // Layer l's cross-attention weights (B, T, S), mean over heads, of the last decoder forward.
 const float *transformer_decoder_cross_weights(const TfStackActs *x, int layer);
 
+// A decoder's teacher-forced inputs and targets for B rows of words (B, max_len) with lens
+// (B) in [0, max_len]: row b's positions 0..n_b read <start>, w_1..w_n and predict w_1..w_n,
+// <end>; later positions read <pad> and predict -1 (nothing). tok and target are (B, T),
+// steps (B) = n_b + 1. Returns T, the longest row's n + 1.
+int transformer_pack_targets(int *tok, int *target, int *steps, const int *words,
+                             const int *lens, int B, int max_len);
+
 #endif
