@@ -141,10 +141,11 @@ for part in "$@"; do
     esac
 done
 
-# num FILE KEY [SCALE] [DECIMALS]: a top-level figure of a JSON file (by_length's left out),
+# num FILE KEY [SCALE] [DECIMALS]: a top-level figure of a JSON file (the buckets of
+# by_length and by_source_length left out),
 # "-" when absent or not a number.
 num() {
-    v=$( [ -s "$1" ] && sed 's/"by_length": *\[[^]]*\]//' "$1" | json_field "$2" | head -n 1 ) || v=""
+    v=$( [ -s "$1" ] && sed 's/"by_[a-z_]*length": *\[[^]]*\]//g' "$1" | json_field "$2" | head -n 1 ) || v=""
     [ -n "$v" ] || { echo "-"; return; }
     awk -v v="$v" -v s="${3:-1}" -v d="${4:-2}" 'BEGIN { if (v !~ /^-?[0-9.]/) print "-"; else printf "%.*f\n", d, v * s }'
 }
