@@ -16,8 +16,8 @@ clipping and Adam exactly as core/adam.c). One safetensors file per configuratio
                                     (seq/beam.c's rules)
     train/loss (5)                  the loss before each Adam step
     __metadata__                    the configuration, the Adam and clipping settings
-Then glimpse_ref.py's, textclass_ref.py's and translator_ref.py's (the glimpse and sentence
-classifiers and the translator, see there), transformer_ref.py's (the Transformer blocks against
+Then glimpse_ref.py's, textclass_ref.py's, translator_ref.py's and translator_transformer_ref.py's
+(the glimpse and sentence classifiers, the translator and the Transformer translator, see there), transformer_ref.py's (the Transformer blocks against
 PyTorch's own) and encoders_ref.py's fixtures of the pretrained encoders (tests/fixtures/encoders/, see there).
 Run by `make fixtures` as: /usr/bin/python3 bench/reference/make_fixtures.py tests/fixtures
 """
@@ -36,6 +36,7 @@ import safetensors_io  # noqa: E402
 import sat_ref  # noqa: E402
 import textclass_ref  # noqa: E402
 import translator_ref  # noqa: E402
+import translator_transformer_ref  # noqa: E402
 import transformer_ref  # noqa: E402
 
 ADAM = {"lr": 0.01, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
@@ -229,6 +230,8 @@ def main():
     textclass_ref.fixtures(out)
     # The translator's (tests/test_parity_translate.c).
     translator_ref.fixtures(out)
+    # The Transformer translator's (tests/test_parity_translate_transformer.c).
+    translator_transformer_ref.fixtures(out)
     # The Transformer blocks' (tests/test_parity_transformer.c).
     transformer_ref.fixtures(out)
     # The pretrained encoders' fixtures (tests/test_encoder.c, tests/test_preprocess.c).
