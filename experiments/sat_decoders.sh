@@ -128,7 +128,8 @@ count_words="the 1,000 test scenes"
     echo "Command: \`$( [ -n "$STEPS" ] && echo "STEPS=$STEPS" || echo "MINUTES=$MINUTES") SEEDS=\"$SEEDS\" THREADS=$THREADS PAIRED=$PAIRED EVAL_COUNT=$EVAL_COUNT LAYERS=$LAYERS EXTRA=\"$EXTRA\" sh experiments/sat_decoders.sh\`, $(date -u +%Y-%m-%d), $(uname -m), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) when the page was written."
     echo "Each run: default configuration of its decoder (the Transformer with $LAYERS decoder layers,"
     echo "maps from the last), $budget_words on $THREADS thread(s)$( [ "$PAIRED" = 1 ] && echo ", a seed's two runs side by side"),"
-    echo "best checkpoint on validation BLEU-4 where an epoch ended (else the last weights),"
+    echo "the model kept: the best on validation BLEU-4 (the weight average, validated at each epoch's"
+    echo "end and when the budget ran out),"
     echo "$count_words with beam 3. Scores 0..1 (CIDEr-D unscaled); grounding = the share of"
     echo "object words whose attention peak falls in that object's box."
     echo
@@ -156,9 +157,14 @@ count_words="the 1,000 test scenes"
         layer=$((layer + 1))
     done
     echo
-    echo "Each layer's row is a model trained with that --map-layer (the maps are the mean over"
-    echo "heads of that layer's cross-attention). Object F1 (the share of colour+class objects"
-    echo "named right) is not computed by \`caption eval\` yet; the table reports what it computes."
+    echo "Each layer's row is a model trained with that --map-layer; its maps are the mean over"
+    echo "heads of that layer's cross-attention (no figure per head: \`caption eval\` scores the"
+    echo "mean). The flag chooses only which maps are kept (the Transformer's loss has no attention"
+    echo "term), so under a step budget the rows are one model; under a wall-clock budget they differ"
+    echo "in the steps reached, and BLEU-4 and CIDEr-D with them."
+    echo
+    echo "Object F1 (the share of colour+class objects named right) is not computed by"
+    echo "\`caption eval\` yet; the tables report the figures it computes."
 } > "$table"
 cat "$table"
 echo "wrote $table" >&2
