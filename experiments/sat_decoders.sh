@@ -55,12 +55,13 @@ flags_of() {
     esac
 }
 
-# train_and_score DIR DECODER SEED MAP_LAYER: trains and scores one run unless DIR holds
-# one at this budget already; non-zero when either step failed (called under ||, where
+# train_and_score DIR DECODER SEED MAP_LAYER [BUDGET]: trains and scores one run (BUDGET:
+# caption train's budget flags, default the script's) unless DIR holds one at this budget
+# already; non-zero when either step failed (called under ||, where
 # set -e does not stop it, so each step says so itself).
 train_and_score() {
-    out=$1
-    want="$budget $(flags_of "$2" "$4") --seed $3 $EXTRA eval-count $EVAL_COUNT"
+    out=$1 run_budget=${5:-$budget}
+    want="$run_budget $(flags_of "$2" "$4") --seed $3 $EXTRA eval-count $EVAL_COUNT"
     if [ -s "$out/eval.json" ] && [ "$(cat "$out/budget.txt" 2> /dev/null)" = "$want" ]; then
         echo "sat_decoders.sh: $out is trained and scored at this budget already" >&2
         return 0
@@ -69,7 +70,7 @@ train_and_score() {
     mkdir -p "$out"
     echo "training $out ($want)" >&2
     # shellcheck disable=SC2046,SC2086
-    "$BIN/caption" train --data scenes --out "$out" $budget $(flags_of "$2" "$4") \
+    "$BIN/caption" train --data scenes --out "$out" $run_budget $(flags_of "$2" "$4") \
         --threads "$THREADS" --seed "$3" --quiet --json $EXTRA > "$out/train.json" || return 1
     "$BIN/caption" eval --model "$out/model.safetensors" --data scenes --split test --beam 3 \
         --count "$EVAL_COUNT" --threads "$THREADS" --quiet --json > "$out/eval.json" || return 1
@@ -91,12 +92,16 @@ for seed in $SEEDS; do
     fi
 done
 # The map layers of the first seed: the default run above maps from the last layer; every
-# other layer is a run of its own (the flag chooses the maps the model keeps and scores).
+# other layer is a run of its own (the flag chooses the maps the model keeps and scores,
+# nothing of its training), trained to the steps the default run reached: the same seed
+# and steps give the same weights, so the rows differ in the map layer alone.
 first=${SEEDS%% *}
 last_layer=$((LAYERS - 1))
+first_steps=$(field steps "$(run_dir transformer "$first")/train.json" 2> /dev/null || true)
 layer=0
-while [ "$layer" -lt "$last_layer" ]; do
-    train_and_score "$RUNS/sat_decoders_transformer_seed${first}_map$layer" transformer "$first" "$layer" || failed=1
+while [ "$layer" -lt "$last_layer" ] && [ -n "$first_steps" ]; do
+    train_and_score "$RUNS/sat_decoders_transformer_seed${first}_map$layer" transformer "$first" "$layer" \
+        "--steps $first_steps" || failed=1
     layer=$((layer + 1))
 done
 [ "$failed" = 0 ] || { echo "sat_decoders.sh: a run failed (see above)" >&2; exit 1; }
@@ -160,8 +165,8 @@ count_words="the 1,000 test scenes"
     echo "Each layer's row is a model trained with that --map-layer; its maps are the mean over"
     echo "heads of that layer's cross-attention (no figure per head: \`caption eval\` scores the"
     echo "mean). The flag chooses only which maps are kept (the Transformer's loss has no attention"
-    echo "term), so under a step budget the rows are one model; under a wall-clock budget they differ"
-    echo "in the steps reached, and BLEU-4 and CIDEr-D with them."
+    echo "term), and the other layers' runs train to the steps the last layer's run reached, so"
+    echo "with the same seed the rows are one model whose maps are read from another layer."
     echo
     echo "Object F1 (the share of colour+class objects named right) is not computed by"
     echo "\`caption eval\` yet; the tables report the figures it computes."
