@@ -27,6 +27,8 @@
 #                   (the two above: IW NLL from K = 2 quick, 10 full)
 #   sat-scenes      600 steps             31,958 steps            sat_scenes.md, (defaults) seed 1
 #   sat-ablation    250 steps per kind    each kind's steps       sat_ablation.md, first table
+#   sat-decoders    100 steps each, seed  10 minutes each (wall   sat_decoders.md: LSTM vs
+#                   1, 100 test scenes    time), seeds 1-3        Transformer, map layers
 #   sat-flickr8k    skipped               to early stopping       sat_flickr8k.md (needs
 #                                         FLICKR8K and VGG19 set: data and weights)
 #   sat-coco        skipped               to early stopping       sat_coco.md (needs
@@ -109,6 +111,12 @@ run_steps() {
     step draw-colour env COLOUR_STEPS="$COLOUR_STEPS" sh experiments/draw_generation.sh colour
     step sat-scenes env STEPS="$SCENES_STEPS" sh experiments/sat_scenes.sh
     step sat-ablation env STEPS="$ABLATION_STEPS" sh experiments/sat_ablation.sh
+    # The two decoders side by side on one thread each (the same load for both).
+    if [ "$MODE" = quick ]; then
+        step sat-decoders env THREADS=1 QUICK=1 sh experiments/sat_decoders.sh
+    else
+        step sat-decoders env THREADS=1 MINUTES=10 SEEDS="1 2 3" sh experiments/sat_decoders.sh
+    fi
     # LR 1e-3: the rate the published 3,000-step rows trained at (the script's default is now
     # 5e-4, the long run's).
     step draw-cluttered env STEPS="$CLUTTERED_STEPS" LR=1e-3 sh experiments/draw_cluttered.sh dram8 dram4 cnn

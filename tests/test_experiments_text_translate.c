@@ -4,7 +4,8 @@
 // the steps, `eval` and `score` print figures made from the run's attention. Checked: the
 // date task's rows (none without an alignment figure), a second run that trains nothing
 // again, the English-Spanish row (minutes in all, BLEU and chrF with their intervals), the
-// BLEU-by-length table, the continuation commands, a larger budget training only the
+// BLEU-by-length table, the transformer rows (--model transformer with its recipe, the date
+// row's alignment figure, the English-Spanish row beside the LSTM's), the continuation commands, a larger budget training only the
 // minutes left, a step budget (BIBLE_STEPS) trained to and then kept, and an unknown part
 // refused. Run from the repository root.
 #include <stdio.h>
@@ -23,7 +24,7 @@ static void write_stand_in(void) {
                           "cmd=$2; shift 2\n"
                           "out='' model='' att=bahdanau steps=0 minutes=''\n"
                           "while [ $# -gt 0 ]; do\n"
-                          "  case $1 in --out) out=$2 ;; --model) model=$2 ;; --attention) att=$2 ;;\n"
+                          "  case $1 in --out) out=$2 ;; --model) model=$2; [ \"$2\" = transformer ] && att=transformer ;; --attention) att=$2 ;;\n"
                           "    --steps) steps=$2 ;; --minutes) minutes=$2 ;; esac\n"
                           "  shift\n"
                           "done\n"
@@ -135,6 +136,36 @@ static void test_bible(void) {
     free(called);
 }
 
+static void test_transformer_rows(void) {
+    write_stand_in();
+    int st = stand_in_run(dir, NULL, "DATES_KINDS=transformer DATES_STEPS=50 BIBLE_KINDS=transformer BIBLE_MINUTES=2",
+                          "text_translate.sh dates bible");
+    char *err = stand_in_read(dir, "err.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    free(err);
+    char *called = stand_in_read(dir, "called.txt");
+    EXPECT(count(called, "translate train --data dates --model transformer --warmup 400 --lr 1e-3 --dropout 0.1 "
+                         "--label-smoothing 0.1 --steps 50") == 1 &&
+               count(called, "translate train --data bible-en-es --model transformer --warmup 400 --lr 1e-3 "
+                             "--dropout 0.1 --label-smoothing 0.1 --minutes 2 ") == 1 &&
+               count(called, "--attention transformer") == 0,
+           "the calls: %s", called ? called : "(not run)");
+    free(called);
+    char *page = stand_in_read(dir, "results.md");
+    EXPECT(page && strstr(page, "| transformer | 50 | 90.00 | 80.00 | 3.250 | 10 |"), "the date row:\n%s",
+           page ? page : "");
+    EXPECT(page && strstr(page, "| transformer | 2.0 | 100 | 0.2 | 3.2 | 12.35 (12.30 +- 0.50) | 40.10 (40.00 +- 0.25) |"),
+           "the English-Spanish row:\n%s", page ? page : "");
+    // The LSTM rows of the earlier tests are kept, the transformer's listed after them.
+    const char *bible = page ? strstr(page, "## English") : NULL;
+    const char *lstm = bible ? strstr(bible, "| bahdanau |") : NULL;
+    const char *tr = page ? strstr(page, "| transformer | 2.0 |") : NULL;
+    EXPECT(lstm && tr && lstm < tr && strstr(page, "| none | 50 |"), "the rows beside each other:\n%s", page ? page : "");
+    EXPECT(strstr(page ? page : "", "trained with `--warmup 400 --lr 1e-3 --dropout 0.1 --label-smoothing 0.1`"),
+           "the recipe is not on the page:\n%s", page ? page : "");
+    free(page);
+}
+
 static void test_unknown_part(void) {
     write_stand_in();
     EXPECT(stand_in_run(dir, NULL, "", "text_translate.sh nonsense") == 2, "an unknown part accepted");
@@ -147,6 +178,7 @@ int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_text_translate")) return 1;
     RUN(test_dates);
     RUN(test_bible);
+    RUN(test_transformer_rows);
     RUN(test_unknown_part);
     if (!getenv("KEEP")) scratch_remove(dir);
     return test_summary();
