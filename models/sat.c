@@ -180,6 +180,8 @@ void sat_free(SatModel *m) {
     if (m->tf) {
         sat_tf_free(m->tf);
         free(m->tf);
+        free(m->sorted_images);  // a data-parallel step's sorted copies (models/sat_parallel.c)
+        free(m->sorted_ints);
         memset(m, 0, sizeof *m);
         return;
     }
