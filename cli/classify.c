@@ -11,32 +11,23 @@
 #include "cli/args.h"
 #include "cli/classify_common.h"
 #include "cli/classify_tools.h"
-#include "cli/report_common.h"
-#include "cli/run_info.h"
 #include "cli/threads.h"
-#include "cli/train_run.h"
+#include "cli/train_command.h"
 #include "core/adam.h"
 #include "core/check.h"
 #include "core/csvlog.h"
-#include "core/fileio.h"
 #include "core/gemm.h"
 #include "core/rng.h"
 #include "core/timer.h"
-#include "core/text_escape.h"
-
-static int fail(const Error *err) {
-    fprintf(stderr, "draw classify: %s\n", err->msg);
-    return 1;
-}
 
 typedef struct {
-    const char *data, *root, *out;
-    int model, T, read_n, hidden, threads, fragments, scales, size;
+    const char *data, *root;
+    int model, T, read_n, hidden, fragments, scales, size;
     int valid_images;
-    TrainPlanFlags plan;    // --steps, --epochs, --minutes, --log-every, --valid-every, --checkpoint-every
+    TrainCommandFlags cmd;  // --out, --resume, --force, --json, --threads, the plan
     float loc_std;
     TrainOptimFlags optim;  // --batch, --lr, --beta1, --clip, --seed
-    bool resume, force, no_attention, hard, json;
+    bool no_attention, hard;
     struct {
         bool model, data, T, read, hidden, no_attention, hard, loc_std, scales, fragments, size;
     } given;
@@ -44,8 +35,9 @@ typedef struct {
 
 static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
     *f = (ClassifyFlags){.data = "mnist", .root = "data", .T = 8, .read_n = 12, .hidden = 256,
-                         .threads = threads_available(), .fragments = 8,
-                         .valid_images = 1000, .plan = {.log_every = 50, .valid_every = 500},
+                         .fragments = 8, .valid_images = 1000,
+                         .cmd = {.threads = threads_available(),
+                                 .plan = {.log_every = 50, .valid_every = 500}},
                          .loc_std = 0.1f, .scales = 4, .size = 100,
                          .optim = {.seed = 1, .batch = 64, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f, .lr_decay = 1}};
     static const char *const models[] = {"glimpse", "cnn", NULL};
@@ -53,7 +45,7 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
         {"model", ARG_CHOICE, &f->model, "glimpse: the recurrent attention classifier; cnn: the convolutional baseline (2 layers of 3x3 conv, ReLU, 2x2 max-pool, 16 and 32 channels; fc 256)", .choices = models, .given = &f->given.model},
         {"data", ARG_STRING, &f->data, "source of the digits and the clutter: mnist or fashion-mnist", .metavar = "D", .given = &f->given.data},
         {"data-root", ARG_STRING, &f->root, "folder holding mnist/ and fashion-mnist/", .metavar = "DIR"},
-        {"out", ARG_STRING, &f->out, "output folder (model.safetensors, log.csv, loss.png)", .metavar = "DIR", .required = true},
+        {"out", ARG_STRING, &f->cmd.out, "output folder (model.safetensors, log.csv, loss.png)", .metavar = "DIR", .required = true},
         {"T", ARG_INT, &f->T, "glimpses before the class is read out", .has_min = true, .min = 1, .has_max = true, .max = 1000, .given = &f->given.T},
         {"read", ARG_INT, &f->read_n, "glimpse grid N (N x N)", .has_min = true, .min = 1, .has_max = true, .max = 100, .given = &f->given.read},
         {"hidden", ARG_INT, &f->hidden, "LSTM units", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.hidden},
@@ -67,34 +59,30 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
         {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
         {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
-        {"steps", ARG_LONG, &f->plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
-        {"epochs", ARG_INT, &f->plan.epochs, "train until this many epochs in total (1 when no budget is given)", .has_min = true, .min = 0},
-        {"minutes", ARG_DOUBLE, &f->plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
+        {"steps", ARG_LONG, &f->cmd.plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
+        {"epochs", ARG_INT, &f->cmd.plan.epochs, "train until this many epochs in total (1 when no budget is given)", .has_min = true, .min = 0},
+        {"minutes", ARG_DOUBLE, &f->cmd.plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order and training clutter", .has_min = true, .min = 0, .given = &f->optim.given.seed},
-        {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
-        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it: its checkpoint, run.json, report and pictures go (not with --resume)", .given = NULL},
-        {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
-        {"valid-every", ARG_INT, &f->plan.valid_every, "steps between validation errors (and checkpoints)", .has_min = true, .min = 1},
+        {"resume", ARG_FLAG, &f->cmd.resume, "continue from OUT/model.safetensors; model flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
+        {"force", ARG_FLAG, &f->cmd.force, "start a new run in an OUT that holds one, replacing it: its checkpoint, run.json, report and pictures go (not with --resume)", .given = NULL},
+        {"threads", ARG_INT, &f->cmd.threads, "threads: data-parallel workers over the batch", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
+        {"valid-every", ARG_INT, &f->cmd.plan.valid_every, "steps between validation errors (and checkpoints)", .has_min = true, .min = 1},
         {"valid-images", ARG_INT, &f->valid_images, "validation images used (at most 5000)", .has_min = true, .min = 1, .has_max = true, .max = MNIST_VALID_COUNT},
-        {"log-every", ARG_INT, &f->plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
-        {"checkpoint-every", ARG_INT, &f->plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
-        {"json", ARG_FLAG, &f->json, "print the final figures as one JSON object", .given = NULL},
+        {"log-every", ARG_INT, &f->cmd.plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
+        {"checkpoint-every", ARG_INT, &f->cmd.plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
+        {"json", ARG_FLAG, &f->cmd.json, "print the final figures as one JSON object", .given = NULL},
     };
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
                                "draw classify train --out DIR [flags]", "draw classify", code))
         return 1;
-    train_plan_default(&f->plan);
+    train_plan_default(&f->cmd.plan);
     return 0;
 }
 
 typedef struct {
     const ClassifyFlags *f;
+    TrainCommandRun cmd;  // the folder, its lock, log.csv, the budget (cli/train_command.h)
     ClassifyState st;
-    bool resumed;
-    bool interrupted;  // SIGINT or SIGTERM stopped the run
-    TrainLock lock;    // OUT/.lock, held for the run's life
-    FlagDiffs resumed_with;  // --resume: the settings given that replace the checkpoint's
-    TrainPaths paths;  // OUT/model.safetensors, log.csv, loss.png
     ImageSet train, valid;
     TrainWeights w;  // parameters (viewed by p), gradients, Adam's moments
     ClassifierParams p;
@@ -106,18 +94,12 @@ typedef struct {
     int *labels;
     long *idx;
     TrainOrder order;  // the current epoch's order of the training digits
-    CsvLog log;
-    TrainBudget budget;
-    TrainCadence cadence;
-    TrainMeter meter;
     double loss_acc;
     long acc_n, acc_correct, acc_images;
     TrainNorms norms;  // the log window's gradient norms
     double last_loss, last_train_error, last_valid;
     int step_correct;  // the last step's correct predictions, for its log row
 } ClassifyRun;
-
-static const char *const RUN_FILES[] = {"model.safetensors"};
 
 static int check_resume_flags(ClassifyRun *r, Error *err) {
     const ClassifyFlags *f = r->f;
@@ -139,23 +121,23 @@ static int check_resume_flags(ClassifyRun *r, Error *err) {
     }
     flag_diffs_int(&model, "fragments", f->given.fragments, f->fragments, st->clutter.fragments);
     flag_diffs_int(&model, "size", f->given.size, f->size, st->clutter.W);
-    if (flag_diffs_refuse(&model, r->paths.model, err)) return -1;
-    train_optim_resume(&st->optim, &f->optim, &r->resumed_with);  // said with the header
+    if (flag_diffs_refuse(&model, r->cmd.paths.model, err)) return -1;
+    train_optim_resume(&st->optim, &f->optim, &r->cmd.resumed_with);  // said with the header
     return 0;
 }
 
-static int resume_state(ClassifyRun *r, SafetensorsFile *file, Error *err) {
-    if (!r->f->resume) return 0;
-    if (!train_checkpoint_found(r->paths.model, "draw classify")) return 0;
-    if (safetensors_load(file, r->paths.model, err) || classify_read_state(file, r->paths.model, &r->st, err)) return -1;
-    r->resumed = true;
+// --resume: the state from the checkpoint, the flags given checked against it.
+static int resume_cb(void *p, const SafetensorsFile *file, Error *err) {
+    ClassifyRun *r = p;
+    if (classify_read_state(file, r->cmd.paths.model, &r->st, err)) return -1;
     return check_resume_flags(r, err);
 }
 
-static int load_data(ClassifyRun *r, Error *err) {
+static int load_data(void *p, Error *err) {
+    ClassifyRun *r = p;
     const ClassifyFlags *f = r->f;
     ClassifyState *st = &r->st;
-    if (!r->resumed) {
+    if (!r->cmd.resumed) {
         if (f->model == 0 && f->hard && f->no_attention)
             return error_set(err, "--hard with --no-attention: hard attention needs attention (a retina "
                              "at a sampled centre); give one of them");
@@ -182,7 +164,7 @@ static int load_data(ClassifyRun *r, Error *err) {
     if (classifier_check_sizes(&st->cfg, st->optim.batch, err)) return -1;
     if (classify_load_split(&r->train, st->data, f->root, SPLIT_TRAIN, &st->clutter, err) ||
         classify_load_split(&r->valid, st->data, f->root, SPLIT_VALID, &st->clutter, err))
-        return r->resumed ? error_prefix(err, "%s: the run's data", r->paths.model) : -1;
+        return r->cmd.resumed ? error_prefix(err, "%s: the run's data", r->cmd.paths.model) : -1;
     if (r->train.n < st->optim.batch)
         return error_set(err, "--batch: %d is more than the %d training digits of %s", st->optim.batch,
                          r->train.n, st->data);
@@ -191,11 +173,12 @@ static int load_data(ClassifyRun *r, Error *err) {
     return 0;
 }
 
-static int init_model(ClassifyRun *r, const SafetensorsFile *file, Error *err) {
+static int init_model(void *p, const SafetensorsFile *file, Error *err) {
+    ClassifyRun *r = p;
     const ClassifierConfig *c = &r->st.cfg;
     classifier_layout(&r->w.params, &r->p, c);
-    if (train_weights_open(&r->w, r->resumed ? file : NULL, r->paths.model, err)) return -1;
-    if (!r->resumed) {
+    if (train_weights_open(&r->w, r->cmd.resumed ? file : NULL, r->cmd.paths.model, err)) return -1;
+    if (!r->cmd.resumed) {
         Rng init = train_optim_init_rng(&r->st.optim);
         classifier_init(&r->p, c, &init);
     }
@@ -203,9 +186,11 @@ static int init_model(ClassifyRun *r, const SafetensorsFile *file, Error *err) {
     return 0;
 }
 
-static void alloc_buffers(ClassifyRun *r) {
+// The workers and the step's buffers.
+static long alloc_buffers(void *p) {
+    ClassifyRun *r = p;
     const ClassifierConfig *c = &r->st.cfg;
-    const int B = r->st.optim.batch, threads = r->f->threads;
+    const int B = r->st.optim.batch, threads = r->f->cmd.threads;
     r->n_workers = classifier_worker_count(threads, B);
     r->workers = xcalloc((size_t)r->n_workers, sizeof *r->workers);
     classifier_workers_alloc(r->workers, r->n_workers, c, B);
@@ -217,47 +202,23 @@ static void alloc_buffers(ClassifyRun *r) {
     r->idx = xmalloc(sizeof(long) * (size_t)B);
     r->steps_per_epoch = r->train.n / B;
     train_order_init(&r->order, r->train.n);
+    return r->steps_per_epoch;
 }
 
-static void close_run(ClassifyRun *r) {
+static void free_run(void *p) {
+    ClassifyRun *r = p;
     if (r->workers) classifier_workers_free(r->workers, r->n_workers);
     train_weights_free(&r->w);
     free(r->workers), free(r->x), free(r->eps), free(r->labels), free(r->idx);
     train_order_free(&r->order);
     imageset_free(&r->train), imageset_free(&r->valid);
-    csvlog_close(&r->log);
-    train_lock_release(&r->lock);
-}
-
-static int open_run(ClassifyRun *r, const ClassifyFlags *f, Error *err) {
-    memset(r, 0, sizeof *r);
-    r->f = f;
-    r->last_loss = r->last_train_error = r->last_valid = NAN;
-    train_paths(&r->paths, f->out);
-    SafetensorsFile file = {0};
-    int rc = train_out_open(&r->lock, f->out, RUN_FILES, 1, f->resume, f->force, err) ||
-             resume_state(r, &file, err) || load_data(r, err) ||
-             train_out_make(&r->lock, f->out, RUN_FILES, 1, f->resume, f->force, err);
-    if (rc == 0) {
-        atomic_remove_stale(f->out);
-        rc = init_model(r, &file, err);
-    }
-    safetensors_free(&file);
-    if (rc) return -1;
-    alloc_buffers(r);
-    train_plan(&f->plan, r->steps_per_epoch, &r->budget, &r->cadence);
-    static const char columns[] = "step,train_loss,train_error,valid_error,grad_norm,grad_norm_max,seconds";
-    if (train_out_clear(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
-        (r->resumed ? csvlog_open_resume(&r->log, r->paths.log, columns, r->st.step, err)
-                    : csvlog_open(&r->log, r->paths.log, columns, 0, err)))
-        return -1;
-    return 0;
 }
 
 // The flags given that this run does not use (cli/args.h ArgUse), from the model it trains:
 // the flags' for a new run, the checkpoint's on --resume. Eval, show and export use every
 // flag they take.
-static void warn_unused_flags(const ClassifyRun *r) {
+static void warn_unused_flags(const void *p) {
+    const ClassifyRun *r = p;
     const ClassifyFlags *f = r->f;
     const GlimpseConfig *g = &r->st.cfg.glimpse;
     const bool glimpse = r->st.cfg.kind == CLASSIFIER_GLIMPSE;
@@ -271,17 +232,14 @@ static void warn_unused_flags(const ClassifyRun *r) {
         {"hard", f->given.hard, glimpse, CNN},
         {"loc-std", f->given.loc_std, hard, glimpse ? "only a --hard model samples where to look" : CNN},
         {"scales", f->given.scales, hard, glimpse ? "only a --hard model has a retina of scales" : CNN},
-        {"epochs", f->plan.epochs > 0 && f->plan.steps > 0, false, "--steps sets the run's length"},
+        {"epochs", f->cmd.plan.epochs > 0 && f->cmd.plan.steps > 0, false, "--steps sets the run's length"},
     };
     args_warn_unused(stderr, "draw classify train", uses, ARGS_LEN(uses));
 }
 
-static void print_header(const ClassifyRun *r) {
+static void header(const void *p, char *buf, size_t n) {
+    const ClassifyRun *r = p;
     const GlimpseConfig *c = &r->st.cfg.glimpse;
-    if (r->resumed_with.n)
-        text_write_linef(stderr, "draw classify train: resuming with %s", r->resumed_with.text);
-    char budget[64];
-    train_budget_describe(&r->budget, budget, sizeof budget);
     char read[96];
     if (r->st.cfg.kind == CLASSIFIER_CNN)
         snprintf(read, sizeof read, "convolutional baseline (%d layers, fc %d)", r->st.cfg.cnn.layers,
@@ -294,11 +252,11 @@ static void print_header(const ClassifyRun *r) {
                  c->hidden);
     else
         snprintf(read, sizeof read, "%d steps on the whole image (no attention), LSTM %d", c->T, c->hidden);
-    fprintf(stderr, "draw classify train: cluttered %s %dx%d (%d fragments of %dx%d), %s, "
-            "batch %d, lr %g; gemm %s, %d thread%s; step %ld%s\n",
-            r->st.data, r->st.clutter.W, r->st.clutter.H, r->st.clutter.fragments, r->st.clutter.fragment,
-            r->st.clutter.fragment, read, r->st.optim.batch, r->st.optim.lr, gemm_backend(),
-            r->f->threads, r->f->threads == 1 ? "" : "s", r->st.step, budget);
+    snprintf(buf, n, "cluttered %s %dx%d (%d fragments of %dx%d), %s, batch %d, lr %g; gemm %s, "
+             "%d thread%s",
+             r->st.data, r->st.clutter.W, r->st.clutter.H, r->st.clutter.fragments,
+             r->st.clutter.fragment, r->st.clutter.fragment, read, r->st.optim.batch,
+             r->st.optim.lr, gemm_backend(), r->f->cmd.threads, r->f->cmd.threads == 1 ? "" : "s");
 }
 
 // The batch of step st.step: positions [i B, i B + B) of its epoch's order.
@@ -324,12 +282,17 @@ static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
     *loss = classifier_forward_parallel_hard(r->workers, r->n_workers, &r->p, &st->cfg, r->x,
                                              r->labels, st->optim.batch, r->eps,
                                              &r->w.grads, correct);
-    if (train_check_finite(st->step + 1, "loss", *loss, &r->w.grads, r->paths.model, err)) return -1;
+    if (train_check_finite(st->step + 1, "loss", *loss, &r->w.grads, r->cmd.paths.model, err)) return -1;
     train_norms_add(&r->norms, clip_global_norm(r->w.grads.data, r->w.grads.numel, st->optim.clip));
     st->step++;
     adam_update_threads(r->w.params.data, r->w.grads.data, r->w.mom1.data, r->w.mom2.data,
                         r->w.params.numel, &r->adam, st->step, st->optim.lr, r->n_workers);
     return 0;
+}
+
+static int save(void *p, Error *err) {
+    ClassifyRun *r = p;
+    return classify_save(r->cmd.paths.model, &r->st, &r->w.params, &r->w.mom1, &r->w.mom2, err);
 }
 
 static int log_validate_save(ClassifyRun *r, double loss, int correct, bool last, Error *err) {
@@ -338,7 +301,7 @@ static int log_validate_save(ClassifyRun *r, double loss, int correct, bool last
     r->acc_n++;
     r->acc_correct += correct;
     r->acc_images += st->optim.batch;
-    TrainDue due = train_due(&r->cadence, st->step, last);
+    TrainDue due = train_due(&r->cmd.cadence, st->step, last);
     if (due.log) {
         r->last_loss = r->loss_acc / r->acc_n;
         r->last_train_error = 1.0 - (double)r->acc_correct / r->acc_images;
@@ -349,13 +312,12 @@ static int log_validate_save(ClassifyRun *r, double loss, int correct, bool last
             r->last_valid = v.error;
         }
         double row[7] = {(double)st->step, r->last_loss, r->last_train_error,
-                         due.validate ? r->last_valid : NAN, 0, 0, timer_now() - r->budget.t0};
+                         due.validate ? r->last_valid : NAN, 0, 0, timer_now() - r->cmd.budget.t0};
         train_norms_take(&r->norms, &row[4], &row[5]);
-        csvlog_row(&r->log, row, 7);
+        csvlog_row(&r->cmd.log, row, 7);
         r->loss_acc = 0.0, r->acc_n = 0, r->acc_correct = 0, r->acc_images = 0;
     }
-    if (due.save) return classify_save(r->paths.model, st, &r->w.params, &r->w.mom1, &r->w.mom2, err);
-    return 0;
+    return due.save ? save(r, err) : 0;
 }
 
 // The step loop's side of this trainer (cli/train_run.h TrainSteps).
@@ -375,57 +337,38 @@ static void status_cb(const void *p, double loss, char *buf, size_t cap) {
     if (isfinite(r->last_valid)) snprintf(buf + n, cap - n, ", valid error %.2f%%", 100.0 * r->last_valid);
 }
 
-static int train_loop(ClassifyRun *r, Error *err) {
-    static const TrainSteps steps = {step_cb, after_cb, status_cb, "images"};
-    return train_loop_run(&r->meter, &r->budget, &r->st.step, r->st.optim.batch, &steps, r,
-                          &r->interrupted, err);
+static void valid_summary(const void *p, char *buf, size_t n) {
+    const ClassifyRun *r = p;
+    if (isfinite(r->last_valid))
+        snprintf(buf, n, "valid error %.2f%% (%d images)", 100.0 * r->last_valid,
+                 r->f->valid_images);
 }
 
-static int finish_run(ClassifyRun *r, Error *err) {
-    csvlog_close(&r->log);
-    if (r->meter.steps == 0 && !file_exists(r->paths.model) &&
-        classify_save(r->paths.model, &r->st, &r->w.params, &r->w.mom1, &r->w.mom2, err))
-        return -1;
-    static const ReportLogPlot curves = {{"train_error", "valid_error"}, {"train error", "valid error"}, 100.0f,
-                                         "cluttered MNIST classification", "error (%)"};
-    if (report_plot_log(r->paths.log, r->paths.plot, &curves, err)) return -1;
-    double ips = train_meter_images_per_s(&r->meter), secs = timer_now() - r->budget.t0;
-    char valid_text[64] = "no validation in this run", a[32], b[32], c[32];
-    if (isfinite(r->last_valid))
-        snprintf(valid_text, sizeof valid_text, "valid error %.2f%% (%d images)",
-                 100.0 * r->last_valid, r->f->valid_images);
-    // Wall time includes validation and checkpoints; the rate counts the steps' time alone.
-    text_write_linef(stderr, "draw classify train: %ld steps in %.1f s wall; %.1f images/s of step time; %s; wrote %s",
-                     r->meter.steps, secs, ips, valid_text, r->paths.model);
-    if (r->f->json)
-        printf("{\"steps\": %ld, \"final_loss\": %s, \"train_error\": %s, \"valid_error\": %s, "
-               "\"images_per_s\": %.6g, \"seconds\": %.6g, \"model\": \"%s\"}\n",
-               r->st.step, json_number(a, r->last_loss), json_number(b, r->last_train_error),
-               json_number(c, r->last_valid), ips, secs, r->paths.model);
-    return 0;
+static void json_fields(const void *p, FILE *out) {
+    const ClassifyRun *r = p;
+    char a[32], b[32], c[32];
+    fprintf(out, "\"final_loss\": %s, \"train_error\": %s, \"valid_error\": %s, ",
+            json_number(a, r->last_loss), json_number(b, r->last_train_error),
+            json_number(c, r->last_valid));
 }
+
+static const TrainCommand TRAIN = {
+    .command = "draw classify train", .program = "draw classify", .found_as = "draw classify",
+    .log_columns = "step,train_loss,train_error,valid_error,grad_norm,grad_norm_max,seconds",
+    .curves = {{"train_error", "valid_error"}, {"train error", "valid error"}, 100.0f,
+               "cluttered MNIST classification", "error (%)"},
+    .resume = resume_cb, .load_data = load_data, .init_model = init_model,
+    .alloc = alloc_buffers, .warn_unused = warn_unused_flags, .header = header,
+    .steps = {step_cb, after_cb, status_cb, "images"}, .save = save,
+    .valid_summary = valid_summary, .json_fields = json_fields, .free = free_run};
 
 static int cmd_train(int argc, char **argv) {
     ClassifyFlags f;
     int code;
     if (parse_flags(&f, argc, argv, &code)) return code;
-    train_process_begin("draw classify train");
-    gemm_set_threads(f.threads);
-    ClassifyRun r;
-    Error err;
-    int rc = open_run(&r, &f, &err);
-    if (rc == 0) {
-        RunInfo run_info;
-        run_info_begin(&run_info, f.out, "draw classify", argc, argv, f.threads, 1, f.resume);
-        warn_unused_flags(&r);
-        print_header(&r);
-        rc = train_loop(&r, &err);
-        if (rc == 0) rc = finish_run(&r, &err);
-        run_info_end(&run_info, r.interrupted ? RUN_INFO_INTERRUPTED : rc, r.st.step,
-                     train_meter_images_per_s(&r.meter));
-    }
-    close_run(&r);
-    return rc ? fail(&err) : 0;
+    ClassifyRun r = {.f = &f, .last_loss = NAN, .last_train_error = NAN, .last_valid = NAN};
+    r.cmd = (TrainCommandRun){.flags = &f.cmd, .step = &r.st.step, .batch = &r.st.optim.batch};
+    return train_command_main(&TRAIN, &r.cmd, &r, argc, argv);
 }
 
 static void overview(FILE *f) {

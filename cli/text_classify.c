@@ -8,27 +8,17 @@
 #include <string.h>
 
 #include "cli/args.h"
-#include "cli/report_common.h"
 #include "cli/report_text.h"
-#include "cli/run_info.h"
 #include "cli/text_checkpoint.h"
 #include "cli/text_data.h"
 #include "cli/text_eval.h"
 #include "cli/text_show.h"
 #include "cli/threads.h"
-#include "cli/train_run.h"
+#include "cli/train_command.h"
 #include "core/adam.h"
 #include "core/check.h"
 #include "core/csvlog.h"
-#include "core/fileio.h"
-#include "core/gemm.h"
-#include "core/text_escape.h"
 #include "core/timer.h"
-
-static int fail(const Error *err) {
-    fprintf(stderr, "text classify: %s\n", err->msg);
-    return 1;
-}
 
 static const char *const POOLS[] = {"keras", "final-dot", "query", "last", "mean", "bow", NULL};
 static const char *const KERNELS[] = {"additive", "dot", "scaled-dot", "multiplicative",
@@ -38,15 +28,15 @@ static const char *const SIDES[] = {"pre", "post", NULL};
 static const char *const GATE_ACTS[] = {"sigmoid", "hard_sigmoid", NULL};
 
 typedef struct {
-    const char *data, *root, *out;
-    int T, embed, hidden, pool, kernel, attn_size, heads, padding, truncating, threads;
+    const char *data, *root;
+    int T, embed, hidden, pool, kernel, attn_size, heads, padding, truncating;
     int folds, fold, bigrams, inner_folds, inner_fold, gate_act;
     long fold_seed;
     float dropout, rec_dropout, embed_l2;
     double valid_share;
-    TrainPlanFlags plan;
+    TrainCommandFlags cmd;  // --out, --resume, --force, --json, --threads, the plan
     TrainOptimFlags optim;
-    bool bidirectional, masked, nb, resume, force, json;
+    bool bidirectional, masked, nb;
     struct {
         bool data, T, embed, hidden, pool, kernel, attn_size, heads, padding, truncating, folds,
             fold, fold_seed, dropout, rec_dropout, embed_l2, valid_share, bidirectional, masked,
@@ -57,15 +47,15 @@ typedef struct {
 static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
     *f = (TrainFlags){.data = "sentiment", .root = "data", .T = 32, .embed = 32, .hidden = 100,
                       .pool = 0, .kernel = 0, .heads = 1, .padding = 1, .truncating = 0,
-                      .threads = 1, .fold_seed = 1, .dropout = 0.3f, .rec_dropout = 0.2f,
+                      .fold_seed = 1, .dropout = 0.3f, .rec_dropout = 0.2f,
                       .embed_l2 = 1e-3f, .valid_share = 0.2,
-                      .plan = {.epochs = 10, .log_every = 4},
+                      .cmd = {.threads = 1, .plan = {.epochs = 10, .log_every = 4}},
                       .optim = {.seed = 1, .batch = 100, .lr = 1e-3f, .beta1 = 0.9f, .clip = 0.0f,
                                 .lr_decay = 1}};
     ArgSpec specs[] = {
         {"data", ARG_STRING, &f->data, "sentiment (Amazon then Yelp, the demo's), sentiment:amazon|yelp|imdb|all, or a JSON / LABEL<TAB>SENTENCE file", .metavar = "SPEC", .given = &f->given.data},
         {"data-root", ARG_STRING, &f->root, "folder holding sentiment/", .metavar = "DIR"},
-        {"out", ARG_STRING, &f->out, "output folder (model.safetensors, log.csv, loss.png, run.json)", .metavar = "DIR", .required = true},
+        {"out", ARG_STRING, &f->cmd.out, "output folder (model.safetensors, log.csv, loss.png, run.json)", .metavar = "DIR", .required = true},
         {"T", ARG_INT, &f->T, "words per sentence after padding and truncation", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.T},
         {"padding", ARG_CHOICE, &f->padding, "where the padding goes (Keras pad_sequences)", .choices = SIDES, .given = &f->given.padding},
         {"truncating", ARG_CHOICE, &f->truncating, "which end a longer sentence loses (Keras's default: pre)", .choices = SIDES, .given = &f->given.truncating},
@@ -93,33 +83,29 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
         {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
         {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off, as Keras)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
-        {"steps", ARG_LONG, &f->plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
-        {"epochs", ARG_INT, &f->plan.epochs, "train until this many epochs in total", .has_min = true, .min = 0},
-        {"minutes", ARG_DOUBLE, &f->plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
+        {"steps", ARG_LONG, &f->cmd.plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
+        {"epochs", ARG_INT, &f->cmd.plan.epochs, "train until this many epochs in total", .has_min = true, .min = 0},
+        {"minutes", ARG_DOUBLE, &f->cmd.plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order and dropout", .has_min = true, .min = 0, .given = &f->optim.given.seed},
-        {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model and data flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
-        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it: its checkpoint, run.json, report and pictures go (not with --resume)", .given = NULL},
-        {"threads", ARG_INT, &f->threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
-        {"valid-every", ARG_INT, &f->plan.valid_every, "steps between validations and checkpoints (0: each epoch's end)", .has_min = true, .min = 0},
-        {"log-every", ARG_INT, &f->plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
-        {"checkpoint-every", ARG_INT, &f->plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
-        {"json", ARG_FLAG, &f->json, "print the final figures as one JSON object", .given = NULL},
+        {"resume", ARG_FLAG, &f->cmd.resume, "continue from OUT/model.safetensors; model and data flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
+        {"force", ARG_FLAG, &f->cmd.force, "start a new run in an OUT that holds one, replacing it: its checkpoint, run.json, report and pictures go (not with --resume)", .given = NULL},
+        {"threads", ARG_INT, &f->cmd.threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"valid-every", ARG_INT, &f->cmd.plan.valid_every, "steps between validations and checkpoints (0: each epoch's end)", .has_min = true, .min = 0},
+        {"log-every", ARG_INT, &f->cmd.plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
+        {"checkpoint-every", ARG_INT, &f->cmd.plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
+        {"json", ARG_FLAG, &f->cmd.json, "print the final figures as one JSON object", .given = NULL},
     };
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
                                "text classify train --out DIR [flags]", "text classify", code))
         return 1;
-    train_plan_default(&f->plan);
+    train_plan_default(&f->cmd.plan);
     return 0;
 }
 
 typedef struct {
     const TrainFlags *f;
+    TrainCommandRun cmd;  // the folder, its lock, log.csv, the budget (cli/train_command.h)
     TextState st;
-    bool resumed;
-    bool interrupted;  // SIGINT or SIGTERM stopped the run
-    TrainLock lock;    // OUT/.lock, held for the run's life
-    FlagDiffs resumed_with;
-    TrainPaths paths;
     SentenceSet set;
     TextEncoded train, valid;
     TrainWeights w;
@@ -129,18 +115,12 @@ typedef struct {
     int steps_per_epoch;
     int *ids, *lengths, *labels;  // the step's batch
     TrainOrder order;
-    CsvLog log;
-    TrainBudget budget;
-    TrainCadence cadence;
-    TrainMeter meter;
     TrainNorms norms;
     double loss_acc;
     long acc_n, acc_correct, acc_rows;
     double last_loss, last_train_acc, last_valid_acc, last_valid_loss;
     int step_correct;  // the last step's correct predictions, for its log row
 } TrainRun;
-
-static const char *const RUN_FILES[] = {"model.safetensors"};
 
 static AttnKind kernel_kind(int i) {
     static const AttnKind k[] = {ATTN_ADDITIVE, ATTN_DOT, ATTN_SCALED_DOT, ATTN_MULTIPLICATIVE,
@@ -179,30 +159,28 @@ static int check_resume_flags(TrainRun *r, Error *err) {
     flag_diffs_int(&d, "folds", f->given.folds, f->folds, st->split.folds);
     flag_diffs_int(&d, "fold", f->given.fold, f->fold, st->split.fold);
     flag_diffs_int(&d, "fold-seed", f->given.fold_seed, f->fold_seed, (long)st->split.fold_seed);
-    if (flag_diffs_refuse(&d, r->paths.model, err)) return -1;
-    train_optim_resume(&r->st.optim, &f->optim, &r->resumed_with);
+    if (flag_diffs_refuse(&d, r->cmd.paths.model, err)) return -1;
+    train_optim_resume(&r->st.optim, &f->optim, &r->cmd.resumed_with);
     return 0;
 }
 
-static int resume_state(TrainRun *r, SafetensorsFile *file, Error *err) {
-    if (!r->f->resume) return 0;
-    if (!train_checkpoint_found(r->paths.model, "text classify")) return 0;
-    if (safetensors_load(file, r->paths.model, err) ||
-        text_checkpoint_read_state(file, r->paths.model, &r->st, err))
-        return -1;
-    r->resumed = true;
+// --resume: the state from the checkpoint, the flags given checked against it.
+static int resume_cb(void *p, const SafetensorsFile *file, Error *err) {
+    TrainRun *r = p;
+    if (text_checkpoint_read_state(file, r->cmd.paths.model, &r->st, err)) return -1;
     return check_resume_flags(r, err);
 }
 
 // The set, its split and its encoding; a new run also fits the tokenizer and sets the
 // configuration.
-static int load_data(TrainRun *r, Error *err) {
+static int load_data(void *p, Error *err) {
+    TrainRun *r = p;
     const TrainFlags *f = r->f;
     TextState *st = &r->st;
-    const char *spec = r->resumed ? st->data : f->data;
+    const char *spec = r->cmd.resumed ? st->data : f->data;
     if (text_data_read(&r->set, spec, f->root, err))
-        return r->resumed ? error_prefix(err, "%s: the run's data", r->paths.model) : -1;
-    if (!r->resumed) {
+        return r->cmd.resumed ? error_prefix(err, "%s: the run's data", r->cmd.paths.model) : -1;
+    if (!r->cmd.resumed) {
         // The model's lengths count each sentence's words from the first step.
         if (f->masked && f->padding == 0)
             return error_set(err, "--masked needs --padding post (the lengths mask the steps after "
@@ -231,7 +209,7 @@ static int load_data(TrainRun *r, Error *err) {
         if (r->set.n_classes != st->cfg.classes ||
             memcmp(r->set.class_value, st->class_values, (size_t)st->cfg.classes * sizeof(int)))
             return error_set(err, "%s: the run's data %s no longer holds the %d classes it was trained on",
-                             r->paths.model, spec, st->cfg.classes);
+                             r->cmd.paths.model, spec, st->cfg.classes);
     }
     unsigned char *in_valid = xmalloc((size_t)r->set.n);
     if (text_split_mark(in_valid, &r->set, &st->split, err)) {
@@ -257,10 +235,11 @@ static int load_data(TrainRun *r, Error *err) {
     return rc ? -1 : 0;
 }
 
-static int init_model(TrainRun *r, const SafetensorsFile *file, Error *err) {
+static int init_model(void *p, const SafetensorsFile *file, Error *err) {
+    TrainRun *r = p;
     const TextConfig *c = &r->st.cfg;
     text_layout(&r->w.params, &r->p, c);
-    if (train_weights_open(&r->w, r->resumed ? file : NULL, r->paths.model, err)) return -1;
+    if (train_weights_open(&r->w, r->cmd.resumed ? file : NULL, r->cmd.paths.model, err)) return -1;
     // The gradient views: the same layout on the gradient block.
     Block views = {0};
     text_layout(&views, &r->g, c);
@@ -269,7 +248,7 @@ static int init_model(TrainRun *r, const SafetensorsFile *file, Error *err) {
         if (t->view) *t->view = r->w.grads.data + r->w.params.tensors[i].offset;
     }
     block_free(&views);
-    if (!r->resumed) {
+    if (!r->cmd.resumed) {
         Rng init = train_optim_init_rng(&r->st.optim);
         text_init(&r->p, c, &init);
         if (c->nb) text_bow_fit_nb(&r->p, c, r->train.ids, r->train.labels, r->train.n);
@@ -279,33 +258,9 @@ static int init_model(TrainRun *r, const SafetensorsFile *file, Error *err) {
     return 0;
 }
 
-static void close_run(TrainRun *r) {
-    text_acts_free(&r->acts);
-    train_weights_free(&r->w);
-    free(r->ids), free(r->lengths), free(r->labels);
-    train_order_free(&r->order);
-    text_encoded_free(&r->train), text_encoded_free(&r->valid);
-    sentences_free(&r->set);
-    text_state_free(&r->st);
-    csvlog_close(&r->log);
-    train_lock_release(&r->lock);
-}
-
-static int open_run(TrainRun *r, const TrainFlags *f, Error *err) {
-    memset(r, 0, sizeof *r);
-    r->f = f;
-    r->last_loss = r->last_train_acc = r->last_valid_acc = r->last_valid_loss = NAN;
-    train_paths(&r->paths, f->out);
-    SafetensorsFile file = {0};
-    int rc = train_out_open(&r->lock, f->out, RUN_FILES, 1, f->resume, f->force, err) ||
-             resume_state(r, &file, err) || load_data(r, err) ||
-             train_out_make(&r->lock, f->out, RUN_FILES, 1, f->resume, f->force, err);
-    if (rc == 0) {
-        atomic_remove_stale(f->out);
-        rc = init_model(r, &file, err);
-    }
-    safetensors_free(&file);
-    if (rc) return -1;
+// The step's buffers.
+static long alloc_batch(void *p) {
+    TrainRun *r = p;
     const int B = r->st.optim.batch, T = r->st.cfg.T;
     text_acts_alloc(&r->acts, &r->st.cfg, B);
     r->ids = xmalloc((size_t)B * T * sizeof *r->ids);
@@ -313,43 +268,42 @@ static int open_run(TrainRun *r, const TrainFlags *f, Error *err) {
     r->labels = xmalloc((size_t)B * sizeof *r->labels);
     r->steps_per_epoch = r->train.n / B;
     train_order_init(&r->order, r->train.n);
-    train_plan(&f->plan, r->steps_per_epoch, &r->budget, &r->cadence);
-    if (f->plan.ckpt_every == 0) r->cadence.save_at_validation = true;
-    static const char columns[] =
-            "step,train_loss,train_accuracy,valid_loss,valid_accuracy,grad_norm,grad_norm_max,seconds";
-    if (train_out_clear(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
-        (r->resumed ? csvlog_open_resume(&r->log, r->paths.log, columns, r->st.step, err)
-                    : csvlog_open(&r->log, r->paths.log, columns, 0, err)))
-        return -1;
-    return 0;
+    return r->steps_per_epoch;
 }
 
-static void print_header(const TrainRun *r) {
+static void free_run(void *p) {
+    TrainRun *r = p;
+    text_acts_free(&r->acts);
+    train_weights_free(&r->w);
+    free(r->ids), free(r->lengths), free(r->labels);
+    train_order_free(&r->order);
+    text_encoded_free(&r->train), text_encoded_free(&r->valid);
+    sentences_free(&r->set);
+    text_state_free(&r->st);
+}
+
+static void header(const void *p, char *buf, size_t n) {
+    const TrainRun *r = p;
     const TextConfig *c = &r->st.cfg;
-    if (r->resumed_with.n)
-        text_write_linef(stderr, "text classify train: resuming with %s", r->resumed_with.text);
-    char budget[64], pool[64];
-    train_budget_describe(&r->budget, budget, sizeof budget);
+    if (c->pool == TEXT_POOL_BOW) {
+        snprintf(buf, n, "%d training and %d validation sentences, %d words, %d classes; "
+                 "bag-of-words logistic regression (%d bigram buckets%s), L2 %g; batch %d, lr %g",
+                 r->train.n, r->valid.n, c->vocab - 1, c->classes, c->bigrams,
+                 c->nb ? ", naive-Bayes scaled" : "", c->embed_l2, r->st.optim.batch,
+                 r->st.optim.lr);
+        return;
+    }
+    char pool[64];
     if (c->pool == TEXT_POOL_QUERY)
         snprintf(pool, sizeof pool, "query pooling (%s)", attn_kind_name(c->attn_kind));
     else
         snprintf(pool, sizeof pool, "%s pooling", text_pool_name(c->pool));
-    if (c->pool == TEXT_POOL_BOW) {
-        fprintf(stderr, "text classify train: %d training and %d validation sentences, %d words, "
-                "%d classes; bag-of-words logistic regression (%d bigram buckets%s), L2 %g; batch %d, "
-                "lr %g; step %ld%s\n",
-                r->train.n, r->valid.n, c->vocab - 1, c->classes, c->bigrams,
-                c->nb ? ", naive-Bayes scaled" : "", c->embed_l2, r->st.optim.batch,
-                r->st.optim.lr, r->st.step, budget);
-        return;
-    }
-    fprintf(stderr, "text classify train: %d training and %d validation sentences, %d words, "
-            "%d classes; embed %d, %sLSTM %d%s, %s%s; batch %d, lr %g; step %ld%s\n",
-            r->train.n, r->valid.n, c->vocab - 1, c->classes, c->embed,
-            c->bidirectional ? "bidirectional " : "", c->hidden,
-            c->gate_act == LSTM_GATE_HARD_SIGMOID ? " (hard_sigmoid gates)" : "", pool,
-            c->masked ? ", masked" : "",
-            r->st.optim.batch, r->st.optim.lr, r->st.step, budget);
+    snprintf(buf, n, "%d training and %d validation sentences, %d words, %d classes; embed %d, "
+             "%sLSTM %d%s, %s%s; batch %d, lr %g",
+             r->train.n, r->valid.n, c->vocab - 1, c->classes, c->embed,
+             c->bidirectional ? "bidirectional " : "", c->hidden,
+             c->gate_act == LSTM_GATE_HARD_SIGMOID ? " (hard_sigmoid gates)" : "", pool,
+             c->masked ? ", masked" : "", r->st.optim.batch, r->st.optim.lr);
 }
 
 static int train_step(TrainRun *r, double *loss, int *correct, Error *err) {
@@ -367,7 +321,7 @@ static int train_step(TrainRun *r, double *loss, int *correct, Error *err) {
     *loss = text_forward(&r->acts, &r->p, &st->cfg, r->ids, r->lengths, r->labels, B, &drop, correct);
     block_zero(&r->w.grads);
     text_backward(&r->g, &r->acts, &r->p, &st->cfg, r->ids, r->labels, B);
-    if (train_check_finite(st->step + 1, "loss", *loss, &r->w.grads, r->paths.model, err)) return -1;
+    if (train_check_finite(st->step + 1, "loss", *loss, &r->w.grads, r->cmd.paths.model, err)) return -1;
     train_norms_add(&r->norms, clip_global_norm(r->w.grads.data, r->w.grads.numel, st->optim.clip));
     st->step++;
     AdamConfig adam = r->adam;
@@ -377,13 +331,18 @@ static int train_step(TrainRun *r, double *loss, int *correct, Error *err) {
     return 0;
 }
 
+static int save(void *p, Error *err) {
+    TrainRun *r = p;
+    return text_checkpoint_save(r->cmd.paths.model, &r->st, &r->w.params, &r->w.mom1, &r->w.mom2, err);
+}
+
 static int log_validate_save(TrainRun *r, double loss, int correct, bool last, Error *err) {
     const TextState *st = &r->st;
     r->loss_acc += loss;
     r->acc_n++;
     r->acc_correct += correct;
     r->acc_rows += st->optim.batch;
-    TrainDue due = train_due(&r->cadence, st->step, last);
+    TrainDue due = train_due(&r->cmd.cadence, st->step, last);
     if (due.log) {
         r->last_loss = r->loss_acc / r->acc_n;
         r->last_train_acc = (double)r->acc_correct / r->acc_rows;
@@ -393,13 +352,12 @@ static int log_validate_save(TrainRun *r, double loss, int correct, bool last, E
         }
         double row[8] = {(double)st->step, r->last_loss, r->last_train_acc,
                          due.validate ? r->last_valid_loss : NAN, due.validate ? r->last_valid_acc : NAN,
-                         0, 0, timer_now() - r->budget.t0};
+                         0, 0, timer_now() - r->cmd.budget.t0};
         train_norms_take(&r->norms, &row[5], &row[6]);
-        csvlog_row(&r->log, row, 8);
+        csvlog_row(&r->cmd.log, row, 8);
         r->loss_acc = 0.0, r->acc_n = 0, r->acc_correct = 0, r->acc_rows = 0;
     }
-    if (due.save) return text_checkpoint_save(r->paths.model, st, &r->w.params, &r->w.mom1, &r->w.mom2, err);
-    return 0;
+    return due.save ? save(r, err) : 0;
 }
 
 // The step loop's side of this trainer (cli/train_run.h TrainSteps).
@@ -420,62 +378,41 @@ static void status_cb(const void *p, double loss, char *buf, size_t cap) {
         snprintf(buf + n, cap - n, ", valid accuracy %.2f%%", 100.0 * r->last_valid_acc);
 }
 
-static int train_loop(TrainRun *r, Error *err) {
-    static const TrainSteps steps = {step_cb, after_cb, status_cb, "sentences"};
-    return train_loop_run(&r->meter, &r->budget, &r->st.step, r->st.optim.batch, &steps, r,
-                          &r->interrupted, err);
+static void valid_summary(const void *p, char *buf, size_t n) {
+    const TrainRun *r = p;
+    if (isfinite(r->last_valid_acc))
+        snprintf(buf, n, "valid accuracy %.2f%% (%d sentences)", 100.0 * r->last_valid_acc,
+                 r->valid.n);
 }
 
-static int finish_run(TrainRun *r, Error *err) {
-    csvlog_close(&r->log);
-    if (r->meter.steps == 0 && !file_exists(r->paths.model) &&
-        text_checkpoint_save(r->paths.model, &r->st, &r->w.params, &r->w.mom1, &r->w.mom2, err))
-        return -1;
-    static const ReportLogPlot curves = {{"train_accuracy", "valid_accuracy"},
-                                         {"train accuracy", "valid accuracy"}, 100.0f,
-                                         "sentence classification", "accuracy (%)"};
-    if (report_plot_log(r->paths.log, r->paths.plot, &curves, err)) return -1;
-    double sps = train_meter_images_per_s(&r->meter), secs = timer_now() - r->budget.t0;
-    char valid_text[80] = "no validation in this run", a[32], b[32], c[32], d[32];
-    if (isfinite(r->last_valid_acc))
-        snprintf(valid_text, sizeof valid_text, "valid accuracy %.2f%% (%d sentences)",
-                 100.0 * r->last_valid_acc, r->valid.n);
-    // Wall time includes validation and checkpoints; the rate counts the steps' time alone.
-    text_write_linef(stderr, "text classify train: %ld steps in %.1f s wall; %.1f sentences/s of step time; %s; wrote %s",
-                     r->meter.steps, secs, sps, valid_text, r->paths.model);
-    if (r->f->json) {
-        printf("{\"steps\": %ld, \"final_loss\": %s, \"train_accuracy\": %s, \"valid_accuracy\": %s, "
-               "\"valid_loss\": %s, \"valid_sentences\": %d, \"sentences_per_s\": %.6g, "
-               "\"seconds\": %.6g, \"model\": ",
-               r->st.step, json_number(a, r->last_loss), json_number(b, r->last_train_acc),
-               json_number(c, r->last_valid_acc), json_number(d, r->last_valid_loss), r->valid.n,
-               sps, secs);
-        text_json_string(stdout, r->paths.model);
-        printf("}\n");
-    }
-    return 0;
+static void json_fields(const void *p, FILE *out) {
+    const TrainRun *r = p;
+    char a[32], b[32], c[32], d[32];
+    fprintf(out, "\"final_loss\": %s, \"train_accuracy\": %s, \"valid_accuracy\": %s, "
+            "\"valid_loss\": %s, \"valid_sentences\": %d, ",
+            json_number(a, r->last_loss), json_number(b, r->last_train_acc),
+            json_number(c, r->last_valid_acc), json_number(d, r->last_valid_loss), r->valid.n);
 }
+
+static const TrainCommand TRAIN = {
+    .command = "text classify train", .program = "text classify", .found_as = "text classify",
+    .log_columns = "step,train_loss,train_accuracy,valid_loss,valid_accuracy,grad_norm,"
+                   "grad_norm_max,seconds",
+    .curves = {{"train_accuracy", "valid_accuracy"}, {"train accuracy", "valid accuracy"}, 100.0f,
+               "sentence classification", "accuracy (%)"},
+    .save_with_validation = true,
+    .resume = resume_cb, .load_data = load_data, .init_model = init_model, .alloc = alloc_batch,
+    .header = header, .steps = {step_cb, after_cb, status_cb, "sentences"}, .save = save,
+    .valid_summary = valid_summary, .json_fields = json_fields, .free = free_run};
 
 static int cmd_train(int argc, char **argv) {
     TrainFlags f;
     int code;
     if (parse_flags(&f, argc, argv, &code)) return code;
-    train_process_begin("text classify train");
-    gemm_set_threads(f.threads);
-    TrainRun r;
-    Error err;
-    int rc = open_run(&r, &f, &err);
-    if (rc == 0) {
-        RunInfo run_info;
-        run_info_begin(&run_info, f.out, "text classify", argc, argv, f.threads, 1, f.resume);
-        print_header(&r);
-        rc = train_loop(&r, &err);
-        if (rc == 0) rc = finish_run(&r, &err);
-        run_info_end(&run_info, r.interrupted ? RUN_INFO_INTERRUPTED : rc, r.st.step,
-                     train_meter_images_per_s(&r.meter));
-    }
-    close_run(&r);
-    return rc ? fail(&err) : 0;
+    TrainRun r = {.f = &f, .last_loss = NAN, .last_train_acc = NAN, .last_valid_acc = NAN,
+                  .last_valid_loss = NAN};
+    r.cmd = (TrainCommandRun){.flags = &f.cmd, .step = &r.st.step, .batch = &r.st.optim.batch};
+    return train_command_main(&TRAIN, &r.cmd, &r, argc, argv);
 }
 
 static void overview(FILE *f) {

@@ -10,37 +10,27 @@
 #include <string.h>
 
 #include "cli/args.h"
-#include "cli/report_common.h"
 #include "cli/report_translate.h"
-#include "cli/run_info.h"
 #include "cli/text_translate_score.h"
 #include "cli/text_translate_show.h"
 #include "cli/text_translate_state.h"
 #include "cli/threads.h"
-#include "cli/train_run.h"
+#include "cli/train_command.h"
 #include "core/adam.h"
 #include "core/check.h"
 #include "core/csvlog.h"
-#include "core/fileio.h"
-#include "core/gemm.h"
-#include "core/text_escape.h"
 #include "core/timer.h"
 
-static int fail(const Error *err) {
-    fprintf(stderr, "text translate: %s\n", err->msg);
-    return 1;
-}
-
 typedef struct {
-    const char *data, *root, *out;
+    const char *data, *root;
     int attention, embed, hidden, dec_embed, attn_size, window, max_src, max_len, train_size;
-    int bpe_merges, threads;
+    int bpe_merges;
     int model, d_model, heads, d_ff, layers, enc_layers, dec_layers, positions, map_layer, warmup;
     bool post_ln;
     float dropout, label_smoothing;
-    TrainPlanFlags plan;
+    TrainCommandFlags cmd;  // --out, --resume, --force, --json, --threads, the plan
     TrainOptimFlags optim;
-    bool input_feeding, resume, force, json;
+    bool input_feeding;
     struct {
         bool data, attention, embed, hidden, dec_embed, attn_size, window, max_src, max_len,
             train_size, bpe_merges, dropout, label_smoothing, input_feeding;
@@ -52,15 +42,15 @@ typedef struct {
 static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
     *f = (TrainFlags){.data = "dates", .root = "data", .attention = 0, .embed = 32, .hidden = 64,
                       .dec_embed = 32, .attn_size = 64, .window = 5, .max_src = 64, .max_len = 64,
-                      .train_size = 20000, .bpe_merges = 8000, .threads = 1,
+                      .train_size = 20000, .bpe_merges = 8000,
                       .d_model = 128, .heads = 4, .d_ff = 256, .layers = 2, .map_layer = -1,
-                      .plan = {.log_every = 10},
+                      .cmd = {.threads = 1, .plan = {.log_every = 10}},
                       .optim = {.seed = 1, .batch = 64, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f,
                                 .lr_decay = 1}};
     ArgSpec specs[] = {
         {"data", ARG_STRING, &f->data, "dates (the synthetic date task), bible-en-es (make data's verse pairs) or pairs:FILE (SOURCE<TAB>TARGET lines)", .metavar = "SPEC", .given = &f->given.data},
         {"data-root", ARG_STRING, &f->root, "folder holding bible/", .metavar = "DIR"},
-        {"out", ARG_STRING, &f->out, "output folder (model.safetensors, log.csv, loss.png, run.json)", .metavar = "DIR", .required = true},
+        {"out", ARG_STRING, &f->cmd.out, "output folder (model.safetensors, log.csv, loss.png, run.json)", .metavar = "DIR", .required = true},
         {"model", ARG_CHOICE, &f->model, "lstm (a bidirectional LSTM encoder and the attention LSTM decoder: --attention, --embed, --hidden, --dec-embed, --attn-size, --window, --input-feeding) or transformer (Vaswani et al. 2017: --d-model, --heads, --d-ff, --layers, --enc-layers, --dec-layers, --positions, --post-ln, --map-layer, --warmup)", .choices = TRANSLATE_MODELS, .given = &f->given.model},
         {"d-model", ARG_INT, &f->d_model, "transformer: model size (even: the sinusoidal positions)", .has_min = true, .min = 1, .has_max = true, .max = 8192, .given = &f->given.d_model},
         {"heads", ARG_INT, &f->heads, "transformer: attention heads (dividing --d-model)", .has_min = true, .min = 1, .has_max = true, .max = 1024, .given = &f->given.heads},
@@ -89,32 +79,29 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
         {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
         {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
-        {"steps", ARG_LONG, &f->plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
-        {"epochs", ARG_INT, &f->plan.epochs, "train until this many epochs in total (no --steps, --epochs or --minutes: one)", .has_min = true, .min = 0},
-        {"minutes", ARG_DOUBLE, &f->plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
+        {"steps", ARG_LONG, &f->cmd.plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
+        {"epochs", ARG_INT, &f->cmd.plan.epochs, "train until this many epochs in total (no --steps, --epochs or --minutes: one)", .has_min = true, .min = 0},
+        {"minutes", ARG_DOUBLE, &f->cmd.plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
         {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation and data order", .has_min = true, .min = 0, .given = &f->optim.given.seed},
-        {"resume", ARG_FLAG, &f->resume, "continue from OUT/model.safetensors; model and data flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
-        {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it (not with --resume)", .given = NULL},
-        {"threads", ARG_INT, &f->threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
-        {"valid-every", ARG_INT, &f->plan.valid_every, "steps between validations and checkpoints (0: each epoch's end)", .has_min = true, .min = 0},
-        {"log-every", ARG_INT, &f->plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
-        {"checkpoint-every", ARG_INT, &f->plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
-        {"json", ARG_FLAG, &f->json, "print the final figures as one JSON object", .given = NULL},
+        {"resume", ARG_FLAG, &f->cmd.resume, "continue from OUT/model.safetensors; model and data flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
+        {"force", ARG_FLAG, &f->cmd.force, "start a new run in an OUT that holds one, replacing it (not with --resume)", .given = NULL},
+        {"threads", ARG_INT, &f->cmd.threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"valid-every", ARG_INT, &f->cmd.plan.valid_every, "steps between validations and checkpoints (0: each epoch's end)", .has_min = true, .min = 0},
+        {"log-every", ARG_INT, &f->cmd.plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
+        {"checkpoint-every", ARG_INT, &f->cmd.plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
+        {"json", ARG_FLAG, &f->cmd.json, "print the final figures as one JSON object", .given = NULL},
     };
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
                                "text translate train --out DIR [flags]", "text translate", code))
         return 1;
-    train_plan_default(&f->plan);
+    train_plan_default(&f->cmd.plan);
     return 0;
 }
 
 typedef struct {
     const TrainFlags *f;
+    TrainCommandRun cmd;  // the folder, its lock, log.csv, the budget (cli/train_command.h)
     TranslateState st;
-    bool resumed, interrupted;
-    TrainLock lock;
-    FlagDiffs resumed_with;
-    TrainPaths paths;
     TranslateData train, valid;
     Translator m;              // --model lstm
     TtModel tt;                // --model transformer
@@ -124,17 +111,11 @@ typedef struct {
     int steps_per_epoch;
     int *src, *src_len, *tgt, *tgt_len, *rows;  // the step's batch
     TrainOrder order;
-    CsvLog log;
-    TrainBudget budget;
-    TrainCadence cadence;
-    TrainMeter meter;
     TrainNorms norms;
     double loss_acc;
     long acc_n;
     double last_loss, last_valid_loss;
 } TrainRun;
-
-static const char *const RUN_FILES[] = {"model.safetensors"};
 
 static bool is_dates(const char *spec) { return strcmp(spec, "dates") == 0; }
 
@@ -198,7 +179,7 @@ static int check_resume_flags(TrainRun *r, Error *err) {
     const char *foreign = first_given_foreign_flag(f, st->model);
     if (!f->given.model && foreign)
         return error_set(err, "--resume: %s holds --model %s, and --%s is a flag of the other "
-                         "model; leave it out to continue that run", r->paths.model,
+                         "model; leave it out to continue that run", r->cmd.paths.model,
                          TRANSLATE_MODELS[st->model], foreign);
     flag_diffs_int(&d, "max-src", f->given.max_src, f->max_src, c->S);
     flag_diffs_int(&d, "max-len", f->given.max_len, f->max_len, c->max_len);
@@ -206,8 +187,8 @@ static int check_resume_flags(TrainRun *r, Error *err) {
     flag_diffs_int(&d, "bpe-merges", f->given.bpe_merges, f->bpe_merges, st->bpe_merges);
     if (st->model == TRANSLATE_MODEL_TRANSFORMER) {
         transformer_flag_diffs(&d, f, st);
-        if (flag_diffs_refuse(&d, r->paths.model, err)) return -1;
-        train_optim_resume(&r->st.optim, &f->optim, &r->resumed_with);
+        if (flag_diffs_refuse(&d, r->cmd.paths.model, err)) return -1;
+        train_optim_resume(&r->st.optim, &f->optim, &r->cmd.resumed_with);
         return 0;
     }
     flag_diffs_text(&d, "attention", f->given.attention, TRANSLATE_ATTENTIONS[f->attention],
@@ -222,18 +203,15 @@ static int check_resume_flags(TrainRun *r, Error *err) {
     flag_diffs_float(&d, "dropout", f->given.dropout, f->dropout, c->dropout);
     flag_diffs_float(&d, "label-smoothing", f->given.label_smoothing, f->label_smoothing,
                      c->dec.label_smoothing);
-    if (flag_diffs_refuse(&d, r->paths.model, err)) return -1;
-    train_optim_resume(&r->st.optim, &f->optim, &r->resumed_with);
+    if (flag_diffs_refuse(&d, r->cmd.paths.model, err)) return -1;
+    train_optim_resume(&r->st.optim, &f->optim, &r->cmd.resumed_with);
     return 0;
 }
 
-static int resume_state(TrainRun *r, SafetensorsFile *file, Error *err) {
-    if (!r->f->resume) return 0;
-    if (!train_checkpoint_found(r->paths.model, "text translate train")) return 0;
-    if (safetensors_load(file, r->paths.model, err) ||
-        translate_checkpoint_read_state(file, r->paths.model, &r->st, err))
-        return -1;
-    r->resumed = true;
+// --resume: the state from the checkpoint, the flags given checked against it.
+static int resume_cb(void *p, const SafetensorsFile *file, Error *err) {
+    TrainRun *r = p;
+    if (translate_checkpoint_read_state(file, r->cmd.paths.model, &r->st, err)) return -1;
     return check_resume_flags(r, err);
 }
 
@@ -256,10 +234,11 @@ static int new_transformer(TrainRun *r, Error *err) {
 }
 
 // A new run's configuration and vocabulary; then both splits, encoded.
-static int load_data(TrainRun *r, Error *err) {
+static int load_data(void *p, Error *err) {
+    TrainRun *r = p;
     const TrainFlags *f = r->f;
     TranslateState *st = &r->st;
-    if (!r->resumed) {
+    if (!r->cmd.resumed) {
         snprintf(st->data, sizeof st->data, "%s", f->data);
         st->attention = f->attention;
         st->train_size = is_dates(f->data) ? f->train_size : 0;
@@ -271,9 +250,9 @@ static int load_data(TrainRun *r, Error *err) {
             return error_set(err, "--%s: not a flag of --model %s", foreign,
                              TRANSLATE_MODELS[f->model]);
     }
-    if (!r->resumed && f->model == TRANSLATE_MODEL_TRANSFORMER) {
+    if (!r->cmd.resumed && f->model == TRANSLATE_MODEL_TRANSFORMER) {
         if (new_transformer(r, err)) return -1;
-    } else if (!r->resumed) {
+    } else if (!r->cmd.resumed) {
         TranslatorConfig *c = &st->cfg;
         const TranslateAttention a = translate_attention(f->attention);
         if (f->input_feeding && a.query != DECODER_QUERY_CURRENT)
@@ -295,14 +274,15 @@ static int load_data(TrainRun *r, Error *err) {
     }
     if (translate_data_read(&r->train, st, f->root, TRANSLATE_TRAIN, err) ||
         translate_data_read(&r->valid, st, f->root, TRANSLATE_VALID, err))
-        return r->resumed ? error_prefix(err, "%s: the run's data", r->paths.model) : -1;
+        return r->cmd.resumed ? error_prefix(err, "%s: the run's data", r->cmd.paths.model) : -1;
     if (r->train.n < st->optim.batch)
         return error_set(err, "--batch: %d is more than the %d training pairs of %s",
                          st->optim.batch, r->train.n, st->data);
     return 0;
 }
 
-static int init_model(TrainRun *r, const SafetensorsFile *file, Error *err) {
+static int init_model(void *p, const SafetensorsFile *file, Error *err) {
+    TrainRun *r = p;
     Rng init = train_optim_init_rng(&r->st.optim);
     if (is_transformer(r)) tt_init(&r->tt, &r->st.tt, r->st.optim.batch, &init);
     else translator_init(&r->m, &r->st.cfg, r->st.optim.batch, &init);
@@ -311,40 +291,16 @@ static int init_model(TrainRun *r, const SafetensorsFile *file, Error *err) {
     block_layout_like(&r->mom2, params_(r));
     block_alloc(&r->mom1);
     block_alloc(&r->mom2);
-    if (r->resumed &&
-        train_checkpoint_read(params_(r), &r->mom1, &r->mom2, file, r->paths.model, err))
+    if (r->cmd.resumed &&
+        train_checkpoint_read(params_(r), &r->mom1, &r->mom2, file, r->cmd.paths.model, err))
         return -1;
     r->adam = train_optim_adam(&r->st.optim);
     return 0;
 }
 
-static void close_run(TrainRun *r) {
-    if (r->model_made && is_transformer(r)) tt_free(&r->tt);
-    else if (r->model_made) translator_free(&r->m);
-    block_free(&r->mom1), block_free(&r->mom2);
-    free(r->src), free(r->src_len), free(r->tgt), free(r->tgt_len), free(r->rows);
-    train_order_free(&r->order);
-    translate_data_free(&r->train), translate_data_free(&r->valid);
-    translate_state_free(&r->st);
-    csvlog_close(&r->log);
-    train_lock_release(&r->lock);
-}
-
-static int open_run(TrainRun *r, const TrainFlags *f, Error *err) {
-    memset(r, 0, sizeof *r);
-    r->f = f;
-    r->last_loss = r->last_valid_loss = NAN;
-    train_paths(&r->paths, f->out);
-    SafetensorsFile file = {0};
-    int rc = train_out_open(&r->lock, f->out, RUN_FILES, 1, f->resume, f->force, err) ||
-             resume_state(r, &file, err) || load_data(r, err) ||
-             train_out_make(&r->lock, f->out, RUN_FILES, 1, f->resume, f->force, err);
-    if (rc == 0) {
-        atomic_remove_stale(f->out);
-        rc = init_model(r, &file, err);
-    }
-    safetensors_free(&file);
-    if (rc) return -1;
+// The step's buffers.
+static long alloc_batch(void *p) {
+    TrainRun *r = p;
     const int B = r->st.optim.batch, S = r->st.cfg.S, ML = r->st.cfg.max_len;
     r->src = xmalloc((size_t)B * S * sizeof(int));
     r->src_len = xmalloc((size_t)B * sizeof(int));
@@ -353,18 +309,22 @@ static int open_run(TrainRun *r, const TrainFlags *f, Error *err) {
     r->rows = xmalloc((size_t)B * sizeof(int));
     r->steps_per_epoch = r->train.n / B;
     train_order_init(&r->order, r->train.n);
-    train_plan(&f->plan, r->steps_per_epoch, &r->budget, &r->cadence);
-    if (f->plan.ckpt_every == 0) r->cadence.save_at_validation = true;
-    static const char columns[] = "step,train_loss,valid_loss,grad_norm,grad_norm_max,seconds";
-    if (train_out_clear(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
-        (r->resumed ? csvlog_open_resume(&r->log, r->paths.log, columns, r->st.step, err)
-                    : csvlog_open(&r->log, r->paths.log, columns, 0, err)))
-        return -1;
-    return 0;
+    return r->steps_per_epoch;
 }
 
-// The Transformer's line of print_header.
-static void print_transformer_header(const TrainRun *r, const char *budget) {
+static void free_run(void *p) {
+    TrainRun *r = p;
+    if (r->model_made && is_transformer(r)) tt_free(&r->tt);
+    else if (r->model_made) translator_free(&r->m);
+    block_free(&r->mom1), block_free(&r->mom2);
+    free(r->src), free(r->src_len), free(r->tgt), free(r->tgt_len), free(r->rows);
+    train_order_free(&r->order);
+    translate_data_free(&r->train), translate_data_free(&r->valid);
+    translate_state_free(&r->st);
+}
+
+// The Transformer's details of the header.
+static void transformer_header(const TrainRun *r, char *buf, size_t n) {
     const TtConfig *t = &r->st.tt;
     char extra[96] = "";
     int k = 0;
@@ -372,36 +332,31 @@ static void print_transformer_header(const TrainRun *r, const char *budget) {
     if (t->dropout > 0) k += snprintf(extra + k, sizeof extra - k, ", dropout %g", t->dropout);
     if (t->label_smoothing > 0)
         snprintf(extra + k, sizeof extra - k, ", label smoothing %g", t->label_smoothing);
-    fprintf(stderr, "text translate train: %s, %d training and %d validation pairs, vocabularies "
-            "%d and %d; Transformer d %d, %d heads, d_ff %d, %d + %d layers, %s%s; batch %d, "
-            "lr %g, clip %g; step %ld%s\n",
-            r->st.data, r->train.n, r->valid.n, t->Vs, t->V, t->d_model, t->heads, t->d_ff,
-            t->enc_layers, t->dec_layers, t->post_ln ? "post-LN" : "pre-LN", extra,
-            r->st.optim.batch, r->st.optim.lr, r->st.optim.clip, r->st.step, budget);
+    snprintf(buf, n, "%s, %d training and %d validation pairs, vocabularies %d and %d; "
+             "Transformer d %d, %d heads, d_ff %d, %d + %d layers, %s%s; batch %d, lr %g, clip %g",
+             r->st.data, r->train.n, r->valid.n, t->Vs, t->V, t->d_model, t->heads, t->d_ff,
+             t->enc_layers, t->dec_layers, t->post_ln ? "post-LN" : "pre-LN", extra,
+             r->st.optim.batch, r->st.optim.lr, r->st.optim.clip);
 }
 
-static void print_header(const TrainRun *r) {
-    const TranslatorConfig *c = &r->st.cfg;
-    if (r->resumed_with.n)
-        text_write_linef(stderr, "text translate train: resuming with %s", r->resumed_with.text);
-    char budget[64];
-    train_budget_describe(&r->budget, budget, sizeof budget);
+static void header(const void *p, char *buf, size_t n) {
+    const TrainRun *r = p;
     if (is_transformer(r)) {
-        print_transformer_header(r, budget);
+        transformer_header(r, buf, n);
         return;
     }
+    const TranslatorConfig *c = &r->st.cfg;
     char extra[96] = "";
     int k = 0;
     if (c->dec.input_feeding) k += snprintf(extra + k, sizeof extra - k, ", input feeding");
     if (c->dropout > 0) k += snprintf(extra + k, sizeof extra - k, ", dropout %g", c->dropout);
     if (c->dec.label_smoothing > 0)
         snprintf(extra + k, sizeof extra - k, ", label smoothing %g", c->dec.label_smoothing);
-    fprintf(stderr, "text translate train: %s, %d training and %d validation pairs, vocabularies "
-            "%d and %d; embed %d, bidirectional LSTM %d, decoder %d, %s attention%s; batch %d, "
-            "lr %g, clip %g; step %ld%s\n",
-            r->st.data, r->train.n, r->valid.n, c->Vs, c->dec.V, c->Es, c->He, c->dec.H,
-            TRANSLATE_ATTENTIONS[r->st.attention], extra, r->st.optim.batch, r->st.optim.lr,
-            r->st.optim.clip, r->st.step, budget);
+    snprintf(buf, n, "%s, %d training and %d validation pairs, vocabularies %d and %d; embed %d, "
+             "bidirectional LSTM %d, decoder %d, %s attention%s; batch %d, lr %g, clip %g",
+             r->st.data, r->train.n, r->valid.n, c->Vs, c->dec.V, c->Es, c->He, c->dec.H,
+             TRANSLATE_ATTENTIONS[r->st.attention], extra, r->st.optim.batch, r->st.optim.lr,
+             r->st.optim.clip);
 }
 
 // Copies the pairs at pos (n) into the batch buffers, rows in descending order of target
@@ -460,7 +415,7 @@ static int train_step(TrainRun *r, double *loss, Error *err) {
         block_zero(grads);
         translator_backward(&r->m);
     }
-    if (train_check_finite(st->step + 1, "loss", *loss, grads, r->paths.model, err)) return -1;
+    if (train_check_finite(st->step + 1, "loss", *loss, grads, r->cmd.paths.model, err)) return -1;
     train_norms_add(&r->norms, clip_global_norm(grads->data, grads->numel, st->optim.clip));
     st->step++;
     // The Transformer's --warmup: Vaswani et al.'s schedule peaking at --lr.
@@ -471,21 +426,22 @@ static int train_step(TrainRun *r, double *loss, Error *err) {
     return 0;
 }
 
-static int save(TrainRun *r, Error *err) {
-    return translate_checkpoint_save(r->paths.model, &r->st, params_(r), &r->mom1, &r->mom2, err);
+static int save(void *p, Error *err) {
+    TrainRun *r = p;
+    return translate_checkpoint_save(r->cmd.paths.model, &r->st, params_(r), &r->mom1, &r->mom2, err);
 }
 
 static int log_validate_save(TrainRun *r, double loss, bool last, Error *err) {
     r->loss_acc += loss;
     r->acc_n++;
-    TrainDue due = train_due(&r->cadence, r->st.step, last);
+    TrainDue due = train_due(&r->cmd.cadence, r->st.step, last);
     if (due.log) {
         r->last_loss = r->loss_acc / r->acc_n;
         if (due.validate) r->last_valid_loss = valid_loss(r);
         double row[6] = {(double)r->st.step, r->last_loss, due.validate ? r->last_valid_loss : NAN,
-                         0, 0, timer_now() - r->budget.t0};
+                         0, 0, timer_now() - r->cmd.budget.t0};
         train_norms_take(&r->norms, &row[3], &row[4]);
-        csvlog_row(&r->log, row, 6);
+        csvlog_row(&r->cmd.log, row, 6);
         r->loss_acc = 0.0, r->acc_n = 0;
     }
     return due.save ? save(r, err) : 0;
@@ -504,57 +460,37 @@ static void status_cb(const void *p, double loss, char *buf, size_t cap) {
     if (isfinite(r->last_valid_loss)) snprintf(buf + n, cap - n, ", valid loss %.3f", r->last_valid_loss);
 }
 
-static int train_loop(TrainRun *r, Error *err) {
-    static const TrainSteps steps = {step_cb, after_cb, status_cb, "pairs"};
-    return train_loop_run(&r->meter, &r->budget, &r->st.step, r->st.optim.batch, &steps, r,
-                          &r->interrupted, err);
+static void valid_summary(const void *p, char *buf, size_t n) {
+    const TrainRun *r = p;
+    if (isfinite(r->last_valid_loss))
+        snprintf(buf, n, "valid loss %.4f (%d pairs)", r->last_valid_loss, r->valid.n);
 }
 
-static int finish_run(TrainRun *r, Error *err) {
-    csvlog_close(&r->log);
-    if (r->meter.steps == 0 && !file_exists(r->paths.model) && save(r, err)) return -1;
-    static const ReportLogPlot curves = {{"train_loss", "valid_loss"},
-                                         {"train loss", "valid loss"}, 1.0f,
-                                         "translation", "cross-entropy per pair"};
-    if (report_plot_log(r->paths.log, r->paths.plot, &curves, err)) return -1;
-    double pps = train_meter_images_per_s(&r->meter), secs = timer_now() - r->budget.t0;
-    char valid_text[80] = "no validation in this run", a[32], b[32];
-    if (isfinite(r->last_valid_loss))
-        snprintf(valid_text, sizeof valid_text, "valid loss %.4f (%d pairs)", r->last_valid_loss,
-                 r->valid.n);
-    text_write_linef(stderr, "text translate train: %ld steps in %.1f s wall; %.1f pairs/s of step time; %s; wrote %s",
-                     r->meter.steps, secs, pps, valid_text, r->paths.model);
-    if (r->f->json) {
-        printf("{\"steps\": %ld, \"final_loss\": %s, \"valid_loss\": %s, \"valid_pairs\": %d, "
-               "\"pairs_per_s\": %.6g, \"seconds\": %.6g, \"model\": ",
-               r->st.step, json_number(a, r->last_loss), json_number(b, r->last_valid_loss),
-               r->valid.n, pps, secs);
-        text_json_string(stdout, r->paths.model);
-        printf("}\n");
-    }
-    return 0;
+static void json_fields(const void *p, FILE *out) {
+    const TrainRun *r = p;
+    char a[32], b[32];
+    fprintf(out, "\"final_loss\": %s, \"valid_loss\": %s, \"valid_pairs\": %d, ",
+            json_number(a, r->last_loss), json_number(b, r->last_valid_loss), r->valid.n);
 }
+
+static const TrainCommand TRAIN = {
+    .command = "text translate train", .program = "text translate",
+    .found_as = "text translate train",
+    .log_columns = "step,train_loss,valid_loss,grad_norm,grad_norm_max,seconds",
+    .curves = {{"train_loss", "valid_loss"}, {"train loss", "valid loss"}, 1.0f, "translation",
+               "cross-entropy per pair"},
+    .save_with_validation = true,
+    .resume = resume_cb, .load_data = load_data, .init_model = init_model, .alloc = alloc_batch,
+    .header = header, .steps = {step_cb, after_cb, status_cb, "pairs"}, .save = save,
+    .valid_summary = valid_summary, .json_fields = json_fields, .free = free_run};
 
 static int cmd_train(int argc, char **argv) {
     TrainFlags f;
     int code;
     if (parse_flags(&f, argc, argv, &code)) return code;
-    train_process_begin("text translate train");
-    gemm_set_threads(f.threads);
-    TrainRun r;
-    Error err;
-    int rc = open_run(&r, &f, &err);
-    if (rc == 0) {
-        RunInfo run_info;
-        run_info_begin(&run_info, f.out, "text translate", argc, argv, f.threads, 1, f.resume);
-        print_header(&r);
-        rc = train_loop(&r, &err);
-        if (rc == 0) rc = finish_run(&r, &err);
-        run_info_end(&run_info, r.interrupted ? RUN_INFO_INTERRUPTED : rc, r.st.step,
-                     train_meter_images_per_s(&r.meter));
-    }
-    close_run(&r);
-    return rc ? fail(&err) : 0;
+    TrainRun r = {.f = &f, .last_loss = NAN, .last_valid_loss = NAN};
+    r.cmd = (TrainCommandRun){.flags = &f.cmd, .step = &r.st.step, .batch = &r.st.optim.batch};
+    return train_command_main(&TRAIN, &r.cmd, &r, argc, argv);
 }
 
 static void overview(FILE *f) {

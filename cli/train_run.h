@@ -11,7 +11,8 @@
 //   TrainMeter    the progress line (steps, steps/s, images/s, time left for any budget)
 //                 and the timing the summary reports
 //   TrainSteps, train_loop_run   the step loop of a trainer without ranks (draw classify
-//                 train, text classify train, text translate train)
+//                 train, text classify train, text translate train: cli/train_command.h
+//                 runs their whole command around it)
 //   TrainEma      the exponential moving average of the weights, validated and saved in
 //                 the weights' place
 //   train_out_open, _make, _check, _clear   no silent loss: the folder locked for
@@ -27,7 +28,11 @@
 //   train_checkpoint_save, _read       a checkpoint's weights and Adam moments
 //   json_number   a summary's numbers, null where nothing was measured
 //
-// A training command reads like this (see cli/draw_train.c, cli/caption_train.c):
+// A trainer without ranks gives only its side, a table of callbacks, to the one command
+// driver of cli/train_command.h (text classify train, text translate train, draw classify
+// train), which runs the skeleton below for it. A trainer with ranks, best-model
+// checkpoints or a loop of its own reads like this (see cli/draw_train.c,
+// cli/caption_train.c):
 //     train_process_begin("draw train");
 //     if (train_out_open(&lock, out, files, 2, resume, force, &err)) fail;
 //     ... load data and model ...
