@@ -7,12 +7,28 @@
 #include <sys/stat.h>
 
 #include "core/check.h"
+#include "core/gemm.h"
 #include "models/translator_beam.h"
 
 void translate_model_path(char *buf, size_t n, const char *path) {
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(buf, n, "%s/model.safetensors", path);
     else snprintf(buf, n, "%s", path);
+}
+
+int translate_open_model(TranslateModel *tm, char *path, size_t n, const char *model, int B,
+                         int threads, Error *err) {
+    gemm_set_threads(threads);
+    translate_model_path(path, n, model);
+    return translate_model_load(tm, path, B, err);
+}
+
+int translate_open_split(TranslateData *d, const TranslateState *st, const char *root,
+                         TranslateSplit split, const char *where, Error *err) {
+    if (translate_data_read(d, st, root, split, err)) return error_prefix(err, "%s", where);
+    if (d->n) return 0;
+    translate_data_free(d);
+    return error_set(err, "%s: the %s split holds no pairs", st->data, TRANSLATE_SPLITS[split]);
 }
 
 void translate_model_decode(TranslateModel *tm, const int *src, const int *src_len, int nb,

@@ -1,5 +1,6 @@
-// text_translate_decode.h: what `text translate show` and `score` share: a model path that
-// may name a run folder, greedy decoding of many sentences at once with each one's
+// text_translate_decode.h: what `text translate show` and `score` share: their prologue
+// (a model path that may name a run folder, the model loaded, a split of its data read),
+// greedy decoding of many sentences at once with each one's
 // attention weights kept, and a file of sentences read and encoded as the model's source.
 #ifndef CLI_TEXT_TRANSLATE_DECODE_H
 #define CLI_TEXT_TRANSLATE_DECODE_H
@@ -11,6 +12,17 @@
 
 // path as the checkpoint to open: DIR/model.safetensors when path is a folder, else path.
 void translate_model_path(char *buf, size_t n, const char *path);
+
+// The prologue of show and score: the matrix products' threads, then the checkpoint at
+// model (a run folder or a file; path gets the file opened, n bytes) loaded into tm for
+// batches of B. -1 with err (tm left empty).
+int translate_open_model(TranslateModel *tm, char *path, size_t n, const char *model, int B,
+                         int threads, Error *err);
+// A split of st's data (its spec, under root) read and encoded into d. A read error comes
+// back prefixed with where ("runs/mt/model.safetensors: the model's data", "--data"); a
+// split of no pairs is refused ("dates: the test split holds no pairs"), d freed.
+int translate_open_split(TranslateData *d, const TranslateState *st, const char *root,
+                         TranslateSplit split, const char *where, Error *err);
 
 // Decodes nb sentences (nb <= the model's capacity) with tm's model, LSTM or Transformer:
 // greedy (beam 1) or beam search scored by log p / length^length_alpha; out (nb, max_len),

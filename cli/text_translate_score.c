@@ -9,7 +9,6 @@
 #include "cli/text_translate_decode.h"
 #include "cli/threads.h"
 #include "core/check.h"
-#include "core/gemm.h"
 #include "core/text_escape.h"
 #include "seq/sacrebleu.h"
 
@@ -127,22 +126,20 @@ int text_translate_score_main(int argc, char **argv) {
     ScoreFlags f;
     int code;
     if (parse_flags(&f, argc, argv, &code)) return code;
-    gemm_set_threads(f.threads);
-    char path[1100];
-    translate_model_path(path, sizeof path, f.model);
+    char path[1100], where[1200];
     Error err;
     TranslateModel tm;
-    if (translate_model_load(&tm, path, f.batch, &err)) return fail(&err);
+    if (translate_open_model(&tm, path, sizeof path, f.model, f.batch, f.threads, &err))
+        return fail(&err);
+    snprintf(where, sizeof where, "%s: the model's data", path);
     TranslateData d;
-    if (translate_data_read(&d, &tm.state, f.root, (TranslateSplit)f.split, &err)) {
-        error_prefix(&err, "%s: the model's data", path);
+    if (translate_open_split(&d, &tm.state, f.root, (TranslateSplit)f.split, where, &err)) {
         translate_model_free(&tm);
         return fail(&err);
     }
-    int rc = d.n ? 0 : error_set(&err, "%s: the %s split holds no pairs", tm.state.data, TRANSLATE_SPLITS[f.split]);
-    char **hyps = xcalloc((size_t)(d.n ? d.n : 1), sizeof(char *));
-    if (rc == 0 && f.hyps) rc = read_hyps(hyps, d.n, f.hyps, &err);
-    else if (rc == 0) {
+    char **hyps = xcalloc((size_t)d.n, sizeof(char *));
+    int rc = f.hyps ? read_hyps(hyps, d.n, f.hyps, &err) : 0;
+    if (rc == 0 && !f.hyps) {
         TranslateDecoded r;
         translate_decode_all(&r, &tm, d.src, d.src_len, d.n, f.batch, false);
         for (int i = 0; i < d.n; i++) hyps[i] = translate_decoded_text(&r, &tm.state, i);

@@ -11,7 +11,6 @@
 #include "cli/threads.h"
 #include "core/check.h"
 #include "core/fileio.h"
-#include "core/gemm.h"
 #include "core/text_escape.h"
 #include "seq/vocab.h"
 #include "vision/alignment.h"
@@ -59,9 +58,8 @@ static int read_sentences(TranslateData *d, TranslateState *st, const ShowFlags 
                              f->data, st->data);
         snprintf(st->data, sizeof st->data, "%s", f->data);
     }
-    if (translate_data_read(d, st, f->root, (TranslateSplit)f->split, err))
-        return error_prefix(err, "%s", f->data ? "--data" : "the model's data");
-    return d->n ? 0 : error_set(err, "%s: the %s split holds no pairs", st->data, TRANSLATE_SPLITS[f->split]);
+    return translate_open_split(d, st, f->root, (TranslateSplit)f->split,
+                                f->data ? "--data" : "the model's data", err);
 }
 
 // One sentence of the page.
@@ -223,12 +221,11 @@ int text_translate_show_main(int argc, char **argv) {
     ShowFlags f;
     int code;
     if (parse_flags(&f, argc, argv, &code)) return code;
-    gemm_set_threads(f.threads);
     char path[1100];
-    translate_model_path(path, sizeof path, f.model);
     Error err;
     TranslateModel tm;
-    if (translate_model_load(&tm, path, f.batch, &err)) return fail(&err);
+    if (translate_open_model(&tm, path, sizeof path, f.model, f.batch, f.threads, &err))
+        return fail(&err);
     TranslateData d;
     int rc = read_sentences(&d, &tm.state, &f, &err);
     if (rc == 0) {
