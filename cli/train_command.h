@@ -95,7 +95,8 @@ typedef struct {
     long (*alloc)(void *run);
     // Before the header, or NULL: warnings about flags given that the run does not use.
     void (*warn_unused)(const void *run);
-    // The header's details, between "COMMAND: " and "; step N of M".
+    // The header's details, between "COMMAND: " and "; step N of M" (n: 2 KiB, room for
+    // a data spec of 1 KiB and the rest).
     void (*header)(const void *run, char *buf, size_t n);
     TrainSteps steps;  // the loop's step, after-step, status; what the rate counts
     int (*save)(void *run, Error *err);  // a checkpoint at OUT/model.safetensors
