@@ -1,7 +1,7 @@
-// test_sat.c: the Show-Attend-Tell model (models/sat): whole-model gradient checks on a
-// tiny configuration (several attention kinds, scalar and vector gate), the doubly
-// stochastic term, hard attention's REINFORCE direction, and decoding agreeing with
-// the teacher-forced forward.
+// test_sat.c: the Show-Attend-Tell model (models/sat) with its LSTM decoder
+// (models/sat_lstm): the decoder table, whole-model gradient checks on a tiny configuration
+// (several attention kinds, scalar and vector gate), the doubly stochastic term, hard
+// attention's REINFORCE direction, and decoding agreeing with the teacher-forced forward.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -544,6 +544,45 @@ static void test_parallel_first_hard_step(void) {
     free(f);
 }
 
+// The decoder table (models/sat.h): each kind's operations are all there and are that kind's,
+// and a model takes its kind's table, its Blocks the decoder state's own.
+static void test_decoder_ops(void) {
+    const SatDecoderKind kinds[] = {SAT_DECODER_LSTM, SAT_DECODER_TRANSFORMER};
+    for (int k = 0; k < 2; k++) {
+        const SatDecoderOps *o = sat_decoder_ops(kinds[k]);
+        EXPECT(o && o->kind == kinds[k], "%s: the table of another kind",
+               sat_decoder_name(kinds[k]));
+        const void *fns[] = {(void *)o->check_sizes, (void *)o->check_decode_sizes,
+                             (void *)o->init, (void *)o->replica_init, (void *)o->alloc_acts,
+                             (void *)o->free, (void *)o->forward, (void *)o->backward_decoder,
+                             (void *)o->backward_encoder, (void *)o->encoder_grad_floats,
+                             (void *)o->annotation_grads, (void *)o->annotation_input,
+                             (void *)o->pack_step_weights, (void *)o->lend_step_weights,
+                             (void *)o->decode};
+        for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
+            EXPECT(fns[i] != NULL, "%s: operation %zu missing", sat_decoder_name(kinds[k]), i);
+    }
+    EXPECT(sat_decoder_ops(SAT_DECODER_LSTM)->sorts_rows == 1 &&
+               sat_decoder_ops(SAT_DECODER_TRANSFORMER)->sorts_rows == 0,
+           "sorts_rows: the LSTM sorts a one-model step's rows, the Transformer does not");
+    SatConfig c = tiny_config(ATTN_ADDITIVE);
+    Rng rng;
+    rng_seed(&rng, 1);
+    SatModel m;
+    sat_init(&m, &c, &rng);
+    const SatLstm *l = sat_lstm(&m);
+    EXPECT(m.ops == &sat_lstm_ops && m.params.data == l->params.data &&
+               m.grads.data == l->grads.data && m.adam_m.data == l->adam_m.data &&
+               m.adam_v.data == l->adam_v.data && m.params.numel == l->params.numel,
+           "the model's Blocks are not its LSTM's");
+    sat_alloc_acts(&m, 2);
+    EXPECT(m.acts_batch == 2 && l->a.B == 2, "activations' batch %d, the LSTM's %d",
+           m.acts_batch, l->a.B);
+    sat_free(&m);
+    EXPECT(m.ops == NULL && m.dec == NULL && m.params.data == NULL, "sat_free left the model set");
+    sat_free(&m);  // a freed (all zero) model: nothing to free
+}
+
 // Config text round trip (what checkpoints store) and rejection of a bad key.
 static void test_config_roundtrip(void) {
     SatConfig c = tiny_config(ATTN_LOCAL_MONOTONIC), d;
@@ -756,6 +795,7 @@ static void test_acts_realloc(void) {
 }
 
 int main(void) {
+    RUN(test_decoder_ops);
     RUN(test_config_roundtrip);
     RUN(test_acts_realloc);
     RUN(test_parallel_first_hard_step);
