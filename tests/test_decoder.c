@@ -289,7 +289,7 @@ static void pass_fix_init(PassFix *f, AttnKind kind, DecoderQuery query, int nb_
     f->dkeys = xcalloc(nk, sizeof(float));
     fill_uniform(f->keys, nk, -1.0f, 1.0f, &rng);
     f->lengths[0] = 4, f->lengths[1] = 2;
-    // The rows packed by step (models/sat.c pack_rows_ does this for captions).
+    // The rows packed by step (models/sat_lstm.c packs captions so, through decoder_pack_rows).
     static const int words[PB][3] = {{4, 7, 5}, {6, 0, 0}};
     static const int lens[PB] = {3, 1};
     DecoderActs *a = &f->a;
