@@ -231,7 +231,7 @@ static ModelCost measure_sat(Dist *d, const char *name, SatConfig *c, int B, int
             rank_sum(d, &m.grads, &ph, s - 1);
             if (!without_cnn && n == 1) {  // the CNN's backward once more, alone
                 double c1 = timer_now();
-                cnn_backward(&w[0].g.cnn, NULL, w[0].a.dannot, &w[0].cnn_ws, images, &m.p.cnn, B);
+                sat_backward_encoder(&w[0]);  // on the step's activations (its sorted images)
                 ph.cnn[s - 1] = timer_now() - c1;
                 block_zero(&w[0].grads);
             }

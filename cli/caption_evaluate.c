@@ -59,7 +59,7 @@ static int decode_split(const Dist *dist, SatModel *m, CaptionFineTune *ft, cons
                         Split s, int n, int beam, float length_alpha, int *tokens, int *lens,
                         float *alphas, SceneInfo *infos, int show_progress, Error *err) {
     const SatConfig *c = &m->cfg;
-    const int L = sat_L(c), ML = c->max_len, chunk = m->a.B;
+    const int L = sat_L(c), ML = c->max_len, chunk = m->acts_batch;
     const size_t per = sat_input_floats(c);  // an image, or its annotations
     const int N = dist->size, chunks = (n + chunk - 1) / chunk;
     int *begins = xmalloc(2 * (size_t)N * sizeof *begins), *counts = begins + N;

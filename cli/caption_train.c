@@ -585,7 +585,7 @@ static int train_step(CaptionRun *r, StepResult *s, Error *err) {
     }
     if (r->ft.on && caption_finetune_check_finite(&r->ft, step, r->path_model, err)) return -1;
     const TrainOptim *o = &r->optim;
-    const int warmup = m->cfg.decoder == SAT_DECODER_TRANSFORMER ? m->cfg.tf.warmup : 0;
+    const int warmup = sat_lr_warmup(&m->cfg);
     s->lr = warmup > 0 ? lr_noam(o->lr, warmup, step)
                        : lr_exponential(o->lr, o->lr_decay, r->steps_per_epoch, step);
     // Clipping folded into the update: m->grads is left unclipped.

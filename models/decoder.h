@@ -4,7 +4,7 @@
 // lengths. It knows annotations (B, L, D) and, where rows are padded, their lengths (B);
 // never what made them.
 //
-// Model, for B rows (models/sat.h tells it with the captioner's training terms):
+// Model, for B rows (models/sat_lstm.h tells it with the captioner's training terms):
 //   h_0 = tanh(W_h0 mean(a) + b), c_0 = tanh(W_c0 mean(a) + b)    mean over a row's length
 //   step t, input y_t:
 //     query previous (Xu et al. 2015, Bahdanau et al. 2015): attend with h_t, feed z_t;
@@ -25,9 +25,9 @@
 //
 // What lives here: the parameters, the initial state, the gate, the decoding step (one step
 // for n rows, what greedy and beam search call) and a training pass over rows packed by
-// target length (Decoder: forward steps, output, backward). The model around it (models/sat.c)
-// encodes, packs its rows, draws its training noise and keeps its own loss terms' state
-// (hard attention's baseline).
+// target length (Decoder: forward steps, output, backward). The model around it
+// (models/sat_lstm.c) encodes, packs its rows, draws its training noise and keeps its own
+// loss terms' state (hard attention's baseline).
 #ifndef MODELS_DECODER_H
 #define MODELS_DECODER_H
 
@@ -83,8 +83,8 @@ void decoder_initial_state(float *h0, float *c0, const float *mean_a, const Deco
 void decoder_gate_forward(float *beta, float *z, const float *h, const float *ctx,
                           const DecoderParams *p, int B, int H, int D, int nb);
 
-// One decoding step for n rows (decoding: greedy or beam search; models/sat_decode.c): what
-// it reads and the buffers it writes, each for at least n rows.
+// One decoding step for n rows (decoding: greedy or beam search; models/sat_lstm_decode.c):
+// what it reads and the buffers it writes, each for at least n rows.
 typedef struct {
     const float *keys, *prep;  // (n, L, D) the rows' annotations, (n, prep) their attention prep
     const int *lengths;        // (n) each row's annotation positions, or NULL (all L)
@@ -110,9 +110,9 @@ void decoder_step_forward(const DecoderStep *s, const int *token, const DecoderP
 // decoder_acts_layout in the model's activation Block. The per-step ones, shown (T, B, ...),
 // hold room for T B rows but a pass packs them by step: step t computes only its active[t]
 // first rows (the rows up to the last one whose target is still going at step t), stored
-// from row off[t] on (decoder_srow; models/sat.h sat_step_row gives the row of (t, b)). hs,
-// cs and dhs hold h_0's B rows, then each step's new states packed the same way (B + off[t]
-// for h_{t+1}).
+// from row off[t] on (decoder_srow; models/sat_lstm.h sat_lstm_step_row gives the row of
+// (t, b)). hs, cs and dhs hold h_0's B rows, then each step's new states packed the same way
+// (B + off[t] for h_{t+1}).
 typedef struct {
     int T, B;
     float *annot, *mean_a, *prep;      // (B, L, D), (B, D), attn prep

@@ -271,3 +271,7 @@ TransformerConfig sat_tf_encoder_config(const SatConfig *c) {
     tc.layers = c->tf.enc_layers > 0 ? c->tf.enc_layers : 1;
     return tc;
 }
+
+int sat_lr_warmup(const SatConfig *c) {
+    return c->decoder == SAT_DECODER_TRANSFORMER ? c->tf.warmup : 0;
+}

@@ -12,10 +12,10 @@
 #include "seq/transformer.h"
 #include "vision/cnn.h"
 
-// Which LSTM state queries the attention of step t (models/sat.h).
+// Which LSTM state queries the attention of step t (models/sat_lstm.h).
 typedef enum { SAT_QUERY_PREVIOUS = 0, SAT_QUERY_CURRENT = 1 } SatQuery;
 
-// Which decoder writes the captions: the attention LSTM (models/sat.h, the default, and what
+// Which decoder writes the captions: the attention LSTM (models/sat_lstm.h, the default, and what
 // a checkpoint without a decoder key holds) or the Transformer (models/sat_transformer.h).
 typedef enum { SAT_DECODER_LSTM = 0, SAT_DECODER_TRANSFORMER = 1 } SatDecoderKind;
 
@@ -81,6 +81,9 @@ DecoderConfig sat_decoder_config(const SatConfig *c);
 // so that the configuration is always a valid one).
 TransformerConfig sat_tf_decoder_config(const SatConfig *c);
 TransformerConfig sat_tf_encoder_config(const SatConfig *c);
+// The warm-up steps of training's learning-rate schedule (lr_noam, core/adam.h): the
+// Transformer's tf.warmup; 0 (the exponential decay) for the LSTM, which has none.
+int sat_lr_warmup(const SatConfig *c);
 // Side of the annotation grid (L = G G): for attention maps over the image.
 static inline int sat_grid(const SatConfig *c) {
     if (c->feat_L <= 0) return cnn_grid_size(&c->cnn, c->image_size);

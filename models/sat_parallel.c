@@ -30,63 +30,6 @@ static void order_by_length_(int *order, const int *lens, int B) {
     }
 }
 
-typedef struct {
-    SatModel *m;
-    int part, parts;
-} PackJob;
-
-// Part j->part of j->parts of every pack of pack_step_weights_ (packed_pack_part).
-static void *pack_job_run(void *arg) {
-    PackJob *j = arg;
-    SatModel *m = j->m;
-    const int K = m->cfg.E + sat_D(&m->cfg) + m->cfg.H;
-    packed_pack_part(&m->own_Wt, true, m->p.dec.lstm_W, K, j->part, j->parts);
-    packed_pack_part(&m->own_Wn, false, m->p.dec.lstm_W, K, j->part, j->parts);
-    if (m->p.dec.attn.W_q) {
-        packed_pack_part(&m->own_Wq_t, true, m->p.dec.attn.W_q, m->cfg.H, j->part, j->parts);
-        packed_pack_part(&m->own_Wq_n, false, m->p.dec.attn.W_q, m->cfg.H, j->part, j->parts);
-    }
-    return NULL;
-}
-
-// Packs m's step weights for a training step: the LSTM's W^T and W into m->own_Wt and
-// m->own_Wn and, with an additive score, the attention's W_q^T and W_q into m->own_Wq_t and
-// m->own_Wq_n; with threads >= 2 two threads each pack half of every one.
-static void pack_step_weights_(SatModel *m, int threads) {
-    if (m->tf) return;  // the Transformer's products run through core/gemm as they are
-    const SatConfig *c = &m->cfg;
-    const int H = c->H, K = c->E + sat_D(c) + H, A = c->attn.A;
-    if (!m->own_packs) {
-        packed_alloc(&m->own_Wt, K, 4 * H);
-        packed_alloc(&m->own_Wn, 4 * H, K);
-        if (m->p.dec.attn.W_q) {
-            packed_alloc(&m->own_Wq_t, H, A);
-            packed_alloc(&m->own_Wq_n, A, H);
-        }
-        m->own_packs = 1;
-    }
-    pthread_t th;
-    PackJob jobs[2] = {{m, 0, 2}, {m, 1, 2}};
-    if (threads >= 2 && pthread_create(&th, NULL, pack_job_run, &jobs[1]) == 0) {
-        pack_job_run(&jobs[0]);
-        pthread_join(th, NULL);
-    } else {
-        jobs[0].parts = 1;
-        pack_job_run(&jobs[0]);
-    }
-}
-
-// Lends w the packs of `from` (pack_step_weights_'s) for a step, or with from NULL takes
-// them back.
-static void lend_packs_(SatModel *w, const SatModel *from) {
-    if (w->tf) return;
-    const int q = from && from->p.dec.attn.W_q;
-    w->pack_Wt = from ? &from->own_Wt : NULL;
-    w->pack_Wn = from ? &from->own_Wn : NULL;
-    w->p.dec.attn.W_q_t = q ? &from->own_Wq_t : NULL;
-    w->p.dec.attn.W_q_n = q ? &from->own_Wq_n : NULL;
-}
-
 // sat_forward of B rows in descending order of caption length (ties in their given order),
 // so that step t runs only the captions still going; each row keeps its own noise stream
 // (m->row_ids) and the backward needs no order but the activations'.
@@ -95,18 +38,18 @@ static void forward_sorted_(SatModel *m, SatLoss *out, const float *images, cons
     CHECK(!m->annot_grad, "sat_forward_backward: annotation gradients would be in sorted order");
     const size_t per = sat_input_floats(&m->cfg);
     const int ML = m->cfg.max_len;
-    CHECK(m->a.B >= B && B >= 1, "batch %d, activations for %d", B, m->a.B);
-    // Annotations go straight into the activations (sat_forward then copies nothing);
-    // images into a sorted copy for the CNN.
-    const int features = m->cfg.feat_L > 0;
+    CHECK(m->acts_batch >= B && B >= 1, "batch %d, activations for %d", B, m->acts_batch);
+    // Annotations go straight into the decoder's input where it has one (the forward then
+    // copies nothing); images (and other decoders' annotations) into a sorted copy.
+    float *in_place = m->cfg.feat_L > 0 ? m->ops->annotation_input(m) : NULL;
     if (m->sorted_cap < B) {
         free(m->sorted_images);
         free(m->sorted_ints);
-        m->sorted_images = features ? NULL : xmalloc((size_t)B * per * sizeof(float));
+        m->sorted_images = in_place ? NULL : xmalloc((size_t)B * per * sizeof(float));
         m->sorted_ints = xmalloc((size_t)B * (ML + 3) * sizeof(int));
         m->sorted_cap = B;
     }
-    float *sorted = features ? m->a.annot : m->sorted_images;
+    float *sorted = in_place ? in_place : m->sorted_images;
     int *order = m->sorted_ints, *ids = order + B, *slens = ids + B, *swords = slens + B;
     order_by_length_(order, lens, B);
     for (int k = 0; k < B; k++) {
@@ -121,34 +64,30 @@ static void forward_sorted_(SatModel *m, SatLoss *out, const float *images, cons
     m->row_ids = NULL;
 }
 
-// The Transformer captioner's step (SatModel.tf): one forward over the rows in the caller's
-// order (no step skips a finished row's positions to sort for), the gradient zeroed and, when
-// the loss is finite, its backward.
-static void tf_forward_backward_(SatLoss *out, SatModel *m, const float *images,
-                                 const int *words, const int *lens, int B, uint64_t seed,
-                                 int first) {
-    double tokens = 0.0;
-    const double loss = sat_tf_forward(m->tf, images, words, lens, B, 1, seed, first, &tokens);
-    *out = (SatLoss){.loss = loss, .ce = loss, .tokens = tokens};
+// A one-model step of a decoder that keeps the caller's order (SatDecoderOps.sorts_rows 0):
+// one forward over the rows as they are, the gradient zeroed and, when the loss is finite,
+// the backward.
+static void forward_backward_in_order_(SatLoss *out, SatModel *m, const float *images,
+                                       const int *words, const int *lens, int B, uint64_t seed,
+                                       int first) {
+    sat_forward(m, out, images, words, lens, B, 1, seed, first);
     block_zero(&m->grads);
-    if (isfinite(loss)) sat_tf_backward(m->tf);
+    if (isfinite(out->loss)) sat_backward(m);
 }
 
 void sat_forward_backward(SatLoss *out, SatModel *m, const float *images, const int *words,
                           const int *lens, int B, uint64_t seed, int first) {
-    if (m->tf) {
-        tf_forward_backward_(out, m, images, words, lens, B, seed, first);
+    const SatDecoderOps *ops = m->ops;
+    if (!ops->sorts_rows) {
+        forward_backward_in_order_(out, m, images, words, lens, B, seed, first);
         return;
     }
-    const int own = !m->pack_Wt;  // else the parallel step packed them for its workers
-    if (own) {
-        pack_step_weights_(m, 1);
-        lend_packs_(m, m);
-    }
+    ops->pack_step_weights(m, 1);
+    ops->lend_step_weights(m, m);
     forward_sorted_(m, out, images, words, lens, B, seed, first);
     block_zero(&m->grads);
     if (isfinite(out->loss)) sat_backward(m);
-    if (own) lend_packs_(m, NULL);
+    ops->lend_step_weights(m, NULL);
 }
 
 static void *step_job_forward(void *arg) {
@@ -273,9 +212,10 @@ int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *
                                        int n_workers, int first, const float *images,
                                        const int *words, const int *lens, int nb, uint64_t seed,
                                        const SatBatchSum *across) {
-    if (model->tf && !workers) {  // the rows on the model itself
-        (void)across;  // no hard attention: nothing to sum before the backward
-        tf_forward_backward_(out, model, images, words, lens, nb, seed, first);
+    if (!workers) {  // the rows on the model itself
+        CHECK(!model->cfg.hard, "a hard-attention step without workers (its baseline is summed "
+                                "over the workers' shares)");
+        sat_forward_backward(out, model, images, words, lens, nb, seed, first);
         return 0;
     }
     const size_t per = sat_input_floats(&model->cfg);
@@ -296,10 +236,11 @@ int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *
         used++;
     }
     // The step weights packed once for all workers.
-    pack_step_weights_(model, used);
-    for (int k = 0; k < used; k++) lend_packs_(jobs[k].m, model);
+    const SatDecoderOps *ops = model->ops;
+    ops->pack_step_weights(model, used);
+    for (int k = 0; k < used; k++) ops->lend_step_weights(jobs[k].m, model);
     const int status = step_phases_(model, jobs, used, nb, across);
-    for (int k = 0; k < used; k++) lend_packs_(jobs[k].m, NULL);
+    for (int k = 0; k < used; k++) ops->lend_step_weights(jobs[k].m, NULL);
     if (status) return -1;
     memset(out, 0, sizeof *out);
     double base = 0.0;
@@ -320,7 +261,4 @@ int sat_forward_backward_parallel_from(SatLoss *out, SatModel *model, SatModel *
     return 0;
 }
 
-size_t sat_encoder_grad_floats(const SatModel *m) {
-    if (m->tf) return 0;  // the gradient is summed in one part
-    return m->cfg.feat_L > 0 ? 0 : (size_t)(m->g.dec.W_h0 - m->grads.data);
-}
+size_t sat_encoder_grad_floats(const SatModel *m) { return m->ops->encoder_grad_floats(m); }

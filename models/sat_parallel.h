@@ -1,6 +1,8 @@
-// sat_parallel.h: the training step of a Show, Attend and Tell model (models/sat.h): one
+// sat_parallel.h: the training step of a captioner (models/sat.h), whichever its decoder: one
 // forward and backward with the batch's rows sorted by caption length, and the same split
-// over worker threads and over processes (MPI ranks, cli/train_dist.h).
+// over worker threads and over processes (MPI ranks, cli/train_dist.h). What differs between
+// the decoders it asks the model's ops (SatDecoderOps: sorts_rows, the packed step weights,
+// annotation_input, encoder_grad_floats).
 #ifndef MODELS_SAT_PARALLEL_H
 #define MODELS_SAT_PARALLEL_H
 
@@ -10,14 +12,15 @@
 #include "models/sat.h"
 
 // sat_forward (train mode) on images (B, per input: sat_input_floats), words (B, max_len)
-// and lens (B), then m->g zeroed and, when the loss is finite, sat_backward, with the rows
-// put in descending order of caption length first (a stable sort of a copy),
-// so that no step computes a row whose caption has ended (see DecoderActs.active in
-// models/decoder.h). Each row keeps the noise of its place first + b in the caller's
-// order, so the result equals
-// sat_forward + sat_backward on the caller's order up to float summation order. The
-// activations left in m->a are in the sorted order. Not for m->annot_grad (its dannot
-// would be sorted too).
+// and lens (B), then m->grads zeroed and, when the loss is finite, sat_backward. With a
+// decoder that sorts its rows (ops->sorts_rows: the LSTM) the rows are put in descending order
+// of caption length first (a stable sort of a copy), so that no step computes a row whose
+// caption has ended (see DecoderActs.active in models/decoder.h), and the step weights are
+// packed for the step (ops->pack_step_weights). Each row keeps the noise of its place
+// first + b in the caller's order, so the result equals sat_forward + sat_backward on the
+// caller's order up to float summation order. The activations left in the decoder are in the
+// sorted order. Not for m->annot_grad (its annotation gradients would be sorted too). The
+// Transformer's rows stay in the caller's order.
 void sat_forward_backward(SatLoss *out, SatModel *m, const float *images, const int *words,
                           const int *lens, int B, uint64_t seed, int first);
 
@@ -49,14 +52,14 @@ typedef struct {
     void *ctx;
 } SatBatchSum;
 
-// The Transformer captioner (SatModel.tf): with one worker (or none) the rows run on the model
-// itself in the caller's order; with replicas (sat_replica_init) as the LSTM's, each share
+// The Transformer captioner: with one worker the rows run on the model itself in the caller's
+// order (sat_forward_backward); with replicas (sat_replica_init) as the LSTM's, each share
 // sorted. Its dropout masks come from one stream per share seeded with (seed, first)
 // (models/sat_transformer.h), so they depend on the split into shares.
 
-// Gradient floats of the CNN encoder, first in m->grads (0 with features and with the
-// Transformer captioner): the decoder's
-// gradient is the rest, [sat_encoder_grad_floats(m), m->grads.numel).
+// Gradient floats of the CNN encoder, first in m->grads (ops->encoder_grad_floats: 0 with
+// features and with the Transformer captioner, whose gradient is summed in one part): the
+// decoder's gradient is the rest, [sat_encoder_grad_floats(m), m->grads.numel).
 size_t sat_encoder_grad_floats(const SatModel *m);
 
 // 1 while the hard-attention baseline is not set (before the first training step): the
@@ -69,8 +72,9 @@ int sat_first_hard_step(const SatModel *m);
 // step (sat_first_hard_step) the baseline is the whole batch's mean reward, as with one
 // worker: the workers' forwards run first, their mean rewards are added (weighted by
 // their float shares of B), then across->sum weights and adds the processes' (NULL: this
-// process has the whole batch), and the backwards start from that mean. Returns 0, or -1
-// when across->sum failed (nothing computed).
+// process has the whole batch), and the backwards start from that mean. workers NULL (not
+// for hard attention): the rows run on m itself, sat_forward_backward, across unused.
+// Returns 0, or -1 when across->sum failed (nothing computed).
 int sat_forward_backward_parallel_from(SatLoss *out, SatModel *m, SatModel *workers,
                                        int n_workers, int first, const float *images,
                                        const int *words, const int *lens, int B, uint64_t seed,

@@ -339,3 +339,90 @@ void sat_tf_decode(SatTfModel *m, int *tokens, int *lens, float *alphas, const f
                     sat_tf_beam_step, d.alpha_hist, d.R);
     sat_tf_decode_ctx_free(&d);
 }
+
+// ---------------------------------------------------------------------------------------
+// The captioner's decoder interface (models/sat.h): SatModel.dec is a SatTfModel, whose
+// Blocks' descriptors the model holds.
+
+static void tf_ops_init_(SatModel *m, Rng *rng) {
+    SatTfModel *t = xcalloc(1, sizeof *t);
+    sat_tf_init(t, &m->cfg, rng);
+    m->dec = t;
+    m->params = t->params, m->grads = t->grads;
+    m->adam_m = t->adam_m, m->adam_v = t->adam_v;
+}
+
+static void tf_ops_replica_init_(SatModel *r, const SatModel *m) {
+    SatTfModel *t = xcalloc(1, sizeof *t);
+    sat_tf_replica_init(t, m->dec);
+    r->dec = t;
+    r->params = m->params, r->grads = t->grads;
+}
+
+static void tf_ops_alloc_acts_(SatModel *m, int B) { sat_tf_alloc_acts(m->dec, B); }
+
+static void tf_ops_free_(SatModel *m) {
+    sat_tf_free(m->dec);
+    free(m->dec);
+}
+
+static void tf_ops_forward_(SatModel *m, SatLoss *out, const float *images, const int *words,
+                            const int *lens, int B, int train, uint64_t seed, int first) {
+    double tokens = 0.0;
+    const double loss = sat_tf_forward(m->dec, images, words, lens, B, train, seed, first, &tokens);
+    *out = (SatLoss){.loss = loss, .ce = loss, .tokens = tokens};
+}
+
+// The whole backward, the encoder's included (tf_ops_encoder_grad_floats_ is 0).
+static void tf_ops_backward_decoder_(SatModel *m) {
+    SatTfModel *t = m->dec;
+    t->annot_grad = m->annot_grad;
+    sat_tf_backward(t);
+}
+
+static void tf_ops_backward_encoder_(SatModel *m) { (void)m; }  // done in the first half
+
+static size_t tf_ops_encoder_grad_floats_(const SatModel *m) {
+    (void)m;
+    return 0;
+}
+
+static const float *tf_ops_annotation_grads_(const SatModel *m) {
+    return ((const SatTfModel *)m->dec)->a.dannot;
+}
+
+// None: the forward copies its features into a.annot itself.
+static float *tf_ops_annotation_input_(SatModel *m) {
+    (void)m;
+    return NULL;
+}
+
+// The Transformer's products run through core/gemm as they are: nothing to pack or lend.
+static void tf_ops_pack_step_weights_(SatModel *m, int threads) { (void)m, (void)threads; }
+
+static void tf_ops_lend_step_weights_(SatModel *w, const SatModel *from) { (void)w, (void)from; }
+
+static void tf_ops_decode_(SatModel *m, int *tokens, int *lens, float *alphas,
+                           const float *images, int B, int beam, float length_alpha) {
+    sat_tf_decode(m->dec, tokens, lens, alphas, images, B, beam, length_alpha);
+}
+
+const SatDecoderOps sat_tf_ops = {
+    .kind = SAT_DECODER_TRANSFORMER,
+    .check_sizes = sat_tf_check_sizes,
+    .check_decode_sizes = sat_tf_check_decode_sizes,
+    .init = tf_ops_init_,
+    .replica_init = tf_ops_replica_init_,
+    .alloc_acts = tf_ops_alloc_acts_,
+    .free = tf_ops_free_,
+    .forward = tf_ops_forward_,
+    .backward_decoder = tf_ops_backward_decoder_,
+    .backward_encoder = tf_ops_backward_encoder_,
+    .encoder_grad_floats = tf_ops_encoder_grad_floats_,
+    .annotation_grads = tf_ops_annotation_grads_,
+    .annotation_input = tf_ops_annotation_input_,
+    .sorts_rows = 0,
+    .pack_step_weights = tf_ops_pack_step_weights_,
+    .lend_step_weights = tf_ops_lend_step_weights_,
+    .decode = tf_ops_decode_,
+};

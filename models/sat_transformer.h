@@ -1,7 +1,8 @@
 // sat_transformer.h: the captioner with a Transformer decoder (Vaswani et al. 2017) in place
-// of Show, Attend and Tell's attention LSTM, on the same encoder (the CNN of models/sat.h, or a
-// feature cache's annotations) and the same configuration (models/sat_config.h, decoder =
-// SAT_DECODER_TRANSFORMER, sizes in SatConfig.tf).
+// of Show, Attend and Tell's attention LSTM, on the same encoder (the CNN, or a feature cache's
+// annotations) and the same configuration (models/sat_config.h, decoder =
+// SAT_DECODER_TRANSFORMER, sizes in SatConfig.tf): one of the two decoders behind
+// models/sat.h's interface (sat_tf_ops; SatModel.dec is then a SatTfModel).
 //
 // Model, for a batch of B images and captions of n_b words (T = max n_b + 1 positions):
 //   a = cnn(image)                                         annotations (B, L, D)
@@ -35,6 +36,7 @@
 #include "core/block.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "models/sat.h"
 #include "models/sat_config.h"
 #include "seq/transformer.h"
 #include "seq/transformer_decode.h"
@@ -80,6 +82,12 @@ typedef struct {
     int annot_grad;             // with features: 1 makes the backward leave d loss / d annotations
                                 // (B, L, D) in a.dannot (fine-tuning an encoder stage); 0: data
 } SatTfModel;
+
+// The Transformer decoder's operations (models/sat.h SatDecoderOps): each hands the call to
+// the functions below on the model's SatTfModel. Its whole backward runs in backward_decoder
+// (encoder_grad_floats 0: the gradient is complete in one part), it packs no step weights and
+// a one-model training step keeps the rows in the caller's order (sorts_rows 0).
+extern const SatDecoderOps sat_tf_ops;
 
 // Side of the grid the 2-D positions read the L annotations on: ceil(sqrt(L)).
 int sat_tf_grid(int L);

@@ -1,8 +1,8 @@
 // test_decoder.c: the shared attention decoder (models/decoder.h).
 //
 // - The parameter layout: the captioner's checkpoint names in the captioner's order, after
-//   what the model registered before them, with the shapes of the config; SatParams's
-//   decoder views are these (models/sat.h registers nothing else but its encoder).
+//   what the model registered before them, with the shapes of the config; SatLstmParams's
+//   decoder views are these (models/sat_lstm.h registers nothing else but its encoder).
 // - The mean annotation over each row's length: the plain mean of its first lengths[b]
 //   positions (padding never read, so NaN there changes nothing); lengths NULL equals
 //   lengths all L bit for bit.
@@ -24,7 +24,7 @@
 #include "core/check.h"
 #include "core/rng.h"
 #include "models/decoder.h"
-#include "models/sat.h"
+#include "models/sat_lstm.h"
 #include "seq/embedding.h"
 #include "seq/vocab.h"
 #include "tests/support/gradcheck.h"
@@ -81,9 +81,9 @@ static void test_sat_params_are_the_decoders(void) {
     Error err = {0};
     CHECK(sat_config_finish(&sc, &err) == 0, "config: %s", err.msg);
     Block sb = {0}, db = {0};
-    SatParams sp;
+    SatLstmParams sp;
     DecoderParams dp;
-    sat_params_layout(&sb, &sp, &sc);
+    sat_lstm_params_layout(&sb, &sp, &sc);
     DecoderConfig dc = sat_decoder_config(&sc);
     EXPECT(dc.L == 9 && dc.D == 6 && dc.E == 4 && dc.H == 5 && dc.V == 11 && dc.nb == 1,
            "sat_decoder_config: L %d D %d E %d H %d V %d nb %d", dc.L, dc.D, dc.E, dc.H, dc.V,
@@ -289,7 +289,7 @@ static void pass_fix_init(PassFix *f, AttnKind kind, DecoderQuery query, int nb_
     f->dkeys = xcalloc(nk, sizeof(float));
     fill_uniform(f->keys, nk, -1.0f, 1.0f, &rng);
     f->lengths[0] = 4, f->lengths[1] = 2;
-    // The rows packed by step (models/sat.c pack_rows_ does this for captions).
+    // The rows packed by step (models/sat_lstm.c packs captions so, through decoder_pack_rows).
     static const int words[PB][3] = {{4, 7, 5}, {6, 0, 0}};
     static const int lens[PB] = {3, 1};
     DecoderActs *a = &f->a;

@@ -32,6 +32,7 @@
 #include "core/safetensors.h"
 #include "models/sat.h"
 #include "models/sat_decode.h"
+#include "models/sat_lstm.h"
 #include "tests/support/fixture.h"
 #include "tests/support/test.h"
 
@@ -87,17 +88,18 @@ static void check_decoding(SatModel *m, const SafetensorsFile *f, const char *pa
 
 // conv: how the encoder convolves (the fixtures' layers have fewer input channels than the
 // automatic choice sends through Winograd, so the Winograd runs force it).
-// got (rows packed by step, models/sat.h) and want (T, B, width) compared at the steps of
+// got (rows packed by step, models/sat_lstm.h) and want (T, B, width) compared at the steps of
 // each caption (t <= lens[b]): sat_forward does not compute a row past its caption's end.
 static void compare_caption_steps(const char *name, const SatModel *m, const float *got,
                                   const float *want, int T, int B, int width, const int *lens) {
+    const SatLstm *l = sat_lstm(m);
     const size_t n = (size_t)T * B * width;
     float *g = calloc(n, sizeof(float)), *w = calloc(n, sizeof(float));
     for (int t = 0; t < T; t++)
         for (int b = 0; b < B; b++)
             if (t <= lens[b]) {
                 const size_t at = ((size_t)t * B + b) * width;
-                memcpy(g + at, got + (size_t)sat_step_row(m, t, b) * width, (size_t)width * sizeof(float));
+                memcpy(g + at, got + (size_t)sat_lstm_step_row(l, t, b) * width, (size_t)width * sizeof(float));
                 memcpy(w + at, want + at, (size_t)width * sizeof(float));
             }
     fixture_compare("forward", name, g, w, n, FWD_ATOL, FWD_RTOL);
@@ -134,9 +136,10 @@ static void check_fixture_conv(const char *name, CnnConv conv) {
     SatModel m;
     sat_init(&m, &cfg, &rng);
     sat_alloc_acts(&m, B);
+    SatLstm *l = sat_lstm(&m);
     if (conv != CNN_CONV_AUTO) {
-        cnn_workspace_free(&m.cnn_ws);
-        cnn_workspace_alloc_conv(&m.cnn_ws, &cfg.cnn, B, cfg.image_size, CNN_GROUP, conv);
+        cnn_workspace_free(&l->cnn_ws);
+        cnn_workspace_alloc_conv(&l->cnn_ws, &cfg.cnn, B, cfg.image_size, CNN_GROUP, conv);
     }
     check_decoding(&m, &f, path, B);
     int loaded = fixture_read_params(&m.params, &f, path);
@@ -165,14 +168,14 @@ static void check_fixture_conv(const char *name, CnnConv conv) {
     if (alpha && logits) {
         SatLoss out;
         sat_forward(&m, &out, images, words, lens, B, 1, 1, 0);
-        EXPECT(m.Tb == T, "steps %d, reference %d", m.Tb, T);
+        EXPECT(l->Tb == T, "steps %d, reference %d", l->Tb, T);
         float got_loss = (float)out.loss, got_ce = (float)out.ce, got_ds = (float)out.ds;
-        fixture_compare("forward", "annotations", m.a.annot, annot, (size_t)B * L * D, FWD_ATOL,
+        fixture_compare("forward", "annotations", l->a.annot, annot, (size_t)B * L * D, FWD_ATOL,
                         FWD_RTOL);
         // The steps of each caption only (the reference computes every padded step too).
-        compare_caption_steps("alpha", &m, m.a.alpha, alpha, T, B, L, lens);
+        compare_caption_steps("alpha", &m, l->a.alpha, alpha, T, B, L, lens);
         // sat_forward leaves the logits in the dlogits slot until the backward.
-        compare_caption_steps("logits", &m, m.a.dlogits, logits, T, B, V, lens);
+        compare_caption_steps("logits", &m, l->a.dlogits, logits, T, B, V, lens);
         fixture_compare("forward", "ce", &got_ce, ce, 1, FWD_ATOL, FWD_RTOL);
         fixture_compare("forward", "ds", &got_ds, ds, 1, FWD_ATOL, FWD_RTOL);
         fixture_compare("forward", "loss", &got_loss, loss, 1, FWD_ATOL, FWD_RTOL);

@@ -1,7 +1,7 @@
-// test_sat.c: the Show-Attend-Tell model (models/sat): whole-model gradient checks on a
-// tiny configuration (several attention kinds, scalar and vector gate), the doubly
-// stochastic term, hard attention's REINFORCE direction, and decoding agreeing with
-// the teacher-forced forward.
+// test_sat.c: the Show-Attend-Tell model (models/sat) with its LSTM decoder
+// (models/sat_lstm): the decoder table, whole-model gradient checks on a tiny configuration
+// (several attention kinds, scalar and vector gate), the doubly stochastic term, hard
+// attention's REINFORCE direction, and decoding agreeing with the teacher-forced forward.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +11,8 @@
 #include "core/rng.h"
 #include "models/sat.h"
 #include "models/sat_decode.h"
+#include "models/sat_lstm.h"
+#include "models/sat_lstm_decode.h"
 #include "models/sat_parallel.h"
 #include "seq/beam.h"
 #include "seq/vocab.h"
@@ -163,13 +165,14 @@ static void test_doubly_stochastic(void) {
     fixture_init(f, &c, 4);
     float out;
     model_fwd(f, &out);
+    const SatLstm *l_ = sat_lstm(&f->m);
     const int L = sat_L(&c);
     double want = 0.0;
     for (int b = 0; b < TB; b++)
         for (int l = 0; l < L; l++) {
             double s = 0.0;
             for (int t = 0; t <= f->lens[b]; t++)
-                s += f->m.a.alpha[(size_t)sat_step_row(&f->m, t, b) * L + l];
+                s += l_->a.alpha[(size_t)sat_lstm_step_row(l_, t, b) * L + l];
             want += (1.0 - s) * (1.0 - s);
         }
     want *= c.lambda / TB;
@@ -195,20 +198,22 @@ static void test_doubly_stochastic(void) {
 // samples (TML + 1, TB): the hard-attention samples of the last forward, which ran batch
 // rows b0 .. b0 + n - 1 as its rows 0 .. n - 1 (-1 where a caption has ended).
 static void gather_samples(int *samples, const SatModel *m, const int *lens, int b0, int n) {
+    const SatLstm *l = sat_lstm(m);
     for (int b = b0; b < b0 + n; b++)
         for (int t = 0; t <= TML; t++)
-            samples[t * TB + b] = t <= lens[b] ? m->a.sample[sat_step_row(m, t, b - b0)] : -1;
+            samples[t * TB + b] = t <= lens[b] ? l->a.sample[sat_lstm_step_row(l, t, b - b0)] : -1;
 }
 
 // Sum over the batch's steps of log alpha at the sampled locations.
 static double sampled_logprob(const SatModel *m, const int *lens) {
+    const SatLstm *l = sat_lstm(m);
     const int L = sat_L(&m->cfg);
     double s = 0.0;
     for (int b = 0; b < TB; b++)
         for (int t = 0; t <= lens[b]; t++) {
-            int r = sat_step_row(m, t, b);
-            int k = m->a.sample[r];
-            s += log(m->a.alpha[(size_t)r * L + k]);
+            int r = sat_lstm_step_row(l, t, b);
+            int k = l->a.sample[r];
+            s += log(l->a.alpha[(size_t)r * L + k]);
         }
     return s;
 }
@@ -316,17 +321,18 @@ static void greedy_matches_teacher_forcing(SatQuery query) {
     c.query = query;
     Fixture *f = calloc(1, sizeof *f);
     fixture_init(f, &c, 9);
-    f->m.p.dec.b_o[VOCAB_END] += 1.5f;  // captions that end before the limit
-    f->m.p.dec.b_o[VOCAB_PAD] -= 20.0f; // ids decoding never emits
-    f->m.p.dec.b_o[VOCAB_START] -= 20.0f;
-    SatDecodeCtx d;
-    sat_decode_ctx_init(&d, &f->m, f->images, TB, 1);
+    float *b_o = sat_lstm(&f->m)->p.dec.b_o;
+    b_o[VOCAB_END] += 1.5f;  // captions that end before the limit
+    b_o[VOCAB_PAD] -= 20.0f; // ids decoding never emits
+    b_o[VOCAB_START] -= 20.0f;
+    SatLstmDecodeCtx d;
+    sat_lstm_decode_ctx_init(&d, &f->m, f->images, TB, 1);
     int tok[TB * (TML + 1)], lens[TB], rows[TB * (TML + 1)];
     float scores[TB];
     BeamConfig bc = {.beam = 1, .max_len = TML + 1, .length_alpha = 0.0f,
                      .start_id = VOCAB_START, .end_id = VOCAB_END, .V = TV};
-    beam_search(tok, lens, scores, rows, TB, &d, sat_beam_step, &bc);
-    sat_decode_ctx_free(&d);
+    beam_search(tok, lens, scores, rows, TB, &d, sat_lstm_beam_step, &bc);
+    sat_lstm_decode_ctx_free(&d);
     int compared = 0;
     for (int b = 0; b < TB; b++) {
         if (lens[b] > TML) continue;  // reached the limit without <end>
@@ -338,7 +344,7 @@ static void greedy_matches_teacher_forcing(SatQuery query) {
     sat_forward(&f->m, &f->loss, f->images, f->words, f->lens, TB, 0, 0, 0);
     for (int b = 0; b < TB; b++) {
         if (lens[b] > TML) continue;
-        EXPECT_NEAR(scores[b], f->m.a.reward[b], 1e-4, 1e-4);
+        EXPECT_NEAR(scores[b], sat_lstm(&f->m)->a.reward[b], 1e-4, 1e-4);
     }
     sat_free(&f->m);
     free(f);
@@ -411,7 +417,7 @@ static void parallel_matches_serial(SatQuery query) {
     EXPECT(worst <= 1e-5 + 1e-5 * scale, "parallel gradient differs by %g (scale %g)", worst, scale);
     // The shared parameters are untouched by freeing the replicas.
     for (int w = 0; w < 2; w++) sat_free(&workers[w]);
-    EXPECT(f->m.params.data != NULL && isfinite(f->m.p.dec.L_o[0]), "parameters lost");
+    EXPECT(f->m.params.data != NULL && isfinite(sat_lstm(&f->m)->p.dec.L_o[0]), "parameters lost");
     free(serial);
     sat_free(&f->m);
     free(f);
@@ -439,7 +445,8 @@ static void sorted_matches_caller_order(SatQuery query, int features) {
     f->m.baseline_set = 1;
     SatLoss plain, sorted;
     sat_forward(&f->m, &plain, f->images, f->words, f->lens, TB, 1, seed, 0);
-    EXPECT(f->m.a.off[f->m.Tb] == 3 + 2 + 2 + 2 + 2, "caller's order: %d rows", f->m.a.off[f->m.Tb]);
+    const SatLstm *l = sat_lstm(&f->m);
+    EXPECT(l->a.off[l->Tb] == 3 + 2 + 2 + 2 + 2, "caller's order: %d rows", l->a.off[l->Tb]);
     block_zero(&f->m.grads);
     sat_backward(&f->m);
     const size_t n = f->m.grads.numel;
@@ -448,9 +455,9 @@ static void sorted_matches_caller_order(SatQuery query, int features) {
     const float base_after = f->m.baseline;
     f->m.baseline = -2.0f;
     sat_forward_backward(&sorted, &f->m, f->images, f->words, f->lens, TB, seed, 0);
-    EXPECT(f->m.a.off[f->m.Tb] == 3 + 5 + 1, "sorted: %d rows, want 9", f->m.a.off[f->m.Tb]);
-    EXPECT(f->m.a.active[0] == 3 && f->m.a.active[1] == 2 && f->m.a.active[3] == 1,
-           "active rows %d %d %d", f->m.a.active[0], f->m.a.active[1], f->m.a.active[3]);
+    EXPECT(l->a.off[l->Tb] == 3 + 5 + 1, "sorted: %d rows, want 9", l->a.off[l->Tb]);
+    EXPECT(l->a.active[0] == 3 && l->a.active[1] == 2 && l->a.active[3] == 1,
+           "active rows %d %d %d", l->a.active[0], l->a.active[1], l->a.active[3]);
     EXPECT_NEAR(sorted.loss, plain.loss, 1e-6, 1e-6);
     EXPECT_NEAR(sorted.reward, plain.reward, 1e-6, 1e-6);
     EXPECT_NEAR(f->m.baseline, base_after, 1e-6, 1e-6);
@@ -506,10 +513,11 @@ static void test_parallel_first_hard_step(void) {
     const double serial_loss = f->loss.loss;
     const float serial_base = f->m.baseline;
     // The shares' own means differ: the test would pass with per-share baselines otherwise.
+    const float *reward = sat_lstm(&f->m)->a.reward;
     double r_first = 0.0;
-    for (int b = 0; b < 2; b++) r_first += f->m.a.reward[b] / 2.0;
-    EXPECT(fabs(r_first - f->m.a.reward[2]) > 0.1, "shares' rewards %g and %g too close",
-           r_first, (double)f->m.a.reward[2]);
+    for (int b = 0; b < 2; b++) r_first += reward[b] / 2.0;
+    EXPECT(fabs(r_first - reward[2]) > 0.1, "shares' rewards %g and %g too close",
+           r_first, (double)reward[2]);
     f->m.baseline = 0.0f;
     f->m.baseline_set = 0;
     SatModel workers[2];
@@ -534,6 +542,45 @@ static void test_parallel_first_hard_step(void) {
     free(serial);
     sat_free(&f->m);
     free(f);
+}
+
+// The decoder table (models/sat.h): each kind's operations are all there and are that kind's,
+// and a model takes its kind's table, its Blocks the decoder state's own.
+static void test_decoder_ops(void) {
+    const SatDecoderKind kinds[] = {SAT_DECODER_LSTM, SAT_DECODER_TRANSFORMER};
+    for (int k = 0; k < 2; k++) {
+        const SatDecoderOps *o = sat_decoder_ops(kinds[k]);
+        EXPECT(o && o->kind == kinds[k], "%s: the table of another kind",
+               sat_decoder_name(kinds[k]));
+        const void *fns[] = {(void *)o->check_sizes, (void *)o->check_decode_sizes,
+                             (void *)o->init, (void *)o->replica_init, (void *)o->alloc_acts,
+                             (void *)o->free, (void *)o->forward, (void *)o->backward_decoder,
+                             (void *)o->backward_encoder, (void *)o->encoder_grad_floats,
+                             (void *)o->annotation_grads, (void *)o->annotation_input,
+                             (void *)o->pack_step_weights, (void *)o->lend_step_weights,
+                             (void *)o->decode};
+        for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
+            EXPECT(fns[i] != NULL, "%s: operation %zu missing", sat_decoder_name(kinds[k]), i);
+    }
+    EXPECT(sat_decoder_ops(SAT_DECODER_LSTM)->sorts_rows == 1 &&
+               sat_decoder_ops(SAT_DECODER_TRANSFORMER)->sorts_rows == 0,
+           "sorts_rows: the LSTM sorts a one-model step's rows, the Transformer does not");
+    SatConfig c = tiny_config(ATTN_ADDITIVE);
+    Rng rng;
+    rng_seed(&rng, 1);
+    SatModel m;
+    sat_init(&m, &c, &rng);
+    const SatLstm *l = sat_lstm(&m);
+    EXPECT(m.ops == &sat_lstm_ops && m.params.data == l->params.data &&
+               m.grads.data == l->grads.data && m.adam_m.data == l->adam_m.data &&
+               m.adam_v.data == l->adam_v.data && m.params.numel == l->params.numel,
+           "the model's Blocks are not its LSTM's");
+    sat_alloc_acts(&m, 2);
+    EXPECT(m.acts_batch == 2 && l->a.B == 2, "activations' batch %d, the LSTM's %d",
+           m.acts_batch, l->a.B);
+    sat_free(&m);
+    EXPECT(m.ops == NULL && m.dec == NULL && m.params.data == NULL, "sat_free left the model set");
+    sat_free(&m);  // a freed (all zero) model: nothing to free
 }
 
 // Config text round trip (what checkpoints store) and rejection of a bad key.
@@ -603,7 +650,7 @@ static void annot_bwd(void *ctx, const float *dout) {
     float out;
     model_fwd(ctx, &out);
     sat_backward(&f->m);
-    for (int i = 0; i < TB * 30; i++) annot_grad_buf[i] += f->m.a.dannot[i] * dout[0];
+    for (int i = 0; i < TB * 30; i++) annot_grad_buf[i] += sat_annotation_grads(&f->m)[i] * dout[0];
 }
 
 static void test_gradcheck_features_annotations(void) {
@@ -631,7 +678,8 @@ static void test_features_match_cnn(void) {
     fixture_init(f, &c, 6);
     const int L = sat_L(&c), D = sat_D(&c);
     float *annot = malloc(sizeof(float) * TB * L * D);
-    cnn_forward(annot, &f->m.cnn_ws, f->images, &f->m.p.cnn, TB);
+    SatLstm *l = sat_lstm(&f->m);
+    cnn_forward(annot, &l->cnn_ws, f->images, &l->p.cnn, TB);
     SatConfig fc = c;
     fc.feat_L = L;
     fc.feat_D = D;
@@ -747,6 +795,7 @@ static void test_acts_realloc(void) {
 }
 
 int main(void) {
+    RUN(test_decoder_ops);
     RUN(test_config_roundtrip);
     RUN(test_acts_realloc);
     RUN(test_parallel_first_hard_step);

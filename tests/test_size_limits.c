@@ -2,8 +2,8 @@
 // integer-overflow class). Random configurations, each flag within its own range (the
 // ranges bin/caption accepts), go through the set-up's checks (sat_config_finish, then
 // sat_check_sizes at the batch); whenever it accepts, every tensor the model would allocate
-// (the parameter and activation layouts themselves, sat_params_layout / sat_acts_layout,
-// not a copy of their sizes) and every int-indexed CNN buffer holds at most DIMS_MAX floats,
+// (the parameter and activation layouts themselves, sat_lstm_params_layout /
+// sat_lstm_acts_layout, not a copy of their sizes) and every int-indexed CNN buffer holds at most DIMS_MAX floats,
 // computed again here in 128-bit arithmetic from the shapes. Whenever the decoder's part
 // refuses, some tensor of the layout does pass DIMS_MAX (no refusal without a cause). Run it
 // under the sanitizer build too (build-san): nothing is allocated, so the large
@@ -19,6 +19,7 @@
 #include "models/glimpse.h"
 #include "models/sat.h"
 #include "models/sat_decode.h"
+#include "models/sat_lstm.h"
 #include "seq/vocab.h"
 #include "tests/support/test.h"
 
@@ -111,11 +112,11 @@ static void test_accepted_sizes_fit(void) {
         valid++;
         const int ok = sat_check_sizes(&c, B, &err) == 0;
         Block params = {0}, acts = {0};
-        SatParams p;
+        SatLstmParams p;
         DecoderActs a;
         memset(&a, 0, sizeof a);
-        sat_params_layout(&params, &p, &c);
-        sat_acts_layout(&acts, &a, &c, B);
+        sat_lstm_params_layout(&params, &p, &c);
+        sat_lstm_acts_layout(&acts, &a, &c, B);
         const char *pn = "", *an = "";
         const u128 pmax = largest_tensor(&params, &pn), amax = largest_tensor(&acts, &an);
         const u128 cmax = c.feat_L > 0 ? 0 : largest_cnn_buffer(&c);
@@ -158,7 +159,7 @@ static void test_issue_configuration(void) {
     EXPECT(sat_check_sizes(&c, 1, &err) == -1 && strstr(err.msg, "--attn-dim 8192"), "%s", err.msg);
     Block acts = {0};
     DecoderActs a;
-    sat_acts_layout(&acts, &a, &c, 1);
+    sat_lstm_acts_layout(&acts, &a, &c, 1);
     const BlockTensor *t = block_find(&acts, "prep");
     EXPECT(t && t->numel == (size_t)1 << 31, "prep holds %zu floats", t ? t->numel : 0);
     block_free(&acts);
@@ -340,10 +341,10 @@ static void test_caption_flag_sets(void) {
         }
         accepted++;
         Block params = {0}, acts = {0};
-        SatParams p;
+        SatLstmParams p;
         DecoderActs a;
-        sat_params_layout(&params, &p, &c);
-        sat_acts_layout(&acts, &a, &c, B);
+        sat_lstm_params_layout(&params, &p, &c);
+        sat_lstm_acts_layout(&acts, &a, &c, B);
         const char *pn = "", *an = "";
         const u128 pmax = largest_tensor(&params, &pn), amax = largest_tensor(&acts, &an);
         const u128 cmax = largest_cnn_buffer(&c), lim = (u128)DIMS_MAX;

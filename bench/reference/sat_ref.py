@@ -1,4 +1,4 @@
-"""sat_ref.py: Show, Attend and Tell (Xu et al. 2015) in PyTorch, as models/sat.c computes it
+"""sat_ref.py: Show, Attend and Tell (Xu et al. 2015) in PyTorch, as models/sat_lstm.c computes it
 with soft additive attention, a scalar or vector gate beta, no dropout.
 
 Parameters are a dict keyed by the toolkit's Block names (models/sat.c layout_):
