@@ -87,7 +87,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"folds", ARG_INT, &f->folds, "stratified k-fold instead: K folds (0: off)", .has_min = true, .min = 0, .has_max = true, .max = 1000, .given = &f->given.folds},
         {"fold", ARG_INT, &f->fold, "--folds: the fold that validates (0..K-1)", .has_min = true, .min = 0, .given = &f->given.fold},
         {"fold-seed", ARG_LONG, &f->fold_seed, "--folds: the seed of the folds", .has_min = true, .min = 0, .given = &f->given.fold_seed},
-        {"inner-folds", ARG_INT, &f->inner_folds, "--folds: hold fold --fold out and split the rest by a stratified J-fold of its own, to select a model on the training part alone (0: off)", .has_min = true, .min = 0, .has_max = true, .max = 1000, .given = &f->given.inner_folds},
+        {"inner-folds", ARG_INT, &f->inner_folds, "hold the validation sentences out (fold --fold, or the last --valid-share) and split the training ones by a stratified J-fold of their own, to select a model on the training part alone (0: off)", .has_min = true, .min = 0, .has_max = true, .max = 1000, .given = &f->given.inner_folds},
         {"inner-fold", ARG_INT, &f->inner_fold, "--inner-folds: the inner fold that validates (0..J-1)", .has_min = true, .min = 0, .given = &f->given.inner_fold},
         {"batch", ARG_INT, &f->optim.batch, "sentences per step", .has_min = true, .min = 1, .has_max = true, .max = TEXT_BATCH_MAX, .given = &f->optim.given.batch},
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},

@@ -379,7 +379,8 @@ static void test_bow_nb(void) {
 }
 
 // --inner-folds J --inner-fold I: fold 1 of 4 (6 sentences) held out, the other 18 split
-// 3 ways: 12 train, 6 validate; eval's splits are the inner ones.
+// 3 ways: 12 train, 6 validate; eval's splits are the inner ones. The same on Keras's
+// split (its last share held out).
 static void test_inner_folds(void) {
     int rc = run_text("classify train " TINY " --data %s/s.tsv --folds 4 --fold 1 --inner-folds 3 --inner-fold 2 --steps 2 --out %s/inner",
                       tmpdir, tmpdir);
@@ -393,8 +394,15 @@ static void test_inner_folds(void) {
     free(out);
     rc = run_text("classify train --steps 3 --resume --inner-fold 1 --out %s/inner", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--inner-fold 1 (checkpoint: 2)");
-    rc = run_text("classify train " TINY " --data %s/s.tsv --inner-folds 3 --steps 2 --out %s/inner-only", tmpdir, tmpdir);
-    EXPECT_ONE_LINE_ERROR(&sc, rc, "--inner-folds: 3 inner folds need --folds K >= 2");
+    // On Keras's split: the last quarter (6) held out, the first 18 split 3 ways.
+    rc = run_text("classify train " TINY " --data %s/s.tsv --valid-share 0.25 --inner-folds 3 --inner-fold 0 --steps 2 --out %s/inner-keras",
+                  tmpdir, tmpdir);
+    err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "12 training and 6 validation sentences"), "inner folds on Keras's split: %d, %s",
+           rc, err ? err : "");
+    free(err);
+    rc = run_text("classify train " TINY " --data %s/s.tsv --inner-folds 1 --steps 2 --out %s/inner-one", tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--inner-folds: 1 inner folds; they are >= 2");
 }
 
 // --masked counts each sentence's words from the first step (lengths mask t >= len), so
