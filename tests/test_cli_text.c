@@ -378,6 +378,31 @@ static void test_bow_nb(void) {
     EXPECT_ONE_LINE_ERROR(&sc, rc, "naive-Bayes scaling needs the bow pooling and two classes");
 }
 
+// --word-scores --nb: trains (the scores start at the words' naive-Bayes ratios), resumes
+// bit-identical to an unbroken run, refuses a resume that changes it and the last state.
+static void test_word_scores(void) {
+    int rc = run_text("classify train " TINY " --word-scores --nb --data %s/s.tsv --steps 6 --out %s/ws --json",
+                      tmpdir, tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "word scores from naive-Bayes ratios"), "word scores: %d, %s", rc,
+           err ? err : "");
+    free(err);
+    rc = run_text("classify train " TINY " --word-scores --nb --data %s/s.tsv --steps 3 --out %s/ws-part",
+                  tmpdir, tmpdir);
+    EXPECT(rc == 0, "first part exited %d", rc);
+    rc = run_text("classify train --steps 6 --resume --out %s/ws-part", tmpdir);
+    EXPECT(rc == 0, "resumed word-scores run exited %d", rc);
+    char a[1024], b[1024], why[256];
+    snprintf(a, sizeof a, "%s/ws/model.safetensors", tmpdir);
+    snprintf(b, sizeof b, "%s/ws-part/model.safetensors", tmpdir);
+    EXPECT(checkpoints_identical(a, b, "train.step", why, sizeof why), "word-scores resume differs: %s", why);
+    rc = run_text("classify train --steps 7 --resume --word-scores --out %s/bow", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--word-scores");
+    rc = run_text("classify train " TINY " --pool last --word-scores --data %s/s.tsv --steps 1 --out %s/ws-last",
+                  tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "word scores need the keras, query or mean pooling");
+}
+
 // --inner-folds J --inner-fold I: fold 1 of 4 (6 sentences) held out, the other 18 split
 // 3 ways: 12 train, 6 validate; eval's splits are the inner ones. The same on Keras's
 // split (its last share held out).
@@ -470,6 +495,7 @@ int main(void) {
     RUN(test_bow);
     RUN(test_bow_nb);
     RUN(test_inner_folds);
+    RUN(test_word_scores);
     RUN(test_bad_input);
     RUN(test_masked_needs_post_padding);
     scratch_remove(sc.dir);
