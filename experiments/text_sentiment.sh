@@ -293,7 +293,7 @@ part_demo() {
         echo
         demo_compare last keras
         echo "The unmasked last state is the LSTM's state after the post-padding (the demo's baseline):"
-        echo "compare \`last-masked\` in the next table."
+        echo "compare \`last-masked\` in the pooling table below."
     } > "$store/tables/1-demo.md"
 }
 
@@ -368,7 +368,9 @@ part_demo_selected() {
         echo
         echo "The try chosen above ($row), run once on the demo's split after the choice, seeds"
         echo "1..$SEEDS, against its twin with the last state (the same flags with \`--pool last\`, without"
-        echo "what only an attention has); columns as the demo's table."
+        echo "what only an attention has); columns as the demo's table. The demo's 400 validation"
+        echo "sentences are the last 400 of Yelp, while its training part (and so every inner fold"
+        echo "above) holds 1,000 Amazon and 600 Yelp sentences: the inner figure need not carry over."
         echo
         demo_head
         demo_row "last-twin-$row"
