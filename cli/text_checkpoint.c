@@ -43,6 +43,7 @@ int text_checkpoint_save(const char *path, const TextState *s, const Block *para
     META("text.embed_l2", "%.9g", (double)c->embed_l2);
     META("text.bigrams", "%d", c->bigrams);
     META("text.nb", "%d", c->nb);
+    META("text.word_scores", "%d", c->word_scores);
     META("text.recurrent_activation", "%s", lstm_gate_act_name(c->gate_act));
     META("text.padding", "%s", side_name(s->padding));
     META("text.truncating", "%s", side_name(s->truncating));
@@ -190,6 +191,10 @@ int text_checkpoint_read_state(const SafetensorsFile *f, const char *path, TextS
         return -1;
     // text.nb came with the naive-Bayes scaling: a checkpoint without it has none.
     if (safetensors_meta(f, "text.nb") && meta_int(f, path, "text.nb", 0, 1, &c->nb, err)) return -1;
+    // text.word_scores came with the word scores: a checkpoint without it has none.
+    if (safetensors_meta(f, "text.word_scores") &&
+        meta_int(f, path, "text.word_scores", 0, 1, &c->word_scores, err))
+        return -1;
     // text.recurrent_activation came with the hard-sigmoid gates: without it, sigmoid.
     const char *ra = safetensors_meta(f, "text.recurrent_activation");
     if (ra && lstm_gate_act_parse(ra, &c->gate_act))

@@ -36,11 +36,11 @@ typedef struct {
     double valid_share;
     TrainCommandFlags cmd;  // --out, --resume, --force, --json, --threads, the plan
     TrainOptimFlags optim;
-    bool bidirectional, masked, nb;
+    bool bidirectional, masked, nb, word_scores;
     struct {
         bool data, T, embed, hidden, pool, kernel, attn_size, heads, padding, truncating, folds,
             fold, fold_seed, dropout, rec_dropout, embed_l2, valid_share, bidirectional, masked,
-            bigrams, nb, inner_folds, inner_fold, gate_act;
+            bigrams, nb, word_scores, inner_folds, inner_fold, gate_act;
     } given;
 } TrainFlags;
 
@@ -67,7 +67,8 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"attn-size", ARG_INT, &f->attn_size, "--pool query: additive or multi-head size (0: the state size)", .has_min = true, .min = 0, .has_max = true, .max = 65536, .given = &f->given.attn_size},
         {"heads", ARG_INT, &f->heads, "--pool query --attention multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.heads},
         {"bigrams", ARG_INT, &f->bigrams, "--pool bow: hash buckets for pairs of adjacent words (0: words only)", .has_min = true, .min = 0, .has_max = true, .max = 1 << 24, .given = &f->given.bigrams},
-        {"nb", ARG_FLAG, &f->nb, "--pool bow, two classes: scale each feature by its naive-Bayes log-count ratio over the training sentences (Wang & Manning 2012's NBSVM features; a logistic regression on them)", .given = &f->given.nb},
+        {"nb", ARG_FLAG, &f->nb, "two classes: --pool bow scales each feature by its naive-Bayes log-count ratio over the training sentences (Wang & Manning 2012's NBSVM features; a logistic regression on them); --word-scores start at the words' ratios", .given = &f->given.nb},
+        {"word-scores", ARG_FLAG, &f->word_scores, "--pool keras, query or mean: append a learned score of each word (0, or with --nb its naive-Bayes ratio) to its state, for the attention to weigh and the dense layer to read", .given = &f->given.word_scores},
         {"recurrent-activation", ARG_CHOICE, &f->gate_act, "the LSTM gates i, f, o: sigmoid (tf.keras, Keras >= 2.3) or hard_sigmoid, max(0, min(1, 0.2 x + 0.5)) (standalone Keras <= 2.2's default, the demo's era)", .choices = GATE_ACTS, .given = &f->given.gate_act},
         {"masked", ARG_FLAG, &f->masked, "mask the padding in the LSTM and the pooling (with --padding post; the demo does not)", .given = &f->given.masked},
         {"dropout", ARG_FLOAT, &f->dropout, "LSTM input dropout, one mask per sentence", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
@@ -77,7 +78,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"folds", ARG_INT, &f->folds, "stratified k-fold instead: K folds (0: off)", .has_min = true, .min = 0, .has_max = true, .max = 1000, .given = &f->given.folds},
         {"fold", ARG_INT, &f->fold, "--folds: the fold that validates (0..K-1)", .has_min = true, .min = 0, .given = &f->given.fold},
         {"fold-seed", ARG_LONG, &f->fold_seed, "--folds: the seed of the folds", .has_min = true, .min = 0, .given = &f->given.fold_seed},
-        {"inner-folds", ARG_INT, &f->inner_folds, "--folds: hold fold --fold out and split the rest by a stratified J-fold of its own, to select a model on the training part alone (0: off)", .has_min = true, .min = 0, .has_max = true, .max = 1000, .given = &f->given.inner_folds},
+        {"inner-folds", ARG_INT, &f->inner_folds, "hold the validation sentences out (fold --fold, or the last --valid-share) and split the training ones by a stratified J-fold of their own, to select a model on the training part alone (0: off)", .has_min = true, .min = 0, .has_max = true, .max = 1000, .given = &f->given.inner_folds},
         {"inner-fold", ARG_INT, &f->inner_fold, "--inner-folds: the inner fold that validates (0..J-1)", .has_min = true, .min = 0, .given = &f->given.inner_fold},
         {"batch", ARG_INT, &f->optim.batch, "sentences per step", .has_min = true, .min = 1, .has_max = true, .max = TEXT_BATCH_MAX, .given = &f->optim.given.batch},
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
@@ -150,6 +151,7 @@ static int check_resume_flags(TrainRun *r, Error *err) {
                     lstm_gate_act_name(c->gate_act));
     flag_diffs_int(&d, "bigrams", f->given.bigrams, f->bigrams, c->bigrams);
     flag_diffs_switch(&d, "nb", f->given.nb, f->nb, c->nb);
+    flag_diffs_switch(&d, "word-scores", f->given.word_scores, f->word_scores, c->word_scores);
     flag_diffs_int(&d, "inner-folds", f->given.inner_folds, f->inner_folds, st->split.inner_folds);
     flag_diffs_int(&d, "inner-fold", f->given.inner_fold, f->inner_fold, st->split.inner_fold);
     flag_diffs_float(&d, "dropout", f->given.dropout, f->dropout, c->dropout);
@@ -194,6 +196,7 @@ static int load_data(void *p, Error *err) {
         c->attn_size = f->attn_size, c->heads = f->heads, c->masked = f->masked;
         c->classes = r->set.n_classes, c->dropout = f->dropout, c->rec_dropout = f->rec_dropout;
         c->embed_l2 = f->embed_l2, c->bigrams = f->bigrams, c->nb = f->nb;
+        c->word_scores = f->word_scores;
         c->gate_act = (LstmGateAct)f->gate_act;
         if (text_config_check(c, err)) return -1;
         st->padding = f->padding == 0 ? KERAS_PRE : KERAS_POST;
@@ -251,7 +254,10 @@ static int init_model(void *p, const SafetensorsFile *file, Error *err) {
     if (!r->cmd.resumed) {
         Rng init = train_optim_init_rng(&r->st.optim);
         text_init(&r->p, c, &init);
-        if (c->nb) text_bow_fit_nb(&r->p, c, r->train.ids, r->train.labels, r->train.n);
+        if (c->nb && c->pool == TEXT_POOL_BOW)
+            text_bow_fit_nb(&r->p, c, r->train.ids, r->train.labels, r->train.n);
+        if (c->nb && c->word_scores)
+            text_fit_word_scores(&r->p, c, r->train.ids, r->train.labels, r->train.n);
     }
     r->adam = train_optim_adam(&r->st.optim);
     r->adam.eps = 1e-7f;  // Keras's, as its epsilon hat: train_step scales it per step
@@ -299,11 +305,13 @@ static void header(const void *p, char *buf, size_t n) {
     else
         snprintf(pool, sizeof pool, "%s pooling", text_pool_name(c->pool));
     snprintf(buf, n, "%d training and %d validation sentences, %d words, %d classes; embed %d, "
-             "%sLSTM %d%s, %s%s; batch %d, lr %g",
+             "%sLSTM %d%s, %s%s%s; batch %d, lr %g",
              r->train.n, r->valid.n, c->vocab - 1, c->classes, c->embed,
              c->bidirectional ? "bidirectional " : "", c->hidden,
              c->gate_act == LSTM_GATE_HARD_SIGMOID ? " (hard_sigmoid gates)" : "", pool,
-             c->masked ? ", masked" : "", r->st.optim.batch, r->st.optim.lr);
+             c->masked ? ", masked" : "",
+             !c->word_scores ? "" : c->nb ? ", word scores from naive-Bayes ratios" : ", word scores",
+             r->st.optim.batch, r->st.optim.lr);
 }
 
 static int train_step(TrainRun *r, double *loss, int *correct, Error *err) {

@@ -45,20 +45,21 @@ int text_data_read(SentenceSet *set, const char *spec, const char *root, Error *
     return sentences_read(set, spec, err);
 }
 
-// The inner folds of text_split_mark: the sentences not in the outer validation fold get a
-// stratified J-fold of their own.
-static int mark_inner(unsigned char *mark, const SentenceSet *set, const int *outer, const TextSplit *s,
-                      Error *err) {
+// The inner folds of text_split_mark: the sentences the outer split trains on (held[i]
+// 0) get a stratified J-fold of their own, dealt by a stream of its own (salt); the others
+// are held out.
+static int mark_inner(unsigned char *mark, const SentenceSet *set, const unsigned char *held,
+                      const TextSplit *s, uint64_t salt, Error *err) {
     if (s->inner_fold < 0 || s->inner_fold >= s->inner_folds)
         return error_set(err, "--inner-fold: %d is not one of the %d inner folds (0..%d)",
                          s->inner_fold, s->inner_folds, s->inner_folds - 1);
     int *at = xmalloc((size_t)set->n * sizeof *at), *lab = xmalloc((size_t)set->n * sizeof *lab);
     int m = 0;
     for (int i = 0; i < set->n; i++)
-        if (outer[i] != s->fold) at[m] = i, lab[m++] = set->label[i];
+        if (!held[i]) at[m] = i, lab[m++] = set->label[i];
     int *inner = xmalloc((size_t)(m ? m : 1) * sizeof *inner);
     int rc = sentences_kfold(inner, lab, m, set->n_classes, s->inner_folds,
-                             rng_mix(s->fold_seed, 0x1AAE0000ULL + (uint64_t)s->fold), err);
+                             rng_mix(s->fold_seed, salt), err);
     for (int i = 0; i < set->n && rc == 0; i++) mark[i] = TEXT_SPLIT_HELD_OUT;
     for (int j = 0; j < m && rc == 0; j++)
         mark[at[j]] = inner[j] == s->inner_fold ? TEXT_SPLIT_VALID : TEXT_SPLIT_TRAIN;
@@ -68,28 +69,36 @@ static int mark_inner(unsigned char *mark, const SentenceSet *set, const int *ou
 
 int text_split_mark(unsigned char *in_valid, const SentenceSet *set, const TextSplit *s,
                     Error *err) {
-    if (s->inner_folds != 0 && (s->folds < 2 || s->inner_folds < 2))
-        return error_set(err, "--inner-folds: %d inner folds need --folds K >= 2 and are >= 2",
-                         s->inner_folds);
+    if (s->inner_folds != 0 && s->inner_folds < 2)
+        return error_set(err, "--inner-folds: %d inner folds; they are >= 2", s->inner_folds);
+    unsigned char *held = xmalloc((size_t)(set->n ? set->n : 1));
+    uint64_t salt;
     if (s->folds >= 2) {
-        if (s->fold < 0 || s->fold >= s->folds)
+        if (s->fold < 0 || s->fold >= s->folds) {
+            free(held);
             return error_set(err, "--fold: %d is not one of the %d folds (0..%d)", s->fold, s->folds,
                              s->folds - 1);
+        }
         int *fold = xmalloc((size_t)set->n * sizeof *fold);
         if (sentences_kfold(fold, set->label, set->n, set->n_classes, s->folds, s->fold_seed, err)) {
-            free(fold);
+            free(fold), free(held);
             return -1;
         }
-        int rc = 0;
-        if (s->inner_folds >= 2) rc = mark_inner(in_valid, set, fold, s, err);
-        else
-            for (int i = 0; i < set->n; i++) in_valid[i] = fold[i] == s->fold;
+        for (int i = 0; i < set->n; i++) held[i] = fold[i] == s->fold;
         free(fold);
-        return rc;
+        salt = 0x1AAE0000ULL + (uint64_t)s->fold;
+    } else {
+        int at = sentences_keras_split_at(set->n, s->valid_share);
+        for (int i = 0; i < set->n; i++) held[i] = i >= at;
+        // Its own stream, apart from every outer fold's.
+        salt = 0x1AAE4B45ULL << 20;
     }
-    int at = sentences_keras_split_at(set->n, s->valid_share);
-    for (int i = 0; i < set->n; i++) in_valid[i] = i >= at;
-    return 0;
+    int rc = 0;
+    if (s->inner_folds >= 2) rc = mark_inner(in_valid, set, held, s, salt, err);
+    else
+        for (int i = 0; i < set->n; i++) in_valid[i] = held[i] ? TEXT_SPLIT_VALID : TEXT_SPLIT_TRAIN;
+    free(held);
+    return rc;
 }
 
 int text_encode(TextEncoded *e, const SentenceSet *set, const int *idx, int n,

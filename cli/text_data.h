@@ -12,9 +12,11 @@
 // file order, before any shuffling: the demo's last 400); with folds K >= 2, fold `fold`
 // (0..K-1) of datasets/sentences.h's stratified k-fold (seeded) is the validation set and
 // the other folds train. With inner folds J >= 2 as well (a model selection inside the
-// training part, which never sees fold `fold`): fold `fold` is held out (used by neither),
-// and the other sentences are dealt by a second stratified J-fold (seeded by fold_seed and
-// fold) of which inner fold `inner_fold` validates and the rest train.
+// training part, which never sees what the outer split validates): the outer validation
+// sentences (fold `fold`, or Keras's last share: the demo's last 400) are held out (used by
+// neither), and the outer training sentences are dealt by a second stratified J-fold
+// (seeded by fold_seed and fold, or by fold_seed alone on Keras's split) of which inner fold
+// `inner_fold` validates and the rest train.
 //
 // Encoding: the Keras tokenizer (seq/keras_tokenizer.h) fitted on every sentence of the
 // set, validation included, as the demo's t.fit_on_texts(corpus) does (the word index sees
@@ -36,7 +38,7 @@ typedef struct {
     double valid_share;  // Keras's validation_split (0.2); used when folds < 2
     int folds, fold;     // k-fold: folds >= 2, fold in [0, folds)
     uint64_t fold_seed;
-    int inner_folds, inner_fold;  // 0: none; else >= 2 and in [0, inner_folds), with folds
+    int inner_folds, inner_fold;  // 0: none; else >= 2 and in [0, inner_folds)
 } TextSplit;
 
 // The marks of text_split_mark.

@@ -36,9 +36,13 @@
 #   draw-cluttered  300 steps each        3,000 steps each        draw_cluttered.md: dram8,
 #                   (dram8, dram4, cnn)                           dram4, cnn
 #   text-sentiment  demo 2 seeds each,    text_sentiment.sh's whole  text_sentiment.md
-#                   4 poolings 1 seed,    page: the demo 20 seeds,
-#                   folds 0-1 of Amazon   every pooling 3, 10 folds
-#                   (last, bow, AFINN)    of each file, the 85 % tries
+#                   2 attention tries on  page: the demo 20 seeds
+#                   2 inner folds, the    (sigmoid and hard_sigmoid),
+#                   choice 2 seeds,       40 attention tries on 5
+#                   4 poolings 1 seed,    inner folds and the choice
+#                   folds 0-1 of Amazon   20 seeds, every pooling 3,
+#                   (last, bow, AFINN)    10 folds of each file, the
+#                                         85 % tries
 #   text-translate  dates: bahdanau and   every attention kind      text_translate.md
 #                   none, 150 steps;      2,000 steps; bible: none,
 #                   bible: bahdanau       bahdanau, luong-general
@@ -124,7 +128,8 @@ run_steps() {
     if [ "$MODE" = quick ]; then
         step text-sentiment env THREADS=1 SEEDS=2 POOL_SEEDS=1 POOL_ROWS="keras last mean bow" \
             FOLD_DATA=amazon FOLD_LIST="0 1" FOLD_ROWS="last bow" SELECT_INNER=2 \
-            sh experiments/text_sentiment.sh demo pools folds select
+            SELECT_ATTN_ROWS="keras ws-keras-nb" SELECT_ATTN_INNER=2 \
+            sh experiments/text_sentiment.sh demo select-attn demo-selected pools folds select
     else
         step text-sentiment env THREADS=1 sh experiments/text_sentiment.sh
     fi

@@ -37,7 +37,7 @@ TextConfig text_config_default(int vocab) {
 
 int text_state_size(const TextConfig *c) {
     if (c->pool == TEXT_POOL_BOW) return c->vocab + c->bigrams;
-    return c->hidden * (c->bidirectional ? 2 : 1);
+    return c->hidden * (c->bidirectional ? 2 : 1) + (c->word_scores ? 1 : 0);
 }
 int text_outputs(const TextConfig *c) { return c->classes == 2 ? 1 : c->classes; }
 
@@ -58,8 +58,13 @@ int text_config_check(const TextConfig *c, Error *err) {
         return error_set(err, "text model: vocab %d, T %d, embed %d, hidden %d (each >= 1, T <= 4096)",
                          c->vocab, c->T, c->embed, c->hidden);
     if (c->classes < 2) return error_set(err, "text model: %d classes (need 2 or more)", c->classes);
-    if (c->nb && (c->pool != TEXT_POOL_BOW || c->classes != 2))
-        return error_set(err, "text model: naive-Bayes scaling needs the bow pooling and two classes");
+    if (c->word_scores && c->pool != TEXT_POOL_KERAS && c->pool != TEXT_POOL_QUERY &&
+        c->pool != TEXT_POOL_MEAN)
+        return error_set(err, "text model: word scores need the keras, query or mean pooling "
+                              "(the last state has no word to read one from)");
+    if (c->nb && ((c->pool != TEXT_POOL_BOW && !c->word_scores) || c->classes != 2))
+        return error_set(err, "text model: naive-Bayes scaling needs the bow pooling and two classes "
+                              "(or word scores to start from the ratios)");
     if (c->bigrams < 0 || c->bigrams > (1 << 24) || (c->bigrams > 0 && c->pool != TEXT_POOL_BOW))
         return error_set(err, "text model: %d bigram buckets (0..16777216, and only with the bow pooling)",
                          c->bigrams);
@@ -109,6 +114,7 @@ void text_layout(Block *b, TextParams *p, const TextConfig *c) {
     }
     block_add(b, &p->out_W, "out.W", 2, O, D);
     block_add(b, &p->out_b, "out.b", 1, O);
+    if (c->word_scores) block_add(b, &p->word_score, "word_score", 1, c->vocab);
 }
 
 static void uniform(float *x, size_t n, float limit, Rng *rng) {
@@ -168,6 +174,8 @@ void text_init(TextParams *p, const TextConfig *c, Rng *rng) {
     }
     uniform(p->out_W, (size_t)O * D, sqrtf(6.0f / (float)(D + O)), rng);
     memset(p->out_b, 0, (size_t)O * sizeof(float));
+    // Zero until text_fit_word_scores: the model starts as it would without them.
+    if (c->word_scores) memset(p->word_score, 0, (size_t)c->vocab * sizeof(float));
 }
 
 void text_acts_alloc(TextActs *a, const TextConfig *c, int B) {
@@ -290,6 +298,7 @@ static void lstm_pool_forward(TextActs *a, const TextParams *p, const TextConfig
             memcpy(s, a->hs + ((size_t)t * B + b) * H, (size_t)H * sizeof(float));
             if (c->bidirectional)
                 memcpy(s + H, a->rhs + ((size_t)t * B + b) * H, (size_t)H * sizeof(float));
+            if (c->word_scores) s[D - 1] = p->word_score[ids[(size_t)b * T + t]];
         }
     memset(a->alpha, 0, (size_t)B * T * sizeof(float));
     switch (c->pool) {
@@ -373,6 +382,8 @@ double text_forward(TextActs *a, const TextParams *p, const TextConfig *c, const
         const float *w = c->pool == TEXT_POOL_BOW ? p->out_W : p->emb;
         size_t n = c->pool == TEXT_POOL_BOW ? (size_t)O * D : (size_t)c->vocab * E;
         for (size_t i = 0; i < n; i++) s += (double)w[i] * w[i];
+        if (c->word_scores)  // a word's score is one more column of its embedding
+            for (int i = 0; i < c->vocab; i++) s += (double)p->word_score[i] * p->word_score[i];
         loss += c->embed_l2 * s;
     }
     if (correct) {
@@ -437,6 +448,7 @@ void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextCo
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             const float *s = a->dstates + ((size_t)b * T + t) * D;
+            if (c->word_scores) g->word_score[ids[(size_t)b * T + t]] += s[D - 1];
             memcpy(a->dhs + ((size_t)t * B + b) * H, s, (size_t)H * sizeof(float));
             if (c->bidirectional)
                 memcpy(a->drhs + ((size_t)t * B + b) * H, s + H, (size_t)H * sizeof(float));
@@ -468,12 +480,20 @@ void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextCo
         size_t n = (size_t)c->vocab * E;
         float s = 2.0f * c->embed_l2;
         for (size_t i = 0; i < n; i++) g->emb[i] += s * p->emb[i];
+        if (c->word_scores)
+            for (int i = 0; i < c->vocab; i++) g->word_score[i] += s * p->word_score[i];
     }
 }
 
 void text_bow_fit_nb(TextParams *p, const TextConfig *c, const int *ids, const int *labels, int n) {
     CHECK(c->pool == TEXT_POOL_BOW && c->nb && p->nb, "text_bow_fit_nb without bow.nb");
     bow_nb_ratios(p->nb, ids, labels, n, c->T, c->vocab, c->bigrams, 1.0);
+}
+
+void text_fit_word_scores(TextParams *p, const TextConfig *c, const int *ids, const int *labels,
+                          int n) {
+    CHECK(c->word_scores && c->nb && p->word_score, "text_fit_word_scores without word scores");
+    bow_nb_ratios(p->word_score, ids, labels, n, c->T, c->vocab, 0, 1.0);
 }
 
 int text_predicted(const TextActs *a, const TextConfig *c, int b, float *prob) {

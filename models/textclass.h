@@ -32,6 +32,12 @@
 //               naive-Bayes log-count ratios of the training rows (text_bow_fit_nb; the
 //               fixed tensor bow.nb, no gradient); embed_l2 is then the L2 penalty on out.W; embed, hidden, bidirectional, dropout and masked play no part,
 //               and alpha shades each word by its share of |out.W| (bow_word_weights)
+// word_scores = 1 (keras, query and mean poolings): each state the pooling reads gets one
+// more column, a learned score of its word, s_t = [h_t, v[id_t]] with v (vocab), so D
+// grows by 1; the attention can weigh, and the dense layer read, a per-word sentiment score
+// beside the LSTM's states. v starts at 0, or with nb = 1 at the naive-Bayes log-count
+// ratios of the training rows' words (text_fit_word_scores; Wang & Manning 2012's r, words
+// only), then learns; embed_l2 covers it as one more column of E.
 // masked = 1: sentence lengths mask the padding everywhere (the LSTM's padding steps leave
 // its state alone, the pooling ignores them); masked = 0 is the demo's: post-padded rows run
 // through the padding's embedding (E[0], learned like any row) and every step is pooled.
@@ -82,7 +88,9 @@ typedef struct {
     float rec_dropout;   // LSTM recurrent dropout (0.2)
     float embed_l2;      // L2 penalty on E (1e-3)
     int bigrams;         // pool bow only: hash buckets of adjacent word pairs (0: words only)
-    int nb;              // pool bow, two classes only: 1 scales the features by bow.nb
+    int nb;              // two classes only: pool bow, 1 scales the features by bow.nb; with
+                         // word_scores, 1 starts the scores at the naive-Bayes ratios
+    int word_scores;     // keras, query, mean: 1 appends each word's learned score to its state
     LstmGateAct gate_act;  // the LSTM's gates i, f, o: sigmoid (default) or Keras <= 2.2's hard_sigmoid
 } TextConfig;
 
@@ -90,7 +98,7 @@ typedef struct {
 // 2 classes, dropout 0.3 / 0.2, embed_l2 1e-3.
 TextConfig text_config_default(int vocab);
 int text_config_check(const TextConfig *c, Error *err);
-// D: the pooled state's size (hidden or 2 hidden; bow: vocab + bigrams); outputs: 1 (two classes) or classes.
+// D: the pooled state's size (hidden or 2 hidden, + 1 with word scores; bow: vocab + bigrams); outputs: 1 (two classes) or classes.
 int text_state_size(const TextConfig *c);
 int text_outputs(const TextConfig *c);
 
@@ -103,11 +111,17 @@ typedef struct {
     AttnParams attn;         // query pooling (its kernel's), final-dot (none)
     float *out_W, *out_b;    // (outputs, D), (outputs)
     float *nb;               // bow with nb: (D) the fixed feature scales (models/bow.h)
+    float *word_score;       // word_scores: (vocab) each word's score, the states' last column
 } TextParams;
 
 // bow with nb: sets p->nb from the n training rows (ids (n, T), labels (n) 0 or 1), as
 // bow_nb_ratios with alpha 1 (Wang & Manning's); call after text_init, before training.
 void text_bow_fit_nb(TextParams *p, const TextConfig *c, const int *ids, const int *labels, int n);
+// word_scores with nb: sets p->word_score to the naive-Bayes log-count ratios of the words
+// of the n training rows (bow_nb_ratios, words only, alpha 1); call after text_init, before
+// training.
+void text_fit_word_scores(TextParams *p, const TextConfig *c, const int *ids, const int *labels,
+                          int n);
 
 void text_layout(Block *b, TextParams *p, const TextConfig *c);
 void text_init(TextParams *p, const TextConfig *c, Rng *rng);

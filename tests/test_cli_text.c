@@ -378,8 +378,34 @@ static void test_bow_nb(void) {
     EXPECT_ONE_LINE_ERROR(&sc, rc, "naive-Bayes scaling needs the bow pooling and two classes");
 }
 
+// --word-scores --nb: trains (the scores start at the words' naive-Bayes ratios), resumes
+// bit-identical to an unbroken run, refuses a resume that changes it and the last state.
+static void test_word_scores(void) {
+    int rc = run_text("classify train " TINY " --word-scores --nb --data %s/s.tsv --steps 6 --out %s/ws --json",
+                      tmpdir, tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "word scores from naive-Bayes ratios"), "word scores: %d, %s", rc,
+           err ? err : "");
+    free(err);
+    rc = run_text("classify train " TINY " --word-scores --nb --data %s/s.tsv --steps 3 --out %s/ws-part",
+                  tmpdir, tmpdir);
+    EXPECT(rc == 0, "first part exited %d", rc);
+    rc = run_text("classify train --steps 6 --resume --out %s/ws-part", tmpdir);
+    EXPECT(rc == 0, "resumed word-scores run exited %d", rc);
+    char a[1024], b[1024], why[256];
+    snprintf(a, sizeof a, "%s/ws/model.safetensors", tmpdir);
+    snprintf(b, sizeof b, "%s/ws-part/model.safetensors", tmpdir);
+    EXPECT(checkpoints_identical(a, b, "train.step", why, sizeof why), "word-scores resume differs: %s", why);
+    rc = run_text("classify train --steps 7 --resume --word-scores --out %s/bow", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--word-scores");
+    rc = run_text("classify train " TINY " --pool last --word-scores --data %s/s.tsv --steps 1 --out %s/ws-last",
+                  tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "word scores need the keras, query or mean pooling");
+}
+
 // --inner-folds J --inner-fold I: fold 1 of 4 (6 sentences) held out, the other 18 split
-// 3 ways: 12 train, 6 validate; eval's splits are the inner ones.
+// 3 ways: 12 train, 6 validate; eval's splits are the inner ones. The same on Keras's
+// split (its last share held out).
 static void test_inner_folds(void) {
     int rc = run_text("classify train " TINY " --data %s/s.tsv --folds 4 --fold 1 --inner-folds 3 --inner-fold 2 --steps 2 --out %s/inner",
                       tmpdir, tmpdir);
@@ -393,8 +419,15 @@ static void test_inner_folds(void) {
     free(out);
     rc = run_text("classify train --steps 3 --resume --inner-fold 1 --out %s/inner", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--inner-fold 1 (checkpoint: 2)");
-    rc = run_text("classify train " TINY " --data %s/s.tsv --inner-folds 3 --steps 2 --out %s/inner-only", tmpdir, tmpdir);
-    EXPECT_ONE_LINE_ERROR(&sc, rc, "--inner-folds: 3 inner folds need --folds K >= 2");
+    // On Keras's split: the last quarter (6) held out, the first 18 split 3 ways.
+    rc = run_text("classify train " TINY " --data %s/s.tsv --valid-share 0.25 --inner-folds 3 --inner-fold 0 --steps 2 --out %s/inner-keras",
+                  tmpdir, tmpdir);
+    err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "12 training and 6 validation sentences"), "inner folds on Keras's split: %d, %s",
+           rc, err ? err : "");
+    free(err);
+    rc = run_text("classify train " TINY " --data %s/s.tsv --inner-folds 1 --steps 2 --out %s/inner-one", tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--inner-folds: 1 inner folds; they are >= 2");
 }
 
 // --masked counts each sentence's words from the first step (lengths mask t >= len), so
@@ -462,6 +495,7 @@ int main(void) {
     RUN(test_bow);
     RUN(test_bow_nb);
     RUN(test_inner_folds);
+    RUN(test_word_scores);
     RUN(test_bad_input);
     RUN(test_masked_needs_post_padding);
     scratch_remove(sc.dir);

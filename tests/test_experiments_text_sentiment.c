@@ -9,7 +9,10 @@
 // trained again (stale), the target's verdict on its
 // best row, and an unknown part refused. The select part (nested cross-validation) with a
 // stand-in whose accuracy depends on --embed-l2 and the fold: each outer fold's L2 is the
-// best on its inner folds, the outer fold is scored once with it, and the verdict. Run from the repository root (as tests/run.sh is).
+// best on its inner folds, the outer fold is scored once with it, and the verdict. The
+// select-attn and demo-selected parts: the attention try chosen on the inner folds of the
+// demo's training sentences, then run on the demo's split beside its last-state twin. Run
+// from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,11 +195,67 @@ static void test_select(void) {
     free(page);
 }
 
+// Accuracy 0.78 + (seed + inner fold) / 100, and 0.04 more with --word-scores.
+static void write_select_attn_stand_in(void) {
+    EXPECT(stand_in_write(dir, "text",
+                          "[ \"$1 $2\" = 'classify train' ] || exit 0\n"
+                          "fold=0 seed=1 bonus=0\n"
+                          "while [ $# -gt 0 ]; do\n"
+                          "  case $1 in --inner-fold) fold=$2 ;; --seed) seed=$2 ;; --word-scores) bonus=4 ;; esac\n"
+                          "  shift\n"
+                          "done\n"
+                          "awk -v f=$fold -v s=$seed -v b=$bonus 'BEGIN { printf \"{\\\"steps\\\": 10, "
+                          "\\\"valid_accuracy\\\": %.6f, \\\"seconds\\\": 1}\\n\", 0.78 + (s + f + b) / 100 }'\n") == 0,
+           "cannot write the stand-in");
+}
+
+// select-attn scores each try on the inner folds of the demo's training part alone (no
+// --seed, no demo split) and keeps the best; demo-selected then runs it and its last-state
+// twin on the demo's split, seeds 1..SEEDS, with the verdict on 81.25 %; demo-selected
+// before a choice is refused.
+static void test_select_attn(void) {
+    write_select_attn_stand_in();
+    int st = stand_in_run(dir, NULL, "SEEDS=3", "text_sentiment.sh demo-selected");
+    EXPECT(st == 2, "demo-selected before select-attn: exit status %d", st);
+    char *err = stand_in_read(dir, "err.txt");
+    EXPECT(err && strstr(err, "demo-selected needs the choice of select-attn"), "%s", err ? err : "");
+    free(err);
+    st = stand_in_run(dir, NULL, "SEEDS=3 SELECT_ATTN_INNER=2 SELECT_ATTN_ROWS='keras ws-keras-nb keras-bi-masked'",
+                      "text_sentiment.sh select-attn demo-selected");
+    err = stand_in_read(dir, "err.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    free(err);
+    char *called = stand_in_read(dir, "called.txt");
+    // 4 rows (the last state's too) x 2 inner folds, then 3 seeds of the choice and its twin.
+    EXPECT(count(called, "--inner-folds 2 --inner-fold ") == 8, "the inner runs: %s", called ? called : "(not run)");
+    EXPECT(called && strstr(called, "classify train --pool keras --word-scores --nb --inner-folds 2 --inner-fold 1 --data-root"),
+           "a try's inner run: %s", called ? called : "");
+    EXPECT(count(called, "classify train --pool keras --word-scores --nb --seed ") == 3 &&
+               count(called, "classify train --pool last --seed ") == 3,
+           "the choice and its twin on the demo's split: %s", called ? called : "");
+    free(called);
+    char *page = stand_in_read(dir, "results.md");
+    EXPECT(page && strstr(page, "| ws-keras-nb | `--pool keras --word-scores --nb` | 83.00 / 84.00 | 83.50 % |") &&
+               strstr(page, "| keras | `--pool keras` | 79.00 / 80.00 | 79.50 % |"),
+           "the tries' rows:\n%s", page ? page : "");
+    EXPECT(page && strstr(page, "Chosen: ws-keras-nb (`--pool keras --word-scores --nb`), 83.50 % mean inner accuracy."),
+           "the choice:\n%s", page ? page : "");
+    // The choice: 83, 84, 85; its twin: 79, 80, 81.
+    EXPECT(page && strstr(page, "| attention (keras) | `--pool keras --word-scores --nb` | 3 | 84.00 % | 1.00 |") &&
+               strstr(page, "| no attention (last state) | `--pool last` | 3 | 80.00 % | 1.00 |"),
+           "the demo rows of the choice:\n%s", page ? page : "");
+    EXPECT(page && strstr(page, "+4.00 points") &&
+               strstr(page, "The chosen attention model: 84.00 % mean over 3 seeds; the 81.25 % target is reached."),
+           "the verdict:\n%s", page ? page : "");
+    free(page);
+}
+
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_text_sentiment")) return 1;
     RUN(test_demo_table);
     RUN(test_pools_and_folds);
     RUN(test_select);
+    RUN(test_select_attn);
     scratch_remove(dir);
     return test_summary();
 }

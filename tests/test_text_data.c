@@ -5,6 +5,7 @@
 //   sentences are held out, exactly them; the rest are split by a stratified inner k-fold
 //   whose validation folds partition them (each class within one of its share), the same
 //   for the same seed and different for another outer fold; bad settings are refused.
+// - Inner folds on Keras's split: its last share is held out, the rest partitioned.
 #include <string.h>
 
 #include "cli/text_data.h"
@@ -71,17 +72,54 @@ static void test_inner_folds(void) {
     g.fold = 3;
     EXPECT(text_split_mark(b, &s, &g, &err) == 0);
     EXPECT(memcmp(a, b, N) != 0, "another outer fold, the same marks");
-    // Refused: inner folds without outer ones, one inner fold, a fold past the last.
-    TextSplit bad = {.valid_share = 0.2, .inner_folds = 3};
-    EXPECT(text_split_mark(m, &s, &bad, &err) == -1 && strstr(err.msg, "--inner-folds"), "%s", err.msg);
-    bad = f, bad.inner_folds = 1;
+    // Refused: one inner fold, a fold past the last.
+    TextSplit bad = f;
+    bad.inner_folds = 1;
     EXPECT(text_split_mark(m, &s, &bad, &err) == -1 && strstr(err.msg, "--inner-folds"), "%s", err.msg);
     bad = f, bad.inner_fold = 4;
+    EXPECT(text_split_mark(m, &s, &bad, &err) == -1 && strstr(err.msg, "--inner-fold: 4"), "%s", err.msg);
+}
+
+// Inner folds on Keras's split (a selection inside the demo's first 1,600): the last share
+// is held out, exactly it; the first 48 are partitioned by the inner folds, stratified.
+static void test_inner_folds_keras(void) {
+    SentenceSet s;
+    int label[N];
+    fill(&s, label);
+    unsigned char m[N], seen[N] = {0};
+    Error err = {{0}};
+    TextSplit k = {.valid_share = 0.2, .fold_seed = 1, .inner_folds = 4};
+    for (int j = 0; j < 4; j++) {
+        k.inner_fold = j;
+        EXPECT(text_split_mark(m, &s, &k, &err) == 0, "%s", err.msg);
+        int nv = 0, nt = 0, pos = 0;
+        for (int i = 0; i < N; i++) {
+            EXPECT((m[i] == TEXT_SPLIT_HELD_OUT) == (i >= 48), "sentence %d: held out %d", i,
+                   m[i] == TEXT_SPLIT_HELD_OUT);
+            if (m[i] == TEXT_SPLIT_VALID) nv++, pos += label[i], seen[i]++;
+            if (m[i] == TEXT_SPLIT_TRAIN) nt++;
+        }
+        // 16 of class 1 among the first 48: 4 per inner fold.
+        EXPECT(nv == 12 && nt == 36, "inner fold %d: %d validate, %d train", j, nv, nt);
+        EXPECT(pos == 4, "inner fold %d: %d of class 1 (stratified: 4)", j, pos);
+    }
+    for (int i = 0; i < N; i++)
+        EXPECT(seen[i] == (i >= 48 ? 0 : 1), "sentence %d validates %d times", i, seen[i]);
+    // The fold seed deals them afresh.
+    unsigned char a[N], b[N];
+    k.inner_fold = 0;
+    EXPECT(text_split_mark(a, &s, &k, &err) == 0);
+    k.fold_seed = 2;
+    EXPECT(text_split_mark(b, &s, &k, &err) == 0);
+    EXPECT(memcmp(a, b, N) != 0, "another fold seed, the same marks");
+    TextSplit bad = k;
+    bad.inner_fold = 4;
     EXPECT(text_split_mark(m, &s, &bad, &err) == -1 && strstr(err.msg, "--inner-fold: 4"), "%s", err.msg);
 }
 
 int main(void) {
     RUN(test_keras_and_kfold);
     RUN(test_inner_folds);
+    RUN(test_inner_folds_keras);
     return test_summary();
 }

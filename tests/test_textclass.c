@@ -30,6 +30,9 @@
 //   reference (bow_features and seq/linear.h) on random rows with and without scales; the
 //   naive-Bayes ratios (--nb) against a count by hand, and the nb model's gradient check
 //   (every tensor but the fixed bow.nb, which has no gradient and which Adam leaves as it is).
+// - Word scores (--word-scores): gradient checks (float and double) of the keras, query and
+//   mean poolings with them, masked and not, both directions; the scores start at 0 or at
+//   the naive-Bayes ratios (text_fit_word_scores), and fill the states' last column.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,9 +129,10 @@ static int check(TextConfig c, int dropout, const char *name, uint64_t seed) {
     Fix f;
     fix_init(&f, c, dropout, seed);
     GradcheckInput *in = gradcheck_block_inputs(&f.params, &f.grads);
-    // bow.nb, the last tensor of an nb model, is fixed: no gradient to check.
-    int n_inputs = f.params.count - (c.nb ? 1 : 0);
-    CHECK(!c.nb || strcmp(f.params.tensors[f.params.count - 1].name, "bow.nb") == 0);
+    // bow.nb, the last tensor of a bow nb model, is fixed: no gradient to check.
+    const int fixed_nb = c.nb && c.pool == TEXT_POOL_BOW;
+    int n_inputs = f.params.count - fixed_nb;
+    CHECK(!fixed_nb || strcmp(f.params.tensors[f.params.count - 1].name, "bow.nb") == 0);
     GradcheckOp op = {.ctx = &f, .forward = fix_forward, .backward = fix_backward, .n_out = 1,
                       .inputs = in, .n_inputs = n_inputs, .eps = 1e-2, .atol = 1e-5,
                       .rtol = 1e-2};
@@ -244,6 +248,9 @@ static double text_loss_ref(const Fix *f, const double *P) {
             }
         }
     }
+    const double *ws = ref_param(f, P, "word_score");  // the states' last column
+    for (int r = 0; r < NB && c->word_scores; r++)
+        for (int t = 0; t < NT; t++) S[r][t][D - 1] = ws[f->ids[r * NT + t]];
     const double *oW = ref_param(f, P, "out.W"), *ob = ref_param(f, P, "out.b");
     double loss = 0;
     for (int r = 0; r < NB; r++) {
@@ -361,6 +368,7 @@ static double text_loss_ref(const Fix *f, const double *P) {
     loss /= NB;
     double l2 = 0;
     for (int i = 0; i < c->vocab * E; i++) l2 += emb[i] * emb[i];
+    for (int i = 0; i < c->vocab && c->word_scores; i++) l2 += ws[i] * ws[i];
     return loss + c->embed_l2 * l2;
 }
 
@@ -572,6 +580,78 @@ static void test_config_check(void) {
     EXPECT(text_pool_parse("attention", &p) == -1);
 }
 
+// Word scores (--word-scores): the keras, query (additive, dot) and mean poolings, masked
+// and not, one direction and both, with and without dropout, against central differences
+// in float and against the double-precision model; with nb the scores are learned like
+// any parameter (word_score is checked, not skipped as bow.nb is).
+static void test_gradcheck_word_scores(void) {
+    static const struct {
+        TextPool pool;
+        AttnKind kind;
+        const char *name;
+    } ws[] = {{TEXT_POOL_KERAS, ATTN_NONE, "keras"},
+              {TEXT_POOL_QUERY, ATTN_ADDITIVE, "query additive"},
+              {TEXT_POOL_QUERY, ATTN_DOT, "query dot"},
+              {TEXT_POOL_MEAN, ATTN_NONE, "mean"}};
+    int k = 0;
+    for (size_t i = 0; i < sizeof ws / sizeof *ws; i++)
+        for (int masked = 0; masked < 2; masked++)
+            for (int bi = 0; bi < 2; bi++) {
+                TextConfig c = small(ws[i].pool, ws[i].kind, masked, bi, k % 3 == 2 ? 3 : 2);
+                c.word_scores = 1, c.nb = c.classes == 2 && k % 2;
+                char name[96];
+                snprintf(name, sizeof name, "word scores, %s, %s, %s, %d classes", ws[i].name,
+                         masked ? "masked" : "unmasked", bi ? "bidirectional" : "forward", c.classes);
+                EXPECT(check(c, k % 2, name, 900 + (uint64_t)k) == 0, "%s", name);
+                EXPECT(check_double(c, k % 2 == 0, name, 950 + (uint64_t)k) == 0, "%s (double)", name);
+                k++;
+            }
+}
+
+// text_fit_word_scores sets each word's score to its naive-Bayes ratio (bow_nb_ratios,
+// words only); the scores start at 0 without it; the states' last column is the score of
+// the step's word (a changed score moves the pooled vector's last entry, mean pooling,
+// by its share); refused with the last state, final-dot and bow, and nb needs two classes.
+static void test_word_scores(void) {
+    const int ids[4 * 3] = {1, 2, 0, 1, 0, 0, 3, 0, 0, 3, 3, 0}, labels[4] = {1, 1, 0, 0};
+    float r[4];
+    bow_nb_ratios(r, ids, labels, 4, 3, 4, 0, 1.0);
+    TextConfig c = text_config_default(4);
+    c.T = 3, c.embed = 2, c.hidden = 3, c.pool = TEXT_POOL_MEAN, c.masked = 1;
+    c.word_scores = 1, c.nb = 1;
+    Error err = {{0}};
+    EXPECT(text_config_check(&c, &err) == 0, "%s", err.msg);
+    EXPECT(text_state_size(&c) == 4, "state size %d: hidden + 1", text_state_size(&c));
+    Block blk = {0};
+    TextParams p;
+    text_layout(&blk, &p, &c);
+    block_alloc(&blk);
+    Rng rng;
+    rng_seed(&rng, 5);
+    text_init(&p, &c, &rng);
+    EXPECT(p.word_score && p.word_score[1] == 0.0f && p.word_score[3] == 0.0f, "scores start at 0");
+    text_fit_word_scores(&p, &c, ids, labels, 4);
+    for (int k = 0; k < 4; k++)
+        EXPECT(p.word_score[k] == r[k], "word_score[%d] %g, not %g", k, p.word_score[k], r[k]);
+    TextActs a;
+    text_acts_alloc(&a, &c, 4);
+    const int lengths[4] = {2, 1, 1, 2};
+    text_forward(&a, &p, &c, ids, lengths, NULL, 4, NULL, NULL);
+    EXPECT_NEAR(a.pooled[0 * 4 + 3], (r[1] + r[2]) / 2, 1e-6, 1e-6);
+    EXPECT_NEAR(a.pooled[3 * 4 + 3], r[3], 1e-6, 1e-6);
+    text_acts_free(&a);
+    block_free(&blk);
+    const TextPool refused[] = {TEXT_POOL_LAST, TEXT_POOL_FINAL_DOT, TEXT_POOL_BOW};
+    for (int i = 0; i < 3; i++) {
+        TextConfig d = c;
+        d.pool = refused[i], d.nb = 0;
+        EXPECT(text_config_check(&d, &err) == -1 && strstr(err.msg, "word scores"), "%s: %s",
+               text_pool_name(refused[i]), err.msg);
+    }
+    c.classes = 3;
+    EXPECT(text_config_check(&c, &err) == -1 && strstr(err.msg, "two classes"), "%s", err.msg);
+}
+
 static void test_gradcheck_bow(void) {
     for (int classes = 2; classes <= 3; classes++) {
         char name[64];
@@ -737,6 +817,8 @@ int main(void) {
     RUN(test_config_check);
     RUN(test_bow_is_logistic_regression);
     RUN(test_gradcheck_bow);
+    RUN(test_gradcheck_word_scores);
+    RUN(test_word_scores);
     RUN(test_bow_sparse_matches_dense);
     RUN(test_bow_nb_ratios);
     RUN(test_keras_initialisation);
