@@ -115,8 +115,9 @@ void decoder_gate_forward(float *beta, float *z, const float *h, const float *ct
 // Attention and the gate z for rows 0..n-1 with queries q (n, H).
 static void step_attend_(const DecoderStep *s, const float *q, const DecoderParams *p,
                          const DecoderConfig *c, int t, int n) {
-    attn_forward(s->ctx, s->alpha, s->cache, s->prep, s->keys, q, NULL, s->lengths, &p->attn,
-                 &c->attn, t, n, c->L);
+    attn_forward_shared(s->ctx, s->alpha, s->cache, s->prep, s->keys, s->src,
+                        s->src ? s->n_src : n, q, NULL, s->lengths, &p->attn, &c->attn, t, n,
+                        c->L);
     decoder_gate_forward(s->beta, s->z, q, s->ctx, p, n, c->H, c->D, c->nb);
 }
 

@@ -86,7 +86,10 @@ void decoder_gate_forward(float *beta, float *z, const float *h, const float *ct
 // One decoding step for n rows (decoding: greedy or beam search; models/sat_decode.c): what
 // it reads and the buffers it writes, each for at least n rows.
 typedef struct {
-    const float *keys, *prep;  // (n, L, D) the rows' annotations, (n, prep) their attention prep
+    const float *keys, *prep;  // (n_src, L, D) the annotations, (n_src, prep) their attention
+                               // prep: row r's are source src[r]'s (attn_forward_shared)
+    const int *src;            // (n) each row's source, or NULL: row r reads source r (n_src n)
+    int n_src;                 // sources in keys and prep (with src)
     const int *lengths;        // (n) each row's annotation positions, or NULL (all L)
     const float *h, *c;        // (n, H) the rows' states h_t, c_t
     const float *zp;           // (n, D) query current: each row's z_{t-1} (zeros at t = 0);

@@ -25,7 +25,6 @@ typedef struct {
     SatModel *m;
     int B, R, t;                 // images, row capacity (B * beam), steps taken
     float *annot, *prep;         // per image (B, L, D), (B, prep)
-    float *rk, *rp;              // per row keys and prep (R, L, D), (R, prep)
     float *h, *c, *h2, *c2;      // (R, H): the last call's rows, gathered parents
     float *zp, *zp2;             // (R, D): query current: the last call's z, gathered
     float *hn, *cn;              // (R, H): this call's new states
