@@ -101,7 +101,15 @@ typedef struct {
     float *feed;                    // (n, D) scratch with input feeding, else unused
     float *emb, *xin, *xh, *gates;  // (n, E), (n, E + D), (n, E + D + H), (n, 4H) scratch
     float *o, *logits;              // (n, E) the deep output, (n, V) out: the word logits
+    const PackedMatrix *lstm_Wt;    // the LSTM's weights packed (decoder_pack_lstm), or NULL:
+                                    // lstm_forward on p->lstm_W (xin then unused if packed)
 } DecoderStep;
+
+// Wt: the decoder LSTM's W (4H, E + D + H) packed as W^T for lstm_forward_packed, for a
+// decoding loop that runs many steps with the same weights (core/gemm_packed.h: no copy
+// of W per product; each row's gates then do not depend on how many rows a step has).
+// Free with packed_free.
+void decoder_pack_lstm(PackedMatrix *Wt, const DecoderParams *p, const DecoderConfig *c);
 
 // Step t for rows 0..n-1 reading tokens y_t (n): attention (before the LSTM with query
 // previous, after it with query current), gate, LSTM and deep output (no dropout), into s's

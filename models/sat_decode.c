@@ -112,9 +112,12 @@ void sat_decode_ctx_init(SatDecodeCtx *d, SatModel *m, const float *images, int 
     decoder_initial_state(d->h, d->c, mean, &m->p.dec, B, D, H);
     attn_prepare(d->prep, d->annot, &m->p.dec.attn, &c->attn, B, L);
     for (int b = 0; b < B; b++) d->row_image[b] = b;
+    const DecoderConfig dc = sat_decoder_config(c);
+    decoder_pack_lstm(&d->lstm_Wt, &m->p.dec, &dc);
 }
 
 void sat_decode_ctx_free(SatDecodeCtx *d) {
+    packed_free(&d->lstm_Wt);
     free(d->mem);
     free(d->ints);
     memset(d, 0, sizeof *d);
@@ -156,7 +159,7 @@ void sat_beam_step(void *vctx, int n, const int *parent, const int *token, float
                            .c = d->c2, .zp = d->zp2, .hn = d->hn, .cn = d->cn, .ctx = d->ctx,
                            .alpha = d->alpha, .cache = d->cache, .beta = d->beta, .z = d->z,
                            .emb = d->emb, .xin = d->xin, .xh = d->xh, .gates = d->gates,
-                           .o = d->o, .logits = d->logits};
+                           .o = d->o, .logits = d->logits, .lstm_Wt = &d->lstm_Wt};
     decoder_step_forward(&s, token, &m->p.dec, &dc, d->t, n);
     memcpy(d->alpha_hist + (size_t)d->t * d->R * L, d->alpha, (size_t)n * L * sizeof(float));
     sat_next_word_logprobs(logprobs, d->logits, n, V);

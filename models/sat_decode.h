@@ -31,6 +31,7 @@ typedef struct {
     float *ctx, *alpha, *cache, *beta, *z, *emb, *xin, *xh, *gates, *o, *logits;
     float *alpha_hist;           // (max_len, R, L)
     int *row_image, *row_image2; // (R)
+    PackedMatrix lstm_Wt;        // the decoder LSTM's weights, packed once for every step
     float *mem;
     int *ints;
 } SatDecodeCtx;

@@ -21,6 +21,7 @@ typedef struct {
     float *ctx, *al, *cache, *beta, *z, *feed, *emb, *xin, *xh, *gates, *o, *logits;
     float *alpha_hist;           // (max_len + 1, R, L): each call's attention by row
     int *sent, *sent2, *len;     // (R) each row's sentence (last call's, gathered), length
+    PackedMatrix lstm_Wt;        // the decoder LSTM's weights, packed once for every step
     float *mem;
     int *ints;                   // sent, sent2 and len's memory
 } BeamModel;
@@ -56,9 +57,11 @@ static void beam_model_init(BeamModel *d, Translator *m, int B, int beam) {
     memcpy(d->h, m->a.hs, (size_t)B * H * sizeof(float));
     memcpy(d->c, m->a.cs, (size_t)B * H * sizeof(float));
     for (int b = 0; b < B; b++) d->sent[b] = b;
+    decoder_pack_lstm(&d->lstm_Wt, &m->p.dec, c);
 }
 
 static void beam_model_free(BeamModel *d) {
+    packed_free(&d->lstm_Wt);
     free(d->mem);
     free(d->ints);
 }
@@ -90,7 +93,8 @@ static void beam_step_(void *ctx, int n, const int *parent, const int *token, fl
                            .c = d->c2, .zp = d->zp2, .hn = d->hn, .cn = d->cn, .ctx = d->ctx,
                            .alpha = d->al, .cache = d->cache, .beta = d->beta, .z = d->z,
                            .feed = d->feed, .emb = d->emb, .xin = d->xin, .xh = d->xh,
-                           .gates = d->gates, .o = d->o, .logits = d->logits};
+                           .gates = d->gates, .o = d->o, .logits = d->logits,
+                           .lstm_Wt = &d->lstm_Wt};
     decoder_step_forward(&s, token, &d->m->p.dec, c, d->t, n);
     memcpy(d->alpha_hist + (size_t)d->t * d->R * c->L, d->al, (size_t)n * c->L * sizeof(float));
     static const int never[] = {VOCAB_PAD, VOCAB_START, VOCAB_UNK};  // the specials but <end>
