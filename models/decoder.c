@@ -115,9 +115,16 @@ void decoder_gate_forward(float *beta, float *z, const float *h, const float *ct
 // Attention and the gate z for rows 0..n-1 with queries q (n, H).
 static void step_attend_(const DecoderStep *s, const float *q, const DecoderParams *p,
                          const DecoderConfig *c, int t, int n) {
-    attn_forward(s->ctx, s->alpha, s->cache, s->prep, s->keys, q, NULL, s->lengths, &p->attn,
-                 &c->attn, t, n, c->L);
+    attn_forward_shared(s->ctx, s->alpha, s->cache, s->prep, s->keys, s->src,
+                        s->src ? s->n_src : n, q, NULL, s->lengths, &p->attn, &c->attn, t, n,
+                        c->L);
     decoder_gate_forward(s->beta, s->z, q, s->ctx, p, n, c->H, c->D, c->nb);
+}
+
+void decoder_pack_lstm(PackedMatrix *Wt, const DecoderParams *p, const DecoderConfig *c) {
+    const int K = c->E + c->D + c->H;
+    packed_alloc(Wt, K, 4 * c->H);
+    packed_pack(Wt, true, p->lstm_W, K);
 }
 
 void decoder_step_forward(const DecoderStep *s, const int *token, const DecoderParams *p,
@@ -127,12 +134,24 @@ void decoder_step_forward(const DecoderStep *s, const int *token, const DecoderP
     if (!after) step_attend_(s, s->h, p, c, t, n);
     embedding_forward(s->emb, token, p->embed, n, E);
     const float *zin = after ? s->zp : s->z;
-    for (int r = 0; r < n; r++) {
-        memcpy(s->xin + (size_t)r * I, s->emb + (size_t)r * E, (size_t)E * sizeof(float));
-        memcpy(s->xin + (size_t)r * I + E, zin + (size_t)r * D, (size_t)D * sizeof(float));
+    if (s->lstm_Wt) {  // xh = [emb, z, h] written in place, then the packed product
+        const int K = I + H;
+        for (int r = 0; r < n; r++) {
+            float *row = s->xh + (size_t)r * K;
+            memcpy(row, s->emb + (size_t)r * E, (size_t)E * sizeof(float));
+            memcpy(row + E, zin + (size_t)r * D, (size_t)D * sizeof(float));
+            memcpy(row + I, s->h + (size_t)r * H, (size_t)H * sizeof(float));
+        }
+        lstm_forward_packed(s->hn, s->cn, s->gates, s->xh, K, s->c, s->lstm_Wt, p->lstm_b, NULL,
+                            n, I, H);
+    } else {
+        for (int r = 0; r < n; r++) {
+            memcpy(s->xin + (size_t)r * I, s->emb + (size_t)r * E, (size_t)E * sizeof(float));
+            memcpy(s->xin + (size_t)r * I + E, zin + (size_t)r * D, (size_t)D * sizeof(float));
+        }
+        lstm_forward(s->hn, s->cn, s->gates, s->xh, s->xin, s->h, s->c, p->lstm_W, p->lstm_b, n,
+                     I, H);
     }
-    lstm_forward(s->hn, s->cn, s->gates, s->xh, s->xin, s->h, s->c, p->lstm_W, p->lstm_b, n, I,
-                 H);
     if (after) step_attend_(s, s->hn, p, c, t, n);
     if (c->input_feeding) {
         feed_forward_(s->feed, s->z, s->hn, p->W_c, n, D, H);

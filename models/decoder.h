@@ -86,7 +86,10 @@ void decoder_gate_forward(float *beta, float *z, const float *h, const float *ct
 // One decoding step for n rows (decoding: greedy or beam search; models/sat_lstm_decode.c):
 // what it reads and the buffers it writes, each for at least n rows.
 typedef struct {
-    const float *keys, *prep;  // (n, L, D) the rows' annotations, (n, prep) their attention prep
+    const float *keys, *prep;  // (n_src, L, D) the annotations, (n_src, prep) their attention
+                               // prep: row r's are source src[r]'s (attn_forward_shared)
+    const int *src;            // (n) each row's source, or NULL: row r reads source r (n_src n)
+    int n_src;                 // sources in keys and prep (with src)
     const int *lengths;        // (n) each row's annotation positions, or NULL (all L)
     const float *h, *c;        // (n, H) the rows' states h_t, c_t
     const float *zp;           // (n, D) query current: each row's z_{t-1} (zeros at t = 0);
@@ -98,7 +101,15 @@ typedef struct {
     float *feed;                    // (n, D) scratch with input feeding, else unused
     float *emb, *xin, *xh, *gates;  // (n, E), (n, E + D), (n, E + D + H), (n, 4H) scratch
     float *o, *logits;              // (n, E) the deep output, (n, V) out: the word logits
+    const PackedMatrix *lstm_Wt;    // the LSTM's weights packed (decoder_pack_lstm), or NULL:
+                                    // lstm_forward on p->lstm_W (xin then unused if packed)
 } DecoderStep;
+
+// Wt: the decoder LSTM's W (4H, E + D + H) packed as W^T for lstm_forward_packed, for a
+// decoding loop that runs many steps with the same weights (core/gemm_packed.h: no copy
+// of W per product; each row's gates then do not depend on how many rows a step has).
+// Free with packed_free.
+void decoder_pack_lstm(PackedMatrix *Wt, const DecoderParams *p, const DecoderConfig *c);
 
 // Step t for rows 0..n-1 reading tokens y_t (n): attention (before the LSTM with query
 // previous, after it with query current), gate, LSTM and deep output (no dropout), into s's

@@ -27,8 +27,8 @@ int sat_lstm_check_decode_sizes(const SatConfig *c, int B, int beam, const char 
     snprintf(ts, sizeof ts, "steps (--max-len %d + 1)", c->max_len);
     const DimTerm Bt = {B, "--batch"}, Kt = {beam, beam_flag},
                   Lt = {L, "annotation positions (the model's)"}, Dt = {D, "annotation size (the model's)"};
-    DimTerm keys[] = {Bt, Kt, Lt, Dt};
-    DimTerm prep[] = {Bt, Kt, Lt, {prep1 ? prep1 : 1, "attention floats per position (the model's --attn-dim)"}};
+    DimTerm keys[] = {Bt, Lt, Dt};
+    DimTerm prep[] = {Bt, Lt, {prep1 ? prep1 : 1, "attention floats per position (the model's --attn-dim)"}};
     DimTerm hist[] = {{TS, ts}, Bt, Kt, Lt};
     DimTerm words[] = {Bt, Kt, {V, "vocabulary words"}};
     DimTerm xh[] = {Bt, Kt, {E + D + H, "LSTM input and state (the model's --embed + annotation size + --hidden)"}};
@@ -39,8 +39,8 @@ int sat_lstm_check_decode_sizes(const SatConfig *c, int B, int beam, const char 
         const DimTerm *t;
         int n;
     } checks[] = {
-        {"the beam rows' keys", keys, DIMS_LEN(keys)},
-        {"the beam rows' precomputed keys", prep, DIMS_LEN(prep)},
+        {"the images' keys", keys, DIMS_LEN(keys)},
+        {"the images' precomputed keys", prep, DIMS_LEN(prep)},
         {"the beam rows' attention history", hist, DIMS_LEN(hist)},
         {"the beam rows' word scores", words, DIMS_LEN(words)},
         {"the beam rows' LSTM inputs", xh, DIMS_LEN(xh)},
@@ -62,7 +62,6 @@ static void decode_buffers_alloc_(SatLstmDecodeCtx *d, const SatConfig *c, int B
     const size_t cache = attn_step_cache_floats(&c->attn, R, L);
     const DecodeBuffer bufs[] = {
         {&d->annot, (size_t)B * L * D}, {&d->prep, (size_t)B * prep1 + 1},
-        {&d->rk, (size_t)R * L * D},    {&d->rp, (size_t)R * prep1 + 1},
         {&d->h, (size_t)R * H},         {&d->c, (size_t)R * H},
         {&d->h2, (size_t)R * H},        {&d->c2, (size_t)R * H},
         {&d->ctx, (size_t)R * D},       {&d->alpha, (size_t)R * L},
@@ -116,21 +115,23 @@ void sat_lstm_decode_ctx_init(SatLstmDecodeCtx *d, SatModel *m, const float *ima
     decoder_initial_state(d->h, d->c, mean, &l->p.dec, B, D, H);
     attn_prepare(d->prep, d->annot, &l->p.dec.attn, &c->attn, B, L);
     for (int b = 0; b < B; b++) d->row_image[b] = b;
+    const DecoderConfig dc = sat_decoder_config(c);
+    decoder_pack_lstm(&d->lstm_Wt, &l->p.dec, &dc);
 }
 
 void sat_lstm_decode_ctx_free(SatLstmDecodeCtx *d) {
+    packed_free(&d->lstm_Wt);
     free(d->mem);
     free(d->ints);
     memset(d, 0, sizeof *d);
 }
 
 // Row r of the step's rows continues row parent[r] of the last call's: its LSTM state, its
-// image, that image's annotations (the keys) and their attention preparation, and (query
-// current) the parent's attention read.
+// image (whose annotations and attention prep it reads in place: attn_forward_shared), and
+// (query current) the parent's attention read.
 static void gather_parents(SatLstmDecodeCtx *d, int n, const int *parent) {
     const SatConfig *c = &d->m->cfg;
-    const int L = sat_L(c), D = sat_D(c), H = c->H;
-    const size_t prep1 = attn_prep_floats(&c->attn, 1, L);
+    const int D = sat_D(c), H = c->H;
     const int after = c->query == SAT_QUERY_CURRENT;
     for (int r = 0; r < n; r++) {
         int q = parent[r];
@@ -139,9 +140,6 @@ static void gather_parents(SatLstmDecodeCtx *d, int n, const int *parent) {
         memcpy(d->h2 + (size_t)r * H, d->h + (size_t)q * H, (size_t)H * sizeof(float));
         memcpy(d->c2 + (size_t)r * H, d->c + (size_t)q * H, (size_t)H * sizeof(float));
         if (after) memcpy(d->zp2 + (size_t)r * D, d->zp + (size_t)q * D, (size_t)D * sizeof(float));
-        memcpy(d->rk + (size_t)r * L * D, d->annot + (size_t)img * L * D, (size_t)L * D * sizeof(float));
-        if (prep1)
-            memcpy(d->rp + (size_t)r * prep1, d->prep + (size_t)img * prep1, prep1 * sizeof(float));
     }
 }
 
@@ -159,11 +157,12 @@ void sat_lstm_beam_step(void *vctx, int n, const int *parent, const int *token, 
     // with the parents' h, query current with the new state after reading the token and the
     // parents' z.
     const DecoderConfig dc = sat_decoder_config(c);
-    const DecoderStep s = {.keys = d->rk, .prep = d->rp, .lengths = NULL, .h = d->h2,
+    const DecoderStep s = {.keys = d->annot, .prep = d->prep, .src = d->row_image2,
+                           .n_src = d->B, .lengths = NULL, .h = d->h2,
                            .c = d->c2, .zp = d->zp2, .hn = d->hn, .cn = d->cn, .ctx = d->ctx,
                            .alpha = d->alpha, .cache = d->cache, .beta = d->beta, .z = d->z,
                            .emb = d->emb, .xin = d->xin, .xh = d->xh, .gates = d->gates,
-                           .o = d->o, .logits = d->logits};
+                           .o = d->o, .logits = d->logits, .lstm_Wt = &d->lstm_Wt};
     decoder_step_forward(&s, token, &sat_lstm(m)->p.dec, &dc, d->t, n);
     memcpy(d->alpha_hist + (size_t)d->t * d->R * L, d->alpha, (size_t)n * L * sizeof(float));
     sat_next_word_logprobs(logprobs, d->logits, n, V);

@@ -29,13 +29,13 @@ typedef struct {
     SatModel *m;
     int B, R, t;                 // images, row capacity (B * beam), steps taken
     float *annot, *prep;         // per image (B, L, D), (B, prep)
-    float *rk, *rp;              // per row keys and prep (R, L, D), (R, prep)
     float *h, *c, *h2, *c2;      // (R, H): the last call's rows, gathered parents
     float *zp, *zp2;             // (R, D): query current: the last call's z, gathered
     float *hn, *cn;              // (R, H): this call's new states
     float *ctx, *alpha, *cache, *beta, *z, *emb, *xin, *xh, *gates, *o, *logits;
     float *alpha_hist;           // (max_len, R, L)
     int *row_image, *row_image2; // (R)
+    PackedMatrix lstm_Wt;        // the decoder LSTM's weights, packed once for every step
     float *mem;
     int *ints;
 } SatLstmDecodeCtx;

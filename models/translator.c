@@ -235,12 +235,17 @@ void translator_greedy(Translator *m, const int *src, const int *src_len, int B,
     int *token = xmalloc((size_t)B * sizeof(int));
     for (int b = 0; b < B; b++) token[b] = VOCAB_START, out_len[b] = -1;
     const int after = dc->query == DECODER_QUERY_CURRENT;
+    // The LSTM's weights packed once for every step, as translator_beam does (so that its
+    // beam 1 gives these words and weights).
+    PackedMatrix lstm_Wt;
+    decoder_pack_lstm(&lstm_Wt, &m->p.dec, dc);
     for (int t = 0; t < T; t++) {
         const DecoderStep s = {.keys = a->annot, .prep = a->prep,
                                .lengths = fixed_context_(c) ? NULL : m->src_len, .h = h, .c = cc,
                                .zp = zp, .hn = hn, .cn = cn, .ctx = ctx, .alpha = al,
                                .cache = ch, .beta = beta, .z = z, .feed = feed, .emb = emb, .xin = xin,
-                               .xh = xh, .gates = gates, .o = o, .logits = logits};
+                               .xh = xh, .gates = gates, .o = o, .logits = logits,
+                               .lstm_Wt = &lstm_Wt};
         decoder_step_forward(&s, token, &m->p.dec, dc, t, B);
         if (alpha) memcpy(alpha + (size_t)t * B * L, al, (size_t)B * L * sizeof(float));
         for (int b = 0; b < B; b++) {
@@ -260,6 +265,7 @@ void translator_greedy(Translator *m, const int *src, const int *src_len, int B,
         tmp = cc, cc = cn, cn = tmp;
         if (after) tmp = zp, zp = z, z = tmp;
     }
+    packed_free(&lstm_Wt);
     free(token);
     free(buf);
 }

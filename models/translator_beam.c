@@ -9,20 +9,21 @@
 #include "seq/beam.h"
 #include "seq/vocab.h"
 
-// The search's model: every row's state and the per-sentence keys, written by the step.
+// The search's model: every row's state, written by the step. The rows read their
+// sentence's keys and attention prep where the encoder left them (m->a.annot, m->a.prep;
+// attn_forward_shared), by sent2.
 typedef struct {
     Translator *m;
     int B, R, t;                 // sentences, row capacity (B beam), steps taken
-    float *keys, *prep;          // per row (R, L, D), (R, prep)
     float *h, *c, *zp;           // (R, H), (R, H), (R, D): the last call's rows
     float *h2, *c2, *zp2;        // the same, gathered from the parents
     float *hn, *cn;              // (R, H) the call's new states
     float *ctx, *al, *cache, *beta, *z, *feed, *emb, *xin, *xh, *gates, *o, *logits;
     float *alpha_hist;           // (max_len + 1, R, L): each call's attention by row
     int *sent, *sent2, *len;     // (R) each row's sentence (last call's, gathered), length
-    int *keys_of;                // (R) the sentence whose keys and prep row r holds (-1: none)
+    PackedMatrix lstm_Wt;        // the decoder LSTM's weights, packed once for every step
     float *mem;
-    int *ints;                   // sent, sent2, len and keys_of's memory
+    int *ints;                   // sent, sent2 and len's memory
 } BeamModel;
 
 static void beam_model_init(BeamModel *d, Translator *m, int B, int beam) {
@@ -36,8 +37,7 @@ static void beam_model_init(BeamModel *d, Translator *m, int B, int beam) {
     struct {
         float **dst;
         size_t n;
-    } bufs[] = {{&d->keys, (size_t)R * L * D}, {&d->prep, (size_t)R * prep1 + 1},
-                {&d->h, (size_t)R * H}, {&d->c, (size_t)R * H}, {&d->zp, (size_t)R * D},
+    } bufs[] = {{&d->h, (size_t)R * H}, {&d->c, (size_t)R * H}, {&d->zp, (size_t)R * D},
                 {&d->h2, (size_t)R * H}, {&d->c2, (size_t)R * H}, {&d->zp2, (size_t)R * D},
                 {&d->hn, (size_t)R * H}, {&d->cn, (size_t)R * H}, {&d->ctx, (size_t)R * D},
                 {&d->al, (size_t)R * L}, {&d->cache, attn_step_cache_floats(&c->attn, R, L) + 1},
@@ -51,28 +51,27 @@ static void beam_model_init(BeamModel *d, Translator *m, int B, int beam) {
     d->mem = xcalloc(total, sizeof(float));  // zp zero: z_{-1}
     float *q = d->mem;
     for (int i = 0; i < n; i++) *bufs[i].dst = q, q += bufs[i].n;
-    d->ints = xcalloc((size_t)4 * R, sizeof(int));
-    d->sent = d->ints, d->sent2 = d->ints + R, d->len = d->ints + 2 * R, d->keys_of = d->ints + 3 * R;
-    for (int r = 0; r < R; r++) d->keys_of[r] = -1;
+    d->ints = xcalloc((size_t)3 * R, sizeof(int));
+    d->sent = d->ints, d->sent2 = d->ints + R, d->len = d->ints + 2 * R;
     // The first call's parents are the sentences: their h_0, c_0 in rows 0..B-1.
     memcpy(d->h, m->a.hs, (size_t)B * H * sizeof(float));
     memcpy(d->c, m->a.cs, (size_t)B * H * sizeof(float));
     for (int b = 0; b < B; b++) d->sent[b] = b;
+    decoder_pack_lstm(&d->lstm_Wt, &m->p.dec, c);
 }
 
 static void beam_model_free(BeamModel *d) {
+    packed_free(&d->lstm_Wt);
     free(d->mem);
     free(d->ints);
 }
 
-// Row r continues row parent[r] of the last call: its state and sentence (keys, prep,
-// length). A sentence's rows stay in place from step to step until a sentence before it
-// leaves the search, so a row's keys and prep are copied only when its sentence changes.
+// Row r continues row parent[r] of the last call: its state and sentence (and so its
+// source length, keys and prep).
 static void gather_parents_(BeamModel *d, int n, const int *parent) {
     const Translator *m = d->m;
     const DecoderConfig *c = &m->cfg.dec;
-    const int L = c->L, D = c->D, H = c->H;
-    const size_t prep1 = attn_prep_floats(&c->attn, 1, L);
+    const int D = c->D, H = c->H;
     for (int r = 0; r < n; r++) {
         const int q = parent[r], s = d->sent[q];
         d->sent2[r] = s;
@@ -80,10 +79,6 @@ static void gather_parents_(BeamModel *d, int n, const int *parent) {
         memcpy(d->h2 + (size_t)r * H, d->h + (size_t)q * H, (size_t)H * sizeof(float));
         memcpy(d->c2 + (size_t)r * H, d->c + (size_t)q * H, (size_t)H * sizeof(float));
         memcpy(d->zp2 + (size_t)r * D, d->zp + (size_t)q * D, (size_t)D * sizeof(float));
-        if (d->keys_of[r] == s) continue;
-        d->keys_of[r] = s;
-        memcpy(d->keys + (size_t)r * L * D, m->a.annot + (size_t)s * L * D, (size_t)L * D * sizeof(float));
-        if (prep1) memcpy(d->prep + (size_t)r * prep1, m->a.prep + (size_t)s * prep1, prep1 * sizeof(float));
     }
 }
 
@@ -93,12 +88,13 @@ static void beam_step_(void *ctx, int n, const int *parent, const int *token, fl
     const DecoderConfig *c = &tc->dec;
     CHECK(n >= 1 && n <= d->R && d->t <= tc->max_len, "rows %d of %d, step %d", n, d->R, d->t);
     gather_parents_(d, n, parent);
-    const DecoderStep s = {.keys = d->keys, .prep = d->prep,
-                           .lengths = c->attn.kind == ATTN_NONE ? NULL : d->len, .h = d->h2,
+    const DecoderStep s = {.keys = d->m->a.annot, .prep = d->m->a.prep, .src = d->sent2,
+                           .n_src = d->B, .lengths = c->attn.kind == ATTN_NONE ? NULL : d->len, .h = d->h2,
                            .c = d->c2, .zp = d->zp2, .hn = d->hn, .cn = d->cn, .ctx = d->ctx,
                            .alpha = d->al, .cache = d->cache, .beta = d->beta, .z = d->z,
                            .feed = d->feed, .emb = d->emb, .xin = d->xin, .xh = d->xh,
-                           .gates = d->gates, .o = d->o, .logits = d->logits};
+                           .gates = d->gates, .o = d->o, .logits = d->logits,
+                           .lstm_Wt = &d->lstm_Wt};
     decoder_step_forward(&s, token, &d->m->p.dec, c, d->t, n);
     memcpy(d->alpha_hist + (size_t)d->t * d->R * c->L, d->al, (size_t)n * c->L * sizeof(float));
     static const int never[] = {VOCAB_PAD, VOCAB_START, VOCAB_UNK};  // the specials but <end>

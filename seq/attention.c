@@ -370,15 +370,16 @@ static void local_window(int *lo, int *hi, float p, int W, int L) {
     if (*hi < *lo) *hi = *lo;
 }
 
-// The score of every position in [lo, hi) of batch row b into e (L).
+// The score of every position in [lo, hi) of a batch row into e (L); its keys and prep
+// are those of source row sb (the row itself unless several rows share their source).
 static void scores_row(float *e, const float *prep, const float *keys_b,
                        const float *query_b, const float *qp_b, const float *qw_b,
-                       const AttnParams *p, const AttnConfig *c, AttnKind s, int b, int L, int lo,
+                       const AttnParams *p, const AttnConfig *c, AttnKind s, int sb, int L, int lo,
                        int hi) {
     int A = c->A, D = c->D;
     switch (s) {
     case ATTN_ADDITIVE: {
-        const float *Kp = prep + (size_t)b * L * A;
+        const float *Kp = prep + (size_t)sb * L * A;
         for (int i = lo; i < hi; i++) e[i] = additive_score(Kp + (size_t)i * A, qp_b, p->w, A);
         break;
     }
@@ -400,8 +401,9 @@ static void scores_row(float *e, const float *prep, const float *keys_b,
 // --- multi-head ----------------------------------------------------------------------------
 
 static void multihead_forward(float *context, float *alpha, float *cache, const float *prep,
-                              const float *query, const unsigned char *mask, const int *lengths,
-                              const AttnParams *p, const AttnConfig *c, int B, int L) {
+                              const int *src, const float *query, const unsigned char *mask,
+                              const int *lengths, const AttnParams *p, const AttnConfig *c, int B,
+                              int L) {
     StepLayout sl = step_layout(c, B, L);
     int A = c->A, D = c->D, H = c->H, nh = c->heads, dh = A / nh;
     float scale = 1.0f / sqrtf((float)dh);
@@ -412,20 +414,21 @@ static void multihead_forward(float *context, float *alpha, float *cache, const 
     for (int b = 0; b < B; b++) {
         const unsigned char *m = mask ? mask + (size_t)b * L : NULL;
         const int n = row_length(lengths, b, L);
+        const size_t sb = (size_t)(src ? src[b] : b);
         float *al = alpha + (size_t)b * L;
         for (int i = 0; i < L; i++) al[i] = 0.0f;
         for (int h = 0; h < nh; h++) {
             const float *q = Q + (size_t)b * A + h * dh;
             float *a = ah + ((size_t)b * nh + h) * L;
             for (int i = 0; i < n; i++)
-                e[i] = scale * dotf(q, Kp + ((size_t)b * L + i) * 2 * A + h * dh, dh);
+                e[i] = scale * dotf(q, Kp + (sb * L + i) * 2 * A + h * dh, dh);
             for (int i = n; i < L; i++) a[i] = 0.0f;
             masked_softmax_range(a, e, m, 0, n);
             float *ctx = concat + (size_t)b * A + h * dh;
             for (int j = 0; j < dh; j++) ctx[j] = 0.0f;
             for (int i = 0; i < L; i++) {
                 if (a[i] == 0.0f) continue;
-                axpyf(ctx, a[i], Vp + ((size_t)b * L + i) * 2 * A + h * dh, dh);
+                axpyf(ctx, a[i], Vp + (sb * L + i) * 2 * A + h * dh, dh);
                 al[i] += a[i] / (float)nh;
             }
         }
@@ -560,7 +563,7 @@ static void centres_forward(const StepCache *v, const float *query, const int *l
 // kinds) inside [0, n), 0 outside it. e (L) is scratch.
 static void alpha_row(const StepCache *v, float *e, const float *prep, const float *keys,
                       const float *query, const unsigned char *mask, const AttnParams *p,
-                      const AttnConfig *c, int b, int n, int L) {
+                      const AttnConfig *c, int b, int sb, int n, int L) {
     int A = c->A, D = c->D, H = c->H;
     const unsigned char *m = mask ? mask + (size_t)b * L : NULL;
     float *a = v->alpha + (size_t)b * L;
@@ -573,9 +576,9 @@ static void alpha_row(const StepCache *v, float *e, const float *prep, const flo
     }
     int lo = 0, hi = n;
     if (v->centre) local_window(&lo, &hi, v->centre[b], c->window, n);
-    scores_row(e, prep, keys + (size_t)b * L * D, query + (size_t)b * H,
+    scores_row(e, prep, keys + (size_t)sb * L * D, query + (size_t)b * H,
                v->qp ? v->qp + (size_t)b * A : NULL, v->qw ? v->qw + (size_t)b * D : NULL, p, c,
-               score_kind(c), b, L, lo, hi);
+               score_kind(c), sb, L, lo, hi);
     if (v->centre) {
         float sig = local_sigma(c), k2 = 1.0f / (2.0f * sig * sig);
         for (int i = lo; i < hi; i++) {
@@ -590,13 +593,31 @@ static void alpha_row(const StepCache *v, float *e, const float *prep, const flo
         for (int i = 0; i < n; i++) a[i] = NAN;  // local_window: a NaN centre poisons its row
 }
 
-void attn_forward(float *context, float *alpha, float *cache, const float *prep,
-                  const float *keys, const float *query, const unsigned char *mask,
-                  const int *lengths, const AttnParams *p, const AttnConfig *c, int t, int B,
-                  int L) {
+// out (B, D) = sum_i w (B, L)_i * values (n_src, L, D)_i of row b's source src[b] (src
+// NULL: b). The rows of one source are consecutive in beam search, so its values, read
+// once per row, stay in cache from one row to the next.
+static void weighted_sum_rows(float *out, const float *w, const float *values, const int *src,
+                              int B, int L, int D) {
+    for (int b = 0; b < B; b++) {
+        float *o = out + (size_t)b * D;
+        const float *wb = w + (size_t)b * L;
+        const float *vb = values + (size_t)(src ? src[b] : b) * L * D;
+        for (int d = 0; d < D; d++) o[d] = 0.0f;
+        for (int i = 0; i < L; i++)
+            if (wb[i] != 0.0f) axpyf(o, wb[i], vb + (size_t)i * D, D);
+    }
+}
+
+void attn_forward_shared(float *context, float *alpha, float *cache, const float *prep,
+                         const float *keys, const int *src, int n_src, const float *query,
+                         const unsigned char *mask, const int *lengths, const AttnParams *p,
+                         const AttnConfig *c, int t, int B, int L) {
     validate_dims(c, B, L);
+    for (int b = 0; src && b < B; b++)
+        CHECK(src[b] >= 0 && src[b] < n_src, "attention: row %d reads source %d of %d", b,
+              src[b], n_src);
     if (c->kind == ATTN_MULTIHEAD) {
-        multihead_forward(context, alpha, cache, prep, query, mask, lengths, p, c, B, L);
+        multihead_forward(context, alpha, cache, prep, src, query, mask, lengths, p, c, B, L);
         return;
     }
     StepCache v = step_cache(cache, c, B, L);
@@ -604,10 +625,19 @@ void attn_forward(float *context, float *alpha, float *cache, const float *prep,
     centres_forward(&v, query, lengths, p, c, t, B, L);
     float *e = xmalloc((size_t)L * sizeof(float));
     for (int b = 0; b < B; b++)
-        alpha_row(&v, e, prep, keys, query, mask, p, c, b, row_length(lengths, b, L), L);
+        alpha_row(&v, e, prep, keys, query, mask, p, c, b, src ? src[b] : b,
+                  row_length(lengths, b, L), L);
     free(e);
     memcpy(alpha, v.alpha, (size_t)B * L * sizeof(float));
-    weighted_sum_forward(context, v.alpha, keys, B, L, c->D);
+    weighted_sum_rows(context, v.alpha, keys, src, B, L, c->D);
+}
+
+void attn_forward(float *context, float *alpha, float *cache, const float *prep,
+                  const float *keys, const float *query, const unsigned char *mask,
+                  const int *lengths, const AttnParams *p, const AttnConfig *c, int t, int B,
+                  int L) {
+    attn_forward_shared(context, alpha, cache, prep, keys, NULL, B, query, mask, lengths, p, c,
+                        t, B, L);
 }
 
 // The additive score's backward at one position, given de = d loss / d score: one pass
@@ -777,14 +807,7 @@ void attn_backward(float *dkeys, float *dprep, float *dquery, AttnParams *dp,
 }
 
 void weighted_sum_forward(float *out, const float *w, const float *values, int B, int L, int D) {
-    for (int b = 0; b < B; b++) {
-        float *o = out + (size_t)b * D;
-        const float *wb = w + (size_t)b * L;
-        const float *vb = values + (size_t)b * L * D;
-        for (int d = 0; d < D; d++) o[d] = 0.0f;
-        for (int i = 0; i < L; i++)
-            if (wb[i] != 0.0f) axpyf(o, wb[i], vb + (size_t)i * D, D);
-    }
+    weighted_sum_rows(out, w, values, NULL, B, L, D);
 }
 
 void weighted_sum_backward(float *dw, float *dvalues, const float *dout, const float *w,

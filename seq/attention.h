@@ -131,6 +131,16 @@ void attn_forward(float *context, float *alpha, float *cache, const float *prep,
                   const float *keys, const float *query, const unsigned char *mask,
                   const int *lengths, const AttnParams *p, const AttnConfig *c, int t, int B,
                   int L);
+// attn_forward for B query rows that share the keys and prep of n_src sources: row b reads
+// source src[b]'s (keys (n_src, L, D), prep attn_prep_floats(c, n_src, L) floats; each
+// src[b] in [0, n_src)); the rest (cache, query, mask, lengths, the outputs) is per row.
+// src NULL is attn_forward (row b reads source b). The same operations on the same floats
+// as attn_forward on keys and prep copied per row, without the copies: beam search's
+// hypotheses of one sentence read its annotations where they are. Forward only (decoding).
+void attn_forward_shared(float *context, float *alpha, float *cache, const float *prep,
+                         const float *keys, const int *src, int n_src, const float *query,
+                         const unsigned char *mask, const int *lengths, const AttnParams *p,
+                         const AttnConfig *c, int t, int B, int L);
 // Accumulates dkeys (B, L, D), dprep, dquery (B, H), dp; from dcontext (B, D) and dalpha
 // (B, L) or NULL (the doubly stochastic regulariser supplies dalpha). dkeys, dprep, dquery
 // and dcontext may be NULL (that gradient is neither taken nor given). cache, prep: as the

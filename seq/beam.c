@@ -2,16 +2,23 @@
 //
 // Each step, for every image still searching, the candidates are all one-token
 // extensions of its live rows, ranked by raw log-probability sum (ties: lower row, then
-// lower token id, so the search is deterministic). Following the usual practice of
-// sequence-to-sequence toolkits (e.g. fairseq), an <end> extension ranked within the top
-// K finishes (it leaves the beam; the best finished one per image is kept, compared by
-// the normalised score sum / len^alpha, len counting <end>), and the next live beam is
-// the top K extensions that are not <end>. An image stops searching when it has K
-// finished hypotheses (so K = 1 is exactly greedy decoding: stop at the first argmax
-// <end>), or when no live row can still beat its best finished one: log-probabilities
-// are <= 0, so a live sum s can reach at most s / max_len^alpha. At max_len the best
-// live hypothesis (len = max_len) is returned when none finished or when it scores
-// strictly better under the same normalisation.
+// lower token id, so the search is deterministic). As in fairseq's sequence_generator and
+// Hugging Face's BeamSearchScorer, an <end> extension ranked within the top K finishes (it
+// leaves the beam; the best finished one per image is kept, compared by the normalised
+// score sum / len^alpha, len counting <end>), and the next live beam is the top K
+// extensions that are not <end>.
+// When an image stops: K = 1 is greedy decoding, which stops at the first argmax <end>.
+// For K > 1 the search goes on until no live row can still beat the best finished
+// hypothesis (Hugging Face's early_stopping="never", "the canonical beam search", with its
+// max-length bound; against the best, not the K-th best, because one hypothesis is
+// returned): log-probabilities are <= 0, so a
+// live sum s can reach at most s / max_len^alpha (s itself when alpha = 0), so the answer
+// is the one the same search without early stopping would give. Stopping once K
+// hypotheses have finished (fairseq's rule, Hugging Face's early_stopping=True; this
+// file's until issue 61) can return a hypothesis worse than a live one would have become,
+// even worse than greedy decoding's (tests/test_beam.c holds such a model). At max_len
+// the best live hypothesis (len = max_len) is returned when
+// none finished or when it scores strictly better under the same normalisation.
 // Outputs past lens[b] are padded: tokens with end_id, rows with -1. The model must
 // give log-probabilities (-inf is fine for tokens it forbids, e.g. <pad> and <start>).
 #include "seq/beam.h"
@@ -50,7 +57,6 @@ static double normalised(double sum, int len, float alpha) {
 }
 
 typedef struct {
-    int n_finished;    // finished hypotheses seen (ranked within the top K)
     int has_finished;
     double fin_norm;   // best finished: normalised score
     int fin_level;     // its history level (the step call that produced <end>)
@@ -141,7 +147,6 @@ static int advance_image(Search *s, const BeamConfig *cfg, int b, int nc, int le
         const Cand *c = &s->cands[i];
         if (c->token == cfg->end_id) {
             if (i >= s->K) continue;
-            st->n_finished++;
             double norm = normalised(c->score, level + 1, cfg->length_alpha);
             if (!st->has_finished || norm > st->fin_norm) {
                 st->has_finished = 1;
@@ -157,7 +162,7 @@ static int advance_image(Search *s, const BeamConfig *cfg, int b, int nc, int le
             m++;
         }
     }
-    int stop = m == live0 || st->n_finished >= s->K;
+    int stop = m == live0 || (s->K == 1 && st->has_finished);  // greedy: its first <end>
     if (!stop && st->has_finished) {
         double best_live = s->next_sum[live0];  // rows are in rank order
         if (best_live <= 0.0 && st->fin_norm >= normalised(best_live, s->T, cfg->length_alpha))

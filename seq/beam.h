@@ -7,7 +7,9 @@
 // parent[r] is the image index and there is one row per image) by token[r]; the model
 // gathers its recurrent state from the parents, advances one step, and writes
 // log-probabilities logprobs (n, V). Finished hypotheses (that emitted end_id) leave
-// the beam. At max_len the best live hypothesis is returned even without end_id.
+// the beam. Beam 1 is greedy decoding (it stops at the first argmax end_id); a wider beam
+// searches until no live hypothesis can beat the best finished one (beam.c says how), and
+// at max_len the best live hypothesis is returned even without end_id.
 #ifndef SEQ_BEAM_H
 #define SEQ_BEAM_H
 

@@ -714,6 +714,52 @@ static void test_lengths_match_unpadded(void) {
     }
 }
 
+// Rows that share their sources' keys and prep (attn_forward_shared, beam search's rows of
+// one sentence) compute exactly what attn_forward computes on those keys and prep copied to
+// every row, bit for bit: every kind, ragged lengths (each row its source's), 7 rows over 3
+// sources in an order with repeats and a source read again after another.
+static void test_forward_shared_equals_copied_rows(void) {
+    int n;
+    const AttnConfig *cs = length_configs(&n);
+    enum { NS = 3, R = 7, L = 8 };
+    static const int src[R] = {0, 0, 1, 2, 2, 2, 1};
+    for (int k = 0; k < n; k++) {
+        const char *name = attn_kind_name(cs[k].kind);
+        const int D = cs[k].D, H = cs[k].H;
+        Fixture f;
+        fixture_init(&f, cs[k], NS, L, 4, MASK_LENGTHS, 1500 + (uint64_t)k);
+        attn_prepare(f.prep, f.keys, &f.p, &f.c, NS, L);
+        const size_t n1 = attn_prep_floats(&f.c, 1, L), cache = attn_step_cache_floats(&f.c, R, L);
+        float *rkeys = xmalloc((size_t)R * L * D * sizeof(float));
+        float *rprep = xmalloc(((size_t)R * n1 + 1) * sizeof(float));
+        float *query = xmalloc((size_t)R * H * sizeof(float));
+        float *c1 = xcalloc(cache + 1, sizeof(float)), *c2 = xcalloc(cache + 1, sizeof(float));
+        float *ctx1 = xmalloc((size_t)R * D * sizeof(float)), *ctx2 = xmalloc((size_t)R * D * sizeof(float));
+        float *a1 = xmalloc((size_t)R * L * sizeof(float)), *a2 = xmalloc((size_t)R * L * sizeof(float));
+        int len[R];
+        Rng rng;
+        rng_seed(&rng, 1600 + (uint64_t)k);
+        fill_uniform(query, (size_t)R * H, -1.0f, 1.0f, &rng);
+        for (int r = 0; r < R; r++) {
+            memcpy(rkeys + (size_t)r * L * D, f.keys + (size_t)src[r] * L * D, (size_t)L * D * sizeof(float));
+            memcpy(rprep + (size_t)r * n1, f.prep + (size_t)src[r] * n1, n1 * sizeof(float));
+            len[r] = f.lengths[src[r]];
+        }
+        attn_forward(ctx1, a1, c1, rprep, rkeys, query, NULL, len, &f.p, &f.c, 4, R, L);
+        attn_forward_shared(ctx2, a2, c2, f.prep, f.keys, src, NS, query, NULL, len, &f.p, &f.c, 4,
+                            R, L);
+        EXPECT(memcmp(ctx1, ctx2, (size_t)R * D * sizeof(float)) == 0, "%s: context differs", name);
+        EXPECT(memcmp(a1, a2, (size_t)R * L * sizeof(float)) == 0, "%s: alpha differs", name);
+        EXPECT(memcmp(c1, c2, cache * sizeof(float)) == 0, "%s: step cache differs", name);
+        // src NULL reads row r's own keys: attn_forward itself.
+        attn_forward_shared(ctx2, a2, c2, rprep, rkeys, NULL, R, query, NULL, len, &f.p, &f.c, 4, R, L);
+        EXPECT(memcmp(ctx1, ctx2, (size_t)R * D * sizeof(float)) == 0, "%s: src NULL differs", name);
+        free(rkeys), free(rprep), free(query), free(c1), free(c2);
+        free(ctx1), free(ctx2), free(a1), free(a2);
+        fixture_free(&f);
+    }
+}
+
 // Lengths all L compute exactly what no lengths (NULL) do, bit for bit, forward and backward:
 // the captioner passes NULL and its results must not move.
 static void test_full_lengths_equal_null(void) {
@@ -1082,6 +1128,7 @@ static void test_prep_sizes(void) {
 
 int main(void) {
     RUN(test_kind_parse_and_name);
+    RUN(test_forward_shared_equals_copied_rows);
     RUN(test_params_layout);
     RUN(test_prep_sizes);
     RUN(test_weighted_sum);

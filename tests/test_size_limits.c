@@ -263,22 +263,25 @@ static void test_glimpse_accepted_sizes_fit(void) {
     EXPECT(accepted > 1000 && refused > 200, "%d accepted, %d refused", accepted, refused);
 }
 
-// Decoding's rows are images x beam: the rows' keys (B beam, L, D) pass 2^31 at --batch
-// 4096 --beam 64 on 64 x 128 annotations, and fit at half the beam. Greedy decoding of the
+// Decoding's rows are images x beam (they read their image's keys in place): the rows'
+// attention history (max_len + 1, B beam, L) passes 2^31 at --batch 4096 --beam 64 on 256
+// annotation positions with --max-len 40, and fits at half the beam. Greedy decoding of the
 // same batch fits; the word scores (B beam, V) pass with a large vocabulary.
 static void test_decode_sizes(void) {
     SatConfig c;
     sat_config_default(&c);
     c.V = 1000;
+    c.max_len = 40;
     Error err = {{0}};
     EXPECT(sat_config_finish(&c, &err) == 0, "%s", err.msg);
     EXPECT(sat_check_sizes(&c, 4096, &err) == 0, "%s", err.msg);
     EXPECT(sat_check_decode_sizes(&c, 4096, 1, "--beam", &err) == 0, "%s", err.msg);
     EXPECT(sat_check_decode_sizes(&c, 4096, 32, "--beam", &err) == 0, "%s", err.msg);
     c.image_size = 128;  // L = 256
+    EXPECT(sat_check_decode_sizes(&c, 4096, 32, "--beam", &err) == 0, "%s", err.msg);
     EXPECT(sat_check_decode_sizes(&c, 4096, 64, "--beam", &err) == -1 &&
                strstr(err.msg, "--batch 4096 x --beam 64 x 256 annotation positions") &&
-               strstr(err.msg, "the beam rows' keys"),
+               strstr(err.msg, "the beam rows' attention history"),
            "%s", err.msg);
     c.image_size = 64;
     c.V = 200000;
@@ -348,16 +351,20 @@ static void test_caption_flag_sets(void) {
         const char *pn = "", *an = "";
         const u128 pmax = largest_tensor(&params, &pn), amax = largest_tensor(&acts, &an);
         const u128 cmax = largest_cnn_buffer(&c), lim = (u128)DIMS_MAX;
-        // Decoding's rows: B x beam keys, word scores, attention history.
+        // Decoding: the images' keys (B, L, D); the rows' (B x beam) word scores and
+        // attention history.
         const u128 R = (u128)B * (u128)f.val_beam, L = (u128)sat_L(&c), D = (u128)sat_D(&c);
-        const u128 dmax = R * L * D > R * (u128)c.V ? R * L * D : R * (u128)c.V;
+        const u128 hist = (u128)(c.max_len + 1) * R * L, words = R * (u128)c.V;
+        u128 dmax = (u128)B * L * D;
+        if (words > dmax) dmax = words;
+        if (hist > dmax) dmax = hist;
         EXPECT(pmax <= lim && amax <= lim && cmax <= lim && dmax <= lim,
                "trial %d: accepted, %s %.3g, %s %.3g floats, CNN %.3g, decoding %.3g", trial, pn,
                (double)pmax, an, (double)amax, (double)cmax, (double)dmax);
         block_free(&params);
         block_free(&acts);
     }
-    EXPECT(accepted > 300 && refused > 300, "%d valid, %d accepted, %d refused", parsed, accepted, refused);
+    EXPECT(accepted > 300 && refused > 200, "%d valid, %d accepted, %d refused", parsed, accepted, refused);
 }
 
 int main(void) {

@@ -215,8 +215,8 @@ def beam_search(p, c, images, beam, margins=None):
     """Beam search as seq/beam.c does it (length_alpha 0: scores are summed log-probs),
     batched over the images with tensor ops. Per image and step: the candidates ranked;
     an <end> among the top `beam` finishes a hypothesis (the best finished is kept); the
-    first `beam` other candidates stay live; an image stops once `beam` hypotheses have
-    finished or its best finished score is at least its best live one (scores only fall),
+    first `beam` other candidates stay live; an image stops when its best finished score is
+    at least its best live one (scores only fall; beam 1, greedy, stops at its first <end>),
     and its rows leave the batch. <pad> and <start> are never emitted. After max_len + 1
     steps the best live hypothesis competes with the best finished one.
     Returns a list of token lists (no <start>/<end>), one per image. margins, a list, gets
@@ -271,7 +271,7 @@ def beam_search(p, c, images, beam, margins=None):
             if margins is not None and bool(torch.isfinite(fin_score[act]).any()):
                 gap = (fin_score[act] - scores[:, 0]).abs()
                 margins.append(float(gap[torch.isfinite(gap)].min()))
-            keep = ~((n_fin[act] >= K) | (fin_score[act] >= scores[:, 0]))
+            keep = ~(((K == 1) & (n_fin[act] >= 1)) | (fin_score[act] >= scores[:, 0]))
             if not bool(keep.all()):
                 rows = keep.repeat_interleave(K)
                 act, scores = act[keep], scores[keep]

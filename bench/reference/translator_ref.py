@@ -355,8 +355,9 @@ def beam_search(p, c, src, src_len, beam, length_alpha=0.7, packed=False):
     candidates (each live row's sum plus each word's log p) are ranked by raw sum; an <end>
     ranked within the top `beam` finishes a hypothesis (the best finished is kept, by sum /
     len^alpha, len counting <end>); the first `beam` other candidates stay live. A sentence
-    stops when `beam` hypotheses have finished, or when its best finished score is at least
-    its best live sum over (max_len + 1)^alpha (every later score is lower); then its rows
+    stops when its best finished score is at least its best live sum over
+    (max_len + 1)^alpha (every later score is lower; beam 1, greedy, at its first <end>,
+    not after `beam` finished hypotheses as before issue 61); then its rows
     leave the batch. After max_len + 1 steps the best live hypothesis (its first max_len
     words) wins only when it scores strictly better. Returns words (B, max_len) (0 past each
     end), lengths (B), scores (B) (normalised)."""
@@ -410,7 +411,7 @@ def beam_search(p, c, src, src_len, beam, length_alpha=0.7, packed=False):
             h, cst, z = h[parent], cst[parent], z[parent]
             kr = K
             best_live = sums[:, 0]
-            keep = ~((n_fin[act] >= K) |
+            keep = ~(((K == 1) & (n_fin[act] >= 1)) |
                      ((best_live <= 0) & (fin_norm[act] >= norm(best_live, T))))
             if not bool(keep.all()):
                 rows = keep.repeat_interleave(K)
