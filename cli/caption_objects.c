@@ -1,6 +1,7 @@
 // caption_objects.c: see caption_objects.h.
 #include "cli/caption_objects.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/check.h"
@@ -53,4 +54,14 @@ void caption_objects_from_references(ObjectCounts *counts, const CaptionPair *it
         object_counts(&counts[i], named, n_named, truth, n_truth);
         free(named);
     }
+}
+
+void caption_objects_print_json(const ObjectF1 *f, int decimals) {
+    printf(", \"object_f1\": %.*f, \"object_precision\": %.*f, \"object_recall\": %.*f, "
+           "\"objects_named\": %lld, \"objects_true\": %lld, \"objects_right\": %lld",
+           decimals, f->f1, decimals, f->precision, decimals, f->recall, f->named, f->truth, f->right);
+}
+
+void caption_objects_print_line(const ObjectF1 *f) {
+    printf(" object F1 %.4f (precision %.4f, recall %.4f)", f->f1, f->precision, f->recall);
 }

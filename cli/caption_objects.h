@@ -27,4 +27,11 @@ void caption_objects_of_scenes(ObjectCounts *counts, const Tokens *cands, const 
 // counts (n): each candidate of items against the objects its references name together.
 void caption_objects_from_references(ObjectCounts *counts, const CaptionPair *items, int n);
 
+// On stdout, after the other metrics of a --json object: ", "object_f1": F, "object_precision": P,
+// "object_recall": R, "objects_named": N, "objects_true": N, "objects_right": N", the
+// ratios with the decimals the command prints its other scores with.
+void caption_objects_print_json(const ObjectF1 *f, int decimals);
+// On stdout, after the other metrics of a line: " object F1 F (precision P, recall R)".
+void caption_objects_print_line(const ObjectF1 *f);
+
 #endif
