@@ -25,6 +25,7 @@
 #include "cli/caption_features.h"
 #include "cli/caption_finetune.h"
 #include "cli/caption_model.h"
+#include "cli/caption_objects.h"
 #include "cli/caption_per_image.h"
 #include "cli/caption_predict.h"
 #include "cli/caption_score.h"
@@ -81,7 +82,7 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
         {"count", ARG_INT, &f->count, "evaluate the first N images only (0 = all)", .has_min = true, .min = 0},
         {"batch", ARG_INT, &f->batch, "images decoded at once", .has_min = true, .min = 1, .has_max = true, .max = 4096},
         {"results", ARG_STRING, &f->results, "COCO results JSON (default: next to the model)", .metavar = "PATH", .given = NULL},
-        {"per-image", ARG_STRING, &f->outputs.per_image, "write each image's caption, references, BLEU-4, CIDEr-D and grounding here (JSON)", .metavar = "FILE", .given = NULL},
+        {"per-image", ARG_STRING, &f->outputs.per_image, "write each image's caption, references, BLEU-4, CIDEr-D, grounding and objects named here (JSON)", .metavar = "FILE", .given = NULL},
         {"attention-out", ARG_STRING, &f->outputs.strips, "write attention strips of the first, best and worst images here", .metavar = "DIR", .given = NULL},
         {"attention-count", ARG_INT, &f->outputs.strips_each, "--attention-out: how many of each (first, best, worst by CIDEr-D)", .has_min = true, .min = 0, .has_max = true, .max = 100000},
         {"threads", ARG_INT, &f->threads, "BLAS threads", .has_min = true, .min = 1, .has_max = true, .max = 256, .default_note = THREADS_DEFAULT_NOTE},
@@ -112,6 +113,7 @@ static void print_scores(const CaptionEvalResult *er, const SatConfig *c, Split 
         if (er->has_grounding)
             printf(", \"grounding\": %.6f, \"object_words\": %d", er->grounding.accuracy,
                    er->grounding.object_words);
+        if (er->has_objects) caption_objects_print_json(&er->objects, 6);
         printf("}\n");
         return;
     }
@@ -123,6 +125,7 @@ static void print_scores(const CaptionEvalResult *er, const SatConfig *c, Split 
         printf(" grounding %.4f", er->grounding.accuracy);
     else if (er->has_grounding)
         printf(" grounding n/a (no object words in the captions)");
+    if (er->has_objects) caption_objects_print_line(&er->objects);
     printf("\n");
 }
 
@@ -267,7 +270,7 @@ static void overview(FILE *fp) {
     fprintf(fp,
             "usage: caption COMMAND [flags]   (caption COMMAND --help for its flags)\n"
             "  train    train a Show-Attend-Tell captioner (--data scenes by default)\n"
-            "  eval     score a model on a split: BLEU-1..4, CIDEr-D, ROUGE-L, grounding\n"
+            "  eval     score a model on a split: BLEU-1..4, CIDEr-D, ROUGE-L, grounding, object F1\n"
             "  predict  caption every image of a folder, optionally with attention strips\n"
             "  scenes   write synthetic scenes as PNG files plus captions.tsv\n"
             "  features run a pretrained encoder once over a caption set: a feature cache\n"

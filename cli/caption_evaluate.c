@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/caption_objects.h"
 #include "core/check.h"
 #include "core/fileio.h"
 #include "core/progress.h"
@@ -74,7 +75,7 @@ static int decode_split(const Dist *dist, SatModel *m, CaptionFineTune *ft, cons
     float *images = xmalloc((size_t)chunk * per * sizeof(float));
     Progress p;
     if (show_progress) progress_start(&p, "decode", mine1 - mine0, 0);
-    for (int i = 0; infos && i < n; i++)  // scenes: every image's objects, for grounding
+    for (int i = 0; infos && i < n; i++)  // scenes: every image's objects (grounding, object F1)
         if (i < mine0 || i >= mine1)
             caption_data_image(d, s, i, ft ? caption_finetune_pixels(ft, 0) : images, &infos[i]);
     int bad = 0;  // a cache's annotations that are not finite: stop (a rank alone: the
@@ -202,15 +203,21 @@ int caption_evaluate_with_outputs(CaptionEvalResult *res, const Dist *dist, SatM
     caption_scores(&res->scores, pairs, n);
     res->n = n;
     res->has_grounding = caption_data_is_scenes(d);
+    res->has_objects = caption_data_is_scenes(d);
     SplitGrounding g = {0};
+    ObjectCounts *objects = NULL;  // (n) each caption's objects named, true and right
     if (caption_data_is_scenes(d)) {
         split_grounding(&g, vocab, c, tokens, lens, alphas, infos, n);
         grounding_accuracy(&res->grounding, g.images, n);
+        objects = xmalloc((size_t)n * sizeof *objects);
+        caption_objects_of_scenes(objects, cands, infos, n);
+        object_f1(&res->objects, objects, n);
     }
-    DecodedSplit decoded = {d, s, n, pairs, g.images, vocab, tokens, lens, alphas, ML, G, S};
+    DecodedSplit decoded = {d, s, n, pairs, g.images, objects, vocab, tokens, lens, alphas, ML, G, S};
     const bool root = dist_is_root(dist);  // the others wrote nothing
     int r = root ? caption_per_image_write(outputs, &decoded, err) : 0;
     split_grounding_free(&g);
+    free(objects);
     if (!r && results_path && root) r = write_results_json(results_path, d, s, cands, n, err);
     for (int i = 0; i < n; i++) tokens_free(&cands[i]);
     free(cands);

@@ -1,7 +1,8 @@
 // caption_evaluate.h: a captioner decoded over a split and scored, as `caption eval`
 // reports it and `caption train` validates with: BLEU-1..4, CIDEr-D and ROUGE-L against
 // the split's reference captions (seq/metrics.h, as coco-caption computes them) and, on the
-// scenes, the grounding accuracy of the attention.
+// scenes, the grounding accuracy of the attention and the object F1 of the captions (the
+// colour+class objects named right, seq/object_f1.h, micro-averaged over the split).
 //
 // Under mpirun each rank decodes a contiguous run of whole chunks (a chunk decoded as one
 // process decodes it), every rank gathers every image's words and attention and scores
@@ -17,6 +18,7 @@
 #include "datasets/split.h"
 #include "models/sat.h"
 #include "seq/metrics.h"
+#include "seq/object_f1.h"
 #include "seq/tokenizer.h"
 #include "seq/vocab.h"
 
@@ -37,6 +39,8 @@ typedef struct {
     CaptionScores scores;
     GroundingResult grounding;
     int has_grounding;  // the scenes: their objects' boxes are known
+    ObjectF1 objects;
+    int has_objects;    // the scenes: their objects' colours and classes are known
     int n;              // images scored
 } CaptionEvalResult;
 

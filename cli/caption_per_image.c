@@ -132,6 +132,9 @@ static int write_per_image(const CaptionEvalOutputs *o, const DecodedSplit *d,
             fprintf(fp, ", \"object_words\": %d, \"grounded\": %d, \"grounding\": ", g.object_words, g.hits);
             write_number(fp, g.object_words ? g.accuracy : (double)NAN);
         }
+        if (d->objects)
+            fprintf(fp, ", \"objects_named\": %d, \"objects_true\": %d, \"objects_right\": %d",
+                    d->objects[i].named, d->objects[i].truth, d->objects[i].right);
         if (chosen && chosen[i]) fprintf(fp, ", \"strip\": \"%05d.png\"}", i);
         else fputs(", \"strip\": null}", fp);
     }

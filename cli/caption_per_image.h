@@ -16,6 +16,10 @@
 //                                             object words, those whose attention peak lies in
 //                                             a box of that object, and their ratio (null
 //                                             when the caption names no object)
+//                 "objects_named": 2, "objects_true": 3, "objects_right": 2,   scenes only:
+//                                             the distinct colour+class objects the caption
+//                                             names, the scene's objects, and the named ones
+//                                             that are in the scene (seq/object_f1.h)
 //                 "strip": "00000.png"},      its strip in --attention-out DIR, or null
 //                ...]}
 //   Numbers are printed with 9 significant digits.
@@ -29,6 +33,7 @@
 #include "cli/caption_data.h"
 #include "core/error.h"
 #include "seq/metrics.h"
+#include "seq/object_f1.h"
 #include "seq/vocab.h"
 #include "vision/image.h"
 
@@ -46,6 +51,7 @@ typedef struct {
     int n;                             // images 0 .. n-1 of the split
     const CaptionPair *pairs;          // (n) candidate and references, as scored
     const GroundingImage *grounding;   // (n), or NULL when the data are not scenes
+    const ObjectCounts *objects;       // (n) object F1's counts, or NULL (not scenes)
     const Vocab *vocab;
     const int *tokens;                 // (n, max_len) generated word ids
     const int *lens;                   // (n)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/caption_objects.h"
 #include "core/check.h"
 #include "core/error.h"
 #include "core/fileio.h"
@@ -194,15 +195,36 @@ static int score_input_build(ScoreInput *s, const Results *res, const CaptionSet
     return rc;
 }
 
-// The scores of n images: one JSON object (--json) or one line.
-static void print_scores(const CaptionScores *sc, int n, bool json) {
-    if (json)
+// The scores of n images, and their object F1 when objects is not NULL: one JSON object
+// (--json) or one line.
+static void print_scores(const CaptionScores *sc, const ObjectF1 *objects, int n, bool json) {
+    if (json) {
         printf("{\"images\": %d, \"bleu1\": %.9f, \"bleu2\": %.9f, \"bleu3\": %.9f, \"bleu4\": %.9f, "
-               "\"cider\": %.9f, \"rougeL\": %.9f}\n",
+               "\"cider\": %.9f, \"rougeL\": %.9f",
                n, sc->bleu[0], sc->bleu[1], sc->bleu[2], sc->bleu[3], sc->cider_d, sc->rouge_l);
-    else
-        printf("%d images: BLEU-1 %.4f BLEU-2 %.4f BLEU-3 %.4f BLEU-4 %.4f CIDEr-D %.4f ROUGE-L %.4f\n",
-               n, sc->bleu[0], sc->bleu[1], sc->bleu[2], sc->bleu[3], sc->cider_d, sc->rouge_l);
+        if (objects) caption_objects_print_json(objects, 9);
+        printf("}\n");
+        return;
+    }
+    printf("%d images: BLEU-1 %.4f BLEU-2 %.4f BLEU-3 %.4f BLEU-4 %.4f CIDEr-D %.4f ROUGE-L %.4f",
+           n, sc->bleu[0], sc->bleu[1], sc->bleu[2], sc->bleu[3], sc->cider_d, sc->rouge_l);
+    if (objects) caption_objects_print_line(objects);
+    printf("\n");
+}
+
+// --object-f1: each result against the colour+class objects its image's references name
+// (the scenes' captions name every object of the scene). Fails when no reference of the
+// scored images names one: those are not scenes captions, and an F1 of 0 would say nothing.
+static int score_objects(ObjectF1 *f, const ScoreInput *in, const char *refs_path, Error *err) {
+    ObjectCounts *per = xmalloc((size_t)in->n * sizeof *per);
+    caption_objects_from_references(per, in->items, in->n);
+    object_f1(f, per, in->n);
+    free(per);
+    if (f->truth == 0)
+        return error_set(err, "%s: --object-f1: no reference caption of the scored images names a "
+                              "colour+class object (\"a red seven\"): not captions of the scenes",
+                         refs_path);
+    return 0;
 }
 
 // On stderr: the reference records skipped, and the images of refs_path with no result
@@ -221,7 +243,7 @@ static void note_references(const CaptionSet *set, int scored, const char *refs_
 
 int cmd_score(int argc, char **argv) {
     const char *refs_path = NULL, *results_path = NULL;
-    bool json = false;
+    bool json = false, objects = false;
     ArgSpec specs[] = {
         ARG("refs", ARG_STRING, &refs_path,
             "COCO captions JSON: its annotations [{image_id, caption}] (images is not read)",
@@ -229,11 +251,14 @@ int cmd_score(int argc, char **argv) {
         ARG("results", ARG_STRING, &results_path,
             "COCO results JSON: [{image_id, caption}], one per image, captions up to 4096 bytes",
             .metavar = "PATH", .required = true),
+        ARG("object-f1", ARG_FLAG, &objects,
+            "also object F1 (synthetic scenes): the colour+class objects each result names against "
+            "those its references name"),
         ARG("json", ARG_FLAG, &json, "print the metrics as one JSON object"),
     };
     int code;
     if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
-                               "caption score --refs PATH --results PATH [--json]\n"
+                               "caption score --refs PATH --results PATH [--object-f1] [--json]\n"
                                "  BLEU-1..4, CIDEr-D and ROUGE-L of the results as coco-caption computes them\n"
                                "  (PTB tokens, its scorers); the images scored are those of --results",
                                "caption score", &code))
@@ -256,9 +281,14 @@ int cmd_score(int argc, char **argv) {
         fprintf(stderr, "caption score: %s\n", err.msg);
         goto done;
     }
+    ObjectF1 f;
+    if (objects && score_objects(&f, &in, refs_path, &err)) {
+        fprintf(stderr, "caption score: %s\n", err.msg);
+        goto done;
+    }
     CaptionScores sc;
     caption_scores(&sc, in.items, in.n);
-    print_scores(&sc, in.n, json);
+    print_scores(&sc, objects ? &f : NULL, in.n, json);
     note_references(&set, in.n, refs_path);
     rc = 0;
 done:

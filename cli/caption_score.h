@@ -1,7 +1,7 @@
 // caption_score.h: `caption score`, the scores coco-caption gives a COCO results file, with
 // no Python or Java.
 //
-//   caption score --refs REFS --results RESULTS [--json]
+//   caption score --refs REFS --results RESULTS [--object-f1] [--json]
 //
 // REFS: COCO captions JSON, of which only "annotations" [{image_id, caption}] is read, as
 // coco-caption's evaluation reads it: "images" may lack "file_name" or be absent
@@ -11,6 +11,12 @@
 // as coco-caption does (seq/tokenizer.h) and scored with seq/metrics.h: BLEU-1..4,
 // CIDEr-D, ROUGE-L, printed as a line, or with --json as one object with the keys of
 // `caption eval --json` ("images", "bleu1".."bleu4", "cider", "rougeL").
+// --object-f1 (captions of the synthetic scenes, datasets/scenes.h): also the object F1 of
+// the results (seq/object_f1.h), each image's true objects being the colour+class objects
+// its references name together (every caption of a scene names every object of it), with
+// the keys of `caption eval --json` ("object_f1", "object_precision", "object_recall",
+// "objects_named", "objects_true", "objects_right"); an error when no reference of the
+// scored images names such an object.
 //
 // The images scored are those of RESULTS, as coco-caption's demo evaluates them
 // (COCOEvalCap with params['image_id'] = cocoRes.getImgIds()): images of REFS without a

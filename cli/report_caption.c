@@ -21,6 +21,7 @@ typedef struct {
     const cJSON *refs;
     double bleu4, cider, grounding;
     int object_words, grounded;
+    int objects_named, objects_true, objects_right;  // -1 when the file has none
 } ImageItem;
 
 typedef struct {
@@ -90,6 +91,12 @@ static int load_inputs(CaptionReport *r, Error *err) {
             double ow = report_json_number(it, "object_words"), gr = report_json_number(it, "grounded");
             m->object_words = isfinite(ow) ? (int)ow : -1;
             m->grounded = isfinite(gr) ? (int)gr : -1;
+            double on = report_json_number(it, "objects_named"), ot = report_json_number(it, "objects_true"),
+                   orr = report_json_number(it, "objects_right");
+            bool has_objects = isfinite(on) && isfinite(ot) && isfinite(orr);
+            m->objects_named = has_objects ? (int)on : -1;
+            m->objects_true = has_objects ? (int)ot : -1;
+            m->objects_right = has_objects ? (int)orr : -1;
             i++;
         }
     }
@@ -153,19 +160,22 @@ static void section_results(FILE *fp, const CaptionReport *r) {
         html_section_end(fp);
         return;
     }
-    static const char *const keys[] = {"bleu1", "bleu2", "bleu3", "bleu4", "cider", "rougeL", "grounding"};
-    static const char *const heads[] = {"BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "CIDEr-D", "ROUGE-L", "grounding"};
+    // The scenes' columns (from SCENES_COLUMN on) only where eval.json has them: other data
+    // have no boxes or objects, and an eval.json written before object F1 has no such key.
+    enum { COLUMNS = 10, SCENES_COLUMN = 6 };
+    static const char *const keys[COLUMNS] = {"bleu1", "bleu2", "bleu3", "bleu4", "cider", "rougeL",
+                                              "grounding", "object_f1", "object_precision", "object_recall"};
+    static const char *const heads[COLUMNS] = {"BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "CIDEr-D", "ROUGE-L",
+                                               "grounding", "object F1", "object precision", "object recall"};
+    bool shown[COLUMNS];
+    for (int k = 0; k < COLUMNS; k++)
+        shown[k] = k < SCENES_COLUMN || isfinite(report_json_number(r->eval, keys[k]));
     fputs("<table>\n<thead><tr>", fp);
-    for (int k = 0; k < 7; k++) {
-        if (k == 6 && !isfinite(report_json_number(r->eval, keys[k]))) break;
-        fprintf(fp, "<th class=\"num\">%s</th>", heads[k]);
-    }
+    for (int k = 0; k < COLUMNS; k++)
+        if (shown[k]) fprintf(fp, "<th class=\"num\">%s</th>", heads[k]);
     fputs("</tr></thead>\n<tbody><tr>", fp);
-    for (int k = 0; k < 7; k++) {
-        double v = report_json_number(r->eval, keys[k]);
-        if (k == 6 && !isfinite(v)) break;
-        html_metric_cell(fp, keys[k], v, 4);
-    }
+    for (int k = 0; k < COLUMNS; k++)
+        if (shown[k]) html_metric_cell(fp, keys[k], report_json_number(r->eval, keys[k]), 4);
     fputs("</tr></tbody>\n</table>\n<p class=\"note\">", fp);
     const char *split = report_json_string(r->eval, "split");
     double images = report_json_number(r->eval, "images"), beam = report_json_number(r->eval, "beam");
@@ -176,6 +186,12 @@ static void section_results(FILE *fp, const CaptionReport *r) {
           "that object.", fp);
     double ow = report_json_number(r->eval, "object_words");
     if (isfinite(ow)) html_textf(fp, " (%.0f object words.)", ow);
+    if (shown[7])
+        html_textf(fp, " Object F1: the colour+class objects the captions name (\"a red seven\") "
+                       "against the scenes' objects, counts summed over the split before the ratios: "
+                       "%.0f named, %.0f of them right, %.0f in the scenes.",
+                   report_json_number(r->eval, "objects_named"), report_json_number(r->eval, "objects_right"),
+                   report_json_number(r->eval, "objects_true"));
     fputs("</p>\n<p class=\"paper\">Xu et al. 2015 report BLEU-4 0.195 (Flickr8k), 0.191 "
           "(Flickr30k) and 0.243 (COCO) with soft attention on real photographs, with a VGG "
           "encoder pretrained on ImageNet; scores on the synthetic scenes are not comparable "
@@ -259,6 +275,11 @@ static void card(FILE *fp, const CaptionReport *r, const ImageItem *m, int rank)
     if (m->object_words >= 0) {
         fputs(" &middot; ", fp);
         html_textf(fp, "grounded %d of %d object words", m->grounded, m->object_words);
+    }
+    if (m->objects_named >= 0) {
+        fputs(" &middot; ", fp);
+        html_textf(fp, "%d of %d objects named right, %d in the scene", m->objects_right, m->objects_named,
+                   m->objects_true);
     }
     fputs("</p>\n<p class=\"id\">", fp);
     if (rank > 0) html_textf(fp, "rank %d \xC2\xB7 ", rank);
@@ -427,6 +448,8 @@ static void page_header(FILE *fp, const CaptionReport *r) {
                    report_json_number(r->eval, "cider"));
     if (r->eval && isfinite(report_json_number(r->eval, "grounding")))
         html_textf(fp, ", grounding %.3f", report_json_number(r->eval, "grounding"));
+    if (r->eval && isfinite(report_json_number(r->eval, "object_f1")))
+        html_textf(fp, ", object F1 %.3f", report_json_number(r->eval, "object_f1"));
     report_page_trained(fp, r->run_json, NULL, r->eval ? ". " : "", "images");
     fputs("</p>\n</header>\n<nav class=\"toc\"><a href=\"#results\">Results</a><a href=\"#curves\">Curves</a>"
           "<a href=\"#images\">Images</a>", fp);

@@ -5,7 +5,8 @@
 //   model.safetensors   the configuration, vocabulary size, parameters, best step (required)
 //   run.json            the command line, commit, date, machine, wall time (cli/run_info.h)
 //   log.csv             training loss, validation BLEU-4 and grounding per step
-//   eval.json           `caption eval --json` of the test split: the metrics table
+//   eval.json           `caption eval --json` of the test split: the metrics table (on the
+//                       scenes with grounding and object F1, cli/caption_evaluate.h)
 //   per_image.json      `caption eval --per-image`: captions, references, per-image scores
 //   strips/             `caption eval --attention-out`: attention strips (cli/caption_per_image.h)
 // and writes report.html linking only files under RUN. The page shows the test metrics, the

@@ -2,7 +2,7 @@
 # sat_decoders.sh: the captioner's two decoders on synthetic scenes, Show-Attend-Tell's
 # attention LSTM against the Transformer decoder (cli/caption_train.h, --decoder), at the
 # same wall-clock budget, over several seeds; the test split scored with beam 3: BLEU-4,
-# CIDEr-D and grounding (mean and spread over seeds). Then, for the first seed, the
+# CIDEr-D, grounding and object F1 (mean and spread over seeds). Then, for the first seed, the
 # Transformer's grounding by the decoder layer whose cross-attention makes the maps
 # (--map-layer, each layer of the 2-layer default). Writes experiments/results/sat_decoders.md.
 #
@@ -15,6 +15,7 @@
 # machine; PAIRED=0 trains one after the other. A run already trained and scored at this
 # budget is not run again (its budget is in RUNS/sat_decoders_*/budget.txt), so a killed
 # script picks up at the run it was in; a wall-clock run that was cut short starts again.
+# A run scored before `caption eval` reported object F1 is scored again, not trained.
 # Other knobs: BIN (or ATTEND_BIN), RUNS (default runs), STEPS (a step budget instead of
 # MINUTES), EVAL_COUNT (test scenes scored, 0 = all 1,000), LAYERS (Transformer decoder
 # layers, default 2), EXTRA (more flags for caption train), RESULTS (the page, default
@@ -63,7 +64,12 @@ train_and_score() {
     out=$1 run_budget=${5:-$budget}
     want="$run_budget $(flags_of "$2" "$4") --seed $3 $EXTRA eval-count $EVAL_COUNT"
     if [ -s "$out/eval.json" ] && [ "$(cat "$out/budget.txt" 2> /dev/null)" = "$want" ]; then
-        echo "sat_decoders.sh: $out is trained and scored at this budget already" >&2
+        if [ -n "$(field object_f1 "$out/eval.json")" ]; then
+            echo "sat_decoders.sh: $out is trained and scored at this budget already" >&2
+            return 0
+        fi
+        echo "scoring $out again (its eval.json has no object F1)" >&2
+        score "$out" || return 1
         return 0
     fi
     rm -rf "$out"
@@ -72,9 +78,15 @@ train_and_score() {
     # shellcheck disable=SC2046,SC2086
     "$BIN/caption" train --data scenes --out "$out" $run_budget $(flags_of "$2" "$4") \
         --threads "$THREADS" --seed "$3" --quiet --json $EXTRA > "$out/train.json" || return 1
-    "$BIN/caption" eval --model "$out/model.safetensors" --data scenes --split test --beam 3 \
-        --count "$EVAL_COUNT" --threads "$THREADS" --quiet --json > "$out/eval.json" || return 1
+    score "$out" || return 1
     echo "$want" > "$out/budget.txt"
+}
+
+# score DIR: DIR/eval.json, the test split with beam 3 (written whole or not at all).
+score() {
+    "$BIN/caption" eval --model "$1/model.safetensors" --data scenes --split test --beam 3 \
+        --count "$EVAL_COUNT" --threads "$THREADS" --quiet --json > "$1/eval.json.tmp" || return 1
+    mv "$1/eval.json.tmp" "$1/eval.json"
 }
 
 run_dir() { echo "$RUNS/sat_decoders_$1_seed$2"; }
@@ -121,8 +133,9 @@ stats() {
 per_seed() {
     for seed in $SEEDS; do
         d=$(run_dir "$2" "$seed")
-        printf '| %s | %s | %s | %s | %s | %s |\n' "$2" "$seed" "$(field steps "$d/train.json")" \
-            "$(field bleu4 "$d/eval.json")" "$(field cider "$d/eval.json")" "$(field grounding "$d/eval.json")"
+        printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$2" "$seed" "$(field steps "$d/train.json")" \
+            "$(field bleu4 "$d/eval.json")" "$(field cider "$d/eval.json")" "$(field grounding "$d/eval.json")" \
+            "$(field object_f1 "$d/eval.json")"
     done
 }
 count_words="the 1,000 test scenes"
@@ -136,18 +149,20 @@ count_words="the 1,000 test scenes"
     echo "the model kept: the best on validation BLEU-4 (the weight average, validated at each epoch's"
     echo "end and when the budget ran out),"
     echo "$count_words with beam 3. Scores 0..1 (CIDEr-D unscaled); grounding = the share of"
-    echo "object words whose attention peak falls in that object's box."
+    echo "object words whose attention peak falls in that object's box; object F1 = the"
+    echo "colour+class objects the captions name (\"a red seven\") against the scenes' objects,"
+    echo "micro-averaged over the scenes scored (seq/object_f1.h)."
     echo
-    echo "| decoder | BLEU-4 mean | spread | CIDEr-D mean | spread | grounding mean | spread |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| decoder | BLEU-4 mean | spread | CIDEr-D mean | spread | grounding mean | spread | object F1 mean | spread |"
+    echo "|---|---|---|---|---|---|---|---|---|"
     for dec in lstm transformer; do
-        echo "| $dec | $(stats bleu4 "$dec") | $(stats cider "$dec") | $(stats grounding "$dec") |"
+        echo "| $dec | $(stats bleu4 "$dec") | $(stats cider "$dec") | $(stats grounding "$dec") | $(stats object_f1 "$dec") |"
     done
     echo
     echo "Spread: the standard deviation over the seeds (n - 1). Each seed:"
     echo
-    echo "| decoder | seed | steps | BLEU-4 | CIDEr-D | grounding |"
-    echo "|---|---|---|---|---|---|"
+    echo "| decoder | seed | steps | BLEU-4 | CIDEr-D | grounding | object F1 |"
+    echo "|---|---|---|---|---|---|---|"
     per_seed x lstm
     per_seed x transformer
     echo
@@ -166,10 +181,8 @@ count_words="the 1,000 test scenes"
     echo "heads of that layer's cross-attention (no figure per head: \`caption eval\` scores the"
     echo "mean). The flag chooses only which maps are kept (the Transformer's loss has no attention"
     echo "term), and the other layers' runs train to the steps the last layer's run reached, so"
-    echo "with the same seed the rows are one model whose maps are read from another layer."
-    echo
-    echo "Object F1 (the share of colour+class objects named right) is not computed by"
-    echo "\`caption eval\` yet; the tables report the figures it computes."
+    echo "with the same seed the rows are one model whose maps are read from another layer"
+    echo "(so their captions, and object F1, are the same)."
 } > "$table"
 cat "$table"
 echo "wrote $table" >&2

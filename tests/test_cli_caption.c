@@ -132,8 +132,12 @@ static void test_train_eval_predict(void) {
     out = slurp("stdout.txt");
     EXPECT(st == 0, "eval failed (%d)", st);
     const char *keys[] = {"\"bleu1\"", "\"bleu2\"", "\"bleu3\"", "\"bleu4\"", "\"cider\"",
-                          "\"rougeL\"", "\"grounding\""};
-    for (int i = 0; i < 7; i++) EXPECT(strstr(out, keys[i]) != NULL, "%s missing in %s", keys[i], out);
+                          "\"rougeL\"", "\"grounding\"", "\"object_f1\"", "\"object_precision\"",
+                          "\"object_recall\"", "\"objects_named\"", "\"objects_right\""};
+    for (int i = 0; i < 12; i++) EXPECT(strstr(out, keys[i]) != NULL, "%s missing in %s", keys[i], out);
+    // Object F1 counts every object of the 16 test scenes (1 to 3 each).
+    const char *ot = strstr(out, "\"objects_true\": ");
+    EXPECT(ot && atoi(ot + 16) >= 16 && atoi(ot + 16) <= 48, "objects_true: %s", out);
     EXPECT(out[0] == '{' && scratch_count_lines(out) == 1, "not one JSON object: %s", out);
     const char *b4 = strstr(out, "\"bleu4\": ");
     if (b4) {

@@ -1,6 +1,6 @@
 // test_cli_score.c: `caption score` end to end: the scores of a small corpus worked by hand
 // (and by coco-caption's own scorers), tokenisation on both sides, the images it scores,
-// and a one-line error for each kind of bad input. Finds the binary in $ATTEND_BIN.
+// and a one-line error for each kind of bad input; --object-f1 on scenes captions by hand. Finds the binary in $ATTEND_BIN.
 #include <cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -212,6 +212,57 @@ static void test_references_need_only_annotations(void) {
     free(want);
 }
 
+// --object-f1 on captions of scenes: each image's objects are the colour+class objects its
+// references name. Image 1 (a red seven, a blue bag): "a red seven left of a green bag"
+// names 2, 1 right (the bag's colour is wrong). Image 2 (a white boot): the boot named twice
+// is one object, right. Image 3 (three objects): nothing named. Sums: 3 named, 6 true, 2
+// right: precision 2/3, recall 1/3, F1 2 (2/3)(1/3) / (2/3 + 1/3) = 4/9.
+static void test_object_f1_by_hand(void) {
+    write_file("scene_refs.json",
+               "{\"annotations\": [{\"image_id\": 1, \"caption\": \"A red seven to the left of a blue bag.\"},"
+               "                 {\"image_id\": 1, \"caption\": \"there is a blue bag and a red seven\"},"
+               "                 {\"image_id\": 2, \"caption\": \"a single white boot\"},"
+               "                 {\"image_id\": 2, \"caption\": \"a white boot on a dark background\"},"
+               "                 {\"image_id\": 3, \"caption\": \"a green two a yellow coat and a cyan top\"}]}");
+    write_file("scene_results.json",
+               "[{\"image_id\": 1, \"caption\": \"a red seven left of a green bag\"},"
+               " {\"image_id\": 2, \"caption\": \"a white boot under a white boot\"},"
+               " {\"image_id\": 3, \"caption\": \"a picture\"}]");
+    int status = run("score --refs %s/scene_refs.json --results %s/scene_results.json --object-f1 --json", sc.dir, sc.dir);
+    EXPECT(status == 0, "exit %d: %s", status, slurp("stderr.txt"));
+    cJSON *j = score_json();
+    EXPECT(j != NULL, "stdout is not a JSON object");
+    if (!j) return;
+    EXPECT(num(j, "objects_named") == 3 && num(j, "objects_true") == 6 && num(j, "objects_right") == 2,
+           "counts %g %g %g", num(j, "objects_named"), num(j, "objects_true"), num(j, "objects_right"));
+    EXPECT_NEAR(num(j, "object_precision"), 2.0 / 3, 2e-9, 0);
+    EXPECT_NEAR(num(j, "object_recall"), 1.0 / 3, 2e-9, 0);
+    EXPECT_NEAR(num(j, "object_f1"), 4.0 / 9, 2e-9, 0);
+    EXPECT(num(j, "images") == 3 && isfinite(num(j, "bleu4")), "the other scores are still there");
+    cJSON_Delete(j);
+    // The line says the same; without the flag, nothing about objects.
+    EXPECT(run("score --refs %s/scene_refs.json --results %s/scene_results.json --object-f1", sc.dir, sc.dir) == 0);
+    char *out = slurp("stdout.txt");
+    EXPECT(strstr(out, " object F1 0.4444 (precision 0.6667, recall 0.3333)\n") && scratch_count_lines(out) == 1,
+           "stdout '%s'", out);
+    free(out);
+    EXPECT(run("score --refs %s/scene_refs.json --results %s/scene_results.json --json", sc.dir, sc.dir) == 0);
+    out = slurp("stdout.txt");
+    EXPECT(!strstr(out, "object"), "object F1 without --object-f1: %s", out);
+    free(out);
+    // References that name no colour+class object (not scenes): one line, status 1.
+    write_file("refs.json", refs_json);
+    write_file("ok.json", "[{\"image_id\": 1, \"caption\": \"a red cat\"}]");
+    status = run("score --refs %s/refs.json --results %s/ok.json --object-f1", sc.dir, sc.dir);
+    char *err = slurp("stderr.txt");
+    out = slurp("stdout.txt");
+    EXPECT(status == 1 && scratch_count_lines(err) == 1 && strstr(err, "caption score: ") == err &&
+               strstr(err, "refs.json: --object-f1: no reference caption") && out[0] == 0,
+           "status %d, stderr '%s', stdout '%s'", status, err, out);
+    free(err);
+    free(out);
+}
+
 int main(void) {
     if (scratch_open(&sc, "test_cli_score", "caption")) {
         printf("FAIL main: cannot make a temporary folder\n");
@@ -221,6 +272,7 @@ int main(void) {
     RUN(test_scores_images_of_results);
     RUN(test_errors);
     RUN(test_references_need_only_annotations);
+    RUN(test_object_f1_by_hand);
     scratch_remove(sc.dir);
     return test_summary();
 }

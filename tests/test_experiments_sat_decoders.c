@@ -3,7 +3,8 @@
 // trains nothing: `caption train` prints its steps and `eval` prints figures made from the
 // run's decoder and seed. Checked: each seed's two runs at the same wall-clock budget, the
 // map-layer run (to the steps the last layer's run reached), the mean and spread over seeds, the per-seed and map-layer rows, a second
-// run that trains nothing again, the quick mode's step budget, and a failed training
+// run that trains nothing again (and scores again, without training, a run whose eval.json
+// predates object F1), the quick mode's step budget, and a failed training
 // reported by the exit status. Run from the repository root.
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,8 @@
 static char dir[256];
 
 // eval: BLEU-4 0.2 (seed 1) or 0.4 (seed 2) for the LSTM, 0.1 and 0.3 for the Transformer;
-// grounding 0.5 for the LSTM, 0.25 for the Transformer, 0.75 for its map-layer-0 run.
+// grounding 0.5 for the LSTM, 0.25 for the Transformer, 0.75 for its map-layer-0 run;
+// object F1 0.6 (seed 1) or 0.8 for the LSTM, 0.9 for the Transformer.
 static void write_stand_in(const char *fail_on) {
     char body[4096];
     snprintf(body, sizeof body,
@@ -32,10 +34,12 @@ static void write_stand_in(const char *fail_on) {
              "  : > \"$out/model.safetensors\"\n"
              "  echo \"{\\\"steps\\\": $steps, \\\"final_loss\\\": 2.5}\" ;;\n"
              "eval)\n"
-             "  case $model in *lstm_seed1*) b=0.2 g=0.5 ;; *lstm_seed2*) b=0.4 g=0.5 ;;\n"
-             "    *seed1_map0*) b=0.15 g=0.75 ;; *transformer_seed1*) b=0.1 g=0.25 ;; *) b=0.3 g=0.25 ;; esac\n"
+             "  case $model in *lstm_seed1*) b=0.2 g=0.5 f=0.6 ;; *lstm_seed2*) b=0.4 g=0.5 f=0.8 ;;\n"
+             "    *seed1_map0*) b=0.15 g=0.75 f=0.9 ;; *transformer_seed1*) b=0.1 g=0.25 f=0.9 ;;\n"
+             "    *) b=0.3 g=0.25 f=0.9 ;; esac\n"
              "  echo \"{\\\"bleu1\\\": 0.9, \\\"bleu4\\\": $b, \\\"cider\\\": 1.5, \\\"rougeL\\\": 0.6, "
-             "\\\"grounding\\\": $g, \\\"images\\\": 10}\" ;;\n"
+             "\\\"grounding\\\": $g, \\\"object_words\\\": 20, \\\"object_f1\\\": $f, "
+             "\\\"objects_named\\\": 20, \\\"images\\\": 10}\" ;;\n"
              "esac\n",
              fail_on);
     EXPECT(stand_in_write(dir, "caption", body) == 0, "cannot write the stand-in");
@@ -63,12 +67,15 @@ static void test_two_seeds(void) {
     free(called);
     char *page = stand_in_read(dir, "results.md");
     // LSTM BLEU-4 0.2 and 0.4: mean 0.3, sample standard deviation 0.1414.
-    EXPECT(page && strstr(page, "| lstm | 0.3000 | 0.1414 | 1.5000 | 0.0000 | 0.5000 | 0.0000 |"),
+    // Object F1 0.6 and 0.8: mean 0.7, spread 0.1414.
+    EXPECT(page && strstr(page, "| lstm | 0.3000 | 0.1414 | 1.5000 | 0.0000 | 0.5000 | 0.0000 | 0.7000 | 0.1414 |"),
            "the lstm row:\n%s", page ? page : "");
-    EXPECT(page && strstr(page, "| transformer | 0.2000 | 0.1414 | 1.5000 | 0.0000 | 0.2500 | 0.0000 |"),
+    EXPECT(page && strstr(page, "| transformer | 0.2000 | 0.1414 | 1.5000 | 0.0000 | 0.2500 | 0.0000 | 0.9000 | 0.0000 |"),
            "the transformer row:\n%s", page ? page : "");
-    EXPECT(page && strstr(page, "| transformer | 2 | 7 | 0.3 | 1.5 | 0.25 |"), "the per-seed rows:\n%s",
-           page ? page : "");
+    EXPECT(page && strstr(page, "| transformer | 2 | 7 | 0.3 | 1.5 | 0.25 | 0.9 |") &&
+               strstr(page, "| lstm | 1 | 7 | 0.2 | 1.5 | 0.5 | 0.6 |"),
+           "the per-seed rows:\n%s", page ? page : "");
+    EXPECT(page && !strstr(page, "not computed"), "the page says object F1 is not computed:\n%s", page ? page : "");
     const char *layers = page ? strstr(page, "## Grounding by map layer") : NULL;
     EXPECT(layers && strstr(layers, "| 0 | 7 | 0.15 | 1.5 | 0.75 |") && strstr(layers, "| 1 | 7 | 0.1 | 1.5 | 0.25 |"),
            "the map-layer rows:\n%s", page ? page : "");
@@ -81,6 +88,26 @@ static void test_two_seeds(void) {
     EXPECT(st == 0 && count(called, "train") == 0 && count(called, "eval") == 0, "a second run called: %s",
            called ? called : "");
     free(called);
+    // A run scored before object F1 (its eval.json without the key) is scored again, not
+    // trained again, and its figure reaches the table.
+    char path[512];
+    snprintf(path, sizeof path, "%s/runs/sat_decoders_lstm_seed2/eval.json", dir);
+    FILE *fp = fopen(path, "w");
+    EXPECT(fp != NULL, "cannot write %s", path);
+    if (fp) {
+        fputs("{\"bleu1\": 0.9, \"bleu4\": 0.4, \"cider\": 1.5, \"rougeL\": 0.6, \"grounding\": 0.5, \"images\": 10}\n", fp);
+        fclose(fp);
+    }
+    write_stand_in("nothing-fails");
+    st = stand_in_run(dir, NULL, env, "sat_decoders.sh");
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && count(called, "train") == 0 && count(called, "eval --model") == 1 &&
+               count(called, "lstm_seed2/model.safetensors") == 1,
+           "rescoring called: %s", called ? called : "");
+    free(called);
+    page = stand_in_read(dir, "results.md");
+    EXPECT(page && strstr(page, "| lstm | 2 | 7 | 0.4 | 1.5 | 0.5 | 0.8 |"), "the rescored row:\n%s", page ? page : "");
+    free(page);
     // Another budget trains again.
     write_stand_in("nothing-fails");
     st = stand_in_run(dir, NULL, "MINUTES=1 SEEDS=1", "sat_decoders.sh");

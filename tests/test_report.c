@@ -2,7 +2,7 @@
 // must pass the strict checker (tests/support/html_check.h), every file it links must exist
 // under the run folder and every PNG or GIF decode, and the numbers it shows must be those
 // of the run's eval JSON. Also: the per-image file of `caption eval --per-image` against the
-// corpus scores, the strips it chose, run.json across --resume, file names that need
+// corpus scores (object F1's counts pooled over the images), the strips it chose, run.json across --resume, file names that need
 // escaping, missing inputs (notes, not failures) and broken ones (one-line errors).
 #include <cJSON.h>
 #include <math.h>
@@ -97,6 +97,7 @@ static void test_caption_per_image_file(void) {
     // The corpus CIDEr-D is the mean of the per-image ones; the corpus grounding pools the
     // per-image counts.
     double cider = 0, words = 0, hits = 0, cid[16];
+    double named = 0, truth = 0, right = 0;  // object F1's counts
     int strips = 0;
     for (int i = 0; i < n && i < 16; i++) {
         const cJSON *it = cJSON_GetArrayItem(items, i);
@@ -108,6 +109,22 @@ static void test_caption_per_image_file(void) {
         words += num(it, "object_words");
         hits += num(it, "grounded");
         EXPECT(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(it, "references")) == 5, "item %d: references", i);
+        // The scene's objects: each has a colour of its own, and every reference names each
+        // once or twice, so they are the distinct colour words of the first reference.
+        const cJSON *ref0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(it, "references"), 0);
+        static const char *const colours[] = {"red", "green", "blue", "yellow", "purple", "cyan", "white"};
+        int in_scene = 0;
+        for (int c = 0; c < 7; c++) {
+            char word[16];
+            snprintf(word, sizeof word, " %s ", colours[c]);
+            char padded[200];
+            snprintf(padded, sizeof padded, " %s ", cJSON_IsString(ref0) ? ref0->valuestring : "");
+            in_scene += strstr(padded, word) != NULL;
+        }
+        double on = num(it, "objects_named"), ot = num(it, "objects_true"), orr = num(it, "objects_right");
+        EXPECT(ot == in_scene && in_scene >= 1, "item %d: objects_true %g, the scene has %d", i, ot, in_scene);
+        EXPECT(orr >= 0 && orr <= on && orr <= ot, "item %d: objects named %g, right %g", i, on, orr);
+        named += on, truth += ot, right += orr;
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(it, "strip");
         if (cJSON_IsString(s)) {
             strips++;
@@ -122,6 +139,16 @@ static void test_caption_per_image_file(void) {
     EXPECT(fabs(cider / n - num(eval, "cider")) < 2e-6, "mean per-image CIDEr-D %.7f, corpus %.7f", cider / n, num(eval, "cider"));
     EXPECT(num(eval, "object_words") == words, "object words %g vs %g", words, num(eval, "object_words"));
     if (words > 0) EXPECT(fabs(hits / words - num(eval, "grounding")) < 2e-6, "grounding %g vs %g", hits / words, num(eval, "grounding"));
+    // Object F1 pools the per-image counts (micro-averaged).
+    EXPECT(num(eval, "objects_named") == named && num(eval, "objects_true") == truth &&
+               num(eval, "objects_right") == right,
+           "object counts %g %g %g vs %g %g %g", named, truth, right, num(eval, "objects_named"),
+           num(eval, "objects_true"), num(eval, "objects_right"));
+    double p = named > 0 ? right / named : 0, rc = right / truth, f1 = p + rc > 0 ? 2 * p * rc / (p + rc) : 0;
+    EXPECT(fabs(num(eval, "object_precision") - p) < 2e-6 && fabs(num(eval, "object_recall") - rc) < 2e-6 &&
+               fabs(num(eval, "object_f1") - f1) < 2e-6,
+           "object P %g R %g F1 %g, from the counts %g %g %g", num(eval, "object_precision"),
+           num(eval, "object_recall"), num(eval, "object_f1"), p, rc, f1);
     // Strips: the first 3, the best 3 and the worst 3 by CIDEr-D (ties by index).
     unsigned char want[16] = {0};
     int order[16];
@@ -154,14 +181,23 @@ static void test_caption_report(void) {
     char *page = check_page(cap_run, 3 + 5);
     cJSON *eval = read_json(cap_run, "eval.json");
     if (!page || !eval) goto done;
-    static const char *const keys[] = {"bleu1", "bleu2", "bleu3", "bleu4", "cider", "rougeL", "grounding"};
-    for (int k = 0; k < 7; k++) {
+    static const char *const keys[] = {"bleu1", "bleu2", "bleu3", "bleu4", "cider", "rougeL", "grounding",
+                                       "object_f1", "object_precision", "object_recall"};
+    for (int k = 0; k < 10; k++) {
         double shown = html_data_value(page, keys[k]), want = num(eval, keys[k]);
         EXPECT(shown == want, "%s on the page %.9g, eval.json %.9g", keys[k], shown, want);
         char text[64];
         snprintf(text, sizeof text, "data-value=\"%.10g\">%.4f</td>", want, want);
         EXPECT(strstr(page, text) != NULL, "%s: no cell \"%s\"", keys[k], text);
     }
+    // Each card's object counts, as per_image.json has them (image 0 has a strip).
+    cJSON *per = read_json(cap_run, "per_image.json");
+    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(per, "items"), 0);
+    char objects[128];
+    snprintf(objects, sizeof objects, "%.0f of %.0f objects named right, %.0f in the scene",
+             num(first, "objects_right"), num(first, "objects_named"), num(first, "objects_true"));
+    EXPECT(first && strstr(page, objects), "no \"%s\" on the page", objects);
+    cJSON_Delete(per);
     // Names escaped in text, percent-encoded in links.
     EXPECT(strstr(page, "cap run &amp; &lt;1&gt; &#39;q&#39;") || strstr(page, "cap run &amp; &lt;1&gt; 'q'"),
            "the run's name is not escaped in the page");
@@ -249,6 +285,15 @@ static void test_caption_report_missing_and_broken_inputs(void) {
     free(page_before), free(page_after);
     st = scratch_run(&cap, "report %s --run %s", run, run);
     EXPECT(st == 0, "the same folder as RUN and --run refused (%d)", st);
+    // An eval.json written before object F1: its columns are left out, not shown empty.
+    scratch_write_text(path, "{\"split\": \"test\", \"images\": 16, \"beam\": 3, \"bleu1\": 0.5, \"bleu2\": 0.4, "
+                             "\"bleu3\": 0.3, \"bleu4\": 0.2, \"cider\": 1.5, \"rougeL\": 0.6, \"grounding\": 0.25}\n");
+    st = scratch_run(&cap, "report %s", run);
+    page = check_page(run, 1);
+    EXPECT(st == 0 && page && strstr(page, "<th class=\"num\">grounding</th></tr>") && !strstr(page, "object F1"),
+           "status %d; the page of an eval.json without object F1 shows its column", st);
+    free(page);
+    remove(path);
 }
 
 static char draw_run[600];
