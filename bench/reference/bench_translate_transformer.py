@@ -1,0 +1,197 @@
+"""bench_translate_transformer.py: training and beam-decoding throughput of the Transformer
+translator (models/translator_transformer.h, `text translate train --model transformer`'s
+default sizes on the date task: source vocabulary 42, S 40; target vocabulary 15, max_len
+10; d_model 128, 4 heads, d_ff 256, 2 + 2 layers, pre-LN; batch 64) in the toolkit against
+the same model on PyTorch's nn.TransformerEncoder / nn.TransformerDecoder
+(translator_transformer_ref.Translator), on the same threads.
+
+    /usr/bin/python3 bench/reference/bench_translate_transformer.py [--build build] [--reps 3]
+
+run from the repository root (bench/run.sh does). For threads 1 and 2, each side runs --reps
+times, in rounds that run every setting once (the machine's speed drifts; the rounds spread
+that over both sides), and the median round counts:
+  the toolkit: `BUILD/bench/bench_translate_transformer THREADS STEPS 64 BEAM`
+      (bench/bench_translate_transformer.c: the trainer's step, tt_forward, tt_backward,
+      clipping and Adam, then tt_decode with beam 5 and length alpha 0.7);
+  PyTorch: this script with --side pytorch: the same model, sizes and lengths on random ids,
+      torch.optim.Adam and clip_grad_norm_, then translator_transformer_ref.beam_search
+      (seq/beam.c's rules, batched over sentences x beams, the whole decoder run on each
+      prefix: nn.TransformerDecoder has no key/value cache); torch.set_num_threads(N) with
+      N OpenBLAS threads.
+Both sides time the same work: pairs per second of training steps (inputs made outside the
+timed region) and sentences per second of beam-5 decoding. On a machine shared with other
+work the wall-clock rates swing with the load; the per-CPU-second rows (one thread, each
+side's CPU time over its timed region) show what an idle core would do. OPENBLAS_CORETYPE is
+set for both (the user's value, else what core/gemm.c would choose).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_text  # noqa: E402  (run_wait, last_json)
+import bench_train  # noqa: E402  (coretype())
+
+HERE = os.path.relpath(os.path.dirname(os.path.abspath(__file__)))
+BATCH = 64
+TARGET = 3.0  # issue 59's: at least 3x PyTorch's nn.Transformer version of the same model
+KEYS = ("pairs_per_s", "pairs_per_cpu_s", "beam_sentences_per_s", "beam_sentences_per_cpu_s")
+CONFIG = {"Vs": 42, "V": 15, "S": 40, "max_len": 10, "d_model": 128, "heads": 4, "d_ff": 256,
+          "enc_layers": 2, "dec_layers": 2, "post_ln": 0, "label_smoothing": 0.0,
+          "map_layer": 1}
+
+
+def bench_lengths(B, S, max_len):
+    """bench_translate_transformer.c's: sources over [S/2, S], targets over
+    [max_len/2, max_len] in descending order."""
+    import torch
+    src = [S - (b * 7) % (S - S // 2 + 1) for b in range(B)]
+    tgt = sorted((max_len - (b * 3) % (max_len - max_len // 2 + 1) for b in range(B)),
+                 reverse=True)
+    return torch.tensor(src), torch.tensor(tgt)
+
+
+def timed(fn, runs, warmup=1):
+    """fn() runs warmup + runs times; (wall seconds, CPU seconds) of the last runs."""
+    wall = cpu = 0.0
+    for it in range(warmup + runs):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        if it >= warmup:
+            wall += time.perf_counter() - t0
+            cpu += time.process_time() - c0
+    return wall, cpu
+
+
+def pytorch_side(a):
+    """The PyTorch side, in this process: prints one JSON object with KEYS."""
+    import torch
+    import translator_transformer_ref as ref
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    gen = torch.Generator().manual_seed(1)
+    model = ref.Translator(CONFIG, capture=False)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    src_len, lens = bench_lengths(BATCH, CONFIG["S"], CONFIG["max_len"])
+
+    def batch():
+        src, _ = ref.draw_sources(CONFIG, gen, src_len.tolist())
+        words = torch.randint(ref.NSPECIAL, CONFIG["V"], (BATCH, CONFIG["max_len"]),
+                              generator=gen)
+        return src, words
+
+    batches = [batch() for _ in range(1 + a.steps)]
+    it = iter(batches)
+    loss = [float("nan")]
+
+    def step():
+        src, words = next(it)
+        out, _ = ref.loss_of(model, src, src_len, words, lens, 0.0)
+        opt.zero_grad(set_to_none=True)
+        out.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        opt.step()
+        loss[0] = float(out)
+
+    wall, cpu = timed(step, a.steps)
+    model.eval()
+    srcs = iter([batch()[0] for _ in range(1 + a.beam_decode)])
+    bwall, bcpu = timed(lambda: ref.beam_search(model, next(srcs), src_len, 5, 0.7),
+                        a.beam_decode)
+    print(json.dumps({"model": "translator_transformer", "impl": "pytorch",
+                      "threads": a.threads, "batch": BATCH, "steps": a.steps,
+                      "pairs_per_s": BATCH * a.steps / wall, "pairs_per_cpu_s": BATCH * a.steps / cpu,
+                      "final_loss": loss[0], "beam": 5, "length_alpha": 0.7,
+                      "beam_sentences_per_s": BATCH * a.beam_decode / bwall,
+                      "beam_sentences_per_cpu_s": BATCH * a.beam_decode / bcpu}))
+    return 0
+
+
+def run_json(cmd, env):
+    text, etext, _, rss = bench_text.run_wait(cmd, env)
+    j = bench_text.last_json(text)
+    if not j:
+        raise SystemExit(f"bench_translate_transformer: {' '.join(cmd)} printed no JSON: "
+                         f"{etext.strip()[-300:]}")
+    j["rss"] = rss
+    return j
+
+
+def toolkit(build, threads, steps, beam, env):
+    return run_json([os.path.join(build, "bench", "bench_translate_transformer"), str(threads),
+                     str(steps), str(BATCH), str(beam)], env)
+
+
+def pytorch(threads, steps, beam, env):
+    cmd = ["/usr/bin/python3", os.path.abspath(__file__), "--side", "pytorch", "--threads",
+           str(threads), "--torch-steps", str(steps), "--torch-beam", str(beam)]
+    # Debian's torch calls OpenBLAS, whose own thread pool ignores torch.set_num_threads.
+    return run_json(cmd, dict(env, OPENBLAS_NUM_THREADS=str(threads)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--steps", type=int, default=20, help="toolkit timed steps per run")
+    ap.add_argument("--beam", type=int, default=4, help="toolkit timed beam-5 batches")
+    ap.add_argument("--torch-steps", type=int, default=6, help="PyTorch timed steps per run")
+    ap.add_argument("--torch-beam", type=int, default=1, help="PyTorch timed beam-5 batches")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--side", choices=("both", "pytorch"), default="both",
+                    help="pytorch: run only the PyTorch side in this process (the rounds do)")
+    ap.add_argument("--threads", type=int, default=1, help="--side pytorch's threads")
+    a = ap.parse_args()
+    if a.side == "pytorch":
+        a.steps, a.beam_decode = a.torch_steps, a.torch_beam
+        return pytorch_side(a)
+    env = dict(os.environ)
+    ct = bench_train.coretype()
+    if ct:
+        env["OPENBLAS_CORETYPE"] = ct
+    runs, loads = {}, []
+    for _ in range(a.reps):
+        loads.append(open("/proc/loadavg").read().split()[0])
+        for threads in (1, 2):
+            runs.setdefault(("toolkit", threads), []).append(
+                toolkit(a.build, threads, a.steps, a.beam, env))
+            runs.setdefault(("pytorch", threads), []).append(
+                pytorch(threads, a.torch_steps, a.torch_beam, env))
+    loads.append(open("/proc/loadavg").read().split()[0])
+
+    def med(side, threads, key):
+        return statistics.median(r[key] for r in runs[(side, threads)])
+
+    print("Transformer translator, text translate train --model transformer's date-task sizes "
+          "(batch 64: source 42, S 40; target 15, max_len 10; d_model 128, 4 heads, d_ff 256, "
+          "2 + 2 layers, pre-LN)")
+    print(f"(OPENBLAS_CORETYPE={ct or 'default'}; 1-minute load at the start of each round and "
+          f"at the end {', '.join(loads)}; median of {a.reps} rounds)")
+    print(f"| work | threads | toolkit | PyTorch | ratio (target {TARGET:.0f}x) | "
+          "peak RSS toolkit / PyTorch (MiB) |")
+    print("|---|---|---|---|---|---|")
+    for work, unit, key in (("training", "pairs/s", "pairs_per_s"),
+                            ("beam-5 decoding", "sentences/s", "beam_sentences_per_s")):
+        for threads in (1, 2):
+            t, p = med("toolkit", threads, key), med("pytorch", threads, key)
+            mt = max(r["rss"] for r in runs[("toolkit", threads)])
+            mp = max(r["rss"] for r in runs[("pytorch", threads)])
+            print(f"| {work}, {unit} | {threads} | {t:.0f} | {p:.0f} | {t / p:.2f}x | "
+                  f"{mt:.0f} / {mp:.0f} |")
+        cpu_key = key.replace("_per_s", "_per_cpu_s")
+        t, p = med("toolkit", 1, cpu_key), med("pytorch", 1, cpu_key)
+        print(f"| {work}, {unit.split('/')[0]} per CPU-second | 1 | {t:.0f} | {p:.0f} | "
+              f"{t / p:.2f}x | |")
+    for side in ("toolkit", "pytorch"):
+        for threads in (1, 2):
+            for key in KEYS:
+                print(f"# {side} threads {threads} {key}: "
+                      + ", ".join(f"{r[key]:.0f}" for r in runs[(side, threads)]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
