@@ -230,6 +230,8 @@ typedef struct {
     float *x, *h, *logits;     // (R, d), (R, d), (R, V)
     float *alpha_hist;         // (max_len + 1, R, Sb)
     int *sent, *sent2, *len;   // (R) each row's sentence (last call's, this call's), its length
+    int *mem_parent;           // (R) the row whose memory row r takes: r when it holds it already
+    int rows_held;             // rows [0, rows_held) hold sent's memory (the last call's n)
     int *ints;                 // their memory
 } DecodeCtx;
 
@@ -245,9 +247,11 @@ static void decode_ctx_init_(DecodeCtx *x, TtModel *m, int B, int beam, int Sb) 
     block_add(k, &x->logits, "logits", 2, x->R, c->V);
     block_add(k, &x->alpha_hist, "alpha_hist", 3, T, x->R, Sb);
     block_alloc(k);
-    x->ints = xcalloc((size_t)3 * x->R, sizeof(int));
+    x->ints = xcalloc((size_t)4 * x->R, sizeof(int));
     x->sent = x->ints, x->sent2 = x->sent + x->R, x->len = x->sent2 + x->R;
+    x->mem_parent = x->len + x->R;
     for (int b = 0; b < B; b++) x->sent[b] = b;
+    x->rows_held = B;  // tf_decode_start's rows
 }
 
 static void decode_ctx_free_(DecodeCtx *x) {
@@ -262,13 +266,16 @@ static void beam_step_(void *ctx, int n, const int *parent, const int *token, fl
     const TtConfig *c = &m->cfg;
     const int d = c->d_model, V = c->V;
     CHECK(n >= 1 && n <= x->R && x->t <= c->max_len, "rows %d of %d, step %d", n, x->R, x->t);
-    if (x->t > 0) tf_decode_gather(&x->s, n, parent, x->t, &m->tcd);
-    else
+    if (x->t == 0)
         for (int r = 0; r < n; r++) CHECK(parent[r] == r, "first step: row %d of %d", r, parent[r]);
     for (int r = 0; r < n; r++) {
         x->sent2[r] = x->sent[parent[r]];
         x->len[r] = m->a.src_len[x->sent2[r]];
+        // A row that goes on in the sentence it held keeps its copy of that memory.
+        x->mem_parent[r] = r < x->rows_held && x->sent[r] == x->sent2[r] ? r : parent[r];
     }
+    if (x->t > 0) tf_decode_gather_split(&x->s, n, parent, x->mem_parent, x->t, &m->tcd);
+    x->rows_held = n;
     embedding_forward(x->x, token, m->p.tgt_embed, n, d);
     positions_add_forward(x->x, x->x, m->a.pos + (size_t)x->t * d, sqrtf((float)d), n, 1, d);
     tf_decode_step(x->h, &x->s, x->x, n, x->t, x->len, &m->p.dec, &m->tcd);
