@@ -21,7 +21,12 @@ that over both sides), and the median round counts:
       the better of the two for each figure (torch's own threads on a busy machine can be
       ten times slower than one).
 Both sides time the same work: pairs per second of training steps (inputs made outside the
-timed region) and sentences per second of beam-5 decoding. On a machine shared with other
+timed region) and sentences per second of beam-5 decoding. Before the rounds the two beam
+searches are checked against each other: `bench_translate_transformer 1 20 64 1 DUMP`
+writes the weights (the source embedding and the cross-attention output projections x8, the
+output layer x3, so that the words depend on the sentence), 64
+sentences and the toolkit's beam-5 words; --side beamcheck decodes them in float32 and
+float64 and the table's heading says on how many the words agree. On a machine shared with other
 work the wall-clock rates swing with the load; the per-CPU-second rows (one thread, each
 side's CPU time over its timed region) show what an idle core would do. OPENBLAS_CORETYPE is
 set for both (the user's value, else what core/gemm.c would choose).
@@ -31,6 +36,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 
 sys.dont_write_bytecode = True
@@ -102,15 +108,66 @@ def pytorch_side(a):
     wall, cpu = timed(step, a.steps)
     model.eval()
     srcs = iter([batch()[0] for _ in range(1 + a.beam_decode)])
-    bwall, bcpu = timed(lambda: ref.beam_search(model, next(srcs), src_len, 5, 0.7),
-                        a.beam_decode)
+    lens_out = []
+
+    def beam():
+        _, n, _ = ref.beam_search(model, next(srcs), src_len, 5, 0.7)
+        lens_out.append(float(n.double().mean()))
+
+    bwall, bcpu = timed(beam, a.beam_decode)
     print(json.dumps({"model": "translator_transformer", "impl": "pytorch",
                       "threads": a.threads, "batch": BATCH, "steps": a.steps,
                       "pairs_per_s": BATCH * a.steps / wall, "pairs_per_cpu_s": BATCH * a.steps / cpu,
                       "final_loss": loss[0], "beam": 5, "length_alpha": 0.7,
                       "beam_sentences_per_s": BATCH * a.beam_decode / bwall,
-                      "beam_sentences_per_cpu_s": BATCH * a.beam_decode / bcpu}))
+                      "beam_sentences_per_cpu_s": BATCH * a.beam_decode / bcpu,
+                      "beam_mean_words": statistics.mean(lens_out[1:])}))
     return 0
+
+
+def beamcheck_side(path):
+    """translator_transformer_ref.beam_search on the weights and sentences that
+    `bench_translate_transformer ... DUMP` wrote, in float32 and float64, against the toolkit's
+    words: prints one JSON object (sentences, agree_float32, agree_float64, the largest score
+    differences); each disagreement on stderr."""
+    import torch
+    import safetensors_io
+    import translator_transformer_ref as ref
+    torch.set_num_threads(1)
+    t, meta = safetensors_io.load(path)
+    src = torch.from_numpy(t["check/src"]).long()
+    src_len = torch.from_numpy(t["check/src_len"]).long()
+    want = torch.from_numpy(t["check/beam_words"]).long()
+    want_len = torch.from_numpy(t["check/beam_len"]).long()
+    want_score = torch.from_numpy(t["check/beam_score"]).double()
+    res = {"sentences": int(src.shape[0]), "beam": int(meta.get("beam", "5")),
+           "length_alpha": float(meta.get("length_alpha", "0.7"))}
+    for name, dt in (("float32", torch.float32), ("float64", torch.float64)):
+        model = ref.Translator(CONFIG, capture=False).to(dt).eval()
+        with torch.no_grad():
+            for k, p in model.toolkit_names().items():
+                p.copy_(torch.from_numpy(t["param/" + k]).to(dt))
+        words, lens, scores = ref.beam_search(model, src, src_len, res["beam"],
+                                              res["length_alpha"])
+        same = (words == want).all(1) & (lens == want_len)
+        res[f"agree_{name}"] = int(same.sum())
+        res["distinct"] = len({tuple(r) for r in want.tolist()})
+        res[f"max_score_diff_{name}"] = float((scores.double() - want_score).abs().max())
+        for b in torch.nonzero(~same).flatten().tolist():
+            print(f"beamcheck {name} sentence {b}: toolkit {want[b, :want_len[b]].tolist()} "
+                  f"({float(want_score[b]):.6f}), PyTorch {words[b, :lens[b]].tolist()} "
+                  f"({float(scores[b]):.6f})", file=sys.stderr)
+    print(json.dumps(res))
+    return 0
+
+
+def beam_agreement(build, env):
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = os.path.join(tmp, "beam.safetensors")
+        run_json([os.path.join(build, "bench", "bench_translate_transformer"), "1", "20",
+                  str(BATCH), "1", dump], env)
+        return run_json(["/usr/bin/python3", os.path.abspath(__file__), "--side", "beamcheck",
+                         "--dump", dump], dict(env, OPENBLAS_NUM_THREADS="1"))
 
 
 def run_json(cmd, env):
@@ -142,20 +199,27 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--steps", type=int, default=20, help="toolkit timed steps per run")
     ap.add_argument("--beam", type=int, default=4, help="toolkit timed beam-5 batches")
-    ap.add_argument("--torch-steps", type=int, default=6, help="PyTorch timed steps per run")
+    ap.add_argument("--torch-steps", type=int, default=20,
+                    help="PyTorch timed steps per run (as many as the toolkit's: the decoding "
+                    "that follows depends on how far the model has trained)")
     ap.add_argument("--torch-beam", type=int, default=1, help="PyTorch timed beam-5 batches")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--side", choices=("both", "pytorch"), default="both",
-                    help="pytorch: run only the PyTorch side in this process (the rounds do)")
+    ap.add_argument("--side", choices=("both", "pytorch", "beamcheck"), default="both",
+                    help="pytorch: run only the PyTorch side in this process (the rounds do); "
+                    "beamcheck: compare the beam words of --dump (the check before the rounds)")
+    ap.add_argument("--dump", help="--side beamcheck's file (bench_translate_transformer DUMP)")
     ap.add_argument("--threads", type=int, default=1, help="--side pytorch's threads")
     a = ap.parse_args()
     if a.side == "pytorch":
         a.steps, a.beam_decode = a.torch_steps, a.torch_beam
         return pytorch_side(a)
+    if a.side == "beamcheck":
+        return beamcheck_side(a.dump)
     env = dict(os.environ)
     ct = bench_train.coretype()
     if ct:
         env["OPENBLAS_CORETYPE"] = ct
+    agree = beam_agreement(a.build, env)
     runs, loads = {}, []
     for _ in range(a.reps):
         loads.append(open("/proc/loadavg").read().split()[0])
@@ -165,7 +229,7 @@ def main():
             best = pytorch(threads, a.torch_steps, a.torch_beam, env)
             if threads > 1:  # the better of torch's threads and OpenBLAS's alone, per figure
                 alt = pytorch(threads, a.torch_steps, a.torch_beam, env, blas_only=True)
-                best = {k: max(best[k], alt[k]) for k in KEYS} | {"rss": max(best["rss"], alt["rss"])}
+                best = best | {k: max(best[k], alt[k]) for k in KEYS} | {"rss": max(best["rss"], alt["rss"])}
             runs.setdefault(("pytorch", threads), []).append(best)
     loads.append(open("/proc/loadavg").read().split()[0])
 
@@ -177,6 +241,14 @@ def main():
           "2 + 2 layers, pre-LN)")
     print(f"(OPENBLAS_CORETYPE={ct or 'default'}; 1-minute load at the start of each round and "
           f"at the end {', '.join(loads)}; median of {a.reps} rounds)")
+    print(f"(beam {agree['beam']}, length alpha {agree['length_alpha']}: PyTorch's words equal "
+          f"the toolkit's on {agree['agree_float32']} of {agree['sentences']} sentences in "
+          f"float32, {agree['agree_float64']} in float64; largest score difference "
+          f"{agree['max_score_diff_float32']:.2g}; {agree['distinct']} distinct results)")
+    mw = {side: statistics.median(r["beam_mean_words"] for r in runs[(side, 1)])
+          for side in ("toolkit", "pytorch")}
+    print(f"(beam-5 results, words per sentence, median over the 1-thread runs: toolkit "
+          f"{mw['toolkit']:.2f}, PyTorch {mw['pytorch']:.2f})")
     print(f"| work | threads | toolkit | PyTorch | ratio (target {TARGET:.0f}x) | "
           "peak RSS toolkit / PyTorch (MiB) |")
     print("|---|---|---|---|---|---|")
