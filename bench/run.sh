@@ -108,4 +108,13 @@ else
     echo "== Transformer layers vs PyTorch: skipped, PyTorch is not installed"
 fi
 
+# The Transformer translator's training step and beam-5 decoding (models/translator_transformer.h,
+# bench/bench_translate_transformer.c) against the same model on PyTorch's nn.Transformer
+# blocks (bench/reference/translator_transformer_ref.py), 1 and 2 threads, median of 3 rounds.
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    run "Transformer translator vs PyTorch" /usr/bin/python3 bench/reference/bench_translate_transformer.py --build "$build"
+else
+    echo "== Transformer translator vs PyTorch: skipped, PyTorch is not installed"
+fi
+
 exit $status

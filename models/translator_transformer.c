@@ -124,6 +124,8 @@ void tt_free(TtModel *m) {
     block_free(&m->params);
     block_free(&m->grads);
     block_free(&m->acts_block);
+    block_free(&m->decode.block);  // tt_decode's workspace
+    free(m->decode.ints);
     free(m->a.src);
     memset(m, 0, sizeof *m);
 }
@@ -222,65 +224,79 @@ const float *tt_attention(const TtModel *m) {
 // Decoding
 
 // beam_search's model: the rows' caches over the sentences' memory.
+// beam_search's model: the rows' caches over the sentences' memory, kept in m->decode
+// between calls (a fresh state per call spent a tenth of beam decoding on page faults).
 typedef struct {
     TtModel *m;
-    int B, R, Sb, t;           // sentences, rows (B beam), source positions, steps taken
-    Block block;
-    TfDecodeState s;
-    float *x, *h, *logits;     // (R, d), (R, d), (R, V)
-    float *alpha_hist;         // (max_len + 1, R, Sb)
-    int *sent, *sent2, *len;   // (R) each row's sentence (last call's, this call's), its length
-    int *ints;                 // their memory
+    TtDecodeWork *w;
+    int B, t;                  // sentences, steps taken
 } DecodeCtx;
 
-static void decode_ctx_init_(DecodeCtx *x, TtModel *m, int B, int beam, int Sb) {
-    const TtConfig *c = &m->cfg;
-    const int d = c->d_model, T = c->max_len + 1;
-    memset(x, 0, sizeof *x);
-    x->m = m, x->B = B, x->R = B * beam, x->Sb = Sb;
-    Block *k = &x->block;
-    tf_decode_layout(k, &x->s, &m->tcd, x->R, T, Sb, "decode");
-    block_add(k, &x->x, "x", 2, x->R, d);
-    block_add(k, &x->h, "h", 2, x->R, d);
-    block_add(k, &x->logits, "logits", 2, x->R, c->V);
-    block_add(k, &x->alpha_hist, "alpha_hist", 3, T, x->R, Sb);
-    block_alloc(k);
-    x->ints = xcalloc((size_t)3 * x->R, sizeof(int));
-    x->sent = x->ints, x->sent2 = x->sent + x->R, x->len = x->sent2 + x->R;
-    for (int b = 0; b < B; b++) x->sent[b] = b;
+static void decode_work_free_(TtDecodeWork *w) {
+    block_free(&w->block);
+    free(w->ints);
+    memset(w, 0, sizeof *w);
 }
 
-static void decode_ctx_free_(DecodeCtx *x) {
-    block_free(&x->block);
-    free(x->ints);
+// m->decode for at least R rows over Sb source positions: the one kept, or a new one.
+static TtDecodeWork *decode_work_(TtModel *m, int R, int Sb) {
+    TtDecodeWork *w = &m->decode;
+    if (w->block.data && w->R >= R && w->Sb == Sb) return w;
+    decode_work_free_(w);
+    const TtConfig *c = &m->cfg;
+    const int d = c->d_model, T = c->max_len + 1;
+    w->R = R, w->Sb = Sb;
+    Block *k = &w->block;
+    tf_decode_layout(k, &w->s, &m->tcd, R, T, Sb, "decode");
+    block_add(k, &w->x, "x", 2, R, d);
+    block_add(k, &w->h, "h", 2, R, d);
+    block_add(k, &w->logits, "logits", 2, R, c->V);
+    block_add(k, &w->alpha_hist, "alpha_hist", 3, T, R, Sb);
+    block_alloc(k);
+    w->ints = xcalloc((size_t)4 * R, sizeof(int));
+    w->sent = w->ints, w->sent2 = w->sent + R, w->len = w->sent2 + R;
+    w->mem_parent = w->len + R;
+    return w;
+}
+
+static void decode_ctx_init_(DecodeCtx *x, TtModel *m, int B, int beam, int Sb) {
     memset(x, 0, sizeof *x);
+    x->m = m, x->B = B;
+    x->w = decode_work_(m, B * beam, Sb);
+    memset(x->w->alpha_hist, 0, (size_t)(m->cfg.max_len + 1) * x->w->R * Sb * sizeof(float));
+    for (int b = 0; b < B; b++) x->w->sent[b] = b;
+    x->w->rows_held = B;  // tf_decode_start's rows
 }
 
 static void beam_step_(void *ctx, int n, const int *parent, const int *token, float *logprobs) {
     DecodeCtx *x = ctx;
+    TtDecodeWork *w = x->w;
     TtModel *m = x->m;
     const TtConfig *c = &m->cfg;
     const int d = c->d_model, V = c->V;
-    CHECK(n >= 1 && n <= x->R && x->t <= c->max_len, "rows %d of %d, step %d", n, x->R, x->t);
-    if (x->t > 0) tf_decode_gather(&x->s, n, parent, x->t, &m->tcd);
-    else
+    CHECK(n >= 1 && n <= w->R && x->t <= c->max_len, "rows %d of %d, step %d", n, w->R, x->t);
+    if (x->t == 0)
         for (int r = 0; r < n; r++) CHECK(parent[r] == r, "first step: row %d of %d", r, parent[r]);
     for (int r = 0; r < n; r++) {
-        x->sent2[r] = x->sent[parent[r]];
-        x->len[r] = m->a.src_len[x->sent2[r]];
+        w->sent2[r] = w->sent[parent[r]];
+        w->len[r] = m->a.src_len[w->sent2[r]];
+        // A row that goes on in the sentence it held keeps its copy of that memory.
+        w->mem_parent[r] = r < w->rows_held && w->sent[r] == w->sent2[r] ? r : parent[r];
     }
-    embedding_forward(x->x, token, m->p.tgt_embed, n, d);
-    positions_add_forward(x->x, x->x, m->a.pos + (size_t)x->t * d, sqrtf((float)d), n, 1, d);
-    tf_decode_step(x->h, &x->s, x->x, n, x->t, x->len, &m->p.dec, &m->tcd);
-    linear_forward(x->logits, x->h, m->p.out_w, m->p.out_b, n, d, V);
-    memcpy(x->alpha_hist + (size_t)x->t * x->R * x->Sb, x->s.cross_weights[map_layer_(c)],
-           (size_t)n * x->Sb * sizeof(float));
-    sat_next_word_logprobs(logprobs, x->logits, n, V);
+    if (x->t > 0) tf_decode_gather_split(&w->s, n, parent, w->mem_parent, x->t, &m->tcd);
+    w->rows_held = n;
+    embedding_forward(w->x, token, m->p.tgt_embed, n, d);
+    positions_add_forward(w->x, w->x, m->a.pos + (size_t)x->t * d, sqrtf((float)d), n, 1, d);
+    tf_decode_step(w->h, &w->s, w->x, n, x->t, w->len, &m->p.dec, &m->tcd);
+    linear_forward(w->logits, w->h, m->p.out_w, m->p.out_b, n, d, V);
+    memcpy(w->alpha_hist + (size_t)x->t * w->R * w->Sb, w->s.cross_weights[map_layer_(c)],
+           (size_t)n * w->Sb * sizeof(float));
+    sat_next_word_logprobs(logprobs, w->logits, n, V);
     for (int r = 0; r < n; r++)
         for (int i = 0; i < VOCAB_NSPECIAL; i++)
             if (i != VOCAB_END) logprobs[(size_t)r * V + i] = -1e9f;
-    int *s = x->sent;
-    x->sent = x->sent2, x->sent2 = s;
+    int *s = w->sent;
+    w->sent = w->sent2, w->sent2 = s;
     x->t++;
 }
 
@@ -294,7 +310,7 @@ void tt_decode(TtModel *m, const int *src, const int *src_len, int B, int beam,
     const float *mem = encode_(m, B, Sb, NULL);
     DecodeCtx x;
     decode_ctx_init_(&x, m, B, beam, Sb);
-    tf_decode_start(&x.s, mem, B, &m->p.dec, &m->tcd);
+    tf_decode_start(&x.w->s, mem, B, &m->p.dec, &m->tcd);
     int *tok = xmalloc((size_t)2 * B * T * sizeof(int)), *rows = tok + (size_t)B * T;
     int *len = xmalloc((size_t)B * sizeof(int));
     float *sc = xmalloc((size_t)B * sizeof(float));
@@ -310,9 +326,8 @@ void tt_decode(TtModel *m, const int *src, const int *src_len, int B, int beam,
         if (score) score[b] = sc[b];
         for (int t = 0; alpha && t < n; t++)
             memcpy(alpha + ((size_t)t * B + b) * S,
-                   x.alpha_hist + ((size_t)t * x.R + rows[(size_t)b * T + t]) * Sb,
+                   x.w->alpha_hist + ((size_t)t * x.w->R + rows[(size_t)b * T + t]) * Sb,
                    (size_t)Sb * sizeof(float));
     }
     free(tok), free(len), free(sc);
-    decode_ctx_free_(&x);
 }

@@ -31,6 +31,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "seq/transformer.h"
+#include "seq/transformer_decode.h"
 
 typedef struct {
     int Vs, V;                 // source and target vocabularies
@@ -77,6 +78,19 @@ typedef struct {
     int *tok, *target, *steps;     // (B T), (B T) (-1 past the end), (B) n_b + 1
 } TtActs;
 
+// tt_decode's workspace, kept between calls while the rows and source positions fit.
+typedef struct {
+    int R, Sb;                 // rows (sentences x beam) it holds, source positions
+    Block block;
+    TfDecodeState s;
+    float *x, *h, *logits;     // (R, d), (R, d), (R, V)
+    float *alpha_hist;         // (max_len + 1, R, Sb)
+    int *sent, *sent2, *len;   // (R) each row's sentence (last step's, this step's), its length
+    int *mem_parent;           // (R) the row whose memory row r takes: r when it holds it already
+    int rows_held;             // rows [0, rows_held) hold sent's memory (the last step's n)
+    int *ints;                 // their memory
+} TtDecodeWork;
+
 typedef struct {
     TtConfig cfg;
     TransformerConfig tce, tcd;
@@ -86,6 +100,7 @@ typedef struct {
     int B;                     // batch capacity
     int Bb, Sb, Tb;            // the last forward's rows, source and target positions
     int smoothed;              // the last forward's loss was smoothed (training)
+    TtDecodeWork decode;       // tt_decode's, allocated by its first call
 } TtModel;
 
 // Registers and allocates parameters (PyTorch's initialisation; embeddings N(0, 1/d)),

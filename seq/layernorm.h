@@ -20,4 +20,12 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
                         const float *inp, const float *mean, const float *rstd,
                         const float *weight, int N, int C);
 
+// Plain loops (one running double sum per row, the backward's terms in double) beside the
+// two above, which run their sums in lanes (tests/test_layernorm.c compares them).
+void layernorm_forward_ref(float *out, float *mean, float *rstd, const float *inp,
+                           const float *weight, const float *bias, float eps, int N, int C);
+void layernorm_backward_ref(float *dinp, float *dweight, float *dbias, const float *dout,
+                            const float *inp, const float *mean, const float *rstd,
+                            const float *weight, int N, int C);
+
 #endif

@@ -276,12 +276,25 @@ void mha_forward_ref(float *out, float *weights, const float *xq, const float *x
 
 // --- decoding with the cache ---------------------------------------------------------------
 
+// rows (rows, d) of out, row r at out + r ldo: x (rows, d) W^T + bias, as linear_forward
+// computes it (the bias broadcast, then one GEMM adding the product).
+static void project_rows(float *out, size_t ldo, const float *x, const float *W,
+                         const float *bias, int rows, int d) {
+    for (int r = 0; r < rows; r++) memcpy(out + (size_t)r * ldo, bias, (size_t)d * sizeof *out);
+    gemm(false, true, rows, d, d, 1.0f, x, d, W, d, 1.0f, out, (int)ldo);
+}
+
 void mha_kv_write(float *K, float *V, const float *x, const MhaParams *p, const MhaConfig *c,
                   int B, int n, int pos, int cap) {
     CHECK(pos >= 0 && n >= 1 && pos + n <= cap, "kv cache: positions [%d, %d) past %d", pos,
           pos + n, cap);
     int d = c->d;
-    size_t dd = (size_t)d * d;
+    size_t dd = (size_t)d * d, ld = (size_t)cap * d;
+    if (n == 1) {  // one decoding step: every image's new row in one product, stride cap rows
+        project_rows(K + (size_t)pos * d, ld, x, p->in_w + dd, p->in_b + d, B, d);
+        project_rows(V + (size_t)pos * d, ld, x, p->in_w + 2 * dd, p->in_b + 2 * d, B, d);
+        return;
+    }
     for (int b = 0; b < B; b++) {
         size_t at = ((size_t)b * cap + pos) * d;
         const float *xb = x + (size_t)b * n * d;
@@ -294,20 +307,37 @@ size_t mha_step_scratch_floats(const MhaConfig *c, int B, int cap) {
     return 2 * (size_t)B * c->d + 2 * (size_t)cap;
 }
 
+// a . b over n floats, in 16 running sums (so that the compiler vectorises the loop).
+static float dot_lanes(const float *a, const float *b, int n) {
+    float acc[16] = {0};
+    int k = 0;
+    for (; k + 16 <= n; k += 16)
+        for (int l = 0; l < 16; l++) acc[l] += a[k + l] * b[k + l];
+    float s = 0.0f;
+    for (; k < n; k++) s += a[k] * b[k];
+    for (int l = 0; l < 16; l++) s += acc[l];
+    return s;
+}
+
 // One image's concat (d) from its query (d) over m cached positions; wrow (cap) or NULL.
+// Per head, a matrix-vector product each way as plain loops: with one query, a GEMM call per
+// head costs more than its arithmetic.
 static void step_image(float *concat, float *wrow, float *scores, float *probs, const float *q,
                        const float *K, const float *V, int m, const MhaConfig *c, int cap) {
     int d = c->d, dh = d / c->heads;
+    float scale = 1.0f / sqrtf((float)dh);
     if (wrow) memset(wrow, 0, (size_t)cap * sizeof *wrow);
     for (int h = 0; h < c->heads; h++) {
-        if (m > 0)
-            gemm(false, true, 1, m, dh, 1.0f / sqrtf((float)dh), q + h * dh, d, K + h * dh, d,
-                 0.0f, scores, m);
+        const float *qh = q + h * dh;
+        for (int j = 0; j < m; j++) scores[j] = scale * dot_lanes(qh, K + (size_t)j * d + h * dh, dh);
         softmax_forward(probs, scores, NULL, 1, m);
-        if (m > 0)
-            gemm(false, false, 1, dh, m, 1.0f, probs, m, V + h * dh, d, 0.0f, concat + h * dh, d);
-        else
-            memset(concat + h * dh, 0, (size_t)dh * sizeof *concat);
+        float *ctx = concat + h * dh;
+        memset(ctx, 0, (size_t)dh * sizeof *ctx);
+        for (int j = 0; j < m; j++) {
+            const float *vj = V + (size_t)j * d + h * dh;
+            float pj = probs[j];
+            for (int k = 0; k < dh; k++) ctx[k] += pj * vj[k];
+        }
         if (wrow)
             for (int j = 0; j < m; j++) wrow[j] += probs[j] / (float)c->heads;
     }

@@ -61,19 +61,28 @@ void tf_decode_start(TfDecodeState *s, const float *mem, int n, const TfDecoderP
                      s->S);
 }
 
-// cache (B rows of stride floats): row r of [0, n) = row parent[r]'s first len floats.
+// cache (B rows of stride floats): row r of [0, n) = row parent[r]'s first len floats. A row
+// that keeps its own (parent[r] == r, most rows of a beam's step) is neither read into buf
+// nor written back: every other row reads the cache before any is overwritten.
 static void gather_rows(float *cache, float *buf, int n, const int *parent, size_t stride,
                         size_t len, int B) {
     for (int r = 0; r < n; r++) {
         CHECK(parent[r] >= 0 && parent[r] < B, "gather: parent %d of row %d", parent[r], r);
-        memcpy(buf + (size_t)r * len, cache + (size_t)parent[r] * stride, len * sizeof(float));
+        if (parent[r] != r)
+            memcpy(buf + (size_t)r * len, cache + (size_t)parent[r] * stride, len * sizeof(float));
     }
     for (int r = 0; r < n; r++)
-        memcpy(cache + (size_t)r * stride, buf + (size_t)r * len, len * sizeof(float));
+        if (parent[r] != r)
+            memcpy(cache + (size_t)r * stride, buf + (size_t)r * len, len * sizeof(float));
 }
 
 void tf_decode_gather(TfDecodeState *s, int n, const int *parent, int t,
                       const TransformerConfig *c) {
+    tf_decode_gather_split(s, n, parent, parent, t, c);
+}
+
+void tf_decode_gather_split(TfDecodeState *s, int n, const int *parent, const int *mem_parent,
+                            int t, const TransformerConfig *c) {
     CHECK(n >= 1 && n <= s->B && t >= 0 && t <= s->cap, "gather n %d t %d", n, t);
     size_t d = (size_t)c->d_model, self = (size_t)s->cap * d, mem = (size_t)s->S * d;
     for (int l = 0; l < c->layers; l++) {
@@ -81,8 +90,8 @@ void tf_decode_gather(TfDecodeState *s, int n, const int *parent, int t,
             gather_rows(s->self_k[l], s->gather, n, parent, self, (size_t)t * d, s->B);
             gather_rows(s->self_v[l], s->gather, n, parent, self, (size_t)t * d, s->B);
         }
-        gather_rows(s->mem_k[l], s->gather, n, parent, mem, mem, s->B);
-        gather_rows(s->mem_v[l], s->gather, n, parent, mem, mem, s->B);
+        gather_rows(s->mem_k[l], s->gather, n, mem_parent, mem, mem, s->B);
+        gather_rows(s->mem_v[l], s->gather, n, mem_parent, mem, mem, s->B);
     }
 }
 

@@ -45,5 +45,10 @@ void tf_decode_step(float *out, TfDecodeState *s, const float *x_t, int n, int t
 // self-attention keys and values of positions [0, t) and the memory's. n <= B.
 void tf_decode_gather(TfDecodeState *s, int n, const int *parent, int t,
                       const TransformerConfig *c);
+// The same with the memory's keys and values of row r taken from row mem_parent[r]: a
+// caller that knows which rows hold the same sentence's memory (a beam's rows) names r
+// itself for those, and their copies are skipped.
+void tf_decode_gather_split(TfDecodeState *s, int n, const int *parent, const int *mem_parent,
+                            int t, const TransformerConfig *c);
 
 #endif

@@ -9,7 +9,9 @@
 // - Beam 1 through the key/value caches is greedy decoding by full teacher-forced passes: the
 //   same words, and the same alignments (the map layer's cross-attention), pre- and post-LN.
 // - A beam of 4 scores a hypothesis at least as likely as greedy's.
+// - Beam 4 over a batch gives each sentence what beam 4 gives it alone.
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,10 +212,46 @@ static void test_beam_scores_at_least_greedy(void) {
     EXPECT(checked >= 4, "only %d rows ended before the limit", checked);
 }
 
+// Beam 4 over the batch finds, for every sentence, what beam 4 finds on that sentence alone:
+// the rows of the other sentences (their memories, copied only when a row changes sentence,
+// and the batch compacting as sentences finish) change nothing.
+enum { LONG_ML = 8 };
+
+static void test_beam_batch_is_each_sentence_alone(void) {
+    int ragged = 0;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        TtModel m;
+        TtConfig c = tiny_config(seed % 2 == 0, 0.0f, 0.0f);
+        c.max_len = LONG_ML;  // room for sentences to end at different steps
+        Rng rng;
+        rng_seed(&rng, 700 + seed);
+        tt_init(&m, &c, 4, &rng);
+        fill_uniform(m.params.data, m.params.numel, -0.8f, 0.8f, &rng);
+        int out[4 * LONG_ML] = {0}, len[4];
+        float score[4];
+        tt_decode(&m, DEC_SRC, DEC_LEN, 4, 4, 0.7f, out, len, score, NULL);
+        for (int b = 0; b < 4; b++) {
+            int one[LONG_ML] = {0}, one_len;
+            float one_score;
+            tt_decode(&m, DEC_SRC + b * NS, DEC_LEN + b, 1, 4, 0.7f, one, &one_len, &one_score,
+                      NULL);
+            EXPECT(one_len == len[b] && memcmp(one, out + b * LONG_ML, (size_t)one_len * sizeof(int)) == 0,
+                   "seed %d sentence %d: %d words in the batch, %d alone", (int)seed, b, len[b],
+                   one_len);
+            EXPECT(fabsf(one_score - score[b]) < 1e-4f, "seed %d sentence %d: score %g, alone %g",
+                   (int)seed, b, (double)score[b], (double)one_score);
+            ragged += len[b] != len[0];
+        }
+        tt_free(&m);
+    }
+    EXPECT(ragged > 0, "every sentence had the same length: no batch compacted");
+}
+
 int main(void) {
     RUN(test_whole_model_gradcheck);
     RUN(test_padding_changes_nothing);
     RUN(test_beam_one_is_greedy_by_full_passes);
     RUN(test_beam_scores_at_least_greedy);
+    RUN(test_beam_batch_is_each_sentence_alone);
     return test_summary();
 }
