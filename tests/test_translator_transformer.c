@@ -219,14 +219,14 @@ enum { LONG_ML = 8 };
 
 static void test_beam_batch_is_each_sentence_alone(void) {
     int ragged = 0;
-    for (uint64_t seed = 1; seed <= 4; seed++) {
+    for (uint64_t seed = 1; seed <= 8; seed++) {
         TtModel m;
         TtConfig c = tiny_config(seed % 2 == 0, 0.0f, 0.0f);
         c.max_len = LONG_ML;  // room for sentences to end at different steps
         Rng rng;
         rng_seed(&rng, 700 + seed);
         tt_init(&m, &c, 4, &rng);
-        fill_uniform(m.params.data, m.params.numel, -0.8f, 0.8f, &rng);
+        fill_uniform(m.params.data, m.params.numel, -1.2f, 1.2f, &rng);
         int out[4 * LONG_ML] = {0}, len[4];
         float score[4];
         tt_decode(&m, DEC_SRC, DEC_LEN, 4, 4, 0.7f, out, len, score, NULL);
