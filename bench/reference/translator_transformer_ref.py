@@ -197,8 +197,8 @@ def beam_search(model, src, src_len, beam, length_alpha=0.7):
     log-softmax with every special but <end> at -1e9; per sentence and step the candidates
     are ranked by raw sum; an <end> within the top `beam` finishes a hypothesis (the best
     finished kept by sum / len^alpha, len counting <end>); the first `beam` others stay
-    live. A sentence stops when `beam` hypotheses have finished, or when its best finished
-    score is at least its best live sum over (max_len + 1)^alpha; after max_len + 1 steps
+    live. A sentence stops when its best finished score is at least its best live sum over
+    (max_len + 1)^alpha (beam 1, greedy, at its first <end>); after max_len + 1 steps
     the best live hypothesis wins only when it scores strictly better. Returns words
     (B, max_len) (0 past each end), lengths (B), scores (B) (normalised)."""
     with torch.no_grad():
@@ -249,7 +249,7 @@ def beam_search(model, src, src_len, beam, length_alpha=0.7):
             hist = torch.cat([hist[parent], tok.gather(1, pos).view(-1)[:, None]], dim=1)
             kr = K
             best_live = sums[:, 0]
-            keep = ~((n_fin[act] >= K) |
+            keep = ~(((K == 1) & (n_fin[act] >= 1)) |
                      ((best_live <= 0) & (fin_norm[act] >= norm(best_live, T))))
             if not bool(keep.all()):
                 act, sums, hist = act[keep], sums[keep], hist[keep.repeat_interleave(K)]
