@@ -710,6 +710,7 @@ static void test_sample_quality(void) {
     rc = run_draw("report %s/cond", tmpdir);
     char *page = read_text("cond/report.html");
     EXPECT(rc == 0 && page && strstr(page, "data-key=\"legible\"") && strstr(page, "data-key=\"match_class\"") &&
+               strstr(page, "data-key=\"confusion\"") &&
                strstr(page, "-log p(x | label)") && strstr(page, "given the label") &&
                strstr(page, "class-conditional: the label (10 classes)"),
            "report: exit %d, %s", rc, page ? "the page lacks the sample quality" : "no page");
