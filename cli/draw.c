@@ -109,6 +109,35 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
     return args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw eval --model PATH --data D [flags]", "draw", code);
 }
 
+// The classes each asked class is taken for, largest share first, at most three a class
+// (the whole matrix is in --json): one line, or none when every sample matched.
+static void print_confusions(const SampleQuality *q) {
+    enum { SHOWN = 3 };
+    int any = 0;
+    for (int k = 0; k < q->classes; k++) {
+        long asked = 0;
+        for (int j = 0; j < q->classes; j++) asked += q->confusion[k][j];
+        int shown[SHOWN], n = 0;
+        while (n < SHOWN) {  // the next largest wrong class not yet shown
+            int best = -1;
+            for (int j = 0; j < q->classes; j++) {
+                int seen = j == k;
+                for (int i = 0; i < n; i++) seen |= shown[i] == j;
+                if (!seen && q->confusion[k][j] > 0 && (best < 0 || q->confusion[k][j] > q->confusion[k][best]))
+                    best = j;
+            }
+            if (best < 0) break;
+            shown[n++] = best;
+        }
+        if (!n) continue;
+        printf("%s %d as", any ? ";" : "taken for another class (asked: predicted):", k);
+        for (int i = 0; i < n; i++)
+            printf("%s %d %.1f%%", i ? "," : "", shown[i], 100.0 * q->confusion[k][shown[i]] / asked);
+        any = 1;
+    }
+    if (any) printf("\n");
+}
+
 // --sample-quality's figures: a JSON member (after a comma) or lines of text.
 static void print_quality(const EvalFlags *f, const SampleQuality *q) {
     char buf[32];
@@ -122,6 +151,12 @@ static void print_quality(const EvalFlags *f, const SampleQuality *q) {
         printf("], \"match_per_class\": [");
         for (int k = 0; q->conditional && k < q->classes; k++)
             printf("%s%s", k ? ", " : "", json_number(buf, q->match_per_class[k]));
+        printf("], \"confusion\": [");  // rows: the class asked for; columns: predicted
+        for (int k = 0; q->conditional && k < q->classes; k++) {
+            printf("%s[", k ? ", " : "");
+            for (int j = 0; j < q->classes; j++) printf("%s%ld", j ? ", " : "", q->confusion[k][j]);
+            printf("]");
+        }
         printf("]}");
         return;
     }
@@ -133,6 +168,7 @@ static void print_quality(const EvalFlags *f, const SampleQuality *q) {
     printf("labelled as the class asked for: %.2f%%; per class:", 100.0 * q->match);
     for (int k = 0; k < q->classes; k++) printf(" %d %.1f%%", k, 100.0 * q->match_per_class[k]);
     printf("\n");
+    print_confusions(q);
 }
 
 static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average,

@@ -25,6 +25,7 @@ void sample_quality_add(SampleQualityCounts *n, const float *probs, const int *a
             CHECK(asked[b] >= 0 && asked[b] < K, "asked class %d of %d", asked[b], K);
             n->asked[asked[b]]++;
             n->matched[asked[b]] += best == asked[b];
+            n->confusion[asked[b]][best]++;
         }
     }
 }
@@ -45,6 +46,7 @@ void sample_quality_finish(SampleQuality *q, const SampleQualityCounts *n) {
         q->match_per_class[k] = n->asked[k] ? (double)n->matched[k] / (double)n->asked[k] : NAN;
         matched += n->matched[k];
     }
+    memcpy(q->confusion, n->confusion, sizeof q->confusion);
     q->match = n->conditional && n->n ? (double)matched / (double)n->n : NAN;
 }
 

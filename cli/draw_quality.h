@@ -10,6 +10,8 @@
 //               takes everything
 //   match       conditional models: the share whose predicted class is the class asked
 //               for, overall and per asked class
+//   confusion   conditional models: how many samples asked to be class k the classifier
+//               labels j, for every k and j (what a class that lags is taken for)
 // The figures say how legible and how varied the samples look to that classifier, whose
 // own test error bounds how far they can be trusted; they are not a likelihood.
 //
@@ -37,6 +39,8 @@ typedef struct {
     long predicted[SAMPLE_QUALITY_MAX_CLASSES];  // samples whose argmax is k
     long asked[SAMPLE_QUALITY_MAX_CLASSES];      // conditional: samples asked to be class k
     long matched[SAMPLE_QUALITY_MAX_CLASSES];    // ... and predicted as k
+    // conditional: [k][j] samples asked to be class k and predicted as j
+    long confusion[SAMPLE_QUALITY_MAX_CLASSES][SAMPLE_QUALITY_MAX_CLASSES];
     int conditional;  // 1 once a batch came with asked classes
 } SampleQualityCounts;
 
@@ -54,6 +58,9 @@ typedef struct {
     double match;                 // share in [0, 1]; NAN when unconditional
     double match_per_class[SAMPLE_QUALITY_MAX_CLASSES];  // NAN where no sample asked for k
     double predicted_share[SAMPLE_QUALITY_MAX_CLASSES];  // the histogram, normalised
+    // conditional: [k][j] samples asked to be class k and predicted as j (counts, so that
+    // the row sums are the samples asked for k); zeros when unconditional
+    long confusion[SAMPLE_QUALITY_MAX_CLASSES][SAMPLE_QUALITY_MAX_CLASSES];
 } SampleQuality;
 
 void sample_quality_finish(SampleQuality *q, const SampleQualityCounts *n);

@@ -180,6 +180,29 @@ static void section_results(FILE *fp, const DrawReport *r) {
     html_section_end(fp);
 }
 
+// A conditional model's confusion (eval.json's rows of counts, asked x predicted) as the
+// share of each asked class labelled as each class, in %; nothing where it is missing
+// (an eval.json from before the matrix).
+static void quality_confusion_table(FILE *fp, const cJSON *conf) {
+    const int K = cJSON_GetArraySize(conf);
+    if (K < 2) return;
+    fputs("<table>\n<thead><tr><th>asked \\ labelled (%)</th>", fp);
+    for (int j = 0; j < K; j++) fprintf(fp, "<th class=\"num\">%d</th>", j);
+    fputs("</tr></thead>\n<tbody>\n", fp);
+    for (int k = 0; k < K; k++) {
+        const cJSON *row = cJSON_GetArrayItem(conf, k);
+        double asked = 0;
+        for (int j = 0; j < cJSON_GetArraySize(row); j++) asked += cJSON_GetArrayItem(row, j)->valuedouble;
+        fprintf(fp, "<tr><td>%d</td>", k);
+        for (int j = 0; j < K; j++) {
+            const cJSON *v = cJSON_GetArrayItem(row, j);
+            html_metric_cell(fp, "confusion", cJSON_IsNumber(v) && asked > 0 ? 100.0 * v->valuedouble / asked : NAN, 1);
+        }
+        fputs("</tr>\n", fp);
+    }
+    fputs("</tbody>\n</table>\n", fp);
+}
+
 // draw eval --sample-quality's figures (eval.json's sample_quality), where eval ran with it.
 static void section_quality(FILE *fp, const DrawReport *r) {
     const cJSON *q = r->eval ? cJSON_GetObjectItem(r->eval, "sample_quality") : NULL;
@@ -207,6 +230,7 @@ static void section_quality(FILE *fp, const DrawReport *r) {
         }
         fputs("</tr></tbody>\n</table>\n", fp);
     }
+    if (cond) quality_confusion_table(fp, cJSON_GetObjectItem(q, "confusion"));
     fputs("<p class=\"note\">", fp);
     html_textf(fp, "Samples from the prior%s, each judged by a CNN trained on plain "
                "28 x 28 MNIST (draw classify train --model cnn --size 28 --fragments 0; its own test "
@@ -215,7 +239,8 @@ static void section_quality(FILE *fp, const DrawReport *r) {
                "against log K for every class equally often.%s",
                cond ? ", each class asked for in turn" : "", report_json_number(q, "confidence"),
                cond ? " Labelled as asked: the predicted class is the class the sample was drawn "
-                      "for; the model is conditional on the label." : "");
+                      "for; the model is conditional on the label. The square table: of the samples "
+                      "asked for each class (rows), the share labelled as each class (columns)." : "");
     fputs("</p>\n", fp);
     html_section_end(fp);
 }

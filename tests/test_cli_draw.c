@@ -664,7 +664,8 @@ static void test_conditional(void) {
 }
 
 // Issue 60: eval --sample-quality with a 28x28 CNN: the figures in --json (N samples, shares
-// in [0, 1], the entropy at most log 10, a conditional model's match per class); a
+// in [0, 1], the entropy at most log 10, a conditional model's match per class and its
+// confusion matrix, and the text's line of what each class is taken for); a
 // classifier file of another kind (a DRAW model, a CNN of 100x100 cluttered images) is one
 // line naming it.
 static void test_sample_quality(void) {
@@ -686,6 +687,19 @@ static void test_sample_quality(void) {
                h->valuedouble >= 0 && h->valuedouble <= hmax->valuedouble + 1e-9, "entropy");
     EXPECT(cJSON_IsNumber(m) && cJSON_GetArraySize(per) == 10 &&
                cJSON_GetArraySize(cJSON_GetObjectItem(q, "predicted_share")) == 10, "match");
+    // the confusion matrix: 10 rows of 10 counts, each row the 3 samples asked for its class,
+    // its diagonal the matches
+    const cJSON *conf = cJSON_GetObjectItem(q, "confusion");
+    int rows_ok = cJSON_GetArraySize(conf) == 10;
+    for (int k = 0; rows_ok && k < 10; k++) {
+        const cJSON *row = cJSON_GetArrayItem(conf, k), *pk = cJSON_GetArrayItem(per, k);
+        double sum = 0;
+        rows_ok = cJSON_GetArraySize(row) == 10 && cJSON_IsNumber(pk);
+        for (int i = 0; rows_ok && i < 10; i++) sum += cJSON_GetArrayItem(row, i)->valuedouble;
+        rows_ok = rows_ok && sum == 3 &&
+                  fabs(cJSON_GetArrayItem(row, k)->valuedouble / 3 - pk->valuedouble) < 1e-6;
+    }
+    EXPECT(rows_ok, "confusion: %s", out ? out : "");
     cJSON_Delete(j);
     // draw report shows them from RUN/eval.json, and says the bound is conditional
     char evalpath[600];
@@ -696,10 +710,19 @@ static void test_sample_quality(void) {
     rc = run_draw("report %s/cond", tmpdir);
     char *page = read_text("cond/report.html");
     EXPECT(rc == 0 && page && strstr(page, "data-key=\"legible\"") && strstr(page, "data-key=\"match_class\"") &&
+               strstr(page, "data-key=\"confusion\"") &&
                strstr(page, "-log p(x | label)") && strstr(page, "given the label") &&
                strstr(page, "class-conditional: the label (10 classes)"),
            "report: exit %d, %s", rc, page ? "the page lacks the sample quality" : "no page");
     free(page);
+    // the text names the classes a sample is taken for, from the matrix
+    rc = run_draw("eval --model %s/cond/model.safetensors --data mnist --split test --limit 16 "
+                  "--sample-quality %s/cnn28/model.safetensors --quality-samples 30", tmpdir, tmpdir);
+    out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "labelled as the class asked for") &&
+               (strstr(out, "100.0%") || strstr(out, "taken for another class (asked: predicted):")),
+           "eval --sample-quality text: %s", out ? out : "");
+    free(out);
     // an unconditional model: no match
     rc = run_draw("eval --model %s/uncond/model.safetensors --data mnist --split test --limit 16 "
                   "--sample-quality %s/cnn28/model.safetensors --quality-samples 20 --json", tmpdir, tmpdir);
@@ -707,6 +730,7 @@ static void test_sample_quality(void) {
     j = cJSON_Parse(out ? out : "");
     q = cJSON_GetObjectItem(j, "sample_quality");
     EXPECT(rc == 0 && cJSON_IsNull(cJSON_GetObjectItem(q, "match")) &&
+               cJSON_GetArraySize(cJSON_GetObjectItem(q, "confusion")) == 0 &&
                cJSON_IsFalse(cJSON_GetObjectItem(q, "conditional")), "unconditional: %s", out ? out : "");
     cJSON_Delete(j);
     free(out);

@@ -1,9 +1,10 @@
 // Tests of cli/draw_quality's arithmetic on hand-made classifier outputs: the legible share
 // (top probability at least 0.9, a float 0.9 included), the entropy of the predicted-class
-// histogram against log K, and the share and per-class share labelled as the class asked
-// for; no match for unconditional samples; ties to the lower class; counts summed over
-// batches.
+// histogram against log K, the share and per-class share labelled as the class asked
+// for, and the confusion counts (asked k, predicted j); no match for unconditional
+// samples; ties to the lower class; counts summed over batches.
 #include <math.h>
+#include <string.h>
 
 #include "cli/draw_quality.h"
 #include "tests/support/test.h"
@@ -33,6 +34,12 @@ static void test_hand_made_conditional(void) {
     EXPECT_NEAR(q.match_per_class[0], 1.0, 0, 1e-12);
     EXPECT_NEAR(q.match_per_class[1], 1.0, 0, 1e-12);
     EXPECT_NEAR(q.match_per_class[2], 0.5, 0, 1e-12);
+    // confusion: asked 0 -> 0, asked 1 -> 1, asked 2 -> 1 and 2
+    static const long CONFUSION[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 1, 1}};
+    int same = 1;
+    for (int k = 0; k < 3; k++)
+        for (int j = 0; j < 3; j++) same &= q.confusion[k][j] == CONFUSION[k][j];
+    EXPECT(same, "confusion row 2: %ld %ld %ld", q.confusion[2][0], q.confusion[2][1], q.confusion[2][2]);
 }
 
 // The same samples in two batches give the same figures.
@@ -47,6 +54,7 @@ static void test_batches_add_up(void) {
     EXPECT(a.legible == b.legible && a.entropy == b.entropy && a.match == b.match,
            "one batch %g %g %g, two %g %g %g", a.legible, a.entropy, a.match, b.legible, b.entropy,
            b.match);
+    EXPECT(memcmp(a.confusion, b.confusion, sizeof a.confusion) == 0, "confusion differs");
 }
 
 // Unconditional: no match; one class for everything: entropy 0; every class equally often:
