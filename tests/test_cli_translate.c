@@ -1,7 +1,7 @@
 // End-to-end tests of `text translate` (bin/text in $ATTEND_BIN): train a tiny translator
 // on the date task a few steps (log.csv, loss.png, run.json, --json), resume bit for bit on
 // dates and on a pair file written here (its BPE model kept in the checkpoint as text),
-// refuse model flags that differ on --resume, evaluate with --json (exact match and
+// refuse model flags that differ on --resume (a forward-only encoder too), evaluate with --json (exact match and
 // alignment accuracy for dates, BLEU and chrF for pairs), translate lines from standard
 // input and a file, and refuse in one line a
 // checkpoint of another program (a sentence classifier's) or of another format.
@@ -141,6 +141,20 @@ static void test_training_options(void) {
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--input-feeding");
     rc = run_text("translate train " TINY " --steps 1 --input-feeding --out %s/feed_bahdanau", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--input-feeding: --attention bahdanau queries the previous state");
+    // A forward-only encoder: kept by the checkpoint (resumed and evaluated without the flag),
+    // refused on a bidirectional run's --resume and with luong-dot.
+    rc = run_text("translate train " TINY " --steps 2 --forward-only --attention luong-concat --out %s/fwd", tmpdir);
+    EXPECT(rc == 0, "forward-only train exited %d", rc);
+    rc = run_text("translate train --resume --steps 3 --out %s/fwd --json", tmpdir);
+    char *out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "\"steps\": 3"), "forward-only resume: %s", out ? out : "");
+    free(out);
+    rc = run_text("translate eval --model %s/fwd/model.safetensors --limit 8", tmpdir);
+    EXPECT(rc == 0, "forward-only eval exited %d", rc);
+    rc = run_text("translate train --resume --steps 9 --forward-only --out %s/run", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "forward-only");
+    rc = run_text("translate train " TINY " --steps 1 --forward-only --attention luong-dot --out %s/fwd_dot", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--forward-only: luong-dot");
 }
 
 // eval --misses of the tiny date run (whose alignment accuracy on the same 40 examples is
