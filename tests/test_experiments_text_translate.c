@@ -61,7 +61,7 @@ static int count(const char *text, const char *what) {
 
 static void test_dates(void) {
     write_stand_in();
-    const char *env = "DATES_KINDS='bahdanau none' DATES_STEPS=50 DATES_SEEDS=''";
+    const char *env = "DATES_KINDS='bahdanau none' DATES_STEPS=50 DATES_SEEDS='' DATES_TRIES=''";
     int st = stand_in_run(dir, NULL, env, "text_translate.sh dates");
     char *err = stand_in_read(dir, "err.txt");
     EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
@@ -96,7 +96,8 @@ static void test_dates(void) {
 // summary; the length table's cells with their Wilson intervals (2 of 4: 50.0 [15.0, 85.0]).
 static void test_dates_recipe(void) {
     write_stand_in();
-    const char *env = "DATES_KINDS=none DATES_STEPS=50 DATES_SEEDS='1 2' DATES_RECIPE='--attention luong-concat --dropout 0.2'";
+    const char *env = "DATES_KINDS=none DATES_STEPS=50 DATES_SEEDS='1 2' DATES_RECIPE='--attention luong-concat --dropout 0.2' "
+                      "DATES_TRIES='small --attention luong-concat --hidden 8\nfwd --attention luong-concat --forward-only'";
     int st = stand_in_run(dir, NULL, env, "text_translate.sh dates");
     char *err = stand_in_read(dir, "err.txt");
     EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
@@ -104,7 +105,9 @@ static void test_dates_recipe(void) {
     char *called = stand_in_read(dir, "called.txt");
     EXPECT(count(called, "translate train --data dates --attention luong-concat --dropout 0.2 --seed 1 --steps 50") == 1 &&
                count(called, "translate train --data dates --attention luong-concat --dropout 0.2 --seed 2 --steps 50") == 1 &&
-               count(called, "translate eval") == 2,
+               count(called, "translate train --data dates --attention luong-concat --hidden 8 --steps 50 ") == 1 &&
+               count(called, "translate train --data dates --attention luong-concat --forward-only --steps 50 ") == 1 &&
+               count(called, "translate eval") == 4,
            "the calls: %s", called ? called : "(not run)");
     free(called);
     char *page = stand_in_read(dir, "results.md");
@@ -112,13 +115,18 @@ static void test_dates_recipe(void) {
     EXPECT(recipe && strstr(recipe, "`--attention luong-concat --dropout 0.2`") &&
                strstr(recipe, "| 1 | 50 | 90.00 | 80.00 | 3.250 | 10 |") &&
                strstr(recipe, "| 2 | 50 | 90.00 | 80.00 | 3.250 | 10 |") &&
-               strstr(recipe, "| mean (min-max) of 2 | | 90.00 (90.00-90.00) | 80.00 (80.00-80.00) | | |"),
+               strstr(recipe, "| mean (min-max) of 2 | | 90.00 (90.00-90.00) | 80.00 (80.00-80.00) | | |") &&
+               strstr(recipe, "Both targets met on 0 of the 2 seeds."),
            "the recipe's table:\n%s", recipe ? recipe : (page ? page : ""));
     const char *lengths = page ? strstr(page, "### Exact match by source length") : NULL;
     EXPECT(lengths && strstr(lengths, "| run | 1-10 (4) |") &&
                strstr(lengths, "| none | 50.0 [15.0, 85.0] | - | - | - |") &&
                strstr(lengths, "| recipe-seed2 | 50.0 [15.0, 85.0] | - | - | - |"),
            "the length table:\n%s", lengths ? lengths : (page ? page : ""));
+    // The levers' rows: their names and flags (the stand-in writes no run.json: "?").
+    const char *tries = page ? strstr(page, "### The levers tried") : NULL;
+    EXPECT(tries && strstr(tries, "| small | `?` | 90.00 | 80.00 | 3.250 | 10 |") && strstr(tries, "| fwd | `?` |"),
+           "the levers' table:\n%s", tries ? tries : (page ? page : ""));
     free(page);
 }
 
