@@ -67,7 +67,11 @@ hidden-16-seed3 --attention luong-concat --hidden 16 --seed 3
 input-feeding --attention luong-concat --input-feeding
 forward-only --attention luong-concat --forward-only
 forward-only-seed2 --attention luong-concat --forward-only --seed 2
-forward-only-dropout-0.2-seed2 --attention luong-concat --forward-only --dropout 0.2 --seed 2"}
+forward-only-dropout-0.2-seed2 --attention luong-concat --forward-only --dropout 0.2 --seed 2
+recipe-embed-64-seed2 --attention luong-concat --forward-only --dropout 0.1 --embed 64 --seed 2
+recipe-lr-5e-4-seed2 --attention luong-concat --forward-only --dropout 0.1 --lr 5e-4 --seed 2
+recipe-hidden-128-seed2 --attention luong-concat --forward-only --dropout 0.1 --hidden 128 --seed 2
+recipe-smoothing-0.1-seed2 --attention luong-concat --forward-only --dropout 0.1 --label-smoothing 0.1 --seed 2"}
 BIBLE_KINDS=${BIBLE_KINDS:-none bahdanau luong-general transformer}
 TRANSFORMER_FLAGS=${TRANSFORMER_FLAGS:---warmup 400 --lr 1e-3 --dropout 0.1 --label-smoothing 0.1}
 BIBLE_MINUTES=${BIBLE_MINUTES:-20}
