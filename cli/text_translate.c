@@ -30,10 +30,10 @@ typedef struct {
     float dropout, label_smoothing;
     TrainCommandFlags cmd;  // --out, --resume, --force, --json, --threads, the plan
     TrainOptimFlags optim;
-    bool input_feeding;
+    bool input_feeding, forward_only;
     struct {
         bool data, attention, embed, hidden, dec_embed, attn_size, window, max_src, max_len,
-            train_size, bpe_merges, dropout, label_smoothing, input_feeding;
+            train_size, bpe_merges, dropout, label_smoothing, input_feeding, forward_only;
         bool model, d_model, heads, d_ff, layers, enc_layers, dec_layers, positions, map_layer,
             warmup, post_ln;
     } given;
@@ -72,6 +72,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"max-len", ARG_INT, &f->max_len, "pairs: target tokens kept (dates: 10 characters)", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.max_len},
         {"train-size", ARG_INT, &f->train_size, "dates: training examples", .has_min = true, .min = 1, .has_max = true, .max = 10000000, .given = &f->given.train_size},
         {"input-feeding", ARG_FLAG, &f->input_feeding, "Luong's input feeding: the attentional vector tanh(W_c [context; h_t]) feeds the next step and the output (not with bahdanau, which queries the previous state)", .given = &f->given.input_feeding},
+        {"forward-only", ARG_FLAG, &f->forward_only, "the encoder is one LSTM reading left to right (default both directions): each state knows only its token and those before it; annotations of --hidden, not twice it (not with luong-dot)", .given = &f->given.forward_only},
         {"dropout", ARG_FLOAT, &f->dropout, "training: dropout on the source embeddings, the encoder's states and the decoder's output state (transformer: inside its layers, where PyTorch's put it)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
         {"label-smoothing", ARG_FLOAT, &f->label_smoothing, "training: the loss's target is (1 - X) the word + X spread evenly over the vocabulary", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.label_smoothing},
         {"bpe-merges", ARG_INT, &f->bpe_merges, "pairs: BPE merges learned on the training split (both sides, one model)", .has_min = true, .min = 0, .has_max = true, .max = BPE_MAX_MERGES, .given = &f->given.bpe_merges},
@@ -139,7 +140,8 @@ static const char *first_given_foreign_flag(const TrainFlags *f, int model) {
     const GivenFlag lstm[] = {{f->given.attention, "attention"},   {f->given.embed, "embed"},
                               {f->given.hidden, "hidden"},         {f->given.dec_embed, "dec-embed"},
                               {f->given.attn_size, "attn-size"},   {f->given.window, "window"},
-                              {f->given.input_feeding, "input-feeding"}};
+                              {f->given.input_feeding, "input-feeding"},
+                              {f->given.forward_only, "forward-only"}};
     const GivenFlag tf[] = {{f->given.d_model, "d-model"},       {f->given.heads, "heads"},
                             {f->given.d_ff, "d-ff"},             {f->given.layers, "layers"},
                             {f->given.enc_layers, "enc-layers"}, {f->given.dec_layers, "dec-layers"},
@@ -200,6 +202,7 @@ static int check_resume_flags(TrainRun *r, Error *err) {
     flag_diffs_int(&d, "window", f->given.window, f->window, c->dec.attn.window);
     flag_diffs_switch(&d, "input-feeding", f->given.input_feeding, f->input_feeding,
                       c->dec.input_feeding);
+    flag_diffs_switch(&d, "forward-only", f->given.forward_only, f->forward_only, c->forward_only);
     flag_diffs_float(&d, "dropout", f->given.dropout, f->dropout, c->dropout);
     flag_diffs_float(&d, "label-smoothing", f->given.label_smoothing, f->label_smoothing,
                      c->dec.label_smoothing);
@@ -259,7 +262,11 @@ static int load_data(void *p, Error *err) {
             return error_set(err, "--input-feeding: --attention %s queries the previous state; "
                              "input feeding needs one that queries the current state (luong-*, "
                              "local-*, none)", TRANSLATE_ATTENTIONS[f->attention]);
-        *c = (TranslatorConfig){.Es = f->embed, .He = f->hidden,
+        if (f->forward_only && a.kind == ATTN_DOT)
+            return error_set(err, "--forward-only: luong-dot scores the decoder's %d units against "
+                             "annotations of %d; use luong-general or luong-concat", 2 * f->hidden,
+                             f->hidden);
+        *c = (TranslatorConfig){.Es = f->embed, .He = f->hidden, .forward_only = f->forward_only,
                                 .S = is_dates(f->data) ? DATES_MAX_SOURCE : f->max_src,
                                 .max_len = is_dates(f->data) ? DATES_TARGET_LEN : f->max_len,
                                 .dropout = f->dropout,

@@ -18,7 +18,7 @@
 #include "seq/sacrebleu.h"
 
 typedef struct {
-    const char *model, *root;
+    const char *model, *root, *misses;
     int split, batch, limit, threads, beam;
     float length_alpha;
     bool json;
@@ -44,9 +44,24 @@ static void decode_(TranslateModel *tm, const TranslateData *d, const EvalFlags 
     translate_model_decode(tm, src, src_len, nb, f->beam, f->length_alpha, out, len, alpha);
 }
 
-// Decodes d (the first n pairs) in batches of B; fills res.
+// One line of --misses for each target digit of e whose attention peak (peak, DATES_TARGET_LEN)
+// lies outside its span: where it fell, relative to the span (negative: before it), so the
+// misses can be told apart by field, format and offset.
+static void write_misses(FILE *out, int i, const DateExample *e, const int *peak, int exact) {
+    for (int t = 0; t < DATES_TARGET_LEN; t++) {
+        const int s = e->span_start[t], x = e->span_end[t], p = peak[t];
+        if (s < 0 || (p >= s && p < x)) continue;
+        const int offset = p < s ? p - s : p - (x - 1);
+        fprintf(out, "%d\t%s\t%s\t%s\t%d\t%c\t%s\t%d\t%d\t%d\t%c\t%d\t%d\n", i,
+                DATES_FORMATS[e->format].name, e->src, e->tgt, t, e->tgt[t],
+                t < 4 ? "year" : t < 7 ? "month" : "day", s, x, p, e->src[p], offset, exact);
+    }
+}
+
+// Decodes d (the first n pairs) in batches of B; fills res; writes each missed digit's line
+// to misses (NULL: none).
 static void evaluate(TranslateModel *tm, const TranslateData *d, const EvalFlags *f, int n,
-                     EvalResult *res) {
+                     EvalResult *res, FILE *misses) {
     const int B = f->batch;
     const TranslateState *st = &tm->state;
     const int ML = d->max_len, L = st->cfg.dec.L, T = ML + 1;
@@ -76,6 +91,7 @@ static void evaluate(TranslateModel *tm, const TranslateData *d, const EvalFlags
             CHECK(T >= DATES_TARGET_LEN, "dates decoded for %d steps", T);
             dates_attention_peaks(peak, alpha + (size_t)b * L, (size_t)nb * L, d->src_len[i]);
             dates_alignment_count(&d->dates[i], peak, &res->align_hits, &res->align_n);
+            if (misses) write_misses(misses, i, &d->dates[i], peak, exact);
         }
     }
     if (!d->dates) {
@@ -117,6 +133,7 @@ int text_translate_eval_main(int argc, char **argv) {
         {"length-alpha", ARG_FLOAT, &f.length_alpha, "beam search: hypotheses scored by log p / length^X", .has_min = true, .min = 0, .has_max = true, .max = 4},
         {"limit", ARG_INT, &f.limit, "decode only the split's first N pairs (0: all)", .has_min = true, .min = 0},
         {"threads", ARG_INT, &f.threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"misses", ARG_STRING, &f.misses, "dates: write each target digit whose attention peak misses its span to FILE (tab-separated, a header first)", .metavar = "FILE"},
         {"json", ARG_FLAG, &f.json, "print the figures as one JSON object", .given = NULL},
     };
     int code;
@@ -137,8 +154,24 @@ int text_translate_eval_main(int argc, char **argv) {
         return 1;
     }
     const int n = f.limit && f.limit < d.n ? f.limit : d.n;
+    FILE *misses = NULL;
+    if (f.misses && !(misses = fopen(f.misses, "w"))) {
+        fprintf(stderr, "text translate eval: %s: cannot create\n", f.misses);
+        translate_data_free(&d);
+        translate_model_free(&tm);
+        return 1;
+    }
+    if (misses)
+        fputs("example\tformat\tsource\ttarget\tchar\tdigit\tfield\tspan_start\tspan_end\tpeak"
+              "\tpeak_char\toffset\texact\n", misses);
     EvalResult r;
-    evaluate(&tm, &d, &f, n, &r);
+    evaluate(&tm, &d, &f, n, &r, misses);
+    if (misses && fclose(misses) != 0) {
+        fprintf(stderr, "text translate eval: %s: write error\n", f.misses);
+        translate_data_free(&d);
+        translate_model_free(&tm);
+        return 1;
+    }
     const double em = n ? (double)r.exact / n : NAN;
     const double align = r.align_n ? (double)r.align_hits / r.align_n : NAN;
     char line[256];

@@ -276,6 +276,7 @@ int translate_checkpoint_save(const char *path, const TranslateState *s, const B
         META("translate.attn_size", "%d", c->dec.attn.A);
         META("translate.window", "%d", c->dec.attn.window);
         META("translate.input_feeding", "%d", c->dec.input_feeding);
+        META("translate.forward_only", "%d", c->forward_only);
         META("translate.dropout", "%.9g", (double)c->dropout);
         META("translate.label_smoothing", "%.9g", (double)c->dec.label_smoothing);
     }
@@ -303,13 +304,17 @@ static int meta_int_(const SafetensorsFile *f, const char *path, const char *key
     return 0;
 }
 
-// Input feeding, dropout and label smoothing; a checkpoint from before them has none.
+// Input feeding, a forward-only encoder, dropout and label smoothing; a checkpoint from
+// before them has none.
 static int read_training_options_(const SafetensorsFile *f, const char *path,
                                   TranslatorConfig *c, Error *err) {
-    c->dec.input_feeding = 0;
+    c->dec.input_feeding = c->forward_only = 0;
     c->dropout = c->dec.label_smoothing = 0.0f;
     if (safetensors_meta(f, "translate.input_feeding") &&
         meta_int_(f, path, "translate.input_feeding", 0, 1, &c->dec.input_feeding, err))
+        return -1;
+    if (safetensors_meta(f, "translate.forward_only") &&
+        meta_int_(f, path, "translate.forward_only", 0, 1, &c->forward_only, err))
         return -1;
     if (safetensors_meta(f, "translate.dropout") &&
         safetensors_meta_float(f, path, "translate.dropout", &c->dropout, err))
@@ -365,9 +370,9 @@ static int read_lstm_(const SafetensorsFile *f, const char *path, TranslateState
     if (c->dec.input_feeding && a.query != DECODER_QUERY_CURRENT)
         return error_set(err, "%s: translate.input_feeding with %s attention, which queries the "
                          "previous state", path, att);
-    if (a.kind == ATTN_DOT && c->dec.H != 2 * c->He)
-        return error_set(err, "%s: luong-dot needs translate.dec_hidden %d = 2 x translate.hidden %d",
-                         path, c->dec.H, c->He);
+    if (a.kind == ATTN_DOT && (c->forward_only || c->dec.H != 2 * c->He))
+        return error_set(err, "%s: luong-dot needs translate.dec_hidden %d = 2 x translate.hidden %d "
+                         "and both directions", path, c->dec.H, c->He);
     translator_config_finish(c);
     return 0;
 }

@@ -44,10 +44,11 @@
 #                   (last, bow, AFINN)    10 folds of each file, the
 #                                         85 % tries
 #   text-translate  dates: bahdanau and   every attention kind      text_translate.md
-#                   none, 150 steps;      2,000 steps; bible: none,
-#                   bible: bahdanau       bahdanau, luong-general
-#                   0.5 min, 100          20 min each (wall time)
-#                   resamples
+#                   none, 150 steps, one  3,500 steps, the alignment
+#                   recipe seed, no       recipe on seeds 1-3, the
+#                   levers; bible:        levers tried; bible:
+#                   bahdanau 0.5 min,     none, bahdanau, luong-general
+#                   100 resamples         20 min each (wall time)
 #   (the captioner on 2 threads throughout; the sentence classifier and translator on 1)
 #
 # Runs go to RUNS (default runs/reproduce-MODE): a folder per run with its report.html,
@@ -135,7 +136,7 @@ run_steps() {
     fi
     # The translator's tables (dates, English-Spanish), on one thread.
     if [ "$MODE" = quick ]; then
-        step text-translate env THREADS=1 DATES_STEPS=150 DATES_KINDS="bahdanau none" BIBLE_KINDS=bahdanau \
+        step text-translate env THREADS=1 DATES_STEPS=150 DATES_KINDS="bahdanau none" DATES_SEEDS=1 DATES_TRIES= BIBLE_KINDS=bahdanau \
             BIBLE_MINUTES=0.5 SAMPLES=100 sh experiments/text_translate.sh dates bible
     else
         step text-translate env THREADS=1 sh experiments/text_translate.sh dates bible

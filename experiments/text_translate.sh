@@ -11,7 +11,11 @@
 #           20,000 examples, seed 1; exact match and alignment accuracy (the attention's peak
 #           on the source characters a target digit comes from; the Transformer's from its
 #           last decoder layer's cross-attention, mean over heads) on the 1,000 test examples,
-#           greedy decoding (`text translate eval`)
+#           greedy decoding (`text translate eval`); exact match by source length with 95 %
+#           Wilson intervals; then the alignment recipe (DATES_RECIPE, the flags that reach
+#           issue 58's targets) trained DATES_STEPS steps with each seed of DATES_SEEDS
+#           (default 1 2 3), its figures and those of every seed; and the levers tried on
+#           the way to it (DATES_TRIES, seed 1 each), with where their attention peaks miss
 #   bible   English to Spanish (bible-en-es: World English Bible -> Reina-Valera 1909 verse
 #           pairs; one joint BPE of 8,000 merges): BIBLE_KINDS (none, bahdanau,
 #           luong-general, transformer) each trained until BIBLE_MINUTES minutes of wall time in all
@@ -22,7 +26,8 @@
 #           (`text translate score`); greedy decoding. BIBLE_STEPS=N instead trains each
 #           run until N steps in all (the same data seen by each, whatever the load)
 #
-# Every run is a folder RUNS/text_translate/NAME (dates-KIND, bible-KIND) trained with
+# Every run is a folder RUNS/text_translate/NAME (dates-KIND, dates-recipe-seedN,
+# bible-KIND) trained with
 # --resume, so a killed training continues from its last checkpoint (bible: every 100
 # steps; dates: each epoch) and a larger budget continues a finished run; a run's figures
 # (eval.json, score.json) are computed again when its checkpoint is newer than them. Each
@@ -31,7 +36,11 @@
 # keeps the other's table.
 #
 # Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default 1),
-# DATA_ROOT (default data: the folder holding bible/), DATES_KINDS, DATES_STEPS,
+# DATA_ROOT (default data: the folder holding bible/), DATES_KINDS, DATES_STEPS (default
+# 3500), DATES_RECIPE (default "--attention luong-concat --forward-only
+# --dropout 0.1"), DATES_SEEDS (default "1 2 3"; empty: no
+# recipe runs), DATES_TRIES (lines "NAME FLAGS...": the levers' runs, dates-try-NAME;
+# empty: none),
 # BIBLE_KINDS, BIBLE_MINUTES, BIBLE_STEPS (default none: the minutes decide),
 # TRANSFORMER_FLAGS (the transformer rows' recipe, default "--warmup 400 --lr 1e-3
 # --dropout 0.1 --label-smoothing 0.1": README's date-task run; the other flags at the
@@ -45,7 +54,26 @@ RUNS=${RUNS:-runs}
 THREADS=${THREADS:-1}
 DATA_ROOT=${DATA_ROOT:-data}
 DATES_KINDS=${DATES_KINDS:-bahdanau luong-dot luong-general luong-concat local-m local-p none transformer}
-DATES_STEPS=${DATES_STEPS:-2000}
+DATES_STEPS=${DATES_STEPS:-3500}
+DATES_RECIPE=${DATES_RECIPE-"--attention luong-concat --forward-only --dropout 0.1"}
+DATES_SEEDS=${DATES_SEEDS-1 2 3}
+DATES_TRIES=${DATES_TRIES-"dropout-0.1-seed2 --attention luong-concat --dropout 0.1 --seed 2
+dropout-0.1-seed3 --attention luong-concat --dropout 0.1 --seed 3
+dropout-0.3 --attention luong-concat --dropout 0.3
+hidden-32 --attention luong-concat --hidden 32
+hidden-16 --attention luong-concat --hidden 16
+hidden-16-seed2 --attention luong-concat --hidden 16 --seed 2
+hidden-16-seed3 --attention luong-concat --hidden 16 --seed 3
+input-feeding --attention luong-concat --input-feeding
+forward-only --attention luong-concat --forward-only
+forward-only-seed2 --attention luong-concat --forward-only --seed 2
+forward-only-dropout-0.2-seed2 --attention luong-concat --forward-only --dropout 0.2 --seed 2
+recipe-embed-64-seed2 --attention luong-concat --forward-only --dropout 0.1 --embed 64 --seed 2
+recipe-lr-5e-4-seed2 --attention luong-concat --forward-only --dropout 0.1 --lr 5e-4 --seed 2
+recipe-hidden-128-seed1 --attention luong-concat --forward-only --dropout 0.1 --hidden 128 --seed 1
+recipe-hidden-128-seed2 --attention luong-concat --forward-only --dropout 0.1 --hidden 128 --seed 2
+recipe-hidden-128-seed3 --attention luong-concat --forward-only --dropout 0.1 --hidden 128 --seed 3
+recipe-smoothing-0.1-seed2 --attention luong-concat --forward-only --dropout 0.1 --label-smoothing 0.1 --seed 2"}
 BIBLE_KINDS=${BIBLE_KINDS:-none bahdanau luong-general transformer}
 TRANSFORMER_FLAGS=${TRANSFORMER_FLAGS:---warmup 400 --lr 1e-3 --dropout 0.1 --label-smoothing 0.1}
 BIBLE_MINUTES=${BIBLE_MINUTES:-20}
@@ -124,10 +152,30 @@ part_dates() {
     for kind in $DATES_KINDS; do
         dir=$store/dates-$kind
         [ "$(step_of "$dir")" -ge "$DATES_STEPS" ] 2> /dev/null || train "$dir" --data dates $(model_flags "$kind") --steps "$DATES_STEPS"
-        figures "$dir" eval eval.json
+        figures "$dir" eval eval.json --misses "$dir/misses.tsv"
         pictures "$dir"
         echo "text_translate.sh: dates $kind done" >&2
     done
+    for seed in $DATES_SEEDS; do
+        dir=$store/dates-recipe-seed$seed
+        # shellcheck disable=SC2086
+        [ "$(step_of "$dir")" -ge "$DATES_STEPS" ] 2> /dev/null || train "$dir" --data dates $DATES_RECIPE --seed "$seed" --steps "$DATES_STEPS"
+        figures "$dir" eval eval.json --misses "$dir/misses.tsv"
+        pictures "$dir"
+        echo "text_translate.sh: dates recipe seed $seed done" >&2
+    done
+    newline='
+'
+    old_ifs=$IFS IFS=$newline
+    for try in $DATES_TRIES; do
+        IFS=$old_ifs
+        name=${try%% *} dir=$store/dates-try-${try%% *}
+        # shellcheck disable=SC2086
+        [ "$(step_of "$dir")" -ge "$DATES_STEPS" ] 2> /dev/null || train "$dir" --data dates ${try#* } --steps "$DATES_STEPS"
+        figures "$dir" eval eval.json --misses "$dir/misses.tsv"
+        echo "text_translate.sh: dates try $name done" >&2
+    done
+    IFS=$old_ifs
 }
 
 part_bible() {
@@ -193,6 +241,127 @@ dates_table() {
         [ -s "$dir/eval.json" ] || continue
         echo "| $kind | $(step_of "$dir") | $(num "$dir/eval.json" exact_match 100) | $(num "$dir/eval.json" alignment_accuracy 100) | $(num "$dir/train.json" valid_loss 1 3) | $(train_wall "$dir") |"
     done
+}
+
+# length_cells FILE: eval.json's exact match by source length, one cell a bucket: the
+# percentage with its 95 % Wilson interval, "-" for a bucket the file lacks (buckets 1-10 ..
+# 31-40: dates have at most 40 characters).
+length_cells() {
+    for from in 1 11 21 31; do
+        sed 's/.*"by_source_length": \[//; s/\].*//' "$1" | tr '}' '\n' |
+            sed -n "s/.*\"from\": $from, \"to\": [0-9]*, \"pairs\": \([0-9]*\), \"exact_match\": \([-0-9.eE+]*\).*/\1 \2/p" |
+            awk 'BEGIN { z = 1.96 } { n = $1; p = $2; d = 1 + z * z / n; c = (p + z * z / (2 * n)) / d
+                 h = z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+                 printf " %.1f [%.1f, %.1f] |", 100 * p, 100 * (c - h), 100 * (c + h); found = 1 }
+                 END { if (!found) printf " - |" }'
+    done
+}
+
+# length_table: exact match by source length for every date run (the kinds, then the recipe).
+length_table() {
+    echo "### Exact match by source length"
+    echo
+    echo "The test examples by source length in characters (their count in the header), each"
+    echo "cell the exact match (%) with its 95 % Wilson interval: Bahdanau et al. 2015's figure"
+    echo "2 on the date task, where a fixed context (none) must carry the whole source."
+    echo
+    f=$(ls "$store"/dates-*/eval.json | head -n 1)
+    header=$(sed 's/.*"by_source_length": \[//; s/\].*//' "$f" | tr '}' '\n' |
+        sed -n 's/.*"from": \([0-9]*\), "to": \([0-9]*\), "pairs": \([0-9]*\).*/\1 \2 \3/p' |
+        awk '{ printf " %s-%s (%s) |", $1, $2, $3 }')
+    echo "| run |$header"
+    echo "|---$(echo "$header" | sed 's/[^|]*|/|---/g')|"
+    for name in bahdanau luong-dot luong-general luong-concat local-m local-p none transformer $(recipe_names); do
+        f=$store/dates-$name/eval.json
+        [ -s "$f" ] || continue
+        echo "| $name |$(length_cells "$f")"
+    done
+}
+
+# misses_table: where the attention peaks that miss fall (each run's misses.tsv, written by
+# `text translate eval --misses`): before or after the digit's span, one character off, and
+# the commonest miss (target character, offset, the character the peak fell on).
+misses_table() {
+    echo "### Where the missed peaks fall"
+    echo
+    echo "Of the 8,000 test digits, those whose attention peak lies outside their span, by side"
+    echo "(offset from the span's nearest edge, negative before it) and their commonest kind:"
+    echo "target character t of \"yyyy-mm-dd\" (0-3 the year, 5-6 the month, 8-9 the day), the"
+    echo "offset and the source character the peak fell on."
+    echo
+    echo "| run | missed | before the span | after it | one character off | commonest (t, offset, on) |"
+    echo "|---|---|---|---|---|---|"
+    for name in bahdanau luong-dot luong-general luong-concat local-m local-p transformer $(try_names) $(recipe_names); do
+        f=$store/dates-$name/misses.tsv
+        [ -s "$f" ] || continue
+        awk -F '\t' -v name="$name" 'NR > 1 { n++; b += $12 < 0; a += $12 > 0; one += $12 == 1 || $12 == -1
+                 k = "t" $5 ", " ($12 > 0 ? "+" : "") $12 ", \"" $11 "\""; c[k]++ }
+                 END { top = ""; for (k in c) if (top == "" || c[k] > c[top] || (c[k] == c[top] && k < top)) top = k
+                       if (n) printf "| %s | %d | %d | %d | %d | %s (%d) |\n", name, n, b, a, one, top, c[top]
+                       else printf "| %s | 0 | 0 | 0 | 0 | - |\n", name }' "$f"
+    done
+}
+
+# try_names: the levers' run folders found (dates-try-NAME), less "dates-".
+try_names() { ls -d "$store"/dates-try-* 2> /dev/null | sed 's#.*/dates-##'; }
+
+# tries_table: each lever's run (its flags from run.json's first command) beside the plain
+# luong-concat row.
+tries_table() {
+    echo "### The levers tried"
+    echo
+    echo "One run each ($DATES_STEPS steps, seed 1 unless its flags say otherwise, the rest as above):"
+    echo
+    echo "| run | flags | exact match (%) | alignment accuracy (%) | valid loss | training wall (s) |"
+    echo "|---|---|---|---|---|---|"
+    for name in $(try_names); do
+        dir=$store/dates-$name
+        [ -s "$dir/eval.json" ] || continue
+        flags=$(sed -n 's/.*"command":[^"]*"text translate train --data dates \(.*\) --steps .*/\1/p' "$dir/run.json" 2> /dev/null | head -n 1)
+        echo "| ${name#try-} | \`${flags:-?}\` | $(num "$dir/eval.json" exact_match 100) | $(num "$dir/eval.json" alignment_accuracy 100) | $(num "$dir/train.json" valid_loss 1 3) | $(train_wall "$dir") |"
+    done
+}
+
+# recipe_names: the recipe's run folders found (dates-recipe-seedN, N ascending), less "dates-".
+recipe_names() {
+    ls -d "$store"/dates-recipe-seed* 2> /dev/null | sed 's#.*/dates-##' | sort -t d -k 2 -n
+}
+
+# recipe_table: the recipe's rows, one a seed, and their mean, min and max.
+recipe_table() {
+    echo "### The alignment recipe over seeds"
+    echo
+    echo "The LSTM translator trained \`$DATES_RECIPE\` (otherwise as above), $DATES_STEPS steps,"
+    echo "one run a seed; issue 58's targets: exact match at least 99 % and alignment accuracy at"
+    echo "least 95 % (a binomial standard error of about 0.25 points on the 8,000 test digits)."
+    echo
+    echo "Why it: the spans are the fields as written (test_dates checks every format), so a miss is"
+    echo "the model's, and the table of missed peaks says where they go. With both directions the"
+    echo "state beside a field already holds it: the commonest miss is a two-digit year's century"
+    echo "digit peaking on the separator before \"87\" (the reverse LSTM there has read the year),"
+    echo "one character early; others land after a field (an ISO year's on the '-' before the"
+    echo "day). Dropout and a smaller encoder (the levers' table) do not remove these. An encoder"
+    echo "reading left to right (--forward-only) has no state before a field that knows it, and"
+    echo "the year's peaks move onto its digits; its misses are then one character after a"
+    echo "one-digit month or day (\"3/\" against \"31\": the first state that knows the field has"
+    echo "ended), and dropout 0.1 on the embeddings and annotations on top cuts them further, though"
+    echo "not on every seed; neither a wider forward encoder nor the other levers tried on seed 2"
+    echo "made every seed pass."
+    echo
+    echo "| seed | steps | exact match (%) | alignment accuracy (%) | valid loss | training wall (s) |"
+    echo "|---|---|---|---|---|---|"
+    for name in $(recipe_names); do
+        dir=$store/dates-$name
+        [ -s "$dir/eval.json" ] || continue
+        echo "| ${name#recipe-seed} | $(step_of "$dir") | $(num "$dir/eval.json" exact_match 100) | $(num "$dir/eval.json" alignment_accuracy 100) | $(num "$dir/train.json" valid_loss 1 3) | $(train_wall "$dir") |"
+    done
+    for name in $(recipe_names); do
+        [ -s "$store/dates-$name/eval.json" ] && echo "$(num "$store/dates-$name/eval.json" exact_match 100) $(num "$store/dates-$name/eval.json" alignment_accuracy 100)"
+    done | awk '$1 != "-" && $2 != "-" { n++; e += $1; a += $2; if (n == 1 || $1 < emin) emin = $1; if (n == 1 || $2 < amin) amin = $2
+                 if ($1 > emax) emax = $1; if ($2 > amax) amax = $2 }
+                 $1 >= 99 && $2 >= 95 { met++ }
+                 END { if (n) printf "| mean (min-max) of %d | | %.2f (%.2f-%.2f) | %.2f (%.2f-%.2f) | | |\n\nBoth targets met on %d of the %d seeds.\n",
+                                     n, e / n, emin, emax, a / n, amin, amax, met, n }'
 }
 
 bible_tables() {
@@ -279,6 +448,20 @@ mkdir -p "$(dirname "$RESULTS")"
     if ls "$store"/dates-*/eval.json > /dev/null 2>&1; then
         echo
         dates_table
+        echo
+        length_table
+    fi
+    if ls "$store"/dates-try-*/eval.json > /dev/null 2>&1; then
+        echo
+        tries_table
+    fi
+    if ls "$store"/dates-*/misses.tsv > /dev/null 2>&1; then
+        echo
+        misses_table
+    fi
+    if ls "$store"/dates-recipe-seed*/eval.json > /dev/null 2>&1; then
+        echo
+        recipe_table
     fi
     if ls "$store"/bible-*/score.json > /dev/null 2>&1; then
         echo

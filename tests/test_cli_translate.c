@@ -1,7 +1,7 @@
 // End-to-end tests of `text translate` (bin/text in $ATTEND_BIN): train a tiny translator
 // on the date task a few steps (log.csv, loss.png, run.json, --json), resume bit for bit on
 // dates and on a pair file written here (its BPE model kept in the checkpoint as text),
-// refuse model flags that differ on --resume, evaluate with --json (exact match and
+// refuse model flags that differ on --resume (a forward-only encoder too), evaluate with --json (exact match and
 // alignment accuracy for dates, BLEU and chrF for pairs), translate lines from standard
 // input and a file, and refuse in one line a
 // checkpoint of another program (a sentence classifier's) or of another format.
@@ -141,6 +141,49 @@ static void test_training_options(void) {
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--input-feeding");
     rc = run_text("translate train " TINY " --steps 1 --input-feeding --out %s/feed_bahdanau", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--input-feeding: --attention bahdanau queries the previous state");
+    // A forward-only encoder: kept by the checkpoint (resumed and evaluated without the flag),
+    // refused on a bidirectional run's --resume and with luong-dot.
+    rc = run_text("translate train " TINY " --steps 2 --forward-only --attention luong-concat --out %s/fwd", tmpdir);
+    EXPECT(rc == 0, "forward-only train exited %d", rc);
+    rc = run_text("translate train --resume --steps 3 --out %s/fwd --json", tmpdir);
+    char *out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "\"steps\": 3"), "forward-only resume: %s", out ? out : "");
+    free(out);
+    rc = run_text("translate eval --model %s/fwd/model.safetensors --limit 8", tmpdir);
+    EXPECT(rc == 0, "forward-only eval exited %d", rc);
+    rc = run_text("translate train --resume --steps 9 --forward-only --out %s/run", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "forward-only");
+    rc = run_text("translate train " TINY " --steps 1 --forward-only --attention luong-dot --out %s/fwd_dot", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--forward-only: luong-dot");
+}
+
+// eval --misses of the tiny date run (whose alignment accuracy on the same 40 examples is
+// align): one line for each of the 8 x 40 digits whose peak misses, each peak outside its
+// span with the offset the span's edge gives; an uncreatable file is a one-line error.
+static void test_eval_misses(double align) {
+    int rc = run_text("translate eval --model %s/run/model.safetensors --split test --limit 40 --batch 16 --misses %s/misses.tsv", tmpdir, tmpdir);
+    EXPECT(rc == 0, "eval --misses exited %d", rc);
+    char *tsv = read_text("misses.tsv");
+    EXPECT(tsv && strncmp(tsv, "example\tformat\tsource\ttarget\tchar\tdigit\tfield\tspan_start\tspan_end\tpeak\tpeak_char\toffset\texact\n", 94) == 0,
+           "misses header: %.120s", tsv ? tsv : "");
+    int lines = 0, bad = 0;
+    for (char *line = tsv ? strchr(tsv, '\n') : NULL; line && line[1]; line = strchr(line + 1, '\n')) {
+        lines++;
+        const char *f = line + 1;
+        for (int k = 0; k < 7 && f; k++) f = strchr(f, '\t') ? strchr(f, '\t') + 1 : NULL;
+        int s = 0, x = 0, p = 0, off = 0;
+        // offset follows the peak and its character (maybe a space: no scanf across it)
+        const char *o = f;
+        for (int k = 0; k < 4 && o; k++) o = strchr(o, '\t') ? strchr(o, '\t') + 1 : NULL;
+        if (!f || !o || sscanf(f, "%d\t%d\t%d", &s, &x, &p) != 3 || sscanf(o, "%d", &off) != 1) bad++;
+        else if ((p >= s && p < x) || off != (p < s ? p - s : p - x + 1) || off == 0) bad++;
+    }
+    const int expected = (int)(320 * (1 - align) + 0.5);
+    EXPECT(align >= 0 && lines == expected, "%d lines of misses, %d expected", lines, expected);
+    EXPECT(bad == 0, "%d malformed or inside their span", bad);
+    free(tsv);
+    rc = run_text("translate eval --model %s/run/model.safetensors --limit 4 --misses %s/no/such/m.tsv", tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "m.tsv: cannot create");
 }
 
 // eval of the tiny date run: sane figures, the JSON's keys; then of a pair run: BLEU and
@@ -177,8 +220,10 @@ static void test_eval_json(void) {
     EXPECT(total == 40, "the buckets hold %d pairs", total);
     EXPECT(err && strstr(err, "exact match by source length (tokens): "), "bucket line: %s", err ? err : "");
     EXPECT(cJSON_GetObjectItem(j, "beam") && cJSON_GetObjectItem(j, "beam")->valuedouble == 1, "beam");
+    const double align = cJSON_IsNumber(al) ? al->valuedouble : -1;
     cJSON_Delete(j);
     free(err), free(out);
+    test_eval_misses(align);
     // Beam search: its own line and JSON; beam 1 is greedy's figures exactly.
     rc = run_text("translate eval --model %s/run/model.safetensors --limit 40 --batch 16 --beam 3 --length-alpha 0.5 --json", tmpdir);
     err = read_text("stderr.txt"), out = read_text("stdout.txt");

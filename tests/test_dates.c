@@ -233,6 +233,50 @@ static void test_spans_cover_fields_round_trip(void) {
             EXPECT(seen[s][f] > 0, "format %s never in split %d", DATES_FORMATS[f].name, s);
 }
 
+// The length of the run of letter c in format name (0: none), e.g. 4 for 'M' in "MMMM D".
+static int run_of(const char *name, char c) {
+    const char *p = strchr(name, c);
+    int n = 0;
+    while (p && p[n] == c) n++;
+    return n;
+}
+
+// span_text: e's span of target character t as text (buf holds DATES_MAX_SOURCE + 1).
+static const char *span_text(char *buf, const DateExample *e, int t) {
+    const int a = e->span_start[t], len = e->span_end[t] - a;
+    memcpy(buf, e->src + a, (size_t)len);
+    buf[len] = 0;
+    return buf;
+}
+
+// The spans are the fields' own characters, nothing more or less, in every format, as the
+// format writes them: the year's four digits or its two ("87" in "3/3/87": the century
+// digits' span too), the month's digits (one or two) or its name (whole or three letters),
+// the day's digits with their ordinal suffix ("3rd"); never a separator or a weekday.
+static void test_spans_are_exactly_the_fields(void) {
+    static const char *const suffix[] = {"th", "st", "nd", "rd"};
+    for (int f = 0; f < DATES_FORMAT_COUNT; f++)
+        for (int i = 0; i < 400; i++) {
+            const char *name = DATES_FORMATS[f].name;
+            int y, m, d;
+            dates_from_day_number(dates_day_number(DATES_FIRST_YEAR, 1, 1) + i * 91, &y, &m, &d);
+            DateExample e;
+            dates_render(&e, y, m, d, f);
+            char year[8], month[16], day[8], got[3][DATES_MAX_SOURCE + 1];
+            snprintf(year, sizeof year, run_of(name, 'Y') == 4 ? "%04d" : "%02d", run_of(name, 'Y') == 4 ? y : y % 100);
+            const int mn = run_of(name, 'M');
+            if (mn >= 3) snprintf(month, sizeof month, "%.*s", mn == 4 ? 16 : 3, MONTHS[m - 1]);
+            else snprintf(month, sizeof month, mn == 2 ? "%02d" : "%d", m);
+            const int sx = d >= 11 && d <= 13 ? 0 : d % 10 <= 3 ? d % 10 : 0;
+            if (strstr(name, "Do")) snprintf(day, sizeof day, "%d%s", d, suffix[sx]);
+            else snprintf(day, sizeof day, run_of(name, 'D') == 2 ? "%02d" : "%d", d);
+            EXPECT(strcmp(span_text(got[0], &e, 0), year) == 0 && strcmp(span_text(got[1], &e, 5), month) == 0 &&
+                       strcmp(span_text(got[2], &e, 8), day) == 0,
+                   "'%s' (%s): spans '%s' '%s' '%s', not '%s' '%s' '%s'", e.src, name, got[0], got[1],
+                   got[2], year, month, day);
+        }
+}
+
 // Alignment counts: a peak inside the span hits, one beside it misses, the '-' never count;
 // character ids follow the alphabets.
 static void test_alignment_counts_and_ids(void) {
@@ -294,6 +338,7 @@ int main(void) {
     RUN(test_splits_disjoint);
     RUN(test_written_forms_name_one_date);
     RUN(test_spans_cover_fields_round_trip);
+    RUN(test_spans_are_exactly_the_fields);
     RUN(test_alignment_counts_and_ids);
     RUN(test_attention_peaks_credit_their_step);
     return test_summary();

@@ -3,7 +3,7 @@
 // appends one row to the run's log.csv (its seconds: --minutes times 60, or 10) and prints
 // the steps, `eval` and `score` print figures made from the run's attention. Checked: the
 // date task's rows (none without an alignment figure), a second run that trains nothing
-// again, the English-Spanish row (minutes in all, BLEU and chrF with their intervals), the
+// again, the recipe's runs over seeds and the exact match by source length with intervals, the English-Spanish row (minutes in all, BLEU and chrF with their intervals), the
 // BLEU-by-length table, the transformer rows (--model transformer with its recipe, the date
 // row's alignment figure, the English-Spanish row beside the LSTM's), the continuation commands, a larger budget training only the
 // minutes left, a step budget (BIBLE_STEPS) trained to and then kept, and an unknown part
@@ -22,10 +22,10 @@ static void write_stand_in(void) {
     EXPECT(stand_in_write(dir, "text",
                           "[ \"$1\" = translate ] || exit 0\n"
                           "cmd=$2; shift 2\n"
-                          "out='' model='' att=bahdanau steps=0 minutes=''\n"
+                          "out='' model='' att=bahdanau steps=0 minutes='' misses=''\n"
                           "while [ $# -gt 0 ]; do\n"
                           "  case $1 in --out) out=$2 ;; --model) model=$2; [ \"$2\" = transformer ] && att=transformer ;; --attention) att=$2 ;;\n"
-                          "    --steps) steps=$2 ;; --minutes) minutes=$2 ;; esac\n"
+                          "    --steps) steps=$2 ;; --minutes) minutes=$2 ;; --misses) misses=$2 ;; esac\n"
                           "  shift\n"
                           "done\n"
                           "case $cmd in\n"
@@ -39,6 +39,8 @@ static void write_stand_in(void) {
                           "  echo \"{\\\"steps\\\": $steps, \\\"final_loss\\\": 2.5, \\\"valid_loss\\\": 3.25}\" ;;\n"
                           "eval)\n"
                           "  case $model in *none*) a=null ;; *) a=0.8 ;; esac\n"
+                          "  [ -z \"$misses\" ] || printf 'example\\tformat\\tsource\\ttarget\\tchar\\tdigit\\tfield\\tspan_start\\tspan_end\\tpeak\\tpeak_char\\toffset\\texact\\n"
+                          "0\\tD MM YY\\t3 03 87\\t1987-03-03\\t1\\t9\\tyear\\t5\\t7\\t4\\t \\t-1\\t1\\n' > \"$misses\"\n"
                           "  echo \"{\\\"exact_match\\\": 0.9, \\\"alignment_accuracy\\\": $a, \\\"by_source_length\\\": "
                           "[{\\\"from\\\": 1, \\\"to\\\": 10, \\\"pairs\\\": 4, \\\"exact_match\\\": 0.5}]}\" ;;\n"
                           "score)\n"
@@ -59,7 +61,7 @@ static int count(const char *text, const char *what) {
 
 static void test_dates(void) {
     write_stand_in();
-    const char *env = "DATES_KINDS='bahdanau none' DATES_STEPS=50";
+    const char *env = "DATES_KINDS='bahdanau none' DATES_STEPS=50 DATES_SEEDS='' DATES_TRIES=''";
     int st = stand_in_run(dir, NULL, env, "text_translate.sh dates");
     char *err = stand_in_read(dir, "err.txt");
     EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
@@ -73,6 +75,10 @@ static void test_dates(void) {
     char *page = stand_in_read(dir, "results.md");
     EXPECT(page && strstr(page, "| bahdanau | 50 | 90.00 | 80.00 | 3.250 | 10 |"), "the bahdanau row:\n%s", page && strstr(page, "| attention") ? strstr(page, "| attention") : "");
     EXPECT(page && strstr(page, "| none | 50 | 90.00 | - | 3.250 | 10 |"), "the none row:\n%s", page && strstr(page, "| attention") ? strstr(page, "| attention") : "");
+    // The misses of eval --misses: the bahdanau row only (none has no attention).
+    const char *misses = page ? strstr(page, "### Where the missed peaks fall") : NULL;
+    EXPECT(misses && strstr(misses, "| bahdanau | 1 | 1 | 0 | 1 | t1, -1, \" \" (1) |") && !strstr(misses, "| none |"),
+           "the misses table:\n%s", misses ? misses : (page ? page : ""));
     free(page);
     // Again: nothing trained or evaluated, the rows kept.
     write_stand_in();  // clears called.txt
@@ -83,6 +89,44 @@ static void test_dates(void) {
     free(called);
     page = stand_in_read(dir, "results.md");
     EXPECT(page && strstr(page, "| none | 50 |"), "the second page:\n%s", page ? page : "");
+    free(page);
+}
+
+// The recipe's runs, one a seed (--seed given after the recipe's flags), their rows and
+// summary; the length table's cells with their Wilson intervals (2 of 4: 50.0 [15.0, 85.0]).
+static void test_dates_recipe(void) {
+    write_stand_in();
+    const char *env = "DATES_KINDS=none DATES_STEPS=50 DATES_SEEDS='1 2' DATES_RECIPE='--attention luong-concat --dropout 0.2' "
+                      "DATES_TRIES='small --attention luong-concat --hidden 8\nfwd --attention luong-concat --forward-only'";
+    int st = stand_in_run(dir, NULL, env, "text_translate.sh dates");
+    char *err = stand_in_read(dir, "err.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    free(err);
+    char *called = stand_in_read(dir, "called.txt");
+    EXPECT(count(called, "translate train --data dates --attention luong-concat --dropout 0.2 --seed 1 --steps 50") == 1 &&
+               count(called, "translate train --data dates --attention luong-concat --dropout 0.2 --seed 2 --steps 50") == 1 &&
+               count(called, "translate train --data dates --attention luong-concat --hidden 8 --steps 50 ") == 1 &&
+               count(called, "translate train --data dates --attention luong-concat --forward-only --steps 50 ") == 1 &&
+               count(called, "translate eval") == 4,
+           "the calls: %s", called ? called : "(not run)");
+    free(called);
+    char *page = stand_in_read(dir, "results.md");
+    const char *recipe = page ? strstr(page, "### The alignment recipe over seeds") : NULL;
+    EXPECT(recipe && strstr(recipe, "`--attention luong-concat --dropout 0.2`") &&
+               strstr(recipe, "| 1 | 50 | 90.00 | 80.00 | 3.250 | 10 |") &&
+               strstr(recipe, "| 2 | 50 | 90.00 | 80.00 | 3.250 | 10 |") &&
+               strstr(recipe, "| mean (min-max) of 2 | | 90.00 (90.00-90.00) | 80.00 (80.00-80.00) | | |") &&
+               strstr(recipe, "Both targets met on 0 of the 2 seeds."),
+           "the recipe's table:\n%s", recipe ? recipe : (page ? page : ""));
+    const char *lengths = page ? strstr(page, "### Exact match by source length") : NULL;
+    EXPECT(lengths && strstr(lengths, "| run | 1-10 (4) |") &&
+               strstr(lengths, "| none | 50.0 [15.0, 85.0] | - | - | - |") &&
+               strstr(lengths, "| recipe-seed2 | 50.0 [15.0, 85.0] | - | - | - |"),
+           "the length table:\n%s", lengths ? lengths : (page ? page : ""));
+    // The levers' rows: their names and flags (the stand-in writes no run.json: "?").
+    const char *tries = page ? strstr(page, "### The levers tried") : NULL;
+    EXPECT(tries && strstr(tries, "| small | `?` | 90.00 | 80.00 | 3.250 | 10 |") && strstr(tries, "| fwd | `?` |"),
+           "the levers' table:\n%s", tries ? tries : (page ? page : ""));
     free(page);
 }
 
@@ -177,6 +221,7 @@ static void test_unknown_part(void) {
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_text_translate")) return 1;
     RUN(test_dates);
+    RUN(test_dates_recipe);
     RUN(test_bible);
     RUN(test_transformer_rows);
     RUN(test_unknown_part);

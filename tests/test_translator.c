@@ -8,7 +8,10 @@
 //   and no attention (the final states as the one fixed context); then Luong general and no
 //   attention with input feeding (the attentional vector tanh(W_c [z_t; h_{t+1}]) fed on),
 //   and the training pass with dropout 0.3 everywhere (masks re-drawn from one seed at every
-//   evaluation, so the loss is a function of the weights) and label smoothing 0.1.
+//   evaluation, so the loss is a function of the weights) and label smoothing 0.1; and a
+//   forward-only encoder (Luong concat, Bahdanau with dropout, no attention).
+// - A forward-only encoder has no reverse tensors and is causal: a later token leaves the
+//   earlier annotations as they were.
 // - Greedy decoding through the decoder's step agrees with the teacher-forced pass, with and
 //   without input feeding.
 // - Beam search (models/translator_beam.h): beam 1 is greedy (the same words and attention);
@@ -39,9 +42,10 @@ typedef struct {
     int train;  // forward with translator_forward_train, its rng seeded alike every call
 } Fix;
 
-// The options beyond the attention: input feeding, dropout (both), label smoothing.
+// The options beyond the attention: input feeding, a forward-only encoder, dropout (both),
+// label smoothing.
 typedef struct {
-    int feed;
+    int feed, forward;
     float dropout, smoothing;
 } FixOptions;
 
@@ -49,6 +53,7 @@ static void fix_init_with(Fix *f, AttnKind kind, DecoderQuery query, uint64_t se
                           FixOptions o) {
     memset(f, 0, sizeof *f);
     TranslatorConfig c = {.Vs = 7, .Es = 3, .He = 2, .S = NS, .max_len = ML, .dropout = o.dropout,
+                          .forward_only = o.forward,
                           .dec = {.E = 3, .H = 4, .V = 8, .nb = 1, .query = query,
                                   .input_feeding = o.feed, .dropout = o.dropout,
                                   .label_smoothing = o.smoothing,
@@ -113,7 +118,13 @@ static void test_whole_model_gradcheck(void) {
                  {"Bahdanau, dropout 0.3, label smoothing 0.1", ATTN_ADDITIVE,
                   DECODER_QUERY_PREVIOUS, {.dropout = 0.3f, .smoothing = 0.1f}},
                  {"Luong concat, input feeding, dropout 0.3", ATTN_ADDITIVE,
-                  DECODER_QUERY_CURRENT, {.feed = 1, .dropout = 0.3f}}};
+                  DECODER_QUERY_CURRENT, {.feed = 1, .dropout = 0.3f}},
+                 {"Luong concat, forward-only encoder", ATTN_ADDITIVE, DECODER_QUERY_CURRENT,
+                  {.forward = 1}},
+                 {"Bahdanau, forward-only encoder, dropout 0.3", ATTN_ADDITIVE,
+                  DECODER_QUERY_PREVIOUS, {.forward = 1, .dropout = 0.3f}},
+                 {"no attention, forward-only encoder", ATTN_NONE, DECODER_QUERY_CURRENT,
+                  {.forward = 1}}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         Fix f;
         fix_init_with(&f, cases[k].kind, cases[k].query, 90 + k, cases[k].o);
@@ -160,6 +171,34 @@ static void test_fixed_context_is_the_final_states(void) {
         EXPECT(memcmp(row + H, rv, (size_t)H * sizeof(float)) == 0, "row %d: not r at 0", b);
     }
     fix_free(&f);
+}
+
+// A forward-only encoder: no reverse tensors, annotations of He that are the forward LSTM's
+// states, and causal: changing row 0's last token leaves its earlier annotations bit for bit
+// (a bidirectional encoder's change, the check that the test can see a difference).
+static void test_forward_only_encoder_is_causal(void) {
+    for (int forward = 1; forward >= 0; forward--) {
+        Fix f;
+        fix_init_with(&f, ATTN_ADDITIVE, DECODER_QUERY_CURRENT, 97, (FixOptions){.forward = forward});
+        const int H = f.m.cfg.He, D = f.m.cfg.dec.D;
+        EXPECT(D == (forward ? H : 2 * H), "forward only %d: D = %d", forward, D);
+        EXPECT((block_find(&f.m.params, "enc.rev.W") == NULL) == forward, "enc.rev.W in the layout: %d",
+               block_find(&f.m.params, "enc.rev.W") != NULL);
+        float loss;
+        fix_forward(&f, &loss);
+        float before[NS * 4];
+        memcpy(before, f.m.a.annot, (size_t)NS * D * sizeof(float));  // row 0's annotations
+        if (forward)
+            for (int i = 0; i < NS; i++)
+                EXPECT(memcmp(f.m.a.annot + (size_t)i * D, f.m.hs_f + (size_t)i * NB * H,
+                              (size_t)H * sizeof(float)) == 0, "annotation %d is not f_%d", i, i);
+        f.src[NS - 1] = f.src[NS - 1] == 3 ? 5 : 3;
+        fix_forward(&f, &loss);
+        const int same = memcmp(before, f.m.a.annot, (size_t)(NS - 1) * D * sizeof(float)) == 0;
+        EXPECT(same == forward, "forward only %d: the earlier annotations %s", forward,
+               same ? "kept" : "changed");
+        fix_free(&f);
+    }
 }
 
 // Greedy decoding through decoder_step_forward agrees with the teacher-forced forward fed
@@ -290,6 +329,7 @@ int main(void) {
     RUN(test_whole_model_gradcheck);
     RUN(test_padding_changes_nothing);
     RUN(test_fixed_context_is_the_final_states);
+    RUN(test_forward_only_encoder_is_causal);
     RUN(test_greedy_matches_teacher_forcing);
     RUN(test_beam_one_is_greedy);
     RUN(test_beam_beats_greedy);
