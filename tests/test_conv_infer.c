@@ -87,7 +87,13 @@ static void check_shape(const Shape *s, Rng *rng) {
 static void test_conv_paths_against_reference(void) {
     static const Shape shapes[] = {
         {2, 3, 23, 19, 8, 7, 2, 3},   // ResNet's stem, odd sides
-        {3, 5, 9, 11, 6, 3, 1, 1},    // 3x3 stride 1, odd (im2col only)
+        {3, 5, 9, 11, 6, 3, 1, 1},    // 3x3 stride 1, odd: Winograd's tiles overhang both sides
+        {4, 12, 7, 7, 10, 3, 1, 1},   // ResNet's layer4 at 224 px: 7 x 7, 4 x 4 tiles
+        {2, 6, 7, 8, 5, 3, 1, 1},     // odd height, even width
+        {2, 6, 8, 5, 5, 3, 1, 1},     // even height, odd width
+        {2, 3, 1, 5, 4, 3, 1, 1},     // one row: the tile's second row is all overhang
+        {2, 3, 3, 1, 4, 3, 1, 1},     // one column
+        {3, 16, 13, 9, 16, 3, 1, 1},  // odd sides over several bands at the smallest scratch
         {2, 6, 10, 8, 7, 3, 1, 1},    // 3x3 stride 1, even: Winograd too
         {2, 4, 9, 10, 5, 3, 2, 1},    // 3x3 stride 2 (ResNet's first block of a stage)
         {3, 7, 6, 5, 9, 1, 1, 0},     // 1x1: the input is the column matrix

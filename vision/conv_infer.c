@@ -13,8 +13,7 @@
 #define WINOGRAD_BAND_FLOATS ((size_t)4 << 20)
 
 int conv_infer_winograd_fits(int H, int W, int K, int stride, int pad) {
-    return K == 3 && stride == 1 && pad == 1 && H >= 2 && W >= 2 && H % 2 == 0 && W % 2 == 0 &&
-           W <= 2048;
+    return K == 3 && stride == 1 && pad == 1 && H >= 1 && W >= 1 && W <= 2048;
 }
 
 static void check_shape(int n, int C, int H, int W, int OC, int K, int stride, int pad) {
@@ -33,14 +32,14 @@ static int im2col_chunk_rows(size_t floats, int n, int C, int Ho, int Wo, int K)
 
 // Scratch floats of a Winograd band of `rows` rows of tiles.
 static size_t winograd_band_floats(int rows, int n, int C, int W, int OC) {
-    const int Nb = n * rows * (W / 2);
+    const int Nb = n * rows * winograd_tile_side(W);
     return winograd_transformed_size(C, Nb) + winograd_transformed_size(OC, Nb);
 }
 
 // Rows of tiles per Winograd band that `floats` of scratch hold (at least 1).
 static int winograd_band_rows(size_t floats, int n, int C, int H, int W, int OC) {
     int rows = 1;
-    while (rows < H / 2 && winograd_band_floats(rows + 1, n, C, W, OC) <= floats) rows++;
+    while (rows < winograd_tile_side(H) && winograd_band_floats(rows + 1, n, C, W, OC) <= floats) rows++;
     return rows;
 }
 
@@ -156,11 +155,12 @@ static void forward_im2col(float *out, const float *inp, const float *weight, co
 }
 
 // Winograd's output transform of a band (tile rows ty0 <= ty < ty1 of every image) fused with
-// bias, residual and ReLU. M (16, OC, n Tb) with gaps.
+// bias, residual and ReLU. M (16, OC, n Tb) with gaps. On an odd side the last tile's outputs
+// past the edge are dropped.
 static void winograd_band_output(float *out, const float *M, const float *bias,
                                  const float *residual, int n, int OC, int H, int W, int ty0,
                                  int ty1, int relu) {
-    const int tw = W / 2;
+    const int tw = winograd_tile_side(W), pairs = W / 2;
     const size_t Tb = (size_t)(ty1 - ty0) * tw, Nb = (size_t)n * Tb;
     const size_t stride = winograd_stride(OC, (int)Nb);
     float y[4][1024];
@@ -172,16 +172,21 @@ static void winograd_band_output(float *out, const float *M, const float *bias,
                 winograd_output_tiles(y[0], y[1], y[2], y[3],
                                       M + (size_t)oc * Nb + img * Tb + (size_t)(ty - ty0) * tw,
                                       stride, tw);
-                for (int half = 0; half < 2; half++) {
+                for (int half = 0; half < 2 && 2 * ty + half < H; half++) {
                     float *restrict o = out + plane + (size_t)(2 * ty + half) * W;
                     const float *restrict r =
                         residual ? residual + plane + (size_t)(2 * ty + half) * W : NULL;
                     const float *restrict ya = y[2 * half], *restrict yb = y[2 * half + 1];
-                    for (int tx = 0; tx < tw; tx++) {
+                    for (int tx = 0; tx < pairs; tx++) {
                         float v0 = ya[tx] + b, v1 = yb[tx] + b;
                         if (r) v0 += r[2 * tx], v1 += r[2 * tx + 1];
                         if (relu) v0 = v0 > 0.0f ? v0 : 0.0f, v1 = v1 > 0.0f ? v1 : 0.0f;
                         o[2 * tx] = v0, o[2 * tx + 1] = v1;
+                    }
+                    if (pairs < tw) {  // odd W: the last tile's left column only
+                        float v0 = ya[pairs] + b;
+                        if (r) v0 += r[2 * pairs];
+                        o[2 * pairs] = relu && v0 < 0.0f ? 0.0f : v0;
                     }
                 }
             }
@@ -192,7 +197,7 @@ static void winograd_band_output(float *out, const float *M, const float *bias,
 static void forward_winograd(float *out, const float *inp, const float *U, const float *bias,
                              const float *residual, float *scratch, size_t scratch_floats, int n,
                              int C, int H, int W, int OC, int relu) {
-    const int th = H / 2, tw = W / 2;
+    const int th = winograd_tile_side(H), tw = winograd_tile_side(W);
     const int band = winograd_band_rows(scratch_floats, n, C, H, W, OC);
     for (int ty0 = 0; ty0 < th; ty0 += band) {
         const int ty1 = th - ty0 < band ? th : ty0 + band;
@@ -212,7 +217,7 @@ void conv_infer_forward(float *out, const float *inp, const float *weight, const
               conv_infer_min_scratch_floats(n, C, H, W, OC, K, stride, pad, method),
           "conv scratch of %zu floats is too small", scratch_floats);
     if (method == CONV_INFER_WINOGRAD) {
-        CHECK(conv_infer_winograd_fits(H, W, K, stride, pad) && wino_u && W / 2 <= 1024,
+        CHECK(conv_infer_winograd_fits(H, W, K, stride, pad) && wino_u,
               "winograd on a %dx%d/%d conv of %d x %d", K, K, stride, H, W);
         forward_winograd(out, inp, wino_u, bias, residual, scratch, scratch_floats, n, C, H, W,
                          OC, relu);

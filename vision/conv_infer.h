@@ -20,10 +20,13 @@
 //   - im2col: the column matrix is built for a chunk of whole output rows at a time (at most
 //     CONV_INFER_CHUNK_FLOATS floats, or one row), multiplied (core/gemm.h), and bias,
 //     residual and ReLU are applied to that chunk of the output while it is in cache;
-//   - Winograd F(2x2, 3x3) (vision/winograd.h) for 3x3, stride 1, pad 1, even H and W: the
-//     input transform of a band of tile rows of every image, 16 GEMMs, and the output
-//     transform fused with bias, residual and ReLU; U (16, OC, C) is the filter transform of
-//     weight (winograd_filter_transform), made once when the weights load.
+//   - Winograd F(2x2, 3x3) (vision/winograd.h) for 3x3, stride 1, pad 1, any H and W (W <=
+//     2048): the input transform of a band of tile rows of every image, 16 GEMMs, and the
+//     output transform fused with bias, residual and ReLU; U (16, OC, C) is the filter
+//     transform of weight (winograd_filter_transform), made once when the weights load. An
+//     odd side is covered by ceil(side / 2) tiles, the last one hanging over the edge (its
+//     input reads zeros there, its outputs there are dropped): on ResNet's 7 x 7 layer4,
+//     16 tiles of 4 outputs for 49, 256 multiplies per channel pair against im2col's 441.
 // When residual == out, out holds the residual on entry and the GEMM accumulates into it
 // (beta = 1: a downsampling branch computed into out first costs no extra pass).
 // No allocation inside: the caller's scratch sets the chunk (or band) size: as many output
@@ -44,7 +47,7 @@ typedef enum { CONV_INFER_IM2COL, CONV_INFER_WINOGRAD } ConvInferMethod;
 static inline int conv_infer_out_size(int n, int K, int stride, int pad) {
     return (n + 2 * pad - K) / stride + 1;
 }
-// Whether Winograd F(2x2, 3x3) can run this shape (3x3, stride 1, pad 1, even sides).
+// Whether Winograd F(2x2, 3x3) can run this shape (3x3, stride 1, pad 1, W <= 2048).
 int conv_infer_winograd_fits(int H, int W, int K, int stride, int pad);
 // Scratch floats for conv_infer_forward on this shape and method (0 for 1x1 stride-1
 // im2col, which reads its input in place).

@@ -90,10 +90,13 @@ void winograd_filter_transform_adjoint_add(float *dweight, const float *dU, int 
 // in a version that read each short row right after writing it (shifted by one element),
 // perf put a third of this function's time on those loads, waiting on the stores.
 // Only the rows of tiles ty_begin <= ty < ty_end are transformed, tile (ty, tx) to
-// v[xi * stride + (ty - ty_begin) tw + tx].
+// v[xi * stride + (ty - ty_begin) tw + tx]. An odd side gets a last row or column of tiles
+// that hangs over the edge (tw = (W + 1) / 2): its patch reads zeros there, as beyond the
+// padding, so the odd planes of conv_infer's layers (7 x 7 in ResNet's layer4) run the same
+// loops.
 static void input_plane(float *v, size_t stride, const float *plane, int H, int W,
                         const float *zero, int ty_begin, int ty_end) {
-    const int tw = W / 2, row = 8 * (tw + 1);
+    const int tw = (W + 1) / 2, row = 8 * (tw + 1);
     int chunk = INPUT_BUF / row;
     float buf[INPUT_BUF];
     v -= (size_t)ty_begin * tw;
@@ -116,6 +119,7 @@ static void input_plane(float *v, size_t stride, const float *plane, int H, int 
                 float d0 = r0[x], d1 = r1[x], d2 = r2[x], d3 = r3[x];
                 t0[x] = d0 - d2, t1[x] = d1 + d2, t2[x] = d2 - d1, t3[x] = d1 - d3;
             }
+            if (W % 2) t0[W] = t1[W] = t2[W] = t3[W] = 0.0f;  // the overhanging column
             for (int i = 0; i < 4; i++) {
                 const float *restrict ti = t[i];
                 float *restrict ei = e + i * (tw + 1) + 1, *restrict oi = o + i * (tw + 1);
@@ -152,9 +156,12 @@ void winograd_input_transform(float *V, const float *imgs, int n, int C, int H, 
 
 void winograd_input_transform_planes(float *V, const float *planes, int P, int H, int W,
                                      int ty0, int ty1) {
-    check_shape(P, H, W, 1);
-    CHECK(0 <= ty0 && ty0 < ty1 && ty1 <= H / 2, "tile rows [%d, %d) of %d", ty0, ty1, H / 2);
-    const size_t Tb = (size_t)(ty1 - ty0) * (W / 2), stride = winograd_stride(P, (int)Tb);
+    CHECK(P >= 1 && H >= 1 && W >= 1 && W <= WINOGRAD_MAX_W,
+          "winograd planes: P = %d, %d x %d (W <= %d)", P, H, W, WINOGRAD_MAX_W);
+    const int th = winograd_tile_side(H);
+    CHECK(0 <= ty0 && ty0 < ty1 && ty1 <= th, "tile rows [%d, %d) of %d", ty0, ty1, th);
+    const size_t Tb = (size_t)(ty1 - ty0) * winograd_tile_side(W);
+    const size_t stride = winograd_stride(P, (int)Tb);
     float zero[WINOGRAD_MAX_W] = {0};
     for (int p = 0; p < P; p++)
         input_plane(V + (size_t)p * Tb, stride, planes + (size_t)p * H * W, H, W, zero, ty0, ty1);

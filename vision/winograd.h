@@ -44,6 +44,9 @@
 
 // Tiles per image (H, W even, >= 2).
 static inline int winograd_tiles(int H, int W) { return (H / 2) * (W / 2); }
+// Tiles along a side of any length n >= 1 (winograd_input_transform_planes): an odd side's
+// last tile hangs one row or column over the edge.
+static inline int winograd_tile_side(int n) { return (n + 1) / 2; }
 // Floats of U (or dU): 16 OC C (no gap).
 static inline size_t winograd_filter_size(int OC, int C) { return (size_t)16 * OC * C; }
 #define WINOGRAD_GAP 16
@@ -65,7 +68,9 @@ void winograd_filter_transform_adjoint_add(float *dweight, const float *dU, int 
 // V (16, C, n T) from imgs (n, C, H, W).
 void winograd_input_transform(float *V, const float *imgs, int n, int C, int H, int W);
 // The input transform of the rows of tiles ty0 <= ty < ty1 of P planes (H, W) one after
-// the other: V (16, P, Tb) with Tb = (ty1 - ty0) W / 2 tiles per plane, plane p's tiles at
+// the other, H and W any sides >= 1 (W <= 2048; an odd side's last row or column of tiles
+// reads zeros past the edge): V (16, P, Tb) with Tb = (ty1 - ty0) winograd_tile_side(W)
+// tiles per plane, plane p's tiles at
 // p Tb of each of the 16 matrices (gaps as above, winograd_stride(P, Tb)). With the planes
 // of n images stored channel-major, (C, n, H, W) (vision/conv_infer.h), P = C n makes V
 // (16, C, n Tb): one GEMM per entry covers a band of rows of every image.

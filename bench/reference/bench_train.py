@@ -118,12 +118,14 @@ print(2 * 1024 ** 3 * n / (time.process_time() - c0) / 1e9)
 
 
 def parse_gemm(text):
-    """{threads: GFLOP/s} of the 1024x1024x1024 lines of bench_gemm."""
+    """{threads: GFLOP/s} of the 1024x1024x1024 lines of bench_gemm's first table (the
+    kernels chosen); its second table, every OpenBLAS copy side by side with '*' on the
+    chosen one, repeats the shape and is read past."""
     out = {}
     for line in text.splitlines():
         f = line.split()
-        if len(f) >= 3 and f[0] == "1024x1024x1024":
-            out[int(f[1])] = float(f[2])
+        if len(f) >= 3 and f[0] == "1024x1024x1024" and int(f[1]) not in out:
+            out[int(f[1])] = float(f[2].rstrip("*"))
     return out
 
 
