@@ -287,6 +287,13 @@ bible_tables() {
     done
 }
 
+# verdict FILE METRIC: better or worse when the paired difference's interval lies above or
+# below 0, within when it holds 0 ("-" without figures).
+verdict() {
+    awk -v lo="$(num "$1" "$2_diff_lower" 1 6)" -v hi="$(num "$1" "$2_diff_upper" 1 6)" \
+        'BEGIN { if (lo == "-" || hi == "-") print "-"; else if (lo > 0) print "better"; else if (hi < 0) print "worse"; else print "within" }'
+}
+
 bible_paired_table() {
     echo "### Paired: each system against its baseline"
     echo
@@ -295,16 +302,16 @@ bible_paired_table() {
     echo "baseline's on all verses; [lower, upper] is the 95 % interval of the resampled differences"
     echo "(the same order statistics as the intervals above); p is sacreBLEU's p-value, (c + 1) /"
     echo "(n + 1) with c the resamples whose centred absolute difference exceeds the observed one."
-    echo "Only runs of the same steps are paired. A difference beyond its interval: [lower, upper]"
-    echo "excludes 0."
+    echo "Only runs of the same steps are paired. Beyond the interval: the system is better (or"
+    echo "worse) when [lower, upper] lies above (below) 0, within when it holds 0."
     echo
-    echo "| system | baseline | steps | BLEU difference [95 %] | p (BLEU) | chrF difference [95 %] | p (chrF) |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| system | baseline | steps | BLEU difference [95 %] | p (BLEU) | BLEU verdict | chrF difference [95 %] | p (chrF) | chrF verdict |"
+    echo "|---|---|---|---|---|---|---|---|---|"
     for pair in $BIBLE_PAIRS; do
         a=${pair%%:*} b=${pair#*:}
         f=$store/bible-$a/paired-$b.json
         [ -s "$f" ] || continue
-        echo "| $a | $b | $(step_of "$store/bible-$a") | $(num "$f" bleu_diff 1 2) [$(num "$f" bleu_diff_lower 1 2), $(num "$f" bleu_diff_upper 1 2)] | $(num "$f" bleu_p 1 4) | $(num "$f" chrf_diff 1 2) [$(num "$f" chrf_diff_lower 1 2), $(num "$f" chrf_diff_upper 1 2)] | $(num "$f" chrf_p 1 4) |"
+        echo "| $a | $b | $(step_of "$store/bible-$a") | $(num "$f" bleu_diff 1 2) [$(num "$f" bleu_diff_lower 1 2), $(num "$f" bleu_diff_upper 1 2)] | $(num "$f" bleu_p 1 4) | $(verdict "$f" bleu) | $(num "$f" chrf_diff 1 2) [$(num "$f" chrf_diff_lower 1 2), $(num "$f" chrf_diff_upper 1 2)] | $(num "$f" chrf_p 1 4) | $(verdict "$f" chrf) |"
     done
 }
 

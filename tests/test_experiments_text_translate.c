@@ -192,7 +192,7 @@ static void test_paired(void) {
            "the calls: %s", called ? called : "(not run)");
     free(called);
     char *page = stand_in_read(dir, "results.md");
-    EXPECT(page && strstr(page, "| bahdanau | none | 300 | 1.84 [0.25, 3.50] | 0.0010 | -0.90 [-2.12, 0.50] | 0.2000 |") &&
+    EXPECT(page && strstr(page, "| bahdanau | none | 300 | 1.84 [0.25, 3.50] | 0.0010 | better | -0.90 [-2.12, 0.50] | 0.2000 | within |") &&
                !strstr(page, "| transformer | luong-general |"),
            "the paired table:\n%s", page ? page : "");
     free(page);
