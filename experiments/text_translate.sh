@@ -24,7 +24,12 @@
 #           the 1,587 test verses as sacreBLEU computes them, each with its 95 % bootstrap
 #           interval over the verses (1,000 resamples), and BLEU by source length
 #           (`text translate score`); greedy decoding. BIBLE_STEPS=N instead trains each
-#           run until N steps in all (the same data seen by each, whatever the load)
+#           run until N steps in all (the same data seen by each, whatever the load).
+#           Then each SYSTEM:BASELINE of BIBLE_PAIRS (default bahdanau:none
+#           luong-general:none transformer:luong-general) whose runs have the same steps
+#           gets sacreBLEU's paired bootstrap (`score --baseline-hyps` on the outputs each
+#           run's score wrote, test.hyps): the difference in BLEU and chrF with its 95 %
+#           interval and the p-value, in bible-SYSTEM/paired-BASELINE.json
 #
 # Every run is a folder RUNS/text_translate/NAME (dates-KIND, dates-recipe-seedN,
 # bible-KIND) trained with
@@ -33,7 +38,8 @@
 # (eval.json, score.json) are computed again when its checkpoint is newer than them. Each
 # run also gets `text translate show` (its alignments, show/) and `text translate report`
 # (report.html). The page is written from every run found each time, so running one part
-# keeps the other's table.
+# keeps the other's table; a run folder without date runs keeps the date table of the page
+# it rewrites (marked as kept).
 #
 # Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default 1),
 # DATA_ROOT (default data: the folder holding bible/), DATES_KINDS, DATES_STEPS (default
@@ -41,7 +47,7 @@
 # --dropout 0.1"), DATES_SEEDS (default "1 2 3"; empty: no
 # recipe runs), DATES_TRIES (lines "NAME FLAGS...": the levers' runs, dates-try-NAME;
 # empty: none),
-# BIBLE_KINDS, BIBLE_MINUTES, BIBLE_STEPS (default none: the minutes decide),
+# BIBLE_KINDS, BIBLE_MINUTES, BIBLE_STEPS (default none: the minutes decide), BIBLE_PAIRS,
 # TRANSFORMER_FLAGS (the transformer rows' recipe, default "--warmup 400 --lr 1e-3
 # --dropout 0.1 --label-smoothing 0.1": README's date-task run; the other flags at the
 # program's defaults, d 128, 4 heads, d_ff 256, 2 + 2 layers), SAMPLES (bootstrap resamples, default 1000), NICE (default
@@ -78,6 +84,7 @@ BIBLE_KINDS=${BIBLE_KINDS:-none bahdanau luong-general transformer}
 TRANSFORMER_FLAGS=${TRANSFORMER_FLAGS:---warmup 400 --lr 1e-3 --dropout 0.1 --label-smoothing 0.1}
 BIBLE_MINUTES=${BIBLE_MINUTES:-20}
 BIBLE_STEPS=${BIBLE_STEPS:-}
+BIBLE_PAIRS=${BIBLE_PAIRS:-bahdanau:none luong-general:none transformer:luong-general}
 SAMPLES=${SAMPLES:-1000}
 NICE=${NICE:-0}
 RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/text_translate.md}
@@ -190,9 +197,38 @@ part_bible() {
                 train "$dir" --data bible-en-es $(model_flags "$kind") --minutes "$left" --checkpoint-every 100
             fi
         fi
-        figures "$dir" score score.json --samples "$SAMPLES"
+        [ -s "$dir/test.hyps" ] || rm -f "$dir/score.json"  # scored before its outputs were kept
+        figures "$dir" score score.json --samples "$SAMPLES" --write-hyps "$dir/test.hyps"
         pictures "$dir"
         echo "text_translate.sh: bible $kind done" >&2
+    done
+    paired_scores
+}
+
+# paired_scores: for each SYSTEM:BASELINE of BIBLE_PAIRS whose two runs have outputs
+# (test.hyps) at the same steps, sacreBLEU's paired bootstrap of SYSTEM against BASELINE
+# (`score --hyps --baseline-hyps`: no decoding) into bible-SYSTEM/paired-BASELINE.json,
+# when either's outputs are newer than it. A pair at unequal steps is not compared (its
+# old figures are removed): the claim is about attention, not about more training.
+paired_scores() {
+    for pair in $BIBLE_PAIRS; do
+        sys=$store/bible-${pair%%:*} base=$store/bible-${pair#*:}
+        out=$sys/paired-${pair#*:}.json
+        [ -s "$sys/test.hyps" ] && [ -s "$base/test.hyps" ] || continue
+        if [ "$(step_of "$sys")" != "$(step_of "$base")" ]; then
+            echo "text_translate.sh: $pair not paired: $(step_of "$sys") and $(step_of "$base") steps" >&2
+            rm -f "$out"
+            continue
+        fi
+        if newer "$sys/test.hyps" "$out" || newer "$base/test.hyps" "$out"; then
+            "$BIN/text" translate score --model "$sys/model.safetensors" --data-root "$DATA_ROOT" \
+                --threads "$THREADS" --hyps "$sys/test.hyps" --baseline-hyps "$base/test.hyps" \
+                --samples "$SAMPLES" --json > "$out.part" 2> "$sys/paired.log" || {
+                echo "text_translate.sh: paired score failed ($pair): $(tail -n 1 "$sys/paired.log")" >&2
+                exit 1
+            }
+            mv "$out.part" "$out"
+        fi
     done
 }
 
@@ -373,8 +409,13 @@ bible_tables() {
     echo "bidirectional LSTM 64 per direction, decoder 128), batch 64, Adam 1e-3, clip 5, seed 1."
     echo "Test BLEU (13a) and chrF2 as sacreBLEU computes them on the detokenized text (seq/sacrebleu.h),"
     echo "each as \"score (bootstrap mean +- half-width of the 95 % interval)\" over $SAMPLES"
-    echo "resamples of the test verses; greedy decoding. Budget: wall time, on 2 cores shared"
-    echo "with other jobs, one run after another."
+    if [ -n "$BIBLE_STEPS" ]; then
+        echo "resamples of the test verses; greedy decoding. Budget: $BIBLE_STEPS steps each (the same"
+        echo "batches for every run), on $(nproc) cores shared with other jobs."
+    else
+        echo "resamples of the test verses; greedy decoding. Budget: wall time, on $(nproc) cores shared"
+        echo "with other jobs, one run after another."
+    fi
     [ ! -s "$store/bible-transformer/score.json" ] || {
         echo "transformer: the Transformer translator (d 128, 4 heads, d_ff 256, 2 + 2 layers),"
         echo "trained with \`$TRANSFORMER_FLAGS\` to the same budget."
@@ -388,6 +429,10 @@ bible_tables() {
         st=$(step_of "$dir")
         echo "| $kind | $(awk -v s="$(train_wall "$dir")" 'BEGIN { printf "%.1f", s / 60 }') | $st | $(epochs "$dir" "$st") | $(num "$dir/train.json" valid_loss 1 1) | $(num "$f" bleu) ($(num "$f" bleu_mean) +- $(num "$f" bleu_ci)) | $(num "$f" chrf) ($(num "$f" chrf_mean) +- $(num "$f" chrf_ci)) |"
     done
+    if ls "$store"/bible-*/paired-*.json > /dev/null 2>&1; then
+        echo
+        bible_paired_table
+    fi
     echo
     echo "### BLEU by source length"
     echo
@@ -409,6 +454,46 @@ bible_tables() {
             sed -n 's/.*"bleu": \([-0-9.eE+naif]*\).*/\1/p' | awk '{ printf " %.2f |", $1 }')
         echo "| $kind |$cells"
     done
+}
+
+# verdict FILE METRIC: better or worse when the paired difference's interval lies above or
+# below 0, within when it holds 0 ("-" without figures).
+verdict() {
+    awk -v lo="$(num "$1" "$2_diff_lower" 1 6)" -v hi="$(num "$1" "$2_diff_upper" 1 6)" \
+        'BEGIN { if (lo == "-" || hi == "-") print "-"; else if (lo > 0) print "better"; else if (hi < 0) print "worse"; else print "within" }'
+}
+
+bible_paired_table() {
+    echo "### Paired: each system against its baseline"
+    echo
+    echo "sacreBLEU's paired bootstrap (its --paired-bs): both systems' outputs scored on the same"
+    echo "$SAMPLES resamples of the test verses. The difference is the system's score minus the"
+    echo "baseline's on all verses; [lower, upper] is the 95 % interval of the resampled differences"
+    echo "(the same order statistics as the intervals above); p is sacreBLEU's p-value, (c + 1) /"
+    echo "(n + 1) with c the resamples whose centred absolute difference exceeds the observed one."
+    echo "Only runs of the same steps are paired. Beyond the interval: the system is better (or"
+    echo "worse) when [lower, upper] lies above (below) 0, within when it holds 0."
+    echo
+    echo "| system | baseline | steps | BLEU difference [95 %] | p (BLEU) | BLEU verdict | chrF difference [95 %] | p (chrF) | chrF verdict |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    for pair in $BIBLE_PAIRS; do
+        a=${pair%%:*} b=${pair#*:}
+        f=$store/bible-$a/paired-$b.json
+        [ -s "$f" ] || continue
+        echo "| $a | $b | $(step_of "$store/bible-$a") | $(num "$f" bleu_diff 1 2) [$(num "$f" bleu_diff_lower 1 2), $(num "$f" bleu_diff_upper 1 2)] | $(num "$f" bleu_p 1 4) | $(verdict "$f" bleu) | $(num "$f" chrf_diff 1 2) [$(num "$f" chrf_diff_lower 1 2), $(num "$f" chrf_diff_upper 1 2)] | $(num "$f" chrf_p 1 4) | $(verdict "$f" chrf) |"
+    done
+}
+
+# kept_section HEADING: the section of the page being rewritten whose heading line starts
+# with HEADING, up to the next "## " heading (runs of blank lines as one, the trailing ones
+# dropped), marked as kept (once) under its heading.
+kept_section() {
+    note="(Kept from the previous page: the run folder that wrote this page holds no such runs.)"
+    awk -v h="$1" -v note="$note" '
+        !on && index($0, h) == 1 { on = 1; print; print ""; print note; next }
+        on && /^## / { exit }
+        on && $0 != note { if ($0 == "") blank = 1; else { if (blank) print ""; blank = 0; print } }
+    ' "$RESULTS"
 }
 
 bible_budget() {
@@ -450,6 +535,9 @@ mkdir -p "$(dirname "$RESULTS")"
         dates_table
         echo
         length_table
+    elif [ -s "$RESULTS" ] && grep -q '^## The date task' "$RESULTS"; then
+        echo
+        kept_section "## The date task"
     fi
     if ls "$store"/dates-try-*/eval.json > /dev/null 2>&1; then
         echo

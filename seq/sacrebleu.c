@@ -552,6 +552,22 @@ static void estimate_ci(BootstrapResult *r, double *scores, int n) {
     r->ci = 0.5 * (scores[hi] - scores[lo]);
 }
 
+// out's diff fields: the difference on all sentences and estimate_ci of the resamples'
+// differences sys[s] - base[s] (before either is sorted).
+static void paired_difference(BootstrapResult *out, const double *sys, const double *base,
+                              double diff, int n_samples) {
+    double *d = xmalloc((size_t)n_samples * sizeof *d);
+    for (int s = 0; s < n_samples; s++) d[s] = sys[s] - base[s];
+    BootstrapResult r;
+    estimate_ci(&r, d, n_samples);
+    out->diff = diff;
+    out->diff_mean = r.mean;
+    out->diff_ci = r.ci;
+    out->diff_lower = r.lower;
+    out->diff_upper = r.upper;
+    free(d);
+}
+
 static void bootstrap(BootstrapResult *out, BootstrapResult *base_out, const int64_t *sys,
                       const int64_t *base, int width, int n, ScoreFn score, const void *opt,
                       int n_samples, uint64_t seed) {
@@ -584,6 +600,7 @@ static void bootstrap(BootstrapResult *out, BootstrapResult *base_out, const int
     }
     out->score = sys_score;
     out->p_value = -1;
+    out->diff = out->diff_mean = out->diff_ci = out->diff_lower = out->diff_upper = 0;
     if (base) {
         double real = fabs(base_score - sys_score), mean = 0;
         for (int s = 0; s < n_samples; s++) mean += fabs(ss[s] - bs[s]);
@@ -591,11 +608,14 @@ static void bootstrap(BootstrapResult *out, BootstrapResult *base_out, const int
         int c = 0;
         for (int s = 0; s < n_samples; s++) c += fabs(ss[s] - bs[s]) - mean > real;
         out->p_value = (c + 1.0) / (n_samples + 1.0);
+        paired_difference(out, ss, bs, sys_score - base_score, n_samples);
     }
     estimate_ci(out, ss, n_samples);
     if (base && base_out) {
         base_out->score = base_score;
         base_out->p_value = -1;
+        base_out->diff = base_out->diff_mean = base_out->diff_ci = 0;
+        base_out->diff_lower = base_out->diff_upper = 0;
         estimate_ci(base_out, bs, n_samples);
     }
     free(sum);

@@ -43,8 +43,9 @@
 //   estimate_ci: sorted scores, lower = the (n_samples/40)-th, upper = the
 //   (n_samples - 1 - n_samples/40)-th, ci = (upper - lower) / 2, mean = their mean. The
 //   draws come from core/rng (seeded), not numpy, so figures agree with sacreBLEU's to
-//   sampling noise only. Paired: both systems on the same resamples; p-value as
-//   _compute_p_value: (1 + #{|s - b| - mean|s - b| > |S - B|}) / (n_samples + 1).
+//   sampling noise only. Paired (_paired_bs_test): both systems on the same resamples;
+//   p-value as _compute_p_value: (1 + #{|s - b| - mean|s - b| > |S - B|}) / (n_samples + 1),
+//   S and B the scores on all sentences, s and b a resample's.
 #ifndef SEQ_SACREBLEU_H
 #define SEQ_SACREBLEU_H
 
@@ -121,6 +122,10 @@ typedef struct {
     double ci;      // half-width of the 95 % interval: score reads "score (mean +- ci)"
     double lower, upper;
     double p_value; // paired against a baseline; -1 when there is none
+    // Paired only (0 otherwise): the difference system - baseline on all sentences, and the
+    // mean and 95 % interval of the differences over the same resamples (estimate_ci's order
+    // statistics on them). sacreBLEU prints no such interval; it is the paired claim's size.
+    double diff, diff_mean, diff_ci, diff_lower, diff_upper;
 } BootstrapResult;
 
 // sys (n) statistics; base (n) the baseline's on the same sentences, or NULL. Both

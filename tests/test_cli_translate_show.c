@@ -5,7 +5,8 @@
 // recomputed here through translator_greedy; the page valid HTML whose links resolve, the
 // wrong outputs first; --input lines; no pictures without attention), `text translate
 // score` (BLEU as eval computes it, the bootstrap interval, the length buckets covering
-// every pair, --hyps of the wrong length refused), `text translate report` (notes naming the
+// every pair, --hyps of the wrong length refused; --write-hyps and the paired bootstrap of
+// --baseline-hyps against itself and against empty outputs), `text translate report` (notes naming the
 // commands of missing inputs, the page valid with its pictures, eval's and score's figures on
 // it, a page outside the run refused), and bad input refused in one line (a
 // missing model, a sentence classifier's checkpoint, a line the date task cannot read).
@@ -213,6 +214,59 @@ static void write_pairs(const char *path) {
     fclose(f);
 }
 
+// --write-hyps and --baseline-hyps on the pairs run whose unpaired score is s: the outputs
+// written one line a pair and scored again the same; paired against themselves a difference
+// of 0 with sacreBLEU's p = 1/(samples + 1); against empty outputs (BLEU and chrF 0) a
+// difference of exactly the system's scores, the system's own interval unchanged (the same
+// resamples).
+static void test_score_paired(const cJSON *s) {
+    int rc = run_text("translate score --model %s/pairs --samples 50 --write-hyps %s/pairs/test.hyps",
+                      tmpdir, tmpdir);
+    char *hyps = read_text("pairs/test.hyps");
+    int lines = 0;
+    for (const char *p = hyps ? hyps : ""; *p; p++) lines += *p == '\n';
+    const int pairs = (int)json_num(s, "pairs");
+    EXPECT(rc == 0 && lines == pairs, "--write-hyps: %d lines for %d pairs", lines, pairs);
+    rc = run_text("translate score --model %s/pairs --samples 50 --hyps %s/pairs/test.hyps "
+                  "--baseline-hyps %s/pairs/test.hyps --json", tmpdir, tmpdir, tmpdir);
+    char *out = read_text("stdout.txt");
+    cJSON *same = cJSON_Parse(out ? out : "");
+    free(out);
+    EXPECT(rc == 0 && same, "paired against itself: %d", rc);
+    if (same)
+        EXPECT(json_num(same, "bleu") == json_num(s, "bleu") && json_num(same, "bleu_diff") == 0 &&
+                   json_num(same, "chrf_diff_lower") == 0 && json_num(same, "chrf_diff_upper") == 0 &&
+                   fabs(json_num(same, "bleu_p") - 1.0 / 51) < 1e-6,  // %.6g in the JSON
+               "BLEU %g, difference %g, p %g", json_num(same, "bleu"), json_num(same, "bleu_diff"),
+               json_num(same, "bleu_p"));
+    cJSON_Delete(same);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/empty.hyps", tmpdir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    for (int i = 0; i < pairs; i++) fputc('\n', f);
+    fclose(f);
+    rc = run_text("translate score --model %s/pairs --samples 50 --baseline-hyps %s --json", tmpdir, path);
+    out = read_text("stdout.txt");
+    cJSON *p = cJSON_Parse(out ? out : "");
+    free(out);
+    EXPECT(rc == 0 && p, "paired against empty outputs: %d", rc);
+    if (p) {
+        EXPECT(json_num(p, "baseline_bleu") == 0 && json_num(p, "baseline_chrf") == 0 &&
+                   fabs(json_num(p, "bleu_diff") - json_num(s, "bleu")) < 1e-9 &&
+                   fabs(json_num(p, "chrf_diff") - json_num(s, "chrf")) < 1e-9,
+               "differences %g %g, scores %g %g", json_num(p, "bleu_diff"), json_num(p, "chrf_diff"),
+               json_num(s, "bleu"), json_num(s, "chrf"));
+        EXPECT(json_num(p, "chrf_ci") == json_num(s, "chrf_ci") &&
+                   fabs(json_num(p, "chrf_diff_ci") - json_num(s, "chrf_ci")) < 1e-9 &&
+                   json_num(p, "chrf_diff_lower") > 0,
+               "the same resamples: chrF +- %g, difference +- %g [%g, ...]", json_num(p, "chrf_ci"),
+               json_num(p, "chrf_diff_ci"), json_num(p, "chrf_diff_lower"));
+    }
+    cJSON_Delete(p);
+    free(hyps);
+}
+
 static void test_score(void) {
     char path[1200];
     snprintf(path, sizeof path, "%s/p.tsv", tmpdir);
@@ -243,10 +297,13 @@ static void test_score(void) {
         EXPECT(buckets == 6 && total == (int)json_num(e, "pairs") && total > 0, "%d buckets hold %d sentences",
                buckets, total);
     }
+    test_score_paired(s);
     cJSON_Delete(e), cJSON_Delete(s);
     snprintf(path, sizeof path, "%s/hyps.txt", tmpdir);
     CHECK(scratch_write_text(path, "1987-03-03\n") == 0);
     rc = run_text("translate score --model %s/run --hyps %s", tmpdir, path);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "hyps.txt: 1 lines, but the split holds 1000 pairs");
+    rc = run_text("translate score --model %s/run --baseline-hyps %s", tmpdir, path);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "hyps.txt: 1 lines, but the split holds 1000 pairs");
 }
 

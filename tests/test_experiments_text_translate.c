@@ -6,8 +6,10 @@
 // again, the recipe's runs over seeds and the exact match by source length with intervals, the English-Spanish row (minutes in all, BLEU and chrF with their intervals), the
 // BLEU-by-length table, the transformer rows (--model transformer with its recipe, the date
 // row's alignment figure, the English-Spanish row beside the LSTM's), the continuation commands, a larger budget training only the
-// minutes left, a step budget (BIBLE_STEPS) trained to and then kept, and an unknown part
-// refused. Run from the repository root.
+// minutes left, a step budget (BIBLE_STEPS) trained to and then kept, the paired table
+// (sacreBLEU's paired bootstrap of runs of the same steps), the date table kept by a run
+// folder without date runs, and an unknown part refused. Run from the repository root.
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,10 +24,10 @@ static void write_stand_in(void) {
     EXPECT(stand_in_write(dir, "text",
                           "[ \"$1\" = translate ] || exit 0\n"
                           "cmd=$2; shift 2\n"
-                          "out='' model='' att=bahdanau steps=0 minutes='' misses=''\n"
+                          "out='' model='' att=bahdanau steps=0 minutes='' misses='' wh='' bh=''\n"
                           "while [ $# -gt 0 ]; do\n"
                           "  case $1 in --out) out=$2 ;; --model) model=$2; [ \"$2\" = transformer ] && att=transformer ;; --attention) att=$2 ;;\n"
-                          "    --steps) steps=$2 ;; --minutes) minutes=$2 ;; --misses) misses=$2 ;; esac\n"
+                          "    --steps) steps=$2 ;; --minutes) minutes=$2 ;; --misses) misses=$2 ;; --write-hyps) wh=$2 ;; --baseline-hyps) bh=$2 ;; esac\n"
                           "  shift\n"
                           "done\n"
                           "case $cmd in\n"
@@ -44,6 +46,13 @@ static void write_stand_in(void) {
                           "  echo \"{\\\"exact_match\\\": 0.9, \\\"alignment_accuracy\\\": $a, \\\"by_source_length\\\": "
                           "[{\\\"from\\\": 1, \\\"to\\\": 10, \\\"pairs\\\": 4, \\\"exact_match\\\": 0.5}]}\" ;;\n"
                           "score)\n"
+                          "  [ -z \"$wh\" ] || echo hypothesis > \"$wh\"\n"
+                          "  [ -z \"$bh\" ] || { echo '{\"pairs\": 8, \"bleu\": 12.345, \"by_length\": [{\"lo\": 0, \"hi\": -1, "
+                          "\"sentences\": 8, \"bleu\": 12.345}], \"baseline_hyps\": \"b\", \"baseline_bleu\": 10.5, \"bleu_diff\": 1.845, "
+                          "\"bleu_diff_mean\": 1.8, \"bleu_diff_lower\": 0.25, \"bleu_diff_upper\": 3.5, \"bleu_diff_ci\": 1.625, "
+                          "\"bleu_p\": 0.001, \"baseline_chrf\": 41, \"chrf_diff\": -0.9, \"chrf_diff_mean\": -0.9, "
+                          "\"chrf_diff_lower\": -2.125, \"chrf_diff_upper\": 0.5, \"chrf_diff_ci\": 1.3, \"chrf_p\": 0.2, "
+                          "\"model\": \"m\"}'; exit 0; }\n"
                           "  echo '{\"pairs\": 8, \"bleu\": 12.345, \"bleu_mean\": 12.3, \"bleu_ci\": 0.5, \"chrf\": 40.1, "
                           "\"chrf_mean\": 40, \"chrf_ci\": 0.25, \"samples\": 1000, \"by_length\": [{\"lo\": 0, \"hi\": 10, "
                           "\"sentences\": 5, \"bleu\": 10.5}, {\"lo\": 11, \"hi\": -1, \"sentences\": 3, \"bleu\": 14}], \"model\": \"m\"}' ;;\n"
@@ -210,6 +219,70 @@ static void test_transformer_rows(void) {
     free(page);
 }
 
+// The paired table: runs of the same steps paired (no decoding: --hyps and --baseline-hyps
+// the outputs their scores wrote), once; unequal steps not paired, the old figures gone; a
+// run folder without date runs keeps the page's date table, marked as kept.
+static void test_paired(void) {
+    write_stand_in();
+    int st = stand_in_run(dir, NULL, "BIBLE_KINDS='none bahdanau' BIBLE_STEPS=300", "text_translate.sh bible");
+    char *err = stand_in_read(dir, "err.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    free(err);
+    char *called = stand_in_read(dir, "called.txt"), want[1024];
+    snprintf(want, sizeof want, "translate score --model %s/runs/text_translate/bible-bahdanau/model.safetensors "
+             "--data-root data --threads 1 --hyps %s/runs/text_translate/bible-bahdanau/test.hyps --baseline-hyps "
+             "%s/runs/text_translate/bible-none/test.hyps --samples 1000 --json", dir, dir, dir);
+    EXPECT(count(called, want) == 1 && count(called, "--baseline-hyps") == 1 &&
+               count(called, "--write-hyps") == 2,
+           "the calls: %s", called ? called : "(not run)");
+    free(called);
+    char *page = stand_in_read(dir, "results.md");
+    EXPECT(page && strstr(page, "| bahdanau | none | 300 | 1.84 [0.25, 3.50] | 0.0010 | better | -0.90 [-2.12, 0.50] | 0.2000 | within |") &&
+               !strstr(page, "| transformer | luong-general |"),
+           "the paired table:\n%s", page ? page : "");
+    free(page);
+    write_stand_in();
+    st = stand_in_run(dir, NULL, "BIBLE_KINDS='none bahdanau' BIBLE_STEPS=300", "text_translate.sh bible");
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && count(called, "translate score") == 0, "paired again: %s", called ? called : "");
+    free(called);
+    // none trained further: not paired any more.
+    write_stand_in();
+    st = stand_in_run(dir, NULL, "BIBLE_KINDS=none BIBLE_STEPS=400", "text_translate.sh bible");
+    err = stand_in_read(dir, "err.txt");
+    page = stand_in_read(dir, "results.md");
+    EXPECT(st == 0 && err && strstr(err, "bahdanau:none not paired: 300 and 400 steps") && page &&
+               !strstr(page, "| bahdanau | none |") && !strstr(page, "### Paired"),
+           "unequal steps: %s\n%s", err ? err : "", page ? page : "");
+    free(err), free(page);
+    // The date runs (every dates-* folder, the recipe's too) moved away: the page keeps its
+    // date table, marked once.
+    char store[512], from[1024], to[1024];
+    snprintf(store, sizeof store, "%s/runs/text_translate", dir);
+    DIR *d = opendir(store);
+    EXPECT(d != NULL, "cannot open %s", store);
+    int moved = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (strncmp(e->d_name, "dates-", 6) != 0) continue;
+        snprintf(from, sizeof from, "%s/%s", store, e->d_name);
+        snprintf(to, sizeof to, "%s/%s", dir, e->d_name);
+        EXPECT(rename(from, to) == 0, "cannot move %s", from);
+        moved++;
+    }
+    if (d) closedir(d);
+    EXPECT(moved >= 3, "only %d date runs to move", moved);
+    for (int k = 0; k < 2; k++) {
+        write_stand_in();
+        st = stand_in_run(dir, NULL, "BIBLE_KINDS=none BIBLE_STEPS=400", "text_translate.sh bible");
+        page = stand_in_read(dir, "results.md");
+        EXPECT(st == 0 && page && count(page, "| none | 50 | 90.00 | - | 3.250 | 10 |") == 1 &&
+                   count(page, "(Kept from the previous page") == 1 && !strstr(page, "\n\n\n") &&
+                   strstr(page, "## English"),
+               "the kept date table (%d):\n%s", k, page ? page : "");
+        free(page);
+    }
+}
+
 static void test_unknown_part(void) {
     write_stand_in();
     EXPECT(stand_in_run(dir, NULL, "", "text_translate.sh nonsense") == 2, "an unknown part accepted");
@@ -224,6 +297,7 @@ int main(void) {
     RUN(test_dates_recipe);
     RUN(test_bible);
     RUN(test_transformer_rows);
+    RUN(test_paired);
     RUN(test_unknown_part);
     if (!getenv("KEEP")) scratch_remove(dir);
     return test_summary();

@@ -13,6 +13,7 @@
 // both sides of data/bible/train.tsv, and bleu_corpus and chrf_corpus the same BLEU and chrF
 // to 10 digits on the validation split (1,527 verses, perturbed hypotheses, one reference
 // and two with some absent), Spanish and English.
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -335,6 +336,61 @@ static void test_bootstrap(void) {
     EXPECT(cbase.upper < c.lower && c.p_value < 0.01);
 }
 
+// The paired difference on hypotheses whose difference is known: a system equal to the
+// references (BLEU and chrF 100 on every resample) against empty outputs (0 on every one)
+// differs by exactly 100, with an interval of width 0; against itself by 0; and a baseline
+// right on half the sentences gives a gap whose mean over the resamples is the two
+// systems' means apart, whose interval lies in [0, 100], and whose sign flips with the roles.
+static void test_paired_difference(void) {
+    const char *ref[] = {"in the beginning god created the heavens", "and the earth was empty",
+                         "darkness was on the surface", "god said let there be light",
+                         "and there was light", "god saw the light and saw that it was good"};
+    const char *empty[] = {"", "", "", "", "", ""};
+    const char *half[] = {"in the beginning god created the heavens", "", "darkness was on the surface",
+                          "", "and there was light", ""};
+    enum { N = 6 };
+    BleuOptions o;
+    bleu_options_default(&o);
+    BleuStats perfect[N], none[N], some[N];
+    EXPECT_NEAR(bleu_corpus(NULL, perfect, ref, ref, N, 1, &o), 100.0, 1e-9, 0);
+    EXPECT(bleu_corpus(NULL, none, empty, ref, N, 1, &o) == 0.0);
+    double some_score = bleu_corpus(NULL, some, half, ref, N, 1, &o);
+    BootstrapResult a, b;
+    bleu_bootstrap(&a, &b, perfect, none, N, &o, 1000, 12345);
+    EXPECT_NEAR(a.diff, 100.0, 1e-9, 0);
+    EXPECT_NEAR(a.diff_mean, 100.0, 1e-9, 0);
+    EXPECT(a.diff_ci < 1e-9 && fabs(a.diff_lower - 100) < 1e-9 && fabs(a.diff_upper - 100) < 1e-9,
+           "%g..%g", a.diff_lower, a.diff_upper);
+    EXPECT_NEAR(a.p_value, 1.0 / 1001.0, 1e-15, 0);
+    EXPECT(b.diff == 0 && b.diff_ci == 0, "the baseline's result carries no difference");
+    bleu_bootstrap(&a, NULL, perfect, perfect, N, &o, 1000, 12345);
+    EXPECT(a.diff == 0 && a.diff_mean == 0 && a.diff_lower == 0 && a.diff_upper == 0);
+    bleu_bootstrap(&a, NULL, perfect, NULL, N, &o, 1000, 12345);
+    EXPECT(a.diff == 0 && a.diff_ci == 0 && a.p_value == -1, "unpaired: no difference");
+    bleu_bootstrap(&a, &b, perfect, some, N, &o, 1000, 12345);
+    EXPECT_NEAR(a.diff, 100.0 - some_score, 1e-9, 0);
+    EXPECT_NEAR(a.diff_mean, a.mean - b.mean, 1e-9, 0);
+    EXPECT(a.diff_lower >= 0 && a.diff_lower < a.diff_upper && a.diff_upper <= 100 + 1e-9,
+           "%g..%g", a.diff_lower, a.diff_upper);
+    EXPECT_NEAR(a.diff_ci, 0.5 * (a.diff_upper - a.diff_lower), 1e-12, 0);
+    BootstrapResult r;
+    bleu_bootstrap(&r, NULL, some, perfect, N, &o, 1000, 12345);
+    EXPECT_NEAR(r.diff, -a.diff, 1e-9, 0);
+    EXPECT_NEAR(r.diff_lower, -a.diff_upper, 1e-9, 0);
+    EXPECT_NEAR(r.diff_upper, -a.diff_lower, 1e-9, 0);
+    EXPECT(r.p_value == a.p_value, "the p-value is two-sided: %g vs %g", r.p_value, a.p_value);
+    // chrF: the same, its difference on all sentences 100 - chrF(half).
+    ChrfOptions co;
+    chrf_options_default(&co);
+    ChrfStats cp[N], cs[N];
+    chrf_corpus(cp, ref, ref, N, 1, &co);
+    double chrf_some = chrf_corpus(cs, half, ref, N, 1, &co);
+    chrf_bootstrap(&a, &b, cp, cs, N, &co, 1000, 12345);
+    EXPECT_NEAR(a.diff, 100.0 - chrf_some, 1e-9, 0);
+    EXPECT_NEAR(a.diff_mean, a.mean - b.mean, 1e-9, 0);
+    EXPECT(a.diff_lower >= 0 && a.diff_lower < a.diff_upper, "%g..%g", a.diff_lower, a.diff_upper);
+}
+
 static void test_bleu_by_length(void) {
     BleuOptions o;
     bleu_options_default(&o);
@@ -369,6 +425,7 @@ int main(void) {
     RUN(test_chrf_cases);
     RUN(test_chrf_defaults_and_references);
     RUN(test_bootstrap);
+    RUN(test_paired_difference);
     RUN(test_bleu_by_length);
     return test_summary();
 }
