@@ -160,13 +160,18 @@ enum { MR256 = 6 };
 
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 tile_avx2(const int MR, int K, const float *A, int lda, const float *P, float beta, float *C,
-          int ldc, __m256i m0, __m256i m1) {
+          int ldc, __m256i m0, __m256i m1, const float *next, int t, int T) {
     __m256 c0[MR256], c1[MR256];
 #pragma GCC unroll 6
     for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm256_setzero_ps();
     for (int k = 0; k < K; k++) {
         const __m256 b0 = _mm256_load_ps(P + (size_t)k * NR);
         const __m256 b1 = _mm256_load_ps(P + (size_t)k * NR + 8);
+        if (next) {  // as tile_avx512: this tile's share of the next panel's rows
+            const float *q = next + (size_t)(((int64_t)t * K + k) / T) * NR;
+            _mm_prefetch((const char *)q, _MM_HINT_T0);
+            _mm_prefetch((const char *)(q + 16), _MM_HINT_T0);
+        }
 #pragma GCC unroll 6
         for (int r = 0; r < MR; r++) {
             const __m256 a = _mm256_broadcast_ss(A + (size_t)r * lda + k);
@@ -188,12 +193,12 @@ tile_avx2(const int MR, int K, const float *A, int lda, const float *P, float be
 }
 
 typedef void (*Tile256)(int K, const float *A, int lda, const float *P, float beta, float *C,
-                        int ldc, __m256i m0, __m256i m1);
+                        int ldc, __m256i m0, __m256i m1, const float *next, int t, int T);
 #define TILE256(n)                                                                          \
     __attribute__((target("avx2,fma"))) static void tile256_##n(                           \
         int K, const float *A, int lda, const float *P, float beta, float *C, int ldc,     \
-        __m256i m0, __m256i m1) {                                                          \
-        tile_avx2(n, K, A, lda, P, beta, C, ldc, m0, m1);                                  \
+        __m256i m0, __m256i m1, const float *next, int t, int T) {                         \
+        tile_avx2(n, K, A, lda, P, beta, C, ldc, m0, m1, next, t, T);                      \
     }
 TILE256(1) TILE256(2) TILE256(3) TILE256(4) TILE256(5) TILE256(6)
 static const Tile256 tiles256[MR256 + 1] = {NULL,      tile256_1, tile256_2, tile256_3,
@@ -210,6 +215,7 @@ __attribute__((target("avx2,fma"))) static void gemm_avx2(int M, int N, int K, c
     const int tiles = (M + MR256 - 1) / MR256;
     for (size_t p = 0; p < panel_count(N); p++) {
         const float *P = pm->panels + p * (size_t)pm->K * NR;
+        const float *next = p + 1 < panel_count(N) ? P + (size_t)pm->K * NR : NULL;
         for (int half = 0; half < 2; half++) {
             const int n0 = (int)p * NR + 16 * half, w = N - n0;
             if (w <= 0) break;
@@ -217,7 +223,8 @@ __attribute__((target("avx2,fma"))) static void gemm_avx2(int M, int N, int K, c
             for (int t = 0; t < tiles; t++) {
                 const int r0 = tile_start(M, tiles, t), mr = tile_start(M, tiles, t + 1) - r0;
                 tiles256[mr](K, A + (size_t)r0 * lda, lda, P + 16 * half, beta,
-                             C + (size_t)r0 * ldc + n0, ldc, m0, m1);
+                             C + (size_t)r0 * ldc + n0, ldc, m0, m1, next,
+                             half * tiles + t, 2 * tiles);
             }
         }
     }
