@@ -382,8 +382,9 @@ static void test_caption_size_overflow_refused(void) {
          WANT("--batch 1 x 262144", "keys and values", "exceeds 2147483647")},
         {"LSTM inputs", "--batch 4096 --max-len 256 --embed 8192 --hidden 8192",
          WANT("steps (--max-len 256 + 1) x --batch 4096", "the LSTM inputs", "exceeds")},
-        {"validation beam rows", "--batch 4096 --val-beam 64 --image-size 128",
-         WANT("--batch 4096 x --val-beam 64 x 256 annotation positions", "(the beam rows' keys) exceeds")},
+        {"validation beam rows", "--batch 4096 --val-beam 64 --image-size 128 --max-len 64",
+         WANT("65 steps (--max-len 64 + 1) x --batch 4096 x --val-beam 64 x 256 annotation positions",
+              "(the beam rows' attention history) exceeds")},
         {"CNN column matrix", "--image-size 1024 --channels 8,4096,8 --batch 1",
          WANT("layer 2's Winograd product", "--channels entry 2", "--image-size 1024", "exceeds")},
     };
