@@ -62,7 +62,8 @@ header.page p{margin:.2rem 0 .6rem;color:var(--muted)}
 h2{font-size:1.3rem;margin:2.2rem 0 .6rem;padding-bottom:.2rem;border-bottom:1px solid var(--rule)}
 h3{font-size:1.05rem;margin:1.2rem 0 .4rem}
 a{color:var(--accent)}
-nav.toc a{margin-right:1rem;text-decoration:none}
+nav.toc{display:flex;flex-wrap:wrap;column-gap:1rem}
+nav.toc a{text-decoration:none}
 code,pre{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:.84rem}
 pre{background:var(--card);padding:.6rem .8rem;border-radius:4px;white-space:pre-wrap;word-break:break-all}
 .scroll{overflow-x:auto;margin:.4rem 0 1rem}
