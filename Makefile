@@ -91,6 +91,8 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
 BENCH_SRCS := $(wildcard bench/bench_*.c)
+BENCH_SUPPORT_SRCS := $(wildcard bench/support/*.c)
+BENCH_SUPPORT_OBJS := $(BENCH_SUPPORT_SRCS:%.c=$(BUILD)/%.o)
 BENCHES    := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%) $(BUILD)/bench/parity_encoders
 
 # Helper programs that `make data` runs (not installed in bin/).
@@ -152,7 +154,7 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_SUPPORT_OBJS) $(CLI_OBJS) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BENCH_SUPPORT_OBJS) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
@@ -258,6 +260,6 @@ clean:
 	rm -rf build build-san build-vg bin
 
 -include $(TOOLS:$(BUILD)/tools/%=$(BUILD)/datasets/tools/%.d) $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(PROGRAMS:%=$(BUILD)/cli/%.d) $(TESTS:=.d) \
-         $(BENCHES:=.d) $(TEST_SUPPORT_OBJS:.o=.d)
+         $(BENCHES:=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(BENCH_SUPPORT_OBJS:.o=.d)
 
 include tests/fuzz/fuzz.mk

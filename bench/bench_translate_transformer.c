@@ -32,6 +32,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench/support/translate_bench.h"
 #include "core/adam.h"
 #include "core/block.h"
 #include "core/check.h"
@@ -53,35 +54,6 @@ static double clock_s(clockid_t id) {
     struct timespec ts;
     clock_gettime(id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-// bench_translate.c's (translator_ref.py bench_lengths()): src_len (B) over [S/2, S], lens
-// (B) over [max_len/2, max_len] in descending order.
-static void bench_lengths(int *src_len, int *lens, int B, int S, int ML) {
-    for (int b = 0; b < B; b++) {
-        src_len[b] = S - (b * 7) % (S - S / 2 + 1);
-        lens[b] = ML - (b * 3) % (ML - ML / 2 + 1);
-    }
-    for (int i = 1; i < B; i++)  // descending (insertion sort)
-        for (int j = i; j > 0 && lens[j - 1] < lens[j]; j--) {
-            int t = lens[j];
-            lens[j] = lens[j - 1], lens[j - 1] = t;
-        }
-}
-
-// Random ids: source tokens 1..Vs-1 up to each row's length (0 after), target words among
-// the non-special ones.
-static void draw_batch(int *src, int *words, const int *src_len, const TtConfig *c, int B,
-                       Rng *rng) {
-    for (int b = 0; b < B; b++) {
-        for (int t = 0; t < c->S; t++)
-            src[(size_t)b * c->S + t] =
-                t < src_len[b] ? 1 + (int)(rng_uniform(rng) * (float)(c->Vs - 1)) % (c->Vs - 1) : 0;
-        for (int t = 0; t < c->max_len; t++)
-            words[(size_t)b * c->max_len + t] =
-                VOCAB_NSPECIAL + (int)(rng_uniform(rng) * (float)(c->V - VOCAB_NSPECIAL)) %
-                                     (c->V - VOCAB_NSPECIAL);
-    }
 }
 
 // The weights whose scale DUMP changes (see the top), by name prefix and substring.
@@ -107,28 +79,9 @@ static int dump_beam(const char *path, TtModel *m, const int *src, const int *sr
     const TtConfig *c = &m->cfg;
     scale_params(m);
     tt_decode(m, src, src_len, B, BEAM_K, BEAM_ALPHA, words, lens, score, NULL);
-    Block chk = {0};
-    float *fsrc, *flen, *fwords, *fwlen, *fscore;
-    block_add(&chk, &fsrc, "src", 2, B, c->S);
-    block_add(&chk, &flen, "src_len", 1, B);
-    block_add(&chk, &fwords, "beam_words", 2, B, c->max_len);
-    block_add(&chk, &fwlen, "beam_len", 1, B);
-    block_add(&chk, &fscore, "beam_score", 1, B);
-    block_alloc(&chk);
-    for (int i = 0; i < B * c->S; i++) fsrc[i] = (float)src[i];
-    for (int b = 0; b < B; b++) {
-        flen[b] = (float)src_len[b], fwlen[b] = (float)lens[b], fscore[b] = score[b];
-        for (int t = 0; t < c->max_len; t++)
-            fwords[b * c->max_len + t] = t < lens[b] ? (float)words[b * c->max_len + t] : 0.0f;
-    }
-    const Block *blocks[] = {&m->params, &chk};
-    const char *prefixes[] = {"param/", "check/"};
-    const SafetensorsMeta meta[] = {{"beam", "5"}, {"length_alpha", "0.7"}};
-    Error err;
-    const int r = safetensors_save(path, blocks, prefixes, 2, meta, 2, &err);
-    if (r != 0) fprintf(stderr, "bench_translate_transformer: %s\n", err.msg);
-    block_free(&chk);
-    return r;
+    return translate_bench_save_check(path, "bench_translate_transformer", &m->params, src,
+                                      src_len, B, c->S, words, lens, score, c->max_len,
+                                      (TranslateBenchBeam){BEAM_K, BEAM_ALPHA});
 }
 
 int main(int argc, char **argv) {
@@ -159,12 +112,12 @@ int main(int argc, char **argv) {
     int *src_len = xmalloc((size_t)B * sizeof(int)), *lens = xmalloc((size_t)B * sizeof(int));
     int *out = xmalloc((size_t)B * c.max_len * sizeof(int)), *out_len = xmalloc((size_t)B * sizeof(int));
     float *score = xmalloc((size_t)B * sizeof(float));
-    bench_lengths(src_len, lens, B, c.S, c.max_len);
+    translate_bench_lengths(src_len, lens, B, c.S, c.max_len);
     Rng drop;  // tt_forward's training mode; dropout 0 draws nothing
     rng_seed(&drop, 2);
     double wall = 0, cpu = 0, loss = 0;
     for (int it = 0; it <= steps; it++) {
-        draw_batch(src, words, src_len, &c, B, &rng);
+        translate_bench_batch(src, words, src_len, B, c.S, c.Vs, c.max_len, c.V, &rng);
         const double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         loss = tt_forward(&m, src, src_len, words, lens, B, &drop);
         block_zero(&m.grads);
@@ -179,7 +132,7 @@ int main(int argc, char **argv) {
     }
     double bwall = 0, bcpu = 0, words_out = 0;  // words of the timed batches' results
     for (int it = 0; it <= beam_batches; it++) {
-        draw_batch(src, words, src_len, &c, B, &rng);
+        translate_bench_batch(src, words, src_len, B, c.S, c.Vs, c.max_len, c.V, &rng);
         const double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         tt_decode(&m, src, src_len, B, BEAM_K, BEAM_ALPHA, out, out_len, score, NULL);
         if (it > 0) {
