@@ -32,12 +32,12 @@ region) show what an idle core would do.
 """
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_rounds  # noqa: E402  (print_ratio_table)
 import bench_text  # noqa: E402  (run_wait, last_json)
 import bench_train  # noqa: E402  (coretype())
 
@@ -111,9 +111,6 @@ def main():
             runs.setdefault(("pytorch", threads), []).append(best)
     loads.append(open("/proc/loadavg").read().split()[0])
 
-    def med(side, threads, key):
-        return statistics.median(r[key] for r in runs[(side, threads)])
-
     print("translator, text translate train's date-task sizes (bahdanau attention, batch 64: "
           "source 42 x 32, BiLSTM 2 x 64, S 40; decoder 32 / 128, vocabulary 15, max_len 10)")
     print(f"(OPENBLAS_CORETYPE={ct or 'default'}; 1-minute load at the start of each round and "
@@ -122,26 +119,9 @@ def main():
           f"the toolkit's on {agree['agree_float32']} of {agree['sentences']} sentences in "
           f"float32, {agree['agree_float64']} in float64; largest score difference "
           f"{agree['max_score_diff_float32']:.2g})")
-    print("| work | threads | toolkit | PyTorch | ratio (target 3x) | peak RSS toolkit / PyTorch (MiB) |")
-    print("|---|---|---|---|---|---|")
-    for work, unit, key in (("training", "pairs/s", "pairs_per_s"),
-                            ("greedy decoding", "sentences/s", "sentences_per_s"),
-                            ("beam-5 decoding", "sentences/s", "beam_sentences_per_s")):
-        for threads in (1, 2):
-            t, p = med("toolkit", threads, key), med("pytorch", threads, key)
-            mt = max(r["rss"] for r in runs[("toolkit", threads)])
-            mp = max(r["rss"] for r in runs[("pytorch", threads)])
-            print(f"| {work}, {unit} | {threads} | {t:.0f} | {p:.0f} | {t / p:.2f}x | "
-                  f"{mt:.0f} / {mp:.0f} |")
-        cpu_key = key.replace("_per_s", "_per_cpu_s")
-        t, p = med("toolkit", 1, cpu_key), med("pytorch", 1, cpu_key)
-        print(f"| {work}, {unit.split('/')[0]} per CPU-second | 1 | {t:.0f} | {p:.0f} | "
-              f"{t / p:.2f}x | |")
-    for side in ("toolkit", "pytorch"):
-        for threads in (1, 2):
-            for key in KEYS:
-                print(f"# {side} threads {threads} {key}: "
-                      + ", ".join(f"{r[key]:.0f}" for r in runs[(side, threads)]))
+    bench_rounds.print_ratio_table(runs, (("training", "pairs/s", "pairs_per_s"),
+                                 ("greedy decoding", "sentences/s", "sentences_per_s"),
+                                 ("beam-5 decoding", "sentences/s", "beam_sentences_per_s")), KEYS, TARGET)
     return 0
 
 

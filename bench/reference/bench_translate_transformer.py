@@ -41,6 +41,7 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_rounds  # noqa: E402  (print_ratio_table)
 import bench_text  # noqa: E402  (run_wait, last_json)
 import bench_train  # noqa: E402  (coretype())
 
@@ -233,9 +234,6 @@ def main():
             runs.setdefault(("pytorch", threads), []).append(best)
     loads.append(open("/proc/loadavg").read().split()[0])
 
-    def med(side, threads, key):
-        return statistics.median(r[key] for r in runs[(side, threads)])
-
     print("Transformer translator, text translate train --model transformer's date-task sizes "
           "(batch 64: source 42, S 40; target 15, max_len 10; d_model 128, 4 heads, d_ff 256, "
           "2 + 2 layers, pre-LN)")
@@ -249,26 +247,8 @@ def main():
           for side in ("toolkit", "pytorch")}
     print(f"(beam-5 results, words per sentence, median over the 1-thread runs: toolkit "
           f"{mw['toolkit']:.2f}, PyTorch {mw['pytorch']:.2f})")
-    print(f"| work | threads | toolkit | PyTorch | ratio (target {TARGET:.0f}x) | "
-          "peak RSS toolkit / PyTorch (MiB) |")
-    print("|---|---|---|---|---|---|")
-    for work, unit, key in (("training", "pairs/s", "pairs_per_s"),
-                            ("beam-5 decoding", "sentences/s", "beam_sentences_per_s")):
-        for threads in (1, 2):
-            t, p = med("toolkit", threads, key), med("pytorch", threads, key)
-            mt = max(r["rss"] for r in runs[("toolkit", threads)])
-            mp = max(r["rss"] for r in runs[("pytorch", threads)])
-            print(f"| {work}, {unit} | {threads} | {t:.0f} | {p:.0f} | {t / p:.2f}x | "
-                  f"{mt:.0f} / {mp:.0f} |")
-        cpu_key = key.replace("_per_s", "_per_cpu_s")
-        t, p = med("toolkit", 1, cpu_key), med("pytorch", 1, cpu_key)
-        print(f"| {work}, {unit.split('/')[0]} per CPU-second | 1 | {t:.0f} | {p:.0f} | "
-              f"{t / p:.2f}x | |")
-    for side in ("toolkit", "pytorch"):
-        for threads in (1, 2):
-            for key in KEYS:
-                print(f"# {side} threads {threads} {key}: "
-                      + ", ".join(f"{r[key]:.0f}" for r in runs[(side, threads)]))
+    bench_rounds.print_ratio_table(runs, (("training", "pairs/s", "pairs_per_s"),
+                                 ("beam-5 decoding", "sentences/s", "beam_sentences_per_s")), KEYS, TARGET)
     return 0
 
 
