@@ -67,7 +67,6 @@ toolkit's (each disagreement on stderr).
 """
 import argparse
 import json
-import math
 import os
 import resource
 import sys
@@ -79,6 +78,7 @@ import torch.nn.functional as F
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_io  # noqa: E402
+import beam_ref  # noqa: E402  (BeamSearch)
 import sat_ref  # noqa: E402  (lstm, init_state, tokens; PAD, START, END)
 import textclass_ref  # noqa: E402  (the encoder's LSTM over lengths, masked_softmax)
 
@@ -349,87 +349,33 @@ def greedy(p, c, src, src_len, margins=None, packed=False):
 
 
 def beam_search(p, c, src, src_len, beam, length_alpha=0.7, packed=False):
-    """translator_beam (models/translator_beam.h, seq/beam.c's rules), batched over sentences
-    x beams with tensor ops (the only Python loop is over the max_len + 1 steps). Words are
-    scored by log-softmax with every special but <end> at -1e9; per sentence and step the
-    candidates (each live row's sum plus each word's log p) are ranked by raw sum; an <end>
-    ranked within the top `beam` finishes a hypothesis (the best finished is kept, by sum /
-    len^alpha, len counting <end>); the first `beam` other candidates stay live. A sentence
-    stops when its best finished score is at least its best live sum over
-    (max_len + 1)^alpha (every later score is lower; beam 1, greedy, at its first <end>,
-    not after `beam` finished hypotheses as before issue 61); then its rows
-    leave the batch. After max_len + 1 steps the best live hypothesis (its first max_len
-    words) wins only when it scores strictly better. Returns words (B, max_len) (0 past each
-    end), lengths (B), scores (B) (normalised)."""
+    """translator_beam (models/translator_beam.h, seq/beam.c's rules as beam_ref.BeamSearch
+    keeps them), batched over sentences x beams with tensor ops (the only Python loop is over
+    the max_len + 1 steps). Words are scored by log-softmax with every special but <end> at
+    -1e9. Returns words (B, max_len) (0 past each end), lengths (B), scores (B)
+    (normalised)."""
     with torch.no_grad():
-        B, K, V, ML = src.shape[0], beam, c.V, c.max_len
-        T = ML + 1  # seq/beam.h's max_len: the words and <end>
-
-        def norm(s, n):
-            return s if length_alpha == 0 else s / float(n) ** length_alpha
-
         annot, lengths, h, cst, z = start(p, c, src, src_len, packed)
         prep = annot @ p["attn.W_k"].T if c.score == "additive" else None
-        dt = annot.dtype
+        search = beam_ref.BeamSearch(src.shape[0], beam, c.V, c.max_len, sat_ref.END,
+                                     length_alpha, annot.dtype)
         forbid = torch.tensor([i for i in range(NSPECIAL) if i != sat_ref.END])
-        act = torch.arange(B)           # sentences still searching, kr rows each (in order)
-        toks = torch.full((B,), sat_ref.START, dtype=torch.long)
-        sums = torch.zeros(B, 1, dtype=dt)  # (active, rows per sentence): live raw sums
-        hist = torch.zeros(B, 0, dtype=torch.long)
-        fin_norm = torch.full((B,), -math.inf, dtype=dt)
-        fin_words = torch.zeros(B, T, dtype=torch.long)
-        fin_len = torch.zeros(B, dtype=torch.long)
-        n_fin = torch.zeros(B, dtype=torch.long)
-        kr = 1
-        for t in range(T):
+        toks = torch.full((src.shape[0],), sat_ref.START, dtype=torch.long)
+        for t in range(search.T):
+            act = search.act
             _, z, h, cst, lg = step(p, c, annot[act], None if lengths is None else lengths[act],
                                     h, cst, z, p["embed"][toks], t,
                                     prep=None if prep is None else prep[act])
             lp = torch.log_softmax(lg, dim=1)
             lp[:, forbid] = -1e9
-            na = act.shape[0]
-            cand = (sums[:, :, None] + lp.view(na, kr, V)).view(na, kr * V)
-            top, idx = cand.topk(min(2 * K, kr * V), dim=1)  # rank order
-            tok, par = idx % V, idx // V
-            is_end = tok == sat_ref.END
-            end_ok = is_end & (torch.arange(top.shape[1])[None, :] < K)
-            n_fin[act] += end_ok.sum(1)
-            end_norm = torch.where(end_ok, norm(top, t + 1), torch.full_like(top, -math.inf))
-            best_end, best_pos = end_norm.max(1)
-            better = torch.nonzero(best_end > fin_norm[act]).flatten()
-            if better.numel():
-                b = act[better]
-                fin_norm[b] = best_end[better]
-                fin_words[b, :t] = hist[better * kr + par[better, best_pos[better]]]
-                fin_len[b] = t
-            live = ~is_end
-            pos = torch.nonzero(live & (live.long().cumsum(1) <= K))[:, 1].view(na, K)
-            sums = top.gather(1, pos)
-            parent = (torch.arange(na)[:, None] * kr + par.gather(1, pos)).view(-1)
-            toks = tok.gather(1, pos).view(-1)
-            hist = torch.cat([hist[parent], toks[:, None]], dim=1)
+            parent, toks = search.advance(lp, t)
             h, cst, z = h[parent], cst[parent], z[parent]
-            kr = K
-            best_live = sums[:, 0]
-            keep = ~(((K == 1) & (n_fin[act] >= 1)) |
-                     ((best_live <= 0) & (fin_norm[act] >= norm(best_live, T))))
-            if not bool(keep.all()):
-                rows = keep.repeat_interleave(K)
-                act, sums = act[keep], sums[keep]
-                hist, h, cst, z, toks = hist[rows], h[rows], cst[rows], z[rows], toks[rows]
-            if act.shape[0] == 0:
+            rows = search.retire()
+            if rows is not None:
+                h, cst, z, toks = h[rows], cst[rows], z[rows], toks[rows]
+            if search.done():
                 break
-        scores = fin_norm.clone()
-        if act.shape[0]:  # live at the limit: the best (row 0 of each) against the finished
-            live_norm = norm(sums[:, 0], T)
-            take = torch.nonzero(live_norm > fin_norm[act]).flatten()
-            b = act[take]
-            fin_words[b] = hist[take * K]
-            fin_len[b] = ML
-            scores[b] = live_norm[take]
-        words = fin_words[:, :ML].clone()
-        words[torch.arange(ML)[None, :] >= fin_len[:, None]] = 0
-        return words, fin_len, scores
+        return search.result()
 
 
 # --- fixtures ------------------------------------------------------------------------------

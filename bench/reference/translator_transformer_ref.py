@@ -41,6 +41,7 @@ import torch.nn.functional as F
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import beam_ref  # noqa: E402  (BeamSearch)
 import safetensors_io  # noqa: E402
 
 PAD, START, END, NSPECIAL = 0, 1, 2, 4  # seq/vocab.h
@@ -190,82 +191,32 @@ def greedy(model, src, src_len):
 
 
 def beam_search(model, src, src_len, beam, length_alpha=0.7):
-    """tt_decode with beam > 1 (seq/beam.c's rules, as translator_ref.beam_search applies
-    them to the LSTM translator), batched over sentences x beams with tensor ops: the only
+    """tt_decode with beam > 1 (seq/beam.c's rules as beam_ref.BeamSearch keeps them, as for
+    translator_ref.beam_search), batched over sentences x beams with tensor ops: the only
     Python loop is over the max_len + 1 steps, and each step runs the whole decoder on every
     live row's prefix (nn.TransformerDecoder keeps no key/value cache). Words are scored by
-    log-softmax with every special but <end> at -1e9; per sentence and step the candidates
-    are ranked by raw sum; an <end> within the top `beam` finishes a hypothesis (the best
-    finished kept by sum / len^alpha, len counting <end>); the first `beam` others stay
-    live. A sentence stops when its best finished score is at least its best live sum over
-    (max_len + 1)^alpha (beam 1, greedy, at its first <end>); after max_len + 1 steps
-    the best live hypothesis wins only when it scores strictly better. Returns words
-    (B, max_len) (0 past each end), lengths (B), scores (B) (normalised)."""
+    log-softmax with every special but <end> at -1e9. Returns words (B, max_len) (0 past
+    each end), lengths (B), scores (B) (normalised)."""
     with torch.no_grad():
         c = model.cfg
-        B, K, V, ML = src.shape[0], beam, c["V"], c["max_len"]
-        T = ML + 1
-
-        def norm(s, n):
-            return s if length_alpha == 0 else s / float(n) ** length_alpha
-
         Sb = int(src_len.max())
         mem_all = model.encode(src[:, :Sb], src_len)
+        search = beam_ref.BeamSearch(src.shape[0], beam, c["V"], c["max_len"], END,
+                                     length_alpha, mem_all.dtype)
         forbid = torch.tensor([i for i in range(NSPECIAL) if i != END])
-        act = torch.arange(B)
-        sums = torch.zeros(B, 1, dtype=mem_all.dtype)
-        hist = torch.zeros(B, 0, dtype=torch.long)
-        fin_norm = torch.full((B,), -math.inf, dtype=mem_all.dtype)
-        fin_words = torch.zeros(B, T, dtype=torch.long)
-        fin_len = torch.zeros(B, dtype=torch.long)
-        n_fin = torch.zeros(B, dtype=torch.long)
-        kr = 1
-        for t in range(T):
-            rows = act.repeat_interleave(kr)
-            tok = torch.cat([torch.full((rows.shape[0], 1), START, dtype=torch.long), hist], 1)
+        for t in range(search.T):
+            rows = search.act.repeat_interleave(search.kr)
+            tok = torch.cat([torch.full((rows.shape[0], 1), START, dtype=torch.long),
+                             search.hist], 1)
             lg = model.decode(tok, torch.full((rows.shape[0],), t + 1), mem_all[rows],
                               src_len[rows])[:, t]
             lp = torch.log_softmax(lg, dim=1)
             lp[:, forbid] = -1e9
-            na = act.shape[0]
-            cand = (sums[:, :, None] + lp.view(na, kr, V)).view(na, kr * V)
-            top, idx = cand.topk(min(2 * K, kr * V), dim=1)
-            tok, par = idx % V, idx // V
-            is_end = tok == END
-            end_ok = is_end & (torch.arange(top.shape[1])[None, :] < K)
-            n_fin[act] += end_ok.sum(1)
-            end_norm = torch.where(end_ok, norm(top, t + 1), torch.full_like(top, -math.inf))
-            best_end, best_pos = end_norm.max(1)
-            better = torch.nonzero(best_end > fin_norm[act]).flatten()
-            if better.numel():
-                b = act[better]
-                fin_norm[b] = best_end[better]
-                fin_words[b, :t] = hist[better * kr + par[better, best_pos[better]]]
-                fin_len[b] = t
-            live = ~is_end
-            pos = torch.nonzero(live & (live.long().cumsum(1) <= K))[:, 1].view(na, K)
-            sums = top.gather(1, pos)
-            parent = (torch.arange(na)[:, None] * kr + par.gather(1, pos)).view(-1)
-            hist = torch.cat([hist[parent], tok.gather(1, pos).view(-1)[:, None]], dim=1)
-            kr = K
-            best_live = sums[:, 0]
-            keep = ~(((K == 1) & (n_fin[act] >= 1)) |
-                     ((best_live <= 0) & (fin_norm[act] >= norm(best_live, T))))
-            if not bool(keep.all()):
-                act, sums, hist = act[keep], sums[keep], hist[keep.repeat_interleave(K)]
-            if act.shape[0] == 0:
+            search.advance(lp, t)
+            search.retire()
+            if search.done():
                 break
-        scores = fin_norm.clone()
-        if act.shape[0]:
-            live_norm = norm(sums[:, 0], T)
-            take = torch.nonzero(live_norm > fin_norm[act]).flatten()
-            b = act[take]
-            fin_words[b] = hist[take * K]
-            fin_len[b] = ML
-            scores[b] = live_norm[take]
-        words = fin_words[:, :ML].clone()
-        words[torch.arange(ML)[None, :] >= fin_len[:, None]] = 0
-        return words, fin_len, scores
+        return search.result()
 
 
 def prepare(model, gen):
