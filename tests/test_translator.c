@@ -32,8 +32,9 @@
 #include "tests/support/gradcheck.h"
 #include "seq/vocab.h"
 #include "tests/support/test.h"
+#include "tests/support/tiny.h"
 
-enum { NB = 2, NS = 4, ML = 3 };
+enum { NB = TINY_PAIRS_B, NS = TINY_PAIRS_S, ML = TINY_PAIRS_ML };
 
 typedef struct {
     Translator m;
@@ -65,12 +66,7 @@ static void fix_init_with(Fix *f, AttnKind kind, DecoderQuery query, uint64_t se
     fill_uniform(f->m.params.data, f->m.params.numel, -0.8f, 0.8f, &rng);
     f->hg = f->m.grads;  // the same layout ...
     f->hg.data = xcalloc(f->m.grads.numel, sizeof(float));  // ... its own floats
-    static const int src[NB * NS] = {4, 6, 5, 3, 2, 5, 0, 0};
-    static const int words[NB * ML] = {4, 7, 5, 6, 0, 0};
-    memcpy(f->src, src, sizeof src);
-    memcpy(f->words, words, sizeof words);
-    f->src_len[0] = 4, f->src_len[1] = 2;
-    f->lens[0] = 3, f->lens[1] = 1;
+    tiny_pairs(f->src, f->src_len, f->words, f->lens);
 }
 
 static void fix_init(Fix *f, AttnKind kind, DecoderQuery query, uint64_t seed) {
@@ -128,15 +124,10 @@ static void test_whole_model_gradcheck(void) {
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         Fix f;
         fix_init_with(&f, cases[k].kind, cases[k].query, 90 + k, cases[k].o);
-        GradcheckInput *in = gradcheck_block_inputs(&f.m.params, &f.hg);
         GradcheckOp op = {.ctx = &f, .forward = fix_forward, .backward = fix_backward,
-                          .n_out = 1, .inputs = in, .n_inputs = f.m.params.count, .eps = 1e-3,
-                          .atol = 1e-3, .rtol = 1e-2};
-        Rng rng;
-        rng_seed(&rng, 100 + k);
-        EXPECT(gradcheck(cases[k].name, &op, &rng) == 0, "%s: gradient check failed",
-               cases[k].name);
-        free(in);
+                          .n_out = 1, .eps = 1e-3, .atol = 1e-3, .rtol = 1e-2};
+        EXPECT(gradcheck_block(cases[k].name, op, &f.m.params, &f.hg, 100 + k) == 0,
+               "%s: gradient check failed", cases[k].name);
         fix_free(&f);
     }
 }
