@@ -238,7 +238,7 @@ char *translate_target_text(const TranslateState *s, const int *ids, int n) {
 
 int translate_checkpoint_save(const char *path, const TranslateState *s, const Block *params,
                               const Block *m, const Block *v, Error *err) {
-    enum { N = 32 };
+    enum { N = 40 };
     char buf[N][64];
     SafetensorsMeta meta[N];
     int k = 0;
@@ -277,6 +277,7 @@ int translate_checkpoint_save(const char *path, const TranslateState *s, const B
         META("translate.window", "%d", c->dec.attn.window);
         META("translate.input_feeding", "%d", c->dec.input_feeding);
         META("translate.forward_only", "%d", c->forward_only);
+        META("translate.annot_embed", "%d", c->annot_embed);
         META("translate.dropout", "%.9g", (double)c->dropout);
         META("translate.label_smoothing", "%.9g", (double)c->dec.label_smoothing);
     }
@@ -304,17 +305,20 @@ static int meta_int_(const SafetensorsFile *f, const char *path, const char *key
     return 0;
 }
 
-// Input feeding, a forward-only encoder, dropout and label smoothing; a checkpoint from
-// before them has none.
+// Input feeding, a forward-only encoder, the embeddings in the annotations, dropout and label
+// smoothing; a checkpoint from before them has none.
 static int read_training_options_(const SafetensorsFile *f, const char *path,
                                   TranslatorConfig *c, Error *err) {
-    c->dec.input_feeding = c->forward_only = 0;
+    c->dec.input_feeding = c->forward_only = c->annot_embed = 0;
     c->dropout = c->dec.label_smoothing = 0.0f;
     if (safetensors_meta(f, "translate.input_feeding") &&
         meta_int_(f, path, "translate.input_feeding", 0, 1, &c->dec.input_feeding, err))
         return -1;
     if (safetensors_meta(f, "translate.forward_only") &&
         meta_int_(f, path, "translate.forward_only", 0, 1, &c->forward_only, err))
+        return -1;
+    if (safetensors_meta(f, "translate.annot_embed") &&
+        meta_int_(f, path, "translate.annot_embed", 0, 1, &c->annot_embed, err))
         return -1;
     if (safetensors_meta(f, "translate.dropout") &&
         safetensors_meta_float(f, path, "translate.dropout", &c->dropout, err))
@@ -370,9 +374,13 @@ static int read_lstm_(const SafetensorsFile *f, const char *path, TranslateState
     if (c->dec.input_feeding && a.query != DECODER_QUERY_CURRENT)
         return error_set(err, "%s: translate.input_feeding with %s attention, which queries the "
                          "previous state", path, att);
-    if (a.kind == ATTN_DOT && (c->forward_only || c->dec.H != 2 * c->He))
+    if (a.kind == ATTN_DOT && (c->forward_only || c->annot_embed || c->dec.H != 2 * c->He))
         return error_set(err, "%s: luong-dot needs translate.dec_hidden %d = 2 x translate.hidden %d "
-                         "and both directions", path, c->dec.H, c->He);
+                         "and both directions, without translate.annot_embed", path, c->dec.H,
+                         c->He);
+    if (c->annot_embed && a.kind == ATTN_NONE)
+        return error_set(err, "%s: translate.annot_embed with attention none (one fixed context, "
+                         "no token to embed)", path);
     translator_config_finish(c);
     return 0;
 }

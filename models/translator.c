@@ -21,7 +21,9 @@ void translator_config_finish(TranslatorConfig *c) {
           (double)c->dec.dropout, (double)c->dec.label_smoothing);
     c->dec.L = c->dec.attn.kind == ATTN_NONE ? 1 : c->S;  // none: the one fixed context
     CHECK(c->forward_only == 0 || c->forward_only == 1, "forward_only %d", c->forward_only);
-    c->dec.D = (c->forward_only ? 1 : 2) * c->He;
+    CHECK(c->annot_embed == 0 || (c->annot_embed == 1 && c->dec.attn.kind != ATTN_NONE),
+          "annot_embed %d (attention %s)", c->annot_embed, attn_kind_name(c->dec.attn.kind));
+    c->dec.D = (c->forward_only ? 1 : 2) * c->He + (c->annot_embed ? c->Es : 0);
     c->dec.attn.D = c->dec.D;
     c->dec.attn.H = c->dec.H;
     if (c->dec.nb != c->dec.D) c->dec.nb = 1;
@@ -154,7 +156,7 @@ static void encode_(Translator *m, const int *src, const int *src_len, int B) {
     }
     m->Bb = B;
     // Both directions (or the forward one) over each row's length, states as annotations
-    // (B, S, D).
+    // (B, S, D), with annot_embed each position's embedding after them.
     embedding_forward(m->x, m->src_t, m->p.src_embed, S * B, E);
     if (m->dropping)
         for (size_t i = 0; i < (size_t)S * B * E; i++) m->x[i] *= m->xmask[i];
@@ -171,6 +173,8 @@ static void encode_(Translator *m, const int *src, const int *src_len, int B) {
             memcpy(row, m->hs_f + ((size_t)tf * B + b) * H, (size_t)H * sizeof(float));
             if (!c->forward_only)
                 memcpy(row + H, m->hs_r + ((size_t)tr * B + b) * H, (size_t)H * sizeof(float));
+            if (c->annot_embed)
+                memcpy(row + D - E, m->x + ((size_t)i * B + b) * E, (size_t)E * sizeof(float));
         }
     if (m->dropping)
         for (size_t i = 0; i < (size_t)B * L * D; i++) a->annot[i] *= m->amask[i];
@@ -300,6 +304,13 @@ void translator_backward(Translator *m) {
                 for (int h = 0; h < H; h++) dr[h] += row[H + h];
         }
     memset(m->dx, 0, (size_t)S * B * E * sizeof(float));
+    if (c->annot_embed)  // the annotations' embeddings: the same x the LSTMs read
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < L; i++) {
+                const float *row = m->a.dannot + ((size_t)b * L + i) * D + D - E;
+                float *dx = m->dx + ((size_t)i * B + b) * E;
+                for (int e = 0; e < E; e++) dx[e] += row[e];
+            }
     lstm_seq_backward(m->dx, m->g.fwd_W, m->g.fwd_b, m->dhs_f, m->cache_f, m->p.fwd_W,
                       m->src_len, NULL, NULL, 0, m->scratch, S, B, E, H);
     if (!c->forward_only)

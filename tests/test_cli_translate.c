@@ -1,7 +1,8 @@
 // End-to-end tests of `text translate` (bin/text in $ATTEND_BIN): train a tiny translator
 // on the date task a few steps (log.csv, loss.png, run.json, --json), resume bit for bit on
 // dates and on a pair file written here (its BPE model kept in the checkpoint as text),
-// refuse model flags that differ on --resume (a forward-only encoder too), evaluate with --json (exact match and
+// refuse model flags that differ on --resume (a forward-only encoder and the embeddings in
+// the annotations too), evaluate with --json (exact match and
 // alignment accuracy for dates, BLEU and chrF for pairs), translate lines from standard
 // input and a file, and refuse in one line a
 // checkpoint of another program (a sentence classifier's) or of another format.
@@ -107,6 +108,10 @@ static void test_resume_bit_identical(void) {
     char flags[512];
     snprintf(flags, sizeof flags, PAIRS_TINY " --attention luong-general --data pairs:%s/p.tsv", tmpdir);
     resume_case("pairs", flags, "translate.bpe");
+    // The source embeddings in the annotations (forward-only, with dropout): kept by the
+    // checkpoint (the resumed part trains without the flag) and resumed bit for bit.
+    resume_case("annot", TINY " --attention luong-concat --forward-only --annot-embed --dropout 0.2",
+                "translate.annot_embed");
     // The BPE model rides in the checkpoint as seq/bpe.h's text.
     char path[1024];
     snprintf(path, sizeof path, "%s/pairs_whole/model.safetensors", tmpdir);
@@ -155,6 +160,19 @@ static void test_training_options(void) {
     EXPECT_ONE_LINE_ERROR(&sc, rc, "forward-only");
     rc = run_text("translate train " TINY " --steps 1 --forward-only --attention luong-dot --out %s/fwd_dot", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--forward-only: luong-dot");
+    // The embeddings in the annotations: evaluated from the checkpoint alone, refused on
+    // the --resume of a run without them, and with luong-dot or no attention.
+    rc = run_text("translate eval --model %s/annot_part/model.safetensors --limit 8 --json", tmpdir);
+    out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "\"alignment_accuracy\": "), "annot-embed eval: %s",
+           out ? out : "");
+    free(out);
+    rc = run_text("translate train --resume --steps 9 --annot-embed --out %s/fwd", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "annot-embed");
+    rc = run_text("translate train " TINY " --steps 1 --annot-embed --attention luong-dot --out %s/ae_dot", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--annot-embed: luong-dot");
+    rc = run_text("translate train " TINY " --steps 1 --annot-embed --attention none --out %s/ae_none", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--annot-embed: attention none");
 }
 
 // eval --misses of the tiny date run (whose alignment accuracy on the same 40 examples is
