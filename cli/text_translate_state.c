@@ -277,6 +277,7 @@ int translate_checkpoint_save(const char *path, const TranslateState *s, const B
         META("translate.window", "%d", c->dec.attn.window);
         META("translate.input_feeding", "%d", c->dec.input_feeding);
         META("translate.forward_only", "%d", c->forward_only);
+        META("translate.reverse_only", "%d", c->reverse_only);
         META("translate.annot_embed", "%d", c->annot_embed);
         META("translate.dropout", "%.9g", (double)c->dropout);
         META("translate.label_smoothing", "%.9g", (double)c->dec.label_smoothing);
@@ -305,11 +306,11 @@ static int meta_int_(const SafetensorsFile *f, const char *path, const char *key
     return 0;
 }
 
-// Input feeding, a forward-only encoder, the embeddings in the annotations, dropout and label
+// Input feeding, a forward-only or reverse-only encoder, the embeddings in the annotations, dropout and label
 // smoothing; a checkpoint from before them has none.
 static int read_training_options_(const SafetensorsFile *f, const char *path,
                                   TranslatorConfig *c, Error *err) {
-    c->dec.input_feeding = c->forward_only = c->annot_embed = 0;
+    c->dec.input_feeding = c->forward_only = c->reverse_only = c->annot_embed = 0;
     c->dropout = c->dec.label_smoothing = 0.0f;
     if (safetensors_meta(f, "translate.input_feeding") &&
         meta_int_(f, path, "translate.input_feeding", 0, 1, &c->dec.input_feeding, err))
@@ -317,6 +318,11 @@ static int read_training_options_(const SafetensorsFile *f, const char *path,
     if (safetensors_meta(f, "translate.forward_only") &&
         meta_int_(f, path, "translate.forward_only", 0, 1, &c->forward_only, err))
         return -1;
+    if (safetensors_meta(f, "translate.reverse_only") &&
+        meta_int_(f, path, "translate.reverse_only", 0, 1, &c->reverse_only, err))
+        return -1;
+    if (c->forward_only && c->reverse_only)
+        return error_set(err, "%s: translate.forward_only and translate.reverse_only both set", path);
     if (safetensors_meta(f, "translate.annot_embed") &&
         meta_int_(f, path, "translate.annot_embed", 0, 1, &c->annot_embed, err))
         return -1;
@@ -374,7 +380,8 @@ static int read_lstm_(const SafetensorsFile *f, const char *path, TranslateState
     if (c->dec.input_feeding && a.query != DECODER_QUERY_CURRENT)
         return error_set(err, "%s: translate.input_feeding with %s attention, which queries the "
                          "previous state", path, att);
-    if (a.kind == ATTN_DOT && (c->forward_only || c->annot_embed || c->dec.H != 2 * c->He))
+    if (a.kind == ATTN_DOT &&
+        (c->forward_only || c->reverse_only || c->annot_embed || c->dec.H != 2 * c->He))
         return error_set(err, "%s: luong-dot needs translate.dec_hidden %d = 2 x translate.hidden %d "
                          "and both directions, without translate.annot_embed", path, c->dec.H,
                          c->He);

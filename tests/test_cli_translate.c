@@ -173,6 +173,22 @@ static void test_training_options(void) {
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--annot-embed: luong-dot");
     rc = run_text("translate train " TINY " --steps 1 --annot-embed --attention none --out %s/ae_none", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--annot-embed: attention none");
+    // A reverse-only encoder: kept by the checkpoint (resumed without the flag), refused on
+    // a forward-only run's --resume, beside --forward-only and with luong-dot.
+    rc = run_text("translate train " TINY " --steps 2 --reverse-only --annot-embed --attention luong-concat --out %s/rev", tmpdir);
+    EXPECT(rc == 0, "reverse-only train exited %d", rc);
+    rc = run_text("translate train --resume --steps 3 --out %s/rev --json", tmpdir);
+    out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "\"steps\": 3"), "reverse-only resume: %s", out ? out : "");
+    free(out);
+    rc = run_text("translate eval --model %s/rev/model.safetensors --limit 8", tmpdir);
+    EXPECT(rc == 0, "reverse-only eval exited %d", rc);
+    rc = run_text("translate train --resume --steps 9 --reverse-only --out %s/fwd", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "reverse-only");
+    rc = run_text("translate train " TINY " --steps 1 --reverse-only --forward-only --out %s/rev_fwd", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--reverse-only: the encoder reads one way");
+    rc = run_text("translate train " TINY " --steps 1 --reverse-only --attention luong-dot --out %s/rev_dot", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--reverse-only: luong-dot");
 }
 
 // eval --misses of the tiny date run (whose alignment accuracy on the same 40 examples is

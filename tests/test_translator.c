@@ -13,7 +13,10 @@
 //   embeddings in the annotations (annot_embed: Luong concat; Luong general with input
 //   feeding; forward-only Luong concat with dropout 0.3; Bahdanau with dropout 0.3 and
 //   label smoothing 0.1): the embedding's gradient comes by both paths (the LSTMs and the
-//   annotations).
+//   annotations); and a reverse-only encoder (Luong concat, with the embeddings and dropout,
+//   no attention).
+// - A reverse-only encoder has no forward tensors and reads right to left: an earlier token
+//   leaves the later annotations as they were.
 // - With annot_embed each annotation is the states then its token's embedding (the dropped
 //   one while training), so D grows by Es and the layout gains no tensor.
 // - A forward-only encoder has no reverse tensors and is causal: a later token leaves the
@@ -51,7 +54,7 @@ typedef struct {
 // The options beyond the attention: input feeding, a forward-only encoder, dropout (both),
 // label smoothing.
 typedef struct {
-    int feed, forward, embed;  // embed: annot_embed
+    int feed, forward, embed, reverse;  // embed: annot_embed; reverse: reverse_only
     float dropout, smoothing;
 } FixOptions;
 
@@ -60,6 +63,7 @@ static void fix_init_with(Fix *f, AttnKind kind, DecoderQuery query, uint64_t se
     memset(f, 0, sizeof *f);
     TranslatorConfig c = {.Vs = 7, .Es = 3, .He = 2, .S = NS, .max_len = ML, .dropout = o.dropout,
                           .forward_only = o.forward, .annot_embed = o.embed,
+                          .reverse_only = o.reverse,
                           .dec = {.E = 3, .H = 4, .V = 8, .nb = 1, .query = query,
                                   .input_feeding = o.feed, .dropout = o.dropout,
                                   .label_smoothing = o.smoothing,
@@ -140,7 +144,14 @@ static void test_whole_model_gradcheck(void) {
                   {.forward = 1, .embed = 1, .dropout = 0.3f}},
                  {"Bahdanau, embeddings in the annotations, dropout 0.3, smoothing 0.1",
                   ATTN_ADDITIVE, DECODER_QUERY_PREVIOUS,
-                  {.embed = 1, .dropout = 0.3f, .smoothing = 0.1f}}};
+                  {.embed = 1, .dropout = 0.3f, .smoothing = 0.1f}},
+                 {"Luong concat, reverse-only encoder", ATTN_ADDITIVE, DECODER_QUERY_CURRENT,
+                  {.reverse = 1}},
+                 {"Luong concat, reverse-only, embeddings in the annotations, dropout 0.3",
+                  ATTN_ADDITIVE, DECODER_QUERY_CURRENT,
+                  {.reverse = 1, .embed = 1, .dropout = 0.3f}},
+                 {"no attention, reverse-only encoder", ATTN_NONE, DECODER_QUERY_CURRENT,
+                  {.reverse = 1}}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         Fix f;
         fix_init_with(&f, cases[k].kind, cases[k].query, 90 + k, cases[k].o);
@@ -215,6 +226,46 @@ static void test_forward_only_encoder_is_causal(void) {
                same ? "kept" : "changed");
         fix_free(&f);
     }
+}
+
+// A reverse-only encoder: no forward tensors, annotations of He that are the reverse
+// LSTM's states, and anti-causal: changing row 0's first token leaves its later
+// annotations bit for bit (the forward-only encoder's change, the check that the test can
+// see a difference); with no attention its one annotation is the reverse state at 0.
+static void test_reverse_only_encoder(void) {
+    for (int reverse = 1; reverse >= 0; reverse--) {
+        Fix f;
+        fix_init_with(&f, ATTN_ADDITIVE, DECODER_QUERY_CURRENT, 99,
+                      (FixOptions){.reverse = reverse, .forward = !reverse});
+        const int H = f.m.cfg.He, D = f.m.cfg.dec.D;
+        EXPECT(D == H, "reverse only %d: D = %d", reverse, D);
+        EXPECT((block_find(&f.m.params, "enc.fwd.W") == NULL) == reverse &&
+                   (block_find(&f.m.params, "enc.rev.W") == NULL) == !reverse,
+               "reverse only %d: the layout's directions", reverse);
+        float loss;
+        fix_forward(&f, &loss);
+        float before[NS * 4];
+        memcpy(before, f.m.a.annot, (size_t)NS * D * sizeof(float));  // row 0's annotations
+        if (reverse)
+            for (int i = 0; i < NS; i++)
+                EXPECT(memcmp(f.m.a.annot + (size_t)i * D, f.m.hs_r + (size_t)i * NB * H,
+                              (size_t)H * sizeof(float)) == 0, "annotation %d is not r_%d", i, i);
+        f.src[0] = f.src[0] == 4 ? 5 : 4;
+        fix_forward(&f, &loss);
+        const int same = memcmp(before + D, f.m.a.annot + D, (size_t)(NS - 1) * D * sizeof(float)) == 0;
+        EXPECT(same == reverse, "reverse only %d: the later annotations %s", reverse,
+               same ? "kept" : "changed");
+        fix_free(&f);
+    }
+    Fix f;
+    fix_init_with(&f, ATTN_NONE, DECODER_QUERY_CURRENT, 100, (FixOptions){.reverse = 1});
+    float loss;
+    fix_forward(&f, &loss);
+    const int H = f.m.cfg.He;
+    for (int b = 0; b < NB; b++)
+        EXPECT(memcmp(f.m.a.annot + (size_t)b * H, f.m.hs_r + (size_t)b * H,
+                      (size_t)H * sizeof(float)) == 0, "row %d: the fixed context is not r_0", b);
+    fix_free(&f);
 }
 
 // annot_embed: each annotation is [f_i; r_i; x_i] (or [f_i; x_i]) with x_i the embedding
@@ -389,6 +440,7 @@ int main(void) {
     RUN(test_padding_changes_nothing);
     RUN(test_fixed_context_is_the_final_states);
     RUN(test_forward_only_encoder_is_causal);
+    RUN(test_reverse_only_encoder);
     RUN(test_annot_embed_layout);
     RUN(test_greedy_matches_teacher_forcing);
     RUN(test_beam_one_is_greedy);
