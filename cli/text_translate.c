@@ -373,15 +373,17 @@ static void header(const void *p, char *buf, size_t n) {
         return;
     }
     const TranslatorConfig *c = &r->st.cfg;
-    char extra[96] = "";
+    char extra[128] = "";
     int k = 0;
+    if (c->annot_embed) k += snprintf(extra + k, sizeof extra - k, ", embeddings in the annotations");
     if (c->dec.input_feeding) k += snprintf(extra + k, sizeof extra - k, ", input feeding");
     if (c->dropout > 0) k += snprintf(extra + k, sizeof extra - k, ", dropout %g", c->dropout);
     if (c->dec.label_smoothing > 0)
         snprintf(extra + k, sizeof extra - k, ", label smoothing %g", c->dec.label_smoothing);
     snprintf(buf, n, "%s, %d training and %d validation pairs, vocabularies %d and %d; embed %d, "
-             "bidirectional LSTM %d, decoder %d, %s attention%s; batch %d, lr %g, clip %g",
-             r->st.data, r->train.n, r->valid.n, c->Vs, c->dec.V, c->Es, c->He, c->dec.H,
+             "%s LSTM %d, decoder %d, %s attention%s; batch %d, lr %g, clip %g",
+             r->st.data, r->train.n, r->valid.n, c->Vs, c->dec.V, c->Es,
+             c->forward_only ? "forward" : c->reverse_only ? "reverse" : "bidirectional", c->He, c->dec.H,
              TRANSLATE_ATTENTIONS[r->st.attention], extra, r->st.optim.batch, r->st.optim.lr,
              r->st.optim.clip);
 }
