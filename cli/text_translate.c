@@ -81,6 +81,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"bpe-merges", ARG_INT, &f->bpe_merges, "pairs: BPE merges learned on the training split (both sides, one model)", .has_min = true, .min = 0, .has_max = true, .max = BPE_MAX_MERGES, .given = &f->given.bpe_merges},
         {"batch", ARG_INT, &f->optim.batch, "pairs per step", .has_min = true, .min = 1, .has_max = true, .max = TRANSLATE_BATCH_MAX, .given = &f->optim.given.batch},
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
+        {"lr-decay", ARG_FLOAT, &f->optim.lr_decay, "the learning rate's factor per epoch: --lr x X^(step / steps per epoch), an exponential decay (1: constant; the Transformer's --warmup schedule replaces it)", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr_decay},
         {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
         {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
         {"steps", ARG_LONG, &f->cmd.plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
@@ -379,7 +380,9 @@ static void header(const void *p, char *buf, size_t n) {
     if (c->dec.input_feeding) k += snprintf(extra + k, sizeof extra - k, ", input feeding");
     if (c->dropout > 0) k += snprintf(extra + k, sizeof extra - k, ", dropout %g", c->dropout);
     if (c->dec.label_smoothing > 0)
-        snprintf(extra + k, sizeof extra - k, ", label smoothing %g", c->dec.label_smoothing);
+        k += snprintf(extra + k, sizeof extra - k, ", label smoothing %g", c->dec.label_smoothing);
+    if (r->st.optim.lr_decay != 1.0f)
+        snprintf(extra + k, sizeof extra - k, ", lr decay %g per epoch", r->st.optim.lr_decay);
     snprintf(buf, n, "%s, %d training and %d validation pairs, vocabularies %d and %d; embed %d, "
              "%s LSTM %d, decoder %d, %s attention%s; batch %d, lr %g, clip %g",
              r->st.data, r->train.n, r->valid.n, c->Vs, c->dec.V, c->Es,
@@ -447,9 +450,11 @@ static int train_step(TrainRun *r, double *loss, Error *err) {
     if (train_check_finite(st->step + 1, "loss", *loss, grads, r->cmd.paths.model, err)) return -1;
     train_norms_add(&r->norms, clip_global_norm(grads->data, grads->numel, st->optim.clip));
     st->step++;
-    // The Transformer's --warmup: Vaswani et al.'s schedule peaking at --lr.
-    const float lr = is_transformer(r) && st->warmup > 0 ? lr_noam(st->optim.lr, st->warmup, st->step)
-                                                          : st->optim.lr;
+    // The Transformer's --warmup: Vaswani et al.'s schedule peaking at --lr; else --lr-decay's
+    // exponential decay per epoch (a factor of 1: --lr itself, bit for bit).
+    const float lr = is_transformer(r) && st->warmup > 0
+                         ? lr_noam(st->optim.lr, st->warmup, st->step)
+                         : lr_exponential(st->optim.lr, st->optim.lr_decay, r->steps_per_epoch, st->step);
     adam_update(params->data, grads->data, r->mom1.data, r->mom2.data, params->numel, &r->adam,
                 st->step, lr);
     return 0;

@@ -285,7 +285,7 @@ int translate_checkpoint_save(const char *path, const TranslateState *s, const B
     META("train.step", "%ld", s->step);
 #undef META
     TrainOptimMeta om;
-    train_optim_meta(&om, &s->optim, TRAIN_OPTIM_BETA1);
+    train_optim_meta(&om, &s->optim, TRAIN_OPTIM_BETA1 | TRAIN_OPTIM_LR_DECAY);
     for (int i = 0; i < om.n; i++) meta[k++] = om.meta[i];
     char *bpe = s->has_bpe ? bpe_to_text(&s->bpe) : NULL;
     if (bpe) meta[k++] = (SafetensorsMeta){"translate.bpe", bpe};
@@ -358,6 +358,15 @@ static int read_transformer_(const SafetensorsFile *f, const char *path, Transla
         safetensors_meta_float(f, path, "translate.label_smoothing", &t->label_smoothing, err))
         return -1;
     return translate_tt_finish(s, err) ? error_prefix(err, "%s", path) : 0;
+}
+
+// The optimiser's settings; train.lr_decay (the learning rate's factor per epoch) is 1 in a
+// checkpoint from before it.
+static int read_optim_(const SafetensorsFile *f, const char *path, TranslateState *s, Error *err) {
+    s->optim.lr_decay = 1.0f;
+    const unsigned with = TRAIN_OPTIM_BETA1 |
+                          (safetensors_meta(f, "train.lr_decay") ? TRAIN_OPTIM_LR_DECAY : 0u);
+    return train_optim_read(f, path, with, TRANSLATE_BATCH_MAX, &s->optim, err);
 }
 
 // The LSTM's sizes, attention and options.
@@ -449,7 +458,7 @@ int translate_checkpoint_read_state(const SafetensorsFile *f, const char *path,
         meta_int_(f, path, "translate.bpe_merges", 0, BPE_MAX_MERGES, &s->bpe_merges, err) ||
         safetensors_meta_long(f, path, "train.step", "a text translate checkpoint", 0, LONG_MAX,
                               &s->step, err) ||
-        train_optim_read(f, path, TRAIN_OPTIM_BETA1, TRANSLATE_BATCH_MAX, &s->optim, err))
+        read_optim_(f, path, s, err))
         return -1;
     if (s->model == TRANSLATE_MODEL_TRANSFORMER ? read_transformer_(f, path, s, err)
                                                 : read_lstm_(f, path, s, err))

@@ -73,23 +73,21 @@ DATES_RECIPE_DEFAULT="--attention luong-concat --forward-only --annot-embed --dr
 DATES_RECIPE=${DATES_RECIPE-$DATES_RECIPE_DEFAULT}
 DATES_STAGES=${DATES_STAGES-kinds tries recipe}
 DATES_SEEDS=${DATES_SEEDS-1 2 3 4 5}
-DATES_TRIES=${DATES_TRIES-"dropout-0.1-seed2 --attention luong-concat --dropout 0.1 --seed 2
-dropout-0.1-seed3 --attention luong-concat --dropout 0.1 --seed 3
-dropout-0.3 --attention luong-concat --dropout 0.3
-hidden-32 --attention luong-concat --hidden 32
-hidden-16 --attention luong-concat --hidden 16
-hidden-16-seed2 --attention luong-concat --hidden 16 --seed 2
-hidden-16-seed3 --attention luong-concat --hidden 16 --seed 3
-input-feeding --attention luong-concat --input-feeding
-forward-only --attention luong-concat --forward-only
-forward-only-seed2 --attention luong-concat --forward-only --seed 2
-forward-only-dropout-0.2-seed2 --attention luong-concat --forward-only --dropout 0.2 --seed 2
-recipe-embed-64-seed2 --attention luong-concat --forward-only --dropout 0.1 --embed 64 --seed 2
-recipe-lr-5e-4-seed2 --attention luong-concat --forward-only --dropout 0.1 --lr 5e-4 --seed 2
-recipe-hidden-128-seed1 --attention luong-concat --forward-only --dropout 0.1 --hidden 128 --seed 1
-recipe-hidden-128-seed2 --attention luong-concat --forward-only --dropout 0.1 --hidden 128 --seed 2
-recipe-hidden-128-seed3 --attention luong-concat --forward-only --dropout 0.1 --hidden 128 --seed 3
-recipe-smoothing-0.1-seed2 --attention luong-concat --forward-only --dropout 0.1 --label-smoothing 0.1 --seed 2"}
+DATES_TRIES=${DATES_TRIES-"fwd-dropout-0.1-seed1 --attention luong-concat --forward-only --dropout 0.1 --seed 1
+fwd-dropout-0.1-seed2 --attention luong-concat --forward-only --dropout 0.1 --seed 2
+fwd-dropout-0.1-seed3 --attention luong-concat --forward-only --dropout 0.1 --seed 3
+annot-seed1 --attention luong-concat --annot-embed --dropout 0.1 --seed 1
+annot-seed2 --attention luong-concat --annot-embed --dropout 0.1 --seed 2
+annot-rev-seed2 --attention luong-concat --reverse-only --annot-embed --dropout 0.1 --seed 2
+annot-fwd-local-p-seed2 --attention local-p --forward-only --annot-embed --dropout 0.1 --seed 2
+annot-fwd-seed1 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --seed 1
+annot-fwd-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --seed 2
+annot-fwd-seed3 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --seed 3
+annot-fwd-7000-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --seed 2 --steps 7000
+annot-fwd-dropout-0.2-seed1 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 1
+annot-fwd-dropout-0.2-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 2
+annot-fwd-dropout-0.2-seed3 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 3
+annot-fwd-dropout-0.2-7000-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 2 --steps 7000"}
 BIBLE_KINDS=${BIBLE_KINDS:-none bahdanau luong-general transformer}
 TRANSFORMER_FLAGS=${TRANSFORMER_FLAGS:---warmup 400 --lr 1e-3 --dropout 0.1 --label-smoothing 0.1}
 BIBLE_MINUTES=${BIBLE_MINUTES:-20}

@@ -112,6 +112,31 @@ static void test_resume_bit_identical(void) {
     // checkpoint (the resumed part trains without the flag) and resumed bit for bit.
     resume_case("annot", TINY " --attention luong-concat --forward-only --annot-embed --dropout 0.2",
                 "translate.annot_embed");
+    // The learning rate's decay per epoch (4 steps of 16 pairs: an epoch of 64): stored,
+    // resumed bit for bit, and applied (3 steps of it are not 3 steps at the constant rate).
+    resume_case("decay", TINY " --lr-decay 0.25", "train.lr_decay");
+    int rc0 = run_text("translate train " TINY " --steps 3 --out %s/nodecay", tmpdir);
+    EXPECT(rc0 == 0, "a run without --lr-decay exited %d", rc0);
+    char nd[1024], dp[1024], why0[256];
+    snprintf(nd, sizeof nd, "%s/nodecay/model.safetensors", tmpdir);
+    rc0 = run_text("translate train " TINY " --lr-decay 0.25 --steps 3 --out %s/decay3", tmpdir);
+    EXPECT(rc0 == 0, "a 3-step run with --lr-decay exited %d", rc0);
+    snprintf(dp, sizeof dp, "%s/decay3/model.safetensors", tmpdir);
+    EXPECT(!checkpoints_identical(nd, dp, NULL, why0, sizeof why0),
+           "--lr-decay 0.25 left the weights of 3 steps as the constant rate's");
+    SafetensorsFile df;
+    Error derr;
+    EXPECT(safetensors_load(&df, dp, &derr) == 0, "%s", derr.msg);
+    const char *dv = safetensors_meta(&df, "train.lr_decay");
+    EXPECT(dv && strcmp(dv, "0.25") == 0, "train.lr_decay: %s", dv ? dv : "missing");
+    safetensors_free(&df);
+    // A checkpoint from before the key: read as a constant rate (resumed, no error).
+    char ok[1024];
+    snprintf(ok, sizeof ok, "%s/nodecay/model.safetensors", tmpdir);
+    if (checkpoint_rewrite_meta(ok, ok, "train.lr_decay", NULL) == 0) {
+        rc0 = run_text("translate train --resume --steps 4 --out %s/nodecay", tmpdir);
+        EXPECT(rc0 == 0, "a checkpoint without train.lr_decay: resume exited %d", rc0);
+    }
     // The BPE model rides in the checkpoint as seq/bpe.h's text.
     char path[1024];
     snprintf(path, sizeof path, "%s/pairs_whole/model.safetensors", tmpdir);
