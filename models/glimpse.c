@@ -264,6 +264,12 @@ void glimpse_pack_weights(GlimpseActs *a, const GlimpseParams *p, const GlimpseC
         packed_pack(&a->lstm_Wd, false, p->lstm_W + (needs_dinput(c) ? 0 : R), LD);
 }
 
+const float *glimpse_fovea(const GlimpseActs *a, const GlimpseConfig *c, int t, int b) {
+    CHECK(c->attention && t >= 0 && t < c->T && b >= 0 && b < a->B);
+    if (c->hard && c->gnet) return a->retina + ((size_t)t * a->B + b) * retina_floats(c);
+    return a->xh + ((size_t)t * a->B + b) * (glimpse_read_size(c) + c->hidden);  // patch 0 first
+}
+
 void glimpse_fill_noise(GlimpseActs *a, const GlimpseConfig *c, int B, Rng *rng) {
     CHECK(c->hard && B <= a->B);
     for (int t = 0; t < c->T; t++) rng_normal_fill(rng, glimpse_at(a, a->eps, t, 2), (size_t)B * 2);

@@ -175,6 +175,10 @@ static inline float *glimpse_at(const GlimpseActs *a, float *base, int t, int wi
 // backward's), as glimpse_forward and glimpse_backward do when use_Wt / use_Wd are NULL.
 void glimpse_pack_weights(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c, int which);
 
+// The N x N patch the last forward read at step t for row b (attention only): the read
+// glimpse, or with hard attention the retina's finest patch (row stride N).
+const float *glimpse_fovea(const GlimpseActs *a, const GlimpseConfig *c, int t, int b);
+
 // Hard attention: eps (T, B, 2) of acts from rng (N(0, 1)); zeros for the mean.
 void glimpse_fill_noise(GlimpseActs *a, const GlimpseConfig *c, int B, Rng *rng);
 // REINFORCE's gradient of -adv log N(l; m, sd^2 I) with respect to the mean m:

@@ -472,6 +472,34 @@ static void test_retina(void) {
     EXPECT(on[4 * NN] == fixed[0] && on[4 * NN + 1] == fixed[1], "centre input %g %g", on[4 * NN], on[4 * NN + 1]);
     EXPECT(off[4 * NN] == -0.2f && off[4 * NN + 1] == 1.0f, "clamped centre input %g %g", off[4 * NN], off[4 * NN + 1]);
     EXPECT(a.loc[3] == 1.7f, "the sampled centre is kept unclamped for REINFORCE: %g", a.loc[3]);
+    EXPECT(glimpse_fovea(&a, &c, 0, 0) == on && glimpse_fovea(&a, &c, 0, 1) == off,
+           "glimpse_fovea is not the retina's first patch in xh");
+    // With the glimpse network the same retina goes to acts.retina and acts.lc: the same
+    // patches, every scale, and the clamped centres; glimpse_fovea finds the finest there.
+    GlimpseConfig cg = c;
+    cg.gnet = 3;
+    GlimpseParams pg;
+    Block pgb = {0};
+    glimpse_layout(&pgb, &pg, &cg);
+    block_alloc(&pgb);
+    glimpse_init(&pg, &cg, &rng);
+    GlimpseActs ag;
+    glimpse_acts_alloc(&ag, &cg, B);
+    memset(ag.eps, 0, sizeof(float) * B * 2);
+    ag.fixed_loc = fixed;
+    glimpse_forward(&ag, &pg, &cg, x, labels, B, NULL);
+    double worst = 0.0;
+    for (int b = 0; b < B; b++) {
+        for (int i = 0; i < 4 * NN; i++)
+            worst = fmax(worst, fabs(ag.retina[(size_t)b * 4 * NN + i] - a.xh[(size_t)b * LD + i]));
+        for (int k = 0; k < 2; k++)
+            worst = fmax(worst, fabs(ag.lc[b * 2 + k] - a.xh[(size_t)b * LD + 4 * NN + k]));
+        const float *fg = glimpse_fovea(&ag, &cg, 0, b), *fr = glimpse_fovea(&a, &c, 0, b);
+        for (int i = 0; i < NN; i++) worst = fmax(worst, fabs(fg[i] - fr[i]));
+    }
+    EXPECT(worst == 0.0, "the glimpse network's retina differs from the raw one by %g", worst);
+    glimpse_acts_free(&ag);
+    block_free(&pgb);
     glimpse_acts_free(&a);
     block_free(&pb);
     free(x);
