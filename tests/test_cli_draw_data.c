@@ -117,6 +117,18 @@ static void test_mnist2(void) {
         EXPECT(num(q, "entropy") <= num(q, "entropy_max") + 1e-9, "%s: entropy", keys[k]);
     }
     cJSON_Delete(j);
+    // draw report shows both rows (samples, test images) with the pairs' figure
+    char *json = scratch_read(&sc, "stdout.txt", NULL), path[1200];
+    snprintf(path, sizeof path, "%s/m2/eval.json", tmpdir);
+    FILE *fp = fopen(path, "w");
+    if (fp) fputs(json ? json : "", fp), fclose(fp);
+    free(json);
+    rc = run_draw("report %s/m2", tmpdir);
+    char *page = scratch_read(&sc, "m2/report.html", NULL);
+    EXPECT(rc == 0 && page && strstr(page, "data-key=\"both_legible\"") &&
+               strstr(page, "data-key=\"both_legible_data\"") && strstr(page, "both digits legible"),
+           "report: exit %d, %s", rc, page ? "the page lacks the two-digit figures" : "no page");
+    free(page);
     rc = run_draw("eval --model %s/m2/model.safetensors --data mnist2 --limit 8 --batch 8 "
                   "--sample-quality %s/cnn28/model.safetensors --quality-samples 12", tmpdir, tmpdir);
     char *text = scratch_read(&sc, "stdout.txt", NULL);
