@@ -102,7 +102,7 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"no-average", ARG_FLAG, &f->no_average, "evaluate the trained weights of a run trained with --ema, not their average", .given = NULL},
         {"per-image", ARG_STRING, &f->per_image, "each image's figures in FILE, saved after each batch; run again with the same FILE and flags, an evaluation cut off goes on from them (cli/draw_eval_record.h)", .metavar = "FILE"},
-        {"sample-quality", ARG_STRING, &f->quality, "also judge samples from the prior with this classifier (draw classify train --model cnn --size 28 --fragments 0): the share labelled with confidence >= 0.9, the entropy of the predicted classes against log 10, and for a conditional model the share labelled as the class asked for, per class too (cli/draw_quality.h)", .metavar = "CLASSIFIER"},
+        {"sample-quality", ARG_STRING, &f->quality, "also judge samples from the prior with this classifier (draw classify train --model cnn --size 28 --fragments 0): the share labelled with confidence >= 0.9, the entropy of the predicted classes against log 10, and for a conditional model the share labelled as the class asked for, per class too; a 60x60 two-digit model's samples are cut into their two digits first, and the share with both legible is given; the same figures for as many of the split's images (cli/draw_quality.h)", .metavar = "CLASSIFIER"},
         {"quality-samples", ARG_INT, &f->quality_n, "samples --sample-quality draws (a conditional model's ask for each class in turn)", .has_min = true, .min = 1, .has_max = true, .max = 10000000},
         {"json", ARG_FLAG, &f->json, "print one JSON object", .given = NULL},
     };
@@ -138,14 +138,17 @@ static void print_confusions(const SampleQuality *q) {
     if (any) printf("\n");
 }
 
-// --sample-quality's figures: a JSON member (after a comma) or lines of text.
-static void print_quality(const EvalFlags *f, const SampleQuality *q) {
-    char buf[32];
+// --sample-quality's figures: a JSON member named key (after a comma) or lines of text;
+// data: the split's first images (never conditional), not the model's samples.
+static void print_quality(const EvalFlags *f, const SampleQuality *q, const char *key, bool data) {
+    char buf[32], both[32];
     if (f->json) {
-        printf(", \"sample_quality\": {\"samples\": %ld, \"confidence\": %.2f, \"legible\": %.6f, "
+        printf(", \"%s\": {\"samples\": %ld, \"digits\": %d, \"digits_judged\": %ld, "
+               "\"confidence\": %.2f, \"legible\": %.6f, \"both_legible\": %s, "
                "\"entropy\": %.6f, \"entropy_max\": %.6f, \"conditional\": %s, \"match\": %s, "
                "\"predicted_share\": [",
-               q->n, SAMPLE_QUALITY_CONFIDENCE, q->legible, q->entropy, q->entropy_max,
+               key, q->samples, q->digits, q->n, SAMPLE_QUALITY_CONFIDENCE, q->legible,
+               json_number(both, q->both_legible), q->entropy, q->entropy_max,
                q->conditional ? "true" : "false", json_number(buf, q->match));
         for (int k = 0; k < q->classes; k++) printf("%s%.6f", k ? ", " : "", q->predicted_share[k]);
         printf("], \"match_per_class\": [");
@@ -160,10 +163,24 @@ static void print_quality(const EvalFlags *f, const SampleQuality *q) {
         printf("]}");
         return;
     }
-    printf("sample quality (%ld samples%s, %s): legible (top probability >= %.1f) %.2f%%; "
-           "predicted-class entropy %.4f nats of log %d = %.4f\n",
-           q->n, q->conditional ? ", each class asked for in turn" : " from the prior", f->quality,
-           SAMPLE_QUALITY_CONFIDENCE, 100.0 * q->legible, q->entropy, q->classes, q->entropy_max);
+    char what[96];
+    if (data)
+        snprintf(what, sizeof what, "the first %ld %s images", q->samples, EVAL_SPLITS[f->split]);
+    else
+        snprintf(what, sizeof what, "%ld samples%s", q->samples,
+                 q->conditional ? ", each class asked for in turn" : " from the prior");
+    const char *name = data ? "image quality" : "sample quality";
+    if (q->digits == 2)
+        printf("%s (%s, each cut into its two digits, %s): both digits legible (top probability "
+               ">= %.1f each) %.2f%%; of the %ld digits %.2f%% legible; predicted-class entropy "
+               "%.4f nats of log %d = %.4f\n",
+               name, what, f->quality, SAMPLE_QUALITY_CONFIDENCE, 100.0 * q->both_legible, q->n,
+               100.0 * q->legible, q->entropy, q->classes, q->entropy_max);
+    else
+        printf("%s (%s, %s): legible (top probability >= %.1f) %.2f%%; predicted-class entropy "
+               "%.4f nats of log %d = %.4f\n",
+               name, what, f->quality, SAMPLE_QUALITY_CONFIDENCE, 100.0 * q->legible, q->entropy,
+               q->classes, q->entropy_max);
     if (!q->conditional) return;
     printf("labelled as the class asked for: %.2f%%; per class:", 100.0 * q->match);
     for (int k = 0; k < q->classes; k++) printf(" %d %.1f%%", k, 100.0 * q->match_per_class[k]);
@@ -171,8 +188,10 @@ static void print_quality(const EvalFlags *f, const SampleQuality *q) {
     print_confusions(q);
 }
 
+// q, dq: --sample-quality's figures on the samples and on the split's images (or NULL).
 static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average,
-                       const DrawEvalResult *r, const SampleQuality *q, double secs) {
+                       const DrawEvalResult *r, const SampleQuality *q, const SampleQuality *dq,
+                       double secs) {
     const DrawConfig *c = &m->state.cfg;
     const char *weights = average ? "average" : "trained";
     const char *bin = m->state.binarize ? "binarised once, seed 0x5EED"
@@ -191,7 +210,7 @@ static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average
         if (f->samples > 1)
             printf(", \"nll_iw\": %.6f, \"nll_iw_se\": %s", r->nll_iw, json_number(se, r->nll_iw_se));
         printf(", \"conditional\": %s", c->classes ? "true" : "false");
-        if (q) print_quality(f, q);
+        if (q) print_quality(f, q, "sample_quality", false), print_quality(f, dq, "data_quality", true);
         printf(", \"weights\": \"%s\", \"step\": %ld, \"seconds\": %.3f}\n", weights, m->state.step,
                secs);
     } else {
@@ -205,7 +224,7 @@ static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average
         if (c->classes)
             printf("the model is conditional on the label: the bound is -log p(x | label)'s, not "
                    "comparable with an unconditional model's\n");
-        if (q) print_quality(f, q);
+        if (q) print_quality(f, q, "sample_quality", false), print_quality(f, dq, "data_quality", true);
     }
 }
 
@@ -272,10 +291,14 @@ static int cmd_eval(int argc, char **argv) {
     DrawEvalResult r;
     if (draw_evaluate(&r, &scratch, &m.p, &m.state.cfg, &set, f.limit, f.samples, (uint64_t)f.seed, &err))
         return train_dist_fail(&dist, "draw", &err);
-    SampleQuality q;
-    if (f.quality && dist_is_root(&dist))
+    SampleQuality q, dq;  // the samples, and as many of the split's images beside them
+    if (f.quality && dist_is_root(&dist)) {
         draw_sample_quality(&q, &m.p, &m.state.cfg, &cls, f.quality_n, f.batch, (uint64_t)f.seed);
-    if (dist_is_root(&dist)) print_eval(&f, &m, average, &r, f.quality ? &q : NULL, timer_now() - t0);
+        draw_images_quality(&dq, set.images, f.quality_n < set.n ? f.quality_n : set.n,
+                            &m.state.cfg, &cls, f.batch);
+    }
+    if (dist_is_root(&dist))
+        print_eval(&f, &m, average, &r, f.quality ? &q : NULL, &dq, timer_now() - t0);
     classify_model_free(&cls);
     draw_eval_record_free(&rec);
     draw_eval_scratch_free(&scratch);

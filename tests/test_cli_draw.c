@@ -700,6 +700,13 @@ static void test_sample_quality(void) {
                   fabs(cJSON_GetArrayItem(row, k)->valuedouble / 3 - pk->valuedouble) < 1e-6;
     }
     EXPECT(rows_ok, "confusion: %s", out ? out : "");
+    // one digit a sample: no pair figure; the test images beside them (never conditional)
+    const cJSON *dq = cJSON_GetObjectItem(j, "data_quality");
+    const cJSON *digits = cJSON_GetObjectItem(q, "digits"), *dn = cJSON_GetObjectItem(dq, "samples");
+    EXPECT(cJSON_IsNumber(digits) && digits->valuedouble == 1 &&
+               cJSON_IsNull(cJSON_GetObjectItem(q, "both_legible")) && cJSON_IsNumber(dn) &&
+               dn->valuedouble == 30 && cJSON_IsNull(cJSON_GetObjectItem(dq, "match")),
+           "one digit a sample, data_quality: %s", out ? out : "");
     cJSON_Delete(j);
     // draw report shows them from RUN/eval.json, and says the bound is conditional
     char evalpath[600];
