@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/classify.h"
@@ -30,6 +31,7 @@
 #include "cli/report_draw.h"
 #include "cli/threads.h"
 #include "cli/train_dist.h"
+#include "core/check.h"
 #include "core/dist.h"
 #include "core/error.h"
 #include "core/fileio.h"
@@ -77,9 +79,10 @@ static int load_model_and_split(DrawCheckpoint *m, ImageSet *set, const char *mo
 }
 
 typedef struct {
-    const char *model, *data, *root, *per_image, *quality;
+    const char *model, *data, *root, *per_image, *quality, *illegible;
     int split;  // index into EVAL_SPLITS
     int samples, batch, threads, limit, quality_n;
+    double temperature;  // --quality-temperature
     long seed;
     bool json, no_average;
 } EvalFlags;
@@ -89,7 +92,7 @@ static const char *const EVAL_SPLITS[] = {"valid", "test", NULL};
 // Nonzero when the command ends here (help or a bad flag) with *code.
 static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
     *f = (EvalFlags){.data = "mnist", .root = "data", .split = 1, .samples = 1, .batch = 100,
-                     .quality_n = SAMPLE_QUALITY_DEFAULT_N, .threads = threads_available(), .seed = DRAW_EVAL_NOISE_SEED};
+                     .quality_n = SAMPLE_QUALITY_DEFAULT_N, .temperature = 1.0, .threads = threads_available(), .seed = DRAW_EVAL_NOISE_SEED};
     ArgSpec specs[] = {
         {"model", ARG_STRING, &f->model, "checkpoint (DIR/model.safetensors)", .metavar = "PATH", .required = true},
         {"data", ARG_STRING, &f->data, "mnist, fashion-mnist, mnist2, scenes, or an IDX image file", .metavar = "D"},
@@ -104,6 +107,8 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
         {"per-image", ARG_STRING, &f->per_image, "each image's figures in FILE, saved after each batch; run again with the same FILE and flags, an evaluation cut off goes on from them (cli/draw_eval_record.h)", .metavar = "FILE"},
         {"sample-quality", ARG_STRING, &f->quality, "also judge samples from the prior with this classifier (draw classify train --model cnn --size 28 --fragments 0): the share labelled with confidence >= 0.9, the entropy of the predicted classes against log 10, and for a conditional model the share labelled as the class asked for, per class too (cli/draw_quality.h)", .metavar = "CLASSIFIER"},
         {"quality-samples", ARG_INT, &f->quality_n, "samples --sample-quality draws (a conditional model's ask for each class in turn)", .has_min = true, .min = 1, .has_max = true, .max = 10000000},
+        {"quality-temperature", ARG_DOUBLE, &f->temperature, "--sample-quality draws z_t from N(0, t^2 I): 1 is the paper's prior; another t is a stated protocol, reported beside t = 1, never in its place", .metavar = "T", .has_min = true, .min = 0, .has_max = true, .max = 10},
+        {"quality-illegible", ARG_STRING, &f->illegible, "--sample-quality also writes a PNG grid of the first 64 samples that are not legible (8 a row), and lists their top class and probability", .metavar = "FILE"},
         {"json", ARG_FLAG, &f->json, "print one JSON object", .given = NULL},
     };
     return args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw eval --model PATH --data D [flags]", "draw", code);
@@ -142,10 +147,13 @@ static void print_confusions(const SampleQuality *q) {
 static void print_quality(const EvalFlags *f, const SampleQuality *q) {
     char buf[32];
     if (f->json) {
-        printf(", \"sample_quality\": {\"samples\": %ld, \"confidence\": %.2f, \"legible\": %.6f, "
-               "\"entropy\": %.6f, \"entropy_max\": %.6f, \"conditional\": %s, \"match\": %s, "
-               "\"predicted_share\": [",
-               q->n, SAMPLE_QUALITY_CONFIDENCE, q->legible, q->entropy, q->entropy_max,
+        char lo[32], hi[32], se[32];
+        printf(", \"sample_quality\": {\"samples\": %ld, \"temperature\": %g, \"confidence\": %.2f, "
+               "\"legible\": %.6f, \"legible_low95\": %s, \"legible_high95\": %s, "
+               "\"entropy\": %.6f, \"entropy_se\": %s, \"entropy_max\": %.6f, \"conditional\": %s, "
+               "\"match\": %s, \"predicted_share\": [",
+               q->n, f->temperature, SAMPLE_QUALITY_CONFIDENCE, q->legible, json_number(lo, q->legible_low),
+               json_number(hi, q->legible_high), q->entropy, json_number(se, q->entropy_se), q->entropy_max,
                q->conditional ? "true" : "false", json_number(buf, q->match));
         for (int k = 0; k < q->classes; k++) printf("%s%.6f", k ? ", " : "", q->predicted_share[k]);
         printf("], \"match_per_class\": [");
@@ -160,10 +168,14 @@ static void print_quality(const EvalFlags *f, const SampleQuality *q) {
         printf("]}");
         return;
     }
-    printf("sample quality (%ld samples%s, %s): legible (top probability >= %.1f) %.2f%%; "
-           "predicted-class entropy %.4f nats of log %d = %.4f\n",
-           q->n, q->conditional ? ", each class asked for in turn" : " from the prior", f->quality,
-           SAMPLE_QUALITY_CONFIDENCE, 100.0 * q->legible, q->entropy, q->classes, q->entropy_max);
+    char tnote[64] = "";
+    if (f->temperature != 1.0)
+        snprintf(tnote, sizeof tnote, " at temperature %g (not the paper's 1)", f->temperature);
+    printf("sample quality (%ld samples%s%s, %s): legible (top probability >= %.1f) %.2f%% "
+           "[%.2f, %.2f]; predicted-class entropy %.4f nats (standard error %.4f) of log %d = %.4f\n",
+           q->n, q->conditional ? ", each class asked for in turn" : " from the prior", tnote, f->quality,
+           SAMPLE_QUALITY_CONFIDENCE, 100.0 * q->legible, 100.0 * q->legible_low, 100.0 * q->legible_high,
+           q->entropy, q->entropy_se, q->classes, q->entropy_max);
     if (!q->conditional) return;
     printf("labelled as the class asked for: %.2f%%; per class:", 100.0 * q->match);
     for (int k = 0; k < q->classes; k++) printf(" %d %.1f%%", k, 100.0 * q->match_per_class[k]);
@@ -226,10 +238,50 @@ static int open_record(DrawEvalRecord *rec, const EvalFlags *f, const DrawCheckp
     return 0;
 }
 
+// Whether the folder a file would be written into exists and may be written to.
+static bool folder_writable(const char *path) {
+    char dir[1024];
+    const char *slash = strrchr(path, '/');
+    if (!slash) return access(".", W_OK) == 0;
+    const size_t len = slash == path ? 1 : (size_t)(slash - path);
+    if (len >= sizeof dir) return false;
+    memcpy(dir, path, len), dir[len] = 0;
+    return access(dir, W_OK) == 0;
+}
+
+// --quality-illegible: the samples kept (n of them) as a grid of 8 a row, and one line on
+// stderr with each one's top class and probability, row by row.
+static int write_illegible(const char *path, const float *images, const float *top, const int *cls,
+                           int n, const DrawConfig *c, Error *err) {
+    if (n == 0) {
+        text_write_linef(stderr, "draw eval: no sample was illegible; %s not written", path);
+        return 0;
+    }
+    const DrawFrameStyle st = {.scale = 2, .cols = 8, .margin = 2};
+    Image grid = draw_render_frame(images, 0, n, c, NULL, NULL, &st);
+    int rc = write_png_image(path, &grid, err);
+    image_free(&grid);
+    if (rc) return rc;
+    fprintf(stderr, "draw eval: wrote %s: the first %d samples not legible (top class, probability):", path, n);
+    for (int i = 0; i < n; i++) fprintf(stderr, "%s %d %.2f", i ? "," : "", cls[i], top[i]);
+    fprintf(stderr, "\n");
+    return 0;
+}
+
 static int cmd_eval(int argc, char **argv) {
     EvalFlags f;
     int code;
     if (parse_eval_flags(&f, argc, argv, &code)) return code;
+    if (f.quality && f.illegible && !folder_writable(f.illegible)) {  // said before the work, not after
+        text_write_linef(stderr, "draw eval: --quality-illegible %s: its folder does not exist or cannot be written to",
+                         f.illegible);
+        return 1;
+    }
+    if (!f.quality && (f.illegible || f.temperature != 1.0)) {
+        text_write_linef(stderr, "draw eval: --%s works on --sample-quality's samples; give --sample-quality CLASSIFIER",
+                         f.illegible ? "quality-illegible" : "quality-temperature");
+        return 2;
+    }
     Error err;
     gemm_set_threads(f.threads);
     Dist dist;  // under mpirun, each rank evaluates its share of every batch
@@ -273,8 +325,27 @@ static int cmd_eval(int argc, char **argv) {
     if (draw_evaluate(&r, &scratch, &m.p, &m.state.cfg, &set, f.limit, f.samples, (uint64_t)f.seed, &err))
         return train_dist_fail(&dist, "draw", &err);
     SampleQuality q;
-    if (f.quality && dist_is_root(&dist))
-        draw_sample_quality(&q, &m.p, &m.state.cfg, &cls, f.quality_n, f.batch, (uint64_t)f.seed);
+    if (f.quality && dist_is_root(&dist)) {
+        enum { KEEP = 64 };
+        const int IMG = draw_image_size(&m.state.cfg);
+        int kept = 0, keep_class[KEEP];
+        float *keep_img = f.illegible ? xmalloc(sizeof(float) * (size_t)KEEP * IMG) : NULL, keep_top[KEEP];
+        SampleQualityDraw how = {.temperature = f.temperature, .keep = f.illegible ? KEEP : 0, .kept = &kept,
+                                 .illegible = keep_img, .illegible_top = keep_top, .illegible_class = keep_class};
+        draw_sample_quality(&q, &m.p, &m.state.cfg, &cls, f.quality_n, f.batch, (uint64_t)f.seed, &how);
+        if (f.illegible) rc = write_illegible(f.illegible, keep_img, keep_top, keep_class, kept, &m.state.cfg, &err);
+        free(keep_img);
+    }
+    if (rc) {  // the grid could not be written: nothing printed as if it were
+        text_write_linef(stderr, "draw eval: %s", err.msg);
+        classify_model_free(&cls);
+        draw_eval_record_free(&rec);
+        draw_eval_scratch_free(&scratch);
+        imageset_free(&set);
+        draw_checkpoint_free(&m);
+        dist_finalize(&dist);
+        return 1;
+    }
     if (dist_is_root(&dist)) print_eval(&f, &m, average, &r, f.quality ? &q : NULL, timer_now() - t0);
     classify_model_free(&cls);
     draw_eval_record_free(&rec);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/binomial.h"
 #include "core/check.h"
 #include "core/rng.h"
 
@@ -38,14 +39,22 @@ void sample_quality_finish(SampleQuality *q, const SampleQualityCounts *n) {
     q->conditional = n->conditional;
     q->entropy_max = K > 0 ? log((double)K) : NAN;
     q->legible = n->n ? (double)n->legible / (double)n->n : NAN;
+    q->legible_low = q->legible_high = NAN;
+    if (n->n) {
+        const BinomialInterval ci = binomial_wilson95(n->legible, n->n);
+        q->legible_low = ci.low, q->legible_high = ci.high;
+    }
     long matched = 0;
+    double sq = 0;  // sum_k p_k log^2 p_k
     for (int k = 0; k < K; k++) {
         const double share = n->n ? (double)n->predicted[k] / (double)n->n : 0.0;
         q->predicted_share[k] = share;
-        if (share > 0) q->entropy -= share * log(share);
+        if (share > 0) q->entropy -= share * log(share), sq += share * log(share) * log(share);
         q->match_per_class[k] = n->asked[k] ? (double)n->matched[k] / (double)n->asked[k] : NAN;
         matched += n->matched[k];
     }
+    const double var = sq - q->entropy * q->entropy;  // >= 0 but for rounding
+    q->entropy_se = n->n ? sqrt(var > 0 ? var / (double)n->n : 0.0) : NAN;
     memcpy(q->confusion, n->confusion, sizeof q->confusion);
     q->match = n->conditional && n->n ? (double)matched / (double)n->n : NAN;
 }
@@ -81,9 +90,27 @@ static void final_means(float *images, const DrawActs *a, const DrawConfig *c, i
     for (size_t i = 0; i < (size_t)B * IMG; i++) images[i] = (float)(1.0 / (1.0 + exp(-(double)cT[i])));
 }
 
+// Copies the samples of the batch that are not legible into how's buffers, while there is room.
+static void keep_illegible(const SampleQualityDraw *how, const float *images, const float *probs,
+                           int nb, int K, int IMG) {
+    for (int b = 0; b < nb && *how->kept < how->keep; b++) {
+        const float *pb = probs + (size_t)b * K;
+        int best = 0;
+        for (int k = 1; k < K; k++) best = pb[k] > pb[best] ? k : best;
+        if (pb[best] >= (float)SAMPLE_QUALITY_CONFIDENCE) continue;
+        const int i = (*how->kept)++;
+        memcpy(how->illegible + (size_t)i * IMG, images + (size_t)b * IMG, sizeof(float) * IMG);
+        how->illegible_top[i] = pb[best];
+        how->illegible_class[i] = best;
+    }
+}
+
 void draw_sample_quality(SampleQuality *q, const DrawParams *p, const DrawConfig *c,
-                         const ClassifyModel *cls, int N, int B, uint64_t seed) {
+                         const ClassifyModel *cls, int N, int B, uint64_t seed,
+                         const SampleQualityDraw *how) {
     CHECK(N >= 1 && B >= 1);
+    const double temperature = how ? how->temperature : 1.0;
+    if (how && how->keep > 0) *how->kept = 0;
     const ConvnetConfig *cc = &cls->state.cfg.cnn;
     if (B > N) B = N;
     DrawActs acts;
@@ -98,9 +125,10 @@ void draw_sample_quality(SampleQuality *q, const DrawParams *p, const DrawConfig
     for (int start = 0; start < N; start += B) {
         const int nb = N - start < B ? N - start : B;
         for (int b = 0; c->classes && b < nb; b++) acts.labels[b] = (start + b) % c->classes;
-        draw_generate(&acts, p, c, nb, &rng);
+        draw_generate_tempered(&acts, p, c, nb, &rng, temperature);
         final_means(images, &acts, c, nb);
         convnet_forward(&ca, &cls->p.cnn, cc, images, zeros, nb, NULL);
+        if (how && how->keep > 0) keep_illegible(how, images, ca.probs, nb, cc->classes, draw_image_size(c));
         sample_quality_add(&n, ca.probs, c->classes ? acts.labels : NULL, nb, cc->classes);
     }
     sample_quality_finish(q, &n);

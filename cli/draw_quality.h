@@ -53,7 +53,11 @@ typedef struct {
     int classes;
     long n;
     double legible;               // share in [0, 1]
+    double legible_low, legible_high;  // its Wilson 95 % interval (core/binomial.h)
     double entropy, entropy_max;  // nats; entropy_max = log K
+    // the entropy's standard error by the delta method over the N samples' multinomial:
+    // sqrt((sum_k p_k log^2 p_k - H^2) / N) (0 when one class takes everything)
+    double entropy_se;
     int conditional;
     double match;                 // share in [0, 1]; NAN when unconditional
     double match_per_class[SAMPLE_QUALITY_MAX_CLASSES];  // NAN where no sample asked for k
@@ -71,8 +75,21 @@ void sample_quality_finish(SampleQuality *q, const SampleQualityCounts *n);
 int draw_quality_load_classifier(ClassifyModel *m, const char *path, const DrawConfig *c,
                                  Error *err);
 
+// How draw_sample_quality draws and what it keeps besides the figures.
+typedef struct {
+    double temperature;  // z_t ~ N(0, temperature^2 I) (draw_generate_tempered); 1: the paper's
+    // With keep > 0: the first keep samples that are not legible, their images (keep, H W)
+    // in illegible (sigmoid(c_T), as judged) and their top probability and class in
+    // illegible_top and illegible_class; *kept gets how many there were (at most keep).
+    int keep, *kept;
+    float *illegible, *illegible_top;
+    int *illegible_class;
+} SampleQualityDraw;
+
 // N samples of the model in batches of B, from seed; the classifier's verdict in q.
+// how NULL: temperature 1, nothing kept.
 void draw_sample_quality(SampleQuality *q, const DrawParams *p, const DrawConfig *c,
-                         const ClassifyModel *cls, int N, int B, uint64_t seed);
+                         const ClassifyModel *cls, int N, int B, uint64_t seed,
+                         const SampleQualityDraw *how);
 
 #endif
