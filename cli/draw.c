@@ -84,7 +84,7 @@ typedef struct {
     int samples, batch, threads, limit, quality_n;
     double temperature;  // --quality-temperature
     long seed;
-    bool json, no_average;
+    bool json, no_average, quality_data;
 } EvalFlags;
 
 static const char *const EVAL_SPLITS[] = {"valid", "test", NULL};
@@ -108,6 +108,7 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
         {"sample-quality", ARG_STRING, &f->quality, "also judge samples from the prior with this classifier (draw classify train --model cnn --size 28 --fragments 0): the share labelled with confidence >= 0.9, the entropy of the predicted classes against log 10, and for a conditional model the share labelled as the class asked for, per class too (cli/draw_quality.h)", .metavar = "CLASSIFIER"},
         {"quality-samples", ARG_INT, &f->quality_n, "samples --sample-quality draws (a conditional model's ask for each class in turn)", .has_min = true, .min = 1, .has_max = true, .max = 10000000},
         {"quality-temperature", ARG_DOUBLE, &f->temperature, "--sample-quality draws z_t from N(0, t^2 I): 1 is the paper's prior; another t is a stated protocol, reported beside t = 1, never in its place", .metavar = "T", .has_min = true, .min = 0, .has_max = true, .max = 10},
+        {"quality-data", ARG_FLAG, &f->quality_data, "--sample-quality judges the split's own images (the evaluated ones, as the model sees them: MNIST binarised once) in place of samples: the measure's ceiling", .given = NULL},
         {"quality-illegible", ARG_STRING, &f->illegible, "--sample-quality also writes a PNG grid of the first 64 samples that are not legible (8 a row), and lists their top class and probability", .metavar = "FILE"},
         {"json", ARG_FLAG, &f->json, "print one JSON object", .given = NULL},
     };
@@ -148,11 +149,11 @@ static void print_quality(const EvalFlags *f, const SampleQuality *q) {
     char buf[32];
     if (f->json) {
         char lo[32], hi[32], se[32];
-        printf(", \"sample_quality\": {\"samples\": %ld, \"temperature\": %g, \"confidence\": %.2f, "
+        printf(", \"sample_quality\": {\"samples\": %ld, \"of\": \"%s\", \"temperature\": %g, \"confidence\": %.2f, "
                "\"legible\": %.6f, \"legible_low95\": %s, \"legible_high95\": %s, "
                "\"entropy\": %.6f, \"entropy_se\": %s, \"entropy_max\": %.6f, \"conditional\": %s, "
                "\"match\": %s, \"predicted_share\": [",
-               q->n, f->temperature, SAMPLE_QUALITY_CONFIDENCE, q->legible, json_number(lo, q->legible_low),
+               q->n, f->quality_data ? "data" : "samples", f->temperature, SAMPLE_QUALITY_CONFIDENCE, q->legible, json_number(lo, q->legible_low),
                json_number(hi, q->legible_high), q->entropy, json_number(se, q->entropy_se), q->entropy_max,
                q->conditional ? "true" : "false", json_number(buf, q->match));
         for (int k = 0; k < q->classes; k++) printf("%s%.6f", k ? ", " : "", q->predicted_share[k]);
@@ -171,9 +172,11 @@ static void print_quality(const EvalFlags *f, const SampleQuality *q) {
     char tnote[64] = "";
     if (f->temperature != 1.0)
         snprintf(tnote, sizeof tnote, " at temperature %g (not the paper's 1)", f->temperature);
-    printf("sample quality (%ld samples%s%s, %s): legible (top probability >= %.1f) %.2f%% "
+    if (f->quality_data) snprintf(tnote, sizeof tnote, ": the %s split's own images, not samples", EVAL_SPLITS[f->split]);
+    printf("sample quality (%ld %s%s%s, %s): legible (top probability >= %.1f) %.2f%% "
            "[%.2f, %.2f]; predicted-class entropy %.4f nats (standard error %.4f) of log %d = %.4f\n",
-           q->n, q->conditional ? ", each class asked for in turn" : " from the prior", tnote, f->quality,
+           q->n, f->quality_data ? "images" : "samples",
+           f->quality_data ? "" : q->conditional ? ", each class asked for in turn" : " from the prior", tnote, f->quality,
            SAMPLE_QUALITY_CONFIDENCE, 100.0 * q->legible, 100.0 * q->legible_low, 100.0 * q->legible_high,
            q->entropy, q->entropy_se, q->classes, q->entropy_max);
     if (!q->conditional) return;
@@ -277,9 +280,14 @@ static int cmd_eval(int argc, char **argv) {
                          f.illegible);
         return 1;
     }
-    if (!f.quality && (f.illegible || f.temperature != 1.0)) {
+    if (!f.quality && (f.illegible || f.temperature != 1.0 || f.quality_data)) {
         text_write_linef(stderr, "draw eval: --%s works on --sample-quality's samples; give --sample-quality CLASSIFIER",
-                         f.illegible ? "quality-illegible" : "quality-temperature");
+                         f.illegible ? "quality-illegible" : f.quality_data ? "quality-data" : "quality-temperature");
+        return 2;
+    }
+    if (f.quality_data && (f.illegible || f.temperature != 1.0)) {
+        text_write_linef(stderr, "draw eval: --quality-data judges the data, which has no temperature and no grid of "
+                         "samples: drop --%s", f.illegible ? "quality-illegible" : "quality-temperature");
         return 2;
     }
     Error err;
@@ -325,7 +333,10 @@ static int cmd_eval(int argc, char **argv) {
     if (draw_evaluate(&r, &scratch, &m.p, &m.state.cfg, &set, f.limit, f.samples, (uint64_t)f.seed, &err))
         return train_dist_fail(&dist, "draw", &err);
     SampleQuality q;
-    if (f.quality && dist_is_root(&dist)) {
+    if (f.quality && f.quality_data && dist_is_root(&dist)) {
+        const int n = f.limit > 0 && f.limit < set.n ? f.limit : set.n;
+        draw_data_quality(&q, set.images, n, &cls, f.batch);
+    } else if (f.quality && dist_is_root(&dist)) {
         enum { KEEP = 64 };
         const int IMG = draw_image_size(&m.state.cfg);
         int kept = 0, keep_class[KEEP];

@@ -90,6 +90,25 @@ static void final_means(float *images, const DrawActs *a, const DrawConfig *c, i
     for (size_t i = 0; i < (size_t)B * IMG; i++) images[i] = (float)(1.0 / (1.0 + exp(-(double)cT[i])));
 }
 
+void draw_data_quality(SampleQuality *q, const float *images, int n, const ClassifyModel *cls, int B) {
+    CHECK(n >= 1 && B >= 1);
+    const ConvnetConfig *cc = &cls->state.cfg.cnn;
+    if (B > n) B = n;
+    ConvnetActs ca;
+    convnet_acts_alloc(&ca, cc, B);
+    int *zeros = xcalloc((size_t)B, sizeof(int));
+    const size_t IMG = (size_t)cc->S * cc->S;
+    SampleQualityCounts counts = {0};
+    for (int start = 0; start < n; start += B) {
+        const int nb = n - start < B ? n - start : B;
+        convnet_forward(&ca, &cls->p.cnn, cc, images + (size_t)start * IMG, zeros, nb, NULL);
+        sample_quality_add(&counts, ca.probs, NULL, nb, cc->classes);
+    }
+    sample_quality_finish(q, &counts);
+    free(zeros);
+    convnet_acts_free(&ca);
+}
+
 // Copies the samples of the batch that are not legible into how's buffers, while there is room.
 static void keep_illegible(const SampleQualityDraw *how, const float *images, const float *probs,
                            int nb, int K, int IMG) {

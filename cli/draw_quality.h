@@ -86,6 +86,10 @@ typedef struct {
     int *illegible_class;
 } SampleQualityDraw;
 
+// The classifier's verdict on n images (n, H W) of the data themselves, in batches of B:
+// what the measure gives the digits the model learns from (its ceiling).
+void draw_data_quality(SampleQuality *q, const float *images, int n, const ClassifyModel *cls, int B);
+
 // N samples of the model in batches of B, from seed; the classifier's verdict in q.
 // how NULL: temperature 1, nothing kept.
 void draw_sample_quality(SampleQuality *q, const DrawParams *p, const DrawConfig *c,
