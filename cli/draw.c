@@ -84,10 +84,13 @@ typedef struct {
     int samples, batch, threads, limit, quality_n;
     double temperature;  // --quality-temperature
     long seed;
-    bool json, no_average, quality_data;
+    int quality_of;  // index into QUALITY_OF
+    bool json, no_average;
 } EvalFlags;
 
 static const char *const EVAL_SPLITS[] = {"valid", "test", NULL};
+enum { OF_SAMPLES, OF_DATA, OF_RECONSTRUCTIONS };
+static const char *const QUALITY_OF[] = {"samples", "data", "reconstructions", NULL};
 
 // Nonzero when the command ends here (help or a bad flag) with *code.
 static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
@@ -108,7 +111,7 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
         {"sample-quality", ARG_STRING, &f->quality, "also judge samples from the prior with this classifier (draw classify train --model cnn --size 28 --fragments 0): the share labelled with confidence >= 0.9, the entropy of the predicted classes against log 10, and for a conditional model the share labelled as the class asked for, per class too (cli/draw_quality.h)", .metavar = "CLASSIFIER"},
         {"quality-samples", ARG_INT, &f->quality_n, "samples --sample-quality draws (a conditional model's ask for each class in turn)", .has_min = true, .min = 1, .has_max = true, .max = 10000000},
         {"quality-temperature", ARG_DOUBLE, &f->temperature, "--sample-quality draws z_t from N(0, t^2 I): 1 is the paper's prior; another t is a stated protocol, reported beside t = 1, never in its place", .metavar = "T", .has_min = true, .min = 0, .has_max = true, .max = 10},
-        {"quality-data", ARG_FLAG, &f->quality_data, "--sample-quality judges the split's own images (the evaluated ones, as the model sees them: MNIST binarised once) in place of samples: the measure's ceiling", .given = NULL},
+        {"quality-of", ARG_CHOICE, &f->quality_of, "what --sample-quality judges: samples from the prior; the data, the split's evaluated images as the model sees them (MNIST binarised once), the measure's ceiling; or the model's reconstructions of them (z from the posterior)", .choices = QUALITY_OF},
         {"quality-illegible", ARG_STRING, &f->illegible, "--sample-quality also writes a PNG grid of the first 64 samples that are not legible (8 a row), and lists their top class and probability", .metavar = "FILE"},
         {"json", ARG_FLAG, &f->json, "print one JSON object", .given = NULL},
     };
@@ -153,7 +156,7 @@ static void print_quality(const EvalFlags *f, const SampleQuality *q) {
                "\"legible\": %.6f, \"legible_low95\": %s, \"legible_high95\": %s, "
                "\"entropy\": %.6f, \"entropy_se\": %s, \"entropy_max\": %.6f, \"conditional\": %s, "
                "\"match\": %s, \"predicted_share\": [",
-               q->n, f->quality_data ? "data" : "samples", f->temperature, SAMPLE_QUALITY_CONFIDENCE, q->legible, json_number(lo, q->legible_low),
+               q->n, QUALITY_OF[f->quality_of], f->temperature, SAMPLE_QUALITY_CONFIDENCE, q->legible, json_number(lo, q->legible_low),
                json_number(hi, q->legible_high), q->entropy, json_number(se, q->entropy_se), q->entropy_max,
                q->conditional ? "true" : "false", json_number(buf, q->match));
         for (int k = 0; k < q->classes; k++) printf("%s%.6f", k ? ", " : "", q->predicted_share[k]);
@@ -172,11 +175,13 @@ static void print_quality(const EvalFlags *f, const SampleQuality *q) {
     char tnote[64] = "";
     if (f->temperature != 1.0)
         snprintf(tnote, sizeof tnote, " at temperature %g (not the paper's 1)", f->temperature);
-    if (f->quality_data) snprintf(tnote, sizeof tnote, ": the %s split's own images, not samples", EVAL_SPLITS[f->split]);
+    if (f->quality_of != OF_SAMPLES)
+        snprintf(tnote, sizeof tnote, ": the %s split's %s, not samples", EVAL_SPLITS[f->split],
+                 f->quality_of == OF_DATA ? "own images" : "reconstructions");
     printf("sample quality (%ld %s%s%s, %s): legible (top probability >= %.1f) %.2f%% "
            "[%.2f, %.2f]; predicted-class entropy %.4f nats (standard error %.4f) of log %d = %.4f\n",
-           q->n, f->quality_data ? "images" : "samples",
-           f->quality_data ? "" : q->conditional ? ", each class asked for in turn" : " from the prior", tnote, f->quality,
+           q->n, f->quality_of != OF_SAMPLES ? "images" : "samples",
+           f->quality_of != OF_SAMPLES ? "" : q->conditional ? ", each class asked for in turn" : " from the prior", tnote, f->quality,
            SAMPLE_QUALITY_CONFIDENCE, 100.0 * q->legible, 100.0 * q->legible_low, 100.0 * q->legible_high,
            q->entropy, q->entropy_se, q->classes, q->entropy_max);
     if (!q->conditional) return;
@@ -280,14 +285,14 @@ static int cmd_eval(int argc, char **argv) {
                          f.illegible);
         return 1;
     }
-    if (!f.quality && (f.illegible || f.temperature != 1.0 || f.quality_data)) {
+    if (!f.quality && (f.illegible || f.temperature != 1.0 || f.quality_of != OF_SAMPLES)) {
         text_write_linef(stderr, "draw eval: --%s works on --sample-quality's samples; give --sample-quality CLASSIFIER",
-                         f.illegible ? "quality-illegible" : f.quality_data ? "quality-data" : "quality-temperature");
+                         f.illegible ? "quality-illegible" : f.quality_of != OF_SAMPLES ? "quality-of" : "quality-temperature");
         return 2;
     }
-    if (f.quality_data && (f.illegible || f.temperature != 1.0)) {
-        text_write_linef(stderr, "draw eval: --quality-data judges the data, which has no temperature and no grid of "
-                         "samples: drop --%s", f.illegible ? "quality-illegible" : "quality-temperature");
+    if (f.quality_of != OF_SAMPLES && (f.illegible || f.temperature != 1.0)) {
+        text_write_linef(stderr, "draw eval: --quality-of %s judges no samples from the prior, so it takes no --%s",
+                         QUALITY_OF[f.quality_of], f.illegible ? "quality-illegible" : "quality-temperature");
         return 2;
     }
     Error err;
@@ -333,9 +338,13 @@ static int cmd_eval(int argc, char **argv) {
     if (draw_evaluate(&r, &scratch, &m.p, &m.state.cfg, &set, f.limit, f.samples, (uint64_t)f.seed, &err))
         return train_dist_fail(&dist, "draw", &err);
     SampleQuality q;
-    if (f.quality && f.quality_data && dist_is_root(&dist)) {
+    if (f.quality && f.quality_of != OF_SAMPLES && dist_is_root(&dist)) {
         const int n = f.limit > 0 && f.limit < set.n ? f.limit : set.n;
-        draw_data_quality(&q, set.images, n, &cls, f.batch);
+        if (f.quality_of == OF_DATA)
+            draw_data_quality(&q, set.images, n, &cls, f.batch);
+        else
+            draw_reconstruction_quality(&q, &m.p, &m.state.cfg, &cls, set.images, set.labels, n, f.batch,
+                                        (uint64_t)f.seed);
     } else if (f.quality && dist_is_root(&dist)) {
         enum { KEEP = 64 };
         const int IMG = draw_image_size(&m.state.cfg);

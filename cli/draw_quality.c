@@ -109,6 +109,37 @@ void draw_data_quality(SampleQuality *q, const float *images, int n, const Class
     convnet_acts_free(&ca);
 }
 
+void draw_reconstruction_quality(SampleQuality *q, const DrawParams *p, const DrawConfig *c,
+                                 const ClassifyModel *cls, const float *images, const int *labels,
+                                 int n, int B, uint64_t seed) {
+    CHECK(n >= 1 && B >= 1);
+    const ConvnetConfig *cc = &cls->state.cfg.cnn;
+    if (B > n) B = n;
+    const int IMG = draw_image_size(c);
+    DrawActs acts;
+    draw_acts_alloc(&acts, c, B);
+    ConvnetActs ca;
+    convnet_acts_alloc(&ca, cc, B);
+    float *means = xmalloc(sizeof(float) * (size_t)B * IMG);
+    int *zeros = xcalloc((size_t)B, sizeof(int));
+    Rng rng;
+    rng_seed(&rng, seed);
+    SampleQualityCounts counts = {0};
+    for (int start = 0; start < n; start += B) {
+        const int nb = n - start < B ? n - start : B;
+        draw_fill_noise(&acts, c, nb, &rng);
+        if (c->classes) memcpy(acts.labels, labels + start, sizeof(int) * (size_t)nb);
+        draw_forward(&acts, p, c, images + (size_t)start * IMG, nb, NULL, NULL);
+        final_means(means, &acts, c, nb);
+        convnet_forward(&ca, &cls->p.cnn, cc, means, zeros, nb, NULL);
+        sample_quality_add(&counts, ca.probs, NULL, nb, cc->classes);
+    }
+    sample_quality_finish(q, &counts);
+    free(means), free(zeros);
+    convnet_acts_free(&ca);
+    draw_acts_free(&acts);
+}
+
 // Copies the samples of the batch that are not legible into how's buffers, while there is room.
 static void keep_illegible(const SampleQualityDraw *how, const float *images, const float *probs,
                            int nb, int K, int IMG) {

@@ -90,6 +90,13 @@ typedef struct {
 // what the measure gives the digits the model learns from (its ceiling).
 void draw_data_quality(SampleQuality *q, const float *images, int n, const ClassifyModel *cls, int B);
 
+// The classifier's verdict on the model's reconstructions of n images (sigmoid(c_T) with z
+// from the posterior, noise from seed; labels (n) for a conditional model, else NULL): how
+// legibly the model draws what its encoder saw, beside its samples from the prior.
+void draw_reconstruction_quality(SampleQuality *q, const DrawParams *p, const DrawConfig *c,
+                                 const ClassifyModel *cls, const float *images, const int *labels,
+                                 int n, int B, uint64_t seed);
+
 // N samples of the model in batches of B, from seed; the classifier's verdict in q.
 // how NULL: temperature 1, nothing kept.
 void draw_sample_quality(SampleQuality *q, const DrawParams *p, const DrawConfig *c,

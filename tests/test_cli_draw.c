@@ -766,17 +766,21 @@ static void test_sample_quality(void) {
                                         : err && strstr(err, "no sample was illegible")),
            "--quality-illegible: %s %s", out ? out : "", err ? err : "");
     free(out), free(err);
-    // --quality-data: the 16 test images judged in place of samples, said in the JSON
-    rc = run_draw("eval --model %s/uncond/model.safetensors --data mnist --split test --limit 16 "
-                  "--sample-quality %s/cnn28/model.safetensors --quality-data --json", tmpdir, tmpdir);
-    out = read_text("stdout.txt");
-    j = cJSON_Parse(out ? out : "");
-    q = cJSON_GetObjectItem(j, "sample_quality");
-    const cJSON *of = cJSON_GetObjectItem(q, "of");
-    EXPECT(rc == 0 && cJSON_GetObjectItem(q, "samples")->valuedouble == 16 && cJSON_IsString(of) &&
-               !strcmp(of->valuestring, "data"), "--quality-data: %s", out ? out : "");
-    cJSON_Delete(j);
-    free(out);
+    // --quality-of data and reconstructions: the 16 test images (or their reconstructions)
+    // judged in place of samples, said in the JSON
+    for (int k = 0; k < 2; k++) {
+        const char *of_name = k ? "reconstructions" : "data";
+        rc = run_draw("eval --model %s/uncond/model.safetensors --data mnist --split test --limit 16 "
+                      "--sample-quality %s/cnn28/model.safetensors --quality-of %s --json", tmpdir, tmpdir, of_name);
+        out = read_text("stdout.txt");
+        j = cJSON_Parse(out ? out : "");
+        q = cJSON_GetObjectItem(j, "sample_quality");
+        const cJSON *of = cJSON_GetObjectItem(q, "of");
+        EXPECT(rc == 0 && cJSON_GetObjectItem(q, "samples")->valuedouble == 16 && cJSON_IsString(of) &&
+                   !strcmp(of->valuestring, of_name), "--quality-of %s: %s", of_name, out ? out : "");
+        cJSON_Delete(j);
+        free(out);
+    }
     char um[600], cnn[600];
     snprintf(um, sizeof um, "%s/uncond/model.safetensors", tmpdir);
     snprintf(cnn, sizeof cnn, "%s/cnn28/model.safetensors", tmpdir);
@@ -786,9 +790,9 @@ static void test_sample_quality(void) {
     tline = one_line_failure("draw", "eval --model %s --limit 16 --sample-quality %s "
                              "--quality-temperature -1", um, cnn);
     EXPECT(strstr(tline, "quality-temperature"), "%s", tline);
-    tline = one_line_failure("draw eval: --quality-data", "eval --model %s --limit 16 --sample-quality %s "
-                             "--quality-data --quality-temperature 0.5", um, cnn);
-    EXPECT(strstr(tline, "no temperature"), "%s", tline);
+    tline = one_line_failure("draw eval: --quality-of data", "eval --model %s --limit 16 --sample-quality %s "
+                             "--quality-of data --quality-temperature 0.5", um, cnn);
+    EXPECT(strstr(tline, "no --quality-temperature"), "%s", tline);
     // 4 samples judged by a 3-step CNN: not legible, so the grid is due and cannot be written
     tline = one_line_failure("draw eval: ", "eval --model %s --limit 16 --quality-samples 4 --sample-quality %s "
                              "--quality-illegible no/such/dir/x.png", um, cnn);
