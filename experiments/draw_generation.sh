@@ -206,13 +206,17 @@ test error in the row). Intervals: the legible share's Wilson 95 % interval; the
 ± 1.96 standard errors (delta method over the samples). "moved": whether the legible share
 or the entropy differs from the run's previous row at the same t by more than 1.96
 standard errors of the difference; "-" for a first row. The test bound is the row's model
-(its weight average) on the test images (all 10,000 unless EVAL_LIMIT).
+(its weight average) on the test images (all 10,000 unless EVAL_LIMIT). "reconstructions":
+the share legible of the model's reconstructions of the first 1,000 test images (z from
+the posterior, `draw eval --quality-of reconstructions`), beside the samples' share (z from
+the prior): where the two part, the decoder draws legibly what its encoder saw and the
+prior's draws land where the posterior puts no code.
 
     sh experiments/draw_mnist.sh paper-peephole-cosine300 paper-noattn-peephole-cosine300   # the runs, resumable
     sh experiments/draw_generation.sh quality     # QUALITY_RUNS, QUALITY_T, QUALITY_N, QUALITY_JUDGE
 
-| date | run (unconditional) | step | of budget | test bound (nats) | judge test error (%) | samples | t | legible (%) [95 %] | class entropy (nats) ± 1.96 SE | entropy / log 10 | target met | moved | load |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| date | run (unconditional) | step | of budget | test bound (nats) | judge test error (%) | samples | t | legible (%) [95 %] | class entropy (nats) ± 1.96 SE | entropy / log 10 | target met | moved | reconstructions legible (%) [95 %] | load |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 EOF
 }
 
@@ -283,15 +287,24 @@ run_quality() {
             ent_se=$(json_field entropy_se < "$out")
             leg_se=$(awk -v a="$low" -v b="$high" 'BEGIN { print (b - a) / 3.92 }')
             moved=$(quality_moved "$table" "$run" "$t" "$legible" "$entropy" "$leg_se" "$ent_se")
+            recon=-
+            if [ "$t" = 1 ]; then
+                "$BIN/draw" eval --model "$dir/model.safetensors" --data mnist --split test --limit 1000 \
+                    --threads "$THREADS" --sample-quality "$judge" --quality-of reconstructions --json > "$qdir/$run-recon.json"
+                recon=$(awk -v g="$(json_field legible < "$qdir/$run-recon.json")" \
+                    -v lo="$(json_field legible_low95 < "$qdir/$run-recon.json")" \
+                    -v hi="$(json_field legible_high95 < "$qdir/$run-recon.json")" \
+                    'BEGIN { printf "%.2f [%.2f, %.2f]", 100 * g, 100 * lo, 100 * hi }')
+            fi
             load=$(cut -d' ' -f1 /proc/loadavg)
             row=$(awk -v d="$(date -u +%Y-%m-%d)" -v r="$run" -v s="$step" -v bg="${budget:-0}" \
                 -v b="$bound" -v e="$cls_error" -v n="$QUALITY_N" -v t="$t" -v g="$legible" -v lo="$low" \
-                -v hi="$high" -v h="$entropy" -v hs="$ent_se" -v mv="$moved" -v l="$load" '
+                -v hi="$high" -v h="$entropy" -v hs="$ent_se" -v mv="$moved" -v rc="$recon" -v l="$load" '
                 BEGIN {
                     met = t + 0 != 1 ? "(not t = 1)" : (g >= 0.9 && h >= 0.95 * log(10)) ? "yes" : "no"
                     of = bg + 0 > 0 ? sprintf("%.1f %% of %d", 100 * s / bg, bg) : "-"
-                    printf "| %s | %s | %s | %s | %.2f | %.2f | %s | %s | %.2f [%.2f, %.2f] | %.4f ± %.4f | %.3f | %s | %s | %s |",
-                        d, r, s, of, b, 100 * e, n, t, 100 * g, 100 * lo, 100 * hi, h, 1.96 * hs, h / log(10), met, mv, l }')
+                    printf "| %s | %s | %s | %s | %.2f | %.2f | %s | %s | %.2f [%.2f, %.2f] | %.4f ± %.4f | %.3f | %s | %s | %s | %s |",
+                        d, r, s, of, b, 100 * e, n, t, 100 * g, 100 * lo, 100 * hi, h, 1.96 * hs, h / log(10), met, mv, rc, l }')
             table_row "$table" "| date | run (unconditional) |" "$(header_quality)" "$row"
             rows=$((rows + 1))
             echo "draw_generation.sh: quality: $run at step $step, t = $t: legible $legible [$low, $high], class entropy $entropy (SE $ent_se); moved: $moved; row added to $table" >&2
