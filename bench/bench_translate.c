@@ -49,12 +49,6 @@
 enum { BEAM_K = 5 };
 #define BEAM_ALPHA 0.7f
 
-static double clock_s(clockid_t id) {
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 // Every weight drawn again uniform in +-0.5 times its scale (see the top).
 static void redraw_params(Translator *m, Rng *rng) {
     static const struct {
@@ -84,6 +78,36 @@ static int dump_beam(const char *path, Translator *m, Rng *rng, const int *src,
                                       (TranslateBenchBeam){BEAM_K, BEAM_ALPHA});
 }
 
+// What the timed rounds run on: the model, its optimiser, the last training loss.
+typedef struct {
+    Translator *m;
+    TranslateBenchAdam *adam;
+    double loss;
+} Run;
+
+// A training step as cli/text_translate.c's train_step.
+static void train_step(void *ctx, TranslateBenchBatch *b, int timed) {
+    (void)timed;
+    Run *r = ctx;
+    r->loss = translator_forward(r->m, b->src, b->src_len, b->words, b->lens, b->B);
+    block_zero(&r->m->grads);
+    translator_backward(r->m);
+    translate_bench_adam_step(r->adam, &r->m->params, &r->m->grads);
+}
+
+static void greedy(void *ctx, TranslateBenchBatch *b, int timed) {
+    (void)timed;
+    Run *r = ctx;
+    translator_greedy(r->m, b->src, b->src_len, b->B, b->out, b->out_len, NULL);
+}
+
+static void beam(void *ctx, TranslateBenchBatch *b, int timed) {
+    (void)timed;
+    Run *r = ctx;
+    translator_beam(r->m, b->src, b->src_len, b->B, BEAM_K, BEAM_ALPHA, b->out, b->out_len,
+                    b->score, NULL);
+}
+
 int main(int argc, char **argv) {
     const int threads = argc > 1 ? atoi(argv[1]) : 1, steps = argc > 2 ? atoi(argv[2]) : 20;
     const int decode = argc > 3 ? atoi(argv[3]) : 8, B = argc > 4 ? atoi(argv[4]) : 64;
@@ -103,53 +127,18 @@ int main(int argc, char **argv) {
     rng_seed(&rng, 1);
     Translator m;
     translator_init(&m, &c, B, &rng);
-    Block mom1 = {0}, mom2 = {0};
-    block_layout_like(&mom1, &m.params);
-    block_layout_like(&mom2, &m.params);
-    block_alloc(&mom1);
-    block_alloc(&mom2);
-    const AdamConfig adam = adam_defaults(1e-3f);
-    int *src = xmalloc((size_t)B * c.S * sizeof(int)), *words = xmalloc((size_t)B * c.max_len * sizeof(int));
-    int *src_len = xmalloc((size_t)B * sizeof(int)), *lens = xmalloc((size_t)B * sizeof(int));
-    int *out = xmalloc((size_t)B * c.max_len * sizeof(int)), *out_len = xmalloc((size_t)B * sizeof(int));
-    float *score = xmalloc((size_t)B * sizeof(float));
-    translate_bench_lengths(src_len, lens, B, c.S, c.max_len);
-    double wall = 0, cpu = 0, loss = 0;
-    for (int it = 0; it <= steps; it++) {
-        translate_bench_batch(src, words, src_len, B, c.S, c.Vs, c.max_len, c.dec.V, &rng);
-        const double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-        loss = translator_forward(&m, src, src_len, words, lens, B);
-        block_zero(&m.grads);
-        translator_backward(&m);
-        clip_global_norm(m.grads.data, m.grads.numel, 5.0f);
-        adam_update(m.params.data, m.grads.data, mom1.data, mom2.data, m.params.numel, &adam,
-                    it + 1, adam.lr);
-        if (it > 0) {  // step 0 warms up
-            wall += clock_s(CLOCK_MONOTONIC) - t0;
-            cpu += clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-        }
-    }
-    double dwall = 0, dcpu = 0;
-    for (int it = 0; it <= decode; it++) {
-        translate_bench_batch(src, words, src_len, B, c.S, c.Vs, c.max_len, c.dec.V, &rng);
-        const double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-        translator_greedy(&m, src, src_len, B, out, out_len, NULL);
-        if (it > 0) {
-            dwall += clock_s(CLOCK_MONOTONIC) - t0;
-            dcpu += clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-        }
-    }
-    double bwall = 0, bcpu = 0;
-    for (int it = 0; it <= beam_batches; it++) {
-        translate_bench_batch(src, words, src_len, B, c.S, c.Vs, c.max_len, c.dec.V, &rng);
-        const double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-        translator_beam(&m, src, src_len, B, BEAM_K, BEAM_ALPHA, out, out_len, score, NULL);
-        if (it > 0) {
-            bwall += clock_s(CLOCK_MONOTONIC) - t0;
-            bcpu += clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-        }
-    }
-    int status = dump ? dump_beam(dump, &m, &rng, src, src_len, out, out_len, score, B) : 0;
+    TranslateBenchAdam adam;
+    translate_bench_adam_init(&adam, &m.params);
+    TranslateBenchBatch bt;
+    translate_bench_batch_alloc(&bt, B, c.S, c.max_len, c.Vs, c.dec.V);
+    Run run = {&m, &adam, 0};
+    double wall = 0, cpu = 0, dwall = 0, dcpu = 0, bwall = 0, bcpu = 0;
+    translate_bench_time(&bt, steps, &rng, train_step, &run, &wall, &cpu);
+    translate_bench_time(&bt, decode, &rng, greedy, &run, &dwall, &dcpu);
+    translate_bench_time(&bt, beam_batches, &rng, beam, &run, &bwall, &bcpu);
+    int status = dump ? dump_beam(dump, &m, &rng, bt.src, bt.src_len, bt.out, bt.out_len,
+                                  bt.score, B)
+                      : 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"model\": \"translator\", \"impl\": \"toolkit\", \"attention\": \"bahdanau\", "
@@ -158,12 +147,11 @@ int main(int argc, char **argv) {
            "\"sentences_per_cpu_s\": %.3f, \"beam\": %d, \"length_alpha\": %.2f, "
            "\"beam_sentences_per_s\": %.3f, \"beam_sentences_per_cpu_s\": %.3f, "
            "\"peak_rss_mib\": %.1f}\n",
-           threads, B, steps, B * steps / wall, B * steps / cpu, loss, B * decode / dwall,
+           threads, B, steps, B * steps / wall, B * steps / cpu, run.loss, B * decode / dwall,
            B * decode / dcpu, BEAM_K, BEAM_ALPHA, B * beam_batches / bwall,
            B * beam_batches / bcpu, ru.ru_maxrss / 1024.0);
-    free(src), free(words), free(src_len), free(lens), free(out), free(out_len), free(score);
-    block_free(&mom1);
-    block_free(&mom2);
+    translate_bench_batch_free(&bt);
+    translate_bench_adam_free(&adam);
     translator_free(&m);
     return status == 0 ? 0 : 1;
 }

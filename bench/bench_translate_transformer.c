@@ -50,12 +50,6 @@ enum { BEAM_K = 5 };
 #define DUMP_CROSS 8.0f
 #define DUMP_OUT 3.0f
 
-static double clock_s(clockid_t id) {
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 // The weights whose scale DUMP changes (see the top), by name prefix and substring.
 static void scale_params(TtModel *m) {
     static const struct {
@@ -84,6 +78,33 @@ static int dump_beam(const char *path, TtModel *m, const int *src, const int *sr
                                       (TranslateBenchBeam){BEAM_K, BEAM_ALPHA});
 }
 
+// What the timed rounds run on: the model, its optimiser, tt_forward's training-mode rng
+// (dropout 0 draws nothing), the last training loss and the words of the timed beam
+// results.
+typedef struct {
+    TtModel *m;
+    TranslateBenchAdam *adam;
+    Rng drop;
+    double loss, words_out;
+} Run;
+
+// A training step as cli/text_translate.c's train_step.
+static void train_step(void *ctx, TranslateBenchBatch *b, int timed) {
+    (void)timed;
+    Run *r = ctx;
+    r->loss = tt_forward(r->m, b->src, b->src_len, b->words, b->lens, b->B, &r->drop);
+    block_zero(&r->m->grads);
+    tt_backward(r->m);
+    translate_bench_adam_step(r->adam, &r->m->params, &r->m->grads);
+}
+
+static void beam(void *ctx, TranslateBenchBatch *b, int timed) {
+    Run *r = ctx;
+    tt_decode(r->m, b->src, b->src_len, b->B, BEAM_K, BEAM_ALPHA, b->out, b->out_len, b->score,
+              NULL);
+    for (int i = 0; timed && i < b->B; i++) r->words_out += b->out_len[i];
+}
+
 int main(int argc, char **argv) {
     const int threads = argc > 1 ? atoi(argv[1]) : 1, steps = argc > 2 ? atoi(argv[2]) : 20;
     const int B = argc > 3 ? atoi(argv[3]) : 64, beam_batches = argc > 4 ? atoi(argv[4]) : 4;
@@ -102,46 +123,17 @@ int main(int argc, char **argv) {
     rng_seed(&rng, 1);
     TtModel m;
     tt_init(&m, &c, B, &rng);
-    Block mom1 = {0}, mom2 = {0};
-    block_layout_like(&mom1, &m.params);
-    block_layout_like(&mom2, &m.params);
-    block_alloc(&mom1);
-    block_alloc(&mom2);
-    const AdamConfig adam = adam_defaults(1e-3f);
-    int *src = xmalloc((size_t)B * c.S * sizeof(int)), *words = xmalloc((size_t)B * c.max_len * sizeof(int));
-    int *src_len = xmalloc((size_t)B * sizeof(int)), *lens = xmalloc((size_t)B * sizeof(int));
-    int *out = xmalloc((size_t)B * c.max_len * sizeof(int)), *out_len = xmalloc((size_t)B * sizeof(int));
-    float *score = xmalloc((size_t)B * sizeof(float));
-    translate_bench_lengths(src_len, lens, B, c.S, c.max_len);
-    Rng drop;  // tt_forward's training mode; dropout 0 draws nothing
-    rng_seed(&drop, 2);
-    double wall = 0, cpu = 0, loss = 0;
-    for (int it = 0; it <= steps; it++) {
-        translate_bench_batch(src, words, src_len, B, c.S, c.Vs, c.max_len, c.V, &rng);
-        const double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-        loss = tt_forward(&m, src, src_len, words, lens, B, &drop);
-        block_zero(&m.grads);
-        tt_backward(&m);
-        clip_global_norm(m.grads.data, m.grads.numel, 5.0f);
-        adam_update(m.params.data, m.grads.data, mom1.data, mom2.data, m.params.numel, &adam,
-                    it + 1, adam.lr);
-        if (it > 0) {  // step 0 warms up
-            wall += clock_s(CLOCK_MONOTONIC) - t0;
-            cpu += clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-        }
-    }
-    double bwall = 0, bcpu = 0, words_out = 0;  // words of the timed batches' results
-    for (int it = 0; it <= beam_batches; it++) {
-        translate_bench_batch(src, words, src_len, B, c.S, c.Vs, c.max_len, c.V, &rng);
-        const double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-        tt_decode(&m, src, src_len, B, BEAM_K, BEAM_ALPHA, out, out_len, score, NULL);
-        if (it > 0) {
-            bwall += clock_s(CLOCK_MONOTONIC) - t0;
-            bcpu += clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-            for (int b = 0; b < B; b++) words_out += out_len[b];
-        }
-    }
-    const int status = dump ? dump_beam(dump, &m, src, src_len, out, out_len, score, B) : 0;
+    TranslateBenchAdam adam;
+    translate_bench_adam_init(&adam, &m.params);
+    TranslateBenchBatch bt;
+    translate_bench_batch_alloc(&bt, B, c.S, c.max_len, c.Vs, c.V);
+    Run run = {.m = &m, .adam = &adam};
+    rng_seed(&run.drop, 2);
+    double wall = 0, cpu = 0, bwall = 0, bcpu = 0;
+    translate_bench_time(&bt, steps, &rng, train_step, &run, &wall, &cpu);
+    translate_bench_time(&bt, beam_batches, &rng, beam, &run, &bwall, &bcpu);
+    const int status =
+        dump ? dump_beam(dump, &m, bt.src, bt.src_len, bt.out, bt.out_len, bt.score, B) : 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"model\": \"translator_transformer\", \"impl\": \"toolkit\", \"threads\": %d, "
@@ -149,12 +141,11 @@ int main(int argc, char **argv) {
            "\"final_loss\": %.4f, \"beam\": %d, \"length_alpha\": %.2f, "
            "\"beam_sentences_per_s\": %.3f, \"beam_sentences_per_cpu_s\": %.3f, "
            "\"beam_mean_words\": %.2f, \"peak_rss_mib\": %.1f}\n",
-           threads, B, steps, B * steps / wall, B * steps / cpu, loss, BEAM_K, BEAM_ALPHA,
-           B * beam_batches / bwall, B * beam_batches / bcpu, words_out / (B * beam_batches),
+           threads, B, steps, B * steps / wall, B * steps / cpu, run.loss, BEAM_K, BEAM_ALPHA,
+           B * beam_batches / bwall, B * beam_batches / bcpu, run.words_out / (B * beam_batches),
            ru.ru_maxrss / 1024.0);
-    free(src), free(words), free(src_len), free(lens), free(out), free(out_len), free(score);
-    block_free(&mom1);
-    block_free(&mom2);
+    translate_bench_batch_free(&bt);
+    translate_bench_adam_free(&adam);
     tt_free(&m);
     return status == 0 ? 0 : 1;
 }

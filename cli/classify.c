@@ -22,14 +22,14 @@
 
 typedef struct {
     const char *data, *root;
-    int model, T, read_n, hidden, fragments, scales, size;
+    int model, T, read_n, hidden, fragments, scales, size, gnet;
     int valid_images;
     TrainCommandFlags cmd;  // --out, --resume, --force, --json, --threads, the plan
     float loc_std;
     TrainOptimFlags optim;  // --batch, --lr, --beta1, --clip, --seed
     bool no_attention, hard;
     struct {
-        bool model, data, T, read, hidden, no_attention, hard, loc_std, scales, fragments, size;
+        bool model, data, T, read, hidden, no_attention, hard, loc_std, scales, fragments, size, gnet;
     } given;
 } ClassifyFlags;
 
@@ -53,6 +53,7 @@ static int parse_flags(ClassifyFlags *f, int argc, char **argv, int *code) {
         {"hard", ARG_FLAG, &f->hard, "hard attention (the RAM baseline): a retina of fixed windows at a sampled centre, where to look trained by REINFORCE", .given = &f->given.hard},
         {"loc-std", ARG_FLOAT, &f->loc_std, "--hard: standard deviation of the centre policy (the image spans [-1, 1])", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 10, .given = &f->given.loc_std},
         {"scales", ARG_INT, &f->scales, "--hard: the retina's patches, N x N each, patch s with stride 2^s pixels (RAM's 4 scales: windows of 12, 24, 48, 96 pixels at N 12)", .has_min = true, .min = 1, .has_max = true, .max = GLIMPSE_MAX_SCALES, .given = &f->given.scales},
+        {"glimpse-net", ARG_INT, &f->gnet, "--hard: 0 feeds the retina and its centre to the LSTM as they are; G > 0 puts RAM's glimpse network between them (what and where layers of G ReLU units, their combination of --hidden ReLU units; RAM: 128)", .metavar = "G", .has_min = true, .min = 0, .has_max = true, .max = 65536, .given = &f->given.gnet},
         {"size", ARG_INT, &f->size, "image side in pixels: 100 (the papers' cluttered set); 28 with --fragments 0 is plain 28 x 28 MNIST, each digit the whole image (the classifier of draw eval --sample-quality)", .has_min = true, .min = 28, .has_max = true, .max = 1000, .given = &f->given.size},
         {"fragments", ARG_INT, &f->fragments, "clutter fragments (8 x 8) per image", .has_min = true, .min = 0, .has_max = true, .max = CLUTTER_MAX_FRAGMENTS, .given = &f->given.fragments},
         {"batch", ARG_INT, &f->optim.batch, "images per step", .has_min = true, .min = 1, .has_max = true, .max = CLASSIFY_BATCH_MAX, .given = &f->optim.given.batch},
@@ -118,6 +119,7 @@ static int check_resume_flags(ClassifyRun *r, Error *err) {
         flag_diffs_switch(&model, "hard", f->given.hard, f->hard, c->hard);
         if (c->hard) flag_diffs_float(&model, "loc-std", f->given.loc_std, f->loc_std, c->loc_std);
         if (c->hard) flag_diffs_int(&model, "scales", f->given.scales, f->scales, c->scales);
+        if (c->hard) flag_diffs_int(&model, "glimpse-net", f->given.gnet, f->gnet, c->gnet);
     }
     flag_diffs_int(&model, "fragments", f->given.fragments, f->fragments, st->clutter.fragments);
     flag_diffs_int(&model, "size", f->given.size, f->size, st->clutter.W);
@@ -154,6 +156,7 @@ static int load_data(void *p, Error *err) {
             g->T = f->T, g->read_n = f->read_n, g->hidden = f->hidden, g->attention = !f->no_attention;
             g->hard = f->hard, g->loc_std = f->hard ? f->loc_std : 0.0f;
             g->scales = f->hard ? f->scales : 0;
+            g->gnet = f->hard ? f->gnet : 0;
         }
         st->optim = train_optim_new(&f->optim);
         snprintf(st->data, sizeof st->data, "%s", f->data);
@@ -232,6 +235,7 @@ static void warn_unused_flags(const void *p) {
         {"hard", f->given.hard, glimpse, CNN},
         {"loc-std", f->given.loc_std, hard, glimpse ? "only a --hard model samples where to look" : CNN},
         {"scales", f->given.scales, hard, glimpse ? "only a --hard model has a retina of scales" : CNN},
+        {"glimpse-net", f->given.gnet, hard, glimpse ? "only a --hard model has a glimpse network" : CNN},
         {"epochs", f->cmd.plan.epochs > 0 && f->cmd.plan.steps > 0, false, "--steps sets the run's length"},
     };
     args_warn_unused(stderr, "draw classify train", uses, ARGS_LEN(uses));
@@ -240,13 +244,14 @@ static void warn_unused_flags(const void *p) {
 static void header(const void *p, char *buf, size_t n) {
     const ClassifyRun *r = p;
     const GlimpseConfig *c = &r->st.cfg.glimpse;
-    char read[96];
+    char read[160];
     if (r->st.cfg.kind == CLASSIFIER_CNN)
         snprintf(read, sizeof read, "convolutional baseline (%d layers, fc %d)", r->st.cfg.cnn.layers,
                  r->st.cfg.cnn.fc);
     else if (c->hard)
-        snprintf(read, sizeof read, "%d hard (REINFORCE) glimpses, a retina of %d scales of %dx%d, LSTM %d",
-                 c->T, c->scales, c->read_n, c->read_n, c->hidden);
+        snprintf(read, sizeof read, "%d hard (REINFORCE) glimpses, a retina of %d scales of %dx%d%s%.0d, LSTM %d",
+                 c->T, c->scales, c->read_n, c->read_n, c->gnet ? ", glimpse network " : "", c->gnet,
+                 c->hidden);
     else if (c->attention)
         snprintf(read, sizeof read, "%d glimpses of %dx%d, LSTM %d", c->T, c->read_n, c->read_n,
                  c->hidden);

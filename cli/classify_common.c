@@ -33,6 +33,7 @@ int classify_save(const char *path, const ClassifyState *s, const Block *params,
         META("glimpse.hard", "%d", c->hard);
         META("glimpse.loc_std", "%.9g", (double)c->loc_std);
         META("glimpse.scales", "%d", c->scales);
+        META("glimpse.gnet", "%d", c->gnet);
     } else {
         const ConvnetConfig *c = &cc->cnn;
         META("cnn.S", "%d", c->S);
@@ -79,12 +80,15 @@ static int read_glimpse_config(const SafetensorsFile *f, const char *path, Class
     if (hard && !safetensors_meta(f, "glimpse.scales"))
         return error_set(err, "%s: a hard-attention model from before the retina (no glimpse.scales); train it again", path);
     if (hard && meta_long(f, path, "glimpse.scales", 1, GLIMPSE_MAX_SCALES, &scales, err)) return -1;
+    long gnet = 0;  // checkpoints from before the glimpse network have no key: none
+    if (hard && safetensors_meta(f, "glimpse.gnet") && meta_long(f, path, "glimpse.gnet", 0, 65536, &gnet, err))
+        return -1;
     cfg->kind = CLASSIFIER_GLIMPSE;
     cfg->glimpse = (GlimpseConfig){.W = (int)v[0], .H = (int)v[1], .T = (int)v[2],
                                    .read_n = (int)v[3], .hidden = (int)v[4],
                                    .classes = (int)v[5], .attention = v[6] != 0,
                                    .hard = (int)hard, .loc_std = loc_std,
-                                   .scales = (int)scales};
+                                   .scales = (int)scales, .gnet = (int)gnet};
     return 0;
 }
 

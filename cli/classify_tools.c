@@ -171,11 +171,11 @@ static int write_pictures(const char *out, const GlimpseActs *a, const GlimpseCo
     free(rows);
     if (rc || !c->attention) return rc;
     // The glimpses themselves: (count rows, T columns) of N x N patches, upscaled.
-    int N = c->read_n, R = N * N, LD = R + c->hidden, T = c->T;
+    int N = c->read_n, R = N * N, T = c->T;
     float *planes = xmalloc(sizeof(float) * (size_t)count * T * R);
     for (int i = 0; i < count; i++)
         for (int t = 0; t < T; t++) {
-            const float *r = a->xh + ((size_t)t * a->B + i) * LD;
+            const float *r = glimpse_fovea(a, c, t, i);
             float mx = 1e-6f;
             for (int k = 0; k < R; k++) mx = fmaxf(mx, r[k]);
             for (int k = 0; k < R; k++) planes[((size_t)i * T + t) * R + k] = r[k] / mx;

@@ -108,10 +108,10 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
         {"threads", ARG_INT, &f->threads, "threads: data-parallel workers over the batch, one GEMM thread each", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX, .default_note = THREADS_DEFAULT_NOTE},
         {"no-average", ARG_FLAG, &f->no_average, "evaluate the trained weights of a run trained with --ema, not their average", .given = NULL},
         {"per-image", ARG_STRING, &f->per_image, "each image's figures in FILE, saved after each batch; run again with the same FILE and flags, an evaluation cut off goes on from them (cli/draw_eval_record.h)", .metavar = "FILE"},
-        {"sample-quality", ARG_STRING, &f->quality, "also judge samples from the prior with this classifier (draw classify train --model cnn --size 28 --fragments 0): the share labelled with confidence >= 0.9, the entropy of the predicted classes against log 10, and for a conditional model the share labelled as the class asked for, per class too (cli/draw_quality.h)", .metavar = "CLASSIFIER"},
+        {"sample-quality", ARG_STRING, &f->quality, "also judge samples from the prior with this classifier (draw classify train --model cnn --size 28 --fragments 0): the share labelled with confidence >= 0.9, the entropy of the predicted classes against log 10, and for a conditional model the share labelled as the class asked for, per class too; a 60x60 two-digit model's samples are cut into their two digits first, and the share with both legible is given; the same figures for as many of the split's images (cli/draw_quality.h)", .metavar = "CLASSIFIER"},
         {"quality-samples", ARG_INT, &f->quality_n, "samples --sample-quality draws (a conditional model's ask for each class in turn)", .has_min = true, .min = 1, .has_max = true, .max = 10000000},
         {"quality-temperature", ARG_DOUBLE, &f->temperature, "--sample-quality draws z_t from N(0, t^2 I): 1 is the paper's prior; another t is a stated protocol, reported beside t = 1, never in its place", .metavar = "T", .has_min = true, .min = 0, .has_max = true, .max = 10},
-        {"quality-of", ARG_CHOICE, &f->quality_of, "what --sample-quality judges: samples from the prior; the data, the split's evaluated images as the model sees them (MNIST binarised once), the measure's ceiling; or the model's reconstructions of them (z from the posterior)", .choices = QUALITY_OF},
+        {"quality-of", ARG_CHOICE, &f->quality_of, "what --sample-quality judges: samples from the prior; the data, the split's evaluated images as the model sees them (MNIST binarised once), the measure's ceiling; or the model's reconstructions of them (z from the posterior); beside samples and reconstructions, the same figures for as many of the split's own images (data_quality in --json)", .choices = QUALITY_OF},
         {"quality-illegible", ARG_STRING, &f->illegible, "--sample-quality also writes a PNG grid of the first 64 samples that are not legible (8 a row), and lists their top class and probability", .metavar = "FILE"},
         {"json", ARG_FLAG, &f->json, "print one JSON object", .given = NULL},
     };
@@ -147,18 +147,24 @@ static void print_confusions(const SampleQuality *q) {
     if (any) printf("\n");
 }
 
-// --sample-quality's figures: a JSON member (after a comma) or lines of text.
-static void print_quality(const EvalFlags *f, const SampleQuality *q) {
+// --sample-quality's figures: a JSON member named key (after a comma) or lines of text.
+// of: what was judged (an index into QUALITY_OF): the samples from the prior, the split's
+// own images (never conditional) or the model's reconstructions of them.
+static void print_quality(const EvalFlags *f, const SampleQuality *q, const char *key, int of) {
     char buf[32];
+    const double t = of == OF_SAMPLES ? f->temperature : 1.0;
     if (f->json) {
-        char lo[32], hi[32], se[32];
-        printf(", \"sample_quality\": {\"samples\": %ld, \"of\": \"%s\", \"temperature\": %g, \"confidence\": %.2f, "
-               "\"legible\": %.6f, \"legible_low95\": %s, \"legible_high95\": %s, "
-               "\"entropy\": %.6f, \"entropy_se\": %s, \"entropy_max\": %.6f, \"conditional\": %s, "
-               "\"match\": %s, \"predicted_share\": [",
-               q->n, QUALITY_OF[f->quality_of], f->temperature, SAMPLE_QUALITY_CONFIDENCE, q->legible, json_number(lo, q->legible_low),
-               json_number(hi, q->legible_high), q->entropy, json_number(se, q->entropy_se), q->entropy_max,
-               q->conditional ? "true" : "false", json_number(buf, q->match));
+        char lo[32], hi[32], se[32], both[32], blo[32], bhi[32];
+        printf(", \"%s\": {\"samples\": %ld, \"of\": \"%s\", \"temperature\": %g, \"digits\": %d, "
+               "\"digits_judged\": %ld, \"confidence\": %.2f, \"legible\": %.6f, \"legible_low95\": %s, "
+               "\"legible_high95\": %s, \"both_legible\": %s, \"both_legible_low95\": %s, "
+               "\"both_legible_high95\": %s, \"entropy\": %.6f, \"entropy_se\": %s, "
+               "\"entropy_max\": %.6f, \"conditional\": %s, \"match\": %s, \"predicted_share\": [",
+               key, q->samples, QUALITY_OF[of], t, q->digits, q->n, SAMPLE_QUALITY_CONFIDENCE,
+               q->legible, json_number(lo, q->legible_low), json_number(hi, q->legible_high),
+               json_number(both, q->both_legible), json_number(blo, q->both_low),
+               json_number(bhi, q->both_high), q->entropy, json_number(se, q->entropy_se),
+               q->entropy_max, q->conditional ? "true" : "false", json_number(buf, q->match));
         for (int k = 0; k < q->classes; k++) printf("%s%.6f", k ? ", " : "", q->predicted_share[k]);
         printf("], \"match_per_class\": [");
         for (int k = 0; q->conditional && k < q->classes; k++)
@@ -172,18 +178,31 @@ static void print_quality(const EvalFlags *f, const SampleQuality *q) {
         printf("]}");
         return;
     }
-    char tnote[64] = "";
-    if (f->temperature != 1.0)
-        snprintf(tnote, sizeof tnote, " at temperature %g (not the paper's 1)", f->temperature);
-    if (f->quality_of != OF_SAMPLES)
-        snprintf(tnote, sizeof tnote, ": the %s split's %s, not samples", EVAL_SPLITS[f->split],
-                 f->quality_of == OF_DATA ? "own images" : "reconstructions");
-    printf("sample quality (%ld %s%s%s, %s): legible (top probability >= %.1f) %.2f%% "
-           "[%.2f, %.2f]; predicted-class entropy %.4f nats (standard error %.4f) of log %d = %.4f\n",
-           q->n, f->quality_of != OF_SAMPLES ? "images" : "samples",
-           f->quality_of != OF_SAMPLES ? "" : q->conditional ? ", each class asked for in turn" : " from the prior", tnote, f->quality,
-           SAMPLE_QUALITY_CONFIDENCE, 100.0 * q->legible, 100.0 * q->legible_low, 100.0 * q->legible_high,
-           q->entropy, q->entropy_se, q->classes, q->entropy_max);
+    char what[128];
+    if (of == OF_SAMPLES && t != 1.0)
+        snprintf(what, sizeof what, "%ld samples from the prior at temperature %g (not the paper's 1)",
+                 q->samples, t);
+    else if (of == OF_SAMPLES)
+        snprintf(what, sizeof what, "%ld samples%s", q->samples,
+                 q->conditional ? ", each class asked for in turn" : " from the prior");
+    else
+        snprintf(what, sizeof what, "%sthe first %ld %s images",
+                 of == OF_DATA ? "" : "the model's reconstructions of ", q->samples, EVAL_SPLITS[f->split]);
+    const char *name = of == OF_SAMPLES ? "sample quality" : of == OF_DATA ? "image quality" : "reconstruction quality";
+    if (q->digits == 2)
+        printf("%s (%s, each cut into its two digits, %s): both digits legible (top probability "
+               ">= %.1f each) %.2f%% [%.2f, %.2f]; of the %ld digits %.2f%% legible [%.2f, %.2f]; "
+               "predicted-class entropy %.4f nats (standard error %.4f) of log %d = %.4f\n",
+               name, what, f->quality, SAMPLE_QUALITY_CONFIDENCE, 100.0 * q->both_legible,
+               100.0 * q->both_low, 100.0 * q->both_high, q->n, 100.0 * q->legible,
+               100.0 * q->legible_low, 100.0 * q->legible_high, q->entropy, q->entropy_se,
+               q->classes, q->entropy_max);
+    else
+        printf("%s (%s, %s): legible (top probability >= %.1f) %.2f%% [%.2f, %.2f]; "
+               "predicted-class entropy %.4f nats (standard error %.4f) of log %d = %.4f\n",
+               name, what, f->quality, SAMPLE_QUALITY_CONFIDENCE, 100.0 * q->legible,
+               100.0 * q->legible_low, 100.0 * q->legible_high, q->entropy, q->entropy_se,
+               q->classes, q->entropy_max);
     if (!q->conditional) return;
     printf("labelled as the class asked for: %.2f%%; per class:", 100.0 * q->match);
     for (int k = 0; k < q->classes; k++) printf(" %d %.1f%%", k, 100.0 * q->match_per_class[k]);
@@ -191,8 +210,11 @@ static void print_quality(const EvalFlags *f, const SampleQuality *q) {
     print_confusions(q);
 }
 
+// q: --sample-quality's figures on what --quality-of names (or NULL); dq: on as many of the
+// split's own images beside them (or NULL: --quality-of data, where q is those).
 static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average,
-                       const DrawEvalResult *r, const SampleQuality *q, double secs) {
+                       const DrawEvalResult *r, const SampleQuality *q, const SampleQuality *dq,
+                       double secs) {
     const DrawConfig *c = &m->state.cfg;
     const char *weights = average ? "average" : "trained";
     const char *bin = m->state.binarize ? "binarised once, seed 0x5EED"
@@ -211,7 +233,8 @@ static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average
         if (f->samples > 1)
             printf(", \"nll_iw\": %.6f, \"nll_iw_se\": %s", r->nll_iw, json_number(se, r->nll_iw_se));
         printf(", \"conditional\": %s", c->classes ? "true" : "false");
-        if (q) print_quality(f, q);
+        if (q) print_quality(f, q, "sample_quality", f->quality_of);
+        if (q && dq) print_quality(f, dq, "data_quality", OF_DATA);
         printf(", \"weights\": \"%s\", \"step\": %ld, \"seconds\": %.3f}\n", weights, m->state.step,
                secs);
     } else {
@@ -225,7 +248,8 @@ static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average
         if (c->classes)
             printf("the model is conditional on the label: the bound is -log p(x | label)'s, not "
                    "comparable with an unconditional model's\n");
-        if (q) print_quality(f, q);
+        if (q) print_quality(f, q, "sample_quality", f->quality_of);
+        if (q && dq) print_quality(f, dq, "data_quality", OF_DATA);
     }
 }
 
@@ -337,14 +361,18 @@ static int cmd_eval(int argc, char **argv) {
     DrawEvalResult r;
     if (draw_evaluate(&r, &scratch, &m.p, &m.state.cfg, &set, f.limit, f.samples, (uint64_t)f.seed, &err))
         return train_dist_fail(&dist, "draw", &err);
-    SampleQuality q;
+    // q: what --quality-of names; dq: as many of the split's own images beside them
+    SampleQuality q, dq;
+    const bool beside = f.quality_of != OF_DATA;
     if (f.quality && f.quality_of != OF_SAMPLES && dist_is_root(&dist)) {
         const int n = f.limit > 0 && f.limit < set.n ? f.limit : set.n;
         if (f.quality_of == OF_DATA)
-            draw_data_quality(&q, set.images, n, &cls, f.batch);
-        else
+            draw_images_quality(&q, set.images, n, &m.state.cfg, &cls, f.batch);
+        else {
             draw_reconstruction_quality(&q, &m.p, &m.state.cfg, &cls, set.images, set.labels, n, f.batch,
                                         (uint64_t)f.seed);
+            draw_images_quality(&dq, set.images, n, &m.state.cfg, &cls, f.batch);
+        }
     } else if (f.quality && dist_is_root(&dist)) {
         enum { KEEP = 64 };
         const int IMG = draw_image_size(&m.state.cfg);
@@ -353,6 +381,8 @@ static int cmd_eval(int argc, char **argv) {
         SampleQualityDraw how = {.temperature = f.temperature, .keep = f.illegible ? KEEP : 0, .kept = &kept,
                                  .illegible = keep_img, .illegible_top = keep_top, .illegible_class = keep_class};
         draw_sample_quality(&q, &m.p, &m.state.cfg, &cls, f.quality_n, f.batch, (uint64_t)f.seed, &how);
+        draw_images_quality(&dq, set.images, f.quality_n < set.n ? f.quality_n : set.n, &m.state.cfg, &cls,
+                            f.batch);
         if (f.illegible) rc = write_illegible(f.illegible, keep_img, keep_top, keep_class, kept, &m.state.cfg, &err);
         free(keep_img);
     }
@@ -366,7 +396,9 @@ static int cmd_eval(int argc, char **argv) {
         dist_finalize(&dist);
         return 1;
     }
-    if (dist_is_root(&dist)) print_eval(&f, &m, average, &r, f.quality ? &q : NULL, timer_now() - t0);
+    if (dist_is_root(&dist))
+        print_eval(&f, &m, average, &r, f.quality ? &q : NULL, f.quality && beside ? &dq : NULL,
+                   timer_now() - t0);
     classify_model_free(&cls);
     draw_eval_record_free(&rec);
     draw_eval_scratch_free(&scratch);

@@ -333,6 +333,30 @@ void report_missing(FILE *fp, const char *what, const char *command) {
     fputs("</pre>\n", fp);
 }
 
+void report_missing_run(FILE *fp, const char *what, const char *program, const char *run,
+                        const char *tail, const char *name) {
+    char model[1300], out[1300], cmd[3000];
+    report_quoted_path(model, sizeof model, run, "model.safetensors");
+    report_quoted_path(out, sizeof out, run, name);
+    snprintf(cmd, sizeof cmd, "%s --model %s%s%s", program, model, tail, out);
+    report_missing(fp, what, cmd);
+}
+
+int report_load_model(SafetensorsFile *model, cJSON **run_json, const char *run,
+                      const char *format, const char *train, const char *what, Error *err) {
+    char path[1200];
+    report_path(path, sizeof path, run, "model.safetensors");
+    if (!file_exists(path))
+        return error_set(err, "%s: no model.safetensors here (%s --out %s writes one)", run, train,
+                         run);
+    if (safetensors_load(model, path, err)) return -1;
+    const char *fmt = safetensors_meta(model, "format");
+    if (!fmt || strcmp(fmt, format))
+        return error_set(err, "%s: not %s (format '%s')", path, what, fmt ? fmt : "missing");
+    report_path(path, sizeof path, run, "run.json");
+    return report_read_json(run_json, path, err);
+}
+
 long report_parameter_count(const SafetensorsFile *f) {
     long n = 0;
     for (int i = 0; i < f->count; i++)

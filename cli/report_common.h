@@ -100,6 +100,18 @@ void report_page_trained(FILE *fp, const cJSON *run_json, const char *steps, con
 // A note that an input is missing: "WHAT is missing: make it with" and the command.
 void report_missing(FILE *fp, const char *what, const char *command);
 
+// report_missing with the command "PROGRAM --model RUN/model.safetensors TAIL RUN/NAME"
+// (PROGRAM "bin/text classify eval", TAIL " --json > "; both paths as report_quoted_path
+// writes them).
+void report_missing_run(FILE *fp, const char *what, const char *program, const char *run,
+                        const char *tail, const char *name);
+
+// RUN/model.safetensors into model when its metadata's format is `format`, and RUN/run.json
+// into *run_json (NULL when absent). Errors: "RUN: no model.safetensors here (TRAIN --out RUN
+// writes one)", "PATH: not WHAT (format 'F')".
+int report_load_model(SafetensorsFile *model, cJSON **run_json, const char *run,
+                      const char *format, const char *train, const char *what, Error *err);
+
 // Parameter count of a safetensors checkpoint: every tensor whose name has no '/'
 // (optimiser moments and averages are "adam.m/NAME", "ema/NAME").
 long report_parameter_count(const SafetensorsFile *f);

@@ -209,16 +209,35 @@ static void section_quality(FILE *fp, const DrawReport *r) {
     if (!cJSON_IsObject(q)) return;
     html_section(fp, "quality", "Sample quality");
     const int cond = cJSON_IsTrue(cJSON_GetObjectItem(q, "conditional"));
-    fputs("<table>\n<thead><tr><th class=\"num\">samples</th><th class=\"num\">legible (%)</th>"
-          "<th class=\"num\">class entropy (nats)</th><th class=\"num\">log K</th>", fp);
+    // two-digit samples (cut into their two digits): the pairs' figure, and the test images'
+    const int two = report_json_number(q, "digits") == 2;
+    const cJSON *dq = two ? cJSON_GetObjectItem(r->eval, "data_quality") : NULL;
+    fprintf(fp, "<table>\n<thead><tr>%s<th class=\"num\">samples</th>%s<th class=\"num\">%s (%%)</th>"
+            "<th class=\"num\">class entropy (nats)</th><th class=\"num\">log K</th>",
+            two ? "<th>images</th>" : "", two ? "<th class=\"num\">both digits legible (%)</th>" : "",
+            two ? "digits legible" : "legible");
     if (cond) fputs("<th class=\"num\">labelled as asked (%)</th>", fp);
-    fputs("</tr></thead>\n<tbody><tr>", fp);
-    html_metric_cell(fp, "samples", report_json_number(q, "samples"), 0);
-    html_metric_cell(fp, "legible", 100.0 * report_json_number(q, "legible"), 2);
-    html_metric_cell(fp, "entropy", report_json_number(q, "entropy"), 4);
-    html_metric_cell(fp, "entropy_max", report_json_number(q, "entropy_max"), 4);
-    if (cond) html_metric_cell(fp, "match", 100.0 * report_json_number(q, "match"), 2);
-    fputs("</tr></tbody>\n</table>\n", fp);
+    fputs("</tr></thead>\n<tbody>", fp);
+    for (int row = 0; row < (cJSON_IsObject(dq) ? 2 : 1); row++) {
+        const cJSON *o = row ? dq : q;
+        const char *suffix = row ? "_data" : "";
+        char key[32];
+        fputs("<tr>", fp);
+        if (two) fprintf(fp, "<td>%s</td>", row ? "test images" : "samples");
+        snprintf(key, sizeof key, "samples%s", suffix);
+        html_metric_cell(fp, key, report_json_number(o, "samples"), 0);
+        snprintf(key, sizeof key, "both_legible%s", suffix);
+        if (two) html_metric_cell(fp, key, 100.0 * report_json_number(o, "both_legible"), 2);
+        snprintf(key, sizeof key, "legible%s", suffix);
+        html_metric_cell(fp, key, 100.0 * report_json_number(o, "legible"), 2);
+        snprintf(key, sizeof key, "entropy%s", suffix);
+        html_metric_cell(fp, key, report_json_number(o, "entropy"), 4);
+        snprintf(key, sizeof key, "entropy_max%s", suffix);
+        html_metric_cell(fp, key, report_json_number(o, "entropy_max"), 4);
+        if (cond) html_metric_cell(fp, "match", 100.0 * report_json_number(o, "match"), 2);
+        fputs("</tr>\n", fp);
+    }
+    fputs("</tbody>\n</table>\n", fp);
     const cJSON *per = cJSON_GetObjectItem(q, "match_per_class");
     if (cond && cJSON_GetArraySize(per) > 0) {
         fputs("<table>\n<thead><tr><th>class asked for</th>", fp);
@@ -236,8 +255,12 @@ static void section_quality(FILE *fp, const DrawReport *r) {
                "28 x 28 MNIST (draw classify train --model cnn --size 28 --fragments 0; its own test "
                "error bounds how far these figures can be trusted). Legible: the classifier's top "
                "probability is at least %.1f. Class entropy: of the histogram of predicted classes, "
-               "against log K for every class equally often.%s",
+               "against log K for every class equally often.%s%s",
                cond ? ", each class asked for in turn" : "", report_json_number(q, "confidence"),
+               two ? " Each 60 x 60 sample, and each test image of the second row, is cut into its "
+                     "two digits' 28 x 28 views (2-means of the ink; cli/draw_quality.h) and each "
+                     "view judged: both digits legible is the share of images whose two views are "
+                     "both legible; the other figures are over the cut digits." : "",
                cond ? " Labelled as asked: the predicted class is the class the sample was drawn "
                       "for; the model is conditional on the label. The square table: of the samples "
                       "asked for each class (rows), the share labelled as each class (columns)." : "");

@@ -24,17 +24,10 @@ static const char *meta_float(const TextReport *r, const char *key, char *buf, s
 }
 
 static int load_inputs(TextReport *r, Error *err) {
+    if (report_load_model(&r->model, &r->run_json, r->run, "attend-text-classify-1",
+                          "text classify train", "a text classifier", err))
+        return -1;
     char path[1200];
-    report_path(path, sizeof path, r->run, "model.safetensors");
-    if (!file_exists(path))
-        return error_set(err, "%s: no model.safetensors here (text classify train --out %s writes one)",
-                         r->run, r->run);
-    if (safetensors_load(&r->model, path, err)) return -1;
-    const char *fmt = safetensors_meta(&r->model, "format");
-    if (!fmt || strcmp(fmt, "attend-text-classify-1"))
-        return error_set(err, "%s: not a text classifier (format '%s')", path, fmt ? fmt : "missing");
-    report_path(path, sizeof path, r->run, "run.json");
-    if (report_read_json(&r->run_json, path, err)) return -1;
     report_path(path, sizeof path, r->run, r->eval_name);
     return report_read_json(&r->eval, path, err);
 }
@@ -72,11 +65,8 @@ static int draw_curves(TextReport *r, Error *err) {
 static void section_results(FILE *fp, const TextReport *r) {
     html_section(fp, "results", "Validation results");
     if (!r->eval) {
-        char model[1300], out[1300], cmd[2800];
-        report_quoted_path(model, sizeof model, r->run, "model.safetensors");
-        report_quoted_path(out, sizeof out, r->run, r->eval_name);
-        snprintf(cmd, sizeof cmd, "bin/text classify eval --model %s --json > %s", model, out);
-        report_missing(fp, r->eval_name, cmd);
+        report_missing_run(fp, r->eval_name, "bin/text classify eval", r->run, " --json > ",
+                           r->eval_name);
     } else {
         fputs("<table class=\"metrics\"><tr><th>split</th><th>sentences</th><th>accuracy (%)</th>"
               "<th>loss</th></tr>\n<tr><td>", fp);
@@ -115,11 +105,8 @@ static void section_words(FILE *fp, const TextReport *r) {
     snprintf(rel, sizeof rel, "%s/attention.png", r->show_name);
     report_path(path, sizeof path, r->run, rel);
     if (!file_exists(path)) {
-        char model[1300], out[1300], cmd[2800];
-        report_quoted_path(model, sizeof model, r->run, "model.safetensors");
-        report_quoted_path(out, sizeof out, r->run, r->show_name);
-        snprintf(cmd, sizeof cmd, "bin/text classify show --model %s --out %s", model, out);
-        report_missing(fp, "the word shading", cmd);
+        report_missing_run(fp, "the word shading", "bin/text classify show", r->run, " --out ",
+                           r->show_name);
     } else {
         report_figure(fp, rel, "validation sentences with each word shaded by its weight", "plot",
                "Validation sentences, the misclassified first; each word on the heat colour of its "

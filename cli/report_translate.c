@@ -46,17 +46,10 @@ static int page_name(TranslateReport *r, Error *err) {
 }
 
 static int load_inputs(TranslateReport *r, Error *err) {
+    if (report_load_model(&r->model, &r->run_json, r->run, "attend-text-translate-1",
+                          "text translate train", "a text translate checkpoint", err))
+        return -1;
     char path[1200];
-    report_path(path, sizeof path, r->run, "model.safetensors");
-    if (!file_exists(path))
-        return error_set(err, "%s: no model.safetensors here (text translate train --out %s writes one)",
-                         r->run, r->run);
-    if (safetensors_load(&r->model, path, err)) return -1;
-    const char *fmt = safetensors_meta(&r->model, "format");
-    if (!fmt || strcmp(fmt, "attend-text-translate-1"))
-        return error_set(err, "%s: not a text translate checkpoint (format '%s')", path, fmt ? fmt : "missing");
-    report_path(path, sizeof path, r->run, "run.json");
-    if (report_read_json(&r->run_json, path, err)) return -1;
     report_path(path, sizeof path, r->run, r->eval_name);
     if (report_read_json(&r->eval, path, err)) return -1;
     report_path(path, sizeof path, r->run, r->score_name);
@@ -71,14 +64,13 @@ static bool have(const TranslateReport *r, char *rel, size_t n, const char *dir,
     return file_exists(path);
 }
 
-// "bin/text translate COMMAND --model RUN/MODEL_FILE TAIL RUN/NAME" as a missing input's note.
+// "bin/text translate COMMAND --model RUN/model.safetensors TAIL RUN/NAME" as a missing
+// input's note.
 static void missing(FILE *fp, const TranslateReport *r, const char *what, const char *command,
-                    const char *model_file, const char *tail, const char *name) {
-    char model[1300], out[1300], cmd[3000];
-    report_quoted_path(model, sizeof model, r->run, model_file);
-    report_quoted_path(out, sizeof out, r->run, name);
-    snprintf(cmd, sizeof cmd, "bin/text translate %s --model %s%s%s", command, model, tail, out);
-    report_missing(fp, what, cmd);
+                    const char *tail, const char *name) {
+    char program[64];
+    snprintf(program, sizeof program, "bin/text translate %s", command);
+    report_missing_run(fp, what, program, r->run, tail, name);
 }
 
 static void eval_table(FILE *fp, const cJSON *e) {
@@ -133,10 +125,10 @@ static void score_tables(FILE *fp, const cJSON *s) {
 static void section_results(FILE *fp, const TranslateReport *r) {
     html_section(fp, "results", "Results");
     if (r->eval) eval_table(fp, r->eval);
-    else missing(fp, r, r->eval_name, "eval", "model.safetensors", " --json > ", r->eval_name);
+    else missing(fp, r, r->eval_name, "eval", " --json > ", r->eval_name);
     if (r->score) score_tables(fp, r->score);
     else if (strcmp(meta(r, "train.data"), "dates") != 0)
-        missing(fp, r, r->score_name, "score", "model.safetensors", " --json > ", r->score_name);
+        missing(fp, r, r->score_name, "score", " --json > ", r->score_name);
     html_section_end(fp);
 }
 
@@ -155,7 +147,7 @@ static void section_alignments(FILE *fp, const TranslateReport *r) {
     html_section(fp, "alignments", "Alignments");
     char rel[1300];
     if (!have(r, rel, sizeof rel, r->show_name, "alignments.html")) {
-        missing(fp, r, "the alignment pictures", "show", "model.safetensors", " --out ", r->show_name);
+        missing(fp, r, "the alignment pictures", "show", " --out ", r->show_name);
         html_section_end(fp);
         return;
     }

@@ -30,10 +30,11 @@ typedef struct {
     float dropout, label_smoothing;
     TrainCommandFlags cmd;  // --out, --resume, --force, --json, --threads, the plan
     TrainOptimFlags optim;
-    bool input_feeding, forward_only;
+    bool input_feeding, forward_only, reverse_only, annot_embed;
     struct {
         bool data, attention, embed, hidden, dec_embed, attn_size, window, max_src, max_len,
-            train_size, bpe_merges, dropout, label_smoothing, input_feeding, forward_only;
+            train_size, bpe_merges, dropout, label_smoothing, input_feeding, forward_only,
+            reverse_only, annot_embed;
         bool model, d_model, heads, d_ff, layers, enc_layers, dec_layers, positions, map_layer,
             warmup, post_ln;
     } given;
@@ -73,11 +74,14 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"train-size", ARG_INT, &f->train_size, "dates: training examples", .has_min = true, .min = 1, .has_max = true, .max = 10000000, .given = &f->given.train_size},
         {"input-feeding", ARG_FLAG, &f->input_feeding, "Luong's input feeding: the attentional vector tanh(W_c [context; h_t]) feeds the next step and the output (not with bahdanau, which queries the previous state)", .given = &f->given.input_feeding},
         {"forward-only", ARG_FLAG, &f->forward_only, "the encoder is one LSTM reading left to right (default both directions): each state knows only its token and those before it; annotations of --hidden, not twice it (not with luong-dot)", .given = &f->given.forward_only},
+        {"reverse-only", ARG_FLAG, &f->reverse_only, "the encoder is one LSTM reading right to left (Sutskever et al. 2014's reversed source): each state knows only its token and those after it; annotations of --hidden (not with --forward-only or luong-dot)", .given = &f->given.reverse_only},
+        {"annot-embed", ARG_FLAG, &f->annot_embed, "each annotation (the attention's key and value) is the encoder's state with its token's source embedding beside it (annotations of --embed more): the score sees which character a position holds (not with luong-dot or none)", .given = &f->given.annot_embed},
         {"dropout", ARG_FLOAT, &f->dropout, "training: dropout on the source embeddings, the encoder's states and the decoder's output state (transformer: inside its layers, where PyTorch's put it)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
         {"label-smoothing", ARG_FLOAT, &f->label_smoothing, "training: the loss's target is (1 - X) the word + X spread evenly over the vocabulary", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.label_smoothing},
         {"bpe-merges", ARG_INT, &f->bpe_merges, "pairs: BPE merges learned on the training split (both sides, one model)", .has_min = true, .min = 0, .has_max = true, .max = BPE_MAX_MERGES, .given = &f->given.bpe_merges},
         {"batch", ARG_INT, &f->optim.batch, "pairs per step", .has_min = true, .min = 1, .has_max = true, .max = TRANSLATE_BATCH_MAX, .given = &f->optim.given.batch},
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
+        {"lr-decay", ARG_FLOAT, &f->optim.lr_decay, "the learning rate's factor per epoch: --lr x X^(step / steps per epoch), an exponential decay (1: constant; the Transformer's --warmup schedule replaces it)", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr_decay},
         {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
         {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
         {"steps", ARG_LONG, &f->cmd.plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
@@ -141,7 +145,9 @@ static const char *first_given_foreign_flag(const TrainFlags *f, int model) {
                               {f->given.hidden, "hidden"},         {f->given.dec_embed, "dec-embed"},
                               {f->given.attn_size, "attn-size"},   {f->given.window, "window"},
                               {f->given.input_feeding, "input-feeding"},
-                              {f->given.forward_only, "forward-only"}};
+                              {f->given.forward_only, "forward-only"},
+                              {f->given.reverse_only, "reverse-only"},
+                              {f->given.annot_embed, "annot-embed"}};
     const GivenFlag tf[] = {{f->given.d_model, "d-model"},       {f->given.heads, "heads"},
                             {f->given.d_ff, "d-ff"},             {f->given.layers, "layers"},
                             {f->given.enc_layers, "enc-layers"}, {f->given.dec_layers, "dec-layers"},
@@ -203,6 +209,8 @@ static int check_resume_flags(TrainRun *r, Error *err) {
     flag_diffs_switch(&d, "input-feeding", f->given.input_feeding, f->input_feeding,
                       c->dec.input_feeding);
     flag_diffs_switch(&d, "forward-only", f->given.forward_only, f->forward_only, c->forward_only);
+    flag_diffs_switch(&d, "reverse-only", f->given.reverse_only, f->reverse_only, c->reverse_only);
+    flag_diffs_switch(&d, "annot-embed", f->given.annot_embed, f->annot_embed, c->annot_embed);
     flag_diffs_float(&d, "dropout", f->given.dropout, f->dropout, c->dropout);
     flag_diffs_float(&d, "label-smoothing", f->given.label_smoothing, f->label_smoothing,
                      c->dec.label_smoothing);
@@ -266,7 +274,20 @@ static int load_data(void *p, Error *err) {
             return error_set(err, "--forward-only: luong-dot scores the decoder's %d units against "
                              "annotations of %d; use luong-general or luong-concat", 2 * f->hidden,
                              f->hidden);
+        if (f->reverse_only && f->forward_only)
+            return error_set(err, "--reverse-only: the encoder reads one way; leave out "
+                             "--forward-only (or both, for both directions)");
+        if (f->reverse_only && a.kind == ATTN_DOT)
+            return error_set(err, "--reverse-only: luong-dot scores the decoder's %d units against "
+                             "annotations of %d; use luong-general or luong-concat", 2 * f->hidden,
+                             f->hidden);
+        if (f->annot_embed && (a.kind == ATTN_DOT || a.kind == ATTN_NONE))
+            return error_set(err, "--annot-embed: %s", a.kind == ATTN_NONE
+                                 ? "attention none has one fixed context, no position to embed"
+                                 : "luong-dot scores the decoder's state against annotations of "
+                                   "the same size; use luong-general or luong-concat");
         *c = (TranslatorConfig){.Es = f->embed, .He = f->hidden, .forward_only = f->forward_only,
+                                .reverse_only = f->reverse_only, .annot_embed = f->annot_embed,
                                 .S = is_dates(f->data) ? DATES_MAX_SOURCE : f->max_src,
                                 .max_len = is_dates(f->data) ? DATES_TARGET_LEN : f->max_len,
                                 .dropout = f->dropout,
@@ -353,15 +374,19 @@ static void header(const void *p, char *buf, size_t n) {
         return;
     }
     const TranslatorConfig *c = &r->st.cfg;
-    char extra[96] = "";
+    char extra[128] = "";
     int k = 0;
+    if (c->annot_embed) k += snprintf(extra + k, sizeof extra - k, ", embeddings in the annotations");
     if (c->dec.input_feeding) k += snprintf(extra + k, sizeof extra - k, ", input feeding");
     if (c->dropout > 0) k += snprintf(extra + k, sizeof extra - k, ", dropout %g", c->dropout);
     if (c->dec.label_smoothing > 0)
-        snprintf(extra + k, sizeof extra - k, ", label smoothing %g", c->dec.label_smoothing);
+        k += snprintf(extra + k, sizeof extra - k, ", label smoothing %g", c->dec.label_smoothing);
+    if (r->st.optim.lr_decay != 1.0f)
+        snprintf(extra + k, sizeof extra - k, ", lr decay %g per epoch", r->st.optim.lr_decay);
     snprintf(buf, n, "%s, %d training and %d validation pairs, vocabularies %d and %d; embed %d, "
-             "bidirectional LSTM %d, decoder %d, %s attention%s; batch %d, lr %g, clip %g",
-             r->st.data, r->train.n, r->valid.n, c->Vs, c->dec.V, c->Es, c->He, c->dec.H,
+             "%s LSTM %d, decoder %d, %s attention%s; batch %d, lr %g, clip %g",
+             r->st.data, r->train.n, r->valid.n, c->Vs, c->dec.V, c->Es,
+             c->forward_only ? "forward" : c->reverse_only ? "reverse" : "bidirectional", c->He, c->dec.H,
              TRANSLATE_ATTENTIONS[r->st.attention], extra, r->st.optim.batch, r->st.optim.lr,
              r->st.optim.clip);
 }
@@ -425,9 +450,11 @@ static int train_step(TrainRun *r, double *loss, Error *err) {
     if (train_check_finite(st->step + 1, "loss", *loss, grads, r->cmd.paths.model, err)) return -1;
     train_norms_add(&r->norms, clip_global_norm(grads->data, grads->numel, st->optim.clip));
     st->step++;
-    // The Transformer's --warmup: Vaswani et al.'s schedule peaking at --lr.
-    const float lr = is_transformer(r) && st->warmup > 0 ? lr_noam(st->optim.lr, st->warmup, st->step)
-                                                          : st->optim.lr;
+    // The Transformer's --warmup: Vaswani et al.'s schedule peaking at --lr; else --lr-decay's
+    // exponential decay per epoch (a factor of 1: --lr itself, bit for bit).
+    const float lr = is_transformer(r) && st->warmup > 0
+                         ? lr_noam(st->optim.lr, st->warmup, st->step)
+                         : lr_exponential(st->optim.lr, st->optim.lr_decay, r->steps_per_epoch, st->step);
     adam_update(params->data, grads->data, r->mom1.data, r->mom2.data, params->numel, &r->adam,
                 st->step, lr);
     return 0;

@@ -238,7 +238,7 @@ char *translate_target_text(const TranslateState *s, const int *ids, int n) {
 
 int translate_checkpoint_save(const char *path, const TranslateState *s, const Block *params,
                               const Block *m, const Block *v, Error *err) {
-    enum { N = 32 };
+    enum { N = 40 };
     char buf[N][64];
     SafetensorsMeta meta[N];
     int k = 0;
@@ -277,13 +277,15 @@ int translate_checkpoint_save(const char *path, const TranslateState *s, const B
         META("translate.window", "%d", c->dec.attn.window);
         META("translate.input_feeding", "%d", c->dec.input_feeding);
         META("translate.forward_only", "%d", c->forward_only);
+        META("translate.reverse_only", "%d", c->reverse_only);
+        META("translate.annot_embed", "%d", c->annot_embed);
         META("translate.dropout", "%.9g", (double)c->dropout);
         META("translate.label_smoothing", "%.9g", (double)c->dec.label_smoothing);
     }
     META("train.step", "%ld", s->step);
 #undef META
     TrainOptimMeta om;
-    train_optim_meta(&om, &s->optim, TRAIN_OPTIM_BETA1);
+    train_optim_meta(&om, &s->optim, TRAIN_OPTIM_BETA1 | TRAIN_OPTIM_LR_DECAY);
     for (int i = 0; i < om.n; i++) meta[k++] = om.meta[i];
     char *bpe = s->has_bpe ? bpe_to_text(&s->bpe) : NULL;
     if (bpe) meta[k++] = (SafetensorsMeta){"translate.bpe", bpe};
@@ -304,17 +306,25 @@ static int meta_int_(const SafetensorsFile *f, const char *path, const char *key
     return 0;
 }
 
-// Input feeding, a forward-only encoder, dropout and label smoothing; a checkpoint from
-// before them has none.
+// Input feeding, a forward-only or reverse-only encoder, the embeddings in the annotations, dropout and label
+// smoothing; a checkpoint from before them has none.
 static int read_training_options_(const SafetensorsFile *f, const char *path,
                                   TranslatorConfig *c, Error *err) {
-    c->dec.input_feeding = c->forward_only = 0;
+    c->dec.input_feeding = c->forward_only = c->reverse_only = c->annot_embed = 0;
     c->dropout = c->dec.label_smoothing = 0.0f;
     if (safetensors_meta(f, "translate.input_feeding") &&
         meta_int_(f, path, "translate.input_feeding", 0, 1, &c->dec.input_feeding, err))
         return -1;
     if (safetensors_meta(f, "translate.forward_only") &&
         meta_int_(f, path, "translate.forward_only", 0, 1, &c->forward_only, err))
+        return -1;
+    if (safetensors_meta(f, "translate.reverse_only") &&
+        meta_int_(f, path, "translate.reverse_only", 0, 1, &c->reverse_only, err))
+        return -1;
+    if (c->forward_only && c->reverse_only)
+        return error_set(err, "%s: translate.forward_only and translate.reverse_only both set", path);
+    if (safetensors_meta(f, "translate.annot_embed") &&
+        meta_int_(f, path, "translate.annot_embed", 0, 1, &c->annot_embed, err))
         return -1;
     if (safetensors_meta(f, "translate.dropout") &&
         safetensors_meta_float(f, path, "translate.dropout", &c->dropout, err))
@@ -350,6 +360,15 @@ static int read_transformer_(const SafetensorsFile *f, const char *path, Transla
     return translate_tt_finish(s, err) ? error_prefix(err, "%s", path) : 0;
 }
 
+// The optimiser's settings; train.lr_decay (the learning rate's factor per epoch) is 1 in a
+// checkpoint from before it.
+static int read_optim_(const SafetensorsFile *f, const char *path, TranslateState *s, Error *err) {
+    s->optim.lr_decay = 1.0f;
+    const unsigned with = TRAIN_OPTIM_BETA1 |
+                          (safetensors_meta(f, "train.lr_decay") ? TRAIN_OPTIM_LR_DECAY : 0u);
+    return train_optim_read(f, path, with, TRANSLATE_BATCH_MAX, &s->optim, err);
+}
+
 // The LSTM's sizes, attention and options.
 static int read_lstm_(const SafetensorsFile *f, const char *path, TranslateState *s, Error *err) {
     TranslatorConfig *c = &s->cfg;
@@ -370,9 +389,14 @@ static int read_lstm_(const SafetensorsFile *f, const char *path, TranslateState
     if (c->dec.input_feeding && a.query != DECODER_QUERY_CURRENT)
         return error_set(err, "%s: translate.input_feeding with %s attention, which queries the "
                          "previous state", path, att);
-    if (a.kind == ATTN_DOT && (c->forward_only || c->dec.H != 2 * c->He))
+    if (a.kind == ATTN_DOT &&
+        (c->forward_only || c->reverse_only || c->annot_embed || c->dec.H != 2 * c->He))
         return error_set(err, "%s: luong-dot needs translate.dec_hidden %d = 2 x translate.hidden %d "
-                         "and both directions", path, c->dec.H, c->He);
+                         "and both directions, without translate.annot_embed", path, c->dec.H,
+                         c->He);
+    if (c->annot_embed && a.kind == ATTN_NONE)
+        return error_set(err, "%s: translate.annot_embed with attention none (one fixed context, "
+                         "no token to embed)", path);
     translator_config_finish(c);
     return 0;
 }
@@ -434,7 +458,7 @@ int translate_checkpoint_read_state(const SafetensorsFile *f, const char *path,
         meta_int_(f, path, "translate.bpe_merges", 0, BPE_MAX_MERGES, &s->bpe_merges, err) ||
         safetensors_meta_long(f, path, "train.step", "a text translate checkpoint", 0, LONG_MAX,
                               &s->step, err) ||
-        train_optim_read(f, path, TRAIN_OPTIM_BETA1, TRANSLATE_BATCH_MAX, &s->optim, err))
+        read_optim_(f, path, s, err))
         return -1;
     if (s->model == TRANSLATE_MODEL_TRANSFORMER ? read_transformer_(f, path, s, err)
                                                 : read_lstm_(f, path, s, err))

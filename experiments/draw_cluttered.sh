@@ -1,5 +1,5 @@
 #!/bin/sh
-# draw_cluttered.sh [dram8 | dram4 | ram8 | ram4 | dram8-noattn | cnn] ...
+# draw_cluttered.sh [dram8 | dram4 | ram8 | ram4 | ram8-gnet | dram8-noattn | cnn] ...
 #
 # DRAW's first experiment (Gregor et al. 2015, section 4, table 1): the recurrent attention
 # classifier ("Differentiable RAM", models/glimpse.h) on 100 x 100 cluttered translated
@@ -21,6 +21,9 @@
 #                 learned per step (RAM's hybrid loss). Where RAM differs: its glimpse and
 #                 core networks (ReLU layers and a plain RNN, here DRAW's LSTM) and its
 #                 optimiser (momentum SGD; here the same Adam as the other rows)
+#   ram8-gnet     ram8 with RAM's glimpse network between the retina and the LSTM
+#                 (--glimpse-net 128: what and where ReLU layers of 128 units, combined into
+#                 256 ReLU units, as Mnih et al.'s h_g, h_l and g), the rest as ram8
 #   dram8-noattn  8 steps that each read the whole 100 x 100 image (no attention; not in
 #                 the paper: what the attention buys at the same budget)
 #   cnn           the convolutional baseline (models/convnet.h: 2 layers of 3 x 3 convolution,
@@ -108,9 +111,10 @@ run_config() {
     dram4) model="--T 4 --read 12 --hidden 256"; paper="4.18 %" ;;
     ram8) model="--T 8 --read 12 --hidden 256 --hard --loc-std 0.1"; paper="8.11 % (RAM, 4 scales)" ;;
     ram4) model="--T 4 --read 12 --hidden 256 --hard --loc-std 0.1"; paper="9.41 % (RAM, 4 scales)" ;;
+    ram8-gnet) model="--T 8 --read 12 --hidden 256 --hard --loc-std 0.1 --glimpse-net 128"; paper="8.11 % (RAM, 4 scales)" ;;
     dram8-noattn) model="--T 8 --hidden 256 --no-attention"; paper="-" ;;
     cnn) model="--model cnn"; paper="14.35 % (theirs)" ;;
-    *) echo "draw_cluttered.sh: unknown configuration '$name' (dram8, dram4, ram8, ram4, dram8-noattn, cnn)" >&2; exit 2 ;;
+    *) echo "draw_cluttered.sh: unknown configuration '$name' (dram8, dram4, ram8, ram4, ram8-gnet, dram8-noattn, cnn)" >&2; exit 2 ;;
     esac
     dir=$RUNS/cluttered-$name
     mkdir -p "$dir"

@@ -7,7 +7,16 @@
 #           MNIST, tested on the 10,000 test images binarised once (seed 0x5EED). Model:
 #           T 32, read 5x5, write 5x5, LSTM 256, z 100 (the paper gives no table entry for
 #           this data; this is the MNIST model with draw_mnist.sh quick's read and T).
-#           Row in results/draw_mnist2.md.
+#           Checkpoints every 250 steps. Sample quality (cli/draw_quality.h): QUALITY_N
+#           samples, each cut into its two digits' 28 x 28 views, judged by the 28 x 28 CNN
+#           of `conditional` (RUNS/cnn28, trained first when missing): the share with both
+#           digits legible (confidence >= 0.9 each, a 95 % Wilson interval), the digits'
+#           legible share and class entropy, beside the same figures of as many test images.
+#           CURVE_EVERY > 0: training stops at every multiple of it, keeps that checkpoint
+#           (RUN/snapshots/step-N.safetensors) and judges CURVE_N of its samples and its
+#           bound on CURVE_IMAGES test images (RUN/curve.tsv, a table of the page); a re-run
+#           judges only the checkpoints not judged yet. Rows in results/draw_mnist2.md, the
+#           samples beside test images in results/draw_mnist2/ (the last row's).
 #   colour  the colour scenes (datasets/scenes.h at 64 x 64, 3 channels, 20,000 training
 #           scenes) with the paper's SVHN configuration, `--preset svhn`: T 32, read 12x12,
 #           write 12x12, LSTM 800, z 100, the filters shared by the three channels
@@ -59,7 +68,8 @@
 # evaluated, default 0: all 10,000; smaller only to try the script out); for quality
 # QUALITY_RUNS (default "draw-paper-peephole-cosine300 draw-paper-noattn-peephole-cosine300
 # draw-conditional", folders under RUNS), QUALITY_T (default 1) and QUALITY_JUDGE (default:
-# RUNS/cnn28, trained when absent).
+# RUNS/cnn28, trained when absent); for mnist2
+# CURVE_EVERY (default 0: no curve), CURVE_N (default 2000), CURVE_IMAGES (default 1000).
 set -eu
 
 BIN=${ATTEND_BIN:-bin}
@@ -78,6 +88,9 @@ EVAL_LIMIT=${EVAL_LIMIT:-0}
 QUALITY_RUNS=${QUALITY_RUNS:-draw-paper-peephole-cosine300 draw-paper-noattn-peephole-cosine300 draw-conditional}
 QUALITY_T=${QUALITY_T:-1}
 QUALITY_JUDGE=${QUALITY_JUDGE:-}
+CURVE_EVERY=${CURVE_EVERY:-0}
+CURVE_N=${CURVE_N:-2000}
+CURVE_IMAGES=${CURVE_IMAGES:-1000}
 
 [ $# -gt 0 ] || set -- mnist2 colour
 
@@ -97,6 +110,32 @@ paper shows samples only (no bound), so there is no paper figure beside these ro
 
 | date | model | steps | batch | wall time (s) | load | images/s | test bound (nats) | per dimension | recon + KL | IW NLL (K) |
 |---|---|---|---|---|---|---|---|---|---|---|
+EOF
+}
+
+header_mnist2_quality() {
+    cat <<'EOF'
+Sample quality (cli/draw_quality.h): each 60 x 60 sample (the Bernoulli means of its last
+canvas) cut into its two digits' 28 x 28 views (2-means of the ink, each window centred on
+its cluster's centre of mass, the other cluster's pixels left out), each view judged by a
+CNN trained on plain 28 x 28 MNIST (its test error in the row). Both legible: the share of
+samples whose two digits both have top probability >= 0.9 (95 % Wilson interval); digits:
+the share of the cut digits legible and the entropy of their predicted classes against
+log 10 = 2.3026. The same measure on as many test images (binarised once) is beside it: the
+ceiling the cut and the judge allow on this data, where the two digits often overlap.
+
+| date | steps | samples | classifier test error (%) | both legible (%) [95 %] | digits legible (%) | class entropy (nats) | test images: both legible (%) | digits legible (%) | class entropy (nats) |
+|---|---|---|---|---|---|---|---|---|---|
+EOF
+}
+
+header_mnist2_curve() {
+    cat <<'EOF'
+The measure at the run's checkpoints (CURVE_EVERY; CURVE_N samples each, the bound on the
+first CURVE_IMAGES test images with K 1):
+
+| steps | samples | test bound (nats, first images) | both legible (%) [95 %] | digits legible (%) | class entropy (nats) |
+|---|---|---|---|---|---|
 EOF
 }
 
@@ -156,10 +195,47 @@ train_judge() {
     cls_error=$(json_field error < "$cls/test.json")
 }
 
+# wilson SHARE N: SHARE (of N) in per cent and its 95 % Wilson interval, "p [lo, hi]".
+wilson() {
+    awk -v p="$1" -v n="$2" 'BEGIN { z = 1.959964; d = 1 + z * z / n
+        c = (p + z * z / (2 * n)) / d; h = z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+        printf "%.2f [%.2f, %.2f]", 100 * p, 100 * (c - h), 100 * (c + h) }'
+}
+
+# quality_field OBJECT KEY < eval JSON: KEY's number inside the member OBJECT.
+quality_field() {
+    sed -n "s/.*\"$1\": {\([^}]*\)}.*/\1/p" | json_field "$2"
+}
+
+# mnist2_curve DIR: train_step to each multiple of CURVE_EVERY up to $steps, each checkpoint
+# kept and judged once (DIR/curve.tsv: steps, samples, bound, both legible, legible, entropy).
+mnist2_curve() {
+    cdir=$1
+    s=$CURVE_EVERY
+    while [ "$s" -le "$steps" ]; do
+        if [ ! -f "$cdir/snapshots/step-$s.safetensors" ]; then
+            train_step "$s"
+            mkdir -p "$cdir/snapshots"
+            cp "$cdir/model.safetensors" "$cdir/snapshots/step-$s.safetensors"
+        fi
+        if ! grep -q "^$s	" "$cdir/curve.tsv" 2>/dev/null; then
+            "$BIN/draw" eval --model "$cdir/snapshots/step-$s.safetensors" --data mnist2 --split test \
+                --limit "$CURVE_IMAGES" --threads "$THREADS" --sample-quality "$cls/model.safetensors" \
+                --quality-samples "$CURVE_N" --json > "$cdir/curve-eval.json"
+            printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$CURVE_N" \
+                "$(json_field nll_bound < "$cdir/curve-eval.json")" \
+                "$(quality_field sample_quality both_legible < "$cdir/curve-eval.json")" \
+                "$(quality_field sample_quality legible < "$cdir/curve-eval.json")" \
+                "$(quality_field sample_quality entropy < "$cdir/curve-eval.json")" >> "$cdir/curve.tsv"
+        fi
+        s=$((s + CURVE_EVERY))
+    done
+}
+
 # The classifier, the conditional model and the row of results/draw_conditional.md.
 run_conditional() {
-    dir=$RUNS/draw-conditional table=$RESULTS_DIR/draw_conditional.md
     train_judge
+    dir=$RUNS/draw-conditional table=$RESULTS_DIR/draw_conditional.md
     mkdir -p "$dir"
     # shellcheck disable=SC2086
     "$BIN/draw" train --data mnist --conditional $COND_MODEL --lr 1e-3 --seed "$SEED" \
@@ -171,11 +247,12 @@ run_conditional() {
         --threads "$THREADS" --sample-quality "$cls/model.safetensors" --quality-samples "$QUALITY_N" \
         --json > "$dir/test.json"
     bound=$(json_field nll_bound < "$dir/test.json")
-    legible=$(json_field legible < "$dir/test.json")
-    entropy=$(json_field entropy < "$dir/test.json")
-    match=$(json_field match < "$dir/test.json")
+    legible=$(quality_field sample_quality legible < "$dir/test.json")
+    entropy=$(quality_field sample_quality entropy < "$dir/test.json")
+    match=$(quality_field sample_quality match < "$dir/test.json")
     # the worst class and its match, from match_per_class (a JSON array of 10 shares)
-    worst=$(sed -n 's/.*"match_per_class": \[\([^]]*\)\].*/\1/p' "$dir/test.json" | tr ',' '\n' |
+    worst=$(sed -n 's/.*"sample_quality": {\([^}]*\)}.*/\1/p' "$dir/test.json" |
+        sed -n 's/.*"match_per_class": \[\([^]]*\)\].*/\1/p' | tr ',' '\n' |
         awk '{ v = $1 + 0; if (NR == 1 || v < m) { m = v; k = NR - 1 } } END { printf "%d: %.2f", k, 100 * m }')
     step=$(json_field steps < "$dir/train.json")
     draw_report_pictures "$BIN" "$dir" mnist 3
@@ -280,20 +357,20 @@ run_quality() {
                 --quality-temperature "$t" --json > "$out"
             step=$(json_field step < "$out")
             bound=$(json_field nll_bound < "$out")
-            legible=$(json_field legible < "$out")
-            low=$(json_field legible_low95 < "$out")
-            high=$(json_field legible_high95 < "$out")
-            entropy=$(json_field entropy < "$out")
-            ent_se=$(json_field entropy_se < "$out")
+            legible=$(quality_field sample_quality legible < "$out")
+            low=$(quality_field sample_quality legible_low95 < "$out")
+            high=$(quality_field sample_quality legible_high95 < "$out")
+            entropy=$(quality_field sample_quality entropy < "$out")
+            ent_se=$(quality_field sample_quality entropy_se < "$out")
             leg_se=$(awk -v a="$low" -v b="$high" 'BEGIN { print (b - a) / 3.92 }')
             moved=$(quality_moved "$table" "$run" "$t" "$legible" "$entropy" "$leg_se" "$ent_se")
             recon=-
             if [ "$t" = 1 ]; then
                 "$BIN/draw" eval --model "$dir/model.safetensors" --data mnist --split test --limit 1000 \
                     --threads "$THREADS" --sample-quality "$judge" --quality-of reconstructions --json > "$qdir/$run-recon.json"
-                recon=$(awk -v g="$(json_field legible < "$qdir/$run-recon.json")" \
-                    -v lo="$(json_field legible_low95 < "$qdir/$run-recon.json")" \
-                    -v hi="$(json_field legible_high95 < "$qdir/$run-recon.json")" \
+                recon=$(awk -v g="$(quality_field sample_quality legible < "$qdir/$run-recon.json")" \
+                    -v lo="$(quality_field sample_quality legible_low95 < "$qdir/$run-recon.json")" \
+                    -v hi="$(quality_field sample_quality legible_high95 < "$qdir/$run-recon.json")" \
                     'BEGIN { printf "%.2f [%.2f, %.2f]", 100 * g, 100 * lo, 100 * hi }')
             fi
             load=$(cut -d' ' -f1 /proc/loadavg)
@@ -313,6 +390,42 @@ run_quality() {
     [ "$rows" -gt 0 ] || echo "draw_generation.sh: quality: none of $QUALITY_RUNS under $RUNS has a checkpoint: no row" >&2
 }
 
+# train_step N: the run in $dir trained (resumed) to N steps in all; its figures in train.json.
+train_step() {
+    # shellcheck disable=SC2086
+    "$BIN/draw" train --data "$data" $model --batch "$batch" --lr 1e-3 --seed "$SEED" \
+        --steps "$1" --threads "$THREADS" --valid-every 500 --valid-images 500 $ckpt --resume \
+        --out "$dir" --json > "$dir/train.json"
+}
+
+# The mnist2 run's sample quality and its rows (the quality table, the curve), and its
+# samples beside test images in RESULTS_DIR/draw_mnist2/; after run_config's figures.
+mnist2_quality() {
+    qj=$dir/test.json  # run_config's eval, with --sample-quality
+    row=$(printf '| %s | %s | %s | %.2f | %s | %.2f | %.4f | %s | %.2f | %.4f |' \
+        "$(date -u +%Y-%m-%d)" "$step" "$QUALITY_N" "$(awk -v e="$cls_error" 'BEGIN { print 100 * e }')" \
+        "$(wilson "$(quality_field sample_quality both_legible < "$qj")" "$QUALITY_N")" \
+        "$(awk -v v="$(quality_field sample_quality legible < "$qj")" 'BEGIN { print 100 * v }')" \
+        "$(quality_field sample_quality entropy < "$qj")" \
+        "$(wilson "$(quality_field data_quality both_legible < "$qj")" "$(quality_field data_quality samples < "$qj")")" \
+        "$(awk -v v="$(quality_field data_quality legible < "$qj")" 'BEGIN { print 100 * v }')" \
+        "$(quality_field data_quality entropy < "$qj")")
+    table_row "$table" "| date | steps | samples |" "$(header_mnist2_quality)" "$row"
+    # the curve: a row for each checkpoint judged (curve.tsv) that the page lacks
+    [ ! -s "$dir/curve.tsv" ] || sort -n "$dir/curve.tsv" | while IFS='	' read -r cs cn cb cboth cleg cent; do
+        grep -q "^| $cs | $cn |" "$table" && continue
+        table_row "$table" "| steps | samples | test bound" "$(header_mnist2_curve)" \
+            "$(printf '| %s | %s | %.2f | %s | %.2f | %.4f |' "$cs" "$cn" "$cb" "$(wilson "$cboth" "$cn")" \
+                "$(awk -v v="$cleg" 'BEGIN { print 100 * v }')" "$cent")"
+    done
+    pics=$RESULTS_DIR/draw_mnist2
+    mkdir -p "$pics"
+    "$BIN/draw" generate --model "$dir/model.safetensors" --count 16 --scale 2 --out "$dir/samples-plain" 2> /dev/null
+    cp "$dir/samples-plain/final.png" "$pics/samples.png"
+    cp "$dir/reconstructions/input.png" "$pics/test-images.png"
+    echo "draw_generation.sh: mnist2: both digits legible $(quality_field sample_quality both_legible < "$qj") of $QUALITY_N samples (test images: $(quality_field data_quality both_legible < "$qj")); pictures in $pics" >&2
+}
+
 run_config() {
     name=$1
     [ "$name" != conditional ] || { run_conditional; return; }
@@ -328,16 +441,23 @@ run_config() {
     esac
     dir=$RUNS/draw-$name
     mkdir -p "$dir"
-    # shellcheck disable=SC2086
-    "$BIN/draw" train --data "$data" $model --batch "$batch" --lr 1e-3 --seed "$SEED" \
-        --steps "$steps" --threads "$THREADS" --valid-every 500 --valid-images 500 --resume \
-        --out "$dir" --json > "$dir/train.json"
+    ckpt=
+    if [ "$name" = mnist2 ]; then
+        ckpt="--checkpoint-every 250"
+        train_judge
+        [ "$CURVE_EVERY" -le 0 ] || mnist2_curve "$dir"
+    fi
+    # (the curve's last stop may be the budget: its train.json then stands)
+    [ -f "$dir/snapshots/step-$steps.safetensors" ] || train_step "$steps"
     wall=$(train_wall "$dir")  # over every (resumed or killed) invocation
+    qflags=
+    [ "$name" != mnist2 ] || qflags="--sample-quality $cls/model.safetensors --quality-samples $QUALITY_N"
     load=$(cut -d' ' -f1 /proc/loadavg)
 
     m="$dir/model.safetensors"
+    # shellcheck disable=SC2086
     "$BIN/draw" eval --model "$m" --data "$data" --split test --samples "$SAMPLES" \
-        --threads "$THREADS" --json > "$dir/test.json"
+        --threads "$THREADS" $qflags --json > "$dir/test.json"
     bound=$(json_field nll_bound < "$dir/test.json")
     per_dim=$(json_field nll_bound_per_dim < "$dir/test.json")
     recon=$(json_field recon < "$dir/test.json")
@@ -355,6 +475,7 @@ run_config() {
         "$per_dim" "$recon" "$kl" "$iw" "$SAMPLES")
     table_row "$table" "| date | model |" "$("header_$name")" "$row"
     echo "draw_generation.sh: $name: test bound $bound nats ($per_dim per dimension), IW NLL $iw (K = $SAMPLES); row added to $table" >&2
+    [ "$name" != mnist2 ] || mnist2_quality
 }
 
 for cfg in "$@"; do run_config "$cfg"; done

@@ -7,6 +7,7 @@
 #include "core/dims.h"
 #include "core/gemm.h"
 #include "core/gemm_packed.h"
+#include "core/activations.h"
 #include "seq/linear.h"
 #include "seq/loss.h"
 #include "seq/lstm.h"
@@ -29,6 +30,8 @@ int glimpse_config_check(const GlimpseConfig *c, Error *err) {
     if (c->hard && (c->scales < 1 || c->scales > GLIMPSE_MAX_SCALES))
         return error_set(err, "hard attention's retina needs 1 to %d scales, not %d", GLIMPSE_MAX_SCALES,
                          c->scales);
+    if (c->gnet < 0 || c->gnet > 65536 || (c->gnet && !c->hard))
+        return error_set(err, "a glimpse network of %d units needs hard attention and at most 65536", c->gnet);
     if (c->hidden < 1 || c->hidden > 65536) return error_set(err, "hidden size %d out of range", c->hidden);
     if (c->classes < 2 || c->classes > 65536) return error_set(err, "classes %d out of range [2, 65536]", c->classes);
     return 0;
@@ -36,8 +39,12 @@ int glimpse_config_check(const GlimpseConfig *c, Error *err) {
 
 int glimpse_read_size(const GlimpseConfig *c) {
     if (!c->attention) return c->W * c->H;
+    if (c->hard && c->gnet) return c->hidden;
     return c->hard ? c->scales * c->read_n * c->read_n + 2 : c->read_n * c->read_n;
 }
+
+// Hard attention: floats of the retina's patches (scales N x N).
+static int retina_floats(const GlimpseConfig *c) { return c->scales * c->read_n * c->read_n; }
 
 // Outputs of the layer on h_{t-1} that places the window: the filterbank's 5 parameters, or
 // with hard attention the centre policy's 2 means.
@@ -46,6 +53,10 @@ static int read_outputs(const GlimpseConfig *c) { return c->hard ? 2 : FILTERBAN
 // Whether the backward needs the gradient of the LSTM's read input (soft attention only:
 // the image is data, and the hard read is not differentiated).
 static int needs_dread(const GlimpseConfig *c) { return c->attention && !c->hard; }
+
+// Whether the backward needs the gradient of the LSTM's whole input [r_t, h_{t-1}]: the
+// soft read's, or the glimpse network's (gnet).
+static int needs_dinput(const GlimpseConfig *c) { return needs_dread(c) || (c->hard && c->gnet); }
 
 // Floats per batch row of a step's kept u: room for the dense read's (N, W) and the sparse
 // read's u^T (W, S) and P^T (N, S).
@@ -86,6 +97,14 @@ void glimpse_layout(Block *b, GlimpseParams *p, const GlimpseConfig *c) {
     }
     block_add(b, &p->out_W, "out.W", 2, c->classes, Hd);
     block_add(b, &p->out_b, "out.b", 1, c->classes);
+    if (c->hard && c->gnet) {
+        block_add(b, &p->what_W, "gnet_what.W", 2, c->gnet, retina_floats(c));
+        block_add(b, &p->what_b, "gnet_what.b", 1, c->gnet);
+        block_add(b, &p->where_W, "gnet_where.W", 2, c->gnet, 2);
+        block_add(b, &p->where_b, "gnet_where.b", 1, c->gnet);
+        block_add(b, &p->gout_W, "gnet_out.W", 2, Hd, 2 * c->gnet);
+        block_add(b, &p->gout_b, "gnet_out.b", 1, Hd);
+    }
 }
 
 static void init_uniform(float *w, size_t n, int fan_in, Rng *rng) {
@@ -107,6 +126,14 @@ void glimpse_init(GlimpseParams *p, const GlimpseConfig *c, Rng *rng) {
         init_uniform(p->read_W, (size_t)P * Hd, Hd, rng);
         for (int i = 0; i < P * Hd; i++) p->read_W[i] *= 0.1f;
         if (c->hard) {  // the first centre at the image's centre; the baseline starts at 0
+            if (c->gnet) {  // the glimpse network: uniform 1/sqrt(fan in), biases 0
+                const int G = c->gnet;
+                init_uniform(p->what_W, (size_t)G * retina_floats(c), retina_floats(c), rng);
+                init_uniform(p->where_W, (size_t)G * 2, 2, rng);
+                init_uniform(p->gout_W, (size_t)Hd * 2 * G, 2 * G, rng);
+                memset(p->what_b, 0, sizeof(float) * G), memset(p->where_b, 0, sizeof(float) * G);
+                memset(p->gout_b, 0, sizeof(float) * Hd);
+            }
             p->read_b[0] = p->read_b[1] = 0.0f;
             memset(p->base_W, 0, sizeof(float) * Hd);
             p->base_b[0] = 0.0f;
@@ -141,6 +168,10 @@ int glimpse_check_sizes(const GlimpseConfig *c, int B, Error *err) {
     DimTerm lstm_w[] = {{4 * Hd, "gate floats (4 x --hidden)"}, {R + Hd, read}};
     DimTerm sparse[] = {Bt, {((int64_t)c->W * c->H + SPARSE_READ_DENSITY - 1) / SPARSE_READ_DENSITY, img}};
     DimTerm scratch[] = {{N ? scratch_floats((int)N, c->W, c->H) : 1, "filterbank scratch floats"}};
+    const int gn = c->hard && c->gnet;
+    DimTerm retina[] = {Tt, Bt, {gn ? retina_floats(c) : 0, "retina floats (--scales x --read squared)"}};
+    DimTerm what_w[] = {{c->gnet, "--glimpse-net"}, {gn ? retina_floats(c) : 0, "retina floats (--scales x --read squared)"}};
+    DimTerm hgl[] = {Tt, Bt, {2 * (int64_t)c->gnet, "glimpse network floats (2 x --glimpse-net)"}};
     struct {
         const char *what;
         const DimTerm *t;
@@ -153,6 +184,9 @@ int glimpse_check_sizes(const GlimpseConfig *c, int B, Error *err) {
         {"the LSTM weights", lstm_w, DIMS_LEN(lstm_w)},
         {"the sparse images", sparse, needs_dread(c) ? DIMS_LEN(sparse) : 0},
         {"the filterbank scratch", scratch, DIMS_LEN(scratch)},
+        {"the retina's patches", retina, gn ? DIMS_LEN(retina) : 0},
+        {"the glimpse network's weights", what_w, gn ? DIMS_LEN(what_w) : 0},
+        {"the glimpse network's activations", hgl, gn ? DIMS_LEN(hgl) : 0},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
         if (checks[i].n && dims_check(err, checks[i].what, checks[i].t, checks[i].n)) return -1;
@@ -177,6 +211,11 @@ void glimpse_acts_layout(Block *k, GlimpseActs *a, const GlimpseConfig *c, int B
     block_add(k, &a->loc, "loc", 3, T, B, c->hard ? 2 : 0);
     block_add(k, &a->base, "base", 2, T, c->hard ? B : 0);
     block_add(k, &a->dbase, "dbase", 2, T, c->hard ? B : 0);
+    const int gn = c->hard && c->gnet;
+    block_add(k, &a->retina, "retina", 3, T, B, gn ? retina_floats(c) : 0);
+    block_add(k, &a->lc, "lc", 3, T, B, gn ? 2 : 0);
+    block_add(k, &a->hgl, "hgl", 3, T, B, gn ? 2 * c->gnet : 0);
+    block_add(k, &a->dhgl, "dhgl", 2, B, gn ? 2 * c->gnet : 0);
     block_add(k, &a->reward, "reward", 1, B);
     block_add(k, &a->Fx, "Fx", 3, T, B, N * c->W);
     block_add(k, &a->Fy, "Fy", 3, T, B, N * c->H);
@@ -190,7 +229,7 @@ void glimpse_acts_layout(Block *k, GlimpseActs *a, const GlimpseConfig *c, int B
     block_add(k, &a->dc[0], "dc0", 2, B, Hd);
     block_add(k, &a->dc[1], "dc1", 2, B, Hd);
     block_add(k, &a->u, "u", 3, T, B, u_width(c));
-    block_add(k, &a->dxh, "dxh", 2, B, needs_dread(c) ? R + Hd : 0);
+    block_add(k, &a->dxh, "dxh", 2, B, needs_dinput(c) ? R + Hd : 0);
     block_add(k, &a->dlogits, "dlogits", 2, B, c->classes);
     block_add(k, &a->dFx, "dFx", 2, B, N * c->W);
     block_add(k, &a->dFy, "dFy", 2, B, N * c->H);
@@ -207,7 +246,7 @@ void glimpse_acts_alloc(GlimpseActs *a, const GlimpseConfig *c, int B) {
     if (needs_dread(c))
         sparse_images_alloc(&a->sparse, B, c->W, c->H, (size_t)B * c->W * c->H / SPARSE_READ_DENSITY);
     packed_alloc(&a->lstm_Wt, R + Hd, 4 * Hd);
-    packed_alloc(&a->lstm_Wd, 4 * Hd, needs_dread(c) ? R + Hd : Hd);
+    packed_alloc(&a->lstm_Wd, 4 * Hd, needs_dinput(c) ? R + Hd : Hd);
 }
 
 void glimpse_acts_free(GlimpseActs *a) {
@@ -222,7 +261,13 @@ void glimpse_pack_weights(GlimpseActs *a, const GlimpseParams *p, const GlimpseC
     if (which == 0)
         packed_pack(&a->lstm_Wt, true, p->lstm_W, LD);
     else  // all of W's columns when the read's input gradient is needed, else only h_{t-1}'s
-        packed_pack(&a->lstm_Wd, false, p->lstm_W + (needs_dread(c) ? 0 : R), LD);
+        packed_pack(&a->lstm_Wd, false, p->lstm_W + (needs_dinput(c) ? 0 : R), LD);
+}
+
+const float *glimpse_fovea(const GlimpseActs *a, const GlimpseConfig *c, int t, int b) {
+    CHECK(c->attention && t >= 0 && t < c->T && b >= 0 && b < a->B);
+    if (c->hard && c->gnet) return a->retina + ((size_t)t * a->B + b) * retina_floats(c);
+    return a->xh + ((size_t)t * a->B + b) * (glimpse_read_size(c) + c->hidden);  // patch 0 first
 }
 
 void glimpse_fill_noise(GlimpseActs *a, const GlimpseConfig *c, int B, Rng *rng) {
@@ -237,9 +282,12 @@ void glimpse_reinforce_mean_grad(float *dmean, const float *l, const float *m, f
 
 // Hard attention, step t: the policy's mean m = tanh(loc.W h_{t-1} + loc.b), the sampled
 // centre l = m + loc_std eps (or the test's fixed one), and the retina read at clamp(l, -1, 1)
-// into xh (the scales' N x N patches one after another, then the centre itself).
+// into xh (the scales' N x N patches one after another, then the centre itself); with the
+// glimpse network into acts.retina and acts.lc instead (gnet_step reads them).
 static void hard_read_step(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c,
                            const float *x, const float *hp, float *xh, int LD, int t, int B) {
+    float *out = xh;
+    if (c->gnet) out = glimpse_at(a, a->retina, t, retina_floats(c)), LD = retina_floats(c);
     const int Hd = c->hidden, N = c->read_n, NN = N * N, P = FILTERBANK_PARAMS;
     float *m = glimpse_at(a, a->locmean, t, 2), *l = glimpse_at(a, a->loc, t, 2);
     const float *e = glimpse_at(a, a->eps, t, 2);
@@ -266,13 +314,61 @@ static void hard_read_step(GlimpseActs *a, const GlimpseParams *p, const Glimpse
             glimpse_retina_params(rp + (size_t)b * P, cx, cy, s, c);
         }
         filterbank_forward(Fx, Fy, g, rp, B, N, c->W, c->H);
-        filterbank_read_forward(xh + (size_t)s * NN, LD, x, Fx, Fy, g, a->fb_scratch, B, N, c->W, c->H);
+        filterbank_read_forward(out + (size_t)s * NN, LD, x, Fx, Fy, g, a->fb_scratch, B, N, c->W, c->H);
     }
     for (int b = 0; b < B; b++) {
-        float *dst = xh + (size_t)b * LD + (size_t)c->scales * NN;
+        float *dst = c->gnet ? glimpse_at(a, a->lc, t, 2) + (size_t)b * 2
+                             : xh + (size_t)b * LD + (size_t)c->scales * NN;
         dst[0] = fminf(1.0f, fmaxf(-1.0f, l[b * 2]));
         dst[1] = fminf(1.0f, fmaxf(-1.0f, l[b * 2 + 1]));
     }
+}
+
+// The glimpse network at step t: [hg, hl] = relu of the what layer on the retina and the
+// where layer on the clamped centre (acts.hgl), then r_t = relu(gnet_out [hg, hl]) into xh's
+// first hidden columns (row stride LD).
+static void gnet_step(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c, float *xh,
+                      int LD, int t, int B) {
+    const int G = c->gnet, RF = retina_floats(c), Hd = c->hidden;
+    const float *rho = glimpse_at(a, a->retina, t, RF), *lc = glimpse_at(a, a->lc, t, 2);
+    float *hgl = glimpse_at(a, a->hgl, t, 2 * G);
+    for (int b = 0; b < B; b++) {
+        memcpy(hgl + (size_t)b * 2 * G, p->what_b, sizeof(float) * G);
+        memcpy(hgl + (size_t)b * 2 * G + G, p->where_b, sizeof(float) * G);
+        memcpy(xh + (size_t)b * LD, p->gout_b, sizeof(float) * Hd);
+    }
+    gemm(false, true, B, G, RF, 1.0f, rho, RF, p->what_W, RF, 1.0f, hgl, 2 * G);
+    gemm(false, true, B, G, 2, 1.0f, lc, 2, p->where_W, 2, 1.0f, hgl + G, 2 * G);
+    relu_forward(hgl, hgl, (size_t)B * 2 * G);
+    gemm(false, true, B, Hd, 2 * G, 1.0f, hgl, 2 * G, p->gout_W, 2 * G, 1.0f, xh, LD);
+    for (int b = 0; b < B; b++) relu_forward(xh + (size_t)b * LD, xh + (size_t)b * LD, (size_t)Hd);
+}
+
+// Step t's glimpse network backward: from d/dr_t (acts.dxh's first hidden columns) through
+// the ReLUs into the network's weights (the retina and the centre are data).
+static void gnet_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
+                          const GlimpseConfig *c, int t, int B) {
+    const int G = c->gnet, RF = retina_floats(c), Hd = c->hidden, LD = glimpse_read_size(c) + Hd;
+    const float *rho = glimpse_at(a, a->retina, t, RF), *lc = glimpse_at(a, a->lc, t, 2);
+    const float *hgl = glimpse_at(a, a->hgl, t, 2 * G), *r = glimpse_at(a, a->xh, t, LD);
+    float *dr = a->dxh;  // d/dr_t becomes d/d(pre-activation) in place: zero where r_t = 0
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < Hd; j++)
+            if (!(r[(size_t)b * LD + j] > 0.0f)) dr[(size_t)b * LD + j] = 0.0f;
+    gemm(true, false, Hd, 2 * G, B, 1.0f, dr, LD, hgl, 2 * G, 1.0f, g->gout_W, 2 * G);
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < Hd; j++) g->gout_b[j] += dr[(size_t)b * LD + j];
+    float *dh = a->dhgl;
+    gemm(false, false, B, 2 * G, Hd, 1.0f, dr, LD, p->gout_W, 2 * G, 0.0f, dh, 2 * G);
+    for (size_t i = 0; i < (size_t)B * 2 * G; i++)
+        if (!(hgl[i] > 0.0f)) dh[i] = 0.0f;
+    gemm(true, false, G, RF, B, 1.0f, dh, 2 * G, rho, RF, 1.0f, g->what_W, RF);
+    gemm(true, false, G, 2, B, 1.0f, dh + G, 2 * G, lc, 2, 1.0f, g->where_W, 2);
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < G; j++) {
+            g->what_b[j] += dh[(size_t)b * 2 * G + j];
+            g->where_b[j] += dh[(size_t)b * 2 * G + G + j];
+        }
 }
 
 // Step t's differentiable read into xh (B rows of stride ld): the filterbank's parameters
@@ -331,6 +427,7 @@ double glimpse_forward(GlimpseActs *a, const GlimpseParams *p, const GlimpseConf
         const float *hp = t ? glimpse_at(a, a->h, t - 1, Hd) : NULL;
         if (c->hard) {
             hard_read_step(a, p, c, x, hp, xh, LD, t, B);
+            if (c->gnet) gnet_step(a, p, c, xh, LD, t, B);
         } else if (c->attention) {
             soft_read_step(a, p, c, x, hp, xh, LD, t, B);
         } else {
@@ -432,7 +529,7 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
         lstm_gates_backward(dg, t ? a->dc[prev] : NULL, a->dh[cur], a->dc[cur],
                             t ? glimpse_at(a, a->c, t - 1, Hd) : NULL, glimpse_at(a, a->c, t, Hd),
                             NULL, NULL, g->lstm_b, B, Hd);
-        if (needs_dread(c)) {
+        if (needs_dinput(c)) {
             gemm_packed(B, t ? LD : R, dg, G, Wd, 0.0f, a->dxh, LD);
             if (t)
                 for (int b = 0; b < B; b++)
@@ -440,6 +537,7 @@ void glimpse_backward(GlimpseParams *g, GlimpseActs *a, const GlimpseParams *p,
         } else if (t) {
             gemm_packed(B, Hd, dg, G, Wd, 0.0f, a->dh[prev], Hd);
         }
+        if (c->hard && c->gnet) gnet_backward(g, a, p, c, t, B);
         if (c->hard)
             hard_read_backward(g, a, c, t, B);
         else if (c->attention)

@@ -23,6 +23,15 @@
 // 4 scales: windows of 12, 24, 48 and 96 pixels, each seen as 12 x 12, as RAM's 4-scale
 // retina on 100 x 100 cluttered MNIST). Like RAM's glimpse network, the LSTM reads the
 // patches and the centre: r_t = [patch_0, ..., patch_{scales-1}, clamp(l_t)].
+// With gnet > 0 the LSTM reads RAM's glimpse network instead (Mnih et al. 2014, section 4:
+// h_g = Rect(Linear(rho(x, l))), h_l = Rect(Linear(l)), g = Rect(Linear(h_g) + Linear(h_l));
+// 128, 128 and 256 units there):
+//     hg_t = relu(gnet_what.W rho_t + gnet_what.b)        (gnet)  rho_t the scales' patches
+//     hl_t = relu(gnet_where.W clamp(l_t) + gnet_where.b)  (gnet)
+//     r_t  = relu(gnet_out.W [hg_t, hl_t] + gnet_out.b)    (hidden) the LSTM's input
+// (one layer on the concatenation is the paper's sum of two linear layers, with one bias
+// where the sum has two). The cross-entropy's gradient reaches these layers through r_t;
+// the centre is data to them (no gradient into the sample).
 // Training is RAM's hybrid: the classifier (LSTM and output layer) by the cross-entropy's
 // gradient, the policy's layer by REINFORCE with the reward R = 1 when the argmax of the
 // logits is the label (else 0) less a baseline learned per step, b_t = baseline.W h_{t-1}
@@ -65,6 +74,8 @@ typedef struct {
     float loc_std;  // hard only: the centre policy's standard deviation (g~ units, the
                     // image spans [-1, 1])
     int scales;     // hard only: the retina's patches (1..GLIMPSE_MAX_SCALES)
+    int gnet;       // hard only: 0, the LSTM reads the retina and centre as they are; > 0,
+                    // through RAM's glimpse network with what and where layers of gnet units
 } GlimpseConfig;
 
 enum { GLIMPSE_MAX_SCALES = 8 };
@@ -73,7 +84,8 @@ enum { GLIMPSE_MAX_SCALES = 8 };
 GlimpseConfig glimpse_config_default(int W, int H);
 int glimpse_config_check(const GlimpseConfig *c, Error *err);
 // Inputs the LSTM reads from the image per step: N * N, or W * H without attention, or
-// with hard attention scales * N * N + 2 (the retina and its centre).
+// with hard attention scales * N * N + 2 (the retina and its centre), or hidden (the glimpse
+// network's output) when gnet > 0.
 int glimpse_read_size(const GlimpseConfig *c);
 // Hard attention: the filterbank parameters (5, vision/filterbank.h) of retina patch s
 // (stride 2^s pixels, sigma 2^(s-1), gamma 1) centred at (cx, cy) in [-1, 1].
@@ -86,6 +98,9 @@ typedef struct {
     float *out_W, *out_b;    // (classes, hidden), (classes)
     float *base_W, *base_b;  // hard only: the reward baseline's layer "baseline.W" (1, hidden),
                              // "baseline.b" (1)
+    float *what_W, *what_b;    // gnet only: "gnet_what.W" (gnet, scales N N), "gnet_what.b" (gnet)
+    float *where_W, *where_b;  // gnet only: "gnet_where.W" (gnet, 2), "gnet_where.b" (gnet)
+    float *gout_W, *gout_b;    // gnet only: "gnet_out.W" (hidden, 2 gnet), "gnet_out.b" (hidden)
 } GlimpseParams;
 
 // Registers the parameters (or, on another Block, their gradients or moments) in b.
@@ -112,6 +127,10 @@ typedef struct {
                              // sampling (NULL: l_t = m_t + loc_std eps_t)
     float *reward;    // (B) hard only: 1 when the image was classified right, else 0
     float *base;      // (T, B) hard only: the learned baselines b_t
+    float *retina;    // (T, B, scales N N) gnet only: the patches rho_t
+    float *lc;        // (T, B, 2) gnet only: the clamped centres
+    float *hgl;       // (T, B, 2 gnet) gnet only: [hg_t, hl_t] after the ReLU
+    float *dhgl;      // (B, 2 gnet) gnet only, backward
     float *Fx, *Fy;   // (T, B, N W), (T, B, N H)
     float *gamma;     // (T, B)
     float *logits;    // (B, classes)
@@ -155,6 +174,10 @@ static inline float *glimpse_at(const GlimpseActs *a, float *base, int t, int wi
 // Packs p's lstm.W into a->lstm_Wt (which 0: the forward's) or a->lstm_Wd (which 1: the
 // backward's), as glimpse_forward and glimpse_backward do when use_Wt / use_Wd are NULL.
 void glimpse_pack_weights(GlimpseActs *a, const GlimpseParams *p, const GlimpseConfig *c, int which);
+
+// The N x N patch the last forward read at step t for row b (attention only): the read
+// glimpse, or with hard attention the retina's finest patch (row stride N).
+const float *glimpse_fovea(const GlimpseActs *a, const GlimpseConfig *c, int t, int b);
 
 // Hard attention: eps (T, B, 2) of acts from rng (N(0, 1)); zeros for the mean.
 void glimpse_fill_noise(GlimpseActs *a, const GlimpseConfig *c, int B, Rng *rng);

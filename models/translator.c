@@ -20,8 +20,12 @@ void translator_config_finish(TranslatorConfig *c) {
           "translator dropout %g, decoder dropout %g, label smoothing %g", (double)c->dropout,
           (double)c->dec.dropout, (double)c->dec.label_smoothing);
     c->dec.L = c->dec.attn.kind == ATTN_NONE ? 1 : c->S;  // none: the one fixed context
-    CHECK(c->forward_only == 0 || c->forward_only == 1, "forward_only %d", c->forward_only);
-    c->dec.D = (c->forward_only ? 1 : 2) * c->He;
+    CHECK((c->forward_only == 0 || c->forward_only == 1) &&
+              (c->reverse_only == 0 || c->reverse_only == 1) && !(c->forward_only && c->reverse_only),
+          "forward_only %d, reverse_only %d", c->forward_only, c->reverse_only);
+    CHECK(c->annot_embed == 0 || (c->annot_embed == 1 && c->dec.attn.kind != ATTN_NONE),
+          "annot_embed %d (attention %s)", c->annot_embed, attn_kind_name(c->dec.attn.kind));
+    c->dec.D = (c->forward_only || c->reverse_only ? 1 : 2) * c->He + (c->annot_embed ? c->Es : 0);
     c->dec.attn.D = c->dec.D;
     c->dec.attn.H = c->dec.H;
     if (c->dec.nb != c->dec.D) c->dec.nb = 1;
@@ -31,8 +35,10 @@ static void layout_(Block *b, TranslatorParams *p, const TranslatorConfig *c) {
     memset(p, 0, sizeof *p);
     const int E = c->Es, H = c->He;
     block_add(b, &p->src_embed, "src.embed", 2, c->Vs, E);
-    block_add(b, &p->fwd_W, "enc.fwd.W", 2, 4 * H, E + H);
-    block_add(b, &p->fwd_b, "enc.fwd.b", 1, 4 * H);
+    if (!c->reverse_only) {
+        block_add(b, &p->fwd_W, "enc.fwd.W", 2, 4 * H, E + H);
+        block_add(b, &p->fwd_b, "enc.fwd.b", 1, 4 * H);
+    }
     if (!c->forward_only) {
         block_add(b, &p->rev_W, "enc.rev.W", 2, 4 * H, E + H);
         block_add(b, &p->rev_b, "enc.rev.b", 1, 4 * H);
@@ -57,11 +63,12 @@ void translator_init(Translator *m, const TranslatorConfig *cfg, int B, Rng *rng
     block_alloc(&m->grads);
     const int E = c->Es, H = c->He, S = c->S, T = c->max_len + 1;
     fill_uniform_(m->p.src_embed, (size_t)c->Vs * E, 0.1f, rng);
-    fill_uniform_(m->p.fwd_W, (size_t)4 * H * (E + H), 1.0f / sqrtf((float)(E + H)), rng);
+    if (!c->reverse_only)
+        fill_uniform_(m->p.fwd_W, (size_t)4 * H * (E + H), 1.0f / sqrtf((float)(E + H)), rng);
     if (!c->forward_only)
         fill_uniform_(m->p.rev_W, (size_t)4 * H * (E + H), 1.0f / sqrtf((float)(E + H)), rng);
     for (int j = H; j < 2 * H; j++) {  // forget gates
-        m->p.fwd_b[j] = 1.0f;
+        if (!c->reverse_only) m->p.fwd_b[j] = 1.0f;
         if (!c->forward_only) m->p.rev_b[j] = 1.0f;
     }
     decoder_params_init(&m->p.dec, &c->dec, rng);
@@ -154,12 +161,13 @@ static void encode_(Translator *m, const int *src, const int *src_len, int B) {
     }
     m->Bb = B;
     // Both directions (or the forward one) over each row's length, states as annotations
-    // (B, S, D).
+    // (B, S, D), with annot_embed each position's embedding after them.
     embedding_forward(m->x, m->src_t, m->p.src_embed, S * B, E);
     if (m->dropping)
         for (size_t i = 0; i < (size_t)S * B * E; i++) m->x[i] *= m->xmask[i];
-    lstm_seq_forward(m->hs_f, m->cache_f, m->x, m->p.fwd_W, m->p.fwd_b, m->src_len, NULL, NULL,
-                     0, S, B, E, H);
+    if (!c->reverse_only)
+        lstm_seq_forward(m->hs_f, m->cache_f, m->x, m->p.fwd_W, m->p.fwd_b, m->src_len, NULL,
+                         NULL, 0, S, B, E, H);
     if (!c->forward_only)
         lstm_seq_forward(m->hs_r, m->cache_r, m->x, m->p.rev_W, m->p.rev_b, m->src_len, NULL,
                          NULL, 1, S, B, E, H);
@@ -168,9 +176,13 @@ static void encode_(Translator *m, const int *src, const int *src_len, int B) {
         for (int i = 0; i < L; i++) {
             float *row = a->annot + ((size_t)b * L + i) * D;
             const int tf = fwd_pos_(m, b, i), tr = rev_pos_(m, i);
-            memcpy(row, m->hs_f + ((size_t)tf * B + b) * H, (size_t)H * sizeof(float));
+            const int nf = c->reverse_only ? 0 : H;  // the forward state's floats
+            if (!c->reverse_only)
+                memcpy(row, m->hs_f + ((size_t)tf * B + b) * H, (size_t)H * sizeof(float));
             if (!c->forward_only)
-                memcpy(row + H, m->hs_r + ((size_t)tr * B + b) * H, (size_t)H * sizeof(float));
+                memcpy(row + nf, m->hs_r + ((size_t)tr * B + b) * H, (size_t)H * sizeof(float));
+            if (c->annot_embed)
+                memcpy(row + D - E, m->x + ((size_t)i * B + b) * E, (size_t)E * sizeof(float));
         }
     if (m->dropping)
         for (size_t i = 0; i < (size_t)B * L * D; i++) a->annot[i] *= m->amask[i];
@@ -295,13 +307,23 @@ void translator_backward(Translator *m) {
             const float *row = m->a.dannot + ((size_t)b * L + i) * D;
             float *df = m->dhs_f + ((size_t)fwd_pos_(m, b, i) * B + b) * H;
             float *dr = m->dhs_r + ((size_t)rev_pos_(m, i) * B + b) * H;
-            for (int h = 0; h < H; h++) df[h] += row[h];
+            const int nf = c->reverse_only ? 0 : H;
+            if (!c->reverse_only)
+                for (int h = 0; h < H; h++) df[h] += row[h];
             if (!c->forward_only)
-                for (int h = 0; h < H; h++) dr[h] += row[H + h];
+                for (int h = 0; h < H; h++) dr[h] += row[nf + h];
         }
     memset(m->dx, 0, (size_t)S * B * E * sizeof(float));
-    lstm_seq_backward(m->dx, m->g.fwd_W, m->g.fwd_b, m->dhs_f, m->cache_f, m->p.fwd_W,
-                      m->src_len, NULL, NULL, 0, m->scratch, S, B, E, H);
+    if (c->annot_embed)  // the annotations' embeddings: the same x the LSTMs read
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < L; i++) {
+                const float *row = m->a.dannot + ((size_t)b * L + i) * D + D - E;
+                float *dx = m->dx + ((size_t)i * B + b) * E;
+                for (int e = 0; e < E; e++) dx[e] += row[e];
+            }
+    if (!c->reverse_only)
+        lstm_seq_backward(m->dx, m->g.fwd_W, m->g.fwd_b, m->dhs_f, m->cache_f, m->p.fwd_W,
+                          m->src_len, NULL, NULL, 0, m->scratch, S, B, E, H);
     if (!c->forward_only)
         lstm_seq_backward(m->dx, m->g.rev_W, m->g.rev_b, m->dhs_r, m->cache_r, m->p.rev_W,
                           m->src_len, NULL, NULL, 1, m->scratch, S, B, E, H);

@@ -7,7 +7,10 @@
 //
 // Model, for B pairs (source ids (B, S) with lengths, target words (B, max_len)):
 //   x = E_src src;  f = LSTM_fwd(x), r = LSTM_rev(x) over each row's length;  a_i = [f_i; r_i]
-//   (cfg.forward_only: a_i = f_i, no reverse LSTM: "enc.rev.*" are not in the layout)
+//   (cfg.forward_only: a_i = f_i, no reverse LSTM: "enc.rev.*" are not in the layout;
+//   cfg.reverse_only: a_i = r_i, no forward LSTM, "enc.fwd.*" not in the layout)
+//   (cfg.annot_embed: a_i = [f_i; r_i; x_i], or [f_i; x_i]: the token's embedding beside its
+//   states, in the attention's keys and its values; no new tensors)
 //   the decoder over a (B, S, 2 He) with lengths: h_0, c_0 from the mean state, then
 //   Bahdanau: attention = additive, query = previous; Luong global: dot / multiplicative
 //   (general) / additive (concat), query = current; local-m / local-p: the local kinds;
@@ -35,6 +38,14 @@ typedef struct {
     int forward_only; // 1: the encoder is one LSTM reading left to right (annotations D = He),
                       // so a state knows only its token and those before it; 0: both
                       // directions (D = 2 He), Bahdanau et al.'s encoder
+    int reverse_only; // 1: the encoder is one LSTM reading right to left (D = He): a state
+                      // knows its token and those after it (Sutskever et al. 2014 read the
+                      // source reversed); not with forward_only
+    int annot_embed;  // 1: each annotation ends with its token's source embedding x_i (as
+                      // the LSTM read it, dropout included), D += Es: the attention's score
+                      // sees which token a position holds, and its context carries it, besides
+                      // the states (which, read one way, know a field only once it has
+                      // ended); not with attention none (its one fixed context has no token)
     int S;            // source tokens at most
     int max_len;      // target words at most; steps T = max_len + 1
     // Training: inverted dropout with this probability on the source embeddings and on the
@@ -42,12 +53,12 @@ typedef struct {
     // connections; Luong et al. 2015 used 0.2); the decoder's own dec.dropout drops h before
     // the deep output. dec.label_smoothing smooths the training loss.
     float dropout;
-    DecoderConfig dec;  // its L = S (1 without attention) and D = 2 He, or He forward only
-                        // (translator_config_finish)
+    DecoderConfig dec;  // its L = S (1 without attention) and D = 2 He, or He one way only,
+                        // + Es with annot_embed (translator_config_finish)
 } TranslatorConfig;
 
-// Sets dec.L = S (1 with attention none), dec.D = 2 He (He forward only), dec.attn.D,
-// dec.attn.H; CHECKs the sizes.
+// Sets dec.L = S (1 with attention none), dec.D = 2 He (He forward or reverse only; + Es
+// with annot_embed), dec.attn.D, dec.attn.H; CHECKs the sizes.
 void translator_config_finish(TranslatorConfig *c);
 
 typedef struct {

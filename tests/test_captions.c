@@ -81,6 +81,29 @@ static int find_image(const CaptionSet *set, const char *id) {
     return -1;
 }
 
+// A caption reader: caption_read_tsv, caption_read_coco, caption_read_karpathy.
+typedef int (*CaptionRead)(CaptionSet *set, const char *path, const char *images_dir,
+                           const CaptionOptions *opts, Error *err);
+
+// Reads the caption file rel of this run's folder, its images in images_rel, with read.
+// 0, or -1 after a failure naming the reader's error.
+static int read_set(CaptionSet *set, CaptionRead read, const char *rel, const char *images_rel) {
+    char path[1024], img[1024];
+    tmp_path(path, sizeof path, rel);
+    tmp_path(img, sizeof img, images_rel);
+    Error err;
+    const int rc = read(set, path, img, NULL, &err);
+    EXPECT(rc == 0, "%s", err.msg);
+    return rc;
+}
+
+// Every {where, what} of want (n) is a warning of set (has_warning).
+static void expect_warnings(const CaptionSet *set, const char *const (*want)[2], size_t n) {
+    for (size_t i = 0; i < n; i++)
+        EXPECT(has_warning(set, want[i][0], want[i][1]), "no warning \"%s ... %s\"", want[i][0],
+               want[i][1] ? want[i][1] : "");
+}
+
 static void print_warnings(const CaptionSet *set) {
     for (int i = 0; i < set->n_warnings; i++) printf("  warning: %s\n", set->warnings[i]);
 }
@@ -196,14 +219,8 @@ static void test_tsv_reads_and_skips(void) {
                "d.png\ttoo\tmany\tfields\n"         // 12
                "d.png no tab at all\n"              // 13
                "d.png\ta green square");            // 14 (no final newline), hash split
-    char tsv[1024], img[1024];
-    tmp_path(tsv, sizeof tsv, "tsv/c.tsv");
-    tmp_path(img, sizeof img, "tsv/img");
     CaptionSet set;
-    Error err;
-    int rc = caption_read_tsv(&set, tsv, img, NULL, &err);
-    EXPECT(rc == 0, "%s", err.msg);
-    if (rc) return;
+    if (read_set(&set, caption_read_tsv, "tsv/c.tsv", "tsv/img")) return;
     EXPECT(set.n_images == 4, "images %d", set.n_images);
     EXPECT(set.n_captions == 5, "captions %d", set.n_captions);
     int a = find_image(&set, "a.png"), b = find_image(&set, "b.png"), c = find_image(&set, "c.png"),
@@ -390,34 +407,34 @@ static void check_flickr(const char *dir, const char *image_sub) {
     // Skipped: 4000 (no list), 5000 (missing) -> 2 images; captions 4, 6, 7, 8, 9.
     EXPECT(set.images_skipped == 2, "images skipped %d", set.images_skipped);
     EXPECT(set.captions_skipped == 5, "captions skipped %d", set.captions_skipped);
-    EXPECT(has_warning(&set, "Flickr8k.token.txt:4:", "empty caption"));
-    EXPECT(has_warning(&set, "Flickr8k.token.txt:6:", "none of the split lists"));
-    EXPECT(has_warning(&set, "Flickr8k.token.txt:7:", "5000_ee.jpg not found"));
-    EXPECT(has_warning(&set, "Flickr8k.token.txt:9:", "invalid UTF-8"));
+    static const char *const warned[][2] = {{"Flickr8k.token.txt:4:", "empty caption"},
+                                            {"Flickr8k.token.txt:6:", "none of the split lists"},
+                                            {"Flickr8k.token.txt:7:", "5000_ee.jpg not found"},
+                                            {"Flickr8k.token.txt:9:", "invalid UTF-8"}};
+    expect_warnings(&set, warned, sizeof warned / sizeof *warned);
     if (set.n_warnings != 4) print_warnings(&set);
     EXPECT(set.n_warnings == 4, "%d warnings", set.n_warnings);
     caption_set_free(&set);
 }
 
-static void test_flickr8k_subfolder_layout(void) {
-    make_dir("f8k/Flicker8k_Dataset");
-    write_flickr_text("f8k");
-    write_image("f8k/Flicker8k_Dataset/1000_aa.jpg", 6, 5, 3, 1, 1, 1);  // PNG bytes, .jpg name
-    write_image("f8k/Flicker8k_Dataset/2000_bb.jpg", 6, 5, 3, 1, 1, 1);
-    write_image("f8k/Flicker8k_Dataset/3000_cc.jpg", 6, 5, 3, 1, 1, 1);
-    write_image("f8k/Flicker8k_Dataset/4000_dd.jpg", 6, 5, 3, 1, 1, 1);
-    check_flickr("f8k", "/Flicker8k_Dataset");
+// The Flickr8k text files in dir and the images of four of its five (PNG bytes, .jpg
+// names) in dir + image_sub, then check_flickr.
+static void flickr_layout(const char *dir, const char *image_sub) {
+    char rel[512];
+    snprintf(rel, sizeof rel, "%s%s", dir, image_sub);
+    make_dir(rel);
+    write_flickr_text(dir);
+    static const char *const names[] = {"1000_aa", "2000_bb", "3000_cc", "4000_dd"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(rel, sizeof rel, "%s%s/%s.jpg", dir, image_sub, names[i]);
+        write_image(rel, 6, 5, 3, 1, 1, 1);
+    }
+    check_flickr(dir, image_sub);
 }
 
-static void test_flickr8k_flat_layout(void) {
-    make_dir("f8flat");
-    write_flickr_text("f8flat");
-    write_image("f8flat/1000_aa.jpg", 6, 5, 3, 1, 1, 1);
-    write_image("f8flat/2000_bb.jpg", 6, 5, 3, 1, 1, 1);
-    write_image("f8flat/3000_cc.jpg", 6, 5, 3, 1, 1, 1);
-    write_image("f8flat/4000_dd.jpg", 6, 5, 3, 1, 1, 1);
-    check_flickr("f8flat", "");
-}
+static void test_flickr8k_subfolder_layout(void) { flickr_layout("f8k", "/Flicker8k_Dataset"); }
+
+static void test_flickr8k_flat_layout(void) { flickr_layout("f8flat", ""); }
 
 static void test_flickr8k_lists(void) {
     // No lists at all: hash split plus a warning.
@@ -505,15 +522,17 @@ static void test_coco(void) {
     EXPECT(set.images_skipped == 4, "images skipped %d", set.images_skipped);
     // annotations [2] [3] [4] [5] [6] [7] -> 6 skipped.
     EXPECT(set.captions_skipped == 6, "captions skipped %d", set.captions_skipped);
-    EXPECT(has_warning(&set, "captions.json: images[2]:", "\"id\""));
-    EXPECT(has_warning(&set, "captions.json: images[3]:", "not found"));
-    EXPECT(has_warning(&set, "captions.json: images[4]:", "file_name"));
-    EXPECT(has_warning(&set, "captions.json: images[5]:", "duplicate id 42"));
-    EXPECT(has_warning(&set, "captions.json: annotations[2]:", "\"caption\" is not a string"));
-    EXPECT(has_warning(&set, "captions.json: annotations[3]:", "image_id 5"));
-    EXPECT(has_warning(&set, "captions.json: annotations[4]:", "empty caption"));
-    EXPECT(has_warning(&set, "captions.json: annotations[5]:", "invalid UTF-8"));
-    EXPECT(has_warning(&set, "captions.json: annotations[7]:", "image_id"));
+    static const char *const warned[][2] = {
+        {"captions.json: images[2]:", "\"id\""},
+        {"captions.json: images[3]:", "not found"},
+        {"captions.json: images[4]:", "file_name"},
+        {"captions.json: images[5]:", "duplicate id 42"},
+        {"captions.json: annotations[2]:", "\"caption\" is not a string"},
+        {"captions.json: annotations[3]:", "image_id 5"},
+        {"captions.json: annotations[4]:", "empty caption"},
+        {"captions.json: annotations[5]:", "invalid UTF-8"},
+        {"captions.json: annotations[7]:", "image_id"}};
+    expect_warnings(&set, warned, sizeof warned / sizeof *warned);
     EXPECT(!has_warning(&set, "annotations[6]", NULL));
     caption_set_free(&set);
 
@@ -560,14 +579,8 @@ static void test_karpathy(void) {
                // [6] filename wrong type
                "{\"filename\": [], \"split\": \"test\", \"sentences\": []}"
                "]}");
-    char json[1024], img[1024];
-    tmp_path(json, sizeof json, "kp/dataset_test.json");
-    tmp_path(img, sizeof img, "kp/img");
     CaptionSet set;
-    Error err;
-    int rc = caption_read_karpathy(&set, json, img, NULL, &err);
-    EXPECT(rc == 0, "%s", err.msg);
-    if (rc) return;
+    if (read_set(&set, caption_read_karpathy, "kp/dataset_test.json", "kp/img")) return;
     EXPECT(set.n_images == 3 && set.n_captions == 4, "%d images, %d captions", set.n_images,
            set.n_captions);
     if (set.n_images != 3) return;
@@ -582,12 +595,13 @@ static void test_karpathy(void) {
     EXPECT(set.images_skipped == 4, "images skipped %d", set.images_skipped);
     // [0] 2 bad sentences, [3] 1, [4] 2.
     EXPECT(set.captions_skipped == 5, "captions skipped %d", set.captions_skipped);
-    EXPECT(has_warning(&set, "images[0].sentences[2]:", "\"raw\" is not a string"));
-    EXPECT(has_warning(&set, "images[0].sentences[3]:", "tokens"));
-    EXPECT(has_warning(&set, "images[3]:", "split"));
-    EXPECT(has_warning(&set, "images[4]:", "gone.jpg not found"));
-    EXPECT(has_warning(&set, "images[5]:", "sentences"));
-    EXPECT(has_warning(&set, "images[6]:", "filename"));
+    static const char *const warned[][2] = {{"images[0].sentences[2]:", "\"raw\" is not a string"},
+                                            {"images[0].sentences[3]:", "tokens"},
+                                            {"images[3]:", "split"},
+                                            {"images[4]:", "gone.jpg not found"},
+                                            {"images[5]:", "sentences"},
+                                            {"images[6]:", "filename"}};
+    expect_warnings(&set, warned, sizeof warned / sizeof *warned);
     caption_set_free(&set);
 }
 
@@ -928,14 +942,8 @@ static void test_coco_duplicate_id_says_what_happens(void) {
                "              {\"id\": 3, \"file_name\": \"b.jpg\"}],"
                " \"annotations\": [{\"image_id\": 1, \"caption\": \"one\"}, {\"image_id\": 2, \"caption\": \"two\"},"
                "                   {\"image_id\": 3, \"caption\": \"three\"}]}");
-    char json[1024], img[1024];
-    tmp_path(json, sizeof json, "dup/captions.json");
-    tmp_path(img, sizeof img, "dup/img");
     CaptionSet set;
-    Error err;
-    int rc = caption_read_coco(&set, json, img, NULL, &err);
-    EXPECT(rc == 0, "%s", err.msg);
-    if (rc) return;
+    if (read_set(&set, caption_read_coco, "dup/captions.json", "dup/img")) return;
     EXPECT(set.n_images == 2 && find_image(&set, "1") >= 0 && find_image(&set, "3") >= 0 &&
                find_image(&set, "2") < 0,
            "%d images", set.n_images);

@@ -315,6 +315,35 @@ static void test_hard_attention(void) {
     }
 }
 
+// --hard --glimpse-net (RAM's glimpse network): trains, says so in its header, resumes bit
+// for bit, evaluates; --resume refuses another --glimpse-net; without --hard it is warned
+// of as having no effect.
+static void test_hard_glimpse_net(void) {
+    int rc = run_draw("classify train " TINY " --hard --glimpse-net 6 --steps 6 --seed 3 --out %s/gnfull", tmpdir);
+    char *err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "glimpse network 6"), "glimpse net train: %d %s", rc, err ? err : "");
+    free(err);
+    rc = run_draw("classify train " TINY " --hard --glimpse-net 6 --steps 2 --seed 3 --out %s/gnpart", tmpdir);
+    EXPECT(rc == 0, "first part exited %d", rc);
+    rc = run_draw("classify train --steps 6 --resume --out %s/gnpart", tmpdir);
+    EXPECT(rc == 0, "resume exited %d", rc);
+    char a[600], b[600], why[700] = "";
+    snprintf(a, sizeof a, "%s/gnfull/model.safetensors", tmpdir);
+    snprintf(b, sizeof b, "%s/gnpart/model.safetensors", tmpdir);
+    EXPECT(checkpoints_identical(a, b, "train.step", why, sizeof why), "glimpse net resume differs: %s", why);
+    rc = run_draw("classify eval --model %s --limit 16 --json", a);
+    char *out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "\"error\""), "glimpse net eval: %s", out ? out : "");
+    free(out);
+    rc = run_draw("classify train --steps 8 --resume --glimpse-net 7 --out %s/gnfull", tmpdir);
+    expect_one_line(rc, "--resume --glimpse-net 7", "--glimpse-net 7 (checkpoint: 6)", NULL);
+    rc = run_draw("classify train " TINY " --glimpse-net 6 --steps 1 --out %s/gnsoft", tmpdir);
+    err = read_text("stderr.txt");
+    EXPECT(rc == 0 && err && strstr(err, "--glimpse-net has no effect: only a --hard model has a glimpse network"),
+           "--glimpse-net without --hard: %d %s", rc, err ? err : "");
+    free(err);
+}
+
 // Whether the last run's stderr holds line as a whole line.
 static int stderr_has_line(const char *line) {
     char *err = read_text("stderr.txt");
@@ -423,6 +452,7 @@ int main(void) {
     RUN(test_cnn_baseline);
     RUN(test_run_record_of_another_program);
     RUN(test_hard_attention);
+    RUN(test_hard_glimpse_net);
     RUN(test_unused_flags_warned);
     RUN(test_bad_input_one_line);
     int rc = test_summary();

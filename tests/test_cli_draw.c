@@ -700,6 +700,13 @@ static void test_sample_quality(void) {
                   fabs(cJSON_GetArrayItem(row, k)->valuedouble / 3 - pk->valuedouble) < 1e-6;
     }
     EXPECT(rows_ok, "confusion: %s", out ? out : "");
+    // one digit a sample: no pair figure; the test images beside them (never conditional)
+    const cJSON *dq = cJSON_GetObjectItem(j, "data_quality");
+    const cJSON *digits = cJSON_GetObjectItem(q, "digits"), *dn = cJSON_GetObjectItem(dq, "samples");
+    EXPECT(cJSON_IsNumber(digits) && digits->valuedouble == 1 &&
+               cJSON_IsNull(cJSON_GetObjectItem(q, "both_legible")) && cJSON_IsNumber(dn) &&
+               dn->valuedouble == 30 && cJSON_IsNull(cJSON_GetObjectItem(dq, "match")),
+           "one digit a sample, data_quality: %s", out ? out : "");
     cJSON_Delete(j);
     // draw report shows them from RUN/eval.json, and says the bound is conditional
     char evalpath[600];
@@ -767,7 +774,8 @@ static void test_sample_quality(void) {
            "--quality-illegible: %s %s", out ? out : "", err ? err : "");
     free(out), free(err);
     // --quality-of data and reconstructions: the 16 test images (or their reconstructions)
-    // judged in place of samples, said in the JSON
+    // judged in place of samples, said in the JSON; the same 16 images beside the
+    // reconstructions (data_quality), none beside the data (they are the data)
     for (int k = 0; k < 2; k++) {
         const char *of_name = k ? "reconstructions" : "data";
         rc = run_draw("eval --model %s/uncond/model.safetensors --data mnist --split test --limit 16 "
@@ -776,8 +784,13 @@ static void test_sample_quality(void) {
         j = cJSON_Parse(out ? out : "");
         q = cJSON_GetObjectItem(j, "sample_quality");
         const cJSON *of = cJSON_GetObjectItem(q, "of");
+        const cJSON *beside = cJSON_GetObjectItem(j, "data_quality");
         EXPECT(rc == 0 && cJSON_GetObjectItem(q, "samples")->valuedouble == 16 && cJSON_IsString(of) &&
                    !strcmp(of->valuestring, of_name), "--quality-of %s: %s", of_name, out ? out : "");
+        EXPECT(k ? cJSON_IsObject(beside) && cJSON_GetObjectItem(beside, "samples")->valuedouble == 16 &&
+                       !strcmp(cJSON_GetObjectItem(beside, "of")->valuestring, "data")
+                 : beside == NULL,
+               "--quality-of %s, data_quality: %s", of_name, out ? out : "");
         cJSON_Delete(j);
         free(out);
     }

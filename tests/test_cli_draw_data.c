@@ -92,6 +92,55 @@ static void test_mnist2(void) {
                h == w,
            "step_03.png is %dx%dx%d", c, h, w);
     EXPECT(picture("m2gen/draw.gif", &c, &h, &w) && w == grid_side(4, 60), "draw.gif");
+    // --sample-quality with a 28 x 28 CNN: each sample and each test image cut into its two
+    // digits, judged one by one (2 N digits), both_legible the pairs' share, at most the
+    // digits' legible share allows; the text says so on a line for each.
+    rc = run_draw("classify train --model cnn --size 28 --fragments 0 --steps 3 --batch 16 "
+                  "--valid-images 16 --out %s/cnn28", tmpdir);
+    EXPECT(rc == 0, "classify train --size 28 exited %d", rc);
+    rc = run_draw("eval --model %s/m2/model.safetensors --data mnist2 --limit 8 --batch 8 "
+                  "--sample-quality %s/cnn28/model.safetensors --quality-samples 12 --json", tmpdir, tmpdir);
+    j = stdout_json();
+    const char *keys[2] = {"sample_quality", "data_quality"};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *q = cJSON_GetObjectItem(j, keys[k]);
+        EXPECT(rc == 0 && q, "eval --sample-quality: no %s", keys[k]);
+        if (!q) continue;
+        double legible = num(q, "legible"), both = num(q, "both_legible");
+        EXPECT(num(q, "samples") == 12 && num(q, "digits") == 2 && num(q, "digits_judged") == 24,
+               "%s: samples %g, digits %g, judged %g", keys[k], num(q, "samples"), num(q, "digits"),
+               num(q, "digits_judged"));
+        // a pair both legible is two legible digits, another at most one: with l the digits'
+        // share, 2 l - 1 <= both <= l
+        EXPECT(both >= 0 && both <= legible + 1e-9 && both >= 2 * legible - 1 - 1e-9,
+               "%s: both %g, legible %g", keys[k], both, legible);
+        EXPECT(num(q, "entropy") <= num(q, "entropy_max") + 1e-9, "%s: entropy", keys[k]);
+        // both_legible's Wilson interval over the 12 images holds it and is wide at n = 12
+        const double lo = num(q, "both_legible_low95"), hi = num(q, "both_legible_high95");
+        EXPECT(lo <= both + 1e-9 && both <= hi + 1e-9 && hi - lo > 0.1, "%s: both %g in [%g, %g]",
+               keys[k], both, lo, hi);
+    }
+    cJSON_Delete(j);
+    // draw report shows both rows (samples, test images) with the pairs' figure
+    char *json = scratch_read(&sc, "stdout.txt", NULL), path[1200];
+    snprintf(path, sizeof path, "%s/m2/eval.json", tmpdir);
+    FILE *fp = fopen(path, "w");
+    if (fp) fputs(json ? json : "", fp), fclose(fp);
+    free(json);
+    rc = run_draw("report %s/m2", tmpdir);
+    char *page = scratch_read(&sc, "m2/report.html", NULL);
+    EXPECT(rc == 0 && page && strstr(page, "data-key=\"both_legible\"") &&
+               strstr(page, "data-key=\"both_legible_data\"") && strstr(page, "both digits legible"),
+           "report: exit %d, %s", rc, page ? "the page lacks the two-digit figures" : "no page");
+    free(page);
+    rc = run_draw("eval --model %s/m2/model.safetensors --data mnist2 --limit 8 --batch 8 "
+                  "--sample-quality %s/cnn28/model.safetensors --quality-samples 12", tmpdir, tmpdir);
+    char *text = scratch_read(&sc, "stdout.txt", NULL);
+    EXPECT(rc == 0 && text && strstr(text, "sample quality (12 samples from the prior, each cut into its two digits") &&
+               strstr(text, "image quality (the first 12 test images, each cut into its two digits") &&
+               strstr(text, "of the 24 digits"),
+           "eval --sample-quality text: %s", text ? text : "");
+    free(text);
     // The two-digit model on one-digit data is refused in one line.
     rc = run_draw("eval --model %s/m2/model.safetensors --data mnist --limit 4", tmpdir);
     EXPECT(rc != 0, "eval on mnist exited 0");

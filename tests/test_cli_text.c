@@ -53,6 +53,41 @@ static void write_binary_tsv(void) {
     write_file("s.tsv", text);
 }
 
+// A command that exited rc: 0, and its scratch file name (stderr.txt, stdout.txt) holds
+// want; otherwise fails naming what, rc and the file.
+static void expect_ok_with(int rc, const char *name, const char *want, const char *what) {
+    char *text = read_text(name);
+    EXPECT(rc == 0 && text && strstr(text, want), "%s: %d, %s", what, rc, text ? text : "");
+    free(text);
+}
+
+// The run DIR/NAME (flags, then --data DIR/s.tsv, for steps in one go) again in two parts:
+// part steps into DIR/NAME-part, then --resume to steps; its checkpoint must be DIR/NAME's
+// but for train.step.
+static void expect_resume_matches(const char *name, const char *flags, int part, int steps) {
+    int rc = run_text("classify train %s --data %s/s.tsv --steps %d --out %s/%s-part", flags, tmpdir,
+                      part, tmpdir, name);
+    EXPECT(rc == 0, "%s: first part exited %d", name, rc);
+    rc = run_text("classify train --steps %d --resume --out %s/%s-part", steps, tmpdir, name);
+    EXPECT(rc == 0, "%s: resumed run exited %d", name, rc);
+    char a[1024], b[1024], why[256];
+    snprintf(a, sizeof a, "%s/%s/model.safetensors", tmpdir, name);
+    snprintf(b, sizeof b, "%s/%s-part/model.safetensors", tmpdir, name);
+    EXPECT(checkpoints_identical(a, b, "train.step", why, sizeof why), "%s: resume differs: %s",
+           name, why);
+}
+
+// eval --split all of DIR/NAME's model: most of the 24 sentences (22 or more) right.
+static void expect_most_right(const char *name) {
+    int rc = run_text("classify eval --model %s/%s/model.safetensors --split all --json", tmpdir, name);
+    char *out = read_text("stdout.txt");
+    int correct = 0;
+    const char *at = out ? strstr(out, "\"correct\": ") : NULL;
+    EXPECT(rc == 0 && at && sscanf(at, "\"correct\": %d", &correct) == 1 && correct >= 22,
+           "%s gets most of these sentences right: %s", name, out ? out : "");
+    free(out);
+}
+
 static void test_train_writes_outputs(void) {
     int rc = run_text("classify train " TINY " --data %s/s.tsv --steps 6 --out %s/run --json", tmpdir, tmpdir);
     char *err = read_text("stderr.txt");
@@ -125,9 +160,7 @@ static void test_eval_json(void) {
     cJSON_Delete(j);
     free(out);
     rc = run_text("classify eval --model %s/run/model.safetensors --split all --json", tmpdir);
-    out = read_text("stdout.txt");
-    EXPECT(rc == 0 && out && strstr(out, "\"sentences\": 24"), "eval --split all: %s", out ? out : "");
-    free(out);
+    expect_ok_with(rc, "stdout.txt", "\"sentences\": 24", "eval --split all");
 }
 
 static void test_predict(void) {
@@ -183,14 +216,9 @@ static void test_report(void) {
 static void test_kfold(void) {
     int rc = run_text("classify train " TINY " --data %s/s.tsv --folds 4 --fold 1 --steps 2 --out %s/fold --json",
                       tmpdir, tmpdir);
-    char *err = read_text("stderr.txt");
-    EXPECT(rc == 0 && err && strstr(err, "18 training and 6 validation sentences"), "k-fold: %d, %s", rc,
-           err ? err : "");
-    free(err);
+    expect_ok_with(rc, "stderr.txt", "18 training and 6 validation sentences", "k-fold");
     rc = run_text("classify eval --model %s/fold/model.safetensors --json", tmpdir);
-    char *out = read_text("stdout.txt");
-    EXPECT(rc == 0 && out && strstr(out, "\"sentences\": 6"), "eval of fold 1: %s", out ? out : "");
-    free(out);
+    expect_ok_with(rc, "stdout.txt", "\"sentences\": 6", "eval of fold 1");
     rc = run_text("classify train " TINY " --data %s/s.tsv --folds 4 --fold 4 --steps 2 --out %s/fold4",
                   tmpdir, tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--fold: 4 is not one of the 4 folds");
@@ -199,9 +227,7 @@ static void test_kfold(void) {
 static void test_show(void) {
     int rc = run_text("classify show --model %s/run/model.safetensors --split all --count 10 --out %s/run/show",
                       tmpdir, tmpdir);
-    char *err = read_text("stderr.txt");
-    EXPECT(rc == 0 && err && strstr(err, "10 of 24 sentences"), "show: %d, %s", rc, err ? err : "");
-    free(err);
+    expect_ok_with(rc, "stderr.txt", "10 of 24 sentences", "show");
     EXPECT(scratch_exists(&sc, "run/show/attention.png"), "no attention.png");
     char *html = read_text("run/show/attention.html");
     EXPECT(html && strstr(html, "<!DOCTYPE html>") && strstr(html, "class=\"w\""), "attention.html");
@@ -308,25 +334,11 @@ static void test_bow(void) {
     EXPECT(err && strstr(err, "bag-of-words logistic regression") && !strstr(err, "LSTM"), "header: %s",
            err ? err : "");
     free(err);
-    rc = run_text("classify train " TINY " --pool bow --lr 0.1 --data %s/s.tsv --steps 20 --out %s/bow-part",
-                  tmpdir, tmpdir);
-    EXPECT(rc == 0, "first part exited %d", rc);
-    rc = run_text("classify train --steps 40 --resume --out %s/bow-part", tmpdir);
-    EXPECT(rc == 0, "resumed bow run exited %d", rc);
-    char a[1024], b[1024], why[256];
-    snprintf(a, sizeof a, "%s/bow/model.safetensors", tmpdir);
-    snprintf(b, sizeof b, "%s/bow-part/model.safetensors", tmpdir);
-    EXPECT(checkpoints_identical(a, b, "train.step", why, sizeof why), "bow resume differs: %s", why);
-    rc = run_text("classify eval --model %s/bow/model.safetensors --split all --json", tmpdir);
-    char *out = read_text("stdout.txt");
-    int correct = 0;
-    const char *at = out ? strstr(out, "\"correct\": ") : NULL;
-    EXPECT(rc == 0 && at && sscanf(at, "\"correct\": %d", &correct) == 1 && correct >= 22,
-           "a bag of words gets most of these sentences right: %s", out ? out : "");
-    free(out);
+    expect_resume_matches("bow", TINY " --pool bow --lr 0.1", 20, 40);
+    expect_most_right("bow");
     write_file("inbow.txt", "very good\nawful and bad\n");
     rc = run_text("classify predict --model %s/bow/model.safetensors --input %s/inbow.txt", tmpdir, tmpdir);
-    out = read_text("stdout.txt");
+    char *out = read_text("stdout.txt");
     EXPECT(rc == 0 && out && strncmp(out, "1\t", 2) == 0 && strstr(out, "\n0\t"), "predict: %s", out ? out : "");
     free(out);
     rc = run_text("classify show --model %s/bow/model.safetensors --split all --count 4 --out %s/bow/show",
@@ -335,9 +347,7 @@ static void test_bow(void) {
     // Hashed bigrams: trained, kept in the checkpoint, refused with another count or pooling.
     rc = run_text("classify train " TINY " --pool bow --bigrams 64 --data %s/s.tsv --steps 10 --out %s/bi --json",
                   tmpdir, tmpdir);
-    err = read_text("stderr.txt");
-    EXPECT(rc == 0 && err && strstr(err, "(64 bigram buckets)"), "bigrams: %d, %s", rc, err ? err : "");
-    free(err);
+    expect_ok_with(rc, "stderr.txt", "(64 bigram buckets)", "bigrams");
     rc = run_text("classify eval --model %s/bi/model.safetensors --json", tmpdir);
     EXPECT(rc == 0, "eval of a bigram model exited %d", rc);
     rc = run_text("classify train --steps 12 --resume --bigrams 32 --out %s/bi", tmpdir);
@@ -351,25 +361,9 @@ static void test_bow(void) {
 static void test_bow_nb(void) {
     int rc = run_text("classify train " TINY " --pool bow --nb --bigrams 16 --lr 0.1 --data %s/s.tsv --steps 40 --out %s/nb --json",
                       tmpdir, tmpdir);
-    char *err = read_text("stderr.txt");
-    EXPECT(rc == 0 && err && strstr(err, "naive-Bayes scaled"), "nb train: %d, %s", rc, err ? err : "");
-    free(err);
-    rc = run_text("classify train " TINY " --pool bow --nb --bigrams 16 --lr 0.1 --data %s/s.tsv --steps 20 --out %s/nb-part",
-                  tmpdir, tmpdir);
-    EXPECT(rc == 0, "first part exited %d", rc);
-    rc = run_text("classify train --steps 40 --resume --out %s/nb-part", tmpdir);
-    EXPECT(rc == 0, "resumed nb run exited %d", rc);
-    char a[1024], b[1024], why[256];
-    snprintf(a, sizeof a, "%s/nb/model.safetensors", tmpdir);
-    snprintf(b, sizeof b, "%s/nb-part/model.safetensors", tmpdir);
-    EXPECT(checkpoints_identical(a, b, "train.step", why, sizeof why), "nb resume differs: %s", why);
-    rc = run_text("classify eval --model %s/nb/model.safetensors --split all --json", tmpdir);
-    char *out = read_text("stdout.txt");
-    int correct = 0;
-    const char *at = out ? strstr(out, "\"correct\": ") : NULL;
-    EXPECT(rc == 0 && at && sscanf(at, "\"correct\": %d", &correct) == 1 && correct >= 22,
-           "the scaled bag of words gets most of these sentences right: %s", out ? out : "");
-    free(out);
+    expect_ok_with(rc, "stderr.txt", "naive-Bayes scaled", "nb train");
+    expect_resume_matches("nb", TINY " --pool bow --nb --bigrams 16 --lr 0.1", 20, 40);
+    expect_most_right("nb");
     rc = run_text("classify train --steps 41 --resume --nb --out %s/bow", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--nb");
     rc = run_text("classify train " TINY " --nb --data %s/s.tsv --steps 1 --out %s/nb-lstm", tmpdir, tmpdir);
@@ -383,19 +377,8 @@ static void test_bow_nb(void) {
 static void test_word_scores(void) {
     int rc = run_text("classify train " TINY " --word-scores --nb --data %s/s.tsv --steps 6 --out %s/ws --json",
                       tmpdir, tmpdir);
-    char *err = read_text("stderr.txt");
-    EXPECT(rc == 0 && err && strstr(err, "word scores from naive-Bayes ratios"), "word scores: %d, %s", rc,
-           err ? err : "");
-    free(err);
-    rc = run_text("classify train " TINY " --word-scores --nb --data %s/s.tsv --steps 3 --out %s/ws-part",
-                  tmpdir, tmpdir);
-    EXPECT(rc == 0, "first part exited %d", rc);
-    rc = run_text("classify train --steps 6 --resume --out %s/ws-part", tmpdir);
-    EXPECT(rc == 0, "resumed word-scores run exited %d", rc);
-    char a[1024], b[1024], why[256];
-    snprintf(a, sizeof a, "%s/ws/model.safetensors", tmpdir);
-    snprintf(b, sizeof b, "%s/ws-part/model.safetensors", tmpdir);
-    EXPECT(checkpoints_identical(a, b, "train.step", why, sizeof why), "word-scores resume differs: %s", why);
+    expect_ok_with(rc, "stderr.txt", "word scores from naive-Bayes ratios", "word scores");
+    expect_resume_matches("ws", TINY " --word-scores --nb", 3, 6);
     rc = run_text("classify train --steps 7 --resume --word-scores --out %s/bow", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--word-scores");
     rc = run_text("classify train " TINY " --pool last --word-scores --data %s/s.tsv --steps 1 --out %s/ws-last",
@@ -409,23 +392,15 @@ static void test_word_scores(void) {
 static void test_inner_folds(void) {
     int rc = run_text("classify train " TINY " --data %s/s.tsv --folds 4 --fold 1 --inner-folds 3 --inner-fold 2 --steps 2 --out %s/inner",
                       tmpdir, tmpdir);
-    char *err = read_text("stderr.txt");
-    EXPECT(rc == 0 && err && strstr(err, "12 training and 6 validation sentences"), "inner folds: %d, %s", rc,
-           err ? err : "");
-    free(err);
+    expect_ok_with(rc, "stderr.txt", "12 training and 6 validation sentences", "inner folds");
     rc = run_text("classify eval --model %s/inner/model.safetensors --split train --json", tmpdir);
-    char *out = read_text("stdout.txt");
-    EXPECT(rc == 0 && out && strstr(out, "\"sentences\": 12"), "eval of the inner training part: %s", out ? out : "");
-    free(out);
+    expect_ok_with(rc, "stdout.txt", "\"sentences\": 12", "eval of the inner training part");
     rc = run_text("classify train --steps 3 --resume --inner-fold 1 --out %s/inner", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--inner-fold 1 (checkpoint: 2)");
     // On Keras's split: the last quarter (6) held out, the first 18 split 3 ways.
     rc = run_text("classify train " TINY " --data %s/s.tsv --valid-share 0.25 --inner-folds 3 --inner-fold 0 --steps 2 --out %s/inner-keras",
                   tmpdir, tmpdir);
-    err = read_text("stderr.txt");
-    EXPECT(rc == 0 && err && strstr(err, "12 training and 6 validation sentences"), "inner folds on Keras's split: %d, %s",
-           rc, err ? err : "");
-    free(err);
+    expect_ok_with(rc, "stderr.txt", "12 training and 6 validation sentences", "inner folds on Keras's split");
     rc = run_text("classify train " TINY " --data %s/s.tsv --inner-folds 1 --steps 2 --out %s/inner-one", tmpdir, tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--inner-folds: 1 inner folds; they are >= 2");
 }
@@ -460,13 +435,7 @@ static void test_hard_sigmoid(void) {
     snprintf(a, sizeof a, "%s/hard/model.safetensors", tmpdir);
     snprintf(b, sizeof b, "%s/whole/model.safetensors", tmpdir);
     EXPECT(!checkpoints_identical(a, b, "train.step", why, sizeof why), "hard_sigmoid changed nothing");
-    rc = run_text("classify train " TINY " --recurrent-activation hard_sigmoid --data %s/s.tsv --steps 3 --out %s/hard-part",
-                  tmpdir, tmpdir);
-    EXPECT(rc == 0, "hard first part exited %d", rc);
-    rc = run_text("classify train --steps 7 --resume --out %s/hard-part", tmpdir);
-    EXPECT(rc == 0, "hard resume exited %d", rc);
-    snprintf(b, sizeof b, "%s/hard-part/model.safetensors", tmpdir);
-    EXPECT(checkpoints_identical(a, b, "train.step", why, sizeof why), "hard resume differs: %s", why);
+    expect_resume_matches("hard", TINY " --recurrent-activation hard_sigmoid", 3, 7);
     rc = run_text("classify train --steps 8 --resume --recurrent-activation sigmoid --out %s/hard", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--recurrent-activation sigmoid (checkpoint: hard_sigmoid)");
     rc = run_text("classify eval --model %s/hard/model.safetensors --json", tmpdir);

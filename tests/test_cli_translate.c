@@ -1,7 +1,8 @@
 // End-to-end tests of `text translate` (bin/text in $ATTEND_BIN): train a tiny translator
 // on the date task a few steps (log.csv, loss.png, run.json, --json), resume bit for bit on
 // dates and on a pair file written here (its BPE model kept in the checkpoint as text),
-// refuse model flags that differ on --resume (a forward-only encoder too), evaluate with --json (exact match and
+// refuse model flags that differ on --resume (a forward-only encoder and the embeddings in
+// the annotations too), evaluate with --json (exact match and
 // alignment accuracy for dates, BLEU and chrF for pairs), translate lines from standard
 // input and a file, and refuse in one line a
 // checkpoint of another program (a sentence classifier's) or of another format.
@@ -107,6 +108,35 @@ static void test_resume_bit_identical(void) {
     char flags[512];
     snprintf(flags, sizeof flags, PAIRS_TINY " --attention luong-general --data pairs:%s/p.tsv", tmpdir);
     resume_case("pairs", flags, "translate.bpe");
+    // The source embeddings in the annotations (forward-only, with dropout): kept by the
+    // checkpoint (the resumed part trains without the flag) and resumed bit for bit.
+    resume_case("annot", TINY " --attention luong-concat --forward-only --annot-embed --dropout 0.2",
+                "translate.annot_embed");
+    // The learning rate's decay per epoch (4 steps of 16 pairs: an epoch of 64): stored,
+    // resumed bit for bit, and applied (3 steps of it are not 3 steps at the constant rate).
+    resume_case("decay", TINY " --lr-decay 0.25", "train.lr_decay");
+    int rc0 = run_text("translate train " TINY " --steps 3 --out %s/nodecay", tmpdir);
+    EXPECT(rc0 == 0, "a run without --lr-decay exited %d", rc0);
+    char nd[1024], dp[1024], why0[256];
+    snprintf(nd, sizeof nd, "%s/nodecay/model.safetensors", tmpdir);
+    rc0 = run_text("translate train " TINY " --lr-decay 0.25 --steps 3 --out %s/decay3", tmpdir);
+    EXPECT(rc0 == 0, "a 3-step run with --lr-decay exited %d", rc0);
+    snprintf(dp, sizeof dp, "%s/decay3/model.safetensors", tmpdir);
+    EXPECT(!checkpoints_identical(nd, dp, NULL, why0, sizeof why0),
+           "--lr-decay 0.25 left the weights of 3 steps as the constant rate's");
+    SafetensorsFile df;
+    Error derr;
+    EXPECT(safetensors_load(&df, dp, &derr) == 0, "%s", derr.msg);
+    const char *dv = safetensors_meta(&df, "train.lr_decay");
+    EXPECT(dv && strcmp(dv, "0.25") == 0, "train.lr_decay: %s", dv ? dv : "missing");
+    safetensors_free(&df);
+    // A checkpoint from before the key: read as a constant rate (resumed, no error).
+    char ok[1024];
+    snprintf(ok, sizeof ok, "%s/nodecay/model.safetensors", tmpdir);
+    if (checkpoint_rewrite_meta(ok, ok, "train.lr_decay", NULL) == 0) {
+        rc0 = run_text("translate train --resume --steps 4 --out %s/nodecay", tmpdir);
+        EXPECT(rc0 == 0, "a checkpoint without train.lr_decay: resume exited %d", rc0);
+    }
     // The BPE model rides in the checkpoint as seq/bpe.h's text.
     char path[1024];
     snprintf(path, sizeof path, "%s/pairs_whole/model.safetensors", tmpdir);
@@ -155,6 +185,35 @@ static void test_training_options(void) {
     EXPECT_ONE_LINE_ERROR(&sc, rc, "forward-only");
     rc = run_text("translate train " TINY " --steps 1 --forward-only --attention luong-dot --out %s/fwd_dot", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--forward-only: luong-dot");
+    // The embeddings in the annotations: evaluated from the checkpoint alone, refused on
+    // the --resume of a run without them, and with luong-dot or no attention.
+    rc = run_text("translate eval --model %s/annot_part/model.safetensors --limit 8 --json", tmpdir);
+    out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "\"alignment_accuracy\": "), "annot-embed eval: %s",
+           out ? out : "");
+    free(out);
+    rc = run_text("translate train --resume --steps 9 --annot-embed --out %s/fwd", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "annot-embed");
+    rc = run_text("translate train " TINY " --steps 1 --annot-embed --attention luong-dot --out %s/ae_dot", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--annot-embed: luong-dot");
+    rc = run_text("translate train " TINY " --steps 1 --annot-embed --attention none --out %s/ae_none", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--annot-embed: attention none");
+    // A reverse-only encoder: kept by the checkpoint (resumed without the flag), refused on
+    // a forward-only run's --resume, beside --forward-only and with luong-dot.
+    rc = run_text("translate train " TINY " --steps 2 --reverse-only --annot-embed --attention luong-concat --out %s/rev", tmpdir);
+    EXPECT(rc == 0, "reverse-only train exited %d", rc);
+    rc = run_text("translate train --resume --steps 3 --out %s/rev --json", tmpdir);
+    out = read_text("stdout.txt");
+    EXPECT(rc == 0 && out && strstr(out, "\"steps\": 3"), "reverse-only resume: %s", out ? out : "");
+    free(out);
+    rc = run_text("translate eval --model %s/rev/model.safetensors --limit 8", tmpdir);
+    EXPECT(rc == 0, "reverse-only eval exited %d", rc);
+    rc = run_text("translate train --resume --steps 9 --reverse-only --out %s/fwd", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "reverse-only");
+    rc = run_text("translate train " TINY " --steps 1 --reverse-only --forward-only --out %s/rev_fwd", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--reverse-only: the encoder reads one way");
+    rc = run_text("translate train " TINY " --steps 1 --reverse-only --attention luong-dot --out %s/rev_dot", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--reverse-only: luong-dot");
 }
 
 // eval --misses of the tiny date run (whose alignment accuracy on the same 40 examples is

@@ -5,10 +5,13 @@
 // samples; ties to the lower class; counts summed over batches; the legible share's Wilson
 // interval and the entropy's delta-method standard error.
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/draw_quality.h"
 #include "core/binomial.h"
+#include "datasets/mnist2.h"
 #include "tests/support/test.h"
 
 // Four samples of three classes, asked for 0, 1, 2, 2:
@@ -109,10 +112,163 @@ static void test_intervals(void) {
            "one class: se %g, legible [%g, %g]", q.entropy_se, q.legible_low, q.legible_high);
 }
 
+// Two-digit samples: rows 2b, 2b + 1 are sample b's digits; both legible for sample 0 only
+// (sample 1's second digit at 0.89 is not); the digit figures count 4 digits.
+static void test_pairs(void) {
+    static const float P[4 * 2] = {0.95f, 0.05f, 0.9f, 0.1f, 0.99f, 0.01f, 0.11f, 0.89f};
+    SampleQualityCounts n = {0};
+    sample_quality_add_pairs(&n, P, 2, 2);
+    SampleQuality q;
+    sample_quality_finish(&q, &n);
+    EXPECT(q.digits == 2 && q.samples == 2 && q.n == 4, "digits %d, samples %ld, n %ld", q.digits,
+           q.samples, q.n);
+    EXPECT_NEAR(q.both_legible, 0.5, 0, 1e-12);
+    // its Wilson interval over the 2 samples (not the 4 digits): 1 of 2 -> [0.0945312,
+    // 0.9054688] by the formula of test_intervals
+    EXPECT_NEAR(q.both_low, 0.0945312, 0, 1e-6);
+    EXPECT_NEAR(q.both_high, 0.9054688, 0, 1e-6);
+    EXPECT_NEAR(q.legible_low, binomial_wilson95(3, 4).low, 0, 1e-12);
+    EXPECT_NEAR(q.legible, 0.75, 0, 1e-12);
+    EXPECT_NEAR(q.predicted_share[0], 0.75, 0, 1e-12);
+    SampleQualityCounts one = {0};  // one-digit samples have no pair figure
+    sample_quality_add(&one, P, NULL, 4, 2);
+    sample_quality_finish(&q, &one);
+    EXPECT(q.digits == 1 && q.samples == 4 && isnan(q.both_legible) && isnan(q.both_low) &&
+               isnan(q.both_high), "one digit: %d %ld %g", q.digits, q.samples, q.both_legible);
+}
+
+// A 60 x 60 image holding a D x D pattern (pattern k: a ring for 0, a cross for 1, values
+// in (0, 1]) with its top-left corner at (x, y); the rest 0.
+static void place(float *img, int k, int x, int y) {
+    for (int r = 0; r < 28; r++)
+        for (int c = 0; c < 28; c++) {
+            const int dr = r - 14, dc = c - 14;  // around the box's centre
+            float v = 0.0f;
+            if (k == 0 && dr * dr + dc * dc >= 36 && dr * dr + dc * dc <= 64) v = 1.0f;
+            if (k == 1 && ((dr >= -1 && dr <= 0 && dc >= -8 && dc <= 7) || (dc >= -1 && dc <= 0 && dr >= -8 && dr <= 7)))
+                v = 0.8f;
+            if (v > 0) img[(y + r) * 60 + x + c] = v;
+        }
+}
+
+// The views of two patterns far apart are the patterns themselves, each where it sat in
+// its box (the window centred on its centre of mass), the left one first whatever order
+// they were drawn in; the centres are the patterns' centres of mass.
+static void test_cut_separated(void) {
+    static float img[60 * 60], want[60 * 60], views[2 * 784];
+    memset(img, 0, sizeof img);
+    place(img, 1, 31, 4);  // the cross on the right, drawn first
+    place(img, 0, 1, 29);  // the ring on the left
+    double c[4];
+    sample_quality_cut_two(views, c, img, 60, 60, 28);
+    // the ring is symmetric about (14, 14) of its box, the cross about (13.5, 13.5)
+    EXPECT(fabs(c[0] - 15.0) < 1e-9 && fabs(c[1] - 43.0) < 1e-9, "left centre (%g, %g)", c[0], c[1]);
+    EXPECT(fabs(c[2] - 44.5) < 1e-9 && fabs(c[3] - 17.5) < 1e-9, "right centre (%g, %g)", c[2], c[3]);
+    for (int k = 0; k < 2; k++) {
+        memset(want, 0, sizeof want);
+        place(want, k == 0 ? 0 : 1, 0, 0);  // the pattern in the window's own coordinates
+        // the window starts at round(centre - 13.5): the ring's (centre 15) at 2, a pixel
+        // right of its box, the cross's (centre 44.5) at 31, its box; compare in image
+        // coordinates
+        const int x0 = (int)lround(c[2 * k] - 13.5), y0 = (int)lround(c[2 * k + 1] - 13.5);
+        const int bx = k == 0 ? 1 : 31, by = k == 0 ? 29 : 4;
+        int same = 1;
+        for (int r = 0; r < 28; r++)
+            for (int q = 0; q < 28; q++) {
+                const int sr = y0 + r - by, sq = x0 + q - bx;  // in the pattern's box
+                const float w = sr >= 0 && sr < 28 && sq >= 0 && sq < 28 ? want[sr * 60 + sq] : 0.0f;
+                same &= views[k * 784 + r * 28 + q] == w;
+            }
+        EXPECT(same, "view %d is not pattern %d", k, k);
+    }
+}
+
+// A neighbour that reaches into a view is left out of it: two crosses 18 pixels apart,
+// each view holds its own cross's ink and none of the other's.
+static void test_cut_masks_neighbour(void) {
+    static float img[60 * 60], views[2 * 784];
+    memset(img, 0, sizeof img);
+    place(img, 1, 5, 10);
+    place(img, 1, 23, 10);
+    double c[4];
+    sample_quality_cut_two(views, c, img, 60, 60, 28);
+    double ink[2] = {0, 0}, total = 0;
+    for (int i = 0; i < 3600; i++) total += img[i];
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 784; i++) ink[k] += views[k * 784 + i];
+    EXPECT(fabs(c[2] - c[0] - 18.0) < 1e-9 && fabs(c[1] - c[3]) < 1e-9, "centres (%g, %g), (%g, %g)",
+           c[0], c[1], c[2], c[3]);
+    EXPECT(fabs(ink[0] - total / 2) < 1e-4 && fabs(ink[1] - total / 2) < 1e-4,
+           "views' ink %g and %g of %g", ink[0], ink[1], total);
+}
+
+// No ink: both views are the image's centre window (here all zeros but a faint pixel,
+// below SAMPLE_QUALITY_INK, which stays in both).
+static void test_cut_no_ink(void) {
+    static float img[60 * 60], views[2 * 784];
+    memset(img, 0, sizeof img);
+    img[30 * 60 + 30] = 0.1f;
+    double c[4];
+    sample_quality_cut_two(views, c, img, 60, 60, 28);
+    EXPECT(c[0] == 29.5 && c[2] == 29.5, "centres %g %g", c[0], c[2]);
+    // window start round(29.5 - 13.5) = 16: pixel (30, 30) at (14, 14)
+    EXPECT(views[14 * 28 + 14] == 0.1f && views[784 + 14 * 28 + 14] == 0.1f, "faint pixel lost");
+}
+
+// Real two-digit test images (datasets/mnist2.h, grey levels / 255) whose digits' boxes do
+// not overlap: each view holds all of its digit's ink and nothing of the other's, in a
+// window within 3 pixels of the digit's known box, the left digit first (MNIST centres a
+// digit's mass in its box, so the window centred on the mass is near the box). Pairs whose
+// boxes overlap are what the cut cannot undo; they are not asked for here.
+static void test_cut_real_pairs(void) {
+    Mnist2 m;
+    Error err = {{0}};
+    const int opened = mnist2_open(&m, "data", MNIST2_DEFAULT_SEED, &err) == 0;
+    EXPECT(opened, "mnist2_open: %s", err.msg);
+    if (!opened) return;
+    static uint8_t px[60 * 60];
+    static float img[60 * 60], views[2 * 784];
+    int apart = 0, whole = 0, near_box = 0;
+    for (int i = 0; i < 2000; i++) {
+        Mnist2Item it;
+        mnist2_render(px, &it, &m, SPLIT_TEST, i);
+        if (abs(it.x[0] - it.x[1]) < 28 && abs(it.y[0] - it.y[1]) < 28) continue;
+        apart++;
+        for (int p = 0; p < 3600; p++) img[p] = px[p] / 255.0f;
+        double c[4];
+        sample_quality_cut_two(views, c, img, 60, 60, 28);
+        // the known digit k that view v holds: the one whose box centre is nearer
+        int ok = 1, close = 1;
+        for (int v = 0; v < 2; v++) {
+            const double d0 = hypot(it.x[0] + 13.5 - c[2 * v], it.y[0] + 13.5 - c[2 * v + 1]);
+            const double d1 = hypot(it.x[1] + 13.5 - c[2 * v], it.y[1] + 13.5 - c[2 * v + 1]);
+            const int k = d1 < d0;
+            const uint8_t *d = m.images[1].data + (size_t)it.source[k] * 784;
+            double mass = 0, got = 0;
+            for (int p = 0; p < 784; p++) mass += d[p] / 255.0, got += views[v * 784 + p];
+            ok &= fabs(got - mass) < 1e-3;
+            const int x0 = (int)lround(c[2 * v] - 13.5), y0 = (int)lround(c[2 * v + 1] - 13.5);
+            close &= abs(x0 - it.x[k]) <= 3 && abs(y0 - it.y[k]) <= 3;
+        }
+        whole += ok, near_box += close;
+        EXPECT(c[0] < c[2] || (c[0] == c[2] && c[1] <= c[3]), "image %d: the right digit first", i);
+    }
+    mnist2_close(&m);
+    printf("  %d of 2000 test images with boxes apart: views whole %d, windows near the box %d\n",
+           apart, whole, near_box);
+    EXPECT(apart > 50 && whole >= apart * 0.97 && near_box >= apart * 0.97,
+           "of %d pairs apart, %d views whole, %d windows within 3 pixels", apart, whole, near_box);
+}
+
 int main(void) {
     RUN(test_intervals);
     RUN(test_hand_made_conditional);
     RUN(test_batches_add_up);
     RUN(test_edges);
+    RUN(test_pairs);
+    RUN(test_cut_separated);
+    RUN(test_cut_masks_neighbour);
+    RUN(test_cut_no_ink);
+    RUN(test_cut_real_pairs);
     return test_summary();
 }

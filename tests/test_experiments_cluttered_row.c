@@ -31,12 +31,14 @@ static void write_stand_in(void) {
            "cannot write the stand-in");
 }
 
-// Runs the script for dram8 with env (assignments) in front; its exit status.
-static int run_script(const char *env) {
-    char all[1024];
+// Runs the script for configuration cfg with env (assignments) in front; its exit status.
+static int run_script_config(const char *env, const char *cfg) {
+    char all[1024], cmd[128];
     snprintf(all, sizeof all, "%s STEPS=300 THREADS=1", env);
-    return stand_in_run(dir, NULL, all, "draw_cluttered.sh dram8");
+    snprintf(cmd, sizeof cmd, "draw_cluttered.sh %s", cfg);
+    return stand_in_run(dir, NULL, all, cmd);
 }
+static int run_script(const char *env) { return run_script_config(env, "dram8"); }
 
 static void test_row_with_rate_and_seed(void) {
     write_stand_in();
@@ -93,10 +95,27 @@ static void test_row_with_defaults(void) {
     free(table);
 }
 
+// ram8-gnet: RAM's glimpse network (--glimpse-net 128) on the ram8 recipe, beside RAM's figure.
+static void test_row_glimpse_net(void) {
+    write_stand_in();
+    int st = run_script_config("", "ram8-gnet");
+    char *called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && called && strstr(called, "classify train --T 8 --read 12 --hidden 256 --hard --loc-std 0.1 --glimpse-net 128 "),
+           "exit %d, the model flags: %s", st, called ? called : "(not run)");
+    char *table = stand_in_read(dir, "results.md");
+    char row[1024];
+    stand_in_last_row(table, row, sizeof row);
+    EXPECT(strstr(row, "| ram8-gnet | --T 8 --read 12 --hidden 256 --hard --loc-std 0.1 --glimpse-net 128 | 300 | ") &&
+               strstr(row, "| 8.11 % (RAM, 4 scales) |"),
+           "row: %s", row);
+    free(called), free(table);
+}
+
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_cluttered_row")) return 1;
     RUN(test_row_with_rate_and_seed);
     RUN(test_row_with_defaults);
+    RUN(test_row_glimpse_net);
     scratch_remove(dir);
     return test_summary();
 }

@@ -7,8 +7,11 @@
 // BLEU-by-length table, the transformer rows (--model transformer with its recipe, the date
 // row's alignment figure, the English-Spanish row beside the LSTM's), the continuation commands, a larger budget training only the
 // minutes left, a step budget (BIBLE_STEPS) trained to and then kept, the paired table
-// (sacreBLEU's paired bootstrap of runs of the same steps), the date table kept by a run
-// folder without date runs, and an unknown part refused. Run from the repository root.
+// (sacreBLEU's paired bootstrap of runs of the same steps), the date stages (kinds, levers
+// on the validation split, the recipe on both splits; DATES_STAGES, dates-STAGE, an
+// unknown stage refused), each section written whole from one run folder or kept whole
+// from the page by a run folder without its runs, and an unknown part refused. Run from
+// the repository root.
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +89,7 @@ static void test_dates(void) {
     EXPECT(page && strstr(page, "| none | 50 | 90.00 | - | 3.250 | 10 |"), "the none row:\n%s", page && strstr(page, "| attention") ? strstr(page, "| attention") : "");
     // The misses of eval --misses: the bahdanau row only (none has no attention).
     const char *misses = page ? strstr(page, "### Where the missed peaks fall") : NULL;
-    EXPECT(misses && strstr(misses, "| bahdanau | 1 | 1 | 0 | 1 | t1, -1, \" \" (1) |") && !strstr(misses, "| none |"),
+    EXPECT(misses && strstr(misses, "| bahdanau | test | 1 | 1 | 0 | 1 | t1, -1, \" \" (1) |") && !strstr(misses, "| none |"),
            "the misses table:\n%s", misses ? misses : (page ? page : ""));
     free(page);
     // Again: nothing trained or evaluated, the rows kept.
@@ -101,42 +104,97 @@ static void test_dates(void) {
     free(page);
 }
 
-// The recipe's runs, one a seed (--seed given after the recipe's flags), their rows and
-// summary; the length table's cells with their Wilson intervals (2 of 4: 50.0 [15.0, 85.0]).
+// The recipe's runs, one a seed (--seed given after the recipe's flags), scored on the
+// validation split and then the test split, their rows and summary; the levers scored on
+// the validation split only (eval-valid.json, misses-valid.tsv), one trained its own
+// "--steps 80"; the length table's cells with their Wilson intervals (2 of 4: 50.0 [15.0,
+// 85.0]); no part of the date section kept from an earlier page.
 static void test_dates_recipe(void) {
     write_stand_in();
     const char *env = "DATES_KINDS=none DATES_STEPS=50 DATES_SEEDS='1 2' DATES_RECIPE='--attention luong-concat --dropout 0.2' "
-                      "DATES_TRIES='small --attention luong-concat --hidden 8\nfwd --attention luong-concat --forward-only'";
+                      "DATES_TRIES='small --attention luong-concat --hidden 8\nfwd --attention luong-concat --steps 80 --forward-only'";
     int st = stand_in_run(dir, NULL, env, "text_translate.sh dates");
     char *err = stand_in_read(dir, "err.txt");
     EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
     free(err);
-    char *called = stand_in_read(dir, "called.txt");
+    char *called = stand_in_read(dir, "called.txt"), want[1024];
+    snprintf(want, sizeof want, "--split valid --misses %s/runs/text_translate/dates-try-small/misses-valid.tsv --json", dir);
     EXPECT(count(called, "translate train --data dates --attention luong-concat --dropout 0.2 --seed 1 --steps 50") == 1 &&
                count(called, "translate train --data dates --attention luong-concat --dropout 0.2 --seed 2 --steps 50") == 1 &&
                count(called, "translate train --data dates --attention luong-concat --hidden 8 --steps 50 ") == 1 &&
-               count(called, "translate train --data dates --attention luong-concat --forward-only --steps 50 ") == 1 &&
-               count(called, "translate eval") == 4,
+               count(called, "translate train --data dates --attention luong-concat --forward-only --steps 80 ") == 1 &&
+               count(called, "translate eval") == 6 && count(called, want) == 1 &&
+               count(called, "--split valid") == 4,
            "the calls: %s", called ? called : "(not run)");
+    // The stages in order: the kinds (none), the levers, the recipe.
+    const char *k = called ? strstr(called, "text_translate/dates-none") : NULL;
+    const char *t = called ? strstr(called, "--hidden 8") : NULL;
+    const char *r = called ? strstr(called, "--dropout 0.2 --seed 1") : NULL;
+    EXPECT(k && t && r && k < t && t < r, "the stages' order: %s", called ? called : "");
     free(called);
     char *page = stand_in_read(dir, "results.md");
+    EXPECT(page && !strstr(page, "(Kept from"), "a date table kept:\n%s", page ? page : "");
     const char *recipe = page ? strstr(page, "### The alignment recipe over seeds") : NULL;
     EXPECT(recipe && strstr(recipe, "`--attention luong-concat --dropout 0.2`") &&
-               strstr(recipe, "| 1 | 50 | 90.00 | 80.00 | 3.250 | 10 |") &&
-               strstr(recipe, "| 2 | 50 | 90.00 | 80.00 | 3.250 | 10 |") &&
-               strstr(recipe, "| mean (min-max) of 2 | | 90.00 (90.00-90.00) | 80.00 (80.00-80.00) | | |") &&
-               strstr(recipe, "Both targets met on 0 of the 2 seeds."),
+               strstr(recipe, "| 1 | 50 | 90.00 | 80.00 | 90.00 | 80.00 | 3.250 | 10 |") &&
+               strstr(recipe, "| 2 | 50 | 90.00 | 80.00 | 90.00 | 80.00 | 3.250 | 10 |") &&
+               strstr(recipe, "| valid | 2 | 90.00 [90.00, 90.00] (90.00-90.00) | 80.00 [80.00, 80.00] (80.00-80.00) | 0 of 2 |") &&
+               strstr(recipe, "| test | 2 | 90.00 [90.00, 90.00] (90.00-90.00) |") &&
+               strstr(recipe, "Both targets met on 0 of the 2 seeds (test split)."),
            "the recipe's table:\n%s", recipe ? recipe : (page ? page : ""));
+    // Not the default recipe: no reasons given for it.
+    EXPECT(recipe && !strstr(recipe, "Why it"), "reasons for another recipe:\n%s", recipe ? recipe : "");
     const char *lengths = page ? strstr(page, "### Exact match by source length") : NULL;
     EXPECT(lengths && strstr(lengths, "| run | 1-10 (4) |") &&
                strstr(lengths, "| none | 50.0 [15.0, 85.0] | - | - | - |") &&
-               strstr(lengths, "| recipe-seed2 | 50.0 [15.0, 85.0] | - | - | - |"),
+               strstr(lengths, "| recipe-seed2 | 50.0 [15.0, 85.0] | - | - | - |") &&
+               strstr(lengths, "| try-") > strstr(lengths + 1, "\n### "),  // the levers' only later
            "the length table:\n%s", lengths ? lengths : (page ? page : ""));
-    // The levers' rows: their names and flags (the stand-in writes no run.json: "?").
-    const char *tries = page ? strstr(page, "### The levers tried") : NULL;
-    EXPECT(tries && strstr(tries, "| small | `?` | 90.00 | 80.00 | 3.250 | 10 |") && strstr(tries, "| fwd | `?` |"),
+    // The levers' rows: their names, flags (the stand-in writes no run.json: "?") and steps.
+    const char *tries = page ? strstr(page, "### The levers tried (validation split)") : NULL;
+    EXPECT(tries && strstr(tries, "| small | `?` | 50 | 90.00 | 80.00 | 3.250 | 10 |") &&
+               strstr(tries, "| fwd | `?` | 80 |"),
            "the levers' table:\n%s", tries ? tries : (page ? page : ""));
+    const char *misses = page ? strstr(page, "### Where the missed peaks fall") : NULL;
+    EXPECT(misses && strstr(misses, "| try-small | valid | 1 |") && strstr(misses, "| recipe-seed1 | test | 1 |"),
+           "the misses table:\n%s", misses ? misses : (page ? page : ""));
     free(page);
+}
+
+// The stage list: DATES_STAGES or a dates-STAGE part runs only its stages; an unknown
+// stage is refused before anything is trained; the stages reached are not trained again.
+static void test_date_stages(void) {
+    write_stand_in();
+    const char *env = "DATES_KINDS=none DATES_STEPS=50 DATES_SEEDS='1 2' DATES_RECIPE='--attention luong-concat --dropout 0.2' "
+                      "DATES_TRIES='small --attention luong-concat --hidden 8' DATES_STAGES='nonsense kinds'";
+    int st = stand_in_run(dir, NULL, env, "text_translate.sh dates");
+    char *err = stand_in_read(dir, "err.txt"), *called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 2 && err && strstr(err, "unknown date stage 'nonsense'") && count(called, "translate") == 0,
+           "an unknown stage: %d %s %s", st, err ? err : "", called ? called : "");
+    free(err), free(called);
+    // Only the recipe (one seed more): trained once; the kinds and levers not touched.
+    write_stand_in();
+    st = stand_in_run(dir, NULL, "DATES_STEPS=50 DATES_SEEDS='1 2 3' DATES_RECIPE='--attention luong-concat --dropout 0.2'",
+                      "text_translate.sh dates-recipe");
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && count(called, "translate train") == 1 && count(called, "--seed 3 --steps 50") == 1 &&
+               count(called, "--attention none") == 0 && count(called, "dates-try-") == 0,
+           "dates-recipe: %s", called ? called : "");
+    free(called);
+    char *page = stand_in_read(dir, "results.md");
+    EXPECT(page && strstr(page, "Both targets met on 0 of the 3 seeds (test split).") && strstr(page, "| small | `?` |") &&
+               strstr(page, "| none | 50 |"),
+           "the page after dates-recipe:\n%s", page ? page : "");
+    free(page);
+    // DATES_STAGES=tries with a new lever: only it trained.
+    write_stand_in();
+    st = stand_in_run(dir, NULL, "DATES_STEPS=50 DATES_STAGES=tries DATES_TRIES='small --attention luong-concat --hidden 8\nwide --attention luong-concat --hidden 99'",
+                      "text_translate.sh dates");
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && count(called, "translate train") == 1 && count(called, "--hidden 99 --steps 50") == 1 &&
+               count(called, "--split valid") == 1,
+           "DATES_STAGES=tries: %s", called ? called : "");
+    free(called);
 }
 
 static void test_bible(void) {
@@ -277,10 +335,34 @@ static void test_paired(void) {
         page = stand_in_read(dir, "results.md");
         EXPECT(st == 0 && page && count(page, "| none | 50 | 90.00 | - | 3.250 | 10 |") == 1 &&
                    count(page, "(Kept from the previous page") == 1 && !strstr(page, "\n\n\n") &&
-                   strstr(page, "## English"),
-               "the kept date table (%d):\n%s", k, page ? page : "");
+                   strstr(page, "## English") && strstr(page, "### The alignment recipe over seeds") &&
+                   strstr(page, "### The levers tried"),
+               "the kept date section (%d):\n%s", k, page ? page : "");
         free(page);
     }
+    // The English-Spanish runs moved away too: that section is kept whole as well, each
+    // marked once, and nothing is trained (no date stages).
+    d = opendir(store);
+    EXPECT(d != NULL, "cannot open %s", store);
+    moved = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (strncmp(e->d_name, "bible-", 6) != 0) continue;
+        snprintf(from, sizeof from, "%s/%s", store, e->d_name);
+        snprintf(to, sizeof to, "%s/%s", dir, e->d_name);
+        EXPECT(rename(from, to) == 0, "cannot move %s", from);
+        moved++;
+    }
+    if (d) closedir(d);
+    EXPECT(moved >= 2, "only %d English-Spanish runs to move", moved);
+    write_stand_in();
+    st = stand_in_run(dir, NULL, "DATES_STAGES=", "text_translate.sh dates");
+    page = stand_in_read(dir, "results.md");
+    called = stand_in_read(dir, "called.txt");
+    const char *en = page ? strstr(page, "## English") : NULL;
+    EXPECT(st == 0 && count(called, "translate") == 0 && en && count(page, "(Kept from the previous page") == 2 &&
+               strstr(en, "(Kept from the previous page") && strstr(en, "| none |") && !strstr(page, "\n\n\n"),
+           "the kept sections:\n%s", page ? page : "");
+    free(page), free(called);
 }
 
 static void test_unknown_part(void) {
@@ -295,6 +377,7 @@ int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_text_translate")) return 1;
     RUN(test_dates);
     RUN(test_dates_recipe);
+    RUN(test_date_stages);
     RUN(test_bible);
     RUN(test_transformer_rows);
     RUN(test_paired);

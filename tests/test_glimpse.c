@@ -223,9 +223,9 @@ static void test_workers_match_single(void) {
 // Hard attention over workers: two workers over a batch of 5 with the same centre noise
 // (each worker takes its rows' share of eps (T, B, 2)) give one worker's loss, number right
 // and gradient, the policy's and the baseline's included, to float rounding.
-static void test_hard_workers_match_single(void) {
+static void run_hard_workers_match_single(int gnet) {
     GlimpseConfig g = tiny_config(1);
-    g.hard = 1, g.loc_std = 0.3f, g.scales = 2;
+    g.hard = 1, g.loc_std = 0.3f, g.scales = 2, g.gnet = gnet;
     ClassifierConfig cc = {.kind = CLASSIFIER_GLIMPSE, .glimpse = g};
     Model m;
     model_make(&m, g, 5, 62);
@@ -252,11 +252,19 @@ static void test_hard_workers_match_single(void) {
     for (int k = 0; k < g.hidden; k++) base += fabs(v1.base_W[k]);
     EXPECT(worst < 1e-6, "gradients differ by %g", worst);
     EXPECT(policy > 1e-6 && base > 1e-6, "policy %g and baseline %g gradients: nothing compared", policy, base);
+    if (gnet) {  // the glimpse network's gradient (shared packs of the whole lstm.W) is compared too
+        double what = 0.0;
+        for (int k = 0; k < gnet * g.scales * g.read_n * g.read_n; k++) what += fabs(v1.what_W[k]);
+        EXPECT(what > 1e-6, "glimpse network gradient %g: nothing compared", what);
+    }
     free(eps);
     block_free(&g1), block_free(&g2);
     classifier_workers_free(one, 1), classifier_workers_free(two, 2);
     model_free(&m);
 }
+
+static void test_hard_workers_match_single(void) { run_hard_workers_match_single(0); }
+static void test_hard_gnet_workers_match_single(void) { run_hard_workers_match_single(3); }
 
 // The REINFORCE estimator's expectation on a tiny case: a 1-D Gaussian policy l ~ N(m, sd^2)
 // with the reward R(l) = 1 when l > 0 (a right or wrong answer), so E[R] = Phi(m / sd) and
@@ -335,13 +343,15 @@ static void hard_backward(void *vm, const float *dout) {
     for (size_t i = 0; i < m->grads.numel; i++) m->grads.data[i] += dout[0] * m->grads_tmp.data[i];
 }
 
-static void test_gradcheck_hard(void) {
+// gnet > 0: the same with RAM's glimpse network between the retina and the LSTM (its
+// what, where and output layers reached by the cross-entropy alone), at a step of 1e-3.
+static void run_gradcheck_hard(int gnet) {
     GlimpseConfig c = tiny_config(1);
-    c.hard = 1, c.loc_std = 0.3f, c.scales = 2;
+    c.hard = 1, c.loc_std = 0.3f, c.scales = 2, c.gnet = gnet;
     HardModel hm;
     Model *m = &hm.m;
     const int B = 3, Hd = c.hidden;
-    model_make(m, c, B, 62);
+    model_make(m, c, B, gnet ? 64 : 62);  // 64: rewards of both kinds, ReLU inputs clear of the step
     Rng rng;
     rng_seed(&rng, 19);
     glimpse_fill_noise(&m->acts, &c, B, &rng);
@@ -364,11 +374,30 @@ static void test_gradcheck_hard(void) {
     float base;
     hard_forward(&hm, &base);
     m->offset = base;
+    // The glimpse network's ReLUs: some on and some off, so the check covers both sides. A
+    // step of 1e-2 moves some unit's input across 0 (the central difference then straddles
+    // the kink: off by up to a factor of 2 in gnet_*); 1e-3 stays clear of them here.
+    if (gnet) {
+        const int LD = glimpse_read_size(&c) + Hd;
+        int on = 0, n = 0;
+        for (int t = 0; t < c.T; t++)
+            for (int b = 0; b < B; b++) {
+                for (int j = 0; j < 2 * gnet; j++, n++)
+                    on += m->acts.hgl[((size_t)t * m->acts.B + b) * 2 * gnet + j] > 0.0f;
+                for (int j = 0; j < Hd; j++, n++)
+                    on += m->acts.xh[((size_t)t * m->acts.B + b) * LD + j] > 0.0f;
+            }
+        EXPECT(on > 0 && on < n, "%d of %d glimpse network units on", on, n);
+    }
     GradcheckInput *in = gradcheck_block_inputs(&m->params, &m->grads);
     GradcheckOp op = {.ctx = &hm, .forward = hard_forward, .backward = hard_backward, .n_out = 1,
-                      .inputs = in, .n_inputs = m->params.count, .eps = 1e-2, .atol = 5e-5,
+                      .inputs = in, .n_inputs = m->params.count, .eps = gnet ? 1e-3 : 1e-2, .atol = 5e-5,
                       .rtol = 1e-2};
-    EXPECT(gradcheck("glimpse (hard, REINFORCE surrogate)", &op, &rng) == 0, "see the gradcheck lines above");
+    EXPECT(gradcheck(gnet ? "glimpse (hard, glimpse network, REINFORCE surrogate)"
+                          : "glimpse (hard, REINFORCE surrogate)",
+                     &op, &rng) == 0,
+           "see the gradcheck lines above");
+    EXPECT(m->params.count == (gnet ? 14 : 8), "%d parameter tensors", m->params.count);
     for (int i = 0; i < m->params.count; i++) {  // the check is not vacuous for the policy
         const BlockTensor *t = &m->params.tensors[i];
         double sum = 0.0;
@@ -383,6 +412,9 @@ static void test_gradcheck_hard(void) {
     free(hm.loc), free(hm.adv), free(hm.hfix);
     model_free(m);
 }
+
+static void test_gradcheck_hard(void) { run_gradcheck_hard(0); }
+static void test_gradcheck_hard_gnet(void) { run_gradcheck_hard(3); }
 
 // The retina (hard attention): patch s of glimpse_retina_params has stride 2^s pixels,
 // sigma 2^(s-1) and gamma 1 at the given centre; on an image that is dark but for one
@@ -440,6 +472,34 @@ static void test_retina(void) {
     EXPECT(on[4 * NN] == fixed[0] && on[4 * NN + 1] == fixed[1], "centre input %g %g", on[4 * NN], on[4 * NN + 1]);
     EXPECT(off[4 * NN] == -0.2f && off[4 * NN + 1] == 1.0f, "clamped centre input %g %g", off[4 * NN], off[4 * NN + 1]);
     EXPECT(a.loc[3] == 1.7f, "the sampled centre is kept unclamped for REINFORCE: %g", a.loc[3]);
+    EXPECT(glimpse_fovea(&a, &c, 0, 0) == on && glimpse_fovea(&a, &c, 0, 1) == off,
+           "glimpse_fovea is not the retina's first patch in xh");
+    // With the glimpse network the same retina goes to acts.retina and acts.lc: the same
+    // patches, every scale, and the clamped centres; glimpse_fovea finds the finest there.
+    GlimpseConfig cg = c;
+    cg.gnet = 3;
+    GlimpseParams pg;
+    Block pgb = {0};
+    glimpse_layout(&pgb, &pg, &cg);
+    block_alloc(&pgb);
+    glimpse_init(&pg, &cg, &rng);
+    GlimpseActs ag;
+    glimpse_acts_alloc(&ag, &cg, B);
+    memset(ag.eps, 0, sizeof(float) * B * 2);
+    ag.fixed_loc = fixed;
+    glimpse_forward(&ag, &pg, &cg, x, labels, B, NULL);
+    double worst = 0.0;
+    for (int b = 0; b < B; b++) {
+        for (int i = 0; i < 4 * NN; i++)
+            worst = fmax(worst, fabs(ag.retina[(size_t)b * 4 * NN + i] - a.xh[(size_t)b * LD + i]));
+        for (int k = 0; k < 2; k++)
+            worst = fmax(worst, fabs(ag.lc[b * 2 + k] - a.xh[(size_t)b * LD + 4 * NN + k]));
+        const float *fg = glimpse_fovea(&ag, &cg, 0, b), *fr = glimpse_fovea(&a, &c, 0, b);
+        for (int i = 0; i < NN; i++) worst = fmax(worst, fabs(fg[i] - fr[i]));
+    }
+    EXPECT(worst == 0.0, "the glimpse network's retina differs from the raw one by %g", worst);
+    glimpse_acts_free(&ag);
+    block_free(&pgb);
     glimpse_acts_free(&a);
     block_free(&pb);
     free(x);
@@ -462,6 +522,12 @@ static void test_config_check(void) {
     EXPECT(glimpse_config_check(&c, &err) != 0 && strstr(err.msg, "scales"), "hard without a retina: %s", err.msg);
     c.scales = 4;
     EXPECT(glimpse_config_check(&c, &err) == 0, "%s", err.msg);
+    c.gnet = 128;
+    EXPECT(glimpse_config_check(&c, &err) == 0, "%s", err.msg);
+    EXPECT(glimpse_read_size(&c) == c.hidden, "the LSTM reads the glimpse network: %d", glimpse_read_size(&c));
+    c.hard = 0;
+    EXPECT(glimpse_config_check(&c, &err) != 0 && strstr(err.msg, "glimpse network"),
+           "a glimpse network without hard attention: %s", err.msg);
 }
 
 int main(void) {
@@ -471,8 +537,10 @@ int main(void) {
     RUN(test_loss_hand_checkable);
     RUN(test_workers_match_single);
     RUN(test_hard_workers_match_single);
+    RUN(test_hard_gnet_workers_match_single);
     RUN(test_reinforce_expectation);
     RUN(test_gradcheck_hard);
+    RUN(test_gradcheck_hard_gnet);
     RUN(test_retina);
     RUN(test_config_check);
     return test_summary();

@@ -36,6 +36,26 @@
 #define GRAD_ATOL_REL 1e-6
 #define CURVE_RTOL 2e-5
 
+// One step of the reference's short training run: the same batch and noise, the gradients
+// from zero; returns the bound.
+typedef struct {
+    DrawActs *a;
+    DrawParams *p, *g;
+    const DrawConfig *c;
+    Block *grads;
+    const float *x, *noise;
+    int B;
+} DrawStep;
+
+static double draw_step(void *ctx) {
+    DrawStep *d = ctx;
+    memcpy(d->a->eps, d->noise, sizeof(float) * (size_t)d->c->T * d->B * d->c->z);
+    const double bound = draw_forward(d->a, d->p, d->c, d->x, d->B, NULL, NULL);
+    block_zero(d->grads);
+    draw_backward(d->g, d->a, d->p, d->c, d->x, d->B);
+    return bound;
+}
+
 static void check_fixture(const char *name) {
     char path[512];
     SafetensorsFile f;
@@ -55,17 +75,14 @@ static void check_fixture(const char *name) {
     }
     // Fixtures from before peepholes existed carry no such field: none.
     if (safetensors_meta(&f, "peepholes")) fixture_meta_int(&f, "peepholes", &c.peepholes);
-    const int steps = tr.steps;
     Error err = {0};
     EXPECT(draw_config_check(&c, &err) == 0, "%s: %s", path, err.msg);
 
-    Block params = {0}, grads = {0}, m1 = {0}, m2 = {0};
-    DrawParams p, g, pm, pv;
+    Block params = {0}, grads = {0};
+    DrawParams p, g;
     draw_layout(&params, &p, &c);
     draw_layout(&grads, &g, &c);
-    draw_layout(&m1, &pm, &c);
-    draw_layout(&m2, &pv, &c);
-    block_alloc(&params), block_alloc(&grads), block_alloc(&m1), block_alloc(&m2);
+    block_alloc(&params), block_alloc(&grads);
     // Every parameter of the Block comes from the fixture, and the fixture has no others.
     int loaded = fixture_read_params(&params, &f, path);
 
@@ -76,40 +93,25 @@ static void check_fixture(const char *name) {
     const float *recon = fixture_tensor(&f, "output/recon", (size_t)B);
     const float *kl = fixture_tensor(&f, "output/kl", (size_t)B);
     const float *loss = fixture_tensor(&f, "output/loss", 1);
-    const float *curve = fixture_tensor(&f, "train/loss", (size_t)steps);
+    const float *curve = fixture_tensor(&f, "train/loss", (size_t)tr.steps);
     if (!loaded || !x || !noise || !canvas || !recon || !kl || !loss || !curve) goto done;
 
     DrawActs a;
     draw_acts_alloc(&a, &c, B);
-    memcpy(a.eps, noise, sizeof(float) * (size_t)c.T * B * c.z);
-    double r_mean, k_mean;
-    float bound = (float)draw_forward(&a, &p, &c, x, B, &r_mean, &k_mean);
+    // The reference's forward and backward on its batch and noise, then its five Adam steps
+    // on the same.
+    DrawStep step = {&a, &p, &g, &c, &grads, x, noise, B};
+    float bound = (float)draw_step(&step);
     fixture_compare("forward", "canvas", a.canvas, canvas, (size_t)c.T * B * HW, FWD_ATOL,
                     FWD_RTOL);
     fixture_compare("forward", "recon", a.recon, recon, (size_t)B, FWD_ATOL, FWD_RTOL);
     fixture_compare("forward", "kl", a.kl, kl, (size_t)B, FWD_ATOL, FWD_RTOL);
     fixture_compare("forward", "loss", &bound, loss, 1, FWD_ATOL, FWD_RTOL);
-
-    block_zero(&grads);
-    draw_backward(&g, &a, &p, &c, x, B);
     fixture_compare_grads(&grads, &f, GRAD_ATOL_REL, GRAD_RTOL);
-
-    // Five Adam steps on the same batch and noise, as the reference took them.
-    AdamConfig ac = fixture_adam(&tr);
-    float *got = calloc((size_t)steps, sizeof(float));
-    for (int s = 1; s <= steps; s++) {
-        memcpy(a.eps, noise, sizeof(float) * (size_t)c.T * B * c.z);
-        got[s - 1] = (float)draw_forward(&a, &p, &c, x, B, NULL, NULL);
-        block_zero(&grads);
-        draw_backward(&g, &a, &p, &c, x, B);
-        clip_global_norm(grads.data, grads.numel, (float)tr.clip);
-        adam_update(params.data, grads.data, m1.data, m2.data, params.numel, &ac, s, (float)tr.lr);
-    }
-    fixture_compare_curve(got, curve, steps, CURVE_RTOL, path);
-    free(got);
+    fixture_train_curve(&params, &grads, &tr, draw_step, &step, curve, CURVE_RTOL, path);
     draw_acts_free(&a);
 done:
-    block_free(&params), block_free(&grads), block_free(&m1), block_free(&m2);
+    block_free(&params), block_free(&grads);
     safetensors_free(&f);
 }
 

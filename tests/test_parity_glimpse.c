@@ -26,6 +26,26 @@
 #define GRAD_ATOL_REL 1e-6
 #define CURVE_RTOL 2e-5
 
+// One step of the reference's short training run: the same batch, the gradients from zero;
+// returns the loss.
+typedef struct {
+    GlimpseActs *a;
+    GlimpseParams *p, *g;
+    const GlimpseConfig *c;
+    Block *grads;
+    const float *x;
+    const int *labels;
+    int B;
+} GlimpseStep;
+
+static double glimpse_step(void *ctx) {
+    GlimpseStep *s = ctx;
+    const double loss = glimpse_forward(s->a, s->p, s->c, s->x, s->labels, s->B, NULL);
+    block_zero(s->grads);
+    glimpse_backward(s->g, s->a, s->p, s->c, s->x, s->labels, s->B);
+    return loss;
+}
+
 static void check_fixture(const char *name) {
     char path[512];
     SafetensorsFile f;
@@ -44,13 +64,11 @@ static void check_fixture(const char *name) {
     }
     Error err = {{0}};
     EXPECT(glimpse_config_check(&c, &err) == 0, "%s: %s", path, err.msg);
-    Block params = {0}, grads = {0}, m1 = {0}, m2 = {0};
-    GlimpseParams p, g, pm, pv;
+    Block params = {0}, grads = {0};
+    GlimpseParams p, g;
     glimpse_layout(&params, &p, &c);
     glimpse_layout(&grads, &g, &c);
-    glimpse_layout(&m1, &pm, &c);
-    glimpse_layout(&m2, &pv, &c);
-    block_alloc(&params), block_alloc(&grads), block_alloc(&m1), block_alloc(&m2);
+    block_alloc(&params), block_alloc(&grads);
     int loaded = fixture_read_params(&params, &f, path);
     const float *x = fixture_tensor(&f, "input/x", (size_t)B * c.W * c.H);
     const float *lab = fixture_tensor(&f, "input/labels", (size_t)B);
@@ -63,26 +81,16 @@ static void check_fixture(const char *name) {
     for (int b = 0; b < B && b < 64; b++) labels[b] = (int)lab[b];
     GlimpseActs a;
     glimpse_acts_alloc(&a, &c, B);
-    float got_loss = (float)glimpse_forward(&a, &p, &c, x, labels, B, NULL);
+    // The reference's forward and backward on its batch, then its five Adam steps on the same.
+    GlimpseStep step = {&a, &p, &g, &c, &grads, x, labels, B};
+    float got_loss = (float)glimpse_step(&step);
     fixture_compare("forward", "logits", a.logits, logits, (size_t)B * c.classes, FWD_ATOL, FWD_RTOL);
     fixture_compare("forward", "loss", &got_loss, loss, 1, FWD_ATOL, FWD_RTOL);
-    block_zero(&grads);
-    glimpse_backward(&g, &a, &p, &c, x, labels, B);
     fixture_compare_grads(&grads, &f, GRAD_ATOL_REL, GRAD_RTOL);
-    AdamConfig ac = fixture_adam(&tr);
-    float *got = calloc((size_t)tr.steps, sizeof(float));
-    for (int s = 1; s <= tr.steps; s++) {
-        got[s - 1] = (float)glimpse_forward(&a, &p, &c, x, labels, B, NULL);
-        block_zero(&grads);
-        glimpse_backward(&g, &a, &p, &c, x, labels, B);
-        clip_global_norm(grads.data, grads.numel, (float)tr.clip);
-        adam_update(params.data, grads.data, m1.data, m2.data, params.numel, &ac, s, (float)tr.lr);
-    }
-    fixture_compare_curve(got, curve, tr.steps, CURVE_RTOL, path);
-    free(got);
+    fixture_train_curve(&params, &grads, &tr, glimpse_step, &step, curve, CURVE_RTOL, path);
     glimpse_acts_free(&a);
 done:
-    block_free(&params), block_free(&grads), block_free(&m1), block_free(&m2);
+    block_free(&params), block_free(&grads);
     safetensors_free(&f);
 }
 

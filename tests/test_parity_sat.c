@@ -107,6 +107,24 @@ static void compare_caption_steps(const char *name, const SatModel *m, const flo
     free(w);
 }
 
+// One step of the reference's short training run: the same batch, the gradients from zero;
+// returns the loss.
+typedef struct {
+    SatModel *m;
+    const float *images;
+    const int *words, *lens;
+    int B;
+} SatStep;
+
+static double sat_step(void *ctx) {
+    SatStep *s = ctx;
+    SatLoss out;
+    sat_forward(s->m, &out, s->images, s->words, s->lens, s->B, 1, 1, 0);
+    block_zero(&s->m->grads);
+    sat_backward(s->m);
+    return out.loss;
+}
+
 static void check_fixture_conv(const char *name, CnnConv conv) {
     char path[512];
     SafetensorsFile f;
@@ -130,7 +148,6 @@ static void check_fixture_conv(const char *name, CnnConv conv) {
         safetensors_free(&f);
         return;
     }
-    const int steps = tr.steps;
     Rng rng;
     rng_seed(&rng, 1);
     SatModel m;
@@ -153,7 +170,7 @@ static void check_fixture_conv(const char *name, CnnConv conv) {
     const float *ce = fixture_tensor(&f, "output/ce", 1);
     const float *ds = fixture_tensor(&f, "output/ds", 1);
     const float *annot = fixture_tensor(&f, "output/annot", (size_t)B * L * D);
-    const float *curve = fixture_tensor(&f, "train/loss", (size_t)steps);
+    const float *curve = fixture_tensor(&f, "train/loss", (size_t)tr.steps);
     if (!loaded || !images || !wordsf || !lensf || !loss || !ce || !ds || !annot || !curve)
         goto done;
     int *words = calloc((size_t)B * ML, sizeof(int)), *lens = calloc((size_t)B, sizeof(int));
@@ -185,19 +202,8 @@ static void check_fixture_conv(const char *name, CnnConv conv) {
         fixture_compare_grads(&m.grads, &f, GRAD_ATOL_REL, GRAD_RTOL);
 
         // Five Adam steps on the same batch, as the reference took them.
-        AdamConfig ac = fixture_adam(&tr);
-        float *got = calloc((size_t)steps, sizeof(float));
-        for (int s = 1; s <= steps; s++) {
-            sat_forward(&m, &out, images, words, lens, B, 1, 1, 0);
-            got[s - 1] = (float)out.loss;
-            block_zero(&m.grads);
-            sat_backward(&m);
-            clip_global_norm(m.grads.data, m.grads.numel, (float)tr.clip);
-            adam_update(m.params.data, m.grads.data, m.adam_m.data, m.adam_v.data, m.params.numel,
-                        &ac, s, (float)tr.lr);
-        }
-        fixture_compare_curve(got, curve, steps, CURVE_RTOL, path);
-        free(got);
+        SatStep step = {&m, images, words, lens, B};
+        fixture_train_curve(&m.params, &m.grads, &tr, sat_step, &step, curve, CURVE_RTOL, path);
     }
     free(words);
     free(lens);

@@ -69,16 +69,9 @@ static int meta_string(const SafetensorsFile *f, const char *key, char *out, siz
     return 0;
 }
 
-static int *int_tensor(const SafetensorsFile *f, const char *name, size_t n) {
-    const float *v = fixture_tensor(f, name, n);
-    if (!v) return NULL;
-    int *out = malloc(n * sizeof *out);
-    for (size_t i = 0; i < n; i++) out[i] = (int)v[i];
-    return out;
-}
-
 // Loads fixture name: configuration, parameters, inputs. 0, or -1 after a failure.
-static int fx_load(Fx *x, const char *name) {
+static int fx_load(void *p, const char *name) {
+    Fx *x = p;
     memset(x, 0, sizeof *x);
     if (fixture_load(&x->f, x->path, sizeof x->path, name)) return -1;
     TextConfig c = text_config_default(2);
@@ -106,15 +99,16 @@ static int fx_load(Fx *x, const char *name) {
     block_alloc(&x->params);
     block_alloc(&x->grads);
     size_t B = (size_t)x->B;
-    x->ids = int_tensor(&x->f, "input/ids", B * c.T);
-    x->lengths = int_tensor(&x->f, "input/lengths", B);
-    x->labels = int_tensor(&x->f, "input/labels", B);
+    x->ids = fixture_int_tensor(&x->f, "input/ids", B * c.T);
+    x->lengths = fixture_int_tensor(&x->f, "input/lengths", B);
+    x->labels = fixture_int_tensor(&x->f, "input/labels", B);
     if (!fixture_read_params(&x->params, &x->f, x->path) || !x->ids || !x->lengths || !x->labels)
         return -1;
     return 0;
 }
 
-static void fx_free(Fx *x) {
+static void fx_free(void *p) {
+    Fx *x = p;
     block_free(&x->params);
     block_free(&x->grads);
     free(x->ids), free(x->lengths), free(x->labels);
@@ -123,7 +117,8 @@ static void fx_free(Fx *x) {
 
 // Runs forward and backward on the fixture's batch and compares; report 0 only answers
 // (1: everything within tolerance).
-static int compare(Fx *x, int report) {
+static int compare(void *p, int report) {
+    Fx *x = p;
     const TextConfig *c = &x->c;
     const int B = x->B, T = c->T, D = text_state_size(c), O = text_outputs(c);
     TextActs a;
@@ -153,11 +148,11 @@ static int compare(Fx *x, int report) {
     return ok;
 }
 
-static void check_fixture(const char *name) {
-    Fx x;
-    if (fx_load(&x, name) == 0) EXPECT(compare(&x, 1), "%s differs from PyTorch", name);
-    fx_free(&x);
-}
+static Block *fx_params(void *p) { return &((Fx *)p)->params; }
+
+static const FixtureSuite suite = {sizeof(Fx), fx_load, fx_free, fx_params, compare, NULL, NULL};
+
+static void check_fixture(const char *name) { fixture_check(&suite, name); }
 
 static void test_parity_keras_demo(void) { check_fixture("text_keras_demo.safetensors"); }
 static void test_parity_keras_masked_bi(void) { check_fixture("text_keras_masked_bi.safetensors"); }
@@ -197,7 +192,7 @@ static int lstm_fixture_compare(const char *name, int perturb, int report) {
     const float *hs_want = fixture_tensor(&f, "output/hs", TB * H);
     const float *gx = fixture_tensor(&f, "grad/x", TB * E), *gW = fixture_tensor(&f, "grad/W", G * K);
     const float *gb = fixture_tensor(&f, "grad/b", G);
-    int *lengths = safetensors_find(&f, "input/lengths") ? int_tensor(&f, "input/lengths", (size_t)B) : NULL;
+    int *lengths = safetensors_find(&f, "input/lengths") ? fixture_int_tensor(&f, "input/lengths", (size_t)B) : NULL;
     int ok = -1;
     if (x && Wf && b && im && rm && R && hs_want && gx && gW && gb) {
         float *W = malloc(G * K * sizeof *W);
@@ -266,26 +261,10 @@ static void test_parity_lstm_gated_perturbed_fails(void) {
 // recurrent weight of the backward direction, the keras pooling's bias of step 2, the
 // embedding of a word) no longer matches.
 static void test_parity_perturbed_weight_fails(void) {
-    static const struct {
-        const char *fixture, *tensor;
-        size_t index;
-    } cases[] = {{"text_keras_masked_bi.safetensors", "lstm_rev.W", 7},
-                 {"text_keras_demo.safetensors", "att.b", 2},
-                 {"text_query_additive.safetensors", "emb", 5}};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        Fx x;
-        if (fx_load(&x, cases[i].fixture) == 0) {
-            EXPECT(compare(&x, 0), "%s: unperturbed must match", cases[i].fixture);
-            const BlockTensor *t = block_find(&x.params, cases[i].tensor);
-            EXPECT(t != NULL, "no %s", cases[i].tensor);
-            if (t) {
-                x.params.data[t->offset + cases[i].index] += 1e-3f;
-                EXPECT(!compare(&x, 0), "%s: %s[%zu] + 1e-3 still matches PyTorch",
-                       cases[i].fixture, cases[i].tensor, cases[i].index);
-            }
-        }
-        fx_free(&x);
-    }
+    static const FixturePerturbation cases[] = {{"text_keras_masked_bi.safetensors", "lstm_rev.W", 7},
+                                                {"text_keras_demo.safetensors", "att.b", 2},
+                                                {"text_query_additive.safetensors", "emb", 5}};
+    fixture_check_perturbed(&suite, cases, sizeof cases / sizeof *cases);
 }
 
 int main(void) {

@@ -59,13 +59,9 @@ typedef struct {
     int *lengths, *mem_lengths;
 } Fx;
 
+// An optional int tensor (NULL when the fixture has none).
 static int *int_tensor(const SafetensorsFile *f, const char *name, size_t n) {
-    if (!safetensors_find(f, name)) return NULL;
-    const float *v = fixture_tensor(f, name, n);
-    if (!v) return NULL;
-    int *out = malloc(n * sizeof *out);
-    for (size_t i = 0; i < n; i++) out[i] = (int)v[i];
-    return out;
+    return safetensors_find(f, name) ? fixture_int_tensor(f, name, n) : NULL;
 }
 
 static int fx_meta(Fx *x, int *d, int *heads, int *ff, int *layers, int *norm_first,
@@ -102,7 +98,8 @@ static void fx_layout(Fx *x) {
 }
 
 // Loads fixture name: configuration, parameters, inputs. 0, or -1 after a failure.
-static int fx_load(Fx *x, const char *name) {
+static int fx_load(void *p, const char *name) {
+    Fx *x = p;
     memset(x, 0, sizeof *x);
     if (fixture_load(&x->f, x->path, sizeof x->path, name)) return -1;
     int d = 0, heads = 0, ff = 0, layers = 1, norm_first = 1, final_norm = 0;
@@ -125,7 +122,8 @@ static int fx_load(Fx *x, const char *name) {
     return 0;
 }
 
-static void fx_free(Fx *x) {
+static void fx_free(void *p) {
+    Fx *x = p;
     block_free(&x->params), block_free(&x->grads), block_free(&x->acts);
     free(x->dx), free(x->dmem), free(x->lengths), free(x->mem_lengths);
     safetensors_free(&x->f);
@@ -174,7 +172,8 @@ static int compare_tensor(Fx *x, const char *key, const float *got, size_t n, do
 }
 
 // 1 when every tensor is within tolerance; report 0 only answers.
-static int compare(Fx *x, int report) {
+static int compare(void *p, int report) {
+    Fx *x = p;
     size_t BT = (size_t)x->B * x->T * x->m.d, BS = (size_t)x->B * x->S * x->m.d;
     float *buf = malloc(BT * sizeof(float));
     const float *out = fx_run(x, buf);
@@ -196,11 +195,11 @@ static int compare(Fx *x, int report) {
     return ok;
 }
 
-static void check_fixture(const char *name) {
-    Fx x;
-    if (fx_load(&x, name) == 0) EXPECT(compare(&x, 1), "%s differs from PyTorch", name);
-    fx_free(&x);
-}
+static Block *fx_params(void *p) { return &((Fx *)p)->params; }
+
+static const FixtureSuite suite = {sizeof(Fx), fx_load, fx_free, fx_params, compare, NULL, NULL};
+
+static void check_fixture(const char *name) { fixture_check(&suite, name); }
 
 static void test_parity_mha_self(void) { check_fixture("transformer_mha_self.safetensors"); }
 static void test_parity_mha_cross(void) { check_fixture("transformer_mha_cross.safetensors"); }
@@ -215,26 +214,11 @@ static void test_parity_decoder_stack(void) { check_fixture("transformer_dec_sta
 // in_proj_weight, a decoder's cross-attention value row, a post-LN norm's weight) no longer
 // matches.
 static void test_parity_perturbed_weight_fails(void) {
-    static const struct {
-        const char *fixture, *tensor;
-        size_t index;
-    } cases[] = {{"transformer_mha_self.safetensors", "attn.in_proj_weight", 8 * 8 + 3},
-                 {"transformer_dec_pre.safetensors", "dec.layers.0.multihead_attn.in_proj_weight", 2 * 64 + 5},
-                 {"transformer_enc_post.safetensors", "enc.layers.0.norm2.weight", 1}};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        Fx x;
-        if (fx_load(&x, cases[i].fixture) == 0) {
-            EXPECT(compare(&x, 0), "%s: unperturbed must match", cases[i].fixture);
-            const BlockTensor *t = block_find(&x.params, cases[i].tensor);
-            EXPECT(t != NULL, "no %s", cases[i].tensor);
-            if (t) {
-                x.params.data[t->offset + cases[i].index] += 1e-3f;
-                EXPECT(!compare(&x, 0), "%s: %s[%zu] + 1e-3 still matches PyTorch",
-                       cases[i].fixture, cases[i].tensor, cases[i].index);
-            }
-        }
-        fx_free(&x);
-    }
+    static const FixturePerturbation cases[] = {
+        {"transformer_mha_self.safetensors", "attn.in_proj_weight", 8 * 8 + 3},
+        {"transformer_dec_pre.safetensors", "dec.layers.0.multihead_attn.in_proj_weight", 2 * 64 + 5},
+        {"transformer_enc_post.safetensors", "enc.layers.0.norm2.weight", 1}};
+    fixture_check_perturbed(&suite, cases, sizeof cases / sizeof *cases);
 }
 
 int main(void) {

@@ -49,16 +49,8 @@ typedef struct {
     Translator m;
     Block dparams;  // the greedy decoding's weights (decode_param/), the layout of m.params
     int B, ready;
-    int *src, *src_len, *words, *lens, *dsrc, *dsrc_len;
+    FixturePairs in;
 } Fx;
-
-static int *int_tensor(const SafetensorsFile *f, const char *name, size_t n) {
-    const float *v = fixture_tensor(f, name, n);
-    if (!v) return NULL;
-    int *out = malloc(n * sizeof *out);
-    for (size_t i = 0; i < n; i++) out[i] = (int)v[i];
-    return out;
-}
 
 // The fixture's configuration through the command's --attention name. 0, or -1 after a
 // failure.
@@ -82,7 +74,8 @@ static int fx_config(const SafetensorsFile *f, const char *path, TranslatorConfi
 
 // Loads fixture name: the model with its weights, the decoding weights, the inputs. 0, or
 // -1 after a failure.
-static int fx_load(Fx *x, const char *name) {
+static int fx_load(void *p, const char *name) {
+    Fx *x = p;
     memset(x, 0, sizeof *x);
     if (fixture_load(&x->f, x->path, sizeof x->path, name)) return -1;
     TranslatorConfig c;
@@ -96,37 +89,32 @@ static int fx_load(Fx *x, const char *name) {
     Error err = {{0}};
     const int dread = safetensors_read_block(&x->dparams, "decode_param/", &x->f, x->path, &err) == 0;
     EXPECT(dread, "%s", err.msg);
-    const size_t B = (size_t)x->B, S = (size_t)c.S, ML = (size_t)c.max_len;
-    x->src = int_tensor(&x->f, "input/src", B * S);
-    x->src_len = int_tensor(&x->f, "input/src_len", B);
-    x->words = int_tensor(&x->f, "input/words", B * ML);
-    x->lens = int_tensor(&x->f, "input/lens", B);
-    x->dsrc = int_tensor(&x->f, "input/decode_src", B * S);
-    x->dsrc_len = int_tensor(&x->f, "input/decode_src_len", B);
-    if (!fixture_read_params(&x->m.params, &x->f, x->path) || !dread || !x->src ||
-        !x->src_len || !x->words || !x->lens || !x->dsrc || !x->dsrc_len)
-        return -1;
+    const int in = fixture_pairs_read(&x->in, &x->f, x->B, c.S, c.max_len) == 0;
+    if (!fixture_read_params(&x->m.params, &x->f, x->path) || !dread || !in) return -1;
     return 0;
 }
 
-static void fx_free(Fx *x) {
+static void fx_free(void *p) {
+    Fx *x = p;
     if (x->ready) {
         block_free(&x->dparams);
         translator_free(&x->m);
     }
-    free(x->src), free(x->src_len), free(x->words), free(x->lens);
-    free(x->dsrc), free(x->dsrc_len);
+    fixture_pairs_free(&x->in);
     safetensors_free(&x->f);
 }
+
+static Block *fx_params(void *p) { return &((Fx *)p)->m.params; }
 
 // The teacher-forced pass: loss, annotations, every row's attention weights (the decoder
 // packs its rows by step: (t, b) is row off[t] + b; steps past a row's <end> are zeros in
 // the reference), every gradient.
-static int compare_training(Fx *x, int report) {
+static int compare_training(void *p, int report) {
+    Fx *x = p;
     Translator *m = &x->m;
     const TranslatorConfig *c = &m->cfg;
     const int B = x->B, L = c->dec.L, D = c->dec.D;
-    float loss = (float)translator_forward(m, x->src, x->src_len, x->words, x->lens, B);
+    float loss = (float)translator_forward(m, x->in.src, x->in.src_len, x->in.words, x->in.lens, B);
     block_zero(&m->grads);
     translator_backward(m);
     const char *w = x->path;
@@ -164,7 +152,7 @@ static int compare_greedy(Fx *x, int report) {
     float *keep = malloc(bytes);
     memcpy(keep, m->params.data, bytes);
     memcpy(m->params.data, x->dparams.data, bytes);
-    translator_greedy(m, x->dsrc, x->dsrc_len, B, out, out_len, alpha);
+    translator_greedy(m, x->in.dsrc, x->in.dsrc_len, B, out, out_len, alpha);
     memcpy(m->params.data, keep, bytes);
     free(keep);
     int ok = 1;
@@ -173,18 +161,9 @@ static int compare_greedy(Fx *x, int report) {
     const float *want_alpha = fixture_tensor(&x->f, "output/greedy_alpha", nal);
     if (!want_len || !want_words || !want_alpha) ok = 0;
     for (int b = 0; ok && b < B; b++) {
-        int same = out_len[b] == (int)want_len[b];
-        for (int t = 0; same && t < out_len[b]; t++)
-            same = out[(size_t)b * ML + t] == (int)want_words[(size_t)b * ML + t];
-        if (!same && report) {
-            fprintf(stderr, "  mismatch: %s greedy row %d:", x->path, b);
-            for (int t = 0; t < out_len[b]; t++) fprintf(stderr, " %d", out[(size_t)b * ML + t]);
-            fprintf(stderr, " (%d words), PyTorch:", out_len[b]);
-            for (int t = 0; t < (int)want_len[b]; t++)
-                fprintf(stderr, " %d", (int)want_words[(size_t)b * ML + t]);
-            fprintf(stderr, " (%d words)\n", (int)want_len[b]);
-        }
-        if (report) EXPECT(same, "%s: greedy words of row %d differ from PyTorch", x->path, b);
+        const int same = fixture_compare_words(x->path, b, out + (size_t)b * ML, out_len[b],
+                                               want_words + (size_t)b * ML, (int)want_len[b],
+                                               report);
         ok &= same;
         // Steps 0..out_len[b] wrote the row's words and its <end>; later ones are the
         // decoder running on, which the reference need not match.
@@ -200,24 +179,30 @@ static int compare_greedy(Fx *x, int report) {
     return ok;
 }
 
-static int compare(Fx *x, int report) {
+static int compare(void *x, int report) {
     const int train = compare_training(x, report);
     return compare_greedy(x, report) && train;
 }
 
-static void check_fixture(const char *name) {
-    Fx x;
-    if (fx_load(&x, name) == 0) EXPECT(compare(&x, 1), "%s differs from PyTorch", name);
-    fx_free(&x);
+// Moves the same element of the decoding weights: its alpha shows the move (none's is
+// always 1).
+static void greedy_moved(void *p, const FixturePerturbation *c, const BlockTensor *t) {
+    Fx *x = p;
+    x->dparams.data[t->offset + c->index] += 1e-3f;
+    EXPECT(x->m.cfg.dec.L == 1 || !compare_greedy(x, 0), "%s: greedy with %s[%zu] + 1e-3 still matches",
+           c->fixture, c->tensor, c->index);
 }
 
-static void test_parity_bahdanau(void) { check_fixture("translate_bahdanau.safetensors"); }
-static void test_parity_luong_general(void) { check_fixture("translate_luong_general.safetensors"); }
-static void test_parity_luong_dot(void) { check_fixture("translate_luong_dot.safetensors"); }
-static void test_parity_luong_concat(void) { check_fixture("translate_luong_concat.safetensors"); }
-static void test_parity_local_m(void) { check_fixture("translate_local_m.safetensors"); }
-static void test_parity_local_p(void) { check_fixture("translate_local_p.safetensors"); }
-static void test_parity_none(void) { check_fixture("translate_none.safetensors"); }
+static const FixtureSuite suite = {sizeof(Fx), fx_load, fx_free, fx_params, compare,
+                                   compare_training, greedy_moved};
+
+static void test_parity_bahdanau(void) { fixture_check(&suite, "translate_bahdanau.safetensors"); }
+static void test_parity_luong_general(void) { fixture_check(&suite, "translate_luong_general.safetensors"); }
+static void test_parity_luong_dot(void) { fixture_check(&suite, "translate_luong_dot.safetensors"); }
+static void test_parity_luong_concat(void) { fixture_check(&suite, "translate_luong_concat.safetensors"); }
+static void test_parity_local_m(void) { fixture_check(&suite, "translate_local_m.safetensors"); }
+static void test_parity_local_p(void) { fixture_check(&suite, "translate_local_p.safetensors"); }
+static void test_parity_none(void) { fixture_check(&suite, "translate_none.safetensors"); }
 
 // The comparison must be able to fail: one weight moved by 1e-3 (the additive score's
 // query matrix, local-p's centre vector, the reverse encoder's weights feeding the fixed
@@ -225,32 +210,11 @@ static void test_parity_none(void) { check_fixture("translate_none.safetensors")
 // attention, in greedy decoding (the same element of the decoding weights moved: the words
 // stay, the attention weights move).
 static void test_parity_perturbed_weight_fails(void) {
-    static const struct {
-        const char *fixture, *tensor;
-        size_t index;
-    } cases[] = {{"translate_bahdanau.safetensors", "attn.W_q", 2},
-                 {"translate_local_p.safetensors", "attn.v_p", 1},
-                 {"translate_none.safetensors", "enc.rev.W", 5},
-                 {"translate_luong_dot.safetensors", "lstm.W", 88}};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        Fx x;
-        if (fx_load(&x, cases[i].fixture) == 0) {
-            EXPECT(compare(&x, 0), "%s: unperturbed must match", cases[i].fixture);
-            const BlockTensor *t = block_find(&x.m.params, cases[i].tensor);
-            EXPECT(t != NULL, "no %s", cases[i].tensor);
-            if (t) {
-                x.m.params.data[t->offset + cases[i].index] += 1e-3f;
-                EXPECT(!compare_training(&x, 0), "%s: %s[%zu] + 1e-3 still matches PyTorch",
-                       cases[i].fixture, cases[i].tensor, cases[i].index);
-                // The decoding's weights: its alpha shows the move (none's is always 1).
-                x.dparams.data[t->offset + cases[i].index] += 1e-3f;
-                EXPECT(x.m.cfg.dec.L == 1 || !compare_greedy(&x, 0),
-                       "%s: greedy with %s[%zu] + 1e-3 still matches", cases[i].fixture,
-                       cases[i].tensor, cases[i].index);
-            }
-        }
-        fx_free(&x);
-    }
+    static const FixturePerturbation cases[] = {{"translate_bahdanau.safetensors", "attn.W_q", 2},
+                                                {"translate_local_p.safetensors", "attn.v_p", 1},
+                                                {"translate_none.safetensors", "enc.rev.W", 5},
+                                                {"translate_luong_dot.safetensors", "lstm.W", 88}};
+    fixture_check_perturbed(&suite, cases, sizeof cases / sizeof *cases);
 }
 
 int main(void) {

@@ -44,16 +44,8 @@ typedef struct {
     char path[512];
     TtModel m;
     int B, ready;
-    int *src, *src_len, *words, *lens, *dsrc, *dsrc_len;
+    FixturePairs in;
 } Fx;
-
-static int *int_tensor(const SafetensorsFile *f, const char *name, size_t n) {
-    const float *v = fixture_tensor(f, name, n);
-    if (!v) return NULL;
-    int *out = malloc(n * sizeof *out);
-    for (size_t i = 0; i < n; i++) out[i] = (int)v[i];
-    return out;
-}
 
 // The fixture's TtConfig (its field names in the metadata). 0, or -1 after a failure.
 static int fx_config(const SafetensorsFile *f, TtConfig *c, int *B) {
@@ -74,7 +66,8 @@ static int fx_config(const SafetensorsFile *f, TtConfig *c, int *B) {
 }
 
 // Loads fixture name: the model with its weights and the inputs. 0, or -1 after a failure.
-static int fx_load(Fx *x, const char *name) {
+static int fx_load(void *p, const char *name) {
+    Fx *x = p;
     memset(x, 0, sizeof *x);
     if (fixture_load(&x->f, x->path, sizeof x->path, name)) return -1;
     TtConfig c;
@@ -87,34 +80,29 @@ static int fx_load(Fx *x, const char *name) {
     rng_seed(&rng, 1);
     tt_init(&x->m, &c, x->B, &rng);
     x->ready = 1;
-    const size_t B = (size_t)x->B, S = (size_t)c.S, ML = (size_t)c.max_len;
-    x->src = int_tensor(&x->f, "input/src", B * S);
-    x->src_len = int_tensor(&x->f, "input/src_len", B);
-    x->words = int_tensor(&x->f, "input/words", B * ML);
-    x->lens = int_tensor(&x->f, "input/lens", B);
-    x->dsrc = int_tensor(&x->f, "input/decode_src", B * S);
-    x->dsrc_len = int_tensor(&x->f, "input/decode_src_len", B);
-    if (!fixture_read_params(&x->m.params, &x->f, x->path) || !x->src || !x->src_len ||
-        !x->words || !x->lens || !x->dsrc || !x->dsrc_len)
-        return -1;
+    const int in = fixture_pairs_read(&x->in, &x->f, x->B, c.S, c.max_len) == 0;
+    if (!fixture_read_params(&x->m.params, &x->f, x->path) || !in) return -1;
     return 0;
 }
 
-static void fx_free(Fx *x) {
+static void fx_free(void *p) {
+    Fx *x = p;
     if (x->ready) tt_free(&x->m);
-    free(x->src), free(x->src_len), free(x->words), free(x->lens);
-    free(x->dsrc), free(x->dsrc_len);
+    fixture_pairs_free(&x->in);
     safetensors_free(&x->f);
 }
 
+static Block *fx_params(void *p) { return &((Fx *)p)->m.params; }
+
 // The teacher-forced pass: loss, alignments, every gradient. A training forward (an rng)
 // when the fixture smooths its labels (dropout is 0), an evaluation one otherwise.
-static int compare_training(Fx *x, int report) {
+static int compare_training(void *p, int report) {
+    Fx *x = p;
     TtModel *m = &x->m;
     Rng rng;
     rng_seed(&rng, 2);
     const int B = x->B;
-    float loss = (float)tt_forward(m, x->src, x->src_len, x->words, x->lens, B,
+    float loss = (float)tt_forward(m, x->in.src, x->in.src_len, x->in.words, x->in.lens, B,
                                    m->cfg.label_smoothing > 0.0f ? &rng : NULL);
     block_zero(&m->grads);
     tt_backward(m);
@@ -138,27 +126,15 @@ static int compare_greedy(Fx *x, int report) {
     const size_t nal = (size_t)(ML + 1) * B * S;
     int *out = calloc((size_t)B * ML, sizeof(int)), *out_len = calloc((size_t)B, sizeof(int));
     float *alpha = calloc(nal, sizeof(float));
-    tt_decode(m, x->dsrc, x->dsrc_len, B, 1, 0.0f, out, out_len, NULL, alpha);
+    tt_decode(m, x->in.dsrc, x->in.dsrc_len, B, 1, 0.0f, out, out_len, NULL, alpha);
     int ok = 1;
     const float *want_len = fixture_tensor(&x->f, "output/greedy_len", (size_t)B);
     const float *want_words = fixture_tensor(&x->f, "output/greedy_words", (size_t)B * ML);
     const float *want_alpha = fixture_tensor(&x->f, "output/greedy_alpha", nal);
     if (!want_len || !want_words || !want_alpha) ok = 0;
-    for (int b = 0; ok && b < B; b++) {
-        int same = out_len[b] == (int)want_len[b];
-        for (int t = 0; same && t < out_len[b]; t++)
-            same = out[(size_t)b * ML + t] == (int)want_words[(size_t)b * ML + t];
-        if (!same && report) {
-            fprintf(stderr, "  mismatch: %s greedy row %d:", x->path, b);
-            for (int t = 0; t < out_len[b]; t++) fprintf(stderr, " %d", out[(size_t)b * ML + t]);
-            fprintf(stderr, " (%d words), PyTorch:", out_len[b]);
-            for (int t = 0; t < (int)want_len[b]; t++)
-                fprintf(stderr, " %d", (int)want_words[(size_t)b * ML + t]);
-            fprintf(stderr, " (%d words)\n", (int)want_len[b]);
-        }
-        if (report) EXPECT(same, "%s: greedy words of row %d differ from PyTorch", x->path, b);
-        ok &= same;
-    }
+    for (int b = 0; ok && b < B; b++)
+        ok &= fixture_compare_words(x->path, b, out + (size_t)b * ML, out_len[b],
+                                    want_words + (size_t)b * ML, (int)want_len[b], report);
     if (ok)
         ok &= fixture_compare_report(x->path, "greedy alpha", alpha, want_alpha, nal, FWD_ATOL,
                                      FWD_RTOL, report);
@@ -166,48 +142,37 @@ static int compare_greedy(Fx *x, int report) {
     return ok;
 }
 
-static int compare(Fx *x, int report) {
+static int compare(void *x, int report) {
     const int train = compare_training(x, report);
     return compare_greedy(x, report) && train;
 }
 
-static void check_fixture(const char *name) {
-    Fx x;
-    if (fx_load(&x, name) == 0) EXPECT(compare(&x, 1), "%s differs from PyTorch", name);
-    fx_free(&x);
+// Greedy decoding with the moved weight: the words may stay; the alignments move.
+static void greedy_moved(void *x, const FixturePerturbation *c, const BlockTensor *t) {
+    (void)t;
+    EXPECT(!compare_greedy(x, 0), "%s: greedy with %s[%zu] + 1e-3 still matches", c->fixture,
+           c->tensor, c->index);
 }
 
-static void test_parity_pre_ln(void) { check_fixture("translate_tf_pre.safetensors"); }
-static void test_parity_post_ln(void) { check_fixture("translate_tf_post.safetensors"); }
-static void test_parity_label_smoothing(void) { check_fixture("translate_tf_smooth.safetensors"); }
+static const FixtureSuite suite = {sizeof(Fx), fx_load, fx_free, fx_params, compare,
+                                   compare_training, greedy_moved};
+
+static void test_parity_pre_ln(void) { fixture_check(&suite, "translate_tf_pre.safetensors"); }
+static void test_parity_post_ln(void) { fixture_check(&suite, "translate_tf_post.safetensors"); }
+static void test_parity_label_smoothing(void) {
+    fixture_check(&suite, "translate_tf_smooth.safetensors");
+}
 
 // The comparison must be able to fail: one weight moved by 1e-3 (the map layer's
 // cross-attention query projection, the first encoder layer's feed-forward, the target
 // embedding of <start>) no longer matches, in training and in greedy decoding (the words
 // may stay; the alignments move).
 static void test_parity_perturbed_weight_fails(void) {
-    static const struct {
-        const char *fixture, *tensor;
-        size_t index;
-    } cases[] = {{"translate_tf_pre.safetensors", "decoder.layers.1.multihead_attn.in_proj_weight", 3},
-                 {"translate_tf_post.safetensors", "encoder.layers.0.linear1.weight", 5},
-                 {"translate_tf_smooth.safetensors", "tgt.embed", 10}};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        Fx x;
-        if (fx_load(&x, cases[i].fixture) == 0) {
-            EXPECT(compare(&x, 0), "%s: unperturbed must match", cases[i].fixture);
-            const BlockTensor *t = block_find(&x.m.params, cases[i].tensor);
-            EXPECT(t != NULL, "no %s", cases[i].tensor);
-            if (t) {
-                x.m.params.data[t->offset + cases[i].index] += 1e-3f;
-                EXPECT(!compare_training(&x, 0), "%s: %s[%zu] + 1e-3 still matches PyTorch",
-                       cases[i].fixture, cases[i].tensor, cases[i].index);
-                EXPECT(!compare_greedy(&x, 0), "%s: greedy with %s[%zu] + 1e-3 still matches",
-                       cases[i].fixture, cases[i].tensor, cases[i].index);
-            }
-        }
-        fx_free(&x);
-    }
+    static const FixturePerturbation cases[] = {
+        {"translate_tf_pre.safetensors", "decoder.layers.1.multihead_attn.in_proj_weight", 3},
+        {"translate_tf_post.safetensors", "encoder.layers.0.linear1.weight", 5},
+        {"translate_tf_smooth.safetensors", "tgt.embed", 10}};
+    fixture_check_perturbed(&suite, cases, sizeof cases / sizeof *cases);
 }
 
 int main(void) {

@@ -18,20 +18,15 @@
 #include "seq/vocab.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test.h"
+#include "tests/support/tiny.h"
 
-enum { TB = 3, TS = 8, TV = 9, TML = 4 };
+enum { TB = TINY_CAP_B, TS = TINY_CAP_S, TV = TINY_CAP_V, TML = TINY_CAP_ML };
 
 static SatConfig tiny_config(AttnKind kind) {
     SatConfig c;
-    sat_config_default(&c);
-    c.image_size = TS;
-    c.cnn.n_layers = 2;
-    c.cnn.channels[0] = 3;
-    c.cnn.channels[1] = 4;  // grid 2 x 2: L = 4, D = 4
+    tiny_caption_config(&c);  // grid 2 x 2: L = 4, D = 4
     c.E = 5;
     c.H = 4;                 // == D so dot kinds work
-    c.V = TV;
-    c.max_len = TML;
     c.attn.kind = kind;
     c.attn.A = 4;
     c.attn.heads = 2;
@@ -58,13 +53,7 @@ static void fixture_init(Fixture *f, const SatConfig *c, uint64_t seed) {
     rng_seed(&rng, seed);
     sat_init(&f->m, c, &rng);
     sat_alloc_acts(&f->m, TB);
-    fill_uniform(f->images, sizeof f->images / sizeof(float), 0.0f, 1.0f, &rng);
-    const int lens[TB] = {2, 4, 0};
-    for (int b = 0; b < TB; b++) {
-        f->lens[b] = lens[b];
-        for (int k = 0; k < TML; k++)
-            f->words[b * TML + k] = k < lens[b] ? VOCAB_NSPECIAL + (int)rng_below(&rng, TV - VOCAB_NSPECIAL) : 0;
-    }
+    tiny_caption_batch(f->images, f->words, f->lens, &rng);
 }
 
 static void model_fwd(void *ctx, float *out) {
@@ -84,22 +73,9 @@ static void model_bwd(void *ctx, const float *dout) {
 
 // Gradient check of every parameter tensor (a random subset of elements of each).
 static int check_model(Fixture *f, const char *name, int max_checks) {
-    Block *pb = &f->m.params, *gb = &f->m.grads;
-    GradcheckInput *in = calloc((size_t)pb->count, sizeof *in);
-    for (int i = 0; i < pb->count; i++) {
-        in[i].name = pb->tensors[i].name;
-        in[i].x = pb->data + pb->tensors[i].offset;
-        in[i].grad = gb->data + gb->tensors[i].offset;
-        in[i].n = pb->tensors[i].numel;
-    }
     GradcheckOp op = {.ctx = f, .forward = model_fwd, .backward = model_bwd, .n_out = 1,
-                      .inputs = in, .n_inputs = pb->count, .eps = 1e-3, .atol = 2e-3,
-                      .rtol = 2e-2, .max_checks = max_checks};
-    Rng rng;
-    rng_seed(&rng, 11);
-    int r = gradcheck(name, &op, &rng);
-    free(in);
-    return r;
+                      .eps = 1e-3, .atol = 2e-3, .rtol = 2e-2, .max_checks = max_checks};
+    return gradcheck_block(name, op, &f->m.params, &f->m.grads, 11);
 }
 
 static void gradcheck_query(AttnKind kind, int beta_vector, SatQuery query, const char *name) {

@@ -21,19 +21,14 @@
 #include "seq/vocab.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test.h"
+#include "tests/support/tiny.h"
 
-enum { TB = 3, TS = 8, TV = 9, TML = 4, FL = 6, FD = 5 };
+enum { TB = TINY_CAP_B, TS = TINY_CAP_S, TV = TINY_CAP_V, TML = TINY_CAP_ML, FL = 6, FD = 5 };
 
 static SatConfig tiny_config(int features) {
     SatConfig c;
-    sat_config_default(&c);
-    c.image_size = TS;
-    c.cnn.n_layers = 2;
-    c.cnn.channels[0] = 3;
-    c.cnn.channels[1] = 4;  // grid 2 x 2: L = 4, D = 4
+    tiny_caption_config(&c);  // grid 2 x 2: L = 4, D = 4
     if (features) c.feat_L = FL, c.feat_D = FD;  // L = 6 on a 3 x 3 grid's first two rows
-    c.V = TV;
-    c.max_len = TML;
     c.decoder = SAT_DECODER_TRANSFORMER;
     c.tf = (SatTfConfig){.d_model = 8, .heads = 2, .d_ff = 12, .layers = 2, .enc_layers = 1,
                          .positions = 8, .post_ln = 0, .map_layer = -1, .dropout = 0.0f};
@@ -61,13 +56,7 @@ static void fixture_init(Fixture *f, const SatConfig *c, uint64_t seed) {
     // Parameters off PyTorch's initial values (biases 0, norms 1) so every term counts.
     for (size_t i = 0; i < f->m.params.numel; i++)
         f->m.params.data[i] += 0.2f * (rng_uniform(&rng) - 0.5f);
-    fill_uniform(f->images, sizeof f->images / sizeof(float), 0.0f, 1.0f, &rng);
-    const int lens[TB] = {2, 4, 0};
-    for (int b = 0; b < TB; b++) {
-        f->lens[b] = lens[b];
-        for (int k = 0; k < TML; k++)
-            f->words[b * TML + k] = k < lens[b] ? VOCAB_NSPECIAL + (int)rng_below(&rng, TV - VOCAB_NSPECIAL) : 0;
-    }
+    tiny_caption_batch(f->images, f->words, f->lens, &rng);
 }
 
 static void model_fwd(void *ctx, float *out) {
@@ -84,15 +73,9 @@ static void model_bwd(void *ctx, const float *dout) {
 }
 
 static int check_model(Fixture *f, const char *name) {
-    GradcheckInput *in = gradcheck_block_inputs(&f->m.params, &f->m.grads);
     GradcheckOp op = {.ctx = f, .forward = model_fwd, .backward = model_bwd, .n_out = 1,
-                      .inputs = in, .n_inputs = f->m.params.count, .eps = 1e-3, .atol = 2e-3,
-                      .rtol = 2e-2, .max_checks = 12};
-    Rng rng;
-    rng_seed(&rng, 11);
-    int r = gradcheck(name, &op, &rng);
-    free(in);
-    return r;
+                      .eps = 1e-3, .atol = 2e-3, .rtol = 2e-2, .max_checks = 12};
+    return gradcheck_block(name, op, &f->m.params, &f->m.grads, 11);
 }
 
 // The CNN, pre-LN with its final norm, one encoder layer over the grid, and dropout in

@@ -80,6 +80,36 @@ static u128 largest_tensor(const Block *b, const char **name) {
     return most;
 }
 
+// The trials of a property test so far.
+typedef struct {
+    int accepted, refused;
+} Verdicts;
+
+// One trial's answer: its set-up's check gave ok (err: the refusal) on a configuration whose
+// layouts are params and acts (freed here). Accepted, every tensor of both holds at most
+// DIMS_MAX floats; refused, the message is one line saying what exceeds 2147483647 and there
+// is a cause: a tensor past DIMS_MAX, or other (a refusal of a part without a layout here).
+static void judge(Verdicts *v, int trial, int ok, const Error *err, Block *params, Block *acts,
+                  int other, int B) {
+    const char *pn = "", *an = "";
+    const u128 pmax = largest_tensor(params, &pn), amax = largest_tensor(acts, &an);
+    const u128 lim = (u128)DIMS_MAX;
+    if (ok) {
+        v->accepted++;
+        EXPECT(pmax <= lim, "trial %d: accepted, parameter %s has %.3g floats", trial, pn, (double)pmax);
+        EXPECT(amax <= lim, "trial %d: accepted, activation %s has %.3g floats (B %d)", trial, an,
+               (double)amax, B);
+    } else {
+        v->refused++;
+        EXPECT(strchr(err->msg, '\n') == NULL && strstr(err->msg, "exceeds 2147483647"),
+               "trial %d: refusal message: %s", trial, err->msg);
+        EXPECT(other || pmax > lim || amax > lim, "trial %d: refused without a tensor past 2^31: %s",
+               trial, err->msg);
+    }
+    block_free(params);
+    block_free(acts);
+}
+
 // The CNN workspace's int-indexed buffers, as vision/cnn.c lays them out for groups of
 // CNN_GROUP images: per layer, the convolution's output and the column matrix (im2col) or
 // Winograd's M and V (16 planes of rows x group tiles, each plus a 16-float gap).
@@ -102,7 +132,8 @@ static u128 largest_cnn_buffer(const SatConfig *c) {
 static void test_accepted_sizes_fit(void) {
     Rng rng;
     rng_seed(&rng, 56);
-    int accepted = 0, refused = 0, valid = 0;
+    int valid = 0;
+    Verdicts v = {0, 0};
     for (int trial = 0; trial < 20000; trial++) {
         SatConfig c;
         int B;
@@ -117,30 +148,16 @@ static void test_accepted_sizes_fit(void) {
         memset(&a, 0, sizeof a);
         sat_lstm_params_layout(&params, &p, &c);
         sat_lstm_acts_layout(&acts, &a, &c, B);
-        const char *pn = "", *an = "";
-        const u128 pmax = largest_tensor(&params, &pn), amax = largest_tensor(&acts, &an);
         const u128 cmax = c.feat_L > 0 ? 0 : largest_cnn_buffer(&c);
-        const u128 lim = (u128)DIMS_MAX;
-        if (ok) {
-            accepted++;
-            EXPECT(pmax <= lim, "trial %d: accepted, parameter %s has %.3g floats", trial, pn, (double)pmax);
-            EXPECT(amax <= lim, "trial %d: accepted, activation %s has %.3g floats (B %d)", trial, an,
-                   (double)amax, B);
-            EXPECT(cmax <= lim, "trial %d: accepted, a CNN buffer has %.3g floats", trial, (double)cmax);
-        } else {
-            refused++;
-            EXPECT(strchr(err.msg, '\n') == NULL && strstr(err.msg, "exceeds 2147483647"),
-                   "trial %d: refusal message: %s", trial, err.msg);
-            const int cnn_refused = c.feat_L == 0 &&
-                                    cnn_check_sizes(&c.cnn, c.image_size, CNN_GROUP, "--image-size", NULL);
-            EXPECT(cnn_refused || pmax > lim || amax > lim,
-                   "trial %d: refused without a tensor past 2^31: %s", trial, err.msg);
-        }
-        block_free(&params);
-        block_free(&acts);
+        EXPECT(!ok || cmax <= (u128)DIMS_MAX, "trial %d: accepted, a CNN buffer has %.3g floats",
+               trial, (double)cmax);
+        const int cnn_refused = !ok && c.feat_L == 0 &&
+                                cnn_check_sizes(&c.cnn, c.image_size, CNN_GROUP, "--image-size", NULL);
+        judge(&v, trial, ok, &err, &params, &acts, cnn_refused, B);
     }
     // The random sets reach both sides of the limit.
-    EXPECT(accepted > 1000 && refused > 1000, "%d valid, %d accepted, %d refused", valid, accepted, refused);
+    EXPECT(v.accepted > 1000 && v.refused > 1000, "%d valid, %d accepted, %d refused", valid,
+           v.accepted, v.refused);
 }
 
 // The configuration: the keys tensor is B L A floats by shape (it was one float
@@ -188,7 +205,7 @@ static void random_draw_config(DrawConfig *c, int *B, Rng *rng) {
 static void test_draw_accepted_sizes_fit(void) {
     Rng rng;
     rng_seed(&rng, 57);
-    int accepted = 0, refused = 0;
+    Verdicts v = {0, 0};
     for (int trial = 0; trial < 20000; trial++) {
         DrawConfig c;
         int B;
@@ -201,24 +218,9 @@ static void test_draw_accepted_sizes_fit(void) {
         DrawActs a;
         draw_layout(&params, &p, &c);
         draw_acts_layout(&acts, &a, &c, B);
-        const char *pn = "", *an = "";
-        const u128 pmax = largest_tensor(&params, &pn), amax = largest_tensor(&acts, &an);
-        const u128 lim = (u128)DIMS_MAX;
-        if (ok) {
-            accepted++;
-            EXPECT(pmax <= lim && amax <= lim, "trial %d: accepted, %s has %.3g floats, %s %.3g", trial,
-                   pn, (double)pmax, an, (double)amax);
-        } else {
-            refused++;
-            EXPECT(strchr(err.msg, '\n') == NULL && strstr(err.msg, "exceeds 2147483647"),
-                   "trial %d: refusal message: %s", trial, err.msg);
-            EXPECT(pmax > lim || amax > lim, "trial %d: refused without a tensor past 2^31: %s", trial,
-                   err.msg);
-        }
-        block_free(&params);
-        block_free(&acts);
+        judge(&v, trial, ok, &err, &params, &acts, 0, B);
     }
-    EXPECT(accepted > 1000 && refused > 1000, "%d accepted, %d refused", accepted, refused);
+    EXPECT(v.accepted > 1000 && v.refused > 1000, "%d accepted, %d refused", v.accepted, v.refused);
 }
 
 // The glimpse classifier: draw classify train's flags (--T 1..1000, --read 1..100, --hidden
@@ -227,7 +229,7 @@ static void test_draw_accepted_sizes_fit(void) {
 static void test_glimpse_accepted_sizes_fit(void) {
     Rng rng;
     rng_seed(&rng, 58);
-    int accepted = 0, refused = 0;
+    Verdicts v = {0, 0};
     for (int trial = 0; trial < 20000; trial++) {
         GlimpseConfig c = glimpse_config_default(log_uniform(&rng, 1, 4096), log_uniform(&rng, 1, 4096));
         c.T = log_uniform(&rng, 1, 1000);
@@ -246,21 +248,9 @@ static void test_glimpse_accepted_sizes_fit(void) {
         GlimpseActs a;
         glimpse_layout(&params, &p, &c);
         glimpse_acts_layout(&acts, &a, &c, B);
-        const char *pn = "", *an = "";
-        const u128 pmax = largest_tensor(&params, &pn), amax = largest_tensor(&acts, &an);
-        const u128 lim = (u128)DIMS_MAX;
-        if (ok) {
-            accepted++;
-            EXPECT(pmax <= lim && amax <= lim, "trial %d: accepted, %s has %.3g floats, %s %.3g", trial,
-                   pn, (double)pmax, an, (double)amax);
-        } else {
-            refused++;
-            EXPECT(strstr(err.msg, "exceeds 2147483647") != NULL, "trial %d: %s", trial, err.msg);
-        }
-        block_free(&params);
-        block_free(&acts);
+        judge(&v, trial, ok, &err, &params, &acts, 0, B);
     }
-    EXPECT(accepted > 1000 && refused > 200, "%d accepted, %d refused", accepted, refused);
+    EXPECT(v.accepted > 1000 && v.refused > 200, "%d accepted, %d refused", v.accepted, v.refused);
 }
 
 // Decoding's rows are images x beam (they read their image's keys in place): the rows'

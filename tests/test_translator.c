@@ -9,7 +9,16 @@
 //   attention with input feeding (the attentional vector tanh(W_c [z_t; h_{t+1}]) fed on),
 //   and the training pass with dropout 0.3 everywhere (masks re-drawn from one seed at every
 //   evaluation, so the loss is a function of the weights) and label smoothing 0.1; and a
-//   forward-only encoder (Luong concat, Bahdanau with dropout, no attention).
+//   forward-only encoder (Luong concat, Bahdanau with dropout, no attention); and the source
+//   embeddings in the annotations (annot_embed: Luong concat; Luong general with input
+//   feeding; forward-only Luong concat with dropout 0.3; Bahdanau with dropout 0.3 and
+//   label smoothing 0.1): the embedding's gradient comes by both paths (the LSTMs and the
+//   annotations); and a reverse-only encoder (Luong concat, with the embeddings and dropout,
+//   no attention).
+// - A reverse-only encoder has no forward tensors and reads right to left: an earlier token
+//   leaves the later annotations as they were.
+// - With annot_embed each annotation is the states then its token's embedding (the dropped
+//   one while training), so D grows by Es and the layout gains no tensor.
 // - A forward-only encoder has no reverse tensors and is causal: a later token leaves the
 //   earlier annotations as they were.
 // - Greedy decoding through the decoder's step agrees with the teacher-forced pass, with and
@@ -32,8 +41,9 @@
 #include "tests/support/gradcheck.h"
 #include "seq/vocab.h"
 #include "tests/support/test.h"
+#include "tests/support/tiny.h"
 
-enum { NB = 2, NS = 4, ML = 3 };
+enum { NB = TINY_PAIRS_B, NS = TINY_PAIRS_S, ML = TINY_PAIRS_ML };
 
 typedef struct {
     Translator m;
@@ -45,7 +55,7 @@ typedef struct {
 // The options beyond the attention: input feeding, a forward-only encoder, dropout (both),
 // label smoothing.
 typedef struct {
-    int feed, forward;
+    int feed, forward, embed, reverse;  // embed: annot_embed; reverse: reverse_only
     float dropout, smoothing;
 } FixOptions;
 
@@ -53,7 +63,8 @@ static void fix_init_with(Fix *f, AttnKind kind, DecoderQuery query, uint64_t se
                           FixOptions o) {
     memset(f, 0, sizeof *f);
     TranslatorConfig c = {.Vs = 7, .Es = 3, .He = 2, .S = NS, .max_len = ML, .dropout = o.dropout,
-                          .forward_only = o.forward,
+                          .forward_only = o.forward, .annot_embed = o.embed,
+                          .reverse_only = o.reverse,
                           .dec = {.E = 3, .H = 4, .V = 8, .nb = 1, .query = query,
                                   .input_feeding = o.feed, .dropout = o.dropout,
                                   .label_smoothing = o.smoothing,
@@ -65,12 +76,7 @@ static void fix_init_with(Fix *f, AttnKind kind, DecoderQuery query, uint64_t se
     fill_uniform(f->m.params.data, f->m.params.numel, -0.8f, 0.8f, &rng);
     f->hg = f->m.grads;  // the same layout ...
     f->hg.data = xcalloc(f->m.grads.numel, sizeof(float));  // ... its own floats
-    static const int src[NB * NS] = {4, 6, 5, 3, 2, 5, 0, 0};
-    static const int words[NB * ML] = {4, 7, 5, 6, 0, 0};
-    memcpy(f->src, src, sizeof src);
-    memcpy(f->words, words, sizeof words);
-    f->src_len[0] = 4, f->src_len[1] = 2;
-    f->lens[0] = 3, f->lens[1] = 1;
+    tiny_pairs(f->src, f->src_len, f->words, f->lens);
 }
 
 static void fix_init(Fix *f, AttnKind kind, DecoderQuery query, uint64_t seed) {
@@ -124,19 +130,31 @@ static void test_whole_model_gradcheck(void) {
                  {"Bahdanau, forward-only encoder, dropout 0.3", ATTN_ADDITIVE,
                   DECODER_QUERY_PREVIOUS, {.forward = 1, .dropout = 0.3f}},
                  {"no attention, forward-only encoder", ATTN_NONE, DECODER_QUERY_CURRENT,
-                  {.forward = 1}}};
+                  {.forward = 1}},
+                 {"Luong concat, embeddings in the annotations", ATTN_ADDITIVE,
+                  DECODER_QUERY_CURRENT, {.embed = 1}},
+                 {"Luong general, embeddings in the annotations, input feeding",
+                  ATTN_MULTIPLICATIVE, DECODER_QUERY_CURRENT, {.embed = 1, .feed = 1}},
+                 {"Luong concat, forward-only, embeddings in the annotations, dropout 0.3",
+                  ATTN_ADDITIVE, DECODER_QUERY_CURRENT,
+                  {.forward = 1, .embed = 1, .dropout = 0.3f}},
+                 {"Bahdanau, embeddings in the annotations, dropout 0.3, smoothing 0.1",
+                  ATTN_ADDITIVE, DECODER_QUERY_PREVIOUS,
+                  {.embed = 1, .dropout = 0.3f, .smoothing = 0.1f}},
+                 {"Luong concat, reverse-only encoder", ATTN_ADDITIVE, DECODER_QUERY_CURRENT,
+                  {.reverse = 1}},
+                 {"Luong concat, reverse-only, embeddings in the annotations, dropout 0.3",
+                  ATTN_ADDITIVE, DECODER_QUERY_CURRENT,
+                  {.reverse = 1, .embed = 1, .dropout = 0.3f}},
+                 {"no attention, reverse-only encoder", ATTN_NONE, DECODER_QUERY_CURRENT,
+                  {.reverse = 1}}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         Fix f;
         fix_init_with(&f, cases[k].kind, cases[k].query, 90 + k, cases[k].o);
-        GradcheckInput *in = gradcheck_block_inputs(&f.m.params, &f.hg);
         GradcheckOp op = {.ctx = &f, .forward = fix_forward, .backward = fix_backward,
-                          .n_out = 1, .inputs = in, .n_inputs = f.m.params.count, .eps = 1e-3,
-                          .atol = 1e-3, .rtol = 1e-2};
-        Rng rng;
-        rng_seed(&rng, 100 + k);
-        EXPECT(gradcheck(cases[k].name, &op, &rng) == 0, "%s: gradient check failed",
-               cases[k].name);
-        free(in);
+                          .n_out = 1, .eps = 1e-3, .atol = 1e-3, .rtol = 1e-2};
+        EXPECT(gradcheck_block(cases[k].name, op, &f.m.params, &f.hg, 100 + k) == 0,
+               "%s: gradient check failed", cases[k].name);
         fix_free(&f);
     }
 }
@@ -201,19 +219,102 @@ static void test_forward_only_encoder_is_causal(void) {
     }
 }
 
+// A reverse-only encoder: no forward tensors, annotations of He that are the reverse
+// LSTM's states, and anti-causal: changing row 0's first token leaves its later
+// annotations bit for bit (the forward-only encoder's change, the check that the test can
+// see a difference); with no attention its one annotation is the reverse state at 0.
+static void test_reverse_only_encoder(void) {
+    for (int reverse = 1; reverse >= 0; reverse--) {
+        Fix f;
+        fix_init_with(&f, ATTN_ADDITIVE, DECODER_QUERY_CURRENT, 99,
+                      (FixOptions){.reverse = reverse, .forward = !reverse});
+        const int H = f.m.cfg.He, D = f.m.cfg.dec.D;
+        EXPECT(D == H, "reverse only %d: D = %d", reverse, D);
+        EXPECT((block_find(&f.m.params, "enc.fwd.W") == NULL) == reverse &&
+                   (block_find(&f.m.params, "enc.rev.W") == NULL) == !reverse,
+               "reverse only %d: the layout's directions", reverse);
+        float loss;
+        fix_forward(&f, &loss);
+        float before[NS * 4];
+        memcpy(before, f.m.a.annot, (size_t)NS * D * sizeof(float));  // row 0's annotations
+        if (reverse)
+            for (int i = 0; i < NS; i++)
+                EXPECT(memcmp(f.m.a.annot + (size_t)i * D, f.m.hs_r + (size_t)i * NB * H,
+                              (size_t)H * sizeof(float)) == 0, "annotation %d is not r_%d", i, i);
+        f.src[0] = f.src[0] == 4 ? 5 : 4;
+        fix_forward(&f, &loss);
+        const int same = memcmp(before + D, f.m.a.annot + D, (size_t)(NS - 1) * D * sizeof(float)) == 0;
+        EXPECT(same == reverse, "reverse only %d: the later annotations %s", reverse,
+               same ? "kept" : "changed");
+        fix_free(&f);
+    }
+    Fix f;
+    fix_init_with(&f, ATTN_NONE, DECODER_QUERY_CURRENT, 100, (FixOptions){.reverse = 1});
+    float loss;
+    fix_forward(&f, &loss);
+    const int H = f.m.cfg.He;
+    for (int b = 0; b < NB; b++)
+        EXPECT(memcmp(f.m.a.annot + (size_t)b * H, f.m.hs_r + (size_t)b * H,
+                      (size_t)H * sizeof(float)) == 0, "row %d: the fixed context is not r_0", b);
+    fix_free(&f);
+}
+
+// annot_embed: each annotation is [f_i; r_i; x_i] (or [f_i; x_i]) with x_i the embedding
+// the LSTMs read (with dropout, the masked one, then the annotation's own mask on the
+// whole row), D = (2 or 1) He + Es, and the layout is the one without it. Past a row's
+// length the annotations are padding (the attention reads none); only positions inside are
+// compared.
+static void test_annot_embed_layout(void) {
+    for (int k = 0; k < 3; k++) {
+        const int forward = k == 1, drop = k == 2;
+        Fix f, plain;
+        fix_init_with(&f, ATTN_ADDITIVE, DECODER_QUERY_CURRENT, 98,
+                      (FixOptions){.forward = forward, .embed = 1, .dropout = drop ? 0.5f : 0.0f});
+        fix_init_with(&plain, ATTN_ADDITIVE, DECODER_QUERY_CURRENT, 98,
+                      (FixOptions){.forward = forward, .dropout = drop ? 0.5f : 0.0f});
+        const int H = f.m.cfg.He, E = f.m.cfg.Es, D = f.m.cfg.dec.D, S = (forward ? 1 : 2) * H;
+        EXPECT(D == S + E, "case %d: D = %d, states %d + embedding %d", k, D, S, E);
+        EXPECT(f.m.params.count == plain.m.params.count, "case %d: %d tensors, %d without",
+               k, f.m.params.count, plain.m.params.count);
+        float loss;
+        fix_forward(&f, &loss);
+        int zeros = 0;
+        for (int b = 0; b < NB; b++)
+            for (int i = 0; i < f.src_len[b]; i++) {
+                const float *row = f.m.a.annot + ((size_t)b * NS + i) * D;
+                const float *x = f.m.x + ((size_t)i * NB + b) * E;
+                const float *am = f.m.amask + ((size_t)b * NS + i) * D;
+                for (int e = 0; e < E; e++) {
+                    const float want = drop ? x[e] * am[S + e] : x[e];
+                    EXPECT(row[S + e] == want, "case %d row %d position %d: embedding %d is %g, "
+                           "x %g", k, b, i, e, row[S + e], want);
+                    zeros += drop && row[S + e] == 0.0f;
+                }
+                const float *fw = f.m.hs_f + ((size_t)i * NB + b) * H;
+                for (int h = 0; h < H; h++)
+                    EXPECT(row[h] == (drop ? fw[h] * am[h] : fw[h]), "case %d row %d position "
+                           "%d: state %d is %g, f %g", k, b, i, h, row[h], fw[h]);
+            }
+        if (drop) EXPECT(zeros > 0, "dropout 0.5 dropped none of the annotations' embeddings");
+        fix_free(&f);
+        fix_free(&plain);
+    }
+}
+
 // Greedy decoding through decoder_step_forward agrees with the teacher-forced forward fed
 // its own words: at each step the forward's most likely word (the specials but <end> left
 // out) is the word greedy chose, its attention rows sum to 1 over the source, and greedy's
 // step t weights are the forward's for target t (its row t: one row, decoder_pack_rows).
 static void test_greedy_matches_teacher_forcing(void) {
     static const AttnKind kinds[] = {ATTN_ADDITIVE, ATTN_MULTIPLICATIVE, ATTN_NONE,
-                                     ATTN_MULTIPLICATIVE, ATTN_NONE};
+                                     ATTN_MULTIPLICATIVE, ATTN_NONE, ATTN_ADDITIVE};
     static const DecoderQuery queries[] = {DECODER_QUERY_PREVIOUS, DECODER_QUERY_CURRENT,
                                            DECODER_QUERY_CURRENT, DECODER_QUERY_CURRENT,
-                                           DECODER_QUERY_CURRENT};
-    for (int k = 0; k < 5; k++) {
+                                           DECODER_QUERY_CURRENT, DECODER_QUERY_CURRENT};
+    for (int k = 0; k < 6; k++) {  // the last: forward-only, embeddings in the annotations
         Fix f;
-        fix_init_with(&f, kinds[k], queries[k], 300 + k, (FixOptions){.feed = k >= 3});
+        fix_init_with(&f, kinds[k], queries[k], 300 + k,
+                      (FixOptions){.feed = k >= 3 && k < 5, .forward = k == 5, .embed = k == 5});
         const int V = f.m.cfg.dec.V, L = f.m.cfg.dec.L;
         for (int b = 0; b < NB; b++) {
             int out[ML], len;
@@ -330,6 +431,8 @@ int main(void) {
     RUN(test_padding_changes_nothing);
     RUN(test_fixed_context_is_the_final_states);
     RUN(test_forward_only_encoder_is_causal);
+    RUN(test_reverse_only_encoder);
+    RUN(test_annot_embed_layout);
     RUN(test_greedy_matches_teacher_forcing);
     RUN(test_beam_one_is_greedy);
     RUN(test_beam_beats_greedy);

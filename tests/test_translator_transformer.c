@@ -21,8 +21,9 @@
 #include "seq/vocab.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test.h"
+#include "tests/support/tiny.h"
 
-enum { NB = 2, NS = 4, ML = 3 };
+enum { NB = TINY_PAIRS_B, NS = TINY_PAIRS_S, ML = TINY_PAIRS_ML };
 
 typedef struct {
     TtModel m;
@@ -45,12 +46,7 @@ static void fix_init(Fix *f, TtConfig c, uint64_t seed) {
     tt_init(&f->m, &c, NB, &rng);
     f->hg = f->m.grads;
     f->hg.data = xcalloc(f->m.grads.numel, sizeof(float));
-    static const int src[NB * NS] = {4, 6, 5, 3, 2, 5, 0, 0};
-    static const int words[NB * ML] = {4, 7, 5, 6, 0, 0};
-    memcpy(f->src, src, sizeof src);
-    memcpy(f->words, words, sizeof words);
-    f->src_len[0] = 4, f->src_len[1] = 2;
-    f->lens[0] = 3, f->lens[1] = 1;
+    tiny_pairs(f->src, f->src_len, f->words, f->lens);
 }
 
 static void fix_free(Fix *f) {
@@ -86,15 +82,10 @@ static void test_whole_model_gradcheck(void) {
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         Fix f;
         fix_init(&f, tiny_config(cases[k].post_ln, cases[k].dropout, cases[k].smoothing), 90 + k);
-        GradcheckInput *in = gradcheck_block_inputs(&f.m.params, &f.hg);
         GradcheckOp op = {.ctx = &f, .forward = fix_forward, .backward = fix_backward,
-                          .n_out = 1, .inputs = in, .n_inputs = f.m.params.count, .eps = 1e-3,
-                          .atol = 1e-3, .rtol = 1e-2};
-        Rng rng;
-        rng_seed(&rng, 100 + k);
-        EXPECT(gradcheck(cases[k].name, &op, &rng) == 0, "%s: gradient check failed",
-               cases[k].name);
-        free(in);
+                          .n_out = 1, .eps = 1e-3, .atol = 1e-3, .rtol = 1e-2};
+        EXPECT(gradcheck_block(cases[k].name, op, &f.m.params, &f.hg, 100 + k) == 0,
+               "%s: gradient check failed", cases[k].name);
         fix_free(&f);
     }
 }

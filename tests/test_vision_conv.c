@@ -9,21 +9,11 @@
 #include "core/block.h"
 #include "core/check.h"
 #include "core/rng.h"
+#include "tests/support/cnn_check.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test.h"
 #include "vision/cnn.h"
 #include "vision/conv.h"
-
-static float max_abs_diff(const float *a, const float *b, size_t n, float *scale) {
-    float worst = 0.0f, s = 0.0f;
-    for (size_t i = 0; i < n; i++) {
-        float d = fabsf(a[i] - b[i]);
-        if (d > worst) worst = d;
-        if (fabsf(b[i]) > s) s = fabsf(b[i]);
-    }
-    if (scale) *scale = s;
-    return worst;
-}
 
 // Fast conv (forward and all three gradients) against the reference for several shapes.
 static void test_conv2d_matches_reference(void) {
@@ -48,7 +38,7 @@ static void test_conv2d_matches_reference(void) {
         fill_uniform(dout, no, -1, 1, &rng);
         conv2d_forward(out, inp, w, bias, col, B, C, H, W, OC, K, P);
         conv2d_forward_ref(out_ref, inp, w, bias, B, C, H, W, OC, K, P);
-        float scale, d = max_abs_diff(out, out_ref, no, &scale);
+        float scale, d = test_max_abs_diff(out, out_ref, no, &scale);
         EXPECT(d <= 1e-5f * (1 + scale), "shape %d: forward differs by %g (scale %g)", s, d, scale);
 
         // Backward accumulates: start both from the same non-zero values.
@@ -62,7 +52,7 @@ static void test_conv2d_matches_reference(void) {
         conv2d_backward(g[0], g[1], g[2], dout, inp, w, col, B, C, H, W, OC, K, P);
         conv2d_backward_ref(g_ref[0], g_ref[1], g_ref[2], dout, inp, w, B, C, H, W, OC, K, P);
         for (int k = 0; k < 3; k++) {
-            d = max_abs_diff(g[k], g_ref[k], n[k], &scale);
+            d = test_max_abs_diff(g[k], g_ref[k], n[k], &scale);
             EXPECT(d <= 1e-5f * (1 + scale), "shape %d grad %d differs by %g (scale %g)", s, k, d, scale);
             free(g[k]), free(g_ref[k]);
         }
@@ -319,68 +309,31 @@ static void cnn_reference(float *annot, CnnParams *g, float *dimg, const float *
     for (int i = 0; i < nl; i++) free(relu[i]), free(act[i + 1]), free(am[i]);
 }
 
-// Relative to the largest magnitude of the reference: the fused, grouped encoder sums in
-// another order (GEMM, partial sums) than the reference's double loops.
-static void expect_close(const float *got, const float *want, size_t n, const char *what,
-                         int group) {
-    float scale, d = max_abs_diff(got, want, n, &scale);
-    EXPECT(d <= 1e-5f * (1 + scale), "group %d: %s differs by %g (scale %g)", group, what, d, scale);
-}
-
 // cnn_forward and cnn_backward (fused bias, ReLU and pooling; images in groups) against
 // the reference composition, for several group sizes (one, uneven, the whole batch, more
 // than the batch). Backward runs twice (it must leave the forward's activations intact) and
 // accumulates onto non-zero gradients. Configurations: 20 x 20 input through three layers
 // (rows of 10, 5 and 2 windows: the row kernels' 8-wide part and their remainder; the
 // 5 x 5 third layer has an odd row and column that pooling drops), and one layer on
-// 130 x 130 (rows of 65 windows: longer than one row block).
+// 130 x 130 (rows of 65 windows: longer than one row block). Tolerance 1e-5 (1 + the
+// largest magnitude of the reference): the fused, grouped encoder sums in another order
+// (GEMM, partial sums) than the reference's double loops.
 static void check_cnn_against_reference(const CnnConfig *cfg, int B, int S, Rng *rng) {
     const int groups[] = {1, 2, 3, B, B + 3};
-    CnnParams p, g, g_ref;
-    Block params = {0}, grads = {0}, grads_ref = {0};
-    cnn_register(&p, &params, "enc", cfg);
-    cnn_register(&g, &grads, "enc", cfg);
-    cnn_register(&g_ref, &grads_ref, "enc", cfg);
-    block_alloc(&params), block_alloc(&grads), block_alloc(&grads_ref);
-    cnn_init(&p, rng);
-    for (int i = 0; i < cfg->n_layers; i++) fill_uniform(p.bias[i], cfg->channels[i], -0.1f, 0.2f, rng);
-    int L = cnn_grid_size(cfg, S) * cnn_grid_size(cfg, S), D = cnn_dim(cfg);
-    size_t ni = (size_t)B * cfg->in_channels * S * S, na = (size_t)B * L * D;
-    float *img = xmalloc(ni * 4), *dannot = xmalloc(na * 4), *annot = xmalloc(na * 4);
-    float *annot_ref = xmalloc(na * 4), *dimg = xmalloc(ni * 4), *dimg_ref = xmalloc(ni * 4);
-    float *g0 = xmalloc(grads_ref.numel * 4), *dimg0 = xmalloc(ni * 4);
-    fill_uniform(img, ni, -1, 1, rng);
-    fill_uniform(dannot, na, -1, 1, rng);
-    fill_uniform(g0, grads_ref.numel, -1, 1, rng);
-    fill_uniform(dimg0, ni, -1, 1, rng);
-    memcpy(grads_ref.data, g0, grads_ref.numel * 4);
-    memcpy(dimg_ref, dimg0, ni * 4);
-    for (int k = 0; k < 2; k++) cnn_reference(annot_ref, &g_ref, dimg_ref, dannot, cfg, &p, img, B, S);
-    int positive = 0;
-    for (size_t k = 0; k < na; k++) positive += annot_ref[k] > 0.0f;
-    EXPECT(positive > (int)na / 4 && positive < (int)na,
-           "%d of %zu annotations positive: test too weak", positive, na);
+    CnnCase c;
+    cnn_case_init(&c, cfg, B, S, rng);
+    cnn_case_reference_start(&c);
+    for (int k = 0; k < 2; k++)
+        cnn_reference(c.annot_ref, &c.g_ref, c.dimg_ref, c.dannot, cfg, &c.p, c.img, B, S);
+    cnn_case_expect_mixed(&c);
     for (size_t t = 0; t < sizeof groups / sizeof groups[0]; t++) {
         CnnWorkspace ws;
         cnn_workspace_alloc_grouped(&ws, cfg, B, S, groups[t]);
         EXPECT(ws.group == (groups[t] < B ? groups[t] : B), "group %d", ws.group);
-        memcpy(grads.data, g0, grads.numel * 4);
-        memcpy(dimg, dimg0, ni * 4);
-        fill_uniform(annot, na, -1, 1, rng);
-        cnn_forward(annot, &ws, img, &p, B);
-        expect_close(annot, annot_ref, na, "forward", groups[t]);
-        for (int k = 0; k < 2; k++) cnn_backward(&g, dimg, dannot, &ws, img, &p, B);
-        for (int i = 0; i < grads.count; i++) {
-            const BlockTensor *tg = &grads.tensors[i];
-            expect_close(grads.data + tg->offset, grads_ref.data + tg->offset, tg->numel, tg->name,
-                         groups[t]);
-        }
-        expect_close(dimg, dimg_ref, ni, "image gradient", groups[t]);
+        cnn_case_check(&c, &ws, 1.0f, 1e-5f, groups[t], rng);
         cnn_workspace_free(&ws);
     }
-    free(img), free(dannot), free(annot), free(annot_ref), free(dimg), free(dimg_ref);
-    free(g0), free(dimg0);
-    block_free(&params), block_free(&grads), block_free(&grads_ref);
+    cnn_case_free(&c);
 }
 
 static void test_cnn_matches_reference_composition(void) {

@@ -14,6 +14,7 @@
 #include "core/block.h"
 #include "core/check.h"
 #include "core/rng.h"
+#include "tests/support/cnn_check.h"
 #include "tests/support/gradcheck.h"
 #include "tests/support/test.h"
 #include "vision/cnn.h"
@@ -200,17 +201,6 @@ static void test_winograd_gradcheck(void) {
     free(c.inp), free(c.w), free(c.bias), free(c.dinp), free(c.dw), free(c.dbias), free(c.scratch);
 }
 
-// Largest |got - want| over n elements, and the largest |want| (*scale).
-static float max_diff(const float *got, const float *want, size_t n, float *scale) {
-    float d = 0.0f, m = 0.0f;
-    for (size_t i = 0; i < n; i++) {
-        d = fmaxf(d, fabsf(got[i] - want[i]));
-        m = fmaxf(m, fabsf(want[i]));
-    }
-    *scale = m;
-    return d;
-}
-
 // The CNN encoder with its layers through Winograd against the same encoder through im2col
 // (which test_vision_conv checks against the reference ops): annotations, every parameter
 // gradient and the image gradient, after a forward and two backward passes accumulating
@@ -220,60 +210,26 @@ static float max_diff(const float *got, const float *want, size_t n, float *scal
 // show it as one large difference).
 static void check_cnn_paths(const CnnConfig *cfg, int B, int S, CnnConv conv,
                             const int *want_winograd, Rng *rng) {
-    CnnParams p, g, g_ref;
-    Block params = {0}, grads = {0}, grads_ref = {0};
-    cnn_register(&p, &params, "enc", cfg);
-    cnn_register(&g, &grads, "enc", cfg);
-    cnn_register(&g_ref, &grads_ref, "enc", cfg);
-    block_alloc(&params), block_alloc(&grads), block_alloc(&grads_ref);
-    cnn_init(&p, rng);
-    for (int i = 0; i < cfg->n_layers; i++) fill_uniform(p.bias[i], cfg->channels[i], -0.1f, 0.2f, rng);
-    const int L = cnn_grid_size(cfg, S) * cnn_grid_size(cfg, S), D = cnn_dim(cfg);
-    size_t ni = (size_t)B * cfg->in_channels * S * S, na = (size_t)B * L * D;
-    float *img = xmalloc(ni * 4), *dannot = xmalloc(na * 4), *annot = xmalloc(na * 4);
-    float *annot_ref = xmalloc(na * 4), *dimg = xmalloc(ni * 4), *dimg_ref = xmalloc(ni * 4);
-    float *g0 = xmalloc(grads.numel * 4), *dimg0 = xmalloc(ni * 4);
-    fill_uniform(img, ni, -1, 1, rng);
-    fill_uniform(dannot, na, -1, 1, rng);
-    fill_uniform(g0, grads.numel, -1, 1, rng);
-    fill_uniform(dimg0, ni, -1, 1, rng);
+    CnnCase c;
+    cnn_case_init(&c, cfg, B, S, rng);
     CnnWorkspace ws_ref;
     cnn_workspace_alloc_conv(&ws_ref, cfg, B, S, 1, CNN_CONV_IM2COL);
     for (int i = 0; i < cfg->n_layers; i++) EXPECT(!ws_ref.winograd[i], "im2col layer %d", i);
-    memcpy(grads_ref.data, g0, grads.numel * 4);
-    memcpy(dimg_ref, dimg0, ni * 4);
-    cnn_forward(annot_ref, &ws_ref, img, &p, B);
-    for (int k = 0; k < 2; k++) cnn_backward(&g_ref, dimg_ref, dannot, &ws_ref, img, &p, B);
-    int positive = 0;
-    for (size_t k = 0; k < na; k++) positive += annot_ref[k] > 0.0f;
-    EXPECT(positive > (int)na / 4 && positive < (int)na, "%d of %zu annotations positive", positive, na);
+    cnn_case_reference_start(&c);
+    cnn_forward(c.annot_ref, &ws_ref, c.img, &c.p, B);
+    for (int k = 0; k < 2; k++) cnn_backward(&c.g_ref, c.dimg_ref, c.dannot, &ws_ref, c.img, &c.p, B);
+    cnn_case_expect_mixed(&c);
     const int groups[3] = {1, 2, B};
     for (int t = 0; t < 3; t++) {
         CnnWorkspace ws;
         cnn_workspace_alloc_conv(&ws, cfg, B, S, groups[t], conv);
         for (int i = 0; i < cfg->n_layers; i++)
             EXPECT(ws.winograd[i] == want_winograd[i], "layer %d: winograd %d", i, ws.winograd[i]);
-        memcpy(grads.data, g0, grads.numel * 4);
-        memcpy(dimg, dimg0, ni * 4);
-        fill_uniform(annot, na, -9, 9, rng);
-        cnn_forward(annot, &ws, img, &p, B);
-        for (int k = 0; k < 2; k++) cnn_backward(&g, dimg, dannot, &ws, img, &p, B);
-        float scale, d = max_diff(annot, annot_ref, na, &scale);
-        EXPECT(d <= 1e-4f * (1 + scale), "group %d: annotations differ by %g (scale %g)", groups[t], d, scale);
-        for (int i = 0; i < grads.count; i++) {
-            const BlockTensor *tg = &grads.tensors[i];
-            d = max_diff(grads.data + tg->offset, grads_ref.data + tg->offset, tg->numel, &scale);
-            EXPECT(d <= 1e-4f * (1 + scale), "group %d: %s differs by %g (scale %g)", groups[t],
-                   tg->name, d, scale);
-        }
-        d = max_diff(dimg, dimg_ref, ni, &scale);
-        EXPECT(d <= 1e-4f * (1 + scale), "group %d: image gradient differs by %g (scale %g)", groups[t], d, scale);
+        cnn_case_check(&c, &ws, 9.0f, 1e-4f, groups[t], rng);
         cnn_workspace_free(&ws);
     }
     cnn_workspace_free(&ws_ref);
-    free(img), free(dannot), free(annot), free(annot_ref), free(dimg), free(dimg_ref);
-    free(g0), free(dimg0);
-    block_free(&params), block_free(&grads), block_free(&grads_ref);
+    cnn_case_free(&c);
 }
 
 static void test_cnn_winograd_matches_im2col(void) {

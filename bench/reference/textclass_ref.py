@@ -295,6 +295,15 @@ FIXTURES = [
 ]
 
 
+def keep_past_length(t, lengths, h_new, c_new, h, c):
+    """Step t's states: the new ones, but row b's old ones where t >= lengths[b] (all new
+    without lengths)."""
+    if lengths is None:
+        return h_new, c_new
+    act = (t < lengths).unsqueeze(1)
+    return torch.where(act, h_new, h), torch.where(act, c_new, c)
+
+
 def lstm_masked_dropout(x, W, b, H, reverse, lengths, m_in, m_rec):
     """seq/lstm_seq.h's LSTM with variational dropout and lengths, as a loop of torch's own
     cell (torch.lstm_cell, gates i, f, g, o): x_t * m_in and h_{t-1} * m_rec enter the gates,
@@ -307,37 +316,9 @@ def lstm_masked_dropout(x, W, b, H, reverse, lengths, m_in, m_rec):
     for s in range(T):
         t = T - 1 - s if reverse else s
         h_new, c_new = torch.lstm_cell(x[t] * m_in, (h * m_rec, c), W[:, :E], W[:, E:], b, zero)
-        if lengths is not None:
-            act = (t < lengths).unsqueeze(1)
-            h_new = torch.where(act, h_new, h)
-            c_new = torch.where(act, c_new, c)
-        h, c = h_new, c_new
+        h, c = keep_past_length(t, lengths, h_new, c_new, h, c)
         out[t] = h
     return torch.stack(out)
-
-
-def make_lstm_fixture(path, T, B, E, H, reverse, lengths, seed, rate=0.3, rec_rate=0.2):
-    """The LSTM alone with fixed dropout masks: x (T, B, E), W, b, lengths or none, in_mask
-    (B, E), rec_mask (B, H) (0 or 1 / (1 - rate)), and the gradient of sum(hs * R) for a
-    fixed random R (T, B, H): output/hs, grad/x, grad/W, grad/b."""
-    gen = torch.Generator().manual_seed(seed)
-    u = lambda *shape: (torch.rand(*shape, generator=gen, dtype=torch.float64) * 2 - 1).float().double()
-    x, W, b, R = u(T, B, E), u(4 * H, E + H), u(4 * H), u(T, B, H)
-    m_in = (torch.rand(B, E, generator=gen) >= rate).double() / (1 - rate)
-    m_rec = (torch.rand(B, H, generator=gen) >= rec_rate).double() / (1 - rec_rate)
-    m_in, m_rec = m_in.float().double(), m_rec.float().double()
-    L = torch.tensor(lengths, dtype=torch.long) if lengths is not None else None
-    xs, Ws, bs = (v.clone().requires_grad_() for v in (x, W, b))
-    hs = lstm_masked_dropout(xs, Ws, bs, H, reverse, L, m_in, m_rec)
-    gx, gW, gb = torch.autograd.grad((hs * R).sum(), [xs, Ws, bs])
-    t = {"input/x": x, "input/W": W, "input/b": b, "input/in_mask": m_in,
-         "input/rec_mask": m_rec, "input/dhs": R, "output/hs": hs.detach(), "grad/x": gx,
-         "grad/W": gW, "grad/b": gb}
-    if L is not None:
-        t["input/lengths"] = L.double()
-    meta = {"T": str(T), "B": str(B), "E": str(E), "H": str(H), "reverse": str(int(reverse)),
-            "generator": "bench/reference/textclass_ref.py (PyTorch " + torch.__version__ + ")"}
-    safetensors_io.save(path, {k: v.detach().numpy() for k, v in t.items()}, meta)
 
 
 def lstm_gated_dropout(x, W, b, H, reverse, lengths, m_in, m_rec):
@@ -356,43 +337,46 @@ def lstm_gated_dropout(x, W, b, H, reverse, lengths, m_in, m_rec):
                for q in range(4)]
         c_new = torch.sigmoid(pre[1]) * c + torch.sigmoid(pre[0]) * torch.tanh(pre[2])
         h_new = torch.sigmoid(pre[3]) * torch.tanh(c_new)
-        if lengths is not None:
-            act = (t < lengths).unsqueeze(1)
-            h_new = torch.where(act, h_new, h)
-            c_new = torch.where(act, c_new, c)
-        h, c = h_new, c_new
+        h, c = keep_past_length(t, lengths, h_new, c_new, h, c)
         out[t] = h
     return torch.stack(out)
 
 
-def make_lstm_gated_fixture(path, T, B, E, H, reverse, lengths, seed, rate=0.3, rec_rate=0.2):
-    """The gated LSTM alone with fixed per-gate dropout masks: x (T, B, E), W, b, lengths or
-    none, in_mask (B, 4, E), rec_mask (B, 4, H) (0 or 1 / (1 - rate)), and the gradient of
-    sum(hs * R) for a fixed R (T, B, H): output/hs, grad/x, grad/W, grad/b. The gate loop is
-    first checked against torch.lstm_cell with each row's four masks made equal."""
+def make_lstm_fixture(path, T, B, E, H, reverse, lengths, seed, rate=0.3, rec_rate=0.2,
+                      gated=False):
+    """The LSTM alone with fixed dropout masks: x (T, B, E), W, b, lengths or none, in_mask
+    and rec_mask (0 or 1 / (1 - rate)), and the gradient of sum(hs * R) for a fixed random R
+    (T, B, H): output/hs, grad/x, grad/W, grad/b. The masks are (B, E) and (B, H), torch's
+    cell with shared masks (lstm_masked_dropout); gated, (B, 4, E) and (B, 4, H), one per
+    gate (lstm_gated_dropout, metadata gated 1), the gate loop first checked against
+    torch.lstm_cell with each row's four masks made equal."""
     gen = torch.Generator().manual_seed(seed)
     u = lambda *shape: (torch.rand(*shape, generator=gen, dtype=torch.float64) * 2 - 1).float().double()
     x, W, b, R = u(T, B, E), u(4 * H, E + H), u(4 * H), u(T, B, H)
-    m_in = (torch.rand(B, 4, E, generator=gen) >= rate).double() / (1 - rate)
-    m_rec = (torch.rand(B, 4, H, generator=gen) >= rec_rate).double() / (1 - rec_rate)
+    gates = (4,) if gated else ()
+    m_in = (torch.rand(B, *gates, E, generator=gen) >= rate).double() / (1 - rate)
+    m_rec = (torch.rand(B, *gates, H, generator=gen) >= rec_rate).double() / (1 - rec_rate)
     m_in, m_rec = m_in.float().double(), m_rec.float().double()
     L = torch.tensor(lengths, dtype=torch.long) if lengths is not None else None
-    with torch.no_grad():  # equal masks: the gate loop is torch's cell with shared masks
-        ref = lstm_masked_dropout(x, W, b, H, reverse, L, m_in[:, 0], m_rec[:, 0])
-        mine = lstm_gated_dropout(x, W, b, H, reverse, L, m_in[:, :1].expand(-1, 4, -1),
-                                  m_rec[:, :1].expand(-1, 4, -1))
-        assert float((ref - mine).abs().max()) < 1e-12, "gate loop differs from torch.lstm_cell"
+    if gated:
+        with torch.no_grad():  # equal masks: the gate loop is torch's cell with shared masks
+            ref = lstm_masked_dropout(x, W, b, H, reverse, L, m_in[:, 0], m_rec[:, 0])
+            mine = lstm_gated_dropout(x, W, b, H, reverse, L, m_in[:, :1].expand(-1, 4, -1),
+                                      m_rec[:, :1].expand(-1, 4, -1))
+            assert float((ref - mine).abs().max()) < 1e-12, "gate loop differs from torch.lstm_cell"
     xs, Ws, bs = (v.clone().requires_grad_() for v in (x, W, b))
-    hs = lstm_gated_dropout(xs, Ws, bs, H, reverse, L, m_in, m_rec)
+    lstm = lstm_gated_dropout if gated else lstm_masked_dropout
+    hs = lstm(xs, Ws, bs, H, reverse, L, m_in, m_rec)
     gx, gW, gb = torch.autograd.grad((hs * R).sum(), [xs, Ws, bs])
     t = {"input/x": x, "input/W": W, "input/b": b, "input/in_mask": m_in,
          "input/rec_mask": m_rec, "input/dhs": R, "output/hs": hs.detach(), "grad/x": gx,
          "grad/W": gW, "grad/b": gb}
     if L is not None:
         t["input/lengths"] = L.double()
-    meta = {"T": str(T), "B": str(B), "E": str(E), "H": str(H), "reverse": str(int(reverse)),
-            "gated": "1",
-            "generator": "bench/reference/textclass_ref.py (PyTorch " + torch.__version__ + ")"}
+    meta = {"T": str(T), "B": str(B), "E": str(E), "H": str(H), "reverse": str(int(reverse))}
+    if gated:
+        meta["gated"] = "1"
+    meta["generator"] = "bench/reference/textclass_ref.py (PyTorch " + torch.__version__ + ")"
     safetensors_io.save(path, {k: v.detach().numpy() for k, v in t.items()}, meta)
 
 
@@ -427,7 +411,7 @@ def fixtures(outdir):
         print(f"{path}: the LSTM with dropout masks ({os.path.getsize(path)} bytes)")
     for name, kw in LSTM_GATED_FIXTURES:
         path = os.path.join(outdir, name)
-        make_lstm_gated_fixture(path, **kw)
+        make_lstm_fixture(path, **kw, gated=True)
         print(f"{path}: the LSTM with per-gate dropout masks ({os.path.getsize(path)} bytes)")
 
 

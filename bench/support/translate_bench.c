@@ -2,7 +2,10 @@
 #include "bench/support/translate_bench.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 
+#include "core/check.h"
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "seq/vocab.h"
@@ -61,4 +64,62 @@ int translate_bench_save_check(const char *path, const char *prog, const Block *
     if (r != 0) fprintf(stderr, "%s: %s\n", prog, err.msg);
     block_free(&chk);
     return r;
+}
+
+void translate_bench_batch_alloc(TranslateBenchBatch *b, int B, int S, int max_len, int Vs,
+                                 int V) {
+    *b = (TranslateBenchBatch){.B = B, .S = S, .max_len = max_len, .Vs = Vs, .V = V};
+    b->src = xmalloc((size_t)B * S * sizeof(int));
+    b->words = xmalloc((size_t)B * max_len * sizeof(int));
+    b->src_len = xmalloc((size_t)B * sizeof(int));
+    b->lens = xmalloc((size_t)B * sizeof(int));
+    b->out = xmalloc((size_t)B * max_len * sizeof(int));
+    b->out_len = xmalloc((size_t)B * sizeof(int));
+    b->score = xmalloc((size_t)B * sizeof(float));
+    translate_bench_lengths(b->src_len, b->lens, B, S, max_len);
+}
+
+void translate_bench_batch_free(TranslateBenchBatch *b) {
+    free(b->src), free(b->words), free(b->src_len), free(b->lens), free(b->out);
+    free(b->out_len), free(b->score);
+}
+
+static double clock_s(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void translate_bench_time(TranslateBenchBatch *b, int rounds, Rng *rng,
+                          void (*run)(void *ctx, TranslateBenchBatch *b, int timed), void *ctx,
+                          double *wall, double *cpu) {
+    for (int it = 0; it <= rounds; it++) {
+        translate_bench_batch(b->src, b->words, b->src_len, b->B, b->S, b->Vs, b->max_len, b->V,
+                              rng);
+        const double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        run(ctx, b, it > 0);
+        if (it > 0) {  // round 0 warms up
+            *wall += clock_s(CLOCK_MONOTONIC) - t0;
+            *cpu += clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+        }
+    }
+}
+
+void translate_bench_adam_init(TranslateBenchAdam *a, const Block *params) {
+    *a = (TranslateBenchAdam){.adam = adam_defaults(1e-3f)};
+    block_layout_like(&a->m1, params);
+    block_layout_like(&a->m2, params);
+    block_alloc(&a->m1);
+    block_alloc(&a->m2);
+}
+
+void translate_bench_adam_step(TranslateBenchAdam *a, Block *params, Block *grads) {
+    clip_global_norm(grads->data, grads->numel, 5.0f);
+    adam_update(params->data, grads->data, a->m1.data, a->m2.data, params->numel, &a->adam,
+                ++a->step, a->adam.lr);
+}
+
+void translate_bench_adam_free(TranslateBenchAdam *a) {
+    block_free(&a->m1);
+    block_free(&a->m2);
 }

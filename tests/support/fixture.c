@@ -47,6 +47,14 @@ const float *fixture_tensor(const SafetensorsFile *f, const char *name, size_t n
     return t->data;
 }
 
+int *fixture_int_tensor(const SafetensorsFile *f, const char *name, size_t n) {
+    const float *v = fixture_tensor(f, name, n);
+    if (!v) return NULL;
+    int *out = malloc(n * sizeof *out);
+    for (size_t i = 0; i < n; i++) out[i] = (int)v[i];
+    return out;
+}
+
 static const char *meta(const SafetensorsFile *f, const char *key) {
     const char *v = safetensors_meta(f, key);
     if (!v) test_fail_(__FILE__, __LINE__, "fixture metadata has no %s", key);
@@ -182,4 +190,79 @@ void fixture_compare_curve(const float *got, const float *want, int steps, doubl
     fixture_compare("train", "loss curve", got, want, (size_t)steps, 0.0, rtol);
     EXPECT(want[steps - 1] < want[0] - 1e-3 * fabs(want[0]), "%s: reference curve is flat",
            path);
+}
+
+void fixture_train_curve(Block *params, Block *grads, const FixtureTraining *tr,
+                         double (*loss_and_grads)(void *ctx), void *ctx, const float *want,
+                         double rtol, const char *path) {
+    const AdamConfig ac = fixture_adam(tr);
+    float *got = calloc((size_t)tr->steps, sizeof(float));
+    float *m1 = calloc(params->numel, sizeof(float)), *m2 = calloc(params->numel, sizeof(float));
+    for (int s = 1; s <= tr->steps; s++) {
+        got[s - 1] = (float)loss_and_grads(ctx);
+        clip_global_norm(grads->data, grads->numel, (float)tr->clip);
+        adam_update(params->data, grads->data, m1, m2, params->numel, &ac, s, (float)tr->lr);
+    }
+    fixture_compare_curve(got, want, tr->steps, rtol, path);
+    free(got), free(m1), free(m2);
+}
+
+int fixture_compare_words(const char *path, int row, const int *got, int got_len,
+                          const float *want, int want_len, int report) {
+    int same = got_len == want_len;
+    for (int t = 0; same && t < got_len; t++) same = got[t] == (int)want[t];
+    if (!same && report) {
+        fprintf(stderr, "  mismatch: %s greedy row %d:", path, row);
+        for (int t = 0; t < got_len; t++) fprintf(stderr, " %d", got[t]);
+        fprintf(stderr, " (%d words), PyTorch:", got_len);
+        for (int t = 0; t < want_len; t++) fprintf(stderr, " %d", (int)want[t]);
+        fprintf(stderr, " (%d words)\n", want_len);
+    }
+    if (report) EXPECT(same, "%s: greedy words of row %d differ from PyTorch", path, row);
+    return same;
+}
+
+int fixture_pairs_read(FixturePairs *p, const SafetensorsFile *f, int B, int S, int max_len) {
+    const size_t b = (size_t)B;
+    p->src = fixture_int_tensor(f, "input/src", b * S);
+    p->src_len = fixture_int_tensor(f, "input/src_len", b);
+    p->words = fixture_int_tensor(f, "input/words", b * max_len);
+    p->lens = fixture_int_tensor(f, "input/lens", b);
+    p->dsrc = fixture_int_tensor(f, "input/decode_src", b * S);
+    p->dsrc_len = fixture_int_tensor(f, "input/decode_src_len", b);
+    return p->src && p->src_len && p->words && p->lens && p->dsrc && p->dsrc_len ? 0 : -1;
+}
+
+void fixture_pairs_free(FixturePairs *p) {
+    free(p->src), free(p->src_len), free(p->words), free(p->lens);
+    free(p->dsrc), free(p->dsrc_len);
+    memset(p, 0, sizeof *p);
+}
+
+void fixture_check(const FixtureSuite *s, const char *name) {
+    void *x = calloc(1, s->size);
+    if (s->load(x, name) == 0) EXPECT(s->compare(x, 1), "%s differs from PyTorch", name);
+    s->release(x);
+    free(x);
+}
+
+void fixture_check_perturbed(const FixtureSuite *s, const FixturePerturbation *p, size_t n) {
+    int (*moved)(void *, int) = s->compare_moved ? s->compare_moved : s->compare;
+    void *x = calloc(1, s->size);
+    for (size_t i = 0; i < n; i++) {
+        if (s->load(x, p[i].fixture) == 0) {
+            EXPECT(s->compare(x, 0), "%s: unperturbed must match", p[i].fixture);
+            Block *params = s->params(x);
+            const BlockTensor *t = block_find(params, p[i].tensor);
+            EXPECT(t != NULL, "no %s", p[i].tensor);
+            if (t) {
+                params->data[t->offset + p[i].index] += 1e-3f;
+                EXPECT(!moved(x, 0), "%s: %s[%zu] + 1e-3 still matches PyTorch", p[i].fixture,
+                       p[i].tensor, p[i].index);
+                if (s->also_moved) s->also_moved(x, &p[i], t);
+            }
+        }
+        s->release(x);
+    }
+    free(x);
 }

@@ -37,6 +37,10 @@ int fixture_load(SafetensorsFile *f, char *path, size_t cap, const char *name);
 // The tensor called name, checked to hold n floats (n); NULL after a failure otherwise.
 const float *fixture_tensor(const SafetensorsFile *f, const char *name, size_t n);
 
+// The tensor called name, n whole numbers stored as floats (ids, lengths, labels), as a new
+// int array (the caller frees it); NULL after a failure as fixture_tensor's.
+int *fixture_int_tensor(const SafetensorsFile *f, const char *name, size_t n);
+
 // Metadata values; 0, or -1 after a failure naming the missing key.
 int fixture_meta_int(const SafetensorsFile *f, const char *key, int *out);
 int fixture_meta_double(const SafetensorsFile *f, const char *key, double *out);
@@ -72,5 +76,62 @@ int fixture_compare_grads_model(const char *what, const Block *grads, const Safe
 // checks the reference curve falls (else the comparison proves little).
 void fixture_compare_curve(const float *got, const float *want, int steps, double rtol,
                            const char *path);
+
+// The reference's short training run again in C: tr->steps times, loss_and_grads(ctx) (a
+// forward and a backward pass, its gradients into grads from zero) gives the loss, grads
+// are clipped to a global norm of tr->clip and Adam (fixture_adam; its moments start at
+// zero) steps params; then the curve is compared with the fixture's train/loss as
+// fixture_compare_curve does. want is that train/loss (tr->steps floats).
+void fixture_train_curve(Block *params, Block *grads, const FixtureTraining *tr,
+                         double (*loss_and_grads)(void *ctx), void *ctx, const float *want,
+                         double rtol, const char *path);
+
+// Row row of a greedy decoding: the words got (got_len of them) against the reference's
+// want (want_len, stored as floats). Returns 1 when they are the same; otherwise, if report,
+// prints both as an indented "mismatch:" line and fails naming path and the row.
+int fixture_compare_words(const char *path, int row, const int *got, int got_len,
+                          const float *want, int want_len, int report);
+
+// A translator fixture's batch (tests/test_parity_translate*.c): sources (B, S) and their
+// lengths (B), teacher-forced targets (B, max_len) and their lengths (B), and the greedy
+// decoding's own sources and lengths (input/src, src_len, words, lens, decode_src,
+// decode_src_len).
+typedef struct {
+    int *src, *src_len, *words, *lens, *dsrc, *dsrc_len;
+} FixturePairs;
+
+// Reads them; 0, or -1 after a failure (fixture_pairs_free frees what was read either way).
+int fixture_pairs_read(FixturePairs *p, const SafetensorsFile *f, int B, int S, int max_len);
+void fixture_pairs_free(FixturePairs *p);
+
+// One parity test program's fixture, for the two runners below. load fills the state x
+// (size bytes) from fixture name: 0, or -1 after a failure; release frees what load made,
+// also after a failed load. params: the weights a perturbation moves. compare checks
+// everything against the reference (report 0 only answers; 1 when all are within
+// tolerance). compare_moved (NULL: compare) is what must fail once a weight moved; when
+// also_moved is not NULL it runs after that check, with the tensor moved, to move and check
+// more (a translator's decoding weights).
+typedef struct {
+    const char *fixture, *tensor;
+    size_t index;
+} FixturePerturbation;
+
+typedef struct {
+    size_t size;
+    int (*load)(void *x, const char *name);
+    void (*release)(void *x);
+    Block *(*params)(void *x);
+    int (*compare)(void *x, int report);
+    int (*compare_moved)(void *x, int report);
+    void (*also_moved)(void *x, const FixturePerturbation *p, const BlockTensor *t);
+} FixtureSuite;
+
+// Loads fixture name and fails ("NAME differs from PyTorch", with every mismatch reported)
+// unless compare holds.
+void fixture_check(const FixtureSuite *s, const char *name);
+
+// The comparison must be able to fail: for each of the n perturbations, its fixture must
+// match as read, and no longer once tensor[index] of params moved by 1e-3.
+void fixture_check_perturbed(const FixtureSuite *s, const FixturePerturbation *p, size_t n);
 
 #endif

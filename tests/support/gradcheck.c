@@ -82,3 +82,14 @@ GradcheckInput *gradcheck_block_inputs(const Block *params, const Block *grads) 
     }
     return in;
 }
+
+int gradcheck_block(const char *op_name, GradcheckOp op, const Block *params,
+                    const Block *grads, uint64_t seed) {
+    op.inputs = gradcheck_block_inputs(params, grads);
+    op.n_inputs = params->count;
+    Rng rng;
+    rng_seed(&rng, seed);
+    const int r = gradcheck(op_name, &op, &rng);
+    free(op.inputs);
+    return r;
+}

@@ -13,6 +13,7 @@
 #define TESTS_SUPPORT_GRADCHECK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/block.h"
 #include "core/rng.h"
@@ -43,6 +44,13 @@ int gradcheck(const char *op_name, const GradcheckOp *op, Rng *rng);
 // One input per tensor of a model's parameter block, its gradient at the same offset of
 // grads (laid out alike): an array of params->count, to free.
 GradcheckInput *gradcheck_block_inputs(const Block *params, const Block *grads);
+
+// gradcheck over every tensor of a model's parameter block: op's inputs are
+// gradcheck_block_inputs(params, grads) (its inputs and n_inputs are set here), the output
+// weights and the elements checked come from an rng seeded with seed. Returns gradcheck's
+// answer.
+int gradcheck_block(const char *op_name, GradcheckOp op, const Block *params,
+                    const Block *grads, uint64_t seed);
 
 // Fills x with uniform values in [lo, hi).
 void fill_uniform(float *x, size_t n, float lo, float hi, Rng *rng);

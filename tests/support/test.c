@@ -33,6 +33,17 @@ void test_run_(const char *name, void (*fn)(void)) {
 
 int test_summary(void) { return test_total_failed_ ? 1 : 0; }
 
+float test_max_abs_diff(const float *a, const float *ref, size_t n, float *scale) {
+    float worst = 0.0f, s = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        float d = fabsf(a[i] - ref[i]);
+        if (d > worst) worst = d;
+        if (fabsf(ref[i]) > s) s = fabsf(ref[i]);
+    }
+    if (scale) *scale = s;
+    return worst;
+}
+
 double test_worst_relative_gap(const float *a, const float *ref, size_t n) {
     double top = 0.0, gap = 0.0;
     for (size_t i = 0; i < n; i++) {

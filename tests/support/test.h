@@ -29,6 +29,10 @@ int test_summary(void);
 // zeros): how two paths that sum in different orders are compared at float rounding.
 double test_worst_relative_gap(const float *a, const float *ref, size_t n);
 
+// The largest |a[i] - ref[i]| (float), and the largest |ref[i]| into *scale when scale is
+// not NULL: for tolerances of the form tol * (1 + scale).
+float test_max_abs_diff(const float *a, const float *ref, size_t n, float *scale);
+
 // Records a failure (the first one per test is printed) and carries on.
 #define EXPECT(cond, ...)                                                   \
     do {                                                                    \
