@@ -272,28 +272,34 @@ Issue 60's target for the paper configuration without a label: at least 90 % of 
 samples legible (the judge's top probability at least 0.9) and a class entropy of at least
 0.95 log 10 = 2.1874 nats. The models (the run column: draw_mnist.sh's folders; `make
 reproduce` judges its quick runs, draw-quick and draw-quick-noattn, T 32 and not the
-paper's size): by default paper-peephole-cosine300 (T 64,
-read 2x2, write 5x5, LSTM 256, z 100, peepholes, weight average 0.999, one cosine from 1e-3
-to 0 over 300 epochs: the recipe of draw_mnist.md's 80.56 nats) and its no-attention twin
-paper-noattn-peephole-cosine300 (83.38 nats there), evaluated as they train: each call of
-the stage adds a row per run at the step it has reached. Samples: z_t ~ N(0, t^2 I) at the
-temperature t of the row; t = 1 is the paper's prior, and only those rows answer the target
-(another t is a stated protocol beside them). The judge is the conditional table's (its
-test error in the row). Intervals: the legible share's Wilson 95 % interval; the entropy
-± 1.96 standard errors (delta method over the samples). "moved": whether the legible share
-or the entropy differs from the run's previous row at the same t by more than 1.96
-standard errors of the difference; "-" for a first row. The test bound is the row's model
-(its weight average) on the test images (all 10,000 unless EVAL_LIMIT). "reconstructions":
-the share legible of the model's reconstructions of the first 1,000 test images (z from
-the posterior, `draw eval --quality-of reconstructions`), beside the samples' share (z from
-the prior): where the two part, the decoder draws legibly what its encoder saw and the
-prior's draws land where the posterior puts no code.
+paper's size): by default paper-peephole-cosine300 (T 64, read 2x2, write 5x5, LSTM 256,
+z 100, peepholes, weight average 0.999, one cosine from 1e-3 to 0 over 300 epochs: the
+recipe of draw_mnist.md's 80.56 nats), its no-attention twin
+paper-noattn-peephole-cosine300 (83.38 nats there), and the conditional model of the table
+above where it exists (marked "conditional": each class asked for in turn). The curve: each
+call of the stage keeps the run's current checkpoint as RUN/snapshots/step-N.safetensors
+and judges every snapshot not judged before, a row each, in the order of their steps (so
+the rows of a run are its legible share and entropy against its steps and bound).
+Samples: QUALITY_N, z_t ~ N(0, t^2 I) at the temperature t of the row; t = 1 is the
+paper's prior, and only those rows answer the target (another t is a stated protocol
+beside them). The judge is the conditional table's (its test error in the row).
+Intervals: the legible share's Wilson 95 % interval; the entropy ± 1.96 standard errors
+(delta method over the samples). "moved": whether the legible share or the entropy differs
+from the run's previous row at the same t by more than 1.96 standard errors of the
+difference; "-" for a first row. The test bound is the row's model (its weight average) on
+the test images (all 10,000 unless EVAL_LIMIT). "reconstructions": the share legible of
+the model's reconstructions of the first 1,000 test images (z from the posterior, `draw
+eval --quality-of reconstructions`), beside the samples' share (z from the prior): where
+the two part, the decoder draws legibly what its encoder saw and the prior's draws land
+where the posterior puts no code. "test images": the same judge on the first QUALITY_N
+test images themselves (binarised once, as the model sees them): the ceiling the measure
+allows on this data.
 
     sh experiments/draw_mnist.sh paper-peephole-cosine300 paper-noattn-peephole-cosine300   # the runs, resumable
     sh experiments/draw_generation.sh quality     # QUALITY_RUNS, QUALITY_T, QUALITY_N, QUALITY_JUDGE
 
-| date | run (unconditional) | step | of budget | test bound (nats) | judge test error (%) | samples | t | legible (%) [95 %] | class entropy (nats) ± 1.96 SE | entropy / log 10 | target met | moved | reconstructions legible (%) [95 %] | load |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| date | run (unconditional) | step | of budget | test bound (nats) | judge test error (%) | samples | t | legible (%) [95 %] | class entropy (nats) ± 1.96 SE | entropy / log 10 | target met | moved | reconstructions legible (%) [95 %] | test images legible (%) [95 %], entropy | load |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 EOF
 }
 
@@ -321,7 +327,63 @@ quality_moved() {
         }' "$1"
 }
 
-# The judge, then a row per run of QUALITY_RUNS that has a checkpoint and per temperature.
+# checkpoint_step FILE: the step a checkpoint was saved at (the train.step metadata of its
+# safetensors header: a little-endian 8-byte length, then that much JSON).
+checkpoint_step() {
+    cs_len=$(od -An -t u8 -N 8 "$1" | tr -d ' ')
+    head -c $((8 + cs_len)) "$1" | tail -c "$cs_len" | sed -n 's/.*"train\.step":"\([0-9]*\)".*/\1/p'
+}
+
+# percent_ci OBJECT FILE: the legible share of member OBJECT of eval JSON FILE and its
+# Wilson interval, "p [lo, hi]" in per cent.
+percent_ci() {
+    awk -v g="$(quality_field "$1" legible < "$2")" -v lo="$(quality_field "$1" legible_low95 < "$2")" \
+        -v hi="$(quality_field "$1" legible_high95 < "$2")" \
+        'BEGIN { printf "%.2f [%.2f, %.2f]", 100 * g, 100 * lo, 100 * hi }'
+}
+
+# quality_row RUN STEP MODEL T: judges MODEL (RUN's checkpoint of STEP) at temperature T and
+# adds its row to $table (the eval's JSON in $qdir/RUN-stepSTEP-tT.json); then STEP T is
+# noted in $qdir/RUN.judged, so that a later call judges it no more.
+quality_row() {
+    out=$qdir/$1-step$2-t$4.json
+    "$BIN/draw" eval --model "$3" --data mnist --split test --limit "$EVAL_LIMIT" \
+        --threads "$THREADS" --sample-quality "$judge" --quality-samples "$QUALITY_N" \
+        --quality-temperature "$4" --json > "$out.tmp"
+    mv "$out.tmp" "$out"
+    name=$1
+    ! grep -q '"conditional": true' "$out" || name="$1 (conditional)"
+    bound=$(json_field nll_bound < "$out")
+    legible=$(quality_field sample_quality legible < "$out")
+    low=$(quality_field sample_quality legible_low95 < "$out")
+    high=$(quality_field sample_quality legible_high95 < "$out")
+    entropy=$(quality_field sample_quality entropy < "$out")
+    ent_se=$(quality_field sample_quality entropy_se < "$out")
+    ceiling="$(percent_ci data_quality "$out"), $(quality_field data_quality entropy < "$out" | awk '{ printf "%.4f", $1 }')"
+    leg_se=$(awk -v a="$low" -v b="$high" 'BEGIN { print (b - a) / 3.92 }')
+    moved=$(quality_moved "$table" "$name" "$4" "$legible" "$entropy" "$leg_se" "$ent_se")
+    recon=-
+    if [ "$4" = 1 ]; then
+        "$BIN/draw" eval --model "$3" --data mnist --split test --limit 1000 --threads "$THREADS" \
+            --sample-quality "$judge" --quality-of reconstructions --json > "$qdir/$1-step$2-recon.json"
+        recon=$(percent_ci sample_quality "$qdir/$1-step$2-recon.json")
+    fi
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    row=$(awk -v d="$(date -u +%Y-%m-%d)" -v r="$name" -v s="$2" -v bg="${budget:-0}" \
+        -v b="$bound" -v e="$cls_error" -v n="$QUALITY_N" -v t="$4" -v g="$legible" -v lo="$low" \
+        -v hi="$high" -v h="$entropy" -v hs="$ent_se" -v mv="$moved" -v rc="$recon" -v cl="$ceiling" -v l="$load" '
+        BEGIN {
+            met = t + 0 != 1 ? "(not t = 1)" : (g >= 0.9 && h >= 0.95 * log(10)) ? "yes" : "no"
+            of = bg + 0 > 0 ? sprintf("%.1f %% of %d", 100 * s / bg, bg) : "-"
+            printf "| %s | %s | %s | %s | %.2f | %.2f | %s | %s | %.2f [%.2f, %.2f] | %.4f ± %.4f | %.3f | %s | %s | %s | %s | %s |",
+                d, r, s, of, b, 100 * e, n, t, 100 * g, 100 * lo, 100 * hi, h, 1.96 * hs, h / log(10), met, mv, rc, cl, l }')
+    table_row "$table" "| date | run (unconditional) |" "$(header_quality)" "$row"
+    echo "$2 $4" >> "$qdir/$1.judged"
+    echo "draw_generation.sh: quality: $name at step $2, t = $4: legible $legible [$low, $high], class entropy $entropy (SE $ent_se); moved: $moved; test images $ceiling; row added to $table" >&2
+}
+
+# The judge, then for each run of QUALITY_RUNS that has a checkpoint: its current
+# checkpoint kept as a snapshot, and a row per snapshot and temperature not judged before.
 run_quality() {
     table=$RESULTS_DIR/draw_conditional.md qdir=$RUNS/draw-quality
     mkdir -p "$qdir" "$RESULTS_DIR"
@@ -350,44 +412,24 @@ run_quality() {
         [ ! -s "$dir/cosine" ] || budget=$(cut -d' ' -f2 "$dir/cosine")
         [ -n "$budget" ] || [ ! -s "$dir/run.json" ] ||
             budget=$(sed -n 's/.*"command":.* --steps \([0-9]*\).*/\1/p' "$dir/run.json" | tail -n 1)
-        for t in $temps; do
-            out=$qdir/$run-t$t.json
-            "$BIN/draw" eval --model "$dir/model.safetensors" --data mnist --split test --limit "$EVAL_LIMIT" \
-                --threads "$THREADS" --sample-quality "$judge" --quality-samples "$QUALITY_N" \
-                --quality-temperature "$t" --json > "$out"
-            step=$(json_field step < "$out")
-            bound=$(json_field nll_bound < "$out")
-            legible=$(quality_field sample_quality legible < "$out")
-            low=$(quality_field sample_quality legible_low95 < "$out")
-            high=$(quality_field sample_quality legible_high95 < "$out")
-            entropy=$(quality_field sample_quality entropy < "$out")
-            ent_se=$(quality_field sample_quality entropy_se < "$out")
-            leg_se=$(awk -v a="$low" -v b="$high" 'BEGIN { print (b - a) / 3.92 }')
-            moved=$(quality_moved "$table" "$run" "$t" "$legible" "$entropy" "$leg_se" "$ent_se")
-            recon=-
-            if [ "$t" = 1 ]; then
-                "$BIN/draw" eval --model "$dir/model.safetensors" --data mnist --split test --limit 1000 \
-                    --threads "$THREADS" --sample-quality "$judge" --quality-of reconstructions --json > "$qdir/$run-recon.json"
-                recon=$(awk -v g="$(quality_field sample_quality legible < "$qdir/$run-recon.json")" \
-                    -v lo="$(quality_field sample_quality legible_low95 < "$qdir/$run-recon.json")" \
-                    -v hi="$(quality_field sample_quality legible_high95 < "$qdir/$run-recon.json")" \
-                    'BEGIN { printf "%.2f [%.2f, %.2f]", 100 * g, 100 * lo, 100 * hi }')
-            fi
-            load=$(cut -d' ' -f1 /proc/loadavg)
-            row=$(awk -v d="$(date -u +%Y-%m-%d)" -v r="$run" -v s="$step" -v bg="${budget:-0}" \
-                -v b="$bound" -v e="$cls_error" -v n="$QUALITY_N" -v t="$t" -v g="$legible" -v lo="$low" \
-                -v hi="$high" -v h="$entropy" -v hs="$ent_se" -v mv="$moved" -v rc="$recon" -v l="$load" '
-                BEGIN {
-                    met = t + 0 != 1 ? "(not t = 1)" : (g >= 0.9 && h >= 0.95 * log(10)) ? "yes" : "no"
-                    of = bg + 0 > 0 ? sprintf("%.1f %% of %d", 100 * s / bg, bg) : "-"
-                    printf "| %s | %s | %s | %s | %.2f | %.2f | %s | %s | %.2f [%.2f, %.2f] | %.4f ± %.4f | %.3f | %s | %s | %s | %s |",
-                        d, r, s, of, b, 100 * e, n, t, 100 * g, 100 * lo, 100 * hi, h, 1.96 * hs, h / log(10), met, mv, rc, l }')
-            table_row "$table" "| date | run (unconditional) |" "$(header_quality)" "$row"
-            rows=$((rows + 1))
-            echo "draw_generation.sh: quality: $run at step $step, t = $t: legible $legible [$low, $high], class entropy $entropy (SE $ent_se); moved: $moved; row added to $table" >&2
+        # the current checkpoint kept (copied first, so that a save under way is not split)
+        mkdir -p "$dir/snapshots"
+        cp "$dir/model.safetensors" "$dir/snapshots/current.tmp"
+        now=$(checkpoint_step "$dir/snapshots/current.tmp")
+        if [ -n "$now" ] && [ ! -s "$dir/snapshots/step-$now.safetensors" ]; then
+            mv "$dir/snapshots/current.tmp" "$dir/snapshots/step-$now.safetensors"
+        else
+            rm -f "$dir/snapshots/current.tmp"
+        fi
+        for snap in $(ls "$dir/snapshots" | sed -n 's/^step-\([0-9]*\)\.safetensors$/\1/p' | sort -n); do
+            for t in $temps; do
+                ! grep -qx "$snap $t" "$qdir/$run.judged" 2>/dev/null || continue
+                quality_row "$run" "$snap" "$dir/snapshots/step-$snap.safetensors" "$t"
+                rows=$((rows + 1))
+            done
         done
     done
-    [ "$rows" -gt 0 ] || echo "draw_generation.sh: quality: none of $QUALITY_RUNS under $RUNS has a checkpoint: no row" >&2
+    [ "$rows" -gt 0 ] || echo "draw_generation.sh: quality: no checkpoint of $QUALITY_RUNS under $RUNS left to judge: no row" >&2
 }
 
 # train_step N: the run in $dir trained (resumed) to N steps in all; its figures in train.json.
