@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/binomial.h"
 #include "core/check.h"
 #include "core/rng.h"
 #include "datasets/mnist2.h"
@@ -54,19 +55,32 @@ void sample_quality_finish(SampleQuality *q, const SampleQualityCounts *n) {
     q->conditional = n->conditional;
     q->entropy_max = K > 0 ? log((double)K) : NAN;
     q->legible = n->n ? (double)n->legible / (double)n->n : NAN;
+    q->legible_low = q->legible_high = NAN;
+    if (n->n) {
+        const BinomialInterval ci = binomial_wilson95(n->legible, n->n);
+        q->legible_low = ci.low, q->legible_high = ci.high;
+    }
     long matched = 0;
+    double sq = 0;  // sum_k p_k log^2 p_k
     for (int k = 0; k < K; k++) {
         const double share = n->n ? (double)n->predicted[k] / (double)n->n : 0.0;
         q->predicted_share[k] = share;
-        if (share > 0) q->entropy -= share * log(share);
+        if (share > 0) q->entropy -= share * log(share), sq += share * log(share) * log(share);
         q->match_per_class[k] = n->asked[k] ? (double)n->matched[k] / (double)n->asked[k] : NAN;
         matched += n->matched[k];
     }
+    const double var = sq - q->entropy * q->entropy;  // >= 0 but for rounding
+    q->entropy_se = n->n ? sqrt(var > 0 ? var / (double)n->n : 0.0) : NAN;
     memcpy(q->confusion, n->confusion, sizeof q->confusion);
     q->match = n->conditional && n->n ? (double)matched / (double)n->n : NAN;
     q->digits = n->pairs ? 2 : 1;
     q->samples = n->pairs ? n->pairs : n->n;
     q->both_legible = n->pairs ? (double)n->pairs_legible / (double)n->pairs : NAN;
+    q->both_low = q->both_high = NAN;
+    if (n->pairs) {
+        const BinomialInterval ci = binomial_wilson95(n->pairs_legible, n->pairs);
+        q->both_low = ci.low, q->both_high = ci.high;
+    }
 }
 
 // Squared distance of pixel (x, y) from centre c (x, y).
@@ -229,31 +243,6 @@ static void judge_batch(SampleQualityCounts *n, Judge *j, const float *images, i
     sample_quality_add_pairs(n, j->ca.probs, nb, cc->classes);
 }
 
-void draw_sample_quality(SampleQuality *q, const DrawParams *p, const DrawConfig *c,
-                         const ClassifyModel *cls, int N, int B, uint64_t seed) {
-    CHECK(N >= 1 && B >= 1);
-    if (B > N) B = N;
-    DrawActs acts;
-    draw_acts_alloc(&acts, c, B);
-    Judge j;
-    judge_alloc(&j, cls, c, B);
-    float *images = xmalloc(sizeof(float) * (size_t)B * draw_image_size(c));
-    Rng rng;
-    rng_seed(&rng, seed);
-    SampleQualityCounts n = {0};
-    for (int start = 0; start < N; start += B) {
-        const int nb = N - start < B ? N - start : B;
-        for (int b = 0; c->classes && b < nb; b++) acts.labels[b] = (start + b) % c->classes;
-        draw_generate(&acts, p, c, nb, &rng);
-        final_means(images, &acts, c, nb);
-        judge_batch(&n, &j, images, nb, c, c->classes ? acts.labels : NULL);
-    }
-    sample_quality_finish(q, &n);
-    free(images);
-    judge_free(&j);
-    draw_acts_free(&acts);
-}
-
 void draw_images_quality(SampleQuality *q, const float *images, int n, const DrawConfig *c,
                          const ClassifyModel *cls, int B) {
     CHECK(n >= 1 && B >= 1);
@@ -267,4 +256,83 @@ void draw_images_quality(SampleQuality *q, const float *images, int n, const Dra
     }
     sample_quality_finish(q, &counts);
     judge_free(&j);
+}
+
+void draw_reconstruction_quality(SampleQuality *q, const DrawParams *p, const DrawConfig *c,
+                                 const ClassifyModel *cls, const float *images, const int *labels,
+                                 int n, int B, uint64_t seed) {
+    CHECK(n >= 1 && B >= 1);
+    if (B > n) B = n;
+    const int IMG = draw_image_size(c);
+    DrawActs acts;
+    draw_acts_alloc(&acts, c, B);
+    Judge j;
+    judge_alloc(&j, cls, c, B);
+    float *means = xmalloc(sizeof(float) * (size_t)B * IMG);
+    Rng rng;
+    rng_seed(&rng, seed);
+    SampleQualityCounts counts = {0};
+    for (int start = 0; start < n; start += B) {
+        const int nb = n - start < B ? n - start : B;
+        draw_fill_noise(&acts, c, nb, &rng);
+        if (c->classes) memcpy(acts.labels, labels + start, sizeof(int) * (size_t)nb);
+        draw_forward(&acts, p, c, images + (size_t)start * IMG, nb, NULL, NULL);
+        final_means(means, &acts, c, nb);
+        judge_batch(&counts, &j, means, nb, c, NULL);
+    }
+    sample_quality_finish(q, &counts);
+    free(means);
+    judge_free(&j);
+    draw_acts_free(&acts);
+}
+
+// Copies the samples of the batch just judged (j's probabilities) that are not legible into
+// how's buffers, while there is room: of a two-digit sample, its less legible digit.
+static void keep_illegible(const SampleQualityDraw *how, const Judge *j, const float *images,
+                           int nb, int IMG) {
+    const int K = j->cls->state.cfg.cnn.classes;
+    for (int b = 0; b < nb && *how->kept < how->keep; b++) {
+        float top = 2.0f;
+        int top_class = 0;
+        for (int d = 0; d < j->digits; d++) {
+            const float *pb = j->ca.probs + (size_t)(j->digits * b + d) * K;
+            int best = 0;
+            for (int k = 1; k < K; k++) best = pb[k] > pb[best] ? k : best;
+            if (pb[best] < top) top = pb[best], top_class = best;
+        }
+        if (top >= (float)SAMPLE_QUALITY_CONFIDENCE) continue;
+        const int i = (*how->kept)++;
+        memcpy(how->illegible + (size_t)i * IMG, images + (size_t)b * IMG, sizeof(float) * IMG);
+        how->illegible_top[i] = top;
+        how->illegible_class[i] = top_class;
+    }
+}
+
+void draw_sample_quality(SampleQuality *q, const DrawParams *p, const DrawConfig *c,
+                         const ClassifyModel *cls, int N, int B, uint64_t seed,
+                         const SampleQualityDraw *how) {
+    CHECK(N >= 1 && B >= 1);
+    const double temperature = how ? how->temperature : 1.0;
+    if (how && how->keep > 0) *how->kept = 0;
+    if (B > N) B = N;
+    DrawActs acts;
+    draw_acts_alloc(&acts, c, B);
+    Judge j;
+    judge_alloc(&j, cls, c, B);
+    float *images = xmalloc(sizeof(float) * (size_t)B * draw_image_size(c));
+    Rng rng;
+    rng_seed(&rng, seed);
+    SampleQualityCounts n = {0};
+    for (int start = 0; start < N; start += B) {
+        const int nb = N - start < B ? N - start : B;
+        for (int b = 0; c->classes && b < nb; b++) acts.labels[b] = (start + b) % c->classes;
+        draw_generate_tempered(&acts, p, c, nb, &rng, temperature);
+        final_means(images, &acts, c, nb);
+        judge_batch(&n, &j, images, nb, c, c->classes ? acts.labels : NULL);
+        if (how && how->keep > 0) keep_illegible(how, &j, images, nb, draw_image_size(c));
+    }
+    sample_quality_finish(q, &n);
+    free(images);
+    judge_free(&j);
+    draw_acts_free(&acts);
 }

@@ -80,7 +80,11 @@ typedef struct {
     int classes;
     long n;
     double legible;               // share in [0, 1]
+    double legible_low, legible_high;  // its Wilson 95 % interval (core/binomial.h)
     double entropy, entropy_max;  // nats; entropy_max = log K
+    // the entropy's standard error by the delta method over the N samples' multinomial:
+    // sqrt((sum_k p_k log^2 p_k - H^2) / N) (0 when one class takes everything)
+    double entropy_se;
     int conditional;
     double match;                 // share in [0, 1]; NAN when unconditional
     double match_per_class[SAMPLE_QUALITY_MAX_CLASSES];  // NAN where no sample asked for k
@@ -91,6 +95,7 @@ typedef struct {
     int digits;           // digits judged in each sample: 1, or 2 (two-digit images)
     long samples;         // samples (n / digits)
     double both_legible;  // two-digit: share of samples with both digits legible; else NAN
+    double both_low, both_high;  // its Wilson 95 % interval over the samples; else NAN
 } SampleQuality;
 
 void sample_quality_finish(SampleQuality *q, const SampleQualityCounts *n);
@@ -105,12 +110,36 @@ int draw_quality_load_classifier(ClassifyModel *m, const char *path, const DrawC
 // agree, 2 for a 60 x 60 grey unconditional model and a 28 x 28 classifier, else 0.
 int draw_quality_digits(const DrawConfig *c, int cls_W, int cls_H);
 
+// How draw_sample_quality draws and what it keeps besides the figures.
+typedef struct {
+    double temperature;  // z_t ~ N(0, temperature^2 I) (draw_generate_tempered); 1: the paper's
+    // With keep > 0: the first keep samples that are not legible (for two-digit images: whose
+    // two digits are not both legible), their images (keep, H W) in illegible (sigmoid(c_T),
+    // as judged) and the top probability and class of their least legible digit in
+    // illegible_top and illegible_class; *kept gets how many there were (at most keep).
+    int keep, *kept;
+    float *illegible, *illegible_top;
+    int *illegible_class;
+} SampleQualityDraw;
+
 // N samples of the model in batches of B, from seed; the classifier's verdict in q.
+// how NULL: temperature 1, nothing kept.
 void draw_sample_quality(SampleQuality *q, const DrawParams *p, const DrawConfig *c,
-                         const ClassifyModel *cls, int N, int B, uint64_t seed);
-// The same measure on n images (n, H W) of c's size (the test images beside the samples;
-// never conditional), in batches of B.
+                         const ClassifyModel *cls, int N, int B, uint64_t seed,
+                         const SampleQualityDraw *how);
+
+// The same measure on n images (n, H W) of c's size, in batches of B: the split's own
+// images as the model sees them (MNIST binarised once), the measure's ceiling, judged
+// unconditionally (never against a label).
 void draw_images_quality(SampleQuality *q, const float *images, int n, const DrawConfig *c,
                          const ClassifyModel *cls, int B);
+
+// The same measure on the model's reconstructions of n images (sigmoid(c_T) with z from the
+// posterior, noise from seed; labels (n) for a conditional model, else NULL), judged
+// unconditionally: how legibly the model draws what its encoder saw, beside its samples
+// from the prior.
+void draw_reconstruction_quality(SampleQuality *q, const DrawParams *p, const DrawConfig *c,
+                                 const ClassifyModel *cls, const float *images, const int *labels,
+                                 int n, int B, uint64_t seed);
 
 #endif

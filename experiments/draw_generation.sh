@@ -1,5 +1,5 @@
 #!/bin/sh
-# draw_generation.sh [mnist2 | colour | conditional] ...: DRAW's generation experiments beyond MNIST
+# draw_generation.sh [mnist2 | colour | conditional | quality] ...: DRAW's generation experiments beyond MNIST
 # (Gregor et al. 2015, sections 4.2 and 4.3), at a step budget, each with its run page.
 #
 #   mnist2  two-digit MNIST (datasets/mnist2.h: two 28 x 28 digits at random positions in a
@@ -35,6 +35,22 @@
 #           worst class's match beside the overall one, and test.json the confusion
 #           matrix. Its bound is -log p(x | label)'s. Row in results/draw_conditional.md
 #           (not run with the defaults: mnist2 colour).
+#   quality  the sample quality of the unconditional models (issue 60's target: at least
+#           90 % legible, class entropy at least 0.95 log 10 = 2.1874): the same judge
+#           (RUNS/cnn28, trained as for conditional, or QUALITY_JUDGE, a checkpoint used as
+#           it is) on QUALITY_N samples of each run in QUALITY_RUNS that has a checkpoint
+#           (default the paper configuration with and without attention, draw_mnist.sh's
+#           paper-peephole-cosine300 and paper-noattn-peephole-cosine300, and the
+#           conditional model of `conditional`), at each temperature of QUALITY_T
+#           (default 1, the paper's prior; any other is a stated protocol, z_t ~ N(0, t^2),
+#           and 1 is always measured first). It trains nothing but the judge: the runs
+#           train in draw_mnist.sh, resumably, and each call of this stage adds one row per
+#           run and temperature at the step the run has reached, so the rows of a run are
+#           its curve; a row says how far the run is through its budget and whether the
+#           figures moved since the run's previous row (beyond both rows' 95 % intervals).
+#           Rows in the unconditional table of results/draw_conditional.md (the page of
+#           the judge and of the conditional row, so that every figure of the one judge
+#           stands on one page; draw_mnist.md is the bound's).
 #
 # Each run gets samples/, film/, reconstructions/ (colour frames and GIFs for colour),
 # test.json and report.html (`draw report`). Resumable: the step budget is a total and
@@ -49,7 +65,10 @@
 # RESULTS_DIR (default experiments/results); for conditional COND_MODEL (default
 # "--T 16 --read 5 --write 5"; "" for the paper's MNIST model), COND_STEPS (default 20000),
 # CNN_STEPS (default 4300, 5 epochs), QUALITY_N (default 10000) and EVAL_LIMIT (test images
-# evaluated, default 0: all 10,000; smaller only to try the script out); for mnist2
+# evaluated, default 0: all 10,000; smaller only to try the script out); for quality
+# QUALITY_RUNS (default "draw-paper-peephole-cosine300 draw-paper-noattn-peephole-cosine300
+# draw-conditional", folders under RUNS), QUALITY_T (default 1) and QUALITY_JUDGE (default:
+# RUNS/cnn28, trained when absent); for mnist2
 # CURVE_EVERY (default 0: no curve), CURVE_N (default 2000), CURVE_IMAGES (default 1000).
 set -eu
 
@@ -66,6 +85,9 @@ COND_STEPS=${COND_STEPS:-20000}
 CNN_STEPS=${CNN_STEPS:-4300}
 QUALITY_N=${QUALITY_N:-10000}
 EVAL_LIMIT=${EVAL_LIMIT:-0}
+QUALITY_RUNS=${QUALITY_RUNS:-draw-paper-peephole-cosine300 draw-paper-noattn-peephole-cosine300 draw-conditional}
+QUALITY_T=${QUALITY_T:-1}
+QUALITY_JUDGE=${QUALITY_JUDGE:-}
 CURVE_EVERY=${CURVE_EVERY:-0}
 CURVE_N=${CURVE_N:-2000}
 CURVE_IMAGES=${CURVE_IMAGES:-1000}
@@ -161,8 +183,9 @@ class (the target: every class at least 98 %).
 EOF
 }
 
-# The judge: the 28 x 28 CNN in RUNS/cnn28 (trained to CNN_STEPS, resumable) and its test
-# error in cls_error.
+# train_judge: the judge of the samples, a CNN on plain 28 x 28 MNIST in RUNS/cnn28
+# (resumable), and its test figures in RUNS/cnn28/test.json; sets cls (the folder) and
+# cls_error.
 train_judge() {
     cls=$RUNS/cnn28
     mkdir -p "$cls"
@@ -224,11 +247,12 @@ run_conditional() {
         --threads "$THREADS" --sample-quality "$cls/model.safetensors" --quality-samples "$QUALITY_N" \
         --json > "$dir/test.json"
     bound=$(json_field nll_bound < "$dir/test.json")
-    legible=$(json_field legible < "$dir/test.json")
-    entropy=$(json_field entropy < "$dir/test.json")
-    match=$(json_field match < "$dir/test.json")
+    legible=$(quality_field sample_quality legible < "$dir/test.json")
+    entropy=$(quality_field sample_quality entropy < "$dir/test.json")
+    match=$(quality_field sample_quality match < "$dir/test.json")
     # the worst class and its match, from match_per_class (a JSON array of 10 shares)
-    worst=$(sed -n 's/.*"match_per_class": \[\([^]]*\)\].*/\1/p' "$dir/test.json" | tr ',' '\n' |
+    worst=$(sed -n 's/.*"sample_quality": {\([^}]*\)}.*/\1/p' "$dir/test.json" |
+        sed -n 's/.*"match_per_class": \[\([^]]*\)\].*/\1/p' | tr ',' '\n' |
         awk '{ v = $1 + 0; if (NR == 1 || v < m) { m = v; k = NR - 1 } } END { printf "%d: %.2f", k, 100 * m }')
     step=$(json_field steps < "$dir/train.json")
     draw_report_pictures "$BIN" "$dir" mnist 3
@@ -238,6 +262,174 @@ run_conditional() {
         'BEGIN { printf "| %s | %s | %s | %s | %s | %.2f | %.2f | %s | %.2f | %.4f | %.2f | %s |", d, md, s, w, l, b, 100 * e, n, 100 * g, h, 100 * m, wc }')
     table_row "$table" "| date | steps |" "$(header_conditional)" "$row"
     echo "draw_generation.sh: conditional: test bound given the label $bound nats; legible $legible, entropy $entropy, match $match (worst class $worst %) of $QUALITY_N samples; row added to $table" >&2
+}
+
+header_quality() {
+    cat <<'EOF'
+## Unconditional samples judged by the same classifier
+
+Issue 60's target for the paper configuration without a label: at least 90 % of the
+samples legible (the judge's top probability at least 0.9) and a class entropy of at least
+0.95 log 10 = 2.1874 nats. The models (the run column: draw_mnist.sh's folders; `make
+reproduce` judges its quick runs, draw-quick and draw-quick-noattn, T 32 and not the
+paper's size): by default paper-peephole-cosine300 (T 64, read 2x2, write 5x5, LSTM 256,
+z 100, peepholes, weight average 0.999, one cosine from 1e-3 to 0 over 300 epochs: the
+recipe of draw_mnist.md's 80.56 nats), its no-attention twin
+paper-noattn-peephole-cosine300 (83.38 nats there), and the conditional model of the table
+above where it exists (marked "conditional": each class asked for in turn). The curve: each
+call of the stage keeps the run's current checkpoint as RUN/snapshots/step-N.safetensors
+and judges every snapshot not judged before, a row each, in the order of their steps (so
+the rows of a run are its legible share and entropy against its steps and bound).
+Samples: QUALITY_N, z_t ~ N(0, t^2 I) at the temperature t of the row; t = 1 is the
+paper's prior, and only those rows answer the target (another t is a stated protocol
+beside them). The judge is the conditional table's (its test error in the row).
+Intervals: the legible share's Wilson 95 % interval; the entropy ± 1.96 standard errors
+(delta method over the samples). "moved": whether the legible share or the entropy differs
+from the run's previous row at the same t by more than 1.96 standard errors of the
+difference; "-" for a first row. The test bound is the row's model (its weight average) on
+the test images (all 10,000 unless EVAL_LIMIT). "reconstructions": the share legible of
+the model's reconstructions of the first 1,000 test images (z from the posterior, `draw
+eval --quality-of reconstructions`), beside the samples' share (z from the prior): where
+the two part, the decoder draws legibly what its encoder saw and the prior's draws land
+where the posterior puts no code. "test images": the same judge on the first QUALITY_N
+test images themselves (binarised once, as the model sees them): the ceiling the measure
+allows on this data.
+
+    sh experiments/draw_mnist.sh paper-peephole-cosine300 paper-noattn-peephole-cosine300   # the runs, resumable
+    sh experiments/draw_generation.sh quality     # QUALITY_RUNS, QUALITY_T, QUALITY_N, QUALITY_JUDGE
+
+| date | run (unconditional) | step | of budget | test bound (nats) | judge test error (%) | samples | t | legible (%) [95 %] | class entropy (nats) ± 1.96 SE | entropy / log 10 | target met | moved | reconstructions legible (%) [95 %] | test images legible (%) [95 %], entropy | load |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+EOF
+}
+
+# quality_moved TABLE RUN T LEGIBLE ENTROPY LEG_SE ENT_SE: "yes" or "no" against RUN's last
+# row at temperature T in TABLE's unconditional table (either figure's difference beyond
+# 1.96 times the root of the two squared standard errors; the old row's from its interval
+# and its ± 1.96 SE), "-" when there is none.
+quality_moved() {
+    awk -F'|' -v run="$2" -v t="$3" -v l="$4" -v h="$5" -v ls="$6" -v hs="$7" '
+        index($0, "| date | run (unconditional) |") == 1 { on = 1; next }
+        on && !/^\|/ { on = 0 }
+        on && $3 == " " run " " && $9 + 0 == t + 0 {
+            n = split($10, a, /[][, ]+/)   # " 71.20 [70.30, 72.08] "
+            k = 0; for (i = 1; i <= n; i++) if (a[i] != "") v[++k] = a[i]
+            split($11, b, /±/)
+            pl = v[1] / 100; pls = (v[3] - v[2]) / 100 / 3.92; ph = b[1] + 0; phs = (b[2] + 0) / 1.96
+            found = 1
+        }
+        END {
+            if (!found) { print "-"; exit }
+            dl = l - pl; dh = h - ph
+            if (dl < 0) dl = -dl
+            if (dh < 0) dh = -dh
+            print (dl > 1.96 * sqrt(ls * ls + pls * pls) || dh > 1.96 * sqrt(hs * hs + phs * phs)) ? "yes" : "no"
+        }' "$1"
+}
+
+# checkpoint_step FILE: the step a checkpoint was saved at (the train.step metadata of its
+# safetensors header: a little-endian 8-byte length, then that much JSON).
+checkpoint_step() {
+    cs_len=$(od -An -t u8 -N 8 "$1" | tr -d ' ')
+    head -c $((8 + cs_len)) "$1" | tail -c "$cs_len" | sed -n 's/.*"train\.step":"\([0-9]*\)".*/\1/p'
+}
+
+# percent_ci OBJECT FILE: the legible share of member OBJECT of eval JSON FILE and its
+# Wilson interval, "p [lo, hi]" in per cent.
+percent_ci() {
+    awk -v g="$(quality_field "$1" legible < "$2")" -v lo="$(quality_field "$1" legible_low95 < "$2")" \
+        -v hi="$(quality_field "$1" legible_high95 < "$2")" \
+        'BEGIN { printf "%.2f [%.2f, %.2f]", 100 * g, 100 * lo, 100 * hi }'
+}
+
+# quality_row RUN STEP MODEL T: judges MODEL (RUN's checkpoint of STEP) at temperature T and
+# adds its row to $table (the eval's JSON in $qdir/RUN-stepSTEP-tT.json); then STEP T is
+# noted in $qdir/RUN.judged, so that a later call judges it no more.
+quality_row() {
+    out=$qdir/$1-step$2-t$4.json
+    "$BIN/draw" eval --model "$3" --data mnist --split test --limit "$EVAL_LIMIT" \
+        --threads "$THREADS" --sample-quality "$judge" --quality-samples "$QUALITY_N" \
+        --quality-temperature "$4" --json > "$out.tmp"
+    mv "$out.tmp" "$out"
+    name=$1
+    ! grep -q '"conditional": true' "$out" || name="$1 (conditional)"
+    bound=$(json_field nll_bound < "$out")
+    legible=$(quality_field sample_quality legible < "$out")
+    low=$(quality_field sample_quality legible_low95 < "$out")
+    high=$(quality_field sample_quality legible_high95 < "$out")
+    entropy=$(quality_field sample_quality entropy < "$out")
+    ent_se=$(quality_field sample_quality entropy_se < "$out")
+    ceiling="$(percent_ci data_quality "$out"), $(quality_field data_quality entropy < "$out" | awk '{ printf "%.4f", $1 }')"
+    leg_se=$(awk -v a="$low" -v b="$high" 'BEGIN { print (b - a) / 3.92 }')
+    moved=$(quality_moved "$table" "$name" "$4" "$legible" "$entropy" "$leg_se" "$ent_se")
+    recon=-
+    if [ "$4" = 1 ]; then
+        "$BIN/draw" eval --model "$3" --data mnist --split test --limit 1000 --threads "$THREADS" \
+            --sample-quality "$judge" --quality-of reconstructions --json > "$qdir/$1-step$2-recon.json"
+        recon=$(percent_ci sample_quality "$qdir/$1-step$2-recon.json")
+    fi
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    row=$(awk -v d="$(date -u +%Y-%m-%d)" -v r="$name" -v s="$2" -v bg="${budget:-0}" \
+        -v b="$bound" -v e="$cls_error" -v n="$QUALITY_N" -v t="$4" -v g="$legible" -v lo="$low" \
+        -v hi="$high" -v h="$entropy" -v hs="$ent_se" -v mv="$moved" -v rc="$recon" -v cl="$ceiling" -v l="$load" '
+        BEGIN {
+            met = t + 0 != 1 ? "(not t = 1)" : (g >= 0.9 && h >= 0.95 * log(10)) ? "yes" : "no"
+            of = bg + 0 > 0 ? sprintf("%.1f %% of %d", 100 * s / bg, bg) : "-"
+            printf "| %s | %s | %s | %s | %.2f | %.2f | %s | %s | %.2f [%.2f, %.2f] | %.4f ± %.4f | %.3f | %s | %s | %s | %s | %s |",
+                d, r, s, of, b, 100 * e, n, t, 100 * g, 100 * lo, 100 * hi, h, 1.96 * hs, h / log(10), met, mv, rc, cl, l }')
+    table_row "$table" "| date | run (unconditional) |" "$(header_quality)" "$row"
+    echo "$2 $4" >> "$qdir/$1.judged"
+    echo "draw_generation.sh: quality: $name at step $2, t = $4: legible $legible [$low, $high], class entropy $entropy (SE $ent_se); moved: $moved; test images $ceiling; row added to $table" >&2
+}
+
+# The judge, then for each run of QUALITY_RUNS that has a checkpoint: its current
+# checkpoint kept as a snapshot, and a row per snapshot and temperature not judged before.
+run_quality() {
+    table=$RESULTS_DIR/draw_conditional.md qdir=$RUNS/draw-quality
+    mkdir -p "$qdir" "$RESULTS_DIR"
+    touch "$table"
+    if [ -n "$QUALITY_JUDGE" ]; then
+        [ -s "$QUALITY_JUDGE" ] || { echo "draw_generation.sh: QUALITY_JUDGE $QUALITY_JUDGE: no such checkpoint" >&2; exit 2; }
+        judge=$QUALITY_JUDGE
+        "$BIN/draw" classify eval --model "$judge" --split test --json > "$qdir/judge-test.json"
+        cls_error=$(json_field error < "$qdir/judge-test.json")
+    else
+        train_judge
+        judge=$cls/model.safetensors
+    fi
+    temps=1
+    for t in $QUALITY_T; do [ "$t" = 1 ] || temps="$temps $t"; done
+    rows=0
+    for run in $QUALITY_RUNS; do
+        dir=$RUNS/$run
+        if [ ! -s "$dir/model.safetensors" ]; then
+            echo "draw_generation.sh: quality: $dir has no checkpoint; no row for $run" >&2
+            continue
+        fi
+        # the budget: a cosine run's end step (draw_mnist.sh pins it in DIR/cosine), else
+        # the step target of its last training call (run.json); "-" when neither says
+        budget=
+        [ ! -s "$dir/cosine" ] || budget=$(cut -d' ' -f2 "$dir/cosine")
+        [ -n "$budget" ] || [ ! -s "$dir/run.json" ] ||
+            budget=$(sed -n 's/.*"command":.* --steps \([0-9]*\).*/\1/p' "$dir/run.json" | tail -n 1)
+        # the current checkpoint kept (copied first, so that a save under way is not split)
+        mkdir -p "$dir/snapshots"
+        cp "$dir/model.safetensors" "$dir/snapshots/current.tmp"
+        now=$(checkpoint_step "$dir/snapshots/current.tmp")
+        if [ -n "$now" ] && [ ! -s "$dir/snapshots/step-$now.safetensors" ]; then
+            mv "$dir/snapshots/current.tmp" "$dir/snapshots/step-$now.safetensors"
+        else
+            rm -f "$dir/snapshots/current.tmp"
+        fi
+        for snap in $(ls "$dir/snapshots" | sed -n 's/^step-\([0-9]*\)\.safetensors$/\1/p' | sort -n); do
+            for t in $temps; do
+                ! grep -qx "$snap $t" "$qdir/$run.judged" 2>/dev/null || continue
+                quality_row "$run" "$snap" "$dir/snapshots/step-$snap.safetensors" "$t"
+                rows=$((rows + 1))
+            done
+        done
+    done
+    [ "$rows" -gt 0 ] || echo "draw_generation.sh: quality: no checkpoint of $QUALITY_RUNS under $RUNS left to judge: no row" >&2
 }
 
 # train_step N: the run in $dir trained (resumed) to N steps in all; its figures in train.json.
@@ -279,6 +471,7 @@ mnist2_quality() {
 run_config() {
     name=$1
     [ "$name" != conditional ] || { run_conditional; return; }
+    [ "$name" != quality ] || { run_quality; return; }
     case $name in
     mnist2)
         data=mnist2 model="--T 32 --read 5 --write 5 --hidden 256 --z 100"
@@ -286,7 +479,7 @@ run_config() {
     colour)
         data=scenes model="--preset svhn"
         steps=$COLOUR_STEPS batch=${BATCH:-50} table=$RESULTS_DIR/draw_colour.md ;;
-    *) echo "draw_generation.sh: unknown configuration '$name' (mnist2, colour, conditional)" >&2; exit 2 ;;
+    *) echo "draw_generation.sh: unknown configuration '$name' (mnist2, colour, conditional, quality)" >&2; exit 2 ;;
     esac
     dir=$RUNS/draw-$name
     mkdir -p "$dir"

@@ -180,7 +180,9 @@
 # NOATTN_EPOCHS and NOATTN_STEPS (paper-noattn's budget, steps unless 0; unset, the paper
 # run's last milestone, refused with one line while the paper run has none), LONG_LR
 # (5e-4), LONG_EPOCHS (300), LONG_STEPS (0: from the epochs), COSINE_EPOCHS (150; not read
-# by the cosine300 runs), COSINE_STEPS (0: from the epochs).
+# by the cosine300 runs), COSINE_STEPS (0: from the epochs), CHECKPOINT_EVERY (0: a
+# checkpoint at each check, once an epoch; N > 0 also every N steps, so that a run cut off
+# loses less and a slow run has checkpoints to judge between its epochs).
 set -eu
 
 BIN=${ATTEND_BIN:-bin}
@@ -205,6 +207,7 @@ LONG_EPOCHS=${LONG_EPOCHS:-300}
 LONG_STEPS=${LONG_STEPS:-0}
 COSINE_EPOCHS=${COSINE_EPOCHS:-150}
 COSINE_STEPS=${COSINE_STEPS:-0}
+CHECKPOINT_EVERY=${CHECKPOINT_EVERY:-0}
 TRAIN_IMAGES=55000  # MNIST's first 55,000; run_to_convergence's epochs are TRAIN_IMAGES / batch steps
 PAPER_MODEL="--T 64 --read 2 --write 5 --hidden 256 --z 100"  # the paper's table 3, MNIST
 PAPER_NOATTN_MODEL="--T 64 --hidden 256 --z 100 --no-attention"
@@ -386,7 +389,8 @@ run_to_convergence() {
         # shellcheck disable=SC2086
         "$BIN/draw" train --data mnist $model --batch "$batch" --lr "$lr" --clip 10 --seed "$SEED" \
             --steps "$target" --threads "$THREADS" --valid-every "$STEPS_PER_EPOCH" \
-            --valid-images 1000 --resume --out "$dir" --json > "$dir/train.json"
+            --valid-images 1000 --checkpoint-every "$CHECKPOINT_EVERY" --resume --out "$dir" --json \
+            > "$dir/train.json"
         schedule_check "$name" "$dir" "$target" "$lr" "$paper"
     done
 }

@@ -819,13 +819,24 @@ void draw_backward(DrawParams *g, DrawActs *a, const DrawParams *p, const DrawCo
 }
 
 void draw_generate(DrawActs *a, const DrawParams *p, const DrawConfig *c, int B, Rng *rng) {
+    draw_generate_tempered(a, p, c, B, rng, 1.0);
+}
+
+void draw_generate_tempered(DrawActs *a, const DrawParams *p, const DrawConfig *c, int B, Rng *rng,
+                            double temperature) {
     CHECK(B >= 1 && B <= a->B);
+    CHECK(temperature >= 0, "temperature %g", temperature);
     int Z = c->z, D = c->dec;
     packed_pack(&a->dec_Wt, true, p->dec_W, Z + D);
     if (c->classes) label_pre(a->dec_pre_y, p->dec_b, p->dec_label_W, a->labels, B, 4 * D, c->classes);
     for (int t = 0; t < c->T; t++) {
         float *z = draw_at(a, a->dec_xh, t, Z + D);
-        for (int b = 0; b < B; b++) rng_normal_fill(rng, z + (size_t)b * (Z + D), (size_t)Z);
+        for (int b = 0; b < B; b++) {
+            float *zb = z + (size_t)b * (Z + D);
+            rng_normal_fill(rng, zb, (size_t)Z);
+            if (temperature != 1.0)  // t = 1 leaves the draws as they are, bit for bit
+                for (int i = 0; i < Z; i++) zb[i] = (float)(temperature * zb[i]);
+        }
         decode_step(a, p, c, t, B);
     }
 }

@@ -225,4 +225,11 @@ double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const Dr
 // the write windows (attention only).
 void draw_generate(DrawActs *a, const DrawParams *p, const DrawConfig *c, int B, Rng *rng);
 
+// draw_generate with z_t ~ N(0, temperature^2 I): the same normal draws scaled by
+// temperature (>= 0; 1 is draw_generate, bit for bit; 0 the prior's mean at every step).
+// Not the paper's sampling, which is temperature 1: a stated protocol beside it (draw eval
+// --quality-temperature).
+void draw_generate_tempered(DrawActs *a, const DrawParams *p, const DrawConfig *c, int B, Rng *rng,
+                            double temperature);
+
 #endif

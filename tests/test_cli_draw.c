@@ -739,8 +739,77 @@ static void test_sample_quality(void) {
     EXPECT(rc == 0 && cJSON_IsNull(cJSON_GetObjectItem(q, "match")) &&
                cJSON_GetArraySize(cJSON_GetObjectItem(q, "confusion")) == 0 &&
                cJSON_IsFalse(cJSON_GetObjectItem(q, "conditional")), "unconditional: %s", out ? out : "");
+    // the intervals: the legible share inside its Wilson interval, the entropy's standard
+    // error; temperature 1 unless asked
+    const cJSON *lo = cJSON_GetObjectItem(q, "legible_low95"), *hi = cJSON_GetObjectItem(q, "legible_high95");
+    leg = cJSON_GetObjectItem(q, "legible");
+    EXPECT(cJSON_IsNumber(lo) && cJSON_IsNumber(hi) && cJSON_IsNumber(leg) && lo->valuedouble <= leg->valuedouble &&
+               leg->valuedouble <= hi->valuedouble && hi->valuedouble - lo->valuedouble > 0.05 &&
+               cJSON_IsNumber(cJSON_GetObjectItem(q, "entropy_se")) &&
+               cJSON_GetObjectItem(q, "temperature")->valuedouble == 1.0, "intervals: %s", out ? out : "");
     cJSON_Delete(j);
     free(out);
+    // --quality-temperature 0: z at the prior's mean, every sample the same image, so one
+    // class takes all (entropy 0); stated in the text; --quality-illegible writes the grid
+    rc = run_draw("eval --model %s/uncond/model.safetensors --data mnist --split test --limit 16 "
+                  "--sample-quality %s/cnn28/model.safetensors --quality-samples 20 --quality-temperature 0 --json",
+                  tmpdir, tmpdir);
+    out = read_text("stdout.txt");
+    j = cJSON_Parse(out ? out : "");
+    q = cJSON_GetObjectItem(j, "sample_quality");
+    EXPECT(rc == 0 && cJSON_GetObjectItem(q, "temperature")->valuedouble == 0.0 &&
+               cJSON_GetObjectItem(q, "entropy")->valuedouble == 0.0 &&
+               cJSON_GetObjectItem(q, "entropy_se")->valuedouble == 0.0, "temperature 0: %s", out ? out : "");
+    cJSON_Delete(j);
+    free(out);
+    rc = run_draw("eval --model %s/uncond/model.safetensors --data mnist --split test --limit 16 "
+                  "--sample-quality %s/cnn28/model.safetensors --quality-samples 20 --quality-temperature 0.5 "
+                  "--quality-illegible %s/illegible.png", tmpdir, tmpdir, tmpdir);
+    out = read_text("stdout.txt");
+    char *err = read_text("stderr.txt");
+    // a 3-step judge finds nearly nothing legible: the grid is there and listed
+    EXPECT(rc == 0 && out && strstr(out, "at temperature 0.5 (not the paper's 1)") &&
+               (exists("illegible.png") ? err && strstr(err, "not legible (top class, probability):")
+                                        : err && strstr(err, "no sample was illegible")),
+           "--quality-illegible: %s %s", out ? out : "", err ? err : "");
+    free(out), free(err);
+    // --quality-of data and reconstructions: the 16 test images (or their reconstructions)
+    // judged in place of samples, said in the JSON; the same 16 images beside the
+    // reconstructions (data_quality), none beside the data (they are the data)
+    for (int k = 0; k < 2; k++) {
+        const char *of_name = k ? "reconstructions" : "data";
+        rc = run_draw("eval --model %s/uncond/model.safetensors --data mnist --split test --limit 16 "
+                      "--sample-quality %s/cnn28/model.safetensors --quality-of %s --json", tmpdir, tmpdir, of_name);
+        out = read_text("stdout.txt");
+        j = cJSON_Parse(out ? out : "");
+        q = cJSON_GetObjectItem(j, "sample_quality");
+        const cJSON *of = cJSON_GetObjectItem(q, "of");
+        const cJSON *beside = cJSON_GetObjectItem(j, "data_quality");
+        EXPECT(rc == 0 && cJSON_GetObjectItem(q, "samples")->valuedouble == 16 && cJSON_IsString(of) &&
+                   !strcmp(of->valuestring, of_name), "--quality-of %s: %s", of_name, out ? out : "");
+        EXPECT(k ? cJSON_IsObject(beside) && cJSON_GetObjectItem(beside, "samples")->valuedouble == 16 &&
+                       !strcmp(cJSON_GetObjectItem(beside, "of")->valuestring, "data")
+                 : beside == NULL,
+               "--quality-of %s, data_quality: %s", of_name, out ? out : "");
+        cJSON_Delete(j);
+        free(out);
+    }
+    char um[600], cnn[600];
+    snprintf(um, sizeof um, "%s/uncond/model.safetensors", tmpdir);
+    snprintf(cnn, sizeof cnn, "%s/cnn28/model.safetensors", tmpdir);
+    const char *tline = one_line_failure("draw eval: --quality-temperature", "eval --model %s --limit 16 "
+                                         "--quality-temperature 0.5%s", um, "");
+    EXPECT(strstr(tline, "--sample-quality"), "%s", tline);
+    tline = one_line_failure("draw", "eval --model %s --limit 16 --sample-quality %s "
+                             "--quality-temperature -1", um, cnn);
+    EXPECT(strstr(tline, "quality-temperature"), "%s", tline);
+    tline = one_line_failure("draw eval: --quality-of data", "eval --model %s --limit 16 --sample-quality %s "
+                             "--quality-of data --quality-temperature 0.5", um, cnn);
+    EXPECT(strstr(tline, "no --quality-temperature"), "%s", tline);
+    // 4 samples judged by a 3-step CNN: not legible, so the grid is due and cannot be written
+    tline = one_line_failure("draw eval: ", "eval --model %s --limit 16 --quality-samples 4 --sample-quality %s "
+                             "--quality-illegible no/such/dir/x.png", um, cnn);
+    EXPECT(strstr(tline, "no/such/dir/x.png"), "%s", tline);
     char model[600];
     snprintf(model, sizeof model, "%s/cond/model.safetensors", tmpdir);
     const char *line = one_line_failure("draw eval: ", "eval --model %s --limit 16 --sample-quality %s", model, model);

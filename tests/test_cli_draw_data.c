@@ -115,6 +115,10 @@ static void test_mnist2(void) {
         EXPECT(both >= 0 && both <= legible + 1e-9 && both >= 2 * legible - 1 - 1e-9,
                "%s: both %g, legible %g", keys[k], both, legible);
         EXPECT(num(q, "entropy") <= num(q, "entropy_max") + 1e-9, "%s: entropy", keys[k]);
+        // both_legible's Wilson interval over the 12 images holds it and is wide at n = 12
+        const double lo = num(q, "both_legible_low95"), hi = num(q, "both_legible_high95");
+        EXPECT(lo <= both + 1e-9 && both <= hi + 1e-9 && hi - lo > 0.1, "%s: both %g in [%g, %g]",
+               keys[k], both, lo, hi);
     }
     cJSON_Delete(j);
     // draw report shows both rows (samples, test images) with the pairs' figure

@@ -346,6 +346,35 @@ static void test_generation_reproducible(void) {
     model_free(&m);
 }
 
+// draw_generate_tempered: temperature 1 is draw_generate bit for bit; temperature 0 puts z
+// at the prior's mean, so two seeds give the same images; 0.5 differs from both.
+static void test_generation_tempered(void) {
+    Model m;
+    model_make(&m, tiny_config(1), 4, 13);
+    size_t n = (size_t)m.c.T * m.acts.B * m.c.W * m.c.H;
+    float *plain = xmalloc(n * sizeof(float)), *zero = xmalloc(n * sizeof(float));
+    Rng rng;
+    rng_seed(&rng, 77);
+    draw_generate(&m.acts, &m.p, &m.c, 4, &rng);
+    memcpy(plain, m.acts.canvas, n * sizeof(float));
+    rng_seed(&rng, 77);
+    draw_generate_tempered(&m.acts, &m.p, &m.c, 4, &rng, 1.0);
+    EXPECT(memcmp(plain, m.acts.canvas, n * sizeof(float)) == 0, "temperature 1 is not draw_generate");
+    rng_seed(&rng, 77);
+    draw_generate_tempered(&m.acts, &m.p, &m.c, 4, &rng, 0.0);
+    memcpy(zero, m.acts.canvas, n * sizeof(float));
+    rng_seed(&rng, 78);
+    draw_generate_tempered(&m.acts, &m.p, &m.c, 4, &rng, 0.0);
+    EXPECT(memcmp(zero, m.acts.canvas, n * sizeof(float)) == 0, "temperature 0 depends on the seed");
+    EXPECT(memcmp(zero, plain, n * sizeof(float)) != 0, "temperature 0 gave temperature 1's images");
+    rng_seed(&rng, 77);
+    draw_generate_tempered(&m.acts, &m.p, &m.c, 4, &rng, 0.5);
+    EXPECT(memcmp(plain, m.acts.canvas, n * sizeof(float)) != 0 && memcmp(zero, m.acts.canvas, n * sizeof(float)) != 0,
+           "temperature 0.5 gave the images of 1 or 0");
+    free(plain), free(zero);
+    model_free(&m);
+}
+
 // A batch smaller than the activations were allocated for (the last batch of an
 // evaluation, say) takes the per-step weight-gradient path: same gradients as a full one.
 static void test_partial_batch_same_gradients(void) {
@@ -461,6 +490,7 @@ int main(void) {
     RUN(test_bound_hand_checkable);
     RUN(test_noise_fresh_every_step);
     RUN(test_generation_reproducible);
+    RUN(test_generation_tempered);
     RUN(test_partial_batch_same_gradients);
     RUN(test_reuse_after_backward_identical);
     RUN(test_workers_match_single_batch);

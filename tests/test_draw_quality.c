@@ -2,13 +2,15 @@
 // (top probability at least 0.9, a float 0.9 included), the entropy of the predicted-class
 // histogram against log K, the share and per-class share labelled as the class asked
 // for, and the confusion counts (asked k, predicted j); no match for unconditional
-// samples; ties to the lower class; counts summed over batches.
+// samples; ties to the lower class; counts summed over batches; the legible share's Wilson
+// interval and the entropy's delta-method standard error.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/draw_quality.h"
+#include "core/binomial.h"
 #include "datasets/mnist2.h"
 #include "tests/support/test.h"
 
@@ -87,6 +89,29 @@ static void test_edges(void) {
            q.match_per_class[0], q.match_per_class[1]);
 }
 
+// The intervals: legible 2 of 4 -> Wilson's [0.150039, 0.849961] (worked by hand from
+// (p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n), z 1.959964); the histogram
+// (1/4, 1/2, 1/4): sum p log^2 p = 2.5 ln^2 2 and H = 1.5 ln 2, so the delta method's
+// variance (2.5 - 2.25) ln^2 2 / 4 and standard error 0.25 ln 2; one class for all: 0.
+static void test_intervals(void) {
+    SampleQualityCounts n = {0};
+    sample_quality_add(&n, PROBS, NULL, 4, 3);
+    SampleQuality q;
+    sample_quality_finish(&q, &n);
+    const BinomialInterval ci = binomial_wilson95(2, 4);
+    EXPECT_NEAR(q.legible_low, ci.low, 0, 1e-12);
+    EXPECT_NEAR(q.legible_high, ci.high, 0, 1e-12);
+    EXPECT_NEAR(q.legible_low, 0.150039, 0, 1e-6);
+    EXPECT_NEAR(q.legible_high, 0.849961, 0, 1e-6);
+    EXPECT_NEAR(q.entropy_se, 0.25 * log(2.0), 0, 1e-12);
+    SampleQualityCounts one = {0};
+    sample_quality_add(&one, PROBS, NULL, 1, 3);
+    sample_quality_add(&one, PROBS, NULL, 1, 3);
+    sample_quality_finish(&q, &one);
+    EXPECT(q.entropy_se == 0.0 && q.legible_high == 1.0 && q.legible_low < 1.0,
+           "one class: se %g, legible [%g, %g]", q.entropy_se, q.legible_low, q.legible_high);
+}
+
 // Two-digit samples: rows 2b, 2b + 1 are sample b's digits; both legible for sample 0 only
 // (sample 1's second digit at 0.89 is not); the digit figures count 4 digits.
 static void test_pairs(void) {
@@ -98,13 +123,18 @@ static void test_pairs(void) {
     EXPECT(q.digits == 2 && q.samples == 2 && q.n == 4, "digits %d, samples %ld, n %ld", q.digits,
            q.samples, q.n);
     EXPECT_NEAR(q.both_legible, 0.5, 0, 1e-12);
+    // its Wilson interval over the 2 samples (not the 4 digits): 1 of 2 -> [0.0945312,
+    // 0.9054688] by the formula of test_intervals
+    EXPECT_NEAR(q.both_low, 0.0945312, 0, 1e-6);
+    EXPECT_NEAR(q.both_high, 0.9054688, 0, 1e-6);
+    EXPECT_NEAR(q.legible_low, binomial_wilson95(3, 4).low, 0, 1e-12);
     EXPECT_NEAR(q.legible, 0.75, 0, 1e-12);
     EXPECT_NEAR(q.predicted_share[0], 0.75, 0, 1e-12);
     SampleQualityCounts one = {0};  // one-digit samples have no pair figure
     sample_quality_add(&one, P, NULL, 4, 2);
     sample_quality_finish(&q, &one);
-    EXPECT(q.digits == 1 && q.samples == 4 && isnan(q.both_legible), "one digit: %d %ld %g",
-           q.digits, q.samples, q.both_legible);
+    EXPECT(q.digits == 1 && q.samples == 4 && isnan(q.both_legible) && isnan(q.both_low) &&
+               isnan(q.both_high), "one digit: %d %ld %g", q.digits, q.samples, q.both_legible);
 }
 
 // A 60 x 60 image holding a D x D pattern (pattern k: a ring for 0, a cross for 1, values
@@ -231,6 +261,7 @@ static void test_cut_real_pairs(void) {
 }
 
 int main(void) {
+    RUN(test_intervals);
     RUN(test_hand_made_conditional);
     RUN(test_batches_add_up);
     RUN(test_edges);
