@@ -20,7 +20,6 @@ and a short run, PyTorch's from time.process_time() around its timed steps), sho
 idle core would do.
 """
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -30,30 +29,9 @@ import tempfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_train  # noqa: E402  (coretype())
+import bench_rounds  # noqa: E402  (run_wait, last_json, bench_env)
 
 HERE = os.path.relpath(os.path.dirname(os.path.abspath(__file__)))
-
-
-def last_json(text):
-    for line in reversed(text.strip().splitlines()):
-        try:
-            return json.loads(line)
-        except ValueError:
-            continue
-    return None
-
-
-def run_cpu(cmd, env):
-    """Runs cmd; returns (stdout, CPU seconds of the child: user + system, from wait4)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
-        _, status, ru = os.wait4(proc.pid, 0)
-        out.seek(0), err.seek(0)
-        text, etext = out.read().decode(), err.read().decode()
-    if os.waitstatus_to_exitcode(status):
-        raise SystemExit(f"bench_glimpse: {' '.join(cmd)} failed: {etext.strip()[-300:]}")
-    return text, ru.ru_utime + ru.ru_stime
 
 
 def toolkit(bin_dir, threads, steps, env, tmp):
@@ -63,8 +41,8 @@ def toolkit(bin_dir, threads, steps, env, tmp):
     cmd = [os.path.join(bin_dir, "draw"), "classify", "train", "--steps", str(steps),
            "--batch", "64", "--threads", str(threads), "--valid-every", str(10 * steps),
            "--valid-images", "64", "--log-every", "10", "--out", out, "--json"]
-    text, cpu = run_cpu(cmd, env)
-    j = last_json(text)
+    text, _, cpu, _ = bench_rounds.run_wait(cmd, env)
+    j = bench_rounds.last_json(text)
     if not j:
         raise SystemExit(f"bench_glimpse: {' '.join(cmd)} printed no JSON")
     return j["images_per_s"], cpu
@@ -80,7 +58,7 @@ def pytorch(threads, steps, env, blas_only=False):
     # against about 1340 with one, on the same machine and load).
     env = dict(env, OPENBLAS_NUM_THREADS=str(threads))
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    j = last_json(p.stdout)
+    j = bench_rounds.last_json(p.stdout)
     if p.returncode or not j:
         raise SystemExit(f"bench_glimpse: {' '.join(cmd)} failed: {p.stderr.strip()[-300:]}")
     return j["images_per_s"], j["images_per_cpu_s"]
@@ -92,10 +70,7 @@ def main():
     ap.add_argument("--steps", type=int, default=60, help="toolkit steps per run")
     ap.add_argument("--reps", type=int, default=3)
     a = ap.parse_args()
-    env = dict(os.environ)
-    ct = bench_train.coretype()
-    if ct:
-        env["OPENBLAS_CORETYPE"] = ct
+    env, ct = bench_rounds.bench_env()
     results, cpu = {}, {}
     short = max(1, a.steps // 3)
     with tempfile.TemporaryDirectory() as tmp:

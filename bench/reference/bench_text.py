@@ -35,41 +35,18 @@ wall-clock rates swing with the load; the last rows, sentences per CPU-second on
 time.process_time() around its timed steps), show what an idle core would do.
 """
 import argparse
-import json
 import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_train  # noqa: E402  (coretype())
+import bench_rounds  # noqa: E402  (run_wait, last_json, bench_env, load1)
 
 HERE = os.path.relpath(os.path.dirname(os.path.abspath(__file__)))
-
-
-def last_json(text):
-    for line in reversed(text.strip().splitlines()):
-        try:
-            return json.loads(line)
-        except ValueError:
-            continue
-    return None
-
-
-def run_wait(cmd, env):
-    """Runs cmd; returns (stdout, stderr, CPU seconds user + system, peak RSS MiB), from wait4."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
-        _, status, ru = os.wait4(proc.pid, 0)
-        out.seek(0), err.seek(0)
-        text, etext = out.read().decode(), err.read().decode()
-    if os.waitstatus_to_exitcode(status):
-        raise SystemExit(f"bench_text: {' '.join(cmd)} failed: {etext.strip()[-300:]}")
-    return text, etext, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0
 
 
 def toolkit(bin_dir, threads, steps, rec_dropout, env, tmp):
@@ -80,8 +57,8 @@ def toolkit(bin_dir, threads, steps, rec_dropout, env, tmp):
            "--steps", str(steps), "--batch", "100", "--threads", str(threads),
            "--rec-dropout", str(rec_dropout), "--valid-every", str(10 * steps),
            "--log-every", "10", "--out", out, "--json"]
-    text, etext, cpu, rss = run_wait(cmd, env)
-    j = last_json(text)
+    text, etext, cpu, rss = bench_rounds.run_wait(cmd, env)
+    j = bench_rounds.last_json(text)
     m = re.search(r"sentences, (\d+) words", etext)
     if not j or not m:
         raise SystemExit(f"bench_text: {' '.join(cmd)} printed no JSON or no vocabulary")
@@ -96,8 +73,8 @@ def pytorch(impl, threads, steps, vocab, rec_dropout, env, blas_only=False):
            "--vocab", str(vocab), "--rec-dropout", str(rec_dropout)]
     # Debian's torch calls OpenBLAS, whose own thread pool ignores torch.set_num_threads.
     env = dict(env, OPENBLAS_NUM_THREADS=str(threads))
-    text, etext, _, rss = run_wait(cmd, env)
-    j = last_json(text)
+    text, etext, _, rss = bench_rounds.run_wait(cmd, env)
+    j = bench_rounds.last_json(text)
     if not j:
         raise SystemExit(f"bench_text: {' '.join(cmd)} printed no JSON: {etext.strip()[-300:]}")
     return j["sentences_per_s"], j["sentences_per_cpu_s"], rss
@@ -110,17 +87,14 @@ def main():
     ap.add_argument("--torch-steps", type=int, default=20, help="PyTorch timed steps per run")
     ap.add_argument("--reps", type=int, default=3)
     a = ap.parse_args()
-    env = dict(os.environ)
-    ct = bench_train.coretype()
-    if ct:
-        env["OPENBLAS_CORETYPE"] = ct
+    env, ct = bench_rounds.bench_env()
     rows = (("cells", 0.2), ("fused", 0.0))  # (PyTorch version, recurrent dropout)
     rate, rss, cpu = {}, {}, {}
     short = max(1, a.steps // 4)
     loads = []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(a.reps):
-            loads.append(open("/proc/loadavg").read().split()[0])
+            loads.append(bench_rounds.load1())
             for impl, rd in rows:
                 for threads in (1, 2):
                     sps, c_long, m, vocab = toolkit(a.bin, threads, a.steps, rd, env, tmp)
@@ -140,7 +114,7 @@ def main():
                     rss.setdefault((impl, "pytorch", threads), []).append(m)
                     if threads == 1:
                         cpu.setdefault((impl, "pytorch"), []).append(spc)
-    end_load = open("/proc/loadavg").read().split()[0]
+    end_load = bench_rounds.load1()
     print(f"sentence classifier training, the Keras demo's model (vocabulary {vocab}, T 32, "
           f"embed 32, LSTM 100, keras pooling, batch 100)")
     print(f"(OPENBLAS_CORETYPE={ct or 'default'}; 1-minute load at the start of each round "

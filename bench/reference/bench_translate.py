@@ -37,9 +37,7 @@ import tempfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_rounds  # noqa: E402  (print_ratio_table)
-import bench_text  # noqa: E402  (run_wait, last_json)
-import bench_train  # noqa: E402  (coretype())
+import bench_rounds  # noqa: E402  (run_json, bench_env, translate_rounds, print_ratio_table)
 
 HERE = os.path.relpath(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 64
@@ -48,17 +46,8 @@ KEYS = ("pairs_per_s", "pairs_per_cpu_s", "sentences_per_s", "sentences_per_cpu_
         "beam_sentences_per_s", "beam_sentences_per_cpu_s")
 
 
-def run_json(cmd, env):
-    text, etext, _, rss = bench_text.run_wait(cmd, env)
-    j = bench_text.last_json(text)
-    if not j:
-        raise SystemExit(f"bench_translate: {' '.join(cmd)} printed no JSON: {etext.strip()[-300:]}")
-    j["rss"] = rss
-    return j
-
-
 def toolkit(build, threads, steps, decode, beam, env):
-    return run_json([os.path.join(build, "bench", "bench_translate"), str(threads), str(steps),
+    return bench_rounds.run_json([os.path.join(build, "bench", "bench_translate"), str(threads), str(steps),
                      str(decode), str(BATCH), str(beam)], env)
 
 
@@ -66,9 +55,9 @@ def beam_agreement(build, env):
     """The toolkit's beam-5 words on 64 sentences against translator_ref.beam_search's."""
     with tempfile.TemporaryDirectory() as tmp:
         dump = os.path.join(tmp, "beam.safetensors")
-        run_json([os.path.join(build, "bench", "bench_translate"), "1", "1", "1", str(BATCH),
+        bench_rounds.run_json([os.path.join(build, "bench", "bench_translate"), "1", "1", "1", str(BATCH),
                   "1", dump], env)
-        return run_json(["/usr/bin/python3", os.path.join(HERE, "translator_ref.py"),
+        return bench_rounds.run_json(["/usr/bin/python3", os.path.join(HERE, "translator_ref.py"),
                          "beamcheck", dump], dict(env, OPENBLAS_NUM_THREADS="1"))
 
 
@@ -78,7 +67,7 @@ def pytorch(threads, steps, decode, beam, env, blas_only=False):
            "--threads", "1" if blas_only else str(threads), "--steps", str(steps),
            "--decode", str(decode), "--beam-decode", str(beam), "--batch", str(BATCH)]
     # Debian's torch calls OpenBLAS, whose own thread pool ignores torch.set_num_threads.
-    return run_json(cmd, dict(env, OPENBLAS_NUM_THREADS=str(threads)))
+    return bench_rounds.run_json(cmd, dict(env, OPENBLAS_NUM_THREADS=str(threads)))
 
 
 def main():
@@ -92,24 +81,12 @@ def main():
     ap.add_argument("--torch-beam", type=int, default=2, help="PyTorch timed beam-5 batches")
     ap.add_argument("--reps", type=int, default=3)
     a = ap.parse_args()
-    env = dict(os.environ)
-    ct = bench_train.coretype()
-    if ct:
-        env["OPENBLAS_CORETYPE"] = ct
+    env, ct = bench_rounds.bench_env()
     agree = beam_agreement(a.build, env)
-    runs, loads = {}, []
-    for _ in range(a.reps):
-        loads.append(open("/proc/loadavg").read().split()[0])
-        for threads in (1, 2):
-            runs.setdefault(("toolkit", threads), []).append(
-                toolkit(a.build, threads, a.steps, a.decode, a.beam, env))
-            best = pytorch(threads, a.torch_steps, a.torch_decode, a.torch_beam, env)
-            if threads > 1:
-                alt = pytorch(threads, a.torch_steps, a.torch_decode, a.torch_beam, env,
-                              blas_only=True)
-                best = {k: max(best[k], alt[k]) for k in KEYS} | {"rss": max(best["rss"], alt["rss"])}
-            runs.setdefault(("pytorch", threads), []).append(best)
-    loads.append(open("/proc/loadavg").read().split()[0])
+    runs, loads = bench_rounds.translate_rounds(
+        a.reps, lambda t: toolkit(a.build, t, a.steps, a.decode, a.beam, env),
+        lambda t, blas_only: pytorch(t, a.torch_steps, a.torch_decode, a.torch_beam, env,
+                                     blas_only), KEYS)
 
     print("translator, text translate train's date-task sizes (bahdanau attention, batch 64: "
           "source 42 x 32, BiLSTM 2 x 64, S 40; decoder 32 / 128, vocabulary 15, max_len 10)")

@@ -41,9 +41,7 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_rounds  # noqa: E402  (print_ratio_table)
-import bench_text  # noqa: E402  (run_wait, last_json)
-import bench_train  # noqa: E402  (coretype())
+import bench_rounds  # noqa: E402  (run_json, bench_env, translate_rounds, print_ratio_table)
 
 HERE = os.path.relpath(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 64
@@ -165,24 +163,14 @@ def beamcheck_side(path):
 def beam_agreement(build, env):
     with tempfile.TemporaryDirectory() as tmp:
         dump = os.path.join(tmp, "beam.safetensors")
-        run_json([os.path.join(build, "bench", "bench_translate_transformer"), "1", "20",
+        bench_rounds.run_json([os.path.join(build, "bench", "bench_translate_transformer"), "1", "20",
                   str(BATCH), "1", dump], env)
-        return run_json(["/usr/bin/python3", os.path.abspath(__file__), "--side", "beamcheck",
+        return bench_rounds.run_json(["/usr/bin/python3", os.path.abspath(__file__), "--side", "beamcheck",
                          "--dump", dump], dict(env, OPENBLAS_NUM_THREADS="1"))
 
 
-def run_json(cmd, env):
-    text, etext, _, rss = bench_text.run_wait(cmd, env)
-    j = bench_text.last_json(text)
-    if not j:
-        raise SystemExit(f"bench_translate_transformer: {' '.join(cmd)} printed no JSON: "
-                         f"{etext.strip()[-300:]}")
-    j["rss"] = rss
-    return j
-
-
 def toolkit(build, threads, steps, beam, env):
-    return run_json([os.path.join(build, "bench", "bench_translate_transformer"), str(threads),
+    return bench_rounds.run_json([os.path.join(build, "bench", "bench_translate_transformer"), str(threads),
                      str(steps), str(BATCH), str(beam)], env)
 
 
@@ -192,7 +180,7 @@ def pytorch(threads, steps, beam, env, blas_only=False):
            "1" if blas_only else str(threads), "--torch-steps", str(steps), "--torch-beam",
            str(beam)]
     # Debian's torch calls OpenBLAS, whose own thread pool ignores torch.set_num_threads.
-    return run_json(cmd, dict(env, OPENBLAS_NUM_THREADS=str(threads)))
+    return bench_rounds.run_json(cmd, dict(env, OPENBLAS_NUM_THREADS=str(threads)))
 
 
 def main():
@@ -216,23 +204,11 @@ def main():
         return pytorch_side(a)
     if a.side == "beamcheck":
         return beamcheck_side(a.dump)
-    env = dict(os.environ)
-    ct = bench_train.coretype()
-    if ct:
-        env["OPENBLAS_CORETYPE"] = ct
+    env, ct = bench_rounds.bench_env()
     agree = beam_agreement(a.build, env)
-    runs, loads = {}, []
-    for _ in range(a.reps):
-        loads.append(open("/proc/loadavg").read().split()[0])
-        for threads in (1, 2):
-            runs.setdefault(("toolkit", threads), []).append(
-                toolkit(a.build, threads, a.steps, a.beam, env))
-            best = pytorch(threads, a.torch_steps, a.torch_beam, env)
-            if threads > 1:  # the better of torch's threads and OpenBLAS's alone, per figure
-                alt = pytorch(threads, a.torch_steps, a.torch_beam, env, blas_only=True)
-                best = best | {k: max(best[k], alt[k]) for k in KEYS} | {"rss": max(best["rss"], alt["rss"])}
-            runs.setdefault(("pytorch", threads), []).append(best)
-    loads.append(open("/proc/loadavg").read().split()[0])
+    runs, loads = bench_rounds.translate_rounds(
+        a.reps, lambda t: toolkit(a.build, t, a.steps, a.beam, env),
+        lambda t, blas_only: pytorch(t, a.torch_steps, a.torch_beam, env, blas_only), KEYS)
 
     print("Transformer translator, text translate train --model transformer's date-task sizes "
           "(batch 64: source 42, S 40; target 15, max_len 10; d_model 128, 4 heads, d_ff 256, "
