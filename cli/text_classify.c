@@ -66,7 +66,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"attention", ARG_CHOICE, &f->kernel, "--pool query: the seq/attention kernel", .choices = KERNELS, .given = &f->given.kernel},
         {"attn-size", ARG_INT, &f->attn_size, "--pool query: additive or multi-head size (0: the state size)", .has_min = true, .min = 0, .has_max = true, .max = 65536, .given = &f->given.attn_size},
         {"heads", ARG_INT, &f->heads, "--pool query --attention multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.heads},
-        {"bigrams", ARG_INT, &f->bigrams, "--pool bow: hash buckets for pairs of adjacent words (0: words only)", .has_min = true, .min = 0, .has_max = true, .max = 1 << 24, .given = &f->given.bigrams},
+        {"bigrams", ARG_INT, &f->bigrams, "--pool bow, or --word-scores: hash buckets for pairs of adjacent words, a feature (bow) or a learned score (word scores, started with --nb at its naive-Bayes ratio) each (0: words only)", .has_min = true, .min = 0, .has_max = true, .max = 1 << 24, .given = &f->given.bigrams},
         {"nb", ARG_FLAG, &f->nb, "two classes: --pool bow scales each feature by its naive-Bayes log-count ratio over the training sentences (Wang & Manning 2012's NBSVM features; a logistic regression on them); --word-scores start at the words' ratios", .given = &f->given.nb},
         {"word-scores", ARG_FLAG, &f->word_scores, "--pool keras, query or mean: append a learned score of each word (0, or with --nb its naive-Bayes ratio) to its state, for the attention to weigh and the dense layer to read", .given = &f->given.word_scores},
         {"recurrent-activation", ARG_CHOICE, &f->gate_act, "the LSTM gates i, f, o: sigmoid (tf.keras, Keras >= 2.3) or hard_sigmoid, max(0, min(1, 0.2 x + 0.5)) (standalone Keras <= 2.2's default, the demo's era)", .choices = GATE_ACTS, .given = &f->given.gate_act},
@@ -308,12 +308,13 @@ static void header(const void *p, char *buf, size_t n) {
     else
         snprintf(pool, sizeof pool, "%s pooling", text_pool_name(c->pool));
     snprintf(buf, n, "%d training and %d validation sentences, %d words, %d classes; embed %d, "
-             "%sLSTM %d%s, %s%s%s; batch %d, lr %g",
+             "%sLSTM %d%s, %s%s%s%s; batch %d, lr %g",
              r->train.n, r->valid.n, c->vocab - 1, c->classes, c->embed,
              c->bidirectional ? "bidirectional " : "", c->hidden,
              c->gate_act == LSTM_GATE_HARD_SIGMOID ? " (hard_sigmoid gates)" : "", pool,
              c->masked ? ", masked" : "",
              !c->word_scores ? "" : c->nb ? ", word scores from naive-Bayes ratios" : ", word scores",
+             c->word_scores && c->bigrams ? " (and of bigrams)" : "",
              r->st.optim.batch, r->st.optim.lr);
 }
 

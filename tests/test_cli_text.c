@@ -373,7 +373,8 @@ static void test_bow_nb(void) {
 }
 
 // --word-scores --nb: trains (the scores start at the words' naive-Bayes ratios), resumes
-// bit-identical to an unbroken run, refuses a resume that changes it and the last state.
+// bit-identical to an unbroken run, refuses a resume that changes it and the last state;
+// the same with --bigrams (the pairs' scores).
 static void test_word_scores(void) {
     int rc = run_text("classify train " TINY " --word-scores --nb --data %s/s.tsv --steps 6 --out %s/ws --json",
                       tmpdir, tmpdir);
@@ -384,6 +385,11 @@ static void test_word_scores(void) {
     rc = run_text("classify train " TINY " --pool last --word-scores --data %s/s.tsv --steps 1 --out %s/ws-last",
                   tmpdir, tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "word scores need the keras, query or mean pooling");
+    // With --bigrams: the pairs' scores too, kept through a resume bit for bit.
+    rc = run_text("classify train " TINY " --word-scores --nb --bigrams 16 --data %s/s.tsv --steps 6 --out %s/wsb --json",
+                  tmpdir, tmpdir);
+    expect_ok_with(rc, "stderr.txt", "word scores from naive-Bayes ratios (and of bigrams)", "bigram scores");
+    expect_resume_matches("wsb", TINY " --word-scores --nb --bigrams 16", 3, 6);
 }
 
 // --inner-folds J --inner-fold I: fold 1 of 4 (6 sentences) held out, the other 18 split
