@@ -105,10 +105,12 @@ SELECT_ATTN_ROWS=${SELECT_ATTN_ROWS:-$ALL_SELECT_ATTN_ROWS}
 SELECT_ATTN_INNER=${SELECT_ATTN_INNER:-5}
 # The second attempt's tries (select-attn-tail), in the order tried: the first attempt's
 # choice, it without word scores, then its levers one at a time (a larger embedding,
-# stronger dropout, fewer epochs).
+# stronger dropout, fewer epochs), then scores of word pairs too (--bigrams), alone and
+# with the larger embedding.
 ALL_SELECT_TAIL_ROWS="ws-keras-bi-masked-nb-lr3e-3-l2-1e-4 keras-bi-masked-lr3e-3-l2-1e-4
 ws-keras-bi-masked-nb-lr3e-3-l2-1e-4-e64 ws-keras-bi-masked-nb-lr3e-3-l2-1e-4-d5
-ws-keras-bi-masked-nb-lr3e-3-l2-1e-4-ep5"
+ws-keras-bi-masked-nb-lr3e-3-l2-1e-4-ep5 wsb-keras-bi-masked-nb-lr3e-3-l2-1e-4
+wsb-keras-bi-masked-nb-lr3e-3-l2-1e-4-e64"
 SELECT_TAIL_ROWS=${SELECT_TAIL_ROWS:-$ALL_SELECT_TAIL_ROWS}
 SELECT_TAIL=${SELECT_TAIL:-600}
 # The selected recipe: the naive-Bayes scaled bag of words and bigrams, its L2 chosen.
@@ -194,10 +196,12 @@ flags_of() {
     ws-keras-bi-masked-nb-lr3e-3-l2-1e-4-e64) echo "--pool keras --bidirectional --masked --word-scores --nb --lr 3e-3 --embed-l2 1e-4 --embed 64" ;;
     ws-keras-bi-masked-nb-lr3e-3-l2-1e-4-d5) echo "--pool keras --bidirectional --masked --word-scores --nb --lr 3e-3 --embed-l2 1e-4 --dropout 0.5 --rec-dropout 0.3" ;;
     ws-keras-bi-masked-nb-lr3e-3-l2-1e-4-ep5) echo "--pool keras --bidirectional --masked --word-scores --nb --lr 3e-3 --embed-l2 1e-4 --epochs 5" ;;
+    wsb-keras-bi-masked-nb-lr3e-3-l2-1e-4) echo "--pool keras --bidirectional --masked --word-scores --nb --bigrams 65536 --lr 3e-3 --embed-l2 1e-4" ;;
+    wsb-keras-bi-masked-nb-lr3e-3-l2-1e-4-e64) echo "--pool keras --bidirectional --masked --word-scores --nb --bigrams 65536 --lr 3e-3 --embed-l2 1e-4 --embed 64" ;;
     # The last state in place of ROW's pooling, without what only an attention has.
     last-twin-*) flags_of "${1#last-twin-}" | sed -e 's/--pool [a-z-]*/--pool last/' \
         -e 's/ --attention [a-z-]*//; s/ --heads [0-9]*//; s/ --attn-size [0-9]*//' \
-        -e 's/ --word-scores//; s/ --nb//' ;;
+        -e 's/ --word-scores//; s/ --nb//; s/ --bigrams [0-9]*//' ;;
     *) echo "text_sentiment.sh: unknown row '$1'" >&2; exit 2 ;;
     esac
 }
@@ -447,8 +451,11 @@ part_select_attn_tail() {
         echo "the other Yelp sentences and all 1,000 Amazon ones. The 400 validation sentences take no"
         echo "part (held out of both). Every try is a row, in the order tried (the first attempt's choice,"
         echo "it without word scores, then a larger embedding, stronger dropout and fewer epochs, one at"
-        echo "a time); the highest mean is chosen (ties: the first), and only then run on the demo's"
-        echo "split (next table). The best of $(echo $SELECT_TAIL_ROWS | wc -w) tries is optimistic as an estimate of itself."
+        echo "a time, then word-pair scores: \`--bigrams 65536\` with \`--word-scores\` adds a learned score"
+        echo "of each hashed pair of adjacent words to the first word's state, started with \`--nb\` at the"
+        echo "pair's naive-Bayes ratio, as the bag of words' bigram features); the highest mean is chosen"
+        echo "(ties: the first), and only then run on the demo's split (next table). The best of"
+        echo "$(echo $SELECT_TAIL_ROWS | wc -w) tries is optimistic as an estimate of itself."
         echo
         select_attn_table "$SELECT_TAIL_ROWS" "last-twin-$(echo $SELECT_TAIL_ROWS | cut -d' ' -f1)" select-attn-tail \
             --inner-tail "$SELECT_TAIL"
