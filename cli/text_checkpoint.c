@@ -53,6 +53,7 @@ int text_checkpoint_save(const char *path, const TextState *s, const Block *para
     META("split.fold_seed", "%llu", (unsigned long long)s->split.fold_seed);
     META("split.inner_folds", "%d", s->split.inner_folds);
     META("split.inner_fold", "%d", s->split.inner_fold);
+    META("split.inner_tail", "%d", s->split.inner_tail);
     META("train.step", "%ld", s->step);
 #undef META
     TrainOptimMeta om;
@@ -188,6 +189,10 @@ int text_checkpoint_read_state(const SafetensorsFile *f, const char *path, TextS
          meta_int(f, path, "split.inner_folds", 0, 1000000, &s->split.inner_folds, err)) ||
         (safetensors_meta(f, "split.inner_fold") &&
          meta_int(f, path, "split.inner_fold", 0, 1000000, &s->split.inner_fold, err)))
+        return -1;
+    // split.inner_tail came later still: a checkpoint without it deals every training sentence.
+    if (safetensors_meta(f, "split.inner_tail") &&
+        meta_int(f, path, "split.inner_tail", 0, 1000000, &s->split.inner_tail, err))
         return -1;
     // text.nb came with the naive-Bayes scaling: a checkpoint without it has none.
     if (safetensors_meta(f, "text.nb") && meta_int(f, path, "text.nb", 0, 1, &c->nb, err)) return -1;

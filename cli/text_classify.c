@@ -30,7 +30,7 @@ static const char *const GATE_ACTS[] = {"sigmoid", "hard_sigmoid", NULL};
 typedef struct {
     const char *data, *root;
     int T, embed, hidden, pool, kernel, attn_size, heads, padding, truncating;
-    int folds, fold, bigrams, inner_folds, inner_fold, gate_act;
+    int folds, fold, bigrams, inner_folds, inner_fold, inner_tail, gate_act;
     long fold_seed;
     float dropout, rec_dropout, embed_l2;
     double valid_share;
@@ -40,7 +40,7 @@ typedef struct {
     struct {
         bool data, T, embed, hidden, pool, kernel, attn_size, heads, padding, truncating, folds,
             fold, fold_seed, dropout, rec_dropout, embed_l2, valid_share, bidirectional, masked,
-            bigrams, nb, word_scores, inner_folds, inner_fold, gate_act;
+            bigrams, nb, word_scores, inner_folds, inner_fold, inner_tail, gate_act;
     } given;
 } TrainFlags;
 
@@ -66,7 +66,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"attention", ARG_CHOICE, &f->kernel, "--pool query: the seq/attention kernel", .choices = KERNELS, .given = &f->given.kernel},
         {"attn-size", ARG_INT, &f->attn_size, "--pool query: additive or multi-head size (0: the state size)", .has_min = true, .min = 0, .has_max = true, .max = 65536, .given = &f->given.attn_size},
         {"heads", ARG_INT, &f->heads, "--pool query --attention multi-head: heads", .has_min = true, .min = 1, .has_max = true, .max = 4096, .given = &f->given.heads},
-        {"bigrams", ARG_INT, &f->bigrams, "--pool bow: hash buckets for pairs of adjacent words (0: words only)", .has_min = true, .min = 0, .has_max = true, .max = 1 << 24, .given = &f->given.bigrams},
+        {"bigrams", ARG_INT, &f->bigrams, "--pool bow, or --word-scores: hash buckets for pairs of adjacent words, a feature (bow) or a learned score (word scores, started with --nb at its naive-Bayes ratio) each (0: words only)", .has_min = true, .min = 0, .has_max = true, .max = 1 << 24, .given = &f->given.bigrams},
         {"nb", ARG_FLAG, &f->nb, "two classes: --pool bow scales each feature by its naive-Bayes log-count ratio over the training sentences (Wang & Manning 2012's NBSVM features; a logistic regression on them); --word-scores start at the words' ratios", .given = &f->given.nb},
         {"word-scores", ARG_FLAG, &f->word_scores, "--pool keras, query or mean: append a learned score of each word (0, or with --nb its naive-Bayes ratio) to its state, for the attention to weigh and the dense layer to read", .given = &f->given.word_scores},
         {"recurrent-activation", ARG_CHOICE, &f->gate_act, "the LSTM gates i, f, o: sigmoid (tf.keras, Keras >= 2.3) or hard_sigmoid, max(0, min(1, 0.2 x + 0.5)) (standalone Keras <= 2.2's default, the demo's era)", .choices = GATE_ACTS, .given = &f->given.gate_act},
@@ -80,6 +80,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"fold-seed", ARG_LONG, &f->fold_seed, "--folds: the seed of the folds", .has_min = true, .min = 0, .given = &f->given.fold_seed},
         {"inner-folds", ARG_INT, &f->inner_folds, "hold the validation sentences out (fold --fold, or the last --valid-share) and split the training ones by a stratified J-fold of their own, to select a model on the training part alone (0: off)", .has_min = true, .min = 0, .has_max = true, .max = 1000, .given = &f->given.inner_folds},
         {"inner-fold", ARG_INT, &f->inner_fold, "--inner-folds: the inner fold that validates (0..J-1)", .has_min = true, .min = 0, .given = &f->given.inner_fold},
+        {"inner-tail", ARG_INT, &f->inner_tail, "--inner-folds: deal only the last N training sentences (file order) to the inner folds, the earlier ones training in every inner fold (the demo's split: 600, its Yelp training sentences; 0: all)", .has_min = true, .min = 0, .given = &f->given.inner_tail},
         {"batch", ARG_INT, &f->optim.batch, "sentences per step", .has_min = true, .min = 1, .has_max = true, .max = TEXT_BATCH_MAX, .given = &f->optim.given.batch},
         {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
         {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
@@ -154,6 +155,7 @@ static int check_resume_flags(TrainRun *r, Error *err) {
     flag_diffs_switch(&d, "word-scores", f->given.word_scores, f->word_scores, c->word_scores);
     flag_diffs_int(&d, "inner-folds", f->given.inner_folds, f->inner_folds, st->split.inner_folds);
     flag_diffs_int(&d, "inner-fold", f->given.inner_fold, f->inner_fold, st->split.inner_fold);
+    flag_diffs_int(&d, "inner-tail", f->given.inner_tail, f->inner_tail, st->split.inner_tail);
     flag_diffs_float(&d, "dropout", f->given.dropout, f->dropout, c->dropout);
     flag_diffs_float(&d, "rec-dropout", f->given.rec_dropout, f->rec_dropout, c->rec_dropout);
     flag_diffs_float(&d, "embed-l2", f->given.embed_l2, f->embed_l2, c->embed_l2);
@@ -203,7 +205,8 @@ static int load_data(void *p, Error *err) {
         st->truncating = f->truncating == 0 ? KERAS_PRE : KERAS_POST;
         st->split = (TextSplit){.valid_share = f->valid_share, .folds = f->folds, .fold = f->fold,
                                 .fold_seed = (uint64_t)f->fold_seed,
-                                .inner_folds = f->inner_folds, .inner_fold = f->inner_fold};
+                                .inner_folds = f->inner_folds, .inner_fold = f->inner_fold,
+                                .inner_tail = f->inner_tail};
         st->optim = train_optim_new(&f->optim);
         snprintf(st->data, sizeof st->data, "%s", f->data);
         st->class_values = xmalloc((size_t)r->set.n_classes * sizeof *st->class_values);
@@ -305,12 +308,13 @@ static void header(const void *p, char *buf, size_t n) {
     else
         snprintf(pool, sizeof pool, "%s pooling", text_pool_name(c->pool));
     snprintf(buf, n, "%d training and %d validation sentences, %d words, %d classes; embed %d, "
-             "%sLSTM %d%s, %s%s%s; batch %d, lr %g",
+             "%sLSTM %d%s, %s%s%s%s; batch %d, lr %g",
              r->train.n, r->valid.n, c->vocab - 1, c->classes, c->embed,
              c->bidirectional ? "bidirectional " : "", c->hidden,
              c->gate_act == LSTM_GATE_HARD_SIGMOID ? " (hard_sigmoid gates)" : "", pool,
              c->masked ? ", masked" : "",
              !c->word_scores ? "" : c->nb ? ", word scores from naive-Bayes ratios" : ", word scores",
+             c->word_scores && c->bigrams ? " (and of bigrams)" : "",
              r->st.optim.batch, r->st.optim.lr);
 }
 

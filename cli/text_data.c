@@ -47,7 +47,8 @@ int text_data_read(SentenceSet *set, const char *spec, const char *root, Error *
 
 // The inner folds of text_split_mark: the sentences the outer split trains on (held[i]
 // 0) get a stratified J-fold of their own, dealt by a stream of its own (salt); the others
-// are held out.
+// are held out. With an inner tail, only the last inner_tail of those are dealt; the
+// earlier ones always train.
 static int mark_inner(unsigned char *mark, const SentenceSet *set, const unsigned char *held,
                       const TextSplit *s, uint64_t salt, Error *err) {
     if (s->inner_fold < 0 || s->inner_fold >= s->inner_folds)
@@ -57,12 +58,20 @@ static int mark_inner(unsigned char *mark, const SentenceSet *set, const unsigne
     int m = 0;
     for (int i = 0; i < set->n; i++)
         if (!held[i]) at[m] = i, lab[m++] = set->label[i];
+    if (s->inner_tail < 0 || s->inner_tail > m) {
+        free(at), free(lab);
+        return error_set(err, "--inner-tail: %d sentences, but the outer split trains on %d",
+                         s->inner_tail, m);
+    }
+    // The first `first` training sentences train in every inner fold.
+    int first = s->inner_tail ? m - s->inner_tail : 0;
     int *inner = xmalloc((size_t)(m ? m : 1) * sizeof *inner);
-    int rc = sentences_kfold(inner, lab, m, set->n_classes, s->inner_folds,
+    int rc = sentences_kfold(inner, lab + first, m - first, set->n_classes, s->inner_folds,
                              rng_mix(s->fold_seed, salt), err);
     for (int i = 0; i < set->n && rc == 0; i++) mark[i] = TEXT_SPLIT_HELD_OUT;
     for (int j = 0; j < m && rc == 0; j++)
-        mark[at[j]] = inner[j] == s->inner_fold ? TEXT_SPLIT_VALID : TEXT_SPLIT_TRAIN;
+        mark[at[j]] = j >= first && inner[j - first] == s->inner_fold ? TEXT_SPLIT_VALID
+                                                                       : TEXT_SPLIT_TRAIN;
     free(at), free(lab), free(inner);
     return rc ? error_prefix(err, "--inner-folds") : 0;
 }
@@ -71,6 +80,8 @@ int text_split_mark(unsigned char *in_valid, const SentenceSet *set, const TextS
                     Error *err) {
     if (s->inner_folds != 0 && s->inner_folds < 2)
         return error_set(err, "--inner-folds: %d inner folds; they are >= 2", s->inner_folds);
+    if (s->inner_tail != 0 && s->inner_folds < 2)
+        return error_set(err, "--inner-tail: %d needs --inner-folds", s->inner_tail);
     unsigned char *held = xmalloc((size_t)(set->n ? set->n : 1));
     uint64_t salt;
     if (s->folds >= 2) {

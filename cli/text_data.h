@@ -16,7 +16,11 @@
 // sentences (fold `fold`, or Keras's last share: the demo's last 400) are held out (used by
 // neither), and the outer training sentences are dealt by a second stratified J-fold
 // (seeded by fold_seed and fold, or by fold_seed alone on Keras's split) of which inner fold
-// `inner_fold` validates and the rest train.
+// `inner_fold` validates and the rest train. With an inner tail N > 0 as well, only the
+// last N of the outer training sentences (in file order) are dealt to the inner folds; the
+// earlier ones train in every inner fold (a selection scored on the sentences nearest the
+// outer validation ones in file order: on the demo's split, --inner-tail 600 scores on the
+// 600 Yelp sentences of its training part, as its validation 400 are Yelp's).
 //
 // Encoding: the Keras tokenizer (seq/keras_tokenizer.h) fitted on every sentence of the
 // set, validation included, as the demo's t.fit_on_texts(corpus) does (the word index sees
@@ -39,6 +43,7 @@ typedef struct {
     int folds, fold;     // k-fold: folds >= 2, fold in [0, folds)
     uint64_t fold_seed;
     int inner_folds, inner_fold;  // 0: none; else >= 2 and in [0, inner_folds)
+    int inner_tail;               // inner folds only: deal only the last N training sentences (0: all)
 } TextSplit;
 
 // The marks of text_split_mark.

@@ -42,7 +42,9 @@
 #   text-sentiment  demo 2 seeds each,    text_sentiment.sh's whole  text_sentiment.md
 #                   2 attention tries on  page: the demo 20 seeds
 #                   2 inner folds, the    (sigmoid and hard_sigmoid),
-#                   choice 2 seeds,       40 attention tries on 5
+#                   choice 2 seeds (both  40 attention tries on 5
+#                   attempts: all and     inner folds and the choice
+#                   Yelp inner folds),    20 seeds, 5 tries on Yelp
 #                   4 poolings 1 seed,    inner folds and the choice
 #                   folds 0-1 of Amazon   20 seeds, every pooling 3,
 #                   (last, bow, AFINN)    10 folds of each file, the
@@ -137,8 +139,9 @@ run_steps() {
     if [ "$MODE" = quick ]; then
         step text-sentiment env THREADS=1 SEEDS=2 POOL_SEEDS=1 POOL_ROWS="keras last mean bow" \
             FOLD_DATA=amazon FOLD_LIST="0 1" FOLD_ROWS="last bow" SELECT_INNER=2 \
-            SELECT_ATTN_ROWS="keras ws-keras-nb" SELECT_ATTN_INNER=2 \
-            sh experiments/text_sentiment.sh demo select-attn demo-selected pools folds select
+            SELECT_ATTN_ROWS="keras ws-keras-nb" SELECT_ATTN_INNER=2 SELECT_TAIL_ROWS="keras ws-keras-nb" \
+            sh experiments/text_sentiment.sh demo select-attn demo-selected select-attn-tail demo-selected-tail \
+            pools folds select
     else
         step text-sentiment env THREADS=1 sh experiments/text_sentiment.sh
     fi

@@ -41,6 +41,20 @@ int text_state_size(const TextConfig *c) {
 }
 int text_outputs(const TextConfig *c) { return c->classes == 2 ? 1 : c->classes; }
 
+int text_word_score_count(const TextConfig *c) { return c->vocab + c->bigrams; }
+
+// The score index of the pair (row[t], row[t + 1]) with bigram buckets, both words (not
+// the padding): vocab + its bucket (bow_bigram_bucket, as the bag of words'); else -1.
+static int word_score_bigram(const TextConfig *c, const int *row, int t) {
+    if (c->bigrams <= 0 || t + 1 >= c->T || row[t] <= 0 || row[t + 1] <= 0) return -1;
+    return c->vocab + bow_bigram_bucket(row[t], row[t + 1], c->bigrams);
+}
+
+float text_word_score_at(const float *v, const TextConfig *c, const int *row, int t) {
+    int k = word_score_bigram(c, row, t);
+    return v[row[t]] + (k >= 0 ? v[k] : 0.0f);
+}
+
 static int uses_attn(const TextConfig *c) {
     return c->pool == TEXT_POOL_FINAL_DOT || c->pool == TEXT_POOL_QUERY;
 }
@@ -65,9 +79,10 @@ int text_config_check(const TextConfig *c, Error *err) {
     if (c->nb && ((c->pool != TEXT_POOL_BOW && !c->word_scores) || c->classes != 2))
         return error_set(err, "text model: naive-Bayes scaling needs the bow pooling and two classes "
                               "(or word scores to start from the ratios)");
-    if (c->bigrams < 0 || c->bigrams > (1 << 24) || (c->bigrams > 0 && c->pool != TEXT_POOL_BOW))
-        return error_set(err, "text model: %d bigram buckets (0..16777216, and only with the bow pooling)",
-                         c->bigrams);
+    if (c->bigrams < 0 || c->bigrams > (1 << 24) ||
+        (c->bigrams > 0 && c->pool != TEXT_POOL_BOW && !c->word_scores))
+        return error_set(err, "text model: %d bigram buckets (0..16777216, and only with the bow "
+                              "pooling or word scores)", c->bigrams);
     if ((int)c->pool < 0 || (int)c->pool > TEXT_POOL_BOW)
         return error_set(err, "text model: unknown pooling %d", (int)c->pool);
     if (!(c->dropout >= 0 && c->dropout < 1) || !(c->rec_dropout >= 0 && c->rec_dropout < 1))
@@ -114,7 +129,7 @@ void text_layout(Block *b, TextParams *p, const TextConfig *c) {
     }
     block_add(b, &p->out_W, "out.W", 2, O, D);
     block_add(b, &p->out_b, "out.b", 1, O);
-    if (c->word_scores) block_add(b, &p->word_score, "word_score", 1, c->vocab);
+    if (c->word_scores) block_add(b, &p->word_score, "word_score", 1, text_word_score_count(c));
 }
 
 static void uniform(float *x, size_t n, float limit, Rng *rng) {
@@ -175,7 +190,7 @@ void text_init(TextParams *p, const TextConfig *c, Rng *rng) {
     uniform(p->out_W, (size_t)O * D, sqrtf(6.0f / (float)(D + O)), rng);
     memset(p->out_b, 0, (size_t)O * sizeof(float));
     // Zero until text_fit_word_scores: the model starts as it would without them.
-    if (c->word_scores) memset(p->word_score, 0, (size_t)c->vocab * sizeof(float));
+    if (c->word_scores) memset(p->word_score, 0, (size_t)text_word_score_count(c) * sizeof(float));
 }
 
 void text_acts_alloc(TextActs *a, const TextConfig *c, int B) {
@@ -298,7 +313,7 @@ static void lstm_pool_forward(TextActs *a, const TextParams *p, const TextConfig
             memcpy(s, a->hs + ((size_t)t * B + b) * H, (size_t)H * sizeof(float));
             if (c->bidirectional)
                 memcpy(s + H, a->rhs + ((size_t)t * B + b) * H, (size_t)H * sizeof(float));
-            if (c->word_scores) s[D - 1] = p->word_score[ids[(size_t)b * T + t]];
+            if (c->word_scores) s[D - 1] = text_word_score_at(p->word_score, c, ids + (size_t)b * T, t);
         }
     memset(a->alpha, 0, (size_t)B * T * sizeof(float));
     switch (c->pool) {
@@ -383,7 +398,8 @@ double text_forward(TextActs *a, const TextParams *p, const TextConfig *c, const
         size_t n = c->pool == TEXT_POOL_BOW ? (size_t)O * D : (size_t)c->vocab * E;
         for (size_t i = 0; i < n; i++) s += (double)w[i] * w[i];
         if (c->word_scores)  // a word's score is one more column of its embedding
-            for (int i = 0; i < c->vocab; i++) s += (double)p->word_score[i] * p->word_score[i];
+            for (int i = 0; i < text_word_score_count(c); i++)
+                s += (double)p->word_score[i] * p->word_score[i];
         loss += c->embed_l2 * s;
     }
     if (correct) {
@@ -448,7 +464,11 @@ void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextCo
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             const float *s = a->dstates + ((size_t)b * T + t) * D;
-            if (c->word_scores) g->word_score[ids[(size_t)b * T + t]] += s[D - 1];
+            if (c->word_scores) {
+                const int *row = ids + (size_t)b * T, k = word_score_bigram(c, row, t);
+                g->word_score[row[t]] += s[D - 1];
+                if (k >= 0) g->word_score[k] += s[D - 1];
+            }
             memcpy(a->dhs + ((size_t)t * B + b) * H, s, (size_t)H * sizeof(float));
             if (c->bidirectional)
                 memcpy(a->drhs + ((size_t)t * B + b) * H, s + H, (size_t)H * sizeof(float));
@@ -481,7 +501,7 @@ void text_backward(TextParams *g, TextActs *a, const TextParams *p, const TextCo
         float s = 2.0f * c->embed_l2;
         for (size_t i = 0; i < n; i++) g->emb[i] += s * p->emb[i];
         if (c->word_scores)
-            for (int i = 0; i < c->vocab; i++) g->word_score[i] += s * p->word_score[i];
+            for (int i = 0; i < text_word_score_count(c); i++) g->word_score[i] += s * p->word_score[i];
     }
 }
 
@@ -493,7 +513,7 @@ void text_bow_fit_nb(TextParams *p, const TextConfig *c, const int *ids, const i
 void text_fit_word_scores(TextParams *p, const TextConfig *c, const int *ids, const int *labels,
                           int n) {
     CHECK(c->word_scores && c->nb && p->word_score, "text_fit_word_scores without word scores");
-    bow_nb_ratios(p->word_score, ids, labels, n, c->T, c->vocab, 0, 1.0);
+    bow_nb_ratios(p->word_score, ids, labels, n, c->T, c->vocab, c->bigrams, 1.0);
 }
 
 int text_predicted(const TextActs *a, const TextConfig *c, int b, float *prob) {

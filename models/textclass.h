@@ -36,8 +36,12 @@
 // more column, a learned score of its word, s_t = [h_t, v[id_t]] with v (vocab), so D
 // grows by 1; the attention can weigh, and the dense layer read, a per-word sentiment score
 // beside the LSTM's states. v starts at 0, or with nb = 1 at the naive-Bayes log-count
-// ratios of the training rows' words (text_fit_word_scores; Wang & Manning 2012's r, words
-// only), then learns; embed_l2 covers it as one more column of E.
+// ratios of the training rows' words (text_fit_word_scores; Wang & Manning 2012's r), then
+// learns; embed_l2 covers it as one more column of E. With bigrams K > 0 as well, v has
+// vocab + K entries and a step whose word and the next are both words (not the padding)
+// adds the score of their pair's bucket (bow_bigram_bucket, as the bag of words hashes it):
+// s_t = [h_t, v[id_t] + v[vocab + bucket(id_t, id_t+1)]]; with nb those start at the
+// pairs' naive-Bayes ratios too (the bow pooling's features, words and bigrams).
 // masked = 1: sentence lengths mask the padding everywhere (the LSTM's padding steps leave
 // its state alone, the pooling ignores them); masked = 0 is the demo's: post-padded rows run
 // through the padding's embedding (E[0], learned like any row) and every step is pooled.
@@ -87,7 +91,7 @@ typedef struct {
     float dropout;       // LSTM input dropout (0.3)
     float rec_dropout;   // LSTM recurrent dropout (0.2)
     float embed_l2;      // L2 penalty on E (1e-3)
-    int bigrams;         // pool bow only: hash buckets of adjacent word pairs (0: words only)
+    int bigrams;         // pool bow or word_scores: hash buckets of adjacent word pairs (0: words only)
     int nb;              // two classes only: pool bow, 1 scales the features by bow.nb; with
                          // word_scores, 1 starts the scores at the naive-Bayes ratios
     int word_scores;     // keras, query, mean: 1 appends each word's learned score to its state
@@ -101,6 +105,11 @@ int text_config_check(const TextConfig *c, Error *err);
 // D: the pooled state's size (hidden or 2 hidden, + 1 with word scores; bow: vocab + bigrams); outputs: 1 (two classes) or classes.
 int text_state_size(const TextConfig *c);
 int text_outputs(const TextConfig *c);
+// word_scores: the scores' count, vocab + bigrams (words, then the pairs' buckets).
+int text_word_score_count(const TextConfig *c);
+// The state's last column at step t of a row of ids (T): v[row[t]], plus with bigrams the
+// score of the pair (row[t], row[t + 1]) when both are words.
+float text_word_score_at(const float *v, const TextConfig *c, const int *row, int t);
 
 typedef struct {
     float *emb;              // (vocab, embed)
@@ -111,15 +120,15 @@ typedef struct {
     AttnParams attn;         // query pooling (its kernel's), final-dot (none)
     float *out_W, *out_b;    // (outputs, D), (outputs)
     float *nb;               // bow with nb: (D) the fixed feature scales (models/bow.h)
-    float *word_score;       // word_scores: (vocab) each word's score, the states' last column
+    float *word_score;       // word_scores: (vocab + bigrams) each word's (and pair bucket's) score
 } TextParams;
 
 // bow with nb: sets p->nb from the n training rows (ids (n, T), labels (n) 0 or 1), as
 // bow_nb_ratios with alpha 1 (Wang & Manning's); call after text_init, before training.
 void text_bow_fit_nb(TextParams *p, const TextConfig *c, const int *ids, const int *labels, int n);
 // word_scores with nb: sets p->word_score to the naive-Bayes log-count ratios of the words
-// of the n training rows (bow_nb_ratios, words only, alpha 1); call after text_init, before
-// training.
+// (and with bigrams the pair buckets) of the n training rows (bow_nb_ratios, alpha 1); call
+// after text_init, before training.
 void text_fit_word_scores(TextParams *p, const TextConfig *c, const int *ids, const int *labels,
                           int n);
 

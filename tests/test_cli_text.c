@@ -373,7 +373,8 @@ static void test_bow_nb(void) {
 }
 
 // --word-scores --nb: trains (the scores start at the words' naive-Bayes ratios), resumes
-// bit-identical to an unbroken run, refuses a resume that changes it and the last state.
+// bit-identical to an unbroken run, refuses a resume that changes it and the last state;
+// the same with --bigrams (the pairs' scores).
 static void test_word_scores(void) {
     int rc = run_text("classify train " TINY " --word-scores --nb --data %s/s.tsv --steps 6 --out %s/ws --json",
                       tmpdir, tmpdir);
@@ -384,11 +385,16 @@ static void test_word_scores(void) {
     rc = run_text("classify train " TINY " --pool last --word-scores --data %s/s.tsv --steps 1 --out %s/ws-last",
                   tmpdir, tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "word scores need the keras, query or mean pooling");
+    // With --bigrams: the pairs' scores too, kept through a resume bit for bit.
+    rc = run_text("classify train " TINY " --word-scores --nb --bigrams 16 --data %s/s.tsv --steps 6 --out %s/wsb --json",
+                  tmpdir, tmpdir);
+    expect_ok_with(rc, "stderr.txt", "word scores from naive-Bayes ratios (and of bigrams)", "bigram scores");
+    expect_resume_matches("wsb", TINY " --word-scores --nb --bigrams 16", 3, 6);
 }
 
 // --inner-folds J --inner-fold I: fold 1 of 4 (6 sentences) held out, the other 18 split
 // 3 ways: 12 train, 6 validate; eval's splits are the inner ones. The same on Keras's
-// split (its last share held out).
+// split (its last share held out), and with --inner-tail.
 static void test_inner_folds(void) {
     int rc = run_text("classify train " TINY " --data %s/s.tsv --folds 4 --fold 1 --inner-folds 3 --inner-fold 2 --steps 2 --out %s/inner",
                       tmpdir, tmpdir);
@@ -403,6 +409,19 @@ static void test_inner_folds(void) {
     expect_ok_with(rc, "stderr.txt", "12 training and 6 validation sentences", "inner folds on Keras's split");
     rc = run_text("classify train " TINY " --data %s/s.tsv --inner-folds 1 --steps 2 --out %s/inner-one", tmpdir, tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "--inner-folds: 1 inner folds; they are >= 2");
+    // --inner-tail 9: only the last 9 of those 18 are dealt (3 validate), the first 9
+    // train in every inner fold (15 train); kept in the checkpoint (eval's splits and a
+    // resume); a tail past the 18 is refused.
+    rc = run_text("classify train " TINY " --data %s/s.tsv --valid-share 0.25 --inner-folds 3 --inner-fold 1 --inner-tail 9 --steps 2 --out %s/inner-tail",
+                  tmpdir, tmpdir);
+    expect_ok_with(rc, "stderr.txt", "15 training and 3 validation sentences", "an inner tail");
+    rc = run_text("classify eval --model %s/inner-tail/model.safetensors --split valid --json", tmpdir);
+    expect_ok_with(rc, "stdout.txt", "\"sentences\": 3", "eval of the inner tail's fold");
+    rc = run_text("classify train --steps 3 --resume --inner-tail 6 --out %s/inner-tail", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--inner-tail 6 (checkpoint: 9)");
+    rc = run_text("classify train " TINY " --data %s/s.tsv --valid-share 0.25 --inner-folds 3 --inner-tail 19 --steps 2 --out %s/inner-tail-big",
+                  tmpdir, tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--inner-tail: 19 sentences, but the outer split trains on 18");
 }
 
 // --masked counts each sentence's words from the first step (lengths mask t >= len), so

@@ -11,7 +11,9 @@
 // stand-in whose accuracy depends on --embed-l2 and the fold: each outer fold's L2 is the
 // best on its inner folds, the outer fold is scored once with it, and the verdict. The
 // select-attn and demo-selected parts: the attention try chosen on the inner folds of the
-// demo's training sentences, then run on the demo's split beside its last-state twin. Run
+// demo's training sentences, then run on the demo's split beside its last-state twin; the
+// select-attn-tail and demo-selected-tail parts: the same on inner folds of the last
+// training sentences only, with the bag of words and the paired difference beside. Run
 // from the repository root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,12 +252,53 @@ static void test_select_attn(void) {
     free(page);
 }
 
+// select-attn-tail: the same choice made on inner folds of only the last SELECT_TAIL
+// training sentences (--inner-tail after the inner fold's flags), the first listed try's
+// twin beside; demo-selected-tail then runs the choice, its twin and the bag of words on
+// the demo's split, with the seed-by-seed paired difference; before a choice it is refused.
+static void test_select_attn_tail(void) {
+    write_select_attn_stand_in();
+    int st = stand_in_run(dir, NULL, "SEEDS=3", "text_sentiment.sh demo-selected-tail");
+    EXPECT(st == 2, "demo-selected-tail before select-attn-tail: exit status %d", st);
+    char *err = stand_in_read(dir, "err.txt");
+    EXPECT(err && strstr(err, "demo-selected-tail needs the choice of select-attn-tail"), "%s", err ? err : "");
+    free(err);
+    st = stand_in_run(dir, NULL, "SEEDS=3 SELECT_ATTN_INNER=2 SELECT_TAIL=50 SELECT_TAIL_ROWS='keras ws-keras-nb'",
+                      "text_sentiment.sh select-attn-tail demo-selected-tail");
+    err = stand_in_read(dir, "err.txt");
+    EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
+    free(err);
+    char *called = stand_in_read(dir, "called.txt");
+    // 3 rows (the first try's twin too) x 2 inner folds, each with the tail.
+    EXPECT(count(called, "--inner-folds 2 --inner-fold ") == 6 && count(called, "--inner-tail 50 --data-root") == 6,
+           "the inner runs: %s", called ? called : "(not run)");
+    EXPECT(called && strstr(called, "classify train --pool keras --word-scores --nb --inner-folds 2 --inner-fold 1 --inner-tail 50 --data-root"),
+           "a try's inner run: %s", called ? called : "");
+    free(called);
+    char *page = stand_in_read(dir, "results.md");
+    EXPECT(page && strstr(page, "## A second attempt: choosing on the Yelp sentences") &&
+               strstr(page, "| ws-keras-nb | `--pool keras --word-scores --nb` | 83.00 / 84.00 | 83.50 % |") &&
+               strstr(page, "| last-twin-keras (not eligible: no attention) | `--pool last` | 79.00 / 80.00 | 79.50 % |"),
+           "the tries' rows:\n%s", page ? page : "");
+    EXPECT(page && count(page, "Chosen: ws-keras-nb (`--pool keras --word-scores --nb`), 83.50 % mean inner accuracy.") == 2,
+           "the choice (and the first attempt's, kept):\n%s", page ? page : "");
+    // The choice: 83, 84, 85; its twin and the bag of words: 79, 80, 81.
+    EXPECT(page && strstr(page, "| no attention (bag of words) | `--pool bow --nb --lr 1e-2 --epochs 30 --embed-l2 1e-4 --T 128 --bigrams 65536` | 3 | 80.00 % | 1.00 |"),
+           "the bag of words' row:\n%s", page ? page : "");
+    EXPECT(page && strstr(page, "Paired by seed (attention minus its twin, 3 seeds): +4.00 points, sd 0.00, 95 % t-interval 4.00 - 4.00: attention beats the last state beyond the interval."),
+           "the paired line:\n%s", page ? page : "");
+    EXPECT(page && count(page, "The chosen attention model: 84.00 % mean over 3 seeds; the 81.25 % target is reached.") == 2,
+           "the verdict:\n%s", page ? page : "");
+    free(page);
+}
+
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_text_sentiment")) return 1;
     RUN(test_demo_table);
     RUN(test_pools_and_folds);
     RUN(test_select);
     RUN(test_select_attn);
+    RUN(test_select_attn_tail);
     scratch_remove(dir);
     return test_summary();
 }

@@ -32,7 +32,9 @@
 //   (every tensor but the fixed bow.nb, which has no gradient and which Adam leaves as it is).
 // - Word scores (--word-scores): gradient checks (float and double) of the keras, query and
 //   mean poolings with them, masked and not, both directions; the scores start at 0 or at
-//   the naive-Bayes ratios (text_fit_word_scores), and fill the states' last column.
+//   the naive-Bayes ratios (text_fit_word_scores), and fill the states' last column; with
+//   bigram buckets (each pair of adjacent words adds its bucket's score) the same gradient
+//   checks, and the pairs' ratios and columns by hand.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,7 +252,12 @@ static double text_loss_ref(const Fix *f, const double *P) {
     }
     const double *ws = ref_param(f, P, "word_score");  // the states' last column
     for (int r = 0; r < NB && c->word_scores; r++)
-        for (int t = 0; t < NT; t++) S[r][t][D - 1] = ws[f->ids[r * NT + t]];
+        for (int t = 0; t < NT; t++) {  // with bigrams, plus the pair (t, t + 1) of two words
+            const int *row = f->ids + r * NT;
+            S[r][t][D - 1] = ws[row[t]];
+            if (c->bigrams > 0 && t + 1 < NT && row[t] > 0 && row[t + 1] > 0)
+                S[r][t][D - 1] += ws[c->vocab + bow_bigram_bucket(row[t], row[t + 1], c->bigrams)];
+        }
     const double *oW = ref_param(f, P, "out.W"), *ob = ref_param(f, P, "out.b");
     double loss = 0;
     for (int r = 0; r < NB; r++) {
@@ -368,7 +375,7 @@ static double text_loss_ref(const Fix *f, const double *P) {
     loss /= NB;
     double l2 = 0;
     for (int i = 0; i < c->vocab * E; i++) l2 += emb[i] * emb[i];
-    for (int i = 0; i < c->vocab && c->word_scores; i++) l2 += ws[i] * ws[i];
+    for (int i = 0; i < c->vocab + c->bigrams && c->word_scores; i++) l2 += ws[i] * ws[i];
     return loss + c->embed_l2 * l2;
 }
 
@@ -606,6 +613,61 @@ static void test_gradcheck_word_scores(void) {
                 EXPECT(check_double(c, k % 2 == 0, name, 950 + (uint64_t)k) == 0, "%s (double)", name);
                 k++;
             }
+    // With bigram buckets: each pair of adjacent words adds its bucket's score.
+    for (size_t i = 0; i < sizeof ws / sizeof *ws; i++)
+        for (int masked = 0; masked < 2; masked++) {
+            TextConfig c = small(ws[i].pool, ws[i].kind, masked, (int)i % 2, k % 3 == 2 ? 3 : 2);
+            c.word_scores = 1, c.nb = c.classes == 2 && k % 2, c.bigrams = 5;
+            char name[96];
+            snprintf(name, sizeof name, "word and bigram scores, %s, %s, %d classes", ws[i].name,
+                     masked ? "masked" : "unmasked", c.classes);
+            EXPECT(check(c, k % 2, name, 900 + (uint64_t)k) == 0, "%s", name);
+            EXPECT(check_double(c, k % 2 == 0, name, 950 + (uint64_t)k) == 0, "%s (double)", name);
+            k++;
+        }
+}
+
+// Bigram scores (--word-scores --bigrams K): text_fit_word_scores fills the words' and the
+// pair buckets' naive-Bayes ratios (bow_nb_ratios with K); a step's column is its word's
+// score plus its pair's with the next word, none across the padding.
+static void test_word_bigram_scores(void) {
+    const int ids[4 * 3] = {1, 2, 0, 1, 0, 0, 3, 3, 0, 3, 3, 0}, labels[4] = {1, 1, 0, 0};
+    enum { K = 5 };
+    float r[4 + K];
+    bow_nb_ratios(r, ids, labels, 4, 3, 4, K, 1.0);
+    TextConfig c = text_config_default(4);
+    c.T = 3, c.embed = 2, c.hidden = 3, c.pool = TEXT_POOL_MEAN, c.masked = 1;
+    c.word_scores = 1, c.nb = 1, c.bigrams = K;
+    Error err = {{0}};
+    EXPECT(text_config_check(&c, &err) == 0, "%s", err.msg);
+    EXPECT(text_word_score_count(&c) == 4 + K && text_state_size(&c) == 4, "%d scores, state %d",
+           text_word_score_count(&c), text_state_size(&c));
+    Block blk = {0};
+    TextParams p;
+    text_layout(&blk, &p, &c);
+    block_alloc(&blk);
+    Rng rng;
+    rng_seed(&rng, 5);
+    text_init(&p, &c, &rng);
+    text_fit_word_scores(&p, &c, ids, labels, 4);
+    for (int k = 0; k < 4 + K; k++)
+        EXPECT(p.word_score[k] == r[k], "word_score[%d] %g, not %g", k, p.word_score[k], r[k]);
+    const int k12 = 4 + bow_bigram_bucket(1, 2, K), k33 = 4 + bow_bigram_bucket(3, 3, K);
+    EXPECT(r[k12] > 0 && r[k33] < 0, "the pairs' ratios: (1, 2) %g of class 1, (3, 3) %g of class 0",
+           r[k12], r[k33]);
+    EXPECT(text_word_score_at(p.word_score, &c, ids, 0) == r[1] + r[k12], "(1, 2) at step 0");
+    EXPECT(text_word_score_at(p.word_score, &c, ids, 1) == r[2], "2 then the padding: no pair");
+    TextActs a;
+    text_acts_alloc(&a, &c, 4);
+    const int lengths[4] = {2, 1, 2, 2};
+    text_forward(&a, &p, &c, ids, lengths, NULL, 4, NULL, NULL);
+    EXPECT_NEAR(a.pooled[0 * 4 + 3], (r[1] + r[k12] + r[2]) / 2, 1e-6, 1e-6);
+    EXPECT_NEAR(a.pooled[1 * 4 + 3], r[1], 1e-6, 1e-6);
+    EXPECT_NEAR(a.pooled[2 * 4 + 3], (r[3] + r[k33] + r[3]) / 2, 1e-6, 1e-6);
+    text_acts_free(&a);
+    block_free(&blk);
+    c.word_scores = 0, c.nb = 0;
+    EXPECT(text_config_check(&c, &err) == -1 && strstr(err.msg, "bigram"), "bigrams without word scores: %s", err.msg);
 }
 
 // text_fit_word_scores sets each word's score to its naive-Bayes ratio (bow_nb_ratios,
@@ -819,6 +881,7 @@ int main(void) {
     RUN(test_gradcheck_bow);
     RUN(test_gradcheck_word_scores);
     RUN(test_word_scores);
+    RUN(test_word_bigram_scores);
     RUN(test_bow_sparse_matches_dense);
     RUN(test_bow_nb_ratios);
     RUN(test_keras_initialisation);
