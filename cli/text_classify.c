@@ -52,7 +52,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
                       .cmd = {.threads = 1, .plan = {.epochs = 10, .log_every = 4}},
                       .optim = {.seed = 1, .batch = 100, .lr = 1e-3f, .beta1 = 0.9f, .clip = 0.0f,
                                 .lr_decay = 1}};
-    ArgSpec specs[] = {
+    const ArgSpec own[] = {
         {"data", ARG_STRING, &f->data, "sentiment (Amazon then Yelp, the demo's), sentiment:amazon|yelp|imdb|all, or a JSON / LABEL<TAB>SENTENCE file", .metavar = "SPEC", .given = &f->given.data},
         {"data-root", ARG_STRING, &f->root, "folder holding sentiment/", .metavar = "DIR"},
         {"out", ARG_STRING, &f->cmd.out, "output folder (model.safetensors, log.csv, loss.png, run.json)", .metavar = "DIR", .required = true},
@@ -80,23 +80,17 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"fold-seed", ARG_LONG, &f->fold_seed, "--folds: the seed of the folds", .has_min = true, .min = 0, .given = &f->given.fold_seed},
         {"inner-folds", ARG_INT, &f->inner_folds, "hold the validation sentences out (fold --fold, or the last --valid-share) and split the training ones by a stratified J-fold of their own, to select a model on the training part alone (0: off)", .has_min = true, .min = 0, .has_max = true, .max = 1000, .given = &f->given.inner_folds},
         {"inner-fold", ARG_INT, &f->inner_fold, "--inner-folds: the inner fold that validates (0..J-1)", .has_min = true, .min = 0, .given = &f->given.inner_fold},
-        {"batch", ARG_INT, &f->optim.batch, "sentences per step", .has_min = true, .min = 1, .has_max = true, .max = TEXT_BATCH_MAX, .given = &f->optim.given.batch},
-        {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
-        {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
-        {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off, as Keras)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
-        {"steps", ARG_LONG, &f->cmd.plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
-        {"epochs", ARG_INT, &f->cmd.plan.epochs, "train until this many epochs in total", .has_min = true, .min = 0},
-        {"minutes", ARG_DOUBLE, &f->cmd.plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
-        {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order and dropout", .has_min = true, .min = 0, .given = &f->optim.given.seed},
-        {"resume", ARG_FLAG, &f->cmd.resume, "continue from OUT/model.safetensors; model and data flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
-        {"force", ARG_FLAG, &f->cmd.force, "start a new run in an OUT that holds one, replacing it: its checkpoint, run.json, report and pictures go (not with --resume)", .given = NULL},
-        {"threads", ARG_INT, &f->cmd.threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
-        {"valid-every", ARG_INT, &f->cmd.plan.valid_every, "steps between validations and checkpoints (0: each epoch's end)", .has_min = true, .min = 0},
-        {"log-every", ARG_INT, &f->cmd.plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
-        {"checkpoint-every", ARG_INT, &f->cmd.plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
-        {"json", ARG_FLAG, &f->cmd.json, "print the final figures as one JSON object", .given = NULL},
     };
-    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
+    static const TrainCommandHelp help = {
+        .batch = "sentences per step", .batch_max = TEXT_BATCH_MAX,
+        .clip = "clip the global gradient norm at this (0: off, as Keras)",
+        .epochs = "train until this many epochs in total",
+        .seed = "seed of initialisation, data order and dropout",
+        .force = "start a new run in an OUT that holds one, replacing it: its checkpoint, "
+                 "run.json, report and pictures go (not with --resume)"};
+    ArgSpec specs[ARGS_LEN(own) + TRAIN_COMMAND_SPECS];
+    const int n = train_command_specs(specs, own, ARGS_LEN(own), &f->cmd, &f->optim, &help);
+    if (args_parse_for_command(argc, argv, specs, n,
                                "text classify train --out DIR [flags]", "text classify", code))
         return 1;
     train_plan_default(&f->cmd.plan);

@@ -48,7 +48,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
                       .cmd = {.threads = 1, .plan = {.log_every = 10}},
                       .optim = {.seed = 1, .batch = 64, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f,
                                 .lr_decay = 1}};
-    ArgSpec specs[] = {
+    const ArgSpec own[] = {
         {"data", ARG_STRING, &f->data, "dates (the synthetic date task), bible-en-es (make data's verse pairs) or pairs:FILE (SOURCE<TAB>TARGET lines)", .metavar = "SPEC", .given = &f->given.data},
         {"data-root", ARG_STRING, &f->root, "folder holding bible/", .metavar = "DIR"},
         {"out", ARG_STRING, &f->cmd.out, "output folder (model.safetensors, log.csv, loss.png, run.json)", .metavar = "DIR", .required = true},
@@ -79,24 +79,19 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"dropout", ARG_FLOAT, &f->dropout, "training: dropout on the source embeddings, the encoder's states and the decoder's output state (transformer: inside its layers, where PyTorch's put it)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
         {"label-smoothing", ARG_FLOAT, &f->label_smoothing, "training: the loss's target is (1 - X) the word + X spread evenly over the vocabulary", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.label_smoothing},
         {"bpe-merges", ARG_INT, &f->bpe_merges, "pairs: BPE merges learned on the training split (both sides, one model)", .has_min = true, .min = 0, .has_max = true, .max = BPE_MAX_MERGES, .given = &f->given.bpe_merges},
-        {"batch", ARG_INT, &f->optim.batch, "pairs per step", .has_min = true, .min = 1, .has_max = true, .max = TRANSLATE_BATCH_MAX, .given = &f->optim.given.batch},
-        {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
-        {"lr-decay", ARG_FLOAT, &f->optim.lr_decay, "the learning rate's factor per epoch: --lr x X^(step / steps per epoch), an exponential decay (1: constant; the Transformer's --warmup schedule replaces it)", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr_decay},
-        {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
-        {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
-        {"steps", ARG_LONG, &f->cmd.plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
-        {"epochs", ARG_INT, &f->cmd.plan.epochs, "train until this many epochs in total (no --steps, --epochs or --minutes: one)", .has_min = true, .min = 0},
-        {"minutes", ARG_DOUBLE, &f->cmd.plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
-        {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation and data order", .has_min = true, .min = 0, .given = &f->optim.given.seed},
-        {"resume", ARG_FLAG, &f->cmd.resume, "continue from OUT/model.safetensors; model and data flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
-        {"force", ARG_FLAG, &f->cmd.force, "start a new run in an OUT that holds one, replacing it (not with --resume)", .given = NULL},
-        {"threads", ARG_INT, &f->cmd.threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
-        {"valid-every", ARG_INT, &f->cmd.plan.valid_every, "steps between validations and checkpoints (0: each epoch's end)", .has_min = true, .min = 0},
-        {"log-every", ARG_INT, &f->cmd.plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
-        {"checkpoint-every", ARG_INT, &f->cmd.plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
-        {"json", ARG_FLAG, &f->cmd.json, "print the final figures as one JSON object", .given = NULL},
     };
-    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
+    static const TrainCommandHelp help = {
+        .batch = "pairs per step", .batch_max = TRANSLATE_BATCH_MAX,
+        .lr_decay = "the learning rate's factor per epoch: --lr x X^(step / steps per epoch), "
+                    "an exponential decay (1: constant; the Transformer's --warmup schedule "
+                    "replaces it)",
+        .clip = "clip the global gradient norm at this (0: off)",
+        .epochs = "train until this many epochs in total (no --steps, --epochs or --minutes: one)",
+        .seed = "seed of initialisation and data order",
+        .force = "start a new run in an OUT that holds one, replacing it (not with --resume)"};
+    ArgSpec specs[ARGS_LEN(own) + TRAIN_COMMAND_SPECS];
+    const int n = train_command_specs(specs, own, ARGS_LEN(own), &f->cmd, &f->optim, &help);
+    if (args_parse_for_command(argc, argv, specs, n,
                                "text translate train --out DIR [flags]", "text translate", code))
         return 1;
     train_plan_default(&f->cmd.plan);

@@ -3,14 +3,44 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/run_info.h"
+#include "cli/threads.h"
 #include "core/fileio.h"
 #include "core/gemm.h"
 #include "core/text_escape.h"
 #include "core/timer.h"
 
 static const char *const RUN_FILES[] = {"model.safetensors"};
+
+int train_command_specs(ArgSpec *specs, const ArgSpec *own, int n_own, TrainCommandFlags *cmd,
+                        TrainOptimFlags *optim, const TrainCommandHelp *help) {
+    memcpy(specs, own, (size_t)n_own * sizeof *own);
+    const ArgSpec shared[] = {
+        {"batch", ARG_INT, &optim->batch, help->batch, .has_min = true, .min = 1, .has_max = true, .max = help->batch_max, .given = &optim->given.batch},
+        {"lr", ARG_FLOAT, &optim->lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &optim->given.lr},
+        {"lr-decay", ARG_FLOAT, &optim->lr_decay, help->lr_decay, .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &optim->given.lr_decay},
+        {"beta1", ARG_FLOAT, &optim->beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &optim->given.beta1},
+        {"clip", ARG_FLOAT, &optim->clip, help->clip, .has_min = true, .min = 0, .given = &optim->given.clip},
+        {"steps", ARG_LONG, &cmd->plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
+        {"epochs", ARG_INT, &cmd->plan.epochs, help->epochs, .has_min = true, .min = 0},
+        {"minutes", ARG_DOUBLE, &cmd->plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
+        {"seed", ARG_LONG, &optim->seed, help->seed, .has_min = true, .min = 0, .given = &optim->given.seed},
+        {"resume", ARG_FLAG, &cmd->resume, "continue from OUT/model.safetensors; model and data flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
+        {"force", ARG_FLAG, &cmd->force, help->force, .given = NULL},
+        {"threads", ARG_INT, &cmd->threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
+        {"valid-every", ARG_INT, &cmd->plan.valid_every, "steps between validations and checkpoints (0: each epoch's end)", .has_min = true, .min = 0},
+        {"log-every", ARG_INT, &cmd->plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
+        {"checkpoint-every", ARG_INT, &cmd->plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
+        {"json", ARG_FLAG, &cmd->json, "print the final figures as one JSON object", .given = NULL},
+    };
+    _Static_assert(ARGS_LEN(shared) == TRAIN_COMMAND_SPECS, "TRAIN_COMMAND_SPECS: the rows");
+    int n = n_own;
+    for (int i = 0; i < ARGS_LEN(shared); i++)
+        if (shared[i].help) specs[n++] = shared[i];  // no help: a flag the trainer lacks
+    return n;
+}
 
 // --resume: the state from OUT's checkpoint where there is one (else a new run, said in a
 // line by train_checkpoint_found).

@@ -41,6 +41,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "cli/args.h"
 #include "cli/report_common.h"
 #include "cli/train_run.h"
 #include "core/csvlog.h"
@@ -56,6 +57,23 @@ typedef struct {
     TrainPlanFlags plan; // --steps, --epochs, --minutes, --log-every, --valid-every,
                          // --checkpoint-every
 } TrainCommandFlags;
+
+// The rows of the flags above and of the optimiser's, after the trainer's own rows (own,
+// n_own): --batch, --lr, --lr-decay (where the trainer takes it), --beta1, --clip, --steps,
+// --epochs, --minutes, --seed, --resume, --force, --threads, --valid-every, --log-every,
+// --checkpoint-every, --json, in that order, into specs (room for n_own +
+// TRAIN_COMMAND_SPECS rows). Returns the number of rows. The help lines that differ
+// between the trainers come from help.
+enum { TRAIN_COMMAND_SPECS = 16 };
+typedef struct {
+    const char *batch;     // --batch's help ("pairs per step")
+    int batch_max;         // --batch's largest value
+    const char *lr_decay;  // --lr-decay's help; NULL: the trainer takes no --lr-decay
+    const char *clip, *epochs, *seed, *force;  // those flags' help
+} TrainCommandHelp;
+
+int train_command_specs(ArgSpec *specs, const ArgSpec *own, int n_own, TrainCommandFlags *cmd,
+                        TrainOptimFlags *optim, const TrainCommandHelp *help);
 
 // What the driver keeps of a run; the trainer's callbacks read and write it too (the
 // paths, whether it resumed, the log, the budget's clock, the cadence).
