@@ -15,6 +15,7 @@
 #include "cli/text_show.h"
 #include "cli/threads.h"
 #include "cli/train_command.h"
+#include "cli/train_dist.h"
 #include "core/adam.h"
 #include "core/check.h"
 #include "core/csvlog.h"
@@ -436,13 +437,15 @@ int text_classify_main(int argc, char **argv) {
     Error err;
     int r = args_subcommand(argc, argv, names, 5, &which, &err);
     if (r == ARGS_HELP) {
-        overview(stdout);
+        if (args_reporting_process()) overview(stdout);
         return 0;
     }
     if (r == ARGS_ERROR) {
-        fprintf(stderr, "text classify: %s\n", err.msg);
+        if (args_reporting_process()) fprintf(stderr, "text classify: %s\n", err.msg);
         return 2;
     }
+    // train runs over mpirun's ranks, or refuses them in one line (cli/train_command.h)
+    if (which != 0 && train_dist_one_process_only("text classify", names[which], TRAIN_COMMAND_RANKED)) return 2;
     switch (which) {
     case 0: return cmd_train(argc - 1, argv + 1);
     case 1: return text_eval_main(argc - 1, argv + 1);

@@ -16,6 +16,7 @@
 #include "cli/text_translate_state.h"
 #include "cli/threads.h"
 #include "cli/train_command.h"
+#include "cli/train_dist.h"
 #include "core/adam.h"
 #include "core/check.h"
 #include "core/csvlog.h"
@@ -307,8 +308,10 @@ static int load_data(void *p, Error *err) {
 static int init_model(void *p, const SafetensorsFile *file, Error *err) {
     TrainRun *r = p;
     Rng init = train_optim_init_rng(&r->st.optim);
-    if (is_transformer(r)) tt_init(&r->tt, &r->st.tt, r->st.optim.batch, &init);
-    else translator_init(&r->m, &r->st.cfg, r->st.optim.batch, &init);
+    // Rows for this rank's share of a batch (every rank draws the same weights).
+    const int rows = train_command_share_most(&r->cmd, r->st.optim.batch);
+    if (is_transformer(r)) tt_init(&r->tt, &r->st.tt, rows, &init);
+    else translator_init(&r->m, &r->st.cfg, rows, &init);
     r->model_made = true;
     block_layout_like(&r->mom1, params_(r));
     block_layout_like(&r->mom2, params_(r));
@@ -407,41 +410,55 @@ static void gather(TrainRun *r, const TranslateData *d, const int *pos, int n) {
     }
 }
 
-// The teacher-forced loss per pair over the validation split.
-static double valid_loss(TrainRun *r) {
+// The teacher-forced loss per pair over the validation split into *loss (NAN for none):
+// each rank runs its share of every batch of --batch pairs, the sums meet (cli/train_command.h).
+static int valid_loss(TrainRun *r, double *loss, Error *err) {
     const int B = r->st.optim.batch;
     int *pos = xmalloc((size_t)B * sizeof(int));
     double sum = 0.0;
     for (int i0 = 0; i0 < r->valid.n; i0 += B) {
         const int n = r->valid.n - i0 < B ? r->valid.n - i0 : B;
-        for (int i = 0; i < n; i++) pos[i] = i0 + i;
-        gather(r, &r->valid, pos, n);
+        int begin, count;
+        train_command_share(&r->cmd, n, &begin, &count);
+        if (count == 0) continue;  // a last batch of fewer pairs than ranks
+        for (int i = 0; i < count; i++) pos[i] = i0 + begin + i;
+        gather(r, &r->valid, pos, count);
         sum += (is_transformer(r)
-                    ? tt_forward(&r->tt, r->src, r->src_len, r->tgt, r->tgt_len, n, NULL)
-                    : translator_forward(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, n)) * n;
+                    ? tt_forward(&r->tt, r->src, r->src_len, r->tgt, r->tgt_len, count, NULL)
+                    : translator_forward(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, count)) * count;
     }
     free(pos);
-    return r->valid.n ? sum / r->valid.n : NAN;
+    if (train_command_sum(&r->cmd, &sum, 1, err)) return -1;
+    *loss = r->valid.n ? sum / r->valid.n : NAN;
+    return 0;
 }
 
 static int train_step(TrainRun *r, double *loss, Error *err) {
     TranslateState *st = &r->st;
     const int B = st->optim.batch;
     const int *pos = train_order_batch(&r->order, st->step, r->steps_per_epoch, B, st->optim.seed);
-    gather(r, &r->train, pos, B);
-    // The step's dropout masks: a stream of (seed, step), so a resumed run draws the same.
+    // This rank's share of the batch (all of it in one process); the loss and gradient are
+    // the share's mean until train_command_reduce makes them the batch's.
+    const int count = r->cmd.share_count;
+    gather(r, &r->train, pos + r->cmd.share_begin, count);
+    // The step's dropout masks: a stream of (seed, step), so a resumed run draws the same;
+    // rank R > 0 of several draws its share's from a stream of (seed, step, R) (so the
+    // masks of N ranks are not one process's: the same distribution, other draws).
     Rng drop;
-    rng_seed(&drop, rng_mix((uint64_t)st->optim.seed ^ 0xD809u, (uint64_t)st->step));
+    uint64_t drop_seed = rng_mix((uint64_t)st->optim.seed ^ 0xD809u, (uint64_t)st->step);
+    if (r->cmd.dist.rank > 0) drop_seed = rng_mix(drop_seed, (uint64_t)r->cmd.dist.rank);
+    rng_seed(&drop, drop_seed);
     Block *params = params_(r), *grads = grads_(r);
     if (is_transformer(r)) {
-        *loss = tt_forward(&r->tt, r->src, r->src_len, r->tgt, r->tgt_len, B, &drop);
+        *loss = tt_forward(&r->tt, r->src, r->src_len, r->tgt, r->tgt_len, count, &drop);
         block_zero(grads);
         tt_backward(&r->tt);
     } else {
-        *loss = translator_forward_train(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, B, &drop);
+        *loss = translator_forward_train(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, count, &drop);
         block_zero(grads);
         translator_backward(&r->m);
     }
+    if (train_command_reduce(&r->cmd, loss, grads, err)) return -1;
     if (train_check_finite(st->step + 1, "loss", *loss, grads, r->cmd.paths.model, err)) return -1;
     train_norms_add(&r->norms, clip_global_norm(grads->data, grads->numel, st->optim.clip));
     st->step++;
@@ -466,14 +483,14 @@ static int log_validate_save(TrainRun *r, double loss, bool last, Error *err) {
     TrainDue due = train_due(&r->cmd.cadence, r->st.step, last);
     if (due.log) {
         r->last_loss = r->loss_acc / r->acc_n;
-        if (due.validate) r->last_valid_loss = valid_loss(r);
+        if (due.validate && valid_loss(r, &r->last_valid_loss, err)) return -1;
         double row[6] = {(double)r->st.step, r->last_loss, due.validate ? r->last_valid_loss : NAN,
                          0, 0, timer_now() - r->cmd.budget.t0};
         train_norms_take(&r->norms, &row[3], &row[4]);
-        csvlog_row(&r->cmd.log, row, 6);
+        train_command_log_row(&r->cmd, row, 6);
         r->loss_acc = 0.0, r->acc_n = 0;
     }
-    return due.save ? save(r, err) : 0;
+    return due.save ? train_command_save(&r->cmd, r, err) : 0;
 }
 
 // The step loop's side of this trainer (cli/train_run.h TrainSteps).
@@ -508,7 +525,7 @@ static const TrainCommand TRAIN = {
     .log_columns = "step,train_loss,valid_loss,grad_norm,grad_norm_max,seconds",
     .curves = {{"train_loss", "valid_loss"}, {"train loss", "valid loss"}, 1.0f, "translation",
                "cross-entropy per pair"},
-    .save_with_validation = true,
+    .save_with_validation = true, .ranks = true,
     .resume = resume_cb, .load_data = load_data, .init_model = init_model, .alloc = alloc_batch,
     .header = header, .steps = {step_cb, after_cb, status_cb, "pairs"}, .save = save,
     .valid_summary = valid_summary, .json_fields = json_fields, .free = free_run};
@@ -545,13 +562,15 @@ int text_translate_main(int argc, char **argv) {
     Error err;
     int r = args_subcommand(argc, argv, names, 6, &which, &err);
     if (r == ARGS_HELP) {
-        overview(stdout);
+        if (args_reporting_process()) overview(stdout);
         return 0;
     }
     if (r == ARGS_ERROR) {
-        fprintf(stderr, "text translate: %s\n", err.msg);
+        if (args_reporting_process()) fprintf(stderr, "text translate: %s\n", err.msg);
         return 2;
     }
+    // train runs over mpirun's ranks, or refuses them in one line (cli/train_command.h)
+    if (which != 0 && train_dist_one_process_only("text translate", names[which], TRAIN_COMMAND_RANKED)) return 2;
     switch (which) {
     case 0: return cmd_train(argc - 1, argv + 1);
     case 1: return text_translate_eval_main(argc - 1, argv + 1);
