@@ -51,6 +51,19 @@ static int agreed(TrainCommandRun *c, int rc, const Error *err, bool *reported) 
     return -1;
 }
 
+// The same for a phase of rank 0 alone (the folder's): its failure is every rank's, said
+// by rank 0 as one process says it.
+static int root_agreed(TrainCommandRun *c, int rc, const Error *err, bool *reported) {
+    bool failed = rc != 0;
+    Error dist_err;
+    if (train_dist_root_decides(&c->dist, &failed, &dist_err))
+        return agreed(c, -1, &dist_err, reported);
+    if (!failed) return 0;
+    if (dist_is_root(&c->dist)) text_write_linef(stderr, "%s: %s", c->command->program, err->msg);
+    *reported = true;
+    return -1;
+}
+
 // --resume: the state from OUT's checkpoint where there is one (else a new run, said in a
 // line by train_checkpoint_found, by rank 0). Every rank reads it; one that finds it where
 // rank 0 did not, or the other way, fails.
@@ -71,6 +84,13 @@ static int open_checkpoint(const TrainCommand *t, TrainCommandRun *c, void *run,
     return t->resume(run, file, err);
 }
 
+// Every rank needs a row of each batch (the batch is the checkpoint's or the flags').
+static int check_batch(const TrainCommandRun *c, Error *err) {
+    if (*c->batch >= c->dist.size) return 0;
+    return error_set(err, "--batch %d is less than the %d ranks: each rank needs a row of each "
+                     "batch", *c->batch, c->dist.size);
+}
+
 // Everything before the first step, in phases whose outcomes the ranks compare (a failure
 // is told there, *reported). The folder is made only once the flags, the checkpoint and
 // the data are checked, so that a refused run leaves nothing behind. Rank 0 alone touches
@@ -80,23 +100,19 @@ static int open_run(const TrainCommand *t, TrainCommandRun *c, void *run, bool *
     const TrainCommandFlags *f = c->flags;
     const bool root = dist_is_root(&c->dist);
     train_paths(&c->paths, f->out);
-    if (agreed(c, root ? train_out_open(&c->lock, f->out, RUN_FILES, 1, f->resume, f->force, err) : 0,
-               err, reported))
+    if (root_agreed(c, root ? train_out_open(&c->lock, f->out, RUN_FILES, 1, f->resume, f->force, err) : 0,
+                    err, reported))
         return -1;
     SafetensorsFile file = {0};
-    int rc = agreed(c, open_checkpoint(t, c, run, &file, err) || t->load_data(run, err), err,
-                    reported);
+    int rc = agreed(c, open_checkpoint(t, c, run, &file, err) || t->load_data(run, err) ||
+                           check_batch(c, err), err, reported);
+    if (rc == 0)
+        rc = root_agreed(c, root ? train_out_make(&c->lock, f->out, RUN_FILES, 1, f->resume, f->force, err) : 0,
+                         err, reported);
     if (rc == 0) {
-        rc = root ? train_out_make(&c->lock, f->out, RUN_FILES, 1, f->resume, f->force, err) : 0;
-        if (rc == 0 && *c->batch < c->dist.size)
-            rc = error_set(err, "--batch %d is less than the %d ranks: each rank needs a row of "
-                           "each batch", *c->batch, c->dist.size);
-        if (rc == 0) {
-            if (root) atomic_remove_stale(f->out);
-            dist_share(&c->dist, *c->batch, &c->share_begin, &c->share_count);
-            rc = t->init_model(run, &file, err);
-        }
-        rc = agreed(c, rc, err, reported);
+        if (root) atomic_remove_stale(f->out);
+        dist_share(&c->dist, *c->batch, &c->share_begin, &c->share_count);
+        rc = agreed(c, t->init_model(run, &file, err), err, reported);
     }
     safetensors_free(&file);
     if (rc) return -1;
@@ -106,7 +122,7 @@ static int open_run(const TrainCommand *t, TrainCommandRun *c, void *run, bool *
         rc = train_out_clear(f->out, RUN_FILES, 1, f->resume, f->force, err) ||
              (c->resumed ? csvlog_open_resume(&c->log, c->paths.log, t->log_columns, *c->step, err)
                          : csvlog_open(&c->log, c->paths.log, t->log_columns, 0, err));
-    return agreed(c, rc, err, reported);
+    return root_agreed(c, rc, err, reported);
 }
 
 static void print_header(const TrainCommand *t, const TrainCommandRun *c, const void *run) {
