@@ -313,17 +313,31 @@ static int train_step(TrainRun *r, double *loss, int *correct, Error *err) {
     TextState *st = &r->st;
     const int B = st->optim.batch, T = st->cfg.T;
     const int *pos = train_order_batch(&r->order, st->step, r->steps_per_epoch, B, st->optim.seed);
-    for (int b = 0; b < B; b++) {
+    // This rank's share of the batch (all of it in one process): the loss and gradient are
+    // the share's mean until train_command_reduce makes them the batch's (the L2 penalty,
+    // in every share's, stays itself: the shares' weights sum to 1).
+    const int count = r->cmd.share_count;
+    pos += r->cmd.share_begin;
+    for (int b = 0; b < count; b++) {
         int i = pos[b];
         memcpy(r->ids + (size_t)b * T, r->train.ids + (size_t)i * T, (size_t)T * sizeof(int));
         r->lengths[b] = r->train.lengths[i];
         r->labels[b] = r->train.labels[i];
     }
+    // The step's dropout masks from (seed, step); rank R > 0 of several draws its share's
+    // from (seed, step, R): the same distribution as one process's, other draws.
     Rng drop;
-    rng_seed(&drop, rng_mix(rng_mix(st->optim.seed, 0xD0F0), (uint64_t)st->step));
-    *loss = text_forward(&r->acts, &r->p, &st->cfg, r->ids, r->lengths, r->labels, B, &drop, correct);
+    uint64_t drop_seed = rng_mix(rng_mix(st->optim.seed, 0xD0F0), (uint64_t)st->step);
+    if (r->cmd.dist.rank > 0) drop_seed = rng_mix(drop_seed, (uint64_t)r->cmd.dist.rank);
+    rng_seed(&drop, drop_seed);
+    *loss = text_forward(&r->acts, &r->p, &st->cfg, r->ids, r->lengths, r->labels, count, &drop, correct);
     block_zero(&r->w.grads);
-    text_backward(&r->g, &r->acts, &r->p, &st->cfg, r->ids, r->labels, B);
+    text_backward(&r->g, &r->acts, &r->p, &st->cfg, r->ids, r->labels, count);
+    double right = *correct;  // the batch's correct predictions, over the ranks
+    if (train_command_reduce(&r->cmd, loss, &r->w.grads, err) ||
+        train_command_sum(&r->cmd, &right, 1, err))
+        return -1;
+    *correct = (int)right;
     if (train_check_finite(st->step + 1, "loss", *loss, &r->w.grads, r->cmd.paths.model, err)) return -1;
     train_norms_add(&r->norms, clip_global_norm(r->w.grads.data, r->w.grads.numel, st->optim.clip));
     st->step++;
@@ -350,6 +364,7 @@ static int log_validate_save(TrainRun *r, double loss, int correct, bool last, E
         r->last_loss = r->loss_acc / r->acc_n;
         r->last_train_acc = (double)r->acc_correct / r->acc_rows;
         if (due.validate) {
+            // Under ranks each rank validates the whole split alike (the same weights).
             TextEval v = text_evaluate(&r->acts, &r->p, &st->cfg, &r->valid);
             r->last_valid_acc = v.accuracy, r->last_valid_loss = v.loss;
         }
@@ -357,10 +372,10 @@ static int log_validate_save(TrainRun *r, double loss, int correct, bool last, E
                          due.validate ? r->last_valid_loss : NAN, due.validate ? r->last_valid_acc : NAN,
                          0, 0, timer_now() - r->cmd.budget.t0};
         train_norms_take(&r->norms, &row[5], &row[6]);
-        csvlog_row(&r->cmd.log, row, 8);
+        train_command_log_row(&r->cmd, row, 8);
         r->loss_acc = 0.0, r->acc_n = 0, r->acc_correct = 0, r->acc_rows = 0;
     }
-    return due.save ? save(r, err) : 0;
+    return due.save ? train_command_save(&r->cmd, r, err) : 0;
 }
 
 // The step loop's side of this trainer (cli/train_run.h TrainSteps).
@@ -403,7 +418,7 @@ static const TrainCommand TRAIN = {
                    "grad_norm_max,seconds",
     .curves = {{"train_accuracy", "valid_accuracy"}, {"train accuracy", "valid accuracy"}, 100.0f,
                "sentence classification", "accuracy (%)"},
-    .save_with_validation = true,
+    .save_with_validation = true, .ranks = true,
     .resume = resume_cb, .load_data = load_data, .init_model = init_model, .alloc = alloc_batch,
     .header = header, .steps = {step_cb, after_cb, status_cb, "sentences"}, .save = save,
     .valid_summary = valid_summary, .json_fields = json_fields, .free = free_run};

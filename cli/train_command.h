@@ -180,7 +180,8 @@ int train_command_save(TrainCommandRun *c, void *run, Error *err);
 // The commands that run under mpirun, for the line of one that does not
 // (cli/train_dist.h: train_dist_one_process_only).
 #define TRAIN_COMMAND_RANKED \
-    "draw train, caption train and text translate train split their work over ranks"
+    "draw train, caption train, text classify train and text translate train split their " \
+    "work over ranks"
 
 // Runs the command (flags parsed) to its end; returns the exit status: 0, or 1 after one
 // line "PROGRAM: reason" on stderr (under mpirun: as above).

@@ -1,5 +1,6 @@
-// `text translate train` under `mpirun -np 2` (issue 58: MPI where training has it), against
-// one process on the date task, for both models (cli/train_command.h: the driver's ranks).
+// bin/text's trainers under `mpirun -np 2` (issue 58: MPI where training has it), against one
+// process: `text translate train` on the date task, both models, and `text classify train`
+// on the Amazon sentences (data/sentiment) (cli/train_command.h: the driver's ranks).
 //
 // What is exact and what has a tolerance: 2 ranks sum their share-weighted gradients in
 // rank order, which is not the order of one process's products over the whole batch, so
@@ -39,6 +40,11 @@ static int have_mpirun;
 #define TT_SMALL                                                                            \
     "--data dates --model transformer --train-size 1024 --batch 32 --d-model 16 --heads 2 " \
     "--d-ff 32 --layers 1 --warmup 8 --log-every 1 --valid-every 10 --threads 1"
+// A small bidirectional LSTM sentence classifier with query attention and an L2 penalty
+// (in every share's loss), without dropout (each rank draws its own masks).
+#define CLASSIFY_SMALL                                                                     \
+    "--data sentiment:amazon --batch 32 --embed 16 --hidden 16 --bidirectional --pool query " \
+    "--embed-l2 0.001 --dropout 0 --rec-dropout 0 --log-every 1 --valid-every 10 --threads 1"
 
 static int skip_without_mpirun(const char *name) {
     if (have_mpirun) return 0;
@@ -166,40 +172,49 @@ static char *log_without_seconds(const char *run) {
     return log;
 }
 
-// 1 process x 1 thread (30 and 29 steps) and 2 ranks x 1 thread (30 steps) of the model in
-// flags, the runs named PREFIX_one, PREFIX_one29, PREFIX_two; the 2 ranks' curve, validation
-// losses and weights within the tolerances of one process's, and farther than them from
-// the run one step short (so that the tolerances can fail).
-static void expect_two_ranks_match(const char *prefix, const char *flags, double loss_tol,
-                                   double weight_tol) {
+// What a trainer's comparison needs: the command, its flags, the header's start and
+// log.csv's train and validation loss columns.
+typedef struct {
+    const char *prefix;   // the runs' names: PREFIX_one, PREFIX_one29, PREFIX_two
+    const char *command;  // "translate train"
+    const char *flags;
+    const char *header;   // the header's start, "text translate train: dates,"
+    const char *summary;  // "text translate train: 30 steps in "
+    int train_col, valid_col;
+} Trainer;
+
+// 1 process x 1 thread (30 and 29 steps) and 2 ranks x 1 thread (30 steps) of the trainer;
+// the 2 ranks' curve, validation losses and weights within the tolerances of one process's,
+// and farther than them from the run one step short (so that the tolerances can fail).
+static void expect_two_ranks_match(const Trainer *t, double loss_tol, double weight_tol) {
     char one[64], one29[64], two[64];
-    snprintf(one, sizeof one, "%s_one", prefix);
-    snprintf(one29, sizeof one29, "%s_one29", prefix);
-    snprintf(two, sizeof two, "%s_two", prefix);
-    if (!ran(scratch_run(&sc, "translate train %s --steps 30 --out %s/%s", flags, dir, one),
+    snprintf(one, sizeof one, "%s_one", t->prefix);
+    snprintf(one29, sizeof one29, "%s_one29", t->prefix);
+    snprintf(two, sizeof two, "%s_two", t->prefix);
+    if (!ran(scratch_run(&sc, "%s %s --steps 30 --out %s/%s", t->command, t->flags, dir, one),
              "1 process, 30 steps") ||
-        !ran(scratch_run(&sc, "translate train %s --steps 29 --out %s/%s", flags, dir, one29),
+        !ran(scratch_run(&sc, "%s %s --steps 29 --out %s/%s", t->command, t->flags, dir, one29),
              "1 process, 29 steps") ||
-        !ran(scratch_run_mpi(&sc, 2, "translate train %s --steps 30 --out %s/%s", flags, dir, two),
+        !ran(scratch_run_mpi(&sc, 2, "%s %s --steps 30 --out %s/%s", t->command, t->flags, dir, two),
              "2 ranks, 30 steps"))
         return;
     char *err = scratch_read(&sc, "stderr.txt", NULL);
-    EXPECT(occurrences(err, "text translate train: dates,") == 1 &&
+    EXPECT(occurrences(err, t->header) == 1 &&
                occurrences(err, "; 2 ranks, 16 of each batch's rows or fewer each; step 0 of 30") == 1 &&
-               occurrences(err, "text translate train: 30 steps in ") == 1,
-           "%s: rank 0 alone prints the header (naming the ranks) and the summary:\n%s", prefix,
+               occurrences(err, t->summary) == 1,
+           "%s: rank 0 alone prints the header (naming the ranks) and the summary:\n%s", t->prefix,
            err ? err : "");
     free(err);
-    const double train = curve_diff(two, one, 1, 30), valid = curve_diff(two, one, 2, 3);
+    const double train = curve_diff(two, one, t->train_col, 30), valid = curve_diff(two, one, t->valid_col, 3);
     const double w = weights_diff(two, one), w29 = weights_diff(two, one29);
     printf("  %s: 2 ranks vs 1 process over 30 steps: train loss %.3g, valid loss %.3g "
            "(relative), weights %.3g (absolute; the run one step short: %.3g)\n",
-           prefix, train, valid, w, w29);
-    EXPECT(train >= 0 && train <= loss_tol, "%s: train loss %.3g from one process's", prefix, train);
-    EXPECT(valid >= 0 && valid <= loss_tol, "%s: valid loss %.3g from one process's", prefix, valid);
-    EXPECT(w >= 0 && w <= weight_tol, "%s: weights %.3g from one process's", prefix, w);
+           t->prefix, train, valid, w, w29);
+    EXPECT(train >= 0 && train <= loss_tol, "%s: train loss %.3g from one process's", t->prefix, train);
+    EXPECT(valid >= 0 && valid <= loss_tol, "%s: valid loss %.3g from one process's", t->prefix, valid);
+    EXPECT(w >= 0 && w <= weight_tol, "%s: weights %.3g from one process's", t->prefix, w);
     EXPECT(w29 > weight_tol, "%s: the run one step short is within the tolerance (%.3g): "
-           "the comparison cannot fail", prefix, w29);
+           "the comparison cannot fail", t->prefix, w29);
     char path[1200];
     snprintf(path, sizeof path, "%s/%s/run.json", dir, two);
     char *info = scratch_read_text(path, NULL);
@@ -218,12 +233,25 @@ static void expect_two_ranks_match(const char *prefix, const char *flags, double
 // away. The tolerances, 1e-5 and 1e-4, lie between.
 static void test_lstm_two_ranks_match_one_process(void) {
     if (skip_without_mpirun("test_lstm_two_ranks_match_one_process")) return;
-    expect_two_ranks_match("lstm", LSTM_SMALL, 1e-5, 1e-4);
+    const Trainer t = {"lstm", "translate train", LSTM_SMALL, "text translate train: dates,",
+                       "text translate train: 30 steps in ", 1, 2};
+    expect_two_ranks_match(&t, 1e-5, 1e-4);
 }
 
 static void test_transformer_two_ranks_match_one_process(void) {
     if (skip_without_mpirun("test_transformer_two_ranks_match_one_process")) return;
-    expect_two_ranks_match("tt", TT_SMALL, 1e-5, 1e-4);
+    const Trainer t = {"tt", "translate train", TT_SMALL, "text translate train: dates,",
+                       "text translate train: 30 steps in ", 1, 2};
+    expect_two_ranks_match(&t, 1e-5, 1e-4);
+}
+
+// The sentence classifier, the same tolerances (measured: the losses within 9e-9, the
+// weights within 5e-7; the run one step short 1e-3 away).
+static void test_classifier_two_ranks_match_one_process(void) {
+    if (skip_without_mpirun("test_classifier_two_ranks_match_one_process")) return;
+    const Trainer t = {"cls", "classify train", CLASSIFY_SMALL, "text classify train: 800 training",
+                       "text classify train: 30 steps in ", 1, 3};
+    expect_two_ranks_match(&t, 1e-5, 1e-4);
 }
 
 // 2 ranks stopped at step 10 and resumed by 2 ranks to 24: the uninterrupted 2-rank run
@@ -289,7 +317,9 @@ static void test_mistakes_printed_once(void) {
         {"translate train --help", "usage: text translate train", 0},
         {"translate eval --model %s/lstm_two/model.safetensors",
          "text translate eval runs as one process", 1},
-        {"classify train --data amazon --out %s/m6", "text classify train runs as one process", 1},
+        {"classify train --data sentiment:amazon --batch 1 --steps 2 --out %s/m6",
+         "--batch 1 is less than the 2 ranks", 1},
+        {"classify predict --model %s/cls_two/model.safetensors", "text classify predict runs as one process", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = scratch_run_mpi(&sc, 2, cases[i].args, dir, dir);
@@ -327,10 +357,11 @@ static void test_nonfinite_stops_every_rank(void) {
 
 int main(void) {
     have_mpirun = system("command -v mpirun > /dev/null 2>&1") == 0;
-    if (scratch_open(&sc, "test_cli_translate_mpi", "text")) return 1;
+    if (scratch_open(&sc, "test_cli_text_mpi", "text")) return 1;
     dir = sc.dir;
     RUN(test_lstm_two_ranks_match_one_process);
     RUN(test_transformer_two_ranks_match_one_process);
+    RUN(test_classifier_two_ranks_match_one_process);
     RUN(test_resume_over_ranks);
     RUN(test_mistakes_printed_once);
     RUN(test_nonfinite_stops_every_rank);
