@@ -292,7 +292,7 @@ int main(int argc, char **argv) {
         if (args_reporting_process()) fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
-    if (which > 1 && train_dist_one_process_only("caption", names[which])) return 2;
+    if (which > 1 && train_dist_one_process_only("caption", names[which], TRAIN_DIST_RANKED)) return 2;
     switch (which) {
     case 0: return caption_train_main(argc - 1, argv + 1);
     case 1: return cmd_eval(argc - 1, argv + 1);

@@ -18,7 +18,6 @@
 #include "cli/args.h"
 #include "cli/text_classify.h"
 #include "cli/text_translate.h"
-#include "cli/train_dist.h"
 #include "core/error.h"
 
 static void overview(FILE *f) {
@@ -34,14 +33,13 @@ int main(int argc, char **argv) {
     Error err;
     int r = args_subcommand(argc, argv, names, 2, &which, &err);
     if (r == ARGS_HELP) {
-        overview(stdout);
+        if (args_reporting_process()) overview(stdout);
         return 0;
     }
     if (r == ARGS_ERROR) {
-        fprintf(stderr, "text: %s\n", err.msg);
+        if (args_reporting_process()) fprintf(stderr, "text: %s\n", err.msg);
         return 2;
     }
-    if (train_dist_one_process_only("text", names[which])) return 2;
     return which == 0 ? text_classify_main(argc - 1, argv + 1)
                       : text_translate_main(argc - 1, argv + 1);
 }

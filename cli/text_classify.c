@@ -15,6 +15,7 @@
 #include "cli/text_show.h"
 #include "cli/threads.h"
 #include "cli/train_command.h"
+#include "cli/train_dist.h"
 #include "core/adam.h"
 #include "core/check.h"
 #include "core/csvlog.h"
@@ -52,7 +53,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
                       .cmd = {.threads = 1, .plan = {.epochs = 10, .log_every = 4}},
                       .optim = {.seed = 1, .batch = 100, .lr = 1e-3f, .beta1 = 0.9f, .clip = 0.0f,
                                 .lr_decay = 1}};
-    ArgSpec specs[] = {
+    const ArgSpec own[] = {
         {"data", ARG_STRING, &f->data, "sentiment (Amazon then Yelp, the demo's), sentiment:amazon|yelp|imdb|all, or a JSON / LABEL<TAB>SENTENCE file", .metavar = "SPEC", .given = &f->given.data},
         {"data-root", ARG_STRING, &f->root, "folder holding sentiment/", .metavar = "DIR"},
         {"out", ARG_STRING, &f->cmd.out, "output folder (model.safetensors, log.csv, loss.png, run.json)", .metavar = "DIR", .required = true},
@@ -81,23 +82,17 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"inner-folds", ARG_INT, &f->inner_folds, "hold the validation sentences out (fold --fold, or the last --valid-share) and split the training ones by a stratified J-fold of their own, to select a model on the training part alone (0: off)", .has_min = true, .min = 0, .has_max = true, .max = 1000, .given = &f->given.inner_folds},
         {"inner-fold", ARG_INT, &f->inner_fold, "--inner-folds: the inner fold that validates (0..J-1)", .has_min = true, .min = 0, .given = &f->given.inner_fold},
         {"inner-tail", ARG_INT, &f->inner_tail, "--inner-folds: deal only the last N training sentences (file order) to the inner folds, the earlier ones training in every inner fold (the demo's split: 600, its Yelp training sentences; 0: all)", .has_min = true, .min = 0, .given = &f->given.inner_tail},
-        {"batch", ARG_INT, &f->optim.batch, "sentences per step", .has_min = true, .min = 1, .has_max = true, .max = TEXT_BATCH_MAX, .given = &f->optim.given.batch},
-        {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
-        {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
-        {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off, as Keras)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
-        {"steps", ARG_LONG, &f->cmd.plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
-        {"epochs", ARG_INT, &f->cmd.plan.epochs, "train until this many epochs in total", .has_min = true, .min = 0},
-        {"minutes", ARG_DOUBLE, &f->cmd.plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
-        {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation, data order and dropout", .has_min = true, .min = 0, .given = &f->optim.given.seed},
-        {"resume", ARG_FLAG, &f->cmd.resume, "continue from OUT/model.safetensors; model and data flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
-        {"force", ARG_FLAG, &f->cmd.force, "start a new run in an OUT that holds one, replacing it: its checkpoint, run.json, report and pictures go (not with --resume)", .given = NULL},
-        {"threads", ARG_INT, &f->cmd.threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
-        {"valid-every", ARG_INT, &f->cmd.plan.valid_every, "steps between validations and checkpoints (0: each epoch's end)", .has_min = true, .min = 0},
-        {"log-every", ARG_INT, &f->cmd.plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
-        {"checkpoint-every", ARG_INT, &f->cmd.plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
-        {"json", ARG_FLAG, &f->cmd.json, "print the final figures as one JSON object", .given = NULL},
     };
-    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
+    static const TrainCommandHelp help = {
+        .batch = "sentences per step", .batch_max = TEXT_BATCH_MAX,
+        .clip = "clip the global gradient norm at this (0: off, as Keras)",
+        .epochs = "train until this many epochs in total",
+        .seed = "seed of initialisation, data order and dropout",
+        .force = "start a new run in an OUT that holds one, replacing it: its checkpoint, "
+                 "run.json, report and pictures go (not with --resume)"};
+    ArgSpec specs[ARGS_LEN(own) + TRAIN_COMMAND_SPECS];
+    const int n = train_command_specs(specs, own, ARGS_LEN(own), &f->cmd, &f->optim, &help);
+    if (args_parse_for_command(argc, argv, specs, n,
                                "text classify train --out DIR [flags]", "text classify", code))
         return 1;
     train_plan_default(&f->cmd.plan);
@@ -322,17 +317,31 @@ static int train_step(TrainRun *r, double *loss, int *correct, Error *err) {
     TextState *st = &r->st;
     const int B = st->optim.batch, T = st->cfg.T;
     const int *pos = train_order_batch(&r->order, st->step, r->steps_per_epoch, B, st->optim.seed);
-    for (int b = 0; b < B; b++) {
+    // This rank's share of the batch (all of it in one process): the loss and gradient are
+    // the share's mean until train_command_reduce makes them the batch's (the L2 penalty,
+    // in every share's, stays itself: the shares' weights sum to 1).
+    const int count = r->cmd.share_count;
+    pos += r->cmd.share_begin;
+    for (int b = 0; b < count; b++) {
         int i = pos[b];
         memcpy(r->ids + (size_t)b * T, r->train.ids + (size_t)i * T, (size_t)T * sizeof(int));
         r->lengths[b] = r->train.lengths[i];
         r->labels[b] = r->train.labels[i];
     }
+    // The step's dropout masks from (seed, step); rank R > 0 of several draws its share's
+    // from (seed, step, R): the same distribution as one process's, other draws.
     Rng drop;
-    rng_seed(&drop, rng_mix(rng_mix(st->optim.seed, 0xD0F0), (uint64_t)st->step));
-    *loss = text_forward(&r->acts, &r->p, &st->cfg, r->ids, r->lengths, r->labels, B, &drop, correct);
+    uint64_t drop_seed = rng_mix(rng_mix(st->optim.seed, 0xD0F0), (uint64_t)st->step);
+    if (r->cmd.dist.rank > 0) drop_seed = rng_mix(drop_seed, (uint64_t)r->cmd.dist.rank);
+    rng_seed(&drop, drop_seed);
+    *loss = text_forward(&r->acts, &r->p, &st->cfg, r->ids, r->lengths, r->labels, count, &drop, correct);
     block_zero(&r->w.grads);
-    text_backward(&r->g, &r->acts, &r->p, &st->cfg, r->ids, r->labels, B);
+    text_backward(&r->g, &r->acts, &r->p, &st->cfg, r->ids, r->labels, count);
+    double right = *correct;  // the batch's correct predictions, over the ranks
+    if (train_command_reduce(&r->cmd, loss, &r->w.grads, err) ||
+        train_command_sum(&r->cmd, &right, 1, err))
+        return -1;
+    *correct = (int)right;
     if (train_check_finite(st->step + 1, "loss", *loss, &r->w.grads, r->cmd.paths.model, err)) return -1;
     train_norms_add(&r->norms, clip_global_norm(r->w.grads.data, r->w.grads.numel, st->optim.clip));
     st->step++;
@@ -359,6 +368,7 @@ static int log_validate_save(TrainRun *r, double loss, int correct, bool last, E
         r->last_loss = r->loss_acc / r->acc_n;
         r->last_train_acc = (double)r->acc_correct / r->acc_rows;
         if (due.validate) {
+            // Under ranks each rank validates the whole split alike (the same weights).
             TextEval v = text_evaluate(&r->acts, &r->p, &st->cfg, &r->valid);
             r->last_valid_acc = v.accuracy, r->last_valid_loss = v.loss;
         }
@@ -366,10 +376,10 @@ static int log_validate_save(TrainRun *r, double loss, int correct, bool last, E
                          due.validate ? r->last_valid_loss : NAN, due.validate ? r->last_valid_acc : NAN,
                          0, 0, timer_now() - r->cmd.budget.t0};
         train_norms_take(&r->norms, &row[5], &row[6]);
-        csvlog_row(&r->cmd.log, row, 8);
+        train_command_log_row(&r->cmd, row, 8);
         r->loss_acc = 0.0, r->acc_n = 0, r->acc_correct = 0, r->acc_rows = 0;
     }
-    return due.save ? save(r, err) : 0;
+    return due.save ? train_command_save(&r->cmd, r, err) : 0;
 }
 
 // The step loop's side of this trainer (cli/train_run.h TrainSteps).
@@ -412,7 +422,7 @@ static const TrainCommand TRAIN = {
                    "grad_norm_max,seconds",
     .curves = {{"train_accuracy", "valid_accuracy"}, {"train accuracy", "valid accuracy"}, 100.0f,
                "sentence classification", "accuracy (%)"},
-    .save_with_validation = true,
+    .save_with_validation = true, .ranks = true,
     .resume = resume_cb, .load_data = load_data, .init_model = init_model, .alloc = alloc_batch,
     .header = header, .steps = {step_cb, after_cb, status_cb, "sentences"}, .save = save,
     .valid_summary = valid_summary, .json_fields = json_fields, .free = free_run};
@@ -446,13 +456,15 @@ int text_classify_main(int argc, char **argv) {
     Error err;
     int r = args_subcommand(argc, argv, names, 5, &which, &err);
     if (r == ARGS_HELP) {
-        overview(stdout);
+        if (args_reporting_process()) overview(stdout);
         return 0;
     }
     if (r == ARGS_ERROR) {
-        fprintf(stderr, "text classify: %s\n", err.msg);
+        if (args_reporting_process()) fprintf(stderr, "text classify: %s\n", err.msg);
         return 2;
     }
+    // train runs over mpirun's ranks, or refuses them in one line (cli/train_command.h)
+    if (which != 0 && train_dist_one_process_only("text classify", names[which], TRAIN_COMMAND_RANKED)) return 2;
     switch (which) {
     case 0: return cmd_train(argc - 1, argv + 1);
     case 1: return text_eval_main(argc - 1, argv + 1);

@@ -16,6 +16,7 @@
 #include "cli/text_translate_state.h"
 #include "cli/threads.h"
 #include "cli/train_command.h"
+#include "cli/train_dist.h"
 #include "core/adam.h"
 #include "core/check.h"
 #include "core/csvlog.h"
@@ -48,7 +49,7 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
                       .cmd = {.threads = 1, .plan = {.log_every = 10}},
                       .optim = {.seed = 1, .batch = 64, .lr = 1e-3f, .beta1 = 0.9f, .clip = 5.0f,
                                 .lr_decay = 1}};
-    ArgSpec specs[] = {
+    const ArgSpec own[] = {
         {"data", ARG_STRING, &f->data, "dates (the synthetic date task), bible-en-es (make data's verse pairs) or pairs:FILE (SOURCE<TAB>TARGET lines)", .metavar = "SPEC", .given = &f->given.data},
         {"data-root", ARG_STRING, &f->root, "folder holding bible/", .metavar = "DIR"},
         {"out", ARG_STRING, &f->cmd.out, "output folder (model.safetensors, log.csv, loss.png, run.json)", .metavar = "DIR", .required = true},
@@ -79,24 +80,19 @@ static int parse_flags(TrainFlags *f, int argc, char **argv, int *code) {
         {"dropout", ARG_FLOAT, &f->dropout, "training: dropout on the source embeddings, the encoder's states and the decoder's output state (transformer: inside its layers, where PyTorch's put it)", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.dropout},
         {"label-smoothing", ARG_FLOAT, &f->label_smoothing, "training: the loss's target is (1 - X) the word + X spread evenly over the vocabulary", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->given.label_smoothing},
         {"bpe-merges", ARG_INT, &f->bpe_merges, "pairs: BPE merges learned on the training split (both sides, one model)", .has_min = true, .min = 0, .has_max = true, .max = BPE_MAX_MERGES, .given = &f->given.bpe_merges},
-        {"batch", ARG_INT, &f->optim.batch, "pairs per step", .has_min = true, .min = 1, .has_max = true, .max = TRANSLATE_BATCH_MAX, .given = &f->optim.given.batch},
-        {"lr", ARG_FLOAT, &f->optim.lr, "Adam learning rate", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr},
-        {"lr-decay", ARG_FLOAT, &f->optim.lr_decay, "the learning rate's factor per epoch: --lr x X^(step / steps per epoch), an exponential decay (1: constant; the Transformer's --warmup schedule replaces it)", .has_min = true, .min = 0, .min_exclusive = true, .has_max = true, .max = 1, .given = &f->optim.given.lr_decay},
-        {"beta1", ARG_FLOAT, &f->optim.beta1, "Adam beta1", .has_min = true, .min = 0, .has_max = true, .max = 1, .max_exclusive = true, .given = &f->optim.given.beta1},
-        {"clip", ARG_FLOAT, &f->optim.clip, "clip the global gradient norm at this (0: off)", .has_min = true, .min = 0, .given = &f->optim.given.clip},
-        {"steps", ARG_LONG, &f->cmd.plan.steps, "train until this many steps in total (0: use --epochs/--minutes)", .has_min = true, .min = 0},
-        {"epochs", ARG_INT, &f->cmd.plan.epochs, "train until this many epochs in total (no --steps, --epochs or --minutes: one)", .has_min = true, .min = 0},
-        {"minutes", ARG_DOUBLE, &f->cmd.plan.minutes, "stop after this much wall time in this run", .has_min = true, .min = 0},
-        {"seed", ARG_LONG, &f->optim.seed, "seed of initialisation and data order", .has_min = true, .min = 0, .given = &f->optim.given.seed},
-        {"resume", ARG_FLAG, &f->cmd.resume, "continue from OUT/model.safetensors; model and data flags given must match it, --batch/--lr/--beta1/--clip/--seed given replace its values", .given = NULL},
-        {"force", ARG_FLAG, &f->cmd.force, "start a new run in an OUT that holds one, replacing it (not with --resume)", .given = NULL},
-        {"threads", ARG_INT, &f->cmd.threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
-        {"valid-every", ARG_INT, &f->cmd.plan.valid_every, "steps between validations and checkpoints (0: each epoch's end)", .has_min = true, .min = 0},
-        {"log-every", ARG_INT, &f->cmd.plan.log_every, "steps between rows of log.csv", .has_min = true, .min = 1},
-        {"checkpoint-every", ARG_INT, &f->cmd.plan.ckpt_every, "steps between checkpoints (0: with validation)", .has_min = true, .min = 0},
-        {"json", ARG_FLAG, &f->cmd.json, "print the final figures as one JSON object", .given = NULL},
     };
-    if (args_parse_for_command(argc, argv, specs, ARGS_LEN(specs),
+    static const TrainCommandHelp help = {
+        .batch = "pairs per step", .batch_max = TRANSLATE_BATCH_MAX,
+        .lr_decay = "the learning rate's factor per epoch: --lr x X^(step / steps per epoch), "
+                    "an exponential decay (1: constant; the Transformer's --warmup schedule "
+                    "replaces it)",
+        .clip = "clip the global gradient norm at this (0: off)",
+        .epochs = "train until this many epochs in total (no --steps, --epochs or --minutes: one)",
+        .seed = "seed of initialisation and data order",
+        .force = "start a new run in an OUT that holds one, replacing it (not with --resume)"};
+    ArgSpec specs[ARGS_LEN(own) + TRAIN_COMMAND_SPECS];
+    const int n = train_command_specs(specs, own, ARGS_LEN(own), &f->cmd, &f->optim, &help);
+    if (args_parse_for_command(argc, argv, specs, n,
                                "text translate train --out DIR [flags]", "text translate", code))
         return 1;
     train_plan_default(&f->cmd.plan);
@@ -312,8 +308,10 @@ static int load_data(void *p, Error *err) {
 static int init_model(void *p, const SafetensorsFile *file, Error *err) {
     TrainRun *r = p;
     Rng init = train_optim_init_rng(&r->st.optim);
-    if (is_transformer(r)) tt_init(&r->tt, &r->st.tt, r->st.optim.batch, &init);
-    else translator_init(&r->m, &r->st.cfg, r->st.optim.batch, &init);
+    // Rows for this rank's share of a batch (every rank draws the same weights).
+    const int rows = train_command_share_most(&r->cmd, r->st.optim.batch);
+    if (is_transformer(r)) tt_init(&r->tt, &r->st.tt, rows, &init);
+    else translator_init(&r->m, &r->st.cfg, rows, &init);
     r->model_made = true;
     block_layout_like(&r->mom1, params_(r));
     block_layout_like(&r->mom2, params_(r));
@@ -412,41 +410,55 @@ static void gather(TrainRun *r, const TranslateData *d, const int *pos, int n) {
     }
 }
 
-// The teacher-forced loss per pair over the validation split.
-static double valid_loss(TrainRun *r) {
+// The teacher-forced loss per pair over the validation split into *loss (NAN for none):
+// each rank runs its share of every batch of --batch pairs, the sums meet (cli/train_command.h).
+static int valid_loss(TrainRun *r, double *loss, Error *err) {
     const int B = r->st.optim.batch;
     int *pos = xmalloc((size_t)B * sizeof(int));
     double sum = 0.0;
     for (int i0 = 0; i0 < r->valid.n; i0 += B) {
         const int n = r->valid.n - i0 < B ? r->valid.n - i0 : B;
-        for (int i = 0; i < n; i++) pos[i] = i0 + i;
-        gather(r, &r->valid, pos, n);
+        int begin, count;
+        train_command_share(&r->cmd, n, &begin, &count);
+        if (count == 0) continue;  // a last batch of fewer pairs than ranks
+        for (int i = 0; i < count; i++) pos[i] = i0 + begin + i;
+        gather(r, &r->valid, pos, count);
         sum += (is_transformer(r)
-                    ? tt_forward(&r->tt, r->src, r->src_len, r->tgt, r->tgt_len, n, NULL)
-                    : translator_forward(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, n)) * n;
+                    ? tt_forward(&r->tt, r->src, r->src_len, r->tgt, r->tgt_len, count, NULL)
+                    : translator_forward(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, count)) * count;
     }
     free(pos);
-    return r->valid.n ? sum / r->valid.n : NAN;
+    if (train_command_sum(&r->cmd, &sum, 1, err)) return -1;
+    *loss = r->valid.n ? sum / r->valid.n : NAN;
+    return 0;
 }
 
 static int train_step(TrainRun *r, double *loss, Error *err) {
     TranslateState *st = &r->st;
     const int B = st->optim.batch;
     const int *pos = train_order_batch(&r->order, st->step, r->steps_per_epoch, B, st->optim.seed);
-    gather(r, &r->train, pos, B);
-    // The step's dropout masks: a stream of (seed, step), so a resumed run draws the same.
+    // This rank's share of the batch (all of it in one process); the loss and gradient are
+    // the share's mean until train_command_reduce makes them the batch's.
+    const int count = r->cmd.share_count;
+    gather(r, &r->train, pos + r->cmd.share_begin, count);
+    // The step's dropout masks: a stream of (seed, step), so a resumed run draws the same;
+    // rank R > 0 of several draws its share's from a stream of (seed, step, R) (so the
+    // masks of N ranks are not one process's: the same distribution, other draws).
     Rng drop;
-    rng_seed(&drop, rng_mix((uint64_t)st->optim.seed ^ 0xD809u, (uint64_t)st->step));
+    uint64_t drop_seed = rng_mix((uint64_t)st->optim.seed ^ 0xD809u, (uint64_t)st->step);
+    if (r->cmd.dist.rank > 0) drop_seed = rng_mix(drop_seed, (uint64_t)r->cmd.dist.rank);
+    rng_seed(&drop, drop_seed);
     Block *params = params_(r), *grads = grads_(r);
     if (is_transformer(r)) {
-        *loss = tt_forward(&r->tt, r->src, r->src_len, r->tgt, r->tgt_len, B, &drop);
+        *loss = tt_forward(&r->tt, r->src, r->src_len, r->tgt, r->tgt_len, count, &drop);
         block_zero(grads);
         tt_backward(&r->tt);
     } else {
-        *loss = translator_forward_train(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, B, &drop);
+        *loss = translator_forward_train(&r->m, r->src, r->src_len, r->tgt, r->tgt_len, count, &drop);
         block_zero(grads);
         translator_backward(&r->m);
     }
+    if (train_command_reduce(&r->cmd, loss, grads, err)) return -1;
     if (train_check_finite(st->step + 1, "loss", *loss, grads, r->cmd.paths.model, err)) return -1;
     train_norms_add(&r->norms, clip_global_norm(grads->data, grads->numel, st->optim.clip));
     st->step++;
@@ -471,14 +483,14 @@ static int log_validate_save(TrainRun *r, double loss, bool last, Error *err) {
     TrainDue due = train_due(&r->cmd.cadence, r->st.step, last);
     if (due.log) {
         r->last_loss = r->loss_acc / r->acc_n;
-        if (due.validate) r->last_valid_loss = valid_loss(r);
+        if (due.validate && valid_loss(r, &r->last_valid_loss, err)) return -1;
         double row[6] = {(double)r->st.step, r->last_loss, due.validate ? r->last_valid_loss : NAN,
                          0, 0, timer_now() - r->cmd.budget.t0};
         train_norms_take(&r->norms, &row[3], &row[4]);
-        csvlog_row(&r->cmd.log, row, 6);
+        train_command_log_row(&r->cmd, row, 6);
         r->loss_acc = 0.0, r->acc_n = 0;
     }
-    return due.save ? save(r, err) : 0;
+    return due.save ? train_command_save(&r->cmd, r, err) : 0;
 }
 
 // The step loop's side of this trainer (cli/train_run.h TrainSteps).
@@ -513,7 +525,7 @@ static const TrainCommand TRAIN = {
     .log_columns = "step,train_loss,valid_loss,grad_norm,grad_norm_max,seconds",
     .curves = {{"train_loss", "valid_loss"}, {"train loss", "valid loss"}, 1.0f, "translation",
                "cross-entropy per pair"},
-    .save_with_validation = true,
+    .save_with_validation = true, .ranks = true,
     .resume = resume_cb, .load_data = load_data, .init_model = init_model, .alloc = alloc_batch,
     .header = header, .steps = {step_cb, after_cb, status_cb, "pairs"}, .save = save,
     .valid_summary = valid_summary, .json_fields = json_fields, .free = free_run};
@@ -550,13 +562,15 @@ int text_translate_main(int argc, char **argv) {
     Error err;
     int r = args_subcommand(argc, argv, names, 6, &which, &err);
     if (r == ARGS_HELP) {
-        overview(stdout);
+        if (args_reporting_process()) overview(stdout);
         return 0;
     }
     if (r == ARGS_ERROR) {
-        fprintf(stderr, "text translate: %s\n", err.msg);
+        if (args_reporting_process()) fprintf(stderr, "text translate: %s\n", err.msg);
         return 2;
     }
+    // train runs over mpirun's ranks, or refuses them in one line (cli/train_command.h)
+    if (which != 0 && train_dist_one_process_only("text translate", names[which], TRAIN_COMMAND_RANKED)) return 2;
     switch (which) {
     case 0: return cmd_train(argc - 1, argv + 1);
     case 1: return text_translate_eval_main(argc - 1, argv + 1);

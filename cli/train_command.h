@@ -1,4 +1,4 @@
-// train_command.h: the command of a trainer without ranks (text classify train, text
+// train_command.h: the command of a trainer on the shared driver (text classify train, text
 // translate train, draw classify train), written once. The driver owns the skeleton that
 // every such command runs alike:
 //
@@ -9,7 +9,8 @@
 //            anew or resumed at the checkpoint's step
 //   header   "COMMAND: resuming with --lr ... (checkpoint: ...)" where flags replaced the
 //            checkpoint's settings, then "COMMAND: <the trainer's details>; step N of M"
-//   loop     train_loop_run with the trainer's step, after-step and status callbacks
+//   loop     the trainer's step, after-step and status callbacks until the budget is
+//            spent, a step fails or SIGINT/SIGTERM asks the run to stop
 //   finish   a checkpoint where a run of no steps has none yet, loss.png from log.csv, the
 //            summary line "COMMAND: N steps in S s wall; R ITEMS/s of step time; <the
 //            validation>; wrote OUT/model.safetensors", --json's object
@@ -17,6 +18,30 @@
 //            run.json (cli/run_info.h) for every invocation that got past opening:
 //            finished, failed, or interrupted by SIGINT/SIGTERM (its last checkpoint kept)
 //   close    the trainer's memory, log.csv, the lock
+//
+// Ranks (cli/train_dist.h): a trainer whose table sets .ranks runs under `mpirun -np N` as
+// N copies of the command (without it, mpirun with several ranks is refused in one line).
+// --batch stays the global batch: every rank knows the whole batch (the epoch's order is a
+// function of the seed) and its step trains on its contiguous share of it, rows
+// [cmd.share_begin, cmd.share_begin + cmd.share_count), then calls train_command_reduce,
+// which makes its share's mean loss and gradient the global batch's on every rank (scaled
+// by count / B, summed in rank order); every rank then clips and updates alike, so the
+// weights stay the same everywhere without being sent. Validation sums its parts with
+// train_command_sum. The driver does the rest:
+//   - every rank parses the flags, reads the checkpoint and the data itself (the ranks see
+//     one shared run folder: a rank that finds no checkpoint where rank 0 found one, or
+//     the other way, fails in one line naming it);
+//   - rank 0 alone holds the lock, makes and clears the folder, writes log.csv
+//     (train_command_log_row), checkpoints (train_command_save), loss.png, run.json (with
+//     the ranks), the header, the progress line, the summary and --json;
+//   - each phase of opening ends with the ranks' outcomes compared (train_dist_agree): a
+//     bad flag or file, alike on every rank, is one line from rank 0, "PROGRAM: reason";
+//     so is a failure every rank meets in a step (a non-finite loss after the reduction);
+//     a rank's own failure is its line "rank R of N: PROGRAM: reason"; every rank exits 1;
+//   - rank 0's clock decides when a time budget is spent and whether SIGINT/SIGTERM stops
+//     the run, for every rank, so that every rank stops after the same step.
+// One process (no mpirun) runs as before: every share is the whole batch, every sum the
+// identity.
 //
 // The trainer gives its side as one static TrainCommand (a table of callbacks over its own
 // run struct, which holds a TrainCommandRun) and its flags, parsed by itself with the
@@ -32,8 +57,9 @@
 //         return train_command_main(&TRAIN, &r.cmd, &r, argc, argv);
 //     }
 //
-// draw train and caption train keep loops of their own (ranks, best-model checkpoints,
-// the EMA) on the same pieces of cli/train_run.h.
+// draw train and caption train keep loops of their own (best-model checkpoints, the EMA,
+// workers over threads and ranks) on the same pieces of cli/train_run.h and
+// cli/train_dist.h.
 #ifndef CLI_TRAIN_COMMAND_H
 #define CLI_TRAIN_COMMAND_H
 
@@ -41,9 +67,11 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "cli/args.h"
 #include "cli/report_common.h"
 #include "cli/train_run.h"
 #include "core/csvlog.h"
+#include "core/dist.h"
 #include "core/error.h"
 #include "core/safetensors.h"
 
@@ -56,6 +84,23 @@ typedef struct {
     TrainPlanFlags plan; // --steps, --epochs, --minutes, --log-every, --valid-every,
                          // --checkpoint-every
 } TrainCommandFlags;
+
+// The rows of the flags above and of the optimiser's, after the trainer's own rows (own,
+// n_own): --batch, --lr, --lr-decay (where the trainer takes it), --beta1, --clip, --steps,
+// --epochs, --minutes, --seed, --resume, --force, --threads, --valid-every, --log-every,
+// --checkpoint-every, --json, in that order, into specs (room for n_own +
+// TRAIN_COMMAND_SPECS rows). Returns the number of rows. The help lines that differ
+// between the trainers come from help.
+enum { TRAIN_COMMAND_SPECS = 16 };
+typedef struct {
+    const char *batch;     // --batch's help ("pairs per step")
+    int batch_max;         // --batch's largest value
+    const char *lr_decay;  // --lr-decay's help; NULL: the trainer takes no --lr-decay
+    const char *clip, *epochs, *seed, *force;  // those flags' help
+} TrainCommandHelp;
+
+int train_command_specs(ArgSpec *specs, const ArgSpec *own, int n_own, TrainCommandFlags *cmd,
+                        TrainOptimFlags *optim, const TrainCommandHelp *help);
 
 // What the driver keeps of a run; the trainer's callbacks read and write it too (the
 // paths, whether it resumed, the log, the budget's clock, the cadence).
@@ -72,17 +117,24 @@ typedef struct {
     TrainBudget budget;
     TrainCadence cadence;
     TrainMeter meter;
+    Dist dist;            // the ranks: rank 0 of 1 without mpirun
+    int share_begin, share_count;  // this rank's rows of each batch of *batch (all alone)
+    const struct TrainCommand *command;  // the command running (train_command_save)
 } TrainCommandRun;
 
 // A trainer's side. Callbacks take the trainer's run struct; those returning int give 0, or
 // -1 with err set.
-typedef struct {
+typedef struct TrainCommand {
     const char *command;  // "text classify train": the lines' prefix, train_process_begin
     const char *program;  // "text classify": run.json's program, the error line's prefix
     const char *found_as; // the command train_checkpoint_found names ("text classify")
     const char *log_columns;  // log.csv's header
     ReportLogPlot curves;     // loss.png
     bool save_with_validation;  // --checkpoint-every 0: a checkpoint with each validation
+    // The trainer runs under mpirun: its step trains on cmd.share_* and calls
+    // train_command_reduce, its validation train_command_sum. Without it, mpirun with
+    // several ranks is refused in one line.
+    bool ranks;
     // --resume with a checkpoint (file, loaded): the run's state from it, then the flags
     // given against it (refused, or the settings they replace into cmd.resumed_with).
     int (*resume)(void *run, const SafetensorsFile *file, Error *err);
@@ -108,8 +160,31 @@ typedef struct {
     void (*free)(void *run);  // what the trainer allocated (called however far it got)
 } TrainCommand;
 
+// The share's mean loss (*loss) and gradient (grads) over this rank's cmd.share_count rows
+// become the global batch's mean on every rank (cli/train_dist.h: train_dist_reduce_means,
+// train_dist_reduce_grads). One process: nothing changes. A collective.
+int train_command_reduce(TrainCommandRun *c, double *loss, Block *grads, Error *err);
+// v (n) summed over the ranks in rank order, on every rank (validation's sums and counts).
+// One process: nothing changes. A collective.
+int train_command_sum(TrainCommandRun *c, double *v, int n, Error *err);
+// rows [*begin, *begin + *count) of a batch of n rows (a validation batch, say): this rank's.
+void train_command_share(const TrainCommandRun *c, int n, int *begin, int *count);
+// The largest share of a batch of n rows over the ranks (rank 0's): the rows a rank's
+// model must hold.
+int train_command_share_most(const TrainCommandRun *c, int n);
+// A log.csv row (n values), written by rank 0 alone.
+void train_command_log_row(TrainCommandRun *c, const double *row, int n);
+// The trainer's checkpoint (its save callback), written by rank 0 alone; 0 elsewhere.
+int train_command_save(TrainCommandRun *c, void *run, Error *err);
+
+// The commands that run under mpirun, for the line of one that does not
+// (cli/train_dist.h: train_dist_one_process_only).
+#define TRAIN_COMMAND_RANKED \
+    "draw train, caption train, text classify train and text translate train split their " \
+    "work over ranks"
+
 // Runs the command (flags parsed) to its end; returns the exit status: 0, or 1 after one
-// line "PROGRAM: reason" on stderr.
+// line "PROGRAM: reason" on stderr (under mpirun: as above).
 int train_command_main(const TrainCommand *t, TrainCommandRun *c, void *run, int argc,
                        char **argv);
 

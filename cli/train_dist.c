@@ -6,12 +6,12 @@
 
 #include "cli/train_run.h"
 
-int train_dist_one_process_only(const char *program, const char *command) {
+int train_dist_one_process_only(const char *program, const char *command, const char *ranked) {
     int rank, size = dist_launched(&rank);
     if (size <= 1) return 0;
     if (rank == 0)
-        fprintf(stderr, "%s %s runs as one process (train and eval split their work over "
-                        "ranks): start it without mpirun\n", program, command);
+        fprintf(stderr, "%s %s runs as one process (%s): start it without mpirun\n", program,
+                command, ranked);
     return 2;
 }
 
@@ -23,18 +23,22 @@ void train_dist_print(const Dist *d, const char *program, const Error *err) {
     fflush(stderr);
 }
 
-int train_dist_agree(const Dist *d, int status, const char *program, const Error *err) {
-    const DistOutcome o = dist_compare_outcomes(d, status, status ? err->msg : "");
-    if (o == DIST_ALL_OK) return 0;
+void train_dist_report(const Dist *d, DistOutcome o, int status, const char *program,
+                       const Error *err) {
     if (o == DIST_SAME_FAILURE) {  // every rank alike (a flag, a file all read): one line
         if (dist_is_root(d)) {
             fprintf(stderr, "%s: %s\n", program, err->msg);
             fflush(stderr);
         }
-    } else if (status) {
+    } else if (o == DIST_SOME_FAILED && status) {
         train_dist_print(d, program, err);
     }
-    return -1;
+}
+
+int train_dist_agree(const Dist *d, int status, const char *program, const Error *err) {
+    const DistOutcome o = dist_compare_outcomes(d, status, status ? err->msg : "");
+    train_dist_report(d, o, status, program, err);
+    return o == DIST_ALL_OK ? 0 : -1;
 }
 
 int train_dist_fail(const Dist *d, const char *program, const Error *err) {

@@ -44,9 +44,13 @@
 #include "core/error.h"
 
 // Commands that run as one process (generate, predict, reports, ...): under mpirun with
-// several ranks, rank 0 prints "PROGRAM COMMAND runs as one process: start it without
-// mpirun" and every rank returns 2; otherwise 0.
-int train_dist_one_process_only(const char *program, const char *command);
+// several ranks, rank 0 prints "PROGRAM COMMAND runs as one process (RANKED): start it
+// without mpirun" and every rank returns 2; otherwise 0. ranked names the program's
+// commands that do split their work over ranks ("train and eval split their work over
+// ranks").
+int train_dist_one_process_only(const char *program, const char *command, const char *ranked);
+// draw's and caption's: "train and eval split their work over ranks".
+#define TRAIN_DIST_RANKED "train and eval split their work over ranks"
 
 // Prints "PROGRAM: msg" (one process) or "rank R of N: PROGRAM: msg" as one line on stderr.
 void train_dist_print(const Dist *d, const char *program, const Error *err);
@@ -56,6 +60,13 @@ void train_dist_print(const Dist *d, const char *program, const Error *err);
 // ("PROGRAM: msg") when every rank failed with the same one, or else each failed rank
 // printed its own (train_dist_print). A collective.
 int train_dist_agree(const Dist *d, int status, const char *program, const Error *err);
+
+// train_dist_agree's line for an outcome already compared (dist_compare_outcomes of
+// status and err over the ranks): nothing for DIST_ALL_OK; rank 0 prints "PROGRAM: msg"
+// for DIST_SAME_FAILURE; each failed rank its own line for DIST_SOME_FAILED. Not a
+// collective: for a verdict reached inside a loop and told once the loop has ended.
+void train_dist_report(const Dist *d, DistOutcome o, int status, const char *program,
+                       const Error *err);
 
 // A failure of this rank alone in the middle of a run: with several ranks, prints the line
 // and ends the whole job (does not return); alone, prints it and returns 1 (the exit status).

@@ -558,37 +558,3 @@ const char *json_number(char buf[32], double x) {
         snprintf(buf, 32, "null");
     return buf;
 }
-
-// ---------------------------------------------------------------------------------------
-// Step loop
-
-int train_loop_run(TrainMeter *m, TrainBudget *b, const long *step, int batch,
-                   const TrainSteps *s, void *run, bool *interrupted, Error *err) {
-    char status[96] = "";
-    int rc = 0;
-    *interrupted = false;
-    train_budget_begin(b);
-    train_meter_start(m, b, *step, true);
-    progress_name(&m->progress, "steps", s->items);
-    while (train_budget_allows(b, *step)) {
-        double t0 = timer_now(), loss;
-        if (s->step(run, &loss, err)) {
-            rc = -1;
-            break;
-        }
-        double secs = timer_now() - t0;
-        if (s->after(run, loss, train_budget_spent(b, *step), err)) {
-            rc = -1;
-            break;
-        }
-        s->status(run, loss, status, sizeof status);
-        train_meter_step(m, *step, batch, secs, status);
-        if (train_interrupted() && train_budget_allows(b, *step)) {  // SIGINT, SIGTERM
-            *interrupted = true;
-            rc = train_interrupt_error(*step, err);
-            break;
-        }
-    }
-    train_meter_end(m, *step, status);
-    return rc;
-}

@@ -10,9 +10,9 @@
 //   TrainPaths    a run folder's checkpoint, log and curves
 //   TrainMeter    the progress line (steps, steps/s, images/s, time left for any budget)
 //                 and the timing the summary reports
-//   TrainSteps, train_loop_run   the step loop of a trainer without ranks (draw classify
-//                 train, text classify train, text translate train: cli/train_command.h
-//                 runs their whole command around it)
+//   TrainSteps    a trainer's step callbacks for cli/train_command.h's driver (draw
+//                 classify train, text classify train, text translate train), which runs
+//                 their whole command around them
 //   TrainEma      the exponential moving average of the weights, validated and saved in
 //                 the weights' place
 //   train_out_open, _make, _check, _clear   no silent loss: the folder locked for
@@ -175,21 +175,16 @@ void train_meter_end(TrainMeter *m, long step, const char *status);
 // Training images per second of step time; 0 when no step ran.
 double train_meter_images_per_s(const TrainMeter *m);
 
-// The step loop of a trainer without ranks (draw classify train, text classify train,
-// text translate train): steps until the budget is spent, a step fails or SIGINT/SIGTERM
-// asks the run to stop (then *interrupted and train_interrupt_error), with the progress
-// line. The trainer gives its side: one step (forward, backward, update; it advances
-// *step), then what is due after it (log row, validation, checkpoint; last: the budget's
-// last step), and the status text of the line. The meter's step time is the step's alone.
+// The step loop's side of a trainer on cli/train_command.h's driver (draw classify train,
+// text classify train, text translate train): one step (forward, backward, update; it
+// advances the step count), then what is due after it (log row, validation, checkpoint;
+// last: the budget's last step), and the status text of the progress line.
 typedef struct {
     int (*step)(void *run, double *loss, Error *err);
     int (*after)(void *run, double loss, bool last, Error *err);
     void (*status)(const void *run, double loss, char *buf, size_t n);
     const char *items;  // what the meter counts: "images", "sentences", "pairs"
 } TrainSteps;
-
-int train_loop_run(TrainMeter *m, TrainBudget *b, const long *step, int batch,
-                   const TrainSteps *s, void *run, bool *interrupted, Error *err);
 
 // Gradient norms (the global norm before clipping) of the steps in one log window, for
 // log.csv's grad_norm (their mean) and grad_norm_max: heavy-tailed norms, a clip that
