@@ -87,7 +87,12 @@ annot-fwd-7000-seed2 --attention luong-concat --forward-only --annot-embed --dro
 annot-fwd-dropout-0.2-seed1 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 1
 annot-fwd-dropout-0.2-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 2
 annot-fwd-dropout-0.2-seed3 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 3
-annot-fwd-dropout-0.2-7000-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 2 --steps 7000"}
+annot-fwd-dropout-0.2-seed4 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 4
+annot-fwd-dropout-0.2-seed5 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 5
+annot-fwd-dropout-0.2-7000-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 2 --steps 7000
+annot-fwd-hidden-128-seed1 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --hidden 128 --seed 1
+annot-fwd-hidden-128-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --hidden 128 --seed 2
+annot-fwd-hidden-128-seed3 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --hidden 128 --seed 3"}
 BIBLE_KINDS=${BIBLE_KINDS:-none bahdanau luong-general transformer}
 TRANSFORMER_FLAGS=${TRANSFORMER_FLAGS:---warmup 400 --lr 1e-3 --dropout 0.1 --label-smoothing 0.1}
 BIBLE_MINUTES=${BIBLE_MINUTES:-20}
@@ -354,17 +359,50 @@ dates_table() {
     done
 }
 
+# bucket FILE FROM: eval.json's bucket of sources from FROM characters as "pairs exact lo hi"
+# (percent, the 95 % Wilson interval); nothing when the file lacks it.
+bucket() {
+    sed 's/.*"by_source_length": \[//; s/\].*//' "$1" | tr '}' '\n' |
+        sed -n "s/.*\"from\": $2, \"to\": [0-9]*, \"pairs\": \([0-9]*\), \"exact_match\": \([-0-9.eE+]*\).*/\1 \2/p" |
+        awk 'BEGIN { z = 1.96 } { n = $1; p = $2; d = 1 + z * z / n; c = (p + z * z / (2 * n)) / d
+             h = z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+             printf "%d %.1f %.1f %.1f\n", n, 100 * p, 100 * (c - h), 100 * (c + h) }'
+}
+
 # length_cells FILE: eval.json's exact match by source length, one cell a bucket: the
 # percentage with its 95 % Wilson interval, "-" for a bucket the file lacks (buckets 1-10 ..
 # 31-40: dates have at most 40 characters).
 length_cells() {
     for from in 1 11 21 31; do
-        sed 's/.*"by_source_length": \[//; s/\].*//' "$1" | tr '}' '\n' |
-            sed -n "s/.*\"from\": $from, \"to\": [0-9]*, \"pairs\": \([0-9]*\), \"exact_match\": \([-0-9.eE+]*\).*/\1 \2/p" |
-            awk 'BEGIN { z = 1.96 } { n = $1; p = $2; d = 1 + z * z / n; c = (p + z * z / (2 * n)) / d
-                 h = z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-                 printf " %.1f [%.1f, %.1f] |", 100 * p, 100 * (c - h), 100 * (c + h); found = 1 }
-                 END { if (!found) printf " - |" }'
+        b=$(bucket "$1" $from)
+        if [ -n "$b" ]; then echo "$b" | awk '{ printf " %s [%s, %s] |", $2, $3, $4 }'; else printf ' - |'; fi
+    done
+}
+
+# long_inputs: issue 58's "the no-attention model is measurably worse on long inputs", from
+# the kinds' test figures: none's exact match on the longest sources (31-40 characters)
+# against each attention kind's, "above" where the kind's 95 % Wilson interval lies wholly
+# above none's, "overlaps" otherwise; and the same on the shortest (1-10), so that a gap on
+# long inputs is not read as one that grows with length when it does not.
+long_inputs() {
+    f=$store/dates-none/eval.json
+    [ -s "$f" ] || return 0
+    for from in 31 1; do
+        nb=$(bucket "$f" $from)
+        [ -n "$nb" ] || continue
+        set -- $nb
+        n=$1 pn=$2 lo=$3 hi=$4
+        cells=""
+        for kind in bahdanau luong-dot luong-general luong-concat local-m local-p transformer; do
+            g=$store/dates-$kind/eval.json
+            [ -s "$g" ] || continue
+            kb=$(bucket "$g" $from)
+            [ -n "$kb" ] || continue
+            cells="$cells${cells:+, }$(echo "$kb" | awk -v k="$kind" -v hi="$hi" -v lo="$lo" '{ printf "%s %s [%s, %s] (%s)", k, $2, $3, $4, ($3 > hi ? "above" : ($4 < lo ? "below" : "overlaps")) }')"
+        done
+        to=$((from + 9))
+        echo "At $from-$to characters ($n test examples) none's exact match is $pn [$lo, $hi] %; the"
+        echo "attention kinds': $cells."
     done
 }
 
@@ -652,6 +690,10 @@ dates_section() {
         dates_table
         echo
         length_table
+        if [ -s "$store/dates-none/eval.json" ]; then
+            echo
+            long_inputs
+        fi
     else
         echo "## The date task: every attention kind"
     fi
