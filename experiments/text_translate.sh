@@ -478,6 +478,33 @@ tries_table() {
     done
 }
 
+# seeds_table: the levers by their flags less the seed (a name's "-seedN" dropped), over the
+# seeds each was run on, and the recipe's runs beside them: on the validation split, the
+# lowest and the mean exact match and alignment over the seeds and how many seeds meet both
+# of issue 58's targets. The recipe was chosen on this table.
+seeds_table() {
+    echo "### The levers over seeds (validation split)"
+    echo
+    echo "Each lever of the table above by its flags less the seed (its runs' names less"
+    echo "\"-seedN\"), and the recipe's runs (below) beside them, on the validation split:"
+    echo "the lowest and the mean over its seeds, and the seeds meeting both targets (exact match at"
+    echo "least 99 %, alignment at least 95 %)."
+    echo
+    echo "| lever | seeds | exact match, lowest (%) | exact match, mean (%) | alignment, lowest (%) | alignment, mean (%) | seeds meeting both |"
+    echo "|---|---|---|---|---|---|---|"
+    for name in $(try_names) $(recipe_names); do
+        f=$store/dates-$name/eval-valid.json
+        [ -s "$f" ] || continue
+        group=$(echo "${name#try-}" | sed 's/-seed[0-9]*$//')
+        echo "$group $(num "$f" exact_match 100) $(num "$f" alignment_accuracy 100)"
+    done | awk '$2 != "-" && $3 != "-" { g = $1; if (!(g in n)) order[++groups] = g
+                    n[g]++; se[g] += $2; sa[g] += $3; met[g] += ($2 >= 99 && $3 >= 95)
+                    if (n[g] == 1 || $2 < le[g]) le[g] = $2
+                    if (n[g] == 1 || $3 < la[g]) la[g] = $3 }
+                END { for (i = 1; i <= groups; i++) { g = order[i]
+                          printf "| %s | %d | %.2f | %.2f | %.2f | %.2f | %d of %d |\n", g, n[g], le[g], se[g] / n[g], la[g], sa[g] / n[g], met[g], n[g] } }'
+}
+
 # recipe_names: the recipe's run folders found (dates-recipe-seedN, N ascending), less "dates-".
 recipe_names() {
     ls -d "$store"/dates-recipe-seed* 2> /dev/null | sed 's#.*/dates-##' | sort -t d -k 2 -n
@@ -700,6 +727,8 @@ dates_section() {
     if ls "$store"/dates-try-*/eval-valid.json > /dev/null 2>&1; then
         echo
         tries_table
+        echo
+        seeds_table
     fi
     if any_file "$store/dates-*/misses.tsv" "$store/dates-try-*/misses-valid.tsv"; then
         echo

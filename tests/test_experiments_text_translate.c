@@ -164,6 +164,12 @@ static void test_dates_recipe(void) {
     EXPECT(tries && strstr(tries, "| small | `?` | 50 | 90.00 | 80.00 | 3.250 | 10 |") &&
                strstr(tries, "| fwd | `?` | 80 |"),
            "the levers' table:\n%s", tries ? tries : (page ? page : ""));
+    // The levers over seeds: each lever by its name less "-seedN", the recipe's two seeds as
+    // one row (the stand-in's 90 % and 80 %: short of both targets).
+    const char *seeds = page ? strstr(page, "### The levers over seeds (validation split)") : NULL;
+    EXPECT(seeds && strstr(seeds, "| small | 1 | 90.00 | 90.00 | 80.00 | 80.00 | 0 of 1 |") &&
+               strstr(seeds, "| fwd | 1 |") && strstr(seeds, "| recipe | 2 | 90.00 | 90.00 | 80.00 | 80.00 | 0 of 2 |"),
+           "the levers over seeds:\n%s", seeds ? seeds : (page ? page : ""));
     const char *misses = page ? strstr(page, "### Where the missed peaks fall") : NULL;
     EXPECT(misses && strstr(misses, "| try-small | valid | 1 |") && strstr(misses, "| recipe-seed1 | test | 1 |"),
            "the misses table:\n%s", misses ? misses : (page ? page : ""));
