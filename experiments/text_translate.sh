@@ -438,10 +438,12 @@ misses_table() {
     echo "Of the test split's 8,000 digits (the validation split's 4,000 for the levers), those whose"
     echo "attention peak lies outside their span, by side (offset from the span's nearest edge,"
     echo "negative before it) and their commonest kind: target character t of \"yyyy-mm-dd\" (0-3"
-    echo "the year, 5-6 the month, 8-9 the day), the offset and the source character the peak fell on."
+    echo "the year, 5-6 the month, 8-9 the day), the offset and the source character the peak fell on;"
+    echo "last, the misses that are the \"0\" written before a one-digit month or day (t5 or t8, a"
+    echo "span of one character)."
     echo
-    echo "| run | split | missed | before the span | after it | one character off | commonest (t, offset, on) |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| run | split | missed | before the span | after it | one character off | commonest (t, offset, on) | a one-digit field's 0 |"
+    echo "|---|---|---|---|---|---|---|---|"
     for name in bahdanau luong-dot luong-general luong-concat local-m local-p transformer $(try_names) $(recipe_names); do
         case $name in
         try-*) f=$store/dates-$name/misses-valid.tsv split=valid ;;
@@ -449,10 +451,11 @@ misses_table() {
         esac
         [ -s "$f" ] || continue
         awk -F '\t' -v name="$name" -v sp="$split" 'NR > 1 { n++; b += $12 < 0; a += $12 > 0; one += $12 == 1 || $12 == -1
+                 z += ($5 == 5 || $5 == 8) && $9 - $8 == 1 && substr($4, $5 + 1, 1) == "0"
                  k = "t" $5 ", " ($12 > 0 ? "+" : "") $12 ", \"" $11 "\""; c[k]++ }
                  END { top = ""; for (k in c) if (top == "" || c[k] > c[top] || (c[k] == c[top] && k < top)) top = k
-                       if (n) printf "| %s | %s | %d | %d | %d | %d | %s (%d) |\n", name, sp, n, b, a, one, top, c[top]
-                       else printf "| %s | %s | 0 | 0 | 0 | 0 | - |\n", name, sp }' "$f"
+                       if (n) printf "| %s | %s | %d | %d | %d | %d | %s (%d) | %d |\n", name, sp, n, b, a, one, top, c[top], z
+                       else printf "| %s | %s | 0 | 0 | 0 | 0 | - | 0 |\n", name, sp }' "$f"
     done
 }
 
