@@ -87,7 +87,12 @@ annot-fwd-7000-seed2 --attention luong-concat --forward-only --annot-embed --dro
 annot-fwd-dropout-0.2-seed1 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 1
 annot-fwd-dropout-0.2-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 2
 annot-fwd-dropout-0.2-seed3 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 3
-annot-fwd-dropout-0.2-7000-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 2 --steps 7000"}
+annot-fwd-dropout-0.2-seed4 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 4
+annot-fwd-dropout-0.2-seed5 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 5
+annot-fwd-dropout-0.2-7000-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 2 --steps 7000
+annot-fwd-hidden-128-seed1 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --hidden 128 --seed 1
+annot-fwd-hidden-128-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --hidden 128 --seed 2
+annot-fwd-hidden-128-seed3 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --hidden 128 --seed 3"}
 BIBLE_KINDS=${BIBLE_KINDS:-none bahdanau luong-general transformer}
 TRANSFORMER_FLAGS=${TRANSFORMER_FLAGS:---warmup 400 --lr 1e-3 --dropout 0.1 --label-smoothing 0.1}
 BIBLE_MINUTES=${BIBLE_MINUTES:-20}
@@ -336,8 +341,8 @@ dates_table() {
     echo "batch 64, Adam 1e-3, seed 1, $DATES_STEPS steps each. Test split (1,000 examples), greedy"
     echo "decoding. Alignment accuracy: the share of target digits whose attention peak falls on"
     echo "the source characters the digit comes from (none has no attention: no figure). One"
-    echo "run each (seed 1): an exact match near 70 % on 1,000 examples has a binomial standard"
-    echo "error of about 1.4 points, and seeds move a short run more than that; compare kinds over"
+    echo "run each (seed 1): an exact match of 95 % on 1,000 examples has a binomial standard"
+    echo "error of about 0.7 points, and seeds move a short run more than that; compare kinds over"
     echo "seeds before ranking them."
     [ ! -s "$store/dates-transformer/eval.json" ] || {
         echo "transformer: the Transformer translator (d 128, 4 heads, d_ff 256, 2 + 2 layers),"
@@ -354,17 +359,50 @@ dates_table() {
     done
 }
 
+# bucket FILE FROM: eval.json's bucket of sources from FROM characters as "pairs exact lo hi"
+# (percent, the 95 % Wilson interval); nothing when the file lacks it.
+bucket() {
+    sed 's/.*"by_source_length": \[//; s/\].*//' "$1" | tr '}' '\n' |
+        sed -n "s/.*\"from\": $2, \"to\": [0-9]*, \"pairs\": \([0-9]*\), \"exact_match\": \([-0-9.eE+]*\).*/\1 \2/p" |
+        awk 'BEGIN { z = 1.96 } { n = $1; p = $2; d = 1 + z * z / n; c = (p + z * z / (2 * n)) / d
+             h = z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+             printf "%d %.1f %.1f %.1f\n", n, 100 * p, 100 * (c - h), 100 * (c + h) }'
+}
+
 # length_cells FILE: eval.json's exact match by source length, one cell a bucket: the
 # percentage with its 95 % Wilson interval, "-" for a bucket the file lacks (buckets 1-10 ..
 # 31-40: dates have at most 40 characters).
 length_cells() {
     for from in 1 11 21 31; do
-        sed 's/.*"by_source_length": \[//; s/\].*//' "$1" | tr '}' '\n' |
-            sed -n "s/.*\"from\": $from, \"to\": [0-9]*, \"pairs\": \([0-9]*\), \"exact_match\": \([-0-9.eE+]*\).*/\1 \2/p" |
-            awk 'BEGIN { z = 1.96 } { n = $1; p = $2; d = 1 + z * z / n; c = (p + z * z / (2 * n)) / d
-                 h = z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-                 printf " %.1f [%.1f, %.1f] |", 100 * p, 100 * (c - h), 100 * (c + h); found = 1 }
-                 END { if (!found) printf " - |" }'
+        b=$(bucket "$1" $from)
+        if [ -n "$b" ]; then echo "$b" | awk '{ printf " %s [%s, %s] |", $2, $3, $4 }'; else printf ' - |'; fi
+    done
+}
+
+# long_inputs: issue 58's "the no-attention model is measurably worse on long inputs", from
+# the kinds' test figures: none's exact match on the longest sources (31-40 characters)
+# against each attention kind's, "above" where the kind's 95 % Wilson interval lies wholly
+# above none's, "overlaps" otherwise; and the same on the shortest (1-10), so that a gap on
+# long inputs is not read as one that grows with length when it does not.
+long_inputs() {
+    f=$store/dates-none/eval.json
+    [ -s "$f" ] || return 0
+    for from in 31 1; do
+        nb=$(bucket "$f" $from)
+        [ -n "$nb" ] || continue
+        set -- $nb
+        n=$1 pn=$2 lo=$3 hi=$4
+        cells=""
+        for kind in bahdanau luong-dot luong-general luong-concat local-m local-p transformer; do
+            g=$store/dates-$kind/eval.json
+            [ -s "$g" ] || continue
+            kb=$(bucket "$g" $from)
+            [ -n "$kb" ] || continue
+            cells="$cells${cells:+, }$(echo "$kb" | awk -v k="$kind" -v hi="$hi" -v lo="$lo" '{ printf "%s %s [%s, %s] (%s)", k, $2, $3, $4, ($3 > hi ? "above" : ($4 < lo ? "below" : "overlaps")) }')"
+        done
+        to=$((from + 9))
+        echo "At $from-$to characters ($n test examples) none's exact match is $pn [$lo, $hi] %; the"
+        echo "attention kinds': $cells."
     done
 }
 
@@ -400,10 +438,12 @@ misses_table() {
     echo "Of the test split's 8,000 digits (the validation split's 4,000 for the levers), those whose"
     echo "attention peak lies outside their span, by side (offset from the span's nearest edge,"
     echo "negative before it) and their commonest kind: target character t of \"yyyy-mm-dd\" (0-3"
-    echo "the year, 5-6 the month, 8-9 the day), the offset and the source character the peak fell on."
+    echo "the year, 5-6 the month, 8-9 the day), the offset and the source character the peak fell on;"
+    echo "last, the misses that are the \"0\" written before a one-digit month or day (t5 or t8, a"
+    echo "span of one character)."
     echo
-    echo "| run | split | missed | before the span | after it | one character off | commonest (t, offset, on) |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| run | split | missed | before the span | after it | one character off | commonest (t, offset, on) | a one-digit field's 0 |"
+    echo "|---|---|---|---|---|---|---|---|"
     for name in bahdanau luong-dot luong-general luong-concat local-m local-p transformer $(try_names) $(recipe_names); do
         case $name in
         try-*) f=$store/dates-$name/misses-valid.tsv split=valid ;;
@@ -411,10 +451,11 @@ misses_table() {
         esac
         [ -s "$f" ] || continue
         awk -F '\t' -v name="$name" -v sp="$split" 'NR > 1 { n++; b += $12 < 0; a += $12 > 0; one += $12 == 1 || $12 == -1
+                 z += ($5 == 5 || $5 == 8) && $9 - $8 == 1 && substr($4, $5 + 1, 1) == "0"
                  k = "t" $5 ", " ($12 > 0 ? "+" : "") $12 ", \"" $11 "\""; c[k]++ }
                  END { top = ""; for (k in c) if (top == "" || c[k] > c[top] || (c[k] == c[top] && k < top)) top = k
-                       if (n) printf "| %s | %s | %d | %d | %d | %d | %s (%d) |\n", name, sp, n, b, a, one, top, c[top]
-                       else printf "| %s | %s | 0 | 0 | 0 | 0 | - |\n", name, sp }' "$f"
+                       if (n) printf "| %s | %s | %d | %d | %d | %d | %s (%d) | %d |\n", name, sp, n, b, a, one, top, c[top], z
+                       else printf "| %s | %s | 0 | 0 | 0 | 0 | - | 0 |\n", name, sp }' "$f"
     done
 }
 
@@ -438,6 +479,33 @@ tries_table() {
         flags=$(sed -n 's/.*"command":[^"]*"text translate train --data dates \(.*\) --steps .*/\1/p' "$dir/run.json" 2> /dev/null | head -n 1)
         echo "| ${name#try-} | \`${flags:-?}\` | $(step_of "$dir") | $(num "$dir/eval-valid.json" exact_match 100) | $(num "$dir/eval-valid.json" alignment_accuracy 100) | $(num "$dir/train.json" valid_loss 1 3) | $(train_wall "$dir") |"
     done
+}
+
+# seeds_table: the levers by their flags less the seed (a name's "-seedN" dropped), over the
+# seeds each was run on, and the recipe's runs beside them: on the validation split, the
+# lowest and the mean exact match and alignment over the seeds and how many seeds meet both
+# of issue 58's targets. The recipe was chosen on this table.
+seeds_table() {
+    echo "### The levers over seeds (validation split)"
+    echo
+    echo "Each lever of the table above by its flags less the seed (its runs' names less"
+    echo "\"-seedN\"), and the recipe's runs (below) beside them, on the validation split:"
+    echo "the lowest and the mean over its seeds, and the seeds meeting both targets (exact match at"
+    echo "least 99 %, alignment at least 95 %)."
+    echo
+    echo "| lever | seeds | exact match, lowest (%) | exact match, mean (%) | alignment, lowest (%) | alignment, mean (%) | seeds meeting both |"
+    echo "|---|---|---|---|---|---|---|"
+    for name in $(try_names) $(recipe_names); do
+        f=$store/dates-$name/eval-valid.json
+        [ -s "$f" ] || continue
+        group=$(echo "${name#try-}" | sed 's/-seed[0-9]*$//')
+        echo "$group $(num "$f" exact_match 100) $(num "$f" alignment_accuracy 100)"
+    done | awk '$2 != "-" && $3 != "-" { g = $1; if (!(g in n)) order[++groups] = g
+                    n[g]++; se[g] += $2; sa[g] += $3; met[g] += ($2 >= 99 && $3 >= 95)
+                    if (n[g] == 1 || $2 < le[g]) le[g] = $2
+                    if (n[g] == 1 || $3 < la[g]) la[g] = $3 }
+                END { for (i = 1; i <= groups; i++) { g = order[i]
+                          printf "| %s | %d | %.2f | %.2f | %.2f | %.2f | %d of %d |\n", g, n[g], le[g], se[g] / n[g], la[g], sa[g] / n[g], met[g], n[g] } }'
 }
 
 # recipe_names: the recipe's run folders found (dates-recipe-seedN, N ascending), less "dates-".
@@ -467,7 +535,23 @@ recipe_summary() {
 
 # recipe_why_text: the reasons for DATES_RECIPE_DEFAULT, as the levers' runs showed them.
 recipe_why_text() {
-    :
+    cat <<'WHY'
+Why it: the spans are the fields as written (test_dates checks every format), so a miss is
+the model's, and the table of missed peaks says where they go. With both directions
+(annot) the state beside a field already holds it, and the peaks that miss fall on a
+neighbour of the field, before it about as often as after; one direction reading right to
+left (annot-rev) puts most of them before it. An encoder reading left to right
+(--forward-only) has no state before a field that knows it, and with each character's
+embedding beside its state in the annotations (--annot-embed) the score sees which
+character a position holds: its misses are then mostly one character after the span, and
+most of those are the "0" written before a one-digit month or day (the table's last
+column), whose peak falls on the separator, the first state that knows the field has one
+digit. At the default width (annot-fwd) that left one seed of three short of 95 %;
+twice the steps or dropout 0.2 lift that seed over it. Of the candidates run on all five
+seeds, the recipe is the one that meets both targets on every seed of the validation split
+with the highest lowest alignment (the levers over seeds); local-p attention with the
+same encoder (annot-fwd-local-p) is far below.
+WHY
 }
 
 # recipe_why: why the default recipe, from the runs of the levers (the evidence this page's
@@ -652,12 +736,18 @@ dates_section() {
         dates_table
         echo
         length_table
+        if [ -s "$store/dates-none/eval.json" ]; then
+            echo
+            long_inputs
+        fi
     else
         echo "## The date task: every attention kind"
     fi
     if ls "$store"/dates-try-*/eval-valid.json > /dev/null 2>&1; then
         echo
         tries_table
+        echo
+        seeds_table
     fi
     if any_file "$store/dates-*/misses.tsv" "$store/dates-try-*/misses-valid.tsv"; then
         echo
