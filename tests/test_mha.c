@@ -38,7 +38,7 @@ typedef struct {
 static void fx_init(Fx *f, int d, int heads, int B, int T, int S, int causal, int self,
                     const int *lengths, uint64_t seed) {
     memset(f, 0, sizeof *f);
-    f->c = (MhaConfig){d, heads};
+    f->c = (MhaConfig){.d = d, .heads = heads};
     f->B = B, f->T = T, f->S = S, f->causal = causal, f->self = self;
     mha_params_layout(&f->params, &f->p, &f->c, "attn");
     mha_params_layout(&f->grads, &f->g, &f->c, "attn");
@@ -237,7 +237,7 @@ static void test_mha_cache_equals_full_pass(void) {
 
 static void test_mha_config_check(void) {
     Error err = {{0}};
-    MhaConfig bad = {10, 4}, good = {12, 4};
+    MhaConfig bad = {.d = 10, .heads = 4}, good = {.d = 12, .heads = 4};
     EXPECT(mha_config_check(&bad, &err) == -1, "heads 4 of d 10 accepted");
     EXPECT(strstr(err.msg, "4 heads") && strstr(err.msg, "10"), "message: %s", err.msg);
     EXPECT(!strchr(err.msg, '\n'), "message is more than one line");
