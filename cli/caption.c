@@ -42,6 +42,7 @@
 #include "datasets/split.h"
 #include "models/sat.h"
 #include "models/sat_decode.h"
+#include "models/sat_transformer.h"
 #include "seq/vocab.h"
 
 // ---------------------------------------------------------------------------------------
@@ -56,8 +57,9 @@ static int eval_fail(const Dist *dist, const Error *err) {
 typedef struct {
     const char *model, *split, *results, *encoder;
     int beam, threads, count, batch;
+    int map_layer, map_head;  // a Transformer's maps: decoder layer (-1 the last), head (-1 the mean)
     float length_alpha;
-    bool json, quiet;
+    bool json, quiet, map_layer_given, map_head_given;
     CaptionEvalOutputs outputs;  // --per-image, --attention-out, --attention-count
     CaptionDataFlags data;
 } EvalFlags;
@@ -65,7 +67,7 @@ typedef struct {
 // 0: parsed; otherwise *code is the exit status (0 after --help).
 static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
     *f = (EvalFlags){.split = "test", .beam = 3, .threads = threads_available(), .batch = 32,
-                     .length_alpha = 0.7f,
+                     .length_alpha = 0.7f, .map_layer = -1, .map_head = -1,
                      .outputs = {.per_image = NULL, .strips = NULL, .strips_each = 20}};  // (report)
     CaptionDataFlags *df = &f->data;
     caption_data_flags_default(df);
@@ -81,6 +83,8 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
         {"length-alpha", ARG_FLOAT, &f->length_alpha, "beam length normalisation exponent", .has_min = true, .min = 0},
         {"count", ARG_INT, &f->count, "evaluate the first N images only (0 = all)", .has_min = true, .min = 0},
         {"batch", ARG_INT, &f->batch, "images decoded at once", .has_min = true, .min = 1, .has_max = true, .max = 4096},
+        {"map-layer", ARG_INT, &f->map_layer, "a Transformer decoder: the layer whose cross-attention makes the maps that grounding, strips and --per-image read (-1: the last; default: the model's --map-layer)", .has_min = true, .min = -1, .has_max = true, .max = 31, .given = &f->map_layer_given},
+        {"map-head", ARG_INT, &f->map_head, "a Transformer decoder: the maps from this cross-attention head alone (0 .. heads - 1) instead of the mean over heads (-1); the captions stay the same", .has_min = true, .min = -1, .has_max = true, .max = 255, .given = &f->map_head_given},
         {"results", ARG_STRING, &f->results, "COCO results JSON (default: next to the model)", .metavar = "PATH", .given = NULL},
         {"per-image", ARG_STRING, &f->outputs.per_image, "write each image's caption, references, BLEU-4, CIDEr-D, grounding and objects named here (JSON)", .metavar = "FILE", .given = NULL},
         {"attention-out", ARG_STRING, &f->outputs.strips, "write attention strips of the first, best and worst images here", .metavar = "DIR", .given = NULL},
@@ -102,7 +106,7 @@ static void default_results_path(char *buf, size_t cap, const char *model_path, 
 
 // The scores of n images of split as one JSON object (--json) or one line.
 static void print_scores(const CaptionEvalResult *er, const SatConfig *c, Split split, int n, int beam,
-                         bool json) {
+                         int map_head, bool json) {
     const CaptionScores *s = &er->scores;
     if (json) {
         printf("{\"split\": \"%s\", \"images\": %d, \"beam\": %d, \"attention\": \"%s\", "
@@ -114,6 +118,9 @@ static void print_scores(const CaptionEvalResult *er, const SatConfig *c, Split 
             printf(", \"grounding\": %.6f, \"object_words\": %d", er->grounding.accuracy,
                    er->grounding.object_words);
         if (er->has_objects) caption_objects_print_json(&er->objects, 6);
+        if (c->decoder == SAT_DECODER_TRANSFORMER)  // whose maps were read (-1: the mean)
+            printf(", \"map_layer\": %d, \"map_head\": %d",
+                   c->tf.map_layer >= 0 ? c->tf.map_layer : c->tf.layers - 1, map_head);
         printf("}\n");
         return;
     }
@@ -148,6 +155,21 @@ static int open_eval_inputs(EvalInputs *in, const EvalFlags *f, Split split, Err
     CaptionCounters tc;
     if (caption_model_load(f->model, &in->m, &in->vocab, 0, NULL, &tc, NULL, err)) return -1;
     in->loaded = true;
+    if (f->map_layer_given || f->map_head_given) {  // the maps read from a layer, a head
+        const SatConfig *c = &in->m.cfg;
+        const char *flag = f->map_layer_given ? "--map-layer" : "--map-head";
+        if (c->decoder != SAT_DECODER_TRANSFORMER)
+            return error_set(err, "%s: %s has the LSTM decoder, whose maps are its one attention's; "
+                                  "the flag is for a Transformer decoder's", flag, f->model);
+        if (f->map_layer >= c->tf.layers)
+            return error_set(err, "--map-layer %d: %s has %d decoder layer%s (0 .. %d, or -1 the last)",
+                             f->map_layer, f->model, c->tf.layers, c->tf.layers == 1 ? "" : "s",
+                             c->tf.layers - 1);
+        if (f->map_head >= c->tf.heads)
+            return error_set(err, "--map-head %d: %s has %d heads (0 .. %d, or -1 the mean)",
+                             f->map_head, f->model, c->tf.heads, c->tf.heads - 1);
+        sat_tf_set_maps(&in->m, f->map_layer_given ? f->map_layer : c->tf.map_layer, f->map_head);
+    }
     if (sat_check_sizes(&in->m.cfg, f->batch, err) ||
         sat_check_decode_sizes(&in->m.cfg, f->batch, f->beam, "--beam", err))
         return error_prefix(err, "%s", f->model);
@@ -214,7 +236,7 @@ static int cmd_eval(int argc, char **argv) {
         goto done;
     }
     if (dist_is_root(&dist)) {  // rank 0 prints
-        print_scores(&er, &in.m.cfg, split, in.n, f.beam, f.json);
+        print_scores(&er, &in.m.cfg, split, in.n, f.beam, f.map_head, f.json);
         text_write_linef(stderr, "results: %s", f.results);
     }
     rc = 0;

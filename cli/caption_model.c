@@ -56,18 +56,18 @@ static int read_optim_meta(const SafetensorsFile *f, const char *path, TrainOpti
 }
 
 int caption_model_save(const char *path, const SatModel *m, const Vocab *vocab, int with_state,
-                       const TrainOptim *optim, const TrainEma *ema, long step, long best_step,
-                       double best_bleu, const EncoderRecord *enc, const CaptionFineTune *ft,
+                       const TrainOptim *optim, const TrainEma *ema, const CaptionCounters *tc,
+                       const EncoderRecord *enc, const CaptionFineTune *ft,
                        const char *data, Error *err) {
-    char cfg[2048], st[64], bst[64], bb[64], base[64], bset[16], ema_decay[32];
+    char cfg[2048], st[64], bst[64], bb[64], base[64], bset[16], ema_decay[32], cpu[32];
     sat_config_format(&m->cfg, cfg, sizeof cfg);
     char *vj = vocab_to_json(vocab);
-    snprintf(st, sizeof st, "%ld", step);
-    snprintf(bst, sizeof bst, "%ld", best_step);
-    snprintf(bb, sizeof bb, "%.17g", best_bleu);
+    snprintf(st, sizeof st, "%ld", tc->step);
+    snprintf(bst, sizeof bst, "%ld", tc->best_step);
+    snprintf(bb, sizeof bb, "%.17g", tc->best_bleu);
     snprintf(base, sizeof base, "%a", (double)m->baseline);
     snprintf(bset, sizeof bset, "%d", m->baseline_set);
-    SafetensorsMeta meta[24] = {{"format", "attend-sat"}, {"version", "1"}, {"sat.config", cfg},
+    SafetensorsMeta meta[28] = {{"format", "attend-sat"}, {"version", "1"}, {"sat.config", cfg},
                                 {"vocab", vj},           {"step", st},     {"best_step", bst},
                                 {"best_val_bleu4", bb},  {"baseline", base}, {"baseline_set", bset}};
     int n_meta = 9 + encoder_record_meta(enc, meta + 9);  // the pretrained encoder, if any
@@ -78,6 +78,8 @@ int caption_model_save(const char *path, const SatModel *m, const Vocab *vocab, 
         for (int i = 0; i < om.n; i++) meta[n_meta++] = om.meta[i];
         snprintf(ema_decay, sizeof ema_decay, "%.9g", (double)ema->decay);
         meta[n_meta++] = (SafetensorsMeta){"train.ema", ema_decay};
+        snprintf(cpu, sizeof cpu, "%.17g", tc->cpu_seconds);
+        meta[n_meta++] = (SafetensorsMeta){"train.cpu_seconds", cpu};
     }
     const bool with_ema = with_state && train_ema_on(ema);
     const Block *blocks[7] = {&m->params, &m->adam_m, &m->adam_v, with_ema ? &ema->avg : NULL};
@@ -129,6 +131,12 @@ static int read_train_state(const SafetensorsFile *f, const char *path, SatModel
                safetensors_meta_long(f, path, "baseline_set", NULL, 0, 1, &bset, err)))
         r = -1;
     m->baseline_set = (int)bset;
+    tc->cpu_seconds = 0;  // a state written before train.cpu_seconds was stored: none spent
+    if (!r && safetensors_meta(f, "train.cpu_seconds") &&
+        safetensors_meta_double(f, path, "train.cpu_seconds", &tc->cpu_seconds, err))
+        r = -1;
+    if (!r && !(tc->cpu_seconds >= 0))
+        r = error_set(err, "%s: metadata train.cpu_seconds is %g, not a CPU time >= 0", path, tc->cpu_seconds);
     if (!r && optim) r = read_optim_meta(f, path, &optim->optim, &optim->stored, err);
     if (!r && optim) r = read_ema_meta(f, path, &optim->ema, &optim->ema_stored, err);
     if (!r && optim) {  // a state written before train.data was stored: none to check

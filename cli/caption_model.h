@@ -28,10 +28,13 @@ int caption_attention_parse(SatConfig *c, const char *name, Error *err);
 // The kind's name, "transformer" for the Transformer decoder (its cross-attention).
 const char *caption_attention_name(const SatConfig *c);
 
-// A run's counters: its step and its best validation BLEU-4 (< 0 before any) and step.
+// A run's counters: its step and its best validation BLEU-4 (< 0 before any) and step;
+// the CPU seconds its training has spent (train.cpu_seconds of a state; 0 in a state
+// written before it was stored).
 typedef struct {
     long step, best_step;
     double best_bleu;
+    double cpu_seconds;
 } CaptionCounters;
 
 // A state's optimiser settings, weight average's decay and data spec (train.data):
@@ -45,11 +48,11 @@ typedef struct {
 
 // Saves the parameters (and, for a state file, the Adam moments, the training counters,
 // the optimiser settings optim and the weight average ema: its decay, and its weights when
-// it is on). enc: the pretrained encoder of a model trained on features, or NULL; ft: a
+// it is on; and tc's CPU seconds as train.cpu_seconds). enc: the pretrained encoder of a model trained on features, or NULL; ft: a
 // fine-tuned stage, or NULL; data: the --data spec trained on (train.data), or NULL.
 int caption_model_save(const char *path, const SatModel *m, const Vocab *vocab, int with_state,
-                       const TrainOptim *optim, const TrainEma *ema, long step, long best_step,
-                       double best_bleu, const EncoderRecord *enc, const CaptionFineTune *ft,
+                       const TrainOptim *optim, const TrainEma *ema, const CaptionCounters *tc,
+                       const EncoderRecord *enc, const CaptionFineTune *ft,
                        const char *data, Error *err);
 
 // Opens a model file: configuration, vocabulary, parameters (and with state, Adam

@@ -403,10 +403,12 @@ static int open_run(CaptionRun *r, const CaptionTrainFlags *f, Dist *dist, Error
     if (share_start(r, err)) return 1;
     const int B = r->optim.batch;
     r->steps_per_epoch = (r->n_train + B - 1) / B;
-    long end_step = f->given.steps     ? f->steps
-                    : f->given.minutes ? 0
-                                       : (long)f->epochs * r->steps_per_epoch;
-    r->budget = (TrainBudget){.end_step = end_step, .seconds = f->given.minutes ? f->minutes * 60.0 : 0};
+    long end_step = f->given.steps                            ? f->steps
+                    : f->given.minutes || f->given.cpu_budget ? 0
+                                                              : (long)f->epochs * r->steps_per_epoch;
+    r->budget = (TrainBudget){.end_step = end_step, .seconds = f->given.minutes ? f->minutes * 60.0 : 0,
+                              .cpu_seconds = f->given.cpu_budget ? f->cpu_budget : 0,
+                              .cpu_before = r->tc.cpu_seconds};
     r->cadence = (TrainCadence){.steps_per_epoch = r->steps_per_epoch, .log_every = f->log_every,
                                 .save_every = f->checkpoint_every, .log_at_epoch_end = true,
                                 .save_at_validation = true};
@@ -420,6 +422,9 @@ static void print_header(const CaptionRun *r) {
     sat_config_format(&r->model.cfg, cs, sizeof cs);
     if (r->budget.end_step)
         snprintf(budget, sizeof budget, "of %ld", r->budget.end_step);
+    else if (r->budget.cpu_seconds > 0)
+        snprintf(budget, sizeof budget, "for %g CPU seconds (%.1f spent)", r->budget.cpu_seconds,
+                 r->budget.cpu_before);
     else
         snprintf(budget, sizeof budget, "for %g minutes", f->minutes);
     char ranks[48] = "";
@@ -621,10 +626,12 @@ static void log_step(CaptionRun *r, const StepResult *s, bool row_due) {
     r->n_acc = 0;
 }
 
+// The state records the CPU seconds spent up to it, which a --resume counts on from.
 static int save_state(const CaptionRun *r, Error *err) {
-    return caption_model_save(r->path_state, &r->model, &r->vocab, 1, &r->optim, &r->ema,
-                              r->tc.step, r->tc.best_step, r->tc.best_bleu, &r->enc, &r->ft,
-                              r->data_spec, err);
+    CaptionCounters tc = r->tc;
+    tc.cpu_seconds = train_budget_cpu_used(&r->budget);
+    return caption_model_save(r->path_state, &r->model, &r->vocab, 1, &r->optim, &r->ema, &tc,
+                              &r->enc, &r->ft, r->data_spec, err);
 }
 
 // Validation BLEU-4 (and grounding) of the model, or with --ema of the weight average,
@@ -669,9 +676,8 @@ static int validate_and_save(CaptionRun *r, Error *err) {
     if (best) {
         r->tc.best_bleu = r->last_val;
         r->tc.best_step = step;
-        if (root && caption_model_save(r->path_model, &r->model, &r->vocab, 0, NULL, NULL, step,
-                                       r->tc.best_step, r->tc.best_bleu, &r->enc, &r->ft,
-                                       r->data_spec, err))
+        if (root && caption_model_save(r->path_model, &r->model, &r->vocab, 0, NULL, NULL, &r->tc,
+                                       &r->enc, &r->ft, r->data_spec, err))
             return -1;
     }
     train_ema_swap(&r->ema, &r->model.params);
@@ -742,10 +748,13 @@ static void print_summary(const CaptionRun *r) {
         fprintf(stderr, "caption train: nothing to do (already at step %ld)\n", tc->step);
     if (r->f->json) {
         char fl[32], vb[32], bb[32], bs[32];
-        printf("{\"steps\": %ld, \"epochs\": %.4f, \"seconds\": %.2f, \"images_per_s\": %.2f, "
-               "\"final_loss\": %s, \"val_bleu4\": %s, \"best_val_bleu4\": %s, \"best_step\": %s, "
+        char cb[32];
+        printf("{\"steps\": %ld, \"epochs\": %.4f, \"seconds\": %.2f, \"cpu_seconds\": %.2f, "
+               "\"cpu_budget\": %s, \"images_per_s\": %.2f, \"final_loss\": %s, \"val_bleu4\": %s, \"best_val_bleu4\": %s, \"best_step\": %s, "
                "\"attention\": \"%s\"}\n",
-               tc->step, (double)tc->step / r->steps_per_epoch, secs, ips,
+               tc->step, (double)tc->step / r->steps_per_epoch, secs,
+               train_budget_cpu_used(&r->budget),
+               json_number(cb, r->budget.cpu_seconds > 0 ? r->budget.cpu_seconds : NAN), ips,
                json_number(fl, final_loss),
                json_number(vb, r->last_val), json_number(bb, best),
                json_number(bs, isfinite(best) ? (double)tc->best_step : NAN),
@@ -785,6 +794,10 @@ int caption_train_main(int argc, char **argv) {
         rc = train_loop(&r, &err) ? 1 : 0;
         csvlog_close(&r.log);
         if (rc == 0 && root) print_summary(&r);
+        if (root) {  // the CPU spent over the run's invocations, and its budget
+            run_info.cpu_seconds = train_budget_cpu_used(&r.budget);
+            run_info.cpu_budget = r.budget.cpu_seconds;
+        }
         if (root) run_info_end(&run_info, r.interrupted ? RUN_INFO_INTERRUPTED : rc, r.tc.step,
                                train_meter_images_per_s(&r.meter));
     }

@@ -70,9 +70,9 @@ static const char *first_given_transformer_flag(const CaptionTrainFlags *f) {
 // What the table of flags cannot say: one budget at most, and no image size or channels
 // with a feature cache. Returns 0, or 2 after one line on stderr.
 static int check_flags(const CaptionTrainFlags *f) {
-    if (f->given.epochs + f->given.steps + f->given.minutes > 1) {
+    if (f->given.epochs + f->given.steps + f->given.minutes + f->given.cpu_budget > 1) {
         if (args_reporting_process())
-            fprintf(stderr, "--epochs, --steps, --minutes: give at most one\n");
+            fprintf(stderr, "--epochs, --steps, --minutes, --cpu-budget: give at most one\n");
         return 2;
     }
     // The annotations' image size and channels are the cache's (its encoder's).
@@ -115,6 +115,7 @@ int caption_train_flags_parse(CaptionTrainFlags *f, int argc, char **argv, int *
         {"epochs", ARG_INT, &f->epochs, "training epochs", .has_min = true, .min = 1, .given = &f->given.epochs},
         {"steps", ARG_LONG, &f->steps, "stop at this total step count instead", .has_min = true, .min = 1, .given = &f->given.steps},
         {"minutes", ARG_DOUBLE, &f->minutes, "stop after this many minutes instead", .has_min = true, .min = 0, .min_exclusive = true, .given = &f->given.minutes},
+        {"cpu-budget", ARG_DOUBLE, &f->cpu_budget, "stop at the first step past this many CPU seconds of the process (all its threads; steps, validations and checkpoints), counted across --resume (the state's train.cpu_seconds) instead: a budget the load of a shared machine does not change", .metavar = "SECONDS", .has_min = true, .min = 0, .min_exclusive = true, .given = &f->given.cpu_budget},
         {"seed", ARG_LONG, &f->optim.seed, "random seed (initialisation, order, dropout, sampling)", .given = &f->optim.given.seed},
         {"resume", ARG_FLAG, &f->resume, "continue from OUT/state.safetensors; model flags given must match it, --batch/--lr/--lr-decay/--clip/--seed/--ema (and --fine-tune-lr) given replace its values", .given = NULL},
         {"force", ARG_FLAG, &f->force, "start a new run in an OUT that holds one, replacing it: its checkpoint, run.json, report and pictures go (not with --resume)", .given = NULL},

@@ -24,11 +24,12 @@ typedef struct {
     int epochs, threads, val_beam, val_count, log_every, checkpoint_every;
     long steps;
     double minutes;
+    double cpu_budget;  // --cpu-budget: CPU seconds of training over the run's invocations
     TrainOptimFlags optim;  // --batch, --lr, --lr-decay, --clip, --seed (no --beta1)
     float lambda, dropout, entropy, length_alpha, ema;
     bool resume, force, json, beta_vector, quiet, overlap_sums;
     struct {
-        bool epochs, steps, minutes;  // the budget: at most one
+        bool epochs, steps, minutes, cpu_budget;  // the budget: at most one
         bool attention, channels, query, image_size, embed, hidden, attn_dim, heads, window,
             max_len, beta_vector, lambda, dropout, entropy;
         bool decoder, d_model, d_ff, layers, enc_layers, positions, map_layer, post_ln, warmup;

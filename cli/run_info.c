@@ -186,5 +186,8 @@ void run_info_end(RunInfo *ri, int status, long steps, double images_per_s) {
     cJSON_AddNumberToObject(inv, "wall_seconds", round((timer_now() - ri->t0) * 100) / 100);
     cJSON_AddNumberToObject(inv, "steps", (double)steps);
     cJSON_AddNumberToObject(inv, "images_per_s", round(images_per_s * 100) / 100);
+    if (ri->cpu_seconds > 0)
+        cJSON_AddNumberToObject(inv, "cpu_seconds", round(ri->cpu_seconds * 100) / 100);
+    if (ri->cpu_budget > 0) cJSON_AddNumberToObject(inv, "cpu_budget", ri->cpu_budget);
     write_doc(ri, list);
 }

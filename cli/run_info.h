@@ -24,7 +24,9 @@
 //                                            (cli/train_run.h: train_process_begin)
 //         "wall_seconds": 61.2,              begin to end of this invocation
 //         "steps": 1200,                     the step count at its end (a total)
-//         "images_per_s": 412.5}]}           its training throughput (train's own figure)
+//         "images_per_s": 412.5,             its training throughput (train's own figure)
+//         "cpu_seconds": 301.2,              caption train: CPU seconds of training so far,
+//         "cpu_budget": 300}]}               over the invocations; its --cpu-budget
 //
 // The record is an aid, not a result: a failure to write it prints one warning line to
 // stderr and training goes on (the run's own files are written as ever).
@@ -36,6 +38,10 @@ typedef struct {
     char program[32];
     double t0;        // timer_now() at begin
     int ok;           // 0 once a write failed: run_info_end then does nothing
+    // Set before run_info_end (caption train): the CPU seconds the run's training has spent
+    // over its invocations ("cpu_seconds", written when > 0) and its --cpu-budget
+    // ("cpu_budget", written when > 0).
+    double cpu_seconds, cpu_budget;
 } RunInfo;
 
 // Starts the record of one invocation: program "caption", "draw" or "draw classify" (the

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,10 +24,24 @@
 // ---------------------------------------------------------------------------------------
 // Budget
 
-void train_budget_begin(TrainBudget *b) { b->t0 = timer_now(); }
+double train_process_cpu_now(void) {
+    struct timespec ts;
+    CHECK(clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void train_budget_begin(TrainBudget *b) {
+    b->t0 = timer_now();
+    b->cpu0 = train_process_cpu_now();
+}
+
+double train_budget_cpu_used(const TrainBudget *b) {
+    return b->cpu_before + (train_process_cpu_now() - b->cpu0);
+}
 
 static bool out_of_time(const TrainBudget *b) {
-    return b->seconds > 0 && timer_now() - b->t0 >= b->seconds;
+    return (b->seconds > 0 && timer_now() - b->t0 >= b->seconds) ||
+           (b->cpu_seconds > 0 && train_budget_cpu_used(b) >= b->cpu_seconds);
 }
 
 bool train_budget_allows(const TrainBudget *b, long step) {
@@ -42,8 +57,11 @@ void train_budget_describe(const TrainBudget *b, char *buf, size_t n) {
     buf[0] = 0;
     int k = b->end_step ? snprintf(buf, n, " of %ld", b->end_step) : 0;
     if (b->seconds > 0 && k >= 0 && (size_t)k < n)
-        snprintf(buf + k, n - (size_t)k, "%s%g minutes", b->end_step ? ", at most " : ", ",
-                 b->seconds / 60.0);
+        k += snprintf(buf + k, n - (size_t)k, "%s%g minutes", b->end_step ? ", at most " : ", ",
+                      b->seconds / 60.0);
+    if (b->cpu_seconds > 0 && k >= 0 && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, "%s%g CPU seconds",
+                 b->end_step || b->seconds > 0 ? ", at most " : ", ", b->cpu_seconds);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 // ranks, a feature cache) lands once:
 //
 //   TrainBudget   when the run stops: a total step count (from --steps or --epochs), a wall
-//                 time for this invocation (--minutes), or both, whichever comes first
+//                 time for this invocation (--minutes), CPU seconds of the process counted
+//                 across resumes (--cpu-budget), or several, whichever comes first
 //   TrainOrder    each epoch's shuffled order of the training examples
 //   TrainCadence  at which steps a log row, a validation and a checkpoint are due
 //   TrainPlanFlags  the flags that set both (draw train, draw classify train)
@@ -70,15 +71,28 @@ typedef struct {
     long end_step;   // stop once the step count reaches this; 0: no step limit
     double seconds;  // stop once this invocation has trained this long; 0: no time limit
     double t0;       // when this invocation's training began (train_budget_begin)
+    // A CPU budget: the process's CPU time (user + system, all its threads) inside the step
+    // loop (steps, validations, checkpoints), summed over the run's invocations: cpu_before
+    // is what the earlier ones spent up to the checkpoint resumed from. Unlike wall time it
+    // does not grow with the load of a shared machine. 0: no CPU limit.
+    double cpu_seconds;
+    double cpu_before;  // CPU seconds spent before this invocation (a resumed run's)
+    double cpu0;        // the process's CPU time at train_budget_begin
 } TrainBudget;
 
-void train_budget_begin(TrainBudget *b);  // starts the clock of the time limit
+// Starts the clocks of the time limits (wall and CPU).
+void train_budget_begin(TrainBudget *b);
+// The CPU seconds the run has spent: cpu_before and this invocation's since
+// train_budget_begin.
+double train_budget_cpu_used(const TrainBudget *b);
+// The process's CPU time (CLOCK_PROCESS_CPUTIME_ID), seconds.
+double train_process_cpu_now(void);
 // Whether a step may start when `step` steps are done (neither limit reached).
 bool train_budget_allows(const TrainBudget *b, long step);
 // Whether the step that brought the count to `step` was the last one.
 bool train_budget_spent(const TrainBudget *b, long step);
 // The budget as a run's header line ends: " of 3000", ", 30 minutes", " of 3000, at most
-// 30 minutes" or "" (no limit).
+// 30 minutes", ", 300 CPU seconds" or "" (no limit).
 void train_budget_describe(const TrainBudget *b, char *buf, size_t n);
 
 // ---------------------------------------------------------------------------------------

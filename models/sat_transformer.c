@@ -53,6 +53,7 @@ void sat_tf_init(SatTfModel *m, const SatConfig *cfg, Rng *rng) {
     memset(m, 0, sizeof *m);
     CHECK(cfg->decoder == SAT_DECODER_TRANSFORMER, "not a Transformer configuration");
     m->cfg = *cfg;
+    m->map_head = -1;
     const SatConfig *c = &m->cfg;
     m->tc = sat_tf_decoder_config(c);
     m->tce = sat_tf_encoder_config(c);
@@ -82,6 +83,7 @@ void sat_tf_replica_init(SatTfModel *r, const SatTfModel *m) {
     r->p = m->p;
     r->params = m->params;  // the descriptor: the same data, never freed by r
     r->replica = 1;
+    r->map_head = m->map_head;
     sat_tf_params_layout(&r->grads, &r->g, &r->cfg);
     block_alloc(&r->grads);
 }
@@ -273,6 +275,15 @@ static int map_layer_(const SatConfig *c) {
     return c->tf.map_layer >= 0 ? c->tf.map_layer : c->tf.layers - 1;
 }
 
+void sat_tf_set_maps(SatModel *sm, int layer, int head) {
+    CHECK(sm->cfg.decoder == SAT_DECODER_TRANSFORMER, "maps of a layer: not a Transformer");
+    SatTfModel *m = sm->dec;
+    CHECK(layer >= -1 && layer < m->cfg.tf.layers && head >= -1 && head < m->cfg.tf.heads,
+          "maps of layer %d head %d", layer, head);
+    sm->cfg.tf.map_layer = m->cfg.tf.map_layer = layer;
+    m->map_head = head;
+}
+
 const float *sat_tf_attention(const SatTfModel *m) {
     return transformer_decoder_cross_weights(&m->a.dec, map_layer_(&m->cfg));
 }
@@ -288,6 +299,7 @@ void sat_tf_decode_ctx_init(SatTfDecodeCtx *d, SatTfModel *m, const float *image
     d->m = m, d->B = B, d->R = B * beam;
     Block *k = &d->block;
     tf_decode_layout(k, &d->s, &m->tc, d->R, TS, L, "decode");
+    d->s.cross_head = m->map_head + 1;
     block_add(k, &d->mem, "mem", 3, B, L, dm);
     block_add(k, &d->x, "x", 2, d->R, dm);
     block_add(k, &d->h, "h", 2, d->R, dm);

@@ -81,6 +81,8 @@ typedef struct {
     int replica;                // 1: parameters borrowed from another model (sat_tf_replica_init)
     int annot_grad;             // with features: 1 makes the backward leave d loss / d annotations
                                 // (B, L, D) in a.dannot (fine-tuning an encoder stage); 0: data
+    int map_head;               // decoding's maps: that cross-attention head's alone; -1 (the
+                                // default) the mean over heads (sat_tf_set_maps)
 } SatTfModel;
 
 // The Transformer decoder's operations (models/sat.h SatDecoderOps): each hands the call to
@@ -88,6 +90,13 @@ typedef struct {
 // (encoder_grad_floats 0: the gradient is complete in one part), it packs no step weights and
 // a one-model training step keeps the rows in the caller's order (sorts_rows 0).
 extern const SatDecoderOps sat_tf_ops;
+
+// The decoding maps (caption eval --map-layer, --map-head): the cross-attention of decoder
+// layer `layer` (-1: the last), of head `head` alone (-1: the mean over heads), for a model
+// whose decoder is the Transformer (m->cfg and its SatTfModel's configuration both take the
+// layer). Only what the maps read changes: the captions are the same. Ranges are the
+// caller's to check (layer in [-1, layers), head in [-1, heads)).
+void sat_tf_set_maps(SatModel *m, int layer, int head);
 
 // Side of the grid the 2-D positions read the L annotations on: ceil(sqrt(L)).
 int sat_tf_grid(int L);

@@ -338,8 +338,10 @@ static void step_image(float *concat, float *wrow, float *scores, float *probs, 
             float pj = probs[j];
             for (int k = 0; k < dh; k++) ctx[k] += pj * vj[k];
         }
-        if (wrow)
+        if (wrow && c->weights_head == 0)
             for (int j = 0; j < m; j++) wrow[j] += probs[j] / (float)c->heads;
+        else if (wrow && c->weights_head == h + 1)
+            memcpy(wrow, probs, (size_t)m * sizeof *wrow);
     }
 }
 
@@ -347,6 +349,8 @@ void mha_step_forward(float *out, float *weights, float *scratch, const float *x
                       const float *K, const float *V, int n, const int *kv_lengths,
                       const MhaParams *p, const MhaConfig *c, int B, int cap) {
     CHECK(n >= 1 && n <= cap, "mha step over %d of %d positions", n, cap);
+    CHECK(c->weights_head >= 0 && c->weights_head <= c->heads, "weights of head %d of %d",
+          c->weights_head - 1, c->heads);
     int d = c->d;
     float *q = scratch, *concat = q + (size_t)B * d, *scores = concat + (size_t)B * d;
     float *probs = scores + cap;

@@ -45,6 +45,10 @@
 typedef struct {
     int d;      // model size
     int heads;  // divides d
+    // mha_step_forward's weights: 0 (the default) the mean over heads; h >= 1 the
+    // probabilities of head h - 1 alone (the captioner's per-head maps). mha_forward's are
+    // always the mean.
+    int weights_head;
 } MhaConfig;
 
 typedef struct {
@@ -95,7 +99,8 @@ void mha_kv_write(float *K, float *V, const float *x, const MhaParams *p, const 
                   int B, int n, int pos, int cap);
 size_t mha_step_scratch_floats(const MhaConfig *c, int B, int cap);
 // out (B, d) for one query per image xq (B, d) over cached positions [0, n) below
-// kv_lengths (B) or NULL; weights (B, cap) or NULL: mean over heads (0 past the visible ones);
+// kv_lengths (B) or NULL; weights (B, cap) or NULL: mean over heads, or one head's
+// (c->weights_head) (0 past the visible ones);
 // scratch: mha_step_scratch_floats floats.
 void mha_step_forward(float *out, float *weights, float *scratch, const float *xq,
                       const float *K, const float *V, int n, const int *kv_lengths,

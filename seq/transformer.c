@@ -30,7 +30,7 @@ TransformerConfig transformer_config_default(int d_model, int heads, int d_ff, i
 }
 
 int transformer_config_check(const TransformerConfig *c, Error *err) {
-    MhaConfig m = {c->d_model, c->heads};
+    MhaConfig m = {.d = c->d_model, .heads = c->heads};
     if (mha_config_check(&m, err)) return -1;
     if (positions_check(c->positions, c->d_model, c->max_len, err)) return -1;
     if (c->d_ff < 1) return error_set(err, "feed-forward size %d must be at least 1", c->d_ff);
@@ -48,13 +48,13 @@ int transformer_check_length(const TransformerConfig *c, int T, Error *err) {
 }
 
 int transformer_check_sizes(const TransformerConfig *c, int B, int T, int S, Error *err) {
-    MhaConfig m = {c->d_model, c->heads};
+    MhaConfig m = {.d = c->d_model, .heads = c->heads};
     DimTerm ffn[] = {{B, "sequences"}, {T, "positions"}, {c->d_ff, "feed-forward size"}};
     if (mha_check_sizes(&m, B, T, T, err) || mha_check_sizes(&m, B, T, S, err)) return -1;
     return dims_check(err, "Transformer feed-forward activations", ffn, DIMS_LEN(ffn));
 }
 
-static MhaConfig mha_of(const TransformerConfig *c) { return (MhaConfig){c->d_model, c->heads}; }
+static MhaConfig mha_of(const TransformerConfig *c) { return (MhaConfig){.d = c->d_model, .heads = c->heads}; }
 
 // ---- names ----------------------------------------------------------------------------------
 

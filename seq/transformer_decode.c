@@ -46,7 +46,7 @@ void tf_decode_layout(Block *a, TfDecodeState *s, const TransformerConfig *c, in
     add(a, &s->rstd, prefix, "rstd", -1, B, 0);
     add(a, &s->ffn_pre, prefix, "ffn_pre", -1, B, c->d_ff);
     add(a, &s->ffn_hidden, prefix, "ffn_hidden", -1, B, c->d_ff);
-    MhaConfig m = {d, c->heads};
+    MhaConfig m = {.d = d, .heads = c->heads};
     add(a, &s->mha_scratch, prefix, "mha_scratch", -1,
         (int)mha_step_scratch_floats(&m, B, cap > S ? cap : S), 0);
     add(a, &s->gather, prefix, "gather", -1, B * (cap > S ? cap : S), d);
@@ -55,7 +55,7 @@ void tf_decode_layout(Block *a, TfDecodeState *s, const TransformerConfig *c, in
 void tf_decode_start(TfDecodeState *s, const float *mem, int n, const TfDecoderParams *p,
                      const TransformerConfig *c) {
     CHECK(n >= 1 && n <= s->B, "decode start of %d rows in a state of %d", n, s->B);
-    MhaConfig m = {c->d_model, c->heads};
+    MhaConfig m = {.d = c->d_model, .heads = c->heads};
     for (int l = 0; l < c->layers; l++)
         mha_kv_write(s->mem_k[l], s->mem_v[l], mem, &p->layer[l].cross_attn, &m, n, s->S, 0,
                      s->S);
@@ -120,15 +120,16 @@ static void step_output(float *out, TfDecodeState *s, const float *x, const Laye
 static void step_layer(float *out, float *tmp, TfDecodeState *s, const float *x, int n, int l,
                        int t, const int *mem_lengths, const TfDecoderLayerParams *p,
                        const TransformerConfig *c) {
-    MhaConfig m = {c->d_model, c->heads};
+    MhaConfig m = {.d = c->d_model, .heads = c->heads};
     const float *in = step_input(s, x, &p->norm1, c, n);
     mha_kv_write(s->self_k[l], s->self_v[l], in, &p->self_attn, &m, n, 1, t, s->cap);
     mha_step_forward(s->fout, NULL, s->mha_scratch, in, s->self_k[l], s->self_v[l], t + 1, NULL,
                      &p->self_attn, &m, n, s->cap);
     step_output(tmp, s, x, &p->norm1, c, n);
     in = step_input(s, tmp, &p->norm2, c, n);
+    MhaConfig mc = {.d = c->d_model, .heads = c->heads, .weights_head = s->cross_head};
     mha_step_forward(s->fout, s->cross_weights[l], s->mha_scratch, in, s->mem_k[l], s->mem_v[l],
-                     s->S, mem_lengths, &p->cross_attn, &m, n, s->S);
+                     s->S, mem_lengths, &p->cross_attn, &mc, n, s->S);
     step_output(out, s, tmp, &p->norm2, c, n);
     memcpy(tmp, out, (size_t)n * c->d_model * sizeof(float));
     in = step_input(s, tmp, &p->norm3, c, n);

@@ -10,8 +10,9 @@
 // The state holds up to B rows (beam search: images x beam); a call works on rows [0, n).
 // Every cache is per row contiguous (row r's positions at [r cap, (r + 1) cap)), and
 // tf_decode_gather makes rows continue others' hypotheses (seq/beam.h's parent rows).
-// cross_weights[l] (B, S): layer l's cross-attention weights (mean over heads) of the last
-// step, for attention pictures and alignments.
+// cross_weights[l] (B, S): layer l's cross-attention weights (mean over heads, or with
+// cross_head h >= 1 head h - 1's alone) of the last step, for attention pictures and
+// alignments.
 #ifndef SEQ_TRANSFORMER_DECODE_H
 #define SEQ_TRANSFORMER_DECODE_H
 
@@ -28,6 +29,7 @@ typedef struct {
     float *mha_scratch;                 // mha_step_scratch_floats(B, max(cap, S))
     float *gather;                      // (B, max(cap, S), d) tf_decode_gather's copy
     int B, cap, S;
+    int cross_head;  // cross_weights: 0 (tf_decode_layout's) the mean over heads; h >= 1 head h - 1
 } TfDecodeState;
 
 // Registers the state for B rows, up to cap positions, a memory of S, in a.

@@ -6,7 +6,8 @@
 // the checkpoint's value for a model flag left out and refuses one that differs; no
 // sentinel (-1, nan) in the validation and summary lines; a --minutes run's progress
 // counts steps; a six-image COCO set holds out a validation and a test image (--held-out
-// sets the share); --attention dot says what --hidden to give.
+// sets the share); --attention dot says what --hidden to give; --cpu-budget stops a run
+// by CPU seconds counted across --resume.
 // Finds the binary in $ATTEND_BIN (default "bin").
 #include <cJSON.h>
 #include <math.h>
@@ -719,6 +720,50 @@ static void test_minutes_progress_counts_steps(void) {
     free(out), free(err);
 }
 
+// The number after "KEY": in text (a JSON summary or run.json); NAN when it is not there.
+static double json_after(const char *text, const char *key) {
+    char want[64];
+    snprintf(want, sizeof want, "\"%s\":", key);
+    const char *p = strstr(text, want);
+    return p ? atof(p + strlen(want)) : NAN;
+}
+
+// --cpu-budget: the run stops at the first step past that many CPU seconds of the process,
+// records what it spent (the state's train.cpu_seconds, the summary, run.json), and a
+// --resume counts on from there: at the same budget it trains no more steps, at a larger
+// one it goes on to it. Given with another budget, or not > 0: one line.
+static void test_cpu_budget(void) {
+    int st = run("train --out %s/cpu --cpu-budget 1 --val-count 2 --val-beam 1 --json" SMALL, tmp);
+    char *out = slurp("stdout.txt");
+    double steps = json_after(out, "steps"), cpu = json_after(out, "cpu_seconds");
+    EXPECT(st == 0 && steps >= 1 && json_after(out, "cpu_budget") == 1 && cpu >= 1, "JSON: %s", out);
+    free(out);
+    double saved = state_meta("cpu/state.safetensors", "train.cpu_seconds");
+    EXPECT(saved >= 1 && saved <= cpu + 1e-6, "train.cpu_seconds %g (summary %g)", saved, cpu);
+    // The same budget again: spent already, no step more.
+    st = run("train --out %s/cpu --cpu-budget 1 --resume --val-count 2 --val-beam 1 --json" DATA_SMALL, tmp);
+    out = slurp("stdout.txt");
+    EXPECT(st == 0 && json_after(out, "steps") == steps, "resumed at a spent budget: %s (%g steps before)",
+           out, steps);
+    free(out);
+    // A larger one: more steps, and the CPU counts on from the state's.
+    st = run("train --out %s/cpu --cpu-budget 2.5 --resume --val-count 2 --val-beam 1 --json" DATA_SMALL, tmp);
+    out = slurp("stdout.txt");
+    double steps2 = json_after(out, "steps");
+    EXPECT(st == 0 && steps2 > steps && json_after(out, "cpu_seconds") >= 2.5, "resumed to 2.5: %s", out);
+    free(out);
+    double saved2 = state_meta("cpu/state.safetensors", "train.cpu_seconds");
+    EXPECT(saved2 >= 2.5 && saved2 > saved, "train.cpu_seconds %g after %g", saved2, saved);
+    char *ri = slurp("cpu/run.json");  // three invocations; the last records the budget
+    const char *last = strrchr(ri, '{');
+    EXPECT(last && json_after(last, "cpu_budget") == 2.5 && json_after(last, "cpu_seconds") >= 2.5,
+           "run.json: %s", ri);
+    free(ri);
+    expect_one_line_error(run("train --out %s/cpu2 --cpu-budget 1 --steps 3" SMALL, tmp),
+                          "--epochs, --steps, --minutes, --cpu-budget: give at most one");
+    expect_one_line_error(run("train --out %s/cpu2 --cpu-budget 0" SMALL, tmp), "--cpu-budget");
+}
+
 // Six COCO images, no splits in the file: at the default shares the hash held none out and
 // training was refused; now one each goes to validation and test. Two images cannot be
 // split: the error says what to do.
@@ -802,6 +847,7 @@ int main(void) {
     RUN(test_resume_old_and_bad_states);
     RUN(test_no_sentinels_in_messages);
     RUN(test_minutes_progress_counts_steps);
+    RUN(test_cpu_budget);
     RUN(test_small_coco_set);
     RUN(test_dot_attention_says_what_to_set);
     scratch_remove(tmp);

@@ -4,7 +4,8 @@
 // parameters and Adam moments), the refusals of bad sizes (heads that do not divide --d-model, a --d-model the 2-D
 // positions cannot take, --max-len past --positions, the other decoder's flags: one line
 // naming the flags, no folder),
-// and a checkpoint of one decoder kind resumed as the other, both ways.
+// and a checkpoint of one decoder kind resumed as the other, both ways; eval --map-layer and
+// --map-head (the maps of one layer and head, the captions the same).
 // Finds the binary in $ATTEND_BIN (default "bin").
 #include <math.h>
 #include <stdio.h>
@@ -150,6 +151,63 @@ static void test_bad_sizes(void) {
     for (int i = 1; i <= 6; i++) EXPECT(!scratch_exists(&sc, "b%d", i), "folder b%d made", i);
 }
 
+// 1 when DIR/a and DIR/b both exist and differ.
+static int files_differ(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    char *x = scratch_read(&sc, a, &na), *y = scratch_read(&sc, b, &nb);
+    int differ = x && y && na > 0 && nb > 0 && (na != nb || memcmp(x, y, na) != 0);
+    free(x), free(y);
+    return differ;
+}
+
+// The number after "KEY": in text; NAN when it is not there.
+static double json_after(const char *text, const char *key) {
+    char want[64];
+    snprintf(want, sizeof want, "\"%s\":", key);
+    const char *p = strstr(text, want);
+    return p ? atof(p + strlen(want)) : NAN;
+}
+
+// caption eval --map-layer, --map-head: the maps of one decoder layer and one head; the
+// captions (BLEU-4, CIDEr-D) stay those of the default maps (the last layer's mean over
+// heads), the maps do not (the strips of two heads differ), and the JSON names both. Out
+// of range, or given for an LSTM model: one line.
+#define TF2                                                                                   \
+    " --decoder transformer --d-model 16 --heads 2 --d-ff 32 --layers 2"                      \
+    " --image-size 64 --channels 4,8,16 --batch 8 --quiet" DATA
+#define EVAL " --data scenes --split test --beam 2 --json --attention-count 1 --quiet" DATA
+static void test_eval_maps_of_a_layer_and_head(void) {
+    EXPECT(run("train --out %s/tf2 --steps 6 --seed 4" TF2, tmp) == 0, "2-layer run failed");
+    EXPECT(run("eval --model %s/tf2/model.safetensors --attention-out %s/m_def" EVAL, tmp, tmp) == 0, "eval");
+    char *def = slurp("stdout.txt");
+    EXPECT(json_after(def, "map_layer") == 1 && json_after(def, "map_head") == -1, "default maps: %s", def);
+    const char *cases[][3] = {{"--map-layer 0", "m_l0", "0 -1"}, {"--map-head 0", "m_h0", "1 0"},
+                              {"--map-layer 1 --map-head 1", "m_h1", "1 1"}};
+    for (int i = 0; i < 3; i++) {
+        int st = run("eval --model %s/tf2/model.safetensors %s --attention-out %s/%s" EVAL, tmp,
+                     cases[i][0], tmp, cases[i][1]);
+        char *out = slurp("stdout.txt");
+        int layer = -9, head = -9;
+        sscanf(cases[i][2], "%d %d", &layer, &head);
+        EXPECT(st == 0 && json_after(out, "map_layer") == layer && json_after(out, "map_head") == head,
+               "%s: %s", cases[i][0], out);
+        EXPECT(json_after(out, "bleu4") == json_after(def, "bleu4") &&
+                   json_after(out, "cider") == json_after(def, "cider"),
+               "%s changed the captions: %s against %s", cases[i][0], out, def);
+        free(out);
+    }
+    free(def);
+    EXPECT(files_differ("m_h0/00000.png", "m_h1/00000.png"), "heads 0 and 1 drew the same strip");
+    EXPECT(files_differ("m_def/00000.png", "m_l0/00000.png"), "layers 0 and 1 drew the same strip");
+    expect_one_line_error(run("eval --model %s/tf2/model.safetensors --map-layer 2" EVAL, tmp),
+                          "--map-layer 2: ");
+    expect_one_line_error(run("eval --model %s/tf2/model.safetensors --map-head 2" EVAL, tmp),
+                          "has 2 heads (0 .. 1, or -1 the mean)");
+    EXPECT(run("train --out %s/lstm_maps --steps 1" LSTM, tmp) == 0, "LSTM run failed");
+    expect_one_line_error(run("eval --model %s/lstm_maps/model.safetensors --map-head 0" EVAL, tmp),
+                          "has the LSTM decoder");
+}
+
 static void test_wrong_kind_both_ways(void) {
     EXPECT(run("train --out %s/lstm --steps 2" LSTM, tmp) == 0, "LSTM run failed");
     expect_one_line_error(run("train --out %s/lstm --steps 4 --resume --decoder transformer" DATA, tmp),
@@ -169,6 +227,7 @@ int main(void) {
     RUN(test_train_eval_predict);
     RUN(test_resume_bit_identical);
     RUN(test_wrong_kind_both_ways);
+    RUN(test_eval_maps_of_a_layer_and_head);
     scratch_remove(tmp);
     return test_summary();
 }

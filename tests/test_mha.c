@@ -13,6 +13,8 @@
 // - The cache: decoding steps 0..T-1 one at a time (mha_kv_write, mha_step_forward) give the
 //   full causal pass's rows (1e-5 + 1e-4 |ref|), and so does cross-attention over a memory
 //   written once, weights included.
+// - One head's step weights (weights_head) against a plain double loop; the heads' mean is
+//   the default weights, out the same.
 // - mha_config_check refuses heads that do not divide d, in one line naming both.
 #include <math.h>
 #include <stdlib.h>
@@ -38,7 +40,7 @@ typedef struct {
 static void fx_init(Fx *f, int d, int heads, int B, int T, int S, int causal, int self,
                     const int *lengths, uint64_t seed) {
     memset(f, 0, sizeof *f);
-    f->c = (MhaConfig){d, heads};
+    f->c = (MhaConfig){.d = d, .heads = heads};
     f->B = B, f->T = T, f->S = S, f->causal = causal, f->self = self;
     mha_params_layout(&f->params, &f->p, &f->c, "attn");
     mha_params_layout(&f->grads, &f->g, &f->c, "attn");
@@ -235,9 +237,63 @@ static void test_mha_cache_equals_full_pass(void) {
     fx_free(&f);
 }
 
+// weights_head: one head's probabilities (the captioner's per-head maps) against a plain
+// double loop over the projections (Q_h K_h^T / sqrt(dh), softmax over the visible keys);
+// out is the same whichever weights are kept, and the heads' mean is weights_head 0's.
+static void test_mha_step_weights_of_one_head(void) {
+    Fx f;
+    fx_init(&f, 6, 3, 2, 3, 5, 0, 0, cross_lengths, 21);
+    const int B = f.B, T = f.T, S = f.S, d = f.c.d, H = f.c.heads, dh = d / H, cap = S;
+    float *K = malloc((size_t)B * cap * d * sizeof(float)), *V = malloc((size_t)B * cap * d * sizeof(float));
+    float *xt = malloc((size_t)B * d * sizeof(float)), *w = malloc((size_t)B * cap * sizeof(float));
+    float *mean = malloc((size_t)B * cap * sizeof(float)), *sum = calloc((size_t)B * cap, sizeof(float));
+    float *out0 = malloc((size_t)B * d * sizeof(float)), *out = malloc((size_t)B * d * sizeof(float));
+    float *scratch = malloc(mha_step_scratch_floats(&f.c, B, cap) * sizeof(float));
+    mha_kv_write(K, V, f.xkv, &f.p, &f.c, B, S, 0, cap);
+    const int t = T - 1;
+    for (int b = 0; b < B; b++) memcpy(xt + (size_t)b * d, f.xq + ((size_t)b * T + t) * d, (size_t)d * sizeof(float));
+    mha_step_forward(out0, mean, scratch, xt, K, V, S, f.lengths, &f.p, &f.c, B, cap);
+    for (int h = 0; h < H; h++) {
+        MhaConfig one = f.c;
+        one.weights_head = h + 1;
+        mha_step_forward(out, w, scratch, xt, K, V, S, f.lengths, &f.p, &one, B, cap);
+        for (int i = 0; i < B * d; i++) EXPECT(out[i] == out0[i], "head %d: out %d differs", h, i);
+        for (int b = 0; b < B; b++) {
+            const int n = f.lengths[b];
+            double q[8], sc[8], z = 0, mx = -1e300;
+            for (int k = 0; k < dh; k++) {
+                const int row = h * dh + k;  // Wq's row of this head's column k
+                q[k] = f.p.in_b[row];
+                for (int i = 0; i < d; i++) q[k] += (double)f.p.in_w[(size_t)row * d + i] * xt[(size_t)b * d + i];
+            }
+            for (int j = 0; j < n; j++) {
+                sc[j] = 0;
+                for (int k = 0; k < dh; k++) {
+                    const int row = d + h * dh + k;  // Wk's
+                    double kj = f.p.in_b[row];
+                    for (int i = 0; i < d; i++)
+                        kj += (double)f.p.in_w[(size_t)row * d + i] * f.xkv[((size_t)b * S + j) * d + i];
+                    sc[j] += q[k] * kj;
+                }
+                sc[j] /= sqrt((double)dh);
+                if (sc[j] > mx) mx = sc[j];
+            }
+            for (int j = 0; j < n; j++) z += exp(sc[j] - mx);
+            for (int j = 0; j < cap; j++) {
+                double want = j < n ? exp(sc[j] - mx) / z : 0.0;
+                EXPECT_NEAR(w[(size_t)b * cap + j], want, 1e-6, 1e-5);
+                sum[(size_t)b * cap + j] += w[(size_t)b * cap + j] / (float)H;
+            }
+        }
+    }
+    for (int i = 0; i < B * cap; i++) EXPECT_NEAR(sum[i], mean[i], 1e-6, 1e-5);
+    free(K), free(V), free(xt), free(w), free(mean), free(sum), free(out0), free(out), free(scratch);
+    fx_free(&f);
+}
+
 static void test_mha_config_check(void) {
     Error err = {{0}};
-    MhaConfig bad = {10, 4}, good = {12, 4};
+    MhaConfig bad = {.d = 10, .heads = 4}, good = {.d = 12, .heads = 4};
     EXPECT(mha_config_check(&bad, &err) == -1, "heads 4 of d 10 accepted");
     EXPECT(strstr(err.msg, "4 heads") && strstr(err.msg, "10"), "message: %s", err.msg);
     EXPECT(!strchr(err.msg, '\n'), "message is more than one line");
@@ -252,6 +308,7 @@ int main(void) {
     RUN(test_mha_masks);
     RUN(test_mha_length_zero);
     RUN(test_mha_cache_equals_full_pass);
+    RUN(test_mha_step_weights_of_one_head);
     RUN(test_mha_config_check);
     return test_summary();
 }

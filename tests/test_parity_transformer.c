@@ -104,7 +104,7 @@ static int fx_load(void *p, const char *name) {
     if (fixture_load(&x->f, x->path, sizeof x->path, name)) return -1;
     int d = 0, heads = 0, ff = 0, layers = 1, norm_first = 1, final_norm = 0;
     if (fx_meta(x, &d, &heads, &ff, &layers, &norm_first, &final_norm)) return -1;
-    x->m = (MhaConfig){d, heads};
+    x->m = (MhaConfig){.d = d, .heads = heads};
     x->c = transformer_config_default(d, heads, ff, layers, x->T);
     x->c.dropout = 0.0f, x->c.post_ln = !norm_first, x->c.final_norm = final_norm;
     Error err = {{0}};

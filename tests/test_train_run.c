@@ -48,6 +48,41 @@ static void test_budget_steps_and_time(void) {
     EXPECT(!train_budget_allows(&both, 2));
 }
 
+// A CPU budget counts the process's CPU time, the earlier invocations' (cpu_before)
+// included, and not wall time: a sleep spends none, a busy loop does.
+static volatile double sink;
+static void burn_cpu(double seconds) {
+    double t0 = train_process_cpu_now();
+    while (train_process_cpu_now() - t0 < seconds)
+        for (int i = 0; i < 10000; i++) sink += 1e-9 * i;
+}
+
+static void test_budget_cpu(void) {
+    TrainBudget c = {.cpu_seconds = 0.2};
+    train_budget_begin(&c);
+    EXPECT(train_budget_allows(&c, 1000000) && !train_budget_spent(&c, 1000000));
+    usleep(300000);  // 0.3 s of wall time, next to no CPU
+    EXPECT(train_budget_allows(&c, 5) && train_budget_cpu_used(&c) < 0.1, "used %g",
+           train_budget_cpu_used(&c));
+    burn_cpu(0.25);
+    EXPECT(!train_budget_allows(&c, 5) && train_budget_spent(&c, 5), "used %g", train_budget_cpu_used(&c));
+    double used = train_budget_cpu_used(&c);
+    EXPECT(used >= 0.25 && used < 1.0, "used %g", used);
+    // A resumed run: what the earlier invocations spent counts.
+    TrainBudget r = {.cpu_seconds = 10, .cpu_before = 9.9};
+    train_budget_begin(&r);
+    EXPECT(train_budget_allows(&r, 0) && train_budget_cpu_used(&r) >= 9.9);
+    burn_cpu(0.15);
+    EXPECT(!train_budget_allows(&r, 1), "used %g", train_budget_cpu_used(&r));
+    TrainBudget spent = {.cpu_seconds = 10, .cpu_before = 10};
+    train_budget_begin(&spent);
+    EXPECT(!train_budget_allows(&spent, 0));
+    // With a step limit: whichever comes first.
+    TrainBudget both = {.end_step = 3, .cpu_seconds = 100};
+    train_budget_begin(&both);
+    EXPECT(train_budget_allows(&both, 2) && !train_budget_allows(&both, 3));
+}
+
 static void test_budget_described(void) {
     char got[64];
     TrainBudget steps = {.end_step = 3000}, time = {.seconds = 1800}, both = {.end_step = 50, .seconds = 90};
@@ -60,6 +95,11 @@ static void test_budget_described(void) {
     EXPECT(!strcmp(got, " of 50, at most 1.5 minutes"), "%s", got);
     train_budget_describe(&none, got, sizeof got);
     EXPECT(!strcmp(got, ""), "%s", got);
+    TrainBudget cpu = {.cpu_seconds = 300}, cpu_steps = {.end_step = 50, .cpu_seconds = 300};
+    train_budget_describe(&cpu, got, sizeof got);
+    EXPECT(!strcmp(got, ", 300 CPU seconds"), "%s", got);
+    train_budget_describe(&cpu_steps, got, sizeof got);
+    EXPECT(!strcmp(got, " of 50, at most 300 CPU seconds"), "%s", got);
     char small[6];  // cut short, still a string
     train_budget_describe(&both, small, sizeof small);
     EXPECT(!strcmp(small, " of 5"), "%s", small);
@@ -629,6 +669,7 @@ static void test_threads_follow_affinity(void) {
 int main(void) {
     if (scratch_make(tmp, sizeof tmp, "test_train_run")) return 1;
     RUN(test_budget_steps_and_time);
+    RUN(test_budget_cpu);
     RUN(test_budget_described);
     RUN(test_order_by_epoch);
     RUN(test_order_batch_slices_the_epoch);
