@@ -60,7 +60,8 @@
 # The script refuses (exit 2) a $BIN/draw older than any of the checkout's C sources: run
 # make first. Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default
 # 2), SEED (default 1), STEPS, LR (a SEED or LR other than the default is written into
-# the row's model column), DECAY_STEPS ("": never), VALID_EVERY (default 1000), RESULTS
+# the row's model column), DECAY_STEPS ("": never; cuts other than the default are written
+# into the model column too, with STEPS: a CHECKPOINT=1 row takes the run's), VALID_EVERY (default 1000), RESULTS
 # (the table, default $RESULTS_DIR/draw_cluttered.md, RESULTS_DIR experiments/results).
 # CHECKPOINT=1 trains nothing: it evaluates each configuration's last checkpoint as it
 # stands (the run may still be training, in another process) on the test set and adds its
@@ -168,6 +169,13 @@ run_config() {
     shown=$model  # the model column; a rate or seed other than the defaults is part of the recipe
     [ "$LR" = 5e-4 ] || shown="$shown --lr $LR"
     [ "$SEED" = 1 ] || shown="$shown --seed $SEED"
+    if [ "$DECAY_STEPS" != "100000 150000" ]; then  # a schedule of cuts other than the default
+        cuts=
+        for at in $DECAY_STEPS; do
+            if [ "$at" -lt "$STEPS" ]; then cuts="$cuts${cuts:+,}$at"; fi
+        done
+        if [ -n "$cuts" ]; then shown="$shown (rate / 10 at $cuts of $STEPS steps)"; else shown="$shown (no rate cut)"; fi
+    fi
     row=$(printf '| %s | %s | %s | %s | %s | %s | %s | %s |' "$(date -u +%Y-%m-%d)" "$name" \
         "$shown" "$step" "$wall" "$ips" \
         "$(echo "$err $low $high" | awk '{ printf "%.2f %% (%.2f-%.2f)", 100 * $1, 100 * $2, 100 * $3 }')" \
