@@ -1,5 +1,5 @@
 #!/bin/sh
-# draw_cluttered.sh [dram8 | dram4 | ram8 | ram4 | ram8-gnet | dram8-noattn | cnn] ...
+# draw_cluttered.sh [dram8 | dram4 | ram8 | ram4 | ram8-gnet | ram8-60 | ram8-60-gnet | dram8-noattn | cnn] ...
 #
 # DRAW's first experiment (Gregor et al. 2015, section 4, table 1): the recurrent attention
 # classifier ("Differentiable RAM", models/glimpse.h) on 100 x 100 cluttered translated
@@ -24,6 +24,10 @@
 #   ram8-gnet     ram8 with RAM's glimpse network between the retina and the LSTM
 #                 (--glimpse-net 128: what and where ReLU layers of 128 units, combined into
 #                 256 ReLU units, as Mnih et al.'s h_g, h_l and g), the rest as ram8
+#   ram8-60       ram8 on Mnih et al.'s 60 x 60 cluttered set (--size 60 --fragments 4: one
+#                 digit and 4 fragments of 8 x 8) with their 3-scale retina for it
+#                 (--scales 3: windows of 12, 24 and 48 pixels, each seen as 12 x 12)
+#   ram8-60-gnet  ram8-60 with RAM's glimpse network (--glimpse-net 128)
 #   dram8-noattn  8 steps that each read the whole 100 x 100 image (no attention; not in
 #                 the paper: what the attention buys at the same budget)
 #   cnn           the convolutional baseline (models/convnet.h: 2 layers of 3 x 3 convolution,
@@ -56,8 +60,13 @@
 # The script refuses (exit 2) a $BIN/draw older than any of the checkout's C sources: run
 # make first. Environment: ATTEND_BIN (default bin), RUNS (default runs), THREADS (default
 # 2), SEED (default 1), STEPS, LR (a SEED or LR other than the default is written into
-# the row's model column), DECAY_STEPS ("": never), VALID_EVERY (default 1000), RESULTS
+# the row's model column), DECAY_STEPS ("": never; cuts other than the default are written
+# into the model column too, with STEPS: a CHECKPOINT=1 row takes the run's), VALID_EVERY (default 1000), RESULTS
 # (the table, default $RESULTS_DIR/draw_cluttered.md, RESULTS_DIR experiments/results).
+# CHECKPOINT=1 trains nothing: it evaluates each configuration's last checkpoint as it
+# stands (the run may still be training, in another process) on the test set and adds its
+# row, the steps column "STEP (checkpoint)", the wall time log.csv's up to that step and
+# images/s "-"; exit 2 with one line when the configuration has no checkpoint yet.
 set -eu
 
 BIN=${ATTEND_BIN:-bin}
@@ -68,6 +77,7 @@ STEPS=${STEPS:-20000}
 LR=${LR:-5e-4}
 DECAY_STEPS=${DECAY_STEPS-100000 150000}
 VALID_EVERY=${VALID_EVERY:-1000}
+CHECKPOINT=${CHECKPOINT:-0}
 RESULTS=${RESULTS:-${RESULTS_DIR:-experiments/results}/draw_cluttered.md}
 
 [ $# -gt 0 ] || set -- dram8 dram4 cnn
@@ -112,37 +122,61 @@ run_config() {
     ram8) model="--T 8 --read 12 --hidden 256 --hard --loc-std 0.1"; paper="8.11 % (RAM, 4 scales)" ;;
     ram4) model="--T 4 --read 12 --hidden 256 --hard --loc-std 0.1"; paper="9.41 % (RAM, 4 scales)" ;;
     ram8-gnet) model="--T 8 --read 12 --hidden 256 --hard --loc-std 0.1 --glimpse-net 128"; paper="8.11 % (RAM, 4 scales)" ;;
+    ram8-60) model="--size 60 --fragments 4 --T 8 --read 12 --hidden 256 --hard --scales 3 --loc-std 0.1"; paper="8.11 % (RAM, 60 x 60, 3 scales)" ;;
+    ram8-60-gnet) model="--size 60 --fragments 4 --T 8 --read 12 --hidden 256 --hard --scales 3 --loc-std 0.1 --glimpse-net 128"; paper="8.11 % (RAM, 60 x 60, 3 scales)" ;;
     dram8-noattn) model="--T 8 --hidden 256 --no-attention"; paper="-" ;;
     cnn) model="--model cnn"; paper="14.35 % (theirs)" ;;
-    *) echo "draw_cluttered.sh: unknown configuration '$name' (dram8, dram4, ram8, ram4, ram8-gnet, dram8-noattn, cnn)" >&2; exit 2 ;;
+    *) echo "draw_cluttered.sh: unknown configuration '$name' (dram8, dram4, ram8, ram4, ram8-gnet, ram8-60, ram8-60-gnet, dram8-noattn, cnn)" >&2; exit 2 ;;
     esac
     dir=$RUNS/cluttered-$name
-    mkdir -p "$dir"
-    lr=$LR
-    for at in $DECAY_STEPS; do
-        [ "$at" -lt "$STEPS" ] || continue
-        train_phase "$at" "$lr"  # a no-op once the run is past step at
-        lr=$(awk -v l="$lr" 'BEGIN { printf "%g", l / 10 }')
-    done
-    train_phase "$STEPS" "$lr"
-    wall=$(train_wall "$dir")  # over every (resumed or killed) process
+    if [ "$CHECKPOINT" = 1 ]; then  # the run as its last checkpoint stands; nothing trained
+        if [ ! -s "$dir/model.safetensors" ]; then
+            echo "draw_cluttered.sh: CHECKPOINT=1: $dir/model.safetensors: no checkpoint of $name to evaluate (train it first)" >&2
+            exit 2
+        fi
+        test_json=$dir/test-checkpoint.json
+        "$BIN/draw" classify eval --model "$dir/model.safetensors" --split test --threads "$THREADS" \
+            --json > "$test_json"
+        step=$(json_field step < "$test_json")
+        wall=$(train_wall "$dir" "$step")  # the log's seconds up to the checkpoint's step
+        ips=-  # the run's images/s is known when its process ends
+        step="$step (checkpoint)"
+    else
+        mkdir -p "$dir"
+        lr=$LR
+        for at in $DECAY_STEPS; do
+            [ "$at" -lt "$STEPS" ] || continue
+            train_phase "$at" "$lr"  # a no-op once the run is past step at
+            lr=$(awk -v l="$lr" 'BEGIN { printf "%g", l / 10 }')
+        done
+        train_phase "$STEPS" "$lr"
+        wall=$(train_wall "$dir")  # over every (resumed or killed) process
 
-    "$BIN/draw" classify eval --model "$dir/model.safetensors" --split test --threads "$THREADS" \
-        --json > "$dir/test.json"
-    if [ "$name" != cnn ]; then  # the glimpses of the first test images, and of the first it gets wrong
-        "$BIN/draw" classify show --model "$dir/model.safetensors" --count 8 --out "$dir/glimpses"
-        "$BIN/draw" classify show --model "$dir/model.safetensors" --errors --count 8 --out "$dir/errors"
+        test_json=$dir/test.json
+        "$BIN/draw" classify eval --model "$dir/model.safetensors" --split test --threads "$THREADS" \
+            --json > "$test_json"
+        if [ "$name" != cnn ]; then  # the glimpses of the first test images, and of the first it gets wrong
+            "$BIN/draw" classify show --model "$dir/model.safetensors" --count 8 --out "$dir/glimpses"
+            "$BIN/draw" classify show --model "$dir/model.safetensors" --errors --count 8 --out "$dir/errors"
+        fi
+        step=$(json_field steps < "$dir/train.json")
+        ips=$(printf '%.0f' "$(json_field images_per_s < "$dir/train.json")")
     fi
-    err=$(json_field error < "$dir/test.json")
-    low=$(json_field error_low95 < "$dir/test.json")
-    high=$(json_field error_high95 < "$dir/test.json")
-    step=$(json_field steps < "$dir/train.json")
-    ips=$(json_field images_per_s < "$dir/train.json")
+    err=$(json_field error < "$test_json")
+    low=$(json_field error_low95 < "$test_json")
+    high=$(json_field error_high95 < "$test_json")
 
     shown=$model  # the model column; a rate or seed other than the defaults is part of the recipe
     [ "$LR" = 5e-4 ] || shown="$shown --lr $LR"
     [ "$SEED" = 1 ] || shown="$shown --seed $SEED"
-    row=$(printf '| %s | %s | %s | %s | %s | %.0f | %s | %s |' "$(date -u +%Y-%m-%d)" "$name" \
+    if [ "$DECAY_STEPS" != "100000 150000" ]; then  # a schedule of cuts other than the default
+        cuts=
+        for at in $DECAY_STEPS; do
+            if [ "$at" -lt "$STEPS" ]; then cuts="$cuts${cuts:+,}$at"; fi
+        done
+        if [ -n "$cuts" ]; then shown="$shown (rate / 10 at $cuts of $STEPS steps)"; else shown="$shown (no rate cut)"; fi
+    fi
+    row=$(printf '| %s | %s | %s | %s | %s | %s | %s | %s |' "$(date -u +%Y-%m-%d)" "$name" \
         "$shown" "$step" "$wall" "$ips" \
         "$(echo "$err $low $high" | awk '{ printf "%.2f %% (%.2f-%.2f)", 100 * $1, 100 * $2, 100 * $3 }')" \
         "$paper")

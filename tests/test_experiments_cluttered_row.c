@@ -2,19 +2,26 @@
 // the learning-rate schedule it trains with. The program is a stand-in (newer than the
 // sources; tests/support/stand_in.h) that records its arguments and prints fixed JSON for `classify train` and
 // `classify eval`, so the test trains nothing and takes milliseconds; what it checks is the
-// script: the phases of DECAY_STEPS, a learning rate or seed other than the defaults in the
-// model column, the test error with its 95 % interval as `classify eval --json` gives
+// script: the phases of DECAY_STEPS, a learning rate, seed or schedule other than the
+// defaults in the model column, the test error with its 95 % interval as `classify eval --json` gives
 // them, and a row that goes into the table when notes follow it. Run from the repository
 // root (as tests/run.sh is).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tests/support/scratch.h"
 #include "tests/support/stand_in.h"
 #include "tests/support/test.h"
 
 static char dir[256];
+
+static const char *dir_runs(void) {
+    static char runs[300];
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    return runs;
+}
 
 // bin/draw: train and eval print what the real program's --json prints (the fields the
 // script reads), show writes nothing.
@@ -25,7 +32,7 @@ static void write_stand_in(void) {
                           "\"images_per_s\": 1234.5}' ;;\n"
                           "'classify eval') echo '{\"error\": 0.035000, \"error_low95\": 0.031573, "
                           "\"error_high95\": 0.038784, \"loss\": 0.12, \"correct\": 9650, "
-                          "\"images\": 10000}' ;;\n"
+                          "\"images\": 10000, \"step\": 1200}' ;;\n"
                           "esac\n"
                           "exit 0\n") == 0,
            "cannot write the stand-in");
@@ -64,7 +71,7 @@ static void test_row_with_rate_and_seed(void) {
     char *table = stand_in_read(dir, "results.md");
     char row[1024];
     stand_in_last_row(table, row, sizeof row);
-    EXPECT(strstr(row, "| dram8 | --T 8 --read 12 --hidden 256 --lr 2e-4 --seed 3 | 300 | ") != NULL,
+    EXPECT(strstr(row, "| dram8 | --T 8 --read 12 --hidden 256 --lr 2e-4 --seed 3 (rate / 10 at 100,200 of 300 steps) | 300 | ") != NULL,
            "model column: %s", row);
     EXPECT(strstr(row, "| 1234 | 3.50 % (3.16-3.88) | 3.36 % |") != NULL, "figures: %s", row);
     EXPECT(table && strstr(table, "95 % Wilson interval"), "the table's header does not say what the brackets are");
@@ -111,11 +118,67 @@ static void test_row_glimpse_net(void) {
     free(called), free(table);
 }
 
+// ram8-60: Mnih et al.'s 60 x 60 set with 4 fragments and their 3-scale retina; a schedule
+// other than the default (here none) is written into the model column.
+static void test_row_60(void) {
+    write_stand_in();
+    int st = run_script_config("DECAY_STEPS=''", "ram8-60-gnet");
+    char *called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && called &&
+               strstr(called, "classify train --size 60 --fragments 4 --T 8 --read 12 --hidden 256 --hard "
+                              "--scales 3 --loc-std 0.1 --glimpse-net 128 "),
+           "exit %d, the model flags: %s", st, called ? called : "(not run)");
+    char *table = stand_in_read(dir, "results.md");
+    char row[1024];
+    stand_in_last_row(table, row, sizeof row);
+    EXPECT(strstr(row, "| ram8-60-gnet | --size 60 --fragments 4 ") && strstr(row, "--glimpse-net 128 (no rate cut) | 300 |") &&
+               strstr(row, "| 8.11 % (RAM, 60 x 60, 3 scales) |"),
+           "row: %s", row);
+    free(called), free(table);
+}
+
+// CHECKPOINT=1: no training; the last checkpoint's test error, at its step, with the log's
+// seconds up to that step; a configuration with no checkpoint is refused in one line.
+static void test_row_checkpoint(void) {
+    write_stand_in();
+    char path[600];
+    snprintf(path, sizeof path, "%s/runs/cluttered-ram8-60", dir);
+    mkdir(dir_runs(), 0755);
+    EXPECT(mkdir(path, 0755) == 0, "cannot make %s", path);
+    int st = run_script_config("CHECKPOINT=1", "ram8-60");
+    char *err = stand_in_read(dir, "err.txt");
+    EXPECT(st == 2 && err && strstr(err, "draw_cluttered.sh: CHECKPOINT=1: ") && strstr(err, "no checkpoint of ram8-60") &&
+               scratch_count_lines(err) == 1,
+           "no checkpoint: exit %d, %s", st, err ? err : "");
+    free(err);
+    snprintf(path, sizeof path, "%s/runs/cluttered-ram8-60/model.safetensors", dir);
+    EXPECT(scratch_write_text(path, "stand-in checkpoint") == 0, "cannot write %s", path);
+    // A run resumed once: 600 s to step 1200 over two processes; the rows after it do not count.
+    snprintf(path, sizeof path, "%s/runs/cluttered-ram8-60/log.csv", dir);
+    EXPECT(scratch_write_text(path, "step,train_loss,seconds\n500,2,250\n1000,2,500\n1100,2,550\n"
+                                    "1050,2,25\n1200,2,100\n1300,2,150\n") == 0,
+           "cannot write %s", path);
+    st = run_script_config("CHECKPOINT=1 DECAY_STEPS='200 250 400'", "ram8-60");
+    char *called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && called && !strstr(called, "classify train") && strstr(called, "classify eval --model "),
+           "exit %d, a checkpoint row trains nothing and evaluates: %s", st, called ? called : "(not run)");
+    char *table = stand_in_read(dir, "results.md");
+    char row[1024];
+    stand_in_last_row(table, row, sizeof row);
+    EXPECT(strstr(row, "| ram8-60 | --size 60 --fragments 4 --T 8 --read 12 --hidden 256 --hard --scales 3 --loc-std 0.1 "
+                       "(rate / 10 at 200,250 of 300 steps) | 1200 (checkpoint) | 650 | - | 3.50 % (3.16-3.88) | "
+                       "8.11 % (RAM, 60 x 60, 3 scales) |"),
+           "row: %s", row);
+    free(called), free(table);
+}
+
 int main(void) {
     if (scratch_make(dir, sizeof dir, "test_experiments_cluttered_row")) return 1;
     RUN(test_row_with_rate_and_seed);
     RUN(test_row_with_defaults);
     RUN(test_row_glimpse_net);
+    RUN(test_row_60);
+    RUN(test_row_checkpoint);
     scratch_remove(dir);
     return test_summary();
 }

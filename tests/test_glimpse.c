@@ -505,6 +505,30 @@ static void test_retina(void) {
     free(x);
 }
 
+// RAM's 3-scale retina on its 60 x 60 cluttered set (draw_cluttered.sh ram8-60): windows of
+// 12, 24 and 48 pixels (grid strides 1, 2, 4 over 12 points), centred on the image at (0, 0)
+// and on the top-left pixel (0-based 0) at 2 / 61 - 1 (the filterbank's g = 61 / 2 (g~ + 1)).
+static void test_retina_60(void) {
+    GlimpseConfig c = glimpse_config_default(60, 60);
+    c.hard = 1, c.loc_std = 0.1f, c.scales = 3, c.T = 8;
+    Error err = {0};
+    EXPECT(glimpse_config_check(&c, &err) == 0, "60 x 60, 3 scales: %s", err.msg);
+    for (int s = 0; s < 3; s++) {
+        float rp[FILTERBANK_PARAMS];
+        glimpse_retina_params(rp, 0.0f, 0.0f, s, &c);
+        FilterbankWindow w = filterbank_window(rp, c.read_n, c.W, c.H);
+        EXPECT_NEAR(w.gx, 29.5, 1e-4, 1e-4);
+        EXPECT_NEAR(w.gy, 29.5, 1e-4, 1e-4);
+        EXPECT_NEAR(w.delta, ldexp(1.0, s), 1e-5, 1e-5);
+        // 12 grid points 2^s apart span 11 2^s between the outer ones: a window of 12 2^s pixels
+        EXPECT_NEAR(w.x1 - w.x0 + ldexp(1.0, s), 12.0 * ldexp(1.0, s), 1e-3, 1e-4);
+        glimpse_retina_params(rp, 2.0f / 61.0f - 1.0f, 2.0f / 61.0f - 1.0f, s, &c);
+        w = filterbank_window(rp, c.read_n, c.W, c.H);
+        EXPECT_NEAR(w.gx, 0.0, 1e-3, 1e-3);
+    }
+    EXPECT(glimpse_read_size(&c) == 3 * 144 + 2, "read size %d", glimpse_read_size(&c));
+}
+
 static void test_config_check(void) {
     Error err = {{0}};
     GlimpseConfig c = glimpse_config_default(100, 100);
@@ -542,6 +566,7 @@ int main(void) {
     RUN(test_gradcheck_hard);
     RUN(test_gradcheck_hard_gnet);
     RUN(test_retina);
+    RUN(test_retina_60);
     RUN(test_config_check);
     return test_summary();
 }
