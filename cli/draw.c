@@ -89,8 +89,8 @@ typedef struct {
 } EvalFlags;
 
 static const char *const EVAL_SPLITS[] = {"valid", "test", NULL};
-enum { OF_SAMPLES, OF_DATA, OF_RECONSTRUCTIONS };
-static const char *const QUALITY_OF[] = {"samples", "data", "reconstructions", NULL};
+enum { OF_SAMPLES, OF_DATA, OF_RECONSTRUCTIONS, OF_NOISE };
+static const char *const QUALITY_OF[] = {"samples", "data", "reconstructions", "noise", NULL};
 
 // Nonzero when the command ends here (help or a bad flag) with *code.
 static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
@@ -111,7 +111,7 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
         {"sample-quality", ARG_STRING, &f->quality, "also judge samples from the prior with this classifier (draw classify train --model cnn --size 28 --fragments 0): the share labelled with confidence >= 0.9, the entropy of the predicted classes against log 10, and for a conditional model the share labelled as the class asked for, per class too; a 60x60 two-digit model's samples are cut into their two digits first, and the share with both legible is given; the same figures for as many of the split's images (cli/draw_quality.h)", .metavar = "CLASSIFIER"},
         {"quality-samples", ARG_INT, &f->quality_n, "samples --sample-quality draws (a conditional model's ask for each class in turn)", .has_min = true, .min = 1, .has_max = true, .max = 10000000},
         {"quality-temperature", ARG_DOUBLE, &f->temperature, "--sample-quality draws z_t from N(0, t^2 I): 1 is the paper's prior; another t is a stated protocol, reported beside t = 1, never in its place", .metavar = "T", .has_min = true, .min = 0, .has_max = true, .max = 10},
-        {"quality-of", ARG_CHOICE, &f->quality_of, "what --sample-quality judges: samples from the prior; the data, the split's evaluated images as the model sees them (MNIST binarised once), the measure's ceiling; or the model's reconstructions of them (z from the posterior); beside samples and reconstructions, the same figures for as many of the split's own images (data_quality in --json)", .choices = QUALITY_OF},
+        {"quality-of", ARG_CHOICE, &f->quality_of, "what --sample-quality judges: samples from the prior; the data, the split's evaluated images as the model sees them (MNIST binarised once), the measure's ceiling; or the model's reconstructions of them (z from the posterior); or as many noise images, each pixel on with the probability of the split's mean intensity (the measure's floor); beside samples and reconstructions, the same figures for as many of the split's own images (data_quality in --json)", .choices = QUALITY_OF},
         {"quality-illegible", ARG_STRING, &f->illegible, "--sample-quality also writes a PNG grid of the first 64 samples that are not legible (8 a row), and lists their top class and probability", .metavar = "FILE"},
         {"json", ARG_FLAG, &f->json, "print one JSON object", .given = NULL},
     };
@@ -185,10 +185,14 @@ static void print_quality(const EvalFlags *f, const SampleQuality *q, const char
     else if (of == OF_SAMPLES)
         snprintf(what, sizeof what, "%ld samples%s", q->samples,
                  q->conditional ? ", each class asked for in turn" : " from the prior");
+    else if (of == OF_NOISE)
+        snprintf(what, sizeof what, "%ld noise images, each pixel on with the %s images' mean intensity",
+                 q->samples, EVAL_SPLITS[f->split]);
     else
         snprintf(what, sizeof what, "%sthe first %ld %s images",
                  of == OF_DATA ? "" : "the model's reconstructions of ", q->samples, EVAL_SPLITS[f->split]);
-    const char *name = of == OF_SAMPLES ? "sample quality" : of == OF_DATA ? "image quality" : "reconstruction quality";
+    const char *name = of == OF_SAMPLES ? "sample quality" : of == OF_DATA ? "image quality"
+                       : of == OF_NOISE ? "noise quality" : "reconstruction quality";
     if (q->digits == 2)
         printf("%s (%s, each cut into its two digits, %s): both digits legible (top probability "
                ">= %.1f each) %.2f%% [%.2f, %.2f]; of the %ld digits %.2f%% legible [%.2f, %.2f]; "
@@ -211,7 +215,7 @@ static void print_quality(const EvalFlags *f, const SampleQuality *q, const char
 }
 
 // q: --sample-quality's figures on what --quality-of names (or NULL); dq: on as many of the
-// split's own images beside them (or NULL: --quality-of data, where q is those).
+// split's own images beside them (or NULL: --quality-of data or noise).
 static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average,
                        const DrawEvalResult *r, const SampleQuality *q, const SampleQuality *dq,
                        double secs) {
@@ -363,12 +367,20 @@ static int cmd_eval(int argc, char **argv) {
         return train_dist_fail(&dist, "draw", &err);
     // q: what --quality-of names; dq: as many of the split's own images beside them
     SampleQuality q, dq;
-    const bool beside = f.quality_of != OF_DATA;
+    const bool beside = f.quality_of == OF_SAMPLES || f.quality_of == OF_RECONSTRUCTIONS;
     if (f.quality && f.quality_of != OF_SAMPLES && dist_is_root(&dist)) {
         const int n = f.limit > 0 && f.limit < set.n ? f.limit : set.n;
         if (f.quality_of == OF_DATA)
             draw_images_quality(&q, set.images, n, &m.state.cfg, &cls, f.batch);
-        else {
+        else if (f.quality_of == OF_NOISE) {  // as dense as the first n images
+            const size_t D = (size_t)draw_image_size(&m.state.cfg);
+            double ink = 0.0;
+            for (size_t i = 0; i < (size_t)n * D; i++) ink += set.images[i];
+            float *noise = xmalloc(sizeof(float) * (size_t)n * D);
+            draw_noise_images(noise, n, (int)D, ink / ((double)n * D), (uint64_t)f.seed);
+            draw_images_quality(&q, noise, n, &m.state.cfg, &cls, f.batch);
+            free(noise);
+        } else {
             draw_reconstruction_quality(&q, &m.p, &m.state.cfg, &cls, set.images, set.labels, n, f.batch,
                                         (uint64_t)f.seed);
             draw_images_quality(&dq, set.images, n, &m.state.cfg, &cls, f.batch);

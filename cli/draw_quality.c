@@ -258,6 +258,13 @@ void draw_images_quality(SampleQuality *q, const float *images, int n, const Dra
     judge_free(&j);
 }
 
+void draw_noise_images(float *out, int n, int D, double p, uint64_t seed) {
+    CHECK(n >= 0 && D >= 1 && p >= 0.0 && p <= 1.0, "%d noise images of %d pixels, p %g", n, D, p);
+    Rng rng;
+    rng_seed(&rng, seed);
+    for (size_t i = 0; i < (size_t)n * D; i++) out[i] = (double)rng_uniform(&rng) < p ? 1.0f : 0.0f;
+}
+
 void draw_reconstruction_quality(SampleQuality *q, const DrawParams *p, const DrawConfig *c,
                                  const ClassifyModel *cls, const float *images, const int *labels,
                                  int n, int B, uint64_t seed) {

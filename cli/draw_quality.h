@@ -134,6 +134,12 @@ void draw_sample_quality(SampleQuality *q, const DrawParams *p, const DrawConfig
 void draw_images_quality(SampleQuality *q, const float *images, int n, const DrawConfig *c,
                          const ClassifyModel *cls, int B);
 
+// n noise images (n, H W) of D pixels each into out: every pixel independently 1 with
+// probability p, else 0 (from seed): what the judge makes of ink without shape, as dense as
+// the data's when p is the data's mean intensity (the measure's floor, judged by
+// draw_images_quality like the data).
+void draw_noise_images(float *out, int n, int D, double p, uint64_t seed);
+
 // The same measure on the model's reconstructions of n images (sigmoid(c_T) with z from the
 // posterior, noise from seed; labels (n) for a conditional model, else NULL), judged
 // unconditionally: how legibly the model draws what its encoder saw, beside its samples

@@ -66,9 +66,10 @@ table_row() {
 # draw_report_pictures BIN DIR DATA SCALE: the pictures and page of `draw report`
 # (cli/report_draw.h) for DIR's model: 16 samples and 16 reconstructions of DATA's test
 # images at SCALE pixels per image pixel, one sample's film at 3, and report.html with the
-# test figures of DIR/test.json.
+# test figures of DIR/test.json. MODEL (a fifth argument; default DIR/model.safetensors):
+# the checkpoint drawn, a kept snapshot of DIR's run say.
 draw_report_pictures() {
-    drp_model="$2/model.safetensors"
+    drp_model=${5:-$2/model.safetensors}
     "$1/draw" generate --model "$drp_model" --count 16 --show-attention --scale "$4" --out "$2/samples"
     "$1/draw" reconstruct --model "$drp_model" --data "$3" --count 16 --scale "$4" --out "$2/reconstructions"
     "$1/draw" generate --model "$drp_model" --count 1 --show-attention --scale 3 --out "$2/film"

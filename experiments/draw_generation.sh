@@ -122,10 +122,13 @@ CNN trained on plain 28 x 28 MNIST (its test error in the row). Both legible: th
 samples whose two digits both have top probability >= 0.9 (95 % Wilson interval); digits:
 the share of the cut digits legible and the entropy of their predicted classes against
 log 10 = 2.3026. The same measure on as many test images (binarised once) is beside it: the
-ceiling the cut and the judge allow on this data, where the two digits often overlap.
+ceiling the cut and the judge allow on this data, where the two digits often overlap. And
+on as many noise images (`draw eval --quality-of noise`: each pixel on, independently,
+with the test images' mean intensity): the floor, what the judge makes of ink without
+shape.
 
-| date | steps | samples | classifier test error (%) | both legible (%) [95 %] | digits legible (%) | class entropy (nats) | test images: both legible (%) | digits legible (%) | class entropy (nats) |
-|---|---|---|---|---|---|---|---|---|---|
+| date | steps | samples | classifier test error (%) | both legible (%) [95 %] | digits legible (%) | class entropy (nats) | test images: both legible (%) [95 %] | digits legible (%) | class entropy (nats) | noise: both legible (%) [95 %] | digits legible (%) |
+|---|---|---|---|---|---|---|---|---|---|---|---|
 EOF
 }
 
@@ -444,14 +447,20 @@ train_step() {
 # samples beside test images in RESULTS_DIR/draw_mnist2/; after run_config's figures.
 mnist2_quality() {
     qj=$dir/test.json  # run_config's eval, with --sample-quality
-    row=$(printf '| %s | %s | %s | %.2f | %s | %.2f | %.4f | %s | %.2f | %.4f |' \
+    # the floor: as many noise images as dense as the test images, cut and judged the same way
+    nj=$dir/noise.json
+    "$BIN/draw" eval --model "$m" --data mnist2 --split test --limit "$QUALITY_N" --threads "$THREADS" \
+        --sample-quality "$cls/model.safetensors" --quality-of noise --json > "$nj"
+    row=$(printf '| %s | %s | %s | %.2f | %s | %.2f | %.4f | %s | %.2f | %.4f | %s | %.2f |' \
         "$(date -u +%Y-%m-%d)" "$step" "$QUALITY_N" "$(awk -v e="$cls_error" 'BEGIN { print 100 * e }')" \
         "$(wilson "$(quality_field sample_quality both_legible < "$qj")" "$QUALITY_N")" \
         "$(awk -v v="$(quality_field sample_quality legible < "$qj")" 'BEGIN { print 100 * v }')" \
         "$(quality_field sample_quality entropy < "$qj")" \
         "$(wilson "$(quality_field data_quality both_legible < "$qj")" "$(quality_field data_quality samples < "$qj")")" \
         "$(awk -v v="$(quality_field data_quality legible < "$qj")" 'BEGIN { print 100 * v }')" \
-        "$(quality_field data_quality entropy < "$qj")")
+        "$(quality_field data_quality entropy < "$qj")" \
+        "$(wilson "$(quality_field sample_quality both_legible < "$nj")" "$(quality_field sample_quality samples < "$nj")")" \
+        "$(awk -v v="$(quality_field sample_quality legible < "$nj")" 'BEGIN { print 100 * v }')")
     table_row "$table" "| date | steps | samples |" "$(header_mnist2_quality)" "$row"
     # the curve: a row for each checkpoint judged (curve.tsv) that the page lacks
     [ ! -s "$dir/curve.tsv" ] || sort -n "$dir/curve.tsv" | while IFS='	' read -r cs cn cb cboth cleg cent; do
@@ -462,7 +471,7 @@ mnist2_quality() {
     done
     pics=$RESULTS_DIR/draw_mnist2
     mkdir -p "$pics"
-    "$BIN/draw" generate --model "$dir/model.safetensors" --count 16 --scale 2 --out "$dir/samples-plain" 2> /dev/null
+    "$BIN/draw" generate --model "$m" --count 16 --scale 2 --out "$dir/samples-plain" 2> /dev/null
     cp "$dir/samples-plain/final.png" "$pics/samples.png"
     cp "$dir/reconstructions/input.png" "$pics/test-images.png"
     echo "draw_generation.sh: mnist2: both digits legible $(quality_field sample_quality both_legible < "$qj") of $QUALITY_N samples (test images: $(quality_field data_quality both_legible < "$qj")); pictures in $pics" >&2
@@ -489,14 +498,19 @@ run_config() {
         train_judge
         [ "$CURVE_EVERY" -le 0 ] || mnist2_curve "$dir"
     fi
-    # (the curve's last stop may be the budget: its train.json then stands)
-    [ -f "$dir/snapshots/step-$steps.safetensors" ] || train_step "$steps"
+    # (the curve's last stop may be the budget: its train.json then stands, and the row is
+    # that snapshot's, whatever training went on after it)
+    m="$dir/model.safetensors"
+    if [ -f "$dir/snapshots/step-$steps.safetensors" ]; then
+        m="$dir/snapshots/step-$steps.safetensors"
+    else
+        train_step "$steps"
+    fi
     wall=$(train_wall "$dir")  # over every (resumed or killed) invocation
     qflags=
     [ "$name" != mnist2 ] || qflags="--sample-quality $cls/model.safetensors --quality-samples $QUALITY_N"
     load=$(cut -d' ' -f1 /proc/loadavg)
 
-    m="$dir/model.safetensors"
     # shellcheck disable=SC2086
     "$BIN/draw" eval --model "$m" --data "$data" --split test --samples "$SAMPLES" \
         --threads "$THREADS" $qflags --json > "$dir/test.json"
@@ -505,14 +519,16 @@ run_config() {
     recon=$(json_field recon < "$dir/test.json")
     kl=$(json_field kl < "$dir/test.json")
     iw=$(json_field nll_iw < "$dir/test.json")
-    step=$(json_field steps < "$dir/train.json")
-    ips=$(json_field images_per_s < "$dir/train.json")
+    step=$(json_field step < "$dir/test.json")  # the evaluated checkpoint's
+    ips=-
+    [ ! -s "$dir/train.json" ] || ips=$(json_field images_per_s < "$dir/train.json")
 
-    draw_report_pictures "$BIN" "$dir" "$data" 3
+    draw_report_pictures "$BIN" "$dir" "$data" 3 "$m"
 
-    # A resumed run with no step left reports no images/s.
+    # A resumed run with no step left reports no images/s; SAMPLES 1 gives no IW estimate.
     case $ips in [0-9]*) ips=$(printf '%.0f' "$ips") ;; *) ips=- ;; esac
-    row=$(printf '| %s | %s | %s | %s | %s | %s | %s | %.2f | %.5f | %.2f + %.2f | %.2f (%s) |' \
+    case $iw in [0-9]*) iw=$(printf '%.2f' "$iw") ;; *) iw=- ;; esac
+    row=$(printf '| %s | %s | %s | %s | %s | %s | %s | %.2f | %.5f | %.2f + %.2f | %s (%s) |' \
         "$(date -u +%Y-%m-%d)" "$model" "$step" "$batch" "$wall" "$load" "$ips" "$bound" \
         "$per_dim" "$recon" "$kl" "$iw" "$SAMPLES")
     table_row "$table" "| date | model |" "$("header_$name")" "$row"

@@ -775,9 +775,10 @@ static void test_sample_quality(void) {
     free(out), free(err);
     // --quality-of data and reconstructions: the 16 test images (or their reconstructions)
     // judged in place of samples, said in the JSON; the same 16 images beside the
-    // reconstructions (data_quality), none beside the data (they are the data)
-    for (int k = 0; k < 2; k++) {
-        const char *of_name = k ? "reconstructions" : "data";
+    // reconstructions (data_quality), none beside the data (they are the data); noise: 16
+    // noise images as dense as the 16 test images, none beside
+    for (int k = 0; k < 3; k++) {
+        const char *of_name = k == 2 ? "noise" : k ? "reconstructions" : "data";
         rc = run_draw("eval --model %s/uncond/model.safetensors --data mnist --split test --limit 16 "
                       "--sample-quality %s/cnn28/model.safetensors --quality-of %s --json", tmpdir, tmpdir, of_name);
         out = read_text("stdout.txt");
@@ -787,7 +788,7 @@ static void test_sample_quality(void) {
         const cJSON *beside = cJSON_GetObjectItem(j, "data_quality");
         EXPECT(rc == 0 && cJSON_GetObjectItem(q, "samples")->valuedouble == 16 && cJSON_IsString(of) &&
                    !strcmp(of->valuestring, of_name), "--quality-of %s: %s", of_name, out ? out : "");
-        EXPECT(k ? cJSON_IsObject(beside) && cJSON_GetObjectItem(beside, "samples")->valuedouble == 16 &&
+        EXPECT(k == 1 ? cJSON_IsObject(beside) && cJSON_GetObjectItem(beside, "samples")->valuedouble == 16 &&
                        !strcmp(cJSON_GetObjectItem(beside, "of")->valuestring, "data")
                  : beside == NULL,
                "--quality-of %s, data_quality: %s", of_name, out ? out : "");

@@ -260,6 +260,29 @@ static void test_cut_real_pairs(void) {
            "of %d pairs apart, %d views whole, %d windows within 3 pixels", apart, whole, near_box);
 }
 
+// Noise images: pixels 0 or 1, on with probability p (the share of 200,000 within 5
+// standard errors of p), the same images from the same seed and others from another; p 0
+// and 1 give all off and all on.
+static void test_noise_images(void) {
+    enum { N = 250, D = 800 };
+    static float a[N * D], b[N * D];
+    const double p = 0.13;
+    draw_noise_images(a, N, D, p, 7);
+    long on = 0, binary = 1;
+    for (int i = 0; i < N * D; i++) on += a[i] == 1.0f, binary &= a[i] == 0.0f || a[i] == 1.0f;
+    const double share = (double)on / (N * D), se = sqrt(p * (1 - p) / (N * D));
+    EXPECT(binary && fabs(share - p) < 5 * se, "share on %g, want %g (se %g)", share, p, se);
+    draw_noise_images(b, N, D, p, 7);
+    EXPECT(!memcmp(a, b, sizeof a), "the same seed gave other images");
+    draw_noise_images(b, N, D, p, 8);
+    EXPECT(memcmp(a, b, sizeof a), "another seed gave the same images");
+    draw_noise_images(a, 2, D, 0.0, 1);
+    draw_noise_images(b, 2, D, 1.0, 1);
+    int ends = 1;
+    for (int i = 0; i < 2 * D; i++) ends &= a[i] == 0.0f && b[i] == 1.0f;
+    EXPECT(ends, "p 0 and 1");
+}
+
 int main(void) {
     RUN(test_intervals);
     RUN(test_hand_made_conditional);
@@ -270,5 +293,6 @@ int main(void) {
     RUN(test_cut_masks_neighbour);
     RUN(test_cut_no_ink);
     RUN(test_cut_real_pairs);
+    RUN(test_noise_images);
     return test_summary();
 }
