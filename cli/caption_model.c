@@ -79,7 +79,7 @@ int caption_model_save(const char *path, const SatModel *m, const Vocab *vocab, 
         snprintf(ema_decay, sizeof ema_decay, "%.9g", (double)ema->decay);
         meta[n_meta++] = (SafetensorsMeta){"train.ema", ema_decay};
         snprintf(cpu, sizeof cpu, "%.17g", tc->cpu_seconds);
-        meta[n_meta++] = (SafetensorsMeta){"train.cpu_seconds", cpu};
+        if (tc->cpu_seconds > 0) meta[n_meta++] = (SafetensorsMeta){"train.cpu_seconds", cpu};
     }
     const bool with_ema = with_state && train_ema_on(ema);
     const Block *blocks[7] = {&m->params, &m->adam_m, &m->adam_v, with_ema ? &ema->avg : NULL};

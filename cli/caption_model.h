@@ -29,8 +29,8 @@ int caption_attention_parse(SatConfig *c, const char *name, Error *err);
 const char *caption_attention_name(const SatConfig *c);
 
 // A run's counters: its step and its best validation BLEU-4 (< 0 before any) and step;
-// the CPU seconds its training has spent (train.cpu_seconds of a state; 0 in a state
-// written before it was stored).
+// the CPU seconds its training has spent (train.cpu_seconds of a state, stored only once a
+// --cpu-budget has governed the run; 0 in a state without it).
 typedef struct {
     long step, best_step;
     double best_bleu;

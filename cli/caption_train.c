@@ -626,10 +626,13 @@ static void log_step(CaptionRun *r, const StepResult *s, bool row_due) {
     r->n_acc = 0;
 }
 
-// The state records the CPU seconds spent up to it, which a --resume counts on from.
+// The state of a run under --cpu-budget (now or in an invocation before) records the CPU
+// seconds spent up to it, which a --resume counts on from; a run never under one records
+// none, so that its states stay the same bits however long each step took.
 static int save_state(const CaptionRun *r, Error *err) {
     CaptionCounters tc = r->tc;
-    tc.cpu_seconds = train_budget_cpu_used(&r->budget);
+    const bool counted = r->budget.cpu_seconds > 0 || r->tc.cpu_seconds > 0;
+    tc.cpu_seconds = counted ? train_budget_cpu_used(&r->budget) : 0;
     return caption_model_save(r->path_state, &r->model, &r->vocab, 1, &r->optim, &r->ema, &tc,
                               &r->enc, &r->ft, r->data_spec, err);
 }

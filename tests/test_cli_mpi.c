@@ -577,7 +577,7 @@ static void test_shared_mistakes_printed_once(void) {
         {0, "train --data mnist", "draw: --out: missing (required)", 1},
         {0, "bogus", "draw: unknown command 'bogus'", 1},
         {1, "train --steps 3 --epochs 2 --out %s/m3",
-         "--epochs, --steps, --minutes: give at most one", 1},
+         "--epochs, --steps, --minutes, --cpu-budget: give at most one", 1},
         {1, "train --query sideways --steps 1 --out %s/m4",
          "caption train: --query: expected previous or current, got 'sideways'", 1},
         {0, "train --data mnist --data-root %s/nowhere --steps 2 --out %s/m5", "nowhere/mnist/", 1},
