@@ -8,6 +8,7 @@
 #include "cli/run_info.h"
 #include "cli/train_dist.h"
 #include "cli/threads.h"
+#include "core/check.h"
 #include "core/fileio.h"
 #include "core/gemm.h"
 #include "core/text_escape.h"
@@ -234,6 +235,28 @@ void train_command_log_row(TrainCommandRun *c, const double *row, int n) {
 
 int train_command_save(TrainCommandRun *c, void *run, Error *err) {
     return dist_is_root(&c->dist) ? c->command->save(run, err) : 0;
+}
+
+int train_command_dispatch(const char *program, const TrainCommandEntry *cmds, int n,
+                           void (*overview)(FILE *), int argc, char **argv) {
+    const char *names[16];
+    CHECK(n >= 1 && n <= 16, "train_command_dispatch: %d commands", n);
+    for (int i = 0; i < n; i++) names[i] = cmds[i].name;
+    int which;
+    Error err;
+    const int r = args_subcommand(argc, argv, names, n, &which, &err);
+    if (r == ARGS_HELP) {
+        if (args_reporting_process()) overview(stdout);
+        return 0;
+    }
+    if (r == ARGS_ERROR) {
+        if (args_reporting_process()) fprintf(stderr, "%s: %s\n", program, err.msg);
+        return 2;
+    }
+    if (!cmds[which].ranks &&
+        train_dist_one_process_only(program, cmds[which].name, TRAIN_COMMAND_RANKED))
+        return 2;
+    return cmds[which].main(argc - 1, argv + 1);
 }
 
 int train_command_main(const TrainCommand *t, TrainCommandRun *c, void *run, int argc,
