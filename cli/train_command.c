@@ -1,4 +1,5 @@
-// train_command.c: the command of a trainer without ranks (cli/train_command.h).
+// train_command.c: the command of a trainer on the shared driver, with or without ranks
+// (cli/train_command.h).
 #include "cli/train_command.h"
 
 #include <math.h>
@@ -187,6 +188,7 @@ static int run_steps(const TrainCommand *t, TrainCommandRun *c, void *run, DistO
     train_meter_end(&c->meter, *c->step, status);
     return rc;
 }
+
 static int finish_run(const TrainCommand *t, TrainCommandRun *c, void *run, Error *err) {
     csvlog_close(&c->log);
     if (!dist_is_root(&c->dist)) return 0;
