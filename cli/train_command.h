@@ -180,8 +180,8 @@ int train_command_save(TrainCommandRun *c, void *run, Error *err);
 // The commands that run under mpirun, for the line of one that does not
 // (cli/train_dist.h: train_dist_one_process_only).
 #define TRAIN_COMMAND_RANKED \
-    "draw train, caption train, text classify train and text translate train split their " \
-    "work over ranks"
+    "draw train, draw classify train, caption train, text classify train and text translate " \
+    "train split their work over ranks"
 
 // A program's commands (bin/text's classify and translate): argv[1] chosen among cmds (n of
 // them, 16 at most); --help prints the overview and an unknown command "PROGRAM: reason"
