@@ -92,6 +92,7 @@ typedef struct {
     int n_workers;
     int steps_per_epoch;  // batches per epoch (the remainder is dropped each epoch)
     float *x, *eps;  // images (B, H W); hard attention's centre noise (T, B, 2)
+    float *eps_share;  // under ranks: this rank's columns of eps (T, share, 2); NULL alone
     int *labels;
     long *idx;
     TrainOrder order;  // the current epoch's order of the training digits
@@ -202,6 +203,8 @@ static long alloc_buffers(void *p) {
     r->labels = xmalloc(sizeof(int) * (size_t)B);
     if (c->kind == CLASSIFIER_GLIMPSE && c->glimpse.hard)
         r->eps = xmalloc(sizeof(float) * (size_t)c->glimpse.T * B * 2);
+    if (r->eps && r->cmd.dist.size > 1)
+        r->eps_share = xmalloc(sizeof(float) * (size_t)c->glimpse.T * r->cmd.share_count * 2);
     r->idx = xmalloc(sizeof(long) * (size_t)B);
     r->steps_per_epoch = r->train.n / B;
     train_order_init(&r->order, r->train.n);
@@ -212,7 +215,7 @@ static void free_run(void *p) {
     ClassifyRun *r = p;
     if (r->workers) classifier_workers_free(r->workers, r->n_workers);
     train_weights_free(&r->w);
-    free(r->workers), free(r->x), free(r->eps), free(r->labels), free(r->idx);
+    free(r->workers), free(r->x), free(r->eps), free(r->eps_share), free(r->labels), free(r->idx);
     train_order_free(&r->order);
     imageset_free(&r->train), imageset_free(&r->valid);
 }
@@ -264,29 +267,48 @@ static void header(const void *p, char *buf, size_t n) {
              r->st.optim.lr, gemm_backend(), r->f->cmd.threads, r->f->cmd.threads == 1 ? "" : "s");
 }
 
-// The batch of step st.step: positions [i B, i B + B) of its epoch's order.
+// This rank's share of the batch of step st.step (positions [i B, i B + B) of its epoch's
+// order; all of it in one process): each image a pure function of its index.
 static void make_batch(ClassifyRun *r) {
     const ClassifyState *st = &r->st;
-    const int B = st->optim.batch;
+    const int B = st->optim.batch, begin = r->cmd.share_begin, count = r->cmd.share_count;
     const long e = st->step / r->steps_per_epoch;  // clutter index: epoch e's copy of each digit
     const int *batch =
         train_order_batch(&r->order, st->step, r->steps_per_epoch, B, st->optim.seed);
-    for (int b = 0; b < B; b++) r->idx[b] = e * r->train.n + batch[b];
+    for (int b = 0; b < count; b++) r->idx[b] = e * r->train.n + batch[begin + b];
     cluttered_batch_threads(r->x, r->labels, &r->train, &st->clutter,
-                            classify_train_clutter_seed(st->optim.seed), r->idx, B, r->n_workers);
+                            classify_train_clutter_seed(st->optim.seed), r->idx, count, r->n_workers);
+}
+
+// Hard attention's centre noise of this step, from (seed, step), for the whole batch (T, B,
+// 2); under ranks, this rank's columns of it (T, share, 2): the noise one process draws.
+static const float *share_noise(ClassifyRun *r) {
+    const ClassifyState *st = &r->st;
+    const int T = st->cfg.glimpse.T, B = st->optim.batch;
+    Rng sr;
+    rng_seed(&sr, rng_mix(rng_mix(st->optim.seed, 0x5DE9), (uint64_t)st->step));
+    rng_normal_fill(&sr, r->eps, (size_t)T * B * 2);
+    if (!r->eps_share) return r->eps;
+    const int begin = r->cmd.share_begin, count = r->cmd.share_count;
+    for (int t = 0; t < T; t++)
+        memcpy(r->eps_share + (size_t)t * count * 2, r->eps + ((size_t)t * B + begin) * 2,
+               sizeof(float) * (size_t)count * 2);
+    return r->eps_share;
 }
 
 static int train_step(ClassifyRun *r, double *loss, int *correct, Error *err) {
     ClassifyState *st = &r->st;
     make_batch(r);
-    if (r->eps) {  // hard attention: the centre noise of this step, from (seed, step)
-        Rng sr;
-        rng_seed(&sr, rng_mix(rng_mix(st->optim.seed, 0x5DE9), (uint64_t)st->step));
-        rng_normal_fill(&sr, r->eps, (size_t)st->cfg.glimpse.T * st->optim.batch * 2);
-    }
+    const float *eps = r->eps ? share_noise(r) : NULL;
+    // The share's mean loss and gradient until train_command_reduce makes them the batch's.
     *loss = classifier_forward_parallel_hard(r->workers, r->n_workers, &r->p, &st->cfg, r->x,
-                                             r->labels, st->optim.batch, r->eps,
+                                             r->labels, r->cmd.share_count, eps,
                                              &r->w.grads, correct);
+    double right = *correct;  // the batch's correct predictions, over the ranks
+    if (train_command_reduce(&r->cmd, loss, &r->w.grads, err) ||
+        train_command_sum(&r->cmd, &right, 1, err))
+        return -1;
+    *correct = (int)right;
     if (train_check_finite(st->step + 1, "loss", *loss, &r->w.grads, r->cmd.paths.model, err)) return -1;
     train_norms_add(&r->norms, clip_global_norm(r->w.grads.data, r->w.grads.numel, st->optim.clip));
     st->step++;
@@ -319,10 +341,10 @@ static int log_validate_save(ClassifyRun *r, double loss, int correct, bool last
         double row[7] = {(double)st->step, r->last_loss, r->last_train_error,
                          due.validate ? r->last_valid : NAN, 0, 0, timer_now() - r->cmd.budget.t0};
         train_norms_take(&r->norms, &row[4], &row[5]);
-        csvlog_row(&r->cmd.log, row, 7);
+        train_command_log_row(&r->cmd, row, 7);
         r->loss_acc = 0.0, r->acc_n = 0, r->acc_correct = 0, r->acc_images = 0;
     }
-    return due.save ? save(r, err) : 0;
+    return due.save ? train_command_save(&r->cmd, r, err) : 0;
 }
 
 // The step loop's side of this trainer (cli/train_run.h TrainSteps).
@@ -358,7 +380,7 @@ static void json_fields(const void *p, FILE *out) {
 }
 
 static const TrainCommand TRAIN = {
-    .command = "draw classify train", .program = "draw classify", .found_as = "draw classify",
+    .command = "draw classify train", .ranks = true, .program = "draw classify", .found_as = "draw classify",
     .log_columns = "step,train_loss,train_error,valid_error,grad_norm,grad_norm_max,seconds",
     .curves = {{"train_error", "valid_error"}, {"train error", "valid error"}, 100.0f,
                "cluttered MNIST classification", "error (%)"},
@@ -387,22 +409,12 @@ static void overview(FILE *f) {
 }
 
 int classify_main(int argc, char **argv) {
-    static const char *const names[] = {"train", "eval", "show", "export"};
-    int which;
-    Error err;
-    int r = args_subcommand(argc, argv, names, 4, &which, &err);
-    if (r == ARGS_HELP) {
-        overview(stdout);
-        return 0;
-    }
-    if (r == ARGS_ERROR) {
-        fprintf(stderr, "draw classify: %s\n", err.msg);
-        return 2;
-    }
-    switch (which) {
-    case 0: return cmd_train(argc - 1, argv + 1);
-    case 1: return classify_eval_main(argc - 1, argv + 1);
-    case 2: return classify_show_main(argc - 1, argv + 1);
-    default: return classify_export_main(argc - 1, argv + 1);
-    }
+    // train runs over mpirun's ranks; the others refuse them in one line
+    static const TrainCommandEntry cmds[] = {
+        {"train", cmd_train, true},
+        {"eval", classify_eval_main, false},
+        {"show", classify_show_main, false},
+        {"export", classify_export_main, false},
+    };
+    return train_command_dispatch("draw classify", cmds, ARGS_LEN(cmds), overview, argc, argv);
 }

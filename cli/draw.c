@@ -570,7 +570,10 @@ int main(int argc, char **argv) {
         if (args_reporting_process()) fprintf(stderr, "draw: %s\n", err.msg);
         return 2;
     }
-    if (which > 1 && train_dist_one_process_only("draw", names[which], TRAIN_DIST_RANKED)) return 2;
+    // classify's own dispatch lets its train run over ranks (cli/classify.h)
+    if (which > 1 && strcmp(names[which], "classify") != 0 &&
+        train_dist_one_process_only("draw", names[which], TRAIN_DIST_RANKED))
+        return 2;
     switch (which) {
     case 0: return draw_train_main(argc - 1, argv + 1);
     case 1: return cmd_eval(argc - 1, argv + 1);

@@ -15,7 +15,6 @@
 #include "cli/text_show.h"
 #include "cli/threads.h"
 #include "cli/train_command.h"
-#include "cli/train_dist.h"
 #include "core/adam.h"
 #include "core/check.h"
 #include "core/csvlog.h"
@@ -451,25 +450,13 @@ static void overview(FILE *f) {
 }
 
 int text_classify_main(int argc, char **argv) {
-    static const char *const names[] = {"train", "eval", "predict", "show", "report"};
-    int which;
-    Error err;
-    int r = args_subcommand(argc, argv, names, 5, &which, &err);
-    if (r == ARGS_HELP) {
-        if (args_reporting_process()) overview(stdout);
-        return 0;
-    }
-    if (r == ARGS_ERROR) {
-        if (args_reporting_process()) fprintf(stderr, "text classify: %s\n", err.msg);
-        return 2;
-    }
-    // train runs over mpirun's ranks, or refuses them in one line (cli/train_command.h)
-    if (which != 0 && train_dist_one_process_only("text classify", names[which], TRAIN_COMMAND_RANKED)) return 2;
-    switch (which) {
-    case 0: return cmd_train(argc - 1, argv + 1);
-    case 1: return text_eval_main(argc - 1, argv + 1);
-    case 2: return text_predict_main(argc - 1, argv + 1);
-    case 3: return text_show_main(argc - 1, argv + 1);
-    default: return text_report_main(argc - 1, argv + 1);
-    }
+    // train runs over mpirun's ranks; the others refuse them in one line
+    static const TrainCommandEntry cmds[] = {
+        {"train", cmd_train, true},
+        {"eval", text_eval_main, false},
+        {"predict", text_predict_main, false},
+        {"show", text_show_main, false},
+        {"report", text_report_main, false},
+    };
+    return train_command_dispatch("text classify", cmds, ARGS_LEN(cmds), overview, argc, argv);
 }

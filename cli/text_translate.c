@@ -16,7 +16,6 @@
 #include "cli/text_translate_state.h"
 #include "cli/threads.h"
 #include "cli/train_command.h"
-#include "cli/train_dist.h"
 #include "core/adam.h"
 #include "core/check.h"
 #include "core/csvlog.h"
@@ -557,26 +556,14 @@ static void overview(FILE *f) {
 }
 
 int text_translate_main(int argc, char **argv) {
-    static const char *const names[] = {"train", "eval", "translate", "show", "score", "report"};
-    int which;
-    Error err;
-    int r = args_subcommand(argc, argv, names, 6, &which, &err);
-    if (r == ARGS_HELP) {
-        if (args_reporting_process()) overview(stdout);
-        return 0;
-    }
-    if (r == ARGS_ERROR) {
-        if (args_reporting_process()) fprintf(stderr, "text translate: %s\n", err.msg);
-        return 2;
-    }
-    // train runs over mpirun's ranks, or refuses them in one line (cli/train_command.h)
-    if (which != 0 && train_dist_one_process_only("text translate", names[which], TRAIN_COMMAND_RANKED)) return 2;
-    switch (which) {
-    case 0: return cmd_train(argc - 1, argv + 1);
-    case 1: return text_translate_eval_main(argc - 1, argv + 1);
-    case 2: return text_translate_translate_main(argc - 1, argv + 1);
-    case 3: return text_translate_show_main(argc - 1, argv + 1);
-    case 4: return text_translate_score_main(argc - 1, argv + 1);
-    default: return text_translate_report_main(argc - 1, argv + 1);
-    }
+    // train runs over mpirun's ranks; the others refuse them in one line
+    static const TrainCommandEntry cmds[] = {
+        {"train", cmd_train, true},
+        {"eval", text_translate_eval_main, false},
+        {"translate", text_translate_translate_main, false},
+        {"show", text_translate_show_main, false},
+        {"score", text_translate_score_main, false},
+        {"report", text_translate_report_main, false},
+    };
+    return train_command_dispatch("text translate", cmds, ARGS_LEN(cmds), overview, argc, argv);
 }

@@ -1,4 +1,5 @@
-// train_command.c: the command of a trainer without ranks (cli/train_command.h).
+// train_command.c: the command of a trainer on the shared driver, with or without ranks
+// (cli/train_command.h).
 #include "cli/train_command.h"
 
 #include <math.h>
@@ -8,6 +9,7 @@
 #include "cli/run_info.h"
 #include "cli/train_dist.h"
 #include "cli/threads.h"
+#include "core/check.h"
 #include "core/fileio.h"
 #include "core/gemm.h"
 #include "core/text_escape.h"
@@ -186,6 +188,7 @@ static int run_steps(const TrainCommand *t, TrainCommandRun *c, void *run, DistO
     train_meter_end(&c->meter, *c->step, status);
     return rc;
 }
+
 static int finish_run(const TrainCommand *t, TrainCommandRun *c, void *run, Error *err) {
     csvlog_close(&c->log);
     if (!dist_is_root(&c->dist)) return 0;
@@ -234,6 +237,28 @@ void train_command_log_row(TrainCommandRun *c, const double *row, int n) {
 
 int train_command_save(TrainCommandRun *c, void *run, Error *err) {
     return dist_is_root(&c->dist) ? c->command->save(run, err) : 0;
+}
+
+int train_command_dispatch(const char *program, const TrainCommandEntry *cmds, int n,
+                           void (*overview)(FILE *), int argc, char **argv) {
+    const char *names[16];
+    CHECK(n >= 1 && n <= 16, "train_command_dispatch: %d commands", n);
+    for (int i = 0; i < n; i++) names[i] = cmds[i].name;
+    int which;
+    Error err;
+    const int r = args_subcommand(argc, argv, names, n, &which, &err);
+    if (r == ARGS_HELP) {
+        if (args_reporting_process()) overview(stdout);
+        return 0;
+    }
+    if (r == ARGS_ERROR) {
+        if (args_reporting_process()) fprintf(stderr, "%s: %s\n", program, err.msg);
+        return 2;
+    }
+    if (!cmds[which].ranks &&
+        train_dist_one_process_only(program, cmds[which].name, TRAIN_COMMAND_RANKED))
+        return 2;
+    return cmds[which].main(argc - 1, argv + 1);
 }
 
 int train_command_main(const TrainCommand *t, TrainCommandRun *c, void *run, int argc,

@@ -180,8 +180,20 @@ int train_command_save(TrainCommandRun *c, void *run, Error *err);
 // The commands that run under mpirun, for the line of one that does not
 // (cli/train_dist.h: train_dist_one_process_only).
 #define TRAIN_COMMAND_RANKED \
-    "draw train, caption train, text classify train and text translate train split their " \
-    "work over ranks"
+    "draw train, draw classify train, caption train, text classify train and text translate " \
+    "train split their work over ranks"
+
+// A program's commands (bin/text's classify and translate): argv[1] chosen among cmds (n of
+// them, 16 at most); --help prints the overview and an unknown command "PROGRAM: reason"
+// (rank 0 alone, under mpirun; status 0 and 2); a command without .ranks refuses mpirun's
+// ranks in one line (status 2); else the command's main runs on argv + 1.
+typedef struct {
+    const char *name;
+    int (*main)(int argc, char **argv);
+    bool ranks;  // it runs under mpirun (a trainer on this driver with .ranks)
+} TrainCommandEntry;
+int train_command_dispatch(const char *program, const TrainCommandEntry *cmds, int n,
+                           void (*overview)(FILE *), int argc, char **argv);
 
 // Runs the command (flags parsed) to its end; returns the exit status: 0, or 1 after one
 // line "PROGRAM: reason" on stderr (under mpirun: as above).

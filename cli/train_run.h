@@ -29,10 +29,11 @@
 //   train_checkpoint_save, _read       a checkpoint's weights and Adam moments
 //   json_number   a summary's numbers, null where nothing was measured
 //
-// A trainer without ranks gives only its side, a table of callbacks, to the one command
-// driver of cli/train_command.h (text classify train, text translate train, draw classify
-// train), which runs the skeleton below for it. A trainer with ranks, best-model
-// checkpoints or a loop of its own reads like this (see cli/draw_train.c,
+// A trainer without a loop of its own gives only its side, a table of callbacks, to the one
+// command driver of cli/train_command.h (text classify train, text translate train, draw
+// classify train), which runs the skeleton below for it, over MPI ranks too where the
+// trainer takes them. A trainer with best-model checkpoints, workers over threads and
+// ranks or a loop of its own reads like this (see cli/draw_train.c,
 // cli/caption_train.c):
 //     train_process_begin("draw train");
 //     if (train_out_open(&lock, out, files, 2, resume, force, &err)) fail;

@@ -1,4 +1,4 @@
-// test_train_command.c: the command driver of the trainers without ranks
+// test_train_command.c: the trainers' command driver, in one process
 // (cli/train_command.h), run in-process on a toy trainer (one weight halved at each step,
 // its loss the weight): a new run's header, summary, --json object, log.csv, checkpoint
 // and run.json; --resume with a replaced setting, and at its end (no step left); a folder
