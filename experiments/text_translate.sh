@@ -339,6 +339,8 @@ dates_table() {
     echo "run each (seed 1): an exact match of 95 % on 1,000 examples has a binomial standard"
     echo "error of about 0.7 points, and seeds move a short run more than that; compare kinds over"
     echo "seeds before ranking them."
+    echo "Training wall: seconds on $(nproc) cores shared with other jobs, one thread a run (the"
+    echo "load moved it by several times: compare steps, not seconds)."
     [ ! -s "$store/dates-transformer/eval.json" ] || {
         echo "transformer: the Transformer translator (d 128, 4 heads, d_ff 256, 2 + 2 layers),"
         echo "trained with \`$TRANSFORMER_FLAGS\`; its alignment accuracy is the last decoder"
@@ -540,8 +542,10 @@ left (annot-rev) puts most of them before it. An encoder reading left to right
 embedding beside its state in the annotations (--annot-embed) the score sees which
 character a position holds: its misses are then mostly one character after the span, and
 most of those are the "0" written before a one-digit month or day (the table's last
-column), whose peak falls on the separator, the first state that knows the field has one
-digit. At the default width (annot-fwd) that left one seed of three short of 95 %;
+column: about as many in every run with --annot-embed), its peak on the separator after
+the digit, the first position where a forward state knows that the field has one digit.
+Without --annot-embed (fwd-dropout-0.1) fewer of these zeros miss but more of the other
+digits do. At the default width (annot-fwd) that left one seed of three short of 95 %;
 twice the steps or dropout 0.2 lift that seed over it. Of the candidates run on all five
 seeds, the recipe is the one that meets both targets on every seed of the validation split
 with the highest lowest alignment (the levers over seeds); local-p attention with the
