@@ -99,7 +99,8 @@ static void test_dates(void) {
     // Issue 58's long inputs: none's longest bucket against each kind's, by their Wilson
     // intervals (bahdanau's 100.0 [83.9, 100.0] wholly above none's 20.0 [8.1, 41.6]); the
     // shortest too, where the stand-in's kinds are equal.
-    EXPECT(page && strstr(page, "At 31-40 characters (20 test examples) none's exact match is 20.0 [8.1, 41.6] %; the\n"
+    EXPECT(page && strstr(page, "longest sources 1 of the 1 attention kinds lie above none beyond the 95 % intervals.\n"
+                                "At 31-40 characters (20 test examples) none's exact match is 20.0 [8.1, 41.6] %; the\n"
                                 "attention kinds': bahdanau 100.0 [83.9, 100.0] (above).") &&
                strstr(page, "At 1-10 characters (4 test examples) none's exact match is 50.0 [15.0, 85.0] %; the\n"
                             "attention kinds': bahdanau 50.0 [15.0, 85.0] (overlaps)."),
