@@ -51,7 +51,7 @@
 #                                         85 % tries
 #   text-translate  dates: bahdanau and   every attention kind      text_translate.md
 #                   none, 150 steps, one  3,500 steps, the alignment
-#                   recipe seed, no       recipe on seeds 1-3, the
+#                   recipe seed, no       recipe on seeds 1-5, the
 #                   levers; bible:        levers tried; bible:
 #                   bahdanau 0.5 min,     none, bahdanau, luong-general
 #                   100 resamples         20 min each (wall time)

@@ -73,9 +73,7 @@ DATES_RECIPE_DEFAULT="--attention luong-concat --forward-only --annot-embed --dr
 DATES_RECIPE=${DATES_RECIPE-$DATES_RECIPE_DEFAULT}
 DATES_STAGES=${DATES_STAGES-kinds tries recipe}
 DATES_SEEDS=${DATES_SEEDS-1 2 3 4 5}
-DATES_TRIES=${DATES_TRIES-"fwd-dropout-0.1-seed1 --attention luong-concat --forward-only --dropout 0.1 --seed 1
-fwd-dropout-0.1-seed2 --attention luong-concat --forward-only --dropout 0.1 --seed 2
-fwd-dropout-0.1-seed3 --attention luong-concat --forward-only --dropout 0.1 --seed 3
+DATES_TRIES=${DATES_TRIES-"fwd-dropout-0.1-seed2 --attention luong-concat --forward-only --dropout 0.1 --seed 2
 annot-seed1 --attention luong-concat --annot-embed --dropout 0.1 --seed 1
 annot-seed2 --attention luong-concat --annot-embed --dropout 0.1 --seed 2
 annot-rev-seed2 --attention luong-concat --reverse-only --annot-embed --dropout 0.1 --seed 2
@@ -84,15 +82,12 @@ annot-fwd-seed1 --attention luong-concat --forward-only --annot-embed --dropout 
 annot-fwd-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --seed 2
 annot-fwd-seed3 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --seed 3
 annot-fwd-7000-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --seed 2 --steps 7000
-annot-fwd-dropout-0.2-seed1 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 1
-annot-fwd-dropout-0.2-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 2
-annot-fwd-dropout-0.2-seed3 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 3
-annot-fwd-dropout-0.2-seed4 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 4
-annot-fwd-dropout-0.2-seed5 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 5
 annot-fwd-dropout-0.2-7000-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.2 --seed 2 --steps 7000
 annot-fwd-hidden-128-seed1 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --hidden 128 --seed 1
 annot-fwd-hidden-128-seed2 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --hidden 128 --seed 2
-annot-fwd-hidden-128-seed3 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --hidden 128 --seed 3"}
+annot-fwd-hidden-128-seed3 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --hidden 128 --seed 3
+annot-fwd-hidden-128-seed4 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --hidden 128 --seed 4
+annot-fwd-hidden-128-seed5 --attention luong-concat --forward-only --annot-embed --dropout 0.1 --hidden 128 --seed 5"}
 BIBLE_KINDS=${BIBLE_KINDS:-none bahdanau luong-general transformer}
 TRANSFORMER_FLAGS=${TRANSFORMER_FLAGS:---warmup 400 --lr 1e-3 --dropout 0.1 --label-smoothing 0.1}
 BIBLE_MINUTES=${BIBLE_MINUTES:-20}
@@ -344,6 +339,8 @@ dates_table() {
     echo "run each (seed 1): an exact match of 95 % on 1,000 examples has a binomial standard"
     echo "error of about 0.7 points, and seeds move a short run more than that; compare kinds over"
     echo "seeds before ranking them."
+    echo "Training wall: seconds on $(nproc) cores shared with other jobs, one thread a run (the"
+    echo "load moved it by several times: compare steps, not seconds)."
     [ ! -s "$store/dates-transformer/eval.json" ] || {
         echo "transformer: the Transformer translator (d 128, 4 heads, d_ff 256, 2 + 2 layers),"
         echo "trained with \`$TRANSFORMER_FLAGS\`; its alignment accuracy is the last decoder"
@@ -401,6 +398,12 @@ long_inputs() {
             cells="$cells${cells:+, }$(echo "$kb" | awk -v k="$kind" -v hi="$hi" -v lo="$lo" '{ printf "%s %s [%s, %s] (%s)", k, $2, $3, $4, ($3 > hi ? "above" : ($4 < lo ? "below" : "overlaps")) }')"
         done
         to=$((from + 9))
+        if [ "$from" = 31 ]; then
+            above=$(echo "$cells" | grep -o '(above)' | wc -l | tr -d ' ')
+            kinds=$(echo "$cells" | grep -o '(above)\|(below)\|(overlaps)' | wc -l | tr -d ' ')
+            echo "Issue 58's \"the no-attention model is measurably worse on long inputs\": on the"
+            echo "longest sources $above of the $kinds attention kinds lie above none beyond the 95 % intervals."
+        fi
         echo "At $from-$to characters ($n test examples) none's exact match is $pn [$lo, $hi] %; the"
         echo "attention kinds': $cells."
     done
@@ -515,7 +518,7 @@ recipe_names() {
 
 # recipe_summary SPLIT_FILE: the recipe seeds' exact match and alignment (SPLIT_FILE:
 # eval.json or eval-valid.json) as one row: the mean with a 95 % interval over the seeds
-# (Student's t, n - 1 degrees of freedom) and the range; then how many seeds meet both
+# (Student's t, n - 1 degrees of freedom, cut at 0 and 100 %) and the range; then how many seeds meet both
 # targets. Two lines, tab-separated.
 recipe_summary() {
     for name in $(recipe_names); do
@@ -528,7 +531,7 @@ recipe_summary() {
                     lo = hi = x[1]; v = 0
                     for (i = 1; i <= n; i++) { v += (x[i] - m) ^ 2; if (x[i] < lo) lo = x[i]; if (x[i] > hi) hi = x[i] }
                     if (n > 1 && n - 1 <= 9) { h = tq[n - 1] * sqrt(v / (n - 1) / n)
-                                               return sprintf("%.2f [%.2f, %.2f] (%.2f-%.2f)", m, m - h, m + h, lo, hi) }
+                                               return sprintf("%.2f [%.2f, %.2f] (%.2f-%.2f)", m, (m - h < 0 ? 0 : m - h), (m + h > 100 ? 100 : m + h), lo, hi) }
                     return sprintf("%.2f (%.2f-%.2f)", m, lo, hi) }
                 END { if (n) printf "%s\t%s\t%d\t%d\n", cell(e), cell(a), met + 0, n }'
 }
@@ -545,8 +548,10 @@ left (annot-rev) puts most of them before it. An encoder reading left to right
 embedding beside its state in the annotations (--annot-embed) the score sees which
 character a position holds: its misses are then mostly one character after the span, and
 most of those are the "0" written before a one-digit month or day (the table's last
-column), whose peak falls on the separator, the first state that knows the field has one
-digit. At the default width (annot-fwd) that left one seed of three short of 95 %;
+column: about as many in every run with --annot-embed), its peak on the separator after
+the digit, the first position where a forward state knows that the field has one digit.
+Without --annot-embed (fwd-dropout-0.1) fewer of these zeros miss but more of the other
+digits do. At the default width (annot-fwd) that left one seed of three short of 95 %;
 twice the steps or dropout 0.2 lift that seed over it. Of the candidates run on all five
 seeds, the recipe is the one that meets both targets on every seed of the validation split
 with the highest lowest alignment (the levers over seeds); local-p attention with the
@@ -584,7 +589,7 @@ recipe_table() {
     tab=$(printf '\t')
     field() { echo "$1" | cut -d "$tab" -f "$2"; }
     echo
-    echo "Over the seeds, the mean [its 95 % t-interval over seeds] (min-max):"
+    echo "Over the seeds, the mean [its 95 % t-interval over seeds, cut at 0 and 100] (min-max):"
     echo
     echo "| split | seeds | exact match (%) | alignment accuracy (%) | seeds meeting both targets |"
     echo "|---|---|---|---|---|"
