@@ -193,13 +193,23 @@ stats() {
                  if (n > 1) printf "%.4f | %.4f\n", m, sqrt(v / (n - 1)); else printf "%.4f | -\n", m
              }'
 }
+# wilson FILE: the 95 % Wilson interval of FILE's grounding over its object_words (the
+# words taken as independent trials), "[lo, hi]"; "-" without them.
+wilson() {
+    awk -v p="$(field grounding "$1")" -v n="$(field object_words "$1")" 'BEGIN {
+        if (p == "" || n == "" || n + 0 <= 0) { print "-"; exit }
+        z = 1.959964; c = (p + z * z / (2 * n)) / (1 + z * z / n)
+        h = z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        printf "[%.3f, %.3f]\n", c - h, c + h
+    }'
+}
 per_seed() {
     for seed in $SEEDS; do
         d=$(run_dir "$1" "$seed")
-        printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$seed" "$(field steps "$d/train.json")" \
+        printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$seed" "$(field steps "$d/train.json")" \
             "$(field cpu_seconds "$d/train.json")" \
             "$(field bleu4 "$d/eval.json")" "$(field cider "$d/eval.json")" "$(field grounding "$d/eval.json")" \
-            "$(field object_f1 "$d/eval.json")"
+            "$(wilson "$d/eval.json")" "$(field object_f1 "$d/eval.json")"
     done
 }
 # map_rows DIR LAYERS DEPTH: a row per layer: the mean over heads' grounding, then each head's.
@@ -243,10 +253,11 @@ count_words="the 1,000 test scenes"
     echo
     echo "Spread: the standard deviation over the seeds (n - 1; \"-\" with one seed). Each seed (CPU s:"
     echo "the CPU seconds its training spent, the last step's and the final validation's overshoot"
-    echo "included):"
+    echo "included; the grounding's interval: Wilson's 95 % over the run's object words, taken as"
+    echo "independent, so it says what the test set's size allows, not what a seed does):"
     echo
-    echo "| decoder | seed | steps | CPU s | BLEU-4 | CIDEr-D | grounding | object F1 |"
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "| decoder | seed | steps | CPU s | BLEU-4 | CIDEr-D | grounding | its 95 % interval | object F1 |"
+    echo "|---|---|---|---|---|---|---|---|---|"
     per_seed lstm
     per_seed transformer
     echo

@@ -88,8 +88,8 @@ static void test_two_seeds(void) {
            "the lstm row:\n%s", page ? page : "");
     EXPECT(page && strstr(page, "| transformer | 0.2000 | 0.1414 | 1.5000 | 0.0000 | 0.2500 | 0.0000 | 0.9000 | 0.0000 |"),
            "the transformer row:\n%s", page ? page : "");
-    EXPECT(page && strstr(page, "| transformer | 2 | 7 | 61.5 | 0.3 | 1.5 | 0.25 | 0.9 |") &&
-               strstr(page, "| lstm | 1 | 7 | 61.5 | 0.2 | 1.5 | 0.5 | 0.6 |"),
+    EXPECT(page && strstr(page, "| transformer | 2 | 7 | 61.5 | 0.3 | 1.5 | 0.25 | [0.112, 0.469] | 0.9 |") &&
+               strstr(page, "| lstm | 1 | 7 | 61.5 | 0.2 | 1.5 | 0.5 | [0.299, 0.701] | 0.6 |"),
            "the per-seed rows:\n%s", page ? page : "");
     const char *maps = page ? strstr(page, "## Grounding by layer, head and depth") : NULL;
     EXPECT(maps && strstr(maps, "| decoder layers | layer | mean over heads | head 0 | head 1 | head 2 | head 3 |") &&
@@ -127,7 +127,7 @@ static void test_two_seeds(void) {
            "rescoring called: %s", called ? called : "");
     free(called);
     page = stand_in_read(dir, "results.md");
-    EXPECT(page && strstr(page, "| lstm | 2 | 7 | 61.5 | 0.4 | 1.5 | 0.5 | 0.8 |"), "the rescored row:\n%s", page ? page : "");
+    EXPECT(page && strstr(page, "| lstm | 2 | 7 | 61.5 | 0.4 | 1.5 | 0.5 | [0.299, 0.701] | 0.8 |"), "the rescored row:\n%s", page ? page : "");
     free(page);
     // A run cut off (a state, the same flags, not scored) continues with --resume.
     snprintf(path, sizeof path, "%s/runs/sat_decoders_lstm_seed1/eval.json", dir);
