@@ -4,8 +4,8 @@
 # same budget of CPU seconds, over several seeds; the test split scored with beam 3: BLEU-4,
 # CIDEr-D, grounding and object F1 (mean and spread over seeds). Then the Transformer's
 # grounding by decoder layer and by cross-attention head (caption eval --map-layer,
-# --map-head: the same model, its maps read from another layer or head), for the first seed
-# and for the first seed's runs of other depths (DEPTHS, at the same budget). Writes
+# --map-head: the same model, its maps read from another layer or head), for every seed's
+# run and for the first seed's runs of other depths (DEPTHS, at the same budget). Writes
 # experiments/results/sat_decoders.md.
 #
 #   CPU_SECONDS=300 sh experiments/sat_decoders.sh     (the default: 300 CPU seconds a run)
@@ -172,10 +172,10 @@ while [ $# -gt 0 ]; do
     shift
     [ $# -eq 0 ] || shift
 done
-# Grounding by layer and head: eval only, on the trained models.
-if [ -s "$(run_dir transformer "$first")/eval.json" ]; then
-    score_maps "$(run_dir transformer "$first")" "$LAYERS" || failed=1
-fi
+# Grounding by layer and head: eval only, on the trained models (every seed's).
+for seed in $SEEDS; do
+    [ ! -s "$(run_dir transformer "$seed")/eval.json" ] || score_maps "$(run_dir transformer "$seed")" "$LAYERS" || failed=1
+done
 for n in $depths; do
     [ ! -s "$(depth_dir "$n" "$first")/eval.json" ] || score_maps "$(depth_dir "$n" "$first")" "$n" || failed=1
 done
@@ -212,11 +212,11 @@ per_seed() {
             "$(wilson "$d/eval.json")" "$(field object_f1 "$d/eval.json")"
     done
 }
-# map_rows DIR LAYERS DEPTH: a row per layer: the mean over heads' grounding, then each head's.
+# map_rows DIR LAYERS SEED: a row per layer: the mean over heads' grounding, then each head's.
 map_rows() {
     l=0
     while [ "$l" -lt "$2" ]; do
-        row="| $3 | $l | $(field grounding "$1/eval_map_${l}_-1.json")"
+        row="| $3 | $2 | $l | $(field grounding "$1/eval_map_${l}_-1.json")"
         for h in $(seq 0 $((HEADS - 1))); do
             row="$row | $(field grounding "$1/eval_map_${l}_$h.json")"
         done
@@ -261,22 +261,30 @@ count_words="the 1,000 test scenes"
     per_seed lstm
     per_seed transformer
     echo
-    echo "## Grounding by layer, head and depth (Transformer, seed $first)"
+    echo "## Grounding by layer, head and depth (Transformer)"
     echo
     echo "Each row is one trained model read from one decoder layer's cross-attention (caption eval"
-    echo "--map-layer, --map-head): the mean over heads, then each head alone. The captions are the"
-    echo "model's whichever maps are read (the Transformer's loss has no attention term), so BLEU-4,"
-    echo "CIDEr-D and object F1 are those of its depth's row below."
+    echo "--map-layer, --map-head): the mean over heads, then each head alone (a head's number is"
+    echo "its place in its layer, nothing shared between seeds). The captions are the model's"
+    echo "whichever maps are read (the Transformer's loss has no attention term), so BLEU-4,"
+    echo "CIDEr-D and object F1 are those of the run's row above or below. Every seed's $LAYERS-layer"
+    echo "run, then seed $first's runs of other depths at the same budget."
     echo
-    hrow="| decoder layers | layer | mean over heads"
-    hsep="|---|---|---"
+    hrow="| seed | decoder layers | layer | mean over heads"
+    hsep="|---|---|---|---"
     for h in $(seq 0 $((HEADS - 1))); do hrow="$hrow | head $h"; hsep="$hsep|---"; done
     echo "$hrow |"
     echo "$hsep|"
-    for n in $LAYERS $depths; do
-        if [ "$n" = "$LAYERS" ]; then d=$(run_dir transformer "$first"); else d=$(depth_dir "$n" "$first"); fi
-        [ -s "$d/eval.json" ] && map_rows "$d" "$n" "$n"
+    for seed in $SEEDS; do
+        d=$(run_dir transformer "$seed")
+        [ ! -s "$d/eval.json" ] || map_rows "$d" "$LAYERS" "$seed"
     done
+    for n in $depths; do
+        d=$(depth_dir "$n" "$first")
+        [ ! -s "$d/eval.json" ] || map_rows "$d" "$n" "$first"
+    done
+    echo
+    echo "Depth (seed $first, the same budget):"
     echo
     echo "| decoder layers | steps | CPU s | BLEU-4 | CIDEr-D | grounding (last layer) | object F1 |"
     echo "|---|---|---|---|---|---|---|"

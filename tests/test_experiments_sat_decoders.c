@@ -65,19 +65,19 @@ static void test_two_seeds(void) {
     EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
     free(err);
     char *called = stand_in_read(dir, "called.txt");
-    // 4 seed runs and the 1-layer run; eval: 5 runs, then the maps of 2 layers (seed 1) and
-    // of 1 layer (the 1-layer run), each the mean and 4 heads: 15 more.
+    // 4 seed runs and the 1-layer run; eval: 5 runs, then the maps of 2 layers (seeds 1 and
+    // 2) and of 1 layer (the 1-layer run), each the mean and 4 heads: 25 more.
     EXPECT(count(called, "train --data scenes") == 5 && count(called, "--cpu-budget 60 --decoder lstm --seed") == 2 &&
                count(called, "--cpu-budget 60 --decoder transformer --layers 2 --seed") == 2 &&
                count(called, "--cpu-budget 60 --decoder transformer --layers 1 --seed 1 ") == 1 &&
                count(called, "--checkpoint-every 200 --threads 1 --quiet --json") == 5 &&
                count(called, "--resume") == 0 &&
-               count(called, "eval --model") == 20 && count(called, "--split test --beam 3") == 20 &&
+               count(called, "eval --model") == 30 && count(called, "--split test --beam 3") == 30 &&
                count(called, "transformer_seed1/model.safetensors --data scenes --split test --beam 3 --count 0 "
                              "--threads 1 --map-layer 1 --map-head 3 ") == 1 &&
                count(called, "L1_seed1/model.safetensors --data scenes --split test --beam 3 --count 0 "
                              "--threads 1 --map-layer 0 --map-head -1 ") == 1 &&
-               count(called, "--map-layer 1") == 5 && count(called, "--map-layer 0") == 10 &&
+               count(called, "--map-layer 1") == 10 && count(called, "--map-layer 0") == 15 &&
                count(called, "--map-layer 2") == 0,
            "the calls: %s", called ? called : "(not run)");
     free(called);
@@ -92,10 +92,11 @@ static void test_two_seeds(void) {
                strstr(page, "| lstm | 1 | 7 | 61.5 | 0.2 | 1.5 | 0.5 | [0.299, 0.701] | 0.6 |"),
            "the per-seed rows:\n%s", page ? page : "");
     const char *maps = page ? strstr(page, "## Grounding by layer, head and depth") : NULL;
-    EXPECT(maps && strstr(maps, "| decoder layers | layer | mean over heads | head 0 | head 1 | head 2 | head 3 |") &&
-               strstr(maps, "| 2 | 0 | 0.00 | 0.01 | 0.02 | 0.03 | 0.04 |") &&
-               strstr(maps, "| 2 | 1 | 0.10 | 0.11 | 0.12 | 0.13 | 0.14 |") &&
-               strstr(maps, "| 1 | 0 | 0.00 | 0.01 | 0.02 | 0.03 | 0.04 |") &&
+    EXPECT(maps && strstr(maps, "| seed | decoder layers | layer | mean over heads | head 0 | head 1 | head 2 | head 3 |") &&
+               strstr(maps, "| 1 | 2 | 0 | 0.00 | 0.01 | 0.02 | 0.03 | 0.04 |") &&
+               strstr(maps, "| 1 | 2 | 1 | 0.10 | 0.11 | 0.12 | 0.13 | 0.14 |") &&
+               strstr(maps, "| 2 | 2 | 1 | 0.10 | 0.11 | 0.12 | 0.13 | 0.14 |") &&
+               strstr(maps, "| 1 | 1 | 0 | 0.00 | 0.01 | 0.02 | 0.03 | 0.04 |") &&
                strstr(maps, "| 2 | 7 | 61.5 | 0.1 | 1.5 | 0.25 | 0.9 |") &&
                strstr(maps, "| 1 | 7 | 61.5 | 0.3 | 1.5 | 0.25 | 0.9 |"),
            "the map and depth rows:\n%s", page ? page : "");
