@@ -31,8 +31,8 @@
 #                                                                 and draw-plain judged
 #   sat-scenes      600 steps             31,958 steps            sat_scenes.md, (defaults) seed 1
 #   sat-ablation    250 steps per kind    each kind's steps       sat_ablation.md, first table
-#   sat-decoders    100 steps each, seed  10 minutes each (wall   sat_decoders.md: LSTM vs
-#                   1, 100 test scenes    time), seeds 1-3        Transformer, map layers
+#   sat-decoders    100 steps each, seed  300 CPU seconds each,   sat_decoders.md: LSTM vs
+#                   1, 100 test scenes    seeds 1-3, depths 1, 3  Transformer, layers, heads
 #   sat-flickr8k    skipped               to early stopping       sat_flickr8k.md (needs
 #                                         FLICKR8K and VGG19 set: data and weights)
 #   sat-coco        skipped               to early stopping       sat_coco.md (needs
@@ -126,11 +126,11 @@ run_steps() {
         QUALITY_N="$JUDGED_SAMPLES" sh experiments/draw_generation.sh quality
     step sat-scenes env STEPS="$SCENES_STEPS" sh experiments/sat_scenes.sh
     step sat-ablation env STEPS="$ABLATION_STEPS" sh experiments/sat_ablation.sh
-    # The two decoders side by side on one thread each (the same load for both).
+    # The two decoders side by side on one thread each, at the same CPU budget.
     if [ "$MODE" = quick ]; then
         step sat-decoders env THREADS=1 QUICK=1 sh experiments/sat_decoders.sh
     else
-        step sat-decoders env THREADS=1 MINUTES=10 SEEDS="1 2 3" sh experiments/sat_decoders.sh
+        step sat-decoders env THREADS=1 CPU_SECONDS=300 SEEDS="1 2 3" sh experiments/sat_decoders.sh
     fi
     # LR 1e-3: the rate the published 3,000-step rows trained at (the script's default is now
     # 5e-4, the long run's).

@@ -1,11 +1,14 @@
 // test_experiments_sat_decoders.c: experiments/sat_decoders.sh, the LSTM decoder against
 // the Transformer on scenes, with a stand-in bin/caption (tests/support/stand_in.h) that
-// trains nothing: `caption train` prints its steps and `eval` prints figures made from the
-// run's decoder and seed. Checked: each seed's two runs at the same wall-clock budget, the
-// map-layer run (to the steps the last layer's run reached), the mean and spread over seeds, the per-seed and map-layer rows, a second
-// run that trains nothing again (and scores again, without training, a run whose eval.json
-// predates object F1), the quick mode's step budget, and a failed training
-// reported by the exit status. Run from the repository root.
+// trains nothing: `caption train` prints its steps and CPU seconds and `eval` prints figures
+// made from the run's decoder and seed (and, with --map-layer/--map-head, from the layer
+// and head). Checked: each seed's two runs at the same CPU budget (--cpu-budget), the depth
+// run, the maps of every layer and head scored by eval alone, the mean and spread over
+// seeds, the per-seed, per-head and per-depth rows, a second run that trains nothing again
+// (and scores again, without training, a run whose eval.json predates object F1), a run cut
+// off resumed with --resume at the same flags, a wall-clock budget (MINUTES) never resumed,
+// the quick mode's step budget, and a failed training reported by the exit status. Run
+// from the repository root.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,27 +19,30 @@
 
 static char dir[256];
 
+// train: steps 7 (or --steps), 61.5 CPU seconds; writes a state and a model.
 // eval: BLEU-4 0.2 (seed 1) or 0.4 (seed 2) for the LSTM, 0.1 and 0.3 for the Transformer;
-// grounding 0.5 for the LSTM, 0.25 for the Transformer, 0.75 for its map-layer-0 run;
-// object F1 0.6 (seed 1) or 0.8 for the LSTM, 0.9 for the Transformer.
+// grounding 0.5 for the LSTM, 0.25 for the Transformer; object F1 0.6 (seed 1) or 0.8 for the
+// LSTM, 0.9 for the Transformer. With --map-layer L --map-head H the grounding is 0.L(H+1)
+// ("0.10" for layer 1's mean, "0.14" for its head 3).
 static void write_stand_in(const char *fail_on) {
     char body[4096];
     snprintf(body, sizeof body,
              "cmd=$1; shift\n"
-             "out='' model='' steps=7\n"
+             "out='' model='' steps=7 ml='' mh=''\n"
              "while [ $# -gt 0 ]; do\n"
-             "  case $1 in --out) out=$2 ;; --model) model=$2 ;; --steps) steps=$2 ;; esac\n"
+             "  case $1 in --out) out=$2 ;; --model) model=$2 ;; --steps) steps=$2 ;;\n"
+             "    --map-layer) ml=$2 ;; --map-head) mh=$2 ;; esac\n"
              "  shift\n"
              "done\n"
              "case $cmd in\n"
              "train)\n"
              "  case $out in *%s*) echo 'caption train: failed' >&2; exit 1 ;; esac\n"
-             "  : > \"$out/model.safetensors\"\n"
-             "  echo \"{\\\"steps\\\": $steps, \\\"final_loss\\\": 2.5}\" ;;\n"
+             "  : > \"$out/model.safetensors\"; echo state > \"$out/state.safetensors\"\n"
+             "  echo \"{\\\"steps\\\": $steps, \\\"cpu_seconds\\\": 61.5, \\\"final_loss\\\": 2.5}\" ;;\n"
              "eval)\n"
              "  case $model in *lstm_seed1*) b=0.2 g=0.5 f=0.6 ;; *lstm_seed2*) b=0.4 g=0.5 f=0.8 ;;\n"
-             "    *seed1_map0*) b=0.15 g=0.75 f=0.9 ;; *transformer_seed1*) b=0.1 g=0.25 f=0.9 ;;\n"
-             "    *) b=0.3 g=0.25 f=0.9 ;; esac\n"
+             "    *transformer_seed1*) b=0.1 g=0.25 f=0.9 ;; *) b=0.3 g=0.25 f=0.9 ;; esac\n"
+             "  [ -z \"$ml\" ] || g=0.$ml$((mh + 1))\n"
              "  echo \"{\\\"bleu1\\\": 0.9, \\\"bleu4\\\": $b, \\\"cider\\\": 1.5, \\\"rougeL\\\": 0.6, "
              "\\\"grounding\\\": $g, \\\"object_words\\\": 20, \\\"object_f1\\\": $f, "
              "\\\"objects_named\\\": 20, \\\"images\\\": 10}\" ;;\n"
@@ -53,16 +59,26 @@ static int count(const char *text, const char *what) {
 
 static void test_two_seeds(void) {
     write_stand_in("nothing-fails");
-    const char *env = "MINUTES=0.5 SEEDS='1 2'";
+    const char *env = "CPU_SECONDS=60 SEEDS='1 2' DEPTHS='1 2'";  // 2 is LAYERS: no run of its own
     int st = stand_in_run(dir, NULL, env, "sat_decoders.sh");
     char *err = stand_in_read(dir, "err.txt");
     EXPECT(st == 0, "exit status %d: %s", st, err ? err : "");
     free(err);
     char *called = stand_in_read(dir, "called.txt");
-    EXPECT(count(called, "train --data scenes") == 5 && count(called, "--minutes 0.5 --decoder lstm ") == 2 &&
-               count(called, "--minutes 0.5 --decoder transformer --layers 2 --map-layer -1 ") == 2 &&
-               count(called, "--steps 7 --decoder transformer --layers 2 --map-layer 0 --threads 1 --seed 1 ") == 1 &&
-               count(called, "eval --model") == 5 && count(called, "--split test --beam 3") == 5,
+    // 4 seed runs and the 1-layer run; eval: 5 runs, then the maps of 2 layers (seeds 1 and
+    // 2) and of 1 layer (the 1-layer run), each the mean and 4 heads: 25 more.
+    EXPECT(count(called, "train --data scenes") == 5 && count(called, "--cpu-budget 60 --decoder lstm --seed") == 2 &&
+               count(called, "--cpu-budget 60 --decoder transformer --layers 2 --seed") == 2 &&
+               count(called, "--cpu-budget 60 --decoder transformer --layers 1 --seed 1 ") == 1 &&
+               count(called, "--checkpoint-every 200 --threads 1 --quiet --json") == 5 &&
+               count(called, "--resume") == 0 &&
+               count(called, "eval --model") == 30 && count(called, "--split test --beam 3") == 30 &&
+               count(called, "transformer_seed1/model.safetensors --data scenes --split test --beam 3 --count 0 "
+                             "--threads 1 --map-layer 1 --map-head 3 ") == 1 &&
+               count(called, "L1_seed1/model.safetensors --data scenes --split test --beam 3 --count 0 "
+                             "--threads 1 --map-layer 0 --map-head -1 ") == 1 &&
+               count(called, "--map-layer 1") == 10 && count(called, "--map-layer 0") == 15 &&
+               count(called, "--map-layer 2") == 0,
            "the calls: %s", called ? called : "(not run)");
     free(called);
     char *page = stand_in_read(dir, "results.md");
@@ -72,14 +88,20 @@ static void test_two_seeds(void) {
            "the lstm row:\n%s", page ? page : "");
     EXPECT(page && strstr(page, "| transformer | 0.2000 | 0.1414 | 1.5000 | 0.0000 | 0.2500 | 0.0000 | 0.9000 | 0.0000 |"),
            "the transformer row:\n%s", page ? page : "");
-    EXPECT(page && strstr(page, "| transformer | 2 | 7 | 0.3 | 1.5 | 0.25 | 0.9 |") &&
-               strstr(page, "| lstm | 1 | 7 | 0.2 | 1.5 | 0.5 | 0.6 |"),
+    EXPECT(page && strstr(page, "| transformer | 2 | 7 | 61.5 | 0.3 | 1.5 | 0.25 | [0.112, 0.469] | 0.9 |") &&
+               strstr(page, "| lstm | 1 | 7 | 61.5 | 0.2 | 1.5 | 0.5 | [0.299, 0.701] | 0.6 |"),
            "the per-seed rows:\n%s", page ? page : "");
-    EXPECT(page && !strstr(page, "not computed"), "the page says object F1 is not computed:\n%s", page ? page : "");
-    const char *layers = page ? strstr(page, "## Grounding by map layer") : NULL;
-    EXPECT(layers && strstr(layers, "| 0 | 7 | 0.15 | 1.5 | 0.75 |") && strstr(layers, "| 1 | 7 | 0.1 | 1.5 | 0.25 |"),
-           "the map-layer rows:\n%s", page ? page : "");
-    EXPECT(page && strstr(page, "MINUTES=0.5 SEEDS=\"1 2\""), "the command:\n%s", page ? page : "");
+    const char *maps = page ? strstr(page, "## Grounding by layer, head and depth") : NULL;
+    EXPECT(maps && strstr(maps, "| seed | decoder layers | layer | mean over heads | head 0 | head 1 | head 2 | head 3 |") &&
+               strstr(maps, "| 1 | 2 | 0 | 0.00 | 0.01 | 0.02 | 0.03 | 0.04 |") &&
+               strstr(maps, "| 1 | 2 | 1 | 0.10 | 0.11 | 0.12 | 0.13 | 0.14 |") &&
+               strstr(maps, "| 2 | 2 | 1 | 0.10 | 0.11 | 0.12 | 0.13 | 0.14 |") &&
+               strstr(maps, "| 1 | 1 | 0 | 0.00 | 0.01 | 0.02 | 0.03 | 0.04 |") &&
+               strstr(maps, "| 2 | 7 | 61.5 | 0.1 | 1.5 | 0.25 | 0.9 |") &&
+               strstr(maps, "| 1 | 7 | 61.5 | 0.3 | 1.5 | 0.25 | 0.9 |"),
+           "the map and depth rows:\n%s", page ? page : "");
+    EXPECT(page && strstr(page, "CPU_SECONDS=60 SEEDS=\"1 2\"") && strstr(page, "60 CPU seconds of training"),
+           "the command and the budget:\n%s", page ? page : "");
     free(page);
     // Again: every run is trained and scored at this budget; nothing runs.
     write_stand_in("nothing-fails");
@@ -106,13 +128,36 @@ static void test_two_seeds(void) {
            "rescoring called: %s", called ? called : "");
     free(called);
     page = stand_in_read(dir, "results.md");
-    EXPECT(page && strstr(page, "| lstm | 2 | 7 | 0.4 | 1.5 | 0.5 | 0.8 |"), "the rescored row:\n%s", page ? page : "");
+    EXPECT(page && strstr(page, "| lstm | 2 | 7 | 61.5 | 0.4 | 1.5 | 0.5 | [0.299, 0.701] | 0.8 |"), "the rescored row:\n%s", page ? page : "");
     free(page);
-    // Another budget trains again.
+    // A run cut off (a state, the same flags, not scored) continues with --resume.
+    snprintf(path, sizeof path, "%s/runs/sat_decoders_lstm_seed1/eval.json", dir);
+    remove(path);
     write_stand_in("nothing-fails");
-    st = stand_in_run(dir, NULL, "MINUTES=1 SEEDS=1", "sat_decoders.sh");
+    st = stand_in_run(dir, NULL, env, "sat_decoders.sh");
     called = stand_in_read(dir, "called.txt");
-    EXPECT(st == 0 && count(called, "--minutes 1 --decoder") == 2, "a new budget: %s", called ? called : "");
+    EXPECT(st == 0 && count(called, "train --data scenes") == 1 && count(called, "lstm_seed1 --cpu-budget 60") == 1 &&
+               count(called, "--resume") == 1 && count(called, "eval --model") == 1,
+           "resuming called: %s", called ? called : "");
+    free(called);
+    // Another budget trains again, from scratch.
+    write_stand_in("nothing-fails");
+    st = stand_in_run(dir, NULL, "CPU_SECONDS=120 SEEDS=1 DEPTHS=''", "sat_decoders.sh");
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && count(called, "--cpu-budget 120 --decoder") == 2 && count(called, "--resume") == 0,
+           "a new budget: %s", called ? called : "");
+    free(called);
+    // A wall-clock budget: --minutes, and a run cut off starts again (no --resume).
+    write_stand_in("nothing-fails");
+    st = stand_in_run(dir, NULL, "MINUTES=1 SEEDS=1 DEPTHS=''", "sat_decoders.sh");
+    snprintf(path, sizeof path, "%s/runs/sat_decoders_lstm_seed1/eval.json", dir);
+    remove(path);
+    write_stand_in("nothing-fails");
+    st = stand_in_run(dir, NULL, "MINUTES=1 SEEDS=1 DEPTHS=''", "sat_decoders.sh");
+    called = stand_in_read(dir, "called.txt");
+    EXPECT(st == 0 && count(called, "--minutes 1 --decoder lstm") == 1 && count(called, "--resume") == 0 &&
+               count(called, "--cpu-budget") == 0,
+           "a wall-clock budget: %s", called ? called : "");
     free(called);
 }
 
@@ -120,8 +165,9 @@ static void test_quick(void) {
     write_stand_in("nothing-fails");
     int st = stand_in_run(dir, NULL, "QUICK=1", "sat_decoders.sh");
     char *called = stand_in_read(dir, "called.txt");
-    EXPECT(st == 0 && count(called, "--steps 100 --decoder") == 3 && count(called, "--count 100 ") == 3 &&
-               count(called, "--minutes") == 0,
+    EXPECT(st == 0 && count(called, "train --data") == 2 && count(called, "--steps 100 --decoder") == 2 &&
+               count(called, "--count 100 ") == 12 && count(called, "--minutes") == 0 &&
+               count(called, "--cpu-budget") == 0,
            "the quick calls: %s", called ? called : "(not run)");
     free(called);
     char *page = stand_in_read(dir, "results.md");
@@ -132,17 +178,18 @@ static void test_quick(void) {
 
 static void test_failed_run(void) {
     write_stand_in("transformer_seed3");
-    int st = stand_in_run(dir, NULL, "STEPS=5 SEEDS=3", "sat_decoders.sh");
+    int st = stand_in_run(dir, NULL, "STEPS=5 SEEDS=3 DEPTHS=''", "sat_decoders.sh");
     char *err = stand_in_read(dir, "err.txt");
     EXPECT(st != 0 && err && strstr(err, "sat_decoders.sh: a run failed"), "status %d: %s", st, err ? err : "");
     free(err);
-    // A failed map-layer run (not side by side): not scored (the LSTM run above is kept, the
-    // Transformer scored), the script fails.
-    write_stand_in("seed3_map0");
-    st = stand_in_run(dir, NULL, "STEPS=5 SEEDS=3 PAIRED=0", "sat_decoders.sh");
+    // A failed depth run (not side by side): not scored, the others are (the LSTM run above
+    // is kept; the Transformer and its maps scored), the script fails.
+    write_stand_in("transformer_L3");
+    st = stand_in_run(dir, NULL, "STEPS=5 SEEDS=3 PAIRED=0 DEPTHS=3", "sat_decoders.sh");
     err = stand_in_read(dir, "err.txt");
     char *called = stand_in_read(dir, "called.txt");
-    EXPECT(st != 0 && err && strstr(err, "sat_decoders.sh: a run failed") && count(called, "eval --model") == 1,
+    EXPECT(st != 0 && err && strstr(err, "sat_decoders.sh: a run failed") && count(called, "eval --model") == 11 &&
+               count(called, "L3_seed3/model") == 0,
            "status %d: %s; calls: %s", st, err ? err : "", called ? called : "");
     free(err);
     free(called);
