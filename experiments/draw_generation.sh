@@ -451,7 +451,11 @@ run_quality() {
         else
             rm -f "$dir/snapshots/current.tmp"
         fi
-        for snap in $(ls "$dir/snapshots" | sed -n 's/^step-\([0-9]*\)\.safetensors$/\1/p' | sort -n); do
+        for snap in $(for f in "$dir"/snapshots/step-*.safetensors; do
+            [ -e "$f" ] || continue
+            f=${f##*/step-}
+            echo "${f%.safetensors}"
+        done | sort -n); do
             for t in $temps; do
                 ! grep -qx "$snap $t" "$qdir/$run.judged" 2>/dev/null || continue
                 quality_row "$run" "$snap" "$dir/snapshots/step-$snap.safetensors" "$t"
