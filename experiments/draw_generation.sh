@@ -385,6 +385,32 @@ quality_row() {
     echo "draw_generation.sh: quality: $name at step $2, t = $4: legible $legible [$low, $high], class entropy $entropy (SE $ent_se); moved: $moved; test images $ceiling; row added to $table" >&2
 }
 
+header_quality_noise() {
+    cat <<'EOF'
+The same judge on noise (`draw eval --quality-of noise`: QUALITY_N 28 x 28 images, each
+pixel on, independently, with the mean intensity of as many test images): the measure's
+floor, what the judge makes of ink without shape, once per judge.
+
+| date | noise images | judge test error (%) | legible (%) [95 %] | class entropy (nats) ± 1.96 SE |
+|---|---|---|---|---|
+EOF
+}
+
+# quality_noise MODEL: the judge on noise of MODEL's size, once ($qdir/noise.json), a row
+# in $table's noise table.
+quality_noise() {
+    out=$qdir/noise.json
+    [ ! -s "$out" ] || return 0
+    "$BIN/draw" eval --model "$1" --data mnist --split test --limit "$QUALITY_N" --threads "$THREADS" \
+        --sample-quality "$judge" --quality-of noise --json > "$out.tmp"
+    mv "$out.tmp" "$out"
+    row=$(awk -v d="$(date -u +%Y-%m-%d)" -v n="$QUALITY_N" -v e="$cls_error" -v c="$(percent_ci sample_quality "$out")" \
+        -v h="$(quality_field sample_quality entropy < "$out")" -v hs="$(quality_field sample_quality entropy_se < "$out")" \
+        'BEGIN { printf "| %s | %s | %.2f | %s | %.4f ± %.4f |", d, n, 100 * e, c, h, 1.96 * hs }')
+    table_row "$table" "| date | noise images |" "$(header_quality_noise)" "$row"
+    echo "draw_generation.sh: quality: noise: legible $(percent_ci sample_quality "$out"); row added to $table" >&2
+}
+
 # The judge, then for each run of QUALITY_RUNS that has a checkpoint: its current
 # checkpoint kept as a snapshot, and a row per snapshot and temperature not judged before.
 run_quality() {
@@ -415,6 +441,7 @@ run_quality() {
         [ ! -s "$dir/cosine" ] || budget=$(cut -d' ' -f2 "$dir/cosine")
         [ -n "$budget" ] || [ ! -s "$dir/run.json" ] ||
             budget=$(sed -n 's/.*"command":.* --steps \([0-9]*\).*/\1/p' "$dir/run.json" | tail -n 1)
+        quality_noise "$dir/model.safetensors"
         # the current checkpoint kept (copied first, so that a save under way is not split)
         mkdir -p "$dir/snapshots"
         cp "$dir/model.safetensors" "$dir/snapshots/current.tmp"
@@ -424,7 +451,11 @@ run_quality() {
         else
             rm -f "$dir/snapshots/current.tmp"
         fi
-        for snap in $(ls "$dir/snapshots" | sed -n 's/^step-\([0-9]*\)\.safetensors$/\1/p' | sort -n); do
+        for snap in $(for f in "$dir"/snapshots/step-*.safetensors; do
+            [ -e "$f" ] || continue
+            f=${f##*/step-}
+            echo "${f%.safetensors}"
+        done | sort -n); do
             for t in $temps; do
                 ! grep -qx "$snap $t" "$qdir/$run.judged" 2>/dev/null || continue
                 quality_row "$run" "$snap" "$dir/snapshots/step-$snap.safetensors" "$t"
