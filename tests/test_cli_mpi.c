@@ -24,6 +24,7 @@
 #include "core/fileio.h"
 #include "core/timer.h"
 #include "tests/support/eval_record.h"
+#include "tests/support/log_csv.h"
 #include "tests/support/scratch.h"
 #include "tests/support/test.h"
 
@@ -82,24 +83,6 @@ static int same_file(const char *a, const char *b) {
     int same = x && y && na == nb && memcmp(x, y, na) == 0;
     free(x), free(y);
     return same;
-}
-
-// Column col of log.csv's rows that have a value there (n at most) into out; returns how
-// many were read.
-static int read_column(const char *run, int col, double *out, int n) {
-    char *log = read_file("%s/%s/log.csv", dir, run);
-    int k = 0;
-    for (char *line = log ? strchr(log, '\n') : NULL; line && line[1] && k < n;
-         line = strchr(line + 1, '\n')) {
-        const char *f = line + 1;
-        for (int c = 0; c < col && f; c++) {
-            f = strpbrk(f, ",\n");
-            f = f && *f == ',' ? f + 1 : NULL;
-        }
-        if (f && *f != ',' && *f != '\n') out[k++] = strtod(f, NULL);
-    }
-    free(log);
-    return k;
 }
 
 // The index of column name in a CSV text's header row; -1 when it has none.
@@ -173,7 +156,7 @@ static void expect_same_log(const char *run_a, const char *run_b, const char *sk
 static void expect_close_curves(const char *ranks, const char *one, int col, double tol,
                                 const char *label) {
     double r[64], o[64];
-    int nr = read_column(ranks, col, r, 64), no = read_column(one, col, o, 64);
+    int nr = log_csv_column(dir, ranks, col, r, 64), no = log_csv_column(dir, one, col, o, 64);
     EXPECT(no == 50 && nr == 50, "%s: %d and %d rows, expected 50", label, nr, no);
     double worst = largest_rel_diff(r, o, no < nr ? no : nr);
     EXPECT(worst <= tol, "%s: the ranks' curve is %.3g (relative) from one thread's", label, worst);

@@ -23,6 +23,7 @@
 #include "cli/train_run.h"
 #include "core/safetensors.h"
 #include "tests/support/checkpoint.h"
+#include "tests/support/log_csv.h"
 #include "tests/support/scratch.h"
 #include "tests/support/test.h"
 
@@ -75,30 +76,11 @@ static int occurrences(const char *hay, const char *needle) {
     return n;
 }
 
-// Column col of RUN/log.csv where it has a value (n rows at most) into out; how many.
-static int read_column(const char *run, int col, double *out, int n) {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/%s/log.csv", dir, run);
-    char *log = scratch_read_text(path, NULL);
-    int k = 0;
-    for (char *line = log ? strchr(log, '\n') : NULL; line && line[1] && k < n;
-         line = strchr(line + 1, '\n')) {
-        const char *f = line + 1;
-        for (int c = 0; c < col && f; c++) {
-            f = strpbrk(f, ",\n");
-            f = f && *f == ',' ? f + 1 : NULL;
-        }
-        if (f && *f != ',' && *f != '\n') out[k++] = strtod(f, NULL);
-    }
-    free(log);
-    return k;
-}
-
 // The largest relative difference of column col (rows rows) between runs a and b; -1 when
 // either has another row count.
 static double curve_diff(const char *a, const char *b, int col, int rows) {
     double x[256], y[256];
-    const int na = read_column(a, col, x, 256), nb = read_column(b, col, y, 256);
+    const int na = log_csv_column(dir, a, col, x, 256), nb = log_csv_column(dir, b, col, y, 256);
     if (na != rows || nb != rows) return -1;
     double worst = 0;
     for (int i = 0; i < rows; i++) worst = fmax(worst, fabs(x[i] - y[i]) / fabs(y[i]));
@@ -313,7 +295,7 @@ static void test_resume_over_ranks(void) {
     EXPECT(d21 >= 0 && d21 <= 1e-4, "2 ranks then 1 process: weights %.3g from one process's", d21);
     EXPECT(d12 >= 0 && d12 <= 1e-4, "1 process then 2 ranks: weights %.3g from one process's", d12);
     double rows[64];
-    EXPECT(read_column("r_1to2", 1, rows, 64) == 24, "the resumed log.csv lacks rows");
+    EXPECT(log_csv_column(dir, "r_1to2", 1, rows, 64) == 24, "the resumed log.csv lacks rows");
 }
 
 // A mistake every rank makes alike (a flag, a file, a folder that holds a run, a batch too
