@@ -597,6 +597,25 @@ recipe_table() {
     echo "| test | $(field "$test" 4) | $(field "$test" 1) | $(field "$test" 2) | $(field "$test" 3) of $(field "$test" 4) |"
     echo
     echo "Both targets met on $(field "$test" 3) of the $(field "$test" 4) seeds (test split)."
+    lowest_seed_wilson
+}
+
+# lowest_seed_wilson: the recipe seeds' lowest test exact match and lowest test alignment,
+# each with its 95 % Wilson interval (over the test examples, and over their digits, 8 an
+# example, for the alignment: the digits of one example are not independent, so that
+# interval is too narrow): how far one seed's figure can be from its model's.
+lowest_seed_wilson() {
+    for name in $(recipe_names); do
+        f=$store/dates-$name/eval.json
+        [ -s "$f" ] && echo "$(num "$f" pairs 1 0) $(num "$f" exact_match 1 6) $(num "$f" alignment_accuracy 1 6)"
+    done | awk '$1 != "-" && $2 != "-" && $3 != "-" { if (!n || $2 < e) { e = $2; ne = $1 } if (!n || $3 < a) { a = $3; na = 8 * $1 }; n++ }
+                function wilson(p, m,   z, d, c, h) { z = 1.96; d = 1 + z * z / m; c = (p + z * z / (2 * m)) / d
+                    h = z * sqrt(p * (1 - p) / m + z * z / (4 * m * m)) / d
+                    return sprintf("%.2f [%.2f, %.2f] %%", 100 * p, 100 * (c - h), 100 * (c + h)) }
+                END { if (n) { print ""
+                      printf "The lowest seed'"'"'s test figures with their 95 %% Wilson intervals: exact match %s of\n", wilson(e, ne)
+                      printf "%d examples, alignment %s of %d digits (too narrow: the digits of one example\n", ne, wilson(a, na), na
+                      print "are not independent)." } }'
 }
 
 bible_tables() {

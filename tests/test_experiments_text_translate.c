@@ -48,7 +48,7 @@ static void write_stand_in(void) {
                           "  [ -z \"$misses\" ] || printf 'example\\tformat\\tsource\\ttarget\\tchar\\tdigit\\tfield\\tspan_start\\tspan_end\\tpeak\\tpeak_char\\toffset\\texact\\n"
                           "0\\tD MM YY\\t3 03 87\\t1987-03-03\\t1\\t9\\tyear\\t5\\t7\\t4\\t \\t-1\\t1\\n"
                           "1\\tD MMM YY\\t3 mar 87\\t1987-03-03\\t8\\t0\\tday\\t0\\t1\\t1\\t \\t1\\t1\\n' > \"$misses\"\n"
-                          "  echo \"{\\\"exact_match\\\": $e, \\\"alignment_accuracy\\\": $a, \\\"by_source_length\\\": "
+                          "  echo \"{\\\"pairs\\\": 10, \\\"exact_match\\\": $e, \\\"alignment_accuracy\\\": $a, \\\"by_source_length\\\": "
                           "[{\\\"from\\\": 1, \\\"to\\\": 10, \\\"pairs\\\": 4, \\\"exact_match\\\": 0.5}, "
                           "{\\\"from\\\": 31, \\\"to\\\": 40, \\\"pairs\\\": 20, \\\"exact_match\\\": $lb}]}\" ;;\n"
                           "score)\n"
@@ -155,7 +155,10 @@ static void test_dates_recipe(void) {
                // 90 and 100 %: mean 95, t-interval 95 +- 63.53, its top cut at 100.
                strstr(recipe, "| valid | 2 | 95.00 [31.47, 100.00] (90.00-100.00) | 80.00 [80.00, 80.00] (80.00-80.00) | 0 of 2 |") &&
                strstr(recipe, "| test | 2 | 95.00 [31.47, 100.00] (90.00-100.00) |") &&
-               strstr(recipe, "Both targets met on 0 of the 2 seeds (test split)."),
+               strstr(recipe, "Both targets met on 0 of the 2 seeds (test split).") &&
+               // The lowest seed's figures with their Wilson intervals: 90 % of 10 examples, 80 %
+               // of their 80 digits.
+               strstr(recipe, "exact match 90.00 [59.58, 98.21] % of\n10 examples, alignment 80.00 [69.95, 87.30] % of 80 digits"),
            "the recipe's table:\n%s", recipe ? recipe : (page ? page : ""));
     // Not the default recipe: no reasons given for it.
     EXPECT(recipe && !strstr(recipe, "Why it"), "reasons for another recipe:\n%s", recipe ? recipe : "");
