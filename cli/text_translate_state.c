@@ -126,9 +126,14 @@ static void data_alloc_(TranslateData *d, int n, int S, int ML) {
     d->tgt_text = xcalloc((size_t)n, sizeof(char *));
 }
 
-static void read_dates_(TranslateData *d, const TranslateState *s, TranslateSplit split) {
-    const int n = split == TRANSLATE_TRAIN ? s->train_size
-                  : split == TRANSLATE_VALID ? TRANSLATE_DATES_VALID : TRANSLATE_DATES_TEST;
+int translate_dates_split_size(const TranslateState *s, TranslateSplit split) {
+    return split == TRANSLATE_TRAIN ? s->train_size
+           : split == TRANSLATE_VALID ? TRANSLATE_DATES_VALID : TRANSLATE_DATES_TEST;
+}
+
+void translate_data_read_dates(TranslateData *d, const TranslateState *s, TranslateSplit split,
+                               int n) {
+    CHECK(n >= 1, "%d date examples", n);
     const int S = s->cfg.S, ML = s->cfg.max_len;
     data_alloc_(d, n, S, ML);
     d->dates = xmalloc((size_t)n * sizeof *d->dates);
@@ -155,7 +160,7 @@ int translate_data_read(TranslateData *d, const TranslateState *s, const char *r
     PairsSpec spec;
     if (pairs_spec_parse(&spec, s->data, err)) return -1;
     if (spec.kind == PAIRS_SPEC_DATES) {
-        read_dates_(d, s, split);
+        translate_data_read_dates(d, s, split, translate_dates_split_size(s, split));
         return 0;
     }
     CHECK(s->has_bpe, "pairs without a BPE model");

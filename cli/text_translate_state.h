@@ -95,6 +95,13 @@ int translate_vocab_fit(TranslateState *s, const char *root, Error *err);
 int translate_data_read(TranslateData *d, const TranslateState *s, const char *root,
                         TranslateSplit split, Error *err);
 void translate_data_free(TranslateData *d);
+// The date task's split size: s->train_size, TRANSLATE_DATES_VALID or TRANSLATE_DATES_TEST.
+int translate_dates_split_size(const TranslateState *s, TranslateSplit split);
+// The first n >= 1 examples of a date-task split (s's data must be dates), any n: examples
+// are a pure function of (seed, split, index) and no source string is in two splits
+// (datasets/dates.h), so a larger n extends the split and never reaches another.
+void translate_data_read_dates(TranslateData *d, const TranslateState *s, TranslateSplit split,
+                               int n);
 // One source sentence as ids (S of them, padded with 0) and its length (cut at S): dates:
 // its characters lower-cased, each one of DATES_SOURCE_ALPHABET; pairs: its BPE pieces.
 // An empty (or all-space) sentence, or a character the date task does not know, fails

@@ -247,6 +247,30 @@ static void test_eval_misses(double align) {
 
 // eval of the tiny date run: sane figures, the JSON's keys; then of a pair run: BLEU and
 // chrF in 0..100, no alignment.
+// --dates-examples: the test split extended past its 1,000 examples, whose first ones are
+// the split's own (the same exact match on the first 40 as eval without it); refused in one
+// line for a model of sentence pairs.
+static void test_eval_dates_examples(double em_40) {
+    int rc = run_text("translate eval --model %s/run/model.safetensors --dates-examples 1200 --batch 100 --json", tmpdir);
+    char *err = read_text("stderr.txt"), *out = read_text("stdout.txt");
+    EXPECT(rc == 0 && err && strstr(err, "test split, 1200 pairs"), "eval --dates-examples 1200: %s", err ? err : "");
+    cJSON *j = cJSON_Parse(out ? out : "");
+    const cJSON *n = cJSON_GetObjectItem(j, "pairs");
+    EXPECT(cJSON_IsNumber(n) && n->valuedouble == 1200, "pairs: %s", out ? out : "");
+    cJSON_Delete(j);
+    free(err), free(out);
+    rc = run_text("translate eval --model %s/run/model.safetensors --dates-examples 1200 --limit 40 --batch 16 --json", tmpdir);
+    out = read_text("stdout.txt");
+    j = cJSON_Parse(out ? out : "");
+    const cJSON *em = cJSON_GetObjectItem(j, "exact_match");
+    EXPECT(rc == 0 && cJSON_IsNumber(em) && em->valuedouble == em_40,
+           "the extended split's first 40: %s (the split's own: %g)", out ? out : "", em_40);
+    cJSON_Delete(j);
+    free(out);
+    rc = run_text("translate eval --model %s/pairs_whole/model.safetensors --dates-examples 10", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "not the date task");
+}
+
 static void test_eval_json(void) {
     int rc = run_text("translate eval --model %s/run/model.safetensors --split test --limit 40 --batch 16 --json", tmpdir);
     char *err = read_text("stderr.txt"), *out = read_text("stdout.txt");
@@ -280,6 +304,7 @@ static void test_eval_json(void) {
     EXPECT(err && strstr(err, "exact match by source length (tokens): "), "bucket line: %s", err ? err : "");
     EXPECT(cJSON_GetObjectItem(j, "beam") && cJSON_GetObjectItem(j, "beam")->valuedouble == 1, "beam");
     const double align = cJSON_IsNumber(al) ? al->valuedouble : -1;
+    const double em_40 = cJSON_IsNumber(em) ? em->valuedouble : -1;
     cJSON_Delete(j);
     free(err), free(out);
     test_eval_misses(align);
@@ -302,6 +327,7 @@ static void test_eval_json(void) {
     EXPECT(cJSON_IsNull(cJSON_GetObjectItem(j, "alignment_accuracy")), "pairs have no alignment: %s", out ? out : "");
     cJSON_Delete(j);
     free(out);
+    test_eval_dates_examples(em_40);
     // A file that is not a translator's checkpoint: one line.
     rc = run_text("translate eval --model %s/run/log.csv", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "log.csv");

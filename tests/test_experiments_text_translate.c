@@ -84,7 +84,8 @@ static void test_dates(void) {
     char *called = stand_in_read(dir, "called.txt");
     EXPECT(count(called, "translate train --data dates --attention bahdanau --steps 50") == 1 &&
                count(called, "translate train --data dates --attention none --steps 50") == 1 &&
-               count(called, "translate show") == 2 && count(called, "translate report") == 2,
+               count(called, "translate show") == 2 && count(called, "translate report") == 2 &&
+               count(called, "translate eval") == 4 && count(called, "--dates-examples 20000") == 2,
            "the calls: %s", called ? called : "(not run)");
     free(called);
     char *page = stand_in_read(dir, "results.md");
@@ -100,6 +101,9 @@ static void test_dates(void) {
     // intervals (bahdanau's 100.0 [83.9, 100.0] wholly above none's 20.0 [8.1, 41.6]); the
     // shortest too, where the stand-in's kinds are equal.
     EXPECT(page && strstr(page, "longest sources 1 of the 1 attention kinds lie above none beyond the 95 % intervals.\n"
+                                "Counted on the test split's first 20000 examples (`text translate eval\n"
+                                "--dates-examples 20000`: each example a function of the split and its index, no\n"
+                                "source in two splits), as the split's own 1,000 hold few long sources.\n"
                                 "At 31-40 characters (20 test examples) none's exact match is 20.0 [8.1, 41.6] %; the\n"
                                 "attention kinds': bahdanau 100.0 [83.9, 100.0] (above).") &&
                strstr(page, "At 1-10 characters (4 test examples) none's exact match is 50.0 [15.0, 85.0] %; the\n"
