@@ -398,17 +398,9 @@ static int cmd_eval(int argc, char **argv) {
         if (f.illegible) rc = write_illegible(f.illegible, keep_img, keep_top, keep_class, kept, &m.state.cfg, &err);
         free(keep_img);
     }
-    if (rc) {  // the grid could not be written: nothing printed as if it were
+    if (rc)  // the grid could not be written: nothing printed as if it were
         text_write_linef(stderr, "draw eval: %s", err.msg);
-        classify_model_free(&cls);
-        draw_eval_record_free(&rec);
-        draw_eval_scratch_free(&scratch);
-        imageset_free(&set);
-        draw_checkpoint_free(&m);
-        dist_finalize(&dist);
-        return 1;
-    }
-    if (dist_is_root(&dist))
+    else if (dist_is_root(&dist))
         print_eval(&f, &m, average, &r, f.quality ? &q : NULL, f.quality && beside ? &dq : NULL,
                    timer_now() - t0);
     classify_model_free(&cls);
@@ -417,7 +409,7 @@ static int cmd_eval(int argc, char **argv) {
     imageset_free(&set);
     draw_checkpoint_free(&m);
     dist_finalize(&dist);
-    return 0;
+    return rc ? 1 : 0;
 }
 
 // The end of generate's and reconstruct's closing line: the earlier film's frames removed.
