@@ -756,9 +756,7 @@ int main(void) {
     have_mpirun = system("command -v mpirun > /dev/null 2>&1") == 0;
     if (scratch_open(&draw_sc, "test_cli_mpi", "draw")) return 1;
     dir = draw_sc.dir;
-    cap_sc = draw_sc;
-    snprintf(cap_sc.program, sizeof cap_sc.program, "%s/caption",
-             getenv("ATTEND_BIN") && getenv("ATTEND_BIN")[0] ? getenv("ATTEND_BIN") : "bin");
+    cap_sc = scratch_for_program(&draw_sc, "caption");
     RUN(test_draw_two_ranks_match_one_process);
     RUN(test_draw_resume_across_rank_counts);
     RUN(test_draw_weight_average_over_ranks);

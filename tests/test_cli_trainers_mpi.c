@@ -367,9 +367,7 @@ int main(void) {
     have_mpirun = system("command -v mpirun > /dev/null 2>&1") == 0;
     if (scratch_open(&sc, "test_cli_trainers_mpi", "text")) return 1;
     dir = sc.dir;
-    draw_sc = sc;
-    snprintf(draw_sc.program, sizeof draw_sc.program, "%s/draw",
-             getenv("ATTEND_BIN") && getenv("ATTEND_BIN")[0] ? getenv("ATTEND_BIN") : "bin");
+    draw_sc = scratch_for_program(&sc, "draw");
     RUN(test_lstm_two_ranks_match_one_process);
     RUN(test_transformer_two_ranks_match_one_process);
     RUN(test_classifier_two_ranks_match_one_process);

@@ -42,11 +42,22 @@ void scratch_remove(const char *path) {
     rmdir(path);
 }
 
+// s->program: program in $ATTEND_BIN (default "bin").
+static void set_program(Scratch *s, const char *program) {
+    const char *bin = getenv("ATTEND_BIN");
+    snprintf(s->program, sizeof s->program, "%s/%s", bin && bin[0] ? bin : "bin", program);
+}
+
+Scratch scratch_for_program(const Scratch *s, const char *program) {
+    Scratch t = *s;
+    set_program(&t, program);
+    return t;
+}
+
 int scratch_open(Scratch *s, const char *prefix, const char *program) {
     memset(s, 0, sizeof *s);
     if (scratch_make(s->dir, sizeof s->dir, prefix)) return -1;
-    const char *bin = getenv("ATTEND_BIN");
-    snprintf(s->program, sizeof s->program, "%s/%s", bin && bin[0] ? bin : "bin", program);
+    set_program(s, program);
     snprintf(s->out_path, sizeof s->out_path, "%s/stdout.txt", s->dir);
     snprintf(s->err_path, sizeof s->err_path, "%s/stderr.txt", s->dir);
     return 0;

@@ -32,6 +32,8 @@ void scratch_remove(const char *path);
 // scratch_make into s->dir, and the paths of program (a name in $ATTEND_BIN, default "bin")
 // and of its captured output. Returns 0 or -1 (as scratch_make).
 int scratch_open(Scratch *s, const char *prefix, const char *program);
+// A copy of s (its folder and output files) that runs another program of $ATTEND_BIN.
+Scratch scratch_for_program(const Scratch *s, const char *program);
 
 // Runs "PROGRAM ARGS > DIR/stdout.txt 2> DIR/stderr.txt" through the shell, ARGS formatted
 // from fmt. Returns the exit status, or -1 when the program did not exit normally.
