@@ -21,9 +21,9 @@ static bool is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a
 // "> 0", ">= 1", "<= 100": the bound that failed, as the user reads it.
 static int bound_error(const ArgSpec *s, double v, Error *err) {
     if (s->has_min && (s->min_exclusive ? !(v > s->min) : !(v >= s->min)))
-        return error_set(err, "--%s: must be %s %g", s->name, s->min_exclusive ? ">" : ">=", s->min);
+        return error_set(err, "--%s: must be %s %.15g", s->name, s->min_exclusive ? ">" : ">=", s->min);
     if (s->has_max && (s->max_exclusive ? !(v < s->max) : !(v <= s->max)))
-        return error_set(err, "--%s: must be %s %g", s->name, s->max_exclusive ? "<" : "<=", s->max);
+        return error_set(err, "--%s: must be %s %.15g", s->name, s->max_exclusive ? "<" : "<=", s->max);
     return 0;
 }
 

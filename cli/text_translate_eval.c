@@ -134,7 +134,7 @@ int text_translate_eval_main(int argc, char **argv) {
         {"length-alpha", ARG_FLOAT, &f.length_alpha, "beam search: hypotheses scored by log p / length^X", .has_min = true, .min = 0, .has_max = true, .max = 4},
         {"limit", ARG_INT, &f.limit, "decode only the split's first N pairs (0: all)", .has_min = true, .min = 0},
         {"threads", ARG_INT, &f.threads, "threads of the matrix products", .has_min = true, .min = 1, .has_max = true, .max = THREADS_MAX},
-        {"dates-examples", ARG_INT, &f.dates_examples, "dates: decode the split's first N examples in place of its own size (valid 500, test 1,000): examples are a pure function of the split and index and no source is in two splits, so a larger N extends the split, e.g. to count more long sources (0: the split's size)", .has_min = true, .min = 0, .has_max = true, .max = 10000000},
+        {"dates-examples", ARG_INT, &f.dates_examples, "dates: decode the split's first N examples in place of its own size (valid 500, test 1,000): examples are a pure function of the split and index and no source is in two splits, so a larger N extends the split, e.g. to count more long sources (0: the split's size)", .has_min = true, .min = 0, .has_max = true, .max = 1000000},
         {"misses", ARG_STRING, &f.misses, "dates: write each target digit whose attention peak misses its span to FILE (tab-separated, a header first)", .metavar = "FILE"},
         {"json", ARG_FLAG, &f.json, "print the figures as one JSON object", .given = NULL},
     };

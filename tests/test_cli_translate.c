@@ -249,7 +249,8 @@ static void test_eval_misses(double align) {
 // chrF in 0..100, no alignment.
 // --dates-examples: the test split extended past its 1,000 examples, whose first ones are
 // the split's own (the same exact match on the first 40 as eval without it); refused in one
-// line for a model of sentence pairs.
+// line for a model of sentence pairs, and above a million examples (the split's pairs are
+// held in memory: a million took 440 MiB).
 static void test_eval_dates_examples(double em_40) {
     int rc = run_text("translate eval --model %s/run/model.safetensors --dates-examples 1200 --batch 100 --json", tmpdir);
     char *err = read_text("stderr.txt"), *out = read_text("stdout.txt");
@@ -269,6 +270,8 @@ static void test_eval_dates_examples(double em_40) {
     free(out);
     rc = run_text("translate eval --model %s/pairs_whole/model.safetensors --dates-examples 10", tmpdir);
     EXPECT_ONE_LINE_ERROR(&sc, rc, "not the date task");
+    rc = run_text("translate eval --model %s/run/model.safetensors --dates-examples 1000001", tmpdir);
+    EXPECT_ONE_LINE_ERROR(&sc, rc, "--dates-examples: must be <= 1000000");
 }
 
 static void test_eval_json(void) {
