@@ -3,7 +3,7 @@
 //
 //   draw train       --data mnist --out DIR [--steps N | --epochs N | --minutes M] [--resume]
 //   draw eval        --model DIR/model.safetensors --data mnist --split test [--json] [--samples K]
-//                    [--sample-quality CLASSIFIER] (cli/draw_quality.h)
+//                    [--sample-quality CLASSIFIER] (cli/draw_eval_quality.h, cli/draw_quality.h)
 //   draw generate    --model M --count 64 --out DIR [--seed S] [--show-attention] [--digit D]
 //   draw reconstruct --model M --data mnist --count 16 --out DIR
 //   draw report      RUN      (cli/report_draw.h: RUN/report.html)
@@ -18,13 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/classify.h"
 #include "cli/draw_checkpoint.h"
 #include "cli/draw_data.h"
 #include "cli/draw_eval.h"
+#include "cli/draw_eval_quality.h"
 #include "cli/draw_frames.h"
 #include "cli/draw_quality.h"
 #include "cli/draw_train.h"
@@ -84,13 +84,11 @@ typedef struct {
     int samples, batch, threads, limit, quality_n;
     double temperature;  // --quality-temperature
     long seed;
-    int quality_of;  // index into QUALITY_OF
+    int quality_of;  // DrawQualityOf
     bool json, no_average;
 } EvalFlags;
 
 static const char *const EVAL_SPLITS[] = {"valid", "test", NULL};
-enum { OF_SAMPLES, OF_DATA, OF_RECONSTRUCTIONS, OF_NOISE };
-static const char *const QUALITY_OF[] = {"samples", "data", "reconstructions", "noise", NULL};
 
 // Nonzero when the command ends here (help or a bad flag) with *code.
 static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
@@ -111,114 +109,18 @@ static int parse_eval_flags(EvalFlags *f, int argc, char **argv, int *code) {
         {"sample-quality", ARG_STRING, &f->quality, "also judge samples from the prior with this classifier (draw classify train --model cnn --size 28 --fragments 0): the share labelled with confidence >= 0.9, the entropy of the predicted classes against log 10, and for a conditional model the share labelled as the class asked for, per class too; a 60x60 two-digit model's samples are cut into their two digits first, and the share with both legible is given; the same figures for as many of the split's images (cli/draw_quality.h)", .metavar = "CLASSIFIER"},
         {"quality-samples", ARG_INT, &f->quality_n, "samples --sample-quality draws (a conditional model's ask for each class in turn)", .has_min = true, .min = 1, .has_max = true, .max = 10000000},
         {"quality-temperature", ARG_DOUBLE, &f->temperature, "--sample-quality draws z_t from N(0, t^2 I): 1 is the paper's prior; another t is a stated protocol, reported beside t = 1, never in its place", .metavar = "T", .has_min = true, .min = 0, .has_max = true, .max = 10},
-        {"quality-of", ARG_CHOICE, &f->quality_of, "what --sample-quality judges: samples from the prior; the data, the split's evaluated images as the model sees them (MNIST binarised once), the measure's ceiling; or the model's reconstructions of them (z from the posterior); or as many noise images, each pixel on with the probability of the split's mean intensity (the measure's floor); beside samples and reconstructions, the same figures for as many of the split's own images (data_quality in --json)", .choices = QUALITY_OF},
+        {"quality-of", ARG_CHOICE, &f->quality_of, "what --sample-quality judges: samples from the prior; the data, the split's evaluated images as the model sees them (MNIST binarised once), the measure's ceiling; or the model's reconstructions of them (z from the posterior); or as many noise images, each pixel on with the probability of the split's mean intensity (the measure's floor); beside samples and reconstructions, the same figures for as many of the split's own images (data_quality in --json)", .choices = DRAW_QUALITY_OF_NAMES},
         {"quality-illegible", ARG_STRING, &f->illegible, "--sample-quality also writes a PNG grid of the first 64 samples that are not legible (8 a row), and lists their top class and probability", .metavar = "FILE"},
         {"json", ARG_FLAG, &f->json, "print one JSON object", .given = NULL},
     };
     return args_parse_for_command(argc, argv, specs, ARGS_LEN(specs), "draw eval --model PATH --data D [flags]", "draw", code);
 }
 
-// The classes each asked class is taken for, largest share first, at most three a class
-// (the whole matrix is in --json): one line, or none when every sample matched.
-static void print_confusions(const SampleQuality *q) {
-    enum { SHOWN = 3 };
-    int any = 0;
-    for (int k = 0; k < q->classes; k++) {
-        long asked = 0;
-        for (int j = 0; j < q->classes; j++) asked += q->confusion[k][j];
-        int shown[SHOWN], n = 0;
-        while (n < SHOWN) {  // the next largest wrong class not yet shown
-            int best = -1;
-            for (int j = 0; j < q->classes; j++) {
-                int seen = j == k;
-                for (int i = 0; i < n; i++) seen |= shown[i] == j;
-                if (!seen && q->confusion[k][j] > 0 && (best < 0 || q->confusion[k][j] > q->confusion[k][best]))
-                    best = j;
-            }
-            if (best < 0) break;
-            shown[n++] = best;
-        }
-        if (!n) continue;
-        printf("%s %d as", any ? ";" : "taken for another class (asked: predicted):", k);
-        for (int i = 0; i < n; i++)
-            printf("%s %d %.1f%%", i ? "," : "", shown[i], 100.0 * q->confusion[k][shown[i]] / asked);
-        any = 1;
-    }
-    if (any) printf("\n");
-}
-
-// --sample-quality's figures: a JSON member named key (after a comma) or lines of text.
-// of: what was judged (an index into QUALITY_OF): the samples from the prior, the split's
-// own images (never conditional) or the model's reconstructions of them.
-static void print_quality(const EvalFlags *f, const SampleQuality *q, const char *key, int of) {
-    char buf[32];
-    const double t = of == OF_SAMPLES ? f->temperature : 1.0;
-    if (f->json) {
-        char lo[32], hi[32], se[32], both[32], blo[32], bhi[32];
-        printf(", \"%s\": {\"samples\": %ld, \"of\": \"%s\", \"temperature\": %g, \"digits\": %d, "
-               "\"digits_judged\": %ld, \"confidence\": %.2f, \"legible\": %.6f, \"legible_low95\": %s, "
-               "\"legible_high95\": %s, \"both_legible\": %s, \"both_legible_low95\": %s, "
-               "\"both_legible_high95\": %s, \"entropy\": %.6f, \"entropy_se\": %s, "
-               "\"entropy_max\": %.6f, \"conditional\": %s, \"match\": %s, \"predicted_share\": [",
-               key, q->samples, QUALITY_OF[of], t, q->digits, q->n, SAMPLE_QUALITY_CONFIDENCE,
-               q->legible, json_number(lo, q->legible_low), json_number(hi, q->legible_high),
-               json_number(both, q->both_legible), json_number(blo, q->both_low),
-               json_number(bhi, q->both_high), q->entropy, json_number(se, q->entropy_se),
-               q->entropy_max, q->conditional ? "true" : "false", json_number(buf, q->match));
-        for (int k = 0; k < q->classes; k++) printf("%s%.6f", k ? ", " : "", q->predicted_share[k]);
-        printf("], \"match_per_class\": [");
-        for (int k = 0; q->conditional && k < q->classes; k++)
-            printf("%s%s", k ? ", " : "", json_number(buf, q->match_per_class[k]));
-        printf("], \"confusion\": [");  // rows: the class asked for; columns: predicted
-        for (int k = 0; q->conditional && k < q->classes; k++) {
-            printf("%s[", k ? ", " : "");
-            for (int j = 0; j < q->classes; j++) printf("%s%ld", j ? ", " : "", q->confusion[k][j]);
-            printf("]");
-        }
-        printf("]}");
-        return;
-    }
-    char what[128];
-    if (of == OF_SAMPLES && t != 1.0)
-        snprintf(what, sizeof what, "%ld samples from the prior at temperature %g (not the paper's 1)",
-                 q->samples, t);
-    else if (of == OF_SAMPLES)
-        snprintf(what, sizeof what, "%ld samples%s", q->samples,
-                 q->conditional ? ", each class asked for in turn" : " from the prior");
-    else if (of == OF_NOISE)
-        snprintf(what, sizeof what, "%ld noise images, each pixel on with the %s images' mean intensity",
-                 q->samples, EVAL_SPLITS[f->split]);
-    else
-        snprintf(what, sizeof what, "%sthe first %ld %s images",
-                 of == OF_DATA ? "" : "the model's reconstructions of ", q->samples, EVAL_SPLITS[f->split]);
-    const char *name = of == OF_SAMPLES ? "sample quality" : of == OF_DATA ? "image quality"
-                       : of == OF_NOISE ? "noise quality" : "reconstruction quality";
-    if (q->digits == 2)
-        printf("%s (%s, each cut into its two digits, %s): both digits legible (top probability "
-               ">= %.1f each) %.2f%% [%.2f, %.2f]; of the %ld digits %.2f%% legible [%.2f, %.2f]; "
-               "predicted-class entropy %.4f nats (standard error %.4f) of log %d = %.4f\n",
-               name, what, f->quality, SAMPLE_QUALITY_CONFIDENCE, 100.0 * q->both_legible,
-               100.0 * q->both_low, 100.0 * q->both_high, q->n, 100.0 * q->legible,
-               100.0 * q->legible_low, 100.0 * q->legible_high, q->entropy, q->entropy_se,
-               q->classes, q->entropy_max);
-    else
-        printf("%s (%s, %s): legible (top probability >= %.1f) %.2f%% [%.2f, %.2f]; "
-               "predicted-class entropy %.4f nats (standard error %.4f) of log %d = %.4f\n",
-               name, what, f->quality, SAMPLE_QUALITY_CONFIDENCE, 100.0 * q->legible,
-               100.0 * q->legible_low, 100.0 * q->legible_high, q->entropy, q->entropy_se,
-               q->classes, q->entropy_max);
-    if (!q->conditional) return;
-    printf("labelled as the class asked for: %.2f%%; per class:", 100.0 * q->match);
-    for (int k = 0; k < q->classes; k++) printf(" %d %.1f%%", k, 100.0 * q->match_per_class[k]);
-    printf("\n");
-    print_confusions(q);
-}
-
 // q: --sample-quality's figures on what --quality-of names (or NULL); dq: on as many of the
 // split's own images beside them (or NULL: --quality-of data or noise).
-static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average,
-                       const DrawEvalResult *r, const SampleQuality *q, const SampleQuality *dq,
-                       double secs) {
+static void print_eval(const EvalFlags *f, const DrawEvalQuality *a, const DrawCheckpoint *m,
+                       bool average, const DrawEvalResult *r, const SampleQuality *q,
+                       const SampleQuality *dq, double secs) {
     const DrawConfig *c = &m->state.cfg;
     const char *weights = average ? "average" : "trained";
     const char *bin = m->state.binarize ? "binarised once, seed 0x5EED"
@@ -237,8 +139,8 @@ static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average
         if (f->samples > 1)
             printf(", \"nll_iw\": %.6f, \"nll_iw_se\": %s", r->nll_iw, json_number(se, r->nll_iw_se));
         printf(", \"conditional\": %s", c->classes ? "true" : "false");
-        if (q) print_quality(f, q, "sample_quality", f->quality_of);
-        if (q && dq) print_quality(f, dq, "data_quality", OF_DATA);
+        if (q) draw_eval_quality_print(a, q, "sample_quality", f->quality_of, true);
+        if (q && dq) draw_eval_quality_print(a, dq, "data_quality", DRAW_QUALITY_OF_DATA, true);
         printf(", \"weights\": \"%s\", \"step\": %ld, \"seconds\": %.3f}\n", weights, m->state.step,
                secs);
     } else {
@@ -252,8 +154,8 @@ static void print_eval(const EvalFlags *f, const DrawCheckpoint *m, bool average
         if (c->classes)
             printf("the model is conditional on the label: the bound is -log p(x | label)'s, not "
                    "comparable with an unconditional model's\n");
-        if (q) print_quality(f, q, "sample_quality", f->quality_of);
-        if (q && dq) print_quality(f, dq, "data_quality", OF_DATA);
+        if (q) draw_eval_quality_print(a, q, "sample_quality", f->quality_of, false);
+        if (q && dq) draw_eval_quality_print(a, dq, "data_quality", DRAW_QUALITY_OF_DATA, false);
     }
 }
 
@@ -274,55 +176,15 @@ static int open_record(DrawEvalRecord *rec, const EvalFlags *f, const DrawCheckp
     return 0;
 }
 
-// Whether the folder a file would be written into exists and may be written to.
-static bool folder_writable(const char *path) {
-    char dir[1024];
-    const char *slash = strrchr(path, '/');
-    if (!slash) return access(".", W_OK) == 0;
-    const size_t len = slash == path ? 1 : (size_t)(slash - path);
-    if (len >= sizeof dir) return false;
-    memcpy(dir, path, len), dir[len] = 0;
-    return access(dir, W_OK) == 0;
-}
-
-// --quality-illegible: the samples kept (n of them) as a grid of 8 a row, and one line on
-// stderr with each one's top class and probability, row by row.
-static int write_illegible(const char *path, const float *images, const float *top, const int *cls,
-                           int n, const DrawConfig *c, Error *err) {
-    if (n == 0) {
-        text_write_linef(stderr, "draw eval: no sample was illegible; %s not written", path);
-        return 0;
-    }
-    const DrawFrameStyle st = {.scale = 2, .cols = 8, .margin = 2};
-    Image grid = draw_render_frame(images, 0, n, c, NULL, NULL, &st);
-    int rc = write_png_image(path, &grid, err);
-    image_free(&grid);
-    if (rc) return rc;
-    fprintf(stderr, "draw eval: wrote %s: the first %d samples not legible (top class, probability):", path, n);
-    for (int i = 0; i < n; i++) fprintf(stderr, "%s %d %.2f", i ? "," : "", cls[i], top[i]);
-    fprintf(stderr, "\n");
-    return 0;
-}
-
 static int cmd_eval(int argc, char **argv) {
     EvalFlags f;
     int code;
     if (parse_eval_flags(&f, argc, argv, &code)) return code;
-    if (f.quality && f.illegible && !folder_writable(f.illegible)) {  // said before the work, not after
-        text_write_linef(stderr, "draw eval: --quality-illegible %s: its folder does not exist or cannot be written to",
-                         f.illegible);
-        return 1;
-    }
-    if (!f.quality && (f.illegible || f.temperature != 1.0 || f.quality_of != OF_SAMPLES)) {
-        text_write_linef(stderr, "draw eval: --%s works on --sample-quality's samples; give --sample-quality CLASSIFIER",
-                         f.illegible ? "quality-illegible" : f.quality_of != OF_SAMPLES ? "quality-of" : "quality-temperature");
-        return 2;
-    }
-    if (f.quality_of != OF_SAMPLES && (f.illegible || f.temperature != 1.0)) {
-        text_write_linef(stderr, "draw eval: --quality-of %s judges no samples from the prior, so it takes no --%s",
-                         QUALITY_OF[f.quality_of], f.illegible ? "quality-illegible" : "quality-temperature");
-        return 2;
-    }
+    const DrawEvalQuality quality = {
+        .classifier = f.quality, .illegible = f.illegible, .of = f.quality_of, .n = f.quality_n,
+        .temperature = f.temperature, .batch = f.batch, .seed = (uint64_t)f.seed,
+        .split = EVAL_SPLITS[f.split]};
+    if ((code = draw_eval_quality_check(&quality))) return code;
     Error err;
     gemm_set_threads(f.threads);
     Dist dist;  // under mpirun, each rank evaluates its share of every batch
@@ -367,42 +229,13 @@ static int cmd_eval(int argc, char **argv) {
         return train_dist_fail(&dist, "draw", &err);
     // q: what --quality-of names; dq: as many of the split's own images beside them
     SampleQuality q, dq;
-    const bool beside = f.quality_of == OF_SAMPLES || f.quality_of == OF_RECONSTRUCTIONS;
-    if (f.quality && f.quality_of != OF_SAMPLES && dist_is_root(&dist)) {
-        const int n = f.limit > 0 && f.limit < set.n ? f.limit : set.n;
-        if (f.quality_of == OF_DATA)
-            draw_images_quality(&q, set.images, n, &m.state.cfg, &cls, f.batch);
-        else if (f.quality_of == OF_NOISE) {  // as dense as the first n images
-            const size_t D = (size_t)draw_image_size(&m.state.cfg);
-            double ink = 0.0;
-            for (size_t i = 0; i < (size_t)n * D; i++) ink += set.images[i];
-            float *noise = xmalloc(sizeof(float) * (size_t)n * D);
-            draw_noise_images(noise, n, (int)D, ink / ((double)n * D), (uint64_t)f.seed);
-            draw_images_quality(&q, noise, n, &m.state.cfg, &cls, f.batch);
-            free(noise);
-        } else {
-            draw_reconstruction_quality(&q, &m.p, &m.state.cfg, &cls, set.images, set.labels, n, f.batch,
-                                        (uint64_t)f.seed);
-            draw_images_quality(&dq, set.images, n, &m.state.cfg, &cls, f.batch);
-        }
-    } else if (f.quality && dist_is_root(&dist)) {
-        enum { KEEP = 64 };
-        const int IMG = draw_image_size(&m.state.cfg);
-        int kept = 0, keep_class[KEEP];
-        float *keep_img = f.illegible ? xmalloc(sizeof(float) * (size_t)KEEP * IMG) : NULL, keep_top[KEEP];
-        SampleQualityDraw how = {.temperature = f.temperature, .keep = f.illegible ? KEEP : 0, .kept = &kept,
-                                 .illegible = keep_img, .illegible_top = keep_top, .illegible_class = keep_class};
-        draw_sample_quality(&q, &m.p, &m.state.cfg, &cls, f.quality_n, f.batch, (uint64_t)f.seed, &how);
-        draw_images_quality(&dq, set.images, f.quality_n < set.n ? f.quality_n : set.n, &m.state.cfg, &cls,
-                            f.batch);
-        if (f.illegible) rc = write_illegible(f.illegible, keep_img, keep_top, keep_class, kept, &m.state.cfg, &err);
-        free(keep_img);
-    }
+    if (f.quality && dist_is_root(&dist))
+        rc = draw_eval_quality_run(&q, &dq, &quality, &m.p, &m.state.cfg, &cls, &set, f.limit, &err);
     if (rc)  // the grid could not be written: nothing printed as if it were
         text_write_linef(stderr, "draw eval: %s", err.msg);
     else if (dist_is_root(&dist))
-        print_eval(&f, &m, average, &r, f.quality ? &q : NULL, f.quality && beside ? &dq : NULL,
-                   timer_now() - t0);
+        print_eval(&f, &quality, &m, average, &r, f.quality ? &q : NULL,
+                   f.quality && draw_eval_quality_beside(&quality) ? &dq : NULL, timer_now() - t0);
     classify_model_free(&cls);
     draw_eval_record_free(&rec);
     draw_eval_scratch_free(&scratch);
