@@ -59,42 +59,70 @@ static double peak_logit(double mu, double inv, int L) {
 // a call another translation unit makes, so the ABI note GCC gives for wide vectors when
 // the target lacks AVX-512 (the sanitizer and valgrind builds) does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
+// Pixels go in groups of LANES = 8, each group's sums in eight interleaved partial sums
+// combined in a fixed order. A group is held as PARTS vectors of the target's width: one
+// AVX-512 register of 8 doubles, or two AVX ones of 4. Written as one 8-double value, on
+// AVX2 GCC split the compares into scalar code and kept the sums on the stack (21 % of the
+// glimpse classifier's step on a Zen 3); every lane does the same arithmetic either way, so
+// the width changes no result.
 enum { LANES = 8 };
-typedef double Doubles __attribute__((vector_size(LANES * sizeof(double))));
-typedef float Floats __attribute__((vector_size(LANES * sizeof(float))));
-typedef long long Mask __attribute__((vector_size(LANES * sizeof(long long))));
+#ifdef __AVX512F__
+enum { DLANES = 8 };
+#else
+enum { DLANES = 4 };
+#endif
+enum { PARTS = LANES / DLANES };
+typedef double Doubles __attribute__((vector_size(DLANES * sizeof(double))));
+typedef float Floats __attribute__((vector_size(DLANES * sizeof(float))));
+typedef long long Mask __attribute__((vector_size(DLANES * sizeof(long long))));
 static inline Doubles doubles_load(const float *p) {
     Floats v;
     memcpy(&v, p, sizeof v);
     return __builtin_convertvector(v, Doubles);
 }
-static inline double lanes_total(Doubles p) {
-    return ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
+static inline void floats_store(float *p, Doubles v) {
+    Floats f = __builtin_convertvector(v, Floats);
+    memcpy(p, &f, sizeof f);
 }
-// The logits and the sum as vector values of 8 doubles (the sum in eight interleaved
-// partial sums combined in a fixed order); exp_fast over the row of floats, which GCC
+// Lane k of the group (k = 0..7) is lane k % DLANES of part k / DLANES.
+static inline double group_lane(const Doubles *p, int k) { return p[k / DLANES][k % DLANES]; }
+static inline double lanes_total(const Doubles *p) {
+    return ((group_lane(p, 0) + group_lane(p, 4)) + (group_lane(p, 1) + group_lane(p, 5))) +
+           ((group_lane(p, 2) + group_lane(p, 6)) + (group_lane(p, 3) + group_lane(p, 7)));
+}
+// Pixel offsets 1 .. 8 of a group, part by part.
+static inline Doubles group_pixels(int part) {
+    Doubles v;
+    for (int k = 0; k < DLANES; k++) v[k] = (double)(part * DLANES + k + 1);
+    return v;
+}
+// The logits and the sum over the groups; exp_fast over the row of floats, which GCC
 // vectorises by itself.
 static void axis_forward(float *F, double g, double delta, double s2, int N, int L) {
     const double inv = 0.5 / s2;
     const int L8 = L - L % LANES;
-    const Doubles pixel = {1, 2, 3, 4, 5, 6, 7, 8}, floor_ = LOGIT_FLOOR - (Doubles){0}, zero = {0};
+    const Doubles floor_ = LOGIT_FLOOR - (Doubles){0}, zero = {0};
+    Doubles pixel[PARTS];
+    for (int p = 0; p < PARTS; p++) pixel[p] = group_pixels(p);
     for (int i = 0; i < N; i++) {
         double mu = g + grid_offset(i, N) * delta, best = peak_logit(mu, inv, L);
         float *restrict row = F + (size_t)i * L;
-        for (int a = 0; a < L8; a += LANES) {
-            Doubles d = ((double)a + pixel) - mu, l = -d * d * inv - best;
-            Mask above = l > floor_;
-            l = (Doubles)(((Mask)l & above) | ((Mask)floor_ & ~above));
-            Floats f = __builtin_convertvector(l, Floats);
-            memcpy(row + a, &f, sizeof f);
-        }
+        for (int a = 0; a < L8; a += LANES)
+            for (int p = 0; p < PARTS; p++) {
+                Doubles d = ((double)a + pixel[p]) - mu, l = -d * d * inv - best;
+                Mask above = l > floor_;
+                l = (Doubles)(((Mask)l & above) | ((Mask)floor_ & ~above));
+                floats_store(row + a + p * DLANES, l);
+            }
         for (int a = L8; a < L; a++) {
             double d = (a + 1) - mu, l = -d * d * inv - best;
             row[a] = (float)(l > LOGIT_FLOOR ? l : LOGIT_FLOOR);
         }
         for (int a = 0; a < L; a++) row[a] = exp_fast(row[a]);
-        Doubles ps = zero;
-        for (int a = 0; a < L8; a += LANES) ps += doubles_load(row + a);
+        Doubles ps[PARTS];
+        for (int p = 0; p < PARTS; p++) ps[p] = zero;
+        for (int a = 0; a < L8; a += LANES)
+            for (int p = 0; p < PARTS; p++) ps[p] += doubles_load(row + a + p * DLANES);
         double sum = lanes_total(ps);
         for (int a = L8; a < L; a++) sum += row[a];
         float r = (float)(1.0 / sum);  // sum >= 1: the maximum contributes exp(0)
@@ -137,32 +165,42 @@ void filterbank_forward_ref(float *Fx, float *Fy, float *gamma, const float *par
 // A logit held at the floor is a constant: its pixel adds nothing to d/dmu and d/dlog s2
 // (otherwise e^-64 times (a - mu)^2 / s2 could be large when s2 is tiny). The sums over
 // pixels run in double in eight interleaved partial sums combined in a fixed order (so
-// results are reproducible), as GCC vector-extension values of 8 doubles: written as
-// loops over arrays, GCC kept every operation scalar with a branch for the floor (7.5 %
-// of the glimpse classifier's training step).
+// results are reproducible), in the groups of vectors above: written as loops over arrays,
+// GCC kept every operation scalar with a branch for the floor (7.5 % of the glimpse
+// classifier's training step).
 static void axis_backward(double *dg, double *ddelta, double *dlog_s2, const float *dF,
                           const float *F, double g, double delta, double s2, int N, int L) {
     const int L8 = L - L % LANES;
     const double inv = 0.5 / s2;
-    const Doubles pixel = {1, 2, 3, 4, 5, 6, 7, 8}, zero = {0};
+    const Doubles zero = {0};
+    Doubles pixel[PARTS];
+    for (int p = 0; p < PARTS; p++) pixel[p] = group_pixels(p);
     for (int i = 0; i < N; i++) {
         const float *f = F + (size_t)i * L, *df = dF + (size_t)i * L;
         double mu = g + grid_offset(i, N) * delta, best = peak_logit(mu, inv, L);
-        Doubles pdot = zero;
-        for (int a = 0; a < L8; a += LANES) pdot += doubles_load(f + a) * doubles_load(df + a);
+        Doubles pdot[PARTS];
+        for (int p = 0; p < PARTS; p++) pdot[p] = zero;
+        for (int a = 0; a < L8; a += LANES)
+            for (int p = 0; p < PARTS; p++) {
+                const int at = a + p * DLANES;
+                pdot[p] += doubles_load(f + at) * doubles_load(df + at);
+            }
         double dot = lanes_total(pdot);
         for (int a = L8; a < L; a++) dot += (double)f[a] * df[a];
         // softmax backward dl = f (df - dot); dl/dmu = (a - mu) / s2 and
         // dl/dlog s2 = (a - mu)^2 / (2 s2): sum dl d and dl d^2, scale after.
-        Doubles p1 = zero, p2 = zero;
-        for (int a = 0; a < L8; a += LANES) {
-            Doubles d = ((double)a + pixel) - mu;  // 1-based pixels a + 1 .. a + 8 less mu
-            Doubles dl = doubles_load(f + a) * (doubles_load(df + a) - dot);
-            Mask kept = -d * d * inv - best > LOGIT_FLOOR;  // all ones or all zeros
-            dl = (Doubles)((Mask)dl & kept);
-            p1 += dl * d;
-            p2 += dl * d * d;
-        }
+        Doubles p1[PARTS], p2[PARTS];
+        for (int p = 0; p < PARTS; p++) p1[p] = zero, p2[p] = zero;
+        for (int a = 0; a < L8; a += LANES)
+            for (int p = 0; p < PARTS; p++) {
+                const int at = a + p * DLANES;
+                Doubles d = ((double)a + pixel[p]) - mu;  // 1-based pixels less mu
+                Doubles dl = doubles_load(f + at) * (doubles_load(df + at) - dot);
+                Mask kept = -d * d * inv - best > LOGIT_FLOOR;  // all ones or all zeros
+                dl = (Doubles)((Mask)dl & kept);
+                p1[p] += dl * d;
+                p2[p] += dl * d * d;
+            }
         double s1 = lanes_total(p1), sd2 = lanes_total(p2);
         for (int a = L8; a < L; a++) {
             double dl = f[a] * ((double)df[a] - dot), d = (a + 1) - mu;

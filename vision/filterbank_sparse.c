@@ -12,16 +12,25 @@ enum { LANES = 16 };
 // a call another translation unit makes, so the ABI note GCC gives for wide vectors when
 // the target lacks AVX-512 (the sanitizer and valgrind builds) does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
-// Sixteen floats as one value (GCC's vector extension: one AVX-512 register, two AVX ones,
-// or four SSE ones, whatever the target has; left to itself GCC vectorised the loops
-// below across rows, with shuffles, at a fraction of this rate).
-typedef float Lanes __attribute__((vector_size(LANES * sizeof(float))));
-static inline Lanes lanes_load(const float *p) {
-    Lanes v;
+// Rows of the read's operands are padded to a multiple of LANES = 16 floats, and each group
+// of 16 is held as PARTS vectors of the target's width (GCC's vector extension): one
+// AVX-512 register, or two AVX ones. Left to itself GCC vectorised the loops below across
+// rows, with shuffles, at a fraction of this rate; written as one 16-float value, on AVX2
+// it moved the halves through the stack (the read took 23 % of the glimpse classifier's
+// step on a Zen 3). Each lane does the same arithmetic at either width.
+#ifdef __AVX512F__
+enum { VLANES = 16 };
+#else
+enum { VLANES = 8 };
+#endif
+enum { PARTS = LANES / VLANES };
+typedef float Vec __attribute__((vector_size(VLANES * sizeof(float))));
+static inline Vec vec_load(const float *p) {
+    Vec v;
     memcpy(&v, p, sizeof v);
     return v;
 }
-static inline void lanes_store(float *p, Lanes v) { memcpy(p, &v, sizeof v); }
+static inline void vec_store(float *p, Vec v) { memcpy(p, &v, sizeof v); }
 
 void sparse_images_alloc(SparseImages *s, int images, int W, int H, size_t cap) {
     const size_t rows = (size_t)images * H, cols = (size_t)images * W;
@@ -120,7 +129,7 @@ int filterbank_sparse_kept_floats(int N, int W) { return (W + N) * filterbank_sp
 
 // y (S) += v x (S), S a multiple of 16: one or a few vector operations.
 static inline void axpy_lanes(float *restrict y, float v, const float *restrict x, int S) {
-    for (int j = 0; j < S; j += LANES) lanes_store(y + j, lanes_load(y + j) + v * lanes_load(x + j));
+    for (int j = 0; j < S; j += VLANES) vec_store(y + j, vec_load(y + j) + v * vec_load(x + j));
 }
 
 // C (M, S) = A (M, K) B (K, S): row R(r) of C is the sum over k of A(r, k) times row K(k)
@@ -140,19 +149,25 @@ rows_times_lanes(float *restrict C, const float *restrict A, int ars, int acs,
     int r = 0;
     if (S == LANES)
         for (; r + 4 <= M; r += 4) {
-            Lanes c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
+            Vec c[4][PARTS];
+            for (int i = 0; i < 4; i++)
+                for (int p = 0; p < PARTS; p++) c[i][p] = (Vec){0};
             const float *a0 = A + ROW_(r) * ars, *a1 = A + ROW_(r + 1) * ars,
                         *a2 = A + ROW_(r + 2) * ars, *a3 = A + ROW_(r + 3) * ars;
             for (int k = 0; k < K; k++) {
                 const size_t kk = KEY_(k), o = kk * acs;
-                const Lanes b = lanes_load(Bm + kk * LANES);
-                c0 += a0[o] * b;
-                c1 += a1[o] * b;
-                c2 += a2[o] * b;
-                c3 += a3[o] * b;
+                const float x0 = a0[o], x1 = a1[o], x2 = a2[o], x3 = a3[o];
+                for (int p = 0; p < PARTS; p++) {
+                    const Vec b = vec_load(Bm + kk * LANES + p * VLANES);
+                    c[0][p] += x0 * b;
+                    c[1][p] += x1 * b;
+                    c[2][p] += x2 * b;
+                    c[3][p] += x3 * b;
+                }
             }
-            lanes_store(C + ROW_(r) * LANES, c0), lanes_store(C + ROW_(r + 1) * LANES, c1);
-            lanes_store(C + ROW_(r + 2) * LANES, c2), lanes_store(C + ROW_(r + 3) * LANES, c3);
+            for (int i = 0; i < 4; i++)
+                for (int p = 0; p < PARTS; p++)
+                    vec_store(C + ROW_(r + i) * LANES + p * VLANES, c[i][p]);
         }
     for (; r < M; r++) {
         float *c = C + ROW_(r) * S;
@@ -174,10 +189,13 @@ static void u_transposed(float *restrict uT, const float *restrict FyT, const Sp
         float *u = uT + (size_t)s->cols[k] * S;
         const int q0 = s->col_nz_start[k], q1 = s->col_nz_start[k + 1];
         for (int j = 0; j < S; j += LANES) {
-            Lanes acc = {0};
-            for (int q = q0; q < q1; q++)
-                acc += s->col_nz_val[q] * lanes_load(FyT + (size_t)s->col_nz_row[q] * S + j);
-            lanes_store(u + j, acc);
+            Vec acc[PARTS];
+            for (int p = 0; p < PARTS; p++) acc[p] = (Vec){0};
+            for (int q = q0; q < q1; q++) {
+                const float v = s->col_nz_val[q], *f = FyT + (size_t)s->col_nz_row[q] * S + j;
+                for (int p = 0; p < PARTS; p++) acc[p] += v * vec_load(f + p * VLANES);
+            }
+            for (int p = 0; p < PARTS; p++) vec_store(u + j + p * VLANES, acc[p]);
         }
     }
 }
@@ -190,9 +208,13 @@ static void dfy_accumulate(float *restrict dfy, float *restrict acc, const float
         int k0 = s->row_start[row0 + h], k1 = s->row_start[row0 + h + 1];
         if (k0 == k1) continue;
         if (S == LANES) {  // the usual N <= 16: the sum stays in a register
-            Lanes r = {0};
-            for (int k = k0; k < k1; k++) r += s->val[k] * lanes_load(ZT + (size_t)s->col[k] * S);
-            for (int j = 0; j < N; j++) dfy[(size_t)j * H + h] += r[j];
+            Vec r[PARTS];
+            for (int p = 0; p < PARTS; p++) r[p] = (Vec){0};
+            for (int k = k0; k < k1; k++) {
+                const float v = s->val[k], *z = ZT + (size_t)s->col[k] * S;
+                for (int p = 0; p < PARTS; p++) r[p] += v * vec_load(z + p * VLANES);
+            }
+            for (int j = 0; j < N; j++) dfy[(size_t)j * H + h] += r[j / VLANES][j % VLANES];
         } else {
             memset(acc, 0, sizeof(float) * S);
             for (int k = k0; k < k1; k++) axpy_lanes(acc, s->val[k], ZT + (size_t)s->col[k] * S, S);
