@@ -94,6 +94,7 @@ static struct {
     const char *source[GEMM_CACHE_MAX];
     _Atomic(const GemmChoice *) current;
     int current_slot;
+    _Atomic int threads;     // the thread count of the current choice (gemm_threads)
     char backend[480];
 } choice = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -272,6 +273,7 @@ static void use_threads(int threads) {
     }
     blas_set_threads(threads);
     describe_current(c, choice.source[c - choice.cache.choice], threads);
+    atomic_store(&choice.threads, threads);
     atomic_store(&choice.current, c);
     pthread_mutex_unlock(&choice.lock);
 }
@@ -299,6 +301,11 @@ int gemm_check_address_space(int callers, Error *err) {
 }
 
 void gemm_set_threads(int n) { use_threads(n < 1 ? 1 : n); }
+
+int gemm_threads(void) {
+    current_choice();
+    return atomic_load(&choice.threads);
+}
 
 const char *gemm_backend(void) {
     current_choice();

@@ -56,6 +56,9 @@ void cpu_model_name(char *buf, int n);
 
 // Threads OpenBLAS may use (>= 1). Default: 1 until set.
 void gemm_set_threads(int n);
+// The count of the last gemm_set_threads (1 before any): what a caller that splits its own
+// work over threads (models/sat_lstm_decode.c) takes as the threads it may use.
+int gemm_threads(void);
 
 // OpenBLAS maps a 128 MiB work buffer (its BUFFER_SIZE on x86-64) for each thread that runs
 // a GEMM at the same time, at its first GEMM. Under an address-space limit (`ulimit -v`,

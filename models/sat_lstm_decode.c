@@ -2,12 +2,15 @@
 #include "models/sat_lstm_decode.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/check.h"
 #include "core/dims.h"
+#include "core/gemm.h"
 #include "models/sat_beam.h"
 #include "seq/beam.h"
 #include "seq/vocab.h"
@@ -87,8 +90,10 @@ static void decode_buffers_alloc_(SatLstmDecodeCtx *d, const SatConfig *c, int B
     d->row_image2 = d->ints + R;
 }
 
-void sat_lstm_decode_ctx_init(SatLstmDecodeCtx *d, SatModel *m, const float *images, int B,
-                              int beam) {
+// sat_lstm_decode_ctx_init with the CNN's workspace ws (unused with features): the images
+// are encoded in chunks of the workspace's batch.
+static void ctx_init_(SatLstmDecodeCtx *d, SatModel *m, const float *images, int B, int beam,
+                      CnnWorkspace *ws) {
     const SatConfig *c = &m->cfg;
     const int L = sat_L(c), D = sat_D(c), H = c->H;
     memset(d, 0, sizeof *d);
@@ -97,18 +102,18 @@ void sat_lstm_decode_ctx_init(SatLstmDecodeCtx *d, SatModel *m, const float *ima
     d->R = B * beam;
     float *mean;
     decode_buffers_alloc_(d, c, B, d->R, &mean);
-    // Encode in chunks that fit the model's CNN workspace.
     SatLstm *l = sat_lstm(m);
-    CHECK(l->acts_block.data, "sat_alloc_acts before decoding");
-    const size_t per = sat_input_floats(c);
-    const int chunk = l->a.B;
-    for (int b0 = 0; b0 < B; b0 += chunk) {
-        int n = B - b0 < chunk ? B - b0 : chunk;
-        if (c->feat_L > 0)
-            memcpy(d->annot + (size_t)b0 * L * D, images + (size_t)b0 * per, (size_t)n * per * sizeof(float));
-        else
-            cnn_forward(d->annot + (size_t)b0 * L * D, &l->cnn_ws, images + (size_t)b0 * per,
+    if (c->feat_L > 0) {
+        memcpy(d->annot, images, (size_t)B * sat_input_floats(c) * sizeof(float));
+    } else {
+        const size_t per = sat_input_floats(c);
+        const int chunk = ws->B;
+        CHECK(chunk >= 1, "decoding without a CNN workspace");
+        for (int b0 = 0; b0 < B; b0 += chunk) {
+            int n = B - b0 < chunk ? B - b0 : chunk;
+            cnn_forward(d->annot + (size_t)b0 * L * D, ws, images + (size_t)b0 * per,
                         &l->p.cnn, n);
+        }
     }
     decoder_mean_annotations(mean, d->annot, NULL, B, L, D);
     // Initial states of the images go in h/c rows 0..B-1 (the first step's parents).
@@ -117,6 +122,13 @@ void sat_lstm_decode_ctx_init(SatLstmDecodeCtx *d, SatModel *m, const float *ima
     for (int b = 0; b < B; b++) d->row_image[b] = b;
     const DecoderConfig dc = sat_decoder_config(c);
     decoder_pack_lstm(&d->lstm_Wt, &l->p.dec, &dc);
+}
+
+void sat_lstm_decode_ctx_init(SatLstmDecodeCtx *d, SatModel *m, const float *images, int B,
+                              int beam) {
+    SatLstm *l = sat_lstm(m);
+    CHECK(l->acts_block.data, "sat_alloc_acts before decoding");
+    ctx_init_(d, m, images, B, beam, &l->cnn_ws);
 }
 
 void sat_lstm_decode_ctx_free(SatLstmDecodeCtx *d) {
@@ -178,14 +190,76 @@ void sat_lstm_beam_step(void *vctx, int n, const int *parent, const int *token, 
 }
 
 
+// One share of a decoding call: images [b0, b0 + B) of the caller's, their outputs in place.
+typedef struct {
+    SatModel *m;
+    int *tokens, *lens;      // (B, max_len), (B)
+    float *alphas;           // (B, max_len, L) or NULL
+    const float *images;     // (B, sat_input_floats)
+    int B, beam;
+    float length_alpha;
+    CnnWorkspace *ws;        // the CNN's workspace this share encodes with
+} DecodeShare;
+
+static void *decode_share_run_(void *arg) {
+    const DecodeShare *j = arg;
+    const SatConfig *c = &j->m->cfg;
+    SatLstmDecodeCtx d;
+    ctx_init_(&d, j->m, j->images, j->B, j->beam, j->ws);
+    sat_beam_decode(j->tokens, j->lens, j->alphas, j->B, j->beam, j->length_alpha, c->V,
+                    c->max_len, sat_L(c), &d, sat_lstm_beam_step, d.alpha_hist, d.R);
+    sat_lstm_decode_ctx_free(&d);
+    return NULL;
+}
+
+// The most threads one decoding call splits its images over.
+#define DECODE_THREADS_MAX 64
+
 void sat_lstm_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float *images,
                      int B, int beam, float length_alpha) {
     const SatConfig *c = &m->cfg;
     CHECK(beam >= 1 && B >= 1, "beam %d B %d", beam, B);
-    SatLstmDecodeCtx d;
-    sat_lstm_decode_ctx_init(&d, m, images, B, beam);
-    sat_beam_decode(tokens, lens, alphas, B, beam, length_alpha, c->V, c->max_len, sat_L(c), &d,
-                    sat_lstm_beam_step, d.alpha_hist, d.R);
-    sat_lstm_decode_ctx_free(&d);
+    SatLstm *l = sat_lstm(m);
+    CHECK(l->acts_block.data, "sat_alloc_acts before decoding");
+    const int threads = gemm_threads();
+    int n = threads < B ? threads : B;
+    n = n < DECODE_THREADS_MAX ? n : DECODE_THREADS_MAX;
+    const int ML = c->max_len, L = sat_L(c);
+    const size_t per = sat_input_floats(c);
+    DecodeShare jobs[DECODE_THREADS_MAX];
+    CnnWorkspace ws[DECODE_THREADS_MAX];
+    for (int k = 0; k < n; k++) {
+        const int b0 = (int)((int64_t)B * k / n), b1 = (int)((int64_t)B * (k + 1) / n);
+        jobs[k] = (DecodeShare){.m = m, .tokens = tokens + (size_t)b0 * ML, .lens = lens + b0,
+                                .alphas = alphas ? alphas + (size_t)b0 * ML * L : NULL,
+                                .images = images + (size_t)b0 * per, .B = b1 - b0, .beam = beam,
+                                .length_alpha = length_alpha, .ws = &l->cnn_ws};
+        // Share 0 encodes with the model's workspace, the others with one of their own (the
+        // CNN's result for an image does not depend on the workspace's batch).
+        if (k > 0 && c->feat_L == 0) {
+            const int cap = jobs[k].B < l->cnn_ws.B ? jobs[k].B : l->cnn_ws.B;
+            cnn_workspace_alloc(&ws[k], &c->cnn, cap, c->image_size);
+            jobs[k].ws = &ws[k];
+        }
+    }
+    if (n <= 1) {
+        decode_share_run_(&jobs[0]);
+        return;
+    }
+    // Each share on a thread of its own, each running single-threaded products (the kernels
+    // of one thread, core/gemm.h): an image's search reads no other image's rows, so the
+    // words are one thread's; the last bits may not be (OpenBLAS's result for a row can
+    // depend on how many rows its product has, and a share has fewer), but they are the same
+    // on every run with the same thread count and batch.
+    gemm_set_threads(1);
+    pthread_t th[DECODE_THREADS_MAX];
+    int started[DECODE_THREADS_MAX] = {0};
+    for (int k = 1; k < n; k++) started[k] = pthread_create(&th[k], NULL, decode_share_run_, &jobs[k]) == 0;
+    decode_share_run_(&jobs[0]);
+    for (int k = 1; k < n; k++) {
+        if (started[k]) pthread_join(th[k], NULL);
+        else decode_share_run_(&jobs[k]);  // no thread to be had: the caller's runs it
+        if (c->feat_L == 0) cnn_workspace_free(&ws[k]);
+    }
+    gemm_set_threads(threads);
 }
-

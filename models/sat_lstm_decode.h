@@ -10,7 +10,9 @@
 
 // sat_decode of a model whose decoder is the LSTM: tokens (B, max_len) word ids, lens (B),
 // alphas (B, max_len, L) the attention of each emitted word (or NULL), for beam width beam
-// (1 = greedy). Score normalised by length^length_alpha.
+// (1 = greedy). Score normalised by length^length_alpha. With gemm_threads() = n > 1 the
+// images are split into n contiguous shares, each encoded and searched on a thread of its
+// own with single-threaded products (gemm_set_threads(1) meanwhile; n restored after).
 void sat_lstm_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float *images,
                      int B, int beam, float length_alpha);
 

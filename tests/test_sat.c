@@ -8,6 +8,7 @@
 
 #include "core/block.h"
 #include "core/check.h"
+#include "core/gemm.h"
 #include "core/rng.h"
 #include "models/sat.h"
 #include "models/sat_decode.h"
@@ -359,6 +360,77 @@ static void test_beam_returns_captions(void) {
     free(alphas);
     sat_free(&f->m);
     free(f);
+}
+
+// Decoding splits its images over the threads gemm_set_threads allows (a share per thread,
+// each with the kernels of one thread): the words are one thread's (3 threads: a share per
+// image; 2: shares of 1 and 2), their attention maps agree to float rounding, a second run
+// at the same count is bit-identical, and the count is restored afterwards. Bits may differ
+// from one thread's: OpenBLAS's result for a row can depend on how many rows a product has
+// (with the Haswell kernels, rows in a last group of fewer than 12), and a share has fewer.
+// The scores: beam_search over a share's context against the whole batch's, which is what
+// the split relies on (a row's step reads no other row).
+static void decode_threads_match_one(const SatConfig *c, uint64_t seed) {
+    Fixture *f = calloc(1, sizeof *f);
+    fixture_init(f, c, seed);
+    float *b_o = sat_lstm(&f->m)->p.dec.b_o;
+    b_o[VOCAB_END] += 1.0f;  // some captions end before the limit
+    const int L = sat_L(c), beam = 3;
+    const size_t amap = (size_t)TB * TML * L;
+    int tok1[TB * TML], len1[TB], tok[TB * TML], len[TB];
+    float *al1 = calloc(amap, sizeof(float)), *al = calloc(amap, sizeof(float));
+    float *again = calloc(amap, sizeof(float));
+    gemm_set_threads(1);
+    sat_decode(&f->m, tok1, len1, al1, f->images, TB, beam, 0.7f);
+    int ended = 0;
+    for (int b = 0; b < TB; b++) ended += len1[b] < TML;
+    EXPECT(ended >= 1, "no caption ends before the limit");
+    for (int threads = 2; threads <= 3; threads++) {
+        gemm_set_threads(threads);
+        memset(al, 0xff, amap * sizeof(float));
+        sat_decode(&f->m, tok, len, al, f->images, TB, beam, 0.7f);
+        EXPECT(gemm_threads() == threads, "threads %d after decoding, want %d", gemm_threads(), threads);
+        EXPECT(!memcmp(len, len1, sizeof len) && !memcmp(tok, tok1, sizeof tok),
+               "%d threads: other words than one thread's", threads);
+        double worst = 0.0;
+        for (size_t i = 0; i < amap; i++) worst = fmax(worst, fabs((double)al[i] - al1[i]));
+        EXPECT(worst <= 1e-6, "%d threads: attention maps differ by %g", threads, worst);
+        sat_decode(&f->m, tok, len, again, f->images, TB, beam, 0.7f);
+        EXPECT(!memcmp(again, al, amap * sizeof(float)), "%d threads: not deterministic", threads);
+    }
+    gemm_set_threads(1);
+    // Scores: images 1 and 2 as a context of their own, against the whole batch's.
+    const int TT = TML + 1;
+    int wt[TB * TT], wl[TB], wr[TB * TT], st[2 * TT], sl[2], sr[2 * TT];
+    float ws[TB], ss[2];
+    BeamConfig bc = {.beam = beam, .max_len = TT, .length_alpha = 0.7f, .start_id = VOCAB_START,
+                     .end_id = VOCAB_END, .V = TV};
+    SatLstmDecodeCtx d;
+    sat_lstm_decode_ctx_init(&d, &f->m, f->images, TB, beam);
+    beam_search(wt, wl, ws, wr, TB, &d, sat_lstm_beam_step, &bc);
+    sat_lstm_decode_ctx_free(&d);
+    sat_lstm_decode_ctx_init(&d, &f->m, f->images + sat_input_floats(c), 2, beam);
+    beam_search(st, sl, ss, sr, 2, &d, sat_lstm_beam_step, &bc);
+    sat_lstm_decode_ctx_free(&d);
+    EXPECT(!memcmp(sl, wl + 1, sizeof sl) && !memcmp(st, wt + TT, sizeof st), "a share's words differ");
+    for (int b = 0; b < 2; b++) EXPECT_NEAR(ss[b], ws[1 + b], 1e-6, 1e-6);
+    free(al1);
+    free(al);
+    free(again);
+    sat_free(&f->m);
+    free(f);
+}
+
+static SatConfig features_config(void);
+
+static void test_decode_threads_match_one(void) {
+    SatConfig c = tiny_config(ATTN_ADDITIVE);
+    c.query = SAT_QUERY_CURRENT;
+    decode_threads_match_one(&c, 10);
+    c = tiny_config(ATTN_MULTIPLICATIVE);
+    decode_threads_match_one(&c, 10);
+    c = features_config();
+    decode_threads_match_one(&c, 10);
 }
 
 // Data parallelism: two replicas on two threads give the full batch's loss and gradient
@@ -792,6 +864,7 @@ int main(void) {
     RUN(test_greedy_matches_teacher_forcing);
     RUN(test_greedy_matches_teacher_forcing_query_current);
     RUN(test_beam_returns_captions);
+    RUN(test_decode_threads_match_one);
     RUN(test_parallel_matches_serial);
     RUN(test_sorted_matches_caller_order);
     RUN(test_gradcheck_features);
