@@ -7,7 +7,7 @@
 #include "core/gemm_packed.h"
 #include "core/timer.h"
 
-enum { ROUNDS = 5, MAX_PRODUCTS = 2 };
+enum { ROUNDS = 7, MAX_PRODUCTS = 3 };
 static const double ROUND_SECONDS = 0.01;
 // Another kernel replaces the preferred one only when it is this much faster.
 static const double MARGIN = 1.10;
@@ -24,9 +24,9 @@ typedef struct {
 
 static const ClassShapes class_shapes[GEMM_CLASSES] = {
     [GEMM_SMALL] = {{{12, 100, 100, false}, {12, 12, 100, true}}, 2},
-    [GEMM_ROWS] = {{{64, 1024, 512, false}, {50, 520, 1024, false}}, 2},
-    [GEMM_LARGE] = {{{256, 784, 1152, false}}, 1},
-    [GEMM_STEP] = {{{50, 1024, 520, true}, {50, 520, 1024, false}}, 2},
+    [GEMM_ROWS] = {{{64, 1024, 512, false}, {50, 520, 1024, false}, {32, 1800, 2824, false}}, 3},
+    [GEMM_LARGE] = {{{1024, 196, 256, false}, {256, 196, 1024, false}, {256, 196, 256, false}}, 3},
+    [GEMM_STEP] = {{{50, 1024, 520, true}, {50, 520, 1024, false}, {32, 1800, 2824, true}}, 3},
 };
 
 // Operands for one class: A (M, K), B as op(B) asks, C (M, N), and for step the packed B.
@@ -103,23 +103,32 @@ static double class_flops(const ClassShapes *s) {
     return f;
 }
 
-// The fastest of the candidates for class c, unless prefer is within MARGIN of it; their
-// rates into gflops.
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// The fastest of the candidates for class c (by the median of its rounds), unless prefer is
+// within MARGIN of it; their rates into gflops.
 static GemmKernel calibrate_class(GemmClass c, const bool runs[GEMM_KERNELS], const BlasLib *via,
                                   GemmKernel prefer, double gflops[GEMM_KERNELS]) {
     Operands o;
     operands_init(&o, c);
-    double best[GEMM_KERNELS];
+    double best[GEMM_KERNELS], rounds[GEMM_KERNELS][ROUNDS];
     for (int k = 0; k < GEMM_KERNELS; k++) {
         best[k] = 0;
         if (runs[k] && gemm_kernel_serves((GemmKernel)k, c)) run_once(&o, (GemmKernel)k, via);
     }
     for (int r = 0; r < ROUNDS; r++) {
         for (int k = 0; k < GEMM_KERNELS; k++) {
-            if (!runs[k] || !gemm_kernel_serves((GemmKernel)k, c)) continue;
-            double t = time_round(&o, (GemmKernel)k, via);
-            if (best[k] == 0 || t < best[k]) best[k] = t;
+            if (runs[k] && gemm_kernel_serves((GemmKernel)k, c))
+                rounds[k][r] = time_round(&o, (GemmKernel)k, via);
         }
+    }
+    for (int k = 0; k < GEMM_KERNELS; k++) {
+        if (!runs[k] || !gemm_kernel_serves((GemmKernel)k, c)) continue;
+        qsort(rounds[k], ROUNDS, sizeof(double), cmp_double);
+        best[k] = rounds[k][ROUNDS / 2];
     }
     GemmKernel win = GEMM_KERNELS;
     for (int k = 0; k < GEMM_KERNELS; k++) {

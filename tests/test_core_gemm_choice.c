@@ -2,7 +2,9 @@
 // file's parser on good, torn and hand-edited files; a bad cache file measured again with one
 // warning and rewritten; a cached and a forced choice honoured (no measurement); a busy
 // machine served by the table, nothing measured or written; a misspelt
-// ATTEND_GEMM refused with one line; every OpenBLAS copy (core/gemm_blas.h) against the plain
+// ATTEND_GEMM refused with one line; the calibration's result (a kernel that serves and runs
+// for every class, a rate for each kernel it measured, the only kernel allowed when one is);
+// every OpenBLAS copy (core/gemm_blas.h) against the plain
 // loop on each class's shapes.
 //
 // Each scenario that reads the environment runs in a child (fork): the choice is made once
@@ -18,6 +20,7 @@
 #include "core/fileio.h"
 #include "core/gemm.h"
 #include "core/gemm_blas.h"
+#include "core/gemm_calibrate.h"
 #include "core/gemm_choice.h"
 #include "core/rng.h"
 #include "tests/support/scratch.h"
@@ -290,6 +293,54 @@ static void test_each_openblas_copy_matches_reference(void) {
     EXPECT(rc == 0, "child status %d, stderr: '%s'", rc, err);
 }
 
+// The calibration's contract, not its timings: whatever the machine measures, each class
+// gets a kernel that serves it and runs here, every kernel measured has a rate and the
+// others none, and with one kernel allowed per class that one is picked.
+static int child_calibration(void) {
+    const CpuIsa isa = cpu_isa();
+    bool all[GEMM_KERNELS];
+    for (int k = 0; k < GEMM_KERNELS; k++) all[k] = true;
+    const GemmChoice table = gemm_choice_by_isa(isa, false);
+    GemmCalibration cal = gemm_calibrate(1, isa, all, &table);
+    for (int c = 0; c < GEMM_CLASSES; c++) {
+        const GemmKernel k = cal.choice.kernel[c];
+        if (!gemm_kernel_serves(k, (GemmClass)c) || !gemm_kernel_runs(k, isa)) {
+            fprintf(stderr, "%s: %s cannot serve it here\n", gemm_class_name((GemmClass)c), gemm_kernel_name(k));
+            return 10;
+        }
+        for (int j = 0; j < GEMM_KERNELS; j++) {
+            const bool measured = gemm_kernel_serves((GemmKernel)j, (GemmClass)c) &&
+                                  gemm_kernel_runs((GemmKernel)j, isa) &&
+                                  !(isa == CPU_ISA_NONE && (j == KERNEL_PACKED_AVX2 || j == KERNEL_PACKED_AVX512));
+            if (measured != (cal.gflops[c][j] > 0)) {
+                fprintf(stderr, "%s, %s: rate %g\n", gemm_class_name((GemmClass)c),
+                        gemm_kernel_name((GemmKernel)j), cal.gflops[c][j]);
+                return 11;
+            }
+        }
+    }
+    bool only[GEMM_KERNELS] = {false};
+    only[KERNEL_OPENBLAS] = only[KERNEL_VIA_GEMM] = true;
+    GemmChoice prefer = table;
+    prefer.kernel[GEMM_STEP] = KERNEL_PACKED_AVX2;  // not allowed: ignored
+    cal = gemm_calibrate(2, isa, only, &prefer);
+    for (int c = 0; c < GEMM_CLASSES; c++) {
+        const GemmKernel want = c == GEMM_STEP ? KERNEL_VIA_GEMM : KERNEL_OPENBLAS;
+        if (cal.choice.kernel[c] != want) {
+            fprintf(stderr, "%s: %s, only %s allowed\n", gemm_class_name((GemmClass)c),
+                    gemm_kernel_name(cal.choice.kernel[c]), gemm_kernel_name(want));
+            return 12;
+        }
+    }
+    return 0;
+}
+
+static void test_calibration_contract(void) {
+    char err[2048];
+    int rc = in_child(child_calibration, err, sizeof err);
+    EXPECT(rc == 0, "child status %d, stderr: '%s'", rc, err);
+}
+
 int main(void) {
     CHECK(scratch_open(&scratch, "test_core_gemm_choice", "draw") == 0, "scratch");
     RUN(test_cache_round_trip);
@@ -299,6 +350,7 @@ int main(void) {
     RUN(test_cached_choice_honoured);
     RUN(test_busy_machine_keeps_the_table);
     RUN(test_forced_choice_honoured);
+    RUN(test_calibration_contract);
     RUN(test_each_openblas_copy_matches_reference);
     scratch_remove(scratch.dir);
     return test_summary();
