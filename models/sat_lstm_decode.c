@@ -91,9 +91,10 @@ static void decode_buffers_alloc_(SatLstmDecodeCtx *d, const SatConfig *c, int B
 }
 
 // sat_lstm_decode_ctx_init with the CNN's workspace ws (unused with features): the images
-// are encoded in chunks of the workspace's batch.
+// are encoded in chunks of the workspace's batch; the steps multiply by Wt, the LSTM's
+// weights packed by decoder_pack_lstm, or with Wt NULL by a pack of the context's own.
 static void ctx_init_(SatLstmDecodeCtx *d, SatModel *m, const float *images, int B, int beam,
-                      CnnWorkspace *ws) {
+                      CnnWorkspace *ws, const PackedMatrix *Wt) {
     const SatConfig *c = &m->cfg;
     const int L = sat_L(c), D = sat_D(c), H = c->H;
     memset(d, 0, sizeof *d);
@@ -120,15 +121,19 @@ static void ctx_init_(SatLstmDecodeCtx *d, SatModel *m, const float *images, int
     decoder_initial_state(d->h, d->c, mean, &l->p.dec, B, D, H);
     attn_prepare(d->prep, d->annot, &l->p.dec.attn, &c->attn, B, L);
     for (int b = 0; b < B; b++) d->row_image[b] = b;
-    const DecoderConfig dc = sat_decoder_config(c);
-    decoder_pack_lstm(&d->lstm_Wt, &l->p.dec, &dc);
+    d->step_Wt = Wt;
+    if (!Wt) {
+        const DecoderConfig dc = sat_decoder_config(c);
+        decoder_pack_lstm(&d->lstm_Wt, &l->p.dec, &dc);
+        d->step_Wt = &d->lstm_Wt;
+    }
 }
 
 void sat_lstm_decode_ctx_init(SatLstmDecodeCtx *d, SatModel *m, const float *images, int B,
                               int beam) {
     SatLstm *l = sat_lstm(m);
     CHECK(l->acts_block.data, "sat_alloc_acts before decoding");
-    ctx_init_(d, m, images, B, beam, &l->cnn_ws);
+    ctx_init_(d, m, images, B, beam, &l->cnn_ws, NULL);
 }
 
 void sat_lstm_decode_ctx_free(SatLstmDecodeCtx *d) {
@@ -174,7 +179,7 @@ void sat_lstm_beam_step(void *vctx, int n, const int *parent, const int *token, 
                            .c = d->c2, .zp = d->zp2, .hn = d->hn, .cn = d->cn, .ctx = d->ctx,
                            .alpha = d->alpha, .cache = d->cache, .beta = d->beta, .z = d->z,
                            .emb = d->emb, .xin = d->xin, .xh = d->xh, .gates = d->gates,
-                           .o = d->o, .logits = d->logits, .lstm_Wt = &d->lstm_Wt};
+                           .o = d->o, .logits = d->logits, .lstm_Wt = d->step_Wt};
     decoder_step_forward(&s, token, &sat_lstm(m)->p.dec, &dc, d->t, n);
     memcpy(d->alpha_hist + (size_t)d->t * d->R * L, d->alpha, (size_t)n * L * sizeof(float));
     sat_next_word_logprobs(logprobs, d->logits, n, V);
@@ -199,13 +204,14 @@ typedef struct {
     int B, beam;
     float length_alpha;
     CnnWorkspace *ws;        // the CNN's workspace this share encodes with
+    const PackedMatrix *Wt;  // the LSTM's packed weights, shared by every share
 } DecodeShare;
 
 static void *decode_share_run_(void *arg) {
     const DecodeShare *j = arg;
     const SatConfig *c = &j->m->cfg;
     SatLstmDecodeCtx d;
-    ctx_init_(&d, j->m, j->images, j->B, j->beam, j->ws);
+    ctx_init_(&d, j->m, j->images, j->B, j->beam, j->ws, j->Wt);
     sat_beam_decode(j->tokens, j->lens, j->alphas, j->B, j->beam, j->length_alpha, c->V,
                     c->max_len, sat_L(c), &d, sat_lstm_beam_step, d.alpha_hist, d.R);
     sat_lstm_decode_ctx_free(&d);
@@ -228,12 +234,15 @@ void sat_lstm_decode(SatModel *m, int *tokens, int *lens, float *alphas, const f
     const size_t per = sat_input_floats(c);
     DecodeShare jobs[DECODE_THREADS_MAX];
     CnnWorkspace ws[DECODE_THREADS_MAX];
+    PackedMatrix Wt;
+    const DecoderConfig dc = sat_decoder_config(c);
+    decoder_pack_lstm(&Wt, &l->p.dec, &dc);
     for (int k = 0; k < n; k++) {
         const int b0 = (int)((int64_t)B * k / n), b1 = (int)((int64_t)B * (k + 1) / n);
         jobs[k] = (DecodeShare){.m = m, .tokens = tokens + (size_t)b0 * ML, .lens = lens + b0,
                                 .alphas = alphas ? alphas + (size_t)b0 * ML * L : NULL,
                                 .images = images + (size_t)b0 * per, .B = b1 - b0, .beam = beam,
-                                .length_alpha = length_alpha, .ws = &l->cnn_ws};
+                                .length_alpha = length_alpha, .ws = &l->cnn_ws, .Wt = &Wt};
         // Share 0 encodes with the model's workspace, the others with one of their own (the
         // CNN's result for an image does not depend on the workspace's batch).
         if (k > 0 && c->feat_L == 0) {
@@ -244,6 +253,7 @@ void sat_lstm_decode(SatModel *m, int *tokens, int *lens, float *alphas, const f
     }
     if (n <= 1) {
         decode_share_run_(&jobs[0]);
+        packed_free(&Wt);
         return;
     }
     // Each share on a thread of its own, each running single-threaded products (the kernels
@@ -262,4 +272,5 @@ void sat_lstm_decode(SatModel *m, int *tokens, int *lens, float *alphas, const f
         if (c->feat_L == 0) cnn_workspace_free(&ws[k]);
     }
     gemm_set_threads(threads);
+    packed_free(&Wt);
 }

@@ -38,6 +38,9 @@ typedef struct {
     float *alpha_hist;           // (max_len, R, L)
     int *row_image, *row_image2; // (R)
     PackedMatrix lstm_Wt;        // the decoder LSTM's weights, packed once for every step
+                                 // (unallocated when they are lent: step_Wt)
+    const PackedMatrix *step_Wt; // what the steps multiply by: &lstm_Wt, or a pack lent by
+                                 // the caller (the shares of one sat_lstm_decode share one)
     float *mem;
     int *ints;
 } SatLstmDecodeCtx;
