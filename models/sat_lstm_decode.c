@@ -257,10 +257,10 @@ void sat_lstm_decode(SatModel *m, int *tokens, int *lens, float *alphas, const f
         return;
     }
     // Each share on a thread of its own, each running single-threaded products (the kernels
-    // of one thread, core/gemm.h): an image's search reads no other image's rows, so the
-    // words are one thread's; the last bits may not be (OpenBLAS's result for a row can
-    // depend on how many rows its product has, and a share has fewer), but they are the same
-    // on every run with the same thread count and batch.
+    // of one thread, core/gemm.h): an image's search reads no other image's rows, so only
+    // the last bits can differ from one thread's (OpenBLAS's result for a row can depend on
+    // how many rows its product has, and a share has fewer; a near tie may then pick other
+    // words), and they are the same on every run with the same thread count and batch.
     gemm_set_threads(1);
     pthread_t th[DECODE_THREADS_MAX];
     int started[DECODE_THREADS_MAX] = {0};
