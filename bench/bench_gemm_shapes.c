@@ -5,7 +5,7 @@
 // For each shape: one warm-up call per kernel, then ROUNDS rounds in which the kernels take
 // turns (so that load elsewhere hits them alike), each round at least SECONDS of calls
 // (CLOCK_MONOTONIC via core/timer.h). Prints one line per shape and kernel on stdout:
-//     shape  kernel  median GFLOP/s  min  max  (over the rounds)
+//     shape  kernel (OpenBLAS's core name)  median GFLOP/s  min  max  (over the rounds)
 // and, per shape, which kernel has the best median and by how much it leads the next.
 // This is the evidence the calibration (core/gemm_calibrate.c) should agree with: run it
 // on a quiet machine.
@@ -81,8 +81,9 @@ static void bench_shape(const char *name, const Shape *s, int rounds, double sec
         if (!runs[k]) continue;
         qsort(rate[k], (size_t)rounds, sizeof(double), cmp_double);
         median[k] = rate[k][rounds / 2];
-        printf("%-16s %-18s %8.1f %8.1f %8.1f\n", name, gemm_kernel_name(kernels[k]), median[k],
-               rate[k][0], rate[k][rounds - 1]);
+        char label[64];
+        snprintf(label, sizeof label, "%s (%s)", gemm_kernel_name(kernels[k]), blas_lib(kernels[k])->corename);
+        printf("%-16s %-28s %8.1f %8.1f %8.1f\n", name, label, median[k], rate[k][0], rate[k][rounds - 1]);
         if (best < 0 || median[k] > median[best]) second = best, best = k;
         else if (second < 0 || median[k] > median[second]) second = k;
     }
@@ -104,7 +105,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     blas_set_threads(threads);
-    printf("%-16s %-18s %8s %8s %8s   (%d thread%s, %d rounds of %.2f s)\n", "shape", "kernel",
+    printf("%-16s %-28s %8s %8s %8s   (%d thread%s, %d rounds of %.2f s)\n", "shape", "kernel",
            "median", "min", "max", threads, threads == 1 ? "" : "s", rounds, seconds);
     for (int i = 4; i < argc; i++) {
         Shape s;
