@@ -77,8 +77,9 @@ static int tile_start(int M, int tiles, int t) { return (int)((int64_t)M * t / t
 
 #ifdef PACKED_X86
 // Which row of the next panel tile t of T prefetches at step k: floor((t K + k) / T), kept as
-// a quotient and remainder that step along with k (a 64-bit division at every k took a
-// fifth of the AVX2 tile's time on a Zen 3, where the FMAs of a k take six cycles).
+// a quotient and remainder that step along with k, not a 64-bit division at every k (perf
+// annotate put much of the AVX2 tile's samples on the division on a Zen 3, though timing
+// the kernel showed no speed difference beyond its noise: the out-of-order core hid it).
 typedef struct {
     int64_t row, rem, T;
 } PrefetchRow;

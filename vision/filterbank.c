@@ -6,6 +6,7 @@
 #include "core/activations.h"
 #include "core/check.h"
 #include "core/gemm.h"
+#include "core/vector_width.h"
 
 enum { P_GX, P_GY, P_LOG_S2, P_LOG_DELTA, P_LOG_GAMMA };
 
@@ -66,11 +67,7 @@ static double peak_logit(double mu, double inv, int L) {
 // glimpse classifier's step on a Zen 3); every lane does the same arithmetic either way, so
 // the width changes no result.
 enum { LANES = 8 };
-#ifdef __AVX512F__
-enum { DLANES = 8 };
-#else
-enum { DLANES = 4 };
-#endif
+enum { DLANES = VECTOR_BYTES / sizeof(double) };
 enum { PARTS = LANES / DLANES };
 typedef double Doubles __attribute__((vector_size(DLANES * sizeof(double))));
 typedef float Floats __attribute__((vector_size(DLANES * sizeof(float))));

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/vector_width.h"
 
 enum { LANES = 16 };
 
@@ -18,11 +19,7 @@ enum { LANES = 16 };
 // rows, with shuffles, at a fraction of this rate; written as one 16-float value, on AVX2
 // it moved the halves through the stack (the read took 23 % of the glimpse classifier's
 // step on a Zen 3). Each lane does the same arithmetic at either width.
-#ifdef __AVX512F__
-enum { VLANES = 16 };
-#else
-enum { VLANES = 8 };
-#endif
+enum { VLANES = VECTOR_BYTES / sizeof(float) };
 enum { PARTS = LANES / VLANES };
 typedef float Vec __attribute__((vector_size(VLANES * sizeof(float))));
 static inline Vec vec_load(const float *p) {
