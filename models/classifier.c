@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/check.h"
+#include "core/job_threads.h"
 #include "core/grad_sum.h"
 
 const char *classifier_kind_name(ClassifierKind k) { return k == CLASSIFIER_CNN ? "cnn" : "glimpse"; }
@@ -173,7 +174,6 @@ double classifier_forward_parallel_hard(ClassifierWorker *w, int n, const Classi
                                         Block *grads, int *correct) {
     CHECK(n >= 1 && n <= CLASSIFIER_MAX_WORKERS && B >= 1, "%d workers, %d images", n, B);
     Job jobs[CLASSIFIER_MAX_WORKERS];
-    pthread_t th[CLASSIFIER_MAX_WORKERS];
     const size_t HW = (size_t)classifier_width(c) * classifier_height(c);
     int used = 0;
     for (int k = 0, s = 0; k < n; k++) {
@@ -190,10 +190,7 @@ double classifier_forward_parallel_hard(ClassifierWorker *w, int n, const Classi
     }
     const int share_packs = c->kind == CLASSIFIER_GLIMPSE && used > 1;
     if (share_packs) pack_shared(w, used, p, c, grads != NULL);
-    for (int k = 1; k < used; k++)
-        CHECK(pthread_create(&th[k], NULL, job_run, &jobs[k]) == 0, "pthread_create");
-    job_run(&jobs[0]);
-    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+    job_threads_run(job_run, jobs, sizeof jobs[0], used);
     if (share_packs)
         for (int k = 0; k < used; k++) w[k].glimpse.use_Wt = w[k].glimpse.use_Wd = NULL;
     double loss = 0.0;

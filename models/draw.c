@@ -1,12 +1,12 @@
 #include "models/draw.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/activations.h"
 #include "core/check.h"
+#include "core/job_threads.h"
 #include "core/dims.h"
 #include "seq/linear.h"
 #include "seq/loss.h"
@@ -330,7 +330,6 @@ double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const Dr
           labels ? "" : "no");
     CHECK(n >= 1 && n <= DRAW_MAX_WORKERS && B >= 1, "%d workers, %d images", n, B);
     DrawJob jobs[DRAW_MAX_WORKERS];
-    pthread_t th[DRAW_MAX_WORKERS];
     const int IMG = draw_image_size(c), Z = c->z;
     int start[DRAW_MAX_WORKERS], used = 0;
     for (int k = 0, s = 0; k < n; k++) {
@@ -346,10 +345,7 @@ double draw_forward_parallel(DrawWorker *w, int n, const DrawParams *p, const Dr
         start[used++] = s;
         s += nk;
     }
-    for (int k = 1; k < used; k++)
-        CHECK(pthread_create(&th[k], NULL, draw_job_run, &jobs[k]) == 0, "pthread_create");
-    draw_job_run(&jobs[0]);
-    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+    job_threads_run(draw_job_run, jobs, sizeof jobs[0], used);
     double bound = 0.0, rsum = 0.0, ksum = 0.0;
     if (grads) block_zero(grads);
     for (int k = 0; k < used; k++) {

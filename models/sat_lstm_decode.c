@@ -2,7 +2,6 @@
 #include "models/sat_lstm_decode.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include "core/check.h"
 #include "core/dims.h"
 #include "core/gemm.h"
+#include "core/job_threads.h"
 #include "models/sat_beam.h"
 #include "seq/beam.h"
 #include "seq/vocab.h"
@@ -218,8 +218,6 @@ static void *decode_share_run_(void *arg) {
     return NULL;
 }
 
-// The most threads one decoding call splits its images over.
-#define DECODE_THREADS_MAX 64
 
 void sat_lstm_decode(SatModel *m, int *tokens, int *lens, float *alphas, const float *images,
                      int B, int beam, float length_alpha) {
@@ -229,11 +227,11 @@ void sat_lstm_decode(SatModel *m, int *tokens, int *lens, float *alphas, const f
     CHECK(l->acts_block.data, "sat_alloc_acts before decoding");
     const int threads = gemm_threads();
     int n = threads < B ? threads : B;
-    n = n < DECODE_THREADS_MAX ? n : DECODE_THREADS_MAX;
+    n = n < JOB_THREADS_MAX ? n : JOB_THREADS_MAX;
     const int ML = c->max_len, L = sat_L(c);
     const size_t per = sat_input_floats(c);
-    DecodeShare jobs[DECODE_THREADS_MAX];
-    CnnWorkspace ws[DECODE_THREADS_MAX];
+    DecodeShare jobs[JOB_THREADS_MAX];
+    CnnWorkspace ws[JOB_THREADS_MAX];
     PackedMatrix Wt;
     const DecoderConfig dc = sat_decoder_config(c);
     decoder_pack_lstm(&Wt, &l->p.dec, &dc);
@@ -262,15 +260,8 @@ void sat_lstm_decode(SatModel *m, int *tokens, int *lens, float *alphas, const f
     // how many rows its product has, and a share has fewer; a near tie may then pick other
     // words), and they are the same on every run with the same thread count and batch.
     gemm_set_threads(1);
-    pthread_t th[DECODE_THREADS_MAX];
-    int started[DECODE_THREADS_MAX] = {0};
-    for (int k = 1; k < n; k++) started[k] = pthread_create(&th[k], NULL, decode_share_run_, &jobs[k]) == 0;
-    decode_share_run_(&jobs[0]);
-    for (int k = 1; k < n; k++) {
-        if (started[k]) pthread_join(th[k], NULL);
-        else decode_share_run_(&jobs[k]);  // no thread to be had: the caller's runs it
-        if (c->feat_L == 0) cnn_workspace_free(&ws[k]);
-    }
+    job_threads_run(decode_share_run_, jobs, sizeof jobs[0], n);
+    for (int k = 1; k < n && c->feat_L == 0; k++) cnn_workspace_free(&ws[k]);
     gemm_set_threads(threads);
     packed_free(&Wt);
 }

@@ -1,11 +1,11 @@
 #include "models/sat_parallel.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/check.h"
+#include "core/job_threads.h"
 #include "core/grad_sum.h"
 
 typedef struct {
@@ -137,11 +137,7 @@ static void combine_grads_(SatModel *model, const StepJob *jobs, int used, int n
 
 // fn on each job, jobs 1 .. used - 1 on threads of their own, job 0 on the caller's.
 static void run_jobs_(void *(*fn)(void *), StepJob *jobs, int used) {
-    pthread_t th[64];
-    for (int k = 1; k < used; k++)
-        CHECK(pthread_create(&th[k], NULL, fn, &jobs[k]) == 0, "pthread_create");
-    fn(&jobs[0]);
-    for (int k = 1; k < used; k++) pthread_join(th[k], NULL);
+    job_threads_run(fn, jobs, sizeof jobs[0], used);
 }
 
 int sat_first_hard_step(const SatModel *m) { return m->cfg.hard && !m->baseline_set; }
